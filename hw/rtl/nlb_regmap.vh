@@ -1,0 +1,424 @@
+// @generated from hw/regmap.toml; do not edit.
+// Regenerate with: cargo run -p nlb-hw --bin nlb-regmap-gen
+//
+// Include inside a module body: `include "nlb_regmap.vh"
+// Every module uses only part of the map, so unused parameters are expected here.
+/* verilator lint_off UNUSEDPARAM */
+
+// ---- meta ----
+localparam NLB_REGMAP_VERSION = 32'h1;
+localparam NLB_DESIGN_VERSION = 32'h10000;
+localparam NLB_DATA_WIDTH = 512;
+localparam NLB_BLOCK_TYPE_PREFIX = 32'h4e4c0000;
+
+// ---- capacity profiles ----
+localparam NLB_PROFILE_SIM_ID = 32'h1; // Small memories for simulation and CI.
+localparam NLB_PROFILE_SIM_VIP_BUCKETS = 64;
+localparam NLB_PROFILE_SIM_VIP_WAYS = 4;
+localparam NLB_PROFILE_SIM_RULES = 256;
+localparam NLB_PROFILE_SIM_POOLS = 128;
+localparam NLB_PROFILE_SIM_MAGLEV_SLOTS = 131072;
+localparam NLB_PROFILE_SIM_BACKENDS = 4096;
+localparam NLB_PROFILE_SIM_CT_BUCKETS = 4096;
+localparam NLB_PROFILE_SIM_CT_WAYS = 4;
+localparam NLB_PROFILE_SIM_QUEUE_DEPTH = 64;
+localparam NLB_PROFILE_U280_ID = 32'h2; // Production sizes for an Alveo U280 (Maglev slots and connections in HBM).
+localparam NLB_PROFILE_U280_VIP_BUCKETS = 4096;
+localparam NLB_PROFILE_U280_VIP_WAYS = 4;
+localparam NLB_PROFILE_U280_RULES = 4096;
+localparam NLB_PROFILE_U280_POOLS = 2048;
+localparam NLB_PROFILE_U280_MAGLEV_SLOTS = 16777216;
+localparam NLB_PROFILE_U280_BACKENDS = 65536;
+localparam NLB_PROFILE_U280_CT_BUCKETS = 1048576;
+localparam NLB_PROFILE_U280_CT_WAYS = 4;
+localparam NLB_PROFILE_U280_QUEUE_DEPTH = 4096;
+
+// ---- enumerations ----
+// affinity: Session affinity of a pool: which flow key feeds the Maglev hash (SPEC R3.1).
+localparam NLB_AFFINITY_NONE = 3'h0; // 5-tuple
+localparam NLB_AFFINITY_CLIENT_IP = 3'h1; // 2-tuple (src IP, dst IP)
+localparam NLB_AFFINITY_CLIENT_IP_PROTO = 3'h2; // 3-tuple (src IP, dst IP, protocol)
+localparam NLB_AFFINITY_CLIENT_IP_PORT_PROTO = 3'h3; // 5-tuple (backend services)
+localparam NLB_AFFINITY_CLIENT_IP_NO_DESTINATION = 3'h4; // 1-tuple (src IP only)
+// delivery: How a forwarded packet reaches its backend (SPEC R8.1).
+localparam NLB_DELIVERY_L2_DSR = 2'h0; // rewrite destination MAC to the backend's, source MAC to the NIC's
+localparam NLB_DELIVERY_IPIP = 2'h1; // outer IPv4 (or IPv6 for IPv6 VIPs) header, protocol 4 / 41
+localparam NLB_DELIVERY_GUE = 2'h2; // outer IP + UDP to the configured GUE port, source port from the flow hash
+// key_type: First byte of the canonical hash key: which fields it carries.
+localparam NLB_KEY_TYPE_VIP = 3'h0; // rule lookup: protocol + destination address
+localparam NLB_KEY_TYPE_TUPLE1 = 3'h1; // source address
+localparam NLB_KEY_TYPE_TUPLE2 = 3'h2; // source + destination address
+localparam NLB_KEY_TYPE_TUPLE3 = 3'h3; // source + destination address + protocol
+localparam NLB_KEY_TYPE_TUPLE5 = 3'h5; // source + destination address + protocol + ports
+// verdict: What happened to a packet.
+localparam NLB_VERDICT_FORWARD = 2'h0; // sent to a backend on the transmit stream
+localparam NLB_VERDICT_PUNT = 2'h1; // sent to the host slow path with a punt header
+localparam NLB_VERDICT_DROP = 2'h2; // discarded and counted
+localparam NLB_VERDICT_PASS = 2'h3; // not load-balanced: handed to the host network stack
+// reason: Why a packet got its verdict; every reason has its own counter.
+localparam NLB_REASON_FORWARDED = 5'h0; // matched a rule and went to a backend
+localparam NLB_REASON_NO_RULE = 5'h1; // IP packet matching no forwarding rule (SPEC R2.4)
+localparam NLB_REASON_NOT_IP = 5'h2; // not IPv4/IPv6 (ARP, LLDP, ...)
+localparam NLB_REASON_ACL_DENIED = 5'h3; // source outside the rule's sourceRanges (SPEC R9.1)
+localparam NLB_REASON_FRAGMENT_NEEDS_STATE = 5'h4; // non-first fragment on a VIP with several rules for its protocol (SPEC R4.3)
+localparam NLB_REASON_NO_BACKEND = 5'h5; // the pool has no backend at all
+localparam NLB_REASON_ICMP_ERROR_FORWARDED = 5'h6; // ICMP error about a VIP flow, sent to that flow's backend (SPEC R10.2)
+localparam NLB_REASON_INJECTED = 5'h7; // frame injected by the host to a given backend
+localparam NLB_REASON_RUNT = 5'h8; // frame shorter than an Ethernet header
+localparam NLB_REASON_TRUNCATED_L2 = 5'h9; // VLAN tag cut off
+localparam NLB_REASON_TOO_MANY_VLANS = 5'ha; // more than two VLAN tags
+localparam NLB_REASON_TRUNCATED_L3 = 5'hb; // IP header cut off
+localparam NLB_REASON_BAD_IP_VERSION = 5'hc; // version field does not match the EtherType
+localparam NLB_REASON_BAD_IHL = 5'hd; // IPv4 IHL < 5
+localparam NLB_REASON_BAD_IP_LENGTH = 5'he; // IP total/payload length beyond the frame or below the header
+localparam NLB_REASON_BAD_IP_CHECKSUM = 5'hf; // IPv4 header checksum wrong
+localparam NLB_REASON_EXT_CHAIN_TOO_LONG = 5'h10; // IPv6 extension header chain longer than the parser window
+localparam NLB_REASON_TRUNCATED_L4 = 5'h11; // TCP/UDP header cut off (first fragment or whole packet)
+localparam NLB_REASON_TOO_BIG = 5'h12; // encapsulation would exceed the maximum frame size
+// table: Table identifiers for the table write window.
+localparam NLB_TABLE_VIP = 3'h0; // VIP table, index = bucket * vip_ways + way
+localparam NLB_TABLE_RULE = 3'h1; // rule descriptors, index = rule id
+localparam NLB_TABLE_ACL = 3'h2; // per-rule source ranges, index = rule id
+localparam NLB_TABLE_POOL = 3'h3; // pool descriptors, index = pool id
+localparam NLB_TABLE_MAGLEV = 3'h4; // Maglev slots, index = slot
+localparam NLB_TABLE_BACKEND = 3'h5; // backend entries, index = backend id
+// event: Kinds of record on the learn/teardown event stream.
+localparam NLB_EVENT_LEARN = 2'h1; // conntrack miss on a trackable packet: install (flow, backend)
+localparam NLB_EVENT_TEARDOWN = 2'h2; // FIN or RST seen on a tracked or new TCP flow
+// default_action: What the pipeline does with packets matching no rule (SPEC R2.4).
+localparam NLB_DEFAULT_ACTION_PASS = 1'h0; // hand to the host network stack
+localparam NLB_DEFAULT_ACTION_DROP = 1'h1; // discard (counted)
+// table_cmd: Commands of the table write window and the conntrack access block.
+localparam NLB_TABLE_CMD_WRITE = 2'h1; // copy the data words into the addressed entry
+localparam NLB_TABLE_CMD_READ = 2'h2; // copy the addressed entry into the data words
+
+// ---- flow hash ----
+// CRC-32C (Castagnoli; reflected, init 0xFFFFFFFF, xorout 0xFFFFFFFF, i.e. CRC-32/ISCSI) over the 40-byte canonical key, then the murmur3 fmix32 finaliser so that every key bit reaches every hash bit; a table of M entries is indexed by (hash * M) >> 32, which needs no divider and lets M be prime.
+localparam NLB_HASH_CRC_POLY_REFLECTED = 32'h82f63b78;
+localparam NLB_HASH_CRC_INIT = 32'hffffffff;
+localparam NLB_HASH_CRC_XOROUT = 32'hffffffff;
+localparam NLB_HASH_MIX_SHIFT1 = 16;
+localparam NLB_HASH_MIX_MUL1 = 32'h85ebca6b;
+localparam NLB_HASH_MIX_SHIFT2 = 13;
+localparam NLB_HASH_MIX_MUL2 = 32'hc2b2ae35;
+localparam NLB_HASH_MIX_SHIFT3 = 16;
+localparam NLB_HASH_KEY_BYTES = 40;
+localparam NLB_HASH_KEY_KEY_TYPE_OFFSET = 0; // enum key_type
+localparam NLB_HASH_KEY_KEY_TYPE_LEN = 1;
+localparam NLB_HASH_KEY_PROTOCOL_OFFSET = 1; // IP protocol (6 TCP, 17 UDP); TUPLE3, TUPLE5, VIP
+localparam NLB_HASH_KEY_PROTOCOL_LEN = 1;
+localparam NLB_HASH_KEY_SRC_PORT_OFFSET = 2; // TUPLE5 only
+localparam NLB_HASH_KEY_SRC_PORT_LEN = 2;
+localparam NLB_HASH_KEY_DST_PORT_OFFSET = 4; // TUPLE5 only
+localparam NLB_HASH_KEY_DST_PORT_LEN = 2;
+localparam NLB_HASH_KEY_RESERVED_OFFSET = 6; // zero
+localparam NLB_HASH_KEY_RESERVED_LEN = 2;
+localparam NLB_HASH_KEY_SRC_ADDR_OFFSET = 8; // all but VIP
+localparam NLB_HASH_KEY_SRC_ADDR_LEN = 16;
+localparam NLB_HASH_KEY_DST_ADDR_OFFSET = 24; // TUPLE2, TUPLE3, TUPLE5, VIP
+localparam NLB_HASH_KEY_DST_ADDR_LEN = 16;
+
+// ---- table entry layouts (LSB = bit position in the entry, W = width) ----
+// port_slot: One port-range slot of a VIP entry: destination ports lo..=hi go to rule `rule`.
+localparam NLB_PORT_SLOT_WIDTH = 45;
+localparam NLB_PORT_SLOT_WORDS = 2;
+localparam NLB_PORT_SLOT_VALID_LSB = 0;
+localparam NLB_PORT_SLOT_VALID_W = 1;
+localparam NLB_PORT_SLOT_PORT_LO_LSB = 1;
+localparam NLB_PORT_SLOT_PORT_LO_W = 16;
+localparam NLB_PORT_SLOT_PORT_HI_LSB = 17;
+localparam NLB_PORT_SLOT_PORT_HI_W = 16;
+localparam NLB_PORT_SLOT_RULE_LSB = 33; // rule id
+localparam NLB_PORT_SLOT_RULE_W = 12;
+// vip_entry: VIP table entry: one (VIP, protocol) with its port-range slots. Bucket = (hash(VIP key) * vip_buckets) >> 32; the ways of a bucket are compared in parallel, then the slots.
+localparam NLB_VIP_ENTRY_WIDTH = 317;
+localparam NLB_VIP_ENTRY_WORDS = 10;
+localparam NLB_VIP_ENTRY_VALID_LSB = 0;
+localparam NLB_VIP_ENTRY_VALID_W = 1;
+localparam NLB_VIP_ENTRY_PROTOCOL_LSB = 1;
+localparam NLB_VIP_ENTRY_PROTOCOL_W = 8;
+localparam NLB_VIP_ENTRY_ADDR_LSB = 9; // VIP, IPv4 mapped
+localparam NLB_VIP_ENTRY_ADDR_W = 128;
+localparam NLB_VIP_ENTRY_SLOT_LSB = 137;
+localparam NLB_VIP_ENTRY_SLOT_W = 45;
+localparam NLB_VIP_ENTRY_SLOT_COUNT = 4;
+// rule_entry: Forwarding rule descriptor, indexed by rule id; also the index of the rule's counters.
+localparam NLB_RULE_ENTRY_WIDTH = 14;
+localparam NLB_RULE_ENTRY_WORDS = 1;
+localparam NLB_RULE_ENTRY_VALID_LSB = 0;
+localparam NLB_RULE_ENTRY_VALID_W = 1;
+localparam NLB_RULE_ENTRY_ACL_ENABLED_LSB = 1; // check the rule's ACL entry (sourceRanges)
+localparam NLB_RULE_ENTRY_ACL_ENABLED_W = 1;
+localparam NLB_RULE_ENTRY_POOL_LSB = 2; // pool id of the target pool or target instance
+localparam NLB_RULE_ENTRY_POOL_W = 12;
+// acl_prefix: One source prefix: addr/len over the 128-bit (IPv4-mapped) source address.
+localparam NLB_ACL_PREFIX_WIDTH = 137;
+localparam NLB_ACL_PREFIX_WORDS = 5;
+localparam NLB_ACL_PREFIX_VALID_LSB = 0;
+localparam NLB_ACL_PREFIX_VALID_W = 1;
+localparam NLB_ACL_PREFIX_PREFIX_LEN_LSB = 1; // 0..=128; IPv4 /n is stored as /(96+n)
+localparam NLB_ACL_PREFIX_PREFIX_LEN_W = 8;
+localparam NLB_ACL_PREFIX_ADDR_LSB = 9;
+localparam NLB_ACL_PREFIX_ADDR_W = 128;
+// acl_entry: A rule's source allow-list (SPEC R9.1), indexed by rule id; all prefixes compared in parallel.
+localparam NLB_ACL_ENTRY_WIDTH = 1096;
+localparam NLB_ACL_ENTRY_WORDS = 35;
+localparam NLB_ACL_ENTRY_PREFIX_LSB = 0;
+localparam NLB_ACL_ENTRY_PREFIX_W = 137;
+localparam NLB_ACL_ENTRY_PREFIX_COUNT = 8;
+// pool_entry: Pool descriptor, indexed by pool id. maglev_base/maglev_size describe the slice that serves now: when the compiler fails a pool over (SPEC R1 failoverRatio), they point at the backup pool's slice and `failed_over` is set.
+localparam NLB_POOL_ENTRY_WIDTH = 88;
+localparam NLB_POOL_ENTRY_WORDS = 3;
+localparam NLB_POOL_ENTRY_VALID_LSB = 0;
+localparam NLB_POOL_ENTRY_VALID_W = 1;
+localparam NLB_POOL_ENTRY_AFFINITY_LSB = 1;
+localparam NLB_POOL_ENTRY_AFFINITY_W = 3;
+localparam NLB_POOL_ENTRY_DELIVERY_LSB = 4;
+localparam NLB_POOL_ENTRY_DELIVERY_W = 2;
+localparam NLB_POOL_ENTRY_MAGLEV_BASE_LSB = 6; // first slot of the serving slice
+localparam NLB_POOL_ENTRY_MAGLEV_BASE_W = 24;
+localparam NLB_POOL_ENTRY_MAGLEV_SIZE_LSB = 30; // M: slots in the slice (prime, or 1); 0 = no backend
+localparam NLB_POOL_ENTRY_MAGLEV_SIZE_W = 17;
+localparam NLB_POOL_ENTRY_BACKUP_POOL_LSB = 47;
+localparam NLB_POOL_ENTRY_BACKUP_POOL_W = 12;
+localparam NLB_POOL_ENTRY_HAS_BACKUP_LSB = 59;
+localparam NLB_POOL_ENTRY_HAS_BACKUP_W = 1;
+localparam NLB_POOL_ENTRY_FAILOVER_RATIO_LSB = 60; // failoverRatio x 1000
+localparam NLB_POOL_ENTRY_FAILOVER_RATIO_W = 10;
+localparam NLB_POOL_ENTRY_FAILED_OVER_LSB = 70; // the backup pool's slice serves
+localparam NLB_POOL_ENTRY_FAILED_OVER_W = 1;
+localparam NLB_POOL_ENTRY_TRACK_LSB = 71; // trackable packets of this pool use the connection table
+localparam NLB_POOL_ENTRY_TRACK_W = 1;
+localparam NLB_POOL_ENTRY_IDLE_TIMEOUT_LSB = 72; // connection idle timeout, seconds (host ageing)
+localparam NLB_POOL_ENTRY_IDLE_TIMEOUT_W = 16;
+// maglev_slot: One Maglev lookup-table slot.
+localparam NLB_MAGLEV_SLOT_WIDTH = 16;
+localparam NLB_MAGLEV_SLOT_WORDS = 1;
+localparam NLB_MAGLEV_SLOT_BACKEND_LSB = 0; // backend id
+localparam NLB_MAGLEV_SLOT_BACKEND_W = 16;
+// backend_entry: Backend entry, indexed by backend id.
+localparam NLB_BACKEND_ENTRY_WIDTH = 178;
+localparam NLB_BACKEND_ENTRY_WORDS = 6;
+localparam NLB_BACKEND_ENTRY_VALID_LSB = 0;
+localparam NLB_BACKEND_ENTRY_VALID_W = 1;
+localparam NLB_BACKEND_ENTRY_IS_IPV6_LSB = 1;
+localparam NLB_BACKEND_ENTRY_IS_IPV6_W = 1;
+localparam NLB_BACKEND_ENTRY_ADDR_LSB = 2; // IPv4 mapped
+localparam NLB_BACKEND_ENTRY_ADDR_W = 128;
+localparam NLB_BACKEND_ENTRY_MAC_LSB = 130; // backend MAC (L2_DSR) or next-hop MAC (IPIP/GUE)
+localparam NLB_BACKEND_ENTRY_MAC_W = 48;
+// ct_entry: Connection table entry. Bucket = (hash(TUPLE5 key) * ct_buckets) >> 32; index = bucket * ct_ways + way. The host writes `valid` last (a separate write of the first data word).
+localparam NLB_CT_ENTRY_WIDTH = 365;
+localparam NLB_CT_ENTRY_WORDS = 12;
+localparam NLB_CT_ENTRY_VALID_LSB = 0;
+localparam NLB_CT_ENTRY_VALID_W = 1;
+localparam NLB_CT_ENTRY_PROTOCOL_LSB = 1;
+localparam NLB_CT_ENTRY_PROTOCOL_W = 8;
+localparam NLB_CT_ENTRY_SRC_PORT_LSB = 9;
+localparam NLB_CT_ENTRY_SRC_PORT_W = 16;
+localparam NLB_CT_ENTRY_DST_PORT_LSB = 25;
+localparam NLB_CT_ENTRY_DST_PORT_W = 16;
+localparam NLB_CT_ENTRY_SRC_ADDR_LSB = 41;
+localparam NLB_CT_ENTRY_SRC_ADDR_W = 128;
+localparam NLB_CT_ENTRY_DST_ADDR_LSB = 169;
+localparam NLB_CT_ENTRY_DST_ADDR_W = 128;
+localparam NLB_CT_ENTRY_BACKEND_LSB = 297;
+localparam NLB_CT_ENTRY_BACKEND_W = 16;
+localparam NLB_CT_ENTRY_RULE_LSB = 313;
+localparam NLB_CT_ENTRY_RULE_W = 12;
+localparam NLB_CT_ENTRY_FLAGS_LSB = 325; // bit 0: FIN/RST seen; others reserved
+localparam NLB_CT_ENTRY_FLAGS_W = 8;
+localparam NLB_CT_ENTRY_TIMESTAMP_LSB = 333; // host time of install/last refresh, seconds
+localparam NLB_CT_ENTRY_TIMESTAMP_W = 32;
+// punt_header: Metadata beat prepended to every frame on the punt stream (first 64 bytes of the frame follow from the next beat).
+localparam NLB_PUNT_HEADER_WIDTH = 102;
+localparam NLB_PUNT_HEADER_WORDS = 4;
+localparam NLB_PUNT_HEADER_REASON_LSB = 0;
+localparam NLB_PUNT_HEADER_REASON_W = 8;
+localparam NLB_PUNT_HEADER_VERDICT_LSB = 8;
+localparam NLB_PUNT_HEADER_VERDICT_W = 2;
+localparam NLB_PUNT_HEADER_BANK_LSB = 10;
+localparam NLB_PUNT_HEADER_BANK_W = 1;
+localparam NLB_PUNT_HEADER_RULE_VALID_LSB = 11;
+localparam NLB_PUNT_HEADER_RULE_VALID_W = 1;
+localparam NLB_PUNT_HEADER_RULE_LSB = 12;
+localparam NLB_PUNT_HEADER_RULE_W = 12;
+localparam NLB_PUNT_HEADER_FLOW_HASH_LSB = 24; // TUPLE5 hash (TUPLE3 for fragments)
+localparam NLB_PUNT_HEADER_FLOW_HASH_W = 32;
+localparam NLB_PUNT_HEADER_FRAME_LEN_LSB = 56;
+localparam NLB_PUNT_HEADER_FRAME_LEN_W = 14;
+localparam NLB_PUNT_HEADER_IP_ID_LSB = 70; // IPv4 identification or IPv6 fragment identification
+localparam NLB_PUNT_HEADER_IP_ID_W = 32;
+// learn_event: One record on the learn/teardown stream.
+localparam NLB_LEARN_EVENT_WIDTH = 358;
+localparam NLB_LEARN_EVENT_WORDS = 12;
+localparam NLB_LEARN_EVENT_EVENT_LSB = 0;
+localparam NLB_LEARN_EVENT_EVENT_W = 2;
+localparam NLB_LEARN_EVENT_PROTOCOL_LSB = 2;
+localparam NLB_LEARN_EVENT_PROTOCOL_W = 8;
+localparam NLB_LEARN_EVENT_SRC_PORT_LSB = 10;
+localparam NLB_LEARN_EVENT_SRC_PORT_W = 16;
+localparam NLB_LEARN_EVENT_DST_PORT_LSB = 26;
+localparam NLB_LEARN_EVENT_DST_PORT_W = 16;
+localparam NLB_LEARN_EVENT_SRC_ADDR_LSB = 42;
+localparam NLB_LEARN_EVENT_SRC_ADDR_W = 128;
+localparam NLB_LEARN_EVENT_DST_ADDR_LSB = 170;
+localparam NLB_LEARN_EVENT_DST_ADDR_W = 128;
+localparam NLB_LEARN_EVENT_BACKEND_LSB = 298;
+localparam NLB_LEARN_EVENT_BACKEND_W = 16;
+localparam NLB_LEARN_EVENT_RULE_LSB = 314;
+localparam NLB_LEARN_EVENT_RULE_W = 12;
+localparam NLB_LEARN_EVENT_FLOW_HASH_LSB = 326;
+localparam NLB_LEARN_EVENT_FLOW_HASH_W = 32;
+// inject_header: Descriptor the host writes before an injected frame: send it to `backend` with `pool`'s delivery.
+localparam NLB_INJECT_HEADER_WIDTH = 42;
+localparam NLB_INJECT_HEADER_WORDS = 2;
+localparam NLB_INJECT_HEADER_BACKEND_LSB = 0;
+localparam NLB_INJECT_HEADER_BACKEND_W = 16;
+localparam NLB_INJECT_HEADER_POOL_LSB = 16;
+localparam NLB_INJECT_HEADER_POOL_W = 12;
+localparam NLB_INJECT_HEADER_FRAME_LEN_LSB = 28;
+localparam NLB_INJECT_HEADER_FRAME_LEN_W = 14;
+
+// ---- register blocks (absolute byte addresses) ----
+// fw_id: Firmware identity and capacities: the first block, read before anything else.
+localparam NLB_BLK_FW_ID_BASE = 32'h0;
+localparam NLB_BLK_FW_ID_TYPE = 32'h4e4c0001;
+localparam NLB_BLK_FW_ID_VERSION = 32'h1;
+localparam NLB_BLK_FW_ID_NEXT = 32'h1000;
+localparam NLB_REG_FW_ID_TYPE = 32'h0;
+localparam NLB_REG_FW_ID_VERSION = 32'h4;
+localparam NLB_REG_FW_ID_NEXT = 32'h8;
+localparam NLB_REG_FW_ID_DESIGN_VERSION = 32'hc; // [ro] meta.design_version of the build
+localparam NLB_REG_FW_ID_REGMAP_VERSION = 32'h10; // [ro] meta.regmap_version of the build
+localparam NLB_REG_FW_ID_BUILD_ID = 32'h14; // [ro] build timestamp, seconds since the Unix epoch
+localparam NLB_REG_FW_ID_GIT_HASH = 32'h18; // [ro] first 8 hex digits of the source commit
+localparam NLB_REG_FW_ID_BOARD_ID = 32'h1c; // [ro] board code (0x0280 = Alveo U280, 0x5100 = simulated)
+localparam NLB_REG_FW_ID_PART_ID = 32'h20; // [ro] FPGA part code (IDCODE without revision)
+localparam NLB_REG_FW_ID_PROFILE_ID = 32'h24; // [ro] capacity profile id
+localparam NLB_REG_FW_ID_CAP_VIP_BUCKETS = 32'h28; // [ro] 
+localparam NLB_REG_FW_ID_CAP_VIP_WAYS = 32'h2c; // [ro] 
+localparam NLB_REG_FW_ID_CAP_RULES = 32'h30; // [ro] 
+localparam NLB_REG_FW_ID_CAP_POOLS = 32'h34; // [ro] 
+localparam NLB_REG_FW_ID_CAP_MAGLEV_SLOTS = 32'h38; // [ro] 
+localparam NLB_REG_FW_ID_CAP_BACKENDS = 32'h3c; // [ro] 
+localparam NLB_REG_FW_ID_CAP_CT_BUCKETS = 32'h40; // [ro] 
+localparam NLB_REG_FW_ID_CAP_CT_WAYS = 32'h44; // [ro] 
+localparam NLB_REG_FW_ID_CAP_QUEUE_DEPTH = 32'h48; // [ro] 
+// ctrl: Pipeline control. ACTIVE_BANK is latched per packet at its first beat.
+localparam NLB_BLK_CTRL_BASE = 32'h1000;
+localparam NLB_BLK_CTRL_TYPE = 32'h4e4c0002;
+localparam NLB_BLK_CTRL_VERSION = 32'h1;
+localparam NLB_BLK_CTRL_NEXT = 32'h2000;
+localparam NLB_REG_CTRL_TYPE = 32'h1000;
+localparam NLB_REG_CTRL_VERSION = 32'h1004;
+localparam NLB_REG_CTRL_NEXT = 32'h1008;
+localparam NLB_REG_CTRL_ENABLE = 32'h100c; // [rw] bit 0: pipeline enabled (disabled: every frame is passed to host)
+localparam NLB_REG_CTRL_ACTIVE_BANK = 32'h1010; // [rw] bit 0: table bank used by new packets
+localparam NLB_REG_CTRL_GENERATION = 32'h1014; // [rw] table generation, written by the loader with the flip; stamped on events
+localparam NLB_REG_CTRL_DEFAULT_ACTION = 32'h1018; // [rw] enum default_action for packets matching no rule
+localparam NLB_REG_CTRL_LOCAL_MAC_LO = 32'h101c; // [rw] NIC MAC, low 32 bits (source MAC of forwarded frames)
+localparam NLB_REG_CTRL_LOCAL_MAC_HI = 32'h1020; // [rw] NIC MAC, high 16 bits
+localparam NLB_REG_CTRL_GUE_PORT = 32'h1024; // [rw] UDP destination port of GUE encapsulation
+localparam NLB_REG_CTRL_OUTER_SRC_V4 = 32'h1028; // [rw] outer IPv4 source prefix (IPIP/GUE)
+localparam NLB_REG_CTRL_OUTER_SRC_V4_LEN = 32'h102c; // [rw] its length; host bits come from the flow hash
+localparam NLB_REG_CTRL_OUTER_SRC_V6_0 = 32'h1030; // [rw] outer IPv6 source prefix, bits 127..96
+localparam NLB_REG_CTRL_OUTER_SRC_V6_1 = 32'h1034; // [rw] bits 95..64
+localparam NLB_REG_CTRL_OUTER_SRC_V6_2 = 32'h1038; // [rw] bits 63..32
+localparam NLB_REG_CTRL_OUTER_SRC_V6_3 = 32'h103c; // [rw] bits 31..0
+localparam NLB_REG_CTRL_OUTER_SRC_V6_LEN = 32'h1040; // [rw] its length
+localparam NLB_REG_CTRL_PACKETS_IN_FLIGHT = 32'h1044; // [ro] packets between parser and editor (the loader waits for 0 after a flip before reusing the old bank)
+localparam NLB_REG_CTRL_BANK_IN_USE = 32'h1048; // [ro] bit b set while a packet latched on bank b is in flight
+// table: Table write window: select table and bank, set the index, fill data words, issue a command.
+localparam NLB_BLK_TABLE_BASE = 32'h2000;
+localparam NLB_BLK_TABLE_TYPE = 32'h4e4c0003;
+localparam NLB_BLK_TABLE_VERSION = 32'h1;
+localparam NLB_BLK_TABLE_NEXT = 32'h3000;
+localparam NLB_REG_TABLE_TYPE = 32'h2000;
+localparam NLB_REG_TABLE_VERSION = 32'h2004;
+localparam NLB_REG_TABLE_NEXT = 32'h2008;
+localparam NLB_REG_TABLE_SELECT = 32'h200c; // [rw] bits 7..0 enum table, bit 8 bank
+localparam NLB_REG_TABLE_INDEX = 32'h2010; // [rw] entry index in the selected table
+localparam NLB_REG_TABLE_CMD = 32'h2014; // [wo] enum table_cmd; executes at once
+localparam NLB_REG_TABLE_STATUS = 32'h2018; // [ro] bit 0 busy, bit 1 error (index out of range or bad table)
+localparam NLB_REG_TABLE_DATA = 32'h2100; // [rw] entry words, word 0 = bits 31..0
+localparam NLB_REG_TABLE_DATA_COUNT = 64;
+// conntrack: Connection table access (one bank; connections outlive table loads) and hit tracking.
+localparam NLB_BLK_CONNTRACK_BASE = 32'h3000;
+localparam NLB_BLK_CONNTRACK_TYPE = 32'h4e4c0004;
+localparam NLB_BLK_CONNTRACK_VERSION = 32'h1;
+localparam NLB_BLK_CONNTRACK_NEXT = 32'h4000;
+localparam NLB_REG_CONNTRACK_TYPE = 32'h3000;
+localparam NLB_REG_CONNTRACK_VERSION = 32'h3004;
+localparam NLB_REG_CONNTRACK_NEXT = 32'h3008;
+localparam NLB_REG_CONNTRACK_INDEX = 32'h300c; // [rw] entry index = bucket * ct_ways + way
+localparam NLB_REG_CONNTRACK_CMD = 32'h3010; // [wo] enum table_cmd
+localparam NLB_REG_CONNTRACK_STATUS = 32'h3014; // [ro] bit 0 busy, bit 1 error
+localparam NLB_REG_CONNTRACK_HIT_READ = 32'h3018; // [ro] hit bits of the 32 entries at index & ~31; reading clears them
+localparam NLB_REG_CONNTRACK_COUNT = 32'h301c; // [ro] valid entries (maintained on writes)
+localparam NLB_REG_CONNTRACK_DATA = 32'h3100; // [rw] entry words
+localparam NLB_REG_CONNTRACK_DATA_COUNT = 32;
+// counters: Packet and byte counters: select a counter, snapshot it, read the four words.
+localparam NLB_BLK_COUNTERS_BASE = 32'h4000;
+localparam NLB_BLK_COUNTERS_TYPE = 32'h4e4c0005;
+localparam NLB_BLK_COUNTERS_VERSION = 32'h1;
+localparam NLB_BLK_COUNTERS_NEXT = 32'h6000;
+localparam NLB_REG_COUNTERS_TYPE = 32'h4000;
+localparam NLB_REG_COUNTERS_VERSION = 32'h4004;
+localparam NLB_REG_COUNTERS_NEXT = 32'h4008;
+localparam NLB_REG_COUNTERS_SELECT = 32'h400c; // [rw] bits 31..24 kind (0 rule, 1 backend, 2 reason, 3 verdict), bits 23..0 index
+localparam NLB_REG_COUNTERS_SNAPSHOT = 32'h4010; // [wo] write 1: latch the selected counter; write 2: latch and clear it
+localparam NLB_REG_COUNTERS_PACKETS_LO = 32'h4014; // [ro] 
+localparam NLB_REG_COUNTERS_PACKETS_HI = 32'h4018; // [ro] 
+localparam NLB_REG_COUNTERS_BYTES_LO = 32'h401c; // [ro] 
+localparam NLB_REG_COUNTERS_BYTES_HI = 32'h4020; // [ro] 
+// spi_flash: SPI flash controller: shifts whole bytes per access (the configuration flash holding the bitstreams).
+localparam NLB_BLK_SPI_FLASH_BASE = 32'h6000;
+localparam NLB_BLK_SPI_FLASH_TYPE = 32'h4e4c0007;
+localparam NLB_BLK_SPI_FLASH_VERSION = 32'h1;
+localparam NLB_BLK_SPI_FLASH_NEXT = 32'h7000;
+localparam NLB_REG_SPI_FLASH_TYPE = 32'h6000;
+localparam NLB_REG_SPI_FLASH_VERSION = 32'h6004;
+localparam NLB_REG_SPI_FLASH_NEXT = 32'h6008;
+localparam NLB_REG_SPI_FLASH_CTRL = 32'h600c; // [rw] bit 0 chip select asserted, bits 15..8 clock divider
+localparam NLB_REG_SPI_FLASH_TXRX = 32'h6010; // [rw] write: shift out bits 7..0 (bits 9..8 = byte count - 1 for 1..4 bytes, MSB first); read: bytes shifted in
+localparam NLB_REG_SPI_FLASH_STATUS = 32'h6014; // [ro] bit 0 busy shifting
+// reboot: Reconfiguration from flash (ICAP IPROG) and what booted.
+localparam NLB_BLK_REBOOT_BASE = 32'h7000;
+localparam NLB_BLK_REBOOT_TYPE = 32'h4e4c0008;
+localparam NLB_BLK_REBOOT_VERSION = 32'h1;
+localparam NLB_BLK_REBOOT_NEXT = 32'h8000;
+localparam NLB_REG_REBOOT_TYPE = 32'h7000;
+localparam NLB_REG_REBOOT_VERSION = 32'h7004;
+localparam NLB_REG_REBOOT_NEXT = 32'h7008;
+localparam NLB_REG_REBOOT_BOOT_ADDR = 32'h700c; // [rw] flash byte address of the image to load on reboot
+localparam NLB_REG_REBOOT_REBOOT = 32'h7010; // [wo] write 0x5245424F ('REBO') to reload from flash
+localparam NLB_REG_REBOOT_BOOT_STATUS = 32'h7014; // [ro] bit 0 fallback image booted, bits 31..8 address the running image came from (>> 8)
+// queues: Punt, learn and inject queues (the shell's DMA does this on hardware; the register path serves simulation and debug).
+localparam NLB_BLK_QUEUES_BASE = 32'h8000;
+localparam NLB_BLK_QUEUES_TYPE = 32'h4e4c0006;
+localparam NLB_BLK_QUEUES_VERSION = 32'h1;
+localparam NLB_BLK_QUEUES_NEXT = 32'h0;
+localparam NLB_REG_QUEUES_TYPE = 32'h8000;
+localparam NLB_REG_QUEUES_VERSION = 32'h8004;
+localparam NLB_REG_QUEUES_NEXT = 32'h8008;
+localparam NLB_REG_QUEUES_PUNT_STATUS = 32'h800c; // [ro] bits 15..0 frames queued, bit 31 overflowed since last read
+localparam NLB_REG_QUEUES_PUNT_POP = 32'h8010; // [wo] write 1: move the head frame into the punt window
+localparam NLB_REG_QUEUES_PUNT_LEN = 32'h8014; // [ro] bytes in the punt window after the punt header
+localparam NLB_REG_QUEUES_LEARN_STATUS = 32'h8018; // [ro] bits 15..0 events queued, bit 31 overflowed
+localparam NLB_REG_QUEUES_LEARN_POP = 32'h801c; // [wo] write 1: move the head event into learn_data
+localparam NLB_REG_QUEUES_INJECT_STATUS = 32'h8020; // [ro] bits 15..0 free entries
+localparam NLB_REG_QUEUES_INJECT_PUSH = 32'h8024; // [wo] write 1: send inject_header + inject window
+localparam NLB_REG_QUEUES_IRQ_MASK = 32'h8028; // [rw] bit 0 punt, bit 1 learn: raise the interrupt when non-empty
+localparam NLB_REG_QUEUES_LEARN_DATA = 32'h8040; // [ro] learn_event words
+localparam NLB_REG_QUEUES_LEARN_DATA_COUNT = 12;
+localparam NLB_REG_QUEUES_INJECT_HEADER = 32'h8080; // [rw] inject_header words
+localparam NLB_REG_QUEUES_INJECT_HEADER_COUNT = 2;
+localparam NLB_REG_QUEUES_PUNT_HEADER = 32'h80c0; // [ro] punt_header words
+localparam NLB_REG_QUEUES_PUNT_HEADER_COUNT = 4;
+localparam NLB_REG_QUEUES_PUNT_DATA = 32'h9000; // [ro] punted frame bytes, little-endian words (up to 9728 bytes)
+localparam NLB_REG_QUEUES_PUNT_DATA_COUNT = 2432;
+localparam NLB_REG_QUEUES_INJECT_DATA = 32'hc000; // [wo] frame to inject
+localparam NLB_REG_QUEUES_INJECT_DATA_COUNT = 2432;
+
+/* verilator lint_on UNUSEDPARAM */

@@ -1,0 +1,424 @@
+//! The parsed form of `hw/regmap.toml` and its consistency checks.
+//!
+//! This file is compiled twice: by `build.rs` (to generate the Rust layer) and as
+//! `nlb_hw::model` (for the Verilog/Markdown generator). Keep it free of crate-internal paths.
+
+use serde::Deserialize;
+use std::collections::BTreeSet;
+
+/// The whole register map.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Regmap {
+    /// Versions and global constants.
+    pub meta: Meta,
+    /// Capacity profiles.
+    pub profiles: Vec<Profile>,
+    /// Enumerations shared by every implementation.
+    pub enums: Vec<EnumDef>,
+    /// The flow hash definition.
+    pub hash: HashDef,
+    /// Table-entry and stream-record layouts.
+    pub layouts: Vec<Layout>,
+    /// Register blocks, in discovery-list order.
+    pub blocks: Vec<Block>,
+}
+
+/// `[meta]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Meta {
+    /// Project name.
+    pub name: String,
+    /// Bumped on every incompatible change.
+    pub regmap_version: u32,
+    /// Design version, major.minor as 16.16.
+    pub design_version: u32,
+    /// AXI-Stream data width, bits.
+    pub data_width: u32,
+    /// High half of every block type word.
+    pub block_type_prefix: u32,
+}
+
+/// `[[profiles]]`: the table depths of one build.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Profile {
+    /// Profile name (`sim`, `u280`).
+    pub name: String,
+    /// Identifier reported by the firmware-ID block.
+    pub id: u32,
+    /// What the profile is for.
+    pub doc: String,
+    /// VIP table buckets.
+    pub vip_buckets: u32,
+    /// VIP entries per bucket.
+    pub vip_ways: u32,
+    /// Rule descriptors.
+    pub rules: u32,
+    /// Pool descriptors.
+    pub pools: u32,
+    /// Maglev slot memory.
+    pub maglev_slots: u32,
+    /// Backend entries.
+    pub backends: u32,
+    /// Connection table buckets.
+    pub ct_buckets: u32,
+    /// Connection entries per bucket.
+    pub ct_ways: u32,
+    /// Entries of each punt/learn/inject queue.
+    pub queue_depth: u32,
+}
+
+/// `[[enums]]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EnumDef {
+    /// Enumeration name (snake_case).
+    pub name: String,
+    /// What it means.
+    pub doc: String,
+    /// Its values.
+    pub values: Vec<EnumValue>,
+}
+
+/// One value of an enumeration.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EnumValue {
+    /// SCREAMING_SNAKE name, as users and the REST API spell it.
+    pub name: String,
+    /// Encoded value.
+    pub value: u32,
+    /// What it means.
+    pub doc: String,
+}
+
+/// `[hash]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HashDef {
+    /// Prose definition.
+    pub doc: String,
+    /// CRC polynomial, reflected form.
+    pub crc_poly_reflected: u32,
+    /// CRC register initial value.
+    pub crc_init: u32,
+    /// Final XOR of the CRC.
+    pub crc_xorout: u32,
+    /// Mix: `h ^= h >> mix_shift1`.
+    pub mix_shift1: u32,
+    /// Mix: `h *= mix_mul1`.
+    pub mix_mul1: u32,
+    /// Mix: `h ^= h >> mix_shift2`.
+    pub mix_shift2: u32,
+    /// Mix: `h *= mix_mul2`.
+    pub mix_mul2: u32,
+    /// Mix: `h ^= h >> mix_shift3`.
+    pub mix_shift3: u32,
+    /// Length of the canonical key.
+    pub key_bytes: u32,
+    /// Fields of the canonical key.
+    pub key_fields: Vec<KeyField>,
+}
+
+/// A byte field of the canonical hash key.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KeyField {
+    /// Field name.
+    pub name: String,
+    /// Byte offset.
+    pub offset: u32,
+    /// Length in bytes.
+    pub len: u32,
+    /// What it holds.
+    pub doc: String,
+}
+
+/// `[[layouts]]`: a bit-packed record.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Layout {
+    /// snake_case name.
+    pub name: String,
+    /// What it is and how it is indexed.
+    pub doc: String,
+    /// Fields from bit 0 upwards.
+    pub fields: Vec<Field>,
+}
+
+/// One field of a layout: either `width` bits, or `count` copies of a nested `layout`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Field {
+    /// snake_case name.
+    pub name: String,
+    /// Width in bits (scalar fields).
+    pub width: Option<u32>,
+    /// Enumeration held by the field.
+    #[serde(rename = "enum")]
+    pub enum_name: Option<String>,
+    /// Nested layout (array fields).
+    pub layout: Option<String>,
+    /// Number of nested records (array fields).
+    pub count: Option<u32>,
+    /// What it holds.
+    #[serde(default)]
+    pub doc: String,
+}
+
+/// `[[blocks]]`: a register block.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Block {
+    /// snake_case name.
+    pub name: String,
+    /// What it is for.
+    pub doc: String,
+    /// Low half of the TYPE word.
+    pub type_id: u32,
+    /// VERSION word.
+    pub version: u32,
+    /// Byte offset from BAR 0.
+    pub offset: u32,
+    /// Registers after the three header words.
+    pub registers: Vec<Register>,
+}
+
+/// A register (or an array of `count` consecutive registers).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Register {
+    /// snake_case name.
+    pub name: String,
+    /// Byte offset within the block.
+    pub offset: u32,
+    /// `ro`, `rw` or `wo`.
+    pub access: String,
+    /// Number of 32-bit words (arrays).
+    #[serde(default = "one")]
+    pub count: u32,
+    /// What it does.
+    #[serde(default)]
+    pub doc: String,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// Words every block starts with.
+pub const HEADER_REGISTERS: [(&str, u32, &str); 3] = [
+    ("type", 0x0, "block type: meta.block_type_prefix | type_id"),
+    ("version", 0x4, "block version"),
+    ("next", 0x8, "byte offset of the next block, 0 = last"),
+];
+
+/// A field after layout: where it sits.
+#[derive(Debug, Clone)]
+pub struct PlacedField {
+    /// The field as written.
+    pub field: Field,
+    /// First bit.
+    pub lsb: u32,
+    /// Bits per element (scalar: the width).
+    pub elem_width: u32,
+    /// Elements (scalar: 1).
+    pub count: u32,
+}
+
+impl Regmap {
+    /// Parses and checks the TOML text.
+    pub fn parse(text: &str) -> Result<Regmap, String> {
+        let map: Regmap = toml::from_str(text).map_err(|e| format!("hw/regmap.toml: {e}"))?;
+        map.check()?;
+        Ok(map)
+    }
+
+    /// Finds a layout by name.
+    pub fn layout(&self, name: &str) -> Option<&Layout> {
+        self.layouts.iter().find(|l| l.name == name)
+    }
+
+    /// Finds an enumeration by name.
+    pub fn enum_def(&self, name: &str) -> Option<&EnumDef> {
+        self.enums.iter().find(|e| e.name == name)
+    }
+
+    /// Total width of a layout in bits.
+    pub fn layout_width(&self, layout: &Layout) -> u32 {
+        self.place(layout)
+            .last()
+            .map_or(0, |p| p.lsb + p.elem_width * p.count)
+    }
+
+    /// Bit positions of every field of a layout.
+    pub fn place(&self, layout: &Layout) -> Vec<PlacedField> {
+        let mut lsb = 0;
+        let mut out = Vec::new();
+        for f in &layout.fields {
+            let (elem_width, count) = match (&f.layout, f.width) {
+                (Some(inner), _) => (
+                    self.layout(inner).map_or(0, |l| self.layout_width(l)),
+                    f.count.unwrap_or(1),
+                ),
+                (None, Some(w)) => (w, 1),
+                (None, None) => (0, 1),
+            };
+            out.push(PlacedField {
+                field: f.clone(),
+                lsb,
+                elem_width,
+                count,
+            });
+            lsb += elem_width * count;
+        }
+        out
+    }
+
+    /// Byte offset of the block after `index` in the discovery list (0 after the last).
+    pub fn next_offset(&self, index: usize) -> u32 {
+        self.blocks.get(index + 1).map_or(0, |b| b.offset)
+    }
+
+    /// Checks everything the generators and implementations rely on.
+    pub fn check(&self) -> Result<(), String> {
+        let mut errors = Vec::new();
+        let mut names = BTreeSet::new();
+        for l in &self.layouts {
+            if !names.insert(l.name.clone()) {
+                errors.push(format!("layouts: duplicate name {}", l.name));
+            }
+            let mut field_names = BTreeSet::new();
+            for f in &l.fields {
+                if !field_names.insert(f.name.clone()) {
+                    errors.push(format!("layouts.{}: duplicate field {}", l.name, f.name));
+                }
+                match (&f.layout, f.width, f.count) {
+                    (Some(inner), None, Some(c)) if c > 0 => {
+                        if self.layout(inner).is_none() || inner == &l.name {
+                            errors.push(format!(
+                                "layouts.{}.{}: nested layout {inner} is not defined above",
+                                l.name, f.name
+                            ));
+                        }
+                    }
+                    (None, Some(w), None) if (1..=128).contains(&w) => {}
+                    _ => errors.push(format!(
+                        "layouts.{}.{}: give either width (1..=128) or layout + count (>= 1)",
+                        l.name, f.name
+                    )),
+                }
+                if let Some(e) = &f.enum_name {
+                    match (self.enum_def(e), f.width) {
+                        (Some(def), Some(w)) => {
+                            for v in &def.values {
+                                if w < 32 && v.value >> w != 0 {
+                                    errors.push(format!(
+                                        "layouts.{}.{}: enum {e} value {} does not fit {w} bits",
+                                        l.name, f.name, v.name
+                                    ));
+                                }
+                            }
+                        }
+                        _ => errors.push(format!(
+                            "layouts.{}.{}: enum {e} is not defined (or field has no width)",
+                            l.name, f.name
+                        )),
+                    }
+                }
+            }
+        }
+        for e in &self.enums {
+            let mut seen = BTreeSet::new();
+            for v in &e.values {
+                if !seen.insert(v.value) {
+                    errors.push(format!("enums.{}: duplicate value {}", e.name, v.value));
+                }
+            }
+        }
+        let mut key_end = 0;
+        for k in &self.hash.key_fields {
+            if k.offset != key_end {
+                errors.push(format!(
+                    "hash.key_fields.{}: offset {} leaves a gap or overlap (expected {key_end})",
+                    k.name, k.offset
+                ));
+            }
+            key_end = k.offset + k.len;
+        }
+        if key_end != self.hash.key_bytes {
+            errors.push(format!(
+                "hash.key_fields end at byte {key_end}, key_bytes is {}",
+                self.hash.key_bytes
+            ));
+        }
+        for (i, b) in self.blocks.iter().enumerate() {
+            if b.offset % 0x1000 != 0 {
+                errors.push(format!("blocks.{}: offset must be 4 KiB aligned", b.name));
+            }
+            if i > 0 && b.offset <= self.blocks[i - 1].offset {
+                errors.push(format!("blocks.{}: offsets must increase", b.name));
+            }
+            let mut spans: Vec<(u32, u32, &str)> = HEADER_REGISTERS
+                .iter()
+                .map(|(n, o, _)| (*o, *o + 4, *n))
+                .collect();
+            for r in &b.registers {
+                if r.offset % 4 != 0 {
+                    errors.push(format!(
+                        "blocks.{}.{}: offset not word aligned",
+                        b.name, r.name
+                    ));
+                }
+                if !["ro", "rw", "wo"].contains(&r.access.as_str()) {
+                    errors.push(format!(
+                        "blocks.{}.{}: access must be ro, rw or wo",
+                        b.name, r.name
+                    ));
+                }
+                spans.push((r.offset, r.offset + 4 * r.count, r.name.as_str()));
+            }
+            spans.sort();
+            for w in spans.windows(2) {
+                if w[1].0 < w[0].1 {
+                    errors.push(format!(
+                        "blocks.{}: registers {} and {} overlap",
+                        b.name, w[0].2, w[1].2
+                    ));
+                }
+            }
+            if let Some(next) = self.blocks.get(i + 1) {
+                if let Some(last) = spans.last() {
+                    if b.offset + last.1 > next.offset {
+                        errors.push(format!("blocks.{}: runs into block {}", b.name, next.name));
+                    }
+                }
+            }
+        }
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(format!(
+                "hw/regmap.toml is inconsistent:\n  {}",
+                errors.join("\n  ")
+            ))
+        }
+    }
+}
+
+/// `snake_case` → `CamelCase`.
+pub fn camel(name: &str) -> String {
+    name.split('_')
+        .map(|part| {
+            let mut chars = part.chars();
+            match chars.next() {
+                Some(c) => {
+                    c.to_ascii_uppercase().to_string() + &chars.as_str().to_ascii_lowercase()
+                }
+                None => String::new(),
+            }
+        })
+        .collect()
+}
