@@ -9,6 +9,7 @@ pub mod codegen;
 pub mod hash;
 pub mod layout;
 pub mod model;
+pub mod tables;
 
 #[allow(clippy::all, clippy::pedantic)]
 mod generated {
@@ -21,6 +22,7 @@ pub use generated::{
 };
 pub use hash::{flow_hash, table_index, FlowKey};
 pub use layout::LayoutError;
+pub use tables::{NicSettings, TableError, Tables};
 
 use std::path::{Path, PathBuf};
 
