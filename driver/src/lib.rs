@@ -1,1 +1,6 @@
-//! (crate being built up; see the issues)
+//! The host side of nlb-offload: the `Device` trait and its backends, the table loader, the
+//! conntrack manager, the flash programmer and the slow path.
+#![deny(missing_docs)]
+
+pub mod flash;
+pub mod slowpath;

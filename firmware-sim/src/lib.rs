@@ -1,1 +1,4 @@
-//! (crate being built up; see the issues)
+//! The golden model of the nlb-offload NIC pipeline and the simulated device.
+#![deny(missing_docs)]
+
+pub mod flash;

@@ -75,6 +75,8 @@ localparam NLB_REASON_BAD_IP_CHECKSUM = 5'hf; // IPv4 header checksum wrong
 localparam NLB_REASON_EXT_CHAIN_TOO_LONG = 5'h10; // IPv6 extension header chain longer than the parser window
 localparam NLB_REASON_TRUNCATED_L4 = 5'h11; // TCP/UDP header cut off (first fragment or whole packet)
 localparam NLB_REASON_TOO_BIG = 5'h12; // encapsulation would exceed the maximum frame size
+localparam NLB_REASON_PIPELINE_DISABLED = 5'h13; // ctrl.enable is 0: every frame is passed to the host
+localparam NLB_REASON_ICMP_NO_FLOW = 5'h14; // ICMP error whose inner header matches no VIP flow (handled like NO_RULE)
 // table: Table identifiers for the table write window.
 localparam NLB_TABLE_VIP = 3'h0; // VIP table, index = bucket * vip_ways + way
 localparam NLB_TABLE_RULE = 3'h1; // rule descriptors, index = rule id

@@ -1,0 +1,1 @@
+//! Bitstream files and the flash programmer (issue: flashing NIC bitstreams safely).

@@ -1,0 +1,1 @@
+//! The host slow path: health checks, learn/teardown handling, fragments, the controller.
