@@ -2,5 +2,8 @@
 //! conntrack manager, the flash programmer and the slow path.
 #![deny(missing_docs)]
 
+pub mod device;
 pub mod flash;
 pub mod slowpath;
+
+pub use device::{Device, DeviceError};
