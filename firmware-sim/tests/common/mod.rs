@@ -1,0 +1,422 @@
+//! Test helpers: frames built with etherparse (or by hand where etherparse has no builder) and
+//! table banks built by hand from the nlb-hw layouts (the compiler does not exist yet).
+#![allow(dead_code)]
+
+use etherparse::{IpFragOffset, IpNumber, Ipv4Header, PacketBuilder};
+use nlb_hw::enums::{Affinity, Delivery};
+use nlb_hw::hash::addr_to_u128;
+use nlb_hw::layouts::{
+    AclPrefix, BackendEntry, MaglevSlot, PoolEntry, PortSlot, RuleEntry, VipEntry,
+};
+use nlb_hw::{table_index, FlowKey, Profile, Tables};
+use std::net::IpAddr;
+
+pub const CLIENT_MAC: [u8; 6] = [0x02, 0x00, 0x00, 0x00, 0x00, 0xc1];
+pub const ROUTER_MAC: [u8; 6] = [0x02, 0x00, 0x00, 0x00, 0x00, 0xee];
+
+pub fn ip(s: &str) -> IpAddr {
+    s.parse().expect("test address")
+}
+
+pub fn mac_u64(m: [u8; 6]) -> u64 {
+    m.iter().fold(0u64, |a, b| (a << 8) | u64::from(*b))
+}
+
+pub fn u64_mac(m: u64) -> [u8; 6] {
+    let b = m.to_be_bytes();
+    [b[2], b[3], b[4], b[5], b[6], b[7]]
+}
+
+/// TCP flags of a test segment.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Flags {
+    pub syn: bool,
+    pub ack: bool,
+    pub fin: bool,
+    pub rst: bool,
+}
+
+pub const ACK: Flags = Flags {
+    syn: false,
+    ack: true,
+    fin: false,
+    rst: false,
+};
+pub const SYN: Flags = Flags {
+    syn: true,
+    ack: false,
+    fin: false,
+    rst: false,
+};
+
+fn base(
+    src: IpAddr,
+    dst: IpAddr,
+    vlans: &[u16],
+) -> etherparse::PacketBuilderStep<etherparse::IpHeaders> {
+    let eth = PacketBuilder::ethernet2(ROUTER_MAC, CLIENT_MAC);
+    match (src, dst) {
+        (IpAddr::V4(s), IpAddr::V4(d)) => match vlans {
+            [] => eth.ipv4(s.octets(), d.octets(), 64),
+            [a] => eth
+                .single_vlan(etherparse::VlanId::try_new(*a).expect("vlan"))
+                .ipv4(s.octets(), d.octets(), 64),
+            [a, b, ..] => eth
+                .double_vlan(
+                    etherparse::VlanId::try_new(*a).expect("vlan"),
+                    etherparse::VlanId::try_new(*b).expect("vlan"),
+                )
+                .ipv4(s.octets(), d.octets(), 64),
+        },
+        (IpAddr::V6(s), IpAddr::V6(d)) => match vlans {
+            [] => eth.ipv6(s.octets(), d.octets(), 64),
+            [a] => eth
+                .single_vlan(etherparse::VlanId::try_new(*a).expect("vlan"))
+                .ipv6(s.octets(), d.octets(), 64),
+            [a, b, ..] => eth
+                .double_vlan(
+                    etherparse::VlanId::try_new(*a).expect("vlan"),
+                    etherparse::VlanId::try_new(*b).expect("vlan"),
+                )
+                .ipv6(s.octets(), d.octets(), 64),
+        },
+        _ => panic!("mixed address families in a test frame"),
+    }
+}
+
+pub fn tcp_vlan(
+    src: IpAddr,
+    sport: u16,
+    dst: IpAddr,
+    dport: u16,
+    f: Flags,
+    payload: &[u8],
+    vlans: &[u16],
+) -> Vec<u8> {
+    let mut b = base(src, dst, vlans).tcp(sport, dport, 1000, 65535);
+    if f.syn {
+        b = b.syn();
+    }
+    if f.ack {
+        b = b.ack(1);
+    }
+    if f.fin {
+        b = b.fin();
+    }
+    if f.rst {
+        b = b.rst();
+    }
+    let mut out = Vec::new();
+    b.write(&mut out, payload).expect("build tcp");
+    out
+}
+
+pub fn tcp(src: IpAddr, sport: u16, dst: IpAddr, dport: u16, f: Flags, payload: &[u8]) -> Vec<u8> {
+    tcp_vlan(src, sport, dst, dport, f, payload, &[])
+}
+
+pub fn udp_vlan(
+    src: IpAddr,
+    sport: u16,
+    dst: IpAddr,
+    dport: u16,
+    payload: &[u8],
+    vlans: &[u16],
+) -> Vec<u8> {
+    let mut out = Vec::new();
+    base(src, dst, vlans)
+        .udp(sport, dport)
+        .write(&mut out, payload)
+        .expect("build udp");
+    out
+}
+
+pub fn udp(src: IpAddr, sport: u16, dst: IpAddr, dport: u16, payload: &[u8]) -> Vec<u8> {
+    udp_vlan(src, sport, dst, dport, payload, &[])
+}
+
+/// Pads a frame to the 60-byte Ethernet minimum as a NIC receives it (without FCS).
+pub fn pad60(mut f: Vec<u8>) -> Vec<u8> {
+    if f.len() < 60 {
+        f.resize(60, 0);
+    }
+    f
+}
+
+/// The IP packet of a frame built by this module (no VLAN tags).
+pub fn ip_part(frame: &[u8]) -> &[u8] {
+    &frame[14..]
+}
+
+/// Splits the IP payload of an untagged IPv4 frame into fragments of `chunk` bytes (a multiple
+/// of 8), returning whole frames.
+pub fn ipv4_fragments(frame: &[u8], id: u16, chunk: usize) -> Vec<Vec<u8>> {
+    let (hdr, payload) = Ipv4Header::from_slice(&frame[14..]).expect("ipv4 frame");
+    let payload = &payload[..usize::from(hdr.total_len) - hdr.header_len()];
+    let mut out = Vec::new();
+    let mut off = 0;
+    while off < payload.len() {
+        let end = (off + chunk).min(payload.len());
+        let mut h = hdr.clone();
+        h.identification = id;
+        h.dont_fragment = false;
+        h.more_fragments = end < payload.len();
+        h.fragment_offset = IpFragOffset::try_new((off / 8) as u16).expect("offset");
+        h.set_payload_len(end - off).expect("len");
+        h.header_checksum = h.calc_header_checksum();
+        let mut f = frame[..14].to_vec();
+        h.write(&mut f).expect("write");
+        f.extend_from_slice(&payload[off..end]);
+        out.push(f);
+        off = end;
+    }
+    out
+}
+
+/// Splits the IP payload of an untagged IPv6 frame (no extension headers) into fragments
+/// with a fragment header, `chunk` bytes each (a multiple of 8).
+pub fn ipv6_fragments(frame: &[u8], id: u32, chunk: usize) -> Vec<Vec<u8>> {
+    let ip = &frame[14..];
+    let plen = usize::from(u16::from_be_bytes([ip[4], ip[5]]));
+    let nh = ip[6];
+    let payload = &ip[40..40 + plen];
+    let mut out = Vec::new();
+    let mut off = 0;
+    while off < payload.len() {
+        let end = (off + chunk).min(payload.len());
+        let mut f = frame[..14].to_vec();
+        let mut h = ip[..40].to_vec();
+        let new_plen = (8 + end - off) as u16;
+        h[4..6].copy_from_slice(&new_plen.to_be_bytes());
+        h[6] = 44;
+        f.extend_from_slice(&h);
+        let more = u16::from(end < payload.len());
+        let fo = ((off / 8) as u16) << 3 | more;
+        f.extend_from_slice(&[nh, 0]);
+        f.extend_from_slice(&fo.to_be_bytes());
+        f.extend_from_slice(&id.to_be_bytes());
+        f.extend_from_slice(&payload[off..end]);
+        out.push(f);
+        off = end;
+    }
+    out
+}
+
+/// Inserts IPv6 extension headers (each `(type, total length in bytes)`, filled with PadN
+/// style zeros) before the upper-layer header of an untagged IPv6 frame.
+pub fn ipv6_with_ext(frame: &[u8], exts: &[(u8, usize)]) -> Vec<u8> {
+    let ip = &frame[14..];
+    let plen = usize::from(u16::from_be_bytes([ip[4], ip[5]]));
+    let mut nh = ip[6];
+    let mut chain = Vec::new();
+    for &(ty, len) in exts.iter().rev() {
+        let mut h = vec![0u8; len];
+        h[0] = nh;
+        h[1] = (len / 8 - 1) as u8;
+        if ty == 44 {
+            h.truncate(8);
+            h[1] = 0;
+        }
+        let mut c = h;
+        c.extend_from_slice(&chain);
+        chain = c;
+        nh = ty;
+    }
+    let mut f = frame[..14].to_vec();
+    let mut h = ip[..40].to_vec();
+    h[4..6].copy_from_slice(&((plen + chain.len()) as u16).to_be_bytes());
+    h[6] = nh;
+    f.extend_from_slice(&h);
+    f.extend_from_slice(&chain);
+    f.extend_from_slice(&ip[40..40 + plen]);
+    f
+}
+
+/// An ICMPv4 error (type, code) from `router` to `to`, quoting `quoted` (an IP packet).
+pub fn icmp4_error(
+    router: IpAddr,
+    to: IpAddr,
+    ty: u8,
+    code: u8,
+    rest: [u8; 4],
+    quoted: &[u8],
+) -> Vec<u8> {
+    let (IpAddr::V4(r), IpAddr::V4(t)) = (router, to) else {
+        panic!("icmp4 needs IPv4 addresses")
+    };
+    let mut out = Vec::new();
+    PacketBuilder::ethernet2(ROUTER_MAC, CLIENT_MAC)
+        .ipv4(r.octets(), t.octets(), 64)
+        .icmpv4_raw(ty, code, rest)
+        .write(&mut out, quoted)
+        .expect("build icmp");
+    out
+}
+
+/// An ICMPv6 error (type, code) from `router` to `to`, quoting `quoted`.
+pub fn icmp6_error(
+    router: IpAddr,
+    to: IpAddr,
+    ty: u8,
+    code: u8,
+    rest: [u8; 4],
+    quoted: &[u8],
+) -> Vec<u8> {
+    let (IpAddr::V6(r), IpAddr::V6(t)) = (router, to) else {
+        panic!("icmp6 needs IPv6 addresses")
+    };
+    let mut out = Vec::new();
+    PacketBuilder::ethernet2(ROUTER_MAC, CLIENT_MAC)
+        .ipv6(r.octets(), t.octets(), 64)
+        .icmpv6_raw(ty, code, rest)
+        .write(&mut out, quoted)
+        .expect("build icmp6");
+    out
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tables built by hand.
+// ---------------------------------------------------------------------------------------------
+
+/// A backend of a hand-built bank.
+#[derive(Debug, Clone, Copy)]
+pub struct TestBackend {
+    pub addr: IpAddr,
+    pub mac: u64,
+}
+
+/// A pool of a hand-built bank; its Maglev slice is filled round-robin over `backends`
+/// (the test only needs *some* slot contents; expectations read the slots back).
+#[derive(Debug, Clone)]
+pub struct TestPool {
+    pub affinity: Affinity,
+    pub delivery: Delivery,
+    pub track: bool,
+    /// Backend ids.
+    pub backends: Vec<u16>,
+    /// Slice size (prime).
+    pub maglev_size: u32,
+}
+
+/// A rule of a hand-built bank.
+#[derive(Debug, Clone)]
+pub struct TestRule {
+    pub vip: IpAddr,
+    pub protocol: u8,
+    pub ports: (u16, u16),
+    pub pool: u16,
+    /// Source allow-list (addr, prefix length in the address's own family).
+    pub acl: Vec<(IpAddr, u8)>,
+}
+
+/// Builds a bank. Rules get ids in order; VIP entries are placed in the bucket the hash
+/// formula gives (computed here, from nlb_hw's flow hash), first free way.
+pub fn build_tables(
+    profile: &'static Profile,
+    backends: &[(u16, TestBackend)],
+    pools: &[(u16, TestPool)],
+    rules: &[TestRule],
+) -> Tables {
+    let mut t = Tables::empty(profile);
+    for (id, b) in backends {
+        t.backends[usize::from(*id)] = BackendEntry {
+            valid: true,
+            is_ipv6: b.addr.is_ipv6(),
+            addr: addr_to_u128(b.addr),
+            mac: b.mac,
+        };
+    }
+    let mut next_slot = 0u32;
+    for (id, p) in pools {
+        let base = next_slot;
+        for i in 0..p.maglev_size {
+            let be = if p.backends.is_empty() {
+                0
+            } else {
+                p.backends[(i as usize) % p.backends.len()]
+            };
+            t.maglev[(base + i) as usize] = MaglevSlot { backend: be };
+        }
+        next_slot += p.maglev_size;
+        t.pools[usize::from(*id)] = PoolEntry {
+            valid: true,
+            affinity: p.affinity,
+            delivery: p.delivery,
+            maglev_base: base,
+            maglev_size: if p.backends.is_empty() {
+                0
+            } else {
+                p.maglev_size
+            },
+            track: p.track,
+            idle_timeout: 60,
+            ..PoolEntry::default()
+        };
+    }
+    for (rid, r) in rules.iter().enumerate() {
+        let rid = rid as u16;
+        t.rules[usize::from(rid)] = RuleEntry {
+            valid: true,
+            acl_enabled: !r.acl.is_empty(),
+            pool: r.pool,
+        };
+        for (i, (a, len)) in r.acl.iter().enumerate() {
+            let len = if a.is_ipv4() { 96 + len } else { *len };
+            t.acl[usize::from(rid)].prefix[i] = AclPrefix {
+                valid: true,
+                prefix_len: len,
+                addr: addr_to_u128(*a),
+            };
+        }
+        let key = FlowKey::vip(r.protocol, r.vip);
+        let bucket = table_index(key.hash(), profile.vip_buckets) as usize;
+        let ways = profile.vip_ways as usize;
+        let vip = addr_to_u128(r.vip);
+        let mut placed = false;
+        for w in 0..ways {
+            let e = &mut t.vip[bucket * ways + w];
+            if e.valid && e.addr == vip && e.protocol == r.protocol {
+                let s = e
+                    .slot
+                    .iter_mut()
+                    .find(|s| !s.valid)
+                    .expect("free port slot");
+                *s = PortSlot {
+                    valid: true,
+                    port_lo: r.ports.0,
+                    port_hi: r.ports.1,
+                    rule: rid,
+                };
+                placed = true;
+                break;
+            }
+        }
+        if !placed {
+            let w = (0..ways)
+                .find(|w| !t.vip[bucket * ways + w].valid)
+                .expect("free VIP way");
+            let mut e = VipEntry {
+                valid: true,
+                protocol: r.protocol,
+                addr: vip,
+                ..VipEntry::default()
+            };
+            e.slot[0] = PortSlot {
+                valid: true,
+                port_lo: r.ports.0,
+                port_hi: r.ports.1,
+                rule: rid,
+            };
+            t.vip[bucket * ways + w] = e;
+        }
+    }
+    t
+}
+
+/// The backend the Maglev formula picks for `key` in `pool` of `t` (computed from the
+/// documented formula, independently of the pipeline code).
+pub fn maglev_pick(t: &Tables, pool: u16, key: FlowKey) -> u16 {
+    let p = &t.pools[usize::from(pool)];
+    let slot = p.maglev_base + table_index(key.hash(), p.maglev_size);
+    t.maglev[slot as usize].backend
+}
