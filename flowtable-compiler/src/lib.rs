@@ -1,1 +1,81 @@
-//! (crate being built up; see the issues)
+//! flowtable-compiler: Google-Cloud-shaped load-balancer configuration to the flow tables the
+//! NIC executes.
+//!
+//! The pipeline is parse → validate → resolve (ids, health, failover) → build tables →
+//! image:
+//!
+//! ```no_run
+//! use flowtable_compiler::{compile, load_config, CompileOptions, HealthState, Image};
+//! let config = load_config("examples/web.yaml".as_ref())?;
+//! let compiled = compile(&config, &HealthState::default(), &CompileOptions::default())?;
+//! let bytes = compiled.image(1).write();
+//! let image = Image::read(&bytes)?;
+//! assert_eq!(image.tables, compiled.tables);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Errors name `file:line:column: field.path: message (valid: ...)`; see [`Diagnostics`].
+#![deny(missing_docs)]
+
+pub mod config;
+pub mod diag;
+pub mod model;
+mod tree;
+
+pub use config::{check, parse_config};
+pub use diag::{Diagnostic, Diagnostics, Pos};
+pub use model::*;
+
+use std::path::Path;
+
+/// What went wrong, and whose fault it is.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The input is wrong: every problem, sorted by position.
+    #[error("{0}")]
+    Invalid(Diagnostics),
+    /// A file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A bug: the compiler produced something the tables cannot hold.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl Error {
+    /// Exit status for a command-line tool: 1 for user errors, 2 for internal ones.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Error::Invalid(_) | Error::Io { .. } => 1,
+            Error::Internal(_) => 2,
+        }
+    }
+}
+
+impl From<Diagnostics> for Error {
+    fn from(d: Diagnostics) -> Self {
+        Error::Invalid(d)
+    }
+}
+
+/// Reads a file as text, as a user error when it cannot be read.
+pub fn read_text(path: &Path) -> Result<String, Error> {
+    std::fs::read_to_string(path).map_err(|source| Error::Io {
+        path: path.display().to_string(),
+        source,
+    })
+}
+
+/// Reads and validates a configuration file (YAML, or JSON by extension or first character).
+/// Capacity is checked later, by [`compile`], against a profile.
+pub fn load_config(path: &Path) -> Result<Config, Error> {
+    let text = read_text(path)?;
+    let (config, diags) = parse_config(&path.display().to_string(), &text);
+    diags.into_result()?;
+    Ok(config)
+}

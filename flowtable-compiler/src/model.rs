@@ -1,0 +1,448 @@
+//! The configuration model: Google Cloud's target-pool Network Load Balancer objects
+//! (SPEC R1), field names as in the public REST API, plus the `nic` section.
+//!
+//! A [`Config`] comes from [`crate::load_config`] (or [`crate::parse_config`]); every object
+//! remembers where it was written so later checks can point at it.
+
+use crate::diag::Pos;
+use nlb_hw::enums::{Affinity, DefaultAction, Delivery};
+use nlb_hw::hash::addr_to_u128;
+use std::fmt;
+use std::net::IpAddr;
+
+/// Where an object was written: its index in its list and the position of each field.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Loc {
+    /// Index in the list of the file (`forwardingRules[index]`).
+    pub index: usize,
+    /// Start of the object.
+    pub pos: Pos,
+    /// Start of each field that was written.
+    pub fields: Vec<(&'static str, Pos)>,
+}
+
+impl Loc {
+    /// Position of a field, or of the object when the field was not written.
+    pub fn field(&self, name: &str) -> Pos {
+        self.fields
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map_or(self.pos, |(_, p)| *p)
+    }
+}
+
+/// A reference to another object by name, with where it was written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ref {
+    /// The name referred to.
+    pub name: String,
+    /// Where the reference was written.
+    pub pos: Pos,
+}
+
+/// IP protocol of a forwarding rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Protocol {
+    /// TCP (6).
+    Tcp,
+    /// UDP (17).
+    Udp,
+}
+
+impl Protocol {
+    /// Every accepted name, as the REST API spells them.
+    pub const NAMES: [&'static str; 2] = ["TCP", "UDP"];
+
+    /// The IP protocol number.
+    pub fn number(self) -> u8 {
+        match self {
+            Protocol::Tcp => 6,
+            Protocol::Udp => 17,
+        }
+    }
+
+    /// From an IP protocol number.
+    pub fn from_number(n: u8) -> Option<Protocol> {
+        match n {
+            6 => Some(Protocol::Tcp),
+            17 => Some(Protocol::Udp),
+            _ => None,
+        }
+    }
+
+    /// The REST API name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::Tcp => "TCP",
+            Protocol::Udp => "UDP",
+        }
+    }
+}
+
+/// An inclusive destination-port range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PortRange {
+    /// First port.
+    pub lo: u16,
+    /// Last port.
+    pub hi: u16,
+}
+
+impl PortRange {
+    /// Every port: what an absent `portRange` means.
+    pub const ALL: PortRange = PortRange { lo: 0, hi: 65535 };
+
+    /// Whether two ranges share a port.
+    pub fn overlaps(&self, other: &PortRange) -> bool {
+        self.lo <= other.hi && other.lo <= self.hi
+    }
+
+    /// Whether `port` is inside.
+    pub fn contains(&self, port: u16) -> bool {
+        (self.lo..=self.hi).contains(&port)
+    }
+}
+
+impl fmt::Display for PortRange {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if *self == PortRange::ALL {
+            write!(f, "all ports")
+        } else if self.lo == self.hi {
+            write!(f, "{}", self.lo)
+        } else {
+            write!(f, "{}-{}", self.lo, self.hi)
+        }
+    }
+}
+
+/// An address prefix (CIDR).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Prefix {
+    /// Network address (host bits zero).
+    pub addr: IpAddr,
+    /// Prefix length in the address's own family (0..=32 or 0..=128).
+    pub len: u8,
+}
+
+impl Prefix {
+    /// The prefix over the 128-bit table address: IPv4 `/n` becomes `/(96+n)` over the
+    /// IPv4-mapped address.
+    pub fn to_table(&self) -> (u128, u8) {
+        let len = match self.addr {
+            IpAddr::V4(_) => 96 + self.len,
+            IpAddr::V6(_) => self.len,
+        };
+        (addr_to_u128(self.addr), len)
+    }
+
+    /// Whether `addr` lies inside (always false across families).
+    pub fn contains(&self, addr: IpAddr) -> bool {
+        let (net, len) = self.to_table();
+        let a = addr_to_u128(addr);
+        if self.addr.is_ipv4() != addr.is_ipv4() {
+            return false;
+        }
+        len == 0 || (a ^ net) >> (128 - u32::from(len)) == 0
+    }
+}
+
+impl fmt::Display for Prefix {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.addr, self.len)
+    }
+}
+
+/// The NIC's own settings (`nic:` section).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Nic {
+    /// The NIC's MAC: source MAC of forwarded frames.
+    pub mac: u64,
+    /// What happens to packets matching no rule (SPEC R2.4).
+    pub default_action: DefaultAction,
+    /// UDP destination port of GUE encapsulation.
+    pub gue_port: u16,
+    /// Outer IPv4 source prefix for IPIP/GUE.
+    pub outer_source_ipv4: Option<Prefix>,
+    /// Outer IPv6 source prefix for IPIP/GUE.
+    pub outer_source_ipv6: Option<Prefix>,
+    /// Where health probes come from: appended to every rule ACL that is enabled (SPEC R9.1).
+    pub health_check_source_ranges: Vec<Prefix>,
+    /// Next-hop MAC for IPIP/GUE backends that have no `mac` of their own.
+    pub next_hop_mac: Option<u64>,
+    /// Where the section was written.
+    pub loc: Loc,
+}
+
+impl Default for Nic {
+    fn default() -> Self {
+        Nic {
+            mac: 0x02_00_00_00_00_01,
+            default_action: DefaultAction::Pass,
+            gue_port: 6080,
+            outer_source_ipv4: None,
+            outer_source_ipv6: None,
+            health_check_source_ranges: Vec::new(),
+            next_hop_mac: None,
+            loc: Loc::default(),
+        }
+    }
+}
+
+/// A forwarding rule: VIP + protocol + port range → target (SPEC R1, R2).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ForwardingRule {
+    /// Unique name.
+    pub name: String,
+    /// The VIP.
+    pub ip_address: IpAddr,
+    /// `TCP` or `UDP`.
+    pub ip_protocol: Protocol,
+    /// Destination ports; [`PortRange::ALL`] when absent.
+    pub port_range: PortRange,
+    /// A target pool or a target instance.
+    pub target: Ref,
+    /// Source allow-list (SPEC R9); empty = everyone.
+    pub source_ranges: Vec<Prefix>,
+    /// Where it was written.
+    pub loc: Loc,
+}
+
+/// A target pool (SPEC R1).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TargetPool {
+    /// Unique name among pools and target instances.
+    pub name: String,
+    /// Region (informational).
+    pub region: String,
+    /// Member instances.
+    pub instances: Vec<Ref>,
+    /// At most one legacy HTTP health check.
+    pub health_checks: Vec<Ref>,
+    /// Which flow key feeds the Maglev hash.
+    pub session_affinity: Affinity,
+    /// Pool that serves when the healthy fraction is ≤ `failover_ratio`.
+    pub backup_pool: Option<Ref>,
+    /// 0..=1.
+    pub failover_ratio: Option<f64>,
+    /// How packets reach the backends.
+    pub delivery: Delivery,
+    /// Connection idle timeout, seconds.
+    pub idle_timeout_sec: u16,
+    /// Where it was written.
+    pub loc: Loc,
+}
+
+/// A target instance: protocol forwarding to exactly one backend.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TargetInstance {
+    /// Unique name among pools and target instances.
+    pub name: String,
+    /// Zone (informational).
+    pub zone: String,
+    /// The instance.
+    pub instance: Ref,
+    /// How packets reach it.
+    pub delivery: Delivery,
+    /// Connection idle timeout, seconds.
+    pub idle_timeout_sec: u16,
+    /// Where it was written.
+    pub loc: Loc,
+}
+
+/// A backend instance.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Instance {
+    /// Unique name.
+    pub name: String,
+    /// Address packets are delivered to.
+    pub ip: IpAddr,
+    /// Zone (informational).
+    pub zone: String,
+    /// MAC for L2 delivery (or the next hop for IPIP/GUE).
+    pub mac: Option<u64>,
+    /// Share of new connections relative to the pool's other members (0..=1000, default 1).
+    pub weight: u32,
+    /// Where it was written.
+    pub loc: Loc,
+}
+
+/// A legacy HTTP health check (SPEC R5).
+#[derive(Debug, Clone, PartialEq)]
+pub struct HttpHealthCheck {
+    /// Unique name.
+    pub name: String,
+    /// TCP port probed.
+    pub port: u16,
+    /// Path requested.
+    pub request_path: String,
+    /// Host header; empty = the forwarding rule's IP.
+    pub host: String,
+    /// Seconds between probes.
+    pub check_interval_sec: u32,
+    /// Seconds a probe may take.
+    pub timeout_sec: u32,
+    /// Passes to turn healthy.
+    pub healthy_threshold: u32,
+    /// Failures to turn unhealthy.
+    pub unhealthy_threshold: u32,
+    /// Where it was written.
+    pub loc: Loc,
+}
+
+/// A whole configuration.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Config {
+    /// The file it came from, as named by the user (for messages).
+    pub file: String,
+    /// NIC settings.
+    pub nic: Nic,
+    /// Forwarding rules.
+    pub forwarding_rules: Vec<ForwardingRule>,
+    /// Target pools.
+    pub target_pools: Vec<TargetPool>,
+    /// Target instances.
+    pub target_instances: Vec<TargetInstance>,
+    /// Backend instances.
+    pub instances: Vec<Instance>,
+    /// Legacy HTTP health checks.
+    pub http_health_checks: Vec<HttpHealthCheck>,
+}
+
+/// Formats a MAC as `02:00:00:00:00:01`.
+pub fn format_mac(mac: u64) -> String {
+    let b = mac.to_be_bytes();
+    format!(
+        "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
+        b[2], b[3], b[4], b[5], b[6], b[7]
+    )
+}
+
+impl Config {
+    /// A text that is identical for identical configurations, whatever the order of the lists
+    /// in the file and wherever things were written: the input of the config digest.
+    pub fn canonical_text(&self) -> String {
+        use std::fmt::Write;
+        let mut s = String::new();
+        let n = &self.nic;
+        let opt = |p: &Option<Prefix>| p.map_or("-".to_string(), |p| p.to_string());
+        let _ = writeln!(
+            s,
+            "nic mac={} default={} gue={} v4={} v6={} next_hop={}",
+            format_mac(n.mac),
+            n.default_action.name(),
+            n.gue_port,
+            opt(&n.outer_source_ipv4),
+            opt(&n.outer_source_ipv6),
+            n.next_hop_mac.map_or("-".to_string(), format_mac),
+        );
+        let mut hc: Vec<String> = n
+            .health_check_source_ranges
+            .iter()
+            .map(|p| p.to_string())
+            .collect();
+        hc.sort();
+        let _ = writeln!(s, "nic hc_ranges={}", hc.join(","));
+        let names = |v: &[Ref]| {
+            let mut n: Vec<&str> = v.iter().map(|r| r.name.as_str()).collect();
+            n.sort_unstable();
+            n.join(",")
+        };
+        let mut lines = Vec::new();
+        for r in &self.forwarding_rules {
+            let mut src: Vec<String> = r.source_ranges.iter().map(|p| p.to_string()).collect();
+            src.sort();
+            lines.push(format!(
+                "rule {:?} {} {} {}-{} -> {:?} src={}",
+                r.name,
+                r.ip_address,
+                r.ip_protocol.name(),
+                r.port_range.lo,
+                r.port_range.hi,
+                r.target.name,
+                src.join(",")
+            ));
+        }
+        for p in &self.target_pools {
+            lines.push(format!(
+                "pool {:?} region={:?} members={} hc={} affinity={} backup={:?} ratio={:?} delivery={} idle={}",
+                p.name,
+                p.region,
+                names(&p.instances),
+                names(&p.health_checks),
+                p.session_affinity.name(),
+                p.backup_pool.as_ref().map(|b| &b.name),
+                p.failover_ratio,
+                p.delivery.name(),
+                p.idle_timeout_sec
+            ));
+        }
+        for t in &self.target_instances {
+            lines.push(format!(
+                "target_instance {:?} zone={:?} instance={:?} delivery={} idle={}",
+                t.name,
+                t.zone,
+                t.instance.name,
+                t.delivery.name(),
+                t.idle_timeout_sec
+            ));
+        }
+        for i in &self.instances {
+            lines.push(format!(
+                "instance {:?} ip={} zone={:?} mac={} weight={}",
+                i.name,
+                i.ip,
+                i.zone,
+                i.mac.map_or("-".to_string(), format_mac),
+                i.weight
+            ));
+        }
+        for h in &self.http_health_checks {
+            lines.push(format!(
+                "hc {:?} port={} path={:?} host={:?} interval={} timeout={} up={} down={}",
+                h.name,
+                h.port,
+                h.request_path,
+                h.host,
+                h.check_interval_sec,
+                h.timeout_sec,
+                h.healthy_threshold,
+                h.unhealthy_threshold
+            ));
+        }
+        lines.sort();
+        for l in lines {
+            s.push_str(&l);
+            s.push('\n');
+        }
+        s
+    }
+
+    /// SHA-256 of [`Config::canonical_text`].
+    pub fn digest(&self) -> [u8; 32] {
+        use sha2::{Digest, Sha256};
+        Sha256::digest(self.canonical_text().as_bytes()).into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefix_contains_hand_worked() {
+        let p = Prefix {
+            addr: "198.51.100.0".parse().unwrap(),
+            len: 24,
+        };
+        assert!(p.contains("198.51.100.77".parse().unwrap()));
+        assert!(!p.contains("198.51.101.1".parse().unwrap()));
+        assert_eq!(p.to_table().1, 120);
+        let any = Prefix {
+            addr: "0.0.0.0".parse().unwrap(),
+            len: 0,
+        };
+        assert!(any.contains("203.0.113.9".parse().unwrap()));
+        assert!(!any.contains("2001:db8::1".parse().unwrap()));
+        assert_eq!(format_mac(0x0200_0000_00ab), "02:00:00:00:00:ab");
+    }
+}

@@ -1,0 +1,368 @@
+//! One test per validation error: each asserts the line and the field path the message
+//! names, counted by hand in the YAML text of the test.
+
+use flowtable_compiler::{parse_config, Diagnostics};
+
+fn errors(yaml: &str) -> Diagnostics {
+    let (_, d) = parse_config("t.yaml", yaml);
+    d
+}
+
+/// Asserts that some diagnostic sits on `line`, names `path`, and says `words`.
+#[track_caller]
+fn expect(d: &Diagnostics, line: u32, path: &str, words: &str) {
+    let text = d.to_string();
+    let found = d.iter().any(|x| {
+        let s = x.to_string();
+        x.pos.line == line
+            && s.starts_with(&format!("t.yaml:{line}:"))
+            && x.path == path
+            && s.contains(words)
+    });
+    assert!(found, "expected line {line}, {path}: {words}\ngot:\n{text}");
+}
+
+const GOOD: &str = "\
+instances:
+  - name: web-1
+    ip: 192.0.2.11
+    mac: 02:00:00:00:00:11
+  - name: web-2
+    ip: 192.0.2.12
+    mac: 02:00:00:00:00:12
+targetPools:
+  - name: web
+    instances: [web-1, web-2]
+forwardingRules:
+  - name: http
+    IPAddress: 203.0.113.10
+    portRange: \"80\"
+    target: web
+";
+
+#[test]
+fn good_config_has_no_errors() {
+    let d = errors(GOOD);
+    assert!(d.is_empty(), "{d}");
+}
+
+#[test]
+fn unknown_field_with_did_you_mean() {
+    let d = errors(&GOOD.replace("    portRange: \"80\"", "    portrange: \"80\""));
+    expect(
+        &d,
+        14,
+        "forwardingRules[0].portrange",
+        "did you mean `portRange`",
+    );
+    assert!(d.to_string().contains("(valid: name,"), "{d}");
+}
+
+#[test]
+fn unknown_top_level_field() {
+    let d = errors(&format!("{GOOD}instance: []\n"));
+    expect(&d, 16, "instance", "did you mean `instances`");
+}
+
+#[test]
+fn not_supported_yet_fields() {
+    let d = errors(&GOOD.replace("    target: web", "    target: web\n    backendService: bs"));
+    expect(
+        &d,
+        16,
+        "forwardingRules[0].backendService",
+        "not supported yet",
+    );
+    let d = errors(&GOOD.replace(
+        "    instances: [web-1, web-2]",
+        "    instances: [web-1, web-2]\n    sessionAffinity: CLIENT_IP_PORT_PROTO",
+    ));
+    expect(
+        &d,
+        11,
+        "targetPools[0].sessionAffinity",
+        "not supported yet for target pools",
+    );
+    let d = errors(&format!("{GOOD}backendServices: []\n"));
+    expect(&d, 16, "backendServices", "not supported yet");
+}
+
+#[test]
+fn bad_enum_values_list_the_valid_ones() {
+    let d = errors(&GOOD.replace("    target: web", "    target: web\n    IPProtocol: SCTP"));
+    expect(
+        &d,
+        16,
+        "forwardingRules[0].IPProtocol",
+        "`SCTP` is not a valid value",
+    );
+    assert!(d.to_string().contains("(valid: TCP, UDP)"), "{d}");
+    let d = errors(&GOOD.replace(
+        "    instances: [web-1, web-2]",
+        "    instances: [web-1, web-2]\n    delivery: VXLAN",
+    ));
+    expect(
+        &d,
+        11,
+        "targetPools[0].delivery",
+        "(valid: L2_DSR, IPIP, GUE)",
+    );
+    let d = errors(&GOOD.replace(
+        "    instances: [web-1, web-2]",
+        "    instances: [web-1, web-2]\n    sessionAffinity: CLIENT_IPP",
+    ));
+    expect(
+        &d,
+        11,
+        "targetPools[0].sessionAffinity",
+        "did you mean `CLIENT_IP`",
+    );
+    let d = errors(&format!("nic:\n  defaultAction: REJECT\n{GOOD}"));
+    expect(&d, 2, "nic.defaultAction", "(valid: PASS, DROP)");
+}
+
+#[test]
+fn bad_ip_and_cidr() {
+    let d = errors(&GOOD.replace("203.0.113.10", "203.0.113.300"));
+    expect(&d, 13, "forwardingRules[0].IPAddress", "not an IP address");
+    let d = errors(&GOOD.replace("ip: 192.0.2.12", "ip: web-2.example"));
+    expect(&d, 6, "instances[1].ip", "not an IP address");
+    let d = errors(&GOOD.replace(
+        "    target: web",
+        "    target: web\n    sourceRanges: [198.51.100.0/24, 198.51.100.0/33]",
+    ));
+    expect(
+        &d,
+        16,
+        "forwardingRules[0].sourceRanges[1]",
+        "prefix length",
+    );
+    let d = errors(&GOOD.replace(
+        "    target: web",
+        "    target: web\n    sourceRanges:\n      - 198.51.100.7/24",
+    ));
+    expect(
+        &d,
+        17,
+        "forwardingRules[0].sourceRanges[0]",
+        "did you mean `198.51.100.0/24`",
+    );
+}
+
+#[test]
+fn bad_port_ranges() {
+    let d = errors(&GOOD.replace("\"80\"", "\"http\""));
+    expect(&d, 14, "forwardingRules[0].portRange", "not a port number");
+    let d = errors(&GOOD.replace("\"80\"", "\"0-80\""));
+    expect(&d, 14, "forwardingRules[0].portRange", "outside 1..=65535");
+    let d = errors(&GOOD.replace("\"80\"", "\"70000\""));
+    expect(&d, 14, "forwardingRules[0].portRange", "outside 1..=65535");
+    let d = errors(&GOOD.replace("\"80\"", "\"9000-8000\""));
+    expect(&d, 14, "forwardingRules[0].portRange", "reversed");
+}
+
+#[test]
+fn overlapping_rules_name_both() {
+    let extra =
+        "  - name: alt\n    IPAddress: 203.0.113.10\n    portRange: \"1-100\"\n    target: web\n";
+    let d = errors(&format!("{GOOD}{extra}"));
+    expect(
+        &d,
+        18,
+        "forwardingRules[1].portRange",
+        "rule `alt` overlaps 80 of rule `http`",
+    );
+    assert!(d.to_string().contains("line 12"), "{d}");
+    // Another protocol on the same VIP does not overlap.
+    let udp = "  - name: alt\n    IPAddress: 203.0.113.10\n    IPProtocol: UDP\n    target: web\n";
+    assert!(errors(&format!("{GOOD}{udp}")).is_empty());
+}
+
+#[test]
+fn duplicate_names() {
+    let d = errors(&GOOD.replace("name: web-2", "name: web-1"));
+    expect(&d, 5, "instances[1].name", "duplicate name `web-1`");
+    let ti = "targetInstances:\n  - name: web\n    instance: web-1\n";
+    let d = errors(&format!("{GOOD}{ti}"));
+    expect(&d, 17, "targetInstances[0].name", "duplicate name `web`");
+}
+
+#[test]
+fn dangling_references() {
+    let d = errors(&GOOD.replace("    target: web", "    target: wbe"));
+    expect(
+        &d,
+        15,
+        "forwardingRules[0].target",
+        "no target pool or target instance named `wbe`, did you mean `web`",
+    );
+    let d = errors(&GOOD.replace("[web-1, web-2]", "[web-1, web-3]"));
+    expect(
+        &d,
+        10,
+        "targetPools[0].instances[1]",
+        "no instance named `web-3`",
+    );
+    let d = errors(&GOOD.replace("[web-1, web-2]", "[web-1, web-2]\n    healthChecks: [hc]"));
+    expect(
+        &d,
+        11,
+        "targetPools[0].healthChecks[0]",
+        "no httpHealthCheck named `hc`",
+    );
+    let d = errors(&format!(
+        "{GOOD}targetInstances:\n  - name: ti\n    instance: db-1\n"
+    ));
+    expect(
+        &d,
+        18,
+        "targetInstances[0].instance",
+        "no instance named `db-1`",
+    );
+    let d = errors(&GOOD.replace(
+        "[web-1, web-2]",
+        "[web-1, web-2]\n    backupPool: spare\n    failoverRatio: 0.5",
+    ));
+    expect(
+        &d,
+        11,
+        "targetPools[0].backupPool",
+        "no target pool named `spare`",
+    );
+}
+
+#[test]
+fn failover_ratio_rules() {
+    let backup = "  - name: spare\n    instances: [web-2]\n";
+    let base = GOOD.replace(
+        "[web-1, web-2]",
+        "[web-1, web-2]\n    backupPool: spare\n    failoverRatio: 1.5",
+    );
+    let d = errors(&base.replace("forwardingRules:", &format!("{backup}forwardingRules:")));
+    expect(&d, 12, "targetPools[0].failoverRatio", "outside [0, 1]");
+    let only_ratio = GOOD.replace("[web-1, web-2]", "[web-1, web-2]\n    failoverRatio: 0.5");
+    expect(
+        &errors(&only_ratio),
+        11,
+        "targetPools[0].failoverRatio",
+        "needs `backupPool`",
+    );
+    let only_backup = GOOD.replace("[web-1, web-2]", "[web-1, web-2]\n    backupPool: spare");
+    let d = errors(&only_backup.replace("forwardingRules:", &format!("{backup}forwardingRules:")));
+    expect(&d, 11, "targetPools[0].backupPool", "needs `failoverRatio`");
+    let own = GOOD.replace(
+        "[web-1, web-2]",
+        "[web-1, web-2]\n    backupPool: web\n    failoverRatio: 0.1",
+    );
+    expect(
+        &errors(&own),
+        11,
+        "targetPools[0].backupPool",
+        "its own backup",
+    );
+}
+
+#[test]
+fn health_check_timing_and_count() {
+    let hc = "httpHealthChecks:\n  - name: hc\n    checkIntervalSec: 5\n    timeoutSec: 10\n  - name: hc2\n";
+    let pool = GOOD.replace(
+        "[web-1, web-2]",
+        "[web-1, web-2]\n    healthChecks: [hc, hc2]",
+    );
+    let d = errors(&format!("{pool}{hc}"));
+    expect(
+        &d,
+        20,
+        "httpHealthChecks[0].timeoutSec",
+        "longer than checkIntervalSec 5",
+    );
+    expect(&d, 11, "targetPools[0].healthChecks", "at most one");
+}
+
+#[test]
+fn ipv6_vip_with_ipv4_encapsulation() {
+    let cfg = GOOD
+        .replace("203.0.113.10", "2001:db8::10")
+        .replace("[web-1, web-2]", "[web-1, web-2]\n    delivery: IPIP");
+    let d = errors(&format!("nic:\n  outerSourceIpv4: 192.0.2.0/28\n{cfg}"));
+    expect(
+        &d,
+        16,
+        "forwardingRules[0].IPAddress",
+        "IPv6 VIP 2001:db8::10 cannot be delivered by IPIP",
+    );
+    // L2 delivery carries it.
+    assert!(errors(&GOOD.replace("203.0.113.10", "2001:db8::10")).is_empty());
+}
+
+#[test]
+fn delivery_needs_mac_and_outer_source() {
+    let d = errors(&GOOD.replace("    mac: 02:00:00:00:00:12\n", ""));
+    expect(
+        &d,
+        9,
+        "targetPools[0].instances[1]",
+        "no `mac`, which L2_DSR delivery needs",
+    );
+    let d = errors(&GOOD.replace("[web-1, web-2]", "[web-1, web-2]\n    delivery: GUE"));
+    expect(
+        &d,
+        11,
+        "targetPools[0].delivery",
+        "`nic.outerSourceIpv4` is not set",
+    );
+}
+
+#[test]
+fn types_and_required_fields() {
+    let d = errors(&GOOD.replace("    IPAddress: 203.0.113.10\n", ""));
+    expect(
+        &d,
+        12,
+        "forwardingRules[0].IPAddress",
+        "`IPAddress` is required",
+    );
+    let d = errors(&GOOD.replace("[web-1, web-2]", "web-1"));
+    expect(&d, 10, "targetPools[0].instances", "expected a list");
+    let d = errors(&GOOD.replace("name: web-1", "name: Web_1"));
+    expect(&d, 2, "instances[0].name", "invalid name `Web_1`");
+    let d = errors(&GOOD.replace("mac: 02:00:00:00:00:11", "mac: 02:00:00:00:11"));
+    expect(&d, 4, "instances[0].mac", "not a MAC address");
+    let d = errors(&GOOD.replace("    ip: 192.0.2.11", "    ip: 192.0.2.11\n    weight: 5000"));
+    expect(&d, 4, "instances[0].weight", "out of range");
+}
+
+#[test]
+fn syntax_errors_have_positions() {
+    let d = errors("forwardingRules:\n  - name: a\n   bad: [\n");
+    assert_eq!(d.len(), 1);
+    assert!(d.to_string().starts_with("t.yaml:"), "{d}");
+    let (_, d) = parse_config(
+        "t.json",
+        "{\"forwardingRules\": [\n  {\"name\": \"a\",}\n]}",
+    );
+    assert_eq!(d.iter().next().map(|x| x.pos.line), Some(2), "{d}");
+}
+
+#[test]
+fn json_config_has_positions_too() {
+    let json =
+        "{\n  \"instances\": [\n    {\"name\": \"web-1\", \"ip\": \"192.0.2.300\"}\n  ]\n}\n";
+    let (_, d) = parse_config("t.json", json);
+    let x = d.iter().next().expect("an error");
+    assert_eq!((x.pos.line, x.path.as_str()), (3, "instances[0].ip"), "{d}");
+}
+
+#[test]
+fn errors_are_all_reported_and_sorted() {
+    let cfg = GOOD
+        .replace("203.0.113.10", "203.0.113.999")
+        .replace("ip: 192.0.2.11", "ip: nope")
+        .replace("[web-1, web-2]", "[web-1, web-9]");
+    let d = errors(&cfg);
+    assert!(d.len() >= 3, "{d}");
+    let lines: Vec<u32> = d.iter().map(|x| x.pos.line).collect();
+    let mut sorted = lines.clone();
+    sorted.sort();
+    assert_eq!(lines, sorted);
+}
