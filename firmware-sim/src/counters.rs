@@ -1,0 +1,136 @@
+//! Packet and byte counters per rule, per backend, per reason and per verdict (the `counters`
+//! register block selects them by kind and index).
+
+use crate::pipeline::PacketResult;
+use nlb_hw::enums::{Reason, Verdict};
+use nlb_hw::Profile;
+
+/// One counter pair.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counter {
+    /// Packets.
+    pub packets: u64,
+    /// Bytes (received frame length, without FCS).
+    pub bytes: u64,
+}
+
+impl Counter {
+    #[inline]
+    fn add(&mut self, bytes: u64) {
+        self.packets = self.packets.wrapping_add(1);
+        self.bytes = self.bytes.wrapping_add(bytes);
+    }
+}
+
+/// Counter kinds, as `counters.select` bits 31..24 encode them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CounterKind {
+    /// Per rule id.
+    Rule = 0,
+    /// Per backend id.
+    Backend = 1,
+    /// Per reason value.
+    Reason = 2,
+    /// Per verdict value.
+    Verdict = 3,
+}
+
+impl CounterKind {
+    /// Decodes the kind field.
+    pub fn from_value(v: u32) -> Option<CounterKind> {
+        match v {
+            0 => Some(CounterKind::Rule),
+            1 => Some(CounterKind::Backend),
+            2 => Some(CounterKind::Reason),
+            3 => Some(CounterKind::Verdict),
+            _ => None,
+        }
+    }
+}
+
+/// Every counter of the pipeline.
+#[derive(Debug, Clone)]
+pub struct Counters {
+    rules: Vec<Counter>,
+    backends: Vec<Counter>,
+    reasons: [Counter; Reason::ALL.len()],
+    verdicts: [Counter; Verdict::ALL.len()],
+}
+
+impl Counters {
+    /// Zeroed counters for a profile's rule and backend counts.
+    pub fn new(profile: &Profile) -> Counters {
+        Counters {
+            rules: vec![Counter::default(); profile.rules as usize],
+            backends: vec![Counter::default(); profile.backends as usize],
+            reasons: [Counter::default(); Reason::ALL.len()],
+            verdicts: [Counter::default(); Verdict::ALL.len()],
+        }
+    }
+
+    /// Counts one packet: its reason and verdict always, its rule when it matched one, its
+    /// backend when it was forwarded.
+    #[inline]
+    pub fn record(&mut self, r: &PacketResult) {
+        let bytes = r.frame_len as u64;
+        if let Some(c) = self.reasons.get_mut(r.reason.value() as usize) {
+            c.add(bytes);
+        }
+        if let Some(c) = self.verdicts.get_mut(r.verdict.value() as usize) {
+            c.add(bytes);
+        }
+        if let Some(rule) = r.rule {
+            if let Some(c) = self.rules.get_mut(usize::from(rule)) {
+                c.add(bytes);
+            }
+        }
+        if r.verdict == Verdict::Forward {
+            if let Some(c) = r
+                .backend
+                .and_then(|b| self.backends.get_mut(usize::from(b)))
+            {
+                c.add(bytes);
+            }
+        }
+    }
+
+    fn slot(&mut self, kind: CounterKind, index: u32) -> Option<&mut Counter> {
+        let i = index as usize;
+        match kind {
+            CounterKind::Rule => self.rules.get_mut(i),
+            CounterKind::Backend => self.backends.get_mut(i),
+            CounterKind::Reason => self.reasons.get_mut(i),
+            CounterKind::Verdict => self.verdicts.get_mut(i),
+        }
+    }
+
+    /// One counter; zero for an index beyond the kind's range.
+    pub fn get(&self, kind: CounterKind, index: u32) -> Counter {
+        let i = index as usize;
+        match kind {
+            CounterKind::Rule => self.rules.get(i),
+            CounterKind::Backend => self.backends.get(i),
+            CounterKind::Reason => self.reasons.get(i),
+            CounterKind::Verdict => self.verdicts.get(i),
+        }
+        .copied()
+        .unwrap_or_default()
+    }
+
+    /// Reads and zeroes one counter.
+    pub fn take(&mut self, kind: CounterKind, index: u32) -> Counter {
+        self.slot(kind, index)
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
+    /// The counter of a reason.
+    pub fn reason(&self, r: Reason) -> Counter {
+        self.get(CounterKind::Reason, r.value())
+    }
+
+    /// The counter of a verdict.
+    pub fn verdict(&self, v: Verdict) -> Counter {
+        self.get(CounterKind::Verdict, v.value())
+    }
+}
