@@ -1,0 +1,870 @@
+`resetall
+`timescale 1ns / 1ps
+`default_nettype none
+
+// AXI-Lite register file of the NIC: the block list, the fw_id and ctrl blocks, and the table
+// write window into the banked table memories (which it holds, with read ports for the
+// pipeline). Offsets, type/version words and layouts come from nlb_regmap.vh.
+//
+// Behaviour (docs/regmap.md; details the map leaves open are fixed here and in
+// docs/verification.md):
+// - Every block of the regmap answers TYPE, VERSION and NEXT; blocks not implemented yet
+//   (conntrack, counters, spi_flash, reboot, queues) read 0 elsewhere and ignore writes.
+//   Holes and write-only registers read 0; writes to read-only registers are ignored. Every
+//   access gets OKAY. Byte strobes are honoured; the low two address bits are ignored.
+// - Registers keep only the bits they define and read 0 elsewhere (enable, active_bank: bit 0;
+//   default_action: the enum's width; local_mac_hi, gue_port: 16 bits; outer_src_v4_len:
+//   6 bits; outer_src_v6_len: 8 bits; table.select: bits 8..0).
+// - table.cmd executes the command on the entry (select, index): WRITE stores data words
+//   0.. (the entry's low WIDTH bits), READ loads the entry into the data window (words past
+//   the entry read 0 afterwards). A bad table id, an index beyond the table's depth or an
+//   unknown command sets status.error and touches nothing; a good command clears it. The
+//   write response of table.cmd is held until the command has finished, so software never
+//   sees status.busy unless it polls through the read channel meanwhile.
+// - ctrl.packets_in_flight and ctrl.bank_in_use come from the pipeline (stat_* inputs).
+//
+// Pipeline read ports: <table>_rd_en/_bank/_row give <table>_rd_data TABLE_RD_LATENCY clocks
+// later; the VIP table returns all VIP_WAYS ways of a bucket (way w in bits
+// [w*NLB_VIP_ENTRY_WIDTH +: NLB_VIP_ENTRY_WIDTH]).
+//
+// Ports are declared in the body (Verilog-2001 style) because their widths come from the
+// regmap header, which has to be included inside the module.
+module nlb_regs (
+    clk,
+    rst,
+    s_axil_awaddr,
+    s_axil_awvalid,
+    s_axil_awready,
+    s_axil_wdata,
+    s_axil_wstrb,
+    s_axil_wvalid,
+    s_axil_wready,
+    s_axil_bresp,
+    s_axil_bvalid,
+    s_axil_bready,
+    s_axil_araddr,
+    s_axil_arvalid,
+    s_axil_arready,
+    s_axil_rdata,
+    s_axil_rresp,
+    s_axil_rvalid,
+    s_axil_rready,
+    ctrl_enable,
+    ctrl_active_bank,
+    ctrl_generation,
+    ctrl_default_action,
+    ctrl_local_mac,
+    ctrl_gue_port,
+    ctrl_outer_src_v4,
+    ctrl_outer_src_v4_len,
+    ctrl_outer_src_v6,
+    ctrl_outer_src_v6_len,
+    stat_packets_in_flight,
+    stat_bank_in_use,
+    vip_rd_en,
+    vip_rd_bank,
+    vip_rd_row,
+    vip_rd_data,
+    rule_rd_en,
+    rule_rd_bank,
+    rule_rd_row,
+    rule_rd_data,
+    acl_rd_en,
+    acl_rd_bank,
+    acl_rd_row,
+    acl_rd_data,
+    pool_rd_en,
+    pool_rd_bank,
+    pool_rd_row,
+    pool_rd_data,
+    maglev_rd_en,
+    maglev_rd_bank,
+    maglev_rd_row,
+    maglev_rd_data,
+    backend_rd_en,
+    backend_rd_bank,
+    backend_rd_row,
+    backend_rd_data
+);
+
+`include "nlb_regmap.vh"
+
+// ---- parameters -------------------------------------------------------------------------
+
+// AXI-Lite address width: the register space is 2^AXIL_ADDR_WIDTH bytes (16..31).
+parameter AXIL_ADDR_WIDTH = 16;
+// Capacity profile reported in fw_id.profile_id; the depths below must be that profile's.
+parameter PROFILE_ID = NLB_PROFILE_SIM_ID;
+// VIP table buckets (rows of the VIP memory).
+parameter VIP_BUCKETS = NLB_PROFILE_SIM_VIP_BUCKETS;
+// VIP entries per bucket, read in parallel by the pipeline (a power of two).
+parameter VIP_WAYS = NLB_PROFILE_SIM_VIP_WAYS;
+// Rule descriptors (and ACL entries, one per rule).
+parameter RULES = NLB_PROFILE_SIM_RULES;
+// Pool descriptors.
+parameter POOLS = NLB_PROFILE_SIM_POOLS;
+// Maglev slot memory entries.
+parameter MAGLEV_SLOTS = NLB_PROFILE_SIM_MAGLEV_SLOTS;
+// Backend entries.
+parameter BACKENDS = NLB_PROFILE_SIM_BACKENDS;
+// Connection table buckets (reported only; the table is not in this module).
+parameter CT_BUCKETS = NLB_PROFILE_SIM_CT_BUCKETS;
+// Connection entries per bucket (reported only).
+parameter CT_WAYS = NLB_PROFILE_SIM_CT_WAYS;
+// Punt/learn/inject queue entries (reported only).
+parameter QUEUE_DEPTH = NLB_PROFILE_SIM_QUEUE_DEPTH;
+// fw_id.build_id: build time, seconds since the Unix epoch (set by the build).
+parameter [31:0] BUILD_ID = 32'd0;
+// fw_id.git_hash: first 8 hex digits of the source commit (set by the build).
+parameter [31:0] GIT_HASH = 32'd0;
+// fw_id.board_id: 32'h0280 Alveo U280, 32'h5100 simulated (docs/regmap.md).
+parameter [31:0] BOARD_ID = 32'h5100;
+// fw_id.part_id: FPGA IDCODE without the revision nibble; 0 in simulation.
+parameter [31:0] PART_ID = 32'd0;
+// 1: table memories register their outputs (TABLE_RD_LATENCY = 2); 0: they do not (1).
+parameter TABLE_OUTPUT_REG = 1;
+
+// ---- derived constants --------------------------------------------------------------------
+
+// Pipeline read latency of every table.
+localparam TABLE_RD_LATENCY = 1 + TABLE_OUTPUT_REG;
+
+localparam VIP_ROW_BITS = $clog2(VIP_BUCKETS);
+localparam VIP_WAY_BITS = $clog2(VIP_WAYS);
+localparam RULE_ROW_BITS = $clog2(RULES);
+localparam POOL_ROW_BITS = $clog2(POOLS);
+localparam MAGLEV_ROW_BITS = $clog2(MAGLEV_SLOTS);
+localparam BACKEND_ROW_BITS = $clog2(BACKENDS);
+
+// Entries per bank, as the window indexes them.
+localparam VIP_DEPTH = VIP_BUCKETS * VIP_WAYS;
+
+localparam DEFAULT_ACTION_BITS = $bits(NLB_DEFAULT_ACTION_DROP);
+localparam DATA_WORDS = NLB_REG_TABLE_DATA_COUNT;
+localparam DATA_BITS = DATA_WORDS * 32;
+localparam DATA_WORD_BITS = $clog2(DATA_WORDS);
+
+// Table ids and commands, widened to the registers that hold them.
+localparam TABLE_ID_BITS = $bits(NLB_TABLE_VIP);
+localparam CMD_BITS = $bits(NLB_TABLE_CMD_WRITE);
+localparam [7:0]  TABLE_VIP = {{(8-TABLE_ID_BITS){1'b0}}, NLB_TABLE_VIP};
+localparam [7:0]  TABLE_RULE = {{(8-TABLE_ID_BITS){1'b0}}, NLB_TABLE_RULE};
+localparam [7:0]  TABLE_ACL = {{(8-TABLE_ID_BITS){1'b0}}, NLB_TABLE_ACL};
+localparam [7:0]  TABLE_POOL = {{(8-TABLE_ID_BITS){1'b0}}, NLB_TABLE_POOL};
+localparam [7:0]  TABLE_MAGLEV = {{(8-TABLE_ID_BITS){1'b0}}, NLB_TABLE_MAGLEV};
+localparam [7:0]  TABLE_BACKEND = {{(8-TABLE_ID_BITS){1'b0}}, NLB_TABLE_BACKEND};
+localparam [31:0] CMD_WRITE = {{(32-CMD_BITS){1'b0}}, NLB_TABLE_CMD_WRITE};
+localparam [31:0] CMD_READ = {{(32-CMD_BITS){1'b0}}, NLB_TABLE_CMD_READ};
+
+// Bits of table.select.
+localparam SELECT_BITS = 9;
+localparam SELECT_BANK_BIT = 8;
+
+initial begin
+    if (AXIL_ADDR_WIDTH < 16 || AXIL_ADDR_WIDTH > 31) begin
+        $error("nlb_regs: AXIL_ADDR_WIDTH (%0d) must be 16..31", AXIL_ADDR_WIDTH);
+        $finish;
+    end
+    if ((1 << VIP_WAY_BITS) != VIP_WAYS) begin
+        $error("nlb_regs: VIP_WAYS (%0d) must be a power of two", VIP_WAYS);
+        $finish;
+    end
+    if (VIP_BUCKETS < 2 || RULES < 2 || POOLS < 2 || MAGLEV_SLOTS < 2 || BACKENDS < 2) begin
+        $error("nlb_regs: every table needs at least two entries");
+        $finish;
+    end
+    if (NLB_VIP_ENTRY_WIDTH > DATA_BITS || NLB_RULE_ENTRY_WIDTH > DATA_BITS
+            || NLB_ACL_ENTRY_WIDTH > DATA_BITS || NLB_POOL_ENTRY_WIDTH > DATA_BITS
+            || NLB_MAGLEV_SLOT_WIDTH > DATA_BITS || NLB_BACKEND_ENTRY_WIDTH > DATA_BITS) begin
+        $error("nlb_regs: a table entry is wider than the data window");
+        $finish;
+    end
+    if (TABLE_OUTPUT_REG != 0 && TABLE_OUTPUT_REG != 1) begin
+        $error("nlb_regs: TABLE_OUTPUT_REG must be 0 or 1");
+        $finish;
+    end
+end
+
+// ---- ports --------------------------------------------------------------------------------
+
+input  wire                       clk;
+input  wire                       rst;
+
+// AXI-Lite slave (no AxPROT: every access is treated alike). Registers are words: the low
+// two address bits are not looked at.
+/* verilator lint_off UNUSEDSIGNAL */
+input  wire [AXIL_ADDR_WIDTH-1:0] s_axil_awaddr;
+/* verilator lint_on UNUSEDSIGNAL */
+input  wire                       s_axil_awvalid;
+output wire                       s_axil_awready;
+input  wire [31:0]                s_axil_wdata;
+input  wire [3:0]                 s_axil_wstrb;
+input  wire                       s_axil_wvalid;
+output wire                       s_axil_wready;
+output wire [1:0]                 s_axil_bresp;
+output wire                       s_axil_bvalid;
+input  wire                       s_axil_bready;
+/* verilator lint_off UNUSEDSIGNAL */
+input  wire [AXIL_ADDR_WIDTH-1:0] s_axil_araddr;
+/* verilator lint_on UNUSEDSIGNAL */
+input  wire                       s_axil_arvalid;
+output wire                       s_axil_arready;
+output wire [31:0]                s_axil_rdata;
+output wire [1:0]                 s_axil_rresp;
+output wire                       s_axil_rvalid;
+input  wire                       s_axil_rready;
+
+// ctrl block, to the pipeline.
+output wire                           ctrl_enable;
+output wire                           ctrl_active_bank;
+output wire [31:0]                    ctrl_generation;
+output wire [DEFAULT_ACTION_BITS-1:0] ctrl_default_action;
+output wire [47:0]                    ctrl_local_mac;
+output wire [15:0]                    ctrl_gue_port;
+output wire [31:0]                    ctrl_outer_src_v4;
+output wire [5:0]                     ctrl_outer_src_v4_len;
+output wire [127:0]                   ctrl_outer_src_v6;
+output wire [7:0]                     ctrl_outer_src_v6_len;
+
+// ctrl block, from the pipeline.
+input  wire [31:0]                stat_packets_in_flight;
+input  wire [1:0]                 stat_bank_in_use;
+
+// Table read ports for the pipeline.
+input  wire                                  vip_rd_en;
+input  wire                                  vip_rd_bank;
+input  wire [VIP_ROW_BITS-1:0]               vip_rd_row;
+output wire [VIP_WAYS*NLB_VIP_ENTRY_WIDTH-1:0] vip_rd_data;
+input  wire                                  rule_rd_en;
+input  wire                                  rule_rd_bank;
+input  wire [RULE_ROW_BITS-1:0]              rule_rd_row;
+output wire [NLB_RULE_ENTRY_WIDTH-1:0]       rule_rd_data;
+input  wire                                  acl_rd_en;
+input  wire                                  acl_rd_bank;
+input  wire [RULE_ROW_BITS-1:0]              acl_rd_row;
+output wire [NLB_ACL_ENTRY_WIDTH-1:0]        acl_rd_data;
+input  wire                                  pool_rd_en;
+input  wire                                  pool_rd_bank;
+input  wire [POOL_ROW_BITS-1:0]              pool_rd_row;
+output wire [NLB_POOL_ENTRY_WIDTH-1:0]       pool_rd_data;
+input  wire                                  maglev_rd_en;
+input  wire                                  maglev_rd_bank;
+input  wire [MAGLEV_ROW_BITS-1:0]            maglev_rd_row;
+output wire [NLB_MAGLEV_SLOT_WIDTH-1:0]      maglev_rd_data;
+input  wire                                  backend_rd_en;
+input  wire                                  backend_rd_bank;
+input  wire [BACKEND_ROW_BITS-1:0]           backend_rd_row;
+output wire [NLB_BACKEND_ENTRY_WIDTH-1:0]    backend_rd_data;
+
+// ---- helpers --------------------------------------------------------------------------------
+
+// A register write with byte strobes applied to the register's current value.
+function [31:0] strobed(input [31:0] old, input [31:0] value, input [3:0] strb);
+    integer i;
+    begin
+        for (i = 0; i < 4; i = i + 1) begin
+            strobed[i*8 +: 8] = strb[i] ? value[i*8 +: 8] : old[i*8 +: 8];
+        end
+    end
+endfunction
+
+// ---- AXI-Lite write channel -------------------------------------------------------------
+// AW and W are caught independently in holding registers (ready straight from registers);
+// a write executes once both are held and no response or table command is outstanding.
+
+localparam [1:0] RESP_OKAY = 2'b00;
+
+reg                       aw_full_reg = 1'b0, aw_full_next;
+reg [AXIL_ADDR_WIDTH-3:0] aw_word_reg = {(AXIL_ADDR_WIDTH-2){1'b0}};
+reg                       w_full_reg = 1'b0, w_full_next;
+reg [31:0]                w_data_reg = 32'd0;
+reg [3:0]                 w_strb_reg = 4'd0;
+reg                       awready_reg = 1'b0;
+reg                       wready_reg = 1'b0;
+reg                       bvalid_reg = 1'b0, bvalid_next;
+
+wire aw_take = s_axil_awvalid && awready_reg;
+wire w_take = s_axil_wvalid && wready_reg;
+
+// Byte address of the held write, word aligned, widened to compare with the regmap offsets.
+wire [31:0] wr_addr = {{(32-AXIL_ADDR_WIDTH){1'b0}}, aw_word_reg, 2'b00};
+
+// ---- registers of the implemented blocks ------------------------------------------------
+
+reg                           enable_reg = 1'b0, enable_next;
+reg                           active_bank_reg = 1'b0, active_bank_next;
+reg [31:0]                    generation_reg = 32'd0, generation_next;
+reg [DEFAULT_ACTION_BITS-1:0] default_action_reg = {DEFAULT_ACTION_BITS{1'b0}};
+reg [DEFAULT_ACTION_BITS-1:0] default_action_next;
+reg [31:0]                    local_mac_lo_reg = 32'd0, local_mac_lo_next;
+reg [15:0]                    local_mac_hi_reg = 16'd0, local_mac_hi_next;
+reg [15:0]                    gue_port_reg = 16'd0, gue_port_next;
+reg [31:0]                    outer_src_v4_reg = 32'd0, outer_src_v4_next;
+reg [5:0]                     outer_src_v4_len_reg = 6'd0, outer_src_v4_len_next;
+reg [127:0]                   outer_src_v6_reg = 128'd0, outer_src_v6_next;
+reg [7:0]                     outer_src_v6_len_reg = 8'd0, outer_src_v6_len_next;
+
+reg [SELECT_BITS-1:0]         select_reg = {SELECT_BITS{1'b0}}, select_next;
+reg [31:0]                    index_reg = 32'd0, index_next;
+reg                           error_reg = 1'b0, error_next;
+reg [DATA_BITS-1:0]           data_reg = {DATA_BITS{1'b0}}, data_next;
+
+// ---- table command engine ----------------------------------------------------------------
+
+localparam TABLES = 6;
+
+// One-hot port-B enable per table (bit = enum table value), write flag, and a shift register
+// marking when a read's data arrives.
+reg [TABLES-1:0]           mem_en_reg = {TABLES{1'b0}}, mem_en_next;
+reg                        mem_we_reg = 1'b0, mem_we_next;
+reg                        busy_reg = 1'b0, busy_next;
+reg [TABLE_RD_LATENCY-1:0] rd_pipe_reg = {TABLE_RD_LATENCY{1'b0}};
+
+wire [7:0] sel_table = select_reg[7:0];
+wire       sel_bank = select_reg[SELECT_BANK_BIT];
+
+wire [NLB_VIP_ENTRY_WIDTH-1:0]     vip_b_rdata;
+wire [NLB_RULE_ENTRY_WIDTH-1:0]    rule_b_rdata;
+wire [NLB_ACL_ENTRY_WIDTH-1:0]     acl_b_rdata;
+wire [NLB_POOL_ENTRY_WIDTH-1:0]    pool_b_rdata;
+wire [NLB_MAGLEV_SLOT_WIDTH-1:0]   maglev_b_rdata;
+wire [NLB_BACKEND_ENTRY_WIDTH-1:0] backend_b_rdata;
+
+// Which table the window addresses, and whether the index is inside it.
+reg       sel_known;
+reg       sel_in_range;
+reg [TABLES-1:0] sel_onehot;
+// The addressed entry after a read, zero-extended to the window.
+reg [DATA_BITS-1:0] sel_rdata;
+
+always @* begin
+    sel_known = 1'b1;
+    sel_in_range = 1'b0;
+    sel_onehot = {TABLES{1'b0}};
+    sel_rdata = {DATA_BITS{1'b0}};
+    case (sel_table)
+        TABLE_VIP: begin
+            sel_in_range = index_reg < VIP_DEPTH;
+            sel_onehot[NLB_TABLE_VIP] = 1'b1;
+            sel_rdata[NLB_VIP_ENTRY_WIDTH-1:0] = vip_b_rdata;
+        end
+        TABLE_RULE: begin
+            sel_in_range = index_reg < RULES;
+            sel_onehot[NLB_TABLE_RULE] = 1'b1;
+            sel_rdata[NLB_RULE_ENTRY_WIDTH-1:0] = rule_b_rdata;
+        end
+        TABLE_ACL: begin
+            sel_in_range = index_reg < RULES;
+            sel_onehot[NLB_TABLE_ACL] = 1'b1;
+            sel_rdata[NLB_ACL_ENTRY_WIDTH-1:0] = acl_b_rdata;
+        end
+        TABLE_POOL: begin
+            sel_in_range = index_reg < POOLS;
+            sel_onehot[NLB_TABLE_POOL] = 1'b1;
+            sel_rdata[NLB_POOL_ENTRY_WIDTH-1:0] = pool_b_rdata;
+        end
+        TABLE_MAGLEV: begin
+            sel_in_range = index_reg < MAGLEV_SLOTS;
+            sel_onehot[NLB_TABLE_MAGLEV] = 1'b1;
+            sel_rdata[NLB_MAGLEV_SLOT_WIDTH-1:0] = maglev_b_rdata;
+        end
+        TABLE_BACKEND: begin
+            sel_in_range = index_reg < BACKENDS;
+            sel_onehot[NLB_TABLE_BACKEND] = 1'b1;
+            sel_rdata[NLB_BACKEND_ENTRY_WIDTH-1:0] = backend_b_rdata;
+        end
+        default: begin
+            sel_known = 1'b0;
+        end
+    endcase
+end
+
+// ---- write execution ---------------------------------------------------------------------
+
+wire do_write = aw_full_reg && w_full_reg && !bvalid_reg && !busy_reg;
+wire rd_done = rd_pipe_reg[TABLE_RD_LATENCY-1];
+
+// Offset of the held write inside the data window (in range when below its size).
+wire [31:0] wr_data_offset = wr_addr - NLB_REG_TABLE_DATA;
+wire        wr_in_data = wr_data_offset < 4 * DATA_WORDS;
+wire [DATA_WORD_BITS-1:0] wr_data_word = wr_data_offset[DATA_WORD_BITS+1:2];
+
+// The held write merged with the addressed register under the byte strobes.
+reg [31:0] merged;
+
+always @* begin
+    aw_full_next = aw_full_reg;
+    w_full_next = w_full_reg;
+    bvalid_next = bvalid_reg && !s_axil_bready;
+
+    enable_next = enable_reg;
+    active_bank_next = active_bank_reg;
+    generation_next = generation_reg;
+    default_action_next = default_action_reg;
+    local_mac_lo_next = local_mac_lo_reg;
+    local_mac_hi_next = local_mac_hi_reg;
+    gue_port_next = gue_port_reg;
+    outer_src_v4_next = outer_src_v4_reg;
+    outer_src_v4_len_next = outer_src_v4_len_reg;
+    outer_src_v6_next = outer_src_v6_reg;
+    outer_src_v6_len_next = outer_src_v6_len_reg;
+    select_next = select_reg;
+    index_next = index_reg;
+    error_next = error_reg;
+    data_next = data_reg;
+
+    mem_en_next = {TABLES{1'b0}};
+    mem_we_next = 1'b0;
+    busy_next = busy_reg;
+    merged = 32'd0;
+
+    if (aw_take) begin
+        aw_full_next = 1'b1;
+    end
+    if (w_take) begin
+        w_full_next = 1'b1;
+    end
+
+    // A table read finishing: load the window and release the held response.
+    if (busy_reg && rd_done) begin
+        data_next = sel_rdata;
+        busy_next = 1'b0;
+        bvalid_next = 1'b1;
+    end
+
+    if (do_write) begin
+        aw_full_next = 1'b0;
+        w_full_next = 1'b0;
+        bvalid_next = 1'b1;
+
+        case (wr_addr)
+            NLB_REG_CTRL_ENABLE: begin
+                merged = strobed({31'd0, enable_reg}, w_data_reg, w_strb_reg);
+                enable_next = merged[0];
+            end
+            NLB_REG_CTRL_ACTIVE_BANK: begin
+                merged = strobed({31'd0, active_bank_reg}, w_data_reg, w_strb_reg);
+                active_bank_next = merged[0];
+            end
+            NLB_REG_CTRL_GENERATION: begin
+                merged = strobed(generation_reg, w_data_reg, w_strb_reg);
+                generation_next = merged;
+            end
+            NLB_REG_CTRL_DEFAULT_ACTION: begin
+                merged = strobed({{(32-DEFAULT_ACTION_BITS){1'b0}}, default_action_reg},
+                    w_data_reg, w_strb_reg);
+                default_action_next = merged[DEFAULT_ACTION_BITS-1:0];
+            end
+            NLB_REG_CTRL_LOCAL_MAC_LO: begin
+                merged = strobed(local_mac_lo_reg, w_data_reg, w_strb_reg);
+                local_mac_lo_next = merged;
+            end
+            NLB_REG_CTRL_LOCAL_MAC_HI: begin
+                merged = strobed({16'd0, local_mac_hi_reg}, w_data_reg, w_strb_reg);
+                local_mac_hi_next = merged[15:0];
+            end
+            NLB_REG_CTRL_GUE_PORT: begin
+                merged = strobed({16'd0, gue_port_reg}, w_data_reg, w_strb_reg);
+                gue_port_next = merged[15:0];
+            end
+            NLB_REG_CTRL_OUTER_SRC_V4: begin
+                merged = strobed(outer_src_v4_reg, w_data_reg, w_strb_reg);
+                outer_src_v4_next = merged;
+            end
+            NLB_REG_CTRL_OUTER_SRC_V4_LEN: begin
+                merged = strobed({26'd0, outer_src_v4_len_reg}, w_data_reg, w_strb_reg);
+                outer_src_v4_len_next = merged[5:0];
+            end
+            NLB_REG_CTRL_OUTER_SRC_V6_0: begin
+                outer_src_v6_next[127:96] = strobed(outer_src_v6_reg[127:96], w_data_reg,
+                    w_strb_reg);
+            end
+            NLB_REG_CTRL_OUTER_SRC_V6_1: begin
+                outer_src_v6_next[95:64] = strobed(outer_src_v6_reg[95:64], w_data_reg,
+                    w_strb_reg);
+            end
+            NLB_REG_CTRL_OUTER_SRC_V6_2: begin
+                outer_src_v6_next[63:32] = strobed(outer_src_v6_reg[63:32], w_data_reg,
+                    w_strb_reg);
+            end
+            NLB_REG_CTRL_OUTER_SRC_V6_3: begin
+                outer_src_v6_next[31:0] = strobed(outer_src_v6_reg[31:0], w_data_reg,
+                    w_strb_reg);
+            end
+            NLB_REG_CTRL_OUTER_SRC_V6_LEN: begin
+                merged = strobed({24'd0, outer_src_v6_len_reg}, w_data_reg, w_strb_reg);
+                outer_src_v6_len_next = merged[7:0];
+            end
+            NLB_REG_TABLE_SELECT: begin
+                merged = strobed({{(32-SELECT_BITS){1'b0}}, select_reg}, w_data_reg, w_strb_reg);
+                select_next = merged[SELECT_BITS-1:0];
+            end
+            NLB_REG_TABLE_INDEX: begin
+                merged = strobed(index_reg, w_data_reg, w_strb_reg);
+                index_next = merged;
+            end
+            NLB_REG_TABLE_CMD: begin
+                merged = strobed(32'd0, w_data_reg, w_strb_reg);
+                if (sel_known && sel_in_range && (merged == CMD_WRITE || merged == CMD_READ))
+                begin
+                    error_next = 1'b0;
+                    mem_en_next = sel_onehot;
+                    mem_we_next = merged == CMD_WRITE;
+                    if (merged == CMD_READ) begin
+                        // Respond when the entry is in the window.
+                        busy_next = 1'b1;
+                        bvalid_next = 1'b0;
+                    end
+                end else begin
+                    error_next = 1'b1;
+                end
+            end
+            default: begin
+                if (wr_in_data) begin
+                    data_next[wr_data_word*32 +: 32] = strobed(data_reg[wr_data_word*32 +: 32],
+                        w_data_reg, w_strb_reg);
+                end
+            end
+        endcase
+    end
+end
+
+always @(posedge clk) begin
+    aw_full_reg <= aw_full_next;
+    w_full_reg <= w_full_next;
+    awready_reg <= !aw_full_next;
+    wready_reg <= !w_full_next;
+    bvalid_reg <= bvalid_next;
+    if (aw_take) begin
+        aw_word_reg <= s_axil_awaddr[AXIL_ADDR_WIDTH-1:2];
+    end
+    if (w_take) begin
+        w_data_reg <= s_axil_wdata;
+        w_strb_reg <= s_axil_wstrb;
+    end
+
+    enable_reg <= enable_next;
+    active_bank_reg <= active_bank_next;
+    generation_reg <= generation_next;
+    default_action_reg <= default_action_next;
+    local_mac_lo_reg <= local_mac_lo_next;
+    local_mac_hi_reg <= local_mac_hi_next;
+    gue_port_reg <= gue_port_next;
+    outer_src_v4_reg <= outer_src_v4_next;
+    outer_src_v4_len_reg <= outer_src_v4_len_next;
+    outer_src_v6_reg <= outer_src_v6_next;
+    outer_src_v6_len_reg <= outer_src_v6_len_next;
+    select_reg <= select_next;
+    index_reg <= index_next;
+    error_reg <= error_next;
+    data_reg <= data_next;
+
+    mem_en_reg <= mem_en_next;
+    mem_we_reg <= mem_we_next;
+    busy_reg <= busy_next;
+    rd_pipe_reg <= rd_pipe_reg << 1;
+    rd_pipe_reg[0] <= |mem_en_reg && !mem_we_reg;
+
+    if (rst) begin
+        aw_full_reg <= 1'b0;
+        w_full_reg <= 1'b0;
+        awready_reg <= 1'b0;
+        wready_reg <= 1'b0;
+        bvalid_reg <= 1'b0;
+        enable_reg <= 1'b0;
+        active_bank_reg <= 1'b0;
+        generation_reg <= 32'd0;
+        default_action_reg <= {DEFAULT_ACTION_BITS{1'b0}};
+        local_mac_lo_reg <= 32'd0;
+        local_mac_hi_reg <= 16'd0;
+        gue_port_reg <= 16'd0;
+        outer_src_v4_reg <= 32'd0;
+        outer_src_v4_len_reg <= 6'd0;
+        outer_src_v6_reg <= 128'd0;
+        outer_src_v6_len_reg <= 8'd0;
+        select_reg <= {SELECT_BITS{1'b0}};
+        index_reg <= 32'd0;
+        error_reg <= 1'b0;
+        // The data window is software-visible state, so it is reset too.
+        data_reg <= {DATA_BITS{1'b0}};
+        mem_en_reg <= {TABLES{1'b0}};
+        mem_we_reg <= 1'b0;
+        busy_reg <= 1'b0;
+        rd_pipe_reg <= {TABLE_RD_LATENCY{1'b0}};
+    end
+end
+
+assign s_axil_awready = awready_reg;
+assign s_axil_wready = wready_reg;
+assign s_axil_bresp = RESP_OKAY;
+assign s_axil_bvalid = bvalid_reg;
+
+// ---- AXI-Lite read channel ----------------------------------------------------------------
+// AR is caught in a holding register; the next clock decodes it into rdata_reg.
+
+reg                       ar_full_reg = 1'b0, ar_full_next;
+reg [AXIL_ADDR_WIDTH-3:0] ar_word_reg = {(AXIL_ADDR_WIDTH-2){1'b0}};
+reg                       arready_reg = 1'b0;
+reg                       rvalid_reg = 1'b0, rvalid_next;
+reg [31:0]                rdata_reg = 32'd0, rdata_next;
+
+wire ar_take = s_axil_arvalid && arready_reg;
+wire do_read = ar_full_reg && (!rvalid_reg || s_axil_rready);
+
+wire [31:0] rd_addr = {{(32-AXIL_ADDR_WIDTH){1'b0}}, ar_word_reg, 2'b00};
+wire [31:0] rd_data_offset = rd_addr - NLB_REG_TABLE_DATA;
+wire        rd_in_data = rd_data_offset < 4 * DATA_WORDS;
+wire [DATA_WORD_BITS-1:0] rd_data_word = rd_data_offset[DATA_WORD_BITS+1:2];
+
+reg [31:0] rd_value;
+
+always @* begin
+    case (rd_addr)
+        // Block list: every block of the regmap.
+        NLB_REG_FW_ID_TYPE:          rd_value = NLB_BLK_FW_ID_TYPE;
+        NLB_REG_FW_ID_VERSION:       rd_value = NLB_BLK_FW_ID_VERSION;
+        NLB_REG_FW_ID_NEXT:          rd_value = NLB_BLK_FW_ID_NEXT;
+        NLB_REG_CTRL_TYPE:           rd_value = NLB_BLK_CTRL_TYPE;
+        NLB_REG_CTRL_VERSION:        rd_value = NLB_BLK_CTRL_VERSION;
+        NLB_REG_CTRL_NEXT:           rd_value = NLB_BLK_CTRL_NEXT;
+        NLB_REG_TABLE_TYPE:          rd_value = NLB_BLK_TABLE_TYPE;
+        NLB_REG_TABLE_VERSION:       rd_value = NLB_BLK_TABLE_VERSION;
+        NLB_REG_TABLE_NEXT:          rd_value = NLB_BLK_TABLE_NEXT;
+        NLB_REG_CONNTRACK_TYPE:      rd_value = NLB_BLK_CONNTRACK_TYPE;
+        NLB_REG_CONNTRACK_VERSION:   rd_value = NLB_BLK_CONNTRACK_VERSION;
+        NLB_REG_CONNTRACK_NEXT:      rd_value = NLB_BLK_CONNTRACK_NEXT;
+        NLB_REG_COUNTERS_TYPE:       rd_value = NLB_BLK_COUNTERS_TYPE;
+        NLB_REG_COUNTERS_VERSION:    rd_value = NLB_BLK_COUNTERS_VERSION;
+        NLB_REG_COUNTERS_NEXT:       rd_value = NLB_BLK_COUNTERS_NEXT;
+        NLB_REG_SPI_FLASH_TYPE:      rd_value = NLB_BLK_SPI_FLASH_TYPE;
+        NLB_REG_SPI_FLASH_VERSION:   rd_value = NLB_BLK_SPI_FLASH_VERSION;
+        NLB_REG_SPI_FLASH_NEXT:      rd_value = NLB_BLK_SPI_FLASH_NEXT;
+        NLB_REG_REBOOT_TYPE:         rd_value = NLB_BLK_REBOOT_TYPE;
+        NLB_REG_REBOOT_VERSION:      rd_value = NLB_BLK_REBOOT_VERSION;
+        NLB_REG_REBOOT_NEXT:         rd_value = NLB_BLK_REBOOT_NEXT;
+        NLB_REG_QUEUES_TYPE:         rd_value = NLB_BLK_QUEUES_TYPE;
+        NLB_REG_QUEUES_VERSION:      rd_value = NLB_BLK_QUEUES_VERSION;
+        NLB_REG_QUEUES_NEXT:         rd_value = NLB_BLK_QUEUES_NEXT;
+
+        // fw_id
+        NLB_REG_FW_ID_DESIGN_VERSION:  rd_value = NLB_DESIGN_VERSION;
+        NLB_REG_FW_ID_REGMAP_VERSION:  rd_value = NLB_REGMAP_VERSION;
+        NLB_REG_FW_ID_BUILD_ID:        rd_value = BUILD_ID;
+        NLB_REG_FW_ID_GIT_HASH:        rd_value = GIT_HASH;
+        NLB_REG_FW_ID_BOARD_ID:        rd_value = BOARD_ID;
+        NLB_REG_FW_ID_PART_ID:         rd_value = PART_ID;
+        NLB_REG_FW_ID_PROFILE_ID:      rd_value = PROFILE_ID;
+        NLB_REG_FW_ID_CAP_VIP_BUCKETS: rd_value = VIP_BUCKETS;
+        NLB_REG_FW_ID_CAP_VIP_WAYS:    rd_value = VIP_WAYS;
+        NLB_REG_FW_ID_CAP_RULES:       rd_value = RULES;
+        NLB_REG_FW_ID_CAP_POOLS:       rd_value = POOLS;
+        NLB_REG_FW_ID_CAP_MAGLEV_SLOTS: rd_value = MAGLEV_SLOTS;
+        NLB_REG_FW_ID_CAP_BACKENDS:    rd_value = BACKENDS;
+        NLB_REG_FW_ID_CAP_CT_BUCKETS:  rd_value = CT_BUCKETS;
+        NLB_REG_FW_ID_CAP_CT_WAYS:     rd_value = CT_WAYS;
+        NLB_REG_FW_ID_CAP_QUEUE_DEPTH: rd_value = QUEUE_DEPTH;
+
+        // ctrl
+        NLB_REG_CTRL_ENABLE:           rd_value = {31'd0, enable_reg};
+        NLB_REG_CTRL_ACTIVE_BANK:      rd_value = {31'd0, active_bank_reg};
+        NLB_REG_CTRL_GENERATION:       rd_value = generation_reg;
+        NLB_REG_CTRL_DEFAULT_ACTION:
+            rd_value = {{(32-DEFAULT_ACTION_BITS){1'b0}}, default_action_reg};
+        NLB_REG_CTRL_LOCAL_MAC_LO:     rd_value = local_mac_lo_reg;
+        NLB_REG_CTRL_LOCAL_MAC_HI:     rd_value = {16'd0, local_mac_hi_reg};
+        NLB_REG_CTRL_GUE_PORT:         rd_value = {16'd0, gue_port_reg};
+        NLB_REG_CTRL_OUTER_SRC_V4:     rd_value = outer_src_v4_reg;
+        NLB_REG_CTRL_OUTER_SRC_V4_LEN: rd_value = {26'd0, outer_src_v4_len_reg};
+        NLB_REG_CTRL_OUTER_SRC_V6_0:   rd_value = outer_src_v6_reg[127:96];
+        NLB_REG_CTRL_OUTER_SRC_V6_1:   rd_value = outer_src_v6_reg[95:64];
+        NLB_REG_CTRL_OUTER_SRC_V6_2:   rd_value = outer_src_v6_reg[63:32];
+        NLB_REG_CTRL_OUTER_SRC_V6_3:   rd_value = outer_src_v6_reg[31:0];
+        NLB_REG_CTRL_OUTER_SRC_V6_LEN: rd_value = {24'd0, outer_src_v6_len_reg};
+        NLB_REG_CTRL_PACKETS_IN_FLIGHT: rd_value = stat_packets_in_flight;
+        NLB_REG_CTRL_BANK_IN_USE:      rd_value = {30'd0, stat_bank_in_use};
+
+        // table
+        NLB_REG_TABLE_SELECT:          rd_value = {{(32-SELECT_BITS){1'b0}}, select_reg};
+        NLB_REG_TABLE_INDEX:           rd_value = index_reg;
+        NLB_REG_TABLE_STATUS:          rd_value = {30'd0, error_reg, busy_reg};
+
+        default: begin
+            if (rd_in_data) begin
+                rd_value = data_reg[rd_data_word*32 +: 32];
+            end else begin
+                rd_value = 32'd0;
+            end
+        end
+    endcase
+end
+
+always @* begin
+    ar_full_next = ar_full_reg;
+    rvalid_next = rvalid_reg && !s_axil_rready;
+    rdata_next = rdata_reg;
+
+    if (ar_take) begin
+        ar_full_next = 1'b1;
+    end
+    if (do_read) begin
+        ar_full_next = 1'b0;
+        rvalid_next = 1'b1;
+        rdata_next = rd_value;
+    end
+end
+
+always @(posedge clk) begin
+    ar_full_reg <= ar_full_next;
+    arready_reg <= !ar_full_next;
+    rvalid_reg <= rvalid_next;
+    rdata_reg <= rdata_next;
+    if (ar_take) begin
+        ar_word_reg <= s_axil_araddr[AXIL_ADDR_WIDTH-1:2];
+    end
+
+    if (rst) begin
+        ar_full_reg <= 1'b0;
+        arready_reg <= 1'b0;
+        rvalid_reg <= 1'b0;
+    end
+end
+
+assign s_axil_arready = arready_reg;
+assign s_axil_rdata = rdata_reg;
+assign s_axil_rresp = RESP_OKAY;
+assign s_axil_rvalid = rvalid_reg;
+
+// ---- ctrl outputs -----------------------------------------------------------------------
+
+assign ctrl_enable = enable_reg;
+assign ctrl_active_bank = active_bank_reg;
+assign ctrl_generation = generation_reg;
+assign ctrl_default_action = default_action_reg;
+assign ctrl_local_mac = {local_mac_hi_reg, local_mac_lo_reg};
+assign ctrl_gue_port = gue_port_reg;
+assign ctrl_outer_src_v4 = outer_src_v4_reg;
+assign ctrl_outer_src_v4_len = outer_src_v4_len_reg;
+assign ctrl_outer_src_v6 = outer_src_v6_reg;
+assign ctrl_outer_src_v6_len = outer_src_v6_len_reg;
+
+// ---- table memories ----------------------------------------------------------------------
+// Port B of every table is driven from registers: the enable from the command engine, the
+// bank, index and entry from the window registers, which stay still while a command runs.
+
+nlb_table_mem #(
+    .WIDTH(NLB_VIP_ENTRY_WIDTH),
+    .ROWS(VIP_BUCKETS),
+    .LANES(VIP_WAYS),
+    .OUTPUT_REG(TABLE_OUTPUT_REG)
+) vip_mem_inst (
+    .clk(clk),
+    .a_en(vip_rd_en),
+    .a_bank(vip_rd_bank),
+    .a_row(vip_rd_row),
+    .a_data(vip_rd_data),
+    .b_en(mem_en_reg[NLB_TABLE_VIP]),
+    .b_we(mem_we_reg),
+    .b_bank(sel_bank),
+    .b_index(index_reg[VIP_ROW_BITS+VIP_WAY_BITS-1:0]),
+    .b_wdata(data_reg[NLB_VIP_ENTRY_WIDTH-1:0]),
+    .b_rdata(vip_b_rdata)
+);
+
+nlb_table_mem #(
+    .WIDTH(NLB_RULE_ENTRY_WIDTH),
+    .ROWS(RULES),
+    .LANES(1),
+    .OUTPUT_REG(TABLE_OUTPUT_REG)
+) rule_mem_inst (
+    .clk(clk),
+    .a_en(rule_rd_en),
+    .a_bank(rule_rd_bank),
+    .a_row(rule_rd_row),
+    .a_data(rule_rd_data),
+    .b_en(mem_en_reg[NLB_TABLE_RULE]),
+    .b_we(mem_we_reg),
+    .b_bank(sel_bank),
+    .b_index(index_reg[RULE_ROW_BITS-1:0]),
+    .b_wdata(data_reg[NLB_RULE_ENTRY_WIDTH-1:0]),
+    .b_rdata(rule_b_rdata)
+);
+
+nlb_table_mem #(
+    .WIDTH(NLB_ACL_ENTRY_WIDTH),
+    .ROWS(RULES),
+    .LANES(1),
+    .OUTPUT_REG(TABLE_OUTPUT_REG)
+) acl_mem_inst (
+    .clk(clk),
+    .a_en(acl_rd_en),
+    .a_bank(acl_rd_bank),
+    .a_row(acl_rd_row),
+    .a_data(acl_rd_data),
+    .b_en(mem_en_reg[NLB_TABLE_ACL]),
+    .b_we(mem_we_reg),
+    .b_bank(sel_bank),
+    .b_index(index_reg[RULE_ROW_BITS-1:0]),
+    .b_wdata(data_reg[NLB_ACL_ENTRY_WIDTH-1:0]),
+    .b_rdata(acl_b_rdata)
+);
+
+nlb_table_mem #(
+    .WIDTH(NLB_POOL_ENTRY_WIDTH),
+    .ROWS(POOLS),
+    .LANES(1),
+    .OUTPUT_REG(TABLE_OUTPUT_REG)
+) pool_mem_inst (
+    .clk(clk),
+    .a_en(pool_rd_en),
+    .a_bank(pool_rd_bank),
+    .a_row(pool_rd_row),
+    .a_data(pool_rd_data),
+    .b_en(mem_en_reg[NLB_TABLE_POOL]),
+    .b_we(mem_we_reg),
+    .b_bank(sel_bank),
+    .b_index(index_reg[POOL_ROW_BITS-1:0]),
+    .b_wdata(data_reg[NLB_POOL_ENTRY_WIDTH-1:0]),
+    .b_rdata(pool_b_rdata)
+);
+
+nlb_table_mem #(
+    .WIDTH(NLB_MAGLEV_SLOT_WIDTH),
+    .ROWS(MAGLEV_SLOTS),
+    .LANES(1),
+    .OUTPUT_REG(TABLE_OUTPUT_REG)
+) maglev_mem_inst (
+    .clk(clk),
+    .a_en(maglev_rd_en),
+    .a_bank(maglev_rd_bank),
+    .a_row(maglev_rd_row),
+    .a_data(maglev_rd_data),
+    .b_en(mem_en_reg[NLB_TABLE_MAGLEV]),
+    .b_we(mem_we_reg),
+    .b_bank(sel_bank),
+    .b_index(index_reg[MAGLEV_ROW_BITS-1:0]),
+    .b_wdata(data_reg[NLB_MAGLEV_SLOT_WIDTH-1:0]),
+    .b_rdata(maglev_b_rdata)
+);
+
+nlb_table_mem #(
+    .WIDTH(NLB_BACKEND_ENTRY_WIDTH),
+    .ROWS(BACKENDS),
+    .LANES(1),
+    .OUTPUT_REG(TABLE_OUTPUT_REG)
+) backend_mem_inst (
+    .clk(clk),
+    .a_en(backend_rd_en),
+    .a_bank(backend_rd_bank),
+    .a_row(backend_rd_row),
+    .a_data(backend_rd_data),
+    .b_en(mem_en_reg[NLB_TABLE_BACKEND]),
+    .b_we(mem_we_reg),
+    .b_bank(sel_bank),
+    .b_index(index_reg[BACKEND_ROW_BITS-1:0]),
+    .b_wdata(data_reg[NLB_BACKEND_ENTRY_WIDTH-1:0]),
+    .b_rdata(backend_b_rdata)
+);
+
+endmodule
+
+`resetall
