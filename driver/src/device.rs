@@ -41,6 +41,98 @@ pub enum DeviceError {
     },
 }
 
+/// One register access of a batch ([`Device::run_batch`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RegOp {
+    /// Read the 32-bit register at this byte offset.
+    Read(u32),
+    /// Write (offset, value).
+    Write(u32, u32),
+}
+
+/// A reusable list of register operations, built up and then run with [`Batch::run`].
+///
+/// Keeping one `Batch` and clearing it between uses avoids an allocation per operation.
+#[derive(Debug, Clone, Default)]
+pub struct Batch {
+    ops: Vec<RegOp>,
+    reads: Vec<u32>,
+}
+
+impl Batch {
+    /// An empty batch.
+    pub fn new() -> Batch {
+        Batch::default()
+    }
+
+    /// Queues a read of the register at `offset`.
+    pub fn read(&mut self, offset: u32) -> &mut Self {
+        self.ops.push(RegOp::Read(offset));
+        self
+    }
+
+    /// Queues reads of `count` consecutive registers from `offset`.
+    pub fn read_words(&mut self, offset: u32, count: u32) -> &mut Self {
+        self.ops
+            .extend((0..count).map(|i| RegOp::Read(offset + 4 * i)));
+        self
+    }
+
+    /// Queues a write.
+    pub fn write(&mut self, offset: u32, value: u32) -> &mut Self {
+        self.ops.push(RegOp::Write(offset, value));
+        self
+    }
+
+    /// Queues writes of consecutive registers from `offset`.
+    pub fn write_words(&mut self, offset: u32, words: &[u32]) -> &mut Self {
+        self.ops.extend(
+            words
+                .iter()
+                .enumerate()
+                .map(|(i, w)| RegOp::Write(offset + 4 * i as u32, *w)),
+        );
+        self
+    }
+
+    /// The queued operations.
+    pub fn ops(&self) -> &[RegOp] {
+        &self.ops
+    }
+
+    /// Number of queued operations.
+    pub fn len(&self) -> usize {
+        self.ops.len()
+    }
+
+    /// Whether nothing is queued.
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+
+    /// Queued writes (what a register-write count reports).
+    pub fn writes(&self) -> usize {
+        self.ops
+            .iter()
+            .filter(|op| matches!(op, RegOp::Write(..)))
+            .count()
+    }
+
+    /// Runs the queued operations on `dev` and empties the queue. Returns the values read, in
+    /// order; they stay valid until the next `run`.
+    pub fn run<D: Device + ?Sized>(&mut self, dev: &mut D) -> Result<&[u32], DeviceError> {
+        self.reads.clear();
+        let result = dev.run_batch(&self.ops, &mut self.reads);
+        self.ops.clear();
+        result.map(|()| self.reads.as_slice())
+    }
+
+    /// Drops the queued operations without running them.
+    pub fn clear(&mut self) {
+        self.ops.clear();
+    }
+}
+
 /// Register access to one device.
 pub trait Device: Send {
     /// Reads the 32-bit register at byte `offset`.
@@ -79,6 +171,21 @@ pub trait Device: Send {
         Ok(())
     }
 
+    /// Executes `ops` in order, appending the value of every [`RegOp::Read`] to `reads`.
+    ///
+    /// Stops at the first failing operation (the ones before it have taken effect). Backends
+    /// with a transport override this to send the whole batch at once (one socket message);
+    /// the loader and the conntrack manager build their register traffic as batches.
+    fn run_batch(&mut self, ops: &[RegOp], reads: &mut Vec<u32>) -> Result<(), DeviceError> {
+        for op in ops {
+            match *op {
+                RegOp::Read(offset) => reads.push(self.read32(offset)?),
+                RegOp::Write(offset, value) => self.write32(offset, value)?,
+            }
+        }
+        Ok(())
+    }
+
     /// Lets time pass for the device: simulated devices advance their clock (and process
     /// pending traffic) by `d`; hardware backends sleep or wait for an interrupt up to `d`.
     fn wait(&mut self, d: Duration) -> Result<(), DeviceError> {
@@ -108,6 +215,9 @@ impl<D: Device + ?Sized> Device for Box<D> {
     }
     fn read_bulk(&mut self, offset: u32, out: &mut [u32]) -> Result<(), DeviceError> {
         (**self).read_bulk(offset, out)
+    }
+    fn run_batch(&mut self, ops: &[RegOp], reads: &mut Vec<u32>) -> Result<(), DeviceError> {
+        (**self).run_batch(ops, reads)
     }
     fn wait(&mut self, d: Duration) -> Result<(), DeviceError> {
         (**self).wait(d)

@@ -3,7 +3,11 @@
 #![deny(missing_docs)]
 
 pub mod device;
+pub mod discovery;
 pub mod flash;
 pub mod slowpath;
+pub mod vfio;
 
-pub use device::{Device, DeviceError};
+pub use device::{Batch, Device, DeviceError, RegOp};
+pub use discovery::{discover, DeviceInfo, DiscoveryError, FirmwareId};
+pub use vfio::{PciAddress, Vfio, VfioError};

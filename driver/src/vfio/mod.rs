@@ -1,0 +1,570 @@
+//! The VFIO backend: a real NIC, opened by PCI address, BAR 0 mapped into this process.
+//!
+//! Opening checks, in order, what a user gets wrong when handing a PCI device to user space,
+//! and says what to type for each: the address names no device; the device is bound to a host
+//! driver instead of `vfio-pci`; there is no IOMMU group; `/dev/vfio/N` is not ours to open; a
+//! sibling in the IOMMU group is still bound to a host driver; and, once BAR 0 answers, that
+//! it is an nlb-offload NIC of the register map version this driver speaks ([`discover`]).
+//!
+//! BAR 0 is mmapped when the region allows it (volatile 32-bit accesses); otherwise registers
+//! go through `pread`/`pwrite` on the device fd. All kernel access goes through [`VfioSys`].
+
+pub mod sys;
+
+use crate::device::{Device, DeviceError};
+use crate::discovery::{discover, DeviceInfo, DiscoveryError};
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+pub use sys::{LinuxSys, Mmio, RegionInfo, SysOpenError, VfioDeviceIo, VfioSys};
+
+/// Region index of BAR 0 (`VFIO_PCI_BAR0_REGION_INDEX`).
+pub const BAR0: u32 = 0;
+
+/// Bytes of BAR 0 the register map uses: the end of the last register of the last block.
+pub fn bar0_span() -> u64 {
+    use nlb_hw::blocks::queues;
+    let inject_end = u64::from(queues::INJECT_DATA) + 4 * u64::from(queues::INJECT_DATA_COUNT);
+    let punt_end = u64::from(queues::PUNT_DATA) + 4 * u64::from(queues::PUNT_DATA_COUNT);
+    inject_end.max(punt_end)
+}
+
+/// A PCI address `DDDD:BB:DD.F` (the domain may be left out: `03:00.0`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PciAddress {
+    /// Domain (segment).
+    pub domain: u16,
+    /// Bus.
+    pub bus: u8,
+    /// Device, 0..=31.
+    pub device: u8,
+    /// Function, 0..=7.
+    pub function: u8,
+}
+
+impl fmt::Display for PciAddress {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{:04x}:{:02x}:{:02x}.{:x}",
+            self.domain, self.bus, self.device, self.function
+        )
+    }
+}
+
+impl FromStr for PciAddress {
+    type Err = VfioError;
+
+    fn from_str(s: &str) -> Result<Self, VfioError> {
+        let bad = |why: &'static str| VfioError::BadAddress {
+            given: s.to_string(),
+            why,
+        };
+        let (head, function) = s
+            .rsplit_once('.')
+            .ok_or_else(|| bad("expected DDDD:BB:DD.F, e.g. 0000:03:00.0"))?;
+        let parts: Vec<&str> = head.split(':').collect();
+        let (domain, bus, device) = match parts.as_slice() {
+            [d, b, v] => (*d, *b, *v),
+            [b, v] => ("0000", *b, *v),
+            _ => return Err(bad("expected DDDD:BB:DD.F, e.g. 0000:03:00.0")),
+        };
+        let hex = |text: &str, max_len: usize| -> Option<u32> {
+            (!text.is_empty() && text.len() <= max_len)
+                .then(|| u32::from_str_radix(text, 16).ok())
+                .flatten()
+        };
+        let domain = hex(domain, 4).ok_or_else(|| bad("the domain is 1 to 4 hex digits"))?;
+        let bus = hex(bus, 2).ok_or_else(|| bad("the bus is 1 or 2 hex digits"))?;
+        let device = hex(device, 2)
+            .filter(|d| *d < 32)
+            .ok_or_else(|| bad("the device number is hex 00 to 1f"))?;
+        let function = hex(function, 1)
+            .filter(|f| *f < 8)
+            .ok_or_else(|| bad("the function number is 0 to 7"))?;
+        Ok(PciAddress {
+            domain: domain as u16,
+            bus: bus as u8,
+            device: device as u8,
+            function: function as u8,
+        })
+    }
+}
+
+impl PciAddress {
+    /// `/sys/bus/pci/devices/<address>`.
+    pub fn sysfs_path(&self) -> PathBuf {
+        PathBuf::from(format!("/sys/bus/pci/devices/{self}"))
+    }
+}
+
+/// The shell commands that hand `addr` (currently bound to `driver`, if any) to vfio-pci.
+pub fn rebind_commands(addr: &str, driver: Option<&str>, vfio_pci_loaded: bool) -> String {
+    let mut lines = Vec::new();
+    if !vfio_pci_loaded {
+        lines.push("sudo modprobe vfio-pci".to_string());
+    }
+    lines.push(format!(
+        "echo vfio-pci | sudo tee /sys/bus/pci/devices/{addr}/driver_override"
+    ));
+    if driver.is_some() {
+        lines.push(format!(
+            "echo {addr} | sudo tee /sys/bus/pci/devices/{addr}/driver/unbind"
+        ));
+    }
+    lines.push(format!("echo {addr} | sudo tee /sys/bus/pci/drivers_probe"));
+    lines
+        .iter()
+        .map(|l| format!("    {l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn describe_driver(driver: &Option<String>) -> String {
+    match driver {
+        Some(d) => format!("bound to the `{d}` driver"),
+        None => "not bound to any driver".to_string(),
+    }
+}
+
+/// Why a VFIO device could not be opened or used; every message says what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum VfioError {
+    /// The address does not parse.
+    #[error("`{given}` is not a PCI address: {why}")]
+    BadAddress {
+        /// What was given.
+        given: String,
+        /// What is wrong.
+        why: &'static str,
+    },
+    /// No such PCI device.
+    #[error(
+        "there is no PCI device {addr} (no {addr_path}); `lspci -D` lists the devices of this \
+         machine",
+        addr_path = addr.sysfs_path().display()
+    )]
+    NoSuchDevice {
+        /// Address.
+        addr: PciAddress,
+    },
+    /// Bound to another driver, or to none.
+    #[error(
+        "PCI device {addr} is {}, not to vfio-pci; hand it to vfio-pci with:\n{commands}",
+        describe_driver(driver)
+    )]
+    NotBound {
+        /// Address.
+        addr: PciAddress,
+        /// The driver it is bound to.
+        driver: Option<String>,
+        /// Commands to type.
+        commands: String,
+    },
+    /// No IOMMU group: the IOMMU is off.
+    #[error(
+        "PCI device {addr} has no IOMMU group: the IOMMU is off. Turn on VT-d/AMD-Vi in the \
+         firmware setup and boot with `intel_iommu=on iommu=pt` (Intel) or `amd_iommu=on` (AMD) \
+         on the kernel command line, then rebind the device"
+    )]
+    NoIommuGroup {
+        /// Address.
+        addr: PciAddress,
+    },
+    /// vfio is in no-IOMMU mode, which vfio-ioctls (Type1 IOMMU only) cannot use.
+    #[error(
+        "vfio runs in no-IOMMU mode ({path} exists); this driver needs a real IOMMU: turn the \
+         IOMMU on (see `intel_iommu=on`/`amd_iommu=on`) and \
+         `echo 0 | sudo tee /sys/module/vfio/parameters/enable_unsafe_noiommu_mode`"
+    )]
+    NoIommuMode {
+        /// The no-IOMMU group node.
+        path: PathBuf,
+    },
+    /// The group node does not exist.
+    #[error(
+        "{path} does not exist although {addr} is bound to vfio-pci in IOMMU group {group}; \
+         is udev still creating it? Check `ls -l /dev/vfio/`"
+    )]
+    GroupNodeMissing {
+        /// Address.
+        addr: PciAddress,
+        /// Group.
+        group: u32,
+        /// The node.
+        path: PathBuf,
+    },
+    /// Permission denied on a VFIO node.
+    #[error(
+        "no permission to open {path} (IOMMU group {group} of {addr}): run as root, or give \
+         yourself the group with `sudo chown $USER {path}`"
+    )]
+    NoPermission {
+        /// Address.
+        addr: PciAddress,
+        /// Group.
+        group: u32,
+        /// The node.
+        path: PathBuf,
+    },
+    /// The group is held by another process.
+    #[error(
+        "{path} is busy: another process (a VM, another nlbctl or nlbd) holds IOMMU group \
+         {group}; `sudo fuser -v {path}` shows which"
+    )]
+    GroupBusy {
+        /// Group.
+        group: u32,
+        /// The node.
+        path: PathBuf,
+    },
+    /// Other devices in the group are bound to host drivers.
+    #[error(
+        "IOMMU group {group} of {addr} is not viable: {blockers} still bound to a host driver; \
+         hand each to vfio-pci with:\n{commands}"
+    )]
+    GroupNotViable {
+        /// Address.
+        addr: PciAddress,
+        /// Group.
+        group: u32,
+        /// The devices that block it, with their drivers.
+        blockers: String,
+        /// Commands to type.
+        commands: String,
+    },
+    /// The VFIO container is missing or unusable.
+    #[error("{source}; load the VFIO modules with `sudo modprobe vfio-pci` and check `ls -l /dev/vfio/vfio`")]
+    Container {
+        /// What the kernel said.
+        #[source]
+        source: SysOpenError,
+    },
+    /// Opening through VFIO failed otherwise.
+    #[error("opening {addr} through VFIO failed: {source}")]
+    Open {
+        /// Address.
+        addr: PciAddress,
+        /// What the kernel said.
+        #[source]
+        source: SysOpenError,
+    },
+    /// BAR 0 is missing or not usable.
+    #[error("BAR 0 of {addr} {why}: is this the right function of the card?")]
+    Bar0 {
+        /// Address.
+        addr: PciAddress,
+        /// What is wrong.
+        why: String,
+    },
+    /// BAR 0 answers, but not as an nlb-offload NIC.
+    #[error(
+        "PCI device {addr} is not an nlb-offload NIC: {source}. Check the address (`lspci -D \
+         -nn` lists every device with its vendor:device ids) and that the NIC bitstream is loaded"
+    )]
+    NotOurDevice {
+        /// Address.
+        addr: PciAddress,
+        /// What discovery saw.
+        #[source]
+        source: DiscoveryError,
+    },
+    /// The NIC runs a bitstream of another register map version.
+    #[error("PCI device {addr}: {source}")]
+    RegmapVersion {
+        /// Address.
+        addr: PciAddress,
+        /// Versions.
+        #[source]
+        source: DiscoveryError,
+    },
+    /// Discovery refused the device for another reason.
+    #[error("PCI device {addr}: {source}")]
+    Discovery {
+        /// Address.
+        addr: PciAddress,
+        /// Why.
+        #[source]
+        source: DiscoveryError,
+    },
+}
+
+enum BarPath {
+    Mapped(Box<dyn Mmio>),
+    ReadWrite,
+}
+
+/// An nlb-offload NIC through VFIO.
+pub struct Vfio {
+    addr: PciAddress,
+    io: Box<dyn VfioDeviceIo>,
+    bar: BarPath,
+    bar_size: u64,
+    info: Option<DeviceInfo>,
+}
+
+impl fmt::Debug for Vfio {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Vfio")
+            .field("addr", &self.addr)
+            .field("mmapped", &self.is_mmapped())
+            .field("bar_size", &self.bar_size)
+            .finish()
+    }
+}
+
+impl Vfio {
+    /// Opens the NIC at `addr` (`0000:03:00.0`) on this machine.
+    pub fn open(addr: &str) -> Result<Vfio, VfioError> {
+        Vfio::open_with(&LinuxSys, addr)
+    }
+
+    /// Opens the NIC at `addr` through the given system layer.
+    pub fn open_with(sys: &dyn VfioSys, addr: &str) -> Result<Vfio, VfioError> {
+        let addr: PciAddress = addr.parse()?;
+        let dev_path = addr.sysfs_path();
+        if !sys.exists(&dev_path) {
+            return Err(VfioError::NoSuchDevice { addr });
+        }
+        let driver = link_name(sys, &dev_path.join("driver"));
+        if driver.as_deref() != Some("vfio-pci") {
+            let loaded = sys.exists(Path::new("/sys/bus/pci/drivers/vfio-pci"));
+            return Err(VfioError::NotBound {
+                addr,
+                commands: rebind_commands(&addr.to_string(), driver.as_deref(), loaded),
+                driver,
+            });
+        }
+        let group = link_name(sys, &dev_path.join("iommu_group"))
+            .and_then(|g| g.parse::<u32>().ok())
+            .ok_or(VfioError::NoIommuGroup { addr })?;
+        let group_path = PathBuf::from(format!("/dev/vfio/{group}"));
+        if !sys.exists(&group_path) {
+            let noiommu = PathBuf::from(format!("/dev/vfio/noiommu-{group}"));
+            if sys.exists(&noiommu) {
+                return Err(VfioError::NoIommuMode { path: noiommu });
+            }
+            return Err(VfioError::GroupNodeMissing {
+                addr,
+                group,
+                path: group_path,
+            });
+        }
+        for path in [group_path.clone(), PathBuf::from("/dev/vfio/vfio")] {
+            if let Err(e) = sys.check_rw(&path) {
+                return Err(classify_node_error(e, addr, group, path));
+            }
+        }
+        let io = match sys.open_device(&dev_path) {
+            Ok(io) => io,
+            Err(SysOpenError::GroupNotViable) => return Err(not_viable(sys, addr, group)),
+            Err(SysOpenError::Group(e)) => {
+                return Err(classify_node_error(e, addr, group, group_path))
+            }
+            Err(e @ (SysOpenError::Container(_) | SysOpenError::ContainerUnusable(_))) => {
+                return Err(VfioError::Container { source: e })
+            }
+            Err(e) => return Err(VfioError::Open { addr, source: e }),
+        };
+        let region = io.region(BAR0).ok_or_else(|| VfioError::Bar0 {
+            addr,
+            why: "does not exist".into(),
+        })?;
+        let need = bar0_span();
+        if region.size < need {
+            return Err(VfioError::Bar0 {
+                addr,
+                why: format!(
+                    "is {:#x} bytes, the register map needs {need:#x}",
+                    region.size
+                ),
+            });
+        }
+        if !(region.readable && region.writable) {
+            return Err(VfioError::Bar0 {
+                addr,
+                why: "is not readable and writable".into(),
+            });
+        }
+        let bar = if mappable(&region, need) {
+            // A failed mmap is not fatal: pread/pwrite reach the same registers.
+            io.map(BAR0, region.size)
+                .map(BarPath::Mapped)
+                .unwrap_or(BarPath::ReadWrite)
+        } else {
+            BarPath::ReadWrite
+        };
+        let mut vfio = Vfio {
+            addr,
+            io,
+            bar,
+            bar_size: region.size,
+            info: None,
+        };
+        match discover(&mut vfio) {
+            Ok(info) => vfio.info = Some(info),
+            Err(source @ DiscoveryError::NotOurDevice { .. }) => {
+                return Err(VfioError::NotOurDevice { addr, source })
+            }
+            Err(source @ DiscoveryError::RegmapVersion { .. }) => {
+                return Err(VfioError::RegmapVersion { addr, source })
+            }
+            Err(source) => return Err(VfioError::Discovery { addr, source }),
+        }
+        Ok(vfio)
+    }
+
+    /// The PCI address.
+    pub fn address(&self) -> PciAddress {
+        self.addr
+    }
+
+    /// Whether BAR 0 is memory-mapped (otherwise `pread`/`pwrite`).
+    pub fn is_mmapped(&self) -> bool {
+        matches!(self.bar, BarPath::Mapped(_))
+    }
+
+    /// What discovery found when the device was opened.
+    pub fn info(&self) -> Option<&DeviceInfo> {
+        self.info.as_ref()
+    }
+
+    fn check(&self, offset: u32) -> Result<u64, DeviceError> {
+        let at = u64::from(offset);
+        if offset % 4 != 0 {
+            return Err(DeviceError::BadOffset {
+                offset,
+                why: "not 4-byte aligned",
+            });
+        }
+        if at + 4 > self.bar_size {
+            return Err(DeviceError::BadOffset {
+                offset,
+                why: "beyond BAR 0",
+            });
+        }
+        Ok(at)
+    }
+
+    fn io_error(&self, what: &str, offset: u32, source: io::Error) -> DeviceError {
+        DeviceError::Io {
+            what: format!("{what} BAR 0 at {offset:#x} of pci:{}", self.addr),
+            source,
+        }
+    }
+}
+
+/// Whether the whole span the driver uses can be mapped.
+fn mappable(region: &RegionInfo, need: u64) -> bool {
+    if !region.mmap {
+        return false;
+    }
+    match &region.sparse_areas {
+        None => true,
+        Some(areas) => areas
+            .iter()
+            .any(|&(off, size)| off == 0 && size >= need && size == region.size),
+    }
+}
+
+fn link_name(sys: &dyn VfioSys, path: &Path) -> Option<String> {
+    sys.read_link(path)
+        .ok()
+        .and_then(|t| t.file_name().map(|n| n.to_string_lossy().into_owned()))
+}
+
+fn classify_node_error(e: io::Error, addr: PciAddress, group: u32, path: PathBuf) -> VfioError {
+    match e.kind() {
+        io::ErrorKind::PermissionDenied => VfioError::NoPermission { addr, group, path },
+        io::ErrorKind::NotFound if path.ends_with("vfio") => VfioError::Container {
+            source: SysOpenError::Container(e),
+        },
+        io::ErrorKind::NotFound => VfioError::GroupNodeMissing { addr, group, path },
+        _ if e.raw_os_error() == Some(libc::EBUSY) => VfioError::GroupBusy { group, path },
+        _ if path.ends_with("vfio") => VfioError::Container {
+            source: SysOpenError::Container(e),
+        },
+        _ => VfioError::Open {
+            addr,
+            source: SysOpenError::Group(e),
+        },
+    }
+}
+
+fn not_viable(sys: &dyn VfioSys, addr: PciAddress, group: u32) -> VfioError {
+    let dir = PathBuf::from(format!("/sys/kernel/iommu_groups/{group}/devices"));
+    let members = sys.list_dir(&dir).unwrap_or_default();
+    let loaded = sys.exists(Path::new("/sys/bus/pci/drivers/vfio-pci"));
+    let mut blockers = Vec::new();
+    let mut commands = Vec::new();
+    for member in members {
+        let driver = link_name(sys, &dir.join(&member).join("driver"));
+        // The kernel accepts group members bound to vfio-pci or pci-stub, or to none.
+        if matches!(
+            driver.as_deref(),
+            None | Some("vfio-pci") | Some("pci-stub")
+        ) {
+            continue;
+        }
+        blockers.push(format!(
+            "{member} ({})",
+            driver.as_deref().unwrap_or_default()
+        ));
+        commands.push(rebind_commands(
+            &member,
+            driver.as_deref(),
+            loaded || !commands.is_empty(),
+        ));
+    }
+    if blockers.is_empty() {
+        blockers.push("a device".into());
+        commands.push(format!(
+            "    ls -l /sys/kernel/iommu_groups/{group}/devices/*/driver"
+        ));
+    }
+    VfioError::GroupNotViable {
+        addr,
+        group,
+        blockers: blockers.join(", "),
+        commands: commands.join("\n"),
+    }
+}
+
+impl Device for Vfio {
+    fn read32(&mut self, offset: u32) -> Result<u32, DeviceError> {
+        let at = self.check(offset)?;
+        match &self.bar {
+            BarPath::Mapped(m) => m
+                .read32(at)
+                .map_err(|e| self.io_error("reading", offset, e)),
+            BarPath::ReadWrite => {
+                let mut b = [0u8; 4];
+                self.io
+                    .read_at(BAR0, &mut b, at)
+                    .map_err(|e| self.io_error("reading", offset, e))?;
+                Ok(u32::from_le_bytes(b))
+            }
+        }
+    }
+
+    fn write32(&mut self, offset: u32, value: u32) -> Result<(), DeviceError> {
+        let at = self.check(offset)?;
+        match &self.bar {
+            BarPath::Mapped(m) => m
+                .write32(at, value)
+                .map_err(|e| self.io_error("writing", offset, e)),
+            BarPath::ReadWrite => self
+                .io
+                .write_at(BAR0, &value.to_le_bytes(), at)
+                .map_err(|e| self.io_error("writing", offset, e)),
+        }
+    }
+
+    fn describe(&self) -> String {
+        format!("pci:{}", self.addr)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,547 @@
+//! The VFIO backend against a mock of its system layer: no hardware exists here, so sysfs,
+//! `/dev/vfio` and the device fd are simulated; BAR 0 holds the words an nlb-offload NIC of
+//! the `sim` profile presents (written from `docs/regmap.md`: block headers and firmware ID),
+//! or another device's words.
+
+use super::*;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+const ADDR: &str = "0000:03:00.0";
+const GROUP: u32 = 12;
+
+/// BAR 0 contents, shared by the pread path and the mapping.
+#[derive(Debug)]
+struct Bar {
+    words: Vec<u32>,
+    /// Fail every access (the device fd returns EIO).
+    broken: bool,
+}
+
+impl Bar {
+    /// The registers of a conforming `sim`-profile NIC that discovery reads.
+    fn nlb(size: u64) -> Bar {
+        let mut words = vec![0u32; (size / 4) as usize];
+        for (i, &(_, base, type_word, version)) in nlb_hw::blocks::ALL.iter().enumerate() {
+            let next = nlb_hw::blocks::ALL.get(i + 1).map_or(0, |b| b.1);
+            words[base as usize / 4] = type_word;
+            words[base as usize / 4 + 1] = version;
+            words[base as usize / 4 + 2] = next;
+        }
+        let p = nlb_hw::Profile::by_name("sim").unwrap();
+        let fw: &[u32] = &[
+            0x0001_0000, // design_version 1.0
+            1,           // regmap_version
+            1_700_000_000,
+            0xdead_beef,
+            0x5100,
+            0,
+            p.id,
+            p.vip_buckets,
+            p.vip_ways,
+            p.rules,
+            p.pools,
+            p.maglev_slots,
+            p.backends,
+            p.ct_buckets,
+            p.ct_ways,
+            p.queue_depth,
+        ];
+        words[3..3 + fw.len()].copy_from_slice(fw);
+        Bar {
+            words,
+            broken: false,
+        }
+    }
+
+    fn read(&self, offset: u64) -> io::Result<u32> {
+        if self.broken {
+            return Err(io::Error::from_raw_os_error(5));
+        }
+        Ok(self.words[(offset / 4) as usize])
+    }
+
+    fn write(&mut self, offset: u64, value: u32) -> io::Result<()> {
+        if self.broken {
+            return Err(io::Error::from_raw_os_error(5));
+        }
+        self.words[(offset / 4) as usize] = value;
+        Ok(())
+    }
+}
+
+type OpenResult = Box<dyn Fn() -> Option<SysOpenError> + Send + Sync>;
+
+struct MockSys {
+    paths: HashSet<PathBuf>,
+    links: HashMap<PathBuf, PathBuf>,
+    dirs: HashMap<PathBuf, Vec<String>>,
+    node_errors: HashMap<PathBuf, i32>,
+    open_error: OpenResult,
+    region: Option<RegionInfo>,
+    map_fails: bool,
+    bar: Arc<Mutex<Bar>>,
+    maps: Arc<Mutex<u32>>,
+}
+
+impl MockSys {
+    /// A machine where `ADDR` is bound to vfio-pci, alone in IOMMU group `GROUP`, BAR 0
+    /// mappable, and the NIC answers as an nlb-offload device.
+    fn healthy() -> MockSys {
+        let dev = PathBuf::from(format!("/sys/bus/pci/devices/{ADDR}"));
+        let mut m = MockSys {
+            paths: HashSet::new(),
+            links: HashMap::new(),
+            dirs: HashMap::new(),
+            node_errors: HashMap::new(),
+            open_error: Box::new(|| None),
+            region: Some(RegionInfo {
+                size: 0x10000,
+                readable: true,
+                writable: true,
+                mmap: true,
+                sparse_areas: None,
+            }),
+            map_fails: false,
+            bar: Arc::new(Mutex::new(Bar::nlb(0x10000))),
+            maps: Arc::new(Mutex::new(0)),
+        };
+        for p in [
+            dev.clone(),
+            "/sys/bus/pci/drivers/vfio-pci".into(),
+            format!("/dev/vfio/{GROUP}").into(),
+            "/dev/vfio/vfio".into(),
+        ] {
+            m.paths.insert(p);
+        }
+        m.links.insert(
+            dev.join("driver"),
+            "../../../bus/pci/drivers/vfio-pci".into(),
+        );
+        m.links.insert(
+            dev.join("iommu_group"),
+            format!("../../../kernel/iommu_groups/{GROUP}").into(),
+        );
+        m.dirs.insert(
+            format!("/sys/kernel/iommu_groups/{GROUP}/devices").into(),
+            vec![ADDR.into()],
+        );
+        m
+    }
+
+    fn bind(&mut self, addr: &str, driver: Option<&str>) {
+        let link = PathBuf::from(format!("/sys/bus/pci/devices/{addr}/driver"));
+        let group_link = PathBuf::from(format!(
+            "/sys/kernel/iommu_groups/{GROUP}/devices/{addr}/driver"
+        ));
+        for l in [link, group_link] {
+            match driver {
+                Some(d) => {
+                    self.links
+                        .insert(l, format!("../../../bus/pci/drivers/{d}").into());
+                }
+                None => {
+                    self.links.remove(&l);
+                }
+            }
+        }
+    }
+}
+
+impl VfioSys for MockSys {
+    fn exists(&self, path: &Path) -> bool {
+        self.paths.contains(path)
+    }
+
+    fn read_link(&self, path: &Path) -> io::Result<PathBuf> {
+        self.links
+            .get(path)
+            .cloned()
+            .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))
+    }
+
+    fn list_dir(&self, path: &Path) -> io::Result<Vec<String>> {
+        self.dirs
+            .get(path)
+            .cloned()
+            .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))
+    }
+
+    fn check_rw(&self, path: &Path) -> io::Result<()> {
+        match self.node_errors.get(path) {
+            Some(errno) => Err(io::Error::from_raw_os_error(*errno)),
+            None if self.paths.contains(path) => Ok(()),
+            None => Err(io::Error::from(io::ErrorKind::NotFound)),
+        }
+    }
+
+    fn open_device(&self, sysfs_dev: &Path) -> Result<Box<dyn VfioDeviceIo>, SysOpenError> {
+        assert!(self.paths.contains(sysfs_dev));
+        if let Some(e) = (self.open_error)() {
+            return Err(e);
+        }
+        Ok(Box::new(MockDevice {
+            region: self.region.clone(),
+            map_fails: self.map_fails,
+            bar: self.bar.clone(),
+            maps: self.maps.clone(),
+        }))
+    }
+}
+
+struct MockDevice {
+    region: Option<RegionInfo>,
+    map_fails: bool,
+    bar: Arc<Mutex<Bar>>,
+    maps: Arc<Mutex<u32>>,
+}
+
+impl VfioDeviceIo for MockDevice {
+    fn region(&self, index: u32) -> Option<RegionInfo> {
+        (index == BAR0).then(|| self.region.clone()).flatten()
+    }
+
+    fn map(&self, index: u32, len: u64) -> io::Result<Box<dyn Mmio>> {
+        assert_eq!(index, BAR0);
+        if self.map_fails {
+            return Err(io::Error::from_raw_os_error(22));
+        }
+        *self.maps.lock().unwrap() += 1;
+        Ok(Box::new(MockMap {
+            len,
+            bar: self.bar.clone(),
+        }))
+    }
+
+    fn read_at(&self, index: u32, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        assert_eq!((index, buf.len()), (BAR0, 4));
+        let v = self.bar.lock().unwrap().read(offset)?;
+        buf.copy_from_slice(&v.to_le_bytes());
+        Ok(())
+    }
+
+    fn write_at(&self, index: u32, buf: &[u8], offset: u64) -> io::Result<()> {
+        assert_eq!((index, buf.len()), (BAR0, 4));
+        let v = u32::from_le_bytes([buf[0], buf[1], buf[2], buf[3]]);
+        self.bar.lock().unwrap().write(offset, v)
+    }
+}
+
+struct MockMap {
+    len: u64,
+    bar: Arc<Mutex<Bar>>,
+}
+
+impl Mmio for MockMap {
+    fn mapped_len(&self) -> u64 {
+        self.len
+    }
+    fn read32(&self, offset: u64) -> io::Result<u32> {
+        self.bar.lock().unwrap().read(offset)
+    }
+    fn write32(&self, offset: u64, value: u32) -> io::Result<()> {
+        self.bar.lock().unwrap().write(offset, value)
+    }
+}
+
+fn open(sys: &MockSys) -> Result<Vfio, VfioError> {
+    Vfio::open_with(sys, ADDR)
+}
+
+#[test]
+fn pci_addresses_parse_and_normalise() {
+    let a: PciAddress = "0000:03:00.0".parse().unwrap();
+    assert_eq!((a.domain, a.bus, a.device, a.function), (0, 3, 0, 0));
+    assert_eq!(a.to_string(), "0000:03:00.0");
+    let b: PciAddress = "3b:1f.7".parse().unwrap();
+    assert_eq!(b.to_string(), "0000:3b:1f.7");
+    let c: PciAddress = "10000:00:00.0".parse::<PciAddress>().map_or_else(
+        |e| {
+            assert!(e.to_string().contains("domain"), "{e}");
+            a
+        },
+        |_| panic!("5-digit domain accepted"),
+    );
+    assert_eq!(c, a);
+    for (bad, why) in [
+        ("", "DDDD:BB:DD.F"),
+        ("0000:03:00", "DDDD:BB:DD.F"),
+        ("0000:03:20.0", "device number"),
+        ("0000:03:00.8", "function"),
+        ("0000:0g:00.0", "bus"),
+        ("a:b:c:d.0", "DDDD:BB:DD.F"),
+    ] {
+        let e = bad.parse::<PciAddress>().unwrap_err().to_string();
+        assert!(e.contains(why), "{bad}: {e}");
+    }
+}
+
+#[test]
+fn opens_a_healthy_device_mmapped_and_discovers_it() {
+    let sys = MockSys::healthy();
+    let mut dev = open(&sys).unwrap();
+    assert!(dev.is_mmapped());
+    assert_eq!(*sys.maps.lock().unwrap(), 1);
+    let info = dev.info().unwrap().clone();
+    assert_eq!(info.profile.name, "sim");
+    assert_eq!(info.firmware.git_hash, 0xdead_beef);
+    assert_eq!(info.blocks.len(), nlb_hw::blocks::ALL.len());
+    assert_eq!(dev.describe(), "pci:0000:03:00.0");
+    // Registers go to the BAR: write then read back through the mapping.
+    dev.write32(nlb_hw::blocks::ctrl::GENERATION, 7).unwrap();
+    assert_eq!(dev.read32(nlb_hw::blocks::ctrl::GENERATION).unwrap(), 7);
+    assert_eq!(
+        sys.bar.lock().unwrap().words[nlb_hw::blocks::ctrl::GENERATION as usize / 4],
+        7
+    );
+}
+
+#[test]
+fn falls_back_to_pread_when_the_region_cannot_be_mapped() {
+    for case in ["no mmap flag", "sparse", "map fails"] {
+        let mut sys = MockSys::healthy();
+        let r = sys.region.as_mut().unwrap();
+        match case {
+            "no mmap flag" => r.mmap = false,
+            // An MSI-X table carved out of the BAR: only part of it may be mapped.
+            "sparse" => r.sparse_areas = Some(vec![(0, 0x8000)]),
+            _ => sys.map_fails = true,
+        }
+        let mut dev = open(&sys).unwrap();
+        assert!(!dev.is_mmapped(), "{case}");
+        assert_eq!(*sys.maps.lock().unwrap(), 0, "{case}");
+        dev.write32(0x1010, 1).unwrap();
+        assert_eq!(dev.read32(0x1010).unwrap(), 1, "{case}");
+    }
+    // A sparse capability that covers the whole BAR still maps.
+    let mut sys = MockSys::healthy();
+    sys.region.as_mut().unwrap().sparse_areas = Some(vec![(0, 0x10000)]);
+    assert!(open(&sys).unwrap().is_mmapped());
+}
+
+#[test]
+fn bad_offsets_and_io_errors_are_reported() {
+    let sys = MockSys::healthy();
+    let mut dev = open(&sys).unwrap();
+    let e = dev.read32(0x1002).unwrap_err().to_string();
+    assert!(e.contains("aligned"), "{e}");
+    let e = dev.write32(0x10000, 0).unwrap_err().to_string();
+    assert!(e.contains("beyond BAR 0"), "{e}");
+    sys.bar.lock().unwrap().broken = true;
+    let e = dev.read32(0x1010).unwrap_err().to_string();
+    assert!(e.contains("BAR 0 at 0x1010 of pci:0000:03:00.0"), "{e}");
+}
+
+#[test]
+fn no_such_device() {
+    let mut sys = MockSys::healthy();
+    sys.paths
+        .remove(Path::new("/sys/bus/pci/devices/0000:03:00.0"));
+    let e = open(&sys).unwrap_err();
+    assert!(matches!(e, VfioError::NoSuchDevice { .. }));
+    assert!(e.to_string().contains("lspci -D"), "{e}");
+}
+
+#[test]
+fn bound_to_a_host_driver_prints_the_rebind_commands() {
+    let mut sys = MockSys::healthy();
+    sys.bind(ADDR, Some("xdma"));
+    let e = open(&sys).unwrap_err().to_string();
+    let expected = "PCI device 0000:03:00.0 is bound to the `xdma` driver, not to vfio-pci; \
+                    hand it to vfio-pci with:\n\
+                    \x20   echo vfio-pci | sudo tee /sys/bus/pci/devices/0000:03:00.0/driver_override\n\
+                    \x20   echo 0000:03:00.0 | sudo tee /sys/bus/pci/devices/0000:03:00.0/driver/unbind\n\
+                    \x20   echo 0000:03:00.0 | sudo tee /sys/bus/pci/drivers_probe";
+    assert_eq!(e, expected);
+}
+
+#[test]
+fn unbound_device_without_vfio_pci_loaded() {
+    let mut sys = MockSys::healthy();
+    sys.bind(ADDR, None);
+    sys.paths.remove(Path::new("/sys/bus/pci/drivers/vfio-pci"));
+    let e = open(&sys).unwrap_err().to_string();
+    assert!(e.contains("is not bound to any driver"), "{e}");
+    assert!(e.contains("sudo modprobe vfio-pci"), "{e}");
+    assert!(!e.contains("unbind"), "nothing to unbind: {e}");
+    assert!(e.contains("drivers_probe"), "{e}");
+}
+
+#[test]
+fn no_iommu_group() {
+    let mut sys = MockSys::healthy();
+    sys.links
+        .remove(Path::new("/sys/bus/pci/devices/0000:03:00.0/iommu_group"));
+    let e = open(&sys).unwrap_err();
+    assert!(matches!(e, VfioError::NoIommuGroup { .. }));
+    assert!(e.to_string().contains("intel_iommu=on"), "{e}");
+}
+
+#[test]
+fn no_iommu_mode_is_refused_with_advice() {
+    let mut sys = MockSys::healthy();
+    sys.paths.remove(Path::new("/dev/vfio/12"));
+    sys.paths.insert("/dev/vfio/noiommu-12".into());
+    let e = open(&sys).unwrap_err();
+    assert!(matches!(e, VfioError::NoIommuMode { .. }), "{e}");
+    let mut sys = MockSys::healthy();
+    sys.paths.remove(Path::new("/dev/vfio/12"));
+    let e = open(&sys).unwrap_err();
+    assert!(
+        matches!(e, VfioError::GroupNodeMissing { group: 12, .. }),
+        "{e}"
+    );
+}
+
+#[test]
+fn permission_denied_on_the_group_node() {
+    let mut sys = MockSys::healthy();
+    sys.node_errors.insert("/dev/vfio/12".into(), 13); // EACCES
+    let e = open(&sys).unwrap_err().to_string();
+    assert_eq!(
+        e,
+        "no permission to open /dev/vfio/12 (IOMMU group 12 of 0000:03:00.0): run as root, or \
+         give yourself the group with `sudo chown $USER /dev/vfio/12`"
+    );
+}
+
+#[test]
+fn busy_group_and_missing_container() {
+    let mut sys = MockSys::healthy();
+    sys.node_errors.insert("/dev/vfio/12".into(), 16); // EBUSY
+    let e = open(&sys).unwrap_err();
+    assert!(matches!(e, VfioError::GroupBusy { group: 12, .. }), "{e}");
+    assert!(e.to_string().contains("fuser -v /dev/vfio/12"), "{e}");
+
+    let mut sys = MockSys::healthy();
+    sys.paths.remove(Path::new("/dev/vfio/vfio"));
+    let e = open(&sys).unwrap_err();
+    assert!(matches!(e, VfioError::Container { .. }), "{e}");
+    assert!(e.to_string().contains("modprobe vfio-pci"), "{e}");
+}
+
+#[test]
+fn group_not_viable_names_the_siblings_to_rebind() {
+    let mut sys = MockSys::healthy();
+    sys.dirs.insert(
+        "/sys/kernel/iommu_groups/12/devices".into(),
+        vec![
+            "0000:03:00.0".into(),
+            "0000:03:00.1".into(),
+            "0000:03:00.2".into(),
+        ],
+    );
+    sys.bind(ADDR, Some("vfio-pci"));
+    sys.bind("0000:03:00.1", Some("ixgbe"));
+    sys.bind("0000:03:00.2", None);
+    sys.open_error = Box::new(|| Some(SysOpenError::GroupNotViable));
+    let e = open(&sys).unwrap_err();
+    let text = e.to_string();
+    assert!(
+        text.starts_with(
+            "IOMMU group 12 of 0000:03:00.0 is not viable: 0000:03:00.1 (ixgbe) still bound"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "echo 0000:03:00.1 | sudo tee /sys/bus/pci/devices/0000:03:00.1/driver/unbind"
+        ),
+        "{text}"
+    );
+    assert!(
+        !text.contains("0000:03:00.2"),
+        "unbound siblings are fine: {text}"
+    );
+}
+
+#[test]
+fn kernel_errors_while_opening_are_classified() {
+    let mut sys = MockSys::healthy();
+    sys.open_error = Box::new(|| Some(SysOpenError::Group(io::Error::from_raw_os_error(16))));
+    assert!(matches!(
+        open(&sys).unwrap_err(),
+        VfioError::GroupBusy { .. }
+    ));
+    sys.open_error = Box::new(|| {
+        Some(SysOpenError::ContainerUnusable(
+            "container doesn't support VfioType1V2 IOMMU driver type".into(),
+        ))
+    });
+    assert!(matches!(
+        open(&sys).unwrap_err(),
+        VfioError::Container { .. }
+    ));
+    sys.open_error = Box::new(|| Some(SysOpenError::Other("failed to get vfio device fd".into())));
+    let e = open(&sys).unwrap_err().to_string();
+    assert!(
+        e.contains("opening 0000:03:00.0 through VFIO failed"),
+        "{e}"
+    );
+}
+
+#[test]
+fn bar0_missing_small_or_read_only() {
+    let mut sys = MockSys::healthy();
+    sys.region = None;
+    assert!(open(&sys)
+        .unwrap_err()
+        .to_string()
+        .contains("does not exist"));
+    let mut sys = MockSys::healthy();
+    sys.region.as_mut().unwrap().size = 0x4000;
+    let e = open(&sys).unwrap_err().to_string();
+    assert!(
+        e.contains("is 0x4000 bytes, the register map needs 0xe600"),
+        "{e}"
+    );
+    let mut sys = MockSys::healthy();
+    sys.region.as_mut().unwrap().writable = false;
+    assert!(open(&sys)
+        .unwrap_err()
+        .to_string()
+        .contains("not readable and writable"));
+}
+
+#[test]
+fn another_vendors_device_is_not_ours() {
+    let sys = MockSys::healthy();
+    // An Intel NIC's BAR 0 starts with its device control register, not our TYPE word.
+    sys.bar.lock().unwrap().words[0] = 0x0814_0248;
+    let e = open(&sys).unwrap_err();
+    assert!(matches!(e, VfioError::NotOurDevice { .. }));
+    let text = e.to_string();
+    assert!(text.contains("offset 0 reads 0x08140248"), "{text}");
+    assert!(text.contains("lspci -D -nn"), "{text}");
+
+    sys.bar.lock().unwrap().words.fill(u32::MAX);
+    let text = open(&sys).unwrap_err().to_string();
+    assert!(text.contains("does not answer"), "{text}");
+}
+
+#[test]
+fn regmap_version_mismatch() {
+    let sys = MockSys::healthy();
+    sys.bar.lock().unwrap().words[4] = 2;
+    let e = open(&sys).unwrap_err();
+    assert!(matches!(e, VfioError::RegmapVersion { .. }));
+    assert_eq!(
+        e.to_string(),
+        "PCI device 0000:03:00.0: the device speaks regmap version 2, this driver speaks \
+         version 1: load a bitstream built from the same release as this driver (`nlbctl \
+         flash`), or use the driver that matches the bitstream"
+    );
+}
+
+#[test]
+fn other_discovery_failures_name_the_device() {
+    let sys = MockSys::healthy();
+    // The conntrack block claims version 9.
+    sys.bar.lock().unwrap().words[0x3004 / 4] = 9;
+    let e = open(&sys).unwrap_err().to_string();
+    assert_eq!(
+        e,
+        "PCI device 0000:03:00.0: register block `conntrack` at 0x3000 has version 9; this \
+         driver supports version 1"
+    );
+}
