@@ -1,1 +1,3 @@
 //! The host slow path: health checks, learn/teardown handling, fragments, the controller.
+
+pub mod health;

@@ -1,0 +1,41 @@
+//! The health checker of the slow path (SPEC R5): legacy HTTP health checks of every backend
+//! of every pool, decided by thresholds, with the weights of weighted pools.
+//!
+//! ```text
+//! controller ── set_targets(Vec<HealthTarget>) ──► HealthChecker
+//!                                                   │ one task per distinct ProbeKey
+//!                                                   │ (IP, port, path, Host), shared by the
+//!                                                   │ pools that use the same check
+//!                                                   ▼
+//!                                     ProbeRequest::run  (connect, GET, head ≤ 16 KiB,
+//!                                                   │     body ≤ 64 KiB, one deadline)
+//!                                                   ▼
+//!                                 Tracker per target (thresholds, weight)
+//!                                                   │
+//!                 HealthEvents::recv() ◄── HealthChange {target, health, weight, decided_at}
+//!                 HealthChecker::snapshot() / metrics()
+//! ```
+//!
+//! `docs/health-checks.md` describes the behaviour, the defaults, the state machine and how
+//! misbehaving backends are handled.
+
+mod checker;
+mod config;
+mod metrics;
+mod probe;
+mod state;
+
+pub use checker::{
+    CheckerOptions, HealthChange, HealthChecker, HealthEvents, HealthSnapshot, ReloadSummary,
+    TargetStatus,
+};
+pub use config::{HealthError, HealthTarget, HttpCheck, ProbeKey, TargetKey};
+pub use metrics::{LatencyHistogram, ProbeMetrics, LATENCY_BOUNDS_SECONDS};
+pub use probe::{
+    ProbeFailure, ProbeOutcome, ProbePass, ProbePhase, ProbeRequest, MAX_BODY_BYTES,
+    MAX_HEAD_BYTES, PROBE_USER_AGENT,
+};
+pub use state::{
+    pool_weights, Health, MemberView, PoolWeights, Tracker, Transition, Verdict, WeightMode,
+    WeightReport, MAX_WEIGHT, WEIGHT_HEADER,
+};
