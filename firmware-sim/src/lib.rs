@@ -3,9 +3,25 @@
 //! - [`parse`]: the header parser over byte slices (no allocation per packet).
 //! - [`pipeline`]: the exact pipeline semantics of `docs/pipeline.md` over one table bank.
 //! - [`action`]: the frame editor (L2 DSR, IPIP, GUE).
+//! - [`conntrack`], [`counters`]: the connection table and the counters.
 //! - [`device`]: the simulated NIC at register level (`docs/regmap.md`).
 //! - [`pcap`]: reading and writing pcap files of frames.
+//!
+//! A simulation run (`nlbctl sim`) builds a [`SimDevice::from_tables`] with the compiled bank
+//! and settings, turns on [`SimDevice::set_auto_learn`] unless told not to, and feeds frames
+//! to [`SimDevice::receive`]; each [`PacketResult`] carries verdict, reason, rule, pool,
+//! backend, key type, conntrack outcome, the output frame length and the event.
 #![deny(missing_docs)]
 
+pub mod action;
+pub mod conntrack;
+pub mod counters;
+pub mod device;
 pub mod flash;
 pub mod parse;
+pub mod pipeline;
+
+pub use conntrack::{ConnTable, CtError};
+pub use counters::{Counter, CounterKind, Counters};
+pub use device::{BatchOutput, FlashPort, PortEffect, RegError, SimDevice};
+pub use pipeline::{CtOutcome, PacketResult};

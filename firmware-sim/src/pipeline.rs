@@ -177,7 +177,7 @@ pub fn acl_allows(acl: &AclEntry, addr: u128) -> bool {
 
 /// The rule lookup's view of a VIP entry: the lowest way of the bucket that matches.
 #[inline]
-fn vip_lookup<'t>(t: &'t Tables, protocol: u8, vip: u128) -> Option<&'t VipEntry> {
+fn vip_lookup(t: &Tables, protocol: u8, vip: u128) -> Option<&VipEntry> {
     let key = FlowKey {
         key_type: KeyType::Vip,
         protocol,
@@ -229,7 +229,8 @@ pub struct Pending {
     icmp: bool,
 }
 
-/// Outcome of the front half.
+/// Outcome of the front half (kept unboxed: a batch holds these on the stack).
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, Copy)]
 pub enum Front {
     /// The verdict is known.
@@ -269,39 +270,43 @@ pub fn front(ctx: &Context<'_>, frame: &[u8]) -> Front {
     res.ip_id = hdr.ip_id;
     let t = ctx.tables;
 
-    // The flow: the packet itself, or the flow an ICMP error quotes.
+    // The flow: the packet itself, or the flow an ICMP error quotes. A quote is first read
+    // as a packet sent from a VIP (the backend's direct reply, reversed: the usual case), and
+    // only when its source is no VIP of its protocol as a packet sent toward a VIP.
     let icmp = hdr.icmp_error;
-    let flow = if icmp {
+    let (flow, vip) = if icmp {
         let Some(inner) = hdr.icmp_inner else {
             return unmatched(ctx, Reason::IcmpNoFlow, res);
         };
-        if inner.src == hdr.dst {
-            // About a packet sent from the VIP (the backend's direct reply): reverse it.
-            Flow {
-                protocol: inner.protocol,
-                client: inner.dst,
-                client_port: inner.dst_port,
-                vip: inner.src,
-                vip_port: inner.src_port,
-            }
-        } else {
-            // About a packet the client sent toward the VIP.
-            Flow {
-                protocol: inner.protocol,
-                client: inner.src,
-                client_port: inner.src_port,
-                vip: inner.dst,
-                vip_port: inner.dst_port,
+        let reversed = Flow {
+            protocol: inner.protocol,
+            client: inner.dst,
+            client_port: inner.dst_port,
+            vip: inner.src,
+            vip_port: inner.src_port,
+        };
+        match vip_lookup(t, reversed.protocol, reversed.vip) {
+            Some(v) => (reversed, Some(v)),
+            None => {
+                let forward = Flow {
+                    protocol: inner.protocol,
+                    client: inner.src,
+                    client_port: inner.src_port,
+                    vip: inner.dst,
+                    vip_port: inner.dst_port,
+                };
+                (forward, vip_lookup(t, forward.protocol, forward.vip))
             }
         }
     } else {
-        Flow {
+        let flow = Flow {
             protocol: hdr.protocol,
             client: hdr.src,
             client_port: hdr.src_port,
             vip: hdr.dst,
             vip_port: hdr.dst_port,
-        }
+        };
+        (flow, vip_lookup(t, flow.protocol, flow.vip))
     };
     let fragment = hdr.is_fragment && !icmp;
     let h5 = flow.key(KeyType::Tuple5).hash();
@@ -318,7 +323,7 @@ pub fn front(ctx: &Context<'_>, frame: &[u8]) -> Front {
     };
 
     // Rule lookup (SPEC R2.1): VIP + protocol, then the port-range slots.
-    let Some(vip) = vip_lookup(t, flow.protocol, flow.vip) else {
+    let Some(vip) = vip else {
         return unmatched(ctx, no_match, res);
     };
     let several = vip.slot.iter().filter(|s| s.valid).count() > 1;

@@ -2,7 +2,7 @@
 //! table banks built by hand from the nlb-hw layouts (the compiler does not exist yet).
 #![allow(dead_code)]
 
-use etherparse::{IpFragOffset, IpNumber, Ipv4Header, PacketBuilder};
+use etherparse::{IpFragOffset, Ipv4Header, PacketBuilder};
 use nlb_hw::enums::{Affinity, Delivery};
 use nlb_hw::hash::addr_to_u128;
 use nlb_hw::layouts::{
@@ -419,4 +419,304 @@ pub fn maglev_pick(t: &Tables, pool: u16, key: FlowKey) -> u16 {
     let p = &t.pools[usize::from(pool)];
     let slot = p.maglev_base + table_index(key.hash(), p.maglev_size);
     t.maglev[slot as usize].backend
+}
+
+// ---------------------------------------------------------------------------------------------
+// Checking emitted frames with an independent decoder (etherparse).
+// ---------------------------------------------------------------------------------------------
+
+use etherparse::{LinkSlice, NetSlice, SlicedPacket, TransportSlice};
+use nlb_hw::NicSettings;
+
+/// The settings the tests run with.
+pub fn test_settings() -> NicSettings {
+    NicSettings {
+        default_action: nlb_hw::enums::DefaultAction::Pass,
+        local_mac: 0x02_00_00_00_00_01,
+        gue_port: 6080,
+        outer_src_v4: 0x0aff_0000, // 10.255.0.0/16
+        outer_src_v4_len: 16,
+        outer_src_v6: 0x2001_0db8_00ff_0000_0000_0000_0000_0000, // 2001:db8:ff::/64
+        outer_src_v6_len: 64,
+    }
+}
+
+/// Where the IP packet of a frame is, according to etherparse: (offset, length).
+pub fn ip_span(frame: &[u8]) -> (usize, usize) {
+    let p = SlicedPacket::from_ethernet(frame).expect("etherparse decodes the input");
+    let l3 = 14 + 4 * p.link_exts.len();
+    let len = match p.net.expect("IP packet") {
+        NetSlice::Ipv4(v4) => usize::from(v4.header().total_len()),
+        NetSlice::Ipv6(v6) => 40 + usize::from(v6.header().payload_length()),
+        NetSlice::Arp(_) => panic!("not IP"),
+    };
+    (l3, len)
+}
+
+/// Decodes a forwarded frame with etherparse and checks it against the input, the backend
+/// and the delivery: MACs, VLAN tags, outer headers, lengths, checksums, inner packet.
+pub fn verify_forwarded(
+    input: &[u8],
+    output: &[u8],
+    delivery: Delivery,
+    backend: &BackendEntry,
+    s: &NicSettings,
+) {
+    let p = SlicedPacket::from_ethernet(output).expect("etherparse decodes the output");
+    let Some(LinkSlice::Ethernet2(eth)) = &p.link else {
+        panic!("no Ethernet II header")
+    };
+    assert_eq!(
+        eth.destination(),
+        u64_mac(backend.mac),
+        "dst MAC = backend's"
+    );
+    assert_eq!(eth.source(), u64_mac(s.local_mac), "src MAC = NIC's");
+    let inp = SlicedPacket::from_ethernet(input).expect("etherparse decodes the input");
+    assert_eq!(p.link_exts.len(), inp.link_exts.len(), "VLAN tags kept");
+    let l2 = 14 + 4 * p.link_exts.len();
+    assert_eq!(
+        &output[12..l2 - 2],
+        &input[12..l2 - 2],
+        "VLAN tags unchanged"
+    );
+    if delivery == Delivery::L2Dsr {
+        assert_eq!(output.len(), input.len());
+        assert_eq!(
+            &output[12..],
+            &input[12..],
+            "everything after the MACs unchanged"
+        );
+        return;
+    }
+    let (il3, ilen) = ip_span(input);
+    let inner_expected = &input[il3..il3 + ilen];
+    let inner_v6 = inner_expected[0] >> 4 == 6;
+    let want_proto = match delivery {
+        Delivery::Gue => 17,
+        _ if inner_v6 => 41,
+        _ => 4,
+    };
+    let payload = match p.net.as_ref().expect("outer IP") {
+        NetSlice::Ipv4(v4) => {
+            assert!(!backend.is_ipv6, "outer family is the backend's");
+            let h = v4.header().to_header();
+            assert_eq!(
+                h.calc_header_checksum(),
+                h.header_checksum,
+                "outer IPv4 checksum"
+            );
+            assert_eq!(
+                usize::from(h.total_len),
+                output.len() - l2,
+                "outer total length"
+            );
+            assert_eq!(h.time_to_live, 64);
+            assert_eq!(h.protocol.0, want_proto);
+            assert_eq!(
+                u32::from_be_bytes(h.destination),
+                backend.addr as u32,
+                "outer dst"
+            );
+            let src = u32::from_be_bytes(h.source);
+            let len = u32::from(s.outer_src_v4_len);
+            if len > 0 {
+                assert_eq!(
+                    src >> (32 - len),
+                    s.outer_src_v4 >> (32 - len),
+                    "outer src prefix"
+                );
+            }
+            if !inner_v6 {
+                let inner_df = input[il3 + 6] & 0x40 != 0;
+                assert_eq!(h.dont_fragment, inner_df, "DF copied");
+            }
+            if delivery == Delivery::Gue {
+                let Some(TransportSlice::Udp(u)) = &p.transport else {
+                    panic!("GUE without UDP")
+                };
+                assert_eq!(u.checksum(), 0, "UDP checksum 0 over IPv4");
+                assert_eq!(u.destination_port(), s.gue_port);
+                assert!(u.source_port() >= 0xc000);
+                assert_eq!(usize::from(u.length()), 8 + ilen);
+                u.payload().to_vec()
+            } else {
+                v4.payload().payload.to_vec()
+            }
+        }
+        NetSlice::Ipv6(v6) => {
+            assert!(backend.is_ipv6, "outer family is the backend's");
+            let h = v6.header().to_header();
+            assert_eq!(usize::from(h.payload_length), output.len() - l2 - 40);
+            assert_eq!(h.hop_limit, 64);
+            assert_eq!(h.next_header.0, want_proto);
+            assert_eq!(
+                u128::from_be_bytes(h.destination),
+                backend.addr,
+                "outer dst"
+            );
+            let src = u128::from_be_bytes(h.source);
+            let len = u32::from(s.outer_src_v6_len);
+            if len > 0 {
+                assert_eq!(
+                    src >> (128 - len),
+                    s.outer_src_v6 >> (128 - len),
+                    "outer src prefix"
+                );
+            }
+            if delivery == Delivery::Gue {
+                let Some(TransportSlice::Udp(u)) = &p.transport else {
+                    panic!("GUE without UDP")
+                };
+                let want = u
+                    .to_header()
+                    .calc_checksum_ipv6_raw(h.source, h.destination, u.payload())
+                    .expect("checksum");
+                assert_eq!(u.checksum(), want, "UDP checksum over IPv6");
+                assert_ne!(u.checksum(), 0);
+                assert_eq!(u.destination_port(), s.gue_port);
+                assert_eq!(usize::from(u.length()), 8 + ilen);
+                u.payload().to_vec()
+            } else {
+                v6.payload().payload.to_vec()
+            }
+        }
+        NetSlice::Arp(_) => panic!("ARP out"),
+    };
+    assert_eq!(payload, inner_expected, "inner packet unchanged");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The standard scenario of the pipeline tests.
+// ---------------------------------------------------------------------------------------------
+
+use firmware_sim::{PacketResult, SimDevice};
+
+pub const VIP4: &str = "203.0.113.1";
+pub const VIP6: &str = "2001:db8:ffff::10";
+pub const MULTI_UDP_VIP: &str = "198.18.0.1";
+pub const ACL_VIP4: &str = "198.18.0.2";
+pub const ACL_VIP6: &str = "2001:db8:ffff::22";
+pub const EMPTY_VIP: &str = "198.18.0.3";
+pub const SRC_ONLY_VIP: &str = "198.18.0.4";
+pub const FRAG_VIP4: &str = "198.18.0.5";
+
+pub fn test_backends() -> Vec<(u16, TestBackend)> {
+    let mut v = Vec::new();
+    for id in 1..=4u16 {
+        v.push((
+            id,
+            TestBackend {
+                addr: ip(&format!("10.0.0.{id}")),
+                mac: 0x02_00_00_00_01_00 + u64::from(id),
+            },
+        ));
+    }
+    for id in 11..=13u16 {
+        v.push((
+            id,
+            TestBackend {
+                addr: ip(&format!("2001:db8:1::{id}")),
+                mac: 0x02_00_00_00_02_00 + u64::from(id),
+            },
+        ));
+    }
+    v
+}
+
+pub fn pool(
+    affinity: Affinity,
+    delivery: Delivery,
+    track: bool,
+    backends: &[u16],
+    m: u32,
+) -> TestPool {
+    TestPool {
+        affinity,
+        delivery,
+        track,
+        backends: backends.to_vec(),
+        maglev_size: m,
+    }
+}
+
+pub fn rule(vip: &str, protocol: u8, ports: (u16, u16), pool: u16) -> TestRule {
+    TestRule {
+        vip: ip(vip),
+        protocol,
+        ports,
+        pool,
+        acl: Vec::new(),
+    }
+}
+
+/// Pools: 0 NONE/L2_DSR/track v4 {1..4}; 1 CLIENT_IP_PROTO/IPIP/track {1,2}; 2 CLIENT_IP/GUE
+/// {3,4}; 3 NONE/GUE/track v6 {11,12,13}; 4 NONE/IPIP v6 {11,12}; 5 empty;
+/// 6 CLIENT_IP_NO_DESTINATION/L2_DSR {1..4}.
+/// Rules (ids in order): 0 VIP4 TCP 80 → 0; 1 VIP4 TCP 443 → 1; 2 VIP4 UDP 53 → 2;
+/// 3 VIP4 TCP 8000-8080 → 0; 4 VIP6 TCP 443 → 3; 5 VIP6 UDP all → 4;
+/// 6 MULTI UDP 1000-1999 → 1; 7 MULTI UDP 2000-2999 → 2; 8 ACL_VIP4 TCP 22 → 0 from
+/// 192.0.2.0/24; 9 ACL_VIP6 TCP 22 → 3 from 2001:db8:aaaa::/48; 10 EMPTY TCP 80 → 5;
+/// 11 SRC_ONLY TCP 80 → 6; 12 FRAG_VIP4 UDP all → 0.
+pub fn standard_tables() -> Tables {
+    use Affinity::*;
+    use Delivery::*;
+    let profile = Profile::by_name("sim").expect("sim profile");
+    let pools = vec![
+        (0, pool(None, L2Dsr, true, &[1, 2, 3, 4], 251)),
+        (1, pool(ClientIpProto, Ipip, true, &[1, 2], 13)),
+        (2, pool(ClientIp, Gue, false, &[3, 4], 13)),
+        (3, pool(None, Gue, true, &[11, 12, 13], 251)),
+        (4, pool(None, Ipip, false, &[11, 12], 13)),
+        (5, pool(None, L2Dsr, true, &[], 13)),
+        (
+            6,
+            pool(ClientIpNoDestination, L2Dsr, false, &[1, 2, 3, 4], 13),
+        ),
+    ];
+    let mut acl4 = rule(ACL_VIP4, 6, (22, 22), 0);
+    acl4.acl = vec![(ip("192.0.2.0"), 24)];
+    let mut acl6 = rule(ACL_VIP6, 6, (22, 22), 3);
+    acl6.acl = vec![(ip("2001:db8:aaaa::"), 48)];
+    let rules = vec![
+        rule(VIP4, 6, (80, 80), 0),
+        rule(VIP4, 6, (443, 443), 1),
+        rule(VIP4, 17, (53, 53), 2),
+        rule(VIP4, 6, (8000, 8080), 0),
+        rule(VIP6, 6, (443, 443), 3),
+        rule(VIP6, 17, (0, 65535), 4),
+        rule(MULTI_UDP_VIP, 17, (1000, 1999), 1),
+        rule(MULTI_UDP_VIP, 17, (2000, 2999), 2),
+        acl4,
+        acl6,
+        rule(EMPTY_VIP, 6, (80, 80), 5),
+        rule(SRC_ONLY_VIP, 6, (80, 80), 6),
+        rule(FRAG_VIP4, 17, (0, 65535), 0),
+    ];
+    build_tables(profile, &test_backends(), &pools, &rules)
+}
+
+pub fn standard_device() -> SimDevice {
+    SimDevice::from_tables(standard_tables(), test_settings())
+}
+
+/// Receives one frame; returns the result and the output frame.
+pub fn send(d: &mut SimDevice, frame: &[u8]) -> (PacketResult, Vec<u8>) {
+    let mut out = vec![0u8; firmware_sim::action::MAX_FRAME];
+    let r = d
+        .receive(frame, &mut out)
+        .expect("output buffer is MAX_FRAME");
+    out.truncate(r.out_len);
+    (r, out)
+}
+
+/// Sends a frame, expects FORWARD and checks the emitted frame with etherparse.
+pub fn send_checked(d: &mut SimDevice, frame: &[u8]) -> PacketResult {
+    let (r, out) = send(d, frame);
+    assert_eq!(r.verdict, nlb_hw::enums::Verdict::Forward, "{r:?}");
+    let t = d.bank(r.bank);
+    let pool = t.pools[usize::from(r.pool.expect("pool"))];
+    let be = t.backends[usize::from(r.backend.expect("backend"))];
+    verify_forwarded(frame, &out, pool.delivery, &be, d.settings());
+    r
 }

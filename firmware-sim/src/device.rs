@@ -1,0 +1,872 @@
+//! The simulated NIC at register level: the blocks of `docs/regmap.md` over two table banks,
+//! the connection table, the counters and the punt/learn/inject queues, driven the way the
+//! driver drives the RTL (docs/pipeline.md, "The simulated device").
+//!
+//! Frames enter with [`SimDevice::receive`] / [`SimDevice::receive_batch`]; the host side uses
+//! [`SimDevice::read32`] / [`SimDevice::write32`] only. [`SimDevice::from_tables`] and
+//! [`SimDevice::set_auto_learn`] are the back doors a simulation run uses instead of a driver
+//! (like a memory initialisation file in an RTL simulation).
+
+use crate::conntrack::ConnTable;
+use crate::counters::{Counter, CounterKind, Counters};
+use crate::pipeline::{self, Context, Front, OutputError, PacketResult};
+use nlb_hw::blocks;
+use nlb_hw::enums::{DefaultAction, Event, Table, TableCmd, Verdict};
+use nlb_hw::layouts::{CtEntry, InjectHeader, LearnEvent, PuntHeader};
+use nlb_hw::{NicSettings, Profile, Tables, DESIGN_VERSION, REGMAP_VERSION};
+use std::collections::VecDeque;
+use std::fmt;
+
+/// Bytes of BAR 0.
+pub const BAR_SIZE: u32 = 0x1_0000;
+/// `fw_id.board_id` of the simulated device.
+pub const BOARD_ID_SIM: u32 = 0x5100;
+/// Bytes of the punt and inject windows (`punt_data` / `inject_data`).
+pub const WINDOW_BYTES: usize = blocks::queues::PUNT_DATA_COUNT as usize * 4;
+/// Size of each register block's address range.
+const BLOCK_SPAN: u32 = 0x1000;
+
+/// Why a register access was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum RegError {
+    /// Not 4-byte aligned.
+    #[error("register offset {offset:#x} is not 4-byte aligned")]
+    Unaligned {
+        /// The offset.
+        offset: u32,
+    },
+    /// Beyond BAR 0.
+    #[error("register offset {offset:#x} is beyond BAR 0 ({BAR_SIZE:#x} bytes)")]
+    OutOfRange {
+        /// The offset.
+        offset: u32,
+    },
+}
+
+/// What a write to the flash/reboot blocks asks of the device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PortEffect {
+    /// Nothing beyond the write.
+    #[default]
+    None,
+    /// Reconfiguration (reboot from flash): every memory and register is reset.
+    Reconfigure,
+}
+
+/// The `spi_flash` and `reboot` register blocks. The device routes every access in their
+/// address ranges (absolute offsets) here; `crate::flash` provides the real chip model.
+pub trait FlashPort: Send + fmt::Debug {
+    /// Reads a register (absolute BAR offset).
+    fn read32(&mut self, offset: u32) -> u32;
+    /// Writes a register (absolute BAR offset).
+    fn write32(&mut self, offset: u32, value: u32) -> PortEffect;
+}
+
+/// The flash port of a device without a flash model: block headers only, 0 elsewhere.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoFlash;
+
+impl FlashPort for NoFlash {
+    fn read32(&mut self, offset: u32) -> u32 {
+        block_header(offset).unwrap_or(0)
+    }
+    fn write32(&mut self, _offset: u32, _value: u32) -> PortEffect {
+        PortEffect::None
+    }
+}
+
+/// TYPE / VERSION / NEXT of the block whose header holds `offset`.
+pub fn block_header(offset: u32) -> Option<u32> {
+    let base = offset & !(BLOCK_SPAN - 1);
+    let (ty, ver, next) = match base {
+        blocks::fw_id::BASE => (
+            blocks::fw_id::TYPE_WORD,
+            blocks::fw_id::VERSION,
+            blocks::fw_id::NEXT,
+        ),
+        blocks::ctrl::BASE => (
+            blocks::ctrl::TYPE_WORD,
+            blocks::ctrl::VERSION,
+            blocks::ctrl::NEXT,
+        ),
+        blocks::table::BASE => (
+            blocks::table::TYPE_WORD,
+            blocks::table::VERSION,
+            blocks::table::NEXT,
+        ),
+        blocks::conntrack::BASE => (
+            blocks::conntrack::TYPE_WORD,
+            blocks::conntrack::VERSION,
+            blocks::conntrack::NEXT,
+        ),
+        blocks::counters::BASE => (
+            blocks::counters::TYPE_WORD,
+            blocks::counters::VERSION,
+            blocks::counters::NEXT,
+        ),
+        blocks::spi_flash::BASE => (
+            blocks::spi_flash::TYPE_WORD,
+            blocks::spi_flash::VERSION,
+            blocks::spi_flash::NEXT,
+        ),
+        blocks::reboot::BASE => (
+            blocks::reboot::TYPE_WORD,
+            blocks::reboot::VERSION,
+            blocks::reboot::NEXT,
+        ),
+        blocks::queues::BASE => (
+            blocks::queues::TYPE_WORD,
+            blocks::queues::VERSION,
+            blocks::queues::NEXT,
+        ),
+        _ => return None,
+    };
+    match offset - base {
+        0x0 => Some(ty),
+        0x4 => Some(ver),
+        0x8 => Some(next),
+        _ => None,
+    }
+}
+
+/// A frame on the punt queue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Punted {
+    /// Its punt header.
+    pub header: PuntHeader,
+    /// The frame (at most [`WINDOW_BYTES`]).
+    pub frame: Vec<u8>,
+}
+
+/// A frame the device transmitted from the inject queue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Injected {
+    /// What the pipeline did with it.
+    pub result: PacketResult,
+    /// The transmitted frame (empty unless FORWARD).
+    pub frame: Vec<u8>,
+}
+
+/// Results and output frames of a batch; reuse it across batches so its buffers are
+/// allocated once.
+#[derive(Debug, Clone, Default)]
+pub struct BatchOutput {
+    /// One result per input frame, in order.
+    pub results: Vec<PacketResult>,
+    frames: Vec<u8>,
+    offsets: Vec<usize>,
+}
+
+impl BatchOutput {
+    /// An empty output.
+    pub fn new() -> BatchOutput {
+        BatchOutput::default()
+    }
+
+    /// The output frame of packet `i` (empty unless it was forwarded).
+    pub fn frame(&self, i: usize) -> &[u8] {
+        match (self.offsets.get(i), self.results.get(i)) {
+            (Some(&o), Some(r)) => self.frames.get(o..o + r.out_len).unwrap_or(&[]),
+            _ => &[],
+        }
+    }
+
+    fn clear(&mut self) {
+        self.results.clear();
+        self.frames.clear();
+        self.offsets.clear();
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+struct CtrlRegs {
+    enable: bool,
+    active_bank: u8,
+    generation: u32,
+    settings: NicSettings,
+}
+
+#[derive(Debug, Clone)]
+struct Window {
+    select: u32,
+    index: u32,
+    error: bool,
+    data: [u32; blocks::table::DATA_COUNT as usize],
+}
+
+#[derive(Debug, Clone)]
+struct CtWindow {
+    index: u32,
+    error: bool,
+    data: [u32; blocks::conntrack::DATA_COUNT as usize],
+}
+
+#[derive(Debug, Clone)]
+struct Queues {
+    depth: usize,
+    punt: VecDeque<Punted>,
+    punt_overflow: bool,
+    punt_header: [u32; blocks::queues::PUNT_HEADER_COUNT as usize],
+    punt_data: Vec<u8>,
+    learn: VecDeque<LearnEvent>,
+    learn_overflow: bool,
+    learn_data: [u32; blocks::queues::LEARN_DATA_COUNT as usize],
+    inject_header: [u32; blocks::queues::INJECT_HEADER_COUNT as usize],
+    inject_data: Vec<u32>,
+    irq_mask: u32,
+    transmitted: VecDeque<Injected>,
+}
+
+impl Queues {
+    fn new(depth: u32) -> Queues {
+        Queues {
+            depth: depth as usize,
+            punt: VecDeque::new(),
+            punt_overflow: false,
+            punt_header: [0; blocks::queues::PUNT_HEADER_COUNT as usize],
+            punt_data: Vec::new(),
+            learn: VecDeque::new(),
+            learn_overflow: false,
+            learn_data: [0; blocks::queues::LEARN_DATA_COUNT as usize],
+            inject_header: [0; blocks::queues::INJECT_HEADER_COUNT as usize],
+            inject_data: vec![0; blocks::queues::INJECT_DATA_COUNT as usize],
+            irq_mask: 0,
+            transmitted: VecDeque::new(),
+        }
+    }
+}
+
+/// Packets a batch processes between two connection-table touches.
+const CHUNK: usize = 16;
+
+/// The simulated NIC.
+#[derive(Debug)]
+pub struct SimDevice {
+    profile: &'static Profile,
+    banks: [Tables; 2],
+    conntrack: ConnTable,
+    counters: Counters,
+    ctrl: CtrlRegs,
+    table: Window,
+    ct: CtWindow,
+    counter_select: u32,
+    counter_latch: Counter,
+    queues: Queues,
+    flash: Box<dyn FlashPort>,
+    auto_learn: bool,
+    pending_events: Vec<LearnEvent>,
+    scratch: Vec<u8>,
+    host_time: u32,
+}
+
+impl SimDevice {
+    /// A device of a profile, as after reset: empty tables, pipeline disabled.
+    pub fn new(profile: &'static Profile) -> SimDevice {
+        SimDevice::with_conntrack(profile, ConnTable::new(profile.ct_buckets, profile.ct_ways))
+    }
+
+    /// A device with a connection table of another geometry (benchmarks; the firmware-ID
+    /// block still reports the profile's).
+    pub fn with_conntrack(profile: &'static Profile, conntrack: ConnTable) -> SimDevice {
+        SimDevice {
+            profile,
+            banks: [Tables::empty(profile), Tables::empty(profile)],
+            conntrack,
+            counters: Counters::new(profile),
+            ctrl: CtrlRegs::default(),
+            table: Window {
+                select: 0,
+                index: 0,
+                error: false,
+                data: [0; blocks::table::DATA_COUNT as usize],
+            },
+            ct: CtWindow {
+                index: 0,
+                error: false,
+                data: [0; blocks::conntrack::DATA_COUNT as usize],
+            },
+            counter_select: 0,
+            counter_latch: Counter::default(),
+            queues: Queues::new(profile.queue_depth),
+            flash: Box::new(NoFlash),
+            auto_learn: false,
+            pending_events: Vec::new(),
+            scratch: vec![0; crate::action::MAX_FRAME],
+            host_time: 0,
+        }
+    }
+
+    /// A device running `tables` in bank 0 with `settings`, pipeline enabled: what a simulation
+    /// run starts from (the back door in place of the loader).
+    pub fn from_tables(tables: Tables, settings: NicSettings) -> SimDevice {
+        let mut d = SimDevice::new(tables.profile);
+        d.banks[0] = tables;
+        d.ctrl.settings = settings;
+        d.ctrl.enable = true;
+        d
+    }
+
+    /// Installs the flash/reboot block model.
+    pub fn set_flash(&mut self, flash: Box<dyn FlashPort>) {
+        self.flash = flash;
+    }
+
+    /// When on, learn and teardown events are applied to the connection table at the end of
+    /// each `receive`/`receive_batch` call (as an infinitely fast slow path would) instead of
+    /// being queued: learn installs the entry, teardown marks it closed.
+    pub fn set_auto_learn(&mut self, on: bool) {
+        self.auto_learn = on;
+    }
+
+    /// The host time stamped on auto-learned entries (seconds).
+    pub fn set_host_time(&mut self, seconds: u32) {
+        self.host_time = seconds;
+    }
+
+    /// The capacity profile.
+    pub fn profile(&self) -> &'static Profile {
+        self.profile
+    }
+
+    /// A table bank (read-only view for tests and tools).
+    pub fn bank(&self, bank: u8) -> &Tables {
+        &self.banks[usize::from(bank & 1)]
+    }
+
+    /// The connection table.
+    pub fn conntrack(&self) -> &ConnTable {
+        &self.conntrack
+    }
+
+    /// The connection table, for host-side back-door operations (benchmarks, tests).
+    pub fn conntrack_mut(&mut self) -> &mut ConnTable {
+        &mut self.conntrack
+    }
+
+    /// The counters.
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    /// The current NIC settings (`ctrl` registers).
+    pub fn settings(&self) -> &NicSettings {
+        &self.ctrl.settings
+    }
+
+    /// Whether the interrupt line is raised (`irq_mask` and non-empty queues).
+    pub fn irq_pending(&self) -> bool {
+        let q = &self.queues;
+        (q.irq_mask & 1 != 0 && !q.punt.is_empty()) || (q.irq_mask & 2 != 0 && !q.learn.is_empty())
+    }
+
+    /// Frames the inject queue transmitted since the last call.
+    pub fn take_injected(&mut self) -> Vec<Injected> {
+        self.queues.transmitted.drain(..).collect()
+    }
+
+    fn context(&self) -> Context<'_> {
+        let bank = self.ctrl.active_bank & 1;
+        Context {
+            tables: &self.banks[usize::from(bank)],
+            bank,
+            settings: &self.ctrl.settings,
+            enabled: self.ctrl.enable,
+            conntrack: &self.conntrack,
+        }
+    }
+
+    /// One received frame through the pipeline. The output frame of a FORWARD verdict is
+    /// written to `out` (give it [`crate::action::MAX_FRAME`] bytes); punts and events are
+    /// queued, counters counted.
+    pub fn receive(&mut self, frame: &[u8], out: &mut [u8]) -> Result<PacketResult, OutputError> {
+        let r = pipeline::process(&self.context(), frame, out)?;
+        self.account(&r, frame);
+        self.flush_events();
+        Ok(r)
+    }
+
+    /// A batch of received frames: the same as calling [`SimDevice::receive`] for each, in
+    /// order, except that auto-learned entries become visible after the batch.
+    pub fn receive_batch(&mut self, frames: &[&[u8]], out: &mut BatchOutput) {
+        out.clear();
+        let mut scratch = std::mem::take(&mut self.scratch);
+        scratch.resize(crate::action::MAX_FRAME, 0);
+        for chunk in frames.chunks(CHUNK) {
+            let first = out.results.len();
+            {
+                let ctx = self.context();
+                let mut fronts: [Option<Front>; CHUNK] = [None; CHUNK];
+                for (slot, f) in fronts.iter_mut().zip(chunk) {
+                    *slot = Some(pipeline::front(&ctx, f));
+                }
+                // Touch every bucket first so the memory reads overlap.
+                let mut touch = 0u32;
+                for p in fronts.iter().flatten() {
+                    if let Front::Pending(p) = p {
+                        if let Some(b) = p.ct_bucket {
+                            touch ^= ctx
+                                .conntrack
+                                .bucket_entries(b)
+                                .first()
+                                .map_or(0, |e| u32::from(e.valid));
+                        }
+                    }
+                }
+                std::hint::black_box(touch);
+                for (f, fr) in chunk.iter().zip(fronts.iter()) {
+                    let r = match fr {
+                        Some(Front::Pending(p)) => pipeline::finish(&ctx, f, p, &mut scratch),
+                        Some(Front::Done(r)) => Ok(*r),
+                        None => continue,
+                    };
+                    // The scratch buffer holds MAX_FRAME bytes, enough for any output.
+                    let r = r.unwrap_or_else(|_| unreachable_result(f.len()));
+                    out.offsets.push(out.frames.len());
+                    out.frames.extend_from_slice(&scratch[..r.out_len]);
+                    out.results.push(r);
+                }
+            }
+            for i in first..out.results.len() {
+                let r = out.results[i];
+                self.account(&r, chunk[i - first]);
+            }
+        }
+        self.scratch = scratch;
+        self.flush_events();
+    }
+
+    /// Side effects of one packet: counters, hit bit, punt queue, events.
+    fn account(&mut self, r: &PacketResult, frame: &[u8]) {
+        self.counters.record(r);
+        if let Some(i) = r.ct_index {
+            self.conntrack.mark_hit(i);
+        }
+        if r.verdict == Verdict::Punt {
+            let q = &mut self.queues;
+            if q.punt.len() < q.depth {
+                q.punt.push_back(Punted {
+                    header: r.punt_header(),
+                    frame: frame[..frame.len().min(WINDOW_BYTES)].to_vec(),
+                });
+            } else {
+                q.punt_overflow = true;
+            }
+        }
+        if let Some(ev) = r.event {
+            if self.auto_learn {
+                self.pending_events.push(ev);
+            } else if self.queues.learn.len() < self.queues.depth {
+                self.queues.learn.push_back(ev);
+            } else {
+                self.queues.learn_overflow = true;
+            }
+        }
+    }
+
+    fn flush_events(&mut self) {
+        for ev in std::mem::take(&mut self.pending_events) {
+            match ev.event {
+                // A full bucket is what the host would log and count; the flow keeps going
+                // by Maglev.
+                Event::Learn => {
+                    let _ = self.conntrack.install(&ev, self.host_time);
+                }
+                Event::Teardown => {
+                    let _ = self.conntrack.mark_closed(&ev);
+                }
+            }
+        }
+    }
+
+    fn reset(&mut self) {
+        let flash = std::mem::replace(&mut self.flash, Box::new(NoFlash));
+        let ct = ConnTable::new(self.conntrack.buckets(), self.conntrack.ways());
+        let auto = self.auto_learn;
+        *self = SimDevice::with_conntrack(self.profile, ct);
+        self.flash = flash;
+        self.auto_learn = auto;
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Registers
+    // -----------------------------------------------------------------------------------------
+
+    fn check(offset: u32) -> Result<(), RegError> {
+        if offset % 4 != 0 {
+            return Err(RegError::Unaligned { offset });
+        }
+        if offset >= BAR_SIZE {
+            return Err(RegError::OutOfRange { offset });
+        }
+        Ok(())
+    }
+
+    /// Reads the 32-bit register at byte `offset` of BAR 0. Unmapped offsets read 0.
+    pub fn read32(&mut self, offset: u32) -> Result<u32, RegError> {
+        Self::check(offset)?;
+        let base = offset & !(BLOCK_SPAN - 1);
+        if base == blocks::spi_flash::BASE || base == blocks::reboot::BASE {
+            return Ok(self.flash.read32(offset));
+        }
+        if let Some(h) = block_header(offset) {
+            return Ok(h);
+        }
+        Ok(match base {
+            blocks::fw_id::BASE => self.read_fw_id(offset),
+            blocks::ctrl::BASE => self.read_ctrl(offset),
+            blocks::table::BASE => self.read_table(offset),
+            blocks::conntrack::BASE => self.read_ct(offset),
+            blocks::counters::BASE => self.read_counters(offset),
+            _ if (blocks::queues::BASE..BAR_SIZE).contains(&offset) => self.read_queues(offset),
+            _ => 0,
+        })
+    }
+
+    /// Writes the 32-bit register at byte `offset` of BAR 0. Writes to read-only or unmapped
+    /// offsets are ignored.
+    pub fn write32(&mut self, offset: u32, value: u32) -> Result<(), RegError> {
+        Self::check(offset)?;
+        let base = offset & !(BLOCK_SPAN - 1);
+        if base == blocks::spi_flash::BASE || base == blocks::reboot::BASE {
+            if self.flash.write32(offset, value) == PortEffect::Reconfigure {
+                self.reset();
+            }
+            return Ok(());
+        }
+        match base {
+            blocks::ctrl::BASE => self.write_ctrl(offset, value),
+            blocks::table::BASE => self.write_table(offset, value),
+            blocks::conntrack::BASE => self.write_ct(offset, value),
+            blocks::counters::BASE => self.write_counters(offset, value),
+            _ if (blocks::queues::BASE..BAR_SIZE).contains(&offset) => {
+                self.write_queues(offset, value)
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn read_fw_id(&self, offset: u32) -> u32 {
+        use blocks::fw_id as b;
+        let p = self.profile;
+        match offset {
+            b::DESIGN_VERSION => DESIGN_VERSION,
+            b::REGMAP_VERSION => REGMAP_VERSION,
+            b::BOARD_ID => BOARD_ID_SIM,
+            b::PROFILE_ID => p.id,
+            b::CAP_VIP_BUCKETS => p.vip_buckets,
+            b::CAP_VIP_WAYS => p.vip_ways,
+            b::CAP_RULES => p.rules,
+            b::CAP_POOLS => p.pools,
+            b::CAP_MAGLEV_SLOTS => p.maglev_slots,
+            b::CAP_BACKENDS => p.backends,
+            b::CAP_CT_BUCKETS => self.conntrack.buckets(),
+            b::CAP_CT_WAYS => self.conntrack.ways(),
+            b::CAP_QUEUE_DEPTH => p.queue_depth,
+            // build_id, git_hash, part_id: 0 for the model.
+            _ => 0,
+        }
+    }
+
+    fn read_ctrl(&self, offset: u32) -> u32 {
+        use blocks::ctrl as b;
+        let s = &self.ctrl.settings;
+        match offset {
+            b::ENABLE => u32::from(self.ctrl.enable),
+            b::ACTIVE_BANK => u32::from(self.ctrl.active_bank),
+            b::GENERATION => self.ctrl.generation,
+            b::DEFAULT_ACTION => s.default_action.value(),
+            b::LOCAL_MAC_LO => s.local_mac as u32,
+            b::LOCAL_MAC_HI => ((s.local_mac >> 32) & 0xffff) as u32,
+            b::GUE_PORT => u32::from(s.gue_port),
+            b::OUTER_SRC_V4 => s.outer_src_v4,
+            b::OUTER_SRC_V4_LEN => u32::from(s.outer_src_v4_len),
+            b::OUTER_SRC_V6_0 => (s.outer_src_v6 >> 96) as u32,
+            b::OUTER_SRC_V6_1 => (s.outer_src_v6 >> 64) as u32,
+            b::OUTER_SRC_V6_2 => (s.outer_src_v6 >> 32) as u32,
+            b::OUTER_SRC_V6_3 => s.outer_src_v6 as u32,
+            b::OUTER_SRC_V6_LEN => u32::from(s.outer_src_v6_len),
+            // Packets complete within one call: none is ever in flight between accesses.
+            b::PACKETS_IN_FLIGHT | b::BANK_IN_USE => 0,
+            _ => 0,
+        }
+    }
+
+    fn write_ctrl(&mut self, offset: u32, v: u32) {
+        use blocks::ctrl as b;
+        let s = &mut self.ctrl.settings;
+        fn set_word(x: u128, shift: u32, v: u32) -> u128 {
+            (x & !(0xffff_ffffu128 << shift)) | (u128::from(v) << shift)
+        }
+        match offset {
+            b::ENABLE => self.ctrl.enable = v & 1 != 0,
+            b::ACTIVE_BANK => self.ctrl.active_bank = (v & 1) as u8,
+            b::GENERATION => self.ctrl.generation = v,
+            b::DEFAULT_ACTION => {
+                s.default_action = if v & 1 != 0 {
+                    DefaultAction::Drop
+                } else {
+                    DefaultAction::Pass
+                }
+            }
+            b::LOCAL_MAC_LO => s.local_mac = (s.local_mac & !0xffff_ffff) | u64::from(v),
+            b::LOCAL_MAC_HI => {
+                s.local_mac = (s.local_mac & 0xffff_ffff) | (u64::from(v & 0xffff) << 32)
+            }
+            b::GUE_PORT => s.gue_port = v as u16,
+            b::OUTER_SRC_V4 => s.outer_src_v4 = v,
+            b::OUTER_SRC_V4_LEN => s.outer_src_v4_len = v.min(32) as u8,
+            b::OUTER_SRC_V6_0 => s.outer_src_v6 = set_word(s.outer_src_v6, 96, v),
+            b::OUTER_SRC_V6_1 => s.outer_src_v6 = set_word(s.outer_src_v6, 64, v),
+            b::OUTER_SRC_V6_2 => s.outer_src_v6 = set_word(s.outer_src_v6, 32, v),
+            b::OUTER_SRC_V6_3 => s.outer_src_v6 = set_word(s.outer_src_v6, 0, v),
+            b::OUTER_SRC_V6_LEN => s.outer_src_v6_len = v.min(128) as u8,
+            _ => {}
+        }
+    }
+
+    fn read_table(&self, offset: u32) -> u32 {
+        use blocks::table as b;
+        match offset {
+            b::SELECT => self.table.select,
+            b::INDEX => self.table.index,
+            b::STATUS => u32::from(self.table.error) << 1,
+            o if (b::DATA..b::DATA + 4 * b::DATA_COUNT).contains(&o) => {
+                self.table.data[((o - b::DATA) / 4) as usize]
+            }
+            _ => 0,
+        }
+    }
+
+    fn write_table(&mut self, offset: u32, v: u32) {
+        use blocks::table as b;
+        match offset {
+            b::SELECT => self.table.select = v & 0x1ff,
+            b::INDEX => self.table.index = v,
+            b::CMD => self.table.error = !self.table_cmd(v),
+            o if (b::DATA..b::DATA + 4 * b::DATA_COUNT).contains(&o) => {
+                self.table.data[((o - b::DATA) / 4) as usize] = v
+            }
+            _ => {}
+        }
+    }
+
+    /// Executes a table-window command; false on error.
+    fn table_cmd(&mut self, cmd: u32) -> bool {
+        let Some(table) = Table::from_value(self.table.select & 0xff) else {
+            return false;
+        };
+        let bank = ((self.table.select >> 8) & 1) as usize;
+        let index = self.table.index;
+        match TableCmd::from_value(cmd) {
+            Some(TableCmd::Write) => {
+                let words = Tables::entry_words(table);
+                self.banks[bank]
+                    .write_entry(table, index, &self.table.data[..words])
+                    .is_ok()
+            }
+            Some(TableCmd::Read) => match self.banks[bank].read_entry(table, index) {
+                Ok(words) => {
+                    self.table.data[..words.len()].copy_from_slice(&words);
+                    true
+                }
+                Err(_) => false,
+            },
+            None => false,
+        }
+    }
+
+    fn read_ct(&mut self, offset: u32) -> u32 {
+        use blocks::conntrack as b;
+        match offset {
+            b::INDEX => self.ct.index,
+            b::STATUS => u32::from(self.ct.error) << 1,
+            b::HIT_READ => self.conntrack.take_hits(self.ct.index),
+            b::COUNT => self.conntrack.valid_count(),
+            o if (b::DATA..b::DATA + 4 * b::DATA_COUNT).contains(&o) => {
+                self.ct.data[((o - b::DATA) / 4) as usize]
+            }
+            _ => 0,
+        }
+    }
+
+    fn write_ct(&mut self, offset: u32, v: u32) {
+        use blocks::conntrack as b;
+        match offset {
+            b::INDEX => self.ct.index = v,
+            b::CMD => self.ct.error = !self.ct_cmd(v),
+            o if (b::DATA..b::DATA + 4 * b::DATA_COUNT).contains(&o) => {
+                self.ct.data[((o - b::DATA) / 4) as usize] = v
+            }
+            _ => {}
+        }
+    }
+
+    fn ct_cmd(&mut self, cmd: u32) -> bool {
+        let index = self.ct.index;
+        match TableCmd::from_value(cmd) {
+            Some(TableCmd::Write) => match CtEntry::unpack(&self.ct.data[..CtEntry::WORDS]) {
+                Ok(e) => self.conntrack.write(index, e).is_ok(),
+                Err(_) => false,
+            },
+            Some(TableCmd::Read) => match self.conntrack.entry(index).map(|e| e.pack()) {
+                Some(Ok(words)) => {
+                    self.ct.data[..words.len()].copy_from_slice(&words);
+                    true
+                }
+                _ => false,
+            },
+            None => false,
+        }
+    }
+
+    fn read_counters(&self, offset: u32) -> u32 {
+        use blocks::counters as b;
+        let c = &self.counter_latch;
+        match offset {
+            b::SELECT => self.counter_select,
+            b::PACKETS_LO => c.packets as u32,
+            b::PACKETS_HI => (c.packets >> 32) as u32,
+            b::BYTES_LO => c.bytes as u32,
+            b::BYTES_HI => (c.bytes >> 32) as u32,
+            _ => 0,
+        }
+    }
+
+    fn write_counters(&mut self, offset: u32, v: u32) {
+        use blocks::counters as b;
+        match offset {
+            b::SELECT => self.counter_select = v,
+            b::SNAPSHOT => {
+                let kind = CounterKind::from_value(self.counter_select >> 24);
+                let index = self.counter_select & 0x00ff_ffff;
+                self.counter_latch = match (kind, v) {
+                    (Some(k), 1) => self.counters.get(k, index),
+                    (Some(k), 2) => self.counters.take(k, index),
+                    (None, 1 | 2) => Counter::default(),
+                    _ => self.counter_latch,
+                };
+            }
+            _ => {}
+        }
+    }
+
+    fn read_queues(&mut self, offset: u32) -> u32 {
+        use blocks::queues as b;
+        let q = &mut self.queues;
+        match offset {
+            b::PUNT_STATUS => {
+                let v = (q.punt.len() as u32 & 0xffff) | (u32::from(q.punt_overflow) << 31);
+                q.punt_overflow = false;
+                v
+            }
+            b::PUNT_LEN => q.punt_data.len() as u32,
+            b::LEARN_STATUS => {
+                let v = (q.learn.len() as u32 & 0xffff) | (u32::from(q.learn_overflow) << 31);
+                q.learn_overflow = false;
+                v
+            }
+            // Injected frames are transmitted when pushed: every entry is always free.
+            b::INJECT_STATUS => q.depth as u32 & 0xffff,
+            b::IRQ_MASK => q.irq_mask,
+            o if (b::LEARN_DATA..b::LEARN_DATA + 4 * b::LEARN_DATA_COUNT).contains(&o) => {
+                q.learn_data[((o - b::LEARN_DATA) / 4) as usize]
+            }
+            o if (b::INJECT_HEADER..b::INJECT_HEADER + 4 * b::INJECT_HEADER_COUNT).contains(&o) => {
+                q.inject_header[((o - b::INJECT_HEADER) / 4) as usize]
+            }
+            o if (b::PUNT_HEADER..b::PUNT_HEADER + 4 * b::PUNT_HEADER_COUNT).contains(&o) => {
+                q.punt_header[((o - b::PUNT_HEADER) / 4) as usize]
+            }
+            o if (b::PUNT_DATA..b::PUNT_DATA + 4 * b::PUNT_DATA_COUNT).contains(&o) => {
+                let at = (o - b::PUNT_DATA) as usize;
+                let mut w = [0u8; 4];
+                for (i, x) in w.iter_mut().enumerate() {
+                    *x = q.punt_data.get(at + i).copied().unwrap_or(0);
+                }
+                u32::from_le_bytes(w)
+            }
+            _ => 0,
+        }
+    }
+
+    fn write_queues(&mut self, offset: u32, v: u32) {
+        use blocks::queues as b;
+        match offset {
+            b::PUNT_POP if v == 1 => {
+                let q = &mut self.queues;
+                match q.punt.pop_front() {
+                    Some(p) => {
+                        q.punt_header = p.header.pack().unwrap_or_default();
+                        q.punt_data = p.frame;
+                    }
+                    None => {
+                        q.punt_header = [0; 4];
+                        q.punt_data.clear();
+                    }
+                }
+            }
+            b::LEARN_POP if v == 1 => {
+                let q = &mut self.queues;
+                q.learn_data = match q.learn.pop_front() {
+                    Some(ev) => ev.pack().unwrap_or_default(),
+                    None => [0; 12],
+                };
+            }
+            b::INJECT_PUSH if v == 1 => self.inject(),
+            b::IRQ_MASK => self.queues.irq_mask = v & 3,
+            o if (b::INJECT_HEADER..b::INJECT_HEADER + 4 * b::INJECT_HEADER_COUNT).contains(&o) => {
+                self.queues.inject_header[((o - b::INJECT_HEADER) / 4) as usize] = v
+            }
+            o if (b::INJECT_DATA..b::INJECT_DATA + 4 * b::INJECT_DATA_COUNT).contains(&o) => {
+                self.queues.inject_data[((o - b::INJECT_DATA) / 4) as usize] = v
+            }
+            _ => {}
+        }
+    }
+
+    /// Sends the inject window through the action stage (on the active bank).
+    fn inject(&mut self) {
+        let Ok(h) = InjectHeader::unpack(&self.queues.inject_header) else {
+            return;
+        };
+        let len = usize::from(h.frame_len).min(WINDOW_BYTES);
+        let frame: Vec<u8> = self
+            .queues
+            .inject_data
+            .iter()
+            .flat_map(|w| w.to_le_bytes())
+            .take(len)
+            .collect();
+        let mut out = vec![0u8; crate::action::MAX_FRAME];
+        let r = pipeline::process_injected(&self.context(), &h, &frame, &mut out)
+            .unwrap_or_else(|_| unreachable_result(frame.len()));
+        self.counters.record(&r);
+        out.truncate(r.out_len);
+        self.queues.transmitted.push_back(Injected {
+            result: r,
+            frame: out,
+        });
+    }
+}
+
+/// The result for the impossible case of a MAX_FRAME buffer being too small: counted as a
+/// TOO_BIG drop rather than a panic.
+fn unreachable_result(frame_len: usize) -> PacketResult {
+    PacketResult {
+        verdict: Verdict::Drop,
+        reason: nlb_hw::enums::Reason::TooBig,
+        bank: 0,
+        rule: None,
+        pool: None,
+        backend: None,
+        key: None,
+        conntrack: crate::pipeline::CtOutcome::None,
+        ct_index: None,
+        flow_hash: 0,
+        ip_id: 0,
+        frame_len,
+        out_len: 0,
+        event: None,
+    }
+}
