@@ -8,7 +8,7 @@
 //! use flowtable_compiler::{compile, load_config, CompileOptions, HealthState, Image};
 //! let config = load_config("examples/web.yaml".as_ref())?;
 //! let compiled = compile(&config, &HealthState::default(), &CompileOptions::default())?;
-//! let bytes = compiled.image(1).write();
+//! let bytes = compiled.image(1).write()?;
 //! let image = Image::read(&bytes)?;
 //! assert_eq!(image.tables, compiled.tables);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
@@ -17,14 +17,23 @@
 //! Errors name `file:line:column: field.path: message (valid: ...)`; see [`Diagnostics`].
 #![deny(missing_docs)]
 
+pub mod compile;
 pub mod config;
 pub mod diag;
+pub mod health;
+pub mod image;
+pub mod maglev;
 pub mod model;
+pub mod symbols;
 mod tree;
 
+pub use compile::{check_capacity, compile, CompileOptions, Compiled, PoolReport};
 pub use config::{check, parse_config};
 pub use diag::{Diagnostic, Diagnostics, Pos};
+pub use health::{BackendHealth, HealthState};
+pub use image::{Image, ImageError, ImageHeader};
 pub use model::*;
+pub use symbols::{PoolKind, PoolSymbol, Symbols};
 
 use std::path::Path;
 
@@ -42,6 +51,14 @@ pub enum Error {
         /// Why.
         source: std::io::Error,
     },
+    /// A table image was refused.
+    #[error("{path}: {source}")]
+    BadImage {
+        /// The file.
+        path: String,
+        /// Why.
+        source: Box<ImageError>,
+    },
     /// A bug: the compiler produced something the tables cannot hold.
     #[error("internal error: {0}")]
     Internal(String),
@@ -51,7 +68,7 @@ impl Error {
     /// Exit status for a command-line tool: 1 for user errors, 2 for internal ones.
     pub fn exit_code(&self) -> i32 {
         match self {
-            Error::Invalid(_) | Error::Io { .. } => 1,
+            Error::Invalid(_) | Error::Io { .. } | Error::BadImage { .. } => 1,
             Error::Internal(_) => 2,
         }
     }
@@ -78,4 +95,27 @@ pub fn load_config(path: &Path) -> Result<Config, Error> {
     let (config, diags) = parse_config(&path.display().to_string(), &text);
     diags.into_result()?;
     Ok(config)
+}
+
+/// Reads, validates and compiles a configuration file in one go, reporting every problem of
+/// the file at once: syntax, schema, relations and the profile's capacity.
+pub fn compile_file(
+    path: &Path,
+    health: &HealthState,
+    options: &CompileOptions,
+) -> Result<(Config, Compiled), Error> {
+    let text = read_text(path)?;
+    let (config, mut diags) = parse_config(&path.display().to_string(), &text);
+    if !diags.is_empty() {
+        diags.extend(check_capacity(&config, options.profile));
+        diags.sort();
+        return Err(Error::Invalid(diags));
+    }
+    let mut names = health.check_names(&config);
+    if !names.is_empty() {
+        names.sort();
+        return Err(Error::Invalid(names));
+    }
+    let compiled = compile(&config, health, options)?;
+    Ok((config, compiled))
 }

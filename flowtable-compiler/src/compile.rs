@@ -1,0 +1,790 @@
+//! From a validated configuration and a health state to one table bank.
+//!
+//! Ids are given in name order, whatever the order of the file: rules; pools (target pools,
+//! then target instances); backends (instances). Each pool owns a Maglev slice, laid out in
+//! pool-id order from slot 0. The health-independent parts (VIP table, rules, ACLs, backends,
+//! slice layout) are fixed by [`compile`]; the health-dependent parts (slot contents, pool
+//! descriptors) can be recomputed for one pool with [`Compiled::recompile_pool`].
+
+use crate::config::check;
+use crate::diag::{Diagnostics, Pos};
+use crate::health::HealthState;
+use crate::maglev::{self, Member};
+use crate::model::{Config, PortRange, Prefix};
+use crate::symbols::{PoolKind, PoolSymbol, Symbols};
+use crate::Error;
+use nlb_hw::enums::{Affinity, Delivery, Table};
+use nlb_hw::hash::addr_to_u128;
+use nlb_hw::layouts::{
+    AclPrefix, BackendEntry, MaglevSlot, PoolEntry, PortSlot, RuleEntry, VipEntry,
+};
+use nlb_hw::{table_index, FlowKey, NicSettings, Profile, Tables};
+use serde::Serialize;
+use std::collections::{BTreeMap, HashMap};
+use std::net::IpAddr;
+
+/// Port-range slots in one VIP entry (`vip_entry.slot`).
+pub const PORT_SLOTS: usize = 4;
+/// Prefixes in one ACL entry (`acl_entry.prefix`).
+pub const ACL_PREFIXES: usize = 8;
+
+/// How to compile.
+#[derive(Debug, Clone, Copy)]
+pub struct CompileOptions {
+    /// Table depths to compile for.
+    pub profile: &'static Profile,
+}
+
+impl Default for CompileOptions {
+    fn default() -> Self {
+        CompileOptions {
+            profile: Profile::by_name("sim").unwrap_or(&nlb_hw::PROFILES[0]),
+        }
+    }
+}
+
+/// What the compiler decided for one pool, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PoolReport {
+    /// Pool name.
+    pub name: String,
+    /// Target pool or target instance.
+    pub kind: PoolKind,
+    /// Members configured.
+    pub members: usize,
+    /// Members healthy.
+    pub healthy: usize,
+    /// Members with slots in the pool's own slice.
+    pub eligible: Vec<String>,
+    /// The pool whose slice serves (the backup's when failed over).
+    pub serving: String,
+    /// Whether the backup pool serves.
+    pub failed_over: bool,
+    /// Own slice size M.
+    pub slice_size: u32,
+    /// One line on how the eligible set and serving slice were chosen.
+    pub why: String,
+}
+
+#[derive(Debug, Clone)]
+struct PoolPlan {
+    kind: PoolKind,
+    name: String,
+    /// (name, backend id, configured weight), in name order.
+    members: Vec<(String, u16, u32)>,
+    affinity: Affinity,
+    delivery: Delivery,
+    backup: Option<u16>,
+    ratio_permille: u16,
+    idle_timeout: u16,
+    track: bool,
+    base: u32,
+    size: u32,
+}
+
+/// The result of a compile: one table bank, the NIC settings, names, and per-pool reasons.
+#[derive(Debug, Clone)]
+pub struct Compiled {
+    /// Profile compiled for.
+    pub profile: &'static Profile,
+    /// The tables.
+    pub tables: Tables,
+    /// The `ctrl` settings.
+    pub nic: NicSettings,
+    /// Names by id.
+    pub symbols: Symbols,
+    /// SHA-256 of the canonical configuration.
+    pub config_digest: [u8; 32],
+    /// Per pool, by pool id.
+    pub pools: Vec<PoolReport>,
+    /// Remarks (for example slices made smaller to fit the Maglev memory).
+    pub notes: Vec<String>,
+    plans: Vec<PoolPlan>,
+}
+
+/// Everything fixed by the configuration and the profile alone.
+struct Layout {
+    tables: Tables,
+    symbols: Symbols,
+    plans: Vec<PoolPlan>,
+    nic: NicSettings,
+    notes: Vec<String>,
+}
+
+fn nic_settings(c: &Config) -> NicSettings {
+    let mut n = NicSettings {
+        default_action: c.nic.default_action,
+        local_mac: c.nic.mac,
+        gue_port: c.nic.gue_port,
+        ..NicSettings::default()
+    };
+    if let Some(Prefix {
+        addr: IpAddr::V4(a),
+        len,
+    }) = c.nic.outer_source_ipv4
+    {
+        n.outer_src_v4 = u32::from(a);
+        n.outer_src_v4_len = len;
+    }
+    if let Some(Prefix {
+        addr: IpAddr::V6(a),
+        len,
+    }) = c.nic.outer_source_ipv6
+    {
+        n.outer_src_v6 = u128::from(a);
+        n.outer_src_v6_len = len;
+    }
+    n
+}
+
+/// Ids, VIP placement, ACLs, backends, slice layout; every capacity limit of the profile.
+/// Works on a partly broken configuration too (dangling references are skipped), so that
+/// capacity problems are reported together with the others.
+fn layout(c: &Config, profile: &'static Profile) -> (Option<Layout>, Diagnostics) {
+    let mut d = Diagnostics::new();
+    let f = c.file.as_str();
+    let mut tables = Tables::empty(profile);
+    let mut symbols = Symbols::default();
+    let mut notes = Vec::new();
+
+    let mut rules: Vec<_> = c.forwarding_rules.iter().collect();
+    rules.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut tps: Vec<_> = c.target_pools.iter().collect();
+    tps.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut tis: Vec<_> = c.target_instances.iter().collect();
+    tis.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut insts: Vec<_> = c.instances.iter().collect();
+    insts.sort_by(|a, b| a.name.cmp(&b.name));
+
+    // Table sizes. The entity that does not fit is the first one (in id order) beyond the limit.
+    let limit = |d: &mut Diagnostics,
+                 count: usize,
+                 cap: u32,
+                 what: &str,
+                 table: &str,
+                 at: Option<(Pos, String)>| {
+        if count > cap as usize {
+            let (pos, path) = at.unwrap_or_default();
+            d.push(
+                f,
+                pos,
+                path,
+                format!(
+                    "{count} {what}, but the {} profile's {table} holds {cap}",
+                    profile.name
+                ),
+                Some(format!("at most {cap}")),
+            );
+        }
+    };
+    let rule_cap = profile.rules.min(1 << RuleEntry::POOL_WIDTH);
+    limit(
+        &mut d,
+        rules.len(),
+        profile.rules,
+        "forwarding rules",
+        "rule table",
+        rules
+            .get(profile.rules as usize)
+            .map(|r| (r.loc.pos, format!("forwardingRules[{}]", r.loc.index))),
+    );
+    let pool_count = tps.len() + tis.len();
+    let pool_at = if tps.len() > profile.pools as usize {
+        tps.get(profile.pools as usize)
+            .map(|p| (p.loc.pos, format!("targetPools[{}]", p.loc.index)))
+    } else {
+        tis.get(profile.pools as usize - tps.len())
+            .map(|t| (t.loc.pos, format!("targetInstances[{}]", t.loc.index)))
+    };
+    limit(
+        &mut d,
+        pool_count,
+        profile.pools,
+        "target pools and target instances",
+        "pool table",
+        pool_at,
+    );
+    limit(
+        &mut d,
+        insts.len(),
+        profile.backends,
+        "instances",
+        "backend table",
+        insts
+            .get(profile.backends as usize)
+            .map(|i| (i.loc.pos, format!("instances[{}]", i.loc.index))),
+    );
+    if rules.len() > rule_cap as usize
+        || pool_count > profile.pools as usize
+        || insts.len() > profile.backends.min(1 << 16) as usize
+    {
+        return (None, d);
+    }
+
+    // Backends.
+    let mut backend_id: HashMap<&str, u16> = HashMap::new();
+    for (id, i) in insts.iter().enumerate() {
+        backend_id.insert(&i.name, id as u16);
+        tables.backends[id] = BackendEntry {
+            valid: true,
+            is_ipv6: i.ip.is_ipv6(),
+            addr: addr_to_u128(i.ip),
+            mac: i.mac.or(c.nic.next_hop_mac).unwrap_or(0),
+        };
+        symbols.backends.push(i.name.clone());
+    }
+
+    // Pools.
+    let mut pool_id: HashMap<&str, u16> = HashMap::new();
+    for (id, name) in tps
+        .iter()
+        .map(|p| &p.name)
+        .chain(tis.iter().map(|t| &t.name))
+        .enumerate()
+    {
+        pool_id.entry(name).or_insert(id as u16);
+    }
+    let members_of = |refs: &mut dyn Iterator<Item = &str>| -> Vec<(String, u16, u32)> {
+        let mut v: Vec<(String, u16, u32)> = refs
+            .filter_map(|n| {
+                let id = *backend_id.get(n)?;
+                Some((n.to_string(), id, insts[usize::from(id)].weight))
+            })
+            .collect();
+        v.sort();
+        v.dedup();
+        v
+    };
+    let mut plans: Vec<PoolPlan> = Vec::with_capacity(pool_count);
+    for p in &tps {
+        let members = members_of(&mut p.instances.iter().map(|r| r.name.as_str()));
+        let backup = p
+            .backup_pool
+            .as_ref()
+            .and_then(|b| pool_id.get(b.name.as_str()).copied())
+            .filter(|&b| usize::from(b) < tps.len());
+        plans.push(PoolPlan {
+            kind: PoolKind::TargetPool,
+            name: p.name.clone(),
+            size: if members.is_empty() {
+                0
+            } else {
+                maglev::size_for(members.len())
+            },
+            members,
+            affinity: p.session_affinity,
+            delivery: p.delivery,
+            backup,
+            ratio_permille: p
+                .failover_ratio
+                .map_or(0, |r| (r * 1000.0).round().clamp(0.0, 1000.0) as u16),
+            idle_timeout: p.idle_timeout_sec,
+            track: true,
+            base: 0,
+        });
+    }
+    for t in &tis {
+        let members = members_of(&mut std::iter::once(t.instance.name.as_str()));
+        plans.push(PoolPlan {
+            kind: PoolKind::TargetInstance,
+            name: t.name.clone(),
+            size: u32::from(!members.is_empty()),
+            members,
+            affinity: Affinity::None,
+            delivery: t.delivery,
+            backup: None,
+            ratio_permille: 0,
+            idle_timeout: t.idle_timeout_sec,
+            // One backend: every packet goes to it, so there is no choice to remember.
+            track: false,
+            base: 0,
+        });
+    }
+
+    // Maglev slot memory: shrink the largest slices one ladder step at a time until all fit.
+    let cap = u64::from(profile.maglev_slots);
+    let mut total: u64 = plans.iter().map(|p| u64::from(p.size)).sum();
+    while total > cap {
+        let candidate = plans
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.kind == PoolKind::TargetPool)
+            .filter_map(|(i, p)| maglev::step_down(p.size, p.members.len()).map(|s| (p.size, i, s)))
+            .max_by_key(|(size, i, _)| (*size, std::cmp::Reverse(*i)));
+        let Some((old, i, new)) = candidate else {
+            break;
+        };
+        plans[i].size = new;
+        total -= u64::from(old - new);
+    }
+    if total > cap {
+        let (pos, path) = tps
+            .iter()
+            .max_by_key(|p| p.instances.len())
+            .map(|p| (p.loc.pos, format!("targetPools[{}]", p.loc.index)))
+            .unwrap_or_default();
+        d.push(
+            f,
+            pos,
+            path,
+            format!(
+                "the pools need {total} Maglev slots even at the smallest slice sizes, but the {} profile's slot memory holds {cap}",
+                profile.name
+            ),
+            Some(format!("at most {cap} slots in all; fewer or smaller pools")),
+        );
+    }
+    let mut base = 0u32;
+    for p in &mut plans {
+        if p.kind == PoolKind::TargetPool
+            && p.size != 0
+            && p.size != maglev::size_for(p.members.len())
+        {
+            notes.push(format!(
+                "pool {}: Maglev slice of {} slots instead of {} to fit the slot memory",
+                p.name,
+                p.size,
+                maglev::size_for(p.members.len())
+            ));
+        }
+        p.base = base;
+        base = base.saturating_add(p.size);
+    }
+    for p in &plans {
+        symbols.pools.push(PoolSymbol {
+            name: p.name.clone(),
+            kind: p.kind,
+            own_base: p.base,
+            own_size: p.size,
+            members: p.members.iter().map(|m| m.1).collect(),
+        });
+    }
+    for (id, r) in rules.iter().enumerate() {
+        symbols.rules.push(r.name.clone());
+        let acl_enabled = !r.source_ranges.is_empty();
+        tables.rules[id] = RuleEntry {
+            valid: pool_id.contains_key(r.target.name.as_str()),
+            acl_enabled,
+            pool: pool_id.get(r.target.name.as_str()).copied().unwrap_or(0),
+        };
+        if acl_enabled {
+            let mut prefixes: Vec<Prefix> = r.source_ranges.clone();
+            for p in &c.nic.health_check_source_ranges {
+                if !prefixes.contains(p) {
+                    prefixes.push(*p);
+                }
+            }
+            if prefixes.len() > ACL_PREFIXES {
+                d.push(
+                    f,
+                    r.loc.field("sourceRanges"),
+                    format!("forwardingRules[{}].sourceRanges", r.loc.index),
+                    format!(
+                        "{} source ranges ({} of the rule + {} health-check ranges), but an ACL entry holds {ACL_PREFIXES}",
+                        prefixes.len(),
+                        r.source_ranges.len(),
+                        prefixes.len() - r.source_ranges.len()
+                    ),
+                    Some(format!("at most {ACL_PREFIXES} prefixes; merge ranges into wider ones")),
+                );
+                continue;
+            }
+            for (k, p) in prefixes.iter().enumerate() {
+                let (addr, len) = p.to_table();
+                tables.acl[id].prefix[k] = AclPrefix {
+                    valid: true,
+                    prefix_len: len,
+                    addr,
+                };
+            }
+        }
+    }
+
+    // VIP table: one entry per (VIP, protocol), placed in the first free way of its bucket;
+    // groups are placed in address order so the result does not depend on the file's order.
+    type Slots = Vec<(PortRange, u16, usize)>;
+    let mut groups: BTreeMap<(u128, u8), Slots> = BTreeMap::new();
+    for (id, r) in rules.iter().enumerate() {
+        groups
+            .entry((addr_to_u128(r.ip_address), r.ip_protocol.number()))
+            .or_default()
+            .push((r.port_range, id as u16, id));
+    }
+    let ways = profile.vip_ways as usize;
+    let mut occupant: Vec<Option<(u128, u8)>> = vec![None; tables.vip.len()];
+    for ((addr, proto), mut slots) in groups {
+        slots.sort();
+        let first = rules[slots[0].2];
+        if slots.len() > PORT_SLOTS {
+            let extra = rules[slots[PORT_SLOTS].2];
+            d.push(
+                f,
+                extra.loc.field("portRange"),
+                format!("forwardingRules[{}]", extra.loc.index),
+                format!(
+                    "{} rules on {} {}, but a VIP entry holds {PORT_SLOTS} port ranges per protocol",
+                    slots.len(),
+                    first.ip_address,
+                    first.ip_protocol.name()
+                ),
+                Some(format!("at most {PORT_SLOTS} rules per VIP and protocol")),
+            );
+            continue;
+        }
+        let ip = nlb_hw::hash::u128_to_addr(addr);
+        let bucket = table_index(FlowKey::vip(proto, ip).hash(), profile.vip_buckets) as usize;
+        let Some(way) = (0..ways).find(|w| occupant[bucket * ways + w].is_none()) else {
+            let held: Vec<String> = (0..ways)
+                .filter_map(|w| occupant[bucket * ways + w])
+                .map(|(a, p)| {
+                    format!(
+                        "{} {}",
+                        nlb_hw::hash::u128_to_addr(a),
+                        if p == 6 { "TCP" } else { "UDP" }
+                    )
+                })
+                .collect();
+            d.push(
+                f,
+                first.loc.field("IPAddress"),
+                format!("forwardingRules[{}].IPAddress", first.loc.index),
+                format!(
+                    "VIP table bucket {bucket} is full: its {ways} ways hold {}; the {} profile has {} buckets × {ways} ways",
+                    held.join(", "),
+                    profile.name,
+                    profile.vip_buckets
+                ),
+                Some(format!("at most {ways} VIP+protocol pairs hashing to one bucket; another VIP address")),
+            );
+            continue;
+        };
+        let index = bucket * ways + way;
+        occupant[index] = Some((addr, proto));
+        let mut entry = VipEntry {
+            valid: true,
+            protocol: proto,
+            addr,
+            slot: [PortSlot::default(); PORT_SLOTS],
+        };
+        for (k, (range, rule, _)) in slots.iter().enumerate() {
+            entry.slot[k] = PortSlot {
+                valid: true,
+                port_lo: range.lo,
+                port_hi: range.hi,
+                rule: *rule,
+            };
+        }
+        tables.vip[index] = entry;
+    }
+
+    let ok = d.is_empty();
+    (
+        ok.then(|| Layout {
+            tables,
+            symbols,
+            plans,
+            nic: nic_settings(c),
+            notes,
+        }),
+        d,
+    )
+}
+
+/// Checks a possibly broken configuration against a profile's capacity: the diagnostics
+/// [`compile`] would add to those of [`check`].
+pub fn check_capacity(config: &Config, profile: &'static Profile) -> Diagnostics {
+    layout(config, profile).1
+}
+
+/// Compiles a configuration under a health state.
+pub fn compile(
+    config: &Config,
+    health: &HealthState,
+    options: &CompileOptions,
+) -> Result<Compiled, Error> {
+    let mut d = check(config);
+    let (layout, capacity) = layout(config, options.profile);
+    d.extend(capacity);
+    d.into_result()?;
+    let layout =
+        layout.ok_or_else(|| Error::Internal("layout failed without a diagnostic".into()))?;
+    let mut c = Compiled {
+        profile: options.profile,
+        tables: layout.tables,
+        nic: layout.nic,
+        symbols: layout.symbols,
+        config_digest: config.digest(),
+        pools: Vec::new(),
+        notes: layout.notes,
+        plans: layout.plans,
+    };
+    c.pools = c
+        .plans
+        .iter()
+        .map(|p| PoolReport {
+            name: p.name.clone(),
+            kind: p.kind,
+            members: p.members.len(),
+            healthy: 0,
+            eligible: Vec::new(),
+            serving: p.name.clone(),
+            failed_over: false,
+            slice_size: p.size,
+            why: String::new(),
+        })
+        .collect();
+    for id in 0..c.plans.len() {
+        c.fill_slice(id, health);
+    }
+    for id in 0..c.plans.len() {
+        c.describe(id, health);
+    }
+    Ok(c)
+}
+
+impl Compiled {
+    fn healthy_count(&self, id: usize, health: &HealthState) -> usize {
+        let p = &self.plans[id];
+        match p.kind {
+            // A target instance has no health check: it always counts as healthy.
+            PoolKind::TargetInstance => p.members.len(),
+            PoolKind::TargetPool => p
+                .members
+                .iter()
+                .filter(|m| health.get(&m.0).healthy)
+                .count(),
+        }
+    }
+
+    /// Eligible members with effective weights, and why (SPEC R3.4, R5.4).
+    fn eligible(&self, id: usize, health: &HealthState) -> (Vec<(usize, u32)>, String) {
+        let p = &self.plans[id];
+        let healthy: Vec<usize> = (0..p.members.len())
+            .filter(|&i| p.kind == PoolKind::TargetInstance || health.get(&p.members[i].0).healthy)
+            .collect();
+        let (set, mut why) = if healthy.is_empty() && !p.members.is_empty() {
+            (
+                (0..p.members.len()).collect::<Vec<_>>(),
+                "no member is healthy: all are eligible (fail open)".to_string(),
+            )
+        } else {
+            let n = healthy.len();
+            (
+                healthy,
+                format!("{n} of {} members healthy", p.members.len()),
+            )
+        };
+        // Probe weights count only when every eligible member reported one (SPEC R5.4);
+        // otherwise the configured weights apply.
+        let probed = set
+            .iter()
+            .all(|&i| health.get(&p.members[i].0).weight.is_some());
+        let mut weighted: Vec<(usize, u32)> = set
+            .iter()
+            .map(|&i| {
+                let w = if probed {
+                    health.get(&p.members[i].0).weight.unwrap_or(1)
+                } else {
+                    p.members[i].2
+                };
+                (i, w)
+            })
+            .collect();
+        if probed
+            && !set.is_empty()
+            && set
+                .iter()
+                .any(|&i| health.get(&p.members[i].0).weight.is_some())
+        {
+            why.push_str(", probe weights");
+        }
+        if !weighted.is_empty() && weighted.iter().all(|(_, w)| *w == 0) {
+            for w in &mut weighted {
+                w.1 = 1;
+            }
+            why.push_str(", every weight is 0: equal shares");
+        }
+        (weighted, why)
+    }
+
+    fn fill_slice(&mut self, id: usize, health: &HealthState) {
+        let (eligible, why) = self.eligible(id, health);
+        let p = &self.plans[id];
+        let members: Vec<Member> = eligible
+            .iter()
+            .map(|&(i, w)| Member {
+                name: &p.members[i].0,
+                id: p.members[i].1,
+                weight: w,
+            })
+            .collect();
+        let slots = maglev::populate(&members, p.size);
+        let base = p.base as usize;
+        for (k, b) in slots.iter().enumerate() {
+            self.tables.maglev[base + k] = MaglevSlot { backend: *b };
+        }
+        let names = eligible
+            .iter()
+            .filter(|(_, w)| *w > 0)
+            .map(|&(i, _)| p.members[i].0.clone())
+            .collect();
+        let healthy = self.healthy_count(id, health);
+        let r = &mut self.pools[id];
+        r.eligible = names;
+        r.healthy = healthy;
+        r.why = why;
+    }
+
+    /// Writes a pool's descriptor: its own slice, or its backup's when failed over (SPEC R1).
+    fn describe(&mut self, id: usize, health: &HealthState) {
+        let p = &self.plans[id];
+        let total = p.members.len();
+        let healthy = self.healthy_count(id, health);
+        let mut serving = id;
+        let mut note = String::new();
+        if let Some(b) = p.backup {
+            let b = usize::from(b);
+            let trigger = healthy as u64 * 1000 <= u64::from(p.ratio_permille) * total as u64;
+            if trigger {
+                let backup_healthy = self.healthy_count(b, health);
+                if backup_healthy > 0 {
+                    serving = b;
+                    note = format!(
+                        "; healthy fraction {healthy}/{total} ≤ failoverRatio {:.3}: backup pool {} serves",
+                        f64::from(p.ratio_permille) / 1000.0,
+                        self.plans[b].name
+                    );
+                } else {
+                    note = format!(
+                        "; healthy fraction {healthy}/{total} ≤ failoverRatio {:.3}, but backup pool {} has no healthy member: the pool serves itself",
+                        f64::from(p.ratio_permille) / 1000.0,
+                        self.plans[b].name
+                    );
+                }
+            }
+        }
+        let s = &self.plans[serving];
+        self.tables.pools[id] = PoolEntry {
+            valid: true,
+            affinity: p.affinity,
+            delivery: s.delivery,
+            maglev_base: s.base,
+            maglev_size: s.size,
+            backup_pool: p.backup.unwrap_or(0),
+            has_backup: p.backup.is_some(),
+            failover_ratio: p.ratio_permille,
+            failed_over: serving != id,
+            track: p.track,
+            idle_timeout: p.idle_timeout,
+        };
+        let serving_name = s.name.clone();
+        let r = &mut self.pools[id];
+        r.serving = serving_name;
+        r.failed_over = serving != id;
+        if let Some(i) = r.why.find("; healthy fraction") {
+            r.why.truncate(i);
+        }
+        r.why.push_str(&note);
+    }
+
+    /// Names of the pools that have `backend` as a member.
+    pub fn pools_with_backend(&self, backend: &str) -> Vec<String> {
+        self.plans
+            .iter()
+            .filter(|p| p.members.iter().any(|m| m.0 == backend))
+            .map(|p| p.name.clone())
+            .collect()
+    }
+
+    /// Recomputes one pool after a health or weight change: its slice, its descriptor and the
+    /// descriptors of pools that use it as their backup. Returns the entries that changed, as
+    /// the driver's delta load wants them. The result equals a full [`compile`] under `health`.
+    pub fn recompile_pool(
+        &mut self,
+        pool: &str,
+        health: &HealthState,
+    ) -> Result<Vec<(Table, u32)>, Error> {
+        let id = self
+            .plans
+            .iter()
+            .position(|p| p.name == pool)
+            .ok_or_else(|| Error::Internal(format!("no pool named `{pool}` in this compile")))?;
+        let (base, size) = (self.plans[id].base as usize, self.plans[id].size as usize);
+        let old_slots: Vec<MaglevSlot> = self.tables.maglev[base..base + size].to_vec();
+        let dependants: Vec<usize> = std::iter::once(id)
+            .chain((0..self.plans.len()).filter(|&q| self.plans[q].backup == Some(id as u16)))
+            .collect();
+        let old_pools: Vec<PoolEntry> = dependants.iter().map(|&q| self.tables.pools[q]).collect();
+        self.fill_slice(id, health);
+        for &q in &dependants {
+            self.describe(q, health);
+        }
+        let mut changed = Vec::new();
+        for (k, old) in old_slots.iter().enumerate() {
+            if self.tables.maglev[base + k] != *old {
+                changed.push((Table::Maglev, (base + k) as u32));
+            }
+        }
+        for (&q, old) in dependants.iter().zip(&old_pools) {
+            if self.tables.pools[q] != *old {
+                changed.push((Table::Pool, q as u32));
+            }
+        }
+        Ok(changed)
+    }
+
+    /// Recomputes every pool for a new health state; returns the entries that changed.
+    pub fn apply_health(&mut self, health: &HealthState) -> Result<Vec<(Table, u32)>, Error> {
+        let names: Vec<String> = self.plans.iter().map(|p| p.name.clone()).collect();
+        let mut changed = Vec::new();
+        for n in names {
+            changed.extend(self.recompile_pool(&n, health)?);
+        }
+        changed.sort_by_key(|(t, i)| (t.value(), *i));
+        changed.dedup();
+        Ok(changed)
+    }
+
+    /// Occupancy of each table: (table, used entries, depth).
+    pub fn occupancy(&self) -> Vec<(Table, u32, u32)> {
+        let t = &self.tables;
+        let count = |n: usize| n as u32;
+        vec![
+            (
+                Table::Vip,
+                count(t.vip.iter().filter(|e| e.valid).count()),
+                t.depth(Table::Vip),
+            ),
+            (
+                Table::Rule,
+                count(t.rules.iter().filter(|e| e.valid).count()),
+                t.depth(Table::Rule),
+            ),
+            (
+                Table::Acl,
+                count(
+                    t.acl
+                        .iter()
+                        .filter(|e| e.prefix.iter().any(|p| p.valid))
+                        .count(),
+                ),
+                t.depth(Table::Acl),
+            ),
+            (
+                Table::Pool,
+                count(t.pools.iter().filter(|e| e.valid).count()),
+                t.depth(Table::Pool),
+            ),
+            (
+                Table::Maglev,
+                self.plans.iter().map(|p| p.size).sum(),
+                t.depth(Table::Maglev),
+            ),
+            (
+                Table::Backend,
+                count(t.backends.iter().filter(|e| e.valid).count()),
+                t.depth(Table::Backend),
+            ),
+        ]
+    }
+}
