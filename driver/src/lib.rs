@@ -2,12 +2,19 @@
 //! conntrack manager, the flash programmer and the slow path.
 #![deny(missing_docs)]
 
+pub mod conntrack;
 pub mod device;
 pub mod discovery;
+pub mod fault;
 pub mod flash;
+pub mod loader;
+pub mod sim;
 pub mod slowpath;
 pub mod vfio;
 
+pub use conntrack::{Conntrack, ConntrackError, NewConnection};
 pub use device::{Batch, Device, DeviceError, RegOp};
 pub use discovery::{discover, DeviceInfo, DiscoveryError, FirmwareId};
+pub use loader::{LoadError, LoadReport, Loader, LoaderOptions};
+pub use sim::Sim;
 pub use vfio::{PciAddress, Vfio, VfioError};

@@ -1,0 +1,626 @@
+//! The table loader: atomic, incremental loads of a table image into the two banks.
+//!
+//! The pipeline reads the bank `ctrl.active_bank` names, latched per packet. A load writes
+//! the other (inactive) bank through the table window, only the entries whose contents
+//! differ from what that bank holds (the loader keeps a shadow of both banks), reads every
+//! written entry back, writes the NIC settings, then flips `active_bank` with one register
+//! write and bumps `generation`. Nothing before the flip touches the serving bank, so an
+//! error, or a loader killed at any point, leaves the previous table serving; the flip
+//! itself is a single write, so every packet sees either the old or the new table whole.
+//!
+//! Before a bank is written again it must be free of packets that latched it: the loader
+//! polls `ctrl.bank_in_use` (bounded) before its first write.
+//!
+//! On attach (first use after a start or restart) the shadow is rebuilt by reading both banks
+//! back from the device ([`Loader::attach`]); entries whose write was interrupted are marked
+//! suspect and always rewritten.
+//!
+//! # Register writes per entry
+//! For each changed entry: `index`, the data words that differ from what the window already
+//! holds, `cmd = WRITE`, then `cmd = READ` for the read-back (verification). Entries of a
+//! table are written grouped by value, so a run of entries that receive the same value (the
+//! Maglev slots of a failed backend moving to the same survivor) need no data writes after the
+//! first. [`LoadReport`] counts update, verification and control writes separately.
+
+use crate::device::{Batch, Device, DeviceError};
+use nlb_hw::blocks::{ctrl, table as win};
+use nlb_hw::enums::{DefaultAction, Table, TableCmd};
+use nlb_hw::{LayoutError, NicSettings, Profile, Tables};
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+/// Why a load (or the recovery read) failed. Every error before the flip leaves the
+/// previous table serving.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// Register access failed.
+    #[error(transparent)]
+    Device(#[from] DeviceError),
+    /// The image was compiled for another capacity profile.
+    #[error(
+        "the image was compiled for the `{image}` profile but the device has the `{device}` \
+         profile; recompile with `--profile {device}`"
+    )]
+    ProfileMismatch {
+        /// Profile of the image.
+        image: &'static str,
+        /// Profile of the device.
+        device: &'static str,
+    },
+    /// An entry of the image does not encode (a field too wide for its layout).
+    #[error("{table:?} entry {index} of the image cannot be encoded: {source}")]
+    Encode {
+        /// Table.
+        table: Table,
+        /// Index.
+        index: u32,
+        /// Why.
+        #[source]
+        source: LayoutError,
+    },
+    /// The table window reported an error for a command.
+    #[error("the table window refused {op} of {table:?} entry {index} in bank {bank}")]
+    Window {
+        /// Table.
+        table: Table,
+        /// Bank.
+        bank: u8,
+        /// Index.
+        index: u32,
+        /// `write` or `read`.
+        op: &'static str,
+    },
+    /// Read-back differs from what was written.
+    #[error(
+        "read-back of {table:?} entry {index} in bank {bank} differs: wrote {wrote:08x?}, read \
+         {read:08x?}"
+    )]
+    Verify {
+        /// Table.
+        table: Table,
+        /// Bank.
+        bank: u8,
+        /// Index.
+        index: u32,
+        /// Words written.
+        wrote: Vec<u32>,
+        /// Words read back.
+        read: Vec<u32>,
+    },
+    /// A NIC setting did not read back as written.
+    #[error("ctrl register {offset:#x} reads {read:#x} after writing {wrote:#x}")]
+    NicVerify {
+        /// Register.
+        offset: u32,
+        /// Written.
+        wrote: u32,
+        /// Read back.
+        read: u32,
+    },
+    /// The flip did not take.
+    #[error("active_bank reads {read} after writing {wrote}")]
+    Flip {
+        /// Bank written.
+        wrote: u8,
+        /// Bank read back.
+        read: u8,
+    },
+    /// `active_bank` changed without this loader: another loader is at work.
+    #[error(
+        "active_bank is {found} but this loader last set {expected}: another loader is \
+         writing this device; stop it, then attach again"
+    )]
+    ActiveBankMoved {
+        /// What this loader set.
+        expected: u8,
+        /// What the device says.
+        found: u8,
+    },
+    /// Packets latched on the inactive bank did not drain.
+    #[error("bank {bank} still had packets in flight after {waited:?}; nothing was written")]
+    BankBusy {
+        /// Bank.
+        bank: u8,
+        /// How long the loader waited.
+        waited: Duration,
+    },
+}
+
+/// Loader tuning.
+#[derive(Debug, Clone, Copy)]
+pub struct LoaderOptions {
+    /// How long to wait for the inactive bank to drain.
+    pub drain_timeout: Duration,
+    /// Poll interval while waiting.
+    pub drain_poll: Duration,
+    /// Entries per register batch (one socket message for the socket backend).
+    pub batch_entries: usize,
+    /// Set `ctrl.enable` after the flip if the pipeline is disabled.
+    pub enable_pipeline: bool,
+}
+
+impl Default for LoaderOptions {
+    fn default() -> Self {
+        LoaderOptions {
+            drain_timeout: Duration::from_secs(1),
+            drain_poll: Duration::from_micros(100),
+            batch_entries: 1024,
+            enable_pipeline: true,
+        }
+    }
+}
+
+/// What one load did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LoadReport {
+    /// The bank now serving.
+    pub bank: u8,
+    /// The generation written with the flip.
+    pub generation: u32,
+    /// Entries written (those that differed from the bank's contents, plus suspects).
+    pub changed_entries: usize,
+    /// Changed entries per table, in `Table::ALL` order.
+    pub changed_by_table: Vec<(Table, usize)>,
+    /// Writes that updated the bank: `select`, `index`, data words, `cmd = WRITE`.
+    pub update_writes: u64,
+    /// Writes for the read-back: `cmd = READ`.
+    pub verify_writes: u64,
+    /// NIC settings, `active_bank`, `generation`, `enable`.
+    pub control_writes: u64,
+    /// Register reads.
+    pub reads: u64,
+    /// Wall time.
+    pub elapsed: Duration,
+}
+
+impl LoadReport {
+    /// Every register write of the load.
+    pub fn total_writes(&self) -> u64 {
+        self.update_writes + self.verify_writes + self.control_writes
+    }
+}
+
+/// The ctrl registers that hold [`NicSettings`], in write order.
+const NIC_REGS: [u32; 12] = [
+    ctrl::DEFAULT_ACTION,
+    ctrl::LOCAL_MAC_LO,
+    ctrl::LOCAL_MAC_HI,
+    ctrl::GUE_PORT,
+    ctrl::OUTER_SRC_V4,
+    ctrl::OUTER_SRC_V4_LEN,
+    ctrl::OUTER_SRC_V6_0,
+    ctrl::OUTER_SRC_V6_1,
+    ctrl::OUTER_SRC_V6_2,
+    ctrl::OUTER_SRC_V6_3,
+    ctrl::OUTER_SRC_V6_LEN,
+    ctrl::ENABLE,
+];
+
+/// Register values of [`NicSettings`], in [`NIC_REGS`] order (without ENABLE).
+pub fn nic_words(n: &NicSettings) -> [u32; 11] {
+    [
+        n.default_action.value(),
+        n.local_mac as u32,
+        ((n.local_mac >> 32) & 0xffff) as u32,
+        u32::from(n.gue_port),
+        n.outer_src_v4,
+        u32::from(n.outer_src_v4_len),
+        (n.outer_src_v6 >> 96) as u32,
+        (n.outer_src_v6 >> 64) as u32,
+        (n.outer_src_v6 >> 32) as u32,
+        n.outer_src_v6 as u32,
+        u32::from(n.outer_src_v6_len),
+    ]
+}
+
+/// [`NicSettings`] from register values in [`NIC_REGS`] order; `None` if a value is invalid.
+pub fn nic_from_words(w: &[u32]) -> Option<NicSettings> {
+    let [da, mac_lo, mac_hi, gue, v4, v4_len, a, b, c, d, v6_len, ..] = *w else {
+        return None;
+    };
+    Some(NicSettings {
+        default_action: DefaultAction::from_value(da)?,
+        local_mac: u64::from(mac_lo) | (u64::from(mac_hi & 0xffff) << 32),
+        gue_port: u16::try_from(gue).ok()?,
+        outer_src_v4: v4,
+        outer_src_v4_len: u8::try_from(v4_len).ok().filter(|l| *l <= 32)?,
+        outer_src_v6: (u128::from(a) << 96)
+            | (u128::from(b) << 64)
+            | (u128::from(c) << 32)
+            | u128::from(d),
+        outer_src_v6_len: u8::try_from(v6_len).ok().filter(|l| *l <= 128)?,
+    })
+}
+
+/// Depth of a table in a profile.
+pub fn table_depth(profile: &Profile, table: Table) -> u32 {
+    match table {
+        Table::Vip => profile.vip_entries(),
+        Table::Rule | Table::Acl => profile.rules,
+        Table::Pool => profile.pools,
+        Table::Maglev => profile.maglev_slots,
+        Table::Backend => profile.backends,
+    }
+}
+
+fn select_word(table: Table, bank: u8) -> u32 {
+    table.value() | (u32::from(bank & 1) << 8)
+}
+
+/// Keeps both banks of one device in step with the images given to it.
+#[derive(Debug)]
+pub struct Loader {
+    profile: &'static Profile,
+    shadow: [Tables; 2],
+    /// Entries whose device contents are unknown (write interrupted, unreadable): always
+    /// rewritten. Keyed by (table value, index).
+    suspect: [BTreeSet<(u32, u32)>; 2],
+    /// Last known ctrl register values ([`NIC_REGS`] order); `None` = unknown.
+    nic: [Option<u32>; 12],
+    active: u8,
+    generation: u32,
+    flip_uncertain: bool,
+    opts: LoaderOptions,
+    batch: Batch,
+}
+
+impl Loader {
+    /// Attaches to a device: reads `active_bank`, `generation`, the NIC settings and both
+    /// banks, so that the shadow matches the device whatever happened before (recovery).
+    pub fn attach<D: Device + ?Sized>(
+        dev: &mut D,
+        profile: &'static Profile,
+        opts: LoaderOptions,
+    ) -> Result<Loader, LoadError> {
+        let mut loader = Loader {
+            profile,
+            shadow: [Tables::empty(profile), Tables::empty(profile)],
+            suspect: [BTreeSet::new(), BTreeSet::new()],
+            nic: [None; 12],
+            active: 0,
+            generation: 0,
+            flip_uncertain: false,
+            opts,
+            batch: Batch::new(),
+        };
+        loader.read_control(dev)?;
+        for bank in 0..2 {
+            loader.read_bank(dev, bank)?;
+        }
+        Ok(loader)
+    }
+
+    /// The bank serving now.
+    pub fn active_bank(&self) -> u8 {
+        self.active
+    }
+
+    /// The generation of the serving table.
+    pub fn generation(&self) -> u32 {
+        self.generation
+    }
+
+    /// What the loader believes a bank holds.
+    pub fn shadow(&self, bank: u8) -> &Tables {
+        &self.shadow[usize::from(bank & 1)]
+    }
+
+    /// The capacity profile of the device.
+    pub fn profile(&self) -> &'static Profile {
+        self.profile
+    }
+
+    /// Entries of a bank whose device contents are unknown.
+    pub fn suspect_entries(&self, bank: u8) -> usize {
+        self.suspect[usize::from(bank & 1)].len()
+    }
+
+    fn read_control<D: Device + ?Sized>(&mut self, dev: &mut D) -> Result<(), LoadError> {
+        self.batch.read(ctrl::ACTIVE_BANK).read(ctrl::GENERATION);
+        for reg in NIC_REGS {
+            self.batch.read(reg);
+        }
+        let r = self.batch.run(dev)?;
+        self.active = (r[0] & 1) as u8;
+        self.generation = r[1];
+        for (slot, v) in self.nic.iter_mut().zip(&r[2..]) {
+            *slot = Some(*v);
+        }
+        if nic_from_words(&r[2..]).is_none() {
+            // An invalid setting on the device: write all of them at the next load.
+            self.nic = [None; 12];
+        }
+        Ok(())
+    }
+
+    /// Reads a whole bank into its shadow.
+    fn read_bank<D: Device + ?Sized>(&mut self, dev: &mut D, bank: u8) -> Result<(), LoadError> {
+        let b = usize::from(bank);
+        self.suspect[b].clear();
+        for table in Table::ALL {
+            let depth = table_depth(self.profile, table);
+            let words = Tables::entry_words(table);
+            self.batch.write(win::SELECT, select_word(table, bank));
+            let step = self.opts.batch_entries.max(1) as u32;
+            let mut first = 0;
+            while first < depth {
+                let last = (first + step).min(depth);
+                for i in first..last {
+                    self.batch
+                        .write(win::INDEX, i)
+                        .write(win::CMD, TableCmd::Read.value())
+                        .read(win::STATUS)
+                        .read_words(win::DATA, words as u32);
+                }
+                let r = self.batch.run(dev)?;
+                for (k, i) in (first..last).enumerate() {
+                    let at = k * (words + 1);
+                    let (status, data) = (r[at], &r[at + 1..at + 1 + words]);
+                    if status & 2 != 0 {
+                        return Err(LoadError::Window {
+                            table,
+                            bank,
+                            index: i,
+                            op: "read",
+                        });
+                    }
+                    if self.shadow[b].write_entry(table, i, data).is_err() {
+                        // Garbage in the memory (never written since power-up): rewrite it.
+                        self.suspect[b].insert((table.value(), i));
+                    }
+                }
+                first = last;
+            }
+        }
+        Ok(())
+    }
+
+    /// Loads `tables` and `nic` into the device and makes them serve.
+    pub fn load<D: Device + ?Sized>(
+        &mut self,
+        dev: &mut D,
+        tables: &Tables,
+        nic: &NicSettings,
+    ) -> Result<LoadReport, LoadError> {
+        let start = Instant::now();
+        if tables.profile.name != self.profile.name {
+            return Err(LoadError::ProfileMismatch {
+                image: tables.profile.name,
+                device: self.profile.name,
+            });
+        }
+        let mut report = LoadReport::default();
+
+        // The device must still serve what this loader last made it serve.
+        let r = self
+            .batch
+            .read(ctrl::ACTIVE_BANK)
+            .read(ctrl::GENERATION)
+            .run(dev)?;
+        let (found, generation) = ((r[0] & 1) as u8, r[1]);
+        report.reads += 2;
+        if found != self.active {
+            if !self.flip_uncertain {
+                return Err(LoadError::ActiveBankMoved {
+                    expected: self.active,
+                    found,
+                });
+            }
+            self.active = found;
+        }
+        self.flip_uncertain = false;
+        self.generation = generation;
+        let target = self.active ^ 1;
+        let t = usize::from(target);
+
+        // Encode the changed entries before touching the device.
+        let mut changes: Vec<(Table, u32)> = self.shadow[t].diff(tables);
+        for &(tv, i) in &self.suspect[t] {
+            if let Some(table) = Table::from_value(tv) {
+                if !changes.contains(&(table, i)) {
+                    changes.push((table, i));
+                }
+            }
+        }
+        let mut encoded: Vec<(Table, u32, Vec<u32>)> = Vec::with_capacity(changes.len());
+        for (table, index) in changes {
+            let words = tables.read_entry(table, index).map_err(|e| match e {
+                nlb_hw::TableError::Layout(source) => LoadError::Encode {
+                    table,
+                    index,
+                    source,
+                },
+                nlb_hw::TableError::OutOfRange { .. } => LoadError::Window {
+                    table,
+                    bank: target,
+                    index,
+                    op: "write",
+                },
+            })?;
+            encoded.push((table, index, words));
+        }
+        // Group by table, then by value, so runs of equal values need no data writes.
+        encoded.sort_by(|a, b| (a.0.value(), &a.2, a.1).cmp(&(b.0.value(), &b.2, b.1)));
+        report.changed_entries = encoded.len();
+        report.changed_by_table = Table::ALL
+            .iter()
+            .map(|t| (*t, encoded.iter().filter(|e| e.0 == *t).count()))
+            .collect();
+
+        self.drain(dev, target, &mut report)?;
+        self.write_entries(dev, target, &encoded, &mut report)?;
+        self.write_nic(dev, nic, &mut report)?;
+        self.flip(dev, target, &mut report)?;
+        report.elapsed = start.elapsed();
+        Ok(report)
+    }
+
+    /// Waits until no packet that latched `bank` is in flight.
+    fn drain<D: Device + ?Sized>(
+        &mut self,
+        dev: &mut D,
+        bank: u8,
+        report: &mut LoadReport,
+    ) -> Result<(), LoadError> {
+        let start = Instant::now();
+        loop {
+            let in_use = dev.read32(ctrl::BANK_IN_USE)?;
+            report.reads += 1;
+            if (in_use >> bank) & 1 == 0 {
+                return Ok(());
+            }
+            let waited = start.elapsed();
+            if waited >= self.opts.drain_timeout {
+                return Err(LoadError::BankBusy { bank, waited });
+            }
+            dev.wait(self.opts.drain_poll)?;
+        }
+    }
+
+    fn write_entries<D: Device + ?Sized>(
+        &mut self,
+        dev: &mut D,
+        bank: u8,
+        encoded: &[(Table, u32, Vec<u32>)],
+        report: &mut LoadReport,
+    ) -> Result<(), LoadError> {
+        let b = usize::from(bank);
+        // What the window's data words hold; unknown at the start of a load.
+        let mut window: [Option<u32>; win::DATA_COUNT as usize] = [None; win::DATA_COUNT as usize];
+        let step = self.opts.batch_entries.max(1);
+        let mut selected: Option<Table> = None;
+        for chunk in encoded.chunks(step) {
+            for (table, index, words) in chunk {
+                if selected != Some(*table) {
+                    self.batch.write(win::SELECT, select_word(*table, bank));
+                    report.update_writes += 1;
+                    selected = Some(*table);
+                }
+                self.suspect[b].insert((table.value(), *index));
+                self.batch.write(win::INDEX, *index);
+                report.update_writes += 1;
+                for (k, w) in words.iter().enumerate() {
+                    if window[k] != Some(*w) {
+                        self.batch.write(win::DATA + 4 * k as u32, *w);
+                        window[k] = Some(*w);
+                        report.update_writes += 1;
+                    }
+                }
+                self.batch
+                    .write(win::CMD, TableCmd::Write.value())
+                    .write(win::CMD, TableCmd::Read.value())
+                    .read(win::STATUS)
+                    .read_words(win::DATA, words.len() as u32);
+                report.update_writes += 1;
+                report.verify_writes += 1;
+                report.reads += 1 + words.len() as u64;
+            }
+            let r = self.batch.run(dev)?;
+            let mut at = 0;
+            for (table, index, words) in chunk {
+                let status = r[at];
+                let read = &r[at + 1..at + 1 + words.len()];
+                at += 1 + words.len();
+                if status & 2 != 0 {
+                    return Err(LoadError::Window {
+                        table: *table,
+                        bank,
+                        index: *index,
+                        op: "write",
+                    });
+                }
+                if read != words.as_slice() {
+                    return Err(LoadError::Verify {
+                        table: *table,
+                        bank,
+                        index: *index,
+                        wrote: words.clone(),
+                        read: read.to_vec(),
+                    });
+                }
+                // The words were packed from a valid entry, so they unpack.
+                if self.shadow[b].write_entry(*table, *index, words).is_ok() {
+                    self.suspect[b].remove(&(table.value(), *index));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn write_nic<D: Device + ?Sized>(
+        &mut self,
+        dev: &mut D,
+        nic: &NicSettings,
+        report: &mut LoadReport,
+    ) -> Result<(), LoadError> {
+        let words = nic_words(nic);
+        let mut written = Vec::new();
+        for (k, w) in words.iter().enumerate() {
+            if self.nic[k] != Some(*w) {
+                self.nic[k] = None;
+                self.batch.write(NIC_REGS[k], *w);
+                written.push((NIC_REGS[k], *w, k));
+            }
+        }
+        if written.is_empty() {
+            return Ok(());
+        }
+        for (reg, _, _) in &written {
+            self.batch.read(*reg);
+        }
+        report.control_writes += written.len() as u64;
+        report.reads += written.len() as u64;
+        let r = self.batch.run(dev)?;
+        for ((offset, wrote, k), read) in written.iter().zip(r) {
+            if read != wrote {
+                return Err(LoadError::NicVerify {
+                    offset: *offset,
+                    wrote: *wrote,
+                    read: *read,
+                });
+            }
+            self.nic[*k] = Some(*wrote);
+        }
+        Ok(())
+    }
+
+    fn flip<D: Device + ?Sized>(
+        &mut self,
+        dev: &mut D,
+        target: u8,
+        report: &mut LoadReport,
+    ) -> Result<(), LoadError> {
+        let generation = self.generation.wrapping_add(1);
+        let enable_slot = NIC_REGS.len() - 1;
+        let enable = self.opts.enable_pipeline && self.nic[enable_slot] != Some(1);
+        self.batch
+            .write(ctrl::ACTIVE_BANK, u32::from(target))
+            .write(ctrl::GENERATION, generation);
+        report.control_writes += 2;
+        if enable {
+            self.batch.write(ctrl::ENABLE, 1);
+            report.control_writes += 1;
+        }
+        self.batch.read(ctrl::ACTIVE_BANK);
+        report.reads += 1;
+        // From here until the read-back, the device may serve either bank.
+        self.flip_uncertain = true;
+        let r = self.batch.run(dev)?;
+        let read = (r[0] & 1) as u8;
+        if read != target {
+            return Err(LoadError::Flip {
+                wrote: target,
+                read,
+            });
+        }
+        self.flip_uncertain = false;
+        self.active = target;
+        self.generation = generation;
+        if enable {
+            self.nic[enable_slot] = Some(1);
+        }
+        report.bank = target;
+        report.generation = generation;
+        Ok(())
+    }
+}

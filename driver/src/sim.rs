@@ -1,0 +1,118 @@
+//! The `Sim` backend: the firmware-sim device in this process.
+//!
+//! The device sits behind an `Arc<Mutex<_>>` so that traffic can run through it from another
+//! thread (or the `nlb-sim` server) while the driver loads tables: every register access, or
+//! every batch, takes the lock once, so packets interleave with the driver's accesses at
+//! register granularity, as they do on hardware.
+
+use crate::device::{Device, DeviceError, RegOp};
+use firmware_sim::{RegError, SimDevice};
+use nlb_hw::Profile;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+/// A shared simulated device.
+pub type SharedSim = Arc<Mutex<SimDevice>>;
+
+/// The in-process simulated NIC.
+#[derive(Debug, Clone)]
+pub struct Sim {
+    dev: SharedSim,
+    name: String,
+}
+
+impl Sim {
+    /// A fresh device of a profile (after reset: empty banks, pipeline disabled).
+    pub fn new(profile: &'static Profile) -> Sim {
+        Sim::from_device(SimDevice::new(profile))
+    }
+
+    /// Wraps an existing device.
+    pub fn from_device(dev: SimDevice) -> Sim {
+        Sim::from_shared(Arc::new(Mutex::new(dev)))
+    }
+
+    /// Another handle on a shared device.
+    pub fn from_shared(dev: SharedSim) -> Sim {
+        Sim {
+            dev,
+            name: "sim:in-process".into(),
+        }
+    }
+
+    /// The shared device, for a traffic thread or a server.
+    pub fn shared(&self) -> SharedSim {
+        self.dev.clone()
+    }
+
+    /// Locks the device (for back-door inspection in tests and tools).
+    pub fn lock(&self) -> MutexGuard<'_, SimDevice> {
+        lock(&self.dev)
+    }
+}
+
+/// Locks a shared device; a panic in another holder does not make the model unusable (every
+/// register operation leaves it consistent), so poisoning is ignored.
+pub fn lock(dev: &SharedSim) -> MutexGuard<'_, SimDevice> {
+    dev.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Register access on a locked device, with the driver's error type.
+pub fn reg_read(dev: &mut SimDevice, offset: u32) -> Result<u32, DeviceError> {
+    dev.read32(offset).map_err(|e| reg_error(offset, e))
+}
+
+/// Register write on a locked device, with the driver's error type.
+pub fn reg_write(dev: &mut SimDevice, offset: u32, value: u32) -> Result<(), DeviceError> {
+    dev.write32(offset, value).map_err(|e| reg_error(offset, e))
+}
+
+/// A batch on a locked device.
+pub fn reg_batch(
+    dev: &mut SimDevice,
+    ops: &[RegOp],
+    reads: &mut Vec<u32>,
+) -> Result<(), DeviceError> {
+    for op in ops {
+        match *op {
+            RegOp::Read(offset) => reads.push(reg_read(dev, offset)?),
+            RegOp::Write(offset, value) => reg_write(dev, offset, value)?,
+        }
+    }
+    Ok(())
+}
+
+fn reg_error(offset: u32, e: RegError) -> DeviceError {
+    DeviceError::BadOffset {
+        offset,
+        why: match e {
+            RegError::Unaligned { .. } => "not 4-byte aligned",
+            RegError::OutOfRange { .. } => "beyond BAR 0",
+        },
+    }
+}
+
+impl Device for Sim {
+    fn read32(&mut self, offset: u32) -> Result<u32, DeviceError> {
+        reg_read(&mut lock(&self.dev), offset)
+    }
+
+    fn write32(&mut self, offset: u32, value: u32) -> Result<(), DeviceError> {
+        reg_write(&mut lock(&self.dev), offset, value)
+    }
+
+    fn run_batch(&mut self, ops: &[RegOp], reads: &mut Vec<u32>) -> Result<(), DeviceError> {
+        reg_batch(&mut lock(&self.dev), ops, reads)
+    }
+
+    /// The model completes every packet within one call, so there is nothing to wait for;
+    /// yield so that a traffic thread gets the lock.
+    fn wait(&mut self, _d: Duration) -> Result<(), DeviceError> {
+        std::thread::yield_now();
+        Ok(())
+    }
+
+    fn describe(&self) -> String {
+        self.name.clone()
+    }
+}
