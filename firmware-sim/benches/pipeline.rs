@@ -227,7 +227,7 @@ fn main() {
 fn load(dev: &mut SimDevice, bank: &Tables) {
     let empty = Tables::empty(bank.profile);
     use nlb_hw::blocks::{ctrl, table as tb};
-    for (table, index) in empty.diff(&bank) {
+    for (table, index) in empty.diff(bank) {
         let words = bank.read_entry(table, index).expect("entry");
         dev.write32(tb::SELECT, table.value()).expect("reg");
         dev.write32(tb::INDEX, index).expect("reg");
