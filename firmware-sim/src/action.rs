@@ -15,8 +15,8 @@ use nlb_hw::enums::Delivery;
 use nlb_hw::layouts::BackendEntry;
 use nlb_hw::NicSettings;
 
-/// Largest frame (without FCS) the NIC transmits: 9000-byte MTU + Ethernet header + two VLAN
-/// tags. Longer results are dropped with `TOO_BIG`.
+/// Largest frame (without FCS) the NIC transmits: 9000-byte MTU + Ethernet header + one VLAN
+/// tag. Longer results are dropped with `TOO_BIG`.
 pub const MAX_FRAME: usize = 9018;
 /// TTL / hop limit of outer headers.
 pub const OUTER_TTL: u8 = 64;
