@@ -8,6 +8,7 @@ pub mod discovery;
 pub mod fault;
 pub mod flash;
 pub mod loader;
+pub mod queues;
 pub mod sim;
 pub mod slowpath;
 pub mod vfio;

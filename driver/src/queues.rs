@@ -1,0 +1,217 @@
+//! The punt, learn and inject queues through the `queues` register block (on hardware the
+//! shell's DMA carries them; the register path serves the simulated device, the RTL and
+//! debugging), and the counters block.
+//!
+//! Polling: [`Queues::poll`] reads both status registers in one batch; a caller with nothing
+//! to do calls [`Device::wait`] (which advances a simulated device's clock, or sleeps).
+
+use crate::device::{Batch, Device, DeviceError};
+use nlb_hw::blocks::{counters as cnt, queues as q};
+use nlb_hw::layouts::{InjectHeader, LearnEvent, PuntHeader};
+use nlb_hw::LayoutError;
+
+/// Why a queue operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum QueueError {
+    /// Register access failed.
+    #[error(transparent)]
+    Device(#[from] DeviceError),
+    /// A record from the device does not decode.
+    #[error("queue record does not decode: {0}")]
+    Decode(#[from] LayoutError),
+    /// The frame to inject is larger than the inject window.
+    #[error("frame of {len} bytes exceeds the inject window ({max} bytes)")]
+    FrameTooLong {
+        /// Frame length.
+        len: usize,
+        /// Window size.
+        max: usize,
+    },
+    /// The inject queue has no free entry.
+    #[error("the inject queue is full")]
+    InjectFull,
+}
+
+/// Queue occupancy.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct QueueStatus {
+    /// Frames waiting on the punt queue.
+    pub punt: u32,
+    /// The punt queue overflowed since the last read.
+    pub punt_overflow: bool,
+    /// Events waiting on the learn queue.
+    pub learn: u32,
+    /// The learn queue overflowed since the last read.
+    pub learn_overflow: bool,
+}
+
+/// A punted frame.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PuntedFrame {
+    /// Its punt header.
+    pub header: PuntHeader,
+    /// The frame bytes (as far as the window holds them).
+    pub frame: Vec<u8>,
+}
+
+/// Bytes of the punt and inject windows.
+pub const WINDOW_BYTES: usize = q::PUNT_DATA_COUNT as usize * 4;
+
+/// Queue access over any device; keeps its batch buffers between calls.
+#[derive(Debug, Default)]
+pub struct Queues {
+    batch: Batch,
+}
+
+impl Queues {
+    /// A queue accessor.
+    pub fn new() -> Queues {
+        Queues::default()
+    }
+
+    /// Reads both status registers (clears the overflow flags).
+    pub fn poll<D: Device + ?Sized>(&mut self, dev: &mut D) -> Result<QueueStatus, QueueError> {
+        let r = self
+            .batch
+            .read(q::PUNT_STATUS)
+            .read(q::LEARN_STATUS)
+            .run(dev)?;
+        Ok(QueueStatus {
+            punt: r[0] & 0xffff,
+            punt_overflow: r[0] >> 31 != 0,
+            learn: r[1] & 0xffff,
+            learn_overflow: r[1] >> 31 != 0,
+        })
+    }
+
+    /// Pops up to `max` learn/teardown events into `out` (one register batch per event).
+    pub fn pop_learn<D: Device + ?Sized>(
+        &mut self,
+        dev: &mut D,
+        max: usize,
+        out: &mut Vec<LearnEvent>,
+    ) -> Result<usize, QueueError> {
+        let waiting = self.batch.read(q::LEARN_STATUS).run(dev)?[0] & 0xffff;
+        let n = (waiting as usize).min(max);
+        for _ in 0..n {
+            self.batch
+                .write(q::LEARN_POP, 1)
+                .read_words(q::LEARN_DATA, q::LEARN_DATA_COUNT);
+        }
+        let r = self.batch.run(dev)?;
+        for words in r.chunks(q::LEARN_DATA_COUNT as usize) {
+            out.push(LearnEvent::unpack(words)?);
+        }
+        Ok(n)
+    }
+
+    /// Pops the head of the punt queue, if any.
+    pub fn pop_punt<D: Device + ?Sized>(
+        &mut self,
+        dev: &mut D,
+    ) -> Result<Option<PuntedFrame>, QueueError> {
+        let waiting = self.batch.read(q::PUNT_STATUS).run(dev)?[0] & 0xffff;
+        if waiting == 0 {
+            return Ok(None);
+        }
+        let r = self
+            .batch
+            .write(q::PUNT_POP, 1)
+            .read_words(q::PUNT_HEADER, q::PUNT_HEADER_COUNT)
+            .read(q::PUNT_LEN)
+            .run(dev)?;
+        let header = PuntHeader::unpack(&r[..q::PUNT_HEADER_COUNT as usize])?;
+        let len = (r[q::PUNT_HEADER_COUNT as usize] as usize).min(WINDOW_BYTES);
+        let words = len.div_ceil(4) as u32;
+        let data = self.batch.read_words(q::PUNT_DATA, words).run(dev)?;
+        let mut frame: Vec<u8> = data.iter().flat_map(|w| w.to_le_bytes()).collect();
+        frame.truncate(len);
+        Ok(Some(PuntedFrame { header, frame }))
+    }
+
+    /// Injects a frame to a backend with a pool's delivery.
+    pub fn inject<D: Device + ?Sized>(
+        &mut self,
+        dev: &mut D,
+        backend: u16,
+        pool: u16,
+        frame: &[u8],
+    ) -> Result<(), QueueError> {
+        if frame.len() > WINDOW_BYTES || frame.len() >= 1 << InjectHeader::FRAME_LEN_WIDTH {
+            return Err(QueueError::FrameTooLong {
+                len: frame.len(),
+                max: WINDOW_BYTES,
+            });
+        }
+        let free = self.batch.read(q::INJECT_STATUS).run(dev)?[0] & 0xffff;
+        if free == 0 {
+            return Err(QueueError::InjectFull);
+        }
+        let header = InjectHeader {
+            backend,
+            pool,
+            frame_len: frame.len() as u16,
+        }
+        .pack()?;
+        for (i, chunk) in frame.chunks(4).enumerate() {
+            let mut w = [0u8; 4];
+            w[..chunk.len()].copy_from_slice(chunk);
+            self.batch
+                .write(q::INJECT_DATA + 4 * i as u32, u32::from_le_bytes(w));
+        }
+        self.batch
+            .write_words(q::INJECT_HEADER, &header)
+            .write(q::INJECT_PUSH, 1)
+            .run(dev)?;
+        Ok(())
+    }
+}
+
+/// Counter kinds of the `counters` block (`select` bits 31..24).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CounterKind {
+    /// Per rule id.
+    Rule = 0,
+    /// Per backend id.
+    Backend = 1,
+    /// Per reason.
+    Reason = 2,
+    /// Per verdict.
+    Verdict = 3,
+}
+
+/// One counter.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CounterValue {
+    /// Packets.
+    pub packets: u64,
+    /// Bytes.
+    pub bytes: u64,
+}
+
+/// Reads counters: select, snapshot, four words each; many in one batch.
+pub fn read_counters<D: Device + ?Sized>(
+    dev: &mut D,
+    kind: CounterKind,
+    indices: impl IntoIterator<Item = u32>,
+    clear: bool,
+) -> Result<Vec<CounterValue>, DeviceError> {
+    let mut batch = Batch::new();
+    let mut n = 0;
+    for i in indices {
+        batch
+            .write(cnt::SELECT, ((kind as u32) << 24) | (i & 0x00ff_ffff))
+            .write(cnt::SNAPSHOT, if clear { 2 } else { 1 })
+            .read_words(cnt::PACKETS_LO, 4);
+        n += 1;
+    }
+    let r = batch.run(dev)?;
+    let mut out = Vec::with_capacity(n);
+    for w in r.chunks(4) {
+        out.push(CounterValue {
+            packets: u64::from(w[0]) | (u64::from(w[1]) << 32),
+            bytes: u64::from(w[2]) | (u64::from(w[3]) << 32),
+        });
+    }
+    Ok(out)
+}
