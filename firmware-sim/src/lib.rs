@@ -19,6 +19,7 @@ pub mod counters;
 pub mod device;
 pub mod flash;
 pub mod parse;
+pub mod pcap;
 pub mod pipeline;
 
 pub use conntrack::{ConnTable, CtError};

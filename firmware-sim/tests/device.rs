@@ -1,0 +1,193 @@
+//! The simulated device's own registers (identity, block list, inject queue, flash port) and
+//! the pcap helpers.
+
+mod common;
+
+use common::*;
+use firmware_sim::device::{block_header, BOARD_ID_SIM};
+use firmware_sim::pcap::{read_frames, FrameWriter, PcapError};
+use firmware_sim::{FlashPort, PortEffect, RegError, SimDevice};
+use nlb_hw::blocks::{self, fw_id, queues as qb};
+use nlb_hw::enums::{Reason, Verdict};
+use nlb_hw::layouts::InjectHeader;
+use nlb_hw::{Profile, DESIGN_VERSION, REGMAP_VERSION};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+#[test]
+fn firmware_id_and_the_block_list() {
+    for p in nlb_hw::PROFILES {
+        let mut d = SimDevice::new(p);
+        assert_eq!(d.read32(fw_id::DESIGN_VERSION).unwrap(), DESIGN_VERSION);
+        assert_eq!(d.read32(fw_id::REGMAP_VERSION).unwrap(), REGMAP_VERSION);
+        assert_eq!(d.read32(fw_id::BOARD_ID).unwrap(), BOARD_ID_SIM);
+        assert_eq!(d.read32(fw_id::PROFILE_ID).unwrap(), p.id);
+        assert_eq!(d.read32(fw_id::CAP_CT_BUCKETS).unwrap(), p.ct_buckets);
+        assert_eq!(d.read32(fw_id::CAP_MAGLEV_SLOTS).unwrap(), p.maglev_slots);
+        assert_eq!(d.read32(fw_id::CAP_QUEUE_DEPTH).unwrap(), p.queue_depth);
+        // Walk the list as a driver does.
+        let mut seen = Vec::new();
+        let mut at = 0u32;
+        loop {
+            let ty = d.read32(at).unwrap();
+            let ver = d.read32(at + 4).unwrap();
+            seen.push((at, ty, ver));
+            at = d.read32(at + 8).unwrap();
+            if at == 0 {
+                break;
+            }
+        }
+        let want: Vec<_> = blocks::ALL
+            .iter()
+            .map(|(_, b, t, v)| (*b, *t, *v))
+            .collect();
+        assert_eq!(seen, want);
+    }
+}
+
+#[test]
+fn bad_offsets_are_refused() {
+    let mut d = SimDevice::new(Profile::by_name("sim").unwrap());
+    assert_eq!(d.read32(2), Err(RegError::Unaligned { offset: 2 }));
+    assert_eq!(
+        d.write32(0x10000, 0),
+        Err(RegError::OutOfRange { offset: 0x10000 })
+    );
+    assert_eq!(d.read32(0x5000).unwrap(), 0, "unmapped reads 0");
+}
+
+#[test]
+fn injected_frames_go_to_the_given_backend() {
+    let mut d = standard_device();
+    let f = udp(ip("198.51.100.10"), 1, ip(VIP4), 1500, &[7u8; 37]);
+    let h = InjectHeader {
+        backend: 2,
+        pool: 1,
+        frame_len: f.len() as u16,
+    };
+    for (i, w) in h.pack().unwrap().iter().enumerate() {
+        d.write32(qb::INJECT_HEADER + 4 * i as u32, *w).unwrap();
+    }
+    for (i, c) in f.chunks(4).enumerate() {
+        let mut w = [0u8; 4];
+        w[..c.len()].copy_from_slice(c);
+        d.write32(qb::INJECT_DATA + 4 * i as u32, u32::from_le_bytes(w))
+            .unwrap();
+    }
+    assert_eq!(d.read32(qb::INJECT_STATUS).unwrap(), 64);
+    d.write32(qb::INJECT_PUSH, 1).unwrap();
+    let sent = d.take_injected();
+    assert_eq!(sent.len(), 1);
+    let r = sent[0].result;
+    assert_eq!(
+        (r.verdict, r.reason, r.backend),
+        (Verdict::Forward, Reason::Injected, Some(2))
+    );
+    let t = d.bank(0);
+    verify_forwarded(
+        &f,
+        &sent[0].frame,
+        t.pools[1].delivery,
+        &t.backends[2],
+        d.settings(),
+    );
+    assert_eq!(d.counters().reason(Reason::Injected).packets, 1);
+    // An invalid backend is a counted drop.
+    let bad = InjectHeader { backend: 999, ..h };
+    d.write32(qb::INJECT_HEADER, bad.pack().unwrap()[0])
+        .unwrap();
+    d.write32(qb::INJECT_PUSH, 1).unwrap();
+    let sent = d.take_injected();
+    assert_eq!(sent[0].result.reason, Reason::NoBackend);
+}
+
+#[derive(Debug, Default)]
+struct Recorder {
+    log: Arc<Mutex<Vec<(u32, u32)>>>,
+}
+
+impl FlashPort for Recorder {
+    fn read32(&mut self, offset: u32) -> u32 {
+        offset ^ 0xabcd_0000
+    }
+    fn write32(&mut self, offset: u32, value: u32) -> PortEffect {
+        self.log.lock().unwrap().push((offset, value));
+        if offset == blocks::reboot::REBOOT && value == 0x5245_424F {
+            PortEffect::Reconfigure
+        } else {
+            PortEffect::None
+        }
+    }
+}
+
+#[test]
+fn flash_blocks_are_routed_to_the_flash_port() {
+    let mut d = standard_device();
+    // Without a flash model: headers only.
+    assert_eq!(
+        d.read32(blocks::spi_flash::BASE).unwrap(),
+        blocks::spi_flash::TYPE_WORD
+    );
+    assert_eq!(
+        d.read32(blocks::reboot::BASE + 8).unwrap(),
+        blocks::reboot::NEXT
+    );
+    assert_eq!(d.read32(blocks::spi_flash::TXRX).unwrap(), 0);
+    assert_eq!(block_header(blocks::queues::BASE + 8), Some(0));
+    let log = Arc::new(Mutex::new(Vec::new()));
+    d.set_flash(Box::new(Recorder { log: log.clone() }));
+    assert_eq!(
+        d.read32(blocks::spi_flash::TXRX).unwrap(),
+        blocks::spi_flash::TXRX ^ 0xabcd_0000
+    );
+    d.write32(blocks::spi_flash::CTRL, 1).unwrap();
+    // A reboot resets the device: tables gone, pipeline disabled.
+    d.write32(blocks::reboot::REBOOT, 0x5245_424F).unwrap();
+    assert_eq!(
+        *log.lock().unwrap(),
+        vec![
+            (blocks::spi_flash::CTRL, 1),
+            (blocks::reboot::REBOOT, 0x5245_424F)
+        ]
+    );
+    assert!(!d.bank(0).pools[0].valid);
+    assert_eq!(d.read32(nlb_hw::blocks::ctrl::ENABLE).unwrap(), 0);
+    assert_eq!(
+        d.read32(blocks::spi_flash::TXRX).unwrap(),
+        blocks::spi_flash::TXRX ^ 0xabcd_0000,
+        "the flash model survives the reboot"
+    );
+}
+
+#[test]
+fn pcap_round_trip_and_bad_input() {
+    let frames = [
+        tcp(ip("10.0.0.1"), 1, ip(VIP4), 80, SYN, b""),
+        udp(ip("2001:db8::1"), 2, ip(VIP6), 53, b"abc"),
+    ];
+    let mut w = FrameWriter::new(Vec::new()).unwrap();
+    for (i, f) in frames.iter().enumerate() {
+        w.write(Duration::from_micros(1_700_000_000_000_000 + i as u64), f)
+            .unwrap();
+    }
+    let bytes = w.into_inner();
+    // Classic pcap magic, little-endian, link type 1.
+    assert_eq!(&bytes[..4], &[0xd4, 0xc3, 0xb2, 0xa1]);
+    assert_eq!(u32::from_le_bytes(bytes[20..24].try_into().unwrap()), 1);
+    let back = read_frames(&bytes[..]).unwrap();
+    assert_eq!(back.len(), 2);
+    assert_eq!(back[1].data, frames[1]);
+    assert_eq!(
+        back[1].timestamp,
+        Duration::from_micros(1_700_000_000_000_001)
+    );
+    assert!(matches!(
+        read_frames(&b"not a pcap file at all"[..]),
+        Err(PcapError::Format(_))
+    ));
+    let cut = &bytes[..bytes.len() - 5];
+    assert!(matches!(
+        read_frames(cut),
+        Err(PcapError::Packet { index: 1, .. })
+    ));
+}
