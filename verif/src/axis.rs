@@ -1,0 +1,251 @@
+//! AXI-Stream agents: a source that feeds a model's sink port with random idle cycles, and a
+//! sink that drains a model's source port with random back-pressure and checks the stream
+//! rules (a beat once offered stays offered, unchanged, until taken).
+
+use crate::bench::Agent;
+use crate::error::VerifError;
+use crate::sim::{Port, Sim};
+use rand::rngs::StdRng;
+use rand::RngExt;
+use std::collections::VecDeque;
+
+/// The ports of one AXI-Stream interface (`<prefix>_tdata`, `_tkeep`, `_tvalid`, `_tready`,
+/// `_tlast`, `_tuser`; keep, last and user are optional).
+#[derive(Debug, Clone, Copy)]
+pub struct AxisPorts {
+    tdata: Port,
+    tkeep: Option<Port>,
+    tvalid: Port,
+    tready: Port,
+    tlast: Option<Port>,
+    tuser: Option<Port>,
+}
+
+impl AxisPorts {
+    /// Finds the interface with this prefix (`s_axis`, `m_axis_punt`, ...).
+    pub fn new(sim: &Sim, prefix: &str) -> Result<AxisPorts, VerifError> {
+        let opt = |s: &str| {
+            let name = format!("{prefix}_{s}");
+            sim.has_port(&name).then(|| sim.port(&name)).transpose()
+        };
+        Ok(AxisPorts {
+            tdata: sim.port(&format!("{prefix}_tdata"))?,
+            tkeep: opt("tkeep")?,
+            tvalid: sim.port(&format!("{prefix}_tvalid"))?,
+            tready: sim.port(&format!("{prefix}_tready"))?,
+            tlast: opt("tlast")?,
+            tuser: opt("tuser")?,
+        })
+    }
+
+    /// An all-zero beat of this interface's shape.
+    pub fn empty_beat(&self) -> Beat {
+        Beat {
+            data: vec![0; self.tdata.words],
+            keep: vec![0; self.tkeep.map_or(0, |p| p.words)],
+            last: false,
+            user: vec![0; self.tuser.map_or(0, |p| p.words)],
+        }
+    }
+
+    fn write(&self, sim: &mut Sim, beat: &Beat) -> Result<(), VerifError> {
+        sim.set(self.tdata, &beat.data)?;
+        if let Some(p) = self.tkeep {
+            sim.set(p, &beat.keep)?;
+        }
+        if let Some(p) = self.tlast {
+            sim.set_bit(p, beat.last)?;
+        }
+        if let Some(p) = self.tuser {
+            sim.set(p, &beat.user)?;
+        }
+        Ok(())
+    }
+
+    fn read(&self, sim: &mut Sim) -> Result<Beat, VerifError> {
+        let mut beat = self.empty_beat();
+        sim.get(self.tdata, &mut beat.data)?;
+        if let Some(p) = self.tkeep {
+            sim.get(p, &mut beat.keep)?;
+        }
+        if let Some(p) = self.tlast {
+            beat.last = sim.get_bit(p)?;
+        }
+        if let Some(p) = self.tuser {
+            sim.get(p, &mut beat.user)?;
+        }
+        Ok(beat)
+    }
+
+    fn random_beat(&self, rng: &mut StdRng) -> Beat {
+        let mut b = self.empty_beat();
+        rng.fill(&mut b.data[..]);
+        rng.fill(&mut b.keep[..]);
+        rng.fill(&mut b.user[..]);
+        b.last = rng.random();
+        b
+    }
+}
+
+/// One transfer: data, keep and user as little-endian words (word 0 = bits 31..0).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Beat {
+    /// tdata.
+    pub data: Vec<u32>,
+    /// tkeep (empty when the interface has none).
+    pub keep: Vec<u32>,
+    /// tlast.
+    pub last: bool,
+    /// tuser (empty when the interface has none).
+    pub user: Vec<u32>,
+}
+
+/// Feeds beats into a model's sink interface.
+#[derive(Debug)]
+pub struct AxisSource {
+    ports: AxisPorts,
+    queue: VecDeque<Beat>,
+    presenting: bool,
+    /// Probability of staying idle on a clock where a beat could be offered.
+    pub idle: f64,
+    sent: u64,
+}
+
+impl AxisSource {
+    /// A source on the model's `prefix` sink interface.
+    pub fn new(sim: &Sim, prefix: &str, idle: f64) -> Result<AxisSource, VerifError> {
+        Ok(AxisSource {
+            ports: AxisPorts::new(sim, prefix)?,
+            queue: VecDeque::new(),
+            presenting: false,
+            idle,
+            sent: 0,
+        })
+    }
+
+    /// The interface's ports.
+    pub fn ports(&self) -> &AxisPorts {
+        &self.ports
+    }
+
+    /// Queues a beat.
+    pub fn push(&mut self, beat: Beat) {
+        self.queue.push_back(beat);
+    }
+
+    /// Beats queued and not yet taken by the model.
+    pub fn pending(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// Beats the model has taken.
+    pub fn sent(&self) -> u64 {
+        self.sent
+    }
+}
+
+impl Agent for AxisSource {
+    fn drive(&mut self, sim: &mut Sim, rng: &mut StdRng) -> Result<(), VerifError> {
+        if !self.presenting && !self.queue.is_empty() && !rng.random_bool(self.idle) {
+            self.presenting = true;
+        }
+        match (self.presenting, self.queue.front()) {
+            (true, Some(beat)) => self.ports.write(sim, beat)?,
+            // Nothing offered: drive noise, so a model that looks at data without valid shows.
+            _ => {
+                let noise = self.ports.random_beat(rng);
+                self.ports.write(sim, &noise)?;
+                self.presenting = false;
+            }
+        }
+        sim.set_bit(self.ports.tvalid, self.presenting)
+    }
+
+    fn observe(&mut self, sim: &mut Sim) -> Result<(), VerifError> {
+        if self.presenting && sim.get_bit(self.ports.tready)? {
+            self.queue.pop_front();
+            self.presenting = false;
+            self.sent += 1;
+        }
+        Ok(())
+    }
+}
+
+/// Drains a model's source interface.
+#[derive(Debug)]
+pub struct AxisSink {
+    ports: AxisPorts,
+    /// Probability of holding tready low on a clock.
+    pub backpressure: f64,
+    ready: bool,
+    received: Vec<Beat>,
+    /// The beat offered but not taken last clock: it must be offered again, unchanged.
+    stalled: Option<Beat>,
+    violations: Vec<String>,
+}
+
+impl AxisSink {
+    /// A sink on the model's `prefix` source interface.
+    pub fn new(sim: &Sim, prefix: &str, backpressure: f64) -> Result<AxisSink, VerifError> {
+        Ok(AxisSink {
+            ports: AxisPorts::new(sim, prefix)?,
+            backpressure,
+            ready: false,
+            received: Vec::new(),
+            stalled: None,
+            violations: Vec::new(),
+        })
+    }
+
+    /// Beats received so far.
+    pub fn received(&self) -> &[Beat] {
+        &self.received
+    }
+
+    /// Takes the beats received so far.
+    pub fn take(&mut self) -> Vec<Beat> {
+        std::mem::take(&mut self.received)
+    }
+
+    /// Stream-rule violations seen (empty when the model behaved).
+    pub fn violations(&self) -> &[String] {
+        &self.violations
+    }
+}
+
+impl Agent for AxisSink {
+    fn drive(&mut self, sim: &mut Sim, rng: &mut StdRng) -> Result<(), VerifError> {
+        self.ready = !rng.random_bool(self.backpressure);
+        sim.set_bit(self.ports.tready, self.ready)
+    }
+
+    fn observe(&mut self, sim: &mut Sim) -> Result<(), VerifError> {
+        let valid = sim.get_bit(self.ports.tvalid)?;
+        let beat = if valid || self.stalled.is_some() {
+            Some(self.ports.read(sim)?)
+        } else {
+            None
+        };
+        if let Some(prev) = self.stalled.take() {
+            if !valid {
+                self.violations.push(format!(
+                    "cycle {}: tvalid dropped before the beat was taken",
+                    sim.cycle()
+                ));
+            } else if beat.as_ref() != Some(&prev) {
+                self.violations.push(format!(
+                    "cycle {}: the offered beat changed before it was taken",
+                    sim.cycle()
+                ));
+            }
+        }
+        if let (true, Some(beat)) = (valid, beat) {
+            if self.ready {
+                self.received.push(beat);
+            } else {
+                self.stalled = Some(beat);
+            }
+        }
+        Ok(())
+    }
+}
