@@ -46,6 +46,7 @@ impl<'n> Obj<'n> {
             index,
             pos: self.pos,
             fields: self.fields.iter().map(|(n, v)| (*n, v.pos)).collect(),
+            incomplete: false,
         }
     }
 }
@@ -592,6 +593,8 @@ fn read_rule(r: &mut Reader, o: &Obj, index: usize) -> Option<ForwardingRule> {
             None
         }
     };
+    // Errors in the fields that decide what the rule matches make overlap checks moot.
+    let errors_before = r.diags.len();
     let proto = r.enumerated(
         o,
         "IPProtocol",
@@ -617,6 +620,7 @@ fn read_rule(r: &mut Reader, o: &Obj, index: usize) -> Option<ForwardingRule> {
             }
         }
     }
+    let match_fields_bad = r.diags.len() > errors_before;
     let target = match o.get("target") {
         Some(n) => r.reference(n, &o.path("target")),
         None => {
@@ -652,6 +656,8 @@ fn read_rule(r: &mut Reader, o: &Obj, index: usize) -> Option<ForwardingRule> {
             }
         }
     }
+    let mut loc = o.loc(index);
+    loc.incomplete = match_fields_bad;
     Some(ForwardingRule {
         name: name?,
         ip_address: ip?,
@@ -659,7 +665,7 @@ fn read_rule(r: &mut Reader, o: &Obj, index: usize) -> Option<ForwardingRule> {
         port_range,
         target: target?,
         source_ranges,
-        loc: o.loc(index),
+        loc,
     })
 }
 
@@ -1119,7 +1125,7 @@ pub fn check(c: &Config) -> Diagnostics {
 
     // Overlapping port ranges of rules on the same VIP and protocol (SPEC R2.2).
     let mut by_vip: BTreeMap<(IpAddr, Protocol), Vec<&ForwardingRule>> = BTreeMap::new();
-    for r in &c.forwarding_rules {
+    for r in c.forwarding_rules.iter().filter(|r| !r.loc.incomplete) {
         by_vip
             .entry((r.ip_address, r.ip_protocol))
             .or_default()

@@ -81,7 +81,7 @@ impl SectionId {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ImageError {
     /// Not an image at all.
-    #[error("not a table image (bad magic {found:02x?}, expected \"NLBTBLIM\")")]
+    #[error("not a table image (it starts with \"{}\", an image with \"NLBTBLIM\")", .found.escape_ascii())]
     BadMagic {
         /// The first bytes found.
         found: Vec<u8>,

@@ -20,6 +20,8 @@
 pub mod compile;
 pub mod config;
 pub mod diag;
+pub mod diff;
+pub mod explain;
 pub mod health;
 pub mod image;
 pub mod maglev;
@@ -30,6 +32,8 @@ mod tree;
 pub use compile::{check_capacity, compile, CompileOptions, Compiled, PoolReport};
 pub use config::{check, parse_config};
 pub use diag::{Diagnostic, Diagnostics, Pos};
+pub use diff::{maglev_movement, PoolMovement};
+pub use explain::{explain, Explanation, Flow, Fragment};
 pub use health::{BackendHealth, HealthState};
 pub use image::{Image, ImageError, ImageHeader};
 pub use model::*;

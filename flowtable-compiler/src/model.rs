@@ -19,6 +19,9 @@ pub struct Loc {
     pub pos: Pos,
     /// Start of each field that was written.
     pub fields: Vec<(&'static str, Pos)>,
+    /// Some field had an error and holds its default instead (checks that would only echo
+    /// that error, such as overlaps, skip the object).
+    pub incomplete: bool,
 }
 
 impl Loc {

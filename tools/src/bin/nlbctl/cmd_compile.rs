@@ -1,0 +1,109 @@
+//! `nlbctl compile`: configuration → table image, with a one-screen summary.
+
+use crate::common::{self, CliError};
+use nlb_hw::enums::Table;
+use std::path::PathBuf;
+
+/// Compile a configuration into a table image.
+///
+/// Validates everything first (all problems at once, as file:line:column: field: message);
+/// a configuration with any problem produces no image.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Configuration file (YAML or JSON).
+    config: PathBuf,
+    /// Where to write the image.
+    #[arg(short, long, value_name = "IMAGE")]
+    output: PathBuf,
+    /// Health/weight state: instance name → {healthy, weight} (see docs/config.md).
+    #[arg(long, value_name = "FILE")]
+    health: Option<PathBuf>,
+    /// Capacity profile to compile for.
+    #[arg(long, default_value = "sim", value_name = "NAME")]
+    profile: String,
+    /// Generation number stamped into the image.
+    #[arg(long, default_value_t = 1)]
+    generation: u64,
+}
+
+/// Runs the subcommand.
+pub fn run(args: Args) -> Result<(), CliError> {
+    let profile = common::profile(&args.profile)?;
+    let health = common::health(args.health.as_deref())?;
+    let compiled = common::compile_config(&args.config, &health, profile)?;
+    let bytes = compiled
+        .image(args.generation)
+        .write()
+        .map_err(|e| CliError::internal(format!("internal error: {e}")))?;
+    common::write_atomically(&args.output, &bytes)?;
+
+    let digest: String = compiled.config_digest[..6]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    outln!(
+        "compiled {} for profile {} -> {} ({}, config digest {digest}, generation {})",
+        args.config.display(),
+        profile.name,
+        args.output.display(),
+        common::human_bytes(bytes.len()),
+        args.generation
+    );
+    let pools = &compiled.pools;
+    let target_pools = pools
+        .iter()
+        .filter(|p| p.kind == flowtable_compiler::PoolKind::TargetPool)
+        .count();
+    outln!(
+        "{} rules, {} target pools, {} target instances, {} backends",
+        compiled.symbols.rules.len(),
+        target_pools,
+        pools.len() - target_pools,
+        compiled.symbols.backends.len()
+    );
+    outln!();
+    outln!("{:<8} {:>10} {:>10} {:>7}", "table", "used", "depth", "use");
+    for (table, used, depth) in compiled.occupancy() {
+        let unit = if table == Table::Maglev { " slots" } else { "" };
+        outln!(
+            "{:<8} {:>10} {:>10} {:>6.1}%{unit}",
+            table.name(),
+            used,
+            depth,
+            100.0 * f64::from(used) / f64::from(depth.max(1))
+        );
+    }
+    outln!();
+    const SHOWN: usize = 12;
+    outln!(
+        "{:<24} {:>7} {:>7} {:>7}  serving",
+        "pool",
+        "members",
+        "healthy",
+        "slots"
+    );
+    for p in pools.iter().take(SHOWN) {
+        let serving = if p.failed_over {
+            format!("{} (failed over)", p.serving)
+        } else {
+            p.serving.clone()
+        };
+        outln!(
+            "{:<24} {:>7} {:>7} {:>7}  {serving}",
+            p.name,
+            p.members,
+            p.healthy,
+            p.slice_size
+        );
+    }
+    if pools.len() > SHOWN {
+        outln!(
+            "... and {} more pools (nlbctl inspect shows all)",
+            pools.len() - SHOWN
+        );
+    }
+    for n in &compiled.notes {
+        outln!("note: {n}");
+    }
+    Ok(())
+}

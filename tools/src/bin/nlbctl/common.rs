@@ -1,0 +1,162 @@
+//! What the subcommands share: errors with exit codes, profile and health options, inputs.
+
+use flowtable_compiler::{
+    compile, compile_file, CompileOptions, Compiled, Error, HealthState, Image,
+};
+use nlb_hw::Profile;
+use std::path::{Path, PathBuf};
+
+/// A message for stderr and the exit status that goes with it.
+#[derive(Debug)]
+pub struct CliError {
+    /// 1 user error, 2 internal error.
+    pub code: u8,
+    /// What to print.
+    pub message: String,
+}
+
+impl CliError {
+    /// A user error (exit status 1).
+    pub fn user(message: impl Into<String>) -> Self {
+        CliError {
+            code: 1,
+            message: message.into(),
+        }
+    }
+
+    /// An internal error (exit status 2).
+    pub fn internal(message: impl Into<String>) -> Self {
+        CliError {
+            code: 2,
+            message: message.into(),
+        }
+    }
+}
+
+impl From<Error> for CliError {
+    fn from(e: Error) -> Self {
+        let code = if e.exit_code() == 1 { 1 } else { 2 };
+        let message = match &e {
+            Error::Invalid(d) => {
+                let n = d.len();
+                format!(
+                    "{e}\n{n} problem{} found; no image written",
+                    if n == 1 { "" } else { "s" }
+                )
+            }
+            _ => format!("error: {e}"),
+        };
+        CliError { code, message }
+    }
+}
+
+/// Capacity profile by name, for `--profile`.
+pub fn profile(name: &str) -> Result<&'static Profile, CliError> {
+    Profile::by_name(name).ok_or_else(|| {
+        CliError::user(format!(
+            "error: unknown profile `{name}` (valid: {})",
+            Profile::names().join(", ")
+        ))
+    })
+}
+
+/// Health state from `--health`, or everyone healthy.
+pub fn health(path: Option<&Path>) -> Result<HealthState, CliError> {
+    match path {
+        Some(p) => Ok(HealthState::load(p)?),
+        None => Ok(HealthState::new()),
+    }
+}
+
+/// Compiles a configuration file.
+pub fn compile_config(
+    path: &Path,
+    health: &HealthState,
+    profile: &'static Profile,
+) -> Result<Compiled, CliError> {
+    let (_, compiled) = compile_file(path, health, &CompileOptions { profile })?;
+    Ok(compiled)
+}
+
+/// An input that is either a table image (recognised by its magic) or a configuration.
+pub enum Input {
+    /// A decoded image.
+    Image(Box<Image>),
+    /// A compiled configuration.
+    Compiled(Box<Compiled>),
+}
+
+impl Input {
+    /// Reads `path` as an image if it starts with the image magic, else compiles it.
+    pub fn open(
+        path: &PathBuf,
+        health: &HealthState,
+        profile: &'static Profile,
+    ) -> Result<Input, CliError> {
+        let bytes = std::fs::read(path)
+            .map_err(|e| CliError::user(format!("error: cannot read {}: {e}", path.display())))?;
+        if bytes.starts_with(&flowtable_compiler::image::MAGIC) {
+            let img = Image::read(&bytes)
+                .map_err(|e| CliError::user(format!("error: {}: {e}", path.display())))?;
+            return Ok(Input::Image(Box::new(img)));
+        }
+        let text = String::from_utf8(bytes).map_err(|_| {
+            CliError::user(format!(
+                "error: {} is neither a table image nor a text configuration",
+                path.display()
+            ))
+        })?;
+        let (config, diags) = flowtable_compiler::parse_config(&path.display().to_string(), &text);
+        if !diags.is_empty() {
+            return Err(Error::Invalid(diags).into());
+        }
+        let compiled = compile(&config, health, &CompileOptions { profile })?;
+        Ok(Input::Compiled(Box::new(compiled)))
+    }
+
+    /// Tables and names.
+    pub fn parts(&self) -> (&nlb_hw::Tables, &flowtable_compiler::Symbols) {
+        match self {
+            Input::Image(i) => (&i.tables, &i.symbols),
+            Input::Compiled(c) => (&c.tables, &c.symbols),
+        }
+    }
+}
+
+/// Writes `bytes` to `path` atomically (a temporary file renamed over it).
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.tmp{}", std::process::id()));
+    std::fs::write(&tmp, bytes)
+        .and_then(|()| std::fs::rename(&tmp, path))
+        .map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            CliError::user(format!("error: cannot write {}: {e}", path.display()))
+        })
+}
+
+/// `1.2 KiB`-style sizes.
+pub fn human_bytes(n: usize) -> String {
+    if n < 1024 {
+        format!("{n} B")
+    } else if n < 1024 * 1024 {
+        format!("{:.1} KiB", n as f64 / 1024.0)
+    } else {
+        format!("{:.1} MiB", n as f64 / (1024.0 * 1024.0))
+    }
+}
+
+/// JSON to stdout.
+pub fn print_json<T: serde::Serialize>(value: &T) -> Result<(), CliError> {
+    let s = serde_json::to_string_pretty(value)
+        .map_err(|e| CliError::internal(format!("internal error: {e}")))?;
+    outln!("{s}");
+    Ok(())
+}
