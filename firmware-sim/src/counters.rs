@@ -5,48 +5,34 @@ use crate::pipeline::PacketResult;
 use nlb_hw::enums::{Reason, Verdict};
 use nlb_hw::Profile;
 
-/// One counter pair.
+/// One counter set.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Counter {
     /// Packets.
     pub packets: u64,
     /// Bytes (received frame length, without FCS).
     pub bytes: u64,
+    /// Of those packets, the ones punted to the host.
+    pub punts: u64,
+    /// Of those packets, the ones dropped.
+    pub drops: u64,
 }
 
 impl Counter {
     #[inline]
-    fn add(&mut self, bytes: u64) {
+    fn add(&mut self, bytes: u64, verdict: Verdict) {
         self.packets = self.packets.wrapping_add(1);
         self.bytes = self.bytes.wrapping_add(bytes);
-    }
-}
-
-/// Counter kinds, as `counters.select` bits 31..24 encode them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CounterKind {
-    /// Per rule id.
-    Rule = 0,
-    /// Per backend id.
-    Backend = 1,
-    /// Per reason value.
-    Reason = 2,
-    /// Per verdict value.
-    Verdict = 3,
-}
-
-impl CounterKind {
-    /// Decodes the kind field.
-    pub fn from_value(v: u32) -> Option<CounterKind> {
-        match v {
-            0 => Some(CounterKind::Rule),
-            1 => Some(CounterKind::Backend),
-            2 => Some(CounterKind::Reason),
-            3 => Some(CounterKind::Verdict),
-            _ => None,
+        match verdict {
+            Verdict::Punt => self.punts = self.punts.wrapping_add(1),
+            Verdict::Drop => self.drops = self.drops.wrapping_add(1),
+            Verdict::Forward | Verdict::Pass => {}
         }
     }
 }
+
+/// Counter families, as `counters.select` bits 31..24 encode them (regmap enum `counter_kind`).
+pub use nlb_hw::enums::CounterKind;
 
 /// Every counter of the pipeline.
 #[derive(Debug, Clone)]
@@ -73,23 +59,25 @@ impl Counters {
     #[inline]
     pub fn record(&mut self, r: &PacketResult) {
         let bytes = r.frame_len as u64;
+        let v = r.verdict;
         if let Some(c) = self.reasons.get_mut(r.reason.value() as usize) {
-            c.add(bytes);
+            c.add(bytes, v);
         }
         if let Some(c) = self.verdicts.get_mut(r.verdict.value() as usize) {
-            c.add(bytes);
+            c.add(bytes, v);
         }
         if let Some(rule) = r.rule {
             if let Some(c) = self.rules.get_mut(usize::from(rule)) {
-                c.add(bytes);
+                c.add(bytes, v);
             }
         }
-        if r.verdict == Verdict::Forward {
+        // Backends count what was sent to them and what was dropped on its way to them.
+        if matches!(v, Verdict::Forward | Verdict::Drop) {
             if let Some(c) = r
                 .backend
                 .and_then(|b| self.backends.get_mut(usize::from(b)))
             {
-                c.add(bytes);
+                c.add(bytes, v);
             }
         }
     }

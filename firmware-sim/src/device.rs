@@ -729,6 +729,10 @@ impl SimDevice {
             b::PACKETS_HI => (c.packets >> 32) as u32,
             b::BYTES_LO => c.bytes as u32,
             b::BYTES_HI => (c.bytes >> 32) as u32,
+            b::PUNTS_LO => c.punts as u32,
+            b::PUNTS_HI => (c.punts >> 32) as u32,
+            b::DROPS_LO => c.drops as u32,
+            b::DROPS_HI => (c.drops >> 32) as u32,
             _ => 0,
         }
     }

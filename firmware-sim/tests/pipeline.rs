@@ -23,6 +23,17 @@ fn counter(d: &mut SimDevice, kind: u32, index: u32) -> (u64, u64) {
     (p, b)
 }
 
+/// Punts and drops of a counter, through the registers (SPEC R10.1).
+fn punts_drops(d: &mut SimDevice, kind: u32, index: u32) -> (u64, u64) {
+    d.write32(cb::SELECT, (kind << 24) | index).unwrap();
+    d.write32(cb::SNAPSHOT, 1).unwrap();
+    let p = u64::from(d.read32(cb::PUNTS_LO).unwrap())
+        | (u64::from(d.read32(cb::PUNTS_HI).unwrap()) << 32);
+    let r = u64::from(d.read32(cb::DROPS_LO).unwrap())
+        | (u64::from(d.read32(cb::DROPS_HI).unwrap()) << 32);
+    (p, r)
+}
+
 fn reason_count(d: &mut SimDevice, r: Reason) -> u64 {
     counter(d, 2, r.value()).0
 }
@@ -458,6 +469,10 @@ fn r4_3_fragments_on_a_vip_with_several_rules_go_to_the_host() {
         reason_count(&mut d, Reason::FragmentNeedsState),
         frags.len() as u64
     );
+    // Only the first fragment matched rule 6 (by port); it counts as a punt of that rule, the
+    // whole packet as a forward.
+    assert_eq!(counter(&mut d, 0, 6).0, 2);
+    assert_eq!(punts_drops(&mut d, 0, 6), (1, 0));
 }
 
 #[test]
@@ -547,6 +562,7 @@ fn r9_1_source_ranges_drop_other_sources() {
         2,
         "denied packets count on their rule"
     );
+    assert_eq!(punts_drops(&mut d, 0, 8), (0, 1), "one of them dropped");
 }
 
 #[test]

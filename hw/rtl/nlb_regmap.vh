@@ -6,7 +6,7 @@
 /* verilator lint_off UNUSEDPARAM */
 
 // ---- meta ----
-localparam NLB_REGMAP_VERSION = 32'h1;
+localparam NLB_REGMAP_VERSION = 32'h2;
 localparam NLB_DESIGN_VERSION = 32'h10000;
 localparam NLB_DATA_WIDTH = 512;
 localparam NLB_BLOCK_TYPE_PREFIX = 32'h4e4c0000;
@@ -60,7 +60,7 @@ localparam NLB_REASON_FORWARDED = 5'h0; // matched a rule and went to a backend
 localparam NLB_REASON_NO_RULE = 5'h1; // IP packet matching no forwarding rule (SPEC R2.4)
 localparam NLB_REASON_NOT_IP = 5'h2; // not IPv4/IPv6 (ARP, LLDP, ...)
 localparam NLB_REASON_ACL_DENIED = 5'h3; // source outside the rule's sourceRanges (SPEC R9.1)
-localparam NLB_REASON_FRAGMENT_NEEDS_STATE = 5'h4; // non-first fragment on a VIP with several rules for its protocol (SPEC R4.3)
+localparam NLB_REASON_FRAGMENT_NEEDS_STATE = 5'h4; // fragment (first or later) on a VIP with several rules for its protocol: the host tracks the datagram (SPEC R4.3)
 localparam NLB_REASON_NO_BACKEND = 5'h5; // the pool has no backend at all
 localparam NLB_REASON_ICMP_ERROR_FORWARDED = 5'h6; // ICMP error about a VIP flow, sent to that flow's backend (SPEC R10.2)
 localparam NLB_REASON_INJECTED = 5'h7; // frame injected by the host to a given backend
@@ -90,6 +90,11 @@ localparam NLB_EVENT_TEARDOWN = 2'h2; // FIN or RST seen on a tracked or new TCP
 // default_action: What the pipeline does with packets matching no rule (SPEC R2.4).
 localparam NLB_DEFAULT_ACTION_PASS = 1'h0; // hand to the host network stack
 localparam NLB_DEFAULT_ACTION_DROP = 1'h1; // discard (counted)
+// counter_kind: Counter families of the counters block (select bits 31..24).
+localparam NLB_COUNTER_KIND_RULE = 2'h0; // per rule id: packets/bytes that matched the rule; punts and drops among them
+localparam NLB_COUNTER_KIND_BACKEND = 2'h1; // per backend id: packets/bytes forwarded to it; drops of packets bound for it
+localparam NLB_COUNTER_KIND_REASON = 2'h2; // per reason value
+localparam NLB_COUNTER_KIND_VERDICT = 2'h3; // per verdict value
 // table_cmd: Commands of the table write window and the conntrack access block.
 localparam NLB_TABLE_CMD_WRITE = 2'h1; // copy the data words into the addressed entry
 localparam NLB_TABLE_CMD_READ = 2'h2; // copy the addressed entry into the data words
@@ -360,20 +365,24 @@ localparam NLB_REG_CONNTRACK_HIT_READ = 32'h3018; // [ro] hit bits of the 32 ent
 localparam NLB_REG_CONNTRACK_COUNT = 32'h301c; // [ro] valid entries (maintained on writes)
 localparam NLB_REG_CONNTRACK_DATA = 32'h3100; // [rw] entry words
 localparam NLB_REG_CONNTRACK_DATA_COUNT = 32;
-// counters: Packet and byte counters: select a counter, snapshot it, read the four words.
+// counters: Packet, byte, punt and drop counters: select a counter, snapshot it, read the words.
 localparam NLB_BLK_COUNTERS_BASE = 32'h4000;
 localparam NLB_BLK_COUNTERS_TYPE = 32'h4e4c0005;
-localparam NLB_BLK_COUNTERS_VERSION = 32'h1;
+localparam NLB_BLK_COUNTERS_VERSION = 32'h2;
 localparam NLB_BLK_COUNTERS_NEXT = 32'h6000;
 localparam NLB_REG_COUNTERS_TYPE = 32'h4000;
 localparam NLB_REG_COUNTERS_VERSION = 32'h4004;
 localparam NLB_REG_COUNTERS_NEXT = 32'h4008;
-localparam NLB_REG_COUNTERS_SELECT = 32'h400c; // [rw] bits 31..24 kind (0 rule, 1 backend, 2 reason, 3 verdict), bits 23..0 index
+localparam NLB_REG_COUNTERS_SELECT = 32'h400c; // [rw] bits 31..24 enum counter_kind, bits 23..0 index
 localparam NLB_REG_COUNTERS_SNAPSHOT = 32'h4010; // [wo] write 1: latch the selected counter; write 2: latch and clear it
 localparam NLB_REG_COUNTERS_PACKETS_LO = 32'h4014; // [ro] 
 localparam NLB_REG_COUNTERS_PACKETS_HI = 32'h4018; // [ro] 
 localparam NLB_REG_COUNTERS_BYTES_LO = 32'h401c; // [ro] 
 localparam NLB_REG_COUNTERS_BYTES_HI = 32'h4020; // [ro] 
+localparam NLB_REG_COUNTERS_PUNTS_LO = 32'h4024; // [ro] packets of this rule/backend punted to the host (SPEC R10.1)
+localparam NLB_REG_COUNTERS_PUNTS_HI = 32'h4028; // [ro] 
+localparam NLB_REG_COUNTERS_DROPS_LO = 32'h402c; // [ro] packets of this rule/backend dropped (SPEC R10.1)
+localparam NLB_REG_COUNTERS_DROPS_HI = 32'h4030; // [ro] 
 // spi_flash: SPI flash controller: shifts whole bytes per access (the configuration flash holding the bitstreams).
 localparam NLB_BLK_SPI_FLASH_BASE = 32'h6000;
 localparam NLB_BLK_SPI_FLASH_TYPE = 32'h4e4c0007;
