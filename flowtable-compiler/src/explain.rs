@@ -256,12 +256,7 @@ pub fn explain(tables: &Tables, nic: &NicSettings, symbols: &Symbols, flow: &Flo
         .copied()
         .filter(|r| r.valid)
     else {
-        return finish(
-            e,
-            Verdict::Drop,
-            Reason::NoRule,
-            format!("rule id {rule} has no valid descriptor"),
-        );
+        return no_rule(e, format!("rule id {rule} has no valid descriptor"));
     };
     if r.acl_enabled {
         let src = addr_to_u128(flow.src);
@@ -296,6 +291,18 @@ pub fn explain(tables: &Tables, nic: &NicSettings, symbols: &Symbols, flow: &Flo
         }
     } else {
         e.acl = Some("none".into());
+    }
+    if flow.fragment == Fragment::First && valid.len() > 1 {
+        return finish(
+            e,
+            Verdict::Punt,
+            Reason::FragmentNeedsState,
+            format!(
+                "a first fragment on a VIP with {} rules for {}: punted with its rule so the host sends the later fragments the same way (SPEC R4.3)",
+                valid.len(),
+                proto_name(flow.protocol)
+            ),
+        );
     }
     let pool_id = r.pool;
     let p = tables
