@@ -1,0 +1,350 @@
+//! SPI NOR commands over the flash controller block (`spi_flash` in `docs/regmap.md`).
+//!
+//! The controller shifts up to four bytes per `txrx` access (width in `ctrl` bits 17..16),
+//! stalling the bus while it shifts, so a page program is 64 word writes and a read costs a
+//! write and a read per four bytes. Only the dedicated 4-byte-address opcodes are used, so the
+//! chip's address mode and extended address register never matter.
+
+use std::time::Duration;
+
+use nlb_hw::blocks::spi_flash;
+
+use super::FlashError;
+use crate::device::Device;
+
+/// `ctrl` bit 0: chip select.
+pub const CTRL_CS: u32 = 1;
+/// `ctrl` bits 15..8: clock divider (SCK = 250 MHz / (2 × (div + 1))).
+pub const CTRL_DIV_SHIFT: u32 = 8;
+/// `ctrl` bits 17..16: bytes per `txrx` access − 1.
+pub const CTRL_WIDTH_SHIFT: u32 = 16;
+/// The divider used: 62.5 MHz, within every supported chip's limit for all opcodes used.
+pub const DIVIDER: u32 = 1;
+
+/// Opcodes (the MT25Q / S25FL-S single-I/O set).
+pub mod op {
+    /// Write enable.
+    pub const WREN: u8 = 0x06;
+    /// Read status register.
+    pub const RDSR: u8 = 0x05;
+    /// Read JEDEC ID.
+    pub const RDID: u8 = 0x9F;
+    /// Fast read, 4-byte address, 8 dummy clocks.
+    pub const FAST_READ4: u8 = 0x0C;
+    /// Page program, 4-byte address.
+    pub const PP4: u8 = 0x12;
+    /// 4 KiB erase, 4-byte address.
+    pub const SSE4: u8 = 0x21;
+    /// 64 KiB erase, 4-byte address.
+    pub const SE4: u8 = 0xDC;
+}
+
+/// Status register: write in progress.
+pub const SR_WIP: u8 = 0x01;
+/// Status register: write enable latch.
+pub const SR_WEL: u8 = 0x02;
+
+/// A flash chip the programmer knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChipInfo {
+    /// Part number.
+    pub name: &'static str,
+    /// JEDEC manufacturer, type, capacity.
+    pub jedec_id: [u8; 3],
+    /// Bytes.
+    pub size: u64,
+}
+
+/// Chips with 4 KiB + 64 KiB erase, 256-byte pages and the 4-byte opcodes above.
+pub const KNOWN_CHIPS: &[ChipInfo] = &[
+    ChipInfo {
+        name: "MT25QU512",
+        jedec_id: [0x20, 0xBB, 0x20],
+        size: 64 << 20,
+    },
+    ChipInfo {
+        name: "MT25QU01G",
+        jedec_id: [0x20, 0xBB, 0x21],
+        size: 128 << 20,
+    },
+    ChipInfo {
+        name: "MT25QU02G",
+        jedec_id: [0x20, 0xBB, 0x22],
+        size: 256 << 20,
+    },
+    ChipInfo {
+        name: "MT25QL512",
+        jedec_id: [0x20, 0xBA, 0x20],
+        size: 64 << 20,
+    },
+    ChipInfo {
+        name: "MT25QL01G",
+        jedec_id: [0x20, 0xBA, 0x21],
+        size: 128 << 20,
+    },
+    ChipInfo {
+        name: "MT25QL02G",
+        jedec_id: [0x20, 0xBA, 0x22],
+        size: 256 << 20,
+    },
+];
+
+/// Erase granularity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EraseSize {
+    /// 4 KiB subsector.
+    Subsector,
+    /// 64 KiB sector.
+    Sector,
+}
+
+impl EraseSize {
+    /// Bytes.
+    pub fn bytes(self) -> u32 {
+        match self {
+            EraseSize::Subsector => 4096,
+            EraseSize::Sector => 65536,
+        }
+    }
+}
+
+/// How long to wait for an operation: first wait (about the typical time), poll interval,
+/// and the limit (several times the datasheet maximum).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WaitPlan {
+    /// Wait before the first status read.
+    pub first: Duration,
+    /// Wait between status reads.
+    pub poll: Duration,
+    /// Give up after this much waiting.
+    pub timeout: Duration,
+}
+
+/// Page program: typical 0.12 ms, datasheet maximum 1.8 ms.
+pub const PROGRAM_WAIT: WaitPlan = WaitPlan {
+    first: Duration::from_micros(100),
+    poll: Duration::from_micros(20),
+    timeout: Duration::from_millis(20),
+};
+/// 4 KiB erase: typical 50 ms, maximum 400 ms.
+pub const SUBSECTOR_ERASE_WAIT: WaitPlan = WaitPlan {
+    first: Duration::from_millis(40),
+    poll: Duration::from_millis(5),
+    timeout: Duration::from_secs(2),
+};
+/// 64 KiB erase: typical 150 ms, maximum 1 s.
+pub const SECTOR_ERASE_WAIT: WaitPlan = WaitPlan {
+    first: Duration::from_millis(120),
+    poll: Duration::from_millis(10),
+    timeout: Duration::from_secs(5),
+};
+
+/// Register traffic counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SpiStats {
+    /// Register reads.
+    pub reads: u64,
+    /// Register writes.
+    pub writes: u64,
+    /// Time the host asked the device to wait.
+    pub waited: Duration,
+}
+
+/// The flash behind the controller of one device.
+#[derive(Debug)]
+pub struct SpiFlash<'d, D: Device + ?Sized> {
+    dev: &'d mut D,
+    /// Last value written to `ctrl` (so unchanged writes are skipped).
+    ctrl: u32,
+    stats: SpiStats,
+}
+
+impl<'d, D: Device + ?Sized> SpiFlash<'d, D> {
+    /// Takes the controller: chip select off, divider [`DIVIDER`], one byte per access.
+    pub fn new(dev: &'d mut D) -> Result<Self, FlashError> {
+        let mut s = Self {
+            dev,
+            ctrl: 0,
+            stats: SpiStats::default(),
+        };
+        s.write_ctrl(DIVIDER << CTRL_DIV_SHIFT)?;
+        Ok(s)
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> SpiStats {
+        self.stats
+    }
+
+    /// The device, for accesses outside the flash.
+    pub fn device(&mut self) -> &mut D {
+        self.dev
+    }
+
+    fn write_ctrl(&mut self, value: u32) -> Result<(), FlashError> {
+        self.stats.writes += 1;
+        self.dev.write32(spi_flash::CTRL, value)?;
+        self.ctrl = value;
+        Ok(())
+    }
+
+    /// Chip select on with `width` bytes per access.
+    fn select(&mut self, width: u32) -> Result<(), FlashError> {
+        let v = (DIVIDER << CTRL_DIV_SHIFT) | ((width - 1) << CTRL_WIDTH_SHIFT) | CTRL_CS;
+        if v != self.ctrl {
+            self.write_ctrl(v)?;
+        }
+        Ok(())
+    }
+
+    fn deselect(&mut self) -> Result<(), FlashError> {
+        // Keep the width: the next frame often starts with the same one.
+        let v = self.ctrl & !CTRL_CS;
+        self.write_ctrl(v)
+    }
+
+    fn tx(&mut self, word: u32) -> Result<(), FlashError> {
+        self.stats.writes += 1;
+        self.dev.write32(spi_flash::TXRX, word)?;
+        Ok(())
+    }
+
+    fn rx(&mut self) -> Result<u32, FlashError> {
+        self.stats.reads += 1;
+        Ok(self.dev.read32(spi_flash::TXRX)?)
+    }
+
+    fn wait(&mut self, d: Duration) -> Result<(), FlashError> {
+        self.stats.waited += d;
+        self.dev.wait(d)?;
+        Ok(())
+    }
+
+    /// Sends the opcode and a 4-byte address.
+    fn command_with_addr(&mut self, opcode: u8, addr: u32) -> Result<(), FlashError> {
+        self.select(1)?;
+        self.tx(u32::from(opcode))?;
+        self.select(4)?;
+        self.tx(addr)
+    }
+
+    /// Reads the JEDEC ID.
+    pub fn jedec_id(&mut self) -> Result<[u8; 3], FlashError> {
+        self.select(4)?;
+        self.tx(u32::from(op::RDID) << 24)?;
+        let v = self.rx()?;
+        self.deselect()?;
+        let [_, m, t, c] = v.to_be_bytes();
+        Ok([m, t, c])
+    }
+
+    /// Identifies the chip.
+    pub fn chip(&mut self) -> Result<ChipInfo, FlashError> {
+        let id = self.jedec_id()?;
+        KNOWN_CHIPS
+            .iter()
+            .find(|c| c.jedec_id == id)
+            .copied()
+            .ok_or(FlashError::UnknownChip { jedec_id: id })
+    }
+
+    /// Reads the status register.
+    pub fn status(&mut self) -> Result<u8, FlashError> {
+        self.select(2)?;
+        self.tx(u32::from(op::RDSR) << 8)?;
+        let v = self.rx()?;
+        self.deselect()?;
+        Ok(v as u8)
+    }
+
+    fn write_enable(&mut self) -> Result<(), FlashError> {
+        self.select(1)?;
+        self.tx(u32::from(op::WREN))?;
+        self.deselect()
+    }
+
+    /// Waits until WIP clears, reading the status continuously within one frame.
+    fn wait_ready(
+        &mut self,
+        plan: WaitPlan,
+        what: impl FnOnce() -> String,
+    ) -> Result<(), FlashError> {
+        let mut waited = plan.first;
+        self.wait(plan.first)?;
+        self.select(2)?;
+        self.tx(u32::from(op::RDSR) << 8)?;
+        loop {
+            let status = self.rx()? as u8;
+            if status & SR_WIP == 0 {
+                return self.deselect();
+            }
+            if waited >= plan.timeout {
+                self.deselect()?;
+                return Err(FlashError::Timeout {
+                    what: what(),
+                    after: waited,
+                });
+            }
+            self.wait(plan.poll)?;
+            waited += plan.poll;
+            // The status register is output again and again while chip select stays low.
+            self.tx(0)?;
+        }
+    }
+
+    /// Reads `out.len()` bytes from `addr`.
+    pub fn read(&mut self, addr: u32, out: &mut [u8]) -> Result<(), FlashError> {
+        self.command_with_addr(op::FAST_READ4, addr)?;
+        self.select(1)?;
+        self.tx(0xFF)?; // 8 dummy clocks
+        self.select(4)?;
+        let mut words = out.chunks_exact_mut(4);
+        for w in &mut words {
+            self.tx(0xFFFF_FFFF)?;
+            w.copy_from_slice(&self.rx()?.to_be_bytes());
+        }
+        let rest = words.into_remainder();
+        if !rest.is_empty() {
+            self.select(1)?;
+            for b in rest {
+                self.tx(0xFF)?;
+                *b = self.rx()? as u8;
+            }
+        }
+        self.deselect()
+    }
+
+    /// Programs `data` (1..=256 bytes, not crossing a page boundary) at `addr` and waits.
+    pub fn program_page(&mut self, addr: u32, data: &[u8]) -> Result<(), FlashError> {
+        debug_assert!(!data.is_empty() && (addr as usize % 256) + data.len() <= 256);
+        self.write_enable()?;
+        self.command_with_addr(op::PP4, addr)?;
+        let mut words = data.chunks_exact(4);
+        for w in &mut words {
+            self.tx(u32::from_be_bytes([w[0], w[1], w[2], w[3]]))?;
+        }
+        let rest = words.remainder();
+        if !rest.is_empty() {
+            self.select(1)?;
+            for &b in rest {
+                self.tx(u32::from(b))?;
+            }
+        }
+        self.deselect()?;
+        self.wait_ready(PROGRAM_WAIT, || format!("the page program at {addr:#010x}"))
+    }
+
+    /// Erases the subsector or sector holding `addr` and waits.
+    pub fn erase(&mut self, addr: u32, size: EraseSize) -> Result<(), FlashError> {
+        self.write_enable()?;
+        let (opcode, plan) = match size {
+            EraseSize::Subsector => (op::SSE4, SUBSECTOR_ERASE_WAIT),
+            EraseSize::Sector => (op::SE4, SECTOR_ERASE_WAIT),
+        };
+        self.command_with_addr(opcode, addr)?;
+        self.deselect()?;
+        self.wait_ready(plan, || {
+            format!("the {} KiB erase at {addr:#010x}", size.bytes() / 1024)
+        })
+    }
+}
