@@ -893,69 +893,48 @@ pub fn check(c: &Config) -> Diagnostics {
     let f = c.file.as_str();
 
     // Unique names. Target pools and target instances share one namespace: `target` names one.
-    let mut seen: HashMap<(&str, String), String> = HashMap::new();
-    let mut dup =
-        |d: &mut Diagnostics, space: &'static str, name: &str, path: String, pos: Pos| match seen
-            .get(&(space, name.to_string()))
-        {
-            Some(first) => d.push(
+    // (namespace, name) → where it was first defined; paths are formatted only on a repeat.
+    let mut seen: HashMap<(&str, &str), (&str, usize, u32)> = HashMap::new();
+    let named = c
+        .forwarding_rules
+        .iter()
+        .map(|r| ("rule", "forwardingRules", &r.name, &r.loc))
+        .chain(
+            c.target_pools
+                .iter()
+                .map(|p| ("target", "targetPools", &p.name, &p.loc)),
+        )
+        .chain(
+            c.target_instances
+                .iter()
+                .map(|t| ("target", "targetInstances", &t.name, &t.loc)),
+        )
+        .chain(
+            c.instances
+                .iter()
+                .map(|i| ("instance", "instances", &i.name, &i.loc)),
+        )
+        .chain(
+            c.http_health_checks
+                .iter()
+                .map(|h| ("hc", "httpHealthChecks", &h.name, &h.loc)),
+        );
+    for (space, list, name, loc) in named {
+        let pos = loc.field("name");
+        match seen.get(&(space, name.as_str())) {
+            Some((first_list, first_index, first_line)) => d.push(
                 f,
                 pos,
-                path,
-                format!("duplicate name `{name}`: already used by {first}"),
+                format!("{list}[{}].name", loc.index),
+                format!(
+                    "duplicate name `{name}`: already used by {first_list}[{first_index}] (line {first_line})"
+                ),
                 None,
             ),
             None => {
-                seen.insert(
-                    (space, name.to_string()),
-                    format!("{} (line {})", path.trim_end_matches(".name"), pos.line),
-                );
+                seen.insert((space, name.as_str()), (list, loc.index, pos.line));
             }
-        };
-    for r in &c.forwarding_rules {
-        dup(
-            &mut d,
-            "rule",
-            &r.name,
-            format!("forwardingRules[{}].name", r.loc.index),
-            r.loc.field("name"),
-        );
-    }
-    for p in &c.target_pools {
-        dup(
-            &mut d,
-            "target",
-            &p.name,
-            format!("targetPools[{}].name", p.loc.index),
-            p.loc.field("name"),
-        );
-    }
-    for t in &c.target_instances {
-        dup(
-            &mut d,
-            "target",
-            &t.name,
-            format!("targetInstances[{}].name", t.loc.index),
-            t.loc.field("name"),
-        );
-    }
-    for i in &c.instances {
-        dup(
-            &mut d,
-            "instance",
-            &i.name,
-            format!("instances[{}].name", i.loc.index),
-            i.loc.field("name"),
-        );
-    }
-    for h in &c.http_health_checks {
-        dup(
-            &mut d,
-            "hc",
-            &h.name,
-            format!("httpHealthChecks[{}].name", h.loc.index),
-            h.loc.field("name"),
-        );
+        }
     }
 
     let pools: HashMap<&str, &TargetPool> = c
@@ -975,15 +954,16 @@ pub fn check(c: &Config) -> Diagnostics {
         .iter()
         .map(|h| (h.name.as_str(), h))
         .collect();
+    // Lists of valid names, built only when a reference dangles.
     let names = |m: Vec<&str>| -> Vec<String> {
         let mut v: Vec<String> = m.into_iter().map(str::to_string).collect();
         v.sort();
         v
     };
-    let target_names = names(pools.keys().chain(tis.keys()).copied().collect());
-    let pool_names = names(pools.keys().copied().collect());
-    let instance_names = names(instances.keys().copied().collect());
-    let hc_names = names(hcs.keys().copied().collect());
+    let target_names = || names(pools.keys().chain(tis.keys()).copied().collect());
+    let pool_names = || names(pools.keys().copied().collect());
+    let instance_names = || names(instances.keys().copied().collect());
+    let hc_names = || names(hcs.keys().copied().collect());
     let dangling = |d: &mut Diagnostics, what: &str, r: &Ref, path: String, valid: &[String]| {
         let v: Vec<&str> = valid.iter().map(String::as_str).collect();
         let hint = did_you_mean(&r.name, &v)
@@ -1013,7 +993,7 @@ pub fn check(c: &Config) -> Diagnostics {
                 "target pool or target instance",
                 &r.target,
                 format!("forwardingRules[{}].target", r.loc.index),
-                &target_names,
+                &target_names(),
             );
         }
     }
@@ -1023,7 +1003,7 @@ pub fn check(c: &Config) -> Diagnostics {
         for (i, m) in p.instances.iter().enumerate() {
             let path = format!("{base}.instances[{i}]");
             if !instances.contains_key(m.name.as_str()) {
-                dangling(&mut d, "instance", m, path, &instance_names);
+                dangling(&mut d, "instance", m, path, &instance_names());
             } else if let Some(first) = members.insert(&m.name, i) {
                 d.push(
                     f,
@@ -1045,7 +1025,7 @@ pub fn check(c: &Config) -> Diagnostics {
                     "httpHealthCheck",
                     h,
                     format!("{base}.healthChecks[{i}]"),
-                    &hc_names,
+                    &hc_names(),
                 );
             }
         }
@@ -1075,7 +1055,7 @@ pub fn check(c: &Config) -> Diagnostics {
                 } else {
                     "target pool"
                 };
-                dangling(&mut d, what, b, format!("{base}.backupPool"), &pool_names);
+                dangling(&mut d, what, b, format!("{base}.backupPool"), &pool_names());
             }
             _ => {}
         }
@@ -1104,7 +1084,7 @@ pub fn check(c: &Config) -> Diagnostics {
                 "instance",
                 &t.instance,
                 format!("targetInstances[{}].instance", t.loc.index),
-                &instance_names,
+                &instance_names(),
             );
         }
     }
@@ -1222,7 +1202,7 @@ pub fn check(c: &Config) -> Diagnostics {
     }
 
     // MACs and outer source prefixes that each pool's delivery needs.
-    let need_mac = |d: &mut Diagnostics, delivery: Delivery, m: &Ref, path: String| {
+    let need_mac = |d: &mut Diagnostics, delivery: Delivery, m: &Ref, path: &dyn Fn() -> String| {
         let Some(inst) = instances.get(m.name.as_str()) else {
             return;
         };
@@ -1233,7 +1213,7 @@ pub fn check(c: &Config) -> Diagnostics {
             d.push(
                 f,
                 m.pos,
-                path,
+                path(),
                 format!(
                     "instance `{}` has no `mac`, which L2_DSR delivery needs",
                     inst.name
@@ -1244,7 +1224,7 @@ pub fn check(c: &Config) -> Diagnostics {
             d.push(
                 f,
                 m.pos,
-                path,
+                path(),
                 format!(
                     "instance `{}` has no `mac` and `nic.nextHopMac` is not set: {} needs a next-hop MAC",
                     inst.name,
@@ -1257,16 +1237,20 @@ pub fn check(c: &Config) -> Diagnostics {
     let mut families_needed: Vec<(bool, Pos, String, Delivery)> = Vec::new();
     for p in &c.target_pools {
         for (i, m) in p.instances.iter().enumerate() {
-            need_mac(
-                &mut d,
-                p.delivery,
-                m,
-                format!("targetPools[{}].instances[{i}]", p.loc.index),
-            );
-            if p.delivery != Delivery::L2Dsr {
-                if let Some(inst) = instances.get(m.name.as_str()) {
+            need_mac(&mut d, p.delivery, m, &|| {
+                format!("targetPools[{}].instances[{i}]", p.loc.index)
+            });
+        }
+        if p.delivery != Delivery::L2Dsr {
+            for v6 in [false, true] {
+                let any = p.instances.iter().any(|m| {
+                    instances
+                        .get(m.name.as_str())
+                        .is_some_and(|i| i.ip.is_ipv6() == v6)
+                });
+                if any {
                     families_needed.push((
-                        inst.ip.is_ipv6(),
+                        v6,
                         p.loc.field("delivery"),
                         format!("targetPools[{}].delivery", p.loc.index),
                         p.delivery,
@@ -1276,12 +1260,9 @@ pub fn check(c: &Config) -> Diagnostics {
         }
     }
     for t in &c.target_instances {
-        need_mac(
-            &mut d,
-            t.delivery,
-            &t.instance,
-            format!("targetInstances[{}].instance", t.loc.index),
-        );
+        need_mac(&mut d, t.delivery, &t.instance, &|| {
+            format!("targetInstances[{}].instance", t.loc.index)
+        });
         if t.delivery != Delivery::L2Dsr {
             if let Some(inst) = instances.get(t.instance.name.as_str()) {
                 families_needed.push((

@@ -199,6 +199,19 @@ impl Compiled {
     }
 }
 
+/// Whether an entry is the all-zero default (checked on the typed entry, without packing).
+fn is_default(t: &Tables, table: Table, i: usize) -> bool {
+    use nlb_hw::layouts::{AclEntry, BackendEntry, PoolEntry, RuleEntry, VipEntry};
+    match table {
+        Table::Vip => t.vip.get(i) == Some(&VipEntry::default()),
+        Table::Rule => t.rules.get(i) == Some(&RuleEntry::default()),
+        Table::Acl => t.acl.get(i) == Some(&AclEntry::default()),
+        Table::Pool => t.pools.get(i) == Some(&PoolEntry::default()),
+        Table::Maglev => t.maglev.get(i) == Some(&MaglevSlot::default()),
+        Table::Backend => t.backends.get(i) == Some(&BackendEntry::default()),
+    }
+}
+
 fn put_u16(v: &mut Vec<u8>, x: u16) {
     v.extend_from_slice(&x.to_le_bytes());
 }
@@ -320,6 +333,9 @@ impl Image {
                 let zero = vec![0u32; Tables::entry_words(table)];
                 let mut count = 0u32;
                 for index in 0..t.depth(table) {
+                    if is_default(t, table, index as usize) {
+                        continue;
+                    }
                     let words = t
                         .read_entry(table, index)
                         .map_err(|source| ImageError::Entry {

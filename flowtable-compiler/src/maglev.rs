@@ -59,6 +59,9 @@ pub fn permutation(name: &str, m: u32) -> (u32, u32) {
     (offset, skip)
 }
 
+/// Largest weight that counts (the configuration allows 0..=1000).
+pub const MAX_WEIGHT: u32 = 1 << 20;
+
 /// One backend taking part in a population.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Member<'a> {
@@ -66,17 +69,23 @@ pub struct Member<'a> {
     pub name: &'a str,
     /// The value written into its slots (backend id).
     pub id: u16,
-    /// Relative weight, > 0.
+    /// Relative weight; 0 leaves the member out, values above [`MAX_WEIGHT`] count as it.
     pub weight: u32,
 }
 
-const EMPTY: u32 = u32::MAX;
-
-/// Fills a table of `m` slots (m prime, or 1) with the members' ids. Members are taken in
-/// name order whatever the order given; members of weight 0 are left out. With no member of
-/// weight > 0 the result is empty.
+/// Fills a table of `m` slots (m prime, or 1; at most [`MAX_SIZE`], larger values count as
+/// it) with the members' ids. Members are taken in name order whatever the order given;
+/// members of weight 0 are left out. With no member of weight > 0 the result is empty.
 pub fn populate(members: &[Member], m: u32) -> Vec<u16> {
-    let mut ms: Vec<Member> = members.iter().copied().filter(|x| x.weight > 0).collect();
+    let m = m.min(MAX_SIZE);
+    let mut ms: Vec<Member> = members
+        .iter()
+        .filter(|x| x.weight > 0)
+        .map(|x| Member {
+            weight: x.weight.min(MAX_WEIGHT),
+            ..*x
+        })
+        .collect();
     if ms.is_empty() || m == 0 {
         return Vec::new();
     }
@@ -84,7 +93,10 @@ pub fn populate(members: &[Member], m: u32) -> Vec<u16> {
     if m == 1 {
         return vec![ms[0].id];
     }
-    let mut table = vec![EMPTY; m as usize];
+    let mut table = vec![0u16; m as usize];
+    // Which slots are taken, one bit each: 8 KiB for 65537 slots, so the probing of the last
+    // free slots stays in the L1 cache.
+    let mut taken = vec![0u64; (m as usize).div_ceil(64)];
     let mut next: Vec<u32> = Vec::with_capacity(ms.len());
     let mut skip: Vec<u32> = Vec::with_capacity(ms.len());
     for x in &ms {
@@ -92,28 +104,43 @@ pub fn populate(members: &[Member], m: u32) -> Vec<u16> {
         next.push(o);
         skip.push(s);
     }
-    let mut filled = 0u32;
-    // One turn: the backend takes the next free slot of its permutation.
-    let mut turn = |i: usize, table: &mut [u32]| {
+    // One turn: backend i takes the next free slot of its permutation. Candidates are tested
+    // four at a time: their positions need only adds, so the four bit loads run in parallel
+    // instead of each waiting for the previous test (the last free slots take many probes).
+    let mut turn = |i: usize| {
+        let s = skip[i];
+        let wrap = |c: u32| if c >= m { c - m } else { c };
+        let free = |c: u32| taken[(c >> 6) as usize] & (1 << (c & 63)) == 0;
         let mut c = next[i];
-        while table[c as usize] != EMPTY {
-            c += skip[i];
-            if c >= m {
-                c -= m;
+        let found = loop {
+            let c1 = wrap(c + s);
+            let c2 = wrap(c1 + s);
+            let c3 = wrap(c2 + s);
+            let (f0, f1, f2, f3) = (free(c), free(c1), free(c2), free(c3));
+            if f0 {
+                break c;
             }
-        }
-        table[c as usize] = u32::from(ms[i].id);
-        c += skip[i];
-        if c >= m {
-            c -= m;
-        }
-        next[i] = c;
+            if f1 {
+                break c1;
+            }
+            if f2 {
+                break c2;
+            }
+            if f3 {
+                break c3;
+            }
+            c = wrap(c3 + s);
+        };
+        taken[(found >> 6) as usize] |= 1 << (found & 63);
+        table[found as usize] = ms[i].id;
+        next[i] = wrap(found + s);
     };
     let max_w = ms.iter().map(|x| x.weight).max().unwrap_or(1);
     if ms.iter().all(|x| x.weight == max_w) {
+        let mut filled = 0u32;
         'rounds: loop {
             for i in 0..ms.len() {
-                turn(i, &mut table);
+                turn(i);
                 filled += 1;
                 if filled == m {
                     break 'rounds;
@@ -122,25 +149,27 @@ pub fn populate(members: &[Member], m: u32) -> Vec<u16> {
         }
     } else {
         // Turn k of backend i falls in round ceil(k·max/w_i) (its accumulated weight reaches
-        // the maximum then); within a round backends go in order. A heap replays exactly the
-        // round-by-round loop without visiting backends that have no turn in a round.
-        let mut heap: BinaryHeap<Reverse<(u64, usize, u64)>> = ms
+        // the maximum then); within a round backends go in order. A heap keyed by
+        // (round << 16 | i) replays exactly the round-by-round loop without visiting backends
+        // that have no turn in a round. Rounds stay below (m + 1)·MAX_WEIGHT < 2^37.
+        let mut turns: Vec<u64> = vec![1; ms.len()];
+        let round = |k: u64, w: u32| (k * u64::from(max_w)).div_ceil(u64::from(w));
+        let mut heap: BinaryHeap<Reverse<u64>> = ms
             .iter()
             .enumerate()
-            .map(|(i, x)| Reverse((u64::from(max_w).div_ceil(u64::from(x.weight)), i, 1)))
+            .map(|(i, x)| Reverse(round(1, x.weight) << 16 | i as u64))
             .collect();
-        while let Some(Reverse((_, i, k))) = heap.pop() {
-            turn(i, &mut table);
-            filled += 1;
-            if filled == m {
+        for _ in 0..m {
+            let Some(Reverse(key)) = heap.pop() else {
                 break;
-            }
-            let k = k + 1;
-            let round = (k * u64::from(max_w)).div_ceil(u64::from(ms[i].weight));
-            heap.push(Reverse((round, i, k)));
+            };
+            let i = (key & 0xffff) as usize;
+            turn(i);
+            turns[i] += 1;
+            heap.push(Reverse(round(turns[i], ms[i].weight) << 16 | i as u64));
         }
     }
-    table.into_iter().map(|v| v as u16).collect()
+    table
 }
 
 #[cfg(test)]
