@@ -6,7 +6,21 @@
 //!
 //!     cargo bench -p firmware-sim --bench pipeline
 //!
-//! (`NLB_BENCH_SECS` sets the time per case, default 2 s.)
+//! Environment:
+//! - `NLB_BENCH_SECS`: time per case (default 2 s);
+//! - `NLB_BENCH_PACKETS`: run exactly this many packets per case instead (rounded up to whole
+//!   batches), for instruction counts under callgrind;
+//! - `NLB_BENCH_CASE`: run only the cases whose name contains this text.
+//!
+//! Mpps per core is packets over the CPU time of the benchmark thread (from
+//! `/proc/thread-self/schedstat`), so other processes on a shared machine do not count against
+//! it; the wall-clock figure is printed beside it. Instructions per packet, exactly:
+//!
+//!     NLB_BENCH_PACKETS=65536 valgrind --tool=callgrind --toggle-collect='*measured*' \
+//!         --dump-after='*measured*' target/release/deps/pipeline-HASH
+//!
+//! gives one profile per case (in case order) whose instruction total, divided by the packet
+//! count printed for the case, is the figure.
 
 use etherparse::PacketBuilder;
 use firmware_sim::{BatchOutput, ConnTable, CtOutcome, SimDevice};
@@ -120,7 +134,41 @@ fn shuffle(n: u32, count: usize) -> Vec<u32> {
         .collect()
 }
 
-fn run(name: &str, dev: &mut SimDevice, frames: &[Vec<u8>], want: CtOutcome, secs: f64) {
+/// How long a case runs.
+#[derive(Debug, Clone, Copy)]
+enum Budget {
+    Time(Duration),
+    Packets(u64),
+}
+
+/// CPU time of the calling thread (the first field of schedstat, in ns).
+fn thread_cpu_time() -> Option<Duration> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let ns: u64 = s.split_whitespace().next()?.parse().ok()?;
+    Some(Duration::from_nanos(ns))
+}
+
+/// The measured loop: `batches` batches of `BATCH` frames, cycling through `refs`; returns the
+/// packets sent. Not inlined, so callgrind can count exactly this (`--toggle-collect`).
+#[inline(never)]
+fn measured(
+    dev: &mut SimDevice,
+    refs: &[&[u8]],
+    out: &mut BatchOutput,
+    at: &mut usize,
+    batches: u64,
+) -> u64 {
+    for _ in 0..batches {
+        if *at + BATCH > refs.len() {
+            *at = 0;
+        }
+        dev.receive_batch(&refs[*at..*at + BATCH], out);
+        *at += BATCH;
+    }
+    batches * BATCH as u64
+}
+
+fn run(name: &str, dev: &mut SimDevice, frames: &[Vec<u8>], want: CtOutcome, budget: Budget) {
     let refs: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
     let mut out = BatchOutput::new();
     // Warm up and check the case measures what it says.
@@ -132,25 +180,29 @@ fn run(name: &str, dev: &mut SimDevice, frames: &[Vec<u8>], want: CtOutcome, sec
             "{name}: {r:?}"
         );
     }
-    let budget = Duration::from_secs_f64(secs);
+    let mut at = BATCH;
     let start = Instant::now();
-    let mut packets = 0u64;
-    let mut at = 0;
-    while start.elapsed() < budget {
-        for _ in 0..256 {
-            if at + BATCH > refs.len() {
-                at = 0;
+    let cpu_start = thread_cpu_time();
+    let packets = match budget {
+        Budget::Packets(n) => measured(dev, &refs, &mut out, &mut at, n.div_ceil(BATCH as u64)),
+        Budget::Time(t) => {
+            let mut packets = 0;
+            while start.elapsed() < t {
+                packets += measured(dev, &refs, &mut out, &mut at, 256);
             }
-            dev.receive_batch(&refs[at..at + BATCH], &mut out);
-            at += BATCH;
-            packets += BATCH as u64;
+            packets
         }
-    }
-    let dt = start.elapsed().as_secs_f64();
+    };
+    let wall = start.elapsed().as_secs_f64();
+    let cpu = match (cpu_start, thread_cpu_time()) {
+        (Some(a), Some(b)) if b > a => (b - a).as_secs_f64(),
+        _ => wall,
+    };
     println!(
-        "{name:<34} {:>7.2} Mpps/core  {:>6.1} ns/packet",
-        packets as f64 / dt / 1e6,
-        dt * 1e9 / packets as f64
+        "{name:<26} {:>7.2} Mpps/core {:>7.1} ns/packet (CPU time)  {:>7.2} Mpps wall  {packets} packets",
+        packets as f64 / cpu / 1e6,
+        cpu * 1e9 / packets as f64,
+        packets as f64 / wall / 1e6,
     );
 }
 
@@ -159,11 +211,22 @@ fn main() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(2.0);
+    let budget = match std::env::var("NLB_BENCH_PACKETS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+    {
+        Some(n) => Budget::Packets(n),
+        None => Budget::Time(Duration::from_secs_f64(secs)),
+    };
+    let only = std::env::var("NLB_BENCH_CASE").unwrap_or_default();
     let profile = Profile::by_name("sim").expect("sim profile");
     println!(
         "firmware-sim pipeline: {BACKENDS} backends, Maglev M = {MAGLEV_M}, {CONNECTIONS} connections in {CT_BUCKETS} x 4, batches of {BATCH}, 64-byte frames"
     );
     for delivery in [Delivery::L2Dsr, Delivery::Gue] {
+        if !(0..4).any(|c| case_name(delivery, c).contains(&only)) {
+            continue;
+        }
         let mut dev = SimDevice::with_conntrack(profile, ConnTable::new(CT_BUCKETS, 4));
         load(&mut dev, &tables(delivery));
         // 1 Mi connections: TCP for even clients, UDP for odd ones.
@@ -197,29 +260,39 @@ fn main() {
             println!("installed {installed} of {CONNECTIONS} connections");
         }
         let picks = shuffle(CONNECTIONS / 2, FRAMES);
-        for (proto, pname) in [(6u8, "TCP"), (17, "UDP")] {
-            for (miss, cname) in [(false, "hit"), (true, "miss")] {
-                let mut frames = Vec::with_capacity(FRAMES);
-                for &k in &picks {
-                    let i = 2 * k + u32::from(proto == 17);
-                    let (src, sport) = client(i, miss);
-                    let dport = if proto == 6 { 80 } else { 53 };
-                    let key = FlowKey::tuple5(proto, src.into(), sport, VIP.into(), dport);
-                    // Hits only for connections that found a free way when installed.
-                    if miss || dev.conntrack().lookup(&key).is_some() {
-                        frames.push(frame(proto, src, sport));
-                    }
-                }
-                let want = if miss {
-                    CtOutcome::Miss
-                } else {
-                    CtOutcome::Hit
-                };
-                let name = format!("{} {pname} conntrack {cname}", delivery.name());
-                run(&name, &mut dev, &frames, want, secs);
+        for c in 0..4 {
+            let name = case_name(delivery, c);
+            if !name.contains(&only) {
+                continue;
             }
+            let proto = if c < 2 { 6u8 } else { 17 };
+            let miss = c % 2 == 1;
+            let mut frames = Vec::with_capacity(FRAMES);
+            for &k in &picks {
+                let i = 2 * k + u32::from(proto == 17);
+                let (src, sport) = client(i, miss);
+                let dport = if proto == 6 { 80 } else { 53 };
+                let key = FlowKey::tuple5(proto, src.into(), sport, VIP.into(), dport);
+                // Hits only for connections that found a free way when installed.
+                if miss || dev.conntrack().lookup(&key).is_some() {
+                    frames.push(frame(proto, src, sport));
+                }
+            }
+            let want = if miss {
+                CtOutcome::Miss
+            } else {
+                CtOutcome::Hit
+            };
+            run(&name, &mut dev, &frames, want, budget);
         }
     }
+}
+
+/// Name of case `c` (0..4: TCP hit, TCP miss, UDP hit, UDP miss) of a delivery.
+fn case_name(delivery: Delivery, c: usize) -> String {
+    let p = if c < 2 { "TCP" } else { "UDP" };
+    let h = if c % 2 == 0 { "hit" } else { "miss" };
+    format!("{} {p} conntrack {h}", delivery.name())
 }
 
 /// Writes every non-empty entry of `bank` through the table window into bank 0, as the
