@@ -400,6 +400,49 @@ async fn keep_alive_server_that_never_closes_still_passes() {
     assert!(probe(addr, SHORT).await.result.is_ok());
 }
 
+/// A server that answers 200 and then reports how the client ended the connection.
+async fn close_observer() -> (
+    SocketAddr,
+    tokio::sync::mpsc::UnboundedReceiver<std::io::Result<usize>>,
+) {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let addr = serve(move |mut s| {
+        let tx = tx.clone();
+        async move {
+            read_head(&mut s).await;
+            let _ = s.write_all(OK).await;
+            // Keep our end open and see what the client does with its own.
+            let mut buf = [0u8; 16];
+            let end = tokio::time::timeout(Duration::from_secs(5), s.read(&mut buf)).await;
+            let _ = tx.send(end.unwrap_or(Err(std::io::ErrorKind::TimedOut.into())));
+        }
+    })
+    .await;
+    (addr, rx)
+}
+
+#[tokio::test]
+async fn connection_ends_with_fin_by_default_and_reset_on_request() {
+    let (addr, mut ends) = close_observer().await;
+    let key = ProbeKey {
+        addr,
+        path: "/".into(),
+        host: "lb.test".into(),
+    };
+    let polite = ProbeRequest::new(&key).unwrap();
+    assert!(polite.run(SHORT).await.result.is_ok());
+    // A FIN: the server reads end-of-stream.
+    assert_eq!(ends.recv().await.unwrap().unwrap(), 0);
+
+    let abrupt = ProbeRequest::new(&key).unwrap().close_with_reset(true);
+    assert!(abrupt.run(SHORT).await.result.is_ok());
+    let end = ends.recv().await.unwrap();
+    assert_eq!(
+        end.map_err(|e| e.kind()),
+        Err(std::io::ErrorKind::ConnectionReset)
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // The checker: thresholds, events, dedup, reload, weights.
 // ---------------------------------------------------------------------------------------------
@@ -800,6 +843,7 @@ async fn hanging_backends_do_not_delay_healthy_ones() {
     let (checker, events) = HealthChecker::new(CheckerOptions {
         max_in_flight: 4,
         jitter: 0.1,
+        close_with_reset: false,
     })
     .unwrap();
     let mut watch = Watch::new(events);

@@ -25,6 +25,11 @@ pub struct CheckerOptions {
     /// probes that share an interval do not move in lockstep (their first round starts at a
     /// random point of the first interval). 0 disables the per-round part.
     pub jitter: f64,
+    /// End probe connections with a reset (SO_LINGER 0) rather than a FIN exchange: no
+    /// TIME_WAIT socket on the prober (10,000 probes/s would otherwise keep up to 600,000) and
+    /// about 5% less CPU per probe, but a backend that still holds its end sees a reset.
+    /// Off by default.
+    pub close_with_reset: bool,
 }
 
 impl Default for CheckerOptions {
@@ -32,6 +37,7 @@ impl Default for CheckerOptions {
         CheckerOptions {
             max_in_flight: 4096,
             jitter: 0.1,
+            close_with_reset: false,
         }
     }
 }
@@ -199,6 +205,7 @@ struct Shared {
     metrics: Metrics,
     permits: Semaphore,
     jitter: f64,
+    close_with_reset: bool,
     pending: Mutex<Pending>,
     notify: Notify,
 }
@@ -416,6 +423,7 @@ impl HealthChecker {
             metrics: Metrics::new(),
             permits: Semaphore::new(options.max_in_flight.clamp(1, Semaphore::MAX_PERMITS)),
             jitter: options.jitter.clamp(0.0, 0.5),
+            close_with_reset: options.close_with_reset,
             pending: Mutex::new(Pending::default()),
             notify: Notify::new(),
         });
@@ -533,7 +541,9 @@ impl HealthChecker {
             let running = match registry.probes.get(&probe_key) {
                 Some(running) => running,
                 None => {
-                    let Some(request) = ProbeRequest::new(&probe_key) else {
+                    let request = ProbeRequest::new(&probe_key)
+                        .map(|r| r.close_with_reset(self.shared.close_with_reset));
+                    let Some(request) = request else {
                         // validate() accepted path and host, so this cannot happen; refuse
                         // rather than panic.
                         return Err(HealthError::Invalid {

@@ -16,10 +16,14 @@
 //!                 HealthChecker::snapshot() / metrics()
 //! ```
 //!
+//! [`targets_from_config`] builds the targets from a compiler [`Config`](flowtable_compiler::Config);
+//! [`HealthSnapshot::to_health_state`] gives the compiler's `HealthState` back.
+//!
 //! `docs/health-checks.md` describes the behaviour, the defaults, the state machine and how
 //! misbehaving backends are handled.
 
 mod checker;
+mod compiler;
 mod config;
 mod metrics;
 mod probe;
@@ -29,6 +33,7 @@ pub use checker::{
     CheckerOptions, HealthChange, HealthChecker, HealthEvents, HealthSnapshot, ReloadSummary,
     TargetStatus,
 };
+pub use compiler::targets_from_config;
 pub use config::{HealthError, HealthTarget, HttpCheck, ProbeKey, TargetKey};
 pub use metrics::{LatencyHistogram, ProbeMetrics, LATENCY_BOUNDS_SECONDS};
 pub use probe::{

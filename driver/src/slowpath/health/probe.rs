@@ -8,8 +8,9 @@
 use std::fmt;
 use std::io;
 use std::net::SocketAddr;
-use std::pin::pin;
+use std::pin::{pin, Pin};
 use std::sync::atomic::{AtomicU8, Ordering};
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -186,6 +187,7 @@ pub struct ProbeRequest {
     addr: SocketAddr,
     uri: Uri,
     host: HeaderValue,
+    close_with_reset: bool,
 }
 
 impl ProbeRequest {
@@ -196,7 +198,14 @@ impl ProbeRequest {
             addr: key.addr,
             uri: Uri::try_from(key.path.as_str()).ok()?,
             host: HeaderValue::from_str(&key.host).ok()?,
+            close_with_reset: false,
         })
+    }
+
+    /// Ends each probe's connection with a reset (SO_LINGER 0) instead of a FIN exchange.
+    pub fn close_with_reset(mut self, enabled: bool) -> Self {
+        self.close_with_reset = enabled;
+        self
     }
 
     /// The backend address probed.
@@ -227,13 +236,17 @@ impl ProbeRequest {
         let stream = TcpStream::connect(self.addr)
             .await
             .map_err(classify_connect_error)?;
-        // The request is one small write; do not let Nagle hold it.
-        let _ = stream.set_nodelay(true);
+        if self.close_with_reset {
+            // Zero linger: close() sends RST. A zero linger never blocks (the deprecation is
+            // about non-zero values blocking the thread on drop).
+            #[allow(deprecated)]
+            let _ = stream.set_linger(Some(Duration::ZERO));
+        }
         phase.store(ProbePhase::Head as u8, Ordering::Relaxed);
 
         let (mut sender, connection) = http1::Builder::new()
             .max_buf_size(MAX_HEAD_BYTES)
-            .handshake::<_, Empty<Bytes>>(TokioIo::new(stream))
+            .handshake::<_, Empty<Bytes>>(ProbeIo(TokioIo::new(stream)))
             .await
             .map_err(|e| classify_hyper_error(&e))?;
         let mut request = Request::new(Empty::<Bytes>::new());
@@ -300,6 +313,51 @@ impl ProbeRequest {
                 }
             }
         }
+    }
+}
+
+/// The probe's socket as hyper sees it, with a no-op `shutdown`: the connection ends with the
+/// single `close()` when the probe is dropped (hyper would call `shutdown(SHUT_WR)` first, one
+/// more system call and FIN sent before the response is even read).
+struct ProbeIo(TokioIo<TcpStream>);
+
+impl hyper::rt::Read for ProbeIo {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: hyper::rt::ReadBufCursor<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.0).poll_read(cx, buf)
+    }
+}
+
+impl hyper::rt::Write for ProbeIo {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.0).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.0).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.0.is_write_vectored()
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.0).poll_write_vectored(cx, bufs)
     }
 }
 
