@@ -42,6 +42,8 @@ commands! {
     Explain => cmd_explain,
     Diff => cmd_diff,
     Inspect => cmd_inspect,
+    Sim => cmd_sim,
+    Traffic => cmd_traffic,
 }
 
 /// Control tool of nlb-offload, a passthrough L4 load balancer on an FPGA SmartNIC.
