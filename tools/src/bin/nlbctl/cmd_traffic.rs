@@ -52,6 +52,9 @@ fn mac_bytes(mac: u64) -> [u8; 6] {
     [b[2], b[3], b[4], b[5], b[6], b[7]]
 }
 
+/// (source, source port, destination, destination port).
+type Ends = (IpAddr, u16, IpAddr, u16);
+
 /// One client flow: a list of frames sent in order.
 type Flow = Vec<Vec<u8>>;
 
@@ -88,10 +91,7 @@ impl Frames {
 
     fn tcp(
         &self,
-        src: IpAddr,
-        sport: u16,
-        dst: IpAddr,
-        dport: u16,
+        (src, sport, dst, dport): Ends,
         seq: u32,
         flags: &str,
         payload: &[u8],
@@ -199,7 +199,7 @@ fn flows(
                         first_tcp4 = Some((vip, dport));
                     }
                     vec![
-                        f.tcp(client, sport, vip, dport, seq, "S", b"")?,
+                        f.tcp((client, sport, vip, dport), seq, "S", b"")?,
                         f.tcp(
                             client,
                             sport,
@@ -209,7 +209,7 @@ fn flows(
                             "AP",
                             b"GET / HTTP/1.1\r\n\r\n",
                         )?,
-                        f.tcp(client, sport, vip, dport, seq + 19, "AF", b"")?,
+                        f.tcp((client, sport, vip, dport), seq + 19, "AF", b"")?,
                     ]
                 }
                 Protocol::Udp => {
@@ -235,7 +235,7 @@ fn flows(
     // path-MTU case, SPEC R10.2): it quotes VIP -> client.
     if let Some((vip, dport)) = first_tcp4 {
         let client = client_addr(rng, false);
-        let reply = f.tcp(vip, dport, client, 40000, 7, "AP", &[0u8; 8])?;
+        let reply = f.tcp((vip, dport, client, 40000), 7, "AP", &[0u8; 8])?;
         let quoted = &reply[14..14 + 20 + 8];
         let (IpAddr::V4(v), IpAddr::V4(router)) = (vip, IpAddr::from([192, 0, 2, 254])) else {
             return Err(CliError::internal("ICMP case needs IPv4"));
@@ -253,10 +253,12 @@ fn flows(
     }
     // Not for any VIP, not IP, and malformed.
     flows.push(vec![f.tcp(
-        IpAddr::from([198, 51, 100, 77]),
-        5555,
-        IpAddr::from([192, 0, 2, 99]),
-        22,
+        (
+            IpAddr::from([198, 51, 100, 77]),
+            5555,
+            IpAddr::from([192, 0, 2, 99]),
+            22,
+        ),
         1,
         "S",
         b"",
