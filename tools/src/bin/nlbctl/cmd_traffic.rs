@@ -201,10 +201,7 @@ fn flows(
                     vec![
                         f.tcp((client, sport, vip, dport), seq, "S", b"")?,
                         f.tcp(
-                            client,
-                            sport,
-                            vip,
-                            dport,
+                            (client, sport, vip, dport),
                             seq + 1,
                             "AP",
                             b"GET / HTTP/1.1\r\n\r\n",
