@@ -1,0 +1,190 @@
+//! The golden model as it was first written (straightforward, one packet at a time), kept
+//! as a test-only reference for the optimised model: the differential tests run the same
+//! traffic through both and compare every result field, every output byte, every event,
+//! every counter, the punt and learn queues and the connection table.
+//!
+//! `parse`, `action`, `pipeline` and `conntrack` are the original modules verbatim but for
+//! module paths; [`RefDevice`] is the original device's per-packet side effects (counters, hit
+//! bits, punt and learn queues, auto-learn) without the register file.
+#![allow(dead_code)]
+
+pub mod action;
+pub mod conntrack;
+pub mod parse;
+pub mod pipeline;
+
+use conntrack::ConnTable;
+use firmware_sim::{Counter, CounterKind, PacketResult};
+use nlb_hw::enums::{Event, Reason, Verdict};
+use nlb_hw::layouts::{LearnEvent, PuntHeader};
+use nlb_hw::{NicSettings, Tables};
+use pipeline::Context;
+use std::collections::VecDeque;
+
+/// Bytes of a punted frame that the punt window holds.
+pub const WINDOW_BYTES: usize = 9728;
+
+/// The reference device: one table bank, the settings, the connection table, counters and
+/// queues.
+#[derive(Debug, Clone)]
+pub struct RefDevice {
+    pub tables: Tables,
+    pub settings: NicSettings,
+    pub enabled: bool,
+    pub conntrack: ConnTable,
+    pub rules: Vec<Counter>,
+    pub backends: Vec<Counter>,
+    pub reasons: Vec<Counter>,
+    pub verdicts: Vec<Counter>,
+    pub depth: usize,
+    pub punt: VecDeque<(PuntHeader, Vec<u8>)>,
+    pub punt_overflow: bool,
+    pub learn: VecDeque<LearnEvent>,
+    pub learn_overflow: bool,
+    pub auto_learn: bool,
+    /// Connection-table hits and events (learn, teardown) so far, for coverage checks.
+    pub hits: u64,
+    pub events: [u64; 2],
+    pending: Vec<LearnEvent>,
+}
+
+fn add(c: &mut Counter, bytes: u64, v: Verdict) {
+    c.packets = c.packets.wrapping_add(1);
+    c.bytes = c.bytes.wrapping_add(bytes);
+    match v {
+        Verdict::Punt => c.punts = c.punts.wrapping_add(1),
+        Verdict::Drop => c.drops = c.drops.wrapping_add(1),
+        Verdict::Forward | Verdict::Pass => {}
+    }
+}
+
+impl RefDevice {
+    /// Bank 0 = `tables`, pipeline enabled, a connection table of `buckets × ways`.
+    pub fn new(tables: Tables, settings: NicSettings, buckets: u32, ways: u32) -> RefDevice {
+        let p = tables.profile;
+        RefDevice {
+            rules: vec![Counter::default(); p.rules as usize],
+            backends: vec![Counter::default(); p.backends as usize],
+            reasons: vec![Counter::default(); Reason::ALL.len()],
+            verdicts: vec![Counter::default(); Verdict::ALL.len()],
+            depth: p.queue_depth as usize,
+            tables,
+            settings,
+            enabled: true,
+            conntrack: ConnTable::new(buckets, ways),
+            punt: VecDeque::new(),
+            punt_overflow: false,
+            learn: VecDeque::new(),
+            learn_overflow: false,
+            auto_learn: false,
+            hits: 0,
+            events: [0; 2],
+            pending: Vec::new(),
+        }
+    }
+
+    fn process(&self, frame: &[u8]) -> (PacketResult, Vec<u8>) {
+        let ctx = Context {
+            tables: &self.tables,
+            bank: 0,
+            settings: &self.settings,
+            enabled: self.enabled,
+            conntrack: &self.conntrack,
+        };
+        let mut out = vec![0u8; action::MAX_FRAME];
+        let r = pipeline::process(&ctx, frame, &mut out).expect("MAX_FRAME buffer");
+        out.truncate(r.out_len);
+        (r, out)
+    }
+
+    /// One frame, as `SimDevice::receive`.
+    pub fn receive(&mut self, frame: &[u8]) -> (PacketResult, Vec<u8>) {
+        let r = self.process(frame);
+        self.account(&r.0, frame);
+        self.flush();
+        r
+    }
+
+    /// A batch, as `SimDevice::receive_batch`: auto-learned entries appear after it.
+    pub fn receive_batch(&mut self, frames: &[&[u8]]) -> Vec<(PacketResult, Vec<u8>)> {
+        let mut v = Vec::new();
+        for f in frames {
+            let r = self.process(f);
+            self.account(&r.0, f);
+            v.push(r);
+        }
+        self.flush();
+        v
+    }
+
+    /// Counts one packet (what the original `Counters::record` did).
+    pub fn count(&mut self, r: &PacketResult) {
+        let bytes = r.frame_len as u64;
+        let v = r.verdict;
+        add(&mut self.reasons[r.reason.value() as usize], bytes, v);
+        add(&mut self.verdicts[r.verdict.value() as usize], bytes, v);
+        if let Some(c) = r.rule.and_then(|i| self.rules.get_mut(usize::from(i))) {
+            add(c, bytes, v);
+        }
+        if matches!(v, Verdict::Forward | Verdict::Drop) {
+            if let Some(c) = r
+                .backend
+                .and_then(|i| self.backends.get_mut(usize::from(i)))
+            {
+                add(c, bytes, v);
+            }
+        }
+    }
+
+    fn account(&mut self, r: &PacketResult, frame: &[u8]) {
+        self.count(r);
+        let v = r.verdict;
+        if let Some(i) = r.ct_index {
+            self.hits += 1;
+            self.conntrack.mark_hit(i);
+        }
+        if v == Verdict::Punt {
+            if self.punt.len() < self.depth {
+                let n = frame.len().min(WINDOW_BYTES);
+                self.punt
+                    .push_back((pipeline::punt_header(r), frame[..n].to_vec()));
+            } else {
+                self.punt_overflow = true;
+            }
+        }
+        if let Some(ev) = r.event {
+            self.events[usize::from(ev.event == Event::Teardown)] += 1;
+            if self.auto_learn {
+                self.pending.push(ev);
+            } else if self.learn.len() < self.depth {
+                self.learn.push_back(ev);
+            } else {
+                self.learn_overflow = true;
+            }
+        }
+    }
+
+    fn flush(&mut self) {
+        for ev in std::mem::take(&mut self.pending) {
+            match ev.event {
+                Event::Learn => {
+                    let _ = self.conntrack.install(&ev, 0);
+                }
+                Event::Teardown => {
+                    let _ = self.conntrack.mark_closed(&ev);
+                }
+            }
+        }
+    }
+
+    /// One counter, as `Counters::get`.
+    pub fn counter(&self, kind: CounterKind, index: u32) -> Counter {
+        let v = match kind {
+            CounterKind::Rule => &self.rules,
+            CounterKind::Backend => &self.backends,
+            CounterKind::Reason => &self.reasons,
+            CounterKind::Verdict => &self.verdicts,
+        };
+        v.get(index as usize).copied().unwrap_or_default()
+    }
+}
