@@ -1,0 +1,263 @@
+//! nlbctl end to end: the real binary on the examples, exit codes, and the documentation's
+//! error listing.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn nlbctl(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_nlbctl"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("nlbctl runs")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn compile_every_example() {
+    let dir = tempfile::tempdir().unwrap();
+    for ex in [
+        "web.yaml",
+        "web.json",
+        "udp-dns.yaml",
+        "failover.yaml",
+        "target-instance.yaml",
+        "ipv6.yaml",
+    ] {
+        let out = dir.path().join(format!("{ex}.img"));
+        let o = nlbctl(&[
+            "compile",
+            &format!("examples/{ex}"),
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{ex}: {}", text(&o.stderr));
+        let stdout = text(&o.stdout);
+        assert!(
+            stdout.contains("MAGLEV") && stdout.contains("BACKEND"),
+            "{stdout}"
+        );
+        let img = flowtable_compiler::Image::read(&std::fs::read(&out).unwrap()).unwrap();
+        assert!(img.tables.vip.iter().any(|v| v.valid), "{ex}");
+    }
+    // The YAML and JSON forms of the web example are the same configuration.
+    let a = std::fs::read(dir.path().join("web.yaml.img")).unwrap();
+    let b = std::fs::read(dir.path().join("web.json.img")).unwrap();
+    let (ia, ib) = (
+        flowtable_compiler::Image::read(&a).unwrap(),
+        flowtable_compiler::Image::read(&b).unwrap(),
+    );
+    assert_eq!(ia.tables, ib.tables);
+}
+
+#[test]
+fn broken_config_fails_with_positions_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("x.img");
+    let o = nlbctl(&[
+        "compile",
+        "examples/broken.yaml",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(!out.exists());
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("examples/broken.yaml:6:16: forwardingRules[0].IPAddress: `203.0.113.300` is not an IP address"),
+        "{err}"
+    );
+    assert!(err.contains("problems found; no image written"), "{err}");
+}
+
+/// docs/config.md shows the errors of examples/broken.yaml as the tool prints them.
+#[test]
+fn documented_errors_match_the_tool() {
+    let doc = std::fs::read_to_string(root().join("docs/config.md")).unwrap();
+    let start = doc
+        .find("nlbctl compile examples/broken.yaml -o x.img` prints (exit status 1):\n\n```\n")
+        .expect("the listing in docs/config.md");
+    let block = &doc[start..];
+    let block = &block[block.find("```\n").unwrap() + 4..];
+    let block = &block[..block.find("```").unwrap()];
+    let dir = tempfile::tempdir().unwrap();
+    let o = nlbctl(&[
+        "compile",
+        "examples/broken.yaml",
+        "-o",
+        dir.path().join("x.img").to_str().unwrap(),
+    ]);
+    assert_eq!(
+        text(&o.stderr),
+        block,
+        "docs/config.md is stale: paste the output of `nlbctl compile examples/broken.yaml -o x.img`"
+    );
+}
+
+#[test]
+fn explain_json_names_a_member() {
+    let o = nlbctl(&[
+        "explain",
+        "examples/web.yaml",
+        "--src",
+        "198.51.100.7:40000",
+        "--dst",
+        "203.0.113.10:443",
+        "--proto",
+        "tcp",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["verdict"], "forward");
+    assert_eq!(v["rule"], "web-https");
+    assert_eq!(v["pool"], "web-pool");
+    assert_eq!(v["key"], "5tuple");
+    assert!(["web-1", "web-2", "web-3"].contains(&v["backend"].as_str().unwrap()));
+    // With web-1..3 all but one down, the survivor gets it.
+    let dir = tempfile::tempdir().unwrap();
+    let h = dir.path().join("h.yaml");
+    std::fs::write(&h, "web-1: {healthy: false}\nweb-3: {healthy: false}\n").unwrap();
+    let o = nlbctl(&[
+        "explain",
+        "examples/web.yaml",
+        "--src",
+        "198.51.100.7:40000",
+        "--dst",
+        "203.0.113.10:80",
+        "--proto",
+        "tcp",
+        "--health",
+        h.to_str().unwrap(),
+        "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["backend"], "web-2");
+    // No rule for UDP: passed to the host by default.
+    let o = nlbctl(&[
+        "explain",
+        "examples/web.yaml",
+        "--src",
+        "198.51.100.7:4000",
+        "--dst",
+        "203.0.113.10:80",
+        "--proto",
+        "udp",
+        "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        (v["verdict"].as_str(), v["reason"].as_str()),
+        (Some("pass"), Some("NO_RULE"))
+    );
+}
+
+#[test]
+fn explain_later_fragment_on_a_shared_vip_is_punted() {
+    let o = nlbctl(&[
+        "explain",
+        "examples/web.yaml",
+        "--src",
+        "198.51.100.7:0",
+        "--dst",
+        "203.0.113.10:0",
+        "--proto",
+        "tcp",
+        "--fragment=later",
+    ]);
+    assert!(o.status.success());
+    let s = text(&o.stdout);
+    assert!(s.contains("verdict  punt (FRAGMENT_NEEDS_STATE)"), "{s}");
+}
+
+#[test]
+fn diff_shows_moved_and_minimum() {
+    let o = nlbctl(&[
+        "diff",
+        "examples/web.yaml",
+        "examples/web.yaml",
+        "--new-health",
+        "examples/health-down.yaml",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let row = &v[0];
+    assert_eq!(row["pool"], "web-pool");
+    let (moved, min) = (
+        row["moved"].as_f64().unwrap(),
+        row["minimum"].as_f64().unwrap(),
+    );
+    // web-1 held a third of the slots: at least that moves, and little more.
+    assert!((0.32..0.35).contains(&min), "{min}");
+    assert!(moved >= min && moved - min < 0.02, "{moved} {min}");
+}
+
+#[test]
+fn inspect_decodes_and_refuses_garbage() {
+    let dir = tempfile::tempdir().unwrap();
+    let img = dir.path().join("f.img");
+    let o = nlbctl(&[
+        "compile",
+        "examples/failover.yaml",
+        "-o",
+        img.to_str().unwrap(),
+    ]);
+    assert!(o.status.success());
+    let o = nlbctl(&["inspect", img.to_str().unwrap(), "--json"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["header"]["profile"], "sim");
+    assert_eq!(v["pools"][1]["name"], "app-primary");
+    assert_eq!(v["pools"][1]["backup"], "app-backup");
+    assert_eq!(v["rules"][0]["source_ranges"][0], "192.0.2.0/25");
+    let o = nlbctl(&["inspect", img.to_str().unwrap()]);
+    assert!(text(&o.stdout).contains("app-primary"));
+
+    let bad = dir.path().join("bad.img");
+    std::fs::write(&bad, b"not an image").unwrap();
+    let o = nlbctl(&["inspect", bad.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o.stderr).contains("not a table image"));
+}
+
+#[test]
+fn user_errors_exit_1() {
+    let o = nlbctl(&[
+        "compile",
+        "examples/web.yaml",
+        "-o",
+        "/nonexistent/dir/x.img",
+        "--profile",
+        "big",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o.stderr).contains("unknown profile `big` (valid: sim, u280)"));
+    let o = nlbctl(&["compile", "examples/missing.yaml", "-o", "x.img"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o.stderr).contains("cannot read examples/missing.yaml"));
+    let dir = tempfile::tempdir().unwrap();
+    let h = dir.path().join("h.yaml");
+    std::fs::write(&h, "web-1: {healthy: false}\nweb-9: {healthy: true}\n").unwrap();
+    let o = nlbctl(&[
+        "compile",
+        "examples/web.yaml",
+        "-o",
+        dir.path().join("x.img").to_str().unwrap(),
+        "--health",
+        h.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o.stderr).contains(":2:1: web-9: no instance named `web-9`"),
+        "{}",
+        text(&o.stderr)
+    );
+}
