@@ -2,7 +2,11 @@
 //! `HealthChecker`, and the CPU share of one core the probing process uses.
 //!
 //! Run: `cargo bench -p nlb-driver --bench health -- [--backends N] [--seconds S]
-//! [--listeners L] [--interval-ms I] [--runtime current|multi] [--reset]`
+//! [--listeners L] [--interval-ms I] [--runtime current|multi] [--reset] [--raw]`
+//!
+//! `--raw` replaces the checker by the least a probe can do with tokio (connect, one write,
+//! read to the end, close; no HTTP parsing, no timeout, no state): the floor the kernel and
+//! the runtime set, to compare the checker with.
 //!
 //! The backends are real HTTP servers in a separate process (this binary re-executed), each a
 //! listening socket on its own loopback address 127.x.y.z (so every probe is a distinct
@@ -34,6 +38,7 @@ struct Args {
     interval: Duration,
     multi_thread: bool,
     reset: bool,
+    raw: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -44,6 +49,7 @@ fn parse_args() -> Result<Args, String> {
         interval: Duration::from_secs(1),
         multi_thread: false,
         reset: false,
+        raw: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -65,6 +71,7 @@ fn parse_args() -> Result<Args, String> {
                 }
             }
             "--reset" => args.reset = true,
+            "--raw" => args.raw = true,
             // cargo bench passes --bench; the libtest filters make no sense here.
             "--bench" => {}
             other if other.starts_with('-') => return Err(format!("unknown option {other}")),
@@ -269,8 +276,14 @@ fn run(args: &Args) -> Result<(), String> {
 }
 
 async fn measure(args: &Args, port: u16, server_pid: u32) -> Result<(), String> {
-    let (checker, _events) =
-        HealthChecker::new(CheckerOptions::default()).map_err(|e| e.to_string())?;
+    if args.raw {
+        return measure_raw(args, port, server_pid).await;
+    }
+    let (checker, _events) = HealthChecker::new(CheckerOptions {
+        close_with_reset: args.reset,
+        ..CheckerOptions::default()
+    })
+    .map_err(|e| e.to_string())?;
     let checker = Arc::new(checker);
     let targets: Vec<HealthTarget> = (0..args.backends)
         .map(|i| {
@@ -370,5 +383,73 @@ async fn measure(args: &Args, port: u16, server_pid: u32) -> Result<(), String> 
         "target ≤ 25% of one core: {}",
         if share <= 0.25 { "met" } else { "NOT met" }
     );
+    Ok(())
+}
+
+/// The floor: the same connections without hyper, deadlines, scheduling or state.
+async fn measure_raw(args: &Args, port: u16, server_pid: u32) -> Result<(), String> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let done = Arc::new(AtomicU64::new(0));
+    let request = b"GET /healthz HTTP/1.1\r\nHost: bench.test\r\nConnection: close\r\n\r\n";
+    let backends = args.backends;
+    for i in 0..backends {
+        let addr = std::net::SocketAddr::new(IpAddr::V4(backend_ip(i % args.listeners)), port);
+        let done = Arc::clone(&done);
+        let interval = args.interval;
+        tokio::spawn(async move {
+            // Spread evenly over the interval, as the checker's random phases do on average.
+            let phase = interval.mul_f64(i as f64 / backends as f64);
+            tokio::time::sleep(phase).await;
+            let mut ticker = tokio::time::interval(interval);
+            let mut buf = [0u8; 1024];
+            loop {
+                ticker.tick().await;
+                if let Ok(mut s) = tokio::net::TcpStream::connect(addr).await {
+                    if s.write_all(request).await.is_ok() {
+                        while matches!(s.read(&mut buf).await, Ok(n) if n > 0) {}
+                    }
+                }
+                done.fetch_add(1, Ordering::Relaxed);
+            }
+        });
+    }
+    println!(
+        "raw floor: {} backends on {} listeners, every {:?}",
+        args.backends, args.listeners, args.interval
+    );
+    tokio::time::sleep(args.interval * 3).await;
+    let before = (
+        done.load(Ordering::Relaxed),
+        own_cpu(),
+        process_cpu(server_pid),
+    );
+    let started = Instant::now();
+    tokio::time::sleep(Duration::from_secs(args.seconds)).await;
+    let wall = started.elapsed();
+    let after = (
+        done.load(Ordering::Relaxed),
+        own_cpu(),
+        process_cpu(server_pid),
+    );
+    let user = after.1 .0.saturating_sub(before.1 .0);
+    let system = after.1 .1.saturating_sub(before.1 .1);
+    let probes = (after.0 - before.0) as f64;
+    println!(
+        "window {:.1} s: {:.0} probes/s, raw client CPU {:.1}% of one core (user {:.1}%, \
+         system {:.1}%), {:.1} µs CPU per probe",
+        wall.as_secs_f64(),
+        probes / wall.as_secs_f64(),
+        (user + system).as_secs_f64() / wall.as_secs_f64() * 100.0,
+        user.as_secs_f64() / wall.as_secs_f64() * 100.0,
+        system.as_secs_f64() / wall.as_secs_f64() * 100.0,
+        (user + system).as_secs_f64() / probes.max(1.0) * 1e6,
+    );
+    if let (Some(b), Some(a)) = (before.2, after.2) {
+        let s = (a.0 + a.1).saturating_sub(b.0 + b.1);
+        println!(
+            "server process: {:.1}% of one core",
+            s.as_secs_f64() / wall.as_secs_f64() * 100.0
+        );
+    }
     Ok(())
 }
