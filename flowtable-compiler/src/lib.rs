@@ -14,7 +14,25 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! Errors name `file:line:column: field.path: message (valid: ...)`; see [`Diagnostics`].
+//! The public API, in the order a caller meets it:
+//!
+//! - [`load_config`] / [`parse_config`]: read and validate a file (YAML or JSON) into a
+//!   [`Config`]; [`compile_file`] does that and [`compile()`] in one go, reporting syntax,
+//!   schema, relation and capacity problems together.
+//! - [`HealthState`]: which backends are healthy, with probe weights (`--health FILE`).
+//! - [`compile()`] with [`CompileOptions`] (the capacity profile) → [`Compiled`]: one
+//!   [`nlb_hw::Tables`] bank, [`nlb_hw::NicSettings`], [`Symbols`] (names by id) and a
+//!   [`PoolReport`] per pool saying why it serves what it serves.
+//! - [`Compiled::recompile_pool`] / [`Compiled::apply_health`]: recompute after a health or
+//!   weight change, returning the (table, index) entries that changed for a delta load.
+//! - [`Compiled::image`] → [`Image`]; [`Image::write`] / [`Image::read`] / [`Image::load`]:
+//!   the versioned, CRC-checked table image (`docs/image-format.md`).
+//! - [`explain()`]: the lookups of one [`Flow`] replayed over a table bank;
+//!   [`maglev_movement`]: how many flows a change moves, per pool.
+//!
+//! Errors ([`Error`]) are typed: [`Error::Invalid`] carries every [`Diagnostic`], each
+//! printed as `file:line:column: field.path: message (valid: ...)`; [`Error::exit_code`] is
+//! 1 for user errors and 2 for internal ones.
 #![deny(missing_docs)]
 
 pub mod compile;
@@ -93,7 +111,7 @@ pub fn read_text(path: &Path) -> Result<String, Error> {
 }
 
 /// Reads and validates a configuration file (YAML, or JSON by extension or first character).
-/// Capacity is checked later, by [`compile`], against a profile.
+/// Capacity is checked later, by [`compile()`], against a profile.
 pub fn load_config(path: &Path) -> Result<Config, Error> {
     let text = read_text(path)?;
     let (config, diags) = parse_config(&path.display().to_string(), &text);
