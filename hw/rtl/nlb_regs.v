@@ -13,12 +13,14 @@
 //   Holes and write-only registers read 0; writes to read-only registers are ignored. Every
 //   access gets OKAY. Byte strobes are honoured; the low two address bits are ignored.
 // - Registers keep only the bits they define and read 0 elsewhere (enable, active_bank: bit 0;
-//   default_action: the enum's width; local_mac_hi, gue_port: 16 bits; outer_src_v4_len:
-//   6 bits; outer_src_v6_len: 8 bits; table.select: bits 8..0).
-// - table.cmd executes the command on the entry (select, index): WRITE stores data words
-//   0.. (the entry's low WIDTH bits), READ loads the entry into the data window (words past
-//   the entry read 0 afterwards). A bad table id, an index beyond the table's depth or an
-//   unknown command sets status.error and touches nothing; a good command clears it. The
+//   default_action: the enum's width; local_mac_hi, gue_port: 16 bits; table.select:
+//   bits 8..0); outer_src_v4_len and outer_src_v6_len saturate at 32 and 128. Reset values
+//   are the RESET_* parameters (nlb_hw::NicSettings::default(), checked by the verif tests).
+// - table.cmd executes the command on the entry (select, index): WRITE stores the entry's
+//   bits from data words 0..WORDS-1, READ loads the entry into data words 0..WORDS-1 (bits
+//   past WIDTH read 0; later words are left alone). A bad table id, an index beyond the
+//   table's depth, an unknown command, or a pool entry whose affinity or delivery is not a
+//   defined enum value sets status.error and touches nothing; a good command clears it. The
 //   write response of table.cmd is held until the command has finished, so software never
 //   sees status.busy unless it polls through the read channel meanwhile.
 // - ctrl.packets_in_flight and ctrl.bank_in_use come from the pipeline (stat_* inputs).
@@ -123,6 +125,15 @@ parameter [31:0] BOARD_ID = 32'h5100;
 parameter [31:0] PART_ID = 32'd0;
 // 1: table memories register their outputs (TABLE_RD_LATENCY = 2); 0: they do not (1).
 parameter TABLE_OUTPUT_REG = 1;
+// Reset values of ctrl registers that do not reset to 0 (nlb_hw::NicSettings::default()).
+// ctrl.local_mac_hi/lo: a locally administered placeholder MAC.
+parameter [47:0] RESET_LOCAL_MAC = 48'h02_00_00_00_00_01;
+// ctrl.gue_port.
+parameter [15:0] RESET_GUE_PORT = 16'd6080;
+// ctrl.outer_src_v4_len (0..32).
+parameter [5:0] RESET_OUTER_SRC_V4_LEN = 6'd32;
+// ctrl.outer_src_v6_len (0..128).
+parameter [7:0] RESET_OUTER_SRC_V6_LEN = 8'd128;
 
 // ---- derived constants --------------------------------------------------------------------
 
@@ -296,13 +307,13 @@ reg                           active_bank_reg = 1'b0, active_bank_next;
 reg [31:0]                    generation_reg = 32'd0, generation_next;
 reg [DEFAULT_ACTION_BITS-1:0] default_action_reg = {DEFAULT_ACTION_BITS{1'b0}};
 reg [DEFAULT_ACTION_BITS-1:0] default_action_next;
-reg [31:0]                    local_mac_lo_reg = 32'd0, local_mac_lo_next;
-reg [15:0]                    local_mac_hi_reg = 16'd0, local_mac_hi_next;
-reg [15:0]                    gue_port_reg = 16'd0, gue_port_next;
+reg [31:0]                    local_mac_lo_reg = RESET_LOCAL_MAC[31:0], local_mac_lo_next;
+reg [15:0]                    local_mac_hi_reg = RESET_LOCAL_MAC[47:32], local_mac_hi_next;
+reg [15:0]                    gue_port_reg = RESET_GUE_PORT, gue_port_next;
 reg [31:0]                    outer_src_v4_reg = 32'd0, outer_src_v4_next;
-reg [5:0]                     outer_src_v4_len_reg = 6'd0, outer_src_v4_len_next;
+reg [5:0]                     outer_src_v4_len_reg = RESET_OUTER_SRC_V4_LEN, outer_src_v4_len_next;
 reg [127:0]                   outer_src_v6_reg = 128'd0, outer_src_v6_next;
-reg [7:0]                     outer_src_v6_len_reg = 8'd0, outer_src_v6_len_next;
+reg [7:0]                     outer_src_v6_len_reg = RESET_OUTER_SRC_V6_LEN, outer_src_v6_len_next;
 
 reg [SELECT_BITS-1:0]         select_reg = {SELECT_BITS{1'b0}}, select_next;
 reg [31:0]                    index_reg = 32'd0, index_next;
@@ -334,44 +345,69 @@ wire [NLB_BACKEND_ENTRY_WIDTH-1:0] backend_b_rdata;
 reg       sel_known;
 reg       sel_in_range;
 reg [TABLES-1:0] sel_onehot;
-// The addressed entry after a read, zero-extended to the window.
+// The addressed entry after a read, zero-extended to the window, and the words it covers.
 reg [DATA_BITS-1:0] sel_rdata;
+reg [DATA_BITS-1:0] sel_rmask;
+// The entry in the window is one the table can hold (defined enum values).
+reg       sel_entry_ok;
+
+localparam AFF_W = NLB_POOL_ENTRY_AFFINITY_W;
+localparam DEL_W = NLB_POOL_ENTRY_DELIVERY_W;
+wire [AFF_W-1:0] win_affinity = data_reg[NLB_POOL_ENTRY_AFFINITY_LSB +: AFF_W];
+wire [DEL_W-1:0] win_delivery = data_reg[NLB_POOL_ENTRY_DELIVERY_LSB +: DEL_W];
+wire win_affinity_ok = win_affinity == NLB_AFFINITY_NONE
+    || win_affinity == NLB_AFFINITY_CLIENT_IP
+    || win_affinity == NLB_AFFINITY_CLIENT_IP_PROTO
+    || win_affinity == NLB_AFFINITY_CLIENT_IP_PORT_PROTO
+    || win_affinity == NLB_AFFINITY_CLIENT_IP_NO_DESTINATION;
+wire win_delivery_ok = win_delivery == NLB_DELIVERY_L2_DSR
+    || win_delivery == NLB_DELIVERY_IPIP
+    || win_delivery == NLB_DELIVERY_GUE;
 
 always @* begin
     sel_known = 1'b1;
     sel_in_range = 1'b0;
     sel_onehot = {TABLES{1'b0}};
     sel_rdata = {DATA_BITS{1'b0}};
+    sel_rmask = {DATA_BITS{1'b0}};
+    sel_entry_ok = 1'b1;
     case (sel_table)
         TABLE_VIP: begin
             sel_in_range = index_reg < VIP_DEPTH;
             sel_onehot[NLB_TABLE_VIP] = 1'b1;
             sel_rdata[NLB_VIP_ENTRY_WIDTH-1:0] = vip_b_rdata;
+            sel_rmask[NLB_VIP_ENTRY_WORDS*32-1:0] = {NLB_VIP_ENTRY_WORDS*32{1'b1}};
         end
         TABLE_RULE: begin
             sel_in_range = index_reg < RULES;
             sel_onehot[NLB_TABLE_RULE] = 1'b1;
             sel_rdata[NLB_RULE_ENTRY_WIDTH-1:0] = rule_b_rdata;
+            sel_rmask[NLB_RULE_ENTRY_WORDS*32-1:0] = {NLB_RULE_ENTRY_WORDS*32{1'b1}};
         end
         TABLE_ACL: begin
             sel_in_range = index_reg < RULES;
             sel_onehot[NLB_TABLE_ACL] = 1'b1;
             sel_rdata[NLB_ACL_ENTRY_WIDTH-1:0] = acl_b_rdata;
+            sel_rmask[NLB_ACL_ENTRY_WORDS*32-1:0] = {NLB_ACL_ENTRY_WORDS*32{1'b1}};
         end
         TABLE_POOL: begin
             sel_in_range = index_reg < POOLS;
             sel_onehot[NLB_TABLE_POOL] = 1'b1;
             sel_rdata[NLB_POOL_ENTRY_WIDTH-1:0] = pool_b_rdata;
+            sel_rmask[NLB_POOL_ENTRY_WORDS*32-1:0] = {NLB_POOL_ENTRY_WORDS*32{1'b1}};
+            sel_entry_ok = win_affinity_ok && win_delivery_ok;
         end
         TABLE_MAGLEV: begin
             sel_in_range = index_reg < MAGLEV_SLOTS;
             sel_onehot[NLB_TABLE_MAGLEV] = 1'b1;
             sel_rdata[NLB_MAGLEV_SLOT_WIDTH-1:0] = maglev_b_rdata;
+            sel_rmask[NLB_MAGLEV_SLOT_WORDS*32-1:0] = {NLB_MAGLEV_SLOT_WORDS*32{1'b1}};
         end
         TABLE_BACKEND: begin
             sel_in_range = index_reg < BACKENDS;
             sel_onehot[NLB_TABLE_BACKEND] = 1'b1;
             sel_rdata[NLB_BACKEND_ENTRY_WIDTH-1:0] = backend_b_rdata;
+            sel_rmask[NLB_BACKEND_ENTRY_WORDS*32-1:0] = {NLB_BACKEND_ENTRY_WORDS*32{1'b1}};
         end
         default: begin
             sel_known = 1'b0;
@@ -427,7 +463,7 @@ always @* begin
 
     // A table read finishing: load the window and release the held response.
     if (busy_reg && rd_done) begin
-        data_next = sel_rdata;
+        data_next = (data_reg & ~sel_rmask) | sel_rdata;
         busy_next = 1'b0;
         bvalid_next = 1'b1;
     end
@@ -473,7 +509,7 @@ always @* begin
             end
             NLB_REG_CTRL_OUTER_SRC_V4_LEN: begin
                 merged = strobed({26'd0, outer_src_v4_len_reg}, w_data_reg, w_strb_reg);
-                outer_src_v4_len_next = merged[5:0];
+                outer_src_v4_len_next = merged > 32'd32 ? 6'd32 : merged[5:0];
             end
             NLB_REG_CTRL_OUTER_SRC_V6_0: begin
                 outer_src_v6_next[127:96] = strobed(outer_src_v6_reg[127:96], w_data_reg,
@@ -493,7 +529,7 @@ always @* begin
             end
             NLB_REG_CTRL_OUTER_SRC_V6_LEN: begin
                 merged = strobed({24'd0, outer_src_v6_len_reg}, w_data_reg, w_strb_reg);
-                outer_src_v6_len_next = merged[7:0];
+                outer_src_v6_len_next = merged > 32'd128 ? 8'd128 : merged[7:0];
             end
             NLB_REG_TABLE_SELECT: begin
                 merged = strobed({{(32-SELECT_BITS){1'b0}}, select_reg}, w_data_reg, w_strb_reg);
@@ -505,8 +541,8 @@ always @* begin
             end
             NLB_REG_TABLE_CMD: begin
                 merged = strobed(32'd0, w_data_reg, w_strb_reg);
-                if (sel_known && sel_in_range && (merged == CMD_WRITE || merged == CMD_READ))
-                begin
+                if (sel_known && sel_in_range
+                        && ((merged == CMD_WRITE && sel_entry_ok) || merged == CMD_READ)) begin
                     error_next = 1'b0;
                     mem_en_next = sel_onehot;
                     mem_we_next = merged == CMD_WRITE;
@@ -575,13 +611,13 @@ always @(posedge clk) begin
         active_bank_reg <= 1'b0;
         generation_reg <= 32'd0;
         default_action_reg <= {DEFAULT_ACTION_BITS{1'b0}};
-        local_mac_lo_reg <= 32'd0;
-        local_mac_hi_reg <= 16'd0;
-        gue_port_reg <= 16'd0;
+        local_mac_lo_reg <= RESET_LOCAL_MAC[31:0];
+        local_mac_hi_reg <= RESET_LOCAL_MAC[47:32];
+        gue_port_reg <= RESET_GUE_PORT;
         outer_src_v4_reg <= 32'd0;
-        outer_src_v4_len_reg <= 6'd0;
+        outer_src_v4_len_reg <= RESET_OUTER_SRC_V4_LEN;
         outer_src_v6_reg <= 128'd0;
-        outer_src_v6_len_reg <= 8'd0;
+        outer_src_v6_len_reg <= RESET_OUTER_SRC_V6_LEN;
         select_reg <= {SELECT_BITS{1'b0}};
         index_reg <= 32'd0;
         error_reg <= 1'b0;

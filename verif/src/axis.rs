@@ -77,13 +77,28 @@ impl AxisPorts {
         Ok(beat)
     }
 
-    fn random_beat(&self, rng: &mut StdRng) -> Beat {
+    /// A beat of random data, keep, user and last, each within its port's width.
+    pub fn random_beat(&self, rng: &mut StdRng) -> Beat {
         let mut b = self.empty_beat();
-        rng.fill(&mut b.data[..]);
-        rng.fill(&mut b.keep[..]);
-        rng.fill(&mut b.user[..]);
-        b.last = rng.random();
+        fill_width(&mut b.data, self.tdata.width, rng);
+        if let Some(p) = self.tkeep {
+            fill_width(&mut b.keep, p.width, rng);
+        }
+        if let Some(p) = self.tuser {
+            fill_width(&mut b.user, p.width, rng);
+        }
+        b.last = self.tlast.is_some() && rng.random();
         b
+    }
+}
+
+/// Random words holding `width` bits (the bits above are 0).
+fn fill_width(words: &mut [u32], width: u32, rng: &mut StdRng) {
+    rng.fill(words);
+    if let Some(top) = words.last_mut() {
+        if width % 32 != 0 {
+            *top &= (1u32 << (width % 32)) - 1;
+        }
     }
 }
 

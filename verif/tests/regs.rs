@@ -1,0 +1,625 @@
+//! `nlb_regs` through its AXI-Lite port, the way software uses it, with random delays on every
+//! AXI channel: the block list, fw_id, ctrl, and the table window into both banks of every
+//! table (checked against `nlb_hw::Tables` as the reference bank and through the pipeline's
+//! read ports), and the window's error cases.
+
+use nlb_hw::blocks::{self, conntrack, counters, ctrl, fw_id, queues, reboot, spi_flash, table};
+use nlb_hw::enums::{Affinity, DefaultAction, Delivery, Table, TableCmd};
+use nlb_hw::layouts::{
+    AclEntry, AclPrefix, BackendEntry, MaglevSlot, PoolEntry, PortSlot, RuleEntry, VipEntry,
+};
+use nlb_hw::{NicSettings, Profile, Tables, BLOCK_TYPE_PREFIX, DESIGN_VERSION, REGMAP_VERSION};
+use nlb_verif::bench::{seed_from_env, trace_always, wave_path, Bench};
+use nlb_verif::build_info;
+use nlb_verif::models::Regs;
+use nlb_verif::regbus::RegBus;
+use nlb_verif::{Sim, TABLE_RD_LATENCY};
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
+
+/// status bits (docs/regmap.md: bit 0 busy, bit 1 error).
+const STATUS_BUSY: u32 = 1;
+const STATUS_ERROR: u32 = 2;
+
+fn sim_profile() -> &'static Profile {
+    Profile::by_name("sim").expect("the sim profile exists")
+}
+
+/// A reset register file on a bus with random channel timing.
+fn bus(name: &str, seed: u64) -> RegBus {
+    let sim = if trace_always() {
+        Sim::with_trace::<Regs>(&wave_path(name, seed))
+    } else {
+        Sim::new::<Regs>()
+    };
+    let mut sim = sim.expect("model");
+    sim.reset(4).expect("reset");
+    let mut rng = StdRng::seed_from_u64(seed);
+    let idle = rng.random_range(0.0..0.6);
+    let backpressure = rng.random_range(0.0..0.6);
+    RegBus::new(Bench::new(sim, seed ^ 0x9e37_79b9), idle, backpressure).expect("bus")
+}
+
+fn check_protocol(bus: &RegBus) {
+    assert!(
+        bus.master.violations().is_empty(),
+        "AXI-Lite violations: {:?}",
+        bus.master.violations()
+    );
+}
+
+#[test]
+fn block_list_walk_matches_the_regmap() {
+    let seed = seed_from_env(11);
+    let mut bus = bus("regs_blocks", seed);
+    // Walk the list from offset 0 as the driver does.
+    let mut found = Vec::new();
+    let mut offset = 0u32;
+    loop {
+        let ty = bus.read32(offset).expect("TYPE");
+        let version = bus.read32(offset + 4).expect("VERSION");
+        let next = bus.read32(offset + 8).expect("NEXT");
+        assert_eq!(ty & 0xffff_0000, BLOCK_TYPE_PREFIX, "block at {offset:#x}");
+        found.push((offset, ty, version));
+        assert!(
+            found.len() <= blocks::ALL.len(),
+            "the list does not end: {found:x?}"
+        );
+        if next == 0 {
+            break;
+        }
+        assert!(
+            next > offset,
+            "NEXT must move forward: {offset:#x} -> {next:#x}"
+        );
+        offset = next;
+    }
+    let expected: Vec<_> = blocks::ALL.iter().map(|&(_, b, t, v)| (b, t, v)).collect();
+    assert_eq!(found, expected, "seed {seed}");
+
+    // Blocks the register file does not implement yet: header words, then zeros; writes
+    // are ignored.
+    for (base, regs) in [
+        (
+            conntrack::BASE,
+            [conntrack::INDEX, conntrack::STATUS, conntrack::DATA],
+        ),
+        (
+            counters::BASE,
+            [counters::SELECT, counters::PACKETS_LO, counters::BYTES_HI],
+        ),
+        (
+            spi_flash::BASE,
+            [spi_flash::CTRL, spi_flash::TXRX, spi_flash::STATUS],
+        ),
+        (
+            reboot::BASE,
+            [reboot::BOOT_ADDR, reboot::BOOT_STATUS, reboot::BOOT_STATUS],
+        ),
+        (
+            queues::BASE,
+            [queues::PUNT_STATUS, queues::IRQ_MASK, queues::PUNT_DATA],
+        ),
+    ] {
+        for r in regs {
+            bus.write32(r, 0xdead_beef).expect("write");
+            assert_eq!(
+                bus.read32(r).expect("read"),
+                0,
+                "{base:#x}: register {r:#x}"
+            );
+        }
+    }
+    // A hole between registers of an implemented block reads 0.
+    assert_eq!(bus.read32(table::STATUS + 4).expect("read"), 0);
+    check_protocol(&bus);
+}
+
+#[test]
+fn firmware_id_words() {
+    let mut bus = bus("regs_fw_id", seed_from_env(12));
+    let p = sim_profile();
+    let expect = [
+        (fw_id::DESIGN_VERSION, DESIGN_VERSION),
+        (fw_id::REGMAP_VERSION, REGMAP_VERSION),
+        (fw_id::BUILD_ID, build_info::build_id()),
+        (fw_id::GIT_HASH, build_info::git_hash()),
+        // docs/regmap.md: 0x5100 = simulated board; no FPGA part in simulation.
+        (fw_id::BOARD_ID, 0x5100),
+        (fw_id::PART_ID, 0),
+        (fw_id::PROFILE_ID, p.id),
+        (fw_id::CAP_VIP_BUCKETS, p.vip_buckets),
+        (fw_id::CAP_VIP_WAYS, p.vip_ways),
+        (fw_id::CAP_RULES, p.rules),
+        (fw_id::CAP_POOLS, p.pools),
+        (fw_id::CAP_MAGLEV_SLOTS, p.maglev_slots),
+        (fw_id::CAP_BACKENDS, p.backends),
+        (fw_id::CAP_CT_BUCKETS, p.ct_buckets),
+        (fw_id::CAP_CT_WAYS, p.ct_ways),
+        (fw_id::CAP_QUEUE_DEPTH, p.queue_depth),
+    ];
+    for (offset, value) in expect {
+        assert_eq!(
+            bus.read32(offset).expect("read"),
+            value,
+            "fw_id at {offset:#x}"
+        );
+        // Read-only: a write changes nothing.
+        bus.write32(offset, !value).expect("write");
+        assert_eq!(
+            bus.read32(offset).expect("read"),
+            value,
+            "fw_id at {offset:#x}"
+        );
+    }
+    assert_ne!(build_info::build_id(), 0, "the build stamps a build time");
+    check_protocol(&bus);
+}
+
+/// What a ctrl register reads after writing `v` (docs: the defined bits; lengths saturate).
+fn ctrl_readback(offset: u32, v: u32) -> u32 {
+    match offset {
+        ctrl::ENABLE | ctrl::ACTIVE_BANK | ctrl::DEFAULT_ACTION => v & 1,
+        ctrl::LOCAL_MAC_HI | ctrl::GUE_PORT => v & 0xffff,
+        ctrl::OUTER_SRC_V4_LEN => v.min(32),
+        ctrl::OUTER_SRC_V6_LEN => v.min(128),
+        _ => v,
+    }
+}
+
+#[test]
+fn ctrl_registers_reset_values_readback_and_outputs() {
+    let seed = seed_from_env(13);
+    let mut bus = bus("regs_ctrl", seed);
+    let mut rng = StdRng::seed_from_u64(seed);
+    let d = NicSettings::default();
+    let after_reset = [
+        (ctrl::ENABLE, 0),
+        (ctrl::ACTIVE_BANK, 0),
+        (ctrl::GENERATION, 0),
+        (ctrl::DEFAULT_ACTION, d.default_action.value()),
+        (ctrl::LOCAL_MAC_LO, d.local_mac as u32),
+        (ctrl::LOCAL_MAC_HI, (d.local_mac >> 32) as u32),
+        (ctrl::GUE_PORT, u32::from(d.gue_port)),
+        (ctrl::OUTER_SRC_V4, d.outer_src_v4),
+        (ctrl::OUTER_SRC_V4_LEN, u32::from(d.outer_src_v4_len)),
+        (ctrl::OUTER_SRC_V6_0, (d.outer_src_v6 >> 96) as u32),
+        (ctrl::OUTER_SRC_V6_1, (d.outer_src_v6 >> 64) as u32),
+        (ctrl::OUTER_SRC_V6_2, (d.outer_src_v6 >> 32) as u32),
+        (ctrl::OUTER_SRC_V6_3, d.outer_src_v6 as u32),
+        (ctrl::OUTER_SRC_V6_LEN, u32::from(d.outer_src_v6_len)),
+    ];
+    for (offset, value) in after_reset {
+        assert_eq!(
+            bus.read32(offset).expect("read"),
+            value,
+            "reset value at {offset:#x}"
+        );
+    }
+
+    let rw = after_reset.map(|(o, _)| o);
+    for round in 0..8 {
+        let mut written = Vec::new();
+        for &offset in &rw {
+            let v = match (offset, round % 2) {
+                (ctrl::OUTER_SRC_V4_LEN, _) => rng.random_range(0..64),
+                (ctrl::OUTER_SRC_V6_LEN, _) => rng.random_range(0..300),
+                (ctrl::DEFAULT_ACTION, 0) => DefaultAction::ALL[rng.random_range(0..2)].value(),
+                _ => rng.random(),
+            };
+            bus.write32(offset, v).expect("write");
+            written.push((offset, ctrl_readback(offset, v)));
+        }
+        for &(offset, want) in &written {
+            assert_eq!(
+                bus.read32(offset).expect("read"),
+                want,
+                "{offset:#x} seed {seed}"
+            );
+        }
+        // The pipeline sees the same values on the ctrl outputs.
+        let get = |bus: &mut RegBus, name: &str| -> Vec<u32> {
+            let sim = &mut bus.bench.sim;
+            let p = sim.port(name).expect("ctrl port");
+            sim.get_words(p).expect("get")
+        };
+        let w = |o: u32| written.iter().find(|(x, _)| *x == o).map_or(0, |(_, v)| *v);
+        assert_eq!(get(&mut bus, "ctrl_enable"), vec![w(ctrl::ENABLE)]);
+        assert_eq!(
+            get(&mut bus, "ctrl_active_bank"),
+            vec![w(ctrl::ACTIVE_BANK)]
+        );
+        assert_eq!(get(&mut bus, "ctrl_generation"), vec![w(ctrl::GENERATION)]);
+        assert_eq!(
+            get(&mut bus, "ctrl_default_action"),
+            vec![w(ctrl::DEFAULT_ACTION)]
+        );
+        assert_eq!(
+            get(&mut bus, "ctrl_local_mac"),
+            vec![w(ctrl::LOCAL_MAC_LO), w(ctrl::LOCAL_MAC_HI)]
+        );
+        assert_eq!(get(&mut bus, "ctrl_gue_port"), vec![w(ctrl::GUE_PORT)]);
+        assert_eq!(
+            get(&mut bus, "ctrl_outer_src_v4"),
+            vec![w(ctrl::OUTER_SRC_V4)]
+        );
+        assert_eq!(
+            get(&mut bus, "ctrl_outer_src_v4_len"),
+            vec![w(ctrl::OUTER_SRC_V4_LEN)]
+        );
+        assert_eq!(
+            get(&mut bus, "ctrl_outer_src_v6"),
+            vec![
+                w(ctrl::OUTER_SRC_V6_3),
+                w(ctrl::OUTER_SRC_V6_2),
+                w(ctrl::OUTER_SRC_V6_1),
+                w(ctrl::OUTER_SRC_V6_0)
+            ]
+        );
+        assert_eq!(
+            get(&mut bus, "ctrl_outer_src_v6_len"),
+            vec![w(ctrl::OUTER_SRC_V6_LEN)]
+        );
+    }
+
+    // Byte strobes: only the enabled bytes change.
+    bus.write32(ctrl::GENERATION, 0x1122_3344).expect("write");
+    bus.write32_strb(ctrl::GENERATION, 0xaabb_ccdd, 0b0101)
+        .expect("write");
+    assert_eq!(bus.read32(ctrl::GENERATION).expect("read"), 0x11bb_33dd);
+
+    // Read-only status comes from the pipeline inputs; writes do not touch it.
+    for _ in 0..4 {
+        let (in_flight, in_use) = (rng.random::<u32>(), rng.random_range(0..4u32));
+        {
+            let sim = &mut bus.bench.sim;
+            let p = sim.port("stat_packets_in_flight").expect("port");
+            sim.set_u64(p, u64::from(in_flight)).expect("set");
+            let p = sim.port("stat_bank_in_use").expect("port");
+            sim.set_u64(p, u64::from(in_use)).expect("set");
+        }
+        bus.write32(ctrl::PACKETS_IN_FLIGHT, !in_flight)
+            .expect("write");
+        assert_eq!(
+            bus.read32(ctrl::PACKETS_IN_FLIGHT).expect("read"),
+            in_flight
+        );
+        assert_eq!(bus.read32(ctrl::BANK_IN_USE).expect("read"), in_use);
+    }
+    check_protocol(&bus);
+}
+
+// ---- table window ---------------------------------------------------------------------------
+
+fn mask(width: usize) -> u128 {
+    if width >= 128 {
+        u128::MAX
+    } else {
+        (1u128 << width) - 1
+    }
+}
+
+/// A random valid entry of `table`, packed by nlb-hw.
+fn random_entry(table: Table, rng: &mut StdRng) -> Vec<u32> {
+    let r = |rng: &mut StdRng, w: usize| rng.random::<u128>() & mask(w);
+    let words = match table {
+        Table::Vip => VipEntry {
+            valid: rng.random(),
+            protocol: rng.random(),
+            addr: rng.random(),
+            slot: std::array::from_fn(|_| PortSlot {
+                valid: rng.random(),
+                port_lo: rng.random(),
+                port_hi: rng.random(),
+                rule: r(rng, PortSlot::RULE_WIDTH) as u16,
+            }),
+        }
+        .pack()
+        .map(|w| w.to_vec()),
+        Table::Rule => RuleEntry {
+            valid: rng.random(),
+            acl_enabled: rng.random(),
+            pool: r(rng, RuleEntry::POOL_WIDTH) as u16,
+        }
+        .pack()
+        .map(|w| w.to_vec()),
+        Table::Acl => AclEntry {
+            prefix: std::array::from_fn(|_| AclPrefix {
+                valid: rng.random(),
+                prefix_len: rng.random(),
+                addr: rng.random(),
+            }),
+        }
+        .pack()
+        .map(|w| w.to_vec()),
+        Table::Pool => PoolEntry {
+            valid: rng.random(),
+            affinity: Affinity::ALL[rng.random_range(0..Affinity::ALL.len())],
+            delivery: Delivery::ALL[rng.random_range(0..Delivery::ALL.len())],
+            maglev_base: r(rng, PoolEntry::MAGLEV_BASE_WIDTH) as u32,
+            maglev_size: r(rng, PoolEntry::MAGLEV_SIZE_WIDTH) as u32,
+            backup_pool: r(rng, PoolEntry::BACKUP_POOL_WIDTH) as u16,
+            has_backup: rng.random(),
+            failover_ratio: r(rng, PoolEntry::FAILOVER_RATIO_WIDTH) as u16,
+            failed_over: rng.random(),
+            track: rng.random(),
+            idle_timeout: rng.random(),
+        }
+        .pack()
+        .map(|w| w.to_vec()),
+        Table::Maglev => MaglevSlot {
+            backend: rng.random(),
+        }
+        .pack()
+        .map(|w| w.to_vec()),
+        Table::Backend => BackendEntry {
+            valid: rng.random(),
+            is_ipv6: rng.random(),
+            addr: rng.random(),
+            mac: r(rng, BackendEntry::MAC_WIDTH) as u64,
+        }
+        .pack()
+        .map(|w| w.to_vec()),
+    };
+    words.expect("random fields fit their widths")
+}
+
+fn select(table: Table, bank: u32) -> u32 {
+    table.value() | (bank << 8)
+}
+
+/// WRITE through the window; returns status afterwards.
+fn window_write(bus: &mut RegBus, table: Table, bank: u32, index: u32, words: &[u32]) -> u32 {
+    bus.write32(table::SELECT, select(table, bank))
+        .expect("select");
+    bus.write32(table::INDEX, index).expect("index");
+    bus.write_bulk(table::DATA, words).expect("data");
+    bus.write32(table::CMD, TableCmd::Write.value())
+        .expect("cmd");
+    bus.read32(table::STATUS).expect("status")
+}
+
+/// READ through the window; returns (status, data words 0..n).
+fn window_read(bus: &mut RegBus, table: Table, bank: u32, index: u32, n: usize) -> (u32, Vec<u32>) {
+    bus.write32(table::SELECT, select(table, bank))
+        .expect("select");
+    bus.write32(table::INDEX, index).expect("index");
+    bus.write32(table::CMD, TableCmd::Read.value())
+        .expect("cmd");
+    let status = bus.read32(table::STATUS).expect("status");
+    let mut words = vec![0u32; n];
+    bus.read_bulk(table::DATA, &mut words).expect("data");
+    (status, words)
+}
+
+/// Port prefix and row geometry of a table's pipeline read port.
+fn pipeline_port(table: Table) -> (&'static str, u32) {
+    let p = sim_profile();
+    match table {
+        Table::Vip => ("vip", p.vip_ways),
+        Table::Rule => ("rule", 1),
+        Table::Acl => ("acl", 1),
+        Table::Pool => ("pool", 1),
+        Table::Maglev => ("maglev", 1),
+        Table::Backend => ("backend", 1),
+    }
+}
+
+/// Reads one entry through the pipeline's read port (a whole row, then the lane).
+fn pipeline_read(bus: &mut RegBus, table: Table, bank: u32, index: u32) -> Vec<u32> {
+    let (prefix, lanes) = pipeline_port(table);
+    let width = Tables::entry_words(table);
+    let sim = &mut bus.bench.sim;
+    let en = sim.port(&format!("{prefix}_rd_en")).expect("port");
+    let bank_p = sim.port(&format!("{prefix}_rd_bank")).expect("port");
+    let row = sim.port(&format!("{prefix}_rd_row")).expect("port");
+    let data = sim.port(&format!("{prefix}_rd_data")).expect("port");
+    sim.set_bit(en, true).expect("set");
+    sim.set_u64(bank_p, u64::from(bank)).expect("set");
+    sim.set_u64(row, u64::from(index / lanes)).expect("set");
+    bus.idle(TABLE_RD_LATENCY).expect("clock");
+    let sim = &mut bus.bench.sim;
+    sim.set_bit(en, false).expect("set");
+    let row_words = sim.get_words(data).expect("get");
+    // Lane `index % lanes` of the row, entry bits only.
+    let entry_bits = data.width as usize / lanes as usize;
+    let lane = (index % lanes) as usize;
+    let bit = |b: usize| (row_words[b / 32] >> (b % 32)) & 1;
+    let mut out = vec![0u32; width];
+    for b in 0..entry_bits {
+        out[b / 32] |= bit(lane * entry_bits + b) << (b % 32);
+    }
+    out
+}
+
+#[test]
+fn table_window_writes_and_reads_every_table_in_both_banks() {
+    let seed = seed_from_env(14);
+    let mut bus = bus("regs_tables", seed);
+    let mut rng = StdRng::seed_from_u64(seed);
+    let p = sim_profile();
+    // The reference: two banks of typed tables in nlb-hw.
+    let mut reference = [Tables::empty(p), Tables::empty(p)];
+    let mut touched = Vec::new();
+    for table in Table::ALL {
+        let depth = reference[0].depth(table);
+        let mut indices = vec![0, depth - 1];
+        indices.extend((0..10).map(|_| rng.random_range(0..depth)));
+        for &index in &indices {
+            // The same index in both banks gets different entries.
+            for bank in 0..2u32 {
+                let words = random_entry(table, &mut rng);
+                let status = window_write(&mut bus, table, bank, index, &words);
+                assert_eq!(
+                    status, 0,
+                    "{table:?}[{index}] bank {bank}: status after WRITE"
+                );
+                reference[bank as usize]
+                    .write_entry(table, index, &words)
+                    .expect("reference accepts packed words");
+                touched.push((table, bank, index));
+            }
+        }
+    }
+    for &(table, bank, index) in &touched {
+        let want = reference[bank as usize]
+            .read_entry(table, index)
+            .expect("reference entry");
+        let (status, got) = window_read(&mut bus, table, bank, index, want.len());
+        assert_eq!(
+            status, 0,
+            "{table:?}[{index}] bank {bank}: status after READ"
+        );
+        assert_eq!(
+            got, want,
+            "{table:?}[{index}] bank {bank} via the window, seed {seed}"
+        );
+        let via_pipeline = pipeline_read(&mut bus, table, bank, index);
+        assert_eq!(
+            via_pipeline, want,
+            "{table:?}[{index}] bank {bank} via the pipeline port, seed {seed}"
+        );
+    }
+    check_protocol(&bus);
+}
+
+#[test]
+fn table_window_errors_touch_nothing() {
+    let seed = seed_from_env(15);
+    let mut bus = bus("regs_table_errors", seed);
+    let mut rng = StdRng::seed_from_u64(seed);
+    let p = sim_profile();
+    let depths = Tables::empty(p);
+
+    for table in Table::ALL {
+        let depth = depths.depth(table);
+        let n = Tables::entry_words(table);
+        let good = random_entry(table, &mut rng);
+        assert_eq!(window_write(&mut bus, table, 1, 0, &good), 0);
+        // One past the end (which would alias entry 0 if the index were truncated) and far
+        // beyond: error, nothing written.
+        for bad in [depth, depth + 1, u32::MAX] {
+            let other = random_entry(table, &mut rng);
+            let status = window_write(&mut bus, table, 1, bad, &other);
+            assert_eq!(
+                status, STATUS_ERROR,
+                "{table:?} WRITE at {bad} (depth {depth})"
+            );
+            let (status, _) = window_read(&mut bus, table, 1, bad, n);
+            assert_eq!(status, STATUS_ERROR, "{table:?} READ at {bad}");
+        }
+        let (status, got) = window_read(&mut bus, table, 1, 0, n);
+        assert_eq!(status, 0, "a good command clears the error");
+        assert_eq!(got, good, "{table:?}[0] survived the bad writes");
+    }
+
+    // Bad table ids and unknown commands.
+    for id in [6u32, 7, 0xff] {
+        bus.write32(table::SELECT, id).expect("select");
+        bus.write32(table::INDEX, 0).expect("index");
+        bus.write32(table::CMD, TableCmd::Write.value())
+            .expect("cmd");
+        assert_eq!(
+            bus.read32(table::STATUS).expect("status"),
+            STATUS_ERROR,
+            "table {id}"
+        );
+    }
+    bus.write32(table::SELECT, select(Table::Rule, 0))
+        .expect("select");
+    for cmd in [0u32, 3, 0x101] {
+        bus.write32(table::CMD, cmd).expect("cmd");
+        assert_eq!(
+            bus.read32(table::STATUS).expect("status"),
+            STATUS_ERROR,
+            "cmd {cmd}"
+        );
+    }
+    // select keeps bits 8..0 only.
+    bus.write32(table::SELECT, 0xffff_ffff).expect("select");
+    assert_eq!(bus.read32(table::SELECT).expect("select"), 0x1ff);
+
+    // A pool entry whose enum fields hold undefined values is refused.
+    let good = random_entry(Table::Pool, &mut rng);
+    assert_eq!(window_write(&mut bus, Table::Pool, 0, 5, &good), 0);
+    let undefined_affinity = (0..1u32 << PoolEntry::AFFINITY_WIDTH)
+        .filter(|v| Affinity::from_value(*v).is_none())
+        .map(|v| (PoolEntry::AFFINITY_LSB, v));
+    let undefined_delivery = (0..1u32 << PoolEntry::DELIVERY_WIDTH)
+        .filter(|v| Delivery::from_value(*v).is_none())
+        .map(|v| (PoolEntry::DELIVERY_LSB, v));
+    let mut refused = 0;
+    for (lsb, value) in undefined_affinity.chain(undefined_delivery) {
+        let mut words = random_entry(Table::Pool, &mut rng);
+        let width = if lsb == PoolEntry::AFFINITY_LSB {
+            PoolEntry::AFFINITY_WIDTH
+        } else {
+            PoolEntry::DELIVERY_WIDTH
+        };
+        // Both fields sit inside word 0.
+        words[0] = (words[0] & !((mask(width) as u32) << lsb)) | (value << lsb);
+        assert!(PoolEntry::unpack(&words).is_err(), "nlb-hw refuses it too");
+        let status = window_write(&mut bus, Table::Pool, 0, 5, &words);
+        assert_eq!(status, STATUS_ERROR, "pool field at bit {lsb} = {value}");
+        refused += 1;
+    }
+    assert!(refused > 0);
+    let (_, got) = window_read(
+        &mut bus,
+        Table::Pool,
+        0,
+        5,
+        Tables::entry_words(Table::Pool),
+    );
+    assert_eq!(got, good, "refused pool entries changed nothing");
+    check_protocol(&bus);
+}
+
+#[test]
+fn data_window_read_back_strobes_and_words_past_the_entry() {
+    let seed = seed_from_env(16);
+    let mut bus = bus("regs_data_window", seed);
+    let mut rng = StdRng::seed_from_u64(seed);
+    let count = table::DATA_COUNT as usize;
+    let pattern: Vec<u32> = (0..count).map(|_| rng.random()).collect();
+    bus.write_bulk(table::DATA, &pattern).expect("data");
+    let mut back = vec![0u32; count];
+    bus.read_bulk(table::DATA, &mut back).expect("data");
+    assert_eq!(back, pattern, "all {count} data words are read/write");
+
+    // Byte strobes on a data word.
+    bus.write32_strb(table::DATA + 8, 0xaabb_ccdd, 0b0010)
+        .expect("write");
+    let want = (pattern[2] & !0x0000_ff00) | 0x0000_cc00;
+    assert_eq!(bus.read32(table::DATA + 8).expect("read"), want);
+
+    // READ of a backend entry rewrites its words only (bits past the entry width read 0),
+    // later words keep what was written.
+    let entry = random_entry(Table::Backend, &mut rng);
+    assert_eq!(window_write(&mut bus, Table::Backend, 0, 9, &entry), 0);
+    let filler: Vec<u32> = (0..count).map(|_| rng.random()).collect();
+    bus.write_bulk(table::DATA, &filler).expect("data");
+    bus.write32(table::SELECT, select(Table::Backend, 0))
+        .expect("select");
+    bus.write32(table::INDEX, 9).expect("index");
+    bus.write32(table::CMD, TableCmd::Read.value())
+        .expect("cmd");
+    bus.read_bulk(table::DATA, &mut back).expect("data");
+    let n = entry.len();
+    assert_eq!(&back[..n], &entry[..]);
+    assert_eq!(
+        &back[n..],
+        &filler[n..],
+        "words past the entry are left alone"
+    );
+    let spare = BackendEntry::WORDS * 32 - BackendEntry::WIDTH;
+    assert_eq!(back[n - 1] >> (32 - spare), 0, "bits past the width read 0");
+
+    // An entry is written from the data words as they are at the command.
+    assert_eq!(
+        bus.read32(table::STATUS).expect("status") & STATUS_BUSY,
+        0,
+        "the response of a command waits for its end"
+    );
+    check_protocol(&bus);
+}
