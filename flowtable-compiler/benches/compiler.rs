@@ -74,6 +74,13 @@ fn generated_config(vips: usize, per_pool: usize) -> String {
 fn main() {
     // `cargo bench` passes --bench; `cargo test --benches` runs this once quickly.
     let quick = !std::env::args().any(|a| a == "--bench");
+    // `cargo bench -p flowtable-compiler -- maglev` runs only the sections named.
+    let filters: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let wanted =
+        |section: &str| filters.is_empty() || filters.iter().any(|f| section.contains(f.as_str()));
     let runs = if quick { 1 } else { 20 };
     println!(
         "flowtable-compiler benchmarks ({} runs each; min and median)",
@@ -81,6 +88,9 @@ fn main() {
     );
 
     for n in [10usize, 100, 1000] {
+        if !wanted("maglev") {
+            break;
+        }
         let names: Vec<String> = (0..n).map(|i| format!("backend-{i}")).collect();
         let members: Vec<Member> = names
             .iter()
@@ -111,6 +121,9 @@ fn main() {
         );
     }
 
+    if !wanted("compile health") {
+        return;
+    }
     let u280 = Profile::by_name("u280").expect("u280 profile");
     let opts = CompileOptions { profile: u280 };
     let (vips, per_pool) = if quick { (64, 64) } else { (1024, 64) };

@@ -54,12 +54,18 @@ pub fn run(args: Args) -> Result<(), CliError> {
         .iter()
         .filter(|p| p.kind == flowtable_compiler::PoolKind::TargetPool)
         .count();
+    let plural =
+        |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
     outln!(
-        "{} rules, {} target pools, {} target instances, {} backends",
-        compiled.symbols.rules.len(),
-        target_pools,
-        pools.len() - target_pools,
-        compiled.symbols.backends.len()
+        "{}, {}, {}, {}",
+        plural(compiled.symbols.rules.len(), "rule", "rules"),
+        plural(target_pools, "target pool", "target pools"),
+        plural(
+            pools.len() - target_pools,
+            "target instance",
+            "target instances"
+        ),
+        plural(compiled.symbols.backends.len(), "backend", "backends")
     );
     outln!();
     outln!("{:<8} {:>10} {:>10} {:>7}", "table", "used", "depth", "use");
