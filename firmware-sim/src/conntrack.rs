@@ -4,7 +4,16 @@
 //! The pipeline only reads it; the host writes it (through the register block, or through the
 //! host-side helpers [`ConnTable::install`] / [`ConnTable::mark_closed`] that model what the
 //! slow path does on learn and teardown events).
+//!
+//! Beside the entries the model keeps a 16-bit tag per entry: 0 for an invalid entry, else a
+//! fingerprint of the TUPLE5 hash of the entry's own key (whatever bucket it was written to).
+//! A lookup compares full keys only in the ways whose tag equals the packet's, so a miss
+//! usually reads just the bucket's tags (one cache line) and a hit one entry more. This is a
+//! model-internal index, invisible at the interface: equal keys have equal hashes, so a way
+//! skipped for its tag could never have matched.
 
+use crate::keyhash::key_hash;
+use nlb_hw::enums::KeyType;
 use nlb_hw::layouts::{CtEntry, LearnEvent};
 use nlb_hw::{table_index, FlowKey};
 
@@ -38,8 +47,56 @@ pub struct ConnTable {
     buckets: u32,
     ways: u32,
     entries: Vec<CtEntry>,
+    /// Per entry: 0 when invalid, else [`tag_of`] the TUPLE5 hash of its key.
+    tags: Vec<u16>,
     hits: Vec<u32>,
     valid: u32,
+}
+
+/// The tag of a TUPLE5 flow hash: its low 16 bits (the bucket index comes from the high
+/// bits), never 0.
+#[inline]
+pub fn tag_of(tuple5_hash: u32) -> u16 {
+    tuple5_hash as u16 | 1
+}
+
+/// The tag an entry gets in the table.
+fn entry_tag(e: &CtEntry) -> u16 {
+    if !e.valid {
+        return 0;
+    }
+    tag_of(key_hash(
+        KeyType::Tuple5,
+        e.protocol,
+        e.src_port,
+        e.dst_port,
+        e.src_addr,
+        e.dst_addr,
+    ))
+}
+
+/// Whether a valid entry holds exactly this flow (client → VIP orientation).
+#[inline]
+fn entry_matches(e: &CtEntry, key: &FlowKey) -> bool {
+    e.valid
+        && e.protocol == key.protocol
+        && e.src_port == key.src_port
+        && e.dst_port == key.dst_port
+        && e.src_addr == key.src_addr
+        && e.dst_addr == key.dst_addr
+}
+
+/// Hints the CPU to fetch the cache line holding `p` (no effect elsewhere).
+#[inline(always)]
+pub(crate) fn prefetch<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        // SAFETY: a prefetch is only a hint; it never faults, whatever the address.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(p.cast::<i8>()) }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
 }
 
 impl ConnTable {
@@ -52,6 +109,7 @@ impl ConnTable {
             buckets,
             ways,
             entries: vec![CtEntry::default(); len],
+            tags: vec![0; len],
             hits: vec![0; len.div_ceil(32)],
             valid: 0,
         }
@@ -103,21 +161,68 @@ impl ConnTable {
         let start = bucket as usize * self.ways as usize;
         self.bucket_entries(bucket)
             .iter()
-            .position(|e| {
-                e.valid
-                    && e.protocol == key.protocol
-                    && e.src_port == key.src_port
-                    && e.dst_port == key.dst_port
-                    && e.src_addr == key.src_addr
-                    && e.dst_addr == key.dst_addr
-            })
+            .position(|e| entry_matches(e, key))
             .map(|w| (start + w) as u32)
     }
 
     /// Looks up a 5-tuple (its TUPLE5 hash is computed here).
     pub fn lookup(&self, key: &FlowKey) -> Option<u32> {
-        let h = key.with_type(nlb_hw::enums::KeyType::Tuple5).hash();
-        self.lookup_in(self.bucket_of(h), key)
+        let h = key_hash(
+            KeyType::Tuple5,
+            key.protocol,
+            key.src_port,
+            key.dst_port,
+            key.src_addr,
+            key.dst_addr,
+        );
+        self.probe(self.bucket_of(h), tag_of(h), key)
+    }
+
+    /// The pipeline's lookup: the same answer as [`ConnTable::lookup_in`], where `tag` is
+    /// [`tag_of`] the TUPLE5 hash of `key`; full keys are compared only where tags match.
+    #[inline]
+    pub(crate) fn probe(&self, bucket: u32, tag: u16, key: &FlowKey) -> Option<u32> {
+        let start = bucket as usize * self.ways as usize;
+        let tags = self.tags.get(start..start + self.ways as usize)?;
+        for (w, &t) in tags.iter().enumerate() {
+            if t == tag
+                && self
+                    .entries
+                    .get(start + w)
+                    .is_some_and(|e| entry_matches(e, key))
+            {
+                return Some((start + w) as u32);
+            }
+        }
+        None
+    }
+
+    /// Starts fetching the tags of a bucket (a batch does this for all its packets before it
+    /// looks any up).
+    #[inline]
+    pub(crate) fn prefetch_tags(&self, bucket: u32) {
+        if let Some(t) = self.tags.get(bucket as usize * self.ways as usize) {
+            prefetch(t);
+        }
+    }
+
+    /// Starts fetching the entries of a bucket whose tag is `tag` (once the tags are at hand).
+    #[inline]
+    pub(crate) fn prefetch_candidates(&self, bucket: u32, tag: u16) {
+        let start = bucket as usize * self.ways as usize;
+        let Some(tags) = self.tags.get(start..start + self.ways as usize) else {
+            return;
+        };
+        for (w, &t) in tags.iter().enumerate() {
+            if t == tag {
+                if let Some(e) = self.entries.get(start + w) {
+                    // An entry may straddle two cache lines.
+                    let p = (e as *const CtEntry).cast::<u8>();
+                    prefetch(p);
+                    prefetch(p.wrapping_add(size_of::<CtEntry>() - 1));
+                }
+            }
+        }
     }
 
     /// One entry.
@@ -138,6 +243,9 @@ impl ConnTable {
             _ => {}
         }
         *slot = entry;
+        if let Some(t) = self.tags.get_mut(index as usize) {
+            *t = entry_tag(&entry);
+        }
         Ok(())
     }
 
@@ -167,7 +275,14 @@ impl ConnTable {
             ev.dst_addr,
             ev.dst_port,
         );
-        let bucket = self.bucket_of(key.hash());
+        let bucket = self.bucket_of(key_hash(
+            KeyType::Tuple5,
+            key.protocol,
+            key.src_port,
+            key.dst_port,
+            key.src_addr,
+            key.dst_addr,
+        ));
         let start = bucket * self.ways;
         let index = match self.lookup_in(bucket, &key) {
             Some(i) => i,

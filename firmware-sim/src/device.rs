@@ -148,12 +148,15 @@ pub struct Injected {
 }
 
 /// Results and output frames of a batch; reuse it across batches so its buffers are
-/// allocated once.
+/// allocated (and zeroed) once.
 #[derive(Debug, Clone, Default)]
 pub struct BatchOutput {
     /// One result per input frame, in order.
     pub results: Vec<PacketResult>,
+    /// Output frames back to back; only `frames[..used]` belongs to this batch (the rest is
+    /// room kept from earlier batches).
     frames: Vec<u8>,
+    used: usize,
     offsets: Vec<usize>,
 }
 
@@ -173,8 +176,26 @@ impl BatchOutput {
 
     fn clear(&mut self) {
         self.results.clear();
-        self.frames.clear();
+        self.used = 0;
         self.offsets.clear();
+    }
+
+    /// Room for one more output frame of up to MAX_FRAME bytes.
+    #[inline]
+    fn room(&mut self) -> &mut [u8] {
+        let end = self.used + crate::action::MAX_FRAME;
+        if self.frames.len() < end {
+            self.frames.resize(end, 0);
+        }
+        &mut self.frames[self.used..end]
+    }
+
+    /// Appends a result whose output frame (if any) was written at [`BatchOutput::room`].
+    #[inline]
+    fn push(&mut self, r: PacketResult) {
+        self.offsets.push(self.used);
+        self.used += r.out_len;
+        self.results.push(r);
     }
 }
 
@@ -236,8 +257,9 @@ impl Queues {
     }
 }
 
-/// Packets a batch processes between two connection-table touches.
-const CHUNK: usize = 16;
+/// Packets a batch takes through each stage together: all their connection-table buckets are
+/// requested from memory before the first is needed.
+const CHUNK: usize = 32;
 
 /// The simulated NIC.
 #[derive(Debug)]
@@ -255,7 +277,8 @@ pub struct SimDevice {
     flash: Box<dyn FlashPort>,
     auto_learn: bool,
     pending_events: Vec<LearnEvent>,
-    scratch: Vec<u8>,
+    /// Per-packet state of the chunk in flight (kept to reuse its allocation).
+    lanes: Vec<Front>,
     host_time: u32,
 }
 
@@ -291,7 +314,7 @@ impl SimDevice {
             flash: Box::new(NoFlash),
             auto_learn: false,
             pending_events: Vec::new(),
-            scratch: vec![0; crate::action::MAX_FRAME],
+            lanes: Vec::with_capacity(CHUNK),
             host_time: 0,
         }
     }
@@ -387,62 +410,60 @@ impl SimDevice {
 
     /// A batch of received frames: the same as calling [`SimDevice::receive`] for each, in
     /// order, except that auto-learned entries become visible after the batch.
+    ///
+    /// The packets go through the pipeline in chunks, stage by stage: the front half of every
+    /// packet of a chunk (which requests its connection-table bucket's tags), then the
+    /// requests of the candidate entries, then the back half and the side effects in order.
+    /// Nothing a packet does is visible to the others' lookups (the pipeline writes only hit
+    /// bits, counters and queues), so this order gives the same results as one at a time.
     pub fn receive_batch(&mut self, frames: &[&[u8]], out: &mut BatchOutput) {
         out.clear();
-        let mut scratch = std::mem::take(&mut self.scratch);
-        scratch.resize(crate::action::MAX_FRAME, 0);
+        let mut lanes = std::mem::take(&mut self.lanes);
         for chunk in frames.chunks(CHUNK) {
             let first = out.results.len();
             {
                 let ctx = self.context();
-                let mut fronts: [Option<Front>; CHUNK] = [None; CHUNK];
-                for (slot, f) in fronts.iter_mut().zip(chunk) {
-                    *slot = Some(pipeline::front(&ctx, f));
+                let mut memo = pipeline::VipMemo::default();
+                lanes.clear();
+                for f in chunk {
+                    let front = pipeline::front_memo(&ctx, f, &mut memo);
+                    if let Front::Pending(p) = &front {
+                        p.prefetch(ctx.conntrack, false);
+                    }
+                    lanes.push(front);
                 }
-                // Touch every bucket first so the memory reads overlap.
-                let mut touch = 0u32;
-                for p in fronts.iter().flatten() {
-                    if let Front::Pending(p) = p {
-                        if let Some(b) = p.ct_bucket {
-                            touch ^= ctx
-                                .conntrack
-                                .bucket_entries(b)
-                                .first()
-                                .map_or(0, |e| u32::from(e.valid));
-                        }
+                for front in &lanes {
+                    if let Front::Pending(p) = front {
+                        p.prefetch(ctx.conntrack, true);
                     }
                 }
-                std::hint::black_box(touch);
-                for (f, fr) in chunk.iter().zip(fronts.iter()) {
-                    let r = match fr {
-                        Some(Front::Pending(p)) => pipeline::finish(&ctx, f, p, &mut scratch),
-                        Some(Front::Done(r)) => Ok(*r),
-                        None => continue,
+                for (f, front) in chunk.iter().zip(&lanes) {
+                    let r = match front {
+                        Front::Pending(p) => pipeline::finish(&ctx, f, p, out.room())
+                            // The room holds MAX_FRAME bytes, enough for any output.
+                            .unwrap_or_else(|_| unreachable_result(f.len())),
+                        Front::Done(r) => *r,
                     };
-                    // The scratch buffer holds MAX_FRAME bytes, enough for any output.
-                    let r = r.unwrap_or_else(|_| unreachable_result(f.len()));
-                    out.offsets.push(out.frames.len());
-                    out.frames.extend_from_slice(&scratch[..r.out_len]);
-                    out.results.push(r);
+                    out.push(r);
                 }
             }
-            for i in first..out.results.len() {
-                let r = out.results[i];
-                self.account(&r, chunk[i - first]);
+            for (r, f) in out.results[first..].iter().zip(chunk) {
+                self.account(r, f);
             }
         }
-        self.scratch = scratch;
+        self.lanes = lanes;
         self.flush_events();
     }
 
     /// Side effects of one packet: counters, hit bit, punt queue, events.
+    #[inline]
     fn account(&mut self, r: &PacketResult, frame: &[u8]) {
         self.counters.record(r);
         if let Some(i) = r.ct_index {
             self.conntrack.mark_hit(i);
         }
+        let q = &mut self.queues;
         if r.verdict == Verdict::Punt {
-            let q = &mut self.queues;
             if q.punt.len() < q.depth {
                 q.punt.push_back(Punted {
                     header: r.punt_header(),
@@ -455,10 +476,10 @@ impl SimDevice {
         if let Some(ev) = r.event {
             if self.auto_learn {
                 self.pending_events.push(ev);
-            } else if self.queues.learn.len() < self.queues.depth {
-                self.queues.learn.push_back(ev);
+            } else if q.learn.len() < q.depth {
+                q.learn.push_back(ev);
             } else {
-                self.queues.learn_overflow = true;
+                q.learn_overflow = true;
             }
         }
     }

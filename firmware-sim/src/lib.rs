@@ -18,6 +18,7 @@ pub mod conntrack;
 pub mod counters;
 pub mod device;
 pub mod flash;
+mod keyhash;
 pub mod parse;
 pub mod pcap;
 pub mod pipeline;

@@ -9,7 +9,8 @@
 //! same as processing one packet at a time.
 
 use crate::action::{self, MAX_FRAME};
-use crate::conntrack::{tuple5_key, ConnTable};
+use crate::conntrack::{tag_of, ConnTable};
+use crate::keyhash::key_hash;
 use crate::parse::{self, proto, tcp_flags, IpHeaders, Parsed};
 use nlb_hw::enums::{Affinity, DefaultAction, Event, KeyType, Reason, Verdict};
 use nlb_hw::layouts::{
@@ -175,22 +176,40 @@ pub fn acl_allows(acl: &AclEntry, addr: u128) -> bool {
     })
 }
 
-/// The rule lookup's view of a VIP entry: the lowest way of the bucket that matches.
+/// The rule lookup's view of a VIP entry: the index of the lowest way of the bucket that
+/// matches.
 #[inline]
-fn vip_lookup(t: &Tables, protocol: u8, vip: u128) -> Option<&VipEntry> {
-    let key = FlowKey {
-        key_type: KeyType::Vip,
-        protocol,
-        dst_addr: vip,
-        ..FlowKey::default()
-    };
+fn vip_lookup_index(t: &Tables, protocol: u8, vip: u128) -> Option<usize> {
     let ways = t.profile.vip_ways as usize;
-    let bucket = table_index(key.hash(), t.profile.vip_buckets) as usize;
-    let start = bucket * ways;
+    let h = key_hash(KeyType::Vip, protocol, 0, 0, 0, vip);
+    let start = table_index(h, t.profile.vip_buckets) as usize * ways;
     t.vip
         .get(start..start + ways)?
         .iter()
-        .find(|e| e.valid && e.protocol == protocol && e.addr == vip)
+        .position(|e| e.valid && e.protocol == protocol && e.addr == vip)
+        .map(|w| start + w)
+}
+
+/// The last VIP lookup of a batch. Tables do not change during a batch, so packets to the
+/// same VIP (the common case) reuse the answer instead of hashing the VIP key again.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct VipMemo {
+    last: Option<(u8, u128, Option<usize>)>,
+}
+
+impl VipMemo {
+    #[inline]
+    fn lookup<'t>(&mut self, t: &'t Tables, protocol: u8, vip: u128) -> Option<&'t VipEntry> {
+        let index = match self.last {
+            Some((p, v, i)) if p == protocol && v == vip => i,
+            _ => {
+                let i = vip_lookup_index(t, protocol, vip);
+                self.last = Some((protocol, vip, i));
+                i
+            }
+        };
+        t.vip.get(index?)
+    }
 }
 
 /// The flow a packet is load-balanced as (client → VIP).
@@ -204,6 +223,19 @@ struct Flow {
 }
 
 impl Flow {
+    #[inline]
+    fn hash(&self, key_type: KeyType) -> u32 {
+        key_hash(
+            key_type,
+            self.protocol,
+            self.client_port,
+            self.vip_port,
+            self.client,
+            self.vip,
+        )
+    }
+
+    #[inline]
     fn key(&self, key_type: KeyType) -> FlowKey {
         FlowKey {
             key_type,
@@ -226,7 +258,24 @@ pub struct Pending {
     aff_hash: u32,
     /// The connection-table bucket to read (`None`: no lookup).
     pub ct_bucket: Option<u32>,
+    /// Tag of the flow's TUPLE5 hash (see [`crate::conntrack::tag_of`]).
+    ct_tag: u16,
     icmp: bool,
+}
+
+impl Pending {
+    /// Starts fetching what the connection-table lookup of this packet will read: the
+    /// bucket's tags, or (`candidates`, once the tags are in cache) the entries they point at.
+    #[inline]
+    pub fn prefetch(&self, conntrack: &ConnTable, candidates: bool) {
+        if let Some(b) = self.ct_bucket {
+            if candidates {
+                conntrack.prefetch_candidates(b, self.ct_tag);
+            } else {
+                conntrack.prefetch_tags(b);
+            }
+        }
+    }
 }
 
 /// Outcome of the front half (kept unboxed: a batch holds these on the stack).
@@ -258,6 +307,12 @@ fn ended(verdict: Verdict, reason: Reason, mut res: PacketResult) -> Front {
 
 /// The front half: parse, rule lookup, ACL, pool, keys and hashes, connection-table bucket.
 pub fn front(ctx: &Context<'_>, frame: &[u8]) -> Front {
+    front_memo(ctx, frame, &mut VipMemo::default())
+}
+
+/// [`front`] with a VIP lookup memo shared by the packets of a batch.
+#[inline]
+pub fn front_memo(ctx: &Context<'_>, frame: &[u8], memo: &mut VipMemo) -> Front {
     let mut res = PacketResult::new(Verdict::Forward, Reason::Forwarded, ctx.bank, frame.len());
     if !ctx.enabled {
         return ended(Verdict::Pass, Reason::PipelineDisabled, res);
@@ -285,7 +340,7 @@ pub fn front(ctx: &Context<'_>, frame: &[u8]) -> Front {
             vip: inner.src,
             vip_port: inner.src_port,
         };
-        match vip_lookup(t, reversed.protocol, reversed.vip) {
+        match memo.lookup(t, reversed.protocol, reversed.vip) {
             Some(v) => (reversed, Some(v)),
             None => {
                 let forward = Flow {
@@ -295,7 +350,7 @@ pub fn front(ctx: &Context<'_>, frame: &[u8]) -> Front {
                     vip: inner.dst,
                     vip_port: inner.dst_port,
                 };
-                (forward, vip_lookup(t, forward.protocol, forward.vip))
+                (forward, memo.lookup(t, forward.protocol, forward.vip))
             }
         }
     } else {
@@ -306,12 +361,12 @@ pub fn front(ctx: &Context<'_>, frame: &[u8]) -> Front {
             vip: hdr.dst,
             vip_port: hdr.dst_port,
         };
-        (flow, vip_lookup(t, flow.protocol, flow.vip))
+        (flow, memo.lookup(t, flow.protocol, flow.vip))
     };
     let fragment = hdr.is_fragment && !icmp;
-    let h5 = flow.key(KeyType::Tuple5).hash();
+    let h5 = flow.hash(KeyType::Tuple5);
     let flow_hash = if fragment {
-        flow.key(KeyType::Tuple3).hash()
+        flow.hash(KeyType::Tuple3)
     } else {
         h5
     };
@@ -372,7 +427,7 @@ pub fn front(ctx: &Context<'_>, frame: &[u8]) -> Front {
     let aff_hash = match key_type {
         KeyType::Tuple5 => h5,
         KeyType::Tuple3 if fragment => flow_hash,
-        k => flow.key(k).hash(),
+        k => flow.hash(k),
     };
     let trackable =
         pool.track && !fragment && (flow.protocol == proto::TCP || flow.protocol == proto::UDP);
@@ -392,6 +447,7 @@ pub fn front(ctx: &Context<'_>, frame: &[u8]) -> Front {
         pool: *pool,
         aff_hash,
         ct_bucket,
+        ct_tag: tag_of(h5),
         icmp,
     })
 }
@@ -411,7 +467,7 @@ pub fn finish(
 
     let mut backend_id = None;
     if let Some(bucket) = p.ct_bucket {
-        if let Some(i) = ctx.conntrack.lookup_in(bucket, &tuple5) {
+        if let Some(i) = ctx.conntrack.probe(bucket, p.ct_tag, &tuple5) {
             res.conntrack = CtOutcome::Hit;
             res.ct_index = Some(i);
             backend_id = ctx.conntrack.entry(i).map(|e| e.backend);
@@ -549,9 +605,14 @@ pub fn process_injected(
     } else {
         KeyType::Tuple5
     };
-    res.flow_hash = tuple5_key(hdr.protocol, hdr.src, hdr.src_port, hdr.dst, hdr.dst_port)
-        .with_type(ty)
-        .hash();
+    res.flow_hash = key_hash(
+        ty,
+        hdr.protocol,
+        hdr.src_port,
+        hdr.dst_port,
+        hdr.src,
+        hdr.dst,
+    );
     res.pool = Some(header.pool);
     res.backend = Some(header.backend);
     let t = ctx.tables;
