@@ -303,7 +303,7 @@ impl ProbeState {
                 return;
             }
         }
-        let probe_interval = inner.interval;
+        let (probe_interval, probe_timeout) = (inner.interval, inner.timeout);
         let at = outcome.finished_at;
         for sub in inner.subscribers.values_mut() {
             // A target with a longer interval than the probe's takes every n-th result.
@@ -319,8 +319,11 @@ impl ProbeState {
                 continue;
             }
             sub.last_taken = Some(at);
+            // The probe ran under the longest timeout of its targets; a target with a shorter
+            // one fails a pass that came too late for it.
+            let in_time = check.timeout >= probe_timeout || outcome.latency <= check.timeout;
             let verdict = match outcome.result {
-                Ok(pass) if outcome.latency <= check.timeout => Verdict::Pass(pass.weight),
+                Ok(pass) if in_time => Verdict::Pass(pass.weight),
                 _ => Verdict::Fail,
             };
             let previous_weight = sub.tracker.weight();
