@@ -90,7 +90,8 @@ pub struct Sim {
     handle: NonNull<c_void>,
     model: &'static str,
     ports: &'static [PortInfo],
-    clk: Port,
+    /// None for combinational models: a tick then only evaluates.
+    clk: Option<Port>,
     rst: Option<Port>,
     cycle: u64,
     /// Half a 10 ns clock period in the model's time precision.
@@ -107,7 +108,7 @@ impl Sim {
         let handle = NonNull::new(raw).ok_or(VerifError::Construct { model: M::NAME })?;
         let find =
             |name: &'static str| -> Result<Port, VerifError> { lookup(M::NAME, M::PORTS, name) };
-        let clk = find("clk")?;
+        let clk = find("clk").ok();
         let rst = find("rst").ok();
         // SAFETY: `handle` is the live model just constructed.
         let precision = unsafe { (M::VTABLE.time_precision)(handle.as_ptr()) };
@@ -125,7 +126,9 @@ impl Sim {
             trace: None,
             scratch: Vec::new(),
         };
-        sim.set_u64(clk, 0)?;
+        if let Some(clk) = clk {
+            sim.set_u64(clk, 0)?;
+        }
         if let Some(rst) = rst {
             sim.set_u64(rst, 0)?;
         }
@@ -291,16 +294,18 @@ impl Sim {
     }
 
     /// One clock cycle: settle, rising edge, falling edge. Outputs afterwards show the
-    /// registers updated at the edge.
+    /// registers updated at the edge. A model without `clk` is only evaluated.
     pub fn tick(&mut self) {
         self.eval();
         self.dump_at(0);
-        // The clock port exists and is an input (checked at construction); these cannot fail.
-        let _ = self.set(self.clk, &[1]);
-        self.eval();
-        self.dump_at(self.half_period);
-        let _ = self.set(self.clk, &[0]);
-        self.eval();
+        if let Some(clk) = self.clk {
+            // The clock port is a one-bit input (set at construction); these cannot fail.
+            let _ = self.set(clk, &[1]);
+            self.eval();
+            self.dump_at(self.half_period);
+            let _ = self.set(clk, &[0]);
+            self.eval();
+        }
         self.cycle += 1;
     }
 
