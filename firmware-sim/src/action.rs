@@ -29,6 +29,40 @@ const IPV4_HDR: usize = 20;
 const IPV6_HDR: usize = 40;
 const UDP_HDR: usize = 8;
 
+/// What the editor needs of a parsed frame (the pipeline carries this instead of the whole
+/// [`IpHeaders`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Edit {
+    /// Offset of the IP header (= length of the L2 header).
+    pub l3_offset: u32,
+    /// End of the IP packet.
+    pub l3_end: u32,
+    /// IPv4 identification (low 16 bits used).
+    pub ip_id: u32,
+    /// IP version.
+    pub family: Family,
+    /// TOS / traffic class.
+    pub tos: u8,
+    /// IPv4 DF (true for IPv6).
+    pub dont_fragment: bool,
+}
+
+impl Edit {
+    /// The editor's view of parsed headers (offsets fit in 32 bits: `l3_end` is at most
+    /// 22 + 40 + 65535).
+    #[inline]
+    pub fn of(h: &IpHeaders) -> Edit {
+        Edit {
+            l3_offset: h.l3_offset as u32,
+            l3_end: h.l3_end as u32,
+            ip_id: h.ip_id,
+            family: h.family,
+            tos: h.tos,
+            dont_fragment: h.dont_fragment,
+        }
+    }
+}
+
 /// Length of the frame the action produces.
 #[inline]
 pub fn output_len(
@@ -37,17 +71,33 @@ pub fn output_len(
     delivery: Delivery,
     backend: &BackendEntry,
 ) -> usize {
+    edit_len(frame_len, &Edit::of(h), delivery, backend)
+}
+
+/// [`output_len`] on the editor's view.
+#[inline]
+pub(crate) fn edit_len(
+    frame_len: usize,
+    e: &Edit,
+    delivery: Delivery,
+    backend: &BackendEntry,
+) -> usize {
     let outer = if backend.is_ipv6 { IPV6_HDR } else { IPV4_HDR };
+    let ip_len = (e.l3_end - e.l3_offset) as usize;
     match delivery {
         Delivery::L2Dsr => frame_len,
-        Delivery::Ipip => h.l3_offset + outer + h.ip_len(),
-        Delivery::Gue => h.l3_offset + outer + UDP_HDR + h.ip_len(),
+        Delivery::Ipip => e.l3_offset as usize + outer + ip_len,
+        Delivery::Gue => e.l3_offset as usize + outer + UDP_HDR + ip_len,
     }
 }
 
+/// Destination MAC = the backend's, source MAC = the NIC's (the first 12 bytes of `out`).
 #[inline]
-fn put_mac(out: &mut [u8], at: usize, mac: u64) {
-    out[at..at + 6].copy_from_slice(&mac.to_be_bytes()[2..8]);
+fn put_macs(out: &mut [u8], dst: u64, src: u64) {
+    if let Some(m) = out.get_mut(..12) {
+        m[..6].copy_from_slice(&dst.to_be_bytes()[2..8]);
+        m[6..].copy_from_slice(&src.to_be_bytes()[2..8]);
+    }
 }
 
 /// The outer IPv4 source: the configured prefix, host bits from the flow hash.
@@ -88,19 +138,39 @@ pub fn write_frame(
     flow_hash: u32,
     out: &mut [u8],
 ) -> usize {
-    let len = output_len(frame.len(), h, delivery, backend);
+    write_edit(
+        frame,
+        &Edit::of(h),
+        delivery,
+        backend,
+        settings,
+        flow_hash,
+        out,
+    )
+}
+
+/// [`write_frame`] on the editor's view.
+#[inline]
+pub(crate) fn write_edit(
+    frame: &[u8],
+    h: &Edit,
+    delivery: Delivery,
+    backend: &BackendEntry,
+    settings: &NicSettings,
+    flow_hash: u32,
+    out: &mut [u8],
+) -> usize {
+    let len = edit_len(frame.len(), h, delivery, backend);
     let out = &mut out[..len];
     if delivery == Delivery::L2Dsr {
         out.copy_from_slice(frame);
-        put_mac(out, 0, backend.mac);
-        put_mac(out, 6, settings.local_mac);
+        put_macs(out, backend.mac, settings.local_mac);
         return len;
     }
-    let l2 = h.l3_offset;
+    let l2 = h.l3_offset as usize;
     out[..l2].copy_from_slice(&frame[..l2]);
-    put_mac(out, 0, backend.mac);
-    put_mac(out, 6, settings.local_mac);
-    let inner = &frame[h.l3_offset..h.l3_end];
+    put_macs(out, backend.mac, settings.local_mac);
+    let inner = &frame[l2..h.l3_end as usize];
     let inner_proto = match h.family {
         Family::V4 => crate::parse::proto::IPIP,
         Family::V6 => crate::parse::proto::IPV6,

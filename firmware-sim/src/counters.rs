@@ -19,90 +19,93 @@ pub struct Counter {
 }
 
 impl Counter {
+    /// Adds one packet of `bytes` whose verdict gave `punt` / `drop` the value 1 (else 0).
     #[inline]
-    fn add(&mut self, bytes: u64, verdict: Verdict) {
+    fn add(&mut self, bytes: u64, punt: u64, drop: u64) {
         self.packets = self.packets.wrapping_add(1);
         self.bytes = self.bytes.wrapping_add(bytes);
-        match verdict {
-            Verdict::Punt => self.punts = self.punts.wrapping_add(1),
-            Verdict::Drop => self.drops = self.drops.wrapping_add(1),
-            Verdict::Forward | Verdict::Pass => {}
-        }
+        self.punts = self.punts.wrapping_add(punt);
+        self.drops = self.drops.wrapping_add(drop);
     }
 }
 
 /// Counter families, as `counters.select` bits 31..24 encode them (regmap enum `counter_kind`).
 pub use nlb_hw::enums::CounterKind;
 
-/// Every counter of the pipeline.
+/// Every counter of the pipeline, in one flat array: reasons, verdicts, rules, backends.
 #[derive(Debug, Clone)]
 pub struct Counters {
-    rules: Vec<Counter>,
-    backends: Vec<Counter>,
-    reasons: [Counter; Reason::ALL.len()],
-    verdicts: [Counter; Verdict::ALL.len()],
+    all: Vec<Counter>,
+    rules: usize,
+    backends: usize,
 }
+
+/// Index of the first verdict counter.
+const VERDICTS: usize = Reason::ALL.len();
+/// Index of the first rule counter.
+const RULES: usize = VERDICTS + Verdict::ALL.len();
 
 impl Counters {
     /// Zeroed counters for a profile's rule and backend counts.
     pub fn new(profile: &Profile) -> Counters {
+        let rules = profile.rules as usize;
+        let backends = profile.backends as usize;
         Counters {
-            rules: vec![Counter::default(); profile.rules as usize],
-            backends: vec![Counter::default(); profile.backends as usize],
-            reasons: [Counter::default(); Reason::ALL.len()],
-            verdicts: [Counter::default(); Verdict::ALL.len()],
+            all: vec![Counter::default(); RULES + rules + backends],
+            rules,
+            backends,
         }
     }
 
     /// Counts one packet: its reason and verdict always, its rule when it matched one, its
-    /// backend when it was forwarded.
+    /// backend when it was forwarded or dropped on its way to one.
     #[inline]
     pub fn record(&mut self, r: &PacketResult) {
         let bytes = r.frame_len as u64;
         let v = r.verdict;
-        if let Some(c) = self.reasons.get_mut(r.reason.value() as usize) {
-            c.add(bytes, v);
-        }
-        if let Some(c) = self.verdicts.get_mut(r.verdict.value() as usize) {
-            c.add(bytes, v);
-        }
-        if let Some(rule) = r.rule {
-            if let Some(c) = self.rules.get_mut(usize::from(rule)) {
-                c.add(bytes, v);
+        let punt = u64::from(v == Verdict::Punt);
+        let drop = u64::from(v == Verdict::Drop);
+        let mut add = |i: usize| {
+            if let Some(c) = self.all.get_mut(i) {
+                c.add(bytes, punt, drop);
             }
+        };
+        add(r.reason.value() as usize);
+        add(VERDICTS + v.value() as usize);
+        if let Some(rule) = r.rule.map(usize::from).filter(|&i| i < self.rules) {
+            add(RULES + rule);
         }
         // Backends count what was sent to them and what was dropped on its way to them.
         if matches!(v, Verdict::Forward | Verdict::Drop) {
-            if let Some(c) = r
-                .backend
-                .and_then(|b| self.backends.get_mut(usize::from(b)))
-            {
-                c.add(bytes, v);
+            if let Some(b) = r.backend.map(usize::from).filter(|&i| i < self.backends) {
+                add(RULES + self.rules + b);
             }
         }
     }
 
-    fn slot(&mut self, kind: CounterKind, index: u32) -> Option<&mut Counter> {
+    /// Index of a counter in the flat array.
+    fn index(&self, kind: CounterKind, index: u32) -> Option<usize> {
         let i = index as usize;
-        match kind {
-            CounterKind::Rule => self.rules.get_mut(i),
-            CounterKind::Backend => self.backends.get_mut(i),
-            CounterKind::Reason => self.reasons.get_mut(i),
-            CounterKind::Verdict => self.verdicts.get_mut(i),
-        }
+        let (base, len) = match kind {
+            CounterKind::Reason => (0, Reason::ALL.len()),
+            CounterKind::Verdict => (VERDICTS, Verdict::ALL.len()),
+            CounterKind::Rule => (RULES, self.rules),
+            CounterKind::Backend => (RULES + self.rules, self.backends),
+        };
+        (i < len).then_some(base + i)
+    }
+
+    fn slot(&mut self, kind: CounterKind, index: u32) -> Option<&mut Counter> {
+        let i = self.index(kind, index)?;
+        self.all.get_mut(i)
     }
 
     /// One counter; zero for an index beyond the kind's range.
     pub fn get(&self, kind: CounterKind, index: u32) -> Counter {
-        let i = index as usize;
-        match kind {
-            CounterKind::Rule => self.rules.get(i),
-            CounterKind::Backend => self.backends.get(i),
-            CounterKind::Reason => self.reasons.get(i),
-            CounterKind::Verdict => self.verdicts.get(i),
-        }
-        .copied()
-        .unwrap_or_default()
+        self.index(kind, index)
+            .and_then(|i| self.all.get(i))
+            .copied()
+            .unwrap_or_default()
     }
 
     /// Reads and zeroes one counter.

@@ -8,14 +8,12 @@
 //! [`finish`], so that a batch can touch every bucket before it needs one; the result is the
 //! same as processing one packet at a time.
 
-use crate::action::{self, MAX_FRAME};
+use crate::action::{self, Edit, MAX_FRAME};
 use crate::conntrack::{tag_of, ConnTable};
 use crate::keyhash::key_hash;
-use crate::parse::{self, proto, tcp_flags, IpHeaders, Parsed};
-use nlb_hw::enums::{Affinity, DefaultAction, Event, KeyType, Reason, Verdict};
-use nlb_hw::layouts::{
-    AclEntry, BackendEntry, InjectHeader, LearnEvent, PoolEntry, PuntHeader, VipEntry,
-};
+use crate::parse::{self, proto, tcp_flags, Parsed};
+use nlb_hw::enums::{Affinity, DefaultAction, Delivery, Event, KeyType, Reason, Verdict};
+use nlb_hw::layouts::{AclEntry, BackendEntry, InjectHeader, LearnEvent, PuntHeader, VipEntry};
 use nlb_hw::{table_index, FlowKey, NicSettings, Tables};
 
 /// What the connection table said about a packet.
@@ -252,9 +250,12 @@ impl Flow {
 #[derive(Debug, Clone, Copy)]
 pub struct Pending {
     res: PacketResult,
-    hdr: IpHeaders,
     flow: Flow,
-    pool: PoolEntry,
+    edit: Edit,
+    delivery: Delivery,
+    tcp_flags: u8,
+    maglev_base: u32,
+    maglev_size: u32,
     aff_hash: u32,
     /// The connection-table bucket to read (`None`: no lookup).
     pub ct_bucket: Option<u32>,
@@ -442,9 +443,12 @@ pub fn front_memo(ctx: &Context<'_>, frame: &[u8], memo: &mut VipMemo) -> Front 
     };
     Front::Pending(Pending {
         res,
-        hdr,
         flow,
-        pool: *pool,
+        edit: Edit::of(&hdr),
+        delivery: pool.delivery,
+        tcp_flags: hdr.tcp_flags,
+        maglev_base: pool.maglev_base,
+        maglev_size: pool.maglev_size,
         aff_hash,
         ct_bucket,
         ct_tag: tag_of(h5),
@@ -477,11 +481,10 @@ pub fn finish(
         Some(b) => b,
         None => {
             // Maglev (SPEC R3.2): the pool's slice of the slot memory.
-            if p.pool.maglev_size == 0 {
+            if p.maglev_size == 0 {
                 return Ok(drop_no_backend(res));
             }
-            let slot =
-                p.pool.maglev_base as u64 + u64::from(table_index(p.aff_hash, p.pool.maglev_size));
+            let slot = p.maglev_base as u64 + u64::from(table_index(p.aff_hash, p.maglev_size));
             match t.maglev.get(slot as usize) {
                 Some(s) => s.backend,
                 None => return Ok(drop_no_backend(res)),
@@ -497,10 +500,10 @@ pub fn finish(
     } else {
         Reason::Forwarded
     };
-    emit(ctx, frame, &p.hdr, p.pool.delivery, backend, res, out).map(|mut r| {
+    emit(ctx, frame, &p.edit, p.delivery, backend, res, out).map(|mut r| {
         if r.verdict == Verdict::Forward && res.conntrack != CtOutcome::None && !p.icmp {
-            let closing = flow.protocol == proto::TCP
-                && p.hdr.tcp_flags & (tcp_flags::FIN | tcp_flags::RST) != 0;
+            let closing =
+                flow.protocol == proto::TCP && p.tcp_flags & (tcp_flags::FIN | tcp_flags::RST) != 0;
             let event = if closing {
                 Some(Event::Teardown)
             } else if r.conntrack == CtOutcome::Miss {
@@ -531,16 +534,17 @@ fn drop_no_backend(mut res: PacketResult) -> PacketResult {
 }
 
 /// The action stage: size check, then the editor.
+#[inline]
 fn emit(
     ctx: &Context<'_>,
     frame: &[u8],
-    hdr: &IpHeaders,
-    delivery: nlb_hw::enums::Delivery,
+    hdr: &Edit,
+    delivery: Delivery,
     backend: &BackendEntry,
     mut res: PacketResult,
     out: &mut [u8],
 ) -> Result<PacketResult, OutputError> {
-    let needed = action::output_len(frame.len(), hdr, delivery, backend);
+    let needed = action::edit_len(frame.len(), hdr, delivery, backend);
     if needed > MAX_FRAME {
         res.verdict = Verdict::Drop;
         res.reason = Reason::TooBig;
@@ -552,7 +556,7 @@ fn emit(
             got: out.len(),
         });
     }
-    res.out_len = action::write_frame(
+    res.out_len = action::write_edit(
         frame,
         hdr,
         delivery,
@@ -624,5 +628,13 @@ pub fn process_injected(
     let (Some(pool), Some(backend)) = (pool, backend) else {
         return Ok(drop_no_backend(res));
     };
-    emit(ctx, frame, &hdr, pool.delivery, backend, res, out)
+    emit(
+        ctx,
+        frame,
+        &Edit::of(&hdr),
+        pool.delivery,
+        backend,
+        res,
+        out,
+    )
 }
