@@ -104,36 +104,20 @@ pub fn populate(members: &[Member], m: u32) -> Vec<u16> {
         next.push(o);
         skip.push(s);
     }
-    // One turn: backend i takes the next free slot of its permutation. Candidates are tested
-    // four at a time: their positions need only adds, so the four bit loads run in parallel
-    // instead of each waiting for the previous test (the last free slots take many probes).
+    // One turn: backend i takes the next free slot of its permutation.
     let mut turn = |i: usize| {
         let s = skip[i];
-        let wrap = |c: u32| if c >= m { c - m } else { c };
-        let free = |c: u32| taken[(c >> 6) as usize] & (1 << (c & 63)) == 0;
         let mut c = next[i];
-        let found = loop {
-            let c1 = wrap(c + s);
-            let c2 = wrap(c1 + s);
-            let c3 = wrap(c2 + s);
-            let (f0, f1, f2, f3) = (free(c), free(c1), free(c2), free(c3));
-            if f0 {
-                break c;
+        while taken[(c >> 6) as usize] & (1 << (c & 63)) != 0 {
+            c += s;
+            if c >= m {
+                c -= m;
             }
-            if f1 {
-                break c1;
-            }
-            if f2 {
-                break c2;
-            }
-            if f3 {
-                break c3;
-            }
-            c = wrap(c3 + s);
-        };
-        taken[(found >> 6) as usize] |= 1 << (found & 63);
-        table[found as usize] = ms[i].id;
-        next[i] = wrap(found + s);
+        }
+        taken[(c >> 6) as usize] |= 1 << (c & 63);
+        table[c as usize] = ms[i].id;
+        c += s;
+        next[i] = if c >= m { c - m } else { c };
     };
     let max_w = ms.iter().map(|x| x.weight).max().unwrap_or(1);
     if ms.iter().all(|x| x.weight == max_w) {
