@@ -251,6 +251,9 @@ impl FlashBlock {
     /// simulated time; `txrx` first waits for a running shift.
     pub fn read32(&mut self, offset: u32) -> u32 {
         if !self.is_up() {
+            // The read still takes its time (and lets a reconfiguration finish).
+            let mmio = self.config.mmio_read.as_nanos() as u64;
+            self.advance_ns(mmio);
             return 0xFFFF_FFFF;
         }
         self.stats.reads += 1;
@@ -498,6 +501,25 @@ impl FlashBlock {
     }
 }
 
+/// The simulated device's flash port: register accesses, and the reboot that resets the
+/// device. (Time, going off the bus and the booted identity need the hooks on [`FlashBlock`]
+/// that this trait does not carry: `advance`, `is_up`, `boot_info`, `part_id`.)
+impl crate::device::FlashPort for FlashBlock {
+    fn read32(&mut self, offset: u32) -> u32 {
+        FlashBlock::read32(self, offset)
+    }
+
+    fn write32(&mut self, offset: u32, value: u32) -> crate::device::PortEffect {
+        let was_up = self.is_up();
+        FlashBlock::write32(self, offset, value);
+        if was_up && !self.is_up() {
+            crate::device::PortEffect::Reconfigure
+        } else {
+            crate::device::PortEffect::None
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -568,6 +590,32 @@ mod tests {
         assert!(f.is_up());
         assert!(f.take_reconfigured());
         assert!(!f.take_reconfigured());
+    }
+
+    #[test]
+    fn the_simulated_device_routes_to_the_block() {
+        use crate::device::{FlashPort, PortEffect};
+        let mut f = small();
+        assert_eq!(
+            FlashPort::read32(&mut f, reboot::BOOT_STATUS),
+            0x0400_0000,
+            "user image running"
+        );
+        assert_eq!(
+            FlashPort::write32(&mut f, reboot::BOOT_ADDR, 0),
+            PortEffect::None
+        );
+        assert_eq!(
+            FlashPort::write32(&mut f, reboot::REBOOT, REBOOT_MAGIC),
+            PortEffect::Reconfigure
+        );
+        // Polling reads take 1 us each: the fallback (asked for) is back after 20 ms.
+        let mut polls = 0;
+        while FlashPort::read32(&mut f, reboot::BOOT_STATUS) == u32::MAX {
+            polls += 1;
+        }
+        assert!((20_000..20_200).contains(&polls), "{polls}");
+        assert_eq!(FlashPort::read32(&mut f, reboot::BOOT_STATUS), 0x0000_0001);
     }
 
     #[test]
