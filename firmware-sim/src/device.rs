@@ -9,7 +9,7 @@
 
 use crate::conntrack::ConnTable;
 use crate::counters::{Counter, CounterKind, Counters};
-use crate::pipeline::{self, Context, Front, OutputError, PacketResult};
+use crate::pipeline::{self, Context, Lane, OutputError, PacketResult};
 use nlb_hw::blocks;
 use nlb_hw::enums::{DefaultAction, Event, Table, TableCmd, Verdict};
 use nlb_hw::layouts::{CtEntry, InjectHeader, LearnEvent, PuntHeader};
@@ -179,24 +179,6 @@ impl BatchOutput {
         self.used = 0;
         self.offsets.clear();
     }
-
-    /// Room for one more output frame of up to MAX_FRAME bytes.
-    #[inline]
-    fn room(&mut self) -> &mut [u8] {
-        let end = self.used + crate::action::MAX_FRAME;
-        if self.frames.len() < end {
-            self.frames.resize(end, 0);
-        }
-        &mut self.frames[self.used..end]
-    }
-
-    /// Appends a result whose output frame (if any) was written at [`BatchOutput::room`].
-    #[inline]
-    fn push(&mut self, r: PacketResult) {
-        self.offsets.push(self.used);
-        self.used += r.out_len;
-        self.results.push(r);
-    }
 }
 
 #[derive(Debug, Clone, Default)]
@@ -278,7 +260,7 @@ pub struct SimDevice {
     auto_learn: bool,
     pending_events: Vec<LearnEvent>,
     /// Per-packet state of the chunk in flight (kept to reuse its allocation).
-    lanes: Vec<Front>,
+    lanes: Vec<Lane>,
     host_time: u32,
 }
 
@@ -419,32 +401,43 @@ impl SimDevice {
     pub fn receive_batch(&mut self, frames: &[&[u8]], out: &mut BatchOutput) {
         out.clear();
         let mut lanes = std::mem::take(&mut self.lanes);
+        lanes.resize(CHUNK, Lane::default());
+        let mut pending = [false; CHUNK];
         for chunk in frames.chunks(CHUNK) {
             let first = out.results.len();
             {
                 let ctx = self.context();
                 let mut memo = pipeline::VipMemo::default();
-                lanes.clear();
-                for f in chunk {
-                    let front = pipeline::front_memo(&ctx, f, &mut memo);
-                    if let Front::Pending(p) = &front {
-                        p.prefetch(ctx.conntrack, false);
-                    }
-                    lanes.push(front);
-                }
-                for front in &lanes {
-                    if let Front::Pending(p) = front {
-                        p.prefetch(ctx.conntrack, true);
+                for ((f, lane), pending) in chunk.iter().zip(&mut lanes).zip(&mut pending) {
+                    out.results.push(pipeline::initial_result(&ctx, f));
+                    if let Some(res) = out.results.last_mut() {
+                        *pending = pipeline::front_into(&ctx, f, &mut memo, res, lane);
+                        if *pending {
+                            lane.prefetch(ctx.conntrack, false);
+                        }
                     }
                 }
-                for (f, front) in chunk.iter().zip(&lanes) {
-                    let r = match front {
-                        Front::Pending(p) => pipeline::finish(&ctx, f, p, out.room())
+                let n = chunk.len();
+                for (lane, _) in lanes[..n].iter().zip(&pending).filter(|(_, &p)| p) {
+                    lane.prefetch(ctx.conntrack, true);
+                }
+                let results = &mut out.results[first..];
+                for (((f, lane), &pending), res) in
+                    chunk.iter().zip(&lanes).zip(&pending).zip(results)
+                {
+                    out.offsets.push(out.used);
+                    if pending {
+                        let end = out.used + crate::action::MAX_FRAME;
+                        if out.frames.len() < end {
+                            out.frames.resize(end, 0);
+                        }
+                        let room = &mut out.frames[out.used..end];
+                        if pipeline::finish_into(&ctx, f, lane, res, room).is_err() {
                             // The room holds MAX_FRAME bytes, enough for any output.
-                            .unwrap_or_else(|_| unreachable_result(f.len())),
-                        Front::Done(r) => *r,
-                    };
-                    out.push(r);
+                            *res = unreachable_result(f.len());
+                        }
+                        out.used += res.out_len;
+                    }
                 }
             }
             for (r, f) in out.results[first..].iter().zip(chunk) {

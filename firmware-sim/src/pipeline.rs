@@ -246,22 +246,77 @@ impl Flow {
     }
 }
 
+/// What a packet carries from the front half to the back half besides its result.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Lane {
+    flow: Flow,
+    edit: Edit,
+    maglev_base: u32,
+    maglev_size: u32,
+    aff_hash: u32,
+    /// The connection-table bucket to read, when `ct_lookup`.
+    ct_bucket: u32,
+    /// Tag of the flow's TUPLE5 hash (see [`crate::conntrack::tag_of`]).
+    ct_tag: u16,
+    ct_lookup: bool,
+    delivery: Delivery,
+    tcp_flags: u8,
+    icmp: bool,
+}
+
+impl Default for Lane {
+    fn default() -> Lane {
+        Lane {
+            flow: Flow {
+                protocol: 0,
+                client: 0,
+                client_port: 0,
+                vip: 0,
+                vip_port: 0,
+            },
+            edit: Edit {
+                l3_offset: 0,
+                l3_end: 0,
+                ip_id: 0,
+                family: parse::Family::V4,
+                tos: 0,
+                dont_fragment: false,
+            },
+            maglev_base: 0,
+            maglev_size: 0,
+            aff_hash: 0,
+            ct_bucket: 0,
+            ct_tag: 0,
+            ct_lookup: false,
+            delivery: Delivery::L2Dsr,
+            tcp_flags: 0,
+            icmp: false,
+        }
+    }
+}
+
+impl Lane {
+    /// Starts fetching what the connection-table lookup will read: the bucket's tags, or
+    /// (`candidates`, once the tags are in cache) the entries they point at.
+    #[inline]
+    pub(crate) fn prefetch(&self, conntrack: &ConnTable, candidates: bool) {
+        if self.ct_lookup {
+            if candidates {
+                conntrack.prefetch_candidates(self.ct_bucket, self.ct_tag);
+            } else {
+                conntrack.prefetch_tags(self.ct_bucket);
+            }
+        }
+    }
+}
+
 /// A packet that got through the front half and needs the connection table and the action.
 #[derive(Debug, Clone, Copy)]
 pub struct Pending {
     res: PacketResult,
-    flow: Flow,
-    edit: Edit,
-    delivery: Delivery,
-    tcp_flags: u8,
-    maglev_base: u32,
-    maglev_size: u32,
-    aff_hash: u32,
+    lane: Lane,
     /// The connection-table bucket to read (`None`: no lookup).
     pub ct_bucket: Option<u32>,
-    /// Tag of the flow's TUPLE5 hash (see [`crate::conntrack::tag_of`]).
-    ct_tag: u16,
-    icmp: bool,
 }
 
 impl Pending {
@@ -269,17 +324,11 @@ impl Pending {
     /// bucket's tags, or (`candidates`, once the tags are in cache) the entries they point at.
     #[inline]
     pub fn prefetch(&self, conntrack: &ConnTable, candidates: bool) {
-        if let Some(b) = self.ct_bucket {
-            if candidates {
-                conntrack.prefetch_candidates(b, self.ct_tag);
-            } else {
-                conntrack.prefetch_tags(b);
-            }
-        }
+        self.lane.prefetch(conntrack, candidates);
     }
 }
 
-/// Outcome of the front half (kept unboxed: a batch holds these on the stack).
+/// Outcome of the front half.
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, Copy)]
 pub enum Front {
@@ -289,7 +338,14 @@ pub enum Front {
     Pending(Pending),
 }
 
-fn unmatched(ctx: &Context<'_>, reason: Reason, mut res: PacketResult) -> Front {
+/// A fresh result of a received frame (what the front half starts from).
+#[inline]
+pub(crate) fn initial_result(ctx: &Context<'_>, frame: &[u8]) -> PacketResult {
+    PacketResult::new(Verdict::Forward, Reason::Forwarded, ctx.bank, frame.len())
+}
+
+#[inline]
+fn unmatched(ctx: &Context<'_>, reason: Reason, res: &mut PacketResult) -> bool {
     res.verdict = match ctx.settings.default_action {
         DefaultAction::Pass => Verdict::Pass,
         DefaultAction::Drop => Verdict::Drop,
@@ -297,13 +353,14 @@ fn unmatched(ctx: &Context<'_>, reason: Reason, mut res: PacketResult) -> Front 
     res.reason = reason;
     res.rule = None;
     res.pool = None;
-    Front::Done(res)
+    false
 }
 
-fn ended(verdict: Verdict, reason: Reason, mut res: PacketResult) -> Front {
+#[inline]
+fn ended(verdict: Verdict, reason: Reason, res: &mut PacketResult) -> bool {
     res.verdict = verdict;
     res.reason = reason;
-    Front::Done(res)
+    false
 }
 
 /// The front half: parse, rule lookup, ACL, pool, keys and hashes, connection-table bucket.
@@ -314,7 +371,29 @@ pub fn front(ctx: &Context<'_>, frame: &[u8]) -> Front {
 /// [`front`] with a VIP lookup memo shared by the packets of a batch.
 #[inline]
 pub fn front_memo(ctx: &Context<'_>, frame: &[u8], memo: &mut VipMemo) -> Front {
-    let mut res = PacketResult::new(Verdict::Forward, Reason::Forwarded, ctx.bank, frame.len());
+    let mut res = initial_result(ctx, frame);
+    let mut lane = Lane::default();
+    if front_into(ctx, frame, memo, &mut res, &mut lane) {
+        Front::Pending(Pending {
+            res,
+            ct_bucket: lane.ct_lookup.then_some(lane.ct_bucket),
+            lane,
+        })
+    } else {
+        Front::Done(res)
+    }
+}
+
+/// The front half in place: `res` (from [`initial_result`]) gets what is known so far;
+/// returns true when the packet needs the back half, with `lane` filled in.
+#[inline]
+pub(crate) fn front_into(
+    ctx: &Context<'_>,
+    frame: &[u8],
+    memo: &mut VipMemo,
+    res: &mut PacketResult,
+    lane: &mut Lane,
+) -> bool {
     if !ctx.enabled {
         return ended(Verdict::Pass, Reason::PipelineDisabled, res);
     }
@@ -432,28 +511,32 @@ pub fn front_memo(ctx: &Context<'_>, frame: &[u8], memo: &mut VipMemo) -> Front 
     };
     let trackable =
         pool.track && !fragment && (flow.protocol == proto::TCP || flow.protocol == proto::UDP);
-    let ct_bucket = if !trackable {
-        None
-    } else {
+    let mut ct_lookup = false;
+    if trackable {
         let syn_only = !icmp
             && flow.protocol == proto::TCP
             && hdr.tcp_flags & (tcp_flags::SYN | tcp_flags::ACK) == tcp_flags::SYN;
         res.conntrack = CtOutcome::Miss;
-        (!syn_only).then(|| ctx.conntrack.bucket_of(h5))
-    };
-    Front::Pending(Pending {
-        res,
+        ct_lookup = !syn_only;
+    }
+    *lane = Lane {
         flow,
         edit: Edit::of(&hdr),
-        delivery: pool.delivery,
-        tcp_flags: hdr.tcp_flags,
         maglev_base: pool.maglev_base,
         maglev_size: pool.maglev_size,
         aff_hash,
-        ct_bucket,
+        ct_bucket: if ct_lookup {
+            ctx.conntrack.bucket_of(h5)
+        } else {
+            0
+        },
         ct_tag: tag_of(h5),
+        ct_lookup,
+        delivery: pool.delivery,
+        tcp_flags: hdr.tcp_flags,
         icmp,
-    })
+    };
+    true
 }
 
 /// The back half: connection table, Maglev, backend, events and the action. `out` receives
@@ -465,13 +548,32 @@ pub fn finish(
     out: &mut [u8],
 ) -> Result<PacketResult, OutputError> {
     let mut res = p.res;
+    let mut lane = p.lane;
+    // The public field decides, as it always did.
+    lane.ct_lookup = p.ct_bucket.is_some();
+    lane.ct_bucket = p.ct_bucket.unwrap_or(0);
+    finish_into(ctx, frame, &lane, &mut res, out)?;
+    Ok(res)
+}
+
+/// The back half in place on the result the front half left.
+#[inline]
+pub(crate) fn finish_into(
+    ctx: &Context<'_>,
+    frame: &[u8],
+    p: &Lane,
+    res: &mut PacketResult,
+    out: &mut [u8],
+) -> Result<(), OutputError> {
     let t = ctx.tables;
     let flow = &p.flow;
-    let tuple5 = flow.key(KeyType::Tuple5);
 
     let mut backend_id = None;
-    if let Some(bucket) = p.ct_bucket {
-        if let Some(i) = ctx.conntrack.probe(bucket, p.ct_tag, &tuple5) {
+    if p.ct_lookup {
+        if let Some(i) = ctx
+            .conntrack
+            .probe(p.ct_bucket, p.ct_tag, &flow.key(KeyType::Tuple5))
+        {
             res.conntrack = CtOutcome::Hit;
             res.ct_index = Some(i);
             backend_id = ctx.conntrack.entry(i).map(|e| e.backend);
@@ -482,36 +584,42 @@ pub fn finish(
         None => {
             // Maglev (SPEC R3.2): the pool's slice of the slot memory.
             if p.maglev_size == 0 {
-                return Ok(drop_no_backend(res));
+                drop_no_backend(res);
+                return Ok(());
             }
             let slot = p.maglev_base as u64 + u64::from(table_index(p.aff_hash, p.maglev_size));
             match t.maglev.get(slot as usize) {
                 Some(s) => s.backend,
-                None => return Ok(drop_no_backend(res)),
+                None => {
+                    drop_no_backend(res);
+                    return Ok(());
+                }
             }
         }
     };
     res.backend = Some(backend_id);
     let Some(backend) = t.backends.get(usize::from(backend_id)).filter(|b| b.valid) else {
-        return Ok(drop_no_backend(res));
+        drop_no_backend(res);
+        return Ok(());
     };
     res.reason = if p.icmp {
         Reason::IcmpErrorForwarded
     } else {
         Reason::Forwarded
     };
-    emit(ctx, frame, &p.edit, p.delivery, backend, res, out).map(|mut r| {
-        if r.verdict == Verdict::Forward && res.conntrack != CtOutcome::None && !p.icmp {
-            let closing =
-                flow.protocol == proto::TCP && p.tcp_flags & (tcp_flags::FIN | tcp_flags::RST) != 0;
-            let event = if closing {
-                Some(Event::Teardown)
-            } else if r.conntrack == CtOutcome::Miss {
-                Some(Event::Learn)
-            } else {
-                None
-            };
-            r.event = event.map(|event| LearnEvent {
+    emit(ctx, frame, &p.edit, p.delivery, backend, res, out)?;
+    if res.verdict == Verdict::Forward && res.conntrack != CtOutcome::None && !p.icmp {
+        let closing =
+            flow.protocol == proto::TCP && p.tcp_flags & (tcp_flags::FIN | tcp_flags::RST) != 0;
+        let event = if closing {
+            Some(Event::Teardown)
+        } else if res.conntrack == CtOutcome::Miss {
+            Some(Event::Learn)
+        } else {
+            None
+        };
+        if let Some(event) = event {
+            res.event = Some(LearnEvent {
                 event,
                 protocol: flow.protocol,
                 src_port: flow.client_port,
@@ -519,18 +627,18 @@ pub fn finish(
                 src_addr: flow.client,
                 dst_addr: flow.vip,
                 backend: backend_id,
-                rule: r.rule.unwrap_or(0) & 0x0fff,
-                flow_hash: r.flow_hash,
+                rule: res.rule.unwrap_or(0) & 0x0fff,
+                flow_hash: res.flow_hash,
             });
         }
-        r
-    })
+    }
+    Ok(())
 }
 
-fn drop_no_backend(mut res: PacketResult) -> PacketResult {
+#[inline]
+fn drop_no_backend(res: &mut PacketResult) {
     res.verdict = Verdict::Drop;
     res.reason = Reason::NoBackend;
-    res
 }
 
 /// The action stage: size check, then the editor.
@@ -541,14 +649,14 @@ fn emit(
     hdr: &Edit,
     delivery: Delivery,
     backend: &BackendEntry,
-    mut res: PacketResult,
+    res: &mut PacketResult,
     out: &mut [u8],
-) -> Result<PacketResult, OutputError> {
+) -> Result<(), OutputError> {
     let needed = action::edit_len(frame.len(), hdr, delivery, backend);
     if needed > MAX_FRAME {
         res.verdict = Verdict::Drop;
         res.reason = Reason::TooBig;
-        return Ok(res);
+        return Ok(());
     }
     if out.len() < needed {
         return Err(OutputError::TooSmall {
@@ -566,7 +674,7 @@ fn emit(
         out,
     );
     res.verdict = Verdict::Forward;
-    Ok(res)
+    Ok(())
 }
 
 /// One packet through the whole pipeline.
@@ -626,7 +734,8 @@ pub fn process_injected(
         .get(usize::from(header.backend))
         .filter(|b| b.valid);
     let (Some(pool), Some(backend)) = (pool, backend) else {
-        return Ok(drop_no_backend(res));
+        drop_no_backend(&mut res);
+        return Ok(res);
     };
     emit(
         ctx,
@@ -634,7 +743,8 @@ pub fn process_injected(
         &Edit::of(&hdr),
         pool.delivery,
         backend,
-        res,
+        &mut res,
         out,
-    )
+    )?;
+    Ok(res)
 }
