@@ -382,7 +382,10 @@ async fn run_probe(state: Arc<ProbeState>, shared: Arc<Shared>) {
                     // A shorter interval takes effect now rather than after the old one.
                     let (interval, _) = state.timing();
                     let now = Instant::now();
-                    let sooner = last_start.map_or(now + random_fraction_of(interval, 1.0), |s| s + interval);
+                    let sooner = match last_start {
+                        Some(started) => started + interval,
+                        None => now + random_fraction_of(interval, 1.0),
+                    };
                     if sooner < next {
                         slot = sooner.max(now);
                         next = slot;
@@ -390,7 +393,7 @@ async fn run_probe(state: Arc<ProbeState>, shared: Arc<Shared>) {
                 }
             }
         }
-        let Ok(_permit) = shared.permits.acquire().await else {
+        let Ok(permit) = shared.permits.acquire().await else {
             return;
         };
         let (interval, timeout) = state.timing();
@@ -399,7 +402,7 @@ async fn run_probe(state: Arc<ProbeState>, shared: Arc<Shared>) {
             let _in_flight = shared.metrics.in_flight();
             state.request.run(timeout).await
         };
-        drop(_permit);
+        drop(permit);
         shared.metrics.probe_finished(&outcome);
         state.apply(&outcome, &shared);
 
