@@ -304,10 +304,10 @@ impl Conntrack {
     fn queue_entry(&mut self, index: u32, words: &[u32; WORDS], first_word: u32) {
         self.batch.write(win::INDEX, index);
         self.stats.writes += 1;
-        for k in 1..WORDS {
-            if self.window[k] != Some(words[k]) {
-                self.batch.write(win::DATA + 4 * k as u32, words[k]);
-                self.window[k] = Some(words[k]);
+        for (k, (held, w)) in self.window.iter_mut().zip(words).enumerate().skip(1) {
+            if *held != Some(*w) {
+                self.batch.write(win::DATA + 4 * k as u32, *w);
+                *held = Some(*w);
                 self.stats.writes += 1;
             }
         }

@@ -10,6 +10,8 @@ pub mod flash;
 pub mod loader;
 pub mod queues;
 pub mod sim;
+pub mod socket;
+pub mod spec;
 pub mod slowpath;
 pub mod vfio;
 
@@ -18,4 +20,6 @@ pub use device::{Batch, Device, DeviceError, RegOp};
 pub use discovery::{discover, DeviceInfo, DiscoveryError, FirmwareId};
 pub use loader::{LoadError, LoadReport, Loader, LoaderOptions};
 pub use sim::Sim;
+pub use socket::SimSocket;
+pub use spec::{open_device, DeviceSpec, OpenError};
 pub use vfio::{PciAddress, Vfio, VfioError};

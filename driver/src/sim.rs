@@ -11,6 +11,9 @@ use nlb_hw::Profile;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+/// Register operations done under one lock by [`Sim::run_batch`].
+const OPS_PER_LOCK: usize = 256;
+
 /// A shared simulated device.
 pub type SharedSim = Arc<Mutex<SimDevice>>;
 
@@ -102,7 +105,12 @@ impl Device for Sim {
     }
 
     fn run_batch(&mut self, ops: &[RegOp], reads: &mut Vec<u32>) -> Result<(), DeviceError> {
-        reg_batch(&mut lock(&self.dev), ops, reads)
+        // Release the lock now and then so traffic from another thread interleaves with a
+        // long batch, as it would on hardware.
+        for chunk in ops.chunks(OPS_PER_LOCK) {
+            reg_batch(&mut lock(&self.dev), chunk, reads)?;
+        }
+        Ok(())
     }
 
     /// The model completes every packet within one call, so there is nothing to wait for;
