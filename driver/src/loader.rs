@@ -36,6 +36,17 @@ pub enum LoadError {
     /// Register access failed.
     #[error(transparent)]
     Device(#[from] DeviceError),
+    /// The image was built against another register map version.
+    #[error(
+        "the image was built for regmap version {image}, this driver speaks version {driver}: \
+         recompile it with this release's `nlbctl compile`"
+    )]
+    ImageRegmap {
+        /// Version in the image header.
+        image: u32,
+        /// Version of this driver.
+        driver: u32,
+    },
     /// The image was compiled for another capacity profile.
     #[error(
         "the image was compiled for the `{image}` profile but the device has the `{device}` \
@@ -453,6 +464,23 @@ impl Loader {
         self.flip(dev, target, &mut report)?;
         report.elapsed = start.elapsed();
         Ok(report)
+    }
+
+    /// Loads a compiled table image (`nlbctl compile` output): checks its regmap version and
+    /// profile, then [`Loader::load`]s its tables and NIC settings. The loader's own
+    /// generation counter, not the image's, goes to `ctrl.generation`.
+    pub fn load_image<D: Device + ?Sized>(
+        &mut self,
+        dev: &mut D,
+        image: &flowtable_compiler::Image,
+    ) -> Result<LoadReport, LoadError> {
+        if image.header.regmap_version != nlb_hw::REGMAP_VERSION {
+            return Err(LoadError::ImageRegmap {
+                image: image.header.regmap_version,
+                driver: nlb_hw::REGMAP_VERSION,
+            });
+        }
+        self.load(dev, &image.tables, &image.nic)
     }
 
     /// Waits until no packet that latched `bank` is in flight.

@@ -167,18 +167,7 @@ impl Queues {
     }
 }
 
-/// Counter kinds of the `counters` block (`select` bits 31..24).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CounterKind {
-    /// Per rule id.
-    Rule = 0,
-    /// Per backend id.
-    Backend = 1,
-    /// Per reason.
-    Reason = 2,
-    /// Per verdict.
-    Verdict = 3,
-}
+pub use nlb_hw::enums::CounterKind;
 
 /// One counter.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -187,9 +176,17 @@ pub struct CounterValue {
     pub packets: u64,
     /// Bytes.
     pub bytes: u64,
+    /// Packets punted to the host (rule and backend counters).
+    pub punts: u64,
+    /// Packets dropped (rule and backend counters).
+    pub drops: u64,
 }
 
-/// Reads counters: select, snapshot, four words each; many in one batch.
+/// Words read per counter: packets, bytes, punts, drops (lo, hi each).
+const COUNTER_WORDS: u32 = (cnt::DROPS_HI - cnt::PACKETS_LO) / 4 + 1;
+
+/// Reads counters (select, snapshot, the value words), many in one batch; `clear` resets
+/// each one atomically with its snapshot.
 pub fn read_counters<D: Device + ?Sized>(
     dev: &mut D,
     kind: CounterKind,
@@ -197,21 +194,23 @@ pub fn read_counters<D: Device + ?Sized>(
     clear: bool,
 ) -> Result<Vec<CounterValue>, DeviceError> {
     let mut batch = Batch::new();
-    let mut n = 0;
     for i in indices {
         batch
-            .write(cnt::SELECT, ((kind as u32) << 24) | (i & 0x00ff_ffff))
+            .write(cnt::SELECT, (kind.value() << 24) | (i & 0x00ff_ffff))
             .write(cnt::SNAPSHOT, if clear { 2 } else { 1 })
-            .read_words(cnt::PACKETS_LO, 4);
-        n += 1;
+            .read_words(cnt::PACKETS_LO, COUNTER_WORDS);
     }
     let r = batch.run(dev)?;
-    let mut out = Vec::with_capacity(n);
-    for w in r.chunks(4) {
-        out.push(CounterValue {
-            packets: u64::from(w[0]) | (u64::from(w[1]) << 32),
-            bytes: u64::from(w[2]) | (u64::from(w[3]) << 32),
-        });
-    }
-    Ok(out)
+    let word = |w: &[u32], reg: u32| {
+        let at = ((reg - cnt::PACKETS_LO) / 4) as usize;
+        u64::from(w[at]) | (u64::from(w[at + 1]) << 32)
+    };
+    Ok(r.chunks(COUNTER_WORDS as usize)
+        .map(|w| CounterValue {
+            packets: word(w, cnt::PACKETS_LO),
+            bytes: word(w, cnt::BYTES_LO),
+            punts: word(w, cnt::PUNTS_LO),
+            drops: word(w, cnt::DROPS_LO),
+        })
+        .collect())
 }

@@ -31,7 +31,7 @@ impl Bar {
         let p = nlb_hw::Profile::by_name("sim").unwrap();
         let fw: &[u32] = &[
             0x0001_0000, // design_version 1.0
-            1,           // regmap_version
+            nlb_hw::REGMAP_VERSION,
             1_700_000_000,
             0xdead_beef,
             0x5100,
@@ -522,14 +522,18 @@ fn another_vendors_device_is_not_ours() {
 #[test]
 fn regmap_version_mismatch() {
     let sys = MockSys::healthy();
-    sys.bar.lock().unwrap().words[4] = 2;
+    let v = nlb_hw::REGMAP_VERSION;
+    sys.bar.lock().unwrap().words[4] = v + 1;
     let e = open(&sys).unwrap_err();
     assert!(matches!(e, VfioError::RegmapVersion { .. }));
     assert_eq!(
         e.to_string(),
-        "PCI device 0000:03:00.0: the device speaks regmap version 2, this driver speaks \
-         version 1: load a bitstream built from the same release as this driver (`nlbctl \
-         flash`), or use the driver that matches the bitstream"
+        format!(
+            "PCI device 0000:03:00.0: the device speaks regmap version {}, this driver speaks \
+             version {v}: load a bitstream built from the same release as this driver (`nlbctl \
+             flash`), or use the driver that matches the bitstream",
+            v + 1
+        )
     );
 }
 
@@ -541,7 +545,10 @@ fn other_discovery_failures_name_the_device() {
     let e = open(&sys).unwrap_err().to_string();
     assert_eq!(
         e,
-        "PCI device 0000:03:00.0: register block `conntrack` at 0x3000 has version 9; this \
-         driver supports version 1"
+        format!(
+            "PCI device 0000:03:00.0: register block `conntrack` at 0x3000 has version 9; this \
+             driver supports version {}",
+            nlb_hw::blocks::conntrack::VERSION
+        )
     );
 }
