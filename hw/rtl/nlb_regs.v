@@ -154,6 +154,7 @@ localparam DEFAULT_ACTION_BITS = $bits(NLB_DEFAULT_ACTION_DROP);
 localparam DATA_WORDS = NLB_REG_TABLE_DATA_COUNT;
 localparam DATA_BITS = DATA_WORDS * 32;
 localparam DATA_WORD_BITS = $clog2(DATA_WORDS);
+localparam [31:0] DATA_BASE = NLB_REG_TABLE_DATA;
 
 // Table ids and commands, widened to the registers that hold them.
 localparam TABLE_ID_BITS = $bits(NLB_TABLE_VIP);
@@ -188,6 +189,11 @@ initial begin
             || NLB_ACL_ENTRY_WIDTH > DATA_BITS || NLB_POOL_ENTRY_WIDTH > DATA_BITS
             || NLB_MAGLEV_SLOT_WIDTH > DATA_BITS || NLB_BACKEND_ENTRY_WIDTH > DATA_BITS) begin
         $error("nlb_regs: a table entry is wider than the data window");
+        $finish;
+    end
+    if ((1 << DATA_WORD_BITS) != DATA_WORDS
+            || NLB_REG_TABLE_DATA % (4 * DATA_WORDS) != 0) begin
+        $error("nlb_regs: the table data window must be 2^n words, aligned to its size");
         $finish;
     end
     if (TABLE_OUTPUT_REG != 0 && TABLE_OUTPUT_REG != 1) begin
@@ -420,13 +426,14 @@ end
 wire do_write = aw_full_reg && w_full_reg && !bvalid_reg && !busy_reg;
 wire rd_done = rd_pipe_reg[TABLE_RD_LATENCY-1];
 
-// Offset of the held write inside the data window (in range when below its size).
-wire [31:0] wr_data_offset = wr_addr - NLB_REG_TABLE_DATA;
-wire        wr_in_data = wr_data_offset < 4 * DATA_WORDS;
-wire [DATA_WORD_BITS-1:0] wr_data_word = wr_data_offset[DATA_WORD_BITS+1:2];
+// The data window is aligned to its power-of-two size (checked above), so an address is in
+// it when its upper bits match, and its low bits give the word: no subtraction.
+wire        wr_in_data = wr_addr[31:DATA_WORD_BITS+2] == DATA_BASE[31:DATA_WORD_BITS+2];
+wire [DATA_WORD_BITS-1:0] wr_data_word = wr_addr[DATA_WORD_BITS+1:2];
 
 // The held write merged with the addressed register under the byte strobes.
 reg [31:0] merged;
+integer    w;
 
 always @* begin
     aw_full_next = aw_full_reg;
@@ -556,9 +563,12 @@ always @* begin
                 end
             end
             default: begin
-                if (wr_in_data) begin
-                    data_next[wr_data_word*32 +: 32] = strobed(data_reg[wr_data_word*32 +: 32],
-                        w_data_reg, w_strb_reg);
+                // Constant selects: a variable one would be lowered to index arithmetic.
+                for (w = 0; w < DATA_WORDS; w = w + 1) begin
+                    if (wr_in_data && wr_data_word == w[DATA_WORD_BITS-1:0]) begin
+                        data_next[w*32 +: 32] = strobed(data_reg[w*32 +: 32], w_data_reg,
+                            w_strb_reg);
+                    end
                 end
             end
         endcase
@@ -648,11 +658,11 @@ wire ar_take = s_axil_arvalid && arready_reg;
 wire do_read = ar_full_reg && (!rvalid_reg || s_axil_rready);
 
 wire [31:0] rd_addr = {{(32-AXIL_ADDR_WIDTH){1'b0}}, ar_word_reg, 2'b00};
-wire [31:0] rd_data_offset = rd_addr - NLB_REG_TABLE_DATA;
-wire        rd_in_data = rd_data_offset < 4 * DATA_WORDS;
-wire [DATA_WORD_BITS-1:0] rd_data_word = rd_data_offset[DATA_WORD_BITS+1:2];
+wire        rd_in_data = rd_addr[31:DATA_WORD_BITS+2] == DATA_BASE[31:DATA_WORD_BITS+2];
+wire [DATA_WORD_BITS-1:0] rd_data_word = rd_addr[DATA_WORD_BITS+1:2];
 
 reg [31:0] rd_value;
+integer    r;
 
 always @* begin
     case (rd_addr)
@@ -725,10 +735,11 @@ always @* begin
         NLB_REG_TABLE_STATUS:          rd_value = {30'd0, error_reg, busy_reg};
 
         default: begin
-            if (rd_in_data) begin
-                rd_value = data_reg[rd_data_word*32 +: 32];
-            end else begin
-                rd_value = 32'd0;
+            rd_value = 32'd0;
+            for (r = 0; r < DATA_WORDS; r = r + 1) begin
+                if (rd_in_data && rd_data_word == r[DATA_WORD_BITS-1:0]) begin
+                    rd_value = data_reg[r*32 +: 32];
+                end
             end
         end
     endcase
