@@ -138,7 +138,7 @@ pub enum LoadError {
 }
 
 /// Loader tuning.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LoaderOptions {
     /// How long to wait for the inactive bank to drain.
     pub drain_timeout: Duration,
