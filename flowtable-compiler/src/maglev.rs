@@ -49,14 +49,26 @@ pub fn name_hash(seed: u64, name: &str) -> u64 {
     h ^ (h >> 31)
 }
 
-/// A backend's permutation of a table of `m` slots: (offset, skip), skip in 1..m.
+/// A backend's permutation of a table of `m` slots: (offset, skip), skip in 1..m and coprime
+/// with m (always so for a prime m; for other m the skip moves up to the next coprime value,
+/// so that the permutation still visits every slot).
 pub fn permutation(name: &str, m: u32) -> (u32, u32) {
     if m <= 1 {
         return (0, 1);
     }
     let offset = (name_hash(0, name) % u64::from(m)) as u32;
-    let skip = (name_hash(1, name) % u64::from(m - 1)) as u32 + 1;
+    let mut skip = (name_hash(1, name) % u64::from(m - 1)) as u32 + 1;
+    while gcd(skip, m) != 1 {
+        skip = skip % (m - 1) + 1;
+    }
     (offset, skip)
+}
+
+fn gcd(mut a: u32, mut b: u32) -> u32 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
 }
 
 /// Largest weight that counts (the configuration allows 0..=1000).
@@ -93,40 +105,30 @@ pub fn populate(members: &[Member], m: u32) -> Vec<u16> {
     if m == 1 {
         return vec![ms[0].id];
     }
-    let mut table = vec![0u16; m as usize];
-    // Which slots are taken, one bit each: 8 KiB for 65537 slots, so the probing of the last
-    // free slots stays in the L1 cache.
-    let mut taken = vec![0u64; (m as usize).div_ceil(64)];
-    let mut next: Vec<u32> = Vec::with_capacity(ms.len());
-    let mut skip: Vec<u32> = Vec::with_capacity(ms.len());
+    let mut f = Filler {
+        m,
+        table: vec![0u16; m as usize],
+        taken: vec![0u64; (m as usize).div_ceil(64)],
+        next: Vec::with_capacity(ms.len()),
+        skip: Vec::with_capacity(ms.len()),
+        ids: ms.iter().map(|x| x.id).collect(),
+        left: m,
+        tail: None,
+        inverse: vec![0; ms.len()],
+        prime: is_prime(m),
+    };
+    f.enter_tail_if_due();
     for x in &ms {
         let (o, s) = permutation(x.name, m);
-        next.push(o);
-        skip.push(s);
+        f.next.push(o);
+        f.skip.push(s);
     }
-    // One turn: backend i takes the next free slot of its permutation.
-    let mut turn = |i: usize| {
-        let s = skip[i];
-        let mut c = next[i];
-        while taken[(c >> 6) as usize] & (1 << (c & 63)) != 0 {
-            c += s;
-            if c >= m {
-                c -= m;
-            }
-        }
-        taken[(c >> 6) as usize] |= 1 << (c & 63);
-        table[c as usize] = ms[i].id;
-        c += s;
-        next[i] = if c >= m { c - m } else { c };
-    };
     let max_w = ms.iter().map(|x| x.weight).max().unwrap_or(1);
     if ms.iter().all(|x| x.weight == max_w) {
-        let mut filled = 0u32;
         'rounds: loop {
             for i in 0..ms.len() {
-                turn(i);
-                filled += 1;
-                if filled == m {
+                f.turn(i);
+                if f.left == 0 {
                     break 'rounds;
                 }
             }
@@ -148,12 +150,111 @@ pub fn populate(members: &[Member], m: u32) -> Vec<u16> {
                 break;
             };
             let i = (key & 0xffff) as usize;
-            turn(i);
+            f.turn(i);
             turns[i] += 1;
             heap.push(Reverse(round(turns[i], ms[i].weight) << 16 | i as u64));
         }
     }
-    table
+    f.table
+}
+
+/// Below this many free slots a turn stops probing and looks the free slots up instead.
+/// Probing needs about m/F probes with F slots free (most of the work is in the last few
+/// hundred turns); the lookup costs F multiplications, which is cheaper below about √(m/6).
+const TAIL: u32 = 96;
+
+/// Population state: the table, which slots are taken (one bit each, 8 KiB for 65537 slots)
+/// and each backend's place in its permutation.
+struct Filler {
+    m: u32,
+    table: Vec<u16>,
+    taken: Vec<u64>,
+    next: Vec<u32>,
+    skip: Vec<u32>,
+    ids: Vec<u16>,
+    /// Free slots left.
+    left: u32,
+    /// The free slots, once few are left (m prime only).
+    tail: Option<Vec<u32>>,
+    /// skip⁻¹ mod m per backend, computed when first needed (0 = not yet).
+    inverse: Vec<u32>,
+    prime: bool,
+}
+
+impl Filler {
+    /// One turn: backend `i` takes the first free slot of its permutation from where it
+    /// stopped.
+    #[inline(always)]
+    fn turn(&mut self, i: usize) {
+        let (m, s) = (self.m, self.skip[i]);
+        let c = if self.tail.is_some() {
+            self.first_free_in_tail(i)
+        } else {
+            let mut c = self.next[i];
+            while self.taken[(c >> 6) as usize] & (1 << (c & 63)) != 0 {
+                c += s;
+                if c >= m {
+                    c -= m;
+                }
+            }
+            c
+        };
+        self.taken[(c >> 6) as usize] |= 1 << (c & 63);
+        self.table[c as usize] = self.ids[i];
+        let n = c + s;
+        self.next[i] = if n >= m { n - m } else { n };
+        self.left -= 1;
+        self.enter_tail_if_due();
+    }
+
+    fn enter_tail_if_due(&mut self) {
+        if self.left == TAIL.min(self.m) && self.prime && self.tail.is_none() {
+            let free = (0..self.m)
+                .filter(|&c| self.taken[(c >> 6) as usize] & (1 << (c & 63)) == 0)
+                .collect();
+            self.tail = Some(free);
+        }
+    }
+
+    /// The free slot that backend `i` reaches first: slot f is j = (f − c)·skip⁻¹ (mod m)
+    /// steps after its next candidate c, so the free slot with the least j is the one
+    /// probing would find. Removes it from the free list.
+    fn first_free_in_tail(&mut self, i: usize) -> u32 {
+        let m = u64::from(self.m);
+        if self.inverse[i] == 0 {
+            // m is prime: skip^(m−2) is the inverse (Fermat).
+            self.inverse[i] = mod_pow(u64::from(self.skip[i]), m - 2, m) as u32;
+        }
+        let (c, inv) = (u64::from(self.next[i]), u64::from(self.inverse[i]));
+        let Some(free) = self.tail.as_mut() else {
+            return self.next[i];
+        };
+        let mut best = (u64::MAX, 0usize);
+        for (k, &f) in free.iter().enumerate() {
+            let j = ((u64::from(f) + m - c) % m) * inv % m;
+            if j < best.0 {
+                best = (j, k);
+            }
+        }
+        free.swap_remove(best.1)
+    }
+}
+
+fn mod_pow(mut base: u64, mut exp: u64, m: u64) -> u64 {
+    let mut acc = 1 % m;
+    base %= m;
+    while exp > 0 {
+        if exp & 1 == 1 {
+            acc = acc * base % m;
+        }
+        base = base * base % m;
+        exp >>= 1;
+    }
+    acc
+}
+
+fn is_prime(n: u32) -> bool {
+    n >= 2 && (2..).take_while(|d: &u32| d * d <= n).all(|d| n % d != 0)
 }
 
 #[cfg(test)]
@@ -226,6 +327,70 @@ mod tests {
             }
         }
         assert_eq!(populate(&members, m), expect.to_vec());
+    }
+
+    /// The textbook loop (probe until free), to hold the fast path to.
+    fn reference(members: &[Member], m: u32) -> Vec<u16> {
+        let mut ms = members.to_vec();
+        ms.sort_by(|a, b| a.name.cmp(b.name));
+        let mut table = vec![u32::MAX; m as usize];
+        let mut next: Vec<u64> = vec![0; ms.len()];
+        let perms: Vec<(u32, u32)> = ms.iter().map(|x| permutation(x.name, m)).collect();
+        let mut filled = 0;
+        while filled < m {
+            for (i, x) in ms.iter().enumerate() {
+                if filled == m {
+                    break;
+                }
+                let (o, s) = perms[i];
+                loop {
+                    let c = ((u64::from(o) + next[i] * u64::from(s)) % u64::from(m)) as usize;
+                    next[i] += 1;
+                    if table[c] == u32::MAX {
+                        table[c] = u32::from(x.id);
+                        filled += 1;
+                        break;
+                    }
+                }
+            }
+        }
+        table.into_iter().map(|v| v as u16).collect()
+    }
+
+    #[test]
+    fn fast_path_equals_the_textbook_loop() {
+        for (n, m) in [
+            (1usize, 251u32),
+            (3, 509),
+            (10, 1021),
+            (37, 4093),
+            (200, 65537),
+        ] {
+            let names: Vec<String> = (0..n).map(|i| format!("m{i}")).collect();
+            let members: Vec<Member> = names
+                .iter()
+                .enumerate()
+                .map(|(i, s)| Member {
+                    name: s,
+                    id: i as u16,
+                    weight: 1,
+                })
+                .collect();
+            assert_eq!(populate(&members, m), reference(&members, m), "n={n} m={m}");
+        }
+        // Not prime: no tail lookup, probing all the way.
+        let names = ["a", "b", "c"];
+        let members: Vec<Member> = names
+            .iter()
+            .enumerate()
+            .map(|(i, s)| Member {
+                name: s,
+                id: i as u16,
+                weight: 1,
+            })
+            .collect();
+        let t = populate(&members, 100);
+        assert_eq!(t, reference(&members, 100));
     }
 
     #[test]
