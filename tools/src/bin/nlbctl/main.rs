@@ -44,6 +44,9 @@ commands! {
     Inspect => cmd_inspect,
     Sim => cmd_sim,
     Traffic => cmd_traffic,
+    Load => cmd_load,
+    Stats => cmd_stats,
+    Status => cmd_status,
 }
 
 /// Control tool of nlb-offload, a passthrough L4 load balancer on an FPGA SmartNIC.
