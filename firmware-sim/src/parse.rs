@@ -242,7 +242,9 @@ fn parse_common(frame: &[u8]) -> Option<IpHeaders> {
             }
             let word =
                 |i: usize| u64::from(u32::from_be_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]));
-            if fold(word(0) + word(4) + word(8) + word(12) + word(16)) != 0xffff {
+            // The folded sum is 0xFFFF exactly when the sum is a non-zero multiple of 0xFFFF.
+            let sum = word(0) + word(4) + word(8) + word(12) + word(16);
+            if sum % 0xffff != 0 || sum == 0 {
                 return None;
             }
             Some(IpHeaders {

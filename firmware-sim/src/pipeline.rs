@@ -196,17 +196,20 @@ pub struct VipMemo {
 }
 
 impl VipMemo {
-    #[inline]
+    #[inline(always)]
     fn lookup<'t>(&mut self, t: &'t Tables, protocol: u8, vip: u128) -> Option<&'t VipEntry> {
         let index = match self.last {
             Some((p, v, i)) if p == protocol && v == vip => i,
-            _ => {
-                let i = vip_lookup_index(t, protocol, vip);
-                self.last = Some((protocol, vip, i));
-                i
-            }
+            _ => self.miss(t, protocol, vip),
         };
         t.vip.get(index?)
+    }
+
+    #[inline(never)]
+    fn miss(&mut self, t: &Tables, protocol: u8, vip: u128) -> Option<usize> {
+        let i = vip_lookup_index(t, protocol, vip);
+        self.last = Some((protocol, vip, i));
+        i
     }
 }
 
