@@ -47,6 +47,9 @@ commands! {
     Load => cmd_load,
     Stats => cmd_stats,
     Status => cmd_status,
+    Flash => cmd_flash,
+    FwInfo => cmd_fw_info,
+    Reboot => cmd_reboot,
 }
 
 /// Control tool of nlb-offload, a passthrough L4 load balancer on an FPGA SmartNIC.
