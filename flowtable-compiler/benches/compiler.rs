@@ -6,7 +6,7 @@
 //! 3. Recompute after one backend's health change, for its pool (target ≤ 2 ms).
 
 use flowtable_compiler::maglev::{populate, Member};
-use flowtable_compiler::{compile, parse_config, CompileOptions, HealthState, Image};
+use flowtable_compiler::{compile, compile_file, parse_config, CompileOptions, HealthState, Image};
 use nlb_hw::Profile;
 use std::fmt::Write as _;
 use std::hint::black_box;
@@ -174,18 +174,17 @@ fn main() {
         }),
         "",
     );
+    let path = std::env::temp_dir().join(format!("nlb-bench-{}.yaml", std::process::id()));
+    std::fs::write(&path, &text).expect("temp file");
     report(
-        "full compile: parse + validate + compile + image (u280)",
+        "full compile: read + parse + validate + compile + image (u280)",
         time(big_runs, || {
-            let (c, _) = parse_config("gen.yaml", &text);
-            compile(&c, &health, &opts)
-                .expect("compiles")
-                .image(1)
-                .write()
-                .expect("writes")
+            let (_, c) = compile_file(&path, &health, &opts).expect("compiles");
+            c.image(1).write().expect("writes")
         }),
         "(target <= 2 s)",
     );
+    let _ = std::fs::remove_file(&path);
     let compiled = compile(&config, &health, &opts).expect("compiles");
     let bytes = compiled.image(1).write().expect("writes");
     println!("  image size {:.1} MiB", bytes.len() as f64 / 1048576.0);

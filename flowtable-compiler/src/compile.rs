@@ -502,7 +502,18 @@ pub fn compile(
     health: &HealthState,
     options: &CompileOptions,
 ) -> Result<Compiled, Error> {
-    let mut d = check(config);
+    compile_checked(config, health, options, check(config))
+}
+
+/// [`compile`] for a configuration whose relations were already checked (`relations` holds
+/// what [`check`] found), so a file read by [`crate::parse_config`] is not checked twice.
+pub(crate) fn compile_checked(
+    config: &Config,
+    health: &HealthState,
+    options: &CompileOptions,
+    relations: Diagnostics,
+) -> Result<Compiled, Error> {
+    let mut d = relations;
     let (layout, capacity) = layout(config, options.profile);
     d.extend(capacity);
     d.into_result()?;

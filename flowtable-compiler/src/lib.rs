@@ -138,6 +138,7 @@ pub fn compile_file(
         names.sort();
         return Err(Error::Invalid(names));
     }
-    let compiled = compile(&config, health, options)?;
+    // parse_config has checked the relations already: they were found clean above.
+    let compiled = compile::compile_checked(&config, health, options, Diagnostics::new())?;
     Ok((config, compiled))
 }
