@@ -182,15 +182,25 @@ impl ConnTable {
     /// [`tag_of`] the TUPLE5 hash of `key`; full keys are compared only where tags match.
     #[inline]
     pub(crate) fn probe(&self, bucket: u32, tag: u16, key: &FlowKey) -> Option<u32> {
-        let start = bucket as usize * self.ways as usize;
-        let tags = self.tags.get(start..start + self.ways as usize)?;
-        for (w, &t) in tags.iter().enumerate() {
-            if t == tag
-                && self
-                    .entries
-                    .get(start + w)
-                    .is_some_and(|e| entry_matches(e, key))
-            {
+        self.probe_with(bucket, tag, |e| entry_matches(e, key))
+    }
+
+    /// [`ConnTable::probe`] with the key comparison given by the caller (`matches` must be
+    /// true exactly for valid entries of the packet's 5-tuple); returns the entry's index
+    /// and backend.
+    #[inline]
+    pub(crate) fn probe_with(
+        &self,
+        bucket: u32,
+        tag: u16,
+        matches: impl Fn(&CtEntry) -> bool,
+    ) -> Option<u32> {
+        let ways = self.ways as usize;
+        let start = bucket as usize * ways;
+        let tags = self.tags.get(start..start + ways)?;
+        let entries = self.entries.get(start..start + ways)?;
+        for (w, (&t, e)) in tags.iter().zip(entries).enumerate() {
+            if t == tag && matches(e) {
                 return Some((start + w) as u32);
             }
         }

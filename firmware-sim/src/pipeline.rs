@@ -13,8 +13,10 @@ use crate::conntrack::{tag_of, ConnTable};
 use crate::keyhash::key_hash;
 use crate::parse::{self, proto, tcp_flags, Parsed};
 use nlb_hw::enums::{Affinity, DefaultAction, Delivery, Event, KeyType, Reason, Verdict};
-use nlb_hw::layouts::{AclEntry, BackendEntry, InjectHeader, LearnEvent, PuntHeader, VipEntry};
-use nlb_hw::{table_index, FlowKey, NicSettings, Tables};
+use nlb_hw::layouts::{
+    AclEntry, BackendEntry, CtEntry, InjectHeader, LearnEvent, PuntHeader, VipEntry,
+};
+use nlb_hw::{table_index, NicSettings, Tables};
 
 /// What the connection table said about a packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -236,16 +238,16 @@ impl Flow {
         )
     }
 
+    /// Whether a connection-table entry is valid and holds this flow (SPEC R4.1: protocol,
+    /// ports and addresses in client → VIP orientation).
     #[inline]
-    fn key(&self, key_type: KeyType) -> FlowKey {
-        FlowKey {
-            key_type,
-            protocol: self.protocol,
-            src_port: self.client_port,
-            dst_port: self.vip_port,
-            src_addr: self.client,
-            dst_addr: self.vip,
-        }
+    fn is_entry_of(&self, e: &CtEntry) -> bool {
+        e.valid
+            && e.protocol == self.protocol
+            && e.src_port == self.client_port
+            && e.dst_port == self.vip_port
+            && e.src_addr == self.client
+            && e.dst_addr == self.vip
     }
 }
 
@@ -575,7 +577,7 @@ pub(crate) fn finish_into(
     if p.ct_lookup {
         if let Some(i) = ctx
             .conntrack
-            .probe(p.ct_bucket, p.ct_tag, &flow.key(KeyType::Tuple5))
+            .probe_with(p.ct_bucket, p.ct_tag, |e| flow.is_entry_of(e))
         {
             res.conntrack = CtOutcome::Hit;
             res.ct_index = Some(i);
