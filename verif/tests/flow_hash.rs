@@ -211,7 +211,8 @@ fn random_keys_match_nlb_hw() {
     let count: usize = std::env::var("NLB_HASH_KEYS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(100_000);
+        .unwrap_or(100_000)
+        .max(1);
     let mut rng = StdRng::seed_from_u64(seed);
     let keys: Vec<_> = (0..count)
         .map(|_| {
@@ -220,7 +221,7 @@ fn random_keys_match_nlb_hw() {
         })
         .collect();
     // A fifth back to back (one key per clock), the rest with random gaps.
-    let split = count / 5;
+    let split = (count / 5).max(1).min(count);
     let cycles = check("flow_hash_burst", &keys[..split], 0.0, seed);
     // One key per clock: the pipeline never stalls, so the burst takes keys + latency clocks.
     assert_eq!(
