@@ -10,9 +10,9 @@ pub mod flash;
 pub mod loader;
 pub mod queues;
 pub mod sim;
+pub mod slowpath;
 pub mod socket;
 pub mod spec;
-pub mod slowpath;
 pub mod vfio;
 
 pub use conntrack::{Conntrack, ConntrackError, NewConnection};
