@@ -14,13 +14,13 @@
 //!
 //! Mpps per core is packets over the CPU time of the benchmark thread (from
 //! `/proc/thread-self/schedstat`), so other processes on a shared machine do not count against
-//! it; the wall-clock figure is printed beside it. Instructions per packet, exactly:
+//! it; the wall-clock figure is printed beside it. Instructions per packet, exactly, one case at
+//! a time (callgrind counts only the measured loop):
 //!
-//!     NLB_BENCH_PACKETS=65536 valgrind --tool=callgrind --toggle-collect='*measured*' \
-//!         --dump-after='*measured*' target/release/deps/pipeline-HASH
+//!     NLB_BENCH_PACKETS=16384 NLB_BENCH_CASE="L2_DSR TCP conntrack hit" \
+//!         valgrind --tool=callgrind --toggle-collect='*measured*' target/release/deps/pipeline-HASH
 //!
-//! gives one profile per case (in case order) whose instruction total, divided by the packet
-//! count printed for the case, is the figure.
+//! and divide the instructions collected by the packet count the case prints.
 
 use etherparse::PacketBuilder;
 use firmware_sim::{BatchOutput, ConnTable, CtOutcome, SimDevice};
