@@ -1,0 +1,148 @@
+//! nlb-sim as a process: `nlbctl load|stats|status --device sim:PATH` against it while it
+//! replays a pcap in a loop, and the driver library over the same socket.
+
+use nlb_driver::loader::{Loader, LoaderOptions};
+use nlb_driver::{discover, SimSocket};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output};
+use std::time::{Duration, Instant};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn nlbctl(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_nlbctl"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("nlbctl runs")
+}
+
+fn ok(o: Output) -> String {
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        o.status.success(),
+        "exit {:?}\nstdout: {out}\nstderr: {}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    out
+}
+
+/// The nlb-sim child, killed when the test ends however it ends.
+struct Sim(Child);
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn start(socket: &Path, pcap: &Path) -> Sim {
+    let child = Command::new(env!("CARGO_BIN_EXE_nlb-sim"))
+        .args(["--socket", socket.to_str().unwrap()])
+        .args(["--pcap", pcap.to_str().unwrap(), "--loop", "--wait-enable"])
+        .spawn()
+        .expect("nlb-sim starts");
+    let sim = Sim(child);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::os::unix::net::UnixStream::connect(socket).is_err() {
+        assert!(Instant::now() < deadline, "nlb-sim did not come up");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    sim
+}
+
+fn json(o: Output) -> serde_json::Value {
+    serde_json::from_str(&ok(o)).expect("JSON output")
+}
+
+#[test]
+fn loads_under_looping_traffic_through_the_cli_and_the_library() {
+    let dir = tempfile::tempdir().unwrap();
+    let img = dir.path().join("web.img");
+    let pcap = dir.path().join("in.pcap");
+    let down = dir.path().join("down.yaml");
+    std::fs::write(&down, "web-1: {healthy: false}\n").unwrap();
+    ok(nlbctl(&[
+        "compile",
+        "examples/web.yaml",
+        "-o",
+        img.to_str().unwrap(),
+    ]));
+    ok(nlbctl(&[
+        "traffic",
+        "examples/web.yaml",
+        "-o",
+        pcap.to_str().unwrap(),
+    ]));
+    let socket = dir.path().join("nlb.sock");
+    let _sim = start(&socket, &pcap);
+    let spec = format!("sim:{}", socket.display());
+
+    let status = json(nlbctl(&["status", "--device", &spec, "--json"]));
+    assert_eq!(status["enabled"], false);
+    assert_eq!(status["profile"], "sim");
+
+    // Alternate the healthy image and the configuration with web-1 down, while the pcap
+    // loops through the pipeline.
+    for k in 0..6 {
+        let out = if k % 2 == 0 {
+            ok(nlbctl(&["load", "--device", &spec, img.to_str().unwrap()]))
+        } else {
+            ok(nlbctl(&[
+                "load",
+                "--device",
+                &spec,
+                "examples/web.yaml",
+                "--health",
+                down.to_str().unwrap(),
+            ]))
+        };
+        assert!(out.contains(&format!("generation {}", k + 1)), "{out}");
+    }
+    let status = json(nlbctl(&["status", "--device", &spec, "--json"]));
+    assert_eq!(status["enabled"], true);
+    assert_eq!(status["generation"], 6);
+    assert_eq!(status["active_bank"], 0);
+
+    // The library over the same socket: a restarted loader finds the last image in place.
+    let mut dev = SimSocket::connect(&socket).unwrap();
+    let info = discover(&mut dev).unwrap();
+    let mut loader = Loader::attach(&mut dev, info.profile, LoaderOptions::default()).unwrap();
+    let image = flowtable_compiler::Image::load(&img).unwrap();
+    let report = loader.load_image(&mut dev, &image).unwrap();
+    assert_eq!(report.generation, 7);
+
+    // Traffic ran: web-1 took packets (it was healthy in half the loads), nothing reached a
+    // pool without backends.
+    std::thread::sleep(Duration::from_millis(200));
+    let stats = json(nlbctl(&[
+        "stats",
+        "--device",
+        &spec,
+        "--names",
+        img.to_str().unwrap(),
+        "--json",
+    ]));
+    assert!(
+        stats["verdicts"]["forward"]["packets"].as_u64().unwrap() > 0,
+        "{stats}"
+    );
+    assert_eq!(stats["reasons"]["no_backend"]["packets"], 0, "{stats}");
+    let backends: Vec<&str> = stats["backends"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|b| b["name"].as_str())
+        .collect();
+    assert!(backends.contains(&"web-1"), "{stats}");
+    assert!(backends.contains(&"web-2"), "{stats}");
+
+    // Errors name the device and say what to do.
+    let o = nlbctl(&["status", "--device", "sim:/nonexistent/nlb.sock"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("nlb-sim --socket"));
+}
