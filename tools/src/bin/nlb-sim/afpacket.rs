@@ -65,16 +65,14 @@ fn bound_socket(name: &str, promiscuous: bool) -> io::Result<OwnedFd> {
     addr.sll_protocol = proto;
     addr.sll_ifindex = index;
     // SAFETY: `addr` is a properly initialised sockaddr_ll and the length passed is its size.
-    check(
-        unsafe {
-            libc::bind(
-                fd.as_raw_fd(),
-                (&addr as *const libc::sockaddr_ll).cast(),
-                std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
-            )
-        },
-        &format!("binding to {name}"),
-    )?;
+    let ret = unsafe {
+        libc::bind(
+            fd.as_raw_fd(),
+            (&addr as *const libc::sockaddr_ll).cast(),
+            std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+        )
+    };
+    check(ret, &format!("binding to {name}"))?;
     // Frames we transmit on this interface must not come back as input.
     let one: libc::c_int = 1;
     // SAFETY: the option value points at a live c_int of the size given.
@@ -87,24 +85,34 @@ fn bound_socket(name: &str, promiscuous: bool) -> io::Result<OwnedFd> {
             std::mem::size_of::<libc::c_int>() as libc::socklen_t,
         )
     };
+    // A deep receive buffer: bursts arrive faster than the model runs.
+    let rcvbuf: libc::c_int = 8 << 20;
+    // SAFETY: the option value points at a live c_int of the size given.
+    let _ = unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUF,
+            (&rcvbuf as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
     if promiscuous {
         // SAFETY: packet_mreq is plain old data; all-zero is valid.
         let mut mreq: libc::packet_mreq = unsafe { std::mem::zeroed() };
         mreq.mr_ifindex = index;
         mreq.mr_type = libc::PACKET_MR_PROMISC as u16;
         // SAFETY: `mreq` is initialised and the length is its size.
-        check(
-            unsafe {
-                libc::setsockopt(
-                    fd.as_raw_fd(),
-                    libc::SOL_PACKET,
-                    libc::PACKET_ADD_MEMBERSHIP,
-                    (&mreq as *const libc::packet_mreq).cast(),
-                    std::mem::size_of::<libc::packet_mreq>() as libc::socklen_t,
-                )
-            },
-            &format!("promiscuous mode on {name}"),
-        )?;
+        let ret = unsafe {
+            libc::setsockopt(
+                fd.as_raw_fd(),
+                libc::SOL_PACKET,
+                libc::PACKET_ADD_MEMBERSHIP,
+                (&mreq as *const libc::packet_mreq).cast(),
+                std::mem::size_of::<libc::packet_mreq>() as libc::socklen_t,
+            )
+        };
+        check(ret, &format!("promiscuous mode on {name}"))?;
     }
     Ok(fd)
 }
