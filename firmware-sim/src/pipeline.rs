@@ -5,8 +5,17 @@
 //! frame: it returns a [`PacketResult`] and writes the output frame; the caller (the
 //! simulated device) applies the side effects (counters, hit bits, queues). Processing is
 //! split in two halves, [`front`] (everything up to the connection-table bucket) and
-//! [`finish`], so that a batch can touch every bucket before it needs one; the result is the
-//! same as processing one packet at a time.
+//! [`finish`], so that a batch can request every bucket from memory before it needs one; the
+//! result is the same as processing one packet at a time.
+//!
+//! Performance (the batch API is the model's hot path; see `benches/pipeline.rs`): the batch
+//! runs both halves in place on its result slots and a compact per-packet lane instead of
+//! moving results and parsed headers around; each key is hashed once, straight from its
+//! fields (`keyhash`), and the TUPLE5 hash serves the flow hash, the connection table and a
+//! 5-tuple Maglev key alike; consecutive packets to the same VIP reuse its lookup
+//! ([`VipMemo`]); the connection table filters ways by a 16-bit tag before comparing keys.
+//! None of this is observable: `tests/differential.rs` holds the model to the original
+//! straightforward implementation on random traffic.
 
 use crate::action::{self, Edit, MAX_FRAME};
 use crate::conntrack::{tag_of, ConnTable};
@@ -329,7 +338,14 @@ impl Pending {
     /// bucket's tags, or (`candidates`, once the tags are in cache) the entries they point at.
     #[inline]
     pub fn prefetch(&self, conntrack: &ConnTable, candidates: bool) {
-        self.lane.prefetch(conntrack, candidates);
+        // The public field decides, as in `finish`.
+        if let Some(b) = self.ct_bucket {
+            if candidates {
+                conntrack.prefetch_candidates(b, self.lane.ct_tag);
+            } else {
+                conntrack.prefetch_tags(b);
+            }
+        }
     }
 }
 
