@@ -146,3 +146,112 @@ fn loads_under_looping_traffic_through_the_cli_and_the_library() {
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("nlb-sim --socket"));
 }
+
+/// AF_PACKET: nlb-sim attached to veth interfaces in a network namespace of its own; frames
+/// sent into the receive interface come out of the transmit interface rewritten for their
+/// backend. Needs root, `ip` and python3; runs with NLB_NETNS=1.
+#[test]
+fn af_packet_between_veth_interfaces() {
+    if std::env::var("NLB_NETNS").as_deref() != Ok("1") {
+        eprintln!("skipped: set NLB_NETNS=1 (root) to run the AF_PACKET test");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let img = dir.path().join("web.img");
+    let pcap = dir.path().join("in.pcap");
+    ok(nlbctl(&[
+        "compile",
+        "examples/web.yaml",
+        "-o",
+        img.to_str().unwrap(),
+    ]));
+    ok(nlbctl(&[
+        "traffic",
+        "examples/web.yaml",
+        "-o",
+        pcap.to_str().unwrap(),
+    ]));
+    let ns = format!("nlbsim{}", std::process::id());
+    let sh = |script: &str| {
+        let o = Command::new("ip")
+            .args(["netns", "exec", &ns, "sh", "-c", script])
+            .output()
+            .expect("ip runs");
+        assert!(
+            o.status.success(),
+            "{script}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    struct Ns(String);
+    impl Drop for Ns {
+        fn drop(&mut self) {
+            let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
+        }
+    }
+    assert!(Command::new("ip")
+        .args(["netns", "add", &ns])
+        .status()
+        .unwrap()
+        .success());
+    let _ns = Ns(ns.clone());
+    sh(
+        "ip link add rx0 type veth peer name rx1 && ip link add tx0 type veth peer name tx1 && \
+        for i in lo rx0 rx1 tx0 tx1; do ip link set $i up; done",
+    );
+    let socket = dir.path().join("nlb.sock");
+    let child = Command::new("ip")
+        .args(["netns", "exec", &ns, env!("CARGO_BIN_EXE_nlb-sim")])
+        .args([
+            "--socket",
+            socket.to_str().unwrap(),
+            "--rx",
+            "rx0",
+            "--tx",
+            "tx0",
+        ])
+        .spawn()
+        .expect("nlb-sim starts");
+    let _sim = Sim(child);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::os::unix::net::UnixStream::connect(&socket).is_err() {
+        assert!(Instant::now() < deadline, "nlb-sim did not come up");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let spec = format!("sim:{}", socket.display());
+    ok(nlbctl(&["load", "--device", &spec, img.to_str().unwrap()]));
+    // Send the capture into rx1 and count what leaves on tx1 with the backends' MACs.
+    let script = format!(
+        r#"python3 - <<'EOF'
+import socket, struct, select, time
+rx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
+rx.bind(("tx1", 0))
+tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+tx.bind(("rx1", 0))
+data = open("{pcap}", "rb").read()
+off, sent = 24, 0
+while off + 16 <= len(data):
+    n = struct.unpack("<IIII", data[off:off + 16])[2]
+    tx.send(data[off + 16:off + 16 + n]); sent += 1; off += 16 + n
+    time.sleep(0.0005)
+macs = {{}}
+end = time.time() + 2
+while time.time() < end:
+    r, _, _ = select.select([rx], [], [], 0.2)
+    if r:
+        f = rx.recv(65535)
+        if f[12:14] == b"\x08\x00":
+            macs[f[0:6].hex()] = macs.get(f[0:6].hex(), 0) + 1
+print(sent, sorted(macs.items()))
+EOF"#,
+        pcap = pcap.display()
+    );
+    let out = sh(&script);
+    // The three backends of web.yaml: 02:00:00:00:00:11, :12, :13.
+    for mac in ["020000000011", "020000000012", "020000000013"] {
+        assert!(out.contains(mac), "no frame for {mac}: {out}");
+    }
+    let stats = json(nlbctl(&["stats", "--device", &spec, "--json"]));
+    assert!(stats["verdicts"]["forward"]["packets"].as_u64().unwrap() > 0);
+}
