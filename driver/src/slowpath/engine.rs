@@ -1,0 +1,801 @@
+//! The slow path's device loop: one thread owns the device and does everything that touches
+//! it — table loads for health changes and reloads ([`Controller`]), learn and teardown events
+//! and ageing ([`Connections`]), punted frames ([`PuntHandler`]), counter reads — so register
+//! traffic never interleaves between two of them.
+//!
+//! Everything else (the health checker, the metrics server, the admin socket, signals) runs
+//! elsewhere and talks to the engine with [`Command`]s over a channel. Health decisions go first
+//! in every round (their latency to the table counts); when idle the loop waits on the channel
+//! for at most [`EngineOptions::idle_poll`], so a command wakes it at once.
+
+use super::controller::{Applied, Controller, ControllerError, ControllerStats, LoadOutcome};
+use super::fragments::{FragmentLimits, FragmentStats};
+use super::health::{HealthChange, HealthSnapshot};
+use super::learn::{Connections, LearnOptions, LearnStats};
+use super::punt::{PuntContext, PuntHandler, PuntStats};
+use crate::conntrack::{ConntrackError, ConntrackStats, FLAG_CLOSED};
+use crate::device::{Batch, Device, DeviceError};
+use crate::discovery::{discover, DeviceInfo, DiscoveryError};
+use crate::loader::{LoadReport, LoaderOptions};
+use crate::queues::{CounterKind, Queues};
+use flowtable_compiler::{Config, HealthState, PoolReport};
+use nlb_hw::blocks::counters as cnt;
+use nlb_hw::enums::{Reason, Verdict};
+use nlb_hw::hash::u128_to_addr;
+use std::net::IpAddr;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tokio::sync::oneshot;
+use tracing::{debug, error, info, warn};
+
+/// Tuning of the engine.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct EngineOptions {
+    /// The table loader's.
+    pub loader: LoaderOptions,
+    /// The connection manager's.
+    pub learn: LearnOptions,
+    /// The fragment tracker's.
+    pub fragments: FragmentLimits,
+    /// Longest wait for a command when the queues were empty (the queue polling period when
+    /// idle).
+    pub idle_poll: Duration,
+    /// Period of the connection ageing pass.
+    pub age_every: Duration,
+    /// Punted frames handled per round at most (learn events get their turn in between).
+    pub punts_per_round: usize,
+}
+
+impl Default for EngineOptions {
+    fn default() -> Self {
+        EngineOptions {
+            loader: LoaderOptions::default(),
+            learn: LearnOptions::default(),
+            fragments: FragmentLimits::default(),
+            idle_poll: Duration::from_millis(1),
+            age_every: Duration::from_secs(1),
+            punts_per_round: 64,
+        }
+    }
+}
+
+/// Why the engine could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// The device is not an nlb-offload NIC this build understands.
+    #[error(transparent)]
+    Discovery(#[from] DiscoveryError),
+    /// The configuration or the first load failed.
+    #[error(transparent)]
+    Controller(#[from] ControllerError),
+    /// The connection table could not be read.
+    #[error("reading the connection table: {0}")]
+    Conntrack(#[from] ConntrackError),
+}
+
+/// What a reload did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReloadReport {
+    /// Generation now serving.
+    pub generation: u32,
+    /// Table entries written.
+    pub changed_entries: usize,
+    /// Connections evicted (their backend or rule is gone).
+    pub evicted: usize,
+    /// Connections rewritten (their backend or rule was renumbered).
+    pub remapped: usize,
+}
+
+/// A request to the engine.
+#[derive(Debug)]
+pub enum Command {
+    /// Health decisions and the checker's state after them.
+    Health {
+        /// The decisions.
+        changes: Vec<HealthChange>,
+        /// The checker's snapshot taken after receiving them.
+        snapshot: HealthSnapshot,
+    },
+    /// A new configuration (already parsed and validated); the reply says whether it serves
+    /// or, on one line, why not.
+    Reload {
+        /// The configuration.
+        config: Box<Config>,
+        /// Current health.
+        snapshot: HealthSnapshot,
+        /// The answer.
+        reply: oneshot::Sender<Result<ReloadReport, String>>,
+    },
+    /// The engine's state, with the device's counters when `counters`.
+    Status {
+        /// Read the counters block too.
+        counters: bool,
+        /// The answer.
+        reply: oneshot::Sender<Box<EngineStatus>>,
+    },
+    /// The connection table (at most `limit` entries).
+    Connections {
+        /// Most entries returned.
+        limit: usize,
+        /// The answer.
+        reply: oneshot::Sender<ConnectionList>,
+    },
+    /// Finish the learn events already queued and stop. Tables and connections stay in the
+    /// NIC.
+    Shutdown,
+}
+
+/// One counter of the counters block (SPEC R10.1).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CounterValues {
+    /// Packets.
+    pub packets: u64,
+    /// Bytes.
+    pub bytes: u64,
+    /// Of those, punted.
+    pub punts: u64,
+    /// Of those, dropped.
+    pub drops: u64,
+}
+
+/// The device's counters, by the configuration's names.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DeviceCounters {
+    /// Per forwarding rule.
+    pub rules: Vec<(String, CounterValues)>,
+    /// Per backend (instance).
+    pub backends: Vec<(String, CounterValues)>,
+    /// Per reason (regmap names).
+    pub reasons: Vec<(&'static str, CounterValues)>,
+    /// Per verdict.
+    pub verdicts: Vec<(&'static str, CounterValues)>,
+}
+
+/// The engine's state for metrics and `nlbctl status`.
+#[derive(Debug, Clone)]
+pub struct EngineStatus {
+    /// The device.
+    pub device: String,
+    /// Its capacity profile.
+    pub profile: &'static str,
+    /// The configuration file serving.
+    pub config_file: String,
+    /// First 12 hex digits of its digest.
+    pub config_digest: String,
+    /// Generation serving.
+    pub generation: u32,
+    /// Bank serving.
+    pub active_bank: u8,
+    /// A failed load waits for its retry.
+    pub load_pending: bool,
+    /// Targets still on their start-up assumption.
+    pub assumed_targets: usize,
+    /// Controller counters (loads, reloads, decision latency).
+    pub controller: ControllerStats,
+    /// Pools: members, healthy, eligible, serving slice, why.
+    pub pools: Vec<PoolReport>,
+    /// Health per instance as compiled.
+    pub health: HealthState,
+    /// Connection manager counters.
+    pub learn: LearnStats,
+    /// Conntrack register-level counters.
+    pub conntrack: ConntrackStats,
+    /// Valid connection-table entries.
+    pub conntrack_entries: usize,
+    /// Connection-table capacity.
+    pub conntrack_capacity: usize,
+    /// Punt handler counters.
+    pub punts: PuntStats,
+    /// Fragment tracker counters.
+    pub fragments: FragmentStats,
+    /// Datagrams the tracker remembers.
+    pub fragment_datagrams: usize,
+    /// Bytes of fragments it buffers.
+    pub fragment_buffered_bytes: usize,
+    /// Register access failures since start.
+    pub device_errors: u64,
+    /// Seconds since the engine started.
+    pub uptime: Duration,
+    /// The counters block, when asked for.
+    pub counters: Option<DeviceCounters>,
+}
+
+/// One connection-table entry, by names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConnectionInfo {
+    /// Entry index.
+    pub index: u32,
+    /// IP protocol.
+    pub protocol: u8,
+    /// Client address.
+    pub client: IpAddr,
+    /// Client port.
+    pub client_port: u16,
+    /// VIP.
+    pub vip: IpAddr,
+    /// VIP port.
+    pub vip_port: u16,
+    /// Backend name (or `#id`).
+    pub backend: String,
+    /// Rule name (or `#id`).
+    pub rule: String,
+    /// FIN or RST seen.
+    pub closed: bool,
+    /// Seconds since it was installed (the entry's timestamp).
+    pub age_secs: u32,
+}
+
+/// A listing of the connection table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConnectionList {
+    /// Valid entries in all.
+    pub total: usize,
+    /// Capacity.
+    pub capacity: usize,
+    /// The first `limit` entries by index.
+    pub entries: Vec<ConnectionInfo>,
+}
+
+/// Host time in seconds (what connection entries are stamped with).
+pub fn host_secs() -> u32 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs() as u32)
+        .unwrap_or(0)
+}
+
+/// What one round of [`Engine::step`] did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StepReport {
+    /// Learn/teardown events handled.
+    pub events: usize,
+    /// Punted frames handled.
+    pub punts: usize,
+    /// An ageing pass ran.
+    pub aged: bool,
+}
+
+impl StepReport {
+    /// Whether anything was done.
+    pub fn busy(&self) -> bool {
+        self.events > 0 || self.punts > 0
+    }
+}
+
+/// The device loop.
+pub struct Engine {
+    dev: Box<dyn Device>,
+    info: DeviceInfo,
+    controller: Controller,
+    conns: Connections,
+    punts: PuntHandler,
+    queues: Queues,
+    opts: EngineOptions,
+    started: Instant,
+    last_age: Instant,
+    device_errors: u64,
+    last_error_log: Option<Instant>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("device", &self.dev.describe())
+            .field("generation", &self.controller.loader().generation())
+            .finish()
+    }
+}
+
+impl Engine {
+    /// Discovers the device, attaches (tables and connections are read back: a restarted
+    /// daemon carries on with what the NIC holds), compiles `config` and loads it.
+    pub fn start(
+        mut dev: Box<dyn Device>,
+        config: Config,
+        snapshot: &HealthSnapshot,
+        opts: EngineOptions,
+    ) -> Result<(Engine, LoadReport), EngineError> {
+        let info = discover(dev.as_mut())?;
+        let (controller, report) =
+            Controller::start(dev.as_mut(), &info, config, snapshot, opts.loader)?;
+        let mut conns = Connections::attach(dev.as_mut(), &info, host_secs(), opts.learn)?;
+        conns.set_tables(controller.serving());
+        info!(
+            device = %dev.describe(),
+            profile = info.profile.name,
+            generation = report.generation,
+            changed_entries = report.changed_entries,
+            connections = conns.conntrack().valid_count(),
+            "attached and loaded"
+        );
+        let now = Instant::now();
+        Ok((
+            Engine {
+                dev,
+                info,
+                controller,
+                conns,
+                punts: PuntHandler::new(opts.fragments),
+                queues: Queues::new(),
+                opts,
+                started: now,
+                last_age: now,
+                device_errors: 0,
+                last_error_log: None,
+            },
+            report,
+        ))
+    }
+
+    /// The controller.
+    pub fn controller(&self) -> &Controller {
+        &self.controller
+    }
+
+    /// The connection manager.
+    pub fn connections(&self) -> &Connections {
+        &self.conns
+    }
+
+    /// The punt handler.
+    pub fn punts(&self) -> &PuntHandler {
+        &self.punts
+    }
+
+    /// The device.
+    pub fn device(&mut self) -> &mut dyn Device {
+        self.dev.as_mut()
+    }
+
+    fn device_error(&mut self, what: &str, e: &dyn std::fmt::Display) {
+        self.device_errors += 1;
+        let now = Instant::now();
+        if self
+            .last_error_log
+            .map_or(true, |t| now.duration_since(t) >= Duration::from_secs(1))
+        {
+            self.last_error_log = Some(now);
+            error!(error = %e, errors = self.device_errors, "{what}");
+        }
+    }
+
+    /// One round: queue status, a batch of learn events, up to
+    /// [`EngineOptions::punts_per_round`] punted frames, and the timers (ageing, fragment
+    /// expiry, a pending load's retry).
+    pub fn step(&mut self) -> StepReport {
+        let mut report = StepReport::default();
+        let now = Instant::now();
+        match self.queues.poll(self.dev.as_mut()) {
+            Ok(status) => {
+                if status.learn_overflow {
+                    self.conns.note_overflow();
+                    warn!("the learn queue overflowed: the NIC dropped learn events (those flows are learned again on their next miss)");
+                }
+                if status.punt_overflow {
+                    self.punts.note_overflow();
+                    warn!("the punt queue overflowed: the NIC dropped punted frames");
+                }
+                if status.learn > 0 {
+                    match self
+                        .conns
+                        .poll(self.dev.as_mut(), &mut self.queues, host_secs())
+                    {
+                        Ok(n) => report.events = n,
+                        Err(e) => self.device_error("handling learn events failed", &e),
+                    }
+                }
+                if status.punt > 0 {
+                    report.punts = self.handle_punts(now);
+                }
+            }
+            Err(e) => self.device_error("polling the queues failed", &e),
+        }
+        if now.duration_since(self.last_age) >= self.opts.age_every {
+            self.last_age = now;
+            report.aged = true;
+            self.punts.expire(now);
+            match self.conns.age(self.dev.as_mut(), host_secs()) {
+                Ok(r) if r.evicted > 0 => {
+                    debug!(evicted = r.evicted, scanned = r.scanned, "aged connections")
+                }
+                Ok(_) => {}
+                Err(e) => self.device_error("ageing connections failed", &e),
+            }
+            if let Some(result) = self.controller.retry_pending(self.dev.as_mut()) {
+                match result {
+                    Ok(r) => {
+                        self.conns.set_tables(self.controller.serving());
+                        info!(generation = r.generation, "retried load succeeded");
+                    }
+                    Err(e) => self.device_error("retrying the table load failed", &e),
+                }
+            }
+        }
+        report
+    }
+
+    fn handle_punts(&mut self, now: Instant) -> usize {
+        let mut n = 0;
+        while n < self.opts.punts_per_round {
+            let punted = match self.queues.pop_punt(self.dev.as_mut()) {
+                Ok(Some(p)) => p,
+                Ok(None) => break,
+                Err(e) => {
+                    self.device_error("popping a punted frame failed", &e);
+                    break;
+                }
+            };
+            n += 1;
+            let ctx = PuntContext {
+                tables: self.controller.serving(),
+                conntrack: Some(self.conns.conntrack()),
+            };
+            if let Err(e) =
+                self.punts
+                    .handle(self.dev.as_mut(), &mut self.queues, &punted, &ctx, now)
+            {
+                self.device_error("injecting a frame failed", &e);
+                break;
+            }
+        }
+        n
+    }
+
+    /// Applies health decisions (see [`Controller::apply_health`]); then the persistence
+    /// policy for connections on backends that turned unhealthy.
+    pub fn apply_health(
+        &mut self,
+        changes: &[HealthChange],
+        snapshot: &HealthSnapshot,
+    ) -> Option<Applied> {
+        let applied = match self
+            .controller
+            .apply_health(self.dev.as_mut(), changes, snapshot)
+        {
+            Ok(a) => a,
+            Err(e) => {
+                error!(error = %e.one_line(), "recompiling after a health change failed");
+                return None;
+            }
+        };
+        match &applied.load {
+            LoadOutcome::Loaded(r) => {
+                self.conns.set_tables(self.controller.serving());
+                let worst = applied.latencies.iter().max().copied().unwrap_or_default();
+                info!(
+                    pools = ?applied.pools,
+                    changed_entries = r.changed_entries,
+                    generation = r.generation,
+                    decision_to_active_ms = worst.as_secs_f64() * 1e3,
+                    "tables updated for health changes"
+                );
+            }
+            LoadOutcome::NotNeeded => {
+                debug!(pools = ?applied.pools, "health changes need no table change")
+            }
+            LoadOutcome::Failed(e) => {
+                let e = e.to_string();
+                self.device_error("loading tables for a health change failed (retrying)", &e);
+            }
+        }
+        if !applied.turned_unhealthy.is_empty() {
+            match self
+                .conns
+                .backends_unhealthy(self.dev.as_mut(), &applied.turned_unhealthy)
+            {
+                Ok(n) if n > 0 => info!(
+                    evicted = n,
+                    backends = ?applied.turned_unhealthy,
+                    "connections moved off unhealthy backends (persistence policy)"
+                ),
+                Ok(_) => {}
+                Err(e) => {
+                    self.device_error("evicting connections of unhealthy backends failed", &e)
+                }
+            }
+        }
+        Some(applied)
+    }
+
+    /// Reloads the configuration: compiled and checked first, refused on one line if it does
+    /// not compile (the old one keeps serving); connections are evicted or renumbered to
+    /// match.
+    pub fn reload(
+        &mut self,
+        config: Config,
+        snapshot: &HealthSnapshot,
+    ) -> Result<ReloadReport, String> {
+        let file = config.file.clone();
+        let plan = match self.controller.prepare_reload(config, snapshot) {
+            Ok(p) => p,
+            Err(e) => {
+                self.controller.note_refused_reload();
+                let line = e.one_line();
+                error!(file = %file, "configuration refused, the previous one keeps serving: {line}");
+                return Err(line);
+            }
+        };
+        let remap = self
+            .conns
+            .plan_remap(|b| plan.map_backend(b), |r| plan.map_rule(r));
+        let evicted = match self.conns.evict_removed(self.dev.as_mut(), &remap) {
+            Ok(n) => n,
+            Err(e) => {
+                let line = format!("evicting connections of removed backends failed: {e}");
+                error!(file = %file, "configuration not applied: {line}");
+                return Err(line);
+            }
+        };
+        let report = match self.controller.commit_reload(self.dev.as_mut(), plan) {
+            Ok(r) => r,
+            Err(e) => {
+                let line = e.one_line();
+                error!(file = %file, "configuration not applied, the previous one keeps serving: {line}");
+                return Err(line);
+            }
+        };
+        self.conns.set_tables(self.controller.serving());
+        let remapped = match self
+            .conns
+            .rewrite_renumbered(self.dev.as_mut(), &remap, host_secs())
+        {
+            Ok(n) => n,
+            Err(e) => {
+                self.device_error("rewriting renumbered connections failed", &e);
+                0
+            }
+        };
+        info!(
+            file = %file,
+            generation = report.generation,
+            changed_entries = report.changed_entries,
+            evicted,
+            remapped,
+            "configuration reloaded"
+        );
+        Ok(ReloadReport {
+            generation: report.generation,
+            changed_entries: report.changed_entries,
+            evicted,
+            remapped,
+        })
+    }
+
+    /// The engine's state; with `counters`, the device's counters are read too.
+    pub fn status(&mut self, counters: bool) -> EngineStatus {
+        let counters = if counters {
+            match self.read_counters() {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    self.device_error("reading counters failed", &e);
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        let c = &self.controller;
+        let ct = self.conns.conntrack();
+        EngineStatus {
+            device: self.dev.describe(),
+            profile: self.info.profile.name,
+            config_file: c.config().file.clone(),
+            config_digest: c.compiled().config_digest[..6]
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect(),
+            generation: c.loader().generation(),
+            active_bank: c.loader().active_bank(),
+            load_pending: c.load_pending(),
+            assumed_targets: c.assumed_targets(),
+            controller: c.stats().clone(),
+            pools: c.compiled().pools.clone(),
+            health: c.health().clone(),
+            learn: self.conns.stats(),
+            conntrack: ct.stats(),
+            conntrack_entries: ct.valid_count(),
+            conntrack_capacity: (ct.buckets() * ct.ways()) as usize,
+            punts: self.punts.stats().clone(),
+            fragments: self.punts.fragment_stats(),
+            fragment_datagrams: self.punts.tracker().datagrams(),
+            fragment_buffered_bytes: self.punts.tracker().buffered_bytes(),
+            device_errors: self.device_errors,
+            uptime: self.started.elapsed(),
+            counters,
+        }
+    }
+
+    /// Reads the counters of every configured rule and backend, every reason and verdict.
+    pub fn read_counters(&mut self) -> Result<DeviceCounters, DeviceError> {
+        let symbols = &self.controller.compiled().symbols;
+        let rules = read_block(
+            self.dev.as_mut(),
+            CounterKind::Rule,
+            symbols.rules.len() as u32,
+        )?;
+        let backends = read_block(
+            self.dev.as_mut(),
+            CounterKind::Backend,
+            symbols.backends.len() as u32,
+        )?;
+        let reasons = read_block(
+            self.dev.as_mut(),
+            CounterKind::Reason,
+            Reason::ALL.len() as u32,
+        )?;
+        let verdicts = read_block(
+            self.dev.as_mut(),
+            CounterKind::Verdict,
+            Verdict::ALL.len() as u32,
+        )?;
+        let symbols = &self.controller.compiled().symbols;
+        Ok(DeviceCounters {
+            rules: symbols.rules.iter().cloned().zip(rules).collect(),
+            backends: symbols.backends.iter().cloned().zip(backends).collect(),
+            reasons: Reason::ALL.iter().map(|r| r.name()).zip(reasons).collect(),
+            verdicts: Verdict::ALL
+                .iter()
+                .map(|v| v.name())
+                .zip(verdicts)
+                .collect(),
+        })
+    }
+
+    /// The connection table by names.
+    pub fn connections_list(&self, limit: usize) -> ConnectionList {
+        let ct = self.conns.conntrack();
+        let symbols = &self.controller.compiled().symbols;
+        let now = host_secs();
+        let name = |v: Option<&str>, id: u16| v.map_or_else(|| format!("#{id}"), str::to_string);
+        ConnectionList {
+            total: ct.valid_count(),
+            capacity: (ct.buckets() * ct.ways()) as usize,
+            entries: ct
+                .scan()
+                .take(limit)
+                .map(|(index, e)| ConnectionInfo {
+                    index,
+                    protocol: e.protocol,
+                    client: u128_to_addr(e.src_addr),
+                    client_port: e.src_port,
+                    vip: u128_to_addr(e.dst_addr),
+                    vip_port: e.dst_port,
+                    backend: name(symbols.backend(e.backend), e.backend),
+                    rule: name(symbols.rule(e.rule), e.rule),
+                    closed: e.flags & FLAG_CLOSED != 0,
+                    age_secs: now.saturating_sub(e.timestamp),
+                })
+                .collect(),
+        }
+    }
+
+    /// Handles one command; `false` for [`Command::Shutdown`].
+    pub fn handle(&mut self, cmd: Command) -> bool {
+        match cmd {
+            Command::Health { changes, snapshot } => {
+                self.apply_health(&changes, &snapshot);
+            }
+            Command::Reload {
+                config,
+                snapshot,
+                reply,
+            } => {
+                let r = self.reload(*config, &snapshot);
+                let _ = reply.send(r);
+            }
+            Command::Status { counters, reply } => {
+                let _ = reply.send(Box::new(self.status(counters)));
+            }
+            Command::Connections { limit, reply } => {
+                let _ = reply.send(self.connections_list(limit));
+            }
+            Command::Shutdown => return false,
+        }
+        true
+    }
+
+    /// Runs until [`Command::Shutdown`] or until every sender is gone; then handles the learn
+    /// events still queued and returns its final state. Tables and connections stay in the
+    /// NIC, which keeps forwarding.
+    pub fn run(mut self, commands: Receiver<Command>) -> EngineStatus {
+        let mut batch: Vec<Command> = Vec::new();
+        let mut busy = true;
+        'outer: loop {
+            // Wait only when the last round found nothing to do.
+            let first = if busy {
+                commands
+                    .try_recv()
+                    .map_err(|e| e == TryRecvError::Disconnected)
+            } else {
+                commands
+                    .recv_timeout(self.opts.idle_poll)
+                    .map_err(|e| e == RecvTimeoutError::Disconnected)
+            };
+            match first {
+                Ok(cmd) => batch.push(cmd),
+                Err(true) => break 'outer,
+                Err(false) => {}
+            }
+            if !batch.is_empty() {
+                loop {
+                    match commands.try_recv() {
+                        Ok(cmd) => batch.push(cmd),
+                        Err(TryRecvError::Empty) => break,
+                        Err(TryRecvError::Disconnected) => break,
+                    }
+                }
+                if !self.run_commands(&mut batch) {
+                    break 'outer;
+                }
+            }
+            busy = self.step().busy();
+        }
+        // Graceful: the events already queued are installed before leaving.
+        for _ in 0..64 {
+            if !self.step().busy() {
+                break;
+            }
+        }
+        info!(
+            generation = self.controller.loader().generation(),
+            "engine stopped; tables and connections stay in the NIC"
+        );
+        self.status(false)
+    }
+
+    /// Runs a batch of commands: consecutive health batches are merged into one recompile
+    /// and load (the latest snapshot wins).
+    fn run_commands(&mut self, batch: &mut Vec<Command>) -> bool {
+        let mut health: Option<(Vec<HealthChange>, HealthSnapshot)> = None;
+        for cmd in batch.drain(..) {
+            match cmd {
+                Command::Health { changes, snapshot } => match &mut health {
+                    Some((all, snap)) => {
+                        all.extend(changes);
+                        *snap = snapshot;
+                    }
+                    None => health = Some((changes, snapshot)),
+                },
+                other => {
+                    if let Some((changes, snapshot)) = health.take() {
+                        self.apply_health(&changes, &snapshot);
+                    }
+                    if !self.handle(other) {
+                        return false;
+                    }
+                }
+            }
+        }
+        if let Some((changes, snapshot)) = health {
+            self.apply_health(&changes, &snapshot);
+        }
+        true
+    }
+}
+
+/// Reads counters `0..count` of one kind (packets, bytes, punts, drops), one batch.
+fn read_block(
+    dev: &mut dyn Device,
+    kind: CounterKind,
+    count: u32,
+) -> Result<Vec<CounterValues>, DeviceError> {
+    let mut batch = Batch::new();
+    for i in 0..count {
+        batch
+            .write(cnt::SELECT, ((kind as u32) << 24) | (i & 0x00ff_ffff))
+            .write(cnt::SNAPSHOT, 1)
+            .read_words(cnt::PACKETS_LO, 8);
+    }
+    let r = batch.run(dev)?;
+    Ok(r.chunks(8)
+        .map(|w| {
+            let v = |k: usize| u64::from(w[k]) | (u64::from(w[k + 1]) << 32);
+            CounterValues {
+                packets: v(0),
+                bytes: v(2),
+                punts: v(4),
+                drops: v(6),
+            }
+        })
+        .collect())
+}

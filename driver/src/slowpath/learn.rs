@@ -1,0 +1,601 @@
+//! Connections the NIC learned (SPEC R4.1): learn events installed in batches, teardown
+//! events marking flows closed, ageing by each pool's idle timeout, what happens to
+//! connections whose backend turns unhealthy, and keeping entries right across a
+//! configuration reload.
+//!
+//! The NIC picks a backend for a new flow by Maglev and reports it on the learn queue; the host
+//! installs (flow → backend) in the connection table so that later packets keep that backend
+//! whatever the tables say by then. A `TEARDOWN` (FIN or RST seen) marks the entry closed; it is
+//! then aged with the shorter closed timeout, so the final ACKs still reach the backend.
+//! Ageing reads the hit bits: an entry not hit for its pool's `idle_timeout` is evicted.
+
+use crate::conntrack::{
+    AgeReport, Conntrack, ConntrackError, Installed, NewConnection, FLAG_CLOSED,
+};
+use crate::device::Device;
+use crate::discovery::DeviceInfo;
+use crate::queues::{QueueError, Queues};
+use nlb_hw::enums::{Event, KeyType};
+use nlb_hw::layouts::{CtEntry, LearnEvent};
+use nlb_hw::{FlowKey, Tables};
+
+/// Idle timeout of pools that do not set one (the external load balancer's, SPEC R4.1).
+pub const DEFAULT_IDLE_TIMEOUT_SECS: u32 = 60;
+
+/// What happens to connections on a backend that turns unhealthy
+/// (`connectionPersistenceOnUnhealthyBackends`, SPEC R4.1).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Persistence {
+    /// TCP connections stay on the backend, UDP flows move (their entries are evicted, so
+    /// their next packet chooses again among the healthy backends).
+    #[default]
+    DefaultForProtocol,
+    /// Every connection moves.
+    NeverPersist,
+    /// Every connection stays.
+    AlwaysPersist,
+}
+
+impl Persistence {
+    /// Whether a connection of `protocol` stays on a backend that turned unhealthy.
+    pub fn keeps(self, protocol: u8) -> bool {
+        match self {
+            Persistence::DefaultForProtocol => protocol == 6,
+            Persistence::NeverPersist => false,
+            Persistence::AlwaysPersist => true,
+        }
+    }
+}
+
+/// Tuning of the connection manager.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LearnOptions {
+    /// Learn events popped (and installed as one batch) per poll at most.
+    pub batch: usize,
+    /// Idle timeout of a closed flow (FIN/RST seen), capped by its pool's idle timeout.
+    pub closed_timeout_secs: u32,
+    /// Policy for connections on backends that turn unhealthy.
+    pub persistence: Persistence,
+}
+
+impl Default for LearnOptions {
+    fn default() -> Self {
+        LearnOptions {
+            batch: 256,
+            closed_timeout_secs: 10,
+            persistence: Persistence::default(),
+        }
+    }
+}
+
+/// Counters of the connection manager (the conntrack's own are in [`Conntrack::stats`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LearnStats {
+    /// `LEARN` events received.
+    pub learn_events: u64,
+    /// `TEARDOWN` events received.
+    pub teardown_events: u64,
+    /// Connections installed anew.
+    pub installed: u64,
+    /// Learn events for a flow already installed as reported.
+    pub already_present: u64,
+    /// Entries rewritten with another backend.
+    pub replaced: u64,
+    /// Learn events not installed because the bucket was full (the flow keeps going by
+    /// Maglev).
+    pub bucket_full: u64,
+    /// Flows marked closed by a teardown.
+    pub closed: u64,
+    /// Teardowns of flows not in the table.
+    pub teardown_untracked: u64,
+    /// Entries evicted by ageing.
+    pub aged_out: u64,
+    /// Entries evicted because their backend turned unhealthy (persistence policy).
+    pub evicted_unhealthy: u64,
+    /// Entries evicted because a reload removed their backend or rule.
+    pub evicted_reload: u64,
+    /// Entries rewritten because a reload renumbered their backend or rule.
+    pub remapped: u64,
+    /// Times the learn queue overflowed (events the NIC had to drop).
+    pub queue_overflows: u64,
+    /// Ageing passes.
+    pub ageing_passes: u64,
+}
+
+/// Why handling learn events failed.
+#[derive(Debug, thiserror::Error)]
+pub enum LearnError {
+    /// Reading the learn queue failed.
+    #[error(transparent)]
+    Queue(#[from] QueueError),
+    /// Writing the connection table failed.
+    #[error(transparent)]
+    Conntrack(#[from] ConntrackError),
+}
+
+/// Connections to fix after a reload renumbered or removed backends and rules.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RemapPlan {
+    /// Flows whose backend or rule is gone: evicted before the new tables serve.
+    pub evict: Vec<FlowKey>,
+    /// Flows whose ids changed: rewritten once the new tables serve.
+    pub rewrite: Vec<NewConnection>,
+}
+
+/// The host's connection manager: owns the [`Conntrack`] and applies the policies above.
+#[derive(Debug)]
+pub struct Connections {
+    ct: Conntrack,
+    opts: LearnOptions,
+    /// Idle timeout by rule id (the rule's pool's `idle_timeout`).
+    rule_timeout: Vec<u32>,
+    stats: LearnStats,
+    events: Vec<LearnEvent>,
+    pending: Vec<NewConnection>,
+    outcomes: Vec<Installed>,
+}
+
+fn key_of(e: &CtEntry) -> FlowKey {
+    FlowKey {
+        key_type: KeyType::Tuple5,
+        protocol: e.protocol,
+        src_port: e.src_port,
+        dst_port: e.dst_port,
+        src_addr: e.src_addr,
+        dst_addr: e.dst_addr,
+    }
+}
+
+impl Connections {
+    /// Attaches to the device's connection table (reading it back: connections survive a
+    /// restart of the host side). Entries found count as seen at `now`.
+    pub fn attach<D: Device + ?Sized>(
+        dev: &mut D,
+        info: &DeviceInfo,
+        now: u32,
+        opts: LearnOptions,
+    ) -> Result<Connections, ConntrackError> {
+        Ok(Connections {
+            ct: Conntrack::attach(dev, info, now)?,
+            opts,
+            rule_timeout: Vec::new(),
+            stats: LearnStats::default(),
+            events: Vec::with_capacity(opts.batch),
+            pending: Vec::with_capacity(opts.batch),
+            outcomes: Vec::with_capacity(opts.batch),
+        })
+    }
+
+    /// The connection table.
+    pub fn conntrack(&self) -> &Conntrack {
+        &self.ct
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> LearnStats {
+        self.stats
+    }
+
+    /// The options.
+    pub fn options(&self) -> LearnOptions {
+        self.opts
+    }
+
+    /// Takes the idle timeouts from the serving tables (after every load).
+    pub fn set_tables(&mut self, tables: &Tables) {
+        self.rule_timeout = tables
+            .rules
+            .iter()
+            .map(|r| {
+                let pool = tables.pools.get(usize::from(r.pool)).filter(|_| r.valid);
+                match pool {
+                    Some(p) if p.valid && p.idle_timeout > 0 => u32::from(p.idle_timeout),
+                    _ => DEFAULT_IDLE_TIMEOUT_SECS,
+                }
+            })
+            .collect();
+    }
+
+    /// Idle timeout of an entry: its rule's pool's, or the closed timeout once FIN/RST was
+    /// seen (never longer than the pool's).
+    pub fn timeout_of(&self, e: &CtEntry) -> u32 {
+        let idle = self
+            .rule_timeout
+            .get(usize::from(e.rule))
+            .copied()
+            .unwrap_or(DEFAULT_IDLE_TIMEOUT_SECS);
+        if e.flags & FLAG_CLOSED != 0 {
+            idle.min(self.opts.closed_timeout_secs)
+        } else {
+            idle
+        }
+    }
+
+    /// Pops up to one batch of learn events and handles them. Returns how many there were.
+    pub fn poll<D: Device + ?Sized>(
+        &mut self,
+        dev: &mut D,
+        queues: &mut Queues,
+        now: u32,
+    ) -> Result<usize, LearnError> {
+        let mut events = std::mem::take(&mut self.events);
+        events.clear();
+        let popped = queues.pop_learn(dev, self.opts.batch, &mut events);
+        let result = match popped {
+            Ok(n) => self
+                .handle_events(dev, &events, now)
+                .map(|()| n)
+                .map_err(LearnError::from),
+            Err(e) => Err(e.into()),
+        };
+        self.events = events;
+        result
+    }
+
+    /// Counts a learn queue overflow seen by polling.
+    pub fn note_overflow(&mut self) {
+        self.stats.queue_overflows += 1;
+    }
+
+    /// Handles events in order: runs of `LEARN` are installed as one batch; a `TEARDOWN`
+    /// marks its flow closed (after the installs before it).
+    pub fn handle_events<D: Device + ?Sized>(
+        &mut self,
+        dev: &mut D,
+        events: &[LearnEvent],
+        now: u32,
+    ) -> Result<(), ConntrackError> {
+        self.pending.clear();
+        for ev in events {
+            match ev.event {
+                Event::Learn => {
+                    self.stats.learn_events += 1;
+                    self.pending.push(NewConnection::from(ev));
+                }
+                Event::Teardown => {
+                    self.stats.teardown_events += 1;
+                    self.flush_installs(dev, now)?;
+                    let key = NewConnection::from(ev).key;
+                    if self.ct.mark_closed(dev, &key)? {
+                        self.stats.closed += 1;
+                    } else {
+                        self.stats.teardown_untracked += 1;
+                    }
+                }
+            }
+        }
+        self.flush_installs(dev, now)
+    }
+
+    fn flush_installs<D: Device + ?Sized>(
+        &mut self,
+        dev: &mut D,
+        now: u32,
+    ) -> Result<(), ConntrackError> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let result = self
+            .ct
+            .install_batch(dev, &self.pending, now, &mut self.outcomes);
+        self.pending.clear();
+        for o in &self.outcomes {
+            match o {
+                Installed::New(_) => self.stats.installed += 1,
+                Installed::Replaced(_) => self.stats.replaced += 1,
+                Installed::Present(_) => self.stats.already_present += 1,
+                Installed::BucketFull { .. } => self.stats.bucket_full += 1,
+            }
+        }
+        result
+    }
+
+    /// One ageing pass at host time `now` (seconds).
+    pub fn age<D: Device + ?Sized>(
+        &mut self,
+        dev: &mut D,
+        now: u32,
+    ) -> Result<AgeReport, ConntrackError> {
+        let timeouts = &self.rule_timeout;
+        let closed = self.opts.closed_timeout_secs;
+        let report = self.ct.age(dev, now, |e| {
+            let idle = timeouts
+                .get(usize::from(e.rule))
+                .copied()
+                .unwrap_or(DEFAULT_IDLE_TIMEOUT_SECS);
+            if e.flags & FLAG_CLOSED != 0 {
+                idle.min(closed)
+            } else {
+                idle
+            }
+        })?;
+        self.stats.ageing_passes += 1;
+        self.stats.aged_out += u64::from(report.evicted);
+        Ok(report)
+    }
+
+    /// Applies the persistence policy to connections on backends that turned unhealthy:
+    /// evicts the ones that do not stay. Returns how many were evicted.
+    pub fn backends_unhealthy<D: Device + ?Sized>(
+        &mut self,
+        dev: &mut D,
+        backends: &[u16],
+    ) -> Result<usize, ConntrackError> {
+        if backends.is_empty() {
+            return Ok(0);
+        }
+        let policy = self.opts.persistence;
+        let keys: Vec<FlowKey> = self
+            .ct
+            .scan()
+            .filter(|(_, e)| backends.contains(&e.backend) && !policy.keeps(e.protocol))
+            .map(|(_, e)| key_of(e))
+            .collect();
+        let n = self.ct.evict_batch(dev, &keys)?;
+        self.stats.evicted_unhealthy += n as u64;
+        Ok(n)
+    }
+
+    /// Plans the fix-up of a reload: `backend` and `rule` map old ids to new ones (`None` =
+    /// gone).
+    pub fn plan_remap(
+        &self,
+        backend: impl Fn(u16) -> Option<u16>,
+        rule: impl Fn(u16) -> Option<u16>,
+    ) -> RemapPlan {
+        let mut plan = RemapPlan::default();
+        for (_, e) in self.ct.scan() {
+            match (backend(e.backend), rule(e.rule)) {
+                (Some(b), Some(r)) if b == e.backend && r == e.rule => {}
+                (Some(b), Some(r)) => plan.rewrite.push(NewConnection {
+                    key: key_of(e),
+                    backend: b,
+                    rule: r,
+                }),
+                _ => plan.evict.push(key_of(e)),
+            }
+        }
+        plan
+    }
+
+    /// Evicts the flows a reload removes (before the new tables serve).
+    pub fn evict_removed<D: Device + ?Sized>(
+        &mut self,
+        dev: &mut D,
+        plan: &RemapPlan,
+    ) -> Result<usize, ConntrackError> {
+        let n = self.ct.evict_batch(dev, &plan.evict)?;
+        self.stats.evicted_reload += n as u64;
+        Ok(n)
+    }
+
+    /// Rewrites the flows a reload renumbered (once the new tables serve).
+    pub fn rewrite_renumbered<D: Device + ?Sized>(
+        &mut self,
+        dev: &mut D,
+        plan: &RemapPlan,
+        now: u32,
+    ) -> Result<usize, ConntrackError> {
+        let mut n = 0;
+        for chunk in plan.rewrite.chunks(self.opts.batch.max(1)) {
+            self.ct.install_batch(dev, chunk, now, &mut self.outcomes)?;
+            n += self
+                .outcomes
+                .iter()
+                .filter(|o| matches!(o, Installed::Replaced(_) | Installed::New(_)))
+                .count();
+        }
+        self.stats.remapped += n as u64;
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::discovery::discover;
+    use crate::sim::Sim;
+    use etherparse::PacketBuilder;
+    use flowtable_compiler::{compile, CompileOptions, HealthState};
+    use nlb_hw::enums::Verdict;
+
+    const CONFIG: &str = "
+forwardingRules:
+  - {name: web, IPAddress: 203.0.113.80, IPProtocol: TCP, portRange: '80', target: web}
+  - {name: dns, IPAddress: 203.0.113.53, IPProtocol: UDP, portRange: '53', target: dns}
+targetPools:
+  - {name: web, region: r, instances: [a, b, c], idleTimeoutSec: 30}
+  - {name: dns, region: r, instances: [a, b, c], idleTimeoutSec: 5}
+instances:
+  - {name: a, ip: 192.0.2.1, zone: z, mac: '02:00:00:00:00:0a'}
+  - {name: b, ip: 192.0.2.2, zone: z, mac: '02:00:00:00:00:0b'}
+  - {name: c, ip: 192.0.2.3, zone: z, mac: '02:00:00:00:00:0c'}
+";
+
+    fn tcp(sport: u16, syn: bool, fin: bool) -> Vec<u8> {
+        let mut f = Vec::new();
+        let b = PacketBuilder::ethernet2([2, 0, 0, 0, 0, 0xc1], [2, 0, 0, 0, 0, 1])
+            .ipv4([198, 51, 100, 7], [203, 0, 113, 80], 64)
+            .tcp(sport, 80, 1, 1000);
+        let b = if syn { b.syn() } else { b.ack(1) };
+        let b = if fin { b.fin() } else { b };
+        b.write(&mut f, &[]).unwrap();
+        f
+    }
+
+    fn udp(sport: u16) -> Vec<u8> {
+        let mut f = Vec::new();
+        PacketBuilder::ethernet2([2, 0, 0, 0, 0, 0xc1], [2, 0, 0, 0, 0, 1])
+            .ipv4([198, 51, 100, 7], [203, 0, 113, 53], 64)
+            .udp(sport, 53)
+            .write(&mut f, &[1, 2, 3])
+            .unwrap();
+        f
+    }
+
+    struct Rig {
+        sim: Sim,
+        dev: Sim,
+        q: Queues,
+        conns: Connections,
+        out: Vec<u8>,
+    }
+
+    impl Rig {
+        fn new() -> Rig {
+            let (config, d) = flowtable_compiler::parse_config("t.yaml", CONFIG);
+            assert!(d.is_empty(), "{d}");
+            let c = compile(&config, &HealthState::new(), &CompileOptions::default()).unwrap();
+            let sim = Sim::from_device(firmware_sim::SimDevice::from_tables(
+                c.tables.clone(),
+                c.nic,
+            ));
+            let mut dev = sim.clone();
+            let info = discover(&mut dev).unwrap();
+            let mut conns =
+                Connections::attach(&mut dev, &info, 1000, LearnOptions::default()).unwrap();
+            conns.set_tables(&c.tables);
+            Rig {
+                sim,
+                dev,
+                q: Queues::new(),
+                conns,
+                out: vec![0; 16384],
+            }
+        }
+
+        /// Sends a frame through the NIC; returns the backend it went to.
+        fn send(&mut self, frame: &[u8]) -> Option<u16> {
+            let r = self.sim.lock().receive(frame, &mut self.out).unwrap();
+            assert_eq!(r.verdict, Verdict::Forward);
+            r.backend
+        }
+
+        fn poll(&mut self, now: u32) -> usize {
+            let mut n = 0;
+            loop {
+                let got = self.conns.poll(&mut self.dev, &mut self.q, now).unwrap();
+                if got == 0 {
+                    return n;
+                }
+                n += got;
+            }
+        }
+    }
+
+    #[test]
+    fn learned_flows_are_installed_and_hit() {
+        let mut rig = Rig::new();
+        // Two bursts of 50: the learn queue holds 64 events (sim profile).
+        let mut backends: Vec<Option<u16>> = Vec::new();
+        for burst in 0..2 {
+            for i in 0..50 {
+                backends.push(rig.send(&tcp(10000 + burst * 50 + i, true, false)));
+            }
+            assert_eq!(rig.poll(1000), 50);
+        }
+        assert_eq!(rig.conns.stats().installed, 100);
+        assert_eq!(rig.conns.conntrack().valid_count(), 100);
+        // The device's own table holds them now: the next packets hit.
+        for (i, b) in backends.iter().enumerate() {
+            let r = rig
+                .sim
+                .lock()
+                .receive(&tcp(10000 + i as u16, false, false), &mut rig.out)
+                .unwrap();
+            assert_eq!(r.conntrack, firmware_sim::CtOutcome::Hit, "flow {i}");
+            assert_eq!(r.backend, *b);
+        }
+        assert_eq!(rig.poll(1000), 0, "hits raise no events");
+    }
+
+    #[test]
+    fn idle_flows_age_out_per_pool_and_closed_ones_sooner() {
+        let mut rig = Rig::new();
+        rig.send(&tcp(1, true, false));
+        rig.send(&tcp(2, true, false));
+        rig.send(&udp(3));
+        rig.poll(1000);
+        assert_eq!(rig.conns.conntrack().valid_count(), 3);
+        // Flow 2 closes (FIN): closed timeout 10 s.
+        rig.send(&tcp(2, false, true));
+        rig.poll(1000);
+        assert_eq!(rig.conns.stats().closed, 1);
+        rig.conns.age(&mut rig.dev, 1001).unwrap(); // clears the hit bits of the FIN
+                                                    // UDP pool: 5 s; closed: 10 s; web: 30 s.
+        assert_eq!(rig.conns.age(&mut rig.dev, 1006).unwrap().evicted, 1);
+        assert_eq!(rig.conns.age(&mut rig.dev, 1011).unwrap().evicted, 1);
+        // Flow 1 is kept alive by traffic.
+        rig.send(&tcp(1, false, false));
+        assert_eq!(rig.conns.age(&mut rig.dev, 1031).unwrap().evicted, 0);
+        assert_eq!(rig.conns.age(&mut rig.dev, 1061).unwrap().evicted, 1);
+        assert_eq!(rig.conns.conntrack().valid_count(), 0);
+        assert_eq!(rig.conns.stats().aged_out, 3);
+    }
+
+    #[test]
+    fn udp_moves_and_tcp_stays_when_the_backend_turns_unhealthy() {
+        let mut rig = Rig::new();
+        for i in 0..60 {
+            rig.send(&tcp(20000 + i, true, false));
+            rig.send(&udp(20000 + i));
+        }
+        rig.poll(1000);
+        let ct = rig.conns.conntrack();
+        let victim = ct.scan().next().unwrap().1.backend;
+        let count = |ct: &Conntrack, proto: u8| {
+            ct.scan()
+                .filter(|(_, e)| e.backend == victim && e.protocol == proto)
+                .count()
+        };
+        let (tcp_before, udp_before) = (count(ct, 6), count(ct, 17));
+        assert!(tcp_before > 0 && udp_before > 0);
+        let evicted = rig
+            .conns
+            .backends_unhealthy(&mut rig.dev, &[victim])
+            .unwrap();
+        assert_eq!(evicted, udp_before);
+        let ct = rig.conns.conntrack();
+        assert_eq!((count(ct, 6), count(ct, 17)), (tcp_before, 0));
+        // The device agrees: its table has no UDP entry of the victim left.
+        let dev = rig.sim.lock();
+        let table = dev.conntrack();
+        let dev_udp = (0..table.len())
+            .filter_map(|i| table.entry(i))
+            .filter(|e| e.valid && e.backend == victim && e.protocol == 17)
+            .count();
+        drop(dev);
+        assert_eq!(dev_udp, 0);
+        assert!(Persistence::AlwaysPersist.keeps(17) && !Persistence::NeverPersist.keeps(6));
+    }
+
+    #[test]
+    fn a_reload_renumbering_backends_rewrites_and_evicts() {
+        let mut rig = Rig::new();
+        for i in 0..30 {
+            rig.send(&tcp(30000 + i, true, false));
+        }
+        rig.poll(1000);
+        // New config: backend 0 (a) removed, 1 → 0, 2 → 1.
+        let plan = rig.conns.plan_remap(|b| b.checked_sub(1), Some);
+        fn on(conns: &Connections, b: u16) -> usize {
+            conns
+                .conntrack()
+                .scan()
+                .filter(|(_, e)| e.backend == b)
+                .count()
+        }
+        let (a, b, c) = (on(&rig.conns, 0), on(&rig.conns, 1), on(&rig.conns, 2));
+        assert_eq!(plan.evict.len(), a);
+        assert_eq!(plan.rewrite.len(), b + c);
+        assert_eq!(rig.conns.evict_removed(&mut rig.dev, &plan).unwrap(), a);
+        assert_eq!(
+            rig.conns
+                .rewrite_renumbered(&mut rig.dev, &plan, 1000)
+                .unwrap(),
+            b + c
+        );
+        let (a2, b2, c2) = (on(&rig.conns, 0), on(&rig.conns, 1), on(&rig.conns, 2));
+        assert_eq!((a2, b2, c2), (b, c, 0));
+    }
+}
