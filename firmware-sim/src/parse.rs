@@ -206,7 +206,7 @@ fn fold(mut sum: u64) -> u16 {
 /// frame a check of the general parser would reject) to the general parser; for the frames
 /// it accepts, every check of the general parser passes and the fields are the same.
 #[inline(always)]
-fn parse_common(frame: &[u8]) -> Option<IpHeaders> {
+pub(crate) fn parse_common(frame: &[u8]) -> Option<IpHeaders> {
     let len = frame.len();
     let mut off = 12;
     let mut tags = 0u8;
@@ -326,7 +326,7 @@ pub fn parse(frame: &[u8]) -> Result<Parsed, Reason> {
 
 /// The parser of docs/pipeline.md, check by check.
 #[inline(never)]
-fn parse_general(frame: &[u8]) -> Result<Parsed, Reason> {
+pub(crate) fn parse_general(frame: &[u8]) -> Result<Parsed, Reason> {
     let len = frame.len();
     if len < 14 {
         return Err(Reason::Runt);

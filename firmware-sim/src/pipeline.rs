@@ -20,7 +20,7 @@
 use crate::action::{self, Edit, MAX_FRAME};
 use crate::conntrack::{tag_of, ConnTable};
 use crate::keyhash::key_hash;
-use crate::parse::{self, proto, tcp_flags, Parsed};
+use crate::parse::{self, proto, tcp_flags, IpHeaders, Parsed};
 use nlb_hw::enums::{Affinity, DefaultAction, Delivery, Event, KeyType, Reason, Verdict};
 use nlb_hw::layouts::{
     AclEntry, BackendEntry, CtEntry, InjectHeader, LearnEvent, PuntHeader, VipEntry,
@@ -418,11 +418,27 @@ pub(crate) fn front_into(
     if !ctx.enabled {
         return ended(Verdict::Pass, Reason::PipelineDisabled, res);
     }
-    let hdr = match parse::parse(frame) {
-        Ok(Parsed::Ip(h)) => h,
-        Ok(Parsed::NotIp) => return ended(Verdict::Pass, Reason::NotIp, res),
-        Err(reason) => return ended(Verdict::Drop, reason, res),
-    };
+    // The common frame and the rest take separate copies of what follows, so that the
+    // common one keeps its headers in registers.
+    match parse::parse_common(frame) {
+        Some(hdr) => front_parsed(ctx, &hdr, memo, res, lane),
+        None => match parse::parse_general(frame) {
+            Ok(Parsed::Ip(hdr)) => front_parsed(ctx, &hdr, memo, res, lane),
+            Ok(Parsed::NotIp) => ended(Verdict::Pass, Reason::NotIp, res),
+            Err(reason) => ended(Verdict::Drop, reason, res),
+        },
+    }
+}
+
+/// [`front_into`] after the parser.
+#[inline(always)]
+fn front_parsed(
+    ctx: &Context<'_>,
+    hdr: &IpHeaders,
+    memo: &mut VipMemo,
+    res: &mut PacketResult,
+    lane: &mut Lane,
+) -> bool {
     res.ip_id = hdr.ip_id;
     let t = ctx.tables;
 
@@ -542,7 +558,7 @@ pub(crate) fn front_into(
     }
     *lane = Lane {
         flow,
-        edit: Edit::of(&hdr),
+        edit: Edit::of(hdr),
         maglev_base: pool.maglev_base,
         maglev_size: pool.maglev_size,
         aff_hash,
