@@ -1,0 +1,247 @@
+//! The admin socket: a Unix socket with mode 0600 (only nlbd's user may connect) answering
+//! one JSON request per connection (protocol in `proto.rs`).
+
+use crate::proto::{
+    endpoint, protocol_name, ConnectionData, ConntrackData, HealthData, InstanceData, PoolData,
+    Reply, Request, StatusData, TargetData, MAX_REQUEST,
+};
+use crate::Daemon;
+use nlb_driver::slowpath::health::{Health, ProbeOutcome, WeightReport};
+use serde::Serialize;
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{UnixListener, UnixStream};
+
+/// How long a client may take to send its request.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A bound admin socket.
+#[derive(Debug)]
+pub struct Admin {
+    listener: UnixListener,
+    path: PathBuf,
+}
+
+/// Binds the socket: a stale socket file nobody answers on is replaced; a live one (another
+/// nlbd) or another kind of file is an error. The socket is made mode 0600 before anyone is
+/// told it exists.
+pub fn bind(path: &Path) -> Result<Admin, String> {
+    if let Ok(meta) = std::fs::symlink_metadata(path) {
+        if !meta.file_type().is_socket() {
+            return Err(format!(
+                "{} exists and is not a socket; choose another --admin-socket",
+                path.display()
+            ));
+        }
+        if std::os::unix::net::UnixStream::connect(path).is_ok() {
+            return Err(format!(
+                "another nlbd answers on {}; stop it or choose another --admin-socket",
+                path.display()
+            ));
+        }
+        std::fs::remove_file(path)
+            .map_err(|e| format!("cannot remove the stale socket {}: {e}", path.display()))?;
+    }
+    let listener = UnixListener::bind(path)
+        .map_err(|e| format!("cannot create the admin socket {}: {e}", path.display()))?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+        .map_err(|e| format!("cannot make {} mode 0600: {e}", path.display()))?;
+    Ok(Admin {
+        listener,
+        path: path.to_path_buf(),
+    })
+}
+
+/// Accepts clients until the task is aborted.
+pub async fn run(admin: Admin, daemon: Arc<Daemon>) {
+    loop {
+        let stream = match admin.listener.accept().await {
+            Ok((s, _)) => s,
+            Err(e) => {
+                tracing::warn!(error = %e, socket = %admin.path.display(), "admin: accept failed");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let daemon = daemon.clone();
+        tokio::spawn(async move {
+            if let Err(e) = client(stream, daemon).await {
+                tracing::debug!(error = %e, "admin client");
+            }
+        });
+    }
+}
+
+fn encode<T: Serialize>(r: Result<T, String>) -> String {
+    let reply = match r {
+        Ok(data) => Reply {
+            ok: true,
+            data: Some(data),
+            error: None,
+        },
+        Err(e) => Reply {
+            ok: false,
+            data: None,
+            error: Some(e),
+        },
+    };
+    let mut s = serde_json::to_string(&reply)
+        .unwrap_or_else(|e| format!("{{\"ok\":false,\"error\":\"encoding the reply: {e}\"}}"));
+    s.push('\n');
+    s
+}
+
+async fn client(stream: UnixStream, daemon: Arc<Daemon>) -> std::io::Result<()> {
+    let (read, mut write) = stream.into_split();
+    let mut line = String::new();
+    let mut reader = BufReader::new(read.take(MAX_REQUEST as u64));
+    let got = tokio::time::timeout(REQUEST_TIMEOUT, reader.read_line(&mut line)).await;
+    let answer = match got {
+        Err(_) => encode::<()>(Err("no request within 5 s".into())),
+        Ok(Err(e)) => encode::<()>(Err(format!("reading the request: {e}"))),
+        Ok(Ok(_)) => match serde_json::from_str::<Request>(line.trim()) {
+            Err(e) => encode::<()>(Err(format!(
+                "bad request ({e}); send one JSON line such as {{\"command\":\"status\"}}"
+            ))),
+            Ok(Request::Status) => encode(status(&daemon).await),
+            Ok(Request::Health) => encode(health(&daemon).await),
+            Ok(Request::Conntrack { limit }) => encode(conntrack(&daemon, limit).await),
+        },
+    };
+    write.write_all(answer.as_bytes()).await?;
+    write.shutdown().await
+}
+
+async fn status(daemon: &Daemon) -> Result<StatusData, String> {
+    let s = daemon.engine_status(false).await?;
+    let c = &s.controller;
+    let h = &c.decision_latency;
+    Ok(StatusData {
+        device: s.device.clone(),
+        profile: s.profile.to_string(),
+        config_file: s.config_file.clone(),
+        config_digest: s.config_digest.clone(),
+        generation: s.generation,
+        active_bank: s.active_bank,
+        load_pending: s.load_pending,
+        uptime_secs: daemon.uptime().as_secs(),
+        metrics_addr: daemon.metrics_addr.map(|a| a.to_string()),
+        loads: c.loads,
+        load_errors: c.load_errors,
+        reloads: c.reloads,
+        reloads_refused: c.reloads_refused,
+        decisions: h.count,
+        decision_latency_max_ms: c.decision_latency_max.as_secs_f64() * 1e3,
+        decision_latency_mean_ms: if h.count == 0 {
+            0.0
+        } else {
+            h.sum.as_secs_f64() * 1e3 / h.count as f64
+        },
+        assumed_targets: s.assumed_targets,
+        conntrack_entries: s.conntrack_entries,
+        conntrack_capacity: s.conntrack_capacity,
+        learn_events: s.learn.learn_events + s.learn.teardown_events,
+        punts: s.punts.by_reason.iter().sum(),
+        injected: s.punts.injected,
+        device_errors: s.device_errors,
+        pools: s
+            .pools
+            .iter()
+            .map(|p| PoolData {
+                name: p.name.clone(),
+                members: p.members,
+                healthy: p.healthy,
+                eligible: p.eligible.clone(),
+                serving: p.serving.clone(),
+                failed_over: p.failed_over,
+                why: p.why.clone(),
+            })
+            .collect(),
+    })
+}
+
+fn last_result(o: &ProbeOutcome) -> String {
+    match &o.result {
+        Ok(_) => "pass".into(),
+        Err(f) => f.label().to_string(),
+    }
+}
+
+async fn health(daemon: &Daemon) -> Result<HealthData, String> {
+    let engine = daemon.engine_status(false).await?;
+    let snap = daemon.checker.snapshot();
+    let metrics = daemon.checker.metrics();
+    let targets = snap
+        .targets
+        .iter()
+        .map(|t| TargetData {
+            pool: t.target.key.pool.clone(),
+            backend: t.target.key.backend.clone(),
+            url: format!(
+                "http://{}{}",
+                endpoint(t.target.ip, t.target.check.port),
+                t.target.check.request_path
+            ),
+            host: t.target.host_header(),
+            health: match t.health {
+                Health::Healthy => "healthy",
+                Health::Unhealthy => "unhealthy",
+                Health::Unknown => "unknown",
+            }
+            .into(),
+            weight: match t.weight {
+                WeightReport::Weight(w) => w.to_string(),
+                WeightReport::Missing => "missing".into(),
+                WeightReport::Invalid => "invalid".into(),
+                WeightReport::NotWeighted => "not_weighted".into(),
+            },
+            passes: t.consecutive_passes,
+            failures: t.consecutive_failures,
+            last_result: t.last_probe.as_ref().map(last_result),
+            last_latency_ms: t.last_probe.as_ref().map(|o| o.latency.as_secs_f64() * 1e3),
+            changed_secs_ago: t
+                .changed_at
+                .map(|at| snap.taken_at.saturating_duration_since(at).as_secs_f64()),
+        })
+        .collect();
+    let instances = engine
+        .health
+        .backends
+        .iter()
+        .map(|(name, h)| InstanceData {
+            name: name.clone(),
+            healthy: h.healthy,
+            weight: h.weight,
+        })
+        .collect();
+    Ok(HealthData {
+        targets,
+        instances,
+        probes: metrics.probes,
+        in_flight: metrics.in_flight,
+    })
+}
+
+async fn conntrack(daemon: &Daemon, limit: usize) -> Result<ConntrackData, String> {
+    let list = daemon.connections(limit).await?;
+    Ok(ConntrackData {
+        total: list.total,
+        capacity: list.capacity,
+        entries: list
+            .entries
+            .iter()
+            .map(|c| ConnectionData {
+                protocol: protocol_name(c.protocol),
+                client: endpoint(c.client, c.client_port),
+                vip: endpoint(c.vip, c.vip_port),
+                backend: c.backend.clone(),
+                rule: c.rule.clone(),
+                closed: c.closed,
+                age_secs: c.age_secs,
+            })
+            .collect(),
+    })
+}

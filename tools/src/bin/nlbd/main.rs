@@ -1,0 +1,318 @@
+//! nlbd: the host slow-path daemon of nlb-offload.
+//!
+//! ```text
+//!  tokio runtime                                   engine thread (owns the device)
+//!  ┌──────────────────────────────┐               ┌──────────────────────────────────┐
+//!  │ HealthChecker ─ events ──────┼── Command ───►│ Controller: recompile, delta load │
+//!  │ reload: SIGHUP, file change ─┼── Command ───►│ Connections: learn, age, persist  │
+//!  │ admin socket (0600) ─────────┼── Command ───►│ PuntHandler: fragments, ICMP      │
+//!  │ metrics (hyper, 127.0.0.1) ──┼── Command ───►│ counters                          │
+//!  │ SIGTERM/SIGINT → shutdown ───┼── Shutdown ──►│                                   │
+//!  └──────────────────────────────┘               └──────────────────────────────────┘
+//! ```
+//!
+//! See docs/nlbd.md.
+
+mod admin;
+mod metrics;
+mod proto;
+mod reload;
+
+use clap::Parser;
+use flowtable_compiler::Config;
+use nlb_driver::open_device;
+use nlb_driver::slowpath::engine::{Command, ConnectionList, Engine, EngineOptions, EngineStatus};
+use nlb_driver::slowpath::health::{targets_from_config, CheckerOptions, HealthChecker};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::mpsc::Sender;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::oneshot;
+use tracing::{error, info, warn};
+
+/// How long a request to the engine may take before the caller gives up.
+const ENGINE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The nlb-offload slow-path daemon: health checks, table updates, learned connections,
+/// fragments, metrics and an admin socket for one NIC.
+///
+/// It compiles CONFIG for the NIC's capacity profile and loads it (a restarted nlbd reads the
+/// tables and connections back from the NIC and carries on: traffic does not stop), probes
+/// every backend with its pool's health check and updates the tables when health changes,
+/// installs the connections the NIC learns and ages them, sends punted fragments after their
+/// first fragment, reloads CONFIG on SIGHUP or when the file changes (a configuration that does
+/// not compile is refused and the old one keeps serving), serves Prometheus metrics and
+/// answers `nlbctl status|health|conntrack` on its admin socket. SIGTERM or SIGINT stop it;
+/// the NIC keeps forwarding with what it holds.
+///
+/// Example: nlbd --config /etc/nlb/lb.yaml --device pci:0000:03:00.0
+///
+/// Logs go to stderr; set NLBD_LOG (for example `debug` or `nlb_driver=debug,info`) to choose
+/// what is logged.
+#[derive(Parser, Debug)]
+#[command(name = "nlbd", version)]
+struct Args {
+    /// The load-balancer configuration (YAML or JSON, docs/config.md).
+    #[arg(long, value_name = "FILE")]
+    config: PathBuf,
+    /// The NIC: pci:DDDD:BB:DD.F (bound to vfio-pci) or sim:PATH (an nlb-sim socket).
+    #[arg(long, value_name = "SPEC")]
+    device: String,
+    /// Address of the Prometheus metrics endpoint (`off` for none).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9470")]
+    metrics_addr: String,
+    /// The admin socket (created with mode 0600).
+    #[arg(long, value_name = "PATH", default_value = proto::DEFAULT_SOCKET)]
+    admin_socket: PathBuf,
+    /// How often to look at CONFIG for changes, in milliseconds (0: only on SIGHUP).
+    #[arg(long, value_name = "MS", default_value_t = 1000)]
+    watch_ms: u64,
+    /// How long the engine waits for work when the NIC's queues are empty, in microseconds
+    /// (the queue polling period when idle).
+    #[arg(long, value_name = "US", default_value_t = 1000)]
+    poll_us: u64,
+    /// Logs as JSON lines.
+    #[arg(long)]
+    log_json: bool,
+}
+
+/// What the tasks of the daemon share.
+#[derive(Debug)]
+pub struct Daemon {
+    /// The health checker.
+    pub checker: HealthChecker,
+    engine: Sender<Command>,
+    /// Where metrics are served.
+    pub metrics_addr: Option<SocketAddr>,
+    /// The configuration file.
+    pub config_path: PathBuf,
+    started: Instant,
+}
+
+impl Daemon {
+    fn send(&self, cmd: Command) -> Result<(), String> {
+        self.engine
+            .send(cmd)
+            .map_err(|_| "the engine has stopped".to_string())
+    }
+
+    async fn ask<T>(&self, make: impl FnOnce(oneshot::Sender<T>) -> Command) -> Result<T, String> {
+        let (tx, rx) = oneshot::channel();
+        self.send(make(tx))?;
+        match tokio::time::timeout(ENGINE_TIMEOUT, rx).await {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(_)) => Err("the engine has stopped".into()),
+            Err(_) => Err(format!(
+                "the engine did not answer within {ENGINE_TIMEOUT:?}"
+            )),
+        }
+    }
+
+    /// The engine's state (and the NIC's counters).
+    pub async fn engine_status(&self, counters: bool) -> Result<Box<EngineStatus>, String> {
+        self.ask(|reply| Command::Status { counters, reply }).await
+    }
+
+    /// The connection table.
+    pub async fn connections(&self, limit: usize) -> Result<ConnectionList, String> {
+        self.ask(|reply| Command::Connections { limit, reply })
+            .await
+    }
+
+    /// Offers a parsed configuration to the engine; on success the checker takes its targets.
+    pub async fn reload(&self, config: Config) -> Result<(), String> {
+        let targets = targets_from_config(&config);
+        let snapshot = self.checker.snapshot();
+        let report = self
+            .ask(|reply| Command::Reload {
+                config: Box::new(config),
+                snapshot,
+                reply,
+            })
+            .await??;
+        match self.checker.set_targets(targets) {
+            Ok(s) => info!(
+                generation = report.generation,
+                targets_added = s.added,
+                targets_removed = s.removed,
+                targets_changed = s.changed,
+                "health targets updated for the new configuration"
+            ),
+            // The controller validated the same targets; this would be a bug.
+            Err(e) => error!(error = %e, "the health checker refused the new targets"),
+        }
+        Ok(())
+    }
+
+    /// Seconds since start.
+    pub fn uptime(&self) -> Duration {
+        self.started.elapsed()
+    }
+}
+
+fn init_logs(json: bool) {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("NLBD_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    use std::io::IsTerminal as _;
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_writer(std::io::stderr);
+    if json {
+        builder.json().init();
+    } else {
+        builder.init();
+    }
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    init_logs(args.log_json);
+    match run(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err((code, message)) => {
+            error!("{message}");
+            eprintln!("nlbd: {message}");
+            ExitCode::from(code)
+        }
+    }
+}
+
+type Failure = (u8, String);
+
+fn run(args: Args) -> Result<(), Failure> {
+    let text = std::fs::read_to_string(&args.config)
+        .map_err(|e| (1, format!("cannot read {}: {e}", args.config.display())))?;
+    let (config, diags) =
+        flowtable_compiler::parse_config(&args.config.display().to_string(), &text);
+    diags
+        .into_result()
+        .map_err(|d| (1, d.to_string().trim_end().to_string()))?;
+    let serving = reload::digest(&text);
+    let metrics_addr: Option<SocketAddr> = match args.metrics_addr.as_str() {
+        "off" => None,
+        a => Some(a.parse().map_err(|_| {
+            (
+                1,
+                format!("--metrics-addr `{a}` is not an address (valid: 127.0.0.1:9470, [::1]:9470 or off)"),
+            )
+        })?),
+    };
+    let dev = open_device(&args.device).map_err(|e| (1, e.to_string()))?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| (2, format!("cannot start the runtime: {e}")))?;
+    runtime.block_on(serve(args, config, serving, dev, metrics_addr))
+}
+
+async fn serve(
+    args: Args,
+    config: Config,
+    serving: u64,
+    dev: Box<dyn nlb_driver::Device>,
+    metrics_addr: Option<SocketAddr>,
+) -> Result<(), Failure> {
+    let (checker, mut events) =
+        HealthChecker::new(CheckerOptions::default()).map_err(|e| (2, e.to_string()))?;
+    let targets = targets_from_config(&config);
+    let options = EngineOptions {
+        idle_poll: Duration::from_micros(args.poll_us.max(10)),
+        ..EngineOptions::default()
+    };
+    // Attaching reads both banks and the connection table back: blocking work.
+    let snapshot = checker.snapshot();
+    let started =
+        tokio::task::spawn_blocking(move || Engine::start(dev, config, &snapshot, options))
+            .await
+            .map_err(|e| (2, format!("engine start: {e}")))?;
+    let (engine, _) = started.map_err(|e| (1, e.to_string()))?;
+    checker
+        .set_targets(targets)
+        .map_err(|e| (1, format!("{}: {e}", args.config.display())))?;
+
+    let listener = match metrics_addr {
+        Some(addr) => Some(
+            tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(|e| (1, format!("cannot serve metrics on {addr}: {e}")))?,
+        ),
+        None => None,
+    };
+    let metrics_addr = listener.as_ref().and_then(|l| l.local_addr().ok());
+    let admin = admin::bind(&args.admin_socket).map_err(|e| (1, e))?;
+
+    let (tx, rx) = std::sync::mpsc::channel();
+    let engine_thread = std::thread::Builder::new()
+        .name("nlbd-engine".into())
+        .spawn(move || engine.run(rx))
+        .map_err(|e| (2, format!("cannot start the engine thread: {e}")))?;
+    let daemon = Arc::new(Daemon {
+        checker,
+        engine: tx,
+        metrics_addr,
+        config_path: args.config.clone(),
+        started: Instant::now(),
+    });
+    info!(
+        config = %args.config.display(),
+        device = %args.device,
+        metrics = ?metrics_addr,
+        admin_socket = %args.admin_socket.display(),
+        "nlbd running"
+    );
+
+    let mut tasks = Vec::new();
+    {
+        let daemon = daemon.clone();
+        tasks.push(tokio::spawn(async move {
+            while let Some(changes) = events.recv().await {
+                let snapshot = daemon.checker.snapshot();
+                if daemon.send(Command::Health { changes, snapshot }).is_err() {
+                    break;
+                }
+            }
+        }));
+    }
+    if let Some(l) = listener {
+        tasks.push(tokio::spawn(metrics::run(l, daemon.clone())));
+    }
+    tasks.push(tokio::spawn(admin::run(admin, daemon.clone())));
+    let watch = (args.watch_ms > 0).then(|| Duration::from_millis(args.watch_ms));
+    tasks.push(tokio::spawn(reload::run(daemon.clone(), watch, serving)));
+
+    wait_for_shutdown().await;
+    info!("shutting down: the NIC keeps forwarding with its tables and connections");
+    for t in &tasks {
+        t.abort();
+    }
+    for t in tasks {
+        let _ = t.await;
+    }
+    let _ = daemon.send(Command::Shutdown);
+    let joined = tokio::task::spawn_blocking(move || engine_thread.join()).await;
+    if !matches!(joined, Ok(Ok(_))) {
+        warn!("the engine thread ended abnormally");
+    }
+    let _ = std::fs::remove_file(&args.admin_socket);
+    Ok(())
+}
+
+async fn wait_for_shutdown() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        warn!("cannot install signal handlers; stop nlbd with SIGKILL");
+        std::future::pending::<()>().await;
+        return;
+    };
+    tokio::select! {
+        _ = term.recv() => info!("SIGTERM"),
+        _ = int.recv() => info!("SIGINT"),
+    }
+}

@@ -1,0 +1,214 @@
+//! The admin socket protocol of nlbd, shared with `nlbctl status|health|conntrack` (which
+//! include this file).
+//!
+//! A client connects to the Unix socket (mode 0600, so only nlbd's user), writes one request as
+//! one JSON line and reads one JSON reply line; then the connection closes.
+//!
+//! ```text
+//! → {"command":"health"}
+//! ← {"ok":true,"data":{...}}        or {"ok":false,"error":"why"}
+//! ```
+#![allow(dead_code)]
+
+use serde::{Deserialize, Serialize};
+
+/// Where nlbd listens and nlbctl connects by default.
+pub const DEFAULT_SOCKET: &str = "/run/nlbd.sock";
+
+/// Largest request line accepted.
+pub const MAX_REQUEST: usize = 4096;
+
+/// A request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "command", rename_all = "snake_case")]
+pub enum Request {
+    /// Device, tables, configuration, pools, counters of the daemon.
+    Status,
+    /// Every health target and the per-instance health the tables were compiled with.
+    Health,
+    /// The connection table.
+    Conntrack {
+        /// Most entries listed.
+        limit: usize,
+    },
+}
+
+/// A reply envelope.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Reply<T> {
+    /// Whether `data` holds the answer.
+    pub ok: bool,
+    /// The answer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data: Option<T>,
+    /// Why not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// `status`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StatusData {
+    /// The device spec.
+    pub device: String,
+    /// Capacity profile.
+    pub profile: String,
+    /// Configuration file.
+    pub config_file: String,
+    /// Digest prefix of the configuration serving.
+    pub config_digest: String,
+    /// Generation serving.
+    pub generation: u32,
+    /// Bank serving.
+    pub active_bank: u8,
+    /// A failed load waits for its retry.
+    pub load_pending: bool,
+    /// Seconds since start.
+    pub uptime_secs: u64,
+    /// Prometheus endpoint.
+    pub metrics_addr: Option<String>,
+    /// Successful loads.
+    pub loads: u64,
+    /// Failed loads.
+    pub load_errors: u64,
+    /// Reloads applied.
+    pub reloads: u64,
+    /// Reloads refused or failed.
+    pub reloads_refused: u64,
+    /// Health decisions applied to tables.
+    pub decisions: u64,
+    /// Worst decision-to-table-active latency, milliseconds.
+    pub decision_latency_max_ms: f64,
+    /// Mean decision-to-table-active latency, milliseconds.
+    pub decision_latency_mean_ms: f64,
+    /// Health targets still on their start-up assumption.
+    pub assumed_targets: usize,
+    /// Connections in the table.
+    pub conntrack_entries: usize,
+    /// Its capacity.
+    pub conntrack_capacity: usize,
+    /// Learn events handled.
+    pub learn_events: u64,
+    /// Punted frames handled.
+    pub punts: u64,
+    /// Frames injected.
+    pub injected: u64,
+    /// Register access failures.
+    pub device_errors: u64,
+    /// Per pool.
+    pub pools: Vec<PoolData>,
+}
+
+/// One pool in `status`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PoolData {
+    /// Name.
+    pub name: String,
+    /// Members configured.
+    pub members: usize,
+    /// Members healthy.
+    pub healthy: usize,
+    /// Members with slots.
+    pub eligible: Vec<String>,
+    /// The pool whose slice serves.
+    pub serving: String,
+    /// The backup serves.
+    pub failed_over: bool,
+    /// Why.
+    pub why: String,
+}
+
+/// `health`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct HealthData {
+    /// Every (pool, instance) probed.
+    pub targets: Vec<TargetData>,
+    /// Per instance, as the tables were compiled (`healthy` after fail-open and assumptions).
+    pub instances: Vec<InstanceData>,
+    /// Distinct probes running.
+    pub probes: usize,
+    /// Probes in flight.
+    pub in_flight: u64,
+}
+
+/// One health target.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TargetData {
+    /// Pool.
+    pub pool: String,
+    /// Instance.
+    pub backend: String,
+    /// Probe URL (`http://ip:port/path`).
+    pub url: String,
+    /// Host header.
+    pub host: String,
+    /// `healthy`, `unhealthy` or `unknown`.
+    pub health: String,
+    /// Reported weight, or `missing` / `invalid` / `not_weighted`.
+    pub weight: String,
+    /// Consecutive passes counted.
+    pub passes: u32,
+    /// Consecutive failures counted.
+    pub failures: u32,
+    /// The last probe: `pass` or its failure label.
+    pub last_result: Option<String>,
+    /// Its latency, milliseconds.
+    pub last_latency_ms: Option<f64>,
+    /// Seconds since the last transition.
+    pub changed_secs_ago: Option<f64>,
+}
+
+/// One instance's compiled health.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct InstanceData {
+    /// Instance.
+    pub name: String,
+    /// Counted healthy by the compiler.
+    pub healthy: bool,
+    /// Probe weight used.
+    pub weight: Option<u32>,
+}
+
+/// `conntrack`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ConntrackData {
+    /// Valid entries.
+    pub total: usize,
+    /// Capacity.
+    pub capacity: usize,
+    /// The first entries by index.
+    pub entries: Vec<ConnectionData>,
+}
+
+/// One connection.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ConnectionData {
+    /// `tcp`, `udp` or the number.
+    pub protocol: String,
+    /// `ip:port` of the client.
+    pub client: String,
+    /// `ip:port` of the VIP.
+    pub vip: String,
+    /// Backend name.
+    pub backend: String,
+    /// Rule name.
+    pub rule: String,
+    /// FIN/RST seen.
+    pub closed: bool,
+    /// Seconds since installed.
+    pub age_secs: u32,
+}
+
+/// `ip:port` with IPv6 in brackets.
+pub fn endpoint(ip: std::net::IpAddr, port: u16) -> String {
+    std::net::SocketAddr::new(ip, port).to_string()
+}
+
+/// A protocol name.
+pub fn protocol_name(p: u8) -> String {
+    match p {
+        6 => "tcp".into(),
+        17 => "udp".into(),
+        n => n.to_string(),
+    }
+}
