@@ -50,6 +50,8 @@ commands! {
     Flash => cmd_flash,
     FwInfo => cmd_fw_info,
     Reboot => cmd_reboot,
+    Health => cmd_health,
+    Conntrack => cmd_conntrack,
 }
 
 /// Control tool of nlb-offload, a passthrough L4 load balancer on an FPGA SmartNIC.

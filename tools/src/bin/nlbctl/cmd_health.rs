@@ -1,0 +1,121 @@
+//! `nlbctl health`: the health of every backend, as the running nlbd sees it.
+
+use crate::common::{self, CliError};
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The admin protocol of nlbd (shared source).
+#[path = "../nlbd/proto.rs"]
+pub mod proto;
+
+/// Show every health target (pool, backend) of the running nlbd: its probe, state, weight,
+/// consecutive results and last probe; then each instance as the tables were compiled
+/// (healthy after fail open, with the weight used).
+///
+/// Talks to nlbd's admin socket (mode 0600: run as nlbd's user).
+///
+/// Example: nlbctl health --socket /run/nlbd.sock
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// nlbd's admin socket.
+    #[arg(long, value_name = "PATH", default_value = proto::DEFAULT_SOCKET)]
+    socket: PathBuf,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Sends one request to nlbd and returns the answer's data.
+pub fn ask<T: serde::de::DeserializeOwned>(
+    socket: &Path,
+    request: &proto::Request,
+) -> Result<T, CliError> {
+    let where_ = socket.display();
+    let mut stream = UnixStream::connect(socket).map_err(|e| {
+        CliError::user(format!(
+            "error: cannot reach nlbd at {where_}: {e} (is nlbd running with --admin-socket {where_}, and are you its user?)"
+        ))
+    })?;
+    let io =
+        |e: std::io::Error| CliError::internal(format!("error: talking to nlbd at {where_}: {e}"));
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .map_err(io)?;
+    let mut line = serde_json::to_string(request)
+        .map_err(|e| CliError::internal(format!("internal error: {e}")))?;
+    line.push('\n');
+    stream.write_all(line.as_bytes()).map_err(io)?;
+    let mut answer = String::new();
+    BufReader::new(stream).read_line(&mut answer).map_err(io)?;
+    let reply: proto::Reply<T> = serde_json::from_str(&answer).map_err(|e| {
+        CliError::internal(format!(
+            "error: nlbd at {where_} answered something unexpected: {e}"
+        ))
+    })?;
+    match (reply.ok, reply.data) {
+        (true, Some(data)) => Ok(data),
+        _ => Err(CliError::internal(format!(
+            "error: nlbd: {}",
+            reply.error.unwrap_or_else(|| "no answer".into())
+        ))),
+    }
+}
+
+/// Runs the subcommand.
+pub fn run(args: Args) -> Result<(), CliError> {
+    let h: proto::HealthData = ask(&args.socket, &proto::Request::Health)?;
+    if args.json {
+        return common::print_json(&h);
+    }
+    let dash = || "-".to_string();
+    outln!(
+        "{:<20} {:<20} {:<9} {:>6} {:>5} {:>5} {:<16} {:>9}  probe",
+        "pool",
+        "backend",
+        "health",
+        "weight",
+        "pass",
+        "fail",
+        "last",
+        "latency"
+    );
+    for t in &h.targets {
+        outln!(
+            "{:<20} {:<20} {:<9} {:>6} {:>5} {:>5} {:<16} {:>9}  {} (Host: {})",
+            t.pool,
+            t.backend,
+            t.health,
+            t.weight,
+            t.passes,
+            t.failures,
+            t.last_result.clone().unwrap_or_else(dash),
+            t.last_latency_ms
+                .map_or_else(dash, |ms| format!("{ms:.1} ms")),
+            t.url,
+            t.host
+        );
+    }
+    if h.targets.is_empty() {
+        outln!("(no pool has a health check)");
+    }
+    outln!();
+    outln!(
+        "{:<20} {:<9} weight (as the tables were compiled)",
+        "instance",
+        "healthy"
+    );
+    for i in &h.instances {
+        outln!(
+            "{:<20} {:<9} {}",
+            i.name,
+            if i.healthy { "yes" } else { "no" },
+            i.weight
+                .map_or_else(|| "configured".to_string(), |w| w.to_string())
+        );
+    }
+    outln!();
+    outln!("{} distinct probes, {} in flight", h.probes, h.in_flight);
+    Ok(())
+}
