@@ -494,3 +494,44 @@ fn power_cuts_anywhere_never_brick_the_card() {
         );
     }
 }
+
+#[test]
+fn the_part_check_uses_the_header_and_the_packets() {
+    let fw = |part_id| FirmwareIdent {
+        design_version: 0,
+        regmap_version: 0,
+        build_id: 0,
+        git_hash: 0,
+        board_id: 0x0280,
+        part_id,
+        profile_id: 0,
+        boot: BootStatus::from_register(0),
+    };
+    let with = |part: &str, idcode: Option<u32>| {
+        let mut b = image(XCU280_IDCODE, 1, 4);
+        b.idcode = idcode;
+        b.header = Some(bitstream::BitHeader {
+            design: "top".into(),
+            design_field: "top".into(),
+            user_id: None,
+            tool_version: None,
+            part: part.into(),
+            date: String::new(),
+            time: String::new(),
+            data_len: b.data.len() as u32,
+        });
+        b
+    };
+    // The card reports its IDCODE with a revision nibble: ignored.
+    let card = fw(0x1000_0000 | XCU280_IDCODE);
+    assert!(check_part(&with("xcu280-fsvh2892-2L-e", None), &card).is_ok());
+    assert!(check_part(&with("xcu280-fsvh2892-2L-e", Some(XCU280_IDCODE)), &card).is_ok());
+    let e = check_part(&with("xcu250-figd2104-2L-e", None), &card).unwrap_err();
+    assert!(e.to_string().contains("xcu250-figd2104-2L-e"), "{e}");
+    // Header and packets disagree: the packets' part is refused.
+    let e = check_part(&with("xcu280-fsvh2892-2L-e", Some(XCU250_IDCODE)), &card).unwrap_err();
+    assert!(matches!(e, FlashError::PartMismatch { .. }), "{e}");
+    // An unknown part name and no IDCODE: cannot tell.
+    let e = check_part(&with("xc7a35t-csg324-1", None), &card).unwrap_err();
+    assert!(matches!(e, FlashError::UnknownTargetPart { .. }), "{e}");
+}
