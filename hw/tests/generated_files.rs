@@ -69,3 +69,45 @@ fn block_list_is_walkable() {
     assert_eq!(nlb_hw::blocks::fw_id::BASE, 0);
     assert_eq!(nlb_hw::blocks::fw_id::NEXT, nlb_hw::blocks::ctrl::BASE);
 }
+
+#[test]
+fn a_changed_field_width_changes_every_generated_output() {
+    // What happens when someone edits hw/regmap.toml: widen port_slot.rule by one bit.
+    let original = nlb_hw::REGMAP_TOML;
+    let needle = r#"{ name = "rule", width = 12, doc = "rule id" }"#;
+    assert!(
+        original.contains(needle),
+        "test needs the port_slot.rule field"
+    );
+    let changed_text =
+        original.replace(needle, r#"{ name = "rule", width = 13, doc = "rule id" }"#);
+    let before = nlb_hw::model::Regmap::parse(original).unwrap();
+    let after = nlb_hw::model::Regmap::parse(&changed_text).unwrap();
+    let width = |m: &nlb_hw::model::Regmap, l: &str| m.layout_width(m.layout(l).unwrap());
+    assert_eq!(width(&after, "port_slot"), width(&before, "port_slot") + 1);
+    assert_eq!(
+        width(&after, "vip_entry"),
+        width(&before, "vip_entry") + 4,
+        "4 slots per VIP"
+    );
+    // The Rust layer build.rs would generate.
+    let rust = nlb_hw::codegen::rust(&after);
+    assert!(rust.contains("pub const RULE_WIDTH: usize = 13;"));
+    assert_eq!(
+        nlb_hw::layouts::PortSlot::RULE_WIDTH,
+        12,
+        "the compiled crate has the file's 12"
+    );
+    // The checked-in Verilog header and doc no longer match: the staleness test would fail.
+    let hw = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for (path, _) in nlb_hw::generated_files(hw).unwrap() {
+        let on_disk = std::fs::read_to_string(&path).unwrap();
+        let regenerated = if path.extension().is_some_and(|e| e == "vh") {
+            nlb_hw::codegen::verilog(&after)
+        } else {
+            nlb_hw::codegen::markdown(&after)
+        };
+        assert_ne!(on_disk, regenerated, "{} would be stale", path.display());
+    }
+    assert!(nlb_hw::codegen::verilog(&after).contains("localparam NLB_PORT_SLOT_RULE_W = 13;"));
+}
