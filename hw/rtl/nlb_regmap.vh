@@ -95,6 +95,17 @@ localparam NLB_COUNTER_KIND_RULE = 2'h0; // per rule id: packets/bytes that matc
 localparam NLB_COUNTER_KIND_BACKEND = 2'h1; // per backend id: packets/bytes forwarded to it; drops of packets bound for it
 localparam NLB_COUNTER_KIND_REASON = 2'h2; // per reason value
 localparam NLB_COUNTER_KIND_VERDICT = 2'h3; // per verdict value
+// boot_rejection: Why the boot logic refused the requested (user) image and loaded the fallback (reboot.boot_status bits 7..4).
+localparam NLB_BOOT_REJECTION_NONE = 4'h0; // the requested image booted
+localparam NLB_BOOT_REJECTION_NOT_A_SEGMENT = 4'h1; // boot_addr is not the start of a multiboot segment
+localparam NLB_BOOT_REJECTION_MARKER_ERASED = 4'h2; // the segment's image marker is erased (never written, or the flash was interrupted)
+localparam NLB_BOOT_REJECTION_MARKER_DAMAGED = 4'h3; // the marker's own CRC is wrong
+localparam NLB_BOOT_REJECTION_TOO_LONG = 4'h4; // the marker's image length exceeds the segment
+localparam NLB_BOOT_REJECTION_CRC_MISMATCH = 4'h5; // the image CRC-32 differs from the marker's
+localparam NLB_BOOT_REJECTION_NO_SYNC = 4'h6; // no configuration sync word
+localparam NLB_BOOT_REJECTION_WRONG_PART = 4'h7; // the bitstream's IDCODE is for another FPGA part
+localparam NLB_BOOT_REJECTION_BAD_PACKET = 4'h8; // malformed configuration packet
+localparam NLB_BOOT_REJECTION_TRUNCATED = 4'h9; // the configuration stream ends early
 // table_cmd: Commands of the table write window and the conntrack access block.
 localparam NLB_TABLE_CMD_WRITE = 2'h1; // copy the data words into the addressed entry
 localparam NLB_TABLE_CMD_READ = 2'h2; // copy the addressed entry into the data words
@@ -391,8 +402,8 @@ localparam NLB_BLK_SPI_FLASH_NEXT = 32'h7000;
 localparam NLB_REG_SPI_FLASH_TYPE = 32'h6000;
 localparam NLB_REG_SPI_FLASH_VERSION = 32'h6004;
 localparam NLB_REG_SPI_FLASH_NEXT = 32'h6008;
-localparam NLB_REG_SPI_FLASH_CTRL = 32'h600c; // [rw] bit 0 chip select asserted, bits 15..8 clock divider
-localparam NLB_REG_SPI_FLASH_TXRX = 32'h6010; // [rw] write: shift out bits 7..0 (bits 9..8 = byte count - 1 for 1..4 bytes, MSB first); read: bytes shifted in
+localparam NLB_REG_SPI_FLASH_CTRL = 32'h600c; // [rw] bit 0 chip select asserted; bits 15..8 clock divider div (SCK = clk / (2 x (div + 1)), reset 3); bits 17..16 bytes per txrx access - 1 (1..4). Accesses to ctrl and txrx wait while a transfer runs
+localparam NLB_REG_SPI_FLASH_TXRX = 32'h6010; // [rw] write: shift out the low N bytes (N from ctrl bits 17..16), most significant first (N = 1: bits 7..0); read: the N bytes shifted in by the last write, the last one in bits 7..0
 localparam NLB_REG_SPI_FLASH_STATUS = 32'h6014; // [ro] bit 0 busy shifting
 // reboot: Reconfiguration from flash (ICAP IPROG) and what booted.
 localparam NLB_BLK_REBOOT_BASE = 32'h7000;
@@ -402,9 +413,9 @@ localparam NLB_BLK_REBOOT_NEXT = 32'h8000;
 localparam NLB_REG_REBOOT_TYPE = 32'h7000;
 localparam NLB_REG_REBOOT_VERSION = 32'h7004;
 localparam NLB_REG_REBOOT_NEXT = 32'h7008;
-localparam NLB_REG_REBOOT_BOOT_ADDR = 32'h700c; // [rw] flash byte address of the image to load on reboot
+localparam NLB_REG_REBOOT_BOOT_ADDR = 32'h700c; // [rw] flash byte address of the image to load on reboot; returns to the user segment after every boot
 localparam NLB_REG_REBOOT_REBOOT = 32'h7010; // [wo] write 0x5245424F ('REBO') to reload from flash
-localparam NLB_REG_REBOOT_BOOT_STATUS = 32'h7014; // [ro] bit 0 fallback image booted, bits 31..8 address the running image came from (>> 8)
+localparam NLB_REG_REBOOT_BOOT_STATUS = 32'h7014; // [ro] bit 0 fallback image booted; bits 7..4 enum boot_rejection: why the requested image was refused; bits 31..8 address the running image came from (>> 8)
 // queues: Punt, learn and inject queues (the shell's DMA does this on hardware; the register path serves simulation and debug).
 localparam NLB_BLK_QUEUES_BASE = 32'h8000;
 localparam NLB_BLK_QUEUES_TYPE = 32'h4e4c0006;

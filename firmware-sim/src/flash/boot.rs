@@ -35,17 +35,19 @@ pub enum Rejection {
 impl Rejection {
     /// The 4-bit code of `boot_status` bits 7..4 (0 = nothing was rejected).
     pub fn code(&self) -> u32 {
+        use nlb_hw::enums::BootRejection as B;
         match self {
-            Rejection::NotASegment => 1,
-            Rejection::Marker(MarkerError::Erased) => 2,
-            Rejection::Marker(_) => 3,
-            Rejection::TooLong => 4,
-            Rejection::Crc => 5,
-            Rejection::Config(ConfigError::NoSync) => 6,
-            Rejection::Config(ConfigError::IdcodeMismatch { .. }) => 7,
-            Rejection::Config(ConfigError::BadPacket { .. }) => 8,
-            Rejection::Config(ConfigError::Truncated) => 9,
+            Rejection::NotASegment => B::NotASegment,
+            Rejection::Marker(MarkerError::Erased) => B::MarkerErased,
+            Rejection::Marker(_) => B::MarkerDamaged,
+            Rejection::TooLong => B::TooLong,
+            Rejection::Crc => B::CrcMismatch,
+            Rejection::Config(ConfigError::NoSync) => B::NoSync,
+            Rejection::Config(ConfigError::IdcodeMismatch { .. }) => B::WrongPart,
+            Rejection::Config(ConfigError::BadPacket { .. }) => B::BadPacket,
+            Rejection::Config(ConfigError::Truncated) => B::Truncated,
         }
+        .value()
     }
 
     /// Text for a `boot_status` code, as `nlbctl fw-info` prints it.
