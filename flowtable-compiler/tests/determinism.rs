@@ -5,13 +5,16 @@ use flowtable_compiler::{compile, parse_config, CompileOptions, HealthState};
 use proptest::prelude::*;
 use std::fmt::Write as _;
 
+/// A generated rule: (VIP octet, UDP?, port slot, pool index).
+type GenRule = (u8, bool, u8, usize);
+
 #[derive(Debug, Clone)]
 struct Gen {
     instances: usize,
     /// Per pool: member indices and whether it has the next pool as backup.
     pools: Vec<(Vec<usize>, bool, u8)>,
     /// Per rule: VIP index, UDP?, port slot (0..4 → disjoint ranges), pool.
-    rules: Vec<(u8, bool, u8, usize)>,
+    rules: Vec<GenRule>,
 }
 
 fn gen() -> impl Strategy<Value = Gen> {
@@ -76,7 +79,7 @@ fn yaml(g: &Gen, rot: usize) -> String {
     s.push_str("forwardingRules:\n");
     // One rule per (VIP, protocol, port slot): later duplicates are dropped.
     let mut seen = std::collections::BTreeSet::new();
-    let rules: Vec<(usize, &(u8, bool, u8, usize))> = g
+    let rules: Vec<(usize, &GenRule)> = g
         .rules
         .iter()
         .enumerate()
