@@ -119,3 +119,67 @@ pub fn run(args: Args) -> Result<(), CliError> {
     outln!("{} distinct probes, {} in flight", h.probes, h.in_flight);
     Ok(())
 }
+
+/// `nlbctl status --socket PATH`: the running nlbd's state.
+pub fn status(socket: &Path, json: bool) -> Result<(), CliError> {
+    let s: proto::StatusData = ask(socket, &proto::Request::Status)?;
+    if json {
+        return common::print_json(&s);
+    }
+    outln!("device       {} (profile {})", s.device, s.profile);
+    outln!(
+        "config       {} (digest {})",
+        s.config_file,
+        s.config_digest
+    );
+    outln!(
+        "tables       bank {} serving, generation {}{}; {} loads, {} failed; {} reloads, {} refused",
+        s.active_bank,
+        s.generation,
+        if s.load_pending { " (a failed load is being retried)" } else { "" },
+        s.loads,
+        s.load_errors,
+        s.reloads,
+        s.reloads_refused
+    );
+    outln!(
+        "health       {} decisions applied, decision to table active: mean {:.2} ms, max {:.2} ms{}",
+        s.decisions,
+        s.decision_latency_mean_ms,
+        s.decision_latency_max_ms,
+        if s.assumed_targets > 0 {
+            format!("; {} targets not decided yet", s.assumed_targets)
+        } else {
+            String::new()
+        }
+    );
+    outln!(
+        "connections  {} of {}; {} learn events",
+        s.conntrack_entries,
+        s.conntrack_capacity,
+        s.learn_events
+    );
+    outln!("punts        {} handled, {} injected", s.punts, s.injected);
+    if let Some(m) = &s.metrics_addr {
+        outln!("metrics      http://{m}/metrics");
+    }
+    outln!(
+        "uptime       {} s, {} device errors",
+        s.uptime_secs,
+        s.device_errors
+    );
+    outln!();
+    outln!("{:<20} {:>7} {:>7}  serving", "pool", "members", "healthy");
+    for p in &s.pools {
+        outln!(
+            "{:<20} {:>7} {:>7}  {}{}: {}",
+            p.name,
+            p.members,
+            p.healthy,
+            p.serving,
+            if p.failed_over { " (failed over)" } else { "" },
+            p.eligible.join(", ")
+        );
+    }
+    Ok(())
+}

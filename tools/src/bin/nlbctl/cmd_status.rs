@@ -5,16 +5,28 @@ use nlb_driver::queues::Queues;
 use nlb_driver::{discover, open_device, Batch};
 use nlb_hw::blocks::{conntrack, ctrl};
 
+struct DeviceArgs {
+    device: String,
+    json: bool,
+}
+
 /// Show what the NIC is (board, design and register map versions, capacity profile, register
 /// blocks) and its state: pipeline enabled, serving bank, table generation, connections,
 /// queues.
+///
+/// With --socket, ask the running nlbd instead (its admin socket): configuration, tables,
+/// loads and reloads, decision-to-table latency, connections, punts and every pool's serving
+/// set.
 ///
 /// Example: nlbctl status --device pci:0000:03:00.0
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// The NIC: pci:DDDD:BB:DD.F or sim:PATH.
-    #[arg(long, value_name = "SPEC")]
-    device: String,
+    #[arg(long, value_name = "SPEC", required_unless_present = "socket")]
+    device: Option<String>,
+    /// nlbd's admin socket (instead of --device).
+    #[arg(long, value_name = "PATH", conflicts_with = "device")]
+    socket: Option<std::path::PathBuf>,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -22,6 +34,14 @@ pub struct Args {
 
 /// Runs the subcommand.
 pub fn run(args: Args) -> Result<(), CliError> {
+    let Some(device) = args.device else {
+        let socket = args.socket.unwrap_or_default();
+        return crate::cmd_health::status(&socket, args.json);
+    };
+    let args = DeviceArgs {
+        device,
+        json: args.json,
+    };
     let mut dev = open_device(&args.device).map_err(|e| CliError::user(format!("error: {e}")))?;
     let fail =
         |e: &dyn std::fmt::Display| CliError::internal(format!("error: {}: {e}", args.device));
