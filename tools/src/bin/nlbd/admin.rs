@@ -132,7 +132,10 @@ async fn status(daemon: &Daemon) -> Result<StatusData, String> {
         loads: c.loads,
         load_errors: c.load_errors,
         reloads: c.reloads,
-        reloads_refused: c.reloads_refused,
+        reloads_refused: c.reloads_refused
+            + daemon
+                .refused_early
+                .load(std::sync::atomic::Ordering::Relaxed),
         decisions: h.count,
         decision_latency_max_ms: c.decision_latency_max.as_secs_f64() * 1e3,
         decision_latency_mean_ms: if h.count == 0 {

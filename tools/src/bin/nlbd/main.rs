@@ -88,6 +88,8 @@ pub struct Daemon {
     pub metrics_addr: Option<SocketAddr>,
     /// The configuration file.
     pub config_path: PathBuf,
+    /// Reloads refused before reaching the engine (the file did not parse or validate).
+    pub refused_early: std::sync::atomic::AtomicU64,
     started: Instant,
 }
 
@@ -255,6 +257,7 @@ async fn serve(
         engine: tx,
         metrics_addr,
         config_path: args.config.clone(),
+        refused_early: std::sync::atomic::AtomicU64::new(0),
         started: Instant::now(),
     });
     info!(

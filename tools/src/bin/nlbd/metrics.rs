@@ -111,8 +111,13 @@ fn counters(t: &mut Text, prefix: &str, what: &str, label: &str, rows: &[(String
     }
 }
 
-/// Renders every metric.
-pub fn render(status: &EngineStatus, probes: &ProbeMetrics, snapshot: &HealthSnapshot) -> String {
+/// Renders every metric; `refused_early` counts reloads refused before the engine saw them.
+pub fn render(
+    status: &EngineStatus,
+    probes: &ProbeMetrics,
+    snapshot: &HealthSnapshot,
+    refused_early: u64,
+) -> String {
     let mut t = Text::default();
     t.family("nlbd_info", "gauge", "What nlbd serves (value 1)");
     t.sample(
@@ -214,7 +219,7 @@ pub fn render(status: &EngineStatus, probes: &ProbeMetrics, snapshot: &HealthSna
     t.sample(
         "nlbd_config_reloads_total",
         &[("result", "refused")],
-        c.reloads_refused as f64,
+        (c.reloads_refused + refused_early) as f64,
     );
 
     // Pools.
@@ -525,6 +530,9 @@ async fn serve(
                     &status,
                     &daemon.checker.metrics(),
                     &daemon.checker.snapshot(),
+                    daemon
+                        .refused_early
+                        .load(std::sync::atomic::Ordering::Relaxed),
                 );
                 Ok(reply(
                     StatusCode::OK,

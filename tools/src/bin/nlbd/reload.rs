@@ -64,6 +64,9 @@ async fn consider(daemon: &Daemon, last: &mut Option<u64>, read_failed: &mut boo
             .collect::<Vec<_>>()
             .join("; ");
         error!(file = %name, "configuration refused, the previous one keeps serving: {line}");
+        daemon
+            .refused_early
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         return;
     }
     info!(file = %name, trigger = if forced { "SIGHUP" } else { "file change" }, "reloading the configuration");
