@@ -255,3 +255,131 @@ EOF"#,
     let stats = json(nlbctl(&["stats", "--device", &spec, "--json"]));
     assert!(stats["verdicts"]["forward"]["packets"].as_u64().unwrap() > 0);
 }
+
+/// A configuration big enough that a load takes a while: `pools` pools of 40 backends named
+/// `{prefix}P-B` (Maglev permutations follow the names, so two prefixes give two images that
+/// differ in nearly every slot).
+fn big_config(pools: usize, port: u16, prefix: char) -> String {
+    let mut y = String::from("forwardingRules:\n");
+    for p in 0..pools {
+        y += &format!(
+            "  - {{name: r{p}, IPAddress: 203.0.113.{}, IPProtocol: TCP, portRange: \"{port}\", target: p{p}}}\n",
+            p + 1
+        );
+    }
+    y += "targetPools:\n";
+    for p in 0..pools {
+        let m: Vec<String> = (0..40).map(|b| format!("{prefix}{p}-{b}")).collect();
+        y += &format!(
+            "  - {{name: p{p}, instances: [{}], healthChecks: [hc]}}\n",
+            m.join(", ")
+        );
+    }
+    y += "instances:\n";
+    for p in 0..pools {
+        for b in 0..40 {
+            y += &format!(
+                "  - {{name: {prefix}{p}-{b}, ip: 10.0.{p}.{}, mac: \"02:00:00:{p:02x}:00:{b:02x}\"}}\n",
+                b + 1
+            );
+        }
+    }
+    y + "httpHealthChecks:\n  - {name: hc}\n"
+}
+
+/// `nlbctl load` killed with SIGKILL at random moments: the NIC always serves one of the two
+/// images whole, and the next load succeeds.
+#[test]
+fn a_killed_nlbctl_load_leaves_a_whole_table_serving() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut images = Vec::new();
+    for (name, port, prefix) in [("a", 80u16, 'b'), ("b", 8080, 'c')] {
+        let cfg = dir.path().join(format!("{name}.yaml"));
+        std::fs::write(&cfg, big_config(48, port, prefix)).unwrap();
+        let img = dir.path().join(format!("{name}.img"));
+        ok(nlbctl(&[
+            "compile",
+            cfg.to_str().unwrap(),
+            "-o",
+            img.to_str().unwrap(),
+        ]));
+        images.push((img.clone(), flowtable_compiler::Image::load(&img).unwrap()));
+    }
+    let pcap = dir.path().join("in.pcap");
+    ok(nlbctl(&[
+        "traffic",
+        "examples/web.yaml",
+        "-o",
+        pcap.to_str().unwrap(),
+    ]));
+    let socket = dir.path().join("nlb.sock");
+    let _sim = start(&socket, &pcap);
+    let spec = format!("sim:{}", socket.display());
+    ok(nlbctl(&[
+        "load",
+        "--device",
+        &spec,
+        images[0].0.to_str().unwrap(),
+    ]));
+    // How long a load with ~130 k changed entries takes, to spread the kills over it.
+    let t = Instant::now();
+    ok(nlbctl(&[
+        "load",
+        "--device",
+        &spec,
+        images[1].0.to_str().unwrap(),
+    ]));
+    let span = t.elapsed().as_micros() as u64;
+    // Now B serves and bank 1 holds A.
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut torn = 0;
+    let mut finished_first = 0;
+    for round in 0..16 {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        // Loading B, then A, ... into the bank holding the other image: entries to write.
+        let (img, _) = &images[(round + 1) % 2];
+        let mut child = Command::new(env!("CARGO_BIN_EXE_nlbctl"))
+            .args(["load", "--device", &spec, img.to_str().unwrap()])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        // Writes come last in a load: aim most kills at the later part of it.
+        std::thread::sleep(Duration::from_micros(span / 3 + seed % (span * 2 / 3 + 1)));
+        let finished = matches!(child.try_wait(), Ok(Some(_)));
+        let _ = child.kill();
+        let _ = child.wait();
+        finished_first += usize::from(finished);
+        // A fresh loader reads both banks back: the serving one is A or B, whole.
+        let mut dev = SimSocket::connect(&socket).unwrap();
+        let info = discover(&mut dev).unwrap();
+        let loader = Loader::attach(&mut dev, info.profile, LoaderOptions::default()).unwrap();
+        let serving = loader.shadow(loader.active_bank());
+        assert!(
+            images.iter().any(|(_, i)| &i.tables == serving),
+            "round {round}: the serving bank holds neither image"
+        );
+        let other = loader.shadow(loader.active_bank() ^ 1);
+        if !images.iter().any(|(_, i)| &i.tables == other) {
+            torn += 1;
+        }
+    }
+    // How many kills landed while the inactive bank was being written (informational: the
+    // timing is the scheduler's).
+    eprintln!(
+        "{torn} of 16 kills interrupted the writes to the inactive bank, {finished_first} came \
+         after the load had finished (span {span} us)"
+    );
+    ok(nlbctl(&[
+        "load",
+        "--device",
+        &spec,
+        images[0].0.to_str().unwrap(),
+    ]));
+    let mut dev = SimSocket::connect(&socket).unwrap();
+    let info = discover(&mut dev).unwrap();
+    let loader = Loader::attach(&mut dev, info.profile, LoaderOptions::default()).unwrap();
+    assert_eq!(loader.shadow(loader.active_bank()), &images[0].1.tables);
+}
