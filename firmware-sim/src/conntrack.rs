@@ -198,13 +198,14 @@ impl ConnTable {
         let ways = self.ways as usize;
         let start = bucket as usize * ways;
         let tags = self.tags.get(start..start + ways)?;
-        let entries = self.entries.get(start..start + ways)?;
-        for (w, (&t, e)) in tags.iter().zip(entries).enumerate() {
-            if t == tag && matches(e) {
+        // Tags first (a miss usually ends here), keys only where a tag matches.
+        let mut w = tags.iter().position(|&t| t == tag)?;
+        loop {
+            if self.entries.get(start + w).is_some_and(&matches) {
                 return Some((start + w) as u32);
             }
+            w += 1 + tags.get(w + 1..)?.iter().position(|&t| t == tag)?;
         }
-        None
     }
 
     /// Starts fetching the tags of a bucket (a batch does this for all its packets before it
