@@ -116,10 +116,10 @@ pub enum LoadError {
         /// Bank read back.
         read: u8,
     },
-    /// `active_bank` changed without this loader: another loader is at work.
+    /// `active_bank` or `generation` changed without this loader: another loader is at work.
     #[error(
-        "active_bank is {found} but this loader last set {expected}: another loader is \
-         writing this device; stop it, then attach again"
+        "active_bank is {found} (this loader last set {expected}) or the generation moved: \
+         another loader is writing this device; stop it, then attach again"
     )]
     ActiveBankMoved {
         /// What this loader set.
@@ -182,6 +182,8 @@ pub struct LoadReport {
     pub reads: u64,
     /// Wall time.
     pub elapsed: Duration,
+    /// The device had been reset since the last load: the shadow was read back first.
+    pub resynced: bool,
 }
 
 impl LoadReport {
@@ -407,20 +409,31 @@ impl Loader {
             .batch
             .read(ctrl::ACTIVE_BANK)
             .read(ctrl::GENERATION)
+            .read(ctrl::ENABLE)
             .run(dev)?;
-        let (found, generation) = ((r[0] & 1) as u8, r[1]);
-        report.reads += 2;
-        if found != self.active {
-            if !self.flip_uncertain {
+        let (found, generation, enabled) = ((r[0] & 1) as u8, r[1], r[2] & 1 == 1);
+        report.reads += 3;
+        if self.flip_uncertain {
+            // The last flip may or may not have happened: the device says which.
+            self.active = found;
+            self.generation = generation;
+            self.flip_uncertain = false;
+        } else if (found, generation) != (self.active, self.generation) {
+            if generation == 0 && !enabled && found == 0 {
+                // Reset (power cycle, or a reboot from flash): empty banks. Read everything
+                // back rather than trust the shadow.
+                self.read_control(dev)?;
+                for bank in 0..2 {
+                    self.read_bank(dev, bank)?;
+                }
+                report.resynced = true;
+            } else {
                 return Err(LoadError::ActiveBankMoved {
                     expected: self.active,
                     found,
                 });
             }
-            self.active = found;
         }
-        self.flip_uncertain = false;
-        self.generation = generation;
         let target = self.active ^ 1;
         let t = usize::from(target);
 

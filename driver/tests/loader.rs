@@ -160,6 +160,28 @@ fn a_second_loader_is_detected() {
 }
 
 #[test]
+fn a_device_reset_under_a_live_loader_is_noticed_and_reloaded_whole() {
+    let mut sim = Sim::new(profile());
+    let mut loader = attach(&mut sim);
+    let nic = NicSettings::default();
+    let (a, b) = (image(profile(), Which::A, 1), image(profile(), Which::B, 2));
+    loader.load(&mut sim, &a, &nic).unwrap();
+    loader.load(&mut sim, &b, &nic).unwrap();
+    // Power cycle: every memory and register back to reset values.
+    *sim.lock() = firmware_sim::SimDevice::new(profile());
+    let r = loader.load(&mut sim, &b, &nic).unwrap();
+    assert!(r.resynced);
+    assert_eq!(
+        r.changed_entries,
+        nonempty_entries(&b),
+        "the whole image, not a delta"
+    );
+    assert_eq!((r.bank, r.generation), (1, 1));
+    assert_eq!(sim.lock().bank(1), &b);
+    assert_eq!(send(&sim, 42000).1, Some(B_BACKEND));
+}
+
+#[test]
 fn errors_before_any_write_leave_the_device_alone() {
     let mut sim = Sim::new(profile());
     let mut loader = attach(&mut sim);
