@@ -84,6 +84,11 @@ fn run() -> Result<(), String> {
             params: vec!["USER_WIDTH=16".into()],
         },
         ModelSpec {
+            name: "parser",
+            top: "nlb_parser",
+            params: Vec::new(),
+        },
+        ModelSpec {
             name: "spi_flash",
             top: "nlb_spi_flash",
             params: Vec::new(),

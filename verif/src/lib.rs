@@ -8,7 +8,8 @@
 //!   random idle cycles and back-pressure from a seeded generator;
 //! - [`axis`]: AXI-Stream source and sink agents (the sink checks the stream rules);
 //! - [`axil`]: an AXI-Lite master agent with blocking `read`/`write` helpers;
-//! - [`regbus::RegBus`]: 32-bit register access to a model's AXI-Lite port.
+//! - [`regbus::RegBus`]: 32-bit register access to a model's AXI-Lite port;
+//! - [`frames`]: frame generators (well-formed, random, mutated) for the pipeline tests.
 //!
 //! See `docs/verification.md` for how to run the tests and get a waveform.
 #![deny(missing_docs)]
@@ -17,6 +18,7 @@ pub mod axil;
 pub mod axis;
 pub mod bench;
 pub mod error;
+pub mod frames;
 pub mod regbus;
 pub mod sim;
 
@@ -33,6 +35,10 @@ pub mod models {
 
 /// Clocks from `s_valid` to `m_valid` of `nlb_flow_hash`, as its header documents.
 pub const FLOW_HASH_LATENCY: u64 = 6;
+
+/// Clocks from the clock edge that takes a frame's last beat to the clock whose settled
+/// outputs show its descriptor on `nlb_parser`'s `m_*` ports, as its header documents.
+pub const PARSER_LATENCY: u64 = 9;
 
 /// Clocks from a table command's enable to its data of `nlb_table_mem` with the output
 /// register on (the `nlb_regs` default), as its header documents.
