@@ -480,6 +480,12 @@ fn front_parsed(
         };
         (flow, memo.lookup(t, flow.protocol, flow.vip))
     };
+    // What the back half needs of the headers goes to the lane now, while it is at hand
+    // (the lane is read only if the packet gets that far).
+    lane.flow = flow;
+    lane.edit = Edit::of(hdr);
+    lane.tcp_flags = hdr.tcp_flags;
+    lane.icmp = icmp;
     let fragment = hdr.is_fragment && !icmp;
     let h5 = flow.hash(KeyType::Tuple5);
     let flow_hash = if fragment {
@@ -556,23 +562,17 @@ fn front_parsed(
         res.conntrack = CtOutcome::Miss;
         ct_lookup = !syn_only;
     }
-    *lane = Lane {
-        flow,
-        edit: Edit::of(hdr),
-        maglev_base: pool.maglev_base,
-        maglev_size: pool.maglev_size,
-        aff_hash,
-        ct_bucket: if ct_lookup {
-            ctx.conntrack.bucket_of(h5)
-        } else {
-            0
-        },
-        ct_tag: tag_of(h5),
-        ct_lookup,
-        delivery: pool.delivery,
-        tcp_flags: hdr.tcp_flags,
-        icmp,
+    lane.maglev_base = pool.maglev_base;
+    lane.maglev_size = pool.maglev_size;
+    lane.aff_hash = aff_hash;
+    lane.ct_bucket = if ct_lookup {
+        ctx.conntrack.bucket_of(h5)
+    } else {
+        0
     };
+    lane.ct_tag = tag_of(h5);
+    lane.ct_lookup = ct_lookup;
+    lane.delivery = pool.delivery;
     true
 }
 
