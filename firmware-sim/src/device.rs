@@ -16,6 +16,7 @@ use nlb_hw::layouts::{CtEntry, InjectHeader, LearnEvent, PuntHeader};
 use nlb_hw::{NicSettings, Profile, Tables, DESIGN_VERSION, REGMAP_VERSION};
 use std::collections::VecDeque;
 use std::fmt;
+use std::time::Duration;
 
 /// Bytes of BAR 0.
 pub const BAR_SIZE: u32 = 0x1_0000;
@@ -60,6 +61,21 @@ pub trait FlashPort: Send + fmt::Debug {
     fn read32(&mut self, offset: u32) -> u32;
     /// Writes a register (absolute BAR offset).
     fn write32(&mut self, offset: u32, value: u32) -> PortEffect;
+    /// Lets `d` of simulated time pass (erase and program durations, FPGA reload).
+    fn advance(&mut self, _d: Duration) {}
+    /// Whether the FPGA is configured and on the bus (false while it reloads after a
+    /// reboot: the device then reads all ones and ignores writes).
+    fn is_up(&self) -> bool {
+        true
+    }
+    /// `fw_id.build_id` of the booted image, when known.
+    fn build_id(&self) -> Option<u32> {
+        None
+    }
+    /// `fw_id.part_id` (the flash chip's identification), when known.
+    fn part_id(&self) -> Option<u32> {
+        None
+    }
 }
 
 /// The flash port of a device without a flash model: block headers only, 0 elsewhere.
@@ -316,6 +332,12 @@ impl SimDevice {
         self.flash = flash;
     }
 
+    /// Lets `d` of simulated time pass for the flash chip and the reboot block (packets take
+    /// no time in the model).
+    pub fn advance(&mut self, d: Duration) {
+        self.flash.advance(d);
+    }
+
     /// When on, learn and teardown events are applied to the connection table at the end of
     /// each `receive`/`receive_batch` call (as an infinitely fast slow path would) instead of
     /// being queued: learn installs the entry, teardown marks it closed.
@@ -519,7 +541,9 @@ impl SimDevice {
     pub fn read32(&mut self, offset: u32) -> Result<u32, RegError> {
         Self::check(offset)?;
         let base = offset & !(BLOCK_SPAN - 1);
-        if base == blocks::spi_flash::BASE || base == blocks::reboot::BASE {
+        // While the FPGA reloads the device is off the bus; the flash port answers (all
+        // ones) and lets the read's time pass.
+        if base == blocks::spi_flash::BASE || base == blocks::reboot::BASE || !self.flash.is_up() {
             return Ok(self.flash.read32(offset));
         }
         if let Some(h) = block_header(offset) {
@@ -541,6 +565,9 @@ impl SimDevice {
     pub fn write32(&mut self, offset: u32, value: u32) -> Result<(), RegError> {
         Self::check(offset)?;
         let base = offset & !(BLOCK_SPAN - 1);
+        if !self.flash.is_up() {
+            return Ok(());
+        }
         if base == blocks::spi_flash::BASE || base == blocks::reboot::BASE {
             if self.flash.write32(offset, value) == PortEffect::Reconfigure {
                 self.reset();
@@ -577,7 +604,9 @@ impl SimDevice {
             b::CAP_CT_BUCKETS => self.conntrack.buckets(),
             b::CAP_CT_WAYS => self.conntrack.ways(),
             b::CAP_QUEUE_DEPTH => p.queue_depth,
-            // build_id, git_hash, part_id: 0 for the model.
+            b::BUILD_ID => self.flash.build_id().unwrap_or(0),
+            b::PART_ID => self.flash.part_id().unwrap_or(0),
+            // git_hash: 0 for the model.
             _ => 0,
         }
     }
