@@ -113,9 +113,11 @@ impl Device for Sim {
         Ok(())
     }
 
-    /// The model completes every packet within one call, so there is nothing to wait for;
+    /// The model completes every packet within one call, so packets need no time; `d` of
+    /// simulated time passes for the flash chip (erase and program durations, reboots). Then
     /// yield so that a traffic thread gets the lock.
-    fn wait(&mut self, _d: Duration) -> Result<(), DeviceError> {
+    fn wait(&mut self, d: Duration) -> Result<(), DeviceError> {
+        lock(&self.dev).advance(d);
         std::thread::yield_now();
         Ok(())
     }

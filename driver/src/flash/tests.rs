@@ -535,3 +535,38 @@ fn the_part_check_uses_the_header_and_the_packets() {
     let e = check_part(&with("xc7a35t-csg324-1", None), &card).unwrap_err();
     assert!(matches!(e, FlashError::UnknownTargetPart { .. }), "{e}");
 }
+
+/// The whole product path: the programmer through the driver's `Sim` backend into the
+/// simulated NIC (`SimDevice`) hosting the flash chip, then a reboot that resets the device's
+/// pipeline and reports the new image in its firmware-ID block.
+#[test]
+fn flash_and_reboot_through_the_simulated_nic() {
+    let mut dev = firmware_sim::SimDevice::new(nlb_hw::Profile::by_name("sim").unwrap());
+    dev.set_flash(Box::new(FlashBlock::new(FlashConfig {
+        chip: MT25QU01G,
+        ..FlashConfig::default()
+    })));
+    let mut sim = crate::Sim::from_device(dev);
+    // Something to lose on reboot: the pipeline enabled.
+    sim.write32(nlb_hw::blocks::ctrl::ENABLE, 1).unwrap();
+    let before = fw_info(&mut sim, false).unwrap();
+    assert_eq!(
+        sim.read32(fw_id::BUILD_ID).unwrap(),
+        FACTORY_USER_USR_ACCESS
+    );
+    assert_eq!(
+        sim.read32(fw_id::PART_ID).unwrap(),
+        XCU280_IDCODE & 0x0FFF_FFFF
+    );
+    assert_eq!(before.chip.name, "MT25QU01G");
+
+    let img = image(XCU280_IDCODE, 0xC0DE_0002, 5_000);
+    let report = flash_image(&mut sim, &img, &FlashOptions::default(), &mut no_progress).unwrap();
+    assert!(report.repaired.is_empty());
+    let r = reboot(&mut sim, &RebootOptions::default()).unwrap();
+    assert_eq!(r.after.build_id, 0xC0DE_0002);
+    assert!(!r.after.boot.fallback);
+    // A new bitstream starts from reset.
+    assert_eq!(sim.read32(nlb_hw::blocks::ctrl::ENABLE).unwrap(), 0);
+    assert!(fw_info(&mut sim, true).unwrap().slots[1].complete());
+}

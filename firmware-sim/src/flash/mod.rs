@@ -501,9 +501,8 @@ impl FlashBlock {
     }
 }
 
-/// The simulated device's flash port: register accesses, and the reboot that resets the
-/// device. (Time, going off the bus and the booted identity need the hooks on [`FlashBlock`]
-/// that this trait does not carry: `advance`, `is_up`, `boot_info`, `part_id`.)
+/// The simulated device's flash port: register accesses, the reboot that resets the device,
+/// simulated time, going off the bus while reloading, and the booted identity.
 impl crate::device::FlashPort for FlashBlock {
     fn read32(&mut self, offset: u32) -> u32 {
         FlashBlock::read32(self, offset)
@@ -517,6 +516,22 @@ impl crate::device::FlashPort for FlashBlock {
         } else {
             crate::device::PortEffect::None
         }
+    }
+
+    fn advance(&mut self, d: Duration) {
+        FlashBlock::advance(self, d);
+    }
+
+    fn is_up(&self) -> bool {
+        FlashBlock::is_up(self)
+    }
+
+    fn build_id(&self) -> Option<u32> {
+        self.boot_info().usr_access
+    }
+
+    fn part_id(&self) -> Option<u32> {
+        Some(FlashBlock::part_id(self))
     }
 }
 

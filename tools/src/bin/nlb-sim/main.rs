@@ -112,6 +112,11 @@ fn run(args: Args) -> Result<(), Failure> {
     })?;
     let mut device = SimDevice::new(profile);
     device.set_auto_learn(args.auto_learn);
+    // The configuration flash with factory fallback and user images, so `nlbctl flash`,
+    // `fw-info` and `reboot` work against the simulated NIC as against a card.
+    device.set_flash(Box::new(firmware_sim::flash::FlashBlock::new(
+        firmware_sim::flash::FlashConfig::default(),
+    )));
     let sim = Sim::from_device(device);
     let served = sim.clone();
     let server = Server::bind(
