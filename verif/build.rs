@@ -86,12 +86,20 @@ fn run() -> Result<(), String> {
         ModelSpec {
             name: "parser",
             top: "nlb_parser",
-            params: Vec::new(),
+            params: vec!["USER_WIDTH=8".into()],
         },
         ModelSpec {
             name: "spi_flash",
             top: "nlb_spi_flash",
             params: Vec::new(),
+        },
+        ModelSpec {
+            name: "top",
+            top: "nlb_top",
+            params: vec![
+                format!("BUILD_ID=32'd{build_id}"),
+                format!("GIT_HASH=32'h{git_hash:08x}"),
+            ],
         },
         ModelSpec {
             name: "regs",

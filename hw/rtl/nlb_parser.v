@@ -31,7 +31,10 @@ module nlb_parser #(
     parameter KEEP_WIDTH = DATA_WIDTH / 8,
     // Frame length counter width: frames up to 2^LEN_WIDTH-1 bytes are measured exactly (the
     // counter saturates beyond); 17 bits keep every IP length comparison exact.
-    parameter LEN_WIDTH = 17
+    parameter LEN_WIDTH = 17,
+    // Sideband width: s_axis_tuser of a frame's first beat comes out on m_user with its
+    // descriptor (the pipeline latches the table bank there).
+    parameter USER_WIDTH = 1
 ) (
     input  wire                  clk,
     input  wire                  rst,
@@ -42,9 +45,11 @@ module nlb_parser #(
     input  wire                  s_axis_tvalid,
     input  wire                  s_axis_tready,
     input  wire                  s_axis_tlast,
+    input  wire [USER_WIDTH-1:0] s_axis_tuser,
 
     // Header descriptor, one per frame, in frame order.
     output wire                  m_valid,
+    output wire [USER_WIDTH-1:0] m_user,         // s_axis_tuser of the frame's first beat
     output wire [LEN_WIDTH-1:0]  m_len,          // frame length L in bytes
     output wire                  m_malformed,    // a check failed: DROP m_reason
     output wire [4:0]            m_reason,       // enum reason (valid with m_malformed)
@@ -189,14 +194,25 @@ always @* begin
     end
 end
 
+// The first beat's sideband (beat_idx_reg is 0 exactly on a frame's first beat).
+reg  [USER_WIDTH-1:0] user_reg = {USER_WIDTH{1'b0}};
+wire [USER_WIDTH-1:0] user_now = beat_idx_reg == {BEAT_IDX_BITS{1'b0}} ? s_axis_tuser : user_reg;
+
 reg                   s1_valid_reg = 1'b0;
 reg [WINDOW_BITS-1:0] s1_win_reg = {WINDOW_BITS{1'b0}};
+// The sideband travels beside the stages (none of them stalls): 8 more registers after s1.
+localparam USER_STAGES = 8;
+reg [USER_WIDTH-1:0]  s1_user_reg = {USER_WIDTH{1'b0}};
+reg [USER_STAGES*USER_WIDTH-1:0] user_pipe_reg = {USER_STAGES*USER_WIDTH{1'b0}};
 reg [LEN_WIDTH-1:0]   s1_len_reg = {LEN_WIDTH{1'b0}};
 
 always @(posedge clk) begin
     s1_valid_reg <= beat && s_axis_tlast;
+    user_pipe_reg <= {user_pipe_reg[(USER_STAGES-1)*USER_WIDTH-1:0], s1_user_reg};
     if (beat) begin
+        user_reg <= user_now;
         if (s_axis_tlast) begin
+            s1_user_reg <= user_now;
             s1_win_reg <= win_now;
             s1_len_reg <= len_now;
             // The next frame starts with an empty window (bytes past L read as zero).
@@ -891,6 +907,7 @@ always @(posedge clk) begin
 end
 
 assign m_valid = out_valid_reg;
+assign m_user = user_pipe_reg[(USER_STAGES-1)*USER_WIDTH +: USER_WIDTH];
 assign m_len = out_len_reg;
 assign m_malformed = out_malformed_reg;
 assign m_reason = out_reason_reg;

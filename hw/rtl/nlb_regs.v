@@ -8,8 +8,11 @@
 //
 // Behaviour (docs/regmap.md; details the map leaves open are fixed here and in
 // docs/verification.md):
-// - Every block of the regmap answers TYPE, VERSION and NEXT; blocks not implemented yet
-//   (conntrack, counters, spi_flash, reboot, queues) read 0 elsewhere and ignore writes.
+// - Every block of the regmap answers TYPE, VERSION and NEXT. The other registers of the
+//   conntrack and counters blocks are forwarded to the extension bus (ext_*: one write and
+//   one read at a time, absolute byte addresses; the access completes when the block pulses
+//   ext_*_ack, and the AXI response waits for it). Blocks not implemented here (spi_flash,
+//   reboot, queues) read 0 elsewhere and ignore writes.
 //   Holes and write-only registers read 0; writes to read-only registers are ignored. Every
 //   access gets OKAY. Byte strobes are honoured; the low two address bits are ignored.
 // - Registers keep only the bits they define and read 0 elsewhere (enable, active_bank: bit 0;
@@ -63,6 +66,15 @@ module nlb_regs (
     ctrl_outer_src_v6_len,
     stat_packets_in_flight,
     stat_bank_in_use,
+    ext_wr_req,
+    ext_wr_addr,
+    ext_wr_data,
+    ext_wr_strb,
+    ext_wr_ack,
+    ext_rd_req,
+    ext_rd_addr,
+    ext_rd_data,
+    ext_rd_ack,
     vip_rd_en,
     vip_rd_bank,
     vip_rd_row,
@@ -247,6 +259,17 @@ output wire [7:0]                     ctrl_outer_src_v6_len;
 input  wire [31:0]                stat_packets_in_flight;
 input  wire [1:0]                 stat_bank_in_use;
 
+// Extension bus: the conntrack and counters blocks.
+output wire                       ext_wr_req;
+output wire [31:0]                ext_wr_addr;
+output wire [31:0]                ext_wr_data;
+output wire [3:0]                 ext_wr_strb;
+input  wire                       ext_wr_ack;
+output wire                       ext_rd_req;
+output wire [31:0]                ext_rd_addr;
+input  wire [31:0]                ext_rd_data;
+input  wire                       ext_rd_ack;
+
 // Table read ports for the pipeline.
 input  wire                                  vip_rd_en;
 input  wire                                  vip_rd_bank;
@@ -423,7 +446,23 @@ end
 
 // ---- write execution ---------------------------------------------------------------------
 
-wire do_write = aw_full_reg && w_full_reg && !bvalid_reg && !busy_reg;
+// An extension-bus write in progress (its response waits for ext_wr_ack).
+reg         ext_wbusy_reg = 1'b0, ext_wbusy_next;
+reg         ext_wr_req_reg = 1'b0, ext_wr_req_next;
+reg [31:0]  ext_wr_addr_reg = 32'd0;
+reg [31:0]  ext_wr_data_reg = 32'd0;
+reg [3:0]   ext_wr_strb_reg = 4'd0;
+
+// Whether a word address belongs to the extension bus: the conntrack and counters blocks
+// past their header words.
+function is_ext(input [31:0] a);
+    is_ext = ((a & 32'hFFFF_F000) == NLB_BLK_CONNTRACK_BASE
+            || (a & 32'hFFFF_F000) == NLB_BLK_COUNTERS_BASE)
+        && a[11:0] >= 12'h00C;
+endfunction
+
+wire wr_ext = is_ext(wr_addr);
+wire do_write = aw_full_reg && w_full_reg && !bvalid_reg && !busy_reg && !ext_wbusy_reg;
 wire rd_done = rd_pipe_reg[TABLE_RD_LATENCY-1];
 
 // The data window is aligned to its power-of-two size (checked above), so an address is in
@@ -460,6 +499,13 @@ always @* begin
     mem_we_next = 1'b0;
     busy_next = busy_reg;
     merged = 32'd0;
+    ext_wbusy_next = ext_wbusy_reg;
+    ext_wr_req_next = 1'b0;
+
+    if (ext_wbusy_reg && ext_wr_ack) begin
+        ext_wbusy_next = 1'b0;
+        bvalid_next = 1'b1;
+    end
 
     if (aw_take) begin
         aw_full_next = 1'b1;
@@ -475,7 +521,12 @@ always @* begin
         bvalid_next = 1'b1;
     end
 
-    if (do_write) begin
+    if (do_write && wr_ext) begin
+        aw_full_next = 1'b0;
+        w_full_next = 1'b0;
+        ext_wbusy_next = 1'b1;
+        ext_wr_req_next = 1'b1;
+    end else if (do_write) begin
         aw_full_next = 1'b0;
         w_full_next = 1'b0;
         bvalid_next = 1'b1;
@@ -608,6 +659,13 @@ always @(posedge clk) begin
     mem_en_reg <= mem_en_next;
     mem_we_reg <= mem_we_next;
     busy_reg <= busy_next;
+    ext_wbusy_reg <= ext_wbusy_next;
+    ext_wr_req_reg <= ext_wr_req_next;
+    if (ext_wr_req_next) begin
+        ext_wr_addr_reg <= wr_addr;
+        ext_wr_data_reg <= w_data_reg;
+        ext_wr_strb_reg <= w_strb_reg;
+    end
     rd_pipe_reg <= rd_pipe_reg << 1;
     rd_pipe_reg[0] <= |mem_en_reg && !mem_we_reg;
 
@@ -636,6 +694,8 @@ always @(posedge clk) begin
         mem_en_reg <= {TABLES{1'b0}};
         mem_we_reg <= 1'b0;
         busy_reg <= 1'b0;
+        ext_wbusy_reg <= 1'b0;
+        ext_wr_req_reg <= 1'b0;
         rd_pipe_reg <= {TABLE_RD_LATENCY{1'b0}};
     end
 end
@@ -643,6 +703,10 @@ end
 assign s_axil_awready = awready_reg;
 assign s_axil_wready = wready_reg;
 assign s_axil_bresp = RESP_OKAY;
+assign ext_wr_req = ext_wr_req_reg;
+assign ext_wr_addr = ext_wr_addr_reg;
+assign ext_wr_data = ext_wr_data_reg;
+assign ext_wr_strb = ext_wr_strb_reg;
 assign s_axil_bvalid = bvalid_reg;
 
 // ---- AXI-Lite read channel ----------------------------------------------------------------
@@ -654,10 +718,17 @@ reg                       arready_reg = 1'b0;
 reg                       rvalid_reg = 1'b0, rvalid_next;
 reg [31:0]                rdata_reg = 32'd0, rdata_next;
 
+reg                       ext_rwait_reg = 1'b0, ext_rwait_next;
+reg                       ext_rd_req_reg = 1'b0, ext_rd_req_next;
+
 wire ar_take = s_axil_arvalid && arready_reg;
-wire do_read = ar_full_reg && (!rvalid_reg || s_axil_rready);
+// A held read proceeds when the response register is free; an extension-bus read then waits
+// for its data (the address stays held).
+wire rd_slot = ar_full_reg && !ext_rwait_reg && (!rvalid_reg || s_axil_rready);
 
 wire [31:0] rd_addr = {{(32-AXIL_ADDR_WIDTH){1'b0}}, ar_word_reg, 2'b00};
+wire        rd_ext = is_ext(rd_addr);
+wire        do_read = rd_slot && !rd_ext;
 wire        rd_in_data = rd_addr[31:DATA_WORD_BITS+2] == DATA_BASE[31:DATA_WORD_BITS+2];
 wire [DATA_WORD_BITS-1:0] rd_data_word = rd_addr[DATA_WORD_BITS+1:2];
 
@@ -749,6 +820,8 @@ always @* begin
     ar_full_next = ar_full_reg;
     rvalid_next = rvalid_reg && !s_axil_rready;
     rdata_next = rdata_reg;
+    ext_rwait_next = ext_rwait_reg;
+    ext_rd_req_next = 1'b0;
 
     if (ar_take) begin
         ar_full_next = 1'b1;
@@ -758,6 +831,16 @@ always @* begin
         rvalid_next = 1'b1;
         rdata_next = rd_value;
     end
+    if (rd_slot && rd_ext) begin
+        ext_rwait_next = 1'b1;
+        ext_rd_req_next = 1'b1;
+    end
+    if (ext_rwait_reg && ext_rd_ack) begin
+        ext_rwait_next = 1'b0;
+        ar_full_next = 1'b0;
+        rvalid_next = 1'b1;
+        rdata_next = ext_rd_data;
+    end
 end
 
 always @(posedge clk) begin
@@ -765,6 +848,8 @@ always @(posedge clk) begin
     arready_reg <= !ar_full_next;
     rvalid_reg <= rvalid_next;
     rdata_reg <= rdata_next;
+    ext_rwait_reg <= ext_rwait_next;
+    ext_rd_req_reg <= ext_rd_req_next;
     if (ar_take) begin
         ar_word_reg <= s_axil_araddr[AXIL_ADDR_WIDTH-1:2];
     end
@@ -773,6 +858,8 @@ always @(posedge clk) begin
         ar_full_reg <= 1'b0;
         arready_reg <= 1'b0;
         rvalid_reg <= 1'b0;
+        ext_rwait_reg <= 1'b0;
+        ext_rd_req_reg <= 1'b0;
     end
 end
 
@@ -780,6 +867,8 @@ assign s_axil_arready = arready_reg;
 assign s_axil_rdata = rdata_reg;
 assign s_axil_rresp = RESP_OKAY;
 assign s_axil_rvalid = rvalid_reg;
+assign ext_rd_req = ext_rd_req_reg;
+assign ext_rd_addr = rd_addr;
 
 // ---- ctrl outputs -----------------------------------------------------------------------
 

@@ -2,7 +2,7 @@
 `timescale 1ns / 1ps
 `default_nettype none
 
-// One banked lookup table: two banks of ROWS rows of LANES entries of WIDTH bits, inferred as
+// One banked lookup table: BANKS (two, or one for the connection table) banks of ROWS rows of LANES entries of WIDTH bits, inferred as
 // block RAM. Port A (the pipeline) reads a whole row of one bank; port B (the register
 // window) reads or writes one entry. Both ports have RD_LATENCY = 1 + OUTPUT_REG clocks of
 // read latency.
@@ -21,6 +21,8 @@ module nlb_table_mem #(
     parameter LANES = 1,
     // 1: register the memory outputs (block-RAM output register, for timing); 0: do not.
     parameter OUTPUT_REG = 1,
+    // Banks: 2 (table banks, selected per access) or 1 (a_bank and b_bank are ignored).
+    parameter BANKS = 2,
     // Row address bits (derived; do not override).
     parameter ROW_BITS = $clog2(ROWS),
     // Lane select bits (derived; do not override).
@@ -30,14 +32,18 @@ module nlb_table_mem #(
 
     // Port A: the pipeline reads a row.
     input  wire                      a_en,
+    /* verilator lint_off UNUSEDSIGNAL */ // (with BANKS = 1)
     input  wire                      a_bank,
+    /* verilator lint_on UNUSEDSIGNAL */
     input  wire [ROW_BITS-1:0]       a_row,
     output wire [LANES*WIDTH-1:0]    a_data,
 
     // Port B: the register window reads or writes one entry (index = row * LANES + lane).
     input  wire                      b_en,
     input  wire                      b_we,
+    /* verilator lint_off UNUSEDSIGNAL */ // (with BANKS = 1)
     input  wire                      b_bank,
+    /* verilator lint_on UNUSEDSIGNAL */
     input  wire [ROW_BITS+LANE_BITS-1:0] b_index,
     input  wire [WIDTH-1:0]          b_wdata,
     output wire [WIDTH-1:0]          b_rdata
@@ -45,7 +51,8 @@ module nlb_table_mem #(
 
 // Clocks from a_en/b_en to data.
 localparam RD_LATENCY = 1 + OUTPUT_REG;
-localparam WORDS = 2 << ROW_BITS;
+localparam WORDS = BANKS << ROW_BITS;
+localparam ADDR_BITS = ROW_BITS + (BANKS > 1 ? 1 : 0);
 // Lane select width, at least 1 so single-lane tables need no special wiring.
 localparam LANE_SEL_BITS = LANE_BITS > 0 ? LANE_BITS : 1;
 
@@ -62,6 +69,10 @@ initial begin
         $error("nlb_table_mem: ROW_BITS and LANE_BITS are derived; do not override them");
         $finish;
     end
+    if (BANKS != 1 && BANKS != 2) begin
+        $error("nlb_table_mem: BANKS must be 1 or 2");
+        $finish;
+    end
     if (OUTPUT_REG != 0 && OUTPUT_REG != 1) begin
         $error("nlb_table_mem: OUTPUT_REG must be 0 or 1");
         $finish;
@@ -69,6 +80,18 @@ initial begin
 end
 
 wire [ROW_BITS-1:0]      b_row = b_index[LANE_BITS +: ROW_BITS];
+// Memory addresses: {bank, row}, or the row alone with one bank.
+wire [ADDR_BITS-1:0]     a_addr;
+wire [ADDR_BITS-1:0]     b_addr;
+generate
+    if (BANKS > 1) begin : g_banked
+        assign a_addr = {a_bank, a_row};
+        assign b_addr = {b_bank, b_row};
+    end else begin : g_single
+        assign a_addr = a_row;
+        assign b_addr = b_row;
+    end
+endgenerate
 wire [LANE_SEL_BITS-1:0] b_lane;
 
 // Lane of port B's read, delayed to match the data.
@@ -107,16 +130,16 @@ generate
         always @(posedge clk) begin
             if (b_en) begin
                 if (b_we && b_lane_hit) begin
-                    mem[{b_bank, b_row}] <= b_wdata;
+                    mem[b_addr] <= b_wdata;
                 end
-                b_q_reg <= mem[{b_bank, b_row}];
+                b_q_reg <= mem[b_addr];
             end
         end
 
         // Port A: read only.
         always @(posedge clk) begin
             if (a_en) begin
-                a_q_reg <= mem[{a_bank, a_row}];
+                a_q_reg <= mem[a_addr];
             end
         end
 

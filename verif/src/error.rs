@@ -63,4 +63,7 @@ pub enum VerifError {
         /// BRESP/RRESP.
         resp: u32,
     },
+    /// Setting the model up (loading tables or connections) failed.
+    #[error("setting up the model failed: {0}")]
+    Setup(String),
 }

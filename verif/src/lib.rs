@@ -9,7 +9,9 @@
 //! - [`axis`]: AXI-Stream source and sink agents (the sink checks the stream rules);
 //! - [`axil`]: an AXI-Lite master agent with blocking `read`/`write` helpers;
 //! - [`regbus::RegBus`]: 32-bit register access to a model's AXI-Lite port;
-//! - [`frames`]: frame generators (well-formed, random, mutated) for the pipeline tests.
+//! - [`frames`]: frame generators (well-formed, random, mutated) for the pipeline tests;
+//! - [`scenario`]: random table banks and the traffic that exercises them;
+//! - [`top`]: the whole pipeline (`nlb_top`) on a bench, tables loaded through its registers.
 //!
 //! See `docs/verification.md` for how to run the tests and get a waveform.
 #![deny(missing_docs)]
@@ -20,7 +22,9 @@ pub mod bench;
 pub mod error;
 pub mod frames;
 pub mod regbus;
+pub mod scenario;
 pub mod sim;
+pub mod top;
 
 pub use error::VerifError;
 pub use sim::{Model, Port, PortInfo, Sim};

@@ -19,6 +19,8 @@ use std::collections::VecDeque;
 /// zero on both sides.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 struct Desc {
+    /// `s_axis_tuser` of the frame's first beat.
+    user: u8,
     len: u64,
     malformed: Option<u8>,
     not_ip: bool,
@@ -44,8 +46,9 @@ struct Desc {
 }
 
 /// What the golden model parses from `frame`.
-fn expected(frame: &[u8]) -> Desc {
+fn expected(frame: &[u8], user: u8) -> Desc {
     let mut d = Desc {
+        user,
         len: frame.len() as u64,
         ..Desc::default()
     };
@@ -86,6 +89,7 @@ struct DescPorts {
 }
 
 const FIELDS: &[&str] = &[
+    "m_user",
     "m_len",
     "m_malformed",
     "m_reason",
@@ -140,6 +144,7 @@ impl DescPorts {
         }
         let g = |n: &str| v.get(n).copied().unwrap_or(0);
         let mut d = Desc {
+            user: g("m_user") as u8,
             len: g("m_len") as u64,
             ..Desc::default()
         };
@@ -227,9 +232,15 @@ impl Agent for Monitor {
     }
 }
 
+/// The first-beat sideband of frame `i` (the other beats carry other values).
+fn user_of(i: usize) -> u8 {
+    (i as u8).wrapping_mul(37) ^ 0x5a
+}
+
 /// The beats of a frame: 64 bytes each, byte i of the beat in bits 8i+7..8i, tkeep partial
-/// on the last beat only. An empty frame is one beat with no bytes.
-fn beats(frame: &[u8]) -> Vec<Beat> {
+/// on the last beat only, `user` on the first beat (noise on the others). An empty frame is
+/// one beat with no bytes.
+fn beats(frame: &[u8], user: u8) -> Vec<Beat> {
     let chunks: Vec<&[u8]> = if frame.is_empty() {
         vec![&[][..]]
     } else {
@@ -253,7 +264,7 @@ fn beats(frame: &[u8]) -> Vec<Beat> {
                 data,
                 keep: vec![keep_bits as u32, (keep_bits >> 32) as u32],
                 last: i + 1 == n,
-                user: Vec::new(),
+                user: vec![u32::from(if i == 0 { user } else { !user ^ i as u8 })],
             }
         })
         .collect()
@@ -279,8 +290,8 @@ fn run(
     let mut sim = Sim::new::<Parser>()?;
     sim.reset(2)?;
     let mut source = AxisSource::new(&sim, "s_axis", idle)?;
-    for f in frames {
-        for b in beats(f) {
+    for (i, f) in frames.iter().enumerate() {
+        for b in beats(f, user_of(i)) {
             source.push(b);
         }
     }
@@ -322,7 +333,7 @@ fn run(
                 )));
             };
             let taken = mon.last_taken.pop_front().unwrap_or(u64::MAX);
-            let want = expected(frame);
+            let want = expected(frame, user_of(checked));
             let latency = cycle.wrapping_sub(taken);
             if got != want || latency != PARSER_LATENCY {
                 return Ok(Err(Mismatch(

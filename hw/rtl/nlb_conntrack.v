@@ -1,0 +1,316 @@
+`resetall
+`timescale 1ns / 1ps
+`default_nettype none
+
+// The connection table (one bank: connections outlive table loads) with its register block
+// (docs/regmap.md "conntrack") and hit bits. The pipeline reads a bucket (all CT_WAYS ways)
+// on port A and sets hit bits; the host reaches the block through nlb_regs' extension bus.
+//
+// Register behaviour (as the golden model's device):
+// - index, data[0..31]: read/write (byte strobes honoured); status: bit 1 error.
+// - cmd WRITE: entry[index] = data words 0..11 (bits past the entry width ignored), the valid
+//   count follows (old valid -> new valid); cmd READ: data words 0..11 = entry[index] (bits
+//   past the width read 0), later words untouched. An index beyond the table or an unknown
+//   command sets error and changes nothing; a good command clears it. The write is
+//   acknowledged (AXI write response) once the command has finished.
+// - hit_read: returns and clears the hit bits of entries index & ~31 .. +31 (0 beyond the
+//   table); count: valid entries.
+// Memory contents are not reset (the FPGA configures them to zero; a reboot reconfigures).
+//
+// Ports are declared in the body (Verilog-2001 style) because their widths come from the
+// regmap header, which has to be included inside the module.
+module nlb_conntrack (
+    clk,
+    rst,
+    ext_wr_req,
+    ext_wr_addr,
+    ext_wr_data,
+    ext_wr_strb,
+    ext_wr_ack,
+    ext_rd_req,
+    ext_rd_addr,
+    ext_rd_data,
+    ext_rd_ack,
+    ct_rd_en,
+    ct_rd_row,
+    ct_rd_data,
+    hit_set_en,
+    hit_set_index
+);
+
+`include "nlb_regmap.vh"
+
+// Buckets (a power of two).
+parameter CT_BUCKETS = NLB_PROFILE_SIM_CT_BUCKETS;
+// Ways per bucket (a power of two, >= 1).
+parameter CT_WAYS = NLB_PROFILE_SIM_CT_WAYS;
+// 1: register the memory outputs (read latency 2); 0: do not (1).
+parameter OUTPUT_REG = 1;
+
+localparam ROW_BITS = $clog2(CT_BUCKETS);
+localparam WAY_BITS = $clog2(CT_WAYS);
+localparam INDEX_BITS = ROW_BITS + WAY_BITS;
+localparam ENTRIES = CT_BUCKETS * CT_WAYS;
+localparam HIT_ROWS = ENTRIES / 32;
+localparam RD_LATENCY = 1 + OUTPUT_REG;
+localparam W = NLB_CT_ENTRY_WIDTH;
+localparam DATA_WORDS = NLB_REG_CONNTRACK_DATA_COUNT;
+localparam DATA_WORD_BITS = $clog2(DATA_WORDS);
+localparam ENTRY_WORDS = NLB_CT_ENTRY_WORDS;
+localparam [31:0] CMD_WRITE = {{(32-$bits(NLB_TABLE_CMD_WRITE)){1'b0}}, NLB_TABLE_CMD_WRITE};
+localparam [31:0] CMD_READ = {{(32-$bits(NLB_TABLE_CMD_READ)){1'b0}}, NLB_TABLE_CMD_READ};
+localparam [31:0] DATA_BASE = NLB_REG_CONNTRACK_DATA;
+
+initial begin
+    if ((1 << ROW_BITS) != CT_BUCKETS || (1 << WAY_BITS) != CT_WAYS || ENTRIES < 64) begin
+        $error("nlb_conntrack: CT_BUCKETS and CT_WAYS must be powers of two, >= 64 entries");
+        $finish;
+    end
+    if ((1 << DATA_WORD_BITS) != DATA_WORDS || DATA_BASE % (4 * DATA_WORDS) != 0) begin
+        $error("nlb_conntrack: the data window must be 2^n words, aligned to its size");
+        $finish;
+    end
+end
+
+input  wire                      clk;
+input  wire                      rst;
+
+// Extension bus from nlb_regs (absolute byte addresses of this block; one access at a time
+// per direction; *_ack pulses when it is done).
+input  wire                      ext_wr_req;
+/* verilator lint_off UNUSEDSIGNAL */ // (bits 1..0: registers are words)
+input  wire [31:0]               ext_wr_addr;
+/* verilator lint_on UNUSEDSIGNAL */
+input  wire [31:0]               ext_wr_data;
+input  wire [3:0]                ext_wr_strb;
+output wire                      ext_wr_ack;
+input  wire                      ext_rd_req;
+/* verilator lint_off UNUSEDSIGNAL */ // (bits 1..0: registers are words)
+input  wire [31:0]               ext_rd_addr;
+/* verilator lint_on UNUSEDSIGNAL */
+output wire [31:0]               ext_rd_data;
+output wire                      ext_rd_ack;
+
+// Pipeline: read a bucket (data RD_LATENCY clocks later), set a hit bit.
+input  wire                      ct_rd_en;
+input  wire [ROW_BITS-1:0]       ct_rd_row;
+output wire [CT_WAYS*W-1:0]      ct_rd_data;
+input  wire                      hit_set_en;
+input  wire [INDEX_BITS-1:0]     hit_set_index;
+
+function [31:0] strobed(input [31:0] old, input [31:0] value, input [3:0] strb);
+    integer i;
+    begin
+        for (i = 0; i < 4; i = i + 1) begin
+            strobed[i*8 +: 8] = strb[i] ? value[i*8 +: 8] : old[i*8 +: 8];
+        end
+    end
+endfunction
+
+// ---- registers ----------------------------------------------------------------------------
+
+reg [31:0]              index_reg = 32'd0, index_next;
+reg                     error_reg = 1'b0, error_next;
+reg [DATA_WORDS*32-1:0] data_reg = {DATA_WORDS*32{1'b0}}, data_next;
+reg [31:0]              count_reg = 32'd0, count_next;
+
+// Command engine: memory port B enable/write, a shift register marking when the entry read
+// (the old entry, for a write: the port is read-first) arrives, and the command's kind.
+reg                     mem_en_reg = 1'b0, mem_en_next;
+reg                     mem_we_reg = 1'b0, mem_we_next;
+reg [RD_LATENCY-1:0]    rd_pipe_reg = {RD_LATENCY{1'b0}};
+reg                     cmd_write_reg = 1'b0, cmd_write_next;
+reg                     wr_ack_reg = 1'b0, wr_ack_next;
+wire [W-1:0]            b_rdata;
+wire                    cmd_done = rd_pipe_reg[RD_LATENCY-1];
+
+wire index_ok = index_reg < ENTRIES;
+wire [W-1:0] new_entry = data_reg[W-1:0];
+
+wire        wr_in_data = ext_wr_addr[31:DATA_WORD_BITS+2] == DATA_BASE[31:DATA_WORD_BITS+2];
+wire [DATA_WORD_BITS-1:0] wr_word = ext_wr_addr[DATA_WORD_BITS+1:2];
+wire [31:0] wr_addr_w = {ext_wr_addr[31:2], 2'b00};
+
+reg [31:0] merged;
+integer    dw;
+
+always @* begin
+    index_next = index_reg;
+    error_next = error_reg;
+    data_next = data_reg;
+    count_next = count_reg;
+    mem_en_next = 1'b0;
+    mem_we_next = 1'b0;
+    cmd_write_next = cmd_write_reg;
+    wr_ack_next = 1'b0;
+    merged = 32'd0;
+
+    if (cmd_done) begin
+        if (cmd_write_reg) begin
+            // The old entry came back: the valid count follows the write.
+            if (b_rdata[NLB_CT_ENTRY_VALID_LSB] && !new_entry[NLB_CT_ENTRY_VALID_LSB]) begin
+                count_next = count_reg - 1;
+            end else if (!b_rdata[NLB_CT_ENTRY_VALID_LSB]
+                    && new_entry[NLB_CT_ENTRY_VALID_LSB]) begin
+                count_next = count_reg + 1;
+            end
+        end else begin
+            data_next[ENTRY_WORDS*32-1:0] = {{(ENTRY_WORDS*32-W){1'b0}}, b_rdata};
+        end
+        wr_ack_next = 1'b1;
+    end
+
+    if (ext_wr_req) begin
+        case (wr_addr_w)
+            NLB_REG_CONNTRACK_INDEX: begin
+                merged = strobed(index_reg, ext_wr_data, ext_wr_strb);
+                index_next = merged;
+                wr_ack_next = 1'b1;
+            end
+            NLB_REG_CONNTRACK_CMD: begin
+                merged = strobed(32'd0, ext_wr_data, ext_wr_strb);
+                if (index_ok && (merged == CMD_WRITE || merged == CMD_READ)) begin
+                    error_next = 1'b0;
+                    mem_en_next = 1'b1;
+                    mem_we_next = merged == CMD_WRITE;
+                    cmd_write_next = merged == CMD_WRITE;
+                end else begin
+                    error_next = 1'b1;
+                    wr_ack_next = 1'b1;
+                end
+            end
+            default: begin
+                for (dw = 0; dw < DATA_WORDS; dw = dw + 1) begin
+                    if (wr_in_data && wr_word == dw[DATA_WORD_BITS-1:0]) begin
+                        data_next[dw*32 +: 32] = strobed(data_reg[dw*32 +: 32], ext_wr_data,
+                            ext_wr_strb);
+                    end
+                end
+                wr_ack_next = 1'b1;
+            end
+        endcase
+    end
+end
+
+always @(posedge clk) begin
+    index_reg <= index_next;
+    error_reg <= error_next;
+    data_reg <= data_next;
+    count_reg <= count_next;
+    mem_en_reg <= mem_en_next;
+    mem_we_reg <= mem_we_next;
+    cmd_write_reg <= cmd_write_next;
+    wr_ack_reg <= wr_ack_next;
+    rd_pipe_reg <= (rd_pipe_reg << 1) | {{(RD_LATENCY-1){1'b0}}, mem_en_reg};
+    if (rst) begin
+        index_reg <= 32'd0;
+        error_reg <= 1'b0;
+        data_reg <= {DATA_WORDS*32{1'b0}};
+        count_reg <= 32'd0;
+        mem_en_reg <= 1'b0;
+        mem_we_reg <= 1'b0;
+        wr_ack_reg <= 1'b0;
+        rd_pipe_reg <= {RD_LATENCY{1'b0}};
+    end
+end
+
+assign ext_wr_ack = wr_ack_reg;
+
+// ---- reads --------------------------------------------------------------------------------
+
+wire        rd_in_data = ext_rd_addr[31:DATA_WORD_BITS+2] == DATA_BASE[31:DATA_WORD_BITS+2];
+wire [DATA_WORD_BITS-1:0] rd_word = ext_rd_addr[DATA_WORD_BITS+1:2];
+wire [31:0] rd_addr_w = {ext_rd_addr[31:2], 2'b00};
+wire        rd_hits = ext_rd_req && rd_addr_w == NLB_REG_CONNTRACK_HIT_READ;
+
+reg         rd_ack_reg = 1'b0;
+reg [31:0]  rd_data_reg = 32'd0;
+reg         hit_wait_reg = 1'b0;
+reg [31:0]  rd_value;
+integer     rw;
+
+wire        hit_valid;
+wire [31:0] hit_data;
+
+always @* begin
+    rd_value = 32'd0;
+    case (rd_addr_w)
+        NLB_REG_CONNTRACK_INDEX:  rd_value = index_reg;
+        NLB_REG_CONNTRACK_STATUS: rd_value = {30'd0, error_reg, 1'b0};
+        NLB_REG_CONNTRACK_COUNT:  rd_value = count_reg;
+        default: begin
+            for (rw = 0; rw < DATA_WORDS; rw = rw + 1) begin
+                if (rd_in_data && rd_word == rw[DATA_WORD_BITS-1:0]) begin
+                    rd_value = data_reg[rw*32 +: 32];
+                end
+            end
+        end
+    endcase
+end
+
+// hit_read beyond the table: no row to clear, reads 0.
+wire hit_in_range = index_reg < ENTRIES;
+
+always @(posedge clk) begin
+    rd_ack_reg <= 1'b0;
+    if (ext_rd_req) begin
+        if (rd_hits && hit_in_range) begin
+            hit_wait_reg <= 1'b1;
+        end else begin
+            rd_ack_reg <= 1'b1;
+            rd_data_reg <= rd_hits ? 32'd0 : rd_value;
+        end
+    end
+    if (hit_wait_reg && hit_valid) begin
+        hit_wait_reg <= 1'b0;
+        rd_ack_reg <= 1'b1;
+        rd_data_reg <= hit_data;
+    end
+    if (rst) begin
+        rd_ack_reg <= 1'b0;
+        hit_wait_reg <= 1'b0;
+    end
+end
+
+assign ext_rd_ack = rd_ack_reg;
+assign ext_rd_data = rd_data_reg;
+
+// ---- memories -----------------------------------------------------------------------------
+
+nlb_table_mem #(
+    .WIDTH(W),
+    .ROWS(CT_BUCKETS),
+    .LANES(CT_WAYS),
+    .OUTPUT_REG(OUTPUT_REG),
+    .BANKS(1)
+) ct_mem_inst (
+    .clk(clk),
+    .a_en(ct_rd_en),
+    .a_bank(1'b0),
+    .a_row(ct_rd_row),
+    .a_data(ct_rd_data),
+    .b_en(mem_en_reg),
+    .b_we(mem_we_reg),
+    .b_bank(1'b0),
+    .b_index(index_reg[INDEX_BITS-1:0]),
+    .b_wdata(new_entry),
+    .b_rdata(b_rdata)
+);
+
+nlb_hit_bits #(
+    .ROWS(HIT_ROWS)
+) hit_inst (
+    .clk(clk),
+    .rst(rst),
+    .set_en(hit_set_en),
+    .set_index(hit_set_index),
+    .rc_en(rd_hits && hit_in_range),
+    .rc_row(index_reg[INDEX_BITS-1:5]),
+    .rc_valid(hit_valid),
+    .rc_data(hit_data)
+);
+
+
+endmodule
+
+`resetall

@@ -1,0 +1,1113 @@
+`resetall
+`timescale 1ns / 1ps
+`default_nettype none
+
+// The lookup pipeline of docs/pipeline.md sections 3-10: from a parser descriptor to the
+// packet's verdict, reason, rule, pool, backend, connection-table outcome, flow hash, output
+// length and learn/teardown event. One packet per clock, fixed latency, never stalls.
+//
+// Descriptors wait in a FIFO (s_room says it can take FIFO_DEPTH/2 more); each issues into the
+// pipeline. An ICMP error with a usable quote issues twice: first its forward reading (the
+// "shadow": the quote as sent toward a VIP), then the packet with the reversed reading. At
+// stage C the packet takes the shadow's VIP lookup, hashes and connection-table bucket when
+// its own reading has no VIP entry (docs/pipeline.md section 3); the shadow ends there.
+//
+// Stages (a register after each; every memory read is a stage of its own, RD_LATENCY = 2):
+//   I   issue: early verdicts (disabled, malformed, not IP, ICMP without quote), the flow
+//   1-6 flow hashes of the VIP, TUPLE5, TUPLE3, TUPLE2 and TUPLE1 keys (nlb_flow_hash)
+//   A   VIP bucket and connection-table bucket read issued; B: wait
+//   C   VIP ways compared; the ICMP reading chosen; the bucket's entries kept
+//   D   port slots matched; connection-table ways compared
+//   E   rule and ACL reads issued; F: wait
+//   G   rule valid, ACL, fragment punt; pool read issued; H: wait
+//   I2  pool: affinity key type and hash, trackable, connection-table outcome
+//   J   Maglev index multiply; K: slot = base + index, Maglev read issued; L: wait
+//   M   backend id (connection or Maglev), backend read issued; N: wait
+//   O   backend valid, output length, TOO_BIG, event; hit bit set
+// A result appears 21 clocks after its descriptor issues (the clock edge that takes it out
+// of the FIFO into the stage-I register): m_valid is high in the 22nd clock. A packet's table reads all use the bank latched at its first beat (m_user of the
+// parser: bit 0 bank, bit 1 enable, bit 2 default action = DROP).
+//
+// Ports are declared in the body (Verilog-2001 style) because their widths come from the
+// regmap header, which has to be included inside the module.
+module nlb_lookup (
+    clk,
+    rst,
+    s_valid,
+    s_user,
+    s_len,
+    s_malformed,
+    s_reason,
+    s_not_ip,
+    s_ipv6,
+    s_l3_offset,
+    s_l3_end,
+    s_tos,
+    s_dont_fragment,
+    s_protocol,
+    s_src,
+    s_dst,
+    s_fragment,
+    s_frag_offset,
+    s_ip_id,
+    s_src_port,
+    s_dst_port,
+    s_tcp_flags,
+    s_icmp_error,
+    s_inner_valid,
+    s_inner_protocol,
+    s_inner_src,
+    s_inner_dst,
+    s_inner_src_port,
+    s_inner_dst_port,
+    s_room,
+    vip_rd_en,
+    vip_rd_bank,
+    vip_rd_row,
+    vip_rd_data,
+    rule_rd_en,
+    rule_rd_bank,
+    rule_rd_row,
+    rule_rd_data,
+    acl_rd_en,
+    acl_rd_bank,
+    acl_rd_row,
+    acl_rd_data,
+    pool_rd_en,
+    pool_rd_bank,
+    pool_rd_row,
+    pool_rd_data,
+    maglev_rd_en,
+    maglev_rd_bank,
+    maglev_rd_row,
+    maglev_rd_data,
+    backend_rd_en,
+    backend_rd_bank,
+    backend_rd_row,
+    backend_rd_data,
+    ct_rd_en,
+    ct_rd_row,
+    ct_rd_data,
+    hit_set_en,
+    hit_set_index,
+    m_valid,
+    m_verdict,
+    m_reason,
+    m_bank,
+    m_rule_valid,
+    m_rule,
+    m_pool_valid,
+    m_pool,
+    m_backend_valid,
+    m_backend,
+    m_key_valid,
+    m_key,
+    m_conntrack,
+    m_ct_index,
+    m_flow_hash,
+    m_ip_id,
+    m_len,
+    m_out_len,
+    m_event_valid,
+    m_event,
+    m_protocol,
+    m_client,
+    m_client_port,
+    m_vip,
+    m_vip_port,
+    m_icmp,
+    m_delivery,
+    m_be_ipv6,
+    m_be_addr,
+    m_be_mac,
+    m_ipv6,
+    m_l3_offset,
+    m_l3_end,
+    m_tos,
+    m_dont_fragment
+);
+
+`include "nlb_regmap.vh"
+
+// ---- parameters -------------------------------------------------------------------------
+
+// Frame length width (as nlb_parser's LEN_WIDTH).
+parameter LEN_WIDTH = 17;
+// Table depths (the profile's; as nlb_regs and nlb_conntrack are built with).
+parameter VIP_BUCKETS = NLB_PROFILE_SIM_VIP_BUCKETS;
+parameter VIP_WAYS = NLB_PROFILE_SIM_VIP_WAYS;
+parameter RULES = NLB_PROFILE_SIM_RULES;
+parameter POOLS = NLB_PROFILE_SIM_POOLS;
+parameter MAGLEV_SLOTS = NLB_PROFILE_SIM_MAGLEV_SLOTS;
+parameter BACKENDS = NLB_PROFILE_SIM_BACKENDS;
+parameter CT_BUCKETS = NLB_PROFILE_SIM_CT_BUCKETS;
+parameter CT_WAYS = NLB_PROFILE_SIM_CT_WAYS;
+// Read latency of every table memory (nlb_table_mem with its output register).
+parameter RD_LATENCY = 2;
+// Descriptor FIFO entries (a power of two >= 32: the parser may have 10 in flight when
+// s_room falls).
+parameter FIFO_DEPTH = 32;
+
+// ---- derived constants --------------------------------------------------------------------
+
+localparam LW = LEN_WIDTH;
+localparam VIP_ROW_BITS = $clog2(VIP_BUCKETS);
+localparam RULE_ROW_BITS = $clog2(RULES);
+localparam POOL_ROW_BITS = $clog2(POOLS);
+localparam MAGLEV_ROW_BITS = $clog2(MAGLEV_SLOTS);
+localparam BACKEND_ROW_BITS = $clog2(BACKENDS);
+localparam CT_ROW_BITS = $clog2(CT_BUCKETS);
+localparam CT_WAY_BITS = $clog2(CT_WAYS);
+localparam CTIW = CT_ROW_BITS + CT_WAY_BITS;
+localparam VW = NLB_VIP_ENTRY_WIDTH;
+localparam CW = NLB_CT_ENTRY_WIDTH;
+localparam FIFO_BITS = $clog2(FIFO_DEPTH);
+// Largest frame sent (docs/pipeline.md section 9).
+localparam [17:0] MAX_FRAME = 18'd9018;
+
+localparam [1:0] V_FORWARD = NLB_VERDICT_FORWARD;
+localparam [1:0] V_PUNT = NLB_VERDICT_PUNT;
+localparam [1:0] V_DROP = NLB_VERDICT_DROP;
+localparam [1:0] V_PASS = NLB_VERDICT_PASS;
+localparam [1:0] CT_NONE = 2'd0;
+localparam [1:0] CT_HIT = 2'd1;
+localparam [1:0] CT_MISS = 2'd2;
+localparam [7:0] PROTO_TCP = 8'd6;
+localparam [7:0] PROTO_UDP = 8'd17;
+
+initial begin
+    if (RD_LATENCY != 2) begin
+        $error("nlb_lookup: the stages are laid out for table memories of read latency 2");
+        $finish;
+    end
+    if ((1 << VIP_ROW_BITS) != VIP_BUCKETS || (1 << CT_ROW_BITS) != CT_BUCKETS
+            || (1 << CT_WAY_BITS) != CT_WAYS) begin
+        $error("nlb_lookup: VIP_BUCKETS, CT_BUCKETS and CT_WAYS must be powers of two");
+        $finish;
+    end
+    if (FIFO_DEPTH < 32 || (1 << FIFO_BITS) != FIFO_DEPTH) begin
+        $error("nlb_lookup: FIFO_DEPTH must be a power of two >= 32");
+        $finish;
+    end
+    if (RULE_ROW_BITS > 12 || POOL_ROW_BITS > 12 || BACKEND_ROW_BITS > 16
+            || MAGLEV_ROW_BITS > 25) begin
+        $error("nlb_lookup: a table is deeper than its id field can address");
+        $finish;
+    end
+end
+
+// ---- ports --------------------------------------------------------------------------------
+
+input  wire                  clk;
+input  wire                  rst;
+
+// Parser descriptor (nlb_parser m_*; fields as documented there).
+input  wire                  s_valid;
+input  wire [2:0]            s_user;
+input  wire [LW-1:0]         s_len;
+input  wire                  s_malformed;
+input  wire [4:0]            s_reason;
+input  wire                  s_not_ip;
+input  wire                  s_ipv6;
+input  wire [4:0]            s_l3_offset;
+input  wire [LW-1:0]         s_l3_end;
+input  wire [7:0]            s_tos;
+input  wire                  s_dont_fragment;
+input  wire [7:0]            s_protocol;
+input  wire [127:0]          s_src;
+input  wire [127:0]          s_dst;
+input  wire                  s_fragment;
+input  wire [15:0]           s_frag_offset;
+input  wire [31:0]           s_ip_id;
+input  wire [15:0]           s_src_port;
+input  wire [15:0]           s_dst_port;
+input  wire [7:0]            s_tcp_flags;
+input  wire                  s_icmp_error;
+input  wire                  s_inner_valid;
+input  wire [7:0]            s_inner_protocol;
+input  wire [127:0]          s_inner_src;
+input  wire [127:0]          s_inner_dst;
+input  wire [15:0]           s_inner_src_port;
+input  wire [15:0]           s_inner_dst_port;
+// The FIFO can take FIFO_DEPTH/2 more descriptors (registered).
+output wire                  s_room;
+
+// Table read ports (nlb_regs): data RD_LATENCY clocks after the enable.
+output wire                               vip_rd_en;
+output wire                               vip_rd_bank;
+output wire [VIP_ROW_BITS-1:0]            vip_rd_row;
+input  wire [VIP_WAYS*VW-1:0]             vip_rd_data;
+output wire                               rule_rd_en;
+output wire                               rule_rd_bank;
+output wire [RULE_ROW_BITS-1:0]           rule_rd_row;
+input  wire [NLB_RULE_ENTRY_WIDTH-1:0]    rule_rd_data;
+output wire                               acl_rd_en;
+output wire                               acl_rd_bank;
+output wire [RULE_ROW_BITS-1:0]           acl_rd_row;
+input  wire [NLB_ACL_ENTRY_WIDTH-1:0]     acl_rd_data;
+output wire                               pool_rd_en;
+output wire                               pool_rd_bank;
+output wire [POOL_ROW_BITS-1:0]           pool_rd_row;
+input  wire [NLB_POOL_ENTRY_WIDTH-1:0]    pool_rd_data;
+output wire                               maglev_rd_en;
+output wire                               maglev_rd_bank;
+output wire [MAGLEV_ROW_BITS-1:0]         maglev_rd_row;
+input  wire [NLB_MAGLEV_SLOT_WIDTH-1:0]   maglev_rd_data;
+output wire                               backend_rd_en;
+output wire                               backend_rd_bank;
+output wire [BACKEND_ROW_BITS-1:0]        backend_rd_row;
+input  wire [NLB_BACKEND_ENTRY_WIDTH-1:0] backend_rd_data;
+
+// Connection table (nlb_conntrack): bucket read, hit bit set.
+output wire                               ct_rd_en;
+output wire [CT_ROW_BITS-1:0]             ct_rd_row;
+input  wire [CT_WAYS*CW-1:0]              ct_rd_data;
+output wire                               hit_set_en;
+output wire [CTIW-1:0]                    hit_set_index;
+
+// Result, one per descriptor, in order (docs/pipeline.md PacketResult; fields that do not
+// apply are 0).
+output wire                  m_valid;
+output wire [1:0]            m_verdict;        // enum verdict
+output wire [4:0]            m_reason;         // enum reason
+output wire                  m_bank;
+output wire                  m_rule_valid;
+output wire [11:0]           m_rule;
+output wire                  m_pool_valid;
+output wire [11:0]           m_pool;
+output wire                  m_backend_valid;
+output wire [15:0]           m_backend;
+output wire                  m_key_valid;
+output wire [2:0]            m_key;            // enum key_type
+output wire [1:0]            m_conntrack;      // 0 none, 1 hit, 2 miss
+output wire [CTIW-1:0]       m_ct_index;       // with m_conntrack = hit
+output wire [31:0]           m_flow_hash;
+output wire [31:0]           m_ip_id;
+output wire [LW-1:0]         m_len;
+output wire [17:0]           m_out_len;        // FORWARD: bytes of the output frame
+output wire                  m_event_valid;
+output wire [1:0]            m_event;          // enum event
+output wire [7:0]            m_protocol;       // the flow (client -> VIP)
+output wire [127:0]          m_client;
+output wire [15:0]           m_client_port;
+output wire [127:0]          m_vip;
+output wire [15:0]           m_vip_port;
+output wire                  m_icmp;           // an ICMP error forwarded with its flow
+output wire [1:0]            m_delivery;       // enum delivery (FORWARD)
+output wire                  m_be_ipv6;        // backend entry (FORWARD)
+output wire [127:0]          m_be_addr;
+output wire [47:0]           m_be_mac;
+output wire                  m_ipv6;           // the packet's IP headers, for the editor
+output wire [4:0]            m_l3_offset;
+output wire [LW-1:0]         m_l3_end;
+output wire [7:0]            m_tos;
+output wire                  m_dont_fragment;
+
+// ---- pipeline state -----------------------------------------------------------------------
+// One packed vector per stage; F_x / W_x are the field positions.
+
+localparam F_SHADOW = 0;
+localparam W_SHADOW = 1; // the forward reading of an ICMP error (not a packet; dropped after stage C)
+localparam F_REAL = F_SHADOW + W_SHADOW;
+localparam W_REAL = 1; // the packet slot of an ICMP error with a usable quote (its shadow is one ahead)
+localparam F_ICMP = F_REAL + W_REAL;
+localparam W_ICMP = 1; // an ICMP error with a usable quote
+localparam F_DONE = F_ICMP + W_ICMP;
+localparam W_DONE = 1; // the verdict is decided
+localparam F_VERDICT = F_DONE + W_DONE;
+localparam W_VERDICT = 2; // enum verdict
+localparam F_REASON = F_VERDICT + W_VERDICT;
+localparam W_REASON = 5; // enum reason
+localparam F_BANK = F_REASON + W_REASON;
+localparam W_BANK = 1; // latched table bank
+localparam F_DDROP = F_BANK + W_BANK;
+localparam W_DDROP = 1; // ctrl.default_action = DROP, latched
+localparam F_LEN = F_DDROP + W_DDROP;
+localparam W_LEN = LW; // frame length
+localparam F_V6 = F_LEN + W_LEN;
+localparam W_V6 = 1; // IPv6
+localparam F_L3OFF = F_V6 + W_V6;
+localparam W_L3OFF = 5; // IP header offset
+localparam F_L3END = F_L3OFF + W_L3OFF;
+localparam W_L3END = LW; // end of the IP packet
+localparam F_TOS = F_L3END + W_L3END;
+localparam W_TOS = 8; // TOS / traffic class
+localparam F_DF = F_TOS + W_TOS;
+localparam W_DF = 1; // IPv4 DF (1 for IPv6)
+localparam F_IPID = F_DF + W_DF;
+localparam W_IPID = 32; // IP identification (0 unless parsed)
+localparam F_PROTO = F_IPID + W_IPID;
+localparam W_PROTO = 8; // flow protocol
+localparam F_CLIENT = F_PROTO + W_PROTO;
+localparam W_CLIENT = 128; // flow client address
+localparam F_CPORT = F_CLIENT + W_CLIENT;
+localparam W_CPORT = 16; // flow client port
+localparam F_VIP = F_CPORT + W_CPORT;
+localparam W_VIP = 128; // flow VIP
+localparam F_VPORT = F_VIP + W_VIP;
+localparam W_VPORT = 16; // flow VIP port
+localparam F_FRAG = F_VPORT + W_VPORT;
+localparam W_FRAG = 1; // a fragment (and not an ICMP error)
+localparam F_LATER = F_FRAG + W_FRAG;
+localparam W_LATER = 1; // a later fragment (no ports)
+localparam F_TCPF = F_LATER + W_LATER;
+localparam W_TCPF = 8; // TCP flags
+localparam F_H5 = F_TCPF + W_TCPF;
+localparam W_H5 = 32; // hash of the TUPLE5 key
+localparam F_H3 = F_H5 + W_H5;
+localparam W_H3 = 32; // hash of the TUPLE3 key
+localparam F_H2 = F_H3 + W_H3;
+localparam W_H2 = 32; // hash of the TUPLE2 key
+localparam F_H1 = F_H2 + W_H2;
+localparam W_H1 = 32; // hash of the TUPLE1 key
+localparam F_FHASH = F_H1 + W_H1;
+localparam W_FHASH = 32; // flow hash (H5, H3 for fragments; 0 before the flow is known)
+localparam F_VHIT = F_FHASH + W_FHASH;
+localparam W_VHIT = 1; // the VIP table has an entry for (protocol, VIP)
+localparam F_SLOTS = F_VHIT + W_VHIT;
+localparam W_SLOTS = 180; // its port slots
+localparam F_RID = F_SLOTS + W_SLOTS;
+localparam W_RID = 12; // rule id from the port slot
+localparam F_RULEV = F_RID + W_RID;
+localparam W_RULEV = 1; // a rule matched
+localparam F_RULE = F_RULEV + W_RULEV;
+localparam W_RULE = 12; // rule id
+localparam F_SEVERAL = F_RULE + W_RULE;
+localparam W_SEVERAL = 1; // the VIP entry has two or more valid slots
+localparam F_RINR = F_SEVERAL + W_SEVERAL;
+localparam W_RINR = 1; // rule id inside the rule table
+localparam F_POOLV = F_RINR + W_RINR;
+localparam W_POOLV = 1; // pool reported
+localparam F_POOL = F_POOLV + W_POOLV;
+localparam W_POOL = 12; // pool id
+localparam F_PINR = F_POOL + W_POOL;
+localparam W_PINR = 1; // pool id inside the pool table
+localparam F_KEYV = F_PINR + W_PINR;
+localparam W_KEYV = 1; // affinity key type reported
+localparam F_KEY = F_KEYV + W_KEYV;
+localparam W_KEY = 3; // enum key_type
+localparam F_CT = F_KEY + W_KEY;
+localparam W_CT = 2; // conntrack outcome: 0 none, 1 hit, 2 miss
+localparam F_CTHIT = F_CT + W_CT;
+localparam W_CTHIT = 1; // a valid entry of the bucket holds the flow
+localparam F_CTIDX = F_CTHIT + W_CTHIT;
+localparam W_CTIDX = CTIW; // its index
+localparam F_CTBE = F_CTIDX + W_CTIDX;
+localparam W_CTBE = 16; // its backend
+localparam F_DELIV = F_CTBE + W_CTBE;
+localparam W_DELIV = 2; // enum delivery
+localparam F_MBASE = F_DELIV + W_DELIV;
+localparam W_MBASE = 24; // Maglev slice base
+localparam F_MSIZE = F_MBASE + W_MBASE;
+localparam W_MSIZE = 17; // Maglev slice size
+localparam F_AHASH = F_MSIZE + W_MSIZE;
+localparam W_AHASH = 32; // hash of the affinity key
+localparam F_PROD = F_AHASH + W_AHASH;
+localparam W_PROD = 49; // AHASH * MSIZE
+localparam F_MSLOT = F_PROD + W_PROD;
+localparam W_MSLOT = 25; // Maglev slot
+localparam F_BEV = F_MSLOT + W_MSLOT;
+localparam W_BEV = 1; // backend reported
+localparam F_BE = F_BEV + W_BEV;
+localparam W_BE = 16; // backend id
+localparam F_BINR = F_BE + W_BE;
+localparam W_BINR = 1; // backend id inside the backend table
+localparam F_BV6 = F_BINR + W_BINR;
+localparam W_BV6 = 1; // backend is IPv6
+localparam F_BADDR = F_BV6 + W_BV6;
+localparam W_BADDR = 128; // backend address
+localparam F_BMAC = F_BADDR + W_BADDR;
+localparam W_BMAC = 48; // backend MAC
+localparam F_OUTLEN = F_BMAC + W_BMAC;
+localparam W_OUTLEN = 18; // output frame length (FORWARD)
+localparam F_EVV = F_OUTLEN + W_OUTLEN;
+localparam W_EVV = 1; // an event goes out
+localparam F_EVK = F_EVV + W_EVV;
+localparam W_EVK = 2; // enum event
+localparam SW = F_EVK + W_EVK;
+
+// ---- descriptor FIFO --------------------------------------------------------------------
+
+localparam DW = 3 + LW + 1 + 5 + 1 + 1 + 5 + LW + 8 + 1 + 8 + 128 + 128 + 1 + 16 + 32 + 16
+    + 16 + 8 + 1 + 1 + 8 + 128 + 128 + 16 + 16;
+
+wire [DW-1:0] s_desc = {s_user, s_len, s_malformed, s_reason, s_not_ip, s_ipv6, s_l3_offset,
+    s_l3_end, s_tos, s_dont_fragment, s_protocol, s_src, s_dst, s_fragment, s_frag_offset,
+    s_ip_id, s_src_port, s_dst_port, s_tcp_flags, s_icmp_error, s_inner_valid,
+    s_inner_protocol, s_inner_src, s_inner_dst, s_inner_src_port, s_inner_dst_port};
+
+reg [DW-1:0]      fifo_mem [0:FIFO_DEPTH-1];
+reg [FIFO_BITS:0] wr_ptr_reg = {(FIFO_BITS+1){1'b0}};
+reg [FIFO_BITS:0] rd_ptr_reg = {(FIFO_BITS+1){1'b0}};
+reg               room_reg = 1'b0;
+reg               phase_reg = 1'b0;   // the head's shadow has issued
+
+wire [FIFO_BITS:0] fifo_count = wr_ptr_reg - rd_ptr_reg;
+wire               fifo_nonempty = wr_ptr_reg != rd_ptr_reg;
+wire [DW-1:0]      head = fifo_mem[rd_ptr_reg[FIFO_BITS-1:0]];
+
+wire [2:0]     d_user;
+wire [LW-1:0]  d_len;
+wire           d_malformed;
+wire [4:0]     d_reason;
+wire           d_not_ip;
+wire           d_ipv6;
+wire [4:0]     d_l3_offset;
+wire [LW-1:0]  d_l3_end;
+wire [7:0]     d_tos;
+wire           d_df;
+wire [7:0]     d_protocol;
+wire [127:0]   d_src;
+wire [127:0]   d_dst;
+wire           d_fragment;
+wire [15:0]    d_frag_offset;
+wire [31:0]    d_ip_id;
+wire [15:0]    d_sport;
+wire [15:0]    d_dport;
+wire [7:0]     d_tcp_flags;
+wire           d_icmp_error;
+wire           d_inner_valid;
+wire [7:0]     d_q_proto;
+wire [127:0]   d_q_src;
+wire [127:0]   d_q_dst;
+wire [15:0]    d_q_sport;
+wire [15:0]    d_q_dport;
+assign {d_user, d_len, d_malformed, d_reason, d_not_ip, d_ipv6, d_l3_offset, d_l3_end, d_tos,
+    d_df, d_protocol, d_src, d_dst, d_fragment, d_frag_offset, d_ip_id, d_sport, d_dport,
+    d_tcp_flags, d_icmp_error, d_inner_valid, d_q_proto, d_q_src, d_q_dst, d_q_sport,
+    d_q_dport} = head;
+
+wire d_bank = d_user[0];
+wire d_enable = d_user[1];
+wire d_ddrop = d_user[2];
+wire d_parsed = d_enable && !d_malformed && !d_not_ip;
+// An ICMP error with a usable quote issues twice (shadow, then the packet).
+wire d_two = d_parsed && d_icmp_error && d_inner_valid;
+wire issue = fifo_nonempty;
+wire issue_shadow = issue && d_two && !phase_reg;
+wire pop = issue && !issue_shadow;
+
+always @(posedge clk) begin
+    if (s_valid) begin
+        fifo_mem[wr_ptr_reg[FIFO_BITS-1:0]] <= s_desc;
+        wr_ptr_reg <= wr_ptr_reg + 1'b1;
+    end
+    if (pop) begin
+        rd_ptr_reg <= rd_ptr_reg + 1'b1;
+    end
+    phase_reg <= issue_shadow;
+    room_reg <= fifo_count <= FIFO_DEPTH / 2 - 2;
+    if (rst) begin
+        wr_ptr_reg <= {(FIFO_BITS+1){1'b0}};
+        rd_ptr_reg <= {(FIFO_BITS+1){1'b0}};
+        phase_reg <= 1'b0;
+        room_reg <= 1'b0;
+    end
+end
+
+assign s_room = room_reg;
+
+// ---- stage I: issue ---------------------------------------------------------------------
+
+reg [SW-1:0] iss;
+always @* begin
+    iss = {SW{1'b0}};
+    iss[F_SHADOW] = issue_shadow;
+    iss[F_REAL] = d_two && phase_reg;
+    iss[F_ICMP] = d_two;
+    iss[F_BANK] = d_bank;
+    iss[F_DDROP] = d_ddrop;
+    iss[F_LEN +: W_LEN] = d_len;
+    iss[F_V6] = d_ipv6;
+    iss[F_L3OFF +: W_L3OFF] = d_l3_offset;
+    iss[F_L3END +: W_L3END] = d_l3_end;
+    iss[F_TOS +: W_TOS] = d_tos;
+    iss[F_DF] = d_df;
+    iss[F_IPID +: W_IPID] = d_parsed ? d_ip_id : 32'd0;
+    iss[F_TCPF +: W_TCPF] = d_tcp_flags;
+    iss[F_FRAG] = d_fragment && !d_two;
+    iss[F_LATER] = d_frag_offset != 16'd0 && !d_two;
+    if (!d_two) begin
+        iss[F_PROTO +: W_PROTO] = d_protocol;
+        iss[F_CLIENT +: W_CLIENT] = d_src;
+        iss[F_CPORT +: W_CPORT] = d_sport;
+        iss[F_VIP +: W_VIP] = d_dst;
+        iss[F_VPORT +: W_VPORT] = d_dport;
+    end else if (!phase_reg) begin
+        // Shadow: the quote read as a packet the client sent toward a VIP.
+        iss[F_PROTO +: W_PROTO] = d_q_proto;
+        iss[F_CLIENT +: W_CLIENT] = d_q_src;
+        iss[F_CPORT +: W_CPORT] = d_q_sport;
+        iss[F_VIP +: W_VIP] = d_q_dst;
+        iss[F_VPORT +: W_VPORT] = d_q_dport;
+    end else begin
+        // The packet: the quote reversed (a packet sent from a VIP), the usual case.
+        iss[F_PROTO +: W_PROTO] = d_q_proto;
+        iss[F_CLIENT +: W_CLIENT] = d_q_dst;
+        iss[F_CPORT +: W_CPORT] = d_q_dport;
+        iss[F_VIP +: W_VIP] = d_q_src;
+        iss[F_VPORT +: W_VPORT] = d_q_sport;
+    end
+    // Verdicts known before any lookup.
+    if (!d_enable) begin
+        iss[F_DONE] = 1'b1;
+        iss[F_VERDICT +: W_VERDICT] = V_PASS;
+        iss[F_REASON +: W_REASON] = NLB_REASON_PIPELINE_DISABLED;
+    end else if (d_malformed) begin
+        iss[F_DONE] = 1'b1;
+        iss[F_VERDICT +: W_VERDICT] = V_DROP;
+        iss[F_REASON +: W_REASON] = d_reason;
+    end else if (d_not_ip) begin
+        iss[F_DONE] = 1'b1;
+        iss[F_VERDICT +: W_VERDICT] = V_PASS;
+        iss[F_REASON +: W_REASON] = NLB_REASON_NOT_IP;
+    end else if (d_icmp_error && !d_inner_valid) begin
+        iss[F_DONE] = 1'b1;
+        iss[F_VERDICT +: W_VERDICT] = d_ddrop ? V_DROP : V_PASS;
+        iss[F_REASON +: W_REASON] = NLB_REASON_ICMP_NO_FLOW;
+    end
+end
+
+localparam NST = 21;
+reg [SW-1:0] st_reg [0:NST];
+reg          vl_reg [0:NST];
+reg [SW-1:0] nx [1:NST];
+
+integer si;
+initial begin
+    for (si = 0; si <= NST; si = si + 1) begin
+        st_reg[si] = {SW{1'b0}};
+        vl_reg[si] = 1'b0;
+    end
+end
+
+// ---- stages 1-6: flow hashes -------------------------------------------------------------
+
+// The key fields of the issued state (the rest of it waits in the delay line).
+/* verilator lint_off UNUSEDSIGNAL */
+wire [SW-1:0] s0 = st_reg[0];
+/* verilator lint_on UNUSEDSIGNAL */
+wire [7:0]    k_proto = s0[F_PROTO +: W_PROTO];
+wire [127:0]  k_client = s0[F_CLIENT +: W_CLIENT];
+wire [127:0]  k_vip = s0[F_VIP +: W_VIP];
+wire [15:0]   k_cport = s0[F_CPORT +: W_CPORT];
+wire [15:0]   k_vport = s0[F_VPORT +: W_VPORT];
+
+// Canonical keys (docs/regmap.md "Flow hash"): {type, protocol, src port, dst port, 0, src,
+// dst}, unused fields 0.
+wire [319:0] key_vip = {8'd0, k_proto, 48'd0, 128'd0, k_vip};
+wire [319:0] key_t5 = {8'd5, k_proto, k_cport, k_vport, 16'd0, k_client, k_vip};
+wire [319:0] key_t3 = {8'd3, k_proto, 48'd0, k_client, k_vip};
+wire [319:0] key_t2 = {8'd2, 8'd0, 48'd0, k_client, k_vip};
+wire [319:0] key_t1 = {8'd1, 8'd0, 48'd0, k_client, 128'd0};
+
+// The VIP bucket takes the top bits of its hash.
+/* verilator lint_off UNUSEDSIGNAL */
+wire [31:0] hash_vip;
+/* verilator lint_on UNUSEDSIGNAL */
+wire [31:0] hash_t5, hash_t3, hash_t2, hash_t1;
+/* verilator lint_off PINCONNECTEMPTY */
+nlb_flow_hash hash_vip_inst (.clk(clk), .rst(rst), .s_key(key_vip), .s_user(1'b0),
+    .s_valid(vl_reg[0]), .m_hash(hash_vip), .m_user(), .m_valid());
+nlb_flow_hash hash_t5_inst (.clk(clk), .rst(rst), .s_key(key_t5), .s_user(1'b0),
+    .s_valid(vl_reg[0]), .m_hash(hash_t5), .m_user(), .m_valid());
+nlb_flow_hash hash_t3_inst (.clk(clk), .rst(rst), .s_key(key_t3), .s_user(1'b0),
+    .s_valid(vl_reg[0]), .m_hash(hash_t3), .m_user(), .m_valid());
+nlb_flow_hash hash_t2_inst (.clk(clk), .rst(rst), .s_key(key_t2), .s_user(1'b0),
+    .s_valid(vl_reg[0]), .m_hash(hash_t2), .m_user(), .m_valid());
+nlb_flow_hash hash_t1_inst (.clk(clk), .rst(rst), .s_key(key_t1), .s_user(1'b0),
+    .s_valid(vl_reg[0]), .m_hash(hash_t1), .m_user(), .m_valid());
+/* verilator lint_on PINCONNECTEMPTY */
+
+// ---- stage A (6): hashes in; VIP and connection-table buckets read -----------------------
+
+wire [SW-1:0] sa = st_reg[6];
+wire [31:0]   a_h5 = hash_t5;
+wire [31:0]   a_h3 = hash_t3;
+wire          a_frag = sa[F_FRAG];
+
+always @* begin
+    nx[7] = sa;
+    nx[7][F_H5 +: 32] = hash_t5;
+    nx[7][F_H3 +: 32] = hash_t3;
+    nx[7][F_H2 +: 32] = hash_t2;
+    nx[7][F_H1 +: 32] = hash_t1;
+    if (!sa[F_DONE]) begin
+        nx[7][F_FHASH +: 32] = a_frag ? a_h3 : a_h5;
+    end
+end
+
+assign vip_rd_en = vl_reg[6];
+assign vip_rd_bank = sa[F_BANK];
+assign vip_rd_row = hash_vip[31 -: VIP_ROW_BITS];
+assign ct_rd_en = vl_reg[6];
+assign ct_rd_row = a_h5[31 -: CT_ROW_BITS];
+
+// ---- stage B (7): wait ---------------------------------------------------------------------
+
+always @* begin
+    nx[8] = st_reg[7];
+end
+
+// ---- stage C (8): VIP ways; the ICMP reading; the bucket's entries -----------------------
+
+wire [SW-1:0] sc = st_reg[8];
+wire [SW-1:0] sc_alt = st_reg[9];      // for a packet of two issues: its shadow
+
+reg [CT_WAYS*CW-1:0] ctrow_reg = {CT_WAYS*CW{1'b0}};
+reg [CT_WAYS*CW-1:0] ctrow_next;
+
+reg          c_hit;
+// The matching entry (its slots are kept; valid, protocol and address were compared).
+/* verilator lint_off UNUSEDSIGNAL */
+reg [VW-1:0] c_entry;
+/* verilator lint_on UNUSEDSIGNAL */
+integer      cw;
+always @* begin
+    c_hit = 1'b0;
+    c_entry = {VW{1'b0}};
+    for (cw = VIP_WAYS - 1; cw >= 0; cw = cw - 1) begin
+        if (vip_rd_data[cw*VW + NLB_VIP_ENTRY_VALID_LSB]
+                && vip_rd_data[cw*VW + NLB_VIP_ENTRY_PROTOCOL_LSB +: 8] == sc[F_PROTO +: 8]
+                && vip_rd_data[cw*VW + NLB_VIP_ENTRY_ADDR_LSB +: 128] == sc[F_VIP +: 128]) begin
+            c_hit = 1'b1;
+            c_entry = vip_rd_data[cw*VW +: VW];
+        end
+    end
+end
+
+always @* begin
+    nx[9] = sc;
+    nx[9][F_VHIT] = c_hit;
+    nx[9][F_SLOTS +: W_SLOTS] = c_entry[NLB_VIP_ENTRY_SLOT_LSB +: W_SLOTS];
+    ctrow_next = ct_rd_data;
+    if (sc[F_REAL] && !c_hit) begin
+        // No VIP entry for the reversed reading: the forward reading decides (its VIP lookup,
+        // hashes and bucket are the shadow's, one stage ahead).
+        nx[9][F_PROTO +: W_PROTO] = sc_alt[F_PROTO +: W_PROTO];
+        nx[9][F_CLIENT +: W_CLIENT] = sc_alt[F_CLIENT +: W_CLIENT];
+        nx[9][F_CPORT +: W_CPORT] = sc_alt[F_CPORT +: W_CPORT];
+        nx[9][F_VIP +: W_VIP] = sc_alt[F_VIP +: W_VIP];
+        nx[9][F_VPORT +: W_VPORT] = sc_alt[F_VPORT +: W_VPORT];
+        nx[9][F_H5 +: 32] = sc_alt[F_H5 +: 32];
+        nx[9][F_H3 +: 32] = sc_alt[F_H3 +: 32];
+        nx[9][F_H2 +: 32] = sc_alt[F_H2 +: 32];
+        nx[9][F_H1 +: 32] = sc_alt[F_H1 +: 32];
+        nx[9][F_FHASH +: 32] = sc_alt[F_FHASH +: 32];
+        nx[9][F_VHIT] = sc_alt[F_VHIT];
+        nx[9][F_SLOTS +: W_SLOTS] = sc_alt[F_SLOTS +: W_SLOTS];
+        ctrow_next = ctrow_reg;
+    end
+    if (sc[F_SHADOW]) begin
+        nx[9][F_DONE] = 1'b1;
+    end
+end
+
+// ---- stage D (9): port slots; connection-table ways -----------------------------------------
+
+wire [SW-1:0] sd = st_reg[9];
+wire [15:0]   d_vport_f = sd[F_VPORT +: 16];
+
+reg [11:0]      sl_rule;
+reg             sl_found;
+reg [2:0]       sl_count;
+reg [11:0]      sl_first_rule;
+reg             ct_hit;
+reg [CT_WAY_BITS-1:0] ct_way;
+reg [15:0]      ct_backend;
+reg [CW-1:0]    ct_e;
+reg [NLB_PORT_SLOT_WIDTH-1:0] slot;
+integer         sn;
+always @* begin
+    sl_rule = 12'd0;
+    sl_found = 1'b0;
+    sl_count = 3'd0;
+    sl_first_rule = 12'd0;
+    for (sn = NLB_VIP_ENTRY_SLOT_COUNT - 1; sn >= 0; sn = sn - 1) begin
+        slot = sd[F_SLOTS + sn*NLB_PORT_SLOT_WIDTH +: NLB_PORT_SLOT_WIDTH];
+        if (slot[NLB_PORT_SLOT_VALID_LSB]) begin
+            sl_first_rule = slot[NLB_PORT_SLOT_RULE_LSB +: 12];
+            if (slot[NLB_PORT_SLOT_PORT_LO_LSB +: 16] <= d_vport_f
+                    && d_vport_f <= slot[NLB_PORT_SLOT_PORT_HI_LSB +: 16]) begin
+                sl_found = 1'b1;
+                sl_rule = slot[NLB_PORT_SLOT_RULE_LSB +: 12];
+            end
+        end
+    end
+    for (sn = 0; sn < NLB_VIP_ENTRY_SLOT_COUNT; sn = sn + 1) begin
+        sl_count = sl_count + {2'd0,
+            sd[F_SLOTS + sn*NLB_PORT_SLOT_WIDTH + NLB_PORT_SLOT_VALID_LSB]};
+    end
+
+    ct_hit = 1'b0;
+    ct_way = {CT_WAY_BITS{1'b0}};
+    ct_backend = 16'd0;
+    for (sn = CT_WAYS - 1; sn >= 0; sn = sn - 1) begin
+        ct_e = ctrow_reg[sn*CW +: CW];
+        if (ct_e[NLB_CT_ENTRY_VALID_LSB]
+                && ct_e[NLB_CT_ENTRY_PROTOCOL_LSB +: 8] == sd[F_PROTO +: 8]
+                && ct_e[NLB_CT_ENTRY_SRC_PORT_LSB +: 16] == sd[F_CPORT +: 16]
+                && ct_e[NLB_CT_ENTRY_DST_PORT_LSB +: 16] == sd[F_VPORT +: 16]
+                && ct_e[NLB_CT_ENTRY_SRC_ADDR_LSB +: 128] == sd[F_CLIENT +: 128]
+                && ct_e[NLB_CT_ENTRY_DST_ADDR_LSB +: 128] == sd[F_VIP +: 128]) begin
+            ct_hit = 1'b1;
+            ct_way = sn[CT_WAY_BITS-1:0];
+            ct_backend = ct_e[NLB_CT_ENTRY_BACKEND_LSB +: 16];
+        end
+    end
+end
+
+// Unmatched (docs/pipeline.md section 1): default action, NO_RULE or ICMP_NO_FLOW, no rule.
+function [SW-1:0] unmatched(input [SW-1:0] s);
+    begin
+        unmatched = s;
+        unmatched[F_DONE] = 1'b1;
+        unmatched[F_VERDICT +: W_VERDICT] = s[F_DDROP] ? V_DROP : V_PASS;
+        unmatched[F_REASON +: W_REASON] = s[F_ICMP] ? NLB_REASON_ICMP_NO_FLOW
+            : NLB_REASON_NO_RULE;
+        unmatched[F_RULEV] = 1'b0;
+        unmatched[F_POOLV] = 1'b0;
+    end
+endfunction
+
+function [SW-1:0] ended(input [SW-1:0] s, input [1:0] verdict, input [4:0] reason);
+    begin
+        ended = s;
+        ended[F_DONE] = 1'b1;
+        ended[F_VERDICT +: W_VERDICT] = verdict;
+        ended[F_REASON +: W_REASON] = reason;
+    end
+endfunction
+
+always @* begin
+    nx[10] = sd;
+    nx[10][F_SEVERAL] = sl_count >= 3'd2;
+    nx[10][F_CTHIT] = ct_hit;
+    nx[10][F_CTIDX +: CTIW] = {sd[F_H5 + 31 -: CT_ROW_BITS], ct_way};
+    nx[10][F_CTBE +: 16] = ct_backend;
+    if (!sd[F_DONE]) begin
+        if (!sd[F_VHIT]) begin
+            nx[10] = unmatched(nx[10]);
+        end else if (sd[F_LATER]) begin
+            // A later fragment has no ports (SPEC R4.3): one rule decides, several need the
+            // host.
+            if (sl_count >= 3'd2) begin
+                nx[10] = ended(nx[10], V_PUNT, NLB_REASON_FRAGMENT_NEEDS_STATE);
+            end else if (sl_count == 3'd1) begin
+                nx[10][F_RID +: 12] = sl_first_rule;
+            end else begin
+                nx[10] = unmatched(nx[10]);
+            end
+        end else if (sl_found) begin
+            nx[10][F_RID +: 12] = sl_rule;
+        end else begin
+            nx[10] = unmatched(nx[10]);
+        end
+    end
+end
+
+// ---- stage E (10): rule and ACL reads ------------------------------------------------------
+
+wire [SW-1:0] se = st_reg[10];
+wire [11:0]   e_rid = se[F_RID +: 12];
+
+always @* begin
+    nx[11] = se;
+    nx[11][F_RINR] = {20'd0, e_rid} < RULES;
+end
+
+assign rule_rd_en = vl_reg[10];
+assign rule_rd_bank = se[F_BANK];
+assign rule_rd_row = e_rid[RULE_ROW_BITS-1:0];
+assign acl_rd_en = vl_reg[10];
+assign acl_rd_bank = se[F_BANK];
+assign acl_rd_row = e_rid[RULE_ROW_BITS-1:0];
+
+// ---- stage F (11): wait --------------------------------------------------------------------
+
+always @* begin
+    nx[12] = st_reg[11];
+end
+
+// ---- stage G (12): rule, ACL, fragment punt; pool read ----------------------------------
+
+wire [SW-1:0] sg = st_reg[12];
+wire          g_rule_valid = rule_rd_data[NLB_RULE_ENTRY_VALID_LSB];
+wire          g_acl_enabled = rule_rd_data[NLB_RULE_ENTRY_ACL_ENABLED_LSB];
+wire [11:0]   g_pool = rule_rd_data[NLB_RULE_ENTRY_POOL_LSB +: 12];
+wire [127:0]  g_client = sg[F_CLIENT +: 128];
+
+// The client lies in one valid prefix (length 0 matches all; lengths past 128 match none).
+reg                             g_allowed;
+reg [NLB_ACL_PREFIX_WIDTH-1:0]  pfx;
+reg [7:0]                       pfx_len;
+reg [127:0]                     pfx_mask;
+integer                         pn;
+always @* begin
+    g_allowed = 1'b0;
+    for (pn = 0; pn < NLB_ACL_ENTRY_PREFIX_COUNT; pn = pn + 1) begin
+        pfx = acl_rd_data[NLB_ACL_ENTRY_PREFIX_LSB + pn*NLB_ACL_PREFIX_WIDTH +: NLB_ACL_PREFIX_WIDTH];
+        pfx_len = pfx[NLB_ACL_PREFIX_PREFIX_LEN_LSB +: 8];
+        pfx_mask = pfx_len == 8'd0 ? 128'd0 : ~(128'd0) << (8'd128 - pfx_len);
+        if (pfx[NLB_ACL_PREFIX_VALID_LSB] && pfx_len <= 8'd128
+                && ((g_client ^ pfx[NLB_ACL_PREFIX_ADDR_LSB +: 128]) & pfx_mask) == 128'd0) begin
+            g_allowed = 1'b1;
+        end
+    end
+end
+
+always @* begin
+    nx[13] = sg;
+    nx[13][F_PINR] = {20'd0, g_pool} < POOLS;
+    if (!sg[F_DONE]) begin
+        if (!sg[F_RINR] || !g_rule_valid) begin
+            nx[13] = unmatched(nx[13]);
+        end else begin
+            nx[13][F_RULEV] = 1'b1;
+            nx[13][F_RULE +: 12] = sg[F_RID +: 12];
+            if (g_acl_enabled && !g_allowed) begin
+                nx[13] = ended(nx[13], V_DROP, NLB_REASON_ACL_DENIED);
+            end else if (sg[F_FRAG] && sg[F_SEVERAL]) begin
+                // Fragments on a VIP with several rules go to the host, first ones with
+                // their rule (SPEC R4.3).
+                nx[13] = ended(nx[13], V_PUNT, NLB_REASON_FRAGMENT_NEEDS_STATE);
+            end else begin
+                nx[13][F_POOLV] = 1'b1;
+                nx[13][F_POOL +: 12] = g_pool;
+            end
+        end
+    end
+end
+
+assign pool_rd_en = vl_reg[12];
+assign pool_rd_bank = sg[F_BANK];
+assign pool_rd_row = g_pool[POOL_ROW_BITS-1:0];
+
+// ---- stage H (13): wait --------------------------------------------------------------------
+
+always @* begin
+    nx[14] = st_reg[13];
+end
+
+// ---- stage I2 (14): pool, keys, connection-table outcome --------------------------------
+
+wire [SW-1:0] si2 = st_reg[14];
+wire          p_valid = pool_rd_data[NLB_POOL_ENTRY_VALID_LSB];
+wire [2:0]    p_affinity = pool_rd_data[NLB_POOL_ENTRY_AFFINITY_LSB +: 3];
+wire [1:0]    p_delivery = pool_rd_data[NLB_POOL_ENTRY_DELIVERY_LSB +: 2];
+wire [23:0]   p_base = pool_rd_data[NLB_POOL_ENTRY_MAGLEV_BASE_LSB +: 24];
+wire [16:0]   p_size = pool_rd_data[NLB_POOL_ENTRY_MAGLEV_SIZE_LSB +: 17];
+wire          p_track = pool_rd_data[NLB_POOL_ENTRY_TRACK_LSB];
+wire          i_frag = si2[F_FRAG];
+wire [7:0]    i_proto = si2[F_PROTO +: 8];
+wire [7:0]    i_flags = si2[F_TCPF +: 8];
+
+reg [2:0]  i_key;
+reg [31:0] i_ahash;
+always @* begin
+    case (p_affinity)
+        NLB_AFFINITY_NONE, NLB_AFFINITY_CLIENT_IP_PORT_PROTO: begin
+            i_key = i_frag ? NLB_KEY_TYPE_TUPLE3 : NLB_KEY_TYPE_TUPLE5;
+        end
+        NLB_AFFINITY_CLIENT_IP_PROTO: i_key = NLB_KEY_TYPE_TUPLE3;
+        NLB_AFFINITY_CLIENT_IP: i_key = NLB_KEY_TYPE_TUPLE2;
+        default: i_key = NLB_KEY_TYPE_TUPLE1;
+    endcase
+    case (i_key)
+        NLB_KEY_TYPE_TUPLE5: i_ahash = si2[F_H5 +: 32];
+        NLB_KEY_TYPE_TUPLE3: i_ahash = si2[F_H3 +: 32];
+        NLB_KEY_TYPE_TUPLE2: i_ahash = si2[F_H2 +: 32];
+        default: i_ahash = si2[F_H1 +: 32];
+    endcase
+end
+
+wire i_trackable = p_track && !i_frag && (i_proto == PROTO_TCP || i_proto == PROTO_UDP);
+// A TCP SYN without ACK always selects anew (not for ICMP errors).
+wire i_syn_only = !si2[F_ICMP] && i_proto == PROTO_TCP && (i_flags & 8'h12) == 8'h02;
+
+always @* begin
+    nx[15] = si2;
+    if (!si2[F_DONE]) begin
+        if (!si2[F_PINR] || !p_valid) begin
+            nx[15] = ended(nx[15], V_DROP, NLB_REASON_NO_BACKEND);
+        end else begin
+            nx[15][F_KEYV] = 1'b1;
+            nx[15][F_KEY +: 3] = i_key;
+            nx[15][F_AHASH +: 32] = i_ahash;
+            nx[15][F_DELIV +: 2] = p_delivery;
+            nx[15][F_MBASE +: 24] = p_base;
+            nx[15][F_MSIZE +: 17] = p_size;
+            if (i_trackable) begin
+                nx[15][F_CT +: 2] = (!i_syn_only && si2[F_CTHIT]) ? CT_HIT : CT_MISS;
+            end
+        end
+    end
+end
+
+// ---- stage J (15): Maglev index multiply ---------------------------------------------------
+
+wire [SW-1:0] sj = st_reg[15];
+always @* begin
+    nx[16] = sj;
+    nx[16][F_PROD +: 49] = sj[F_AHASH +: 32] * sj[F_MSIZE +: 17];
+end
+
+// ---- stage K (16): Maglev slot; slot read ----------------------------------------------------
+
+wire [SW-1:0] sk = st_reg[16];
+wire [24:0]   k_slot = {1'b0, sk[F_MBASE +: 24]} + {8'd0, sk[F_PROD + 32 +: 17]};
+
+always @* begin
+    nx[17] = sk;
+    nx[17][F_MSLOT +: 25] = k_slot;
+    if (!sk[F_DONE] && sk[F_CT +: 2] != CT_HIT) begin
+        if (sk[F_MSIZE +: 17] == 17'd0 || {7'd0, k_slot} >= MAGLEV_SLOTS) begin
+            nx[17] = ended(nx[17], V_DROP, NLB_REASON_NO_BACKEND);
+        end
+    end
+end
+
+assign maglev_rd_en = vl_reg[16];
+assign maglev_rd_bank = sk[F_BANK];
+assign maglev_rd_row = k_slot[MAGLEV_ROW_BITS-1:0];
+
+// ---- stage L (17): wait --------------------------------------------------------------------
+
+always @* begin
+    nx[18] = st_reg[17];
+end
+
+// ---- stage M (18): backend id; backend read --------------------------------------------------
+
+wire [SW-1:0] sm = st_reg[18];
+wire [15:0]   m_be_id = sm[F_CT +: 2] == CT_HIT ? sm[F_CTBE +: 16]
+    : maglev_rd_data[NLB_MAGLEV_SLOT_BACKEND_LSB +: 16];
+
+always @* begin
+    nx[19] = sm;
+    nx[19][F_BINR] = {16'd0, m_be_id} < BACKENDS;
+    if (!sm[F_DONE]) begin
+        nx[19][F_BEV] = 1'b1;
+        nx[19][F_BE +: 16] = m_be_id;
+    end
+end
+
+assign backend_rd_en = vl_reg[18];
+assign backend_rd_bank = sm[F_BANK];
+assign backend_rd_row = m_be_id[BACKEND_ROW_BITS-1:0];
+
+// ---- stage N (19): wait --------------------------------------------------------------------
+
+always @* begin
+    nx[20] = st_reg[19];
+end
+
+// ---- stage O (20): backend, output length, event ----------------------------------------
+
+wire [SW-1:0] so = st_reg[20];
+wire          o_valid = backend_rd_data[NLB_BACKEND_ENTRY_VALID_LSB];
+wire          o_v6 = backend_rd_data[NLB_BACKEND_ENTRY_IS_IPV6_LSB];
+wire [1:0]    o_deliv = so[F_DELIV +: 2];
+wire [17:0]   o_l3_end = {{(18-LW){1'b0}}, so[F_L3END +: LW]};
+wire [17:0]   o_out_len = o_deliv == NLB_DELIVERY_L2_DSR ? {{(18-LW){1'b0}}, so[F_LEN +: LW]}
+    : o_l3_end + (o_v6 ? 18'd40 : 18'd20) + (o_deliv == NLB_DELIVERY_GUE ? 18'd8 : 18'd0);
+wire [7:0]    o_proto = so[F_PROTO +: 8];
+wire          o_closing = o_proto == PROTO_TCP && (so[F_TCPF +: 8] & 8'h05) != 8'h00;
+
+always @* begin
+    nx[21] = so;
+    if (!so[F_DONE]) begin
+        if (!so[F_BINR] || !o_valid) begin
+            nx[21] = ended(nx[21], V_DROP, NLB_REASON_NO_BACKEND);
+        end else if (o_out_len > MAX_FRAME) begin
+            nx[21] = ended(nx[21], V_DROP, NLB_REASON_TOO_BIG);
+        end else begin
+            nx[21] = ended(nx[21], V_FORWARD, so[F_ICMP] ? NLB_REASON_ICMP_ERROR_FORWARDED
+                : NLB_REASON_FORWARDED);
+            nx[21][F_OUTLEN +: 18] = o_out_len;
+            nx[21][F_BV6] = o_v6;
+            nx[21][F_BADDR +: 128] = backend_rd_data[NLB_BACKEND_ENTRY_ADDR_LSB +: 128];
+            nx[21][F_BMAC +: 48] = backend_rd_data[NLB_BACKEND_ENTRY_MAC_LSB +: 48];
+            // Events (section 10): forwarded trackable packets, not ICMP errors.
+            if (so[F_CT +: 2] != CT_NONE && !so[F_ICMP]) begin
+                if (o_closing) begin
+                    nx[21][F_EVV] = 1'b1;
+                    nx[21][F_EVK +: 2] = NLB_EVENT_TEARDOWN;
+                end else if (so[F_CT +: 2] == CT_MISS) begin
+                    nx[21][F_EVV] = 1'b1;
+                    nx[21][F_EVK +: 2] = NLB_EVENT_LEARN;
+                end
+            end
+        end
+    end
+end
+
+// A hit marks the entry whatever the verdict after it.
+assign hit_set_en = vl_reg[20] && !so[F_SHADOW] && so[F_CT +: 2] == CT_HIT;
+assign hit_set_index = so[F_CTIDX +: CTIW];
+
+// ---- the pipeline registers --------------------------------------------------------------
+
+integer pi;
+always @(posedge clk) begin
+    st_reg[0] <= iss;
+    vl_reg[0] <= issue;
+    for (pi = 1; pi <= NST; pi = pi + 1) begin
+        if (pi <= 6) begin
+            st_reg[pi] <= st_reg[pi-1];
+        end else begin
+            st_reg[pi] <= nx[pi];
+        end
+        vl_reg[pi] <= vl_reg[pi-1];
+    end
+    ctrow_reg <= ctrow_next;
+    if (rst) begin
+        for (pi = 0; pi <= NST; pi = pi + 1) begin
+            vl_reg[pi] <= 1'b0;
+        end
+    end
+end
+
+// ---- result -------------------------------------------------------------------------------
+
+wire [SW-1:0] r = st_reg[NST];
+
+assign m_valid = vl_reg[NST] && !r[F_SHADOW];
+assign m_verdict = r[F_VERDICT +: 2];
+assign m_reason = r[F_REASON +: 5];
+assign m_bank = r[F_BANK];
+assign m_rule_valid = r[F_RULEV];
+assign m_rule = r[F_RULEV] ? r[F_RULE +: 12] : 12'd0;
+assign m_pool_valid = r[F_POOLV];
+assign m_pool = r[F_POOLV] ? r[F_POOL +: 12] : 12'd0;
+assign m_backend_valid = r[F_BEV];
+assign m_backend = r[F_BEV] ? r[F_BE +: 16] : 16'd0;
+assign m_key_valid = r[F_KEYV];
+assign m_key = r[F_KEYV] ? r[F_KEY +: 3] : 3'd0;
+assign m_conntrack = r[F_CT +: 2];
+assign m_ct_index = r[F_CT +: 2] == CT_HIT ? r[F_CTIDX +: CTIW] : {CTIW{1'b0}};
+assign m_flow_hash = r[F_FHASH +: 32];
+assign m_ip_id = r[F_IPID +: 32];
+assign m_len = r[F_LEN +: LW];
+assign m_out_len = r[F_VERDICT +: 2] == V_FORWARD ? r[F_OUTLEN +: 18] : 18'd0;
+assign m_event_valid = r[F_EVV];
+assign m_event = r[F_EVK +: 2];
+assign m_protocol = r[F_PROTO +: 8];
+assign m_client = r[F_CLIENT +: 128];
+assign m_client_port = r[F_CPORT +: 16];
+assign m_vip = r[F_VIP +: 128];
+assign m_vip_port = r[F_VPORT +: 16];
+assign m_icmp = r[F_ICMP];
+assign m_delivery = r[F_DELIV +: 2];
+assign m_be_ipv6 = r[F_BV6];
+assign m_be_addr = r[F_BADDR +: 128];
+assign m_be_mac = r[F_BMAC +: 48];
+assign m_ipv6 = r[F_V6];
+assign m_l3_offset = r[F_L3OFF +: 5];
+assign m_l3_end = r[F_L3END +: LW];
+assign m_tos = r[F_TOS +: 8];
+assign m_dont_fragment = r[F_DF];
+
+endmodule
+
+`resetall

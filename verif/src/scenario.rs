@@ -1,0 +1,490 @@
+//! Random table banks and the traffic that exercises them, for the pipeline tests.
+//!
+//! A [`Scenario`] is one bank of `nlb_hw::Tables` built the way the compiler lays tables out
+//! (VIP entries in the bucket their hash gives, Maglev slices per pool) but with every case the
+//! pipeline must handle: all affinities and deliveries, tracked and untracked pools, ACLs,
+//! VIPs with several rules, IPv4 and IPv6 backends, and broken entries (invalid rules, pools
+//! and backends, ids beyond the tables, slices past the slot memory, empty slices). Its
+//! traffic goes mostly to the VIPs (hot flows that repeat, fragments, ICMP errors quoting VIP
+//! flows either way round), the rest is random and malformed frames.
+//!
+//! Nothing here predicts what the pipeline does: the tests ask the golden model.
+
+use crate::frames::{self, Ext, FrameSpec, Ip, L4};
+use nlb_hw::enums::{Affinity, Delivery, KeyType};
+use nlb_hw::layouts::{
+    AclPrefix, BackendEntry, CtEntry, MaglevSlot, PoolEntry, PortSlot, RuleEntry, VipEntry,
+};
+use nlb_hw::{table_index, FlowKey, Profile, Tables};
+use rand::rngs::StdRng;
+use rand::RngExt;
+
+/// The IPv4-mapped form of an IPv4 address.
+pub fn mapped(v4: u32) -> u128 {
+    0xffff_0000_0000 | u128::from(v4)
+}
+
+/// Whether a 128-bit address is IPv4-mapped.
+pub fn is_mapped(a: u128) -> bool {
+    a >> 32 == 0xffff
+}
+
+/// One VIP entry of the scenario: address, protocol, its port ranges.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Vip {
+    /// Address (IPv4 mapped).
+    pub addr: u128,
+    /// Protocol.
+    pub protocol: u8,
+    /// Port ranges of its valid slots.
+    pub ranges: Vec<(u16, u16)>,
+}
+
+/// A flow as the pipeline sees it: client → VIP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Flow {
+    /// Protocol.
+    pub protocol: u8,
+    /// Client address (IPv4 mapped).
+    pub client: u128,
+    /// Client port.
+    pub client_port: u16,
+    /// VIP.
+    pub vip: u128,
+    /// VIP port.
+    pub vip_port: u16,
+}
+
+/// A table bank and the traffic generator that goes with it.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    /// The bank.
+    pub tables: Tables,
+    /// Its VIP entries.
+    pub vips: Vec<Vip>,
+    /// Flows that repeat (connection-table candidates).
+    pub hot: Vec<Flow>,
+}
+
+const CLIENTS: u32 = 12;
+
+fn client_v4(rng: &mut StdRng) -> u32 {
+    if rng.random_bool(0.9) {
+        0x0a00_0001 + rng.random_range(0..CLIENTS)
+    } else {
+        rng.random()
+    }
+}
+
+fn client_v6(rng: &mut StdRng) -> u128 {
+    if rng.random_bool(0.9) {
+        0x2001_0db8_00c0_0000_0000_0000_0000_0001 + u128::from(rng.random_range(0..CLIENTS))
+    } else {
+        rng.random()
+    }
+}
+
+fn client_port(rng: &mut StdRng) -> u16 {
+    if rng.random_bool(0.7) {
+        40000 + rng.random_range(0..8)
+    } else {
+        rng.random()
+    }
+}
+
+/// Prime slice sizes (and 1) the compiler would use for small pools.
+const SLICE_SIZES: [u32; 6] = [1, 7, 13, 31, 61, 101];
+
+impl Scenario {
+    /// A random bank for `profile` (which must be at least as large as `sim`).
+    pub fn random(profile: &'static Profile, rng: &mut StdRng) -> Scenario {
+        let mut t = Tables::empty(profile);
+
+        // Backends: mostly valid, a quarter IPv6.
+        let n_backends = 48usize;
+        for b in 0..n_backends {
+            let v6 = rng.random_bool(0.25);
+            t.backends[b] = BackendEntry {
+                valid: rng.random_bool(0.92),
+                is_ipv6: v6,
+                addr: if v6 {
+                    0x2001_0db8_00b0_0000_0000_0000_0000_0000 | b as u128
+                } else {
+                    mapped(0xc0a8_0100 | b as u32)
+                },
+                mac: 0x0200_0000_1000 | b as u64,
+            };
+        }
+        let backend_id = |rng: &mut StdRng| -> u16 {
+            match rng.random_range(0..50) {
+                0 => profile.backends as u16 + rng.random_range(0..100), // beyond the table
+                1 => rng.random_range(n_backends as u16..profile.backends as u16), // empty
+                _ => rng.random_range(0..n_backends as u16),
+            }
+        };
+
+        // Pools with Maglev slices.
+        let n_pools = 20usize;
+        let mut next_slot = 0u32;
+        for p in 0..n_pools {
+            let size = if p == 3 {
+                0 // no backend at all
+            } else {
+                SLICE_SIZES[rng.random_range(0..SLICE_SIZES.len())]
+            };
+            // One slice straddles the end of the slot memory.
+            let base = if p == 5 {
+                profile.maglev_slots - size / 2
+            } else {
+                next_slot
+            };
+            if p != 5 {
+                next_slot += size;
+            }
+            let members: Vec<u16> = (0..rng.random_range(1..6))
+                .map(|_| backend_id(rng))
+                .collect();
+            for i in 0..size {
+                if let Some(s) = t.maglev.get_mut((base + i) as usize) {
+                    *s = MaglevSlot {
+                        backend: members[i as usize % members.len()],
+                    };
+                }
+            }
+            t.pools[p] = PoolEntry {
+                valid: p != 7,
+                affinity: Affinity::ALL[rng.random_range(0..Affinity::ALL.len())],
+                delivery: Delivery::ALL[rng.random_range(0..Delivery::ALL.len())],
+                maglev_base: base,
+                maglev_size: size,
+                track: rng.random_bool(0.6),
+                idle_timeout: 60,
+                ..PoolEntry::default()
+            };
+        }
+
+        // Rules: pools, ACLs, a few broken.
+        let n_rules = 32usize;
+        for r in 0..n_rules {
+            let pool = match rng.random_range(0..30) {
+                0 => profile.pools as u16 + rng.random_range(0..50), // beyond the table
+                _ => rng.random_range(0..n_pools as u16),
+            };
+            let acl = rng.random_bool(0.2);
+            t.rules[r] = RuleEntry {
+                valid: r != 9,
+                acl_enabled: acl,
+                pool,
+            };
+            if acl {
+                for i in 0..rng.random_range(1..4) {
+                    let (addr, len) = match rng.random_range(0..4) {
+                        0 => (0, 0),
+                        1 => (mapped(0x0a00_0000), 96 + rng.random_range(24..=32)),
+                        2 => (
+                            0x2001_0db8_00c0_0000_0000_0000_0000_0000,
+                            rng.random_range(64..=128),
+                        ),
+                        _ => (mapped(client_v4(rng)), 128),
+                    };
+                    t.acl[r].prefix[i] = AclPrefix {
+                        valid: rng.random_bool(0.9),
+                        prefix_len: if rng.random_bool(0.05) { 200 } else { len },
+                        addr,
+                    };
+                }
+            }
+        }
+        let rule_id = |rng: &mut StdRng| -> u16 {
+            if rng.random_bool(0.04) {
+                profile.rules as u16 + rng.random_range(0..100)
+            } else {
+                rng.random_range(0..n_rules as u16)
+            }
+        };
+
+        // VIPs: IPv4 and IPv6, TCP and UDP, one to four port-range slots.
+        let mut vips = Vec::new();
+        let ways = profile.vip_ways as usize;
+        for v in 0..14u32 {
+            let addr = if v % 4 == 3 {
+                0x2001_0db8_0000_0000_0000_0000_0000_0100 | u128::from(v)
+            } else {
+                mapped(0x0a01_0000 | v)
+            };
+            for protocol in [6u8, 17] {
+                if rng.random_bool(0.3) {
+                    continue;
+                }
+                let layouts: [&[(u16, u16)]; 5] = [
+                    &[(0, 65535)],
+                    &[(80, 80)],
+                    &[(80, 80), (443, 443)],
+                    &[(53, 53), (8000, 8080), (9000, 9000)],
+                    &[(1, 100), (200, 300), (443, 443), (1000, 65000)],
+                ];
+                let ranges = layouts[rng.random_range(0..layouts.len())].to_vec();
+                let key = FlowKey {
+                    key_type: KeyType::Vip,
+                    protocol,
+                    src_port: 0,
+                    dst_port: 0,
+                    src_addr: 0,
+                    dst_addr: addr,
+                };
+                let bucket = table_index(key.hash(), profile.vip_buckets) as usize;
+                let Some(way) = (0..ways).find(|w| !t.vip[bucket * ways + w].valid) else {
+                    continue;
+                };
+                let mut e = VipEntry {
+                    valid: true,
+                    protocol,
+                    addr,
+                    ..VipEntry::default()
+                };
+                for (i, (lo, hi)) in ranges.iter().enumerate() {
+                    e.slot[i] = PortSlot {
+                        valid: true,
+                        port_lo: *lo,
+                        port_hi: *hi,
+                        rule: rule_id(rng),
+                    };
+                }
+                t.vip[bucket * ways + way] = e;
+                // Now and then an entry of another protocol in a lower way of the bucket.
+                vips.push(Vip {
+                    addr,
+                    protocol,
+                    ranges,
+                });
+            }
+        }
+
+        // Hot flows: clients of a few ports toward the VIPs.
+        let mut hot = Vec::new();
+        for _ in 0..64 {
+            let Some(v) = pick(&vips, rng) else { break };
+            let v6 = !is_mapped(v.addr);
+            hot.push(Flow {
+                protocol: v.protocol,
+                client: if v6 {
+                    client_v6(rng)
+                } else {
+                    mapped(client_v4(rng))
+                },
+                client_port: client_port(rng),
+                vip: v.addr,
+                vip_port: vip_port(v, rng),
+            });
+        }
+        Scenario {
+            tables: t,
+            vips: vips.clone(),
+            hot,
+        }
+    }
+
+    /// Connection-table entries for some of the hot flows (index, entry), each in the bucket
+    /// of its TUPLE5 hash, in a free way, some on dead or missing backends.
+    pub fn conntrack(&self, profile: &Profile, rng: &mut StdRng) -> Vec<(u32, CtEntry)> {
+        let ways = profile.ct_ways;
+        let mut used = std::collections::HashSet::new();
+        let mut out = Vec::new();
+        for f in &self.hot {
+            if !rng.random_bool(0.6) {
+                continue;
+            }
+            let h = FlowKey {
+                key_type: KeyType::Tuple5,
+                protocol: f.protocol,
+                src_port: f.client_port,
+                dst_port: f.vip_port,
+                src_addr: f.client,
+                dst_addr: f.vip,
+            }
+            .hash();
+            let bucket = table_index(h, profile.ct_buckets);
+            let way = rng.random_range(0..ways);
+            let index = bucket * ways + way;
+            if !used.insert(index) {
+                continue;
+            }
+            out.push((
+                index,
+                CtEntry {
+                    valid: rng.random_bool(0.95),
+                    protocol: f.protocol,
+                    src_port: f.client_port,
+                    dst_port: f.vip_port,
+                    src_addr: f.client,
+                    dst_addr: f.vip,
+                    backend: if rng.random_bool(0.9) {
+                        rng.random_range(0..48)
+                    } else {
+                        rng.random()
+                    },
+                    rule: rng.random_range(0..32),
+                    flags: 0,
+                    timestamp: rng.random(),
+                },
+            ));
+        }
+        out
+    }
+
+    /// One frame of traffic: mostly to the VIPs, sizes up to jumbo now and then.
+    pub fn frame(&self, rng: &mut StdRng) -> Vec<u8> {
+        let roll = rng.random_range(0..100);
+        if roll < 12 || self.vips.is_empty() {
+            return frames::random_frame(rng, 0.4);
+        }
+        let flow = if roll < 50 && !self.hot.is_empty() {
+            self.hot[rng.random_range(0..self.hot.len())]
+        } else {
+            let Some(v) = pick(&self.vips, rng) else {
+                return frames::random_frame(rng, 0.4);
+            };
+            let v6 = !is_mapped(v.addr);
+            Flow {
+                protocol: if rng.random_bool(0.05) {
+                    [6, 17, 1, 47][rng.random_range(0..4)]
+                } else {
+                    v.protocol
+                },
+                client: if v6 {
+                    client_v6(rng)
+                } else {
+                    mapped(client_v4(rng))
+                },
+                client_port: client_port(rng),
+                vip: v.addr,
+                vip_port: vip_port(v, rng),
+            }
+        };
+        let v6 = !is_mapped(flow.vip);
+        let mut spec = FrameSpec::tcp4(0, 0, 0, 0, 0);
+        spec.vlans = match rng.random_range(0..10) {
+            0 => vec![(frames::TPID_8021Q, 100)],
+            1 => vec![(frames::TPID_8021AD, 10), (frames::TPID_8021Q, 20)],
+            _ => Vec::new(),
+        };
+        spec.payload = match rng.random_range(0..20) {
+            0 => rng.random_range(8900..9000),
+            1 => rng.random_range(300..1500),
+            _ => rng.random_range(0..64),
+        };
+        let transport = |rng: &mut StdRng, f: &Flow| -> L4 {
+            match f.protocol {
+                6 => L4::Tcp {
+                    sport: f.client_port,
+                    dport: f.vip_port,
+                    flags: [0x02, 0x12, 0x10, 0x18, 0x11, 0x04, 0x14][rng.random_range(0..7)],
+                },
+                17 => L4::Udp {
+                    sport: f.client_port,
+                    dport: f.vip_port,
+                },
+                p => L4::Other(p),
+            }
+        };
+        if rng.random_bool(0.1) {
+            // An ICMP error about the flow: quoting the backend's reply (from the VIP) or the
+            // client's packet (toward the VIP); addressed to the VIP or the client.
+            let reply = rng.random_bool(0.6);
+            let (qs, qd, qsp, qdp) = if reply {
+                (flow.vip, flow.client, flow.vip_port, flow.client_port)
+            } else {
+                (flow.client, flow.vip, flow.client_port, flow.vip_port)
+            };
+            let inner_l4 = match flow.protocol {
+                6 => L4::Tcp {
+                    sport: qsp,
+                    dport: qdp,
+                    flags: 0x10,
+                },
+                _ => L4::Udp {
+                    sport: qsp,
+                    dport: qdp,
+                },
+            };
+            let router = if v6 {
+                0x2001_0db8_00ee_0000_0000_0000_0000_0001
+            } else {
+                mapped(0x0a63_0001)
+            };
+            let inner = ip_layer(v6, qs, qd, rng, false);
+            let ty = if v6 {
+                [1, 2, 3][rng.random_range(0..3)]
+            } else {
+                [3, 11][rng.random_range(0..2)]
+            };
+            spec.l4 = frames::icmp_error(v6, ty, &inner, &inner_l4, 8);
+            spec.ip = Some(ip_layer(v6, router, flow.vip, rng, false));
+            spec.payload = 0;
+        } else {
+            spec.l4 = transport(rng, &flow);
+            let fragment = rng.random_bool(0.12);
+            spec.ip = Some(ip_layer(v6, flow.client, flow.vip, rng, fragment));
+        }
+        spec.build()
+    }
+}
+
+fn pick<'a>(vips: &'a [Vip], rng: &mut StdRng) -> Option<&'a Vip> {
+    if vips.is_empty() {
+        None
+    } else {
+        Some(&vips[rng.random_range(0..vips.len())])
+    }
+}
+
+fn vip_port(v: &Vip, rng: &mut StdRng) -> u16 {
+    match (rng.random_bool(0.8), v.ranges.first()) {
+        (true, Some(_)) => {
+            let (lo, hi) = v.ranges[rng.random_range(0..v.ranges.len())];
+            rng.random_range(lo..=hi)
+        }
+        _ => rng.random(),
+    }
+}
+
+/// An IP layer between two addresses (both mapped IPv4 or both IPv6), a fragment if asked.
+fn ip_layer(v6: bool, src: u128, dst: u128, rng: &mut StdRng, fragment: bool) -> Ip {
+    let (offset, more) = if fragment {
+        match rng.random_range(0..3) {
+            0 => (0, true),
+            1 => (rng.random_range(1..200), true),
+            _ => (rng.random_range(1..200), false),
+        }
+    } else {
+        (0, false)
+    };
+    if v6 {
+        Ip::V6 {
+            src,
+            dst,
+            tclass: rng.random(),
+            flow: rng.random_range(0..0x10_0000),
+            ext: if fragment {
+                vec![Ext::Fragment {
+                    offset,
+                    more,
+                    id: rng.random(),
+                }]
+            } else {
+                Vec::new()
+            },
+        }
+    } else {
+        Ip::V4 {
+            src: src as u32,
+            dst: dst as u32,
+            tos: rng.random(),
+            id: rng.random(),
+            df: rng.random_bool(0.5),
+            mf: more,
+            frag_offset: offset,
+            options: Vec::new(),
+        }
+    }
+}

@@ -1,0 +1,379 @@
+//! The whole pipeline (`nlb_top`) on a bench: its AXI-Lite port (tables loaded through the
+//! window, connections through the conntrack block, exactly as software does it), the
+//! received stream with random idle cycles, and the per-packet result monitor, decoded into
+//! the golden model's [`PacketResult`].
+
+use crate::axil::AxiLiteMaster;
+use crate::axis::{AxisSource, Beat};
+use crate::bench::{Agent, Bench};
+use crate::error::VerifError;
+use crate::models::Top;
+use crate::sim::{Port, Sim};
+use firmware_sim::pipeline::{CtOutcome, PacketResult};
+use nlb_hw::blocks::{conntrack, ctrl, table};
+use nlb_hw::enums::{Event, KeyType, Reason, TableCmd, Verdict};
+use nlb_hw::layouts::{CtEntry, LearnEvent};
+use nlb_hw::{NicSettings, Tables};
+use rand::rngs::StdRng;
+use std::collections::VecDeque;
+use std::path::Path;
+
+/// Bytes per beat of the received stream.
+pub const BEAT_BYTES: usize = 64;
+
+/// The beats of a frame on the 512-bit stream: byte i of a beat in bits 8i+7..8i, tkeep
+/// partial on the last beat only; an empty frame is one beat with no bytes.
+pub fn frame_beats(frame: &[u8]) -> Vec<Beat> {
+    let chunks: Vec<&[u8]> = if frame.is_empty() {
+        vec![&[][..]]
+    } else {
+        frame.chunks(BEAT_BYTES).collect()
+    };
+    let n = chunks.len();
+    chunks
+        .into_iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let mut data = vec![0u32; BEAT_BYTES / 4];
+            for (j, b) in c.iter().enumerate() {
+                data[j / 4] |= u32::from(*b) << (8 * (j % 4));
+            }
+            let keep: u64 = if c.len() == BEAT_BYTES {
+                u64::MAX
+            } else {
+                (1u64 << c.len()) - 1
+            };
+            Beat {
+                data,
+                keep: vec![keep as u32, (keep >> 32) as u32],
+                last: i + 1 == n,
+                user: Vec::new(),
+            }
+        })
+        .collect()
+}
+
+/// The result monitor's ports.
+#[derive(Debug)]
+struct ResPorts {
+    valid: Port,
+    fields: Vec<Port>,
+}
+
+/// Result monitor fields, in the order [`ResultMonitor`] reads them.
+const RES_FIELDS: &[&str] = &[
+    "m_res_verdict",
+    "m_res_reason",
+    "m_res_bank",
+    "m_res_rule_valid",
+    "m_res_rule",
+    "m_res_pool_valid",
+    "m_res_pool",
+    "m_res_backend_valid",
+    "m_res_backend",
+    "m_res_key_valid",
+    "m_res_key",
+    "m_res_conntrack",
+    "m_res_ct_index",
+    "m_res_flow_hash",
+    "m_res_ip_id",
+    "m_res_len",
+    "m_res_out_len",
+    "m_res_event_valid",
+    "m_res_event",
+    "m_res_protocol",
+    "m_res_client",
+    "m_res_client_port",
+    "m_res_vip",
+    "m_res_vip_port",
+];
+
+/// Collects the per-packet results of `nlb_top`, with the clock each appeared.
+#[derive(Debug)]
+pub struct ResultMonitor {
+    ports: ResPorts,
+    /// Results seen, oldest first: (clock, result).
+    pub results: VecDeque<(u64, PacketResult)>,
+    /// Values that are no enumeration value (a broken result bus).
+    pub violations: Vec<String>,
+}
+
+fn u128_of(w: &[u32]) -> u128 {
+    w.iter()
+        .enumerate()
+        .fold(0u128, |acc, (i, &x)| acc | u128::from(x) << (32 * i))
+}
+
+impl ResultMonitor {
+    fn new(sim: &Sim) -> Result<ResultMonitor, VerifError> {
+        Ok(ResultMonitor {
+            ports: ResPorts {
+                valid: sim.port("m_res_valid")?,
+                fields: RES_FIELDS
+                    .iter()
+                    .map(|n| sim.port(n))
+                    .collect::<Result<_, _>>()?,
+            },
+            results: VecDeque::new(),
+            violations: Vec::new(),
+        })
+    }
+
+    fn decode(&mut self, v: &[u128], cycle: u64) -> PacketResult {
+        let mut bad = |what: &str, x: u128| {
+            self.violations
+                .push(format!("cycle {cycle}: {what} {x} is no enum value"));
+        };
+        let verdict = Verdict::from_value(v[0] as u32).unwrap_or_else(|| {
+            bad("verdict", v[0]);
+            Verdict::Drop
+        });
+        let reason = Reason::from_value(v[1] as u32).unwrap_or_else(|| {
+            bad("reason", v[1]);
+            Reason::NoRule
+        });
+        let opt16 = |valid: u128, x: u128| (valid != 0).then_some(x as u16);
+        let key = if v[9] != 0 {
+            Some(KeyType::from_value(v[10] as u32).unwrap_or_else(|| {
+                bad("key", v[10]);
+                KeyType::Vip
+            }))
+        } else {
+            None
+        };
+        let conntrack = match v[11] {
+            0 => CtOutcome::None,
+            1 => CtOutcome::Hit,
+            2 => CtOutcome::Miss,
+            x => {
+                bad("conntrack outcome", x);
+                CtOutcome::None
+            }
+        };
+        let event = if v[17] != 0 {
+            let kind = Event::from_value(v[18] as u32).unwrap_or_else(|| {
+                bad("event", v[18]);
+                Event::Learn
+            });
+            Some(LearnEvent {
+                event: kind,
+                protocol: v[19] as u8,
+                src_port: v[21] as u16,
+                dst_port: v[23] as u16,
+                src_addr: v[20],
+                dst_addr: v[22],
+                backend: v[8] as u16,
+                rule: v[4] as u16,
+                flow_hash: v[13] as u32,
+            })
+        } else {
+            None
+        };
+        PacketResult {
+            verdict,
+            reason,
+            bank: v[2] as u8,
+            rule: opt16(v[3], v[4]),
+            pool: opt16(v[5], v[6]),
+            backend: opt16(v[7], v[8]),
+            key,
+            conntrack,
+            ct_index: (conntrack == CtOutcome::Hit).then_some(v[12] as u32),
+            flow_hash: v[13] as u32,
+            ip_id: v[14] as u32,
+            frame_len: v[15] as usize,
+            out_len: v[16] as usize,
+            event,
+        }
+    }
+}
+
+impl Agent for ResultMonitor {
+    fn drive(&mut self, _sim: &mut Sim, _rng: &mut StdRng) -> Result<(), VerifError> {
+        Ok(())
+    }
+
+    fn observe(&mut self, sim: &mut Sim) -> Result<(), VerifError> {
+        if !sim.get_bit(self.ports.valid)? {
+            return Ok(());
+        }
+        let mut v = Vec::with_capacity(self.ports.fields.len());
+        for i in 0..self.ports.fields.len() {
+            let p = self.ports.fields[i];
+            v.push(u128_of(&sim.get_words(p)?));
+        }
+        let cycle = sim.cycle();
+        let r = self.decode(&v, cycle);
+        self.results.push_back((cycle, r));
+        Ok(())
+    }
+}
+
+/// `nlb_top` with its agents.
+#[derive(Debug)]
+pub struct TopBench {
+    /// The model and the generator of its timing.
+    pub bench: Bench,
+    /// AXI-Lite master on `s_axil`.
+    pub axil: AxiLiteMaster,
+    /// Source on the received stream.
+    pub rx: AxisSource,
+    /// Result monitor.
+    pub mon: ResultMonitor,
+}
+
+impl TopBench {
+    /// A reset `nlb_top` (tracing to `wave` when given), with the given probability of idle
+    /// clocks on the received stream and the AXI-Lite timing of `axil_idle`.
+    pub fn new(
+        seed: u64,
+        wave: Option<&Path>,
+        rx_idle: f64,
+        axil_idle: f64,
+    ) -> Result<TopBench, VerifError> {
+        let mut sim = match wave {
+            Some(p) => Sim::with_trace::<Top>(p)?,
+            None => Sim::new::<Top>()?,
+        };
+        sim.reset(4)?;
+        let axil = AxiLiteMaster::new(&sim, "s_axil", axil_idle, axil_idle)?;
+        let rx = AxisSource::new(&sim, "s_axis_rx", rx_idle)?;
+        let mon = ResultMonitor::new(&sim)?;
+        Ok(TopBench {
+            bench: Bench::new(sim, seed),
+            axil,
+            rx,
+            mon,
+        })
+    }
+
+    /// One clock with every agent.
+    pub fn step(&mut self) -> Result<(), VerifError> {
+        self.bench
+            .step(&mut [&mut self.axil, &mut self.rx, &mut self.mon])
+    }
+
+    /// Writes a register (the stream keeps running).
+    pub fn write32(&mut self, offset: u32, value: u32) -> Result<(), VerifError> {
+        self.axil.write(
+            &mut self.bench,
+            &mut [&mut self.rx, &mut self.mon],
+            offset,
+            value,
+        )
+    }
+
+    /// Reads a register (the stream keeps running).
+    pub fn read32(&mut self, offset: u32) -> Result<u32, VerifError> {
+        self.axil
+            .read(&mut self.bench, &mut [&mut self.rx, &mut self.mon], offset)
+    }
+
+    /// Queues writes and clocks until the master has done them all.
+    fn flush(&mut self) -> Result<(), VerifError> {
+        let mut n = 0u64;
+        while !self.axil.is_idle() {
+            self.step()?;
+            n += 1;
+            if n > 50_000_000 {
+                return Err(VerifError::Timeout {
+                    what: "queued AXI-Lite writes".into(),
+                    cycles: n,
+                });
+            }
+        }
+        while self.axil.pop_completion().is_some() {}
+        Ok(())
+    }
+
+    /// Loads every entry of `tables` that differs from an empty bank into `bank` through the
+    /// table window, then checks the window reported no error.
+    pub fn load_bank(&mut self, bank: u8, tables: &Tables) -> Result<(), VerifError> {
+        let empty = Tables::empty(tables.profile);
+        for (t, index) in tables.diff(&empty) {
+            let words = tables
+                .read_entry(t, index)
+                .map_err(|e| VerifError::Setup(format!("{t:?} {index}: {e}")))?;
+            for (i, w) in words.iter().enumerate() {
+                self.axil.queue_write(table::DATA + 4 * i as u32, *w);
+            }
+            self.axil
+                .queue_write(table::SELECT, t.value() | u32::from(bank & 1) << 8);
+            self.axil.queue_write(table::INDEX, index);
+            self.axil.queue_write(table::CMD, TableCmd::Write.value());
+        }
+        self.flush()?;
+        let status = self.read32(table::STATUS)?;
+        if status != 0 {
+            return Err(VerifError::Setup(format!(
+                "table window status {status:#x} after loading bank {bank}"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Writes one connection-table entry the way the host installs one (all words with
+    /// valid = 0, then word 0 with the valid bit).
+    pub fn write_ct(&mut self, index: u32, e: &CtEntry) -> Result<(), VerifError> {
+        let words = e
+            .pack()
+            .map_err(|err| VerifError::Setup(format!("conntrack entry: {err}")))?;
+        self.axil.queue_write(conntrack::INDEX, index);
+        for (i, w) in words.iter().enumerate() {
+            let w = if i == 0 { w & !1 } else { *w };
+            self.axil.queue_write(conntrack::DATA + 4 * i as u32, w);
+        }
+        self.axil
+            .queue_write(conntrack::CMD, TableCmd::Write.value());
+        if e.valid {
+            self.axil.queue_write(conntrack::DATA, words[0]);
+            self.axil
+                .queue_write(conntrack::CMD, TableCmd::Write.value());
+        }
+        self.flush()?;
+        let status = self.read32(conntrack::STATUS)?;
+        if status != 0 {
+            return Err(VerifError::Setup(format!(
+                "conntrack status {status:#x} after writing entry {index}"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Writes the ctrl settings, the default action included.
+    pub fn write_settings(&mut self, s: &NicSettings) -> Result<(), VerifError> {
+        self.write32(ctrl::DEFAULT_ACTION, s.default_action.value())?;
+        self.write32(ctrl::LOCAL_MAC_LO, s.local_mac as u32)?;
+        self.write32(ctrl::LOCAL_MAC_HI, (s.local_mac >> 32) as u32)?;
+        self.write32(ctrl::GUE_PORT, u32::from(s.gue_port))?;
+        self.write32(ctrl::OUTER_SRC_V4, s.outer_src_v4)?;
+        self.write32(ctrl::OUTER_SRC_V4_LEN, u32::from(s.outer_src_v4_len))?;
+        for i in 0..4u32 {
+            self.write32(
+                ctrl::OUTER_SRC_V6_0 + 4 * i,
+                (s.outer_src_v6 >> (96 - 32 * i)) as u32,
+            )?;
+        }
+        self.write32(ctrl::OUTER_SRC_V6_LEN, u32::from(s.outer_src_v6_len))
+    }
+
+    /// Queues a frame on the received stream.
+    pub fn send(&mut self, frame: &[u8]) {
+        for b in frame_beats(frame) {
+            self.rx.push(b);
+        }
+    }
+
+    /// Clocks until `n` results have been collected or `limit` clocks passed; returns
+    /// whether they all came.
+    pub fn wait_results(&mut self, n: usize, limit: u64) -> Result<bool, VerifError> {
+        let end = self.bench.sim.cycle() + limit;
+        while self.mon.results.len() < n {
+            if self.bench.sim.cycle() >= end {
+                return Ok(false);
+            }
+            self.step()?;
+        }
+        Ok(true)
+    }
+}
