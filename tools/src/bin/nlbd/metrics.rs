@@ -95,8 +95,11 @@ impl Text {
     }
 }
 
+/// One counter field: (metric suffix, help text, accessor).
+type CounterField = (&'static str, &'static str, fn(&CounterValues) -> u64);
+
 fn counters(t: &mut Text, prefix: &str, what: &str, label: &str, rows: &[(String, CounterValues)]) {
-    let fields: [(&str, &str, fn(&CounterValues) -> u64); 4] = [
+    let fields: [CounterField; 4] = [
         ("packets", "packets", |c| c.packets),
         ("bytes", "bytes (received length)", |c| c.bytes),
         ("punts", "packets punted to the host", |c| c.punts),
