@@ -3,14 +3,22 @@
 `default_nettype none
 
 // The NIC pipeline's top level: the AXI-Lite register file with the banked tables
-// (nlb_regs), the connection table (nlb_conntrack), and the received stream through the
-// header parser (nlb_parser) and the lookup pipeline (nlb_lookup). Every packet's result
-// (verdict, reason, rule, pool, backend, connection-table outcome, flow hash, event) comes out
-// on the m_res_* monitor port, in order.
+// (nlb_regs), the connection table (nlb_conntrack), and the received stream into the packet
+// FIFO and, beside it, through the header parser (nlb_parser) and the lookup pipeline
+// (nlb_lookup); the editor (nlb_editor) pairs each result with its frame and sends it on the
+// transmit or punt stream or drops it; learn/teardown events go out on the event stream.
+// Every packet's result (verdict, reason, rule, pool, backend, connection-table outcome, flow
+// hash, event) also comes out on the m_res_* monitor port, in order.
 //
-// Admission: s_axis_rx_tready is high while the lookup's descriptor FIFO has room (a
-// register, so it never depends on the same clock's inputs). The first beat of every frame
-// latches ctrl.active_bank, ctrl.enable and ctrl.default_action for that packet.
+// Admission: s_axis_rx_tready (a register) is high while the lookup's descriptor FIFO has room,
+// the packet FIFO has room for a few more beats and fewer than MAX_IN_FLIGHT packets are
+// between their first beat and the editor. The first beat of every frame latches
+// ctrl.active_bank, ctrl.enable and ctrl.default_action for that packet. Frames up to
+// (PKT_FIFO_DEPTH - 8) beats are supported (32 KiB by default; the NIC's MTU is 9000).
+//
+// Output streams: m_axis_tx (forwarded frames), m_axis_punt (punt header beat + the frame's
+// first 9728 bytes), m_axis_event (one learn_event record per beat, the layout in the low 358
+// bits; an event that finds EVENT_DEPTH events queued is dropped and m_event_dropped pulses).
 //
 // Ports are declared in the body (Verilog-2001 style) because their widths come from the
 // regmap header, which has to be included inside the module.
@@ -39,6 +47,20 @@ module nlb_top (
     s_axis_rx_tvalid,
     s_axis_rx_tready,
     s_axis_rx_tlast,
+    m_axis_tx_tdata,
+    m_axis_tx_tkeep,
+    m_axis_tx_tvalid,
+    m_axis_tx_tready,
+    m_axis_tx_tlast,
+    m_axis_punt_tdata,
+    m_axis_punt_tkeep,
+    m_axis_punt_tvalid,
+    m_axis_punt_tready,
+    m_axis_punt_tlast,
+    m_axis_event_tdata,
+    m_axis_event_tvalid,
+    m_axis_event_tready,
+    m_event_dropped,
     m_res_valid,
     m_res_verdict,
     m_res_reason,
@@ -98,6 +120,12 @@ parameter [31:0] BUILD_ID = 32'd0;
 parameter [31:0] GIT_HASH = 32'd0;
 parameter [31:0] BOARD_ID = 32'h5100;
 parameter [31:0] PART_ID = 32'd0;
+// Packet FIFO beats (a power of two; holds whole frames while their lookup runs).
+parameter PKT_FIFO_DEPTH = 512;
+// Packets admitted and not yet through the editor.
+parameter MAX_IN_FLIGHT = 48;
+// Events queued for the event stream.
+parameter EVENT_DEPTH = 64;
 
 localparam KEEP_WIDTH = DATA_WIDTH / 8;
 localparam LW = 17;
@@ -138,6 +166,26 @@ input  wire [KEEP_WIDTH-1:0] s_axis_rx_tkeep;
 input  wire                  s_axis_rx_tvalid;
 output wire                  s_axis_rx_tready;
 input  wire                  s_axis_rx_tlast;
+
+// Forwarded frames.
+output wire [DATA_WIDTH-1:0] m_axis_tx_tdata;
+output wire [KEEP_WIDTH-1:0] m_axis_tx_tkeep;
+output wire                  m_axis_tx_tvalid;
+input  wire                  m_axis_tx_tready;
+output wire                  m_axis_tx_tlast;
+
+// Punted frames, each after its punt header beat.
+output wire [DATA_WIDTH-1:0] m_axis_punt_tdata;
+output wire [KEEP_WIDTH-1:0] m_axis_punt_tkeep;
+output wire                  m_axis_punt_tvalid;
+input  wire                  m_axis_punt_tready;
+output wire                  m_axis_punt_tlast;
+
+// Learn/teardown events (learn_event layout, words 0..11).
+output wire [383:0]          m_axis_event_tdata;
+output wire                  m_axis_event_tvalid;
+input  wire                  m_axis_event_tready;
+output wire                  m_event_dropped;
 
 // Per-packet result monitor (nlb_lookup m_*).
 output wire m_res_valid;
@@ -180,15 +228,15 @@ output wire m_res_dont_fragment;
 
 wire                 ctrl_enable;
 wire                 ctrl_active_bank;
-/* verilator lint_off UNUSEDSIGNAL */ // (used by the editor and the event stream later)
+/* verilator lint_off UNUSEDSIGNAL */ // (the generation is the loader's)
 wire [31:0]          ctrl_generation;
+/* verilator lint_on UNUSEDSIGNAL */
 wire [47:0]          ctrl_local_mac;
 wire [15:0]          ctrl_gue_port;
 wire [31:0]          ctrl_outer_src_v4;
 wire [5:0]           ctrl_outer_src_v4_len;
 wire [127:0]         ctrl_outer_src_v6;
 wire [7:0]           ctrl_outer_src_v6_len;
-/* verilator lint_on UNUSEDSIGNAL */
 wire                 ctrl_default_action;
 
 wire                 ext_wr_req;
@@ -358,6 +406,9 @@ nlb_conntrack #(
 // ---- receive: admission, first-beat latch, parser ---------------------------------------
 
 wire lookup_room;
+wire [$clog2(PKT_FIFO_DEPTH):0] pkt_count;
+reg  [7:0] admitted_reg = 8'd0;   // packets between the first beat and the editor
+wire       frame_done;
 reg  rx_ready_reg = 1'b0;
 reg  rx_first_reg = 1'b1;   // the next beat starts a frame
 wire rx_beat = s_axis_rx_tvalid && rx_ready_reg;
@@ -365,13 +416,16 @@ wire rx_first = rx_beat && rx_first_reg;
 wire [2:0] rx_user = {ctrl_default_action, ctrl_enable, ctrl_active_bank};
 
 always @(posedge clk) begin
-    rx_ready_reg <= lookup_room;
+    rx_ready_reg <= lookup_room && pkt_count < PKT_FIFO_DEPTH - 8
+        && admitted_reg < MAX_IN_FLIGHT;
+    admitted_reg <= admitted_reg + {7'd0, rx_first} - {7'd0, frame_done};
     if (rx_beat) begin
         rx_first_reg <= s_axis_rx_tlast;
     end
     if (rst) begin
         rx_ready_reg <= 1'b0;
         rx_first_reg <= 1'b1;
+        admitted_reg <= 8'd0;
     end
 end
 
@@ -566,6 +620,140 @@ nlb_lookup #(
     .m_tos(m_res_tos),
     .m_dont_fragment(m_res_dont_fragment)
 );
+
+// ---- packet FIFO, payload sums, editor ------------------------------------------------------
+
+wire [DATA_WIDTH-1:0] pf_data;
+wire [KEEP_WIDTH-1:0] pf_keep;
+wire                  pf_last;
+wire                  pf_valid;
+wire                  pf_ready;
+
+/* verilator lint_off PINCONNECTEMPTY */
+nlb_fifo #(
+    .WIDTH(DATA_WIDTH + KEEP_WIDTH + 1),
+    .DEPTH(PKT_FIFO_DEPTH)
+) pkt_fifo_inst (
+    .clk(clk),
+    .rst(rst),
+    .s_data({s_axis_rx_tlast, s_axis_rx_tkeep, s_axis_rx_tdata}),
+    .s_valid(rx_beat),
+    .s_ready(),
+    .m_data({pf_last, pf_keep, pf_data}),
+    .m_valid(pf_valid),
+    .m_ready(pf_ready),
+    .count(pkt_count)
+);
+/* verilator lint_on PINCONNECTEMPTY */
+
+wire        csum_valid;
+wire [15:0] csum;
+
+nlb_l3_csum #(
+    .DATA_WIDTH(DATA_WIDTH)
+) csum_inst (
+    .clk(clk),
+    .rst(rst),
+    .s_axis_tdata(s_axis_rx_tdata),
+    .s_axis_tkeep(s_axis_rx_tkeep),
+    .s_axis_tvalid(s_axis_rx_tvalid),
+    .s_axis_tready(rx_ready_reg),
+    .s_axis_tlast(s_axis_rx_tlast),
+    .m_valid(csum_valid),
+    .m_sum(csum)
+);
+
+/* verilator lint_off PINCONNECTEMPTY */
+nlb_editor #(
+    .LEN_WIDTH(LW)
+) editor_inst (
+    .clk(clk),
+    .rst(rst),
+    .s_res_valid(m_res_valid),
+    .s_res_verdict(m_res_verdict),
+    .s_res_reason(m_res_reason),
+    .s_res_bank(m_res_bank),
+    .s_res_rule_valid(m_res_rule_valid),
+    .s_res_rule(m_res_rule),
+    .s_res_flow_hash(m_res_flow_hash),
+    .s_res_ip_id(m_res_ip_id),
+    .s_res_len(m_res_len),
+    .s_res_out_len(m_res_out_len),
+    .s_res_delivery(m_res_delivery),
+    .s_res_be_ipv6(m_res_be_ipv6),
+    .s_res_be_addr(m_res_be_addr),
+    .s_res_be_mac(m_res_be_mac),
+    .s_res_ipv6(m_res_ipv6),
+    .s_res_l3_offset(m_res_l3_offset),
+    .s_res_l3_end(m_res_l3_end),
+    .s_res_tos(m_res_tos),
+    .s_res_dont_fragment(m_res_dont_fragment),
+    .s_csum_valid(csum_valid),
+    .s_csum(csum),
+    .ctrl_local_mac(ctrl_local_mac),
+    .ctrl_gue_port(ctrl_gue_port),
+    .ctrl_outer_src_v4(ctrl_outer_src_v4),
+    .ctrl_outer_src_v4_len(ctrl_outer_src_v4_len),
+    .ctrl_outer_src_v6(ctrl_outer_src_v6),
+    .ctrl_outer_src_v6_len(ctrl_outer_src_v6_len),
+    .s_frame_data(pf_data),
+    .s_frame_keep(pf_keep),
+    .s_frame_last(pf_last),
+    .s_frame_valid(pf_valid),
+    .s_frame_ready(pf_ready),
+    .m_axis_tx_tdata(m_axis_tx_tdata),
+    .m_axis_tx_tkeep(m_axis_tx_tkeep),
+    .m_axis_tx_tvalid(m_axis_tx_tvalid),
+    .m_axis_tx_tready(m_axis_tx_tready),
+    .m_axis_tx_tlast(m_axis_tx_tlast),
+    .m_axis_punt_tdata(m_axis_punt_tdata),
+    .m_axis_punt_tkeep(m_axis_punt_tkeep),
+    .m_axis_punt_tvalid(m_axis_punt_tvalid),
+    .m_axis_punt_tready(m_axis_punt_tready),
+    .m_axis_punt_tlast(m_axis_punt_tlast),
+    .jobs(),
+    .frame_done(frame_done)
+);
+/* verilator lint_on PINCONNECTEMPTY */
+
+// ---- events -----------------------------------------------------------------------------------
+
+// learn_event: event, protocol, src port (client), dst port (VIP), src addr, dst addr,
+// backend, rule, flow hash, from bit 0 up.
+wire [NLB_LEARN_EVENT_WIDTH-1:0] event_rec = {m_res_flow_hash, m_res_rule, m_res_backend,
+    m_res_vip, m_res_client, m_res_vip_port, m_res_client_port, m_res_protocol, m_res_event};
+wire [$clog2(EVENT_DEPTH):0] event_count;
+wire                         event_push = m_res_valid && m_res_event_valid;
+wire                         event_full = event_count >= EVENT_DEPTH;
+reg                          event_dropped_reg = 1'b0;
+wire [NLB_LEARN_EVENT_WIDTH-1:0] event_out;
+
+/* verilator lint_off PINCONNECTEMPTY */
+nlb_fifo #(
+    .WIDTH(NLB_LEARN_EVENT_WIDTH),
+    .DEPTH(EVENT_DEPTH)
+) event_fifo_inst (
+    .clk(clk),
+    .rst(rst),
+    .s_data(event_rec),
+    .s_valid(event_push && !event_full),
+    .s_ready(),
+    .m_data(event_out),
+    .m_valid(m_axis_event_tvalid),
+    .m_ready(m_axis_event_tready),
+    .count(event_count)
+);
+/* verilator lint_on PINCONNECTEMPTY */
+
+always @(posedge clk) begin
+    event_dropped_reg <= event_push && event_full;
+    if (rst) begin
+        event_dropped_reg <= 1'b0;
+    end
+end
+
+assign m_axis_event_tdata = {{(384-NLB_LEARN_EVENT_WIDTH){1'b0}}, event_out};
+assign m_event_dropped = event_dropped_reg;
 
 // ---- packets in flight --------------------------------------------------------------------
 

@@ -4,7 +4,7 @@
 //! the golden model's [`PacketResult`].
 
 use crate::axil::AxiLiteMaster;
-use crate::axis::{AxisSource, Beat};
+use crate::axis::{AxisSink, AxisSource, Beat};
 use crate::bench::{Agent, Bench};
 use crate::error::VerifError;
 use crate::models::Top;
@@ -12,7 +12,7 @@ use crate::sim::{Port, Sim};
 use firmware_sim::pipeline::{CtOutcome, PacketResult};
 use nlb_hw::blocks::{conntrack, ctrl, table};
 use nlb_hw::enums::{Event, KeyType, Reason, TableCmd, Verdict};
-use nlb_hw::layouts::{CtEntry, LearnEvent};
+use nlb_hw::layouts::{CtEntry, LearnEvent, PuntHeader};
 use nlb_hw::{NicSettings, Tables};
 use rand::rngs::StdRng;
 use std::collections::VecDeque;
@@ -51,6 +51,75 @@ pub fn frame_beats(frame: &[u8]) -> Vec<Beat> {
             }
         })
         .collect()
+}
+
+/// Frames out of the beats of a stream (bytes by tkeep; a frame ends with tlast); beats after
+/// the last complete frame stay in `beats`.
+pub fn take_frames(beats: &mut Vec<Beat>) -> Vec<Vec<u8>> {
+    let mut frames = Vec::new();
+    let mut cur = Vec::new();
+    let mut used = 0;
+    for (i, b) in beats.iter().enumerate() {
+        let keep = u64::from(b.keep[0]) | u64::from(*b.keep.get(1).unwrap_or(&0)) << 32;
+        for j in 0..BEAT_BYTES {
+            if keep >> j & 1 != 0 {
+                cur.push((b.data[j / 4] >> (8 * (j % 4))) as u8);
+            }
+        }
+        if b.last {
+            frames.push(std::mem::take(&mut cur));
+            used = i + 1;
+        }
+    }
+    beats.drain(..used);
+    frames
+}
+
+/// A punted frame as the punt stream carries it: the header beat, then the frame.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PuntedFrame {
+    /// The punt header (low bits of the first beat).
+    pub header: PuntHeader,
+    /// The frame bytes that followed.
+    pub frame: Vec<u8>,
+}
+
+/// Punted frames out of the punt stream's beats (complete ones only).
+pub fn take_punts(beats: &mut Vec<Beat>) -> Result<Vec<PuntedFrame>, VerifError> {
+    let mut out = Vec::new();
+    // Find complete records: a header beat, then beats up to tlast.
+    let mut used = 0;
+    let mut i = 0;
+    while i < beats.len() {
+        let Some(end) = beats[i + 1..].iter().position(|b| b.last) else {
+            break;
+        };
+        let header = PuntHeader::unpack(&beats[i].data[..PuntHeader::WORDS])
+            .map_err(|e| VerifError::Setup(format!("punt header beat: {e}")))?;
+        let mut body: Vec<Beat> = beats[i + 1..=i + 1 + end].to_vec();
+        let frames = take_frames(&mut body);
+        out.push(PuntedFrame {
+            header,
+            frame: frames.into_iter().next().unwrap_or_default(),
+        });
+        i = i + 2 + end;
+        used = i;
+    }
+    beats.drain(..used);
+    Ok(out)
+}
+
+/// Learn events out of the event stream's beats.
+pub fn take_events(beats: &mut Vec<Beat>) -> Result<Vec<LearnEvent>, VerifError> {
+    let out = beats
+        .iter()
+        .map(|b| {
+            LearnEvent::unpack(&b.data[..LearnEvent::WORDS])
+                .map_err(|e| VerifError::Setup(format!("event beat: {e}")))
+        })
+        .collect();
+    beats.clear();
+    out
 }
 
 /// The result monitor's ports.
@@ -220,15 +289,27 @@ pub struct TopBench {
     pub rx: AxisSource,
     /// Result monitor.
     pub mon: ResultMonitor,
+    /// Sink on the transmit stream.
+    pub tx: AxisSink,
+    /// Sink on the punt stream.
+    pub punt: AxisSink,
+    /// Sink on the event stream.
+    pub events: AxisSink,
+    /// Transmit beats taken from the sink, not yet a whole frame.
+    pub tx_pending: Vec<Beat>,
+    /// Punt beats taken from the sink, not yet a whole record.
+    pub punt_pending: Vec<Beat>,
 }
 
 impl TopBench {
     /// A reset `nlb_top` (tracing to `wave` when given), with the given probability of idle
-    /// clocks on the received stream and the AXI-Lite timing of `axil_idle`.
+    /// clocks on the received stream, back-pressure on every output stream and the AXI-Lite
+    /// timing of `axil_idle`.
     pub fn new(
         seed: u64,
         wave: Option<&Path>,
         rx_idle: f64,
+        backpressure: f64,
         axil_idle: f64,
     ) -> Result<TopBench, VerifError> {
         let mut sim = match wave {
@@ -239,25 +320,45 @@ impl TopBench {
         let axil = AxiLiteMaster::new(&sim, "s_axil", axil_idle, axil_idle)?;
         let rx = AxisSource::new(&sim, "s_axis_rx", rx_idle)?;
         let mon = ResultMonitor::new(&sim)?;
+        let tx = AxisSink::new(&sim, "m_axis_tx", backpressure)?;
+        let punt = AxisSink::new(&sim, "m_axis_punt", backpressure)?;
+        let events = AxisSink::new(&sim, "m_axis_event", backpressure)?;
         Ok(TopBench {
             bench: Bench::new(sim, seed),
             axil,
             rx,
             mon,
+            tx,
+            punt,
+            events,
+            tx_pending: Vec::new(),
+            punt_pending: Vec::new(),
         })
     }
 
     /// One clock with every agent.
     pub fn step(&mut self) -> Result<(), VerifError> {
-        self.bench
-            .step(&mut [&mut self.axil, &mut self.rx, &mut self.mon])
+        self.bench.step(&mut [
+            &mut self.axil,
+            &mut self.rx,
+            &mut self.mon,
+            &mut self.tx,
+            &mut self.punt,
+            &mut self.events,
+        ])
     }
 
     /// Writes a register (the stream keeps running).
     pub fn write32(&mut self, offset: u32, value: u32) -> Result<(), VerifError> {
         self.axil.write(
             &mut self.bench,
-            &mut [&mut self.rx, &mut self.mon],
+            &mut [
+                &mut self.rx,
+                &mut self.mon,
+                &mut self.tx,
+                &mut self.punt,
+                &mut self.events,
+            ],
             offset,
             value,
         )
@@ -265,8 +366,17 @@ impl TopBench {
 
     /// Reads a register (the stream keeps running).
     pub fn read32(&mut self, offset: u32) -> Result<u32, VerifError> {
-        self.axil
-            .read(&mut self.bench, &mut [&mut self.rx, &mut self.mon], offset)
+        self.axil.read(
+            &mut self.bench,
+            &mut [
+                &mut self.rx,
+                &mut self.mon,
+                &mut self.tx,
+                &mut self.punt,
+                &mut self.events,
+            ],
+            offset,
+        )
     }
 
     /// Queues writes and clocks until the master has done them all.

@@ -12,10 +12,15 @@ use firmware_sim::conntrack::ConnTable;
 use firmware_sim::pipeline::{process, Context, PacketResult};
 use nlb_hw::blocks::{conntrack, ctrl};
 use nlb_hw::enums::DefaultAction;
+use nlb_hw::enums::Verdict;
+use nlb_hw::layouts::LearnEvent;
 use nlb_hw::{NicSettings, Profile};
 use nlb_verif::bench::{seed_from_env, trace_always, wave_path};
 use nlb_verif::scenario::Scenario;
-use nlb_verif::top::TopBench;
+use nlb_verif::top::{take_events, take_frames, take_punts, PuntedFrame, TopBench};
+
+/// Bytes of a punted frame the punt stream carries (the punt window, docs/pipeline.md 13).
+const PUNT_BYTES: usize = 9728;
 use nlb_verif::VerifError;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
@@ -54,7 +59,8 @@ fn run(
         ..NicSettings::default()
     };
     let rx_idle = rng.random_range(0.0..0.5);
-    let mut dut = TopBench::new(seed, None, rx_idle, 0.2)?;
+    let backpressure = rng.random_range(0.0..0.5);
+    let mut dut = TopBench::new(seed, None, rx_idle, backpressure, 0.2)?;
     if let Some((path, 0)) = wave {
         dut.bench.sim.trace_to(path)?;
     }
@@ -91,9 +97,27 @@ fn run(
             conntrack: &ct,
         };
         let mut expected: Vec<PacketResult> = Vec::with_capacity(frames.len());
-        for f in &frames {
+        let mut want_tx: Vec<(usize, Vec<u8>)> = Vec::new();
+        let mut want_punt: Vec<(usize, PuntedFrame)> = Vec::new();
+        let mut want_events: Vec<(usize, LearnEvent)> = Vec::new();
+        for (i, f) in frames.iter().enumerate() {
             let r =
                 process(&ctx, f, &mut out).map_err(|e| VerifError::Setup(format!("model: {e}")))?;
+            if r.verdict == Verdict::Forward {
+                want_tx.push((i, out[..r.out_len].to_vec()));
+            }
+            if r.verdict == Verdict::Punt {
+                want_punt.push((
+                    i,
+                    PuntedFrame {
+                        header: r.punt_header(),
+                        frame: f[..f.len().min(PUNT_BYTES)].to_vec(),
+                    },
+                ));
+            }
+            if let Some(e) = r.event {
+                want_events.push((i, e));
+            }
             expected.push(r);
         }
         for r in &expected {
@@ -143,6 +167,99 @@ fn run(
                 }
                 got += 1;
                 checked += 1;
+            }
+        }
+        // The output streams: every forwarded frame, punt and event, in order.
+        let (mut tx, mut punts, mut events) = (Vec::new(), Vec::new(), Vec::new());
+        let limit = dut.bench.sim.cycle() + 400 * frames.len() as u64 + 10_000;
+        loop {
+            let mut beats = dut.tx.take();
+            dut.tx_pending.append(&mut beats);
+            tx.extend(take_frames(&mut dut.tx_pending));
+            let mut beats = dut.punt.take();
+            dut.punt_pending.append(&mut beats);
+            punts.extend(take_punts(&mut dut.punt_pending)?);
+            let mut beats = dut.events.take();
+            events.extend(take_events(&mut beats)?);
+            if tx.len() >= want_tx.len()
+                && punts.len() >= want_punt.len()
+                && events.len() >= want_events.len()
+            {
+                break;
+            }
+            if dut.bench.sim.cycle() > limit {
+                break;
+            }
+            dut.step()?;
+        }
+        eprintln!(
+            "phase {phase}: {} frames transmitted, {} punted, {} events",
+            tx.len(),
+            punts.len(),
+            events.len()
+        );
+        for (k, (i, want)) in want_tx.iter().enumerate() {
+            let got = tx.get(k);
+            if got != Some(want) {
+                return Ok(Err(Mismatch(
+                    format!(
+                        "phase {phase}: transmitted frame {k} (packet #{i}, {:?}) of {}\n  RTL   {}\n  model {}",
+                        expected[*i].reason,
+                        hex(&frames[*i]),
+                        got.map_or("(none)".to_string(), |g| hex(g)),
+                        hex(want)
+                    ),
+                    dut.bench.sim.cycle(),
+                )));
+            }
+        }
+        for (k, (i, want)) in want_punt.iter().enumerate() {
+            let got = punts.get(k);
+            if got != Some(want) {
+                return Ok(Err(Mismatch(
+                    format!(
+                        "phase {phase}: punt {k} (packet #{i}) {}\n  RTL   {got:?}\n  model {want:?}",
+                        hex(&frames[*i])
+                    ),
+                    dut.bench.sim.cycle(),
+                )));
+            }
+        }
+        for (k, (i, want)) in want_events.iter().enumerate() {
+            let got = events.get(k);
+            if got != Some(want) {
+                return Ok(Err(Mismatch(
+                    format!(
+                        "phase {phase}: event {k} (packet #{i}) {}\n  RTL   {got:?}\n  model {want:?}",
+                        hex(&frames[*i])
+                    ),
+                    dut.bench.sim.cycle(),
+                )));
+            }
+        }
+        if tx.len() != want_tx.len()
+            || punts.len() != want_punt.len()
+            || events.len() != want_events.len()
+        {
+            return Ok(Err(Mismatch(
+                format!(
+                    "phase {phase}: RTL sent {} frames, {} punts, {} events; model {}, {}, {}",
+                    tx.len(),
+                    punts.len(),
+                    events.len(),
+                    want_tx.len(),
+                    want_punt.len(),
+                    want_events.len()
+                ),
+                dut.bench.sim.cycle(),
+            )));
+        }
+        for sink in [&dut.tx, &dut.punt, &dut.events] {
+            if !sink.violations().is_empty() {
+                return Ok(Err(Mismatch(
+                    format!("stream rules: {:?}", sink.violations()),
+                    dut.bench.sim.cycle(),
+                )));
             }
         }
         if !dut.mon.violations.is_empty() {
