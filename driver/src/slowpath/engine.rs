@@ -194,7 +194,7 @@ pub struct EngineStatus {
     pub fragment_buffered_bytes: usize,
     /// Register access failures since start.
     pub device_errors: u64,
-    /// Seconds since the engine started.
+    /// Time since the engine started.
     pub uptime: Duration,
     /// The counters block, when asked for.
     pub counters: Option<DeviceCounters>,
@@ -526,6 +526,19 @@ impl Engine {
                 return Err(line);
             }
         };
+        let renumbered = {
+            let (old, new) = (
+                &self.controller.compiled().symbols,
+                &plan.compiled().symbols,
+            );
+            old.rules != new.rules
+                || old.backends != new.backends
+                || old
+                    .pools
+                    .iter()
+                    .map(|p| &p.name)
+                    .ne(new.pools.iter().map(|p| &p.name))
+        };
         let report = match self.controller.commit_reload(self.dev.as_mut(), plan) {
             Ok(r) => r,
             Err(e) => {
@@ -535,6 +548,11 @@ impl Engine {
             }
         };
         self.conns.set_tables(self.controller.serving());
+        if renumbered {
+            // Fragment decisions hold ids; a datagram in flight is better dropped (its later
+            // fragments time out, counted) than sent to whatever now has its old id.
+            self.punts.forget_fragments();
+        }
         let remapped = match self
             .conns
             .rewrite_renumbered(self.dev.as_mut(), &remap, host_secs())

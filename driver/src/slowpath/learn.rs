@@ -146,6 +146,18 @@ fn key_of(e: &CtEntry) -> FlowKey {
     }
 }
 
+fn entry_timeout(rule_timeout: &[u32], closed_timeout: u32, e: &CtEntry) -> u32 {
+    let idle = rule_timeout
+        .get(usize::from(e.rule))
+        .copied()
+        .unwrap_or(DEFAULT_IDLE_TIMEOUT_SECS);
+    if e.flags & FLAG_CLOSED != 0 {
+        idle.min(closed_timeout)
+    } else {
+        idle
+    }
+}
+
 impl Connections {
     /// Attaches to the device's connection table (reading it back: connections survive a
     /// restart of the host side). Entries found count as seen at `now`.
@@ -199,16 +211,7 @@ impl Connections {
     /// Idle timeout of an entry: its rule's pool's, or the closed timeout once FIN/RST was
     /// seen (never longer than the pool's).
     pub fn timeout_of(&self, e: &CtEntry) -> u32 {
-        let idle = self
-            .rule_timeout
-            .get(usize::from(e.rule))
-            .copied()
-            .unwrap_or(DEFAULT_IDLE_TIMEOUT_SECS);
-        if e.flags & FLAG_CLOSED != 0 {
-            idle.min(self.opts.closed_timeout_secs)
-        } else {
-            idle
-        }
+        entry_timeout(&self.rule_timeout, self.opts.closed_timeout_secs, e)
     }
 
     /// Pops up to one batch of learn events and handles them. Returns how many there were.
@@ -296,19 +299,10 @@ impl Connections {
         dev: &mut D,
         now: u32,
     ) -> Result<AgeReport, ConntrackError> {
-        let timeouts = &self.rule_timeout;
-        let closed = self.opts.closed_timeout_secs;
-        let report = self.ct.age(dev, now, |e| {
-            let idle = timeouts
-                .get(usize::from(e.rule))
-                .copied()
-                .unwrap_or(DEFAULT_IDLE_TIMEOUT_SECS);
-            if e.flags & FLAG_CLOSED != 0 {
-                idle.min(closed)
-            } else {
-                idle
-            }
-        })?;
+        let (timeouts, closed) = (&self.rule_timeout, self.opts.closed_timeout_secs);
+        let report = self
+            .ct
+            .age(dev, now, |e| entry_timeout(timeouts, closed, e))?;
         self.stats.ageing_passes += 1;
         self.stats.aged_out += u64::from(report.evicted);
         Ok(report)

@@ -154,6 +154,9 @@ pub struct PuntContext<'a> {
 #[derive(Debug)]
 pub struct PuntHandler {
     tracker: FragmentTracker,
+    limits: FragmentLimits,
+    /// Counters of trackers replaced by [`PuntHandler::forget_fragments`].
+    carried: FragmentStats,
     stats: PuntStats,
 }
 
@@ -162,6 +165,8 @@ impl PuntHandler {
     pub fn new(limits: FragmentLimits) -> PuntHandler {
         PuntHandler {
             tracker: FragmentTracker::new(limits),
+            limits,
+            carried: FragmentStats::default(),
             stats: PuntStats::default(),
         }
     }
@@ -171,9 +176,17 @@ impl PuntHandler {
         &self.stats
     }
 
-    /// The fragment tracker's counters.
+    /// The fragment tracker's counters (since the handler was made).
     pub fn fragment_stats(&self) -> FragmentStats {
-        self.tracker.stats()
+        let (mut s, c) = (self.tracker.stats(), self.carried);
+        s.first_seen += c.first_seen;
+        s.followed += c.followed;
+        s.buffered += c.buffered;
+        s.released += c.released;
+        s.overflow_drops += c.overflow_drops;
+        s.timeout_drops += c.timeout_drops;
+        s.expired += c.expired;
+        s
     }
 
     /// The fragment tracker (occupancy for metrics).
@@ -184,6 +197,25 @@ impl PuntHandler {
     /// Forgets fragment state past its timeout (call it on a timer).
     pub fn expire(&mut self, now: Instant) {
         self.tracker.expire(now);
+    }
+
+    /// Forgets every datagram (after a reload renumbered rules, pools or backends: the
+    /// decisions hold ids). Buffered fragments are counted as timed out; the counters carry
+    /// on.
+    pub fn forget_fragments(&mut self) {
+        let limits = self.limits;
+        let mut old = std::mem::replace(&mut self.tracker, FragmentTracker::new(limits));
+        // Past every entry's deadline: all of them expire, and are counted as such.
+        old.expire(Instant::now() + limits.timeout + std::time::Duration::from_secs(1));
+        let s = old.stats();
+        let b = &mut self.carried;
+        b.first_seen += s.first_seen;
+        b.followed += s.followed;
+        b.buffered += s.buffered;
+        b.released += s.released;
+        b.overflow_drops += s.overflow_drops;
+        b.timeout_drops += s.timeout_drops;
+        b.expired += s.expired;
     }
 
     /// Counts a punt queue overflow seen by polling.
@@ -610,5 +642,18 @@ instances:
         assert_eq!(h.decide(&punted[1], &ctx, now), Disposition::Buffered);
         h.expire(now + Duration::from_secs(2));
         assert_eq!(h.fragment_stats().timeout_drops, 1);
+
+        // After a renumbering reload the decisions are forgotten: a waiting fragment is
+        // counted as timed out, and its first fragment releases nothing.
+        let mut h = PuntHandler::new(FragmentLimits::default());
+        assert_eq!(h.decide(&punted[2], &ctx, now), Disposition::Buffered);
+        h.forget_fragments();
+        assert_eq!(h.tracker().datagrams(), 0);
+        assert_eq!(h.fragment_stats().timeout_drops, 1);
+        assert_eq!(h.fragment_stats().buffered, 1);
+        match h.decide(&punted[0], &ctx, now) {
+            Disposition::Inject { released, .. } => assert!(released.is_empty()),
+            other => panic!("{other:?}"),
+        }
     }
 }
