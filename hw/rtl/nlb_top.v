@@ -359,27 +359,61 @@ nlb_regs #(
     .backend_rd_data(backend_rd_data)
 );
 
-// Extension bus: the conntrack block here; the counters block answers 0 until it exists.
+// Extension bus: the conntrack and counters blocks (anything else is answered with 0).
 wire ext_wr_ct = ext_wr_addr[15:12] == NLB_BLK_CONNTRACK_BASE[15:12];
 wire ext_rd_ct = ext_rd_addr[15:12] == NLB_BLK_CONNTRACK_BASE[15:12];
+wire ext_wr_cnt = ext_wr_addr[15:12] == NLB_BLK_COUNTERS_BASE[15:12];
+wire ext_rd_cnt = ext_rd_addr[15:12] == NLB_BLK_COUNTERS_BASE[15:12];
 wire        ct_wr_ack;
 wire        ct_rd_ack;
 wire [31:0] ct_rd_data_w;
+wire        cnt_wr_ack;
+wire        cnt_rd_ack;
+wire [31:0] cnt_rd_data_w;
 reg         other_wr_ack_reg = 1'b0;
 reg         other_rd_ack_reg = 1'b0;
 
 always @(posedge clk) begin
-    other_wr_ack_reg <= ext_wr_req && !ext_wr_ct;
-    other_rd_ack_reg <= ext_rd_req && !ext_rd_ct;
+    other_wr_ack_reg <= ext_wr_req && !ext_wr_ct && !ext_wr_cnt;
+    other_rd_ack_reg <= ext_rd_req && !ext_rd_ct && !ext_rd_cnt;
     if (rst) begin
         other_wr_ack_reg <= 1'b0;
         other_rd_ack_reg <= 1'b0;
     end
 end
 
-assign ext_wr_ack = ct_wr_ack || other_wr_ack_reg;
-assign ext_rd_ack = ct_rd_ack || other_rd_ack_reg;
-assign ext_rd_data = ct_rd_ack ? ct_rd_data_w : 32'd0;
+assign ext_wr_ack = ct_wr_ack || cnt_wr_ack || other_wr_ack_reg;
+assign ext_rd_ack = ct_rd_ack || cnt_rd_ack || other_rd_ack_reg;
+assign ext_rd_data = ct_rd_ack ? ct_rd_data_w : cnt_rd_ack ? cnt_rd_data_w : 32'd0;
+
+wire counters_room;
+
+nlb_counters #(
+    .RULES(RULES),
+    .BACKENDS(BACKENDS),
+    .LEN_WIDTH(LW)
+) counters_inst (
+    .clk(clk),
+    .rst(rst),
+    .s_res_valid(m_res_valid),
+    .s_res_verdict(m_res_verdict),
+    .s_res_reason(m_res_reason),
+    .s_res_rule_valid(m_res_rule_valid),
+    .s_res_rule(m_res_rule),
+    .s_res_backend_valid(m_res_backend_valid),
+    .s_res_backend(m_res_backend),
+    .s_res_len(m_res_len),
+    .s_room(counters_room),
+    .ext_wr_req(ext_wr_req && ext_wr_cnt),
+    .ext_wr_addr(ext_wr_addr),
+    .ext_wr_data(ext_wr_data),
+    .ext_wr_strb(ext_wr_strb),
+    .ext_wr_ack(cnt_wr_ack),
+    .ext_rd_req(ext_rd_req && ext_rd_cnt),
+    .ext_rd_addr(ext_rd_addr),
+    .ext_rd_data(cnt_rd_data_w),
+    .ext_rd_ack(cnt_rd_ack)
+);
 
 nlb_conntrack #(
     .CT_BUCKETS(CT_BUCKETS),
@@ -416,7 +450,7 @@ wire rx_first = rx_beat && rx_first_reg;
 wire [2:0] rx_user = {ctrl_default_action, ctrl_enable, ctrl_active_bank};
 
 always @(posedge clk) begin
-    rx_ready_reg <= lookup_room && pkt_count < PKT_FIFO_DEPTH - 8
+    rx_ready_reg <= lookup_room && counters_room && pkt_count < PKT_FIFO_DEPTH - 8
         && admitted_reg < MAX_IN_FLIGHT;
     admitted_reg <= admitted_reg + {7'd0, rx_first} - {7'd0, frame_done};
     if (rx_beat) begin

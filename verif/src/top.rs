@@ -10,7 +10,8 @@ use crate::error::VerifError;
 use crate::models::Top;
 use crate::sim::{Port, Sim};
 use firmware_sim::pipeline::{CtOutcome, PacketResult};
-use nlb_hw::blocks::{conntrack, ctrl, table};
+use firmware_sim::{Counter, CounterKind};
+use nlb_hw::blocks::{conntrack, counters, ctrl, table};
 use nlb_hw::enums::{Event, KeyType, Reason, TableCmd, Verdict};
 use nlb_hw::layouts::{CtEntry, LearnEvent, PuntHeader};
 use nlb_hw::{NicSettings, Tables};
@@ -465,6 +466,28 @@ impl TopBench {
             )?;
         }
         self.write32(ctrl::OUTER_SRC_V6_LEN, u32::from(s.outer_src_v6_len))
+    }
+
+    /// Snapshots one counter (`clear`: and zeroes it) and reads its eight words.
+    pub fn read_counter(
+        &mut self,
+        kind: CounterKind,
+        index: u32,
+        clear: bool,
+    ) -> Result<Counter, VerifError> {
+        self.write32(counters::SELECT, kind.value() << 24 | index)?;
+        self.write32(counters::SNAPSHOT, if clear { 2 } else { 1 })?;
+        let mut w = [0u32; 8];
+        for (i, x) in w.iter_mut().enumerate() {
+            *x = self.read32(counters::PACKETS_LO + 4 * i as u32)?;
+        }
+        let v = |i: usize| u64::from(w[i]) | u64::from(w[i + 1]) << 32;
+        Ok(Counter {
+            packets: v(0),
+            bytes: v(2),
+            punts: v(4),
+            drops: v(6),
+        })
     }
 
     /// Queues a frame on the received stream.

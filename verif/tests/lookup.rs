@@ -10,9 +10,10 @@
 
 use firmware_sim::conntrack::ConnTable;
 use firmware_sim::pipeline::{process, Context, PacketResult};
+use firmware_sim::{CounterKind, Counters};
 use nlb_hw::blocks::{conntrack, ctrl};
 use nlb_hw::enums::DefaultAction;
-use nlb_hw::enums::Verdict;
+use nlb_hw::enums::{Reason, Verdict};
 use nlb_hw::layouts::LearnEvent;
 use nlb_hw::{NicSettings, Profile};
 use nlb_verif::bench::{seed_from_env, trace_always, wave_path};
@@ -77,6 +78,7 @@ fn run(
     }
 
     let mut out = vec![0u8; firmware_sim::action::MAX_FRAME];
+    let mut counters = Counters::new(profile);
     let mut checked = 0usize;
     let mut seen = std::collections::BTreeMap::new();
     for (phase, (bank, enabled)) in [(0u8, true), (1, true), (0, false)].into_iter().enumerate() {
@@ -121,6 +123,7 @@ fn run(
             expected.push(r);
         }
         for r in &expected {
+            counters.record(r);
             if let Some(i) = r.ct_index {
                 ct.mark_hit(i);
             }
@@ -265,6 +268,35 @@ fn run(
         if !dut.mon.violations.is_empty() {
             return Ok(Err(Mismatch(
                 format!("result bus: {:?}", dut.mon.violations),
+                dut.bench.sim.cycle(),
+            )));
+        }
+    }
+
+    // Counters of every family, as the host reads them: every reason and verdict, the rules
+    // and backends in use and a few beyond; some snapshot-and-clear.
+    let mut idx: Vec<(CounterKind, u32)> = Vec::new();
+    idx.extend((0..Reason::ALL.len() as u32 + 2).map(|i| (CounterKind::Reason, i)));
+    idx.extend((0..5).map(|i| (CounterKind::Verdict, i)));
+    idx.extend((0..40).map(|i| (CounterKind::Rule, i)));
+    idx.extend((0..56).map(|i| (CounterKind::Backend, i)));
+    for extra in [profile.rules - 1, profile.rules, 4095] {
+        idx.push((CounterKind::Rule, extra));
+    }
+    for extra in [profile.backends - 1, profile.backends, 0xff_ffff] {
+        idx.push((CounterKind::Backend, extra));
+    }
+    for (kind, i) in idx {
+        let clear = rng.random_bool(0.3);
+        let got = dut.read_counter(kind, i, clear)?;
+        let want = if clear {
+            counters.take(kind, i)
+        } else {
+            counters.get(kind, i)
+        };
+        if got != want {
+            return Ok(Err(Mismatch(
+                format!("counter {kind:?} {i} (clear {clear}): RTL {got:?}, model {want:?}"),
                 dut.bench.sim.cycle(),
             )));
         }

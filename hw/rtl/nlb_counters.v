@@ -1,0 +1,291 @@
+`resetall
+`timescale 1ns / 1ps
+`default_nettype none
+
+// The counters block (docs/regmap.md "counters", docs/pipeline.md section 11): per reason, per
+// verdict, per rule and per backend, packets / bytes / punts / drops, counted from the lookup
+// results; the host selects a counter, snapshots it (1) or snapshots and clears it (2) and
+// reads the eight latched words, through nlb_regs' extension bus.
+//
+// Every result counts on its reason and verdict, on its rule when one matched, and on its
+// backend when the verdict is FORWARD or DROP with a backend chosen (ids beyond a family's
+// table are not counted). Results wait in a small FIFO (s_room falls when it is half full)
+// and update the four families together, one result per clock; a snapshot takes a clock of its
+// own ahead of them. Selecting an unknown family or an index beyond it latches zeros.
+//
+// Ports are declared in the body (Verilog-2001 style) because their widths come from the
+// regmap header, which has to be included inside the module.
+module nlb_counters (
+    clk,
+    rst,
+    s_res_valid,
+    s_res_verdict,
+    s_res_reason,
+    s_res_rule_valid,
+    s_res_rule,
+    s_res_backend_valid,
+    s_res_backend,
+    s_res_len,
+    s_room,
+    ext_wr_req,
+    ext_wr_addr,
+    ext_wr_data,
+    ext_wr_strb,
+    ext_wr_ack,
+    ext_rd_req,
+    ext_rd_addr,
+    ext_rd_data,
+    ext_rd_ack
+);
+
+`include "nlb_regmap.vh"
+
+// Rule and backend counters (the profile's table depths).
+parameter RULES = NLB_PROFILE_SIM_RULES;
+parameter BACKENDS = NLB_PROFILE_SIM_BACKENDS;
+// Frame length width (nlb_parser's LEN_WIDTH).
+parameter LEN_WIDTH = 17;
+// Results waiting to be counted (a power of two >= 16).
+parameter FIFO_DEPTH = 32;
+
+localparam REASONS = 32;
+localparam VERDICTS = 4;
+localparam RULE_BITS = $clog2(RULES);
+localparam BACKEND_BITS = $clog2(BACKENDS);
+localparam [1:0] OP_UPDATE = 2'd0;
+localparam [1:0] OP_READ = 2'd1;
+localparam [1:0] OP_READ_CLEAR = 2'd2;
+
+input  wire                 clk;
+input  wire                 rst;
+
+input  wire                 s_res_valid;
+input  wire [1:0]           s_res_verdict;
+input  wire [4:0]           s_res_reason;
+input  wire                 s_res_rule_valid;
+input  wire [11:0]          s_res_rule;
+input  wire                 s_res_backend_valid;
+input  wire [15:0]          s_res_backend;
+input  wire [LEN_WIDTH-1:0] s_res_len;
+output wire                 s_room;
+
+input  wire                 ext_wr_req;
+/* verilator lint_off UNUSEDSIGNAL */ // (bits 1..0: registers are words)
+input  wire [31:0]          ext_wr_addr;
+/* verilator lint_on UNUSEDSIGNAL */
+input  wire [31:0]          ext_wr_data;
+input  wire [3:0]           ext_wr_strb;
+output wire                 ext_wr_ack;
+input  wire                 ext_rd_req;
+/* verilator lint_off UNUSEDSIGNAL */
+input  wire [31:0]          ext_rd_addr;
+/* verilator lint_on UNUSEDSIGNAL */
+output wire [31:0]          ext_rd_data;
+output wire                 ext_rd_ack;
+
+function [31:0] strobed(input [31:0] old, input [31:0] value, input [3:0] strb);
+    integer k;
+    begin
+        for (k = 0; k < 4; k = k + 1) begin
+            strobed[k*8 +: 8] = strb[k] ? value[k*8 +: 8] : old[k*8 +: 8];
+        end
+    end
+endfunction
+
+// ---- results waiting --------------------------------------------------------------------
+
+// Per result: which families count it, the indices, bytes (saturated at 16 bits: frames
+// are at most 16 KiB here), punt, drop.
+localparam RW = 4 + 5 + 2 + RULE_BITS + BACKEND_BITS + 16 + 2;
+wire in_rule = s_res_rule_valid && {20'd0, s_res_rule} < RULES;
+wire in_backend = s_res_backend_valid && {16'd0, s_res_backend} < BACKENDS
+    && (s_res_verdict == NLB_VERDICT_FORWARD || s_res_verdict == NLB_VERDICT_DROP);
+wire [15:0] res_bytes = |s_res_len[LEN_WIDTH-1:16] ? 16'hFFFF : s_res_len[15:0];
+wire [RW-1:0] rec_in = {in_backend, in_rule, 2'b11, s_res_reason, s_res_verdict,
+    s_res_rule[RULE_BITS-1:0], s_res_backend[BACKEND_BITS-1:0], res_bytes,
+    s_res_verdict == NLB_VERDICT_PUNT, s_res_verdict == NLB_VERDICT_DROP};
+
+wire [RW-1:0] rec;
+wire          rec_valid;
+wire          rec_take;
+wire [$clog2(FIFO_DEPTH):0] rec_count;
+
+/* verilator lint_off PINCONNECTEMPTY */
+nlb_fifo #(
+    .WIDTH(RW),
+    .DEPTH(FIFO_DEPTH)
+) rec_fifo_inst (
+    .clk(clk),
+    .rst(rst),
+    .s_data(rec_in),
+    .s_valid(s_res_valid),
+    .s_ready(),
+    .m_data(rec),
+    .m_valid(rec_valid),
+    .m_ready(rec_take),
+    .count(rec_count)
+);
+/* verilator lint_on PINCONNECTEMPTY */
+
+reg room_reg = 1'b0;
+always @(posedge clk) begin
+    room_reg <= rec_count < FIFO_DEPTH / 2;
+    if (rst) begin
+        room_reg <= 1'b0;
+    end
+end
+assign s_room = room_reg;
+
+wire                    r_backend_on, r_rule_on, r_reason_on, r_verdict_on;
+wire [4:0]              r_reason;
+wire [1:0]              r_verdict;
+wire [RULE_BITS-1:0]    r_rule;
+wire [BACKEND_BITS-1:0] r_backend;
+wire [15:0]             r_bytes;
+wire                    r_punt, r_drop;
+assign {r_backend_on, r_rule_on, r_reason_on, r_verdict_on, r_reason, r_verdict, r_rule,
+    r_backend, r_bytes, r_punt, r_drop} = rec;
+
+// ---- registers ------------------------------------------------------------------------------
+
+reg [31:0]  select_reg = 32'd0;
+reg [255:0] latch_reg = 256'd0;
+reg         host_op_reg = 1'b0;    // a snapshot waits for its clock
+reg [1:0]   host_kind_reg = OP_READ;
+reg         host_wait_reg = 1'b0;  // a snapshot is in the banks
+reg         wr_ack_reg = 1'b0;
+
+wire [7:0]  sel_family = select_reg[31:24];
+wire [23:0] sel_index = select_reg[23:0];
+reg         sel_ok;
+always @* begin
+    case (sel_family)
+        8'd0: sel_ok = sel_index < RULES;
+        8'd1: sel_ok = sel_index < BACKENDS;
+        8'd2: sel_ok = sel_index < 24'd21;
+        8'd3: sel_ok = sel_index < 24'd4;
+        default: sel_ok = 1'b0;
+    endcase
+end
+
+wire [31:0] wr_word = {ext_wr_addr[31:2], 2'b00};
+wire [31:0] snap = strobed(32'd0, ext_wr_data, ext_wr_strb);
+
+// The banks take the snapshot when it is waiting, else the oldest result.
+wire host_go = host_op_reg;
+assign rec_take = rec_valid && !host_go;
+
+wire [3:0]   r_valid;
+wire [255:0] r_value [0:3];
+
+always @(posedge clk) begin
+    wr_ack_reg <= 1'b0;
+    if (host_go) begin
+        host_op_reg <= 1'b0;
+        host_wait_reg <= 1'b1;
+    end
+    if (host_wait_reg && |r_valid) begin
+        host_wait_reg <= 1'b0;
+        latch_reg <= r_value[sel_family[1:0]];
+        wr_ack_reg <= 1'b1;
+    end
+    if (ext_wr_req) begin
+        if (wr_word == NLB_REG_COUNTERS_SELECT) begin
+            select_reg <= strobed(select_reg, ext_wr_data, ext_wr_strb);
+            wr_ack_reg <= 1'b1;
+        end else if (wr_word == NLB_REG_COUNTERS_SNAPSHOT && (snap == 32'd1 || snap == 32'd2))
+        begin
+            if (sel_ok) begin
+                host_op_reg <= 1'b1;
+                host_kind_reg <= snap == 32'd2 ? OP_READ_CLEAR : OP_READ;
+            end else begin
+                latch_reg <= 256'd0;
+                wr_ack_reg <= 1'b1;
+            end
+        end else begin
+            wr_ack_reg <= 1'b1;
+        end
+    end
+    if (rst) begin
+        select_reg <= 32'd0;
+        latch_reg <= 256'd0;
+        host_op_reg <= 1'b0;
+        host_wait_reg <= 1'b0;
+        wr_ack_reg <= 1'b0;
+    end
+end
+
+assign ext_wr_ack = wr_ack_reg;
+
+reg        rd_ack_reg = 1'b0;
+reg [31:0] rd_data_reg = 32'd0;
+wire [31:0] rd_word = {ext_rd_addr[31:2], 2'b00};
+
+always @(posedge clk) begin
+    rd_ack_reg <= ext_rd_req;
+    if (ext_rd_req) begin
+        case (rd_word)
+            NLB_REG_COUNTERS_SELECT:     rd_data_reg <= select_reg;
+            NLB_REG_COUNTERS_PACKETS_LO: rd_data_reg <= latch_reg[31:0];
+            NLB_REG_COUNTERS_PACKETS_HI: rd_data_reg <= latch_reg[63:32];
+            NLB_REG_COUNTERS_BYTES_LO:   rd_data_reg <= latch_reg[95:64];
+            NLB_REG_COUNTERS_BYTES_HI:   rd_data_reg <= latch_reg[127:96];
+            NLB_REG_COUNTERS_PUNTS_LO:   rd_data_reg <= latch_reg[159:128];
+            NLB_REG_COUNTERS_PUNTS_HI:   rd_data_reg <= latch_reg[191:160];
+            NLB_REG_COUNTERS_DROPS_LO:   rd_data_reg <= latch_reg[223:192];
+            NLB_REG_COUNTERS_DROPS_HI:   rd_data_reg <= latch_reg[255:224];
+            default:                     rd_data_reg <= 32'd0;
+        endcase
+    end
+    if (rst) begin
+        rd_ack_reg <= 1'b0;
+    end
+end
+
+assign ext_rd_ack = rd_ack_reg;
+assign ext_rd_data = rd_data_reg;
+
+// ---- the four families --------------------------------------------------------------------
+
+wire       upd = rec_valid && !host_go;
+wire [1:0] fam = sel_family[1:0];
+
+nlb_counter_bank #(.ENTRIES(RULES)) rule_bank_inst (
+    .clk(clk), .rst(rst),
+    .op_valid(host_go ? fam == 2'd0 : upd && r_rule_on),
+    .op_kind(host_go ? host_kind_reg : OP_UPDATE),
+    .op_index(host_go ? sel_index[RULE_BITS-1:0] : r_rule),
+    .op_bytes(r_bytes), .op_punt(r_punt), .op_drop(r_drop),
+    .r_valid(r_valid[0]), .r_value(r_value[0])
+);
+
+nlb_counter_bank #(.ENTRIES(BACKENDS)) backend_bank_inst (
+    .clk(clk), .rst(rst),
+    .op_valid(host_go ? fam == 2'd1 : upd && r_backend_on),
+    .op_kind(host_go ? host_kind_reg : OP_UPDATE),
+    .op_index(host_go ? sel_index[BACKEND_BITS-1:0] : r_backend),
+    .op_bytes(r_bytes), .op_punt(r_punt), .op_drop(r_drop),
+    .r_valid(r_valid[1]), .r_value(r_value[1])
+);
+
+nlb_counter_bank #(.ENTRIES(REASONS)) reason_bank_inst (
+    .clk(clk), .rst(rst),
+    .op_valid(host_go ? fam == 2'd2 : upd && r_reason_on),
+    .op_kind(host_go ? host_kind_reg : OP_UPDATE),
+    .op_index(host_go ? sel_index[4:0] : r_reason),
+    .op_bytes(r_bytes), .op_punt(r_punt), .op_drop(r_drop),
+    .r_valid(r_valid[2]), .r_value(r_value[2])
+);
+
+nlb_counter_bank #(.ENTRIES(VERDICTS)) verdict_bank_inst (
+    .clk(clk), .rst(rst),
+    .op_valid(host_go ? fam == 2'd3 : upd && r_verdict_on),
+    .op_kind(host_go ? host_kind_reg : OP_UPDATE),
+    .op_index(host_go ? sel_index[1:0] : r_verdict),
+    .op_bytes(r_bytes), .op_punt(r_punt), .op_drop(r_drop),
+    .r_valid(r_valid[3]), .r_value(r_value[3])
+);
+
+endmodule
+
+`resetall
