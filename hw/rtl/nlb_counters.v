@@ -160,8 +160,8 @@ wire [23:0] sel_index = select_reg[23:0];
 reg         sel_ok;
 always @* begin
     case (sel_family)
-        8'd0: sel_ok = sel_index < RULES;
-        8'd1: sel_ok = sel_index < BACKENDS;
+        8'd0: sel_ok = {8'd0, sel_index} < RULES;
+        8'd1: sel_ok = {8'd0, sel_index} < BACKENDS;
         8'd2: sel_ok = sel_index < 24'd21;
         8'd3: sel_ok = sel_index < 24'd4;
         default: sel_ok = 1'b0;
