@@ -25,8 +25,14 @@
 //   M   backend id (connection or Maglev), backend read issued; N: wait
 //   O   backend valid, output length, TOO_BIG, event; hit bit set
 // A result appears 21 clocks after its descriptor issues (the clock edge that takes it out
-// of the FIFO into the stage-I register): m_valid is high in the 22nd clock. A packet's table reads all use the bank latched at its first beat (m_user of the
-// parser: bit 0 bank, bit 1 enable, bit 2 default action = DROP).
+// of the FIFO into the stage-I register): m_valid is high in the 22nd clock. A packet's
+// table reads all use the bank latched at its first beat (m_user of the parser: bit 0 bank,
+// bit 1 enable, bit 2 default action = DROP, bit 3 injected, bits 15..4 the inject header's
+// pool, bits 31..16 its backend).
+//
+// Injected frames (docs/pipeline.md section 12) skip the VIP, rule, ACL, connection-table and
+// Maglev stages: parse errors drop them (not IP too), then the header's pool and backend must
+// be valid, and the action runs with reason INJECTED; ctrl.enable does not apply.
 //
 // Ports are declared in the body (Verilog-2001 style) because their widths come from the
 // regmap header, which has to be included inside the module.
@@ -91,6 +97,7 @@ module nlb_lookup (
     hit_set_en,
     hit_set_index,
     m_valid,
+    m_inject,
     m_verdict,
     m_reason,
     m_bank,
@@ -203,7 +210,7 @@ input  wire                  rst;
 
 // Parser descriptor (nlb_parser m_*; fields as documented there).
 input  wire                  s_valid;
-input  wire [2:0]            s_user;
+input  wire [31:0]           s_user;
 input  wire [LW-1:0]         s_len;
 input  wire                  s_malformed;
 input  wire [4:0]            s_reason;
@@ -268,6 +275,7 @@ output wire [CTIW-1:0]                    hit_set_index;
 // Result, one per descriptor, in order (docs/pipeline.md PacketResult; fields that do not
 // apply are 0).
 output wire                  m_valid;
+output wire                  m_inject;         // an injected frame
 output wire [1:0]            m_verdict;        // enum verdict
 output wire [4:0]            m_reason;         // enum reason
 output wire                  m_bank;
@@ -306,7 +314,9 @@ output wire                  m_dont_fragment;
 // ---- pipeline state -----------------------------------------------------------------------
 // One packed vector per stage; F_x / W_x are the field positions.
 
-localparam F_SHADOW = 0;
+localparam F_INJ = 0;
+localparam W_INJ = 1; // an injected frame
+localparam F_SHADOW = F_INJ + W_INJ;
 localparam W_SHADOW = 1; // the forward reading of an ICMP error (not a packet; dropped after stage C)
 localparam F_REAL = F_SHADOW + W_SHADOW;
 localparam W_REAL = 1; // the packet slot of an ICMP error with a usable quote (its shadow is one ahead)
@@ -428,7 +438,7 @@ localparam SW = F_EVK + W_EVK;
 
 // ---- descriptor FIFO --------------------------------------------------------------------
 
-localparam DW = 3 + LW + 1 + 5 + 1 + 1 + 5 + LW + 8 + 1 + 8 + 128 + 128 + 1 + 16 + 32 + 16
+localparam DW = 32 + LW + 1 + 5 + 1 + 1 + 5 + LW + 8 + 1 + 8 + 128 + 128 + 1 + 16 + 32 + 16
     + 16 + 8 + 1 + 1 + 8 + 128 + 128 + 16 + 16;
 
 wire [DW-1:0] s_desc = {s_user, s_len, s_malformed, s_reason, s_not_ip, s_ipv6, s_l3_offset,
@@ -446,7 +456,7 @@ wire [FIFO_BITS:0] fifo_count = wr_ptr_reg - rd_ptr_reg;
 wire               fifo_nonempty = wr_ptr_reg != rd_ptr_reg;
 wire [DW-1:0]      head = fifo_mem[rd_ptr_reg[FIFO_BITS-1:0]];
 
-wire [2:0]     d_user;
+wire [31:0]    d_user;
 wire [LW-1:0]  d_len;
 wire           d_malformed;
 wire [4:0]     d_reason;
@@ -480,9 +490,12 @@ assign {d_user, d_len, d_malformed, d_reason, d_not_ip, d_ipv6, d_l3_offset, d_l
 wire d_bank = d_user[0];
 wire d_enable = d_user[1];
 wire d_ddrop = d_user[2];
-wire d_parsed = d_enable && !d_malformed && !d_not_ip;
+wire d_inject = d_user[3];
+wire [11:0] d_inj_pool = d_user[15:4];
+wire [15:0] d_inj_backend = d_user[31:16];
+wire d_parsed = (d_enable || d_inject) && !d_malformed && !d_not_ip;
 // An ICMP error with a usable quote issues twice (shadow, then the packet).
-wire d_two = d_parsed && d_icmp_error && d_inner_valid;
+wire d_two = d_parsed && !d_inject && d_icmp_error && d_inner_valid;
 wire issue = fifo_nonempty;
 wire issue_shadow = issue && d_two && !phase_reg;
 wire pop = issue && !issue_shadow;
@@ -548,8 +561,26 @@ always @* begin
         iss[F_VIP +: W_VIP] = d_q_src;
         iss[F_VPORT +: W_VPORT] = d_q_sport;
     end
+    iss[F_INJ] = d_inject;
+    if (d_inject && d_parsed) begin
+        // The inject header names pool and backend (reported even when invalid).
+        iss[F_POOLV] = 1'b1;
+        iss[F_POOL +: W_POOL] = d_inj_pool;
+        iss[F_BEV] = 1'b1;
+        iss[F_BE +: W_BE] = d_inj_backend;
+    end
     // Verdicts known before any lookup.
-    if (!d_enable) begin
+    if (d_inject) begin
+        if (d_malformed) begin
+            iss[F_DONE] = 1'b1;
+            iss[F_VERDICT +: W_VERDICT] = V_DROP;
+            iss[F_REASON +: W_REASON] = d_reason;
+        end else if (d_not_ip) begin
+            iss[F_DONE] = 1'b1;
+            iss[F_VERDICT +: W_VERDICT] = V_DROP;
+            iss[F_REASON +: W_REASON] = NLB_REASON_NOT_IP;
+        end
+    end else if (!d_enable) begin
         iss[F_DONE] = 1'b1;
         iss[F_VERDICT +: W_VERDICT] = V_PASS;
         iss[F_REASON +: W_REASON] = NLB_REASON_PIPELINE_DISABLED;
@@ -785,7 +816,7 @@ always @* begin
     nx[10][F_CTHIT] = ct_hit;
     nx[10][F_CTIDX +: CTIW] = {sd[F_H5 + 31 -: CT_ROW_BITS], ct_way};
     nx[10][F_CTBE +: 16] = ct_backend;
-    if (!sd[F_DONE]) begin
+    if (!sd[F_DONE] && !sd[F_INJ]) begin
         if (!sd[F_VHIT]) begin
             nx[10] = unmatched(nx[10]);
         end else if (sd[F_LATER]) begin
@@ -834,7 +865,9 @@ end
 wire [SW-1:0] sg = st_reg[12];
 wire          g_rule_valid = rule_rd_data[NLB_RULE_ENTRY_VALID_LSB];
 wire          g_acl_enabled = rule_rd_data[NLB_RULE_ENTRY_ACL_ENABLED_LSB];
-wire [11:0]   g_pool = rule_rd_data[NLB_RULE_ENTRY_POOL_LSB +: 12];
+// The pool: the rule's, or an injected frame's header's.
+wire [11:0]   g_pool = sg[F_INJ] ? sg[F_POOL +: 12]
+    : rule_rd_data[NLB_RULE_ENTRY_POOL_LSB +: 12];
 wire [127:0]  g_client = sg[F_CLIENT +: 128];
 
 // The client lies in one valid prefix (length 0 matches all; lengths past 128 match none).
@@ -859,7 +892,7 @@ end
 always @* begin
     nx[13] = sg;
     nx[13][F_PINR] = {20'd0, g_pool} < POOLS;
-    if (!sg[F_DONE]) begin
+    if (!sg[F_DONE] && !sg[F_INJ]) begin
         if (!sg[F_RINR] || !g_rule_valid) begin
             nx[13] = unmatched(nx[13]);
         end else begin
@@ -931,13 +964,13 @@ always @* begin
         if (!si2[F_PINR] || !p_valid) begin
             nx[15] = ended(nx[15], V_DROP, NLB_REASON_NO_BACKEND);
         end else begin
-            nx[15][F_KEYV] = 1'b1;
-            nx[15][F_KEY +: 3] = i_key;
+            nx[15][F_KEYV] = !si2[F_INJ];
+            nx[15][F_KEY +: 3] = si2[F_INJ] ? 3'd0 : i_key;
             nx[15][F_AHASH +: 32] = i_ahash;
             nx[15][F_DELIV +: 2] = p_delivery;
             nx[15][F_MBASE +: 24] = p_base;
             nx[15][F_MSIZE +: 17] = p_size;
-            if (i_trackable) begin
+            if (i_trackable && !si2[F_INJ]) begin
                 nx[15][F_CT +: 2] = (!i_syn_only && si2[F_CTHIT]) ? CT_HIT : CT_MISS;
             end
         end
@@ -960,7 +993,7 @@ wire [24:0]   k_slot = {1'b0, sk[F_MBASE +: 24]} + {8'd0, sk[F_PROD + 32 +: 17]}
 always @* begin
     nx[17] = sk;
     nx[17][F_MSLOT +: 25] = k_slot;
-    if (!sk[F_DONE] && sk[F_CT +: 2] != CT_HIT) begin
+    if (!sk[F_DONE] && sk[F_CT +: 2] != CT_HIT && !sk[F_INJ]) begin
         if (sk[F_MSIZE +: 17] == 17'd0 || {7'd0, k_slot} >= MAGLEV_SLOTS) begin
             nx[17] = ended(nx[17], V_DROP, NLB_REASON_NO_BACKEND);
         end
@@ -980,8 +1013,8 @@ end
 // ---- stage M (18): backend id; backend read --------------------------------------------------
 
 wire [SW-1:0] sm = st_reg[18];
-wire [15:0]   m_be_id = sm[F_CT +: 2] == CT_HIT ? sm[F_CTBE +: 16]
-    : maglev_rd_data[NLB_MAGLEV_SLOT_BACKEND_LSB +: 16];
+wire [15:0]   m_be_id = sm[F_INJ] ? sm[F_BE +: 16] : sm[F_CT +: 2] == CT_HIT
+    ? sm[F_CTBE +: 16] : maglev_rd_data[NLB_MAGLEV_SLOT_BACKEND_LSB +: 16];
 
 always @* begin
     nx[19] = sm;
@@ -1022,8 +1055,8 @@ always @* begin
         end else if (o_out_len > MAX_FRAME) begin
             nx[21] = ended(nx[21], V_DROP, NLB_REASON_TOO_BIG);
         end else begin
-            nx[21] = ended(nx[21], V_FORWARD, so[F_ICMP] ? NLB_REASON_ICMP_ERROR_FORWARDED
-                : NLB_REASON_FORWARDED);
+            nx[21] = ended(nx[21], V_FORWARD, so[F_INJ] ? NLB_REASON_INJECTED
+                : so[F_ICMP] ? NLB_REASON_ICMP_ERROR_FORWARDED : NLB_REASON_FORWARDED);
             nx[21][F_OUTLEN +: 18] = o_out_len;
             nx[21][F_BV6] = o_v6;
             nx[21][F_BADDR +: 128] = backend_rd_data[NLB_BACKEND_ENTRY_ADDR_LSB +: 128];
@@ -1073,6 +1106,7 @@ end
 wire [SW-1:0] r = st_reg[NST];
 
 assign m_valid = vl_reg[NST] && !r[F_SHADOW];
+assign m_inject = r[F_INJ];
 assign m_verdict = r[F_VERDICT +: 2];
 assign m_reason = r[F_REASON +: 5];
 assign m_bank = r[F_BANK];

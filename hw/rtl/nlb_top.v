@@ -47,6 +47,12 @@ module nlb_top (
     s_axis_rx_tvalid,
     s_axis_rx_tready,
     s_axis_rx_tlast,
+    s_axis_inject_tdata,
+    s_axis_inject_tkeep,
+    s_axis_inject_tvalid,
+    s_axis_inject_tready,
+    s_axis_inject_tlast,
+    s_axis_inject_tuser,
     m_axis_tx_tdata,
     m_axis_tx_tkeep,
     m_axis_tx_tvalid,
@@ -62,6 +68,7 @@ module nlb_top (
     m_axis_event_tready,
     m_event_dropped,
     m_res_valid,
+    m_res_inject,
     m_res_verdict,
     m_res_reason,
     m_res_bank,
@@ -167,6 +174,16 @@ input  wire                  s_axis_rx_tvalid;
 output wire                  s_axis_rx_tready;
 input  wire                  s_axis_rx_tlast;
 
+// Frames the host injects (docs/pipeline.md section 12): tuser of the first beat holds the
+// inject header's backend (bits 15..0) and pool (bits 27..16). They share the pipeline with
+// received frames, taken frame by frame, alternating when both wait.
+input  wire [DATA_WIDTH-1:0] s_axis_inject_tdata;
+input  wire [KEEP_WIDTH-1:0] s_axis_inject_tkeep;
+input  wire                  s_axis_inject_tvalid;
+output wire                  s_axis_inject_tready;
+input  wire                  s_axis_inject_tlast;
+input  wire [27:0]           s_axis_inject_tuser;
+
 // Forwarded frames.
 output wire [DATA_WIDTH-1:0] m_axis_tx_tdata;
 output wire [KEEP_WIDTH-1:0] m_axis_tx_tkeep;
@@ -189,6 +206,7 @@ output wire                  m_event_dropped;
 
 // Per-packet result monitor (nlb_lookup m_*).
 output wire m_res_valid;
+output wire m_res_inject;
 output wire [1:0] m_res_verdict;
 output wire [4:0] m_res_reason;
 output wire m_res_bank;
@@ -445,28 +463,48 @@ reg  [7:0] admitted_reg = 8'd0;   // packets between the first beat and the edit
 wire       frame_done;
 reg  rx_ready_reg = 1'b0;
 reg  rx_first_reg = 1'b1;   // the next beat starts a frame
-wire rx_beat = s_axis_rx_tvalid && rx_ready_reg;
+reg  sel_inject_reg = 1'b0; // the frame in progress (or the next) comes from the inject port
+
+// The merged stream into the parser, the payload sums and the packet FIFO.
+wire [DATA_WIDTH-1:0] in_tdata = sel_inject_reg ? s_axis_inject_tdata : s_axis_rx_tdata;
+wire [KEEP_WIDTH-1:0] in_tkeep = sel_inject_reg ? s_axis_inject_tkeep : s_axis_rx_tkeep;
+wire                  in_tvalid = sel_inject_reg ? s_axis_inject_tvalid : s_axis_rx_tvalid;
+wire                  in_tlast = sel_inject_reg ? s_axis_inject_tlast : s_axis_rx_tlast;
+wire rx_beat = in_tvalid && rx_ready_reg;
 wire rx_first = rx_beat && rx_first_reg;
-wire [2:0] rx_user = {ctrl_default_action, ctrl_enable, ctrl_active_bank};
+// The first beat latches bank, enable, default action, and an injected frame's header.
+// (nlb_lookup's s_user: bits 31..16 backend, 15..4 pool, 3 injected, 2..0 the ctrl bits.)
+wire [27:0] inj_header = sel_inject_reg ? s_axis_inject_tuser : 28'd0;
+wire [31:0] rx_user = {inj_header[15:0], inj_header[27:16], sel_inject_reg,
+    ctrl_default_action, ctrl_enable, ctrl_active_bank};
+// Between frames, the other port takes its turn when it has a frame waiting.
+wire at_boundary = rx_beat ? in_tlast : rx_first_reg;
 
 always @(posedge clk) begin
     rx_ready_reg <= lookup_room && counters_room && pkt_count < PKT_FIFO_DEPTH - 8
         && admitted_reg < MAX_IN_FLIGHT;
     admitted_reg <= admitted_reg + {7'd0, rx_first} - {7'd0, frame_done};
     if (rx_beat) begin
-        rx_first_reg <= s_axis_rx_tlast;
+        rx_first_reg <= in_tlast;
+    end
+    if (at_boundary) begin
+        if (sel_inject_reg ? s_axis_rx_tvalid : s_axis_inject_tvalid) begin
+            sel_inject_reg <= !sel_inject_reg;
+        end
     end
     if (rst) begin
         rx_ready_reg <= 1'b0;
         rx_first_reg <= 1'b1;
         admitted_reg <= 8'd0;
+        sel_inject_reg <= 1'b0;
     end
 end
 
-assign s_axis_rx_tready = rx_ready_reg;
+assign s_axis_rx_tready = rx_ready_reg && !sel_inject_reg;
+assign s_axis_inject_tready = rx_ready_reg && sel_inject_reg;
 
 wire       pd_valid;
-wire [2:0] pd_user;
+wire [31:0] pd_user;
 wire [LW-1:0] pd_len;
 wire pd_malformed;
 wire [4:0] pd_reason;
@@ -499,15 +537,15 @@ wire [15:0] pd_inner_dst_port;
 nlb_parser #(
     .DATA_WIDTH(DATA_WIDTH),
     .LEN_WIDTH(LW),
-    .USER_WIDTH(3)
+    .USER_WIDTH(32)
 ) parser_inst (
     .clk(clk),
     .rst(rst),
-    .s_axis_tdata(s_axis_rx_tdata),
-    .s_axis_tkeep(s_axis_rx_tkeep),
-    .s_axis_tvalid(s_axis_rx_tvalid),
+    .s_axis_tdata(in_tdata),
+    .s_axis_tkeep(in_tkeep),
+    .s_axis_tvalid(in_tvalid),
     .s_axis_tready(rx_ready_reg),
-    .s_axis_tlast(s_axis_rx_tlast),
+    .s_axis_tlast(in_tlast),
     .s_axis_tuser(rx_user),
     .m_valid(pd_valid),
     .m_user(pd_user),
@@ -619,6 +657,7 @@ nlb_lookup #(
     .hit_set_en(hit_set_en),
     .hit_set_index(hit_set_index),
     .m_valid(m_res_valid),
+    .m_inject(m_res_inject),
     .m_verdict(m_res_verdict),
     .m_reason(m_res_reason),
     .m_bank(m_res_bank),
@@ -670,7 +709,7 @@ nlb_fifo #(
 ) pkt_fifo_inst (
     .clk(clk),
     .rst(rst),
-    .s_data({s_axis_rx_tlast, s_axis_rx_tkeep, s_axis_rx_tdata}),
+    .s_data({in_tlast, in_tkeep, in_tdata}),
     .s_valid(rx_beat),
     .s_ready(),
     .m_data({pf_last, pf_keep, pf_data}),
@@ -688,11 +727,11 @@ nlb_l3_csum #(
 ) csum_inst (
     .clk(clk),
     .rst(rst),
-    .s_axis_tdata(s_axis_rx_tdata),
-    .s_axis_tkeep(s_axis_rx_tkeep),
-    .s_axis_tvalid(s_axis_rx_tvalid),
+    .s_axis_tdata(in_tdata),
+    .s_axis_tkeep(in_tkeep),
+    .s_axis_tvalid(in_tvalid),
     .s_axis_tready(rx_ready_reg),
-    .s_axis_tlast(s_axis_rx_tlast),
+    .s_axis_tlast(in_tlast),
     .m_valid(csum_valid),
     .m_sum(csum)
 );

@@ -132,6 +132,7 @@ struct ResPorts {
 
 /// Result monitor fields, in the order [`ResultMonitor`] reads them.
 const RES_FIELDS: &[&str] = &[
+    "m_res_inject",
     "m_res_verdict",
     "m_res_reason",
     "m_res_bank",
@@ -162,8 +163,8 @@ const RES_FIELDS: &[&str] = &[
 #[derive(Debug)]
 pub struct ResultMonitor {
     ports: ResPorts,
-    /// Results seen, oldest first: (clock, result).
-    pub results: VecDeque<(u64, PacketResult)>,
+    /// Results seen, oldest first: (clock, injected frame, result).
+    pub results: VecDeque<(u64, bool, PacketResult)>,
     /// Values that are no enumeration value (a broken result bus).
     pub violations: Vec<String>,
 }
@@ -273,8 +274,8 @@ impl Agent for ResultMonitor {
             v.push(u128_of(&sim.get_words(p)?));
         }
         let cycle = sim.cycle();
-        let r = self.decode(&v, cycle);
-        self.results.push_back((cycle, r));
+        let r = self.decode(&v[1..], cycle);
+        self.results.push_back((cycle, v[0] != 0, r));
         Ok(())
     }
 }
@@ -288,6 +289,8 @@ pub struct TopBench {
     pub axil: AxiLiteMaster,
     /// Source on the received stream.
     pub rx: AxisSource,
+    /// Source on the inject stream.
+    pub inject: AxisSource,
     /// Result monitor.
     pub mon: ResultMonitor,
     /// Sink on the transmit stream.
@@ -320,6 +323,7 @@ impl TopBench {
         sim.reset(4)?;
         let axil = AxiLiteMaster::new(&sim, "s_axil", axil_idle, axil_idle)?;
         let rx = AxisSource::new(&sim, "s_axis_rx", rx_idle)?;
+        let inject = AxisSource::new(&sim, "s_axis_inject", rx_idle)?;
         let mon = ResultMonitor::new(&sim)?;
         let tx = AxisSink::new(&sim, "m_axis_tx", backpressure)?;
         let punt = AxisSink::new(&sim, "m_axis_punt", backpressure)?;
@@ -328,6 +332,7 @@ impl TopBench {
             bench: Bench::new(sim, seed),
             axil,
             rx,
+            inject,
             mon,
             tx,
             punt,
@@ -342,6 +347,7 @@ impl TopBench {
         self.bench.step(&mut [
             &mut self.axil,
             &mut self.rx,
+            &mut self.inject,
             &mut self.mon,
             &mut self.tx,
             &mut self.punt,
@@ -355,6 +361,7 @@ impl TopBench {
             &mut self.bench,
             &mut [
                 &mut self.rx,
+                &mut self.inject,
                 &mut self.mon,
                 &mut self.tx,
                 &mut self.punt,
@@ -371,6 +378,7 @@ impl TopBench {
             &mut self.bench,
             &mut [
                 &mut self.rx,
+                &mut self.inject,
                 &mut self.mon,
                 &mut self.tx,
                 &mut self.punt,
@@ -494,6 +502,15 @@ impl TopBench {
     pub fn send(&mut self, frame: &[u8]) {
         for b in frame_beats(frame) {
             self.rx.push(b);
+        }
+    }
+
+    /// Queues a frame on the inject stream with its header (backend, pool).
+    pub fn inject(&mut self, frame: &[u8], backend: u16, pool: u16) {
+        let user = u32::from(backend) | u32::from(pool & 0xfff) << 16;
+        for mut b in frame_beats(frame) {
+            b.user = vec![user];
+            self.inject.push(b);
         }
     }
 
