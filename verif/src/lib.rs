@@ -11,7 +11,9 @@
 //! - [`regbus::RegBus`]: 32-bit register access to a model's AXI-Lite port;
 //! - [`frames`]: frame generators (well-formed, random, mutated) for the pipeline tests;
 //! - [`scenario`]: random table banks and the traffic that exercises them;
-//! - [`top`]: the whole pipeline (`nlb_top`) on a bench, tables loaded through its registers.
+//! - [`top`]: the whole pipeline (`nlb_top`) on a bench, tables loaded through its registers;
+//! - [`device::RtlDevice`]: `nlb_top` as an `nlb_driver::Device` (the driver's loader runs on
+//!   it as on hardware).
 //!
 //! See `docs/verification.md` for how to run the tests and get a waveform.
 #![deny(missing_docs)]
@@ -19,6 +21,7 @@
 pub mod axil;
 pub mod axis;
 pub mod bench;
+pub mod device;
 pub mod error;
 pub mod frames;
 pub mod regbus;

@@ -284,6 +284,43 @@ impl Scenario {
         }
     }
 
+    /// The traffic generator of a bank built elsewhere (a compiled configuration): its VIP
+    /// entries with their valid slots' ranges, hot flows toward them.
+    pub fn from_tables(tables: Tables, rng: &mut StdRng) -> Scenario {
+        let vips: Vec<Vip> = tables
+            .vip
+            .iter()
+            .filter(|e| e.valid)
+            .map(|e| Vip {
+                addr: e.addr,
+                protocol: e.protocol,
+                ranges: e
+                    .slot
+                    .iter()
+                    .filter(|s| s.valid)
+                    .map(|s| (s.port_lo, s.port_hi))
+                    .collect(),
+            })
+            .collect();
+        let mut hot = Vec::new();
+        for _ in 0..64 {
+            let Some(v) = pick(&vips, rng) else { break };
+            let v6 = !is_mapped(v.addr);
+            hot.push(Flow {
+                protocol: v.protocol,
+                client: if v6 {
+                    client_v6(rng)
+                } else {
+                    mapped(client_v4(rng))
+                },
+                client_port: client_port(rng),
+                vip: v.addr,
+                vip_port: vip_port(v, rng),
+            });
+        }
+        Scenario { tables, vips, hot }
+    }
+
     /// Connection-table entries for some of the hot flows (index, entry), each in the bucket
     /// of its TUPLE5 hash, in a free way, some on dead or missing backends.
     pub fn conntrack(&self, profile: &Profile, rng: &mut StdRng) -> Vec<(u32, CtEntry)> {

@@ -1,0 +1,466 @@
+//! The RTL as a device behind the driver's register-access trait ([`nlb_driver::Device`]), so
+//! the driver's own loader, discovery and conntrack manager run against `nlb_top` exactly as
+//! against hardware.
+//!
+//! A Verilated model is not `Send` (it is a raw handle into C++), while `Device` requires it:
+//! the model lives on a worker thread of its own and every call is a message to it. Register
+//! accesses are AXI-Lite transactions on `nlb_top`'s `s_axil` port; the `queues` block, which
+//! the shell's DMA engine implements on hardware, is played here by the worker: it fills the
+//! punt and learn queues (depth = the profile's `queue_depth`, overflow flags as in
+//! docs/pipeline.md section 13) from the punt and event streams, and `inject_push` sends the
+//! inject window on the inject stream and runs the clock until the frame is through.
+
+use crate::error::VerifError;
+use crate::top::{take_events, take_frames, take_punts, PuntedFrame, TopBench};
+use firmware_sim::pipeline::PacketResult;
+use nlb_driver::device::{Device, DeviceError, RegOp};
+use nlb_hw::blocks::queues as q;
+use nlb_hw::layouts::{InjectHeader, LearnEvent};
+use nlb_hw::Profile;
+use std::collections::VecDeque;
+use std::sync::mpsc;
+use std::thread;
+
+/// Bytes of the punt and inject windows.
+const WINDOW_BYTES: usize = q::PUNT_DATA_COUNT as usize * 4;
+/// Clocks a batch of frames may take per frame before the worker gives up.
+const CLOCKS_PER_FRAME: u64 = 2_000;
+
+/// What one received frame did in the RTL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RtlPacket {
+    /// The result (as the golden model reports it).
+    pub result: PacketResult,
+    /// The transmitted frame (FORWARD), else empty.
+    pub output: Vec<u8>,
+}
+
+enum Request {
+    Read(u32),
+    Write(u32, u32),
+    Batch(Vec<RegOp>),
+    Clocks(u64),
+    Receive(Vec<Vec<u8>>),
+}
+
+enum Response {
+    Value(u32),
+    Values(Vec<u32>),
+    Done,
+    Packets(Vec<RtlPacket>),
+    Failed(String),
+}
+
+/// `nlb_top` on a worker thread, as a [`Device`].
+#[derive(Debug)]
+pub struct RtlDevice {
+    req: Option<mpsc::Sender<Request>>,
+    resp: mpsc::Receiver<Response>,
+    worker: Option<thread::JoinHandle<()>>,
+}
+
+impl RtlDevice {
+    /// Starts the model (reset, pipeline disabled, as after power-up) on its own thread.
+    pub fn new(seed: u64) -> Result<RtlDevice, VerifError> {
+        let (req_tx, req_rx) = mpsc::channel::<Request>();
+        let (resp_tx, resp_rx) = mpsc::channel::<Response>();
+        let (ready_tx, ready_rx) = mpsc::channel::<Result<(), String>>();
+        let worker = thread::Builder::new()
+            .name("nlb-rtl".into())
+            .spawn(move || {
+                let mut w = match Worker::new(seed) {
+                    Ok(w) => {
+                        let _ = ready_tx.send(Ok(()));
+                        w
+                    }
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e.to_string()));
+                        return;
+                    }
+                };
+                while let Ok(r) = req_rx.recv() {
+                    let out = match w.handle(r) {
+                        Ok(o) => o,
+                        Err(e) => Response::Failed(e.to_string()),
+                    };
+                    if resp_tx.send(out).is_err() {
+                        break;
+                    }
+                }
+            })
+            .map_err(|e| VerifError::Setup(format!("cannot start the model thread: {e}")))?;
+        match ready_rx.recv() {
+            Ok(Ok(())) => Ok(RtlDevice {
+                req: Some(req_tx),
+                resp: resp_rx,
+                worker: Some(worker),
+            }),
+            Ok(Err(e)) => Err(VerifError::Setup(e)),
+            Err(_) => Err(VerifError::Setup("the model thread ended".into())),
+        }
+    }
+
+    fn call(&mut self, r: Request) -> Result<Response, DeviceError> {
+        let gone = || DeviceError::Protocol("the RTL model thread has stopped".into());
+        self.req
+            .as_ref()
+            .ok_or_else(gone)?
+            .send(r)
+            .map_err(|_| gone())?;
+        match self.resp.recv().map_err(|_| gone())? {
+            Response::Failed(why) => Err(DeviceError::Protocol(format!("RTL model: {why}"))),
+            other => Ok(other),
+        }
+    }
+
+    /// Sends frames into the receive port and runs the clock until every one has its result;
+    /// returns them in order with their transmitted frames. Punts and events go to the queues
+    /// block, as on hardware.
+    pub fn receive(&mut self, frames: Vec<Vec<u8>>) -> Result<Vec<RtlPacket>, DeviceError> {
+        match self.call(Request::Receive(frames))? {
+            Response::Packets(p) => Ok(p),
+            _ => Err(DeviceError::Protocol(
+                "unexpected answer from the RTL model".into(),
+            )),
+        }
+    }
+}
+
+impl Drop for RtlDevice {
+    fn drop(&mut self) {
+        // Closing the channel ends the worker's loop.
+        self.req.take();
+        if let Some(w) = self.worker.take() {
+            let _ = w.join();
+        }
+    }
+}
+
+impl Device for RtlDevice {
+    fn read32(&mut self, offset: u32) -> Result<u32, DeviceError> {
+        check(offset)?;
+        match self.call(Request::Read(offset))? {
+            Response::Value(v) => Ok(v),
+            _ => Err(DeviceError::Protocol(
+                "unexpected answer from the RTL model".into(),
+            )),
+        }
+    }
+
+    fn write32(&mut self, offset: u32, value: u32) -> Result<(), DeviceError> {
+        check(offset)?;
+        match self.call(Request::Write(offset, value))? {
+            Response::Done => Ok(()),
+            _ => Err(DeviceError::Protocol(
+                "unexpected answer from the RTL model".into(),
+            )),
+        }
+    }
+
+    fn run_batch(&mut self, ops: &[RegOp], reads: &mut Vec<u32>) -> Result<(), DeviceError> {
+        for op in ops {
+            let (RegOp::Read(o) | RegOp::Write(o, _)) = *op;
+            check(o)?;
+        }
+        // One message for the whole batch: the loader reads banks of 100k+ entries.
+        match self.call(Request::Batch(ops.to_vec()))? {
+            Response::Values(v) => {
+                reads.extend(v);
+                Ok(())
+            }
+            _ => Err(DeviceError::Protocol(
+                "unexpected answer from the RTL model".into(),
+            )),
+        }
+    }
+
+    /// Runs the clock (1000 clocks per millisecond asked, at most 100k): packets in flight
+    /// drain.
+    fn wait(&mut self, d: std::time::Duration) -> Result<(), DeviceError> {
+        let clocks = (d.as_millis() as u64 * 1000).clamp(1, 100_000);
+        match self.call(Request::Clocks(clocks))? {
+            Response::Done => Ok(()),
+            _ => Err(DeviceError::Protocol(
+                "unexpected answer from the RTL model".into(),
+            )),
+        }
+    }
+
+    fn describe(&self) -> String {
+        "rtl:nlb_top (Verilator)".to_string()
+    }
+}
+
+fn check(offset: u32) -> Result<(), DeviceError> {
+    if offset % 4 != 0 {
+        return Err(DeviceError::BadOffset {
+            offset,
+            why: "not 4-byte aligned",
+        });
+    }
+    if offset >= 0x1_0000 {
+        return Err(DeviceError::BadOffset {
+            offset,
+            why: "beyond the 64 KiB register space",
+        });
+    }
+    Ok(())
+}
+
+/// The model and the shell's queues, on the worker thread.
+struct Worker {
+    dut: TopBench,
+    depth: usize,
+    punt: VecDeque<PuntedFrame>,
+    punt_overflow: bool,
+    punt_header: [u32; q::PUNT_HEADER_COUNT as usize],
+    punt_data: Vec<u8>,
+    learn: VecDeque<LearnEvent>,
+    learn_overflow: bool,
+    learn_data: [u32; q::LEARN_DATA_COUNT as usize],
+    inject_header: [u32; q::INJECT_HEADER_COUNT as usize],
+    inject_data: Vec<u32>,
+    irq_mask: u32,
+}
+
+impl Worker {
+    fn new(seed: u64) -> Result<Worker, VerifError> {
+        let profile =
+            Profile::by_name("sim").ok_or_else(|| VerifError::Setup("no sim profile".into()))?;
+        // Register accesses without random delays: the loader reads whole banks.
+        let dut = TopBench::new(seed, None, 0.0, 0.0, 0.0)?;
+        Ok(Worker {
+            dut,
+            depth: profile.queue_depth as usize,
+            punt: VecDeque::new(),
+            punt_overflow: false,
+            punt_header: [0; q::PUNT_HEADER_COUNT as usize],
+            punt_data: Vec::new(),
+            learn: VecDeque::new(),
+            learn_overflow: false,
+            learn_data: [0; q::LEARN_DATA_COUNT as usize],
+            inject_header: [0; q::INJECT_HEADER_COUNT as usize],
+            inject_data: vec![0; q::INJECT_DATA_COUNT as usize],
+            irq_mask: 0,
+        })
+    }
+
+    fn handle(&mut self, r: Request) -> Result<Response, VerifError> {
+        match r {
+            Request::Read(off) if in_queues(off) => Ok(Response::Value(self.read_queues(off))),
+            Request::Write(off, v) if in_queues(off) => {
+                self.write_queues(off, v)?;
+                Ok(Response::Done)
+            }
+            // Only the AXI-Lite master runs: nothing else is going on between packets.
+            Request::Read(off) => Ok(Response::Value(self.dut.axil.read(
+                &mut self.dut.bench,
+                &mut [],
+                off,
+            )?)),
+            Request::Write(off, v) => {
+                self.dut.axil.write(&mut self.dut.bench, &mut [], off, v)?;
+                Ok(Response::Done)
+            }
+            Request::Batch(ops) => {
+                let mut v = Vec::new();
+                for op in ops {
+                    match op {
+                        RegOp::Read(o) => match self.handle(Request::Read(o))? {
+                            Response::Value(x) => v.push(x),
+                            _ => return Err(VerifError::Setup("read answered no value".into())),
+                        },
+                        RegOp::Write(o, x) => {
+                            self.handle(Request::Write(o, x))?;
+                        }
+                    }
+                }
+                Ok(Response::Values(v))
+            }
+            Request::Clocks(n) => {
+                for _ in 0..n {
+                    self.dut.step()?;
+                    self.collect()?;
+                }
+                Ok(Response::Done)
+            }
+            Request::Receive(frames) => Ok(Response::Packets(self.receive(frames)?)),
+        }
+    }
+
+    /// Runs frames through; results in order with the transmitted frames.
+    fn receive(&mut self, frames: Vec<Vec<u8>>) -> Result<Vec<RtlPacket>, VerifError> {
+        for f in &frames {
+            self.dut.send(f);
+        }
+        let results = self.run_until(frames.len(), false)?;
+        Ok(results)
+    }
+
+    /// Clocks until `n` results (of injected frames when `injected`) came out and the output
+    /// streams drained; moves punts and events into the queues.
+    fn run_until(&mut self, n: usize, injected: bool) -> Result<Vec<RtlPacket>, VerifError> {
+        let mut results: Vec<PacketResult> = Vec::with_capacity(n);
+        let mut tx: Vec<Vec<u8>> = Vec::new();
+        let limit = self.dut.bench.sim.cycle() + CLOCKS_PER_FRAME * (n as u64 + 1);
+        loop {
+            self.dut.step()?;
+            while let Some((_, inj, r)) = self.dut.mon.results.pop_front() {
+                if inj == injected {
+                    results.push(r);
+                }
+            }
+            let mut beats = self.dut.tx.take();
+            self.dut.tx_pending.append(&mut beats);
+            tx.extend(take_frames(&mut self.dut.tx_pending));
+            self.collect()?;
+            let forwards = results
+                .iter()
+                .filter(|r| r.verdict == nlb_hw::enums::Verdict::Forward)
+                .count();
+            let quiet = self.dut.rx.pending() == 0
+                && self.dut.inject.pending() == 0
+                && self.dut.tx_pending.is_empty()
+                && self.dut.punt_pending.is_empty();
+            if results.len() >= n && tx.len() >= forwards && quiet {
+                // A few more clocks for punts and events behind the last result.
+                for _ in 0..64 {
+                    self.dut.step()?;
+                    self.collect()?;
+                }
+                break;
+            }
+            if self.dut.bench.sim.cycle() > limit {
+                return Err(VerifError::Timeout {
+                    what: format!("{n} frames through the pipeline"),
+                    cycles: CLOCKS_PER_FRAME * (n as u64 + 1),
+                });
+            }
+        }
+        let mut tx = tx.into_iter();
+        Ok(results
+            .into_iter()
+            .map(|result| RtlPacket {
+                output: if result.verdict == nlb_hw::enums::Verdict::Forward {
+                    tx.next().unwrap_or_default()
+                } else {
+                    Vec::new()
+                },
+                result,
+            })
+            .collect())
+    }
+
+    /// Punts and events from their streams into the queues (full: dropped, flagged).
+    fn collect(&mut self) -> Result<(), VerifError> {
+        let mut beats = self.dut.punt.take();
+        self.dut.punt_pending.append(&mut beats);
+        for p in take_punts(&mut self.dut.punt_pending)? {
+            if self.punt.len() < self.depth {
+                self.punt.push_back(p);
+            } else {
+                self.punt_overflow = true;
+            }
+        }
+        let mut beats = self.dut.events.take();
+        for e in take_events(&mut beats)? {
+            if self.learn.len() < self.depth {
+                self.learn.push_back(e);
+            } else {
+                self.learn_overflow = true;
+            }
+        }
+        Ok(())
+    }
+
+    fn read_queues(&mut self, off: u32) -> u32 {
+        let range = |base: u32, count: u32| base..base + 4 * count;
+        match off {
+            q::PUNT_STATUS => {
+                let v = (self.punt.len() as u32 & 0xffff) | u32::from(self.punt_overflow) << 31;
+                self.punt_overflow = false;
+                v
+            }
+            q::PUNT_LEN => self.punt_data.len() as u32,
+            q::LEARN_STATUS => {
+                let v = (self.learn.len() as u32 & 0xffff) | u32::from(self.learn_overflow) << 31;
+                self.learn_overflow = false;
+                v
+            }
+            q::INJECT_STATUS => self.depth as u32 & 0xffff,
+            q::IRQ_MASK => self.irq_mask,
+            o if range(q::LEARN_DATA, q::LEARN_DATA_COUNT).contains(&o) => {
+                self.learn_data[((o - q::LEARN_DATA) / 4) as usize]
+            }
+            o if range(q::INJECT_HEADER, q::INJECT_HEADER_COUNT).contains(&o) => {
+                self.inject_header[((o - q::INJECT_HEADER) / 4) as usize]
+            }
+            o if range(q::PUNT_HEADER, q::PUNT_HEADER_COUNT).contains(&o) => {
+                self.punt_header[((o - q::PUNT_HEADER) / 4) as usize]
+            }
+            o if range(q::PUNT_DATA, q::PUNT_DATA_COUNT).contains(&o) => {
+                let at = (o - q::PUNT_DATA) as usize;
+                let mut w = [0u8; 4];
+                for (i, x) in w.iter_mut().enumerate() {
+                    *x = self.punt_data.get(at + i).copied().unwrap_or(0);
+                }
+                u32::from_le_bytes(w)
+            }
+            _ => 0,
+        }
+    }
+
+    fn write_queues(&mut self, off: u32, v: u32) -> Result<(), VerifError> {
+        let range = |base: u32, count: u32| base..base + 4 * count;
+        match off {
+            q::PUNT_POP if v == 1 => match self.punt.pop_front() {
+                Some(p) => {
+                    self.punt_header = p.header.pack().unwrap_or_default();
+                    self.punt_data = p.frame;
+                }
+                None => {
+                    self.punt_header = [0; q::PUNT_HEADER_COUNT as usize];
+                    self.punt_data.clear();
+                }
+            },
+            q::LEARN_POP if v == 1 => {
+                self.learn_data = match self.learn.pop_front() {
+                    Some(ev) => ev.pack().unwrap_or_default(),
+                    None => [0; q::LEARN_DATA_COUNT as usize],
+                };
+            }
+            q::INJECT_PUSH if v == 1 => self.inject()?,
+            q::IRQ_MASK => self.irq_mask = v & 3,
+            o if range(q::INJECT_HEADER, q::INJECT_HEADER_COUNT).contains(&o) => {
+                self.inject_header[((o - q::INJECT_HEADER) / 4) as usize] = v
+            }
+            o if range(q::INJECT_DATA, q::INJECT_DATA_COUNT).contains(&o) => {
+                self.inject_data[((o - q::INJECT_DATA) / 4) as usize] = v
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// The inject window on the inject stream; the clock runs until it is through.
+    fn inject(&mut self) -> Result<(), VerifError> {
+        let Ok(h) = InjectHeader::unpack(&self.inject_header) else {
+            return Ok(());
+        };
+        let len = usize::from(h.frame_len).min(WINDOW_BYTES);
+        let frame: Vec<u8> = self
+            .inject_data
+            .iter()
+            .flat_map(|w| w.to_le_bytes())
+            .take(len)
+            .collect();
+        self.dut.inject(&frame, h.backend, h.pool);
+        self.run_until(1, true)?;
+        Ok(())
+    }
+}
+
+/// Registers of the queues block past its header (TYPE/VERSION/NEXT answer from the RTL).
+fn in_queues(off: u32) -> bool {
+    (q::BASE..q::BASE + 0x8000).contains(&off) && off >= q::BASE + 0xC
+}
