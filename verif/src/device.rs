@@ -15,8 +15,11 @@ use crate::top::{take_events, take_frames, take_punts, PuntedFrame, TopBench};
 use firmware_sim::pipeline::PacketResult;
 use nlb_driver::device::{Device, DeviceError, RegOp};
 use nlb_hw::blocks::queues as q;
+use nlb_hw::blocks::{conntrack, ctrl};
+use nlb_hw::enums::TableCmd;
+use nlb_hw::layouts::CtEntry;
 use nlb_hw::layouts::{InjectHeader, LearnEvent};
-use nlb_hw::Profile;
+use nlb_hw::{NicSettings, Profile, Tables};
 use std::collections::VecDeque;
 use std::sync::mpsc;
 use std::thread;
@@ -39,6 +42,7 @@ enum Request {
     Read(u32),
     Write(u32, u32),
     Batch(Vec<RegOp>),
+    Load(Box<Tables>, NicSettings),
     Clocks(u64),
     Receive(Vec<Vec<u8>>),
 }
@@ -110,6 +114,19 @@ impl RtlDevice {
         match self.resp.recv().map_err(|_| gone())? {
             Response::Failed(why) => Err(DeviceError::Protocol(format!("RTL model: {why}"))),
             other => Ok(other),
+        }
+    }
+
+    /// Loads `tables` into bank 0 through the table window (every entry that differs from an
+    /// empty bank, as a fresh device needs), writes the ctrl settings, selects bank 0 and
+    /// enables the pipeline: what `nlbctl sim` starts from, without the loader's read-back of
+    /// both banks.
+    pub fn load(&mut self, tables: &Tables, nic: &NicSettings) -> Result<(), DeviceError> {
+        match self.call(Request::Load(Box::new(tables.clone()), *nic))? {
+            Response::Done => Ok(()),
+            _ => Err(DeviceError::Protocol(
+                "unexpected answer from the RTL model".into(),
+            )),
         }
     }
 
@@ -276,6 +293,13 @@ impl Worker {
                     }
                 }
                 Ok(Response::Values(v))
+            }
+            Request::Load(tables, nic) => {
+                self.dut.write_settings(&nic)?;
+                self.dut.load_bank(0, &tables)?;
+                self.dut.write32(ctrl::ACTIVE_BANK, 0)?;
+                self.dut.write32(ctrl::ENABLE, 1)?;
+                Ok(Response::Done)
             }
             Request::Clocks(n) => {
                 for _ in 0..n {
@@ -463,4 +487,27 @@ impl Worker {
 /// Registers of the queues block past its header (TYPE/VERSION/NEXT answer from the RTL).
 fn in_queues(off: u32) -> bool {
     (q::BASE..q::BASE + 0x8000).contains(&off) && off >= q::BASE + 0xC
+}
+
+/// Writes one connection-table entry through the conntrack block the way the host installs
+/// one: every word with `valid` = 0, WRITE, then word 0 with `valid`, WRITE.
+pub fn write_conntrack<D: Device + ?Sized>(
+    dev: &mut D,
+    index: u32,
+    e: &CtEntry,
+) -> Result<(), DeviceError> {
+    let words = e
+        .pack()
+        .map_err(|err| DeviceError::Protocol(format!("connection entry: {err}")))?;
+    dev.write32(conntrack::INDEX, index)?;
+    for (i, w) in words.iter().enumerate() {
+        let w = if i == 0 { w & !1 } else { *w };
+        dev.write32(conntrack::DATA + 4 * i as u32, w)?;
+    }
+    dev.write32(conntrack::CMD, TableCmd::Write.value())?;
+    if e.valid {
+        dev.write32(conntrack::DATA, words[0])?;
+        dev.write32(conntrack::CMD, TableCmd::Write.value())?;
+    }
+    Ok(())
 }

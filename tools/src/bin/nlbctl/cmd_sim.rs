@@ -74,13 +74,127 @@ fn report_line(index: usize, r: &PacketResult, names: &Symbols) -> serde_json::V
     })
 }
 
+/// The NIC that executes the tables: the golden model, or (feature `rtl`) the Verilator RTL.
+enum Nic {
+    Model(Box<SimDevice>),
+    #[cfg(feature = "rtl")]
+    Rtl(Box<rtl::RtlNic>),
+}
+
+impl Nic {
+    /// One packet; the output frame of a FORWARD goes to `buf`.
+    fn receive(&mut self, frame: &[u8], buf: &mut [u8]) -> Result<PacketResult, String> {
+        match self {
+            Nic::Model(d) => d.receive(frame, buf).map_err(|e| e.to_string()),
+            #[cfg(feature = "rtl")]
+            Nic::Rtl(r) => r.receive(frame, buf),
+        }
+    }
+
+    /// Valid connection-table entries.
+    fn connections(&mut self) -> Result<u32, String> {
+        match self {
+            Nic::Model(d) => Ok(d.conntrack().valid_count()),
+            #[cfg(feature = "rtl")]
+            Nic::Rtl(r) => r.connections(),
+        }
+    }
+
+    /// Packets counted on a reason.
+    fn reason_packets(&mut self, reason: Reason) -> Result<u64, String> {
+        match self {
+            Nic::Model(d) => Ok(d.counters().reason(reason).packets),
+            #[cfg(feature = "rtl")]
+            Nic::Rtl(r) => r.reason_packets(reason),
+        }
+    }
+}
+
+/// `--engine rtl`: `nlb_top` under Verilator, loaded through its registers. Packets go one at
+/// a time, and the connections the NIC learns are installed through the conntrack block
+/// before the next packet (as the model's auto-learn does), so the report is the model's.
+#[cfg(feature = "rtl")]
+mod rtl {
+    use firmware_sim::{ConnTable, PacketResult};
+    use nlb_driver::device::Device;
+    use nlb_hw::blocks::{conntrack, counters};
+    use nlb_hw::enums::{CounterKind, Event, Reason};
+    use nlb_hw::{NicSettings, Tables};
+    use nlb_verif::device::{write_conntrack, RtlDevice};
+
+    pub struct RtlNic {
+        dev: RtlDevice,
+        /// What the host installed (the slow path's view, to pick ways as it does).
+        ct: ConnTable,
+        learn: bool,
+    }
+
+    impl RtlNic {
+        pub fn new(tables: &Tables, nic: &NicSettings, learn: bool) -> Result<RtlNic, String> {
+            let mut dev = RtlDevice::new(0).map_err(|e| e.to_string())?;
+            dev.load(tables, nic).map_err(|e| e.to_string())?;
+            let p = tables.profile;
+            Ok(RtlNic {
+                dev,
+                ct: ConnTable::new(p.ct_buckets, p.ct_ways),
+                learn,
+            })
+        }
+
+        pub fn receive(&mut self, frame: &[u8], buf: &mut [u8]) -> Result<PacketResult, String> {
+            let mut got = self
+                .dev
+                .receive(vec![frame.to_vec()])
+                .map_err(|e| e.to_string())?;
+            let p = got.pop().ok_or("the RTL gave no result")?;
+            let out = buf
+                .get_mut(..p.output.len())
+                .ok_or("output frame larger than the buffer")?;
+            out.copy_from_slice(&p.output);
+            if let (true, Some(ev)) = (self.learn, p.result.event) {
+                let index = match ev.event {
+                    Event::Learn => self.ct.install(&ev, 0).ok(),
+                    Event::Teardown => self.ct.mark_closed(&ev),
+                };
+                if let Some(e) = index.and_then(|i| self.ct.entry(i).map(|e| (i, *e))) {
+                    write_conntrack(&mut self.dev, e.0, &e.1).map_err(|e| e.to_string())?;
+                }
+            }
+            Ok(p.result)
+        }
+
+        pub fn connections(&mut self) -> Result<u32, String> {
+            self.dev.read32(conntrack::COUNT).map_err(|e| e.to_string())
+        }
+
+        pub fn reason_packets(&mut self, reason: Reason) -> Result<u64, String> {
+            let d = &mut self.dev;
+            let sel = CounterKind::Reason.value() << 24 | reason.value();
+            let err = |e: nlb_driver::DeviceError| e.to_string();
+            d.write32(counters::SELECT, sel).map_err(err)?;
+            d.write32(counters::SNAPSHOT, 1).map_err(err)?;
+            let lo = d.read32(counters::PACKETS_LO).map_err(err)?;
+            let hi = d.read32(counters::PACKETS_HI).map_err(err)?;
+            Ok(u64::from(lo) | u64::from(hi) << 32)
+        }
+    }
+}
+
+/// The error of `--engine rtl` in a build without the Verilator model.
+#[cfg(not(feature = "rtl"))]
+fn rtl_unavailable() -> CliError {
+    CliError::user(
+        "error: --engine rtl needs the Verilator model, which this nlbctl was built without; \
+         rebuild with `cargo build -p nlb-tools --features rtl` (Verilator required: \
+         apt-get install verilator) or use --engine model",
+    )
+}
+
 /// Runs the subcommand.
 pub fn run(args: Args) -> Result<(), CliError> {
+    #[cfg(not(feature = "rtl"))]
     if args.engine == Engine::Rtl {
-        return Err(CliError::user(
-            "error: --engine rtl needs the Verilator model, which this nlbctl was built without \
-             (the RTL pipeline is not part of this build yet); use --engine model",
-        ));
+        return Err(rtl_unavailable());
     }
     let profile = common::profile(&args.profile)?;
     let health = common::health(args.health.as_deref())?;
@@ -95,8 +209,20 @@ pub fn run(args: Args) -> Result<(), CliError> {
     let frames = read_frames(std::io::BufReader::new(file))
         .map_err(|e| CliError::user(format!("error: {}: {e}", args.pcap.display())))?;
 
-    let mut device = SimDevice::from_tables(tables.clone(), nic);
-    device.set_auto_learn(!args.no_learn);
+    let mut device = match args.engine {
+        Engine::Model => {
+            let mut d = SimDevice::from_tables(tables.clone(), nic);
+            d.set_auto_learn(!args.no_learn);
+            Nic::Model(Box::new(d))
+        }
+        #[cfg(feature = "rtl")]
+        Engine::Rtl => Nic::Rtl(Box::new(
+            rtl::RtlNic::new(tables, &nic, !args.no_learn)
+                .map_err(|e| CliError::internal(format!("internal error: RTL model: {e}")))?,
+        )),
+        #[cfg(not(feature = "rtl"))]
+        Engine::Rtl => return Err(rtl_unavailable()),
+    };
 
     let mut out = match &args.out {
         Some(p) => {
@@ -166,16 +292,22 @@ pub fn run(args: Args) -> Result<(), CliError> {
             outln!("  {name:<24} {n:>8}");
         }
     }
-    let learned = device.conntrack().valid_count();
+    let learned = device
+        .connections()
+        .map_err(|e| CliError::internal(format!("internal error: {e}")))?;
     outln!(
         "connection table: {learned} entries{}",
         if args.no_learn { " (learning off)" } else { "" }
     );
-    let malformed = Reason::ALL
+    let mut malformed = 0u64;
+    for r in Reason::ALL
         .iter()
         .filter(|r| (Reason::Runt.value()..=Reason::TruncatedL4.value()).contains(&r.value()))
-        .map(|r| device.counters().reason(*r).packets)
-        .sum::<u64>();
+    {
+        malformed += device
+            .reason_packets(*r)
+            .map_err(|e| CliError::internal(format!("internal error: {e}")))?;
+    }
     if malformed > 0 {
         outln!("malformed frames: {malformed}");
     }
