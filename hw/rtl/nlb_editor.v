@@ -153,7 +153,7 @@ output wire                 frame_done;
 
 // ---- payload sums -------------------------------------------------------------------------
 
-// Every frame's sum is in long before its result (3 clocks after the last beat against the
+// Every frame's sum is in long before its result (4 clocks after the last beat against the
 // parser's and the lookup's 30), so the head is always valid when a result takes it.
 /* verilator lint_off UNUSEDSIGNAL */
 wire        csum_valid;

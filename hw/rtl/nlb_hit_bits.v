@@ -54,6 +54,8 @@ wire [31:0] set_c0 = (set_en && rc_en && set_row == rc_row) ? set_onehot : 32'd0
 wire [31:0] set_c1 = (set_en && c1_valid_reg && set_row == c1_row_reg) ? set_onehot : 32'd0;
 
 wire [31:0] lane_q;
+// Port B's address: the row being cleared in c1, else the row a read asks for.
+wire [ROW_BITS-1:0] b_row = c1_valid_reg ? c1_row_reg : rc_row;
 // What the read returns: the bits before c0 plus the sets of c0 (which count as before it).
 wire [31:0] read_bits = lane_q | c1_set_reg;
 wire [31:0] clear_lanes = read_bits & ~set_c1;
@@ -75,13 +77,14 @@ generate
                 mem[set_row] <= 1'b1;
             end
         end
-        // Port B: read in c0, clear in c1.
+        // Port B: read in c0, clear in c1, on one address (reads are two clocks apart), so
+        // each lane maps to a true-dual-port block RAM.
         always @(posedge clk) begin
             if (rc_en) begin
-                q_reg <= mem[rc_row];
+                q_reg <= mem[b_row];
             end
             if (c1_valid_reg && clear_lanes[l]) begin
-                mem[c1_row_reg] <= 1'b0;
+                mem[b_row] <= 1'b0;
             end
         end
         assign lane_q[l] = q_reg;

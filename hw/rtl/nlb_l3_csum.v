@@ -12,7 +12,7 @@
 // from the first beat: up to two VLAN tags (802.1Q / 802.1ad), then the IPv4 total length or
 // the IPv6 payload length; frames that are not IP sum to whatever the bounds give (the sum is
 // only used for frames the parser accepted, whose bounds are the same). m_valid pulses, with
-// m_sum (folded to 16 bits, 0 only when every byte is 0), 3 clocks after the clock edge that
+// m_sum (folded to 16 bits, 0 only when every byte is 0), 4 clocks after the clock edge that
 // took the frame's last beat.
 module nlb_l3_csum #(
     // AXI-Stream data width in bits (512: one beat holds the whole Ethernet/VLAN/IP header
@@ -158,12 +158,28 @@ always @(posedge clk) begin
     end
 end
 
-// ---- stage 3: accumulate; at the last beat fold and emit ----------------------------------
+// ---- stage 3: the beat's sum --------------------------------------------------------------
+
+reg        s3_valid_reg = 1'b0;
+reg        s3_last_reg = 1'b0;
+reg        s3_first_reg = 1'b0;
+reg [21:0] s3_sum_reg = 22'd0;
+
+always @(posedge clk) begin
+    s3_valid_reg <= s2_valid_reg;
+    s3_last_reg <= s2_last_reg;
+    s3_first_reg <= s2_first_reg;
+    s3_sum_reg <= ({2'd0, s2_group_reg[0]} + {2'd0, s2_group_reg[1]})
+        + ({2'd0, s2_group_reg[2]} + {2'd0, s2_group_reg[3]});
+    if (rst) begin
+        s3_valid_reg <= 1'b0;
+    end
+end
+
+// ---- stage 4: accumulate; at the last beat fold and emit ----------------------------------
 
 reg  [31:0] acc_reg = 32'd0;
-wire [21:0] beat_sum = {2'd0, s2_group_reg[0]} + {2'd0, s2_group_reg[1]}
-    + {2'd0, s2_group_reg[2]} + {2'd0, s2_group_reg[3]};
-wire [31:0] acc_now = (s2_first_reg ? 32'd0 : acc_reg) + {10'd0, beat_sum};
+wire [31:0] acc_now = (s3_first_reg ? 32'd0 : acc_reg) + {10'd0, s3_sum_reg};
 wire [16:0] fold1 = {1'b0, acc_now[15:0]} + {1'b0, acc_now[31:16]};
 wire [15:0] fold2 = fold1[15:0] + {15'd0, fold1[16]};
 
@@ -171,10 +187,10 @@ reg        out_valid_reg = 1'b0;
 reg [15:0] out_sum_reg = 16'd0;
 
 always @(posedge clk) begin
-    out_valid_reg <= s2_valid_reg && s2_last_reg;
-    if (s2_valid_reg) begin
+    out_valid_reg <= s3_valid_reg && s3_last_reg;
+    if (s3_valid_reg) begin
         acc_reg <= acc_now;
-        if (s2_last_reg) begin
+        if (s3_last_reg) begin
             out_sum_reg <= fold2;
         end
     end

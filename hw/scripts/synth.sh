@@ -31,6 +31,12 @@ configs=(
     "nlb_axis_skid|nlb_axis_skid||512-bit AXI-Stream skid buffer"
     "nlb_table_mem (VIP shape)|nlb_table_mem|-set WIDTH 317 -set ROWS 64 -set LANES 4|VIP table of the sim profile: 2 banks x 64 buckets x 4 ways x 317 bits"
     "nlb_regs (sim profile)|nlb_regs||register file + every banked table of the sim profile"
+    "nlb_parser|nlb_parser||header parser, 9 stages"
+    "nlb_lookup (sim profile)|nlb_lookup||lookup pipeline: 5 flow hashes, 21 stages (table memories outside)"
+    "nlb_editor|nlb_editor||action stage: header builder, job FIFO, byte shifter, two skid buffers"
+    "nlb_counters (sim profile)|nlb_counters||counter families (rule 256, backend 4096 entries of 4 x 64 bit)"
+    "nlb_conntrack (sim profile)|nlb_conntrack||connection table 4096 x 4 x 365 bit, hit bits, register block"
+    "nlb_top (sim profile)|nlb_top||the whole pipeline with every table of the sim profile"
 )
 
 work="$(mktemp -d)"
