@@ -1,0 +1,211 @@
+//! Maglev tables pinned byte for byte, so that work on the population's speed cannot change
+//! what it computes (a changed table would reshuffle flows on every NIC of a fleet that
+//! upgrades one host at a time).
+//!
+//! Two independent checks per pool:
+//! - the SHA-256 of the table (slots as little-endian u16) equals a digest recorded from the
+//!   population code as it was before it was optimised (src/maglev.rs as of commit 90853a1);
+//! - the table equals a literal, slow transcription of the definition in docs/config.md:
+//!   rounds in which each backend, in name order, adds its weight to a counter and takes a
+//!   turn (its next free slot of `offset + j·skip mod M`) when the counter reaches the largest
+//!   weight.
+
+use flowtable_compiler::maglev::{permutation, populate, Member, MAX_SIZE, MAX_WEIGHT};
+use sha2::{Digest, Sha256};
+
+/// The definition, probing with `%` and counting rounds one by one.
+fn by_definition(members: &[Member], m: u32) -> Vec<u16> {
+    let m = m.min(MAX_SIZE);
+    let mut ms: Vec<Member> = members.iter().copied().filter(|x| x.weight > 0).collect();
+    for x in &mut ms {
+        x.weight = x.weight.min(MAX_WEIGHT);
+    }
+    ms.sort_by(|a, b| a.name.cmp(b.name));
+    if ms.is_empty() || m == 0 {
+        return Vec::new();
+    }
+    let max = u64::from(ms.iter().map(|x| x.weight).max().unwrap_or(1));
+    let perms: Vec<(u64, u64)> = ms
+        .iter()
+        .map(|x| {
+            let (o, s) = permutation(x.name, m);
+            (u64::from(o), u64::from(s))
+        })
+        .collect();
+    let mut table: Vec<Option<u16>> = vec![None; m as usize];
+    let mut step = vec![0u64; ms.len()];
+    let mut counter = vec![0u64; ms.len()];
+    let mut filled = 0;
+    while filled < m {
+        for (i, x) in ms.iter().enumerate() {
+            counter[i] += u64::from(x.weight);
+            if counter[i] < max {
+                continue;
+            }
+            counter[i] -= max;
+            let (o, s) = perms[i];
+            loop {
+                let c = ((o + step[i] * s) % u64::from(m)) as usize;
+                step[i] += 1;
+                if table[c].is_none() {
+                    table[c] = Some(x.id);
+                    filled += 1;
+                    break;
+                }
+            }
+            if filled == m {
+                break;
+            }
+        }
+    }
+    table.into_iter().map(|v| v.unwrap_or(u16::MAX)).collect()
+}
+
+fn sha256_hex(table: &[u16]) -> String {
+    let mut h = Sha256::new();
+    for v in table {
+        h.update(v.to_le_bytes());
+    }
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// `n` members named `prefix-i`, ids scattered over u16, weights from `weight(i)`.
+fn pool(prefix: &str, n: usize, weight: impl Fn(usize) -> u32) -> (Vec<String>, Vec<u32>) {
+    let names = (0..n).map(|i| format!("{prefix}-{i}")).collect();
+    (names, (0..n).map(weight).collect())
+}
+
+fn members<'a>(names: &'a [String], weights: &[u32]) -> Vec<Member<'a>> {
+    names
+        .iter()
+        .zip(weights)
+        .enumerate()
+        .map(|(i, (name, &weight))| Member {
+            name,
+            id: (i as u16).wrapping_mul(40503).wrapping_add(7),
+            weight,
+        })
+        .collect()
+}
+
+/// (what, names/weights, M, SHA-256 recorded from the code before optimisation).
+fn cases() -> Vec<(&'static str, (Vec<String>, Vec<u32>), u32, &'static str)> {
+    vec![
+        (
+            "N=10 equal, M=65537",
+            pool("backend", 10, |_| 1),
+            65537,
+            "301f2019fc8194296542e5dc892e7229e70a3950123ff17fe0e4adaac1aacf46",
+        ),
+        (
+            "N=10 weights 1..1000, M=65537",
+            pool("backend", 10, |i| 1 + (i as u32 * 37) % 1000),
+            65537,
+            "5223403ca5cac945f359006ff3c498be140e816a8d364327843836f444a39588",
+        ),
+        (
+            "N=100 equal, M=65537",
+            pool("web", 100, |_| 1),
+            65537,
+            "92f3d5189982e800608580da4f8da49ab239c88bd818f9ab96b33042e31453c6",
+        ),
+        (
+            "N=100 weights 1..1000, M=65537",
+            pool("web", 100, |i| 1 + (i as u32 * 389) % 1000),
+            65537,
+            "a15423fd7b0d6bf5c3e8ae499a9c9406efc7af2a965904be2582a6368bcce9c2",
+        ),
+        (
+            "N=1000 equal, M=65537",
+            pool("backend", 1000, |_| 1),
+            65537,
+            "3390e058597d1bf1ef6b655d72110a7331fd5b4b0ea182e410f4d1f452775b3c",
+        ),
+        (
+            "N=1000 weights 1..1000, M=65537",
+            pool("backend", 1000, |i| 1 + (i as u32 * 37) % 1000),
+            65537,
+            "3d70b4de25e21977cfd7af360a4d1787cd9477f8bfe22fb6a0e3b5e3de1764e7",
+        ),
+        (
+            "N=1000 weights 0, 1, 2, 1000, above MAX_WEIGHT, M=65537",
+            pool("n", 1000, |i| [0, 1, 2, 1000, u32::MAX][i % 5]),
+            65537,
+            "e010e32903c9c4e093c0db75235bf41c17ad39adfcb2ddf6a88f314498db7015",
+        ),
+        (
+            "N=3 weights 3:2:1, M=251",
+            pool("a", 3, |i| 3 - i as u32),
+            251,
+            "e27c5fac34e22fbfbdc7d87a7e645f90747d4cc6f43c1a7e9f069e8137d9d68c",
+        ),
+        (
+            "N=10 equal, M=1021",
+            pool("db", 10, |_| 5),
+            1021,
+            "69a01cfab852a6d16d5789027c0f7099002fb47fd3e7f46fa8fdd8860ef817d6",
+        ),
+        (
+            "N=80 weights, M=8191",
+            pool("cache", 80, |i| 1 + (i as u32 % 7) * 100),
+            8191,
+            "ba57a3fc470d33c8917161559fb8847680e8cb2573869f81f775e6c7556af189",
+        ),
+        (
+            "N=300 equal, M=32749",
+            pool("x", 300, |_| 1),
+            32749,
+            "e5b10003894adcbe118ef09d1803984e4df39bd1467435989ed90e775ae84fb3",
+        ),
+        (
+            "N=4 equal, M=100 (not prime)",
+            pool("np", 4, |_| 1),
+            100,
+            "5073175050273c245b41688617d689704dd05f72caf62e118a7964d9d5f8641e",
+        ),
+        (
+            "N=3 equal, M=1 (a target instance has one member)",
+            pool("one", 3, |_| 2),
+            1,
+            "0a6361b3a802f55cd5ae06101c88a1e216320fe11cc0cfe1d791eed08a1200fd",
+        ),
+        (
+            "N=2 equal, M=70000 (counts as 65537)",
+            pool("big", 2, |_| 1),
+            70000,
+            "065247f84b58577afca5394c6694bf72a9aabf0ee0eed6e1a5b4e5db53a39771",
+        ),
+    ]
+}
+
+#[test]
+fn tables_are_pinned_and_follow_the_definition() {
+    let mut failures = Vec::new();
+    for (what, (names, weights), m, want) in cases() {
+        let ms = members(&names, &weights);
+        let t = populate(&ms, m);
+        assert_eq!(
+            t,
+            by_definition(&ms, m),
+            "{what}: differs from the definition"
+        );
+        let got = sha256_hex(&t);
+        if got != want {
+            failures.push(format!("{what}: sha256 {got}, pinned {want}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn one_population_after_another_is_unaffected() {
+    // Pools built back to back (as a full compile does) equal pools built alone.
+    let all = cases();
+    let alone: Vec<Vec<u16>> = all
+        .iter()
+        .map(|(_, (n, w), m, _)| populate(&members(n, w), *m))
+        .collect();
+    for ((what, (n, w), m, _), want) in all.iter().zip(&alone).rev() {
+        assert_eq!(&populate(&members(n, w), *m), want, "{what}");
+    }
+}
