@@ -2,8 +2,9 @@
 # The whole test suite of nlb-offload, from a clean checkout.
 #
 # Installs the system packages it needs when run as root (Verilator from Debian), then runs:
-# rustfmt check, clippy (warnings are errors), every workspace test (including the Verilator
-# co-simulation in the verif crate) and `verilator --lint-only -Wall` over hw/rtl.
+# rustfmt check, clippy (warnings are errors; the tools also with their Verilator engine), every
+# workspace test (including the Verilator co-simulation in the verif crate), the tools' tests
+# that need the Verilator engine, and `verilator --lint-only -Wall` over hw/rtl.
 # With CI=true a missing tool is an error, never a skip.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -34,9 +35,15 @@ cargo fmt --all --check
 
 say "cargo clippy --workspace --all-targets -- -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings
+say "cargo clippy -p nlb-tools --features rtl --all-targets -- -D warnings"
+cargo clippy -p nlb-tools --features rtl --all-targets -- -D warnings
 
 say "cargo test --workspace"
 cargo test --workspace
+
+# The tools built with the Verilator engine (`--engine rtl`): the same reports as the model.
+say "cargo test -p nlb-tools --features rtl"
+cargo test -p nlb-tools --features rtl --test sim_rtl
 
 # --- RTL lint --------------------------------------------------------------------------------
 say "verilator --lint-only -Wall over hw/rtl"
