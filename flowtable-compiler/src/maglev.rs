@@ -33,15 +33,21 @@ pub fn step_down(size: u32, n: usize) -> Option<u32> {
         .find(|&m| m < size && m as usize >= n)
 }
 
-/// The hash that seeds permutations: FNV-1a (64-bit) over the 8 little-endian bytes of `seed`
-/// followed by the UTF-8 bytes of `name`, then the splitmix64 finaliser. It never runs in
-/// hardware; it only has to be the same on every host.
-pub fn name_hash(seed: u64, name: &str) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in seed.to_le_bytes().iter().chain(name.as_bytes()) {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
+
+const fn fnv1a(mut h: u64, bytes: &[u8]) -> u64 {
+    let mut k = 0;
+    while k < bytes.len() {
+        h ^= bytes[k] as u64;
+        h = h.wrapping_mul(FNV_PRIME);
+        k += 1;
     }
+    h
+}
+
+/// The splitmix64 finaliser.
+const fn finish(mut h: u64) -> u64 {
     h ^= h >> 30;
     h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9);
     h ^= h >> 27;
@@ -49,16 +55,48 @@ pub fn name_hash(seed: u64, name: &str) -> u64 {
     h ^ (h >> 31)
 }
 
+/// FNV-1a states after the 8 seed bytes of the two hashes a permutation needs.
+const SEEDED: [u64; 2] = [
+    fnv1a(FNV_OFFSET, &0u64.to_le_bytes()),
+    fnv1a(FNV_OFFSET, &1u64.to_le_bytes()),
+];
+
+/// The hash that seeds permutations: FNV-1a (64-bit) over the 8 little-endian bytes of `seed`
+/// followed by the UTF-8 bytes of `name`, then the splitmix64 finaliser. It never runs in
+/// hardware; it only has to be the same on every host.
+pub fn name_hash(seed: u64, name: &str) -> u64 {
+    finish(fnv1a(
+        fnv1a(FNV_OFFSET, &seed.to_le_bytes()),
+        name.as_bytes(),
+    ))
+}
+
+/// `name_hash(0, name)` and `name_hash(1, name)` in one pass over the name.
+fn name_hashes(name: &str) -> (u64, u64) {
+    let [mut h0, mut h1] = SEEDED;
+    for &b in name.as_bytes() {
+        h0 = (h0 ^ u64::from(b)).wrapping_mul(FNV_PRIME);
+        h1 = (h1 ^ u64::from(b)).wrapping_mul(FNV_PRIME);
+    }
+    (finish(h0), finish(h1))
+}
+
 /// A backend's permutation of a table of `m` slots: (offset, skip), skip in 1..m and coprime
 /// with m (always so for a prime m; for other m the skip moves up to the next coprime value,
 /// so that the permutation still visits every slot).
 pub fn permutation(name: &str, m: u32) -> (u32, u32) {
+    permutation_for(name, m, is_prime(m))
+}
+
+/// [`permutation`] with the primality of `m` known (a prime m needs no coprimality search).
+fn permutation_for(name: &str, m: u32, prime: bool) -> (u32, u32) {
     if m <= 1 {
         return (0, 1);
     }
-    let offset = (name_hash(0, name) % u64::from(m)) as u32;
-    let mut skip = (name_hash(1, name) % u64::from(m - 1)) as u32 + 1;
-    while gcd(skip, m) != 1 {
+    let (h0, h1) = name_hashes(name);
+    let offset = (h0 % u64::from(m)) as u32;
+    let mut skip = (h1 % u64::from(m - 1)) as u32 + 1;
+    while !prime && gcd(skip, m) != 1 {
         skip = skip % (m - 1) + 1;
     }
     (offset, skip)
@@ -105,152 +143,291 @@ pub fn populate(members: &[Member], m: u32) -> Vec<u16> {
     if m == 1 {
         return vec![ms[0].id];
     }
-    let mut f = Filler {
-        m,
-        table: vec![0u16; m as usize],
-        taken: vec![0u64; (m as usize).div_ceil(64)],
-        next: Vec::with_capacity(ms.len()),
-        skip: Vec::with_capacity(ms.len()),
-        ids: ms.iter().map(|x| x.id).collect(),
-        left: m,
-        tail: None,
-        inverse: vec![0; ms.len()],
-        prime: is_prime(m),
-    };
-    f.enter_tail_if_due();
-    for x in &ms {
-        let (o, s) = permutation(x.name, m);
-        f.next.push(o);
-        f.skip.push(s);
-    }
+    let mut fill = Fill::new(&ms, m);
+    let n = ms.len();
     let max_w = ms.iter().map(|x| x.weight).max().unwrap_or(1);
     if ms.iter().all(|x| x.weight == max_w) {
-        'rounds: loop {
-            for i in 0..ms.len() {
-                f.turn(i);
-                if f.left == 0 {
-                    break 'rounds;
-                }
+        // Every backend has a turn in every round, in name order.
+        let mut i = n - 1;
+        fill.run(|| {
+            i += 1;
+            if i == n {
+                i = 0;
             }
-        }
+            i
+        });
     } else {
         // Turn k of backend i falls in round ceil(k·max/w_i) (its accumulated weight reaches
         // the maximum then); within a round backends go in order. A heap keyed by
         // (round << 16 | i) replays exactly the round-by-round loop without visiting backends
         // that have no turn in a round. Rounds stay below (m + 1)·MAX_WEIGHT < 2^37.
-        let mut turns: Vec<u64> = vec![1; ms.len()];
+        let mut turns: Vec<u64> = vec![1; n];
         let round = |k: u64, w: u32| (k * u64::from(max_w)).div_ceil(u64::from(w));
         let mut heap: BinaryHeap<Reverse<u64>> = ms
             .iter()
             .enumerate()
             .map(|(i, x)| Reverse(round(1, x.weight) << 16 | i as u64))
             .collect();
-        for _ in 0..m {
-            let Some(Reverse(key)) = heap.pop() else {
-                break;
-            };
+        fill.run(|| {
+            // The heap always holds one entry per member: the one popped is pushed back.
+            let key = heap.peek().map_or(0, |Reverse(key)| *key);
             let i = (key & 0xffff) as usize;
-            f.turn(i);
             turns[i] += 1;
-            heap.push(Reverse(round(turns[i], ms[i].weight) << 16 | i as u64));
-        }
+            let after = round(turns[i], ms[i].weight) << 16 | i as u64;
+            if let Some(mut top) = heap.peek_mut() {
+                *top = Reverse(after);
+            }
+            i
+        });
     }
-    f.table
+    fill.table
 }
 
-/// Below this many free slots a turn stops probing and looks the free slots up instead.
-/// Probing needs about m/F probes with F slots free (most of the work is in the last few
-/// hundred turns); the lookup costs F multiplications, which is cheaper below about √(m/6).
-const TAIL: u32 = 96;
+/// Words of the taken bitmap. It holds two copies of the table's bits (bit x and bit x + m
+/// both say whether slot x is taken), so that a candidate `last + k·skip mod m` can be looked
+/// up as `last + (k·skip mod m)` < 2m without reducing it. 2 × 65537 bits need 2049 words; a
+/// power of two lets a mask prove every index in bounds.
+const WORDS: usize = 4096;
 
-/// Population state: the table, which slots are taken (one bit each, 8 KiB for 65537 slots)
-/// and each backend's place in its permutation.
-struct Filler {
+/// `x mod m` for x < 2m, without a branch (which would be mispredicted half the time).
+#[inline(always)]
+fn wrap(x: u32, m: u32) -> u32 {
+    let d = x.wrapping_sub(m);
+    // All ones when x < m (d wrapped around; x and m are below 2^31).
+    let below = ((d as i32) >> 31) as u32;
+    d.wrapping_add(m & below)
+}
+
+/// One backend's walk through its permutation.
+#[derive(Debug, Clone, Copy)]
+struct Walk {
+    /// The slot it took last (before its first turn: offset − skip), so that its candidates
+    /// are `last + k·skip mod m` for k = 1, 2, ...
+    last: u32,
+    /// `k·skip mod m` for k = 1..=8: the next eight candidates, each `last + step[k − 1]`.
+    step: [u32; 8],
+    id: u16,
+}
+
+/// Population state: the table, which slots are taken and each backend's walk.
+///
+/// A turn gives a backend the first free slot of its permutation after the one it took last.
+/// Probing one candidate at a time costs a mispredicted branch per turn once the table is half
+/// full, so the fill changes method as free slots become rare; every method finds the same
+/// slot:
+/// - more than half free: probe one candidate at a time (usually the first one is free);
+/// - down to 1/16 free: look at the next eight candidates at once and take the first free one;
+/// - down to a few dozen free: skip eight candidates at a time while all are taken;
+/// - the last few: look the free slots up instead of probing (see [`Tail`]).
+struct Fill {
     m: u32,
     table: Vec<u16>,
-    taken: Vec<u64>,
-    next: Vec<u32>,
-    skip: Vec<u32>,
-    ids: Vec<u16>,
+    taken: Box<[u64; WORDS]>,
+    walks: Vec<Walk>,
     /// Free slots left.
     left: u32,
-    /// The free slots, once few are left (m prime only).
-    tail: Option<Vec<u32>>,
-    /// skip⁻¹ mod m per backend, computed when first needed (0 = not yet).
-    inverse: Vec<u32>,
-    prime: bool,
 }
 
-impl Filler {
-    /// One turn: backend `i` takes the first free slot of its permutation from where it
-    /// stopped.
-    #[inline(always)]
-    fn turn(&mut self, i: usize) {
-        let (m, s) = (self.m, self.skip[i]);
-        let c = if self.tail.is_some() {
-            self.first_free_in_tail(i)
-        } else {
-            let mut c = self.next[i];
-            while self.taken[(c >> 6) as usize] & (1 << (c & 63)) != 0 {
-                c += s;
-                if c >= m {
-                    c -= m;
+impl Fill {
+    fn new(ms: &[Member], m: u32) -> Fill {
+        let prime = is_prime(m);
+        let walks = ms
+            .iter()
+            .map(|x| {
+                let (offset, skip) = permutation_for(x.name, m, prime);
+                let mut step = [0u32; 8];
+                let mut acc = 0;
+                for s in &mut step {
+                    acc = wrap(acc + skip, m);
+                    *s = acc;
                 }
-            }
-            c
-        };
-        self.taken[(c >> 6) as usize] |= 1 << (c & 63);
-        self.table[c as usize] = self.ids[i];
-        let n = c + s;
-        self.next[i] = if n >= m { n - m } else { n };
+                Walk {
+                    last: wrap(offset + m - skip, m),
+                    step,
+                    id: x.id,
+                }
+            })
+            .collect();
+        Fill {
+            m,
+            table: vec![0; m as usize],
+            taken: Box::new([0; WORDS]),
+            walks,
+            left: m,
+        }
+    }
+
+    /// 1 when the slot `x mod m` (x < 2m) is taken, else 0.
+    #[inline(always)]
+    fn taken_bit(&self, x: u32) -> u32 {
+        (self.taken[(x >> 6) as usize & (WORDS - 1)] >> (x & 63)) as u32 & 1
+    }
+
+    /// Backend `i` takes slot `c` (< m).
+    #[inline(always)]
+    fn take(&mut self, i: usize, c: u32) {
+        for x in [c, c + self.m] {
+            self.taken[(x >> 6) as usize & (WORDS - 1)] |= 1 << (x & 63);
+        }
+        let w = &mut self.walks[i];
+        self.table[c as usize] = w.id;
+        w.last = c;
         self.left -= 1;
-        self.enter_tail_if_due();
     }
 
-    fn enter_tail_if_due(&mut self) {
-        if self.left == TAIL.min(self.m) && self.prime && self.tail.is_none() {
-            let free = (0..self.m)
-                .filter(|&c| self.taken[(c >> 6) as usize] & (1 << (c & 63)) == 0)
-                .collect();
-            self.tail = Some(free);
+    /// Turns, with `next` naming the backend of each in order, until the table is full.
+    #[inline(always)]
+    fn run(&mut self, mut next: impl FnMut() -> usize) {
+        let m = self.m;
+        let tail = tail_len(m);
+        while self.left > (m / 2).max(tail) {
+            let i = next();
+            self.turn_one_by_one(i);
+        }
+        while self.left > (m / 16).max(tail) {
+            let i = next();
+            self.turn_eight_wide(i);
+        }
+        while self.left > tail {
+            let i = next();
+            self.turn_skipping(i);
+        }
+        let mut t = Tail::new(self);
+        while self.left > 0 {
+            let i = next();
+            let c = t.first_free(self, i);
+            self.take(i, c);
         }
     }
 
-    /// The free slot that backend `i` reaches first: slot f is j = (f − c)·skip⁻¹ (mod m)
-    /// steps after its next candidate c, so the free slot with the least j is the one
-    /// probing would find. Removes it from the free list.
-    fn first_free_in_tail(&mut self, i: usize) -> u32 {
-        let m = u64::from(self.m);
-        if self.inverse[i] == 0 {
-            // m is prime: skip^(m−2) is the inverse (Fermat).
-            self.inverse[i] = mod_pow(u64::from(self.skip[i]), m - 2, m) as u32;
+    #[inline(always)]
+    fn turn_one_by_one(&mut self, i: usize) {
+        let (m, w) = (self.m, self.walks[i]);
+        let mut x = w.last + w.step[0];
+        while self.taken_bit(x) != 0 {
+            x = wrap(x, m) + w.step[0];
         }
-        let (c, inv) = (u64::from(self.next[i]), u64::from(self.inverse[i]));
-        let Some(free) = self.tail.as_mut() else {
-            return self.next[i];
-        };
-        let mut best = (u64::MAX, 0usize);
-        for (k, &f) in free.iter().enumerate() {
-            let j = ((u64::from(f) + m - c) % m) * inv % m;
-            if j < best.0 {
-                best = (j, k);
+        self.take(i, wrap(x, m));
+    }
+
+    /// The eight candidates after `last`: bit k set when candidate k + 1 is taken.
+    #[inline(always)]
+    fn eight_taken(&self, last: u32, step: &[u32; 8]) -> u32 {
+        let mut mask = 0;
+        for k in (0..8).rev() {
+            mask = mask << 1 | self.taken_bit(last + step[k]);
+        }
+        mask
+    }
+
+    #[inline(always)]
+    fn turn_eight_wide(&mut self, i: usize) {
+        let (m, w) = (self.m, self.walks[i]);
+        let mut last = w.last;
+        let mut mask = self.eight_taken(last, &w.step);
+        while mask == 0xff {
+            last = wrap(last + w.step[7], m);
+            mask = self.eight_taken(last, &w.step);
+        }
+        let k = (!mask).trailing_zeros() as usize;
+        self.take(i, wrap(last + w.step[k & 7], m));
+    }
+
+    #[inline(always)]
+    fn turn_skipping(&mut self, i: usize) {
+        let (m, w) = (self.m, self.walks[i]);
+        let mut last = w.last;
+        loop {
+            // Bit 0 stays set only when all eight candidates are taken.
+            let mut all = !0u64;
+            for &s in &w.step {
+                let x = last + s;
+                all &= self.taken[(x >> 6) as usize & (WORDS - 1)] >> (x & 63);
             }
+            if all & 1 == 0 {
+                break;
+            }
+            last = wrap(last + w.step[7], m);
         }
-        free.swap_remove(best.1)
+        let k = (!self.eight_taken(last, &w.step)).trailing_zeros() as usize;
+        self.take(i, wrap(last + w.step[k & 7], m));
     }
 }
 
-fn mod_pow(mut base: u64, mut exp: u64, m: u64) -> u64 {
-    let mut acc = 1 % m;
-    base %= m;
-    while exp > 0 {
-        if exp & 1 == 1 {
-            acc = acc * base % m;
+/// Free slots below which turns look the free slots up instead of probing: probing needs
+/// about m/F probes with F slots free, the lookup F multiplications; they cost the same
+/// around F = √(m/2).
+fn tail_len(m: u32) -> u32 {
+    ((f64::from(m) / 2.0).sqrt() as u32).clamp(1, 128)
+}
+
+/// The last free slots, and per backend the inverse of its skip (computed when first needed).
+struct Tail {
+    free: Vec<u32>,
+    inverse: Vec<u32>,
+    /// ⌊(2^64 − 1)/m⌋, for reducing products mod m without a division.
+    reciprocal: u64,
+}
+
+impl Tail {
+    fn new(fill: &Fill) -> Tail {
+        let m = fill.m;
+        let mut free = Vec::with_capacity(fill.left as usize);
+        for (w, &word) in fill.taken.iter().enumerate().take(m.div_ceil(64) as usize) {
+            let mut bits = !word;
+            while bits != 0 {
+                let c = (w as u32) << 6 | bits.trailing_zeros();
+                if c >= m {
+                    break;
+                }
+                free.push(c);
+                bits &= bits - 1;
+            }
         }
-        base = base * base % m;
-        exp >>= 1;
+        Tail {
+            free,
+            inverse: vec![0; fill.walks.len()],
+            reciprocal: u64::MAX / u64::from(m),
+        }
     }
-    acc
+
+    /// The free slot that backend `i` reaches first, removed from the free list: slot f is
+    /// j = (f − c)·skip⁻¹ (mod m) steps after its next candidate c, so the free slot with the
+    /// least j is the one probing would find.
+    fn first_free(&mut self, fill: &Fill, i: usize) -> u32 {
+        let (m, w) = (fill.m, fill.walks[i]);
+        if self.inverse[i] == 0 {
+            self.inverse[i] = inverse_mod(w.step[0], m);
+        }
+        let (c, inv, r, m64) = (
+            wrap(w.last + w.step[0], m),
+            u64::from(self.inverse[i]),
+            self.reciprocal,
+            u64::from(m),
+        );
+        let mut best = u64::MAX;
+        for (k, &f) in self.free.iter().enumerate() {
+            let p = u64::from(wrap(f + m - c, m)) * inv;
+            // p < m², so ⌊p·r / 2^64⌋ is ⌊p/m⌋ or one less: one subtraction corrects it.
+            let q = ((u128::from(p) * u128::from(r)) >> 64) as u64;
+            let j = p - q * m64;
+            let j = if j >= m64 { j - m64 } else { j };
+            best = best.min(j << 32 | k as u64);
+        }
+        self.free.swap_remove((best & 0xffff_ffff) as usize)
+    }
+}
+
+/// a⁻¹ mod m for a coprime with m (extended Euclid).
+fn inverse_mod(a: u32, m: u32) -> u32 {
+    let (mut r0, mut r1) = (i64::from(m), i64::from(a));
+    let (mut t0, mut t1) = (0i64, 1i64);
+    while r1 != 0 {
+        let q = r0 / r1;
+        (r0, r1) = (r1, r0 - q * r1);
+        (t0, t1) = (t1, t0 - q * t1);
+    }
+    t0.rem_euclid(i64::from(m)) as u32
 }
 
 fn is_prime(n: u32) -> bool {

@@ -6,12 +6,48 @@
 //! - the SHA-256 of the table (slots as little-endian u16) equals a digest recorded from the
 //!   population code as it was before it was optimised (src/maglev.rs as of commit 90853a1);
 //! - the table equals a literal, slow transcription of the definition in docs/config.md:
-//!   rounds in which each backend, in name order, adds its weight to a counter and takes a
-//!   turn (its next free slot of `offset + j·skip mod M`) when the counter reaches the largest
-//!   weight.
+//!   `offset = h(0, name) mod M`, `skip = h(1, name) mod (M−1) + 1` with h = FNV-1a-64 over
+//!   the seed's 8 little-endian bytes then the name, then the splitmix64 finaliser; rounds in
+//!   which each backend, in name order, adds its weight to a counter and takes a turn (its
+//!   next free slot of `offset + j·skip mod M`) when the counter reaches the largest weight.
 
-use flowtable_compiler::maglev::{permutation, populate, Member, MAX_SIZE, MAX_WEIGHT};
+use flowtable_compiler::maglev::{populate, Member, MAX_SIZE, MAX_WEIGHT};
 use sha2::{Digest, Sha256};
+
+/// h(seed, name) as docs/config.md states it.
+fn h(seed: u64, name: &str) -> u64 {
+    let mut x: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in seed.to_le_bytes().into_iter().chain(name.bytes()) {
+        x = (x ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    x ^= x >> 30;
+    x = x.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x ^= x >> 27;
+    x = x.wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+/// (offset, skip) of a backend; every M used here is prime or has no factor the skips hit
+/// (checked: the walk must visit every slot, or the definition loop below would not end).
+fn offset_skip(name: &str, m: u32) -> (u64, u64) {
+    if m == 1 {
+        return (0, 1);
+    }
+    let m = u64::from(m);
+    let mut skip = h(1, name) % (m - 1) + 1;
+    while gcd(skip, m) != 1 {
+        skip = skip % (m - 1) + 1;
+    }
+    (h(0, name) % m, skip)
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
 
 /// The definition, probing with `%` and counting rounds one by one.
 fn by_definition(members: &[Member], m: u32) -> Vec<u16> {
@@ -25,13 +61,7 @@ fn by_definition(members: &[Member], m: u32) -> Vec<u16> {
         return Vec::new();
     }
     let max = u64::from(ms.iter().map(|x| x.weight).max().unwrap_or(1));
-    let perms: Vec<(u64, u64)> = ms
-        .iter()
-        .map(|x| {
-            let (o, s) = permutation(x.name, m);
-            (u64::from(o), u64::from(s))
-        })
-        .collect();
+    let perms: Vec<(u64, u64)> = ms.iter().map(|x| offset_skip(x.name, m)).collect();
     let mut table: Vec<Option<u16>> = vec![None; m as usize];
     let mut step = vec![0u64; ms.len()];
     let mut counter = vec![0u64; ms.len()];
@@ -61,6 +91,18 @@ fn by_definition(members: &[Member], m: u32) -> Vec<u16> {
     table.into_iter().map(|v| v.unwrap_or(u16::MAX)).collect()
 }
 
+/// Equal tables, or a short message naming the first slot that differs.
+fn same_table(got: &[u16], want: &[u16], what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: table length");
+    if let Some(k) = got.iter().zip(want).position(|(a, b)| a != b) {
+        let differ = got.iter().zip(want).filter(|(a, b)| a != b).count();
+        panic!(
+            "{what}: {differ} slots differ, the first is slot {k}: {} instead of {}",
+            got[k], want[k]
+        );
+    }
+}
+
 fn sha256_hex(table: &[u16]) -> String {
     let mut h = Sha256::new();
     for v in table {
@@ -88,8 +130,10 @@ fn members<'a>(names: &'a [String], weights: &[u32]) -> Vec<Member<'a>> {
         .collect()
 }
 
-/// (what, names/weights, M, SHA-256 recorded from the code before optimisation).
-fn cases() -> Vec<(&'static str, (Vec<String>, Vec<u32>), u32, &'static str)> {
+/// (what, (names, weights), M, SHA-256 recorded from the code before optimisation).
+type Case = (&'static str, (Vec<String>, Vec<u32>), u32, &'static str);
+
+fn cases() -> Vec<Case> {
     vec![
         (
             "N=10 equal, M=65537",
@@ -184,10 +228,10 @@ fn tables_are_pinned_and_follow_the_definition() {
     for (what, (names, weights), m, want) in cases() {
         let ms = members(&names, &weights);
         let t = populate(&ms, m);
-        assert_eq!(
-            t,
-            by_definition(&ms, m),
-            "{what}: differs from the definition"
+        same_table(
+            &t,
+            &by_definition(&ms, m),
+            &format!("{what} (against the definition)"),
         );
         let got = sha256_hex(&t);
         if got != want {
@@ -206,6 +250,6 @@ fn one_population_after_another_is_unaffected() {
         .map(|(_, (n, w), m, _)| populate(&members(n, w), *m))
         .collect();
     for ((what, (n, w), m, _), want) in all.iter().zip(&alone).rev() {
-        assert_eq!(&populate(&members(n, w), *m), want, "{what}");
+        same_table(&populate(&members(n, w), *m), want, what);
     }
 }
