@@ -282,15 +282,18 @@ impl Fill {
         let tail = tail_len(m);
         while self.left > (m / 2).max(tail) {
             let i = next();
-            self.turn_one_by_one(i);
+            let c = self.first_free_one_by_one(&self.walks[i]);
+            self.take(i, c);
         }
         while self.left > (m / 16).max(tail) {
             let i = next();
-            self.turn_eight_wide(i);
+            let c = self.first_free_eight_wide(&self.walks[i]);
+            self.take(i, c);
         }
         while self.left > tail {
             let i = next();
-            self.turn_skipping(i);
+            let c = self.first_free_skipping(&self.walks[i]);
+            self.take(i, c);
         }
         let mut t = Tail::new(self);
         while self.left > 0 {
@@ -300,14 +303,14 @@ impl Fill {
         }
     }
 
+    /// The first free slot of walk `w`, probing one candidate at a time.
     #[inline(always)]
-    fn turn_one_by_one(&mut self, i: usize) {
-        let (m, w) = (self.m, self.walks[i]);
+    fn first_free_one_by_one(&self, w: &Walk) -> u32 {
         let mut x = w.last + w.step[0];
         while self.taken_bit(x) != 0 {
-            x = wrap(x, m) + w.step[0];
+            x = wrap(x, self.m) + w.step[0];
         }
-        self.take(i, wrap(x, m));
+        wrap(x, self.m)
     }
 
     /// The eight candidates after `last`: bit k set when candidate k + 1 is taken.
@@ -320,22 +323,23 @@ impl Fill {
         mask
     }
 
+    /// The first free slot of walk `w`, looking at eight candidates at once.
     #[inline(always)]
-    fn turn_eight_wide(&mut self, i: usize) {
-        let (m, w) = (self.m, self.walks[i]);
+    fn first_free_eight_wide(&self, w: &Walk) -> u32 {
         let mut last = w.last;
         let mut mask = self.eight_taken(last, &w.step);
         while mask == 0xff {
-            last = wrap(last + w.step[7], m);
+            last = wrap(last + w.step[7], self.m);
             mask = self.eight_taken(last, &w.step);
         }
         let k = (!mask).trailing_zeros() as usize;
-        self.take(i, wrap(last + w.step[k & 7], m));
+        wrap(last + w.step[k & 7], self.m)
     }
 
+    /// The first free slot of walk `w`, skipping eight candidates at a time while all are
+    /// taken (cheaper per candidate than building the mask when most blocks are full).
     #[inline(always)]
-    fn turn_skipping(&mut self, i: usize) {
-        let (m, w) = (self.m, self.walks[i]);
+    fn first_free_skipping(&self, w: &Walk) -> u32 {
         let mut last = w.last;
         loop {
             // Bit 0 stays set only when all eight candidates are taken.
@@ -347,10 +351,10 @@ impl Fill {
             if all & 1 == 0 {
                 break;
             }
-            last = wrap(last + w.step[7], m);
+            last = wrap(last + w.step[7], self.m);
         }
         let k = (!self.eight_taken(last, &w.step)).trailing_zeros() as usize;
-        self.take(i, wrap(last + w.step[k & 7], m));
+        wrap(last + w.step[k & 7], self.m)
     }
 }
 
