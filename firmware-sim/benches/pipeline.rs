@@ -10,7 +10,9 @@
 //! - `NLB_BENCH_SECS`: time per case (default 2 s);
 //! - `NLB_BENCH_PACKETS`: run exactly this many packets per case instead (rounded up to whole
 //!   batches), for instruction counts under callgrind;
-//! - `NLB_BENCH_CASE`: run only the cases whose name contains this text.
+//! - `NLB_BENCH_CASE`: run only the cases whose name contains this text;
+//! - `NLB_BENCH_CT_BUCKETS`: connection-table buckets (default 1 Mi), with as many connections
+//!   (a small table that fits the caches shows what the table's size costs).
 //!
 //! Mpps per core is packets over the CPU time of the benchmark thread (from
 //! `/proc/thread-self/schedstat`), so other processes on a shared machine do not count against
@@ -35,7 +37,6 @@ use std::time::{Duration, Instant};
 
 const BACKENDS: u16 = 1000;
 const MAGLEV_M: u32 = 65537;
-const CONNECTIONS: u32 = 1 << 20;
 const CT_BUCKETS: u32 = 1 << 20;
 const BATCH: usize = 32;
 const FRAMES: usize = 1 << 18;
@@ -219,19 +220,25 @@ fn main() {
         None => Budget::Time(Duration::from_secs_f64(secs)),
     };
     let only = std::env::var("NLB_BENCH_CASE").unwrap_or_default();
+    let ct_buckets: u32 = std::env::var("NLB_BENCH_CT_BUCKETS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .filter(|&n| n >= 64)
+        .unwrap_or(CT_BUCKETS);
+    let connections = ct_buckets;
     let profile = Profile::by_name("sim").expect("sim profile");
     println!(
-        "firmware-sim pipeline: {BACKENDS} backends, Maglev M = {MAGLEV_M}, {CONNECTIONS} connections in {CT_BUCKETS} x 4, batches of {BATCH}, 64-byte frames"
+        "firmware-sim pipeline: {BACKENDS} backends, Maglev M = {MAGLEV_M}, {connections} connections in {ct_buckets} x 4, batches of {BATCH}, 64-byte frames"
     );
     for delivery in [Delivery::L2Dsr, Delivery::Gue] {
         if !(0..4).any(|c| case_name(delivery, c).contains(&only)) {
             continue;
         }
-        let mut dev = SimDevice::with_conntrack(profile, ConnTable::new(CT_BUCKETS, 4));
+        let mut dev = SimDevice::with_conntrack(profile, ConnTable::new(ct_buckets, 4));
         load(&mut dev, &tables(delivery));
         // 1 Mi connections: TCP for even clients, UDP for odd ones.
         let mut installed = 0u32;
-        for i in 0..CONNECTIONS {
+        for i in 0..connections {
             let (src, sport) = client(i, false);
             let proto = if i % 2 == 0 { 6 } else { 17 };
             let key = FlowKey::tuple5(
@@ -257,9 +264,9 @@ fn main() {
             }
         }
         if delivery == Delivery::L2Dsr {
-            println!("installed {installed} of {CONNECTIONS} connections");
+            println!("installed {installed} of {connections} connections");
         }
-        let picks = shuffle(CONNECTIONS / 2, FRAMES);
+        let picks = shuffle(connections / 2, FRAMES);
         for c in 0..4 {
             let name = case_name(delivery, c);
             if !name.contains(&only) {

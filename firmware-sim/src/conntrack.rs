@@ -5,17 +5,29 @@
 //! host-side helpers [`ConnTable::install`] / [`ConnTable::mark_closed`] that model what the
 //! slow path does on learn and teardown events).
 //!
-//! Beside the entries the model keeps a 16-bit tag per entry: 0 for an invalid entry, else a
-//! fingerprint of the TUPLE5 hash of the entry's own key (whatever bucket it was written to).
-//! A lookup compares full keys only in the ways whose tag equals the packet's, so a miss
-//! usually reads just the bucket's tags (one cache line) and a hit one entry more. This is a
-//! model-internal index, invisible at the interface: equal keys have equal hashes, so a way
-//! skipped for its tag could never have matched.
+//! Memory layout (model-internal, invisible at the interface; the index of an entry is
+//! `bucket × ways + way` as in the RTL):
+//! - every entry sits in its own 64-byte, cache-line aligned slot together with its hit bit,
+//!   the slots of a bucket one after the other, so a hit reads one line and marks the same;
+//! - beside the slots, 16-bit tags in one 64-bit word per bucket (four ways; more ways, more
+//!   words): 0 for an invalid entry, else [`tag_of`] the TUPLE5 hash of the entry's own key
+//!   (whatever bucket it was written to). A lookup compares the packet's tag with a whole
+//!   word at once and the full key only in the ways whose tag matches, so a miss reads one
+//!   word of tags and a hit that word and one slot. Equal keys have equal hashes, so a way
+//!   skipped for its tag could never have matched.
+//!
+//! Both arrays are anonymous mappings, advised for transparent huge pages when large: at
+//! production size (1 Mi buckets × 4 ways: 256 MiB of slots, 8 MiB of tags) lookups land on
+//! random pages, and with 4 KiB pages nearly every one missed the TLB (see
+//! `benches/pipeline.rs`). A mapping starts zero-filled, which is an empty table.
 
 use crate::keyhash::key_hash;
+use memmap2::MmapMut;
 use nlb_hw::enums::KeyType;
 use nlb_hw::layouts::{CtEntry, LearnEvent};
 use nlb_hw::{table_index, FlowKey};
+use std::fmt;
+use std::marker::PhantomData;
 
 /// `flags` bit of a [`CtEntry`]: FIN or RST seen.
 pub const CT_FLAG_CLOSED: u8 = 0x01;
@@ -41,16 +53,140 @@ pub enum CtError {
     },
 }
 
+/// Tags in one tag word (a bucket has `ways.div_ceil(4)` of them).
+const TAGS_PER_WORD: usize = 4;
+/// `0x0001` in every 16-bit lane of a tag word.
+const LANES_ONE: u64 = u64::MAX / 0xffff;
+/// `0x7fff` in every 16-bit lane.
+const LANES_LOW15: u64 = LANES_ONE * 0x7fff;
+
+/// One entry and its hit bit, in one cache line (a hit marks the line it has just read).
+#[derive(Clone, Copy, Default)]
+#[repr(C, align(64))]
+struct Slot {
+    entry: CtEntry,
+    hit: bool,
+}
+
+/// Lane `i` of the result has its top bit set exactly when lane `i` of `tags` equals `tag`
+/// (an exact per-lane zero test of `tags ^ tag…`: no carry crosses a lane).
+#[inline(always)]
+fn tag_mask(tags: u64, tag: u16) -> u64 {
+    let x = tags ^ (LANES_ONE * u64::from(tag));
+    !(((x & LANES_LOW15) + LANES_LOW15) | x | LANES_LOW15)
+}
+
+/// Bytes from which a mapping gets its own huge pages (smaller tables are not worth it).
+const HUGE_PAGE: usize = 2 << 20;
+
+/// Types for which all-zero bytes are a valid value (and the empty table's contents).
+///
+/// # Safety
+/// All-zero bytes must be a valid value of the type, and the type must own no resources.
+unsafe trait ZeroValid: Copy {}
+
+// SAFETY: all-zero bytes are an integer 0.
+unsafe impl ZeroValid for u64 {}
+// SAFETY: a `Slot` is integers and `bool`s (a `CtEntry` of integers and bools, `hit`), for
+// which zero bytes are 0 and false.
+unsafe impl ZeroValid for Slot {}
+
+/// A zero-filled array in an anonymous mapping, advised for transparent huge pages when it
+/// is large: the table's lookups land on random pages, and with 4 KiB pages nearly every one
+/// missed the TLB.
+struct ZeroedArray<T: ZeroValid> {
+    map: MmapMut,
+    /// Byte offset of the first element in the mapping (huge-page aligned when large).
+    offset: usize,
+    len: usize,
+    _type: PhantomData<T>,
+}
+
+impl<T: ZeroValid> ZeroedArray<T> {
+    fn new(len: usize) -> ZeroedArray<T> {
+        let bytes = len.saturating_mul(size_of::<T>()).max(1);
+        let huge = bytes >= HUGE_PAGE;
+        let map_len = if huge { bytes + HUGE_PAGE } else { bytes };
+        let map = match MmapMut::map_anon(map_len) {
+            Ok(m) => m,
+            // What a `Vec` of this size does when memory runs out.
+            Err(_) => std::alloc::handle_alloc_error(
+                std::alloc::Layout::from_size_align(map_len, HUGE_PAGE)
+                    .unwrap_or(std::alloc::Layout::new::<T>()),
+            ),
+        };
+        let addr = map.as_ptr() as usize;
+        let offset = if huge {
+            addr.next_multiple_of(HUGE_PAGE) - addr
+        } else {
+            0
+        };
+        #[cfg(target_os = "linux")]
+        if huge {
+            // Only advice: without transparent huge pages the table works the same, slower.
+            let _ = map.advise(memmap2::Advice::HugePage);
+        }
+        ZeroedArray {
+            map,
+            offset,
+            len,
+            _type: PhantomData,
+        }
+    }
+
+    #[inline(always)]
+    fn get(&self) -> &[T] {
+        // SAFETY: the mapping holds `offset + len * size_of::<T>()` bytes (`new`) and lives
+        // as long as `self`; it is page aligned and `offset` a multiple of the page size, so
+        // the elements are aligned (`T` is no more than page aligned); its bytes are zero
+        // (valid: `ZeroValid`) or were written as `T` values through `get_mut`; the borrow of
+        // `self` keeps `get_mut` from aliasing.
+        unsafe {
+            std::slice::from_raw_parts(self.map.as_ptr().add(self.offset).cast::<T>(), self.len)
+        }
+    }
+
+    #[inline(always)]
+    fn get_mut(&mut self) -> &mut [T] {
+        // SAFETY: as in `get`; the mutable borrow of `self` makes this the only reference.
+        unsafe {
+            std::slice::from_raw_parts_mut(
+                self.map.as_mut_ptr().add(self.offset).cast::<T>(),
+                self.len,
+            )
+        }
+    }
+}
+
+impl<T: ZeroValid> Clone for ZeroedArray<T> {
+    fn clone(&self) -> ZeroedArray<T> {
+        let mut a = ZeroedArray::new(self.len);
+        a.get_mut().copy_from_slice(self.get());
+        a
+    }
+}
+
 /// The connection table.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ConnTable {
     buckets: u32,
     ways: u32,
-    entries: Vec<CtEntry>,
-    /// Per entry: 0 when invalid, else [`tag_of`] the TUPLE5 hash of its key.
-    tags: Vec<u16>,
-    hits: Vec<u32>,
+    slots: ZeroedArray<Slot>,
+    /// `ways.div_ceil(4)` words per bucket: the tag of way `4g + i` in bits `16i..16i+16`
+    /// of word `g`; 0 for invalid entries and the lanes past the last way.
+    tags: ZeroedArray<u64>,
+    tag_words: u32,
     valid: u32,
+}
+
+impl fmt::Debug for ConnTable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ConnTable")
+            .field("buckets", &self.buckets)
+            .field("ways", &self.ways)
+            .field("valid", &self.valid)
+            .finish_non_exhaustive()
+    }
 }
 
 /// The tag of a TUPLE5 flow hash: its low 16 bits (the bucket index comes from the high
@@ -108,9 +244,9 @@ impl ConnTable {
         ConnTable {
             buckets,
             ways,
-            entries: vec![CtEntry::default(); len],
-            tags: vec![0; len],
-            hits: vec![0; len.div_ceil(32)],
+            slots: ZeroedArray::new(len),
+            tags: ZeroedArray::new(buckets as usize * ways.div_ceil(TAGS_PER_WORD as u32) as usize),
+            tag_words: ways.div_ceil(TAGS_PER_WORD as u32),
             valid: 0,
         }
     }
@@ -127,12 +263,12 @@ impl ConnTable {
 
     /// Entries (buckets × ways).
     pub fn len(&self) -> u32 {
-        self.entries.len() as u32
+        self.slots.len as u32
     }
 
     /// Whether the table has no entry slots (never: at least 1 × 1).
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.slots.len == 0
     }
 
     /// Valid entries.
@@ -146,22 +282,21 @@ impl ConnTable {
         table_index(tuple5_hash, self.buckets)
     }
 
-    /// The ways of a bucket, for prefetching.
-    #[inline]
-    pub fn bucket_entries(&self, bucket: u32) -> &[CtEntry] {
-        let start = bucket as usize * self.ways as usize;
-        self.entries
-            .get(start..start + self.ways as usize)
-            .unwrap_or(&[])
+    /// The slots of a bucket (empty for a bucket out of range).
+    #[inline(always)]
+    fn bucket_slots(&self, bucket: u32) -> &[Slot] {
+        let ways = self.ways as usize;
+        let start = bucket as usize * ways;
+        self.slots.get().get(start..start + ways).unwrap_or(&[])
     }
 
-    /// The lowest way of `bucket` holding a valid entry for exactly this 5-tuple.
-    #[inline]
+    /// The lowest way of `bucket` holding a valid entry for exactly this 5-tuple, found by
+    /// comparing every way (the documented rule, without the tags).
     pub fn lookup_in(&self, bucket: u32, key: &FlowKey) -> Option<u32> {
         let start = bucket as usize * self.ways as usize;
-        self.bucket_entries(bucket)
+        self.bucket_slots(bucket)
             .iter()
-            .position(|e| entry_matches(e, key))
+            .position(|s| entry_matches(&s.entry, key))
             .map(|w| (start + w) as u32)
     }
 
@@ -183,79 +318,95 @@ impl ConnTable {
     #[inline]
     pub(crate) fn probe(&self, bucket: u32, tag: u16, key: &FlowKey) -> Option<u32> {
         self.probe_with(bucket, tag, |e| entry_matches(e, key))
+            .map(|(i, _)| i)
+    }
+
+    /// The tag words of a bucket (empty for a bucket out of range).
+    #[inline(always)]
+    fn bucket_tags(&self, bucket: u32) -> &[u64] {
+        let n = self.tag_words as usize;
+        let start = bucket as usize * n;
+        self.tags.get().get(start..start + n).unwrap_or(&[])
     }
 
     /// [`ConnTable::probe`] with the key comparison given by the caller (`matches` must be
     /// true exactly for valid entries of the packet's 5-tuple); returns the entry's index
-    /// and backend.
+    /// and the entry.
     #[inline]
     pub(crate) fn probe_with(
         &self,
         bucket: u32,
         tag: u16,
         matches: impl Fn(&CtEntry) -> bool,
-    ) -> Option<u32> {
-        let ways = self.ways as usize;
-        let start = bucket as usize * ways;
-        let tags = self.tags.get(start..start + ways)?;
-        // Tags first (a miss usually ends here), keys only where a tag matches.
-        let mut w = tags.iter().position(|&t| t == tag)?;
-        loop {
-            if self.entries.get(start + w).is_some_and(&matches) {
-                return Some((start + w) as u32);
+    ) -> Option<(u32, &CtEntry)> {
+        let slots = self.bucket_slots(bucket);
+        let start = bucket as usize * self.ways as usize;
+        for (group, &tags) in self.bucket_tags(bucket).iter().enumerate() {
+            // Ways in order; padding lanes hold 0, which no tag equals.
+            let mut m = tag_mask(tags, tag);
+            while m != 0 {
+                let way = group * TAGS_PER_WORD + (m.trailing_zeros() / 16) as usize;
+                if let Some(s) = slots.get(way) {
+                    if matches(&s.entry) {
+                        return Some(((start + way) as u32, &s.entry));
+                    }
+                }
+                m &= m - 1;
             }
-            w += 1 + tags.get(w + 1..)?.iter().position(|&t| t == tag)?;
         }
+        None
     }
 
     /// Starts fetching the tags of a bucket (a batch does this for all its packets before it
     /// looks any up).
     #[inline]
     pub(crate) fn prefetch_tags(&self, bucket: u32) {
-        if let Some(t) = self.tags.get(bucket as usize * self.ways as usize) {
+        if let Some(t) = self.bucket_tags(bucket).first() {
             prefetch(t);
         }
     }
 
-    /// Starts fetching the entries of a bucket whose tag is `tag` (once the tags are at hand).
+    /// Starts fetching the entry of the lowest way of a bucket whose tag is `tag` (once the
+    /// tags are at hand).
     #[inline]
     pub(crate) fn prefetch_candidates(&self, bucket: u32, tag: u16) {
-        let start = bucket as usize * self.ways as usize;
-        let Some(tags) = self.tags.get(start..start + self.ways as usize) else {
-            return;
-        };
-        for (w, &t) in tags.iter().enumerate() {
-            if t == tag {
-                if let Some(e) = self.entries.get(start + w) {
-                    // An entry may straddle two cache lines.
-                    let p = (e as *const CtEntry).cast::<u8>();
-                    prefetch(p);
-                    prefetch(p.wrapping_add(size_of::<CtEntry>() - 1));
+        let slots = self.bucket_slots(bucket);
+        for (group, &tags) in self.bucket_tags(bucket).iter().enumerate() {
+            let m = tag_mask(tags, tag);
+            if m != 0 {
+                let way = group * TAGS_PER_WORD + (m.trailing_zeros() / 16) as usize;
+                if let Some(s) = slots.get(way) {
+                    prefetch(s);
                 }
+                return;
             }
         }
     }
 
     /// One entry.
     pub fn entry(&self, index: u32) -> Option<&CtEntry> {
-        self.entries.get(index as usize)
+        self.slots.get().get(index as usize).map(|s| &s.entry)
     }
 
     /// Replaces one entry (what the register block's WRITE command does).
     pub fn write(&mut self, index: u32, entry: CtEntry) -> Result<(), CtError> {
         let len = self.len();
-        let slot = self
-            .entries
+        let ways = self.ways as usize;
+        let slots = self.slots.get_mut();
+        let slot = slots
             .get_mut(index as usize)
             .ok_or(CtError::OutOfRange { index, len })?;
-        match (slot.valid, entry.valid) {
+        match (slot.entry.valid, entry.valid) {
             (false, true) => self.valid += 1,
             (true, false) => self.valid -= 1,
             _ => {}
         }
-        *slot = entry;
-        if let Some(t) = self.tags.get_mut(index as usize) {
-            *t = entry_tag(&entry);
+        slot.entry = entry;
+        let way = index as usize % ways;
+        let word = index as usize / ways * self.tag_words as usize + way / TAGS_PER_WORD;
+        let shift = 16 * (way % TAGS_PER_WORD);
+        if let Some(t) = self.tags.get_mut().get_mut(word) {
+            *t = *t & !(0xffff << shift) | u64::from(entry_tag(&entry)) << shift;
         }
         Ok(())
     }
@@ -263,17 +414,24 @@ impl ConnTable {
     /// Sets the hit bit of an entry (the pipeline, on a hit).
     #[inline]
     pub fn mark_hit(&mut self, index: u32) {
-        if let Some(w) = self.hits.get_mut(index as usize / 32) {
-            *w |= 1 << (index % 32);
+        if let Some(s) = self.slots.get_mut().get_mut(index as usize) {
+            // Only a change dirties the line.
+            if !s.hit {
+                s.hit = true;
+            }
         }
     }
 
     /// Reads and clears the hit bits of the 32 entries at `index & !31`.
     pub fn take_hits(&mut self, index: u32) -> u32 {
-        self.hits
-            .get_mut(index as usize / 32)
-            .map(std::mem::take)
-            .unwrap_or(0)
+        let first = (index & !31) as usize;
+        let slots = self.slots.get_mut();
+        let Some(group) = slots.get_mut(first..slots.len().min(first + 32)) else {
+            return 0;
+        };
+        group.iter_mut().enumerate().fold(0, |bits, (i, s)| {
+            bits | u32::from(std::mem::take(&mut s.hit)) << i
+        })
     }
 
     /// Host-side install of a learn event, as the slow path does it: the entry of the same
@@ -298,7 +456,7 @@ impl ConnTable {
         let index = match self.lookup_in(bucket, &key) {
             Some(i) => i,
             None => (start..start + self.ways)
-                .find(|&i| !self.entries[i as usize].valid)
+                .find(|&i| self.entry(i).is_some_and(|e| !e.valid))
                 .ok_or(CtError::BucketFull {
                     bucket,
                     ways: self.ways,
@@ -333,8 +491,8 @@ impl ConnTable {
             ev.dst_port,
         );
         let i = self.lookup(&key)?;
-        let e = &mut self.entries[i as usize];
-        e.flags |= CT_FLAG_CLOSED;
+        let slot = self.slots.get_mut().get_mut(i as usize)?;
+        slot.entry.flags |= CT_FLAG_CLOSED;
         Some(i)
     }
 
@@ -357,5 +515,147 @@ pub fn tuple5_key(protocol: u8, src: u128, src_port: u16, dst: u128, dst_port: u
         dst_port,
         src_addr: src,
         dst_addr: dst,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Keys from a small space so that writes collide; `k` picks protocol, port and client.
+    fn key(k: u32) -> FlowKey {
+        tuple5_key(
+            if k % 2 == 0 { 6 } else { 17 },
+            0xffff_c633_6400 + u128::from(k / 6),
+            1000 + (k / 2 % 3) as u16,
+            0xffff_cb00_7101,
+            80,
+        )
+    }
+
+    fn entry_of(k: &FlowKey, backend: u16) -> CtEntry {
+        CtEntry {
+            valid: true,
+            protocol: k.protocol,
+            src_port: k.src_port,
+            dst_port: k.dst_port,
+            src_addr: k.src_addr,
+            dst_addr: k.dst_addr,
+            backend,
+            ..CtEntry::default()
+        }
+    }
+
+    #[test]
+    fn slots_are_one_cache_line() {
+        assert_eq!(size_of::<Slot>(), 64);
+        assert_eq!(align_of::<Slot>(), 64);
+    }
+
+    /// More ways than one tag word holds: the tag-filtered lookup still gives the lowest
+    /// way that the full comparison of every way finds.
+    #[test]
+    fn tags_agree_with_the_full_comparison_for_any_ways() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for (buckets, ways) in [(1, 1), (2, 5), (1, 9), (3, 17)] {
+            let mut t = ConnTable::new(buckets, ways);
+            for _ in 0..400 {
+                let k = key(next() as u32 % 40);
+                let index = next() as u32 % t.len();
+                let valid = next() % 4 != 0;
+                let e = CtEntry {
+                    valid,
+                    ..entry_of(&k, next() as u16)
+                };
+                t.write(index, e).expect("in range");
+                for q in 0..40 {
+                    let f = key(q);
+                    let bucket = t.bucket_of(f.hash());
+                    assert_eq!(
+                        t.lookup(&f),
+                        t.lookup_in(bucket, &f),
+                        "{buckets}x{ways} {f:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// Keys whose tags are equal are told apart by the full comparison.
+    #[test]
+    fn equal_tags_compare_full_keys() {
+        let mut by_tag = std::collections::HashMap::new();
+        let (a, b) = (0..100_000u32)
+            .map(|i| {
+                tuple5_key(
+                    6,
+                    0xffff_0a00_0000 + u128::from(i),
+                    4000,
+                    0xffff_cb00_7101,
+                    443,
+                )
+            })
+            .find_map(|k| by_tag.insert(tag_of(k.hash()), k).map(|other| (other, k)))
+            .expect("a tag collision among 100k keys");
+        assert_ne!(a, b);
+        let mut t = ConnTable::new(1, 4);
+        t.write(0, entry_of(&b, 1)).expect("in range");
+        t.write(2, entry_of(&a, 2)).expect("in range");
+        assert_eq!(t.lookup(&a), Some(2));
+        assert_eq!(t.lookup(&b), Some(0));
+        t.write(0, CtEntry::default()).expect("in range");
+        assert_eq!(t.lookup(&b), None);
+        assert_eq!(t.lookup(&a), Some(2));
+    }
+
+    #[test]
+    fn hit_bits_outlive_writes_and_clear_when_read() {
+        let mut t = ConnTable::new(10, 4);
+        t.mark_hit(5);
+        t.mark_hit(37);
+        t.mark_hit(40); // beyond the table: ignored
+        t.write(37, entry_of(&key(1), 3)).expect("in range");
+        assert_eq!(t.take_hits(3), 1 << 5);
+        assert_eq!(t.take_hits(0), 0);
+        // The last group is partial (entries 32..40).
+        assert_eq!(t.take_hits(39), 1 << 5);
+        assert_eq!(t.take_hits(39), 0);
+        assert_eq!(t.take_hits(1000), 0);
+    }
+
+    /// A table large enough for its own huge pages starts empty; a clone is a copy.
+    #[test]
+    fn large_tables_start_empty_and_clone_as_copies() {
+        let mut t = ConnTable::new(1 << 16, 4);
+        let last = t.len() - 1;
+        assert_eq!(t.entry(last), Some(&CtEntry::default()));
+        let k = key(7);
+        let ev = LearnEvent {
+            event: nlb_hw::enums::Event::Learn,
+            protocol: k.protocol,
+            src_port: k.src_port,
+            dst_port: k.dst_port,
+            src_addr: k.src_addr,
+            dst_addr: k.dst_addr,
+            backend: 9,
+            rule: 1,
+            flow_hash: k.hash(),
+        };
+        let i = t.install(&ev, 5).expect("free way");
+        t.mark_hit(i);
+        let c = t.clone();
+        assert!(t.remove(&k));
+        assert_eq!(t.lookup(&k), None);
+        assert_eq!(c.lookup(&k), Some(i));
+        assert_eq!(c.entry(i).map(|e| e.backend), Some(9));
+        assert_eq!(c.valid_count(), 1);
+        let mut c = c;
+        assert_eq!(c.take_hits(i), 1 << (i % 32));
     }
 }

@@ -607,13 +607,13 @@ pub(crate) fn finish_into(
 
     let mut backend_id = None;
     if p.ct_lookup {
-        if let Some(i) = ctx
+        if let Some((i, e)) = ctx
             .conntrack
             .probe_with(p.ct_bucket, p.ct_tag, |e| flow.is_entry_of(e))
         {
             res.conntrack = CtOutcome::Hit;
             res.ct_index = Some(i);
-            backend_id = ctx.conntrack.entry(i).map(|e| e.backend);
+            backend_id = Some(e.backend);
         }
     }
     let backend_id = match backend_id {
