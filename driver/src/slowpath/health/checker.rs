@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::IpAddr;
+use std::pin::pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -13,7 +14,11 @@ use tokio::task::JoinHandle;
 use super::config::{HealthError, HealthTarget, ProbeKey, TargetKey};
 use super::metrics::{Metrics, ProbeMetrics};
 use super::probe::{ProbeFailure, ProbeOutcome, ProbeRequest};
+use super::socket::SocketPool;
 use super::state::{pool_weights, Health, MemberView, PoolWeights, Tracker, Verdict, WeightReport};
+
+/// Idle probe sockets kept per address family at most.
+const IDLE_SOCKETS: usize = 256;
 
 /// Tuning of the checker as a whole (the per-target knobs are in [`HttpCheck`](super::HttpCheck)).
 #[derive(Debug, Clone, PartialEq)]
@@ -198,11 +203,34 @@ pub struct HealthChecker {
     shared: Arc<Shared>,
     runtime: Handle,
     registry: Mutex<Registry>,
+    own_thread: Option<OwnThread>,
+}
+
+/// The thread of a checker made by [`HealthChecker::on_own_thread`]: it runs the runtime
+/// until `stop` is dropped.
+#[derive(Debug)]
+struct OwnThread {
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for OwnThread {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        if let Some(thread) = self.thread.take() {
+            // Shutting the runtime down only drops the probe tasks: quick. (Never join from
+            // the thread itself, should the checker be dropped by one of its own tasks.)
+            if thread.thread().id() != std::thread::current().id() {
+                let _ = thread.join();
+            }
+        }
+    }
 }
 
 #[derive(Debug)]
 struct Shared {
     metrics: Metrics,
+    sockets: SocketPool,
     permits: Semaphore,
     jitter: f64,
     close_with_reset: bool,
@@ -372,13 +400,17 @@ async fn run_probe(state: Arc<ProbeState>, shared: Arc<Shared>) {
     let (interval, _) = state.timing();
     // The first round at a random point of the first interval spreads probes evenly.
     let mut slot = Instant::now() + random_fraction_of(interval, 1.0);
-    let mut next = slot;
     let mut last_start: Option<Instant> = None;
+    // One timer and one notification registration for the task's whole life, re-armed in
+    // place each round.
+    let mut sleep = pin!(tokio::time::sleep_until(slot.into()));
+    let mut reconfigured = pin!(state.reconfigured.notified());
     loop {
         loop {
             tokio::select! {
-                _ = tokio::time::sleep_until(next.into()) => break,
-                _ = state.reconfigured.notified() => {
+                () = &mut sleep => break,
+                () = &mut reconfigured => {
+                    reconfigured.set(state.reconfigured.notified());
                     // A shorter interval takes effect now rather than after the old one.
                     let (interval, _) = state.timing();
                     let now = Instant::now();
@@ -386,9 +418,9 @@ async fn run_probe(state: Arc<ProbeState>, shared: Arc<Shared>) {
                         Some(started) => started + interval,
                         None => now + random_fraction_of(interval, 1.0),
                     };
-                    if sooner < next {
+                    if sooner < sleep.deadline().into_std() {
                         slot = sooner.max(now);
-                        next = slot;
+                        sleep.as_mut().reset(slot.into());
                     }
                 }
             }
@@ -400,19 +432,20 @@ async fn run_probe(state: Arc<ProbeState>, shared: Arc<Shared>) {
         last_start = Some(Instant::now());
         let outcome = {
             let _in_flight = shared.metrics.in_flight();
-            state.request.run(timeout).await
+            state.request.run_with(timeout, Some(&shared.sockets)).await
         };
         drop(permit);
         shared.metrics.probe_finished(&outcome);
         state.apply(&outcome, &shared);
 
-        let now = Instant::now();
         slot += interval;
-        if slot < now {
+        if slot < outcome.finished_at {
             // Fell behind (waited for a slot): start again from now instead of bursting.
-            slot = now;
+            slot = outcome.finished_at;
         }
-        next = slot + random_fraction_of(interval, shared.jitter);
+        sleep
+            .as_mut()
+            .reset((slot + random_fraction_of(interval, shared.jitter)).into());
     }
 }
 
@@ -423,10 +456,44 @@ impl HealthChecker {
         Ok(Self::with_runtime(runtime, options))
     }
 
+    /// A checker with no targets whose probes run on a thread of their own (`nlb-health`),
+    /// in a current-thread tokio runtime that stops when the checker is dropped; callable from
+    /// anywhere, inside a runtime or not.
+    ///
+    /// This is the cheapest way to run many probes: the probes of one checker share no state
+    /// that another core could help with, and a multi-thread runtime's work stealing and
+    /// cross-thread wake-ups cost about a fifth more CPU per probe than one thread doing it
+    /// all (see `docs/health-checks.md`). [`HealthEvents`] can be awaited on any runtime.
+    pub fn on_own_thread(options: CheckerOptions) -> Result<(Self, HealthEvents), HealthError> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| HealthError::Thread(e.to_string()))?;
+        let handle = runtime.handle().clone();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("nlb-health".into())
+            .spawn(move || {
+                runtime.block_on(async {
+                    let _ = stopped.await;
+                });
+            })
+            .map_err(|e| HealthError::Thread(e.to_string()))?;
+        let (mut checker, events) = Self::with_runtime(handle, options);
+        checker.own_thread = Some(OwnThread {
+            stop: Some(stop),
+            thread: Some(thread),
+        });
+        Ok((checker, events))
+    }
+
     /// A checker with no targets whose probes run on `runtime`.
     pub fn with_runtime(runtime: Handle, options: CheckerOptions) -> (Self, HealthEvents) {
         let shared = Arc::new(Shared {
             metrics: Metrics::new(),
+            // Enough for the probes that finish at about the same time; each idle socket
+            // holds a descriptor.
+            sockets: SocketPool::new(options.max_in_flight.clamp(1, IDLE_SOCKETS)),
             permits: Semaphore::new(options.max_in_flight.clamp(1, Semaphore::MAX_PERMITS)),
             jitter: options.jitter.clamp(0.0, 0.5),
             close_with_reset: options.close_with_reset,
@@ -440,6 +507,7 @@ impl HealthChecker {
             shared,
             runtime,
             registry: Mutex::new(Registry::default()),
+            own_thread: None,
         };
         (checker, events)
     }

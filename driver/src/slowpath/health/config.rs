@@ -212,6 +212,9 @@ pub enum HealthError {
     /// The checker was created outside a tokio runtime.
     #[error("the health checker needs a tokio runtime: {0}")]
     NoRuntime(String),
+    /// The checker's own thread or runtime could not be started.
+    #[error("cannot start the health checker's thread: {0}")]
+    Thread(String),
 }
 
 #[cfg(test)]

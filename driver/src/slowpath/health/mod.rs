@@ -27,6 +27,7 @@ mod compiler;
 mod config;
 mod metrics;
 mod probe;
+mod socket;
 mod state;
 
 pub use checker::{

@@ -23,6 +23,7 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 
 use super::config::ProbeKey;
+use super::socket::{self, CloseMode, SocketPool};
 use super::state::{WeightReport, WEIGHT_HEADER};
 
 /// Largest response head (status line and headers) read; larger is a failure.
@@ -215,10 +216,19 @@ impl ProbeRequest {
 
     /// Runs one probe with a deadline for the whole exchange.
     pub async fn run(&self, timeout: Duration) -> ProbeOutcome {
+        self.run_with(timeout, None).await
+    }
+
+    /// [`run`](Self::run), taking its socket from `pool` and giving it back when it can.
+    pub(crate) async fn run_with(
+        &self,
+        timeout: Duration,
+        pool: Option<&SocketPool>,
+    ) -> ProbeOutcome {
         let started = Instant::now();
         // Atomic rather than Cell so the probe future stays Send (spawned on any worker).
         let phase = AtomicU8::new(ProbePhase::Connect as u8);
-        let result = match tokio::time::timeout(timeout, self.exchange(&phase)).await {
+        let result = match tokio::time::timeout(timeout, self.exchange(&phase, pool)).await {
             Ok(result) => result,
             Err(_elapsed) => Err(ProbeFailure::Timeout(ProbePhase::from_u8(
                 phase.load(Ordering::Relaxed),
@@ -232,16 +242,22 @@ impl ProbeRequest {
         }
     }
 
-    async fn exchange(&self, phase: &AtomicU8) -> Result<ProbePass, ProbeFailure> {
-        let stream = TcpStream::connect(self.addr)
+    fn close_mode(&self) -> CloseMode {
+        if self.close_with_reset {
+            CloseMode::Reset
+        } else {
+            CloseMode::Polite
+        }
+    }
+
+    async fn exchange(
+        &self,
+        phase: &AtomicU8,
+        pool: Option<&SocketPool>,
+    ) -> Result<ProbePass, ProbeFailure> {
+        let stream = socket::connect(self.addr, self.close_mode(), pool)
             .await
             .map_err(classify_connect_error)?;
-        if self.close_with_reset {
-            // Zero linger: close() sends RST. A zero linger never blocks (the deprecation is
-            // about non-zero values blocking the thread on drop).
-            #[allow(deprecated)]
-            let _ = stream.set_linger(Some(Duration::ZERO));
-        }
         phase.store(ProbePhase::Head as u8, Ordering::Relaxed);
 
         let (mut sender, connection) = http1::Builder::new()
@@ -293,17 +309,22 @@ impl ProbeRequest {
         // When the connection ends first its error is the more precise one, but the exchange
         // may still hold a complete response, so it is awaited to the end.
         let mut exchange = pin!(exchange);
-        let mut connection = pin!(connection);
+        let mut connection = connection;
         let mut connection_error: Option<ProbeFailure> = None;
         let mut connection_done = false;
         loop {
             tokio::select! {
                 biased;
                 result = &mut exchange => {
-                    return match (result, connection_error) {
+                    let result = match (result, connection_error) {
                         (Err(_), Some(precise)) => Err(precise),
                         (result, _) => result,
                     };
+                    if result.is_ok() {
+                        let stream = connection.into_parts().io.0.into_inner();
+                        socket::finish(stream, self.close_mode(), pool).await;
+                    }
+                    return result;
                 }
                 done = &mut connection, if !connection_done => {
                     connection_done = true;
