@@ -5,9 +5,6 @@
 //! Everything here is deterministic across hosts: a backend's permutation is seeded by its
 //! *name* through [`name_hash`], so reordering lists in the file changes nothing (SPEC R10.4).
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
-
 /// Slice sizes, all prime: the smallest one ≥ 100 × N is used, 65537 for large pools.
 pub const LADDER: [u32; 9] = [251, 509, 1021, 2039, 4093, 8191, 16381, 32749, 65537];
 
@@ -157,30 +154,66 @@ pub fn populate(members: &[Member], m: u32) -> Vec<u16> {
             i
         });
     } else {
-        // Turn k of backend i falls in round ceil(k·max/w_i) (its accumulated weight reaches
-        // the maximum then); within a round backends go in order. A heap keyed by
-        // (round << 16 | i) replays exactly the round-by-round loop without visiting backends
-        // that have no turn in a round. Rounds stay below (m + 1)·MAX_WEIGHT < 2^37.
-        let mut turns: Vec<u64> = vec![1; n];
-        let round = |k: u64, w: u32| (k * u64::from(max_w)).div_ceil(u64::from(w));
-        let mut heap: BinaryHeap<Reverse<u64>> = ms
-            .iter()
-            .enumerate()
-            .map(|(i, x)| Reverse(round(1, x.weight) << 16 | i as u64))
-            .collect();
+        let weights: Vec<u32> = ms.iter().map(|x| x.weight).collect();
+        let order = weighted_order(&weights, m);
+        let mut t = 0;
         fill.run(|| {
-            // The heap always holds one entry per member: the one popped is pushed back.
-            let key = heap.peek().map_or(0, |Reverse(key)| *key);
-            let i = (key & 0xffff) as usize;
-            turns[i] += 1;
-            let after = round(turns[i], ms[i].weight) << 16 | i as u64;
-            if let Some(mut top) = heap.peek_mut() {
-                *top = Reverse(after);
-            }
+            // `order` holds at least m turns and `run` asks for exactly m.
+            let i = order[t] as usize;
+            t += 1;
             i
         });
     }
     fill.table
+}
+
+/// The first `m` turns under `weights` (indices into it, all weights in 1..=[`MAX_WEIGHT`]):
+/// turn k of backend i falls in round ⌈k·max/w_i⌉ (its accumulated weight reaches the largest
+/// weight then), and within a round backends go in index (name) order. Rather than walking
+/// rounds one by one or keeping a heap of next turns, the turns are counting-sorted by round
+/// (a stable sort, so index order holds within a round): O(m + n) with no division per turn.
+fn weighted_order(weights: &[u32], m: u32) -> Vec<u32> {
+    let max = u64::from(weights.iter().copied().max().unwrap_or(1));
+    let total: u64 = weights.iter().map(|&w| u64::from(w)).sum();
+    let n = weights.len() as u64;
+    // Rounds up to `last` hold Σ ⌊last·w_i/max⌋ > last·total/max − n ≥ m turns; last ≤ m + n
+    // because total ≥ max.
+    let last = ((u64::from(m) + n) * max).div_ceil(total.max(1));
+    // before[r]: turns in rounds before r (after the prefix sum below).
+    let mut before = vec![0u32; last as usize + 2];
+    for &w in weights {
+        for r in rounds(u64::from(w), max, last) {
+            before[r as usize + 1] += 1;
+        }
+    }
+    for r in 1..before.len() {
+        before[r] += before[r - 1];
+    }
+    let mut order = vec![0u32; before[last as usize + 1] as usize];
+    for (i, &w) in weights.iter().enumerate() {
+        for r in rounds(u64::from(w), max, last) {
+            order[before[r as usize] as usize] = i as u32;
+            before[r as usize] += 1;
+        }
+    }
+    order.truncate(m as usize);
+    order
+}
+
+/// The rounds ⌈k·max/w⌉ of turns k = 1, 2, ... (0 < w ≤ max) up to `last`, by Bresenham's
+/// stepping instead of a division per turn.
+fn rounds(w: u64, max: u64, last: u64) -> impl Iterator<Item = u64> {
+    let (step, rem) = (max / w, max % w);
+    // round·w − k·max = behind, kept in [0, w) so that round is the ceiling.
+    let (mut round, mut behind) = (0u64, 0u64);
+    std::iter::from_fn(move || {
+        // One more round when the remainder overtakes what was left behind; branch-free, as
+        // that happens irregularly.
+        let carry = u64::from(rem > behind);
+        round += step + carry;
+        behind = behind + (w & carry.wrapping_neg()) - rem;
+        (round <= last).then_some(round)
+    })
 }
 
 /// Words of the taken bitmap. It holds two copies of the table's bits (bit x and bit x + m

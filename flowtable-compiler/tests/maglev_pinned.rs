@@ -12,6 +12,7 @@
 //!   next free slot of `offset + j·skip mod M`) when the counter reaches the largest weight.
 
 use flowtable_compiler::maglev::{populate, Member, MAX_SIZE, MAX_WEIGHT};
+use proptest::prelude::*;
 use sha2::{Digest, Sha256};
 
 /// h(seed, name) as docs/config.md states it.
@@ -251,5 +252,25 @@ fn one_population_after_another_is_unaffected() {
         .collect();
     for ((what, (n, w), m, _), want) in all.iter().zip(&alone).rev() {
         same_table(&populate(&members(n, w), *m), want, what);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(96))]
+
+    /// Random pools (weights 0..=1000, now and then a huge one that counts as MAX_WEIGHT) at
+    /// sizes from tiny to the largest, prime or not: the table is the definition's.
+    #[test]
+    fn random_pools_follow_the_definition(
+        weights in proptest::collection::vec(
+            prop_oneof![8 => 0u32..=1000, 1 => Just(1u32), 1 => any::<u32>()],
+            1..48,
+        ),
+        m in prop::sample::select(vec![2u32, 3, 7, 13, 100, 101, 251, 509, 1021, 2039, 4093, 65537]),
+        seed in any::<u32>(),
+    ) {
+        let names: Vec<String> = (0..weights.len()).map(|i| format!("p{seed:x}-{i}")).collect();
+        let ms = members(&names, &weights);
+        same_table(&populate(&ms, m), &by_definition(&ms, m), &format!("weights {weights:?} M={m}"));
     }
 }
