@@ -250,8 +250,9 @@ struct Walk {
 /// slot:
 /// - more than half free: probe one candidate at a time (usually the first one is free);
 /// - down to 1/16 free: look at the next eight candidates at once and take the first free one;
-/// - down to a few dozen free: skip eight candidates at a time while all are taken;
-/// - the last few: look the free slots up instead of probing (see [`Tail`]).
+/// - down to about √(m/2) free (at most 128): skip eight candidates at a time while all are
+///   taken;
+/// - the last ones: look the free slots up instead of probing (see [`Tail`]).
 struct Fill {
     m: u32,
     table: Vec<u16>,
