@@ -1,4 +1,9 @@
 //! Raw Ethernet frames on Linux interfaces through AF_PACKET sockets.
+//!
+//! The receive side asks for `PACKET_AUXDATA`, so each frame comes with the kernel's status:
+//! `TP_STATUS_CSUMNOTREADY` marks a frame whose TCP/UDP checksum the local stack left to the
+//! "hardware" (CHECKSUM_PARTIAL, what a veth or `lo` delivers from a local sender), which the
+//! caller must complete before sending the frame on (see `csum.rs`).
 
 use std::ffi::CString;
 use std::io;
@@ -43,7 +48,7 @@ fn check(ret: libc::c_int, what: &str) -> io::Result<libc::c_int> {
 }
 
 /// An AF_PACKET socket bound to one interface, seeing every frame on it.
-fn bound_socket(name: &str, promiscuous: bool) -> io::Result<OwnedFd> {
+fn bound_socket(name: &str, promiscuous: bool, auxdata: bool) -> io::Result<OwnedFd> {
     let index = ifindex(name)?;
     let proto = (libc::ETH_P_ALL as u16).to_be();
     // SAFETY: plain socket(2) call; the result is checked before use.
@@ -97,6 +102,20 @@ fn bound_socket(name: &str, promiscuous: bool) -> io::Result<OwnedFd> {
             std::mem::size_of::<libc::c_int>() as libc::socklen_t,
         )
     };
+    if auxdata {
+        // The kernel's per-frame status (checksum not ready) in a control message.
+        // SAFETY: the option value points at a live c_int of the size given.
+        let ret = unsafe {
+            libc::setsockopt(
+                fd.as_raw_fd(),
+                libc::SOL_PACKET,
+                libc::PACKET_AUXDATA,
+                (&one as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        check(ret, &format!("PACKET_AUXDATA on {name}"))?;
+    }
     if promiscuous {
         // SAFETY: packet_mreq is plain old data; all-zero is valid.
         let mut mreq: libc::packet_mreq = unsafe { std::mem::zeroed() };
@@ -122,24 +141,60 @@ impl Port {
     /// not the interface's) and the transmit side on `tx`.
     pub fn open(rx: &str, tx: &str) -> io::Result<Port> {
         Ok(Port {
-            rx: bound_socket(rx, true)?,
-            tx: bound_socket(tx, false)?,
+            rx: bound_socket(rx, true, true)?,
+            tx: bound_socket(tx, false, false)?,
         })
     }
 
-    /// Receives one frame into `buf`; returns its length (frames longer than `buf` are cut).
-    pub fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
+    /// Receives one frame into `buf`, waiting for it.
+    pub fn recv(&self, buf: &mut [u8]) -> io::Result<Received> {
         loop {
-            // SAFETY: `buf` is valid for writes of `buf.len()` bytes for the whole call.
+            match self.recv_flags(buf, 0)? {
+                Some(r) => return Ok(r),
+                // Only MSG_DONTWAIT gives no frame.
+                None => continue,
+            }
+        }
+    }
+
+    /// Receives one frame into `buf` if one is waiting.
+    pub fn try_recv(&self, buf: &mut [u8]) -> io::Result<Option<Received>> {
+        self.recv_flags(buf, libc::MSG_DONTWAIT)
+    }
+
+    fn recv_flags(&self, buf: &mut [u8], flags: libc::c_int) -> io::Result<Option<Received>> {
+        // Room for the auxdata control message, aligned for cmsghdr.
+        let mut control = [0u64; 16];
+        loop {
+            let mut iov = libc::iovec {
+                iov_base: buf.as_mut_ptr().cast(),
+                iov_len: buf.len(),
+            };
+            // SAFETY: msghdr is plain old data; all-zero is a valid starting value.
+            let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+            msg.msg_iov = &mut iov;
+            msg.msg_iovlen = 1;
+            msg.msg_control = control.as_mut_ptr().cast();
+            msg.msg_controllen = std::mem::size_of_val(&control) as _;
+            // SAFETY: `msg` points at `iov` (valid for writes of `buf.len()` bytes) and at
+            // `control` (valid for writes of its size), all live for the whole call.
+            // MSG_TRUNC: the return value is the frame's real length, also when it was cut.
             let n =
-                unsafe { libc::recv(self.rx.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
-            if n >= 0 {
-                return Ok(n as usize);
+                unsafe { libc::recvmsg(self.rx.as_raw_fd(), &mut msg, flags | libc::MSG_TRUNC) };
+            if n < 0 {
+                let e = io::Error::last_os_error();
+                match e.kind() {
+                    io::ErrorKind::Interrupted => continue,
+                    io::ErrorKind::WouldBlock => return Ok(None),
+                    _ => return Err(e),
+                }
             }
-            let e = io::Error::last_os_error();
-            if e.kind() != io::ErrorKind::Interrupted {
-                return Err(e);
-            }
+            let wire_len = n as usize;
+            return Ok(Some(Received {
+                len: wire_len.min(buf.len()),
+                wire_len,
+                csum_not_ready: status(&msg) & libc::TP_STATUS_CSUMNOTREADY != 0,
+            }));
         }
     }
 
@@ -149,4 +204,44 @@ impl Port {
         let n = unsafe { libc::send(self.tx.as_raw_fd(), frame.as_ptr().cast(), frame.len(), 0) };
         check(n as libc::c_int, "transmitting").map(|_| ())
     }
+}
+
+/// One received frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Received {
+    /// Bytes written to the buffer.
+    pub len: usize,
+    /// The frame's length on the interface (more than `len` when the buffer was too small:
+    /// a GSO super-frame, or a frame beyond the largest the NIC takes).
+    pub wire_len: usize,
+    /// The TCP/UDP checksum is only the pseudo-header's (CHECKSUM_PARTIAL).
+    pub csum_not_ready: bool,
+}
+
+/// `tp_status` of the PACKET_AUXDATA control message of a received message (0 if absent).
+fn status(msg: &libc::msghdr) -> u32 {
+    // SAFETY: `msg` was filled by recvmsg(2); CMSG_FIRSTHDR/CMSG_NXTHDR only walk inside
+    // `msg_control[..msg_controllen]` and return null at its end.
+    let mut c = unsafe { libc::CMSG_FIRSTHDR(msg) };
+    while !c.is_null() {
+        // SAFETY: `c` is non-null and points at a complete cmsghdr inside the control buffer.
+        let h = unsafe { &*c };
+        let data_len = (h.cmsg_len as usize).saturating_sub(
+            // SAFETY: CMSG_LEN is a pure computation.
+            unsafe { libc::CMSG_LEN(0) } as usize,
+        );
+        if h.cmsg_level == libc::SOL_PACKET
+            && h.cmsg_type == libc::PACKET_AUXDATA
+            && data_len >= std::mem::size_of::<libc::tpacket_auxdata>()
+        {
+            // SAFETY: the kernel wrote a tpacket_auxdata as this message's data (its size is
+            // checked above); read_unaligned because the data need not be aligned for it.
+            let aux: libc::tpacket_auxdata =
+                unsafe { std::ptr::read_unaligned(libc::CMSG_DATA(c).cast()) };
+            return aux.tp_status;
+        }
+        // SAFETY: as for CMSG_FIRSTHDR; `c` is a header of this message.
+        c = unsafe { libc::CMSG_NXTHDR(msg, c) };
+    }
+    0
 }

@@ -1,20 +1,25 @@
 //! nlb-sim: the simulated nlb-offload NIC as a process.
 //!
-//! The device (the firmware-sim golden model at register level) is served on a Unix socket
-//! with the socket device protocol, so `nlbctl load|stats|status --device sim:PATH`, `nlbd`
-//! and the driver's tests talk to it exactly as to a NIC. Traffic comes from a pcap file
-//! (forwarded frames go to `--out`), or from a Linux interface through AF_PACKET
-//! (`--rx IFACE --tx IFACE`).
+//! The device (the firmware-sim golden model at register level, or with `--engine rtl` the
+//! Verilog pipeline under Verilator) is served on a Unix socket with the socket device
+//! protocol, so `nlbctl load|stats|status --device sim:PATH`, `nlbd` and the driver's tests
+//! talk to it exactly as to a NIC. Traffic comes from a pcap file (forwarded frames go to
+//! `--out`), or from a Linux interface through AF_PACKET (`--rx IFACE --tx IFACE`), where
+//! frames the local stack left with a partial TCP/UDP checksum are completed first.
 
 mod afpacket;
+mod csum;
+mod engine;
+#[cfg(feature = "rtl")]
+mod rtl;
 
 use clap::Parser;
+use engine::Pipeline;
 use firmware_sim::pcap::{read_frames, FrameWriter};
-use firmware_sim::{BatchOutput, SimDevice};
+use firmware_sim::SimDevice;
 use nlb_driver::device::Device;
-use nlb_driver::sim::{lock, SharedSim, Sim};
-use nlb_driver::socket::Server;
-use nlb_hw::blocks::ctrl;
+use nlb_driver::sim::Sim;
+use nlb_driver::socket::{DeviceFactory, Server};
 use nlb_hw::enums::Verdict;
 use nlb_hw::Profile;
 use std::path::PathBuf;
@@ -25,12 +30,15 @@ use std::time::{Duration, Instant};
 /// The simulated NIC as a process: serves the device on a Unix socket and runs traffic
 /// through it.
 ///
-/// Start it, then load tables with `nlbctl load --device sim:PATH IMAGE`. Until a table is
-/// loaded the pipeline is disabled and passes every frame to the host. Examples:
+/// Start it, then load tables with `nlbctl load --device sim:PATH IMAGE` (or run
+/// `nlbd --device sim:PATH`). Until a table is loaded the pipeline is disabled and passes
+/// every frame to the host. Examples:
 ///
 ///   nlb-sim --socket /tmp/nlb.sock --pcap in.pcap --wait-enable --out out.pcap
 ///
 ///   nlb-sim --socket /tmp/nlb.sock --rx veth-in --tx veth-out
+///
+///   nlb-sim --socket /tmp/nlb.sock --engine rtl --rx veth-in --tx veth-out
 ///
 /// The socket protocol is described in docs/driver.md.
 #[derive(Parser, Debug)]
@@ -42,7 +50,8 @@ struct Args {
     /// Capacity profile of the simulated NIC.
     #[arg(long, default_value = "sim", value_name = "NAME")]
     profile: String,
-    /// Which NIC model runs: the Rust golden model, or the Verilator RTL.
+    /// Which NIC runs the traffic: the Rust golden model, or the Verilog pipeline under
+    /// Verilator (needs a build with `--features rtl`; `sim` profile only, no flash chip).
     #[arg(long, value_enum, default_value = "model")]
     engine: Engine,
     /// Frames to receive, from a pcap file (Ethernet).
@@ -64,7 +73,7 @@ struct Args {
     #[arg(long, value_name = "IFACE", requires = "rx")]
     tx: Option<String>,
     /// Install learned connections at once, as an infinitely fast slow path would (without
-    /// it, learn events wait on the learn queue for the host).
+    /// it, learn events wait on the learn queue for the host). Model engine only.
     #[arg(long)]
     auto_learn: bool,
 }
@@ -97,12 +106,18 @@ fn user(message: impl Into<String>) -> Failure {
     (1, message.into())
 }
 
-fn run(args: Args) -> Result<(), Failure> {
-    if args.engine == Engine::Rtl {
-        return Err(user(
-            "this nlb-sim was built without the Verilator RTL engine; use --engine model",
-        ));
-    }
+/// Why `--engine rtl` cannot run in this build.
+#[cfg(not(feature = "rtl"))]
+fn rtl_unavailable() -> Failure {
+    user(
+        "--engine rtl needs the Verilator model, which this nlb-sim was built without; \
+         rebuild with `cargo build -p nlb-tools --features rtl` (Verilator required: \
+         apt-get install verilator) or use --engine model",
+    )
+}
+
+/// The socket server's devices and the traffic side of the NIC `args` asks for.
+fn start_nic(args: &Args) -> Result<(Arc<DeviceFactory>, Box<dyn Pipeline>), Failure> {
     let profile = Profile::by_name(&args.profile).ok_or_else(|| {
         user(format!(
             "unknown profile `{}` (valid: {})",
@@ -110,25 +125,56 @@ fn run(args: Args) -> Result<(), Failure> {
             Profile::names().join(", ")
         ))
     })?;
-    let mut device = SimDevice::new(profile);
-    device.set_auto_learn(args.auto_learn);
-    // The configuration flash with factory fallback and user images, so `nlbctl flash`,
-    // `fw-info` and `reboot` work against the simulated NIC as against a card.
-    device.set_flash(Box::new(firmware_sim::flash::FlashBlock::new(
-        firmware_sim::flash::FlashConfig::default(),
-    )));
-    let sim = Sim::from_device(device);
-    let served = sim.clone();
-    let server = Server::bind(
-        &args.socket,
-        Arc::new(move || Box::new(served.clone()) as Box<dyn Device>),
-    )
-    .map_err(|e| user(format!("cannot serve on {}: {e}", args.socket.display())))?;
-    eprintln!(
-        "nlb-sim: {} profile, serving on {}",
-        profile.name,
-        args.socket.display()
-    );
+    match args.engine {
+        Engine::Model => {
+            let mut device = SimDevice::new(profile);
+            device.set_auto_learn(args.auto_learn);
+            // The configuration flash with factory fallback and user images, so `nlbctl
+            // flash`, `fw-info` and `reboot` work against the simulated NIC as against a card.
+            device.set_flash(Box::new(firmware_sim::flash::FlashBlock::new(
+                firmware_sim::flash::FlashConfig::default(),
+            )));
+            let sim = Sim::from_device(device);
+            let served = sim.clone();
+            eprintln!("nlb-sim: golden model, {} profile", profile.name);
+            Ok((
+                Arc::new(move || Box::new(served.clone()) as Box<dyn Device>),
+                Box::new(engine::Model::new(&sim)),
+            ))
+        }
+        #[cfg(not(feature = "rtl"))]
+        Engine::Rtl => Err(rtl_unavailable()),
+        #[cfg(feature = "rtl")]
+        Engine::Rtl => {
+            if profile.name != "sim" {
+                return Err(user(format!(
+                    "--engine rtl runs the RTL built with the `sim` profile's table depths, \
+                     not `{}`; leave out --profile",
+                    profile.name
+                )));
+            }
+            if args.auto_learn {
+                return Err(user(
+                    "--auto-learn is a back door of the golden model; with --engine rtl the \
+                     learned connections wait on the learn queue for the host (run nlbd)",
+                ));
+            }
+            let dev = rtl::SharedRtl::start().map_err(|e| (2, e))?;
+            let served = dev.clone();
+            eprintln!("nlb-sim: Verilator RTL (nlb_top), sim profile");
+            Ok((
+                Arc::new(move || Box::new(served.clone()) as Box<dyn Device>),
+                Box::new(rtl::Rtl::new(&dev)),
+            ))
+        }
+    }
+}
+
+fn run(args: Args) -> Result<(), Failure> {
+    let (factory, pipeline) = start_nic(&args)?;
+    let server = Server::bind(&args.socket, factory)
+        .map_err(|e| user(format!("cannot serve on {}: {e}", args.socket.display())))?;
+    eprintln!("nlb-sim: serving on {}", args.socket.display());
 
     if let Some(pcap) = &args.pcap {
         let file = std::fs::File::open(pcap)
@@ -146,16 +192,18 @@ fn run(args: Args) -> Result<(), Failure> {
             }
             None => None,
         };
-        let shared = sim.shared();
         let (repeat, wait) = (args.repeat, args.wait_enable);
-        std::thread::spawn(move || pcap_traffic(shared, frames, out, repeat, wait));
+        std::thread::spawn(move || {
+            if let Err(e) = pcap_traffic(pipeline, frames, out, repeat, wait) {
+                fatal(&e);
+            }
+        });
     } else if let (Some(rx), Some(tx)) = (&args.rx, &args.tx) {
         let port = afpacket::Port::open(rx, tx).map_err(|e| user(e.to_string()))?;
-        let shared = sim.shared();
         let wait = args.wait_enable;
         std::thread::spawn(move || {
-            if let Err(e) = interface_traffic(shared, port, wait) {
-                eprintln!("nlb-sim: traffic stopped: {e}");
+            if let Err(e) = interface_traffic(pipeline, port, wait) {
+                fatal(&e);
             }
         });
     }
@@ -164,10 +212,17 @@ fn run(args: Args) -> Result<(), Failure> {
         .map_err(|e| (2, format!("serving {}: {e}", args.socket.display())))
 }
 
-fn wait_for_enable(sim: &SharedSim) {
-    while lock(sim).read32(ctrl::ENABLE).unwrap_or(0) & 1 == 0 {
+/// The traffic stopped: a NIC without traffic is no NIC, so the process ends.
+fn fatal(why: &str) {
+    eprintln!("nlb-sim: traffic stopped: {why}");
+    std::process::exit(2);
+}
+
+fn wait_for_enable(nic: &mut dyn Pipeline) -> Result<(), String> {
+    while !nic.enabled()? {
         std::thread::sleep(Duration::from_millis(5));
     }
+    Ok(())
 }
 
 #[derive(Debug, Default)]
@@ -192,33 +247,33 @@ impl Tally {
 }
 
 fn pcap_traffic<W: std::io::Write>(
-    sim: SharedSim,
+    mut nic: Box<dyn Pipeline>,
     frames: Vec<firmware_sim::pcap::Frame>,
     mut out: Option<FrameWriter<W>>,
     repeat: bool,
     wait: bool,
-) {
+) -> Result<(), String> {
     if wait {
-        wait_for_enable(&sim);
+        wait_for_enable(nic.as_mut())?;
     }
-    let mut batch = BatchOutput::new();
     let mut tally = Tally::default();
     let start = Instant::now();
+    let mut refs: Vec<&[u8]> = Vec::with_capacity(BURST);
     loop {
         for chunk in frames.chunks(BURST) {
-            let refs: Vec<&[u8]> = chunk.iter().map(|f| f.data.as_slice()).collect();
-            lock(&sim).receive_batch(&refs, &mut batch);
-            for (i, (r, f)) in batch.results.iter().zip(chunk).enumerate() {
-                tally.count(r.verdict);
-                if r.verdict == Verdict::Forward {
-                    if let Some(w) = out.as_mut() {
-                        if let Err(e) = w.write(f.timestamp, batch.frame(i)) {
+            refs.clear();
+            refs.extend(chunk.iter().map(|f| f.data.as_slice()));
+            nic.run(&refs, &mut |i, verdict, frame| {
+                tally.count(verdict);
+                if verdict == Verdict::Forward {
+                    if let (Some(w), Some(f)) = (out.as_mut(), chunk.get(i)) {
+                        if let Err(e) = w.write(f.timestamp, frame) {
                             eprintln!("nlb-sim: writing the output pcap: {e}");
                             out = None;
                         }
                     }
                 }
-            }
+            })?;
         }
         if !repeat || frames.is_empty() {
             break;
@@ -237,21 +292,90 @@ fn pcap_traffic<W: std::io::Write>(
         tally.drop,
         tally.pass
     );
+    Ok(())
 }
 
-fn interface_traffic(sim: SharedSim, port: afpacket::Port, wait: bool) -> std::io::Result<()> {
+/// Largest frame taken from an interface: a jumbo frame with two VLAN tags fits; longer
+/// ones (GSO super-frames the local stack did not segment) are dropped and counted.
+const RX_BUFFER: usize = 16384;
+
+/// Receives frames from the interface (a burst of whatever is waiting, so the RTL gets them
+/// back to back), completes partial checksums, runs them and transmits what is forwarded.
+fn interface_traffic(
+    mut nic: Box<dyn Pipeline>,
+    port: afpacket::Port,
+    wait: bool,
+) -> Result<(), String> {
     if wait {
-        wait_for_enable(&sim);
+        wait_for_enable(nic.as_mut())?;
     }
-    let mut buf = vec![0u8; 16384];
-    let mut out = vec![0u8; firmware_sim::action::MAX_FRAME];
+    let mut bufs = vec![vec![0u8; RX_BUFFER]; BURST];
+    let mut lens = [0usize; BURST];
+    let mut stats = RxStats::default();
+    let io = |e: std::io::Error| format!("receiving: {e}");
     loop {
-        let n = port.recv(&mut buf)?;
-        let r = lock(&sim).receive(&buf[..n], &mut out);
-        match r {
-            Ok(r) if r.verdict == Verdict::Forward => port.send(&out[..r.out_len])?,
-            // Punts wait on the punt queue for the host; drops and passes end here.
-            _ => {}
+        let mut n = 0;
+        while n < BURST {
+            let r = if n == 0 {
+                port.recv(&mut bufs[0]).map(Some).map_err(io)?
+            } else {
+                match port.try_recv(&mut bufs[n]).map_err(io)? {
+                    Some(r) => Some(r),
+                    None => break,
+                }
+            };
+            let Some(r) = r else { break };
+            if let Some(len) = stats.accept(r, &mut bufs[n]) {
+                lens[n] = len;
+                n += 1;
+            }
         }
+        if n == 0 {
+            continue;
+        }
+        let refs: [&[u8]; BURST] = std::array::from_fn(|i| &bufs[i][..lens[i]]);
+        let mut sent = Ok(());
+        nic.run(&refs[..n], &mut |_, verdict, frame| {
+            // Punts wait on the punt queue for the host; drops and passes end here.
+            if verdict == Verdict::Forward && sent.is_ok() {
+                sent = port.send(frame);
+            }
+        })?;
+        sent.map_err(|e| format!("transmitting: {e}"))?;
+    }
+}
+
+/// What the receive side did to frames before the NIC saw them.
+#[derive(Debug, Default)]
+struct RxStats {
+    completed: u64,
+    oversized: u64,
+}
+
+impl RxStats {
+    /// The length of a frame to run, after completing its checksum; `None` for a frame that
+    /// did not fit the buffer.
+    fn accept(&mut self, r: afpacket::Received, buf: &mut [u8]) -> Option<usize> {
+        if r.wire_len > r.len {
+            self.oversized += 1;
+            if self.oversized.is_power_of_two() {
+                eprintln!(
+                    "nlb-sim: dropped a {}-byte frame larger than the {RX_BUFFER}-byte receive \
+                     buffer ({} so far; a GSO frame? turn off TSO/GSO on the sender)",
+                    r.wire_len, self.oversized
+                );
+            }
+            return None;
+        }
+        if r.csum_not_ready && csum::complete_l4_checksum(&mut buf[..r.len]).is_ok() {
+            self.completed += 1;
+            if self.completed == 1 {
+                eprintln!(
+                    "nlb-sim: completing the partial TCP/UDP checksums of frames from the local \
+                     stack (CHECKSUM_PARTIAL)"
+                );
+            }
+        }
+        Some(r.len)
     }
 }

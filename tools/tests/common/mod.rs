@@ -1,0 +1,849 @@
+//! The end-to-end scenario on real Linux networking (SPEC R3, R4.1, R5, R8), shared by
+//! `e2e.rs` (nlb-sim running the golden model) and `e2e_rtl.rs` (nlb-sim running the Verilator
+//! RTL): network namespaces, veth pairs and a bridge; the simulated NIC (`nlb-sim`) attached
+//! with AF_PACKET; `nlbd` managing it; three backends with the VIP on their loopback running
+//! real HTTP servers; `curl` as the client; replies by L2 direct server return. Topology and
+//! how to run it: docs/e2e.md.
+//!
+//! Needs root (namespaces, veths). Without root it skips with a message, unless `CI` is set,
+//! in which case it fails: CI must run it.
+//!
+//! ```text
+//!   ns cli: eth0 10.77.0.10 ─┐                       ┌─ eth0 10.77.0.11 (VIP on lo)  ns b1
+//!   VIP 10.77.1.1 → NIC MAC  │   ns host: bridge br0 ├─ eth0 10.77.0.12 (VIP on lo)  ns b2
+//!                            └── 10.77.0.1 (nlbd) ───┼─ eth0 10.77.0.13 (VIP on lo)  ns b3
+//!                                nic0 ── nlb-sim ────┘   (rx and tx on nic0)
+//! ```
+//!
+//! Nothing turns checksum offload off: the client's frames reach nlb-sim with partial TCP
+//! checksums (CHECKSUM_PARTIAL on a veth), and nlb-sim must complete them or the backends drop
+//! what it forwards.
+
+// Each test crate that includes this module uses part of it.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{channel, Receiver};
+use std::time::{Duration, Instant};
+
+/// Which NIC `nlb-sim` runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Engine {
+    /// The golden model.
+    Model,
+    /// The Verilator RTL (`--engine rtl`).
+    Rtl,
+}
+
+impl Engine {
+    fn name(self) -> &'static str {
+        match self {
+            Engine::Model => "model",
+            Engine::Rtl => "rtl",
+        }
+    }
+
+    /// How long nlbd may take to attach to the NIC: it reads both table banks and the
+    /// connection table back through the registers, which the RTL runs clock by clock.
+    fn attach_limit(self) -> Duration {
+        match self {
+            Engine::Model => WAIT,
+            Engine::Rtl => Duration::from_secs(600),
+        }
+    }
+}
+
+const VIP: &str = "10.77.1.1";
+const NIC_MAC: &str = "02:00:00:00:00:01";
+const BACKENDS: [&str; 3] = ["b1", "b2", "b3"];
+/// Generous: a loaded 2-core CI machine.
+const WAIT: Duration = Duration::from_secs(45);
+
+fn backend_ip(i: usize) -> String {
+    format!("10.77.0.{}", 11 + i)
+}
+
+fn backend_mac(i: usize) -> String {
+    format!("02:77:00:00:00:{:02x}", 0x11 + i)
+}
+
+/// Whether the test runs: as root always; otherwise it skips, unless CI is set. `command` is
+/// how to run the test, for the messages.
+pub fn should_run(command: &str) -> bool {
+    // SAFETY: geteuid(2) has no preconditions and cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    let ci = std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "0" && v != "false");
+    if !root {
+        assert!(
+            !ci,
+            "the end-to-end test needs root (network namespaces and veth pairs) and CI is set, \
+             so it may not skip: run it as root (sudo -E {command})"
+        );
+        eprintln!(
+            "SKIPPED: the end-to-end test needs root for network namespaces and veth pairs; \
+             run `sudo -E {command}` (see docs/e2e.md)"
+        );
+        return false;
+    }
+    for tool in ["ip", "curl", "python3"] {
+        let found = Command::new("sh")
+            .args(["-c", &format!("command -v {tool}")])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        assert!(
+            found,
+            "the end-to-end test needs `{tool}` on PATH (see docs/e2e.md)"
+        );
+    }
+    true
+}
+
+fn sh(args: &[&str]) -> Result<String, String> {
+    let o = Command::new(args[0])
+        .args(&args[1..])
+        .output()
+        .map_err(|e| format!("{}: {e}", args.join(" ")))?;
+    if o.status.success() {
+        Ok(String::from_utf8_lossy(&o.stdout).into_owned())
+    } else {
+        Err(format!(
+            "`{}` failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&o.stderr).trim()
+        ))
+    }
+}
+
+fn must(args: &[&str]) -> String {
+    sh(args).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The namespaces and processes of one run; everything is removed on drop (also when the
+/// test fails).
+struct Lab {
+    prefix: String,
+    dir: tempfile::TempDir,
+    children: Vec<(String, Child)>,
+    namespaces: Vec<String>,
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        for (_, c) in &mut self.children {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        for ns in &self.namespaces {
+            let _ = sh(&["ip", "netns", "del", ns]);
+        }
+    }
+}
+
+impl Lab {
+    fn ns(&self, name: &str) -> String {
+        format!("{}-{name}", self.prefix)
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// `ip netns exec NS args...` as a command.
+    fn exec(&self, ns: &str, args: &[&str]) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &self.ns(ns)]).args(args);
+        c
+    }
+
+    fn run_in(&self, ns: &str, args: &[&str]) -> Result<String, String> {
+        let o = self
+            .exec(ns, args)
+            .output()
+            .map_err(|e| format!("{}: {e}", args.join(" ")))?;
+        if o.status.success() {
+            Ok(String::from_utf8_lossy(&o.stdout).into_owned())
+        } else {
+            Err(format!(
+                "`{}` in {ns}: {}",
+                args.join(" "),
+                String::from_utf8_lossy(&o.stderr).trim()
+            ))
+        }
+    }
+
+    /// Starts a long-running process in a namespace; its stderr goes to `<label>.log`.
+    fn spawn(&mut self, label: &str, ns: &str, args: &[&str]) {
+        let log = std::fs::File::create(self.path(&format!("{label}.log"))).unwrap();
+        let child = self
+            .exec(ns, args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap_or_else(|e| panic!("starting {label}: {e}"));
+        self.children.push((label.to_string(), child));
+    }
+
+    fn stop(&mut self, label: &str) {
+        if let Some(i) = self.children.iter().position(|(l, _)| l == label) {
+            let (_, mut c) = self.children.remove(i);
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// The label of nlb-sim or nlbd if it has exited (a zombie not yet reaped, or gone).
+    fn daemon_gone(&self) -> Option<&str> {
+        self.children
+            .iter()
+            .filter(|(l, _)| l == "nlb-sim" || l == "nlbd")
+            .find(|(_, c)| {
+                // `ip netns exec` execs the program: the child's pid is the daemon's.
+                std::fs::read_to_string(format!("/proc/{}/stat", c.id())).map_or(true, |st| {
+                    st.rsplit(')')
+                        .next()
+                        .and_then(|r| r.split_whitespace().next())
+                        == Some("Z")
+                })
+            })
+            .map(|(l, _)| l.as_str())
+    }
+
+    fn log(&self, label: &str) -> String {
+        std::fs::read_to_string(self.path(&format!("{label}.log"))).unwrap_or_default()
+    }
+
+    fn logs(&self) -> String {
+        ["nlbd", "nlb-sim"]
+            .iter()
+            .map(|l| format!("--- {l} ---\n{}", self.log(l)))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    /// Polls until `f` gives `Some`, or fails naming `what` with the daemons' logs.
+    fn wait_for<T>(&self, what: &str, f: impl FnMut() -> Option<T>) -> T {
+        self.wait_long(what, WAIT, f)
+    }
+
+    /// [`Lab::wait_for`] with its own time limit.
+    fn wait_long<T>(&self, what: &str, limit: Duration, mut f: impl FnMut() -> Option<T>) -> T {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(v) = f() {
+                return v;
+            }
+            if let Some(gone) = self.daemon_gone() {
+                panic!("{gone} exited while waiting for {what}\n{}", self.logs());
+            }
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for {what}\n{}",
+                self.logs()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// `nlbctl WHAT --socket admin.sock --json`.
+    fn admin(&self, what: &str) -> Option<serde_json::Value> {
+        let sock = self.path("admin.sock");
+        let o = Command::new(env!("CARGO_BIN_EXE_nlbctl"))
+            .args([what, "--socket", sock.to_str()?, "--json"])
+            .output()
+            .ok()?;
+        if !o.status.success() {
+            return None;
+        }
+        serde_json::from_slice(&o.stdout).ok()
+    }
+
+    fn health(&self, backend: &str) -> Option<String> {
+        let h = self.admin("health")?;
+        h["targets"]
+            .as_array()?
+            .iter()
+            .find(|t| t["backend"] == backend)
+            .and_then(|t| t["health"].as_str().map(str::to_string))
+    }
+
+    fn eligible(&self) -> Option<Vec<String>> {
+        let s = self.admin("status")?;
+        let web = s["pools"]
+            .as_array()?
+            .iter()
+            .find(|p| p["name"] == "web")?
+            .clone();
+        Some(
+            web["eligible"]
+                .as_array()?
+                .iter()
+                .filter_map(|v| v.as_str().map(str::to_string))
+                .collect(),
+        )
+    }
+
+    /// One `curl http://VIP/` from the client: the answering backend's name, or why not.
+    fn curl(&self) -> Result<String, String> {
+        self.run_in(
+            "cli",
+            &["curl", "-sS", "--max-time", "5", &format!("http://{VIP}/")],
+        )
+        .map(|s| s.trim().to_string())
+    }
+
+    /// `n` requests; the backends that answered, in order. Every request must succeed.
+    fn curls(&self, n: usize) -> Vec<String> {
+        (0..n)
+            .map(|i| {
+                self.curl()
+                    .unwrap_or_else(|e| panic!("request {i} failed: {e}\n{}", self.logs()))
+            })
+            .collect()
+    }
+}
+
+/// Removes namespaces of earlier runs whose process is gone (a run killed before cleaning).
+fn remove_stale_namespaces() {
+    let Ok(list) = sh(&["ip", "netns", "list"]) else {
+        return;
+    };
+    for line in list.lines() {
+        let name = line.split_whitespace().next().unwrap_or("");
+        let Some(pid) = name
+            .strip_prefix("nlbe")
+            .and_then(|r| r.split('-').next())
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = sh(&["ip", "netns", "del", name]);
+        }
+    }
+}
+
+const SERVICE: &str = r#"
+# A backend: HTTP on one port answering its name to every GET; optionally a line-echo
+# "session" service on another port that first sends its name (a long-lived connection).
+import http.server, socket, socketserver, sys, threading
+name, http_port, session_port = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.0"
+    def do_GET(self):
+        body = (name + "\n").encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *args):
+        pass
+
+class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+def echo(conn):
+    conn.sendall((name + "\n").encode())
+    for line in conn.makefile("rb"):
+        conn.sendall(line)
+
+def sessions():
+    srv = socket.socket()
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind(("0.0.0.0", session_port))
+    srv.listen(16)
+    while True:
+        conn, _ = srv.accept()
+        threading.Thread(target=echo, args=(conn,), daemon=True).start()
+
+if session_port:
+    threading.Thread(target=sessions, daemon=True).start()
+Server(("0.0.0.0", http_port), Handler).serve_forever()
+"#;
+
+const SESSION: &str = r#"
+# The long-lived client: connects to VIP:9000, prints the backend's name, then one echo round
+# trip per line read from stdin ("ok N"); any failure prints "error ..." and exits 1.
+import socket, sys
+s = socket.create_connection((sys.argv[1], 9000), timeout=10)
+f = s.makefile("rb")
+print("backend", f.readline().decode().strip(), flush=True)
+n = 0
+for _ in sys.stdin:
+    n += 1
+    try:
+        s.sendall(b"ping %d\n" % n)
+        back = f.readline()
+    except OSError as e:
+        print("error", e, flush=True)
+        sys.exit(1)
+    if back != b"ping %d\n" % n:
+        print("error", back, flush=True)
+        sys.exit(1)
+    print("ok", n, flush=True)
+"#;
+
+fn config() -> String {
+    let instances: String = (0..3)
+        .map(|i| {
+            format!(
+                "  - {{name: {}, ip: {}, zone: lab-a, mac: '{}'}}\n",
+                BACKENDS[i],
+                backend_ip(i),
+                backend_mac(i)
+            )
+        })
+        .collect();
+    format!(
+        "nic: {{mac: '{NIC_MAC}'}}
+forwardingRules:
+  - {{name: web, IPAddress: {VIP}, IPProtocol: TCP, portRange: '80', target: web}}
+  - {{name: session, IPAddress: {VIP}, IPProtocol: TCP, portRange: '9000', target: web}}
+targetPools:
+  - {{name: web, region: lab, instances: [b1, b2, b3], healthChecks: [hc]}}
+instances:
+{instances}httpHealthChecks:
+  - {{name: hc, port: 8080, requestPath: /healthz, checkIntervalSec: 1, timeoutSec: 1, healthyThreshold: 1, unhealthyThreshold: 2}}
+"
+    )
+}
+
+fn build_topology(lab: &mut Lab) {
+    for ns in ["host", "cli", "b1", "b2", "b3"] {
+        let name = lab.ns(ns);
+        must(&["ip", "netns", "add", &name]);
+        lab.namespaces.push(name.clone());
+        must(&["ip", "-n", &name, "link", "set", "lo", "up"]);
+        // No IPv6 chatter (router solicitations) on the segment.
+        let _ = lab.run_in(ns, &["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"]);
+        let _ = lab.run_in(
+            ns,
+            &["sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1"],
+        );
+    }
+    let host = lab.ns("host");
+    let ip_host = |args: &[&str]| {
+        let mut v = vec!["ip", "-n", host.as_str()];
+        v.extend_from_slice(args);
+        must(&v);
+    };
+    ip_host(&["link", "add", "br0", "type", "bridge"]);
+    ip_host(&["link", "set", "br0", "up"]);
+    ip_host(&["addr", "add", "10.77.0.1/24", "dev", "br0"]);
+    // The NIC's port: nlb-sim receives and transmits on nic0.
+    ip_host(&[
+        "link", "add", "h-nic", "type", "veth", "peer", "name", "nic0",
+    ]);
+    ip_host(&["link", "set", "h-nic", "master", "br0", "up"]);
+    ip_host(&["link", "set", "nic0", "up"]);
+    // The client.
+    let cli = lab.ns("cli");
+    ip_host(&[
+        "link", "add", "h-cli", "type", "veth", "peer", "name", "eth0", "netns", &cli,
+    ]);
+    ip_host(&["link", "set", "h-cli", "master", "br0", "up"]);
+    must(&[
+        "ip",
+        "-n",
+        &cli,
+        "addr",
+        "add",
+        "10.77.0.10/24",
+        "dev",
+        "eth0",
+    ]);
+    must(&["ip", "-n", &cli, "link", "set", "eth0", "up"]);
+    must(&[
+        "ip",
+        "-n",
+        &cli,
+        "route",
+        "add",
+        &format!("{VIP}/32"),
+        "dev",
+        "eth0",
+    ]);
+    // The VIP resolves to the NIC's MAC: only nlb-sim receives what the client sends to it.
+    must(&[
+        "ip",
+        "-n",
+        &cli,
+        "neigh",
+        "replace",
+        VIP,
+        "lladdr",
+        NIC_MAC,
+        "dev",
+        "eth0",
+        "nud",
+        "permanent",
+    ]);
+    // The backends: the VIP on loopback, not answered in ARP (L2 DSR, SPEC R8).
+    for (i, b) in BACKENDS.iter().enumerate() {
+        let ns = lab.ns(b);
+        let port = format!("h-{b}");
+        ip_host(&[
+            "link", "add", &port, "type", "veth", "peer", "name", "eth0", "netns", &ns,
+        ]);
+        ip_host(&["link", "set", &port, "master", "br0", "up"]);
+        must(&[
+            "ip",
+            "-n",
+            &ns,
+            "link",
+            "set",
+            "eth0",
+            "address",
+            &backend_mac(i),
+        ]);
+        must(&[
+            "ip",
+            "-n",
+            &ns,
+            "addr",
+            "add",
+            &format!("{}/24", backend_ip(i)),
+            "dev",
+            "eth0",
+        ]);
+        must(&["ip", "-n", &ns, "link", "set", "eth0", "up"]);
+        must(&[
+            "ip",
+            "-n",
+            &ns,
+            "addr",
+            "add",
+            &format!("{VIP}/32"),
+            "dev",
+            "lo",
+        ]);
+        lab.run_in(b, &["sysctl", "-qw", "net.ipv4.conf.all.arp_ignore=1"])
+            .unwrap();
+        lab.run_in(b, &["sysctl", "-qw", "net.ipv4.conf.all.arp_announce=2"])
+            .unwrap();
+    }
+}
+
+fn start_service(lab: &mut Lab, b: &str) {
+    let script = lab.path("service.py");
+    let script = script.to_str().unwrap().to_string();
+    lab.spawn(
+        &format!("service-{b}"),
+        b,
+        &["python3", &script, b, "80", "9000"],
+    );
+}
+
+fn start_health(lab: &mut Lab, b: &str) {
+    let script = lab.path("service.py");
+    let script = script.to_str().unwrap().to_string();
+    lab.spawn(
+        &format!("health-{b}"),
+        b,
+        &["python3", &script, b, "8080", "0"],
+    );
+}
+
+/// The long-lived connection: a python client in the client namespace.
+struct Session {
+    child: Child,
+    stdin: ChildStdin,
+    lines: Receiver<String>,
+    backend: String,
+    rounds: u32,
+}
+
+impl Session {
+    fn open(lab: &Lab) -> Session {
+        let script = lab.path("session.py");
+        let mut child = lab
+            .exec("cli", &["python3", script.to_str().unwrap(), VIP])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("session client");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let first = lines.recv_timeout(WAIT).expect("the session's first line");
+        let backend = first
+            .strip_prefix("backend ")
+            .unwrap_or_else(|| panic!("session: {first}"))
+            .to_string();
+        Session {
+            child,
+            stdin,
+            lines,
+            backend,
+            rounds: 0,
+        }
+    }
+
+    /// One echo round trip over the same connection.
+    fn round_trip(&mut self) -> Result<(), String> {
+        self.rounds += 1;
+        writeln!(self.stdin, "go").map_err(|e| e.to_string())?;
+        self.stdin.flush().map_err(|e| e.to_string())?;
+        match self.lines.recv_timeout(WAIT) {
+            Ok(l) if l == format!("ok {}", self.rounds) => Ok(()),
+            Ok(l) => Err(l),
+            Err(e) => Err(format!("no answer: {e}")),
+        }
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Source MACs of the frames that carried replies from the VIP to the client, captured in the
+/// client namespace while `during` runs (None when tcpdump is not installed).
+fn reply_macs(lab: &Lab, during: impl FnOnce()) -> Option<Vec<String>> {
+    let found = Command::new("sh")
+        .args(["-c", "command -v tcpdump"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        eprintln!("note: tcpdump not installed; the reply path is not captured");
+        during();
+        return None;
+    }
+    let out = lab.path("replies.txt");
+    let mut cap = lab
+        .exec(
+            "cli",
+            &[
+                "tcpdump",
+                "-i",
+                "eth0",
+                "-n",
+                "-e",
+                "-l",
+                "-U",
+                "tcp and src host",
+                VIP,
+            ],
+        )
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("tcpdump");
+    // tcpdump says "listening on ..." once the capture runs.
+    let mut err = BufReader::new(cap.stderr.take().unwrap());
+    let mut line = String::new();
+    let _ = err.read_line(&mut line);
+    during();
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: kill(2) on our own child's pid, not reaped yet.
+    unsafe { libc::kill(cap.id() as i32, libc::SIGINT) };
+    let _ = cap.wait();
+    let text = std::fs::read_to_string(&out).unwrap_or_default();
+    Some(
+        text.lines()
+            .filter_map(|l| l.split_whitespace().nth(1).map(str::to_string))
+            .collect(),
+    )
+}
+
+/// The whole scenario with nlb-sim running `engine`.
+pub fn curl_through_the_simulated_nic_with_health_checks_and_dsr(engine: Engine) {
+    remove_stale_namespaces();
+    let mut lab = Lab {
+        prefix: format!("nlbe{}", std::process::id()),
+        dir: tempfile::tempdir().unwrap(),
+        children: Vec::new(),
+        namespaces: Vec::new(),
+    };
+    std::fs::write(lab.path("service.py"), SERVICE).unwrap();
+    std::fs::write(lab.path("session.py"), SESSION).unwrap();
+    std::fs::write(lab.path("lb.yaml"), config()).unwrap();
+    build_topology(&mut lab);
+    for b in BACKENDS {
+        start_service(&mut lab, b);
+        start_health(&mut lab, b);
+    }
+
+    let nic_sock = lab.path("nic.sock");
+    let nic = nic_sock.to_str().unwrap().to_string();
+    lab.spawn(
+        "nlb-sim",
+        "host",
+        &[
+            env!("CARGO_BIN_EXE_nlb-sim"),
+            "--socket",
+            &nic,
+            "--rx",
+            "nic0",
+            "--tx",
+            "nic0",
+            "--engine",
+            engine.name(),
+        ],
+    );
+    lab.wait_for("nlb-sim's socket", || {
+        std::os::unix::net::UnixStream::connect(&nic_sock).ok()
+    });
+    let config = lab.path("lb.yaml");
+    let admin = lab.path("admin.sock");
+    lab.spawn(
+        "nlbd",
+        "host",
+        &[
+            env!("CARGO_BIN_EXE_nlbd"),
+            "--config",
+            config.to_str().unwrap(),
+            "--device",
+            &format!("sim:{nic}"),
+            "--admin-socket",
+            admin.to_str().unwrap(),
+            "--metrics-addr",
+            "127.0.0.1:9470",
+        ],
+    );
+    let attach = Instant::now();
+    lab.wait_long("nlbd attached to the NIC", engine.attach_limit(), || {
+        lab.admin("status")
+    });
+    eprintln!(
+        "e2e ({}): nlbd attached and loaded in {:.1} s",
+        engine.name(),
+        attach.elapsed().as_secs_f64()
+    );
+    for b in BACKENDS {
+        lab.wait_for(&format!("{b} healthy"), || {
+            (lab.health(b)? == "healthy").then_some(())
+        });
+    }
+
+    // 1. curl to the VIP works; new connections spread over the backends; the replies come
+    //    straight from the backends (their MACs), not through the NIC.
+    let mut answers = Vec::new();
+    let macs = reply_macs(&lab, || answers = lab.curls(30));
+    let spread: std::collections::BTreeSet<&String> = answers.iter().collect();
+    assert!(spread.len() >= 2, "30 connections all went to {spread:?}");
+    assert!(
+        answers.iter().all(|a| BACKENDS.contains(&a.as_str())),
+        "{answers:?}"
+    );
+    if let Some(macs) = macs {
+        assert!(!macs.is_empty(), "no reply frame captured");
+        let backend_macs: Vec<String> = (0..3).map(backend_mac).collect();
+        for m in &macs {
+            assert!(
+                backend_macs.contains(m),
+                "a reply came from {m}, not from a backend's own MAC"
+            );
+        }
+    }
+
+    // 2. A long-lived connection, then another backend stops: it turns unhealthy, new
+    //    connections avoid it, the long-lived connection carries on.
+    let mut session = Session::open(&lab);
+    session.round_trip().unwrap();
+    let kept = session.backend.clone();
+    let victim = BACKENDS.iter().find(|b| **b != kept).unwrap().to_string();
+    lab.stop(&format!("service-{victim}"));
+    lab.stop(&format!("health-{victim}"));
+    lab.wait_for(&format!("{victim} unhealthy"), || {
+        (lab.health(&victim)? == "unhealthy").then_some(())
+    });
+    lab.wait_for(&format!("{victim} out of the tables"), || {
+        let e = lab.eligible()?;
+        (e.len() == 2 && !e.contains(&victim)).then_some(())
+    });
+    let answers = lab.curls(30);
+    assert!(
+        !answers.contains(&victim),
+        "a new connection reached the unhealthy {victim}: {answers:?}"
+    );
+    session
+        .round_trip()
+        .unwrap_or_else(|e| panic!("the long-lived connection to {kept} broke: {e}"));
+
+    // 3. Its service comes back but its health check does not: still no new connections.
+    start_service(&mut lab, &victim);
+    std::thread::sleep(Duration::from_millis(500));
+    let answers = lab.curls(15);
+    assert!(!answers.contains(&victim), "{answers:?}");
+
+    // 4. Every health check fails: fail open, all three take new connections again (the
+    //    unhealthy ones included), and the long-lived connection still carries on.
+    for b in BACKENDS.iter().filter(|b| **b != victim) {
+        lab.stop(&format!("health-{b}"));
+    }
+    for b in BACKENDS {
+        lab.wait_for(&format!("{b} unhealthy"), || {
+            (lab.health(b)? == "unhealthy").then_some(())
+        });
+    }
+    lab.wait_for("fail open (three eligible)", || {
+        (lab.eligible()?.len() == 3).then_some(())
+    });
+    let answers = lab.curls(40);
+    let spread: std::collections::BTreeSet<&String> = answers.iter().collect();
+    assert!(
+        answers.contains(&victim) && spread.len() == 3,
+        "fail open should serve all three: {answers:?}"
+    );
+    session
+        .round_trip()
+        .unwrap_or_else(|e| panic!("the long-lived connection to {kept} broke: {e}"));
+
+    // nlbd installed what the NIC learned, and its metrics say what happened.
+    let s = lab.admin("status").unwrap();
+    assert!(s["learn_events"].as_u64().unwrap() > 0, "{s}");
+    // Three table changes: the victim out; one more down; fail open.
+    assert!(s["decisions"].as_u64().unwrap() >= 3, "{s}");
+    let metrics = lab
+        .run_in(
+            "host",
+            &[
+                "curl",
+                "-sS",
+                "--max-time",
+                "10",
+                "http://127.0.0.1:9470/metrics",
+            ],
+        )
+        .unwrap();
+    for needle in [
+        "nlbd_pool_eligible{pool=\"web\"} 3",
+        "nlbd_pool_healthy{pool=\"web\"} 0",
+        "nlb_rule_packets_total{rule=\"web\"}",
+        "nlbd_decision_to_active_seconds_count",
+    ] {
+        assert!(metrics.contains(needle), "metrics lack `{needle}`");
+    }
+    // The client's frames came with partial checksums (nothing turned offload off), and
+    // nlb-sim completed them: the backends answered every request above.
+    assert!(
+        lab.log("nlb-sim")
+            .contains("completing the partial TCP/UDP checksums"),
+        "nlb-sim never saw a partial checksum\n{}",
+        lab.logs()
+    );
+    eprintln!(
+        "e2e ({}): decision to table active: mean {:.2} ms, max {:.2} ms over {} decisions",
+        engine.name(),
+        s["decision_latency_mean_ms"].as_f64().unwrap_or(0.0),
+        s["decision_latency_max_ms"].as_f64().unwrap_or(0.0),
+        s["decisions"]
+    );
+    drop(session);
+}
