@@ -6,17 +6,20 @@
 //! never in two ways). The manager keeps a copy of every entry, so lookups and scans cost no
 //! register access, and rebuilds it from the device on attach.
 //!
-//! Writes go through the `conntrack` window: the data words, then `cmd = WRITE` with `valid`
-//! clear, then word 0 again with `valid` set and a second `cmd = WRITE` — so the entry only
-//! becomes valid once every other word is in place, whatever order the hardware commits the
-//! words in (`ct_entry` in `docs/regmap.md`: valid written last). Evictions clear `valid`
-//! alone. Batches of operations go to the device as one register batch.
+//! Writes go through the `conntrack` window: the data words that differ from what the window
+//! holds, then `cmd = WRITE_AT | index << 8` with `valid` clear, then word 0 again with `valid`
+//! set and a second `WRITE_AT` — so the entry only becomes valid once every other word is in
+//! place, whatever order the hardware commits the words in (`ct_entry` in `docs/regmap.md`:
+//! valid written last). Evictions clear `valid` alone. After a write the window holds the
+//! stored entry (regmap v3), which is what the manager wrote, so its copy of the window stays
+//! exact. Batches of operations go to the device as one register batch.
 //!
 //! Ageing reads the hit bits (`hit_read`, 32 entries per read, clear on read): an entry hit
 //! since the last pass is refreshed, one idle past its timeout is evicted.
 
 use crate::device::{Batch, Device, DeviceError};
 use crate::discovery::DeviceInfo;
+use crate::loader::{CMD_INDEX_MAX, CMD_INDEX_SHIFT};
 use nlb_hw::blocks::conntrack as win;
 use nlb_hw::enums::{KeyType, TableCmd};
 use nlb_hw::layouts::{CtEntry, LearnEvent};
@@ -47,6 +50,16 @@ pub enum ConntrackError {
     /// The device has no conntrack block.
     #[error("the device has no conntrack register block")]
     NoBlock,
+    /// The device reports more entries than a command can address.
+    #[error(
+        "the device reports {entries} connection-table entries; commands address at most {max}"
+    )]
+    TooLarge {
+        /// buckets × ways the device reports.
+        entries: u64,
+        /// Entries a command can address.
+        max: u64,
+    },
     /// A connection does not encode.
     #[error("connection does not encode: {0}")]
     Encode(#[from] LayoutError),
@@ -208,6 +221,11 @@ pub fn pack_ct(e: &CtEntry) -> Result<[u32; WORDS], LayoutError> {
     Ok(w)
 }
 
+/// `cmd` of a WRITE_AT of entry `index` (below [`CMD_INDEX_MAX`]: checked on attach).
+fn write_at(index: u32) -> u32 {
+    (index << CMD_INDEX_SHIFT) | TableCmd::WriteAt.value()
+}
+
 fn tuple5(key: &FlowKey) -> FlowKey {
     key.with_type(KeyType::Tuple5)
 }
@@ -252,7 +270,12 @@ impl Conntrack {
         let caps = info.firmware.capacities;
         let buckets = caps.ct_buckets.max(1);
         let ways = caps.ct_ways.max(1);
-        let len = buckets as usize * ways as usize;
+        let entries = u64::from(buckets) * u64::from(ways);
+        let max = u64::from(CMD_INDEX_MAX) + 1;
+        if entries > max {
+            return Err(ConntrackError::TooLarge { entries, max });
+        }
+        let len = entries as usize;
         let mut ct = Conntrack {
             buckets,
             ways,
@@ -343,8 +366,7 @@ impl Conntrack {
             let last = (first + STEP).min(range.end);
             for i in first..last {
                 self.batch
-                    .write(win::INDEX, i)
-                    .write(win::CMD, TableCmd::Read.value())
+                    .write(win::CMD, (i << CMD_INDEX_SHIFT) | TableCmd::ReadAt.value())
                     .read(win::STATUS)
                     .read_words(win::DATA, WORDS as u32);
             }
@@ -384,10 +406,8 @@ impl Conntrack {
     }
 
     /// Queues the window writes that make entry `index` hold `words` (data words that differ
-    /// from what the window holds, then the command).
+    /// from what the window holds, then the command, which carries the index).
     fn queue_entry(&mut self, index: u32, words: &[u32; WORDS], first_word: u32) {
-        self.batch.write(win::INDEX, index);
-        self.stats.writes += 1;
         for (k, (held, w)) in self.window.iter_mut().zip(words).enumerate().skip(1) {
             if *held != Some(*w) {
                 self.batch.write(win::DATA + 4 * k as u32, *w);
@@ -400,7 +420,7 @@ impl Conntrack {
             self.window[0] = Some(first_word);
             self.stats.writes += 1;
         }
-        self.batch.write(win::CMD, TableCmd::Write.value());
+        self.batch.write(win::CMD, write_at(index));
         self.stats.writes += 1;
     }
 
@@ -410,7 +430,7 @@ impl Conntrack {
         self.queue_entry(index, &words, words[0] & !VALID_BIT);
         if words[0] & VALID_BIT != 0 {
             self.batch.write(win::DATA, words[0]);
-            self.batch.write(win::CMD, TableCmd::Write.value());
+            self.batch.write(win::CMD, write_at(index));
             self.window[0] = Some(words[0]);
             self.stats.writes += 2;
         }

@@ -16,11 +16,14 @@
 //! suspect and always rewritten.
 //!
 //! # Register writes per entry
-//! For each changed entry: `index`, the data words that differ from what the window already
-//! holds, `cmd = WRITE`, then `cmd = READ` for the read-back (verification). Entries of a
-//! table are written grouped by value, so a run of entries that receive the same value (the
-//! Maglev slots of a failed backend moving to the same survivor) need no data writes after the
-//! first. [`LoadReport`] counts update, verification and control writes separately.
+//! For each changed entry: the data words that differ from what the window already holds,
+//! then one `cmd = WRITE_AT | index << 8`. The device leaves the stored entry in the data words
+//! after a write, so verification reads `status`, `index` (the command ran) and the data words
+//! back: no write. Entries of
+//! a table are written grouped by value, so a run of entries that receive the same value (the
+//! Maglev slots of a failed backend moving to the same survivor) cost one write each after the
+//! first. Add one `select` per table and bank touched. [`LoadReport`] counts update,
+//! verification and control writes separately.
 
 use crate::device::{Batch, Device, DeviceError};
 use nlb_hw::blocks::{ctrl, table as win};
@@ -80,6 +83,21 @@ pub enum LoadError {
         index: u32,
         /// `write` or `read`.
         op: &'static str,
+    },
+    /// The window's `index` does not show the WRITE_AT just issued: the command did not run.
+    #[error(
+        "the table window did not run WRITE_AT of {table:?} entry {index} in bank {bank} \
+         (its index register reads {found})"
+    )]
+    NotExecuted {
+        /// Table.
+        table: Table,
+        /// Bank.
+        bank: u8,
+        /// Index written.
+        index: u32,
+        /// What `index` read.
+        found: u32,
     },
     /// Read-back differs from what was written.
     #[error(
@@ -172,9 +190,10 @@ pub struct LoadReport {
     pub changed_entries: usize,
     /// Changed entries per table, in `Table::ALL` order.
     pub changed_by_table: Vec<(Table, usize)>,
-    /// Writes that updated the bank: `select`, `index`, data words, `cmd = WRITE`.
+    /// Writes that updated the bank: `select`, data words, `cmd = WRITE_AT`.
     pub update_writes: u64,
-    /// Writes for the read-back: `cmd = READ`.
+    /// Writes made only to verify (0: a write leaves the stored entry in the window, so the
+    /// read-back is reads only).
     pub verify_writes: u64,
     /// NIC settings, `active_bank`, `generation`, `enable`.
     pub control_writes: u64,
@@ -258,6 +277,18 @@ pub fn table_depth(profile: &Profile, table: Table) -> u32 {
 
 fn select_word(table: Table, bank: u8) -> u32 {
     table.value() | (u32::from(bank & 1) << 8)
+}
+
+/// Bits of `table.cmd` above the command: the entry index of WRITE_AT / READ_AT.
+pub const CMD_INDEX_SHIFT: u32 = 8;
+
+/// Largest entry index a `cmd` write can carry (bits 31..8).
+pub const CMD_INDEX_MAX: u32 = u32::MAX >> CMD_INDEX_SHIFT;
+
+/// The `cmd` word of a command on entry `index` (WRITE_AT / READ_AT); `None` if the index does
+/// not fit in bits 31..8.
+pub fn cmd_at(cmd: TableCmd, index: u32) -> Option<u32> {
+    (index <= CMD_INDEX_MAX).then_some((index << CMD_INDEX_SHIFT) | cmd.value())
 }
 
 /// Keeps both banks of one device in step with the images given to it.
@@ -352,6 +383,15 @@ impl Loader {
         self.suspect[b].clear();
         for table in Table::ALL {
             let depth = table_depth(self.profile, table);
+            if depth > CMD_INDEX_MAX + 1 {
+                // No profile has such a table (tested); refuse rather than alias entries.
+                return Err(LoadError::Window {
+                    table,
+                    bank,
+                    index: CMD_INDEX_MAX + 1,
+                    op: "read",
+                });
+            }
             let words = Tables::entry_words(table);
             self.batch.write(win::SELECT, select_word(table, bank));
             let step = self.opts.batch_entries.max(1) as u32;
@@ -360,8 +400,7 @@ impl Loader {
                 let last = (first + step).min(depth);
                 for i in first..last {
                     self.batch
-                        .write(win::INDEX, i)
-                        .write(win::CMD, TableCmd::Read.value())
+                        .write(win::CMD, (i << CMD_INDEX_SHIFT) | TableCmd::ReadAt.value())
                         .read(win::STATUS)
                         .read_words(win::DATA, words as u32);
                 }
@@ -448,6 +487,14 @@ impl Loader {
         }
         let mut encoded: Vec<(Table, u32, Vec<u32>)> = Vec::with_capacity(changes.len());
         for (table, index) in changes {
+            if index > CMD_INDEX_MAX {
+                return Err(LoadError::Window {
+                    table,
+                    bank: target,
+                    index,
+                    op: "write",
+                });
+            }
             let words = tables.read_entry(table, index).map_err(|e| match e {
                 nlb_hw::TableError::Layout(source) => LoadError::Encode {
                     table,
@@ -537,9 +584,9 @@ impl Loader {
                     report.update_writes += 1;
                     selected = Some(*table);
                 }
+                // Indices were checked against CMD_INDEX_MAX before the device was touched.
+                let cmd = (index << CMD_INDEX_SHIFT) | TableCmd::WriteAt.value();
                 self.suspect[b].insert((table.value(), *index));
-                self.batch.write(win::INDEX, *index);
-                report.update_writes += 1;
                 for (k, w) in words.iter().enumerate() {
                     if window[k] != Some(*w) {
                         self.batch.write(win::DATA + 4 * k as u32, *w);
@@ -547,27 +594,39 @@ impl Loader {
                         report.update_writes += 1;
                     }
                 }
+                // The device reads the stored entry back into the window: verify by reading.
+                // (A write that stored something else fails the load below, so the window
+                // tracking only has to hold for writes that verify.)
+                // `index` shows the command ran (a lost command would leave the data words
+                // as written, and they alone would verify).
                 self.batch
-                    .write(win::CMD, TableCmd::Write.value())
-                    .write(win::CMD, TableCmd::Read.value())
+                    .write(win::CMD, cmd)
                     .read(win::STATUS)
+                    .read(win::INDEX)
                     .read_words(win::DATA, words.len() as u32);
                 report.update_writes += 1;
-                report.verify_writes += 1;
-                report.reads += 1 + words.len() as u64;
+                report.reads += 2 + words.len() as u64;
             }
             let r = self.batch.run(dev)?;
             let mut at = 0;
             for (table, index, words) in chunk {
-                let status = r[at];
-                let read = &r[at + 1..at + 1 + words.len()];
-                at += 1 + words.len();
+                let (status, ran) = (r[at], r[at + 1]);
+                let read = &r[at + 2..at + 2 + words.len()];
+                at += 2 + words.len();
                 if status & 2 != 0 {
                     return Err(LoadError::Window {
                         table: *table,
                         bank,
                         index: *index,
                         op: "write",
+                    });
+                }
+                if ran != *index {
+                    return Err(LoadError::NotExecuted {
+                        table: *table,
+                        bank,
+                        index: *index,
+                        found: ran,
                     });
                 }
                 if read != words.as_slice() {

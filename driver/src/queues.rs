@@ -4,6 +4,11 @@
 //!
 //! Polling: [`Queues::poll`] reads both status registers in one batch; a caller with nothing
 //! to do calls [`Device::wait`] (which advances a simulated device's clock, or sleeps).
+//!
+//! The overflow bits of `punt_status` / `learn_status` clear when read, and the pops read the
+//! status registers too (to learn how many entries wait). So that no overflow is lost between
+//! a [`Queues::poll`] and a pop, every status read keeps the bit it saw until the next
+//! [`Queues::poll`] reports it.
 
 use crate::device::{Batch, Device, DeviceError};
 use nlb_hw::blocks::{counters as cnt, queues as q};
@@ -61,7 +66,13 @@ pub const WINDOW_BYTES: usize = q::PUNT_DATA_COUNT as usize * 4;
 #[derive(Debug, Default)]
 pub struct Queues {
     batch: Batch,
+    /// Overflow bits seen by a status read and not yet reported by [`Queues::poll`].
+    punt_overflow: bool,
+    learn_overflow: bool,
 }
+
+/// Bit of a queue status register: the queue overflowed since the register was last read.
+const OVERFLOW_BIT: u32 = 1 << 31;
 
 impl Queues {
     /// A queue accessor.
@@ -69,19 +80,41 @@ impl Queues {
         Queues::default()
     }
 
-    /// Reads both status registers (clears the overflow flags).
+    /// Reads both status registers. The overflow flags report every overflow the device
+    /// flagged since the last `poll`, including those a pop's status read cleared; reporting
+    /// them clears them.
     pub fn poll<D: Device + ?Sized>(&mut self, dev: &mut D) -> Result<QueueStatus, QueueError> {
         let r = self
             .batch
             .read(q::PUNT_STATUS)
             .read(q::LEARN_STATUS)
             .run(dev)?;
-        Ok(QueueStatus {
-            punt: r[0] & 0xffff,
-            punt_overflow: r[0] >> 31 != 0,
-            learn: r[1] & 0xffff,
-            learn_overflow: r[1] >> 31 != 0,
-        })
+        let (punt, learn) = (r[0], r[1]);
+        let status = QueueStatus {
+            punt: punt & 0xffff,
+            punt_overflow: self.punt_overflow || punt & OVERFLOW_BIT != 0,
+            learn: learn & 0xffff,
+            learn_overflow: self.learn_overflow || learn & OVERFLOW_BIT != 0,
+        };
+        self.punt_overflow = false;
+        self.learn_overflow = false;
+        Ok(status)
+    }
+
+    /// Reads `learn_status`, keeping its overflow bit for the next [`Queues::poll`]; returns
+    /// the events waiting.
+    fn learn_waiting<D: Device + ?Sized>(&mut self, dev: &mut D) -> Result<u32, QueueError> {
+        let status = self.batch.read(q::LEARN_STATUS).run(dev)?[0];
+        self.learn_overflow |= status & OVERFLOW_BIT != 0;
+        Ok(status & 0xffff)
+    }
+
+    /// Reads `punt_status`, keeping its overflow bit for the next [`Queues::poll`]; returns
+    /// the frames waiting.
+    fn punt_waiting<D: Device + ?Sized>(&mut self, dev: &mut D) -> Result<u32, QueueError> {
+        let status = self.batch.read(q::PUNT_STATUS).run(dev)?[0];
+        self.punt_overflow |= status & OVERFLOW_BIT != 0;
+        Ok(status & 0xffff)
     }
 
     /// Pops up to `max` learn/teardown events into `out` (one register batch per event).
@@ -91,7 +124,7 @@ impl Queues {
         max: usize,
         out: &mut Vec<LearnEvent>,
     ) -> Result<usize, QueueError> {
-        let waiting = self.batch.read(q::LEARN_STATUS).run(dev)?[0] & 0xffff;
+        let waiting = self.learn_waiting(dev)?;
         let n = (waiting as usize).min(max);
         for _ in 0..n {
             self.batch
@@ -110,7 +143,7 @@ impl Queues {
         &mut self,
         dev: &mut D,
     ) -> Result<Option<PuntedFrame>, QueueError> {
-        let waiting = self.batch.read(q::PUNT_STATUS).run(dev)?[0] & 0xffff;
+        let waiting = self.punt_waiting(dev)?;
         if waiting == 0 {
             return Ok(None);
         }

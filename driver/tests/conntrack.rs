@@ -11,7 +11,8 @@ use nlb_driver::queues::Queues;
 use nlb_driver::sim::Sim;
 use nlb_driver::{discover, DeviceInfo};
 use nlb_hw::blocks::conntrack as win;
-use nlb_hw::enums::Verdict;
+use nlb_hw::blocks::queues as qb;
+use nlb_hw::enums::{TableCmd, Verdict};
 use nlb_hw::hash::addr_to_u128;
 use nlb_hw::{table_index, FlowKey, NicSettings};
 use std::net::{IpAddr, Ipv4Addr};
@@ -149,6 +150,11 @@ impl Device for Watch {
             self.index_reg = value;
         }
         if offset == win::CMD {
+            // WRITE_AT/READ_AT carry the index in bits 31..8 (docs/regmap.md, table_cmd).
+            let cmd = TableCmd::from_value(value & 0xff);
+            if matches!(cmd, Some(TableCmd::WriteAt | TableCmd::ReadAt)) {
+                self.index_reg = value >> 8;
+            }
             self.commands += 1;
             let dev = self.sim.lock();
             let e = dev.conntrack().entry(self.index_reg).copied().unwrap();
@@ -300,4 +306,32 @@ fn learn_events_from_traffic_become_connections() {
         assert_eq!(r.conntrack, firmware_sim::CtOutcome::Hit);
         assert_eq!(r.backend, Some(A_BACKEND));
     }
+}
+
+#[test]
+fn a_learn_queue_overflow_between_poll_and_pop_is_still_reported() {
+    let (mut sim, _info) = setup();
+    let depth = profile().queue_depth as u16;
+    let mut q = Queues::new();
+    for p in 0..10 {
+        assert!(send(&sim, 40000 + p).event.is_some());
+    }
+    let s = q.poll(&mut sim).unwrap();
+    assert_eq!((s.learn, s.learn_overflow), (10, false));
+    // More misses than the queue holds arrive after the poll: the device drops the rest and
+    // flags the overflow.
+    for p in 0..depth {
+        send(&sim, 41000 + p);
+    }
+    let mut events = Vec::new();
+    assert_eq!(
+        q.pop_learn(&mut sim, 1000, &mut events).unwrap(),
+        usize::from(depth)
+    );
+    // The pop's status read cleared the device's flag (read-to-clear, docs/regmap.md) ...
+    assert_eq!(sim.read32(qb::LEARN_STATUS).unwrap(), 0);
+    // ... yet the next poll reports the overflow, once.
+    let s = q.poll(&mut sim).unwrap();
+    assert_eq!((s.learn, s.learn_overflow), (0, true));
+    assert!(!q.poll(&mut sim).unwrap().learn_overflow);
 }

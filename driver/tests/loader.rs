@@ -40,7 +40,7 @@ fn first_load_serves_the_image() {
     assert_eq!(report.changed_entries, 10);
     assert_eq!(nonempty_entries(&a), 10);
     assert_eq!((report.bank, report.generation), (1, 1));
-    assert_eq!(report.verify_writes, 10);
+    assert_eq!(report.verify_writes, 0, "the read-back is reads only");
     // active_bank, generation, and enable (the device came out of reset disabled).
     assert_eq!(report.control_writes, 3);
     assert_eq!(sim.read32(ctrl::ACTIVE_BANK).unwrap(), 1);
@@ -70,17 +70,24 @@ fn delta_load_writes_only_what_differs_from_the_target_bank() {
     loader.load(&mut sim, &a, &nic).unwrap(); // bank 1 = A
     let r = loader.load(&mut sim, &a, &nic).unwrap(); // bank 0 = A
     assert_eq!((r.bank, r.changed_entries), (0, 10));
-    let r = loader.load(&mut sim, &b, &nic).unwrap(); // bank 1: A -> B
+    let mut counting = Counting::new(&sim);
+    let r = loader.load(&mut counting, &b, &nic).unwrap(); // bank 1: A -> B
     assert_eq!(r.bank, 1);
     // B differs from A in rule 0, slot 0 and slot 1.
     assert_eq!(r.changed_entries, 3);
     assert_eq!(changed(&a, &b, Table::Rule), 1);
     assert_eq!(changed(&a, &b, Table::Maglev), 2);
-    // Hand count: select ×2 (rule, maglev), then per entry index + one data word + WRITE.
-    assert_eq!(r.update_writes, 2 + 3 * 3);
-    assert_eq!(r.verify_writes, 3);
+    // Hand count: select ×2 (rule, maglev), then per entry its one data word (each differs
+    // from the one before) + WRITE_AT carrying the index; the read-back is reads only.
+    assert_eq!(r.update_writes, 2 + 3 * 2);
+    assert_eq!(r.verify_writes, 0);
     assert_eq!(r.control_writes, 2, "flip and generation only");
-    assert_eq!(r.total_writes(), 16);
+    assert_eq!(r.total_writes(), 10);
+    assert_eq!(
+        counting.writes, 10,
+        "the device saw as many writes as reported"
+    );
+    assert_eq!(counting.reads, r.reads, "and as many reads");
     assert_eq!(send(&sim, 40001).1, Some(B_BACKEND));
     // Loading what the target bank already holds writes no entry.
     let r = loader.load(&mut sim, &b, &nic).unwrap(); // bank 0: A -> B
@@ -91,6 +98,82 @@ fn delta_load_writes_only_what_differs_from_the_target_bank() {
         (0, 0, 2)
     );
     assert_eq!(loader.generation(), 5);
+}
+
+/// A device that counts the register accesses reaching it (the loader's own report is
+/// checked against these, not trusted).
+struct Counting {
+    sim: Sim,
+    writes: u64,
+    reads: u64,
+}
+
+impl Counting {
+    fn new(sim: &Sim) -> Counting {
+        Counting {
+            sim: sim.clone(),
+            writes: 0,
+            reads: 0,
+        }
+    }
+}
+
+impl Device for Counting {
+    fn read32(&mut self, offset: u32) -> Result<u32, DeviceError> {
+        self.reads += 1;
+        self.sim.read32(offset)
+    }
+    fn write32(&mut self, offset: u32, value: u32) -> Result<(), DeviceError> {
+        self.writes += 1;
+        self.sim.write32(offset, value)
+    }
+    fn describe(&self) -> String {
+        "counting".into()
+    }
+}
+
+#[test]
+fn a_run_of_equal_slots_costs_one_write_per_entry() {
+    let mut sim = Sim::new(profile());
+    let mut loader = attach(&mut sim);
+    let nic = NicSettings::default();
+    let a = image(profile(), Which::A, 0);
+    loader.load(&mut sim, &a, &nic).unwrap();
+    loader.load(&mut sim, &a, &nic).unwrap();
+    // 300 Maglev slots move to one backend and 100 to another (a failed backend's slots
+    // going to the survivors), in bank 1.
+    let mut moved = a.clone();
+    for s in 2000..2300 {
+        moved.maglev[s] = nlb_hw::layouts::MaglevSlot { backend: 7 };
+    }
+    for s in 3000..3100 {
+        moved.maglev[s] = nlb_hw::layouts::MaglevSlot { backend: 8 };
+    }
+    let mut counting = Counting::new(&sim);
+    let r = loader.load(&mut counting, &moved, &nic).unwrap();
+    assert_eq!(r.changed_entries, 400);
+    // select + (data word + WRITE_AT) per run + WRITE_AT per other entry + flip + generation.
+    assert_eq!(counting.writes, 1 + 2 * 2 + 398 + 2);
+    assert_eq!(r.total_writes(), counting.writes);
+    assert!(counting.writes <= 2 * r.changed_entries as u64);
+    assert_eq!(sim.lock().bank(1), &moved);
+}
+
+#[test]
+fn every_profile_table_is_addressable_by_a_command() {
+    // cmd bits 31..8 carry the index (docs/regmap.md, table_cmd): 2^24 entries at most.
+    for p in nlb_hw::PROFILES {
+        for t in Table::ALL {
+            let depth = nlb_driver::loader::table_depth(p, t);
+            assert!(
+                depth - 1 <= nlb_driver::loader::CMD_INDEX_MAX,
+                "{} {t:?}: {depth} entries",
+                p.name
+            );
+        }
+        assert!(p.ct_buckets * p.ct_ways - 1 <= nlb_driver::loader::CMD_INDEX_MAX);
+    }
+    assert_eq!(nlb_driver::loader::CMD_INDEX_MAX, (1 << 24) - 1);
 }
 
 #[test]
@@ -322,6 +405,39 @@ fn a_read_back_mismatch_aborts_before_the_flip() {
     assert_eq!(sim.read32(ctrl::ACTIVE_BANK).unwrap(), 0, "no flip");
     assert_eq!(sim.read32(ctrl::ENABLE).unwrap(), 0);
     // The same loader recovers on a sound device.
+    loader.load(&mut sim, &a, &NicSettings::default()).unwrap();
+    assert_eq!(sim.lock().bank(1), &a);
+}
+
+/// A device whose table window drops every command (the data words keep what was written).
+#[derive(Debug)]
+struct LostCommands(Sim);
+
+impl Device for LostCommands {
+    fn read32(&mut self, offset: u32) -> Result<u32, DeviceError> {
+        self.0.read32(offset)
+    }
+    fn write32(&mut self, offset: u32, value: u32) -> Result<(), DeviceError> {
+        if offset == win::CMD {
+            return Ok(());
+        }
+        self.0.write32(offset, value)
+    }
+    fn describe(&self) -> String {
+        "lost commands".into()
+    }
+}
+
+#[test]
+fn a_write_that_never_ran_fails_verification() {
+    let mut sim = Sim::new(profile());
+    let mut loader = attach(&mut sim);
+    let a = image(profile(), Which::A, 0);
+    let e = loader
+        .load(&mut LostCommands(sim.clone()), &a, &NicSettings::default())
+        .unwrap_err();
+    assert!(matches!(e, LoadError::NotExecuted { bank: 1, .. }), "{e}");
+    assert_eq!(sim.read32(ctrl::ACTIVE_BANK).unwrap(), 0, "no flip");
     loader.load(&mut sim, &a, &NicSettings::default()).unwrap();
     assert_eq!(sim.lock().bank(1), &a);
 }

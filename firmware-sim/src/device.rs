@@ -13,7 +13,7 @@ use crate::pipeline::{self, Context, Lane, OutputError, PacketResult};
 use nlb_hw::blocks;
 use nlb_hw::enums::{DefaultAction, Event, Table, TableCmd, Verdict};
 use nlb_hw::layouts::{CtEntry, InjectHeader, LearnEvent, PuntHeader};
-use nlb_hw::{NicSettings, Profile, Tables, DESIGN_VERSION, REGMAP_VERSION};
+use nlb_hw::{LayoutError, NicSettings, Profile, Tables, DESIGN_VERSION, REGMAP_VERSION};
 use std::collections::VecDeque;
 use std::fmt;
 use std::time::Duration;
@@ -694,28 +694,32 @@ impl SimDevice {
         }
     }
 
-    /// Executes a table-window command; false on error.
+    /// Executes a table-window command; false on error (nothing changed).
     fn table_cmd(&mut self, cmd: u32) -> bool {
+        let Some((write, index)) = decode_cmd(cmd, self.table.index) else {
+            return false;
+        };
         let Some(table) = Table::from_value(self.table.select & 0xff) else {
             return false;
         };
-        let bank = ((self.table.select >> 8) & 1) as usize;
-        let index = self.table.index;
-        match TableCmd::from_value(cmd) {
-            Some(TableCmd::Write) => {
-                let words = Tables::entry_words(table);
-                self.banks[bank]
-                    .write_entry(table, index, &self.table.data[..words])
-                    .is_ok()
+        let bank = &mut self.banks[((self.table.select >> 8) & 1) as usize];
+        if write {
+            let words = Tables::entry_words(table);
+            if bank
+                .write_entry(table, index, &self.table.data[..words])
+                .is_err()
+            {
+                return false;
             }
-            Some(TableCmd::Read) => match self.banks[bank].read_entry(table, index) {
-                Ok(words) => {
-                    self.table.data[..words.len()].copy_from_slice(&words);
-                    true
-                }
-                Err(_) => false,
-            },
-            None => false,
+        }
+        // READ, and WRITE's read-back: the data words hold what the memory stores.
+        match bank.read_entry(table, index) {
+            Ok(words) => {
+                self.table.data[..words.len()].copy_from_slice(&words);
+                self.table.index = index;
+                true
+            }
+            Err(_) => false,
         }
     }
 
@@ -745,21 +749,25 @@ impl SimDevice {
         }
     }
 
+    /// Executes a conntrack command; false on error (nothing changed).
     fn ct_cmd(&mut self, cmd: u32) -> bool {
-        let index = self.ct.index;
-        match TableCmd::from_value(cmd) {
-            Some(TableCmd::Write) => match CtEntry::unpack(&self.ct.data[..CtEntry::WORDS]) {
-                Ok(e) => self.conntrack.write(index, e).is_ok(),
-                Err(_) => false,
-            },
-            Some(TableCmd::Read) => match self.conntrack.entry(index).map(|e| e.pack()) {
-                Some(Ok(words)) => {
-                    self.ct.data[..words.len()].copy_from_slice(&words);
-                    true
-                }
-                _ => false,
-            },
-            None => false,
+        let Some((write, index)) = decode_cmd(cmd, self.ct.index) else {
+            return false;
+        };
+        if write {
+            let e = unpack_ct(&self.ct.data);
+            if self.conntrack.write(index, e).is_err() {
+                return false;
+            }
+        }
+        // READ, and WRITE's read-back.
+        match self.conntrack.entry(index).map(pack_ct) {
+            Some(Ok(words)) => {
+                self.ct.data[..words.len()].copy_from_slice(&words);
+                self.ct.index = index;
+                true
+            }
+            _ => false,
         }
     }
 
@@ -897,6 +905,98 @@ impl SimDevice {
     }
 }
 
+/// Bits 31..8 of a `cmd` write: the entry index of WRITE_AT / READ_AT.
+pub const CMD_INDEX_SHIFT: u32 = 8;
+
+/// Decodes a `cmd` write of the table or conntrack block: (is a write, entry index), `None`
+/// for an unknown command (or WRITE/READ with index bits set).
+fn decode_cmd(cmd: u32, index_reg: u32) -> Option<(bool, u32)> {
+    let at = cmd >> CMD_INDEX_SHIFT;
+    match (TableCmd::from_value(cmd & 0xff)?, at) {
+        (TableCmd::Write, 0) => Some((true, index_reg)),
+        (TableCmd::Read, 0) => Some((false, index_reg)),
+        (TableCmd::WriteAt, at) => Some((true, at)),
+        (TableCmd::ReadAt, at) => Some((false, at)),
+        _ => None,
+    }
+}
+
+/// Bits `lsb .. lsb + width` (width <= 128) of packed words, word 0 = bits 31..0.
+#[inline]
+fn get_field(words: &[u32], lsb: usize, width: usize) -> u128 {
+    let mut value = 0u128;
+    let mut done = 0;
+    while done < width {
+        let bit = lsb + done;
+        let (w, off) = (bit / 32, bit % 32);
+        let n = (32 - off).min(width - done);
+        let chunk = (words.get(w).copied().unwrap_or(0) >> off) & (u32::MAX >> (32 - n));
+        value |= u128::from(chunk) << done;
+        done += n;
+    }
+    value
+}
+
+/// ORs `width` bits of `value` into packed words from bit `lsb`.
+#[inline]
+fn put_field(words: &mut [u32], lsb: usize, width: usize, value: u128) {
+    let mut done = 0;
+    while done < width {
+        let bit = lsb + done;
+        let (w, off) = (bit / 32, bit % 32);
+        let n = (32 - off).min(width - done);
+        let chunk = ((value >> done) as u32) & (u32::MAX >> (32 - n));
+        if let Some(word) = words.get_mut(w) {
+            *word |= chunk << off;
+        }
+        done += n;
+    }
+}
+
+/// [`CtEntry::unpack`] with shifts (every field is a plain integer, so any words decode; bits
+/// past the layout are ignored). The conntrack block unpacks one entry per WRITE.
+pub fn unpack_ct(words: &[u32]) -> CtEntry {
+    let f = |lsb, width| get_field(words, lsb, width);
+    CtEntry {
+        valid: f(CtEntry::VALID_LSB, CtEntry::VALID_WIDTH) != 0,
+        protocol: f(CtEntry::PROTOCOL_LSB, CtEntry::PROTOCOL_WIDTH) as u8,
+        src_port: f(CtEntry::SRC_PORT_LSB, CtEntry::SRC_PORT_WIDTH) as u16,
+        dst_port: f(CtEntry::DST_PORT_LSB, CtEntry::DST_PORT_WIDTH) as u16,
+        src_addr: f(CtEntry::SRC_ADDR_LSB, CtEntry::SRC_ADDR_WIDTH),
+        dst_addr: f(CtEntry::DST_ADDR_LSB, CtEntry::DST_ADDR_WIDTH),
+        backend: f(CtEntry::BACKEND_LSB, CtEntry::BACKEND_WIDTH) as u16,
+        rule: f(CtEntry::RULE_LSB, CtEntry::RULE_WIDTH) as u16,
+        flags: f(CtEntry::FLAGS_LSB, CtEntry::FLAGS_WIDTH) as u8,
+        timestamp: f(CtEntry::TIMESTAMP_LSB, CtEntry::TIMESTAMP_WIDTH) as u32,
+    }
+}
+
+/// [`CtEntry::pack`] with shifts; the same error for a field that does not fit (only `rule`
+/// is narrower than its Rust type).
+pub fn pack_ct(e: &CtEntry) -> Result<[u32; CtEntry::WORDS], LayoutError> {
+    if u128::from(e.rule) > nlb_hw::layout::field_max(CtEntry::RULE_WIDTH) {
+        return e.pack();
+    }
+    type E = CtEntry;
+    let mut w = [0u32; E::WORDS];
+    let mut put = |lsb, width, value| put_field(&mut w, lsb, width, value);
+    put(E::VALID_LSB, E::VALID_WIDTH, u128::from(e.valid));
+    put(E::PROTOCOL_LSB, E::PROTOCOL_WIDTH, u128::from(e.protocol));
+    put(E::SRC_PORT_LSB, E::SRC_PORT_WIDTH, u128::from(e.src_port));
+    put(E::DST_PORT_LSB, E::DST_PORT_WIDTH, u128::from(e.dst_port));
+    put(E::SRC_ADDR_LSB, E::SRC_ADDR_WIDTH, e.src_addr);
+    put(E::DST_ADDR_LSB, E::DST_ADDR_WIDTH, e.dst_addr);
+    put(E::BACKEND_LSB, E::BACKEND_WIDTH, u128::from(e.backend));
+    put(E::RULE_LSB, E::RULE_WIDTH, u128::from(e.rule));
+    put(E::FLAGS_LSB, E::FLAGS_WIDTH, u128::from(e.flags));
+    put(
+        E::TIMESTAMP_LSB,
+        E::TIMESTAMP_WIDTH,
+        u128::from(e.timestamp),
+    );
+    Ok(w)
+}
+
 /// The result for the impossible case of a MAX_FRAME buffer being too small: counted as a
 /// TOO_BIG drop rather than a panic.
 fn unreachable_result(frame_len: usize) -> PacketResult {
@@ -915,5 +1015,72 @@ fn unreachable_result(frame_len: usize) -> PacketResult {
         frame_len,
         out_len: 0,
         event: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn entry() -> impl Strategy<Value = CtEntry> {
+        (
+            (any::<bool>(), any::<u8>(), any::<u16>(), any::<u16>()),
+            (any::<u128>(), any::<u128>()),
+            (any::<u16>(), 0u16..1 << 12, any::<u8>(), any::<u32>()),
+        )
+            .prop_map(
+                |((valid, protocol, src_port, dst_port), (src_addr, dst_addr), (b, r, f, t))| {
+                    CtEntry {
+                        valid,
+                        protocol,
+                        src_port,
+                        dst_port,
+                        src_addr,
+                        dst_addr,
+                        backend: b,
+                        rule: r,
+                        flags: f,
+                        timestamp: t,
+                    }
+                },
+            )
+    }
+
+    proptest! {
+        /// The shift packer and unpacker agree with the generated (bit-slice) ones.
+        #[test]
+        fn fast_ct_packing_matches_the_generated_code(e in entry(), junk in any::<u32>()) {
+            let words = e.pack().unwrap();
+            prop_assert_eq!(pack_ct(&e).unwrap(), words);
+            prop_assert_eq!(unpack_ct(&words), e);
+            // Bits past the layout (word 11 above bit 365 - 352) are ignored.
+            let mut dirty = words;
+            dirty[CtEntry::WORDS - 1] |= junk << (CtEntry::WIDTH % 32);
+            prop_assert_eq!(unpack_ct(&dirty), CtEntry::unpack(&dirty).unwrap());
+        }
+    }
+
+    #[test]
+    fn a_rule_too_wide_is_the_generated_error() {
+        let wide = CtEntry {
+            rule: 1 << CtEntry::RULE_WIDTH,
+            ..CtEntry::default()
+        };
+        assert_eq!(pack_ct(&wide).unwrap_err(), wide.pack().unwrap_err());
+    }
+
+    #[test]
+    fn commands_decode_by_the_regmap() {
+        let (w, r) = (TableCmd::Write.value(), TableCmd::Read.value());
+        let (wa, ra) = (TableCmd::WriteAt.value(), TableCmd::ReadAt.value());
+        assert_eq!(decode_cmd(w, 7), Some((true, 7)));
+        assert_eq!(decode_cmd(r, 7), Some((false, 7)));
+        assert_eq!(decode_cmd(wa | 0x0012_3400, 7), Some((true, 0x1234)));
+        assert_eq!(decode_cmd(ra | 0xffff_ff00, 7), Some((false, 0xff_ffff)));
+        // WRITE/READ with index bits, and unknown commands, are errors.
+        assert_eq!(decode_cmd(w | 0x100, 7), None);
+        assert_eq!(decode_cmd(0, 7), None);
+        assert_eq!(decode_cmd(0x5 | 0x100, 7), None);
     }
 }

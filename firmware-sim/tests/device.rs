@@ -191,3 +191,139 @@ fn pcap_round_trip_and_bad_input() {
         Err(PcapError::Packet { index: 1, .. })
     ));
 }
+
+// ---- table window and conntrack block commands (docs/regmap.md, `table_cmd`) ----------------
+
+use nlb_hw::blocks::{conntrack as ctb, table as tb};
+use nlb_hw::enums::{Table, TableCmd};
+use nlb_hw::layouts::{BackendEntry, CtEntry};
+use nlb_hw::Tables;
+
+fn at(cmd: TableCmd, index: u32) -> u32 {
+    (index << 8) | cmd.value()
+}
+
+fn data(d: &mut SimDevice, base: u32, n: usize) -> Vec<u32> {
+    (0..n as u32)
+        .map(|i| d.read32(base + 4 * i).unwrap())
+        .collect()
+}
+
+#[test]
+fn table_commands_carry_the_index_and_a_write_leaves_the_stored_entry_readable() {
+    let p = Profile::by_name("sim").unwrap();
+    let mut d = SimDevice::new(p);
+    let mut reference = Tables::empty(p);
+    let entry = BackendEntry {
+        valid: true,
+        is_ipv6: false,
+        addr: 0xffff_0a00_0001,
+        mac: 0x02_00_00_00_00_07,
+    };
+    let words = entry.pack().unwrap().to_vec();
+    let n = words.len();
+    // Junk past the entry's width in its last word, and in the word after the entry.
+    let spare = BackendEntry::WORDS * 32 - BackendEntry::WIDTH;
+    let mut written = words.clone();
+    written[n - 1] |= u32::MAX << (32 - spare);
+    written.push(0xdead_beef);
+    for (i, w) in written.iter().enumerate() {
+        d.write32(tb::DATA + 4 * i as u32, *w).unwrap();
+    }
+    d.write32(tb::SELECT, (1 << 8) | Table::Backend.value())
+        .unwrap();
+    d.write32(tb::CMD, at(TableCmd::WriteAt, 4095)).unwrap();
+    assert_eq!(d.read32(tb::STATUS).unwrap(), 0);
+    assert_eq!(d.read32(tb::INDEX).unwrap(), 4095, "WRITE_AT sets index");
+    reference.write_entry(Table::Backend, 4095, &words).unwrap();
+    assert_eq!(d.bank(1), &reference, "exactly that entry of bank 1");
+    // The data words now hold what the memory stores: the junk past the width is gone, the
+    // word after the entry is untouched.
+    let mut stored = words.clone();
+    stored.push(0xdead_beef);
+    assert_eq!(data(&mut d, tb::DATA, n + 1), stored);
+
+    // READ_AT of another entry, then the old two-register form.
+    d.write32(tb::CMD, at(TableCmd::ReadAt, 3)).unwrap();
+    assert_eq!(d.read32(tb::INDEX).unwrap(), 3);
+    assert_eq!(data(&mut d, tb::DATA, n), vec![0; n]);
+    d.write32(tb::INDEX, 4095).unwrap();
+    d.write32(tb::CMD, TableCmd::Read.value()).unwrap();
+    assert_eq!(data(&mut d, tb::DATA, n), words);
+    assert_eq!(d.read32(tb::STATUS).unwrap(), 0);
+
+    // Errors change nothing (not even `index` or the data words): an index past the table,
+    // the largest index the command can carry, WRITE/READ with index bits, unknown commands.
+    for bad in [
+        at(TableCmd::WriteAt, 4096),
+        at(TableCmd::ReadAt, 0xff_ffff),
+        TableCmd::Write.value() | 0x100,
+        TableCmd::Read.value() | 0x8000_0000,
+        0,
+        at(TableCmd::ReadAt, 1) + 1,
+    ] {
+        d.write32(tb::DATA, 0x1234).unwrap();
+        d.write32(tb::CMD, bad).unwrap();
+        assert_eq!(d.read32(tb::STATUS).unwrap(), 2, "cmd {bad:#x}");
+        assert_eq!(d.read32(tb::INDEX).unwrap(), 4095, "cmd {bad:#x}");
+        assert_eq!(d.read32(tb::DATA).unwrap(), 0x1234, "cmd {bad:#x}");
+        assert_eq!(d.bank(1), &reference, "cmd {bad:#x}");
+    }
+    d.write32(tb::CMD, at(TableCmd::ReadAt, 0)).unwrap();
+    assert_eq!(
+        d.read32(tb::STATUS).unwrap(),
+        0,
+        "a good command clears the error"
+    );
+}
+
+#[test]
+fn conntrack_commands_carry_the_index_and_a_write_leaves_the_stored_entry_readable() {
+    let p = Profile::by_name("sim").unwrap();
+    let mut d = SimDevice::new(p);
+    let last = p.ct_buckets * p.ct_ways - 1;
+    let e = CtEntry {
+        valid: true,
+        protocol: 17,
+        src_port: 5353,
+        dst_port: 53,
+        src_addr: 0xffff_c633_6407,
+        dst_addr: 0xffff_cb00_7101,
+        backend: 9,
+        rule: 0xabc,
+        flags: 1,
+        timestamp: 77,
+    };
+    let words = e.pack().unwrap();
+    let mut written = words.to_vec();
+    written[CtEntry::WORDS - 1] |= u32::MAX << (CtEntry::WIDTH % 32);
+    for (i, w) in written.iter().enumerate() {
+        d.write32(ctb::DATA + 4 * i as u32, *w).unwrap();
+    }
+    d.write32(ctb::CMD, at(TableCmd::WriteAt, last)).unwrap();
+    assert_eq!(d.read32(ctb::STATUS).unwrap(), 0);
+    assert_eq!(d.read32(ctb::INDEX).unwrap(), last);
+    assert_eq!(d.conntrack().entry(last), Some(&e));
+    assert_eq!(d.read32(ctb::COUNT).unwrap(), 1);
+    assert_eq!(data(&mut d, ctb::DATA, CtEntry::WORDS), words.to_vec());
+    // Clearing valid with WRITE_AT (the same words otherwise) counts down.
+    d.write32(ctb::DATA, words[0] & !1).unwrap();
+    d.write32(ctb::CMD, at(TableCmd::WriteAt, last)).unwrap();
+    assert_eq!(d.read32(ctb::COUNT).unwrap(), 0);
+    d.write32(ctb::CMD, at(TableCmd::ReadAt, 0)).unwrap();
+    assert_eq!(
+        data(&mut d, ctb::DATA, CtEntry::WORDS),
+        vec![0; CtEntry::WORDS]
+    );
+    d.write32(ctb::INDEX, last).unwrap();
+    d.write32(ctb::CMD, TableCmd::Read.value()).unwrap();
+    assert_eq!(d.read32(ctb::DATA).unwrap(), words[0] & !1);
+    for bad in [
+        at(TableCmd::WriteAt, last + 1),
+        TableCmd::Write.value() | 0x100,
+    ] {
+        d.write32(ctb::CMD, bad).unwrap();
+        assert_eq!(d.read32(ctb::STATUS).unwrap(), 2, "cmd {bad:#x}");
+        assert_eq!(d.read32(ctb::INDEX).unwrap(), last);
+    }
+}

@@ -8,7 +8,7 @@ use common::*;
 use firmware_sim::pipeline::key_report_name;
 use firmware_sim::{CtOutcome, SimDevice};
 use nlb_hw::blocks::{conntrack as ctb, counters as cb, ctrl, queues as qb, table as tb};
-use nlb_hw::enums::{Affinity, Delivery, Event, KeyType, Reason, Table, Verdict};
+use nlb_hw::enums::{Affinity, Delivery, Event, KeyType, Reason, Table, TableCmd, Verdict};
 use nlb_hw::hash::addr_to_u128;
 use nlb_hw::layouts::{CtEntry, LearnEvent, MaglevSlot, PuntHeader};
 use nlb_hw::{FlowKey, Profile, Tables};
@@ -84,13 +84,13 @@ fn install_via_registers(d: &mut SimDevice, ev: &LearnEvent) -> u32 {
         timestamp: 1,
     };
     let words = e.pack().unwrap();
-    d.write32(ctb::INDEX, index).unwrap();
     for (i, w) in words.iter().enumerate() {
         d.write32(ctb::DATA + 4 * i as u32, *w).unwrap();
     }
-    d.write32(ctb::CMD, 1).unwrap();
+    let write_at = (index << 8) | TableCmd::WriteAt.value();
+    d.write32(ctb::CMD, write_at).unwrap();
     d.write32(ctb::DATA, words[0] | 1).unwrap();
-    d.write32(ctb::CMD, 1).unwrap();
+    d.write32(ctb::CMD, write_at).unwrap();
     assert_eq!(d.read32(ctb::STATUS).unwrap() & 2, 0);
     index
 }
@@ -100,11 +100,11 @@ fn load_bank(d: &mut SimDevice, bank: u32, base: &Tables, new: &Tables) {
     for (table, index) in base.diff(new) {
         let words = new.read_entry(table, index).unwrap();
         d.write32(tb::SELECT, (bank << 8) | table.value()).unwrap();
-        d.write32(tb::INDEX, index).unwrap();
         for (i, w) in words.iter().enumerate() {
             d.write32(tb::DATA + 4 * i as u32, *w).unwrap();
         }
-        d.write32(tb::CMD, 1).unwrap();
+        d.write32(tb::CMD, (index << 8) | TableCmd::WriteAt.value())
+            .unwrap();
         assert_eq!(d.read32(tb::STATUS).unwrap() & 2, 0, "{table:?} {index}");
     }
 }

@@ -8,11 +8,14 @@
 //
 // Register behaviour (as the golden model's device):
 // - index, data[0..31]: read/write (byte strobes honoured); status: bit 1 error.
-// - cmd WRITE: entry[index] = data words 0..11 (bits past the entry width ignored), the valid
-//   count follows (old valid -> new valid); cmd READ: data words 0..11 = entry[index] (bits
-//   past the width read 0), later words untouched. An index beyond the table or an unknown
-//   command sets error and changes nothing; a good command clears it. The write is
-//   acknowledged (AXI write response) once the command has finished.
+// - cmd bits 7..0 name the command, bits 31..8 the entry of WRITE_AT/READ_AT (WRITE and READ
+//   take the index register and need bits 31..8 zero; the *_AT forms leave their index in it).
+//   WRITE: entry = data words 0..11 (bits past the entry width ignored), the valid count
+//   follows (old valid -> new valid), then the entry is read back into the data words as READ
+//   does: data words 0..11 = entry (bits past the width read 0), later words untouched. An
+//   index beyond the table or an unknown command sets error and changes nothing; a good
+//   command clears it. The write is acknowledged (AXI write response) once the command has
+//   finished.
 // - hit_read: returns and clears the hit bits of entries index & ~31 .. +31 (0 beyond the
 //   table); count: valid entries.
 // Memory contents are not reset (the FPGA configures them to zero; a reboot reconfigures).
@@ -57,13 +60,20 @@ localparam W = NLB_CT_ENTRY_WIDTH;
 localparam DATA_WORDS = NLB_REG_CONNTRACK_DATA_COUNT;
 localparam DATA_WORD_BITS = $clog2(DATA_WORDS);
 localparam ENTRY_WORDS = NLB_CT_ENTRY_WORDS;
-localparam [31:0] CMD_WRITE = {{(32-$bits(NLB_TABLE_CMD_WRITE)){1'b0}}, NLB_TABLE_CMD_WRITE};
-localparam [31:0] CMD_READ = {{(32-$bits(NLB_TABLE_CMD_READ)){1'b0}}, NLB_TABLE_CMD_READ};
+localparam CMD_BITS = $bits(NLB_TABLE_CMD_WRITE);
+localparam [7:0]  CMD_WRITE = {{(8-CMD_BITS){1'b0}}, NLB_TABLE_CMD_WRITE};
+localparam [7:0]  CMD_READ = {{(8-CMD_BITS){1'b0}}, NLB_TABLE_CMD_READ};
+localparam [7:0]  CMD_WRITE_AT = {{(8-CMD_BITS){1'b0}}, NLB_TABLE_CMD_WRITE_AT};
+localparam [7:0]  CMD_READ_AT = {{(8-CMD_BITS){1'b0}}, NLB_TABLE_CMD_READ_AT};
 localparam [31:0] DATA_BASE = NLB_REG_CONNTRACK_DATA;
 
 initial begin
     if ((1 << ROW_BITS) != CT_BUCKETS || (1 << WAY_BITS) != CT_WAYS || ENTRIES < 64) begin
         $error("nlb_conntrack: CT_BUCKETS and CT_WAYS must be powers of two, >= 64 entries");
+        $finish;
+    end
+    if (ENTRIES > (1 << 24)) begin
+        $error("nlb_conntrack: cmd bits 31..8 address at most 2^24 entries");
         $finish;
     end
     if ((1 << DATA_WORD_BITS) != DATA_WORDS || DATA_BASE % (4 * DATA_WORDS) != 0) begin
@@ -114,18 +124,29 @@ reg                     error_reg = 1'b0, error_next;
 reg [DATA_WORDS*32-1:0] data_reg = {DATA_WORDS*32{1'b0}}, data_next;
 reg [31:0]              count_reg = 32'd0, count_next;
 
-// Command engine: memory port B enable/write, a shift register marking when the entry read
-// (the old entry, for a write: the port is read-first) arrives, and the command's kind.
+// Command engine: memory port B enable/write, the read-back that follows a write, a shift
+// register marking when the entry read (the old entry, for a write: the port is read-first)
+// arrives, and the command's kind (write until the old entry is in, then the read-back).
 reg                     mem_en_reg = 1'b0, mem_en_next;
 reg                     mem_we_reg = 1'b0, mem_we_next;
+reg                     readback_reg = 1'b0, readback_next;
 reg [RD_LATENCY-1:0]    rd_pipe_reg = {RD_LATENCY{1'b0}};
 reg                     cmd_write_reg = 1'b0, cmd_write_next;
 reg                     wr_ack_reg = 1'b0, wr_ack_next;
 wire [W-1:0]            b_rdata;
 wire                    cmd_done = rd_pipe_reg[RD_LATENCY-1];
 
-wire index_ok = index_reg < ENTRIES;
 wire [W-1:0] new_entry = data_reg[W-1:0];
+
+// An extension-bus write decoded as a cmd: its command, and the entry it addresses.
+wire [31:0] cmd_word = strobed(32'd0, ext_wr_data, ext_wr_strb);
+wire [7:0]  cmd_op = cmd_word[7:0];
+wire        cmd_plain = cmd_word[31:8] == 24'd0;
+wire        cmd_at = cmd_op == CMD_WRITE_AT || cmd_op == CMD_READ_AT;
+wire        cmd_write = (cmd_op == CMD_WRITE && cmd_plain) || cmd_op == CMD_WRITE_AT;
+wire        cmd_read = (cmd_op == CMD_READ && cmd_plain) || cmd_op == CMD_READ_AT;
+wire [31:0] cmd_index = cmd_at ? {8'd0, cmd_word[31:8]} : index_reg;
+wire        cmd_index_ok = cmd_index < ENTRIES;
 
 wire        wr_in_data = ext_wr_addr[31:DATA_WORD_BITS+2] == DATA_BASE[31:DATA_WORD_BITS+2];
 wire [DATA_WORD_BITS-1:0] wr_word = ext_wr_addr[DATA_WORD_BITS+1:2];
@@ -141,23 +162,31 @@ always @* begin
     count_next = count_reg;
     mem_en_next = 1'b0;
     mem_we_next = 1'b0;
+    readback_next = 1'b0;
     cmd_write_next = cmd_write_reg;
     wr_ack_next = 1'b0;
     merged = 32'd0;
 
+    // The clock after a write: read the stored entry back (index and data are still).
+    if (readback_reg) begin
+        mem_en_next = 1'b1;
+    end
+
     if (cmd_done) begin
         if (cmd_write_reg) begin
-            // The old entry came back: the valid count follows the write.
+            // The old entry came back: the valid count follows the write. The read-back is
+            // next.
             if (b_rdata[NLB_CT_ENTRY_VALID_LSB] && !new_entry[NLB_CT_ENTRY_VALID_LSB]) begin
                 count_next = count_reg - 1;
             end else if (!b_rdata[NLB_CT_ENTRY_VALID_LSB]
                     && new_entry[NLB_CT_ENTRY_VALID_LSB]) begin
                 count_next = count_reg + 1;
             end
+            cmd_write_next = 1'b0;
         end else begin
             data_next[ENTRY_WORDS*32-1:0] = {{(ENTRY_WORDS*32-W){1'b0}}, b_rdata};
+            wr_ack_next = 1'b1;
         end
-        wr_ack_next = 1'b1;
     end
 
     if (ext_wr_req) begin
@@ -168,12 +197,13 @@ always @* begin
                 wr_ack_next = 1'b1;
             end
             NLB_REG_CONNTRACK_CMD: begin
-                merged = strobed(32'd0, ext_wr_data, ext_wr_strb);
-                if (index_ok && (merged == CMD_WRITE || merged == CMD_READ)) begin
+                if (cmd_index_ok && (cmd_write || cmd_read)) begin
                     error_next = 1'b0;
+                    index_next = cmd_index;
                     mem_en_next = 1'b1;
-                    mem_we_next = merged == CMD_WRITE;
-                    cmd_write_next = merged == CMD_WRITE;
+                    mem_we_next = cmd_write;
+                    readback_next = cmd_write;
+                    cmd_write_next = cmd_write;
                 end else begin
                     error_next = 1'b1;
                     wr_ack_next = 1'b1;
@@ -199,6 +229,7 @@ always @(posedge clk) begin
     count_reg <= count_next;
     mem_en_reg <= mem_en_next;
     mem_we_reg <= mem_we_next;
+    readback_reg <= readback_next;
     cmd_write_reg <= cmd_write_next;
     wr_ack_reg <= wr_ack_next;
     rd_pipe_reg <= (rd_pipe_reg << 1) | {{(RD_LATENCY-1){1'b0}}, mem_en_reg};
@@ -209,6 +240,7 @@ always @(posedge clk) begin
         count_reg <= 32'd0;
         mem_en_reg <= 1'b0;
         mem_we_reg <= 1'b0;
+        readback_reg <= 1'b0;
         wr_ack_reg <= 1'b0;
         rd_pipe_reg <= {RD_LATENCY{1'b0}};
     end

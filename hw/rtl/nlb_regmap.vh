@@ -6,7 +6,7 @@
 /* verilator lint_off UNUSEDPARAM */
 
 // ---- meta ----
-localparam NLB_REGMAP_VERSION = 32'h2;
+localparam NLB_REGMAP_VERSION = 32'h3;
 localparam NLB_DESIGN_VERSION = 32'h10000;
 localparam NLB_DATA_WIDTH = 512;
 localparam NLB_BLOCK_TYPE_PREFIX = 32'h4e4c0000;
@@ -106,9 +106,11 @@ localparam NLB_BOOT_REJECTION_NO_SYNC = 4'h6; // no configuration sync word
 localparam NLB_BOOT_REJECTION_WRONG_PART = 4'h7; // the bitstream's IDCODE is for another FPGA part
 localparam NLB_BOOT_REJECTION_BAD_PACKET = 4'h8; // malformed configuration packet
 localparam NLB_BOOT_REJECTION_TRUNCATED = 4'h9; // the configuration stream ends early
-// table_cmd: Commands of the table write window and the conntrack access block.
-localparam NLB_TABLE_CMD_WRITE = 2'h1; // copy the data words into the addressed entry
-localparam NLB_TABLE_CMD_READ = 2'h2; // copy the addressed entry into the data words
+// table_cmd: Commands of the table write window and the conntrack access block (cmd bits 7..0). A write leaves the entry as the memory now stores it in the data words (the hardware reads it back), so reading the data words verifies it without another command. The *_AT forms carry the entry index in cmd bits 31..8 (so every profile's deepest table must have at most 2^24 entries): one register write per command.
+localparam NLB_TABLE_CMD_WRITE = 3'h1; // store the data words into entry `index`, then read it back into the data words; cmd bits 31..8 must be 0
+localparam NLB_TABLE_CMD_READ = 3'h2; // load entry `index` into the data words; cmd bits 31..8 must be 0
+localparam NLB_TABLE_CMD_WRITE_AT = 3'h3; // WRITE of the entry in cmd bits 31..8, which is also latched into `index`
+localparam NLB_TABLE_CMD_READ_AT = 3'h4; // READ of the entry in cmd bits 31..8, which is also latched into `index`
 
 // ---- flow hash ----
 // CRC-32C (Castagnoli; reflected, init 0xFFFFFFFF, xorout 0xFFFFFFFF, i.e. CRC-32/ISCSI) over the 40-byte canonical key, then the murmur3 fmix32 finaliser so that every key bit reaches every hash bit; a table of M entries is indexed by (hash * M) >> 32, which needs no divider and lets M be prime.
@@ -347,30 +349,30 @@ localparam NLB_REG_CTRL_OUTER_SRC_V6_3 = 32'h103c; // [rw] bits 31..0
 localparam NLB_REG_CTRL_OUTER_SRC_V6_LEN = 32'h1040; // [rw] its length
 localparam NLB_REG_CTRL_PACKETS_IN_FLIGHT = 32'h1044; // [ro] packets between parser and editor (the loader waits for 0 after a flip before reusing the old bank)
 localparam NLB_REG_CTRL_BANK_IN_USE = 32'h1048; // [ro] bit b set while a packet latched on bank b is in flight
-// table: Table write window: select table and bank, set the index, fill data words, issue a command.
+// table: Table window: select table and bank, fill the data words that differ from what the window holds, issue WRITE_AT with the index; the data words then hold the stored entry (read them to verify).
 localparam NLB_BLK_TABLE_BASE = 32'h2000;
 localparam NLB_BLK_TABLE_TYPE = 32'h4e4c0003;
-localparam NLB_BLK_TABLE_VERSION = 32'h1;
+localparam NLB_BLK_TABLE_VERSION = 32'h2;
 localparam NLB_BLK_TABLE_NEXT = 32'h3000;
 localparam NLB_REG_TABLE_TYPE = 32'h2000;
 localparam NLB_REG_TABLE_VERSION = 32'h2004;
 localparam NLB_REG_TABLE_NEXT = 32'h2008;
 localparam NLB_REG_TABLE_SELECT = 32'h200c; // [rw] bits 7..0 enum table, bit 8 bank
-localparam NLB_REG_TABLE_INDEX = 32'h2010; // [rw] entry index in the selected table
-localparam NLB_REG_TABLE_CMD = 32'h2014; // [wo] enum table_cmd; executes at once
+localparam NLB_REG_TABLE_INDEX = 32'h2010; // [rw] entry index in the selected table (WRITE/READ); WRITE_AT/READ_AT set it to theirs
+localparam NLB_REG_TABLE_CMD = 32'h2014; // [wo] bits 7..0 enum table_cmd, bits 31..8 entry index of WRITE_AT/READ_AT (0 for WRITE/READ); executes at once
 localparam NLB_REG_TABLE_STATUS = 32'h2018; // [ro] bit 0 busy, bit 1 error (index out of range or bad table)
 localparam NLB_REG_TABLE_DATA = 32'h2100; // [rw] entry words, word 0 = bits 31..0
 localparam NLB_REG_TABLE_DATA_COUNT = 64;
 // conntrack: Connection table access (one bank; connections outlive table loads) and hit tracking.
 localparam NLB_BLK_CONNTRACK_BASE = 32'h3000;
 localparam NLB_BLK_CONNTRACK_TYPE = 32'h4e4c0004;
-localparam NLB_BLK_CONNTRACK_VERSION = 32'h1;
+localparam NLB_BLK_CONNTRACK_VERSION = 32'h2;
 localparam NLB_BLK_CONNTRACK_NEXT = 32'h4000;
 localparam NLB_REG_CONNTRACK_TYPE = 32'h3000;
 localparam NLB_REG_CONNTRACK_VERSION = 32'h3004;
 localparam NLB_REG_CONNTRACK_NEXT = 32'h3008;
-localparam NLB_REG_CONNTRACK_INDEX = 32'h300c; // [rw] entry index = bucket * ct_ways + way
-localparam NLB_REG_CONNTRACK_CMD = 32'h3010; // [wo] enum table_cmd
+localparam NLB_REG_CONNTRACK_INDEX = 32'h300c; // [rw] entry index = bucket * ct_ways + way (WRITE/READ, hit_read); WRITE_AT/READ_AT set it to theirs
+localparam NLB_REG_CONNTRACK_CMD = 32'h3010; // [wo] bits 7..0 enum table_cmd, bits 31..8 entry index of WRITE_AT/READ_AT (0 for WRITE/READ); a write leaves the stored entry in the data words
 localparam NLB_REG_CONNTRACK_STATUS = 32'h3014; // [ro] bit 0 busy, bit 1 error
 localparam NLB_REG_CONNTRACK_HIT_READ = 32'h3018; // [ro] hit bits of the 32 entries at index & ~31; reading clears them
 localparam NLB_REG_CONNTRACK_COUNT = 32'h301c; // [ro] valid entries (maintained on writes)

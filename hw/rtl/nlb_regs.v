@@ -19,13 +19,16 @@
 //   default_action: the enum's width; local_mac_hi, gue_port: 16 bits; table.select:
 //   bits 8..0); outer_src_v4_len and outer_src_v6_len saturate at 32 and 128. Reset values
 //   are the RESET_* parameters (nlb_hw::NicSettings::default(), checked by the verif tests).
-// - table.cmd executes the command on the entry (select, index): WRITE stores the entry's
-//   bits from data words 0..WORDS-1, READ loads the entry into data words 0..WORDS-1 (bits
-//   past WIDTH read 0; later words are left alone). A bad table id, an index beyond the
-//   table's depth, an unknown command, or a pool entry whose affinity or delivery is not a
-//   defined enum value sets status.error and touches nothing; a good command clears it. The
-//   write response of table.cmd is held until the command has finished, so software never
-//   sees status.busy unless it polls through the read channel meanwhile.
+// - table.cmd bits 7..0 name the command, bits 31..8 the entry of WRITE_AT/READ_AT (WRITE and
+//   READ take the index register and need bits 31..8 zero). WRITE/WRITE_AT store the entry's
+//   bits from data words 0..WORDS-1, then read the entry back from the memory into those
+//   words, as READ/READ_AT do (bits past WIDTH read 0; later words are left alone): after a
+//   write the window shows what the memory stores. The *_AT forms leave their index in the
+//   index register. A bad table id, an index beyond the table's depth, an unknown command, or
+//   a pool entry whose affinity or delivery is not a defined enum value sets status.error and
+//   touches nothing (index included); a good command clears it. The write response of
+//   table.cmd is held until the command has finished, so software never sees status.busy
+//   unless it polls through the read channel meanwhile.
 // - ctrl.packets_in_flight and ctrl.bank_in_use come from the pipeline (stat_* inputs).
 //
 // Pipeline read ports: <table>_rd_en/_bank/_row give <table>_rd_data TABLE_RD_LATENCY clocks
@@ -177,8 +180,10 @@ localparam [7:0]  TABLE_ACL = {{(8-TABLE_ID_BITS){1'b0}}, NLB_TABLE_ACL};
 localparam [7:0]  TABLE_POOL = {{(8-TABLE_ID_BITS){1'b0}}, NLB_TABLE_POOL};
 localparam [7:0]  TABLE_MAGLEV = {{(8-TABLE_ID_BITS){1'b0}}, NLB_TABLE_MAGLEV};
 localparam [7:0]  TABLE_BACKEND = {{(8-TABLE_ID_BITS){1'b0}}, NLB_TABLE_BACKEND};
-localparam [31:0] CMD_WRITE = {{(32-CMD_BITS){1'b0}}, NLB_TABLE_CMD_WRITE};
-localparam [31:0] CMD_READ = {{(32-CMD_BITS){1'b0}}, NLB_TABLE_CMD_READ};
+localparam [7:0]  CMD_WRITE = {{(8-CMD_BITS){1'b0}}, NLB_TABLE_CMD_WRITE};
+localparam [7:0]  CMD_READ = {{(8-CMD_BITS){1'b0}}, NLB_TABLE_CMD_READ};
+localparam [7:0]  CMD_WRITE_AT = {{(8-CMD_BITS){1'b0}}, NLB_TABLE_CMD_WRITE_AT};
+localparam [7:0]  CMD_READ_AT = {{(8-CMD_BITS){1'b0}}, NLB_TABLE_CMD_READ_AT};
 
 // Bits of table.select.
 localparam SELECT_BITS = 9;
@@ -206,6 +211,11 @@ initial begin
     if ((1 << DATA_WORD_BITS) != DATA_WORDS
             || NLB_REG_TABLE_DATA % (4 * DATA_WORDS) != 0) begin
         $error("nlb_regs: the table data window must be 2^n words, aligned to its size");
+        $finish;
+    end
+    if (VIP_DEPTH > (1 << 24) || RULES > (1 << 24) || POOLS > (1 << 24)
+            || MAGLEV_SLOTS > (1 << 24) || BACKENDS > (1 << 24)) begin
+        $error("nlb_regs: table.cmd bits 31..8 address at most 2^24 entries per table");
         $finish;
     end
     if (TABLE_OUTPUT_REG != 0 && TABLE_OUTPUT_REG != 1) begin
@@ -353,12 +363,22 @@ reg [DATA_BITS-1:0]           data_reg = {DATA_BITS{1'b0}}, data_next;
 
 localparam TABLES = 6;
 
-// One-hot port-B enable per table (bit = enum table value), write flag, and a shift register
-// marking when a read's data arrives.
+// One-hot port-B enable per table (bit = enum table value), write flag, the read-back that
+// follows a write, and a shift register marking when a read's data arrives.
 reg [TABLES-1:0]           mem_en_reg = {TABLES{1'b0}}, mem_en_next;
 reg                        mem_we_reg = 1'b0, mem_we_next;
+reg                        readback_reg = 1'b0, readback_next;
 reg                        busy_reg = 1'b0, busy_next;
 reg [TABLE_RD_LATENCY-1:0] rd_pipe_reg = {TABLE_RD_LATENCY{1'b0}};
+
+// The held write decoded as a table.cmd: its command, and the entry it addresses.
+wire [31:0] cmd_word = strobed(32'd0, w_data_reg, w_strb_reg);
+wire [7:0]  cmd_op = cmd_word[7:0];
+wire        cmd_plain = cmd_word[31:8] == 24'd0;
+wire        cmd_at = cmd_op == CMD_WRITE_AT || cmd_op == CMD_READ_AT;
+wire        cmd_write = (cmd_op == CMD_WRITE && cmd_plain) || cmd_op == CMD_WRITE_AT;
+wire        cmd_read = (cmd_op == CMD_READ && cmd_plain) || cmd_op == CMD_READ_AT;
+wire [31:0] cmd_index = cmd_at ? {8'd0, cmd_word[31:8]} : index_reg;
 
 wire [7:0] sel_table = select_reg[7:0];
 wire       sel_bank = select_reg[SELECT_BANK_BIT];
@@ -370,7 +390,7 @@ wire [NLB_POOL_ENTRY_WIDTH-1:0]    pool_b_rdata;
 wire [NLB_MAGLEV_SLOT_WIDTH-1:0]   maglev_b_rdata;
 wire [NLB_BACKEND_ENTRY_WIDTH-1:0] backend_b_rdata;
 
-// Which table the window addresses, and whether the index is inside it.
+// Which table the window addresses, and whether the command's index is inside it.
 reg       sel_known;
 reg       sel_in_range;
 reg [TABLES-1:0] sel_onehot;
@@ -402,38 +422,38 @@ always @* begin
     sel_entry_ok = 1'b1;
     case (sel_table)
         TABLE_VIP: begin
-            sel_in_range = index_reg < VIP_DEPTH;
+            sel_in_range = cmd_index < VIP_DEPTH;
             sel_onehot[NLB_TABLE_VIP] = 1'b1;
             sel_rdata[NLB_VIP_ENTRY_WIDTH-1:0] = vip_b_rdata;
             sel_rmask[NLB_VIP_ENTRY_WORDS*32-1:0] = {NLB_VIP_ENTRY_WORDS*32{1'b1}};
         end
         TABLE_RULE: begin
-            sel_in_range = index_reg < RULES;
+            sel_in_range = cmd_index < RULES;
             sel_onehot[NLB_TABLE_RULE] = 1'b1;
             sel_rdata[NLB_RULE_ENTRY_WIDTH-1:0] = rule_b_rdata;
             sel_rmask[NLB_RULE_ENTRY_WORDS*32-1:0] = {NLB_RULE_ENTRY_WORDS*32{1'b1}};
         end
         TABLE_ACL: begin
-            sel_in_range = index_reg < RULES;
+            sel_in_range = cmd_index < RULES;
             sel_onehot[NLB_TABLE_ACL] = 1'b1;
             sel_rdata[NLB_ACL_ENTRY_WIDTH-1:0] = acl_b_rdata;
             sel_rmask[NLB_ACL_ENTRY_WORDS*32-1:0] = {NLB_ACL_ENTRY_WORDS*32{1'b1}};
         end
         TABLE_POOL: begin
-            sel_in_range = index_reg < POOLS;
+            sel_in_range = cmd_index < POOLS;
             sel_onehot[NLB_TABLE_POOL] = 1'b1;
             sel_rdata[NLB_POOL_ENTRY_WIDTH-1:0] = pool_b_rdata;
             sel_rmask[NLB_POOL_ENTRY_WORDS*32-1:0] = {NLB_POOL_ENTRY_WORDS*32{1'b1}};
             sel_entry_ok = win_affinity_ok && win_delivery_ok;
         end
         TABLE_MAGLEV: begin
-            sel_in_range = index_reg < MAGLEV_SLOTS;
+            sel_in_range = cmd_index < MAGLEV_SLOTS;
             sel_onehot[NLB_TABLE_MAGLEV] = 1'b1;
             sel_rdata[NLB_MAGLEV_SLOT_WIDTH-1:0] = maglev_b_rdata;
             sel_rmask[NLB_MAGLEV_SLOT_WORDS*32-1:0] = {NLB_MAGLEV_SLOT_WORDS*32{1'b1}};
         end
         TABLE_BACKEND: begin
-            sel_in_range = index_reg < BACKENDS;
+            sel_in_range = cmd_index < BACKENDS;
             sel_onehot[NLB_TABLE_BACKEND] = 1'b1;
             sel_rdata[NLB_BACKEND_ENTRY_WIDTH-1:0] = backend_b_rdata;
             sel_rmask[NLB_BACKEND_ENTRY_WORDS*32-1:0] = {NLB_BACKEND_ENTRY_WORDS*32{1'b1}};
@@ -497,6 +517,7 @@ always @* begin
 
     mem_en_next = {TABLES{1'b0}};
     mem_we_next = 1'b0;
+    readback_next = 1'b0;
     busy_next = busy_reg;
     merged = 32'd0;
     ext_wbusy_next = ext_wbusy_reg;
@@ -512,6 +533,11 @@ always @* begin
     end
     if (w_take) begin
         w_full_next = 1'b1;
+    end
+
+    // A write was stored: read the entry back (the window registers are still).
+    if (readback_reg) begin
+        mem_en_next = sel_onehot;
     end
 
     // A table read finishing: load the window and release the held response.
@@ -598,17 +624,16 @@ always @* begin
                 index_next = merged;
             end
             NLB_REG_TABLE_CMD: begin
-                merged = strobed(32'd0, w_data_reg, w_strb_reg);
                 if (sel_known && sel_in_range
-                        && ((merged == CMD_WRITE && sel_entry_ok) || merged == CMD_READ)) begin
+                        && ((cmd_write && sel_entry_ok) || cmd_read)) begin
                     error_next = 1'b0;
+                    index_next = cmd_index;
                     mem_en_next = sel_onehot;
-                    mem_we_next = merged == CMD_WRITE;
-                    if (merged == CMD_READ) begin
-                        // Respond when the entry is in the window.
-                        busy_next = 1'b1;
-                        bvalid_next = 1'b0;
-                    end
+                    mem_we_next = cmd_write;
+                    readback_next = cmd_write;
+                    // Respond when the entry (read, or read back) is in the window.
+                    busy_next = 1'b1;
+                    bvalid_next = 1'b0;
                 end else begin
                     error_next = 1'b1;
                 end
@@ -658,6 +683,7 @@ always @(posedge clk) begin
 
     mem_en_reg <= mem_en_next;
     mem_we_reg <= mem_we_next;
+    readback_reg <= readback_next;
     busy_reg <= busy_next;
     ext_wbusy_reg <= ext_wbusy_next;
     ext_wr_req_reg <= ext_wr_req_next;
@@ -693,6 +719,7 @@ always @(posedge clk) begin
         data_reg <= {DATA_BITS{1'b0}};
         mem_en_reg <= {TABLES{1'b0}};
         mem_we_reg <= 1'b0;
+        readback_reg <= 1'b0;
         busy_reg <= 1'b0;
         ext_wbusy_reg <= 1'b0;
         ext_wr_req_reg <= 1'b0;

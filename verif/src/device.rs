@@ -490,7 +490,7 @@ fn in_queues(off: u32) -> bool {
 }
 
 /// Writes one connection-table entry through the conntrack block the way the host installs
-/// one: every word with `valid` = 0, WRITE, then word 0 with `valid`, WRITE.
+/// one: every word with `valid` = 0, WRITE_AT, then word 0 with `valid`, WRITE_AT.
 pub fn write_conntrack<D: Device + ?Sized>(
     dev: &mut D,
     index: u32,
@@ -499,15 +499,15 @@ pub fn write_conntrack<D: Device + ?Sized>(
     let words = e
         .pack()
         .map_err(|err| DeviceError::Protocol(format!("connection entry: {err}")))?;
-    dev.write32(conntrack::INDEX, index)?;
+    let write_at = index << 8 | TableCmd::WriteAt.value();
     for (i, w) in words.iter().enumerate() {
         let w = if i == 0 { w & !1 } else { *w };
         dev.write32(conntrack::DATA + 4 * i as u32, w)?;
     }
-    dev.write32(conntrack::CMD, TableCmd::Write.value())?;
+    dev.write32(conntrack::CMD, write_at)?;
     if e.valid {
         dev.write32(conntrack::DATA, words[0])?;
-        dev.write32(conntrack::CMD, TableCmd::Write.value())?;
+        dev.write32(conntrack::CMD, write_at)?;
     }
     Ok(())
 }

@@ -418,8 +418,9 @@ impl TopBench {
             }
             self.axil
                 .queue_write(table::SELECT, t.value() | u32::from(bank & 1) << 8);
-            self.axil.queue_write(table::INDEX, index);
-            self.axil.queue_write(table::CMD, TableCmd::Write.value());
+            // WRITE_AT: the index rides in cmd bits 31..8.
+            self.axil
+                .queue_write(table::CMD, index << 8 | TableCmd::WriteAt.value());
         }
         self.flush()?;
         let status = self.read32(table::STATUS)?;
@@ -437,17 +438,15 @@ impl TopBench {
         let words = e
             .pack()
             .map_err(|err| VerifError::Setup(format!("conntrack entry: {err}")))?;
-        self.axil.queue_write(conntrack::INDEX, index);
+        let write_at = index << 8 | TableCmd::WriteAt.value();
         for (i, w) in words.iter().enumerate() {
             let w = if i == 0 { w & !1 } else { *w };
             self.axil.queue_write(conntrack::DATA + 4 * i as u32, w);
         }
-        self.axil
-            .queue_write(conntrack::CMD, TableCmd::Write.value());
+        self.axil.queue_write(conntrack::CMD, write_at);
         if e.valid {
             self.axil.queue_write(conntrack::DATA, words[0]);
-            self.axil
-                .queue_write(conntrack::CMD, TableCmd::Write.value());
+            self.axil.queue_write(conntrack::CMD, write_at);
         }
         self.flush()?;
         let status = self.read32(conntrack::STATUS)?;

@@ -492,8 +492,23 @@ fn select(table: Table, bank: u32) -> u32 {
     table.value() | (bank << 8)
 }
 
-/// WRITE through the window; returns status afterwards.
+/// A command carrying its entry index (docs/regmap.md, table_cmd: bits 31..8).
+fn at(cmd: TableCmd, index: u32) -> u32 {
+    (index << 8) | cmd.value()
+}
+
+/// WRITE_AT through the window (the driver's form); returns status afterwards.
 fn window_write(bus: &mut RegBus, table: Table, bank: u32, index: u32, words: &[u32]) -> u32 {
+    bus.write32(table::SELECT, select(table, bank))
+        .expect("select");
+    bus.write_bulk(table::DATA, words).expect("data");
+    bus.write32(table::CMD, at(TableCmd::WriteAt, index))
+        .expect("cmd");
+    bus.read32(table::STATUS).expect("status")
+}
+
+/// WRITE through the window with the index register (the two-register form).
+fn window_write_plain(bus: &mut RegBus, table: Table, bank: u32, index: u32, words: &[u32]) -> u32 {
     bus.write32(table::SELECT, select(table, bank))
         .expect("select");
     bus.write32(table::INDEX, index).expect("index");
@@ -503,12 +518,11 @@ fn window_write(bus: &mut RegBus, table: Table, bank: u32, index: u32, words: &[
     bus.read32(table::STATUS).expect("status")
 }
 
-/// READ through the window; returns (status, data words 0..n).
+/// READ_AT through the window; returns (status, data words 0..n).
 fn window_read(bus: &mut RegBus, table: Table, bank: u32, index: u32, n: usize) -> (u32, Vec<u32>) {
     bus.write32(table::SELECT, select(table, bank))
         .expect("select");
-    bus.write32(table::INDEX, index).expect("index");
-    bus.write32(table::CMD, TableCmd::Read.value())
+    bus.write32(table::CMD, at(TableCmd::ReadAt, index))
         .expect("cmd");
     let status = bus.read32(table::STATUS).expect("status");
     let mut words = vec![0u32; n];
@@ -570,14 +584,19 @@ fn table_window_writes_and_reads_every_table_in_both_banks() {
         let mut indices = vec![0, depth - 1];
         indices.extend((0..10).map(|_| rng.random_range(0..depth)));
         for &index in &indices {
-            // The same index in both banks gets different entries.
+            // The same index in both banks gets different entries; both command forms.
             for bank in 0..2u32 {
                 let words = random_entry(table, &mut rng);
-                let status = window_write(&mut bus, table, bank, index, &words);
+                let status = if rng.random() {
+                    window_write(&mut bus, table, bank, index, &words)
+                } else {
+                    window_write_plain(&mut bus, table, bank, index, &words)
+                };
                 assert_eq!(
                     status, 0,
                     "{table:?}[{index}] bank {bank}: status after WRITE"
                 );
+                assert_eq!(bus.read32(table::INDEX).expect("index"), index);
                 reference[bank as usize]
                     .write_entry(table, index, &words)
                     .expect("reference accepts packed words");
@@ -621,16 +640,27 @@ fn table_window_errors_touch_nothing() {
         let good = random_entry(table, &mut rng);
         assert_eq!(window_write(&mut bus, table, 1, 0, &good), 0);
         // One past the end (which would alias entry 0 if the index were truncated) and far
-        // beyond: error, nothing written.
-        for bad in [depth, depth + 1, u32::MAX] {
+        // beyond, the largest index a command carries: error, nothing written, the index
+        // register and the data words left as they were.
+        for bad in [depth, depth + 1, 0xff_ffff] {
             let other = random_entry(table, &mut rng);
             let status = window_write(&mut bus, table, 1, bad, &other);
             assert_eq!(
                 status, STATUS_ERROR,
-                "{table:?} WRITE at {bad} (depth {depth})"
+                "{table:?} WRITE_AT {bad} (depth {depth})"
             );
-            let (status, _) = window_read(&mut bus, table, 1, bad, n);
-            assert_eq!(status, STATUS_ERROR, "{table:?} READ at {bad}");
+            let (status, words) = window_read(&mut bus, table, 1, bad, n);
+            assert_eq!(status, STATUS_ERROR, "{table:?} READ_AT {bad}");
+            assert_eq!(
+                words, other,
+                "{table:?}: a refused READ_AT keeps the window"
+            );
+            assert_eq!(bus.read32(table::INDEX).expect("index"), 0);
+        }
+        for bad in [depth, u32::MAX] {
+            let other = random_entry(table, &mut rng);
+            let status = window_write_plain(&mut bus, table, 1, bad, &other);
+            assert_eq!(status, STATUS_ERROR, "{table:?} WRITE at {bad}");
         }
         let (status, got) = window_read(&mut bus, table, 1, 0, n);
         assert_eq!(status, 0, "a good command clears the error");
@@ -651,7 +681,8 @@ fn table_window_errors_touch_nothing() {
     }
     bus.write32(table::SELECT, select(Table::Rule, 0))
         .expect("select");
-    for cmd in [0u32, 3, 0x101] {
+    // Unknown commands, and WRITE/READ with index bits set.
+    for cmd in [0u32, 5, 0xff, 0x101, 0x8000_0002] {
         bus.write32(table::CMD, cmd).expect("cmd");
         assert_eq!(
             bus.read32(table::STATUS).expect("status"),
@@ -738,6 +769,20 @@ fn data_window_read_back_strobes_and_words_past_the_entry() {
     );
     let spare = BackendEntry::WORDS * 32 - BackendEntry::WIDTH;
     assert_eq!(back[n - 1] >> (32 - spare), 0, "bits past the width read 0");
+
+    // A write leaves what the memory stores in the window: bits past the entry's width in its
+    // last word read 0 afterwards, later words stay, and WRITE_AT leaves its index.
+    let entry = random_entry(Table::Backend, &mut rng);
+    let mut words = entry.clone();
+    words[n - 1] |= u32::MAX << (32 - spare);
+    words.push(0x0bad_cafe);
+    assert_eq!(window_write(&mut bus, Table::Backend, 1, 4000, &words), 0);
+    assert_eq!(bus.read32(table::INDEX).expect("index"), 4000);
+    let mut back = vec![0u32; n + 1];
+    bus.read_bulk(table::DATA, &mut back).expect("data");
+    assert_eq!(&back[..n], &entry[..], "the stored entry, read back");
+    assert_eq!(back[n], 0x0bad_cafe);
+    assert_eq!(pipeline_read(&mut bus, Table::Backend, 1, 4000), entry);
 
     // An entry is written from the data words as they are at the command.
     assert_eq!(
