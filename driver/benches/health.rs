@@ -559,10 +559,30 @@ fn orchestrate(mut args: Args) -> Result<(), String> {
     result
 }
 
+/// The thread of this process named `name` (the checker's `nlb-health`).
+fn own_thread(name: &str) -> Option<u32> {
+    std::fs::read_dir("/proc/self/task")
+        .ok()?
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .find(|tid| {
+            std::fs::read_to_string(format!("/proc/self/task/{tid}/comm"))
+                .is_ok_and(|c| c.trim_end() == name)
+        })
+}
+
+/// Exact run time of one thread of this process.
+fn own_thread_cpu(tid: u32) -> Option<Duration> {
+    std::fs::read_to_string(format!("/proc/self/task/{tid}/schedstat"))
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        .map(Duration::from_nanos)
+}
+
 /// CPU readings at one instant.
 struct Reading {
     at: Instant,
     own: (Duration, Duration),
+    checker_thread: Option<Duration>,
     own_rx: Duration,
     server: Option<Duration>,
     server_rx: Duration,
@@ -574,6 +594,7 @@ struct Context {
     server_pid: Option<u32>,
     own_rx: Vec<u32>,
     server_rx: Vec<u32>,
+    checker_thread: Option<u32>,
 }
 
 impl Context {
@@ -581,6 +602,7 @@ impl Context {
         Reading {
             at: Instant::now(),
             own: own_cpu(),
+            checker_thread: self.checker_thread.and_then(own_thread_cpu),
             own_rx: sum_cpu(&self.own_rx),
             server: self.server_pid.and_then(process_cpu),
             server_rx: sum_cpu(&self.server_rx),
@@ -624,6 +646,14 @@ impl Context {
                 per_probe(system),
             ),
         }
+        if let (Some(b), Some(a)) = (before.checker_thread, after.checker_thread) {
+            let t = a.saturating_sub(b).as_secs_f64();
+            println!(
+                "  of which the checker's own thread (nlb-health) {:.1}% = {:.1} µs per probe",
+                pct(t),
+                per_probe(t)
+            );
+        }
         if let (Some(b), Some(a)) = (before.server, after.server) {
             let server_rx = after.server_rx.saturating_sub(before.server_rx);
             println!(
@@ -666,6 +696,7 @@ fn run_prober(args: &Args, port: u16) -> Result<(), String> {
             .and_then(|p| p.parse().ok()),
         own_rx: Vec::new(),
         server_rx: Vec::new(),
+        checker_thread: None,
     };
     if let Ok(dev) = std::env::var(DEV_ENV) {
         threaded_napi(&dev)?;
@@ -687,11 +718,11 @@ fn run_prober(args: &Args, port: u16) -> Result<(), String> {
     if args.raw {
         runtime.block_on(measure_raw(args, listeners, &context))
     } else {
-        runtime.block_on(measure(args, listeners, &context))
+        runtime.block_on(measure(args, listeners, &mut context))
     }
 }
 
-async fn measure(args: &Args, listeners: usize, context: &Context) -> Result<(), String> {
+async fn measure(args: &Args, listeners: usize, context: &mut Context) -> Result<(), String> {
     let options = CheckerOptions {
         close_with_reset: args.reset,
         ..CheckerOptions::default()
@@ -701,6 +732,7 @@ async fn measure(args: &Args, listeners: usize, context: &Context) -> Result<(),
         Runtime::Current | Runtime::Multi => HealthChecker::new(options),
     }
     .map_err(|e| e.to_string())?;
+    context.checker_thread = own_thread("nlb-health");
     let checker = Arc::new(checker);
     let port = context.port;
     let targets: Vec<HealthTarget> = (0..args.backends)

@@ -17,6 +17,9 @@ use super::probe::{ProbeFailure, ProbeOutcome, ProbeRequest};
 use super::socket::SocketPool;
 use super::state::{pool_weights, Health, MemberView, PoolWeights, Tracker, Verdict, WeightReport};
 
+/// How long an ended probe waits for the backend's FIN before closing its own end first.
+const FIN_GRACE: Duration = Duration::from_millis(50);
+
 /// Idle probe sockets kept per address family at most.
 const IDLE_SOCKETS: usize = 256;
 
@@ -30,10 +33,10 @@ pub struct CheckerOptions {
     /// probes that share an interval do not move in lockstep (their first round starts at a
     /// random point of the first interval). 0 disables the per-round part.
     pub jitter: f64,
-    /// End probe connections with a reset (SO_LINGER 0) rather than a FIN exchange: no
-    /// TIME_WAIT socket on the prober (10,000 probes/s would otherwise keep up to 600,000) and
-    /// about 5% less CPU per probe, but a backend that still holds its end sees a reset.
-    /// Off by default.
+    /// End every probe connection with a reset (SO_LINGER 0), also when the backend keeps its
+    /// end open after the response (it then sees `ECONNRESET`). Off by default: a probe then
+    /// ends with a reset only once the backend has closed its end (its application can no
+    /// longer see it; no TIME_WAIT socket on either side) and with a FIN otherwise.
     pub close_with_reset: bool,
 }
 
@@ -430,13 +433,19 @@ async fn run_probe(state: Arc<ProbeState>, shared: Arc<Shared>) {
         };
         let (interval, timeout) = state.timing();
         last_start = Some(Instant::now());
-        let outcome = {
+        let (outcome, ending) = {
             let _in_flight = shared.metrics.in_flight();
             state.request.run_with(timeout, Some(&shared.sockets)).await
         };
-        drop(permit);
         shared.metrics.probe_finished(&outcome);
         state.apply(&outcome, &shared);
+        if let Some(ending) = ending {
+            // The backend's FIN normally follows the response at once; give it a moment.
+            ending
+                .end(Some(&shared.sockets), FIN_GRACE.min(interval / 4))
+                .await;
+        }
+        drop(permit);
 
         slot += interval;
         if slot < outcome.finished_at {
@@ -728,5 +737,89 @@ impl Drop for HealthChecker {
         }
         lock(&self.shared.pending).closed = true;
         self.shared.notify.notify_one();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+    use std::net::{Ipv4Addr, TcpListener};
+
+    use crate::slowpath::health::{Health, HttpCheck};
+
+    /// A backend on a plain thread: answers every connection with 200 and closes.
+    fn backend() -> std::net::SocketAddr {
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        let addr = listener.local_addr().unwrap();
+        std::thread::spawn(move || {
+            for mut stream in listener.incoming().flatten() {
+                let mut head = Vec::new();
+                let mut buf = [0u8; 512];
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match stream.read(&mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => head.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+            }
+        });
+        addr
+    }
+
+    #[test]
+    fn own_thread_checker_runs_without_a_runtime_and_stops_on_drop() {
+        let addr = backend();
+        // Created and fed from a thread with no runtime at all.
+        let (checker, mut events) =
+            HealthChecker::on_own_thread(CheckerOptions::default()).unwrap();
+        let mut target = HealthTarget::new("web", "vm", addr.ip());
+        target.check = HttpCheck {
+            port: addr.port(),
+            interval: Duration::from_millis(50),
+            timeout: Duration::from_millis(50),
+            ..HttpCheck::default()
+        };
+        let key = target.key.clone();
+        checker.set_targets(vec![target]).unwrap();
+        // The events are read on another runtime than the probes run on.
+        let reader = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let change = reader.block_on(async {
+            tokio::time::timeout(Duration::from_secs(5), async {
+                loop {
+                    let batch = events.recv().await.expect("checker alive");
+                    if let Some(c) = batch.into_iter().find(|c| c.target == key) {
+                        return c;
+                    }
+                }
+            })
+            .await
+            .expect("decided within 5 s")
+        });
+        assert_eq!(
+            (change.previous, change.health),
+            (Health::Unknown, Health::Healthy)
+        );
+        // A passing probe on a backend that closes first gives its socket back.
+        assert!(checker.metrics().passes >= 2);
+        let pooled = std::time::Instant::now() + Duration::from_secs(5);
+        while checker.shared.sockets.idle() == 0 {
+            assert!(std::time::Instant::now() < pooled, "no socket reused");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+
+        let thread = checker
+            .own_thread
+            .as_ref()
+            .and_then(|t| t.thread.as_ref())
+            .map(|t| t.thread().name().map(str::to_string));
+        assert_eq!(thread, Some(Some("nlb-health".to_string())));
+        drop(checker);
+        // Dropping joined the thread and closed the event stream.
+        assert_eq!(reader.block_on(events.recv()), None);
     }
 }

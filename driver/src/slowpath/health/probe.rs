@@ -23,7 +23,7 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 
 use super::config::ProbeKey;
-use super::socket::{self, CloseMode, SocketPool};
+use super::socket::{self, CloseMode, Ending, SocketPool};
 use super::state::{WeightReport, WEIGHT_HEADER};
 
 /// Largest response head (status line and headers) read; larger is a failure.
@@ -203,7 +203,8 @@ impl ProbeRequest {
         })
     }
 
-    /// Ends each probe's connection with a reset (SO_LINGER 0) instead of a FIN exchange.
+    /// Ends each probe's connection with a reset (SO_LINGER 0) even when the backend keeps
+    /// its end open (by default a reset is sent only after the backend's own FIN).
     pub fn close_with_reset(mut self, enabled: bool) -> Self {
         self.close_with_reset = enabled;
         self
@@ -216,30 +217,38 @@ impl ProbeRequest {
 
     /// Runs one probe with a deadline for the whole exchange.
     pub async fn run(&self, timeout: Duration) -> ProbeOutcome {
-        self.run_with(timeout, None).await
+        let (outcome, ending) = self.run_with(timeout, None).await;
+        if let Some(ending) = ending {
+            ending.end(None, Duration::ZERO).await;
+        }
+        outcome
     }
 
-    /// [`run`](Self::run), taking its socket from `pool` and giving it back when it can.
+    /// [`run`](Self::run), taking its socket from `pool`; after a complete response the
+    /// connection is handed back to be ended (and its socket pooled) once the outcome is used.
     pub(crate) async fn run_with(
         &self,
         timeout: Duration,
         pool: Option<&SocketPool>,
-    ) -> ProbeOutcome {
+    ) -> (ProbeOutcome, Option<Ending>) {
         let started = Instant::now();
         // Atomic rather than Cell so the probe future stays Send (spawned on any worker).
         let phase = AtomicU8::new(ProbePhase::Connect as u8);
-        let result = match tokio::time::timeout(timeout, self.exchange(&phase, pool)).await {
+        let mut ending = None;
+        let exchange = self.exchange(&phase, pool, &mut ending);
+        let result = match tokio::time::timeout(timeout, exchange).await {
             Ok(result) => result,
             Err(_elapsed) => Err(ProbeFailure::Timeout(ProbePhase::from_u8(
                 phase.load(Ordering::Relaxed),
             ))),
         };
         let finished_at = Instant::now();
-        ProbeOutcome {
+        let outcome = ProbeOutcome {
             finished_at,
             latency: finished_at.saturating_duration_since(started),
             result,
-        }
+        };
+        (outcome, ending)
     }
 
     fn close_mode(&self) -> CloseMode {
@@ -254,6 +263,7 @@ impl ProbeRequest {
         &self,
         phase: &AtomicU8,
         pool: Option<&SocketPool>,
+        ending: &mut Option<Ending>,
     ) -> Result<ProbePass, ProbeFailure> {
         let stream = socket::connect(self.addr, self.close_mode(), pool)
             .await
@@ -320,9 +330,10 @@ impl ProbeRequest {
                         (Err(_), Some(precise)) => Err(precise),
                         (result, _) => result,
                     };
-                    if result.is_ok() {
+                    // A complete response, passing or not: the connection ended cleanly.
+                    if matches!(result, Ok(_) | Err(ProbeFailure::Status(_))) {
                         let stream = connection.into_parts().io.0.into_inner();
-                        socket::finish(stream, self.close_mode(), pool).await;
+                        *ending = Some(Ending::new(stream, self.close_mode()));
                     }
                     return result;
                 }

@@ -96,39 +96,59 @@ pub(crate) async fn connect(
     socket.connect(addr).await
 }
 
-/// Ends the connection of a probe that got its complete response.
-///
-/// When the backend has already closed its end (its FIN arrived, as it does right after the
-/// response of a server that honours `Connection: close`), ours ends with a reset: the
-/// backend's application has closed the socket and cannot see it, and both kernels skip the
-/// last ACK (the backend keeps no TIME_WAIT socket either). The socket then goes back to
-/// `pool`. A backend that keeps its end open gets the usual FIN (in [`CloseMode::Polite`]).
-/// Whether the FIN arrived is read from tokio's cached readiness, without a system call.
-pub(crate) async fn finish(stream: TcpStream, mode: CloseMode, pool: Option<&SocketPool>) {
-    let backend_closed = tokio::select! {
-        biased;
-        ready = stream.ready(Interest::READABLE) => ready.is_ok_and(|r| r.is_read_closed()),
-        () = std::future::ready(()) => false,
-    };
-    if mode == CloseMode::Polite && !backend_closed {
-        return; // dropped: FIN
+/// The connection of a probe that got its complete response, to be ended.
+#[derive(Debug)]
+pub(crate) struct Ending {
+    stream: TcpStream,
+    mode: CloseMode,
+}
+
+impl Ending {
+    pub(crate) fn new(stream: TcpStream, mode: CloseMode) -> Self {
+        Ending { stream, mode }
     }
-    let v4 = stream.local_addr().map_or(true, |a| a.is_ipv4());
-    match pool {
-        Some(pool) => {
-            let Ok(socket) = stream.into_std() else {
-                return;
-            };
-            if disconnect(&socket).is_ok() {
-                pool.put(socket, v4);
+
+    /// Ends the connection, waiting up to `grace` for the backend's FIN.
+    ///
+    /// When the backend has closed its end (its FIN arrived, as it does right after the
+    /// response of a server that honours `Connection: close`), ours ends with a reset: the
+    /// backend's application has closed the socket and cannot see it, and both kernels skip
+    /// the last ACK (the backend keeps no TIME_WAIT socket either). The socket then goes back
+    /// to `pool`. A backend that keeps its end open past `grace`, or sends more than the
+    /// response, gets the usual FIN (in [`CloseMode::Polite`]). The FIN is seen in tokio's
+    /// readiness: no system call to look, one wake-up when it comes late.
+    pub(crate) async fn end(self, pool: Option<&SocketPool>, grace: Duration) {
+        let Ending { stream, mode } = self;
+        let fin = stream.ready(Interest::READABLE);
+        let backend_closed = if grace.is_zero() {
+            tokio::select! {
+                biased;
+                ready = fin => ready.is_ok_and(|r| r.is_read_closed()),
+                () = std::future::ready(()) => false,
             }
+        } else {
+            matches!(tokio::time::timeout(grace, fin).await, Ok(Ok(r)) if r.is_read_closed())
+        };
+        if mode == CloseMode::Polite && !backend_closed {
+            return; // dropped: FIN
         }
-        None if mode == CloseMode::Polite => {
-            #[allow(deprecated)]
-            let _ = stream.set_linger(Some(Duration::ZERO));
+        let v4 = stream.local_addr().map_or(true, |a| a.is_ipv4());
+        match pool {
+            Some(pool) => {
+                let Ok(socket) = stream.into_std() else {
+                    return;
+                };
+                if disconnect(&socket).is_ok() {
+                    pool.put(socket, v4);
+                }
+            }
+            None if mode == CloseMode::Polite => {
+                #[allow(deprecated)]
+                let _ = stream.set_linger(Some(Duration::ZERO));
+            }
+            // Reset mode without a pool: the linger set at creation makes the drop a reset.
+            None => {}
         }
-        // Reset mode without a pool: the linger set at creation makes the drop a reset.
-        None => {}
     }
 }
 
@@ -188,9 +208,9 @@ mod tests {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     use tokio::net::TcpListener;
 
-    /// One socket serves connection after connection: each one reaches the listener as a new
-    /// connection from a new local port, carries data both ways, and the backend sees the
-    /// end it should (EOF after its own close, so nothing to see; here: the peer's reset).
+    /// One socket (the same descriptor, kept open in the pool in between) serves connection
+    /// after connection: each reaches the listener as a new connection from a new local port
+    /// and carries data both ways; no error of the previous one leaks into the next.
     #[tokio::test]
     async fn a_disconnected_socket_connects_again() {
         let listener = TcpListener::bind((IpAddr::V4(Ipv4Addr::LOCALHOST), 0))
@@ -199,12 +219,14 @@ mod tests {
         let addr = listener.local_addr().unwrap();
         let pool = SocketPool::new(4);
         let mut ports = Vec::new();
+        let mut fds = Vec::new();
         for round in 0..3u8 {
             let connecting = connect(addr, CloseMode::Polite, Some(&pool));
             let (stream, accepted) = tokio::join!(connecting, listener.accept());
             let (mut stream, (mut server, peer)) = (stream.unwrap(), accepted.unwrap());
             assert_eq!(stream.local_addr().unwrap(), peer);
             ports.push(peer.port());
+            fds.push(stream.as_raw_fd());
             stream.write_all(&[round]).await.unwrap();
             let mut byte = [0u8; 1];
             server.read_exact(&mut byte).await.unwrap();
@@ -213,7 +235,9 @@ mod tests {
             drop(server); // the backend closes first, as after `Connection: close`
             stream.read_exact(&mut byte).await.unwrap();
             assert_eq!(stream.read(&mut byte).await.unwrap(), 0, "backend's FIN");
-            finish(stream, CloseMode::Polite, Some(&pool)).await;
+            Ending::new(stream, CloseMode::Polite)
+                .end(Some(&pool), Duration::from_secs(1))
+                .await;
             assert_eq!(
                 pool.idle(),
                 1,
@@ -222,6 +246,7 @@ mod tests {
         }
         ports.dedup();
         assert_eq!(ports.len(), 3, "a new local port each time: {ports:?}");
+        assert!(fds.iter().all(|fd| *fd == fds[0]), "one socket: {fds:?}");
     }
 
     /// A backend that keeps its end open gets a FIN, and the socket is not reused.
@@ -237,7 +262,10 @@ mod tests {
             listener.accept()
         );
         let (stream, (mut server, _)) = (stream.unwrap(), accepted.unwrap());
-        finish(stream, CloseMode::Polite, Some(&pool)).await;
+        // It does not close within the grace period: we close first, with a FIN.
+        Ending::new(stream, CloseMode::Polite)
+            .end(Some(&pool), Duration::from_millis(50))
+            .await;
         let mut byte = [0u8; 1];
         assert_eq!(server.read(&mut byte).await.unwrap(), 0, "FIN, not a reset");
         assert_eq!(pool.idle(), 0);
