@@ -106,15 +106,16 @@ impl<T: ZeroValid> ZeroedArray<T> {
     fn new(len: usize) -> ZeroedArray<T> {
         let bytes = len.saturating_mul(size_of::<T>()).max(1);
         let huge = bytes >= HUGE_PAGE;
-        let map_len = if huge { bytes + HUGE_PAGE } else { bytes };
-        let map = match MmapMut::map_anon(map_len) {
-            Ok(m) => m,
-            // What a `Vec` of this size does when memory runs out.
-            Err(_) => std::alloc::handle_alloc_error(
-                std::alloc::Layout::from_size_align(map_len, HUGE_PAGE)
-                    .unwrap_or(std::alloc::Layout::new::<T>()),
-            ),
+        let map_len = if huge {
+            bytes.saturating_add(HUGE_PAGE)
+        } else {
+            bytes
         };
+        // `usize::MAX` stands for sizes beyond the address space.
+        if map_len == usize::MAX {
+            out_of_memory(map_len);
+        }
+        let map = MmapMut::map_anon(map_len).unwrap_or_else(|_| out_of_memory(map_len));
         let addr = map.as_ptr() as usize;
         let offset = if huge {
             addr.next_multiple_of(HUGE_PAGE) - addr
@@ -136,8 +137,9 @@ impl<T: ZeroValid> ZeroedArray<T> {
 
     #[inline(always)]
     fn get(&self) -> &[T] {
-        // SAFETY: the mapping holds `offset + len * size_of::<T>()` bytes (`new`) and lives
-        // as long as `self`; it is page aligned and `offset` a multiple of the page size, so
+        // SAFETY: the mapping holds `offset + len * size_of::<T>()` bytes (`new`; no more
+        // than the address space, so less than isize::MAX) and lives as long as `self`; it is
+        // page aligned and `offset` a multiple of the page size, so
         // the elements are aligned (`T` is no more than page aligned); its bytes are zero
         // (valid: `ZeroValid`) or were written as `T` values through `get_mut`; the borrow of
         // `self` keeps `get_mut` from aliasing.
@@ -156,6 +158,15 @@ impl<T: ZeroValid> ZeroedArray<T> {
             )
         }
     }
+}
+
+/// What a `Vec` does when memory runs out: abort with a message.
+#[cold]
+fn out_of_memory(bytes: usize) -> ! {
+    std::alloc::handle_alloc_error(
+        std::alloc::Layout::from_size_align(bytes.min(isize::MAX as usize), 1)
+            .unwrap_or(std::alloc::Layout::new::<u8>()),
+    )
 }
 
 impl<T: ZeroValid> Clone for ZeroedArray<T> {
@@ -321,14 +332,6 @@ impl ConnTable {
             .map(|(i, _)| i)
     }
 
-    /// The tag words of a bucket (empty for a bucket out of range).
-    #[inline(always)]
-    fn bucket_tags(&self, bucket: u32) -> &[u64] {
-        let n = self.tag_words as usize;
-        let start = bucket as usize * n;
-        self.tags.get().get(start..start + n).unwrap_or(&[])
-    }
-
     /// [`ConnTable::probe`] with the key comparison given by the caller (`matches` must be
     /// true exactly for valid entries of the packet's 5-tuple); returns the entry's index
     /// and the entry.
@@ -339,17 +342,18 @@ impl ConnTable {
         tag: u16,
         matches: impl Fn(&CtEntry) -> bool,
     ) -> Option<(u32, &CtEntry)> {
-        let slots = self.bucket_slots(bucket);
+        let words = self.tag_words as usize;
+        let first_word = bucket as usize * words;
         let start = bucket as usize * self.ways as usize;
-        for (group, &tags) in self.bucket_tags(bucket).iter().enumerate() {
+        let (tags, slots) = (self.tags.get(), self.slots.get());
+        for group in 0..words {
             // Ways in order; padding lanes hold 0, which no tag equals.
-            let mut m = tag_mask(tags, tag);
+            let mut m = tag_mask(*tags.get(first_word + group)?, tag);
             while m != 0 {
-                let way = group * TAGS_PER_WORD + (m.trailing_zeros() / 16) as usize;
-                if let Some(s) = slots.get(way) {
-                    if matches(&s.entry) {
-                        return Some(((start + way) as u32, &s.entry));
-                    }
+                let index = start + group * TAGS_PER_WORD + (m.trailing_zeros() / 16) as usize;
+                let s = slots.get(index)?;
+                if matches(&s.entry) {
+                    return Some((index as u32, &s.entry));
                 }
                 m &= m - 1;
             }
@@ -361,23 +365,27 @@ impl ConnTable {
     /// looks any up).
     #[inline]
     pub(crate) fn prefetch_tags(&self, bucket: u32) {
-        if let Some(t) = self.bucket_tags(bucket).first() {
-            prefetch(t);
-        }
+        let tags = self.tags.get().as_ptr();
+        // A prefetch never faults: no bounds check needed.
+        prefetch(tags.wrapping_add(bucket as usize * self.tag_words as usize));
     }
 
     /// Starts fetching the entry of the lowest way of a bucket whose tag is `tag` (once the
     /// tags are at hand).
     #[inline]
     pub(crate) fn prefetch_candidates(&self, bucket: u32, tag: u16) {
-        let slots = self.bucket_slots(bucket);
-        for (group, &tags) in self.bucket_tags(bucket).iter().enumerate() {
-            let m = tag_mask(tags, tag);
+        let words = self.tag_words as usize;
+        let first_word = bucket as usize * words;
+        let start = bucket as usize * self.ways as usize;
+        let tags = self.tags.get();
+        for group in 0..words {
+            let Some(&word) = tags.get(first_word + group) else {
+                return;
+            };
+            let m = tag_mask(word, tag);
             if m != 0 {
-                let way = group * TAGS_PER_WORD + (m.trailing_zeros() / 16) as usize;
-                if let Some(s) = slots.get(way) {
-                    prefetch(s);
-                }
+                let index = start + group * TAGS_PER_WORD + (m.trailing_zeros() / 16) as usize;
+                prefetch(self.slots.get().as_ptr().wrapping_add(index));
                 return;
             }
         }
