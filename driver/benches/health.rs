@@ -732,7 +732,6 @@ async fn measure(args: &Args, listeners: usize, context: &mut Context) -> Result
         Runtime::Current | Runtime::Multi => HealthChecker::new(options),
     }
     .map_err(|e| e.to_string())?;
-    context.checker_thread = own_thread("nlb-health");
     let checker = Arc::new(checker);
     let port = context.port;
     let targets: Vec<HealthTarget> = (0..args.backends)
@@ -778,6 +777,8 @@ async fn measure(args: &Args, listeners: usize, context: &mut Context) -> Result
     // Warm up: every probe's first round starts within one interval, healthy after two.
     tokio::time::sleep(args.interval * 3).await;
 
+    // Looked up now: a new thread names itself once it runs.
+    context.checker_thread = own_thread("nlb-health");
     let before_metrics = checker.metrics();
     let before = context.read();
     tokio::time::sleep(Duration::from_secs(args.seconds)).await;

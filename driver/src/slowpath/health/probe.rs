@@ -333,7 +333,7 @@ impl ProbeRequest {
                     // A complete response, passing or not: the connection ended cleanly.
                     if matches!(result, Ok(_) | Err(ProbeFailure::Status(_))) {
                         let stream = connection.into_parts().io.0.into_inner();
-                        *ending = Some(Ending::new(stream, self.close_mode()));
+                        *ending = Some(Ending::new(stream, self.close_mode(), self.addr));
                     }
                     return result;
                 }

@@ -73,27 +73,36 @@ pub(crate) async fn connect(
     mode: CloseMode,
     pool: Option<&SocketPool>,
 ) -> io::Result<TcpStream> {
-    let socket = match pool.and_then(|p| p.take(addr)) {
+    if let Some(idle) = pool.and_then(|p| p.take(addr)) {
         // Its options were set when it was created.
-        Some(idle) => TcpSocket::from_std_stream(idle),
-        None => {
-            let socket = if addr.is_ipv4() {
-                TcpSocket::new_v4()?
-            } else {
-                TcpSocket::new_v6()?
-            };
-            // Only an optimisation (one packet fewer each way); a probe works without it.
-            let _ = defer_handshake_ack(&socket);
-            if mode == CloseMode::Reset {
-                // A zero linger never blocks (tokio's deprecation is about non-zero values
-                // blocking the thread on drop).
-                #[allow(deprecated)]
-                socket.set_linger(Some(Duration::ZERO))?;
-            }
-            socket
+        match TcpSocket::from_std_stream(idle).connect(addr).await {
+            // A kept socket unfit to connect again is no news about the backend.
+            Err(e) if is_reuse_error(&e) => {}
+            result => return result,
         }
+    }
+    let socket = if addr.is_ipv4() {
+        TcpSocket::new_v4()?
+    } else {
+        TcpSocket::new_v6()?
     };
+    // Only an optimisation (one packet fewer each way); a probe works without it.
+    let _ = defer_handshake_ack(&socket);
+    if mode == CloseMode::Reset {
+        // A zero linger never blocks (tokio's deprecation is about non-zero values blocking
+        // the thread on drop).
+        #[allow(deprecated)]
+        socket.set_linger(Some(Duration::ZERO))?;
+    }
     socket.connect(addr).await
+}
+
+/// Errors `connect()` gives a socket in the wrong state, not an unreachable backend.
+fn is_reuse_error(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EISCONN | libc::EALREADY | libc::EINVAL | libc::EAFNOSUPPORT)
+    )
 }
 
 /// The connection of a probe that got its complete response, to be ended.
@@ -101,11 +110,17 @@ pub(crate) async fn connect(
 pub(crate) struct Ending {
     stream: TcpStream,
     mode: CloseMode,
+    /// The family of the pool it goes back to (that of the address it was connected to).
+    v4: bool,
 }
 
 impl Ending {
-    pub(crate) fn new(stream: TcpStream, mode: CloseMode) -> Self {
-        Ending { stream, mode }
+    pub(crate) fn new(stream: TcpStream, mode: CloseMode, peer: SocketAddr) -> Self {
+        Ending {
+            stream,
+            mode,
+            v4: peer.is_ipv4(),
+        }
     }
 
     /// Ends the connection, waiting up to `grace` for the backend's FIN.
@@ -118,7 +133,7 @@ impl Ending {
     /// response, gets the usual FIN (in [`CloseMode::Polite`]). The FIN is seen in tokio's
     /// readiness: no system call to look, one wake-up when it comes late.
     pub(crate) async fn end(self, pool: Option<&SocketPool>, grace: Duration) {
-        let Ending { stream, mode } = self;
+        let Ending { stream, mode, v4 } = self;
         let fin = stream.ready(Interest::READABLE);
         let backend_closed = if grace.is_zero() {
             tokio::select! {
@@ -132,7 +147,6 @@ impl Ending {
         if mode == CloseMode::Polite && !backend_closed {
             return; // dropped: FIN
         }
-        let v4 = stream.local_addr().map_or(true, |a| a.is_ipv4());
         match pool {
             Some(pool) => {
                 let Ok(socket) = stream.into_std() else {
@@ -204,7 +218,7 @@ fn disconnect(socket: &std::net::TcpStream) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::net::{IpAddr, Ipv4Addr};
+    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     use tokio::net::TcpListener;
 
@@ -213,21 +227,28 @@ mod tests {
     /// and carries data both ways; no error of the previous one leaks into the next.
     #[tokio::test]
     async fn a_disconnected_socket_connects_again() {
-        let listener = TcpListener::bind((IpAddr::V4(Ipv4Addr::LOCALHOST), 0))
-            .await
-            .unwrap();
-        let addr = listener.local_addr().unwrap();
         let pool = SocketPool::new(4);
+        reuse_three_times(IpAddr::V4(Ipv4Addr::LOCALHOST), &pool).await;
+        assert_eq!((pool.family(true).len(), pool.family(false).len()), (1, 0));
+        reuse_three_times(IpAddr::V6(Ipv6Addr::LOCALHOST), &pool).await;
+        assert_eq!((pool.family(true).len(), pool.family(false).len()), (1, 1));
+    }
+
+    async fn reuse_three_times(ip: IpAddr, pool: &SocketPool) {
+        let listener = TcpListener::bind((ip, 0)).await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let kept = pool.idle();
         let mut ports = Vec::new();
         let mut fds = Vec::new();
         for round in 0..3u8 {
-            let connecting = connect(addr, CloseMode::Polite, Some(&pool));
-            let (stream, accepted) = tokio::join!(connecting, listener.accept());
-            let (mut stream, (mut server, peer)) = (stream.unwrap(), accepted.unwrap());
+            let mut stream = connect(addr, CloseMode::Polite, Some(pool)).await.unwrap();
+            // The handshake's last ACK rides on this first write (the listener queues the
+            // connection only then).
+            stream.write_all(&[round]).await.unwrap();
+            let (mut server, peer) = listener.accept().await.unwrap();
             assert_eq!(stream.local_addr().unwrap(), peer);
             ports.push(peer.port());
             fds.push(stream.as_raw_fd());
-            stream.write_all(&[round]).await.unwrap();
             let mut byte = [0u8; 1];
             server.read_exact(&mut byte).await.unwrap();
             assert_eq!(byte[0], round);
@@ -235,12 +256,12 @@ mod tests {
             drop(server); // the backend closes first, as after `Connection: close`
             stream.read_exact(&mut byte).await.unwrap();
             assert_eq!(stream.read(&mut byte).await.unwrap(), 0, "backend's FIN");
-            Ending::new(stream, CloseMode::Polite)
-                .end(Some(&pool), Duration::from_secs(1))
+            Ending::new(stream, CloseMode::Polite, addr)
+                .end(Some(pool), Duration::from_secs(1))
                 .await;
             assert_eq!(
                 pool.idle(),
-                1,
+                kept + 1,
                 "round {round}: the socket went back to the pool"
             );
         }
@@ -257,16 +278,15 @@ mod tests {
             .unwrap();
         let addr = listener.local_addr().unwrap();
         let pool = SocketPool::new(4);
-        let (stream, accepted) = tokio::join!(
-            connect(addr, CloseMode::Polite, Some(&pool)),
-            listener.accept()
-        );
-        let (stream, (mut server, _)) = (stream.unwrap(), accepted.unwrap());
+        let mut stream = connect(addr, CloseMode::Polite, Some(&pool)).await.unwrap();
+        stream.write_all(b"?").await.unwrap();
+        let (mut server, _) = listener.accept().await.unwrap();
+        let mut byte = [0u8; 1];
+        server.read_exact(&mut byte).await.unwrap();
         // It does not close within the grace period: we close first, with a FIN.
-        Ending::new(stream, CloseMode::Polite)
+        Ending::new(stream, CloseMode::Polite, addr)
             .end(Some(&pool), Duration::from_millis(50))
             .await;
-        let mut byte = [0u8; 1];
         assert_eq!(server.read(&mut byte).await.unwrap(), 0, "FIN, not a reset");
         assert_eq!(pool.idle(), 0);
     }
