@@ -245,3 +245,87 @@ fn status(msg: &libc::msghdr) -> u32 {
     }
     0
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::csum::complete_l4_checksum;
+    use etherparse::{SlicedPacket, TransportSlice};
+    use std::net::UdpSocket;
+    use std::time::{Duration, Instant};
+
+    /// Root always; otherwise skipped, unless CI is set (raw sockets need CAP_NET_RAW).
+    fn may_run() -> bool {
+        // SAFETY: geteuid(2) has no preconditions and cannot fail.
+        let root = unsafe { libc::geteuid() } == 0;
+        let ci = std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "0" && v != "false");
+        assert!(
+            root || !ci,
+            "AF_PACKET needs root and CI is set: run as root (sudo -E cargo test -p nlb-tools --bin nlb-sim)"
+        );
+        if !root {
+            eprintln!(
+                "SKIPPED: AF_PACKET needs root (sudo -E cargo test -p nlb-tools --bin nlb-sim)"
+            );
+        }
+        root
+    }
+
+    /// The UDP checksum etherparse computes for an IPv4 frame, and the one in the frame.
+    fn udp_checksums(frame: &[u8]) -> (u16, u16) {
+        let p = SlicedPacket::from_ethernet(frame).expect("etherparse parses it");
+        let Some(etherparse::NetSlice::Ipv4(ip)) = &p.net else {
+            panic!("not IPv4");
+        };
+        let Some(TransportSlice::Udp(u)) = &p.transport else {
+            panic!("not UDP");
+        };
+        let want = u
+            .to_header()
+            .calc_checksum_ipv4_raw(ip.header().source(), ip.header().destination(), u.payload())
+            .expect("checksum");
+        (want, u.checksum())
+    }
+
+    /// The kernel hands frames that a local sender put on `lo` over with CHECKSUM_PARTIAL (as
+    /// a veth does): the port reports it, and the completed checksum is the one etherparse
+    /// computes.
+    #[test]
+    fn partial_checksums_from_the_local_stack_are_reported_and_completed() {
+        if !may_run() {
+            return;
+        }
+        let port = Port::open("lo", "lo").expect("AF_PACKET on lo");
+        let rx = UdpSocket::bind("127.0.0.1:0").expect("bind");
+        let tx = UdpSocket::bind("127.0.0.1:0").expect("bind");
+        let marker = format!(
+            "nlb-sim checksum test {} {:?}",
+            std::process::id(),
+            Instant::now()
+        );
+        tx.send_to(marker.as_bytes(), rx.local_addr().expect("addr"))
+            .expect("send");
+        let mut buf = vec![0u8; 65536];
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let (r, mut frame) = loop {
+            assert!(Instant::now() < deadline, "our datagram never showed on lo");
+            match port.try_recv(&mut buf).expect("receive") {
+                Some(r)
+                    if buf[..r.len]
+                        .windows(marker.len())
+                        .any(|w| w == marker.as_bytes()) =>
+                {
+                    break (r, buf[..r.len].to_vec());
+                }
+                Some(_) => {}
+                None => std::thread::sleep(Duration::from_millis(2)),
+            }
+        };
+        assert_eq!(r.len, r.wire_len);
+        assert!(r.csum_not_ready, "lo delivered a finished checksum: {r:?}");
+        let (want, before) = udp_checksums(&frame);
+        assert_ne!(before, want, "the field held only the pseudo-header sum");
+        assert_eq!(complete_l4_checksum(&mut frame), Ok(want));
+        assert_eq!(udp_checksums(&frame), (want, want));
+    }
+}
