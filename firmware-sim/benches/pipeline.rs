@@ -14,6 +14,12 @@
 //! - `NLB_BENCH_CT_BUCKETS`: connection-table buckets (default 1 Mi), with as many connections
 //!   (a small table that fits the caches shows what the table's size costs).
 //!
+//! What the figures are made of: a miss reads one random word of the 8 MiB tag array per
+//! packet, a hit that word and one random cache line of the 256 MiB slot array (both on
+//! transparent huge pages where the kernel gives them; see `src/conntrack.rs`). With
+//! `NLB_BENCH_CT_BUCKETS=1024` everything is in cache and hits cost what misses do, so the
+//! difference at 1 Mi buckets is the memory system's, not instructions'.
+//!
 //! Mpps per core is packets over the CPU time of the benchmark thread (from
 //! `/proc/thread-self/schedstat`), so other processes on a shared machine do not count against
 //! it; the wall-clock figure is printed beside it. Instructions per packet, exactly, one case at
