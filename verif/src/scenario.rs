@@ -125,6 +125,8 @@ impl Scenario {
 
         // Pools with Maglev slices.
         let n_pools = 20usize;
+        let combos = Affinity::ALL.len() * Delivery::ALL.len();
+        let rotation = rng.random_range(0..n_pools);
         let mut next_slot = 0u32;
         for p in 0..n_pools {
             let size = if p == 3 {
@@ -151,10 +153,24 @@ impl Scenario {
                     };
                 }
             }
+            // Every affinity x delivery pair has a pool (rotated per scenario so each pair
+            // also lands on the odd pools: empty, straddling, invalid); the rest are random.
+            let (affinity, delivery) = if p < combos {
+                let c = (p + rotation) % combos;
+                (
+                    Affinity::ALL[c % Affinity::ALL.len()],
+                    Delivery::ALL[c / Affinity::ALL.len()],
+                )
+            } else {
+                (
+                    Affinity::ALL[rng.random_range(0..Affinity::ALL.len())],
+                    Delivery::ALL[rng.random_range(0..Delivery::ALL.len())],
+                )
+            };
             t.pools[p] = PoolEntry {
                 valid: p != 7,
-                affinity: Affinity::ALL[rng.random_range(0..Affinity::ALL.len())],
-                delivery: Delivery::ALL[rng.random_range(0..Delivery::ALL.len())],
+                affinity,
+                delivery,
                 maglev_base: base,
                 maglev_size: size,
                 track: rng.random_bool(0.6),
@@ -166,9 +182,15 @@ impl Scenario {
         // Rules: pools, ACLs, a few broken.
         let n_rules = 32usize;
         for r in 0..n_rules {
-            let pool = match rng.random_range(0..30) {
-                0 => profile.pools as u16 + rng.random_range(0..50), // beyond the table
-                _ => rng.random_range(0..n_pools as u16),
+            // The first rules reach every affinity x delivery pool (rule r -> pool r), so
+            // VIPs whose first slot names them (below) cover every pool kind per family.
+            let pool = if r < combos {
+                r as u16
+            } else {
+                match rng.random_range(0..30) {
+                    0 => profile.pools as u16 + rng.random_range(0..50), // beyond the table
+                    _ => rng.random_range(0..n_pools as u16),
+                }
             };
             let acl = rng.random_bool(0.2);
             t.rules[r] = RuleEntry {
@@ -206,8 +228,13 @@ impl Scenario {
         // VIPs: IPv4 and IPv6, TCP and UDP, one to four port-range slots.
         let mut vips = Vec::new();
         let ways = profile.vip_ways as usize;
+        // Next systematic first-slot rule per family (IPv4, IPv6), from a random start.
+        let mut first_rule = [
+            rng.random_range(0..combos as u16),
+            rng.random_range(0..combos as u16),
+        ];
         for v in 0..14u32 {
-            let addr = if v % 4 == 3 {
+            let addr = if v % 2 == 1 {
                 0x2001_0db8_0000_0000_0000_0000_0000_0100 | u128::from(v)
             } else {
                 mapped(0x0a01_0000 | v)
@@ -223,7 +250,14 @@ impl Scenario {
                     &[(53, 53), (8000, 8080), (9000, 9000)],
                     &[(1, 100), (200, 300), (443, 443), (1000, 65000)],
                 ];
-                let ranges = layouts[rng.random_range(0..layouts.len())].to_vec();
+                // Mostly single-slot VIPs: only their later fragments are forwarded
+                // (SPEC R4.3), and the coverage bins want every pool kind behind them.
+                let layout = if rng.random_bool(0.7) {
+                    rng.random_range(0..2)
+                } else {
+                    rng.random_range(0..layouts.len())
+                };
+                let ranges = layouts[layout].to_vec();
                 let key = FlowKey {
                     key_type: KeyType::Vip,
                     protocol,
@@ -242,12 +276,19 @@ impl Scenario {
                     addr,
                     ..VipEntry::default()
                 };
+                let family = usize::from(!is_mapped(addr));
                 for (i, (lo, hi)) in ranges.iter().enumerate() {
+                    let rule = if i == 0 {
+                        first_rule[family] = (first_rule[family] + 1) % combos as u16;
+                        first_rule[family]
+                    } else {
+                        rule_id(rng)
+                    };
                     e.slot[i] = PortSlot {
                         valid: true,
                         port_lo: *lo,
                         port_hi: *hi,
-                        rule: rule_id(rng),
+                        rule,
                     };
                 }
                 t.vip[bucket * ways + way] = e;
@@ -460,7 +501,7 @@ impl Scenario {
             spec.payload = 0;
         } else {
             spec.l4 = transport(rng, &flow);
-            let fragment = rng.random_bool(0.12);
+            let fragment = rng.random_bool(0.2);
             spec.ip = Some(ip_layer(v6, flow.client, flow.vip, rng, fragment));
         }
         spec.build()
