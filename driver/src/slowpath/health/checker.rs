@@ -469,10 +469,10 @@ impl HealthChecker {
     /// in a current-thread tokio runtime that stops when the checker is dropped; callable from
     /// anywhere, inside a runtime or not.
     ///
-    /// This is the cheapest way to run many probes: the probes of one checker share no state
-    /// that another core could help with, and a multi-thread runtime's work stealing and
-    /// cross-thread wake-ups cost about a fifth more CPU per probe than one thread doing it
-    /// all (see `docs/health-checks.md`). [`HealthEvents`] can be awaited on any runtime.
+    /// This is the cheapest way to run many probes: a multi-thread runtime's work stealing and
+    /// cross-thread wake-ups cost 10–20% more CPU per probe than one thread doing it all (see
+    /// the benchmark in `docs/health-checks.md`). [`HealthEvents`] can be awaited on any
+    /// runtime.
     pub fn on_own_thread(options: CheckerOptions) -> Result<(Self, HealthEvents), HealthError> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()

@@ -4,7 +4,7 @@
 //! A probe is one fresh TCP connection (a stopped listener must fail it), but the *socket*
 //! need not be fresh: `connect()` with `AF_UNSPEC` aborts a connection and leaves the socket
 //! unconnected, ready to connect again, which spares `socket()` and the `close()` that frees
-//! its file and inode, a fifth of the prober's kernel time per probe.
+//! its file and inode (about 5 µs of kernel time per probe on the development VM).
 
 use std::io;
 use std::net::SocketAddr;
