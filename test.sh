@@ -41,9 +41,10 @@ cargo clippy -p nlb-tools --features rtl --all-targets -- -D warnings
 say "cargo test --workspace"
 cargo test --workspace
 
-# The tools built with the Verilator engine (`--engine rtl`): the same reports as the model.
+# The tools built with the Verilator engine (`--engine rtl`): the same reports as the model, and
+# the end-to-end test on real Linux networking with nlb-sim running the RTL.
 say "cargo test -p nlb-tools --features rtl"
-cargo test -p nlb-tools --features rtl --test sim_rtl
+cargo test -p nlb-tools --features rtl --test sim_rtl --test e2e_rtl
 
 # --- RTL lint --------------------------------------------------------------------------------
 say "verilator --lint-only -Wall over hw/rtl"
