@@ -406,6 +406,7 @@ impl Namespaces {
     const BACKENDS: &'static str = "10.80.0.0/12";
 
     fn create() -> Result<Self, String> {
+        Self::remove_stale();
         let id = std::process::id();
         let ns = Namespaces {
             prober: format!("nlbh{id}c"),
@@ -460,6 +461,27 @@ impl Namespaces {
             Self::SERVER_IP,
         ])?;
         Ok(ns)
+    }
+}
+
+impl Namespaces {
+    /// Removes the namespaces of earlier runs that were killed before cleaning up (their
+    /// benchmark process is gone).
+    fn remove_stale() {
+        let Ok(dir) = std::fs::read_dir("/run/netns") else {
+            return;
+        };
+        for name in dir.filter_map(|e| e.ok()?.file_name().into_string().ok()) {
+            let pid = name
+                .strip_prefix("nlbh")
+                .and_then(|r| r.strip_suffix('c').or_else(|| r.strip_suffix('s')))
+                .and_then(|pid| pid.parse::<u32>().ok());
+            if let Some(pid) = pid {
+                if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+                    let _ = ip(&["netns", "del", &name]);
+                }
+            }
+        }
     }
 }
 
