@@ -27,7 +27,7 @@ use nlb_hw::enums::KeyType;
 use nlb_hw::layouts::{CtEntry, LearnEvent};
 use nlb_hw::{table_index, FlowKey};
 use std::fmt;
-use std::marker::PhantomData;
+use std::ptr::NonNull;
 
 /// `flags` bit of a [`CtEntry`]: FIN or RST seen.
 pub const CT_FLAG_CLOSED: u8 = 0x01;
@@ -57,8 +57,8 @@ pub enum CtError {
 const TAGS_PER_WORD: usize = 4;
 /// `0x0001` in every 16-bit lane of a tag word.
 const LANES_ONE: u64 = u64::MAX / 0xffff;
-/// `0x7fff` in every 16-bit lane.
-const LANES_LOW15: u64 = LANES_ONE * 0x7fff;
+/// `0x8000` in every 16-bit lane.
+const LANES_HIGH: u64 = LANES_ONE << 15;
 
 /// One entry and its hit bit, in one cache line (a hit marks the line it has just read).
 #[derive(Clone, Copy, Default)]
@@ -68,12 +68,14 @@ struct Slot {
     hit: bool,
 }
 
-/// Lane `i` of the result has its top bit set exactly when lane `i` of `tags` equals `tag`
-/// (an exact per-lane zero test of `tags ^ tag…`: no carry crosses a lane).
+/// The lanes of `tags` that may equal `tag`, as their top bits: every equal lane is set, and
+/// the lowest set lane is an equal one (a lane above an equal one may be set without being
+/// equal: the borrow of the zero test runs on; a candidate's key is compared anyway). No lane
+/// is set when none is equal, so a miss costs three word operations.
 #[inline(always)]
 fn tag_mask(tags: u64, tag: u16) -> u64 {
     let x = tags ^ (LANES_ONE * u64::from(tag));
-    !(((x & LANES_LOW15) + LANES_LOW15) | x | LANES_LOW15)
+    x.wrapping_sub(LANES_ONE) & !x & LANES_HIGH
 }
 
 /// Bytes from which a mapping gets its own huge pages (smaller tables are not worth it).
@@ -95,12 +97,19 @@ unsafe impl ZeroValid for Slot {}
 /// is large: the table's lookups land on random pages, and with 4 KiB pages nearly every one
 /// missed the TLB.
 struct ZeroedArray<T: ZeroValid> {
-    map: MmapMut,
-    /// Byte offset of the first element in the mapping (huge-page aligned when large).
-    offset: usize,
+    /// The first element (huge-page aligned when large), kept so that a lookup need not ask
+    /// the mapping.
+    first: NonNull<T>,
     len: usize,
-    _type: PhantomData<T>,
+    /// Owns the memory `first` points into.
+    _map: MmapMut,
 }
+
+// SAFETY: the array owns its elements exclusively (as a `Vec` does); the pointer is only a
+// cached address into its own mapping.
+unsafe impl<T: ZeroValid + Send> Send for ZeroedArray<T> {}
+// SAFETY: shared access gives only `&[T]` (`get`); mutation needs `&mut self`.
+unsafe impl<T: ZeroValid + Sync> Sync for ZeroedArray<T> {}
 
 impl<T: ZeroValid> ZeroedArray<T> {
     fn new(len: usize) -> ZeroedArray<T> {
@@ -115,7 +124,7 @@ impl<T: ZeroValid> ZeroedArray<T> {
         if map_len == usize::MAX {
             out_of_memory(map_len);
         }
-        let map = MmapMut::map_anon(map_len).unwrap_or_else(|_| out_of_memory(map_len));
+        let mut map = MmapMut::map_anon(map_len).unwrap_or_else(|_| out_of_memory(map_len));
         let addr = map.as_ptr() as usize;
         let offset = if huge {
             addr.next_multiple_of(HUGE_PAGE) - addr
@@ -127,36 +136,33 @@ impl<T: ZeroValid> ZeroedArray<T> {
             // Only advice: without transparent huge pages the table works the same, slower.
             let _ = map.advise(memmap2::Advice::HugePage);
         }
+        // In bounds: `offset < HUGE_PAGE` when the mapping has `HUGE_PAGE` bytes extra.
+        let first = map.as_mut_ptr().wrapping_add(offset).cast::<T>();
+        let Some(first) = NonNull::new(first) else {
+            out_of_memory(map_len);
+        };
         ZeroedArray {
-            map,
-            offset,
+            first,
             len,
-            _type: PhantomData,
+            _map: map,
         }
     }
 
     #[inline(always)]
     fn get(&self) -> &[T] {
-        // SAFETY: the mapping holds `offset + len * size_of::<T>()` bytes (`new`; no more
-        // than the address space, so less than isize::MAX) and lives as long as `self`; it is
-        // page aligned and `offset` a multiple of the page size, so
-        // the elements are aligned (`T` is no more than page aligned); its bytes are zero
-        // (valid: `ZeroValid`) or were written as `T` values through `get_mut`; the borrow of
-        // `self` keeps `get_mut` from aliasing.
-        unsafe {
-            std::slice::from_raw_parts(self.map.as_ptr().add(self.offset).cast::<T>(), self.len)
-        }
+        // SAFETY: `first` points `offset` bytes into the mapping, which holds
+        // `offset + len * size_of::<T>()` bytes (`new`; no more than the address space, so
+        // less than isize::MAX) and lives as long as `self`; it is page aligned and `offset`
+        // a multiple of the page size, so the elements are aligned (`T` is no more than page
+        // aligned); its bytes are zero (valid: `ZeroValid`) or were written as `T` values
+        // through `get_mut`; the borrow of `self` keeps `get_mut` from aliasing.
+        unsafe { std::slice::from_raw_parts(self.first.as_ptr(), self.len) }
     }
 
     #[inline(always)]
     fn get_mut(&mut self) -> &mut [T] {
         // SAFETY: as in `get`; the mutable borrow of `self` makes this the only reference.
-        unsafe {
-            std::slice::from_raw_parts_mut(
-                self.map.as_mut_ptr().add(self.offset).cast::<T>(),
-                self.len,
-            )
-        }
+        unsafe { std::slice::from_raw_parts_mut(self.first.as_ptr(), self.len) }
     }
 }
 
@@ -341,7 +347,7 @@ impl ConnTable {
         bucket: u32,
         tag: u16,
         matches: impl Fn(&CtEntry) -> bool,
-    ) -> Option<(u32, &CtEntry)> {
+    ) -> Option<(u32, u16)> {
         let words = self.tag_words as usize;
         let first_word = bucket as usize * words;
         let start = bucket as usize * self.ways as usize;
@@ -353,7 +359,7 @@ impl ConnTable {
                 let index = start + group * TAGS_PER_WORD + (m.trailing_zeros() / 16) as usize;
                 let s = slots.get(index)?;
                 if matches(&s.entry) {
-                    return Some((index as u32, &s.entry));
+                    return Some((index as u32, s.entry.backend));
                 }
                 m &= m - 1;
             }
@@ -620,6 +626,35 @@ mod tests {
         t.write(0, CtEntry::default()).expect("in range");
         assert_eq!(t.lookup(&b), None);
         assert_eq!(t.lookup(&a), Some(2));
+    }
+
+    /// Tag 1 next to an empty way (tag 0) is where the word-wise test flags a lane that is
+    /// not equal; the full comparison still decides.
+    #[test]
+    fn a_flagged_lane_that_is_not_equal_does_not_hit() {
+        let mut ones = (0..1_000_000u32)
+            .map(|i| {
+                tuple5_key(
+                    17,
+                    0xffff_0a00_0000 + u128::from(i),
+                    53,
+                    0xffff_cb00_7101,
+                    53,
+                )
+            })
+            .filter(|k| tag_of(k.hash()) == 1);
+        let (a, b) = (
+            ones.next().expect("a key of tag 1"),
+            ones.next().expect("another"),
+        );
+        let mut t = ConnTable::new(1, 4);
+        t.write(1, entry_of(&a, 7)).expect("in range");
+        assert_ne!(tag_mask(t.tags.get()[0], 1) >> 32, 0, "lane 2 flagged");
+        assert_eq!(t.lookup(&a), Some(1));
+        assert_eq!(t.lookup(&b), None);
+        t.write(3, entry_of(&b, 8)).expect("in range");
+        assert_eq!(t.lookup(&b), Some(3));
+        assert_eq!(t.probe_with(0, 1, |e| e.backend == 8), Some((3, 8)));
     }
 
     #[test]

@@ -615,7 +615,7 @@ pub(crate) fn finish_into(
         {
             res.conntrack = CtOutcome::Hit;
             res.ct_index = Some(i);
-            backend_id = Some(e.backend);
+            backend_id = Some(e);
         }
     }
     let backend_id = match backend_id {
