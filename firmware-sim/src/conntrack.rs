@@ -12,9 +12,10 @@
 //! - beside the slots, 16-bit tags in one 64-bit word per bucket (four ways; more ways, more
 //!   words): 0 for an invalid entry, else [`tag_of`] the TUPLE5 hash of the entry's own key
 //!   (whatever bucket it was written to). A lookup compares the packet's tag with a whole
-//!   word at once and the full key only in the ways whose tag matches, so a miss reads one
-//!   word of tags and a hit that word and one slot. Equal keys have equal hashes, so a way
-//!   skipped for its tag could never have matched.
+//!   word at once and the full key only in the ways whose tag matches (in way order; rarely
+//!   one more way above a match), so a miss reads one word of tags and a hit that word and
+//!   one slot. Equal keys have equal hashes, so a way skipped for its tag could never have
+//!   matched.
 //!
 //! Both arrays are anonymous mappings, advised for transparent huge pages when large: at
 //! production size (1 Mi buckets × 4 ways: 256 MiB of slots, 8 MiB of tags) lookups land on
