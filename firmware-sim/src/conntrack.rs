@@ -349,23 +349,57 @@ impl ConnTable {
         tag: u16,
         matches: impl Fn(&CtEntry) -> bool,
     ) -> Option<(u32, u16)> {
+        // The first word (all ways of the profiles) in line; the others out of the way.
         let words = self.tag_words as usize;
         let first_word = bucket as usize * words;
         let start = bucket as usize * self.ways as usize;
-        let (tags, slots) = (self.tags.get(), self.slots.get());
-        for group in 0..words {
-            // Ways in order; padding lanes hold 0, which no tag equals.
-            let mut m = tag_mask(*tags.get(first_word + group)?, tag);
-            while m != 0 {
-                let index = start + group * TAGS_PER_WORD + (m.trailing_zeros() / 16) as usize;
-                let s = slots.get(index)?;
-                if matches(&s.entry) {
-                    return Some((index as u32, s.entry.backend));
-                }
-                m &= m - 1;
+        let word = *self.tags.get().get(first_word)?;
+        self.probe_word(word, start, tag, &matches).or_else(|| {
+            if words > 1 {
+                self.probe_more_words(first_word, start, tag, &matches)
+            } else {
+                None
             }
+        })
+    }
+
+    /// The candidates of one tag word, in way order; `start` is the index of the word's
+    /// first way.
+    #[inline(always)]
+    fn probe_word(
+        &self,
+        word: u64,
+        start: usize,
+        tag: u16,
+        matches: &impl Fn(&CtEntry) -> bool,
+    ) -> Option<(u32, u16)> {
+        // Padding lanes hold 0, which no tag equals.
+        let mut m = tag_mask(word, tag);
+        while m != 0 {
+            let index = start + (m.trailing_zeros() / 16) as usize;
+            let s = self.slots.get().get(index)?;
+            if matches(&s.entry) {
+                return Some((index as u32, s.entry.backend));
+            }
+            m &= m - 1;
         }
         None
+    }
+
+    /// The tag words after the first (more than four ways).
+    #[cold]
+    #[inline(never)]
+    fn probe_more_words(
+        &self,
+        first_word: usize,
+        start: usize,
+        tag: u16,
+        matches: &impl Fn(&CtEntry) -> bool,
+    ) -> Option<(u32, u16)> {
+        (1..self.tag_words as usize).find_map(|group| {
+            let word = *self.tags.get().get(first_word + group)?;
+            self.probe_word(word, start + group * TAGS_PER_WORD, tag, matches)
+        })
     }
 
     /// Starts fetching the tags of a bucket (a batch does this for all its packets before it
@@ -378,23 +412,18 @@ impl ConnTable {
     }
 
     /// Starts fetching the entry of the lowest way of a bucket whose tag is `tag` (once the
-    /// tags are at hand).
+    /// tags are at hand); only the first four ways are looked at (all of the profiles').
     #[inline]
     pub(crate) fn prefetch_candidates(&self, bucket: u32, tag: u16) {
-        let words = self.tag_words as usize;
-        let first_word = bucket as usize * words;
-        let start = bucket as usize * self.ways as usize;
-        let tags = self.tags.get();
-        for group in 0..words {
-            let Some(&word) = tags.get(first_word + group) else {
-                return;
-            };
-            let m = tag_mask(word, tag);
-            if m != 0 {
-                let index = start + group * TAGS_PER_WORD + (m.trailing_zeros() / 16) as usize;
-                prefetch(self.slots.get().as_ptr().wrapping_add(index));
-                return;
-            }
+        let first_word = bucket as usize * self.tag_words as usize;
+        let Some(&word) = self.tags.get().get(first_word) else {
+            return;
+        };
+        let m = tag_mask(word, tag);
+        if m != 0 {
+            let index = bucket as usize * self.ways as usize + (m.trailing_zeros() / 16) as usize;
+            // A prefetch never faults: no bounds check needed.
+            prefetch(self.slots.get().as_ptr().wrapping_add(index));
         }
     }
 
