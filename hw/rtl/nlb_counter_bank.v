@@ -3,11 +3,16 @@
 `default_nettype none
 
 // One family of packet counters: ENTRIES entries of four 64-bit values (packets, bytes,
-// punts, drops) in a memory, updated by read-modify-write one operation per clock. An
-// operation adds one packet (UPDATE), or reads the entry (READ) or reads and zeroes it
-// (READ_CLEAR) for the host; the entry's value before the operation comes out on r_value
-// with r_valid one clock later. Back-to-back operations on the same entry see each other's
-// result (the previous write is forwarded), so no hit is lost.
+// punts, drops), updated by read-modify-write one operation per clock. An operation adds one
+// packet (UPDATE), or reads the entry (READ) or reads and zeroes it (READ_CLEAR) for the host;
+// the entry's value before the operation comes out on r_value with r_valid two clocks later.
+//
+// Each 64-bit add is split in two 32-bit halves so that no stage holds a 64-bit carry chain:
+// the low halves live in one memory, read with the operation and written in stage 1; the
+// carries out of them are registered and the high halves, in a second memory read in stage 1,
+// are added and written in stage 2. Back-to-back operations on the same entry see each other's
+// result in both halves (the previous write of each half is forwarded), so no hit is lost and a
+// read returns the low and high halves of the same moment.
 module nlb_counter_bank #(
     // Entries (>= 2).
     parameter ENTRIES = 256,
@@ -38,62 +43,113 @@ initial begin
     end
 end
 
-reg [255:0] mem [0:ENTRIES-1];
+// {drops, punts, bytes, packets}, 32 bits each: the low halves and the high halves.
+reg [127:0] mem_lo [0:ENTRIES-1];
+reg [127:0] mem_hi [0:ENTRIES-1];
 
 integer i;
 initial begin
     for (i = 0; i < ENTRIES; i = i + 1) begin
-        mem[i] = 256'd0;
+        mem_lo[i] = 128'd0;
+        mem_hi[i] = 128'd0;
     end
 end
 
-// Stage 1: the entry read, the operation beside it.
+wire op_writes = op_valid && (op_kind == OP_UPDATE || op_kind == OP_READ_CLEAR);
+
+// Stage 1: the low halves read, the operation beside it; the low halves added and written.
 reg                  s1_valid_reg = 1'b0;
-reg [1:0]            s1_kind_reg = 2'd0;
+reg                  s1_writes_reg = 1'b0;
+reg                  s1_update_reg = 1'b0;
 reg [INDEX_BITS-1:0] s1_index_reg = {INDEX_BITS{1'b0}};
 reg [15:0]           s1_bytes_reg = 16'd0;
 reg                  s1_punt_reg = 1'b0;
 reg                  s1_drop_reg = 1'b0;
-reg [255:0]          q_reg = 256'd0;
-// The last write, for an operation on the same entry right behind it.
-reg                  fwd_valid_reg = 1'b0;
-reg [INDEX_BITS-1:0] fwd_index_reg = {INDEX_BITS{1'b0}};
-reg [255:0]          fwd_value_reg = 256'd0;
+reg [127:0]          q_lo_reg = 128'd0;
+// The operation ahead (now in stage 2) wrote the same entry's low halves after the read:
+// compared a clock early so that stage 1 only selects.
+reg                  s1_fwd_reg = 1'b0;
+reg [127:0]          fwd_lo_reg = 128'd0;
+
+// Stage 2: the high halves read, the carries beside them; the high halves added and written.
+reg                  s2_valid_reg = 1'b0;
+reg                  s2_writes_reg = 1'b0;
+reg                  s2_update_reg = 1'b0;
+reg [INDEX_BITS-1:0] s2_index_reg = {INDEX_BITS{1'b0}};
+reg [3:0]            s2_carry_reg = 4'd0;
+reg [127:0]          s2_old_lo_reg = 128'd0;
+reg [127:0]          q_hi_reg = 128'd0;
+reg                  s2_fwd_reg = 1'b0;
+reg [127:0]          fwd_hi_reg = 128'd0;
+
 reg                  r_valid_reg = 1'b0;
 reg [255:0]          r_value_reg = 256'd0;
 
-wire [255:0] old = (fwd_valid_reg && fwd_index_reg == s1_index_reg) ? fwd_value_reg : q_reg;
-wire [63:0]  packets = old[63:0] + 64'd1;
-wire [63:0]  bytes = old[127:64] + {48'd0, s1_bytes_reg};
-wire [63:0]  punts = old[191:128] + {63'd0, s1_punt_reg};
-wire [63:0]  drops = old[255:192] + {63'd0, s1_drop_reg};
-wire [255:0] new_value = s1_kind_reg == OP_UPDATE ? {drops, punts, bytes, packets} : 256'd0;
-wire         writes = s1_valid_reg && (s1_kind_reg == OP_UPDATE || s1_kind_reg == OP_READ_CLEAR);
+wire [127:0] old_lo = s1_fwd_reg ? fwd_lo_reg : q_lo_reg;
+wire [32:0]  packets_lo = {1'b0, old_lo[31:0]} + 33'd1;
+wire [32:0]  bytes_lo = {1'b0, old_lo[63:32]} + {17'd0, s1_bytes_reg};
+wire [32:0]  punts_lo = {1'b0, old_lo[95:64]} + {32'd0, s1_punt_reg};
+wire [32:0]  drops_lo = {1'b0, old_lo[127:96]} + {32'd0, s1_drop_reg};
+wire [127:0] new_lo = s1_update_reg
+    ? {drops_lo[31:0], punts_lo[31:0], bytes_lo[31:0], packets_lo[31:0]} : 128'd0;
+wire [3:0]   carry = s1_update_reg ? {drops_lo[32], punts_lo[32], bytes_lo[32], packets_lo[32]}
+    : 4'd0;
+
+wire [127:0] old_hi = s2_fwd_reg ? fwd_hi_reg : q_hi_reg;
+wire [31:0]  packets_hi = old_hi[31:0] + {31'd0, s2_carry_reg[0]};
+wire [31:0]  bytes_hi = old_hi[63:32] + {31'd0, s2_carry_reg[1]};
+wire [31:0]  punts_hi = old_hi[95:64] + {31'd0, s2_carry_reg[2]};
+wire [31:0]  drops_hi = old_hi[127:96] + {31'd0, s2_carry_reg[3]};
+wire [127:0] new_hi = s2_update_reg ? {drops_hi, punts_hi, bytes_hi, packets_hi} : 128'd0;
 
 always @(posedge clk) begin
     if (op_valid) begin
-        q_reg <= mem[op_index];
+        q_lo_reg <= mem_lo[op_index];
     end
-    if (writes) begin
-        mem[s1_index_reg] <= new_value;
+    if (s1_writes_reg) begin
+        mem_lo[s1_index_reg] <= new_lo;
+    end
+end
+
+always @(posedge clk) begin
+    if (s1_valid_reg) begin
+        q_hi_reg <= mem_hi[s1_index_reg];
+    end
+    if (s2_writes_reg) begin
+        mem_hi[s2_index_reg] <= new_hi;
     end
 end
 
 always @(posedge clk) begin
     s1_valid_reg <= op_valid;
-    s1_kind_reg <= op_kind;
+    s1_writes_reg <= op_writes;
+    s1_update_reg <= op_kind == OP_UPDATE;
     s1_index_reg <= op_index;
     s1_bytes_reg <= op_bytes;
     s1_punt_reg <= op_punt;
     s1_drop_reg <= op_drop;
-    fwd_valid_reg <= writes;
-    fwd_index_reg <= s1_index_reg;
-    fwd_value_reg <= new_value;
-    r_valid_reg <= s1_valid_reg && s1_kind_reg != OP_UPDATE;
-    r_value_reg <= old;
+    s1_fwd_reg <= s1_writes_reg && s1_index_reg == op_index;
+    fwd_lo_reg <= new_lo;
+
+    s2_valid_reg <= s1_valid_reg;
+    s2_writes_reg <= s1_writes_reg;
+    s2_update_reg <= s1_update_reg;
+    s2_index_reg <= s1_index_reg;
+    s2_carry_reg <= carry;
+    s2_old_lo_reg <= old_lo;
+    s2_fwd_reg <= s2_writes_reg && s2_index_reg == s1_index_reg;
+    fwd_hi_reg <= new_hi;
+
+    r_valid_reg <= s2_valid_reg && !s2_update_reg;
+    r_value_reg <= {old_hi[127:96], s2_old_lo_reg[127:96], old_hi[95:64], s2_old_lo_reg[95:64],
+        old_hi[63:32], s2_old_lo_reg[63:32], old_hi[31:0], s2_old_lo_reg[31:0]};
     if (rst) begin
         s1_valid_reg <= 1'b0;
-        fwd_valid_reg <= 1'b0;
+        s1_writes_reg <= 1'b0;
+        s1_fwd_reg <= 1'b0;
+        s2_valid_reg <= 1'b0;
+        s2_writes_reg <= 1'b0;
+        s2_fwd_reg <= 1'b0;
         r_valid_reg <= 1'b0;
     end
 end

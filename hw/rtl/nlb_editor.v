@@ -153,7 +153,7 @@ output wire                 frame_done;
 
 // ---- payload sums -------------------------------------------------------------------------
 
-// Every frame's sum is in long before its result (4 clocks after the last beat against the
+// Every frame's sum is in long before its result (6 clocks after the last beat against the
 // parser's and the lookup's 30), so the head is always valid when a result takes it.
 /* verilator lint_off UNUSEDSIGNAL */
 wire        csum_valid;
@@ -388,9 +388,11 @@ end
 
 
 // Job: kind, punt header, MACs, L2 length, outer family, header size, header, output length.
-localparam JW = 2 + 102 + 48 + 48 + 5 + 1 + 6 + 384 + 18;
+// pre_len = L2 length + header size, added here so that the edit stage only compares it.
+localparam JW = 2 + 102 + 48 + 48 + 5 + 1 + 6 + 7 + 384 + 18;
+wire [6:0]    pre_len_in = {2'd0, h2_l3off_reg} + {1'd0, hsize};
 wire [JW-1:0] job_in = {h2_kind_reg, h2_punt_reg, h2_be_mac_reg, h2_local_mac_reg, h2_l3off_reg,
-    h2_ov6_reg, hsize, hdr, h2_out_len_reg};
+    h2_ov6_reg, hsize, pre_len_in, hdr, h2_out_len_reg};
 
 wire [JW-1:0] job;
 wire          job_valid;
@@ -420,9 +422,11 @@ wire [47:0]  j_local_mac;
 wire [4:0]   j_l3off;
 wire         j_ov6;
 wire [5:0]   j_hsize;
+wire [6:0]   j_pre_len;
 wire [383:0] j_hdr;
 wire [17:0]  j_out_len;
-assign {j_kind, j_punt, j_be_mac, j_local_mac, j_l3off, j_ov6, j_hsize, j_hdr, j_out_len} = job;
+assign {j_kind, j_punt, j_be_mac, j_local_mac, j_l3off, j_ov6, j_hsize, j_pre_len, j_hdr,
+    j_out_len} = job;
 
 // ---- the edit state machine ---------------------------------------------------------------
 
@@ -473,13 +477,20 @@ always @* begin
             pre[pb*8 +: 8] = s_frame_data[pb*8 +: 8];
         end
     end
-    pre[({27'd0, j_l3off} - 2)*8 +: 16] = j_ov6 ? 16'hDD86 : 16'h0008;
-    pre_len = {2'd0, j_l3off} + {1'd0, j_hsize};
+    // The last EtherType, just before the IP header (a case on the three L2 lengths, like
+    // hdr_at, rather than a computed bit index).
+    case (j_l3off)
+        5'd14: pre[12*8 +: 16] = j_ov6 ? 16'hDD86 : 16'h0008;
+        5'd18: pre[16*8 +: 16] = j_ov6 ? 16'hDD86 : 16'h0008;
+        default: pre[20*8 +: 16] = j_ov6 ? 16'hDD86 : 16'h0008;
+    endcase
+    pre_len = j_pre_len;
 end
 
-// Bytes of output beat n that carry data.
-wire [17:0] beat_base = {4'd0, n_reg, 6'd0};
-wire [17:0] rem = j_out_len - beat_base;
+// Bytes from output beat n to the end: the job's output length at beat 0, then kept in a
+// register (64 less per beat), so no subtraction sits in front of the keep comparisons.
+reg  [17:0] rem_reg = 18'd0;
+wire [17:0] rem = n_reg == 8'd0 ? j_out_len : rem_reg;
 wire        enc_last = rem <= 18'd64;
 reg  [KW-1:0] enc_keep;
 reg  [DW-1:0] enc_data;
@@ -601,6 +612,10 @@ end
 
 always @(posedge clk) begin
     n_reg <= n_next;
+    // n only steps by one (or returns to 0, when rem_reg is not used).
+    if (n_next != n_reg) begin
+        rem_reg <= rem - 18'd64;
+    end
     in_done_reg <= in_done_next;
     drain_reg <= drain_next;
     if (pop) begin

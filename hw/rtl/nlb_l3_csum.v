@@ -12,7 +12,7 @@
 // from the first beat: up to two VLAN tags (802.1Q / 802.1ad), then the IPv4 total length or
 // the IPv6 payload length; frames that are not IP sum to whatever the bounds give (the sum is
 // only used for frames the parser accepted, whose bounds are the same). m_valid pulses, with
-// m_sum (folded to 16 bits, 0 only when every byte is 0), 4 clocks after the clock edge that
+// m_sum (folded to 16 bits, 0 only when every byte is 0), 6 clocks after the clock edge that
 // took the frame's last beat.
 module nlb_l3_csum #(
     // AXI-Stream data width in bits (512: one beat holds the whole Ethernet/VLAN/IP header
@@ -38,8 +38,6 @@ module nlb_l3_csum #(
 
 localparam BYTES = DATA_WIDTH / 8;
 localparam WORDS = BYTES / 2;
-// Beat counter width: frames up to 2^17 bytes.
-localparam BW = 11;
 
 initial begin
     if (DATA_WIDTH != 512) begin
@@ -71,36 +69,30 @@ wire [15:0] v6_plen = !t12 ? {`NLB_B(s_axis_tdata, 18), `NLB_B(s_axis_tdata, 19)
 wire [17:0] end_now = ethertype == 16'h86DD ? {13'd0, ip} + 18'd40 + {2'd0, v6_plen}
     : {13'd0, ip} + {2'd0, v4_total};
 
-reg          first_reg = 1'b1;
-reg [BW-1:0] idx_reg = {BW{1'b0}};
-reg [4:0]    lo_reg = 5'd0;
-reg [17:0]   hi_reg = 18'd0;
+reg first_reg = 1'b1;
 
 // ---- stage 1: the beat with its bounds --------------------------------------------------------
 
+// The bounds relative to the beat's first byte: the IP start matters only in the first beat
+// (later beats start past it), the end moves 64 bytes closer with every beat, so it is kept
+// relative (a subtraction of a constant per beat instead of one of the beat's offset).
 reg                  s1_valid_reg = 1'b0;
 reg                  s1_last_reg = 1'b0;
+reg                  s1_first_reg = 1'b0;
 reg [DATA_WIDTH-1:0] s1_data_reg = {DATA_WIDTH{1'b0}};
-reg [BW-1:0]         s1_idx_reg = {BW{1'b0}};
 reg [4:0]            s1_lo_reg = 5'd0;
-reg [17:0]           s1_hi_reg = 18'd0;
+// Two's complement, negative past the end; frames up to 2^17 bytes keep it in range.
+reg [18:0]           s1_rel_hi_reg = 19'd0;
 
 always @(posedge clk) begin
     s1_valid_reg <= beat;
     if (beat) begin
         s1_last_reg <= s_axis_tlast;
+        s1_first_reg <= first_reg;
         s1_data_reg <= s_axis_tdata;
-        s1_idx_reg <= first_reg ? {BW{1'b0}} : idx_reg;
-        s1_lo_reg <= first_reg ? ip : lo_reg;
-        s1_hi_reg <= first_reg ? end_now : hi_reg;
+        s1_lo_reg <= ip;
+        s1_rel_hi_reg <= first_reg ? {1'b0, end_now} : s1_rel_hi_reg - 19'd64;
         first_reg <= s_axis_tlast;
-        if (first_reg) begin
-            lo_reg <= ip;
-            hi_reg <= end_now;
-            idx_reg <= {{(BW-1){1'b0}}, 1'b1};
-        end else if (idx_reg != {BW{1'b1}}) begin
-            idx_reg <= idx_reg + 1'b1;
-        end
     end
     if (rst) begin
         s1_valid_reg <= 1'b0;
@@ -108,91 +100,138 @@ always @(posedge clk) begin
     end
 end
 
-// ---- stage 2: bytes in_ip the bounds, summed in four groups ----------------------------------
+// ---- stage 2: the bytes outside the bounds zeroed ------------------------------------------
 
-// Offset of the beat's first byte, and the bounds relative to it.
-wire [17:0] base = {1'b0, s1_idx_reg, 6'd0};
-wire [18:0] rel_lo = {14'd0, s1_lo_reg} - {1'b0, base};
-wire [18:0] rel_hi = {1'b0, s1_hi_reg} - {1'b0, base};
-
+// lo <= j (first beat only) and j < hi; hi is relative to the beat, negative (bit 18) or
+// large. The comparison with each constant j is written on the low six bits plus "any higher
+// bit" so that it maps to a couple of LUTs, not a carry chain per byte.
+wire            past_end = s1_rel_hi_reg[18];
+wire            beyond_beat = |s1_rel_hi_reg[17:6];
 reg [BYTES-1:0] in_ip;
-reg [19:0]      group [0:3];
-reg [15:0]      word;
+reg [DATA_WIDTH-1:0] masked;
 integer         j, g;
 always @* begin
     for (j = 0; j < BYTES; j = j + 1) begin
-        // lo <= j < hi, with the relative bounds possibly negative (bit 18 set) or large.
-        in_ip[j] = (rel_lo[18] || {14'd0, rel_lo[17:0]} <= j) && !rel_hi[18]
-            && {14'd0, rel_hi[17:0]} > j;
-    end
-    for (g = 0; g < 4; g = g + 1) begin
-        group[g] = 20'd0;
-        for (j = 0; j < WORDS / 4; j = j + 1) begin
-            word = {in_ip[2*(g*(WORDS/4)+j)] ? `NLB_B(s1_data_reg, 2*(g*(WORDS/4)+j)) : 8'd0,
-                in_ip[2*(g*(WORDS/4)+j)+1] ? `NLB_B(s1_data_reg, 2*(g*(WORDS/4)+j)+1) : 8'd0};
-            group[g] = group[g] + {4'd0, word};
-        end
+        in_ip[j] = (!s1_first_reg || {27'd0, s1_lo_reg} <= j) && !past_end
+            && (beyond_beat || {26'd0, s1_rel_hi_reg[5:0]} > j);
+        masked[j*8 +: 8] = in_ip[j] ? `NLB_B(s1_data_reg, j) : 8'd0;
     end
 end
 
-reg        s2_valid_reg = 1'b0;
-reg        s2_last_reg = 1'b0;
-reg        s2_first_reg = 1'b0;
-reg [19:0] s2_group_reg [0:3];
-integer    gi;
-initial begin
-    for (gi = 0; gi < 4; gi = gi + 1) begin
-        s2_group_reg[gi] = 20'd0;
-    end
-end
+reg                  s2_valid_reg = 1'b0;
+reg                  s2_last_reg = 1'b0;
+reg                  s2_first_reg = 1'b0;
+reg [DATA_WIDTH-1:0] s2_data_reg = {DATA_WIDTH{1'b0}};
 
 always @(posedge clk) begin
     s2_valid_reg <= s1_valid_reg;
     s2_last_reg <= s1_last_reg;
-    s2_first_reg <= s1_idx_reg == {BW{1'b0}};
-    for (gi = 0; gi < 4; gi = gi + 1) begin
-        s2_group_reg[gi] <= group[gi];
-    end
+    s2_first_reg <= s1_first_reg;
+    s2_data_reg <= masked;
     if (rst) begin
         s2_valid_reg <= 1'b0;
     end
 end
 
-// ---- stage 3: the beat's sum --------------------------------------------------------------
+// ---- stage 3: the words summed in eight groups ----------------------------------------------
+
+localparam GROUPS = 8;
+localparam GROUP_WORDS = WORDS / GROUPS;
+
+reg [17:0] group [0:GROUPS-1];
+always @* begin
+    for (g = 0; g < GROUPS; g = g + 1) begin
+        group[g] = 18'd0;
+        for (j = 0; j < GROUP_WORDS; j = j + 1) begin
+            group[g] = group[g] + {2'd0, `NLB_B(s2_data_reg, 2*(g*GROUP_WORDS+j)),
+                `NLB_B(s2_data_reg, 2*(g*GROUP_WORDS+j)+1)};
+        end
+    end
+end
 
 reg        s3_valid_reg = 1'b0;
 reg        s3_last_reg = 1'b0;
 reg        s3_first_reg = 1'b0;
-reg [21:0] s3_sum_reg = 22'd0;
+reg [17:0] s3_group_reg [0:GROUPS-1];
+integer    gi;
+initial begin
+    for (gi = 0; gi < GROUPS; gi = gi + 1) begin
+        s3_group_reg[gi] = 18'd0;
+    end
+end
 
 always @(posedge clk) begin
     s3_valid_reg <= s2_valid_reg;
     s3_last_reg <= s2_last_reg;
     s3_first_reg <= s2_first_reg;
-    s3_sum_reg <= ({2'd0, s2_group_reg[0]} + {2'd0, s2_group_reg[1]})
-        + ({2'd0, s2_group_reg[2]} + {2'd0, s2_group_reg[3]});
+    for (gi = 0; gi < GROUPS; gi = gi + 1) begin
+        s3_group_reg[gi] <= group[gi];
+    end
     if (rst) begin
         s3_valid_reg <= 1'b0;
     end
 end
 
-// ---- stage 4: accumulate; at the last beat fold and emit ----------------------------------
+// ---- stage 4: the beat's sum --------------------------------------------------------------
+
+reg        s4_valid_reg = 1'b0;
+reg        s4_last_reg = 1'b0;
+reg        s4_first_reg = 1'b0;
+reg [21:0] s4_sum_reg = 22'd0;
+reg [21:0] beat_sum;
+
+always @* begin
+    beat_sum = 22'd0;
+    for (gi = 0; gi < GROUPS; gi = gi + 1) begin
+        beat_sum = beat_sum + {4'd0, s3_group_reg[gi]};
+    end
+end
+
+always @(posedge clk) begin
+    s4_valid_reg <= s3_valid_reg;
+    s4_last_reg <= s3_last_reg;
+    s4_first_reg <= s3_first_reg;
+    s4_sum_reg <= beat_sum;
+    if (rst) begin
+        s4_valid_reg <= 1'b0;
+    end
+end
+
+// ---- stage 5: accumulate; at the last beat keep the frame's sum -----------------------------
 
 reg  [31:0] acc_reg = 32'd0;
-wire [31:0] acc_now = (s3_first_reg ? 32'd0 : acc_reg) + {10'd0, s3_sum_reg};
-wire [16:0] fold1 = {1'b0, acc_now[15:0]} + {1'b0, acc_now[31:16]};
-wire [15:0] fold2 = fold1[15:0] + {15'd0, fold1[16]};
+wire [31:0] acc_now = (s4_first_reg ? 32'd0 : acc_reg) + {10'd0, s4_sum_reg};
+
+reg        s5_done_reg = 1'b0;
+reg [31:0] s5_total_reg = 32'd0;
+
+always @(posedge clk) begin
+    s5_done_reg <= s4_valid_reg && s4_last_reg;
+    if (s4_valid_reg) begin
+        acc_reg <= acc_now;
+        if (s4_last_reg) begin
+            s5_total_reg <= acc_now;
+        end
+    end
+    if (rst) begin
+        s5_done_reg <= 1'b0;
+    end
+end
+
+// ---- stage 6: fold to 16 bits and emit ------------------------------------------------------
+
+// The end-around carry of the fold is its own carry out, so both results are added side by
+// side and the carry picks one (one carry chain instead of two in a row).
+wire [16:0] fold = {1'b0, s5_total_reg[15:0]} + {1'b0, s5_total_reg[31:16]};
+wire [15:0] fold_plus1 = s5_total_reg[15:0] + s5_total_reg[31:16] + 16'd1;
 
 reg        out_valid_reg = 1'b0;
 reg [15:0] out_sum_reg = 16'd0;
 
 always @(posedge clk) begin
-    out_valid_reg <= s3_valid_reg && s3_last_reg;
-    if (s3_valid_reg) begin
-        acc_reg <= acc_now;
-        if (s3_last_reg) begin
-            out_sum_reg <= fold2;
-        end
+    out_valid_reg <= s5_done_reg;
+    if (s5_done_reg) begin
+        out_sum_reg <= fold[16] ? fold_plus1 : fold[15:0];
     end
     if (rst) begin
         out_valid_reg <= 1'b0;

@@ -434,7 +434,15 @@ localparam F_EVV = F_OUTLEN + W_OUTLEN;
 localparam W_EVV = 1; // an event goes out
 localparam F_EVK = F_EVV + W_EVV;
 localparam W_EVK = 2; // enum event
-localparam SW = F_EVK + W_EVK;
+localparam F_OLEN4 = F_EVK + W_EVK;
+localparam W_OLEN4 = 18; // output frame length if the backend is IPv4 (from stage N)
+localparam F_OLEN6 = F_OLEN4 + W_OLEN4;
+localparam W_OLEN6 = 18; // output frame length if the backend is IPv6 (from stage N)
+localparam F_BIG4 = F_OLEN6 + W_OLEN6;
+localparam W_BIG4 = 1; // F_OLEN4 is over MAX_FRAME
+localparam F_BIG6 = F_BIG4 + W_BIG4;
+localparam W_BIG6 = 1; // F_OLEN6 is over MAX_FRAME
+localparam SW = F_BIG6 + W_BIG6;
 
 // ---- descriptor FIFO --------------------------------------------------------------------
 
@@ -1029,10 +1037,24 @@ assign backend_rd_en = vl_reg[18];
 assign backend_rd_bank = sm[F_BANK];
 assign backend_rd_row = m_be_id[BACKEND_ROW_BITS-1:0];
 
-// ---- stage N (19): wait --------------------------------------------------------------------
+// ---- stage N (19): output length for either backend family -----------------------------
+
+// Both candidates and their size checks are ready before the backend entry says which family
+// it is, so stage O only selects.
+wire [SW-1:0] sn2 = st_reg[19];
+wire [1:0]    n_deliv = sn2[F_DELIV +: 2];
+wire [17:0]   n_l2_len = {{(18-LW){1'b0}}, sn2[F_LEN +: LW]};
+wire [17:0]   n_enc_base = {{(18-LW){1'b0}}, sn2[F_L3END +: LW]}
+    + (n_deliv == NLB_DELIVERY_GUE ? 18'd8 : 18'd0);
+wire [17:0]   n_olen4 = n_deliv == NLB_DELIVERY_L2_DSR ? n_l2_len : n_enc_base + 18'd20;
+wire [17:0]   n_olen6 = n_deliv == NLB_DELIVERY_L2_DSR ? n_l2_len : n_enc_base + 18'd40;
 
 always @* begin
-    nx[20] = st_reg[19];
+    nx[20] = sn2;
+    nx[20][F_OLEN4 +: 18] = n_olen4;
+    nx[20][F_OLEN6 +: 18] = n_olen6;
+    nx[20][F_BIG4] = n_olen4 > MAX_FRAME;
+    nx[20][F_BIG6] = n_olen6 > MAX_FRAME;
 end
 
 // ---- stage O (20): backend, output length, event ----------------------------------------
@@ -1040,10 +1062,8 @@ end
 wire [SW-1:0] so = st_reg[20];
 wire          o_valid = backend_rd_data[NLB_BACKEND_ENTRY_VALID_LSB];
 wire          o_v6 = backend_rd_data[NLB_BACKEND_ENTRY_IS_IPV6_LSB];
-wire [1:0]    o_deliv = so[F_DELIV +: 2];
-wire [17:0]   o_l3_end = {{(18-LW){1'b0}}, so[F_L3END +: LW]};
-wire [17:0]   o_out_len = o_deliv == NLB_DELIVERY_L2_DSR ? {{(18-LW){1'b0}}, so[F_LEN +: LW]}
-    : o_l3_end + (o_v6 ? 18'd40 : 18'd20) + (o_deliv == NLB_DELIVERY_GUE ? 18'd8 : 18'd0);
+wire [17:0]   o_out_len = o_v6 ? so[F_OLEN6 +: 18] : so[F_OLEN4 +: 18];
+wire          o_too_big = o_v6 ? so[F_BIG6] : so[F_BIG4];
 wire [7:0]    o_proto = so[F_PROTO +: 8];
 wire          o_closing = o_proto == PROTO_TCP && (so[F_TCPF +: 8] & 8'h05) != 8'h00;
 
@@ -1052,7 +1072,7 @@ always @* begin
     if (!so[F_DONE]) begin
         if (!so[F_BINR] || !o_valid) begin
             nx[21] = ended(nx[21], V_DROP, NLB_REASON_NO_BACKEND);
-        end else if (o_out_len > MAX_FRAME) begin
+        end else if (o_too_big) begin
             nx[21] = ended(nx[21], V_DROP, NLB_REASON_TOO_BIG);
         end else begin
             nx[21] = ended(nx[21], V_FORWARD, so[F_INJ] ? NLB_REASON_INJECTED

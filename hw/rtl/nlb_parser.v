@@ -375,6 +375,12 @@ end
 wire [15:0] v4_frag = be16(s2_h_reg, 6);
 /* verilator lint_on UNUSEDSIGNAL */
 
+// Window bytes after the fixed IPv6 header (only whole 8-byte blocks are used).
+localparam [7:0] WIN_AFTER_V6 = WINDOW - 40;
+/* verilator lint_off UNUSEDSIGNAL */
+wire [7:0] win_left = WIN_AFTER_V6 - {3'd0, ip_off};
+/* verilator lint_on UNUSEDSIGNAL */
+
 // Stage-2 outputs, common to both families (IPv4 fields or IPv6 fields).
 reg                 s3_valid_reg = 1'b0;
 reg [LEN_WIDTH-1:0] s3_len_reg = {LEN_WIDTH{1'b0}};
@@ -399,6 +405,10 @@ reg [18:0]          s3_csum_reg [0:4];
 // IPv6 extension chain state: next header, absolute offset p, headers read, stopped.
 reg [7:0]           s3_nh_reg = 8'd0;
 reg [OW-1:0]        s3_p_reg = {OW{1'b0}};
+// The same state in 8-byte units left before the end of the IPv6 payload and of the window
+// (rounded down), so a stage compares the header length field with them directly.
+reg [12:0]          s3_room8_reg = 13'd0;
+reg [4:0]           s3_win8_reg = 5'd0;
 
 integer ci;
 initial begin
@@ -432,6 +442,8 @@ always @(posedge clk) begin
     end
     s3_nh_reg <= `NLB_BYTE(s2_h_reg, 6);
     s3_p_reg <= {{(OW-5){1'b0}}, ip_off} + 40;
+    s3_room8_reg <= v6_plen[15:3];
+    s3_win8_reg <= win_left[7:3];
     if (rst) begin
         s3_valid_reg <= 1'b0;
     end
@@ -461,8 +473,12 @@ reg           r_stop [1:EXT_STAGES];      // the chain ended after a later fragm
 reg           r_frag [1:EXT_STAGES];
 reg [15:0]    r_foff [1:EXT_STAGES];
 reg [31:0]    r_id [1:EXT_STAGES];
-reg [21:0]    r_csum [1:EXT_STAGES];      // IPv4 checksum: folded after stage 3
-reg           r_csum_ok [1:EXT_STAGES];   // compared in stage 4
+reg [4:0]     r_m [1:EXT_STAGES];         // 8-byte blocks read after the fixed header
+reg [12:0]    r_room8 [1:EXT_STAGES];     // 8-byte blocks left in the payload (rounded down)
+reg [4:0]     r_win8 [1:EXT_STAGES];      // 8-byte blocks left in the window (rounded down)
+reg [21:0]    r_csum [1:EXT_STAGES];      // IPv4 checksum: one add or fold per stage
+reg [19:0]    r_csum_b [1:EXT_STAGES];    // its second addend in stage 4
+reg           r_csum_ok [1:EXT_STAGES];   // compared in stage 6
 
 // Inputs of stage i.
 reg [PW-1:0]  c_pass [0:EXT_STAGES];
@@ -475,7 +491,11 @@ reg           c_stop [0:EXT_STAGES];
 reg           c_frag [0:EXT_STAGES];
 reg [15:0]    c_foff [0:EXT_STAGES];
 reg [31:0]    c_id [0:EXT_STAGES];
+reg [4:0]     c_m [0:EXT_STAGES];
+reg [12:0]    c_room8 [0:EXT_STAGES];
+reg [4:0]     c_win8 [0:EXT_STAGES];
 reg [21:0]    c_csum [0:EXT_STAGES];
+reg [19:0]    c_csum_b [0:EXT_STAGES];
 reg           c_csum_ok [0:EXT_STAGES];
 
 // Outputs of stage i.
@@ -487,7 +507,11 @@ reg           n_stop [0:EXT_STAGES-1];
 reg           n_frag [0:EXT_STAGES-1];
 reg [15:0]    n_foff [0:EXT_STAGES-1];
 reg [31:0]    n_id [0:EXT_STAGES-1];
+reg [4:0]     n_m [0:EXT_STAGES-1];
+reg [12:0]    n_room8 [0:EXT_STAGES-1];
+reg [4:0]     n_win8 [0:EXT_STAGES-1];
 reg [21:0]    n_csum [0:EXT_STAGES-1];
+reg [19:0]    n_csum_b [0:EXT_STAGES-1];
 reg           n_csum_ok [0:EXT_STAGES-1];
 
 integer xi;
@@ -503,7 +527,11 @@ initial begin
         r_frag[xi] = 1'b0;
         r_foff[xi] = 16'd0;
         r_id[xi] = 32'd0;
+        r_m[xi] = 5'd0;
+        r_room8[xi] = 13'd0;
+        r_win8[xi] = 5'd0;
         r_csum[xi] = 22'd0;
+        r_csum_b[xi] = 20'd0;
         r_csum_ok[xi] = 1'b0;
     end
 end
@@ -517,22 +545,23 @@ localparam P_NOT_IP = P_V6 + 1;
 
 // Per-stage temporaries.
 reg [HBITS-1:0] x_h;
-// Only the block index bits of the relative offset are used (it is a multiple of 8).
-/* verilator lint_off UNUSEDSIGNAL */
-reg [OW-1:0]    x_rel;
-/* verilator lint_on UNUSEDSIGNAL */
-reg [4:0]       x_k;
 reg [63:0]      x_blk;
 // Fragment header word: offset and M flag (the two reserved bits are not looked at).
 /* verilator lint_off UNUSEDSIGNAL */
 reg [15:0]      x_fragw;
 /* verilator lint_on UNUSEDSIGNAL */
-reg [OW-1:0]    x_len;
-reg [OW-1:0]    x_p8;
-reg [OW-1:0]    x_pn;
-reg [LEN_WIDTH-1:0] x_l3_end;
+// The header's length in 8-byte blocks minus one (0 for a fragment header).
+reg [7:0]       x_hlen8;
 reg             x_active;
 reg             x_is_frag_hdr;
+// Its first 8 bytes, then all of it, would pass the window's end / the payload's end:
+// p + 8 > end when fewer than 8 bytes are left, p + 8 * (hlen8 + 1) > end when hlen8 is at
+// least the whole blocks left (both are kept per stage, so no offset is added and compared).
+reg             x_first_past_win;
+reg             x_first_past_end;
+reg             x_all_past_win;
+reg             x_all_past_end;
+reg             x_takes;
 reg [16:0]      x_fold1;
 integer         xs;
 
@@ -543,12 +572,15 @@ always @* begin
     c_reason[0] = s3_reason_reg;
     c_nh[0] = s3_nh_reg;
     c_p[0] = s3_p_reg;
+    c_m[0] = 5'd0;
+    c_room8[0] = s3_room8_reg;
+    c_win8[0] = s3_win8_reg;
     c_stop[0] = 1'b0;
     c_frag[0] = 1'b0;
     c_foff[0] = 16'd0;
     c_id[0] = 32'd0;
-    c_csum[0] = {3'd0, s3_csum_reg[0]} + {3'd0, s3_csum_reg[1]} + {3'd0, s3_csum_reg[2]}
-        + {3'd0, s3_csum_reg[3]} + {3'd0, s3_csum_reg[4]};
+    c_csum[0] = 22'd0;
+    c_csum_b[0] = 20'd0;
     c_csum_ok[0] = 1'b0;
     for (xs = 1; xs <= EXT_STAGES; xs = xs + 1) begin
         c_pass[xs] = r_pass[xs];
@@ -557,75 +589,93 @@ always @* begin
         c_reason[xs] = r_reason[xs];
         c_nh[xs] = r_nh[xs];
         c_p[xs] = r_p[xs];
+        c_m[xs] = r_m[xs];
+        c_room8[xs] = r_room8[xs];
+        c_win8[xs] = r_win8[xs];
         c_stop[xs] = r_stop[xs];
         c_frag[xs] = r_frag[xs];
         c_foff[xs] = r_foff[xs];
         c_id[xs] = r_id[xs];
         c_csum[xs] = r_csum[xs];
+        c_csum_b[xs] = r_csum_b[xs];
         c_csum_ok[xs] = r_csum_ok[xs];
     end
 
     for (xs = 0; xs < EXT_STAGES; xs = xs + 1) begin
-        // The extension header at p: relative offset p - ip = 40 + 8k, block k of 8 bytes.
+        // The extension header at p = ip + 40 + 8m: block m of 8 bytes after the fixed
+        // header. m stays below 18 while the chain is inside the window.
         x_h = c_pass[xs][P_H +: HBITS];
-        x_l3_end = c_pass[xs][P_L3_END +: LEN_WIDTH];
-        x_rel = c_p[xs] - {{(OW-5){1'b0}}, c_pass[xs][P_IP_OFF +: 5]} - 40;
-        x_k = x_rel[7:3];
-        x_blk = x_h[(40 + 8 * x_k) * 8 +: 64];
+        x_blk = x_h[(40 + 8 * c_m[xs]) * 8 +: 64];
         x_fragw = {x_blk[23:16], x_blk[31:24]};
         x_is_frag_hdr = c_nh[xs] == PROTO_FRAGMENT;
-        x_len = x_is_frag_hdr ? 8 : ({{(OW-8){1'b0}}, x_blk[15:8]} + 1) << 3;
-        x_p8 = c_p[xs] + 8;
-        x_pn = c_p[xs] + x_len;
+        x_hlen8 = x_is_frag_hdr ? 8'd0 : x_blk[15:8];
         x_active = c_pass[xs][P_V6] && !c_pass[xs][P_NOT_IP] && !c_bad[xs]
             && !c_stop[xs] && is_ext(c_nh[xs]);
+        x_first_past_win = c_win8[xs] == 5'd0;
+        x_first_past_end = c_room8[xs] == 13'd0;
+        x_all_past_win = x_hlen8 >= {3'd0, c_win8[xs]};
+        x_all_past_end = {5'd0, x_hlen8} >= c_room8[xs];
+        x_takes = x_active && !x_first_past_win && !x_first_past_end && !x_all_past_win
+            && !x_all_past_end;
 
         n_bad[xs] = c_bad[xs];
         n_reason[xs] = c_reason[xs];
-        n_nh[xs] = c_nh[xs];
-        n_p[xs] = c_p[xs];
+        if (x_active) begin
+            if (x_first_past_win) begin
+                n_bad[xs] = 1'b1;
+                n_reason[xs] = NLB_REASON_EXT_CHAIN_TOO_LONG;
+            end else if (x_first_past_end) begin
+                n_bad[xs] = 1'b1;
+                n_reason[xs] = NLB_REASON_BAD_IP_LENGTH;
+            end else if (x_all_past_win) begin
+                n_bad[xs] = 1'b1;
+                n_reason[xs] = NLB_REASON_EXT_CHAIN_TOO_LONG;
+            end else if (x_all_past_end) begin
+                n_bad[xs] = 1'b1;
+                n_reason[xs] = NLB_REASON_BAD_IP_LENGTH;
+            end
+        end
+
+        n_nh[xs] = x_takes ? x_blk[7:0] : c_nh[xs];
+        n_p[xs] = x_takes ? c_p[xs] + {{(OW-11){1'b0}}, x_hlen8, 3'b000} + 8 : c_p[xs];
+        n_m[xs] = x_takes ? c_m[xs] + x_hlen8[4:0] + 5'd1 : c_m[xs];
+        n_room8[xs] = x_takes ? c_room8[xs] - {5'd0, x_hlen8} - 13'd1 : c_room8[xs];
+        n_win8[xs] = x_takes ? c_win8[xs] - x_hlen8[4:0] - 5'd1 : c_win8[xs];
+
+        // A fragment header is 8 bytes, so whether it is taken does not depend on the block
+        // read (written out so that synthesis sees it).
         n_stop[xs] = c_stop[xs];
         n_frag[xs] = c_frag[xs];
         n_foff[xs] = c_foff[xs];
         n_id[xs] = c_id[xs];
-        if (x_active) begin
-            if (x_p8 > WIN_END) begin
-                n_bad[xs] = 1'b1;
-                n_reason[xs] = NLB_REASON_EXT_CHAIN_TOO_LONG;
-            end else if (widen_ow(x_p8) > x_l3_end) begin
-                n_bad[xs] = 1'b1;
-                n_reason[xs] = NLB_REASON_BAD_IP_LENGTH;
-            end else if (x_pn > WIN_END) begin
-                n_bad[xs] = 1'b1;
-                n_reason[xs] = NLB_REASON_EXT_CHAIN_TOO_LONG;
-            end else if (widen_ow(x_pn) > x_l3_end) begin
-                n_bad[xs] = 1'b1;
-                n_reason[xs] = NLB_REASON_BAD_IP_LENGTH;
-            end else begin
-                n_nh[xs] = x_blk[7:0];
-                n_p[xs] = x_pn;
-                if (x_is_frag_hdr) begin
-                    // A later fragment header overwrites an earlier one; after one with a
-                    // non-zero offset the rest is payload.
-                    n_frag[xs] = x_fragw[15:3] != 13'd0 || x_fragw[0];
-                    n_foff[xs] = {x_fragw[15:3], 3'b000};
-                    n_id[xs] = {x_blk[39:32], x_blk[47:40], x_blk[55:48], x_blk[63:56]};
-                    n_stop[xs] = x_fragw[15:3] != 13'd0;
-                end
-            end
+        if (x_active && x_is_frag_hdr && !x_first_past_win && !x_first_past_end) begin
+            // A later fragment header overwrites an earlier one; after one with a non-zero
+            // offset the rest is payload.
+            n_frag[xs] = x_fragw[15:3] != 13'd0 || x_fragw[0];
+            n_foff[xs] = {x_fragw[15:3], 3'b000};
+            n_id[xs] = {x_blk[39:32], x_blk[47:40], x_blk[55:48], x_blk[63:56]};
+            n_stop[xs] = x_fragw[15:3] != 13'd0;
         end
 
-        // IPv4 checksum: stage 3 folds the sum, stage 4 compares it.
+        // IPv4 checksum, one step per stage: the five group sums in two parts, their sum,
+        // the first fold, then the comparison (the second fold's carry is only the end
+        // around carry, so the folded sum is 0xFFFF exactly when the first fold is 0xFFFF,
+        // or 0x1FFFE).
         x_fold1 = {1'b0, c_csum[xs][15:0]} + {11'd0, c_csum[xs][21:16]};
+        n_csum[xs] = c_csum[xs];
+        n_csum_b[xs] = c_csum_b[xs];
+        n_csum_ok[xs] = c_csum_ok[xs];
         if (xs == 0) begin
-            n_csum[xs] = {6'd0, x_fold1[15:0] + {15'd0, x_fold1[16]}};
-            n_csum_ok[xs] = 1'b0;
+            n_csum[xs] = {3'd0, s3_csum_reg[0]} + {3'd0, s3_csum_reg[1]}
+                + {3'd0, s3_csum_reg[2]};
+            n_csum_b[xs] = {1'b0, s3_csum_reg[3]} + {1'b0, s3_csum_reg[4]};
         end else if (xs == 1) begin
-            n_csum[xs] = c_csum[xs];
-            n_csum_ok[xs] = c_csum[xs][15:0] == 16'hFFFF;
-        end else begin
-            n_csum[xs] = c_csum[xs];
-            n_csum_ok[xs] = c_csum_ok[xs];
+            n_csum[xs] = c_csum[xs] + {2'd0, c_csum_b[xs]};
+        end else if (xs == 2) begin
+            n_csum[xs] = {5'd0, x_fold1};
+        end else if (xs == 3) begin
+            n_csum_ok[xs] = c_csum[xs][16] ? c_csum[xs][15:0] == 16'hFFFE
+                : c_csum[xs][15:0] == 16'hFFFF;
         end
     end
 end
@@ -638,11 +688,15 @@ always @(posedge clk) begin
         r_reason[xi+1] <= n_reason[xi];
         r_nh[xi+1] <= n_nh[xi];
         r_p[xi+1] <= n_p[xi];
+        r_m[xi+1] <= n_m[xi];
+        r_room8[xi+1] <= n_room8[xi];
+        r_win8[xi+1] <= n_win8[xi];
         r_stop[xi+1] <= n_stop[xi];
         r_frag[xi+1] <= n_frag[xi];
         r_foff[xi+1] <= n_foff[xi];
         r_id[xi+1] <= n_id[xi];
         r_csum[xi+1] <= n_csum[xi];
+        r_csum_b[xi+1] <= n_csum_b[xi];
         r_csum_ok[xi+1] <= n_csum_ok[xi];
     end
     if (rst) begin
@@ -689,13 +743,12 @@ wire [15:0]   foff = v6 ? r_foff[X] : xo_v4_foff;
 wire [31:0]   ip_id = v6 ? r_id[X] : {16'd0, xo_v4_id};
 wire          later = foff != 16'd0;
 wire [OW-1:0] ip_off_o = {{(OW-5){1'b0}}, xo_ip_off};
-// Upper-layer offset: absolute, and relative to the IP header (a multiple of 4).
+// Upper-layer offset: absolute, and in 4-byte words from the IP header. The latter comes from
+// the chain's block count (IPv6: 40 + 8m bytes, m < 18) or the IHL, not from subtracting the
+// IP offset from the absolute one, so the header selections below start right away.
 wire [OW-1:0] l4 = v6 ? r_p[X] : ip_off_o + {{(OW-6){1'b0}}, xo_hl};
-// A multiple of 4 below 256 whenever it is used.
-/* verilator lint_off UNUSEDSIGNAL */
-wire [OW-1:0] l4_rel = l4 - ip_off_o;
-/* verilator lint_on UNUSEDSIGNAL */
-wire [5:0]    l4_dw = l4_rel[7:2];
+wire [5:0]    l4_dw = v6 ? {r_m[X], 1'b0} + 6'd10 : {2'd0, xo_hl[5:2]};
+wire [5:0]    quote_dw = l4_dw + 6'd2;
 wire [LEN_WIDTH-1:0] l3_end = xo_l3_end;
 // limit = min(l3_end, 192) for ICMP.
 wire [OW-1:0] limit = l3_end < widen_ow(WIN_END) ? l3_end[OW-1:0] : WIN_END;
@@ -708,7 +761,7 @@ wire [OW-1:0] need = is_tcp ? 20 : 8;
 // 20 bytes at l4 (ports, flags, ICMP type) and the 40-byte quote after the ICMP header.
 wire [31:0]  l4_word0 = xo_h[l4_dw * 32 +: 32];
 wire [7:0]   l4_flags = xo_h[l4_dw * 32 + 13 * 8 +: 8];
-wire [319:0] quote = xo_h[(l4_dw + 2) * 32 +: 320];
+wire [319:0] quote = xo_h[quote_dw * 32 +: 320];
 
 reg        l4_bad;
 reg [4:0]  l4_reason;
@@ -763,9 +816,8 @@ wire [127:0]  q_src = v6 ? be128q(quote, 8) : {80'd0, 16'hFFFF, be32q(quote, 12)
 wire [127:0]  q_dst = v6 ? be128q(quote, 24) : {80'd0, 16'hFFFF, be32q(quote, 16)};
 // The quote's upper-layer header, absolute and in words relative to the IP header.
 wire [OW-1:0] q_l4 = v6 ? q + 40 : q + {{(OW-6){1'b0}}, q_ihl, 2'b00};
-/* verilator lint_off UNUSEDSIGNAL */
-wire [OW-1:0] q_l4_rel = q_l4 - ip_off_o;  // a multiple of 4; below 256 when used
-/* verilator lint_on UNUSEDSIGNAL */
+// Below 64 words whenever it is used.
+wire [5:0]    q_l4_dw = quote_dw + (v6 ? 6'd10 : {2'd0, q_ihl});
 
 reg                 s8_valid_reg = 1'b0;
 reg [LEN_WIDTH-1:0] s8_len_reg = {LEN_WIDTH{1'b0}};
@@ -828,7 +880,7 @@ always @(posedge clk) begin
     s8_q_src_reg <= q_src;
     s8_q_dst_reg <= q_dst;
     s8_q_l4_reg <= q_l4;
-    s8_q_l4_dw_reg <= q_l4_rel[7:2];
+    s8_q_l4_dw_reg <= q_l4_dw;
     s8_limit_reg <= limit;
     s8_h_reg <= xo_h;
     if (rst) begin
