@@ -326,11 +326,15 @@ end
 
 // ---- header builder, stage 3: fold, assemble, queue the job -----------------------------------
 
+// The end-around carry is the first add's own carry out, so the sum plus one is added beside
+// it and the carry picks (one carry chain instead of two in a row).
 function [15:0] fold(input [20:0] s);
     reg [16:0] f1;
+    reg [15:0] f1_plus1;
     begin
         f1 = {1'b0, s[15:0]} + {12'd0, s[20:16]};
-        fold = f1[15:0] + {15'd0, f1[16]};
+        f1_plus1 = s[15:0] + {11'd0, s[20:16]} + 16'd1;
+        fold = f1[16] ? f1_plus1 : f1[15:0];
     end
 endfunction
 

@@ -1001,21 +1001,25 @@ wire [24:0]   k_slot = {1'b0, sk[F_MBASE +: 24]} + {8'd0, sk[F_PROD + 32 +: 17]}
 always @* begin
     nx[17] = sk;
     nx[17][F_MSLOT +: 25] = k_slot;
-    if (!sk[F_DONE] && sk[F_CT +: 2] != CT_HIT && !sk[F_INJ]) begin
-        if (sk[F_MSIZE +: 17] == 17'd0 || {7'd0, k_slot} >= MAGLEV_SLOTS) begin
-            nx[17] = ended(nx[17], V_DROP, NLB_REASON_NO_BACKEND);
-        end
-    end
 end
 
 assign maglev_rd_en = vl_reg[16];
 assign maglev_rd_bank = sk[F_BANK];
 assign maglev_rd_row = k_slot[MAGLEV_ROW_BITS-1:0];
 
-// ---- stage L (17): wait --------------------------------------------------------------------
+// ---- stage L (17): slot range check --------------------------------------------------------
+
+// The slot's range check waits a stage after its add (nothing reads the verdict before stage
+// M), so neither stage holds an add and a comparison in a row.
+wire [SW-1:0] sl = st_reg[17];
 
 always @* begin
-    nx[18] = st_reg[17];
+    nx[18] = sl;
+    if (!sl[F_DONE] && sl[F_CT +: 2] != CT_HIT && !sl[F_INJ]) begin
+        if (sl[F_MSIZE +: 17] == 17'd0 || {7'd0, sl[F_MSLOT +: 25]} >= MAGLEV_SLOTS) begin
+            nx[18] = ended(nx[18], V_DROP, NLB_REASON_NO_BACKEND);
+        end
+    end
 end
 
 // ---- stage M (18): backend id; backend read --------------------------------------------------
