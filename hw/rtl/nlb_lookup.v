@@ -1048,17 +1048,25 @@ assign backend_rd_row = m_be_id[BACKEND_ROW_BITS-1:0];
 wire [SW-1:0] sn2 = st_reg[19];
 wire [1:0]    n_deliv = sn2[F_DELIV +: 2];
 wire [17:0]   n_l2_len = {{(18-LW){1'b0}}, sn2[F_LEN +: LW]};
-wire [17:0]   n_enc_base = {{(18-LW){1'b0}}, sn2[F_L3END +: LW]}
-    + (n_deliv == NLB_DELIVERY_GUE ? 18'd8 : 18'd0);
-wire [17:0]   n_olen4 = n_deliv == NLB_DELIVERY_L2_DSR ? n_l2_len : n_enc_base + 18'd20;
-wire [17:0]   n_olen6 = n_deliv == NLB_DELIVERY_L2_DSR ? n_l2_len : n_enc_base + 18'd40;
+wire [17:0]   n_l3_end = {{(18-LW){1'b0}}, sn2[F_L3END +: LW]};
+wire          n_l2 = n_deliv == NLB_DELIVERY_L2_DSR;
+wire          n_gue = n_deliv == NLB_DELIVERY_GUE;
+// Outer headers: IPv4 20 or IPv6 40 bytes, and 8 of UDP for GUE; one add per length, and the
+// size checks compare l3_end with constants rather than the sums.
+wire [17:0]   n_add4 = n_gue ? 18'd28 : 18'd20;
+wire [17:0]   n_add6 = n_gue ? 18'd48 : 18'd40;
+wire [17:0]   n_olen4 = n_l2 ? n_l2_len : n_l3_end + n_add4;
+wire [17:0]   n_olen6 = n_l2 ? n_l2_len : n_l3_end + n_add6;
+wire          n_l2_big = n_l2_len > MAX_FRAME;
 
 always @* begin
     nx[20] = sn2;
     nx[20][F_OLEN4 +: 18] = n_olen4;
     nx[20][F_OLEN6 +: 18] = n_olen6;
-    nx[20][F_BIG4] = n_olen4 > MAX_FRAME;
-    nx[20][F_BIG6] = n_olen6 > MAX_FRAME;
+    nx[20][F_BIG4] = n_l2 ? n_l2_big
+        : n_gue ? n_l3_end > MAX_FRAME - 18'd28 : n_l3_end > MAX_FRAME - 18'd20;
+    nx[20][F_BIG6] = n_l2 ? n_l2_big
+        : n_gue ? n_l3_end > MAX_FRAME - 18'd48 : n_l3_end > MAX_FRAME - 18'd40;
 end
 
 // ---- stage O (20): backend, output length, event ----------------------------------------
