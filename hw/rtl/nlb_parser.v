@@ -355,18 +355,20 @@ end
 
 // IPv4 header checksum, part 1: the 32-bit words of the header (IHL of 15) in five groups
 // of three, each the sum of its six 16-bit halves (words past IHL count as zero).
+// The halves are masked first and each group is one six-operand add (one carry-save tree and
+// one carry chain, not an add per word).
 reg [18:0] csum_part [0:4];
+reg [15:0] csum_half [0:29];
 integer cg, cw;
 always @* begin
+    for (cw = 0; cw < 15; cw = cw + 1) begin
+        csum_half[2*cw] = cw < ihl ? be16(s2_h_reg, 4*cw) : 16'd0;
+        csum_half[2*cw + 1] = cw < ihl ? be16(s2_h_reg, 4*cw + 2) : 16'd0;
+    end
     for (cg = 0; cg < 5; cg = cg + 1) begin
-        csum_part[cg] = 19'd0;
-        for (cw = 0; cw < 3; cw = cw + 1) begin
-            if (3*cg + cw < ihl) begin
-                csum_part[cg] = csum_part[cg]
-                    + {3'd0, be16(s2_h_reg, 4*(3*cg + cw))}
-                    + {3'd0, be16(s2_h_reg, 4*(3*cg + cw) + 2)};
-            end
-        end
+        csum_part[cg] = {3'd0, csum_half[6*cg]} + {3'd0, csum_half[6*cg + 1]}
+            + {3'd0, csum_half[6*cg + 2]} + {3'd0, csum_half[6*cg + 3]}
+            + {3'd0, csum_half[6*cg + 4]} + {3'd0, csum_half[6*cg + 5]};
     end
 end
 
