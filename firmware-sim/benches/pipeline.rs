@@ -11,6 +11,7 @@
 //! - `NLB_BENCH_PACKETS`: run exactly this many packets per case instead (rounded up to whole
 //!   batches), for instruction counts under callgrind;
 //! - `NLB_BENCH_CASE`: run only the cases whose name contains this text;
+//! - `NLB_BENCH_BATCH`: frames per `receive_batch` call (default 32);
 //! - `NLB_BENCH_CT_BUCKETS`: connection-table buckets (default 1 Mi), with as many connections
 //!   (a small table that fits the caches shows what the table's size costs).
 //!
@@ -44,6 +45,7 @@ use std::time::{Duration, Instant};
 const BACKENDS: u16 = 1000;
 const MAGLEV_M: u32 = 65537;
 const CT_BUCKETS: u32 = 1 << 20;
+/// Frames per `receive_batch` call (`NLB_BENCH_BATCH` overrides).
 const BATCH: usize = 32;
 const FRAMES: usize = 1 << 18;
 const VIP: Ipv4Addr = Ipv4Addr::new(203, 0, 113, 1);
@@ -163,23 +165,31 @@ fn measured(
     refs: &[&[u8]],
     out: &mut BatchOutput,
     at: &mut usize,
+    batch: usize,
     batches: u64,
 ) -> u64 {
     for _ in 0..batches {
-        if *at + BATCH > refs.len() {
+        if *at + batch > refs.len() {
             *at = 0;
         }
-        dev.receive_batch(&refs[*at..*at + BATCH], out);
-        *at += BATCH;
+        dev.receive_batch(&refs[*at..*at + batch], out);
+        *at += batch;
     }
-    batches * BATCH as u64
+    batches * batch as u64
 }
 
-fn run(name: &str, dev: &mut SimDevice, frames: &[Vec<u8>], want: CtOutcome, budget: Budget) {
+fn run(
+    name: &str,
+    dev: &mut SimDevice,
+    frames: &[Vec<u8>],
+    want: CtOutcome,
+    budget: Budget,
+    batch: usize,
+) {
     let refs: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
     let mut out = BatchOutput::new();
     // Warm up and check the case measures what it says.
-    dev.receive_batch(&refs[..BATCH], &mut out);
+    dev.receive_batch(&refs[..batch], &mut out);
     for r in &out.results {
         assert_eq!(
             (r.verdict, r.conntrack),
@@ -187,15 +197,29 @@ fn run(name: &str, dev: &mut SimDevice, frames: &[Vec<u8>], want: CtOutcome, bud
             "{name}: {r:?}"
         );
     }
-    let mut at = BATCH;
+    let mut at = batch;
     let start = Instant::now();
     let cpu_start = thread_cpu_time();
     let packets = match budget {
-        Budget::Packets(n) => measured(dev, &refs, &mut out, &mut at, n.div_ceil(BATCH as u64)),
+        Budget::Packets(n) => measured(
+            dev,
+            &refs,
+            &mut out,
+            &mut at,
+            batch,
+            n.div_ceil(batch as u64),
+        ),
         Budget::Time(t) => {
             let mut packets = 0;
             while start.elapsed() < t {
-                packets += measured(dev, &refs, &mut out, &mut at, 256);
+                packets += measured(
+                    dev,
+                    &refs,
+                    &mut out,
+                    &mut at,
+                    batch,
+                    (8192 / batch).max(1) as u64,
+                );
             }
             packets
         }
@@ -231,10 +255,15 @@ fn main() {
         .and_then(|s| s.parse().ok())
         .filter(|&n| n >= 64)
         .unwrap_or(CT_BUCKETS);
+    let batch: usize = std::env::var("NLB_BENCH_BATCH")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .filter(|&n| (1..=FRAMES / 2).contains(&n))
+        .unwrap_or(BATCH);
     let connections = ct_buckets;
     let profile = Profile::by_name("sim").expect("sim profile");
     println!(
-        "firmware-sim pipeline: {BACKENDS} backends, Maglev M = {MAGLEV_M}, {connections} connections in {ct_buckets} x 4, batches of {BATCH}, 64-byte frames"
+        "firmware-sim pipeline: {BACKENDS} backends, Maglev M = {MAGLEV_M}, {connections} connections in {ct_buckets} x 4, batches of {batch}, 64-byte frames"
     );
     for delivery in [Delivery::L2Dsr, Delivery::Gue] {
         if !(0..4).any(|c| case_name(delivery, c).contains(&only)) {
@@ -296,7 +325,7 @@ fn main() {
             } else {
                 CtOutcome::Hit
             };
-            run(&name, &mut dev, &frames, want, budget);
+            run(&name, &mut dev, &frames, want, budget, batch);
         }
     }
 }

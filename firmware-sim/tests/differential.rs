@@ -700,8 +700,14 @@ proptest! {
         let mut rng = Rng(seed ^ 0x5eed);
         let mut out = BatchOutput::new();
         let mut buf = vec![0u8; firmware_sim::action::MAX_FRAME];
-        for _ in 0..8 {
-            let n = 1 + rng.below(70) as usize;
+        for round in 0..8 {
+            // Mostly short batches; every fourth long enough that the pipeline's stages run
+            // several accounting rounds apart (see `receive_batch`).
+            let n = if round % 4 == 3 {
+                100 + rng.below(200) as usize
+            } else {
+                1 + rng.below(70) as usize
+            };
             let frames: Vec<Vec<u8>> = (0..n).map(|_| frame(&mut rng)).collect();
             let refs: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
             batch.receive_batch(&refs, &mut out);
