@@ -257,7 +257,18 @@ impl Nic {
     }
 }
 
-const CONFIG: &str = "
+/// The health-check port of this run: derived from the process id, so two runs of this test
+/// at once (a developer's and CI's) do not take each other's backend addresses.
+fn hc_port() -> u16 {
+    20000 + (std::process::id() % 20000) as u16
+}
+
+/// The configuration, with this run's health-check port.
+fn config_text() -> String {
+    CONFIG_TEMPLATE.replace("HC_PORT", &hc_port().to_string())
+}
+
+const CONFIG_TEMPLATE: &str = "
 forwardingRules:
   - {name: web, IPAddress: 203.0.113.80, IPProtocol: TCP, portRange: '80', target: web}
   - {name: dns, IPAddress: 203.0.113.53, IPProtocol: UDP, portRange: '53', target: dns}
@@ -274,7 +285,7 @@ instances:
   - {name: d2, ip: 192.0.2.2, zone: z, mac: '02:00:00:00:88:02'}
   - {name: d3, ip: 192.0.2.3, zone: z, mac: '02:00:00:00:88:03'}
 httpHealthChecks:
-  - {name: hc, port: 18077, requestPath: /healthz, checkIntervalSec: 1, timeoutSec: 1, healthyThreshold: 1, unhealthyThreshold: 1}
+  - {name: hc, port: HC_PORT, requestPath: /healthz, checkIntervalSec: 1, timeoutSec: 1, healthyThreshold: 1, unhealthyThreshold: 1}
 ";
 
 #[test]
@@ -282,11 +293,11 @@ fn nlbd_runs_the_slow_path_of_a_nic() {
     let dir = tempfile::tempdir().unwrap();
     let dir = dir.path();
     let config = dir.join("lb.yaml");
-    std::fs::write(&config, CONFIG).unwrap();
+    std::fs::write(&config, config_text()).unwrap();
     let device = dir.join("nic.sock");
     let mut nic = Nic::start(&device);
     let mut backends: Vec<Backend> = (1..=3)
-        .map(|i| Backend::start(Ipv4Addr::new(127, 0, 77, i), 18077))
+        .map(|i| Backend::start(Ipv4Addr::new(127, 0, 77, i), hc_port()))
         .collect();
 
     let mut nlbd = Nlbd::start(dir, &config, &device, 1);
@@ -395,7 +406,7 @@ fn nlbd_runs_the_slow_path_of_a_nic() {
     let generation = admin(dir, "status")["generation"].as_u64().unwrap();
     std::fs::write(
         &config,
-        CONFIG.replace("portRange: '53'", "portRange: '53-40'"),
+        config_text().replace("portRange: '53'", "portRange: '53-40'"),
     )
     .unwrap();
     wait_for(&nlbd, "the refusal", || {
@@ -418,7 +429,7 @@ fn nlbd_runs_the_slow_path_of_a_nic() {
     // A good one serves (dns gets d3 as well).
     std::fs::write(
         &config,
-        CONFIG.replace("instances: [d1, d2]}", "instances: [d1, d2, d3]}"),
+        config_text().replace("instances: [d1, d2]}", "instances: [d1, d2, d3]}"),
     )
     .unwrap();
     wait_for(&nlbd, "the reload", || {
@@ -488,7 +499,7 @@ fn nlbd_runs_the_slow_path_of_a_nic() {
             "new flow {i} went to b2 after the restart"
         );
     }
-    backends[1] = Backend::start(Ipv4Addr::new(127, 0, 77, 2), 18077);
+    backends[1] = Backend::start(Ipv4Addr::new(127, 0, 77, 2), hc_port());
     wait_for(&nlbd, "b2 healthy again", || {
         (health_of(dir, "b2") == "healthy").then_some(())
     });
