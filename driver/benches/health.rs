@@ -86,6 +86,7 @@ struct Args {
     runtime: Runtime,
     reset: bool,
     raw: bool,
+    floor: bool,
     net: Option<Net>,
 }
 
@@ -98,6 +99,7 @@ fn parse_args() -> Result<Args, String> {
         runtime: Runtime::Own,
         reset: false,
         raw: false,
+        floor: false,
         net: None,
     };
     let mut it = std::env::args().skip(1);
@@ -129,6 +131,7 @@ fn parse_args() -> Result<Args, String> {
             }
             "--reset" => args.reset = true,
             "--raw" => args.raw = true,
+            "--floor" => args.floor = true,
             // cargo bench passes --bench; the libtest filters make no sense here.
             "--bench" => {}
             other if other.starts_with('-') => return Err(format!("unknown option {other}")),
@@ -737,7 +740,9 @@ fn run_prober(args: &Args, port: u16) -> Result<(), String> {
         tokio::runtime::Builder::new_current_thread()
     };
     let runtime = builder.enable_all().build().map_err(|e| e.to_string())?;
-    if args.raw {
+    if args.floor {
+        measure_floor(args, listeners, &mut context)
+    } else if args.raw {
         runtime.block_on(measure_raw(args, listeners, &context))
     } else {
         runtime.block_on(measure(args, listeners, &mut context))
@@ -881,4 +886,241 @@ async fn measure_raw(args: &Args, listeners: usize, context: &Context) -> Result
         expected,
     );
     Ok(())
+}
+
+/// The floor of the checker's own packet and system-call pattern, without tokio, hyper or any
+/// state: one thread with its own edge-triggered epoll, sockets registered once and reused
+/// (no `epoll_ctl` per probe), and per probe exactly the kernel work the checker asks for:
+/// `connect` (SYN; the handshake's ACK deferred onto the request), `send` (request), `recv`
+/// (response; the backend's FIN seen in the same or the next event), `connect(AF_UNSPEC)`
+/// (RST, local port released) and `getsockopt(SO_ERROR)` (the reset's error cleared). Probes
+/// start evenly spread over the interval. What this costs is what any client of this design
+/// costs on this machine before it does any work of its own.
+fn measure_floor(args: &Args, listeners: usize, context: &mut Context) -> Result<(), String> {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    let done = Arc::new(AtomicU64::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let addrs: Vec<libc::sockaddr_in> = (0..args.backends)
+        .map(|i| libc::sockaddr_in {
+            sin_family: libc::AF_INET as libc::sa_family_t,
+            sin_port: context.port.to_be(),
+            sin_addr: libc::in_addr {
+                s_addr: u32::from_ne_bytes(backend_ip(context.net, i % listeners).octets()),
+            },
+            sin_zero: [0; 8],
+        })
+        .collect();
+    let interval = args.interval;
+    let thread = {
+        let (done, stop) = (Arc::clone(&done), Arc::clone(&stop));
+        std::thread::Builder::new()
+            .name("nlb-health".into())
+            .spawn(move || floor_loop(&addrs, interval, &done, &stop))
+            .map_err(|e| e.to_string())?
+    };
+    println!(
+        "floor client: {} backends on {} listeners, every {:?} (own epoll, reused sockets, 5 \
+         system calls per probe)",
+        args.backends, listeners, interval
+    );
+    std::thread::sleep(args.interval * 3);
+    context.checker_thread = own_thread("nlb-health");
+    let (before_done, before) = (done.load(Ordering::Relaxed), context.read());
+    std::thread::sleep(Duration::from_secs(args.seconds));
+    let (after_done, after) = (done.load(Ordering::Relaxed), context.read());
+    stop.store(true, Ordering::Relaxed);
+    let _ = thread.join();
+    let expected = args.backends as f64 / args.interval.as_secs_f64();
+    context.report(
+        "floor client CPU",
+        &before,
+        &after,
+        after_done - before_done,
+        expected,
+    );
+    Ok(())
+}
+
+/// The floor client's loop (see [`measure_floor`]); errors end the probe, not the loop.
+fn floor_loop(
+    addrs: &[libc::sockaddr_in],
+    interval: Duration,
+    done: &std::sync::atomic::AtomicU64,
+    stop: &std::sync::atomic::AtomicBool,
+) {
+    use std::sync::atomic::Ordering;
+    #[derive(Clone, Copy, PartialEq)]
+    enum State {
+        Idle,
+        Connecting,
+        Sent,
+    }
+    const REQUEST: &[u8] = b"GET /healthz HTTP/1.1\r\nhost: bench.test\r\nuser-agent: \
+        nlb-offload-health-check/1.0\r\nconnection: close\r\n\r\n";
+    // SAFETY: plain epoll instance creation; closed at the end.
+    let epfd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+    if epfd < 0 {
+        return;
+    }
+    // Per descriptor: its state and backend.
+    let mut state: Vec<(State, usize)> = Vec::new();
+    let mut pool: Vec<libc::c_int> = Vec::new();
+    let sockaddr_len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+    let n = addrs.len();
+    let started = Instant::now();
+    let mut next = 0u64; // probes started so far
+    let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; 1024];
+    let mut buf = [0u8; 4096];
+    let finish = |fd: libc::c_int, pool: &mut Vec<libc::c_int>, reuse: bool| {
+        // SAFETY: an all-zero sockaddr is valid; AF_UNSPEC disconnects `fd`, an open socket.
+        let mut unspec: libc::sockaddr = unsafe { std::mem::zeroed() };
+        unspec.sa_family = libc::AF_UNSPEC as libc::sa_family_t;
+        let mut err: libc::c_int = 0;
+        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: `fd` is open; `unspec`, `err` and `len` are valid for the sizes passed.
+        let ok = reuse
+            && unsafe {
+                libc::connect(fd, &unspec, std::mem::size_of::<libc::sockaddr>() as u32) == 0
+                    && libc::getsockopt(
+                        fd,
+                        libc::SOL_SOCKET,
+                        libc::SO_ERROR,
+                        (&mut err as *mut libc::c_int).cast(),
+                        &mut len,
+                    ) == 0
+            };
+        if ok {
+            pool.push(fd);
+        } else {
+            // SAFETY: `fd` is open and owned by this loop; closing also unregisters it.
+            unsafe { libc::close(fd) };
+        }
+        done.fetch_add(1, Ordering::Relaxed);
+    };
+    while !stop.load(Ordering::Relaxed) {
+        // Start every probe that is due (probe k at k × interval / n).
+        let now = started.elapsed();
+        while interval.mul_f64(next as f64 / n as f64) <= now {
+            let backend = (next % n as u64) as usize;
+            next += 1;
+            let fd = match pool.pop() {
+                Some(fd) => fd,
+                None => {
+                    // SAFETY: plain socket creation; the descriptor is owned by this loop.
+                    let fd = unsafe {
+                        libc::socket(
+                            libc::AF_INET,
+                            libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+                            0,
+                        )
+                    };
+                    if fd < 0 {
+                        continue;
+                    }
+                    let one: libc::c_int = 1;
+                    let mut ev = libc::epoll_event {
+                        events: (libc::EPOLLIN | libc::EPOLLOUT | libc::EPOLLRDHUP | libc::EPOLLET)
+                            as u32,
+                        u64: fd as u64,
+                    };
+                    // SAFETY: `fd` and `epfd` are open; `one` and `ev` outlive the calls.
+                    unsafe {
+                        libc::setsockopt(
+                            fd,
+                            libc::IPPROTO_TCP,
+                            libc::TCP_DEFER_ACCEPT,
+                            (&one as *const libc::c_int).cast(),
+                            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+                        );
+                        libc::epoll_ctl(epfd, libc::EPOLL_CTL_ADD, fd, &mut ev);
+                    }
+                    fd
+                }
+            };
+            if state.len() <= fd as usize {
+                state.resize(fd as usize + 1, (State::Idle, 0));
+            }
+            // SAFETY: `fd` is open; the address is a valid sockaddr_in of the length passed.
+            let rc = unsafe {
+                libc::connect(
+                    fd,
+                    (&addrs[backend] as *const libc::sockaddr_in).cast(),
+                    sockaddr_len,
+                )
+            };
+            if rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EINPROGRESS)
+            {
+                state[fd as usize] = (State::Connecting, backend);
+            } else {
+                state[fd as usize] = (State::Idle, backend);
+                finish(fd, &mut pool, false);
+            }
+        }
+        let due = interval.mul_f64(next as f64 / n as f64);
+        // Sleep until the next start, in whole milliseconds as tokio's timer does (a shorter
+        // wait would spin).
+        let wait_ms = due
+            .saturating_sub(started.elapsed())
+            .as_micros()
+            .div_ceil(1000)
+            .clamp(1, 100) as libc::c_int;
+        // SAFETY: `events` is valid for writes of its length.
+        let ready =
+            unsafe { libc::epoll_wait(epfd, events.as_mut_ptr(), events.len() as i32, wait_ms) };
+        for ev in events.iter().take(ready.max(0) as usize) {
+            let fd = ev.u64 as libc::c_int;
+            let flags = ev.events as libc::c_int;
+            let Some((st, _)) = state.get(fd as usize).copied() else {
+                continue;
+            };
+            match st {
+                State::Idle => {}
+                State::Connecting => {
+                    if flags & (libc::EPOLLERR | libc::EPOLLHUP) != 0 {
+                        state[fd as usize].0 = State::Idle;
+                        finish(fd, &mut pool, false);
+                    } else if flags & libc::EPOLLOUT != 0 {
+                        // SAFETY: `fd` is open; REQUEST is valid for its length.
+                        let sent = unsafe {
+                            libc::send(
+                                fd,
+                                REQUEST.as_ptr().cast(),
+                                REQUEST.len(),
+                                libc::MSG_NOSIGNAL,
+                            )
+                        };
+                        if sent == REQUEST.len() as isize {
+                            state[fd as usize].0 = State::Sent;
+                        } else {
+                            state[fd as usize].0 = State::Idle;
+                            finish(fd, &mut pool, false);
+                        }
+                    }
+                }
+                State::Sent => {
+                    if flags & (libc::EPOLLIN | libc::EPOLLRDHUP) == 0 {
+                        continue;
+                    }
+                    // SAFETY: `fd` is open; `buf` is valid for writes of its length.
+                    let got = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), 0) };
+                    // The backend's FIN: seen with the response, or in a later event.
+                    if got == 0 || (got > 0 && flags & libc::EPOLLRDHUP != 0) {
+                        state[fd as usize].0 = State::Idle;
+                        finish(fd, &mut pool, true);
+                    } else if got < 0
+                        && std::io::Error::last_os_error().raw_os_error() != Some(libc::EAGAIN)
+                    {
+                        state[fd as usize].0 = State::Idle;
+                        finish(fd, &mut pool, false);
+                    }
+                }
+            }
+        }
+    }
+    for fd in pool {
+        // SAFETY: idle descriptors owned by this loop.
+        unsafe { libc::close(fd) };
+    }
+    // SAFETY: the epoll descriptor created above.
+    unsafe { libc::close(epfd) };
 }
