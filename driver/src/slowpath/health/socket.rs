@@ -130,19 +130,21 @@ impl Ending {
     /// backend's application has closed the socket and cannot see it, and both kernels skip
     /// the last ACK (the backend keeps no TIME_WAIT socket either). The socket then goes back
     /// to `pool`. A backend that keeps its end open past `grace`, or sends more than the
-    /// response, gets the usual FIN (in [`CloseMode::Polite`]). The FIN is seen in tokio's
-    /// readiness: no system call to look, one wake-up when it comes late.
+    /// response, gets the usual FIN (in [`CloseMode::Polite`]). A FIN that came with the
+    /// response is seen in tokio's readiness with no system call; one that comes later costs
+    /// one `recv` and one wake-up (see [`backend_fin`]).
     pub(crate) async fn end(self, pool: Option<&SocketPool>, grace: Duration) {
         let Ending { stream, mode, v4 } = self;
-        let fin = stream.ready(Interest::READABLE);
         let backend_closed = if grace.is_zero() {
             tokio::select! {
                 biased;
-                ready = fin => ready.is_ok_and(|r| r.is_read_closed()),
+                ready = stream.ready(Interest::READABLE) => ready.is_ok_and(|r| r.is_read_closed()),
                 () = std::future::ready(()) => false,
             }
         } else {
-            matches!(tokio::time::timeout(grace, fin).await, Ok(Ok(r)) if r.is_read_closed())
+            tokio::time::timeout(grace, backend_fin(&stream))
+                .await
+                .unwrap_or(false)
         };
         if mode == CloseMode::Polite && !backend_closed {
             return; // dropped: FIN
@@ -162,6 +164,33 @@ impl Ending {
             }
             // Reset mode without a pool: the linger set at creation makes the drop a reset.
             None => {}
+        }
+    }
+}
+
+/// Waits for the backend's FIN after a complete response; false when it sends more bytes
+/// instead (or the socket fails).
+///
+/// The response's own arrival leaves the stream "readable" in the reactor, and reading the
+/// response does not clear that (the reader stops at the end of the body without meeting
+/// `EAGAIN`). A FIN that arrives a little after the response, as it usually does, therefore
+/// has to be waited for: one `recv` finds nothing yet (which clears the stale readiness) and
+/// the FIN's own event ends the wait. Without it the probe would close first with a FIN while
+/// the backend's is on its way, losing the socket and leaving a TIME_WAIT behind.
+async fn backend_fin(stream: &TcpStream) -> bool {
+    loop {
+        let Ok(ready) = stream.ready(Interest::READABLE).await else {
+            return false;
+        };
+        if ready.is_read_closed() {
+            return true;
+        }
+        match stream.try_read(&mut [0u8; 1]) {
+            Ok(0) => return true,
+            // Bytes after the response: not a backend that closes.
+            Ok(_) => return false,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(_) => return false,
         }
     }
 }
@@ -268,6 +297,34 @@ mod tests {
         ports.dedup();
         assert_eq!(ports.len(), 3, "a new local port each time: {ports:?}");
         assert!(fds.iter().all(|fd| *fd == fds[0]), "one socket: {fds:?}");
+    }
+
+    /// A backend whose FIN comes a little after the response (the response already read,
+    /// so the stream still looks readable) is waited for: its FIN ends the connection with a
+    /// reset and the socket is reused, instead of closing first with a FIN.
+    #[tokio::test]
+    async fn a_late_fin_is_waited_for() {
+        let listener = TcpListener::bind((IpAddr::V4(Ipv4Addr::LOCALHOST), 0))
+            .await
+            .unwrap();
+        let addr = listener.local_addr().unwrap();
+        let pool = SocketPool::new(4);
+        let mut stream = connect(addr, CloseMode::Polite, Some(&pool)).await.unwrap();
+        stream.write_all(b"?").await.unwrap();
+        let (mut server, _) = listener.accept().await.unwrap();
+        let mut byte = [0u8; 1];
+        server.read_exact(&mut byte).await.unwrap();
+        server.write_all(b"x").await.unwrap();
+        stream.read_exact(&mut byte).await.unwrap();
+        let backend = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(30)).await;
+            drop(server);
+        });
+        Ending::new(stream, CloseMode::Polite, addr)
+            .end(Some(&pool), Duration::from_secs(2))
+            .await;
+        backend.await.unwrap();
+        assert_eq!(pool.idle(), 1, "the socket went back to the pool");
     }
 
     /// A backend that keeps its end open gets a FIN, and the socket is not reused.
