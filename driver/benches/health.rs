@@ -3,7 +3,7 @@
 //!
 //! Run: `cargo bench -p nlb-driver --bench health -- [--backends N] [--seconds S]
 //! [--listeners L] [--interval-ms I] [--net veth|loopback] [--runtime own|current|multi]
-//! [--reset] [--raw]`
+//! [--reset] [--raw] [--floor]`
 //!
 //! `--runtime own` (the default) runs the checker as `HealthChecker::on_own_thread` makes it,
 //! on its own thread and current-thread runtime; `current` and `multi` run it on the
@@ -40,7 +40,8 @@
 //!
 //! `--raw` replaces the checker by the least a probe can do with tokio (connect, one write,
 //! read to the end, close; no HTTP parsing, no timeout, no state): the floor the kernel and
-//! the runtime set, to compare the checker with.
+//! the runtime set, to compare the checker with. `--floor` goes further: the checker's own
+//! packets and system calls with no tokio, hyper or state (see `measure_floor`).
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{IpAddr, Ipv4Addr};
