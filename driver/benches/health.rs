@@ -999,8 +999,12 @@ fn floor_loop(
         done.fetch_add(1, Ordering::Relaxed);
     };
     while !stop.load(Ordering::Relaxed) {
-        // Start every probe that is due (probe k at k × interval / n).
-        let now = started.elapsed();
+        // Start every probe that is due (probe k at k × interval / n), on whole milliseconds
+        // as tokio's timer wheel fires its timers: about ten at a time at 10,000 probes/s,
+        // whose packets and events then come in small bunches. (Starting each at its exact
+        // time instead wakes this thread and the NAPI threads three to five times as often,
+        // and costs 50% more.)
+        let now = Duration::from_millis(started.elapsed().as_millis() as u64);
         while interval.mul_f64(next as f64 / n as f64) <= now {
             let backend = (next % n as u64) as usize;
             next += 1;
