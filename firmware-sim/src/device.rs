@@ -260,10 +260,10 @@ impl Queues {
 /// `s - TAG_LEAD` reads those tags and requests the entry they point at, and packet
 /// `s - TAG_LEAD - ENTRY_LEAD` reads that entry and finishes. Each request thus has several
 /// packets' work to hide behind, whatever the batch size: on the 256 MiB table of the u280
-/// profile an entry is a random DRAM line behind a TLB miss, and the two requests of one packet
-/// depend on each other. (Running a chunk's fronts, then its requests, then its back halves
-/// left the entries of a chunk's last packets no time to arrive: hits ran at ~13 Mpps instead
-/// of ~16.)
+/// profile a tag word and an entry are two random DRAM lines, the second depending on the
+/// first. (Running a chunk's fronts, then its requests, then its back halves left the entries
+/// of a chunk's last packets no time to arrive: hits ran at ~13 Mpps instead of ~16; see
+/// docs/model-performance.md.)
 const TAG_LEAD: usize = 8;
 /// See [`TAG_LEAD`].
 const ENTRY_LEAD: usize = 16;
@@ -290,7 +290,7 @@ pub struct SimDevice {
     flash: Box<dyn FlashPort>,
     auto_learn: bool,
     pending_events: Vec<LearnEvent>,
-    /// Per-packet state of the chunk in flight (kept to reuse its allocation).
+    /// Per-packet state of the packets in flight in a batch (kept to reuse its allocation).
     lanes: Vec<Lane>,
     host_time: u32,
 }
