@@ -255,24 +255,22 @@ impl Queues {
     }
 }
 
-/// A batch runs as a software pipeline over its packets. At step `s` packet `s` goes through
-/// the front half (which requests its connection-table bucket's tags from memory), packet
-/// `s - TAG_LEAD` reads those tags and requests the entry they point at, and packet
-/// `s - TAG_LEAD - ENTRY_LEAD` reads that entry and finishes. Each request thus has several
-/// packets' work to hide behind, whatever the batch size: on the 256 MiB table of the u280
-/// profile a tag word and an entry are two random DRAM lines, the second depending on the
-/// first. (Running a chunk's fronts, then its requests, then its back halves left the entries
-/// of a chunk's last packets no time to arrive: hits ran at ~13 Mpps instead of ~16; see
-/// docs/model-performance.md.)
-const TAG_LEAD: usize = 8;
-/// See [`TAG_LEAD`].
-const ENTRY_LEAD: usize = 16;
-/// Lanes in flight: packets between their front half and their finish (a power of two).
+/// A batch runs as a software pipeline over groups of `GROUP` packets. In one step, group `g`
+/// goes through the front half and requests its connection-table buckets' tag words, group
+/// `g - 1` reads its tags and requests the entries they point at, and group `g - 2` reads its
+/// entries and finishes. Each request thus has at least a group's work to hide behind, whatever
+/// the batch size: on the 256 MiB table of the u280 profile a tag word and an entry are two
+/// random DRAM lines, the second depending on the first. (Running 32 packets' fronts, then their
+/// requests, then their back halves left the last packets' entries no time to arrive: hits ran
+/// at ~13 Mpps instead of ~16–17; a packet-by-packet stagger with the stages interleaved ran
+/// ~5 % slower than groups; see docs/model-performance.md.)
+const GROUP: usize = 8;
+/// Lanes in flight: three groups, rounded up to a power of two.
 const RING: usize = 32;
-const _: () = assert!(RING.is_power_of_two() && RING > TAG_LEAD + ENTRY_LEAD);
-/// Steps between the passes that account finished packets (counters, hit bits, queues: they
+const _: () = assert!(RING.is_power_of_two() && RING >= 3 * GROUP);
+/// Groups between the passes that account finished packets (counters, hit bits, queues: they
 /// need the device mutably, the stages borrow its tables).
-const ROUND: usize = 64;
+const ROUND_GROUPS: usize = 8;
 
 /// The simulated NIC.
 #[derive(Debug)]
@@ -430,54 +428,56 @@ impl SimDevice {
     /// A batch of received frames: the same as calling [`SimDevice::receive`] for each, in
     /// order, except that auto-learned entries become visible after the batch.
     ///
-    /// The packets go through the pipeline's stages staggered (see [`TAG_LEAD`]): a packet's
-    /// front half, the request of its candidate entry and its back half run several packets
-    /// apart, so the connection-table reads of later packets are in flight while earlier ones
-    /// finish; side effects are then applied in packet order. Nothing a packet does is visible
-    /// to the others' lookups (the pipeline writes only hit bits, counters and queues), so this
-    /// order gives the same results as one at a time.
+    /// The packets go through the pipeline's stages staggered by groups (see [`GROUP`]): a
+    /// group's front halves, the requests of its candidate entries and its back halves run a
+    /// group apart, so the connection-table reads of later packets are in flight while earlier
+    /// ones finish; side effects are then applied in packet order. Nothing a packet does is
+    /// visible to the others' lookups (the pipeline writes only hit bits, counters and queues),
+    /// so this order gives the same results as one at a time.
     pub fn receive_batch(&mut self, frames: &[&[u8]], out: &mut BatchOutput) {
         out.clear();
         let n = frames.len();
         let mut lanes = std::mem::take(&mut self.lanes);
         lanes.resize(RING, Lane::default());
         let mut pending = [false; RING];
-        let steps = n + TAG_LEAD + ENTRY_LEAD;
+        // The packets of group `g` (empty beyond the batch).
+        let group = |g: usize| (g * GROUP).min(n)..((g + 1) * GROUP).min(n);
+        let steps = n.div_ceil(GROUP) + 2;
         let mut step = 0;
         let mut accounted = 0;
         while step < steps {
-            let round_end = (step + ROUND).min(steps);
+            let round_end = (step + ROUND_GROUPS).min(steps);
             {
                 let ctx = self.context();
                 let mut memo = pipeline::VipMemo::default();
-                for s in step..round_end {
-                    if let Some(f) = frames.get(s) {
+                for g in step..round_end {
+                    for s in group(g) {
+                        let f = frames[s];
                         out.results.push(pipeline::initial_result(&ctx, f));
-                        let lane = &mut lanes[s % RING];
                         if let Some(res) = out.results.last_mut() {
+                            let lane = &mut lanes[s % RING];
                             pending[s % RING] = pipeline::front_into(&ctx, f, &mut memo, res, lane);
                             if pending[s % RING] {
                                 lane.prefetch(ctx.conntrack, false);
                             }
                         }
                     }
-                    if let Some(c) = s.checked_sub(TAG_LEAD).filter(|&c| c < n) {
-                        if pending[c % RING] {
-                            lanes[c % RING].prefetch(ctx.conntrack, true);
+                    for s in g.checked_sub(1).map_or(0..0, group) {
+                        if pending[s % RING] {
+                            lanes[s % RING].prefetch(ctx.conntrack, true);
                         }
                     }
-                    let Some(i) = s.checked_sub(TAG_LEAD + ENTRY_LEAD).filter(|&i| i < n) else {
-                        continue;
-                    };
-                    out.offsets.push(out.used);
-                    if let (true, Some(f), Some(res)) =
-                        (pending[i % RING], frames.get(i), out.results.get_mut(i))
-                    {
+                    for i in g.checked_sub(2).map_or(0..0, group) {
+                        out.offsets.push(out.used);
+                        let (true, Some(res)) = (pending[i % RING], out.results.get_mut(i)) else {
+                            continue;
+                        };
                         let end = out.used + crate::action::MAX_FRAME;
                         if out.frames.len() < end {
                             out.frames.resize(end, 0);
                         }
                         let room = &mut out.frames[out.used..end];
+                        let f = frames[i];
                         if pipeline::finish_into(&ctx, f, &lanes[i % RING], res, room).is_err() {
                             // The room holds MAX_FRAME bytes, enough for any output.
                             *res = unreachable_result(f.len());
@@ -486,7 +486,12 @@ impl SimDevice {
                     }
                 }
             }
-            let finished = round_end.saturating_sub(TAG_LEAD + ENTRY_LEAD).min(n);
+            // Every packet of the groups before `round_end - 2` has finished.
+            let finished = if round_end == steps {
+                n
+            } else {
+                group(round_end - 2).start
+            };
             for (r, f) in out.results[accounted..finished]
                 .iter()
                 .zip(&frames[accounted..])
