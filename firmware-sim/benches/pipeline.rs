@@ -19,7 +19,9 @@
 //! packet, a hit that word and one random cache line of the 256 MiB slot array (both on
 //! transparent huge pages where the kernel gives them; see `src/conntrack.rs`). With
 //! `NLB_BENCH_CT_BUCKETS=1024` everything is in cache and hits cost what misses do, so the
-//! difference at 1 Mi buckets is the memory system's, not instructions'.
+//! difference at 1 Mi buckets is the memory system's, not instructions'. The 262,144 frames
+//! lie back to back in one 16 MiB buffer, as in a receive ring, and are sent in that order;
+//! `docs/model-performance.md` has the figures and what was tried.
 //!
 //! Mpps per core is packets over the CPU time of the benchmark thread (from
 //! `/proc/thread-self/schedstat`), so other processes on a shared machine do not count against
@@ -186,7 +188,14 @@ fn run(
     budget: Budget,
     batch: usize,
 ) {
-    let refs: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
+    // One buffer, frames back to back, as a receive ring would hold them.
+    let ring: Vec<u8> = frames.concat();
+    let mut refs: Vec<&[u8]> = Vec::with_capacity(frames.len());
+    let mut at = 0;
+    for f in frames {
+        refs.push(&ring[at..at + f.len()]);
+        at += f.len();
+    }
     let mut out = BatchOutput::new();
     // Warm up and check the case measures what it says.
     dev.receive_batch(&refs[..batch], &mut out);
