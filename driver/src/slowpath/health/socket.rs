@@ -304,16 +304,9 @@ mod tests {
     /// reset and the socket is reused, instead of closing first with a FIN.
     #[tokio::test]
     async fn a_late_fin_is_waited_for() {
-        let listener = TcpListener::bind((IpAddr::V4(Ipv4Addr::LOCALHOST), 0))
-            .await
-            .unwrap();
-        let addr = listener.local_addr().unwrap();
         let pool = SocketPool::new(4);
-        let mut stream = connect(addr, CloseMode::Polite, Some(&pool)).await.unwrap();
-        stream.write_all(b"?").await.unwrap();
-        let (mut server, _) = listener.accept().await.unwrap();
+        let (mut stream, mut server, addr) = requested(&pool).await;
         let mut byte = [0u8; 1];
-        server.read_exact(&mut byte).await.unwrap();
         server.write_all(b"x").await.unwrap();
         stream.read_exact(&mut byte).await.unwrap();
         let backend = tokio::spawn(async move {
@@ -330,21 +323,35 @@ mod tests {
     /// A backend that keeps its end open gets a FIN, and the socket is not reused.
     #[tokio::test]
     async fn an_open_backend_gets_a_fin() {
-        let listener = TcpListener::bind((IpAddr::V4(Ipv4Addr::LOCALHOST), 0))
-            .await
-            .unwrap();
-        let addr = listener.local_addr().unwrap();
         let pool = SocketPool::new(4);
-        let mut stream = connect(addr, CloseMode::Polite, Some(&pool)).await.unwrap();
-        stream.write_all(b"?").await.unwrap();
-        let (mut server, _) = listener.accept().await.unwrap();
+        let (stream, mut server, addr) = requested(&pool).await;
         let mut byte = [0u8; 1];
-        server.read_exact(&mut byte).await.unwrap();
         // It does not close within the grace period: we close first, with a FIN.
         Ending::new(stream, CloseMode::Polite, addr)
             .end(Some(&pool), Duration::from_millis(50))
             .await;
         assert_eq!(server.read(&mut byte).await.unwrap(), 0, "FIN, not a reset");
         assert_eq!(pool.idle(), 0);
+    }
+
+    /// A polite connection from `pool` to a fresh loopback listener whose one-byte request
+    /// the backend side has read: (client stream, backend stream, backend address).
+    async fn requested(
+        pool: &SocketPool,
+    ) -> (
+        tokio::net::TcpStream,
+        tokio::net::TcpStream,
+        std::net::SocketAddr,
+    ) {
+        let listener = TcpListener::bind((IpAddr::V4(Ipv4Addr::LOCALHOST), 0))
+            .await
+            .unwrap();
+        let addr = listener.local_addr().unwrap();
+        let mut stream = connect(addr, CloseMode::Polite, Some(pool)).await.unwrap();
+        stream.write_all(b"?").await.unwrap();
+        let (mut server, _) = listener.accept().await.unwrap();
+        let mut byte = [0u8; 1];
+        server.read_exact(&mut byte).await.unwrap();
+        (stream, server, addr)
     }
 }
