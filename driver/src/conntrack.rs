@@ -21,6 +21,7 @@ use crate::device::{Batch, Device, DeviceError};
 use crate::discovery::DeviceInfo;
 use crate::loader::{CMD_INDEX_MAX, CMD_INDEX_SHIFT};
 use nlb_hw::blocks::conntrack as win;
+use nlb_hw::ct_words::pack_ct;
 use nlb_hw::enums::{KeyType, TableCmd};
 use nlb_hw::layouts::{CtEntry, LearnEvent};
 use nlb_hw::{table_index, FlowKey, LayoutError};
@@ -135,90 +136,6 @@ pub struct ConntrackStats {
     pub evicted: u64,
     /// Register writes issued.
     pub writes: u64,
-}
-
-/// ORs `width` bits of `value` into `words` from bit `lsb` (word 0 = bits 31..0).
-fn put(words: &mut [u32; WORDS], lsb: usize, width: usize, value: u128) {
-    let mut done = 0;
-    while done < width {
-        let bit = lsb + done;
-        let (w, off) = (bit / 32, bit % 32);
-        let n = (32 - off).min(width - done);
-        let chunk = ((value >> done) as u32) & (u32::MAX >> (32 - n));
-        words[w] |= chunk << off;
-        done += n;
-    }
-}
-
-/// [`CtEntry::pack`] with shifts instead of a generic bit-slice: the install path packs one
-/// entry per connection. Bit-identical to the generated packer (tested against it).
-pub fn pack_ct(e: &CtEntry) -> Result<[u32; WORDS], LayoutError> {
-    if u128::from(e.rule) > nlb_hw::layout::field_max(CtEntry::RULE_WIDTH) {
-        // Let the generated packer produce its precise error.
-        return e.pack();
-    }
-    let mut w = [0u32; WORDS];
-    put(
-        &mut w,
-        CtEntry::VALID_LSB,
-        CtEntry::VALID_WIDTH,
-        u128::from(e.valid),
-    );
-    put(
-        &mut w,
-        CtEntry::PROTOCOL_LSB,
-        CtEntry::PROTOCOL_WIDTH,
-        u128::from(e.protocol),
-    );
-    put(
-        &mut w,
-        CtEntry::SRC_PORT_LSB,
-        CtEntry::SRC_PORT_WIDTH,
-        u128::from(e.src_port),
-    );
-    put(
-        &mut w,
-        CtEntry::DST_PORT_LSB,
-        CtEntry::DST_PORT_WIDTH,
-        u128::from(e.dst_port),
-    );
-    put(
-        &mut w,
-        CtEntry::SRC_ADDR_LSB,
-        CtEntry::SRC_ADDR_WIDTH,
-        e.src_addr,
-    );
-    put(
-        &mut w,
-        CtEntry::DST_ADDR_LSB,
-        CtEntry::DST_ADDR_WIDTH,
-        e.dst_addr,
-    );
-    put(
-        &mut w,
-        CtEntry::BACKEND_LSB,
-        CtEntry::BACKEND_WIDTH,
-        u128::from(e.backend),
-    );
-    put(
-        &mut w,
-        CtEntry::RULE_LSB,
-        CtEntry::RULE_WIDTH,
-        u128::from(e.rule),
-    );
-    put(
-        &mut w,
-        CtEntry::FLAGS_LSB,
-        CtEntry::FLAGS_WIDTH,
-        u128::from(e.flags),
-    );
-    put(
-        &mut w,
-        CtEntry::TIMESTAMP_LSB,
-        CtEntry::TIMESTAMP_WIDTH,
-        u128::from(e.timestamp),
-    );
-    Ok(w)
 }
 
 /// `cmd` of a WRITE_AT of entry `index` (below [`CMD_INDEX_MAX`]: checked on attach).
@@ -649,44 +566,5 @@ impl Conntrack {
         report.evicted = expired.len() as u32;
         self.stats.evicted += u64::from(report.evicted);
         Ok(report)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// splitmix64, for entries with every field random.
-    fn next(s: &mut u64) -> u64 {
-        *s = s.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = *s;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    #[test]
-    fn the_fast_packer_matches_the_generated_one() {
-        let mut s = 1;
-        for _ in 0..20_000 {
-            let e = CtEntry {
-                valid: next(&mut s) & 1 == 1,
-                protocol: next(&mut s) as u8,
-                src_port: next(&mut s) as u16,
-                dst_port: next(&mut s) as u16,
-                src_addr: (u128::from(next(&mut s)) << 64) | u128::from(next(&mut s)),
-                dst_addr: (u128::from(next(&mut s)) << 64) | u128::from(next(&mut s)),
-                backend: next(&mut s) as u16,
-                rule: (next(&mut s) & 0xfff) as u16,
-                flags: next(&mut s) as u8,
-                timestamp: next(&mut s) as u32,
-            };
-            assert_eq!(pack_ct(&e).unwrap(), e.pack().unwrap(), "{e:?}");
-        }
-        let wide = CtEntry {
-            rule: 0x1000,
-            ..CtEntry::default()
-        };
-        assert_eq!(pack_ct(&wide).unwrap_err(), wide.pack().unwrap_err());
     }
 }

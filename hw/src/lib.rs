@@ -6,6 +6,7 @@
 #![deny(missing_docs)]
 
 pub mod codegen;
+pub mod ct_words;
 pub mod hash;
 pub mod layout;
 pub mod model;
