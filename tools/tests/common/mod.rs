@@ -100,20 +100,24 @@ pub fn should_run(command: &str) -> bool {
     true
 }
 
-fn sh(args: &[&str]) -> Result<String, String> {
-    let o = Command::new(args[0])
-        .args(&args[1..])
-        .output()
-        .map_err(|e| format!("{}: {e}", args.join(" ")))?;
+/// Runs `cmd` and returns its standard output, or an error starting with `what` that carries
+/// its standard error.
+fn captured(mut cmd: Command, what: &str) -> Result<String, String> {
+    let o = cmd.output().map_err(|e| format!("{what}: {e}"))?;
     if o.status.success() {
         Ok(String::from_utf8_lossy(&o.stdout).into_owned())
     } else {
         Err(format!(
-            "`{}` failed: {}",
-            args.join(" "),
+            "{what}: {}",
             String::from_utf8_lossy(&o.stderr).trim()
         ))
     }
+}
+
+fn sh(args: &[&str]) -> Result<String, String> {
+    let mut c = Command::new(args[0]);
+    c.args(&args[1..]);
+    captured(c, &format!("`{}` failed", args.join(" ")))
 }
 
 fn must(args: &[&str]) -> String {
@@ -158,19 +162,10 @@ impl Lab {
     }
 
     fn run_in(&self, ns: &str, args: &[&str]) -> Result<String, String> {
-        let o = self
-            .exec(ns, args)
-            .output()
-            .map_err(|e| format!("{}: {e}", args.join(" ")))?;
-        if o.status.success() {
-            Ok(String::from_utf8_lossy(&o.stdout).into_owned())
-        } else {
-            Err(format!(
-                "`{}` in {ns}: {}",
-                args.join(" "),
-                String::from_utf8_lossy(&o.stderr).trim()
-            ))
-        }
+        captured(
+            self.exec(ns, args),
+            &format!("`{}` in {ns}", args.join(" ")),
+        )
     }
 
     /// Starts a long-running process in a namespace; its stderr goes to `<label>.log`.
