@@ -60,11 +60,6 @@ localparam W = NLB_CT_ENTRY_WIDTH;
 localparam DATA_WORDS = NLB_REG_CONNTRACK_DATA_COUNT;
 localparam DATA_WORD_BITS = $clog2(DATA_WORDS);
 localparam ENTRY_WORDS = NLB_CT_ENTRY_WORDS;
-localparam CMD_BITS = $bits(NLB_TABLE_CMD_WRITE);
-localparam [7:0]  CMD_WRITE = {{(8-CMD_BITS){1'b0}}, NLB_TABLE_CMD_WRITE};
-localparam [7:0]  CMD_READ = {{(8-CMD_BITS){1'b0}}, NLB_TABLE_CMD_READ};
-localparam [7:0]  CMD_WRITE_AT = {{(8-CMD_BITS){1'b0}}, NLB_TABLE_CMD_WRITE_AT};
-localparam [7:0]  CMD_READ_AT = {{(8-CMD_BITS){1'b0}}, NLB_TABLE_CMD_READ_AT};
 localparam [31:0] DATA_BASE = NLB_REG_CONNTRACK_DATA;
 
 initial begin
@@ -140,12 +135,17 @@ wire [W-1:0] new_entry = data_reg[W-1:0];
 
 // An extension-bus write decoded as a cmd: its command, and the entry it addresses.
 wire [31:0] cmd_word = strobed(32'd0, ext_wr_data, ext_wr_strb);
-wire [7:0]  cmd_op = cmd_word[7:0];
-wire        cmd_plain = cmd_word[31:8] == 24'd0;
-wire        cmd_at = cmd_op == CMD_WRITE_AT || cmd_op == CMD_READ_AT;
-wire        cmd_write = (cmd_op == CMD_WRITE && cmd_plain) || cmd_op == CMD_WRITE_AT;
-wire        cmd_read = (cmd_op == CMD_READ && cmd_plain) || cmd_op == CMD_READ_AT;
-wire [31:0] cmd_index = cmd_at ? {8'd0, cmd_word[31:8]} : index_reg;
+wire        cmd_write;
+wire        cmd_read;
+wire [31:0] cmd_index;
+
+nlb_table_cmd cmd_inst (
+    .cmd_word(cmd_word),
+    .index_reg(index_reg),
+    .cmd_write(cmd_write),
+    .cmd_read(cmd_read),
+    .cmd_index(cmd_index)
+);
 wire        cmd_index_ok = cmd_index < ENTRIES;
 
 wire        wr_in_data = ext_wr_addr[31:DATA_WORD_BITS+2] == DATA_BASE[31:DATA_WORD_BITS+2];

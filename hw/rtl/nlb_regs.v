@@ -171,19 +171,14 @@ localparam DATA_BITS = DATA_WORDS * 32;
 localparam DATA_WORD_BITS = $clog2(DATA_WORDS);
 localparam [31:0] DATA_BASE = NLB_REG_TABLE_DATA;
 
-// Table ids and commands, widened to the registers that hold them.
+// Table ids, widened to the register that holds them.
 localparam TABLE_ID_BITS = $bits(NLB_TABLE_VIP);
-localparam CMD_BITS = $bits(NLB_TABLE_CMD_WRITE);
 localparam [7:0]  TABLE_VIP = {{(8-TABLE_ID_BITS){1'b0}}, NLB_TABLE_VIP};
 localparam [7:0]  TABLE_RULE = {{(8-TABLE_ID_BITS){1'b0}}, NLB_TABLE_RULE};
 localparam [7:0]  TABLE_ACL = {{(8-TABLE_ID_BITS){1'b0}}, NLB_TABLE_ACL};
 localparam [7:0]  TABLE_POOL = {{(8-TABLE_ID_BITS){1'b0}}, NLB_TABLE_POOL};
 localparam [7:0]  TABLE_MAGLEV = {{(8-TABLE_ID_BITS){1'b0}}, NLB_TABLE_MAGLEV};
 localparam [7:0]  TABLE_BACKEND = {{(8-TABLE_ID_BITS){1'b0}}, NLB_TABLE_BACKEND};
-localparam [7:0]  CMD_WRITE = {{(8-CMD_BITS){1'b0}}, NLB_TABLE_CMD_WRITE};
-localparam [7:0]  CMD_READ = {{(8-CMD_BITS){1'b0}}, NLB_TABLE_CMD_READ};
-localparam [7:0]  CMD_WRITE_AT = {{(8-CMD_BITS){1'b0}}, NLB_TABLE_CMD_WRITE_AT};
-localparam [7:0]  CMD_READ_AT = {{(8-CMD_BITS){1'b0}}, NLB_TABLE_CMD_READ_AT};
 
 // Bits of table.select.
 localparam SELECT_BITS = 9;
@@ -373,12 +368,17 @@ reg [TABLE_RD_LATENCY-1:0] rd_pipe_reg = {TABLE_RD_LATENCY{1'b0}};
 
 // The held write decoded as a table.cmd: its command, and the entry it addresses.
 wire [31:0] cmd_word = strobed(32'd0, w_data_reg, w_strb_reg);
-wire [7:0]  cmd_op = cmd_word[7:0];
-wire        cmd_plain = cmd_word[31:8] == 24'd0;
-wire        cmd_at = cmd_op == CMD_WRITE_AT || cmd_op == CMD_READ_AT;
-wire        cmd_write = (cmd_op == CMD_WRITE && cmd_plain) || cmd_op == CMD_WRITE_AT;
-wire        cmd_read = (cmd_op == CMD_READ && cmd_plain) || cmd_op == CMD_READ_AT;
-wire [31:0] cmd_index = cmd_at ? {8'd0, cmd_word[31:8]} : index_reg;
+wire        cmd_write;
+wire        cmd_read;
+wire [31:0] cmd_index;
+
+nlb_table_cmd cmd_inst (
+    .cmd_word(cmd_word),
+    .index_reg(index_reg),
+    .cmd_write(cmd_write),
+    .cmd_read(cmd_read),
+    .cmd_index(cmd_index)
+);
 
 wire [7:0] sel_table = select_reg[7:0];
 wire       sel_bank = select_reg[SELECT_BANK_BIT];
