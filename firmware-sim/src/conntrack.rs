@@ -6,21 +6,26 @@
 //! slow path does on learn and teardown events).
 //!
 //! Memory layout (model-internal, invisible at the interface; the index of an entry is
-//! `bucket × ways + way` as in the RTL):
-//! - every entry sits in its own 64-byte, cache-line aligned slot together with its hit bit,
-//!   the slots of a bucket one after the other, so a hit reads one line and marks the same;
-//! - beside the slots, 16-bit tags in one 64-bit word per bucket (four ways; more ways, more
-//!   words): 0 for an invalid entry, else [`tag_of`] the TUPLE5 hash of the entry's own key
-//!   (whatever bucket it was written to). A lookup compares the packet's tag with a whole
-//!   word at once and the full key only in the ways whose tag matches (in way order; rarely
-//!   one more way above a match), so a miss reads one word of tags and a hit that word and
-//!   one slot. Equal keys have equal hashes, so a way skipped for its tag could never have
-//!   matched.
+//! `bucket × ways + way` as in the RTL). What a lookup reads is kept apart from the rest, so
+//! that the memory it touches at random is as small as it can be:
+//! - the full entries ([`CtEntry`], 48 bytes), read by the register block and the host-side
+//!   helpers, and by a lookup only for entries with an IPv6 address;
+//! - a 16-byte key slot per entry ([`KeySlot`]): the low 32 bits of both addresses (all of an
+//!   IPv4-mapped address), ports, protocol, valid, hit bit and backend. The four slots of a
+//!   bucket are one cache line, so a hit on an IPv4 connection reads one line of the key
+//!   array (64 MiB at production size instead of 256) and marks its hit bit in the same;
+//! - 8-bit tags, four to a 32-bit word per bucket (more ways, more words): 0 for an invalid
+//!   entry, else [`tag_of`] the TUPLE5 hash of the entry's own key (whatever bucket it was
+//!   written to). A lookup compares the packet's tag with a whole word at once and the key
+//!   slots only of the ways whose tag matches (in way order; rarely one more way above a
+//!   match), so a miss reads one word of tags (a 4 MiB array) and a hit that word and one
+//!   line. Equal keys have equal hashes, so a way skipped for its tag could never have
+//!   matched; a tag matches another key's one time in 255, which costs a line, not a result.
 //!
-//! Both arrays are anonymous mappings, advised for transparent huge pages when large: at
-//! production size (1 Mi buckets × 4 ways: 256 MiB of slots, 8 MiB of tags) lookups land on
-//! random pages, and with 4 KiB pages nearly every one missed the TLB (see
-//! `benches/pipeline.rs`). A mapping starts zero-filled, which is an empty table.
+//! The arrays are anonymous mappings, advised for transparent huge pages when large: lookups
+//! land on random pages, and with 4 KiB pages nearly every one missed the TLB (see
+//! `benches/pipeline.rs` and docs/model-performance.md). A mapping starts zero-filled, which is
+//! an empty table.
 
 use crate::keyhash::key_hash;
 use memmap2::MmapMut;
@@ -56,17 +61,121 @@ pub enum CtError {
 
 /// Tags in one tag word (a bucket has `ways.div_ceil(4)` of them).
 const TAGS_PER_WORD: usize = 4;
-/// `0x0001` in every 16-bit lane of a tag word.
-const LANES_ONE: u64 = u64::MAX / 0xffff;
-/// `0x8000` in every 16-bit lane.
-const LANES_HIGH: u64 = LANES_ONE << 15;
+/// Bits of a tag.
+const TAG_BITS: u32 = 8;
+/// `0x01` in every 8-bit lane of a tag word.
+const LANES_ONE: u32 = u32::MAX / 0xff;
+/// `0x80` in every 8-bit lane.
+const LANES_HIGH: u32 = LANES_ONE << (TAG_BITS - 1);
 
-/// One entry and its hit bit, in one cache line (a hit marks the line it has just read).
-#[derive(Clone, Copy, Default)]
-#[repr(C, align(64))]
-struct Slot {
-    entry: CtEntry,
-    hit: bool,
+/// What a lookup compares of one entry, in 16 bytes: four to a cache line, so that a 4-way
+/// bucket is one line.
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
+#[repr(C, align(16))]
+struct KeySlot {
+    /// The low 32 bits of the client address, then of the VIP address.
+    addrs: u64,
+    /// Client port, VIP port << 16, protocol << 32, the `KEY_` flags, backend << 48.
+    rest: u64,
+}
+
+/// `KeySlot::rest`: the entry is valid.
+const KEY_VALID: u64 = 1 << 40;
+/// `KeySlot::rest`: an address is not IPv4-mapped, so `addrs` holds only part of it and the
+/// full entry decides.
+const KEY_WIDE: u64 = 1 << 41;
+/// `KeySlot::rest`: the hit bit.
+const KEY_HIT: u64 = 1 << 42;
+/// The bits of `KeySlot::rest` a lookup compares (ports, protocol, valid, wide).
+const KEY_COMPARED: u64 = KEY_HIT - 1;
+const KEY_BACKEND_SHIFT: u32 = 48;
+
+/// Whether a 128-bit address is IPv4-mapped (`::ffff:a.b.c.d`), all of it in its low 32 bits.
+#[inline(always)]
+fn is_v4_mapped(addr: u128) -> bool {
+    addr >> 32 == 0xffff
+}
+
+/// A flow as a lookup compares it with [`KeySlot`]s (computed once per packet).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct ProbeKey {
+    addrs: u64,
+    /// As `KeySlot::rest` without the hit bit and backend; always `KEY_VALID`.
+    rest: u64,
+}
+
+impl ProbeKey {
+    /// The probe key of a flow in client → VIP orientation.
+    #[inline]
+    pub(crate) fn new(protocol: u8, src: u128, src_port: u16, dst: u128, dst_port: u16) -> Self {
+        let wide = !(is_v4_mapped(src) && is_v4_mapped(dst));
+        Self::pack(protocol, src, src_port, dst, dst_port, wide)
+    }
+
+    /// [`ProbeKey::new`] of a flow whose addresses are known to be IPv4-mapped (an IPv4
+    /// packet's), without testing them.
+    #[inline]
+    pub(crate) fn mapped_v4(
+        protocol: u8,
+        src: u128,
+        src_port: u16,
+        dst: u128,
+        dst_port: u16,
+    ) -> Self {
+        debug_assert!(is_v4_mapped(src) && is_v4_mapped(dst));
+        Self::pack(protocol, src, src_port, dst, dst_port, false)
+    }
+
+    #[inline(always)]
+    fn pack(protocol: u8, src: u128, src_port: u16, dst: u128, dst_port: u16, wide: bool) -> Self {
+        ProbeKey {
+            addrs: u64::from(src as u32) | u64::from(dst as u32) << 32,
+            rest: u64::from(src_port)
+                | u64::from(dst_port) << 16
+                | u64::from(protocol) << 32
+                | KEY_VALID
+                | if wide { KEY_WIDE } else { 0 },
+        }
+    }
+
+    /// Whether `slot` may hold this flow: certainly, unless the flow is wide (then the full
+    /// entry decides).
+    #[inline(always)]
+    fn admits(&self, slot: &KeySlot) -> bool {
+        slot.addrs == self.addrs && slot.rest & KEY_COMPARED == self.rest
+    }
+
+    fn is_wide(&self) -> bool {
+        self.rest & KEY_WIDE != 0
+    }
+}
+
+impl KeySlot {
+    /// The key slot of an entry, with hit bit `hit`.
+    fn of(e: &CtEntry, hit: bool) -> KeySlot {
+        if !e.valid {
+            return KeySlot {
+                addrs: 0,
+                rest: if hit { KEY_HIT } else { 0 },
+            };
+        }
+        let key = ProbeKey::new(e.protocol, e.src_addr, e.src_port, e.dst_addr, e.dst_port);
+        KeySlot {
+            addrs: key.addrs,
+            rest: key.rest
+                | if hit { KEY_HIT } else { 0 }
+                | u64::from(e.backend) << KEY_BACKEND_SHIFT,
+        }
+    }
+
+    #[inline(always)]
+    fn backend(&self) -> u16 {
+        (self.rest >> KEY_BACKEND_SHIFT) as u16
+    }
+
+    fn hit(&self) -> bool {
+        self.rest & KEY_HIT != 0
+    }
 }
 
 /// The lanes of `tags` that may equal `tag`, as their top bits: every equal lane is set, and
@@ -74,8 +183,8 @@ struct Slot {
 /// equal: the borrow of the zero test runs on; a candidate's key is compared anyway). No lane
 /// is set when none is equal, so a miss costs three word operations.
 #[inline(always)]
-fn tag_mask(tags: u64, tag: u16) -> u64 {
-    let x = tags ^ (LANES_ONE * u64::from(tag));
+fn tag_mask(tags: u32, tag: u8) -> u32 {
+    let x = tags ^ (LANES_ONE * u32::from(tag));
     x.wrapping_sub(LANES_ONE) & !x & LANES_HIGH
 }
 
@@ -89,10 +198,11 @@ const HUGE_PAGE: usize = 2 << 20;
 unsafe trait ZeroValid: Copy {}
 
 // SAFETY: all-zero bytes are an integer 0.
-unsafe impl ZeroValid for u64 {}
-// SAFETY: a `Slot` is integers and `bool`s (a `CtEntry` of integers and bools, `hit`), for
-// which zero bytes are 0 and false.
-unsafe impl ZeroValid for Slot {}
+unsafe impl ZeroValid for u32 {}
+// SAFETY: a `KeySlot` is two integers.
+unsafe impl ZeroValid for KeySlot {}
+// SAFETY: a `CtEntry` is integers and `bool`s, for which zero bytes are 0 and false.
+unsafe impl ZeroValid for CtEntry {}
 
 /// A zero-filled array in an anonymous mapping, advised for transparent huge pages when it
 /// is large: the table's lookups land on random pages, and with 4 KiB pages nearly every one
@@ -189,10 +299,13 @@ impl<T: ZeroValid> Clone for ZeroedArray<T> {
 pub struct ConnTable {
     buckets: u32,
     ways: u32,
-    slots: ZeroedArray<Slot>,
-    /// `ways.div_ceil(4)` words per bucket: the tag of way `4g + i` in bits `16i..16i+16`
-    /// of word `g`; 0 for invalid entries and the lanes past the last way.
-    tags: ZeroedArray<u64>,
+    /// The full entries.
+    entries: ZeroedArray<CtEntry>,
+    /// What lookups compare, one per entry, and the hit bits.
+    keys: ZeroedArray<KeySlot>,
+    /// `ways.div_ceil(4)` words per bucket: the tag of way `4g + i` in bits `8i..8i + 8` of
+    /// word `g`; 0 for invalid entries and the lanes past the last way.
+    tags: ZeroedArray<u32>,
     tag_words: u32,
     valid: u32,
 }
@@ -207,15 +320,15 @@ impl fmt::Debug for ConnTable {
     }
 }
 
-/// The tag of a TUPLE5 flow hash: its low 16 bits (the bucket index comes from the high
+/// The tag of a TUPLE5 flow hash: its low 8 bits (the bucket index comes from the high
 /// bits), never 0.
 #[inline]
-pub fn tag_of(tuple5_hash: u32) -> u16 {
-    tuple5_hash as u16 | 1
+pub fn tag_of(tuple5_hash: u32) -> u8 {
+    tuple5_hash as u8 | 1
 }
 
 /// The tag an entry gets in the table.
-fn entry_tag(e: &CtEntry) -> u16 {
+fn entry_tag(e: &CtEntry) -> u8 {
     if !e.valid {
         return 0;
     }
@@ -259,12 +372,14 @@ impl ConnTable {
         let buckets = buckets.max(1);
         let ways = ways.max(1);
         let len = buckets as usize * ways as usize;
+        let tag_words = ways.div_ceil(TAGS_PER_WORD as u32);
         ConnTable {
             buckets,
             ways,
-            slots: ZeroedArray::new(len),
-            tags: ZeroedArray::new(buckets as usize * ways.div_ceil(TAGS_PER_WORD as u32) as usize),
-            tag_words: ways.div_ceil(TAGS_PER_WORD as u32),
+            entries: ZeroedArray::new(len),
+            keys: ZeroedArray::new(len),
+            tags: ZeroedArray::new(buckets as usize * tag_words as usize),
+            tag_words,
             valid: 0,
         }
     }
@@ -281,12 +396,12 @@ impl ConnTable {
 
     /// Entries (buckets × ways).
     pub fn len(&self) -> u32 {
-        self.slots.len as u32
+        self.entries.len as u32
     }
 
     /// Whether the table has no entry slots (never: at least 1 × 1).
     pub fn is_empty(&self) -> bool {
-        self.slots.len == 0
+        self.entries.len == 0
     }
 
     /// Valid entries.
@@ -300,21 +415,16 @@ impl ConnTable {
         table_index(tuple5_hash, self.buckets)
     }
 
-    /// The slots of a bucket (empty for a bucket out of range).
-    #[inline(always)]
-    fn bucket_slots(&self, bucket: u32) -> &[Slot] {
+    /// The lowest way of `bucket` holding a valid entry for exactly this 5-tuple, found by
+    /// comparing every way's full entry (the documented rule, without tags or key slots).
+    pub fn lookup_in(&self, bucket: u32, key: &FlowKey) -> Option<u32> {
         let ways = self.ways as usize;
         let start = bucket as usize * ways;
-        self.slots.get().get(start..start + ways).unwrap_or(&[])
-    }
-
-    /// The lowest way of `bucket` holding a valid entry for exactly this 5-tuple, found by
-    /// comparing every way (the documented rule, without the tags).
-    pub fn lookup_in(&self, bucket: u32, key: &FlowKey) -> Option<u32> {
-        let start = bucket as usize * self.ways as usize;
-        self.bucket_slots(bucket)
+        self.entries
+            .get()
+            .get(start..start + ways)?
             .iter()
-            .position(|s| entry_matches(&s.entry, key))
+            .position(|e| entry_matches(e, key))
             .map(|w| (start + w) as u32)
     }
 
@@ -328,62 +438,83 @@ impl ConnTable {
             key.src_addr,
             key.dst_addr,
         );
-        self.probe(self.bucket_of(h), tag_of(h), key)
+        let probe = ProbeKey::new(
+            key.protocol,
+            key.src_addr,
+            key.src_port,
+            key.dst_addr,
+            key.dst_port,
+        );
+        self.probe(self.bucket_of(h), tag_of(h), &probe, |e| {
+            entry_matches(e, key)
+        })
+        .map(|(i, _)| i)
     }
 
     /// The pipeline's lookup: the same answer as [`ConnTable::lookup_in`], where `tag` is
-    /// [`tag_of`] the TUPLE5 hash of `key`; full keys are compared only where tags match.
+    /// [`tag_of`] the TUPLE5 hash of the flow and `key` its probe key; key slots are compared
+    /// only where tags match, full entries only for wide (IPv6) flows, with `matches`, which
+    /// must be true exactly for valid entries of the flow. Returns the entry's index and
+    /// backend.
     #[inline]
-    pub(crate) fn probe(&self, bucket: u32, tag: u16, key: &FlowKey) -> Option<u32> {
-        self.probe_with(bucket, tag, |e| entry_matches(e, key))
-            .map(|(i, _)| i)
-    }
-
-    /// [`ConnTable::probe`] with the key comparison given by the caller (`matches` must be
-    /// true exactly for valid entries of the packet's 5-tuple); returns the entry's index
-    /// and the entry.
-    #[inline]
-    pub(crate) fn probe_with(
+    pub(crate) fn probe(
         &self,
         bucket: u32,
-        tag: u16,
+        tag: u8,
+        key: &ProbeKey,
         matches: impl Fn(&CtEntry) -> bool,
     ) -> Option<(u32, u16)> {
         // The first word (all ways of the profiles) in line; the others out of the way.
-        let words = self.tag_words as usize;
-        let first_word = bucket as usize * words;
         let start = bucket as usize * self.ways as usize;
-        let word = *self.tags.get().get(first_word)?;
-        self.probe_word(word, start, tag, &matches).or_else(|| {
-            if words > 1 {
-                self.probe_more_words(first_word, start, tag, &matches)
-            } else {
-                None
-            }
-        })
+        let candidates = self.candidates(bucket, tag);
+        self.probe_word(candidates, start, key, &matches)
+            .or_else(|| {
+                if self.tag_words > 1 {
+                    self.probe_more_words(bucket, start, tag, key, &matches)
+                } else {
+                    None
+                }
+            })
     }
 
-    /// The candidates of one tag word, in way order; `start` is the index of the word's
-    /// first way.
+    /// The ways of a bucket's first tag word whose tag may be `tag` (see [`tag_mask`]).
+    #[inline(always)]
+    fn candidates(&self, bucket: u32, tag: u8) -> u32 {
+        let first_word = bucket as usize * self.tag_words as usize;
+        self.tags
+            .get()
+            .get(first_word)
+            .map_or(0, |&word| tag_mask(word, tag))
+    }
+
+    /// The candidates of one tag word (`tag_mask`), in way order; `start` is the index of
+    /// the word's first way.
     #[inline(always)]
     fn probe_word(
         &self,
-        word: u64,
+        candidates: u32,
         start: usize,
-        tag: u16,
+        key: &ProbeKey,
         matches: &impl Fn(&CtEntry) -> bool,
     ) -> Option<(u32, u16)> {
         // Padding lanes hold 0, which no tag equals.
-        let mut m = tag_mask(word, tag);
+        let mut m = candidates;
         while m != 0 {
-            let index = start + (m.trailing_zeros() / 16) as usize;
-            let s = self.slots.get().get(index)?;
-            if matches(&s.entry) {
-                return Some((index as u32, s.entry.backend));
+            let index = start + (m.trailing_zeros() / TAG_BITS) as usize;
+            let slot = self.keys.get().get(index)?;
+            if key.admits(slot) && (!key.is_wide() || self.full_match(index, matches)) {
+                return Some((index as u32, slot.backend()));
             }
             m &= m - 1;
         }
         None
+    }
+
+    /// The full comparison of a wide flow's candidate.
+    #[cold]
+    #[inline(never)]
+    fn full_match(&self, index: usize, matches: &impl Fn(&CtEntry) -> bool) -> bool {
+        self.entries.get().get(index).is_some_and(matches)
     }
 
     /// The tag words after the first (more than four ways).
@@ -391,14 +522,17 @@ impl ConnTable {
     #[inline(never)]
     fn probe_more_words(
         &self,
-        first_word: usize,
+        bucket: u32,
         start: usize,
-        tag: u16,
+        tag: u8,
+        key: &ProbeKey,
         matches: &impl Fn(&CtEntry) -> bool,
     ) -> Option<(u32, u16)> {
+        let first_word = bucket as usize * self.tag_words as usize;
         (1..self.tag_words as usize).find_map(|group| {
             let word = *self.tags.get().get(first_word + group)?;
-            self.probe_word(word, start + group * TAGS_PER_WORD, tag, matches)
+            let start = start + group * TAGS_PER_WORD;
+            self.probe_word(tag_mask(word, tag), start, key, matches)
         })
     }
 
@@ -411,46 +545,48 @@ impl ConnTable {
         prefetch(tags.wrapping_add(bucket as usize * self.tag_words as usize));
     }
 
-    /// Starts fetching the entry of the lowest way of a bucket whose tag is `tag` (once the
-    /// tags are at hand); only the first four ways are looked at (all of the profiles').
+    /// Starts fetching the key slot of the lowest way of a bucket whose tag may be `tag` (once
+    /// the tags are at hand; with four ways that is the bucket's line); only the first four
+    /// ways are looked at (all of the profiles').
     #[inline]
-    pub(crate) fn prefetch_candidates(&self, bucket: u32, tag: u16) {
-        let first_word = bucket as usize * self.tag_words as usize;
-        let Some(&word) = self.tags.get().get(first_word) else {
-            return;
-        };
-        let m = tag_mask(word, tag);
+    pub(crate) fn prefetch_candidates(&self, bucket: u32, tag: u8) {
+        let m = self.candidates(bucket, tag);
         if m != 0 {
-            let index = bucket as usize * self.ways as usize + (m.trailing_zeros() / 16) as usize;
+            let index =
+                bucket as usize * self.ways as usize + (m.trailing_zeros() / TAG_BITS) as usize;
             // A prefetch never faults: no bounds check needed.
-            prefetch(self.slots.get().as_ptr().wrapping_add(index));
+            prefetch(self.keys.get().as_ptr().wrapping_add(index));
         }
     }
 
     /// One entry.
     pub fn entry(&self, index: u32) -> Option<&CtEntry> {
-        self.slots.get().get(index as usize).map(|s| &s.entry)
+        self.entries.get().get(index as usize)
     }
 
-    /// Replaces one entry (what the register block's WRITE command does).
+    /// Replaces one entry (what the register block's WRITE command does); its hit bit stays.
     pub fn write(&mut self, index: u32, entry: CtEntry) -> Result<(), CtError> {
         let len = self.len();
-        let ways = self.ways as usize;
-        let slots = self.slots.get_mut();
-        let slot = slots
-            .get_mut(index as usize)
-            .ok_or(CtError::OutOfRange { index, len })?;
-        match (slot.entry.valid, entry.valid) {
+        let i = index as usize;
+        let (Some(old), Some(slot)) = (
+            self.entries.get_mut().get_mut(i),
+            self.keys.get_mut().get_mut(i),
+        ) else {
+            return Err(CtError::OutOfRange { index, len });
+        };
+        match (old.valid, entry.valid) {
             (false, true) => self.valid += 1,
             (true, false) => self.valid -= 1,
             _ => {}
         }
-        slot.entry = entry;
-        let way = index as usize % ways;
-        let word = index as usize / ways * self.tag_words as usize + way / TAGS_PER_WORD;
-        let shift = 16 * (way % TAGS_PER_WORD);
+        *old = entry;
+        *slot = KeySlot::of(&entry, slot.hit());
+        let ways = self.ways as usize;
+        let way = i % ways;
+        let word = i / ways * self.tag_words as usize + way / TAGS_PER_WORD;
+        let shift = TAG_BITS * (way % TAGS_PER_WORD) as u32;
         if let Some(t) = self.tags.get_mut().get_mut(word) {
-            *t = *t & !(0xffff << shift) | u64::from(entry_tag(&entry)) << shift;
+            *t = *t & !(0xff << shift) | u32::from(entry_tag(&entry)) << shift;
         }
         Ok(())
     }
@@ -458,10 +594,10 @@ impl ConnTable {
     /// Sets the hit bit of an entry (the pipeline, on a hit).
     #[inline]
     pub fn mark_hit(&mut self, index: u32) {
-        if let Some(s) = self.slots.get_mut().get_mut(index as usize) {
+        if let Some(s) = self.keys.get_mut().get_mut(index as usize) {
             // Only a change dirties the line.
-            if !s.hit {
-                s.hit = true;
+            if s.rest & KEY_HIT == 0 {
+                s.rest |= KEY_HIT;
             }
         }
     }
@@ -469,12 +605,14 @@ impl ConnTable {
     /// Reads and clears the hit bits of the 32 entries at `index & !31`.
     pub fn take_hits(&mut self, index: u32) -> u32 {
         let first = (index & !31) as usize;
-        let slots = self.slots.get_mut();
-        let Some(group) = slots.get_mut(first..slots.len().min(first + 32)) else {
+        let keys = self.keys.get_mut();
+        let Some(group) = keys.get_mut(first..keys.len().min(first + 32)) else {
             return 0;
         };
         group.iter_mut().enumerate().fold(0, |bits, (i, s)| {
-            bits | u32::from(std::mem::take(&mut s.hit)) << i
+            let hit = s.hit();
+            s.rest &= !KEY_HIT;
+            bits | u32::from(hit) << i
         })
     }
 
@@ -535,8 +673,8 @@ impl ConnTable {
             ev.dst_port,
         );
         let i = self.lookup(&key)?;
-        let slot = self.slots.get_mut().get_mut(i as usize)?;
-        slot.entry.flags |= CT_FLAG_CLOSED;
+        let entry = self.entries.get_mut().get_mut(i as usize)?;
+        entry.flags |= CT_FLAG_CLOSED;
         Some(i)
     }
 
@@ -590,10 +728,65 @@ mod tests {
         }
     }
 
+    /// Four key slots to a line, and every bucket of four ways starts a line.
     #[test]
-    fn slots_are_one_cache_line() {
-        assert_eq!(size_of::<Slot>(), 64);
-        assert_eq!(align_of::<Slot>(), 64);
+    fn a_four_way_bucket_is_one_line_of_key_slots() {
+        assert_eq!(size_of::<KeySlot>(), 16);
+        assert_eq!(align_of::<KeySlot>(), 16);
+        for buckets in [1, 1 << 16] {
+            let t = ConnTable::new(buckets, 4);
+            assert_eq!(t.keys.get().as_ptr() as usize % 64, 0, "{buckets} buckets");
+        }
+    }
+
+    /// Flows whose key slots look alike: IPv4, IPv6 with the same low 32 bits in either
+    /// address, IPv4-mapped addresses in an IPv6 flow. Key slots and the full comparison of
+    /// every way give the same answers, for tables of one and of several tag words.
+    #[test]
+    fn key_slots_agree_with_full_entries_for_look_alike_addresses() {
+        let prefixes = [
+            0xffff_0000_0000u128,
+            0x2001_0db8_0000_0000_0000_0000_0000_0000,
+            0x2001_0db8_0000_0000_0000_ffff_0000_0000,
+            0x0000_0000_0000_0000_0001_ffff_0000_0000,
+            0,
+            0xfffe_0000_0000,
+        ];
+        let n = prefixes.len() as u32;
+        let space: Vec<FlowKey> = (0..n * n * 4)
+            .map(|k| {
+                let src = prefixes[(k % n) as usize] | 0xc633_6401;
+                let dst = prefixes[(k / n % n) as usize] | 0xcb00_7101;
+                let protocol = if k / (n * n) % 2 == 0 { 6 } else { 17 };
+                tuple5_key(protocol, src, 1000 + (k / (2 * n * n)) as u16, dst, 80)
+            })
+            .collect();
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for (buckets, ways) in [(1, 4), (2, 4), (1, 9)] {
+            let mut t = ConnTable::new(buckets, ways);
+            for _ in 0..300 {
+                let k = space[next() as usize % space.len()];
+                let e = CtEntry {
+                    valid: next() % 4 != 0,
+                    ..entry_of(&k, next() as u16)
+                };
+                t.write(next() as u32 % t.len(), e).expect("in range");
+                for f in &space {
+                    let bucket = t.bucket_of(f.hash());
+                    let found = t.lookup(f);
+                    assert_eq!(found, t.lookup_in(bucket, f), "{buckets}x{ways} {f:?}");
+                    if let Some(i) = found {
+                        assert_eq!(t.entry(i).map(|e| e.src_addr), Some(f.src_addr));
+                    }
+                }
+            }
+        }
     }
 
     /// More ways than one tag word holds: the tag-filtered lookup still gives the lowest
@@ -679,12 +872,12 @@ mod tests {
         );
         let mut t = ConnTable::new(1, 4);
         t.write(1, entry_of(&a, 7)).expect("in range");
-        assert_ne!(tag_mask(t.tags.get()[0], 1) >> 32, 0, "lane 2 flagged");
+        assert_ne!(tag_mask(t.tags.get()[0], 1) >> 16, 0, "lane 2 flagged");
         assert_eq!(t.lookup(&a), Some(1));
         assert_eq!(t.lookup(&b), None);
         t.write(3, entry_of(&b, 8)).expect("in range");
         assert_eq!(t.lookup(&b), Some(3));
-        assert_eq!(t.probe_with(0, 1, |e| e.backend == 8), Some((3, 8)));
+        assert_eq!(t.lookup(&a), Some(1));
     }
 
     #[test]

@@ -258,17 +258,30 @@ impl Queues {
 
 /// A batch runs as a software pipeline over groups of `GROUP` packets. In one step, group `g`
 /// goes through the front half and requests its connection-table buckets' tag words, group
-/// `g - 1` reads its tags and requests the entries they point at, and group `g - 2` reads its
-/// entries and finishes. Each request thus has at least a group's work to hide behind, whatever
-/// the batch size: on the 256 MiB table of the u280 profile a tag word and an entry are two
-/// random DRAM lines, the second depending on the first. (Running 32 packets' fronts, then their
-/// requests, then their back halves left the last packets' entries no time to arrive: hits ran
-/// at ~13 Mpps instead of ~16–17; a packet-by-packet stagger with the stages interleaved ran
-/// ~5 % slower than groups; see docs/model-performance.md.)
+/// `g - CANDIDATE_LAG` reads its tags and requests the key slots they point at, and group
+/// `g - FINISH_LAG` reads its key slots and finishes. Each request thus has at least a group's
+/// work to hide behind (the key slots two), whatever the batch size: at the u280 profile's
+/// size a tag word and a key slot are random lines of a 4 MiB and a 64 MiB array, the second
+/// depending on the first, and on a virtual machine whose host maps memory in 4 KiB pages
+/// nearly every key slot also costs a nested page walk. (Running 32 packets' fronts, then
+/// their requests, then their back halves left the last packets' entries no time to arrive:
+/// hits ran at ~13 Mpps instead of ~16–17; a packet-by-packet stagger with the stages
+/// interleaved ran ~5 % slower than groups; finishing one group after the key-slot request
+/// instead of two ran hits ~1 Mpps slower, three or four groups after as well; see
+/// docs/model-performance.md.)
 const GROUP: usize = 8;
-/// Lanes in flight: three groups, rounded up to a power of two.
+/// Groups from a packet's front half to its key-slot request.
+const CANDIDATE_LAG: usize = 1;
+/// Groups from a packet's front half to its back half.
+const FINISH_LAG: usize = 3;
+/// Lanes in flight: `FINISH_LAG + 1` groups, rounded up to a power of two.
 const RING: usize = 32;
-const _: () = assert!(RING.is_power_of_two() && RING >= 3 * GROUP);
+const _: () = assert!(
+    RING.is_power_of_two()
+        && RING >= (FINISH_LAG + 1) * GROUP
+        && CANDIDATE_LAG < FINISH_LAG
+        && FINISH_LAG < ROUND_GROUPS
+);
 /// Groups between the passes that account finished packets (counters, hit bits, queues: they
 /// need the device mutably, the stages borrow its tables).
 const ROUND_GROUPS: usize = 8;
@@ -443,7 +456,7 @@ impl SimDevice {
         let mut pending = [false; RING];
         // The packets of group `g` (empty beyond the batch).
         let group = |g: usize| (g * GROUP).min(n)..((g + 1) * GROUP).min(n);
-        let steps = n.div_ceil(GROUP) + 2;
+        let steps = n.div_ceil(GROUP) + FINISH_LAG;
         let mut step = 0;
         let mut accounted = 0;
         while step < steps {
@@ -459,16 +472,16 @@ impl SimDevice {
                             let lane = &mut lanes[s % RING];
                             pending[s % RING] = pipeline::front_into(&ctx, f, &mut memo, res, lane);
                             if pending[s % RING] {
-                                lane.prefetch(ctx.conntrack, false);
+                                lane.request_tags(ctx.conntrack);
                             }
                         }
                     }
-                    for s in g.checked_sub(1).map_or(0..0, group) {
+                    for s in g.checked_sub(CANDIDATE_LAG).map_or(0..0, group) {
                         if pending[s % RING] {
-                            lanes[s % RING].prefetch(ctx.conntrack, true);
+                            lanes[s % RING].request_candidates(ctx.conntrack);
                         }
                     }
-                    for i in g.checked_sub(2).map_or(0..0, group) {
+                    for i in g.checked_sub(FINISH_LAG).map_or(0..0, group) {
                         out.offsets.push(out.used);
                         let (true, Some(res)) = (pending[i % RING], out.results.get_mut(i)) else {
                             continue;
@@ -487,11 +500,11 @@ impl SimDevice {
                     }
                 }
             }
-            // Every packet of the groups before `round_end - 2` has finished.
+            // Every packet of the groups before `round_end - FINISH_LAG` has finished.
             let finished = if round_end == steps {
                 n
             } else {
-                group(round_end - 2).start
+                group(round_end - FINISH_LAG).start
             };
             for (r, f) in out.results[accounted..finished]
                 .iter()

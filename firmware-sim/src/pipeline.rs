@@ -20,7 +20,7 @@
 //! straightforward implementation on random traffic.
 
 use crate::action::{self, Edit, MAX_FRAME};
-use crate::conntrack::{tag_of, ConnTable};
+use crate::conntrack::{tag_of, ConnTable, ProbeKey};
 use crate::keyhash::key_hash;
 use crate::parse::{self, proto, tcp_flags, IpHeaders, Parsed};
 use nlb_hw::enums::{Affinity, DefaultAction, Delivery, Event, KeyType, Reason, Verdict};
@@ -273,7 +273,9 @@ pub(crate) struct Lane {
     /// The connection-table bucket to read, when `ct_lookup`.
     ct_bucket: u32,
     /// Tag of the flow's TUPLE5 hash (see [`crate::conntrack::tag_of`]).
-    ct_tag: u16,
+    ct_tag: u8,
+    /// The flow as the connection table compares it.
+    ct_key: ProbeKey,
     ct_lookup: bool,
     delivery: Delivery,
     tcp_flags: u8,
@@ -303,6 +305,7 @@ impl Default for Lane {
             aff_hash: 0,
             ct_bucket: 0,
             ct_tag: 0,
+            ct_key: ProbeKey::default(),
             ct_lookup: false,
             delivery: Delivery::L2Dsr,
             tcp_flags: 0,
@@ -312,16 +315,20 @@ impl Default for Lane {
 }
 
 impl Lane {
-    /// Starts fetching what the connection-table lookup will read: the bucket's tags, or
-    /// (`candidates`, once the tags are in cache) the entries they point at.
+    /// Starts fetching the tags of the connection-table bucket.
     #[inline]
-    pub(crate) fn prefetch(&self, conntrack: &ConnTable, candidates: bool) {
+    pub(crate) fn request_tags(&self, conntrack: &ConnTable) {
         if self.ct_lookup {
-            if candidates {
-                conntrack.prefetch_candidates(self.ct_bucket, self.ct_tag);
-            } else {
-                conntrack.prefetch_tags(self.ct_bucket);
-            }
+            conntrack.prefetch_tags(self.ct_bucket);
+        }
+    }
+
+    /// Once the tags are at hand: starts fetching the key slot of the first way whose tag
+    /// matches the flow's.
+    #[inline]
+    pub(crate) fn request_candidates(&self, conntrack: &ConnTable) {
+        if self.ct_lookup {
+            conntrack.prefetch_candidates(self.ct_bucket, self.ct_tag);
         }
     }
 }
@@ -337,7 +344,7 @@ pub struct Pending {
 
 impl Pending {
     /// Starts fetching what the connection-table lookup of this packet will read: the
-    /// bucket's tags, or (`candidates`, once the tags are in cache) the entries they point at.
+    /// bucket's tags, or (`candidates`, once the tags are in cache) the key slots they point at.
     #[inline]
     pub fn prefetch(&self, conntrack: &ConnTable, candidates: bool) {
         // The public field decides, as in `finish`.
@@ -573,6 +580,24 @@ fn front_parsed(
         0
     };
     lane.ct_tag = tag_of(h5);
+    lane.ct_key = match hdr.family {
+        // An IPv4 packet's flow (or the IPv4 flow its ICMP error quotes) has IPv4-mapped
+        // addresses.
+        parse::Family::V4 => ProbeKey::mapped_v4(
+            flow.protocol,
+            flow.client,
+            flow.client_port,
+            flow.vip,
+            flow.vip_port,
+        ),
+        parse::Family::V6 => ProbeKey::new(
+            flow.protocol,
+            flow.client,
+            flow.client_port,
+            flow.vip,
+            flow.vip_port,
+        ),
+    };
     lane.ct_lookup = ct_lookup;
     lane.delivery = pool.delivery;
     true
@@ -611,7 +636,7 @@ pub(crate) fn finish_into(
     if p.ct_lookup {
         if let Some((i, e)) = ctx
             .conntrack
-            .probe_with(p.ct_bucket, p.ct_tag, |e| flow.is_entry_of(e))
+            .probe(p.ct_bucket, p.ct_tag, &p.ct_key, |e| flow.is_entry_of(e))
         {
             res.conntrack = CtOutcome::Hit;
             res.ct_index = Some(i);

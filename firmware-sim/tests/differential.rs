@@ -47,7 +47,14 @@ impl Rng {
 }
 
 const CLIENTS4: [&str; 4] = ["198.51.100.1", "198.51.100.2", "192.0.2.7", "100.64.3.9"];
-const CLIENTS6: [&str; 3] = ["2001:db8:aaaa::1", "2001:db8:bbbb::2", "2001:db8:aaaa:1::5"];
+/// `cccc::1` and `aaaa::1` differ only above their low 32 bits, which is all of an address
+/// the connection table's key slots hold: the full entry must tell them apart.
+const CLIENTS6: [&str; 4] = [
+    "2001:db8:aaaa::1",
+    "2001:db8:bbbb::2",
+    "2001:db8:aaaa:1::5",
+    "2001:db8:cccc::1",
+];
 /// (VIP, protocol, destination port) combinations: every rule, the broken ones, unmatched.
 const TARGETS4: [(&str, u8, u16); 16] = [
     (VIP4, 6, 80),
