@@ -203,26 +203,46 @@ fn vip_lookup_index(t: &Tables, protocol: u8, vip: u128) -> Option<usize> {
 
 /// The last VIP lookup of a batch. Tables do not change during a batch, so packets to the
 /// same VIP (the common case) reuse the answer instead of hashing the VIP key again.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct VipMemo {
-    last: Option<(u8, u128, Option<usize>)>,
+#[derive(Debug, Clone, Copy)]
+pub struct VipMemo<'t> {
+    vip: u128,
+    /// The protocol looked up; `NO_PROTOCOL` before the first lookup.
+    protocol: u16,
+    entry: Option<&'t VipEntry>,
 }
 
-impl VipMemo {
+/// `VipMemo::protocol` of an empty memo: no protocol number (they are 8-bit).
+const NO_PROTOCOL: u16 = 0x100;
+
+impl Default for VipMemo<'_> {
+    fn default() -> Self {
+        VipMemo {
+            vip: 0,
+            protocol: NO_PROTOCOL,
+            entry: None,
+        }
+    }
+}
+
+impl<'t> VipMemo<'t> {
     #[inline(always)]
-    fn lookup<'t>(&mut self, t: &'t Tables, protocol: u8, vip: u128) -> Option<&'t VipEntry> {
-        let index = match self.last {
-            Some((p, v, i)) if p == protocol && v == vip => i,
-            _ => self.miss(t, protocol, vip),
-        };
-        t.vip.get(index?)
+    fn lookup(&mut self, t: &'t Tables, protocol: u8, vip: u128) -> Option<&'t VipEntry> {
+        if self.protocol == u16::from(protocol) && self.vip == vip {
+            self.entry
+        } else {
+            self.miss(t, protocol, vip)
+        }
     }
 
     #[inline(never)]
-    fn miss(&mut self, t: &Tables, protocol: u8, vip: u128) -> Option<usize> {
-        let i = vip_lookup_index(t, protocol, vip);
-        self.last = Some((protocol, vip, i));
-        i
+    fn miss(&mut self, t: &'t Tables, protocol: u8, vip: u128) -> Option<&'t VipEntry> {
+        let entry = vip_lookup_index(t, protocol, vip).and_then(|i| t.vip.get(i));
+        *self = VipMemo {
+            vip,
+            protocol: u16::from(protocol),
+            entry,
+        };
+        entry
     }
 }
 
@@ -274,8 +294,6 @@ pub(crate) struct Lane {
     ct_bucket: u32,
     /// Tag of the flow's TUPLE5 hash (see [`crate::conntrack::tag_of`]).
     ct_tag: u8,
-    /// The flow as the connection table compares it.
-    ct_key: ProbeKey,
     ct_lookup: bool,
     delivery: Delivery,
     tcp_flags: u8,
@@ -305,7 +323,6 @@ impl Default for Lane {
             aff_hash: 0,
             ct_bucket: 0,
             ct_tag: 0,
-            ct_key: ProbeKey::default(),
             ct_lookup: false,
             delivery: Delivery::L2Dsr,
             tcp_flags: 0,
@@ -400,7 +417,7 @@ pub fn front(ctx: &Context<'_>, frame: &[u8]) -> Front {
 
 /// [`front`] with a VIP lookup memo shared by the packets of a batch.
 #[inline]
-pub fn front_memo(ctx: &Context<'_>, frame: &[u8], memo: &mut VipMemo) -> Front {
+pub fn front_memo<'t>(ctx: &Context<'t>, frame: &[u8], memo: &mut VipMemo<'t>) -> Front {
     let mut res = initial_result(ctx, frame);
     let mut lane = Lane::default();
     if front_into(ctx, frame, memo, &mut res, &mut lane) {
@@ -417,10 +434,10 @@ pub fn front_memo(ctx: &Context<'_>, frame: &[u8], memo: &mut VipMemo) -> Front 
 /// The front half in place: `res` (from [`initial_result`]) gets what is known so far;
 /// returns true when the packet needs the back half, with `lane` filled in.
 #[inline]
-pub(crate) fn front_into(
-    ctx: &Context<'_>,
+pub(crate) fn front_into<'t>(
+    ctx: &Context<'t>,
     frame: &[u8],
-    memo: &mut VipMemo,
+    memo: &mut VipMemo<'t>,
     res: &mut PacketResult,
     lane: &mut Lane,
 ) -> bool {
@@ -441,10 +458,10 @@ pub(crate) fn front_into(
 
 /// [`front_into`] after the parser.
 #[inline(always)]
-fn front_parsed(
-    ctx: &Context<'_>,
+fn front_parsed<'t>(
+    ctx: &Context<'t>,
     hdr: &IpHeaders,
-    memo: &mut VipMemo,
+    memo: &mut VipMemo<'t>,
     res: &mut PacketResult,
     lane: &mut Lane,
 ) -> bool {
@@ -580,24 +597,6 @@ fn front_parsed(
         0
     };
     lane.ct_tag = tag_of(h5);
-    lane.ct_key = match hdr.family {
-        // An IPv4 packet's flow (or the IPv4 flow its ICMP error quotes) has IPv4-mapped
-        // addresses.
-        parse::Family::V4 => ProbeKey::mapped_v4(
-            flow.protocol,
-            flow.client,
-            flow.client_port,
-            flow.vip,
-            flow.vip_port,
-        ),
-        parse::Family::V6 => ProbeKey::new(
-            flow.protocol,
-            flow.client,
-            flow.client_port,
-            flow.vip,
-            flow.vip_port,
-        ),
-    };
     lane.ct_lookup = ct_lookup;
     lane.delivery = pool.delivery;
     true
@@ -634,9 +633,27 @@ pub(crate) fn finish_into(
 
     let mut backend_id = None;
     if p.ct_lookup {
+        let key = match p.edit.family {
+            // An IPv4 packet's flow (or the IPv4 flow its ICMP error quotes) has IPv4-mapped
+            // addresses.
+            parse::Family::V4 => ProbeKey::mapped_v4(
+                flow.protocol,
+                flow.client,
+                flow.client_port,
+                flow.vip,
+                flow.vip_port,
+            ),
+            parse::Family::V6 => ProbeKey::new(
+                flow.protocol,
+                flow.client,
+                flow.client_port,
+                flow.vip,
+                flow.vip_port,
+            ),
+        };
         if let Some((i, e)) = ctx
             .conntrack
-            .probe(p.ct_bucket, p.ct_tag, &p.ct_key, |e| flow.is_entry_of(e))
+            .probe(p.ct_bucket, p.ct_tag, &key, |e| flow.is_entry_of(e))
         {
             res.conntrack = CtOutcome::Hit;
             res.ct_index = Some(i);
