@@ -15,8 +15,8 @@
 //! - `NLB_BENCH_CT_BUCKETS`: connection-table buckets (default 1 Mi), with as many connections
 //!   (a small table that fits the caches shows what the table's size costs).
 //!
-//! What the figures are made of: a miss reads one random word of the 8 MiB tag array per
-//! packet, a hit that word and one random cache line of the 256 MiB slot array (both on
+//! What the figures are made of: a miss reads one random word of the 4 MiB tag array per
+//! packet, a hit that word and one random cache line of the 64 MiB key-slot array (both on
 //! transparent huge pages where the kernel gives them; see `src/conntrack.rs`). With
 //! `NLB_BENCH_CT_BUCKETS=1024` everything is in cache and hits cost what misses do, so the
 //! difference at 1 Mi buckets is the memory system's, not instructions'. The 262,144 frames

@@ -13,9 +13,10 @@
 //! moving results and parsed headers around; each key is hashed once, straight from its
 //! fields (`keyhash`), and the TUPLE5 hash serves the flow hash, the connection table and a
 //! 5-tuple Maglev key alike; consecutive packets to the same VIP reuse its lookup
-//! ([`VipMemo`]); the connection table filters ways by a 16-bit tag before comparing keys,
-//! so a hit costs the bucket's tag word and the one cache line that holds the entry and its
-//! hit bit (both on huge pages: see [`crate::conntrack`]).
+//! ([`VipMemo`]); the connection table filters ways by an 8-bit tag before comparing keys,
+//! and compares 16-byte key slots rather than whole entries, so a hit costs the bucket's tag
+//! word and the one cache line that holds the bucket's key slots and hit bits (see
+//! [`crate::conntrack`]).
 //! None of this is observable: `tests/differential.rs` holds the model to the original
 //! straightforward implementation on random traffic.
 
