@@ -10,7 +10,7 @@ use crate::config::check;
 use crate::diag::{Diagnostics, Pos};
 use crate::health::HealthState;
 use crate::maglev::{self, Member};
-use crate::model::{Config, PortRange, Prefix};
+use crate::model::{Config, PortRange, Prefix, Ratio};
 use crate::symbols::{PoolKind, PoolSymbol, Symbols};
 use crate::Error;
 use nlb_hw::enums::{Affinity, Delivery, Table};
@@ -75,7 +75,14 @@ struct PoolPlan {
     affinity: Affinity,
     delivery: Delivery,
     backup: Option<u16>,
-    ratio_permille: u16,
+    /// `failoverRatio` as written (compared exactly).
+    ratio: Option<Ratio>,
+    /// Whether the pool has a health check; without one every member is healthy (SPEC R5.5).
+    health_checked: bool,
+    /// Whether probe weights (`X-Load-Balancing-Endpoint-Weight`) shape the slice (SPEC R5.6).
+    /// Target pools never weight; backend services with `WEIGHTED_MAGLEV` and weighted GKE
+    /// Services will set it.
+    weighted: bool,
     idle_timeout: u16,
     track: bool,
     base: u32,
@@ -275,9 +282,9 @@ fn layout(c: &Config, profile: &'static Profile) -> (Option<Layout>, Diagnostics
             affinity: p.session_affinity,
             delivery: p.delivery,
             backup,
-            ratio_permille: p
-                .failover_ratio
-                .map_or(0, |r| (r * 1000.0).round().clamp(0.0, 1000.0) as u16),
+            ratio: p.failover_ratio.clone(),
+            health_checked: !p.health_checks.is_empty(),
+            weighted: p.weighted(),
             idle_timeout: p.idle_timeout_sec,
             track: true,
             base: 0,
@@ -293,7 +300,10 @@ fn layout(c: &Config, profile: &'static Profile) -> (Option<Layout>, Diagnostics
             affinity: Affinity::None,
             delivery: t.delivery,
             backup: None,
-            ratio_permille: 0,
+            ratio: None,
+            // No health check: the instance always counts as healthy.
+            health_checked: false,
+            weighted: false,
             idle_timeout: t.idle_timeout_sec,
             // One backend: every packet goes to it, so there is no choice to remember.
             track: false,
@@ -554,26 +564,38 @@ pub(crate) fn compile_checked(
 }
 
 impl Compiled {
-    fn healthy_count(&self, id: usize, health: &HealthState) -> usize {
+    /// Whether member `i` of pool `id` is healthy in that pool (SPEC R5.5).
+    fn member_healthy(&self, id: usize, i: usize, health: &HealthState) -> bool {
         let p = &self.plans[id];
-        match p.kind {
-            // A target instance has no health check: it always counts as healthy.
-            PoolKind::TargetInstance => p.members.len(),
-            PoolKind::TargetPool => p
-                .members
-                .iter()
-                .filter(|m| health.get(&m.0).healthy)
-                .count(),
-        }
+        !p.health_checked || health.get(&p.name, &p.members[i].0).healthy
     }
 
-    /// Eligible members with effective weights, and why (SPEC R3.4, R5.4).
+    fn healthy_count(&self, id: usize, health: &HealthState) -> usize {
+        (0..self.plans[id].members.len())
+            .filter(|&i| self.member_healthy(id, i, health))
+            .count()
+    }
+
+    /// Eligible members with effective weights, and why (SPEC R3.4, R5.4–R5.6).
     fn eligible(&self, id: usize, health: &HealthState) -> (Vec<(usize, u32)>, String) {
         let p = &self.plans[id];
         let healthy: Vec<usize> = (0..p.members.len())
-            .filter(|&i| p.kind == PoolKind::TargetInstance || health.get(&p.members[i].0).healthy)
+            .filter(|&i| self.member_healthy(id, i, health))
             .collect();
-        let (set, mut why) = if healthy.is_empty() && !p.members.is_empty() {
+        let (set, mut why) = if !p.health_checked {
+            (
+                healthy,
+                match p.kind {
+                    PoolKind::TargetInstance => {
+                        "a target instance: its instance serves".to_string()
+                    }
+                    PoolKind::TargetPool => format!(
+                        "no health check: all {} members count as healthy",
+                        p.members.len()
+                    ),
+                },
+            )
+        } else if healthy.is_empty() && !p.members.is_empty() {
             (
                 (0..p.members.len()).collect::<Vec<_>>(),
                 "no member is healthy: all are eligible (fail open)".to_string(),
@@ -585,29 +607,29 @@ impl Compiled {
                 format!("{n} of {} members healthy", p.members.len()),
             )
         };
-        // Probe weights count only when every eligible member reported one (SPEC R5.4);
-        // otherwise the configured weights apply.
-        let probed = set
-            .iter()
-            .all(|&i| health.get(&p.members[i].0).weight.is_some());
+        let probe_weight = |i: usize| health.get(&p.name, &p.members[i].0).weight;
+        // Probe weights count only in a weighted pool (SPEC R5.6), and there only when every
+        // eligible member reported one (SPEC R5.4); otherwise the configured weights apply.
+        let reported = set.iter().any(|&i| probe_weight(i).is_some());
+        let probed =
+            p.weighted && !set.is_empty() && set.iter().all(|&i| probe_weight(i).is_some());
         let mut weighted: Vec<(usize, u32)> = set
             .iter()
             .map(|&i| {
                 let w = if probed {
-                    health.get(&p.members[i].0).weight.unwrap_or(1)
+                    probe_weight(i).unwrap_or(1)
                 } else {
                     p.members[i].2
                 };
                 (i, w)
             })
             .collect();
-        if probed
-            && !set.is_empty()
-            && set
-                .iter()
-                .any(|&i| health.get(&p.members[i].0).weight.is_some())
-        {
+        if probed {
             why.push_str(", probe weights");
+        } else if reported && !p.weighted && p.kind == PoolKind::TargetPool {
+            why.push_str(", probe weights ignored (target pools do not weight)");
+        } else if reported && p.weighted {
+            why.push_str(", a member without a probe weight: configured weights");
         }
         if !weighted.is_empty() && weighted.iter().all(|(_, w)| *w == 0) {
             for w in &mut weighted {
@@ -653,25 +675,27 @@ impl Compiled {
         let healthy = self.healthy_count(id, health);
         let mut serving = id;
         let mut note = String::new();
-        if let Some(b) = p.backup {
+        if let (Some(b), Some(ratio)) = (p.backup, &p.ratio) {
             let b = usize::from(b);
-            let trigger = healthy as u64 * 1000 <= u64::from(p.ratio_permille) * total as u64;
-            if trigger {
+            // Exactly as written: no rounding of the ratio or of the fraction (SPEC R1).
+            if ratio.at_or_above(healthy as u64, total as u64) {
                 let backup_healthy = self.healthy_count(b, health);
                 if backup_healthy > 0 {
                     serving = b;
                     note = format!(
-                        "; healthy fraction {healthy}/{total} ≤ failoverRatio {:.3}: backup pool {} serves",
-                        f64::from(p.ratio_permille) / 1000.0,
+                        "; healthy fraction {healthy}/{total} ≤ failoverRatio {ratio}: backup pool {} serves",
                         self.plans[b].name
                     );
                 } else {
                     note = format!(
-                        "; healthy fraction {healthy}/{total} ≤ failoverRatio {:.3}, but backup pool {} has no healthy member: the pool serves itself",
-                        f64::from(p.ratio_permille) / 1000.0,
+                        "; healthy fraction {healthy}/{total} ≤ failoverRatio {ratio}, but backup pool {} has no healthy member: the pool serves itself",
                         self.plans[b].name
                     );
                 }
+            } else {
+                note = format!(
+                    "; healthy fraction {healthy}/{total} > failoverRatio {ratio}: the pool serves itself"
+                );
             }
         }
         let s = &self.plans[serving];
@@ -683,7 +707,10 @@ impl Compiled {
             maglev_size: s.size,
             backup_pool: p.backup.unwrap_or(0),
             has_backup: p.backup.is_some(),
-            failover_ratio: p.ratio_permille,
+            // Informational for the NIC (the compiler decides failover): per mille, rounded.
+            failover_ratio: p.ratio.as_ref().map_or(0, |r| {
+                (r.value() * 1000.0).round().clamp(0.0, 1000.0) as u16
+            }),
             failed_over: serving != id,
             track: p.track,
             idle_timeout: p.idle_timeout,
@@ -797,5 +824,70 @@ impl Compiled {
                 t.depth(Table::Backend),
             ),
         ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::health::BackendHealth;
+
+    /// The weighted path that backend services (`WEIGHTED_MAGLEV`) and weighted GKE Services
+    /// will switch on (SPEC R5.4): probe weights count only when every eligible member has
+    /// one; weight 0 leaves; all 0 share equally.
+    #[test]
+    fn a_weighted_pool_follows_probe_weights_by_the_spec_rules() {
+        let text = "\
+httpHealthChecks:
+  - {name: hc}
+instances:
+  - {name: a, ip: 192.0.2.1, mac: 02:00:00:00:00:01}
+  - {name: b, ip: 192.0.2.2, mac: 02:00:00:00:00:02}
+  - {name: c, ip: 192.0.2.3, mac: 02:00:00:00:00:03}
+targetPools:
+  - {name: p, instances: [a, b, c], healthChecks: [hc]}
+forwardingRules:
+  - {name: r, IPAddress: 203.0.113.1, target: p}
+";
+        let (config, d) = crate::parse_config("t.yaml", text);
+        assert!(d.is_empty(), "{d}");
+        let mut c = compile(&config, &HealthState::new(), &CompileOptions::default()).unwrap();
+        c.plans[0].weighted = true;
+        let serving = |c: &Compiled| -> std::collections::BTreeSet<String> {
+            let (b, m) = (c.plans[0].base as usize, c.plans[0].size as usize);
+            c.tables.maglev[b..b + m]
+                .iter()
+                .map(|s| c.symbols.backends[usize::from(s.backend)].clone())
+                .collect()
+        };
+        let weight = |w| BackendHealth {
+            healthy: true,
+            weight: Some(w),
+        };
+        let mut h = HealthState::new();
+        h.set_member("p", "a", weight(0));
+        c.recompile_pool("p", &h).unwrap();
+        assert_eq!(
+            serving(&c).len(),
+            3,
+            "b and c report none: configured weights"
+        );
+        h.set_member("p", "b", weight(10));
+        h.set_member("p", "c", weight(10));
+        c.recompile_pool("p", &h).unwrap();
+        assert_eq!(
+            serving(&c),
+            ["b", "c"].map(String::from).into(),
+            "weight 0 leaves"
+        );
+        assert!(
+            c.pools[0].why.contains("probe weights"),
+            "{}",
+            c.pools[0].why
+        );
+        h.set_member("p", "b", weight(0));
+        h.set_member("p", "c", weight(0));
+        c.recompile_pool("p", &h).unwrap();
+        assert_eq!(serving(&c).len(), 3, "all 0: equal shares");
     }
 }

@@ -706,12 +706,16 @@ fn read_pool(r: &mut Reader, o: &Obj, index: usize) -> Option<TargetPool> {
     if let Some(n) = o.get("failoverRatio") {
         let path = o.path("failoverRatio");
         if let Some(t) = r.scalar(n, &path) {
-            match t.trim().parse::<f64>() {
-                Ok(v) if (0.0..=1.0).contains(&v) => failover_ratio = Some(v),
-                _ => r.err(
+            match Ratio::parse(t) {
+                Some(v) => failover_ratio = Some(v),
+                None => r.err(
                     n.pos,
                     &path,
-                    format!("`{t}` is outside [0, 1]"),
+                    if t.trim().parse::<f64>().is_ok() {
+                        format!("`{t}` is outside [0, 1]")
+                    } else {
+                        format!("`{t}` is not a number")
+                    },
                     Some("a number from 0 to 1, such as 0.5".into()),
                 ),
             }
@@ -1041,7 +1045,7 @@ pub fn check(c: &Config) -> Diagnostics {
                 Some("zero or one legacy HTTP health check".into()),
             );
         }
-        match (&p.backup_pool, p.failover_ratio) {
+        match (&p.backup_pool, &p.failover_ratio) {
             (Some(b), _) if b.name == p.name => d.push(
                 f,
                 b.pos,
@@ -1059,7 +1063,7 @@ pub fn check(c: &Config) -> Diagnostics {
             }
             _ => {}
         }
-        match (&p.backup_pool, p.failover_ratio) {
+        match (&p.backup_pool, &p.failover_ratio) {
             (Some(b), None) => d.push(
                 f,
                 b.pos,

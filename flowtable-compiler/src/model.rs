@@ -118,6 +118,111 @@ impl fmt::Display for PortRange {
     }
 }
 
+/// A decimal fraction in `[0, 1]` kept exactly as the user wrote it (`failoverRatio`).
+///
+/// The failover test `healthy / members ≤ ratio` is decided on the written decimal, not on a
+/// binary float or a rounded value: `0.3` with 3 of 10 healthy fails over (a double holds
+/// 0.29999…), and `0.6666` with 2 of 3 healthy does not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ratio {
+    /// The text as written (for messages and `explain`).
+    text: String,
+    /// Integer part (0 or 1).
+    whole: u8,
+    /// Fraction digits after the point, trailing zeros removed.
+    digits: Vec<u8>,
+}
+
+impl Ratio {
+    /// Parses a decimal such as `0.5`, `.25`, `1`, `1.0` or `5e-1`; `None` when the text is
+    /// not a number in `[0, 1]`.
+    pub fn parse(text: &str) -> Option<Ratio> {
+        let t = text.trim();
+        let (mantissa, exp) = match t.find(['e', 'E']) {
+            Some(i) => (&t[..i], t[i + 1..].parse::<i32>().ok()?),
+            None => (t, 0),
+        };
+        let mantissa = mantissa.strip_prefix('+').unwrap_or(mantissa);
+        let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+        if int.is_empty() && frac.is_empty()
+            || !int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit())
+            || !(-400..=400).contains(&exp)
+        {
+            return None;
+        }
+        // All digits, and where the point sits after applying the exponent.
+        let all: Vec<u8> = int.bytes().chain(frac.bytes()).map(|b| b - b'0').collect();
+        let point = int.len() as i64 + i64::from(exp);
+        let mut whole: u64 = 0;
+        for i in 0..point.max(0) {
+            let d = all.get(i as usize).copied().unwrap_or(0);
+            whole = whole.saturating_mul(10).saturating_add(u64::from(d));
+        }
+        let mut digits: Vec<u8> = vec![0; (-point).max(0) as usize];
+        digits.extend(all.iter().skip(point.max(0) as usize));
+        while digits.last() == Some(&0) {
+            digits.pop();
+        }
+        match (whole, digits.is_empty()) {
+            (0, _) | (1, true) => Some(Ratio {
+                text: t.to_string(),
+                whole: whole as u8,
+                digits,
+            }),
+            _ => None,
+        }
+    }
+
+    /// The text as written.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The same number in one spelling whatever the text (`0.50`, `.5` and `5e-1` agree).
+    pub fn canonical(&self) -> String {
+        let frac: String = self.digits.iter().map(|d| char::from(b'0' + d)).collect();
+        if frac.is_empty() {
+            self.whole.to_string()
+        } else {
+            format!("{}.{frac}", self.whole)
+        }
+    }
+
+    /// The nearest double (for display and the table's informational per-mille field).
+    pub fn value(&self) -> f64 {
+        self.canonical().parse().unwrap_or(0.0)
+    }
+
+    /// Whether `part ≤ ratio × total`, exactly (long division of `part / total` compared digit
+    /// by digit with the written decimal; with `total = 0`, whether `part` is 0).
+    pub fn at_or_above(&self, part: u64, total: u64) -> bool {
+        if total == 0 {
+            return part == 0;
+        }
+        let whole = part / total;
+        if whole != u64::from(self.whole) {
+            return whole < u64::from(self.whole);
+        }
+        let mut rem = u128::from(part % total);
+        let total = u128::from(total);
+        for &d in &self.digits {
+            let q = rem * 10 / total;
+            rem = rem * 10 % total;
+            if q != u128::from(d) {
+                return q < u128::from(d);
+            }
+        }
+        // Every written digit equal: at or below only if the quotient ends here.
+        rem == 0
+    }
+}
+
+impl fmt::Display for Ratio {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
 /// An address prefix (CIDR).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Prefix {
@@ -225,14 +330,24 @@ pub struct TargetPool {
     pub session_affinity: Affinity,
     /// Pool that serves when the healthy fraction is ≤ `failover_ratio`.
     pub backup_pool: Option<Ref>,
-    /// 0..=1.
-    pub failover_ratio: Option<f64>,
+    /// 0..=1, exactly as written.
+    pub failover_ratio: Option<Ratio>,
     /// How packets reach the backends.
     pub delivery: Delivery,
     /// Connection idle timeout, seconds.
     pub idle_timeout_sec: u16,
     /// Where it was written.
     pub loc: Loc,
+}
+
+impl TargetPool {
+    /// Whether probe weights (`X-Load-Balancing-Endpoint-Weight`) shape the pool's share of new
+    /// connections: never for target pools (SPEC R5.6; a weight header on their probes is
+    /// ignored). The health checker reads the header only where this holds; the compiler uses
+    /// probe weights only where this holds.
+    pub fn weighted(&self) -> bool {
+        false
+    }
 }
 
 /// A target instance: protocol forwarding to exactly one backend.
@@ -374,7 +489,7 @@ impl Config {
                 names(&p.health_checks),
                 p.session_affinity.name(),
                 p.backup_pool.as_ref().map(|b| &b.name),
-                p.failover_ratio,
+                p.failover_ratio.as_ref().map(Ratio::canonical),
                 p.delivery.name(),
                 p.idle_timeout_sec
             ));
@@ -430,6 +545,45 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ratios_parse_and_compare_exactly() {
+        let r = |t: &str| Ratio::parse(t).unwrap_or_else(|| panic!("{t}"));
+        for (t, canonical) in [
+            ("0", "0"),
+            ("0.0", "0"),
+            ("1", "1"),
+            ("1.000", "1"),
+            (".5", "0.5"),
+            ("0.50", "0.5"),
+            ("5e-1", "0.5"),
+            ("50E-2", "0.5"),
+            ("0.05e1", "0.5"),
+            ("+0.25", "0.25"),
+            ("0.001", "0.001"),
+            ("1e-3", "0.001"),
+            ("1e0", "1"),
+        ] {
+            assert_eq!(r(t).canonical(), canonical, "{t}");
+            assert_eq!(r(t).text(), t);
+        }
+        for bad in [
+            "", ".", "-0.5", "1.5", "2", "10e-1x", "0.5.5", "abc", "1e", "nan", "inf", "1e999",
+        ] {
+            assert!(Ratio::parse(bad).is_none(), "{bad}");
+        }
+        // 0.3 is 3/10 exactly (a double holds 0.2999…): 3 of 10 is at the ratio.
+        assert!(r("0.3").at_or_above(3, 10));
+        assert!(!r("0.3").at_or_above(4, 10));
+        // 2/3 = 0.666…: above 0.6666, below 0.6667.
+        assert!(!r("0.6666").at_or_above(2, 3));
+        assert!(r("0.6667").at_or_above(2, 3));
+        assert!(!r("0.3333").at_or_above(1, 3));
+        assert!(r("0.3334").at_or_above(1, 3));
+        assert!(r("1").at_or_above(7, 7) && r("0").at_or_above(0, 7) && !r("0").at_or_above(1, 7));
+        assert!(r("0.5").at_or_above(0, 0), "0 ≤ ratio × 0");
+        assert!(!r("0.5").at_or_above(1, 0));
+    }
 
     #[test]
     fn prefix_contains_hand_worked() {

@@ -19,14 +19,18 @@ instances:
   - {name: web-c, ip: 192.0.2.13, mac: 02:00:00:00:00:13, weight: 2}
   - {name: spare-1, ip: 192.0.2.21, mac: 02:00:00:00:00:21}
   - {name: db, ip: 192.0.2.31, mac: 02:00:00:00:00:31}
+httpHealthChecks:
+  - {name: hc}
 targetPools:
   - name: web
     instances: [web-c, web-a, web-b]
     sessionAffinity: CLIENT_IP_PROTO
     backupPool: spare
     failoverRatio: 0.4
+    healthChecks: [hc]
   - name: spare
     instances: [spare-1]
+    healthChecks: [hc]
 targetInstances:
   - {name: db-ti, instance: db}
 forwardingRules:
@@ -179,8 +183,10 @@ targetInstances:
   - {name: db-ti, instance: db}
 targetPools:
   - name: spare
+    healthChecks: [hc]
     instances: [spare-1]
   - name: web
+    healthChecks: [hc]
     failoverRatio: 0.4
     backupPool: spare
     sessionAffinity: CLIENT_IP_PROTO
@@ -191,6 +197,8 @@ instances:
   - {name: spare-1, ip: 192.0.2.21, mac: 02:00:00:00:00:21}
   - {name: web-a, ip: 192.0.2.11, mac: 02:00:00:00:00:11}
   - {name: web-b, ip: 192.0.2.12, mac: 02:00:00:00:00:12}
+httpHealthChecks:
+  - {name: hc}
 nic:
   healthCheckSourceRanges: [192.0.2.250/32]
 ";
@@ -243,53 +251,76 @@ fn failover_follows_the_ratio() {
     assert_eq!(slice_members(&c, 1), ["web-c"].map(String::from).into());
 }
 
+/// SPEC R5.6: target pools never weight; a weight header on their probes (kube-proxy's
+/// responder always sends one) is ignored and the configured weights apply.
 #[test]
-fn probe_weights_apply_only_when_every_member_has_one() {
+fn target_pools_ignore_probe_weights() {
+    let plain = build(CONFIG, &HealthState::new());
     let mut h = HealthState::new();
-    h.set(
-        "web-a",
-        BackendHealth {
-            healthy: true,
-            weight: Some(0),
-        },
-    );
-    let c = build(CONFIG, &h);
-    assert_eq!(
-        slice_members(&c, 1).len(),
-        3,
-        "one missing weight: configured weights"
-    );
-    h.set(
-        "web-b",
-        BackendHealth {
-            healthy: true,
-            weight: Some(10),
-        },
-    );
-    h.set(
-        "web-c",
-        BackendHealth {
-            healthy: true,
-            weight: Some(10),
-        },
-    );
-    let c = build(CONFIG, &h);
-    assert_eq!(
-        slice_members(&c, 1),
-        ["web-b", "web-c"].map(String::from).into(),
-        "weight 0 leaves"
-    );
-    for n in ["web-b", "web-c"] {
+    for (n, w) in [("web-a", 0), ("web-b", 1000), ("web-c", 1)] {
         h.set(
             n,
             BackendHealth {
                 healthy: true,
-                weight: Some(0),
+                weight: Some(w),
             },
         );
     }
     let c = build(CONFIG, &h);
-    assert_eq!(slice_members(&c, 1).len(), 3, "all 0: equal shares");
+    assert_eq!(
+        slice_members(&c, 1),
+        ["web-a", "web-b", "web-c"].map(String::from).into(),
+        "weight 0 would have removed web-a"
+    );
+    assert_eq!(
+        c.tables, plain.tables,
+        "probe weights changed a target pool"
+    );
+    assert!(
+        c.pools[1].why.contains("probe weights ignored"),
+        "{}",
+        c.pools[1].why
+    );
+}
+
+/// SPEC R5.5: health is a property of (pool, instance). The source product judges each
+/// target pool by its own health check, so an instance failing one pool's check keeps serving
+/// in its other pools, and a pool without a check keeps all its members.
+#[test]
+fn health_belongs_to_the_pool() {
+    let text = CONFIG.replace(
+        "    instances: [spare-1]\n    healthChecks: [hc]\n",
+        "    instances: [spare-1]\n    healthChecks: [hc]\n  - {name: api, instances: [web-a, web-b], healthChecks: [hc]}\n  - {name: batch, instances: [web-a, web-b]}\n",
+    );
+    let cfg = config(&text);
+    let opts = CompileOptions::default();
+    let members = |c: &Compiled, pool: &str| slice_members(c, c.symbols.pool_id(pool).unwrap());
+    let set = |v: &[&str]| -> BTreeSet<String> { v.iter().map(|s| s.to_string()).collect() };
+
+    // web-a fails api's check only: it leaves api and stays in web.
+    let mut h = HealthState::new();
+    h.set_member_healthy("api", "web-a", false);
+    let c = compile(&cfg, &h, &opts).unwrap();
+    assert_eq!(members(&c, "api"), set(&["web-b"]));
+    assert_eq!(members(&c, "web"), set(&["web-a", "web-b", "web-c"]));
+    assert_eq!(members(&c, "batch"), set(&["web-a", "web-b"]));
+
+    // An instance-wide entry (older files) means every pool that checks the instance, but a
+    // pool without a health check still counts every member healthy.
+    let mut h = HealthState::new();
+    h.set_healthy("web-a", false);
+    let c = compile(&cfg, &h, &opts).unwrap();
+    assert_eq!(members(&c, "api"), set(&["web-b"]));
+    assert_eq!(members(&c, "web"), set(&["web-b", "web-c"]));
+    assert_eq!(members(&c, "batch"), set(&["web-a", "web-b"]));
+    let batch = &c.pools[usize::from(c.symbols.pool_id("batch").unwrap())];
+    assert!(batch.why.contains("no health check"), "{}", batch.why);
+
+    // A pool entry wins over the instance-wide one.
+    h.set_member_healthy("web", "web-a", true);
+    let c = compile(&cfg, &h, &opts).unwrap();
+    assert_eq!(members(&c, "web"), set(&["web-a", "web-b", "web-c"]));
+    assert_eq!(members(&c, "api"), set(&["web-b"]));
 }
 
 #[test]
@@ -360,4 +391,89 @@ fn u280_profile_compiles_too() {
     assert_eq!(c.tables.vip.len(), p.vip_entries() as usize);
     let img = Image::read(&c.image(1).write().unwrap()).unwrap();
     assert_eq!(img.header.profile.name, "u280");
+}
+
+/// `failoverRatio` is compared exactly as written (SPEC R1: fail over when the healthy
+/// fraction is ≤ the ratio): boundaries at 0, 1/3, 1/2, 2/3 and 1 for pools of 1–7 members.
+/// The expectation is integer arithmetic on the written decimal (healthy × den ≤ num × members).
+#[test]
+fn failover_ratio_is_exact_at_every_boundary() {
+    // (as written, numerator, denominator)
+    let ratios: &[(&str, u128, u128)] = &[
+        ("0", 0, 1),
+        ("0.0", 0, 1),
+        ("0.3333", 3333, 10_000),
+        ("0.3334", 3334, 10_000),
+        (
+            "0.33333333333333333333",
+            33_333_333_333_333_333_333,
+            100_000_000_000_000_000_000,
+        ),
+        ("0.3", 3, 10),
+        ("0.5", 1, 2),
+        ("5e-1", 1, 2),
+        (".5", 1, 2),
+        ("0.6666", 6666, 10_000),
+        ("0.6667", 6667, 10_000),
+        (
+            "0.66666666666666666667",
+            66_666_666_666_666_666_667,
+            100_000_000_000_000_000_000,
+        ),
+        ("0.7", 7, 10),
+        ("1", 1, 1),
+        ("1.0", 1, 1),
+    ];
+    let opts = CompileOptions::default();
+    for members in 1..=7usize {
+        let names: Vec<String> = (0..members).map(|i| format!("m-{i}")).collect();
+        for &(text, num, den) in ratios {
+            let cfg = config(&format!(
+                "instances:\n{}  - {{name: b-0, ip: 192.0.2.200, mac: 02:00:00:00:00:c8}}\n\
+                 httpHealthChecks:\n  - {{name: hc}}\n\
+                 targetPools:\n  - {{name: main, instances: [{}], healthChecks: [hc], backupPool: backup, failoverRatio: {text}}}\n\
+                 \x20 - {{name: backup, instances: [b-0], healthChecks: [hc]}}\n\
+                 forwardingRules:\n  - {{name: r, IPAddress: 203.0.113.1, target: main}}\n",
+                names
+                    .iter()
+                    .enumerate()
+                    .map(|(i, n)| format!(
+                        "  - {{name: {n}, ip: 192.0.2.{}, mac: 02:00:00:00:00:{:02x}}}\n",
+                        i + 1,
+                        i + 1
+                    ))
+                    .collect::<String>(),
+                names.join(", ")
+            ));
+            let main = usize::from(config_pool_id(&cfg, "main"));
+            for healthy in 0..=members {
+                let mut h = HealthState::new();
+                for n in &names[healthy..] {
+                    h.set_member_healthy("main", n, false);
+                }
+                let c = compile(&cfg, &h, &opts).unwrap();
+                let want = healthy as u128 * den <= num * members as u128;
+                assert_eq!(
+                    c.tables.pools[main].failed_over, want,
+                    "{healthy} of {members} healthy, failoverRatio {text}: {}",
+                    c.pools[main].why
+                );
+                // The user's value is what explain shows, never a rounded one.
+                if c.pools[main].why.contains("failoverRatio") {
+                    assert!(
+                        c.pools[main].why.contains(&format!("failoverRatio {text}")),
+                        "{}",
+                        c.pools[main].why
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Pool ids follow names; "backup" sorts before "main".
+fn config_pool_id(cfg: &Config, name: &str) -> u16 {
+    let mut names: Vec<&str> = cfg.target_pools.iter().map(|p| p.name.as_str()).collect();
+    names.sort_unstable();
+    names.iter().position(|n| *n == name).unwrap() as u16
 }

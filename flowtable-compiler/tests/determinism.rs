@@ -74,8 +74,14 @@ fn yaml(g: &Gen, rot: usize) -> String {
         if *backup && np > 1 {
             let _ = write!(s, ", backupPool: p{}, failoverRatio: 0.5", (p + 1) % np);
         }
+        // Most pools are health checked; every fourth is not (its members always count as
+        // healthy, SPEC R5.5).
+        if p % 4 != 3 {
+            s.push_str(", healthChecks: [hc]");
+        }
         s.push_str("}\n");
     }
+    s.push_str("httpHealthChecks:\n  - {name: hc}\n");
     s.push_str("forwardingRules:\n");
     // One rule per (VIP, protocol, port slot): later duplicates are dropped.
     let mut seen = std::collections::BTreeSet::new();

@@ -24,11 +24,13 @@ instances:
   - {name: b-1, ip: 192.0.2.31, mac: 02:00:00:00:00:31, weight: 3}
   - {name: b-2, ip: 192.0.2.32, mac: 02:00:00:00:00:32}
   - {name: v6, ip: 2001:db8::99, mac: 02:00:00:00:00:99}
+httpHealthChecks:
+  - {name: hc}
 targetPools:
-  - {name: a, instances: [a-1, a-2, a-3, a-4], backupPool: spare, failoverRatio: 0.5}
-  - {name: spare, instances: [s-1, s-2], sessionAffinity: CLIENT_IP}
-  - {name: b, instances: [b-1, b-2], sessionAffinity: CLIENT_IP_PROTO}
-  - {name: c, instances: [a-1, b-2], sessionAffinity: CLIENT_IP}
+  - {name: a, instances: [a-1, a-2, a-3, a-4], backupPool: spare, failoverRatio: 0.5, healthChecks: [hc]}
+  - {name: spare, instances: [s-1, s-2], sessionAffinity: CLIENT_IP, healthChecks: [hc]}
+  - {name: b, instances: [b-1, b-2], sessionAffinity: CLIENT_IP_PROTO, healthChecks: [hc]}
+  - {name: c, instances: [a-1, b-2], sessionAffinity: CLIENT_IP, healthChecks: [hc]}
 targetInstances:
   - {name: ti, instance: v6}
 forwardingRules:
@@ -105,14 +107,16 @@ fn expected(c: &Case, f: &Flow) -> (String, Option<String>, Option<String>, Vec<
     let healthy = |pool: &str| -> Vec<String> {
         members(pool)
             .into_iter()
-            .filter(|m| c.health.get(m).healthy)
+            .filter(|m| c.health.get(pool, m).healthy)
             .collect()
     };
     let mut serving = pool_name.clone();
     if let Some(p) = c.config.target_pools.iter().find(|p| p.name == pool_name) {
-        if let (Some(b), Some(ratio)) = (&p.backup_pool, p.failover_ratio) {
-            let frac = healthy(&pool_name).len() as f64 / members(&pool_name).len() as f64;
-            if frac <= ratio && !healthy(&b.name).is_empty() {
+        if let (Some(b), Some(ratio)) = (&p.backup_pool, &p.failover_ratio) {
+            // The one ratio of this config, 0.5: healthy / members ≤ 1/2.
+            assert_eq!(ratio.text(), "0.5");
+            let (up, all) = (healthy(&pool_name).len(), members(&pool_name).len());
+            if 2 * up <= all && !healthy(&b.name).is_empty() {
                 serving = b.name.clone();
             }
         }

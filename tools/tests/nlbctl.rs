@@ -260,4 +260,46 @@ fn user_errors_exit_1() {
         "{}",
         text(&o.stderr)
     );
+    // Per-(pool, instance) entries (SPEC R5.5): a misspelt pool, a non-member, and a pool
+    // that has no health check are refused with their line.
+    std::fs::write(
+        &h,
+        "web-pool/web-1: {healthy: false}\nweb-pol/web-2: {healthy: false}\nweb-pool/web-9: {healthy: true}\n",
+    )
+    .unwrap();
+    let o = nlbctl(&[
+        "compile",
+        "examples/web.yaml",
+        "-o",
+        dir.path().join("x.img").to_str().unwrap(),
+        "--health",
+        h.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = text(&o.stderr);
+    assert!(
+        err.contains(":2:1: web-pol/web-2: no target pool named `web-pol` in examples/web.yaml, did you mean `web-pool`?"),
+        "{err}"
+    );
+    assert!(
+        err.contains(":3:1: web-pool/web-9: `web-9` is not a member of pool `web-pool`"),
+        "{err}"
+    );
+    assert!(!err.contains(":1:1:"), "{err}");
+    // A good per-pool file compiles and takes web-1 out of web-pool.
+    std::fs::write(&h, "web-pool/web-1: {healthy: false}\n").unwrap();
+    let o = nlbctl(&[
+        "compile",
+        "examples/web.yaml",
+        "-o",
+        dir.path().join("x.img").to_str().unwrap(),
+        "--health",
+        h.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stdout).contains("web-pool                       3       2"),
+        "{}",
+        text(&o.stdout)
+    );
 }

@@ -30,14 +30,16 @@ use std::time::{Duration, Instant};
 const WAIT: Duration = Duration::from_secs(60);
 
 /// A minimal HTTP backend for health checks: answers 200 until stopped; stopped = nothing
-/// listens (connections are refused).
+/// listens (connections are refused). Like kube-proxy's health server it always sends
+/// `X-Load-Balancing-Endpoint-Weight` (here `weight`), which a target pool must ignore
+/// (SPEC R5.6).
 struct Backend {
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Backend {
-    fn start(ip: Ipv4Addr, port: u16) -> Backend {
+    fn start(ip: Ipv4Addr, port: u16, weight: u16) -> Backend {
         let listener = TcpListener::bind((ip, port)).expect("bind backend");
         listener.set_nonblocking(true).unwrap();
         let stop = Arc::new(AtomicBool::new(false));
@@ -57,7 +59,10 @@ impl Backend {
                             }
                         }
                         let _ = s.write_all(
-                            b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
+                            format!(
+                                "HTTP/1.1 200 OK\r\nX-Load-Balancing-Endpoint-Weight: {weight}\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
+                            )
+                            .as_bytes(),
                         );
                     }
                     Err(_) => std::thread::sleep(Duration::from_millis(5)),
@@ -297,7 +302,8 @@ fn nlbd_runs_the_slow_path_of_a_nic() {
     let device = dir.join("nic.sock");
     let mut nic = Nic::start(&device);
     let mut backends: Vec<Backend> = (1..=3)
-        .map(|i| Backend::start(Ipv4Addr::new(127, 0, 77, i), hc_port()))
+        // b1 reports weight 0: a weighted pool would give it no new connection.
+        .map(|i| Backend::start(Ipv4Addr::new(127, 0, 77, i), hc_port(), u16::from(i) - 1))
         .collect();
 
     let mut nlbd = Nlbd::start(dir, &config, &device, 1);
@@ -319,12 +325,18 @@ fn nlbd_runs_the_slow_path_of_a_nic() {
         assert_eq!(r.verdict, Verdict::Forward);
         first_backend.push(r.backend.unwrap());
     }
+    // All three take new connections although b1 reports weight 0: target pools never weight
+    // (SPEC R5.6), so the header is not even read.
     let spread: std::collections::BTreeSet<u16> = first_backend.iter().copied().collect();
     assert_eq!(
         spread.len(),
         3,
         "40 flows over 3 backends: {first_backend:?}"
     );
+    let h = admin(dir, "health");
+    for t in h["targets"].as_array().unwrap() {
+        assert_eq!(t["weight"], "not_weighted", "{t}");
+    }
     wait_for(&nlbd, "40 connections installed", || {
         (admin(dir, "conntrack")["total"] == 40).then_some(())
     });
@@ -345,6 +357,26 @@ fn nlbd_runs_the_slow_path_of_a_nic() {
             .cloned()?;
         (web["eligible"].as_array()?.len() == 2).then_some(())
     });
+    // `nlbctl health` shows health per (pool, instance) as the tables were compiled.
+    let o = nlbctl(&[
+        "health",
+        "--socket",
+        dir.join("admin.sock").to_str().unwrap(),
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let h: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let member = |b: &str| {
+        h["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["pool"] == "web" && m["instance"] == b)
+            .cloned()
+            .unwrap_or_default()
+    };
+    assert_eq!(member("b2")["healthy"], false, "{h}");
+    assert_eq!(member("b1")["healthy"], true, "{h}");
     for i in 0..60u16 {
         let r = nic.send(&tcp([198, 51, 100, 8], 20000 + i, true));
         assert_ne!(
@@ -499,7 +531,7 @@ fn nlbd_runs_the_slow_path_of_a_nic() {
             "new flow {i} went to b2 after the restart"
         );
     }
-    backends[1] = Backend::start(Ipv4Addr::new(127, 0, 77, 2), hc_port());
+    backends[1] = Backend::start(Ipv4Addr::new(127, 0, 77, 2), hc_port(), 1);
     wait_for(&nlbd, "b2 healthy again", || {
         (health_of(dir, "b2") == "healthy").then_some(())
     });

@@ -94,8 +94,9 @@ pub struct Applied {
     pub load: LoadOutcome,
     /// Per change: deciding probe → new table active (only when loaded).
     pub latencies: Vec<Duration>,
-    /// Backend ids that were healthy and are not any more (for the persistence policy).
-    pub turned_unhealthy: Vec<u16>,
+    /// (pool id, backend id) pairs that were healthy and are not any more (for the
+    /// persistence policy; health belongs to a pool, SPEC R5.5).
+    pub turned_unhealthy: Vec<(u16, u16)>,
 }
 
 /// A configuration accepted by [`Controller::prepare_reload`], not yet serving.
@@ -339,24 +340,21 @@ impl Controller {
                 .map_or(true, |s| s.health == Health::Unknown)
         });
         let health = effective_health(&self.targets, snapshot, &self.assumed);
-        let mut backends: BTreeSet<&str> =
-            changes.iter().map(|c| c.target.backend.as_str()).collect();
-        // Also any instance whose merged state moved without an event of its own in this
-        // batch (a snapshot newer than the events).
-        for (name, h) in &health.backends {
-            if self.health.get(name) != *h {
-                backends.insert(name);
+        // The pools of the changes, and any pool whose member state moved without an event of
+        // its own in this batch (a snapshot newer than the events).
+        let mut pools: BTreeSet<String> = changes.iter().map(|c| c.target.pool.clone()).collect();
+        for (key, h) in &health.members {
+            if self.health.members.get(key) != Some(h) {
+                pools.insert(key.0.clone());
             }
         }
-        for name in self.health.backends.keys() {
-            if !health.backends.contains_key(name) {
-                backends.insert(name);
+        for key in self.health.members.keys() {
+            if !health.members.contains_key(key) {
+                pools.insert(key.0.clone());
             }
         }
-        let pools: BTreeSet<String> = backends
-            .iter()
-            .flat_map(|b| self.compiled.pools_with_backend(b))
-            .collect();
+        let symbols = &self.compiled.symbols;
+        pools.retain(|p| symbols.pool_id(p).is_some());
         let mut changed_entries = 0;
         for p in &pools {
             changed_entries += self
@@ -365,15 +363,20 @@ impl Controller {
                 .map_err(compile_error)?
                 .len();
         }
-        let turned_unhealthy: Vec<u16> = self
-            .compiled
-            .symbols
-            .backends
-            .iter()
-            .enumerate()
-            .filter(|(_, name)| self.health.get(name).healthy && !health.get(name).healthy)
-            .map(|(id, _)| id as u16)
-            .collect();
+        let symbols = &self.compiled.symbols;
+        let mut turned_unhealthy: Vec<(u16, u16)> = Vec::new();
+        for (pool_id, pool) in symbols.pools.iter().enumerate() {
+            for &b in &pool.members {
+                let Some(name) = symbols.backend(b) else {
+                    continue;
+                };
+                if self.health.get(&pool.name, name).healthy
+                    && !health.get(&pool.name, name).healthy
+                {
+                    turned_unhealthy.push((pool_id as u16, b));
+                }
+            }
+        }
         self.health = health;
         let mut applied = Applied {
             pools: pools.into_iter().collect(),
@@ -399,6 +402,26 @@ impl Controller {
             Err(e) => applied.load = LoadOutcome::Failed(e),
         }
         Ok(applied)
+    }
+
+    /// The pool whose health applies to a connection of `rule` on `backend`: the rule's pool
+    /// when the backend is one of its members, else its backup pool when the backend is a
+    /// member there (the connection was chosen while the pool was failed over).
+    pub fn connection_pool(&self, rule: u16, backend: u16) -> Option<u16> {
+        let t = &self.compiled.tables;
+        let symbols = &self.compiled.symbols;
+        let rule = t.rules.get(usize::from(rule)).filter(|r| r.valid)?;
+        let member = |pool: u16| {
+            symbols
+                .pools
+                .get(usize::from(pool))
+                .is_some_and(|p| p.members.contains(&backend))
+        };
+        if member(rule.pool) {
+            return Some(rule.pool);
+        }
+        let entry = t.pools.get(usize::from(rule.pool))?;
+        (entry.has_backup && member(entry.backup_pool)).then_some(entry.backup_pool)
     }
 
     /// Checks and compiles a new configuration under the current health, without touching the
@@ -530,8 +553,8 @@ fn initial_assumptions(
 }
 
 /// The compiler's health state for a configuration's targets: each target's decided health
-/// from the snapshot, its assumption while it is `Unknown` (none: not healthy), merged per
-/// instance as [`HealthSnapshot::to_health_state`] does.
+/// from the snapshot, its assumption while it is `Unknown` (none: not healthy), one entry per
+/// (pool, instance) as [`HealthSnapshot::to_health_state`] gives them.
 pub fn effective_health(
     targets: &[HealthTarget],
     snapshot: &HealthSnapshot,
@@ -704,7 +727,7 @@ httpHealthChecks:
             .unwrap();
         assert!(matches!(a.load, LoadOutcome::Loaded(_)), "{a:?}");
         assert_eq!(a.pools, vec!["web".to_string()]);
-        assert_eq!(a.turned_unhealthy, vec![0]);
+        assert_eq!(a.turned_unhealthy, vec![(1, 0)], "(pool web, backend a)");
         assert_eq!(a.latencies.len(), 1);
         assert_eq!(serving_backends(&sim, &c, "web"), names(&["b", "c"]));
 
@@ -849,5 +872,120 @@ httpHealthChecks:
             serving_backends(&sim, &c, "web"),
             names(&["a", "ab", "b", "c"])
         );
+    }
+
+    /// The shared instance `a` is in `web` (checked by `hc`), in `api` (checked by `hc-api`)
+    /// and in `batch` (no health check).
+    const SHARED: &str = "
+forwardingRules:
+  - {name: web, IPAddress: 203.0.113.80, IPProtocol: TCP, portRange: '80', target: web}
+  - {name: api, IPAddress: 203.0.113.80, IPProtocol: TCP, portRange: '8080', target: api}
+  - {name: batch, IPAddress: 203.0.113.81, IPProtocol: TCP, target: batch}
+targetPools:
+  - {name: web, region: r, instances: [a, b, c], healthChecks: [hc], backupPool: spare, failoverRatio: 0.4}
+  - {name: spare, region: r, instances: [d], healthChecks: [hc]}
+  - {name: api, region: r, instances: [a, b], healthChecks: [hc-api]}
+  - {name: batch, region: r, instances: [a, b]}
+instances:
+  - {name: a, ip: 192.0.2.1, zone: z, mac: '02:00:00:00:00:0a'}
+  - {name: b, ip: 192.0.2.2, zone: z, mac: '02:00:00:00:00:0b'}
+  - {name: c, ip: 192.0.2.3, zone: z, mac: '02:00:00:00:00:0c'}
+  - {name: d, ip: 192.0.2.4, zone: z, mac: '02:00:00:00:00:0d'}
+httpHealthChecks:
+  - {name: hc, checkIntervalSec: 1, timeoutSec: 1}
+  - {name: hc-api, port: 8080, checkIntervalSec: 1, timeoutSec: 1}
+";
+
+    /// SPEC R5.5: failing `api`'s check takes `a` out of `api` only; `web` keeps it and
+    /// `batch` (no health check) keeps every member.
+    #[test]
+    fn health_is_decided_per_pool() {
+        use Health::*;
+        let (sim, mut c) = started(SHARED, &[]);
+        let mut dev = sim.clone();
+        let s = snapshot(
+            c.config(),
+            &[
+                ("web", "a", Healthy),
+                ("web", "b", Healthy),
+                ("web", "c", Healthy),
+                ("spare", "d", Healthy),
+                ("api", "a", Unhealthy),
+                ("api", "b", Healthy),
+            ],
+        );
+        let applied = c
+            .apply_health(
+                &mut dev,
+                &[change("api", "a", Unhealthy, Instant::now())],
+                &s,
+            )
+            .unwrap();
+        assert_eq!(applied.pools, vec!["api".to_string()]);
+        let api = c.compiled().symbols.pool_id("api").unwrap();
+        assert_eq!(applied.turned_unhealthy, vec![(api, 0)]);
+        assert_eq!(serving_backends(&sim, &c, "api"), names(&["b"]));
+        assert_eq!(serving_backends(&sim, &c, "web"), names(&["a", "b", "c"]));
+        assert_eq!(serving_backends(&sim, &c, "batch"), names(&["a", "b"]));
+        // A connection of rule `web` on `a` is judged by web's health, one of `api` by api's.
+        let rule = |n: &str| {
+            c.compiled()
+                .symbols
+                .rules
+                .iter()
+                .position(|r| r == n)
+                .unwrap() as u16
+        };
+        let web = c.compiled().symbols.pool_id("web").unwrap();
+        assert_eq!(c.connection_pool(rule("web"), 0), Some(web));
+        assert_eq!(c.connection_pool(rule("api"), 0), Some(api));
+        // d is only reached through web's backup.
+        let spare = c.compiled().symbols.pool_id("spare").unwrap();
+        assert_eq!(c.connection_pool(rule("web"), 3), Some(spare));
+        assert_eq!(c.connection_pool(rule("api"), 3), None);
+    }
+
+    /// A reload that adds a serving instance to a new pool leaves its old pools alone while
+    /// the new pool's check has not decided: before SPEC R5.5 the undecided target made the
+    /// instance unhealthy everywhere and pushed `web` (2 of 3 healthy, ratio 0.4) into failover.
+    #[test]
+    fn a_new_pool_does_not_move_an_instance_out_of_its_old_pools() {
+        use Health::*;
+        let (sim, mut c) = started(SHARED, &[]);
+        let mut dev = sim.clone();
+        let decided = [
+            ("web", "a", Healthy),
+            ("web", "b", Unhealthy),
+            ("web", "c", Healthy),
+            ("spare", "d", Healthy),
+            ("api", "a", Healthy),
+            ("api", "b", Healthy),
+        ];
+        let s = snapshot(c.config(), &decided);
+        c.apply_health(&mut dev, &[], &s).unwrap();
+        assert_eq!(serving_backends(&sim, &c, "web"), names(&["a", "c"]));
+        let new = config(
+            &SHARED
+                .replace(
+                    "  - {name: batch, region: r, instances: [a, b]}",
+                    "  - {name: batch, region: r, instances: [a, b]}\n  - {name: extra, region: r, instances: [a], healthChecks: [hc-api]}",
+                )
+                .replace(
+                    "target: batch}",
+                    "target: batch}\n  - {name: extra, IPAddress: 203.0.113.82, IPProtocol: TCP, target: extra}",
+                ),
+        );
+        // The checker's snapshot after the reload: the new target is not decided yet.
+        let s = snapshot(&new, &decided);
+        let plan = c.prepare_reload(new, &s).unwrap();
+        c.commit_reload(&mut dev, plan).unwrap();
+        let web = usize::from(c.compiled().symbols.pool_id("web").unwrap());
+        assert!(
+            !c.compiled().tables.pools[web].failed_over,
+            "{}",
+            c.compiled().pools[web].why
+        );
+        assert_eq!(serving_backends(&sim, &c, "web"), names(&["a", "c"]));
+        assert_eq!(serving_backends(&sim, &c, "api"), names(&["a", "b"]));
     }
 }

@@ -479,10 +479,14 @@ impl Engine {
             }
         }
         if !applied.turned_unhealthy.is_empty() {
-            match self
-                .conns
-                .backends_unhealthy(self.dev.as_mut(), &applied.turned_unhealthy)
-            {
+            let controller = &self.controller;
+            let turned = &applied.turned_unhealthy;
+            let unhealthy = |rule: u16, backend: u16| {
+                controller
+                    .connection_pool(rule, backend)
+                    .is_some_and(|pool| turned.contains(&(pool, backend)))
+            };
+            match self.conns.backends_unhealthy(self.dev.as_mut(), unhealthy) {
                 Ok(n) if n > 0 => info!(
                     evicted = n,
                     backends = ?applied.turned_unhealthy,

@@ -308,21 +308,20 @@ impl Connections {
         Ok(report)
     }
 
-    /// Applies the persistence policy to connections on backends that turned unhealthy:
-    /// evicts the ones that do not stay. Returns how many were evicted.
+    /// Applies the persistence policy to connections whose backend turned unhealthy:
+    /// `unhealthy(rule, backend)` says whether a connection of that rule on that backend is
+    /// one of them (health belongs to a pool, SPEC R5.5, so the rule matters). Evicts the ones
+    /// that do not stay; returns how many were evicted.
     pub fn backends_unhealthy<D: Device + ?Sized>(
         &mut self,
         dev: &mut D,
-        backends: &[u16],
+        unhealthy: impl Fn(u16, u16) -> bool,
     ) -> Result<usize, ConntrackError> {
-        if backends.is_empty() {
-            return Ok(0);
-        }
         let policy = self.opts.persistence;
         let keys: Vec<FlowKey> = self
             .ct
             .scan()
-            .filter(|(_, e)| backends.contains(&e.backend) && !policy.keeps(e.protocol))
+            .filter(|(_, e)| !policy.keeps(e.protocol) && unhealthy(e.rule, e.backend))
             .map(|(_, e)| key_of(e))
             .collect();
         let n = self.ct.evict_batch(dev, &keys)?;
@@ -546,7 +545,7 @@ instances:
         assert!(tcp_before > 0 && udp_before > 0);
         let evicted = rig
             .conns
-            .backends_unhealthy(&mut rig.dev, &[victim])
+            .backends_unhealthy(&mut rig.dev, |_, b| b == victim)
             .unwrap();
         assert_eq!(evicted, udp_before);
         let ct = rig.conns.conntrack();

@@ -1,7 +1,6 @@
 //! The bridge to `flowtable-compiler`: health targets from a configuration, and health
 //! snapshots as the compiler's [`HealthState`] (what `--health` reads).
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use flowtable_compiler::{BackendHealth, Config, HealthState};
@@ -16,9 +15,9 @@ use super::state::{Health, WeightReport};
 ///
 /// The `Host` fallback of an empty `host` is the IP of the first forwarding rule (in file
 /// order) that targets the pool, or, for a pool only used as a backup, of the first rule of a
-/// pool that names it as backup. Every pool is weighted: the compiler uses probe weights only
-/// when every eligible member reports one (SPEC R5.4), so reading the header always is what
-/// lets a pool opt in from its backends' side.
+/// pool that names it as backup. A target reads the weight header only when its pool balances
+/// by weight ([`flowtable_compiler::TargetPool::weighted`], SPEC R5.6): target pools never do, so a responder that
+/// always sends the header (kube-proxy's does) cannot skew them.
 pub fn targets_from_config(config: &Config) -> Vec<HealthTarget> {
     let rule_ip_of = |pool: &str| {
         config
@@ -64,7 +63,7 @@ pub fn targets_from_config(config: &Config) -> Vec<HealthTarget> {
                 ip: instance.ip,
                 check: check.clone(),
                 rule_ip,
-                weighted: true,
+                weighted: pool.weighted(),
             });
         }
     }
@@ -72,38 +71,25 @@ pub fn targets_from_config(config: &Config) -> Vec<HealthTarget> {
 }
 
 impl HealthSnapshot {
-    /// The compiler's health state: one entry per probed instance.
+    /// The compiler's health state: one entry per probed (pool, instance) (SPEC R5.5).
     ///
-    /// The compiler keys health by instance, the checker by (pool, instance): an instance in
-    /// several pools is healthy only when it is healthy in every one (a backend failing any of
-    /// its checks gets no new connections), and carries a weight only when all its weighted
-    /// targets report the same valid one. [`Health::Unknown`] is not healthy. Instances that
-    /// are not probed are absent, which the compiler reads as healthy.
+    /// Each target stands for itself: an instance failing one pool's check keeps its place in
+    /// its other pools. [`Health::Unknown`] is not healthy. A weight is carried only when the
+    /// target reported a valid one. Pools that are not probed have no entries (the compiler
+    /// treats their members as healthy).
     pub fn to_health_state(&self) -> HealthState {
-        let mut merged: BTreeMap<&str, (bool, Option<Option<u32>>)> = BTreeMap::new();
+        let mut state = HealthState::new();
         for t in &self.targets {
-            let healthy = t.health == Health::Healthy;
             let weight = match t.weight {
                 WeightReport::Weight(w) => Some(u32::from(w)),
                 _ => None,
             };
-            let entry = merged
-                .entry(t.target.key.backend.as_str())
-                .or_insert((true, None));
-            entry.0 &= healthy;
-            entry.1 = match entry.1 {
-                None => Some(weight),
-                Some(w) if w == weight => Some(w),
-                Some(_) => Some(None),
-            };
-        }
-        let mut state = HealthState::new();
-        for (name, (healthy, weight)) in merged {
-            state.set(
-                name,
+            state.set_member(
+                &t.target.key.pool,
+                &t.target.key.backend,
                 BackendHealth {
-                    healthy,
-                    weight: weight.flatten(),
+                    healthy: t.health == Health::Healthy,
+                    weight,
                 },
             );
         }
@@ -169,7 +155,9 @@ httpHealthChecks:
         assert_eq!(targets[2].host_header(), "203.0.113.10");
         assert_eq!(targets[3].host_header(), "api.example");
         assert_eq!(targets[3].check.port, 8080);
-        assert!(targets.iter().all(|t| t.validate().is_ok() && t.weighted));
+        assert!(targets.iter().all(|t| t.validate().is_ok()));
+        // Target pools never balance by probe weight (SPEC R5.6): the header is not read.
+        assert!(targets.iter().all(|t| !t.weighted));
     }
 
     fn status(pool: &str, backend: &str, health: Health, weight: WeightReport) -> TargetStatus {
@@ -205,35 +193,23 @@ httpHealthChecks:
             ],
         };
         let state = snap.to_health_state();
-        let get = |n: &str| state.backends.get(n).copied();
-        assert_eq!(
-            get("a"),
-            Some(BackendHealth {
-                healthy: true,
-                weight: Some(5)
-            })
-        );
-        // c reports different weights to its two pools: no single weight.
-        assert_eq!(
-            get("c"),
-            Some(BackendHealth {
-                healthy: true,
-                weight: None
-            })
-        );
-        assert_eq!(
-            get("b"),
-            Some(BackendHealth {
-                healthy: false,
-                weight: None
-            })
-        );
-        assert_eq!(get("d").map(|h| h.healthy), Some(false));
-        assert_eq!(state.backends.len(), 4);
+        let get = |p: &str, n: &str| state.members.get(&(p.into(), n.into())).copied();
+        let h = |healthy, weight| Some(BackendHealth { healthy, weight });
+        assert_eq!(get("api", "a"), h(true, Some(5)));
+        // c reports its own weight to each of its pools.
+        assert_eq!(get("api", "c"), h(true, Some(7)));
+        assert_eq!(get("spare", "c"), h(true, Some(9)));
+        // Unknown is not healthy; an invalid weight is no weight.
+        assert_eq!(get("web", "b"), h(false, None));
+        assert_eq!(get("web", "d"), h(false, None));
+        assert_eq!(state.members.len(), 6);
+        assert!(state.backends.is_empty(), "no instance-wide entries");
     }
 
+    /// SPEC R5.5 (and the source product: each target pool's own health check decides for
+    /// that pool): failing pool p2's check leaves the instance in pool p1.
     #[test]
-    fn unhealthy_in_any_pool_is_unhealthy() {
+    fn health_belongs_to_the_pool() {
         let snap = HealthSnapshot {
             taken_at: Instant::now(),
             targets: vec![
@@ -241,6 +217,8 @@ httpHealthChecks:
                 status("p2", "x", Health::Unhealthy, WeightReport::NotWeighted),
             ],
         };
-        assert!(!snap.to_health_state().get("x").healthy);
+        let state = snap.to_health_state();
+        assert!(state.get("p1", "x").healthy);
+        assert!(!state.get("p2", "x").healthy);
     }
 }

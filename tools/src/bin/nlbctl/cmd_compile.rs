@@ -15,7 +15,8 @@ pub struct Args {
     /// Where to write the image.
     #[arg(short, long, value_name = "IMAGE")]
     output: PathBuf,
-    /// Health/weight state: instance name → {healthy, weight} (see docs/config.md).
+    /// Health/weight state: `POOL/INSTANCE` or `INSTANCE` (every pool) → {healthy, weight}
+    /// (see docs/config.md).
     #[arg(long, value_name = "FILE")]
     health: Option<PathBuf>,
     /// Capacity profile to compile for.

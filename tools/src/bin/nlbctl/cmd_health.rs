@@ -11,8 +11,8 @@ use std::time::Duration;
 pub mod proto;
 
 /// Show every health target (pool, backend) of the running nlbd: its probe, state, weight,
-/// consecutive results and last probe; then each instance as the tables were compiled
-/// (healthy after fail open, with the weight used).
+/// consecutive results and last probe; then each (pool, instance) as the tables were compiled
+/// (health belongs to a pool: an instance in two pools is judged by each pool's check).
 ///
 /// Talks to nlbd's admin socket (mode 0600: run as nlbd's user).
 ///
@@ -102,16 +102,18 @@ pub fn run(args: Args) -> Result<(), CliError> {
     }
     outln!();
     outln!(
-        "{:<20} {:<9} weight (as the tables were compiled)",
+        "{:<20} {:<20} {:<9} weight (as the tables were compiled; health is per pool)",
+        "pool",
         "instance",
         "healthy"
     );
-    for i in &h.instances {
+    for m in &h.members {
         outln!(
-            "{:<20} {:<9} {}",
-            i.name,
-            if i.healthy { "yes" } else { "no" },
-            i.weight
+            "{:<20} {:<20} {:<9} {}",
+            m.pool,
+            m.instance,
+            if m.healthy { "yes" } else { "no" },
+            m.weight
                 .map_or_else(|| "configured".to_string(), |w| w.to_string())
         );
     }

@@ -2,7 +2,7 @@
 //! one JSON request per connection (protocol in `proto.rs`).
 
 use crate::proto::{
-    endpoint, protocol_name, ConnectionData, ConntrackData, HealthData, InstanceData, PoolData,
+    endpoint, protocol_name, ConnectionData, ConntrackData, HealthData, MemberData, PoolData,
     Reply, Request, StatusData, TargetData, MAX_REQUEST,
 };
 use crate::Daemon;
@@ -210,19 +210,20 @@ async fn health(daemon: &Daemon) -> Result<HealthData, String> {
                 .map(|at| snap.taken_at.saturating_duration_since(at).as_secs_f64()),
         })
         .collect();
-    let instances = engine
+    let members = engine
         .health
-        .backends
+        .members
         .iter()
-        .map(|(name, h)| InstanceData {
-            name: name.clone(),
+        .map(|((pool, instance), h)| MemberData {
+            pool: pool.clone(),
+            instance: instance.clone(),
             healthy: h.healthy,
             weight: h.weight,
         })
         .collect();
     Ok(HealthData {
         targets,
-        instances,
+        members,
         probes: metrics.probes,
         in_flight: metrics.in_flight,
     })

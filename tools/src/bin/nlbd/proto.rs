@@ -123,8 +123,9 @@ pub struct PoolData {
 pub struct HealthData {
     /// Every (pool, instance) probed.
     pub targets: Vec<TargetData>,
-    /// Per instance, as the tables were compiled (`healthy` after fail-open and assumptions).
-    pub instances: Vec<InstanceData>,
+    /// Per probed (pool, instance), as the tables were compiled (decided health, or the
+    /// assumption while a target is undecided).
+    pub members: Vec<MemberData>,
     /// Distinct probes running.
     pub probes: usize,
     /// Probes in flight.
@@ -160,12 +161,14 @@ pub struct TargetData {
 
 /// One instance's compiled health.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct InstanceData {
+pub struct MemberData {
+    /// Pool.
+    pub pool: String,
     /// Instance.
-    pub name: String,
-    /// Counted healthy by the compiler.
+    pub instance: String,
+    /// Counted healthy in this pool by the compiler.
     pub healthy: bool,
-    /// Probe weight used.
+    /// Probe weight reported (used only by pools that balance by weight, SPEC R5.6).
     pub weight: Option<u32>,
 }
 
