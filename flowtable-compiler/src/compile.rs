@@ -144,10 +144,51 @@ fn nic_settings(c: &Config) -> NicSettings {
     n
 }
 
+/// Ids for `names` (in name order) below `capacity`: a name that `previous` (names by id,
+/// `""` for a free id) held keeps its id; new names take, in name order, the lowest ids that
+/// were free before, then the ids freed by this change. Not handing out an id in the same
+/// change that frees it means a removed backend's id never names another backend while the
+/// removed one's connections may still be in flight. With no previous ids this is name order.
+fn allocate_ids(names: &[&str], previous: &[String], capacity: usize) -> Vec<usize> {
+    let before: HashMap<&str, usize> = previous
+        .iter()
+        .enumerate()
+        .filter(|(id, n)| !n.is_empty() && *id < capacity)
+        .map(|(id, n)| (n.as_str(), id))
+        .collect();
+    let mut taken = vec![false; capacity];
+    let mut ids: Vec<Option<usize>> = names.iter().map(|n| before.get(n).copied()).collect();
+    for id in ids.iter().flatten() {
+        taken[*id] = true;
+    }
+    let held_before = |id: usize| previous.get(id).is_some_and(|n| !n.is_empty());
+    let mut fresh = (0..capacity).filter(|&id| !taken[id] && !held_before(id));
+    let mut recycled = (0..capacity).filter(|&id| !taken[id] && held_before(id));
+    for id in ids.iter_mut().filter(|id| id.is_none()) {
+        *id = fresh.next().or_else(|| recycled.next());
+    }
+    // The caller checked that the names fit, so every name found an id.
+    ids.into_iter().map(|id| id.unwrap_or(0)).collect()
+}
+
+/// Names by id, `""` for a free id.
+fn names_by_id(names: &[&str], ids: &[usize]) -> Vec<String> {
+    let mut v = vec![String::new(); ids.iter().map(|&i| i + 1).max().unwrap_or(0)];
+    for (name, &id) in names.iter().zip(ids) {
+        v[id] = name.to_string();
+    }
+    v
+}
+
 /// Ids, VIP placement, ACLs, backends, slice layout; every capacity limit of the profile.
 /// Works on a partly broken configuration too (dangling references are skipped), so that
-/// capacity problems are reported together with the others.
-fn layout(c: &Config, profile: &'static Profile) -> (Option<Layout>, Diagnostics) {
+/// capacity problems are reported together with the others. Rule and backend ids stay those of
+/// `previous` for every rule and backend that stays (see [`allocate_ids`]).
+fn layout(
+    c: &Config,
+    profile: &'static Profile,
+    previous: &Symbols,
+) -> (Option<Layout>, Diagnostics) {
     let mut d = Diagnostics::new();
     let f = c.file.as_str();
     let mut tables = Tables::empty(profile);
@@ -228,18 +269,27 @@ fn layout(c: &Config, profile: &'static Profile) -> (Option<Layout>, Diagnostics
         return (None, d);
     }
 
-    // Backends.
+    // Backends: ids kept across reloads, so an established connection's backend id keeps
+    // naming its backend while the connection table is not rewritten.
+    let inst_names: Vec<&str> = insts.iter().map(|i| i.name.as_str()).collect();
+    let backend_ids = allocate_ids(
+        &inst_names,
+        &previous.backends,
+        profile.backends.min(1 << 16) as usize,
+    );
     let mut backend_id: HashMap<&str, u16> = HashMap::new();
-    for (id, i) in insts.iter().enumerate() {
+    let mut weight_of: HashMap<&str, u32> = HashMap::new();
+    for (i, &id) in insts.iter().zip(&backend_ids) {
         backend_id.insert(&i.name, id as u16);
+        weight_of.insert(&i.name, i.weight);
         tables.backends[id] = BackendEntry {
             valid: true,
             is_ipv6: i.ip.is_ipv6(),
             addr: addr_to_u128(i.ip),
             mac: i.mac.or(c.nic.next_hop_mac).unwrap_or(0),
         };
-        symbols.backends.push(i.name.clone());
     }
+    symbols.backends = names_by_id(&inst_names, &backend_ids);
 
     // Pools.
     let mut pool_id: HashMap<&str, u16> = HashMap::new();
@@ -255,7 +305,7 @@ fn layout(c: &Config, profile: &'static Profile) -> (Option<Layout>, Diagnostics
         let mut v: Vec<(String, u16, u32)> = refs
             .filter_map(|n| {
                 let id = *backend_id.get(n)?;
-                Some((n.to_string(), id, insts[usize::from(id)].weight))
+                Some((n.to_string(), id, *weight_of.get(n)?))
             })
             .collect();
         v.sort();
@@ -369,8 +419,11 @@ fn layout(c: &Config, profile: &'static Profile) -> (Option<Layout>, Diagnostics
             members: p.members.iter().map(|m| m.1).collect(),
         });
     }
-    for (id, r) in rules.iter().enumerate() {
-        symbols.rules.push(r.name.clone());
+    // Rules: ids kept across reloads too (connections carry their rule for counters).
+    let rule_names: Vec<&str> = rules.iter().map(|r| r.name.as_str()).collect();
+    let rule_ids = allocate_ids(&rule_names, &previous.rules, rule_cap as usize);
+    symbols.rules = names_by_id(&rule_names, &rule_ids);
+    for (r, &id) in rules.iter().zip(&rule_ids) {
         let acl_enabled = !r.source_ranges.is_empty();
         tables.rules[id] = RuleEntry {
             valid: pool_id.contains_key(r.target.name.as_str()),
@@ -414,11 +467,11 @@ fn layout(c: &Config, profile: &'static Profile) -> (Option<Layout>, Diagnostics
     // groups are placed in address order so the result does not depend on the file's order.
     type Slots = Vec<(PortRange, u16, usize)>;
     let mut groups: BTreeMap<(u128, u8), Slots> = BTreeMap::new();
-    for (id, r) in rules.iter().enumerate() {
+    for (pos, r) in rules.iter().enumerate() {
         groups
             .entry((addr_to_u128(r.ip_address), r.ip_protocol.number()))
             .or_default()
-            .push((r.port_range, id as u16, id));
+            .push((r.port_range, rule_ids[pos] as u16, pos));
     }
     let ways = profile.vip_ways as usize;
     let mut occupant: Vec<Option<(u128, u8)>> = vec![None; tables.vip.len()];
@@ -503,16 +556,30 @@ fn layout(c: &Config, profile: &'static Profile) -> (Option<Layout>, Diagnostics
 /// Checks a possibly broken configuration against a profile's capacity: the diagnostics
 /// [`compile`] would add to those of [`check`].
 pub fn check_capacity(config: &Config, profile: &'static Profile) -> Diagnostics {
-    layout(config, profile).1
+    layout(config, profile, &Symbols::default()).1
 }
 
-/// Compiles a configuration under a health state.
+/// Compiles a configuration under a health state. Ids follow names (see [`compile_after`] to
+/// keep the ids of a previous compile).
 pub fn compile(
     config: &Config,
     health: &HealthState,
     options: &CompileOptions,
 ) -> Result<Compiled, Error> {
-    compile_checked(config, health, options, check(config))
+    compile_checked(config, health, options, check(config), &Symbols::default())
+}
+
+/// Compiles a configuration as the successor of a compile whose names by id are `previous`
+/// (its [`Compiled::symbols`], an image's, or [`Symbols::recover`]ed from a device): every rule
+/// and backend that stays keeps its id, so the connection table of a running NIC stays right
+/// across the table flip. New ones take free ids (never one this change frees).
+pub fn compile_after(
+    config: &Config,
+    health: &HealthState,
+    options: &CompileOptions,
+    previous: &Symbols,
+) -> Result<Compiled, Error> {
+    compile_checked(config, health, options, check(config), previous)
 }
 
 /// [`compile`] for a configuration whose relations were already checked (`relations` holds
@@ -522,9 +589,10 @@ pub(crate) fn compile_checked(
     health: &HealthState,
     options: &CompileOptions,
     relations: Diagnostics,
+    previous: &Symbols,
 ) -> Result<Compiled, Error> {
     let mut d = relations;
-    let (layout, capacity) = layout(config, options.profile);
+    let (layout, capacity) = layout(config, options.profile, previous);
     d.extend(capacity);
     d.into_result()?;
     let layout =
@@ -831,6 +899,37 @@ impl Compiled {
 mod tests {
     use super::*;
     use crate::health::BackendHealth;
+
+    fn names(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn ids_stay_and_new_names_take_ids_free_before_this_change() {
+        // No history: name order.
+        assert_eq!(allocate_ids(&["a", "b", "c"], &[], 8), [0, 1, 2]);
+        // `aa` comes: a, b, c keep 0, 1, 2; `aa` takes 3.
+        let before = names(&["a", "b", "c"]);
+        assert_eq!(
+            allocate_ids(&["a", "aa", "b", "c"], &before, 8),
+            [0, 3, 1, 2]
+        );
+        // `b` goes and `ab` comes in the same change: `ab` does not get b's id 1.
+        assert_eq!(allocate_ids(&["a", "ab", "c"], &before, 8), [0, 3, 2]);
+        // A free id of the previous list (a hole) is taken before a new one at the end.
+        let holed = names(&["a", "", "c"]);
+        assert_eq!(allocate_ids(&["a", "ab", "c"], &holed, 8), [0, 1, 2]);
+        // Full: the ids this change frees are used last, lowest first.
+        let full = names(&["a", "b", "c", "d"]);
+        assert_eq!(allocate_ids(&["a", "x", "y"], &full, 4), [0, 1, 2]);
+        assert_eq!(allocate_ids(&["c", "x"], &full, 4), [2, 0]);
+        // Ids at or beyond the capacity (a smaller profile) are not kept.
+        assert_eq!(allocate_ids(&["a", "d"], &full, 3), [0, 1]);
+        assert_eq!(
+            names_by_id(&["a", "ab", "c"], &[0, 3, 2]),
+            ["a", "", "c", "ab"]
+        );
+    }
 
     /// The weighted path that backend services (`WEIGHTED_MAGLEV`) and weighted GKE Services
     /// will switch on (SPEC R5.4): probe weights count only when every eligible member has

@@ -47,7 +47,7 @@ pub mod model;
 pub mod symbols;
 mod tree;
 
-pub use compile::{check_capacity, compile, CompileOptions, Compiled, PoolReport};
+pub use compile::{check_capacity, compile, compile_after, CompileOptions, Compiled, PoolReport};
 pub use config::{check, parse_config};
 pub use diag::{Diagnostic, Diagnostics, Pos};
 pub use diff::{maglev_movement, PoolMovement};
@@ -126,6 +126,17 @@ pub fn compile_file(
     health: &HealthState,
     options: &CompileOptions,
 ) -> Result<(Config, Compiled), Error> {
+    compile_file_after(path, health, options, &Symbols::default())
+}
+
+/// [`compile_file`] as the successor of a compile whose names by id are `previous` (see
+/// [`compile_after`]): rules and backends that stay keep their ids.
+pub fn compile_file_after(
+    path: &Path,
+    health: &HealthState,
+    options: &CompileOptions,
+    previous: &Symbols,
+) -> Result<(Config, Compiled), Error> {
     let text = read_text(path)?;
     let (config, mut diags) = parse_config(&path.display().to_string(), &text);
     if !diags.is_empty() {
@@ -139,6 +150,7 @@ pub fn compile_file(
         return Err(Error::Invalid(names));
     }
     // parse_config has checked the relations already: they were found clean above.
-    let compiled = compile::compile_checked(&config, health, options, Diagnostics::new())?;
+    let compiled =
+        compile::compile_checked(&config, health, options, Diagnostics::new(), previous)?;
     Ok((config, compiled))
 }

@@ -3,7 +3,8 @@
 //! flow hash, IPv4 /n stored as /(96+n)), health and failover per SPEC R1, R3.4.
 
 use flowtable_compiler::{
-    compile, parse_config, BackendHealth, CompileOptions, Compiled, Config, HealthState, Image,
+    compile, compile_after, parse_config, BackendHealth, CompileOptions, Compiled, Config,
+    HealthState, Image, Symbols,
 };
 use nlb_hw::enums::{Affinity, Delivery, Table};
 use nlb_hw::{table_index, FlowKey, Profile};
@@ -476,4 +477,80 @@ fn config_pool_id(cfg: &Config, name: &str) -> u16 {
     let mut names: Vec<&str> = cfg.target_pools.iter().map(|p| p.name.as_str()).collect();
     names.sort_unstable();
     names.iter().position(|n| *n == name).unwrap() as u16
+}
+
+/// Rule and backend ids survive reloads (issue: ids in name order renumbered every backend
+/// after a new one, so established connections reached whichever backend took their id):
+/// what stays keeps its id, the new take free ids, an image with free ids round-trips, and a
+/// device's tables give the same ids back ([`Symbols::recover`]).
+#[test]
+fn ids_survive_reloads_and_can_be_recovered_from_a_device() {
+    let opts = CompileOptions::default();
+    let first = build(CONFIG, &HealthState::new());
+    assert_eq!(
+        first.symbols.backends,
+        ["db", "spare-1", "web-a", "web-b", "web-c"]
+    );
+    // web-aa (sorts before web-b) joins; spare-1 leaves; a rule `a-rule` (sorts first) joins.
+    let text = CONFIG
+        .replace(
+            "  - {name: spare-1, ip: 192.0.2.21, mac: 02:00:00:00:00:21}\n",
+            "  - {name: web-aa, ip: 192.0.2.14, mac: 02:00:00:00:00:14}\n",
+        )
+        .replace("instances: [spare-1]", "instances: [web-aa]")
+        .replace("instances: [web-c, web-a, web-b]", "instances: [web-c, web-a, web-aa, web-b]")
+        .replace(
+            "forwardingRules:\n",
+            "forwardingRules:\n  - {name: a-rule, IPAddress: 203.0.113.30, portRange: \"22\", target: web}\n",
+        );
+    let cfg = config(&text);
+    let next = compile_after(&cfg, &HealthState::new(), &opts, &first.symbols).unwrap();
+    // spare-1's id 1 is free now, and not given to web-aa in the same change.
+    assert_eq!(
+        next.symbols.backends,
+        ["db", "", "web-a", "web-b", "web-c", "web-aa"]
+    );
+    assert_eq!(next.symbols.rules, ["db-rule", "http", "https", "a-rule"]);
+    assert_eq!(next.symbols.backend(1), None);
+    assert!(!next.tables.backends[1].valid);
+    // Every member still reaches the same backend entry by name.
+    for name in ["db", "web-a", "web-b", "web-c"] {
+        let id = usize::from(next.symbols.backend_id(name).unwrap());
+        assert_eq!(
+            next.tables.backends[id], first.tables.backends[id],
+            "{name}"
+        );
+    }
+    // Maglev picks by name, not by id: the slice's shares per name equal a fresh compile's.
+    let fresh = build(&text, &HealthState::new());
+    let web_fresh = slice_members(&fresh, fresh.symbols.pool_id("web").unwrap());
+    assert_eq!(
+        slice_members(&next, next.symbols.pool_id("web").unwrap()),
+        web_fresh
+    );
+    // The image keeps the free ids.
+    let img = Image::read(&next.image(2).write().unwrap()).unwrap();
+    assert_eq!(img.symbols, next.symbols);
+    assert_eq!(img.tables, next.tables);
+    // A daemon restarted on a device serving `next` recovers its ids from the tables alone.
+    let recovered = Symbols::recover(&next.tables, &cfg);
+    assert_eq!(
+        recovered.backend_names().collect::<Vec<_>>(),
+        next.symbols.backend_names().collect::<Vec<_>>()
+    );
+    assert_eq!(
+        recovered.rule_names().collect::<Vec<_>>(),
+        next.symbols.rule_names().collect::<Vec<_>>()
+    );
+    let again = compile_after(&cfg, &HealthState::new(), &opts, &recovered).unwrap();
+    assert_eq!(
+        again.tables, next.tables,
+        "a restart would rewrite the tables"
+    );
+    // The device also holds an id the configuration no longer has (spare-1, in `first`):
+    // recovering `first`'s tables under the new config marks it held, so web-aa does not get
+    // it in the same change.
+    let held = Symbols::recover(&first.tables, &cfg);
+    let after = compile_after(&cfg, &HealthState::new(), &opts, &held).unwrap();
+    assert_eq!(after.symbols.backend_id("web-aa"), Some(5));
 }

@@ -303,3 +303,83 @@ fn user_errors_exit_1() {
         text(&o.stdout)
     );
 }
+
+/// `compile --previous IMAGE` keeps the ids of the image it replaces: a new instance that
+/// sorts first (`web-0`) does not move web-1..3, and one that left leaves its id free.
+#[test]
+fn compile_previous_keeps_backend_ids() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = |n: &str| dir.path().join(n).to_str().unwrap().to_string();
+    let web = std::fs::read_to_string(root().join("examples/web.yaml")).unwrap();
+    let next = web
+        .replace(
+            "instances: [web-1, web-2, web-3]",
+            "instances: [web-0, web-1, web-3]",
+        )
+        .replace(
+            "  - {name: web-2, ip: 192.0.2.12, zone: europe-west1-c, mac: \"02:00:00:00:00:12\"}",
+            "  - {name: web-0, ip: 192.0.2.10, zone: europe-west1-c, mac: \"02:00:00:00:00:10\"}",
+        );
+    std::fs::write(path("next.yaml"), &next).unwrap();
+    let ok = |args: &[&str]| {
+        let o = nlbctl(args);
+        assert!(o.status.success(), "{args:?}: {}", text(&o.stderr));
+        o
+    };
+    ok(&["compile", "examples/web.yaml", "-o", &path("1.img")]);
+    let o = ok(&[
+        "compile",
+        &path("next.yaml"),
+        "-o",
+        &path("2.img"),
+        "--previous",
+        &path("1.img"),
+    ]);
+    assert!(
+        text(&o.stdout).contains("3 backends"),
+        "{}",
+        text(&o.stdout)
+    );
+    let o = ok(&["inspect", &path("2.img"), "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let ids: Vec<(u64, String)> = v["backends"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            (
+                b["id"].as_u64().unwrap(),
+                b["name"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    // web-2's id 1 is free (not reused in the same change); web-0 takes the next one.
+    assert_eq!(
+        ids,
+        [
+            (0, "web-1".into()),
+            (2, "web-3".into()),
+            (3, "web-0".into())
+        ]
+    );
+    // Without --previous, ids follow names.
+    ok(&["compile", &path("next.yaml"), "-o", &path("3.img")]);
+    let o = ok(&["inspect", &path("3.img"), "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["backends"][0]["name"], "web-0");
+    // A --previous that is not an image is a user error naming it.
+    let o = nlbctl(&[
+        "compile",
+        &path("next.yaml"),
+        "-o",
+        &path("4.img"),
+        "--previous",
+        "examples/web.yaml",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o.stderr).contains("examples/web.yaml"),
+        "{}",
+        text(&o.stderr)
+    );
+}

@@ -30,7 +30,7 @@ use super::health::{
 use crate::device::Device;
 use crate::discovery::DeviceInfo;
 use crate::loader::{LoadError, LoadReport, Loader, LoaderOptions};
-use flowtable_compiler::{compile, CompileOptions, Compiled, Config, HealthState};
+use flowtable_compiler::{compile_after, CompileOptions, Compiled, Config, HealthState, Symbols};
 use nlb_hw::Tables;
 use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
@@ -229,9 +229,16 @@ impl Controller {
             t.validate()?;
         }
         let loader = Loader::attach(dev, info.profile, loader_options)?;
-        let mut compiled =
-            compile(&config, &HealthState::new(), &options).map_err(compile_error)?;
         let serving = loader.shadow(loader.active_bank());
+        // A device that serves tables already (a restarted daemon) keeps its rule and backend
+        // ids, whatever history gave them, so its connection table stays right.
+        let previous = if loader.generation() != 0 {
+            Symbols::recover(serving, &config)
+        } else {
+            Symbols::default()
+        };
+        let mut compiled = compile_after(&config, &HealthState::new(), &options, &previous)
+            .map_err(compile_error)?;
         let assumed = initial_assumptions(&compiled, serving, loader.generation(), &targets);
         let health = effective_health(&targets, snapshot, &assumed);
         compiled.apply_health(&health).map_err(compile_error)?;
@@ -436,7 +443,10 @@ impl Controller {
             t.validate()?;
         }
         let health = effective_health(&targets, snapshot, &self.assumed);
-        let compiled = compile(&config, &health, &self.options).map_err(compile_error)?;
+        // Rules and backends that stay keep their ids (a flow's connection-table entry keeps
+        // naming its backend across the flip).
+        let compiled = compile_after(&config, &health, &self.options, &self.compiled.symbols)
+            .map_err(compile_error)?;
         let old = &self.compiled.symbols;
         let new = &compiled.symbols;
         let index = |names: &[String]| -> HashMap<String, u16> {
@@ -814,7 +824,7 @@ httpHealthChecks:
     }
 
     #[test]
-    fn a_bad_reload_is_refused_and_a_good_one_renumbers() {
+    fn a_bad_reload_is_refused_and_a_good_one_keeps_ids() {
         use Health::*;
         let (sim, mut c) = started(CONFIG, &[]);
         let mut dev = sim.clone();
@@ -842,13 +852,15 @@ httpHealthChecks:
         assert!(!err.one_line().contains('\n'));
         assert_eq!(c.loader().generation(), 1, "nothing loaded");
 
-        // Add instance `ab` (sorts after `a`: b, c and d move up by one) to the pool.
+        // Add instance `ab` (in name order it would come between `a` and `b`, moving b, c and
+        // d up by one): the ones that stay keep their ids, `ab` takes the next free one.
         let good = CONFIG
             .replace("instances: [a, b, c]", "instances: [ab, a, b, c]")
             .replace("instances:\n  - {name: a,", "instances:\n  - {name: ab, ip: 192.0.2.9, zone: z, mac: '02:00:00:00:00:09'}\n  - {name: a,");
         let plan = c.prepare_reload(config(&good), &s).unwrap();
-        assert_eq!(plan.backend_map, vec![Some(0), Some(2), Some(3), Some(4)]);
+        assert_eq!(plan.backend_map, vec![Some(0), Some(1), Some(2), Some(3)]);
         assert_eq!(plan.rule_map, vec![Some(0)]);
+        assert_eq!(plan.compiled().symbols.backends, ["a", "b", "c", "d", "ab"]);
         c.commit_reload(&mut dev, plan).unwrap();
         // The new member is Unknown: it earns traffic by passing its checks.
         assert_eq!(serving_backends(&sim, &c, "web"), names(&["a", "b", "c"]));
@@ -987,5 +999,38 @@ httpHealthChecks:
         );
         assert_eq!(serving_backends(&sim, &c, "web"), names(&["a", "c"]));
         assert_eq!(serving_backends(&sim, &c, "api"), names(&["a", "b"]));
+    }
+
+    /// Ids a reload kept (not in name order any more) are recovered from the device by a
+    /// restarted controller: the restart rewrites nothing, so the NIC's connection table
+    /// keeps naming the right backends.
+    #[test]
+    fn a_restart_after_reloads_keeps_the_ids_the_device_serves() {
+        let (sim, mut c) = started(CONFIG, &[]);
+        let mut dev = sim.clone();
+        let with_ab = CONFIG
+            .replace("instances: [a, b, c]", "instances: [ab, a, b, c]")
+            .replace("instances:\n  - {name: a,", "instances:\n  - {name: ab, ip: 192.0.2.9, zone: z, mac: '02:00:00:00:00:09'}\n  - {name: a,");
+        let plan = c
+            .prepare_reload(config(&with_ab), &snapshot(&config(&with_ab), &[]))
+            .unwrap();
+        c.commit_reload(&mut dev, plan).unwrap();
+        assert_eq!(c.compiled().symbols.backends, ["a", "b", "c", "d", "ab"]);
+        let before = sim.lock().bank(c.loader().active_bank()).clone();
+        let generation = c.loader().generation();
+        drop(c);
+        let info = discover(&mut dev).unwrap();
+        let cfg = config(&with_ab);
+        let s = snapshot(&cfg, &[]);
+        let (c, report) =
+            Controller::start(&mut dev, &info, cfg, &s, LoaderOptions::default()).unwrap();
+        assert_eq!(c.compiled().symbols.backends, ["a", "b", "c", "d", "ab"]);
+        // (The load writes the other bank, which still holds the tables before the reload.)
+        assert_eq!(report.generation, generation + 1);
+        assert_eq!(
+            sim.lock().bank(c.loader().active_bank()),
+            &before,
+            "the restart changed the tables"
+        );
     }
 }

@@ -530,19 +530,12 @@ impl Engine {
                 return Err(line);
             }
         };
-        let renumbered = {
-            let (old, new) = (
-                &self.controller.compiled().symbols,
-                &plan.compiled().symbols,
-            );
-            old.rules != new.rules
-                || old.backends != new.backends
-                || old
-                    .pools
-                    .iter()
-                    .map(|p| &p.name)
-                    .ne(new.pools.iter().map(|p| &p.name))
-        };
+        // Ids are kept across reloads (compile_after); pools may still move.
+        let renumbered = !self
+            .controller
+            .compiled()
+            .symbols
+            .ids_kept_in(&plan.compiled().symbols);
         let report = match self.controller.commit_reload(self.dev.as_mut(), plan) {
             Ok(r) => r,
             Err(e) => {
@@ -652,8 +645,21 @@ impl Engine {
         )?;
         let symbols = &self.controller.compiled().symbols;
         Ok(DeviceCounters {
-            rules: symbols.rules.iter().cloned().zip(rules).collect(),
-            backends: symbols.backends.iter().cloned().zip(backends).collect(),
+            // Free ids (empty names) have no counters worth showing.
+            rules: symbols
+                .rules
+                .iter()
+                .cloned()
+                .zip(rules)
+                .filter(|(n, _)| !n.is_empty())
+                .collect(),
+            backends: symbols
+                .backends
+                .iter()
+                .cloned()
+                .zip(backends)
+                .filter(|(n, _)| !n.is_empty())
+                .collect(),
             reasons: Reason::ALL.iter().map(|r| r.name()).zip(reasons).collect(),
             verdicts: Verdict::ALL
                 .iter()

@@ -25,13 +25,19 @@ pub struct Args {
     /// Generation number stamped into the image.
     #[arg(long, default_value_t = 1)]
     generation: u64,
+    /// The image this one replaces: rules and backends that stay keep its ids, so a NIC's
+    /// established connections keep their backend when this image is loaded over it. Without
+    /// it, ids follow names.
+    #[arg(long, value_name = "IMAGE")]
+    previous: Option<PathBuf>,
 }
 
 /// Runs the subcommand.
 pub fn run(args: Args) -> Result<(), CliError> {
     let profile = common::profile(&args.profile)?;
     let health = common::health(args.health.as_deref())?;
-    let compiled = common::compile_config(&args.config, &health, profile)?;
+    let previous = common::previous_ids(args.previous.as_deref())?;
+    let compiled = common::compile_config(&args.config, &health, profile, &previous)?;
     let bytes = compiled
         .image(args.generation)
         .write()
@@ -59,14 +65,14 @@ pub fn run(args: Args) -> Result<(), CliError> {
         |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
     outln!(
         "{}, {}, {}, {}",
-        plural(compiled.symbols.rules.len(), "rule", "rules"),
+        plural(compiled.symbols.rule_names().count(), "rule", "rules"),
         plural(target_pools, "target pool", "target pools"),
         plural(
             pools.len() - target_pools,
             "target instance",
             "target instances"
         ),
-        plural(compiled.symbols.backends.len(), "backend", "backends")
+        plural(compiled.symbols.backend_names().count(), "backend", "backends")
     );
     outln!();
     outln!("{:<8} {:>10} {:>10} {:>7}", "table", "used", "depth", "use");

@@ -53,7 +53,7 @@ enum FragmentArg {
 pub fn run(args: Args) -> Result<(), CliError> {
     let profile = common::profile(&args.profile)?;
     let health = common::health(args.health.as_deref())?;
-    let compiled = common::compile_config(&args.config, &health, profile)?;
+    let compiled = common::compile_config(&args.config, &health, profile, &Default::default())?;
     if args.src.is_ipv4() != args.dst.is_ipv4() {
         return Err(CliError::user(
             "error: --src and --dst must be of one address family",

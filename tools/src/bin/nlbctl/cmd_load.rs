@@ -1,6 +1,7 @@
 //! `nlbctl load`: load a table image into a NIC, atomically.
 
 use crate::common::{self, CliError, Input};
+use flowtable_compiler::Symbols;
 use nlb_driver::loader::{LoadError, Loader, LoaderOptions};
 use nlb_driver::{discover, open_device};
 use std::path::PathBuf;
@@ -11,6 +12,12 @@ use std::path::PathBuf;
 /// holds, reads them back, then switches banks with one register write: every packet sees
 /// either the old tables or the new ones, never a mixture. If anything fails (or the command
 /// is killed) before the switch, the old tables keep serving.
+///
+/// A configuration loaded over tables the NIC already serves keeps the rule and backend ids
+/// the NIC uses (recognised by VIP and port range, and by backend address and MAC), so its
+/// established connections keep their backend. An image keeps the ids it was compiled with
+/// (`nlbctl compile --previous`); a warning names the backend ids it would give to another
+/// backend than the NIC's.
 ///
 /// Examples:
 ///
@@ -42,9 +49,34 @@ pub fn run(args: Args) -> Result<(), CliError> {
     let mut dev = open_device(&args.device).map_err(|e| CliError::user(format!("error: {e}")))?;
     let info = discover(dev.as_mut()).map_err(|e| device_error(&args.device, e))?;
     let health = common::health(args.health.as_deref())?;
-    let input = Input::open(&args.image, &health, info.profile)?;
     let mut loader = Loader::attach(dev.as_mut(), info.profile, LoaderOptions::default())
         .map_err(|e| device_error(&args.device, e))?;
+    let serving = loader.shadow(loader.active_bank()).clone();
+    let serves = loader.generation() != 0;
+    let input = Input::open_after(&args.image, &health, info.profile, |config| {
+        if serves {
+            Symbols::recover(&serving, config)
+        } else {
+            Symbols::default()
+        }
+    })?;
+    if let (true, Input::Image(image)) = (serves, &input) {
+        let moved: Vec<String> = serving
+            .backends
+            .iter()
+            .zip(&image.tables.backends)
+            .enumerate()
+            .filter(|(_, (now, next))| now.valid && next.valid && now != next)
+            .map(|(id, _)| format!("#{id}"))
+            .collect();
+        if !moved.is_empty() {
+            eprintln!(
+                "warning: backend ids {} name another backend in {} than on the NIC: established connections on them will reach that backend (compile with --previous, or load the configuration itself)",
+                moved.join(", "),
+                args.image.display()
+            );
+        }
+    }
     let result = match &input {
         Input::Image(image) => loader.load_image(dev.as_mut(), image),
         Input::Compiled(c) => loader.load(dev.as_mut(), &c.tables, &c.nic),

@@ -1,7 +1,7 @@
 //! What the subcommands share: errors with exit codes, profile and health options, inputs.
 
 use flowtable_compiler::{
-    compile, compile_file, CompileOptions, Compiled, Error, HealthState, Image,
+    compile_after, compile_file_after, CompileOptions, Compiled, Error, HealthState, Image, Symbols,
 };
 use nlb_hw::Profile;
 use std::path::{Path, PathBuf};
@@ -68,14 +68,31 @@ pub fn health(path: Option<&Path>) -> Result<HealthState, CliError> {
     }
 }
 
-/// Compiles a configuration file.
+/// Compiles a configuration file; rules and backends named in `previous` keep their ids.
 pub fn compile_config(
     path: &Path,
     health: &HealthState,
     profile: &'static Profile,
+    previous: &Symbols,
 ) -> Result<Compiled, CliError> {
-    let (_, compiled) = compile_file(path, health, &CompileOptions { profile })?;
+    let (_, compiled) = compile_file_after(path, health, &CompileOptions { profile }, previous)?;
     Ok(compiled)
+}
+
+/// The names by id of a table image (`--previous IMAGE`), whose ids a compile keeps.
+pub fn previous_ids(path: Option<&Path>) -> Result<Symbols, CliError> {
+    let Some(path) = path else {
+        return Ok(Symbols::default());
+    };
+    let bytes = std::fs::read(path)
+        .map_err(|e| CliError::user(format!("error: cannot read {}: {e}", path.display())))?;
+    let image = Image::read(&bytes).map_err(|e| {
+        CliError::user(format!(
+            "error: {}: {e} (--previous takes a table image written by `nlbctl compile`)",
+            path.display()
+        ))
+    })?;
+    Ok(image.symbols)
 }
 
 /// An input that is either a table image (recognised by its magic) or a configuration.
@@ -92,6 +109,17 @@ impl Input {
         path: &PathBuf,
         health: &HealthState,
         profile: &'static Profile,
+    ) -> Result<Input, CliError> {
+        Self::open_after(path, health, profile, |_| Symbols::default())
+    }
+
+    /// [`Input::open`], compiling a configuration as the successor of the ids `previous`
+    /// gives for it (for example those a device serves).
+    pub fn open_after(
+        path: &PathBuf,
+        health: &HealthState,
+        profile: &'static Profile,
+        previous: impl FnOnce(&flowtable_compiler::Config) -> Symbols,
     ) -> Result<Input, CliError> {
         let bytes = std::fs::read(path)
             .map_err(|e| CliError::user(format!("error: cannot read {}: {e}", path.display())))?;
@@ -110,7 +138,8 @@ impl Input {
         if !diags.is_empty() {
             return Err(Error::Invalid(diags).into());
         }
-        let compiled = compile(&config, health, &CompileOptions { profile })?;
+        let ids = previous(&config);
+        let compiled = compile_after(&config, health, &CompileOptions { profile }, &ids)?;
         Ok(Input::Compiled(Box::new(compiled)))
     }
 
