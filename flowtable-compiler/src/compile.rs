@@ -415,10 +415,14 @@ fn layout(c: &Config, profile: &'static Profile) -> (Option<Layout>, Diagnostics
     type Slots = Vec<(PortRange, u16, usize)>;
     let mut groups: BTreeMap<(u128, u8), Slots> = BTreeMap::new();
     for (id, r) in rules.iter().enumerate() {
-        groups
+        // One slot per port range: a rule with `ports` takes one per port (adjacent ports
+        // merged), all pointing at the rule.
+        let slots = groups
             .entry((addr_to_u128(r.ip_address), r.ip_protocol.number()))
-            .or_default()
-            .push((r.port_range, id as u16, id));
+            .or_default();
+        for range in &r.port_ranges {
+            slots.push((*range, id as u16, id));
+        }
     }
     let ways = profile.vip_ways as usize;
     let mut occupant: Vec<Option<(u128, u8)>> = vec![None; tables.vip.len()];
@@ -427,17 +431,29 @@ fn layout(c: &Config, profile: &'static Profile) -> (Option<Layout>, Diagnostics
         let first = rules[slots[0].2];
         if slots.len() > PORT_SLOTS {
             let extra = rules[slots[PORT_SLOTS].2];
+            let mut ids: Vec<u16> = slots.iter().map(|s| s.1).collect();
+            ids.sort_unstable();
+            ids.dedup();
+            let held = if ids.len() == slots.len() {
+                format!("{} rules", ids.len())
+            } else {
+                format!("{} rules with {} port ranges", ids.len(), slots.len())
+            };
+            let field = if extra.loc.fields.iter().any(|(n, _)| *n == "ports") {
+                "ports"
+            } else {
+                "portRange"
+            };
             d.push(
                 f,
-                extra.loc.field("portRange"),
+                extra.loc.field(field),
                 format!("forwardingRules[{}]", extra.loc.index),
                 format!(
-                    "{} rules on {} {}, but a VIP entry holds {PORT_SLOTS} port ranges per protocol",
-                    slots.len(),
+                    "{held} on {} {}, but a VIP entry holds {PORT_SLOTS} port ranges per protocol",
                     first.ip_address,
                     first.ip_protocol.name()
                 ),
-                Some(format!("at most {PORT_SLOTS} rules per VIP and protocol")),
+                Some(format!("at most {PORT_SLOTS} port ranges per VIP and protocol: a rule's `portRange` takes one, its `ports` one per port (adjacent ports together)")),
             );
             continue;
         }

@@ -44,6 +44,7 @@ pub mod health;
 pub mod image;
 pub mod maglev;
 pub mod model;
+mod resource;
 pub mod symbols;
 mod tree;
 
