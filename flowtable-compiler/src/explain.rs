@@ -237,13 +237,29 @@ pub fn explain(tables: &Tables, nic: &NicSettings, symbols: &Symbols, flow: &Flo
     let rule_name = symbols.rule(rule).unwrap_or("?").to_string();
     e.rule = Some(rule_name.clone());
     e.rule_id = Some(rule);
-    let ports = if (slot.port_lo, slot.port_hi) == (0, 65535) {
+    let range = |lo: u16, hi: u16| {
+        if lo == hi {
+            lo.to_string()
+        } else {
+            format!("{lo}-{hi}")
+        }
+    };
+    let mut ports = if (slot.port_lo, slot.port_hi) == (0, 65535) {
         "all ports".to_string()
     } else if slot.port_lo == slot.port_hi {
         format!("port {}", slot.port_lo)
     } else {
         format!("ports {}-{}", slot.port_lo, slot.port_hi)
     };
+    // A rule with `ports` holds one slot per port (adjacent ones merged): name them all.
+    let own: Vec<String> = valid
+        .iter()
+        .filter(|s| s.rule == slot.rule)
+        .map(|s| range(s.port_lo, s.port_hi))
+        .collect();
+    if own.len() > 1 {
+        ports = format!("{ports} (the rule's ports {})", own.join(", "));
+    }
     e.steps.push(format!(
         "rule {rule_name} (id {rule}): {} {} {ports}; VIP table bucket {bucket}, way {}",
         u128_to_addr(v.addr),

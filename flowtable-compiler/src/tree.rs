@@ -203,7 +203,14 @@ pub(crate) fn parse_stream(file: &str, text: &str) -> Result<Vec<Node>, Diagnost
     if looks_like_json(file, text) {
         if let Err(e) = serde_json::from_str::<serde_json::Value>(text) {
             let msg = strip_json_position(&e.to_string());
-            let msg = if msg.starts_with("trailing characters") {
+            let trailing = msg.starts_with("trailing characters");
+            // A YAML stream whose first document is JSON (JSON is YAML) reads as YAML.
+            if trailing && !file.to_ascii_lowercase().ends_with(".json") {
+                if let Ok(docs) = parse_yaml(file, text) {
+                    return Ok(docs);
+                }
+            }
+            let msg = if trailing {
                 "invalid JSON: a second value follows the first; put several resources in one \
                  array `[...]`, or write YAML documents separated by `---`"
                     .to_string()
@@ -220,6 +227,12 @@ pub(crate) fn parse_stream(file: &str, text: &str) -> Result<Vec<Node>, Diagnost
             return Err(diags);
         }
     }
+    parse_yaml(file, text)
+}
+
+/// The YAML 1.2 reading of [`parse_stream`].
+fn parse_yaml(file: &str, text: &str) -> Result<Vec<Node>, Diagnostics> {
+    let mut diags = Diagnostics::new();
     let mut b = Builder {
         stack: Vec::new(),
         anchors: HashMap::new(),
