@@ -566,7 +566,7 @@ const RULE_LATER: &[(&str, &str)] = &[
     ("backendService", BACKEND_SERVICES),
     (
         "sourceIpRanges",
-        "is not supported: in the source product it is a traffic-steering field (it picks which forwarding rule of a shared address serves which sources, for backend-service load balancers), not an allow list; `sourceRanges` (SPEC R9) is the allow list that drops other sources",
+        "is a traffic-steering field of the source product and is not supported: it picks which forwarding rule of a shared address serves which sources (backend-service load balancers); it is no allow list, `sourceRanges` (SPEC R9) is the allow list that drops other sources",
     ),
     (
         "allowGlobalAccess",
@@ -1954,7 +1954,7 @@ pub fn check(c: &Config) -> Diagnostics {
                     "instance `{}` has no `mac`, which L2_DSR delivery needs",
                     inst.name
                 ),
-                Some("a `mac` on the instance, or IPIP/GUE delivery".into()),
+                Some("a `mac` on the instance (Google Cloud does not print one: add it), or `delivery: IPIP` or `GUE` on the pool with `nic.nextHopMac`".into()),
             );
         } else if c.nic.next_hop_mac.is_none() {
             d.push(
