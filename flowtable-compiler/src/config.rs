@@ -234,11 +234,7 @@ impl<'a> Reader<'a> {
         want: &'static [Collection],
     ) -> Option<Ref> {
         let text = self.scalar(node, path)?;
-        let wanted = want
-            .iter()
-            .map(|c| c.what)
-            .collect::<Vec<_>>()
-            .join(" or ");
+        let wanted = want.iter().map(|c| c.what).collect::<Vec<_>>().join(" or ");
         let valid = Some(resource::forms(&want[0]));
         match resource::parse_ref(text, want) {
             Ok(p) => Some(Ref {
@@ -253,7 +249,7 @@ impl<'a> Reader<'a> {
             }
             Err(RefError::WrongCollection(segment, what)) => {
                 let msg = match segment.as_str() {
-                    "httpsHealthChecks" => format!("`{text}` is a legacy HTTPS health check: {HTTPS_CHECKS}"),
+                    "httpsHealthChecks" => format!("`{text}` is a legacy HTTPS health check, which is not offered for this load balancer: a target pool takes one legacy HTTP health check (`httpHealthChecks`)"),
                     "healthChecks" => format!("`{text}` is a health check of the newer kind: {NEWER_CHECKS}"),
                     "backendServices" => format!("`{text}` is a backend service, which {BACKEND_SERVICES}"),
                     _ => format!(
@@ -511,7 +507,13 @@ fn parse_port_range(text: &str) -> Result<PortRange, String> {
 
 /// Fields of every Compute Engine resource that the API fills in (output only): accepted in
 /// pasted `gcloud ... describe` / REST output, and ignored.
-const OUTPUT_ONLY: &[&str] = &["kind", "id", "creationTimestamp", "selfLink", "selfLinkWithId"];
+const OUTPUT_ONLY: &[&str] = &[
+    "kind",
+    "id",
+    "creationTimestamp",
+    "selfLink",
+    "selfLinkWithId",
+];
 
 const TOP: &[&str] = &[
     "nic",
@@ -599,7 +601,10 @@ const POOL_LATER: &[(&str, &str)] = &[
     ("failoverPolicy", BACKEND_SERVICES),
     ("localityLbPolicy", BACKEND_SERVICES),
     ("backends", BACKEND_SERVICES),
-    ("httpsHealthChecks", HTTPS_CHECKS),
+    (
+        "httpsHealthChecks",
+        "is not offered for this load balancer: legacy HTTPS health checks do not work with target pools; use `healthChecks` with a legacy HTTP health check",
+    ),
     ("securityPolicy", "is not supported yet"),
 ];
 const TARGET_INSTANCE: &[&str] = &[
@@ -1418,7 +1423,9 @@ impl Loader<'_> {
         let msg = if let Some((_, why)) = KINDS_LATER.iter().find(|(k, _)| *k == base) {
             format!("`{kind}`: {why}")
         } else if !kind.starts_with("compute#") {
-            format!("`kind: {kind}` is not supported yet: Kubernetes manifests (SPEC R7) come later")
+            format!(
+                "`kind: {kind}` is not supported yet: Kubernetes manifests (SPEC R7) come later"
+            )
         } else {
             format!("`{kind}` is not a resource of the target-pool load balancer")
         };
@@ -1470,7 +1477,10 @@ impl Loader<'_> {
             self.r.err(
                 items.pos,
                 "items",
-                format!("expected a mapping of regions or zones, found {}", items.kind()),
+                format!(
+                    "expected a mapping of regions or zones, found {}",
+                    items.kind()
+                ),
                 None,
             );
             return;
@@ -1549,8 +1559,7 @@ impl Loader<'_> {
             }
             Section::HealthChecks => {
                 if let Some(o) = r.object_with(node, &path, HEALTH_CHECK, OUTPUT_ONLY, &[]) {
-                    c.http_health_checks
-                        .extend(read_health_check(r, &o, index));
+                    c.http_health_checks.extend(read_health_check(r, &o, index));
                 }
             }
         }
@@ -2057,7 +2066,12 @@ fn check_locations(
     instances: &HashMap<&str, &Instance>,
 ) {
     let f = c.file.as_str();
-    let valid = || Some("one region for the forwarding rules, target pools and instances of a load balancer".to_string());
+    let valid = || {
+        Some(
+            "one region for the forwarding rules, target pools and instances of a load balancer"
+                .to_string(),
+        )
+    };
     let instance_at = |i: &Instance| -> Option<Located> {
         (!i.zone.is_empty()).then(|| {
             (
@@ -2112,7 +2126,9 @@ fn check_locations(
                 ),
             ));
         }
-        instances.get(t.instance.name.as_str()).and_then(|i| instance_at(i))
+        instances
+            .get(t.instance.name.as_str())
+            .and_then(|i| instance_at(i))
     };
     // One reference from an object `from` (where it is, if known) to an object at `to`.
     let reference = |d: &mut Diagnostics,
@@ -2134,7 +2150,14 @@ fn check_locations(
                     m.pos,
                     path,
                     format!("the reference names {written}, but {desc}"),
-                    Some(format!("the {} the object is in", if matches!(at, Scope::Zone(_)) { "zone" } else { "region" })),
+                    Some(format!(
+                        "the {} the object is in",
+                        if matches!(at, Scope::Zone(_)) {
+                            "zone"
+                        } else {
+                            "region"
+                        }
+                    )),
                 );
                 return;
             }
@@ -2142,7 +2165,11 @@ fn check_locations(
         let to_region = to
             .as_ref()
             .and_then(|(s, _)| s.region().map(str::to_string))
-            .or_else(|| m.scope.as_ref().and_then(|s| s.region().map(str::to_string)));
+            .or_else(|| {
+                m.scope
+                    .as_ref()
+                    .and_then(|s| s.region().map(str::to_string))
+            });
         let to_desc = to.map(|(_, desc)| desc).unwrap_or_else(|| {
             format!(
                 "the reference names {}",
@@ -2151,7 +2178,13 @@ fn check_locations(
         });
         if let (Some((from_scope, from_desc)), Some(to_region)) = (from, to_region) {
             if from_scope.region().is_some_and(|r| r != to_region) {
-                d.push(f, m.pos, path, format!("{to_desc}, but {from_desc}"), valid());
+                d.push(
+                    f,
+                    m.pos,
+                    path,
+                    format!("{to_desc}, but {from_desc}"),
+                    valid(),
+                );
             }
         }
     };

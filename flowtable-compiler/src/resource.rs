@@ -207,10 +207,7 @@ pub(crate) struct ParsedRef {
 }
 
 /// Reads a reference to an object of one of the collections `want`.
-pub(crate) fn parse_ref(
-    text: &str,
-    want: &'static [Collection],
-) -> Result<ParsedRef, RefError> {
+pub(crate) fn parse_ref(text: &str, want: &'static [Collection]) -> Result<ParsedRef, RefError> {
     let p = parse_path(text).map_err(RefError::Syntax)?;
     let Some((segment, name)) = p.item else {
         return Err(RefError::Syntax(format!(

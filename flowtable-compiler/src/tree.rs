@@ -307,8 +307,11 @@ mod tests {
 
     #[test]
     fn stream_positions_count_lines_of_the_whole_file() {
-        let docs = parse_stream("t.yaml", "a: 1\n---\nb: 2\n---\n# only a comment\n---\nc:\n  d: x\n")
-            .unwrap();
+        let docs = parse_stream(
+            "t.yaml",
+            "a: 1\n---\nb: 2\n---\n# only a comment\n---\nc:\n  d: x\n",
+        )
+        .unwrap();
         // The comment-only document is an empty (null) document.
         assert_eq!(docs.len(), 4, "{docs:?}");
         let Value::Map(third) = &docs[3].value else {

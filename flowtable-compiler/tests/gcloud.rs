@@ -130,7 +130,12 @@ fn port_range_forms_of_the_source_product() {
     // gcloud prints one port as `80-80`.
     assert_eq!(digest("portRange: 80-80,"), digest("portRange: \"80\","));
     // Every port: no field, `0-65535`, `allPorts: true`.
-    let https_elsewhere = |t: String| t.replace("203.0.113.20, portRange: \"443\"", "203.0.113.21, portRange: \"443\"");
+    let https_elsewhere = |t: String| {
+        t.replace(
+            "203.0.113.20, portRange: \"443\"",
+            "203.0.113.21, portRange: \"443\"",
+        )
+    };
     let all = |ports: &str| parse_ok("p.yaml", &https_elsewhere(base(ports))).digest();
     assert_eq!(all("portRange: \"0-65535\","), all(""));
     assert_eq!(all("allPorts: true,"), all(""));
@@ -249,7 +254,8 @@ fn json_arrays_and_rest_lists_are_configurations_too() {
     let (h, _) = parse_config("h.yaml", &no_nic);
     // Without the nic section IPIP has no next hop: both fail alike, and hold the same objects.
     assert!(
-        d.iter().all(|x| x.message.contains("nextHopMac") || x.message.contains("outerSourceIpv4")),
+        d.iter()
+            .all(|x| x.message.contains("nextHopMac") || x.message.contains("outerSourceIpv4")),
         "{d}"
     );
     assert_eq!(c.canonical_text(), h.canonical_text());

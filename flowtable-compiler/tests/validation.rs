@@ -371,12 +371,18 @@ fn errors_are_all_reported_and_sorted() {
 
 /// GOOD with regions and zones (lines as in GOOD: nothing is added before line 8).
 fn located(pool_region: &str, zone1: &str, zone2: &str) -> String {
-    GOOD.replace("    ip: 192.0.2.11", &format!("    ip: 192.0.2.11\n    zone: {zone1}"))
-        .replace("    ip: 192.0.2.12", &format!("    ip: 192.0.2.12\n    zone: {zone2}"))
-        .replace(
-            "    instances: [web-1, web-2]",
-            &format!("    instances: [web-1, web-2]\n    region: {pool_region}"),
-        )
+    GOOD.replace(
+        "    ip: 192.0.2.11",
+        &format!("    ip: 192.0.2.11\n    zone: {zone1}"),
+    )
+    .replace(
+        "    ip: 192.0.2.12",
+        &format!("    ip: 192.0.2.12\n    zone: {zone2}"),
+    )
+    .replace(
+        "    instances: [web-1, web-2]",
+        &format!("    instances: [web-1, web-2]\n    region: {pool_region}"),
+    )
 }
 
 #[test]
@@ -398,7 +404,12 @@ fn source_ip_ranges_is_refused_with_its_own_reason() {
 fn legacy_https_health_checks_are_refused_everywhere() {
     let why = "legacy HTTPS health checks";
     let d = errors(&format!("{GOOD}httpsHealthChecks: []\n"));
-    expect(&d, 16, "httpsHealthChecks", "not offered for this load balancer");
+    expect(
+        &d,
+        16,
+        "httpsHealthChecks",
+        "not offered for this load balancer",
+    );
     assert!(!d.to_string().contains("did you mean"), "{d}");
     let d = errors(&GOOD.replace(
         "[web-1, web-2]",
@@ -452,8 +463,10 @@ fn regions_of_one_load_balancer_must_agree() {
     );
     // A rule in another region than its pool.
     let d = errors(
-        &located("us-central1", "us-central1-a", "us-central1-b")
-            .replace("    target: web", "    target: web\n    region: europe-west1"),
+        &located("us-central1", "us-central1-a", "us-central1-b").replace(
+            "    target: web",
+            "    target: web\n    region: europe-west1",
+        ),
     );
     expect(
         &d,
@@ -566,8 +579,13 @@ fn references_must_name_the_right_kind_and_place() {
 #[test]
 fn ports_on_rules() {
     let rule = |ports: &str| GOOD.replace("    portRange: \"80\"", &format!("    {ports}"));
-    assert!(errors(&rule("ports: [\"80\", \"443\", \"8080\", \"8443\", \"9000\"]")).is_empty());
-    let d = errors(&rule("ports: [\"80\", \"443\", \"8080\", \"8443\", \"9000\", \"9001\"]"));
+    assert!(errors(&rule(
+        "ports: [\"80\", \"443\", \"8080\", \"8443\", \"9000\"]"
+    ))
+    .is_empty());
+    let d = errors(&rule(
+        "ports: [\"80\", \"443\", \"8080\", \"8443\", \"9000\", \"9001\"]",
+    ));
     expect(
         &d,
         14,
@@ -637,10 +655,15 @@ fn documents_with_a_kind() {
     assert!(d.to_string().contains("compute#targetPool"), "{d}");
     let d = errors("apiVersion: v1\nkind: Service\nmetadata: {name: web}\n");
     expect(&d, 2, "kind", "Kubernetes manifests (SPEC R7) come later");
-    let d = errors(&format!("{GOOD}---\nkind: compute#backendService\nname: bs\n"));
+    let d = errors(&format!(
+        "{GOOD}---\nkind: compute#backendService\nname: bs\n"
+    ));
     expect(&d, 17, "kind", "backend services (SPEC R6)");
     // A resource in the wrong section of our form.
-    let d = errors(&GOOD.replace("  - name: web\n", "  - name: web\n    kind: compute#forwardingRule\n"));
+    let d = errors(&GOOD.replace(
+        "  - name: web\n",
+        "  - name: web\n    kind: compute#forwardingRule\n",
+    ));
     expect(
         &d,
         10,
@@ -656,7 +679,9 @@ fn documents_with_a_kind() {
     let d = errors("- name: web\n  instances: []\n");
     expect(&d, 1, "[0]", "a resource in a list needs its `kind`");
     // `nic` twice across documents.
-    let d = errors(&format!("nic: {{mac: 02:00:00:00:00:01}}\n---\n{GOOD}---\nnic: {{}}\n"));
+    let d = errors(&format!(
+        "nic: {{mac: 02:00:00:00:00:01}}\n---\n{GOOD}---\nnic: {{}}\n"
+    ));
     expect(&d, 19, "nic", "`nic` given twice (also at line 1)");
 }
 
@@ -669,8 +694,13 @@ fn compute_engine_instances() {
         )
     };
     // nic0's networkIP is read; our `mac` may stand beside it.
-    assert!(errors(&vm("    networkInterfaces:\n      - {name: nic0, networkIP: 192.0.2.12}\n")).is_empty());
-    let d = errors(&vm("    networkInterfaces:\n      - {name: nic0, ipv6Address: '2001:db8::1'}\n"));
+    assert!(errors(&vm(
+        "    networkInterfaces:\n      - {name: nic0, networkIP: 192.0.2.12}\n"
+    ))
+    .is_empty());
+    let d = errors(&vm(
+        "    networkInterfaces:\n      - {name: nic0, ipv6Address: '2001:db8::1'}\n",
+    ));
     expect(
         &d,
         9,
@@ -678,7 +708,12 @@ fn compute_engine_instances() {
         "nic0 has no `networkIP`",
     );
     let d = errors(&vm("    networkInterfaces: []\n"));
-    expect(&d, 8, "instances[1].networkInterfaces", "no network interface");
+    expect(
+        &d,
+        8,
+        "instances[1].networkInterfaces",
+        "no network interface",
+    );
     // Google Cloud instances have no MAC: L2_DSR still says what is missing.
     let no_mac = vm("    networkInterfaces:\n      - {networkIP: 192.0.2.12}\n")
         .replace("    mac: 02:00:00:00:00:12\n", "");
