@@ -1445,7 +1445,7 @@ impl Loader<'_> {
             return;
         };
         if let Some(n) = o.get("nextPageToken") {
-            if n.scalar().is_none_or(|t| !t.is_empty()) {
+            if n.scalar() != Some("") {
                 self.r.err(
                     n.pos,
                     "nextPageToken",

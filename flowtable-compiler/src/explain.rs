@@ -199,12 +199,26 @@ pub fn explain(tables: &Tables, nic: &NicSettings, symbols: &Symbols, flow: &Flo
     e.vip_index = Some(index);
     let v = tables.vip[index as usize];
     let valid: Vec<_> = v.slot.iter().filter(|s| s.valid).collect();
+    // "3 rules", or "3 port ranges of 2 rules" when a rule with `ports` holds several slots.
+    let held = {
+        let mut rules: Vec<u16> = valid.iter().map(|s| s.rule).collect();
+        rules.sort_unstable();
+        rules.dedup();
+        if rules.len() == valid.len() {
+            format!("{} rules", valid.len())
+        } else {
+            let of = match rules.len() {
+                1 => "1 rule".to_string(),
+                n => format!("{n} rules"),
+            };
+            format!("{} port ranges of {of}", valid.len())
+        }
+    };
     let slot = if flow.fragment == Fragment::Later {
         if valid.len() != 1 {
             e.steps.push(format!(
-                "VIP entry {index} (bucket {bucket}, way {}) has {} rules for {}; a later fragment carries no port",
+                "VIP entry {index} (bucket {bucket}, way {}) has {held} for {}; a later fragment carries no port",
                 index % ways,
-                valid.len(),
                 proto_name(flow.protocol)
             ));
             return finish(
@@ -314,8 +328,7 @@ pub fn explain(tables: &Tables, nic: &NicSettings, symbols: &Symbols, flow: &Flo
             Verdict::Punt,
             Reason::FragmentNeedsState,
             format!(
-                "a first fragment on a VIP with {} rules for {}: punted with its rule so the host sends the later fragments the same way (SPEC R4.3)",
-                valid.len(),
+                "a first fragment on a VIP with {held} for {}: punted with its rule so the host sends the later fragments the same way (SPEC R4.3)",
                 proto_name(flow.protocol)
             ),
         );

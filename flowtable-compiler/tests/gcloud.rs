@@ -223,6 +223,19 @@ fn a_rule_with_ports_matches_exactly_those_ports() {
         "{:?}",
         e.steps
     );
+    // A later fragment carries no port: with several ranges on the VIP the host decides
+    // (SPEC R4.3), as with several rules.
+    let later = Flow {
+        fragment: Fragment::Later,
+        ..flow(8080)
+    };
+    let e = explain(&compiled.tables, &compiled.nic, &compiled.symbols, &later);
+    assert_eq!(e.verdict, "punt", "{:?}", e.steps);
+    assert!(
+        e.steps[0].contains("has 3 port ranges of 2 rules for TCP"),
+        "{:?}",
+        e.steps
+    );
 }
 
 /// The resources of SHOP_BY_HAND as REST/gcloud JSON, in pieces.
