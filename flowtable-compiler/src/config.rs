@@ -878,11 +878,9 @@ fn read_rule_ports(r: &mut Reader, o: &Obj) -> Vec<PortRange> {
             }
             ports.push((port, n.pos));
         }
-        if items.is_empty() && o.get("ports").is_some_and(|n| !n.is_null()) {
-            if let Some(n) = o.get("ports") {
-                if matches!(n.value, Value::Seq(_)) {
-                    r.err(n.pos, &path, "`ports` is empty", valid());
-                }
+        if items.is_empty() {
+            if let Some(n) = o.get("ports").filter(|n| matches!(n.value, Value::Seq(_))) {
+                r.err(n.pos, &path, "`ports` is empty", valid());
             }
         }
         if items.len() > MAX_RULE_PORTS {

@@ -506,7 +506,8 @@ pub fn format_mac(mac: u64) -> String {
 
 impl Config {
     /// A text that is identical for identical configurations, whatever the order of the lists
-    /// in the file and wherever things were written: the input of the config digest.
+    /// and documents in the file, wherever things were written and whichever form a reference
+    /// took (name, path or URL): the input of the config digest.
     pub fn canonical_text(&self) -> String {
         use std::fmt::Write;
         let mut s = String::new();

@@ -402,7 +402,7 @@ fn source_ip_ranges_is_refused_with_its_own_reason() {
 
 #[test]
 fn legacy_https_health_checks_are_refused_everywhere() {
-    let why = "legacy HTTPS health checks";
+    let why = "not offered for this load balancer";
     let d = errors(&format!("{GOOD}httpsHealthChecks: []\n"));
     expect(
         &d,
@@ -599,6 +599,8 @@ fn ports_on_rules() {
         "forwardingRules[0].ports[2]",
         "port 80 is listed twice",
     );
+    let d = errors(&rule("ports: []"));
+    expect(&d, 14, "forwardingRules[0].ports", "`ports` is empty");
     let d = errors(&rule("ports: [\"8000-8080\"]"));
     expect(
         &d,
