@@ -468,10 +468,14 @@ fn layout(
     type Slots = Vec<(PortRange, u16, usize)>;
     let mut groups: BTreeMap<(u128, u8), Slots> = BTreeMap::new();
     for (pos, r) in rules.iter().enumerate() {
-        groups
+        // One slot per port range: a rule with `ports` takes one per port (adjacent ports
+        // merged), all pointing at the rule.
+        let slots = groups
             .entry((addr_to_u128(r.ip_address), r.ip_protocol.number()))
-            .or_default()
-            .push((r.port_range, rule_ids[pos] as u16, pos));
+            .or_default();
+        for range in &r.port_ranges {
+            slots.push((*range, rule_ids[pos] as u16, pos));
+        }
     }
     let ways = profile.vip_ways as usize;
     let mut occupant: Vec<Option<(u128, u8)>> = vec![None; tables.vip.len()];
@@ -480,17 +484,29 @@ fn layout(
         let first = rules[slots[0].2];
         if slots.len() > PORT_SLOTS {
             let extra = rules[slots[PORT_SLOTS].2];
+            let mut ids: Vec<u16> = slots.iter().map(|s| s.1).collect();
+            ids.sort_unstable();
+            ids.dedup();
+            let held = if ids.len() == slots.len() {
+                format!("{} rules", ids.len())
+            } else {
+                format!("{} rules with {} port ranges", ids.len(), slots.len())
+            };
+            let field = if extra.loc.fields.iter().any(|(n, _)| *n == "ports") {
+                "ports"
+            } else {
+                "portRange"
+            };
             d.push(
                 f,
-                extra.loc.field("portRange"),
+                extra.loc.field(field),
                 format!("forwardingRules[{}]", extra.loc.index),
                 format!(
-                    "{} rules on {} {}, but a VIP entry holds {PORT_SLOTS} port ranges per protocol",
-                    slots.len(),
+                    "{held} on {} {}, but a VIP entry holds {PORT_SLOTS} port ranges per protocol",
                     first.ip_address,
                     first.ip_protocol.name()
                 ),
-                Some(format!("at most {PORT_SLOTS} rules per VIP and protocol")),
+                Some(format!("at most {PORT_SLOTS} port ranges per VIP and protocol: a rule's `portRange` takes one, its `ports` one per port (adjacent ports together)")),
             );
             continue;
         }

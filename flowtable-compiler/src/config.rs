@@ -3,6 +3,7 @@
 
 use crate::diag::{did_you_mean, Diagnostics, Pos};
 use crate::model::*;
+use crate::resource::{self, Collection, RefError, ScopeKind};
 use crate::tree::{self, Node, Value};
 use nlb_hw::enums::{Affinity, DefaultAction, Delivery};
 use std::collections::{BTreeMap, HashMap};
@@ -11,6 +12,20 @@ use std::net::IpAddr;
 /// Why a field is refused although it is a real field of the product.
 const BACKEND_SERVICES: &str =
     "is not supported yet: it belongs to backend services (SPEC R6), which come later";
+/// Why legacy HTTPS health checks are refused (the seed: the target-pool load balancer does not
+/// support them).
+const HTTPS_CHECKS: &str = "legacy HTTPS health checks are not offered for this load balancer: a target pool takes one legacy HTTP health check (`httpHealthChecks`)";
+/// Why the newer health checks are refused.
+const NEWER_CHECKS: &str = "these belong to backend services (SPEC R6) and are not supported yet; a target pool takes one legacy HTTP health check (`httpHealthChecks`)";
+
+/// `a target pool`, `an instance`.
+fn with_article(what: &str) -> String {
+    if what.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        format!("an {what}")
+    } else {
+        format!("a {what}")
+    }
+}
 
 pub(crate) struct Reader<'a> {
     pub file: &'a str,
@@ -72,6 +87,19 @@ impl<'a> Reader<'a> {
         known: &[&'static str],
         unsupported: &[(&str, &str)],
     ) -> Option<Obj<'n>> {
+        self.object_with(node, path, known, &[], unsupported)
+    }
+
+    /// [`Reader::object`] that also accepts the fields `ignored` (output-only fields of the
+    /// product, which change nothing here) without listing them among the valid ones.
+    pub fn object_with<'n>(
+        &mut self,
+        node: &'n Node,
+        path: &str,
+        known: &[&'static str],
+        ignored: &[&'static str],
+        unsupported: &[(&str, &str)],
+    ) -> Option<Obj<'n>> {
         let Value::Map(entries) = &node.value else {
             if !node.is_null() {
                 self.err(
@@ -107,6 +135,8 @@ impl<'a> Reader<'a> {
                 }
             } else if let Some((_, why)) = unsupported.iter().find(|(n, _)| *n == key) {
                 self.err(k.pos, &kpath, format!("`{key}` {why}"), None);
+            } else if ignored.contains(&key) {
+                // Output only (`selfLink`, `creationTimestamp`, ...): accepted, not read.
             } else {
                 let hint = did_you_mean(key, known)
                     .map(|s| format!(", did you mean `{s}`?"))
@@ -195,11 +225,79 @@ impl<'a> Reader<'a> {
         Some(name)
     }
 
-    pub fn reference(&mut self, node: &Node, path: &str) -> Option<Ref> {
-        self.scalar(node, path).map(|s| Ref {
-            name: s.to_string(),
-            pos: node.pos,
-        })
+    /// A reference to an object of one of the collections `want`: a name, a partial path or a
+    /// full resource URL (see [`crate::resource`]).
+    pub fn reference(
+        &mut self,
+        node: &Node,
+        path: &str,
+        want: &'static [Collection],
+    ) -> Option<Ref> {
+        let text = self.scalar(node, path)?;
+        let wanted = want.iter().map(|c| c.what).collect::<Vec<_>>().join(" or ");
+        let valid = Some(resource::forms(&want[0]));
+        match resource::parse_ref(text, want) {
+            Ok(p) => Some(Ref {
+                name: p.name,
+                pos: node.pos,
+                collection: p.collection.map(|c| c.segment),
+                scope: p.scope,
+            }),
+            Err(RefError::Syntax(msg)) => {
+                self.err(node.pos, path, msg, valid);
+                None
+            }
+            Err(RefError::WrongCollection(segment, what)) => {
+                let msg = match segment.as_str() {
+                    "httpsHealthChecks" => format!("`{text}` is a legacy HTTPS health check, which is not offered for this load balancer: a target pool takes one legacy HTTP health check (`httpHealthChecks`)"),
+                    "healthChecks" => format!("`{text}` is a health check of the newer kind: {NEWER_CHECKS}"),
+                    "backendServices" => format!("`{text}` is a backend service, which {BACKEND_SERVICES}"),
+                    _ => format!(
+                        "expected a reference to {}, found {} (`{text}`)",
+                        with_article(&wanted),
+                        what.map_or_else(
+                            || format!("a path into the collection `{segment}`"),
+                            with_article
+                        )
+                    ),
+                };
+                self.err(node.pos, path, msg, valid);
+                None
+            }
+            Err(RefError::WrongScope(c)) => {
+                let scope = match c.scope {
+                    ScopeKind::Global => "global: `global/",
+                    ScopeKind::Region => "regional: `regions/REGION/",
+                    ScopeKind::Zone => "zonal: `zones/ZONE/",
+                };
+                self.err(
+                    node.pos,
+                    path,
+                    format!("`{text}`: {}s are {scope}{}/NAME`", c.what, c.segment),
+                    valid,
+                );
+                None
+            }
+        }
+    }
+
+    /// A `region` (or, with `zone`, a `zone`) field: a name, a path or a URL; the name, or an
+    /// empty string when absent or wrong.
+    pub fn location(&mut self, obj: &Obj, field: &str, zone: bool) -> String {
+        let Some(n) = obj.get(field) else {
+            return String::new();
+        };
+        let path = obj.path(field);
+        let Some(text) = self.scalar(n, &path) else {
+            return String::new();
+        };
+        match resource::parse_location(text, zone) {
+            Ok(name) => name,
+            Err(msg) => {
+                self.err(n.pos, &path, msg, None);
+                String::new()
+            }
+        }
     }
 
     pub fn integer(&mut self, obj: &Obj, name: &str, default: u64, lo: u64, hi: u64) -> u64 {
@@ -379,8 +477,12 @@ pub fn parse_mac(text: &str) -> Option<u64> {
     Some(mac)
 }
 
-/// Parses `"80"` or `"8000-8080"`.
+/// Parses `"80"`, `"80-80"` (as Google Cloud prints one port) or `"8000-8080"`; `"0-65535"`
+/// is every port, as an absent range.
 fn parse_port_range(text: &str) -> Result<PortRange, String> {
+    if text.trim() == "0-65535" {
+        return Ok(PortRange::ALL);
+    }
     let port = |s: &str| -> Result<u16, String> {
         match s.trim().parse::<u32>() {
             Ok(p) if (1..=65535).contains(&p) => Ok(p as u16),
@@ -403,6 +505,16 @@ fn parse_port_range(text: &str) -> Result<PortRange, String> {
     Ok(PortRange { lo, hi })
 }
 
+/// Fields of every Compute Engine resource that the API fills in (output only): accepted in
+/// pasted `gcloud ... describe` / REST output, and ignored.
+const OUTPUT_ONLY: &[&str] = &[
+    "kind",
+    "id",
+    "creationTimestamp",
+    "selfLink",
+    "selfLinkWithId",
+];
+
 const TOP: &[&str] = &[
     "nic",
     "forwardingRules",
@@ -415,8 +527,8 @@ const TOP_LATER: &[(&str, &str)] = &[
     ("backendServices", BACKEND_SERVICES),
     ("serviceLbPolicies", BACKEND_SERVICES),
     ("healthChecks", "is not supported yet: these are the newer health checks of backend services (SPEC R6); use `httpHealthChecks`"),
+    ("httpsHealthChecks", "is not offered for this load balancer: legacy HTTPS health checks do not work with target pools; use `httpHealthChecks`"),
     ("apiVersion", "is not supported yet: Kubernetes manifests (SPEC R7) come later"),
-    ("kind", "is not supported yet: Kubernetes manifests (SPEC R7) come later"),
 ];
 const NIC: &[&str] = &[
     "mac",
@@ -434,19 +546,29 @@ const RULE: &[&str] = &[
     "IPAddress",
     "IPProtocol",
     "portRange",
+    "ports",
+    "allPorts",
     "target",
     "sourceRanges",
     "loadBalancingScheme",
+    "networkTier",
+    "ipVersion",
+    "labels",
+];
+const RULE_IGNORED: &[&str] = &[
+    "kind",
+    "id",
+    "creationTimestamp",
+    "selfLink",
+    "selfLinkWithId",
+    "fingerprint",
+    "labelFingerprint",
 ];
 const RULE_LATER: &[(&str, &str)] = &[
     ("backendService", BACKEND_SERVICES),
     (
-        "ports",
-        "is not supported yet: use `portRange` (one range per rule)",
-    ),
-    (
-        "allPorts",
-        "is not supported yet: leave `portRange` out for all ports",
+        "sourceIpRanges",
+        "is a traffic-steering field of the source product and is not supported: it picks which forwarding rule of a shared address serves which sources (backend-service load balancers); it is no allow list, `sourceRanges` (SPEC R9) is the allow list that drops other sources",
     ),
     (
         "allowGlobalAccess",
@@ -479,6 +601,10 @@ const POOL_LATER: &[(&str, &str)] = &[
     ("failoverPolicy", BACKEND_SERVICES),
     ("localityLbPolicy", BACKEND_SERVICES),
     ("backends", BACKEND_SERVICES),
+    (
+        "httpsHealthChecks",
+        "is not offered for this load balancer: legacy HTTPS health checks do not work with target pools; use `healthChecks` with a legacy HTTP health check",
+    ),
     ("securityPolicy", "is not supported yet"),
 ];
 const TARGET_INSTANCE: &[&str] = &[
@@ -487,10 +613,90 @@ const TARGET_INSTANCE: &[&str] = &[
     "zone",
     "instance",
     "natPolicy",
+    "network",
     "delivery",
     "idleTimeoutSec",
 ];
-const INSTANCE: &[&str] = &["name", "description", "ip", "zone", "mac", "weight"];
+const TARGET_INSTANCE_LATER: &[(&str, &str)] = &[("securityPolicy", "is not supported yet")];
+/// Our own instance form.
+const INSTANCE: &[&str] = &[
+    "name",
+    "description",
+    "ip",
+    "zone",
+    "mac",
+    "weight",
+    "labels",
+];
+/// A Compute Engine instance (`compute#instance`): what is read, plus our `mac` and `weight`.
+const GCE_INSTANCE: &[&str] = &[
+    "name",
+    "description",
+    "zone",
+    "networkInterfaces",
+    "labels",
+    "mac",
+    "weight",
+];
+/// Fields of a Compute Engine instance that do not concern the load balancer: its machine,
+/// disks, metadata, scheduling, state. Accepted and ignored (`status` too: a stopped instance
+/// fails its health check like any other unhealthy one).
+const GCE_INSTANCE_IGNORED: &[&str] = &[
+    "kind",
+    "id",
+    "creationTimestamp",
+    "selfLink",
+    "selfLinkWithId",
+    "tags",
+    "machineType",
+    "status",
+    "statusMessage",
+    "canIpForward",
+    "disks",
+    "metadata",
+    "serviceAccounts",
+    "scheduling",
+    "cpuPlatform",
+    "params",
+    "labelFingerprint",
+    "instanceEncryptionKey",
+    "minCpuPlatform",
+    "guestAccelerators",
+    "startRestricted",
+    "deletionProtection",
+    "resourcePolicies",
+    "sourceMachineImage",
+    "reservationAffinity",
+    "hostname",
+    "displayDevice",
+    "shieldedInstanceConfig",
+    "shieldedInstanceIntegrityPolicy",
+    "shieldedVmConfig",
+    "shieldedVmIntegrityPolicy",
+    "sourceMachineImageEncryptionKey",
+    "confidentialInstanceConfig",
+    "fingerprint",
+    "privateIpv6GoogleAccess",
+    "advancedMachineFeatures",
+    "lastStartTimestamp",
+    "lastStopTimestamp",
+    "lastSuspendedTimestamp",
+    "satisfiesPzs",
+    "satisfiesPzi",
+    "resourceStatus",
+    "networkPerformanceConfig",
+    "keyRevocationActionType",
+    "postKeyRevocationActionType",
+    "localSsdEncryptionMode",
+    "partnerMetadata",
+    "instanceSettings",
+    "upcomingMaintenance",
+    "workloadIdentityConfig",
+    "secureTags",
+    "eraseWindowsVssSignature",
+    "preservedStateSizeGb",
+    "serviceIntegrationSpecs",
+];
 const INSTANCE_LATER: &[(&str, &str)] = &[
     ("capacityScaler", BACKEND_SERVICES),
     ("balancingMode", BACKEND_SERVICES),
@@ -512,11 +718,19 @@ const HEALTH_CHECK: &[&str] = &[
     "unhealthyThreshold",
 ];
 
+/// Most ports a rule's `ports` takes (the source product's limit).
+pub const MAX_RULE_PORTS: usize = 5;
+
 const DELIVERIES: &[(&str, Delivery)] = &[
     ("L2_DSR", Delivery::L2Dsr),
     ("IPIP", Delivery::Ipip),
     ("GUE", Delivery::Gue),
 ];
+
+const TARGETS: &[Collection] = &[resource::TARGET_POOLS, resource::TARGET_INSTANCES];
+const POOLS: &[Collection] = &[resource::TARGET_POOLS];
+const INSTANCES: &[Collection] = &[resource::INSTANCES];
+const HTTP_CHECKS: &[Collection] = &[resource::HTTP_HEALTH_CHECKS];
 
 fn read_nic(r: &mut Reader, node: Option<&Node>) -> Nic {
     let mut nic = Nic::default();
@@ -579,6 +793,123 @@ fn read_nic(r: &mut Reader, node: Option<&Node>) -> Nic {
     nic
 }
 
+/// The destination ports of a rule: `portRange`, `ports` or `allPorts` (at most one of them),
+/// or every port when none is given.
+fn read_rule_ports(r: &mut Reader, o: &Obj) -> Vec<PortRange> {
+    let given: Vec<&str> = ["portRange", "ports", "allPorts"]
+        .into_iter()
+        .filter(|f| o.get(f).is_some())
+        .collect();
+    if given.len() > 1 {
+        let second = given[1];
+        r.err(
+            o.get(second).map_or(o.pos, |n| n.pos),
+            &o.path(second),
+            format!("`{}` and `{second}` exclude each other", given[0]),
+            Some("one of `portRange`, `ports` or `allPorts`, or none for all ports".into()),
+        );
+        return vec![PortRange::ALL];
+    }
+    if let Some(n) = o.get("portRange") {
+        let path = o.path("portRange");
+        if let Some(text) = r.scalar(n, &path) {
+            match parse_port_range(text) {
+                Ok(pr) => return vec![pr],
+                Err(msg) => r.err(
+                    n.pos,
+                    &path,
+                    msg,
+                    Some("\"80\", \"80-80\" or \"8000-8080\" with ports 1..=65535, low ≤ high; \"0-65535\" or leave out for all ports".into()),
+                ),
+            }
+        }
+    }
+    if let Some(n) = o.get("allPorts") {
+        let path = o.path("allPorts");
+        if let Some(text) = r.scalar(n, &path) {
+            if !matches!(text, "true" | "false") {
+                r.err(
+                    n.pos,
+                    &path,
+                    format!("`{text}` is not a boolean"),
+                    Some("true or false".into()),
+                );
+            }
+        }
+    }
+    if o.get("ports").is_some() {
+        let path = o.path("ports");
+        let items = r.list(o.get("ports"), &path);
+        let valid = || {
+            Some(format!(
+                "up to {MAX_RULE_PORTS} single ports 1..=65535, such as [\"80\", \"443\"]; `portRange` for a range"
+            ))
+        };
+        let mut ports: Vec<(u16, Pos)> = Vec::new();
+        for (i, n) in items.iter().enumerate() {
+            let ipath = format!("{path}[{i}]");
+            let Some(text) = r.scalar(n, &ipath) else {
+                continue;
+            };
+            let port = match parse_port_range(text) {
+                Ok(p) if p.lo == p.hi => p.lo,
+                Ok(p) => {
+                    r.err(
+                        n.pos,
+                        &ipath,
+                        format!("`{text}` is a range ({p}): `ports` lists single ports"),
+                        valid(),
+                    );
+                    continue;
+                }
+                Err(msg) => {
+                    r.err(n.pos, &ipath, msg, valid());
+                    continue;
+                }
+            };
+            if let Some((_, first)) = ports.iter().find(|(p, _)| *p == port) {
+                r.err(
+                    n.pos,
+                    &ipath,
+                    format!("port {port} is listed twice (also at line {})", first.line),
+                    valid(),
+                );
+                continue;
+            }
+            ports.push((port, n.pos));
+        }
+        if items.is_empty() {
+            if let Some(n) = o.get("ports").filter(|n| matches!(n.value, Value::Seq(_))) {
+                r.err(n.pos, &path, "`ports` is empty", valid());
+            }
+        }
+        if items.len() > MAX_RULE_PORTS {
+            r.err(
+                items[MAX_RULE_PORTS].pos,
+                &path,
+                format!(
+                    "{} ports given; a forwarding rule takes at most {MAX_RULE_PORTS}",
+                    items.len()
+                ),
+                valid(),
+            );
+        }
+        if !ports.is_empty() {
+            ports.sort_unstable();
+            // Adjacent ports make one range: the same matching, one VIP-table slot fewer.
+            let mut ranges: Vec<PortRange> = Vec::new();
+            for (p, _) in ports {
+                match ranges.last_mut() {
+                    Some(last) if u32::from(last.hi) + 1 == u32::from(p) => last.hi = p,
+                    _ => ranges.push(PortRange { lo: p, hi: p }),
+                }
+            }
+            return ranges;
+        }
+    }
+    vec![PortRange::ALL]
+}
+
 fn read_rule(r: &mut Reader, o: &Obj, index: usize) -> Option<ForwardingRule> {
     let name = r.name(o);
     let ip = match o.get("IPAddress") {
@@ -593,6 +924,7 @@ fn read_rule(r: &mut Reader, o: &Obj, index: usize) -> Option<ForwardingRule> {
             None
         }
     };
+    let region = r.location(o, "region", false);
     // Errors in the fields that decide what the rule matches make overlap checks moot.
     let errors_before = r.diags.len();
     let proto = r.enumerated(
@@ -605,24 +937,10 @@ fn read_rule(r: &mut Reader, o: &Obj, index: usize) -> Option<ForwardingRule> {
             "is not supported yet: write one TCP and one UDP rule",
         )],
     );
-    let mut port_range = PortRange::ALL;
-    if let Some(n) = o.get("portRange") {
-        let path = o.path("portRange");
-        if let Some(text) = r.scalar(n, &path) {
-            match parse_port_range(text) {
-                Ok(pr) => port_range = pr,
-                Err(msg) => r.err(
-                    n.pos,
-                    &path,
-                    msg,
-                    Some("\"80\" or \"8000-8080\" with ports 1..=65535, low ≤ high; leave out for all ports".into()),
-                ),
-            }
-        }
-    }
+    let port_ranges = read_rule_ports(r, o);
     let match_fields_bad = r.diags.len() > errors_before;
     let target = match o.get("target") {
-        Some(n) => r.reference(n, &o.path("target")),
+        Some(n) => r.reference(n, &o.path("target"), TARGETS),
         None => {
             r.err(
                 o.pos,
@@ -656,34 +974,63 @@ fn read_rule(r: &mut Reader, o: &Obj, index: usize) -> Option<ForwardingRule> {
             }
         }
     }
+    // Informational fields the source product prints; checked so a typo is not ignored.
+    r.enumerated(
+        o,
+        "networkTier",
+        (),
+        &[("PREMIUM", ()), ("STANDARD", ())],
+        &[],
+    );
+    let v6 = r.enumerated(
+        o,
+        "ipVersion",
+        None,
+        &[("IPV4", Some(false)), ("IPV6", Some(true))],
+        &[],
+    );
+    if let (Some(v6), Some(addr)) = (v6, ip) {
+        if addr.is_ipv6() != v6 {
+            r.err(
+                o.loc(index).field("ipVersion"),
+                &o.path("ipVersion"),
+                format!(
+                    "`ipVersion` {} contradicts `IPAddress` {addr}",
+                    if v6 { "IPV6" } else { "IPV4" }
+                ),
+                Some(if addr.is_ipv6() { "IPV6" } else { "IPV4" }.into()),
+            );
+        }
+    }
     let mut loc = o.loc(index);
     loc.incomplete = match_fields_bad;
     Some(ForwardingRule {
         name: name?,
         ip_address: ip?,
         ip_protocol: proto,
-        port_range,
+        port_ranges,
+        region,
         target: target?,
         source_ranges,
         loc,
     })
 }
 
-fn refs(r: &mut Reader, o: &Obj, field: &str) -> Vec<Ref> {
+fn refs(r: &mut Reader, o: &Obj, field: &str, want: &'static [Collection]) -> Vec<Ref> {
     let path = o.path(field);
     let items = r.list(o.get(field), &path);
     items
         .iter()
         .enumerate()
-        .filter_map(|(i, n)| r.reference(n, &format!("{path}[{i}]")))
+        .filter_map(|(i, n)| r.reference(n, &format!("{path}[{i}]"), want))
         .collect()
 }
 
 fn read_pool(r: &mut Reader, o: &Obj, index: usize) -> Option<TargetPool> {
     let name = r.name(o);
-    let region = r.string(o, "region", false).unwrap_or_default();
-    let instances = refs(r, o, "instances");
-    let health_checks = refs(r, o, "healthChecks");
+    let region = r.location(o, "region", false);
+    let instances = refs(r, o, "instances", INSTANCES);
+    let health_checks = refs(r, o, "healthChecks", HTTP_CHECKS);
     let later = "is not supported yet for target pools: it belongs to backend services (SPEC R6)";
     let session_affinity = r.enumerated(
         o,
@@ -701,7 +1048,7 @@ fn read_pool(r: &mut Reader, o: &Obj, index: usize) -> Option<TargetPool> {
     );
     let backup_pool = o
         .get("backupPool")
-        .and_then(|n| r.reference(n, &o.path("backupPool")));
+        .and_then(|n| r.reference(n, &o.path("backupPool"), POOLS));
     let mut failover_ratio = None;
     if let Some(n) = o.get("failoverRatio") {
         let path = o.path("failoverRatio");
@@ -737,16 +1084,32 @@ fn read_pool(r: &mut Reader, o: &Obj, index: usize) -> Option<TargetPool> {
     })
 }
 
+/// A network reference (`default`, `global/networks/default`, or its URL): its name.
+fn network_name(r: &mut Reader, n: &Node, path: &str) -> String {
+    const NETWORKS: &[Collection] = &[Collection {
+        segment: "networks",
+        scope: ScopeKind::Global,
+        what: "network",
+    }];
+    r.reference(n, path, NETWORKS)
+        .map(|x| x.name)
+        .unwrap_or_default()
+}
+
 fn read_target_instance(r: &mut Reader, o: &Obj, index: usize) -> Option<TargetInstance> {
     let name = r.name(o);
-    let zone = r.string(o, "zone", false).unwrap_or_default();
+    let zone = r.location(o, "zone", true);
     let instance = match o.get("instance") {
-        Some(n) => r.reference(n, &o.path("instance")),
+        Some(n) => r.reference(n, &o.path("instance"), INSTANCES),
         None => {
             r.err(o.pos, &o.path("instance"), "`instance` is required", None);
             None
         }
     };
+    let network = o
+        .get("network")
+        .map(|n| network_name(r, n, &o.path("network")))
+        .unwrap_or_default();
     r.enumerated(o, "natPolicy", (), &[("NO_NAT", ())], &[]);
     let delivery = r.enumerated(o, "delivery", Delivery::L2Dsr, DELIVERIES, &[]);
     let idle_timeout_sec = r.integer(o, "idleTimeoutSec", 60, 1, 65535) as u16;
@@ -754,6 +1117,7 @@ fn read_target_instance(r: &mut Reader, o: &Obj, index: usize) -> Option<TargetI
         name: name?,
         zone,
         instance: instance?,
+        network,
         delivery,
         idle_timeout_sec,
         loc: o.loc(index),
@@ -769,13 +1133,76 @@ fn read_instance(r: &mut Reader, o: &Obj, index: usize) -> Option<Instance> {
             None
         }
     };
-    let zone = r.string(o, "zone", false).unwrap_or_default();
+    let zone = r.location(o, "zone", true);
     let mac = o.get("mac").and_then(|n| r.mac(n, &o.path("mac")));
     let weight = r.integer(o, "weight", 1, 0, 1000) as u32;
     Some(Instance {
         name: name?,
         ip: ip?,
         zone,
+        network: String::new(),
+        mac,
+        weight,
+        loc: o.loc(index),
+    })
+}
+
+/// A Compute Engine instance (`gcloud compute instances describe`): packets go to nic0,
+/// `networkInterfaces[0].networkIP`, as in the source product. It carries no MAC: L2_DSR needs
+/// our `mac` beside it.
+fn read_gce_instance(r: &mut Reader, o: &Obj, index: usize) -> Option<Instance> {
+    let name = r.name(o);
+    let zone = r.location(o, "zone", true);
+    let path = o.path("networkInterfaces");
+    let nics = r.list(o.get("networkInterfaces"), &path);
+    let mut ip = None;
+    let mut network = String::new();
+    match nics.first() {
+        None => r.err(
+            o.loc(index).field("networkInterfaces"),
+            &path,
+            "the instance has no network interface: packets go to nic0, `networkInterfaces[0].networkIP`",
+            None,
+        ),
+        Some(nic0) => {
+            let npath = format!("{path}[0]");
+            match &nic0.value {
+                Value::Map(entries) => {
+                    let get = |k: &str| {
+                        entries
+                            .iter()
+                            .find(|(key, _)| key.scalar() == Some(k))
+                            .map(|(_, v)| v)
+                    };
+                    match get("networkIP").filter(|n| !n.is_null()) {
+                        Some(n) => ip = r.ip(n, &format!("{npath}.networkIP")),
+                        None => r.err(
+                            nic0.pos,
+                            &format!("{npath}.networkIP"),
+                            "nic0 has no `networkIP`: the load balancer delivers to nic0's internal address",
+                            None,
+                        ),
+                    }
+                    if let Some(n) = get("network").filter(|n| !n.is_null()) {
+                        network = network_name(r, n, &format!("{npath}.network"));
+                    }
+                }
+                _ => r.err(
+                    nic0.pos,
+                    &npath,
+                    format!("expected a mapping, found {}", nic0.kind()),
+                    None,
+                ),
+            }
+        }
+    }
+    let mac = o.get("mac").and_then(|n| r.mac(n, &o.path("mac")));
+    let weight = r.integer(o, "weight", 1, 0, 1000) as u32;
+    Some(Instance {
+        name: name?,
+        ip: ip?,
+        zone,
+        network,
         mac,
         weight,
         loc: o.loc(index),
@@ -788,13 +1215,21 @@ fn read_health_check(r: &mut Reader, o: &Obj, index: usize) -> Option<HttpHealth
     let request_path = r
         .string(o, "requestPath", false)
         .unwrap_or_else(|| "/".into());
+    let pos = o.loc(index).field("requestPath");
     if !request_path.starts_with('/') {
-        let pos = o.loc(index).field("requestPath");
         r.err(
             pos,
             &o.path("requestPath"),
             format!("`{request_path}` must start with `/`"),
             Some("a path such as /healthz".into()),
+        );
+    } else if request_path.contains('?') {
+        // The source product's API: "This field does not support query parameters."
+        r.err(
+            pos,
+            &o.path("requestPath"),
+            format!("`{request_path}` has a query string: legacy HTTP health checks do not support query parameters"),
+            Some("a path without `?`, such as /healthz".into()),
         );
     }
     let host = r.string(o, "host", false).unwrap_or_default();
@@ -815,75 +1250,347 @@ fn read_health_check(r: &mut Reader, o: &Obj, index: usize) -> Option<HttpHealth
     })
 }
 
-/// Reads every object of one top-level list.
-fn read_list<T>(
-    r: &mut Reader,
-    top: &Obj,
-    field: &'static str,
-    known: &[&'static str],
-    later: &[(&str, &str)],
-    read: fn(&mut Reader, &Obj, usize) -> Option<T>,
-) -> Vec<T> {
-    let items = r.list(top.get(field), field);
-    let mut out = Vec::new();
-    for (i, n) in items.iter().enumerate() {
-        let path = format!("{field}[{i}]");
-        if let Some(o) = r.object(n, &path, known, later) {
-            if let Some(v) = read(r, &o, i) {
-                out.push(v);
-            }
-        } else if n.is_null() {
-            r.err(n.pos, &path, "expected a mapping, found null", None);
+/// The five kinds of object, as sections of our own form and as Compute Engine resources.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Section {
+    Rules,
+    Pools,
+    TargetInstances,
+    Instances,
+    HealthChecks,
+}
+
+impl Section {
+    const ALL: [Section; 5] = [
+        Section::Rules,
+        Section::Pools,
+        Section::TargetInstances,
+        Section::Instances,
+        Section::HealthChecks,
+    ];
+
+    /// The top-level field of our form, also the path prefix of messages.
+    fn field(self) -> &'static str {
+        match self {
+            Section::Rules => "forwardingRules",
+            Section::Pools => "targetPools",
+            Section::TargetInstances => "targetInstances",
+            Section::Instances => "instances",
+            Section::HealthChecks => "httpHealthChecks",
         }
     }
-    out
+
+    /// The `kind` of the resource.
+    fn kind(self) -> &'static str {
+        match self {
+            Section::Rules => "compute#forwardingRule",
+            Section::Pools => "compute#targetPool",
+            Section::TargetInstances => "compute#targetInstance",
+            Section::Instances => "compute#instance",
+            Section::HealthChecks => "compute#httpHealthCheck",
+        }
+    }
+
+    /// Whether its REST API has an aggregated (all regions or zones) list.
+    fn aggregated(self) -> bool {
+        self != Section::HealthChecks
+    }
+}
+
+/// Kinds of the source product refused with a reason.
+const KINDS_LATER: &[(&str, &str)] = &[
+    ("compute#backendService", BACKEND_SERVICES),
+    ("compute#healthCheck", NEWER_CHECKS),
+    ("compute#httpsHealthCheck", HTTPS_CHECKS),
+];
+
+fn valid_kinds() -> String {
+    Section::ALL
+        .iter()
+        .map(|s| s.kind())
+        .collect::<Vec<_>>()
+        .join(", ")
+        + ", or their lists (`...List`, `...AggregatedList`)"
+}
+
+/// The value of `key` in a mapping node, without checking the mapping.
+fn map_get<'n>(node: &'n Node, key: &str) -> Option<&'n Node> {
+    match &node.value {
+        Value::Map(entries) => entries
+            .iter()
+            .find(|(k, _)| k.scalar() == Some(key))
+            .map(|(_, v)| v),
+        _ => None,
+    }
+}
+
+/// Reads every document of a file into one configuration.
+struct Loader<'a> {
+    r: Reader<'a>,
+    config: Config,
+    /// Next index of each section, counted over the whole file: `forwardingRules[3]` is the
+    /// file's fourth forwarding rule, whichever document and form it came from.
+    next: [usize; 5],
+    /// Where the `nic` section was, once read.
+    nic_at: Option<Pos>,
+}
+
+impl Loader<'_> {
+    fn document(&mut self, doc: &Node) {
+        match &doc.value {
+            _ if doc.is_null() => {}
+            // A JSON array (`gcloud ... list --format=json`) or a YAML list of resources.
+            Value::Seq(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    match map_get(item, "kind").and_then(Node::scalar) {
+                        Some(_) => self.kind_document(item),
+                        None => self.r.err(
+                            item.pos,
+                            &format!("[{i}]"),
+                            "a resource in a list needs its `kind`",
+                            Some(valid_kinds()),
+                        ),
+                    }
+                }
+            }
+            Value::Map(_) if map_get(doc, "kind").is_some() => self.kind_document(doc),
+            Value::Map(_) => self.sections(doc),
+            Value::Scalar { .. } => self.r.err(
+                doc.pos,
+                "",
+                format!("expected a mapping, found {}", doc.kind()),
+                Some("a configuration (`forwardingRules:`, `targetPools:`, ...) or a Compute Engine resource with its `kind`".into()),
+            ),
+        }
+    }
+
+    /// A document of our own form: top-level sections.
+    fn sections(&mut self, doc: &Node) {
+        let Some(top) = self.r.object(doc, "", TOP, TOP_LATER) else {
+            return;
+        };
+        if let Some(n) = top.get("nic") {
+            match self.nic_at {
+                Some(first) => self.r.err(
+                    n.pos,
+                    "nic",
+                    format!("`nic` given twice (also at line {})", first.line),
+                    Some("one `nic` section in the file".into()),
+                ),
+                None => {
+                    self.nic_at = Some(n.pos);
+                    self.config.nic = read_nic(&mut self.r, Some(n));
+                }
+            }
+        }
+        for s in Section::ALL {
+            let items = self.r.list(top.get(s.field()), s.field());
+            for item in items {
+                self.resource(s, item);
+            }
+        }
+    }
+
+    /// A document with a `kind`: one resource, or a list of them.
+    fn kind_document(&mut self, doc: &Node) {
+        let Some(kind_node) = map_get(doc, "kind") else {
+            return;
+        };
+        let Some(kind) = self.r.scalar(kind_node, "kind") else {
+            return;
+        };
+        if let Some(s) = Section::ALL.iter().find(|s| s.kind() == kind) {
+            return self.resource(*s, doc);
+        }
+        if let Some(s) = Section::ALL
+            .iter()
+            .find(|s| kind.strip_suffix("List") == Some(s.kind()))
+        {
+            return self.list_document(*s, doc, false);
+        }
+        if let Some(s) = Section::ALL
+            .iter()
+            .find(|s| s.aggregated() && kind.strip_suffix("AggregatedList") == Some(s.kind()))
+        {
+            return self.list_document(*s, doc, true);
+        }
+        let base = kind
+            .strip_suffix("AggregatedList")
+            .or_else(|| kind.strip_suffix("List"))
+            .unwrap_or(kind);
+        let msg = if let Some((_, why)) = KINDS_LATER.iter().find(|(k, _)| *k == base) {
+            format!("`{kind}`: {why}")
+        } else if !kind.starts_with("compute#") {
+            format!(
+                "`kind: {kind}` is not supported yet: Kubernetes manifests (SPEC R7) come later"
+            )
+        } else {
+            format!("`{kind}` is not a resource of the target-pool load balancer")
+        };
+        self.r.err(kind_node.pos, "kind", msg, Some(valid_kinds()));
+    }
+
+    /// A REST list (`compute#targetPoolList`: `items: [...]`) or aggregated list
+    /// (`items: {regions/R: {targetPools: [...]}}`).
+    fn list_document(&mut self, s: Section, doc: &Node, aggregated: bool) {
+        let Some(o) = self.r.object_with(
+            doc,
+            "",
+            &["kind", "items", "nextPageToken", "unreachables", "warning"],
+            &["id", "selfLink"],
+            &[],
+        ) else {
+            return;
+        };
+        if let Some(n) = o.get("nextPageToken") {
+            if n.scalar() != Some("") {
+                self.r.err(
+                    n.pos,
+                    "nextPageToken",
+                    "this is one page of a longer list: the resources of the other pages are missing",
+                    Some("every page, or the list as `gcloud ... list` prints it".into()),
+                );
+            }
+        }
+        if let Some(n) = o.get("unreachables") {
+            if !matches!(&n.value, Value::Seq(v) if v.is_empty()) {
+                self.r.err(
+                    n.pos,
+                    "unreachables",
+                    "some regions or zones could not be listed: their resources are missing",
+                    Some("a list made when every scope answered".into()),
+                );
+            }
+        }
+        let Some(items) = o.get("items") else {
+            return;
+        };
+        if !aggregated {
+            for item in self.r.list(Some(items), "items") {
+                self.resource(s, item);
+            }
+            return;
+        }
+        let Value::Map(scopes) = &items.value else {
+            self.r.err(
+                items.pos,
+                "items",
+                format!(
+                    "expected a mapping of regions or zones, found {}",
+                    items.kind()
+                ),
+                None,
+            );
+            return;
+        };
+        for (scope, v) in scopes {
+            let path = format!("items.{}", scope.scalar().unwrap_or("?"));
+            if let Some(so) = self.r.object(v, &path, &[s.field(), "warning"], &[]) {
+                let list_path = so.path(s.field());
+                for item in self.r.list(so.get(s.field()), &list_path) {
+                    self.resource(s, item);
+                }
+            }
+        }
+    }
+
+    /// One object of section `s`, in our form or as a Compute Engine resource.
+    fn resource(&mut self, s: Section, node: &Node) {
+        let index = self.next[s as usize];
+        self.next[s as usize] += 1;
+        let path = format!("{}[{index}]", s.field());
+        if node.is_null() {
+            self.r
+                .err(node.pos, &path, "expected a mapping, found null", None);
+            return;
+        }
+        let kind = map_get(node, "kind");
+        if let Some(k) = kind {
+            if let Some(text) = k.scalar() {
+                if text != s.kind() {
+                    self.r.err(
+                        k.pos,
+                        &format!("{path}.kind"),
+                        format!("`{text}` does not belong in `{}`", s.field()),
+                        Some(s.kind().into()),
+                    );
+                    return;
+                }
+            }
+        }
+        let r = &mut self.r;
+        let c = &mut self.config;
+        match s {
+            Section::Rules => {
+                if let Some(o) = r.object_with(node, &path, RULE, RULE_IGNORED, RULE_LATER) {
+                    c.forwarding_rules.extend(read_rule(r, &o, index));
+                }
+            }
+            Section::Pools => {
+                if let Some(o) = r.object_with(node, &path, POOL, OUTPUT_ONLY, POOL_LATER) {
+                    c.target_pools.extend(read_pool(r, &o, index));
+                }
+            }
+            Section::TargetInstances => {
+                if let Some(o) = r.object_with(
+                    node,
+                    &path,
+                    TARGET_INSTANCE,
+                    OUTPUT_ONLY,
+                    TARGET_INSTANCE_LATER,
+                ) {
+                    c.target_instances
+                        .extend(read_target_instance(r, &o, index));
+                }
+            }
+            Section::Instances => {
+                // A Compute Engine instance says so by its `kind` or its network interfaces.
+                let gce = kind.is_some() || map_get(node, "networkInterfaces").is_some();
+                let (known, ignored, read): (_, _, fn(&mut Reader, &Obj, usize) -> _) = if gce {
+                    (GCE_INSTANCE, GCE_INSTANCE_IGNORED, read_gce_instance)
+                } else {
+                    (INSTANCE, OUTPUT_ONLY, read_instance)
+                };
+                if let Some(o) = r.object_with(node, &path, known, ignored, INSTANCE_LATER) {
+                    c.instances.extend(read(r, &o, index));
+                }
+            }
+            Section::HealthChecks => {
+                if let Some(o) = r.object_with(node, &path, HEALTH_CHECK, OUTPUT_ONLY, &[]) {
+                    c.http_health_checks.extend(read_health_check(r, &o, index));
+                }
+            }
+        }
+    }
 }
 
 /// Parses a configuration text. The returned [`Config`] holds everything that could be read
 /// (objects with errors are left out); the diagnostics hold every problem, sorted.
+///
+/// The text is YAML or JSON: one document of our form (top-level sections), Compute Engine
+/// resources as `gcloud ... describe` or the REST API print them (each with its `kind`), lists
+/// of them (a JSON array, `compute#...List`, `compute#...AggregatedList`), or a YAML stream of
+/// any of these separated by `---`; all documents merge into one configuration.
 pub fn parse_config(file: &str, text: &str) -> (Config, Diagnostics) {
     let mut config = Config {
         file: file.to_string(),
         ..Config::default()
     };
-    let doc = match tree::parse(file, text) {
+    let docs = match tree::parse_stream(file, text) {
         Ok(d) => d,
         Err(d) => return (config, d),
     };
-    let mut r = Reader::new(file);
-    if let Some(top) = r.object(&doc, "", TOP, TOP_LATER) {
-        config.nic = read_nic(&mut r, top.get("nic"));
-        config.forwarding_rules =
-            read_list(&mut r, &top, "forwardingRules", RULE, RULE_LATER, read_rule);
-        config.target_pools = read_list(&mut r, &top, "targetPools", POOL, POOL_LATER, read_pool);
-        config.target_instances = read_list(
-            &mut r,
-            &top,
-            "targetInstances",
-            TARGET_INSTANCE,
-            &[],
-            read_target_instance,
-        );
-        config.instances = read_list(
-            &mut r,
-            &top,
-            "instances",
-            INSTANCE,
-            INSTANCE_LATER,
-            read_instance,
-        );
-        config.http_health_checks = read_list(
-            &mut r,
-            &top,
-            "httpHealthChecks",
-            HEALTH_CHECK,
-            &[],
-            read_health_check,
-        );
-    } else if doc.is_null() {
-        // An empty file is an empty configuration.
+    let mut loader = Loader {
+        r: Reader::new(file),
+        config,
+        next: [0; 5],
+        nic_at: None,
+    };
+    for doc in &docs {
+        loader.document(doc);
     }
-    let mut diags = r.diags;
+    config = loader.config;
+    let mut diags = loader.r.diags;
     diags.extend(check(&config));
     diags.sort();
     (config, diags)
@@ -990,15 +1697,36 @@ pub fn check(c: &Config) -> Diagnostics {
     };
 
     for r in &c.forwarding_rules {
-        if !pools.contains_key(r.target.name.as_str()) && !tis.contains_key(r.target.name.as_str())
-        {
-            dangling(
+        let name = r.target.name.as_str();
+        let (is_pool, is_ti) = (pools.contains_key(name), tis.contains_key(name));
+        let path = format!("forwardingRules[{}].target", r.loc.index);
+        // A path or URL says which of the two it names; a short name may be either.
+        match r.target.collection {
+            Some("targetPools") if !is_pool => {
+                let what = if is_ti {
+                    "target pool (it is a target instance)"
+                } else {
+                    "target pool"
+                };
+                dangling(&mut d, what, &r.target, path, &pool_names());
+            }
+            Some("targetInstances") if !is_ti => {
+                let what = if is_pool {
+                    "target instance (it is a target pool)"
+                } else {
+                    "target instance"
+                };
+                let ti_names = names(tis.keys().copied().collect());
+                dangling(&mut d, what, &r.target, path, &ti_names);
+            }
+            None if !is_pool && !is_ti => dangling(
                 &mut d,
                 "target pool or target instance",
                 &r.target,
-                format!("forwardingRules[{}].target", r.loc.index),
+                path,
                 &target_names(),
-            );
+            ),
+            _ => {}
         }
     }
     for p in &c.target_pools {
@@ -1118,16 +1846,25 @@ pub fn check(c: &Config) -> Diagnostics {
     for ((vip, proto), rules) in &by_vip {
         for (i, b) in rules.iter().enumerate() {
             for a in &rules[..i] {
-                if a.port_range.overlaps(&b.port_range) {
+                let clash = b.port_ranges.iter().find_map(|pb| {
+                    a.port_ranges
+                        .iter()
+                        .find(|pa| pa.overlaps(pb))
+                        .map(|pa| (pa, pb))
+                });
+                if let Some((pa, pb)) = clash {
+                    let field = if b.loc.fields.iter().any(|(n, _)| *n == "ports") {
+                        "ports"
+                    } else {
+                        "portRange"
+                    };
                     d.push(
                         f,
-                        b.loc.field("portRange"),
-                        format!("forwardingRules[{}].portRange", b.loc.index),
+                        b.loc.field(field),
+                        format!("forwardingRules[{}].{field}", b.loc.index),
                         format!(
-                            "{} of rule `{}` overlaps {} of rule `{}` (forwardingRules[{}], line {}) on {vip} {}",
-                            b.port_range,
+                            "{pb} of rule `{}` overlaps {pa} of rule `{}` (forwardingRules[{}], line {}) on {vip} {}",
                             b.name,
-                            a.port_range,
                             a.name,
                             a.loc.index,
                             a.loc.pos.line,
@@ -1139,6 +1876,8 @@ pub fn check(c: &Config) -> Diagnostics {
             }
         }
     }
+
+    check_locations(&mut d, c, &pools, &tis, &instances);
 
     // Delivery: encapsulation carries a packet in an outer header of the backend's family, and
     // the pipeline uses an outer header of the VIP's family (IPv4 in IPv4, IPv6 in IPv6).
@@ -1222,7 +1961,7 @@ pub fn check(c: &Config) -> Diagnostics {
                     "instance `{}` has no `mac`, which L2_DSR delivery needs",
                     inst.name
                 ),
-                Some("a `mac` on the instance, or IPIP/GUE delivery".into()),
+                Some("a `mac` on the instance (Google Cloud does not print one: add it), or `delivery: IPIP` or `GUE` on the pool with `nic.nextHopMac`".into()),
             );
         } else if c.nic.next_hop_mac.is_none() {
             d.push(
@@ -1300,6 +2039,243 @@ pub fn check(c: &Config) -> Diagnostics {
         }
     }
     d
+}
+
+/// Where an object is, as a description for messages: its scope and "target pool `p` is in
+/// region R (targetPools[0], line 9)".
+type Located = (Scope, String);
+
+fn zone_text(zone: &str) -> String {
+    match region_of_zone(zone) {
+        Some(r) => format!("zone {zone} (region {r})"),
+        None => format!("zone {zone}"),
+    }
+}
+
+/// Regions and zones of one load balancer (SPEC R1: a target pool's instances are in its
+/// region; a target instance's instance is in its zone): a rule, its target, the target's
+/// backup pool and the instances must agree wherever both sides say where they are. A reference
+/// written as a path or URL must also agree with the object it names.
+fn check_locations(
+    d: &mut Diagnostics,
+    c: &Config,
+    pools: &HashMap<&str, &TargetPool>,
+    tis: &HashMap<&str, &TargetInstance>,
+    instances: &HashMap<&str, &Instance>,
+) {
+    let f = c.file.as_str();
+    let valid = || {
+        Some(
+            "one region for the forwarding rules, target pools and instances of a load balancer"
+                .to_string(),
+        )
+    };
+    let instance_at = |i: &Instance| -> Option<Located> {
+        (!i.zone.is_empty()).then(|| {
+            (
+                Scope::Zone(i.zone.clone()),
+                format!(
+                    "instance `{}` is in {} (instances[{}], line {})",
+                    i.name,
+                    zone_text(&i.zone),
+                    i.loc.index,
+                    i.loc.pos.line
+                ),
+            )
+        })
+    };
+    // A pool is where its `region` says, or else where its first member with a zone is.
+    let pool_at = |p: &TargetPool| -> Option<Located> {
+        if !p.region.is_empty() {
+            return Some((
+                Scope::Region(p.region.clone()),
+                format!(
+                    "target pool `{}` is in region {} (targetPools[{}], line {})",
+                    p.name, p.region, p.loc.index, p.loc.pos.line
+                ),
+            ));
+        }
+        p.instances.iter().find_map(|m| {
+            let i = instances.get(m.name.as_str())?;
+            let (scope, _) = instance_at(i)?;
+            scope.region()?;
+            Some((
+                scope,
+                format!(
+                    "target pool `{}` has instance `{}` in {} (line {})",
+                    p.name,
+                    i.name,
+                    zone_text(&i.zone),
+                    i.loc.pos.line
+                ),
+            ))
+        })
+    };
+    let ti_at = |t: &TargetInstance| -> Option<Located> {
+        if !t.zone.is_empty() {
+            return Some((
+                Scope::Zone(t.zone.clone()),
+                format!(
+                    "target instance `{}` is in {} (targetInstances[{}], line {})",
+                    t.name,
+                    zone_text(&t.zone),
+                    t.loc.index,
+                    t.loc.pos.line
+                ),
+            ));
+        }
+        instances
+            .get(t.instance.name.as_str())
+            .and_then(|i| instance_at(i))
+    };
+    // One reference from an object `from` (where it is, if known) to an object at `to`.
+    let reference = |d: &mut Diagnostics,
+                     m: &Ref,
+                     path: String,
+                     from: Option<&Located>,
+                     to: Option<Located>| {
+        if let (Some(written), Some((at, desc))) = (&m.scope, &to) {
+            let contradicts = match (written, at) {
+                (Scope::Zone(a), Scope::Zone(b)) => a != b,
+                _ => written
+                    .region()
+                    .zip(at.region())
+                    .is_some_and(|(a, b)| a != b),
+            };
+            if contradicts {
+                d.push(
+                    f,
+                    m.pos,
+                    path,
+                    format!("the reference names {written}, but {desc}"),
+                    Some(format!(
+                        "the {} the object is in",
+                        if matches!(at, Scope::Zone(_)) {
+                            "zone"
+                        } else {
+                            "region"
+                        }
+                    )),
+                );
+                return;
+            }
+        }
+        let to_region = to
+            .as_ref()
+            .and_then(|(s, _)| s.region().map(str::to_string))
+            .or_else(|| {
+                m.scope
+                    .as_ref()
+                    .and_then(|s| s.region().map(str::to_string))
+            });
+        let to_desc = to.map(|(_, desc)| desc).unwrap_or_else(|| {
+            format!(
+                "the reference names {}",
+                m.scope.as_ref().map_or(String::new(), |s| s.to_string())
+            )
+        });
+        if let (Some((from_scope, from_desc)), Some(to_region)) = (from, to_region) {
+            if from_scope.region().is_some_and(|r| r != to_region) {
+                d.push(
+                    f,
+                    m.pos,
+                    path,
+                    format!("{to_desc}, but {from_desc}"),
+                    valid(),
+                );
+            }
+        }
+    };
+
+    for r in &c.forwarding_rules {
+        let from = (!r.region.is_empty()).then(|| {
+            (
+                Scope::Region(r.region.clone()),
+                format!(
+                    "forwarding rule `{}` is in region {} (forwardingRules[{}], line {})",
+                    r.name, r.region, r.loc.index, r.loc.pos.line
+                ),
+            )
+        });
+        let name = r.target.name.as_str();
+        let to = match (pools.get(name), tis.get(name)) {
+            (Some(p), _) if r.target.collection != Some("targetInstances") => pool_at(p),
+            (_, Some(t)) if r.target.collection != Some("targetPools") => ti_at(t),
+            _ => continue,
+        };
+        reference(
+            d,
+            &r.target,
+            format!("forwardingRules[{}].target", r.loc.index),
+            from.as_ref(),
+            to,
+        );
+    }
+    for p in &c.target_pools {
+        let here = pool_at(p);
+        for (i, m) in p.instances.iter().enumerate() {
+            if let Some(inst) = instances.get(m.name.as_str()) {
+                reference(
+                    d,
+                    m,
+                    format!("targetPools[{}].instances[{i}]", p.loc.index),
+                    here.as_ref(),
+                    instance_at(inst),
+                );
+            }
+        }
+        if let Some(b) = &p.backup_pool {
+            if let Some(bp) = pools.get(b.name.as_str()).filter(|bp| bp.name != p.name) {
+                reference(
+                    d,
+                    b,
+                    format!("targetPools[{}].backupPool", p.loc.index),
+                    here.as_ref(),
+                    pool_at(bp),
+                );
+            }
+        }
+    }
+    for t in &c.target_instances {
+        let Some(inst) = instances.get(t.instance.name.as_str()) else {
+            continue;
+        };
+        let path = format!("targetInstances[{}].instance", t.loc.index);
+        // A target instance serves an instance of its own zone.
+        if !t.zone.is_empty() && !inst.zone.is_empty() && t.zone != inst.zone {
+            d.push(
+                f,
+                t.instance.pos,
+                path,
+                format!(
+                    "instance `{}` is in {} (instances[{}], line {}), but target instance `{}` is in {}",
+                    inst.name,
+                    zone_text(&inst.zone),
+                    inst.loc.index,
+                    inst.loc.pos.line,
+                    t.name,
+                    zone_text(&t.zone)
+                ),
+                Some("the target instance's own zone".into()),
+            );
+        } else {
+            reference(d, &t.instance, path, None, instance_at(inst));
+        }
+        // Packets go to nic0; a target instance forwarding to another network's interface
+        // would be delivered elsewhere than the user asked.
+        if !t.network.is_empty() && !inst.network.is_empty() && t.network != inst.network {
+            d.push(
+                f,
+                t.loc.field("network"),
+                format!("targetInstances[{}].network", t.loc.index),
+                format!(
+                    "target instance `{}` forwards to network `{}`, but instance `{}`'s nic0 is on network `{}`: only nic0 is served",
+                    t.name, t.network, inst.name, inst.network
+                ),
+                Some(format!("`{}`, or leave `network` out", inst.network)),
+            );
+        }
+    }
 }
 
 #[cfg(test)]

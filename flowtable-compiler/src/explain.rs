@@ -199,12 +199,26 @@ pub fn explain(tables: &Tables, nic: &NicSettings, symbols: &Symbols, flow: &Flo
     e.vip_index = Some(index);
     let v = tables.vip[index as usize];
     let valid: Vec<_> = v.slot.iter().filter(|s| s.valid).collect();
+    // "3 rules", or "3 port ranges of 2 rules" when a rule with `ports` holds several slots.
+    let held = {
+        let mut rules: Vec<u16> = valid.iter().map(|s| s.rule).collect();
+        rules.sort_unstable();
+        rules.dedup();
+        if rules.len() == valid.len() {
+            format!("{} rules", valid.len())
+        } else {
+            let of = match rules.len() {
+                1 => "1 rule".to_string(),
+                n => format!("{n} rules"),
+            };
+            format!("{} port ranges of {of}", valid.len())
+        }
+    };
     let slot = if flow.fragment == Fragment::Later {
         if valid.len() != 1 {
             e.steps.push(format!(
-                "VIP entry {index} (bucket {bucket}, way {}) has {} rules for {}; a later fragment carries no port",
+                "VIP entry {index} (bucket {bucket}, way {}) has {held} for {}; a later fragment carries no port",
                 index % ways,
-                valid.len(),
                 proto_name(flow.protocol)
             ));
             return finish(
@@ -237,13 +251,29 @@ pub fn explain(tables: &Tables, nic: &NicSettings, symbols: &Symbols, flow: &Flo
     let rule_name = symbols.rule(rule).unwrap_or("?").to_string();
     e.rule = Some(rule_name.clone());
     e.rule_id = Some(rule);
-    let ports = if (slot.port_lo, slot.port_hi) == (0, 65535) {
+    let range = |lo: u16, hi: u16| {
+        if lo == hi {
+            lo.to_string()
+        } else {
+            format!("{lo}-{hi}")
+        }
+    };
+    let mut ports = if (slot.port_lo, slot.port_hi) == (0, 65535) {
         "all ports".to_string()
     } else if slot.port_lo == slot.port_hi {
         format!("port {}", slot.port_lo)
     } else {
         format!("ports {}-{}", slot.port_lo, slot.port_hi)
     };
+    // A rule with `ports` holds one slot per port (adjacent ones merged): name them all.
+    let own: Vec<String> = valid
+        .iter()
+        .filter(|s| s.rule == slot.rule)
+        .map(|s| range(s.port_lo, s.port_hi))
+        .collect();
+    if own.len() > 1 {
+        ports = format!("{ports} (the rule's ports {})", own.join(", "));
+    }
     e.steps.push(format!(
         "rule {rule_name} (id {rule}): {} {} {ports}; VIP table bucket {bucket}, way {}",
         u128_to_addr(v.addr),
@@ -298,8 +328,7 @@ pub fn explain(tables: &Tables, nic: &NicSettings, symbols: &Symbols, flow: &Flo
             Verdict::Punt,
             Reason::FragmentNeedsState,
             format!(
-                "a first fragment on a VIP with {} rules for {}: punted with its rule so the host sends the later fragments the same way (SPEC R4.3)",
-                valid.len(),
+                "a first fragment on a VIP with {held} for {}: punted with its rule so the host sends the later fragments the same way (SPEC R4.3)",
                 proto_name(flow.protocol)
             ),
         );

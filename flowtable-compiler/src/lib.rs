@@ -16,8 +16,9 @@
 //!
 //! The public API, in the order a caller meets it:
 //!
-//! - [`load_config`] / [`parse_config`]: read and validate a file (YAML or JSON) into a
-//!   [`Config`]; [`compile_file`] does that and [`compile()`] in one go, reporting syntax,
+//! - [`load_config`] / [`parse_config`]: read and validate a file (YAML or JSON: our own
+//!   sections, or resources pasted from `gcloud ... describe`/`list` and the REST API, in one
+//!   or several documents) into a [`Config`]; [`compile_file`] does that and [`compile()`] in one go, reporting syntax,
 //!   schema, relation and capacity problems together.
 //! - [`HealthState`]: which backends are healthy, with probe weights (`--health FILE`).
 //! - [`compile()`] with [`CompileOptions`] (the capacity profile) → [`Compiled`]: one
@@ -44,6 +45,7 @@ pub mod health;
 pub mod image;
 pub mod maglev;
 pub mod model;
+mod resource;
 pub mod symbols;
 mod tree;
 

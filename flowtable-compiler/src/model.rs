@@ -34,13 +34,73 @@ impl Loc {
     }
 }
 
-/// A reference to another object by name, with where it was written.
+/// A reference to another object by name, with where it was written. It may have been written
+/// as a short name, a partial path (`zones/Z/instances/I`) or a full resource URL; only the
+/// name identifies the object, the rest is checked against it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Ref {
     /// The name referred to.
     pub name: String,
     /// Where the reference was written.
     pub pos: Pos,
+    /// The collection a path or URL named (`targetPools`, `instances`, ...); `None` for a
+    /// short name.
+    pub collection: Option<&'static str>,
+    /// The region or zone a path or URL named.
+    pub scope: Option<Scope>,
+}
+
+impl Ref {
+    /// A reference by short name.
+    pub fn named(name: &str, pos: Pos) -> Ref {
+        Ref {
+            name: name.to_string(),
+            pos,
+            collection: None,
+            scope: None,
+        }
+    }
+}
+
+/// Where a resource lives, as its path or URL says (`global/`, `regions/R/`, `zones/Z/`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Scope {
+    /// Global resources (legacy HTTP health checks).
+    Global,
+    /// A region, such as `us-central1`.
+    Region(String),
+    /// A zone, such as `us-central1-a`.
+    Zone(String),
+}
+
+impl Scope {
+    /// The region this scope lies in, when it names one.
+    pub fn region(&self) -> Option<&str> {
+        match self {
+            Scope::Global => None,
+            Scope::Region(r) => Some(r),
+            Scope::Zone(z) => region_of_zone(z),
+        }
+    }
+}
+
+impl fmt::Display for Scope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Scope::Global => write!(f, "global"),
+            Scope::Region(r) => write!(f, "region {r}"),
+            Scope::Zone(z) => write!(f, "zone {z}"),
+        }
+    }
+}
+
+/// The region of a zone: the zone without its last `-x` suffix (`us-central1-a` →
+/// `us-central1`). A zone name without `-` names no region.
+pub fn region_of_zone(zone: &str) -> Option<&str> {
+    match zone.rsplit_once('-') {
+        Some((region, suffix)) if !region.is_empty() && !suffix.is_empty() => Some(region),
+        _ => None,
+    }
 }
 
 /// IP protocol of a forwarding rule.
@@ -305,8 +365,11 @@ pub struct ForwardingRule {
     pub ip_address: IpAddr,
     /// `TCP` or `UDP`.
     pub ip_protocol: Protocol,
-    /// Destination ports; [`PortRange::ALL`] when absent.
-    pub port_range: PortRange,
+    /// Destination ports, sorted and disjoint: the one `portRange`, the `ports` (adjacent ones
+    /// merged into one range), or [`PortRange::ALL`] when neither is given. Never empty.
+    pub port_ranges: Vec<PortRange>,
+    /// Region (empty when not given): checked against the target's.
+    pub region: String,
     /// A target pool or a target instance.
     pub target: Ref,
     /// Source allow-list (SPEC R9); empty = everyone.
@@ -320,7 +383,7 @@ pub struct ForwardingRule {
 pub struct TargetPool {
     /// Unique name among pools and target instances.
     pub name: String,
-    /// Region (informational).
+    /// Region (empty when not given): its instances and rules must be in it.
     pub region: String,
     /// Member instances.
     pub instances: Vec<Ref>,
@@ -355,10 +418,13 @@ impl TargetPool {
 pub struct TargetInstance {
     /// Unique name among pools and target instances.
     pub name: String,
-    /// Zone (informational).
+    /// Zone (empty when not given): its instance must be in it.
     pub zone: String,
     /// The instance.
     pub instance: Ref,
+    /// The network (name) the target instance forwards to, when given: it must be the
+    /// instance's nic0 network, the interface packets are delivered to.
+    pub network: String,
     /// How packets reach it.
     pub delivery: Delivery,
     /// Connection idle timeout, seconds.
@@ -372,10 +438,13 @@ pub struct TargetInstance {
 pub struct Instance {
     /// Unique name.
     pub name: String,
-    /// Address packets are delivered to.
+    /// Address packets are delivered to (`networkInterfaces[0].networkIP`, nic0, when written
+    /// as a Compute Engine instance).
     pub ip: IpAddr,
-    /// Zone (informational).
+    /// Zone (empty when not given); its region is the zone without the last `-x`.
     pub zone: String,
+    /// The network (name) of nic0, when written as a Compute Engine instance.
+    pub network: String,
     /// MAC for L2 delivery (or the next hop for IPIP/GUE).
     pub mac: Option<u64>,
     /// Share of new connections relative to the pool's other members (0..=1000, default 1).
@@ -437,7 +506,8 @@ pub fn format_mac(mac: u64) -> String {
 
 impl Config {
     /// A text that is identical for identical configurations, whatever the order of the lists
-    /// in the file and wherever things were written: the input of the config digest.
+    /// and documents in the file, wherever things were written and whichever form a reference
+    /// took (name, path or URL): the input of the config digest.
     pub fn canonical_text(&self) -> String {
         use std::fmt::Write;
         let mut s = String::new();
@@ -469,13 +539,17 @@ impl Config {
         for r in &self.forwarding_rules {
             let mut src: Vec<String> = r.source_ranges.iter().map(|p| p.to_string()).collect();
             src.sort();
+            let ports: Vec<String> = r
+                .port_ranges
+                .iter()
+                .map(|p| format!("{}-{}", p.lo, p.hi))
+                .collect();
             lines.push(format!(
-                "rule {:?} {} {} {}-{} -> {:?} src={}",
+                "rule {:?} {} {} {} -> {:?} src={}",
                 r.name,
                 r.ip_address,
                 r.ip_protocol.name(),
-                r.port_range.lo,
-                r.port_range.hi,
+                ports.join(","),
                 r.target.name,
                 src.join(",")
             ));
@@ -601,5 +675,20 @@ mod tests {
         assert!(any.contains("203.0.113.9".parse().unwrap()));
         assert!(!any.contains("2001:db8::1".parse().unwrap()));
         assert_eq!(format_mac(0x0200_0000_00ab), "02:00:00:00:00:ab");
+    }
+
+    #[test]
+    fn region_of_zone_hand_worked() {
+        assert_eq!(region_of_zone("us-central1-a"), Some("us-central1"));
+        assert_eq!(region_of_zone("europe-west1-b"), Some("europe-west1"));
+        assert_eq!(region_of_zone("lab-a"), Some("lab"));
+        assert_eq!(region_of_zone("z"), None);
+        assert_eq!(region_of_zone("-a"), None);
+        assert_eq!(region_of_zone("us-"), None);
+        assert_eq!(
+            Scope::Zone("asia-east1-c".into()).region(),
+            Some("asia-east1")
+        );
+        assert_eq!(Scope::Global.region(), None);
     }
 }

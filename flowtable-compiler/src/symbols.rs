@@ -138,28 +138,36 @@ impl Symbols {
 
         let mut by_match: HashMap<(u128, u8, u16, u16), &str> = HashMap::new();
         for r in &config.forwarding_rules {
-            by_match.insert(
-                (
-                    addr_to_u128(r.ip_address),
-                    r.ip_protocol.number(),
-                    r.port_range.lo,
-                    r.port_range.hi,
-                ),
-                &r.name,
-            );
+            for range in &r.port_ranges {
+                by_match.insert(
+                    (
+                        addr_to_u128(r.ip_address),
+                        r.ip_protocol.number(),
+                        range.lo,
+                        range.hi,
+                    ),
+                    &r.name,
+                );
+            }
         }
         let mut named_rules: Vec<&str> = Vec::new();
         for v in tables.vip.iter().filter(|v| v.valid) {
             for slot in v.slot.iter().filter(|s| s.valid) {
+                // A rule with several port ranges has several slots naming one id; a slot
+                // that matches no rule of the configuration holds the id unless another of
+                // the id's slots names a rule.
                 let id = usize::from(slot.rule);
+                let current = symbols.rules.get(id).cloned().unwrap_or_default();
                 let name = by_match
                     .get(&(v.addr, v.protocol, slot.port_lo, slot.port_hi))
                     .copied()
                     .filter(|n| !named_rules.contains(n))
                     .unwrap_or(HELD);
-                if !symbols.rules.get(id).is_some_and(|n| !n.is_empty()) {
+                if current.is_empty() || (current == HELD && name != HELD) {
                     set(&mut symbols.rules, id, name);
-                    named_rules.push(name);
+                    if name != HELD {
+                        named_rules.push(name);
+                    }
                 }
             }
         }

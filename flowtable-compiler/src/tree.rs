@@ -168,26 +168,71 @@ impl MarkedEventReceiver for Builder {
     }
 }
 
-/// Whether a file is to be read as JSON: by its name, or by its first character.
+/// Whether a file is to be read as JSON: by its name, or by its first character (`{`, or `[`
+/// for the array `gcloud ... list --format=json` prints).
 fn looks_like_json(file: &str, text: &str) -> bool {
-    file.to_ascii_lowercase().ends_with(".json") || text.trim_start().starts_with('{')
+    file.to_ascii_lowercase().ends_with(".json") || text.trim_start().starts_with(['{', '['])
 }
 
-/// Parses a YAML or JSON document. An empty document is an empty mapping.
+/// Parses a YAML or JSON document. An empty document is an empty mapping; a YAML stream of
+/// several documents is refused (see [`parse_stream`]).
 pub(crate) fn parse(file: &str, text: &str) -> Result<Node, Diagnostics> {
+    let mut docs = parse_stream(file, text)?;
+    if docs.len() > 1 {
+        let mut diags = Diagnostics::new();
+        diags.push(
+            file,
+            docs[1].pos,
+            "",
+            "the file holds several YAML documents; put everything in one",
+            None,
+        );
+        return Err(diags);
+    }
+    Ok(docs.pop().unwrap_or(Node {
+        value: Value::Map(Vec::new()),
+        pos: Pos::new(1, 1),
+    }))
+}
+
+/// Parses a YAML stream (one or more documents, as several `gcloud ... describe` outputs
+/// concatenated with `---`) or a JSON value, keeping positions in the coordinates of the whole
+/// file. An empty file is no document at all.
+pub(crate) fn parse_stream(file: &str, text: &str) -> Result<Vec<Node>, Diagnostics> {
     let mut diags = Diagnostics::new();
     if looks_like_json(file, text) {
         if let Err(e) = serde_json::from_str::<serde_json::Value>(text) {
+            let msg = strip_json_position(&e.to_string());
+            let trailing = msg.starts_with("trailing characters");
+            // A YAML stream whose first document is JSON (JSON is YAML) reads as YAML.
+            if trailing && !file.to_ascii_lowercase().ends_with(".json") {
+                if let Ok(docs) = parse_yaml(file, text) {
+                    return Ok(docs);
+                }
+            }
+            let msg = if trailing {
+                "invalid JSON: a second value follows the first; put several resources in one \
+                 array `[...]`, or write YAML documents separated by `---`"
+                    .to_string()
+            } else {
+                format!("invalid JSON: {msg}")
+            };
             diags.push(
                 file,
                 Pos::new(e.line() as u32, e.column() as u32),
                 "",
-                format!("invalid JSON: {}", strip_json_position(&e.to_string())),
+                msg,
                 None,
             );
             return Err(diags);
         }
     }
+    parse_yaml(file, text)
+}
+
+/// The YAML 1.2 reading of [`parse_stream`].
+fn parse_yaml(file: &str, text: &str) -> Result<Vec<Node>, Diagnostics> {
+    let mut diags = Diagnostics::new();
     let mut b = Builder {
         stack: Vec::new(),
         anchors: HashMap::new(),
@@ -211,21 +256,7 @@ pub(crate) fn parse(file: &str, text: &str) -> Result<Node, Diagnostics> {
         diags.push(file, pos, "", format!("invalid YAML: {msg}"), None);
         return Err(diags);
     }
-    if b.docs.len() > 1 {
-        let pos = b.docs[1].pos;
-        diags.push(
-            file,
-            pos,
-            "",
-            "the file holds several YAML documents; put everything in one",
-            None,
-        );
-        return Err(diags);
-    }
-    Ok(b.docs.pop().unwrap_or(Node {
-        value: Value::Map(Vec::new()),
-        pos: Pos::new(1, 1),
-    }))
+    Ok(b.docs)
 }
 
 fn strip_json_position(msg: &str) -> String {
@@ -272,6 +303,35 @@ mod tests {
     fn yaml_syntax_error_has_position() {
         let err = parse("t.yaml", "a: [1, 2\nb: 3\n").unwrap_err();
         assert!(err.to_string().starts_with("t.yaml:"), "{err}");
+    }
+
+    #[test]
+    fn stream_positions_count_lines_of_the_whole_file() {
+        let docs = parse_stream(
+            "t.yaml",
+            "a: 1\n---\nb: 2\n---\n# only a comment\n---\nc:\n  d: x\n",
+        )
+        .unwrap();
+        // The comment-only document is an empty (null) document.
+        assert_eq!(docs.len(), 4, "{docs:?}");
+        let Value::Map(third) = &docs[3].value else {
+            panic!("{docs:?}")
+        };
+        assert_eq!(third[0].0.pos, Pos::new(7, 1));
+        let Value::Map(inner) = &third[0].1.value else {
+            panic!()
+        };
+        assert_eq!(inner[0].1.pos, Pos::new(8, 6));
+        assert!(parse("t.yaml", "a: 1\n---\nb: 2\n").is_err());
+        assert!(parse_stream("t.yaml", "").unwrap().is_empty());
+    }
+
+    #[test]
+    fn json_arrays_and_concatenated_values() {
+        let docs = parse_stream("t.json", "[{\"a\": 1},\n {\"b\": 2}]").unwrap();
+        assert!(matches!(&docs[0].value, Value::Seq(v) if v.len() == 2));
+        let err = parse_stream("t.json", "{\"a\": 1}\n{\"b\": 2}\n").unwrap_err();
+        assert!(err.to_string().contains("one array"), "{err}");
     }
 
     #[test]

@@ -501,7 +501,7 @@ fn ids_survive_reloads_and_can_be_recovered_from_a_device() {
         .replace("instances: [web-c, web-a, web-b]", "instances: [web-c, web-a, web-aa, web-b]")
         .replace(
             "forwardingRules:\n",
-            "forwardingRules:\n  - {name: a-rule, IPAddress: 203.0.113.30, portRange: \"22\", target: web}\n",
+            "forwardingRules:\n  - {name: a-rule, IPAddress: 203.0.113.30, ports: [\"22\", \"2222\"], target: web}\n",
         );
     let cfg = config(&text);
     let next = compile_after(&cfg, &HealthState::new(), &opts, &first.symbols).unwrap();

@@ -70,7 +70,7 @@ fn expected(c: &Case, f: &Flow) -> (String, Option<String>, Option<String>, Vec<
         _ => on_vip
             .iter()
             .copied()
-            .find(|r| r.port_range.contains(f.dst_port)),
+            .find(|r| r.port_ranges.iter().any(|p| p.contains(f.dst_port))),
     };
     let Some(rule) = rule else {
         return ("pass".into(), None, None, vec![]);

@@ -366,3 +366,396 @@ fn errors_are_all_reported_and_sorted() {
     sorted.sort();
     assert_eq!(lines, sorted);
 }
+
+// --- Pasted Google Cloud output: the errors it can meet. ---
+
+/// GOOD with regions and zones (lines as in GOOD: nothing is added before line 8).
+fn located(pool_region: &str, zone1: &str, zone2: &str) -> String {
+    GOOD.replace(
+        "    ip: 192.0.2.11",
+        &format!("    ip: 192.0.2.11\n    zone: {zone1}"),
+    )
+    .replace(
+        "    ip: 192.0.2.12",
+        &format!("    ip: 192.0.2.12\n    zone: {zone2}"),
+    )
+    .replace(
+        "    instances: [web-1, web-2]",
+        &format!("    instances: [web-1, web-2]\n    region: {pool_region}"),
+    )
+}
+
+#[test]
+fn source_ip_ranges_is_refused_with_its_own_reason() {
+    let d = errors(&GOOD.replace(
+        "    target: web",
+        "    target: web\n    sourceIpRanges: [198.51.100.0/24]",
+    ));
+    expect(
+        &d,
+        16,
+        "forwardingRules[0].sourceIpRanges",
+        "traffic-steering field of the source product",
+    );
+    assert!(!d.to_string().contains("did you mean"), "{d}");
+}
+
+#[test]
+fn legacy_https_health_checks_are_refused_everywhere() {
+    let why = "not offered for this load balancer";
+    let d = errors(&format!("{GOOD}httpsHealthChecks: []\n"));
+    expect(
+        &d,
+        16,
+        "httpsHealthChecks",
+        "not offered for this load balancer",
+    );
+    assert!(!d.to_string().contains("did you mean"), "{d}");
+    let d = errors(&GOOD.replace(
+        "[web-1, web-2]",
+        "[web-1, web-2]\n    healthChecks: [global/httpsHealthChecks/hc]",
+    ));
+    expect(&d, 11, "targetPools[0].healthChecks[0]", why);
+    let d = errors(&GOOD.replace(
+        "[web-1, web-2]",
+        "[web-1, web-2]\n    httpsHealthChecks: [hc]",
+    ));
+    expect(&d, 11, "targetPools[0].httpsHealthChecks", why);
+    let d = errors(&format!(
+        "{GOOD}---\nkind: compute#httpsHealthCheck\nname: hc\nport: 443\n"
+    ));
+    expect(&d, 17, "kind", why);
+}
+
+#[test]
+fn request_path_with_a_query_string_is_refused() {
+    let hc = "httpHealthChecks:\n  - name: hc\n    requestPath: /healthz?verbose=1\n";
+    let d = errors(&format!("{GOOD}{hc}"));
+    expect(
+        &d,
+        18,
+        "httpHealthChecks[0].requestPath",
+        "`/healthz?verbose=1` has a query string",
+    );
+    assert!(errors(&format!("{GOOD}{}", hc.replace("?verbose=1", ""))).is_empty());
+}
+
+#[test]
+fn regions_of_one_load_balancer_must_agree() {
+    assert!(errors(&located("us-central1", "us-central1-a", "us-central1-b")).is_empty());
+    // A member in another region: both named.
+    let d = errors(&located("us-central1", "us-central1-a", "europe-west1-b"));
+    expect(
+        &d,
+        12,
+        "targetPools[0].instances[1]",
+        "instance `web-2` is in zone europe-west1-b (region europe-west1) (instances[1], line 6), but target pool `web` is in region us-central1",
+    );
+    // Without a pool region, the members disagree with each other.
+    let no_region = located("us-central1", "us-central1-a", "europe-west1-b")
+        .replace("    region: us-central1\n", "");
+    let d = errors(&no_region);
+    expect(
+        &d,
+        12,
+        "targetPools[0].instances[1]",
+        "but target pool `web` has instance `web-1` in zone us-central1-a",
+    );
+    // A rule in another region than its pool.
+    let d = errors(
+        &located("us-central1", "us-central1-a", "us-central1-b").replace(
+            "    target: web",
+            "    target: web\n    region: europe-west1",
+        ),
+    );
+    expect(
+        &d,
+        18,
+        "forwardingRules[0].target",
+        "target pool `web` is in region us-central1 (targetPools[0], line 11), but forwarding rule `http` is in region europe-west1",
+    );
+    // A backup pool in another region.
+    let backup = "  - name: spare\n    region: europe-west1\n    instances: [web-2]\n";
+    let d = errors(
+        &located("us-central1", "us-central1-a", "us-central1-b")
+            .replace(
+                "    region: us-central1\n",
+                "    region: us-central1\n    backupPool: spare\n    failoverRatio: 0.5\n",
+            )
+            .replace("forwardingRules:", &format!("{backup}forwardingRules:")),
+    );
+    expect(
+        &d,
+        14,
+        "targetPools[0].backupPool",
+        "target pool `spare` is in region europe-west1",
+    );
+    // Zones without a `-x` suffix name no region: nothing to compare.
+    assert!(errors(&located("r", "z", "z")).is_empty());
+}
+
+#[test]
+fn target_instance_serves_an_instance_of_its_zone() {
+    let ti = "targetInstances:\n  - name: ti\n    zone: us-central1-b\n    instance: web-1\n";
+    let d = errors(&format!(
+        "{}{ti}",
+        located("us-central1", "us-central1-a", "us-central1-a")
+    ));
+    expect(
+        &d,
+        22,
+        "targetInstances[0].instance",
+        "instance `web-1` is in zone us-central1-a (region us-central1) (instances[0], line 2), but target instance `ti` is in zone us-central1-b",
+    );
+}
+
+#[test]
+fn references_must_name_the_right_kind_and_place() {
+    // A target instance where a target pool is required.
+    let d = errors(&GOOD.replace(
+        "[web-1, web-2]",
+        "[web-1, web-2]\n    backupPool: zones/us-central1-a/targetInstances/ti\n    failoverRatio: 0.5",
+    ));
+    expect(
+        &d,
+        11,
+        "targetPools[0].backupPool",
+        "expected a reference to a target pool, found a target instance (`zones/us-central1-a/targetInstances/ti`)",
+    );
+    // A zone that contradicts the instance's.
+    let d = errors(
+        &located("us-central1", "us-central1-a", "us-central1-b").replace(
+            "[web-1, web-2]",
+            "[zones/us-central1-a/instances/web-1, zones/us-central1-c/instances/web-2]",
+        ),
+    );
+    expect(
+        &d,
+        12,
+        "targetPools[0].instances[1]",
+        "the reference names zone us-central1-c, but instance `web-2` is in zone us-central1-b",
+    );
+    // A URL path of a target pool whose name is a target instance.
+    let ti = "targetInstances:\n  - name: ti\n    instance: web-1\n";
+    let d = errors(&format!(
+        "{}{ti}",
+        GOOD.replace(
+            "    target: web",
+            "    target: https://www.googleapis.com/compute/v1/projects/p/regions/r/targetPools/ti"
+        )
+    ));
+    expect(
+        &d,
+        15,
+        "forwardingRules[0].target",
+        "no target pool (it is a target instance) named `ti`",
+    );
+    // Pools are regional: a zonal path is refused, as is another host.
+    let d = errors(&GOOD.replace("    target: web", "    target: zones/z-a/targetPools/web"));
+    expect(
+        &d,
+        15,
+        "forwardingRules[0].target",
+        "target pools are regional: `regions/REGION/targetPools/NAME`",
+    );
+    let d = errors(&GOOD.replace(
+        "    target: web",
+        "    target: https://example.com/compute/v1/projects/p/regions/r/targetPools/web",
+    ));
+    expect(
+        &d,
+        15,
+        "forwardingRules[0].target",
+        "is not a Compute Engine resource URL",
+    );
+    // A zone URL where a region is wanted.
+    let d = errors(&GOOD.replace(
+        "[web-1, web-2]",
+        "[web-1, web-2]\n    region: https://www.googleapis.com/compute/v1/projects/p/zones/us-central1-a",
+    ));
+    expect(&d, 11, "targetPools[0].region", "is not a region");
+}
+
+#[test]
+fn ports_on_rules() {
+    let rule = |ports: &str| GOOD.replace("    portRange: \"80\"", &format!("    {ports}"));
+    assert!(errors(&rule(
+        "ports: [\"80\", \"443\", \"8080\", \"8443\", \"9000\"]"
+    ))
+    .is_empty());
+    let d = errors(&rule(
+        "ports: [\"80\", \"443\", \"8080\", \"8443\", \"9000\", \"9001\"]",
+    ));
+    expect(
+        &d,
+        14,
+        "forwardingRules[0].ports",
+        "6 ports given; a forwarding rule takes at most 5",
+    );
+    let d = errors(&rule("ports: [\"80\", \"443\", \"80\"]"));
+    expect(
+        &d,
+        14,
+        "forwardingRules[0].ports[2]",
+        "port 80 is listed twice",
+    );
+    let d = errors(&rule("ports: []"));
+    expect(&d, 14, "forwardingRules[0].ports", "`ports` is empty");
+    let d = errors(&rule("ports: [\"8000-8080\"]"));
+    expect(
+        &d,
+        14,
+        "forwardingRules[0].ports[0]",
+        "`ports` lists single ports",
+    );
+    let d = errors(&rule("portRange: \"80\"\n    ports: [\"443\"]"));
+    expect(
+        &d,
+        15,
+        "forwardingRules[0].ports",
+        "`portRange` and `ports` exclude each other",
+    );
+    // Overlap with another rule's port.
+    let extra = "  - name: alt\n    IPAddress: 203.0.113.10\n    ports: [\"443\", \"80\"]\n    target: web\n";
+    let d = errors(&format!("{GOOD}{extra}"));
+    expect(
+        &d,
+        18,
+        "forwardingRules[1].ports",
+        "80 of rule `alt` overlaps 80 of rule `http`",
+    );
+}
+
+#[test]
+fn ip_version_must_match_the_address() {
+    let d = errors(&GOOD.replace("    target: web", "    target: web\n    ipVersion: IPV6"));
+    expect(
+        &d,
+        16,
+        "forwardingRules[0].ipVersion",
+        "`ipVersion` IPV6 contradicts `IPAddress` 203.0.113.10",
+    );
+    let d = errors(&GOOD.replace("    target: web", "    target: web\n    networkTier: GOLD"));
+    expect(
+        &d,
+        16,
+        "forwardingRules[0].networkTier",
+        "(valid: PREMIUM, STANDARD)",
+    );
+}
+
+#[test]
+fn documents_with_a_kind() {
+    // Unknown kinds, Kubernetes manifests, backend services.
+    let d = errors(&format!("{GOOD}---\nkind: compute#address\nname: a\n"));
+    expect(
+        &d,
+        17,
+        "kind",
+        "`compute#address` is not a resource of the target-pool load balancer",
+    );
+    assert!(d.to_string().contains("compute#targetPool"), "{d}");
+    let d = errors("apiVersion: v1\nkind: Service\nmetadata: {name: web}\n");
+    expect(&d, 2, "kind", "Kubernetes manifests (SPEC R7) come later");
+    let d = errors(&format!(
+        "{GOOD}---\nkind: compute#backendService\nname: bs\n"
+    ));
+    expect(&d, 17, "kind", "backend services (SPEC R6)");
+    // A resource in the wrong section of our form.
+    let d = errors(&GOOD.replace(
+        "  - name: web\n",
+        "  - name: web\n    kind: compute#forwardingRule\n",
+    ));
+    expect(
+        &d,
+        10,
+        "targetPools[0].kind",
+        "`compute#forwardingRule` does not belong in `targetPools`",
+    );
+    // One page of a longer REST list.
+    let d = errors(&format!(
+        "{GOOD}---\nkind: compute#instanceList\nitems: []\nnextPageToken: CkQIABAAGAAg\n"
+    ));
+    expect(&d, 19, "nextPageToken", "one page of a longer list");
+    // A list item without a kind.
+    let d = errors("- name: web\n  instances: []\n");
+    expect(&d, 1, "[0]", "a resource in a list needs its `kind`");
+    // `nic` twice across documents.
+    let d = errors(&format!(
+        "nic: {{mac: 02:00:00:00:00:01}}\n---\n{GOOD}---\nnic: {{}}\n"
+    ));
+    expect(&d, 19, "nic", "`nic` given twice (also at line 1)");
+}
+
+#[test]
+fn compute_engine_instances() {
+    let vm = |nic: &str| {
+        GOOD.replace(
+            "  - name: web-2\n    ip: 192.0.2.12\n",
+            &format!("  - kind: compute#instance\n    name: web-2\n    status: RUNNING\n{nic}"),
+        )
+    };
+    // nic0's networkIP is read; our `mac` may stand beside it.
+    assert!(errors(&vm(
+        "    networkInterfaces:\n      - {name: nic0, networkIP: 192.0.2.12}\n"
+    ))
+    .is_empty());
+    let d = errors(&vm(
+        "    networkInterfaces:\n      - {name: nic0, ipv6Address: '2001:db8::1'}\n",
+    ));
+    expect(
+        &d,
+        9,
+        "instances[1].networkInterfaces[0].networkIP",
+        "nic0 has no `networkIP`",
+    );
+    let d = errors(&vm("    networkInterfaces: []\n"));
+    expect(
+        &d,
+        8,
+        "instances[1].networkInterfaces",
+        "no network interface",
+    );
+    // Google Cloud instances have no MAC: L2_DSR still says what is missing.
+    let no_mac = vm("    networkInterfaces:\n      - {networkIP: 192.0.2.12}\n")
+        .replace("    mac: 02:00:00:00:00:12\n", "");
+    let d = errors(&no_mac);
+    expect(
+        &d,
+        12,
+        "targetPools[0].instances[1]",
+        "instance `web-2` has no `mac`, which L2_DSR delivery needs",
+    );
+    // A field that is neither read nor a known instance field is still an error.
+    let d = errors(&vm(
+        "    networkInterfaces:\n      - {networkIP: 192.0.2.12}\n    ipp: 192.0.2.12\n",
+    ));
+    expect(&d, 10, "instances[1].ipp", "unknown field `ipp`");
+}
+
+#[test]
+fn target_instance_network_must_be_nic0s() {
+    let text = "\
+instances:
+  - kind: compute#instance
+    name: vm
+    mac: 02:00:00:00:00:11
+    networkInterfaces:
+      - {networkIP: 192.0.2.11, network: global/networks/default}
+      - {networkIP: 10.1.0.5, network: global/networks/backend}
+targetInstances:
+  - name: ti
+    instance: vm
+    network: https://www.googleapis.com/compute/v1/projects/p/global/networks/backend
+forwardingRules:
+  - {name: r, IPAddress: 203.0.113.10, target: ti}
+";
+    let d = errors(text);
+    expect(
+        &d,
+        11,
+        "targetInstances[0].network",
+        "target instance `ti` forwards to network `backend`, but instance `vm`'s nic0 is on network `default`",
+    );
+    assert!(errors(&text.replace("networks/backend\n", "networks/default\n")).is_empty());
+}

@@ -30,6 +30,8 @@ fn compile_every_example() {
         "failover.yaml",
         "target-instance.yaml",
         "ipv6.yaml",
+        "gcloud.yaml",
+        "ports.yaml",
     ] {
         let out = dir.path().join(format!("{ex}.img"));
         let o = nlbctl(&[

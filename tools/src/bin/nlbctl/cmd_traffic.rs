@@ -3,7 +3,7 @@
 use crate::common::CliError;
 use etherparse::{Icmpv4Type, PacketBuilder};
 use firmware_sim::pcap::FrameWriter;
-use flowtable_compiler::{load_config, Config, Protocol};
+use flowtable_compiler::{load_config, Config, PortRange, Protocol};
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -187,8 +187,14 @@ fn flows(
     let mut first_tcp4: Option<(IpAddr, u16)> = None;
     for rule in &config.forwarding_rules {
         let vip = rule.ip_address;
-        let (lo, hi) = (rule.port_range.lo.max(1), rule.port_range.hi.max(1));
         for _ in 0..per_rule {
+            // A rule with several ports: each flow to one of its ranges (no draw for one range,
+            // so single-range rules give the same traffic as before).
+            let range = match rule.port_ranges.len() {
+                0 | 1 => rule.port_ranges.first().copied().unwrap_or(PortRange::ALL),
+                n => rule.port_ranges[rng.below(n as u64) as usize],
+            };
+            let (lo, hi) = (range.lo.max(1), range.hi.max(1));
             let client = client_addr(rng, vip.is_ipv6());
             let sport = 1024 + rng.below(64_000) as u16;
             let dport = lo + rng.below(u64::from(hi - lo) + 1) as u16;
