@@ -495,7 +495,7 @@ fn tcp_fragment_punt(
             .filter(|&b| tables.backends.get(usize::from(b)).is_some_and(|b| b.valid))
         {
             Some(b) => format!(
-                "to backend {} (id {b}): the whole-packet key {} of the flow, hash {hash:#010x}, slot {slot}",
+                "to backend {} (id {b}), the one a whole packet of the flow gets (key {}, hash {hash:#010x}, slot {slot})",
                 symbols.backend(b).unwrap_or("?"),
                 key_name(kt)
             ),
@@ -510,7 +510,7 @@ fn tcp_fragment_punt(
         Verdict::Punt,
         Reason::FragmentNeedsState,
         format!(
-            "punted with its rule: the host sends it, and the later fragments of its datagram, to the backend of the established connection (the connection table, by the 5-tuple its ports give); without a connection {without}"
+            "punted with its rule: the host sends it, and the later fragments of its datagram, to its connection's backend (the host's connection table, by the 5-tuple its ports give); with no connection, {without}"
         ),
     )
 }
