@@ -361,6 +361,12 @@ fn fragments_of_a_connection_whose_pick_moved_stay_with_it() {
     let frags = fragment(&seg, 0x0777, 1000);
     let mac = delivered(&mut nic, &seg, &frags, &[0, 1]);
     assert_eq!(mac, conn_mac, "the connection's backend, {conn_backend}");
+    // A SYN without ACK (with data, fragmented) starts a new selection whatever the
+    // connection table holds, as a whole SYN does (docs/pipeline.md §7): the new pick.
+    let syn = tcp_from(client, 40000, true, &[0x22; 1800]);
+    let frags = fragment(&syn, 0x0778, 1000);
+    let mac = delivered(&mut nic, &syn, &frags, &[1, 0]);
+    assert_eq!(mac, nic.mac_of(&nic.whole_packet_backend_of(client, 40000)));
 }
 
 #[test]

@@ -7,6 +7,7 @@
 
 use crate::conntrack::Conntrack;
 use firmware_sim::parse::proto::TCP;
+use firmware_sim::parse::tcp_flags;
 use firmware_sim::pipeline::{acl_allows, affinity_key};
 use nlb_hw::enums::KeyType;
 use nlb_hw::{table_index, FlowKey, Tables};
@@ -127,18 +128,22 @@ pub fn established_backend(
 /// Where a first fragment punted with its rule goes (SPEC R4.1–R4.3, `docs/pipeline.md` §6):
 /// a TCP fragment of a pool that tracks connections goes to its connection's backend, or,
 /// without one, to the backend a whole packet of the flow gets (the pool's whole-packet key:
-/// the 5-tuple under `NONE`); any other fragment to the backend of the fragment key (the
-/// 3-tuple under `NONE`), as the NIC sends fragments of single-rule VIPs.
+/// the 5-tuple under `NONE`); a SYN without ACK selects anew as a whole one does (§7). Any
+/// other fragment goes to the backend of the fragment key (the 3-tuple under `NONE`), as the
+/// NIC sends fragments of single-rule VIPs. `tcp_flags` are the first fragment's.
 pub fn first_fragment(
     tables: &Tables,
     conntrack: Option<&Conntrack>,
     rule: u16,
     flow: &FlowKey,
+    tcp_flags: u8,
 ) -> Option<Choice> {
     let pool = pool_of(tables, rule)?;
     if flow.protocol != TCP || !pool_tracks(tables, pool) {
         return choose(tables, rule, flow, true);
     }
+    let syn_only = tcp_flags & (tcp_flags::SYN | tcp_flags::ACK) == tcp_flags::SYN;
+    let conntrack = conntrack.filter(|_| !syn_only);
     let backend = match established_backend(tables, conntrack, flow) {
         Some(b) => b,
         None => maglev_backend(tables, pool, flow, false)?,

@@ -281,8 +281,13 @@ impl PuntHandler {
             ip_id: h.ip_id,
         };
         if h.rule_valid && !ip.is_later_fragment() {
-            let Some(to) = lookup::first_fragment(ctx.tables, ctx.conntrack, h.rule, &flow_of(&ip))
-            else {
+            let Some(to) = lookup::first_fragment(
+                ctx.tables,
+                ctx.conntrack,
+                h.rule,
+                &flow_of(&ip),
+                ip.tcp_flags,
+            ) else {
                 return Disposition::Dropped(PuntDrop::NoBackend);
             };
             let decision = Decision {
