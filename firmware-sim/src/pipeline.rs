@@ -531,10 +531,11 @@ fn front_parsed<'t>(
     let Some(vip) = vip else {
         return unmatched(ctx, no_match, res);
     };
-    let several = vip.slot.iter().filter(|s| s.valid).count() > 1;
+    // Two or more valid slots; asked only of fragments (whole packets need just the match).
+    let several = |v: &VipEntry| v.slot.iter().filter(|s| s.valid).nth(1).is_some();
     let rule_id = if hdr.is_later_fragment() {
         // No ports (SPEC R4.3): one rule for the protocol decides it, several need the host.
-        if several {
+        if several(vip) {
             return ended(Verdict::Punt, Reason::FragmentNeedsState, res);
         }
         vip.slot.iter().find(|s| s.valid).map(|s| s.rule)
@@ -564,7 +565,7 @@ fn front_parsed<'t>(
     }
     // First fragments on a VIP with several rules go to the host too, with their rule, so it
     // can send the later ones the same way.
-    if fragment && several {
+    if fragment && several(vip) {
         return ended(Verdict::Punt, Reason::FragmentNeedsState, res);
     }
 
@@ -572,6 +573,12 @@ fn front_parsed<'t>(
     let Some(pool) = t.pools.get(usize::from(rule.pool)).filter(|p| p.valid) else {
         return ended(Verdict::Drop, Reason::NoBackend, res);
     };
+    // A TCP fragment of a tracking pool may belong to an established connection, whose
+    // backend the fragment key need not hash to: the host sends it the connection's way
+    // (SPEC R4.1 over R4.2; a first fragment with its rule). UDP keeps the 3-tuple rule.
+    if fragment && flow.protocol == proto::TCP && pool.track {
+        return ended(Verdict::Punt, Reason::FragmentNeedsState, res);
+    }
     let key_type = affinity_key(pool.affinity, fragment);
     res.key = Some(key_type);
     let aff_hash = match key_type {

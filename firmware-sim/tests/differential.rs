@@ -56,7 +56,7 @@ const CLIENTS6: [&str; 4] = [
     "2001:db8:cccc::1",
 ];
 /// (VIP, protocol, destination port) combinations: every rule, the broken ones, unmatched.
-const TARGETS4: [(&str, u8, u16); 16] = [
+const TARGETS4: [(&str, u8, u16); 19] = [
     (VIP4, 6, 80),
     (VIP4, 6, 443),
     (VIP4, 17, 53),
@@ -73,6 +73,9 @@ const TARGETS4: [(&str, u8, u16); 16] = [
     (BROKEN_VIP, 6, 3),
     (BROKEN_VIP, 6, 4),
     ("192.0.2.200", 6, 80),
+    (WIDE_VIP, 6, 100),
+    (WIDE_VIP, 6, 115),
+    (WIDE_VIP, 6, 116),
 ];
 const TARGETS6: [(&str, u8, u16); 5] = [
     (VIP6, 6, 443),
@@ -83,14 +86,37 @@ const TARGETS6: [(&str, u8, u16); 5] = [
 ];
 /// A VIP with broken entries behind its port slots (see `tables`).
 const BROKEN_VIP: &str = "198.18.0.9";
+/// A VIP with all 16 port slots of its TCP entry valid: ports 100..=115 (see `tables`).
+const WIDE_VIP: &str = "198.18.0.10";
 
 /// The standard bank plus broken entries on BROKEN_VIP TCP: port 1 → rule 13 whose pool 9 is
 /// invalid; port 2 → rule 14 on pool 7, whose slots name the dead backend 50; port 3 → rule
 /// 15 on pool 8, whose slice lies beyond the slot memory; port 4 → rule 300, beyond the rule
-/// table.
+/// table. WIDE_VIP TCP: ports 100..=115 in all 16 slots, on rules 0..=12 (tracked and
+/// untracked pools) and again 0..=2.
 fn tables() -> Tables {
     let mut t = standard_tables();
     let profile = t.profile;
+    let wide = nlb_hw::hash::addr_to_u128(ip(WIDE_VIP));
+    let bucket =
+        nlb_hw::table_index(FlowKey::vip(6, ip(WIDE_VIP)).hash(), profile.vip_buckets) as usize;
+    let ways = profile.vip_ways as usize;
+    let way = (0..ways)
+        .find(|w| !t.vip[bucket * ways + w].valid)
+        .expect("free VIP way");
+    let e = &mut t.vip[bucket * ways + way];
+    e.valid = true;
+    e.protocol = 6;
+    e.addr = wide;
+    assert_eq!(e.slot.len(), 16);
+    for (i, s) in e.slot.iter_mut().enumerate() {
+        *s = PortSlot {
+            valid: true,
+            port_lo: 100 + i as u16,
+            port_hi: 100 + i as u16,
+            rule: i as u16 % 13,
+        };
+    }
     let vip = nlb_hw::hash::addr_to_u128(ip(BROKEN_VIP));
     let bucket =
         nlb_hw::table_index(FlowKey::vip(6, ip(BROKEN_VIP)).hash(), profile.vip_buckets) as usize;
@@ -211,16 +237,30 @@ fn any_frame(rng: &mut Rng) -> Vec<u8> {
             let c = client(rng, v6);
             let sport = 1000 + rng.below(4) as u16;
             let payload = vec![0x11u8; 64 + rng.below(200) as usize];
+            // UDP datagrams (3-tuple, or the host on a multi-rule VIP) and TCP segments (the
+            // host on tracked pools: VIP6:443 and VIP4:80 are, SRC_ONLY_VIP:80 is not).
+            let tcp_seg = rng.chance(50);
             let frags = if v6 {
+                let whole = if tcp_seg {
+                    tcp(c, sport, ip(VIP6), 443, flags(rng), &payload)
+                } else {
+                    udp(c, sport, ip(VIP6), 4000, &payload)
+                };
                 ipv6_fragments(
-                    &udp(c, sport, ip(VIP6), 4000, &payload),
+                    &whole,
                     rng.below(1 << 32) as u32,
                     8 * (1 + rng.below(12) as usize),
                 )
             } else {
-                let vip = *rng.pick(&[FRAG_VIP4, MULTI_UDP_VIP, VIP4]);
+                let whole = if tcp_seg {
+                    let (vip, port) = *rng.pick(&[(VIP4, 80), (SRC_ONLY_VIP, 80), (WIDE_VIP, 107)]);
+                    tcp(c, sport, ip(vip), port, flags(rng), &payload)
+                } else {
+                    let vip = *rng.pick(&[FRAG_VIP4, MULTI_UDP_VIP, VIP4]);
+                    udp(c, sport, ip(vip), 1500, &payload)
+                };
                 ipv4_fragments(
-                    &udp(c, sport, ip(vip), 1500, &payload),
+                    &whole,
                     rng.below(1 << 16) as u16,
                     8 * (1 + rng.below(12) as usize),
                 )

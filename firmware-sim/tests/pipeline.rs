@@ -411,6 +411,115 @@ fn r4_2_fragments_hash_on_three_tuple_under_none() {
     }
 }
 
+/// Issue 14 item 7: a TCP fragment of a pool that tracks connections may belong to an
+/// established connection whose backend its 3-tuple does not hash to (SPEC R4.1 over R4.2),
+/// so every TCP fragment of such a pool, first or later, whatever the affinity, goes to the
+/// host with its rule (docs/pipeline.md §6). UDP fragments and TCP fragments of untracked
+/// pools keep their fragment key; frames the host injects are never punted.
+#[test]
+fn r4_1_tcp_fragments_of_tracking_pools_go_to_the_host() {
+    let mut d = standard_device();
+    let t = standard_tables();
+    // An established connection to VIP6:443 (rule 4, pool 3: NONE, tracked; the VIP's only
+    // TCP rule): the SYN is learned, a later packet hits.
+    let c6 = "2001:db8:aaaa::7";
+    let syn = tcp(ip(c6), 40001, ip(VIP6), 443, SYN, b"");
+    let first = send_checked(&mut d, &syn);
+    let ev = pop_event(&mut d).expect("learn");
+    d.conntrack_mut().install(&ev, 0).expect("install");
+    let r = send_checked(&mut d, &tcp(ip(c6), 40001, ip(VIP6), 443, ACK, b"x"));
+    assert_eq!((r.conntrack, r.backend), (CtOutcome::Hit, first.backend));
+    // A segment of that connection, fragmented on the way: every fragment is punted with
+    // rule 4 and pool 3 (a later one too: the VIP has one TCP rule), none is forwarded.
+    let seg = tcp(ip(c6), 40001, ip(VIP6), 443, ACK, &[7u8; 600]);
+    let frags = ipv6_fragments(&seg, 0x5151, 200);
+    assert!(frags.len() >= 3);
+    for f in &frags {
+        let (r, out) = send(&mut d, f);
+        assert_eq!(
+            (r.verdict, r.reason, r.rule, r.pool, r.backend, r.key),
+            (
+                Verdict::Punt,
+                Reason::FragmentNeedsState,
+                Some(4),
+                Some(3),
+                None,
+                None
+            )
+        );
+        assert_eq!(
+            (r.conntrack, r.event, out.len()),
+            (CtOutcome::None, None, 0)
+        );
+        let want = t5(c6, 0, VIP6, 0, 6).with_type(KeyType::Tuple3).hash();
+        assert_eq!((r.flow_hash, r.ip_id), (want, 0x5151));
+    }
+    // IPv4, pool 1 (CLIENT_IP_PROTO, tracked) behind VIP4:443: punted too, whatever the
+    // affinity; the first fragment with its rule, the later ones without (VIP4 has three TCP
+    // rules, so the several-rules punt takes them first).
+    let seg = tcp(ip("198.51.100.10"), 5000, ip(VIP4), 443, ACK, &[1u8; 300]);
+    for (i, f) in ipv4_fragments(&seg, 0x0c0c, 96).iter().enumerate() {
+        let (r, _) = send(&mut d, f);
+        assert_eq!(
+            (r.verdict, r.reason),
+            (Verdict::Punt, Reason::FragmentNeedsState)
+        );
+        assert_eq!(r.rule, (i == 0).then_some(1));
+    }
+    // Untracked pool 6 (CLIENT_IP_NO_DESTINATION) behind SRC_ONLY_VIP:80: forwarded by its
+    // key, like whole packets of the client.
+    let seg = tcp(
+        ip("198.51.100.10"),
+        5000,
+        ip(SRC_ONLY_VIP),
+        80,
+        ACK,
+        &[1u8; 300],
+    );
+    let whole = send_checked(&mut d, &seg);
+    for f in ipv4_fragments(&seg, 0x0d0d, 96) {
+        let r = send_checked(&mut d, &f);
+        assert_eq!(
+            (r.rule, r.backend, r.key),
+            (Some(11), whole.backend, Some(KeyType::Tuple1))
+        );
+    }
+    // UDP fragments of tracked pool 0 keep the 3-tuple rule (R4.2).
+    let dgram = udp(ip("198.51.100.10"), 7777, ip(FRAG_VIP4), 5000, &[9u8; 300]);
+    let want = maglev_pick(
+        &t,
+        0,
+        t5("198.51.100.10", 0, FRAG_VIP4, 0, 17).with_type(KeyType::Tuple3),
+    );
+    for f in ipv4_fragments(&dgram, 0x4243, 96) {
+        let r = send_checked(&mut d, &f);
+        assert_eq!((r.backend, r.key), (Some(want), Some(KeyType::Tuple3)));
+    }
+    // The host's injection of such a fragment leaves the NIC to the backend it names.
+    let settings = test_settings();
+    let ct = firmware_sim::ConnTable::new(16, 4);
+    let ctx = firmware_sim::pipeline::Context {
+        tables: &t,
+        bank: 0,
+        settings: &settings,
+        enabled: true,
+        conntrack: &ct,
+    };
+    let mut out = vec![0u8; firmware_sim::action::MAX_FRAME];
+    let h = nlb_hw::layouts::InjectHeader {
+        backend: 12,
+        pool: 3,
+        frame_len: frags[1].len() as u16,
+    };
+    let r = firmware_sim::pipeline::process_injected(&ctx, &h, &frags[1], &mut out).unwrap();
+    assert_eq!(
+        (r.verdict, r.reason, r.backend),
+        (Verdict::Forward, Reason::Injected, Some(12))
+    );
+    // Counted as punts of their rules (R10.1).
+    assert_eq!(punts_drops(&mut d, 0, 4), (frags.len() as u64, 0));
+}
+
 #[test]
 fn r4_3_fragments_on_a_vip_with_several_rules_go_to_the_host() {
     let mut d = standard_device();

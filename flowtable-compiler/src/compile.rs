@@ -23,8 +23,10 @@ use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
 
-/// Port-range slots in one VIP entry (`vip_entry.slot`).
-pub const PORT_SLOTS: usize = 4;
+/// Port-range slots in one VIP entry (`vip_entry.slot`): the most rules one VIP and protocol
+/// can have (SPEC R2.2; the source product has no such limit, the hardware compares this many
+/// ranges in parallel).
+pub const PORT_SLOTS: usize = VipEntry::SLOT_COUNT;
 /// Prefixes in one ACL entry (`acl_entry.prefix`).
 pub const ACL_PREFIXES: usize = 8;
 

@@ -363,7 +363,18 @@ pub fn explain(tables: &Tables, nic: &NicSettings, symbols: &Symbols, flow: &Flo
         u64::from(p.maglev_base) + u64::from(p.maglev_size),
         p.maglev_size
     ));
-    if !p.valid || p.maglev_size == 0 {
+    if !p.valid {
+        return finish(
+            e,
+            Verdict::Drop,
+            Reason::NoBackend,
+            "the pool has no backend".into(),
+        );
+    }
+    if flow.fragment != Fragment::No && flow.protocol == 6 && p.track {
+        return tcp_fragment_punt(e, tables, symbols, flow, &p, finish);
+    }
+    if p.maglev_size == 0 {
         return finish(
             e,
             Verdict::Drop,
@@ -434,4 +445,72 @@ pub fn explain(tables: &Tables, nic: &NicSettings, symbols: &Symbols, flow: &Flo
         p.delivery.name()
     );
     finish(e, Verdict::Forward, Reason::Forwarded, step)
+}
+
+/// A TCP fragment of a pool that tracks connections (`docs/pipeline.md` §6): the NIC punts
+/// it, and the host sends it where the connection goes. Explains what the host does, and for
+/// a first fragment which backend it picks when no connection is established.
+fn tcp_fragment_punt(
+    mut e: Explanation,
+    tables: &Tables,
+    symbols: &Symbols,
+    flow: &Flow,
+    p: &nlb_hw::layouts::PoolEntry,
+    finish: impl Fn(Explanation, Verdict, Reason, String) -> Explanation,
+) -> Explanation {
+    let which = if flow.fragment == Fragment::First {
+        "a first"
+    } else {
+        "a later"
+    };
+    e.steps.push(format!(
+        "{which} TCP fragment on a pool that tracks connections: a fragment key (3-tuple under NONE) could send it to another backend than its connection's (SPEC R4.1 over R4.2)"
+    ));
+    if flow.fragment == Fragment::Later {
+        return finish(
+            e,
+            Verdict::Punt,
+            Reason::FragmentNeedsState,
+            "punted: the host sends it the way of its datagram's first fragment (per source, destination, protocol and IP ID; held until the first arrives, SPEC R4.3)".into(),
+        );
+    }
+    let kt = key_type(p.affinity, false);
+    let key = FlowKey::tuple5(
+        flow.protocol,
+        flow.src,
+        flow.src_port,
+        flow.dst,
+        flow.dst_port,
+    )
+    .with_type(kt);
+    let hash = key.hash();
+    let without = if p.maglev_size == 0 {
+        "the pool has no backend, so it is dropped".to_string()
+    } else {
+        let slot = u64::from(p.maglev_base) + u64::from(table_index(hash, p.maglev_size));
+        match tables
+            .maglev
+            .get(slot as usize)
+            .map(|s| s.backend)
+            .filter(|&b| tables.backends.get(usize::from(b)).is_some_and(|b| b.valid))
+        {
+            Some(b) => format!(
+                "to backend {} (id {b}), the one a whole packet of the flow gets (key {}, hash {hash:#010x}, slot {slot})",
+                symbols.backend(b).unwrap_or("?"),
+                key_name(kt)
+            ),
+            None => format!(
+                "nowhere: slot {slot} (key {}) names no valid backend, so it is dropped",
+                key_name(kt)
+            ),
+        }
+    };
+    finish(
+        e,
+        Verdict::Punt,
+        Reason::FragmentNeedsState,
+        format!(
+            "punted with its rule: the host sends it, and the later fragments of its datagram, to its connection's backend (the host's connection table, by the 5-tuple its ports give); with no connection, {without}"
+        ),
+    )
 }

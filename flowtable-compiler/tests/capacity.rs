@@ -1,5 +1,5 @@
 //! Every hardware capacity limit of the `sim` profile (regmap `[[profiles]]`: 64 × 4 VIP
-//! entries, 4 port slots, 8 ACL prefixes, 256 rules, 128 pools, 4096 backends, 131072 Maglev
+//! entries, 16 port slots, 8 ACL prefixes, 256 rules, 128 pools, 4096 backends, 131072 Maglev
 //! slots) refused with the limit named, at the line and field of the object that does not fit.
 
 use flowtable_compiler::{compile, parse_config, CompileOptions, Diagnostics, Error, HealthState};
@@ -39,21 +39,65 @@ targetPools:
 forwardingRules:
 ";
 
-#[test]
-fn port_slots_per_vip() {
+/// `n` TCP rules on one VIP, ports 10, 20, ... (one port each), after [`ONE_POOL`].
+fn rules_on_one_vip(n: usize) -> String {
     let mut y = ONE_POOL.to_string();
-    for (i, port) in [10, 20, 30, 40, 50].iter().enumerate() {
+    for i in 0..n {
         let _ = writeln!(
             y,
-            "  - {{name: r{i}, IPAddress: 203.0.113.1, portRange: \"{port}\", target: p}}"
+            "  - {{name: r{i:02}, IPAddress: 203.0.113.1, portRange: \"{}\", target: p}}",
+            10 * (i + 1)
         );
     }
+    y
+}
+
+/// Sixteen rules on one VIP and protocol fit in every profile (issue 14 item 6: the source
+/// product has no such limit; four port slots refused the fifth), and each port reaches its
+/// own rule.
+#[test]
+fn sixteen_rules_per_vip_fit_in_every_profile() {
+    let y = rules_on_one_vip(16);
+    let (c, d) = parse_config("t.yaml", &y);
+    assert!(d.is_empty(), "parse: {d}");
+    for profile in nlb_hw::PROFILES {
+        let compiled = compile(&c, &HealthState::new(), &CompileOptions { profile })
+            .unwrap_or_else(|e| panic!("{}: {e}", profile.name));
+        for i in 0..16u16 {
+            let e = flowtable_compiler::explain(
+                &compiled.tables,
+                &compiled.nic,
+                &compiled.symbols,
+                &flowtable_compiler::Flow {
+                    protocol: 6,
+                    src: "198.51.100.1".parse().unwrap(),
+                    src_port: 1234,
+                    dst: "203.0.113.1".parse().unwrap(),
+                    dst_port: 10 * (i + 1),
+                    fragment: flowtable_compiler::Fragment::No,
+                },
+            );
+            assert_eq!(e.rule.as_deref(), Some(format!("r{i:02}").as_str()));
+            assert_eq!(e.verdict, "forward", "{:?}", e.steps);
+        }
+    }
+}
+
+#[test]
+fn port_slots_per_vip() {
+    // The 17th rule in port order (r16, port 170, on line 21) is the one that does not fit.
+    let y = rules_on_one_vip(17);
     let d = compile_errors(&y);
     expect(
         &d,
-        10,
-        "forwardingRules[4]",
-        "5 rules on 203.0.113.1 TCP, but a VIP entry holds 4 port ranges",
+        line_of(&y, "name: r16"),
+        "forwardingRules[16]",
+        "17 rules on 203.0.113.1 TCP, but a VIP entry holds 16 port ranges",
+    );
+    assert!(
+        d.to_string()
+            .contains("at most 16 port ranges per VIP and protocol"),
+        "{d}"
     );
 }
 

@@ -1,6 +1,6 @@
 //! `explain` agrees with the compiled image for random flows. The expectation is worked out
 //! here from the configuration and the SPEC rules (R2 rule match, R4.3 fragments, R9 ACL,
-//! R1 failover, R3.1 keys, R4.2 fragment keys), reading only the decoded image's pool slice
+//! R4.1 TCP fragments of tracked pools, R1 failover, R3.1 keys, R4.2 fragment keys), reading only the decoded image's pool slice
 //! and slots, not the compiler's lookup code.
 
 use flowtable_compiler::{
@@ -90,7 +90,14 @@ fn expected(c: &Case, f: &Flow) -> (String, Option<String>, Option<String>, Vec<
     if f.fragment == Fragment::First && on_vip.len() > 1 {
         return ("punt".into(), name, None, vec![]);
     }
+    // TCP fragments of target pools (which track connections) go to the host, which knows
+    // the connections (SPEC R4.1 over R4.2, docs/pipeline.md §6); target instances have one
+    // backend and keep the fragment key.
     let pool_name = rule.target.name.clone();
+    let tracks = c.config.target_pools.iter().any(|p| p.name == pool_name);
+    if f.fragment != Fragment::No && f.protocol == 6 && tracks {
+        return ("punt".into(), name, None, vec![]);
+    }
     let members = |pool: &str| -> Vec<String> {
         if let Some(p) = c.config.target_pools.iter().find(|p| p.name == pool) {
             p.instances.iter().map(|r| r.name.clone()).collect()

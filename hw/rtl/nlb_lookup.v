@@ -17,10 +17,12 @@
 //   1-6 flow hashes of the VIP, TUPLE5, TUPLE3, TUPLE2 and TUPLE1 keys (nlb_flow_hash)
 //   A   VIP bucket and connection-table bucket read issued; B: wait
 //   C   VIP ways compared; the ICMP reading chosen; the bucket's entries kept
-//   D   port slots matched; connection-table ways compared
+//   D   port slots matched (all NLB_VIP_ENTRY_SLOT_COUNT = 16 in parallel, lowest wins);
+//       connection-table ways compared
 //   E   rule and ACL reads issued; F: wait
-//   G   rule valid, ACL, fragment punt; pool read issued; H: wait
-//   I2  pool: affinity key type and hash, trackable, connection-table outcome
+//   G   rule valid, ACL, fragment punt (several rules); pool read issued; H: wait
+//   I2  pool: TCP fragment punt (tracking pool), affinity key type and hash, trackable,
+//       connection-table outcome
 //   J   Maglev index multiply; K: slot = base + index, Maglev read issued; L: wait
 //   M   backend id (connection or Maglev), backend read issued; N: wait
 //   O   backend valid, output length, TOO_BIG, event; hit bit set
@@ -169,6 +171,8 @@ localparam CTIW = CT_ROW_BITS + CT_WAY_BITS;
 localparam VW = NLB_VIP_ENTRY_WIDTH;
 localparam CW = NLB_CT_ENTRY_WIDTH;
 localparam FIFO_BITS = $clog2(FIFO_DEPTH);
+// Port-range slots of a VIP entry, all compared in parallel in stage D.
+localparam SLOTS = NLB_VIP_ENTRY_SLOT_COUNT;
 // Largest frame sent (docs/pipeline.md section 9).
 localparam [17:0] MAX_FRAME = 18'd9018;
 
@@ -375,7 +379,7 @@ localparam W_FHASH = 32; // flow hash (H5, H3 for fragments; 0 before the flow i
 localparam F_VHIT = F_FHASH + W_FHASH;
 localparam W_VHIT = 1; // the VIP table has an entry for (protocol, VIP)
 localparam F_SLOTS = F_VHIT + W_VHIT;
-localparam W_SLOTS = 180; // its port slots
+localparam W_SLOTS = SLOTS * NLB_PORT_SLOT_WIDTH; // its port slots
 localparam F_RID = F_SLOTS + W_SLOTS;
 localparam W_RID = 12; // rule id from the port slot
 localparam F_RULEV = F_RID + W_RID;
@@ -747,9 +751,31 @@ end
 wire [SW-1:0] sd = st_reg[9];
 wire [15:0]   d_vport_f = sd[F_VPORT +: 16];
 
+// The port slots are compared all at once: sl_match / sl_valid hold one bit per slot, the
+// lowest set bit of each is isolated (a prefix OR, no carry chain) and selects its slot's rule
+// by AND-OR. That is the documented "lowest matching slot" for any table contents (compiled
+// ranges of a VIP are disjoint, so at most one matches), at a depth that grows with log2 of
+// the slot count rather than with the count, as a priority chain would.
+function [SLOTS-1:0] lowest_one(input [SLOTS-1:0] v);
+    integer li;
+    reg     seen;
+    begin
+        seen = 1'b0;
+        for (li = 0; li < SLOTS; li = li + 1) begin
+            lowest_one[li] = v[li] && !seen;
+            seen = seen || v[li];
+        end
+    end
+endfunction
+
+reg [SLOTS-1:0] sl_valid;
+reg [SLOTS-1:0] sl_match;
+reg [SLOTS-1:0] sl_match_low;
+reg [SLOTS-1:0] sl_valid_low;
 reg [11:0]      sl_rule;
 reg             sl_found;
-reg [2:0]       sl_count;
+reg             sl_any;
+reg             sl_several;
 reg [11:0]      sl_first_rule;
 reg             ct_hit;
 reg [CT_WAY_BITS-1:0] ct_way;
@@ -758,26 +784,27 @@ reg [CW-1:0]    ct_e;
 reg [NLB_PORT_SLOT_WIDTH-1:0] slot;
 integer         sn;
 always @* begin
-    sl_rule = 12'd0;
-    sl_found = 1'b0;
-    sl_count = 3'd0;
-    sl_first_rule = 12'd0;
-    for (sn = NLB_VIP_ENTRY_SLOT_COUNT - 1; sn >= 0; sn = sn - 1) begin
+    for (sn = 0; sn < SLOTS; sn = sn + 1) begin
         slot = sd[F_SLOTS + sn*NLB_PORT_SLOT_WIDTH +: NLB_PORT_SLOT_WIDTH];
-        if (slot[NLB_PORT_SLOT_VALID_LSB]) begin
-            sl_first_rule = slot[NLB_PORT_SLOT_RULE_LSB +: 12];
-            if (slot[NLB_PORT_SLOT_PORT_LO_LSB +: 16] <= d_vport_f
-                    && d_vport_f <= slot[NLB_PORT_SLOT_PORT_HI_LSB +: 16]) begin
-                sl_found = 1'b1;
-                sl_rule = slot[NLB_PORT_SLOT_RULE_LSB +: 12];
-            end
-        end
+        sl_valid[sn] = slot[NLB_PORT_SLOT_VALID_LSB];
+        sl_match[sn] = slot[NLB_PORT_SLOT_VALID_LSB]
+            && slot[NLB_PORT_SLOT_PORT_LO_LSB +: 16] <= d_vport_f
+            && d_vport_f <= slot[NLB_PORT_SLOT_PORT_HI_LSB +: 16];
     end
-    for (sn = 0; sn < NLB_VIP_ENTRY_SLOT_COUNT; sn = sn + 1) begin
-        sl_count = sl_count + {2'd0,
-            sd[F_SLOTS + sn*NLB_PORT_SLOT_WIDTH + NLB_PORT_SLOT_VALID_LSB]};
+    sl_match_low = lowest_one(sl_match);
+    sl_valid_low = lowest_one(sl_valid);
+    sl_found = |sl_match;
+    sl_any = |sl_valid;
+    // Two or more valid slots: a valid one besides the lowest.
+    sl_several = |(sl_valid & ~sl_valid_low);
+    sl_rule = 12'd0;
+    sl_first_rule = 12'd0;
+    for (sn = 0; sn < SLOTS; sn = sn + 1) begin
+        slot = sd[F_SLOTS + sn*NLB_PORT_SLOT_WIDTH +: NLB_PORT_SLOT_WIDTH];
+        sl_rule = sl_rule | ({12{sl_match_low[sn]}} & slot[NLB_PORT_SLOT_RULE_LSB +: 12]);
+        sl_first_rule = sl_first_rule
+            | ({12{sl_valid_low[sn]}} & slot[NLB_PORT_SLOT_RULE_LSB +: 12]);
     end
-
     ct_hit = 1'b0;
     ct_way = {CT_WAY_BITS{1'b0}};
     ct_backend = 16'd0;
@@ -820,7 +847,7 @@ endfunction
 
 always @* begin
     nx[10] = sd;
-    nx[10][F_SEVERAL] = sl_count >= 3'd2;
+    nx[10][F_SEVERAL] = sl_several;
     nx[10][F_CTHIT] = ct_hit;
     nx[10][F_CTIDX +: CTIW] = {sd[F_H5 + 31 -: CT_ROW_BITS], ct_way};
     nx[10][F_CTBE +: 16] = ct_backend;
@@ -830,9 +857,9 @@ always @* begin
         end else if (sd[F_LATER]) begin
             // A later fragment has no ports (SPEC R4.3): one rule decides, several need the
             // host.
-            if (sl_count >= 3'd2) begin
+            if (sl_several) begin
                 nx[10] = ended(nx[10], V_PUNT, NLB_REASON_FRAGMENT_NEEDS_STATE);
-            end else if (sl_count == 3'd1) begin
+            end else if (sl_any) begin
                 nx[10][F_RID +: 12] = sl_first_rule;
             end else begin
                 nx[10] = unmatched(nx[10]);
@@ -963,6 +990,10 @@ always @* begin
 end
 
 wire i_trackable = p_track && !i_frag && (i_proto == PROTO_TCP || i_proto == PROTO_UDP);
+// A TCP fragment of a tracking pool may belong to an established connection whose backend is
+// not what the fragment key hashes to: the host sends it the connection's way (SPEC R4.1).
+// Injected frames are the host's own decisions and never punted.
+wire i_tcp_frag_punt = p_track && i_frag && i_proto == PROTO_TCP && !si2[F_INJ];
 // A TCP SYN without ACK always selects anew (not for ICMP errors).
 wire i_syn_only = !si2[F_ICMP] && i_proto == PROTO_TCP && (i_flags & 8'h12) == 8'h02;
 
@@ -971,6 +1002,8 @@ always @* begin
     if (!si2[F_DONE]) begin
         if (!si2[F_PINR] || !p_valid) begin
             nx[15] = ended(nx[15], V_DROP, NLB_REASON_NO_BACKEND);
+        end else if (i_tcp_frag_punt) begin
+            nx[15] = ended(nx[15], V_PUNT, NLB_REASON_FRAGMENT_NEEDS_STATE);
         end else begin
             nx[15][F_KEYV] = !si2[F_INJ];
             nx[15][F_KEY +: 3] = si2[F_INJ] ? 3'd0 : i_key;

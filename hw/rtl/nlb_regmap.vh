@@ -6,7 +6,7 @@
 /* verilator lint_off UNUSEDPARAM */
 
 // ---- meta ----
-localparam NLB_REGMAP_VERSION = 32'h3;
+localparam NLB_REGMAP_VERSION = 32'h4;
 localparam NLB_DESIGN_VERSION = 32'h10000;
 localparam NLB_DATA_WIDTH = 512;
 localparam NLB_BLOCK_TYPE_PREFIX = 32'h4e4c0000;
@@ -150,9 +150,9 @@ localparam NLB_PORT_SLOT_PORT_HI_LSB = 17;
 localparam NLB_PORT_SLOT_PORT_HI_W = 16;
 localparam NLB_PORT_SLOT_RULE_LSB = 33; // rule id
 localparam NLB_PORT_SLOT_RULE_W = 12;
-// vip_entry: VIP table entry: one (VIP, protocol) with its port-range slots. Bucket = (hash(VIP key) * vip_buckets) >> 32; the ways of a bucket are compared in parallel, then the slots.
-localparam NLB_VIP_ENTRY_WIDTH = 317;
-localparam NLB_VIP_ENTRY_WORDS = 10;
+// vip_entry: VIP table entry: one (VIP, protocol) with its port-range slots (16: at least 16 rules per VIP and protocol in every profile). Bucket = (hash(VIP key) * vip_buckets) >> 32; the ways of a bucket are compared in parallel, then the slots, all 16 in parallel (the lowest matching slot wins).
+localparam NLB_VIP_ENTRY_WIDTH = 857;
+localparam NLB_VIP_ENTRY_WORDS = 27;
 localparam NLB_VIP_ENTRY_VALID_LSB = 0;
 localparam NLB_VIP_ENTRY_VALID_W = 1;
 localparam NLB_VIP_ENTRY_PROTOCOL_LSB = 1;
@@ -161,7 +161,7 @@ localparam NLB_VIP_ENTRY_ADDR_LSB = 9; // VIP, IPv4 mapped
 localparam NLB_VIP_ENTRY_ADDR_W = 128;
 localparam NLB_VIP_ENTRY_SLOT_LSB = 137;
 localparam NLB_VIP_ENTRY_SLOT_W = 45;
-localparam NLB_VIP_ENTRY_SLOT_COUNT = 4;
+localparam NLB_VIP_ENTRY_SLOT_COUNT = 16;
 // rule_entry: Forwarding rule descriptor, indexed by rule id; also the index of the rule's counters.
 localparam NLB_RULE_ENTRY_WIDTH = 14;
 localparam NLB_RULE_ENTRY_WORDS = 1;

@@ -34,7 +34,7 @@ configs=(
     "nlb_flow_hash|nlb_flow_hash||flow hash, 6-stage pipeline"
     "nlb_mul_const_csa (MIX_MUL1)|nlb_mul_const_csa|-set CONST 32'h85ebca6b|carry-save multiply by the first mix constant (combinational; inside stage 3 of the hash)"
     "nlb_axis_skid|nlb_axis_skid||512-bit AXI-Stream skid buffer"
-    "nlb_table_mem (VIP shape)|nlb_table_mem|-set WIDTH 317 -set ROWS 64 -set LANES 4|VIP table of the sim profile: 2 banks x 64 buckets x 4 ways x 317 bits"
+    "nlb_table_mem (VIP shape)|nlb_table_mem|-set WIDTH 857 -set ROWS 64 -set LANES 4|VIP table of the sim profile: 2 banks x 64 buckets x 4 ways x 857 bits"
     "nlb_regs (sim profile)|nlb_regs||register file + every banked table of the sim profile"
     "nlb_parser|nlb_parser||header parser, 9 stages"
     "nlb_lookup (sim profile)|nlb_lookup||lookup pipeline: 5 flow hashes, 21 stages (table memories outside)"
@@ -177,13 +177,18 @@ EOF
 - `nlb_regs` at the `sim` profile holds both banks of every table: Maglev slots (2 × 131072 ×
   16 bit) are most of the block RAM. The `u280` profile puts Maglev slots and connections in
   HBM, so its BRAM figure would not come from this module; its other tables (VIP 4096 × 4 ×
-  317 bit, rules, ACL 4096 × 1096 bit, pools, backends 65536 × 178 bit) are sized in
+  857 bit, rules, ACL 4096 × 1096 bit, pools, backends 65536 × 178 bit) are sized in
   `docs/regmap.md`.
+- The VIP table at the `u280` profile: 2 banks × 4096 buckets × 4 ways × 857 bits (16 port
+  slots per entry) = 28.1 Mbit, which belongs in UltraRAM (4K × 72 bit, true dual port on
+  one clock): 12 URAM wide × 2 deep (the banks) per way, 96 of the U280's 960 URAM. With the
+  former 4 slots (317 bits) it was 5 × 2 per way, 40 URAM. In RAMB36 it would take 860 of
+  2016, so it is not meant for block RAM at that depth.
 - The register file's flip-flops are mostly the 64-word table data window and the table
   memories' output registers (which Vivado would place inside the block RAMs).
 - Both ports of a table memory read (the pipeline on A, the window on B), so each lane maps to
-  true-dual-port block RAM at most 36 bits wide: a 317-bit VIP entry takes 9 RAMB36 per way
-  however shallow the table. Tables of a few hundred entries (VIP, rules, pools at the `sim`
+  true-dual-port block RAM at most 36 bits wide: an 857-bit VIP entry takes 24 RAMB36 per way
+  however shallow the table (9 for the 317-bit entry of 4 slots, before issue 14). Tables of a few hundred entries (VIP, rules, pools at the `sim`
   profile) would fit distributed RAM better; that is a later optimisation.
 EOF
 } >"$doc"

@@ -312,6 +312,14 @@ fn rust_layout(map: &Regmap, l: &Layout, o: &mut String) {
             &format!("Bits of `{}` (per element for arrays).", p.field.name),
         );
         let _ = writeln!(o, "        pub const {up}_WIDTH: usize = {};", p.elem_width);
+        if p.field.layout.is_some() {
+            doc_lines(
+                o,
+                "        ",
+                &format!("Elements of the array `{}`.", p.field.name),
+            );
+            let _ = writeln!(o, "        pub const {up}_COUNT: usize = {};", p.count);
+        }
     }
     o.push_str("\n        /// Packs into words; a value wider than its field is an error.\n");
     let _ = writeln!(

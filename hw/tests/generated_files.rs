@@ -87,9 +87,10 @@ fn a_changed_field_width_changes_every_generated_output() {
     assert_eq!(width(&after, "port_slot"), width(&before, "port_slot") + 1);
     assert_eq!(
         width(&after, "vip_entry"),
-        width(&before, "vip_entry") + 4,
-        "4 slots per VIP"
+        width(&before, "vip_entry") + nlb_hw::layouts::VipEntry::SLOT_COUNT as u32,
+        "one bit per slot of a VIP entry"
     );
+    assert_eq!(nlb_hw::layouts::VipEntry::SLOT_COUNT, 16);
     // The Rust layer build.rs would generate.
     let rust = nlb_hw::codegen::rust(&after);
     assert!(rust.contains("pub const RULE_WIDTH: usize = 13;"));

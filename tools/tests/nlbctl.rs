@@ -179,6 +179,59 @@ fn explain_later_fragment_on_a_shared_vip_is_punted() {
     assert!(s.contains("verdict  punt (FRAGMENT_NEEDS_STATE)"), "{s}");
 }
 
+/// A TCP fragment of a target pool goes to the host (issue 14 item 7, docs/pipeline.md §6),
+/// and docs/config.md shows what `explain` says about it, word for word.
+#[test]
+fn explain_tcp_fragment_of_a_tracking_pool_is_punted_as_documented() {
+    let args = [
+        "explain",
+        "examples/ipv6.yaml",
+        "--src",
+        "[2001:db8:aaaa::7]:40000",
+        "--dst",
+        "[2001:db8:10::443]:443",
+        "--proto",
+        "tcp",
+        "--fragment",
+    ];
+    let o = nlbctl(&args);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let s = text(&o.stdout);
+    assert!(s.contains("verdict  punt (FRAGMENT_NEEDS_STATE)"), "{s}");
+    assert!(s.contains("to its connection's backend"), "{s}");
+    let doc = std::fs::read_to_string(root().join("docs/config.md")).unwrap();
+    let start = doc
+        .find(&format!("`nlbctl {}`:\n\n```\n", args.join(" ")))
+        .expect("the listing in docs/config.md");
+    let block = &doc[start..];
+    let block = &block[block.find("```\n").unwrap() + 4..];
+    let block = &block[..block.find("```").unwrap()];
+    assert_eq!(
+        s,
+        block,
+        "docs/config.md is stale: paste the output of `nlbctl {}`",
+        args.join(" ")
+    );
+    // A UDP fragment keeps the fragment key and is forwarded by the NIC.
+    let o = nlbctl(&[
+        "explain",
+        "examples/udp-dns.yaml",
+        "--src",
+        "198.51.100.7:4000",
+        "--dst",
+        "203.0.113.53:53",
+        "--proto",
+        "udp",
+        "--fragment",
+        "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        (v["verdict"].as_str(), v["key"].as_str()),
+        (Some("forward"), Some("3tuple"))
+    );
+}
+
 #[test]
 fn diff_shows_moved_and_minimum() {
     let o = nlbctl(&[

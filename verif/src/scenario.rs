@@ -3,10 +3,10 @@
 //! A [`Scenario`] is one bank of `nlb_hw::Tables` built the way the compiler lays tables out
 //! (VIP entries in the bucket their hash gives, Maglev slices per pool) but with every case the
 //! pipeline must handle: all affinities and deliveries, tracked and untracked pools, ACLs,
-//! VIPs with several rules, IPv4 and IPv6 backends, and broken entries (invalid rules, pools
+//! VIPs with several rules (up to all 16 port slots), IPv4 and IPv6 backends, and broken entries (invalid rules, pools
 //! and backends, ids beyond the tables, slices past the slot memory, empty slices). Its
-//! traffic goes mostly to the VIPs (hot flows that repeat, fragments, ICMP errors quoting VIP
-//! flows either way round), the rest is random and malformed frames.
+//! traffic goes mostly to the VIPs (hot flows that repeat, fragments of TCP and UDP flows,
+//! ICMP errors quoting VIP flows either way round), the rest is random and malformed frames.
 //!
 //! Nothing here predicts what the pipeline does: the tests ask the golden model.
 
@@ -225,7 +225,7 @@ impl Scenario {
             }
         };
 
-        // VIPs: IPv4 and IPv6, TCP and UDP, one to four port-range slots.
+        // VIPs: IPv4 and IPv6, TCP and UDP, one to all 16 port-range slots.
         let mut vips = Vec::new();
         let ways = profile.vip_ways as usize;
         // Next systematic first-slot rule per family (IPv4, IPv6), from a random start.
@@ -233,6 +233,7 @@ impl Scenario {
             rng.random_range(0..combos as u16),
             rng.random_range(0..combos as u16),
         ];
+        let layouts = port_layouts();
         for v in 0..14u32 {
             let addr = if v % 2 == 1 {
                 0x2001_0db8_0000_0000_0000_0000_0000_0100 | u128::from(v)
@@ -243,21 +244,15 @@ impl Scenario {
                 if rng.random_bool(0.3) {
                     continue;
                 }
-                let layouts: [&[(u16, u16)]; 5] = [
-                    &[(0, 65535)],
-                    &[(80, 80)],
-                    &[(80, 80), (443, 443)],
-                    &[(53, 53), (8000, 8080), (9000, 9000)],
-                    &[(1, 100), (200, 300), (443, 443), (1000, 65000)],
-                ];
                 // Mostly single-slot VIPs: only their later fragments are forwarded
-                // (SPEC R4.3), and the coverage bins want every pool kind behind them.
-                let layout = if rng.random_bool(0.7) {
-                    rng.random_range(0..2)
-                } else {
-                    rng.random_range(0..layouts.len())
+                // (SPEC R4.3), and the coverage bins want every pool kind behind them; the
+                // two 16-slot layouts (the last) often enough that every slot sees traffic.
+                let layout = match rng.random_range(0..20) {
+                    0..=13 => rng.random_range(0..2),
+                    14..=16 => rng.random_range(layouts.len() - 2..layouts.len()),
+                    _ => rng.random_range(2..layouts.len()),
                 };
-                let ranges = layouts[layout].to_vec();
+                let ranges = layouts[layout].clone();
                 let key = FlowKey {
                     key_type: KeyType::Vip,
                     protocol,
@@ -506,6 +501,32 @@ impl Scenario {
         }
         spec.build()
     }
+}
+
+/// Port-range layouts of a VIP entry (slot order): one slot (all ports, or one port), a few,
+/// 5, 8 and all 16 slots (disjoint, as the compiler writes them: the 16 cover every port, so
+/// random ports reach every slot), and 16 nested ranges around port 1000, where the lowest
+/// matching slot is not the only one (a table the compiler never writes; the pipeline's rule
+/// is the lowest match whatever the contents).
+pub fn port_layouts() -> Vec<Vec<(u16, u16)>> {
+    let mut v: Vec<Vec<(u16, u16)>> = vec![
+        vec![(0, 65535)],
+        vec![(80, 80)],
+        vec![(80, 80), (443, 443)],
+        vec![(53, 53), (8000, 8080), (9000, 9000)],
+        vec![(1, 100), (200, 300), (443, 443), (1000, 65000)],
+        vec![
+            (1, 100),
+            (200, 300),
+            (443, 443),
+            (1000, 2000),
+            (3000, 65000),
+        ],
+        (0..8).map(|i| (8000 + 10 * i, 8000 + 10 * i + 4)).collect(),
+    ];
+    v.push((0..16u16).map(|i| (i * 4096, i * 4096 + 4095)).collect());
+    v.push((0..16u16).map(|i| (1000 - 50 * i, 1000 + 50 * i)).collect());
+    v
 }
 
 fn pick<'a>(vips: &'a [Vip], rng: &mut StdRng) -> Option<&'a Vip> {

@@ -45,6 +45,51 @@ fn drain_queues(dev: &mut dyn Device) -> (Vec<Vec<u32>>, Vec<Vec<u32>>) {
     (punts, learns)
 }
 
+/// The most rules one VIP and protocol may have (issue 14 item 6): 16 TCP rules of one port
+/// range each (some ports, some ranges) on two pools, one of them a target instance, next to
+/// two UDP rules on the same address, as the compiler lays them out.
+fn sixteen_rules() -> flowtable_compiler::Compiled {
+    let mut y = String::from(
+        "instances:
+  - {name: a, ip: 192.0.2.1, zone: z, mac: '02:00:00:00:00:0a'}
+  - {name: b, ip: 192.0.2.2, zone: z, mac: '02:00:00:00:00:0b'}
+  - {name: c, ip: 192.0.2.3, zone: z, mac: '02:00:00:00:00:0c'}
+targetPools:
+  - {name: web, region: r, instances: [a, b, c]}
+targetInstances:
+  - {name: one, zone: z, instance: c}
+forwardingRules:
+  - {name: u1, IPAddress: 203.0.113.9, IPProtocol: UDP, portRange: '53', target: web}
+  - {name: u2, IPAddress: 203.0.113.9, IPProtocol: UDP, portRange: '5000-6000', target: one}
+",
+    );
+    for i in 0..16u32 {
+        let range = if i % 2 == 0 {
+            format!("{}", 100 + i)
+        } else {
+            format!("{}-{}", 1000 * i, 1000 * i + 999)
+        };
+        let target = if i % 5 == 4 { "one" } else { "web" };
+        y += &format!(
+            "  - {{name: t{i:02}, IPAddress: 203.0.113.9, portRange: '{range}', target: {target}}}\n"
+        );
+    }
+    let (config, d) = flowtable_compiler::parse_config("sixteen.yaml", &y);
+    assert!(d.is_empty(), "{d}");
+    let compiled =
+        flowtable_compiler::compile(&config, &HealthState::default(), &CompileOptions::default())
+            .expect("16 rules per VIP and protocol compile");
+    let full = compiled
+        .tables
+        .vip
+        .iter()
+        .filter(|e| e.valid && e.protocol == 6)
+        .map(|e| e.slot.iter().filter(|s| s.valid).count())
+        .collect::<Vec<_>>();
+    assert_eq!(full, vec![16], "one TCP entry with every slot used");
+    compiled
+}
+
 #[test]
 fn the_driver_loads_the_rtl_like_hardware_and_it_forwards_like_the_model() {
     let seed = seed_from_env(0xde71_0001);
@@ -62,7 +107,7 @@ fn the_driver_loads_the_rtl_like_hardware_and_it_forwards_like_the_model() {
     let attach_secs = t0.elapsed().as_secs_f64();
 
     let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
-    let mut total = 0usize;
+    let mut configs: Vec<(String, flowtable_compiler::Compiled)> = Vec::new();
     for name in ["web.yaml", "ipv6.yaml", "udp-dns.yaml"] {
         let (_, compiled) = compile_file(
             &examples.join(name),
@@ -70,6 +115,11 @@ fn the_driver_loads_the_rtl_like_hardware_and_it_forwards_like_the_model() {
             &CompileOptions::default(),
         )
         .expect("the example compiles");
+        configs.push((name.to_string(), compiled));
+    }
+    configs.push(("16 rules on one VIP".into(), sixteen_rules()));
+    let mut total = 0usize;
+    for (name, compiled) in configs {
         let r = rtl_loader
             .load(&mut rtl, &compiled.tables, &compiled.nic)
             .expect("load into the RTL");

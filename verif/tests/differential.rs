@@ -19,8 +19,10 @@
 //! in hex and both results, and writes a VCD of the clocks before it.
 //!
 //! Coverage bins are counted and printed: parser path x verdict; for forwarded packets parser
-//! path x affinity key x action x bank; injected x verdict. The test fails if a bin is never
-//! hit (fragments never use the 5-tuple, SPEC R4.2, so those bins are not required). CI runs
+//! path x affinity key x action x bank; injected x verdict; forwarded whole packets by the
+//! port slot they matched (0-3, 4-14, 15: VIP entries with up to 16 rules); TCP fragments
+//! punted on tracking pools and forwarded on others. The test fails if a bin is never hit
+//! (fragments never use the 5-tuple, SPEC R4.2, so those bins are not required). CI runs
 //! `NLB_DIFF_CASES` cases (default 16) of `NLB_DIFF_FRAMES` packets per enabled phase (default
 //! 3000; the disabled phase gets an eighth): 102k packets. `NLB_SOAK=1` takes the first seed
 //! from the clock; with `NLB_DIFF_CASES=1600` that is 10.2M packets (docs/verification.md).
@@ -32,7 +34,7 @@ use firmware_sim::{CounterKind, Counters};
 use nlb_hw::blocks::{conntrack, ctrl};
 use nlb_hw::enums::{DefaultAction, Delivery, KeyType, Reason, Verdict};
 use nlb_hw::layouts::{InjectHeader, LearnEvent};
-use nlb_hw::{NicSettings, Profile, Tables};
+use nlb_hw::{table_index, FlowKey, NicSettings, Profile, Tables};
 use nlb_verif::bench::{seed_from_env, trace_always, wave_path};
 use nlb_verif::scenario::Scenario;
 use nlb_verif::top::{take_events, take_frames, take_punts, PuntedFrame, TopBench};
@@ -87,17 +89,67 @@ fn verdict_name(v: Verdict) -> &'static str {
     v.name()
 }
 
+/// The port slot of its VIP entry a whole TCP/UDP packet matched: the lowest valid slot
+/// holding its destination port (docs/pipeline.md §4), worked out here from the entry.
+fn matched_slot(t: &Tables, frame: &[u8]) -> Option<usize> {
+    let Ok(Parsed::Ip(h)) = parse::parse(frame) else {
+        return None;
+    };
+    if h.icmp_error || h.is_fragment {
+        return None;
+    }
+    let key = FlowKey {
+        key_type: KeyType::Vip,
+        protocol: h.protocol,
+        dst_addr: h.dst,
+        ..FlowKey::default()
+    };
+    let ways = t.profile.vip_ways as usize;
+    let bucket = table_index(key.hash(), t.profile.vip_buckets) as usize;
+    let entry = t.vip[bucket * ways..(bucket + 1) * ways]
+        .iter()
+        .find(|e| e.valid && e.protocol == h.protocol && e.addr == h.dst)?;
+    entry
+        .slot
+        .iter()
+        .position(|s| s.valid && s.port_lo <= h.dst_port && h.dst_port <= s.port_hi)
+}
+
 /// Counts a packet into the bins.
-fn cover(bins: &mut Bins, e: &Expected, injected: bool) {
+fn cover(bins: &mut Bins, e: &Expected, injected: bool, tables: &Tables) {
     let r = &e.result;
     let v = verdict_name(r.verdict);
-    *bins
-        .entry(format!("path {} x {v}", path_of(&e.frame)))
-        .or_default() += 1;
+    let path = path_of(&e.frame);
+    *bins.entry(format!("path {path} x {v}")).or_default() += 1;
     if injected {
         *bins.entry(format!("injected x {v}")).or_default() += 1;
+        return;
     }
-    if let (Verdict::Forward, Some(k), Some(d), false) = (r.verdict, r.key, e.delivery, injected) {
+    // Rules behind every port slot (16 per VIP entry, issue 14 item 6).
+    if let (Verdict::Forward, Some(slot)) = (r.verdict, matched_slot(tables, &e.frame)) {
+        let group = match slot {
+            0..=3 => "0-3",
+            4..=14 => "4-14",
+            _ => "15",
+        };
+        *bins
+            .entry(format!("forward {path} x port slot {group}"))
+            .or_default() += 1;
+    }
+    // TCP fragments: punted on tracking pools (with their pool), forwarded on others (issue
+    // 14 item 7, docs/pipeline.md §6).
+    if path.ends_with("-frag")
+        && matches!(parse::parse(&e.frame), Ok(Parsed::Ip(h)) if h.protocol == 6)
+    {
+        let tracked = r.reason == Reason::FragmentNeedsState && r.pool.is_some();
+        *bins
+            .entry(format!(
+                "tcp {path} x {v}{}",
+                if tracked { " (tracking pool)" } else { "" }
+            ))
+            .or_default() += 1;
+    }
+    if let (Verdict::Forward, Some(k), Some(d)) = (r.verdict, r.key, e.delivery) {
         *bins
             .entry(format!(
                 "forward {} x key {} x {} x bank {}",
@@ -150,6 +202,15 @@ fn required_bins() -> Vec<String> {
     }
     b.push("injected x FORWARD".into());
     b.push("injected x DROP".into());
+    for p in ["v4", "v6"] {
+        for g in ["0-3", "4-14", "15"] {
+            b.push(format!("forward {p} x port slot {g}"));
+        }
+    }
+    for p in ["v4-frag", "v6-frag"] {
+        b.push(format!("tcp {p} x PUNT (tracking pool)"));
+        b.push(format!("tcp {p} x FORWARD"));
+    }
     b
 }
 
@@ -326,7 +387,7 @@ fn run(
                 if let Some(i) = e.result.ct_index {
                     ct.mark_hit(i);
                 }
-                cover(bins, e, is_inj);
+                cover(bins, e, is_inj, tables);
                 order.push((is_inj, *next));
                 *next += 1;
                 checked += 1;

@@ -838,10 +838,10 @@ httpHealthChecks:
             ],
         );
         c.apply_health(&mut dev, &[], &s).unwrap();
-        // A capacity problem the parser cannot see: 5 rules on one VIP and protocol (a VIP
-        // entry has 4 port-range slots).
+        // A capacity problem the parser cannot see: 17 rules on one VIP and protocol (a VIP
+        // entry has 16 port-range slots).
         let mut bad = CONFIG.to_string();
-        for i in 1..=4 {
+        for i in 1..=16 {
             bad = bad.replace(
                 "targetPools:",
                 &format!("  - {{name: w{i}, IPAddress: 203.0.113.80, IPProtocol: TCP, portRange: '{}', target: web}}\ntargetPools:", 8000 + i),

@@ -79,20 +79,9 @@ pub fn decide(
         return Err(IcmpMiss::AclDenied);
     }
     let pool = lookup::pool_of(tables, rule).ok_or(IcmpMiss::NoRule)?;
-    let tracked = tables
-        .pools
-        .get(usize::from(pool))
-        .is_some_and(|p| p.valid && p.track);
     let established = conntrack
-        .filter(|_| tracked)
-        .and_then(|ct| ct.lookup(&flow).and_then(|i| ct.entry(i)))
-        .map(|e| e.backend)
-        .filter(|b| {
-            tables
-                .backends
-                .get(usize::from(*b))
-                .is_some_and(|e| e.valid)
-        });
+        .filter(|_| lookup::pool_tracks(tables, pool))
+        .and_then(|ct| lookup::established_backend(tables, Some(ct), &flow));
     let backend = match established {
         Some(b) => b,
         None => lookup::maglev_backend(tables, pool, &flow, false).ok_or(IcmpMiss::NoBackend)?,

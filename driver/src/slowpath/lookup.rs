@@ -1,9 +1,13 @@
 //! The pipeline's table lookups replayed on the host over one table bank, for the decisions
 //! the slow path takes on the NIC's behalf (first fragments, punted ICMP errors): rule lookup
-//! (`docs/pipeline.md` §4), ACL (§5), key by affinity (§6) and Maglev (§8).
+//! (`docs/pipeline.md` §4), ACL (§5), key by affinity (§6), the host's copy of the connection
+//! table (§7) and Maglev (§8).
 //!
 //! Nothing here allocates: the slow path calls these per punted packet.
 
+use crate::conntrack::Conntrack;
+use firmware_sim::parse::proto::TCP;
+use firmware_sim::parse::tcp_flags;
 use firmware_sim::pipeline::{acl_allows, affinity_key};
 use nlb_hw::enums::KeyType;
 use nlb_hw::{table_index, FlowKey, Tables};
@@ -95,6 +99,60 @@ pub fn maglev_backend(tables: &Tables, pool: u16, flow: &FlowKey, fragment: bool
         .get(usize::from(backend))
         .filter(|b| b.valid)
         .map(|_| backend)
+}
+
+/// Whether a pool tracks connections (a valid descriptor with `track`).
+pub fn pool_tracks(tables: &Tables, pool: u16) -> bool {
+    tables
+        .pools
+        .get(usize::from(pool))
+        .is_some_and(|p| p.valid && p.track)
+}
+
+/// The backend of the flow's established connection in the host's copy of the connection
+/// table (§7; `flow` is the 5-tuple client → VIP), when that backend still has a valid entry.
+pub fn established_backend(
+    tables: &Tables,
+    conntrack: Option<&Conntrack>,
+    flow: &FlowKey,
+) -> Option<u16> {
+    let ct = conntrack?;
+    let backend = ct.entry(ct.lookup(flow)?)?.backend;
+    tables
+        .backends
+        .get(usize::from(backend))
+        .filter(|b| b.valid)
+        .map(|_| backend)
+}
+
+/// Where a first fragment punted with its rule goes (SPEC R4.1–R4.3, `docs/pipeline.md` §6):
+/// a TCP fragment of a pool that tracks connections goes to its connection's backend, or,
+/// without one, to the backend a whole packet of the flow gets (the pool's whole-packet key:
+/// the 5-tuple under `NONE`); a SYN without ACK selects anew as a whole one does (§7). Any
+/// other fragment goes to the backend of the fragment key (the 3-tuple under `NONE`), as the
+/// NIC sends fragments of single-rule VIPs. `tcp_flags` are the first fragment's.
+pub fn first_fragment(
+    tables: &Tables,
+    conntrack: Option<&Conntrack>,
+    rule: u16,
+    flow: &FlowKey,
+    tcp_flags: u8,
+) -> Option<Choice> {
+    let pool = pool_of(tables, rule)?;
+    if flow.protocol != TCP || !pool_tracks(tables, pool) {
+        return choose(tables, rule, flow, true);
+    }
+    let syn_only = tcp_flags & (tcp_flags::SYN | tcp_flags::ACK) == tcp_flags::SYN;
+    let conntrack = conntrack.filter(|_| !syn_only);
+    let backend = match established_backend(tables, conntrack, flow) {
+        Some(b) => b,
+        None => maglev_backend(tables, pool, flow, false)?,
+    };
+    Some(Choice {
+        rule,
+        pool,
+        backend,
+    })
 }
 
 /// Rule → pool → Maglev backend for a packet whose rule is known.

@@ -1,12 +1,17 @@
 //! Frames the NIC punts to the host, by reason (SPEC R4.3, R4.4, R10.2).
 //!
 //! - `FRAGMENT_NEEDS_STATE`: every fragment of a datagram to a VIP with several rules for its
-//!   protocol. The first fragment carries its rule in the punt header; the host picks its
-//!   backend the way the NIC picks one for a fragment (the pool's affinity key narrowed to the
-//!   3-tuple, Maglev over the serving slice), remembers the decision in the
-//!   [`FragmentTracker`] and injects the frame to that backend with the pool's delivery. Later
-//!   fragments (punted without rule) follow the decision, or wait in the tracker until their
-//!   first fragment arrives.
+//!   protocol, and every TCP fragment of a pool that tracks connections (`docs/pipeline.md`
+//!   §4–§6). The first fragment carries its rule in the punt header (a later one does too when
+//!   its VIP has a single rule). The host picks the first fragment's backend
+//!   ([`lookup::first_fragment`]): for a TCP fragment of a tracking pool, the backend of its
+//!   established connection in the host's copy of the connection table, or without one the
+//!   backend a whole packet of the flow gets (5-tuple under `NONE`), so the fragments of a
+//!   connection's segment reach the connection's backend (SPEC R4.1); for any other fragment
+//!   the way the NIC picks one for a fragment (the pool's affinity key narrowed to the
+//!   3-tuple, SPEC R4.2). It remembers the decision in the [`FragmentTracker`] and injects the
+//!   frame to that backend with the pool's delivery. Later fragments follow the decision, or
+//!   wait in the tracker until their first fragment arrives.
 //! - ICMP errors, whatever the reason: [`icmp::decide`] and injection.
 //! - Anything else is counted and dropped: nothing is lost silently.
 //!
@@ -276,7 +281,13 @@ impl PuntHandler {
             ip_id: h.ip_id,
         };
         if h.rule_valid && !ip.is_later_fragment() {
-            let Some(to) = lookup::choose(ctx.tables, h.rule, &flow_of(&ip), true) else {
+            let Some(to) = lookup::first_fragment(
+                ctx.tables,
+                ctx.conntrack,
+                h.rule,
+                &flow_of(&ip),
+                ip.tcp_flags,
+            ) else {
                 return Disposition::Dropped(PuntDrop::NoBackend);
             };
             let decision = Decision {

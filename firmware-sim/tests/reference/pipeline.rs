@@ -309,6 +309,12 @@ pub fn front(ctx: &Context<'_>, frame: &[u8]) -> Front {
     let Some(pool) = t.pools.get(usize::from(rule.pool)).filter(|p| p.valid) else {
         return ended(Verdict::Drop, Reason::NoBackend, res);
     };
+    // A TCP fragment of a tracking pool may belong to an established connection, whose
+    // backend the fragment key need not hash to: the host sends it the connection's way
+    // (SPEC R4.1 over R4.2; a first fragment with its rule). UDP keeps the 3-tuple rule.
+    if fragment && flow.protocol == proto::TCP && pool.track {
+        return ended(Verdict::Punt, Reason::FragmentNeedsState, res);
+    }
     let key_type = affinity_key(pool.affinity, fragment);
     res.key = Some(key_type);
     let aff_hash = match key_type {
