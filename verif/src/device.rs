@@ -518,7 +518,8 @@ impl Worker {
             .take(len)
             .collect();
         self.dut.inject(&frame, h.backend, h.pool);
-        self.transmitted.extend(self.run_until(1, true)?);
+        let sent = self.run_until(1, true)?;
+        self.transmitted.extend(sent);
         Ok(())
     }
 }
