@@ -199,14 +199,14 @@ impl Transmitter {
     }
 }
 
-/// True when the operations push a frame on the inject queue.
-fn pushes(ops: &[RegOp]) -> bool {
-    ops.iter()
-        .any(|op| matches!(*op, RegOp::Write(queues::INJECT_PUSH, _)))
+/// True for a write that pushes a frame on the inject queue.
+fn is_push(op: &RegOp) -> bool {
+    matches!(*op, RegOp::Write(queues::INJECT_PUSH, _))
 }
 
-/// The device as the socket server serves it: register accesses go to the NIC, and after a
-/// batch that pushed a frame on the inject queue the transmitted frames go to the wire.
+/// The device as the socket server serves it: register accesses go to the NIC, and after each
+/// write that pushed a frame on the inject queue the transmitted frames go to the wire (a
+/// batch is split after each push, so even a batch of many pushes never fills the queue).
 pub struct Served {
     dev: Box<dyn Device>,
     tx: Arc<Transmitter>,
@@ -233,12 +233,19 @@ impl Device for Served {
     }
 
     fn run_batch(&mut self, ops: &[RegOp], reads: &mut Vec<u32>) -> Result<(), DeviceError> {
-        let r = self.dev.run_batch(ops, reads);
-        // Also after a failed batch: the pushes before the failure took effect.
-        if pushes(ops) {
+        let mut rest = ops;
+        while let Some(at) = rest.iter().position(is_push) {
+            let (upto_push, after) = rest.split_at(at + 1);
+            let r = self.dev.run_batch(upto_push, reads);
+            // Also after a failed part: the pushes before the failure took effect.
             self.tx.flush();
+            r?;
+            rest = after;
         }
-        r
+        if rest.is_empty() {
+            return Ok(());
+        }
+        self.dev.run_batch(rest, reads)
     }
 
     fn wait(&mut self, d: Duration) -> Result<(), DeviceError> {
@@ -254,17 +261,70 @@ impl Device for Served {
 mod tests {
     use super::*;
 
+    use firmware_sim::SimDevice;
+    use nlb_driver::sim::Sim;
+    use nlb_hw::layouts::InjectHeader;
+
+    /// Counts what reaches the wire (a pcap run without `--out`) through the device's own
+    /// queue, in a device whose tables are empty: every injected frame is a NO_BACKEND drop,
+    /// which still takes an entry until taken.
+    struct Counting(Sim, Arc<Mutex<usize>>);
+
+    impl InjectSource for Counting {
+        fn take(&self) -> Result<Taken, String> {
+            let mut dev = self.0.lock();
+            let frames = dev.take_injected();
+            *lock(&self.1) += frames.len();
+            Ok(Taken {
+                frames: frames
+                    .into_iter()
+                    .map(|i| (i.result.verdict, i.frame))
+                    .collect(),
+                overflows: dev.inject_overflows(),
+            })
+        }
+    }
+
+    /// One batch pushing far more frames than the queue holds (no status read between): the
+    /// served device takes each frame off the queue as it is pushed, so none is refused.
+    #[test]
+    fn a_batch_of_many_pushes_never_fills_the_queue() {
+        let profile = nlb_hw::Profile::by_name("sim").unwrap();
+        let sim = Sim::from_device(SimDevice::new(profile));
+        let taken = Arc::new(Mutex::new(0));
+        let tx = Arc::new(Transmitter::new(
+            Box::new(Counting(sim.clone(), taken.clone())),
+            Wire::Pcap(Arc::new(Mutex::new(None))),
+        ));
+        let mut served = Served::new(Box::new(sim.clone()), tx);
+        let header = InjectHeader {
+            backend: 1,
+            pool: 1,
+            frame_len: 60,
+        }
+        .pack()
+        .unwrap();
+        let mut ops = vec![
+            RegOp::Write(queues::INJECT_HEADER, header[0]),
+            RegOp::Write(queues::INJECT_HEADER + 4, header[1]),
+        ];
+        let pushes = 3 * profile.queue_depth as usize;
+        ops.extend(std::iter::repeat_n(
+            RegOp::Write(queues::INJECT_PUSH, 1),
+            pushes,
+        ));
+        ops.push(RegOp::Read(queues::INJECT_STATUS));
+        let mut reads = Vec::new();
+        served.run_batch(&ops, &mut reads).unwrap();
+        assert_eq!(reads, vec![profile.queue_depth]);
+        assert_eq!(*lock(&taken), pushes);
+        assert_eq!(sim.lock().inject_overflows(), 0);
+    }
+
     #[test]
     fn only_a_write_to_inject_push_pushes() {
-        assert!(pushes(&[
-            RegOp::Read(queues::INJECT_STATUS),
-            RegOp::Write(queues::INJECT_HEADER, 1),
-            RegOp::Write(queues::INJECT_PUSH, 1),
-        ]));
-        assert!(!pushes(&[
-            RegOp::Read(queues::INJECT_PUSH),
-            RegOp::Write(queues::INJECT_HEADER, 1),
-            RegOp::Write(queues::INJECT_DATA, 1),
-        ]));
+        assert!(is_push(&RegOp::Write(queues::INJECT_PUSH, 1)));
+        assert!(!is_push(&RegOp::Read(queues::INJECT_PUSH)));
+        assert!(!is_push(&RegOp::Write(queues::INJECT_HEADER, 1)));
     }
 }
