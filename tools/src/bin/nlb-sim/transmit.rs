@@ -5,10 +5,10 @@
 //!
 //! The device keeps what it transmitted in its inject queue (at most the queue depth; a push
 //! with no free entry is dropped and counted by the device) until the wire takes it. The
-//! socket server's device is wrapped in [`Served`]: every register batch that wrote
-//! `inject_push` moves the transmitted frames to the wire at once, on the server thread that
-//! made the push, so the queue never fills while the wire works and nothing waits for the
-//! traffic thread (which sleeps in `recv` when the interface is quiet).
+//! socket server's device is wrapped in [`Served`]: every write to `inject_push` (a register
+//! batch is split after it) moves the transmitted frames to the wire at once, on the server
+//! thread that made the push, so the queue never fills while the wire works and nothing waits
+//! for the traffic thread (which sleeps in `recv` when the interface is quiet).
 
 use crate::afpacket::Port;
 use firmware_sim::pcap::FrameWriter;
