@@ -332,7 +332,7 @@ const SERVICE: &str = r#"
 # "NAME LENGTH SHA256" of what arrived (after the kernel reassembled it); a datagram starting
 # with "twice" is answered again 0.3 s later. ICMP errors about the flows (IP_RECVERR) are
 # logged on stderr: "icmp type T code C about ADDR:PORT".
-import hashlib, http.server, socket, socketserver, struct, sys, threading
+import hashlib, http.server, select, socket, socketserver, struct, sys, threading
 name, http_port, session_port = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 vip, udp_ports = (sys.argv[4], [int(p) for p in sys.argv[5:]]) if len(sys.argv) > 4 else (None, [])
 
@@ -365,31 +365,49 @@ def sessions():
         conn, _ = srv.accept()
         threading.Thread(target=echo, args=(conn,), daemon=True).start()
 
-def icmp_error(s):
-    # The error queue says which flow the ICMP error was about and what it was.
-    _, anc, _, addr = s.recvmsg(2048, 1024, socket.MSG_ERRQUEUE)
-    for level, kind, data in anc:
-        if level == socket.SOL_IP and kind == IP_RECVERR:
-            _, origin, typ, code = struct.unpack_from("=IBBB", data)
-            print("icmp type %d code %d about %s:%d" % (typ, code, addr[0], addr[1]),
-                  file=sys.stderr, flush=True)
-
 IP_RECVERR = getattr(socket, "IP_RECVERR", 11)
+
+def icmp_errors(s):
+    # The error queue says which flow each ICMP error was about and what it was. (The pending
+    # error the kernel also reports on the next send or receive says neither, and any thread
+    # may consume it: the queue is what counts.)
+    while True:
+        try:
+            _, anc, _, addr = s.recvmsg(2048, 1024, socket.MSG_ERRQUEUE | socket.MSG_DONTWAIT)
+        except OSError:
+            return
+        for level, kind, data in anc:
+            if level == socket.SOL_IP and kind == IP_RECVERR:
+                _, origin, typ, code = struct.unpack_from("=IBBB", data)
+                print("icmp type %d code %d about %s:%d" % (typ, code, addr[0], addr[1]),
+                      file=sys.stderr, flush=True)
+
+def send(s, answer, peer):
+    # A send fails when it meets the pending error of another flow's ICMP error: send again.
+    for _ in range(5):
+        try:
+            s.sendto(answer, peer)
+            return
+        except ConnectionRefusedError:
+            pass
 
 def udp_service(port):
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.setsockopt(socket.SOL_IP, IP_RECVERR, 1)
     s.bind((vip, port))
+    poll = select.poll()
+    poll.register(s, select.POLLIN | select.POLLERR)
     while True:
+        poll.poll()
+        icmp_errors(s)
         try:
-            data, peer = s.recvfrom(65535)
-        except ConnectionRefusedError:
-            icmp_error(s)
+            data, peer = s.recvfrom(65535, socket.MSG_DONTWAIT)
+        except (BlockingIOError, ConnectionRefusedError):
             continue
         answer = ("%s %d %s" % (name, len(data), hashlib.sha256(data).hexdigest())).encode()
-        s.sendto(answer, peer)
+        send(s, answer, peer)
         if data.startswith(b"twice"):
-            threading.Timer(0.3, s.sendto, (answer, peer)).start()
+            threading.Timer(0.3, send, (s, answer, peer)).start()
 
 if session_port:
     threading.Thread(target=sessions, daemon=True).start()
