@@ -234,7 +234,11 @@ struct Queues {
     inject_header: [u32; blocks::queues::INJECT_HEADER_COUNT as usize],
     inject_data: Vec<u32>,
     irq_mask: u32,
+    /// Injected frames run through the pipeline and not yet collected by the harness (the
+    /// wire): at most `depth`, so a harness that never collects cannot grow it.
     transmitted: VecDeque<Injected>,
+    /// Pushes refused because `transmitted` was full.
+    inject_overflows: u64,
 }
 
 impl Queues {
@@ -252,6 +256,7 @@ impl Queues {
             inject_data: vec![0; blocks::queues::INJECT_DATA_COUNT as usize],
             irq_mask: 0,
             transmitted: VecDeque::new(),
+            inject_overflows: 0,
         }
     }
 }
@@ -413,9 +418,18 @@ impl SimDevice {
         (q.irq_mask & 1 != 0 && !q.punt.is_empty()) || (q.irq_mask & 2 != 0 && !q.learn.is_empty())
     }
 
-    /// Frames the inject queue transmitted since the last call.
+    /// Frames the inject queue transmitted since the last call, in order: what went out on
+    /// the wire (a process hosting the device sends the FORWARDed ones on). Until they are
+    /// taken they hold inject queue entries (`inject_status`).
     pub fn take_injected(&mut self) -> Vec<Injected> {
         self.queues.transmitted.drain(..).collect()
+    }
+
+    /// Pushes the device refused because the inject queue had no free entry (frames not
+    /// taken with [`SimDevice::take_injected`] filled it); those frames were dropped before
+    /// the pipeline, so the NIC's counters do not see them.
+    pub fn inject_overflows(&self) -> u64 {
+        self.queues.inject_overflows
     }
 
     fn context(&self) -> Context<'_> {
@@ -870,8 +884,8 @@ impl SimDevice {
                 q.learn_overflow = false;
                 v
             }
-            // Injected frames are transmitted when pushed: every entry is always free.
-            b::INJECT_STATUS => q.depth as u32 & 0xffff,
+            // Entries held by transmitted frames the harness has not taken are not free.
+            b::INJECT_STATUS => q.depth.saturating_sub(q.transmitted.len()) as u32 & 0xffff,
             b::IRQ_MASK => q.irq_mask,
             o if (b::LEARN_DATA..b::LEARN_DATA + 4 * b::LEARN_DATA_COUNT).contains(&o) => {
                 q.learn_data[((o - b::LEARN_DATA) / 4) as usize]
@@ -929,8 +943,13 @@ impl SimDevice {
         }
     }
 
-    /// Sends the inject window through the action stage (on the active bank).
+    /// Sends the inject window through the action stage (on the active bank). With no free
+    /// entry the push is dropped and counted.
     fn inject(&mut self) {
+        if self.queues.transmitted.len() >= self.queues.depth {
+            self.queues.inject_overflows += 1;
+            return;
+        }
         let Ok(h) = InjectHeader::unpack(&self.queues.inject_header) else {
             return;
         };

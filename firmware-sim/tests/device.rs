@@ -101,6 +101,53 @@ fn injected_frames_go_to_the_given_backend() {
     assert_eq!(sent[0].result.reason, Reason::NoBackend);
 }
 
+/// The inject queue holds what the device transmitted until the harness (the wire) takes it:
+/// `inject_status` counts the free entries down, a push with none free is dropped before the
+/// pipeline and counted, and taking the frames frees the entries. Nothing grows beyond the
+/// queue depth however long nobody takes them.
+#[test]
+fn the_inject_queue_is_bounded_by_its_depth() {
+    let mut d = standard_device();
+    let depth = d.profile().queue_depth;
+    assert_eq!(depth, 64, "the sim profile (hw/regmap.toml)");
+    let f = udp(ip("198.51.100.10"), 1, ip(VIP4), 1500, &[7u8; 37]);
+    let h = InjectHeader {
+        backend: 2,
+        pool: 1,
+        frame_len: f.len() as u16,
+    };
+    for (i, w) in h.pack().unwrap().iter().enumerate() {
+        d.write32(qb::INJECT_HEADER + 4 * i as u32, *w).unwrap();
+    }
+    for (i, c) in f.chunks(4).enumerate() {
+        let mut w = [0u8; 4];
+        w[..c.len()].copy_from_slice(c);
+        d.write32(qb::INJECT_DATA + 4 * i as u32, u32::from_le_bytes(w))
+            .unwrap();
+    }
+    for n in 0..depth {
+        assert_eq!(d.read32(qb::INJECT_STATUS).unwrap(), depth - n);
+        d.write32(qb::INJECT_PUSH, 1).unwrap();
+    }
+    assert_eq!(d.read32(qb::INJECT_STATUS).unwrap(), 0, "full");
+    for _ in 0..3 {
+        d.write32(qb::INJECT_PUSH, 1).unwrap();
+    }
+    assert_eq!(d.inject_overflows(), 3);
+    // Only the frames that got an entry ran through the pipeline.
+    assert_eq!(
+        d.counters().reason(Reason::Injected).packets,
+        u64::from(depth)
+    );
+    let sent = d.take_injected();
+    assert_eq!(sent.len(), depth as usize);
+    assert!(sent.iter().all(|s| s.result.verdict == Verdict::Forward));
+    assert_eq!(d.read32(qb::INJECT_STATUS).unwrap(), depth, "free again");
+    d.write32(qb::INJECT_PUSH, 1).unwrap();
+    assert_eq!(d.take_injected().len(), 1);
+    assert_eq!(d.inject_overflows(), 3);
+}
+
 #[derive(Debug, Default)]
 struct Recorder {
     log: Arc<Mutex<Vec<(u32, u32)>>>,

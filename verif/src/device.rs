@@ -8,7 +8,9 @@
 //! the shell's DMA engine implements on hardware, is played here by the worker: it fills the
 //! punt and learn queues (depth = the profile's `queue_depth`, overflow flags as in
 //! docs/pipeline.md section 13) from the punt and event streams, and `inject_push` sends the
-//! inject window on the inject stream and runs the clock until the frame is through.
+//! inject window on the inject stream and runs the clock until the frame is through; what it
+//! transmitted waits, holding its inject queue entry, until [`RtlDevice::take_injected`] takes
+//! it (the wire), as the golden model's device does.
 
 use crate::error::VerifError;
 use crate::top::{take_events, take_frames, take_punts, PuntedFrame, TopBench};
@@ -29,7 +31,7 @@ const WINDOW_BYTES: usize = q::PUNT_DATA_COUNT as usize * 4;
 /// Clocks a batch of frames may take per frame before the worker gives up.
 const CLOCKS_PER_FRAME: u64 = 2_000;
 
-/// What one received frame did in the RTL.
+/// What one received or injected frame did in the RTL.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RtlPacket {
     /// The result (as the golden model reports it).
@@ -45,6 +47,7 @@ enum Request {
     Load(Box<Tables>, NicSettings),
     Clocks(u64),
     Receive(Vec<Vec<u8>>),
+    TakeInjected,
 }
 
 enum Response {
@@ -52,7 +55,18 @@ enum Response {
     Values(Vec<u32>),
     Done,
     Packets(Vec<RtlPacket>),
+    Injected(Injected),
     Failed(String),
+}
+
+/// The frames the inject queue transmitted since the last [`RtlDevice::take_injected`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Injected {
+    /// One per push that had a free entry, in order (the output frame is empty unless FORWARD).
+    pub packets: Vec<RtlPacket>,
+    /// Pushes refused since the model started because no entry was free (frames not taken
+    /// filled the queue): dropped before the pipeline, as the golden model's device does.
+    pub overflows: u64,
 }
 
 /// `nlb_top` on a worker thread, as a [`Device`].
@@ -124,6 +138,16 @@ impl RtlDevice {
     pub fn load(&mut self, tables: &Tables, nic: &NicSettings) -> Result<(), DeviceError> {
         match self.call(Request::Load(Box::new(tables.clone()), *nic))? {
             Response::Done => Ok(()),
+            _ => Err(DeviceError::Protocol(
+                "unexpected answer from the RTL model".into(),
+            )),
+        }
+    }
+
+    /// What the inject queue transmitted since the last call (frees their queue entries).
+    pub fn take_injected(&mut self) -> Result<Injected, DeviceError> {
+        match self.call(Request::TakeInjected)? {
+            Response::Injected(i) => Ok(i),
             _ => Err(DeviceError::Protocol(
                 "unexpected answer from the RTL model".into(),
             )),
@@ -238,6 +262,9 @@ struct Worker {
     inject_header: [u32; q::INJECT_HEADER_COUNT as usize],
     inject_data: Vec<u32>,
     irq_mask: u32,
+    /// Injected frames through the pipeline, not yet taken: at most `depth`.
+    transmitted: VecDeque<RtlPacket>,
+    inject_overflows: u64,
 }
 
 impl Worker {
@@ -259,6 +286,8 @@ impl Worker {
             inject_header: [0; q::INJECT_HEADER_COUNT as usize],
             inject_data: vec![0; q::INJECT_DATA_COUNT as usize],
             irq_mask: 0,
+            transmitted: VecDeque::new(),
+            inject_overflows: 0,
         })
     }
 
@@ -309,6 +338,10 @@ impl Worker {
                 Ok(Response::Done)
             }
             Request::Receive(frames) => Ok(Response::Packets(self.receive(frames)?)),
+            Request::TakeInjected => Ok(Response::Injected(Injected {
+                packets: self.transmitted.drain(..).collect(),
+                overflows: self.inject_overflows,
+            })),
         }
     }
 
@@ -411,7 +444,8 @@ impl Worker {
                 self.learn_overflow = false;
                 v
             }
-            q::INJECT_STATUS => self.depth as u32 & 0xffff,
+            // Entries held by transmitted frames not taken yet are not free.
+            q::INJECT_STATUS => self.depth.saturating_sub(self.transmitted.len()) as u32 & 0xffff,
             q::IRQ_MASK => self.irq_mask,
             o if range(q::LEARN_DATA, q::LEARN_DATA_COUNT).contains(&o) => {
                 self.learn_data[((o - q::LEARN_DATA) / 4) as usize]
@@ -466,8 +500,13 @@ impl Worker {
         Ok(())
     }
 
-    /// The inject window on the inject stream; the clock runs until it is through.
+    /// The inject window on the inject stream; the clock runs until it is through, and its
+    /// result waits to be taken. With no free entry the push is dropped and counted.
     fn inject(&mut self) -> Result<(), VerifError> {
+        if self.transmitted.len() >= self.depth {
+            self.inject_overflows += 1;
+            return Ok(());
+        }
         let Ok(h) = InjectHeader::unpack(&self.inject_header) else {
             return Ok(());
         };
@@ -479,7 +518,8 @@ impl Worker {
             .take(len)
             .collect();
         self.dut.inject(&frame, h.backend, h.pool);
-        self.run_until(1, true)?;
+        let sent = self.run_until(1, true)?;
+        self.transmitted.extend(sent);
         Ok(())
     }
 }

@@ -3,7 +3,8 @@
 //! configuration into it exactly as into hardware; the golden model's device (`nlb_driver::Sim`)
 //! gets the same loads through the same loader. Then the same traffic goes through both:
 //! every result, every transmitted frame, and what the host reads from the queues (punts and
-//! learn events, popped through the registers) must agree.
+//! learn events, popped through the registers) must agree; so must frames the host injects
+//! through the inject queue, up to and past its depth.
 
 use flowtable_compiler::{compile_file, CompileOptions, HealthState};
 use nlb_driver::device::Device;
@@ -90,6 +91,73 @@ forwardingRules:
     compiled
 }
 
+/// Injects frames with the driver's queue access into both devices, more than the inject
+/// queue holds, without taking what they transmit: both accept `queue_depth` frames and then
+/// report the queue full (the driver's `InjectFull`), transmit the same results and frames,
+/// and free the entries once the frames are taken. Returns the frames compared.
+fn inject_through_the_driver(
+    rtl: &mut RtlDevice,
+    model: &mut Sim,
+    frames: &[Vec<u8>],
+    tables: &nlb_hw::Tables,
+    name: &str,
+) -> usize {
+    use nlb_driver::queues::{QueueError, Queues};
+    let depth = tables.profile.queue_depth as usize;
+    // Valid pools and backends of the example, and ids past the tables (dropped NO_BACKEND).
+    let pools: Vec<u16> = (0..tables.pools.len())
+        .filter(|&i| tables.pools[i].valid)
+        .map(|i| i as u16)
+        .chain([u16::MAX >> 4])
+        .collect();
+    let backends: Vec<u16> = (0..tables.backends.len())
+        .filter(|&i| tables.backends[i].valid)
+        .map(|i| i as u16)
+        .chain([u16::MAX >> 4])
+        .collect();
+    let (mut qr, mut qm) = (Queues::new(), Queues::new());
+    let mut pushed = 0;
+    let fits = frames
+        .iter()
+        .filter(|f| f.len() <= nlb_driver::queues::WINDOW_BYTES);
+    for (i, f) in fits.take(depth + 3).enumerate() {
+        let (backend, pool) = (backends[i % backends.len()], pools[i % pools.len()]);
+        let a = qr.inject(rtl, backend, pool, f);
+        let b = qm.inject(model, backend, pool, f);
+        if i < depth {
+            a.unwrap_or_else(|e| panic!("{name}: inject {i} into the RTL: {e}"));
+            b.unwrap_or_else(|e| panic!("{name}: inject {i} into the model: {e}"));
+            pushed += 1;
+        } else {
+            assert!(
+                matches!(a, Err(QueueError::InjectFull))
+                    && matches!(b, Err(QueueError::InjectFull)),
+                "{name}: inject {i} with {depth} frames not taken: RTL {a:?}, model {b:?}"
+            );
+        }
+    }
+    let got = rtl.take_injected().expect("RTL injected frames");
+    let want = model.lock().take_injected();
+    assert_eq!(got.packets.len(), pushed, "{name}");
+    assert_eq!(want.len(), pushed, "{name}");
+    assert_eq!(
+        got.overflows, 0,
+        "the driver never pushed into a full queue"
+    );
+    for (i, (g, w)) in got.packets.iter().zip(&want).enumerate() {
+        assert_eq!(g.result, w.result, "{name}: injected frame {i}");
+        assert_eq!(g.output, w.frame, "{name}: injected frame {i} output");
+    }
+    for dev in [rtl as &mut dyn Device, model] {
+        assert_eq!(
+            dev.read32(queues::INJECT_STATUS).expect("status"),
+            depth as u32,
+            "{name}: entries free once taken"
+        );
+    }
+    pushed
+}
+
 #[test]
 fn the_driver_loads_the_rtl_like_hardware_and_it_forwards_like_the_model() {
     let seed = seed_from_env(0xde71_0001);
@@ -139,6 +207,7 @@ fn the_driver_loads_the_rtl_like_hardware_and_it_forwards_like_the_model() {
         let (rtl_q, model_q) = (drain_queues(&mut rtl), drain_queues(&mut model));
         assert_eq!(rtl_q, model_q, "{name}: punt and learn queues");
         total += frames.len();
+        total += inject_through_the_driver(&mut rtl, &mut model, &frames, &compiled.tables, &name);
     }
     eprintln!(
         "discover + attach (both banks read back through the window): {attach_secs:.1} s; \

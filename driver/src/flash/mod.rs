@@ -69,6 +69,18 @@ pub enum FlashError {
         /// The ID read.
         jedec_id: [u8; 3],
     },
+    /// The flash chip stayed busy: a program or erase did not end within the limit.
+    #[error(
+        "the flash chip is still busy after {after:?} (status register {status:#04x}, write in \
+         progress): a program or erase started earlier (an interrupted `nlbctl flash`?) has \
+         not ended; run the command again, and if the chip stays busy, power-cycle the card"
+    )]
+    ChipBusy {
+        /// How long we waited.
+        after: Duration,
+        /// The last status register read.
+        status: u8,
+    },
     /// The bitstream targets another FPGA part.
     #[error(
         "the bitstream is for {bitstream} but this card's FPGA is {card}: refusing to flash it \

@@ -139,6 +139,17 @@ pub const SECTOR_ERASE_WAIT: WaitPlan = WaitPlan {
     timeout: Duration::from_secs(5),
 };
 
+/// Before the chip is identified: a program or erase left running by an earlier session (an
+/// `nlbctl flash` killed mid-erase) must end first, since a busy chip ignores the ID command.
+/// The longest operation the programmer starts is a 64 KiB erase (datasheet maximum 1 s), so
+/// the limit is that of [`SECTOR_ERASE_WAIT`]; the poll is short, as the operation may be
+/// nearly done.
+pub const IDLE_WAIT: WaitPlan = WaitPlan {
+    first: Duration::ZERO,
+    poll: Duration::from_millis(1),
+    timeout: SECTOR_ERASE_WAIT.timeout,
+};
+
 /// Register traffic counters.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SpiStats {
@@ -238,8 +249,10 @@ impl<'d, D: Device + ?Sized> SpiFlash<'d, D> {
         Ok([m, t, c])
     }
 
-    /// Identifies the chip.
+    /// Identifies the chip, after waiting (bounded, [`IDLE_WAIT`]) for a program or erase
+    /// still running to end.
     pub fn chip(&mut self) -> Result<ChipInfo, FlashError> {
+        self.wait_idle()?;
         let id = self.jedec_id()?;
         KNOWN_CHIPS
             .iter()
@@ -255,6 +268,27 @@ impl<'d, D: Device + ?Sized> SpiFlash<'d, D> {
         let v = self.rx()?;
         self.deselect()?;
         Ok(v as u8)
+    }
+
+    /// Waits until no program or erase runs. A status of all ones is no chip answering (MISO
+    /// floats high), not a busy one: identification then reports the ID it reads.
+    pub fn wait_idle(&mut self) -> Result<(), FlashError> {
+        let plan = IDLE_WAIT;
+        let mut waited = Duration::ZERO;
+        loop {
+            let status = self.status()?;
+            if status & SR_WIP == 0 || status == 0xFF {
+                return Ok(());
+            }
+            if waited >= plan.timeout {
+                return Err(FlashError::ChipBusy {
+                    after: waited,
+                    status,
+                });
+            }
+            self.wait(plan.poll)?;
+            waited += plan.poll;
+        }
     }
 
     fn write_enable(&mut self) -> Result<(), FlashError> {

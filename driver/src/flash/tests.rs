@@ -9,7 +9,7 @@ use firmware_sim::flash::{
     ChipTiming, FlashBlock, FlashConfig, ProgramFault, Slot, FACTORY_FALLBACK_USR_ACCESS,
     FACTORY_USER_USR_ACCESS, MT25QU01G, XCU280_IDCODE,
 };
-use nlb_hw::blocks::fw_id;
+use nlb_hw::blocks::{fw_id, spi_flash};
 
 use super::*;
 use crate::device::{Device, DeviceError};
@@ -22,6 +22,8 @@ struct FlashCard {
     accesses: u64,
     cut_at_access: Option<u64>,
     cut_at_time: Option<Duration>,
+    /// The tool dies at this register access (which is not made); the card runs on.
+    kill_at_access: Option<u64>,
     off: bool,
 }
 
@@ -32,6 +34,7 @@ impl FlashCard {
             accesses: 0,
             cut_at_access: None,
             cut_at_time: None,
+            kill_at_access: None,
             off: false,
         }
     }
@@ -60,6 +63,10 @@ impl FlashCard {
         self.accesses += 1;
         if Some(self.accesses) == self.cut_at_access {
             return Err(self.cut());
+        }
+        if Some(self.accesses) == self.kill_at_access {
+            self.kill_at_access = None;
+            return Err(DeviceError::Protocol("killed".into()));
         }
         Ok(())
     }
@@ -337,6 +344,145 @@ fn an_erase_that_never_ends_times_out() {
             assert!(*after >= Duration::from_secs(2) && *after < Duration::from_millis(2100));
         }
         e => panic!("{e}"),
+    }
+}
+
+/// What runs right after a killed flash.
+#[derive(Debug, Clone, Copy)]
+enum Next {
+    FwInfo,
+    Reboot,
+    Flash,
+}
+
+/// `nlbctl flash` killed at register access `kill` (the card keeps running: a program or
+/// erase it started goes on, chip select may be left low in the middle of a command), then
+/// `next` at once. Returns whether the next command finds the chip busy: an operation still
+/// running, or one that starts when its first access ends the half-sent command.
+fn killed_then(kill: u64, next: Next, img: &Bitstream) -> bool {
+    let mut card = FlashCard::small();
+    card.kill_at_access = Some(kill);
+    let e = flash(&mut card, img, FlashOptions::default()).unwrap_err();
+    assert!(e.to_string().contains("killed"), "kill at {kill}: {e}");
+    // What every command does first on the controller: chip select off.
+    let accesses = card.accesses;
+    card.write32(spi_flash::CTRL, spi::DIVIDER << spi::CTRL_DIV_SHIFT)
+        .unwrap();
+    card.accesses = accesses;
+    let busy = card.flash.chip_mut().busy();
+    let ctx = format!("killed at access {kill} (chip busy: {busy}), then {next:?}");
+    match next {
+        Next::FwInfo => {
+            let info = fw_info(&mut card, false).unwrap_or_else(|e| panic!("{ctx}: {e}"));
+            assert_eq!(info.chip.name, "MT25QU01G", "{ctx}");
+            // The user slot holds the old image or the new one whole (killed while the marker's
+            // program ran), or no complete image: its marker is the first thing a flash erases
+            // and the last it writes.
+            let user = &info.slots[1];
+            if user.complete() {
+                let m = user.marker.as_ref().unwrap();
+                assert!(
+                    [Some(FACTORY_USER_USR_ACCESS), img.usr_access].contains(&m.usr_access),
+                    "{ctx}: {m:?}"
+                );
+            }
+        }
+        Next::Reboot => {
+            let r = reboot(
+                &mut card,
+                &RebootOptions {
+                    slot: Slot::Fallback,
+                    ..RebootOptions::default()
+                },
+            )
+            .unwrap_or_else(|e| panic!("{ctx}: {e}"));
+            assert_eq!(r.after.build_id, FACTORY_FALLBACK_USR_ACCESS, "{ctx}");
+        }
+        Next::Flash => {
+            flash(&mut card, img, FlashOptions::default()).unwrap_or_else(|e| panic!("{ctx}: {e}"));
+            let r = reboot(&mut card, &RebootOptions::default())
+                .unwrap_or_else(|e| panic!("{ctx}: {e}"));
+            assert_eq!(r.after.build_id, img.usr_access.unwrap_or(0), "{ctx}");
+        }
+    }
+    busy
+}
+
+/// A flash killed anywhere (docs/flashing.md: "`flash` can simply be run again"): `fw-info`,
+/// `reboot` and `flash` work at once, waiting for a program or erase the killed tool left
+/// running instead of reading the busy chip's ID as `ff ff ff`.
+#[test]
+fn right_after_a_killed_flash_every_command_works() {
+    let img = image(XCU280_IDCODE, 0xC0DE_0077, 20_000); // 80 KiB: 1 sector + 4 subsectors
+    let mut card = FlashCard::small();
+    flash(&mut card, &img, FlashOptions::default()).unwrap();
+    let total = card.accesses;
+    let nexts = [Next::FwInfo, Next::Reboot, Next::Flash];
+    let mut busy = 0;
+    let mut runs = 0;
+    // The first accesses (before the marker erase), then points spread over the whole flash
+    // up to the marker write (the last accesses).
+    let points = (1..8)
+        .chain((1..90).map(|i| i * (total - 60) / 90))
+        .chain(total - 60..total);
+    for (i, kill) in points.enumerate() {
+        busy += usize::from(killed_then(kill, nexts[i % 3], &img));
+        runs += 1;
+    }
+    eprintln!("{runs} kills, {busy} leaving the chip busy");
+    // About a third: the verify phase, which only reads, is a large part of the accesses.
+    assert!(
+        busy * 4 >= runs,
+        "too few kills during a program or erase: {busy} of {runs}"
+    );
+}
+
+/// A chip that stays busy (an erase that never ends) is a clear error after the bound, not an
+/// unknown chip.
+#[test]
+fn a_chip_that_stays_busy_is_reported_after_the_bound() {
+    let mut card = FlashCard::new(FlashConfig {
+        chip: MT25QU01G,
+        timing: ChipTiming {
+            sector_erase: Duration::from_secs(3600),
+            ..ChipTiming::default()
+        },
+        ..FlashConfig::default()
+    });
+    let err = spi::SpiFlash::new(&mut card)
+        .unwrap()
+        .erase(0x0400_0000, spi::EraseSize::Sector)
+        .unwrap_err();
+    assert!(matches!(err, FlashError::Timeout { .. }), "{err}");
+    let t0 = card.flash.now();
+    let err = fw_info(&mut card, false).unwrap_err();
+    let waited = card.flash.now() - t0;
+    match &err {
+        FlashError::ChipBusy { after, status } => {
+            assert_eq!(*after, spi::IDLE_WAIT.timeout);
+            assert_eq!(status & spi::SR_WIP, spi::SR_WIP);
+        }
+        e => panic!("{e}"),
+    }
+    assert!(
+        waited >= Duration::from_secs(5) && waited < Duration::from_millis(5100),
+        "{waited:?}"
+    );
+    let msg = err.to_string();
+    assert!(
+        msg.contains("still busy") && msg.contains("power-cycle"),
+        "{msg}"
+    );
+    for e in [
+        reboot(&mut card, &RebootOptions::default()).unwrap_err(),
+        flash(
+            &mut card,
+            &image(XCU280_IDCODE, 1, 100),
+            FlashOptions::default(),
+        )
+        .unwrap_err(),
+    ] {
+        assert!(matches!(e, FlashError::ChipBusy { .. }), "{e}");
     }
 }
 

@@ -56,6 +56,11 @@ impl Engine {
 }
 
 const VIP: &str = "10.77.1.1";
+/// Two UDP rules on the VIP (SPEC R4.3: its fragments need the host): `dns` to the pool
+/// `web`, `bulk` to the pool `bulk`, whose only member is `BULK_BACKEND`.
+const DNS_PORT: u16 = 5353;
+const BULK_PORT: u16 = 7000;
+const BULK_BACKEND: &str = "b3";
 const NIC_MAC: &str = "02:00:00:00:00:01";
 const BACKENDS: [&str; 3] = ["b1", "b2", "b3"];
 /// Generous: a loaded 2-core CI machine.
@@ -322,9 +327,14 @@ fn remove_stale_namespaces() {
 
 const SERVICE: &str = r#"
 # A backend: HTTP on one port answering its name to every GET; optionally a line-echo
-# "session" service on another port that first sends its name (a long-lived connection).
-import http.server, socket, socketserver, sys, threading
+# "session" service on another port that first sends its name (a long-lived connection), and
+# UDP services on the VIP (argv[4], then ports): each datagram is answered from the VIP with
+# "NAME LENGTH SHA256" of what arrived (after the kernel reassembled it); a datagram starting
+# with "twice" is answered again 0.3 s later. ICMP errors about the flows (IP_RECVERR) are
+# logged on stderr: "icmp type T code C about ADDR:PORT".
+import hashlib, http.server, select, socket, socketserver, struct, sys, threading
 name, http_port, session_port = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+vip, udp_ports = (sys.argv[4], [int(p) for p in sys.argv[5:]]) if len(sys.argv) > 4 else (None, [])
 
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.0"
@@ -355,8 +365,54 @@ def sessions():
         conn, _ = srv.accept()
         threading.Thread(target=echo, args=(conn,), daemon=True).start()
 
+IP_RECVERR = getattr(socket, "IP_RECVERR", 11)
+
+def icmp_errors(s):
+    # The error queue says which flow each ICMP error was about and what it was. (The pending
+    # error the kernel also reports on the next send or receive says neither, and any thread
+    # may consume it: the queue is what counts.)
+    while True:
+        try:
+            _, anc, _, addr = s.recvmsg(2048, 1024, socket.MSG_ERRQUEUE | socket.MSG_DONTWAIT)
+        except OSError:
+            return
+        for level, kind, data in anc:
+            if level == socket.SOL_IP and kind == IP_RECVERR:
+                _, origin, typ, code = struct.unpack_from("=IBBB", data)
+                print("icmp type %d code %d about %s:%d" % (typ, code, addr[0], addr[1]),
+                      file=sys.stderr, flush=True)
+
+def send(s, answer, peer):
+    # A send fails when it meets the pending error of another flow's ICMP error: send again.
+    for _ in range(5):
+        try:
+            s.sendto(answer, peer)
+            return
+        except ConnectionRefusedError:
+            pass
+
+def udp_service(port):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_IP, IP_RECVERR, 1)
+    s.bind((vip, port))
+    poll = select.poll()
+    poll.register(s, select.POLLIN | select.POLLERR)
+    while True:
+        poll.poll()
+        icmp_errors(s)
+        try:
+            data, peer = s.recvfrom(65535, socket.MSG_DONTWAIT)
+        except (BlockingIOError, ConnectionRefusedError):
+            continue
+        answer = ("%s %d %s" % (name, len(data), hashlib.sha256(data).hexdigest())).encode()
+        send(s, answer, peer)
+        if data.startswith(b"twice"):
+            threading.Timer(0.3, send, (s, answer, peer)).start()
+
 if session_port:
     threading.Thread(target=sessions, daemon=True).start()
+for p in udp_ports:
+    threading.Thread(target=udp_service, args=(p,), daemon=True).start()
 Server(("0.0.0.0", http_port), Handler).serve_forever()
 "#;
 
@@ -382,6 +438,35 @@ for _ in sys.stdin:
     print("ok", n, flush=True)
 "#;
 
+const UDP_CLIENT: &str = r#"
+# The UDP client: COUNT datagrams of SIZE bytes to VIP:PORT, each from a new socket (a new
+# source port). A datagram larger than the MTU leaves the kernel as IP fragments. Each answer
+# must carry the length and SHA-256 of what was sent: prints "answer NAME". With "twice" the
+# datagram asks for a second answer, and the socket closes after the first: the second meets
+# a closed port and the kernel sends an ICMP port unreachable to the VIP; prints
+# "flow PORT NAME". Any failure exits 1 with "error: ..." on stderr.
+import hashlib, os, socket, sys
+vip, port, size, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+twice = len(sys.argv) > 5 and sys.argv[5] == "twice"
+for i in range(count):
+    data = (b"twice" if twice else b"") + os.urandom(size)
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.settimeout(10)
+    s.sendto(data, (vip, port))
+    try:
+        answer, peer = s.recvfrom(65535)
+    except OSError as e:
+        sys.exit("error: datagram %d of %d bytes to port %d: no answer: %s" % (i, len(data), port, e))
+    who, length, digest = answer.decode().split()
+    if peer != (vip, port) or int(length) != len(data) or digest != hashlib.sha256(data).hexdigest():
+        sys.exit("error: datagram %d: answer %r from %r" % (i, answer, peer))
+    if twice:
+        print("flow %d %s" % (s.getsockname()[1], who), flush=True)
+    else:
+        print("answer", who, flush=True)
+    s.close()
+"#;
+
 fn config() -> String {
     let instances: String = (0..3)
         .map(|i| {
@@ -398,8 +483,11 @@ fn config() -> String {
 forwardingRules:
   - {{name: web, IPAddress: {VIP}, IPProtocol: TCP, portRange: '80', target: web}}
   - {{name: session, IPAddress: {VIP}, IPProtocol: TCP, portRange: '9000', target: web}}
+  - {{name: dns, IPAddress: {VIP}, IPProtocol: UDP, portRange: '{DNS_PORT}', target: web}}
+  - {{name: bulk, IPAddress: {VIP}, IPProtocol: UDP, portRange: '{BULK_PORT}', target: bulk}}
 targetPools:
   - {{name: web, region: lab, instances: [b1, b2, b3], healthChecks: [hc]}}
+  - {{name: bulk, region: lab, instances: [{BULK_BACKEND}]}}
 instances:
 {instances}httpHealthChecks:
   - {{name: hc, port: 8080, requestPath: /healthz, checkIntervalSec: 1, timeoutSec: 1, healthyThreshold: 1, unhealthyThreshold: 2}}
@@ -462,6 +550,9 @@ fn build_topology(lab: &mut Lab) {
         "dev",
         "eth0",
     ]);
+    // The client's ICMP errors (port unreachable, below) are not rate limited.
+    lab.run_in("cli", &["sysctl", "-qw", "net.ipv4.icmp_ratelimit=0"])
+        .unwrap();
     // The VIP resolves to the NIC's MAC: only nlb-sim receives what the client sends to it.
     must(&[
         "ip",
@@ -526,10 +617,11 @@ fn build_topology(lab: &mut Lab) {
 fn start_service(lab: &mut Lab, b: &str) {
     let script = lab.path("service.py");
     let script = script.to_str().unwrap().to_string();
+    let (dns, bulk) = (DNS_PORT.to_string(), BULK_PORT.to_string());
     lab.spawn(
         &format!("service-{b}"),
         b,
-        &["python3", &script, b, "80", "9000"],
+        &["python3", &script, b, "80", "9000", VIP, &dns, &bulk],
     );
 }
 
@@ -656,6 +748,128 @@ fn reply_macs(lab: &Lab, during: impl FnOnce()) -> Option<Vec<String>> {
     )
 }
 
+/// `udp.py` in the client namespace: `count` datagrams of `size` bytes to VIP:`port` (with
+/// `twice`, each asks for a second answer that meets a closed port); its output lines.
+fn udp(lab: &Lab, port: u16, size: usize, count: usize, twice: bool) -> Vec<String> {
+    let script = lab.path("udp.py");
+    let (port, size, count) = (port.to_string(), size.to_string(), count.to_string());
+    let mut args = vec![
+        "python3",
+        script.to_str().unwrap(),
+        VIP,
+        &port,
+        &size,
+        &count,
+    ];
+    if twice {
+        args.push("twice");
+    }
+    lab.run_in("cli", &args)
+        .unwrap_or_else(|e| panic!("{e}\n{}", lab.logs()))
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// nlbd's metrics page.
+fn metrics(lab: &Lab) -> String {
+    lab.run_in(
+        "host",
+        &[
+            "curl",
+            "-sS",
+            "--max-time",
+            "10",
+            "http://127.0.0.1:9470/metrics",
+        ],
+    )
+    .unwrap()
+}
+
+/// The value of an unlabelled metric.
+fn metric(text: &str, name: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+}
+
+/// Fragments through a VIP with two UDP rules (SPEC R4.3) and ICMP errors about UDP flows
+/// (SPEC R10.2), checked by what the backends received.
+fn udp_fragments_and_icmp_errors(lab: &Lab) {
+    // Datagrams of 4000 bytes leave the client as three IP fragments each (MTU 1500). The NIC
+    // punts every one (the VIP has two UDP rules; later fragments carry no port); nlbd sends
+    // them through the inject queue to the first fragment's backend, nlb-sim transmits them,
+    // and the backend's kernel reassembles the datagram: its answer carries the length and
+    // SHA-256 of what arrived, checked by the client. `bulk` has one backend.
+    let bulk = udp(lab, BULK_PORT, 4000, 4, false);
+    assert_eq!(
+        bulk,
+        vec![format!("answer {BULK_BACKEND}"); 4],
+        "fragmented datagrams to the `bulk` rule"
+    );
+    // `dns` goes to the three-member pool `web`: under NONE a fragment is hashed on the
+    // 3-tuple (SPEC R4.2), so every datagram of this client goes to one backend.
+    let dns = udp(lab, DNS_PORT, 4000, 4, false);
+    let who: std::collections::BTreeSet<&str> = dns
+        .iter()
+        .filter_map(|l| l.strip_prefix("answer "))
+        .collect();
+    assert!(
+        dns.len() == 4 && who.len() == 1 && BACKENDS.contains(who.first().unwrap()),
+        "fragmented datagrams to the `dns` rule: {dns:?}"
+    );
+    let m = metrics(lab);
+    let injected = metric(&m, "nlbd_injected_total").unwrap_or(0.0);
+    assert!(
+        injected >= 24.0,
+        "8 datagrams of 3 fragments went through nlbd's inject queue: {injected}"
+    );
+    assert!(
+        lab.log("nlb-sim")
+            .contains("transmitting frames the host injected"),
+        "{}",
+        lab.logs()
+    );
+
+    // ICMP errors: each datagram to `dns` is answered twice, the client's socket is closed
+    // after the first answer, so its kernel sends a port unreachable to the VIP quoting the
+    // second. The NIC sends it to the flow's backend, whose kernel hands it to the service's
+    // socket (IP_RECVERR): the service logs it with the flow's client port.
+    let flows = udp(lab, DNS_PORT, 16, 8, true);
+    assert_eq!(flows.len(), 8, "{flows:?}");
+    let client = "10.77.0.10";
+    for f in &flows {
+        let mut it = f.split_whitespace().skip(1);
+        let (Some(port), Some(backend)) = (it.next(), it.next()) else {
+            panic!("udp.py: {f}");
+        };
+        let about = format!("about {client}:{port}");
+        lab.wait_for(
+            &format!("the ICMP error about port {port} at {backend}"),
+            || {
+                lab.log(&format!("service-{backend}"))
+                    .contains(&format!("icmp type 3 code 3 {about}"))
+                    .then_some(())
+            },
+        );
+        for other in BACKENDS.iter().filter(|b| **b != backend) {
+            assert!(
+                !lab.log(&format!("service-{other}")).contains(&about),
+                "the ICMP error about port {port} (a flow to {backend}) reached {other}"
+            );
+        }
+    }
+    let m = metrics(lab);
+    assert!(
+        metric(
+            &m,
+            "nlb_reason_packets_total{reason=\"ICMP_ERROR_FORWARDED\"}"
+        )
+        .unwrap_or(0.0)
+            >= 8.0,
+        "the NIC forwarded the ICMP errors"
+    );
+}
+
 /// The whole scenario with nlb-sim running `engine`.
 pub fn curl_through_the_simulated_nic_with_health_checks_and_dsr(engine: Engine) {
     remove_stale_namespaces();
@@ -667,6 +881,7 @@ pub fn curl_through_the_simulated_nic_with_health_checks_and_dsr(engine: Engine)
     };
     std::fs::write(lab.path("service.py"), SERVICE).unwrap();
     std::fs::write(lab.path("session.py"), SESSION).unwrap();
+    std::fs::write(lab.path("udp.py"), UDP_CLIENT).unwrap();
     std::fs::write(lab.path("lb.yaml"), config()).unwrap();
     build_topology(&mut lab);
     for b in BACKENDS {
@@ -747,7 +962,10 @@ pub fn curl_through_the_simulated_nic_with_health_checks_and_dsr(engine: Engine)
         }
     }
 
-    // 2. A long-lived connection, then another backend stops: it turns unhealthy, new
+    // 2. UDP fragments through a VIP with two UDP rules, and ICMP errors about UDP flows.
+    udp_fragments_and_icmp_errors(&lab);
+
+    // 3. A long-lived connection, then another backend stops: it turns unhealthy, new
     //    connections avoid it, the long-lived connection carries on.
     let mut session = Session::open(&lab);
     session.round_trip().unwrap();
@@ -771,13 +989,13 @@ pub fn curl_through_the_simulated_nic_with_health_checks_and_dsr(engine: Engine)
         .round_trip()
         .unwrap_or_else(|e| panic!("the long-lived connection to {kept} broke: {e}"));
 
-    // 3. Its service comes back but its health check does not: still no new connections.
+    // 4. Its service comes back but its health check does not: still no new connections.
     start_service(&mut lab, &victim);
     std::thread::sleep(Duration::from_millis(500));
     let answers = lab.curls(15);
     assert!(!answers.contains(&victim), "{answers:?}");
 
-    // 4. Every health check fails: fail open, all three take new connections again (the
+    // 5. Every health check fails: fail open, all three take new connections again (the
     //    unhealthy ones included), and the long-lived connection still carries on.
     for b in BACKENDS.iter().filter(|b| **b != victim) {
         lab.stop(&format!("health-{b}"));
@@ -805,18 +1023,7 @@ pub fn curl_through_the_simulated_nic_with_health_checks_and_dsr(engine: Engine)
     assert!(s["learn_events"].as_u64().unwrap() > 0, "{s}");
     // Three table changes: the victim out; one more down; fail open.
     assert!(s["decisions"].as_u64().unwrap() >= 3, "{s}");
-    let metrics = lab
-        .run_in(
-            "host",
-            &[
-                "curl",
-                "-sS",
-                "--max-time",
-                "10",
-                "http://127.0.0.1:9470/metrics",
-            ],
-        )
-        .unwrap();
+    let metrics = metrics(&lab);
     for needle in [
         "nlbd_pool_eligible{pool=\"web\"} 3",
         "nlbd_pool_healthy{pool=\"web\"} 0",

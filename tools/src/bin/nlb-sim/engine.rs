@@ -1,6 +1,7 @@
 //! The NIC that runs the traffic: the golden model, or (feature `rtl`) the Verilator RTL.
 //! Both sit behind the same socket server and the same traffic loops.
 
+use crate::transmit::{InjectSource, Taken};
 use firmware_sim::BatchOutput;
 use nlb_driver::device::Device;
 use nlb_driver::sim::Sim;
@@ -53,6 +54,23 @@ impl Pipeline for Model {
             each(i, r.verdict, self.batch.frame(i));
         }
         Ok(())
+    }
+}
+
+/// The golden model's inject queue.
+pub struct ModelInjected(pub Sim);
+
+impl InjectSource for ModelInjected {
+    fn take(&self) -> Result<Taken, String> {
+        let mut dev = self.0.lock();
+        Ok(Taken {
+            frames: dev
+                .take_injected()
+                .into_iter()
+                .map(|i| (i.result.verdict, i.frame))
+                .collect(),
+            overflows: dev.inject_overflows(),
+        })
     }
 }
 

@@ -5,17 +5,20 @@
 //! protocol, so `nlbctl load|stats|status --device sim:PATH`, `nlbd` and the driver's tests
 //! talk to it exactly as to a NIC. Traffic comes from a pcap file (forwarded frames go to
 //! `--out`), or from a Linux interface through AF_PACKET (`--rx IFACE --tx IFACE`), where
-//! frames the local stack left with a partial TCP/UDP checksum are completed first.
+//! frames the local stack left with a partial TCP/UDP checksum are completed first. Frames the
+//! host injects (nlbd's fragments and ICMP errors) leave the same way as forwarded ones: on
+//! `--tx`, or into `--out`.
 
 mod afpacket;
 mod csum;
 mod engine;
 #[cfg(feature = "rtl")]
 mod rtl;
+mod transmit;
 
 use clap::Parser;
 use engine::Pipeline;
-use firmware_sim::pcap::{read_frames, FrameWriter};
+use firmware_sim::pcap::read_frames;
 use firmware_sim::SimDevice;
 use nlb_driver::device::Device;
 use nlb_driver::sim::Sim;
@@ -24,8 +27,9 @@ use nlb_hw::enums::Verdict;
 use nlb_hw::Profile;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use transmit::{InjectSource, PcapOut, Served, Transmitter, Wire};
 
 /// The simulated NIC as a process: serves the device on a Unix socket and runs traffic
 /// through it.
@@ -63,13 +67,13 @@ struct Args {
     /// Hold the traffic until a table has been loaded (ctrl.enable = 1).
     #[arg(long)]
     wait_enable: bool,
-    /// Write the forwarded frames of the pcap run here.
+    /// Write the forwarded frames of the pcap run here, and the frames the host injects.
     #[arg(long, value_name = "OUT.pcap", requires = "pcap")]
     out: Option<PathBuf>,
     /// Receive frames from this interface (AF_PACKET, needs CAP_NET_RAW).
     #[arg(long, value_name = "IFACE", requires = "tx")]
     rx: Option<String>,
-    /// Transmit forwarded frames on this interface.
+    /// Transmit forwarded and injected frames on this interface.
     #[arg(long, value_name = "IFACE", requires = "rx")]
     tx: Option<String>,
     /// Install learned connections at once, as an infinitely fast slow path would (without
@@ -116,8 +120,17 @@ fn rtl_unavailable() -> Failure {
     )
 }
 
-/// The socket server's devices and the traffic side of the NIC `args` asks for.
-fn start_nic(args: &Args) -> Result<(Arc<DeviceFactory>, Box<dyn Pipeline>), Failure> {
+/// The NIC `args` asks for, in its three roles.
+struct Nic {
+    /// A new handle on the device (one per socket connection).
+    device: Box<dyn Fn() -> Box<dyn Device> + Send + Sync>,
+    /// The traffic side: received frames through the pipeline.
+    pipeline: Box<dyn Pipeline>,
+    /// The inject queue's transmit side.
+    injected: Box<dyn InjectSource>,
+}
+
+fn start_nic(args: &Args) -> Result<Nic, Failure> {
     let profile = Profile::by_name(&args.profile).ok_or_else(|| {
         user(format!(
             "unknown profile `{}` (valid: {})",
@@ -137,10 +150,11 @@ fn start_nic(args: &Args) -> Result<(Arc<DeviceFactory>, Box<dyn Pipeline>), Fai
             let sim = Sim::from_device(device);
             let served = sim.clone();
             eprintln!("nlb-sim: golden model, {} profile", profile.name);
-            Ok((
-                Arc::new(move || Box::new(served.clone()) as Box<dyn Device>),
-                Box::new(engine::Model::new(&sim)),
-            ))
+            Ok(Nic {
+                device: Box::new(move || Box::new(served.clone()) as Box<dyn Device>),
+                pipeline: Box::new(engine::Model::new(&sim)),
+                injected: Box::new(engine::ModelInjected(sim)),
+            })
         }
         #[cfg(not(feature = "rtl"))]
         Engine::Rtl => Err(rtl_unavailable()),
@@ -162,20 +176,27 @@ fn start_nic(args: &Args) -> Result<(Arc<DeviceFactory>, Box<dyn Pipeline>), Fai
             let dev = rtl::SharedRtl::start().map_err(|e| (2, e))?;
             let served = dev.clone();
             eprintln!("nlb-sim: Verilator RTL (nlb_top), sim profile");
-            Ok((
-                Arc::new(move || Box::new(served.clone()) as Box<dyn Device>),
-                Box::new(rtl::Rtl::new(&dev)),
-            ))
+            Ok(Nic {
+                device: Box::new(move || Box::new(served.clone()) as Box<dyn Device>),
+                pipeline: Box::new(rtl::Rtl::new(&dev)),
+                injected: Box::new(dev),
+            })
         }
     }
 }
 
-fn run(args: Args) -> Result<(), Failure> {
-    let (factory, pipeline) = start_nic(&args)?;
-    let server = Server::bind(&args.socket, factory)
-        .map_err(|e| user(format!("cannot serve on {}: {e}", args.socket.display())))?;
-    eprintln!("nlb-sim: serving on {}", args.socket.display());
+/// Where the traffic comes from; opened before the socket serves, so that a bad file or
+/// interface fails the start.
+enum Traffic {
+    Pcap {
+        frames: Vec<firmware_sim::pcap::Frame>,
+        out: Arc<Mutex<Option<PcapOut>>>,
+    },
+    Interface(Arc<afpacket::Port>),
+    None,
+}
 
+fn open_traffic(args: &Args) -> Result<Traffic, Failure> {
     if let Some(pcap) = &args.pcap {
         let file = std::fs::File::open(pcap)
             .map_err(|e| user(format!("cannot open {}: {e}", pcap.display())))?;
@@ -185,31 +206,63 @@ fn run(args: Args) -> Result<(), Failure> {
             Some(p) => {
                 let f = std::fs::File::create(p)
                     .map_err(|e| user(format!("cannot create {}: {e}", p.display())))?;
-                Some(
-                    FrameWriter::new(std::io::BufWriter::new(f))
-                        .map_err(|e| user(format!("{}: {e}", p.display())))?,
-                )
+                Some(PcapOut::new(f).map_err(|e| user(format!("{}: {e}", p.display())))?)
             }
             None => None,
         };
-        let (repeat, wait) = (args.repeat, args.wait_enable);
-        std::thread::spawn(move || {
-            if let Err(e) = pcap_traffic(pipeline, frames, out, repeat, wait) {
-                fatal(&e);
-            }
+        return Ok(Traffic::Pcap {
+            frames,
+            out: Arc::new(Mutex::new(out)),
         });
-    } else if let (Some(rx), Some(tx)) = (&args.rx, &args.tx) {
+    }
+    if let (Some(rx), Some(tx)) = (&args.rx, &args.tx) {
         let port = afpacket::Port::open(rx, tx).map_err(|e| user(e.to_string()))?;
-        let wait = args.wait_enable;
-        std::thread::spawn(move || {
-            if let Err(e) = interface_traffic(pipeline, port, wait) {
-                fatal(&e);
-            }
-        });
+        return Ok(Traffic::Interface(Arc::new(port)));
+    }
+    Ok(Traffic::None)
+}
+
+fn run(args: Args) -> Result<(), Failure> {
+    let nic = start_nic(&args)?;
+    let traffic = open_traffic(&args)?;
+    let wire = match &traffic {
+        Traffic::Pcap { out, .. } => Wire::Pcap(out.clone()),
+        Traffic::Interface(port) => Wire::Interface(port.clone()),
+        Traffic::None => Wire::Pcap(Arc::new(Mutex::new(None))),
+    };
+    let tx = Arc::new(Transmitter::new(nic.injected, wire));
+    let device = nic.device;
+    let factory: Arc<DeviceFactory> =
+        Arc::new(move || Box::new(Served::new(device(), tx.clone())) as Box<dyn Device>);
+    let server = Server::bind(&args.socket, factory)
+        .map_err(|e| user(format!("cannot serve on {}: {e}", args.socket.display())))?;
+    eprintln!("nlb-sim: serving on {}", args.socket.display());
+
+    let (pipeline, repeat, wait) = (nic.pipeline, args.repeat, args.wait_enable);
+    match traffic {
+        Traffic::Pcap { frames, out } => {
+            std::thread::spawn(move || {
+                if let Err(e) = pcap_traffic(pipeline, frames, &out, repeat, wait) {
+                    fatal(&e);
+                }
+            });
+        }
+        Traffic::Interface(port) => {
+            std::thread::spawn(move || {
+                if let Err(e) = interface_traffic(pipeline, &port, wait) {
+                    fatal(&e);
+                }
+            });
+        }
+        Traffic::None => {}
     }
     server
         .run()
         .map_err(|e| (2, format!("serving {}: {e}", args.socket.display())))
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// The traffic stopped: a NIC without traffic is no NIC, so the process ends.
@@ -246,10 +299,10 @@ impl Tally {
     }
 }
 
-fn pcap_traffic<W: std::io::Write>(
+fn pcap_traffic(
     mut nic: Box<dyn Pipeline>,
     frames: Vec<firmware_sim::pcap::Frame>,
-    mut out: Option<FrameWriter<W>>,
+    out: &Mutex<Option<PcapOut>>,
     repeat: bool,
     wait: bool,
 ) -> Result<(), String> {
@@ -263,13 +316,14 @@ fn pcap_traffic<W: std::io::Write>(
         for chunk in frames.chunks(BURST) {
             refs.clear();
             refs.extend(chunk.iter().map(|f| f.data.as_slice()));
+            let mut w = lock(out);
             nic.run(&refs, &mut |i, verdict, frame| {
                 tally.count(verdict);
                 if verdict == Verdict::Forward {
-                    if let (Some(w), Some(f)) = (out.as_mut(), chunk.get(i)) {
-                        if let Err(e) = w.write(f.timestamp, frame) {
+                    if let (Some(o), Some(f)) = (w.as_mut(), chunk.get(i)) {
+                        if let Err(e) = o.write(f.timestamp, frame) {
                             eprintln!("nlb-sim: writing the output pcap: {e}");
-                            out = None;
+                            *w = None;
                         }
                     }
                 }
@@ -279,9 +333,11 @@ fn pcap_traffic<W: std::io::Write>(
             break;
         }
     }
-    if let Some(w) = out {
-        let mut inner = w.into_inner();
-        let _ = std::io::Write::flush(&mut inner);
+    // The file stays open for the frames the host injects later.
+    if let Some(o) = lock(out).as_mut() {
+        if let Err(e) = o.flush() {
+            eprintln!("nlb-sim: writing the output pcap: {e}");
+        }
     }
     eprintln!(
         "nlb-sim: pcap done: {} packets in {:.3} s: {} forwarded, {} punted, {} dropped, {} passed",
@@ -303,7 +359,7 @@ const RX_BUFFER: usize = 16384;
 /// back to back), completes partial checksums, runs them and transmits what is forwarded.
 fn interface_traffic(
     mut nic: Box<dyn Pipeline>,
-    port: afpacket::Port,
+    port: &afpacket::Port,
     wait: bool,
 ) -> Result<(), String> {
     if wait {

@@ -7,6 +7,7 @@
 //! while a large table loads, as on a card.
 
 use crate::engine::{read_enable, Pipeline};
+use crate::transmit::{InjectSource, Taken};
 use nlb_driver::device::{Device, DeviceError, RegOp};
 use nlb_hw::enums::Verdict;
 use nlb_verif::device::RtlDevice;
@@ -58,6 +59,23 @@ impl Device for SharedRtl {
 
     fn describe(&self) -> String {
         format!("nlb-sim {}", self.lock().describe())
+    }
+}
+
+impl InjectSource for SharedRtl {
+    fn take(&self) -> Result<Taken, String> {
+        let i = self
+            .lock()
+            .take_injected()
+            .map_err(|e| format!("the Verilator model: {e}"))?;
+        Ok(Taken {
+            frames: i
+                .packets
+                .into_iter()
+                .map(|p| (p.result.verdict, p.output))
+                .collect(),
+            overflows: i.overflows,
+        })
     }
 }
 

@@ -77,6 +77,22 @@ pub fn open(spec: &str) -> Result<Box<dyn Device>, CliError> {
     nlb_driver::open_device(spec).map_err(|e| CliError::user(format!("error: {e}")))
 }
 
+/// A refusal of `flash`: one about the bitstream's content names the file (and the card when
+/// it compares the two); any other goes to [`flash_error`].
+fn flash_run_error(file: &str, device: &str, e: FlashError) -> CliError {
+    match e {
+        FlashError::Bitstream(_) | FlashError::Incomplete => {
+            CliError::user(format!("error: {file}: {e}"))
+        }
+        FlashError::PartMismatch { .. }
+        | FlashError::UnknownTargetPart { .. }
+        | FlashError::TooLarge { .. } => {
+            CliError::user(format!("error: {file} does not suit {device}: {e}"))
+        }
+        e => flash_error(device, e),
+    }
+}
+
 /// Exit status for a flash error: the user's input or choice (1), or the card (2).
 pub fn flash_error(device: &str, e: FlashError) -> CliError {
     let message = format!("error: {device}: {e}");
@@ -122,7 +138,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
     let started = Instant::now();
     let result = flash_image(dev.as_mut(), &image, &opts, &mut |p| bar.update(p));
     bar.finish();
-    let report = result.map_err(|e| flash_error(&args.device, e))?;
+    let report = result.map_err(|e| flash_run_error(&path, &args.device, e))?;
     for addr in &report.repaired {
         outln!("re-programmed the 4 KiB at {addr:#010x} after a read-back mismatch");
     }
