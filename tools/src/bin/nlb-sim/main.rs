@@ -62,8 +62,16 @@ struct Args {
     #[arg(long, value_name = "IN.pcap", conflicts_with = "rx")]
     pcap: Option<PathBuf>,
     /// Replay the pcap again and again until the process is stopped.
-    #[arg(long = "loop", requires = "pcap")]
+    #[arg(long = "loop", requires = "pcap", conflicts_with = "loops")]
     repeat: bool,
+    /// Replay the pcap this many times, then keep serving the device (the output pcap is
+    /// complete once the log says "pcap done").
+    #[arg(long, value_name = "N", requires = "pcap")]
+    loops: Option<u64>,
+    /// Send the pcap's frames at this many per second at most (as tcpreplay --pps); without
+    /// it, as fast as the NIC takes them.
+    #[arg(long, value_name = "PPS", requires = "pcap", value_parser = clap::value_parser!(u64).range(1..))]
+    rate: Option<u64>,
     /// Hold the traffic until a table has been loaded (ctrl.enable = 1).
     #[arg(long)]
     wait_enable: bool,
@@ -238,18 +246,27 @@ fn run(args: Args) -> Result<(), Failure> {
         .map_err(|e| user(format!("cannot serve on {}: {e}", args.socket.display())))?;
     eprintln!("nlb-sim: serving on {}", args.socket.display());
 
-    let (pipeline, repeat, wait) = (nic.pipeline, args.repeat, args.wait_enable);
+    let replay = Replay {
+        passes: if args.repeat {
+            None
+        } else {
+            Some(args.loops.unwrap_or(1))
+        },
+        rate: args.rate,
+        wait: args.wait_enable,
+    };
+    let pipeline = nic.pipeline;
     match traffic {
         Traffic::Pcap { frames, out } => {
             std::thread::spawn(move || {
-                if let Err(e) = pcap_traffic(pipeline, frames, &out, repeat, wait) {
+                if let Err(e) = pcap_traffic(pipeline, frames, &out, replay) {
                     fatal(&e);
                 }
             });
         }
         Traffic::Interface(port) => {
             std::thread::spawn(move || {
-                if let Err(e) = interface_traffic(pipeline, &port, wait) {
+                if let Err(e) = interface_traffic(pipeline, &port, replay.wait) {
                     fatal(&e);
                 }
             });
@@ -299,21 +316,44 @@ impl Tally {
     }
 }
 
+/// How the pcap is replayed.
+#[derive(Debug, Clone, Copy)]
+struct Replay {
+    /// Passes over the file; `None`: until the process is stopped.
+    passes: Option<u64>,
+    /// Frames per second at most.
+    rate: Option<u64>,
+    /// Wait for `ctrl.enable` first.
+    wait: bool,
+}
+
 fn pcap_traffic(
     mut nic: Box<dyn Pipeline>,
     frames: Vec<firmware_sim::pcap::Frame>,
     out: &Mutex<Option<PcapOut>>,
-    repeat: bool,
-    wait: bool,
+    replay: Replay,
 ) -> Result<(), String> {
-    if wait {
+    if replay.wait {
         wait_for_enable(nic.as_mut())?;
     }
     let mut tally = Tally::default();
     let start = Instant::now();
     let mut refs: Vec<&[u8]> = Vec::with_capacity(BURST);
+    // With a rate, bursts are smaller so the pace is even; each burst waits for its time.
+    let burst = match replay.rate {
+        Some(r) => (r / 1000).clamp(1, BURST as u64) as usize,
+        None => BURST,
+    };
+    let mut pass = 0u64;
     loop {
-        for chunk in frames.chunks(BURST) {
+        pass += 1;
+        for chunk in frames.chunks(burst) {
+            if let Some(rate) = replay.rate {
+                let due = Duration::from_secs_f64(tally.packets as f64 / rate as f64);
+                if let Some(wait) = due.checked_sub(start.elapsed()) {
+                    std::thread::sleep(wait);
+                }
+            }
             refs.clear();
             refs.extend(chunk.iter().map(|f| f.data.as_slice()));
             let mut w = lock(out);
@@ -329,7 +369,7 @@ fn pcap_traffic(
                 }
             })?;
         }
-        if !repeat || frames.is_empty() {
+        if replay.passes.is_some_and(|n| pass >= n) || frames.is_empty() {
             break;
         }
     }
