@@ -45,6 +45,7 @@ pub mod health;
 pub mod image;
 pub mod maglev;
 pub mod model;
+pub mod policy;
 mod resource;
 pub mod symbols;
 mod tree;

@@ -1,0 +1,945 @@
+//! The service load-balancing policy of backend services (SPEC R6) as Maglev weights.
+//!
+//! The source product applies this policy in its proxies, request by request. A passthrough NIC
+//! only chooses a backend for each *new* connection from its Maglev slice, so here the policy
+//! decides what share of new connections each backend group gets, and the shares become the
+//! weights of the slice. The "client" of the source product is the NIC itself: it has a region
+//! and a zone, and regions have a distance order ([`Locality`]). Capacity is counted in
+//! connections: a group's capacity is its `maxConnections` (per group, per instance or per
+//! endpoint) times its `capacityScaler`, and its utilisation is the live connections the host
+//! tracks on its endpoints divided by that.
+//!
+//! One decision ([`decide`]) takes these steps, each reported in the result:
+//!
+//! 1. **Automatic capacity drain** (R6.3, when enabled): a group with fewer than 25 % of its
+//!    endpoints healthy is a drain candidate; candidates are drained (effective capacity 0),
+//!    fewest healthy first, only while drained groups stay under 50 % of all groups (groups with
+//!    capacity 0 for other reasons count in the total, not as drained). A drained group returns
+//!    once at least 35 % of its endpoints have passed health checks for 60 s.
+//! 2. **Failover backends** (the backend service's `failoverPolicy`): when fewer than
+//!    `failoverRatio` of the primary endpoints are healthy (`<`, as the source product compares
+//!    it for backend services) and a failover backend has a healthy endpoint, the failover
+//!    backends serve instead of the primary ones.
+//! 3. **Tiers**: preferred groups first (R6.6), then the default groups in locality order by
+//!    the algorithm (R6.1): `SPRAY_TO_WORLD` one tier of everything; `WATERFALL_BY_REGION` and
+//!    `SPRAY_TO_REGION` one tier per region, the NIC's region first, then by distance;
+//!    `WATERFALL_BY_ZONE` one tier per zone of the NIC's region (its own zone first), then one
+//!    per farther region. A group whose healthy share is below the failover threshold (R6.4,
+//!    default 70 %) is moved to a last tier: the others take its traffic while they have room.
+//! 4. **Isolation** (R6.5, granularity `REGION`): traffic does not spill to another region for
+//!    capacity; `NEAREST` still leaves the nearest region when it has no healthy capacity at
+//!    all, `STRICT` never does (new connections are dropped instead).
+//! 5. **Shares**: tiers are filled in order. A tier of capacity C gets the share C / N of new
+//!    connections, N being the live connections of the whole service (at least 1), and the next
+//!    tier the rest: in a steady state of N connections (arrival rate × lifetime) the tier then
+//!    holds C, and a load that does not change gives shares that do not change. What no tier has
+//!    room for goes to the tiers in use in proportion to their capacity (overload), or all to the
+//!    nearest region under isolation. Within a tier, groups share in proportion to capacity;
+//!    within a group, its healthy endpoints share equally.
+//! 6. **Fail open** (R3.4): when no endpoint anywhere is healthy, every endpoint of the serving
+//!    set gets an equal share, unless `dropTrafficIfUnhealthy` asks to drop.
+//!
+//! On one NIC `WATERFALL_BY_REGION` and `SPRAY_TO_REGION` give the same shares: in the source
+//! product they differ in which zone each of many front ends prefers at low request rates, and
+//! the NIC is a single front end. `WATERFALL_BY_ZONE` is the algorithm that fills the NIC's own
+//! zone first.
+//!
+//! Everything here is a pure function of its inputs and the [`DrainState`] it updates, so the
+//! slow path and the policy simulator get the same decisions for the same inputs.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+
+/// How new connections are spread over regions and zones (`loadBalancingAlgorithm`, R6.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Algorithm {
+    /// Every group everywhere, in proportion to capacity.
+    SprayToWorld,
+    /// The nearest region first, its zones in proportion to capacity; spill by distance.
+    SprayToRegion,
+    /// The default: as `SprayToRegion` on one NIC (see the module documentation).
+    #[default]
+    WaterfallByRegion,
+    /// The NIC's own zone first, then the other zones of its region, then farther regions.
+    WaterfallByZone,
+}
+
+impl Algorithm {
+    /// The REST API name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Algorithm::SprayToWorld => "SPRAY_TO_WORLD",
+            Algorithm::SprayToRegion => "SPRAY_TO_REGION",
+            Algorithm::WaterfallByRegion => "WATERFALL_BY_REGION",
+            Algorithm::WaterfallByZone => "WATERFALL_BY_ZONE",
+        }
+    }
+}
+
+/// Traffic isolation (`isolationConfig` with granularity `REGION`, R6.5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Isolation {
+    /// No isolation (no granularity set): spill across regions for capacity.
+    #[default]
+    None,
+    /// Stay in the nearest region for capacity; leave it only when it has no healthy capacity.
+    Nearest,
+    /// Never leave the nearest region; drop instead.
+    Strict,
+}
+
+/// The policy of one backend service.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Policy {
+    /// `loadBalancingAlgorithm`.
+    pub algorithm: Algorithm,
+    /// `autoCapacityDrain.enable`.
+    pub auto_capacity_drain: bool,
+    /// `failoverConfig.failoverHealthThreshold`, percent (1..=99, default 70).
+    pub failover_health_threshold: u8,
+    /// `isolationConfig`.
+    pub isolation: Isolation,
+    /// `failoverPolicy.failoverRatio` of the backend service (0..=1), when it has failover
+    /// backends.
+    pub failover_ratio: Option<f64>,
+    /// `failoverPolicy.dropTrafficIfUnhealthy`.
+    pub drop_traffic_if_unhealthy: bool,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            algorithm: Algorithm::default(),
+            auto_capacity_drain: false,
+            failover_health_threshold: 70,
+            isolation: Isolation::None,
+            failover_ratio: None,
+            drop_traffic_if_unhealthy: false,
+        }
+    }
+}
+
+/// Where the NIC is, and how far the regions are from it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Locality {
+    /// The NIC's region.
+    pub region: String,
+    /// The NIC's zone.
+    pub zone: String,
+    /// Other regions, nearest first; regions not listed come after them, by name.
+    pub region_order: Vec<String>,
+}
+
+impl Locality {
+    /// Distance rank of a region: 0 for the NIC's own.
+    fn region_rank(&self, region: &str) -> (usize, String) {
+        if region == self.region {
+            return (0, String::new());
+        }
+        match self.region_order.iter().position(|r| r == region) {
+            Some(i) => (1 + i, String::new()),
+            None => (1 + self.region_order.len(), region.to_string()),
+        }
+    }
+}
+
+/// `preference` of a backend (R6.6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Preference {
+    /// Filled to capacity before the others.
+    Preferred,
+    /// The rest.
+    #[default]
+    Default,
+}
+
+/// One endpoint (instance or network endpoint) of a group, as the host sees it now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    /// Backend (instance) name.
+    pub name: String,
+    /// Passes the service's health check.
+    pub healthy: bool,
+    /// Live connections the host tracks to it.
+    pub live: u64,
+}
+
+/// One backend group (instance group or network endpoint group) of a service.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Group {
+    /// Name (the `group` reference).
+    pub name: String,
+    /// Its region.
+    pub region: String,
+    /// Its zone.
+    pub zone: String,
+    /// `preference`.
+    pub preference: Preference,
+    /// `failover`: a failover backend of the service's `failoverPolicy`.
+    pub failover: bool,
+    /// Target capacity in connections: the max connections (per group, or per instance or
+    /// endpoint times their number) times `capacityScaler`. 0 is a group with capacity 0.
+    pub capacity: f64,
+    /// Its endpoints.
+    pub endpoints: Vec<Endpoint>,
+}
+
+impl Group {
+    fn healthy(&self) -> usize {
+        self.endpoints.iter().filter(|e| e.healthy).count()
+    }
+
+    fn live(&self) -> u64 {
+        self.endpoints.iter().map(|e| e.live).sum()
+    }
+
+    /// Healthy endpoints / endpoints (0 without endpoints).
+    fn healthy_fraction(&self) -> f64 {
+        if self.endpoints.is_empty() {
+            0.0
+        } else {
+            self.healthy() as f64 / self.endpoints.len() as f64
+        }
+    }
+}
+
+/// Drain state kept between decisions (R6.3).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct DrainState {
+    /// Groups drained now.
+    pub drained: BTreeSet<String>,
+    /// Drained groups that have had at least 35 % healthy since this time (seconds).
+    pub recovering_since: BTreeMap<String, f64>,
+}
+
+/// What the decision says about one group.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GroupReport {
+    /// Group name.
+    pub name: String,
+    /// Target capacity (connections), before draining.
+    pub capacity: f64,
+    /// Capacity the shares used (0 when drained or not serving).
+    pub effective_capacity: f64,
+    /// Live connections.
+    pub live: u64,
+    /// live / capacity (infinite for capacity 0 with connections; 0 without).
+    pub utilisation: f64,
+    /// Healthy endpoints.
+    pub healthy: usize,
+    /// Endpoints.
+    pub endpoints: usize,
+    /// Drained by automatic capacity drain.
+    pub drained: bool,
+    /// Its healthy share is below the failover threshold.
+    pub below_threshold: bool,
+    /// Tier it was placed in (0 first), `None` when it serves nothing.
+    pub tier: Option<usize>,
+    /// Share of new connections.
+    pub share: f64,
+    /// Why, in words.
+    pub why: String,
+}
+
+/// The shares of one service.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decision {
+    /// Share of new connections per endpoint name (sums to 1, or is empty when dropping).
+    pub endpoint_shares: BTreeMap<String, f64>,
+    /// Per group, in input order.
+    pub groups: Vec<GroupReport>,
+    /// New connections are dropped (STRICT isolation with nothing in the nearest region, or
+    /// `dropTrafficIfUnhealthy` with nothing healthy).
+    pub drop: bool,
+    /// The steps, in words.
+    pub steps: Vec<String>,
+}
+
+impl Decision {
+    /// Integer Maglev weights: shares scaled so the largest is `scale` (0 stays 0; any
+    /// positive share gets at least 1).
+    pub fn weights(&self, scale: u32) -> BTreeMap<String, u32> {
+        let max = self
+            .endpoint_shares
+            .values()
+            .copied()
+            .fold(0.0f64, f64::max);
+        self.endpoint_shares
+            .iter()
+            .map(|(n, &s)| {
+                let w = if s <= 0.0 || max <= 0.0 {
+                    0
+                } else {
+                    ((s / max * f64::from(scale)).round() as u32).max(1)
+                };
+                (n.clone(), w)
+            })
+            .collect()
+    }
+}
+
+/// Fraction healthy below which a group is a drain candidate (R6.3).
+pub const DRAIN_BELOW: f64 = 0.25;
+/// Fraction healthy at or above which a drained group starts to recover (R6.3).
+pub const UNDRAIN_AT: f64 = 0.35;
+/// Seconds a drained group must stay at or above [`UNDRAIN_AT`] to return (R6.3).
+pub const UNDRAIN_AFTER_SECS: f64 = 60.0;
+/// Drained groups stay under this fraction of all groups (R6.3).
+pub const MAX_DRAINED_FRACTION: f64 = 0.5;
+
+/// Runs the automatic capacity drain (R6.3) at time `now` (seconds); returns what changed.
+fn drain(groups: &[Group], state: &mut DrainState, now: f64, steps: &mut Vec<String>) {
+    // Groups that no longer exist leave the state.
+    let names: BTreeSet<&str> = groups.iter().map(|g| g.name.as_str()).collect();
+    state.drained.retain(|g| names.contains(g.as_str()));
+    state
+        .recovering_since
+        .retain(|g, _| state.drained.contains(g));
+    let drained_now: Vec<&Group> = groups
+        .iter()
+        .filter(|g| state.drained.contains(&g.name))
+        .collect();
+    for g in drained_now {
+        if g.healthy_fraction() >= UNDRAIN_AT {
+            let since = *state.recovering_since.entry(g.name.clone()).or_insert(now);
+            if now - since >= UNDRAIN_AFTER_SECS {
+                state.drained.remove(&g.name);
+                state.recovering_since.remove(&g.name);
+                steps.push(format!(
+                    "group {}: {:.0} % healthy for {:.0} s: undrained",
+                    g.name,
+                    100.0 * g.healthy_fraction(),
+                    now - since
+                ));
+            }
+        } else {
+            state.recovering_since.remove(&g.name);
+        }
+    }
+    let total = groups.len();
+    let mut candidates: Vec<&Group> = groups
+        .iter()
+        .filter(|g| {
+            !state.drained.contains(&g.name)
+                && g.capacity > 0.0
+                && !g.endpoints.is_empty()
+                && g.healthy_fraction() < DRAIN_BELOW
+        })
+        .collect();
+    candidates.sort_by(|a, b| {
+        a.healthy_fraction()
+            .total_cmp(&b.healthy_fraction())
+            .then_with(|| a.name.cmp(&b.name))
+    });
+    for g in candidates {
+        let after = (state.drained.len() + 1) as f64 / total as f64;
+        if after < MAX_DRAINED_FRACTION {
+            state.drained.insert(g.name.clone());
+            steps.push(format!(
+                "group {}: {:.0} % healthy (< 25 %): drained",
+                g.name,
+                100.0 * g.healthy_fraction()
+            ));
+        } else {
+            steps.push(format!(
+                "group {}: {:.0} % healthy (< 25 %), not drained: {} of {total} groups drained already (they stay under 50 %)",
+                g.name,
+                100.0 * g.healthy_fraction(),
+                state.drained.len()
+            ));
+        }
+    }
+}
+
+/// Decides the shares of one service at time `now` (seconds, any monotonic origin), updating
+/// the drain state.
+pub fn decide(
+    policy: &Policy,
+    locality: &Locality,
+    groups: &[Group],
+    drain_state: &mut DrainState,
+    now: f64,
+) -> Decision {
+    let mut steps = Vec::new();
+    if policy.auto_capacity_drain {
+        drain(groups, drain_state, now, &mut steps);
+    } else {
+        drain_state.drained.clear();
+        drain_state.recovering_since.clear();
+    }
+    let drained = |g: &Group| drain_state.drained.contains(&g.name);
+
+    // Which groups serve: the primary ones, or the failover ones (failoverPolicy).
+    let has_failover = groups.iter().any(|g| g.failover);
+    let count = |failover: bool, f: fn(&Group) -> usize| -> usize {
+        groups
+            .iter()
+            .filter(|g| g.failover == failover)
+            .map(f)
+            .sum()
+    };
+    let (primary_healthy, primary_all) = (
+        count(false, Group::healthy),
+        count(false, |g| g.endpoints.len()),
+    );
+    let mut serve_failover = false;
+    if has_failover {
+        let ratio = policy.failover_ratio.unwrap_or(0.0);
+        let fraction = if primary_all == 0 {
+            0.0
+        } else {
+            primary_healthy as f64 / primary_all as f64
+        };
+        if fraction < ratio && count(true, Group::healthy) > 0 {
+            serve_failover = true;
+            steps.push(format!(
+                "{primary_healthy} of {primary_all} primary endpoints healthy ({:.0} % < failoverRatio {ratio}): the failover backends serve",
+                100.0 * fraction
+            ));
+        } else if fraction < ratio {
+            steps.push(format!(
+                "{primary_healthy} of {primary_all} primary endpoints healthy (< failoverRatio {ratio}), but no failover backend is healthy: the primary backends serve"
+            ));
+        }
+    }
+    let serving = |g: &Group| g.failover == serve_failover || !has_failover;
+
+    // Tiers.
+    let threshold = f64::from(policy.failover_health_threshold.clamp(1, 99)) / 100.0;
+    let below = |g: &Group| g.healthy_fraction() < threshold;
+    let nearest_region = locality.region.as_str();
+    // (tier key, group index); keys order the tiers: (preferred 0 / default 1 / below the
+    // threshold 2, region rank, unlisted region name, own zone 0 / other 1, zone name).
+    type TierKey = (u8, usize, String, usize, String);
+    let mut keyed: Vec<(TierKey, usize)> = Vec::new();
+    for (i, g) in groups.iter().enumerate() {
+        if !serving(g) || g.healthy() == 0 {
+            continue;
+        }
+        let (rank, extra) = locality.region_rank(&g.region);
+        let key = if below(g) {
+            (2, 0, String::new(), 0, String::new())
+        } else if g.preference == Preference::Preferred {
+            (0, 0, String::new(), 0, String::new())
+        } else {
+            match policy.algorithm {
+                Algorithm::SprayToWorld => (1, 0, String::new(), 0, String::new()),
+                Algorithm::SprayToRegion | Algorithm::WaterfallByRegion => {
+                    (1, rank, extra, 0, String::new())
+                }
+                Algorithm::WaterfallByZone if rank == 0 => {
+                    let own = usize::from(g.zone != locality.zone);
+                    (1, 0, String::new(), own, g.zone.clone())
+                }
+                Algorithm::WaterfallByZone => (1, rank, extra, 0, String::new()),
+            }
+        };
+        keyed.push((key, i));
+    }
+    keyed.sort();
+    let mut tiers: Vec<Vec<usize>> = Vec::new();
+    let mut last_key = None;
+    for (key, i) in &keyed {
+        if last_key.as_ref() != Some(key) {
+            tiers.push(Vec::new());
+            last_key = Some(key.clone());
+        }
+        if let Some(t) = tiers.last_mut() {
+            t.push(*i);
+        }
+    }
+    let effective = |g: &Group| if drained(g) { 0.0 } else { g.capacity };
+
+    // Isolation: keep to the nearest region that has healthy capacity (NEAREST) or to the
+    // NIC's region (STRICT).
+    let isolated_region: Option<String> = match policy.isolation {
+        Isolation::None => None,
+        Isolation::Strict => Some(nearest_region.to_string()),
+        Isolation::Nearest => keyed
+            .iter()
+            .map(|(_, i)| &groups[*i])
+            .filter(|g| effective(g) > 0.0)
+            .min_by_key(|g| locality.region_rank(&g.region))
+            .map(|g| g.region.clone()),
+    };
+    if let Some(r) = &isolated_region {
+        let before = tiers.len();
+        for t in &mut tiers {
+            t.retain(|&i| groups[i].region == *r);
+        }
+        tiers.retain(|t| !t.is_empty());
+        if tiers.len() != before || policy.isolation == Isolation::Strict {
+            steps.push(format!(
+                "isolation {}: only region {r} serves",
+                if policy.isolation == Isolation::Strict {
+                    "STRICT"
+                } else {
+                    "NEAREST"
+                }
+            ));
+        }
+    }
+
+    // Shares.
+    let n_live: u64 = groups.iter().map(Group::live).sum();
+    let n = (n_live as f64).max(1.0);
+    let mut group_share = vec![0.0f64; groups.len()];
+    let mut tier_of: Vec<Option<usize>> = vec![None; groups.len()];
+    let mut remaining = 1.0f64;
+    let mut used_tiers = Vec::new();
+    for (t, members) in tiers.iter().enumerate() {
+        let cap: f64 = members.iter().map(|&i| effective(&groups[i])).sum();
+        if cap <= 0.0 || remaining <= 0.0 {
+            continue;
+        }
+        let share = remaining.min(cap / n);
+        for &i in members {
+            group_share[i] = share * effective(&groups[i]) / cap;
+            tier_of[i] = Some(t);
+        }
+        remaining -= share;
+        used_tiers.push(t);
+        steps.push(format!(
+            "tier {t}: capacity {cap:.0} of {n_live} live connections: share {:.1} %",
+            100.0 * share
+        ));
+    }
+    if remaining > 1e-12 && !used_tiers.is_empty() {
+        // Every tier in use is full: the rest in proportion to capacity (or to the nearest
+        // region's groups under isolation, which is what is left).
+        let cap: f64 = used_tiers
+            .iter()
+            .flat_map(|&t| tiers[t].iter())
+            .map(|&i| effective(&groups[i]))
+            .sum();
+        for &t in &used_tiers {
+            for &i in &tiers[t] {
+                group_share[i] += remaining * effective(&groups[i]) / cap;
+            }
+        }
+        steps.push(format!(
+            "every tier in use is at capacity: the other {:.1} % in proportion to capacity",
+            100.0 * remaining
+        ));
+    }
+
+    // Endpoint shares, and fail open / drop.
+    let mut endpoint_shares = BTreeMap::new();
+    for (i, g) in groups.iter().enumerate() {
+        if group_share[i] <= 0.0 {
+            continue;
+        }
+        let healthy = g.healthy() as f64;
+        for e in g.endpoints.iter().filter(|e| e.healthy) {
+            *endpoint_shares.entry(e.name.clone()).or_insert(0.0) += group_share[i] / healthy;
+        }
+    }
+    let mut drop = false;
+    if endpoint_shares.is_empty() {
+        let any_healthy = groups.iter().any(|g| serving(g) && g.healthy() > 0);
+        if policy.isolation == Isolation::Strict && any_healthy {
+            drop = true;
+            steps.push(format!(
+                "STRICT isolation: region {nearest_region} has no healthy capacity: new connections are dropped"
+            ));
+        } else if policy.drop_traffic_if_unhealthy {
+            drop = true;
+            steps.push(
+                "no healthy endpoint: dropTrafficIfUnhealthy drops new connections".to_string(),
+            );
+        } else {
+            let all: Vec<&Endpoint> = groups
+                .iter()
+                .filter(|g| serving(g))
+                .flat_map(|g| g.endpoints.iter())
+                .collect();
+            if !all.is_empty() {
+                steps.push(format!(
+                    "no healthy endpoint: all {} serve equally (fail open)",
+                    all.len()
+                ));
+                for e in &all {
+                    *endpoint_shares.entry(e.name.clone()).or_insert(0.0) += 1.0 / all.len() as f64;
+                }
+            }
+        }
+    }
+
+    let reports = groups
+        .iter()
+        .enumerate()
+        .map(|(i, g)| {
+            let live = g.live();
+            let utilisation = if g.capacity > 0.0 {
+                live as f64 / g.capacity
+            } else if live > 0 {
+                f64::INFINITY
+            } else {
+                0.0
+            };
+            let mut why = String::new();
+            if !serving(g) {
+                why.push_str(if g.failover {
+                    "failover backend, not serving"
+                } else {
+                    "primary backend, the failover backends serve"
+                });
+            } else if g.healthy() == 0 {
+                why.push_str("no healthy endpoint");
+            } else if drained(g) {
+                why.push_str("drained (automatic capacity drain)");
+            } else if tier_of[i].is_none() && group_share[i] == 0.0 {
+                why.push_str(
+                    if isolated_region.as_ref().is_some_and(|r| *r != g.region) {
+                        "outside the isolated region"
+                    } else {
+                        "not needed: earlier tiers have room"
+                    },
+                );
+            }
+            if below(g) && g.healthy() > 0 && serving(g) {
+                let _ = write!(
+                    why,
+                    "{}{:.0} % healthy, below the failover threshold {}: last tier",
+                    if why.is_empty() { "" } else { "; " },
+                    100.0 * g.healthy_fraction(),
+                    policy.failover_health_threshold
+                );
+            }
+            if g.preference == Preference::Preferred && tier_of[i] == Some(0) {
+                why.push_str(if why.is_empty() {
+                    "preferred: filled first"
+                } else {
+                    "; preferred"
+                });
+            }
+            GroupReport {
+                name: g.name.clone(),
+                capacity: g.capacity,
+                effective_capacity: if tier_of[i].is_some() {
+                    effective(g)
+                } else {
+                    0.0
+                },
+                live,
+                utilisation,
+                healthy: g.healthy(),
+                endpoints: g.endpoints.len(),
+                drained: drained(g),
+                below_threshold: below(g),
+                tier: tier_of[i],
+                share: group_share[i],
+                why,
+            }
+        })
+        .collect();
+    Decision {
+        endpoint_shares,
+        groups: reports,
+        drop,
+        steps,
+    }
+}
+
+/// Whether `next` differs enough from `applied` to be worth a table change: a group that
+/// starts or stops getting new connections, or a share that moves by more than `deadband`
+/// (absolute). Small moves of a steady load are left alone so weights do not oscillate.
+pub fn worth_applying(applied: &Decision, next: &Decision, deadband: f64) -> bool {
+    if applied.drop != next.drop || applied.groups.len() != next.groups.len() {
+        return true;
+    }
+    let endpoints_changed = applied
+        .endpoint_shares
+        .keys()
+        .ne(next.endpoint_shares.keys());
+    endpoints_changed
+        || applied.groups.iter().zip(&next.groups).any(|(a, b)| {
+            a.name != b.name
+                || (a.share > 0.0) != (b.share > 0.0)
+                || (a.share - b.share).abs() > deadband
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn group(name: &str, region: &str, zone: &str, capacity: f64, healthy: &[bool]) -> Group {
+        Group {
+            name: name.into(),
+            region: region.into(),
+            zone: zone.into(),
+            preference: Preference::Default,
+            failover: false,
+            capacity,
+            endpoints: healthy
+                .iter()
+                .enumerate()
+                .map(|(i, &h)| Endpoint {
+                    name: format!("{name}-{i}"),
+                    healthy: h,
+                    live: 0,
+                })
+                .collect(),
+        }
+    }
+
+    fn with_live(mut g: Group, live: u64) -> Group {
+        let n = g.endpoints.len() as u64;
+        for (i, e) in g.endpoints.iter_mut().enumerate() {
+            e.live = live / n + u64::from((i as u64) < live % n);
+        }
+        g
+    }
+
+    fn here() -> Locality {
+        Locality {
+            region: "r1".into(),
+            zone: "r1-a".into(),
+            region_order: vec!["r2".into(), "r3".into()],
+        }
+    }
+
+    fn share(d: &Decision, g: &str) -> f64 {
+        d.groups.iter().find(|r| r.name == g).unwrap().share
+    }
+
+    #[test]
+    fn the_nearest_region_takes_all_until_it_is_full_then_spills() {
+        let p = Policy::default();
+        let mut s = DrainState::default();
+        let near = group("near", "r1", "r1-a", 100.0, &[true, true]);
+        let far = group("far", "r2", "r2-a", 100.0, &[true, true]);
+        // Quiet: everything to the nearest region.
+        let d = decide(&p, &here(), &[near.clone(), far.clone()], &mut s, 0.0);
+        assert_eq!((share(&d, "near"), share(&d, "far")), (1.0, 0.0));
+        // 150 live connections: the nearest region's capacity is 100 of them.
+        let d = decide(
+            &p,
+            &here(),
+            &[with_live(near.clone(), 100), with_live(far.clone(), 50)],
+            &mut s,
+            1.0,
+        );
+        assert!((share(&d, "near") - 100.0 / 150.0).abs() < 1e-9);
+        assert!((share(&d, "far") - 50.0 / 150.0).abs() < 1e-9);
+        // Overload (300 live, 200 of capacity): beyond both, in proportion to capacity.
+        let d = decide(
+            &p,
+            &here(),
+            &[with_live(near, 200), with_live(far, 100)],
+            &mut s,
+            2.0,
+        );
+        assert!((share(&d, "near") - 0.5).abs() < 1e-9, "{d:?}");
+        assert!((share(&d, "far") - 0.5).abs() < 1e-9);
+    }
+
+    #[test]
+    fn waterfall_by_zone_fills_the_own_zone_first() {
+        let p = Policy {
+            algorithm: Algorithm::WaterfallByZone,
+            ..Policy::default()
+        };
+        let mut s = DrainState::default();
+        let own = with_live(group("own", "r1", "r1-a", 50.0, &[true]), 60);
+        let other = with_live(group("other", "r1", "r1-b", 50.0, &[true]), 40);
+        let d = decide(&p, &here(), &[other.clone(), own.clone()], &mut s, 0.0);
+        assert!((share(&d, "own") - 0.5).abs() < 1e-9, "50 of 100 live");
+        // By region, the two zones share in proportion to capacity from the start.
+        let p = Policy::default();
+        let d = decide(&p, &here(), &[other, own], &mut s, 0.0);
+        assert!((share(&d, "own") - 0.5).abs() < 1e-9);
+        let idle = [
+            group("own", "r1", "r1-a", 50.0, &[true]),
+            group("other", "r1", "r1-b", 150.0, &[true]),
+        ];
+        let d = decide(&p, &here(), &idle, &mut s, 0.0);
+        assert!((share(&d, "other") - 0.75).abs() < 1e-9);
+        let zone = Policy {
+            algorithm: Algorithm::WaterfallByZone,
+            ..Policy::default()
+        };
+        let d = decide(&zone, &here(), &idle, &mut s, 0.0);
+        assert_eq!(share(&d, "own"), 1.0);
+    }
+
+    #[test]
+    fn auto_capacity_drain_follows_25_50_35_and_60_seconds() {
+        let p = Policy {
+            auto_capacity_drain: true,
+            ..Policy::default()
+        };
+        let mut s = DrainState::default();
+        // 1 of 5 healthy (20 % < 25 %): a candidate; 1 of 4 groups: drained.
+        let sick = group(
+            "sick",
+            "r1",
+            "r1-a",
+            100.0,
+            &[true, false, false, false, false],
+        );
+        let ok = |n: &str| group(n, "r1", "r1-b", 100.0, &[true, true]);
+        let gs = vec![sick.clone(), ok("b"), ok("c"), ok("d")];
+        let d = decide(&p, &here(), &gs, &mut s, 0.0);
+        assert!(d.groups[0].drained && d.groups[0].share == 0.0, "{d:?}");
+        // Two sick groups of four: the second would make 50 %: not drained.
+        let gs2 = vec![sick.clone(), sick.clone(), ok("c"), ok("d")];
+        let mut gs2 = gs2;
+        gs2[1].name = "sick2".into();
+        let mut s2 = DrainState::default();
+        let d = decide(&p, &here(), &gs2, &mut s2, 0.0);
+        assert_eq!(s2.drained.len(), 1, "{:?}", d.steps);
+        // Recovery: 2 of 5 healthy (40 % ≥ 35 %) must last 60 s.
+        let mut better = sick.clone();
+        better.endpoints[1].healthy = true;
+        let gs = vec![better, ok("b"), ok("c"), ok("d")];
+        for t in [10.0, 30.0, 69.9] {
+            let d = decide(&p, &here(), &gs, &mut s, t);
+            assert!(d.groups[0].drained, "at {t}");
+        }
+        let d = decide(&p, &here(), &gs, &mut s, 70.0);
+        assert!(!d.groups[0].drained, "{:?}", d.steps);
+        assert!(d.steps.iter().any(|s| s.contains("undrained")));
+        // (At 40 % it is below the failover threshold: the others take new connections first.)
+        assert!(d.groups[0].below_threshold && d.groups[0].share == 0.0);
+        // 30 % (25 ≤ 30 < 35): neither drained again nor recovering.
+        let mut mid = group("sick", "r1", "r1-a", 100.0, &[true; 10]);
+        for e in &mut mid.endpoints[3..] {
+            e.healthy = false;
+        }
+        let d = decide(&p, &here(), &[mid, ok("b"), ok("c"), ok("d")], &mut s, 80.0);
+        assert!(!d.groups[0].drained);
+    }
+
+    #[test]
+    fn failover_threshold_moves_a_group_to_the_last_tier() {
+        let p = Policy::default();
+        let mut s = DrainState::default();
+        // 6 of 10 healthy (60 % < 70 %): the other region takes the traffic while it has room.
+        let mut near = group("near", "r1", "r1-a", 100.0, &[true; 10]);
+        for e in &mut near.endpoints[6..] {
+            e.healthy = false;
+        }
+        let far = group("far", "r2", "r2-a", 100.0, &[true, true]);
+        let d = decide(&p, &here(), &[near.clone(), far.clone()], &mut s, 0.0);
+        assert_eq!((share(&d, "near"), share(&d, "far")), (0.0, 1.0));
+        assert!(d.groups[0].below_threshold);
+        // 7 of 10 (70 %, not below): the nearest region again.
+        near.endpoints[6].healthy = true;
+        let d = decide(&p, &here(), &[near, far], &mut s, 0.0);
+        assert_eq!(share(&d, "near"), 1.0);
+    }
+
+    #[test]
+    fn isolation_strict_drops_and_nearest_spills_only_without_healthy_capacity() {
+        let mut s = DrainState::default();
+        let near = with_live(group("near", "r1", "r1-a", 10.0, &[true]), 100);
+        let far = group("far", "r2", "r2-a", 100.0, &[true]);
+        for mode in [Isolation::Nearest, Isolation::Strict] {
+            let p = Policy {
+                isolation: mode,
+                ..Policy::default()
+            };
+            // The nearest region is full but healthy: it keeps everything.
+            let d = decide(&p, &here(), &[near.clone(), far.clone()], &mut s, 0.0);
+            assert_eq!(share(&d, "near"), 1.0, "{mode:?}");
+        }
+        let dead = group("near", "r1", "r1-a", 10.0, &[false]);
+        let nearest = Policy {
+            isolation: Isolation::Nearest,
+            ..Policy::default()
+        };
+        let d = decide(&nearest, &here(), &[dead.clone(), far.clone()], &mut s, 0.0);
+        assert_eq!(share(&d, "far"), 1.0);
+        let strict = Policy {
+            isolation: Isolation::Strict,
+            ..Policy::default()
+        };
+        let d = decide(&strict, &here(), &[dead, far], &mut s, 0.0);
+        assert!(d.drop && d.endpoint_shares.is_empty(), "{d:?}");
+    }
+
+    #[test]
+    fn preferred_groups_fill_first_and_failover_backends_take_over_below_the_ratio() {
+        let mut s = DrainState::default();
+        let mut pref = with_live(group("pref", "r2", "r2-a", 100.0, &[true]), 50);
+        pref.preference = Preference::Preferred;
+        let near = group("near", "r1", "r1-a", 100.0, &[true]);
+        let d = decide(
+            &Policy::default(),
+            &here(),
+            &[near.clone(), pref.clone()],
+            &mut s,
+            0.0,
+        );
+        assert_eq!(share(&d, "pref"), 1.0, "preferred although farther");
+        let full = with_live(pref, 200);
+        let d = decide(&Policy::default(), &here(), &[near, full], &mut s, 0.0);
+        assert!((share(&d, "pref") - 0.5).abs() < 1e-9);
+
+        let p = Policy {
+            failover_ratio: Some(0.5),
+            ..Policy::default()
+        };
+        let primary = group("primary", "r1", "r1-a", 100.0, &[true, false]);
+        let mut standby = group("standby", "r1", "r1-b", 100.0, &[true]);
+        standby.failover = true;
+        // 1 of 2 healthy: 50 % is not < 0.5: the primary serves.
+        let d = decide(
+            &p,
+            &here(),
+            &[primary.clone(), standby.clone()],
+            &mut s,
+            0.0,
+        );
+        assert_eq!(share(&d, "primary"), 1.0);
+        let mut worse = primary;
+        worse.endpoints.push(Endpoint {
+            name: "primary-2".into(),
+            healthy: false,
+            live: 0,
+        });
+        let d = decide(&p, &here(), &[worse.clone(), standby.clone()], &mut s, 0.0);
+        assert_eq!(share(&d, "standby"), 1.0);
+        // Nothing healthy anywhere: fail open over the serving set, or drop when asked.
+        for e in &mut worse.endpoints {
+            e.healthy = false;
+        }
+        standby.endpoints[0].healthy = false;
+        let d = decide(&p, &here(), &[worse.clone(), standby.clone()], &mut s, 0.0);
+        assert_eq!(d.endpoint_shares.len(), 3);
+        let dropping = Policy {
+            drop_traffic_if_unhealthy: true,
+            ..p
+        };
+        let d = decide(&dropping, &here(), &[worse, standby], &mut s, 0.0);
+        assert!(d.drop);
+    }
+
+    #[test]
+    fn weights_follow_shares_and_small_moves_are_not_applied() {
+        let mut s = DrainState::default();
+        let near = with_live(group("near", "r1", "r1-a", 100.0, &[true, true]), 100);
+        let far = with_live(group("far", "r2", "r2-a", 300.0, &[true]), 100);
+        let a = decide(
+            &Policy::default(),
+            &here(),
+            &[near.clone(), far.clone()],
+            &mut s,
+            0.0,
+        );
+        let w = a.weights(1000);
+        assert_eq!(w["near-0"], 500);
+        assert_eq!(w["far-0"], 1000);
+        let b = decide(
+            &Policy::default(),
+            &here(),
+            &[with_live(near, 101), far],
+            &mut s,
+            1.0,
+        );
+        assert!(!worth_applying(&a, &b, 0.02));
+        assert!(worth_applying(&a, &b, 0.0001));
+    }
+}
