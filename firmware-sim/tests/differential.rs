@@ -20,8 +20,8 @@ use nlb_hw::blocks::{ctrl, queues};
 use nlb_hw::enums::{Event, KeyType, Reason, Verdict};
 use nlb_hw::layouts::{InjectHeader, LearnEvent, MaglevSlot, PoolEntry, PortSlot, RuleEntry};
 use nlb_hw::{FlowKey, Tables};
-use proptest::prelude::*;
 use nlb_reference as reference;
+use proptest::prelude::*;
 use reference::device::{Counter as RefCounter, RefDevice};
 use std::net::IpAddr;
 
@@ -595,8 +595,8 @@ fn inject(seed: u64, rng: &mut Rng, dev: &mut SimDevice, r: &mut RefDevice) {
     let got = dev.take_injected();
     assert_eq!(got.len(), 1, "seed {seed}: one injected frame");
     let mut out = vec![0u8; reference::action::MAX_FRAME];
-    let want = reference::pipeline::process_injected(&r.context(), &h, &f, &mut out)
-        .expect("buffer");
+    let want =
+        reference::pipeline::process_injected(&r.context(), &h, &f, &mut out).expect("buffer");
     out.truncate(want.out_len);
     assert_eq!(
         got[0].result,

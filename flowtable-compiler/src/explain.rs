@@ -263,12 +263,16 @@ pub fn explain(tables: &Tables, nic: &NicSettings, symbols: &Symbols, flow: &Flo
             } => match outcome {
                 AclOutcome::NotEnabled => e.acl = Some("none".into()),
                 AclOutcome::Allowed { prefix, .. } => {
-                    let shown = if nlb_hw::hash::is_ipv4_mapped(prefix.addr) && prefix.prefix_len >= 96
-                    {
-                        format!("{}/{}", u128_to_addr(prefix.addr), prefix.prefix_len - 96)
-                    } else {
-                        format!("{}/{}", std::net::Ipv6Addr::from(prefix.addr), prefix.prefix_len)
-                    };
+                    let shown =
+                        if nlb_hw::hash::is_ipv4_mapped(prefix.addr) && prefix.prefix_len >= 96 {
+                            format!("{}/{}", u128_to_addr(prefix.addr), prefix.prefix_len - 96)
+                        } else {
+                            format!(
+                                "{}/{}",
+                                std::net::Ipv6Addr::from(prefix.addr),
+                                prefix.prefix_len
+                            )
+                        };
                     e.acl = Some(format!("allowed by {shown}"));
                     e.steps.push(format!(
                         "ACL: source {} allowed by {shown}",
@@ -446,7 +450,9 @@ fn tcp_fragment_punt(
     let mut slot = None;
     for step in &trace.steps {
         match *step {
-            Step::Key { key: k, hash: h, .. } => {
+            Step::Key {
+                key: k, hash: h, ..
+            } => {
                 key = key_name(k.key_type).to_string();
                 hash = h;
             }

@@ -92,9 +92,8 @@ instances:
         let mut ip = Ipv4Header::new(0, 64, IpNumber(proto), client, vip).unwrap();
         ip.identification = 77;
         ip.more_fragments = first_fragment;
-        let b = PacketBuilder::ethernet2([2, 0, 0, 0, 0, 0xc1], [2, 0, 0, 0, 0, 1]).ip(
-            etherparse::IpHeaders::Ipv4(ip, Default::default()),
-        );
+        let b = PacketBuilder::ethernet2([2, 0, 0, 0, 0, 0xc1], [2, 0, 0, 0, 0, 1])
+            .ip(etherparse::IpHeaders::Ipv4(ip, Default::default()));
         let mut f = Vec::new();
         if proto == 6 {
             b.tcp(sport, dport, 1, 1000)
