@@ -3,7 +3,8 @@
 //! A connection's place is fixed by the regmap: bucket = `table_index(TUPLE5 hash,
 //! ct_buckets)`, index = bucket × ways + way; the manager takes the way already holding the
 //! flow, else the lowest free one (the pipeline matches the lowest valid way, so a flow is
-//! never in two ways). The manager keeps a copy of every entry, so lookups and scans cost no
+//! never in two ways). The bucket and the compare are the reference's
+//! (`nlb_reference::conntrack`), the same the pipeline's lookup uses. The manager keeps a copy of every entry, so lookups and scans cost no
 //! register access, and rebuilds it from the device on attach.
 //!
 //! Writes go through the `conntrack` window: the data words that differ from what the window
@@ -24,7 +25,8 @@ use nlb_hw::blocks::conntrack as win;
 use nlb_hw::ct_words::pack_ct;
 use nlb_hw::enums::{KeyType, TableCmd};
 use nlb_hw::layouts::{CtEntry, LearnEvent};
-use nlb_hw::{table_index, FlowKey, LayoutError};
+use nlb_hw::{FlowKey, LayoutError};
+use nlb_reference::conntrack as placement;
 use std::collections::BTreeSet;
 
 /// `flags` bit: FIN or RST seen.
@@ -147,15 +149,6 @@ fn tuple5(key: &FlowKey) -> FlowKey {
     key.with_type(KeyType::Tuple5)
 }
 
-fn matches(e: &CtEntry, k: &FlowKey) -> bool {
-    e.valid
-        && e.protocol == k.protocol
-        && e.src_port == k.src_port
-        && e.dst_port == k.dst_port
-        && e.src_addr == k.src_addr
-        && e.dst_addr == k.dst_addr
-}
-
 /// The host's copy of the connection table and the writer of the device's.
 #[derive(Debug)]
 pub struct Conntrack {
@@ -230,18 +223,18 @@ impl Conntrack {
 
     /// The bucket of a flow.
     pub fn bucket_of(&self, key: &FlowKey) -> u32 {
-        table_index(tuple5(key).hash(), self.buckets)
+        placement::bucket(key, self.buckets)
     }
 
     /// The index of a flow's entry.
     pub fn lookup(&self, key: &FlowKey) -> Option<u32> {
         let k = tuple5(key);
-        self.lookup_in(table_index(k.hash(), self.buckets), &k)
+        self.lookup_in(placement::bucket(&k, self.buckets), &k)
     }
 
     fn lookup_in(&self, bucket: u32, k: &FlowKey) -> Option<u32> {
         let start = bucket * self.ways;
-        (start..start + self.ways).find(|&i| matches(&self.entries[i as usize], k))
+        (start..start + self.ways).find(|&i| placement::holds(&self.entries[i as usize], k))
     }
 
     /// One entry, as the host last wrote or read it.
@@ -414,7 +407,7 @@ impl Conntrack {
         out.clear();
         for c in conns {
             let k = tuple5(&c.key);
-            let bucket = table_index(k.hash(), self.buckets);
+            let bucket = placement::bucket(&k, self.buckets);
             let start = bucket * self.ways;
             let existing = self.lookup_in(bucket, &k);
             let index = match existing {

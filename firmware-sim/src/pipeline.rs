@@ -17,8 +17,9 @@
 //! and compares 16-byte key slots rather than whole entries, so a hit costs the bucket's tag
 //! word and the one cache line that holds the bucket's key slots and hit bits (see
 //! [`crate::conntrack`]).
-//! None of this is observable: `tests/differential.rs` holds the model to the original
-//! straightforward implementation on random traffic.
+//! None of this is observable: `tests/differential.rs` holds the model to the reference
+//! semantics (crate `nlb-reference`, the straightforward implementation the host side uses)
+//! on random traffic.
 
 use crate::action::{self, Edit, MAX_FRAME};
 use crate::conntrack::{tag_of, ConnTable, ProbeKey};
@@ -163,9 +164,10 @@ pub enum OutputError {
     },
 }
 
-/// Session-affinity key type (SPEC R3.1, R4.2).
+/// Session-affinity key type (SPEC R3.1, R4.2). The fast model's own copy: the host side
+/// takes it from the reference (`nlb_reference::lookup::key_type`).
 #[inline]
-pub fn affinity_key(affinity: Affinity, fragment: bool) -> KeyType {
+fn affinity_key(affinity: Affinity, fragment: bool) -> KeyType {
     match affinity {
         Affinity::None | Affinity::ClientIpPortProto if fragment => KeyType::Tuple3,
         Affinity::None | Affinity::ClientIpPortProto => KeyType::Tuple5,
@@ -175,9 +177,10 @@ pub fn affinity_key(affinity: Affinity, fragment: bool) -> KeyType {
     }
 }
 
-/// Whether `addr` lies in one valid prefix of `acl` (all prefixes compared in parallel).
+/// Whether `addr` lies in one valid prefix of `acl` (all prefixes compared in parallel). The
+/// fast model's own copy (see [`affinity_key`]).
 #[inline]
-pub fn acl_allows(acl: &AclEntry, addr: u128) -> bool {
+fn acl_allows(acl: &AclEntry, addr: u128) -> bool {
     acl.prefix.iter().any(|p| {
         p.valid
             && match p.prefix_len {

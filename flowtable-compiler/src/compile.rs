@@ -18,7 +18,7 @@ use nlb_hw::hash::addr_to_u128;
 use nlb_hw::layouts::{
     AclPrefix, BackendEntry, MaglevSlot, PoolEntry, PortSlot, RuleEntry, VipEntry,
 };
-use nlb_hw::{table_index, FlowKey, NicSettings, Profile, Tables};
+use nlb_hw::{NicSettings, Profile, Tables};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
@@ -512,8 +512,8 @@ fn layout(
             );
             continue;
         }
-        let ip = nlb_hw::hash::u128_to_addr(addr);
-        let bucket = table_index(FlowKey::vip(proto, ip).hash(), profile.vip_buckets) as usize;
+        // The bucket the pipeline looks the VIP up in (docs/pipeline.md §4).
+        let bucket = nlb_reference::lookup::vip_bucket(profile, proto, addr) as usize;
         let Some(way) = (0..ways).find(|w| occupant[bucket * ways + w].is_none()) else {
             let held: Vec<String> = (0..ways)
                 .filter_map(|w| occupant[bucket * ways + w])

@@ -1,28 +1,28 @@
-//! Why a flow goes where it goes: the lookups of the pipeline replayed over a table bank.
+//! Why a flow goes where it goes: `nlbctl explain`, a formatter over the steps the reference
+//! semantics (`nlb-reference`, the same code the slow path runs and the golden model is held
+//! to) takes for the flow over a table bank.
 //!
 //! Rule lookup (VIP bucket, ways, port slots; SPEC R2), a non-first fragment's rule (SPEC
 //! R4.3), the rule's ACL (SPEC R9), the pool descriptor and its serving slice (SPEC R1
 //! failover), the affinity key (SPEC R3.1, R4.2), its hash and Maglev slot, the backend. This is
 //! the choice for a *new* connection: an established one keeps its conntrack backend (SPEC R4.1).
+//! Nothing here computes a lookup step; it only words what [`nlb_reference::lookup::lookup`]
+//! (and, for a TCP fragment the host decides, [`nlb_reference::host::first_fragment`]) report.
 
 use crate::symbols::Symbols;
-use nlb_hw::enums::{Affinity, DefaultAction, KeyType, Reason, Verdict};
+use nlb_hw::enums::Reason;
 use nlb_hw::hash::{addr_to_u128, u128_to_addr};
-use nlb_hw::{table_index, FlowKey, NicSettings, Tables};
+use nlb_hw::layouts::{PoolEntry, VipEntry};
+use nlb_hw::{NicSettings, Tables};
+use nlb_reference::conntrack::ConnTable;
+use nlb_reference::lookup::{self, Packet};
+use nlb_reference::trace::{AclOutcome, FragmentPunt, SlotOutcome};
+use nlb_reference::{host, key_name, Step, Trace};
 use serde::Serialize;
 use std::net::IpAddr;
 
 /// Whether and which fragment a packet is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Fragment {
-    /// A whole packet.
-    #[default]
-    No,
-    /// The first fragment: it carries the ports.
-    First,
-    /// A later fragment: no ports.
-    Later,
-}
+pub use nlb_reference::Fragment;
 
 /// A packet's flow, as far as the lookups care.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,29 +92,6 @@ pub struct Explanation {
     pub steps: Vec<String>,
 }
 
-/// The key type of an affinity (SPEC R3.1), with fragments under 5-tuple keys narrowed to the
-/// 3-tuple so all fragments of a datagram meet (SPEC R4.2).
-pub fn key_type(affinity: Affinity, fragment: bool) -> KeyType {
-    match affinity {
-        Affinity::None | Affinity::ClientIpPortProto if fragment => KeyType::Tuple3,
-        Affinity::None | Affinity::ClientIpPortProto => KeyType::Tuple5,
-        Affinity::ClientIpProto => KeyType::Tuple3,
-        Affinity::ClientIp => KeyType::Tuple2,
-        Affinity::ClientIpNoDestination => KeyType::Tuple1,
-    }
-}
-
-/// The report name of a key type (`5tuple`, ...).
-pub fn key_name(k: KeyType) -> &'static str {
-    match k {
-        KeyType::Tuple5 => "5tuple",
-        KeyType::Tuple3 => "3tuple",
-        KeyType::Tuple2 => "2tuple",
-        KeyType::Tuple1 => "1tuple",
-        KeyType::Vip => "vip",
-    }
-}
-
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -127,19 +104,76 @@ fn proto_name(p: u8) -> String {
     }
 }
 
-/// Replays the lookups of one flow over `tables`.
+/// "3 rules", or "3 port ranges of 2 rules" when a rule with `ports` holds several slots.
+fn held(entry: &VipEntry) -> String {
+    let valid: Vec<_> = entry.slot.iter().filter(|s| s.valid).collect();
+    let mut rules: Vec<u16> = valid.iter().map(|s| s.rule).collect();
+    rules.sort_unstable();
+    rules.dedup();
+    if rules.len() == valid.len() {
+        format!("{} rules", valid.len())
+    } else {
+        let of = match rules.len() {
+            1 => "1 rule".to_string(),
+            n => format!("{n} rules"),
+        };
+        format!("{} port ranges of {of}", valid.len())
+    }
+}
+
+/// "all ports", "port 80" or "ports 80-90" of slot `slot`, naming all the slots of its rule
+/// when a rule with `ports` holds several.
+fn ports_of(entry: &VipEntry, slot: usize) -> String {
+    let s = entry.slot[slot];
+    let range = |lo: u16, hi: u16| {
+        if lo == hi {
+            lo.to_string()
+        } else {
+            format!("{lo}-{hi}")
+        }
+    };
+    let mut ports = if (s.port_lo, s.port_hi) == (0, 65535) {
+        "all ports".to_string()
+    } else if s.port_lo == s.port_hi {
+        format!("port {}", s.port_lo)
+    } else {
+        format!("ports {}-{}", s.port_lo, s.port_hi)
+    };
+    let own: Vec<String> = entry
+        .slot
+        .iter()
+        .filter(|o| o.valid && o.rule == s.rule)
+        .map(|o| range(o.port_lo, o.port_hi))
+        .collect();
+    if own.len() > 1 {
+        ports = format!("{ports} (the rule's ports {})", own.join(", "));
+    }
+    ports
+}
+
+/// Replays the lookups of one flow over `tables` (the reference's, recorded) and words them.
 pub fn explain(tables: &Tables, nic: &NicSettings, symbols: &Symbols, flow: &Flow) -> Explanation {
-    let profile = tables.profile;
-    let ways = profile.vip_ways;
-    let dst = addr_to_u128(flow.dst);
-    let bucket = table_index(
-        FlowKey::vip(flow.protocol, flow.dst).hash(),
-        profile.vip_buckets,
-    );
+    // A later fragment carries no ports (docs/pipeline.md §2), whatever the caller gave.
+    let ports = flow.fragment != Fragment::Later;
+    let packet = Packet {
+        flow: nlb_reference::Flow {
+            protocol: flow.protocol,
+            client: addr_to_u128(flow.src),
+            client_port: if ports { flow.src_port } else { 0 },
+            vip: addr_to_u128(flow.dst),
+            vip_port: if ports { flow.dst_port } else { 0 },
+        },
+        fragment: flow.fragment,
+        icmp_error: false,
+        tcp_flags: 0,
+    };
+    let mut trace = Trace::default();
+    // No connection table: the choice for a new connection.
+    let outcome = lookup::lookup(tables, nic, None::<&ConnTable>, &packet, &mut trace);
     let mut e = Explanation {
-        verdict: String::new(),
-        reason: String::new(),
-        vip_bucket: bucket,
+        verdict: outcome.verdict.name().to_ascii_lowercase(),
+        reason: outcome.reason.name().to_string(),
+        vip_bucket: 0,
         vip_index: None,
         rule: None,
         rule_id: None,
@@ -161,303 +195,233 @@ pub fn explain(tables: &Tables, nic: &NicSettings, symbols: &Symbols, flow: &Flo
         delivery: None,
         steps: Vec::new(),
     };
-    let finish = |mut e: Explanation, verdict: Verdict, reason: Reason, step: String| {
-        e.verdict = verdict.name().to_ascii_lowercase();
-        e.reason = reason.name().to_string();
-        e.steps.push(step);
-        e
-    };
-    let no_rule = |e: Explanation, why: String| {
-        let v = match nic.default_action {
-            DefaultAction::Pass => Verdict::Pass,
-            DefaultAction::Drop => Verdict::Drop,
-        };
-        finish(
-            e,
-            v,
-            Reason::NoRule,
-            format!(
-                "{why}: no rule matches, default action {} (SPEC R2.4)",
-                nic.default_action.name()
-            ),
-        )
-    };
-    let entry = (0..ways).map(|w| bucket * ways + w).find(|&i| {
-        let v = &tables.vip[i as usize];
-        v.valid && v.protocol == flow.protocol && v.addr == dst
-    });
-    let Some(index) = entry else {
-        return no_rule(
-            e,
-            format!(
-                "VIP table bucket {bucket} holds no entry for {} {}",
-                flow.dst,
-                proto_name(flow.protocol)
-            ),
-        );
-    };
-    e.vip_index = Some(index);
-    let v = tables.vip[index as usize];
-    let valid: Vec<_> = v.slot.iter().filter(|s| s.valid).collect();
-    // "3 rules", or "3 port ranges of 2 rules" when a rule with `ports` holds several slots.
-    let held = {
-        let mut rules: Vec<u16> = valid.iter().map(|s| s.rule).collect();
-        rules.sort_unstable();
-        rules.dedup();
-        if rules.len() == valid.len() {
-            format!("{} rules", valid.len())
-        } else {
-            let of = match rules.len() {
-                1 => "1 rule".to_string(),
-                n => format!("{n} rules"),
-            };
-            format!("{} port ranges of {of}", valid.len())
-        }
-    };
-    let slot = if flow.fragment == Fragment::Later {
-        if valid.len() != 1 {
-            e.steps.push(format!(
-                "VIP entry {index} (bucket {bucket}, way {}) has {held} for {}; a later fragment carries no port",
-                index % ways,
-                proto_name(flow.protocol)
-            ));
-            return finish(
-                e,
-                Verdict::Punt,
-                Reason::FragmentNeedsState,
-                "punted: the host remembers the first fragment's rule and backend (SPEC R4.3)"
-                    .into(),
-            );
-        }
-        valid[0]
-    } else {
-        match valid
-            .iter()
-            .find(|s| (s.port_lo..=s.port_hi).contains(&flow.dst_port))
-        {
-            Some(s) => s,
-            None => {
-                return no_rule(
-                    e,
-                    format!(
-                        "VIP entry {index} has no port range holding port {}",
-                        flow.dst_port
-                    ),
-                );
+    let proto = proto_name(flow.protocol);
+    // What the VIP stage found, for the wording of later steps.
+    let (mut bucket, mut ways, mut vip) = (0u32, 1u32, VipEntry::default());
+    let mut pool = PoolEntry::default();
+    // Why a packet matched no rule, and the step that ended the lookup.
+    let mut unmatched = String::new();
+    let mut last = String::new();
+    for step in &trace.steps {
+        match *step {
+            Step::Vip {
+                bucket: b,
+                ways: w,
+                entry,
+                ..
+            } => {
+                (bucket, ways) = (b, w.max(1));
+                e.vip_bucket = b;
+                e.vip_index = entry;
+                if entry.is_none() {
+                    unmatched = format!(
+                        "VIP table bucket {b} holds no entry for {} {proto}",
+                        flow.dst
+                    );
+                }
             }
-        }
-    };
-    let rule = slot.rule;
-    let rule_name = symbols.rule(rule).unwrap_or("?").to_string();
-    e.rule = Some(rule_name.clone());
-    e.rule_id = Some(rule);
-    let range = |lo: u16, hi: u16| {
-        if lo == hi {
-            lo.to_string()
-        } else {
-            format!("{lo}-{hi}")
-        }
-    };
-    let mut ports = if (slot.port_lo, slot.port_hi) == (0, 65535) {
-        "all ports".to_string()
-    } else if slot.port_lo == slot.port_hi {
-        format!("port {}", slot.port_lo)
-    } else {
-        format!("ports {}-{}", slot.port_lo, slot.port_hi)
-    };
-    // A rule with `ports` holds one slot per port (adjacent ones merged): name them all.
-    let own: Vec<String> = valid
-        .iter()
-        .filter(|s| s.rule == slot.rule)
-        .map(|s| range(s.port_lo, s.port_hi))
-        .collect();
-    if own.len() > 1 {
-        ports = format!("{ports} (the rule's ports {})", own.join(", "));
-    }
-    e.steps.push(format!(
-        "rule {rule_name} (id {rule}): {} {} {ports}; VIP table bucket {bucket}, way {}",
-        u128_to_addr(v.addr),
-        proto_name(v.protocol),
-        index % ways
-    ));
-    let Some(r) = tables
-        .rules
-        .get(usize::from(rule))
-        .copied()
-        .filter(|r| r.valid)
-    else {
-        return no_rule(e, format!("rule id {rule} has no valid descriptor"));
-    };
-    if r.acl_enabled {
-        let src = addr_to_u128(flow.src);
-        let hit = tables.acl[usize::from(rule)].prefix.iter().find(|p| {
-            p.valid
-                && (p.prefix_len == 0
-                    || (src ^ p.addr) >> (128 - u32::from(p.prefix_len.min(128))) == 0)
-        });
-        match hit {
-            Some(p) => {
-                let shown = if nlb_hw::hash::is_ipv4_mapped(p.addr) && p.prefix_len >= 96 {
-                    format!("{}/{}", u128_to_addr(p.addr), p.prefix_len - 96)
-                } else {
-                    format!("{}/{}", std::net::Ipv6Addr::from(p.addr), p.prefix_len)
-                };
-                e.acl = Some(format!("allowed by {shown}"));
-                e.steps
-                    .push(format!("ACL: source {} allowed by {shown}", flow.src));
+            Step::PortSlots {
+                index,
+                entry,
+                port,
+                outcome,
+            } => {
+                vip = entry;
+                match outcome {
+                    SlotOutcome::Several => e.steps.push(format!(
+                        "VIP entry {index} (bucket {bucket}, way {}) has {} for {proto}; a later fragment carries no port",
+                        index % ways,
+                        held(&entry)
+                    )),
+                    SlotOutcome::NoSlot => {
+                        unmatched = match port {
+                            Some(p) => format!("VIP entry {index} has no port range holding port {p}"),
+                            None => format!("VIP entry {index} has no valid port slot"),
+                        }
+                    }
+                    SlotOutcome::Matched { slot, rule } => {
+                        let name = symbols.rule(rule).unwrap_or("?").to_string();
+                        e.steps.push(format!(
+                            "rule {name} (id {rule}): {} {} {}; VIP table bucket {bucket}, way {}",
+                            u128_to_addr(entry.addr),
+                            proto_name(entry.protocol),
+                            ports_of(&entry, slot),
+                            index % ways
+                        ));
+                        e.rule = Some(name);
+                        e.rule_id = Some(rule);
+                    }
+                }
             }
-            None => {
-                e.acl = Some("denied".into());
-                return finish(
-                    e,
-                    Verdict::Drop,
-                    Reason::AclDenied,
-                    format!(
+            Step::Rule { id, entry } => {
+                if !entry.is_some_and(|r| r.valid) {
+                    unmatched = format!("rule id {id} has no valid descriptor");
+                }
+            }
+            Step::Acl {
+                client, outcome, ..
+            } => match outcome {
+                AclOutcome::NotEnabled => e.acl = Some("none".into()),
+                AclOutcome::Allowed { prefix, .. } => {
+                    let shown =
+                        if nlb_hw::hash::is_ipv4_mapped(prefix.addr) && prefix.prefix_len >= 96 {
+                            format!("{}/{}", u128_to_addr(prefix.addr), prefix.prefix_len - 96)
+                        } else {
+                            format!(
+                                "{}/{}",
+                                std::net::Ipv6Addr::from(prefix.addr),
+                                prefix.prefix_len
+                            )
+                        };
+                    e.acl = Some(format!("allowed by {shown}"));
+                    e.steps.push(format!(
+                        "ACL: source {} allowed by {shown}",
+                        u128_to_addr(client)
+                    ));
+                }
+                AclOutcome::Denied => {
+                    e.acl = Some("denied".into());
+                    last = format!(
                         "ACL: source {} is outside the rule's sourceRanges (SPEC R9.1)",
-                        flow.src
-                    ),
-                );
+                        u128_to_addr(client)
+                    );
+                }
+            },
+            Step::FragmentPunt(why) => match why {
+                FragmentPunt::LaterOnSeveralSlots { .. } => {
+                    last = "punted: the host remembers the first fragment's rule and backend (SPEC R4.3)".into();
+                }
+                FragmentPunt::FirstOnSeveralSlots { .. } => {
+                    last = format!(
+                        "a first fragment on a VIP with {} for {proto}: punted with its rule so the host sends the later fragments the same way (SPEC R4.3)",
+                        held(&vip)
+                    );
+                }
+                FragmentPunt::TcpOfTrackingPool => {
+                    last = tcp_fragment_punt(&mut e, tables, symbols, flow, &packet);
+                }
+            },
+            Step::Pool { id, entry } => {
+                pool = entry.unwrap_or_default();
+                let name = symbols.pool(id).unwrap_or("?").to_string();
+                let serving = if pool.failed_over {
+                    format!(
+                        "failed over: backup pool {}'s slice serves",
+                        symbols.pool(pool.backup_pool).unwrap_or("?")
+                    )
+                } else {
+                    "its own slice serves".to_string()
+                };
+                e.steps.push(format!(
+                    "pool {name} (id {id}): affinity {}, delivery {}; {serving}: slots {}..{} ({} slots)",
+                    pool.affinity.name(),
+                    pool.delivery.name(),
+                    pool.maglev_base,
+                    u64::from(pool.maglev_base) + u64::from(pool.maglev_size),
+                    pool.maglev_size
+                ));
+                e.pool = Some(name);
+                e.pool_id = Some(id);
+                e.failed_over = pool.failed_over;
+                e.affinity = Some(pool.affinity.name().to_string());
+                e.delivery = Some(pool.delivery.name().to_string());
+                e.slice_base = Some(pool.maglev_base);
+                e.slice_size = Some(pool.maglev_size);
+                if !pool.valid {
+                    last = "the pool has no backend".into();
+                }
             }
+            Step::Key {
+                key,
+                hash,
+                fragment,
+                affinity,
+            } => {
+                let kt = key.key_type;
+                e.key = Some(key_name(kt).into());
+                e.key_bytes = Some(hex(&key.bytes()));
+                e.hash = Some(hash);
+                // Narrowed from the whole packet's key (SPEC R4.2).
+                let frag = if fragment && lookup::key_type(affinity, false) != kt {
+                    " (a fragment: the 3-tuple, SPEC R4.2)"
+                } else {
+                    ""
+                };
+                e.steps
+                    .push(format!("key {}{frag}: hash {hash:#010x}", key_name(kt)));
+            }
+            Step::Maglev {
+                base,
+                size,
+                hash,
+                offset,
+                slot,
+                backend,
+            } => {
+                if size == 0 {
+                    last = "the pool has no backend".into();
+                } else {
+                    e.slot = u32::try_from(slot).ok();
+                    e.steps.push(format!(
+                        "slot {base} + ({hash:#010x} × {size}) >> 32 = {base} + {offset} = {slot}"
+                    ));
+                    if backend.is_none() {
+                        last = "the slot lies outside the slot memory".into();
+                    }
+                }
+            }
+            Step::Backend { id, entry } => {
+                let be = entry.unwrap_or_default();
+                let name = symbols.backend(id).unwrap_or("?").to_string();
+                last = if be.valid {
+                    format!(
+                        "backend {name} (id {id}) {} {} by {}",
+                        u128_to_addr(be.addr),
+                        crate::model::format_mac(be.mac),
+                        pool.delivery.name()
+                    )
+                } else {
+                    format!("backend id {id} has no valid entry")
+                };
+                e.backend = Some(name);
+                e.backend_id = Some(id);
+                e.backend_ip = Some(u128_to_addr(be.addr).to_string());
+                e.backend_mac = Some(crate::model::format_mac(be.mac));
+            }
+            Step::Verdict { reason, .. } => {
+                let text = if matches!(reason, Reason::NoRule | Reason::IcmpNoFlow) {
+                    format!(
+                        "{unmatched}: no rule matches, default action {} (SPEC R2.4)",
+                        nic.default_action.name()
+                    )
+                } else {
+                    std::mem::take(&mut last)
+                };
+                e.steps.push(text);
+            }
+            Step::Disabled
+            | Step::Parsed(_)
+            | Step::IcmpQuote { .. }
+            | Step::Flow { .. }
+            | Step::Conntrack(_)
+            | Step::Action { .. }
+            | Step::Event(_) => {}
         }
-    } else {
-        e.acl = Some("none".into());
     }
-    if flow.fragment == Fragment::First && valid.len() > 1 {
-        return finish(
-            e,
-            Verdict::Punt,
-            Reason::FragmentNeedsState,
-            format!(
-                "a first fragment on a VIP with {held} for {}: punted with its rule so the host sends the later fragments the same way (SPEC R4.3)",
-                proto_name(flow.protocol)
-            ),
-        );
-    }
-    let pool_id = r.pool;
-    let p = tables
-        .pools
-        .get(usize::from(pool_id))
-        .copied()
-        .unwrap_or_default();
-    let pool_name = symbols.pool(pool_id).unwrap_or("?").to_string();
-    e.pool = Some(pool_name.clone());
-    e.pool_id = Some(pool_id);
-    e.failed_over = p.failed_over;
-    e.affinity = Some(p.affinity.name().to_string());
-    e.delivery = Some(p.delivery.name().to_string());
-    e.slice_base = Some(p.maglev_base);
-    e.slice_size = Some(p.maglev_size);
-    let serving = if p.failed_over {
-        format!(
-            "failed over: backup pool {}'s slice serves",
-            symbols.pool(p.backup_pool).unwrap_or("?")
-        )
-    } else {
-        "its own slice serves".to_string()
-    };
-    e.steps.push(format!(
-        "pool {pool_name} (id {pool_id}): affinity {}, delivery {}; {serving}: slots {}..{} ({} slots)",
-        p.affinity.name(),
-        p.delivery.name(),
-        p.maglev_base,
-        u64::from(p.maglev_base) + u64::from(p.maglev_size),
-        p.maglev_size
-    ));
-    if !p.valid {
-        return finish(
-            e,
-            Verdict::Drop,
-            Reason::NoBackend,
-            "the pool has no backend".into(),
-        );
-    }
-    if flow.fragment != Fragment::No && flow.protocol == 6 && p.track {
-        return tcp_fragment_punt(e, tables, symbols, flow, &p, finish);
-    }
-    if p.maglev_size == 0 {
-        return finish(
-            e,
-            Verdict::Drop,
-            Reason::NoBackend,
-            "the pool has no backend".into(),
-        );
-    }
-    let kt = key_type(p.affinity, flow.fragment != Fragment::No);
-    let key = FlowKey::tuple5(
-        flow.protocol,
-        flow.src,
-        flow.src_port,
-        flow.dst,
-        flow.dst_port,
-    )
-    .with_type(kt);
-    let hash = key.hash();
-    let offset = table_index(hash, p.maglev_size);
-    let slot_index = p.maglev_base + offset;
-    e.key = Some(key_name(kt).into());
-    e.key_bytes = Some(hex(&key.bytes()));
-    e.hash = Some(hash);
-    e.slot = Some(slot_index);
-    let frag = if flow.fragment != Fragment::No
-        && matches!(p.affinity, Affinity::None | Affinity::ClientIpPortProto)
-    {
-        " (a fragment: the 3-tuple, SPEC R4.2)"
-    } else {
-        ""
-    };
-    e.steps
-        .push(format!("key {}{frag}: hash {hash:#010x}", key_name(kt)));
-    e.steps.push(format!(
-        "slot {} + ({hash:#010x} × {}) >> 32 = {} + {offset} = {slot_index}",
-        p.maglev_base, p.maglev_size, p.maglev_base
-    ));
-    let Some(ms) = tables.maglev.get(slot_index as usize) else {
-        return finish(
-            e,
-            Verdict::Drop,
-            Reason::NoBackend,
-            "the slot lies outside the slot memory".into(),
-        );
-    };
-    let b = ms.backend;
-    let be = tables
-        .backends
-        .get(usize::from(b))
-        .copied()
-        .unwrap_or_default();
-    let bname = symbols.backend(b).unwrap_or("?").to_string();
-    e.backend = Some(bname.clone());
-    e.backend_id = Some(b);
-    e.backend_ip = Some(u128_to_addr(be.addr).to_string());
-    e.backend_mac = Some(crate::model::format_mac(be.mac));
-    if !be.valid {
-        return finish(
-            e,
-            Verdict::Drop,
-            Reason::NoBackend,
-            format!("backend id {b} has no valid entry"),
-        );
-    }
-    let step = format!(
-        "backend {bname} (id {b}) {} {} by {}",
-        u128_to_addr(be.addr),
-        crate::model::format_mac(be.mac),
-        p.delivery.name()
-    );
-    finish(e, Verdict::Forward, Reason::Forwarded, step)
+    e
 }
 
 /// A TCP fragment of a pool that tracks connections (`docs/pipeline.md` §6): the NIC punts
-/// it, and the host sends it where the connection goes. Explains what the host does, and for
-/// a first fragment which backend it picks when no connection is established.
+/// it, and the host sends it where the connection goes. Words what the host does, and for a
+/// first fragment which backend it picks when no connection is established (the host's own
+/// decision, [`host::first_fragment`], without a connection table). Returns the last step.
 fn tcp_fragment_punt(
-    mut e: Explanation,
+    e: &mut Explanation,
     tables: &Tables,
     symbols: &Symbols,
     flow: &Flow,
-    p: &nlb_hw::layouts::PoolEntry,
-    finish: impl Fn(Explanation, Verdict, Reason, String) -> Explanation,
-) -> Explanation {
+    packet: &Packet,
+) -> String {
     let which = if flow.fragment == Fragment::First {
         "a first"
     } else {
@@ -467,50 +431,47 @@ fn tcp_fragment_punt(
         "{which} TCP fragment on a pool that tracks connections: a fragment key (3-tuple under NONE) could send it to another backend than its connection's (SPEC R4.1 over R4.2)"
     ));
     if flow.fragment == Fragment::Later {
-        return finish(
-            e,
-            Verdict::Punt,
-            Reason::FragmentNeedsState,
-            "punted: the host sends it the way of its datagram's first fragment (per source, destination, protocol and IP ID; held until the first arrives, SPEC R4.3)".into(),
-        );
+        return "punted: the host sends it the way of its datagram's first fragment (per source, destination, protocol and IP ID; held until the first arrives, SPEC R4.3)".into();
     }
-    let kt = key_type(p.affinity, false);
-    let key = FlowKey::tuple5(
-        flow.protocol,
-        flow.src,
-        flow.src_port,
-        flow.dst,
-        flow.dst_port,
-    )
-    .with_type(kt);
-    let hash = key.hash();
-    let without = if p.maglev_size == 0 {
-        "the pool has no backend, so it is dropped".to_string()
-    } else {
-        let slot = u64::from(p.maglev_base) + u64::from(table_index(hash, p.maglev_size));
-        match tables
-            .maglev
-            .get(slot as usize)
-            .map(|s| s.backend)
-            .filter(|&b| tables.backends.get(usize::from(b)).is_some_and(|b| b.valid))
-        {
-            Some(b) => format!(
-                "to backend {} (id {b}), the one a whole packet of the flow gets (key {}, hash {hash:#010x}, slot {slot})",
-                symbols.backend(b).unwrap_or("?"),
-                key_name(kt)
-            ),
-            None => format!(
-                "nowhere: slot {slot} (key {}) names no valid backend, so it is dropped",
-                key_name(kt)
-            ),
+    let Some(rule) = e.rule_id else {
+        return "punted".into();
+    };
+    let mut trace = Trace::default();
+    let choice = host::first_fragment(
+        tables,
+        None::<&ConnTable>,
+        rule,
+        &packet.flow,
+        packet.tcp_flags,
+        &mut trace,
+    );
+    let mut key = String::new();
+    let mut hash = 0;
+    let mut slot = None;
+    for step in &trace.steps {
+        match *step {
+            Step::Key {
+                key: k, hash: h, ..
+            } => {
+                key = key_name(k.key_type).to_string();
+                hash = h;
+            }
+            Step::Maglev { size, slot: s, .. } if size != 0 => slot = Some(s),
+            _ => {}
+        }
+    }
+    let without = match (choice, slot) {
+        (Ok(c), Some(slot)) => format!(
+            "to backend {} (id {}), the one a whole packet of the flow gets (key {key}, hash {hash:#010x}, slot {slot})",
+            symbols.backend(c.backend).unwrap_or("?"),
+            c.backend
+        ),
+        (_, None) => "the pool has no backend, so it is dropped".to_string(),
+        (Err(_), Some(slot)) => {
+            format!("nowhere: slot {slot} (key {key}) names no valid backend, so it is dropped")
         }
     };
-    finish(
-        e,
-        Verdict::Punt,
-        Reason::FragmentNeedsState,
-        format!(
-            "punted with its rule: the host sends it, and the later fragments of its datagram, to its connection's backend (the host's connection table, by the 5-tuple its ports give); with no connection, {without}"
-        ),
+    format!(
+        "punted with its rule: the host sends it, and the later fragments of its datagram, to its connection's backend (the host's connection table, by the 5-tuple its ports give); with no connection, {without}"
     )
 }

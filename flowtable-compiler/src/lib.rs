@@ -28,7 +28,8 @@
 //!   weight change, returning the (table, index) entries that changed for a delta load.
 //! - [`Compiled::image`] → [`Image`]; [`Image::write`] / [`Image::read`] / [`Image::load`]:
 //!   the versioned, CRC-checked table image (`docs/image-format.md`).
-//! - [`explain()`]: the lookups of one [`Flow`] replayed over a table bank;
+//! - [`explain()`]: the lookups of one [`Flow`] over a table bank, as the reference semantics
+//!   (`nlb-reference`) takes and reports them, in words;
 //!   [`maglev_movement`]: how many flows a change moves, per pool.
 //!
 //! Errors ([`Error`]) are typed: [`Error::Invalid`] carries every [`Diagnostic`], each

@@ -15,7 +15,7 @@ use nlb_hw::enums::{Affinity, Delivery, KeyType};
 use nlb_hw::layouts::{
     AclPrefix, BackendEntry, CtEntry, MaglevSlot, PoolEntry, PortSlot, RuleEntry, VipEntry,
 };
-use nlb_hw::{table_index, FlowKey, Profile, Tables};
+use nlb_hw::{FlowKey, Profile, Tables};
 use rand::rngs::StdRng;
 use rand::RngExt;
 
@@ -253,15 +253,7 @@ impl Scenario {
                     _ => rng.random_range(2..layouts.len()),
                 };
                 let ranges = layouts[layout].clone();
-                let key = FlowKey {
-                    key_type: KeyType::Vip,
-                    protocol,
-                    src_port: 0,
-                    dst_port: 0,
-                    src_addr: 0,
-                    dst_addr: addr,
-                };
-                let bucket = table_index(key.hash(), profile.vip_buckets) as usize;
+                let bucket = nlb_reference::lookup::vip_bucket(profile, protocol, addr) as usize;
                 let Some(way) = (0..ways).find(|w| !t.vip[bucket * ways + w].valid) else {
                     continue;
                 };
@@ -367,16 +359,15 @@ impl Scenario {
             if !rng.random_bool(0.6) {
                 continue;
             }
-            let h = FlowKey {
+            let key = FlowKey {
                 key_type: KeyType::Tuple5,
                 protocol: f.protocol,
                 src_port: f.client_port,
                 dst_port: f.vip_port,
                 src_addr: f.client,
                 dst_addr: f.vip,
-            }
-            .hash();
-            let bucket = table_index(h, profile.ct_buckets);
+            };
+            let bucket = nlb_reference::conntrack::bucket(&key, profile.ct_buckets);
             let way = rng.random_range(0..ways);
             let index = bucket * ways + way;
             if !used.insert(index) {

@@ -9,11 +9,12 @@
 //! table (an established flow keeps its backend, SPEC R4.1) and else Maglev with the pool's
 //! affinity key, exactly as for a packet of the flow.
 
-use super::lookup::{self, Choice};
+use super::lookup::Choice;
 use crate::conntrack::Conntrack;
-use firmware_sim::parse::{InnerFlow, IpHeaders};
-use nlb_hw::enums::KeyType;
-use nlb_hw::{FlowKey, Tables};
+use nlb_hw::Tables;
+use nlb_reference::host::{self, Miss};
+use nlb_reference::parse::IpHeaders;
+use nlb_reference::NoTrace;
 
 /// Why an ICMP error could not be sent to a backend.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,26 +44,7 @@ impl IcmpMiss {
     }
 }
 
-/// The flow (client → VIP, 5-tuple) an ICMP error quote refers to (§3): the reversed reading
-/// when a VIP entry exists for (protocol, quoted source), else the forward reading.
-pub fn quoted_flow(tables: &Tables, quote: &InnerFlow) -> FlowKey {
-    let reversed = lookup::vip_entry(tables, quote.protocol, quote.src).is_some();
-    let (client, client_port, vip, vip_port) = if reversed {
-        (quote.dst, quote.dst_port, quote.src, quote.src_port)
-    } else {
-        (quote.src, quote.src_port, quote.dst, quote.dst_port)
-    };
-    FlowKey {
-        key_type: KeyType::Tuple5,
-        protocol: quote.protocol,
-        src_port: client_port,
-        dst_port: vip_port,
-        src_addr: client,
-        dst_addr: vip,
-    }
-}
-
-/// Where an ICMP error goes: the backend of the flow it quotes.
+/// Where an ICMP error goes: the backend of the flow it quotes ([`host::icmp_error`]).
 pub fn decide(
     tables: &Tables,
     conntrack: Option<&Conntrack>,
@@ -72,24 +54,10 @@ pub fn decide(
         return Err(IcmpMiss::NotAnError);
     }
     let quote = headers.icmp_inner.ok_or(IcmpMiss::NoQuote)?;
-    let flow = quoted_flow(tables, &quote);
-    let rule = lookup::rule_for(tables, flow.protocol, flow.dst_addr, flow.dst_port)
-        .ok_or(IcmpMiss::NoRule)?;
-    if !lookup::acl_admits(tables, rule, flow.src_addr) {
-        return Err(IcmpMiss::AclDenied);
-    }
-    let pool = lookup::pool_of(tables, rule).ok_or(IcmpMiss::NoRule)?;
-    let established = conntrack
-        .filter(|_| lookup::pool_tracks(tables, pool))
-        .and_then(|ct| lookup::established_backend(tables, Some(ct), &flow));
-    let backend = match established {
-        Some(b) => b,
-        None => lookup::maglev_backend(tables, pool, &flow, false).ok_or(IcmpMiss::NoBackend)?,
-    };
-    Ok(Choice {
-        rule,
-        pool,
-        backend,
+    host::icmp_error(tables, conntrack, &quote, &mut NoTrace).map_err(|m| match m {
+        Miss::NoRule => IcmpMiss::NoRule,
+        Miss::AclDenied => IcmpMiss::AclDenied,
+        Miss::NoBackend => IcmpMiss::NoBackend,
     })
 }
 
@@ -97,9 +65,8 @@ pub fn decide(
 mod tests {
     use super::*;
     use etherparse::{Icmpv4Type, PacketBuilder};
-    use firmware_sim::parse::{parse, Parsed};
-    use flowtable_compiler::{compile, explain, CompileOptions, Flow, HealthState};
-    use std::net::IpAddr;
+    use flowtable_compiler::{compile, CompileOptions, HealthState};
+    use nlb_reference::parse::{parse, Parsed};
 
     const CONFIG: &str = "
 forwardingRules:
@@ -146,6 +113,7 @@ instances:
         let (config, d) = flowtable_compiler::parse_config("t.yaml", CONFIG);
         assert!(d.is_empty(), "{d}");
         let c = compile(&config, &HealthState::new(), &CompileOptions::default()).unwrap();
+        let mut backends = std::collections::BTreeSet::new();
         for port in 40000..40040u16 {
             // The backend's reply VIP:80 → client:port was too big for a router on the way.
             let frame = frag_needed(
@@ -154,23 +122,29 @@ instances:
                 [192, 0, 2, 254],
             );
             let choice = decide(&c.tables, None, &headers(&frame)).unwrap();
-            // The flow's own packets go (explain, independent of this module) to:
-            let e = explain(
-                &c.tables,
-                &c.nic,
-                &c.symbols,
-                &Flow {
-                    protocol: 6,
-                    src: "198.51.100.7".parse::<IpAddr>().unwrap(),
-                    src_port: port,
-                    dst: "203.0.113.80".parse::<IpAddr>().unwrap(),
-                    dst_port: 80,
-                    fragment: flowtable_compiler::Fragment::No,
-                },
+            // The golden model (a separate implementation of the pipeline) forwards the same
+            // error itself, and a packet of the flow, to:
+            let mut nic = firmware_sim::SimDevice::from_tables(c.tables.clone(), c.nic);
+            let mut out = vec![0u8; firmware_sim::action::MAX_FRAME];
+            let r = nic.receive(&frame, &mut out).unwrap();
+            assert_eq!(r.reason, nlb_hw::enums::Reason::IcmpErrorForwarded);
+            assert_eq!(
+                (r.rule, r.pool, r.backend),
+                (Some(choice.rule), Some(choice.pool), Some(choice.backend)),
+                "port {port}"
             );
-            assert_eq!(Some(choice.backend), e.backend_id, "port {port}");
-            assert_eq!(Some(choice.rule), e.rule_id);
+            let mut packet = Vec::new();
+            PacketBuilder::ethernet2([2, 0, 0, 0, 0, 0xee], [2, 0, 0, 0, 0, 1])
+                .ipv4([198, 51, 100, 7], [203, 0, 113, 80], 64)
+                .tcp(port, 80, 1, 1000)
+                .ack(1)
+                .write(&mut packet, &[])
+                .unwrap();
+            let whole = nic.receive(&packet, &mut out).unwrap();
+            assert_eq!(whole.backend, Some(choice.backend), "port {port}");
+            backends.insert(choice.backend);
         }
+        assert!(backends.len() > 1, "the flows reach several backends");
     }
 
     #[test]

@@ -26,9 +26,9 @@ use super::lookup::{self, Choice};
 use crate::conntrack::Conntrack;
 use crate::device::{Device, DeviceError};
 use crate::queues::{PuntedFrame, QueueError, Queues};
-use firmware_sim::parse::{parse, IpHeaders, Parsed};
 use nlb_hw::enums::{KeyType, Reason};
 use nlb_hw::{FlowKey, Tables};
+use nlb_reference::parse::{parse, IpHeaders, Parsed};
 use std::time::Instant;
 
 /// Why a punted frame was not sent on.

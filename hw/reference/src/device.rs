@@ -1,25 +1,29 @@
-//! The golden model as it was first written (straightforward, one packet at a time), kept
-//! as a test-only reference for the optimised model: the differential tests run the same
-//! traffic through both and compare every result field, every output byte, every event,
-//! every counter, the punt and learn queues and the connection table.
-//!
-//! `parse`, `action`, `pipeline` and `conntrack` are the original modules verbatim but for
-//! module paths; [`RefDevice`] is the original device's per-packet side effects (counters, hit
-//! bits, punt and learn queues, auto-learn) without the register file.
-#![allow(dead_code)]
+//! The reference device: the per-packet side effects of the NIC (docs/pipeline.md §10, §11,
+//! §13) around [`crate::pipeline::process`] — counters, hit bits, the punt and learn queues and
+//! auto-learn — without the register file. The differential tests of `firmware-sim` run the
+//! same traffic through it and through the optimised model's device and compare every result,
+//! output byte, counter, queue entry and connection-table entry.
 
-pub mod action;
-pub mod conntrack;
-pub mod parse;
-pub mod pipeline;
-
-use conntrack::ConnTable;
-use firmware_sim::{Counter, CounterKind, PacketResult};
-use nlb_hw::enums::{Event, Reason, Verdict};
+use crate::action;
+use crate::conntrack::ConnTable;
+use crate::pipeline::{self, Context, OutputError, PacketResult};
+use nlb_hw::enums::{CounterKind, Event, Reason, Verdict};
 use nlb_hw::layouts::{LearnEvent, PuntHeader};
 use nlb_hw::{NicSettings, Tables};
-use pipeline::Context;
 use std::collections::VecDeque;
+
+/// One counter set (§11).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counter {
+    /// Packets.
+    pub packets: u64,
+    /// Bytes (received frame length).
+    pub bytes: u64,
+    /// Of those packets, the ones punted.
+    pub punts: u64,
+    /// Of those packets, the ones dropped.
+    pub drops: u64,
+}
 
 /// Bytes of a punted frame that the punt window holds.
 pub const WINDOW_BYTES: usize = 9728;
@@ -28,22 +32,38 @@ pub const WINDOW_BYTES: usize = 9728;
 /// queues.
 #[derive(Debug, Clone)]
 pub struct RefDevice {
+    /// The table bank (bank 0).
     pub tables: Tables,
+    /// `ctrl` settings.
     pub settings: NicSettings,
+    /// `ctrl.enable`.
     pub enabled: bool,
+    /// The connection table.
     pub conntrack: ConnTable,
+    /// Rule counters, by rule id.
     pub rules: Vec<Counter>,
+    /// Backend counters, by backend id.
     pub backends: Vec<Counter>,
+    /// Reason counters, by reason value.
     pub reasons: Vec<Counter>,
+    /// Verdict counters, by verdict value.
     pub verdicts: Vec<Counter>,
+    /// Depth of the punt and learn queues.
     pub depth: usize,
+    /// The punt queue: header and the frame's first [`WINDOW_BYTES`].
     pub punt: VecDeque<(PuntHeader, Vec<u8>)>,
+    /// The punt queue overflowed (`punt_status` bit 31).
     pub punt_overflow: bool,
+    /// The learn queue.
     pub learn: VecDeque<LearnEvent>,
+    /// The learn queue overflowed (`learn_status` bit 31).
     pub learn_overflow: bool,
+    /// Events install and close connections at the end of each call (as the simulated
+    /// device's auto-learn does) instead of going to the learn queue.
     pub auto_learn: bool,
-    /// Connection-table hits and events (learn, teardown) so far, for coverage checks.
+    /// Connection-table hits so far, for coverage checks.
     pub hits: u64,
+    /// Learn and teardown events so far (in that order), for coverage checks.
     pub events: [u64; 2],
     pending: Vec<LearnEvent>,
 }
@@ -83,18 +103,29 @@ impl RefDevice {
         }
     }
 
-    fn process(&self, frame: &[u8]) -> (PacketResult, Vec<u8>) {
-        let ctx = Context {
+    /// What a packet sees on this device.
+    pub fn context(&self) -> Context<'_> {
+        Context {
             tables: &self.tables,
             bank: 0,
             settings: &self.settings,
             enabled: self.enabled,
             conntrack: &self.conntrack,
-        };
+        }
+    }
+
+    fn process(&self, frame: &[u8]) -> (PacketResult, Vec<u8>) {
         let mut out = vec![0u8; action::MAX_FRAME];
-        let r = pipeline::process(&ctx, frame, &mut out).expect("MAX_FRAME buffer");
-        out.truncate(r.out_len);
-        (r, out)
+        match pipeline::process(&self.context(), frame, &mut out) {
+            Ok(r) => {
+                out.truncate(r.out_len);
+                (r, out)
+            }
+            // The buffer holds MAX_FRAME bytes, and longer outputs are dropped as TOO_BIG.
+            Err(OutputError::TooSmall { needed, got }) => {
+                unreachable!("a {needed}-byte output in a {got}-byte buffer")
+            }
+        }
     }
 
     /// One frame, as `SimDevice::receive`.
@@ -146,8 +177,7 @@ impl RefDevice {
         if v == Verdict::Punt {
             if self.punt.len() < self.depth {
                 let n = frame.len().min(WINDOW_BYTES);
-                self.punt
-                    .push_back((pipeline::punt_header(r), frame[..n].to_vec()));
+                self.punt.push_back((r.punt_header(), frame[..n].to_vec()));
             } else {
                 self.punt_overflow = true;
             }

@@ -1,12 +1,63 @@
-//! The connection table: `buckets × ways` [`CtEntry`] slots (not banked), with the hit bits
-//! the `conntrack` register block exposes.
+//! The connection table (docs/pipeline.md §7): where a connection's entry lives and which
+//! entry a packet's lookup finds, and [`ConnTable`], the reference's table of `buckets × ways`
+//! [`CtEntry`] slots (not banked) with the hit bits the `conntrack` register block exposes.
 //!
-//! The pipeline only reads it; the host writes it (through the register block, or through the
-//! host-side helpers [`ConnTable::install`] / [`ConnTable::mark_closed`] that model what the
-//! slow path does on learn and teardown events).
+//! The placement and compare rules ([`bucket`], [`holds`], [`lookup`]) are used by the
+//! reference pipeline and by the host's own copy of the table in the driver (through
+//! [`ConnTableView`]). The pipeline only reads the table; the host writes it (through the
+//! register block, or here through [`ConnTable::install`] / [`ConnTable::mark_closed`], which
+//! model what the slow path does on learn and teardown events).
 
+use nlb_hw::enums::KeyType;
 use nlb_hw::layouts::{CtEntry, LearnEvent};
 use nlb_hw::{table_index, FlowKey};
+
+/// The bucket of a flow: `index(hash(TUPLE5 key), buckets)` (the key's type is ignored).
+pub fn bucket(key: &FlowKey, buckets: u32) -> u32 {
+    bucket_of_hash(key.with_type(KeyType::Tuple5).hash(), buckets)
+}
+
+/// The bucket of a flow given its TUPLE5 hash.
+pub fn bucket_of_hash(tuple5_hash: u32, buckets: u32) -> u32 {
+    table_index(tuple5_hash, buckets)
+}
+
+/// Whether an entry is valid and holds the flow: equal protocol, ports and addresses in
+/// client → VIP orientation (`rule`, `flags` and `timestamp` are the host's, not compared).
+pub fn holds(e: &CtEntry, key: &FlowKey) -> bool {
+    e.valid
+        && e.protocol == key.protocol
+        && e.src_port == key.src_port
+        && e.dst_port == key.dst_port
+        && e.src_addr == key.src_addr
+        && e.dst_addr == key.dst_addr
+}
+
+/// A connection table as the lookup reads it: geometry and entries by index
+/// (`bucket × ways + way`).
+pub trait ConnTableView {
+    /// Buckets.
+    fn buckets(&self) -> u32;
+    /// Ways per bucket.
+    fn ways(&self) -> u32;
+    /// One entry (`None` beyond the table).
+    fn entry(&self, index: u32) -> Option<&CtEntry>;
+}
+
+/// The lowest way of a bucket whose entry holds the flow: its index.
+pub fn lookup_in<C: ConnTableView + ?Sized>(ct: &C, bucket: u32, key: &FlowKey) -> Option<u32> {
+    let ways = ct.ways();
+    let start = u64::from(bucket) * u64::from(ways);
+    (start..start + u64::from(ways))
+        .filter_map(|i| u32::try_from(i).ok())
+        .find(|&i| ct.entry(i).is_some_and(|e| holds(e, key)))
+}
+
+/// A flow's lookup (§7): its bucket, and the index of the lowest way holding it.
+pub fn lookup<C: ConnTableView + ?Sized>(ct: &C, key: &FlowKey) -> (u32, Option<u32>) {
+    let b = bucket(key, ct.buckets());
+    (b, lookup_in(ct, b, key))
+}
 
 /// `flags` bit of a [`CtEntry`]: FIN or RST seen.
 pub const CT_FLAG_CLOSED: u8 = 0x01;
@@ -83,13 +134,11 @@ impl ConnTable {
     }
 
     /// Bucket of a TUPLE5 flow hash.
-    #[inline]
     pub fn bucket_of(&self, tuple5_hash: u32) -> u32 {
-        table_index(tuple5_hash, self.buckets)
+        bucket_of_hash(tuple5_hash, self.buckets)
     }
 
-    /// The ways of a bucket, for prefetching.
-    #[inline]
+    /// The ways of a bucket.
     pub fn bucket_entries(&self, bucket: u32) -> &[CtEntry] {
         let start = bucket as usize * self.ways as usize;
         self.entries
@@ -98,26 +147,13 @@ impl ConnTable {
     }
 
     /// The lowest way of `bucket` holding a valid entry for exactly this 5-tuple.
-    #[inline]
     pub fn lookup_in(&self, bucket: u32, key: &FlowKey) -> Option<u32> {
-        let start = bucket as usize * self.ways as usize;
-        self.bucket_entries(bucket)
-            .iter()
-            .position(|e| {
-                e.valid
-                    && e.protocol == key.protocol
-                    && e.src_port == key.src_port
-                    && e.dst_port == key.dst_port
-                    && e.src_addr == key.src_addr
-                    && e.dst_addr == key.dst_addr
-            })
-            .map(|w| (start + w) as u32)
+        lookup_in(self, bucket, key)
     }
 
     /// Looks up a 5-tuple (its TUPLE5 hash is computed here).
     pub fn lookup(&self, key: &FlowKey) -> Option<u32> {
-        let h = key.with_type(nlb_hw::enums::KeyType::Tuple5).hash();
-        self.lookup_in(self.bucket_of(h), key)
+        lookup(self, key).1
     }
 
     /// One entry.
@@ -142,7 +178,6 @@ impl ConnTable {
     }
 
     /// Sets the hit bit of an entry (the pipeline, on a hit).
-    #[inline]
     pub fn mark_hit(&mut self, index: u32) {
         if let Some(w) = self.hits.get_mut(index as usize / 32) {
             *w |= 1 << (index % 32);
@@ -167,7 +202,7 @@ impl ConnTable {
             ev.dst_addr,
             ev.dst_port,
         );
-        let bucket = self.bucket_of(key.hash());
+        let bucket = bucket(&key, self.buckets);
         let start = bucket * self.ways;
         let index = match self.lookup_in(bucket, &key) {
             Some(i) => i,
@@ -222,14 +257,27 @@ impl ConnTable {
 }
 
 /// A TUPLE5 [`FlowKey`] from 128-bit (IPv4-mapped) addresses.
-#[inline]
 pub fn tuple5_key(protocol: u8, src: u128, src_port: u16, dst: u128, dst_port: u16) -> FlowKey {
     FlowKey {
-        key_type: nlb_hw::enums::KeyType::Tuple5,
+        key_type: KeyType::Tuple5,
         protocol,
         src_port,
         dst_port,
         src_addr: src,
         dst_addr: dst,
+    }
+}
+
+impl ConnTableView for ConnTable {
+    fn buckets(&self) -> u32 {
+        self.buckets
+    }
+
+    fn ways(&self) -> u32 {
+        self.ways
+    }
+
+    fn entry(&self, index: u32) -> Option<&CtEntry> {
+        self.entries.get(index as usize)
     }
 }
