@@ -18,9 +18,8 @@ pub struct Args {
     /// List at most this many connections.
     #[arg(long, value_name = "N", default_value_t = 100)]
     limit: usize,
-    /// Print JSON.
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    output: common::Output,
 }
 
 /// Runs the subcommand.
@@ -29,7 +28,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
         &args.socket,
         &proto::Request::Conntrack { limit: args.limit },
     )?;
-    if args.json {
+    if args.output.json() {
         return common::print_json(&c);
     }
     outln!(

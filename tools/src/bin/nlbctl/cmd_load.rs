@@ -35,9 +35,8 @@ pub struct Args {
     /// Health/weight state, for a configuration (see docs/config.md).
     #[arg(long, value_name = "FILE")]
     health: Option<PathBuf>,
-    /// Print the load report as JSON.
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    output: common::Output,
 }
 
 fn device_error(spec: &str, e: impl std::fmt::Display) -> CliError {
@@ -92,7 +91,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
             format!("{e}; the previous tables still serve"),
         ),
     })?;
-    if args.json {
+    if args.output.json() {
         let tables: serde_json::Map<String, serde_json::Value> = report
             .changed_by_table
             .iter()
