@@ -13,6 +13,7 @@ macro_rules! outln {
 }
 
 mod common;
+mod progress;
 
 use clap::{Parser, Subcommand};
 use common::CliError;

@@ -117,10 +117,15 @@ impl Daemon {
         self.ask(|reply| Command::Status { counters, reply }).await
     }
 
-    /// The connection table.
-    pub async fn connections(&self, limit: usize) -> Result<ConnectionList, String> {
-        self.ask(|reply| Command::Connections { limit, reply })
+    /// The connection table: at most `limit` entries from entry index `from` on.
+    pub async fn connections(&self, from: u32, limit: usize) -> Result<ConnectionList, String> {
+        self.ask(|reply| Command::Connections { from, limit, reply })
             .await
+    }
+
+    /// The configuration serving.
+    pub async fn config(&self) -> Result<Box<Config>, String> {
+        self.ask(|reply| Command::Config { reply }).await
     }
 
     /// Offers a parsed configuration to the engine; on success the checker takes its targets.
