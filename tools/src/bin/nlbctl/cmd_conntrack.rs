@@ -22,6 +22,9 @@ pub struct Args {
     /// List every connection (fetched page by page, with a progress bar on a terminal).
     #[arg(long, conflicts_with = "limit")]
     all: bool,
+    /// Connections per request with --all.
+    #[arg(long, value_name = "N", default_value_t = 8192, requires = "all", value_parser = clap::value_parser!(u32).range(1..))]
+    page: u32,
     #[command(flatten)]
     output: common::Output,
 }
@@ -29,7 +32,7 @@ pub struct Args {
 /// Runs the subcommand.
 pub fn run(args: Args) -> Result<(), CliError> {
     let c = if args.all {
-        dump(&args.socket)?
+        dump(&args.socket, args.page as usize)?
     } else {
         ask(
             &args.socket,
@@ -82,15 +85,13 @@ pub fn run(args: Args) -> Result<(), CliError> {
     Ok(())
 }
 
-/// Connections per request of `--all`: small enough that nlbd answers each page quickly, large
-/// enough that a table of millions takes few requests.
-const PAGE: usize = 8192;
-
-/// Every connection, page by page (each page starts where the one before ended, so the table
-/// changing in between neither repeats nor skips a connection that stays).
-fn dump(socket: &std::path::Path) -> Result<proto::ConntrackData, CliError> {
+/// Every connection, `limit` per request (the default 8192 is small enough that nlbd answers
+/// each page quickly, large enough that a table of millions takes few requests). Each page
+/// starts where the one before ended, so the table changing in between neither repeats nor
+/// skips a connection that stays.
+fn dump(socket: &std::path::Path, limit: usize) -> Result<proto::ConntrackData, CliError> {
     let mut bar = Bar::new("listing", "connections");
-    let page = |from| ask(socket, &proto::Request::Conntrack { limit: PAGE, from });
+    let page = |from| ask(socket, &proto::Request::Conntrack { limit, from });
     let mut all: proto::ConntrackData = page(0)?;
     bar.update(all.entries.len() as u64, all.total as u64);
     while let Some(from) = all.next {

@@ -48,6 +48,7 @@ commands! {
     Load => cmd_load,
     Stats => cmd_stats,
     Status => cmd_status,
+    Top => cmd_top,
     Flash => cmd_flash,
     FwInfo => cmd_fw_info,
     Reboot => cmd_reboot,

@@ -7,8 +7,8 @@ use crate::proto::{
     TargetData, MAX_REQUEST,
 };
 use crate::Daemon;
-use nlb_driver::slowpath::health::{Health, ProbeOutcome, WeightReport};
 use nlb_driver::slowpath::engine::CounterValues;
+use nlb_driver::slowpath::health::{Health, ProbeOutcome, WeightReport};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
@@ -111,9 +111,7 @@ async fn client(stream: UnixStream, daemon: Arc<Daemon>) -> std::io::Result<()> 
             ))),
             Ok(Request::Status) => encode(status(&daemon).await),
             Ok(Request::Health) => encode(health(&daemon).await),
-            Ok(Request::Conntrack { limit, from }) => {
-                encode(conntrack(&daemon, from, limit).await)
-            }
+            Ok(Request::Conntrack { limit, from }) => encode(conntrack(&daemon, from, limit).await),
             Ok(Request::Counters) => encode(counters(&daemon).await),
         },
     };
