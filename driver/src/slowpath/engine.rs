@@ -181,6 +181,8 @@ pub struct EngineStatus {
     pub controller: ControllerStats,
     /// Pools: members, healthy, eligible, serving slice, why.
     pub pools: Vec<PoolReport>,
+    /// `failoverRatio` of each target pool with a backup pool (its healthy threshold).
+    pub failover_ratios: Vec<(String, f64)>,
     /// Health per instance as compiled.
     pub health: HealthState,
     /// Connection manager counters.
@@ -614,6 +616,12 @@ impl Engine {
             assumed_targets: c.assumed_targets(),
             controller: c.stats().clone(),
             pools: c.compiled().pools.clone(),
+            failover_ratios: c
+                .config()
+                .target_pools
+                .iter()
+                .filter_map(|p| Some((p.name.clone(), p.failover_ratio.as_ref()?.value())))
+                .collect(),
             health: c.health().clone(),
             learn: self.conns.stats(),
             conntrack: ct.stats(),
