@@ -191,13 +191,14 @@ fn selectors(expr: &str) -> Vec<Selector> {
     let mut i = 0;
     while i < tokens.len() {
         match &tokens[i] {
-            Token::Ident(word) if LABEL_LISTS.contains(&word.as_str()) => {
-                // Skip `( label, ... )`.
-                if tokens.get(i + 1) == Some(&Token::Punct('(')) {
-                    i += 2;
-                    while i < tokens.len() && tokens[i] != Token::Punct(')') {
-                        i += 1;
-                    }
+            // Skip the `( label, ... )` after `by`, `on`, ...
+            Token::Ident(word)
+                if LABEL_LISTS.contains(&word.as_str())
+                    && tokens.get(i + 1) == Some(&Token::Punct('(')) =>
+            {
+                i += 2;
+                while i < tokens.len() && tokens[i] != Token::Punct(')') {
+                    i += 1;
                 }
             }
             Token::Ident(word) if KEYWORDS.contains(&word.as_str()) => {}
