@@ -13,9 +13,11 @@ use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-/// Show what the NIC is doing now, refreshed every second: packets and bytes per second per
-/// VIP, forwarding rule and backend, new connections per second, punts and drops by reason,
-/// health and weight per (pool, backend), connection-table occupancy and the table generation.
+/// Live view of the NIC through nlbd: traffic rates, health, connections, tables.
+///
+/// Refreshed every second: packets and bytes per second per VIP, forwarding rule and backend,
+/// new connections per second, verdicts and the reasons behind them (punts, drops, passes),
+/// health and weight per (pool, backend), connection-table occupancy, table generation.
 ///
 /// Rates are counter differences between two samples over the time between the two counter
 /// reads (nlbd's clock). Keys: `s` cycles the sort column (`p` `b` `t` `n` choose packets/s,

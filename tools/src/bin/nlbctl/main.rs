@@ -54,6 +54,8 @@ commands! {
     Reboot => cmd_reboot,
     Health => cmd_health,
     Conntrack => cmd_conntrack,
+    Completions => cmd_completions,
+    Man => cmd_man,
 }
 
 /// Control tool of nlb-offload, a passthrough L4 load balancer on an FPGA SmartNIC.
