@@ -807,3 +807,74 @@ fn long_operations_show_progress_on_a_terminal_only() {
     );
     assert!(s.contains(&format!("\n{changed} entries changed")), "{s}");
 }
+
+/// deploy/demo-live.sh, the newcomer's path to `nlbctl top` (docs/operations.md): the live
+/// view shows the replayed traffic and the backends' health, and quitting stops everything
+/// and removes its files.
+#[test]
+fn the_live_demo_shows_traffic_and_cleans_up() {
+    if !have("tmux", "tmux") || !have("python3", "python3") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let tmux = Tmux::start(dir.path(), 200, 50);
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/demo-live.sh");
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_nlbctl"))
+        .parent()
+        .unwrap();
+    tmux.type_text(&format!(
+        "TMPDIR={} NLB_BIN_DIR={} NLB_DEMO_RATE=500 NLB_DEMO_PORT={} NLB_DEMO_METRICS=127.0.0.1:0 {}; echo \"exit status $?\"",
+        dir.path().display(),
+        bin.display(),
+        hc_port(5),
+        script.display()
+    ));
+    tmux.keys(&["Enter"]);
+    let s = tmux.wait_screen("traffic and health in the demo", |s| {
+        let busy = rows(s, "Rules")
+            .iter()
+            .filter(|r| {
+                r[0].starts_with("web-")
+                    && r.len() > 5
+                    && r[5].parse::<f64>().is_ok_and(|v| v > 0.0)
+            })
+            .count();
+        let health = |b: &str| {
+            rows(s, "Backends")
+                .into_iter()
+                .find(|r| r[0] == b)
+                .map(|r| r[2].clone())
+        };
+        (busy == 2
+            && health("web-1").as_deref() == Some("healthy")
+            && health("web-2").as_deref() == Some("healthy")
+            && health("web-3").as_deref() == Some("unhealthy")
+            && health("dns-1").as_deref() == Some("unchecked"))
+        .then(|| s.to_string())
+    });
+    assert!(s.contains("Rules (3)"), "{s}");
+    let demo_dirs = || -> Vec<String> {
+        std::fs::read_dir(dir.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("nlb-demo."))
+            .collect()
+    };
+    let demo = demo_dirs();
+    assert_eq!(demo.len(), 1, "{demo:?}");
+    tmux.keys(&["q"]);
+    tmux.wait_screen("the demo's end", |s| {
+        s.contains("exit status 0").then_some(())
+    });
+    assert!(demo_dirs().is_empty(), "the demo left {demo:?}");
+    // No process of the demo is left: none has its directory on its command line.
+    let left: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains(&demo[0]) && !c.contains("tmux"))
+        .collect();
+    assert!(left.is_empty(), "left running: {left:?}");
+}
