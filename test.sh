@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite of nlb-offload, from a clean checkout.
 #
-# Installs the system packages it needs when run as root (Verilator from Debian), then runs:
+# Installs the system packages it needs when run as root (from Debian: Verilator, curl,
+# iproute2, and for the operator tools' tests tmux, systemd, man-db, procps, prometheus), then runs:
 # rustfmt check, clippy (warnings are errors; the tools also with their Verilator engine), every
 # workspace test (including the Verilator co-simulation in the verif crate), the tools' tests
 # that need the Verilator engine, and `verilator --lint-only -Wall` over hw/rtl.
@@ -16,14 +17,32 @@ need=()
 command -v verilator >/dev/null || need+=(verilator)
 command -v curl >/dev/null || need+=(curl)
 command -v ip >/dev/null || need+=(iproute2)
-if ((${#need[@]})); then
+# The operator tools' tests: nlbctl top in tmux (tools/tests/top.rs); the service units, man
+# pages and completions (deploy.rs: systemd-analyze, man, /bin/kill of the units' reload);
+# a real Prometheus against nlbd (monitoring.rs).
+command -v tmux >/dev/null || need+=(tmux)
+command -v systemd-analyze >/dev/null || need+=(systemd)
+command -v man >/dev/null || need+=(man-db)
+[ -x /bin/kill ] || need+=(procps)
+lean=()
+{ command -v prometheus && command -v promtool; } >/dev/null || lean+=(prometheus)
+if ((${#need[@]} + ${#lean[@]})); then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    say "installing ${need[*]}"
+    say "installing ${need[*]} ${lean[*]}"
     export DEBIAN_FRONTEND=noninteractive
+    # Installing starts no service (Debian's prometheus would serve on :9090): policy-rc.d
+    # refuses every start while apt runs, unless the machine has its own policy already.
+    policy=/usr/sbin/policy-rc.d
+    if [ ! -e "$policy" ]; then
+      printf '#!/bin/sh\nexit 101\n' > "$policy" && chmod 755 "$policy"
+      trap 'rm -f "$policy"' EXIT
+    fi
     apt-get update -qq
-    apt-get install -y -qq "${need[@]}" >/dev/null
+    if ((${#need[@]})); then apt-get install -y -qq "${need[@]}" >/dev/null; fi
+    # Prometheus without its recommended node exporter.
+    if ((${#lean[@]})); then apt-get install -y -qq --no-install-recommends "${lean[@]}" >/dev/null; fi
   else
-    echo "missing: ${need[*]} (run as root to install them, or: sudo apt-get install -y ${need[*]})" >&2
+    echo "missing: ${need[*]} ${lean[*]} (run as root to install them, or: sudo apt-get install -y ${need[*]} ${lean[*]})" >&2
     exit 1
   fi
 fi

@@ -113,12 +113,19 @@ pub enum Command {
         /// The answer.
         reply: oneshot::Sender<Box<EngineStatus>>,
     },
-    /// The connection table (at most `limit` entries).
+    /// The connection table (at most `limit` entries, from entry index `from` on).
     Connections {
+        /// First entry index listed (0: from the start; a long listing goes page by page).
+        from: u32,
         /// Most entries returned.
         limit: usize,
         /// The answer.
         reply: oneshot::Sender<ConnectionList>,
+    },
+    /// A copy of the configuration serving (what names mean: rule VIPs, pool members).
+    Config {
+        /// The answer.
+        reply: oneshot::Sender<Box<Config>>,
     },
     /// Finish the learn events already queued and stop. Tables and connections stay in the
     /// NIC.
@@ -174,6 +181,8 @@ pub struct EngineStatus {
     pub controller: ControllerStats,
     /// Pools: members, healthy, eligible, serving slice, why.
     pub pools: Vec<PoolReport>,
+    /// `failoverRatio` of each target pool with a backup pool (its healthy threshold).
+    pub failover_ratios: Vec<(String, f64)>,
     /// Health per instance as compiled.
     pub health: HealthState,
     /// Connection manager counters.
@@ -234,6 +243,8 @@ pub struct ConnectionList {
     pub capacity: usize,
     /// The first `limit` entries by index.
     pub entries: Vec<ConnectionInfo>,
+    /// The index to list from for the entries after these; `None` when none is left.
+    pub next: Option<u32>,
 }
 
 /// Host time in seconds (what connection entries are stamped with).
@@ -605,6 +616,12 @@ impl Engine {
             assumed_targets: c.assumed_targets(),
             controller: c.stats().clone(),
             pools: c.compiled().pools.clone(),
+            failover_ratios: c
+                .config()
+                .target_pools
+                .iter()
+                .filter_map(|p| Some((p.name.clone(), p.failover_ratio.as_ref()?.value())))
+                .collect(),
             health: c.health().clone(),
             learn: self.conns.stats(),
             conntrack: ct.stats(),
@@ -671,29 +688,37 @@ impl Engine {
 
     /// The connection table by names.
     pub fn connections_list(&self, limit: usize) -> ConnectionList {
+        self.connections_page(0, limit)
+    }
+
+    /// At most `limit` connections by names, those with an entry index of `from` or more.
+    pub fn connections_page(&self, from: u32, limit: usize) -> ConnectionList {
         let ct = self.conns.conntrack();
         let symbols = &self.controller.compiled().symbols;
         let now = host_secs();
         let name = |v: Option<&str>, id: u16| v.map_or_else(|| format!("#{id}"), str::to_string);
+        let mut valid = ct.scan().skip_while(|(index, _)| *index < from);
+        let entries = valid
+            .by_ref()
+            .take(limit)
+            .map(|(index, e)| ConnectionInfo {
+                index,
+                protocol: e.protocol,
+                client: u128_to_addr(e.src_addr),
+                client_port: e.src_port,
+                vip: u128_to_addr(e.dst_addr),
+                vip_port: e.dst_port,
+                backend: name(symbols.backend(e.backend), e.backend),
+                rule: name(symbols.rule(e.rule), e.rule),
+                closed: e.flags & FLAG_CLOSED != 0,
+                age_secs: now.saturating_sub(e.timestamp),
+            })
+            .collect();
         ConnectionList {
             total: ct.valid_count(),
             capacity: (ct.buckets() * ct.ways()) as usize,
-            entries: ct
-                .scan()
-                .take(limit)
-                .map(|(index, e)| ConnectionInfo {
-                    index,
-                    protocol: e.protocol,
-                    client: u128_to_addr(e.src_addr),
-                    client_port: e.src_port,
-                    vip: u128_to_addr(e.dst_addr),
-                    vip_port: e.dst_port,
-                    backend: name(symbols.backend(e.backend), e.backend),
-                    rule: name(symbols.rule(e.rule), e.rule),
-                    closed: e.flags & FLAG_CLOSED != 0,
-                    age_secs: now.saturating_sub(e.timestamp),
-                })
-                .collect(),
+            entries,
+            next: valid.next().map(|(index, _)| index),
         }
     }
 
@@ -714,8 +739,11 @@ impl Engine {
             Command::Status { counters, reply } => {
                 let _ = reply.send(Box::new(self.status(counters)));
             }
-            Command::Connections { limit, reply } => {
-                let _ = reply.send(self.connections_list(limit));
+            Command::Connections { from, limit, reply } => {
+                let _ = reply.send(self.connections_page(from, limit));
+            }
+            Command::Config { reply } => {
+                let _ = reply.send(Box::new(self.controller.config().clone()));
             }
             Command::Shutdown => return false,
         }

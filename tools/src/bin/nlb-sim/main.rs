@@ -88,6 +88,12 @@ struct Args {
     /// it, learn events wait on the learn queue for the host). Model engine only.
     #[arg(long)]
     auto_learn: bool,
+    /// Print nlb-sim's shell completion script (bash, zsh, fish, elvish, powershell) and exit.
+    #[arg(long, value_name = "SHELL", exclusive = true)]
+    completions: Option<clap_complete::Shell>,
+    /// Print nlb-sim's man page (roff) and exit.
+    #[arg(long, exclusive = true)]
+    man: bool,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -102,6 +108,9 @@ enum Engine {
 const BURST: usize = 32;
 
 fn main() -> ExitCode {
+    if let Some(done) = generated_docs() {
+        return done;
+    }
     let args = Args::parse();
     match run(args) {
         Ok(()) => ExitCode::SUCCESS,
@@ -474,4 +483,42 @@ impl RxStats {
         }
         Some(r.len)
     }
+}
+
+/// `--completions SHELL` and `--man`: generated from [`Args`], printed to stdout. Both are
+/// exclusive (alone on the command line), so a command of their own parses them without the
+/// required options; any other command line is [`Args`]'s to parse.
+fn generated_docs() -> Option<ExitCode> {
+    use clap::CommandFactory as _;
+    use std::io::Write as _;
+    #[derive(Parser)]
+    #[command(
+        name = "nlb-sim",
+        disable_help_flag = true,
+        disable_version_flag = true
+    )]
+    struct Docs {
+        #[arg(long, value_name = "SHELL")]
+        completions: Option<clap_complete::Shell>,
+        #[arg(long)]
+        man: bool,
+    }
+    let docs = match Docs::try_parse() {
+        Ok(d) => d,
+        Err(e) if e.kind() == clap::error::ErrorKind::InvalidValue => e.exit(),
+        Err(_) => return None,
+    };
+    let mut out = Vec::new();
+    if let Some(shell) = docs.completions {
+        clap_complete::generate(shell, &mut Args::command(), "nlb-sim", &mut out);
+    } else if docs.man {
+        if let Err(e) = clap_mangen::Man::new(Args::command()).render(&mut out) {
+            eprintln!("nlb-sim: cannot render the man page: {e}");
+            return Some(ExitCode::from(2));
+        }
+    } else {
+        return None;
+    }
+    let _ = std::io::stdout().write_all(&out);
+    Some(ExitCode::SUCCESS)
 }

@@ -28,9 +28,8 @@ pub struct Args {
     /// Capacity profile for configurations.
     #[arg(long, default_value = "sim", value_name = "NAME")]
     profile: String,
-    /// Print JSON.
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    output: common::Output,
 }
 
 /// Runs the subcommand.
@@ -41,7 +40,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
     let old = Input::open(&args.old, &old_health, profile)?;
     let new = Input::open(&args.new, &new_health, profile)?;
     let rows = maglev_movement(old.parts(), new.parts());
-    if args.json {
+    if args.output.json() {
         return common::print_json(&rows);
     }
     outln!(

@@ -32,9 +32,8 @@ pub struct Args {
     /// Capacity profile.
     #[arg(long, default_value = "sim", value_name = "NAME")]
     profile: String,
-    /// Print JSON.
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    output: common::Output,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
@@ -78,7 +77,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
     if let Some(p) = e.pool_id.and_then(|id| compiled.pools.get(usize::from(id))) {
         e.steps.push(format!("pool {}: {}", p.name, p.why));
     }
-    if args.json {
+    if args.output.json() {
         return common::print_json(&e);
     }
     let proto = match args.proto {

@@ -17,16 +17,15 @@ pub struct Args {
     /// whole image: about 4 s per 16 MiB over PCIe).
     #[arg(long)]
     check: bool,
-    /// Print JSON.
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    output: crate::common::Output,
 }
 
 /// Runs the subcommand.
 pub fn run(args: Args) -> Result<(), CliError> {
     let mut dev = open(&args.device)?;
     let info = fw_info(dev.as_mut(), args.check).map_err(|e| flash_error(&args.device, e))?;
-    if args.json {
+    if args.output.json() {
         return crate::common::print_json(&json(&info));
     }
     let id = &info.ident;

@@ -22,9 +22,8 @@ pub struct Args {
     /// nlbd's admin socket.
     #[arg(long, value_name = "PATH", default_value = proto::DEFAULT_SOCKET)]
     socket: PathBuf,
-    /// Print JSON.
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    output: common::Output,
 }
 
 /// Sends one request to nlbd and returns the answer's data.
@@ -66,7 +65,7 @@ pub fn ask<T: serde::de::DeserializeOwned>(
 /// Runs the subcommand.
 pub fn run(args: Args) -> Result<(), CliError> {
     let h: proto::HealthData = ask(&args.socket, &proto::Request::Health)?;
-    if args.json {
+    if args.output.json() {
         return common::print_json(&h);
     }
     let dash = || "-".to_string();

@@ -15,9 +15,8 @@ use std::path::PathBuf;
 pub struct Args {
     /// Table image written by `nlbctl compile`.
     image: PathBuf,
-    /// Print JSON.
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    output: common::Output,
     /// Show every entry (by default long lists stop after 40 lines).
     #[arg(long)]
     all: bool,
@@ -254,7 +253,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
     let img = Image::read(&bytes)
         .map_err(|e| CliError::user(format!("error: {}: {e}", args.image.display())))?;
     let r = report(&img, bytes.len());
-    if args.json {
+    if args.output.json() {
         return common::print_json(&r);
     }
     let limit = if args.all { usize::MAX } else { 40 };

@@ -2,8 +2,11 @@
 
 use crate::common::{self, CliError, Input};
 use flowtable_compiler::Symbols;
-use nlb_driver::loader::{LoadError, Loader, LoaderOptions};
+use crate::progress::{Bar, WindowProgress};
+use nlb_driver::loader::{table_depth, LoadError, Loader, LoaderOptions};
 use nlb_driver::{discover, open_device};
+use nlb_hw::blocks::table as win;
+use nlb_hw::enums::Table;
 use std::path::PathBuf;
 
 /// Load a table image (or a configuration, compiled on the spot) into a NIC.
@@ -35,9 +38,8 @@ pub struct Args {
     /// Health/weight state, for a configuration (see docs/config.md).
     #[arg(long, value_name = "FILE")]
     health: Option<PathBuf>,
-    /// Print the load report as JSON.
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    output: common::Output,
 }
 
 fn device_error(spec: &str, e: impl std::fmt::Display) -> CliError {
@@ -49,8 +51,17 @@ pub fn run(args: Args) -> Result<(), CliError> {
     let mut dev = open_device(&args.device).map_err(|e| CliError::user(format!("error: {e}")))?;
     let info = discover(dev.as_mut()).map_err(|e| device_error(&args.device, e))?;
     let health = common::health(args.health.as_deref())?;
-    let mut loader = Loader::attach(dev.as_mut(), info.profile, LoaderOptions::default())
-        .map_err(|e| device_error(&args.device, e))?;
+    // Reading both banks back and writing a whole table take a while on a large profile: a
+    // progress bar on a terminal.
+    let mut dev = WindowProgress::new(dev.as_mut(), win::CMD, Bar::new("reading", "entries"));
+    let depths: u64 = Table::ALL
+        .iter()
+        .map(|t| u64::from(table_depth(info.profile, *t)))
+        .sum();
+    dev.phase("reading", 2 * depths);
+    let attached = Loader::attach(&mut dev, info.profile, LoaderOptions::default());
+    dev.bar.finish();
+    let mut loader = attached.map_err(|e| device_error(&args.device, e))?;
     let serving = loader.shadow(loader.active_bank()).clone();
     let serves = loader.generation() != 0;
     let input = Input::open_after(&args.image, &health, info.profile, |config| {
@@ -77,10 +88,14 @@ pub fn run(args: Args) -> Result<(), CliError> {
             );
         }
     }
+    let target = loader.active_bank() ^ 1;
+    let writes = loader.shadow(target).diff(input.parts().0).len() + loader.suspect_entries(target);
+    dev.phase("writing", writes as u64);
     let result = match &input {
-        Input::Image(image) => loader.load_image(dev.as_mut(), image),
-        Input::Compiled(c) => loader.load(dev.as_mut(), &c.tables, &c.nic),
+        Input::Image(image) => loader.load_image(&mut dev, image),
+        Input::Compiled(c) => loader.load(&mut dev, &c.tables, &c.nic),
     };
+    dev.bar.finish();
     let report = result.map_err(|e| match e {
         LoadError::ProfileMismatch { .. }
         | LoadError::ImageRegmap { .. }
@@ -92,7 +107,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
             format!("{e}; the previous tables still serve"),
         ),
     })?;
-    if args.json {
+    if args.output.json() {
         let tables: serde_json::Map<String, serde_json::Value> = report
             .changed_by_table
             .iter()

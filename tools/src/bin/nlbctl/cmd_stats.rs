@@ -23,9 +23,8 @@ pub struct Args {
     /// Reset every counter as it is read.
     #[arg(long)]
     clear: bool,
-    /// Print JSON.
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    output: common::Output,
 }
 
 fn json(v: &CounterValue) -> serde_json::Value {
@@ -60,7 +59,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
         });
         name.map_or_else(|| format!("#{id}"), str::to_string)
     };
-    if args.json {
+    if args.output.json() {
         let by_name = |values: &[CounterValue], names: &[&str]| -> serde_json::Value {
             values
                 .iter()

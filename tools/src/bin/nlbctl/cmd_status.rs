@@ -27,20 +27,19 @@ pub struct Args {
     /// nlbd's admin socket (instead of --device).
     #[arg(long, value_name = "PATH", conflicts_with = "device")]
     socket: Option<std::path::PathBuf>,
-    /// Print JSON.
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    output: common::Output,
 }
 
 /// Runs the subcommand.
 pub fn run(args: Args) -> Result<(), CliError> {
     let Some(device) = args.device else {
         let socket = args.socket.unwrap_or_default();
-        return crate::cmd_health::status(&socket, args.json);
+        return crate::cmd_health::status(&socket, args.output.json());
     };
     let args = DeviceArgs {
         device,
-        json: args.json,
+        json: args.output.json(),
     };
     let mut dev = open_device(&args.device).map_err(|e| CliError::user(format!("error: {e}")))?;
     let fail =

@@ -189,3 +189,31 @@ pub fn print_json<T: serde::Serialize>(value: &T) -> Result<(), CliError> {
     outln!("{s}");
     Ok(())
 }
+
+/// How a read-only command prints its answer: `-o text` (the default, for people) or
+/// `-o json` (for scripts; `--json` is the older spelling and stays).
+#[derive(clap::Args, Debug, Clone, Copy)]
+pub struct Output {
+    /// Output format.
+    #[arg(short = 'o', long = "output", value_enum, value_name = "FORMAT", default_value_t = Format::Text)]
+    format: Format,
+    /// Print JSON (the same as `-o json`).
+    #[arg(long, conflicts_with = "format")]
+    json: bool,
+}
+
+/// An output format.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Lines and tables for people.
+    Text,
+    /// One JSON document.
+    Json,
+}
+
+impl Output {
+    /// Whether JSON was asked for.
+    pub fn json(&self) -> bool {
+        self.json || self.format == Format::Json
+    }
+}

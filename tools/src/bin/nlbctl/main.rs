@@ -13,6 +13,7 @@ macro_rules! outln {
 }
 
 mod common;
+mod progress;
 
 use clap::{Parser, Subcommand};
 use common::CliError;
@@ -47,11 +48,14 @@ commands! {
     Load => cmd_load,
     Stats => cmd_stats,
     Status => cmd_status,
+    Top => cmd_top,
     Flash => cmd_flash,
     FwInfo => cmd_fw_info,
     Reboot => cmd_reboot,
     Health => cmd_health,
     Conntrack => cmd_conntrack,
+    Completions => cmd_completions,
+    Man => cmd_man,
 }
 
 /// Control tool of nlb-offload, a passthrough L4 load balancer on an FPGA SmartNIC.

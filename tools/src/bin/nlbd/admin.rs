@@ -2,12 +2,15 @@
 //! one JSON request per connection (protocol in `proto.rs`).
 
 use crate::proto::{
-    endpoint, protocol_name, ConnectionData, ConntrackData, HealthData, MemberData, PoolData,
-    Reply, Request, StatusData, TargetData, MAX_REQUEST,
+    endpoint, protocol_name, BackendCounters, ConnectionData, ConntrackData, CountersData,
+    HealthData, MemberData, NamedCounters, PoolData, Reply, Request, RuleCounters, StatusData,
+    TargetData, MAX_REQUEST,
 };
 use crate::Daemon;
+use nlb_driver::slowpath::engine::CounterValues;
 use nlb_driver::slowpath::health::{Health, ProbeOutcome, WeightReport};
 use serde::Serialize;
+use std::collections::BTreeMap;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -108,7 +111,8 @@ async fn client(stream: UnixStream, daemon: Arc<Daemon>) -> std::io::Result<()> 
             ))),
             Ok(Request::Status) => encode(status(&daemon).await),
             Ok(Request::Health) => encode(health(&daemon).await),
-            Ok(Request::Conntrack { limit }) => encode(conntrack(&daemon, limit).await),
+            Ok(Request::Conntrack { limit, from }) => encode(conntrack(&daemon, from, limit).await),
+            Ok(Request::Counters) => encode(counters(&daemon).await),
         },
     };
     write.write_all(answer.as_bytes()).await?;
@@ -229,8 +233,8 @@ async fn health(daemon: &Daemon) -> Result<HealthData, String> {
     })
 }
 
-async fn conntrack(daemon: &Daemon, limit: usize) -> Result<ConntrackData, String> {
-    let list = daemon.connections(limit).await?;
+async fn conntrack(daemon: &Daemon, from: u32, limit: usize) -> Result<ConntrackData, String> {
+    let list = daemon.connections(from, limit).await?;
     Ok(ConntrackData {
         total: list.total,
         capacity: list.capacity,
@@ -247,5 +251,78 @@ async fn conntrack(daemon: &Daemon, limit: usize) -> Result<ConntrackData, Strin
                 age_secs: c.age_secs,
             })
             .collect(),
+        next: list.next,
+    })
+}
+
+fn named(name: &str, c: &CounterValues) -> NamedCounters {
+    NamedCounters {
+        name: name.to_string(),
+        packets: c.packets,
+        bytes: c.bytes,
+        punts: c.punts,
+        drops: c.drops,
+    }
+}
+
+async fn counters(daemon: &Daemon) -> Result<CountersData, String> {
+    let status = daemon.engine_status(true).await?;
+    let config = daemon.config().await?;
+    let c = status
+        .counters
+        .as_ref()
+        .ok_or("the NIC's counters could not be read (see nlbd's log)")?;
+    let mut pools_of: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for p in &config.target_pools {
+        for i in &p.instances {
+            pools_of.entry(&i.name).or_default().push(p.name.clone());
+        }
+    }
+    for t in &config.target_instances {
+        pools_of
+            .entry(&t.instance.name)
+            .or_default()
+            .push(t.name.clone());
+    }
+    Ok(CountersData {
+        at_secs: status.uptime.as_secs_f64(),
+        generation: status.generation,
+        rules: c
+            .rules
+            .iter()
+            .map(|(name, v)| {
+                let rule = config.forwarding_rules.iter().find(|r| &r.name == name);
+                RuleCounters {
+                    name: name.clone(),
+                    vip: rule.map_or_else(String::new, |r| r.ip_address.to_string()),
+                    protocol: rule.map_or("", |r| r.ip_protocol.name()).to_string(),
+                    ports: rule.map_or_else(Vec::new, |r| {
+                        r.port_ranges.iter().map(ToString::to_string).collect()
+                    }),
+                    target: rule.map_or_else(String::new, |r| r.target.name.clone()),
+                    packets: v.packets,
+                    bytes: v.bytes,
+                    punts: v.punts,
+                    drops: v.drops,
+                }
+            })
+            .collect(),
+        backends: c
+            .backends
+            .iter()
+            .map(|(name, v)| BackendCounters {
+                name: name.clone(),
+                pools: pools_of.get(name.as_str()).cloned().unwrap_or_default(),
+                packets: v.packets,
+                bytes: v.bytes,
+                punts: v.punts,
+                drops: v.drops,
+            })
+            .collect(),
+        reasons: c.reasons.iter().map(|(n, v)| named(n, v)).collect(),
+        verdicts: c.verdicts.iter().map(|(n, v)| named(n, v)).collect(),
+        connections_installed: status.learn.installed,
+        conntrack_entries: status.conntrack_entries,
+        conntrack_capacity: status.conntrack_capacity,
     })
 }

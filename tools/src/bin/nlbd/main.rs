@@ -76,6 +76,12 @@ struct Args {
     /// Logs as JSON lines.
     #[arg(long)]
     log_json: bool,
+    /// Print nlbd's shell completion script (bash, zsh, fish, elvish, powershell) and exit.
+    #[arg(long, value_name = "SHELL", exclusive = true)]
+    completions: Option<clap_complete::Shell>,
+    /// Print nlbd's man page (roff) and exit.
+    #[arg(long, exclusive = true)]
+    man: bool,
 }
 
 /// What the tasks of the daemon share.
@@ -117,10 +123,15 @@ impl Daemon {
         self.ask(|reply| Command::Status { counters, reply }).await
     }
 
-    /// The connection table.
-    pub async fn connections(&self, limit: usize) -> Result<ConnectionList, String> {
-        self.ask(|reply| Command::Connections { limit, reply })
+    /// The connection table: at most `limit` entries from entry index `from` on.
+    pub async fn connections(&self, from: u32, limit: usize) -> Result<ConnectionList, String> {
+        self.ask(|reply| Command::Connections { from, limit, reply })
             .await
+    }
+
+    /// The configuration serving.
+    pub async fn config(&self) -> Result<Box<Config>, String> {
+        self.ask(|reply| Command::Config { reply }).await
     }
 
     /// Offers a parsed configuration to the engine; on success the checker takes its targets.
@@ -170,6 +181,9 @@ fn init_logs(json: bool) {
 }
 
 fn main() -> ExitCode {
+    if let Some(done) = generated_docs() {
+        return done;
+    }
     let args = Args::parse();
     init_logs(args.log_json);
     match run(args) {
@@ -320,4 +334,38 @@ async fn wait_for_shutdown() {
         _ = term.recv() => info!("SIGTERM"),
         _ = int.recv() => info!("SIGINT"),
     }
+}
+
+/// `--completions SHELL` and `--man`: generated from [`Args`], printed to stdout. Both are
+/// exclusive (alone on the command line), so a command of their own parses them without the
+/// required options; any other command line is [`Args`]'s to parse.
+fn generated_docs() -> Option<ExitCode> {
+    use clap::CommandFactory as _;
+    use std::io::Write as _;
+    #[derive(Parser)]
+    #[command(name = "nlbd", disable_help_flag = true, disable_version_flag = true)]
+    struct Docs {
+        #[arg(long, value_name = "SHELL")]
+        completions: Option<clap_complete::Shell>,
+        #[arg(long)]
+        man: bool,
+    }
+    let docs = match Docs::try_parse() {
+        Ok(d) => d,
+        Err(e) if e.kind() == clap::error::ErrorKind::InvalidValue => e.exit(),
+        Err(_) => return None,
+    };
+    let mut out = Vec::new();
+    if let Some(shell) = docs.completions {
+        clap_complete::generate(shell, &mut Args::command(), "nlbd", &mut out);
+    } else if docs.man {
+        if let Err(e) = clap_mangen::Man::new(Args::command()).render(&mut out) {
+            eprintln!("nlbd: cannot render the man page: {e}");
+            return Some(ExitCode::from(2));
+        }
+    } else {
+        return None;
+    }
+    let _ = std::io::stdout().write_all(&out);
+    Some(ExitCode::SUCCESS)
 }

@@ -259,6 +259,15 @@ pub fn render(
         );
     }
 
+    t.family(
+        "nlbd_pool_failover_ratio",
+        "gauge",
+        "failoverRatio of a pool with a backup: the backup serves when healthy members <= ratio x members",
+    );
+    for (pool, ratio) in &status.failover_ratios {
+        t.sample("nlbd_pool_failover_ratio", &[("pool", pool)], *ratio);
+    }
+
     // Health.
     t.family(
         "nlbd_backend_health",

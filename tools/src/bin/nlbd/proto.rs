@@ -30,7 +30,14 @@ pub enum Request {
     Conntrack {
         /// Most entries listed.
         limit: usize,
+        /// First entry index listed: 0, or the `next` of the page before (a long listing goes
+        /// page by page).
+        #[serde(default)]
+        from: u32,
     },
+    /// The NIC's counters by name, with what the names mean (a rule's VIP, an instance's
+    /// pools): what `nlbctl top` turns into rates.
+    Counters,
 }
 
 /// A reply envelope.
@@ -181,6 +188,9 @@ pub struct ConntrackData {
     pub capacity: usize,
     /// The first entries by index.
     pub entries: Vec<ConnectionData>,
+    /// Where the next page starts (`from`); absent when these were the last.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next: Option<u32>,
 }
 
 /// One connection.
@@ -200,6 +210,85 @@ pub struct ConnectionData {
     pub closed: bool,
     /// Seconds since installed.
     pub age_secs: u32,
+}
+
+/// `counters`: every counter of the NIC's counters block that has a name (SPEC R10.1).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CountersData {
+    /// When the counters were read: seconds since the engine started, on nlbd's clock (a rate
+    /// is a difference of counters over a difference of these).
+    pub at_secs: f64,
+    /// Generation serving.
+    pub generation: u32,
+    /// Per forwarding rule.
+    pub rules: Vec<RuleCounters>,
+    /// Per backend (instance).
+    pub backends: Vec<BackendCounters>,
+    /// Per reason (regmap names), every reason.
+    pub reasons: Vec<NamedCounters>,
+    /// Per verdict (regmap names), every verdict.
+    pub verdicts: Vec<NamedCounters>,
+    /// Connections installed from the NIC's learn events (new connections).
+    pub connections_installed: u64,
+    /// Connections in the table.
+    pub conntrack_entries: usize,
+    /// Its capacity.
+    pub conntrack_capacity: usize,
+}
+
+/// One counter of the counters block.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NamedCounters {
+    /// What it counts (a reason or verdict name).
+    pub name: String,
+    /// Packets.
+    pub packets: u64,
+    /// Bytes (received length).
+    pub bytes: u64,
+    /// Of the packets, punted to the host.
+    pub punts: u64,
+    /// Of the packets, dropped.
+    pub drops: u64,
+}
+
+/// A forwarding rule's counters and what the rule matches.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RuleCounters {
+    /// Rule name.
+    pub name: String,
+    /// Its VIP (`IPAddress`).
+    pub vip: String,
+    /// `TCP` or `UDP`.
+    pub protocol: String,
+    /// Its port ranges (`80`, `7000-7100`, `all ports`).
+    pub ports: Vec<String>,
+    /// The target pool or target instance.
+    pub target: String,
+    /// Packets.
+    pub packets: u64,
+    /// Bytes (received length).
+    pub bytes: u64,
+    /// Of the packets, punted to the host.
+    pub punts: u64,
+    /// Of the packets, dropped.
+    pub drops: u64,
+}
+
+/// A backend's counters and the pools it is a member of.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct BackendCounters {
+    /// Instance name.
+    pub name: String,
+    /// Target pools and target instances it belongs to.
+    pub pools: Vec<String>,
+    /// Packets.
+    pub packets: u64,
+    /// Bytes (received length).
+    pub bytes: u64,
+    /// Of the packets, punted to the host.
+    pub punts: u64,
+    /// Of the packets, dropped.
+    pub drops: u64,
 }
 
 /// `ip:port` with IPv6 in brackets.
