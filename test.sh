@@ -49,6 +49,8 @@ fi
 verilator --version
 
 # --- Rust ------------------------------------------------------------------------------------
+# A build from clean gains nothing from incremental artefacts; they only double the disk used.
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 say "cargo fmt --all --check"
 cargo fmt --all --check
 
