@@ -23,9 +23,9 @@ use super::fragments::{
 };
 use super::icmp::{self, IcmpMiss};
 use super::lookup::{self, Choice};
-use crate::conntrack::Conntrack;
-use crate::device::{Device, DeviceError};
-use crate::queues::{PuntedFrame, QueueError, Queues};
+use nlb_driver::conntrack::Conntrack;
+use nlb_driver::device::{Device, DeviceError};
+use nlb_driver::queues::{PuntedFrame, QueueError, Queues};
 use nlb_hw::enums::{KeyType, Reason};
 use nlb_hw::{FlowKey, Tables};
 use nlb_reference::parse::{parse, IpHeaders, Parsed};
@@ -368,7 +368,7 @@ fn flow_of(ip: &IpHeaders) -> FlowKey {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sim::Sim;
+    use nlb_driver::sim::Sim;
     use etherparse::{IpNumber, Ipv4Header, PacketBuilder};
     use flowtable_compiler::{compile, explain, CompileOptions, Flow, Fragment, HealthState};
     use nlb_hw::layouts::PuntHeader;

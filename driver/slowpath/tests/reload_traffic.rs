@@ -12,8 +12,8 @@
 use etherparse::{PacketBuilder, SlicedPacket};
 use flowtable_compiler::parse_config;
 use nlb_driver::sim::{lock, Sim};
-use nlb_driver::slowpath::engine::{Engine, EngineOptions};
-use nlb_driver::slowpath::health::HealthSnapshot;
+use nlb_slowpath::engine::{Engine, EngineOptions};
+use nlb_slowpath::health::HealthSnapshot;
 use nlb_hw::enums::Verdict;
 use nlb_hw::Profile;
 use std::collections::HashMap;
