@@ -19,12 +19,10 @@ use firmware_sim::SimDevice;
 use flowtable_compiler::{parse_config, Config};
 use nlb_driver::device::Device;
 use nlb_driver::sim::{lock, SharedSim, Sim};
-use nlb_slowpath::engine::{Engine, EngineOptions};
-use nlb_slowpath::health::{
-    targets_from_config, CheckerOptions, HealthChecker, HealthSnapshot,
-};
 use nlb_driver::socket::{Server, ServerHandle, SimSocket};
 use nlb_hw::Profile;
+use nlb_slowpath::engine::{Engine, EngineOptions};
+use nlb_slowpath::health::{targets_from_config, CheckerOptions, HealthChecker, HealthSnapshot};
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -386,10 +386,10 @@ impl Connections {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use nlb_driver::discovery::discover;
-    use nlb_driver::sim::Sim;
     use etherparse::PacketBuilder;
     use flowtable_compiler::{compile, CompileOptions, HealthState};
+    use nlb_driver::discovery::discover;
+    use nlb_driver::sim::Sim;
     use nlb_hw::enums::Verdict;
 
     const CONFIG: &str = "

@@ -18,9 +18,9 @@
 //!   the order [`engine::Engine`] documents. Other tasks talk to it with [`engine::Command`]s.
 //! - [`controller`]: configuration and health in, tables in the NIC out (SPEC R3.4, R5).
 //! - [`learn`]: the connections the NIC learned (SPEC R4.1).
-//! - [`punt`]: frames the NIC punts (SPEC R4.3, R4.4, R10.2), with [`fragments`] (the fragment
-//!   tracker), [`icmp`] (ICMP errors) and [`lookup`] (the decisions taken by the reference
-//!   semantics, `nlb-reference`).
+//! - [`punt`]: frames the NIC punts (SPEC R4.3, R4.4, R10.2), with [`punt::fragments`] (the
+//!   fragment tracker), [`punt::icmp`] (ICMP errors) and [`punt::lookup`] (the decisions, taken
+//!   by the reference semantics, `nlb-reference`).
 //!
 //! The device side (the `Device` trait, loader, connection table, queues) is `nlb-driver`,
 //! which stays synchronous; this crate adds the async runtime, so a tool that only loads,
@@ -28,11 +28,9 @@
 //! `docs/architecture.md` the crate graph.
 #![deny(missing_docs)]
 
+// In the order of the data flow above.
 pub mod controller;
 pub mod engine;
-pub mod fragments;
 pub mod health;
-pub mod icmp;
 pub mod learn;
-pub mod lookup;
 pub mod punt;

@@ -18,11 +18,11 @@ mod metrics;
 mod reload;
 
 use clap::Parser;
-use nlb_tools::admin_proto as proto;
 use flowtable_compiler::Config;
 use nlb_driver::open_device;
 use nlb_slowpath::engine::{Command, ConnectionList, Engine, EngineOptions, EngineStatus};
 use nlb_slowpath::health::{targets_from_config, CheckerOptions, HealthChecker};
+use nlb_tools::admin_proto as proto;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
