@@ -49,7 +49,7 @@ const ENGINE_TIMEOUT: Duration = Duration::from_secs(10);
 ///
 /// Example: nlbd --config /etc/nlb/lb.yaml --device pci:0000:03:00.0
 ///
-/// Logs go to stderr; set NLBD_LOG (for example `debug` or `nlb_driver=debug,info`) to choose
+/// Logs go to stderr; set NLBD_LOG (for example `debug` or `nlb_slowpath=debug,info`) to choose
 /// what is logged.
 #[derive(Parser, Debug)]
 #[command(name = "nlbd", version)]
