@@ -166,6 +166,21 @@ pub struct Conntrack {
     stats: ConntrackStats,
 }
 
+/// The host's copy of the connection table, as the reference's lookups read it.
+impl placement::ConnTableView for Conntrack {
+    fn buckets(&self) -> u32 {
+        Conntrack::buckets(self)
+    }
+
+    fn ways(&self) -> u32 {
+        Conntrack::ways(self)
+    }
+
+    fn entry(&self, index: u32) -> Option<&CtEntry> {
+        Conntrack::entry(self, index)
+    }
+}
+
 impl Conntrack {
     /// Attaches to the device's connection table: reads every entry (recovery after a
     /// restart). Entries found valid count as seen at `now`.

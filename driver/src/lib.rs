@@ -1,5 +1,6 @@
 //! The host side of nlb-offload: the `Device` trait and its backends, the table loader, the
-//! conntrack manager, the flash programmer and the slow path.
+//! conntrack manager and the flash programmer. Synchronous: the slow path that runs on top of
+//! it (health checks, learned connections, punts; tokio) is the `nlb-slowpath` crate.
 #![deny(missing_docs)]
 
 pub mod conntrack;
@@ -10,7 +11,6 @@ pub mod flash;
 pub mod loader;
 pub mod queues;
 pub mod sim;
-pub mod slowpath;
 pub mod socket;
 pub mod spec;
 pub mod vfio;

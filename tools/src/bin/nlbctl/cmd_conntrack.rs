@@ -1,6 +1,7 @@
 //! `nlbctl conntrack`: the connections the NIC tracks, as the running nlbd holds them.
 
-use crate::cmd_health::{ask, proto};
+use crate::admin::ask;
+use nlb_tools::admin_proto as proto;
 use crate::common::{self, CliError};
 use crate::progress::Bar;
 use std::path::PathBuf;

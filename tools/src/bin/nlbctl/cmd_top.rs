@@ -3,7 +3,8 @@
 mod model;
 mod view;
 
-use crate::cmd_health::{ask, proto};
+use crate::admin::ask;
+use nlb_tools::admin_proto as proto;
 use crate::common::{self, CliError};
 use model::{Order, Sample, SortKey};
 use ratatui::backend::TestBackend;

@@ -12,6 +12,7 @@ macro_rules! outln {
     }};
 }
 
+mod admin;
 mod common;
 mod progress;
 

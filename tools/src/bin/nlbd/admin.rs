@@ -1,14 +1,14 @@
 //! The admin socket: a Unix socket with mode 0600 (only nlbd's user may connect) answering
-//! one JSON request per connection (protocol in `proto.rs`).
+//! one JSON request per connection (protocol in `nlb_tools::admin_proto`, `tools/src/admin_proto.rs`).
 
-use crate::proto::{
+use crate::Daemon;
+use nlb_slowpath::engine::CounterValues;
+use nlb_slowpath::health::{Health, ProbeOutcome, WeightReport};
+use nlb_tools::admin_proto::{
     endpoint, protocol_name, BackendCounters, ConnectionData, ConntrackData, CountersData,
     HealthData, MemberData, NamedCounters, PoolData, Reply, Request, RuleCounters, StatusData,
     TargetData, MAX_REQUEST,
 };
-use crate::Daemon;
-use nlb_driver::slowpath::engine::CounterValues;
-use nlb_driver::slowpath::health::{Health, ProbeOutcome, WeightReport};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};

@@ -15,14 +15,14 @@
 
 mod admin;
 mod metrics;
-mod proto;
 mod reload;
 
 use clap::Parser;
 use flowtable_compiler::Config;
 use nlb_driver::open_device;
-use nlb_driver::slowpath::engine::{Command, ConnectionList, Engine, EngineOptions, EngineStatus};
-use nlb_driver::slowpath::health::{targets_from_config, CheckerOptions, HealthChecker};
+use nlb_slowpath::engine::{Command, ConnectionList, Engine, EngineOptions, EngineStatus};
+use nlb_slowpath::health::{targets_from_config, CheckerOptions, HealthChecker};
+use nlb_tools::admin_proto as proto;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -49,7 +49,7 @@ const ENGINE_TIMEOUT: Duration = Duration::from_secs(10);
 ///
 /// Example: nlbd --config /etc/nlb/lb.yaml --device pci:0000:03:00.0
 ///
-/// Logs go to stderr; set NLBD_LOG (for example `debug` or `nlb_driver=debug,info`) to choose
+/// Logs go to stderr; set NLBD_LOG (for example `debug` or `nlb_slowpath=debug,info`) to choose
 /// what is logged.
 #[derive(Parser, Debug)]
 #[command(name = "nlbd", version)]

@@ -9,12 +9,10 @@ use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
-use nlb_driver::slowpath::engine::{CounterValues, EngineStatus};
-use nlb_driver::slowpath::health::{
-    Health, HealthSnapshot, LatencyHistogram, ProbeMetrics, WeightReport,
-};
-use nlb_driver::slowpath::punt::PuntDrop;
 use nlb_hw::enums::Reason;
+use nlb_slowpath::engine::{CounterValues, EngineStatus};
+use nlb_slowpath::health::{Health, HealthSnapshot, LatencyHistogram, ProbeMetrics, WeightReport};
+use nlb_slowpath::punt::PuntDrop;
 use std::fmt::Write as _;
 use std::sync::Arc;
 use tokio::net::TcpListener;

@@ -3,7 +3,7 @@
 //! the two counter reads), sorted and filtered. The screen and `--once -o json` both show a
 //! [`View`].
 
-use crate::cmd_health::proto::{CountersData, HealthData, StatusData};
+use nlb_tools::admin_proto::{CountersData, HealthData, NamedCounters, StatusData};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -272,8 +272,8 @@ pub fn view(source: &str, now: &Sample, before: Option<&Sample>, order: &Order) 
     let secs = prev.map(|p| c.at_secs - p.at_secs);
     let f = order.filter.as_str();
 
-    let named = |rows: &[crate::cmd_health::proto::NamedCounters],
-                 old: Option<&[crate::cmd_health::proto::NamedCounters]>| {
+    let named = |rows: &[NamedCounters],
+                 old: Option<&[NamedCounters]>| {
         rows.iter()
             .map(|r| {
                 let o = old.and_then(|o| o.iter().find(|x| x.name == r.name));

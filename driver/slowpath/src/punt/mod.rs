@@ -16,16 +16,21 @@
 //! - Anything else is counted and dropped: nothing is lost silently.
 //!
 //! [`PuntHandler::decide`] is the decision alone (no device); [`PuntHandler::handle`] decides
-//! and injects.
+//! and injects. Its parts: [`fragments`] (the tracker), [`icmp`] (ICMP errors), [`lookup`] (the
+//! decisions, taken by the reference semantics).
 
-use super::fragments::{
+pub mod fragments;
+pub mod icmp;
+pub mod lookup;
+
+use self::fragments::{
     DatagramKey, Decision, FragmentLimits, FragmentStats, FragmentTracker, LaterFragment,
 };
-use super::icmp::{self, IcmpMiss};
-use super::lookup::{self, Choice};
-use crate::conntrack::Conntrack;
-use crate::device::{Device, DeviceError};
-use crate::queues::{PuntedFrame, QueueError, Queues};
+use self::icmp::IcmpMiss;
+use self::lookup::Choice;
+use nlb_driver::conntrack::Conntrack;
+use nlb_driver::device::{Device, DeviceError};
+use nlb_driver::queues::{PuntedFrame, QueueError, Queues};
 use nlb_hw::enums::{KeyType, Reason};
 use nlb_hw::{FlowKey, Tables};
 use nlb_reference::parse::{parse, IpHeaders, Parsed};
@@ -368,9 +373,9 @@ fn flow_of(ip: &IpHeaders) -> FlowKey {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sim::Sim;
     use etherparse::{IpNumber, Ipv4Header, PacketBuilder};
     use flowtable_compiler::{compile, explain, CompileOptions, Flow, Fragment, HealthState};
+    use nlb_driver::sim::Sim;
     use nlb_hw::layouts::PuntHeader;
     use std::net::IpAddr;
     use std::time::Duration;

@@ -10,7 +10,7 @@
 //! affinity key, exactly as for a packet of the flow.
 
 use super::lookup::Choice;
-use crate::conntrack::Conntrack;
+use nlb_driver::conntrack::Conntrack;
 use nlb_hw::Tables;
 use nlb_reference::host::{self, Miss};
 use nlb_reference::parse::IpHeaders;

@@ -9,12 +9,12 @@
 //! then aged with the shorter closed timeout, so the final ACKs still reach the backend.
 //! Ageing reads the hit bits: an entry not hit for its pool's `idle_timeout` is evicted.
 
-use crate::conntrack::{
+use nlb_driver::conntrack::{
     AgeReport, Conntrack, ConntrackError, Installed, NewConnection, FLAG_CLOSED,
 };
-use crate::device::Device;
-use crate::discovery::DeviceInfo;
-use crate::queues::{QueueError, Queues};
+use nlb_driver::device::Device;
+use nlb_driver::discovery::DeviceInfo;
+use nlb_driver::queues::{QueueError, Queues};
 use nlb_hw::enums::{Event, KeyType};
 use nlb_hw::layouts::{CtEntry, LearnEvent};
 use nlb_hw::{FlowKey, Tables};
@@ -386,10 +386,10 @@ impl Connections {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::discovery::discover;
-    use crate::sim::Sim;
     use etherparse::PacketBuilder;
     use flowtable_compiler::{compile, CompileOptions, HealthState};
+    use nlb_driver::discovery::discover;
+    use nlb_driver::sim::Sim;
     use nlb_hw::enums::Verdict;
 
     const CONFIG: &str = "

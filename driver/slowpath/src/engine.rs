@@ -9,16 +9,16 @@
 //! for at most [`EngineOptions::idle_poll`], so a command wakes it at once.
 
 use super::controller::{Applied, Controller, ControllerError, ControllerStats, LoadOutcome};
-use super::fragments::{FragmentLimits, FragmentStats};
 use super::health::{HealthChange, HealthSnapshot};
 use super::learn::{Connections, LearnOptions, LearnStats};
+use super::punt::fragments::{FragmentLimits, FragmentStats};
 use super::punt::{PuntContext, PuntHandler, PuntStats};
-use crate::conntrack::{ConntrackError, ConntrackStats, FLAG_CLOSED};
-use crate::device::{Batch, Device, DeviceError};
-use crate::discovery::{discover, DeviceInfo, DiscoveryError};
-use crate::loader::{LoadReport, LoaderOptions};
-use crate::queues::{CounterKind, Queues};
 use flowtable_compiler::{Config, HealthState, PoolReport};
+use nlb_driver::conntrack::{ConntrackError, ConntrackStats, FLAG_CLOSED};
+use nlb_driver::device::{Batch, Device, DeviceError};
+use nlb_driver::discovery::{discover, DeviceInfo, DiscoveryError};
+use nlb_driver::loader::{LoadReport, LoaderOptions};
+use nlb_driver::queues::{CounterKind, Queues};
 use nlb_hw::blocks::counters as cnt;
 use nlb_hw::enums::{Reason, Verdict};
 use nlb_hw::hash::u128_to_addr;

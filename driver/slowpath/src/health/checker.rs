@@ -746,7 +746,7 @@ mod tests {
     use std::io::{Read, Write};
     use std::net::{Ipv4Addr, TcpListener};
 
-    use crate::slowpath::health::{Health, HttpCheck};
+    use crate::health::{Health, HttpCheck};
 
     /// A backend on a plain thread: answers every connection with 200 and closes.
     fn backend() -> std::net::SocketAddr {

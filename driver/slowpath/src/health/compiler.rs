@@ -100,8 +100,8 @@ impl HealthSnapshot {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::slowpath::health::checker::TargetStatus;
-    use crate::slowpath::health::ProbeKey;
+    use crate::health::checker::TargetStatus;
+    use crate::health::ProbeKey;
     use std::net::{IpAddr, Ipv4Addr};
     use std::time::Instant;
 

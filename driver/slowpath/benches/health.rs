@@ -1,7 +1,7 @@
 //! Health-checker benchmark: N backends (default 10,000) probed every second by one
 //! `HealthChecker`, and the share of one core that the checker costs.
 //!
-//! Run: `cargo bench -p nlb-driver --bench health -- [--backends N] [--seconds S]
+//! Run: `cargo bench -p nlb-slowpath --bench health -- [--backends N] [--seconds S]
 //! [--listeners L] [--interval-ms I] [--net veth|loopback] [--runtime own|current|multi]
 //! [--reset] [--raw] [--floor]`
 //!
@@ -49,7 +49,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use nlb_driver::slowpath::health::{
+use nlb_slowpath::health::{
     CheckerOptions, Health, HealthChecker, HealthTarget, HttpCheck, ProbeMetrics,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

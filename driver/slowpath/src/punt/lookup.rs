@@ -3,29 +3,12 @@
 //! same lookup stages as the pipeline's, `docs/pipeline.md` §3–§8) over the serving table
 //! bank and the host's copy of the connection table. Nothing here computes a lookup step.
 
-use crate::conntrack::Conntrack;
-use nlb_hw::layouts::CtEntry;
+use nlb_driver::conntrack::Conntrack;
 use nlb_hw::{FlowKey, Tables};
-use nlb_reference::conntrack::ConnTableView;
 use nlb_reference::{host, Flow, NoTrace};
 
 /// Where a packet goes.
 pub use nlb_reference::host::Choice;
-
-/// The host's copy of the connection table, as the reference's lookups read it.
-impl ConnTableView for Conntrack {
-    fn buckets(&self) -> u32 {
-        Conntrack::buckets(self)
-    }
-
-    fn ways(&self) -> u32 {
-        Conntrack::ways(self)
-    }
-
-    fn entry(&self, index: u32) -> Option<&CtEntry> {
-        Conntrack::entry(self, index)
-    }
-}
 
 /// Where a first fragment punted with its rule goes (SPEC R4.1–R4.3, `docs/pipeline.md` §6;
 /// [`host::first_fragment`]): a TCP fragment of a pool that tracks connections goes to its

@@ -11,7 +11,7 @@
 //!   again; each decision goes from `HealthEvents` to the engine, which recompiles the pool and
 //!   loads the delta. The figure is `decided_at` → flip read back (target ≤ 50 ms).
 //!
-//! Run: `cargo bench -p nlb-driver --bench slowpath -- [--flows N] [--decisions N]
+//! Run: `cargo bench -p nlb-slowpath --bench slowpath -- [--flows N] [--decisions N]
 //! [--members N]` (NLB_BENCH_QUICK=1 for a short run).
 
 use etherparse::PacketBuilder;
@@ -19,12 +19,10 @@ use firmware_sim::SimDevice;
 use flowtable_compiler::{parse_config, Config};
 use nlb_driver::device::Device;
 use nlb_driver::sim::{lock, SharedSim, Sim};
-use nlb_driver::slowpath::engine::{Engine, EngineOptions};
-use nlb_driver::slowpath::health::{
-    targets_from_config, CheckerOptions, HealthChecker, HealthSnapshot,
-};
 use nlb_driver::socket::{Server, ServerHandle, SimSocket};
 use nlb_hw::Profile;
+use nlb_slowpath::engine::{Engine, EngineOptions};
+use nlb_slowpath::health::{targets_from_config, CheckerOptions, HealthChecker, HealthSnapshot};
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -303,12 +301,12 @@ fn decision_bench(over_socket: bool, members: usize, decisions: usize) {
     let mut loads: Vec<Duration> = Vec::new();
     let mut entries: Vec<usize> = Vec::new();
     let apply = |engine: &mut Engine,
-                 batch: Vec<nlb_driver::slowpath::health::HealthChange>,
+                 batch: Vec<nlb_slowpath::health::HealthChange>,
                  latencies: &mut Vec<Duration>,
                  loads: &mut Vec<Duration>,
                  entries: &mut Vec<usize>| {
         if let Some(a) = engine.apply_health(&batch, &checker.snapshot()) {
-            if let nlb_driver::slowpath::controller::LoadOutcome::Loaded(r) = &a.load {
+            if let nlb_slowpath::controller::LoadOutcome::Loaded(r) = &a.load {
                 loads.push(r.elapsed);
                 entries.push(r.changed_entries);
                 latencies.extend(a.latencies.iter().copied());
@@ -319,7 +317,7 @@ fn decision_bench(over_socket: bool, members: usize, decisions: usize) {
         c.snapshot()
             .targets
             .iter()
-            .all(|t| t.health == nlb_driver::slowpath::health::Health::Healthy)
+            .all(|t| t.health == nlb_slowpath::health::Health::Healthy)
     };
     while !healthy(&checker) && Instant::now() < deadline {
         engine.step();

@@ -13,10 +13,10 @@ use flowtable_compiler::{
     compile, explain, parse_config, CompileOptions, Compiled, Flow, Fragment, HealthState,
 };
 use nlb_driver::sim::Sim;
-use nlb_driver::slowpath::engine::{Engine, EngineOptions};
-use nlb_driver::slowpath::health::HealthSnapshot;
 use nlb_hw::enums::{KeyType, Verdict};
 use nlb_hw::{table_index, FlowKey, Profile};
+use nlb_slowpath::engine::{Engine, EngineOptions};
+use nlb_slowpath::health::HealthSnapshot;
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
 

@@ -12,10 +12,10 @@
 use etherparse::{PacketBuilder, SlicedPacket};
 use flowtable_compiler::parse_config;
 use nlb_driver::sim::{lock, Sim};
-use nlb_driver::slowpath::engine::{Engine, EngineOptions};
-use nlb_driver::slowpath::health::HealthSnapshot;
 use nlb_hw::enums::Verdict;
 use nlb_hw::Profile;
+use nlb_slowpath::engine::{Engine, EngineOptions};
+use nlb_slowpath::health::HealthSnapshot;
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -27,10 +27,10 @@ use super::health::{
     targets_from_config, Health, HealthChange, HealthError, HealthSnapshot, HealthTarget,
     LatencyHistogram, TargetKey, TargetStatus,
 };
-use crate::device::Device;
-use crate::discovery::DeviceInfo;
-use crate::loader::{LoadError, LoadReport, Loader, LoaderOptions};
 use flowtable_compiler::{compile_after, CompileOptions, Compiled, Config, HealthState, Symbols};
+use nlb_driver::device::Device;
+use nlb_driver::discovery::DeviceInfo;
+use nlb_driver::loader::{LoadError, LoadReport, Loader, LoaderOptions};
 use nlb_hw::Tables;
 use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
@@ -603,9 +603,9 @@ pub fn effective_health(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::discovery::discover;
-    use crate::sim::Sim;
-    use crate::slowpath::health::WeightReport;
+    use crate::health::WeightReport;
+    use nlb_driver::discovery::discover;
+    use nlb_driver::sim::Sim;
     use nlb_hw::Profile;
     use std::net::IpAddr;
 

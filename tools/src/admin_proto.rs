@@ -1,5 +1,5 @@
-//! The admin socket protocol of nlbd, shared with `nlbctl status|health|conntrack` (which
-//! include this file).
+//! The admin socket protocol of nlbd: what `nlbd` answers (`tools/src/bin/nlbd/admin.rs`) and
+//! `nlbctl status|health|conntrack|top` ask (`tools/src/bin/nlbctl/admin.rs`).
 //!
 //! A client connects to the Unix socket (mode 0600, so only nlbd's user), writes one request as
 //! one JSON line and reads one JSON reply line; then the connection closes.
@@ -8,8 +8,6 @@
 //! → {"command":"health"}
 //! ← {"ok":true,"data":{...}}        or {"ok":false,"error":"why"}
 //! ```
-#![allow(dead_code)]
-
 use serde::{Deserialize, Serialize};
 
 /// Where nlbd listens and nlbctl connects by default.

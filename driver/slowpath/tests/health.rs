@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use nlb_driver::slowpath::health::{
+use nlb_slowpath::health::{
     CheckerOptions, Health, HealthChange, HealthChecker, HealthError, HealthEvents, HealthTarget,
     HttpCheck, ProbeFailure, ProbeKey, ProbeOutcome, ProbePhase, ProbeRequest, TargetKey,
     WeightMode, WeightReport, MAX_BODY_BYTES,
