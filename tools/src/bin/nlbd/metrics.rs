@@ -113,6 +113,7 @@ fn counters(t: &mut Text, prefix: &str, what: &str, label: &str, rows: &[(String
 }
 
 /// Renders every metric; `refused_early` counts reloads refused before the engine saw them.
+/// One section per part of the daemon, in the order a reader of `/metrics` meets them.
 pub fn render(
     status: &EngineStatus,
     probes: &ProbeMetrics,
@@ -120,6 +121,18 @@ pub fn render(
     refused_early: u64,
 ) -> String {
     let mut t = Text::default();
+    identity(&mut t, status);
+    tables(&mut t, status, refused_early);
+    pools(&mut t, status);
+    health(&mut t, probes, snapshot);
+    connections(&mut t, status);
+    punts(&mut t, status);
+    nic_counters(&mut t, status);
+    t.finish()
+}
+
+/// What nlbd serves and since when.
+fn identity(t: &mut Text, status: &EngineStatus) {
     t.family("nlbd_info", "gauge", "What nlbd serves (value 1)");
     t.sample(
         "nlbd_info",
@@ -137,8 +150,10 @@ pub fn render(
         "Seconds since the engine started",
         status.uptime.as_secs_f64(),
     );
+}
 
-    // Tables.
+/// The table loads and configuration reloads.
+fn tables(t: &mut Text, status: &EngineStatus, refused_early: u64) {
     let c = &status.controller;
     t.single(
         "nlbd_table_generation",
@@ -222,8 +237,10 @@ pub fn render(
         &[("result", "refused")],
         (c.reloads_refused + refused_early) as f64,
     );
+}
 
-    // Pools.
+/// Membership, health counts and failover per pool.
+fn pools(t: &mut Text, status: &EngineStatus) {
     t.family("nlbd_pool_members", "gauge", "Members of a pool");
     for p in &status.pools {
         t.sample("nlbd_pool_members", &[("pool", &p.name)], p.members as f64);
@@ -265,8 +282,10 @@ pub fn render(
     for (pool, ratio) in &status.failover_ratios {
         t.sample("nlbd_pool_failover_ratio", &[("pool", pool)], *ratio);
     }
+}
 
-    // Health.
+/// Health and weight per (pool, backend), and the prober's own figures.
+fn health(t: &mut Text, probes: &ProbeMetrics, snapshot: &HealthSnapshot) {
     t.family(
         "nlbd_backend_health",
         "gauge",
@@ -344,8 +363,10 @@ pub fn render(
         "Health targets (pool, backend)",
         probes.targets as f64,
     );
+}
 
-    // Connections.
+/// The connection table and the learn queue.
+fn connections(t: &mut Text, status: &EngineStatus) {
     let l = &status.learn;
     t.single(
         "nlbd_conntrack_entries",
@@ -417,8 +438,10 @@ pub fn render(
         "Times the NIC's learn queue overflowed",
         l.queue_overflows as f64,
     );
+}
 
-    // Punts.
+/// Punted frames, fragments, and register access failures.
+fn punts(t: &mut Text, status: &EngineStatus) {
     let p = &status.punts;
     t.family(
         "nlbd_punts_total",
@@ -492,25 +515,26 @@ pub fn render(
         "Register access failures",
         status.device_errors as f64,
     );
+}
 
-    // The NIC's counters block.
+/// The NIC's own counters block (absent until the engine has read it once).
+fn nic_counters(t: &mut Text, status: &EngineStatus) {
     if let Some(dc) = &status.counters {
-        counters(&mut t, "nlb_rule", "forwarding rule", "rule", &dc.rules);
-        counters(&mut t, "nlb_backend", "backend", "backend", &dc.backends);
+        counters(t, "nlb_rule", "forwarding rule", "rule", &dc.rules);
+        counters(t, "nlb_backend", "backend", "backend", &dc.backends);
         let reasons: Vec<(String, CounterValues)> = dc
             .reasons
             .iter()
             .map(|(n, c)| (n.to_string(), *c))
             .collect();
-        counters(&mut t, "nlb_reason", "reason", "reason", &reasons);
+        counters(t, "nlb_reason", "reason", "reason", &reasons);
         let verdicts: Vec<(String, CounterValues)> = dc
             .verdicts
             .iter()
             .map(|(n, c)| (n.to_string(), *c))
             .collect();
-        counters(&mut t, "nlb_verdict", "verdict", "verdict", &verdicts);
+        counters(t, "nlb_verdict", "verdict", "verdict", &verdicts);
     }
-    t.finish()
 }
 
 fn reply(status: StatusCode, body: String, content_type: &str) -> Response<Full<Bytes>> {
