@@ -223,11 +223,6 @@ impl DeviceInfo {
     pub fn block(&self, name: &str) -> Option<&BlockInfo> {
         self.blocks.iter().find(|b| b.name == name)
     }
-
-    /// A block the caller cannot work without.
-    pub fn require(&self, name: &'static str) -> Result<&BlockInfo, DiscoveryError> {
-        self.block(name).ok_or(DiscoveryError::MissingBlock(name))
-    }
 }
 
 /// Blocks every user of the driver needs (the loader's).

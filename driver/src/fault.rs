@@ -29,11 +29,6 @@ impl<D: Device> CutAfter<D> {
         self.used
     }
 
-    /// Whether the cut happened.
-    pub fn is_cut(&self) -> bool {
-        self.used >= self.budget
-    }
-
     /// The device behind.
     pub fn into_inner(self) -> D {
         self.inner

@@ -6,7 +6,7 @@
 
 use crate::enums::KeyType;
 use crate::hash_def as def;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::net::{IpAddr, Ipv6Addr};
 
 /// Length of the canonical key.
 pub const KEY_BYTES: usize = def::KEY_BYTES;
@@ -117,11 +117,6 @@ pub fn u128_to_addr(value: u128) -> IpAddr {
 /// Whether a 128-bit table address is an IPv4-mapped address.
 pub fn is_ipv4_mapped(value: u128) -> bool {
     value >> 32 == 0xffff
-}
-
-/// The IPv4 address of a mapped value, if it is one.
-pub fn mapped_ipv4(value: u128) -> Option<Ipv4Addr> {
-    is_ipv4_mapped(value).then(|| Ipv4Addr::from(value as u32))
 }
 
 /// Slicing-by-8 tables for the reflected CRC of the regmap, computed at compile time.

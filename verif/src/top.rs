@@ -512,17 +512,4 @@ impl TopBench {
             self.inject.push(b);
         }
     }
-
-    /// Clocks until `n` results have been collected or `limit` clocks passed; returns
-    /// whether they all came.
-    pub fn wait_results(&mut self, n: usize, limit: u64) -> Result<bool, VerifError> {
-        let end = self.bench.sim.cycle() + limit;
-        while self.mon.results.len() < n {
-            if self.bench.sim.cycle() >= end {
-                return Ok(false);
-            }
-            self.step()?;
-        }
-        Ok(true)
-    }
 }

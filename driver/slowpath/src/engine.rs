@@ -686,11 +686,6 @@ impl Engine {
         })
     }
 
-    /// The connection table by names.
-    pub fn connections_list(&self, limit: usize) -> ConnectionList {
-        self.connections_page(0, limit)
-    }
-
     /// At most `limit` connections by names, those with an entry index of `from` or more.
     pub fn connections_page(&self, from: u32, limit: usize) -> ConnectionList {
         let ct = self.conns.conntrack();

@@ -208,12 +208,6 @@ impl Connections {
             .collect();
     }
 
-    /// Idle timeout of an entry: its rule's pool's, or the closed timeout once FIN/RST was
-    /// seen (never longer than the pool's).
-    pub fn timeout_of(&self, e: &CtEntry) -> u32 {
-        entry_timeout(&self.rule_timeout, self.opts.closed_timeout_secs, e)
-    }
-
     /// Pops up to one batch of learn events and handles them. Returns how many there were.
     pub fn poll<D: Device + ?Sized>(
         &mut self,

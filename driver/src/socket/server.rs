@@ -70,11 +70,6 @@ impl Server {
         &self.path
     }
 
-    /// A flag that makes [`Server::run`] return (within a few milliseconds).
-    pub fn stop_flag(&self) -> Arc<AtomicBool> {
-        self.stop.clone()
-    }
-
     /// Accepts connections until stopped; each is served on its own thread.
     pub fn run(&self) -> io::Result<()> {
         // Non-blocking accept polled every few milliseconds, so a stop request is seen even

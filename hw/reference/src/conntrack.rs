@@ -138,14 +138,6 @@ impl ConnTable {
         bucket_of_hash(tuple5_hash, self.buckets)
     }
 
-    /// The ways of a bucket.
-    pub fn bucket_entries(&self, bucket: u32) -> &[CtEntry] {
-        let start = bucket as usize * self.ways as usize;
-        self.entries
-            .get(start..start + self.ways as usize)
-            .unwrap_or(&[])
-    }
-
     /// The lowest way of `bucket` holding a valid entry for exactly this 5-tuple.
     pub fn lookup_in(&self, bucket: u32, key: &FlowKey) -> Option<u32> {
         lookup_in(self, bucket, key)
