@@ -153,9 +153,38 @@ fn ports_of(entry: &VipEntry, slot: usize) -> String {
 
 /// Replays the lookups of one flow over `tables` (the reference's, recorded) and words them.
 pub fn explain(tables: &Tables, nic: &NicSettings, symbols: &Symbols, flow: &Flow) -> Explanation {
+    let packet = packet_of(flow);
+    let mut trace = Trace::default();
+    // No connection table: the choice for a new connection.
+    let outcome = lookup::lookup(tables, nic, None::<&ConnTable>, &packet, &mut trace);
+    let mut w = Wording {
+        e: Explanation::empty(outcome.verdict.name(), outcome.reason.name()),
+        ctx: Context {
+            tables,
+            nic,
+            symbols,
+            flow,
+            packet: &packet,
+            proto: proto_name(flow.protocol),
+        },
+        bucket: 0,
+        ways: 1,
+        vip: VipEntry::default(),
+        pool: PoolEntry::default(),
+        unmatched: String::new(),
+        last: String::new(),
+    };
+    for step in &trace.steps {
+        w.step(step);
+    }
+    w.e
+}
+
+/// The packet the reference looks up for `flow`.
+fn packet_of(flow: &Flow) -> Packet {
     // A later fragment carries no ports (docs/pipeline.md §2), whatever the caller gave.
     let ports = flow.fragment != Fragment::Later;
-    let packet = Packet {
+    Packet {
         flow: nlb_reference::Flow {
             protocol: flow.protocol,
             client: addr_to_u128(flow.src),
@@ -166,171 +195,94 @@ pub fn explain(tables: &Tables, nic: &NicSettings, symbols: &Symbols, flow: &Flo
         fragment: flow.fragment,
         icmp_error: false,
         tcp_flags: 0,
-    };
-    let mut trace = Trace::default();
-    // No connection table: the choice for a new connection.
-    let outcome = lookup::lookup(tables, nic, None::<&ConnTable>, &packet, &mut trace);
-    let mut e = Explanation {
-        verdict: outcome.verdict.name().to_ascii_lowercase(),
-        reason: outcome.reason.name().to_string(),
-        vip_bucket: 0,
-        vip_index: None,
-        rule: None,
-        rule_id: None,
-        acl: None,
-        pool: None,
-        pool_id: None,
-        failed_over: false,
-        affinity: None,
-        key: None,
-        key_bytes: None,
-        hash: None,
-        slice_base: None,
-        slice_size: None,
-        slot: None,
-        backend: None,
-        backend_id: None,
-        backend_ip: None,
-        backend_mac: None,
-        delivery: None,
-        steps: Vec::new(),
-    };
-    let proto = proto_name(flow.protocol);
-    // What the VIP stage found, for the wording of later steps.
-    let (mut bucket, mut ways, mut vip) = (0u32, 1u32, VipEntry::default());
-    let mut pool = PoolEntry::default();
-    // Why a packet matched no rule, and the step that ended the lookup.
-    let mut unmatched = String::new();
-    let mut last = String::new();
-    for step in &trace.steps {
+    }
+}
+
+impl Explanation {
+    /// An explanation with its outcome and nothing found yet.
+    fn empty(verdict: &str, reason: &str) -> Explanation {
+        Explanation {
+            verdict: verdict.to_ascii_lowercase(),
+            reason: reason.to_string(),
+            vip_bucket: 0,
+            vip_index: None,
+            rule: None,
+            rule_id: None,
+            acl: None,
+            pool: None,
+            pool_id: None,
+            failed_over: false,
+            affinity: None,
+            key: None,
+            key_bytes: None,
+            hash: None,
+            slice_base: None,
+            slice_size: None,
+            slot: None,
+            backend: None,
+            backend_id: None,
+            backend_ip: None,
+            backend_mac: None,
+            delivery: None,
+            steps: Vec::new(),
+        }
+    }
+}
+
+/// What every step's wording may need and no step changes.
+struct Context<'a> {
+    tables: &'a Tables,
+    nic: &'a NicSettings,
+    symbols: &'a Symbols,
+    flow: &'a Flow,
+    packet: &'a Packet,
+    /// The flow's protocol, in words.
+    proto: String,
+}
+
+/// The explanation being written, and what earlier steps found that later ones word.
+struct Wording<'a> {
+    e: Explanation,
+    ctx: Context<'a>,
+    /// The VIP stage's bucket and ways.
+    bucket: u32,
+    ways: u32,
+    /// The VIP entry whose slots were searched.
+    vip: VipEntry,
+    /// The pool descriptor read.
+    pool: PoolEntry,
+    /// Why no rule matched, for the verdict of an unmatched packet.
+    unmatched: String,
+    /// The step that ended the lookup, worded with the verdict.
+    last: String,
+}
+
+impl Wording<'_> {
+    /// Words one step of the trace, in the order of the pipeline (docs/pipeline.md §4–§9).
+    fn step(&mut self, step: &Step) {
         match *step {
             Step::Vip {
-                bucket: b,
-                ways: w,
+                bucket,
+                ways,
                 entry,
                 ..
-            } => {
-                (bucket, ways) = (b, w.max(1));
-                e.vip_bucket = b;
-                e.vip_index = entry;
-                if entry.is_none() {
-                    unmatched = format!(
-                        "VIP table bucket {b} holds no entry for {} {proto}",
-                        flow.dst
-                    );
-                }
-            }
+            } => self.vip_stage(bucket, ways, entry),
             Step::PortSlots {
                 index,
                 entry,
                 port,
                 outcome,
-            } => {
-                vip = entry;
-                match outcome {
-                    SlotOutcome::Several => e.steps.push(format!(
-                        "VIP entry {index} (bucket {bucket}, way {}) has {} for {proto}; a later fragment carries no port",
-                        index % ways,
-                        held(&entry)
-                    )),
-                    SlotOutcome::NoSlot => {
-                        unmatched = match port {
-                            Some(p) => format!("VIP entry {index} has no port range holding port {p}"),
-                            None => format!("VIP entry {index} has no valid port slot"),
-                        }
-                    }
-                    SlotOutcome::Matched { slot, rule } => {
-                        let name = symbols.rule(rule).unwrap_or("?").to_string();
-                        e.steps.push(format!(
-                            "rule {name} (id {rule}): {} {} {}; VIP table bucket {bucket}, way {}",
-                            u128_to_addr(entry.addr),
-                            proto_name(entry.protocol),
-                            ports_of(&entry, slot),
-                            index % ways
-                        ));
-                        e.rule = Some(name);
-                        e.rule_id = Some(rule);
-                    }
-                }
-            }
+            } => self.port_slots(index, entry, port, outcome),
             Step::Rule { id, entry } => {
                 if !entry.is_some_and(|r| r.valid) {
-                    unmatched = format!("rule id {id} has no valid descriptor");
+                    self.unmatched = format!("rule id {id} has no valid descriptor");
                 }
             }
             Step::Acl {
                 client, outcome, ..
-            } => match outcome {
-                AclOutcome::NotEnabled => e.acl = Some("none".into()),
-                AclOutcome::Allowed { prefix, .. } => {
-                    let shown =
-                        if nlb_hw::hash::is_ipv4_mapped(prefix.addr) && prefix.prefix_len >= 96 {
-                            format!("{}/{}", u128_to_addr(prefix.addr), prefix.prefix_len - 96)
-                        } else {
-                            format!(
-                                "{}/{}",
-                                std::net::Ipv6Addr::from(prefix.addr),
-                                prefix.prefix_len
-                            )
-                        };
-                    e.acl = Some(format!("allowed by {shown}"));
-                    e.steps.push(format!(
-                        "ACL: source {} allowed by {shown}",
-                        u128_to_addr(client)
-                    ));
-                }
-                AclOutcome::Denied => {
-                    e.acl = Some("denied".into());
-                    last = format!(
-                        "ACL: source {} is outside the rule's sourceRanges (SPEC R9.1)",
-                        u128_to_addr(client)
-                    );
-                }
-            },
-            Step::FragmentPunt(why) => match why {
-                FragmentPunt::LaterOnSeveralSlots { .. } => {
-                    last = "punted: the host remembers the first fragment's rule and backend (SPEC R4.3)".into();
-                }
-                FragmentPunt::FirstOnSeveralSlots { .. } => {
-                    last = format!(
-                        "a first fragment on a VIP with {} for {proto}: punted with its rule so the host sends the later fragments the same way (SPEC R4.3)",
-                        held(&vip)
-                    );
-                }
-                FragmentPunt::TcpOfTrackingPool => {
-                    last = tcp_fragment_punt(&mut e, tables, symbols, flow, &packet);
-                }
-            },
-            Step::Pool { id, entry } => {
-                pool = entry.unwrap_or_default();
-                let name = symbols.pool(id).unwrap_or("?").to_string();
-                let serving = if pool.failed_over {
-                    format!(
-                        "failed over: backup pool {}'s slice serves",
-                        symbols.pool(pool.backup_pool).unwrap_or("?")
-                    )
-                } else {
-                    "its own slice serves".to_string()
-                };
-                e.steps.push(format!(
-                    "pool {name} (id {id}): affinity {}, delivery {}; {serving}: slots {}..{} ({} slots)",
-                    pool.affinity.name(),
-                    pool.delivery.name(),
-                    pool.maglev_base,
-                    u64::from(pool.maglev_base) + u64::from(pool.maglev_size),
-                    pool.maglev_size
-                ));
-                e.pool = Some(name);
-                e.pool_id = Some(id);
-                e.failed_over = pool.failed_over;
-                e.affinity = Some(pool.affinity.name().to_string());
-                e.delivery = Some(pool.delivery.name().to_string());
-                e.slice_base = Some(pool.maglev_base);
-                e.slice_size = Some(pool.maglev_size);
-                if !pool.valid {
-                    last = "the pool has no backend".into();
-                }
-            }
+            } => self.acl(client, outcome),
+            Step::FragmentPunt(why) => self.fragment_punt(why),
+            Step::Pool { id, entry } => self.pool_stage(id, entry.unwrap_or_default()),
             Step::Key {
                 key,
                 hash,
@@ -338,16 +290,17 @@ pub fn explain(tables: &Tables, nic: &NicSettings, symbols: &Symbols, flow: &Flo
                 affinity,
             } => {
                 let kt = key.key_type;
-                e.key = Some(key_name(kt).into());
-                e.key_bytes = Some(hex(&key.bytes()));
-                e.hash = Some(hash);
+                self.e.key = Some(key_name(kt).into());
+                self.e.key_bytes = Some(hex(&key.bytes()));
+                self.e.hash = Some(hash);
                 // Narrowed from the whole packet's key (SPEC R4.2).
                 let frag = if fragment && lookup::key_type(affinity, false) != kt {
                     " (a fragment: the 3-tuple, SPEC R4.2)"
                 } else {
                     ""
                 };
-                e.steps
+                self.e
+                    .steps
                     .push(format!("key {}{frag}: hash {hash:#010x}", key_name(kt)));
             }
             Step::Maglev {
@@ -359,45 +312,29 @@ pub fn explain(tables: &Tables, nic: &NicSettings, symbols: &Symbols, flow: &Flo
                 backend,
             } => {
                 if size == 0 {
-                    last = "the pool has no backend".into();
+                    self.last = "the pool has no backend".into();
                 } else {
-                    e.slot = u32::try_from(slot).ok();
-                    e.steps.push(format!(
+                    self.e.slot = u32::try_from(slot).ok();
+                    self.e.steps.push(format!(
                         "slot {base} + ({hash:#010x} × {size}) >> 32 = {base} + {offset} = {slot}"
                     ));
                     if backend.is_none() {
-                        last = "the slot lies outside the slot memory".into();
+                        self.last = "the slot lies outside the slot memory".into();
                     }
                 }
             }
-            Step::Backend { id, entry } => {
-                let be = entry.unwrap_or_default();
-                let name = symbols.backend(id).unwrap_or("?").to_string();
-                last = if be.valid {
-                    format!(
-                        "backend {name} (id {id}) {} {} by {}",
-                        u128_to_addr(be.addr),
-                        crate::model::format_mac(be.mac),
-                        pool.delivery.name()
-                    )
-                } else {
-                    format!("backend id {id} has no valid entry")
-                };
-                e.backend = Some(name);
-                e.backend_id = Some(id);
-                e.backend_ip = Some(u128_to_addr(be.addr).to_string());
-                e.backend_mac = Some(crate::model::format_mac(be.mac));
-            }
+            Step::Backend { id, entry } => self.backend(id, entry.unwrap_or_default()),
             Step::Verdict { reason, .. } => {
                 let text = if matches!(reason, Reason::NoRule | Reason::IcmpNoFlow) {
                     format!(
-                        "{unmatched}: no rule matches, default action {} (SPEC R2.4)",
-                        nic.default_action.name()
+                        "{}: no rule matches, default action {} (SPEC R2.4)",
+                        self.unmatched,
+                        self.ctx.nic.default_action.name()
                     )
                 } else {
-                    std::mem::take(&mut last)
+                    std::mem::take(&mut self.last)
                 };
-                e.steps.push(text);
+                self.e.steps.push(text);
             }
             Step::Disabled
             | Step::Parsed(_)
@@ -408,7 +345,152 @@ pub fn explain(tables: &Tables, nic: &NicSettings, symbols: &Symbols, flow: &Flo
             | Step::Event(_) => {}
         }
     }
-    e
+
+    /// The VIP table bucket and the way that holds (protocol, VIP), if any (§4).
+    fn vip_stage(&mut self, bucket: u32, ways: u32, entry: Option<u32>) {
+        (self.bucket, self.ways) = (bucket, ways.max(1));
+        self.e.vip_bucket = bucket;
+        self.e.vip_index = entry;
+        if entry.is_none() {
+            self.unmatched = format!(
+                "VIP table bucket {bucket} holds no entry for {} {}",
+                self.ctx.flow.dst, self.ctx.proto
+            );
+        }
+    }
+
+    /// The port slot search of the VIP entry: the rule (§4).
+    fn port_slots(&mut self, index: u32, entry: VipEntry, port: Option<u16>, outcome: SlotOutcome) {
+        self.vip = entry;
+        let (bucket, way, proto) = (self.bucket, index % self.ways, &self.ctx.proto);
+        match outcome {
+            SlotOutcome::Several => self.e.steps.push(format!(
+                "VIP entry {index} (bucket {bucket}, way {way}) has {} for {proto}; a later fragment carries no port",
+                held(&entry)
+            )),
+            SlotOutcome::NoSlot => {
+                self.unmatched = match port {
+                    Some(p) => format!("VIP entry {index} has no port range holding port {p}"),
+                    None => format!("VIP entry {index} has no valid port slot"),
+                }
+            }
+            SlotOutcome::Matched { slot, rule } => {
+                let name = self.ctx.symbols.rule(rule).unwrap_or("?").to_string();
+                self.e.steps.push(format!(
+                    "rule {name} (id {rule}): {} {} {}; VIP table bucket {bucket}, way {way}",
+                    u128_to_addr(entry.addr),
+                    proto_name(entry.protocol),
+                    ports_of(&entry, slot),
+                ));
+                self.e.rule = Some(name);
+                self.e.rule_id = Some(rule);
+            }
+        }
+    }
+
+    /// The rule's source allow-list (§5, SPEC R9).
+    fn acl(&mut self, client: u128, outcome: AclOutcome) {
+        match outcome {
+            AclOutcome::NotEnabled => self.e.acl = Some("none".into()),
+            AclOutcome::Allowed { prefix, .. } => {
+                let shown = if nlb_hw::hash::is_ipv4_mapped(prefix.addr) && prefix.prefix_len >= 96
+                {
+                    format!("{}/{}", u128_to_addr(prefix.addr), prefix.prefix_len - 96)
+                } else {
+                    format!(
+                        "{}/{}",
+                        std::net::Ipv6Addr::from(prefix.addr),
+                        prefix.prefix_len
+                    )
+                };
+                self.e.acl = Some(format!("allowed by {shown}"));
+                self.e.steps.push(format!(
+                    "ACL: source {} allowed by {shown}",
+                    u128_to_addr(client)
+                ));
+            }
+            AclOutcome::Denied => {
+                self.e.acl = Some("denied".into());
+                self.last = format!(
+                    "ACL: source {} is outside the rule's sourceRanges (SPEC R9.1)",
+                    u128_to_addr(client)
+                );
+            }
+        }
+    }
+
+    /// A fragment the NIC punts to the host (§4, §6; SPEC R4.3).
+    fn fragment_punt(&mut self, why: FragmentPunt) {
+        self.last = match why {
+            FragmentPunt::LaterOnSeveralSlots { .. } => {
+                "punted: the host remembers the first fragment's rule and backend (SPEC R4.3)"
+                    .into()
+            }
+            FragmentPunt::FirstOnSeveralSlots { .. } => format!(
+                "a first fragment on a VIP with {} for {}: punted with its rule so the host sends the later fragments the same way (SPEC R4.3)",
+                held(&self.vip),
+                self.ctx.proto
+            ),
+            FragmentPunt::TcpOfTrackingPool => {
+                let c = &self.ctx;
+                tcp_fragment_punt(&mut self.e, c.tables, c.symbols, c.flow, c.packet)
+            }
+        };
+    }
+
+    /// The pool descriptor and the slice that serves (§6; SPEC R1 failover).
+    fn pool_stage(&mut self, id: u16, pool: PoolEntry) {
+        self.pool = pool;
+        let symbols = self.ctx.symbols;
+        let name = symbols.pool(id).unwrap_or("?").to_string();
+        let serving = if pool.failed_over {
+            format!(
+                "failed over: backup pool {}'s slice serves",
+                symbols.pool(pool.backup_pool).unwrap_or("?")
+            )
+        } else {
+            "its own slice serves".to_string()
+        };
+        self.e.steps.push(format!(
+            "pool {name} (id {id}): affinity {}, delivery {}; {serving}: slots {}..{} ({} slots)",
+            pool.affinity.name(),
+            pool.delivery.name(),
+            pool.maglev_base,
+            u64::from(pool.maglev_base) + u64::from(pool.maglev_size),
+            pool.maglev_size
+        ));
+        let e = &mut self.e;
+        e.pool = Some(name);
+        e.pool_id = Some(id);
+        e.failed_over = pool.failed_over;
+        e.affinity = Some(pool.affinity.name().to_string());
+        e.delivery = Some(pool.delivery.name().to_string());
+        e.slice_base = Some(pool.maglev_base);
+        e.slice_size = Some(pool.maglev_size);
+        if !pool.valid {
+            self.last = "the pool has no backend".into();
+        }
+    }
+
+    /// The backend the Maglev slot names (§8).
+    fn backend(&mut self, id: u16, be: nlb_hw::layouts::BackendEntry) {
+        let name = self.ctx.symbols.backend(id).unwrap_or("?").to_string();
+        let mac = crate::model::format_mac(be.mac);
+        self.last = if be.valid {
+            format!(
+                "backend {name} (id {id}) {} {mac} by {}",
+                u128_to_addr(be.addr),
+                self.pool.delivery.name()
+            )
+        } else {
+            format!("backend id {id} has no valid entry")
+        };
+        let e = &mut self.e;
+        e.backend = Some(name);
+        e.backend_id = Some(id);
+        e.backend_ip = Some(u128_to_addr(be.addr).to_string());
+        e.backend_mac = Some(mac);
+    }
 }
 
 /// A TCP fragment of a pool that tracks connections (`docs/pipeline.md` §6): the NIC punts
