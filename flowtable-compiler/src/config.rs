@@ -1599,11 +1599,25 @@ pub fn parse_config(file: &str, text: &str) -> (Config, Diagnostics) {
 /// Relations between objects: unique names, references, failover, health-check timing,
 /// overlapping rules, delivery of each VIP family, MACs. Capacity is checked by the compiler
 /// against a profile.
+///
+/// One phase after the other, each a function: names, references, health-check timing, port
+/// overlaps, regions and zones, and what each pool's delivery needs.
 pub fn check(c: &Config) -> Diagnostics {
     let mut d = Diagnostics::new();
-    let f = c.file.as_str();
+    check_unique_names(&mut d, c);
+    let idx = Index::new(c);
+    check_references(&mut d, c, &idx);
+    check_health_check_timing(&mut d, c);
+    check_port_overlaps(&mut d, c);
+    check_locations(&mut d, c, &idx.pools, &idx.tis, &idx.instances);
+    check_vip_families(&mut d, c, &idx);
+    check_delivery_needs(&mut d, c, &idx);
+    d
+}
 
-    // Unique names. Target pools and target instances share one namespace: `target` names one.
+/// Unique names. Target pools and target instances share one namespace: `target` names one.
+fn check_unique_names(d: &mut Diagnostics, c: &Config) {
+    let f = c.file.as_str();
     // (namespace, name) → where it was first defined; paths are formatted only on a repeat.
     let mut seen: HashMap<(&str, &str), (&str, usize, u32)> = HashMap::new();
     let named = c
@@ -1647,35 +1661,49 @@ pub fn check(c: &Config) -> Diagnostics {
             }
         }
     }
+}
 
-    let pools: HashMap<&str, &TargetPool> = c
-        .target_pools
-        .iter()
-        .map(|p| (p.name.as_str(), p))
-        .collect();
-    let tis: HashMap<&str, &TargetInstance> = c
-        .target_instances
-        .iter()
-        .map(|t| (t.name.as_str(), t))
-        .collect();
-    let instances: HashMap<&str, &Instance> =
-        c.instances.iter().map(|i| (i.name.as_str(), i)).collect();
-    let hcs: HashMap<&str, &HttpHealthCheck> = c
-        .http_health_checks
-        .iter()
-        .map(|h| (h.name.as_str(), h))
-        .collect();
-    // Lists of valid names, built only when a reference dangles.
-    let names = |m: Vec<&str>| -> Vec<String> {
-        let mut v: Vec<String> = m.into_iter().map(str::to_string).collect();
+/// The objects of a configuration by name, for the checks that follow references.
+struct Index<'c> {
+    file: &'c str,
+    pools: HashMap<&'c str, &'c TargetPool>,
+    tis: HashMap<&'c str, &'c TargetInstance>,
+    instances: HashMap<&'c str, &'c Instance>,
+    hcs: HashMap<&'c str, &'c HttpHealthCheck>,
+}
+
+impl<'c> Index<'c> {
+    fn new(c: &'c Config) -> Index<'c> {
+        Index {
+            file: c.file.as_str(),
+            pools: c
+                .target_pools
+                .iter()
+                .map(|p| (p.name.as_str(), p))
+                .collect(),
+            tis: c
+                .target_instances
+                .iter()
+                .map(|t| (t.name.as_str(), t))
+                .collect(),
+            instances: c.instances.iter().map(|i| (i.name.as_str(), i)).collect(),
+            hcs: c
+                .http_health_checks
+                .iter()
+                .map(|h| (h.name.as_str(), h))
+                .collect(),
+        }
+    }
+
+    /// Sorted names of one map (built only when a reference dangles).
+    fn names<V>(m: &HashMap<&str, V>) -> Vec<String> {
+        let mut v: Vec<String> = m.keys().map(|s| s.to_string()).collect();
         v.sort();
         v
-    };
-    let target_names = || names(pools.keys().chain(tis.keys()).copied().collect());
-    let pool_names = || names(pools.keys().copied().collect());
-    let instance_names = || names(instances.keys().copied().collect());
-    let hc_names = || names(hcs.keys().copied().collect());
-    let dangling = |d: &mut Diagnostics, what: &str, r: &Ref, path: String, valid: &[String]| {
+    }
+
+    /// A reference to no object of its kind: "no {what} named `x`, did you mean ...".
+    fn dangling(&self, d: &mut Diagnostics, what: &str, r: &Ref, path: String, valid: &[String]) {
         let v: Vec<&str> = valid.iter().map(String::as_str).collect();
         let hint = did_you_mean(&r.name, &v)
             .map(|s| format!(", did you mean `{s}`?"))
@@ -1688,14 +1716,26 @@ pub fn check(c: &Config) -> Diagnostics {
             valid.join(", ")
         };
         d.push(
-            f,
+            self.file,
             r.pos,
             path,
             format!("no {what} named `{}`{hint}", r.name),
             Some(list),
         );
-    };
+    }
+}
 
+/// Every reference names an object of its kind: rule targets, pool members, health checks and
+/// backup pools (with `failoverRatio`), target instances' instances.
+fn check_references(d: &mut Diagnostics, c: &Config, idx: &Index) {
+    let f = c.file.as_str();
+    let (pools, tis) = (&idx.pools, &idx.tis);
+    let target_names = || {
+        let mut v = Index::names(pools);
+        v.extend(Index::names(tis));
+        v.sort();
+        v
+    };
     for r in &c.forwarding_rules {
         let name = r.target.name.as_str();
         let (is_pool, is_ti) = (pools.contains_key(name), tis.contains_key(name));
@@ -1708,7 +1748,7 @@ pub fn check(c: &Config) -> Diagnostics {
                 } else {
                     "target pool"
                 };
-                dangling(&mut d, what, &r.target, path, &pool_names());
+                idx.dangling(d, what, &r.target, path, &Index::names(pools));
             }
             Some("targetInstances") if !is_ti => {
                 let what = if is_pool {
@@ -1716,11 +1756,10 @@ pub fn check(c: &Config) -> Diagnostics {
                 } else {
                     "target instance"
                 };
-                let ti_names = names(tis.keys().copied().collect());
-                dangling(&mut d, what, &r.target, path, &ti_names);
+                idx.dangling(d, what, &r.target, path, &Index::names(tis));
             }
-            None if !is_pool && !is_ti => dangling(
-                &mut d,
+            None if !is_pool && !is_ti => idx.dangling(
+                d,
                 "target pool or target instance",
                 &r.target,
                 path,
@@ -1734,8 +1773,8 @@ pub fn check(c: &Config) -> Diagnostics {
         let mut members: HashMap<&str, usize> = HashMap::new();
         for (i, m) in p.instances.iter().enumerate() {
             let path = format!("{base}.instances[{i}]");
-            if !instances.contains_key(m.name.as_str()) {
-                dangling(&mut d, "instance", m, path, &instance_names());
+            if !idx.instances.contains_key(m.name.as_str()) {
+                idx.dangling(d, "instance", m, path, &Index::names(&idx.instances));
             } else if let Some(first) = members.insert(&m.name, i) {
                 d.push(
                     f,
@@ -1751,13 +1790,13 @@ pub fn check(c: &Config) -> Diagnostics {
             }
         }
         for (i, h) in p.health_checks.iter().enumerate() {
-            if !hcs.contains_key(h.name.as_str()) {
-                dangling(
-                    &mut d,
+            if !idx.hcs.contains_key(h.name.as_str()) {
+                idx.dangling(
+                    d,
                     "httpHealthCheck",
                     h,
                     format!("{base}.healthChecks[{i}]"),
-                    &hc_names(),
+                    &Index::names(&idx.hcs),
                 );
             }
         }
@@ -1787,7 +1826,13 @@ pub fn check(c: &Config) -> Diagnostics {
                 } else {
                     "target pool"
                 };
-                dangling(&mut d, what, b, format!("{base}.backupPool"), &pool_names());
+                idx.dangling(
+                    d,
+                    what,
+                    b,
+                    format!("{base}.backupPool"),
+                    &Index::names(pools),
+                );
             }
             _ => {}
         }
@@ -1810,20 +1855,24 @@ pub fn check(c: &Config) -> Diagnostics {
         }
     }
     for t in &c.target_instances {
-        if !instances.contains_key(t.instance.name.as_str()) {
-            dangling(
-                &mut d,
+        if !idx.instances.contains_key(t.instance.name.as_str()) {
+            idx.dangling(
+                d,
                 "instance",
                 &t.instance,
                 format!("targetInstances[{}].instance", t.loc.index),
-                &instance_names(),
+                &Index::names(&idx.instances),
             );
         }
     }
+}
+
+/// A probe may not take longer than the interval between probes.
+fn check_health_check_timing(d: &mut Diagnostics, c: &Config) {
     for h in &c.http_health_checks {
         if h.timeout_sec > h.check_interval_sec {
             d.push(
-                f,
+                &c.file,
                 h.loc.field("timeoutSec"),
                 format!("httpHealthChecks[{}].timeoutSec", h.loc.index),
                 format!(
@@ -1834,8 +1883,11 @@ pub fn check(c: &Config) -> Diagnostics {
             );
         }
     }
+}
 
-    // Overlapping port ranges of rules on the same VIP and protocol (SPEC R2.2).
+/// Overlapping port ranges of rules on the same VIP and protocol (SPEC R2.2).
+fn check_port_overlaps(d: &mut Diagnostics, c: &Config) {
+    let f = c.file.as_str();
     let mut by_vip: BTreeMap<(IpAddr, Protocol), Vec<&ForwardingRule>> = BTreeMap::new();
     for r in c.forwarding_rules.iter().filter(|r| !r.loc.incomplete) {
         by_vip
@@ -1876,47 +1928,33 @@ pub fn check(c: &Config) -> Diagnostics {
             }
         }
     }
+}
 
-    check_locations(&mut d, c, &pools, &tis, &instances);
-
-    // Delivery: encapsulation carries a packet in an outer header of the backend's family, and
-    // the pipeline uses an outer header of the VIP's family (IPv4 in IPv4, IPv6 in IPv6).
+/// Delivery: encapsulation carries a packet in an outer header of the backend's family, and
+/// the pipeline uses an outer header of the VIP's family (IPv4 in IPv4, IPv6 in IPv6).
+fn check_vip_families(d: &mut Diagnostics, c: &Config, idx: &Index) {
+    let f = c.file.as_str();
     let mut reported: std::collections::HashSet<(usize, String)> = Default::default();
     for r in &c.forwarding_rules {
-        let mut serving: Vec<(&str, Delivery, Vec<&Ref>, String)> = Vec::new();
-        if let Some(p) = pools.get(r.target.name.as_str()) {
-            serving.push((
-                &p.name,
-                p.delivery,
-                p.instances.iter().collect(),
-                format!("targetPools[{}]", p.loc.index),
-            ));
+        let mut serving: Vec<(&str, Delivery, Vec<&Ref>)> = Vec::new();
+        if let Some(p) = idx.pools.get(r.target.name.as_str()) {
+            serving.push((&p.name, p.delivery, p.instances.iter().collect()));
             if let Some(b) = p
                 .backup_pool
                 .as_ref()
-                .and_then(|b| pools.get(b.name.as_str()))
+                .and_then(|b| idx.pools.get(b.name.as_str()))
             {
-                serving.push((
-                    &b.name,
-                    b.delivery,
-                    b.instances.iter().collect(),
-                    format!("targetPools[{}]", b.loc.index),
-                ));
+                serving.push((&b.name, b.delivery, b.instances.iter().collect()));
             }
-        } else if let Some(t) = tis.get(r.target.name.as_str()) {
-            serving.push((
-                &t.name,
-                t.delivery,
-                vec![&t.instance],
-                format!("targetInstances[{}]", t.loc.index),
-            ));
+        } else if let Some(t) = idx.tis.get(r.target.name.as_str()) {
+            serving.push((&t.name, t.delivery, vec![&t.instance]));
         }
-        for (pool, delivery, members, _) in serving {
+        for (pool, delivery, members) in serving {
             if delivery == Delivery::L2Dsr {
                 continue;
             }
             for m in members {
-                let Some(inst) = instances.get(m.name.as_str()) else {
+                let Some(inst) = idx.instances.get(m.name.as_str()) else {
                     continue;
                 };
                 if inst.ip.is_ipv4() != r.ip_address.is_ipv4()
@@ -1943,10 +1981,13 @@ pub fn check(c: &Config) -> Diagnostics {
             }
         }
     }
+}
 
-    // MACs and outer source prefixes that each pool's delivery needs.
+/// MACs and outer source prefixes that each pool's delivery needs.
+fn check_delivery_needs(d: &mut Diagnostics, c: &Config, idx: &Index) {
+    let f = c.file.as_str();
     let need_mac = |d: &mut Diagnostics, delivery: Delivery, m: &Ref, path: &dyn Fn() -> String| {
-        let Some(inst) = instances.get(m.name.as_str()) else {
+        let Some(inst) = idx.instances.get(m.name.as_str()) else {
             return;
         };
         if inst.mac.is_some() {
@@ -1980,14 +2021,14 @@ pub fn check(c: &Config) -> Diagnostics {
     let mut families_needed: Vec<(bool, Pos, String, Delivery)> = Vec::new();
     for p in &c.target_pools {
         for (i, m) in p.instances.iter().enumerate() {
-            need_mac(&mut d, p.delivery, m, &|| {
+            need_mac(d, p.delivery, m, &|| {
                 format!("targetPools[{}].instances[{i}]", p.loc.index)
             });
         }
         if p.delivery != Delivery::L2Dsr {
             for v6 in [false, true] {
                 let any = p.instances.iter().any(|m| {
-                    instances
+                    idx.instances
                         .get(m.name.as_str())
                         .is_some_and(|i| i.ip.is_ipv6() == v6)
                 });
@@ -2003,11 +2044,11 @@ pub fn check(c: &Config) -> Diagnostics {
         }
     }
     for t in &c.target_instances {
-        need_mac(&mut d, t.delivery, &t.instance, &|| {
+        need_mac(d, t.delivery, &t.instance, &|| {
             format!("targetInstances[{}].instance", t.loc.index)
         });
         if t.delivery != Delivery::L2Dsr {
-            if let Some(inst) = instances.get(t.instance.name.as_str()) {
+            if let Some(inst) = idx.instances.get(t.instance.name.as_str()) {
                 families_needed.push((
                     inst.ip.is_ipv6(),
                     t.loc.field("delivery"),
@@ -2038,7 +2079,6 @@ pub fn check(c: &Config) -> Diagnostics {
             );
         }
     }
-    d
 }
 
 /// Where an object is, as a description for messages: its scope and "target pool `p` is in
