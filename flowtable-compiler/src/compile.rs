@@ -10,7 +10,9 @@ use crate::config::check;
 use crate::diag::{Diagnostics, Pos};
 use crate::health::HealthState;
 use crate::maglev::{self, Member};
-use crate::model::{Config, PortRange, Prefix, Ratio};
+use crate::model::{
+    Config, ForwardingRule, Instance, PortRange, Prefix, Ratio, TargetInstance, TargetPool,
+};
 use crate::symbols::{PoolKind, PoolSymbol, Symbols};
 use crate::Error;
 use nlb_hw::enums::{Affinity, Delivery, Table};
@@ -186,27 +188,98 @@ fn names_by_id(names: &[&str], ids: &[usize]) -> Vec<String> {
 /// Works on a partly broken configuration too (dangling references are skipped), so that
 /// capacity problems are reported together with the others. Rule and backend ids stay those of
 /// `previous` for every rule and backend that stays (see [`allocate_ids`]).
+///
+/// One phase after the other, each a function: table sizes, backends, pool plans, Maglev
+/// slices, rules and ACLs, the VIP table.
 fn layout(
     c: &Config,
     profile: &'static Profile,
     previous: &Symbols,
 ) -> (Option<Layout>, Diagnostics) {
     let mut d = Diagnostics::new();
-    let f = c.file.as_str();
+    let s = ByName::new(c);
+    if !check_table_sizes(&mut d, c, profile, &s) {
+        return (None, d);
+    }
     let mut tables = Tables::empty(profile);
     let mut symbols = Symbols::default();
-    let mut notes = Vec::new();
+    let backends = place_backends(c, profile, previous, &s, &mut tables, &mut symbols);
+    let (pool_id, mut plans) = plan_pools(&s, &backends);
+    let notes = size_slices(&mut d, c, profile, &s, &mut plans);
+    symbols.pools = plans
+        .iter()
+        .map(|p| PoolSymbol {
+            name: p.name.clone(),
+            kind: p.kind,
+            own_base: p.base,
+            own_size: p.size,
+            members: p.members.iter().map(|m| m.1).collect(),
+        })
+        .collect();
+    let rule_ids = place_rules(
+        &mut d,
+        c,
+        profile,
+        previous,
+        &s,
+        &pool_id,
+        &mut tables,
+        &mut symbols,
+    );
+    place_vips(&mut d, c, profile, &s, &rule_ids, &mut tables);
 
-    let mut rules: Vec<_> = c.forwarding_rules.iter().collect();
-    rules.sort_by(|a, b| a.name.cmp(&b.name));
-    let mut tps: Vec<_> = c.target_pools.iter().collect();
-    tps.sort_by(|a, b| a.name.cmp(&b.name));
-    let mut tis: Vec<_> = c.target_instances.iter().collect();
-    tis.sort_by(|a, b| a.name.cmp(&b.name));
-    let mut insts: Vec<_> = c.instances.iter().collect();
-    insts.sort_by(|a, b| a.name.cmp(&b.name));
+    let ok = d.is_empty();
+    (
+        ok.then(|| Layout {
+            tables,
+            symbols,
+            plans,
+            nic: nic_settings(c),
+            notes,
+        }),
+        d,
+    )
+}
 
-    // Table sizes. The entity that does not fit is the first one (in id order) beyond the limit.
+/// The objects that take ids, in name order (the order of a fresh compile's ids).
+struct ByName<'c> {
+    rules: Vec<&'c ForwardingRule>,
+    target_pools: Vec<&'c TargetPool>,
+    target_instances: Vec<&'c TargetInstance>,
+    instances: Vec<&'c Instance>,
+}
+
+impl<'c> ByName<'c> {
+    fn new(c: &'c Config) -> ByName<'c> {
+        let mut rules: Vec<_> = c.forwarding_rules.iter().collect();
+        rules.sort_by(|a, b| a.name.cmp(&b.name));
+        let mut target_pools: Vec<_> = c.target_pools.iter().collect();
+        target_pools.sort_by(|a, b| a.name.cmp(&b.name));
+        let mut target_instances: Vec<_> = c.target_instances.iter().collect();
+        target_instances.sort_by(|a, b| a.name.cmp(&b.name));
+        let mut instances: Vec<_> = c.instances.iter().collect();
+        instances.sort_by(|a, b| a.name.cmp(&b.name));
+        ByName {
+            rules,
+            target_pools,
+            target_instances,
+            instances,
+        }
+    }
+
+    fn pool_count(&self) -> usize {
+        self.target_pools.len() + self.target_instances.len()
+    }
+}
+
+/// The rule, pool and backend tables hold every object: one problem per table that does not,
+/// at the first object (in id order) beyond its depth. Returns whether ids can be given.
+fn check_table_sizes(
+    d: &mut Diagnostics,
+    c: &Config,
+    profile: &'static Profile,
+    s: &ByName,
+) -> bool {
     let limit = |d: &mut Diagnostics,
                  count: usize,
                  cap: u32,
@@ -216,7 +289,7 @@ fn layout(
         if count > cap as usize {
             let (pos, path) = at.unwrap_or_default();
             d.push(
-                f,
+                &c.file,
                 pos,
                 path,
                 format!(
@@ -227,63 +300,76 @@ fn layout(
             );
         }
     };
-    let rule_cap = profile.rules.min(1 << RuleEntry::POOL_WIDTH);
     limit(
-        &mut d,
-        rules.len(),
+        d,
+        s.rules.len(),
         profile.rules,
         "forwarding rules",
         "rule table",
-        rules
+        s.rules
             .get(profile.rules as usize)
             .map(|r| (r.loc.pos, format!("forwardingRules[{}]", r.loc.index))),
     );
-    let pool_count = tps.len() + tis.len();
-    let pool_at = if tps.len() > profile.pools as usize {
-        tps.get(profile.pools as usize)
+    let pool_at = if s.target_pools.len() > profile.pools as usize {
+        s.target_pools
+            .get(profile.pools as usize)
             .map(|p| (p.loc.pos, format!("targetPools[{}]", p.loc.index)))
     } else {
-        tis.get(profile.pools as usize - tps.len())
+        s.target_instances
+            .get(profile.pools as usize - s.target_pools.len())
             .map(|t| (t.loc.pos, format!("targetInstances[{}]", t.loc.index)))
     };
     limit(
-        &mut d,
-        pool_count,
+        d,
+        s.pool_count(),
         profile.pools,
         "target pools and target instances",
         "pool table",
         pool_at,
     );
     limit(
-        &mut d,
-        insts.len(),
+        d,
+        s.instances.len(),
         profile.backends,
         "instances",
         "backend table",
-        insts
+        s.instances
             .get(profile.backends as usize)
             .map(|i| (i.loc.pos, format!("instances[{}]", i.loc.index))),
     );
-    if rules.len() > rule_cap as usize
-        || pool_count > profile.pools as usize
-        || insts.len() > profile.backends.min(1 << 16) as usize
-    {
-        return (None, d);
-    }
+    s.rules.len() <= rule_capacity(profile) as usize
+        && s.pool_count() <= profile.pools as usize
+        && s.instances.len() <= backend_capacity(profile)
+}
 
-    // Backends: ids kept across reloads, so an established connection's backend id keeps
-    // naming its backend while the connection table is not rewritten.
-    let inst_names: Vec<&str> = insts.iter().map(|i| i.name.as_str()).collect();
-    let backend_ids = allocate_ids(
-        &inst_names,
-        &previous.backends,
-        profile.backends.min(1 << 16) as usize,
-    );
-    let mut backend_id: HashMap<&str, u16> = HashMap::new();
-    let mut weight_of: HashMap<&str, u32> = HashMap::new();
-    for (i, &id) in insts.iter().zip(&backend_ids) {
-        backend_id.insert(&i.name, id as u16);
-        weight_of.insert(&i.name, i.weight);
+/// Rule ids the profile's rule table and a rule entry's pool field can hold.
+fn rule_capacity(profile: &Profile) -> u32 {
+    profile.rules.min(1 << RuleEntry::POOL_WIDTH)
+}
+
+/// Backend ids the profile's backend table and a 16-bit id can hold.
+fn backend_capacity(profile: &Profile) -> usize {
+    profile.backends.min(1 << 16) as usize
+}
+
+/// A backend's id and configured weight, by instance name.
+type Backends<'c> = HashMap<&'c str, (u16, u32)>;
+
+/// Backend entries. Ids are kept across reloads, so an established connection's backend id
+/// keeps naming its backend while the connection table is not rewritten.
+fn place_backends<'c>(
+    c: &Config,
+    profile: &'static Profile,
+    previous: &Symbols,
+    s: &ByName<'c>,
+    tables: &mut Tables,
+    symbols: &mut Symbols,
+) -> Backends<'c> {
+    let inst_names: Vec<&str> = s.instances.iter().map(|i| i.name.as_str()).collect();
+    let backend_ids = allocate_ids(&inst_names, &previous.backends, backend_capacity(profile));
+    let mut backends = Backends::new();
+    for (i, &id) in s.instances.iter().zip(&backend_ids) {
+        backends.insert(&i.name, (id as u16, i.weight));
         tables.backends[id] = BackendEntry {
             valid: true,
             is_ipv6: i.ip.is_ipv6(),
@@ -292,13 +378,18 @@ fn layout(
         };
     }
     symbols.backends = names_by_id(&inst_names, &backend_ids);
+    backends
+}
 
-    // Pools.
+/// A plan per pool, in pool-id order (target pools, then target instances, each by name):
+/// members, affinity, delivery, backup, health and weighting, and the slice size they want.
+fn plan_pools<'c>(s: &ByName<'c>, backends: &Backends) -> (HashMap<&'c str, u16>, Vec<PoolPlan>) {
     let mut pool_id: HashMap<&str, u16> = HashMap::new();
-    for (id, name) in tps
+    for (id, name) in s
+        .target_pools
         .iter()
         .map(|p| &p.name)
-        .chain(tis.iter().map(|t| &t.name))
+        .chain(s.target_instances.iter().map(|t| &t.name))
         .enumerate()
     {
         pool_id.entry(name).or_insert(id as u16);
@@ -306,22 +397,22 @@ fn layout(
     let members_of = |refs: &mut dyn Iterator<Item = &str>| -> Vec<(String, u16, u32)> {
         let mut v: Vec<(String, u16, u32)> = refs
             .filter_map(|n| {
-                let id = *backend_id.get(n)?;
-                Some((n.to_string(), id, *weight_of.get(n)?))
+                let (id, weight) = *backends.get(n)?;
+                Some((n.to_string(), id, weight))
             })
             .collect();
         v.sort();
         v.dedup();
         v
     };
-    let mut plans: Vec<PoolPlan> = Vec::with_capacity(pool_count);
-    for p in &tps {
+    let mut plans: Vec<PoolPlan> = Vec::with_capacity(s.pool_count());
+    for p in &s.target_pools {
         let members = members_of(&mut p.instances.iter().map(|r| r.name.as_str()));
         let backup = p
             .backup_pool
             .as_ref()
             .and_then(|b| pool_id.get(b.name.as_str()).copied())
-            .filter(|&b| usize::from(b) < tps.len());
+            .filter(|&b| usize::from(b) < s.target_pools.len());
         plans.push(PoolPlan {
             kind: PoolKind::TargetPool,
             name: p.name.clone(),
@@ -342,7 +433,7 @@ fn layout(
             base: 0,
         });
     }
-    for t in &tis {
+    for t in &s.target_instances {
         let members = members_of(&mut std::iter::once(t.instance.name.as_str()));
         plans.push(PoolPlan {
             kind: PoolKind::TargetInstance,
@@ -362,8 +453,18 @@ fn layout(
             base: 0,
         });
     }
+    (pool_id, plans)
+}
 
-    // Maglev slot memory: shrink the largest slices one ladder step at a time until all fit.
+/// Maglev slot memory: shrinks the largest slices one ladder step at a time until all fit,
+/// then lays the slices out in pool-id order from slot 0. Returns a note per shrunk slice.
+fn size_slices(
+    d: &mut Diagnostics,
+    c: &Config,
+    profile: &'static Profile,
+    s: &ByName,
+    plans: &mut [PoolPlan],
+) -> Vec<String> {
     let cap = u64::from(profile.maglev_slots);
     let mut total: u64 = plans.iter().map(|p| u64::from(p.size)).sum();
     while total > cap {
@@ -380,13 +481,14 @@ fn layout(
         total -= u64::from(old - new);
     }
     if total > cap {
-        let (pos, path) = tps
+        let (pos, path) = s
+            .target_pools
             .iter()
             .max_by_key(|p| p.instances.len())
             .map(|p| (p.loc.pos, format!("targetPools[{}]", p.loc.index)))
             .unwrap_or_default();
         d.push(
-            f,
+            &c.file,
             pos,
             path,
             format!(
@@ -396,8 +498,9 @@ fn layout(
             Some(format!("at most {cap} slots in all; fewer or smaller pools")),
         );
     }
+    let mut notes = Vec::new();
     let mut base = 0u32;
-    for p in &mut plans {
+    for p in plans.iter_mut() {
         if p.kind == PoolKind::TargetPool
             && p.size != 0
             && p.size != maglev::size_for(p.members.len())
@@ -412,20 +515,30 @@ fn layout(
         p.base = base;
         base = base.saturating_add(p.size);
     }
-    for p in &plans {
-        symbols.pools.push(PoolSymbol {
-            name: p.name.clone(),
-            kind: p.kind,
-            own_base: p.base,
-            own_size: p.size,
-            members: p.members.iter().map(|m| m.1).collect(),
-        });
-    }
-    // Rules: ids kept across reloads too (connections carry their rule for counters).
-    let rule_names: Vec<&str> = rules.iter().map(|r| r.name.as_str()).collect();
-    let rule_ids = allocate_ids(&rule_names, &previous.rules, rule_cap as usize);
+    notes
+}
+
+/// Rule entries and their ACLs. Ids are kept across reloads too (connections carry their rule
+/// for counters). Returns the rule id of each rule of `s.rules`.
+#[allow(clippy::too_many_arguments)]
+fn place_rules(
+    d: &mut Diagnostics,
+    c: &Config,
+    profile: &'static Profile,
+    previous: &Symbols,
+    s: &ByName,
+    pool_id: &HashMap<&str, u16>,
+    tables: &mut Tables,
+    symbols: &mut Symbols,
+) -> Vec<usize> {
+    let rule_names: Vec<&str> = s.rules.iter().map(|r| r.name.as_str()).collect();
+    let rule_ids = allocate_ids(
+        &rule_names,
+        &previous.rules,
+        rule_capacity(profile) as usize,
+    );
     symbols.rules = names_by_id(&rule_names, &rule_ids);
-    for (r, &id) in rules.iter().zip(&rule_ids) {
+    for (r, &id) in s.rules.iter().zip(&rule_ids) {
         let acl_enabled = !r.source_ranges.is_empty();
         tables.rules[id] = RuleEntry {
             valid: pool_id.contains_key(r.target.name.as_str()),
@@ -441,7 +554,7 @@ fn layout(
             }
             if prefixes.len() > ACL_PREFIXES {
                 d.push(
-                    f,
+                    &c.file,
                     r.loc.field("sourceRanges"),
                     format!("forwardingRules[{}].sourceRanges", r.loc.index),
                     format!(
@@ -464,9 +577,21 @@ fn layout(
             }
         }
     }
+    rule_ids
+}
 
-    // VIP table: one entry per (VIP, protocol), placed in the first free way of its bucket;
-    // groups are placed in address order so the result does not depend on the file's order.
+/// VIP table: one entry per (VIP, protocol), placed in the first free way of its bucket;
+/// groups are placed in address order so the result does not depend on the file's order.
+fn place_vips(
+    d: &mut Diagnostics,
+    c: &Config,
+    profile: &'static Profile,
+    s: &ByName,
+    rule_ids: &[usize],
+    tables: &mut Tables,
+) {
+    let f = c.file.as_str();
+    let rules = &s.rules;
     type Slots = Vec<(PortRange, u16, usize)>;
     let mut groups: BTreeMap<(u128, u8), Slots> = BTreeMap::new();
     for (pos, r) in rules.iter().enumerate() {
@@ -557,18 +682,6 @@ fn layout(
         }
         tables.vip[index] = entry;
     }
-
-    let ok = d.is_empty();
-    (
-        ok.then(|| Layout {
-            tables,
-            symbols,
-            plans,
-            nic: nic_settings(c),
-            notes,
-        }),
-        d,
-    )
 }
 
 /// Checks a possibly broken configuration against a profile's capacity: the diagnostics
