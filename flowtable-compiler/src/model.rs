@@ -291,14 +291,28 @@ impl Ratio {
     }
 
     /// Whether `part ≤ ratio × total`, exactly (long division of `part / total` compared digit
-    /// by digit with the written decimal; with `total = 0`, whether `part` is 0).
+    /// by digit with the written decimal; with `total = 0`, whether `part` is 0). The target
+    /// pool's failover test (SPEC R1: at or below the ratio).
     pub fn at_or_above(&self, part: u64, total: u64) -> bool {
         if total == 0 {
             return part == 0;
         }
+        self.fraction_cmp(part, total) != std::cmp::Ordering::Greater
+    }
+
+    /// Whether `part < ratio × total`, exactly; false with `total = 0`. The backend service's
+    /// failover test (`failoverPolicy.failoverRatio`: strictly below the ratio).
+    pub fn above_fraction(&self, part: u64, total: u64) -> bool {
+        total != 0 && self.fraction_cmp(part, total) == std::cmp::Ordering::Less
+    }
+
+    /// `part / total` compared with the ratio, exactly: long division of `part / total`
+    /// compared digit by digit with the written decimal. `total` must not be 0.
+    fn fraction_cmp(&self, part: u64, total: u64) -> std::cmp::Ordering {
+        use std::cmp::Ordering;
         let whole = part / total;
         if whole != u64::from(self.whole) {
-            return whole < u64::from(self.whole);
+            return whole.cmp(&u64::from(self.whole));
         }
         let mut rem = u128::from(part % total);
         let total = u128::from(total);
@@ -306,11 +320,15 @@ impl Ratio {
             let q = rem * 10 / total;
             rem = rem * 10 % total;
             if q != u128::from(d) {
-                return q < u128::from(d);
+                return q.cmp(&u128::from(d));
             }
         }
-        // Every written digit equal: at or below only if the quotient ends here.
-        rem == 0
+        // Every written digit equal: equal only if the quotient ends here.
+        if rem == 0 {
+            Ordering::Equal
+        } else {
+            Ordering::Greater
+        }
     }
 }
 
@@ -1163,7 +1181,12 @@ impl Config {
             self.network_endpoint_groups
                 .iter()
                 .find(|g| g.name == name)
-                .map(|g| g.endpoints.iter().map(|e| e.instance.name.as_str()).collect())
+                .map(|g| {
+                    g.endpoints
+                        .iter()
+                        .map(|e| e.instance.name.as_str())
+                        .collect()
+                })
                 .unwrap_or_default()
         } else {
             self.instance_groups
@@ -1269,6 +1292,12 @@ mod tests {
         assert!(r("1").at_or_above(7, 7) && r("0").at_or_above(0, 7) && !r("0").at_or_above(1, 7));
         assert!(r("0.5").at_or_above(0, 0), "0 ≤ ratio × 0");
         assert!(!r("0.5").at_or_above(1, 0));
+        // Strictly below (backend services): 3 of 10 is not below 0.3, 2 of 10 is.
+        assert!(!r("0.3").above_fraction(3, 10) && r("0.3").above_fraction(2, 10));
+        assert!(r("0.6667").above_fraction(2, 3) && !r("0.6666").above_fraction(2, 3));
+        assert!(!r("0").above_fraction(0, 7), "nothing is below 0");
+        assert!(!r("1").above_fraction(7, 7) && r("1").above_fraction(6, 7));
+        assert!(!r("0.5").above_fraction(0, 0));
     }
 
     #[test]

@@ -284,7 +284,10 @@ impl<'a> Reader<'a> {
                     ScopeKind::Region => "regional: `regions/REGION/".to_string(),
                     ScopeKind::Zone => "zonal: `zones/ZONE/".to_string(),
                     ScopeKind::GlobalOrRegion => {
-                        format!("global or regional: `global/{}/NAME` or `regions/REGION/", c.segment)
+                        format!(
+                            "global or regional: `global/{}/NAME` or `regions/REGION/",
+                            c.segment
+                        )
                     }
                 };
                 self.err(
@@ -837,20 +840,28 @@ fn read_nic_locality(r: &mut Reader, o: &Obj, nic: &mut Nic) {
                     "zone {} is in region {zr}, but `nic.region` is {}",
                     nic.zone, nic.region
                 ),
-                Some(format!("a zone of region {}, such as {}-a", nic.region, nic.region)),
+                Some(format!(
+                    "a zone of region {}, such as {}-a",
+                    nic.region, nic.region
+                )),
             ),
             Some(_) => {}
             None => r.err(
                 o.get("zone").map_or(o.pos, |n| n.pos),
                 "nic.zone",
-                format!("`{}` names no region: a zone is its region and a suffix", nic.zone),
+                format!(
+                    "`{}` names no region: a zone is its region and a suffix",
+                    nic.zone
+                ),
                 Some("a zone such as us-central1-a".into()),
             ),
         }
     }
     let items = r.list(o.get("regionOrder"), "nic.regionOrder");
     let valid = || {
-        Some("other regions, nearest first, each once, such as [us-east1, europe-west1]".to_string())
+        Some(
+            "other regions, nearest first, each once, such as [us-east1, europe-west1]".to_string(),
+        )
     };
     for (i, n) in items.iter().enumerate() {
         let path = format!("nic.regionOrder[{i}]");
@@ -1072,10 +1083,7 @@ fn read_rule(r: &mut Reader, o: &Obj, index: usize) -> Option<ForwardingRule> {
             (r.reference(t, &o.path("target"), TARGETS), false)
         }
         (Some(n), None) => (r.reference(n, &o.path("target"), TARGETS), false),
-        (None, Some(n)) => (
-            r.reference(n, &o.path("backendService"), SERVICES),
-            true,
-        ),
+        (None, Some(n)) => (r.reference(n, &o.path("backendService"), SERVICES), true),
         (None, None) => {
             r.err(
                 o.pos,
@@ -1814,13 +1822,9 @@ impl Loader<'_> {
                 }
             }
             Section::ServiceLbPolicies => {
-                if let Some(o) = r.object_with(
-                    node,
-                    &path,
-                    services::POLICY,
-                    services::POLICY_IGNORED,
-                    &[],
-                ) {
+                if let Some(o) =
+                    r.object_with(node, &path, services::POLICY, services::POLICY_IGNORED, &[])
+                {
                     c.service_lb_policies
                         .extend(services::read_service_lb_policy(r, &o, index));
                 }

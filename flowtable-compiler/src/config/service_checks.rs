@@ -343,7 +343,12 @@ fn check_group_members(d: &mut Diagnostics, c: &Config, idx: &Index) {
             );
         }
     };
-    let size_matches = |d: &mut Diagnostics, loc: &Loc, base: &str, size: Option<u64>, n: usize, field: &str| {
+    let size_matches = |d: &mut Diagnostics,
+                        loc: &Loc,
+                        base: &str,
+                        size: Option<u64>,
+                        n: usize,
+                        field: &str| {
         if let Some(size) = size.filter(|&s| s != n as u64) {
             d.push(
                 f,
@@ -616,9 +621,23 @@ fn check_service_locations(d: &mut Diagnostics, c: &Config, idx: &Index) {
         for (i, b) in s.backends.iter().enumerate() {
             let path = format!("{base}.backends[{i}].group");
             let group = if b.neg {
-                idx.negs.get(b.group.name.as_str()).map(|g| (g.zone.as_str(), g.loc.index, g.loc.pos.line, "networkEndpointGroups"))
+                idx.negs.get(b.group.name.as_str()).map(|g| {
+                    (
+                        g.zone.as_str(),
+                        g.loc.index,
+                        g.loc.pos.line,
+                        "networkEndpointGroups",
+                    )
+                })
             } else {
-                idx.igs.get(b.group.name.as_str()).map(|g| (g.zone.as_str(), g.loc.index, g.loc.pos.line, "instanceGroups"))
+                idx.igs.get(b.group.name.as_str()).map(|g| {
+                    (
+                        g.zone.as_str(),
+                        g.loc.index,
+                        g.loc.pos.line,
+                        "instanceGroups",
+                    )
+                })
             };
             let zone = c.group_zone(b).map(str::to_string);
             if let (Some(Scope::Zone(written)), Some(zone)) = (&b.group.scope, &zone) {
@@ -669,8 +688,16 @@ fn check_service_locations(d: &mut Diagnostics, c: &Config, idx: &Index) {
             };
             if let Some(w) = written.filter(|w| *w != hc.region) {
                 let (named, is) = (
-                    if w.is_empty() { "a global health check".to_string() } else { format!("region {w}") },
-                    if hc.region.is_empty() { "global".to_string() } else { format!("in region {}", hc.region) },
+                    if w.is_empty() {
+                        "a global health check".to_string()
+                    } else {
+                        format!("region {w}")
+                    },
+                    if hc.region.is_empty() {
+                        "global".to_string()
+                    } else {
+                        format!("in region {}", hc.region)
+                    },
                 );
                 d.push(
                     f,

@@ -11,7 +11,8 @@ use crate::tree::{Node, Value};
 use nlb_hw::enums::{Affinity, Delivery};
 use std::ops::Not;
 
-pub(super) const GROUPS: &[Collection] = &[resource::INSTANCE_GROUPS, resource::NETWORK_ENDPOINT_GROUPS];
+pub(super) const GROUPS: &[Collection] =
+    &[resource::INSTANCE_GROUPS, resource::NETWORK_ENDPOINT_GROUPS];
 pub(super) const HEALTH_CHECKS: &[Collection] = &[resource::HEALTH_CHECKS];
 const INSTANCES: &[Collection] = &[resource::INSTANCES];
 
@@ -298,10 +299,22 @@ pub(super) fn read_backend_service(
         (),
         &[("EXTERNAL", ())],
         &[
-            ("EXTERNAL_MANAGED", "is not supported: this is the external passthrough load balancer"),
-            ("INTERNAL", "is not supported yet: this is the external passthrough load balancer"),
-            ("INTERNAL_MANAGED", "is not supported: this is the external passthrough load balancer"),
-            ("INTERNAL_SELF_MANAGED", "is not supported: this is the external passthrough load balancer"),
+            (
+                "EXTERNAL_MANAGED",
+                "is not supported: this is the external passthrough load balancer",
+            ),
+            (
+                "INTERNAL",
+                "is not supported yet: this is the external passthrough load balancer",
+            ),
+            (
+                "INTERNAL_MANAGED",
+                "is not supported: this is the external passthrough load balancer",
+            ),
+            (
+                "INTERNAL_SELF_MANAGED",
+                "is not supported: this is the external passthrough load balancer",
+            ),
         ],
     );
     let health_checks = refs(r, o, "healthChecks", HEALTH_CHECKS);
@@ -432,7 +445,10 @@ pub(super) fn read_backend_service(
                     n.pos,
                     &path,
                     msg,
-                    Some("a name, or `projects/PROJECT/locations/global/serviceLbPolicies/NAME`".into()),
+                    Some(
+                        "a name, or `projects/PROJECT/locations/global/serviceLbPolicies/NAME`"
+                            .into(),
+                    ),
                 );
                 None
             }
@@ -608,7 +624,13 @@ fn network_endpoint(r: &mut Reader, n: &Node, path: &str) -> Option<NetworkEndpo
         ("ipv6Address", "is not supported yet (IPv6 endpoints)"),
         ("fqdn", "is for internet network endpoint groups"),
     ];
-    let o = r.object_with(n, path, &["networkEndpoint", "instance", "ipAddress"], &["healths"], LATER)?;
+    let o = r.object_with(
+        n,
+        path,
+        &["networkEndpoint", "instance", "ipAddress"],
+        &["healths"],
+        LATER,
+    )?;
     let inner;
     let o = match o.get("networkEndpoint") {
         Some(e) => {
@@ -629,7 +651,9 @@ fn network_endpoint(r: &mut Reader, n: &Node, path: &str) -> Option<NetworkEndpo
             None
         }
     };
-    let ip = o.get("ipAddress").and_then(|n| r.ip(n, &o.path("ipAddress")));
+    let ip = o
+        .get("ipAddress")
+        .and_then(|n| r.ip(n, &o.path("ipAddress")));
     Some(NetworkEndpoint {
         instance: instance?,
         ip,
@@ -702,7 +726,10 @@ fn probe_data(r: &mut Reader, o: &Obj, name: &str) -> String {
         r.err(
             pos,
             &o.path(name),
-            format!("`{name}` is {} bytes long; the response is matched in the first {MAX_PROBE_DATA}", text.len()),
+            format!(
+                "`{name}` is {} bytes long; the response is matched in the first {MAX_PROBE_DATA}",
+                text.len()
+            ),
             Some(format!("ASCII text of at most {MAX_PROBE_DATA} bytes")),
         );
     }
@@ -806,7 +833,13 @@ fn read_probe(r: &mut Reader, o: &Obj, field: &'static str) -> (Probe, u16) {
             "proxyHeader",
         ]
     } else {
-        &["port", "portSpecification", "request", "response", "proxyHeader"]
+        &[
+            "port",
+            "portSpecification",
+            "request",
+            "response",
+            "proxyHeader",
+        ]
     };
     let named = "is not supported by backend services of passthrough load balancers: their health checks use a fixed `port`";
     let default_port = if field == "httpsHealthCheck" { 443 } else { 80 };
@@ -845,7 +878,10 @@ fn read_probe(r: &mut Reader, o: &Obj, field: &'static str) -> (Probe, u16) {
         "proxyHeader",
         (),
         &[("NONE", ())],
-        &[("PROXY_V1", "is not supported yet: nlbd's probes send no PROXY header")],
+        &[(
+            "PROXY_V1",
+            "is not supported yet: nlbd's probes send no PROXY header",
+        )],
     );
     let port = r.integer(&p, "port", u64::from(default_port), 1, 65535) as u16;
     let response = probe_data(r, &p, "response");
@@ -956,7 +992,10 @@ pub(super) fn read_service_lb_policy(
             &i,
             "isolationGranularity",
             false,
-            &[("REGION", true), ("ISOLATION_GRANULARITY_UNSPECIFIED", false)],
+            &[
+                ("REGION", true),
+                ("ISOLATION_GRANULARITY_UNSPECIFIED", false),
+            ],
             &[],
         );
         let mode = r.enumerated(

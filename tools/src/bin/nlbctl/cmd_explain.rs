@@ -125,7 +125,11 @@ pub fn run(args: Args) -> Result<(), CliError> {
         outln!(
             "slot     {s} (slice {base}..{} of {size} slots{})",
             u64::from(base) + u64::from(size),
-            if e.failed_over { ", backup pool's" } else { "" }
+            match (e.failed_over, compiled.service_decision(e.pool.as_deref().unwrap_or("")).is_some()) {
+                (true, true) => ", failover backends'",
+                (true, false) => ", backup pool's",
+                _ => "",
+            }
         );
     }
     if let Some(b) = &e.backend {
