@@ -820,6 +820,8 @@ pub struct NetworkEndpoint {
     pub instance: Ref,
     /// `ipAddress`, when given: must be the instance's address.
     pub ip: Option<IpAddr>,
+    /// Where `ipAddress` was written (the endpoint's position when it was not).
+    pub ip_pos: Pos,
     /// Where the endpoint was written.
     pub pos: Pos,
 }

@@ -333,7 +333,7 @@ fn user_errors_exit_1() {
     assert_eq!(o.status.code(), Some(1));
     let err = text(&o.stderr);
     assert!(
-        err.contains(":2:1: web-pol/web-2: no target pool named `web-pol` in examples/web.yaml, did you mean `web-pool`?"),
+        err.contains(":2:1: web-pol/web-2: no target pool or backend service named `web-pol` in examples/web.yaml, did you mean `web-pool`?"),
         "{err}"
     );
     assert!(

@@ -1074,9 +1074,15 @@ fn read_rule(r: &mut Reader, o: &Obj, index: usize) -> Option<ForwardingRule> {
     let match_fields_bad = r.diags.len() > errors_before;
     let (target, backend_service) = match (o.get("target"), o.get("backendService")) {
         (Some(t), Some(b)) => {
+            // The one written later is the one in excess.
+            let (later, field) = if t.pos > b.pos {
+                (t, "target")
+            } else {
+                (b, "backendService")
+            };
             r.err(
-                b.pos,
-                &o.path("backendService"),
+                later.pos,
+                &o.path(field),
                 "`target` and `backendService` exclude each other",
                 Some("a target pool or target instance in `target`, or a backend service in `backendService`".into()),
             );

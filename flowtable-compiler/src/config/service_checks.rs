@@ -272,6 +272,18 @@ fn check_service_references(d: &mut Diagnostics, c: &Config, idx: &Index) {
                 }
                 _ => {}
             }
+            if let Some(&other) = seen.get(&(!b.neg, name)) {
+                d.push(
+                    f,
+                    b.group.pos,
+                    path.clone(),
+                    format!(
+                        "this service has an instance group and a network endpoint group both named `{name}` ({base}.backends[{other}]): the service LB policy, health and `explain` name a service's groups by name"
+                    ),
+                    Some("groups of different names within one backend service".into()),
+                );
+                continue;
+            }
             if let Some(first) = seen.insert((b.neg, name), i) {
                 d.push(
                     f,
@@ -431,7 +443,7 @@ fn check_group_members(d: &mut Diagnostics, c: &Config, idx: &Index) {
             if let Some(ip) = e.ip.filter(|ip| *ip != inst.ip) {
                 d.push(
                     f,
-                    e.pos,
+                    e.ip_pos,
                     format!("{path}.ipAddress"),
                     format!(
                         "`ipAddress` {ip} is not the address of instance `{}` ({}, instances[{}], line {}): endpoints are delivered to their instance's address",
@@ -553,26 +565,14 @@ fn check_service_backends(d: &mut Diagnostics, c: &Config, idx: &Index) {
     }
 }
 
-/// Settings that depend on each other (the source product's rules, and the data plane's):
-/// `disableConnectionDrainOnFailover` only for TCP; `WEIGHTED_MAGLEV` needs an HTTP or HTTPS
-/// health check (the weight arrives in a response header); `PER_SESSION` tracking only where
-/// the session is the connection (the NIC tracks connections by their 5-tuple).
+/// Settings that depend on other objects: `WEIGHTED_MAGLEV` needs an HTTP or HTTPS health
+/// check (the weight arrives in a response header, SPEC R5.4). (The settings of one service
+/// that depend on each other, `disableConnectionDrainOnFailover` only for TCP and
+/// `PER_SESSION` tracking only where the session is the connection, are checked as it is read.)
 fn check_service_settings(d: &mut Diagnostics, c: &Config, idx: &Index) {
     let f = c.file.as_str();
     for s in &c.backend_services {
         let base = s.path();
-        if s.disable_connection_drain_on_failover && s.protocol != ServiceProtocol::Tcp {
-            d.push(
-                f,
-                s.loc.field("failoverPolicy"),
-                format!("{base}.failoverPolicy.disableConnectionDrainOnFailover"),
-                format!(
-                    "`disableConnectionDrainOnFailover` can be true only for protocol TCP, and this service's protocol is {}",
-                    s.protocol.name()
-                ),
-                Some("false, or protocol TCP".into()),
-            );
-        }
         if s.weighted() {
             let check = s
                 .health_checks
@@ -595,18 +595,6 @@ fn check_service_settings(d: &mut Diagnostics, c: &Config, idx: &Index) {
                     Some("an HTTP or HTTPS health check, or MAGLEV".into()),
                 );
             }
-        }
-        if s.tracking_mode == TrackingMode::PerSession && !s.five_tuple_affinity() {
-            d.push(
-                f,
-                s.loc.field("connectionTrackingPolicy"),
-                format!("{base}.connectionTrackingPolicy.trackingMode"),
-                format!(
-                    "PER_SESSION tracking with sessionAffinity {} is not supported: it would track by the affinity's key, and the NIC's connection table tracks each connection by its own 5-tuple",
-                    s.session_affinity.name()
-                ),
-                Some("PER_CONNECTION, or PER_SESSION with sessionAffinity NONE or CLIENT_IP_PORT_PROTO (where the two are the same)".into()),
-            );
         }
     }
 }

@@ -366,6 +366,24 @@ pub(super) fn read_backend_service(
             ],
             &[],
         );
+        // The NIC tracks each connection by its own 5-tuple: PER_SESSION is that only under
+        // a 5-tuple affinity (the source product's PER_SESSION with a shorter affinity tracks
+        // by the affinity's key, which the connection table cannot).
+        let five_tuple = matches!(
+            session_affinity,
+            Affinity::None | Affinity::ClientIpPortProto
+        );
+        if tracking_mode == TrackingMode::PerSession && !five_tuple {
+            r.err(
+                t.loc(0).field("trackingMode"),
+                &t.path("trackingMode"),
+                format!(
+                    "PER_SESSION tracking with sessionAffinity {} is not supported: it would track by the affinity's key, and the NIC's connection table tracks each connection by its own 5-tuple",
+                    session_affinity.name()
+                ),
+                Some("PER_CONNECTION, or PER_SESSION with sessionAffinity NONE or CLIENT_IP_PORT_PROTO (where the two are the same)".into()),
+            );
+        }
         persistence = r.enumerated(
             &t,
             "connectionPersistenceOnUnhealthyBackends",
@@ -401,6 +419,19 @@ pub(super) fn read_backend_service(
         drop_traffic_if_unhealthy = boolean(r, &f, "dropTrafficIfUnhealthy", false);
         disable_connection_drain_on_failover =
             boolean(r, &f, "disableConnectionDrainOnFailover", false);
+        // compute v1 BackendServiceFailoverPolicy: "can be set to true only if the protocol
+        // is TCP".
+        if disable_connection_drain_on_failover && protocol != ServiceProtocol::Tcp {
+            r.err(
+                f.loc(0).field("disableConnectionDrainOnFailover"),
+                &f.path("disableConnectionDrainOnFailover"),
+                format!(
+                    "`disableConnectionDrainOnFailover` can be true only for protocol TCP, and this service's protocol is {}",
+                    protocol.name()
+                ),
+                Some("false, or protocol TCP".into()),
+            );
+        }
     }
     let locality_lb_policy = r.enumerated(
         o,
@@ -508,7 +539,8 @@ fn read_backend(r: &mut Reader, o: &Obj, index: usize) -> Option<Backend> {
             ("CUSTOM_METRICS", PROXY_ONLY),
         ],
     );
-    let given: Vec<&'static str> = [
+    // In the order written: the later one is the one in excess.
+    let mut given: Vec<&'static str> = [
         "maxConnections",
         "maxConnectionsPerInstance",
         "maxConnectionsPerEndpoint",
@@ -516,6 +548,7 @@ fn read_backend(r: &mut Reader, o: &Obj, index: usize) -> Option<Backend> {
     .into_iter()
     .filter(|f| o.get(f).is_some())
     .collect();
+    given.sort_by_key(|f| o.get(f).map(|n| n.pos));
     let mut max_connections = None;
     if given.len() > 1 {
         r.err(
@@ -657,6 +690,7 @@ fn network_endpoint(r: &mut Reader, n: &Node, path: &str) -> Option<NetworkEndpo
     Some(NetworkEndpoint {
         instance: instance?,
         ip,
+        ip_pos: o.loc(0).field("ipAddress"),
         pos: o.pos,
     })
 }
