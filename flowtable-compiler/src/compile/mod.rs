@@ -1140,6 +1140,42 @@ impl Compiled {
             why.push_str("; ");
             why.push_str(step);
         }
+        // Which groups take new connections, where they are, and why.
+        let shares: Vec<String> = fill
+            .decision
+            .groups
+            .iter()
+            .filter(|g| g.share > 0.0)
+            .map(|g| {
+                let place = sp
+                    .groups
+                    .iter()
+                    .find(|x| x.name == g.name)
+                    .map(|x| {
+                        if x.zone.is_empty() {
+                            x.region.clone()
+                        } else {
+                            x.zone.clone()
+                        }
+                    })
+                    .unwrap_or_default();
+                let place = if place.is_empty() {
+                    String::new()
+                } else {
+                    format!(" in {place}")
+                };
+                let why = if g.why.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", g.why)
+                };
+                format!("{}{place} {:.1} %{why}", g.name, 100.0 * g.share)
+            })
+            .collect();
+        if !shares.is_empty() {
+            why.push_str("; new connections: ");
+            why.push_str(&shares.join(", "));
+        }
         if !fill.note.is_empty() {
             why.push_str("; ");
             why.push_str(&fill.note);
