@@ -417,3 +417,54 @@ fn recompile_equals_a_full_compile() {
     assert_eq!(c.tables, full.tables);
     assert_eq!(c.pools, full.pools);
 }
+
+/// docs/pipeline.md §3–§4 as the reference semantics (and so `explain`) reads the tables: a
+/// flow of any protocol but TCP and UDP looks up the VIP's protocol-0 entry, which only an
+/// L3_DEFAULT rule makes; it carries no ports.
+#[test]
+fn other_protocols_reach_the_l3_default_rule() {
+    use flowtable_compiler::{explain, Flow, Fragment};
+    let c = build(L3, &HealthState::new());
+    let flow = |protocol: u8, dst: &str, port: u16| Flow {
+        protocol,
+        src: "198.51.100.7".parse().unwrap(),
+        src_port: 40000,
+        dst: dst.parse().unwrap(),
+        dst_port: port,
+        fragment: Fragment::No,
+    };
+    for protocol in [1u8, 47, 50, 132] {
+        let e = explain(
+            &c.tables,
+            &c.nic,
+            &c.symbols,
+            &flow(protocol, "203.0.113.60", 7),
+        );
+        assert_eq!(
+            (e.verdict.as_str(), e.rule.as_deref(), e.backend.as_deref()),
+            ("forward", Some("all"), Some("a")),
+            "protocol {protocol}: {e:?}"
+        );
+        assert!(
+            e.steps[0].contains("other protocols (L3_DEFAULT) all ports"),
+            "{e:?}"
+        );
+    }
+    let e = explain(&c.tables, &c.nic, &c.symbols, &flow(6, "203.0.113.60", 443));
+    assert_eq!(e.rule.as_deref(), Some("tls"));
+    let e = explain(
+        &c.tables,
+        &c.nic,
+        &c.symbols,
+        &flow(17, "203.0.113.60", 443),
+    );
+    assert_eq!(e.rule.as_deref(), Some("all"), "UDP 443 is no TCP rule's");
+    // Without an L3_DEFAULT rule, other protocols match nothing (SPEC R2.4).
+    let tcp_only = L3.replace(
+        "  - {name: all, IPAddress: 203.0.113.60, IPProtocol: L3_DEFAULT, allPorts: true, backendService: s}\n",
+        "",
+    );
+    let c = build(&tcp_only, &HealthState::new());
+    let e = explain(&c.tables, &c.nic, &c.symbols, &flow(1, "203.0.113.60", 0));
+    assert_eq!((e.verdict.as_str(), e.reason.as_str()), ("pass", "NO_RULE"));
+}
