@@ -520,4 +520,26 @@ fn backend_service_example_compiles_and_explains() {
         (v["rule"].as_str(), v["pool"].as_str()),
         (Some("edge-tls"), Some("tls"))
     );
+    // ICMP has no ports and no rule of its own: the L3_DEFAULT rule's protocol-0 entry.
+    let o = nlbctl(&[
+        "explain",
+        "examples/backend-service.yaml",
+        "--src",
+        "198.51.100.7:0",
+        "--dst",
+        "203.0.113.60:0",
+        "--proto",
+        "icmp",
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let s = text(&o.stdout);
+    assert!(
+        s.contains("flow     icmp 198.51.100.7 -> 203.0.113.60"),
+        "{s}"
+    );
+    assert!(
+        s.contains("rule edge-all (id 0): 203.0.113.60 other protocols (L3_DEFAULT) all ports"),
+        "{s}"
+    );
+    assert!(s.contains("verdict  forward (FORWARDED)"), "{s}");
 }
