@@ -468,3 +468,84 @@ fn other_protocols_reach_the_l3_default_rule() {
     let e = explain(&c.tables, &c.nic, &c.symbols, &flow(1, "203.0.113.60", 0));
     assert_eq!((e.verdict.as_str(), e.reason.as_str()), ("pass", "NO_RULE"));
 }
+
+/// SPEC R10.4: the order of lists in the file changes nothing, for backend services too
+/// (groups, backends and endpoints are taken by name).
+#[test]
+fn reordered_lists_compile_to_identical_tables() {
+    let a = config(FAILOVER);
+    let reordered = FAILOVER
+        .replace(
+            "      - {group: primary}\n      - {group: standby, failover: true}\n",
+            "      - {group: standby, failover: true}\n      - {group: primary}\n",
+        )
+        .replace("[p1, p2, p3, p4]", "[p4, p2, p3, p1]")
+        .replace(
+            "  - {name: primary, zone: r1-a, instances: [p4, p2, p3, p1]}\n  - {name: standby, zone: r1-b, instances: [s1, s2]}\n",
+            "  - {name: standby, zone: r1-b, instances: [s2, s1]}\n  - {name: primary, zone: r1-a, instances: [p4, p2, p3, p1]}\n",
+        );
+    assert_ne!(reordered, FAILOVER);
+    let b = config(&reordered);
+    assert_eq!(a.digest(), b.digest());
+    let mut h = HealthState::new();
+    down(&mut h, "app", &["p1", "p2", "p3"]);
+    let (x, y) = (
+        compile(&a, &h, &CompileOptions::default()).unwrap(),
+        compile(&b, &h, &CompileOptions::default()).unwrap(),
+    );
+    assert_eq!(x.tables, y.tables);
+    assert_eq!(x.image(1).write().unwrap(), y.image(1).write().unwrap());
+}
+
+/// The pool table holds target pools, target instances and backend services together (128 in
+/// the `sim` profile): the 129th pool, a backend service, is refused at its line.
+#[test]
+fn backend_services_count_against_the_pool_table() {
+    let mut text = String::from(
+        "instances:\n  - {name: a, ip: 192.0.2.1, mac: 02:00:00:00:00:01}\ninstanceGroups:\n  - {name: g, instances: [a]}\ntargetPools:\n",
+    );
+    for i in 0..100 {
+        text.push_str(&format!("  - {{name: p{i:03}, instances: [a]}}\n"));
+    }
+    text.push_str("regionBackendServices:\n");
+    for i in 0..29 {
+        text.push_str(&format!(
+            "  - {{name: s{i:02}, region: r, backends: [{{group: g}}]}}\n"
+        ));
+    }
+    let err = compile(
+        &config(&text),
+        &HealthState::new(),
+        &CompileOptions::default(),
+    )
+    .expect_err("129 pools");
+    let s = err.to_string();
+    // 100 target pools, then services by name: s28 is the 129th pool, on the file's line 134.
+    let line = text.lines().position(|l| l.contains("name: s28")).unwrap() + 1;
+    assert!(
+        s.contains(&format!("t.yaml:{line}:5: regionBackendServices[28]: 129 target pools, target instances and backend services, but the sim profile's pool table holds 128")),
+        "{s}"
+    );
+}
+
+/// A health file names a backend service's endpoints as `SERVICE/INSTANCE` (SPEC R5.5);
+/// anything else is refused with what would be valid.
+#[test]
+fn health_files_name_service_endpoints() {
+    let c = config(FAILOVER);
+    let h = HealthState::parse("h.yaml", "app/p1: {healthy: false}\n").unwrap();
+    assert!(h.check_names(&c).is_empty());
+    let h = HealthState::parse("h.yaml", "app/q1: {healthy: false}\n").unwrap();
+    let d = h.check_names(&c).to_string();
+    assert!(
+        d.contains("h.yaml:1:1: app/q1: `q1` is not an endpoint of backend service `app`")
+            && d.contains("(valid: app/NAME with NAME among p1, p2, p3, p4, s1, s2)"),
+        "{d}"
+    );
+    let h = HealthState::parse("h.yaml", "ap/p1: {healthy: false}\n").unwrap();
+    let d = h.check_names(&c).to_string();
+    assert!(
+        d.contains("no target pool or backend service named `ap` in t.yaml, did you mean `app`?"),
+        "{d}"
+    );
+}
