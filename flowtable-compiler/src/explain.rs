@@ -98,9 +98,23 @@ fn hex(bytes: &[u8]) -> String {
 
 fn proto_name(p: u8) -> String {
     match p {
+        1 => "ICMP".into(),
         6 => "TCP".into(),
         17 => "UDP".into(),
+        47 => "GRE".into(),
+        50 => "ESP".into(),
+        51 => "AH".into(),
+        58 => "ICMPv6".into(),
+        132 => "SCTP".into(),
         n => format!("protocol {n}"),
+    }
+}
+
+/// A VIP entry's protocol: 6, 17, or 0 for the entry of an `L3_DEFAULT` rule (§3).
+fn vip_proto_name(p: u8) -> String {
+    match p {
+        0 => "other protocols (L3_DEFAULT)".into(),
+        n => proto_name(n),
     }
 }
 
@@ -171,6 +185,7 @@ pub fn explain(tables: &Tables, nic: &NicSettings, symbols: &Symbols, flow: &Flo
         ways: 1,
         vip: VipEntry::default(),
         pool: PoolEntry::default(),
+        service_pool: false,
         unmatched: String::new(),
         last: String::new(),
     };
@@ -182,8 +197,9 @@ pub fn explain(tables: &Tables, nic: &NicSettings, symbols: &Symbols, flow: &Flo
 
 /// The packet the reference looks up for `flow`.
 fn packet_of(flow: &Flow) -> Packet {
-    // A later fragment carries no ports (docs/pipeline.md §2), whatever the caller gave.
-    let ports = flow.fragment != Fragment::Later;
+    // A later fragment carries no ports (docs/pipeline.md §2), whatever the caller gave, and
+    // neither does any protocol but TCP and UDP.
+    let ports = flow.fragment != Fragment::Later && matches!(flow.protocol, 6 | 17);
     Packet {
         flow: nlb_reference::Flow {
             protocol: flow.protocol,
@@ -251,6 +267,8 @@ struct Wording<'a> {
     vip: VipEntry,
     /// The pool descriptor read.
     pool: PoolEntry,
+    /// The pool is a backend service (its slices are its service LB policy's).
+    service_pool: bool,
     /// Why no rule matched, for the verdict of an unmatched packet.
     unmatched: String,
     /// The step that ended the lookup, worded with the verdict.
@@ -311,7 +329,9 @@ impl Wording<'_> {
                 slot,
                 backend,
             } => {
-                if size == 0 {
+                if size == 0 && self.service_pool {
+                    self.last = "no slot: the service LB policy drops new connections (STRICT isolation with nothing healthy in the nearest region, or dropTrafficIfUnhealthy with nothing healthy; SPEC R6.5)".into();
+                } else if size == 0 {
                     self.last = "the pool has no backend".into();
                 } else {
                     self.e.slot = u32::try_from(slot).ok();
@@ -379,7 +399,7 @@ impl Wording<'_> {
                 self.e.steps.push(format!(
                     "rule {name} (id {rule}): {} {} {}; VIP table bucket {bucket}, way {way}",
                     u128_to_addr(entry.addr),
-                    proto_name(entry.protocol),
+                    vip_proto_name(entry.protocol),
                     ports_of(&entry, slot),
                 ));
                 self.e.rule = Some(name);
@@ -443,13 +463,19 @@ impl Wording<'_> {
         self.pool = pool;
         let symbols = self.ctx.symbols;
         let name = symbols.pool(id).unwrap_or("?").to_string();
-        let serving = if pool.failed_over {
-            format!(
+        let service = symbols
+            .pools
+            .get(usize::from(id))
+            .is_some_and(|p| p.kind == crate::symbols::PoolKind::BackendService);
+        self.service_pool = service;
+        let serving = match (pool.failed_over, service) {
+            (true, true) => "failed over: its failover backends' slice serves".to_string(),
+            (true, false) => format!(
                 "failed over: backup pool {}'s slice serves",
                 symbols.pool(pool.backup_pool).unwrap_or("?")
-            )
-        } else {
-            "its own slice serves".to_string()
+            ),
+            (false, true) => "its primary backends' slice serves".to_string(),
+            (false, false) => "its own slice serves".to_string(),
         };
         self.e.steps.push(format!(
             "pool {name} (id {id}): affinity {}, delivery {}; {serving}: slots {}..{} ({} slots)",

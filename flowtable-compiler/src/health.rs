@@ -201,6 +201,7 @@ impl HealthState {
             .target_pools
             .iter()
             .map(|p| p.name.as_str())
+            .chain(config.backend_services.iter().map(|b| b.name.as_str()))
             .collect();
         let hint = |name: &str, among: &[&str]| {
             did_you_mean(name, among)
@@ -225,6 +226,39 @@ impl HealthState {
         }
         for (pool, instance) in self.members.keys() {
             let key = format!("{pool}/{instance}");
+            // A backend service's members are the endpoints of its groups.
+            let service_members = config
+                .backend_services
+                .iter()
+                .find(|b| b.name == *pool)
+                .map(|b| {
+                    let mut v: Vec<&str> = b
+                        .backends
+                        .iter()
+                        .flat_map(|x| config.group_members(x))
+                        .collect();
+                    v.sort_unstable();
+                    v.dedup();
+                    v
+                });
+            if let Some(members) = service_members {
+                if !members.contains(&instance.as_str()) {
+                    d.push(
+                        &self.file,
+                        pos(&key),
+                        key.as_str(),
+                        format!(
+                            "`{instance}` is not an endpoint of backend service `{pool}`{}",
+                            hint(instance, &members)
+                        ),
+                        Some(format!(
+                            "{pool}/NAME with NAME among {}",
+                            members.join(", ")
+                        )),
+                    );
+                }
+                continue;
+            }
             let Some(p) = config.target_pools.iter().find(|p| p.name == *pool) else {
                 let what = if config.target_instances.iter().any(|t| t.name == *pool) {
                     format!(
@@ -232,7 +266,7 @@ impl HealthState {
                     )
                 } else {
                     format!(
-                        "no target pool named `{pool}` in {}{}",
+                        "no target pool or backend service named `{pool}` in {}{}",
                         config.file,
                         hint(pool, &pools)
                     )

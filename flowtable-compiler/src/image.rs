@@ -311,12 +311,19 @@ impl Image {
                     p.push(match pool.kind {
                         PoolKind::TargetPool => 0,
                         PoolKind::TargetInstance => 1,
+                        PoolKind::BackendService => 2,
                     });
                     put_u32(&mut p, pool.own_base);
                     put_u32(&mut p, pool.own_size);
                     put_u32(&mut p, pool.members.len() as u32);
                     for m in &pool.members {
                         put_u16(&mut p, *m);
+                    }
+                    // Only a backend service has a second slice (so images without one are
+                    // byte for byte what they were).
+                    if pool.kind == PoolKind::BackendService {
+                        put_u32(&mut p, pool.failover_base);
+                        put_u32(&mut p, pool.failover_size);
                     }
                 }
                 put_u32(&mut p, s.backends.len() as u32);
@@ -553,6 +560,7 @@ impl Image {
                     let kind = match c.u8()? {
                         0 => PoolKind::TargetPool,
                         1 => PoolKind::TargetInstance,
+                        2 => PoolKind::BackendService,
                         k => return Err(bad(format!("pool kind {k} unknown"))),
                     };
                     let own_base = c.u32()?;
@@ -562,11 +570,18 @@ impl Image {
                     for _ in 0..m {
                         members.push(c.u16()?);
                     }
+                    let (failover_base, failover_size) = if kind == PoolKind::BackendService {
+                        (c.u32()?, c.u32()?)
+                    } else {
+                        (0, 0)
+                    };
                     pools.push(PoolSymbol {
                         name,
                         kind,
                         own_base,
                         own_size,
+                        failover_base,
+                        failover_size,
                         members,
                     });
                 }

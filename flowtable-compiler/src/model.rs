@@ -110,25 +110,32 @@ pub enum Protocol {
     Tcp,
     /// UDP (17).
     Udp,
+    /// `L3_DEFAULT`: every protocol that no TCP or UDP rule of the VIP takes (ICMP, ESP, GRE,
+    /// SCTP, ..., and the TCP and UDP ports no other rule holds). Only for backend services,
+    /// with all ports (SPEC R2, docs/pipeline.md §3–§4).
+    L3Default,
 }
 
 impl Protocol {
     /// Every accepted name, as the REST API spells them.
-    pub const NAMES: [&'static str; 2] = ["TCP", "UDP"];
+    pub const NAMES: [&'static str; 3] = ["TCP", "UDP", "L3_DEFAULT"];
 
-    /// The IP protocol number.
+    /// The VIP protocol of the rule's VIP-table entry (docs/pipeline.md §3): the IP protocol
+    /// number for TCP and UDP, 0 ("every other protocol") for `L3_DEFAULT`.
     pub fn number(self) -> u8 {
         match self {
             Protocol::Tcp => 6,
             Protocol::Udp => 17,
+            Protocol::L3Default => 0,
         }
     }
 
-    /// From an IP protocol number.
+    /// From a VIP protocol (6, 17 or 0).
     pub fn from_number(n: u8) -> Option<Protocol> {
         match n {
             6 => Some(Protocol::Tcp),
             17 => Some(Protocol::Udp),
+            0 => Some(Protocol::L3Default),
             _ => None,
         }
     }
@@ -138,6 +145,7 @@ impl Protocol {
         match self {
             Protocol::Tcp => "TCP",
             Protocol::Udp => "UDP",
+            Protocol::L3Default => "L3_DEFAULT",
         }
     }
 }
@@ -238,6 +246,35 @@ impl Ratio {
         &self.text
     }
 
+    /// 1, as written `1`.
+    pub fn one() -> Ratio {
+        Ratio {
+            text: "1".into(),
+            whole: 1,
+            digits: Vec::new(),
+        }
+    }
+
+    /// 0.1, as written `0.1`.
+    pub fn tenth() -> Ratio {
+        Ratio {
+            text: "0.1".into(),
+            whole: 0,
+            digits: vec![1],
+        }
+    }
+
+    /// Whether it is 0.
+    pub fn is_zero(&self) -> bool {
+        self.whole == 0 && self.digits.is_empty()
+    }
+
+    /// Compares the numbers exactly (`0.50` equals `.5`).
+    pub fn compare(&self, other: &Ratio) -> std::cmp::Ordering {
+        // Fraction digits carry no trailing zeros, so digit strings compare as numbers.
+        (self.whole, &self.digits).cmp(&(other.whole, &other.digits))
+    }
+
     /// The same number in one spelling whatever the text (`0.50`, `.5` and `5e-1` agree).
     pub fn canonical(&self) -> String {
         let frac: String = self.digits.iter().map(|d| char::from(b'0' + d)).collect();
@@ -254,14 +291,28 @@ impl Ratio {
     }
 
     /// Whether `part ≤ ratio × total`, exactly (long division of `part / total` compared digit
-    /// by digit with the written decimal; with `total = 0`, whether `part` is 0).
+    /// by digit with the written decimal; with `total = 0`, whether `part` is 0). The target
+    /// pool's failover test (SPEC R1: at or below the ratio).
     pub fn at_or_above(&self, part: u64, total: u64) -> bool {
         if total == 0 {
             return part == 0;
         }
+        self.fraction_cmp(part, total) != std::cmp::Ordering::Greater
+    }
+
+    /// Whether `part < ratio × total`, exactly; false with `total = 0`. The backend service's
+    /// failover test (`failoverPolicy.failoverRatio`: strictly below the ratio).
+    pub fn above_fraction(&self, part: u64, total: u64) -> bool {
+        total != 0 && self.fraction_cmp(part, total) == std::cmp::Ordering::Less
+    }
+
+    /// `part / total` compared with the ratio, exactly: long division of `part / total`
+    /// compared digit by digit with the written decimal. `total` must not be 0.
+    fn fraction_cmp(&self, part: u64, total: u64) -> std::cmp::Ordering {
+        use std::cmp::Ordering;
         let whole = part / total;
         if whole != u64::from(self.whole) {
-            return whole < u64::from(self.whole);
+            return whole.cmp(&u64::from(self.whole));
         }
         let mut rem = u128::from(part % total);
         let total = u128::from(total);
@@ -269,11 +320,15 @@ impl Ratio {
             let q = rem * 10 / total;
             rem = rem * 10 % total;
             if q != u128::from(d) {
-                return q < u128::from(d);
+                return q.cmp(&u128::from(d));
             }
         }
-        // Every written digit equal: at or below only if the quotient ends here.
-        rem == 0
+        // Every written digit equal: equal only if the quotient ends here.
+        if rem == 0 {
+            Ordering::Equal
+        } else {
+            Ordering::Greater
+        }
     }
 }
 
@@ -337,8 +392,27 @@ pub struct Nic {
     pub health_check_source_ranges: Vec<Prefix>,
     /// Next-hop MAC for IPIP/GUE backends that have no `mac` of their own.
     pub next_hop_mac: Option<u64>,
+    /// The NIC's own region (empty when not given): the "client" location of the service LB
+    /// policy (SPEC R6). Taken from `zone` when only that is given.
+    pub region: String,
+    /// The NIC's own zone (empty when not given).
+    pub zone: String,
+    /// Other regions, nearest first (`regionOrder`); regions not listed come after them, by
+    /// name.
+    pub region_order: Vec<String>,
     /// Where the section was written.
     pub loc: Loc,
+}
+
+impl Nic {
+    /// Where the NIC is, for the service LB policy.
+    pub fn locality(&self) -> crate::policy::Locality {
+        crate::policy::Locality {
+            region: self.region.clone(),
+            zone: self.zone.clone(),
+            region_order: self.region_order.clone(),
+        }
+    }
 }
 
 impl Default for Nic {
@@ -351,6 +425,9 @@ impl Default for Nic {
             outer_source_ipv6: None,
             health_check_source_ranges: Vec::new(),
             next_hop_mac: None,
+            region: String::new(),
+            zone: String::new(),
+            region_order: Vec::new(),
             loc: Loc::default(),
         }
     }
@@ -363,15 +440,19 @@ pub struct ForwardingRule {
     pub name: String,
     /// The VIP.
     pub ip_address: IpAddr,
-    /// `TCP` or `UDP`.
+    /// `TCP`, `UDP` or `L3_DEFAULT`.
     pub ip_protocol: Protocol,
     /// Destination ports, sorted and disjoint: the one `portRange`, the `ports` (adjacent ones
     /// merged into one range), or [`PortRange::ALL`] when neither is given. Never empty.
     pub port_ranges: Vec<PortRange>,
     /// Region (empty when not given): checked against the target's.
     pub region: String,
-    /// A target pool or a target instance.
+    /// What the rule sends its packets to: a target pool or a target instance (`target`), or a
+    /// backend service (`backendService`, see [`ForwardingRule::backend_service`]). Pools of
+    /// every kind share one namespace, so the name alone names the pool.
     pub target: Ref,
+    /// Whether `target` was written as `backendService` (a backend service).
+    pub backend_service: bool,
     /// Source allow-list (SPEC R9); empty = everyone.
     pub source_ranges: Vec<Prefix>,
     /// Where it was written.
@@ -476,6 +557,378 @@ pub struct HttpHealthCheck {
     pub loc: Loc,
 }
 
+/// `protocol` of a backend service: which forwarding rules may send it packets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServiceProtocol {
+    /// TCP rules.
+    Tcp,
+    /// UDP rules.
+    Udp,
+    /// Any rule, and the only one an `L3_DEFAULT` rule may name.
+    Unspecified,
+}
+
+impl ServiceProtocol {
+    /// The REST API name.
+    pub fn name(self) -> &'static str {
+        match self {
+            ServiceProtocol::Tcp => "TCP",
+            ServiceProtocol::Udp => "UDP",
+            ServiceProtocol::Unspecified => "UNSPECIFIED",
+        }
+    }
+
+    /// Whether a forwarding rule of `protocol` may name a service of this protocol: the same
+    /// protocol, or `UNSPECIFIED` for any (and only `UNSPECIFIED` for `L3_DEFAULT`).
+    pub fn serves(self, protocol: Protocol) -> bool {
+        matches!(
+            (self, protocol),
+            (ServiceProtocol::Unspecified, _)
+                | (ServiceProtocol::Tcp, Protocol::Tcp)
+                | (ServiceProtocol::Udp, Protocol::Udp)
+        )
+    }
+}
+
+/// `connectionTrackingPolicy.trackingMode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TrackingMode {
+    /// The default: connections are tracked by their 5-tuple (3-tuple without ports).
+    PerConnection,
+    /// Connections are tracked by the session affinity's key. Accepted only where that key
+    /// is the connection's own (5-tuple affinities), see docs/config.md.
+    PerSession,
+}
+
+impl TrackingMode {
+    /// The REST API name.
+    pub fn name(self) -> &'static str {
+        match self {
+            TrackingMode::PerConnection => "PER_CONNECTION",
+            TrackingMode::PerSession => "PER_SESSION",
+        }
+    }
+}
+
+/// `connectionTrackingPolicy.connectionPersistenceOnUnhealthyBackends` (SPEC R4.1): what
+/// happens to established connections of a backend that turns unhealthy. The NIC keeps a
+/// connection while its entry stays; the host's slow path removes the entries this setting
+/// does not keep.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Persistence {
+    /// The default: TCP connections stay (under `PER_CONNECTION` tracking, or a 5-tuple
+    /// affinity); UDP flows and every other protocol choose again.
+    DefaultForProtocol,
+    /// Connections of an unhealthy backend choose again (unless every backend is unhealthy).
+    NeverPersist,
+    /// Connections stay whatever the protocol.
+    AlwaysPersist,
+}
+
+impl Persistence {
+    /// The REST API name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Persistence::DefaultForProtocol => "DEFAULT_FOR_PROTOCOL",
+            Persistence::NeverPersist => "NEVER_PERSIST",
+            Persistence::AlwaysPersist => "ALWAYS_PERSIST",
+        }
+    }
+
+    /// Whether an established connection of IP protocol `protocol` stays on its backend when
+    /// that backend turns unhealthy, under `tracking` (the source product's rule, quoted in
+    /// docs/config.md).
+    pub fn keeps(self, protocol: u8, tracking: TrackingMode, five_tuple_affinity: bool) -> bool {
+        match self {
+            Persistence::AlwaysPersist => true,
+            Persistence::NeverPersist => false,
+            Persistence::DefaultForProtocol => {
+                // Connection-oriented protocols: TCP (6) and SCTP (132).
+                matches!(protocol, 6 | 132)
+                    && (tracking == TrackingMode::PerConnection || five_tuple_affinity)
+            }
+        }
+    }
+}
+
+/// `localityLbPolicy` of a backend service (SPEC R5.6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LocalityLbPolicy {
+    /// The default: endpoints share by the service LB policy alone.
+    Maglev,
+    /// Endpoints share within their group by the weights their health probes report
+    /// (`X-Load-Balancing-Endpoint-Weight`, SPEC R5.4).
+    WeightedMaglev,
+}
+
+impl LocalityLbPolicy {
+    /// The REST API name.
+    pub fn name(self) -> &'static str {
+        match self {
+            LocalityLbPolicy::Maglev => "MAGLEV",
+            LocalityLbPolicy::WeightedMaglev => "WEIGHTED_MAGLEV",
+        }
+    }
+}
+
+/// The capacity of a backend (`balancingMode: CONNECTION`, SPEC R6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MaxConnections {
+    /// `maxConnections`: the whole group.
+    PerGroup(u64),
+    /// `maxConnectionsPerInstance`: each instance of an instance group.
+    PerInstance(u64),
+    /// `maxConnectionsPerEndpoint`: each endpoint of a network endpoint group.
+    PerEndpoint(u64),
+}
+
+impl MaxConnections {
+    /// The field it was written as.
+    pub fn field(self) -> &'static str {
+        match self {
+            MaxConnections::PerGroup(_) => "maxConnections",
+            MaxConnections::PerInstance(_) => "maxConnectionsPerInstance",
+            MaxConnections::PerEndpoint(_) => "maxConnectionsPerEndpoint",
+        }
+    }
+
+    /// Connections of a group of `members` endpoints (before `capacityScaler`).
+    pub fn of(self, members: usize) -> f64 {
+        match self {
+            MaxConnections::PerGroup(n) => n as f64,
+            MaxConnections::PerInstance(n) | MaxConnections::PerEndpoint(n) => {
+                n as f64 * members as f64
+            }
+        }
+    }
+}
+
+/// One entry of a backend service's `backends[]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Backend {
+    /// The instance group or network endpoint group.
+    pub group: Ref,
+    /// Whether `group` names a network endpoint group (else an instance group).
+    pub neg: bool,
+    /// Capacity in connections, when given (every backend of a service gives one, or none
+    /// does).
+    pub max_connections: Option<MaxConnections>,
+    /// `capacityScaler`: 0, or 0.1 to 1 (default 1), exactly as written.
+    pub capacity_scaler: Ratio,
+    /// `failover`: a failover backend of the service's `failoverPolicy`.
+    pub failover: bool,
+    /// `preference`: `PREFERRED` backends fill first (SPEC R6.6).
+    pub preference: crate::policy::Preference,
+    /// Where it was written (`backends[index]`).
+    pub loc: Loc,
+}
+
+/// A backend service (`backendServices`, global, or `regionBackendServices`): the pool of a
+/// backend-service passthrough load balancer (SPEC R1, R6).
+#[derive(Debug, Clone, PartialEq)]
+pub struct BackendService {
+    /// Unique name among all pools (target pools, target instances, backend services).
+    pub name: String,
+    /// Its region; empty for a global backend service, whose backends may be anywhere.
+    pub region: String,
+    /// Written as a global backend service (`backendServices`, or pasted without `region`).
+    pub global: bool,
+    /// Which forwarding rules may name it.
+    pub protocol: ServiceProtocol,
+    /// At most one health check (`healthChecks`, the newer kind).
+    pub health_checks: Vec<Ref>,
+    /// The backend groups.
+    pub backends: Vec<Backend>,
+    /// Which flow key feeds the Maglev hash (SPEC R3.1), including the 5-tuple
+    /// `CLIENT_IP_PORT_PROTO` and the 1-tuple `CLIENT_IP_NO_DESTINATION`.
+    pub session_affinity: Affinity,
+    /// `connectionTrackingPolicy.trackingMode`.
+    pub tracking_mode: TrackingMode,
+    /// `connectionTrackingPolicy.connectionPersistenceOnUnhealthyBackends`.
+    pub persistence: Persistence,
+    /// `connectionTrackingPolicy.idleTimeoutSec`: connection idle timeout, seconds.
+    pub idle_timeout_sec: u16,
+    /// `failoverPolicy.failoverRatio` (0 when not given: fail over when no primary endpoint is
+    /// healthy).
+    pub failover_ratio: Option<Ratio>,
+    /// `failoverPolicy.dropTrafficIfUnhealthy`.
+    pub drop_traffic_if_unhealthy: bool,
+    /// `failoverPolicy.disableConnectionDrainOnFailover` (the slow path's).
+    pub disable_connection_drain_on_failover: bool,
+    /// `localityLbPolicy`.
+    pub locality_lb_policy: LocalityLbPolicy,
+    /// `connectionDraining.drainingTimeoutSec` (0..=3600, the slow path's).
+    pub draining_timeout_sec: u32,
+    /// `serviceLbPolicy`, when given.
+    pub service_lb_policy: Option<Ref>,
+    /// How packets reach the backends (our extension, as for target pools).
+    pub delivery: Delivery,
+    /// Where it was written.
+    pub loc: Loc,
+}
+
+impl BackendService {
+    /// The section its messages are in.
+    pub fn section(&self) -> &'static str {
+        if self.global {
+            "backendServices"
+        } else {
+            "regionBackendServices"
+        }
+    }
+
+    /// `backendServices[2]`, as messages name it.
+    pub fn path(&self) -> String {
+        format!("{}[{}]", self.section(), self.loc.index)
+    }
+
+    /// Whether probe weights shape the shares within a group (SPEC R5.6).
+    pub fn weighted(&self) -> bool {
+        self.locality_lb_policy == LocalityLbPolicy::WeightedMaglev
+    }
+
+    /// Whether its affinity keys the 5-tuple (`NONE`, `CLIENT_IP_PORT_PROTO`).
+    pub fn five_tuple_affinity(&self) -> bool {
+        matches!(
+            self.session_affinity,
+            Affinity::None | Affinity::ClientIpPortProto
+        )
+    }
+}
+
+/// A zonal instance group (`compute#instanceGroup`): a backend of backend services. Its
+/// members are our own `instances` field (Google Cloud's `describe` does not print them; the
+/// items of `list-instances` may be pasted there).
+#[derive(Debug, Clone, PartialEq)]
+pub struct InstanceGroup {
+    /// Unique name among instance groups.
+    pub name: String,
+    /// Its zone (empty when not given: the zone of its members).
+    pub zone: String,
+    /// Member instances.
+    pub instances: Vec<Ref>,
+    /// `size` as Google Cloud printed it, to check the member list against.
+    pub size: Option<u64>,
+    /// Where it was written.
+    pub loc: Loc,
+}
+
+/// One `GCE_VM_IP` endpoint of a network endpoint group: an instance (its primary address).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NetworkEndpoint {
+    /// The instance.
+    pub instance: Ref,
+    /// `ipAddress`, when given: must be the instance's address.
+    pub ip: Option<IpAddr>,
+    /// Where `ipAddress` was written (the endpoint's position when it was not).
+    pub ip_pos: Pos,
+    /// Where the endpoint was written.
+    pub pos: Pos,
+}
+
+/// A zonal network endpoint group of `GCE_VM_IP` endpoints (`compute#networkEndpointGroup`).
+/// Its endpoints are our own `networkEndpoints` field (the form the API attaches them in; the
+/// items of `list-network-endpoints` may be pasted there).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NetworkEndpointGroup {
+    /// Unique name among network endpoint groups.
+    pub name: String,
+    /// Its zone (empty when not given).
+    pub zone: String,
+    /// The endpoints.
+    pub endpoints: Vec<NetworkEndpoint>,
+    /// `size` as Google Cloud printed it.
+    pub size: Option<u64>,
+    /// Where it was written.
+    pub loc: Loc,
+}
+
+/// The probe of a health check of the newer kind (`type`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Probe {
+    /// `HTTP`: a GET that passes on a 200, and, with `response`, when the first 1024 bytes of
+    /// the body contain it.
+    Http {
+        /// `requestPath` (default `/`).
+        request_path: String,
+        /// `host` (empty: the forwarding rule's IP).
+        host: String,
+        /// `response` (empty: any body).
+        response: String,
+    },
+    /// `HTTPS`: the same over TLS (certificates are not checked, as in the source product).
+    Https {
+        /// `requestPath` (default `/`).
+        request_path: String,
+        /// `host` (empty: the forwarding rule's IP).
+        host: String,
+        /// `response` (empty: any body).
+        response: String,
+    },
+    /// `TCP`: a connection, then `request` is sent and the reply must begin with `response`
+    /// (both empty: the connection alone passes).
+    Tcp {
+        /// `request` (ASCII, may be empty).
+        request: String,
+        /// `response` (ASCII, may be empty).
+        response: String,
+    },
+}
+
+impl Probe {
+    /// `HTTP`, `HTTPS` or `TCP`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Probe::Http { .. } => "HTTP",
+            Probe::Https { .. } => "HTTPS",
+            Probe::Tcp { .. } => "TCP",
+        }
+    }
+}
+
+/// A health check of the newer kind (`healthChecks`, `compute#healthCheck`), as backend
+/// services use (SPEC R5).
+#[derive(Debug, Clone, PartialEq)]
+pub struct HealthCheck {
+    /// Unique name among health checks.
+    pub name: String,
+    /// Its region; empty for a global health check.
+    pub region: String,
+    /// The probe.
+    pub probe: Probe,
+    /// Port probed (`USE_FIXED_PORT`; default 80 for HTTP and TCP, 443 for HTTPS).
+    pub port: u16,
+    /// Seconds between probes.
+    pub check_interval_sec: u32,
+    /// Seconds a probe may take.
+    pub timeout_sec: u32,
+    /// Passes to turn healthy.
+    pub healthy_threshold: u32,
+    /// Failures to turn unhealthy.
+    pub unhealthy_threshold: u32,
+    /// Where it was written.
+    pub loc: Loc,
+}
+
+/// A service load-balancing policy (`serviceLbPolicies`, networkservices; SPEC R6).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServiceLbPolicy {
+    /// The short name (the last segment of `projects/P/locations/L/serviceLbPolicies/NAME`).
+    pub name: String,
+    /// The location its full name gave (`global` or a region), empty when written by name.
+    pub location: String,
+    /// `loadBalancingAlgorithm` (default `WATERFALL_BY_REGION`).
+    pub algorithm: crate::policy::Algorithm,
+    /// `autoCapacityDrain.enable`.
+    pub auto_capacity_drain: bool,
+    /// `failoverConfig.failoverHealthThreshold` (1..=99, default 70).
+    pub failover_health_threshold: u8,
+    /// `isolationConfig` (`REGION` granularity; no isolation without it).
+    pub isolation: crate::policy::Isolation,
+    /// Where it was written.
+    pub loc: Loc,
+}
+
 /// A whole configuration.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Config {
@@ -493,6 +946,16 @@ pub struct Config {
     pub instances: Vec<Instance>,
     /// Legacy HTTP health checks.
     pub http_health_checks: Vec<HttpHealthCheck>,
+    /// Backend services, global (`backendServices`) and regional (`regionBackendServices`).
+    pub backend_services: Vec<BackendService>,
+    /// Zonal instance groups.
+    pub instance_groups: Vec<InstanceGroup>,
+    /// Zonal network endpoint groups (`GCE_VM_IP`).
+    pub network_endpoint_groups: Vec<NetworkEndpointGroup>,
+    /// Health checks of the newer kind.
+    pub health_checks: Vec<HealthCheck>,
+    /// Service load-balancing policies.
+    pub service_lb_policies: Vec<ServiceLbPolicy>,
 }
 
 /// Formats a MAC as `02:00:00:00:00:01`.
@@ -530,6 +993,14 @@ impl Config {
             .collect();
         hc.sort();
         let _ = writeln!(s, "nic hc_ranges={}", hc.join(","));
+        // Written only when set, so digests of configurations without them stay as they were.
+        if !n.region.is_empty() || !n.zone.is_empty() || !n.region_order.is_empty() {
+            let _ = writeln!(
+                s,
+                "nic region={:?} zone={:?} order={:?}",
+                n.region, n.zone, n.region_order
+            );
+        }
         let names = |v: &[Ref]| {
             let mut n: Vec<&str> = v.iter().map(|r| r.name.as_str()).collect();
             n.sort_unstable();
@@ -545,11 +1016,12 @@ impl Config {
                 .map(|p| format!("{}-{}", p.lo, p.hi))
                 .collect();
             lines.push(format!(
-                "rule {:?} {} {} {} -> {:?} src={}",
+                "rule {:?} {} {} {} -> {}{:?} src={}",
                 r.name,
                 r.ip_address,
                 r.ip_protocol.name(),
                 ports.join(","),
+                if r.backend_service { "service " } else { "" },
                 r.target.name,
                 src.join(",")
             ));
@@ -601,12 +1073,177 @@ impl Config {
                 h.unhealthy_threshold
             ));
         }
+        self.canonical_backend_services(&mut lines);
         lines.sort();
         for l in lines {
             s.push_str(&l);
             s.push('\n');
         }
         s
+    }
+
+    /// The lines of [`Config::canonical_text`] for backend services and what they use.
+    fn canonical_backend_services(&self, lines: &mut Vec<String>) {
+        let names = |v: &[Ref]| {
+            let mut n: Vec<&str> = v.iter().map(|r| r.name.as_str()).collect();
+            n.sort_unstable();
+            n.join(",")
+        };
+        for b in &self.backend_services {
+            let mut backends: Vec<String> = b
+                .backends
+                .iter()
+                .map(|x| {
+                    format!(
+                        "{}{}:{:?}:{}:{}:{:?}",
+                        if x.neg { "neg/" } else { "ig/" },
+                        x.group.name,
+                        x.max_connections,
+                        x.capacity_scaler.canonical(),
+                        x.failover,
+                        x.preference
+                    )
+                })
+                .collect();
+            backends.sort();
+            lines.push(format!(
+                "service {:?} region={:?} global={} protocol={} hc={} backends={} affinity={} tracking={} persistence={} idle={} ratio={:?} drop={} no_drain_on_failover={} locality={} draining={} policy={:?} delivery={}",
+                b.name,
+                b.region,
+                b.global,
+                b.protocol.name(),
+                names(&b.health_checks),
+                backends.join(","),
+                b.session_affinity.name(),
+                b.tracking_mode.name(),
+                b.persistence.name(),
+                b.idle_timeout_sec,
+                b.failover_ratio.as_ref().map(Ratio::canonical),
+                b.drop_traffic_if_unhealthy,
+                b.disable_connection_drain_on_failover,
+                b.locality_lb_policy.name(),
+                b.draining_timeout_sec,
+                b.service_lb_policy.as_ref().map(|p| &p.name),
+                b.delivery.name()
+            ));
+        }
+        for g in &self.instance_groups {
+            lines.push(format!(
+                "instance_group {:?} zone={:?} members={}",
+                g.name,
+                g.zone,
+                names(&g.instances)
+            ));
+        }
+        for g in &self.network_endpoint_groups {
+            let mut endpoints: Vec<String> = g
+                .endpoints
+                .iter()
+                .map(|e| format!("{}@{:?}", e.instance.name, e.ip))
+                .collect();
+            endpoints.sort();
+            lines.push(format!(
+                "neg {:?} zone={:?} endpoints={}",
+                g.name,
+                g.zone,
+                endpoints.join(",")
+            ));
+        }
+        for h in &self.health_checks {
+            lines.push(format!(
+                "health_check {:?} region={:?} probe={:?} port={} interval={} timeout={} up={} down={}",
+                h.name,
+                h.region,
+                h.probe,
+                h.port,
+                h.check_interval_sec,
+                h.timeout_sec,
+                h.healthy_threshold,
+                h.unhealthy_threshold
+            ));
+        }
+        for p in &self.service_lb_policies {
+            lines.push(format!(
+                "service_lb_policy {:?} location={:?} algorithm={} drain={} threshold={} isolation={:?}",
+                p.name,
+                p.location,
+                p.algorithm.name(),
+                p.auto_capacity_drain,
+                p.failover_health_threshold,
+                p.isolation
+            ));
+        }
+    }
+
+    /// The instances of a backend's group: an instance group's members or a network endpoint
+    /// group's endpoints, by name, as written (groups not defined give none).
+    pub fn group_members(&self, backend: &Backend) -> Vec<&str> {
+        let name = backend.group.name.as_str();
+        if backend.neg {
+            self.network_endpoint_groups
+                .iter()
+                .find(|g| g.name == name)
+                .map(|g| {
+                    g.endpoints
+                        .iter()
+                        .map(|e| e.instance.name.as_str())
+                        .collect()
+                })
+                .unwrap_or_default()
+        } else {
+            self.instance_groups
+                .iter()
+                .find(|g| g.name == name)
+                .map(|g| g.instances.iter().map(|r| r.name.as_str()).collect())
+                .unwrap_or_default()
+        }
+    }
+
+    /// The zone of a backend's group, when known: its `zone`, or else the zone of its first
+    /// member that has one.
+    pub fn group_zone(&self, backend: &Backend) -> Option<&str> {
+        let name = backend.group.name.as_str();
+        if backend.neg {
+            self.network_endpoint_groups
+                .iter()
+                .find(|g| g.name == name)
+                .and_then(|g| self.network_endpoint_group_zone(g))
+        } else {
+            self.instance_groups
+                .iter()
+                .find(|g| g.name == name)
+                .and_then(|g| self.instance_group_zone(g))
+        }
+    }
+
+    /// The zone of an instance group: its `zone`, or else its first member's with one.
+    pub fn instance_group_zone<'c>(&'c self, g: &'c InstanceGroup) -> Option<&'c str> {
+        self.zone_or_members(&g.zone, g.instances.iter())
+    }
+
+    /// The zone of a network endpoint group: its `zone`, or else its first endpoint's
+    /// instance's with one.
+    pub fn network_endpoint_group_zone<'c>(
+        &'c self,
+        g: &'c NetworkEndpointGroup,
+    ) -> Option<&'c str> {
+        self.zone_or_members(&g.zone, g.endpoints.iter().map(|e| &e.instance))
+    }
+
+    fn zone_or_members<'c>(
+        &'c self,
+        zone: &'c str,
+        mut members: impl Iterator<Item = &'c Ref>,
+    ) -> Option<&'c str> {
+        if !zone.is_empty() {
+            return Some(zone);
+        }
+        members.find_map(|m| {
+            self.instances
+                .iter()
+                .find(|i| i.name == m.name && !i.zone.is_empty())
+                .map(|i| i.zone.as_str())
+        })
     }
 
     /// SHA-256 of [`Config::canonical_text`].
@@ -657,6 +1294,12 @@ mod tests {
         assert!(r("1").at_or_above(7, 7) && r("0").at_or_above(0, 7) && !r("0").at_or_above(1, 7));
         assert!(r("0.5").at_or_above(0, 0), "0 ≤ ratio × 0");
         assert!(!r("0.5").at_or_above(1, 0));
+        // Strictly below (backend services): 3 of 10 is not below 0.3, 2 of 10 is.
+        assert!(!r("0.3").above_fraction(3, 10) && r("0.3").above_fraction(2, 10));
+        assert!(r("0.6667").above_fraction(2, 3) && !r("0.6666").above_fraction(2, 3));
+        assert!(!r("0").above_fraction(0, 7), "nothing is below 0");
+        assert!(!r("1").above_fraction(7, 7) && r("1").above_fraction(6, 7));
+        assert!(!r("0.5").above_fraction(0, 0));
     }
 
     #[test]

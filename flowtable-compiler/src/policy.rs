@@ -18,8 +18,9 @@
 //!    once at least 35 % of its endpoints have passed health checks for 60 s.
 //! 2. **Failover backends** (the backend service's `failoverPolicy`): when fewer than
 //!    `failoverRatio` of the primary endpoints are healthy (`<`, as the source product compares
-//!    it for backend services) and a failover backend has a healthy endpoint, the failover
-//!    backends serve instead of the primary ones.
+//!    it for backend services, exactly on the written decimal), or, with the ratio 0 (the
+//!    default), when no primary endpoint is healthy, and a failover backend has a healthy
+//!    endpoint, the failover backends serve instead of the primary ones.
 //! 3. **Tiers**: preferred groups first (R6.6), then the default groups in locality order by
 //!    the algorithm (R6.1): `SPRAY_TO_WORLD` one tier of everything; `WATERFALL_BY_REGION` and
 //!    `SPRAY_TO_REGION` one tier per region, the NIC's region first, then by distance;
@@ -47,6 +48,7 @@
 //! Everything here is a pure function of its inputs and the [`DrainState`] it updates, so the
 //! slow path and the policy simulator get the same decisions for the same inputs.
 
+use crate::model::Ratio;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
@@ -99,9 +101,9 @@ pub struct Policy {
     pub failover_health_threshold: u8,
     /// `isolationConfig`.
     pub isolation: Isolation,
-    /// `failoverPolicy.failoverRatio` of the backend service (0..=1), when it has failover
-    /// backends.
-    pub failover_ratio: Option<f64>,
+    /// `failoverPolicy.failoverRatio` of the backend service (0..=1, exactly as written);
+    /// `None` is 0, the source product's default.
+    pub failover_ratio: Option<Ratio>,
     /// `failoverPolicy.dropTrafficIfUnhealthy`.
     pub drop_traffic_if_unhealthy: bool,
 }
@@ -251,6 +253,8 @@ pub struct Decision {
     /// New connections are dropped (STRICT isolation with nothing in the nearest region, or
     /// `dropTrafficIfUnhealthy` with nothing healthy).
     pub drop: bool,
+    /// The failover backends serve instead of the primary ones (`failoverPolicy`).
+    pub failover_serves: bool,
     /// The steps, in words.
     pub steps: Vec<String>,
 }
@@ -384,21 +388,26 @@ pub fn decide(
     );
     let mut serve_failover = false;
     if has_failover {
-        let ratio = policy.failover_ratio.unwrap_or(0.0);
-        let fraction = if primary_all == 0 {
-            0.0
-        } else {
-            primary_healthy as f64 / primary_all as f64
+        // The source product: with the ratio 0, fail over when no primary endpoint is healthy;
+        // otherwise when the healthy share is below the ratio (compared exactly).
+        let (below, why) = match &policy.failover_ratio {
+            Some(r) if !r.is_zero() => (
+                r.above_fraction(primary_healthy as u64, primary_all as u64) || primary_all == 0,
+                format!("< failoverRatio {r}"),
+            ),
+            _ => (
+                primary_healthy == 0,
+                "none healthy, failoverRatio 0".to_string(),
+            ),
         };
-        if fraction < ratio && count(true, Group::healthy) > 0 {
+        if below && count(true, Group::healthy) > 0 {
             serve_failover = true;
             steps.push(format!(
-                "{primary_healthy} of {primary_all} primary endpoints healthy ({:.0} % < failoverRatio {ratio}): the failover backends serve",
-                100.0 * fraction
+                "{primary_healthy} of {primary_all} primary endpoints healthy ({why}): the failover backends serve"
             ));
-        } else if fraction < ratio {
+        } else if below {
             steps.push(format!(
-                "{primary_healthy} of {primary_all} primary endpoints healthy (< failoverRatio {ratio}), but no failover backend is healthy: the primary backends serve"
+                "{primary_healthy} of {primary_all} primary endpoints healthy ({why}), but no failover backend is healthy: the primary backends serve"
             ));
         }
     }
@@ -637,6 +646,7 @@ pub fn decide(
         endpoint_shares,
         groups: reports,
         drop,
+        failover_serves: serve_failover,
         steps,
     }
 }
@@ -645,7 +655,10 @@ pub fn decide(
 /// starts or stops getting new connections, or a share that moves by more than `deadband`
 /// (absolute). Small moves of a steady load are left alone so weights do not oscillate.
 pub fn worth_applying(applied: &Decision, next: &Decision, deadband: f64) -> bool {
-    if applied.drop != next.drop || applied.groups.len() != next.groups.len() {
+    if applied.drop != next.drop
+        || applied.failover_serves != next.failover_serves
+        || applied.groups.len() != next.groups.len()
+    {
         return true;
     }
     let endpoints_changed = applied
@@ -879,7 +892,7 @@ mod tests {
         assert!((share(&d, "pref") - 0.5).abs() < 1e-9);
 
         let p = Policy {
-            failover_ratio: Some(0.5),
+            failover_ratio: Ratio::parse("0.5"),
             ..Policy::default()
         };
         let primary = group("primary", "r1", "r1-a", 100.0, &[true, false]);
@@ -915,6 +928,54 @@ mod tests {
         };
         let d = decide(&dropping, &here(), &[worse, standby], &mut s, 0.0);
         assert!(d.drop);
+    }
+
+    /// The source product's `failoverRatio` (compute v1 BackendServiceFailoverPolicy): 0, the
+    /// default, fails over when no primary endpoint is healthy; any other value when the
+    /// healthy share is strictly below it, on the written decimal (3 of 10 is not below 0.3).
+    #[test]
+    fn failover_ratio_zero_means_no_healthy_primary_and_others_are_strict() {
+        let mut s = DrainState::default();
+        let mut standby = group("standby", "r1", "r1-b", 100.0, &[true]);
+        standby.failover = true;
+        let primary = |healthy: usize, of: usize| {
+            let h: Vec<bool> = (0..of).map(|i| i < healthy).collect();
+            group("primary", "r1", "r1-a", 100.0, &h)
+        };
+        for ratio in [None, Ratio::parse("0"), Ratio::parse("0.0")] {
+            let p = Policy {
+                failover_ratio: ratio.clone(),
+                ..Policy::default()
+            };
+            let d = decide(&p, &here(), &[primary(1, 10), standby.clone()], &mut s, 0.0);
+            assert!(
+                !d.failover_serves && share(&d, "primary") == 1.0,
+                "{ratio:?}"
+            );
+            let d = decide(&p, &here(), &[primary(0, 10), standby.clone()], &mut s, 0.0);
+            assert!(
+                d.failover_serves && share(&d, "standby") == 1.0,
+                "{ratio:?}"
+            );
+        }
+        let p = Policy {
+            failover_ratio: Ratio::parse("0.3"),
+            ..Policy::default()
+        };
+        let d = decide(&p, &here(), &[primary(3, 10), standby.clone()], &mut s, 0.0);
+        assert!(!d.failover_serves, "3/10 is not below 0.3");
+        let d = decide(&p, &here(), &[primary(2, 10), standby.clone()], &mut s, 0.0);
+        assert!(d.failover_serves, "2/10 is below 0.3");
+        // 1/3 is below 0.3334 and not below 0.3333 (a double would round both the same way
+        // for longer decimals; the written decimal decides).
+        for (ratio, fails_over) in [("0.3333", false), ("0.3334", true)] {
+            let p = Policy {
+                failover_ratio: Ratio::parse(ratio),
+                ..Policy::default()
+            };
+            let d = decide(&p, &here(), &[primary(1, 3), standby.clone()], &mut s, 0.0);
+            assert_eq!(d.failover_serves, fails_over, "{ratio}");
+        }
     }
 
     #[test]

@@ -16,6 +16,8 @@ pub(crate) enum ScopeKind {
     Global,
     Region,
     Zone,
+    /// Global or regional (backend services, health checks).
+    GlobalOrRegion,
 }
 
 /// A Compute Engine collection a reference may name: its path segment, how its paths are
@@ -45,23 +47,38 @@ pub(crate) const HTTP_HEALTH_CHECKS: Collection = col(
     "legacy HTTP health check",
 );
 
+pub(crate) const BACKEND_SERVICES: Collection = col(
+    "backendServices",
+    ScopeKind::GlobalOrRegion,
+    "backend service",
+);
+pub(crate) const INSTANCE_GROUPS: Collection =
+    col("instanceGroups", ScopeKind::Zone, "instance group");
+pub(crate) const NETWORK_ENDPOINT_GROUPS: Collection = col(
+    "networkEndpointGroups",
+    ScopeKind::Zone,
+    "network endpoint group",
+);
+pub(crate) const HEALTH_CHECKS: Collection =
+    col("healthChecks", ScopeKind::GlobalOrRegion, "health check");
+
 /// Collections recognised in paths, so a reference to the wrong kind of object can say what
-/// it found. (`healthChecks` and `backendServices` are also regional; the scope is not checked
-/// for collections no field takes.)
+/// it found. (The scope is not checked for collections no field takes.)
 const KNOWN: &[Collection] = &[
     TARGET_POOLS,
     TARGET_INSTANCES,
     INSTANCES,
     HTTP_HEALTH_CHECKS,
+    BACKEND_SERVICES,
+    INSTANCE_GROUPS,
+    NETWORK_ENDPOINT_GROUPS,
+    HEALTH_CHECKS,
     col("forwardingRules", ScopeKind::Region, "forwarding rule"),
     col(
         "httpsHealthChecks",
         ScopeKind::Global,
         "legacy HTTPS health check",
     ),
-    col("healthChecks", ScopeKind::Global, "health check"),
-    col("backendServices", ScopeKind::Region, "backend service"),
-    col("instanceGroups", ScopeKind::Zone, "instance group"),
     col("addresses", ScopeKind::Region, "address"),
     col("networks", ScopeKind::Global, "network"),
     col("subnetworks", ScopeKind::Region, "subnetwork"),
@@ -178,7 +195,7 @@ pub(crate) fn parse_path(text: &str) -> Result<ResourcePath<'_>, String> {
 pub(crate) fn forms(c: &Collection) -> String {
     let scope = match c.scope {
         ScopeKind::Global => "global".to_string(),
-        ScopeKind::Region => "regions/us-central1".to_string(),
+        ScopeKind::Region | ScopeKind::GlobalOrRegion => "regions/us-central1".to_string(),
         ScopeKind::Zone => "zones/us-central1-a".to_string(),
     };
     format!(
@@ -236,6 +253,10 @@ pub(crate) fn parse_ref(text: &str, want: &'static [Collection]) -> Result<Parse
         (ScopeKind::Global, Some(Scope::Global))
             | (ScopeKind::Region, Some(Scope::Region(_)))
             | (ScopeKind::Zone, Some(Scope::Zone(_)))
+            | (
+                ScopeKind::GlobalOrRegion,
+                Some(Scope::Global | Scope::Region(_))
+            )
     );
     if !scope_ok {
         return Err(RefError::WrongScope(c));
@@ -278,6 +299,49 @@ pub(crate) fn parse_location(text: &str, zone: bool) -> Result<String, String> {
         ));
     }
     Ok(name.to_string())
+}
+
+/// Hosts and prefixes of Network Services resource names (service LB policies).
+const NETWORK_SERVICES_PREFIXES: &[&str] = &[
+    "//networkservices.googleapis.com/",
+    "https://networkservices.googleapis.com/v1/",
+    "https://networkservices.googleapis.com/v1beta1/",
+    "https://networkservices.googleapis.com/v1alpha1/",
+];
+
+/// A service LB policy's name or reference: `NAME`, `projects/P/locations/L/serviceLbPolicies/NAME`
+/// (as `gcloud network-services service-lb-policies describe` prints `name`), or that path
+/// behind `//networkservices.googleapis.com/` or the REST URL. Returns the short name and the
+/// location, when the text had one.
+pub(crate) fn parse_policy_name(text: &str) -> Result<(String, Option<String>), String> {
+    let text = text.trim();
+    let rest = NETWORK_SERVICES_PREFIXES
+        .iter()
+        .find_map(|p| text.strip_prefix(p))
+        .unwrap_or(text);
+    let segments: Vec<&str> = rest.split('/').collect();
+    let bad = || {
+        format!(
+            "`{text}` is not a service LB policy: expected NAME or `projects/PROJECT/locations/LOCATION/serviceLbPolicies/NAME`"
+        )
+    };
+    let (name, location) = match segments.as_slice() {
+        [name] => (*name, None),
+        ["projects", p, "locations", l, "serviceLbPolicies", name] if !p.is_empty() => {
+            (*name, Some(l.to_string()))
+        }
+        ["locations", l, "serviceLbPolicies", name] => (*name, Some(l.to_string())),
+        [.., c, _] if *c != "serviceLbPolicies" => {
+            return Err(format!(
+                "`{text}` names a `{c}`, not a service LB policy (`serviceLbPolicies`)"
+            ))
+        }
+        _ => return Err(bad()),
+    };
+    if name.is_empty() || location.as_deref() == Some("") {
+        return Err(bad());
+    }
+    Ok((name.to_string(), location))
 }
 
 #[cfg(test)]

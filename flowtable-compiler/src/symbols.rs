@@ -17,6 +17,8 @@ pub enum PoolKind {
     TargetPool,
     /// A target instance (a pool of one backend).
     TargetInstance,
+    /// A backend service: its primary backends' slice, and its failover backends' slice.
+    BackendService,
 }
 
 /// A pool's name, kind, own Maglev slice and members.
@@ -28,9 +30,16 @@ pub struct PoolSymbol {
     pub kind: PoolKind,
     /// First slot of the pool's own slice (its backup's slice may serve instead).
     pub own_base: u32,
-    /// Slots of its own slice (0 for a pool without instances).
+    /// Slots of its own slice (0 for a pool without instances). For a backend service, the
+    /// slice of its primary backends.
     pub own_size: u32,
-    /// Backend ids of every member, healthy or not, in name order.
+    /// First slot of a backend service's failover backends' slice (0 for other pools).
+    pub failover_base: u32,
+    /// Slots of a backend service's failover backends' slice (0 without failover backends,
+    /// and for other pools).
+    pub failover_size: u32,
+    /// Backend ids of every member, healthy or not, in name order (of a backend service: every
+    /// endpoint of its groups, primary and failover).
     pub members: Vec<u16>,
 }
 
@@ -136,18 +145,12 @@ impl Symbols {
             set(&mut symbols.backends, id, name);
         }
 
+        // Every slot a rule takes, as the compiler places them (an L3_DEFAULT rule also takes
+        // the gaps of its VIP's TCP and UDP entries).
         let mut by_match: HashMap<(u128, u8, u16, u16), &str> = HashMap::new();
-        for r in &config.forwarding_rules {
-            for range in &r.port_ranges {
-                by_match.insert(
-                    (
-                        addr_to_u128(r.ip_address),
-                        r.ip_protocol.number(),
-                        range.lo,
-                        range.hi,
-                    ),
-                    &r.name,
-                );
+        for ((addr, proto), slots) in crate::compile::vip_port_slots(&config.forwarding_rules) {
+            for (range, r) in slots {
+                by_match.insert((addr, proto, range.lo, range.hi), &r.name);
             }
         }
         let mut named_rules: Vec<&str> = Vec::new();

@@ -66,13 +66,15 @@ fn unknown_top_level_field() {
 
 #[test]
 fn not_supported_yet_fields() {
+    // A rule names a target pool or a backend service, not both.
     let d = errors(&GOOD.replace("    target: web", "    target: web\n    backendService: bs"));
     expect(
         &d,
         16,
         "forwardingRules[0].backendService",
-        "not supported yet",
+        "`target` and `backendService` exclude each other",
     );
+    // The backend-service affinities are not the target pool's.
     let d = errors(&GOOD.replace(
         "    instances: [web-1, web-2]",
         "    instances: [web-1, web-2]\n    sessionAffinity: CLIENT_IP_PORT_PROTO",
@@ -83,20 +85,42 @@ fn not_supported_yet_fields() {
         "targetPools[0].sessionAffinity",
         "not supported yet for target pools",
     );
-    let d = errors(&format!("{GOOD}backendServices: []\n"));
-    expect(&d, 16, "backendServices", "not supported yet");
+    // Fields of backend services on a target pool name where they belong.
+    let d = errors(&GOOD.replace(
+        "    instances: [web-1, web-2]",
+        "    instances: [web-1, web-2]\n    localityLbPolicy: MAGLEV",
+    ));
+    expect(
+        &d,
+        11,
+        "targetPools[0].localityLbPolicy",
+        "write them under `backendServices` or `regionBackendServices`",
+    );
+    // An empty list of backend services is no error.
+    assert!(errors(&format!("{GOOD}backendServices: []\n")).is_empty());
 }
 
 #[test]
 fn bad_enum_values_list_the_valid_ones() {
-    let d = errors(&GOOD.replace("    target: web", "    target: web\n    IPProtocol: SCTP"));
+    let d = errors(&GOOD.replace("    target: web", "    target: web\n    IPProtocol: GRE"));
     expect(
         &d,
         16,
         "forwardingRules[0].IPProtocol",
-        "`SCTP` is not a valid value",
+        "`GRE` is not a valid value",
     );
-    assert!(d.to_string().contains("(valid: TCP, UDP)"), "{d}");
+    assert!(
+        d.to_string().contains("(valid: TCP, UDP, L3_DEFAULT)"),
+        "{d}"
+    );
+    // Other protocols are L3_DEFAULT's.
+    let d = errors(&GOOD.replace("    target: web", "    target: web\n    IPProtocol: ICMP"));
+    expect(
+        &d,
+        16,
+        "forwardingRules[0].IPProtocol",
+        "an `L3_DEFAULT` rule of a backend service takes every protocol",
+    );
     let d = errors(&GOOD.replace(
         "    instances: [web-1, web-2]",
         "    instances: [web-1, web-2]\n    delivery: VXLAN",
@@ -652,15 +676,15 @@ fn documents_with_a_kind() {
         &d,
         17,
         "kind",
-        "`compute#address` is not a resource of the target-pool load balancer",
+        "`compute#address` is not a resource of a passthrough load balancer",
     );
     assert!(d.to_string().contains("compute#targetPool"), "{d}");
     let d = errors("apiVersion: v1\nkind: Service\nmetadata: {name: web}\n");
     expect(&d, 2, "kind", "Kubernetes manifests (SPEC R7) come later");
     let d = errors(&format!(
-        "{GOOD}---\nkind: compute#backendService\nname: bs\n"
+        "{GOOD}---\nkind: compute#httpsHealthCheck\nname: hc\n"
     ));
-    expect(&d, 17, "kind", "backend services (SPEC R6)");
+    expect(&d, 17, "kind", "legacy HTTPS health checks are not offered");
     // A resource in the wrong section of our form.
     let d = errors(&GOOD.replace(
         "  - name: web\n",

@@ -32,6 +32,7 @@ fn compile_every_example() {
         "ipv6.yaml",
         "gcloud.yaml",
         "ports.yaml",
+        "backend-service.yaml",
     ] {
         let out = dir.path().join(format!("{ex}.img"));
         let o = nlbctl(&[
@@ -333,7 +334,7 @@ fn user_errors_exit_1() {
     assert_eq!(o.status.code(), Some(1));
     let err = text(&o.stderr);
     assert!(
-        err.contains(":2:1: web-pol/web-2: no target pool named `web-pol` in examples/web.yaml, did you mean `web-pool`?"),
+        err.contains(":2:1: web-pol/web-2: no target pool or backend service named `web-pol` in examples/web.yaml, did you mean `web-pool`?"),
         "{err}"
     );
     assert!(
@@ -437,4 +438,108 @@ fn compile_previous_keeps_backend_ids() {
         "{}",
         text(&o.stderr)
     );
+}
+
+/// A backend-service configuration (issue 16 item 1): `compile` counts its services, and
+/// `explain` follows an L3_DEFAULT rule's gap slot to the service and says why the policy
+/// chose the group it did (the preferred group fills first, SPEC R6.6); docs/config.md shows
+/// it word for word.
+#[test]
+fn backend_service_example_compiles_and_explains() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("bs.img");
+    let o = nlbctl(&[
+        "compile",
+        "examples/backend-service.yaml",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let s = text(&o.stdout);
+    assert!(
+        s.contains("2 rules, 0 target pools, 0 target instances, 2 backend services, 6 backends"),
+        "{s}"
+    );
+    // `edge` has 5 primary endpoints (509 slots from 0) and 1 failover endpoint (251 slots
+    // right after).
+    let o = nlbctl(&["inspect", out.to_str().unwrap()]);
+    let s = text(&o.stdout);
+    assert!(
+        s.contains("edge                     CLIENT_IP_PROTO L2_DSR, slots 0+509, failover backends' slots 509+251, track true, idle 120 s"),
+        "{s}"
+    );
+    let args = [
+        "explain",
+        "examples/backend-service.yaml",
+        "--src",
+        "198.51.100.7:40000",
+        "--dst",
+        "203.0.113.60:8080",
+        "--proto",
+        "tcp",
+    ];
+    let o = nlbctl(&args);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let s = text(&o.stdout);
+    assert!(s.contains("rule     edge-all"), "{s}");
+    assert!(s.contains("pool     edge"), "{s}");
+    // The preferred group edge-east (us-east1) fills first; its one endpoint is edge-e1.
+    assert!(s.contains("backend  edge-e1 192.0.2.81"), "{s}");
+    assert!(
+        s.contains("ports 444-65535 (the rule's ports 0-442, 444-65535)"),
+        "{s}"
+    );
+    assert!(s.contains("its primary backends' slice serves"), "{s}");
+    let doc = std::fs::read_to_string(root().join("docs/config.md")).unwrap();
+    let start = doc
+        .find(&format!("`nlbctl {}`:\n\n```\n", args.join(" ")))
+        .expect("the listing in docs/config.md");
+    let block = &doc[start..];
+    let block = &block[block.find("```\n").unwrap() + 4..];
+    let block = &block[..block.find("```").unwrap()];
+    assert_eq!(
+        s,
+        block,
+        "docs/config.md is stale: paste the output of `nlbctl {}`",
+        args.join(" ")
+    );
+    // Port 443 of the VIP is the TCP rule's, to the regional service.
+    let o = nlbctl(&[
+        "explain",
+        "examples/backend-service.yaml",
+        "--src",
+        "198.51.100.7:40000",
+        "--dst",
+        "203.0.113.60:443",
+        "--proto",
+        "tcp",
+        "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        (v["rule"].as_str(), v["pool"].as_str()),
+        (Some("edge-tls"), Some("tls"))
+    );
+    // ICMP has no ports and no rule of its own: the L3_DEFAULT rule's protocol-0 entry.
+    let o = nlbctl(&[
+        "explain",
+        "examples/backend-service.yaml",
+        "--src",
+        "198.51.100.7:0",
+        "--dst",
+        "203.0.113.60:0",
+        "--proto",
+        "icmp",
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let s = text(&o.stdout);
+    assert!(
+        s.contains("flow     icmp 198.51.100.7 -> 203.0.113.60"),
+        "{s}"
+    );
+    assert!(
+        s.contains("rule edge-all (id 0): 203.0.113.60 other protocols (L3_DEFAULT) all ports"),
+        "{s}"
+    );
+    assert!(s.contains("verdict  forward (FORWARDED)"), "{s}");
 }

@@ -27,6 +27,15 @@ pub fn vip_key(protocol: u8, vip: u128) -> FlowKey {
     }
 }
 
+/// The VIP protocol of a flow's IP protocol (§3): TCP (6) and UDP (17) are their own; every
+/// other protocol is 0, the protocol of the VIP entry an `L3_DEFAULT` rule compiles into.
+pub fn vip_protocol(protocol: u8) -> u8 {
+    match protocol {
+        proto::TCP | proto::UDP => protocol,
+        _ => 0,
+    }
+}
+
 /// The VIP-table bucket of (protocol, VIP): `index(hash(VIP key), vip_buckets)` (§4). Where
 /// the compiler places a VIP entry, and where the pipeline looks for it.
 pub fn vip_bucket(profile: &nlb_hw::Profile, protocol: u8, vip: u128) -> u32 {
@@ -249,19 +258,25 @@ pub fn quoted_flow<R: Recorder>(t: &Tables, quote: &InnerFlow, rec: &mut R) -> F
         vip: quote.src,
         vip_port: quote.src_port,
     };
-    let (flow, reading) =
-        if vip_entry(t, reversed.protocol, reversed.vip, &mut crate::NoTrace).is_some() {
-            (reversed, Reading::Reversed)
-        } else {
-            let forward = Flow {
-                protocol: quote.protocol,
-                client: quote.src,
-                client_port: quote.src_port,
-                vip: quote.dst,
-                vip_port: quote.dst_port,
-            };
-            (forward, Reading::Forward)
+    let (flow, reading) = if vip_entry(
+        t,
+        vip_protocol(reversed.protocol),
+        reversed.vip,
+        &mut crate::NoTrace,
+    )
+    .is_some()
+    {
+        (reversed, Reading::Reversed)
+    } else {
+        let forward = Flow {
+            protocol: quote.protocol,
+            client: quote.src,
+            client_port: quote.src_port,
+            vip: quote.dst,
+            vip_port: quote.dst_port,
         };
+        (forward, Reading::Forward)
+    };
     rec.step(|| Step::IcmpQuote {
         quote: Some(*quote),
         reading: Some(reading),
@@ -295,15 +310,15 @@ pub enum RuleMatch {
     },
 }
 
-/// The rule lookup of a flow (§4): VIP entry, port slots (`later_fragment`: without ports),
-/// rule descriptor.
+/// The rule lookup of a flow (§4): VIP entry of the flow's VIP protocol, port slots
+/// (`later_fragment`: without ports), rule descriptor.
 pub fn rule_of<R: Recorder>(
     t: &Tables,
     flow: &Flow,
     later_fragment: bool,
     rec: &mut R,
 ) -> RuleMatch {
-    let Some(index) = vip_entry(t, flow.protocol, flow.vip, rec) else {
+    let Some(index) = vip_entry(t, vip_protocol(flow.protocol), flow.vip, rec) else {
         return RuleMatch::Unmatched;
     };
     let Some(entry) = t.vip.get(index as usize) else {
@@ -518,4 +533,18 @@ pub fn lookup<C: ConnTableView + ?Sized, R: Recorder>(
         Reason::Forwarded
     };
     end(res, Verdict::Forward, reason, rec)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// docs/pipeline.md §3: TCP and UDP keep their number, every other protocol is 0.
+    #[test]
+    fn vip_protocol_of_each_protocol() {
+        for p in 0..=255u8 {
+            let want = if p == 6 || p == 17 { p } else { 0 };
+            assert_eq!(vip_protocol(p), want, "{p}");
+        }
+    }
 }

@@ -1,6 +1,7 @@
 //! `nlbctl compile`: configuration → table image, with a one-screen summary.
 
 use crate::common::{self, CliError};
+use flowtable_compiler::PoolKind;
 use nlb_hw::enums::Table;
 use std::path::PathBuf;
 
@@ -57,18 +58,26 @@ pub fn run(args: Args) -> Result<(), CliError> {
         args.generation
     );
     let pools = &compiled.pools;
-    let target_pools = pools
-        .iter()
-        .filter(|p| p.kind == flowtable_compiler::PoolKind::TargetPool)
-        .count();
+    let count = |kind: PoolKind| pools.iter().filter(|p| p.kind == kind).count();
     let plural =
         |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    let services = count(PoolKind::BackendService);
+    // Backend services are named only where there are some, so the line of a target-pool
+    // configuration reads as it did.
+    let services = if services == 0 {
+        String::new()
+    } else {
+        format!(
+            ", {}",
+            plural(services, "backend service", "backend services")
+        )
+    };
     outln!(
-        "{}, {}, {}, {}",
+        "{}, {}, {}{services}, {}",
         plural(compiled.symbols.rule_names().count(), "rule", "rules"),
-        plural(target_pools, "target pool", "target pools"),
+        plural(count(PoolKind::TargetPool), "target pool", "target pools"),
         plural(
-            pools.len() - target_pools,
+            count(PoolKind::TargetInstance),
             "target instance",
             "target instances"
         ),

@@ -19,7 +19,8 @@ pub struct Args {
     /// VIP and port.
     #[arg(long, value_name = "IP:PORT")]
     dst: SocketAddr,
-    /// IP protocol.
+    /// IP protocol. Protocols other than TCP and UDP carry no ports (the ports given are not
+    /// used); an `L3_DEFAULT` rule takes them.
     #[arg(long, value_enum)]
     proto: Proto,
     /// The packet is a fragment: `--fragment` (the first, with ports) or `--fragment=later`
@@ -40,6 +41,42 @@ pub struct Args {
 enum Proto {
     Tcp,
     Udp,
+    Icmp,
+    Icmpv6,
+    Gre,
+    Esp,
+    Ah,
+    Sctp,
+}
+
+impl Proto {
+    /// The IP protocol number.
+    fn number(self) -> u8 {
+        match self {
+            Proto::Tcp => 6,
+            Proto::Udp => 17,
+            Proto::Icmp => 1,
+            Proto::Icmpv6 => 58,
+            Proto::Gre => 47,
+            Proto::Esp => 50,
+            Proto::Ah => 51,
+            Proto::Sctp => 132,
+        }
+    }
+
+    /// As `--proto` spells it.
+    fn name(self) -> &'static str {
+        match self {
+            Proto::Tcp => "tcp",
+            Proto::Udp => "udp",
+            Proto::Icmp => "icmp",
+            Proto::Icmpv6 => "icmpv6",
+            Proto::Gre => "gre",
+            Proto::Esp => "esp",
+            Proto::Ah => "ah",
+            Proto::Sctp => "sctp",
+        }
+    }
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
@@ -59,10 +96,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
         ));
     }
     let flow = Flow {
-        protocol: match args.proto {
-            Proto::Tcp => 6,
-            Proto::Udp => 17,
-        },
+        protocol: args.proto.number(),
         src: args.src.ip(),
         src_port: args.src.port(),
         dst: args.dst.ip(),
@@ -80,16 +114,17 @@ pub fn run(args: Args) -> Result<(), CliError> {
     if args.output.json() {
         return common::print_json(&e);
     }
-    let proto = match args.proto {
-        Proto::Tcp => "tcp",
-        Proto::Udp => "udp",
-    };
+    let proto = args.proto.name();
     let frag = match flow.fragment {
         Fragment::No => "",
         Fragment::First => " (first fragment)",
         Fragment::Later => " (later fragment)",
     };
-    outln!("flow     {proto} {} -> {}{frag}", args.src, args.dst);
+    if matches!(args.proto, Proto::Tcp | Proto::Udp) {
+        outln!("flow     {proto} {} -> {}{frag}", args.src, args.dst);
+    } else {
+        outln!("flow     {proto} {} -> {}{frag}", args.src.ip(), args.dst.ip());
+    }
     let show = |label: &str, v: &Option<String>| {
         if let Some(v) = v {
             outln!("{label:<8} {v}");
@@ -125,7 +160,11 @@ pub fn run(args: Args) -> Result<(), CliError> {
         outln!(
             "slot     {s} (slice {base}..{} of {size} slots{})",
             u64::from(base) + u64::from(size),
-            if e.failed_over { ", backup pool's" } else { "" }
+            match (e.failed_over, compiled.service_decision(e.pool.as_deref().unwrap_or("")).is_some()) {
+                (true, true) => ", failover backends'",
+                (true, false) => ", backup pool's",
+                _ => "",
+            }
         );
     }
     if let Some(b) = &e.backend {

@@ -72,6 +72,9 @@ struct Pool {
     affinity: &'static str,
     delivery: &'static str,
     own_slice: [u32; 2],
+    /// A backend service's failover backends' slice (base, size); absent for other pools.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    failover_slice: Option<[u32; 2]>,
     serving_slice: [u32; 2],
     failed_over: bool,
     backup: Option<String>,
@@ -182,6 +185,9 @@ fn report(img: &Image, bytes: usize) -> Report {
                 affinity: p.affinity.name(),
                 delivery: p.delivery.name(),
                 own_slice: sym.map_or([0, 0], |x| [x.own_base, x.own_size]),
+                failover_slice: sym
+                    .filter(|x| x.kind == flowtable_compiler::PoolKind::BackendService)
+                    .map(|x| [x.failover_base, x.failover_size]),
                 serving_slice: [p.maglev_base, p.maglev_size],
                 failed_over: p.failed_over,
                 backup: p
@@ -315,9 +321,13 @@ pub fn run(args: Args) -> Result<(), CliError> {
     more(r.rules.len());
     outln!("\npools ({}):", r.pools.len());
     for p in r.pools.iter().take(limit) {
-        let backup = match (&p.backup, p.failover_ratio) {
-            (Some(b), Some(ratio)) => format!(
+        let backup = match (&p.backup, p.failover_ratio, p.failover_slice) {
+            (Some(b), Some(ratio), _) => format!(
                 ", backup {b} at {ratio}{}",
+                if p.failed_over { " (FAILED OVER)" } else { "" }
+            ),
+            (_, _, Some([base, size])) if size > 0 => format!(
+                ", failover backends' slots {base}+{size}{}",
                 if p.failed_over { " (FAILED OVER)" } else { "" }
             ),
             _ => String::new(),

@@ -199,8 +199,16 @@ fn flows(
             let sport = 1024 + rng.below(64_000) as u16;
             let dport = lo + rng.below(u64::from(hi - lo) + 1) as u16;
             let seq = rng.next() as u32;
-            let flow = match rule.ip_protocol {
-                Protocol::Tcp => {
+            // An L3_DEFAULT rule takes TCP and UDP on the ports no other rule of its VIP
+            // holds, and every other protocol: its flows here are TCP or UDP, by turns (the
+            // NIC does not forward other protocols yet, docs/pipeline.md §3).
+            let protocol = match rule.ip_protocol {
+                Protocol::L3Default if flows.len() % 2 == 0 => Protocol::Tcp,
+                Protocol::L3Default => Protocol::Udp,
+                p => p,
+            };
+            let flow = match protocol {
+                Protocol::Tcp | Protocol::L3Default => {
                     if vip.is_ipv4() && first_tcp4.is_none() {
                         first_tcp4 = Some((vip, dport));
                     }

@@ -9,14 +9,17 @@ use nlb_hw::enums::{Affinity, DefaultAction, Delivery};
 use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
 
-/// Why a field is refused although it is a real field of the product.
+mod service_checks;
+mod services;
+
+pub use services::{MAX_IDLE_TIMEOUT_SEC, MAX_PROBE_DATA};
+
+/// Why a field of backend services is refused on a target pool or an instance.
 const BACKEND_SERVICES: &str =
-    "is not supported yet: it belongs to backend services (SPEC R6), which come later";
+    "belongs to backend services (SPEC R6): write them under `backendServices` or `regionBackendServices`";
 /// Why legacy HTTPS health checks are refused (the seed: the target-pool load balancer does not
 /// support them).
-const HTTPS_CHECKS: &str = "legacy HTTPS health checks are not offered for this load balancer: a target pool takes one legacy HTTP health check (`httpHealthChecks`)";
-/// Why the newer health checks are refused.
-const NEWER_CHECKS: &str = "these belong to backend services (SPEC R6) and are not supported yet; a target pool takes one legacy HTTP health check (`httpHealthChecks`)";
+const HTTPS_CHECKS: &str = "legacy HTTPS health checks are not offered for this load balancer: a target pool takes one legacy HTTP health check (`httpHealthChecks`), a backend service one health check (`healthChecks`, type HTTPS for HTTPS)";
 
 /// `a target pool`, `an instance`.
 fn with_article(what: &str) -> String {
@@ -249,9 +252,11 @@ impl<'a> Reader<'a> {
             }
             Err(RefError::WrongCollection(segment, what)) => {
                 let msg = match segment.as_str() {
-                    "httpsHealthChecks" => format!("`{text}` is a legacy HTTPS health check, which is not offered for this load balancer: a target pool takes one legacy HTTP health check (`httpHealthChecks`)"),
-                    "healthChecks" => format!("`{text}` is a health check of the newer kind: {NEWER_CHECKS}"),
-                    "backendServices" => format!("`{text}` is a backend service, which {BACKEND_SERVICES}"),
+                    "httpsHealthChecks" => format!("`{text}` is a legacy HTTPS health check, which is not offered for this load balancer: a target pool takes one legacy HTTP health check (`httpHealthChecks`), a backend service one health check of the newer kind (`healthChecks`)"),
+                    "healthChecks" => format!("`{text}` is a health check of the newer kind, which backend services take; a target pool takes one legacy HTTP health check (`httpHealthChecks`)"),
+                    "httpHealthChecks" if want.contains(&resource::HEALTH_CHECKS) => format!("`{text}` is a legacy HTTP health check, which target pools take; a backend service takes a health check of the newer kind (`healthChecks`, type HTTP)"),
+                    "backendServices" if want.contains(&resource::TARGET_POOLS) => format!("`{text}` is a backend service: a forwarding rule names a backend service in `backendService`, not `target`"),
+                    "targetPools" | "targetInstances" if want.contains(&resource::BACKEND_SERVICES) => format!("`{text}` is a {}: a forwarding rule names it in `target`, not `backendService`", if segment == "targetPools" { "target pool" } else { "target instance" }),
                     _ => format!(
                         "expected a reference to {}, found {} (`{text}`)",
                         with_article(&wanted),
@@ -264,11 +269,26 @@ impl<'a> Reader<'a> {
                 self.err(node.pos, path, msg, valid);
                 None
             }
+            Err(RefError::WrongScope(c)) if c.segment == "instanceGroups" => {
+                self.err(
+                    node.pos,
+                    path,
+                    format!("`{text}`: regional instance groups are not supported: the service LB policy places each backend group in one zone, as the source product's advanced policy does (zonal instance groups only: `zones/ZONE/instanceGroups/NAME`)"),
+                    valid,
+                );
+                None
+            }
             Err(RefError::WrongScope(c)) => {
                 let scope = match c.scope {
-                    ScopeKind::Global => "global: `global/",
-                    ScopeKind::Region => "regional: `regions/REGION/",
-                    ScopeKind::Zone => "zonal: `zones/ZONE/",
+                    ScopeKind::Global => "global: `global/".to_string(),
+                    ScopeKind::Region => "regional: `regions/REGION/".to_string(),
+                    ScopeKind::Zone => "zonal: `zones/ZONE/".to_string(),
+                    ScopeKind::GlobalOrRegion => {
+                        format!(
+                            "global or regional: `global/{}/NAME` or `regions/REGION/",
+                            c.segment
+                        )
+                    }
                 };
                 self.err(
                     node.pos,
@@ -522,12 +542,15 @@ const TOP: &[&str] = &[
     "targetInstances",
     "instances",
     "httpHealthChecks",
+    "backendServices",
+    "regionBackendServices",
+    "instanceGroups",
+    "networkEndpointGroups",
+    "healthChecks",
+    "serviceLbPolicies",
 ];
 const TOP_LATER: &[(&str, &str)] = &[
-    ("backendServices", BACKEND_SERVICES),
-    ("serviceLbPolicies", BACKEND_SERVICES),
-    ("healthChecks", "is not supported yet: these are the newer health checks of backend services (SPEC R6); use `httpHealthChecks`"),
-    ("httpsHealthChecks", "is not offered for this load balancer: legacy HTTPS health checks do not work with target pools; use `httpHealthChecks`"),
+    ("httpsHealthChecks", "is not offered for this load balancer: legacy HTTPS health checks do not work with target pools; use `httpHealthChecks` (target pools) or `healthChecks` of type HTTPS (backend services)"),
     ("apiVersion", "is not supported yet: Kubernetes manifests (SPEC R7) come later"),
 ];
 const NIC: &[&str] = &[
@@ -538,6 +561,9 @@ const NIC: &[&str] = &[
     "outerSourceIpv6",
     "healthCheckSourceRanges",
     "nextHopMac",
+    "region",
+    "zone",
+    "regionOrder",
 ];
 const RULE: &[&str] = &[
     "name",
@@ -549,6 +575,7 @@ const RULE: &[&str] = &[
     "ports",
     "allPorts",
     "target",
+    "backendService",
     "sourceRanges",
     "loadBalancingScheme",
     "networkTier",
@@ -565,7 +592,6 @@ const RULE_IGNORED: &[&str] = &[
     "labelFingerprint",
 ];
 const RULE_LATER: &[(&str, &str)] = &[
-    ("backendService", BACKEND_SERVICES),
     (
         "sourceIpRanges",
         "is a traffic-steering field of the source product and is not supported: it picks which forwarding rule of a shared address serves which sources (backend-service load balancers); it is no allow list, `sourceRanges` (SPEC R9) is the allow list that drops other sources",
@@ -601,6 +627,7 @@ const POOL_LATER: &[(&str, &str)] = &[
     ("failoverPolicy", BACKEND_SERVICES),
     ("localityLbPolicy", BACKEND_SERVICES),
     ("backends", BACKEND_SERVICES),
+    ("serviceLbPolicy", BACKEND_SERVICES),
     (
         "httpsHealthChecks",
         "is not offered for this load balancer: legacy HTTPS health checks do not work with target pools; use `healthChecks` with a legacy HTTP health check",
@@ -697,14 +724,17 @@ const GCE_INSTANCE_IGNORED: &[&str] = &[
     "preservedStateSizeGb",
     "serviceIntegrationSpecs",
 ];
+/// Why a field of a backend service's `backends[]` is refused on an instance.
+const BACKEND_FIELD: &str =
+    "is a field of a backend service's `backends[]` (SPEC R6), not of an instance";
 const INSTANCE_LATER: &[(&str, &str)] = &[
-    ("capacityScaler", BACKEND_SERVICES),
-    ("balancingMode", BACKEND_SERVICES),
-    ("preference", BACKEND_SERVICES),
-    ("failover", BACKEND_SERVICES),
-    ("maxRate", BACKEND_SERVICES),
-    ("maxUtilization", BACKEND_SERVICES),
-    ("maxConnections", BACKEND_SERVICES),
+    ("capacityScaler", BACKEND_FIELD),
+    ("balancingMode", BACKEND_FIELD),
+    ("preference", BACKEND_FIELD),
+    ("failover", BACKEND_FIELD),
+    ("maxRate", BACKEND_FIELD),
+    ("maxUtilization", BACKEND_FIELD),
+    ("maxConnections", BACKEND_FIELD),
 ];
 const HEALTH_CHECK: &[&str] = &[
     "name",
@@ -728,6 +758,7 @@ const DELIVERIES: &[(&str, Delivery)] = &[
 ];
 
 const TARGETS: &[Collection] = &[resource::TARGET_POOLS, resource::TARGET_INSTANCES];
+const SERVICES: &[Collection] = &[resource::BACKEND_SERVICES];
 const POOLS: &[Collection] = &[resource::TARGET_POOLS];
 const INSTANCES: &[Collection] = &[resource::INSTANCES];
 const HTTP_CHECKS: &[Collection] = &[resource::HTTP_HEALTH_CHECKS];
@@ -790,7 +821,81 @@ fn read_nic(r: &mut Reader, node: Option<&Node>) -> Nic {
             nic.health_check_source_ranges.push(p);
         }
     }
+    read_nic_locality(r, &o, &mut nic);
     nic
+}
+
+/// The NIC's region, zone and region distance order (SPEC R6): where the service LB policy's
+/// "client" is.
+fn read_nic_locality(r: &mut Reader, o: &Obj, nic: &mut Nic) {
+    nic.region = r.location(o, "region", false);
+    nic.zone = r.location(o, "zone", true);
+    if !nic.zone.is_empty() {
+        match region_of_zone(&nic.zone) {
+            Some(zr) if nic.region.is_empty() => nic.region = zr.to_string(),
+            Some(zr) if zr != nic.region => r.err(
+                o.get("zone").map_or(o.pos, |n| n.pos),
+                "nic.zone",
+                format!(
+                    "zone {} is in region {zr}, but `nic.region` is {}",
+                    nic.zone, nic.region
+                ),
+                Some(format!(
+                    "a zone of region {}, such as {}-a",
+                    nic.region, nic.region
+                )),
+            ),
+            Some(_) => {}
+            None => r.err(
+                o.get("zone").map_or(o.pos, |n| n.pos),
+                "nic.zone",
+                format!(
+                    "`{}` names no region: a zone is its region and a suffix",
+                    nic.zone
+                ),
+                Some("a zone such as us-central1-a".into()),
+            ),
+        }
+    }
+    let items = r.list(o.get("regionOrder"), "nic.regionOrder");
+    let valid = || {
+        Some(
+            "other regions, nearest first, each once, such as [us-east1, europe-west1]".to_string(),
+        )
+    };
+    for (i, n) in items.iter().enumerate() {
+        let path = format!("nic.regionOrder[{i}]");
+        let Some(text) = r.scalar(n, &path) else {
+            continue;
+        };
+        let region = match resource::parse_location(text, false) {
+            Ok(region) => region,
+            Err(msg) => {
+                r.err(n.pos, &path, msg, valid());
+                continue;
+            }
+        };
+        if region == nic.region {
+            r.err(
+                n.pos,
+                &path,
+                format!("{region} is the NIC's own region, which is always nearest"),
+                valid(),
+            );
+        } else if nic.region_order.contains(&region) {
+            r.err(n.pos, &path, format!("{region} is listed twice"), valid());
+        } else {
+            nic.region_order.push(region);
+        }
+    }
+    if !nic.region_order.is_empty() && nic.region.is_empty() {
+        r.err(
+            o.pos,
+            "nic.region",
+            "`regionOrder` orders the regions by distance from the NIC's own, but `region` (or `zone`) is not set",
+            Some("`nic.region`, such as us-central1".into()),
+        );
+    }
 }
 
 /// The destination ports of a rule: `portRange`, `ports` or `allPorts` (at most one of them),
@@ -927,28 +1032,72 @@ fn read_rule(r: &mut Reader, o: &Obj, index: usize) -> Option<ForwardingRule> {
     let region = r.location(o, "region", false);
     // Errors in the fields that decide what the rule matches make overlap checks moot.
     let errors_before = r.diags.len();
+    let other_protocol =
+        "is not supported as a rule protocol: an `L3_DEFAULT` rule of a backend service takes every protocol that no TCP or UDP rule of its VIP takes";
     let proto = r.enumerated(
         o,
         "IPProtocol",
         Protocol::Tcp,
-        &[("TCP", Protocol::Tcp), ("UDP", Protocol::Udp)],
-        &[(
-            "L3_DEFAULT",
-            "is not supported yet: write one TCP and one UDP rule",
-        )],
+        &[
+            ("TCP", Protocol::Tcp),
+            ("UDP", Protocol::Udp),
+            ("L3_DEFAULT", Protocol::L3Default),
+        ],
+        &[
+            ("ESP", other_protocol),
+            ("AH", other_protocol),
+            ("SCTP", other_protocol),
+            ("ICMP", other_protocol),
+        ],
     );
     let port_ranges = read_rule_ports(r, o);
+    if proto == Protocol::L3Default {
+        // Every port (the source product requires `allPorts: true`; leaving the ports out
+        // means every port here as well).
+        let narrowed = ["portRange", "ports"]
+            .into_iter()
+            .find(|f| o.get(f).is_some())
+            .or_else(|| {
+                o.get("allPorts")
+                    .filter(|n| n.scalar() == Some("false"))
+                    .map(|_| "allPorts")
+            });
+        if let Some(field) = narrowed {
+            r.err(
+                o.loc(index).field(field),
+                &o.path(field),
+                format!("an `L3_DEFAULT` rule takes every port, so `{field}` cannot narrow it"),
+                Some("`allPorts: true`, or leave the ports out".into()),
+            );
+        }
+    }
     let match_fields_bad = r.diags.len() > errors_before;
-    let target = match o.get("target") {
-        Some(n) => r.reference(n, &o.path("target"), TARGETS),
-        None => {
+    let (target, backend_service) = match (o.get("target"), o.get("backendService")) {
+        (Some(t), Some(b)) => {
+            // The one written later is the one in excess.
+            let (later, field) = if t.pos > b.pos {
+                (t, "target")
+            } else {
+                (b, "backendService")
+            };
+            r.err(
+                later.pos,
+                &o.path(field),
+                "`target` and `backendService` exclude each other",
+                Some("a target pool or target instance in `target`, or a backend service in `backendService`".into()),
+            );
+            (r.reference(t, &o.path("target"), TARGETS), false)
+        }
+        (Some(n), None) => (r.reference(n, &o.path("target"), TARGETS), false),
+        (None, Some(n)) => (r.reference(n, &o.path("backendService"), SERVICES), true),
+        (None, None) => {
             r.err(
                 o.pos,
                 &o.path("target"),
-                "`target` is required: a target pool or target instance",
+                "`target` or `backendService` is required: a target pool or target instance, or a backend service",
                 None,
             );
-            None
+            (None, false)
         }
     };
     let mut source_ranges = Vec::new();
@@ -1011,6 +1160,7 @@ fn read_rule(r: &mut Reader, o: &Obj, index: usize) -> Option<ForwardingRule> {
         port_ranges,
         region,
         target: target?,
+        backend_service,
         source_ranges,
         loc,
     })
@@ -1250,23 +1400,35 @@ fn read_health_check(r: &mut Reader, o: &Obj, index: usize) -> Option<HttpHealth
     })
 }
 
-/// The five kinds of object, as sections of our own form and as Compute Engine resources.
+/// The kinds of object, as sections of our own form and as Google Cloud resources.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Section {
     Rules,
     Pools,
     TargetInstances,
     Instances,
+    HttpHealthChecks,
+    BackendServices,
+    RegionBackendServices,
+    InstanceGroups,
+    NetworkEndpointGroups,
     HealthChecks,
+    ServiceLbPolicies,
 }
 
 impl Section {
-    const ALL: [Section; 5] = [
+    const ALL: [Section; 11] = [
         Section::Rules,
         Section::Pools,
         Section::TargetInstances,
         Section::Instances,
+        Section::HttpHealthChecks,
+        Section::BackendServices,
+        Section::RegionBackendServices,
+        Section::InstanceGroups,
+        Section::NetworkEndpointGroups,
         Section::HealthChecks,
+        Section::ServiceLbPolicies,
     ];
 
     /// The top-level field of our form, also the path prefix of messages.
@@ -1276,41 +1438,63 @@ impl Section {
             Section::Pools => "targetPools",
             Section::TargetInstances => "targetInstances",
             Section::Instances => "instances",
-            Section::HealthChecks => "httpHealthChecks",
+            Section::HttpHealthChecks => "httpHealthChecks",
+            Section::BackendServices => "backendServices",
+            Section::RegionBackendServices => "regionBackendServices",
+            Section::InstanceGroups => "instanceGroups",
+            Section::NetworkEndpointGroups => "networkEndpointGroups",
+            Section::HealthChecks => "healthChecks",
+            Section::ServiceLbPolicies => "serviceLbPolicies",
         }
     }
 
-    /// The `kind` of the resource.
-    fn kind(self) -> &'static str {
+    /// The field an aggregated list holds the resources in.
+    fn list_field(self) -> &'static str {
         match self {
+            Section::RegionBackendServices => "backendServices",
+            s => s.field(),
+        }
+    }
+
+    /// The `kind` of the resource (`None`: the API prints none).
+    fn kind(self) -> Option<&'static str> {
+        Some(match self {
             Section::Rules => "compute#forwardingRule",
             Section::Pools => "compute#targetPool",
             Section::TargetInstances => "compute#targetInstance",
             Section::Instances => "compute#instance",
-            Section::HealthChecks => "compute#httpHealthCheck",
-        }
+            Section::HttpHealthChecks => "compute#httpHealthCheck",
+            Section::BackendServices | Section::RegionBackendServices => "compute#backendService",
+            Section::InstanceGroups => "compute#instanceGroup",
+            Section::NetworkEndpointGroups => "compute#networkEndpointGroup",
+            Section::HealthChecks => "compute#healthCheck",
+            Section::ServiceLbPolicies => return None,
+        })
     }
 
     /// Whether its REST API has an aggregated (all regions or zones) list.
     fn aggregated(self) -> bool {
-        self != Section::HealthChecks
+        !matches!(self, Section::HttpHealthChecks | Section::ServiceLbPolicies)
+    }
+
+    /// A backend service's section follows where it is: regional with a `region`, else
+    /// global (the two share one `kind`).
+    fn of_service(node: &Node) -> Section {
+        match map_get(node, "region") {
+            Some(r) if !r.is_null() => Section::RegionBackendServices,
+            _ => Section::BackendServices,
+        }
     }
 }
 
 /// Kinds of the source product refused with a reason.
-const KINDS_LATER: &[(&str, &str)] = &[
-    ("compute#backendService", BACKEND_SERVICES),
-    ("compute#healthCheck", NEWER_CHECKS),
-    ("compute#httpsHealthCheck", HTTPS_CHECKS),
-];
+const KINDS_LATER: &[(&str, &str)] = &[("compute#httpsHealthCheck", HTTPS_CHECKS)];
 
 fn valid_kinds() -> String {
-    Section::ALL
-        .iter()
-        .map(|s| s.kind())
-        .collect::<Vec<_>>()
-        .join(", ")
-        + ", or their lists (`...List`, `...AggregatedList`)"
+    let mut kinds: Vec<&str> = Section::ALL.iter().filter_map(|s| s.kind()).collect();
+    kinds.dedup();
+    kinds.join(", ")
+        + ", or their lists (`...List`, `...AggregatedList`); a service LB policy as `gcloud network-services service-lb-policies describe` prints it"
 }
 
 /// The value of `key` in a mapping node, without checking the mapping.
@@ -1324,13 +1508,22 @@ fn map_get<'n>(node: &'n Node, key: &str) -> Option<&'n Node> {
     }
 }
 
+/// Whether a mapping without `kind` is a service LB policy as Google Cloud prints it: its
+/// `name` is its full resource name.
+fn is_pasted_policy(node: &Node) -> bool {
+    map_get(node, "kind").is_none()
+        && map_get(node, "name")
+            .and_then(Node::scalar)
+            .is_some_and(|n| n.contains("/serviceLbPolicies/"))
+}
+
 /// Reads every document of a file into one configuration.
 struct Loader<'a> {
     r: Reader<'a>,
     config: Config,
     /// Next index of each section, counted over the whole file: `forwardingRules[3]` is the
     /// file's fourth forwarding rule, whichever document and form it came from.
-    next: [usize; 5],
+    next: [usize; Section::ALL.len()],
     /// Where the `nic` section was, once read.
     nic_at: Option<Pos>,
 }
@@ -1342,6 +1535,10 @@ impl Loader<'_> {
             // A JSON array (`gcloud ... list --format=json`) or a YAML list of resources.
             Value::Seq(items) => {
                 for (i, item) in items.iter().enumerate() {
+                    if is_pasted_policy(item) {
+                        self.resource(Section::ServiceLbPolicies, item);
+                        continue;
+                    }
                     match map_get(item, "kind").and_then(Node::scalar) {
                         Some(_) => self.kind_document(item),
                         None => self.r.err(
@@ -1354,6 +1551,9 @@ impl Loader<'_> {
                 }
             }
             Value::Map(_) if map_get(doc, "kind").is_some() => self.kind_document(doc),
+            Value::Map(_) if is_pasted_policy(doc) => {
+                self.resource(Section::ServiceLbPolicies, doc)
+            }
             Value::Map(_) => self.sections(doc),
             Value::Scalar { .. } => self.r.err(
                 doc.pos,
@@ -1386,6 +1586,15 @@ impl Loader<'_> {
         for s in Section::ALL {
             let items = self.r.list(top.get(s.field()), s.field());
             for item in items {
+                // A pasted backend service goes where its `region` says.
+                let s = match s {
+                    Section::BackendServices | Section::RegionBackendServices
+                        if map_get(item, "kind").is_some() =>
+                    {
+                        Section::of_service(item)
+                    }
+                    s => s,
+                };
                 self.resource(s, item);
             }
         }
@@ -1399,19 +1608,22 @@ impl Loader<'_> {
         let Some(kind) = self.r.scalar(kind_node, "kind") else {
             return;
         };
-        if let Some(s) = Section::ALL.iter().find(|s| s.kind() == kind) {
-            return self.resource(*s, doc);
+        if let Some(s) = Section::ALL.iter().find(|s| s.kind() == Some(kind)) {
+            let s = match s {
+                Section::BackendServices => Section::of_service(doc),
+                s => *s,
+            };
+            return self.resource(s, doc);
         }
         if let Some(s) = Section::ALL
             .iter()
-            .find(|s| kind.strip_suffix("List") == Some(s.kind()))
+            .find(|s| s.kind().is_some() && kind.strip_suffix("List") == s.kind())
         {
             return self.list_document(*s, doc, false);
         }
-        if let Some(s) = Section::ALL
-            .iter()
-            .find(|s| s.aggregated() && kind.strip_suffix("AggregatedList") == Some(s.kind()))
-        {
+        if let Some(s) = Section::ALL.iter().find(|s| {
+            s.aggregated() && s.kind().is_some() && kind.strip_suffix("AggregatedList") == s.kind()
+        }) {
             return self.list_document(*s, doc, true);
         }
         let base = kind
@@ -1420,12 +1632,14 @@ impl Loader<'_> {
             .unwrap_or(kind);
         let msg = if let Some((_, why)) = KINDS_LATER.iter().find(|(k, _)| *k == base) {
             format!("`{kind}`: {why}")
+        } else if kind == "compute#instanceGroupsListInstances" {
+            format!("`{kind}` (the output of `list-instances`) does not name its group: paste its items into the instance group's `instances`")
         } else if !kind.starts_with("compute#") {
             format!(
                 "`kind: {kind}` is not supported yet: Kubernetes manifests (SPEC R7) come later"
             )
         } else {
-            format!("`{kind}` is not a resource of the target-pool load balancer")
+            format!("`{kind}` is not a resource of a passthrough load balancer")
         };
         self.r.err(kind_node.pos, "kind", msg, Some(valid_kinds()));
     }
@@ -1465,9 +1679,13 @@ impl Loader<'_> {
         let Some(items) = o.get("items") else {
             return;
         };
+        let route = |s: Section, item: &Node| match s {
+            Section::BackendServices | Section::RegionBackendServices => Section::of_service(item),
+            s => s,
+        };
         if !aggregated {
             for item in self.r.list(Some(items), "items") {
-                self.resource(s, item);
+                self.resource(route(s, item), item);
             }
             return;
         }
@@ -1485,16 +1703,16 @@ impl Loader<'_> {
         };
         for (scope, v) in scopes {
             let path = format!("items.{}", scope.scalar().unwrap_or("?"));
-            if let Some(so) = self.r.object(v, &path, &[s.field(), "warning"], &[]) {
-                let list_path = so.path(s.field());
-                for item in self.r.list(so.get(s.field()), &list_path) {
-                    self.resource(s, item);
+            if let Some(so) = self.r.object(v, &path, &[s.list_field(), "warning"], &[]) {
+                let list_path = so.path(s.list_field());
+                for item in self.r.list(so.get(s.list_field()), &list_path) {
+                    self.resource(route(s, item), item);
                 }
             }
         }
     }
 
-    /// One object of section `s`, in our form or as a Compute Engine resource.
+    /// One object of section `s`, in our form or as a Google Cloud resource.
     fn resource(&mut self, s: Section, node: &Node) {
         let index = self.next[s as usize];
         self.next[s as usize] += 1;
@@ -1505,14 +1723,14 @@ impl Loader<'_> {
             return;
         }
         let kind = map_get(node, "kind");
-        if let Some(k) = kind {
+        if let (Some(k), Some(want)) = (kind, s.kind()) {
             if let Some(text) = k.scalar() {
-                if text != s.kind() {
+                if text != want {
                     self.r.err(
                         k.pos,
                         &format!("{path}.kind"),
                         format!("`{text}` does not belong in `{}`", s.field()),
-                        Some(s.kind().into()),
+                        Some(want.into()),
                     );
                     return;
                 }
@@ -1555,12 +1773,93 @@ impl Loader<'_> {
                     c.instances.extend(read(r, &o, index));
                 }
             }
-            Section::HealthChecks => {
+            Section::HttpHealthChecks => {
                 if let Some(o) = r.object_with(node, &path, HEALTH_CHECK, OUTPUT_ONLY, &[]) {
                     c.http_health_checks.extend(read_health_check(r, &o, index));
                 }
             }
+            Section::BackendServices | Section::RegionBackendServices => {
+                if let Some(o) = r.object_with(
+                    node,
+                    &path,
+                    services::SERVICE,
+                    services::SERVICE_IGNORED,
+                    services::SERVICE_LATER,
+                ) {
+                    let global = s == Section::BackendServices;
+                    c.backend_services
+                        .extend(services::read_backend_service(r, &o, index, global));
+                }
+            }
+            Section::InstanceGroups => {
+                if let Some(o) = r.object_with(
+                    node,
+                    &path,
+                    services::INSTANCE_GROUP,
+                    services::INSTANCE_GROUP_IGNORED,
+                    &[],
+                ) {
+                    c.instance_groups
+                        .extend(services::read_instance_group(r, &o, index));
+                }
+            }
+            Section::NetworkEndpointGroups => {
+                if let Some(o) = r.object_with(
+                    node,
+                    &path,
+                    services::NEG,
+                    services::INSTANCE_GROUP_IGNORED,
+                    &[],
+                ) {
+                    c.network_endpoint_groups
+                        .extend(services::read_network_endpoint_group(r, &o, index));
+                }
+            }
+            Section::HealthChecks => {
+                if let Some(o) = r.object_with(
+                    node,
+                    &path,
+                    services::HEALTH_CHECK,
+                    OUTPUT_ONLY,
+                    services::HEALTH_CHECK_LATER,
+                ) {
+                    c.health_checks
+                        .extend(services::read_health_check(r, &o, index));
+                }
+            }
+            Section::ServiceLbPolicies => {
+                if let Some(o) =
+                    r.object_with(node, &path, services::POLICY, services::POLICY_IGNORED, &[])
+                {
+                    c.service_lb_policies
+                        .extend(services::read_service_lb_policy(r, &o, index));
+                }
+            }
         }
+    }
+}
+
+/// Settles what the file left to the relations: a backend's `group` written as a bare name
+/// is a network endpoint group when only such a group has that name (an instance group
+/// otherwise; a name both have is reported by the checks).
+fn link(config: &mut Config) {
+    let negs: std::collections::HashSet<String> = config
+        .network_endpoint_groups
+        .iter()
+        .map(|g| g.name.clone())
+        .collect();
+    let igs: std::collections::HashSet<String> = config
+        .instance_groups
+        .iter()
+        .map(|g| g.name.clone())
+        .collect();
+    for b in config
+        .backend_services
+        .iter_mut()
+        .flat_map(|s| s.backends.iter_mut())
+        .filter(|b| b.group.collection.is_none())
+    {
+        b.neg = negs.contains(&b.group.name) && !igs.contains(&b.group.name);
     }
 }
 
@@ -1583,13 +1882,14 @@ pub fn parse_config(file: &str, text: &str) -> (Config, Diagnostics) {
     let mut loader = Loader {
         r: Reader::new(file),
         config,
-        next: [0; 5],
+        next: [0; Section::ALL.len()],
         nic_at: None,
     };
     for doc in &docs {
         loader.document(doc);
     }
     config = loader.config;
+    link(&mut config);
     let mut diags = loader.r.diags;
     diags.extend(check(&config));
     diags.sort();
@@ -1599,11 +1899,26 @@ pub fn parse_config(file: &str, text: &str) -> (Config, Diagnostics) {
 /// Relations between objects: unique names, references, failover, health-check timing,
 /// overlapping rules, delivery of each VIP family, MACs. Capacity is checked by the compiler
 /// against a profile.
+///
+/// One phase after the other, each a function: names, references, health-check timing, port
+/// overlaps, regions and zones, and what each pool's delivery needs.
 pub fn check(c: &Config) -> Diagnostics {
     let mut d = Diagnostics::new();
-    let f = c.file.as_str();
+    check_unique_names(&mut d, c);
+    let idx = Index::new(c);
+    check_references(&mut d, c, &idx);
+    check_health_check_timing(&mut d, c);
+    check_port_overlaps(&mut d, c);
+    check_locations(&mut d, c, &idx.pools, &idx.tis, &idx.instances);
+    check_vip_families(&mut d, c, &idx);
+    check_delivery_needs(&mut d, c, &idx);
+    service_checks::check_services(&mut d, c, &idx);
+    d
+}
 
-    // Unique names. Target pools and target instances share one namespace: `target` names one.
+/// Unique names. Target pools and target instances share one namespace: `target` names one.
+fn check_unique_names(d: &mut Diagnostics, c: &Config) {
+    let f = c.file.as_str();
     // (namespace, name) → where it was first defined; paths are formatted only on a repeat.
     let mut seen: HashMap<(&str, &str), (&str, usize, u32)> = HashMap::new();
     let named = c
@@ -1629,6 +1944,31 @@ pub fn check(c: &Config) -> Diagnostics {
             c.http_health_checks
                 .iter()
                 .map(|h| ("hc", "httpHealthChecks", &h.name, &h.loc)),
+        )
+        .chain(
+            c.backend_services
+                .iter()
+                .map(|b| ("target", b.section(), &b.name, &b.loc)),
+        )
+        .chain(
+            c.instance_groups
+                .iter()
+                .map(|g| ("ig", "instanceGroups", &g.name, &g.loc)),
+        )
+        .chain(
+            c.network_endpoint_groups
+                .iter()
+                .map(|g| ("neg", "networkEndpointGroups", &g.name, &g.loc)),
+        )
+        .chain(
+            c.health_checks
+                .iter()
+                .map(|h| ("healthCheck", "healthChecks", &h.name, &h.loc)),
+        )
+        .chain(
+            c.service_lb_policies
+                .iter()
+                .map(|p| ("policy", "serviceLbPolicies", &p.name, &p.loc)),
         );
     for (space, list, name, loc) in named {
         let pos = loc.field("name");
@@ -1638,7 +1978,12 @@ pub fn check(c: &Config) -> Diagnostics {
                 pos,
                 format!("{list}[{}].name", loc.index),
                 format!(
-                    "duplicate name `{name}`: already used by {first_list}[{first_index}] (line {first_line})"
+                    "duplicate name `{name}`: already used by {first_list}[{first_index}] (line {first_line}){}",
+                    if space == "target" && *first_list != list {
+                        " (target pools, target instances and backend services share one namespace: health files and `explain` name pools by name)"
+                    } else {
+                        ""
+                    }
                 ),
                 None,
             ),
@@ -1647,35 +1992,107 @@ pub fn check(c: &Config) -> Diagnostics {
             }
         }
     }
+}
 
-    let pools: HashMap<&str, &TargetPool> = c
-        .target_pools
-        .iter()
-        .map(|p| (p.name.as_str(), p))
-        .collect();
-    let tis: HashMap<&str, &TargetInstance> = c
-        .target_instances
-        .iter()
-        .map(|t| (t.name.as_str(), t))
-        .collect();
-    let instances: HashMap<&str, &Instance> =
-        c.instances.iter().map(|i| (i.name.as_str(), i)).collect();
-    let hcs: HashMap<&str, &HttpHealthCheck> = c
-        .http_health_checks
-        .iter()
-        .map(|h| (h.name.as_str(), h))
-        .collect();
-    // Lists of valid names, built only when a reference dangles.
-    let names = |m: Vec<&str>| -> Vec<String> {
-        let mut v: Vec<String> = m.into_iter().map(str::to_string).collect();
+/// The objects of a configuration by name, for the checks that follow references.
+struct Index<'c> {
+    file: &'c str,
+    pools: HashMap<&'c str, &'c TargetPool>,
+    tis: HashMap<&'c str, &'c TargetInstance>,
+    instances: HashMap<&'c str, &'c Instance>,
+    hcs: HashMap<&'c str, &'c HttpHealthCheck>,
+    services: HashMap<&'c str, &'c BackendService>,
+    igs: HashMap<&'c str, &'c InstanceGroup>,
+    negs: HashMap<&'c str, &'c NetworkEndpointGroup>,
+    health_checks: HashMap<&'c str, &'c HealthCheck>,
+    policies: HashMap<&'c str, &'c ServiceLbPolicy>,
+}
+
+impl<'c> Index<'c> {
+    fn new(c: &'c Config) -> Index<'c> {
+        Index {
+            services: c
+                .backend_services
+                .iter()
+                .map(|b| (b.name.as_str(), b))
+                .collect(),
+            igs: c
+                .instance_groups
+                .iter()
+                .map(|g| (g.name.as_str(), g))
+                .collect(),
+            negs: c
+                .network_endpoint_groups
+                .iter()
+                .map(|g| (g.name.as_str(), g))
+                .collect(),
+            health_checks: c
+                .health_checks
+                .iter()
+                .map(|h| (h.name.as_str(), h))
+                .collect(),
+            policies: c
+                .service_lb_policies
+                .iter()
+                .map(|p| (p.name.as_str(), p))
+                .collect(),
+            file: c.file.as_str(),
+            pools: c
+                .target_pools
+                .iter()
+                .map(|p| (p.name.as_str(), p))
+                .collect(),
+            tis: c
+                .target_instances
+                .iter()
+                .map(|t| (t.name.as_str(), t))
+                .collect(),
+            instances: c.instances.iter().map(|i| (i.name.as_str(), i)).collect(),
+            hcs: c
+                .http_health_checks
+                .iter()
+                .map(|h| (h.name.as_str(), h))
+                .collect(),
+        }
+    }
+
+    /// The member instances of a backend service, through its groups, each with the path and
+    /// reference that makes it a member (`instanceGroups[0].instances[1]`,
+    /// `networkEndpointGroups[2].networkEndpoints[0].instance`).
+    fn service_members(&self, b: &BackendService) -> Vec<(String, &'c Ref)> {
+        let mut v = Vec::new();
+        for backend in &b.backends {
+            let name = backend.group.name.as_str();
+            if backend.neg {
+                if let Some(g) = self.negs.get(name) {
+                    for (i, e) in g.endpoints.iter().enumerate() {
+                        v.push((
+                            format!(
+                                "networkEndpointGroups[{}].networkEndpoints[{i}].instance",
+                                g.loc.index
+                            ),
+                            &e.instance,
+                        ));
+                    }
+                }
+            } else if let Some(g) = self.igs.get(name) {
+                for (i, m) in g.instances.iter().enumerate() {
+                    v.push((format!("instanceGroups[{}].instances[{i}]", g.loc.index), m));
+                }
+            }
+        }
+        v
+    }
+
+    /// Sorted names of one map (built only when a reference dangles).
+    fn names<V>(m: &HashMap<&str, V>) -> Vec<String> {
+        let mut v: Vec<String> = m.keys().map(|s| s.to_string()).collect();
         v.sort();
         v
-    };
-    let target_names = || names(pools.keys().chain(tis.keys()).copied().collect());
-    let pool_names = || names(pools.keys().copied().collect());
-    let instance_names = || names(instances.keys().copied().collect());
-    let hc_names = || names(hcs.keys().copied().collect());
-    let dangling = |d: &mut Diagnostics, what: &str, r: &Ref, path: String, valid: &[String]| {
+    }
+
+    /// A reference to no object of its kind: "no {what} named `x`, did you mean ...".
+    fn dangling(&self, d: &mut Diagnostics, what: &str, r: &Ref, path: String, valid: &[String]) {
         let v: Vec<&str> = valid.iter().map(String::as_str).collect();
         let hint = did_you_mean(&r.name, &v)
             .map(|s| format!(", did you mean `{s}`?"))
@@ -1688,18 +2105,44 @@ pub fn check(c: &Config) -> Diagnostics {
             valid.join(", ")
         };
         d.push(
-            f,
+            self.file,
             r.pos,
             path,
             format!("no {what} named `{}`{hint}", r.name),
             Some(list),
         );
-    };
+    }
+}
 
+/// Every reference names an object of its kind: rule targets, pool members, health checks and
+/// backup pools (with `failoverRatio`), target instances' instances.
+fn check_references(d: &mut Diagnostics, c: &Config, idx: &Index) {
+    let f = c.file.as_str();
+    let (pools, tis) = (&idx.pools, &idx.tis);
+    let target_names = || {
+        let mut v = Index::names(pools);
+        v.extend(Index::names(tis));
+        v.sort();
+        v
+    };
     for r in &c.forwarding_rules {
         let name = r.target.name.as_str();
         let (is_pool, is_ti) = (pools.contains_key(name), tis.contains_key(name));
+        if r.backend_service {
+            // Checked with the other relations of backend services.
+            continue;
+        }
         let path = format!("forwardingRules[{}].target", r.loc.index);
+        if !is_pool && !is_ti && idx.services.contains_key(name) {
+            d.push(
+                f,
+                r.target.pos,
+                path,
+                format!("`{name}` is a backend service: a forwarding rule names a backend service in `backendService`, not `target`"),
+                Some(format!("`backendService: {name}`")),
+            );
+            continue;
+        }
         // A path or URL says which of the two it names; a short name may be either.
         match r.target.collection {
             Some("targetPools") if !is_pool => {
@@ -1708,7 +2151,7 @@ pub fn check(c: &Config) -> Diagnostics {
                 } else {
                     "target pool"
                 };
-                dangling(&mut d, what, &r.target, path, &pool_names());
+                idx.dangling(d, what, &r.target, path, &Index::names(pools));
             }
             Some("targetInstances") if !is_ti => {
                 let what = if is_pool {
@@ -1716,11 +2159,10 @@ pub fn check(c: &Config) -> Diagnostics {
                 } else {
                     "target instance"
                 };
-                let ti_names = names(tis.keys().copied().collect());
-                dangling(&mut d, what, &r.target, path, &ti_names);
+                idx.dangling(d, what, &r.target, path, &Index::names(tis));
             }
-            None if !is_pool && !is_ti => dangling(
-                &mut d,
+            None if !is_pool && !is_ti => idx.dangling(
+                d,
                 "target pool or target instance",
                 &r.target,
                 path,
@@ -1734,8 +2176,8 @@ pub fn check(c: &Config) -> Diagnostics {
         let mut members: HashMap<&str, usize> = HashMap::new();
         for (i, m) in p.instances.iter().enumerate() {
             let path = format!("{base}.instances[{i}]");
-            if !instances.contains_key(m.name.as_str()) {
-                dangling(&mut d, "instance", m, path, &instance_names());
+            if !idx.instances.contains_key(m.name.as_str()) {
+                idx.dangling(d, "instance", m, path, &Index::names(&idx.instances));
             } else if let Some(first) = members.insert(&m.name, i) {
                 d.push(
                     f,
@@ -1751,13 +2193,13 @@ pub fn check(c: &Config) -> Diagnostics {
             }
         }
         for (i, h) in p.health_checks.iter().enumerate() {
-            if !hcs.contains_key(h.name.as_str()) {
-                dangling(
-                    &mut d,
+            if !idx.hcs.contains_key(h.name.as_str()) {
+                idx.dangling(
+                    d,
                     "httpHealthCheck",
                     h,
                     format!("{base}.healthChecks[{i}]"),
-                    &hc_names(),
+                    &Index::names(&idx.hcs),
                 );
             }
         }
@@ -1787,7 +2229,13 @@ pub fn check(c: &Config) -> Diagnostics {
                 } else {
                     "target pool"
                 };
-                dangling(&mut d, what, b, format!("{base}.backupPool"), &pool_names());
+                idx.dangling(
+                    d,
+                    what,
+                    b,
+                    format!("{base}.backupPool"),
+                    &Index::names(pools),
+                );
             }
             _ => {}
         }
@@ -1810,20 +2258,24 @@ pub fn check(c: &Config) -> Diagnostics {
         }
     }
     for t in &c.target_instances {
-        if !instances.contains_key(t.instance.name.as_str()) {
-            dangling(
-                &mut d,
+        if !idx.instances.contains_key(t.instance.name.as_str()) {
+            idx.dangling(
+                d,
                 "instance",
                 &t.instance,
                 format!("targetInstances[{}].instance", t.loc.index),
-                &instance_names(),
+                &Index::names(&idx.instances),
             );
         }
     }
+}
+
+/// A probe may not take longer than the interval between probes.
+fn check_health_check_timing(d: &mut Diagnostics, c: &Config) {
     for h in &c.http_health_checks {
         if h.timeout_sec > h.check_interval_sec {
             d.push(
-                f,
+                &c.file,
                 h.loc.field("timeoutSec"),
                 format!("httpHealthChecks[{}].timeoutSec", h.loc.index),
                 format!(
@@ -1834,8 +2286,11 @@ pub fn check(c: &Config) -> Diagnostics {
             );
         }
     }
+}
 
-    // Overlapping port ranges of rules on the same VIP and protocol (SPEC R2.2).
+/// Overlapping port ranges of rules on the same VIP and protocol (SPEC R2.2).
+fn check_port_overlaps(d: &mut Diagnostics, c: &Config) {
+    let f = c.file.as_str();
     let mut by_vip: BTreeMap<(IpAddr, Protocol), Vec<&ForwardingRule>> = BTreeMap::new();
     for r in c.forwarding_rules.iter().filter(|r| !r.loc.incomplete) {
         by_vip
@@ -1845,6 +2300,22 @@ pub fn check(c: &Config) -> Diagnostics {
     }
     for ((vip, proto), rules) in &by_vip {
         for (i, b) in rules.iter().enumerate() {
+            if *proto == Protocol::L3Default {
+                // Every port: a second L3_DEFAULT rule of the VIP could never match.
+                if let Some(a) = rules[..i].first() {
+                    d.push(
+                        f,
+                        b.loc.field("IPProtocol"),
+                        format!("forwardingRules[{}].IPProtocol", b.loc.index),
+                        format!(
+                            "VIP {vip} has an L3_DEFAULT rule already: `{}` (forwardingRules[{}], line {})",
+                            a.name, a.loc.index, a.loc.pos.line
+                        ),
+                        Some("one L3_DEFAULT rule per VIP (SPEC R2)".into()),
+                    );
+                }
+                continue;
+            }
             for a in &rules[..i] {
                 let clash = b.port_ranges.iter().find_map(|pb| {
                     a.port_ranges
@@ -1876,47 +2347,36 @@ pub fn check(c: &Config) -> Diagnostics {
             }
         }
     }
+}
 
-    check_locations(&mut d, c, &pools, &tis, &instances);
-
-    // Delivery: encapsulation carries a packet in an outer header of the backend's family, and
-    // the pipeline uses an outer header of the VIP's family (IPv4 in IPv4, IPv6 in IPv6).
+/// Delivery: encapsulation carries a packet in an outer header of the backend's family, and
+/// the pipeline uses an outer header of the VIP's family (IPv4 in IPv4, IPv6 in IPv6).
+fn check_vip_families(d: &mut Diagnostics, c: &Config, idx: &Index) {
+    let f = c.file.as_str();
     let mut reported: std::collections::HashSet<(usize, String)> = Default::default();
     for r in &c.forwarding_rules {
-        let mut serving: Vec<(&str, Delivery, Vec<&Ref>, String)> = Vec::new();
-        if let Some(p) = pools.get(r.target.name.as_str()) {
-            serving.push((
-                &p.name,
-                p.delivery,
-                p.instances.iter().collect(),
-                format!("targetPools[{}]", p.loc.index),
-            ));
+        let mut serving: Vec<(&str, Delivery, Vec<&Ref>)> = Vec::new();
+        if let Some(p) = idx.pools.get(r.target.name.as_str()) {
+            serving.push((&p.name, p.delivery, p.instances.iter().collect()));
             if let Some(b) = p
                 .backup_pool
                 .as_ref()
-                .and_then(|b| pools.get(b.name.as_str()))
+                .and_then(|b| idx.pools.get(b.name.as_str()))
             {
-                serving.push((
-                    &b.name,
-                    b.delivery,
-                    b.instances.iter().collect(),
-                    format!("targetPools[{}]", b.loc.index),
-                ));
+                serving.push((&b.name, b.delivery, b.instances.iter().collect()));
             }
-        } else if let Some(t) = tis.get(r.target.name.as_str()) {
-            serving.push((
-                &t.name,
-                t.delivery,
-                vec![&t.instance],
-                format!("targetInstances[{}]", t.loc.index),
-            ));
+        } else if let Some(t) = idx.tis.get(r.target.name.as_str()) {
+            serving.push((&t.name, t.delivery, vec![&t.instance]));
+        } else if let Some(b) = idx.services.get(r.target.name.as_str()) {
+            let members = idx.service_members(b).into_iter().map(|m| m.1).collect();
+            serving.push((&b.name, b.delivery, members));
         }
-        for (pool, delivery, members, _) in serving {
+        for (pool, delivery, members) in serving {
             if delivery == Delivery::L2Dsr {
                 continue;
             }
             for m in members {
-                let Some(inst) = instances.get(m.name.as_str()) else {
+                let Some(inst) = idx.instances.get(m.name.as_str()) else {
                     continue;
                 };
                 if inst.ip.is_ipv4() != r.ip_address.is_ipv4()
@@ -1943,25 +2403,37 @@ pub fn check(c: &Config) -> Diagnostics {
             }
         }
     }
+}
 
-    // MACs and outer source prefixes that each pool's delivery needs.
-    let need_mac = |d: &mut Diagnostics, delivery: Delivery, m: &Ref, path: &dyn Fn() -> String| {
-        let Some(inst) = instances.get(m.name.as_str()) else {
+/// MACs and outer source prefixes that each pool's delivery needs.
+fn check_delivery_needs(d: &mut Diagnostics, c: &Config, idx: &Index) {
+    let f = c.file.as_str();
+    // `via`: the backend service an instance serves through its group, named in the message
+    // (the reference is in the group, where the pool is not visible).
+    let need_mac = |d: &mut Diagnostics,
+                    delivery: Delivery,
+                    m: &Ref,
+                    via: Option<&str>,
+                    path: &dyn Fn() -> String| {
+        let Some(inst) = idx.instances.get(m.name.as_str()) else {
             return;
         };
         if inst.mac.is_some() {
             return;
         }
+        let of = via
+            .map(|s| format!(" (backend service `{s}`)"))
+            .unwrap_or_default();
         if delivery == Delivery::L2Dsr {
             d.push(
                 f,
                 m.pos,
                 path(),
                 format!(
-                    "instance `{}` has no `mac`, which L2_DSR delivery needs",
+                    "instance `{}` has no `mac`, which L2_DSR delivery{of} needs",
                     inst.name
                 ),
-                Some("a `mac` on the instance (Google Cloud does not print one: add it), or `delivery: IPIP` or `GUE` on the pool with `nic.nextHopMac`".into()),
+                Some(format!("a `mac` on the instance (Google Cloud does not print one: add it), or `delivery: IPIP` or `GUE` on the {} with `nic.nextHopMac`", if via.is_some() { "backend service" } else { "pool" })),
             );
         } else if c.nic.next_hop_mac.is_none() {
             d.push(
@@ -1969,7 +2441,7 @@ pub fn check(c: &Config) -> Diagnostics {
                 m.pos,
                 path(),
                 format!(
-                    "instance `{}` has no `mac` and `nic.nextHopMac` is not set: {} needs a next-hop MAC",
+                    "instance `{}` has no `mac` and `nic.nextHopMac` is not set: {}{of} needs a next-hop MAC",
                     inst.name,
                     delivery.name()
                 ),
@@ -1980,14 +2452,14 @@ pub fn check(c: &Config) -> Diagnostics {
     let mut families_needed: Vec<(bool, Pos, String, Delivery)> = Vec::new();
     for p in &c.target_pools {
         for (i, m) in p.instances.iter().enumerate() {
-            need_mac(&mut d, p.delivery, m, &|| {
+            need_mac(d, p.delivery, m, None, &|| {
                 format!("targetPools[{}].instances[{i}]", p.loc.index)
             });
         }
         if p.delivery != Delivery::L2Dsr {
             for v6 in [false, true] {
                 let any = p.instances.iter().any(|m| {
-                    instances
+                    idx.instances
                         .get(m.name.as_str())
                         .is_some_and(|i| i.ip.is_ipv6() == v6)
                 });
@@ -2003,17 +2475,40 @@ pub fn check(c: &Config) -> Diagnostics {
         }
     }
     for t in &c.target_instances {
-        need_mac(&mut d, t.delivery, &t.instance, &|| {
+        need_mac(d, t.delivery, &t.instance, None, &|| {
             format!("targetInstances[{}].instance", t.loc.index)
         });
         if t.delivery != Delivery::L2Dsr {
-            if let Some(inst) = instances.get(t.instance.name.as_str()) {
+            if let Some(inst) = idx.instances.get(t.instance.name.as_str()) {
                 families_needed.push((
                     inst.ip.is_ipv6(),
                     t.loc.field("delivery"),
                     format!("targetInstances[{}].delivery", t.loc.index),
                     t.delivery,
                 ));
+            }
+        }
+    }
+    for b in &c.backend_services {
+        let members = idx.service_members(b);
+        for (path, m) in &members {
+            need_mac(d, b.delivery, m, Some(&b.name), &|| path.clone());
+        }
+        if b.delivery != Delivery::L2Dsr {
+            for v6 in [false, true] {
+                let any = members.iter().any(|(_, m)| {
+                    idx.instances
+                        .get(m.name.as_str())
+                        .is_some_and(|i| i.ip.is_ipv6() == v6)
+                });
+                if any {
+                    families_needed.push((
+                        v6,
+                        b.loc.field("delivery"),
+                        format!("{}.delivery", b.path()),
+                        b.delivery,
+                    ));
+                }
             }
         }
     }
@@ -2038,7 +2533,6 @@ pub fn check(c: &Config) -> Diagnostics {
             );
         }
     }
-    d
 }
 
 /// Where an object is, as a description for messages: its scope and "target pool `p` is in

@@ -1,7 +1,8 @@
 //! From a validated configuration and a health state to one table bank.
 //!
 //! Ids are given in name order, whatever the order of the file: rules; pools (target pools,
-//! then target instances); backends (instances). Each pool owns a Maglev slice, laid out in
+//! then target instances, then backend services); backends (instances). Each pool owns a
+//! Maglev slice (a backend service two: its primary and its failover backends'), laid out in
 //! pool-id order from slot 0. The health-independent parts (VIP table, rules, ACLs, backends,
 //! slice layout) are fixed by [`compile`]; the health-dependent parts (slot contents, pool
 //! descriptors) can be recomputed for one pool with [`Compiled::recompile_pool`].
@@ -10,7 +11,10 @@ use crate::config::check;
 use crate::diag::{Diagnostics, Pos};
 use crate::health::HealthState;
 use crate::maglev::{self, Member};
-use crate::model::{Config, PortRange, Prefix, Ratio};
+use crate::model::{
+    BackendService, Config, ForwardingRule, Instance, PortRange, Prefix, Protocol, Ratio,
+    TargetInstance, TargetPool,
+};
 use crate::symbols::{PoolKind, PoolSymbol, Symbols};
 use crate::Error;
 use nlb_hw::enums::{Affinity, Delivery, Table};
@@ -22,6 +26,10 @@ use nlb_hw::{NicSettings, Profile, Tables};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
+
+mod services;
+
+pub use services::{UNLIMITED_PER_ENDPOINT, WEIGHT_SCALE};
 
 /// Port-range slots in one VIP entry (`vip_entry.slot`): the most rules one VIP and protocol
 /// can have (SPEC R2.2; the source product has no such limit, the hardware compares this many
@@ -50,7 +58,7 @@ impl Default for CompileOptions {
 pub struct PoolReport {
     /// Pool name.
     pub name: String,
-    /// Target pool or target instance.
+    /// Target pool, target instance or backend service.
     pub kind: PoolKind,
     /// Members configured.
     pub members: usize,
@@ -58,11 +66,12 @@ pub struct PoolReport {
     pub healthy: usize,
     /// Members with slots in the pool's own slice.
     pub eligible: Vec<String>,
-    /// The pool whose slice serves (the backup's when failed over).
+    /// The pool whose slice serves (the backup's when failed over; a backend service serves
+    /// from its own slices).
     pub serving: String,
-    /// Whether the backup pool serves.
+    /// Whether the backup pool serves (a backend service: its failover backends).
     pub failed_over: bool,
-    /// Own slice size M.
+    /// Own slice size M (a backend service: its primary backends' slice).
     pub slice_size: u32,
     /// One line on how the eligible set and serving slice were chosen.
     pub why: String,
@@ -89,6 +98,11 @@ struct PoolPlan {
     track: bool,
     base: u32,
     size: u32,
+    /// A backend service's failover backends' slice.
+    failover_base: u32,
+    failover_size: u32,
+    /// What a backend service adds.
+    service: Option<Box<services::ServicePlan>>,
 }
 
 /// The result of a compile: one table bank, the NIC settings, names, and per-pool reasons.
@@ -186,27 +200,104 @@ fn names_by_id(names: &[&str], ids: &[usize]) -> Vec<String> {
 /// Works on a partly broken configuration too (dangling references are skipped), so that
 /// capacity problems are reported together with the others. Rule and backend ids stay those of
 /// `previous` for every rule and backend that stays (see [`allocate_ids`]).
+///
+/// One phase after the other, each a function: table sizes, backends, pool plans, Maglev
+/// slices, rules and ACLs, the VIP table.
 fn layout(
     c: &Config,
     profile: &'static Profile,
     previous: &Symbols,
 ) -> (Option<Layout>, Diagnostics) {
     let mut d = Diagnostics::new();
-    let f = c.file.as_str();
+    let s = ByName::new(c);
+    if !check_table_sizes(&mut d, c, profile, &s) {
+        return (None, d);
+    }
     let mut tables = Tables::empty(profile);
     let mut symbols = Symbols::default();
-    let mut notes = Vec::new();
+    let backends = place_backends(c, profile, previous, &s, &mut tables, &mut symbols);
+    let (pool_id, mut plans) = plan_pools(c, &s, &backends);
+    let notes = size_slices(&mut d, c, profile, &s, &mut plans);
+    symbols.pools = plans
+        .iter()
+        .map(|p| PoolSymbol {
+            name: p.name.clone(),
+            kind: p.kind,
+            own_base: p.base,
+            own_size: p.size,
+            failover_base: p.failover_base,
+            failover_size: p.failover_size,
+            members: p.members.iter().map(|m| m.1).collect(),
+        })
+        .collect();
+    let rule_ids = place_rules(
+        &mut d,
+        c,
+        profile,
+        previous,
+        &s,
+        &pool_id,
+        &mut tables,
+        &mut symbols,
+    );
+    place_vips(&mut d, c, profile, &s, &rule_ids, &mut tables);
 
-    let mut rules: Vec<_> = c.forwarding_rules.iter().collect();
-    rules.sort_by(|a, b| a.name.cmp(&b.name));
-    let mut tps: Vec<_> = c.target_pools.iter().collect();
-    tps.sort_by(|a, b| a.name.cmp(&b.name));
-    let mut tis: Vec<_> = c.target_instances.iter().collect();
-    tis.sort_by(|a, b| a.name.cmp(&b.name));
-    let mut insts: Vec<_> = c.instances.iter().collect();
-    insts.sort_by(|a, b| a.name.cmp(&b.name));
+    let ok = d.is_empty();
+    (
+        ok.then(|| Layout {
+            tables,
+            symbols,
+            plans,
+            nic: nic_settings(c),
+            notes,
+        }),
+        d,
+    )
+}
 
-    // Table sizes. The entity that does not fit is the first one (in id order) beyond the limit.
+/// The objects that take ids, in name order (the order of a fresh compile's ids).
+struct ByName<'c> {
+    rules: Vec<&'c ForwardingRule>,
+    target_pools: Vec<&'c TargetPool>,
+    target_instances: Vec<&'c TargetInstance>,
+    services: Vec<&'c BackendService>,
+    instances: Vec<&'c Instance>,
+}
+
+impl<'c> ByName<'c> {
+    fn new(c: &'c Config) -> ByName<'c> {
+        let mut rules: Vec<_> = c.forwarding_rules.iter().collect();
+        rules.sort_by(|a, b| a.name.cmp(&b.name));
+        let mut target_pools: Vec<_> = c.target_pools.iter().collect();
+        target_pools.sort_by(|a, b| a.name.cmp(&b.name));
+        let mut target_instances: Vec<_> = c.target_instances.iter().collect();
+        target_instances.sort_by(|a, b| a.name.cmp(&b.name));
+        let mut services: Vec<_> = c.backend_services.iter().collect();
+        services.sort_by(|a, b| a.name.cmp(&b.name));
+        let mut instances: Vec<_> = c.instances.iter().collect();
+        instances.sort_by(|a, b| a.name.cmp(&b.name));
+        ByName {
+            rules,
+            target_pools,
+            target_instances,
+            services,
+            instances,
+        }
+    }
+
+    fn pool_count(&self) -> usize {
+        self.target_pools.len() + self.target_instances.len() + self.services.len()
+    }
+}
+
+/// The rule, pool and backend tables hold every object: one problem per table that does not,
+/// at the first object (in id order) beyond its depth. Returns whether ids can be given.
+fn check_table_sizes(
+    d: &mut Diagnostics,
+    c: &Config,
+    profile: &'static Profile,
+    s: &ByName,
+) -> bool {
     let limit = |d: &mut Diagnostics,
                  count: usize,
                  cap: u32,
@@ -216,7 +307,7 @@ fn layout(
         if count > cap as usize {
             let (pos, path) = at.unwrap_or_default();
             d.push(
-                f,
+                &c.file,
                 pos,
                 path,
                 format!(
@@ -227,63 +318,87 @@ fn layout(
             );
         }
     };
-    let rule_cap = profile.rules.min(1 << RuleEntry::POOL_WIDTH);
     limit(
-        &mut d,
-        rules.len(),
+        d,
+        s.rules.len(),
         profile.rules,
         "forwarding rules",
         "rule table",
-        rules
+        s.rules
             .get(profile.rules as usize)
             .map(|r| (r.loc.pos, format!("forwardingRules[{}]", r.loc.index))),
     );
-    let pool_count = tps.len() + tis.len();
-    let pool_at = if tps.len() > profile.pools as usize {
-        tps.get(profile.pools as usize)
+    // The first pool beyond the table, in pool-id order.
+    let cap = profile.pools as usize;
+    let (pools, tis) = (s.target_pools.len(), s.target_instances.len());
+    let pool_at = if pools > cap {
+        s.target_pools
+            .get(cap)
             .map(|p| (p.loc.pos, format!("targetPools[{}]", p.loc.index)))
-    } else {
-        tis.get(profile.pools as usize - tps.len())
+    } else if pools + tis > cap {
+        s.target_instances
+            .get(cap - pools)
             .map(|t| (t.loc.pos, format!("targetInstances[{}]", t.loc.index)))
+    } else {
+        s.services
+            .get(cap.saturating_sub(pools + tis))
+            .map(|b| (b.loc.pos, b.path()))
     };
     limit(
-        &mut d,
-        pool_count,
+        d,
+        s.pool_count(),
         profile.pools,
-        "target pools and target instances",
+        if s.services.is_empty() {
+            "target pools and target instances"
+        } else {
+            "target pools, target instances and backend services"
+        },
         "pool table",
         pool_at,
     );
     limit(
-        &mut d,
-        insts.len(),
+        d,
+        s.instances.len(),
         profile.backends,
         "instances",
         "backend table",
-        insts
+        s.instances
             .get(profile.backends as usize)
             .map(|i| (i.loc.pos, format!("instances[{}]", i.loc.index))),
     );
-    if rules.len() > rule_cap as usize
-        || pool_count > profile.pools as usize
-        || insts.len() > profile.backends.min(1 << 16) as usize
-    {
-        return (None, d);
-    }
+    s.rules.len() <= rule_capacity(profile) as usize
+        && s.pool_count() <= profile.pools as usize
+        && s.instances.len() <= backend_capacity(profile)
+}
 
-    // Backends: ids kept across reloads, so an established connection's backend id keeps
-    // naming its backend while the connection table is not rewritten.
-    let inst_names: Vec<&str> = insts.iter().map(|i| i.name.as_str()).collect();
-    let backend_ids = allocate_ids(
-        &inst_names,
-        &previous.backends,
-        profile.backends.min(1 << 16) as usize,
-    );
-    let mut backend_id: HashMap<&str, u16> = HashMap::new();
-    let mut weight_of: HashMap<&str, u32> = HashMap::new();
-    for (i, &id) in insts.iter().zip(&backend_ids) {
-        backend_id.insert(&i.name, id as u16);
-        weight_of.insert(&i.name, i.weight);
+/// Rule ids the profile's rule table and a rule entry's pool field can hold.
+fn rule_capacity(profile: &Profile) -> u32 {
+    profile.rules.min(1 << RuleEntry::POOL_WIDTH)
+}
+
+/// Backend ids the profile's backend table and a 16-bit id can hold.
+fn backend_capacity(profile: &Profile) -> usize {
+    profile.backends.min(1 << 16) as usize
+}
+
+/// A backend's id and configured weight, by instance name.
+type Backends<'c> = HashMap<&'c str, (u16, u32)>;
+
+/// Backend entries. Ids are kept across reloads, so an established connection's backend id
+/// keeps naming its backend while the connection table is not rewritten.
+fn place_backends<'c>(
+    c: &Config,
+    profile: &'static Profile,
+    previous: &Symbols,
+    s: &ByName<'c>,
+    tables: &mut Tables,
+    symbols: &mut Symbols,
+) -> Backends<'c> {
+    let inst_names: Vec<&str> = s.instances.iter().map(|i| i.name.as_str()).collect();
+    let backend_ids = allocate_ids(&inst_names, &previous.backends, backend_capacity(profile));
+    let mut backends = Backends::new();
+    for (i, &id) in s.instances.iter().zip(&backend_ids) {
+        backends.insert(&i.name, (id as u16, i.weight));
         tables.backends[id] = BackendEntry {
             valid: true,
             is_ipv6: i.ip.is_ipv6(),
@@ -292,13 +407,24 @@ fn layout(
         };
     }
     symbols.backends = names_by_id(&inst_names, &backend_ids);
+    backends
+}
 
-    // Pools.
+/// A plan per pool, in pool-id order (target pools, then target instances, then backend
+/// services, each by name): members, affinity, delivery, backup, health and weighting, and
+/// the slice sizes they want.
+fn plan_pools<'c>(
+    c: &Config,
+    s: &ByName<'c>,
+    backends: &Backends,
+) -> (HashMap<&'c str, u16>, Vec<PoolPlan>) {
     let mut pool_id: HashMap<&str, u16> = HashMap::new();
-    for (id, name) in tps
+    for (id, name) in s
+        .target_pools
         .iter()
         .map(|p| &p.name)
-        .chain(tis.iter().map(|t| &t.name))
+        .chain(s.target_instances.iter().map(|t| &t.name))
+        .chain(s.services.iter().map(|b| &b.name))
         .enumerate()
     {
         pool_id.entry(name).or_insert(id as u16);
@@ -306,22 +432,22 @@ fn layout(
     let members_of = |refs: &mut dyn Iterator<Item = &str>| -> Vec<(String, u16, u32)> {
         let mut v: Vec<(String, u16, u32)> = refs
             .filter_map(|n| {
-                let id = *backend_id.get(n)?;
-                Some((n.to_string(), id, *weight_of.get(n)?))
+                let (id, weight) = *backends.get(n)?;
+                Some((n.to_string(), id, weight))
             })
             .collect();
         v.sort();
         v.dedup();
         v
     };
-    let mut plans: Vec<PoolPlan> = Vec::with_capacity(pool_count);
-    for p in &tps {
+    let mut plans: Vec<PoolPlan> = Vec::with_capacity(s.pool_count());
+    for p in &s.target_pools {
         let members = members_of(&mut p.instances.iter().map(|r| r.name.as_str()));
         let backup = p
             .backup_pool
             .as_ref()
             .and_then(|b| pool_id.get(b.name.as_str()).copied())
-            .filter(|&b| usize::from(b) < tps.len());
+            .filter(|&b| usize::from(b) < s.target_pools.len());
         plans.push(PoolPlan {
             kind: PoolKind::TargetPool,
             name: p.name.clone(),
@@ -340,9 +466,12 @@ fn layout(
             idle_timeout: p.idle_timeout_sec,
             track: true,
             base: 0,
+            failover_base: 0,
+            failover_size: 0,
+            service: None,
         });
     }
-    for t in &tis {
+    for t in &s.target_instances {
         let members = members_of(&mut std::iter::once(t.instance.name.as_str()));
         plans.push(PoolPlan {
             kind: PoolKind::TargetInstance,
@@ -360,33 +489,123 @@ fn layout(
             // One backend: every packet goes to it, so there is no choice to remember.
             track: false,
             base: 0,
+            failover_base: 0,
+            failover_size: 0,
+            service: None,
         });
     }
+    for b in &s.services {
+        // Every endpoint of every group, primary and failover, once, in name order.
+        let mut names: Vec<&str> = Vec::new();
+        for backend in &b.backends {
+            names.extend(c.group_members(backend));
+        }
+        let members = members_of(&mut names.into_iter());
+        let member_names: Vec<String> = members.iter().map(|m| m.0.clone()).collect();
+        let plan = services::plan_service(c, b, &member_names);
+        let slice = |n: usize| if n == 0 { 0 } else { maglev::size_for(n) };
+        plans.push(PoolPlan {
+            kind: PoolKind::BackendService,
+            name: b.name.clone(),
+            size: slice(plan.members_of(false).len()),
+            failover_size: slice(plan.members_of(true).len()),
+            members,
+            affinity: b.session_affinity,
+            delivery: b.delivery,
+            backup: None,
+            ratio: b.failover_ratio.clone(),
+            health_checked: !b.health_checks.is_empty(),
+            weighted: b.weighted(),
+            idle_timeout: b.idle_timeout_sec,
+            // Tracked whatever the tracking mode: `PER_SESSION` is accepted only where the
+            // session is the connection (docs/config.md).
+            track: true,
+            base: 0,
+            failover_base: 0,
+            service: Some(Box::new(plan)),
+        });
+    }
+    (pool_id, plans)
+}
 
-    // Maglev slot memory: shrink the largest slices one ladder step at a time until all fit.
+/// Maglev slot memory: shrinks the largest slices one ladder step at a time until all fit,
+/// then lays the slices out in pool-id order from slot 0. Returns a note per shrunk slice.
+fn size_slices(
+    d: &mut Diagnostics,
+    c: &Config,
+    profile: &'static Profile,
+    s: &ByName,
+    plans: &mut [PoolPlan],
+) -> Vec<String> {
     let cap = u64::from(profile.maglev_slots);
-    let mut total: u64 = plans.iter().map(|p| u64::from(p.size)).sum();
+    let mut total: u64 = plans
+        .iter()
+        .map(|p| u64::from(p.size) + u64::from(p.failover_size))
+        .sum();
+    // The slices that may shrink: (plan, failover slice, size, members): those of target
+    // pools and backend services (a target instance's holds one slot).
+    let slices = |plans: &[PoolPlan]| -> Vec<(usize, bool, u32, usize)> {
+        let mut v = Vec::new();
+        for (i, p) in plans.iter().enumerate() {
+            match (&p.service, p.kind) {
+                (Some(sp), _) => {
+                    v.push((i, false, p.size, sp.members_of(false).len()));
+                    v.push((i, true, p.failover_size, sp.members_of(true).len()));
+                }
+                (None, PoolKind::TargetPool) => v.push((i, false, p.size, p.members.len())),
+                _ => {}
+            }
+        }
+        v
+    };
     while total > cap {
-        let candidate = plans
-            .iter()
-            .enumerate()
-            .filter(|(_, p)| p.kind == PoolKind::TargetPool)
-            .filter_map(|(i, p)| maglev::step_down(p.size, p.members.len()).map(|s| (p.size, i, s)))
-            .max_by_key(|(size, i, _)| (*size, std::cmp::Reverse(*i)));
-        let Some((old, i, new)) = candidate else {
+        let candidate = slices(plans)
+            .into_iter()
+            .filter_map(|(i, failover, size, n)| {
+                maglev::step_down(size, n).map(|new| (size, i, failover, new))
+            })
+            .max_by_key(|(size, i, failover, _)| (*size, std::cmp::Reverse((*i, *failover))));
+        let Some((old, i, failover, new)) = candidate else {
             break;
         };
-        plans[i].size = new;
+        if failover {
+            plans[i].failover_size = new;
+        } else {
+            plans[i].size = new;
+        }
         total -= u64::from(old - new);
     }
     if total > cap {
-        let (pos, path) = tps
+        let biggest_pool = s
+            .target_pools
             .iter()
             .max_by_key(|p| p.instances.len())
-            .map(|p| (p.loc.pos, format!("targetPools[{}]", p.loc.index)))
+            .map(|p| {
+                (
+                    p.instances.len(),
+                    p.loc.pos,
+                    format!("targetPools[{}]", p.loc.index),
+                )
+            });
+        let biggest_service = plans
+            .iter()
+            .filter(|p| p.kind == PoolKind::BackendService)
+            .max_by_key(|p| p.members.len())
+            .and_then(|p| {
+                s.services
+                    .iter()
+                    .find(|b| b.name == p.name)
+                    .map(|b| (p.members.len(), b))
+            })
+            .map(|(n, b)| (n, b.loc.pos, b.path()));
+        let (pos, path) = [biggest_pool, biggest_service]
+            .into_iter()
+            .flatten()
+            .max_by_key(|(n, _, _)| *n)
+            .map(|(_, pos, path)| (pos, path))
             .unwrap_or_default();
         d.push(
-            f,
+            &c.file,
             pos,
             path,
             format!(
@@ -396,36 +615,50 @@ fn layout(
             Some(format!("at most {cap} slots in all; fewer or smaller pools")),
         );
     }
-    let mut base = 0u32;
-    for p in &mut plans {
-        if p.kind == PoolKind::TargetPool
-            && p.size != 0
-            && p.size != maglev::size_for(p.members.len())
-        {
+    let mut notes = Vec::new();
+    for (i, failover, size, n) in slices(plans) {
+        if size != 0 && size != maglev::size_for(n) {
             notes.push(format!(
-                "pool {}: Maglev slice of {} slots instead of {} to fit the slot memory",
-                p.name,
-                p.size,
-                maglev::size_for(p.members.len())
+                "pool {}: {}Maglev slice of {size} slots instead of {} to fit the slot memory",
+                plans[i].name,
+                if failover { "failover backends' " } else { "" },
+                maglev::size_for(n)
             ));
         }
+    }
+    let mut base = 0u32;
+    for p in plans.iter_mut() {
         p.base = base;
         base = base.saturating_add(p.size);
+        if p.service.is_some() {
+            p.failover_base = base;
+            base = base.saturating_add(p.failover_size);
+        }
     }
-    for p in &plans {
-        symbols.pools.push(PoolSymbol {
-            name: p.name.clone(),
-            kind: p.kind,
-            own_base: p.base,
-            own_size: p.size,
-            members: p.members.iter().map(|m| m.1).collect(),
-        });
-    }
-    // Rules: ids kept across reloads too (connections carry their rule for counters).
-    let rule_names: Vec<&str> = rules.iter().map(|r| r.name.as_str()).collect();
-    let rule_ids = allocate_ids(&rule_names, &previous.rules, rule_cap as usize);
+    notes
+}
+
+/// Rule entries and their ACLs. Ids are kept across reloads too (connections carry their rule
+/// for counters). Returns the rule id of each rule of `s.rules`.
+#[allow(clippy::too_many_arguments)]
+fn place_rules(
+    d: &mut Diagnostics,
+    c: &Config,
+    profile: &'static Profile,
+    previous: &Symbols,
+    s: &ByName,
+    pool_id: &HashMap<&str, u16>,
+    tables: &mut Tables,
+    symbols: &mut Symbols,
+) -> Vec<usize> {
+    let rule_names: Vec<&str> = s.rules.iter().map(|r| r.name.as_str()).collect();
+    let rule_ids = allocate_ids(
+        &rule_names,
+        &previous.rules,
+        rule_capacity(profile) as usize,
+    );
     symbols.rules = names_by_id(&rule_names, &rule_ids);
-    for (r, &id) in rules.iter().zip(&rule_ids) {
+    for (r, &id) in s.rules.iter().zip(&rule_ids) {
         let acl_enabled = !r.source_ranges.is_empty();
         tables.rules[id] = RuleEntry {
             valid: pool_id.contains_key(r.target.name.as_str()),
@@ -441,7 +674,7 @@ fn layout(
             }
             if prefixes.len() > ACL_PREFIXES {
                 d.push(
-                    f,
+                    &c.file,
                     r.loc.field("sourceRanges"),
                     format!("forwardingRules[{}].sourceRanges", r.loc.index),
                     format!(
@@ -464,51 +697,127 @@ fn layout(
             }
         }
     }
+    rule_ids
+}
 
-    // VIP table: one entry per (VIP, protocol), placed in the first free way of its bucket;
-    // groups are placed in address order so the result does not depend on the file's order.
-    type Slots = Vec<(PortRange, u16, usize)>;
-    let mut groups: BTreeMap<(u128, u8), Slots> = BTreeMap::new();
-    for (pos, r) in rules.iter().enumerate() {
-        // One slot per port range: a rule with `ports` takes one per port (adjacent ports
-        // merged), all pointing at the rule.
-        let slots = groups
-            .entry((addr_to_u128(r.ip_address), r.ip_protocol.number()))
-            .or_default();
-        for range in &r.port_ranges {
-            slots.push((*range, rule_ids[pos] as u16, pos));
+/// The port-range slots of each (VIP, VIP protocol) (docs/pipeline.md §3–§4), in port order:
+/// a TCP or UDP rule takes one slot per port range in its protocol's entry; an `L3_DEFAULT`
+/// rule takes the one slot (all ports) of the VIP's protocol-0 entry, for every protocol but
+/// TCP and UDP, and the gaps between the ranges of the VIP's TCP and of its UDP rules (all
+/// ports when the VIP has no rule of that protocol), so TCP and UDP packets that no rule of
+/// their own takes reach it through their own entries. Keys are (VIP as a table address,
+/// VIP protocol 6, 17 or 0).
+pub(crate) fn vip_port_slots<'r>(
+    rules: impl IntoIterator<Item = &'r ForwardingRule>,
+) -> BTreeMap<(u128, u8), Vec<(PortRange, &'r ForwardingRule)>> {
+    let mut slots: BTreeMap<(u128, u8), Vec<(PortRange, &ForwardingRule)>> = BTreeMap::new();
+    let mut l3: Vec<&ForwardingRule> = Vec::new();
+    for r in rules {
+        let addr = addr_to_u128(r.ip_address);
+        if r.ip_protocol == Protocol::L3Default {
+            l3.push(r);
+            slots
+                .entry((addr, 0))
+                .or_default()
+                .push((PortRange::ALL, r));
+        } else {
+            let v = slots.entry((addr, r.ip_protocol.number())).or_default();
+            v.extend(r.port_ranges.iter().map(|range| (*range, r)));
         }
     }
+    for r in l3 {
+        let addr = addr_to_u128(r.ip_address);
+        for proto in [Protocol::Tcp, Protocol::Udp] {
+            let v = slots.entry((addr, proto.number())).or_default();
+            let mut taken: Vec<PortRange> = v.iter().map(|(range, _)| *range).collect();
+            taken.sort();
+            let mut next: u32 = 0;
+            let mut gaps = Vec::new();
+            for range in taken {
+                if u32::from(range.lo) > next {
+                    gaps.push(PortRange {
+                        lo: next as u16,
+                        hi: range.lo - 1,
+                    });
+                }
+                next = next.max(u32::from(range.hi) + 1);
+            }
+            if next <= 65535 {
+                gaps.push(PortRange {
+                    lo: next as u16,
+                    hi: 65535,
+                });
+            }
+            v.extend(gaps.into_iter().map(|g| (g, r)));
+        }
+    }
+    for v in slots.values_mut() {
+        v.sort_by(|a, b| (a.0, &a.1.name).cmp(&(b.0, &b.1.name)));
+    }
+    slots
+}
+
+/// VIP table: one entry per (VIP, VIP protocol), placed in the first free way of its bucket;
+/// groups are placed in address order so the result does not depend on the file's order.
+fn place_vips(
+    d: &mut Diagnostics,
+    c: &Config,
+    profile: &'static Profile,
+    s: &ByName,
+    rule_ids: &[usize],
+    tables: &mut Tables,
+) {
+    let f = c.file.as_str();
+    let id_of: HashMap<&str, u16> = s
+        .rules
+        .iter()
+        .zip(rule_ids)
+        .map(|(r, &id)| (r.name.as_str(), id as u16))
+        .collect();
     let ways = profile.vip_ways as usize;
     let mut occupant: Vec<Option<(u128, u8)>> = vec![None; tables.vip.len()];
-    for ((addr, proto), mut slots) in groups {
-        slots.sort();
-        let first = rules[slots[0].2];
+    for ((addr, proto), slots) in vip_port_slots(s.rules.iter().copied()) {
+        let Some(&(_, first)) = slots.first() else {
+            continue;
+        };
         if slots.len() > PORT_SLOTS {
-            let extra = rules[slots[PORT_SLOTS].2];
-            let mut ids: Vec<u16> = slots.iter().map(|s| s.1).collect();
-            ids.sort_unstable();
-            ids.dedup();
-            let held = if ids.len() == slots.len() {
-                format!("{} rules", ids.len())
+            let extra = slots[PORT_SLOTS].1;
+            let mut names: Vec<&str> = slots.iter().map(|s| s.1.name.as_str()).collect();
+            names.sort_unstable();
+            names.dedup();
+            let held = if names.len() == slots.len() {
+                format!("{} rules", names.len())
             } else {
-                format!("{} rules with {} port ranges", ids.len(), slots.len())
+                format!("{} rules with {} port ranges", names.len(), slots.len())
             };
-            let field = if extra.loc.fields.iter().any(|(n, _)| *n == "ports") {
+            let gaps = slots
+                .iter()
+                .filter(|(_, r)| r.ip_protocol == Protocol::L3Default)
+                .count();
+            let l3 = if gaps > 0 && proto != 0 {
+                format!(
+                    " ({gaps} of them the gaps an L3_DEFAULT rule takes between the other rules' ports)"
+                )
+            } else {
+                String::new()
+            };
+            let field = if extra.ip_protocol == Protocol::L3Default {
+                "IPProtocol"
+            } else if extra.loc.fields.iter().any(|(n, _)| *n == "ports") {
                 "ports"
             } else {
                 "portRange"
             };
+            let proto_name = Protocol::from_number(proto).map_or("?", Protocol::name);
             d.push(
                 f,
                 extra.loc.field(field),
                 format!("forwardingRules[{}]", extra.loc.index),
                 format!(
-                    "{held} on {} {}, but a VIP entry holds {PORT_SLOTS} port ranges per protocol",
+                    "{held} on {} {proto_name}{l3}, but a VIP entry holds {PORT_SLOTS} port ranges per protocol",
                     first.ip_address,
-                    first.ip_protocol.name()
                 ),
-                Some(format!("at most {PORT_SLOTS} port ranges per VIP and protocol: a rule's `portRange` takes one, its `ports` one per port (adjacent ports together)")),
+                Some(format!("at most {PORT_SLOTS} port ranges per VIP and protocol: a rule's `portRange` takes one, its `ports` one per port (adjacent ports together), an L3_DEFAULT rule one per gap between the TCP (or UDP) rules' ranges")),
             );
             continue;
         }
@@ -521,7 +830,7 @@ fn layout(
                     format!(
                         "{} {}",
                         nlb_hw::hash::u128_to_addr(a),
-                        if p == 6 { "TCP" } else { "UDP" }
+                        Protocol::from_number(p).map_or("?", Protocol::name)
                     )
                 })
                 .collect();
@@ -535,7 +844,7 @@ fn layout(
                     profile.name,
                     profile.vip_buckets
                 ),
-                Some(format!("at most {ways} VIP+protocol pairs hashing to one bucket; another VIP address")),
+                Some(format!("at most {ways} VIP+protocol pairs hashing to one bucket (an L3_DEFAULT rule's VIP takes its protocol-0, TCP and UDP entries); another VIP address")),
             );
             continue;
         };
@@ -547,28 +856,38 @@ fn layout(
             addr,
             slot: [PortSlot::default(); PORT_SLOTS],
         };
-        for (k, (range, rule, _)) in slots.iter().enumerate() {
+        for (k, (range, rule)) in slots.iter().enumerate() {
             entry.slot[k] = PortSlot {
                 valid: true,
                 port_lo: range.lo,
                 port_hi: range.hi,
-                rule: *rule,
+                rule: id_of.get(rule.name.as_str()).copied().unwrap_or(0),
             };
         }
         tables.vip[index] = entry;
     }
+}
 
-    let ok = d.is_empty();
-    (
-        ok.then(|| Layout {
-            tables,
-            symbols,
-            plans,
-            nic: nic_settings(c),
-            notes,
-        }),
-        d,
-    )
+/// The policy of a backend service in a few words: algorithm, and the settings that differ
+/// from the defaults.
+fn policy_summary(p: &crate::policy::Policy) -> String {
+    use crate::policy::Isolation;
+    let mut s = format!("policy {}", p.algorithm.name());
+    if p.auto_capacity_drain {
+        s.push_str(", auto capacity drain");
+    }
+    if p.failover_health_threshold != 70 {
+        s.push_str(&format!(
+            ", failover threshold {} %",
+            p.failover_health_threshold
+        ));
+    }
+    match p.isolation {
+        Isolation::None => {}
+        Isolation::Nearest => s.push_str(", isolation NEAREST"),
+        Isolation::Strict => s.push_str(", isolation STRICT"),
+    }
+    s
 }
 
 /// Checks a possibly broken configuration against a profile's capacity: the diagnostics
@@ -675,7 +994,7 @@ impl Compiled {
                     PoolKind::TargetInstance => {
                         "a target instance: its instance serves".to_string()
                     }
-                    PoolKind::TargetPool => format!(
+                    PoolKind::TargetPool | PoolKind::BackendService => format!(
                         "no health check: all {} members count as healthy",
                         p.members.len()
                     ),
@@ -727,6 +1046,9 @@ impl Compiled {
     }
 
     fn fill_slice(&mut self, id: usize, health: &HealthState) {
+        if self.plans[id].service.is_some() {
+            return self.fill_service(id, health);
+        }
         let (eligible, why) = self.eligible(id, health);
         let p = &self.plans[id];
         let members: Vec<Member> = eligible
@@ -754,8 +1076,168 @@ impl Compiled {
         r.why = why;
     }
 
+    /// A backend service's two slices, from the service LB policy's decision with no live
+    /// connections (SPEC R6) under `health` (and, for `WEIGHTED_MAGLEV`, the probe weights).
+    fn fill_service(&mut self, id: usize, health: &HealthState) {
+        let p = &self.plans[id];
+        let Some(sp) = p.service.as_deref() else {
+            return;
+        };
+        let names: Vec<String> = p.members.iter().map(|m| m.0.clone()).collect();
+        let healthy: Vec<bool> = (0..names.len())
+            .map(|i| self.member_healthy(id, i, health))
+            .collect();
+        let probe: Vec<Option<u32>> = names
+            .iter()
+            .map(|n| health.get(&p.name, n).weight)
+            .collect();
+        let fill = services::fill(sp, &names, &healthy, &probe);
+        for (failover, base, size, weights) in [
+            (false, p.base, p.size, &fill.primary),
+            (true, p.failover_base, p.failover_size, &fill.failover),
+        ] {
+            let set = sp.members_of(failover);
+            let members: Vec<Member> = set
+                .iter()
+                .map(|&i| Member {
+                    name: &p.members[i].0,
+                    id: p.members[i].1,
+                    weight: weights[i],
+                })
+                .collect();
+            let slots = maglev::populate(&members, size);
+            // A slice without a member of weight > 0 is written empty, as a fresh compile
+            // leaves it (its descriptor then says 0 slots, or the other slice serves).
+            for k in 0..size as usize {
+                self.tables.maglev[base as usize + k] = MaglevSlot {
+                    backend: slots.get(k).copied().unwrap_or(0),
+                };
+            }
+        }
+        let serving = if fill.decision.failover_serves {
+            &fill.failover
+        } else {
+            &fill.primary
+        };
+        let eligible: Vec<String> = (0..names.len())
+            .filter(|&i| serving[i] > 0)
+            .map(|i| names[i].clone())
+            .collect();
+        let count = healthy.iter().filter(|h| **h).count();
+        let mut why = format!(
+            "{}; {count} of {} endpoints healthy",
+            policy_summary(&sp.policy),
+            names.len()
+        );
+        if !p.health_checked {
+            why = format!(
+                "{}; no health check: all {} endpoints count as healthy",
+                policy_summary(&sp.policy),
+                names.len()
+            );
+        }
+        for step in &fill.decision.steps {
+            why.push_str("; ");
+            why.push_str(step);
+        }
+        // Which groups take new connections, where they are, and why.
+        let shares: Vec<String> = fill
+            .decision
+            .groups
+            .iter()
+            .filter(|g| g.share > 0.0)
+            .map(|g| {
+                let place = sp
+                    .groups
+                    .iter()
+                    .find(|x| x.name == g.name)
+                    .map(|x| {
+                        if x.zone.is_empty() {
+                            x.region.clone()
+                        } else {
+                            x.zone.clone()
+                        }
+                    })
+                    .unwrap_or_default();
+                let place = if place.is_empty() {
+                    String::new()
+                } else {
+                    format!(" in {place}")
+                };
+                let why = if g.why.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", g.why)
+                };
+                format!("{}{place} {:.1} %{why}", g.name, 100.0 * g.share)
+            })
+            .collect();
+        if !shares.is_empty() {
+            why.push_str("; new connections: ");
+            why.push_str(&shares.join(", "));
+        }
+        if !fill.note.is_empty() {
+            why.push_str("; ");
+            why.push_str(&fill.note);
+        }
+        if let Some(sp) = self.plans[id].service.as_deref_mut() {
+            sp.decision = Some(fill.decision);
+        }
+        let r = &mut self.pools[id];
+        r.eligible = eligible;
+        r.healthy = count;
+        r.why = why;
+    }
+
+    /// A backend service's descriptor: the slice of the backends that serve (its failover
+    /// backends' when the policy fails over), or no slot when the policy drops new connections.
+    fn describe_service(&mut self, id: usize) {
+        let p = &self.plans[id];
+        let Some(d) = p.service.as_deref().and_then(|sp| sp.decision.as_ref()) else {
+            return;
+        };
+        let (base, size) = if d.failover_serves {
+            (p.failover_base, p.failover_size)
+        } else {
+            (p.base, p.size)
+        };
+        let drop = d.drop || size == 0;
+        self.tables.pools[id] = PoolEntry {
+            valid: true,
+            affinity: p.affinity,
+            delivery: p.delivery,
+            maglev_base: base,
+            maglev_size: if drop { 0 } else { size },
+            backup_pool: 0,
+            has_backup: false,
+            failover_ratio: p.ratio.as_ref().map_or(0, |r| {
+                (r.value() * 1000.0).round().clamp(0.0, 1000.0) as u16
+            }),
+            failed_over: d.failover_serves,
+            track: p.track,
+            idle_timeout: p.idle_timeout,
+        };
+        let failed_over = d.failover_serves;
+        let r = &mut self.pools[id];
+        r.failed_over = failed_over;
+        r.serving = r.name.clone();
+    }
+
+    /// The decision of a backend service's policy in the last compile or recompile of the
+    /// pool: groups, tiers, shares and why (SPEC R6). `None` for other pools.
+    pub fn service_decision(&self, pool: &str) -> Option<&crate::policy::Decision> {
+        self.plans
+            .iter()
+            .find(|p| p.name == pool)
+            .and_then(|p| p.service.as_deref())
+            .and_then(|sp| sp.decision.as_ref())
+    }
+
     /// Writes a pool's descriptor: its own slice, or its backup's when failed over (SPEC R1).
     fn describe(&mut self, id: usize, health: &HealthState) {
+        if self.plans[id].service.is_some() {
+            return self.describe_service(id);
+        }
         let p = &self.plans[id];
         let total = p.members.len();
         let healthy = self.healthy_count(id, health);
@@ -833,7 +1315,14 @@ impl Compiled {
             .iter()
             .position(|p| p.name == pool)
             .ok_or_else(|| Error::Internal(format!("no pool named `{pool}` in this compile")))?;
-        let (base, size) = (self.plans[id].base as usize, self.plans[id].size as usize);
+        // The pool's slices: its own, and a backend service's failover slice right after it.
+        let base = self.plans[id].base as usize;
+        let size = self.plans[id].size as usize
+            + if self.plans[id].service.is_some() {
+                self.plans[id].failover_size as usize
+            } else {
+                0
+            };
         let old_slots: Vec<MaglevSlot> = self.tables.maglev[base..base + size].to_vec();
         let dependants: Vec<usize> = std::iter::once(id)
             .chain((0..self.plans.len()).filter(|&q| self.plans[q].backup == Some(id as u16)))
@@ -901,7 +1390,7 @@ impl Compiled {
             ),
             (
                 Table::Maglev,
-                self.plans.iter().map(|p| p.size).sum(),
+                self.plans.iter().map(|p| p.size + p.failover_size).sum(),
                 t.depth(Table::Maglev),
             ),
             (
