@@ -18,11 +18,11 @@ mod generated {
 }
 
 pub use generated::{
-    blocks, enums, hash_def, layouts, BLOCK_TYPE_PREFIX, DATA_WIDTH, DESIGN_VERSION, PROFILES,
-    REGMAP_VERSION,
+    blocks, enums, flash_def, hash_def, layouts, BLOCK_TYPE_PREFIX, DATA_WIDTH, DESIGN_VERSION,
+    PROFILES, REGMAP_VERSION,
 };
 pub use hash::{flow_hash, table_index, FlowKey};
-pub use layout::LayoutError;
+pub use layout::{LayoutError, RegField};
 pub use tables::{NicSettings, TableError, Tables};
 
 use std::path::{Path, PathBuf};
