@@ -302,7 +302,7 @@ pub fn rust(map: &Regmap) -> String {
                 doc_lines(&mut o, "        ", &format!("Words in `{}`.", r.name));
                 let _ = writeln!(o, "        pub const {up}_COUNT: u32 = {};", r.count);
             }
-            if r.reset != 0 || !r.fields.is_empty() {
+            if r.has_reset() {
                 doc_lines(
                     &mut o,
                     "        ",
@@ -427,8 +427,6 @@ fn rust_register(map: &Regmap, b: &Block, r: &Register, o: &mut String) {
         let up = f.name.to_ascii_uppercase();
         let raw = if f.enum_name.is_some() {
             format!("self.{}.value()", f.name)
-        } else if f.width == 1 {
-            format!("self.{} as u32", f.name)
         } else {
             format!("self.{} as u32", f.name)
         };
@@ -1118,7 +1116,7 @@ pub fn verilog(map: &Regmap) -> String {
                     "",
                 );
             }
-            if r.reset != 0 || !r.fields.is_empty() {
+            if r.has_reset() {
                 lp(
                     &mut o,
                     vl_ident(&["reg", &b.name, &r.name, "reset"]),

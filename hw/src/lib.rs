@@ -23,7 +23,7 @@ pub use generated::{
 };
 pub use hash::{flow_hash, table_index, FlowKey};
 pub use layout::{LayoutError, RegField};
-pub use tables::{NicSettings, TableError, Tables};
+pub use tables::{NicSettings, TableError, Tables, NIC_REGISTERS};
 
 use std::path::{Path, PathBuf};
 

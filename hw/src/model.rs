@@ -281,6 +281,12 @@ pub struct Register {
 }
 
 impl Register {
+    /// Whether the register has a reset value worth naming: every single read-write register,
+    /// and any other with fields or a non-zero reset.
+    pub fn has_reset(&self) -> bool {
+        self.reset != 0 || !self.fields.is_empty() || (self.access == "rw" && self.count == 1)
+    }
+
     /// Bits the register defines: its fields', or all 32 for a plain value.
     pub fn defined(&self) -> u32 {
         if self.fields.is_empty() {
