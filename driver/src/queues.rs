@@ -235,7 +235,10 @@ pub fn read_counters<D: Device + ?Sized>(
     let mut batch = Batch::new();
     for index in indices {
         let select = cnt::Select { kind, index }.word().map_err(|e| {
-            DeviceError::Protocol(format!("{} counter {index} cannot be selected: {e}", kind.name()))
+            DeviceError::Protocol(format!(
+                "{} counter {index} cannot be selected: {e}",
+                kind.name()
+            ))
         })?;
         batch
             .write(cnt::SELECT, select)

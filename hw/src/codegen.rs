@@ -319,6 +319,42 @@ pub fn rust(map: &Regmap) -> String {
         }
         o.push_str("    }\n");
     }
+    o.push_str(
+        "    /// Bits the register at `offset` defines: its fields' (the others read 0; see the\n",
+    );
+    o.push_str(
+        "    /// regmap's conventions for writes), all 32 for a plain value or no register.\n",
+    );
+    o.push_str("    pub const fn defined(offset: u32) -> u32 {\n        match offset {\n");
+    for b in &map.blocks {
+        for r in b.registers.iter().filter(|r| !r.fields.is_empty()) {
+            let _ = writeln!(
+                o,
+                "            {}::{} => {:#x},",
+                b.name,
+                r.name.to_ascii_uppercase(),
+                r.defined()
+            );
+        }
+    }
+    o.push_str("            _ => u32::MAX,\n        }\n    }\n");
+    o.push_str(
+        "    /// Value of the register at `offset` after reset (0 for one that resets to 0 or\n",
+    );
+    o.push_str("    /// no register).\n");
+    o.push_str("    pub const fn reset(offset: u32) -> u32 {\n        match offset {\n");
+    for b in &map.blocks {
+        for r in b.registers.iter().filter(|r| r.reset != 0) {
+            let _ = writeln!(
+                o,
+                "            {}::{} => {:#x},",
+                b.name,
+                r.name.to_ascii_uppercase(),
+                r.reset
+            );
+        }
+    }
+    o.push_str("            _ => 0,\n        }\n    }\n");
     o.push_str("    /// Every block in discovery order: (name, base, type word, version).\n");
     o.push_str("    pub const ALL: &[(&str, u32, u32, u32)] = &[\n");
     for b in &map.blocks {
@@ -350,19 +386,13 @@ fn rust_register(map: &Regmap, b: &Block, r: &Register, o: &mut String) {
             f.width
         );
     }
-    o.push_str(
-        "            /// Bits the register defines (the others read 0 and are ignored).
-",
-    );
+    o.push_str("            /// Bits the register defines (the others read 0).\n");
     let _ = writeln!(
         o,
         "            pub const DEFINED: u32 = {:#x};",
         r.defined()
     );
-    o.push_str(
-        "        }
-",
-    );
+    o.push_str("        }\n");
 
     // The typed value. A field whose Rust type is exactly as wide as the field (bool, u8 for
     // 8 bits, u16, u32, an enum) cannot overflow, so `word` is infallible when all are; an
@@ -381,10 +411,7 @@ fn rust_register(map: &Regmap, b: &Block, r: &Register, o: &mut String) {
         "        ",
         &format!("`{}` as typed fields: {}", r.name, r.doc),
     );
-    o.push_str(
-        "        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-",
-    );
+    o.push_str("        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]\n");
     let _ = writeln!(o, "        pub struct {ty} {{");
     for f in &r.fields {
         doc_lines(o, "            ", &reg_field_doc(f));
@@ -394,35 +421,18 @@ fn rust_register(map: &Regmap, b: &Block, r: &Register, o: &mut String) {
         };
         let _ = writeln!(o, "            pub {}: {fty},", f.name);
     }
-    o.push_str(
-        "        }
-
-",
-    );
+    o.push_str("        }\n\n");
     let _ = writeln!(o, "        impl {ty} {{");
     if word_fallible {
         o.push_str(
-            "            /// The register word; a value wider than its field is an error.
-",
+            "            /// The register word; a value wider than its field is an error.\n",
         );
-        o.push_str(
-            "            pub fn word(&self) -> Result<u32, crate::LayoutError> {
-",
-        );
+        o.push_str("            pub fn word(&self) -> Result<u32, crate::LayoutError> {\n");
     } else {
-        o.push_str(
-            "            /// The register word.
-",
-        );
-        o.push_str(
-            "            pub const fn word(&self) -> u32 {
-",
-        );
+        o.push_str("            /// The register word.\n");
+        o.push_str("            pub const fn word(&self) -> u32 {\n");
     }
-    o.push_str(
-        "                let mut w = 0u32;
-",
-    );
+    o.push_str("                let mut w = 0u32;\n");
     for f in &r.fields {
         let up = f.name.to_ascii_uppercase();
         let raw = if f.enum_name.is_some() {
@@ -440,51 +450,31 @@ fn rust_register(map: &Regmap, b: &Block, r: &Register, o: &mut String) {
                 "                    return Err(crate::LayoutError::Overflow {{ layout: {path:?}, field: {:?}, value: v.into(), width: {}, max: {}::{up}.max().into() }});",
                 f.name, f.width, r.name
             );
-            o.push_str(
-                "                }
-",
-            );
+            o.push_str("                }\n");
             let _ = writeln!(o, "                w |= v << {}::{up}.lsb;", r.name);
         }
     }
     if word_fallible {
-        o.push_str(
-            "                Ok(w)
-            }
-
-",
-        );
+        o.push_str("                Ok(w)\n            }\n\n");
     } else {
-        o.push_str(
-            "                w
-            }
-
-",
-        );
+        o.push_str("                w\n            }\n\n");
     }
     if from_fallible {
         o.push_str(
-            "            /// Decodes a register word (bits outside the fields are ignored); an enum
-",
+            "            /// Decodes a register word (bits outside the fields are ignored); an enum\n",
         );
         o.push_str(
-            "            /// field holding a value its enumeration does not define is an error.
-",
+            "            /// field holding a value its enumeration does not define is an error.\n",
         );
         o.push_str(
-            "            pub fn from_word(word: u32) -> Result<Self, crate::LayoutError> {
-",
+            "            pub fn from_word(word: u32) -> Result<Self, crate::LayoutError> {\n",
         );
         let _ = writeln!(o, "                Ok({ty} {{");
     } else {
         o.push_str(
-            "            /// Decodes a register word (bits outside the fields are ignored).
-",
+            "            /// Decodes a register word (bits outside the fields are ignored).\n",
         );
-        o.push_str(
-            "            pub fn from_word(word: u32) -> Self {
-",
-        );
+        o.push_str("            pub fn from_word(word: u32) -> Self {\n");
         let _ = writeln!(o, "                {ty} {{");
     }
     for f in &r.fields {
@@ -506,23 +496,11 @@ fn rust_register(map: &Regmap, b: &Block, r: &Register, o: &mut String) {
         let _ = writeln!(o, "                    {}: {expr},", f.name);
     }
     if from_fallible {
-        o.push_str(
-            "                })
-            }
-",
-        );
+        o.push_str("                })\n            }\n");
     } else {
-        o.push_str(
-            "                }
-            }
-",
-        );
+        o.push_str("                }\n            }\n");
     }
-    o.push_str(
-        "        }
-
-",
-    );
+    o.push_str("        }\n\n");
 }
 
 fn reg_field_doc(f: &RegField) -> String {
@@ -573,29 +551,19 @@ fn rust_wide(b: &Block, w: &crate::model::WideValue, o: &mut String) {
         .iter()
         .map(|r| format!("super::{}", r.to_ascii_uppercase()))
         .collect();
-    o.push_str(
-        "            /// The registers holding it, least significant 32 bits first.
-",
-    );
+    o.push_str("            /// The registers holding it, least significant 32 bits first.\n");
     let _ = writeln!(
         o,
         "            pub const REGISTERS: [u32; {n}] = [{}];",
         regs.join(", ")
     );
-    o.push_str(
-        "            /// Width in bits.
-",
-    );
+    o.push_str("            /// Width in bits.\n");
     let _ = writeln!(o, "            pub const WIDTH: u32 = {};", w.width);
     if w.width < int_bits {
         o.push_str(
-            "            /// The register words (in `REGISTERS` order); a value wider than `WIDTH`
-",
+            "            /// The register words (in `REGISTERS` order); a value wider than `WIDTH`\n",
         );
-        o.push_str(
-            "            /// is an error.
-",
-        );
+        o.push_str("            /// is an error.\n");
         let _ = writeln!(
             o,
             "            pub fn split(value: {int}) -> Result<[u32; {n}], crate::LayoutError> {{"
@@ -606,41 +574,19 @@ fn rust_wide(b: &Block, w: &crate::model::WideValue, o: &mut String) {
             "                    return Err(crate::LayoutError::Overflow {{ layout: {path:?}, field: {:?}, value: value.into(), width: WIDTH as usize, max: ((1u128 << WIDTH) - 1) }});",
             w.name
         );
-        o.push_str(
-            "                }
-",
-        );
-        o.push_str(
-            "                Ok(std::array::from_fn(|i| (value >> (32 * i)) as u32))
-",
-        );
-        o.push_str(
-            "            }
-",
-        );
+        o.push_str("                }\n");
+        o.push_str("                Ok(std::array::from_fn(|i| (value >> (32 * i)) as u32))\n");
+        o.push_str("            }\n");
     } else {
-        o.push_str(
-            "            /// The register words, in `REGISTERS` order.
-",
-        );
+        o.push_str("            /// The register words, in `REGISTERS` order.\n");
         let _ = writeln!(o, "            pub fn split(value: {int}) -> [u32; {n}] {{");
-        o.push_str(
-            "                std::array::from_fn(|i| (value >> (32 * i)) as u32)
-",
-        );
-        o.push_str(
-            "            }
-",
-        );
+        o.push_str("                std::array::from_fn(|i| (value >> (32 * i)) as u32)\n");
+        o.push_str("            }\n");
     }
     o.push_str(
-        "            /// The value from its register words (in `REGISTERS` order); bits above
-",
+        "            /// The value from its register words (in `REGISTERS` order); bits above\n",
     );
-    o.push_str(
-        "            /// `WIDTH` are ignored.
-",
-    );
+    o.push_str("            /// `WIDTH` are ignored.\n");
     let _ = writeln!(o, "            pub fn join(words: [u32; {n}]) -> {int} {{");
     let _ = writeln!(
         o,
@@ -649,16 +595,9 @@ fn rust_wide(b: &Block, w: &crate::model::WideValue, o: &mut String) {
     if w.width < int_bits {
         let _ = writeln!(o, "                v & ((1 << WIDTH) - 1)");
     } else {
-        o.push_str(
-            "                v
-",
-        );
+        o.push_str("                v\n");
     }
-    o.push_str(
-        "            }
-        }
-",
-    );
+    o.push_str("            }\n        }\n");
 }
 
 fn rust_layout(map: &Regmap, l: &Layout, o: &mut String) {
@@ -1294,7 +1233,7 @@ pub fn markdown(map: &Regmap) -> String {
         }
         o.push('\n');
         if b.registers.iter().any(|r| !r.fields.is_empty()) {
-            o.push_str("Fields (other bits read 0 and are ignored on write):\n\n| register | bits | field | type | description |\n|---|---|---|---|---|\n");
+            o.push_str("Fields (other bits read 0; a read-write register stores only its field bits, a write-only one acts only on a word with no other bit set):\n\n| register | bits | field | type | description |\n|---|---|---|---|---|\n");
             for r in &b.registers {
                 for f in &r.fields {
                     let bits = if f.width == 1 {

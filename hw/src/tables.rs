@@ -239,7 +239,7 @@ impl NicSettings {
         let clean = NIC_REGISTERS
             .iter()
             .zip(w)
-            .all(|(&reg, &v)| v & !ctrl_defined(reg) == 0);
+            .all(|(&reg, &v)| v & !crate::blocks::defined(reg) == 0);
         if !clean {
             return None;
         }
@@ -261,37 +261,7 @@ impl NicSettings {
 
     /// The settings the ctrl registers hold after reset.
     pub fn reset() -> Option<NicSettings> {
-        Self::from_words(&NIC_REGISTERS.map(ctrl_reset))
-    }
-}
-
-/// Bits a ctrl register holding a setting defines.
-fn ctrl_defined(reg: u32) -> u32 {
-    match reg {
-        ctrl::DEFAULT_ACTION => ctrl::default_action::DEFINED,
-        ctrl::LOCAL_MAC_HI => ctrl::local_mac_hi::DEFINED,
-        ctrl::GUE_PORT => ctrl::gue_port::DEFINED,
-        ctrl::OUTER_SRC_V4_LEN => ctrl::outer_src_v4_len::DEFINED,
-        ctrl::OUTER_SRC_V6_LEN => ctrl::outer_src_v6_len::DEFINED,
-        _ => u32::MAX,
-    }
-}
-
-/// Reset value of a ctrl register holding a setting.
-fn ctrl_reset(reg: u32) -> u32 {
-    match reg {
-        ctrl::DEFAULT_ACTION => ctrl::DEFAULT_ACTION_RESET,
-        ctrl::LOCAL_MAC_LO => ctrl::LOCAL_MAC_LO_RESET,
-        ctrl::LOCAL_MAC_HI => ctrl::LOCAL_MAC_HI_RESET,
-        ctrl::GUE_PORT => ctrl::GUE_PORT_RESET,
-        ctrl::OUTER_SRC_V4 => ctrl::OUTER_SRC_V4_RESET,
-        ctrl::OUTER_SRC_V4_LEN => ctrl::OUTER_SRC_V4_LEN_RESET,
-        ctrl::OUTER_SRC_V6_0 => ctrl::OUTER_SRC_V6_0_RESET,
-        ctrl::OUTER_SRC_V6_1 => ctrl::OUTER_SRC_V6_1_RESET,
-        ctrl::OUTER_SRC_V6_2 => ctrl::OUTER_SRC_V6_2_RESET,
-        ctrl::OUTER_SRC_V6_3 => ctrl::OUTER_SRC_V6_3_RESET,
-        ctrl::OUTER_SRC_V6_LEN => ctrl::OUTER_SRC_V6_LEN_RESET,
-        _ => 0,
+        Self::from_words(&NIC_REGISTERS.map(crate::blocks::reset))
     }
 }
 
@@ -343,7 +313,19 @@ mod tests {
         // Hand-worked: the registers in NIC_REGISTERS order.
         assert_eq!(
             w,
-            [1, 0x0C0D_0E0F, 0x0A0B, 0xFFFF, 0xC633_6400, 24, 7, 0, 0, 0x2001_0db8, 48]
+            [
+                1,
+                0x0C0D_0E0F,
+                0x0A0B,
+                0xFFFF,
+                0xC633_6400,
+                24,
+                7,
+                0,
+                0,
+                0x2001_0db8,
+                48
+            ]
         );
         assert_eq!(NIC_REGISTERS[2], ctrl::LOCAL_MAC_HI);
         assert_eq!(NIC_REGISTERS[9], ctrl::OUTER_SRC_V6_0);
@@ -353,7 +335,11 @@ mod tests {
         assert_eq!(NicSettings::from_words(&bad), None, "v4 prefix 33");
         let mut bad = w;
         bad[2] = 0x1_0A0B;
-        assert_eq!(NicSettings::from_words(&bad), None, "bit 16 of local_mac_hi");
+        assert_eq!(
+            NicSettings::from_words(&bad),
+            None,
+            "bit 16 of local_mac_hi"
+        );
         let mut bad = w;
         bad[3] = 0x1_0000;
         assert_eq!(NicSettings::from_words(&bad), None, "a 17-bit GUE port");
