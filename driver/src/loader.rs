@@ -251,7 +251,7 @@ pub fn table_depth(profile: &Profile, table: Table) -> u32 {
 fn select_word(table: Table, bank: u8) -> u32 {
     win::Select {
         table,
-        bank: bank & 1 == 1,
+        bank: bank == 1,
     }
     .word()
 }
@@ -536,7 +536,12 @@ impl Loader {
         loop {
             let in_use = dev.read32(ctrl::BANK_IN_USE)?;
             report.reads += 1;
-            if (in_use >> bank) & 1 == 0 {
+            let in_use = ctrl::BankInUse::from_word(in_use);
+            if !(if bank == 0 {
+                in_use.bank0
+            } else {
+                in_use.bank1
+            }) {
                 return Ok(());
             }
             let waited = start.elapsed();

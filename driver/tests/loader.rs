@@ -173,7 +173,8 @@ fn every_profile_table_is_addressable_by_a_command() {
         }
         assert!(p.ct_buckets * p.ct_ways - 1 <= nlb_driver::loader::CMD_INDEX_MAX);
     }
-    assert_eq!(nlb_driver::loader::CMD_INDEX_MAX, (1 << 24) - 1);
+    // cmd bits 31..8 (docs/regmap.md).
+    assert_eq!(nlb_driver::loader::CMD_INDEX_MAX, 0x00FF_FFFF);
 }
 
 #[test]
@@ -184,7 +185,7 @@ fn nic_settings_are_written_only_when_they_change() {
     let nic = NicSettings {
         local_mac: 0x0200_0000_00aa,
         gue_port: 7000,
-        outer_src_v6: 0x2001_0db8 << 96,
+        outer_src_v6: 0x2001_0db8_0000_0000_0000_0000_0000_0000,
         outer_src_v6_len: 64,
         ..NicSettings::default()
     };

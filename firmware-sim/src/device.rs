@@ -416,7 +416,8 @@ impl SimDevice {
     /// Whether the interrupt line is raised (`irq_mask` and non-empty queues).
     pub fn irq_pending(&self) -> bool {
         let q = &self.queues;
-        (q.irq_mask & 1 != 0 && !q.punt.is_empty()) || (q.irq_mask & 2 != 0 && !q.learn.is_empty())
+        let mask = blocks::queues::IrqMask::from_word(q.irq_mask);
+        (mask.punt && !q.punt.is_empty()) || (mask.learn && !q.learn.is_empty())
     }
 
     /// Frames the inject queue transmitted since the last call, in order: what went out on

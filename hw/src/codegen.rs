@@ -355,6 +355,17 @@ pub fn rust(map: &Regmap) -> String {
         }
     }
     o.push_str("            _ => 0,\n        }\n    }\n");
+    o.push_str("    /// Fields of every block's TYPE word (`meta.block_type_prefix | type_id`).\n");
+    o.push_str("    pub mod type_word {\n");
+    o.push_str("        /// `type_id`, bits 15..0.\n");
+    o.push_str(
+        "        pub const TYPE_ID: crate::RegField = crate::RegField { lsb: 0, width: 16 };\n",
+    );
+    o.push_str("        /// The project prefix (`meta.block_type_prefix`), bits 31..16.\n");
+    o.push_str(
+        "        pub const PREFIX: crate::RegField = crate::RegField { lsb: 16, width: 16 };\n",
+    );
+    o.push_str("    }\n");
     o.push_str("    /// Every block in discovery order: (name, base, type word, version).\n");
     o.push_str("    pub const ALL: &[(&str, u32, u32, u32)] = &[\n");
     for b in &map.blocks {

@@ -306,7 +306,7 @@ mod tests {
             gue_port: 0xFFFF,
             outer_src_v4: 0xC633_6400,
             outer_src_v4_len: 24,
-            outer_src_v6: 0x2001_0db8 << 96 | 7,
+            outer_src_v6: 0x2001_0db8_0000_0000_0000_0000_0000_0007,
             outer_src_v6_len: 48,
         };
         let w = n.words().unwrap();
@@ -344,7 +344,7 @@ mod tests {
         bad[3] = 0x1_0000;
         assert_eq!(NicSettings::from_words(&bad), None, "a 17-bit GUE port");
         let wide_mac = NicSettings {
-            local_mac: 1 << 48,
+            local_mac: 0x1_0000_0000_0000,
             ..n
         };
         assert!(wide_mac.words().is_err());
