@@ -885,6 +885,13 @@ pub fn verilog(map: &Regmap) -> String {
                 &v.doc,
             );
         }
+        lp(
+            &mut o,
+            vl_ident(&[&e.name, "count"]),
+            0,
+            (e.values.len() as u32).into(),
+            "values defined",
+        );
     }
 
     o.push_str("\n// ---- flow hash ----\n");
@@ -1010,6 +1017,13 @@ pub fn verilog(map: &Regmap) -> String {
     }
 
     o.push_str("\n// ---- register blocks (absolute byte addresses) ----\n");
+    lp(
+        &mut o,
+        vl_ident(&["blk", "header_bytes"]),
+        32,
+        (4 * HEADER_REGISTERS.len() as u32).into(),
+        "TYPE, VERSION, NEXT: the registers every block starts with",
+    );
     for (i, b) in map.blocks.iter().enumerate() {
         let _ = writeln!(o, "// {}: {}", b.name, b.doc);
         lp(
@@ -1039,6 +1053,13 @@ pub fn verilog(map: &Regmap) -> String {
             32,
             map.next_offset(i).into(),
             "",
+        );
+        lp(
+            &mut o,
+            vl_ident(&["blk", &b.name, "span"]),
+            32,
+            map.span(i).into(),
+            "bytes from the base the block's registers lie in",
         );
         for (n, off, _) in HEADER_REGISTERS {
             lp(
@@ -1097,6 +1118,13 @@ pub fn verilog(map: &Regmap) -> String {
                     vl_ident(&["reg", &b.name, &r.name, &f.name, "w"]),
                     0,
                     f.width.into(),
+                    "",
+                );
+                lp(
+                    &mut o,
+                    vl_ident(&["reg", &b.name, &r.name, &f.name, "mask"]),
+                    32,
+                    f.mask().into(),
                     "",
                 );
             }

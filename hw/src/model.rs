@@ -370,6 +370,25 @@ impl Regmap {
         out
     }
 
+    /// Bytes from block `index`'s base up to the next block (for the last: its registers'
+    /// extent rounded up to 4 KiB): every address in the block lies below base + span.
+    pub fn span(&self, index: usize) -> u32 {
+        let b = &self.blocks[index];
+        match self.blocks.get(index + 1) {
+            Some(next) => next.offset - b.offset,
+            None => {
+                let end = b
+                    .registers
+                    .iter()
+                    .map(|r| r.offset + 4 * r.count)
+                    .max()
+                    .unwrap_or(0)
+                    .max(4 * HEADER_REGISTERS.len() as u32);
+                end.div_ceil(0x1000) * 0x1000
+            }
+        }
+    }
+
     /// Byte offset of the block after `index` in the discovery list (0 after the last).
     pub fn next_offset(&self, index: usize) -> u32 {
         self.blocks.get(index + 1).map_or(0, |b| b.offset)

@@ -396,6 +396,7 @@ const RTL_ALLOWED: &[(&str, &str, &str)] = &[
         "word address inside the block's 4 KiB window",
     ),
     ("*", "rd_pipe_reg", "read-latency shift register"),
+    ("hw/rtl/nlb_regs.v", "stat_bank_in_use", "the pipeline's per-bank flags, indexed by bank number"),
     (
         "hw/rtl/nlb_counters.v",
         "r_value",
@@ -509,21 +510,43 @@ fn scan_verilog(text: &str) -> Vec<(usize, String, String)> {
                         .chars()
                         .take_while(|c| c.is_ascii_alphanumeric() || *c == '\'')
                         .collect();
-                    out.push((n + 1, String::new(), format!("{} {lit}", &line[i..i + 2])));
+                    let name = operand_before(&line[..i]);
+                    out.push((n + 1, name, format!("{} {lit}", &line[i..i + 2])));
                 }
                 i += 2;
                 continue;
             }
-            // `{31'd0, x}`: a field placed by padding it with a literal count of zeros.
+            // `x & 32'hFFFF_F000`: a mask by a literal.
+            if b[i] == b'&' && !line[i..].starts_with("&&") && (i == 0 || b[i - 1] != b'&') {
+                let after = line[i + 1..].trim_start();
+                let digits: String = after.chars().take_while(|c| c.is_ascii_digit()).collect();
+                if !digits.is_empty() && after[digits.len()..].starts_with('\'') {
+                    let lit: String = after
+                        .chars()
+                        .take_while(|c| c.is_ascii_alphanumeric() || *c == '\'' || *c == '_')
+                        .collect();
+                    out.push((n + 1, operand_before(&line[..i]), format!("& {lit}")));
+                }
+            }
+            // `{31'd0, x}`: a field placed by padding it with a literal count of zeros (a
+            // replication `{N{1'b0}}` has no comma after its zero and is not one).
             if b[i] == b'{' {
                 let after = line[i + 1..].trim_start();
                 let digits: String = after.chars().take_while(|c| c.is_ascii_digit()).collect();
                 if !digits.is_empty() {
                     let tail = &after[digits.len()..];
-                    if tail.starts_with("'d0") || tail.starts_with("'b0") || tail.starts_with("'h0")
-                    {
-                        let shown: String = after.chars().take_while(|&c| c != '}').collect();
-                        out.push((n + 1, String::new(), format!("{{{shown}}}")));
+                    let zero = ["'d0", "'b0", "'h0"].iter().find(|z| tail.starts_with(**z));
+                    if let Some(z) = zero {
+                        let rest = tail[z.len()..].trim_start();
+                        if let Some(rest) = rest.strip_prefix(',') {
+                            let name: String = rest
+                                .trim_start()
+                                .chars()
+                                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                                .collect();
+                            let shown: String = after.chars().take_while(|&c| c != '}').collect();
+                            out.push((n + 1, name, format!("{{{shown}}}")));
+                        }
                     }
                 }
             }
@@ -531,6 +554,15 @@ fn scan_verilog(text: &str) -> Vec<(usize, String, String)> {
         }
     }
     out
+}
+
+/// The identifier just before an operator (`rd_pipe_reg << 1` gives `rd_pipe_reg`).
+fn operand_before(text: &str) -> String {
+    let t = text.trim_end().trim_end_matches(')');
+    let start = t
+        .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .map_or(0, |k| k + 1);
+    t[start..].to_string()
 }
 
 fn rtl_findings() -> Vec<String> {
