@@ -396,7 +396,11 @@ const RTL_ALLOWED: &[(&str, &str, &str)] = &[
         "word address inside the block's 4 KiB window",
     ),
     ("*", "rd_pipe_reg", "read-latency shift register"),
-    ("hw/rtl/nlb_regs.v", "stat_bank_in_use", "the pipeline's per-bank flags, indexed by bank number"),
+    (
+        "hw/rtl/nlb_regs.v",
+        "stat_bank_in_use",
+        "the pipeline's per-bank flags, indexed by bank number",
+    ),
     (
         "hw/rtl/nlb_counters.v",
         "r_value",
@@ -421,6 +425,36 @@ const RTL_ALLOWED: &[(&str, &str, &str)] = &[
         "hw/rtl/nlb_counters.v",
         "sel_family",
         "counter family split into the four banks (internal banking)",
+    ),
+    (
+        "hw/rtl/nlb_counters.v",
+        "s_res_rule",
+        "a result's rule id widened to compare with the table depth",
+    ),
+    (
+        "hw/rtl/nlb_counters.v",
+        "s_res_backend",
+        "a result's backend id widened to compare with the table depth",
+    ),
+    (
+        "hw/rtl/nlb_spi_flash.v",
+        "width_m1",
+        "bytes per transfer - 1 to bits: (n + 1) * 8",
+    ),
+    (
+        "hw/rtl/nlb_top.v",
+        "rx_first",
+        "packet counts: one more per first beat",
+    ),
+    (
+        "hw/rtl/nlb_top.v",
+        "frame_done",
+        "packet counts: one less per frame out",
+    ),
+    (
+        "hw/rtl/nlb_top.v",
+        "m_res_valid",
+        "packet counts: one less per result",
     ),
     (
         "hw/rtl/nlb_spi_flash.v",
