@@ -85,8 +85,16 @@ impl ExtBusMaster {
         addr: u32,
         data: u32,
     ) -> Result<(), VerifError> {
-        self.run(bench, others, Op::Write { addr, data, strb: 0xf })
-            .map(|_| ())
+        self.run(
+            bench,
+            others,
+            Op::Write {
+                addr,
+                data,
+                strb: 0xf,
+            },
+        )
+        .map(|_| ())
     }
 
     /// Reads a register, stepping until the block acks with the data.
@@ -174,9 +182,9 @@ impl Agent for ExtBusMaster {
                 self.current = None;
                 self.done = Some(rd_data);
             }
-            _ if wr_ack || rd_ack => self
-                .violations
-                .push(format!("cycle {cycle}: an ack with no access waiting for it")),
+            _ if wr_ack || rd_ack => self.violations.push(format!(
+                "cycle {cycle}: an ack with no access waiting for it"
+            )),
             _ => {}
         }
         Ok(())

@@ -301,11 +301,7 @@ impl Master {
         }
     }
 
-    fn idle(
-        &mut self,
-        bench: &mut Bench,
-        others: &mut [&mut dyn Agent],
-    ) -> Result<(), VerifError> {
+    fn idle(&mut self, bench: &mut Bench, others: &mut [&mut dyn Agent]) -> Result<(), VerifError> {
         match self {
             Master::Ext(m) => bench.step_with(m, others),
             Master::Axil(m) => bench.step_with(m, others),
@@ -394,8 +390,7 @@ fn compare(dut: Dut, seed: u64, commands: usize) {
         },
         seed,
     );
-    let rtl =
-        run_rtl(dut, seed, &steps, &wave).unwrap_or_else(|e| panic!("seed {seed:#x}: {e}"));
+    let rtl = run_rtl(dut, seed, &steps, &wave).unwrap_or_else(|e| panic!("seed {seed:#x}: {e}"));
     let replay = format!(
         "replay with NLB_SEED={seed:#x} NLB_TRACE=1 (waveform: {})",
         wave.display()
