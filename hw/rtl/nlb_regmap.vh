@@ -98,13 +98,13 @@ localparam NLB_EVENT_COUNT = 2; // values defined
 localparam NLB_DEFAULT_ACTION_PASS = 1'h0; // hand to the host network stack
 localparam NLB_DEFAULT_ACTION_DROP = 1'h1; // discard (counted)
 localparam NLB_DEFAULT_ACTION_COUNT = 2; // values defined
-// counter_kind: Counter families of the counters block (select bits 31..24).
+// counter_kind: Counter families of the counters block (counters.select.kind).
 localparam NLB_COUNTER_KIND_RULE = 2'h0; // per rule id: packets/bytes that matched the rule; punts and drops among them
 localparam NLB_COUNTER_KIND_BACKEND = 2'h1; // per backend id: packets/bytes forwarded to it; drops of packets bound for it
 localparam NLB_COUNTER_KIND_REASON = 2'h2; // per reason value
 localparam NLB_COUNTER_KIND_VERDICT = 2'h3; // per verdict value
 localparam NLB_COUNTER_KIND_COUNT = 4; // values defined
-// boot_rejection: Why the boot logic refused the requested (user) image and loaded the fallback (reboot.boot_status bits 7..4).
+// boot_rejection: Why the boot logic refused the requested (user) image and loaded the fallback (reboot.boot_status.rejection).
 localparam NLB_BOOT_REJECTION_NONE = 4'h0; // the requested image booted
 localparam NLB_BOOT_REJECTION_NOT_A_SEGMENT = 4'h1; // boot_addr is not the start of a multiboot segment
 localparam NLB_BOOT_REJECTION_MARKER_ERASED = 4'h2; // the segment's image marker is erased (never written, or the flash was interrupted)
@@ -126,11 +126,11 @@ localparam NLB_REBOOT_KEY_COUNT = 1; // values defined
 // ct_flag: Bits of ct_entry.flags (the host's bookkeeping of a connection; the pipeline does not read them).
 localparam NLB_CT_FLAG_CLOSED = 1'h1; // FIN or RST seen: the connection ages out with the closed timeout
 localparam NLB_CT_FLAG_COUNT = 1; // values defined
-// table_cmd: Commands of the table write window and the conntrack access block (cmd bits 7..0). A write leaves the entry as the memory now stores it in the data words (the hardware reads it back), so reading the data words verifies it without another command. The *_AT forms carry the entry index in cmd bits 31..8 (so every profile's deepest table must have at most 2^24 entries): one register write per command.
-localparam NLB_TABLE_CMD_WRITE = 3'h1; // store the data words into entry `index`, then read it back into the data words; cmd bits 31..8 must be 0
-localparam NLB_TABLE_CMD_READ = 3'h2; // load entry `index` into the data words; cmd bits 31..8 must be 0
-localparam NLB_TABLE_CMD_WRITE_AT = 3'h3; // WRITE of the entry in cmd bits 31..8, which is also latched into `index`
-localparam NLB_TABLE_CMD_READ_AT = 3'h4; // READ of the entry in cmd bits 31..8, which is also latched into `index`
+// table_cmd: Commands of the table write window and the conntrack access block (cmd.op). A write leaves the entry as the memory now stores it in the data words (the hardware reads it back), so reading the data words verifies it without another command. The *_AT forms carry the entry index in cmd.index (so every profile's deepest table must have at most 2^24 entries): one register write per command.
+localparam NLB_TABLE_CMD_WRITE = 3'h1; // store the data words into entry `index`, then read it back into the data words; cmd.index must be 0
+localparam NLB_TABLE_CMD_READ = 3'h2; // load entry `index` into the data words; cmd.index must be 0
+localparam NLB_TABLE_CMD_WRITE_AT = 3'h3; // WRITE of the entry in cmd.index, which is also latched into `index`
+localparam NLB_TABLE_CMD_READ_AT = 3'h4; // READ of the entry in cmd.index, which is also latched into `index`
 localparam NLB_TABLE_CMD_COUNT = 4; // values defined
 
 // ---- flow hash ----
