@@ -527,3 +527,25 @@ fn a_load_killed_at_any_point_leaves_a_whole_table_serving() {
         assert_eq!(sim.lock().bank(active), &old, "cut {cut}: restarted loader");
     }
 }
+
+#[test]
+fn a_counter_index_past_the_select_field_is_refused_not_wrapped() {
+    // counters.select: index bits 23..0, kind above (docs/regmap.md). An index of 2^24 would
+    // have been masked to 0 and read counter 0 of the kind; it is an error now.
+    let mut sim = Sim::new(profile());
+    let ok = nlb_driver::queues::read_counters(
+        &mut sim,
+        nlb_driver::queues::CounterKind::Rule,
+        [0, 0x00FF_FFFF],
+        false,
+    );
+    assert_eq!(ok.map(|v| v.len()).ok(), Some(2));
+    let err = nlb_driver::queues::read_counters(
+        &mut sim,
+        nlb_driver::queues::CounterKind::Rule,
+        [0x0100_0000],
+        false,
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("RULE counter 16777216"), "{err}");
+}

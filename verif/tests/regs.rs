@@ -313,7 +313,7 @@ fn ctrl_registers_reset_values_readback_and_outputs() {
     .into_iter()
     .chain(settings)
     .collect();
-    for (offset, value) in after_reset {
+    for &(offset, value) in &after_reset {
         assert_eq!(
             bus.read32(offset).expect("read"),
             value,
@@ -321,7 +321,7 @@ fn ctrl_registers_reset_values_readback_and_outputs() {
         );
     }
 
-    let rw = after_reset.map(|(o, _)| o);
+    let rw: Vec<u32> = after_reset.iter().map(|&(o, _)| o).collect();
     for round in 0..8 {
         let mut written = Vec::new();
         for &offset in &rw {
