@@ -271,8 +271,8 @@ impl Agent for ChipAgent {
 
 /// A register master: the block's extension bus, or `nlb_top`'s AXI-Lite port.
 enum Master {
-    Ext(ExtBusMaster),
-    Axil(AxiLiteMaster),
+    Ext(Box<ExtBusMaster>),
+    Axil(Box<AxiLiteMaster>),
 }
 
 impl Master {
@@ -303,8 +303,8 @@ impl Master {
 
     fn idle(&mut self, bench: &mut Bench, others: &mut [&mut dyn Agent]) -> Result<(), VerifError> {
         match self {
-            Master::Ext(m) => bench.step_with(m, others),
-            Master::Axil(m) => bench.step_with(m, others),
+            Master::Ext(m) => bench.step_with(m.as_mut(), others),
+            Master::Axil(m) => bench.step_with(m.as_mut(), others),
         }
     }
 
@@ -341,13 +341,16 @@ fn run_rtl(
     bench.sim.reset(4)?;
     let mut rng = StdRng::seed_from_u64(seed);
     let mut master = match dut {
-        Dut::Block => Master::Ext(ExtBusMaster::new(&bench.sim, rng.random_range(0.0..0.5))?),
-        Dut::Top => Master::Axil(AxiLiteMaster::new(
+        Dut::Block => Master::Ext(Box::new(ExtBusMaster::new(
+            &bench.sim,
+            rng.random_range(0.0..0.5),
+        )?)),
+        Dut::Top => Master::Axil(Box::new(AxiLiteMaster::new(
             &bench.sim,
             "s_axil",
             rng.random_range(0.0..0.5),
             rng.random_range(0.0..0.5),
-        )?),
+        )?)),
     };
     // The same chip, with the same factory images, as the model's.
     let chip = FlashBlock::new(config(seed)).chip().clone();
