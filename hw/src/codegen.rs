@@ -280,6 +280,8 @@ pub fn rust(map: &Regmap) -> String {
         );
         o.push_str("        /// Value of the VERSION word.\n");
         let _ = writeln!(o, "        pub const VERSION: u32 = {};", b.version);
+        o.push_str("        /// Bytes from BASE that the block's registers lie in (up to the next block).\n");
+        let _ = writeln!(o, "        pub const SPAN: u32 = {:#x};", map.span(i));
         o.push_str("        /// Value of the NEXT word.\n");
         let _ = writeln!(
             o,
@@ -355,6 +357,12 @@ pub fn rust(map: &Regmap) -> String {
         }
     }
     o.push_str("            _ => 0,\n        }\n    }\n");
+    o.push_str("    /// Bytes of the words every block starts with (TYPE, VERSION, NEXT).\n");
+    let _ = writeln!(
+        o,
+        "    pub const HEADER_BYTES: u32 = {};",
+        4 * HEADER_REGISTERS.len()
+    );
     o.push_str("    /// Fields of every block's TYPE word (`meta.block_type_prefix | type_id`).\n");
     o.push_str("    pub mod type_word {\n");
     o.push_str("        /// `type_id`, bits 15..0.\n");

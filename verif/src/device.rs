@@ -542,7 +542,7 @@ fn saturate_u16(n: usize) -> u16 {
 
 /// Registers of the queues block past its header (TYPE/VERSION/NEXT answer from the RTL).
 fn in_queues(off: u32) -> bool {
-    (q::BASE..q::BASE + 0x8000).contains(&off) && off >= q::BASE + 0xC
+    (q::BASE + nlb_hw::blocks::HEADER_BYTES..q::BASE + q::SPAN).contains(&off)
 }
 
 /// Writes one connection-table entry through the conntrack block the way the host installs

@@ -232,7 +232,7 @@ impl FlashBlock {
 
     /// True for BAR offsets served by this block.
     pub fn handles(offset: u32) -> bool {
-        (spi_flash::BASE..reboot::BASE + 0x1000).contains(&offset)
+        (spi_flash::BASE..reboot::BASE + reboot::SPAN).contains(&offset)
     }
 
     /// Reads a register (absolute BAR offset). Reads take [`FlashConfig::mmio_read`] of
