@@ -9,18 +9,18 @@
 // Behaviour (docs/regmap.md; details the map leaves open are fixed here and in
 // docs/verification.md):
 // - Every block of the regmap answers TYPE, VERSION and NEXT. The other registers of the
-//   conntrack and counters blocks are forwarded to the extension bus (ext_*: one write and
-//   one read at a time, absolute byte addresses; the access completes when the block pulses
-//   ext_*_ack, and the AXI response waits for it). Blocks not implemented here (spi_flash,
-//   reboot, queues) read 0 elsewhere and ignore writes.
+//   conntrack, counters and spi_flash blocks (each over its NLB_BLK_*_SPAN) are forwarded to
+//   the extension bus (ext_*: one write and one read at a time, absolute byte addresses; the
+//   access completes when the block pulses ext_*_ack, and the AXI response waits for it).
+//   Blocks not implemented here or on the extension bus (reboot, queues) read 0 elsewhere and
+//   ignore writes.
 //   Holes and write-only registers read 0; writes to read-only registers are ignored. Every
 //   access gets OKAY. Byte strobes are honoured; the low two address bits are ignored.
-// - Registers keep only the bits they define and read 0 elsewhere (enable, active_bank: bit 0;
-//   default_action: the enum's width; local_mac_hi, gue_port: 16 bits; table.select:
-//   bits 8..0); outer_src_v4_len and outer_src_v6_len saturate at 32 and 128. Reset values
+// - Registers keep only their fields' bits (the regmap's fields, NLB_REG_*_DEFINED) and read
+//   0 elsewhere; outer_src_v4_len and outer_src_v6_len saturate at 32 and 128. Reset values
 //   are the RESET_* parameters (nlb_hw::NicSettings::default(), checked by the verif tests).
-// - table.cmd bits 7..0 name the command, bits 31..8 the entry of WRITE_AT/READ_AT (WRITE and
-//   READ take the index register and need bits 31..8 zero). WRITE/WRITE_AT store the entry's
+// - table.cmd's op field names the command, its index field the entry of WRITE_AT/READ_AT
+//   (WRITE and READ take the index register and need the index field zero). WRITE/WRITE_AT store the entry's
 //   bits from data words 0..WORDS-1, then read the entry back from the memory into those
 //   words, as READ/READ_AT do (bits past WIDTH read 0; later words are left alone): after a
 //   write the window shows what the memory stores. The *_AT forms leave their index in the

@@ -1223,6 +1223,25 @@ pub fn markdown(map: &Regmap) -> String {
     o.push_str("Registers are 32-bit little-endian at byte offsets from BAR 0. Table entries are \
                 packed from bit 0 upwards in the order listed and moved as 32-bit words (word 0 = \
                 bits 31..0). IPv4 addresses are held IPv4-mapped (`::ffff:a.b.c.d`) in 128-bit fields.\n\n");
+    o.push_str(
+        "A register's bits are named by its **fields** (tables under each block; other bits \
+         read 0). Code never writes a field's shift or mask: Rust uses \
+         `nlb_hw::blocks::<block>::<Reg>` (typed fields, `word()` / `from_word()`), the \
+         field positions `<block>::<reg>::<FIELD>` (`lsb`, `width`, `get`, `put`), `DEFINED` \
+         and `<REG>_RESET`, and `<block>::<wide>::split` / `join` for a value held by several \
+         registers; Verilog uses `NLB_REG_<BLOCK>_<REG>_<FIELD>_LSB` / `_W` / `_MASK`, \
+         `NLB_REG_<BLOCK>_<REG>_DEFINED` and `_RESET` from `nlb_regmap.vh`. \
+         `hw/tests/no_hand_written_fields.rs` fails on a shift or mask by a literal in the Rust \
+         crates and on a literal bit select in the register-decoding RTL.\n\n\
+         To add a field: add it to the register's `fields` in `hw/regmap.toml` (`lsb`, `width`, \
+         `enum` if it holds one; `reset` on the register if it does not reset to 0), run \
+         `cargo run -p nlb-hw --bin nlb-regmap-gen`, then use the generated names in the RTL \
+         (`nlb_regs` or the block on its extension bus), in the golden model's device \
+         (`firmware-sim/src/device.rs`) and in the driver (the model keeps a ctrl register's \
+         `blocks::defined` bits, and `verif/tests/regs.rs` holds the RTL's to the same). Naming bits that already \
+         exist changes no value (no `regmap_version` bump); moving a bit or changing its \
+         meaning is incompatible and bumps it.\n\n",
+    );
 
     o.push_str("## Capacity profiles\n\n| profile | id | VIP buckets × ways | rules | pools | Maglev slots | backends | conntrack buckets × ways | queue depth | what |\n|---|---|---|---|---|---|---|---|---|---|\n");
     for p in &map.profiles {
