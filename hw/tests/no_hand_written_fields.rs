@@ -30,6 +30,10 @@ const RUST_ALLOWED: &[(&str, &str, &str)] = &[
     ("hw/src/ct_words.rs", "*", "ct_entry packed with shifts at the generated _LSB/_WIDTH (tested bit-identical to CtEntry::pack)"),
     ("hw/src/hash.rs", "*", "the flow hash (CRC-32C, fmix32, (h * M) >> 32) and IPv4-mapped addresses"),
     ("hw/tests/", "*", "tests of the generated code use hand-worked literals, and proptest ranges"),
+    // The reference semantics (nlb-reference): packet bytes and checksums, as in the model.
+    ("hw/reference/src/parse.rs", "*", "packet header parsing (version nibble, IHL, fragment bits, flow label)"),
+    ("hw/reference/src/action.rs", "*", "packet rewriting: IPv6 flow label, checksums"),
+    ("hw/reference/tests/trace.rs", "by_hand", "the Maglev slot (hash * M) >> 32 worked by hand as the expectation"),
     // Packet bytes, checksums, hashing inside the model (not registers).
     ("firmware-sim/src/parse.rs", "*", "packet header parsing (version nibble, IHL, fragment bits)"),
     ("firmware-sim/src/action.rs", "*", "packet rewriting: IPv6 flow label, checksums, GUE source port from the flow hash"),
@@ -40,7 +44,6 @@ const RUST_ALLOWED: &[(&str, &str, &str)] = &[
     ("firmware-sim/src/flash/layout.rs", "*", "CRC-32 (ISO-HDLC) tables"),
     ("firmware-sim/src/flash/rng.rs", "*", "splitmix64"),
     ("firmware-sim/benches/", "*", "benchmark traffic generators"),
-    ("firmware-sim/tests/reference/", "*", "the reference model's packet parsing and rewriting (moving to its own crate)"),
     ("firmware-sim/tests/common/", "*", "test frames: IPv4 fragment fields, checksums, MAC bytes"),
     ("firmware-sim/tests/differential.rs", "*", "random generators and IPv4 header checksums of test frames"),
     ("firmware-sim/tests/parse.rs", "*", "IPv4 header fields of test frames"),
@@ -55,7 +58,7 @@ const RUST_ALLOWED: &[(&str, &str, &str)] = &[
     // Driver and tools: external formats, randomness, sizes.
     ("driver/src/flash/bitstream.rs", "*", "Xilinx configuration packets (UG570)"),
     ("driver/src/flash/tests.rs", "*", "CRC-32, xorshift and IDCODE revisions of the flash tests"),
-    ("driver/src/slowpath/", "*", "packet bytes and timers of the slow path (fragments, ICMP, health probes)"),
+    ("driver/slowpath/", "*", "packet bytes, sizes and timers of the slow path (fragments, ICMP, health probes) and its benchmark traffic"),
     ("driver/src/socket/", "*", "the socket protocol's 64-bit nanosecond times and body limit"),
     ("driver/src/vfio/", "*", "VFIO ioctl flag bits"),
     ("driver/benches/", "*", "benchmark address generators"),

@@ -18,7 +18,7 @@ use nlb_driver::conntrack::{ConntrackError, ConntrackStats, FLAG_CLOSED};
 use nlb_driver::device::{Device, DeviceError};
 use nlb_driver::discovery::{discover, DeviceInfo, DiscoveryError};
 use nlb_driver::loader::{LoadReport, LoaderOptions};
-use nlb_driver::queues::{CounterKind, Queues};
+use nlb_driver::queues::{read_counters, CounterKind, Queues};
 use nlb_hw::enums::{Reason, Verdict};
 use nlb_hw::hash::u128_to_addr;
 use std::net::IpAddr;
@@ -829,7 +829,7 @@ fn read_block(
     kind: CounterKind,
     count: u32,
 ) -> Result<Vec<CounterValues>, DeviceError> {
-    Ok(nlb_driver::queues::read_counters(dev, kind, 0..count, false)?
+    Ok(read_counters(dev, kind, 0..count, false)?
         .into_iter()
         .map(|c| CounterValues {
             packets: c.packets,
