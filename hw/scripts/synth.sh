@@ -41,6 +41,8 @@ configs=(
     "nlb_editor|nlb_editor||action stage: header builder, job FIFO, byte shifter, two skid buffers"
     "nlb_counters (sim profile)|nlb_counters||counter families (rule 256, backend 4096 entries of 4 x 64 bit)"
     "nlb_conntrack (sim profile)|nlb_conntrack||connection table 4096 x 4 x 365 bit, hit bits, register block"
+    "nlb_table_cmd|nlb_table_cmd||decode of a table/conntrack cmd word (combinational, inside nlb_regs and nlb_conntrack)"
+    "nlb_spi_flash|nlb_spi_flash||SPI flash controller, the spi_flash block on nlb_regs' extension bus"
     "nlb_top (sim profile)|nlb_top||the whole pipeline with every table of the sim profile"
 )
 
