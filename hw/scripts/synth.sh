@@ -7,7 +7,7 @@
 #                                        on a busy 2-core machine: the parser, the lookup and
 #                                        the top take most of it)
 #        hw/scripts/synth.sh nlb_regs    only these tops, print the table (doc untouched;
-#                                        5-20 minutes a module)
+#                                        0.5-7 minutes a module, nlb_top about 30)
 #        YOSYS=/path/to/yosys hw/scripts/synth.sh
 #
 # Logic levels: cells on the longest combinational path between sequential elements (flip-flops,
