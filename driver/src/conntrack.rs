@@ -8,7 +8,7 @@
 //! register access, and rebuilds it from the device on attach.
 //!
 //! Writes go through the `conntrack` window: the data words that differ from what the window
-//! holds, then `cmd = WRITE_AT | index << 8` with `valid` clear, then word 0 again with `valid`
+//! holds, then a `cmd` WRITE_AT of the index with `valid` clear, then word 0 again with `valid`
 //! set and a second `WRITE_AT` — so the entry only becomes valid once every other word is in
 //! place, whatever order the hardware commits the words in (`ct_entry` in `docs/regmap.md`:
 //! valid written last). Evictions clear `valid` alone. After a write the window holds the
@@ -20,7 +20,7 @@
 
 use crate::device::{Batch, Device, DeviceError};
 use crate::discovery::DeviceInfo;
-use crate::loader::{CMD_INDEX_MAX, CMD_INDEX_SHIFT};
+use crate::loader::{cmd_at, CMD_INDEX_MAX};
 use nlb_hw::blocks::conntrack as win;
 use nlb_hw::ct_words::pack_ct;
 use nlb_hw::enums::{KeyType, TableCmd};
@@ -30,7 +30,7 @@ use nlb_reference::conntrack as placement;
 use std::collections::BTreeSet;
 
 /// `flags` bit: FIN or RST seen.
-pub const FLAG_CLOSED: u8 = 0x01;
+pub const FLAG_CLOSED: u8 = nlb_hw::enums::CtFlag::Closed.value() as u8;
 
 const WORDS: usize = CtEntry::WORDS;
 /// Bit of `valid` in word 0.
@@ -142,7 +142,12 @@ pub struct ConntrackStats {
 
 /// `cmd` of a WRITE_AT of entry `index` (below [`CMD_INDEX_MAX`]: checked on attach).
 fn write_at(index: u32) -> u32 {
-    (index << CMD_INDEX_SHIFT) | TableCmd::WriteAt.value()
+    cmd_at(TableCmd::WriteAt, index).unwrap_or_default()
+}
+
+/// Whether a `status` read shows an error.
+fn failed(status: u32) -> bool {
+    win::Status::from_word(status).error
 }
 
 fn tuple5(key: &FlowKey) -> FlowKey {
@@ -290,15 +295,17 @@ impl Conntrack {
         while first < range.end {
             let last = (first + STEP).min(range.end);
             for i in first..last {
+                // Below CMD_INDEX_MAX: checked on attach.
+                let cmd = cmd_at(TableCmd::ReadAt, i).unwrap_or_default();
                 self.batch
-                    .write(win::CMD, (i << CMD_INDEX_SHIFT) | TableCmd::ReadAt.value())
+                    .write(win::CMD, cmd)
                     .read(win::STATUS)
                     .read_words(win::DATA, WORDS as u32);
             }
             let r = self.batch.run(dev)?;
             for (k, i) in (first..last).enumerate() {
                 let at = k * (WORDS + 1);
-                if r[at] & 2 != 0 {
+                if failed(r[at]) {
                     return Err(ConntrackError::Window {
                         index: i,
                         op: "read",
@@ -387,7 +394,7 @@ impl Conntrack {
                 let bad = checks
                     .iter()
                     .zip(r)
-                    .find(|(_, status)| *status & 2 != 0)
+                    .find(|(_, status)| failed(**status))
                     .map(|(i, _)| *i);
                 self.checks = checks;
                 self.checks.clear();

@@ -141,19 +141,6 @@ pub trait Device: Send {
     /// Writes the 32-bit register at byte `offset`.
     fn write32(&mut self, offset: u32, value: u32) -> Result<(), DeviceError>;
 
-    /// Reads a 64-bit value from two consecutive registers (low word first).
-    fn read64(&mut self, offset: u32) -> Result<u64, DeviceError> {
-        let lo = self.read32(offset)?;
-        let hi = self.read32(offset + 4)?;
-        Ok(u64::from(lo) | (u64::from(hi) << 32))
-    }
-
-    /// Writes a 64-bit value to two consecutive registers (low word first).
-    fn write64(&mut self, offset: u32, value: u64) -> Result<(), DeviceError> {
-        self.write32(offset, value as u32)?;
-        self.write32(offset + 4, (value >> 32) as u32)
-    }
-
     /// Writes consecutive registers starting at `offset`. Backends with a cheaper path
     /// (one socket message, one mmap copy) override this.
     fn write_bulk(&mut self, offset: u32, words: &[u32]) -> Result<(), DeviceError> {
@@ -203,12 +190,6 @@ impl<D: Device + ?Sized> Device for Box<D> {
     }
     fn write32(&mut self, offset: u32, value: u32) -> Result<(), DeviceError> {
         (**self).write32(offset, value)
-    }
-    fn read64(&mut self, offset: u32) -> Result<u64, DeviceError> {
-        (**self).read64(offset)
-    }
-    fn write64(&mut self, offset: u32, value: u64) -> Result<(), DeviceError> {
-        (**self).write64(offset, value)
     }
     fn write_bulk(&mut self, offset: u32, words: &[u32]) -> Result<(), DeviceError> {
         (**self).write_bulk(offset, words)

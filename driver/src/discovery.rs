@@ -9,7 +9,7 @@
 
 use crate::device::{Batch, Device, DeviceError};
 use nlb_hw::blocks::{self, fw_id};
-use nlb_hw::{Profile, BLOCK_TYPE_PREFIX, REGMAP_VERSION};
+use nlb_hw::{Profile, REGMAP_VERSION};
 
 /// The walk gives up after this many blocks (the regmap has 8).
 pub const MAX_BLOCKS: usize = 64;
@@ -280,9 +280,8 @@ fn walk<D: Device + ?Sized>(dev: &mut D) -> Result<Vec<BlockInfo>, DiscoveryErro
             [t, v, n] => (t, v, n),
             _ => return Err(DeviceError::Protocol("short batch answer".into()).into()),
         };
-        let known = blocks::ALL
-            .iter()
-            .find(|b| b.2 == type_word && type_word & 0xFFFF_0000 == BLOCK_TYPE_PREFIX);
+        // Every TYPE word of the regmap carries meta.block_type_prefix.
+        let known = blocks::ALL.iter().find(|b| b.2 == type_word);
         let Some(&(name, base, _, supported)) = known else {
             return Err(DiscoveryError::UnknownBlockType { at, type_word });
         };

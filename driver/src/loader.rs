@@ -17,7 +17,7 @@
 //!
 //! # Register writes per entry
 //! For each changed entry: the data words that differ from what the window already holds,
-//! then one `cmd = WRITE_AT | index << 8`. The device leaves the stored entry in the data words
+//! then one `cmd` WRITE_AT carrying the index (`table::Cmd`). The device leaves the stored entry in the data words
 //! after a write, so verification reads `status`, `index` (the command ran) and the data words
 //! back: no write. Entries of
 //! a table are written grouped by value, so a run of entries that receive the same value (the
@@ -27,8 +27,8 @@
 
 use crate::device::{Batch, Device, DeviceError};
 use nlb_hw::blocks::{ctrl, table as win};
-use nlb_hw::enums::{DefaultAction, Table, TableCmd};
-use nlb_hw::{LayoutError, NicSettings, Profile, Tables};
+use nlb_hw::enums::{Table, TableCmd};
+use nlb_hw::{LayoutError, NicSettings, Profile, Tables, NIC_REGISTERS};
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
@@ -116,6 +116,9 @@ pub enum LoadError {
         /// Words read back.
         read: Vec<u32>,
     },
+    /// The image's NIC settings do not fit the ctrl registers.
+    #[error("the image's NIC settings cannot be written: {0}")]
+    Settings(#[source] LayoutError),
     /// A NIC setting did not read back as written.
     #[error("ctrl register {offset:#x} reads {read:#x} after writing {wrote:#x}")]
     NicVerify {
@@ -212,56 +215,26 @@ impl LoadReport {
     }
 }
 
-/// The ctrl registers that hold [`NicSettings`], in write order.
-const NIC_REGS: [u32; 12] = [
-    ctrl::DEFAULT_ACTION,
-    ctrl::LOCAL_MAC_LO,
-    ctrl::LOCAL_MAC_HI,
-    ctrl::GUE_PORT,
-    ctrl::OUTER_SRC_V4,
-    ctrl::OUTER_SRC_V4_LEN,
-    ctrl::OUTER_SRC_V6_0,
-    ctrl::OUTER_SRC_V6_1,
-    ctrl::OUTER_SRC_V6_2,
-    ctrl::OUTER_SRC_V6_3,
-    ctrl::OUTER_SRC_V6_LEN,
-    ctrl::ENABLE,
-];
+/// The ctrl registers that hold [`NicSettings`] ([`NIC_REGISTERS`]), then `enable`: what the
+/// loader keeps track of, in write order.
+const NIC_REGS: [u32; 12] = {
+    let mut r = [ctrl::ENABLE; 12];
+    let mut i = 0;
+    while i < NIC_REGISTERS.len() {
+        r[i] = NIC_REGISTERS[i];
+        i += 1;
+    }
+    r
+};
 
 /// Register values of [`NicSettings`], in [`NIC_REGS`] order (without ENABLE).
-pub fn nic_words(n: &NicSettings) -> [u32; 11] {
-    [
-        n.default_action.value(),
-        n.local_mac as u32,
-        ((n.local_mac >> 32) & 0xffff) as u32,
-        u32::from(n.gue_port),
-        n.outer_src_v4,
-        u32::from(n.outer_src_v4_len),
-        (n.outer_src_v6 >> 96) as u32,
-        (n.outer_src_v6 >> 64) as u32,
-        (n.outer_src_v6 >> 32) as u32,
-        n.outer_src_v6 as u32,
-        u32::from(n.outer_src_v6_len),
-    ]
+pub fn nic_words(n: &NicSettings) -> Result<[u32; 11], LayoutError> {
+    n.words()
 }
 
 /// [`NicSettings`] from register values in [`NIC_REGS`] order; `None` if a value is invalid.
 pub fn nic_from_words(w: &[u32]) -> Option<NicSettings> {
-    let [da, mac_lo, mac_hi, gue, v4, v4_len, a, b, c, d, v6_len, ..] = *w else {
-        return None;
-    };
-    Some(NicSettings {
-        default_action: DefaultAction::from_value(da)?,
-        local_mac: u64::from(mac_lo) | (u64::from(mac_hi & 0xffff) << 32),
-        gue_port: u16::try_from(gue).ok()?,
-        outer_src_v4: v4,
-        outer_src_v4_len: u8::try_from(v4_len).ok().filter(|l| *l <= 32)?,
-        outer_src_v6: (u128::from(a) << 96)
-            | (u128::from(b) << 64)
-            | (u128::from(c) << 32)
-            | u128::from(d),
-        outer_src_v6_len: u8::try_from(v6_len).ok().filter(|l| *l <= 128)?,
-    })
+    NicSettings::from_words(w.get(..NIC_REGISTERS.len())?.try_into().ok()?)
 }
 
 /// Depth of a table in a profile.
@@ -276,19 +249,20 @@ pub fn table_depth(profile: &Profile, table: Table) -> u32 {
 }
 
 fn select_word(table: Table, bank: u8) -> u32 {
-    table.value() | (u32::from(bank & 1) << 8)
+    win::Select {
+        table,
+        bank: bank == 1,
+    }
+    .word()
 }
 
-/// Bits of `table.cmd` above the command: the entry index of WRITE_AT / READ_AT.
-pub const CMD_INDEX_SHIFT: u32 = 8;
-
-/// Largest entry index a `cmd` write can carry (bits 31..8).
-pub const CMD_INDEX_MAX: u32 = u32::MAX >> CMD_INDEX_SHIFT;
+/// Largest entry index a `cmd` write can carry (its `index` field).
+pub const CMD_INDEX_MAX: u32 = win::cmd::INDEX.max();
 
 /// The `cmd` word of a command on entry `index` (WRITE_AT / READ_AT); `None` if the index does
-/// not fit in bits 31..8.
+/// not fit its field.
 pub fn cmd_at(cmd: TableCmd, index: u32) -> Option<u32> {
-    (index <= CMD_INDEX_MAX).then_some((index << CMD_INDEX_SHIFT) | cmd.value())
+    win::Cmd { op: cmd, index }.word().ok()
 }
 
 /// Keeps both banks of one device in step with the images given to it.
@@ -365,7 +339,7 @@ impl Loader {
             self.batch.read(reg);
         }
         let r = self.batch.run(dev)?;
-        self.active = (r[0] & 1) as u8;
+        self.active = u8::from(ctrl::ActiveBank::from_word(r[0]).bank);
         self.generation = r[1];
         for (slot, v) in self.nic.iter_mut().zip(&r[2..]) {
             *slot = Some(*v);
@@ -399,8 +373,10 @@ impl Loader {
             while first < depth {
                 let last = (first + step).min(depth);
                 for i in first..last {
+                    // `depth` was checked against CMD_INDEX_MAX above.
+                    let cmd = cmd_at(TableCmd::ReadAt, i).unwrap_or_default();
                     self.batch
-                        .write(win::CMD, (i << CMD_INDEX_SHIFT) | TableCmd::ReadAt.value())
+                        .write(win::CMD, cmd)
                         .read(win::STATUS)
                         .read_words(win::DATA, words as u32);
                 }
@@ -408,7 +384,7 @@ impl Loader {
                 for (k, i) in (first..last).enumerate() {
                     let at = k * (words + 1);
                     let (status, data) = (r[at], &r[at + 1..at + 1 + words]);
-                    if status & 2 != 0 {
+                    if win::Status::from_word(status).error {
                         return Err(LoadError::Window {
                             table,
                             bank,
@@ -441,6 +417,8 @@ impl Loader {
                 device: self.profile.name,
             });
         }
+        // The settings must fit their registers: checked before the device is touched.
+        let nic_values = nic_words(nic).map_err(LoadError::Settings)?;
         let mut report = LoadReport::default();
 
         // The device must still serve what this loader last made it serve.
@@ -450,7 +428,11 @@ impl Loader {
             .read(ctrl::GENERATION)
             .read(ctrl::ENABLE)
             .run(dev)?;
-        let (found, generation, enabled) = ((r[0] & 1) as u8, r[1], r[2] & 1 == 1);
+        let (found, generation, enabled) = (
+            u8::from(ctrl::ActiveBank::from_word(r[0]).bank),
+            r[1],
+            ctrl::Enable::from_word(r[2]).enable,
+        );
         report.reads += 3;
         if self.flip_uncertain {
             // The last flip may or may not have happened: the device says which.
@@ -520,7 +502,7 @@ impl Loader {
 
         self.drain(dev, target, &mut report)?;
         self.write_entries(dev, target, &encoded, &mut report)?;
-        self.write_nic(dev, nic, &mut report)?;
+        self.write_nic(dev, &nic_values, &mut report)?;
         self.flip(dev, target, &mut report)?;
         report.elapsed = start.elapsed();
         Ok(report)
@@ -554,7 +536,12 @@ impl Loader {
         loop {
             let in_use = dev.read32(ctrl::BANK_IN_USE)?;
             report.reads += 1;
-            if (in_use >> bank) & 1 == 0 {
+            let in_use = ctrl::BankInUse::from_word(in_use);
+            if !(if bank == 0 {
+                in_use.bank0
+            } else {
+                in_use.bank1
+            }) {
                 return Ok(());
             }
             let waited = start.elapsed();
@@ -585,7 +572,7 @@ impl Loader {
                     selected = Some(*table);
                 }
                 // Indices were checked against CMD_INDEX_MAX before the device was touched.
-                let cmd = (index << CMD_INDEX_SHIFT) | TableCmd::WriteAt.value();
+                let cmd = cmd_at(TableCmd::WriteAt, *index).unwrap_or_default();
                 self.suspect[b].insert((table.value(), *index));
                 for (k, w) in words.iter().enumerate() {
                     if window[k] != Some(*w) {
@@ -613,7 +600,7 @@ impl Loader {
                 let (status, ran) = (r[at], r[at + 1]);
                 let read = &r[at + 2..at + 2 + words.len()];
                 at += 2 + words.len();
-                if status & 2 != 0 {
+                if win::Status::from_word(status).error {
                     return Err(LoadError::Window {
                         table: *table,
                         bank,
@@ -650,10 +637,9 @@ impl Loader {
     fn write_nic<D: Device + ?Sized>(
         &mut self,
         dev: &mut D,
-        nic: &NicSettings,
+        words: &[u32; 11],
         report: &mut LoadReport,
     ) -> Result<(), LoadError> {
-        let words = nic_words(nic);
         let mut written = Vec::new();
         for (k, w) in words.iter().enumerate() {
             if self.nic[k] != Some(*w) {
@@ -692,13 +678,17 @@ impl Loader {
     ) -> Result<(), LoadError> {
         let generation = self.generation.wrapping_add(1);
         let enable_slot = NIC_REGS.len() - 1;
-        let enable = self.opts.enable_pipeline && self.nic[enable_slot] != Some(1);
+        let on = ctrl::Enable { enable: true }.word();
+        let enable = self.opts.enable_pipeline && self.nic[enable_slot] != Some(on);
         self.batch
-            .write(ctrl::ACTIVE_BANK, u32::from(target))
+            .write(
+                ctrl::ACTIVE_BANK,
+                ctrl::ActiveBank { bank: target == 1 }.word(),
+            )
             .write(ctrl::GENERATION, generation);
         report.control_writes += 2;
         if enable {
-            self.batch.write(ctrl::ENABLE, 1);
+            self.batch.write(ctrl::ENABLE, on);
             report.control_writes += 1;
         }
         self.batch.read(ctrl::ACTIVE_BANK);
@@ -706,7 +696,7 @@ impl Loader {
         // From here until the read-back, the device may serve either bank.
         self.flip_uncertain = true;
         let r = self.batch.run(dev)?;
-        let read = (r[0] & 1) as u8;
+        let read = u8::from(ctrl::ActiveBank::from_word(r[0]).bank);
         if read != target {
             return Err(LoadError::Flip {
                 wrote: target,
@@ -717,7 +707,7 @@ impl Loader {
         self.active = target;
         self.generation = generation;
         if enable {
-            self.nic[enable_slot] = Some(1);
+            self.nic[enable_slot] = Some(on);
         }
         report.bank = target;
         report.generation = generation;

@@ -71,9 +71,6 @@ pub struct Queues {
     learn_overflow: bool,
 }
 
-/// Bit of a queue status register: the queue overflowed since the register was last read.
-const OVERFLOW_BIT: u32 = 1 << 31;
-
 impl Queues {
     /// A queue accessor.
     pub fn new() -> Queues {
@@ -89,12 +86,15 @@ impl Queues {
             .read(q::PUNT_STATUS)
             .read(q::LEARN_STATUS)
             .run(dev)?;
-        let (punt, learn) = (r[0], r[1]);
+        let (punt, learn) = (
+            q::PuntStatus::from_word(r[0]),
+            q::LearnStatus::from_word(r[1]),
+        );
         let status = QueueStatus {
-            punt: punt & 0xffff,
-            punt_overflow: self.punt_overflow || punt & OVERFLOW_BIT != 0,
-            learn: learn & 0xffff,
-            learn_overflow: self.learn_overflow || learn & OVERFLOW_BIT != 0,
+            punt: u32::from(punt.count),
+            punt_overflow: self.punt_overflow || punt.overflow,
+            learn: u32::from(learn.count),
+            learn_overflow: self.learn_overflow || learn.overflow,
         };
         self.punt_overflow = false;
         self.learn_overflow = false;
@@ -104,17 +104,17 @@ impl Queues {
     /// Reads `learn_status`, keeping its overflow bit for the next [`Queues::poll`]; returns
     /// the events waiting.
     fn learn_waiting<D: Device + ?Sized>(&mut self, dev: &mut D) -> Result<u32, QueueError> {
-        let status = self.batch.read(q::LEARN_STATUS).run(dev)?[0];
-        self.learn_overflow |= status & OVERFLOW_BIT != 0;
-        Ok(status & 0xffff)
+        let status = q::LearnStatus::from_word(self.batch.read(q::LEARN_STATUS).run(dev)?[0]);
+        self.learn_overflow |= status.overflow;
+        Ok(u32::from(status.count))
     }
 
     /// Reads `punt_status`, keeping its overflow bit for the next [`Queues::poll`]; returns
     /// the frames waiting.
     fn punt_waiting<D: Device + ?Sized>(&mut self, dev: &mut D) -> Result<u32, QueueError> {
-        let status = self.batch.read(q::PUNT_STATUS).run(dev)?[0];
-        self.punt_overflow |= status & OVERFLOW_BIT != 0;
-        Ok(status & 0xffff)
+        let status = q::PuntStatus::from_word(self.batch.read(q::PUNT_STATUS).run(dev)?[0]);
+        self.punt_overflow |= status.overflow;
+        Ok(u32::from(status.count))
     }
 
     /// Pops up to `max` learn/teardown events into `out` (one register batch per event).
@@ -128,7 +128,7 @@ impl Queues {
         let n = (waiting as usize).min(max);
         for _ in 0..n {
             self.batch
-                .write(q::LEARN_POP, 1)
+                .write(q::LEARN_POP, q::LearnPop { pop: true }.word())
                 .read_words(q::LEARN_DATA, q::LEARN_DATA_COUNT);
         }
         let r = self.batch.run(dev)?;
@@ -149,7 +149,7 @@ impl Queues {
         }
         let r = self
             .batch
-            .write(q::PUNT_POP, 1)
+            .write(q::PUNT_POP, q::PuntPop { pop: true }.word())
             .read_words(q::PUNT_HEADER, q::PUNT_HEADER_COUNT)
             .read(q::PUNT_LEN)
             .run(dev)?;
@@ -176,7 +176,7 @@ impl Queues {
                 max: WINDOW_BYTES,
             });
         }
-        let free = self.batch.read(q::INJECT_STATUS).run(dev)?[0] & 0xffff;
+        let free = q::InjectStatus::from_word(self.batch.read(q::INJECT_STATUS).run(dev)?[0]).free;
         if free == 0 {
             return Err(QueueError::InjectFull);
         }
@@ -194,13 +194,14 @@ impl Queues {
         }
         self.batch
             .write_words(q::INJECT_HEADER, &header)
-            .write(q::INJECT_PUSH, 1)
+            .write(q::INJECT_PUSH, q::InjectPush { push: true }.word())
             .run(dev)?;
         Ok(())
     }
 }
 
 pub use nlb_hw::enums::CounterKind;
+use nlb_hw::enums::CounterSnapshot;
 
 /// One counter.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -215,7 +216,7 @@ pub struct CounterValue {
     pub drops: u64,
 }
 
-/// Words read per counter: packets, bytes, punts, drops (lo, hi each).
+/// Words read per counter: from `packets_lo` to `drops_hi`.
 const COUNTER_WORDS: u32 = (cnt::DROPS_HI - cnt::PACKETS_LO) / 4 + 1;
 
 /// Reads counters (select, snapshot, the value words), many in one batch; `clear` resets
@@ -226,24 +227,36 @@ pub fn read_counters<D: Device + ?Sized>(
     indices: impl IntoIterator<Item = u32>,
     clear: bool,
 ) -> Result<Vec<CounterValue>, DeviceError> {
+    let op = if clear {
+        CounterSnapshot::LatchClear
+    } else {
+        CounterSnapshot::Latch
+    };
     let mut batch = Batch::new();
-    for i in indices {
+    for index in indices {
+        let select = cnt::Select { kind, index }.word().map_err(|e| {
+            DeviceError::Protocol(format!(
+                "{} counter {index} cannot be selected: {e}",
+                kind.name()
+            ))
+        })?;
         batch
-            .write(cnt::SELECT, (kind.value() << 24) | (i & 0x00ff_ffff))
-            .write(cnt::SNAPSHOT, if clear { 2 } else { 1 })
+            .write(cnt::SELECT, select)
+            .write(cnt::SNAPSHOT, cnt::Snapshot { op }.word())
             .read_words(cnt::PACKETS_LO, COUNTER_WORDS);
     }
     let r = batch.run(dev)?;
-    let word = |w: &[u32], reg: u32| {
-        let at = ((reg - cnt::PACKETS_LO) / 4) as usize;
-        u64::from(w[at]) | (u64::from(w[at + 1]) << 32)
+    // A wide counter from the words read (`packets_lo` first).
+    let value = |w: &[u32], regs: [u32; 2]| {
+        let word = |reg: u32| w[((reg - cnt::PACKETS_LO) / 4) as usize];
+        regs.map(word)
     };
     Ok(r.chunks(COUNTER_WORDS as usize)
         .map(|w| CounterValue {
-            packets: word(w, cnt::PACKETS_LO),
-            bytes: word(w, cnt::BYTES_LO),
-            punts: word(w, cnt::PUNTS_LO),
-            drops: word(w, cnt::DROPS_LO),
+            packets: cnt::packets::join(value(w, cnt::packets::REGISTERS)),
+            bytes: cnt::bytes::join(value(w, cnt::bytes::REGISTERS)),
+            punts: cnt::punts::join(value(w, cnt::punts::REGISTERS)),
+            drops: cnt::drops::join(value(w, cnt::drops::REGISTERS)),
         })
         .collect())
 }

@@ -150,10 +150,10 @@ impl Device for Watch {
             self.index_reg = value;
         }
         if offset == win::CMD {
-            // WRITE_AT/READ_AT carry the index in bits 31..8 (docs/regmap.md, table_cmd).
-            let cmd = TableCmd::from_value(value & 0xff);
-            if matches!(cmd, Some(TableCmd::WriteAt | TableCmd::ReadAt)) {
-                self.index_reg = value >> 8;
+            // WRITE_AT/READ_AT carry the index (docs/regmap.md, table_cmd).
+            let cmd = win::Cmd::from_word(value).ok();
+            if let Some(c) = cmd.filter(|c| matches!(c.op, TableCmd::WriteAt | TableCmd::ReadAt)) {
+                self.index_reg = c.index;
             }
             self.commands += 1;
             let dev = self.sim.lock();

@@ -173,7 +173,8 @@ fn every_profile_table_is_addressable_by_a_command() {
         }
         assert!(p.ct_buckets * p.ct_ways - 1 <= nlb_driver::loader::CMD_INDEX_MAX);
     }
-    assert_eq!(nlb_driver::loader::CMD_INDEX_MAX, (1 << 24) - 1);
+    // cmd bits 31..8 (docs/regmap.md).
+    assert_eq!(nlb_driver::loader::CMD_INDEX_MAX, 0x00FF_FFFF);
 }
 
 #[test]
@@ -184,7 +185,7 @@ fn nic_settings_are_written_only_when_they_change() {
     let nic = NicSettings {
         local_mac: 0x0200_0000_00aa,
         gue_port: 7000,
-        outer_src_v6: 0x2001_0db8 << 96,
+        outer_src_v6: 0x2001_0db8_0000_0000_0000_0000_0000_0000,
         outer_src_v6_len: 64,
         ..NicSettings::default()
     };
@@ -525,4 +526,26 @@ fn a_load_killed_at_any_point_leaves_a_whole_table_serving() {
         let active = restarted.active_bank();
         assert_eq!(sim.lock().bank(active), &old, "cut {cut}: restarted loader");
     }
+}
+
+#[test]
+fn a_counter_index_past_the_select_field_is_refused_not_wrapped() {
+    // counters.select: index bits 23..0, kind above (docs/regmap.md). An index of 2^24 would
+    // have been masked to 0 and read counter 0 of the kind; it is an error now.
+    let mut sim = Sim::new(profile());
+    let ok = nlb_driver::queues::read_counters(
+        &mut sim,
+        nlb_driver::queues::CounterKind::Rule,
+        [0, 0x00FF_FFFF],
+        false,
+    );
+    assert_eq!(ok.map(|v| v.len()).ok(), Some(2));
+    let err = nlb_driver::queues::read_counters(
+        &mut sim,
+        nlb_driver::queues::CounterKind::Rule,
+        [0x0100_0000],
+        false,
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("RULE counter 16777216"), "{err}");
 }

@@ -36,7 +36,7 @@ use std::fmt;
 use std::ptr::NonNull;
 
 /// `flags` bit of a [`CtEntry`]: FIN or RST seen.
-pub const CT_FLAG_CLOSED: u8 = 0x01;
+pub const CT_FLAG_CLOSED: u8 = nlb_hw::enums::CtFlag::Closed.value() as u8;
 
 /// Why a host-side connection-table operation failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]

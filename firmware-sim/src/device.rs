@@ -12,9 +12,10 @@ use crate::counters::{Counter, CounterKind, Counters};
 use crate::pipeline::{self, Context, Lane, OutputError, PacketResult};
 use nlb_hw::blocks;
 use nlb_hw::ct_words::{pack_ct, unpack_ct};
-use nlb_hw::enums::{DefaultAction, Event, Table, TableCmd, Verdict};
+use nlb_hw::enums::{CounterSnapshot, Event, TableCmd, Verdict};
 use nlb_hw::layouts::{InjectHeader, LearnEvent, PuntHeader};
-use nlb_hw::{NicSettings, Profile, Tables, DESIGN_VERSION, REGMAP_VERSION};
+use nlb_hw::tables::{MAX_V4_PREFIX, MAX_V6_PREFIX};
+use nlb_hw::{NicSettings, Profile, Tables, DESIGN_VERSION, NIC_REGISTERS, REGMAP_VERSION};
 use std::collections::VecDeque;
 use std::fmt;
 use std::time::Duration;
@@ -415,7 +416,8 @@ impl SimDevice {
     /// Whether the interrupt line is raised (`irq_mask` and non-empty queues).
     pub fn irq_pending(&self) -> bool {
         let q = &self.queues;
-        (q.irq_mask & 1 != 0 && !q.punt.is_empty()) || (q.irq_mask & 2 != 0 && !q.learn.is_empty())
+        let mask = blocks::queues::IrqMask::from_word(q.irq_mask);
+        (mask.punt && !q.punt.is_empty()) || (mask.learn && !q.learn.is_empty())
     }
 
     /// Frames the inject queue transmitted since the last call, in order: what went out on
@@ -676,58 +678,51 @@ impl SimDevice {
 
     fn read_ctrl(&self, offset: u32) -> u32 {
         use blocks::ctrl as b;
-        let s = &self.ctrl.settings;
         match offset {
-            b::ENABLE => u32::from(self.ctrl.enable),
-            b::ACTIVE_BANK => u32::from(self.ctrl.active_bank),
+            b::ENABLE => b::Enable {
+                enable: self.ctrl.enable,
+            }
+            .word(),
+            b::ACTIVE_BANK => b::ActiveBank {
+                bank: self.ctrl.active_bank == 1,
+            }
+            .word(),
             b::GENERATION => self.ctrl.generation,
-            b::DEFAULT_ACTION => s.default_action.value(),
-            b::LOCAL_MAC_LO => s.local_mac as u32,
-            b::LOCAL_MAC_HI => ((s.local_mac >> 32) & 0xffff) as u32,
-            b::GUE_PORT => u32::from(s.gue_port),
-            b::OUTER_SRC_V4 => s.outer_src_v4,
-            b::OUTER_SRC_V4_LEN => u32::from(s.outer_src_v4_len),
-            b::OUTER_SRC_V6_0 => (s.outer_src_v6 >> 96) as u32,
-            b::OUTER_SRC_V6_1 => (s.outer_src_v6 >> 64) as u32,
-            b::OUTER_SRC_V6_2 => (s.outer_src_v6 >> 32) as u32,
-            b::OUTER_SRC_V6_3 => s.outer_src_v6 as u32,
-            b::OUTER_SRC_V6_LEN => u32::from(s.outer_src_v6_len),
             // Packets complete within one call: none is ever in flight between accesses.
             b::PACKETS_IN_FLIGHT | b::BANK_IN_USE => 0,
-            _ => 0,
+            o => match (
+                NIC_REGISTERS.iter().position(|&r| r == o),
+                self.ctrl.settings.words(),
+            ) {
+                (Some(k), Ok(words)) => words[k],
+                _ => 0,
+            },
         }
     }
 
     fn write_ctrl(&mut self, offset: u32, v: u32) {
         use blocks::ctrl as b;
-        let s = &mut self.ctrl.settings;
-        fn set_word(x: u128, shift: u32, v: u32) -> u128 {
-            (x & !(0xffff_ffffu128 << shift)) | (u128::from(v) << shift)
-        }
         match offset {
-            b::ENABLE => self.ctrl.enable = v & 1 != 0,
-            b::ACTIVE_BANK => self.ctrl.active_bank = (v & 1) as u8,
+            b::ENABLE => self.ctrl.enable = b::Enable::from_word(v).enable,
+            b::ACTIVE_BANK => self.ctrl.active_bank = u8::from(b::ActiveBank::from_word(v).bank),
             b::GENERATION => self.ctrl.generation = v,
-            b::DEFAULT_ACTION => {
-                s.default_action = if v & 1 != 0 {
-                    DefaultAction::Drop
-                } else {
-                    DefaultAction::Pass
+            o => {
+                let Some(k) = NIC_REGISTERS.iter().position(|&r| r == o) else {
+                    return;
+                };
+                let Ok(mut words) = self.ctrl.settings.words() else {
+                    return;
+                };
+                // The register keeps its field bits; prefix lengths saturate (as the RTL).
+                words[k] = match o {
+                    b::OUTER_SRC_V4_LEN => v.min(u32::from(MAX_V4_PREFIX)),
+                    b::OUTER_SRC_V6_LEN => v.min(u32::from(MAX_V6_PREFIX)),
+                    _ => v & blocks::defined(o),
+                };
+                if let Some(n) = NicSettings::from_words(&words) {
+                    self.ctrl.settings = n;
                 }
             }
-            b::LOCAL_MAC_LO => s.local_mac = (s.local_mac & !0xffff_ffff) | u64::from(v),
-            b::LOCAL_MAC_HI => {
-                s.local_mac = (s.local_mac & 0xffff_ffff) | (u64::from(v & 0xffff) << 32)
-            }
-            b::GUE_PORT => s.gue_port = v as u16,
-            b::OUTER_SRC_V4 => s.outer_src_v4 = v,
-            b::OUTER_SRC_V4_LEN => s.outer_src_v4_len = v.min(32) as u8,
-            b::OUTER_SRC_V6_0 => s.outer_src_v6 = set_word(s.outer_src_v6, 96, v),
-            b::OUTER_SRC_V6_1 => s.outer_src_v6 = set_word(s.outer_src_v6, 64, v),
-            b::OUTER_SRC_V6_2 => s.outer_src_v6 = set_word(s.outer_src_v6, 32, v),
-            b::OUTER_SRC_V6_3 => s.outer_src_v6 = set_word(s.outer_src_v6, 0, v),
-            b::OUTER_SRC_V6_LEN => s.outer_src_v6_len = v.min(128) as u8,
-            _ => {}
         }
     }
 
@@ -736,7 +731,11 @@ impl SimDevice {
         match offset {
             b::SELECT => self.table.select,
             b::INDEX => self.table.index,
-            b::STATUS => u32::from(self.table.error) << 1,
+            b::STATUS => b::Status {
+                busy: false,
+                error: self.table.error,
+            }
+            .word(),
             o if (b::DATA..b::DATA + 4 * b::DATA_COUNT).contains(&o) => {
                 self.table.data[((o - b::DATA) / 4) as usize]
             }
@@ -747,7 +746,7 @@ impl SimDevice {
     fn write_table(&mut self, offset: u32, v: u32) {
         use blocks::table as b;
         match offset {
-            b::SELECT => self.table.select = v & 0x1ff,
+            b::SELECT => self.table.select = v & b::select::DEFINED,
             b::INDEX => self.table.index = v,
             b::CMD => self.table.error = !self.table_cmd(v),
             o if (b::DATA..b::DATA + 4 * b::DATA_COUNT).contains(&o) => {
@@ -762,10 +761,11 @@ impl SimDevice {
         let Some((write, index)) = decode_cmd(cmd, self.table.index) else {
             return false;
         };
-        let Some(table) = Table::from_value(self.table.select & 0xff) else {
+        let Ok(select) = blocks::table::Select::from_word(self.table.select) else {
             return false;
         };
-        let bank = &mut self.banks[((self.table.select >> 8) & 1) as usize];
+        let table = select.table;
+        let bank = &mut self.banks[usize::from(select.bank)];
         if write {
             let words = Tables::entry_words(table);
             if bank
@@ -790,7 +790,11 @@ impl SimDevice {
         use blocks::conntrack as b;
         match offset {
             b::INDEX => self.ct.index,
-            b::STATUS => u32::from(self.ct.error) << 1,
+            b::STATUS => b::Status {
+                busy: false,
+                error: self.ct.error,
+            }
+            .word(),
             b::HIT_READ => self.conntrack.take_hits(self.ct.index),
             b::COUNT => self.conntrack.valid_count(),
             o if (b::DATA..b::DATA + 4 * b::DATA_COUNT).contains(&o) => {
@@ -837,18 +841,21 @@ impl SimDevice {
     fn read_counters(&self, offset: u32) -> u32 {
         use blocks::counters as b;
         let c = &self.counter_latch;
-        match offset {
-            b::SELECT => self.counter_select,
-            b::PACKETS_LO => c.packets as u32,
-            b::PACKETS_HI => (c.packets >> 32) as u32,
-            b::BYTES_LO => c.bytes as u32,
-            b::BYTES_HI => (c.bytes >> 32) as u32,
-            b::PUNTS_LO => c.punts as u32,
-            b::PUNTS_HI => (c.punts >> 32) as u32,
-            b::DROPS_LO => c.drops as u32,
-            b::DROPS_HI => (c.drops >> 32) as u32,
-            _ => 0,
+        if offset == b::SELECT {
+            return self.counter_select;
         }
+        let wide = [
+            (b::packets::REGISTERS, b::packets::split(c.packets)),
+            (b::bytes::REGISTERS, b::bytes::split(c.bytes)),
+            (b::punts::REGISTERS, b::punts::split(c.punts)),
+            (b::drops::REGISTERS, b::drops::split(c.drops)),
+        ];
+        wide.iter()
+            .find_map(|(regs, words)| {
+                let k = regs.iter().position(|&r| r == offset)?;
+                Some(words[k])
+            })
+            .unwrap_or(0)
     }
 
     fn write_counters(&mut self, offset: u32, v: u32) {
@@ -856,13 +863,20 @@ impl SimDevice {
         match offset {
             b::SELECT => self.counter_select = v,
             b::SNAPSHOT => {
-                let kind = CounterKind::from_value(self.counter_select >> 24);
-                let index = self.counter_select & 0x00ff_ffff;
-                self.counter_latch = match (kind, v) {
-                    (Some(k), 1) => self.counters.get(k, index),
-                    (Some(k), 2) => self.counters.take(k, index),
-                    (None, 1 | 2) => Counter::default(),
-                    _ => self.counter_latch,
+                // A write-only register acts on a word with only its field bits.
+                if v & !b::snapshot::DEFINED != 0 {
+                    return;
+                }
+                let Ok(snapshot) = b::Snapshot::from_word(v) else {
+                    return;
+                };
+                let select = self.counter_select;
+                let kind = CounterKind::from_value(b::select::KIND.get(select));
+                let index = b::select::INDEX.get(select);
+                self.counter_latch = match (kind, snapshot.op) {
+                    (Some(k), CounterSnapshot::Latch) => self.counters.get(k, index),
+                    (Some(k), CounterSnapshot::LatchClear) => self.counters.take(k, index),
+                    (None, _) => Counter::default(),
                 };
             }
             _ => {}
@@ -874,18 +888,29 @@ impl SimDevice {
         let q = &mut self.queues;
         match offset {
             b::PUNT_STATUS => {
-                let v = (q.punt.len() as u32 & 0xffff) | (u32::from(q.punt_overflow) << 31);
+                let v = b::PuntStatus {
+                    count: saturate_u16(q.punt.len()),
+                    overflow: q.punt_overflow,
+                }
+                .word();
                 q.punt_overflow = false;
                 v
             }
             b::PUNT_LEN => q.punt_data.len() as u32,
             b::LEARN_STATUS => {
-                let v = (q.learn.len() as u32 & 0xffff) | (u32::from(q.learn_overflow) << 31);
+                let v = b::LearnStatus {
+                    count: saturate_u16(q.learn.len()),
+                    overflow: q.learn_overflow,
+                }
+                .word();
                 q.learn_overflow = false;
                 v
             }
             // Entries held by transmitted frames the harness has not taken are not free.
-            b::INJECT_STATUS => q.depth.saturating_sub(q.transmitted.len()) as u32 & 0xffff,
+            b::INJECT_STATUS => b::InjectStatus {
+                free: saturate_u16(q.depth.saturating_sub(q.transmitted.len())),
+            }
+            .word(),
             b::IRQ_MASK => q.irq_mask,
             o if (b::LEARN_DATA..b::LEARN_DATA + 4 * b::LEARN_DATA_COUNT).contains(&o) => {
                 q.learn_data[((o - b::LEARN_DATA) / 4) as usize]
@@ -911,7 +936,7 @@ impl SimDevice {
     fn write_queues(&mut self, offset: u32, v: u32) {
         use blocks::queues as b;
         match offset {
-            b::PUNT_POP if v == 1 => {
+            b::PUNT_POP if v == b::PuntPop { pop: true }.word() => {
                 let q = &mut self.queues;
                 match q.punt.pop_front() {
                     Some(p) => {
@@ -924,15 +949,15 @@ impl SimDevice {
                     }
                 }
             }
-            b::LEARN_POP if v == 1 => {
+            b::LEARN_POP if v == b::LearnPop { pop: true }.word() => {
                 let q = &mut self.queues;
                 q.learn_data = match q.learn.pop_front() {
                     Some(ev) => ev.pack().unwrap_or_default(),
                     None => [0; 12],
                 };
             }
-            b::INJECT_PUSH if v == 1 => self.inject(),
-            b::IRQ_MASK => self.queues.irq_mask = v & 3,
+            b::INJECT_PUSH if v == b::InjectPush { push: true }.word() => self.inject(),
+            b::IRQ_MASK => self.queues.irq_mask = v & b::irq_mask::DEFINED,
             o if (b::INJECT_HEADER..b::INJECT_HEADER + 4 * b::INJECT_HEADER_COUNT).contains(&o) => {
                 self.queues.inject_header[((o - b::INJECT_HEADER) / 4) as usize] = v
             }
@@ -973,14 +998,17 @@ impl SimDevice {
     }
 }
 
-/// Bits 31..8 of a `cmd` write: the entry index of WRITE_AT / READ_AT.
-pub const CMD_INDEX_SHIFT: u32 = 8;
+/// A queue length as its 16-bit status field shows it (queues are never that deep).
+fn saturate_u16(n: usize) -> u16 {
+    u16::try_from(n).unwrap_or(u16::MAX)
+}
 
-/// Decodes a `cmd` write of the table or conntrack block: (is a write, entry index), `None`
-/// for an unknown command (or WRITE/READ with index bits set).
+/// Decodes a `cmd` write of the table or conntrack block (the two share the field layout):
+/// (is a write, entry index), `None` for an unknown command (or WRITE/READ with index bits
+/// set).
 fn decode_cmd(cmd: u32, index_reg: u32) -> Option<(bool, u32)> {
-    let at = cmd >> CMD_INDEX_SHIFT;
-    match (TableCmd::from_value(cmd & 0xff)?, at) {
+    let c = blocks::table::Cmd::from_word(cmd).ok()?;
+    match (c.op, c.index) {
         (TableCmd::Write, 0) => Some((true, index_reg)),
         (TableCmd::Read, 0) => Some((false, index_reg)),
         (TableCmd::WriteAt, at) => Some((true, at)),

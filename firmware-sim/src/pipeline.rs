@@ -26,6 +26,7 @@ use crate::conntrack::{tag_of, ConnTable, ProbeKey};
 use crate::keyhash::key_hash;
 use crate::parse::{self, proto, tcp_flags, IpHeaders, Parsed};
 use nlb_hw::enums::{Affinity, DefaultAction, Delivery, Event, KeyType, Reason, Verdict};
+use nlb_hw::layout::field_max;
 use nlb_hw::layouts::{
     AclEntry, BackendEntry, CtEntry, InjectHeader, LearnEvent, PuntHeader, VipEntry,
 };
@@ -117,9 +118,11 @@ impl PacketResult {
             verdict: self.verdict,
             bank: self.bank != 0,
             rule_valid: self.rule.is_some(),
-            rule: self.rule.unwrap_or(0) & 0x0fff,
+            rule: self.rule.unwrap_or(0) & field_max(PuntHeader::RULE_WIDTH) as u16,
             flow_hash: self.flow_hash,
-            frame_len: self.frame_len.min(0x3fff) as u16,
+            frame_len: self
+                .frame_len
+                .min(field_max(PuntHeader::FRAME_LEN_WIDTH) as _) as u16,
             ip_id: self.ip_id,
         }
     }
@@ -719,7 +722,7 @@ pub(crate) fn finish_into(
                 src_addr: flow.client,
                 dst_addr: flow.vip,
                 backend: backend_id,
-                rule: res.rule.unwrap_or(0) & 0x0fff,
+                rule: res.rule.unwrap_or(0) & field_max(LearnEvent::RULE_WIDTH) as u16,
                 flow_hash: res.flow_hash,
             });
         }

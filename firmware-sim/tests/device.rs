@@ -247,7 +247,7 @@ use nlb_hw::layouts::{BackendEntry, CtEntry};
 use nlb_hw::Tables;
 
 fn at(cmd: TableCmd, index: u32) -> u32 {
-    (index << 8) | cmd.value()
+    tb::Cmd { op: cmd, index }.word().unwrap()
 }
 
 fn data(d: &mut SimDevice, base: u32, n: usize) -> Vec<u32> {
@@ -277,8 +277,11 @@ fn table_commands_carry_the_index_and_a_write_leaves_the_stored_entry_readable()
     for (i, w) in written.iter().enumerate() {
         d.write32(tb::DATA + 4 * i as u32, *w).unwrap();
     }
-    d.write32(tb::SELECT, (1 << 8) | Table::Backend.value())
-        .unwrap();
+    let backend_bank1 = tb::Select {
+        table: Table::Backend,
+        bank: true,
+    };
+    d.write32(tb::SELECT, backend_bank1.word()).unwrap();
     d.write32(tb::CMD, at(TableCmd::WriteAt, 4095)).unwrap();
     assert_eq!(d.read32(tb::STATUS).unwrap(), 0);
     assert_eq!(d.read32(tb::INDEX).unwrap(), 4095, "WRITE_AT sets index");
@@ -354,7 +357,8 @@ fn conntrack_commands_carry_the_index_and_a_write_leaves_the_stored_entry_readab
     assert_eq!(d.read32(ctb::COUNT).unwrap(), 1);
     assert_eq!(data(&mut d, ctb::DATA, CtEntry::WORDS), words.to_vec());
     // Clearing valid with WRITE_AT (the same words otherwise) counts down.
-    d.write32(ctb::DATA, words[0] & !1).unwrap();
+    let invalid = CtEntry { valid: false, ..e }.pack().unwrap();
+    d.write32(ctb::DATA, invalid[0]).unwrap();
     d.write32(ctb::CMD, at(TableCmd::WriteAt, last)).unwrap();
     assert_eq!(d.read32(ctb::COUNT).unwrap(), 0);
     d.write32(ctb::CMD, at(TableCmd::ReadAt, 0)).unwrap();
@@ -364,7 +368,7 @@ fn conntrack_commands_carry_the_index_and_a_write_leaves_the_stored_entry_readab
     );
     d.write32(ctb::INDEX, last).unwrap();
     d.write32(ctb::CMD, TableCmd::Read.value()).unwrap();
-    assert_eq!(d.read32(ctb::DATA).unwrap(), words[0] & !1);
+    assert_eq!(d.read32(ctb::DATA).unwrap(), invalid[0]);
     for bad in [
         at(TableCmd::WriteAt, last + 1),
         TableCmd::Write.value() | 0x100,

@@ -8,34 +8,50 @@ use common::*;
 use firmware_sim::pipeline::key_report_name;
 use firmware_sim::{CtOutcome, SimDevice};
 use nlb_hw::blocks::{conntrack as ctb, counters as cb, ctrl, queues as qb, table as tb};
-use nlb_hw::enums::{Affinity, Delivery, Event, KeyType, Reason, Table, TableCmd, Verdict};
+use nlb_hw::enums::{
+    Affinity, CounterKind, CounterSnapshot, Delivery, Event, KeyType, Reason, Table, TableCmd,
+    Verdict,
+};
 use nlb_hw::hash::addr_to_u128;
-use nlb_hw::layouts::{CtEntry, LearnEvent, MaglevSlot, PuntHeader};
+use nlb_hw::layouts::{CtEntry, LearnEvent, MaglevSlot, PoolEntry, PuntHeader};
 use nlb_hw::{FlowKey, Profile, Tables};
 
-fn counter(d: &mut SimDevice, kind: u32, index: u32) -> (u64, u64) {
-    d.write32(cb::SELECT, (kind << 24) | index).unwrap();
-    d.write32(cb::SNAPSHOT, 1).unwrap();
-    let p = u64::from(d.read32(cb::PACKETS_LO).unwrap())
-        | (u64::from(d.read32(cb::PACKETS_HI).unwrap()) << 32);
-    let b = u64::from(d.read32(cb::BYTES_LO).unwrap())
-        | (u64::from(d.read32(cb::BYTES_HI).unwrap()) << 32);
-    (p, b)
+/// Selects and latches a counter through the registers.
+fn snapshot(d: &mut SimDevice, kind: CounterKind, index: u32) {
+    let select = cb::Select { kind, index }.word().unwrap();
+    d.write32(cb::SELECT, select).unwrap();
+    let latch = cb::Snapshot {
+        op: CounterSnapshot::Latch,
+    };
+    d.write32(cb::SNAPSHOT, latch.word()).unwrap();
+}
+
+/// A latched 64-bit counter.
+fn wide(d: &mut SimDevice, regs: [u32; 2]) -> u64 {
+    cb::packets::join(regs.map(|r| d.read32(r).unwrap()))
+}
+
+fn counter(d: &mut SimDevice, kind: CounterKind, index: u32) -> (u64, u64) {
+    snapshot(d, kind, index);
+    (
+        wide(d, cb::packets::REGISTERS),
+        wide(d, cb::bytes::REGISTERS),
+    )
 }
 
 /// Punts and drops of a counter, through the registers (SPEC R10.1).
-fn punts_drops(d: &mut SimDevice, kind: u32, index: u32) -> (u64, u64) {
-    d.write32(cb::SELECT, (kind << 24) | index).unwrap();
-    d.write32(cb::SNAPSHOT, 1).unwrap();
-    let p = u64::from(d.read32(cb::PUNTS_LO).unwrap())
-        | (u64::from(d.read32(cb::PUNTS_HI).unwrap()) << 32);
-    let r = u64::from(d.read32(cb::DROPS_LO).unwrap())
-        | (u64::from(d.read32(cb::DROPS_HI).unwrap()) << 32);
-    (p, r)
+fn punts_drops(d: &mut SimDevice, kind: CounterKind, index: u32) -> (u64, u64) {
+    snapshot(d, kind, index);
+    (wide(d, cb::punts::REGISTERS), wide(d, cb::drops::REGISTERS))
 }
 
 fn reason_count(d: &mut SimDevice, r: Reason) -> u64 {
-    counter(d, 2, r.value()).0
+    counter(d, CounterKind::Reason, r.value()).0
+}
+
+/// The table window's status shows an error.
+fn window_error(d: &mut SimDevice) -> bool {
+    tb::Status::from_word(d.read32(tb::STATUS).unwrap()).error
 }
 
 fn t5(src: &str, sport: u16, dst: &str, dport: u16, proto: u8) -> FlowKey {
@@ -44,10 +60,11 @@ fn t5(src: &str, sport: u16, dst: &str, dport: u16, proto: u8) -> FlowKey {
 
 /// Pops one learn event through the queue registers.
 fn pop_event(d: &mut SimDevice) -> Option<LearnEvent> {
-    if d.read32(qb::LEARN_STATUS).unwrap() & 0xffff == 0 {
+    if qb::LearnStatus::from_word(d.read32(qb::LEARN_STATUS).unwrap()).count == 0 {
         return None;
     }
-    d.write32(qb::LEARN_POP, 1).unwrap();
+    d.write32(qb::LEARN_POP, qb::LearnPop { pop: true }.word())
+        .unwrap();
     let mut w = [0u32; 12];
     for (i, x) in w.iter_mut().enumerate() {
         *x = d.read32(qb::LEARN_DATA + 4 * i as u32).unwrap();
@@ -87,11 +104,17 @@ fn install_via_registers(d: &mut SimDevice, ev: &LearnEvent) -> u32 {
     for (i, w) in words.iter().enumerate() {
         d.write32(ctb::DATA + 4 * i as u32, *w).unwrap();
     }
-    let write_at = (index << 8) | TableCmd::WriteAt.value();
+    let write_at = ctb::Cmd {
+        op: TableCmd::WriteAt,
+        index,
+    }
+    .word()
+    .unwrap();
     d.write32(ctb::CMD, write_at).unwrap();
-    d.write32(ctb::DATA, words[0] | 1).unwrap();
+    let valid = CtEntry { valid: true, ..e }.pack().unwrap()[0];
+    d.write32(ctb::DATA, valid).unwrap();
     d.write32(ctb::CMD, write_at).unwrap();
-    assert_eq!(d.read32(ctb::STATUS).unwrap() & 2, 0);
+    assert!(!ctb::Status::from_word(d.read32(ctb::STATUS).unwrap()).error);
     index
 }
 
@@ -99,13 +122,20 @@ fn install_via_registers(d: &mut SimDevice, ev: &LearnEvent) -> u32 {
 fn load_bank(d: &mut SimDevice, bank: u32, base: &Tables, new: &Tables) {
     for (table, index) in base.diff(new) {
         let words = new.read_entry(table, index).unwrap();
-        d.write32(tb::SELECT, (bank << 8) | table.value()).unwrap();
+        let select = tb::Select {
+            table,
+            bank: bank == 1,
+        };
+        d.write32(tb::SELECT, select.word()).unwrap();
         for (i, w) in words.iter().enumerate() {
             d.write32(tb::DATA + 4 * i as u32, *w).unwrap();
         }
-        d.write32(tb::CMD, (index << 8) | TableCmd::WriteAt.value())
-            .unwrap();
-        assert_eq!(d.read32(tb::STATUS).unwrap() & 2, 0, "{table:?} {index}");
+        let cmd = tb::Cmd {
+            op: TableCmd::WriteAt,
+            index,
+        };
+        d.write32(tb::CMD, cmd.word().unwrap()).unwrap();
+        assert!(!window_error(d), "{table:?} {index}");
     }
 }
 
@@ -157,8 +187,11 @@ fn r2_3_several_rules_share_one_pool_and_count_separately() {
     let b = send_checked(&mut d, &f8000);
     assert_eq!((a.pool, b.pool), (Some(0), Some(0)));
     assert!([1, 2, 3, 4].contains(&a.backend.unwrap()));
-    assert_eq!(counter(&mut d, 0, 0), (1, f80.len() as u64));
-    assert_eq!(counter(&mut d, 0, 3), (1, f8000.len() as u64));
+    assert_eq!(counter(&mut d, CounterKind::Rule, 0), (1, f80.len() as u64));
+    assert_eq!(
+        counter(&mut d, CounterKind::Rule, 3),
+        (1, f8000.len() as u64)
+    );
 }
 
 #[test]
@@ -175,8 +208,14 @@ fn r2_4_unmatched_packets_pass_or_drop_by_configuration_and_are_counted() {
     let (r, _) = send(&mut d, &f);
     assert_eq!((r.verdict, r.reason), (Verdict::Drop, Reason::NoRule));
     assert_eq!(reason_count(&mut d, Reason::NoRule), 2);
-    assert_eq!(counter(&mut d, 3, Verdict::Pass.value()).0, 1);
-    assert_eq!(counter(&mut d, 3, Verdict::Drop.value()).0, 1);
+    assert_eq!(
+        counter(&mut d, CounterKind::Verdict, Verdict::Pass.value()).0,
+        1
+    );
+    assert_eq!(
+        counter(&mut d, CounterKind::Verdict, Verdict::Drop.value()).0,
+        1
+    );
     // Not IP at all.
     let mut arp = vec![0xffu8; 42];
     arp[12] = 0x08;
@@ -517,7 +556,10 @@ fn r4_1_tcp_fragments_of_tracking_pools_go_to_the_host() {
         (Verdict::Forward, Reason::Injected, Some(12))
     );
     // Counted as punts of their rules (R10.1).
-    assert_eq!(punts_drops(&mut d, 0, 4), (frags.len() as u64, 0));
+    assert_eq!(
+        punts_drops(&mut d, CounterKind::Rule, 4),
+        (frags.len() as u64, 0)
+    );
 }
 
 #[test]
@@ -545,8 +587,8 @@ fn r4_3_fragments_on_a_vip_with_several_rules_go_to_the_host() {
     assert_eq!(r.rule, Some(6));
     // The punt queue through its registers.
     assert_eq!(
-        d.read32(qb::PUNT_STATUS).unwrap() & 0xffff,
-        frags.len() as u32
+        qb::PuntStatus::from_word(d.read32(qb::PUNT_STATUS).unwrap()).count,
+        frags.len() as u16
     );
     for (i, f) in frags.iter().enumerate() {
         d.write32(qb::PUNT_POP, 1).unwrap();
@@ -580,8 +622,8 @@ fn r4_3_fragments_on_a_vip_with_several_rules_go_to_the_host() {
     );
     // Only the first fragment matched rule 6 (by port); it counts as a punt of that rule, the
     // whole packet as a forward.
-    assert_eq!(counter(&mut d, 0, 6).0, 2);
-    assert_eq!(punts_drops(&mut d, 0, 6), (1, 0));
+    assert_eq!(counter(&mut d, CounterKind::Rule, 6).0, 2);
+    assert_eq!(punts_drops(&mut d, CounterKind::Rule, 6), (1, 0));
 }
 
 #[test]
@@ -667,11 +709,15 @@ fn r9_1_source_ranges_drop_other_sources() {
     assert_eq!(r.reason, Reason::AclDenied);
     assert_eq!(reason_count(&mut d, Reason::AclDenied), 2);
     assert_eq!(
-        counter(&mut d, 0, 8).0,
+        counter(&mut d, CounterKind::Rule, 8).0,
         2,
         "denied packets count on their rule"
     );
-    assert_eq!(punts_drops(&mut d, 0, 8), (0, 1), "one of them dropped");
+    assert_eq!(
+        punts_drops(&mut d, CounterKind::Rule, 8),
+        (0, 1),
+        "one of them dropped"
+    );
 }
 
 #[test]
@@ -828,8 +874,11 @@ fn table_window_writes_only_the_selected_bank() {
     let (r, _) = send(&mut d, &f);
     assert_eq!((r.bank, r.verdict), (1, Verdict::Forward));
     // READ back one entry; errors for a bad index and a bad table.
-    d.write32(tb::SELECT, (1 << 8) | Table::Pool.value())
-        .unwrap();
+    let pool_bank1 = tb::Select {
+        table: Table::Pool,
+        bank: true,
+    };
+    d.write32(tb::SELECT, pool_bank1.word()).unwrap();
     d.write32(tb::INDEX, 1).unwrap();
     d.write32(tb::CMD, 2).unwrap();
     let words: Vec<u32> = (0..3)
@@ -838,16 +887,16 @@ fn table_window_writes_only_the_selected_bank() {
     assert_eq!(words, t.pools[1].pack().unwrap().to_vec());
     d.write32(tb::INDEX, 100_000).unwrap();
     d.write32(tb::CMD, 2).unwrap();
-    assert_eq!(d.read32(tb::STATUS).unwrap() & 2, 2);
+    assert!(window_error(&mut d));
     d.write32(tb::SELECT, 9).unwrap();
     d.write32(tb::INDEX, 0).unwrap();
     d.write32(tb::CMD, 1).unwrap();
-    assert_eq!(d.read32(tb::STATUS).unwrap() & 2, 2);
+    assert!(window_error(&mut d));
     // An undefined enum value (delivery 3) is refused and leaves the entry as it was.
     d.write32(tb::SELECT, Table::Pool.value()).unwrap();
     d.write32(tb::INDEX, 0).unwrap();
-    d.write32(tb::DATA, 3 << 4).unwrap();
+    d.write32(tb::DATA, 3 << PoolEntry::DELIVERY_LSB).unwrap();
     d.write32(tb::CMD, 1).unwrap();
-    assert_eq!(d.read32(tb::STATUS).unwrap() & 2, 2);
+    assert!(window_error(&mut d));
     assert!(!d.bank(0).pools[0].valid);
 }

@@ -67,8 +67,9 @@ initial begin
         $error("nlb_conntrack: CT_BUCKETS and CT_WAYS must be powers of two, >= 64 entries");
         $finish;
     end
-    if (ENTRIES > (1 << 24)) begin
-        $error("nlb_conntrack: cmd bits 31..8 address at most 2^24 entries");
+    if (ENTRIES > (1 << NLB_REG_CONNTRACK_CMD_INDEX_W)) begin
+        $error("nlb_conntrack: the cmd index field addresses at most 2^%0d entries",
+            NLB_REG_CONNTRACK_CMD_INDEX_W);
         $finish;
     end
     if ((1 << DATA_WORD_BITS) != DATA_WORDS || DATA_BASE % (4 * DATA_WORDS) != 0) begin
@@ -264,11 +265,18 @@ integer     rw;
 wire        hit_valid;
 wire [31:0] hit_data;
 
+// status: busy always reads 0 (a command holds the bus until it is done).
+reg [31:0] status_word;
+always @* begin
+    status_word = 32'd0;
+    status_word[NLB_REG_CONNTRACK_STATUS_ERROR_LSB] = error_reg;
+end
+
 always @* begin
     rd_value = 32'd0;
     case (rd_addr_w)
         NLB_REG_CONNTRACK_INDEX:  rd_value = index_reg;
-        NLB_REG_CONNTRACK_STATUS: rd_value = {30'd0, error_reg, 1'b0};
+        NLB_REG_CONNTRACK_STATUS: rd_value = status_word;
         NLB_REG_CONNTRACK_COUNT:  rd_value = count_reg;
         default: begin
             for (rw = 0; rw < DATA_WORDS; rw = rw + 1) begin

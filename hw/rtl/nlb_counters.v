@@ -149,21 +149,38 @@ assign {r_backend_on, r_rule_on, r_reason_on, r_verdict_on, r_reason, r_verdict,
 // ---- registers ------------------------------------------------------------------------------
 
 reg [31:0]  select_reg = 32'd0;
+// A counter as the banks return it: packets, bytes, punts, drops, 64 bits each from bit 0.
+localparam L_PACKETS = 0;
+localparam L_BYTES = 64;
+localparam L_PUNTS = 128;
+localparam L_DROPS = 192;
 reg [255:0] latch_reg = 256'd0;
 reg         host_op_reg = 1'b0;    // a snapshot waits for its clock
 reg [1:0]   host_kind_reg = OP_READ;
 reg         host_wait_reg = 1'b0;  // a snapshot is in the banks
 reg         wr_ack_reg = 1'b0;
 
-wire [7:0]  sel_family = select_reg[31:24];
-wire [23:0] sel_index = select_reg[23:0];
-reg         sel_ok;
+localparam KIND_W = NLB_REG_COUNTERS_SELECT_KIND_W;
+localparam INDEX_W = NLB_REG_COUNTERS_SELECT_INDEX_W;
+localparam KIND_BITS = $bits(NLB_COUNTER_KIND_RULE);
+localparam [KIND_W-1:0] KIND_RULE = {{(KIND_W-KIND_BITS){1'b0}}, NLB_COUNTER_KIND_RULE};
+localparam [KIND_W-1:0] KIND_BACKEND = {{(KIND_W-KIND_BITS){1'b0}}, NLB_COUNTER_KIND_BACKEND};
+localparam [KIND_W-1:0] KIND_REASON = {{(KIND_W-KIND_BITS){1'b0}}, NLB_COUNTER_KIND_REASON};
+localparam [KIND_W-1:0] KIND_VERDICT = {{(KIND_W-KIND_BITS){1'b0}}, NLB_COUNTER_KIND_VERDICT};
+localparam SNAP_BITS = $bits(NLB_COUNTER_SNAPSHOT_LATCH);
+localparam [31:0] SNAP_LATCH = {{(32-SNAP_BITS){1'b0}}, NLB_COUNTER_SNAPSHOT_LATCH};
+localparam [31:0] SNAP_LATCH_CLEAR = {{(32-SNAP_BITS){1'b0}}, NLB_COUNTER_SNAPSHOT_LATCH_CLEAR};
+
+wire [KIND_W-1:0]  sel_family = select_reg[NLB_REG_COUNTERS_SELECT_KIND_LSB +: KIND_W];
+wire [INDEX_W-1:0] sel_index = select_reg[NLB_REG_COUNTERS_SELECT_INDEX_LSB +: INDEX_W];
+wire [31:0]        sel_index32 = {{(32-INDEX_W){1'b0}}, sel_index};
+reg                sel_ok;
 always @* begin
     case (sel_family)
-        8'd0: sel_ok = {8'd0, sel_index} < RULES;
-        8'd1: sel_ok = {8'd0, sel_index} < BACKENDS;
-        8'd2: sel_ok = sel_index < 24'd21;
-        8'd3: sel_ok = sel_index < 24'd4;
+        KIND_RULE: sel_ok = sel_index32 < RULES;
+        KIND_BACKEND: sel_ok = sel_index32 < BACKENDS;
+        KIND_REASON: sel_ok = sel_index32 < NLB_REASON_COUNT;
+        KIND_VERDICT: sel_ok = sel_index32 < NLB_VERDICT_COUNT;
         default: sel_ok = 1'b0;
     endcase
 end
@@ -193,11 +210,11 @@ always @(posedge clk) begin
         if (wr_word == NLB_REG_COUNTERS_SELECT) begin
             select_reg <= strobed(select_reg, ext_wr_data, ext_wr_strb);
             wr_ack_reg <= 1'b1;
-        end else if (wr_word == NLB_REG_COUNTERS_SNAPSHOT && (snap == 32'd1 || snap == 32'd2))
-        begin
+        end else if (wr_word == NLB_REG_COUNTERS_SNAPSHOT
+                && (snap == SNAP_LATCH || snap == SNAP_LATCH_CLEAR)) begin
             if (sel_ok) begin
                 host_op_reg <= 1'b1;
-                host_kind_reg <= snap == 32'd2 ? OP_READ_CLEAR : OP_READ;
+                host_kind_reg <= snap == SNAP_LATCH_CLEAR ? OP_READ_CLEAR : OP_READ;
             end else begin
                 latch_reg <= 256'd0;
                 wr_ack_reg <= 1'b1;
@@ -226,14 +243,22 @@ always @(posedge clk) begin
     if (ext_rd_req) begin
         case (rd_word)
             NLB_REG_COUNTERS_SELECT:     rd_data_reg <= select_reg;
-            NLB_REG_COUNTERS_PACKETS_LO: rd_data_reg <= latch_reg[31:0];
-            NLB_REG_COUNTERS_PACKETS_HI: rd_data_reg <= latch_reg[63:32];
-            NLB_REG_COUNTERS_BYTES_LO:   rd_data_reg <= latch_reg[95:64];
-            NLB_REG_COUNTERS_BYTES_HI:   rd_data_reg <= latch_reg[127:96];
-            NLB_REG_COUNTERS_PUNTS_LO:   rd_data_reg <= latch_reg[159:128];
-            NLB_REG_COUNTERS_PUNTS_HI:   rd_data_reg <= latch_reg[191:160];
-            NLB_REG_COUNTERS_DROPS_LO:   rd_data_reg <= latch_reg[223:192];
-            NLB_REG_COUNTERS_DROPS_HI:   rd_data_reg <= latch_reg[255:224];
+            NLB_REG_COUNTERS_PACKETS_LO:
+                rd_data_reg <= latch_reg[L_PACKETS + NLB_REG_COUNTERS_PACKETS_LO_WIDE_LSB +: 32];
+            NLB_REG_COUNTERS_PACKETS_HI:
+                rd_data_reg <= latch_reg[L_PACKETS + NLB_REG_COUNTERS_PACKETS_HI_WIDE_LSB +: 32];
+            NLB_REG_COUNTERS_BYTES_LO:
+                rd_data_reg <= latch_reg[L_BYTES + NLB_REG_COUNTERS_BYTES_LO_WIDE_LSB +: 32];
+            NLB_REG_COUNTERS_BYTES_HI:
+                rd_data_reg <= latch_reg[L_BYTES + NLB_REG_COUNTERS_BYTES_HI_WIDE_LSB +: 32];
+            NLB_REG_COUNTERS_PUNTS_LO:
+                rd_data_reg <= latch_reg[L_PUNTS + NLB_REG_COUNTERS_PUNTS_LO_WIDE_LSB +: 32];
+            NLB_REG_COUNTERS_PUNTS_HI:
+                rd_data_reg <= latch_reg[L_PUNTS + NLB_REG_COUNTERS_PUNTS_HI_WIDE_LSB +: 32];
+            NLB_REG_COUNTERS_DROPS_LO:
+                rd_data_reg <= latch_reg[L_DROPS + NLB_REG_COUNTERS_DROPS_LO_WIDE_LSB +: 32];
+            NLB_REG_COUNTERS_DROPS_HI:
+                rd_data_reg <= latch_reg[L_DROPS + NLB_REG_COUNTERS_DROPS_HI_WIDE_LSB +: 32];
             default:                     rd_data_reg <= 32'd0;
         endcase
     end

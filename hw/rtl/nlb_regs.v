@@ -9,18 +9,18 @@
 // Behaviour (docs/regmap.md; details the map leaves open are fixed here and in
 // docs/verification.md):
 // - Every block of the regmap answers TYPE, VERSION and NEXT. The other registers of the
-//   conntrack and counters blocks are forwarded to the extension bus (ext_*: one write and
-//   one read at a time, absolute byte addresses; the access completes when the block pulses
-//   ext_*_ack, and the AXI response waits for it). Blocks not implemented here (spi_flash,
-//   reboot, queues) read 0 elsewhere and ignore writes.
+//   conntrack, counters and spi_flash blocks (each over its NLB_BLK_*_SPAN) are forwarded to
+//   the extension bus (ext_*: one write and one read at a time, absolute byte addresses; the
+//   access completes when the block pulses ext_*_ack, and the AXI response waits for it).
+//   Blocks not implemented here or on the extension bus (reboot, queues) read 0 elsewhere and
+//   ignore writes.
 //   Holes and write-only registers read 0; writes to read-only registers are ignored. Every
 //   access gets OKAY. Byte strobes are honoured; the low two address bits are ignored.
-// - Registers keep only the bits they define and read 0 elsewhere (enable, active_bank: bit 0;
-//   default_action: the enum's width; local_mac_hi, gue_port: 16 bits; table.select:
-//   bits 8..0); outer_src_v4_len and outer_src_v6_len saturate at 32 and 128. Reset values
+// - Registers keep only their fields' bits (the regmap's fields, NLB_REG_*_DEFINED) and read
+//   0 elsewhere; outer_src_v4_len and outer_src_v6_len saturate at 32 and 128. Reset values
 //   are the RESET_* parameters (nlb_hw::NicSettings::default(), checked by the verif tests).
-// - table.cmd bits 7..0 name the command, bits 31..8 the entry of WRITE_AT/READ_AT (WRITE and
-//   READ take the index register and need bits 31..8 zero). WRITE/WRITE_AT store the entry's
+// - table.cmd's op field names the command, its index field the entry of WRITE_AT/READ_AT
+//   (WRITE and READ take the index register and need the index field zero). WRITE/WRITE_AT store the entry's
 //   bits from data words 0..WORDS-1, then read the entry back from the memory into those
 //   words, as READ/READ_AT do (bits past WIDTH read 0; later words are left alone): after a
 //   write the window shows what the memory stores. The *_AT forms leave their index in the
@@ -141,14 +141,24 @@ parameter [31:0] PART_ID = 32'd0;
 // 1: table memories register their outputs (TABLE_RD_LATENCY = 2); 0: they do not (1).
 parameter TABLE_OUTPUT_REG = 1;
 // Reset values of ctrl registers that do not reset to 0 (nlb_hw::NicSettings::default()).
+// Defaults: the regmap's reset values.
 // ctrl.local_mac_hi/lo: a locally administered placeholder MAC.
-parameter [47:0] RESET_LOCAL_MAC = 48'h02_00_00_00_00_01;
+// (local_mac_hi holds the bits above local_mac_lo's: NLB_REG_CTRL_LOCAL_MAC_*_WIDE_LSB.)
+parameter [NLB_WIDE_CTRL_LOCAL_MAC_W-1:0] RESET_LOCAL_MAC = {
+    NLB_REG_CTRL_LOCAL_MAC_HI_RESET[NLB_REG_CTRL_LOCAL_MAC_HI_MAC_HI_LSB
+        +: NLB_REG_CTRL_LOCAL_MAC_HI_MAC_HI_W],
+    NLB_REG_CTRL_LOCAL_MAC_LO_RESET};
 // ctrl.gue_port.
-parameter [15:0] RESET_GUE_PORT = 16'd6080;
+parameter [NLB_REG_CTRL_GUE_PORT_PORT_W-1:0] RESET_GUE_PORT =
+    NLB_REG_CTRL_GUE_PORT_RESET[NLB_REG_CTRL_GUE_PORT_PORT_LSB +: NLB_REG_CTRL_GUE_PORT_PORT_W];
 // ctrl.outer_src_v4_len (0..32).
-parameter [5:0] RESET_OUTER_SRC_V4_LEN = 6'd32;
+parameter [NLB_REG_CTRL_OUTER_SRC_V4_LEN_LEN_W-1:0] RESET_OUTER_SRC_V4_LEN =
+    NLB_REG_CTRL_OUTER_SRC_V4_LEN_RESET[NLB_REG_CTRL_OUTER_SRC_V4_LEN_LEN_LSB
+        +: NLB_REG_CTRL_OUTER_SRC_V4_LEN_LEN_W];
 // ctrl.outer_src_v6_len (0..128).
-parameter [7:0] RESET_OUTER_SRC_V6_LEN = 8'd128;
+parameter [NLB_REG_CTRL_OUTER_SRC_V6_LEN_LEN_W-1:0] RESET_OUTER_SRC_V6_LEN =
+    NLB_REG_CTRL_OUTER_SRC_V6_LEN_RESET[NLB_REG_CTRL_OUTER_SRC_V6_LEN_LEN_LSB
+        +: NLB_REG_CTRL_OUTER_SRC_V6_LEN_LEN_W];
 
 // ---- derived constants --------------------------------------------------------------------
 
@@ -171,18 +181,29 @@ localparam DATA_BITS = DATA_WORDS * 32;
 localparam DATA_WORD_BITS = $clog2(DATA_WORDS);
 localparam [31:0] DATA_BASE = NLB_REG_TABLE_DATA;
 
+// Entries the table.cmd index field addresses.
+localparam CMD_ENTRIES = 1 << NLB_REG_TABLE_CMD_INDEX_W;
+
 // Table ids, widened to the register that holds them.
 localparam TABLE_ID_BITS = $bits(NLB_TABLE_VIP);
-localparam [7:0]  TABLE_VIP = {{(8-TABLE_ID_BITS){1'b0}}, NLB_TABLE_VIP};
-localparam [7:0]  TABLE_RULE = {{(8-TABLE_ID_BITS){1'b0}}, NLB_TABLE_RULE};
-localparam [7:0]  TABLE_ACL = {{(8-TABLE_ID_BITS){1'b0}}, NLB_TABLE_ACL};
-localparam [7:0]  TABLE_POOL = {{(8-TABLE_ID_BITS){1'b0}}, NLB_TABLE_POOL};
-localparam [7:0]  TABLE_MAGLEV = {{(8-TABLE_ID_BITS){1'b0}}, NLB_TABLE_MAGLEV};
-localparam [7:0]  TABLE_BACKEND = {{(8-TABLE_ID_BITS){1'b0}}, NLB_TABLE_BACKEND};
+localparam [TABLE_SEL_W-1:0] TABLE_VIP = {{(TABLE_SEL_W-TABLE_ID_BITS){1'b0}}, NLB_TABLE_VIP};
+localparam [TABLE_SEL_W-1:0] TABLE_RULE = {{(TABLE_SEL_W-TABLE_ID_BITS){1'b0}}, NLB_TABLE_RULE};
+localparam [TABLE_SEL_W-1:0] TABLE_ACL = {{(TABLE_SEL_W-TABLE_ID_BITS){1'b0}}, NLB_TABLE_ACL};
+localparam [TABLE_SEL_W-1:0] TABLE_POOL = {{(TABLE_SEL_W-TABLE_ID_BITS){1'b0}}, NLB_TABLE_POOL};
+localparam [TABLE_SEL_W-1:0] TABLE_MAGLEV = {{(TABLE_SEL_W-TABLE_ID_BITS){1'b0}}, NLB_TABLE_MAGLEV};
+localparam [TABLE_SEL_W-1:0] TABLE_BACKEND = {{(TABLE_SEL_W-TABLE_ID_BITS){1'b0}}, NLB_TABLE_BACKEND};
 
-// Bits of table.select.
-localparam SELECT_BITS = 9;
-localparam SELECT_BANK_BIT = 8;
+// Field widths of the ctrl registers with fields.
+localparam MAC_HI_W = NLB_REG_CTRL_LOCAL_MAC_HI_MAC_HI_W;
+localparam GUE_W = NLB_REG_CTRL_GUE_PORT_PORT_W;
+localparam V4_LEN_W = NLB_REG_CTRL_OUTER_SRC_V4_LEN_LEN_W;
+localparam V6_LEN_W = NLB_REG_CTRL_OUTER_SRC_V6_LEN_LEN_W;
+// Prefix lengths saturate at the address width.
+localparam [31:0] V4_LEN_MAX = 32;
+localparam [31:0] V6_LEN_MAX = 128;
+
+// table.select: the table id field (widened to TABLE_SEL_W above) and the bank bit.
+localparam TABLE_SEL_W = NLB_REG_TABLE_SELECT_TABLE_W;
 
 initial begin
     if (AXIL_ADDR_WIDTH < 16 || AXIL_ADDR_WIDTH > 31) begin
@@ -208,9 +229,10 @@ initial begin
         $error("nlb_regs: the table data window must be 2^n words, aligned to its size");
         $finish;
     end
-    if (VIP_DEPTH > (1 << 24) || RULES > (1 << 24) || POOLS > (1 << 24)
-            || MAGLEV_SLOTS > (1 << 24) || BACKENDS > (1 << 24)) begin
-        $error("nlb_regs: table.cmd bits 31..8 address at most 2^24 entries per table");
+    if (VIP_DEPTH > CMD_ENTRIES || RULES > CMD_ENTRIES || POOLS > CMD_ENTRIES
+            || MAGLEV_SLOTS > CMD_ENTRIES || BACKENDS > CMD_ENTRIES) begin
+        $error("nlb_regs: the table.cmd index field addresses at most %0d entries per table",
+            CMD_ENTRIES);
         $finish;
     end
     if (TABLE_OUTPUT_REG != 0 && TABLE_OUTPUT_REG != 1) begin
@@ -253,18 +275,18 @@ output wire                           ctrl_enable;
 output wire                           ctrl_active_bank;
 output wire [31:0]                    ctrl_generation;
 output wire [DEFAULT_ACTION_BITS-1:0] ctrl_default_action;
-output wire [47:0]                    ctrl_local_mac;
-output wire [15:0]                    ctrl_gue_port;
+output wire [NLB_WIDE_CTRL_LOCAL_MAC_W-1:0] ctrl_local_mac;
+output wire [GUE_W-1:0]               ctrl_gue_port;
 output wire [31:0]                    ctrl_outer_src_v4;
-output wire [5:0]                     ctrl_outer_src_v4_len;
-output wire [127:0]                   ctrl_outer_src_v6;
-output wire [7:0]                     ctrl_outer_src_v6_len;
+output wire [V4_LEN_W-1:0]            ctrl_outer_src_v4_len;
+output wire [NLB_WIDE_CTRL_OUTER_SRC_V6_W-1:0] ctrl_outer_src_v6;
+output wire [V6_LEN_W-1:0]            ctrl_outer_src_v6_len;
 
 // ctrl block, from the pipeline.
 input  wire [31:0]                stat_packets_in_flight;
 input  wire [1:0]                 stat_bank_in_use;
 
-// Extension bus: the conntrack and counters blocks.
+// Extension bus: the conntrack, counters and spi_flash blocks.
 output wire                       ext_wr_req;
 output wire [31:0]                ext_wr_addr;
 output wire [31:0]                ext_wr_data;
@@ -341,15 +363,26 @@ reg                           active_bank_reg = 1'b0, active_bank_next;
 reg [31:0]                    generation_reg = 32'd0, generation_next;
 reg [DEFAULT_ACTION_BITS-1:0] default_action_reg = {DEFAULT_ACTION_BITS{1'b0}};
 reg [DEFAULT_ACTION_BITS-1:0] default_action_next;
-reg [31:0]                    local_mac_lo_reg = RESET_LOCAL_MAC[31:0], local_mac_lo_next;
-reg [15:0]                    local_mac_hi_reg = RESET_LOCAL_MAC[47:32], local_mac_hi_next;
-reg [15:0]                    gue_port_reg = RESET_GUE_PORT, gue_port_next;
+// The MAC's two registers, in the wide value local_mac.
+localparam MAC_LO_AT = NLB_REG_CTRL_LOCAL_MAC_LO_WIDE_LSB;
+localparam MAC_HI_AT = NLB_REG_CTRL_LOCAL_MAC_HI_WIDE_LSB;
+reg [31:0]                    local_mac_lo_reg = RESET_LOCAL_MAC[MAC_LO_AT +: 32], local_mac_lo_next;
+reg [MAC_HI_W-1:0]            local_mac_hi_reg = RESET_LOCAL_MAC[MAC_HI_AT +: MAC_HI_W];
+reg [MAC_HI_W-1:0]            local_mac_hi_next;
+reg [GUE_W-1:0]               gue_port_reg = RESET_GUE_PORT, gue_port_next;
 reg [31:0]                    outer_src_v4_reg = 32'd0, outer_src_v4_next;
-reg [5:0]                     outer_src_v4_len_reg = RESET_OUTER_SRC_V4_LEN, outer_src_v4_len_next;
-reg [127:0]                   outer_src_v6_reg = 128'd0, outer_src_v6_next;
-reg [7:0]                     outer_src_v6_len_reg = RESET_OUTER_SRC_V6_LEN, outer_src_v6_len_next;
+reg [V4_LEN_W-1:0]            outer_src_v4_len_reg = RESET_OUTER_SRC_V4_LEN, outer_src_v4_len_next;
+reg [NLB_WIDE_CTRL_OUTER_SRC_V6_W-1:0] outer_src_v6_reg = {NLB_WIDE_CTRL_OUTER_SRC_V6_W{1'b0}};
+reg [NLB_WIDE_CTRL_OUTER_SRC_V6_W-1:0] outer_src_v6_next;
+reg [V6_LEN_W-1:0]            outer_src_v6_len_reg = RESET_OUTER_SRC_V6_LEN, outer_src_v6_len_next;
+// The outer IPv6 prefix's four registers, in the wide value outer_src_v6.
+localparam V6_0_AT = NLB_REG_CTRL_OUTER_SRC_V6_0_WIDE_LSB;
+localparam V6_1_AT = NLB_REG_CTRL_OUTER_SRC_V6_1_WIDE_LSB;
+localparam V6_2_AT = NLB_REG_CTRL_OUTER_SRC_V6_2_WIDE_LSB;
+localparam V6_3_AT = NLB_REG_CTRL_OUTER_SRC_V6_3_WIDE_LSB;
 
-reg [SELECT_BITS-1:0]         select_reg = {SELECT_BITS{1'b0}}, select_next;
+// table.select keeps its defined bits (the table id and the bank).
+reg [31:0]                    select_reg = 32'd0, select_next;
 reg [31:0]                    index_reg = 32'd0, index_next;
 reg                           error_reg = 1'b0, error_next;
 reg [DATA_BITS-1:0]           data_reg = {DATA_BITS{1'b0}}, data_next;
@@ -380,8 +413,36 @@ nlb_table_cmd cmd_inst (
     .cmd_index(cmd_index)
 );
 
-wire [7:0] sel_table = select_reg[7:0];
-wire       sel_bank = select_reg[SELECT_BANK_BIT];
+wire [TABLE_SEL_W-1:0] sel_table = select_reg[NLB_REG_TABLE_SELECT_TABLE_LSB +: TABLE_SEL_W];
+wire                   sel_bank = select_reg[NLB_REG_TABLE_SELECT_BANK_LSB];
+
+// The words of the registers with fields: each field in place, the other bits 0. Reads return
+// them; a write merges its strobed bytes into them and keeps the fields.
+reg [31:0] enable_word, active_bank_word, default_action_word, local_mac_hi_word;
+reg [31:0] gue_port_word, v4_len_word, v6_len_word, bank_in_use_word, status_word;
+always @* begin
+    enable_word = 32'd0;
+    enable_word[NLB_REG_CTRL_ENABLE_ENABLE_LSB] = enable_reg;
+    active_bank_word = 32'd0;
+    active_bank_word[NLB_REG_CTRL_ACTIVE_BANK_BANK_LSB] = active_bank_reg;
+    default_action_word = 32'd0;
+    default_action_word[NLB_REG_CTRL_DEFAULT_ACTION_ACTION_LSB +: DEFAULT_ACTION_BITS] =
+        default_action_reg;
+    local_mac_hi_word = 32'd0;
+    local_mac_hi_word[NLB_REG_CTRL_LOCAL_MAC_HI_MAC_HI_LSB +: MAC_HI_W] = local_mac_hi_reg;
+    gue_port_word = 32'd0;
+    gue_port_word[NLB_REG_CTRL_GUE_PORT_PORT_LSB +: GUE_W] = gue_port_reg;
+    v4_len_word = 32'd0;
+    v4_len_word[NLB_REG_CTRL_OUTER_SRC_V4_LEN_LEN_LSB +: V4_LEN_W] = outer_src_v4_len_reg;
+    v6_len_word = 32'd0;
+    v6_len_word[NLB_REG_CTRL_OUTER_SRC_V6_LEN_LEN_LSB +: V6_LEN_W] = outer_src_v6_len_reg;
+    bank_in_use_word = 32'd0;
+    bank_in_use_word[NLB_REG_CTRL_BANK_IN_USE_BANK0_LSB] = stat_bank_in_use[0];
+    bank_in_use_word[NLB_REG_CTRL_BANK_IN_USE_BANK1_LSB] = stat_bank_in_use[1];
+    status_word = 32'd0;
+    status_word[NLB_REG_TABLE_STATUS_BUSY_LSB] = busy_reg;
+    status_word[NLB_REG_TABLE_STATUS_ERROR_LSB] = error_reg;
+end
 
 wire [NLB_VIP_ENTRY_WIDTH-1:0]     vip_b_rdata;
 wire [NLB_RULE_ENTRY_WIDTH-1:0]    rule_b_rdata;
@@ -473,12 +534,16 @@ reg [31:0]  ext_wr_addr_reg = 32'd0;
 reg [31:0]  ext_wr_data_reg = 32'd0;
 reg [3:0]   ext_wr_strb_reg = 4'd0;
 
-// Whether a word address belongs to the extension bus: the conntrack and counters blocks
-// past their header words.
+// Whether a word address belongs to the extension bus: the conntrack, counters and spi_flash
+// blocks past their header words (which this module answers).
+function in_block(input [31:0] a, input [31:0] base, input [31:0] span);
+    in_block = a >= base + NLB_BLK_HEADER_BYTES && a < base + span;
+endfunction
+
 function is_ext(input [31:0] a);
-    is_ext = ((a & 32'hFFFF_F000) == NLB_BLK_CONNTRACK_BASE
-            || (a & 32'hFFFF_F000) == NLB_BLK_COUNTERS_BASE)
-        && a[11:0] >= 12'h00C;
+    is_ext = in_block(a, NLB_BLK_CONNTRACK_BASE, NLB_BLK_CONNTRACK_SPAN)
+        || in_block(a, NLB_BLK_COUNTERS_BASE, NLB_BLK_COUNTERS_SPAN)
+        || in_block(a, NLB_BLK_SPI_FLASH_BASE, NLB_BLK_SPI_FLASH_SPAN);
 endfunction
 
 wire wr_ext = is_ext(wr_addr);
@@ -559,65 +624,67 @@ always @* begin
 
         case (wr_addr)
             NLB_REG_CTRL_ENABLE: begin
-                merged = strobed({31'd0, enable_reg}, w_data_reg, w_strb_reg);
-                enable_next = merged[0];
+                merged = strobed(enable_word, w_data_reg, w_strb_reg);
+                enable_next = merged[NLB_REG_CTRL_ENABLE_ENABLE_LSB];
             end
             NLB_REG_CTRL_ACTIVE_BANK: begin
-                merged = strobed({31'd0, active_bank_reg}, w_data_reg, w_strb_reg);
-                active_bank_next = merged[0];
+                merged = strobed(active_bank_word, w_data_reg, w_strb_reg);
+                active_bank_next = merged[NLB_REG_CTRL_ACTIVE_BANK_BANK_LSB];
             end
             NLB_REG_CTRL_GENERATION: begin
                 merged = strobed(generation_reg, w_data_reg, w_strb_reg);
                 generation_next = merged;
             end
             NLB_REG_CTRL_DEFAULT_ACTION: begin
-                merged = strobed({{(32-DEFAULT_ACTION_BITS){1'b0}}, default_action_reg},
-                    w_data_reg, w_strb_reg);
-                default_action_next = merged[DEFAULT_ACTION_BITS-1:0];
+                merged = strobed(default_action_word, w_data_reg, w_strb_reg);
+                default_action_next =
+                    merged[NLB_REG_CTRL_DEFAULT_ACTION_ACTION_LSB +: DEFAULT_ACTION_BITS];
             end
             NLB_REG_CTRL_LOCAL_MAC_LO: begin
                 merged = strobed(local_mac_lo_reg, w_data_reg, w_strb_reg);
                 local_mac_lo_next = merged;
             end
             NLB_REG_CTRL_LOCAL_MAC_HI: begin
-                merged = strobed({16'd0, local_mac_hi_reg}, w_data_reg, w_strb_reg);
-                local_mac_hi_next = merged[15:0];
+                merged = strobed(local_mac_hi_word, w_data_reg, w_strb_reg);
+                local_mac_hi_next = merged[NLB_REG_CTRL_LOCAL_MAC_HI_MAC_HI_LSB +: MAC_HI_W];
             end
             NLB_REG_CTRL_GUE_PORT: begin
-                merged = strobed({16'd0, gue_port_reg}, w_data_reg, w_strb_reg);
-                gue_port_next = merged[15:0];
+                merged = strobed(gue_port_word, w_data_reg, w_strb_reg);
+                gue_port_next = merged[NLB_REG_CTRL_GUE_PORT_PORT_LSB +: GUE_W];
             end
             NLB_REG_CTRL_OUTER_SRC_V4: begin
                 merged = strobed(outer_src_v4_reg, w_data_reg, w_strb_reg);
                 outer_src_v4_next = merged;
             end
             NLB_REG_CTRL_OUTER_SRC_V4_LEN: begin
-                merged = strobed({26'd0, outer_src_v4_len_reg}, w_data_reg, w_strb_reg);
-                outer_src_v4_len_next = merged > 32'd32 ? 6'd32 : merged[5:0];
+                merged = strobed(v4_len_word, w_data_reg, w_strb_reg);
+                outer_src_v4_len_next = merged > V4_LEN_MAX ? V4_LEN_MAX[V4_LEN_W-1:0]
+                    : merged[NLB_REG_CTRL_OUTER_SRC_V4_LEN_LEN_LSB +: V4_LEN_W];
             end
             NLB_REG_CTRL_OUTER_SRC_V6_0: begin
-                outer_src_v6_next[127:96] = strobed(outer_src_v6_reg[127:96], w_data_reg,
-                    w_strb_reg);
+                outer_src_v6_next[V6_0_AT +: 32] = strobed(outer_src_v6_reg[V6_0_AT +: 32],
+                    w_data_reg, w_strb_reg);
             end
             NLB_REG_CTRL_OUTER_SRC_V6_1: begin
-                outer_src_v6_next[95:64] = strobed(outer_src_v6_reg[95:64], w_data_reg,
-                    w_strb_reg);
+                outer_src_v6_next[V6_1_AT +: 32] = strobed(outer_src_v6_reg[V6_1_AT +: 32],
+                    w_data_reg, w_strb_reg);
             end
             NLB_REG_CTRL_OUTER_SRC_V6_2: begin
-                outer_src_v6_next[63:32] = strobed(outer_src_v6_reg[63:32], w_data_reg,
-                    w_strb_reg);
+                outer_src_v6_next[V6_2_AT +: 32] = strobed(outer_src_v6_reg[V6_2_AT +: 32],
+                    w_data_reg, w_strb_reg);
             end
             NLB_REG_CTRL_OUTER_SRC_V6_3: begin
-                outer_src_v6_next[31:0] = strobed(outer_src_v6_reg[31:0], w_data_reg,
-                    w_strb_reg);
+                outer_src_v6_next[V6_3_AT +: 32] = strobed(outer_src_v6_reg[V6_3_AT +: 32],
+                    w_data_reg, w_strb_reg);
             end
             NLB_REG_CTRL_OUTER_SRC_V6_LEN: begin
-                merged = strobed({24'd0, outer_src_v6_len_reg}, w_data_reg, w_strb_reg);
-                outer_src_v6_len_next = merged > 32'd128 ? 8'd128 : merged[7:0];
+                merged = strobed(v6_len_word, w_data_reg, w_strb_reg);
+                outer_src_v6_len_next = merged > V6_LEN_MAX ? V6_LEN_MAX[V6_LEN_W-1:0]
+                    : merged[NLB_REG_CTRL_OUTER_SRC_V6_LEN_LEN_LSB +: V6_LEN_W];
             end
             NLB_REG_TABLE_SELECT: begin
-                merged = strobed({{(32-SELECT_BITS){1'b0}}, select_reg}, w_data_reg, w_strb_reg);
-                select_next = merged[SELECT_BITS-1:0];
+                merged = strobed(select_reg, w_data_reg, w_strb_reg);
+                select_next = merged & NLB_REG_TABLE_SELECT_DEFINED;
             end
             NLB_REG_TABLE_INDEX: begin
                 merged = strobed(index_reg, w_data_reg, w_strb_reg);
@@ -705,14 +772,14 @@ always @(posedge clk) begin
         active_bank_reg <= 1'b0;
         generation_reg <= 32'd0;
         default_action_reg <= {DEFAULT_ACTION_BITS{1'b0}};
-        local_mac_lo_reg <= RESET_LOCAL_MAC[31:0];
-        local_mac_hi_reg <= RESET_LOCAL_MAC[47:32];
+        local_mac_lo_reg <= RESET_LOCAL_MAC[MAC_LO_AT +: 32];
+        local_mac_hi_reg <= RESET_LOCAL_MAC[MAC_HI_AT +: MAC_HI_W];
         gue_port_reg <= RESET_GUE_PORT;
         outer_src_v4_reg <= 32'd0;
         outer_src_v4_len_reg <= RESET_OUTER_SRC_V4_LEN;
-        outer_src_v6_reg <= 128'd0;
+        outer_src_v6_reg <= {NLB_WIDE_CTRL_OUTER_SRC_V6_W{1'b0}};
         outer_src_v6_len_reg <= RESET_OUTER_SRC_V6_LEN;
-        select_reg <= {SELECT_BITS{1'b0}};
+        select_reg <= 32'd0;
         index_reg <= 32'd0;
         error_reg <= 1'b0;
         // The data window is software-visible state, so it is reset too.
@@ -809,28 +876,27 @@ always @* begin
         NLB_REG_FW_ID_CAP_QUEUE_DEPTH: rd_value = QUEUE_DEPTH;
 
         // ctrl
-        NLB_REG_CTRL_ENABLE:           rd_value = {31'd0, enable_reg};
-        NLB_REG_CTRL_ACTIVE_BANK:      rd_value = {31'd0, active_bank_reg};
+        NLB_REG_CTRL_ENABLE:           rd_value = enable_word;
+        NLB_REG_CTRL_ACTIVE_BANK:      rd_value = active_bank_word;
         NLB_REG_CTRL_GENERATION:       rd_value = generation_reg;
-        NLB_REG_CTRL_DEFAULT_ACTION:
-            rd_value = {{(32-DEFAULT_ACTION_BITS){1'b0}}, default_action_reg};
+        NLB_REG_CTRL_DEFAULT_ACTION:   rd_value = default_action_word;
         NLB_REG_CTRL_LOCAL_MAC_LO:     rd_value = local_mac_lo_reg;
-        NLB_REG_CTRL_LOCAL_MAC_HI:     rd_value = {16'd0, local_mac_hi_reg};
-        NLB_REG_CTRL_GUE_PORT:         rd_value = {16'd0, gue_port_reg};
+        NLB_REG_CTRL_LOCAL_MAC_HI:     rd_value = local_mac_hi_word;
+        NLB_REG_CTRL_GUE_PORT:         rd_value = gue_port_word;
         NLB_REG_CTRL_OUTER_SRC_V4:     rd_value = outer_src_v4_reg;
-        NLB_REG_CTRL_OUTER_SRC_V4_LEN: rd_value = {26'd0, outer_src_v4_len_reg};
-        NLB_REG_CTRL_OUTER_SRC_V6_0:   rd_value = outer_src_v6_reg[127:96];
-        NLB_REG_CTRL_OUTER_SRC_V6_1:   rd_value = outer_src_v6_reg[95:64];
-        NLB_REG_CTRL_OUTER_SRC_V6_2:   rd_value = outer_src_v6_reg[63:32];
-        NLB_REG_CTRL_OUTER_SRC_V6_3:   rd_value = outer_src_v6_reg[31:0];
-        NLB_REG_CTRL_OUTER_SRC_V6_LEN: rd_value = {24'd0, outer_src_v6_len_reg};
+        NLB_REG_CTRL_OUTER_SRC_V4_LEN: rd_value = v4_len_word;
+        NLB_REG_CTRL_OUTER_SRC_V6_0:   rd_value = outer_src_v6_reg[V6_0_AT +: 32];
+        NLB_REG_CTRL_OUTER_SRC_V6_1:   rd_value = outer_src_v6_reg[V6_1_AT +: 32];
+        NLB_REG_CTRL_OUTER_SRC_V6_2:   rd_value = outer_src_v6_reg[V6_2_AT +: 32];
+        NLB_REG_CTRL_OUTER_SRC_V6_3:   rd_value = outer_src_v6_reg[V6_3_AT +: 32];
+        NLB_REG_CTRL_OUTER_SRC_V6_LEN: rd_value = v6_len_word;
         NLB_REG_CTRL_PACKETS_IN_FLIGHT: rd_value = stat_packets_in_flight;
-        NLB_REG_CTRL_BANK_IN_USE:      rd_value = {30'd0, stat_bank_in_use};
+        NLB_REG_CTRL_BANK_IN_USE:      rd_value = bank_in_use_word;
 
         // table
-        NLB_REG_TABLE_SELECT:          rd_value = {{(32-SELECT_BITS){1'b0}}, select_reg};
+        NLB_REG_TABLE_SELECT:          rd_value = select_reg;
         NLB_REG_TABLE_INDEX:           rd_value = index_reg;
-        NLB_REG_TABLE_STATUS:          rd_value = {30'd0, error_reg, busy_reg};
+        NLB_REG_TABLE_STATUS:          rd_value = status_word;
 
         default: begin
             rd_value = 32'd0;
@@ -903,7 +969,14 @@ assign ctrl_enable = enable_reg;
 assign ctrl_active_bank = active_bank_reg;
 assign ctrl_generation = generation_reg;
 assign ctrl_default_action = default_action_reg;
-assign ctrl_local_mac = {local_mac_hi_reg, local_mac_lo_reg};
+// The wide value from its registers (local_mac_lo below local_mac_hi).
+reg [NLB_WIDE_CTRL_LOCAL_MAC_W-1:0] local_mac_wide;
+always @* begin
+    local_mac_wide = {NLB_WIDE_CTRL_LOCAL_MAC_W{1'b0}};
+    local_mac_wide[MAC_LO_AT +: 32] = local_mac_lo_reg;
+    local_mac_wide[MAC_HI_AT +: MAC_HI_W] = local_mac_hi_reg;
+end
+assign ctrl_local_mac = local_mac_wide;
 assign ctrl_gue_port = gue_port_reg;
 assign ctrl_outer_src_v4 = outer_src_v4_reg;
 assign ctrl_outer_src_v4_len = outer_src_v4_len_reg;

@@ -3,7 +3,9 @@
 `default_nettype none
 
 // The NIC pipeline's top level: the AXI-Lite register file with the banked tables
-// (nlb_regs), the connection table (nlb_conntrack), and the received stream into the packet
+// (nlb_regs), on its extension bus the connection table (nlb_conntrack), the counters
+// (nlb_counters) and the configuration flash controller (nlb_spi_flash, its SPI pins are
+// nlb_top's spi_*), and the received stream into the packet
 // FIFO and, beside it, through the header parser (nlb_parser) and the lookup pipeline
 // (nlb_lookup); the editor (nlb_editor) pairs each result with its frame and sends it on the
 // transmit or punt stream or drops it; learn/teardown events go out on the event stream.
@@ -102,7 +104,11 @@ module nlb_top (
     m_res_l3_offset,
     m_res_l3_end,
     m_res_tos,
-    m_res_dont_fragment
+    m_res_dont_fragment,
+    spi_sck,
+    spi_cs_n,
+    spi_mosi,
+    spi_miso
 );
 
 `include "nlb_regmap.vh"
@@ -135,6 +141,8 @@ parameter MAX_IN_FLIGHT = 48;
 parameter EVENT_DEPTH = 64;
 
 localparam KEEP_WIDTH = DATA_WIDTH / 8;
+// The inject header fields tuser carries: backend and pool, from bit 0.
+localparam INJ_USER_W = NLB_INJECT_HEADER_POOL_LSB + NLB_INJECT_HEADER_POOL_W;
 localparam LW = 17;
 localparam CTIW = $clog2(CT_BUCKETS) + $clog2(CT_WAYS);
 localparam VIP_ROW_BITS = $clog2(VIP_BUCKETS);
@@ -175,14 +183,15 @@ output wire                  s_axis_rx_tready;
 input  wire                  s_axis_rx_tlast;
 
 // Frames the host injects (docs/pipeline.md section 12): tuser of the first beat holds the
-// inject header's backend (bits 15..0) and pool (bits 27..16). They share the pipeline with
+// inject header's backend and pool where the inject_header layout puts them (its first 28
+// bits: the frame length is not carried, tlast ends the frame). They share the pipeline with
 // received frames, taken frame by frame, alternating when both wait.
 input  wire [DATA_WIDTH-1:0] s_axis_inject_tdata;
 input  wire [KEEP_WIDTH-1:0] s_axis_inject_tkeep;
 input  wire                  s_axis_inject_tvalid;
 output wire                  s_axis_inject_tready;
 input  wire                  s_axis_inject_tlast;
-input  wire [27:0]           s_axis_inject_tuser;
+input  wire [INJ_USER_W-1:0] s_axis_inject_tuser;
 
 // Forwarded frames.
 output wire [DATA_WIDTH-1:0] m_axis_tx_tdata;
@@ -241,6 +250,14 @@ output wire [4:0] m_res_l3_offset;
 output wire [LW-1:0] m_res_l3_end;
 output wire [7:0] m_res_tos;
 output wire m_res_dont_fragment;
+
+// SPI bus to the configuration flash (spi_flash block): on an UltraScale+ card the shell
+// routes these through STARTUPE3 to the configuration flash; in simulation a flash model sits
+// on them.
+output wire spi_sck;
+output wire spi_cs_n;
+output wire spi_mosi;
+input  wire spi_miso;
 
 // ---- register file and tables -----------------------------------------------------------
 
@@ -377,32 +394,60 @@ nlb_regs #(
     .backend_rd_data(backend_rd_data)
 );
 
-// Extension bus: the conntrack and counters blocks (anything else is answered with 0).
-wire ext_wr_ct = ext_wr_addr[15:12] == NLB_BLK_CONNTRACK_BASE[15:12];
-wire ext_rd_ct = ext_rd_addr[15:12] == NLB_BLK_CONNTRACK_BASE[15:12];
-wire ext_wr_cnt = ext_wr_addr[15:12] == NLB_BLK_COUNTERS_BASE[15:12];
-wire ext_rd_cnt = ext_rd_addr[15:12] == NLB_BLK_COUNTERS_BASE[15:12];
+// Extension bus: the conntrack, counters and spi_flash blocks, each over its span of the
+// register space (anything else is answered with 0).
+function in_block(input [31:0] a, input [31:0] base, input [31:0] span);
+    in_block = a >= base && a < base + span;
+endfunction
+wire ext_wr_ct = in_block(ext_wr_addr, NLB_BLK_CONNTRACK_BASE, NLB_BLK_CONNTRACK_SPAN);
+wire ext_rd_ct = in_block(ext_rd_addr, NLB_BLK_CONNTRACK_BASE, NLB_BLK_CONNTRACK_SPAN);
+wire ext_wr_cnt = in_block(ext_wr_addr, NLB_BLK_COUNTERS_BASE, NLB_BLK_COUNTERS_SPAN);
+wire ext_rd_cnt = in_block(ext_rd_addr, NLB_BLK_COUNTERS_BASE, NLB_BLK_COUNTERS_SPAN);
+wire ext_wr_spi = in_block(ext_wr_addr, NLB_BLK_SPI_FLASH_BASE, NLB_BLK_SPI_FLASH_SPAN);
+wire ext_rd_spi = in_block(ext_rd_addr, NLB_BLK_SPI_FLASH_BASE, NLB_BLK_SPI_FLASH_SPAN);
 wire        ct_wr_ack;
 wire        ct_rd_ack;
 wire [31:0] ct_rd_data_w;
 wire        cnt_wr_ack;
 wire        cnt_rd_ack;
 wire [31:0] cnt_rd_data_w;
+wire        spi_wr_ack;
+wire        spi_rd_ack;
+wire [31:0] spi_rd_data_w;
 reg         other_wr_ack_reg = 1'b0;
 reg         other_rd_ack_reg = 1'b0;
 
 always @(posedge clk) begin
-    other_wr_ack_reg <= ext_wr_req && !ext_wr_ct && !ext_wr_cnt;
-    other_rd_ack_reg <= ext_rd_req && !ext_rd_ct && !ext_rd_cnt;
+    other_wr_ack_reg <= ext_wr_req && !ext_wr_ct && !ext_wr_cnt && !ext_wr_spi;
+    other_rd_ack_reg <= ext_rd_req && !ext_rd_ct && !ext_rd_cnt && !ext_rd_spi;
     if (rst) begin
         other_wr_ack_reg <= 1'b0;
         other_rd_ack_reg <= 1'b0;
     end
 end
 
-assign ext_wr_ack = ct_wr_ack || cnt_wr_ack || other_wr_ack_reg;
-assign ext_rd_ack = ct_rd_ack || cnt_rd_ack || other_rd_ack_reg;
-assign ext_rd_data = ct_rd_ack ? ct_rd_data_w : cnt_rd_ack ? cnt_rd_data_w : 32'd0;
+assign ext_wr_ack = ct_wr_ack || cnt_wr_ack || spi_wr_ack || other_wr_ack_reg;
+assign ext_rd_ack = ct_rd_ack || cnt_rd_ack || spi_rd_ack || other_rd_ack_reg;
+assign ext_rd_data = ct_rd_ack ? ct_rd_data_w : cnt_rd_ack ? cnt_rd_data_w
+    : spi_rd_ack ? spi_rd_data_w : 32'd0;
+
+nlb_spi_flash spi_flash_inst (
+    .clk(clk),
+    .rst(rst),
+    .ext_wr_req(ext_wr_req && ext_wr_spi),
+    .ext_wr_addr(ext_wr_addr),
+    .ext_wr_data(ext_wr_data),
+    .ext_wr_strb(ext_wr_strb),
+    .ext_wr_ack(spi_wr_ack),
+    .ext_rd_req(ext_rd_req && ext_rd_spi),
+    .ext_rd_addr(ext_rd_addr),
+    .ext_rd_data(spi_rd_data_w),
+    .ext_rd_ack(spi_rd_ack),
+    .spi_sck(spi_sck),
+    .spi_cs_n(spi_cs_n),
+    .spi_mosi(spi_mosi),
+    .spi_miso(spi_miso)
+);
 
 wire counters_room;
 
@@ -474,8 +519,10 @@ wire rx_beat = in_tvalid && rx_ready_reg;
 wire rx_first = rx_beat && rx_first_reg;
 // The first beat latches bank, enable, default action, and an injected frame's header.
 // (nlb_lookup's s_user: bits 31..16 backend, 15..4 pool, 3 injected, 2..0 the ctrl bits.)
-wire [27:0] inj_header = sel_inject_reg ? s_axis_inject_tuser : 28'd0;
-wire [31:0] rx_user = {inj_header[15:0], inj_header[27:16], sel_inject_reg,
+wire [INJ_USER_W-1:0] inj_header = sel_inject_reg ? s_axis_inject_tuser : {INJ_USER_W{1'b0}};
+wire [31:0] rx_user = {
+    inj_header[NLB_INJECT_HEADER_BACKEND_LSB +: NLB_INJECT_HEADER_BACKEND_W],
+    inj_header[NLB_INJECT_HEADER_POOL_LSB +: NLB_INJECT_HEADER_POOL_W], sel_inject_reg,
     ctrl_default_action, ctrl_enable, ctrl_active_bank};
 // Between frames, the other port takes its turn when it has a frame waiting.
 wire at_boundary = rx_beat ? in_tlast : rx_first_reg;

@@ -7,7 +7,7 @@
 #                                        on a busy 2-core machine: the parser, the lookup and
 #                                        the top take most of it)
 #        hw/scripts/synth.sh nlb_regs    only these tops, print the table (doc untouched;
-#                                        5-20 minutes a module)
+#                                        0.5-7 minutes a module, nlb_top about 30)
 #        YOSYS=/path/to/yosys hw/scripts/synth.sh
 #
 # Logic levels: cells on the longest combinational path between sequential elements (flip-flops,
@@ -41,6 +41,8 @@ configs=(
     "nlb_editor|nlb_editor||action stage: header builder, job FIFO, byte shifter, two skid buffers"
     "nlb_counters (sim profile)|nlb_counters||counter families (rule 256, backend 4096 entries of 4 x 64 bit)"
     "nlb_conntrack (sim profile)|nlb_conntrack||connection table 4096 x 4 x 365 bit, hit bits, register block"
+    "nlb_table_cmd|nlb_table_cmd||decode of a table/conntrack cmd word (combinational, inside nlb_regs and nlb_conntrack)"
+    "nlb_spi_flash|nlb_spi_flash||SPI flash controller, the spi_flash block on nlb_regs' extension bus"
     "nlb_top (sim profile)|nlb_top||the whole pipeline with every table of the sim profile"
 )
 

@@ -2,7 +2,7 @@
 //!
 //! Compiled twice like `model.rs` (by `build.rs` and as `nlb_hw::codegen`).
 
-use crate::model::{camel, Field, Layout, Regmap, HEADER_REGISTERS};
+use crate::model::{camel, Block, Field, Layout, RegField, Register, Regmap, HEADER_REGISTERS};
 use std::fmt::Write;
 
 /// Command that rewrites the checked-in generated files.
@@ -26,6 +26,9 @@ fn field_type(map: &Regmap, f: &Field) -> String {
     }
     if let Some(e) = &f.enum_name {
         return format!("crate::enums::{}", camel(e));
+    }
+    if let Some(n) = f.bytes {
+        return format!("[u8; {n}]");
     }
     rust_int(f.width.unwrap_or(1)).to_string()
 }
@@ -196,6 +199,41 @@ pub fn rust(map: &Regmap) -> String {
     }
     o.push_str("}\n\n");
 
+    // The configuration flash.
+    let f = &map.flash;
+    o.push_str(
+        "/// The configuration flash's multiboot layout (`[flash]`).\npub mod flash_def {\n",
+    );
+    doc_lines(&mut o, "    ", &f.doc);
+    let _ = writeln!(o, "    pub const SEGMENTS: u32 = {};", f.segments);
+    o.push_str("    /// Bytes at the end of every segment that belong to its marker.\n");
+    let _ = writeln!(o, "    pub const MARKER_AREA: u32 = {:#x};", f.marker_area);
+    o.push_str("    /// Marker format version written by this release.\n");
+    let _ = writeln!(
+        o,
+        "    pub const MARKER_VERSION: u32 = {};",
+        f.marker_version
+    );
+    let magic_len = map
+        .layout(&f.marker_layout)
+        .and_then(|l| l.fields.iter().find(|x| x.name == "magic"))
+        .and_then(|m| m.bytes)
+        .unwrap_or(0);
+    let mut magic = f.marker_magic.clone().into_bytes();
+    magic.resize(magic_len as usize, 0);
+    o.push_str("    /// The marker's `magic` field.\n");
+    let _ = writeln!(
+        o,
+        "    pub const MARKER_MAGIC: [u8; {magic_len}] = {magic:?};"
+    );
+    o.push_str("    /// The marker's layout.\n");
+    let _ = writeln!(
+        o,
+        "    pub type Marker = crate::layouts::{};",
+        camel(&f.marker_layout)
+    );
+    o.push_str("}\n\n");
+
     // Layouts.
     o.push_str("/// Entry layouts of `[[layouts]]` with typed pack/unpack.\npub mod layouts {\n");
     o.push_str("    use crate::layout::{get_bits, put_bits, LayoutError};\n");
@@ -242,6 +280,8 @@ pub fn rust(map: &Regmap) -> String {
         );
         o.push_str("        /// Value of the VERSION word.\n");
         let _ = writeln!(o, "        pub const VERSION: u32 = {};", b.version);
+        o.push_str("        /// Bytes from BASE that the block's registers lie in (up to the next block).\n");
+        let _ = writeln!(o, "        pub const SPAN: u32 = {:#x};", map.span(i));
         o.push_str("        /// Value of the NEXT word.\n");
         let _ = writeln!(
             o,
@@ -264,9 +304,76 @@ pub fn rust(map: &Regmap) -> String {
                 doc_lines(&mut o, "        ", &format!("Words in `{}`.", r.name));
                 let _ = writeln!(o, "        pub const {up}_COUNT: u32 = {};", r.count);
             }
+            if r.has_reset() {
+                doc_lines(
+                    &mut o,
+                    "        ",
+                    &format!("Value of `{}` after reset.", r.name),
+                );
+                let _ = writeln!(o, "        pub const {up}_RESET: u32 = {:#x};", r.reset);
+            }
+            if !r.fields.is_empty() {
+                rust_register(map, b, r, &mut o);
+            }
+        }
+        for w in &b.wide {
+            rust_wide(b, w, &mut o);
         }
         o.push_str("    }\n");
     }
+    o.push_str(
+        "    /// Bits the register at `offset` defines: its fields' (the others read 0; see the\n",
+    );
+    o.push_str(
+        "    /// regmap's conventions for writes), all 32 for a plain value or no register.\n",
+    );
+    o.push_str("    pub const fn defined(offset: u32) -> u32 {\n        match offset {\n");
+    for b in &map.blocks {
+        for r in b.registers.iter().filter(|r| !r.fields.is_empty()) {
+            let _ = writeln!(
+                o,
+                "            {}::{} => {:#x},",
+                b.name,
+                r.name.to_ascii_uppercase(),
+                r.defined()
+            );
+        }
+    }
+    o.push_str("            _ => u32::MAX,\n        }\n    }\n");
+    o.push_str(
+        "    /// Value of the register at `offset` after reset (0 for one that resets to 0 or\n",
+    );
+    o.push_str("    /// no register).\n");
+    o.push_str("    pub const fn reset(offset: u32) -> u32 {\n        match offset {\n");
+    for b in &map.blocks {
+        for r in b.registers.iter().filter(|r| r.reset != 0) {
+            let _ = writeln!(
+                o,
+                "            {}::{} => {:#x},",
+                b.name,
+                r.name.to_ascii_uppercase(),
+                r.reset
+            );
+        }
+    }
+    o.push_str("            _ => 0,\n        }\n    }\n");
+    o.push_str("    /// Bytes of the words every block starts with (TYPE, VERSION, NEXT).\n");
+    let _ = writeln!(
+        o,
+        "    pub const HEADER_BYTES: u32 = {};",
+        4 * HEADER_REGISTERS.len()
+    );
+    o.push_str("    /// Fields of every block's TYPE word (`meta.block_type_prefix | type_id`).\n");
+    o.push_str("    pub mod type_word {\n");
+    o.push_str("        /// `type_id`, bits 15..0.\n");
+    o.push_str(
+        "        pub const TYPE_ID: crate::RegField = crate::RegField { lsb: 0, width: 16 };\n",
+    );
+    o.push_str("        /// The project prefix (`meta.block_type_prefix`), bits 31..16.\n");
+    o.push_str(
+        "        pub const PREFIX: crate::RegField = crate::RegField { lsb: 16, width: 16 };\n",
+    );
+    o.push_str("    }\n");
     o.push_str("    /// Every block in discovery order: (name, base, type word, version).\n");
     o.push_str("    pub const ALL: &[(&str, u32, u32, u32)] = &[\n");
     for b in &map.blocks {
@@ -279,6 +386,237 @@ pub fn rust(map: &Regmap) -> String {
     }
     o.push_str("    ];\n}\n");
     o
+}
+
+/// The fields of a register: `RegField` constants in a module named after it, and a typed
+/// value (`CamelName`) with `word` / `from_word`.
+fn rust_register(map: &Regmap, b: &Block, r: &Register, o: &mut String) {
+    let ty = camel(&r.name);
+    let path = format!("{}.{}", b.name, r.name);
+    let _ = writeln!(o, "        /// Bit fields of `{}`.", r.name);
+    let _ = writeln!(o, "        pub mod {} {{", r.name);
+    for f in &r.fields {
+        doc_lines(o, "            ", &reg_field_doc(f));
+        let _ = writeln!(
+            o,
+            "            pub const {}: crate::RegField = crate::RegField {{ lsb: {}, width: {} }};",
+            f.name.to_ascii_uppercase(),
+            f.lsb,
+            f.width
+        );
+    }
+    o.push_str("            /// Bits the register defines (the others read 0).\n");
+    let _ = writeln!(
+        o,
+        "            pub const DEFINED: u32 = {:#x};",
+        r.defined()
+    );
+    o.push_str("        }\n");
+
+    // The typed value. A field whose Rust type is exactly as wide as the field (bool, u8 for
+    // 8 bits, u16, u32, an enum) cannot overflow, so `word` is infallible when all are; an
+    // enum field that does not define every value of its width makes `from_word` fallible.
+    let exact = |f: &RegField| f.enum_name.is_some() || matches!(f.width, 1 | 8 | 16 | 32);
+    let partial_enum = |f: &RegField| {
+        f.enum_name
+            .as_ref()
+            .and_then(|e| map.enum_def(e))
+            .is_some_and(|e| f.width >= 32 || (e.values.len() as u64) < (1u64 << f.width))
+    };
+    let word_fallible = !r.fields.iter().all(exact);
+    let from_fallible = r.fields.iter().any(partial_enum);
+    doc_lines(
+        o,
+        "        ",
+        &format!("`{}` as typed fields: {}", r.name, r.doc),
+    );
+    o.push_str("        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]\n");
+    let _ = writeln!(o, "        pub struct {ty} {{");
+    for f in &r.fields {
+        doc_lines(o, "            ", &reg_field_doc(f));
+        let fty = match &f.enum_name {
+            Some(e) => format!("crate::enums::{}", camel(e)),
+            None => rust_int(f.width).to_string(),
+        };
+        let _ = writeln!(o, "            pub {}: {fty},", f.name);
+    }
+    o.push_str("        }\n\n");
+    let _ = writeln!(o, "        impl {ty} {{");
+    if word_fallible {
+        o.push_str(
+            "            /// The register word; a value wider than its field is an error.\n",
+        );
+        o.push_str("            pub fn word(&self) -> Result<u32, crate::LayoutError> {\n");
+    } else {
+        o.push_str("            /// The register word.\n");
+        o.push_str("            pub const fn word(&self) -> u32 {\n");
+    }
+    o.push_str("                let mut w = 0u32;\n");
+    for f in &r.fields {
+        let up = f.name.to_ascii_uppercase();
+        let raw = if f.enum_name.is_some() {
+            format!("self.{}.value()", f.name)
+        } else {
+            format!("self.{} as u32", f.name)
+        };
+        if exact(f) {
+            let _ = writeln!(o, "                w |= ({raw}) << {}::{up}.lsb;", r.name);
+        } else {
+            let _ = writeln!(o, "                let v = {raw};");
+            let _ = writeln!(o, "                if v > {}::{up}.max() {{", r.name);
+            let _ = writeln!(
+                o,
+                "                    return Err(crate::LayoutError::Overflow {{ layout: {path:?}, field: {:?}, value: v.into(), width: {}, max: {}::{up}.max().into() }});",
+                f.name, f.width, r.name
+            );
+            o.push_str("                }\n");
+            let _ = writeln!(o, "                w |= v << {}::{up}.lsb;", r.name);
+        }
+    }
+    if word_fallible {
+        o.push_str("                Ok(w)\n            }\n\n");
+    } else {
+        o.push_str("                w\n            }\n\n");
+    }
+    if from_fallible {
+        o.push_str(
+            "            /// Decodes a register word (bits outside the fields are ignored); an enum\n",
+        );
+        o.push_str(
+            "            /// field holding a value its enumeration does not define is an error.\n",
+        );
+        o.push_str(
+            "            pub fn from_word(word: u32) -> Result<Self, crate::LayoutError> {\n",
+        );
+        let _ = writeln!(o, "                Ok({ty} {{");
+    } else {
+        o.push_str(
+            "            /// Decodes a register word (bits outside the fields are ignored).\n",
+        );
+        o.push_str("            pub fn from_word(word: u32) -> Self {\n");
+        let _ = writeln!(o, "                {ty} {{");
+    }
+    for f in &r.fields {
+        let up = f.name.to_ascii_uppercase();
+        let raw = format!("{}::{up}.get(word)", r.name);
+        let expr = match &f.enum_name {
+            Some(e) if partial_enum(f) => format!(
+                "crate::enums::{et}::from_value({raw}).ok_or(crate::LayoutError::BadEnum {{ layout: {path:?}, field: {:?}, value: {raw}, valid: &crate::enums::{et}::NAMES }})?",
+                f.name,
+                et = camel(e)
+            ),
+            Some(e) => format!(
+                "match crate::enums::{et}::from_value({raw}) {{ Some(v) => v, None => crate::enums::{et}::ALL[0] }}",
+                et = camel(e)
+            ),
+            None if f.width == 1 => format!("{raw} != 0"),
+            None => format!("{raw} as {}", rust_int(f.width)),
+        };
+        let _ = writeln!(o, "                    {}: {expr},", f.name);
+    }
+    if from_fallible {
+        o.push_str("                })\n            }\n");
+    } else {
+        o.push_str("                }\n            }\n");
+    }
+    o.push_str("        }\n\n");
+}
+
+fn reg_field_doc(f: &RegField) -> String {
+    let bits = if f.width == 1 {
+        format!("bit {}", f.lsb)
+    } else {
+        format!("bits {}..{}", f.lsb + f.width - 1, f.lsb)
+    };
+    let kind = f
+        .enum_name
+        .as_ref()
+        .map(|e| format!(" (enum `{e}`)"))
+        .unwrap_or_default();
+    let doc = if f.doc.is_empty() {
+        String::new()
+    } else {
+        format!(": {}", f.doc)
+    };
+    format!("`{}`, {bits}{kind}{doc}", f.name)
+}
+
+/// The integer type of a wide value.
+fn wide_int(width: u32) -> &'static str {
+    if width <= 64 {
+        "u64"
+    } else {
+        "u128"
+    }
+}
+
+/// A value spread over several registers: their offsets, `split` and `join`.
+fn rust_wide(b: &Block, w: &crate::model::WideValue, o: &mut String) {
+    let n = w.registers.len();
+    let int = wide_int(w.width);
+    let int_bits = if int == "u64" { 64 } else { 128 };
+    let path = format!("{}.{}", b.name, w.name);
+    doc_lines(
+        o,
+        "        ",
+        &format!(
+            "Wide value `{}` ({} bits): {}. Registers least significant first.",
+            w.name, w.width, w.doc
+        ),
+    );
+    let _ = writeln!(o, "        pub mod {} {{", w.name);
+    let regs: Vec<String> = w
+        .registers
+        .iter()
+        .map(|r| format!("super::{}", r.to_ascii_uppercase()))
+        .collect();
+    o.push_str("            /// The registers holding it, least significant 32 bits first.\n");
+    let _ = writeln!(
+        o,
+        "            pub const REGISTERS: [u32; {n}] = [{}];",
+        regs.join(", ")
+    );
+    o.push_str("            /// Width in bits.\n");
+    let _ = writeln!(o, "            pub const WIDTH: u32 = {};", w.width);
+    if w.width < int_bits {
+        o.push_str(
+            "            /// The register words (in `REGISTERS` order); a value wider than `WIDTH`\n",
+        );
+        o.push_str("            /// is an error.\n");
+        let _ = writeln!(
+            o,
+            "            pub fn split(value: {int}) -> Result<[u32; {n}], crate::LayoutError> {{"
+        );
+        let _ = writeln!(o, "                if value >> WIDTH != 0 {{");
+        let _ = writeln!(
+            o,
+            "                    return Err(crate::LayoutError::Overflow {{ layout: {path:?}, field: {:?}, value: value.into(), width: WIDTH as usize, max: ((1u128 << WIDTH) - 1) }});",
+            w.name
+        );
+        o.push_str("                }\n");
+        o.push_str("                Ok(std::array::from_fn(|i| (value >> (32 * i)) as u32))\n");
+        o.push_str("            }\n");
+    } else {
+        o.push_str("            /// The register words, in `REGISTERS` order.\n");
+        let _ = writeln!(o, "            pub fn split(value: {int}) -> [u32; {n}] {{");
+        o.push_str("                std::array::from_fn(|i| (value >> (32 * i)) as u32)\n");
+        o.push_str("            }\n");
+    }
+    o.push_str(
+        "            /// The value from its register words (in `REGISTERS` order); bits above\n",
+    );
+    o.push_str("            /// `WIDTH` are ignored.\n");
+    let _ = writeln!(o, "            pub fn join(words: [u32; {n}]) -> {int} {{");
+    let _ = writeln!(
+        o,
+        "                let v = words.iter().rev().fold(0 as {int}, |v, w| (v << 32) | {int}::from(*w));"
+    );
+    if w.width < int_bits {
+        let _ = writeln!(o, "                v & ((1 << WIDTH) - 1)");
+    } else {
+        o.push_str("                v\n");
+    }
+    o.push_str("            }\n        }\n");
 }
 
 fn rust_layout(map: &Regmap, l: &Layout, o: &mut String) {
@@ -360,6 +698,18 @@ fn rust_layout(map: &Regmap, l: &Layout, o: &mut String) {
                 camel(inner)
             );
             let _ = writeln!(o, "            }}");
+        } else if f.bytes.is_some() {
+            let _ = writeln!(
+                o,
+                "            for (i, b) in self.{}.iter().enumerate() {{",
+                f.name
+            );
+            let _ = writeln!(
+                o,
+                "                put_bits(bits, Self::{up}_LSB + 8 * i, 8, u128::from(*b), Self::NAME, {:?})?;",
+                f.name
+            );
+            let _ = writeln!(o, "            }}");
         } else {
             let value = if f.enum_name.is_some() {
                 format!("u128::from(self.{}.value())", f.name)
@@ -408,6 +758,12 @@ fn rust_layout(map: &Regmap, l: &Layout, o: &mut String) {
             let _ = writeln!(o, "                    }}");
             let _ = writeln!(o, "                    out");
             let _ = writeln!(o, "                }},");
+        } else if let Some(n) = f.bytes {
+            let _ = writeln!(
+                o,
+                "                {}: std::array::from_fn::<u8, {n}, _>(|i| get_bits(bits, Self::{up}_LSB + 8 * i, 8) as u8),",
+                f.name
+            );
         } else {
             let raw = format!("get_bits(bits, Self::{up}_LSB, Self::{up}_WIDTH)");
             let expr = if let Some(e) = &f.enum_name {
@@ -537,6 +893,13 @@ pub fn verilog(map: &Regmap) -> String {
                 &v.doc,
             );
         }
+        lp(
+            &mut o,
+            vl_ident(&[&e.name, "count"]),
+            0,
+            (e.values.len() as u32).into(),
+            "values defined",
+        );
     }
 
     o.push_str("\n// ---- flow hash ----\n");
@@ -662,6 +1025,13 @@ pub fn verilog(map: &Regmap) -> String {
     }
 
     o.push_str("\n// ---- register blocks (absolute byte addresses) ----\n");
+    lp(
+        &mut o,
+        vl_ident(&["blk", "header_bytes"]),
+        32,
+        (4 * HEADER_REGISTERS.len() as u32).into(),
+        "TYPE, VERSION, NEXT: the registers every block starts with",
+    );
     for (i, b) in map.blocks.iter().enumerate() {
         let _ = writeln!(o, "// {}: {}", b.name, b.doc);
         lp(
@@ -692,6 +1062,13 @@ pub fn verilog(map: &Regmap) -> String {
             map.next_offset(i).into(),
             "",
         );
+        lp(
+            &mut o,
+            vl_ident(&["blk", &b.name, "span"]),
+            32,
+            map.span(i).into(),
+            "bytes from the base the block's registers lie in",
+        );
         for (n, off, _) in HEADER_REGISTERS {
             lp(
                 &mut o,
@@ -718,8 +1095,110 @@ pub fn verilog(map: &Regmap) -> String {
                     "",
                 );
             }
+            if r.has_reset() {
+                lp(
+                    &mut o,
+                    vl_ident(&["reg", &b.name, &r.name, "reset"]),
+                    32,
+                    r.reset.into(),
+                    "",
+                );
+            }
+            if !r.fields.is_empty() {
+                lp(
+                    &mut o,
+                    vl_ident(&["reg", &b.name, &r.name, "defined"]),
+                    32,
+                    r.defined().into(),
+                    "bits the register defines",
+                );
+            }
+            for f in &r.fields {
+                lp(
+                    &mut o,
+                    vl_ident(&["reg", &b.name, &r.name, &f.name, "lsb"]),
+                    0,
+                    f.lsb.into(),
+                    &reg_field_doc(f),
+                );
+                lp(
+                    &mut o,
+                    vl_ident(&["reg", &b.name, &r.name, &f.name, "w"]),
+                    0,
+                    f.width.into(),
+                    "",
+                );
+                lp(
+                    &mut o,
+                    vl_ident(&["reg", &b.name, &r.name, &f.name, "mask"]),
+                    32,
+                    f.mask().into(),
+                    "",
+                );
+            }
+        }
+        for w in &b.wide {
+            lp(
+                &mut o,
+                vl_ident(&["wide", &b.name, &w.name, "w"]),
+                0,
+                w.width.into(),
+                &format!("{} (registers least significant first)", w.doc),
+            );
+            for (k, r) in w.registers.iter().enumerate() {
+                lp(
+                    &mut o,
+                    vl_ident(&["reg", &b.name, r, "wide", "lsb"]),
+                    0,
+                    (32 * k as u32).into(),
+                    &format!("first bit of wide {} held by {r}", w.name),
+                );
+            }
         }
     }
+
+    o.push_str("\n// ---- configuration flash ----\n");
+    let f = &map.flash;
+    let _ = writeln!(o, "// {}", f.doc);
+    lp(
+        &mut o,
+        vl_ident(&["flash", "segments"]),
+        0,
+        f.segments.into(),
+        "",
+    );
+    lp(
+        &mut o,
+        vl_ident(&["flash", "marker_area"]),
+        32,
+        f.marker_area.into(),
+        "bytes at the end of each segment holding its marker",
+    );
+    lp(
+        &mut o,
+        vl_ident(&["flash", "marker_version"]),
+        32,
+        f.marker_version.into(),
+        "",
+    );
+    let magic = f
+        .marker_magic
+        .bytes()
+        .enumerate()
+        .fold(0u128, |v, (i, b)| v | (u128::from(b) << (8 * i)));
+    let magic_bits = map
+        .layout(&f.marker_layout)
+        .and_then(|l| l.fields.iter().find(|x| x.name == "magic"))
+        .and_then(|m| m.bytes)
+        .unwrap_or(0)
+        * 8;
+    lp(
+        &mut o,
+        vl_ident(&["flash", "marker_magic"]),
+        magic_bits,
+        magic,
+        &format!("{:?}, byte 0 in bits 7..0", f.marker_magic),
+    );
     o.push_str("\n/* verilator lint_on UNUSEDPARAM */\n");
     o
 }
@@ -744,6 +1223,25 @@ pub fn markdown(map: &Regmap) -> String {
     o.push_str("Registers are 32-bit little-endian at byte offsets from BAR 0. Table entries are \
                 packed from bit 0 upwards in the order listed and moved as 32-bit words (word 0 = \
                 bits 31..0). IPv4 addresses are held IPv4-mapped (`::ffff:a.b.c.d`) in 128-bit fields.\n\n");
+    o.push_str(
+        "A register's bits are named by its **fields** (tables under each block; other bits \
+         read 0). Code never writes a field's shift or mask: Rust uses \
+         `nlb_hw::blocks::<block>::<Reg>` (typed fields, `word()` / `from_word()`), the \
+         field positions `<block>::<reg>::<FIELD>` (`lsb`, `width`, `get`, `put`), `DEFINED` \
+         and `<REG>_RESET`, and `<block>::<wide>::split` / `join` for a value held by several \
+         registers; Verilog uses `NLB_REG_<BLOCK>_<REG>_<FIELD>_LSB` / `_W` / `_MASK`, \
+         `NLB_REG_<BLOCK>_<REG>_DEFINED` and `_RESET` from `nlb_regmap.vh`. \
+         `hw/tests/no_hand_written_fields.rs` fails on a shift or mask by a literal in the Rust \
+         crates and on a literal bit select in the register-decoding RTL.\n\n\
+         To add a field: add it to the register's `fields` in `hw/regmap.toml` (`lsb`, `width`, \
+         `enum` if it holds one; `reset` on the register if it does not reset to 0), run \
+         `cargo run -p nlb-hw --bin nlb-regmap-gen`, then use the generated names in the RTL \
+         (`nlb_regs` or the block on its extension bus), in the golden model's device \
+         (`firmware-sim/src/device.rs`) and in the driver (the model keeps a ctrl register's \
+         `blocks::defined` bits, and `verif/tests/regs.rs` holds the RTL's to the same). Naming bits that already \
+         exist changes no value (no `regmap_version` bump); moving a bit or changing its \
+         meaning is incompatible and bumps it.\n\n",
+    );
 
     o.push_str("## Capacity profiles\n\n| profile | id | VIP buckets × ways | rules | pools | Maglev slots | backends | conntrack buckets × ways | queue depth | what |\n|---|---|---|---|---|---|---|---|---|---|\n");
     for p in &map.profiles {
@@ -784,9 +1282,14 @@ pub fn markdown(map: &Regmap) -> String {
             let _ = writeln!(o, "| {:#06x} | `{n}` | ro | 1 | {doc} |", b.offset + off);
         }
         for r in &b.registers {
+            let reset = if r.reset != 0 {
+                format!(" Reset {:#x}.", r.reset)
+            } else {
+                String::new()
+            };
             let _ = writeln!(
                 o,
-                "| {:#06x} | `{}` | {} | {} | {} |",
+                "| {:#06x} | `{}` | {} | {} | {}{reset} |",
                 b.offset + r.offset,
                 r.name,
                 r.access,
@@ -795,7 +1298,51 @@ pub fn markdown(map: &Regmap) -> String {
             );
         }
         o.push('\n');
+        if b.registers.iter().any(|r| !r.fields.is_empty()) {
+            o.push_str("Fields (other bits read 0; a read-write register stores only its field bits, a write-only one acts only on a word with no other bit set):\n\n| register | bits | field | type | description |\n|---|---|---|---|---|\n");
+            for r in &b.registers {
+                for f in &r.fields {
+                    let bits = if f.width == 1 {
+                        format!("{}", f.lsb)
+                    } else {
+                        format!("{}..{}", f.lsb + f.width - 1, f.lsb)
+                    };
+                    let ty = f
+                        .enum_name
+                        .as_ref()
+                        .map_or("unsigned".to_string(), |e| format!("enum `{e}`"));
+                    let _ = writeln!(
+                        o,
+                        "| `{}` | {bits} | `{}` | {ty} | {} |",
+                        r.name, f.name, f.doc
+                    );
+                }
+            }
+            o.push('\n');
+        }
+        for w in &b.wide {
+            let regs: Vec<String> = w.registers.iter().map(|r| format!("`{r}`")).collect();
+            let _ = writeln!(
+                o,
+                "Wide value `{}` ({} bits{}): held by {}, least significant 32 bits first.\n",
+                w.name,
+                w.width,
+                if w.doc.is_empty() {
+                    String::new()
+                } else {
+                    format!(", {}", w.doc)
+                },
+                regs.join(", ")
+            );
+        }
     }
+
+    let f = &map.flash;
+    let _ = writeln!(
+        o,
+        "## Configuration flash\n\n{}\n\n- segments: {}\n- marker: the last {:#x} bytes of every segment, layout `{}` below\n- marker magic: `{:?}` (NUL-padded), version {}\n",
+        f.doc, f.segments, f.marker_area, f.marker_layout, f.marker_magic, f.marker_version
+    );
 
     o.push_str("## Table entry and stream record layouts\n\n");
     for l in &map.layouts {
@@ -811,9 +1358,10 @@ pub fn markdown(map: &Regmap) -> String {
         o.push_str("| bits | field | width | type | description |\n|---|---|---|---|---|\n");
         for p in map.place(l) {
             let total = p.elem_width * p.count;
-            let ty = match (&p.field.layout, &p.field.enum_name) {
-                (Some(inner), _) => format!("`{inner}` × {}", p.count),
-                (None, Some(e)) => format!("enum `{e}`"),
+            let ty = match (&p.field.layout, &p.field.enum_name, p.field.bytes) {
+                (Some(inner), _, _) => format!("`{inner}` × {}", p.count),
+                (None, Some(e), _) => format!("enum `{e}`"),
+                (None, None, Some(n)) => format!("{n} bytes, byte 0 lowest"),
                 _ => "unsigned".to_string(),
             };
             let _ = writeln!(

@@ -93,3 +93,66 @@ pub fn get_bits(bits: &BitSlice<u32, Lsb0>, lsb: usize, width: usize) -> u128 {
     }
     value
 }
+
+/// A bit field of a 32-bit register (`fields` of a register in `hw/regmap.toml`): every
+/// shift and mask of a register's bits goes through one of these generated constants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RegField {
+    /// First bit.
+    pub lsb: u32,
+    /// Bits (1..=32).
+    pub width: u32,
+}
+
+impl RegField {
+    /// Largest value the field holds.
+    pub const fn max(self) -> u32 {
+        u32::MAX >> (32 - self.width)
+    }
+
+    /// The field's bits in place.
+    pub const fn mask(self) -> u32 {
+        self.max() << self.lsb
+    }
+
+    /// The field's value in `word`.
+    pub const fn get(self, word: u32) -> u32 {
+        (word >> self.lsb) & self.max()
+    }
+
+    /// The field's bits of `word`, in place (the others cleared).
+    pub const fn bits(self, word: u32) -> u32 {
+        word & self.mask()
+    }
+
+    /// Whether `value` fits the field.
+    pub const fn fits(self, value: u32) -> bool {
+        value <= self.max()
+    }
+
+    /// `value` placed in the field (the other bits 0); `None` if it does not fit.
+    pub const fn put(self, value: u32) -> Option<u32> {
+        if self.fits(value) {
+            Some(value << self.lsb)
+        } else {
+            None
+        }
+    }
+
+    /// A one-bit field set or clear, in place.
+    pub const fn flag(self, on: bool) -> u32 {
+        if on {
+            1 << self.lsb
+        } else {
+            0
+        }
+    }
+
+    /// `word` with the field replaced by `value`; `None` if it does not fit.
+    pub const fn set(self, word: u32, value: u32) -> Option<u32> {
+        match self.put(value) {
+            Some(v) => Some((word & !self.mask()) | v),
+            None => None,
+        }
+    }
+}

@@ -18,12 +18,12 @@ mod generated {
 }
 
 pub use generated::{
-    blocks, enums, hash_def, layouts, BLOCK_TYPE_PREFIX, DATA_WIDTH, DESIGN_VERSION, PROFILES,
-    REGMAP_VERSION,
+    blocks, enums, flash_def, hash_def, layouts, BLOCK_TYPE_PREFIX, DATA_WIDTH, DESIGN_VERSION,
+    PROFILES, REGMAP_VERSION,
 };
 pub use hash::{flow_hash, table_index, FlowKey};
-pub use layout::LayoutError;
-pub use tables::{NicSettings, TableError, Tables};
+pub use layout::{LayoutError, RegField};
+pub use tables::{NicSettings, TableError, Tables, NIC_REGISTERS};
 
 use std::path::{Path, PathBuf};
 

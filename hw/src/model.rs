@@ -22,6 +22,27 @@ pub struct Regmap {
     pub layouts: Vec<Layout>,
     /// Register blocks, in discovery-list order.
     pub blocks: Vec<Block>,
+    /// The multiboot layout of the configuration flash.
+    pub flash: FlashDef,
+}
+
+/// `[flash]`: where the images and their markers lie in the configuration flash, and the
+/// marker's identity. The marker's bytes are the layout named by `marker_layout`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlashDef {
+    /// Prose definition.
+    pub doc: String,
+    /// Equal segments the flash is split into (segment 0: fallback image).
+    pub segments: u32,
+    /// Bytes at the end of every segment that belong to its marker (one erase subsector).
+    pub marker_area: u32,
+    /// The layout of the marker's bytes.
+    pub marker_layout: String,
+    /// Magic at the start of a marker (ASCII, NUL-padded to the `magic` field).
+    pub marker_magic: String,
+    /// Marker format version written by this release.
+    pub marker_version: u32,
 }
 
 /// `[meta]`.
@@ -163,6 +184,8 @@ pub struct Field {
     pub layout: Option<String>,
     /// Number of nested records (array fields).
     pub count: Option<u32>,
+    /// A byte string of this many bytes, byte 0 in the lowest bits (`[u8; N]` in Rust).
+    pub bytes: Option<u32>,
     /// What it holds.
     #[serde(default)]
     pub doc: String,
@@ -184,6 +207,53 @@ pub struct Block {
     pub offset: u32,
     /// Registers after the three header words.
     pub registers: Vec<Register>,
+    /// Values wider than a register, held by several registers.
+    #[serde(default)]
+    pub wide: Vec<WideValue>,
+}
+
+/// A value held by several registers of a block, its low 32 bits in the first one.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WideValue {
+    /// snake_case name.
+    pub name: String,
+    /// Width in bits (33..=128).
+    pub width: u32,
+    /// The registers holding it, least significant 32 bits first.
+    pub registers: Vec<String>,
+    /// What it is.
+    #[serde(default)]
+    pub doc: String,
+}
+
+/// A bit field of a register.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RegField {
+    /// snake_case name.
+    pub name: String,
+    /// First bit.
+    pub lsb: u32,
+    /// Bits.
+    pub width: u32,
+    /// Enumeration held by the field.
+    #[serde(rename = "enum")]
+    pub enum_name: Option<String>,
+    /// What it holds.
+    #[serde(default)]
+    pub doc: String,
+}
+
+impl RegField {
+    /// The field's bits in place.
+    pub fn mask(&self) -> u32 {
+        // Checked: an invalid field (reported by `check`) must not panic here.
+        let ones = 1u32
+            .checked_shl(self.width)
+            .map_or(u32::MAX, |v| v.wrapping_sub(1));
+        ones.checked_shl(self.lsb).unwrap_or(0)
+    }
 }
 
 /// A register (or an array of `count` consecutive registers).
@@ -202,6 +272,29 @@ pub struct Register {
     /// What it does.
     #[serde(default)]
     pub doc: String,
+    /// Bit fields (none: the register is one 32-bit value).
+    #[serde(default)]
+    pub fields: Vec<RegField>,
+    /// Value after reset (0 when not given).
+    #[serde(default)]
+    pub reset: u32,
+}
+
+impl Register {
+    /// Whether the register has a reset value worth naming: every single read-write register,
+    /// and any other with fields or a non-zero reset.
+    pub fn has_reset(&self) -> bool {
+        self.reset != 0 || !self.fields.is_empty() || (self.access == "rw" && self.count == 1)
+    }
+
+    /// Bits the register defines: its fields', or all 32 for a plain value.
+    pub fn defined(&self) -> u32 {
+        if self.fields.is_empty() {
+            u32::MAX
+        } else {
+            self.fields.iter().fold(0, |m, f| m | f.mask())
+        }
+    }
 }
 
 fn one() -> u32 {
@@ -264,7 +357,7 @@ impl Regmap {
                     f.count.unwrap_or(1),
                 ),
                 (None, Some(w)) => (w, 1),
-                (None, None) => (0, 1),
+                (None, None) => (8 * f.bytes.unwrap_or(0), 1),
             };
             out.push(PlacedField {
                 field: f.clone(),
@@ -275,6 +368,25 @@ impl Regmap {
             lsb += elem_width * count;
         }
         out
+    }
+
+    /// Bytes from block `index`'s base up to the next block (for the last: its registers'
+    /// extent rounded up to 4 KiB): every address in the block lies below base + span.
+    pub fn span(&self, index: usize) -> u32 {
+        let b = &self.blocks[index];
+        match self.blocks.get(index + 1) {
+            Some(next) => next.offset - b.offset,
+            None => {
+                let end = b
+                    .registers
+                    .iter()
+                    .map(|r| r.offset + 4 * r.count)
+                    .max()
+                    .unwrap_or(0)
+                    .max(4 * HEADER_REGISTERS.len() as u32);
+                end.div_ceil(0x1000) * 0x1000
+            }
+        }
     }
 
     /// Byte offset of the block after `index` in the discovery list (0 after the last).
@@ -304,9 +416,11 @@ impl Regmap {
                             ));
                         }
                     }
-                    (None, Some(w), None) if (1..=128).contains(&w) => {}
+                    (None, Some(w), None) if (1..=128).contains(&w) && f.bytes.is_none() => {}
+                    (None, None, None) if f.bytes.is_some_and(|n| n >= 1) => {}
                     _ => errors.push(format!(
-                        "layouts.{}.{}: give either width (1..=128) or layout + count (>= 1)",
+                        "layouts.{}.{}: give one of width (1..=128), bytes (>= 1) or layout + \
+                         count (>= 1)",
                         l.name, f.name
                     )),
                 }
@@ -389,6 +503,7 @@ impl Regmap {
                     ));
                 }
             }
+            self.check_fields(b, &mut errors);
             if let Some(next) = self.blocks.get(i + 1) {
                 if let Some(last) = spans.last() {
                     if b.offset + last.1 > next.offset {
@@ -397,6 +512,7 @@ impl Regmap {
                 }
             }
         }
+        self.check_flash(&mut errors);
         if errors.is_empty() {
             Ok(())
         } else {
@@ -404,6 +520,135 @@ impl Regmap {
                 "hw/regmap.toml is inconsistent:\n  {}",
                 errors.join("\n  ")
             ))
+        }
+    }
+}
+
+impl Regmap {
+    /// Register fields and wide values of one block.
+    fn check_fields(&self, b: &Block, errors: &mut Vec<String>) {
+        for r in &b.registers {
+            let at = format!("blocks.{}.{}", b.name, r.name);
+            let mut used = 0u32;
+            let mut names = BTreeSet::new();
+            for f in &r.fields {
+                if !names.insert(f.name.as_str()) {
+                    errors.push(format!("{at}: duplicate field {}", f.name));
+                }
+                if f.width == 0 || f.lsb + f.width > 32 {
+                    errors.push(format!(
+                        "{at}.{}: bits {}..{} are not inside the 32-bit register",
+                        f.name,
+                        f.lsb + f.width.max(1) - 1,
+                        f.lsb
+                    ));
+                    continue;
+                }
+                if used & f.mask() != 0 {
+                    errors.push(format!("{at}.{}: overlaps another field", f.name));
+                }
+                used |= f.mask();
+                if let Some(e) = &f.enum_name {
+                    match self.enum_def(e) {
+                        Some(def) => {
+                            for v in &def.values {
+                                if f.width < 32 && v.value >> f.width != 0 {
+                                    errors.push(format!(
+                                        "{at}.{}: enum {e} value {} does not fit {} bits",
+                                        f.name, v.name, f.width
+                                    ));
+                                }
+                            }
+                        }
+                        None => errors.push(format!("{at}.{}: enum {e} is not defined", f.name)),
+                    }
+                }
+            }
+            if r.reset & !r.defined() != 0 {
+                errors.push(format!(
+                    "{at}: reset {:#x} sets bits outside the fields ({:#x})",
+                    r.reset,
+                    r.defined()
+                ));
+            }
+            if !r.fields.is_empty() && r.count > 1 {
+                errors.push(format!("{at}: an array register cannot have fields"));
+            }
+        }
+        let mut in_wide = BTreeSet::new();
+        for w in &b.wide {
+            let at = format!("blocks.{}.wide.{}", b.name, w.name);
+            if !(33..=128).contains(&w.width) {
+                errors.push(format!("{at}: width must be 33..=128"));
+                continue;
+            }
+            if w.registers.len() as u32 != w.width.div_ceil(32) {
+                errors.push(format!(
+                    "{at}: {} bits need {} registers, {} listed",
+                    w.width,
+                    w.width.div_ceil(32),
+                    w.registers.len()
+                ));
+            }
+            if b.registers
+                .iter()
+                .any(|r| r.name == w.name && !r.fields.is_empty())
+            {
+                errors.push(format!("{at}: name taken by a register with fields"));
+            }
+            for (k, name) in w.registers.iter().enumerate() {
+                let Some(r) = b.registers.iter().find(|r| &r.name == name) else {
+                    errors.push(format!("{at}: no register {name} in the block"));
+                    continue;
+                };
+                if !in_wide.insert(name.as_str()) {
+                    errors.push(format!("{at}: register {name} is part of two wide values"));
+                }
+                // The register holds bits 32k.. of the value: all 32, or the rest at the top.
+                let bits = (w.width - 32 * k as u32).min(32);
+                let want = if bits == 32 {
+                    u32::MAX
+                } else {
+                    (1u32 << bits) - 1
+                };
+                if r.defined() != want {
+                    errors.push(format!(
+                        "{at}: register {name} must define bits {}..0 (its fields define {:#x})",
+                        bits - 1,
+                        r.defined()
+                    ));
+                }
+            }
+        }
+    }
+
+    /// `[flash]` against the layouts.
+    fn check_flash(&self, errors: &mut Vec<String>) {
+        let f = &self.flash;
+        match self.layout(&f.marker_layout) {
+            None => errors.push(format!(
+                "flash.marker_layout: layout {} is not defined",
+                f.marker_layout
+            )),
+            Some(l) => {
+                let magic = l.fields.iter().find(|x| x.name == "magic");
+                match magic.and_then(|m| m.bytes) {
+                    Some(n) if f.marker_magic.len() <= n as usize && f.marker_magic.is_ascii() => {}
+                    _ => errors.push(format!(
+                        "flash: layout {} needs a `magic` field of bytes holding marker_magic",
+                        l.name
+                    )),
+                }
+                if self.layout_width(l) % 32 != 0 || self.layout_width(l) / 8 > f.marker_area {
+                    errors.push(format!(
+                        "flash: layout {} must be whole words and fit marker_area",
+                        l.name
+                    ));
+                }
+            }
+        }
+        if f.segments < 1 || !f.marker_area.is_power_of_two() {
+            errors.push("flash: segments >= 1 and a power-of-two marker_area".to_string());
         }
     }
 }

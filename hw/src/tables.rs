@@ -5,6 +5,7 @@
 //! the table window, and the golden model and the simulated device execute on them. Entries are
 //! addressed the way the table window addresses them: ([`Table`], index).
 
+use crate::blocks::ctrl;
 use crate::enums::{DefaultAction, Table};
 use crate::layouts::{AclEntry, BackendEntry, MaglevSlot, PoolEntry, RuleEntry, VipEntry};
 use crate::{LayoutError, Profile};
@@ -172,23 +173,187 @@ pub struct NicSettings {
     pub outer_src_v6_len: u8,
 }
 
-impl Default for NicSettings {
-    fn default() -> Self {
-        NicSettings {
-            default_action: DefaultAction::Pass,
-            local_mac: 0x02_00_00_00_00_01,
-            gue_port: 6080,
-            outer_src_v4: 0,
-            outer_src_v4_len: 32,
-            outer_src_v6: 0,
-            outer_src_v6_len: 128,
+/// The ctrl registers holding [`NicSettings`], in [`NicSettings::words`] order: each setting's
+/// register, a wide setting's registers least significant first.
+pub const NIC_REGISTERS: [u32; 11] = {
+    let mac = ctrl::local_mac::REGISTERS;
+    let v6 = ctrl::outer_src_v6::REGISTERS;
+    [
+        ctrl::DEFAULT_ACTION,
+        mac[0],
+        mac[1],
+        ctrl::GUE_PORT,
+        ctrl::OUTER_SRC_V4,
+        ctrl::OUTER_SRC_V4_LEN,
+        v6[0],
+        v6[1],
+        v6[2],
+        v6[3],
+        ctrl::OUTER_SRC_V6_LEN,
+    ]
+};
+
+/// Largest `outer_src_v4_len` (the register saturates writes above it).
+pub const MAX_V4_PREFIX: u8 = 32;
+/// Largest `outer_src_v6_len` (the register saturates writes above it).
+pub const MAX_V6_PREFIX: u8 = 128;
+
+impl NicSettings {
+    /// The register values, in [`NIC_REGISTERS`] order. A MAC wider than 48 bits or a prefix
+    /// length beyond its register is an error.
+    pub fn words(&self) -> Result<[u32; 11], LayoutError> {
+        let mac = ctrl::local_mac::split(self.local_mac)?;
+        let v6 = ctrl::outer_src_v6::split(self.outer_src_v6);
+        let v4_len = ctrl::OuterSrcV4Len {
+            len: self.outer_src_v4_len,
         }
+        .word()?;
+        Ok([
+            ctrl::DefaultAction {
+                action: self.default_action,
+            }
+            .word(),
+            mac[0],
+            mac[1],
+            ctrl::GuePort {
+                port: self.gue_port,
+            }
+            .word(),
+            self.outer_src_v4,
+            v4_len,
+            v6[0],
+            v6[1],
+            v6[2],
+            v6[3],
+            ctrl::OuterSrcV6Len {
+                len: self.outer_src_v6_len,
+            }
+            .word(),
+        ])
+    }
+
+    /// The settings from register values in [`NIC_REGISTERS`] order; `None` when a value is
+    /// not one the registers hold (bits outside their fields, an undefined default action, a
+    /// prefix length beyond 32 or 128).
+    pub fn from_words(w: &[u32; 11]) -> Option<NicSettings> {
+        let clean = NIC_REGISTERS
+            .iter()
+            .zip(w)
+            .all(|(&reg, &v)| v & !crate::blocks::defined(reg) == 0);
+        if !clean {
+            return None;
+        }
+        let v4_len = ctrl::OuterSrcV4Len::from_word(w[5]).len;
+        let v6_len = ctrl::OuterSrcV6Len::from_word(w[10]).len;
+        if v4_len > MAX_V4_PREFIX || v6_len > MAX_V6_PREFIX {
+            return None;
+        }
+        Some(NicSettings {
+            default_action: ctrl::DefaultAction::from_word(w[0]).action,
+            local_mac: ctrl::local_mac::join([w[1], w[2]]),
+            gue_port: ctrl::GuePort::from_word(w[3]).port,
+            outer_src_v4: w[4],
+            outer_src_v4_len: v4_len,
+            outer_src_v6: ctrl::outer_src_v6::join([w[6], w[7], w[8], w[9]]),
+            outer_src_v6_len: v6_len,
+        })
+    }
+
+    /// The settings the ctrl registers hold after reset.
+    pub fn reset() -> Option<NicSettings> {
+        Self::from_words(&NIC_REGISTERS.map(crate::blocks::reset))
+    }
+}
+
+impl Default for NicSettings {
+    /// The reset values of the ctrl registers (hw/regmap.toml `reset`): what a device holds
+    /// before the first load.
+    fn default() -> Self {
+        // The regmap's reset values are valid settings (checked by the tests below).
+        Self::reset().unwrap_or(NicSettings {
+            default_action: DefaultAction::Pass,
+            local_mac: 0,
+            gue_port: 0,
+            outer_src_v4: 0,
+            outer_src_v4_len: MAX_V4_PREFIX,
+            outer_src_v6: 0,
+            outer_src_v6_len: MAX_V6_PREFIX,
+        })
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reset_settings_are_the_documented_ones() {
+        // docs/regmap.md: MAC 02:00:00:00:00:01, GUE 6080, /32 and /128, PASS.
+        let d = NicSettings::reset().expect("the regmap's reset values are valid settings");
+        assert_eq!(d, NicSettings::default());
+        assert_eq!(d.default_action, DefaultAction::Pass);
+        assert_eq!(d.local_mac, 0x02_00_00_00_00_01);
+        assert_eq!(d.gue_port, 6080);
+        assert_eq!((d.outer_src_v4, d.outer_src_v4_len), (0, 32));
+        assert_eq!((d.outer_src_v6, d.outer_src_v6_len), (0, 128));
+    }
+
+    #[test]
+    fn settings_words_round_trip_and_refuse_what_registers_cannot_hold() {
+        let n = NicSettings {
+            default_action: DefaultAction::Drop,
+            local_mac: 0x0A0B_0C0D_0E0F,
+            gue_port: 0xFFFF,
+            outer_src_v4: 0xC633_6400,
+            outer_src_v4_len: 24,
+            outer_src_v6: 0x2001_0db8_0000_0000_0000_0000_0000_0007,
+            outer_src_v6_len: 48,
+        };
+        let w = n.words().unwrap();
+        // Hand-worked: the registers in NIC_REGISTERS order.
+        assert_eq!(
+            w,
+            [
+                1,
+                0x0C0D_0E0F,
+                0x0A0B,
+                0xFFFF,
+                0xC633_6400,
+                24,
+                7,
+                0,
+                0,
+                0x2001_0db8,
+                48
+            ]
+        );
+        assert_eq!(NIC_REGISTERS[2], ctrl::LOCAL_MAC_HI);
+        assert_eq!(NIC_REGISTERS[9], ctrl::OUTER_SRC_V6_0);
+        assert_eq!(NicSettings::from_words(&w), Some(n));
+        let mut bad = w;
+        bad[5] = 33;
+        assert_eq!(NicSettings::from_words(&bad), None, "v4 prefix 33");
+        let mut bad = w;
+        bad[2] = 0x1_0A0B;
+        assert_eq!(
+            NicSettings::from_words(&bad),
+            None,
+            "bit 16 of local_mac_hi"
+        );
+        let mut bad = w;
+        bad[3] = 0x1_0000;
+        assert_eq!(NicSettings::from_words(&bad), None, "a 17-bit GUE port");
+        let wide_mac = NicSettings {
+            local_mac: 0x1_0000_0000_0000,
+            ..n
+        };
+        assert!(wide_mac.words().is_err());
+        let long_v4 = NicSettings {
+            outer_src_v4_len: 64,
+            ..n
+        };
+        assert!(long_v4.words().is_err());
+    }
 
     #[test]
     fn write_read_and_diff() {

@@ -434,18 +434,29 @@ impl Worker {
         let range = |base: u32, count: u32| base..base + 4 * count;
         match off {
             q::PUNT_STATUS => {
-                let v = (self.punt.len() as u32 & 0xffff) | u32::from(self.punt_overflow) << 31;
+                let v = q::PuntStatus {
+                    count: saturate_u16(self.punt.len()),
+                    overflow: self.punt_overflow,
+                }
+                .word();
                 self.punt_overflow = false;
                 v
             }
             q::PUNT_LEN => self.punt_data.len() as u32,
             q::LEARN_STATUS => {
-                let v = (self.learn.len() as u32 & 0xffff) | u32::from(self.learn_overflow) << 31;
+                let v = q::LearnStatus {
+                    count: saturate_u16(self.learn.len()),
+                    overflow: self.learn_overflow,
+                }
+                .word();
                 self.learn_overflow = false;
                 v
             }
             // Entries held by transmitted frames not taken yet are not free.
-            q::INJECT_STATUS => self.depth.saturating_sub(self.transmitted.len()) as u32 & 0xffff,
+            q::INJECT_STATUS => q::InjectStatus {
+                free: saturate_u16(self.depth.saturating_sub(self.transmitted.len())),
+            }
+            .word(),
             q::IRQ_MASK => self.irq_mask,
             o if range(q::LEARN_DATA, q::LEARN_DATA_COUNT).contains(&o) => {
                 self.learn_data[((o - q::LEARN_DATA) / 4) as usize]
@@ -471,7 +482,7 @@ impl Worker {
     fn write_queues(&mut self, off: u32, v: u32) -> Result<(), VerifError> {
         let range = |base: u32, count: u32| base..base + 4 * count;
         match off {
-            q::PUNT_POP if v == 1 => match self.punt.pop_front() {
+            q::PUNT_POP if v == q::PuntPop { pop: true }.word() => match self.punt.pop_front() {
                 Some(p) => {
                     self.punt_header = p.header.pack().unwrap_or_default();
                     self.punt_data = p.frame;
@@ -481,14 +492,14 @@ impl Worker {
                     self.punt_data.clear();
                 }
             },
-            q::LEARN_POP if v == 1 => {
+            q::LEARN_POP if v == q::LearnPop { pop: true }.word() => {
                 self.learn_data = match self.learn.pop_front() {
                     Some(ev) => ev.pack().unwrap_or_default(),
                     None => [0; q::LEARN_DATA_COUNT as usize],
                 };
             }
-            q::INJECT_PUSH if v == 1 => self.inject()?,
-            q::IRQ_MASK => self.irq_mask = v & 3,
+            q::INJECT_PUSH if v == q::InjectPush { push: true }.word() => self.inject()?,
+            q::IRQ_MASK => self.irq_mask = v & q::irq_mask::DEFINED,
             o if range(q::INJECT_HEADER, q::INJECT_HEADER_COUNT).contains(&o) => {
                 self.inject_header[((o - q::INJECT_HEADER) / 4) as usize] = v
             }
@@ -524,9 +535,14 @@ impl Worker {
     }
 }
 
+/// A queue length as its 16-bit status field shows it (queues are never that deep).
+fn saturate_u16(n: usize) -> u16 {
+    u16::try_from(n).unwrap_or(u16::MAX)
+}
+
 /// Registers of the queues block past its header (TYPE/VERSION/NEXT answer from the RTL).
 fn in_queues(off: u32) -> bool {
-    (q::BASE..q::BASE + 0x8000).contains(&off) && off >= q::BASE + 0xC
+    (q::BASE + nlb_hw::blocks::HEADER_BYTES..q::BASE + q::SPAN).contains(&off)
 }
 
 /// Writes one connection-table entry through the conntrack block the way the host installs
@@ -539,10 +555,18 @@ pub fn write_conntrack<D: Device + ?Sized>(
     let words = e
         .pack()
         .map_err(|err| DeviceError::Protocol(format!("connection entry: {err}")))?;
-    let write_at = index << 8 | TableCmd::WriteAt.value();
-    for (i, w) in words.iter().enumerate() {
-        let w = if i == 0 { w & !1 } else { *w };
-        dev.write32(conntrack::DATA + 4 * i as u32, w)?;
+    let write_at = conntrack::Cmd {
+        op: TableCmd::WriteAt,
+        index,
+    }
+    .word()
+    .map_err(|err| DeviceError::Protocol(format!("connection entry {index}: {err}")))?;
+    // Every word with valid = 0 first.
+    let invalid = CtEntry { valid: false, ..*e }
+        .pack()
+        .map_err(|err| DeviceError::Protocol(format!("connection entry: {err}")))?;
+    for (i, w) in invalid.iter().enumerate() {
+        dev.write32(conntrack::DATA + 4 * i as u32, *w)?;
     }
     dev.write32(conntrack::CMD, write_at)?;
     if e.valid {

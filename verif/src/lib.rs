@@ -8,6 +8,7 @@
 //!   random idle cycles and back-pressure from a seeded generator;
 //! - [`axis`]: AXI-Stream source and sink agents (the sink checks the stream rules);
 //! - [`axil`]: an AXI-Lite master agent with blocking `read`/`write` helpers;
+//! - [`extbus`]: a master of `nlb_regs`' extension bus, for the blocks on it;
 //! - [`regbus::RegBus`]: 32-bit register access to a model's AXI-Lite port;
 //! - [`frames`]: frame generators (well-formed, random, mutated) for the pipeline tests;
 //! - [`scenario`]: random table banks and the traffic that exercises them;
@@ -23,6 +24,7 @@ pub mod axis;
 pub mod bench;
 pub mod device;
 pub mod error;
+pub mod extbus;
 pub mod frames;
 pub mod regbus;
 pub mod scenario;

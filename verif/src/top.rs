@@ -11,10 +11,11 @@ use crate::models::Top;
 use crate::sim::{Port, Sim};
 use firmware_sim::pipeline::{CtOutcome, PacketResult};
 use firmware_sim::{Counter, CounterKind};
-use nlb_hw::blocks::{conntrack, counters, ctrl, table};
-use nlb_hw::enums::{Event, KeyType, Reason, TableCmd, Verdict};
-use nlb_hw::layouts::{CtEntry, LearnEvent, PuntHeader};
-use nlb_hw::{NicSettings, Tables};
+use nlb_hw::blocks::{conntrack, counters, table};
+use nlb_hw::enums::{CounterSnapshot, Event, KeyType, Reason, TableCmd, Verdict};
+use nlb_hw::layout::field_max;
+use nlb_hw::layouts::{CtEntry, InjectHeader, LearnEvent, PuntHeader};
+use nlb_hw::{NicSettings, Tables, NIC_REGISTERS};
 use rand::rngs::StdRng;
 use std::collections::VecDeque;
 use std::path::Path;
@@ -416,11 +417,19 @@ impl TopBench {
             for (i, w) in words.iter().enumerate() {
                 self.axil.queue_write(table::DATA + 4 * i as u32, *w);
             }
-            self.axil
-                .queue_write(table::SELECT, t.value() | u32::from(bank & 1) << 8);
-            // WRITE_AT: the index rides in cmd bits 31..8.
-            self.axil
-                .queue_write(table::CMD, index << 8 | TableCmd::WriteAt.value());
+            let select = table::Select {
+                table: t,
+                bank: bank == 1,
+            };
+            self.axil.queue_write(table::SELECT, select.word());
+            // WRITE_AT: the index rides in the command.
+            let cmd = table::Cmd {
+                op: TableCmd::WriteAt,
+                index,
+            }
+            .word()
+            .map_err(|e| VerifError::Setup(format!("{t:?} {index}: {e}")))?;
+            self.axil.queue_write(table::CMD, cmd);
         }
         self.flush()?;
         let status = self.read32(table::STATUS)?;
@@ -438,10 +447,18 @@ impl TopBench {
         let words = e
             .pack()
             .map_err(|err| VerifError::Setup(format!("conntrack entry: {err}")))?;
-        let write_at = index << 8 | TableCmd::WriteAt.value();
-        for (i, w) in words.iter().enumerate() {
-            let w = if i == 0 { w & !1 } else { *w };
-            self.axil.queue_write(conntrack::DATA + 4 * i as u32, w);
+        let write_at = conntrack::Cmd {
+            op: TableCmd::WriteAt,
+            index,
+        }
+        .word()
+        .map_err(|err| VerifError::Setup(format!("conntrack entry {index}: {err}")))?;
+        // Every word with valid = 0 first.
+        let invalid = CtEntry { valid: false, ..*e }
+            .pack()
+            .map_err(|err| VerifError::Setup(format!("conntrack entry: {err}")))?;
+        for (i, w) in invalid.iter().enumerate() {
+            self.axil.queue_write(conntrack::DATA + 4 * i as u32, *w);
         }
         self.axil.queue_write(conntrack::CMD, write_at);
         if e.valid {
@@ -460,19 +477,13 @@ impl TopBench {
 
     /// Writes the ctrl settings, the default action included.
     pub fn write_settings(&mut self, s: &NicSettings) -> Result<(), VerifError> {
-        self.write32(ctrl::DEFAULT_ACTION, s.default_action.value())?;
-        self.write32(ctrl::LOCAL_MAC_LO, s.local_mac as u32)?;
-        self.write32(ctrl::LOCAL_MAC_HI, (s.local_mac >> 32) as u32)?;
-        self.write32(ctrl::GUE_PORT, u32::from(s.gue_port))?;
-        self.write32(ctrl::OUTER_SRC_V4, s.outer_src_v4)?;
-        self.write32(ctrl::OUTER_SRC_V4_LEN, u32::from(s.outer_src_v4_len))?;
-        for i in 0..4u32 {
-            self.write32(
-                ctrl::OUTER_SRC_V6_0 + 4 * i,
-                (s.outer_src_v6 >> (96 - 32 * i)) as u32,
-            )?;
+        let words = s
+            .words()
+            .map_err(|e| VerifError::Setup(format!("NIC settings: {e}")))?;
+        for (reg, w) in NIC_REGISTERS.iter().zip(words) {
+            self.write32(*reg, w)?;
         }
-        self.write32(ctrl::OUTER_SRC_V6_LEN, u32::from(s.outer_src_v6_len))
+        Ok(())
     }
 
     /// Snapshots one counter (`clear`: and zeroes it) and reads its eight words.
@@ -482,18 +493,26 @@ impl TopBench {
         index: u32,
         clear: bool,
     ) -> Result<Counter, VerifError> {
-        self.write32(counters::SELECT, kind.value() << 24 | index)?;
-        self.write32(counters::SNAPSHOT, if clear { 2 } else { 1 })?;
-        let mut w = [0u32; 8];
-        for (i, x) in w.iter_mut().enumerate() {
-            *x = self.read32(counters::PACKETS_LO + 4 * i as u32)?;
-        }
-        let v = |i: usize| u64::from(w[i]) | u64::from(w[i + 1]) << 32;
+        let select = counters::Select { kind, index }
+            .word()
+            .map_err(|e| VerifError::Setup(format!("counter {index}: {e}")))?;
+        self.write32(counters::SELECT, select)?;
+        let op = if clear {
+            CounterSnapshot::LatchClear
+        } else {
+            CounterSnapshot::Latch
+        };
+        self.write32(counters::SNAPSHOT, counters::Snapshot { op }.word())?;
+        let mut wide = |regs: [u32; 2]| -> Result<u64, VerifError> {
+            let lo = self.read32(regs[0])?;
+            let hi = self.read32(regs[1])?;
+            Ok(counters::packets::join([lo, hi]))
+        };
         Ok(Counter {
-            packets: v(0),
-            bytes: v(2),
-            punts: v(4),
-            drops: v(6),
+            packets: wide(counters::packets::REGISTERS)?,
+            bytes: wide(counters::bytes::REGISTERS)?,
+            punts: wide(counters::punts::REGISTERS)?,
+            drops: wide(counters::drops::REGISTERS)?,
         })
     }
 
@@ -506,7 +525,15 @@ impl TopBench {
 
     /// Queues a frame on the inject stream with its header (backend, pool).
     pub fn inject(&mut self, frame: &[u8], backend: u16, pool: u16) {
-        let user = u32::from(backend) | u32::from(pool & 0xfff) << 16;
+        // tuser: the inject header's backend and pool, where its layout puts them (the
+        // frame length is not carried: the stream's tlast ends the frame).
+        let pool = pool & field_max(InjectHeader::POOL_WIDTH) as u16;
+        let header = InjectHeader {
+            backend,
+            pool,
+            frame_len: 0,
+        };
+        let user = header.pack().map_or(0, |w| w[0]);
         for mut b in frame_beats(frame) {
             b.user = vec![user];
             self.inject.push(b);

@@ -22,8 +22,13 @@ use std::path::Path;
 /// learn words).
 fn drain_queues(dev: &mut dyn Device) -> (Vec<Vec<u32>>, Vec<Vec<u32>>) {
     let mut punts = Vec::new();
-    while dev.read32(queues::PUNT_STATUS).expect("status") & 0xffff != 0 {
-        dev.write32(queues::PUNT_POP, 1).expect("pop");
+    let waiting = |dev: &mut dyn Device, reg: u32| {
+        // punt_status and learn_status share the layout.
+        queues::PuntStatus::from_word(dev.read32(reg).expect("status")).count != 0
+    };
+    while waiting(dev, queues::PUNT_STATUS) {
+        dev.write32(queues::PUNT_POP, queues::PuntPop { pop: true }.word())
+            .expect("pop");
         let len = dev.read32(queues::PUNT_LEN).expect("len");
         let mut w: Vec<u32> = (0..queues::PUNT_HEADER_COUNT)
             .map(|i| dev.read32(queues::PUNT_HEADER + 4 * i).expect("header"))
@@ -35,8 +40,9 @@ fn drain_queues(dev: &mut dyn Device) -> (Vec<Vec<u32>>, Vec<Vec<u32>>) {
         punts.push(w);
     }
     let mut learns = Vec::new();
-    while dev.read32(queues::LEARN_STATUS).expect("status") & 0xffff != 0 {
-        dev.write32(queues::LEARN_POP, 1).expect("pop");
+    while waiting(dev, queues::LEARN_STATUS) {
+        dev.write32(queues::LEARN_POP, queues::LearnPop { pop: true }.word())
+            .expect("pop");
         learns.push(
             (0..queues::LEARN_DATA_COUNT)
                 .map(|i| dev.read32(queues::LEARN_DATA + 4 * i).expect("learn"))
@@ -104,16 +110,19 @@ fn inject_through_the_driver(
 ) -> usize {
     use nlb_driver::queues::{QueueError, Queues};
     let depth = tables.profile.queue_depth as usize;
+    // The largest pool id an inject header carries.
+    const MAX_POOL: u16 =
+        nlb_hw::layout::field_max(nlb_hw::layouts::InjectHeader::POOL_WIDTH) as u16;
     // Valid pools and backends of the example, and ids past the tables (dropped NO_BACKEND).
     let pools: Vec<u16> = (0..tables.pools.len())
         .filter(|&i| tables.pools[i].valid)
         .map(|i| i as u16)
-        .chain([u16::MAX >> 4])
+        .chain([MAX_POOL])
         .collect();
     let backends: Vec<u16> = (0..tables.backends.len())
         .filter(|&i| tables.backends[i].valid)
         .map(|i| i as u16)
-        .chain([u16::MAX >> 4])
+        .chain([MAX_POOL])
         .collect();
     let (mut qr, mut qm) = (Queues::new(), Queues::new());
     let mut pushed = 0;
@@ -280,7 +289,11 @@ fn the_conntrack_block_answers_like_the_model() {
     for &i in &touched {
         let want = rtl_ct.entry(i).expect("in range").pack().expect("packs");
         for dev in [&mut rtl as &mut dyn Device, &mut model] {
-            dev.write32(ct::CMD, i << 8 | TableCmd::ReadAt.value())
+            let read_at = ct::Cmd {
+                op: TableCmd::ReadAt,
+                index: i,
+            };
+            dev.write32(ct::CMD, read_at.word().expect("fits"))
                 .expect("cmd");
             let got: Vec<u32> = (0..CtEntry::WORDS as u32)
                 .map(|w| dev.read32(ct::DATA + 4 * w).expect("data"))
@@ -307,7 +320,7 @@ fn the_conntrack_block_answers_like_the_model() {
         };
         let op = ops[rng.random_range(0..ops.len())];
         let cmd = match op {
-            TableCmd::WriteAt | TableCmd::ReadAt => index << 8 | op.value(),
+            TableCmd::WriteAt | TableCmd::ReadAt => ct::Cmd { op, index }.word().expect("fits"),
             _ => {
                 op.value()
                     | if rng.random_range(0..10) == 0 {

@@ -241,7 +241,7 @@ fn random_settings(rng: &mut StdRng) -> NicSettings {
         } else {
             DefaultAction::Pass
         },
-        local_mac: rng.random_range(0..1u64 << 48),
+        local_mac: rng.random_range(0..1u64 << ctrl::local_mac::WIDTH),
         gue_port: rng.random(),
         outer_src_v4: rng.random(),
         outer_src_v4_len: rng.random_range(0..=32),

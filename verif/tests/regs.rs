@@ -8,7 +8,9 @@ use nlb_hw::enums::{Affinity, DefaultAction, Delivery, Table, TableCmd};
 use nlb_hw::layouts::{
     AclEntry, AclPrefix, BackendEntry, MaglevSlot, PoolEntry, PortSlot, RuleEntry, VipEntry,
 };
-use nlb_hw::{NicSettings, Profile, Tables, BLOCK_TYPE_PREFIX, DESIGN_VERSION, REGMAP_VERSION};
+use nlb_hw::{
+    NicSettings, Profile, Tables, BLOCK_TYPE_PREFIX, DESIGN_VERSION, NIC_REGISTERS, REGMAP_VERSION,
+};
 use nlb_verif::bench::{seed_from_env, trace_always, wave_path, Bench};
 use nlb_verif::build_info;
 use nlb_verif::models::Regs;
@@ -147,7 +149,11 @@ fn block_list_walk_matches_the_regmap() {
         let ty = bus.read32(offset).expect("TYPE");
         let version = bus.read32(offset + 4).expect("VERSION");
         let next = bus.read32(offset + 8).expect("NEXT");
-        assert_eq!(ty & 0xffff_0000, BLOCK_TYPE_PREFIX, "block at {offset:#x}");
+        assert_eq!(
+            blocks::type_word::PREFIX.bits(ty),
+            BLOCK_TYPE_PREFIX,
+            "block at {offset:#x}"
+        );
         found.push((offset, ty, version));
         assert!(
             found.len() <= blocks::ALL.len(),
@@ -165,7 +171,7 @@ fn block_list_walk_matches_the_regmap() {
     let expected: Vec<_> = blocks::ALL.iter().map(|&(_, b, t, v)| (b, t, v)).collect();
     assert_eq!(found, expected, "seed {seed}");
 
-    // The conntrack and counters blocks past their headers go to the extension bus: the
+    // The conntrack, counters and spi_flash blocks past their headers go to the extension bus: the
     // access waits for the block's answer, writes arrive with address, data and strobes,
     // reads return what the block answered.
     let mut ext = ExtSlave::new(&bus.bench.sim).expect("ext ports");
@@ -179,6 +185,9 @@ fn block_list_walk_matches_the_regmap() {
         counters::SNAPSHOT,
         counters::PACKETS_LO,
         counters::DROPS_HI,
+        spi_flash::CTRL,
+        spi_flash::TXRX,
+        spi_flash::STATUS,
     ] {
         let value = 0x5a00_0000 ^ r;
         bus.master
@@ -199,7 +208,7 @@ fn block_list_walk_matches_the_regmap() {
         assert!(ext.reads.is_empty());
     }
     // Their header words stay in the register file.
-    for base in [conntrack::BASE, counters::BASE] {
+    for base in [conntrack::BASE, counters::BASE, spi_flash::BASE] {
         bus.master
             .read(&mut bus.bench, &mut [&mut ext], base)
             .expect("read");
@@ -212,10 +221,6 @@ fn block_list_walk_matches_the_regmap() {
     // Blocks the register file does not implement: header words, then zeros; writes are
     // ignored.
     for (base, regs) in [
-        (
-            spi_flash::BASE,
-            [spi_flash::CTRL, spi_flash::TXRX, spi_flash::STATUS],
-        ),
         (
             reboot::BASE,
             [reboot::BOOT_ADDR, reboot::BOOT_STATUS, reboot::BOOT_STATUS],
@@ -283,11 +288,9 @@ fn firmware_id_words() {
 /// What a ctrl register reads after writing `v` (docs: the defined bits; lengths saturate).
 fn ctrl_readback(offset: u32, v: u32) -> u32 {
     match offset {
-        ctrl::ENABLE | ctrl::ACTIVE_BANK | ctrl::DEFAULT_ACTION => v & 1,
-        ctrl::LOCAL_MAC_HI | ctrl::GUE_PORT => v & 0xffff,
         ctrl::OUTER_SRC_V4_LEN => v.min(32),
         ctrl::OUTER_SRC_V6_LEN => v.min(128),
-        _ => v,
+        _ => v & blocks::defined(offset),
     }
 }
 
@@ -297,23 +300,20 @@ fn ctrl_registers_reset_values_readback_and_outputs() {
     let mut bus = bus("regs_ctrl", seed);
     let mut rng = StdRng::seed_from_u64(seed);
     let d = NicSettings::default();
-    let after_reset = [
+    // NicSettings::default() is the regmap's reset values.
+    let settings = NIC_REGISTERS
+        .iter()
+        .copied()
+        .zip(d.words().expect("default settings fit"));
+    let after_reset: Vec<(u32, u32)> = [
         (ctrl::ENABLE, 0),
         (ctrl::ACTIVE_BANK, 0),
         (ctrl::GENERATION, 0),
-        (ctrl::DEFAULT_ACTION, d.default_action.value()),
-        (ctrl::LOCAL_MAC_LO, d.local_mac as u32),
-        (ctrl::LOCAL_MAC_HI, (d.local_mac >> 32) as u32),
-        (ctrl::GUE_PORT, u32::from(d.gue_port)),
-        (ctrl::OUTER_SRC_V4, d.outer_src_v4),
-        (ctrl::OUTER_SRC_V4_LEN, u32::from(d.outer_src_v4_len)),
-        (ctrl::OUTER_SRC_V6_0, (d.outer_src_v6 >> 96) as u32),
-        (ctrl::OUTER_SRC_V6_1, (d.outer_src_v6 >> 64) as u32),
-        (ctrl::OUTER_SRC_V6_2, (d.outer_src_v6 >> 32) as u32),
-        (ctrl::OUTER_SRC_V6_3, d.outer_src_v6 as u32),
-        (ctrl::OUTER_SRC_V6_LEN, u32::from(d.outer_src_v6_len)),
-    ];
-    for (offset, value) in after_reset {
+    ]
+    .into_iter()
+    .chain(settings)
+    .collect();
+    for &(offset, value) in &after_reset {
         assert_eq!(
             bus.read32(offset).expect("read"),
             value,
@@ -321,7 +321,7 @@ fn ctrl_registers_reset_values_readback_and_outputs() {
         );
     }
 
-    let rw = after_reset.map(|(o, _)| o);
+    let rw: Vec<u32> = after_reset.iter().map(|&(o, _)| o).collect();
     for round in 0..8 {
         let mut written = Vec::new();
         for &offset in &rw {
@@ -489,12 +489,16 @@ fn random_entry(table: Table, rng: &mut StdRng) -> Vec<u32> {
 }
 
 fn select(table: Table, bank: u32) -> u32 {
-    table.value() | (bank << 8)
+    table::Select {
+        table,
+        bank: bank == 1,
+    }
+    .word()
 }
 
-/// A command carrying its entry index (docs/regmap.md, table_cmd: bits 31..8).
+/// A command carrying its entry index (docs/regmap.md, table_cmd).
 fn at(cmd: TableCmd, index: u32) -> u32 {
-    (index << 8) | cmd.value()
+    table::Cmd { op: cmd, index }.word().expect("index fits")
 }
 
 /// WRITE_AT through the window (the driver's form); returns status afterwards.
@@ -745,7 +749,10 @@ fn data_window_read_back_strobes_and_words_past_the_entry() {
     // Byte strobes on a data word.
     bus.write32_strb(table::DATA + 8, 0xaabb_ccdd, 0b0010)
         .expect("write");
-    let want = (pattern[2] & !0x0000_ff00) | 0x0000_cc00;
+    // Strobe 0b0010: byte 1 of the word (little-endian) takes 0xcc, the others stay.
+    let mut bytes = pattern[2].to_le_bytes();
+    bytes[1] = 0xcc;
+    let want = u32::from_le_bytes(bytes);
     assert_eq!(bus.read32(table::DATA + 8).expect("read"), want);
 
     // READ of a backend entry rewrites its words only (bits past the entry width read 0),

@@ -2,22 +2,22 @@
 //! register sequence, with random chip-select frames, transfer widths, clock dividers and
 //! flash commands (ID, status, program, erase, fast read), must give the same SPI frames (bytes
 //! on MOSI and MISO per chip-select frame) and the same register reads. Behind the RTL's SPI
-//! pins sits the same chip model, driven bit by bit; the AXI-Lite master adds random idle
-//! cycles and back-pressure.
+//! pins sits the same chip model, driven bit by bit. The block alone is driven on its
+//! extension-bus port as `nlb_regs` drives it (random idle clocks); `nlb_top` is driven on its
+//! AXI-Lite port (random idle cycles and back-pressure), so the flash is reached the way the
+//! driver reaches it.
 //!
 //! Replay a failure with `NLB_SEED=<seed>`; `NLB_TRACE=1` writes a waveform.
 
 use std::time::Duration;
 
 use firmware_sim::flash::chip::op;
-use firmware_sim::flash::{
-    ChipTiming, FlashBlock, FlashConfig, SpiFrame, SpiNor, CTRL_CS, CTRL_DIV_SHIFT,
-    CTRL_WIDTH_SHIFT, MT25QU01G,
-};
+use firmware_sim::flash::{ChipTiming, FlashBlock, FlashConfig, SpiFrame, SpiNor, MT25QU01G};
 use nlb_hw::blocks::spi_flash;
 use nlb_verif::axil::AxiLiteMaster;
 use nlb_verif::bench::{seed_from_env, trace_always, wave_path, Agent, Bench};
-use nlb_verif::models::SpiFlash;
+use nlb_verif::extbus::ExtBusMaster;
+use nlb_verif::models::{SpiFlash, Top};
 use nlb_verif::{Port, Sim, VerifError};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
@@ -57,29 +57,35 @@ fn config(seed: u64) -> FlashConfig {
     }
 }
 
-/// Builds a random but meaningful sequence: every kind of command, each frame shifted with
-/// random widths and dividers.
-fn sequence(rng: &mut StdRng) -> Vec<Step> {
+/// Builds a random but meaningful sequence of `commands` flash commands: every kind, each
+/// frame shifted with random widths and dividers.
+fn sequence(rng: &mut StdRng, commands: usize) -> Vec<Step> {
     let mut steps = Vec::new();
-    let ctrl = |cs: bool, div: u32, width: u32| {
-        u32::from(cs) | (div << CTRL_DIV_SHIFT) | ((width - 1) << CTRL_WIDTH_SHIFT)
+    let ctrl = |cs: bool, div: u8, width: usize| {
+        let c = spi_flash::Ctrl {
+            cs,
+            div,
+            bytes_m1: width as u8 - 1,
+        };
+        c.word().expect("1..=4 bytes")
     };
     // Sends `bytes` in one frame, cutting them into random-width transfers, reading after some.
     let frame = |steps: &mut Vec<Step>, rng: &mut StdRng, bytes: &[u8]| {
-        let div = rng.random_range(0..4u32);
+        let div = rng.random_range(0..4u8);
         steps.push(Step::Write(spi_flash::CTRL, ctrl(true, div, 1)));
         let mut at = 0;
         while at < bytes.len() {
             let width = rng.random_range(1..=4usize).min(bytes.len() - at);
             let div = if rng.random_bool(0.2) {
-                rng.random_range(0..4u32)
+                rng.random_range(0..4u8)
             } else {
                 div
             };
-            steps.push(Step::Write(spi_flash::CTRL, ctrl(true, div, width as u32)));
-            let word = bytes[at..at + width]
-                .iter()
-                .fold(0u32, |w, &b| (w << 8) | u32::from(b));
+            steps.push(Step::Write(spi_flash::CTRL, ctrl(true, div, width)));
+            // txrx: the low `width` bytes, the first one most significant.
+            let mut be = [0u8; 4];
+            be[4 - width..].copy_from_slice(&bytes[at..at + width]);
+            let word = u32::from_be_bytes(be);
             steps.push(Step::Write(spi_flash::TXRX, word));
             if rng.random_bool(0.7) {
                 steps.push(Step::Read(spi_flash::TXRX));
@@ -92,7 +98,7 @@ fn sequence(rng: &mut StdRng) -> Vec<Step> {
         steps.push(Step::Write(spi_flash::CTRL, ctrl(false, div, 1)));
     };
     let addr = |rng: &mut StdRng| rng.random_range(0..MT25QU01G.size as u32) & !0xFF;
-    for _ in 0..24 {
+    for _ in 0..commands {
         match rng.random_range(0..7) {
             0 => frame(&mut steps, rng, &[op::RDID, 0, 0, 0, 0, 0]),
             1 => frame(&mut steps, rng, &[op::RDSR, 0, 0]),
@@ -263,21 +269,89 @@ impl Agent for ChipAgent {
     }
 }
 
-fn run_rtl(seed: u64, steps: &[Step], wave: &std::path::Path) -> Result<Observed, VerifError> {
-    let sim = if trace_always() {
-        Sim::with_trace::<SpiFlash>(wave)?
-    } else {
-        Sim::new::<SpiFlash>()?
+/// A register master: the block's extension bus, or `nlb_top`'s AXI-Lite port.
+enum Master {
+    Ext(Box<ExtBusMaster>),
+    Axil(Box<AxiLiteMaster>),
+}
+
+impl Master {
+    fn write(
+        &mut self,
+        bench: &mut Bench,
+        others: &mut [&mut dyn Agent],
+        off: u32,
+        v: u32,
+    ) -> Result<(), VerifError> {
+        match self {
+            Master::Ext(m) => m.write(bench, others, off, v),
+            Master::Axil(m) => m.write(bench, others, off, v),
+        }
+    }
+
+    fn read(
+        &mut self,
+        bench: &mut Bench,
+        others: &mut [&mut dyn Agent],
+        off: u32,
+    ) -> Result<u32, VerifError> {
+        match self {
+            Master::Ext(m) => m.read(bench, others, off),
+            Master::Axil(m) => m.read(bench, others, off),
+        }
+    }
+
+    fn idle(&mut self, bench: &mut Bench, others: &mut [&mut dyn Agent]) -> Result<(), VerifError> {
+        match self {
+            Master::Ext(m) => bench.step_with(m.as_mut(), others),
+            Master::Axil(m) => bench.step_with(m.as_mut(), others),
+        }
+    }
+
+    fn violations(&self) -> &[String] {
+        match self {
+            Master::Ext(m) => m.violations(),
+            Master::Axil(m) => m.violations(),
+        }
+    }
+}
+
+/// Which RTL runs the sequence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Dut {
+    /// `nlb_spi_flash` on its extension-bus port.
+    Block,
+    /// `nlb_top`, through its AXI-Lite port.
+    Top,
+}
+
+fn run_rtl(
+    dut: Dut,
+    seed: u64,
+    steps: &[Step],
+    wave: &std::path::Path,
+) -> Result<Observed, VerifError> {
+    let sim = match (dut, trace_always()) {
+        (Dut::Block, true) => Sim::with_trace::<SpiFlash>(wave)?,
+        (Dut::Block, false) => Sim::new::<SpiFlash>()?,
+        (Dut::Top, true) => Sim::with_trace::<Top>(wave)?,
+        (Dut::Top, false) => Sim::new::<Top>()?,
     };
     let mut bench = Bench::new(sim, seed ^ 0x5EED);
     bench.sim.reset(4)?;
     let mut rng = StdRng::seed_from_u64(seed);
-    let mut master = AxiLiteMaster::new(
-        &bench.sim,
-        "s_axil",
-        rng.random_range(0.0..0.5),
-        rng.random_range(0.0..0.5),
-    )?;
+    let mut master = match dut {
+        Dut::Block => Master::Ext(Box::new(ExtBusMaster::new(
+            &bench.sim,
+            rng.random_range(0.0..0.5),
+        )?)),
+        Dut::Top => Master::Axil(Box::new(AxiLiteMaster::new(
+            &bench.sim,
+            "s_axil",
+            rng.random_range(0.0..0.5),
+            rng.random_range(0.0..0.5),
+        )?)),
+    };
     // The same chip, with the same factory images, as the model's.
     let chip = FlashBlock::new(config(seed)).chip().clone();
     let mut agent = ChipAgent::new(&bench.sim, chip)?;
@@ -293,26 +367,33 @@ fn run_rtl(seed: u64, steps: &[Step], wave: &std::path::Path) -> Result<Observed
             }
             Step::Wait(d) => {
                 for _ in 0..d.as_nanos() as u64 / CLK_NS {
-                    bench.step_with(&mut master, &mut [&mut agent])?;
+                    master.idle(&mut bench, &mut [&mut agent])?;
                 }
             }
         }
     }
     assert!(
         master.violations().is_empty(),
-        "AXI-Lite violations: {:?}",
+        "bus violations: {:?}",
         master.violations()
     );
     seen.frames = agent.frames;
     Ok(seen)
 }
 
-fn compare(seed: u64) {
+fn compare(dut: Dut, seed: u64, commands: usize) {
     let mut rng = StdRng::seed_from_u64(seed);
-    let steps = sequence(&mut rng);
+    let steps = sequence(&mut rng, commands);
     let model = run_model(seed, &steps);
-    let wave = wave_path("spi_flash", seed);
-    let rtl = run_rtl(seed, &steps, &wave).unwrap_or_else(|e| panic!("seed {seed:#x}: {e}"));
+    let wave = wave_path(
+        if dut == Dut::Top {
+            "spi_flash_top"
+        } else {
+            "spi_flash"
+        },
+        seed,
+    );
+    let rtl = run_rtl(dut, seed, &steps, &wave).unwrap_or_else(|e| panic!("seed {seed:#x}: {e}"));
     let replay = format!(
         "replay with NLB_SEED={seed:#x} NLB_TRACE=1 (waveform: {})",
         wave.display()
@@ -343,25 +424,58 @@ fn rtl_and_model_shift_the_same_bytes() {
         8
     };
     for i in 0..runs {
-        compare(base.wrapping_add(i));
+        compare(Dut::Block, base.wrapping_add(i), 24);
     }
 }
 
+/// The controller inside `nlb_top`, reached through the AXI-Lite port the driver uses: the
+/// same differential (fewer commands: the whole pipeline is simulated every clock), then
+/// the block's header words and reset value as the driver's discovery reads them.
 #[test]
-fn reset_values_and_block_header() {
-    let mut bench = Bench::new(Sim::new::<SpiFlash>().expect("model"), 1);
+fn nlb_top_reaches_the_flash_through_its_register_port() {
+    let base = seed_from_env(0x70F1);
+    let runs = if std::env::var("NLB_SOAK").is_ok() {
+        20
+    } else {
+        1
+    };
+    for i in 0..runs {
+        compare(Dut::Top, base.wrapping_add(i), 8);
+    }
+
+    let mut bench = Bench::new(Sim::new::<Top>().expect("model"), 2);
     bench.sim.reset(4).expect("reset");
     let mut master = AxiLiteMaster::new(&bench.sim, "s_axil", 0.3, 0.3).expect("master");
     let mut read = |off| master.read(&mut bench, &mut [], off).expect("read");
     assert_eq!(read(spi_flash::TYPE_REG), spi_flash::TYPE_WORD);
     assert_eq!(read(spi_flash::VERSION_REG), spi_flash::VERSION);
     assert_eq!(read(spi_flash::NEXT_REG), spi_flash::NEXT);
+    assert_eq!(
+        read(spi_flash::CTRL),
+        FlashBlock::default().read32(spi_flash::CTRL)
+    );
+    assert_eq!(read(spi_flash::STATUS), 0);
+    // A hole of the block reads 0.
+    assert_eq!(read(spi_flash::BASE + 0x800), 0);
+}
+
+#[test]
+fn reset_values() {
+    let mut bench = Bench::new(Sim::new::<SpiFlash>().expect("model"), 1);
+    bench.sim.reset(4).expect("reset");
+    let mut master = ExtBusMaster::new(&bench.sim, 0.3).expect("master");
+    let mut read = |off| master.read(&mut bench, &mut [], off).expect("read");
     // The model's reset value: divider 3, chip select off, one byte per access.
     assert_eq!(
         read(spi_flash::CTRL),
         FlashBlock::default().read32(spi_flash::CTRL)
     );
-    assert_eq!(read(spi_flash::CTRL), 3 << CTRL_DIV_SHIFT);
+    let reset = spi_flash::Ctrl {
+        cs: false,
+        div: 3,
+        bytes_m1: 0,
+    };
+    assert_eq!(read(spi_flash::CTRL), reset.word().unwrap());
     assert_eq!(read(spi_flash::STATUS), 0);
-    let _ = CTRL_CS;
+    assert_eq!(read(spi_flash::TXRX), 0);
 }

@@ -15,11 +15,10 @@ use super::punt::fragments::{FragmentLimits, FragmentStats};
 use super::punt::{PuntContext, PuntHandler, PuntStats};
 use flowtable_compiler::{Config, HealthState, PoolReport};
 use nlb_driver::conntrack::{ConntrackError, ConntrackStats, FLAG_CLOSED};
-use nlb_driver::device::{Batch, Device, DeviceError};
+use nlb_driver::device::{Device, DeviceError};
 use nlb_driver::discovery::{discover, DeviceInfo, DiscoveryError};
 use nlb_driver::loader::{LoadReport, LoaderOptions};
-use nlb_driver::queues::{CounterKind, Queues};
-use nlb_hw::blocks::counters as cnt;
+use nlb_driver::queues::{read_counters, CounterKind, Queues};
 use nlb_hw::enums::{Reason, Verdict};
 use nlb_hw::hash::u128_to_addr;
 use std::net::IpAddr;
@@ -830,23 +829,13 @@ fn read_block(
     kind: CounterKind,
     count: u32,
 ) -> Result<Vec<CounterValues>, DeviceError> {
-    let mut batch = Batch::new();
-    for i in 0..count {
-        batch
-            .write(cnt::SELECT, ((kind as u32) << 24) | (i & 0x00ff_ffff))
-            .write(cnt::SNAPSHOT, 1)
-            .read_words(cnt::PACKETS_LO, 8);
-    }
-    let r = batch.run(dev)?;
-    Ok(r.chunks(8)
-        .map(|w| {
-            let v = |k: usize| u64::from(w[k]) | (u64::from(w[k + 1]) << 32);
-            CounterValues {
-                packets: v(0),
-                bytes: v(2),
-                punts: v(4),
-                drops: v(6),
-            }
+    Ok(read_counters(dev, kind, 0..count, false)?
+        .into_iter()
+        .map(|c| CounterValues {
+            packets: c.packets,
+            bytes: c.bytes,
+            punts: c.punts,
+            drops: c.drops,
         })
         .collect())
 }

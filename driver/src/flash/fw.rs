@@ -13,7 +13,7 @@ use super::{read_firmware, FlashError};
 use crate::device::Device;
 
 /// Value written to `reboot.reboot` ('REBO').
-pub const REBOOT_MAGIC: u32 = 0x5245_424F;
+pub const REBOOT_MAGIC: u32 = nlb_hw::enums::RebootKey::Reboot.value();
 
 /// `reboot.boot_status`, decoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,12 +27,14 @@ pub struct BootStatus {
 }
 
 impl BootStatus {
-    /// Decodes the register: bit 0 fallback, bits 7..4 reason, bits 31..8 address >> 8.
+    /// Decodes the register (its fields in `docs/regmap.md`). The reason stays a number: a
+    /// newer boot logic may report one this release does not name.
     pub fn from_register(v: u32) -> Self {
+        use reboot_regs::boot_status as f;
         Self {
-            fallback: v & 1 != 0,
-            image_addr: v & !0xFF,
-            reason_code: (v >> 4) & 0xF,
+            fallback: f::FALLBACK.get(v) != 0,
+            image_addr: f::ADDRESS.bits(v),
+            reason_code: f::REJECTION.get(v),
         }
     }
 

@@ -12,14 +12,21 @@ use nlb_hw::blocks::spi_flash;
 use super::FlashError;
 use crate::device::Device;
 
-/// `ctrl` bit 0: chip select.
-pub const CTRL_CS: u32 = 1;
-/// `ctrl` bits 15..8: clock divider (SCK = 250 MHz / (2 × (div + 1))).
-pub const CTRL_DIV_SHIFT: u32 = 8;
-/// `ctrl` bits 17..16: bytes per `txrx` access − 1.
-pub const CTRL_WIDTH_SHIFT: u32 = 16;
-/// The divider used: 62.5 MHz, within every supported chip's limit for all opcodes used.
-pub const DIVIDER: u32 = 1;
+/// The divider used (`ctrl.div`): 62.5 MHz, within every supported chip's limit for all
+/// opcodes used.
+pub const DIVIDER: u8 = 1;
+
+/// Bytes in a mebibyte (chip sizes).
+const MIB: u64 = 1024 * 1024;
+
+/// `ctrl` with the divider used: chip select, and `bytes` (1..=4) per `txrx` access.
+pub fn ctrl(cs: bool, bytes: u8) -> spi_flash::Ctrl {
+    spi_flash::Ctrl {
+        cs,
+        div: DIVIDER,
+        bytes_m1: bytes.saturating_sub(1),
+    }
+}
 
 /// Opcodes (the MT25Q / S25FL-S single-I/O set).
 pub mod op {
@@ -60,32 +67,32 @@ pub const KNOWN_CHIPS: &[ChipInfo] = &[
     ChipInfo {
         name: "MT25QU512",
         jedec_id: [0x20, 0xBB, 0x20],
-        size: 64 << 20,
+        size: 64 * MIB,
     },
     ChipInfo {
         name: "MT25QU01G",
         jedec_id: [0x20, 0xBB, 0x21],
-        size: 128 << 20,
+        size: 128 * MIB,
     },
     ChipInfo {
         name: "MT25QU02G",
         jedec_id: [0x20, 0xBB, 0x22],
-        size: 256 << 20,
+        size: 256 * MIB,
     },
     ChipInfo {
         name: "MT25QL512",
         jedec_id: [0x20, 0xBA, 0x20],
-        size: 64 << 20,
+        size: 64 * MIB,
     },
     ChipInfo {
         name: "MT25QL01G",
         jedec_id: [0x20, 0xBA, 0x21],
-        size: 128 << 20,
+        size: 128 * MIB,
     },
     ChipInfo {
         name: "MT25QL02G",
         jedec_id: [0x20, 0xBA, 0x22],
-        size: 256 << 20,
+        size: 256 * MIB,
     },
 ];
 
@@ -166,7 +173,7 @@ pub struct SpiStats {
 pub struct SpiFlash<'d, D: Device + ?Sized> {
     dev: &'d mut D,
     /// Last value written to `ctrl` (so unchanged writes are skipped).
-    ctrl: u32,
+    ctrl: spi_flash::Ctrl,
     stats: SpiStats,
 }
 
@@ -175,10 +182,10 @@ impl<'d, D: Device + ?Sized> SpiFlash<'d, D> {
     pub fn new(dev: &'d mut D) -> Result<Self, FlashError> {
         let mut s = Self {
             dev,
-            ctrl: 0,
+            ctrl: spi_flash::Ctrl::default(),
             stats: SpiStats::default(),
         };
-        s.write_ctrl(DIVIDER << CTRL_DIV_SHIFT)?;
+        s.write_ctrl(ctrl(false, 1))?;
         Ok(s)
     }
 
@@ -192,16 +199,22 @@ impl<'d, D: Device + ?Sized> SpiFlash<'d, D> {
         self.dev
     }
 
-    fn write_ctrl(&mut self, value: u32) -> Result<(), FlashError> {
+    fn write_ctrl(&mut self, value: spi_flash::Ctrl) -> Result<(), FlashError> {
+        // Widths are 1, 2 or 4 here: the fields always fit.
+        let word = value.word().map_err(|e| {
+            FlashError::Device(crate::device::DeviceError::Protocol(format!(
+                "spi_flash.ctrl: {e}"
+            )))
+        })?;
         self.stats.writes += 1;
-        self.dev.write32(spi_flash::CTRL, value)?;
+        self.dev.write32(spi_flash::CTRL, word)?;
         self.ctrl = value;
         Ok(())
     }
 
     /// Chip select on with `width` bytes per access.
-    fn select(&mut self, width: u32) -> Result<(), FlashError> {
-        let v = (DIVIDER << CTRL_DIV_SHIFT) | ((width - 1) << CTRL_WIDTH_SHIFT) | CTRL_CS;
+    fn select(&mut self, width: u8) -> Result<(), FlashError> {
+        let v = ctrl(true, width);
         if v != self.ctrl {
             self.write_ctrl(v)?;
         }
@@ -210,7 +223,10 @@ impl<'d, D: Device + ?Sized> SpiFlash<'d, D> {
 
     fn deselect(&mut self) -> Result<(), FlashError> {
         // Keep the width: the next frame often starts with the same one.
-        let v = self.ctrl & !CTRL_CS;
+        let v = spi_flash::Ctrl {
+            cs: false,
+            ..self.ctrl
+        };
         self.write_ctrl(v)
     }
 
@@ -242,7 +258,8 @@ impl<'d, D: Device + ?Sized> SpiFlash<'d, D> {
     /// Reads the JEDEC ID.
     pub fn jedec_id(&mut self) -> Result<[u8; 3], FlashError> {
         self.select(4)?;
-        self.tx(u32::from(op::RDID) << 24)?;
+        // Four bytes per access, the first in bits 31..24.
+        self.tx(u32::from_be_bytes([op::RDID, 0, 0, 0]))?;
         let v = self.rx()?;
         self.deselect()?;
         let [_, m, t, c] = v.to_be_bytes();
@@ -264,7 +281,8 @@ impl<'d, D: Device + ?Sized> SpiFlash<'d, D> {
     /// Reads the status register.
     pub fn status(&mut self) -> Result<u8, FlashError> {
         self.select(2)?;
-        self.tx(u32::from(op::RDSR) << 8)?;
+        // Two bytes per access: the opcode, then the first status byte.
+        self.tx(u32::from_be_bytes([0, 0, op::RDSR, 0]))?;
         let v = self.rx()?;
         self.deselect()?;
         Ok(v as u8)
@@ -306,7 +324,8 @@ impl<'d, D: Device + ?Sized> SpiFlash<'d, D> {
         let mut waited = plan.first;
         self.wait(plan.first)?;
         self.select(2)?;
-        self.tx(u32::from(op::RDSR) << 8)?;
+        // Two bytes per access: the opcode, then the first status byte.
+        self.tx(u32::from_be_bytes([0, 0, op::RDSR, 0]))?;
         loop {
             let status = self.rx()? as u8;
             if status & SR_WIP == 0 {

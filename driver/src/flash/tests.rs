@@ -366,7 +366,7 @@ fn killed_then(kill: u64, next: Next, img: &Bitstream) -> bool {
     assert!(e.to_string().contains("killed"), "kill at {kill}: {e}");
     // What every command does first on the controller: chip select off.
     let accesses = card.accesses;
-    card.write32(spi_flash::CTRL, spi::DIVIDER << spi::CTRL_DIV_SHIFT)
+    card.write32(spi_flash::CTRL, spi::ctrl(false, 1).word().unwrap())
         .unwrap();
     card.accesses = accesses;
     let busy = card.flash.chip_mut().busy();

@@ -15,22 +15,29 @@
 //! size / 2     segment 1: user image ................ | marker (last 4 KiB)
 //! ```
 
+use nlb_hw::flash_def::{self, Marker};
+
 /// Bytes of one erase subsector; the marker owns one.
 pub const SUBSECTOR: u32 = 4096;
+/// The marker area of every segment is one erase subsector (erased alone before a flash).
+const _: () = assert!(flash_def::MARKER_AREA == SUBSECTOR);
+
 /// Bytes of one erase sector.
 pub const SECTOR: u32 = 65536;
 /// Bytes of one program page.
 pub const PAGE: u32 = 256;
-/// Number of multiboot segments.
-pub const SEGMENTS: u32 = 2;
+/// Number of multiboot segments (`[flash]` of `hw/regmap.toml`).
+pub const SEGMENTS: u32 = flash_def::SEGMENTS;
 /// The marker's magic bytes.
-pub const MARKER_MAGIC: [u8; 8] = *b"NLBSLOT\0";
+pub const MARKER_MAGIC: [u8; 8] = flash_def::MARKER_MAGIC;
 /// The marker format version written by this code.
-pub const MARKER_VERSION: u32 = 1;
+pub const MARKER_VERSION: u32 = flash_def::MARKER_VERSION;
 /// Bytes of an encoded marker.
-pub const MARKER_LEN: usize = 64;
+pub const MARKER_LEN: usize = Marker::WORDS * 4;
 /// Bytes of the design-name field of the marker.
-pub const MARKER_NAME_LEN: usize = 24;
+pub const MARKER_NAME_LEN: usize = Marker::DESIGN_WIDTH / 8;
+/// Bytes of the marker covered by its own CRC (everything before the `crc` field).
+const MARKER_CRC_AT: usize = Marker::CRC_LSB / 8;
 
 /// A multiboot slot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -82,14 +89,15 @@ impl Layout {
         slot.segment() * self.segment_size()
     }
 
-    /// Address of `slot`'s marker (the first byte of its segment's last subsector).
+    /// Address of `slot`'s marker (the first byte of its segment's marker area, the last
+    /// subsector).
     pub fn marker_addr(&self, slot: Slot) -> u32 {
-        self.base(slot) + self.segment_size() - SUBSECTOR
+        self.base(slot) + self.segment_size() - flash_def::MARKER_AREA
     }
 
     /// The largest image a slot holds.
     pub fn max_image_len(&self) -> u32 {
-        self.segment_size() - SUBSECTOR
+        self.segment_size() - flash_def::MARKER_AREA
     }
 
     /// The slot whose segment begins at `addr`, if any.
@@ -134,30 +142,30 @@ pub enum MarkerError {
     Crc,
 }
 
-const FLAG_USR_ACCESS: u32 = 1;
-
 impl SlotMarker {
-    /// The 64 bytes written to flash (little-endian fields, CRC-32 of bytes 0..60 last).
+    /// The bytes written to flash: the `slot_marker` layout of `hw/regmap.toml` as
+    /// little-endian words, its CRC over the bytes before it.
     pub fn encode(&self) -> [u8; MARKER_LEN] {
-        let mut b = [0u8; MARKER_LEN];
-        b[0..8].copy_from_slice(&MARKER_MAGIC);
-        b[8..12].copy_from_slice(&MARKER_VERSION.to_le_bytes());
-        b[12..16].copy_from_slice(&self.image_len.to_le_bytes());
-        b[16..20].copy_from_slice(&self.image_crc32.to_le_bytes());
-        b[20..24].copy_from_slice(&self.idcode.to_le_bytes());
-        let (flags, usr) = match self.usr_access {
-            Some(v) => (FLAG_USR_ACCESS, v),
-            None => (0, 0),
-        };
-        b[24..28].copy_from_slice(&flags.to_le_bytes());
-        b[28..32].copy_from_slice(&usr.to_le_bytes());
-        b[32..36].copy_from_slice(&self.written_at.to_le_bytes());
+        let mut design = [0u8; MARKER_NAME_LEN];
         let name = self.design.as_bytes();
         let n = name.len().min(MARKER_NAME_LEN);
-        b[36..36 + n].copy_from_slice(&name[..n]);
-        let crc = crc32(&b[..60]);
-        b[60..64].copy_from_slice(&crc.to_le_bytes());
-        b
+        design[..n].copy_from_slice(&name[..n]);
+        let mut m = Marker {
+            magic: MARKER_MAGIC,
+            version: MARKER_VERSION,
+            image_len: self.image_len,
+            image_crc32: self.image_crc32,
+            idcode: self.idcode,
+            has_usr_access: self.usr_access.is_some(),
+            reserved: 0,
+            usr_access: self.usr_access.unwrap_or(0),
+            written_at: self.written_at,
+            design,
+            crc: 0,
+        };
+        let bytes = marker_bytes(&m);
+        m.crc = crc32(&bytes[..MARKER_CRC_AT]);
+        marker_bytes(&m)
     }
 
     /// Decodes and checks the bytes at a marker location.
@@ -165,28 +173,46 @@ impl SlotMarker {
         if b.iter().all(|&x| x == 0xFF) {
             return Err(MarkerError::Erased);
         }
-        let word = |at: usize| u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
-        if b[0..8] != MARKER_MAGIC {
+        let words: Vec<u32> = b
+            .chunks_exact(4)
+            .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+            .collect();
+        // Every field is a plain integer or bytes: any words unpack.
+        let m = Marker::unpack(&words).map_err(|_| MarkerError::BadMagic)?;
+        if m.magic != MARKER_MAGIC {
             return Err(MarkerError::BadMagic);
         }
-        if word(60) != crc32(&b[..60]) {
+        if m.crc != crc32(&b[..MARKER_CRC_AT]) {
             return Err(MarkerError::Crc);
         }
-        let version = word(8);
-        if version != MARKER_VERSION {
-            return Err(MarkerError::Version(version));
+        if m.version != MARKER_VERSION {
+            return Err(MarkerError::Version(m.version));
         }
-        let name = &b[36..36 + MARKER_NAME_LEN];
-        let end = name.iter().position(|&c| c == 0).unwrap_or(name.len());
+        let end = m
+            .design
+            .iter()
+            .position(|&c| c == 0)
+            .unwrap_or(MARKER_NAME_LEN);
         Ok(Self {
-            image_len: word(12),
-            image_crc32: word(16),
-            idcode: word(20),
-            usr_access: (word(24) & FLAG_USR_ACCESS != 0).then(|| word(28)),
-            written_at: word(32),
-            design: String::from_utf8_lossy(&name[..end]).into_owned(),
+            image_len: m.image_len,
+            image_crc32: m.image_crc32,
+            idcode: m.idcode,
+            usr_access: m.has_usr_access.then_some(m.usr_access),
+            written_at: m.written_at,
+            design: String::from_utf8_lossy(&m.design[..end]).into_owned(),
         })
     }
+}
+
+/// A marker's bytes: its words, little-endian.
+fn marker_bytes(m: &Marker) -> [u8; MARKER_LEN] {
+    // Every field fits (reserved is 0, the rest are as wide as their Rust types).
+    let words = m.pack().unwrap_or_default();
+    let mut b = [0u8; MARKER_LEN];
+    for (out, w) in b.chunks_exact_mut(4).zip(words) {
+        out.copy_from_slice(&w.to_le_bytes());
+    }
+    b
 }
 
 const CRC32_TABLE: [u32; 256] = {

@@ -17,19 +17,20 @@
 //!
 //! # The controller (`spi_flash` block)
 //!
-//! * `ctrl`: bit 0 drives chip select; bits 15..8 divide the 250 MHz register clock
-//!   (SCK = clk / (2 × (div + 1))); bits 17..16 = bytes per `txrx` access − 1.
+//! The registers' fields are in `docs/regmap.md` (generated from `hw/regmap.toml`).
+//! * `ctrl`: chip select, the divider of the 250 MHz register clock (SCK = clk / (2 × (div +
+//!   1))) and the bytes per `txrx` access.
 //! * `txrx`: a write shifts out that many bytes, the most significant first (one byte: bits
 //!   7..0); a read returns the bytes shifted in by the last write, last byte in bits 7..0.
 //!   An access to `txrx` or `ctrl` while a shift runs waits for it (the bus stalls), so the
 //!   host never polls `status`.
-//! * `status` bit 0: a shift is running.
+//! * `status.busy`: a shift is running.
 //!
 //! # The reboot block and the boot model
 //!
-//! See [`boot`] and [`layout`]. `boot_status` = bit 0 fallback running, bits 7..4 why the
-//! requested image was rejected ([`boot::Rejection::code`]), bits 31..8 the running image's
-//! address >> 8.
+//! See [`boot`] and [`layout`]. `boot_status` says whether the fallback runs, why the
+//! requested image was rejected ([`boot::Rejection::code`]) and where the running image
+//! starts.
 
 pub mod bitstream;
 pub mod boot;
@@ -45,21 +46,7 @@ pub use chip::{ChipKind, ChipTiming, ProgramFault, SpiNor, MT25QU01G, MT25QU02G,
 pub use layout::{Layout, Slot, SlotMarker};
 
 /// Value written to `reboot.reboot` to reload from flash ('REBO').
-pub const REBOOT_MAGIC: u32 = 0x5245_424F;
-/// `ctrl` bit 0: chip select asserted.
-pub const CTRL_CS: u32 = 1;
-/// `ctrl` bits 15..8: clock divider.
-pub const CTRL_DIV_SHIFT: u32 = 8;
-/// `ctrl` bits 17..16: bytes per `txrx` access − 1.
-pub const CTRL_WIDTH_SHIFT: u32 = 16;
-/// `ctrl` after reset: chip select off, divider 3 (31.25 MHz), one byte per access.
-pub const CTRL_RESET: u32 = 3 << CTRL_DIV_SHIFT;
-/// `status` bit 0: shifting.
-pub const STATUS_BUSY: u32 = 1;
-/// `boot_status` bit 0: the fallback image runs.
-pub const BOOT_STATUS_FALLBACK: u32 = 1;
-/// `boot_status` bits 7..4: rejection code.
-pub const BOOT_STATUS_REASON_SHIFT: u32 = 4;
+pub const REBOOT_MAGIC: u32 = nlb_hw::enums::RebootKey::Reboot.value();
 /// Configuration read rate from flash (SPI x4 at 85 MHz).
 pub const CONFIG_BYTES_PER_SEC: u64 = 42_500_000;
 /// Fixed part of a reconfiguration (power-on reset, housekeeping, PCIe link training).
@@ -129,11 +116,12 @@ pub struct BootInfo {
 }
 
 impl BootInfo {
-    /// The `boot_status` register value.
+    /// The `boot_status` register value (its fields in `docs/regmap.md`).
     pub fn boot_status(&self) -> u32 {
-        (self.image_addr & !0xFF)
-            | (self.rejection_code & 0xF) << BOOT_STATUS_REASON_SHIFT
-            | u32::from(self.fallback)
+        use reboot::boot_status as f;
+        f::ADDRESS.bits(self.image_addr)
+            | f::REJECTION.put(self.rejection_code).unwrap_or(0)
+            | f::FALLBACK.flag(self.fallback)
     }
 }
 
@@ -225,7 +213,7 @@ impl FlashBlock {
             chip,
             layout,
             config,
-            ctrl: CTRL_RESET,
+            ctrl: spi_flash::CTRL_RESET,
             rx: 0,
             shift_done_ns: 0,
             boot_addr: layout.base(Slot::User),
@@ -244,7 +232,7 @@ impl FlashBlock {
 
     /// True for BAR offsets served by this block.
     pub fn handles(offset: u32) -> bool {
-        (spi_flash::BASE..reboot::BASE + 0x1000).contains(&offset)
+        (spi_flash::BASE..reboot::BASE + reboot::SPAN).contains(&offset)
     }
 
     /// Reads a register (absolute BAR offset). Reads take [`FlashConfig::mmio_read`] of
@@ -266,7 +254,10 @@ impl FlashBlock {
             spi_flash::NEXT_REG => spi_flash::NEXT,
             spi_flash::CTRL => self.ctrl,
             spi_flash::TXRX => self.rx,
-            spi_flash::STATUS => u32::from(self.chip.now_ns() < self.shift_done_ns) * STATUS_BUSY,
+            spi_flash::STATUS => spi_flash::Status {
+                busy: self.chip.now_ns() < self.shift_done_ns,
+            }
+            .word(),
             reboot::TYPE_REG => reboot::TYPE_WORD,
             reboot::VERSION_REG => reboot::VERSION,
             reboot::NEXT_REG => reboot::NEXT,
@@ -288,9 +279,9 @@ impl FlashBlock {
         match offset {
             spi_flash::CTRL => {
                 self.stall();
-                let was = self.ctrl & CTRL_CS != 0;
-                let now = value & CTRL_CS != 0;
-                self.ctrl = value & 0x0003_FF01;
+                let was = spi_flash::Ctrl::from_word(self.ctrl).cs;
+                let now = spi_flash::Ctrl::from_word(value).cs;
+                self.ctrl = value & spi_flash::ctrl::DEFINED;
                 match (was, now) {
                     (false, true) => {
                         self.chip.select();
@@ -399,7 +390,7 @@ impl FlashBlock {
     }
 
     fn reset_controller(&mut self) {
-        self.ctrl = CTRL_RESET;
+        self.ctrl = spi_flash::CTRL_RESET;
         self.rx = 0;
         self.shift_done_ns = self.chip.now_ns();
         self.frame = SpiFrame::default();
@@ -470,20 +461,24 @@ impl FlashBlock {
     }
 
     fn byte_time_ns(&self) -> u64 {
-        let div = u64::from((self.ctrl >> CTRL_DIV_SHIFT) & 0xFF);
+        let div = u64::from(spi_flash::Ctrl::from_word(self.ctrl).div);
         // 8 bits, each two half periods of (div + 1) register clocks.
         16 * (div + 1) * 1_000_000_000 / self.config.sys_clk_hz
     }
 
     fn shift(&mut self, value: u32) {
-        let n = ((self.ctrl >> CTRL_WIDTH_SHIFT) & 3) + 1;
+        let ctrl = spi_flash::Ctrl::from_word(self.ctrl);
+        let n = u32::from(ctrl.bytes_m1) + 1;
         let byte_ns = self.byte_time_ns();
         let start = self.chip.now_ns();
-        let selected = self.ctrl & CTRL_CS != 0;
-        let mut rx = 0u32;
+        let selected = ctrl.cs;
+        // The low n bytes of the word go out, the most significant first; the bytes shifted
+        // in fill the low n bytes the same way (the last in bits 7..0).
+        let bytes = value.to_be_bytes();
+        let mut got = [0u8; 4];
         for i in 0..n {
             self.chip.advance_to(start + u64::from(i) * byte_ns);
-            let out = (value >> (8 * (n - 1 - i))) as u8;
+            let out = bytes[(4 - n + i) as usize];
             let input = if selected {
                 self.chip.transfer(out)
             } else {
@@ -493,10 +488,10 @@ impl FlashBlock {
                 self.frame.mosi.push(out);
                 self.frame.miso.push(input);
             }
-            rx = (rx << 8) | u32::from(input);
+            got[(4 - n + i) as usize] = input;
         }
         self.stats.spi_bytes += u64::from(n);
-        self.rx = rx;
+        self.rx = u32::from_be_bytes(got);
         self.shift_done_ns = start + u64::from(n) * byte_ns;
     }
 }
@@ -562,7 +557,12 @@ mod tests {
     fn four_byte_transfer_reads_the_jedec_id() {
         let mut f = small();
         f.set_trace(true);
-        f.write32(spi_flash::CTRL, CTRL_CS | (3 << CTRL_WIDTH_SHIFT));
+        let four_bytes = spi_flash::Ctrl {
+            cs: true,
+            div: 0,
+            bytes_m1: 3,
+        };
+        f.write32(spi_flash::CTRL, four_bytes.word().unwrap());
         f.write32(spi_flash::TXRX, 0x9F00_0000);
         assert_eq!(f.read32(spi_flash::TXRX), 0xFF20_BB21);
         f.write32(spi_flash::CTRL, 0);
@@ -575,11 +575,16 @@ mod tests {
     #[test]
     fn shifting_takes_bus_time() {
         let mut f = small();
-        f.write32(spi_flash::CTRL, CTRL_CS | (1 << CTRL_DIV_SHIFT));
+        let div1 = spi_flash::Ctrl {
+            cs: true,
+            div: 1,
+            bytes_m1: 0,
+        };
+        f.write32(spi_flash::CTRL, div1.word().unwrap());
         let t0 = f.now();
         f.write32(spi_flash::TXRX, 0x05);
         // One byte at 62.5 MHz: 128 ns; the status read is sampled as it arrives.
-        assert_eq!(f.read32(spi_flash::STATUS), STATUS_BUSY);
+        assert_eq!(f.read32(spi_flash::STATUS), 1, "bit 0: busy");
         assert_eq!(f.now() - t0, Duration::from_micros(1), "a read costs 1 us");
         assert_eq!(f.read32(spi_flash::STATUS), 0);
         f.write32(spi_flash::TXRX, 0x00);

@@ -12,6 +12,7 @@ use crate::lookup::{self, CtOutcome, Packet};
 use crate::parse::{self, proto, tcp_flags, IpHeaders, Parsed};
 use crate::trace::{Flow, Fragment, NoTrace, Recorder, Step};
 use nlb_hw::enums::{Delivery, Event, KeyType, Reason, Verdict};
+use nlb_hw::layout::field_max;
 use nlb_hw::layouts::{BackendEntry, InjectHeader, LearnEvent, PuntHeader};
 use nlb_hw::{NicSettings, Tables};
 
@@ -76,9 +77,11 @@ impl PacketResult {
             verdict: self.verdict,
             bank: self.bank != 0,
             rule_valid: self.rule.is_some(),
-            rule: self.rule.unwrap_or(0) & 0x0fff,
+            rule: self.rule.unwrap_or(0) & field_max(PuntHeader::RULE_WIDTH) as u16,
             flow_hash: self.flow_hash,
-            frame_len: self.frame_len.min(0x3fff) as u16,
+            frame_len: self
+                .frame_len
+                .min(field_max(PuntHeader::FRAME_LEN_WIDTH) as _) as u16,
             ip_id: self.ip_id,
         }
     }
@@ -182,7 +185,7 @@ pub fn event(p: &Packet, res: &PacketResult, backend: u16) -> Option<LearnEvent>
         src_addr: flow.client,
         dst_addr: flow.vip,
         backend,
-        rule: res.rule.unwrap_or(0) & 0x0fff,
+        rule: res.rule.unwrap_or(0) & field_max(LearnEvent::RULE_WIDTH) as u16,
         flow_hash: res.flow_hash,
     })
 }

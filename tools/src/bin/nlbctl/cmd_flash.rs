@@ -107,9 +107,10 @@ pub fn flash_error(device: &str, e: FlashError) -> CliError {
     }
 }
 
-/// `1.0` from a 16.16 version word.
+/// `1.0` from a `fw_id.design_version` word (major.minor).
 pub fn version(v: u32) -> String {
-    format!("{}.{}", v >> 16, v & 0xFFFF)
+    let v = nlb_hw::blocks::fw_id::DesignVersion::from_word(v);
+    format!("{}.{}", v.major, v.minor)
 }
 
 /// A part name and IDCODE for humans.

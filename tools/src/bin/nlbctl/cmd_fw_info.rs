@@ -4,6 +4,9 @@ use crate::cmd_flash::{flash_error, open, part, version};
 use crate::common::CliError;
 use nlb_driver::flash::{fw_info, FwInfo};
 
+/// Bytes in a mebibyte.
+const MIB: u64 = 1024 * 1024;
+
 /// Show the card's firmware identity, which image booted (and why the fallback, if it did),
 /// the configuration flash chip, and the image in each multiboot slot.
 ///
@@ -60,8 +63,8 @@ pub fn run(args: Args) -> Result<(), CliError> {
     outln!(
         "flash     {} ({} MiB), two segments of {} MiB",
         info.chip.name,
-        info.chip.size >> 20,
-        info.layout.segment_size() >> 20
+        info.chip.size / MIB,
+        u64::from(info.layout.segment_size()) / MIB
     );
     for s in &info.slots {
         let state = match &s.marker {

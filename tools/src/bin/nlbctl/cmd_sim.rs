@@ -117,7 +117,8 @@ impl Nic {
 mod rtl {
     use firmware_sim::{ConnTable, PacketResult};
     use nlb_driver::device::Device;
-    use nlb_hw::blocks::{conntrack, counters};
+    use nlb_driver::queues::read_counters;
+    use nlb_hw::blocks::conntrack;
     use nlb_hw::enums::{CounterKind, Event, Reason};
     use nlb_hw::{NicSettings, Tables};
     use nlb_verif::device::{write_conntrack, RtlDevice};
@@ -168,14 +169,9 @@ mod rtl {
         }
 
         pub fn reason_packets(&mut self, reason: Reason) -> Result<u64, String> {
-            let d = &mut self.dev;
-            let sel = CounterKind::Reason.value() << 24 | reason.value();
-            let err = |e: nlb_driver::DeviceError| e.to_string();
-            d.write32(counters::SELECT, sel).map_err(err)?;
-            d.write32(counters::SNAPSHOT, 1).map_err(err)?;
-            let lo = d.read32(counters::PACKETS_LO).map_err(err)?;
-            let hi = d.read32(counters::PACKETS_HI).map_err(err)?;
-            Ok(u64::from(lo) | u64::from(hi) << 32)
+            let c = read_counters(&mut self.dev, CounterKind::Reason, [reason.value()], false)
+                .map_err(|e| e.to_string())?;
+            Ok(c.first().map_or(0, |c| c.packets))
         }
     }
 }

@@ -57,7 +57,9 @@ pub fn run(args: Args) -> Result<(), CliError> {
         .to_vec();
     let queues = Queues::new().poll(dev.as_mut()).map_err(|e| fail(&e))?;
     let fw = &info.firmware;
-    let version = |v: u32| format!("{}.{}", v >> 16, v & 0xffff);
+    let version = super::cmd_flash::version;
+    let enabled = ctrl::Enable::from_word(r[0]).enable;
+    let bank = u8::from(ctrl::ActiveBank::from_word(r[1]).bank);
     let connections = r[4];
     let capacity = fw.capacities.ct_buckets * fw.capacities.ct_ways;
     if args.json {
@@ -73,8 +75,8 @@ pub fn run(args: Args) -> Result<(), CliError> {
             "blocks": info.blocks.iter().map(|b| serde_json::json!({
                 "name": b.name, "offset": b.base, "version": b.version,
             })).collect::<Vec<_>>(),
-            "enabled": r[0] & 1 == 1,
-            "active_bank": r[1] & 1,
+            "enabled": enabled,
+            "active_bank": bank,
             "generation": r[2],
             "packets_in_flight": r[3],
             "connections": connections,
@@ -104,7 +106,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
     );
     outln!(
         "pipeline     {}",
-        if r[0] & 1 == 1 {
+        if enabled {
             "enabled"
         } else {
             "disabled (every frame passes to the host; load tables to enable)"
@@ -112,7 +114,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
     );
     outln!(
         "tables       bank {} serving, generation {}",
-        r[1] & 1,
+        bank,
         r[2]
     );
     outln!("connections  {connections} of {capacity}");
