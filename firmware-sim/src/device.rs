@@ -288,6 +288,9 @@ const _: () = assert!(
         && CANDIDATE_LAG < FINISH_LAG
         && FINISH_LAG < ROUND_GROUPS
 );
+/// The host time stamped on auto-learned entries: the auto-learning device has no host
+/// clock, and nothing ages its entries.
+const AUTO_LEARN_TIME: u32 = 0;
 /// Groups between the passes that account finished packets (counters, hit bits, queues: they
 /// need the device mutably, the stages borrow its tables).
 const ROUND_GROUPS: usize = 8;
@@ -310,7 +313,6 @@ pub struct SimDevice {
     pending_events: Vec<LearnEvent>,
     /// Per-packet state of the packets in flight in a batch (kept to reuse its allocation).
     lanes: Vec<Lane>,
-    host_time: u32,
 }
 
 impl SimDevice {
@@ -346,7 +348,6 @@ impl SimDevice {
             auto_learn: false,
             pending_events: Vec::new(),
             lanes: Vec::with_capacity(RING),
-            host_time: 0,
         }
     }
 
@@ -378,11 +379,6 @@ impl SimDevice {
         self.auto_learn = on;
     }
 
-    /// The host time stamped on auto-learned entries (seconds).
-    pub fn set_host_time(&mut self, seconds: u32) {
-        self.host_time = seconds;
-    }
-
     /// The capacity profile.
     pub fn profile(&self) -> &'static Profile {
         self.profile
@@ -411,13 +407,6 @@ impl SimDevice {
     /// The current NIC settings (`ctrl` registers).
     pub fn settings(&self) -> &NicSettings {
         &self.ctrl.settings
-    }
-
-    /// Whether the interrupt line is raised (`irq_mask` and non-empty queues).
-    pub fn irq_pending(&self) -> bool {
-        let q = &self.queues;
-        let mask = blocks::queues::IrqMask::from_word(q.irq_mask);
-        (mask.punt && !q.punt.is_empty()) || (mask.learn && !q.learn.is_empty())
     }
 
     /// Frames the inject queue transmitted since the last call, in order: what went out on
@@ -570,7 +559,7 @@ impl SimDevice {
                 // A full bucket is what the host would log and count; the flow keeps going
                 // by Maglev.
                 Event::Learn => {
-                    let _ = self.conntrack.install(&ev, self.host_time);
+                    let _ = self.conntrack.install(&ev, AUTO_LEARN_TIME);
                 }
                 Event::Teardown => {
                     let _ = self.conntrack.mark_closed(&ev);
