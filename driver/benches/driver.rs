@@ -1,6 +1,6 @@
 //! Driver benchmarks (figures, no assertions):
 //!
-//! - full image load through the in-process `Sim` and through `SimSocket` (a server thread on
+//! - full image load through the in-process `ModelHandle` and through `SocketDevice` (a server thread on
 //!   a Unix socket);
 //! - register writes of a delta load after one backend's health change, against the number of
 //!   changed entries (target ≤ 2×);
@@ -13,8 +13,8 @@ use nlb_driver::conntrack::{Conntrack, NewConnection};
 use nlb_driver::device::Device;
 use nlb_driver::discover;
 use nlb_driver::loader::{Loader, LoaderOptions};
-use nlb_driver::sim::Sim;
-use nlb_driver::socket::{Server, SimSocket};
+use nlb_driver::model::ModelHandle;
+use nlb_driver::socket::{Server, SocketDevice};
 use nlb_hw::enums::Table;
 use nlb_hw::{FlowKey, Profile};
 use std::net::{IpAddr, Ipv4Addr};
@@ -64,7 +64,7 @@ fn image(text: &str, health: &HealthState) -> Image {
         .image(1)
 }
 
-fn serve(sim: &Sim, name: &str) -> (std::path::PathBuf, nlb_driver::socket::ServerHandle) {
+fn serve(sim: &ModelHandle, name: &str) -> (std::path::PathBuf, nlb_driver::socket::ServerHandle) {
     let dir = std::env::temp_dir().join(format!("nlb-bench-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let path = dir.join("nlb.sock");
@@ -149,7 +149,7 @@ fn delta_load(pools: usize, per_pool: usize) {
     let mut down = HealthState::new();
     down.set_healthy("b0-0", false);
     let degraded = image(&text, &down);
-    let mut sim = Sim::new(healthy.tables.profile);
+    let mut sim = ModelHandle::new(healthy.tables.profile);
     let info = discover(&mut sim).expect("discover");
     let mut loader =
         Loader::attach(&mut sim, info.profile, LoaderOptions::default()).expect("attach");
@@ -207,7 +207,7 @@ fn conns(n: u32, seed: u32) -> Vec<NewConnection> {
 }
 
 /// CPU time of the whole process (every thread: the bench, and the socket server's for
-/// `SimSocket`): on a shared machine wall time mostly measures the other tenants.
+/// `SocketDevice`): on a shared machine wall time mostly measures the other tenants.
 fn process_cpu() -> std::time::Duration {
     let mut ts = libc::timespec {
         tv_sec: 0,
@@ -286,12 +286,12 @@ fn main() {
     );
 
     if want("load") {
-        let mut sim = Sim::new(profile);
-        full_load("Sim", &mut sim, &big, rounds);
-        let sim = Sim::new(profile);
+        let mut sim = ModelHandle::new(profile);
+        full_load("ModelHandle", &mut sim, &big, rounds);
+        let sim = ModelHandle::new(profile);
         let (path, _server) = serve(&sim, "load");
-        let mut sock = SimSocket::connect(&path).expect("connect");
-        full_load("SimSocket", &mut sock, &big, rounds);
+        let mut sock = SocketDevice::connect(&path).expect("connect");
+        full_load("SocketDevice", &mut sock, &big, rounds);
     }
     if want("delta") {
         delta_load(1, 3);
@@ -304,10 +304,10 @@ fn main() {
 
     let ct_rounds = if quick { 2 } else { 8 };
     for batch in [64, 1024] {
-        conntrack_rate("Sim", Sim::new(profile), batch, ct_rounds);
-        let sim = Sim::new(profile);
+        conntrack_rate("ModelHandle", ModelHandle::new(profile), batch, ct_rounds);
+        let sim = ModelHandle::new(profile);
         let (path, _server) = serve(&sim, "ct");
-        let sock = SimSocket::connect(&path).expect("connect");
-        conntrack_rate("SimSocket", sock, batch, ct_rounds);
+        let sock = SocketDevice::connect(&path).expect("connect");
+        conntrack_rate("SocketDevice", sock, batch, ct_rounds);
     }
 }

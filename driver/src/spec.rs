@@ -5,7 +5,7 @@
 //! the same socket protocol, so it needs no spec of its own here.
 
 use crate::device::{Device, DeviceError};
-use crate::socket::SimSocket;
+use crate::socket::SocketDevice;
 use crate::vfio::{PciAddress, Vfio, VfioError};
 use std::path::PathBuf;
 
@@ -15,7 +15,7 @@ pub enum DeviceSpec {
     /// A NIC through VFIO.
     Pci(PciAddress),
     /// A simulated NIC served on a Unix socket.
-    Sim(PathBuf),
+    Socket(PathBuf),
 }
 
 /// Why a device could not be opened.
@@ -41,7 +41,7 @@ impl std::str::FromStr for DeviceSpec {
         }
         if let Some(path) = s.strip_prefix("sim:") {
             if !path.is_empty() {
-                return Ok(DeviceSpec::Sim(PathBuf::from(path)));
+                return Ok(DeviceSpec::Socket(PathBuf::from(path)));
             }
         }
         Err(OpenError::BadSpec(s.to_string()))
@@ -52,7 +52,7 @@ impl std::fmt::Display for DeviceSpec {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             DeviceSpec::Pci(a) => write!(f, "pci:{a}"),
-            DeviceSpec::Sim(p) => write!(f, "sim:{}", p.display()),
+            DeviceSpec::Socket(p) => write!(f, "sim:{}", p.display()),
         }
     }
 }
@@ -62,7 +62,7 @@ impl DeviceSpec {
     pub fn open(&self) -> Result<Box<dyn Device>, OpenError> {
         Ok(match self {
             DeviceSpec::Pci(a) => Box::new(Vfio::open(&a.to_string())?),
-            DeviceSpec::Sim(p) => Box::new(SimSocket::connect(p)?),
+            DeviceSpec::Socket(p) => Box::new(SocketDevice::connect(p)?),
         })
     }
 }
@@ -91,7 +91,7 @@ mod tests {
         );
         assert_eq!(
             "sim:/run/nlb.sock".parse::<DeviceSpec>().unwrap(),
-            DeviceSpec::Sim("/run/nlb.sock".into())
+            DeviceSpec::Socket("/run/nlb.sock".into())
         );
         for bad in ["", "sim:", "eth0", "pci:zz"] {
             assert!(bad.parse::<DeviceSpec>().is_err(), "{bad}");

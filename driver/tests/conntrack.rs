@@ -7,8 +7,8 @@ use common::*;
 use nlb_driver::conntrack::{Conntrack, Installed, NewConnection, FLAG_CLOSED};
 use nlb_driver::device::{Device, DeviceError, RegOp};
 use nlb_driver::loader::{Loader, LoaderOptions};
+use nlb_driver::model::ModelHandle;
 use nlb_driver::queues::Queues;
-use nlb_driver::sim::Sim;
 use nlb_driver::{discover, DeviceInfo};
 use nlb_hw::blocks::conntrack as win;
 use nlb_hw::blocks::queues as qb;
@@ -32,8 +32,8 @@ fn conn(src_port: u16, backend: u16) -> NewConnection {
 }
 
 /// A device serving image A with connection tracking on for pool 0.
-fn setup() -> (Sim, DeviceInfo) {
-    let mut sim = Sim::new(profile());
+fn setup() -> (ModelHandle, DeviceInfo) {
+    let mut sim = ModelHandle::new(profile());
     let info = discover(&mut sim).unwrap();
     let mut loader = Loader::attach(&mut sim, info.profile, LoaderOptions::default()).unwrap();
     let mut a = image(profile(), Which::A, 0);
@@ -42,7 +42,7 @@ fn setup() -> (Sim, DeviceInfo) {
     (sim, info)
 }
 
-fn send(sim: &Sim, src_port: u16) -> firmware_sim::PacketResult {
+fn send(sim: &ModelHandle, src_port: u16) -> firmware_sim::PacketResult {
     let mut out = vec![0u8; 16384];
     sim.lock()
         .receive(&frame_to_vip(src_port), &mut out)
@@ -134,7 +134,7 @@ fn a_full_bucket_refuses_the_next_flow() {
 /// Executes every operation alone and, after each conntrack command, checks the model's
 /// entry: it is either invalid or exactly one of the entries the test installs whole.
 struct Watch {
-    sim: Sim,
+    sim: ModelHandle,
     index_reg: u32,
     commands: usize,
     complete: Vec<nlb_hw::layouts::CtEntry>,

@@ -4,11 +4,11 @@
 //! same output frame.
 
 use etherparse::PacketBuilder;
-use firmware_sim::SimDevice;
+use firmware_sim::ModelDevice;
 use flowtable_compiler::{compile_file, CompileOptions, HealthState, Image};
 use nlb_driver::discover;
 use nlb_driver::loader::{Loader, LoaderOptions};
-use nlb_driver::sim::Sim;
+use nlb_driver::model::ModelHandle;
 use nlb_hw::hash::u128_to_addr;
 use nlb_hw::Tables;
 use std::net::IpAddr;
@@ -90,7 +90,7 @@ fn driver_loaded_examples_behave_like_the_image() {
     ];
     for name in examples {
         let image = compiled(name, &HealthState::new());
-        let mut sim = Sim::new(image.tables.profile);
+        let mut sim = ModelHandle::new(image.tables.profile);
         let info = discover(&mut sim).unwrap();
         let mut loader = Loader::attach(&mut sim, info.profile, LoaderOptions::default()).unwrap();
         let report = loader.load_image(&mut sim, &image).unwrap();
@@ -104,7 +104,7 @@ fn driver_loaded_examples_behave_like_the_image() {
         assert_eq!(sim.lock().bank(report.bank), &image.tables, "{name}");
         assert_eq!(sim.lock().settings(), &image.nic, "{name}");
 
-        let mut reference = SimDevice::from_tables(image.tables.clone(), image.nic);
+        let mut reference = ModelDevice::from_tables(image.tables.clone(), image.nic);
         let frames = frames_for(&image.tables);
         assert!(frames.len() >= 8, "{name}: {} frames", frames.len());
         let (mut out_a, mut out_b) = (vec![0u8; 16384], vec![0u8; 16384]);
@@ -138,7 +138,7 @@ fn a_health_change_is_a_small_delta_load() {
     let changed = healthy.tables.diff(&degraded.tables).len();
     assert!(changed > 0);
 
-    let mut sim = Sim::new(healthy.tables.profile);
+    let mut sim = ModelHandle::new(healthy.tables.profile);
     let info = discover(&mut sim).unwrap();
     let mut loader = Loader::attach(&mut sim, info.profile, LoaderOptions::default()).unwrap();
     loader.load_image(&mut sim, &healthy).unwrap();
@@ -163,7 +163,7 @@ fn a_health_change_is_a_small_delta_load() {
 fn an_image_of_another_regmap_version_is_refused() {
     let mut image = compiled("web.yaml", &HealthState::new());
     image.header.regmap_version += 1;
-    let mut sim = Sim::new(image.tables.profile);
+    let mut sim = ModelHandle::new(image.tables.profile);
     let info = discover(&mut sim).unwrap();
     let mut loader = Loader::attach(&mut sim, info.profile, LoaderOptions::default()).unwrap();
     let e = loader.load_image(&mut sim, &image).unwrap_err().to_string();

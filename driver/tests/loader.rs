@@ -7,21 +7,21 @@ use nlb_driver::device::{Device, DeviceError, RegOp};
 use nlb_driver::discover;
 use nlb_driver::fault::CutAfter;
 use nlb_driver::loader::{LoadError, Loader, LoaderOptions};
-use nlb_driver::sim::Sim;
+use nlb_driver::model::ModelHandle;
 use nlb_hw::blocks::{ctrl, table as win};
 use nlb_hw::enums::{Table, Verdict};
 use nlb_hw::layouts::RuleEntry;
 use nlb_hw::{NicSettings, Tables};
 use std::time::Duration;
 
-fn attach(sim: &mut Sim) -> Loader {
+fn attach(sim: &mut ModelHandle) -> Loader {
     let info = discover(sim).expect("the simulated device is discovered");
     assert_eq!(info.profile.name, "sim");
     Loader::attach(sim, info.profile, LoaderOptions::default()).expect("attach")
 }
 
 /// Sends one frame to the VIP; returns (bank, backend, destination MAC of the output).
-fn send(sim: &Sim, src_port: u16) -> (u8, Option<u16>, Option<u64>) {
+fn send(sim: &ModelHandle, src_port: u16) -> (u8, Option<u16>, Option<u64>) {
     let mut out = vec![0u8; 16384];
     let f = frame_to_vip(src_port);
     let r = sim.lock().receive(&f, &mut out).expect("receive");
@@ -31,7 +31,7 @@ fn send(sim: &Sim, src_port: u16) -> (u8, Option<u16>, Option<u64>) {
 
 #[test]
 fn first_load_serves_the_image() {
-    let mut sim = Sim::new(profile());
+    let mut sim = ModelHandle::new(profile());
     let mut loader = attach(&mut sim);
     assert_eq!((loader.active_bank(), loader.generation()), (0, 0));
     let a = image(profile(), Which::A, 0);
@@ -63,7 +63,7 @@ fn first_load_serves_the_image() {
 
 #[test]
 fn delta_load_writes_only_what_differs_from_the_target_bank() {
-    let mut sim = Sim::new(profile());
+    let mut sim = ModelHandle::new(profile());
     let mut loader = attach(&mut sim);
     let (a, b) = (image(profile(), Which::A, 0), image(profile(), Which::B, 0));
     let nic = NicSettings::default();
@@ -103,13 +103,13 @@ fn delta_load_writes_only_what_differs_from_the_target_bank() {
 /// A device that counts the register accesses reaching it (the loader's own report is
 /// checked against these, not trusted).
 struct Counting {
-    sim: Sim,
+    sim: ModelHandle,
     writes: u64,
     reads: u64,
 }
 
 impl Counting {
-    fn new(sim: &Sim) -> Counting {
+    fn new(sim: &ModelHandle) -> Counting {
         Counting {
             sim: sim.clone(),
             writes: 0,
@@ -134,7 +134,7 @@ impl Device for Counting {
 
 #[test]
 fn a_run_of_equal_slots_costs_one_write_per_entry() {
-    let mut sim = Sim::new(profile());
+    let mut sim = ModelHandle::new(profile());
     let mut loader = attach(&mut sim);
     let nic = NicSettings::default();
     let a = image(profile(), Which::A, 0);
@@ -179,7 +179,7 @@ fn every_profile_table_is_addressable_by_a_command() {
 
 #[test]
 fn nic_settings_are_written_only_when_they_change() {
-    let mut sim = Sim::new(profile());
+    let mut sim = ModelHandle::new(profile());
     let mut loader = attach(&mut sim);
     let a = image(profile(), Which::A, 0);
     let nic = NicSettings {
@@ -199,7 +199,7 @@ fn nic_settings_are_written_only_when_they_change() {
 
 #[test]
 fn a_restarted_loader_rebuilds_its_shadow_from_the_device() {
-    let mut sim = Sim::new(profile());
+    let mut sim = ModelHandle::new(profile());
     let (a, b) = (image(profile(), Which::A, 7), image(profile(), Which::B, 8));
     let nic = NicSettings::default();
     let mut first = attach(&mut sim);
@@ -219,7 +219,7 @@ fn a_restarted_loader_rebuilds_its_shadow_from_the_device() {
 
 #[test]
 fn a_second_loader_is_detected() {
-    let mut sim = Sim::new(profile());
+    let mut sim = ModelHandle::new(profile());
     let a = image(profile(), Which::A, 0);
     let nic = NicSettings::default();
     let mut one = attach(&mut sim);
@@ -245,14 +245,14 @@ fn a_second_loader_is_detected() {
 
 #[test]
 fn a_device_reset_under_a_live_loader_is_noticed_and_reloaded_whole() {
-    let mut sim = Sim::new(profile());
+    let mut sim = ModelHandle::new(profile());
     let mut loader = attach(&mut sim);
     let nic = NicSettings::default();
     let (a, b) = (image(profile(), Which::A, 1), image(profile(), Which::B, 2));
     loader.load(&mut sim, &a, &nic).unwrap();
     loader.load(&mut sim, &b, &nic).unwrap();
     // Power cycle: every memory and register back to reset values.
-    *sim.lock() = firmware_sim::SimDevice::new(profile());
+    *sim.lock() = firmware_sim::ModelDevice::new(profile());
     let r = loader.load(&mut sim, &b, &nic).unwrap();
     assert!(r.resynced);
     assert_eq!(
@@ -267,7 +267,7 @@ fn a_device_reset_under_a_live_loader_is_noticed_and_reloaded_whole() {
 
 #[test]
 fn errors_before_any_write_leave_the_device_alone() {
-    let mut sim = Sim::new(profile());
+    let mut sim = ModelHandle::new(profile());
     let mut loader = attach(&mut sim);
     let nic = NicSettings::default();
     let a = image(profile(), Which::A, 0);
@@ -317,7 +317,7 @@ fn errors_before_any_write_leave_the_device_alone() {
 /// A device whose `bank_in_use` reports packets on both banks for its first `busy_reads` reads.
 #[derive(Debug)]
 struct Busy {
-    inner: Sim,
+    inner: ModelHandle,
     busy_reads: u32,
     waits: u32,
 }
@@ -344,7 +344,7 @@ impl Device for Busy {
 
 #[test]
 fn waits_for_the_old_bank_to_drain_and_gives_up_in_bounded_time() {
-    let sim = Sim::new(profile());
+    let sim = ModelHandle::new(profile());
     let mut dev = Busy {
         inner: sim.clone(),
         busy_reads: 3,
@@ -378,7 +378,7 @@ fn waits_for_the_old_bank_to_drain_and_gives_up_in_bounded_time() {
 
 /// A device that flips one bit of the table window's data on every read-back.
 #[derive(Debug)]
-struct Corrupt(Sim);
+struct Corrupt(ModelHandle);
 
 impl Device for Corrupt {
     fn read32(&mut self, offset: u32) -> Result<u32, DeviceError> {
@@ -395,7 +395,7 @@ impl Device for Corrupt {
 
 #[test]
 fn a_read_back_mismatch_aborts_before_the_flip() {
-    let mut sim = Sim::new(profile());
+    let mut sim = ModelHandle::new(profile());
     let mut loader = attach(&mut sim);
     let a = image(profile(), Which::A, 0);
     let mut dev = Corrupt(sim.clone());
@@ -412,7 +412,7 @@ fn a_read_back_mismatch_aborts_before_the_flip() {
 
 /// A device whose table window drops every command (the data words keep what was written).
 #[derive(Debug)]
-struct LostCommands(Sim);
+struct LostCommands(ModelHandle);
 
 impl Device for LostCommands {
     fn read32(&mut self, offset: u32) -> Result<u32, DeviceError> {
@@ -431,7 +431,7 @@ impl Device for LostCommands {
 
 #[test]
 fn a_write_that_never_ran_fails_verification() {
-    let mut sim = Sim::new(profile());
+    let mut sim = ModelHandle::new(profile());
     let mut loader = attach(&mut sim);
     let a = image(profile(), Which::A, 0);
     let e = loader
@@ -445,7 +445,7 @@ fn a_write_that_never_ran_fails_verification() {
 
 /// Counts the accesses of one load, so the cut points can cover all of it.
 #[derive(Debug)]
-struct Count(Sim, u64);
+struct Count(ModelHandle, u64);
 
 impl Device for Count {
     fn read32(&mut self, offset: u32) -> Result<u32, DeviceError> {
@@ -472,7 +472,7 @@ fn a_load_killed_at_any_point_leaves_a_whole_table_serving() {
     let new = image(profile(), Which::B, 2);
     // A device serving `old` from bank 1 with `old` also in bank 0 (a steady state).
     let fresh = || {
-        let mut sim = Sim::new(profile());
+        let mut sim = ModelHandle::new(profile());
         let mut l = attach(&mut sim);
         l.load(&mut sim, &old, &nic).unwrap();
         l.load(&mut sim, &old, &nic).unwrap();
@@ -532,7 +532,7 @@ fn a_load_killed_at_any_point_leaves_a_whole_table_serving() {
 fn a_counter_index_past_the_select_field_is_refused_not_wrapped() {
     // counters.select: index bits 23..0, kind above (docs/regmap.md). An index of 2^24 would
     // have been masked to 0 and read counter 0 of the kind; it is an error now.
-    let mut sim = Sim::new(profile());
+    let mut sim = ModelHandle::new(profile());
     let ok = nlb_driver::queues::read_counters(
         &mut sim,
         nlb_driver::queues::CounterKind::Rule,

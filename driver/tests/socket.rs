@@ -8,8 +8,8 @@ use nlb_driver::conntrack::{Conntrack, Installed, NewConnection};
 use nlb_driver::device::{Batch, Device, DeviceError};
 use nlb_driver::fault::CutAfter;
 use nlb_driver::loader::{Loader, LoaderOptions};
-use nlb_driver::sim::Sim;
-use nlb_driver::socket::{Server, ServerHandle, SimSocket};
+use nlb_driver::model::ModelHandle;
+use nlb_driver::socket::{Server, ServerHandle, SocketDevice};
 use nlb_driver::{discover, open_device};
 use nlb_hw::blocks::ctrl;
 use nlb_hw::{FlowKey, NicSettings};
@@ -20,7 +20,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 struct Served {
-    sim: Sim,
+    sim: ModelHandle,
     path: PathBuf,
     dir: PathBuf,
     _handle: ServerHandle,
@@ -33,7 +33,7 @@ impl Drop for Served {
 }
 
 fn serve(name: &str) -> Served {
-    let sim = Sim::new(profile());
+    let sim = ModelHandle::new(profile());
     let dir = std::env::temp_dir().join(format!("nlb-driver-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("nlb.sock");
@@ -97,7 +97,7 @@ fn discovery_loads_and_conntrack_over_the_socket() {
 #[test]
 fn device_errors_cross_the_socket() {
     let s = serve("errors");
-    let mut dev = SimSocket::connect(&s.path).unwrap();
+    let mut dev = SocketDevice::connect(&s.path).unwrap();
     let e = dev.read32(0x1002).unwrap_err();
     assert!(
         matches!(
@@ -147,7 +147,7 @@ fn a_broken_client_does_not_take_the_server_down() {
     // The server closed that connection ...
     assert_eq!(raw.read(&mut hdr).unwrap_or(0), 0);
     // ... and still serves others.
-    let mut dev = SimSocket::connect(&s.path).unwrap();
+    let mut dev = SocketDevice::connect(&s.path).unwrap();
     assert_eq!(dev.read32(0).unwrap(), nlb_hw::blocks::fw_id::TYPE_WORD);
     // An oversized length is refused without reading it.
     let mut raw = UnixStream::connect(&s.path).unwrap();
@@ -160,14 +160,14 @@ fn a_load_cut_over_the_socket_leaves_the_old_table_serving() {
     let s = serve("cut");
     let nic = NicSettings::default();
     let (a, b) = (image(profile(), Which::A, 5), image(profile(), Which::B, 6));
-    let mut dev = SimSocket::connect(&s.path).unwrap();
+    let mut dev = SocketDevice::connect(&s.path).unwrap();
     let info = discover(&mut dev).unwrap();
     let mut loader = Loader::attach(&mut dev, info.profile, LoaderOptions::default()).unwrap();
     loader.load(&mut dev, &a, &nic).unwrap();
     let mut rng = Rng(77);
     for _ in 0..8 {
         let cut = 3 + rng.below(2000);
-        let mut cutting = CutAfter::new(SimSocket::connect(&s.path).unwrap(), cut);
+        let mut cutting = CutAfter::new(SocketDevice::connect(&s.path).unwrap(), cut);
         assert!(loader.load(&mut cutting, &b, &nic).is_err(), "cut at {cut}");
         assert_eq!(s.sim.lock().read32(ctrl::ACTIVE_BANK).unwrap(), 1);
         assert_eq!(s.sim.lock().bank(1), &a, "cut at {cut}");

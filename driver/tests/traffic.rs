@@ -1,5 +1,5 @@
-//! Continuous traffic while images are loaded again and again, in process (`Sim`) and over
-//! the socket protocol (`SimSocket` to a server on the same simulated device): no packet may
+//! Continuous traffic while images are loaded again and again, in process (`ModelHandle`) and over
+//! the socket protocol (`SocketDevice` to a server on the same simulated device): no packet may
 //! be processed with a mix of old and new tables.
 //!
 //! Bank 1 always receives A images and bank 0 B images (see `common`), so every forwarded
@@ -13,9 +13,9 @@ use common::*;
 use nlb_driver::device::Device;
 use nlb_driver::discover;
 use nlb_driver::loader::{Loader, LoaderOptions};
+use nlb_driver::model::ModelHandle;
 use nlb_driver::queues::{read_counters, CounterKind};
-use nlb_driver::sim::Sim;
-use nlb_driver::socket::{Server, SimSocket};
+use nlb_driver::socket::{Server, SocketDevice};
 use nlb_hw::enums::Verdict;
 use nlb_hw::NicSettings;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -46,7 +46,7 @@ impl Seen {
 /// The simulated device with a packet arriving after every `every`-th register access: the
 /// densest interleaving of traffic and driver there can be.
 struct Interleaved {
-    sim: Sim,
+    sim: ModelHandle,
     every: u32,
     count: u32,
     frames: Vec<Vec<u8>>,
@@ -55,7 +55,7 @@ struct Interleaved {
 }
 
 impl Interleaved {
-    fn new(sim: Sim, every: u32, seen: Arc<std::sync::Mutex<Seen>>) -> Interleaved {
+    fn new(sim: ModelHandle, every: u32, seen: Arc<std::sync::Mutex<Seen>>) -> Interleaved {
         Interleaved {
             sim,
             every,
@@ -93,7 +93,7 @@ impl Device for Interleaved {
 }
 
 /// Sends frames through the device until `stop`, one lock per frame, like a NIC port.
-fn traffic(sim: Sim, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<Seen> {
+fn traffic(sim: ModelHandle, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<Seen> {
     std::thread::spawn(move || {
         let mut seen = Seen::default();
         let mut out = vec![0u8; 16384];
@@ -114,7 +114,7 @@ fn traffic(sim: Sim, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<Seen> {
     })
 }
 
-fn load_again_and_again<D: Device + ?Sized>(dev: &mut D, sim: &Sim, loads: u64) -> Seen {
+fn load_again_and_again<D: Device + ?Sized>(dev: &mut D, sim: &ModelHandle, loads: u64) -> Seen {
     let stop = Arc::new(AtomicBool::new(false));
     let t = traffic(sim.clone(), stop.clone());
     let info = discover(dev).expect("discover");
@@ -170,7 +170,7 @@ fn check(threaded: &Seen, interleaved: &Seen) {
 
 #[test]
 fn in_process_traffic_never_sees_a_mixed_table() {
-    let sim = Sim::new(profile());
+    let sim = ModelHandle::new(profile());
     let seen = Arc::new(std::sync::Mutex::new(Seen::default()));
     let mut dev = Interleaved::new(sim.clone(), 5, seen.clone());
     let threaded = load_again_and_again(&mut dev, &sim, 30);
@@ -180,7 +180,7 @@ fn in_process_traffic_never_sees_a_mixed_table() {
 
 #[test]
 fn socket_loads_under_traffic_never_show_a_mixed_table() {
-    let sim = Sim::new(profile());
+    let sim = ModelHandle::new(profile());
     let dir = std::env::temp_dir().join(format!("nlb-driver-traffic-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("nlb.sock");
@@ -196,7 +196,7 @@ fn socket_loads_under_traffic_never_show_a_mixed_table() {
     )
     .unwrap();
     let _handle = server.spawn();
-    let mut dev = SimSocket::connect(&path).unwrap();
+    let mut dev = SocketDevice::connect(&path).unwrap();
     let threaded = load_again_and_again(&mut dev, &sim, 20);
     let interleaved = seen.lock().unwrap().clone();
     check(&threaded, &interleaved);

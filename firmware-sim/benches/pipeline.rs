@@ -34,7 +34,7 @@
 //! and divide the instructions collected by the packet count the case prints.
 
 use etherparse::PacketBuilder;
-use firmware_sim::{BatchOutput, ConnTable, CtOutcome, SimDevice};
+use firmware_sim::{BatchOutput, ConnTable, CtOutcome, ModelDevice};
 use nlb_hw::enums::{Affinity, Delivery, Event, KeyType, Verdict};
 use nlb_hw::hash::addr_to_u128;
 use nlb_hw::layouts::{
@@ -163,7 +163,7 @@ fn thread_cpu_time() -> Option<Duration> {
 /// packets sent. Not inlined, so callgrind can count exactly this (`--toggle-collect`).
 #[inline(never)]
 fn measured(
-    dev: &mut SimDevice,
+    dev: &mut ModelDevice,
     refs: &[&[u8]],
     out: &mut BatchOutput,
     at: &mut usize,
@@ -182,7 +182,7 @@ fn measured(
 
 fn run(
     name: &str,
-    dev: &mut SimDevice,
+    dev: &mut ModelDevice,
     frames: &[Vec<u8>],
     want: CtOutcome,
     budget: Budget,
@@ -278,7 +278,7 @@ fn main() {
         if !(0..4).any(|c| case_name(delivery, c).contains(&only)) {
             continue;
         }
-        let mut dev = SimDevice::with_conntrack(profile, ConnTable::new(ct_buckets, 4));
+        let mut dev = ModelDevice::with_conntrack(profile, ConnTable::new(ct_buckets, 4));
         load(&mut dev, &tables(delivery));
         // 1 Mi connections: TCP for even clients, UDP for odd ones.
         let mut installed = 0u32;
@@ -348,7 +348,7 @@ fn case_name(delivery: Delivery, c: usize) -> String {
 
 /// Writes every non-empty entry of `bank` through the table window into bank 0, as the
 /// loader would, and enables the pipeline.
-fn load(dev: &mut SimDevice, bank: &Tables) {
+fn load(dev: &mut ModelDevice, bank: &Tables) {
     let empty = Tables::empty(bank.profile);
     use nlb_hw::blocks::{ctrl, table as tb};
     for (table, index) in empty.diff(bank) {

@@ -2,9 +2,9 @@
 //! the connection table, the counters and the punt/learn/inject queues, driven the way the
 //! driver drives the RTL (docs/pipeline.md, "The simulated device").
 //!
-//! Frames enter with [`SimDevice::receive`] / [`SimDevice::receive_batch`]; the host side uses
-//! [`SimDevice::read32`] / [`SimDevice::write32`] only. [`SimDevice::from_tables`] and
-//! [`SimDevice::set_auto_learn`] are the back doors a simulation run uses instead of a driver
+//! Frames enter with [`ModelDevice::receive`] / [`ModelDevice::receive_batch`]; the host side uses
+//! [`ModelDevice::read32`] / [`ModelDevice::write32`] only. [`ModelDevice::from_tables`] and
+//! [`ModelDevice::set_auto_learn`] are the back doors a simulation run uses instead of a driver
 //! (like a memory initialisation file in an RTL simulation).
 
 use crate::conntrack::ConnTable;
@@ -297,7 +297,7 @@ const ROUND_GROUPS: usize = 8;
 
 /// The simulated NIC.
 #[derive(Debug)]
-pub struct SimDevice {
+pub struct ModelDevice {
     profile: &'static Profile,
     banks: [Tables; 2],
     conntrack: ConnTable,
@@ -315,16 +315,16 @@ pub struct SimDevice {
     lanes: Vec<Lane>,
 }
 
-impl SimDevice {
+impl ModelDevice {
     /// A device of a profile, as after reset: empty tables, pipeline disabled.
-    pub fn new(profile: &'static Profile) -> SimDevice {
-        SimDevice::with_conntrack(profile, ConnTable::new(profile.ct_buckets, profile.ct_ways))
+    pub fn new(profile: &'static Profile) -> ModelDevice {
+        ModelDevice::with_conntrack(profile, ConnTable::new(profile.ct_buckets, profile.ct_ways))
     }
 
     /// A device with a connection table of another geometry (benchmarks; the firmware-ID
     /// block still reports the profile's).
-    pub fn with_conntrack(profile: &'static Profile, conntrack: ConnTable) -> SimDevice {
-        SimDevice {
+    pub fn with_conntrack(profile: &'static Profile, conntrack: ConnTable) -> ModelDevice {
+        ModelDevice {
             profile,
             banks: [Tables::empty(profile), Tables::empty(profile)],
             conntrack,
@@ -353,8 +353,8 @@ impl SimDevice {
 
     /// A device running `tables` in bank 0 with `settings`, pipeline enabled: what a simulation
     /// run starts from (the back door in place of the loader).
-    pub fn from_tables(tables: Tables, settings: NicSettings) -> SimDevice {
-        let mut d = SimDevice::new(tables.profile);
+    pub fn from_tables(tables: Tables, settings: NicSettings) -> ModelDevice {
+        let mut d = ModelDevice::new(tables.profile);
         d.banks[0] = tables;
         d.ctrl.settings = settings;
         d.ctrl.enable = true;
@@ -417,7 +417,7 @@ impl SimDevice {
     }
 
     /// Pushes the device refused because the inject queue had no free entry (frames not
-    /// taken with [`SimDevice::take_injected`] filled it); those frames were dropped before
+    /// taken with [`ModelDevice::take_injected`] filled it); those frames were dropped before
     /// the pipeline, so the NIC's counters do not see them.
     pub fn inject_overflows(&self) -> u64 {
         self.queues.inject_overflows
@@ -444,7 +444,7 @@ impl SimDevice {
         Ok(r)
     }
 
-    /// A batch of received frames: the same as calling [`SimDevice::receive`] for each, in
+    /// A batch of received frames: the same as calling [`ModelDevice::receive`] for each, in
     /// order, except that auto-learned entries become visible after the batch.
     ///
     /// The packets go through the pipeline's stages staggered by groups (see [`GROUP`]): a
@@ -572,7 +572,7 @@ impl SimDevice {
         let flash = std::mem::replace(&mut self.flash, Box::new(NoFlash));
         let ct = ConnTable::new(self.conntrack.buckets(), self.conntrack.ways());
         let auto = self.auto_learn;
-        *self = SimDevice::with_conntrack(self.profile, ct);
+        *self = ModelDevice::with_conntrack(self.profile, ct);
         self.flash = flash;
         self.auto_learn = auto;
     }

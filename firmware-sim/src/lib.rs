@@ -7,9 +7,9 @@
 //! - [`device`]: the simulated NIC at register level (`docs/regmap.md`).
 //! - [`pcap`]: reading and writing pcap files of frames.
 //!
-//! A simulation run (`nlbctl sim`) builds a [`SimDevice::from_tables`] with the compiled bank
-//! and settings, turns on [`SimDevice::set_auto_learn`] unless told not to, and feeds frames
-//! to [`SimDevice::receive`]; each [`PacketResult`] carries verdict, reason, rule, pool,
+//! A simulation run (`nlbctl sim`) builds a [`ModelDevice::from_tables`] with the compiled bank
+//! and settings, turns on [`ModelDevice::set_auto_learn`] unless told not to, and feeds frames
+//! to [`ModelDevice::receive`]; each [`PacketResult`] carries verdict, reason, rule, pool,
 //! backend, key type, conntrack outcome, the output frame length and the event.
 #![deny(missing_docs)]
 
@@ -25,5 +25,5 @@ pub mod pipeline;
 
 pub use conntrack::{ConnTable, CtError};
 pub use counters::{Counter, CounterKind, Counters};
-pub use device::{BatchOutput, FlashPort, PortEffect, RegError, SimDevice};
+pub use device::{BatchOutput, FlashPort, ModelDevice, PortEffect, RegError};
 pub use pipeline::{CtOutcome, PacketResult};

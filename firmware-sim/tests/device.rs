@@ -6,7 +6,7 @@ mod common;
 use common::*;
 use firmware_sim::device::{block_header, BOARD_ID_SIM};
 use firmware_sim::pcap::{read_frames, FrameWriter, PcapError};
-use firmware_sim::{FlashPort, PortEffect, RegError, SimDevice};
+use firmware_sim::{FlashPort, ModelDevice, PortEffect, RegError};
 use nlb_hw::blocks::{self, fw_id, queues as qb};
 use nlb_hw::enums::{Reason, Verdict};
 use nlb_hw::layouts::InjectHeader;
@@ -17,7 +17,7 @@ use std::time::Duration;
 #[test]
 fn firmware_id_and_the_block_list() {
     for p in nlb_hw::PROFILES {
-        let mut d = SimDevice::new(p);
+        let mut d = ModelDevice::new(p);
         assert_eq!(d.read32(fw_id::DESIGN_VERSION).unwrap(), DESIGN_VERSION);
         assert_eq!(d.read32(fw_id::REGMAP_VERSION).unwrap(), REGMAP_VERSION);
         assert_eq!(d.read32(fw_id::BOARD_ID).unwrap(), BOARD_ID_SIM);
@@ -47,7 +47,7 @@ fn firmware_id_and_the_block_list() {
 
 #[test]
 fn bad_offsets_are_refused() {
-    let mut d = SimDevice::new(Profile::by_name("sim").unwrap());
+    let mut d = ModelDevice::new(Profile::by_name("sim").unwrap());
     assert_eq!(d.read32(2), Err(RegError::Unaligned { offset: 2 }));
     assert_eq!(
         d.write32(0x10000, 0),
@@ -250,7 +250,7 @@ fn at(cmd: TableCmd, index: u32) -> u32 {
     tb::Cmd { op: cmd, index }.word().unwrap()
 }
 
-fn data(d: &mut SimDevice, base: u32, n: usize) -> Vec<u32> {
+fn data(d: &mut ModelDevice, base: u32, n: usize) -> Vec<u32> {
     (0..n as u32)
         .map(|i| d.read32(base + 4 * i).unwrap())
         .collect()
@@ -259,7 +259,7 @@ fn data(d: &mut SimDevice, base: u32, n: usize) -> Vec<u32> {
 #[test]
 fn table_commands_carry_the_index_and_a_write_leaves_the_stored_entry_readable() {
     let p = Profile::by_name("sim").unwrap();
-    let mut d = SimDevice::new(p);
+    let mut d = ModelDevice::new(p);
     let mut reference = Tables::empty(p);
     let entry = BackendEntry {
         valid: true,
@@ -330,7 +330,7 @@ fn table_commands_carry_the_index_and_a_write_leaves_the_stored_entry_readable()
 #[test]
 fn conntrack_commands_carry_the_index_and_a_write_leaves_the_stored_entry_readable() {
     let p = Profile::by_name("sim").unwrap();
-    let mut d = SimDevice::new(p);
+    let mut d = ModelDevice::new(p);
     let last = p.ct_buckets * p.ct_ways - 1;
     let e = CtEntry {
         valid: true,

@@ -7,7 +7,7 @@
 //! port slot naming a rule beyond the table), pre-installs connections (some on dead backends),
 //! picks the settings (auto-learn, default action, pipeline enable, connection-table
 //! geometry) and sends frames in random batches through `receive_batch` and `receive` of a
-//! `SimDevice` and of the reference. Every result field, every output byte, the counters of
+//! `ModelDevice` and of the reference. Every result field, every output byte, the counters of
 //! every kind and index, the punt and learn queues (read through the registers), the
 //! connection table and its hit bits must be equal. A failure names the case seed; frames are
 //! generated from it, so `DIFF_SEED=<seed>` with the ignored test `replay_one_case` replays it.
@@ -15,7 +15,7 @@
 mod common;
 
 use common::*;
-use firmware_sim::{BatchOutput, ConnTable, CounterKind, CtOutcome, PacketResult, SimDevice};
+use firmware_sim::{BatchOutput, ConnTable, CounterKind, CtOutcome, ModelDevice, PacketResult};
 use nlb_hw::blocks::{ctrl, queues};
 use nlb_hw::enums::{Event, KeyType, Reason, Verdict};
 use nlb_hw::layouts::{InjectHeader, LearnEvent, MaglevSlot, PoolEntry, PortSlot, RuleEntry};
@@ -442,7 +442,7 @@ fn frame(rng: &mut Rng) -> Vec<u8> {
 }
 
 /// Pre-installs connections of the flow space on both devices (some on a dead backend).
-fn preinstall(rng: &mut Rng, dev: &mut SimDevice, r: &mut RefDevice) {
+fn preinstall(rng: &mut Rng, dev: &mut ModelDevice, r: &mut RefDevice) {
     for _ in 0..rng.below(24) {
         let v6 = rng.chance(30);
         let (vip, proto, port) = if v6 {
@@ -479,7 +479,7 @@ fn preinstall(rng: &mut Rng, dev: &mut SimDevice, r: &mut RefDevice) {
 type PuntRecord = ([u32; 4], Vec<u8>);
 
 /// `punt_status` and the queued frames, popped through the registers.
-fn punt_queue(dev: &mut SimDevice) -> (u32, Vec<PuntRecord>) {
+fn punt_queue(dev: &mut ModelDevice) -> (u32, Vec<PuntRecord>) {
     let status = dev.read32(queues::PUNT_STATUS).expect("reg");
     let mut v = Vec::new();
     for _ in 0..status & 0xffff {
@@ -501,7 +501,7 @@ fn punt_queue(dev: &mut SimDevice) -> (u32, Vec<PuntRecord>) {
 }
 
 /// `learn_status` and the queued events, popped through the registers.
-fn learn_queue(dev: &mut SimDevice) -> (u32, Vec<[u32; 12]>) {
+fn learn_queue(dev: &mut ModelDevice) -> (u32, Vec<[u32; 12]>) {
     let status = dev.read32(queues::LEARN_STATUS).expect("reg");
     let mut v = Vec::new();
     for _ in 0..status & 0xffff {
@@ -516,7 +516,7 @@ fn learn_queue(dev: &mut SimDevice) -> (u32, Vec<[u32; 12]>) {
 }
 
 /// Compares everything observable of the two devices, draining both queues.
-fn compare_state(seed: u64, dev: &mut SimDevice, r: &mut RefDevice) {
+fn compare_state(seed: u64, dev: &mut ModelDevice, r: &mut RefDevice) {
     let p = dev.profile();
     for (kind, n) in [
         (CounterKind::Rule, p.rules),
@@ -573,7 +573,7 @@ fn compare_state(seed: u64, dev: &mut SimDevice, r: &mut RefDevice) {
 
 /// Sends an injected frame through the register window of `dev` and the reference's
 /// `process_injected`; compares the transmitted frames and counts it on the reference.
-fn inject(seed: u64, rng: &mut Rng, dev: &mut SimDevice, r: &mut RefDevice) {
+fn inject(seed: u64, rng: &mut Rng, dev: &mut ModelDevice, r: &mut RefDevice) {
     let f = frame(rng);
     let h = InjectHeader {
         backend: *rng.pick(&[1u16, 3, 11, 13, 50]),
@@ -616,7 +616,7 @@ fn run_case(seed: u64, frames_per_case: usize) -> RefDevice {
     let auto_learn = rng.chance(50);
     let enabled = !rng.chance(5);
     // The bank through the back door of `from_tables`, the rest through the registers.
-    let mut dev = SimDevice::from_tables(tables(), settings);
+    let mut dev = ModelDevice::from_tables(tables(), settings);
     *dev.conntrack_mut() = ConnTable::new(buckets, ways);
     let mut r = RefDevice::new(tables(), settings, buckets, ways);
     if drop_default {
@@ -759,7 +759,7 @@ proptest! {
 }
 
 /// Everything observable of two devices is equal (queues drained through the registers).
-fn compare_devices(seed: u64, a: &mut SimDevice, b: &mut SimDevice) {
+fn compare_devices(seed: u64, a: &mut ModelDevice, b: &mut ModelDevice) {
     let p = a.profile();
     for (kind, n) in [
         (CounterKind::Rule, p.rules),
@@ -794,8 +794,8 @@ proptest! {
     fn the_batch_path_equals_the_single_packet_path(seed in any::<u64>()) {
         // Random and mutated frames (no auto-learn: its entries appear after each call, so a
         // batch legitimately differs from single packets there).
-        let mut batch = SimDevice::from_tables(tables(), test_settings());
-        let mut single = SimDevice::from_tables(tables(), test_settings());
+        let mut batch = ModelDevice::from_tables(tables(), test_settings());
+        let mut single = ModelDevice::from_tables(tables(), test_settings());
         // The same pre-installed connections on both (`preinstall` also fills a reference,
         // unused here).
         for d in [&mut batch, &mut single] {

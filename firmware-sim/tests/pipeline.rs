@@ -6,7 +6,7 @@ mod common;
 
 use common::*;
 use firmware_sim::pipeline::key_report_name;
-use firmware_sim::{CtOutcome, SimDevice};
+use firmware_sim::{CtOutcome, ModelDevice};
 use nlb_hw::blocks::{conntrack as ctb, counters as cb, ctrl, queues as qb, table as tb};
 use nlb_hw::enums::{
     Affinity, CounterKind, CounterSnapshot, Delivery, Event, KeyType, Reason, Table, TableCmd,
@@ -17,7 +17,7 @@ use nlb_hw::layouts::{CtEntry, LearnEvent, MaglevSlot, PoolEntry, PuntHeader};
 use nlb_hw::{FlowKey, Profile, Tables};
 
 /// Selects and latches a counter through the registers.
-fn snapshot(d: &mut SimDevice, kind: CounterKind, index: u32) {
+fn snapshot(d: &mut ModelDevice, kind: CounterKind, index: u32) {
     let select = cb::Select { kind, index }.word().unwrap();
     d.write32(cb::SELECT, select).unwrap();
     let latch = cb::Snapshot {
@@ -27,11 +27,11 @@ fn snapshot(d: &mut SimDevice, kind: CounterKind, index: u32) {
 }
 
 /// A latched 64-bit counter.
-fn wide(d: &mut SimDevice, regs: [u32; 2]) -> u64 {
+fn wide(d: &mut ModelDevice, regs: [u32; 2]) -> u64 {
     cb::packets::join(regs.map(|r| d.read32(r).unwrap()))
 }
 
-fn counter(d: &mut SimDevice, kind: CounterKind, index: u32) -> (u64, u64) {
+fn counter(d: &mut ModelDevice, kind: CounterKind, index: u32) -> (u64, u64) {
     snapshot(d, kind, index);
     (
         wide(d, cb::packets::REGISTERS),
@@ -40,17 +40,17 @@ fn counter(d: &mut SimDevice, kind: CounterKind, index: u32) -> (u64, u64) {
 }
 
 /// Punts and drops of a counter, through the registers (SPEC R10.1).
-fn punts_drops(d: &mut SimDevice, kind: CounterKind, index: u32) -> (u64, u64) {
+fn punts_drops(d: &mut ModelDevice, kind: CounterKind, index: u32) -> (u64, u64) {
     snapshot(d, kind, index);
     (wide(d, cb::punts::REGISTERS), wide(d, cb::drops::REGISTERS))
 }
 
-fn reason_count(d: &mut SimDevice, r: Reason) -> u64 {
+fn reason_count(d: &mut ModelDevice, r: Reason) -> u64 {
     counter(d, CounterKind::Reason, r.value()).0
 }
 
 /// The table window's status shows an error.
-fn window_error(d: &mut SimDevice) -> bool {
+fn window_error(d: &mut ModelDevice) -> bool {
     tb::Status::from_word(d.read32(tb::STATUS).unwrap()).error
 }
 
@@ -59,7 +59,7 @@ fn t5(src: &str, sport: u16, dst: &str, dport: u16, proto: u8) -> FlowKey {
 }
 
 /// Pops one learn event through the queue registers.
-fn pop_event(d: &mut SimDevice) -> Option<LearnEvent> {
+fn pop_event(d: &mut ModelDevice) -> Option<LearnEvent> {
     if qb::LearnStatus::from_word(d.read32(qb::LEARN_STATUS).unwrap()).count == 0 {
         return None;
     }
@@ -74,7 +74,7 @@ fn pop_event(d: &mut SimDevice) -> Option<LearnEvent> {
 
 /// Installs a learn event through the conntrack registers the way the host does: all words
 /// with valid = 0, then word 0 again with valid = 1.
-fn install_via_registers(d: &mut SimDevice, ev: &LearnEvent) -> u32 {
+fn install_via_registers(d: &mut ModelDevice, ev: &LearnEvent) -> u32 {
     let key = FlowKey {
         key_type: KeyType::Tuple5,
         protocol: ev.protocol,
@@ -119,7 +119,7 @@ fn install_via_registers(d: &mut SimDevice, ev: &LearnEvent) -> u32 {
 }
 
 /// Writes a whole bank through the table window (every entry that differs from `base`).
-fn load_bank(d: &mut SimDevice, bank: u32, base: &Tables, new: &Tables) {
+fn load_bank(d: &mut ModelDevice, bank: u32, base: &Tables, new: &Tables) {
     for (table, index) in base.diff(new) {
         let words = new.read_entry(table, index).unwrap();
         let select = tb::Select {
@@ -272,7 +272,7 @@ fn r3_2_maglev_slot_is_base_plus_scaled_hash() {
         t.maglev[(base + s) as usize] = MaglevSlot { backend: 2 };
     }
     t.maglev[(base + 229) as usize] = MaglevSlot { backend: 3 };
-    let mut d = SimDevice::from_tables(t, test_settings());
+    let mut d = ModelDevice::from_tables(t, test_settings());
     let r = send_checked(
         &mut d,
         &tcp(ip("198.51.100.10"), 40000, ip(VIP4), 80, SYN, b""),
@@ -327,7 +327,7 @@ fn r3_4_only_backends_in_the_slice_are_eligible() {
         &[(0, pool(Affinity::None, Delivery::L2Dsr, false, &[1, 3], 13))],
         &[rule(VIP4, 6, (80, 80), 0)],
     );
-    let mut d = SimDevice::from_tables(healthy_only, test_settings());
+    let mut d = ModelDevice::from_tables(healthy_only, test_settings());
     let mut seen = std::collections::BTreeSet::new();
     for port in 0..200u16 {
         let r = send_checked(&mut d, &tcp(ip("192.0.2.9"), port, ip(VIP4), 80, SYN, b""));
@@ -858,7 +858,7 @@ fn pools_without_backends_and_a_disabled_pipeline() {
 
 #[test]
 fn table_window_writes_only_the_selected_bank() {
-    let mut d = SimDevice::new(Profile::by_name("sim").unwrap());
+    let mut d = ModelDevice::new(Profile::by_name("sim").unwrap());
     d.write32(ctrl::ENABLE, 1).unwrap();
     let t = standard_tables();
     load_bank(&mut d, 1, &Tables::empty(t.profile), &t);

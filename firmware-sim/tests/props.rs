@@ -4,7 +4,7 @@
 mod common;
 
 use common::*;
-use firmware_sim::{BatchOutput, CtOutcome, SimDevice};
+use firmware_sim::{BatchOutput, CtOutcome, ModelDevice};
 use nlb_hw::enums::{KeyType, Verdict};
 use nlb_hw::layouts::MaglevSlot;
 use proptest::prelude::*;
@@ -37,7 +37,7 @@ fn valid_frames() -> Vec<Vec<u8>> {
     ]
 }
 
-fn check_any(d: &mut SimDevice, frame: &[u8]) {
+fn check_any(d: &mut ModelDevice, frame: &[u8]) {
     let (r, out) = send(d, frame);
     assert_eq!(r.frame_len, frame.len());
     if r.verdict == Verdict::Forward {
@@ -151,7 +151,7 @@ proptest! {
                 t.maglev[s as usize] = MaglevSlot { backend: replacement };
             }
         }
-        let mut d2 = SimDevice::from_tables(t, test_settings());
+        let mut d2 = ModelDevice::from_tables(t, test_settings());
         *d2.conntrack_mut() = d.conntrack().clone();
         let next = if udp_flow {
             udp(c, sport, ip(FRAG_VIP4), 4000, b"y")

@@ -376,7 +376,7 @@ fn explain_agrees_with_the_golden_model() {
             6 => t.pools.iter_mut().for_each(|p| p.track = !p.track),
             _ => {}
         }
-        let mut nic = firmware_sim::SimDevice::from_tables(t.clone(), compiled.nic);
+        let mut nic = firmware_sim::ModelDevice::from_tables(t.clone(), compiled.nic);
         let mut out = vec![0u8; firmware_sim::action::MAX_FRAME];
         for f in &flows {
             let e = explain(&t, &compiled.nic, &compiled.symbols, f);

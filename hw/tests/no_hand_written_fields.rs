@@ -70,7 +70,7 @@ const RUST_ALLOWED: &[(&str, &str, &str)] = &[
     ("tools/tests/", "*", "CRC-32, random seeds and frame bytes of the tool tests"),
     ("flowtable-compiler/", "*", "the compiler fills layouts through the generated types; its shifts are prefix and address arithmetic"),
     ("verif/src/frames.rs", "*", "frame generators: IPv4/IPv6 header fields and checksums"),
-    ("verif/src/sim.rs", "*", "Verilated ports of 33..64 bits as two 32-bit words"),
+    ("verif/src/verilated.rs", "*", "Verilated ports of 33..64 bits as two 32-bit words"),
     ("verif/src/top.rs", "frame_beats", "AXI-Stream tkeep of 64 bytes as two words"),
     ("verif/src/top.rs", "take_frames", "AXI-Stream tkeep of 64 bytes as two words"),
     ("verif/tests/regs.rs", "pipeline_read", "bits of a table memory row read on the pipeline port"),

@@ -2,7 +2,7 @@
 //! replays a pcap in a loop, and the driver library over the same socket.
 
 use nlb_driver::loader::{Loader, LoaderOptions};
-use nlb_driver::{discover, SimSocket};
+use nlb_driver::{discover, SocketDevice};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output};
 use std::time::{Duration, Instant};
@@ -31,22 +31,22 @@ fn ok(o: Output) -> String {
 }
 
 /// The nlb-sim child, killed when the test ends however it ends.
-struct Sim(Child);
+struct NlbSim(Child);
 
-impl Drop for Sim {
+impl Drop for NlbSim {
     fn drop(&mut self) {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
 }
 
-fn start(socket: &Path, pcap: &Path) -> Sim {
+fn start(socket: &Path, pcap: &Path) -> NlbSim {
     let child = Command::new(env!("CARGO_BIN_EXE_nlb-sim"))
         .args(["--socket", socket.to_str().unwrap()])
         .args(["--pcap", pcap.to_str().unwrap(), "--loop", "--wait-enable"])
         .spawn()
         .expect("nlb-sim starts");
-    let sim = Sim(child);
+    let sim = NlbSim(child);
     let deadline = Instant::now() + Duration::from_secs(20);
     while std::os::unix::net::UnixStream::connect(socket).is_err() {
         assert!(Instant::now() < deadline, "nlb-sim did not come up");
@@ -109,7 +109,7 @@ fn loads_under_looping_traffic_through_the_cli_and_the_library() {
     assert_eq!(status["active_bank"], 0);
 
     // The library over the same socket: a restarted loader finds the last image in place.
-    let mut dev = SimSocket::connect(&socket).unwrap();
+    let mut dev = SocketDevice::connect(&socket).unwrap();
     let info = discover(&mut dev).unwrap();
     let mut loader = Loader::attach(&mut dev, info.profile, LoaderOptions::default()).unwrap();
     let image = flowtable_compiler::Image::load(&img).unwrap();
@@ -175,12 +175,14 @@ fn injected_frames_leave_like_forwarded_ones() {
         "3",
     ]));
     let socket = dir.path().join("nlb.sock");
-    let _sim = Sim(Command::new(env!("CARGO_BIN_EXE_nlb-sim"))
-        .args(["--socket", socket.to_str().unwrap()])
-        .args(["--pcap", pcap.to_str().unwrap(), "--wait-enable"])
-        .args(["--out", out.to_str().unwrap()])
-        .spawn()
-        .expect("nlb-sim starts"));
+    let _sim = NlbSim(
+        Command::new(env!("CARGO_BIN_EXE_nlb-sim"))
+            .args(["--socket", socket.to_str().unwrap()])
+            .args(["--pcap", pcap.to_str().unwrap(), "--wait-enable"])
+            .args(["--out", out.to_str().unwrap()])
+            .spawn()
+            .expect("nlb-sim starts"),
+    );
     let deadline = Instant::now() + Duration::from_secs(20);
     while std::os::unix::net::UnixStream::connect(&socket).is_err() {
         assert!(Instant::now() < deadline, "nlb-sim did not come up");
@@ -206,7 +208,7 @@ fn injected_frames_leave_like_forwarded_ones() {
         .mac
         .to_be_bytes();
     let nic_mac = image.nic.local_mac.to_be_bytes();
-    let mut dev = SimSocket::connect(&socket).unwrap();
+    let mut dev = SocketDevice::connect(&socket).unwrap();
     let mut queues = Queues::new();
     let frames: Vec<Vec<u8>> = (0..150u16)
         .map(|i| {
@@ -317,7 +319,7 @@ fn af_packet_between_veth_interfaces() {
         ])
         .spawn()
         .expect("nlb-sim starts");
-    let _sim = Sim(child);
+    let _sim = NlbSim(child);
     let deadline = Instant::now() + Duration::from_secs(20);
     while std::os::unix::net::UnixStream::connect(&socket).is_err() {
         assert!(Instant::now() < deadline, "nlb-sim did not come up");
@@ -457,7 +459,7 @@ fn a_killed_nlbctl_load_leaves_a_whole_table_serving() {
         let _ = child.wait();
         finished_first += usize::from(finished);
         // A fresh loader reads both banks back: the serving one is A or B, whole.
-        let mut dev = SimSocket::connect(&socket).unwrap();
+        let mut dev = SocketDevice::connect(&socket).unwrap();
         let info = discover(&mut dev).unwrap();
         let loader = Loader::attach(&mut dev, info.profile, LoaderOptions::default()).unwrap();
         let serving = loader.shadow(loader.active_bank());
@@ -482,7 +484,7 @@ fn a_killed_nlbctl_load_leaves_a_whole_table_serving() {
         &spec,
         images[0].0.to_str().unwrap(),
     ]));
-    let mut dev = SimSocket::connect(&socket).unwrap();
+    let mut dev = SocketDevice::connect(&socket).unwrap();
     let info = discover(&mut dev).unwrap();
     let loader = Loader::attach(&mut dev, info.profile, LoaderOptions::default()).unwrap();
     assert_eq!(loader.shadow(loader.active_bank()), &images[0].1.tables);

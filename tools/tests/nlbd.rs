@@ -1,5 +1,5 @@
 //! nlbd as a process against a simulated NIC that this test serves on a Unix socket (the
-//! driver's socket server over an in-process `SimDevice`, so the test pushes frames through
+//! driver's socket server over an in-process `ModelDevice`, so the test pushes frames through
 //! the very device nlbd manages and sees what it emits), with real HTTP backends on loopback
 //! addresses for the health checks.
 //!
@@ -11,9 +11,9 @@
 //! restarted nlbd carries on with them.
 
 use etherparse::{IpNumber, Ipv4Header, PacketBuilder, SlicedPacket};
-use firmware_sim::SimDevice;
+use firmware_sim::ModelDevice;
 use nlb_driver::device::Device;
-use nlb_driver::sim::{lock, SharedSim, Sim};
+use nlb_driver::model::{lock, ModelHandle, SharedModel};
 use nlb_driver::socket::{Server, ServerHandle};
 use nlb_hw::enums::Verdict;
 use nlb_hw::Profile;
@@ -231,14 +231,14 @@ fn udp_fragments(client: [u8; 4], sport: u16, dport: u16, id: u16) -> Vec<Vec<u8
 
 /// The NIC: a simulated device served on a socket; frames go through it here.
 struct Nic {
-    shared: SharedSim,
+    shared: SharedModel,
     _server: ServerHandle,
     out: Vec<u8>,
 }
 
 impl Nic {
     fn start(path: &Path) -> Nic {
-        let sim = Sim::from_device(SimDevice::new(Profile::by_name("sim").unwrap()));
+        let sim = ModelHandle::from_device(ModelDevice::new(Profile::by_name("sim").unwrap()));
         let served = sim.clone();
         let server = Server::bind(
             path,

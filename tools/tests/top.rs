@@ -11,7 +11,7 @@
 mod harness;
 
 use harness::{have, hc_port, nlbctl, tcp, udp, Backend, Nic, Nlbd, Tmux};
-use nlb_driver::sim::lock;
+use nlb_driver::model::lock;
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;

@@ -3,7 +3,7 @@
 
 use crate::bench::{Agent, Bench};
 use crate::error::VerifError;
-use crate::sim::{Port, Sim};
+use crate::verilated::{Port, Verilated};
 use rand::rngs::StdRng;
 use rand::RngExt;
 use std::collections::VecDeque;
@@ -35,7 +35,7 @@ pub struct AxiLitePorts {
 
 impl AxiLitePorts {
     /// Finds the interface with this prefix (`s_axil`).
-    pub fn new(sim: &Sim, prefix: &str) -> Result<AxiLitePorts, VerifError> {
+    pub fn new(sim: &Verilated, prefix: &str) -> Result<AxiLitePorts, VerifError> {
         let p = |s: &str| sim.port(&format!("{prefix}_{s}"));
         Ok(AxiLitePorts {
             awaddr: p("awaddr")?,
@@ -123,7 +123,7 @@ pub struct AxiLiteMaster {
 impl AxiLiteMaster {
     /// A master on the model's `prefix` slave interface.
     pub fn new(
-        sim: &Sim,
+        sim: &Verilated,
         prefix: &str,
         idle: f64,
         backpressure: f64,
@@ -249,7 +249,7 @@ impl AxiLiteMaster {
 }
 
 impl Agent for AxiLiteMaster {
-    fn drive(&mut self, sim: &mut Sim, rng: &mut StdRng) -> Result<(), VerifError> {
+    fn drive(&mut self, sim: &mut Verilated, rng: &mut StdRng) -> Result<(), VerifError> {
         if self.current.is_none() {
             if let Some(op) = self.queue.pop_front() {
                 self.current = Some(Current {
@@ -309,7 +309,7 @@ impl Agent for AxiLiteMaster {
         sim.set_bit(p.rready, self.rready)
     }
 
-    fn observe(&mut self, sim: &mut Sim) -> Result<(), VerifError> {
+    fn observe(&mut self, sim: &mut Verilated) -> Result<(), VerifError> {
         let p = self.ports;
         let cycle = sim.cycle();
         if let Some(cur) = self.current.as_mut() {

@@ -4,7 +4,7 @@
 
 use crate::bench::Agent;
 use crate::error::VerifError;
-use crate::sim::{Port, Sim};
+use crate::verilated::{Port, Verilated};
 use rand::rngs::StdRng;
 use rand::RngExt;
 use std::collections::VecDeque;
@@ -23,7 +23,7 @@ pub struct AxisPorts {
 
 impl AxisPorts {
     /// Finds the interface with this prefix (`s_axis`, `m_axis_punt`, ...).
-    pub fn new(sim: &Sim, prefix: &str) -> Result<AxisPorts, VerifError> {
+    pub fn new(sim: &Verilated, prefix: &str) -> Result<AxisPorts, VerifError> {
         let opt = |s: &str| {
             let name = format!("{prefix}_{s}");
             sim.has_port(&name).then(|| sim.port(&name)).transpose()
@@ -48,7 +48,7 @@ impl AxisPorts {
         }
     }
 
-    fn write(&self, sim: &mut Sim, beat: &Beat) -> Result<(), VerifError> {
+    fn write(&self, sim: &mut Verilated, beat: &Beat) -> Result<(), VerifError> {
         sim.set(self.tdata, &beat.data)?;
         if let Some(p) = self.tkeep {
             sim.set(p, &beat.keep)?;
@@ -62,7 +62,7 @@ impl AxisPorts {
         Ok(())
     }
 
-    fn read(&self, sim: &mut Sim) -> Result<Beat, VerifError> {
+    fn read(&self, sim: &mut Verilated) -> Result<Beat, VerifError> {
         let mut beat = self.empty_beat();
         sim.get(self.tdata, &mut beat.data)?;
         if let Some(p) = self.tkeep {
@@ -128,7 +128,7 @@ pub struct AxisSource {
 
 impl AxisSource {
     /// A source on the model's `prefix` sink interface.
-    pub fn new(sim: &Sim, prefix: &str, idle: f64) -> Result<AxisSource, VerifError> {
+    pub fn new(sim: &Verilated, prefix: &str, idle: f64) -> Result<AxisSource, VerifError> {
         Ok(AxisSource {
             ports: AxisPorts::new(sim, prefix)?,
             queue: VecDeque::new(),
@@ -160,7 +160,7 @@ impl AxisSource {
 }
 
 impl Agent for AxisSource {
-    fn drive(&mut self, sim: &mut Sim, rng: &mut StdRng) -> Result<(), VerifError> {
+    fn drive(&mut self, sim: &mut Verilated, rng: &mut StdRng) -> Result<(), VerifError> {
         if !self.presenting && !self.queue.is_empty() && !rng.random_bool(self.idle) {
             self.presenting = true;
         }
@@ -176,7 +176,7 @@ impl Agent for AxisSource {
         sim.set_bit(self.ports.tvalid, self.presenting)
     }
 
-    fn observe(&mut self, sim: &mut Sim) -> Result<(), VerifError> {
+    fn observe(&mut self, sim: &mut Verilated) -> Result<(), VerifError> {
         if self.presenting && sim.get_bit(self.ports.tready)? {
             self.queue.pop_front();
             self.presenting = false;
@@ -201,7 +201,7 @@ pub struct AxisSink {
 
 impl AxisSink {
     /// A sink on the model's `prefix` source interface.
-    pub fn new(sim: &Sim, prefix: &str, backpressure: f64) -> Result<AxisSink, VerifError> {
+    pub fn new(sim: &Verilated, prefix: &str, backpressure: f64) -> Result<AxisSink, VerifError> {
         Ok(AxisSink {
             ports: AxisPorts::new(sim, prefix)?,
             backpressure,
@@ -229,12 +229,12 @@ impl AxisSink {
 }
 
 impl Agent for AxisSink {
-    fn drive(&mut self, sim: &mut Sim, rng: &mut StdRng) -> Result<(), VerifError> {
+    fn drive(&mut self, sim: &mut Verilated, rng: &mut StdRng) -> Result<(), VerifError> {
         self.ready = !rng.random_bool(self.backpressure);
         sim.set_bit(self.ports.tready, self.ready)
     }
 
-    fn observe(&mut self, sim: &mut Sim) -> Result<(), VerifError> {
+    fn observe(&mut self, sim: &mut Verilated) -> Result<(), VerifError> {
         let valid = sim.get_bit(self.ports.tvalid)?;
         let beat = if valid || self.stalled.is_some() {
             Some(self.ports.read(sim)?)

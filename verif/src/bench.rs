@@ -2,7 +2,7 @@
 //! idle cycles and back-pressure from a seeded generator.
 
 use crate::error::VerifError;
-use crate::sim::Sim;
+use crate::verilated::Verilated;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 
@@ -13,16 +13,16 @@ use rand::SeedableRng;
 /// clocks the model.
 pub trait Agent {
     /// Sets the inputs this agent owns for the coming clock edge.
-    fn drive(&mut self, sim: &mut Sim, rng: &mut StdRng) -> Result<(), VerifError>;
+    fn drive(&mut self, sim: &mut Verilated, rng: &mut StdRng) -> Result<(), VerifError>;
     /// Samples outputs after the model settled, before the edge.
-    fn observe(&mut self, sim: &mut Sim) -> Result<(), VerifError>;
+    fn observe(&mut self, sim: &mut Verilated) -> Result<(), VerifError>;
 }
 
 /// A model plus the random generator its agents draw timing from.
 #[derive(Debug)]
 pub struct Bench {
     /// The model.
-    pub sim: Sim,
+    pub sim: Verilated,
     /// The generator agents use (seeded; see [`Bench::seed`]).
     pub rng: StdRng,
     seed: u64,
@@ -30,7 +30,7 @@ pub struct Bench {
 
 impl Bench {
     /// A bench around `sim`, with a generator seeded by `seed`.
-    pub fn new(sim: Sim, seed: u64) -> Bench {
+    pub fn new(sim: Verilated, seed: u64) -> Bench {
         Bench {
             sim,
             rng: StdRng::seed_from_u64(seed),

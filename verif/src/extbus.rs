@@ -7,7 +7,7 @@
 
 use crate::bench::{Agent, Bench};
 use crate::error::VerifError;
-use crate::sim::{Port, Sim};
+use crate::verilated::{Port, Verilated};
 use rand::rngs::StdRng;
 use rand::RngExt;
 
@@ -50,7 +50,7 @@ pub struct ExtBusMaster {
 
 impl ExtBusMaster {
     /// A master on the model's `ext_*` ports.
-    pub fn new(sim: &Sim, idle: f64) -> Result<ExtBusMaster, VerifError> {
+    pub fn new(sim: &Verilated, idle: f64) -> Result<ExtBusMaster, VerifError> {
         let p = |s: &str| sim.port(&format!("ext_{s}"));
         Ok(ExtBusMaster {
             ports: Ports {
@@ -133,7 +133,7 @@ impl ExtBusMaster {
 }
 
 impl Agent for ExtBusMaster {
-    fn drive(&mut self, sim: &mut Sim, rng: &mut StdRng) -> Result<(), VerifError> {
+    fn drive(&mut self, sim: &mut Verilated, rng: &mut StdRng) -> Result<(), VerifError> {
         let p = self.ports;
         // Noise between requests.
         let (mut wr, mut rd) = (false, false);
@@ -167,7 +167,7 @@ impl Agent for ExtBusMaster {
         sim.set_u64(p.rd_addr, u64::from(raddr))
     }
 
-    fn observe(&mut self, sim: &mut Sim) -> Result<(), VerifError> {
+    fn observe(&mut self, sim: &mut Verilated) -> Result<(), VerifError> {
         let p = self.ports;
         let cycle = sim.cycle();
         let wr_ack = sim.get_bit(p.wr_ack)?;

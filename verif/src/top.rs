@@ -8,7 +8,7 @@ use crate::axis::{AxisSink, AxisSource, Beat};
 use crate::bench::{Agent, Bench};
 use crate::error::VerifError;
 use crate::models::Top;
-use crate::sim::{Port, Sim};
+use crate::verilated::{Port, Verilated};
 use firmware_sim::pipeline::{CtOutcome, PacketResult};
 use firmware_sim::{Counter, CounterKind};
 use nlb_hw::blocks::{conntrack, counters, table};
@@ -177,7 +177,7 @@ fn u128_of(w: &[u32]) -> u128 {
 }
 
 impl ResultMonitor {
-    fn new(sim: &Sim) -> Result<ResultMonitor, VerifError> {
+    fn new(sim: &Verilated) -> Result<ResultMonitor, VerifError> {
         Ok(ResultMonitor {
             ports: ResPorts {
                 valid: sim.port("m_res_valid")?,
@@ -261,11 +261,11 @@ impl ResultMonitor {
 }
 
 impl Agent for ResultMonitor {
-    fn drive(&mut self, _sim: &mut Sim, _rng: &mut StdRng) -> Result<(), VerifError> {
+    fn drive(&mut self, _sim: &mut Verilated, _rng: &mut StdRng) -> Result<(), VerifError> {
         Ok(())
     }
 
-    fn observe(&mut self, sim: &mut Sim) -> Result<(), VerifError> {
+    fn observe(&mut self, sim: &mut Verilated) -> Result<(), VerifError> {
         if !sim.get_bit(self.ports.valid)? {
             return Ok(());
         }
@@ -318,8 +318,8 @@ impl TopBench {
         axil_idle: f64,
     ) -> Result<TopBench, VerifError> {
         let mut sim = match wave {
-            Some(p) => Sim::with_trace::<Top>(p)?,
-            None => Sim::new::<Top>()?,
+            Some(p) => Verilated::with_trace::<Top>(p)?,
+            None => Verilated::new::<Top>()?,
         };
         sim.reset(4)?;
         let axil = AxiLiteMaster::new(&sim, "s_axil", axil_idle, axil_idle)?;

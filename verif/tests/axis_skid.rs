@@ -7,7 +7,7 @@
 use nlb_verif::axis::{AxisPorts, AxisSink, AxisSource, Beat};
 use nlb_verif::bench::{seed_from_env, trace_always, wave_path, Bench};
 use nlb_verif::models::AxisSkid;
-use nlb_verif::{Sim, VerifError};
+use nlb_verif::{VerifError, Verilated};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
@@ -43,8 +43,8 @@ fn run(
     wave: Option<&std::path::Path>,
 ) -> Result<Outcome, VerifError> {
     let mut sim = match wave {
-        Some(p) => Sim::with_trace::<AxisSkid>(p)?,
-        None => Sim::new::<AxisSkid>()?,
+        Some(p) => Verilated::with_trace::<AxisSkid>(p)?,
+        None => Verilated::new::<AxisSkid>()?,
     };
     sim.reset(2)?;
     let mut source = AxisSource::new(&sim, "s_axis", idle)?;

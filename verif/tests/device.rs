@@ -1,6 +1,6 @@
 //! The RTL behind the driver's `Device` trait: the driver discovers it, attaches its loader
 //! (reading both banks back through the table window) and loads a compiled example
-//! configuration into it exactly as into hardware; the golden model's device (`nlb_driver::Sim`)
+//! configuration into it exactly as into hardware; the golden model's device (`nlb_driver::ModelHandle`)
 //! gets the same loads through the same loader. Then the same traffic goes through both:
 //! every result, every transmitted frame, and what the host reads from the queues (punts and
 //! learn events, popped through the registers) must agree; so must frames the host injects
@@ -9,7 +9,7 @@
 use flowtable_compiler::{compile_file, CompileOptions, HealthState};
 use nlb_driver::device::Device;
 use nlb_driver::loader::{Loader, LoaderOptions};
-use nlb_driver::{discover, Sim};
+use nlb_driver::{discover, ModelHandle};
 use nlb_hw::blocks::queues;
 use nlb_verif::bench::seed_from_env;
 use nlb_verif::device::RtlDevice;
@@ -103,7 +103,7 @@ forwardingRules:
 /// and free the entries once the frames are taken. Returns the frames compared.
 fn inject_through_the_driver(
     rtl: &mut RtlDevice,
-    model: &mut Sim,
+    model: &mut ModelHandle,
     frames: &[Vec<u8>],
     tables: &nlb_hw::Tables,
     name: &str,
@@ -174,7 +174,7 @@ fn the_driver_loads_the_rtl_like_hardware_and_it_forwards_like_the_model() {
     let mut rtl = RtlDevice::new(seed).expect("model thread");
     let info = discover(&mut rtl).expect("the RTL is discovered");
     assert_eq!(info.profile.name, "sim");
-    let mut model = Sim::new(info.profile);
+    let mut model = ModelHandle::new(info.profile);
 
     let t0 = std::time::Instant::now();
     let mut rtl_loader =
@@ -240,7 +240,7 @@ fn the_conntrack_block_answers_like_the_model() {
     let mut rng = StdRng::seed_from_u64(seed);
     let mut rtl = RtlDevice::new(seed).expect("model thread");
     let info = discover(&mut rtl).expect("the RTL is discovered");
-    let mut model = Sim::new(info.profile);
+    let mut model = ModelHandle::new(info.profile);
     let mut rtl_ct = Conntrack::attach(&mut rtl, &info, 0).expect("attach");
     let mut model_ct = Conntrack::attach(&mut model, &info, 0).expect("attach");
     let conns: Vec<NewConnection> = (0..300)

@@ -6,7 +6,7 @@ use nlb_hw::enums::KeyType;
 use nlb_hw::hash::{flow_hash, FlowKey, KEY_BYTES, KNOWN_ANSWERS};
 use nlb_verif::bench::{seed_from_env, trace_always, wave_path};
 use nlb_verif::models::FlowHash;
-use nlb_verif::{Sim, VerifError, FLOW_HASH_LATENCY};
+use nlb_verif::{VerifError, Verilated, FLOW_HASH_LATENCY};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use std::collections::VecDeque;
@@ -56,7 +56,7 @@ fn run(
     seed: u64,
     wave: Option<(&std::path::Path, u64)>,
 ) -> Result<Result<u64, Mismatch>, VerifError> {
-    let mut sim = Sim::new::<FlowHash>()?;
+    let mut sim = Verilated::new::<FlowHash>()?;
     let (s_key, s_user, s_valid) = (
         sim.port("s_key")?,
         sim.port("s_user")?,

@@ -1,11 +1,11 @@
 //! The harness itself: port lookup errors, and VCD tracing from the start and mid-run.
 
 use nlb_verif::models::FlowHash;
-use nlb_verif::{Sim, VerifError};
+use nlb_verif::{VerifError, Verilated};
 
 #[test]
 fn port_errors_are_typed() {
-    let mut sim = Sim::new::<FlowHash>().expect("model");
+    let mut sim = Verilated::new::<FlowHash>().expect("model");
     match sim.port("no_such_port") {
         Err(VerifError::NoSuchPort { port, .. }) => assert_eq!(port, "no_such_port"),
         other => panic!("expected NoSuchPort, got {other:?}"),
@@ -36,14 +36,14 @@ fn waveform_from_start_and_from_mid_run() {
     let whole = dir.join("whole.vcd");
     let late = dir.join("late.vcd");
 
-    let mut sim = Sim::with_trace::<FlowHash>(&whole).expect("model");
+    let mut sim = Verilated::with_trace::<FlowHash>(&whole).expect("model");
     sim.reset(2).expect("reset");
     for _ in 0..10 {
         sim.tick();
     }
     sim.trace_close();
 
-    let mut sim = Sim::new::<FlowHash>().expect("model");
+    let mut sim = Verilated::new::<FlowHash>().expect("model");
     sim.reset(2).expect("reset");
     for _ in 0..5 {
         sim.tick();

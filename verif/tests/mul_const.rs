@@ -4,7 +4,7 @@
 
 use nlb_verif::bench::seed_from_env;
 use nlb_verif::models::{MulAllOnes, MulOneBit, MulTwoBits};
-use nlb_verif::{Model, Sim};
+use nlb_verif::{Model, Verilated};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
@@ -19,7 +19,7 @@ fn constant<M: Model>() -> u32 {
 
 fn check<M: Model>(seed: u64) {
     let k = constant::<M>();
-    let mut sim = Sim::new::<M>().expect("model");
+    let mut sim = Verilated::new::<M>().expect("model");
     let (x, sum, carry) = (
         sim.port("x").expect("x"),
         sim.port("sum").expect("sum"),

@@ -10,7 +10,7 @@ use nlb_verif::axis::{AxisSource, Beat};
 use nlb_verif::bench::{seed_from_env, trace_always, wave_path, Agent, Bench};
 use nlb_verif::frames::random_frame;
 use nlb_verif::models::Parser;
-use nlb_verif::{Port, Sim, VerifError, PARSER_LATENCY};
+use nlb_verif::{Port, VerifError, Verilated, PARSER_LATENCY};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use std::collections::VecDeque;
@@ -127,7 +127,7 @@ fn u128_of(w: &[u32]) -> u128 {
 }
 
 impl DescPorts {
-    fn new(sim: &Sim) -> Result<DescPorts, VerifError> {
+    fn new(sim: &Verilated) -> Result<DescPorts, VerifError> {
         Ok(DescPorts {
             valid: sim.port("m_valid")?,
             fields: FIELDS
@@ -137,7 +137,7 @@ impl DescPorts {
         })
     }
 
-    fn read(&self, sim: &mut Sim) -> Result<Desc, VerifError> {
+    fn read(&self, sim: &mut Verilated) -> Result<Desc, VerifError> {
         let mut v = std::collections::HashMap::new();
         for (name, port) in &self.fields {
             v.insert(*name, u128_of(&sim.get_words(*port)?));
@@ -192,12 +192,12 @@ struct ReadyDriver {
 }
 
 impl Agent for ReadyDriver {
-    fn drive(&mut self, sim: &mut Sim, rng: &mut StdRng) -> Result<(), VerifError> {
+    fn drive(&mut self, sim: &mut Verilated, rng: &mut StdRng) -> Result<(), VerifError> {
         let ready = !rng.random_bool(self.stall);
         sim.set_bit(self.port, ready)
     }
 
-    fn observe(&mut self, _sim: &mut Sim) -> Result<(), VerifError> {
+    fn observe(&mut self, _sim: &mut Verilated) -> Result<(), VerifError> {
         Ok(())
     }
 }
@@ -213,11 +213,11 @@ struct Monitor {
 }
 
 impl Agent for Monitor {
-    fn drive(&mut self, _sim: &mut Sim, _rng: &mut StdRng) -> Result<(), VerifError> {
+    fn drive(&mut self, _sim: &mut Verilated, _rng: &mut StdRng) -> Result<(), VerifError> {
         Ok(())
     }
 
-    fn observe(&mut self, sim: &mut Sim) -> Result<(), VerifError> {
+    fn observe(&mut self, sim: &mut Verilated) -> Result<(), VerifError> {
         if sim.get_bit(self.valid_in)?
             && sim.get_bit(self.ready_in)?
             && sim.get_bit(self.last_in)?
@@ -287,7 +287,7 @@ fn run(
     seed: u64,
     wave: Option<(&std::path::Path, u64)>,
 ) -> Result<Result<u64, Mismatch>, VerifError> {
-    let mut sim = Sim::new::<Parser>()?;
+    let mut sim = Verilated::new::<Parser>()?;
     sim.reset(2)?;
     let mut source = AxisSource::new(&sim, "s_axis", idle)?;
     for (i, f) in frames.iter().enumerate() {

@@ -15,7 +15,7 @@ use nlb_verif::bench::{seed_from_env, trace_always, wave_path, Bench};
 use nlb_verif::build_info;
 use nlb_verif::models::Regs;
 use nlb_verif::regbus::RegBus;
-use nlb_verif::{Sim, TABLE_RD_LATENCY};
+use nlb_verif::{Verilated, TABLE_RD_LATENCY};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
@@ -30,9 +30,9 @@ fn sim_profile() -> &'static Profile {
 /// A reset register file on a bus with random channel timing.
 fn bus(name: &str, seed: u64) -> RegBus {
     let sim = if trace_always() {
-        Sim::with_trace::<Regs>(&wave_path(name, seed))
+        Verilated::with_trace::<Regs>(&wave_path(name, seed))
     } else {
-        Sim::new::<Regs>()
+        Verilated::new::<Regs>()
     };
     let mut sim = sim.expect("model");
     sim.reset(4).expect("reset");
@@ -61,7 +61,7 @@ struct ExtSlave {
 }
 
 impl ExtSlave {
-    fn new(sim: &Sim) -> Result<ExtSlave, nlb_verif::VerifError> {
+    fn new(sim: &Verilated) -> Result<ExtSlave, nlb_verif::VerifError> {
         Ok(ExtSlave {
             wr_req: sim.port("ext_wr_req")?,
             wr_addr: sim.port("ext_wr_addr")?,
@@ -86,7 +86,11 @@ impl ExtSlave {
 }
 
 impl nlb_verif::bench::Agent for ExtSlave {
-    fn drive(&mut self, sim: &mut Sim, rng: &mut StdRng) -> Result<(), nlb_verif::VerifError> {
+    fn drive(
+        &mut self,
+        sim: &mut Verilated,
+        rng: &mut StdRng,
+    ) -> Result<(), nlb_verif::VerifError> {
         let wr_done = matches!(self.wr_wait, Some(0));
         let rd_done = matches!(self.rd_wait, Some((0, _)));
         sim.set_bit(self.wr_ack, wr_done)?;
@@ -112,7 +116,7 @@ impl nlb_verif::bench::Agent for ExtSlave {
         Ok(())
     }
 
-    fn observe(&mut self, sim: &mut Sim) -> Result<(), nlb_verif::VerifError> {
+    fn observe(&mut self, sim: &mut Verilated) -> Result<(), nlb_verif::VerifError> {
         if sim.get_bit(self.wr_req)? {
             self.writes.push((
                 sim.get_u64(self.wr_addr)? as u32,

@@ -18,7 +18,7 @@ use nlb_verif::axil::AxiLiteMaster;
 use nlb_verif::bench::{seed_from_env, trace_always, wave_path, Agent, Bench};
 use nlb_verif::extbus::ExtBusMaster;
 use nlb_verif::models::{SpiFlash, Top};
-use nlb_verif::{Port, Sim, VerifError};
+use nlb_verif::{Port, VerifError, Verilated};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
@@ -204,7 +204,7 @@ struct ChipAgent {
 }
 
 impl ChipAgent {
-    fn new(sim: &Sim, chip: SpiNor) -> Result<Self, VerifError> {
+    fn new(sim: &Verilated, chip: SpiNor) -> Result<Self, VerifError> {
         Ok(Self {
             chip,
             sck: sim.port("spi_sck")?,
@@ -225,7 +225,7 @@ impl ChipAgent {
 }
 
 impl Agent for ChipAgent {
-    fn drive(&mut self, sim: &mut Sim, _rng: &mut StdRng) -> Result<(), VerifError> {
+    fn drive(&mut self, sim: &mut Verilated, _rng: &mut StdRng) -> Result<(), VerifError> {
         self.cycles += 1;
         self.chip.advance_to(self.cycles * CLK_NS);
         let sck = sim.get_bit(self.sck)?;
@@ -264,7 +264,7 @@ impl Agent for ChipAgent {
         sim.set_bit(self.miso, self.miso_bit)
     }
 
-    fn observe(&mut self, _sim: &mut Sim) -> Result<(), VerifError> {
+    fn observe(&mut self, _sim: &mut Verilated) -> Result<(), VerifError> {
         Ok(())
     }
 }
@@ -332,10 +332,10 @@ fn run_rtl(
     wave: &std::path::Path,
 ) -> Result<Observed, VerifError> {
     let sim = match (dut, trace_always()) {
-        (Dut::Block, true) => Sim::with_trace::<SpiFlash>(wave)?,
-        (Dut::Block, false) => Sim::new::<SpiFlash>()?,
-        (Dut::Top, true) => Sim::with_trace::<Top>(wave)?,
-        (Dut::Top, false) => Sim::new::<Top>()?,
+        (Dut::Block, true) => Verilated::with_trace::<SpiFlash>(wave)?,
+        (Dut::Block, false) => Verilated::new::<SpiFlash>()?,
+        (Dut::Top, true) => Verilated::with_trace::<Top>(wave)?,
+        (Dut::Top, false) => Verilated::new::<Top>()?,
     };
     let mut bench = Bench::new(sim, seed ^ 0x5EED);
     bench.sim.reset(4)?;
@@ -443,7 +443,7 @@ fn nlb_top_reaches_the_flash_through_its_register_port() {
         compare(Dut::Top, base.wrapping_add(i), 8);
     }
 
-    let mut bench = Bench::new(Sim::new::<Top>().expect("model"), 2);
+    let mut bench = Bench::new(Verilated::new::<Top>().expect("model"), 2);
     bench.sim.reset(4).expect("reset");
     let mut master = AxiLiteMaster::new(&bench.sim, "s_axil", 0.3, 0.3).expect("master");
     let mut read = |off| master.read(&mut bench, &mut [], off).expect("read");
@@ -461,7 +461,7 @@ fn nlb_top_reaches_the_flash_through_its_register_port() {
 
 #[test]
 fn reset_values() {
-    let mut bench = Bench::new(Sim::new::<SpiFlash>().expect("model"), 1);
+    let mut bench = Bench::new(Verilated::new::<SpiFlash>().expect("model"), 1);
     bench.sim.reset(4).expect("reset");
     let mut master = ExtBusMaster::new(&bench.sim, 0.3).expect("master");
     let mut read = |off| master.read(&mut bench, &mut [], off).expect("read");

@@ -1,5 +1,5 @@
 //! Slow-path benchmarks (figures, no assertions), through the same `Engine` nlbd runs, on the
-//! in-process simulated NIC (`Sim`) and over the socket protocol (`SimSocket` to a server
+//! in-process simulated NIC (`ModelHandle`) and over the socket protocol (`SocketDevice` to a server
 //! thread serving the same device, as nlbd talks to nlb-sim):
 //!
 //! - **learn to install**: a SYN goes through the NIC (a conntrack miss: Maglev, learn event
@@ -15,11 +15,11 @@
 //! [--members N]` (NLB_BENCH_QUICK=1 for a short run).
 
 use etherparse::PacketBuilder;
-use firmware_sim::SimDevice;
+use firmware_sim::ModelDevice;
 use flowtable_compiler::{parse_config, Config};
 use nlb_driver::device::Device;
-use nlb_driver::sim::{lock, SharedSim, Sim};
-use nlb_driver::socket::{Server, ServerHandle, SimSocket};
+use nlb_driver::model::{lock, ModelHandle, SharedModel};
+use nlb_driver::socket::{Server, ServerHandle, SocketDevice};
 use nlb_hw::Profile;
 use nlb_slowpath::engine::{Engine, EngineOptions};
 use nlb_slowpath::health::{targets_from_config, CheckerOptions, HealthChecker, HealthSnapshot};
@@ -97,13 +97,13 @@ fn backend_ip(i: usize) -> Ipv4Addr {
 
 /// The device: in process, or the same device behind a socket server.
 struct Nic {
-    shared: SharedSim,
+    shared: SharedModel,
     _server: Option<ServerHandle>,
     device: Box<dyn Device>,
 }
 
 fn nic(over_socket: bool) -> Nic {
-    let sim = Sim::from_device(SimDevice::new(
+    let sim = ModelHandle::from_device(ModelDevice::new(
         Profile::by_name("sim").expect("sim profile"),
     ));
     let shared = sim.shared();
@@ -124,7 +124,7 @@ fn nic(over_socket: bool) -> Nic {
     )
     .expect("server");
     let handle = server.spawn();
-    let device = Box::new(SimSocket::connect(&path).expect("connect"));
+    let device = Box::new(SocketDevice::connect(&path).expect("connect"));
     Nic {
         shared,
         _server: Some(handle),
@@ -170,7 +170,11 @@ fn step_until(engine: &mut Engine, target: u64) -> Duration {
 }
 
 fn learn_bench(over_socket: bool, flows: usize) {
-    let name = if over_socket { "SimSocket" } else { "Sim" };
+    let name = if over_socket {
+        "SocketDevice"
+    } else {
+        "ModelHandle"
+    };
     let frames: Vec<Vec<u8>> = (0..flows).map(syn).collect();
     let mut out = vec![0u8; 16384];
     // Rounds of 8,000 flows on a fresh device: half the connection table (few buckets fill
@@ -259,7 +263,11 @@ async fn backend(listener: tokio::net::TcpListener) {
 }
 
 fn decision_bench(over_socket: bool, members: usize, decisions: usize) {
-    let name = if over_socket { "SimSocket" } else { "Sim" };
+    let name = if over_socket {
+        "SocketDevice"
+    } else {
+        "ModelHandle"
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()

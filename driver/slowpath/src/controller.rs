@@ -605,7 +605,7 @@ mod tests {
     use super::*;
     use crate::health::WeightReport;
     use nlb_driver::discovery::discover;
-    use nlb_driver::sim::Sim;
+    use nlb_driver::model::ModelHandle;
     use nlb_hw::Profile;
     use std::net::IpAddr;
 
@@ -671,7 +671,7 @@ httpHealthChecks:
     }
 
     /// The backend names in a pool's serving slice of the device's active bank.
-    fn serving_backends(sim: &Sim, c: &Controller, pool: &str) -> BTreeSet<String> {
+    fn serving_backends(sim: &ModelHandle, c: &Controller, pool: &str) -> BTreeSet<String> {
         let dev = sim.lock();
         let ctrl_bank = c.loader().active_bank();
         let t = dev.bank(ctrl_bank);
@@ -687,8 +687,8 @@ httpHealthChecks:
         v.iter().map(|s| s.to_string()).collect()
     }
 
-    fn started(text: &str, snap: &[(&str, &str, Health)]) -> (Sim, Controller) {
-        let sim = Sim::new(Profile::by_name("sim").unwrap());
+    fn started(text: &str, snap: &[(&str, &str, Health)]) -> (ModelHandle, Controller) {
+        let sim = ModelHandle::new(Profile::by_name("sim").unwrap());
         let mut dev = sim.clone();
         let info = discover(&mut dev).unwrap();
         let cfg = config(text);

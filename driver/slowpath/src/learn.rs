@@ -383,7 +383,7 @@ mod tests {
     use etherparse::PacketBuilder;
     use flowtable_compiler::{compile, CompileOptions, HealthState};
     use nlb_driver::discovery::discover;
-    use nlb_driver::sim::Sim;
+    use nlb_driver::model::ModelHandle;
     use nlb_hw::enums::Verdict;
 
     const CONFIG: &str = "
@@ -421,8 +421,8 @@ instances:
     }
 
     struct Rig {
-        sim: Sim,
-        dev: Sim,
+        sim: ModelHandle,
+        dev: ModelHandle,
         q: Queues,
         conns: Connections,
         out: Vec<u8>,
@@ -433,7 +433,7 @@ instances:
             let (config, d) = flowtable_compiler::parse_config("t.yaml", CONFIG);
             assert!(d.is_empty(), "{d}");
             let c = compile(&config, &HealthState::new(), &CompileOptions::default()).unwrap();
-            let sim = Sim::from_device(firmware_sim::SimDevice::from_tables(
+            let sim = ModelHandle::from_device(firmware_sim::ModelDevice::from_tables(
                 c.tables.clone(),
                 c.nic,
             ));

@@ -11,7 +11,7 @@
 
 use etherparse::{PacketBuilder, SlicedPacket};
 use flowtable_compiler::parse_config;
-use nlb_driver::sim::{lock, Sim};
+use nlb_driver::model::{lock, ModelHandle};
 use nlb_hw::enums::Verdict;
 use nlb_hw::Profile;
 use nlb_slowpath::engine::{Engine, EngineOptions};
@@ -82,7 +82,7 @@ fn dst_mac(frame: &[u8]) -> [u8; 6] {
 
 #[test]
 fn established_connections_never_reach_another_backend_while_instances_come_and_go() {
-    let sim = Sim::new(Profile::by_name("sim").unwrap());
+    let sim = ModelHandle::new(Profile::by_name("sim").unwrap());
     let parse = |text: &str| {
         let (c, d) = parse_config("lb.yaml", text);
         assert!(d.is_empty(), "{d}");

@@ -8,11 +8,11 @@
 //! hashed TCP fragments would split the segment from its connection.
 
 use etherparse::{Ethernet2Header, Ipv4Header, PacketBuilder};
-use firmware_sim::SimDevice;
+use firmware_sim::ModelDevice;
 use flowtable_compiler::{
     compile, explain, parse_config, CompileOptions, Compiled, Flow, Fragment, HealthState,
 };
-use nlb_driver::sim::Sim;
+use nlb_driver::model::ModelHandle;
 use nlb_hw::enums::{KeyType, Verdict};
 use nlb_hw::{table_index, FlowKey, Profile};
 use nlb_slowpath::engine::{Engine, EngineOptions};
@@ -54,7 +54,7 @@ const CLIENT_MAC: [u8; 6] = [2, 0, 0, 0, 0, 0xc1];
 const NIC_MAC: [u8; 6] = [2, 0, 0, 0, 0, 1];
 
 struct Nic {
-    sim: Sim,
+    sim: ModelHandle,
     engine: Engine,
 }
 
@@ -73,7 +73,7 @@ fn config(affinity: &str, members: &[&str]) -> flowtable_compiler::Config {
 
 fn start(affinity: &str, members: &[&str]) -> Nic {
     let config = config(affinity, members);
-    let sim = Sim::from_device(SimDevice::new(
+    let sim = ModelHandle::from_device(ModelDevice::new(
         Profile::by_name("sim").expect("sim profile"),
     ));
     let (engine, _) = Engine::start(

@@ -682,17 +682,17 @@ fn the_part_check_uses_the_header_and_the_packets() {
     assert!(matches!(e, FlashError::UnknownTargetPart { .. }), "{e}");
 }
 
-/// The whole product path: the programmer through the driver's `Sim` backend into the
-/// simulated NIC (`SimDevice`) hosting the flash chip, then a reboot that resets the device's
+/// The whole product path: the programmer through the driver's `ModelHandle` backend into the
+/// simulated NIC (`ModelDevice`) hosting the flash chip, then a reboot that resets the device's
 /// pipeline and reports the new image in its firmware-ID block.
 #[test]
 fn flash_and_reboot_through_the_simulated_nic() {
-    let mut dev = firmware_sim::SimDevice::new(nlb_hw::Profile::by_name("sim").unwrap());
+    let mut dev = firmware_sim::ModelDevice::new(nlb_hw::Profile::by_name("sim").unwrap());
     dev.set_flash(Box::new(FlashBlock::new(FlashConfig {
         chip: MT25QU01G,
         ..FlashConfig::default()
     })));
-    let mut sim = crate::Sim::from_device(dev);
+    let mut sim = crate::ModelHandle::from_device(dev);
     // Something to lose on reboot: the pipeline enabled.
     sim.write32(nlb_hw::blocks::ctrl::ENABLE, 1).unwrap();
     let before = fw_info(&mut sim, false).unwrap();

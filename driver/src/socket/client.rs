@@ -1,4 +1,4 @@
-//! The `SimSocket` backend: a device served by another process over a Unix socket.
+//! The `SocketDevice` backend: a device served by another process over a Unix socket.
 
 use super::*;
 use crate::device::Device;
@@ -12,7 +12,7 @@ const REPLY_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// A device behind a Unix socket (`nlb-sim --socket PATH`).
 #[derive(Debug)]
-pub struct SimSocket {
+pub struct SocketDevice {
     stream: UnixStream,
     path: PathBuf,
     remote: String,
@@ -20,9 +20,9 @@ pub struct SimSocket {
     reply: Vec<u8>,
 }
 
-impl SimSocket {
+impl SocketDevice {
     /// Connects and checks the protocol version.
-    pub fn connect(path: impl AsRef<Path>) -> Result<SimSocket, DeviceError> {
+    pub fn connect(path: impl AsRef<Path>) -> Result<SocketDevice, DeviceError> {
         let path = path.as_ref().to_path_buf();
         let stream = UnixStream::connect(&path).map_err(|source| DeviceError::Io {
             what: format!(
@@ -38,7 +38,7 @@ impl SimSocket {
                 what: "setting the socket timeout".into(),
                 source,
             })?;
-        let mut s = SimSocket {
+        let mut s = SocketDevice {
             stream,
             path,
             remote: String::new(),
@@ -153,7 +153,7 @@ impl SimSocket {
     }
 }
 
-impl Device for SimSocket {
+impl Device for SocketDevice {
     fn read32(&mut self, offset: u32) -> Result<u32, DeviceError> {
         let mut r = Vec::with_capacity(1);
         self.run_chunk(&[RegOp::Read(offset)], &mut r)?;

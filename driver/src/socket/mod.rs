@@ -21,7 +21,7 @@
 mod client;
 mod server;
 
-pub use client::SimSocket;
+pub use client::SocketDevice;
 pub use server::{serve_connection, DeviceFactory, Server, ServerHandle};
 
 use crate::device::{DeviceError, RegOp};

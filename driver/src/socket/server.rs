@@ -1,5 +1,5 @@
 //! The server side of the socket protocol: serves any [`Device`] (the simulated NIC in
-//! `nlb-sim`, later the RTL) to `SimSocket` clients, one thread per connection.
+//! `nlb-sim`, later the RTL) to `SocketDevice` clients, one thread per connection.
 
 use super::*;
 use crate::device::Device;

@@ -590,7 +590,7 @@ pub fn verify_forwarded(
 // The standard scenario of the pipeline tests.
 // ---------------------------------------------------------------------------------------------
 
-use firmware_sim::{PacketResult, SimDevice};
+use firmware_sim::{ModelDevice, PacketResult};
 
 pub const VIP4: &str = "203.0.113.1";
 pub const VIP6: &str = "2001:db8:ffff::10";
@@ -696,12 +696,12 @@ pub fn standard_tables() -> Tables {
     build_tables(profile, &test_backends(), &pools, &rules)
 }
 
-pub fn standard_device() -> SimDevice {
-    SimDevice::from_tables(standard_tables(), test_settings())
+pub fn standard_device() -> ModelDevice {
+    ModelDevice::from_tables(standard_tables(), test_settings())
 }
 
 /// Receives one frame; returns the result and the output frame.
-pub fn send(d: &mut SimDevice, frame: &[u8]) -> (PacketResult, Vec<u8>) {
+pub fn send(d: &mut ModelDevice, frame: &[u8]) -> (PacketResult, Vec<u8>) {
     let mut out = vec![0u8; firmware_sim::action::MAX_FRAME];
     let r = d
         .receive(frame, &mut out)
@@ -711,7 +711,7 @@ pub fn send(d: &mut SimDevice, frame: &[u8]) -> (PacketResult, Vec<u8>) {
 }
 
 /// Sends a frame, expects FORWARD and checks the emitted frame with etherparse.
-pub fn send_checked(d: &mut SimDevice, frame: &[u8]) -> PacketResult {
+pub fn send_checked(d: &mut ModelDevice, frame: &[u8]) -> PacketResult {
     let (r, out) = send(d, frame);
     assert_eq!(r.verdict, nlb_hw::enums::Verdict::Forward, "{r:?}");
     let t = d.bank(r.bank);

@@ -128,7 +128,7 @@ impl RefDevice {
         }
     }
 
-    /// One frame, as `SimDevice::receive`.
+    /// One frame, as `ModelDevice::receive`.
     pub fn receive(&mut self, frame: &[u8]) -> (PacketResult, Vec<u8>) {
         let r = self.process(frame);
         self.account(&r.0, frame);
@@ -136,7 +136,7 @@ impl RefDevice {
         r
     }
 
-    /// A batch, as `SimDevice::receive_batch`: auto-learned entries appear after it.
+    /// A batch, as `ModelDevice::receive_batch`: auto-learned entries appear after it.
     pub fn receive_batch(&mut self, frames: &[&[u8]]) -> Vec<(PacketResult, Vec<u8>)> {
         let mut v = Vec::new();
         for f in frames {

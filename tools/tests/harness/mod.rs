@@ -1,6 +1,6 @@
 //! What the operator-experience tests share (`top.rs`, `monitoring.rs`): a simulated NIC
 //! served on a Unix socket by the test process (the driver's socket server over an in-process
-//! `SimDevice`, so the test sends frames through the very device nlbd manages), nlbd as a
+//! `ModelDevice`, so the test sends frames through the very device nlbd manages), nlbd as a
 //! process against it, real HTTP health-check backends on loopback, a private tmux server, and
 //! the check that an outside tool is there (with CI set, a missing tool fails the test rather
 //! than skipping it).
@@ -9,9 +9,9 @@
 #![allow(dead_code)]
 
 use etherparse::PacketBuilder;
-use firmware_sim::SimDevice;
+use firmware_sim::ModelDevice;
 use nlb_driver::device::Device;
-use nlb_driver::sim::{lock, SharedSim, Sim};
+use nlb_driver::model::{lock, ModelHandle, SharedModel};
 use nlb_driver::socket::{Server, ServerHandle};
 use nlb_hw::enums::Verdict;
 use nlb_hw::Profile;
@@ -216,7 +216,7 @@ pub fn udp(client: [u8; 4], sport: u16, vip: [u8; 4], dport: u16, payload: usize
 
 /// The NIC: a simulated device served on a socket; frames go through it here.
 pub struct Nic {
-    shared: SharedSim,
+    shared: SharedModel,
     _server: ServerHandle,
     out: Vec<u8>,
 }
@@ -224,7 +224,7 @@ pub struct Nic {
 impl Nic {
     /// Serves a `sim`-profile NIC on `path`.
     pub fn start(path: &Path) -> Nic {
-        let sim = Sim::from_device(SimDevice::new(Profile::by_name("sim").unwrap()));
+        let sim = ModelHandle::from_device(ModelDevice::new(Profile::by_name("sim").unwrap()));
         let served = sim.clone();
         let server = Server::bind(
             path,
@@ -252,7 +252,7 @@ impl Nic {
     }
 
     /// The shared device (for a sender thread).
-    pub fn shared(&self) -> SharedSim {
+    pub fn shared(&self) -> SharedModel {
         self.shared.clone()
     }
 }

@@ -124,7 +124,7 @@ instances:
             let choice = decide(&c.tables, None, &headers(&frame)).unwrap();
             // The golden model (a separate implementation of the pipeline) forwards the same
             // error itself, and a packet of the flow, to:
-            let mut nic = firmware_sim::SimDevice::from_tables(c.tables.clone(), c.nic);
+            let mut nic = firmware_sim::ModelDevice::from_tables(c.tables.clone(), c.nic);
             let mut out = vec![0u8; firmware_sim::action::MAX_FRAME];
             let r = nic.receive(&frame, &mut out).unwrap();
             assert_eq!(r.reason, nlb_hw::enums::Reason::IcmpErrorForwarded);

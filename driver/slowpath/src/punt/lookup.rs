@@ -38,7 +38,7 @@ pub fn first_fragment(
 mod tests {
     use super::*;
     use etherparse::{IpNumber, Ipv4Header, PacketBuilder};
-    use firmware_sim::SimDevice;
+    use firmware_sim::ModelDevice;
     use flowtable_compiler::{compile, CompileOptions, HealthState};
     use nlb_hw::enums::{KeyType, Reason, Verdict};
     use std::net::Ipv4Addr;
@@ -100,7 +100,7 @@ instances:
         assert!(d.is_empty(), "{d}");
         let c = compile(&config, &HealthState::new(), &CompileOptions::default()).unwrap();
         let t = &c.tables;
-        let mut nic = SimDevice::from_tables(t.clone(), c.nic);
+        let mut nic = ModelDevice::from_tables(t.clone(), c.nic);
         let mut out = vec![0u8; firmware_sim::action::MAX_FRAME];
         let mut backends = std::collections::BTreeSet::new();
         let cases: [(u8, [u8; 4], u16); 4] = [

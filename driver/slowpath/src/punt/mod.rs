@@ -375,7 +375,7 @@ mod tests {
     use super::*;
     use etherparse::{IpNumber, Ipv4Header, PacketBuilder};
     use flowtable_compiler::{compile, explain, CompileOptions, Flow, Fragment, HealthState};
-    use nlb_driver::sim::Sim;
+    use nlb_driver::model::ModelHandle;
     use nlb_hw::layouts::PuntHeader;
     use std::net::IpAddr;
     use std::time::Duration;
@@ -434,7 +434,7 @@ instances:
     /// Runs frames through the simulated NIC loaded with the compiled tables; returns what it
     /// punted.
     fn punt_through_nic(c: &flowtable_compiler::Compiled, frames: &[Vec<u8>]) -> Vec<PuntedFrame> {
-        let sim = Sim::from_device(firmware_sim::SimDevice::from_tables(
+        let sim = ModelHandle::from_device(firmware_sim::ModelDevice::from_tables(
             c.tables.clone(),
             c.nic,
         ));
@@ -556,7 +556,7 @@ instances:
     #[test]
     fn injected_fragments_leave_the_nic_to_the_backend() {
         let c = compiled();
-        let sim = Sim::from_device(firmware_sim::SimDevice::from_tables(
+        let sim = ModelHandle::from_device(firmware_sim::ModelDevice::from_tables(
             c.tables.clone(),
             c.nic,
         ));

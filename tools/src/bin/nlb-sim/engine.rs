@@ -4,7 +4,7 @@
 use crate::transmit::{InjectSource, Taken};
 use firmware_sim::BatchOutput;
 use nlb_driver::device::Device;
-use nlb_driver::sim::Sim;
+use nlb_driver::model::ModelHandle;
 use nlb_hw::blocks::ctrl;
 use nlb_hw::enums::Verdict;
 
@@ -25,13 +25,13 @@ pub trait Pipeline: Send {
 
 /// The golden model, shared with the socket server.
 pub struct Model {
-    sim: Sim,
+    sim: ModelHandle,
     batch: BatchOutput,
 }
 
 impl Model {
     /// Wraps the device served by `sim`.
-    pub fn new(sim: &Sim) -> Model {
+    pub fn new(sim: &ModelHandle) -> Model {
         Model {
             sim: sim.clone(),
             batch: BatchOutput::new(),
@@ -58,7 +58,7 @@ impl Pipeline for Model {
 }
 
 /// The golden model's inject queue.
-pub struct ModelInjected(pub Sim);
+pub struct ModelInjected(pub ModelHandle);
 
 impl InjectSource for ModelInjected {
     fn take(&self) -> Result<Taken, String> {

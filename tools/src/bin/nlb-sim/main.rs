@@ -19,9 +19,9 @@ mod transmit;
 use clap::Parser;
 use engine::Pipeline;
 use firmware_sim::pcap::read_frames;
-use firmware_sim::SimDevice;
+use firmware_sim::ModelDevice;
 use nlb_driver::device::Device;
-use nlb_driver::sim::Sim;
+use nlb_driver::model::ModelHandle;
 use nlb_driver::socket::{DeviceFactory, Server};
 use nlb_hw::enums::Verdict;
 use nlb_hw::Profile;
@@ -157,14 +157,14 @@ fn start_nic(args: &Args) -> Result<Nic, Failure> {
     })?;
     match args.engine {
         Engine::Model => {
-            let mut device = SimDevice::new(profile);
+            let mut device = ModelDevice::new(profile);
             device.set_auto_learn(args.auto_learn);
             // The configuration flash with factory fallback and user images, so `nlbctl
             // flash`, `fw-info` and `reboot` work against the simulated NIC as against a card.
             device.set_flash(Box::new(firmware_sim::flash::FlashBlock::new(
                 firmware_sim::flash::FlashConfig::default(),
             )));
-            let sim = Sim::from_device(device);
+            let sim = ModelHandle::from_device(device);
             let served = sim.clone();
             eprintln!("nlb-sim: golden model, {} profile", profile.name);
             Ok(Nic {

@@ -261,14 +261,14 @@ impl Device for Served {
 mod tests {
     use super::*;
 
-    use firmware_sim::SimDevice;
-    use nlb_driver::sim::Sim;
+    use firmware_sim::ModelDevice;
+    use nlb_driver::model::ModelHandle;
     use nlb_hw::layouts::InjectHeader;
 
     /// Counts what reaches the wire (a pcap run without `--out`) through the device's own
     /// queue, in a device whose tables are empty: every injected frame is a NO_BACKEND drop,
     /// which still takes an entry until taken.
-    struct Counting(Sim, Arc<Mutex<usize>>);
+    struct Counting(ModelHandle, Arc<Mutex<usize>>);
 
     impl InjectSource for Counting {
         fn take(&self) -> Result<Taken, String> {
@@ -290,7 +290,7 @@ mod tests {
     #[test]
     fn a_batch_of_many_pushes_never_fills_the_queue() {
         let profile = nlb_hw::Profile::by_name("sim").unwrap();
-        let sim = Sim::from_device(SimDevice::new(profile));
+        let sim = ModelHandle::from_device(ModelDevice::new(profile));
         let taken = Arc::new(Mutex::new(0));
         let tx = Arc::new(Transmitter::new(
             Box::new(Counting(sim.clone(), taken.clone())),

@@ -3,7 +3,7 @@
 use crate::common::{self, CliError};
 use firmware_sim::pcap::{read_frames, FrameWriter};
 use firmware_sim::pipeline::key_report_name;
-use firmware_sim::{PacketResult, SimDevice};
+use firmware_sim::{PacketResult, ModelDevice};
 use flowtable_compiler::Symbols;
 use nlb_hw::enums::{Reason, Verdict};
 use std::collections::BTreeMap;
@@ -76,7 +76,7 @@ fn report_line(index: usize, r: &PacketResult, names: &Symbols) -> serde_json::V
 
 /// The NIC that executes the tables: the golden model, or (feature `rtl`) the Verilator RTL.
 enum Nic {
-    Model(Box<SimDevice>),
+    Model(Box<ModelDevice>),
     #[cfg(feature = "rtl")]
     Rtl(Box<rtl::RtlNic>),
 }
@@ -207,7 +207,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
 
     let mut device = match args.engine {
         Engine::Model => {
-            let mut d = SimDevice::from_tables(tables.clone(), nic);
+            let mut d = ModelDevice::from_tables(tables.clone(), nic);
             d.set_auto_learn(!args.no_learn);
             Nic::Model(Box::new(d))
         }

@@ -1,4 +1,4 @@
-//! The `Sim` backend: the firmware-sim device in this process.
+//! The `ModelHandle` backend: the firmware-sim device in this process.
 //!
 //! The device sits behind an `Arc<Mutex<_>>` so that traffic can run through it from another
 //! thread (or the `nlb-sim` server) while the driver loads tables: every register access, or
@@ -6,73 +6,73 @@
 //! register granularity, as they do on hardware.
 
 use crate::device::{Device, DeviceError, RegOp};
-use firmware_sim::{RegError, SimDevice};
+use firmware_sim::{ModelDevice, RegError};
 use nlb_hw::Profile;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-/// Register operations done under one lock by [`Sim::run_batch`].
+/// Register operations done under one lock by [`ModelHandle::run_batch`].
 const OPS_PER_LOCK: usize = 256;
 
 /// A shared simulated device.
-pub type SharedSim = Arc<Mutex<SimDevice>>;
+pub type SharedModel = Arc<Mutex<ModelDevice>>;
 
 /// The in-process simulated NIC.
 #[derive(Debug, Clone)]
-pub struct Sim {
-    dev: SharedSim,
+pub struct ModelHandle {
+    dev: SharedModel,
     name: String,
 }
 
-impl Sim {
+impl ModelHandle {
     /// A fresh device of a profile (after reset: empty banks, pipeline disabled).
-    pub fn new(profile: &'static Profile) -> Sim {
-        Sim::from_device(SimDevice::new(profile))
+    pub fn new(profile: &'static Profile) -> ModelHandle {
+        ModelHandle::from_device(ModelDevice::new(profile))
     }
 
     /// Wraps an existing device.
-    pub fn from_device(dev: SimDevice) -> Sim {
-        Sim::from_shared(Arc::new(Mutex::new(dev)))
+    pub fn from_device(dev: ModelDevice) -> ModelHandle {
+        ModelHandle::from_shared(Arc::new(Mutex::new(dev)))
     }
 
     /// Another handle on a shared device.
-    pub fn from_shared(dev: SharedSim) -> Sim {
-        Sim {
+    pub fn from_shared(dev: SharedModel) -> ModelHandle {
+        ModelHandle {
             dev,
             name: "sim:in-process".into(),
         }
     }
 
     /// The shared device, for a traffic thread or a server.
-    pub fn shared(&self) -> SharedSim {
+    pub fn shared(&self) -> SharedModel {
         self.dev.clone()
     }
 
     /// Locks the device (for back-door inspection in tests and tools).
-    pub fn lock(&self) -> MutexGuard<'_, SimDevice> {
+    pub fn lock(&self) -> MutexGuard<'_, ModelDevice> {
         lock(&self.dev)
     }
 }
 
 /// Locks a shared device; a panic in another holder does not make the model unusable (every
 /// register operation leaves it consistent), so poisoning is ignored.
-pub fn lock(dev: &SharedSim) -> MutexGuard<'_, SimDevice> {
+pub fn lock(dev: &SharedModel) -> MutexGuard<'_, ModelDevice> {
     dev.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Register access on a locked device, with the driver's error type.
-pub fn reg_read(dev: &mut SimDevice, offset: u32) -> Result<u32, DeviceError> {
+pub fn reg_read(dev: &mut ModelDevice, offset: u32) -> Result<u32, DeviceError> {
     dev.read32(offset).map_err(|e| reg_error(offset, e))
 }
 
 /// Register write on a locked device, with the driver's error type.
-pub fn reg_write(dev: &mut SimDevice, offset: u32, value: u32) -> Result<(), DeviceError> {
+pub fn reg_write(dev: &mut ModelDevice, offset: u32, value: u32) -> Result<(), DeviceError> {
     dev.write32(offset, value).map_err(|e| reg_error(offset, e))
 }
 
 /// A batch on a locked device.
 pub fn reg_batch(
-    dev: &mut SimDevice,
+    dev: &mut ModelDevice,
     ops: &[RegOp],
     reads: &mut Vec<u32>,
 ) -> Result<(), DeviceError> {
@@ -95,7 +95,7 @@ fn reg_error(offset: u32, e: RegError) -> DeviceError {
     }
 }
 
-impl Device for Sim {
+impl Device for ModelHandle {
     fn read32(&mut self, offset: u32) -> Result<u32, DeviceError> {
         reg_read(&mut lock(&self.dev), offset)
     }

@@ -2,9 +2,9 @@
 //!
 //! The clock discipline every driver in this crate follows, once per cycle:
 //! 1. set the inputs for this cycle (with the clock low);
-//! 2. [`Sim::eval`] to settle combinational logic;
+//! 2. [`Verilated::eval`] to settle combinational logic;
 //! 3. sample outputs: a handshake (valid && ready) seen now completes at the coming edge;
-//! 4. [`Sim::tick`]: rising edge, then falling edge.
+//! 4. [`Verilated::tick`]: rising edge, then falling edge.
 
 use crate::error::VerifError;
 use std::ffi::{c_char, c_int, c_void, CString};
@@ -85,7 +85,7 @@ pub fn words_for(width: u32) -> usize {
 
 /// A live Verilated model.
 #[derive(Debug)]
-pub struct Sim {
+pub struct Verilated {
     vt: &'static VTable,
     handle: NonNull<c_void>,
     model: &'static str,
@@ -100,9 +100,9 @@ pub struct Sim {
     scratch: Vec<u32>,
 }
 
-impl Sim {
-    /// Constructs model `M` with clock low and reset released (call [`Sim::reset`] next).
-    pub fn new<M: Model>() -> Result<Sim, VerifError> {
+impl Verilated {
+    /// Constructs model `M` with clock low and reset released (call [`Verilated::reset`] next).
+    pub fn new<M: Model>() -> Result<Verilated, VerifError> {
         // SAFETY: the constructor takes no arguments and returns a fresh handle or null.
         let raw = unsafe { (M::VTABLE.new)() };
         let handle = NonNull::new(raw).ok_or(VerifError::Construct { model: M::NAME })?;
@@ -114,7 +114,7 @@ impl Sim {
         let precision = unsafe { (M::VTABLE.time_precision)(handle.as_ptr()) };
         // 5 ns in units of 10^precision s; precision is at least as fine as 1 ns here.
         let half_period = 5u64 * 10u64.pow((-9 - precision).clamp(0, 9) as u32);
-        let mut sim = Sim {
+        let mut sim = Verilated {
             vt: M::VTABLE,
             handle,
             model: M::NAME,
@@ -137,8 +137,8 @@ impl Sim {
     }
 
     /// Constructs model `M` writing a VCD waveform of the whole run to `path`.
-    pub fn with_trace<M: Model>(path: &Path) -> Result<Sim, VerifError> {
-        let mut sim = Sim::new::<M>()?;
+    pub fn with_trace<M: Model>(path: &Path) -> Result<Verilated, VerifError> {
+        let mut sim = Verilated::new::<M>()?;
         sim.trace_to(path)?;
         Ok(sim)
     }
@@ -333,7 +333,7 @@ impl Sim {
     }
 }
 
-impl Drop for Sim {
+impl Drop for Verilated {
     fn drop(&mut self) {
         // SAFETY: the handle is live and dropped exactly once, here.
         unsafe { (self.vt.delete)(self.handle.as_ptr()) };
