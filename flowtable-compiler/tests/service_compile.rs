@@ -446,7 +446,11 @@ fn other_protocols_reach_the_l3_default_rule() {
             "protocol {protocol}: {e:?}"
         );
         assert!(
-            e.steps[0].contains("other protocols (L3_DEFAULT) all ports"),
+            e.steps[0].contains(&format!("{protocol} → VIP protocol 0: ")),
+            "{e:?}"
+        );
+        assert!(
+            e.steps[1].contains("other protocols (L3_DEFAULT) all ports"),
             "{e:?}"
         );
     }
