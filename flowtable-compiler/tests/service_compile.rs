@@ -446,7 +446,8 @@ fn other_protocols_reach_the_l3_default_rule() {
             "protocol {protocol}: {e:?}"
         );
         assert!(
-            e.steps[0].contains(&format!("{protocol} → VIP protocol 0: ")),
+            e.steps[0].starts_with(&format!("protocol {protocol} ("))
+                && e.steps[0].contains(") → VIP protocol 0: "),
             "{e:?}"
         );
         assert!(
