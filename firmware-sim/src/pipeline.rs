@@ -35,8 +35,8 @@ use nlb_hw::{table_index, NicSettings, Tables};
 /// What the connection table said about a packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum CtOutcome {
-    /// Not looked up: not trackable (fragment, not TCP/UDP, pool without `track`), or the
-    /// packet ended before the lookup.
+    /// Not looked up: not trackable (a fragment, or a pool without `track`), or the packet
+    /// ended before the lookup.
     #[default]
     None,
     /// An entry matched; its backend was used.
@@ -180,6 +180,24 @@ fn affinity_key(affinity: Affinity, fragment: bool) -> KeyType {
     }
 }
 
+/// Whether the flow of a protocol carries ports (TCP, UDP); every other protocol is portless,
+/// its ports 0, its VIP protocol 0 (the entries of `L3_DEFAULT` rules). The fast model's own
+/// copy (see [`affinity_key`]).
+#[inline]
+fn carries_ports(protocol: u8) -> bool {
+    protocol == proto::TCP || protocol == proto::UDP
+}
+
+/// The VIP protocol of a flow's protocol: its own for TCP and UDP, else 0.
+#[inline]
+fn vip_protocol(protocol: u8) -> u8 {
+    if carries_ports(protocol) {
+        protocol
+    } else {
+        0
+    }
+}
+
 /// Whether `addr` lies in one valid prefix of `acl` (all prefixes compared in parallel). The
 /// fast model's own copy (see [`affinity_key`]).
 #[inline]
@@ -195,7 +213,7 @@ fn acl_allows(acl: &AclEntry, addr: u128) -> bool {
 }
 
 /// The rule lookup's view of a VIP entry: the index of the lowest way of the bucket that
-/// matches.
+/// matches. `protocol` is the VIP protocol.
 #[inline]
 fn vip_lookup_index(t: &Tables, protocol: u8, vip: u128) -> Option<usize> {
     let ways = t.profile.vip_ways as usize;
@@ -477,7 +495,8 @@ fn front_parsed<'t>(
 
     // The flow: the packet itself, or the flow an ICMP error quotes. A quote is first read
     // as a packet sent from a VIP (the backend's direct reply, reversed: the usual case), and
-    // only when its source is no VIP of its protocol as a packet sent toward a VIP.
+    // only when its source is no VIP of its protocol as a packet sent toward a VIP. (Quotes
+    // are TCP or UDP: their VIP protocol is their own.)
     let icmp = hdr.icmp_error;
     let (flow, vip) = if icmp {
         let Some(inner) = hdr.icmp_inner else {
@@ -511,7 +530,7 @@ fn front_parsed<'t>(
             vip: hdr.dst,
             vip_port: hdr.dst_port,
         };
-        (flow, memo.lookup(t, flow.protocol, flow.vip))
+        (flow, memo.lookup(t, vip_protocol(flow.protocol), flow.vip))
     };
     // What the back half needs of the headers goes to the lane now, while it is at hand
     // (the lane is read only if the packet gets that far).
@@ -585,15 +604,16 @@ fn front_parsed<'t>(
     if fragment && flow.protocol == proto::TCP && pool.track {
         return ended(Verdict::Punt, Reason::FragmentNeedsState, res);
     }
-    let key_type = affinity_key(pool.affinity, fragment);
+    // A portless flow has no ports to tell its 5-tuple from its 3-tuple: the fragment column.
+    let key_type = affinity_key(pool.affinity, fragment || !carries_ports(flow.protocol));
     res.key = Some(key_type);
     let aff_hash = match key_type {
         KeyType::Tuple5 => h5,
         KeyType::Tuple3 if fragment => flow_hash,
         k => flow.hash(k),
     };
-    let trackable =
-        pool.track && !fragment && (flow.protocol == proto::TCP || flow.protocol == proto::UDP);
+    // Any protocol is tracked (a portless flow by its protocol and addresses, ports 0).
+    let trackable = pool.track && !fragment;
     let mut ct_lookup = false;
     if trackable {
         let syn_only = !icmp

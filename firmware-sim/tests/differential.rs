@@ -4,7 +4,9 @@
 //!
 //! Each case builds one table bank (the standard scenario plus broken entries: a rule without
 //! a pool, a pool whose Maglev slots name a dead backend, a slice beyond the slot memory, a
-//! port slot naming a rule beyond the table), pre-installs connections (some on dead backends),
+//! port slot naming a rule beyond the table; plus `L3_DEFAULT` rules: VIP entries of protocol
+//! 0 on pools of every affinity, tracking or not, with the gap slots of their VIPs' TCP and UDP
+//! entries), pre-installs connections (some on dead backends, some of portless flows),
 //! picks the settings (auto-learn, default action, pipeline enable, connection-table
 //! geometry) and sends frames in random batches through `receive_batch` and `receive` of a
 //! `ModelDevice` and of the reference. Every result field, every output byte, the counters of
@@ -17,8 +19,10 @@ mod common;
 use common::*;
 use firmware_sim::{BatchOutput, ConnTable, CounterKind, CtOutcome, ModelDevice, PacketResult};
 use nlb_hw::blocks::{ctrl, queues};
-use nlb_hw::enums::{Event, KeyType, Reason, Verdict};
-use nlb_hw::layouts::{InjectHeader, LearnEvent, MaglevSlot, PoolEntry, PortSlot, RuleEntry};
+use nlb_hw::enums::{Affinity, Delivery, Event, KeyType, Reason, Verdict};
+use nlb_hw::layouts::{
+    AclPrefix, InjectHeader, LearnEvent, MaglevSlot, PoolEntry, PortSlot, RuleEntry, VipEntry,
+};
 use nlb_hw::{FlowKey, Tables};
 use nlb_reference as reference;
 use proptest::prelude::*;
@@ -147,6 +151,144 @@ const BROKEN_VIP: &str = "198.18.0.9";
 /// A VIP with all 16 port slots of its TCP entry valid: ports 100..=115 (see `tables`).
 const WIDE_VIP: &str = "198.18.0.10";
 
+/// VIPs with an `L3_DEFAULT` rule (see `tables`): `L3_VIPS4[i]` and `L3_VIPS6[i]` have a
+/// protocol-0 entry whose one slot (all ports) names rule `L3_RULE0 + i`, on pool
+/// `L3_POOL0 + i`: affinity `Affinity::ALL[i / 2]`, tracking for even `i`. Even `i`: a TCP
+/// entry, port 80 → rule 0 and the gaps → the L3 rule; odd `i`: a UDP entry, port 53 → rule 2
+/// and the gaps → the L3 rule.
+const L3_VIPS4: [&str; 10] = [
+    "198.18.1.0",
+    "198.18.1.1",
+    "198.18.1.2",
+    "198.18.1.3",
+    "198.18.1.4",
+    "198.18.1.5",
+    "198.18.1.6",
+    "198.18.1.7",
+    "198.18.1.8",
+    "198.18.1.9",
+];
+const L3_VIPS6: [&str; 10] = [
+    "2001:db8:ffff:1::",
+    "2001:db8:ffff:1::1",
+    "2001:db8:ffff:1::2",
+    "2001:db8:ffff:1::3",
+    "2001:db8:ffff:1::4",
+    "2001:db8:ffff:1::5",
+    "2001:db8:ffff:1::6",
+    "2001:db8:ffff:1::7",
+    "2001:db8:ffff:1::8",
+    "2001:db8:ffff:1::9",
+];
+const L3_RULE0: u16 = 16;
+const L3_POOL0: u16 = 10;
+/// The L3 rule with a source ACL (198.51.100.0/24, 2001:db8:aaaa::/48).
+const L3_ACL_RULE: u16 = L3_RULE0 + 3;
+/// Protocols without ports: ICMP (echo), GRE, ESP, AH, SCTP (ports not read), the boundaries
+/// 0 and 255, and an unassigned one.
+const PORTLESS: [u8; 8] = [1, 47, 50, 51, 132, 0, 255, 143];
+
+/// Puts a VIP entry in the first free way of its bucket (by the regmap hash of its VIP key).
+fn place_vip(t: &mut Tables, e: VipEntry) {
+    let profile = t.profile;
+    let bucket = nlb_hw::table_index(
+        FlowKey {
+            key_type: KeyType::Vip,
+            protocol: e.protocol,
+            dst_addr: e.addr,
+            ..FlowKey::default()
+        }
+        .hash(),
+        profile.vip_buckets,
+    ) as usize;
+    let ways = profile.vip_ways as usize;
+    let way = (0..ways)
+        .find(|w| !t.vip[bucket * ways + w].valid)
+        .expect("free VIP way");
+    t.vip[bucket * ways + way] = e;
+}
+
+fn vip_entry(protocol: u8, addr: &str, slots: &[(u16, u16, u16)]) -> VipEntry {
+    let mut e = VipEntry {
+        valid: true,
+        protocol,
+        addr: nlb_hw::hash::addr_to_u128(ip(addr)),
+        ..VipEntry::default()
+    };
+    for (s, &(port_lo, port_hi, rule)) in e.slot.iter_mut().zip(slots) {
+        *s = PortSlot {
+            valid: true,
+            port_lo,
+            port_hi,
+            rule,
+        };
+    }
+    e
+}
+
+/// The `L3_DEFAULT` rules of `L3_VIPS4` / `L3_VIPS6`, a protocol-0 entry with two slots on
+/// BROKEN_VIP (port 0 → rule 13, whose pool is invalid; later fragments: several rules), and
+/// a decoy entry of protocol 47 on VIP4 (a GRE packet looks up protocol 0, never 47).
+fn add_l3_default_rules(t: &mut Tables) {
+    let profile = t.profile;
+    for i in 0..10u16 {
+        let pool = usize::from(L3_POOL0 + i);
+        let base = 6000 + 16 * u32::from(i);
+        let size = 13;
+        t.pools[pool] = PoolEntry {
+            valid: true,
+            affinity: Affinity::ALL[usize::from(i / 2)],
+            delivery: Delivery::ALL[usize::from(i) % Delivery::ALL.len()],
+            maglev_base: base,
+            maglev_size: size,
+            track: i % 2 == 0,
+            idle_timeout: 60,
+            ..PoolEntry::default()
+        };
+        for s in 0..size {
+            t.maglev[(base + s) as usize] = MaglevSlot {
+                backend: [1u16, 2, 3, 4, 11, 12][(s as usize + usize::from(i)) % 6],
+            };
+        }
+        let rule = L3_RULE0 + i;
+        t.rules[usize::from(rule)] = RuleEntry {
+            valid: true,
+            acl_enabled: rule == L3_ACL_RULE,
+            pool: L3_POOL0 + i,
+        };
+        for vip in [L3_VIPS4[usize::from(i)], L3_VIPS6[usize::from(i)]] {
+            place_vip(t, vip_entry(0, vip, &[(0, 65535, rule)]));
+            let (proto, port, own) = if i % 2 == 0 { (6, 80, 0) } else { (17, 53, 2) };
+            place_vip(
+                t,
+                vip_entry(
+                    proto,
+                    vip,
+                    &[
+                        (port, port, own),
+                        (0, port - 1, rule),
+                        (port + 1, 65535, rule),
+                    ],
+                ),
+            );
+        }
+    }
+    let acl = &mut t.acl[usize::from(L3_ACL_RULE)];
+    acl.prefix[0] = AclPrefix {
+        valid: true,
+        prefix_len: 96 + 24,
+        addr: nlb_hw::hash::addr_to_u128(ip("198.51.100.0")),
+    };
+    acl.prefix[1] = AclPrefix {
+        valid: true,
+        prefix_len: 48,
+        addr: nlb_hw::hash::addr_to_u128(ip("2001:db8:aaaa::")),
+    };
+    place_vip(t, vip_entry(0, BROKEN_VIP, &[(0, 0, 13), (1, 65535, 300)]));
+    place_vip(t, vip_entry(47, VIP4, &[(0, 65535, 0)]));
+    assert!(profile.rules > u32::from(L3_RULE0 + 10));
+}
+
 /// The standard bank plus broken entries on BROKEN_VIP TCP: port 1 → rule 13 whose pool 9 is
 /// invalid; port 2 → rule 14 on pool 7, whose slots name the dead backend 50; port 3 → rule
 /// 15 on pool 8, whose slice lies beyond the slot memory; port 4 → rule 300, beyond the rule
@@ -218,6 +360,7 @@ fn tables() -> Tables {
         track: false,
         ..PoolEntry::default()
     };
+    add_l3_default_rules(&mut t);
     t
 }
 
@@ -287,9 +430,95 @@ fn flow_frame(rng: &mut Rng) -> Vec<u8> {
     }
 }
 
-/// A frame of any kind: flows, fragments, extension headers, ICMP errors, non-IP.
+/// A frame to a VIP with an `L3_DEFAULT` rule (or to VIP4 and BROKEN_VIP, or to no VIP): a
+/// portless protocol (ICMP / ICMPv6 echo, GRE, ESP, AH, SCTP, 0, 255, any number), whole or
+/// fragmented, or TCP / UDP to the entry's own port or a gap port; VLAN tags now and then.
+fn portless_frame(rng: &mut Rng) -> Vec<u8> {
+    let v6 = rng.chance(40);
+    let c = client(rng, v6);
+    let vip = match rng.below(12) {
+        0 if !v6 => VIP4,
+        1 if !v6 => BROKEN_VIP,
+        2 => {
+            if v6 {
+                "2001:db8:ffff:2::1"
+            } else {
+                "198.18.2.1"
+            }
+        }
+        _ => {
+            // The tracking pools' VIPs (even) half the time, so flows repeat and hit.
+            let i = if rng.chance(50) {
+                2 * rng.below(5) as usize
+            } else {
+                rng.below(10) as usize
+            };
+            if v6 {
+                L3_VIPS6[i]
+            } else {
+                L3_VIPS4[i]
+            }
+        }
+    };
+    let vlans: &[u16] = match rng.below(6) {
+        0 => &[7],
+        1 => &[7, 8],
+        _ => &[],
+    };
+    let payload = vec![0x5au8; rng.below(300) as usize];
+    let f = match rng.below(10) {
+        0 => {
+            let sport = 1000 + rng.below(4) as u16;
+            let dport = *rng.pick(&[80u16, 53, 79, 81, 52, 54, 0, 65535, 9999]);
+            if rng.chance(50) {
+                tcp_vlan(c, sport, ip(vip), dport, flags(rng), &payload, vlans)
+            } else {
+                udp_vlan(c, sport, ip(vip), dport, &payload, vlans)
+            }
+        }
+        1 | 2 => echo_vlan(c, ip(vip), rng.below(3) as u16, &payload, vlans),
+        _ => {
+            let proto = match rng.below(10) {
+                0 | 1 => rng.below(256) as u8,
+                2..=5 => 47,
+                _ => *rng.pick(&PORTLESS),
+            };
+            // IPv6 reads 0, 43, 44 and 60 as extension headers: not portless protocols there.
+            let proto = if v6 && matches!(proto, 0 | 43 | 44 | 60) {
+                47
+            } else {
+                proto
+            };
+            raw_ip_vlan(c, ip(vip), proto, &payload, vlans)
+        }
+    };
+    if vlans.is_empty() && payload.len() >= 16 && rng.chance(20) {
+        let frags = if v6 {
+            ipv6_fragments(
+                &f,
+                rng.below(1 << 32) as u32,
+                8 * (1 + rng.below(4) as usize),
+            )
+        } else {
+            ipv4_fragments(
+                &f,
+                rng.below(1 << 16) as u16,
+                8 * (1 + rng.below(4) as usize),
+            )
+        };
+        return rng.pick(&frags).clone();
+    }
+    if rng.chance(50) {
+        pad60(f)
+    } else {
+        f
+    }
+}
+
+/// A frame of any kind: flows, fragments, extension headers, ICMP errors, non-IP, portless
+/// protocols.
 fn any_frame(rng: &mut Rng) -> Vec<u8> {
-    match rng.below(16) {
+    match rng.below(20) {
         0 => {
             let v6 = rng.chance(50);
             let c = client(rng, v6);
@@ -377,6 +606,7 @@ fn any_frame(rng: &mut Rng) -> Vec<u8> {
             f.resize(14 + rng.below(50) as usize, 0);
             f
         }
+        5..=8 => portless_frame(rng),
         _ => flow_frame(rng),
     }
 }
@@ -441,22 +671,34 @@ fn frame(rng: &mut Rng) -> Vec<u8> {
     f
 }
 
-/// Pre-installs connections of the flow space on both devices (some on a dead backend).
+/// Pre-installs connections of the flow space on both devices (some on a dead backend; some
+/// of portless flows to the L3_DEFAULT VIPs, ports 0).
 fn preinstall(rng: &mut Rng, dev: &mut ModelDevice, r: &mut RefDevice) {
-    for _ in 0..rng.below(24) {
+    for _ in 0..rng.below(32) {
         let v6 = rng.chance(30);
-        let (vip, proto, port) = if v6 {
-            *rng.pick(&TARGETS6)
+        let key = if rng.chance(30) {
+            let i = rng.below(10) as usize;
+            let vip = if v6 { L3_VIPS6[i] } else { L3_VIPS4[i] };
+            let proto = match *rng.pick(&[47, 47, 1, 50, 132]) {
+                1 if v6 => 58,
+                p => p,
+            };
+            FlowKey::tuple5(proto, client(rng, v6), 0, ip(vip), 0)
         } else {
-            *rng.pick(&TARGETS4)
+            let (vip, proto, port) = if v6 {
+                *rng.pick(&TARGETS6)
+            } else {
+                *rng.pick(&TARGETS4)
+            };
+            FlowKey::tuple5(
+                proto,
+                client(rng, v6),
+                1000 + rng.below(4) as u16,
+                ip(vip),
+                port,
+            )
         };
-        let key = FlowKey::tuple5(
-            proto,
-            client(rng, v6),
-            1000 + rng.below(4) as u16,
-            ip(vip),
-            port,
-        );
+        let proto = key.protocol;
         let backend = *rng.pick(&[1u16, 2, 3, 4, 11, 12, 50, 4095]);
         let ev = LearnEvent {
             event: Event::Learn,
@@ -607,8 +849,54 @@ fn inject(seed: u64, rng: &mut Rng, dev: &mut ModelDevice, r: &mut RefDevice) {
     r.count(&want);
 }
 
+/// Packets by what they are and how they ended, for the coverage check: portless flows, and
+/// TCP / UDP packets that reached an `L3_DEFAULT` rule through a gap slot.
+type Bins = std::collections::BTreeMap<String, u64>;
+
+/// Counts one received packet (the reference's result) into the bins.
+fn cover(bins: &mut Bins, frame: &[u8], r: &reference::pipeline::PacketResult) {
+    let Ok(reference::parse::Parsed::Ip(h)) = reference::parse::parse(frame) else {
+        return;
+    };
+    if h.icmp_error {
+        return;
+    }
+    let family = match h.family {
+        reference::parse::Family::V4 => "v4",
+        reference::parse::Family::V6 => "v6",
+    };
+    let v = r.verdict.name();
+    let mut add = |bin: String| *bins.entry(bin).or_default() += 1;
+    if h.protocol == 6 || h.protocol == 17 {
+        let l3 = r
+            .rule
+            .is_some_and(|id| (L3_RULE0..L3_RULE0 + 10).contains(&id));
+        if l3 && !h.is_fragment {
+            add(format!("{} gap port x {v}", h.protocol));
+        }
+        return;
+    }
+    let frag = match (h.is_fragment, h.is_later_fragment()) {
+        (false, _) => "whole",
+        (true, false) => "first",
+        (true, true) => "later",
+    };
+    add(format!(
+        "portless {family} {frag} x {v} {}",
+        r.reason.name()
+    ));
+    if r.verdict == Verdict::Forward {
+        let key = r.key.map_or("-", |k| k.name());
+        add(format!("portless forward x key {key}"));
+        add(format!("portless forward x conntrack {:?}", r.conntrack));
+    }
+    if let Some(e) = r.event {
+        add(format!("portless event {:?}", e.event));
+    }
+}
+
 /// One differential case; returns the reference device for coverage checks.
-fn run_case(seed: u64, frames_per_case: usize) -> RefDevice {
+fn run_case(seed: u64, frames_per_case: usize, bins: &mut Bins) -> RefDevice {
     let mut rng = Rng(seed);
     let (buckets, ways) = *rng.pick(&[(1, 1), (4, 2), (64, 4), (4096, 4)]);
     let mut settings = test_settings();
@@ -644,6 +932,7 @@ fn run_case(seed: u64, frames_per_case: usize) -> RefDevice {
                 for f in &refs {
                     let got = dev.receive(f, &mut buf).expect("MAX_FRAME buffer");
                     let (want, wout) = r.receive(f);
+                    cover(bins, f, &want);
                     assert_eq!(got, expected(&want), "seed {seed}: frame {f:02x?}");
                     assert_eq!(
                         &buf[..got.out_len],
@@ -658,6 +947,7 @@ fn run_case(seed: u64, frames_per_case: usize) -> RefDevice {
                 let want = r.receive_batch(&refs);
                 assert_eq!(out.results.len(), n);
                 for (i, (w, wout)) in want.iter().enumerate() {
+                    cover(bins, refs[i], w);
                     assert_eq!(
                         out.results[i],
                         expected(w),
@@ -691,7 +981,7 @@ fn replay_one_case() {
         .ok()
         .and_then(|s| s.parse().ok())
         .expect("DIFF_SEED=<seed from the failure message>");
-    run_case(seed, 400);
+    run_case(seed, 400, &mut Bins::new());
 }
 
 #[test]
@@ -699,8 +989,9 @@ fn the_traffic_reaches_every_reason_and_outcome() {
     // The generator is worth something only if it reaches every stage of both models.
     let mut reasons = vec![0u64; Reason::ALL.len()];
     let (mut hits, mut events) = (0u64, [0u64; 2]);
+    let mut bins = Bins::new();
     for seed in 0..48 {
-        let r = run_case(seed, 400);
+        let r = run_case(seed, 400, &mut bins);
         for (n, c) in reasons.iter_mut().zip(&r.reasons) {
             *n += c.packets;
         }
@@ -717,6 +1008,36 @@ fn the_traffic_reaches_every_reason_and_outcome() {
         events.iter().all(|&n| n > 0),
         "learn / teardown events: {events:?}"
     );
+    // Portless flows (docs/pipeline.md §3-§7) on L3_DEFAULT rules of every affinity, tracked
+    // and not, both families, fragments; TCP and UDP through the gap slots.
+    let mut want: Vec<String> = Vec::new();
+    for family in ["v4", "v6"] {
+        want.push(format!("portless {family} whole x FORWARD FORWARDED"));
+        want.push(format!("portless {family} whole x PASS NO_RULE"));
+        want.push(format!("portless {family} whole x DROP ACL_DENIED"));
+        want.push(format!("portless {family} first x FORWARD FORWARDED"));
+        want.push(format!("portless {family} later x FORWARD FORWARDED"));
+    }
+    want.push("portless v4 whole x DROP NO_BACKEND".into());
+    want.push("portless v4 later x PUNT FRAGMENT_NEEDS_STATE".into());
+    for key in ["TUPLE3", "TUPLE2", "TUPLE1"] {
+        want.push(format!("portless forward x key {key}"));
+    }
+    for ct in ["Hit", "Miss", "None"] {
+        want.push(format!("portless forward x conntrack {ct}"));
+    }
+    want.push("portless event Learn".into());
+    for proto in [6, 17] {
+        want.push(format!("{proto} gap port x FORWARD"));
+    }
+    let missing: Vec<&String> = want.iter().filter(|b| !bins.contains_key(*b)).collect();
+    assert!(missing.is_empty(), "never reached: {missing:?}\n{bins:#?}");
+    assert!(
+        !bins
+            .keys()
+            .any(|b| b.starts_with("portless forward x key TUPLE5")),
+        "a portless flow hashed by its 5-tuple: {bins:#?}"
+    );
 }
 
 proptest! {
@@ -724,7 +1045,7 @@ proptest! {
 
     #[test]
     fn the_model_equals_the_reference_on_random_traffic(seed in any::<u64>()) {
-        run_case(seed, 400);
+        run_case(seed, 400, &mut Bins::new());
     }
 }
 

@@ -224,6 +224,176 @@ fn r2_4_unmatched_packets_pass_or_drop_by_configuration_and_are_counted() {
     assert_eq!((r.verdict, r.reason), (Verdict::Pass, Reason::NotIp));
 }
 
+/// The standard bank plus `L3_DEFAULT` rules (docs/pipeline.md §3, §4; SPEC R2): rule 13
+/// VIP4 protocol 0, all ports → pool 0 (NONE, tracking, L2_DSR); rule 14 VIP6 protocol 0 →
+/// pool 4 (NONE, IPIP over IPv6, not tracking); rule 15 SRC_ONLY_VIP protocol 0 → pool 6
+/// (CLIENT_IP_NO_DESTINATION).
+fn l3_default_tables() -> Tables {
+    use Affinity::*;
+    use Delivery::*;
+    let profile = Profile::by_name("sim").expect("sim profile");
+    let pools = vec![
+        (0, pool(None, L2Dsr, true, &[1, 2, 3, 4], 251)),
+        (1, pool(ClientIpProto, Ipip, true, &[1, 2], 13)),
+        (2, pool(ClientIp, Gue, false, &[3, 4], 13)),
+        (3, pool(None, Gue, true, &[11, 12, 13], 251)),
+        (4, pool(None, Ipip, false, &[11, 12], 13)),
+        (5, pool(None, L2Dsr, true, &[], 13)),
+        (
+            6,
+            pool(ClientIpNoDestination, L2Dsr, false, &[1, 2, 3, 4], 13),
+        ),
+    ];
+    let mut acl4 = rule(ACL_VIP4, 6, (22, 22), 0);
+    acl4.acl = vec![(ip("192.0.2.0"), 24)];
+    let mut acl6 = rule(ACL_VIP6, 6, (22, 22), 3);
+    acl6.acl = vec![(ip("2001:db8:aaaa::"), 48)];
+    let rules = vec![
+        rule(VIP4, 6, (80, 80), 0),
+        rule(VIP4, 6, (443, 443), 1),
+        rule(VIP4, 17, (53, 53), 2),
+        rule(VIP4, 6, (8000, 8080), 0),
+        rule(VIP6, 6, (443, 443), 3),
+        rule(VIP6, 17, (0, 65535), 4),
+        rule(MULTI_UDP_VIP, 17, (1000, 1999), 1),
+        rule(MULTI_UDP_VIP, 17, (2000, 2999), 2),
+        acl4,
+        acl6,
+        rule(EMPTY_VIP, 6, (80, 80), 5),
+        rule(SRC_ONLY_VIP, 6, (80, 80), 6),
+        rule(FRAG_VIP4, 17, (0, 65535), 0),
+        rule(VIP4, 0, (0, 65535), 0),
+        rule(VIP6, 0, (0, 65535), 4),
+        rule(SRC_ONLY_VIP, 0, (0, 65535), 6),
+    ];
+    build_tables(profile, &test_backends(), &pools, &rules)
+}
+
+/// The 3-tuple key of a portless flow (ports 0).
+fn t3(src: &str, dst: &str, proto: u8) -> FlowKey {
+    t5(src, 0, dst, 0, proto).with_type(KeyType::Tuple3)
+}
+
+/// docs/pipeline.md §3-§7: ICMP echo, GRE, ESP, SCTP, protocols 0 and 255 to a VIP with an
+/// L3_DEFAULT rule take its protocol-0 entry, hash by the 3-tuple under NONE (the fragment
+/// column), and are tracked with ports 0 in a tracking pool; whatever bytes follow the IP
+/// header (SCTP's ports) are not read.
+#[test]
+fn l3_default_rule_takes_every_portless_protocol() {
+    let t = l3_default_tables();
+    let mut d = ModelDevice::from_tables(t.clone(), test_settings());
+    let c = "198.51.100.10";
+    let frames: Vec<(u8, Vec<u8>)> = vec![
+        (1, echo_vlan(ip(c), ip(VIP4), 7, b"ping", &[])),
+        (47, raw_ip_vlan(ip(c), ip(VIP4), 47, &[0, 0, 0x08, 0], &[])),
+        (50, raw_ip_vlan(ip(c), ip(VIP4), 50, &[0xaa; 40], &[100])),
+        // SCTP common header: source port 5000, destination port 80.
+        (
+            132,
+            raw_ip_vlan(ip(c), ip(VIP4), 132, &[0x13, 0x88, 0, 80, 0, 0, 0, 0], &[]),
+        ),
+        (0, raw_ip_vlan(ip(c), ip(VIP4), 0, b"zero", &[10, 20])),
+        (255, raw_ip_vlan(ip(c), ip(VIP4), 255, b"", &[])),
+    ];
+    for (proto, f) in &frames {
+        let r = send_checked(&mut d, f);
+        let key = t3(c, VIP4, *proto);
+        assert_eq!(
+            (r.rule, r.pool, r.key, r.conntrack),
+            (Some(13), Some(0), Some(KeyType::Tuple3), CtOutcome::Miss),
+            "protocol {proto}"
+        );
+        assert_eq!(r.backend, Some(maglev_pick(&t, 0, key)), "protocol {proto}");
+        // The flow hash is the 5-tuple's, ports 0 (§3).
+        assert_eq!(r.flow_hash, t5(c, 0, VIP4, 0, *proto).hash());
+        let ev = pop_event(&mut d).expect("a tracking pool learns every protocol");
+        assert_eq!(
+            (ev.event, ev.protocol, ev.src_port, ev.dst_port, ev.rule),
+            (Event::Learn, *proto, 0, 0, 13)
+        );
+        assert_eq!(ev.backend, r.backend.unwrap());
+        // Installed as the host does, the flow's next packet hits its entry.
+        let index = install_via_registers(&mut d, &ev);
+        let again = send_checked(&mut d, f);
+        assert_eq!(
+            (again.conntrack, again.ct_index, again.backend),
+            (CtOutcome::Hit, Some(index), r.backend)
+        );
+        assert_eq!(pop_event(&mut d), None, "a hit emits nothing");
+    }
+    // SCTP with other "ports" is the same flow.
+    let other = raw_ip_vlan(
+        ip(c),
+        ip(VIP4),
+        132,
+        &[0x27, 0x10, 1, 0xbb, 0, 0, 0, 0],
+        &[],
+    );
+    let r = send_checked(&mut d, &other);
+    assert_eq!(r.conntrack, CtOutcome::Hit);
+    assert_eq!(r.flow_hash, t5(c, 0, VIP4, 0, 132).hash());
+
+    // IPv6: ICMPv6 echo and GRE on pool 4 (not tracking), encapsulated in IPv6.
+    let c6 = "2001:db8:aaaa::5";
+    for (proto, f) in [
+        (58u8, echo_vlan(ip(c6), ip(VIP6), 9, b"ping6", &[])),
+        (47, raw_ip_vlan(ip(c6), ip(VIP6), 47, &[0; 12], &[300])),
+    ] {
+        let r = send_checked(&mut d, &f);
+        assert_eq!(
+            (r.rule, r.key, r.conntrack),
+            (Some(14), Some(KeyType::Tuple3), CtOutcome::None)
+        );
+        assert_eq!(r.backend, Some(maglev_pick(&t, 4, t3(c6, VIP6, proto))));
+    }
+    // CLIENT_IP_NO_DESTINATION: the client alone, whatever the protocol.
+    let want = maglev_pick(&t, 6, t5(c, 0, "0.0.0.0", 0, 0).with_type(KeyType::Tuple1));
+    for proto in [47u8, 50] {
+        let r = send_checked(
+            &mut d,
+            &raw_ip_vlan(ip(c), ip(SRC_ONLY_VIP), proto, b"x", &[]),
+        );
+        assert_eq!((r.rule, r.backend), (Some(15), Some(want)));
+    }
+    // Fragments of a portless flow: the 3-tuple, not tracked.
+    let whole = raw_ip_vlan(ip(c), ip(VIP4), 47, &[3u8; 200], &[]);
+    let want = maglev_pick(&t, 0, t3(c, VIP4, 47));
+    for f in ipv4_fragments(&whole, 0x4747, 64) {
+        let r = send_checked(&mut d, &f);
+        assert_eq!(
+            (r.rule, r.backend, r.key, r.conntrack),
+            (Some(13), Some(want), Some(KeyType::Tuple3), CtOutcome::None)
+        );
+        assert_eq!(r.flow_hash, t3(c, VIP4, 47).hash());
+    }
+    assert_eq!(pop_event(&mut d), None, "fragments are not tracked");
+    // TCP and UDP keep their own entries: a port no TCP rule takes is unmatched here (this
+    // bank has no gap slots).
+    let (r, _) = send(&mut d, &tcp(ip(c), 1, ip(VIP4), 9999, ACK, b""));
+    assert_eq!((r.verdict, r.reason), (Verdict::Pass, Reason::NoRule));
+}
+
+/// Without a protocol-0 entry, a portless packet to a VIP matches no rule, as before
+/// L3_DEFAULT rules existed (docs/pipeline.md §1, §4): the default action, NO_RULE.
+#[test]
+fn portless_packets_without_an_l3_default_rule_are_unmatched() {
+    let mut d = standard_device();
+    let c = ip("198.51.100.10");
+    for f in [
+        echo_vlan(c, ip(VIP4), 1, b"ping", &[]),
+        raw_ip_vlan(c, ip(VIP4), 47, b"gre", &[]),
+        raw_ip_vlan(c, ip(FRAG_VIP4), 50, b"esp", &[]),
+        echo_vlan(ip("2001:db8:aaaa::5"), ip(VIP6), 1, b"ping6", &[]),
+    ] {
+        let (r, out) = send(&mut d, &f);
+        assert_eq!(
+            (r.verdict, r.reason, r.rule, r.pool),
+            (Verdict::Pass, Reason::NoRule, None, None)
+        );
+        assert!(out.is_empty());
+    }
+}
+
 #[test]
 fn r3_1_the_hash_key_follows_session_affinity() {
     let mut d = standard_device();

@@ -110,6 +110,14 @@ fn proto_name(p: u8) -> String {
     }
 }
 
+/// "protocol 47 (GRE)", "protocol 200".
+fn proto_words(p: u8) -> String {
+    match proto_name(p) {
+        name if name.starts_with("protocol") => name,
+        name => format!("protocol {p} ({name})"),
+    }
+}
+
 /// A VIP entry's protocol: 6, 17, or 0 for the entry of an `L3_DEFAULT` rule (§3).
 fn vip_proto_name(p: u8) -> String {
     match p {
@@ -280,11 +288,12 @@ impl Wording<'_> {
     fn step(&mut self, step: &Step) {
         match *step {
             Step::Vip {
+                protocol,
                 bucket,
                 ways,
                 entry,
                 ..
-            } => self.vip_stage(bucket, ways, entry),
+            } => self.vip_stage(protocol, bucket, ways, entry),
             Step::PortSlots {
                 index,
                 entry,
@@ -305,15 +314,19 @@ impl Wording<'_> {
                 key,
                 hash,
                 fragment,
+                portless,
                 affinity,
             } => {
                 let kt = key.key_type;
                 self.e.key = Some(key_name(kt).into());
                 self.e.key_bytes = Some(hex(&key.bytes()));
                 self.e.hash = Some(hash);
-                // Narrowed from the whole packet's key (SPEC R4.2).
-                let frag = if fragment && lookup::key_type(affinity, false) != kt {
+                // Narrowed from a whole TCP/UDP packet's key (SPEC R4.2; docs/pipeline.md §6).
+                let narrowed = lookup::key_type(affinity, false) != kt;
+                let frag = if fragment && narrowed {
                     " (a fragment: the 3-tuple, SPEC R4.2)"
+                } else if portless && narrowed {
+                    " (a portless flow: the 3-tuple, docs/pipeline.md §6)"
                 } else {
                     ""
                 };
@@ -366,16 +379,30 @@ impl Wording<'_> {
         }
     }
 
-    /// The VIP table bucket and the way that holds (protocol, VIP), if any (§4).
-    fn vip_stage(&mut self, bucket: u32, ways: u32, entry: Option<u32>) {
+    /// The VIP table bucket and the way that holds (VIP protocol, VIP), if any (§3, §4).
+    fn vip_stage(&mut self, protocol: u8, bucket: u32, ways: u32, entry: Option<u32>) {
         (self.bucket, self.ways) = (bucket, ways.max(1));
         self.e.vip_bucket = bucket;
         self.e.vip_index = entry;
+        let portless = protocol != self.ctx.flow.protocol;
+        if portless {
+            self.e.steps.push(format!(
+                "{} → VIP protocol {protocol}: only TCP and UDP have ports and entries of their own; every other protocol is portless (ports 0) and looks up the VIP's L3_DEFAULT entry (docs/pipeline.md §3)",
+                proto_words(self.ctx.flow.protocol)
+            ));
+        }
         if entry.is_none() {
-            self.unmatched = format!(
-                "VIP table bucket {bucket} holds no entry for {} {}",
-                self.ctx.flow.dst, self.ctx.proto
-            );
+            self.unmatched = if portless {
+                format!(
+                    "VIP table bucket {bucket} holds no entry for {} VIP protocol {protocol} (the VIP has no L3_DEFAULT rule)",
+                    self.ctx.flow.dst
+                )
+            } else {
+                format!(
+                    "VIP table bucket {bucket} holds no entry for {} {}",
+                    self.ctx.flow.dst, self.ctx.proto
+                )
+            };
         }
     }
 

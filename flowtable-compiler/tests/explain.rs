@@ -485,3 +485,195 @@ fn an_acl_prefix_longer_than_128_bits_holds_nothing() {
     assert_eq!(e.verdict, "forward");
     assert_eq!(e.acl.as_deref(), Some("allowed by 198.51.100.7/32"));
 }
+
+/// A frame of a portless flow (docs/pipeline.md §3): ICMP / ICMPv6 echo for protocols 1 / 58,
+/// else the protocol's number with 16 bytes after the IP header (SCTP's ports among them,
+/// which nothing reads). Fragments as in `frame_of` (IPv4 only here).
+fn portless_frame_of(f: &Flow) -> Vec<u8> {
+    use etherparse::{IpFragOffset, IpHeaders, IpNumber, Ipv4Header};
+    let (more, offset) = match f.fragment {
+        Fragment::No => (false, 0u16),
+        Fragment::First => (true, 0),
+        Fragment::Later => (true, 185),
+    };
+    let number = IpNumber(f.protocol);
+    let ip = match (f.src, f.dst) {
+        (IpAddr::V4(s), IpAddr::V4(d)) => {
+            let mut h = Ipv4Header::new(0, 64, number, s.octets(), d.octets()).unwrap();
+            h.more_fragments = more;
+            h.fragment_offset = IpFragOffset::try_new(offset).unwrap();
+            h.identification = 4242;
+            IpHeaders::Ipv4(h, Default::default())
+        }
+        (IpAddr::V6(s), IpAddr::V6(d)) => {
+            assert_eq!(
+                f.fragment,
+                Fragment::No,
+                "IPv6 fragments are not built here"
+            );
+            IpHeaders::Ipv6(
+                etherparse::Ipv6Header {
+                    hop_limit: 64,
+                    source: s.octets(),
+                    destination: d.octets(),
+                    next_header: number,
+                    ..Default::default()
+                },
+                Default::default(),
+            )
+        }
+        _ => panic!("mixed families: {f:?}"),
+    };
+    let b = etherparse::PacketBuilder::ethernet2([2, 0, 0, 0, 0, 0xc1], [2, 0, 0, 0, 0, 1]).ip(ip);
+    let mut out = Vec::new();
+    match (f.protocol, f.src.is_ipv6()) {
+        (1, false) => b.icmpv4_echo_request(1, 1).write(&mut out, b"ping"),
+        (58, true) => b.icmpv6_echo_request(1, 1).write(&mut out, b"ping"),
+        (p, _) => {
+            let mut payload = f.src_port.to_be_bytes().to_vec();
+            payload.extend_from_slice(&f.dst_port.to_be_bytes());
+            payload.resize(16, 0);
+            b.write(&mut out, IpNumber(p), &payload)
+        }
+    }
+    .unwrap();
+    out
+}
+
+/// Issue 16 (docs/pipeline.md §3-§7, SPEC R2): a flow of any protocol but TCP and UDP is
+/// portless and looks up VIP protocol 0, an `L3_DEFAULT` rule's entry. Without one it matches
+/// no rule, as before; with one (added here by hand: the compiler side is separate) `explain`
+/// names the VIP protocol, the rule and the 3-tuple key, and agrees with the golden model fed
+/// a real frame of the flow, the ports the caller gave ignored.
+#[test]
+fn a_portless_flow_takes_the_l3_default_entry() {
+    let c = setup(&[]);
+    let compiled = compile(&c.config, &c.health, &CompileOptions::default()).unwrap();
+    let rule_id = |name: &str| {
+        compiled
+            .symbols
+            .rules
+            .iter()
+            .position(|r| r == name)
+            .unwrap() as u16
+    };
+    let v4: IpAddr = "203.0.113.1".parse().unwrap();
+    let v6: IpAddr = "2001:db8::1".parse().unwrap();
+    let gre = Flow {
+        protocol: 47,
+        src: "198.51.100.7".parse().unwrap(),
+        src_port: 1234,
+        dst: v4,
+        dst_port: 80,
+        fragment: Fragment::No,
+    };
+    let e = explain(&compiled.tables, &compiled.nic, &compiled.symbols, &gre);
+    assert_eq!((e.verdict.as_str(), e.reason.as_str()), ("pass", "NO_RULE"));
+    assert!(
+        e.steps[0].starts_with("protocol 47 (GRE) → VIP protocol 0: "),
+        "{:?}",
+        e.steps
+    );
+    assert!(
+        e.steps[1].contains(
+            "holds no entry for 203.0.113.1 VIP protocol 0 (the VIP has no L3_DEFAULT rule): no rule matches"
+        ),
+        "{:?}",
+        e.steps
+    );
+
+    // L3_DEFAULT rules: 203.0.113.1 → rule `web` (pool a, NONE), 2001:db8::1 → rule `six`.
+    let mut t = compiled.tables.clone();
+    for (addr, rule) in [(v4, rule_id("web")), (v6, rule_id("six"))] {
+        let addr = nlb_hw::hash::addr_to_u128(addr);
+        let bucket = nlb_reference::lookup::vip_bucket(t.profile, 0, addr) as usize;
+        let ways = t.profile.vip_ways as usize;
+        let way = (0..ways).find(|w| !t.vip[bucket * ways + w].valid).unwrap();
+        let mut entry = nlb_hw::layouts::VipEntry {
+            valid: true,
+            protocol: 0,
+            addr,
+            ..Default::default()
+        };
+        entry.slot[0] = nlb_hw::layouts::PortSlot {
+            valid: true,
+            port_lo: 0,
+            port_hi: 65535,
+            rule,
+        };
+        t.vip[bucket * ways + way] = entry;
+    }
+    let mut nic = firmware_sim::ModelDevice::from_tables(t.clone(), compiled.nic);
+    let mut out = vec![0u8; firmware_sim::action::MAX_FRAME];
+    let mut flows = Vec::new();
+    for protocol in [1u8, 47, 50, 132, 0, 255] {
+        for fragment in [Fragment::No, Fragment::First, Fragment::Later] {
+            flows.push(Flow {
+                protocol,
+                fragment,
+                ..gre
+            });
+        }
+    }
+    for protocol in [58u8, 47, 132] {
+        flows.push(Flow {
+            protocol,
+            src: "2001:db8:5::5".parse().unwrap(),
+            dst: v6,
+            ..gre
+        });
+    }
+    for f in &flows {
+        let e = explain(&t, &compiled.nic, &compiled.symbols, f);
+        let r = nic.receive(&portless_frame_of(f), &mut out).unwrap();
+        assert_eq!(fields_of_explain(&e), fields_of_result(&r), "{f:?}: {e:#?}");
+        assert_eq!(e.verdict, "forward", "{f:?}: {e:#?}");
+        assert_eq!(e.key.as_deref(), Some("3tuple"), "{f:?}");
+        let ports_ignored = FlowKey::tuple5(f.protocol, f.src, 0, f.dst, 0)
+            .with_type(KeyType::Tuple3)
+            .hash();
+        assert_eq!(e.hash, Some(ports_ignored), "{f:?}");
+        if f.dst == v4 {
+            assert_eq!(e.rule.as_deref(), Some("web"));
+            assert!(
+                e.steps.iter().any(|s| s.starts_with(&format!(
+                    "rule web (id {}): 203.0.113.1 other protocols (L3_DEFAULT) all ports; VIP table bucket",
+                    rule_id("web")
+                ))),
+                "{:?}",
+                e.steps
+            );
+            // Pool a is NONE: a whole packet would use the 5-tuple.
+            let why = if f.fragment == Fragment::No {
+                "(a portless flow: the 3-tuple, docs/pipeline.md §6)"
+            } else {
+                "(a fragment: the 3-tuple, SPEC R4.2)"
+            };
+            assert!(
+                e.steps
+                    .iter()
+                    .any(|s| s.starts_with("key 3tuple ") && s.contains(why)),
+                "{:?}",
+                e.steps
+            );
+        }
+    }
+    // TCP keeps its own entry: port 80 is `web`'s, port 9999 none (no gap slots here).
+    let tcp = Flow { protocol: 6, ..gre };
+    assert_eq!(
+        explain(&t, &compiled.nic, &compiled.symbols, &tcp)
+            .rule
+            .as_deref(),
+        Some("web")
+    );
+    let e = explain(
+        &t,
+        &compiled.nic,
+        &compiled.symbols,
+        &Flow {
+            dst_port: 9999,
+            ..tcp
+        },
+    );
+    assert_eq!(e.reason, "NO_RULE");
+}

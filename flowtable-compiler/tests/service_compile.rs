@@ -446,7 +446,12 @@ fn other_protocols_reach_the_l3_default_rule() {
             "protocol {protocol}: {e:?}"
         );
         assert!(
-            e.steps[0].contains("other protocols (L3_DEFAULT) all ports"),
+            e.steps[0].starts_with(&format!("protocol {protocol} ("))
+                && e.steps[0].contains(") → VIP protocol 0: "),
+            "{e:?}"
+        );
+        assert!(
+            e.steps[1].contains("other protocols (L3_DEFAULT) all ports"),
             "{e:?}"
         );
     }

@@ -16,7 +16,8 @@
 //   I   issue: early verdicts (disabled, malformed, not IP, ICMP without quote), the flow
 //   1-6 flow hashes of the VIP, TUPLE5, TUPLE3, TUPLE2 and TUPLE1 keys (nlb_flow_hash)
 //   A   VIP bucket and connection-table bucket read issued; B: wait
-//   C   VIP ways compared; the ICMP reading chosen; the bucket's entries kept
+//   C   VIP ways compared (VIP protocol: the flow's for TCP/UDP, else 0); the ICMP reading
+//       chosen; the bucket's entries kept
 //   D   port slots matched (all NLB_VIP_ENTRY_SLOT_COUNT = 16 in parallel, lowest wins);
 //       connection-table ways compared
 //   E   rule and ACL reads issued; F: wait
@@ -364,7 +365,9 @@ localparam F_FRAG = F_VPORT + W_VPORT;
 localparam W_FRAG = 1; // a fragment (and not an ICMP error)
 localparam F_LATER = F_FRAG + W_FRAG;
 localparam W_LATER = 1; // a later fragment (no ports)
-localparam F_TCPF = F_LATER + W_LATER;
+localparam F_PORTLESS = F_LATER + W_LATER;
+localparam W_PORTLESS = 1; // neither TCP nor UDP: ports 0, VIP protocol 0 (docs/pipeline.md section 3)
+localparam F_TCPF = F_PORTLESS + W_PORTLESS;
 localparam W_TCPF = 8; // TCP flags
 localparam F_H5 = F_TCPF + W_TCPF;
 localparam W_H5 = 32; // hash of the TUPLE5 key
@@ -377,7 +380,7 @@ localparam W_H1 = 32; // hash of the TUPLE1 key
 localparam F_FHASH = F_H1 + W_H1;
 localparam W_FHASH = 32; // flow hash (H5, H3 for fragments; 0 before the flow is known)
 localparam F_VHIT = F_FHASH + W_FHASH;
-localparam W_VHIT = 1; // the VIP table has an entry for (protocol, VIP)
+localparam W_VHIT = 1; // the VIP table has an entry for (VIP protocol, VIP)
 localparam F_SLOTS = F_VHIT + W_VHIT;
 localparam W_SLOTS = SLOTS * NLB_PORT_SLOT_WIDTH; // its port slots
 localparam F_RID = F_SLOTS + W_SLOTS;
@@ -552,6 +555,9 @@ always @* begin
     iss[F_TCPF +: W_TCPF] = d_tcp_flags;
     iss[F_FRAG] = d_fragment && !d_two;
     iss[F_LATER] = d_frag_offset != 16'd0 && !d_two;
+    // Only TCP and UDP carry ports; a quote is always one of them (nlb_parser), so only a
+    // packet's own protocol is compared (beside the flow mux, not after it).
+    iss[F_PORTLESS] = !d_two && d_protocol != PROTO_TCP && d_protocol != PROTO_UDP;
     if (!d_two) begin
         iss[F_PROTO +: W_PROTO] = d_protocol;
         iss[F_CLIENT +: W_CLIENT] = d_src;
@@ -635,10 +641,12 @@ wire [127:0]  k_client = s0[F_CLIENT +: W_CLIENT];
 wire [127:0]  k_vip = s0[F_VIP +: W_VIP];
 wire [15:0]   k_cport = s0[F_CPORT +: W_CPORT];
 wire [15:0]   k_vport = s0[F_VPORT +: W_VPORT];
+// The VIP protocol: the flow's for TCP and UDP, 0 (an L3_DEFAULT rule's entry) for the rest.
+wire [7:0]    k_vproto = s0[F_PORTLESS] ? 8'd0 : k_proto;
 
 // Canonical keys (docs/regmap.md "Flow hash"): {type, protocol, src port, dst port, 0, src,
 // dst}, unused fields 0.
-wire [319:0] key_vip = {8'd0, k_proto, 48'd0, 128'd0, k_vip};
+wire [319:0] key_vip = {8'd0, k_vproto, 48'd0, 128'd0, k_vip};
 wire [319:0] key_t5 = {8'd5, k_proto, k_cport, k_vport, 16'd0, k_client, k_vip};
 wire [319:0] key_t3 = {8'd3, k_proto, 48'd0, k_client, k_vip};
 wire [319:0] key_t2 = {8'd2, 8'd0, 48'd0, k_client, k_vip};
@@ -700,6 +708,8 @@ wire [SW-1:0] sc_alt = st_reg[9];      // for a packet of two issues: its shadow
 reg [CT_WAYS*CW-1:0] ctrow_reg = {CT_WAYS*CW{1'b0}};
 reg [CT_WAYS*CW-1:0] ctrow_next;
 
+// The VIP protocol looked up (as k_vproto at issue).
+wire [7:0]   c_vproto = sc[F_PORTLESS] ? 8'd0 : sc[F_PROTO +: 8];
 reg          c_hit;
 // The matching entry (its slots are kept; valid, protocol and address were compared).
 /* verilator lint_off UNUSEDSIGNAL */
@@ -711,7 +721,7 @@ always @* begin
     c_entry = {VW{1'b0}};
     for (cw = VIP_WAYS - 1; cw >= 0; cw = cw - 1) begin
         if (vip_rd_data[cw*VW + NLB_VIP_ENTRY_VALID_LSB]
-                && vip_rd_data[cw*VW + NLB_VIP_ENTRY_PROTOCOL_LSB +: 8] == sc[F_PROTO +: 8]
+                && vip_rd_data[cw*VW + NLB_VIP_ENTRY_PROTOCOL_LSB +: 8] == c_vproto
                 && vip_rd_data[cw*VW + NLB_VIP_ENTRY_ADDR_LSB +: 128] == sc[F_VIP +: 128]) begin
             c_hit = 1'b1;
             c_entry = vip_rd_data[cw*VW +: VW];
@@ -728,6 +738,7 @@ always @* begin
         // No VIP entry for the reversed reading: the forward reading decides (its VIP lookup,
         // hashes and bucket are the shadow's, one stage ahead).
         nx[9][F_PROTO +: W_PROTO] = sc_alt[F_PROTO +: W_PROTO];
+        nx[9][F_PORTLESS] = sc_alt[F_PORTLESS];
         nx[9][F_CLIENT +: W_CLIENT] = sc_alt[F_CLIENT +: W_CLIENT];
         nx[9][F_CPORT +: W_CPORT] = sc_alt[F_CPORT +: W_CPORT];
         nx[9][F_VIP +: W_VIP] = sc_alt[F_VIP +: W_VIP];
@@ -967,6 +978,7 @@ wire [23:0]   p_base = pool_rd_data[NLB_POOL_ENTRY_MAGLEV_BASE_LSB +: 24];
 wire [16:0]   p_size = pool_rd_data[NLB_POOL_ENTRY_MAGLEV_SIZE_LSB +: 17];
 wire          p_track = pool_rd_data[NLB_POOL_ENTRY_TRACK_LSB];
 wire          i_frag = si2[F_FRAG];
+wire          i_portless = si2[F_PORTLESS];
 wire [7:0]    i_proto = si2[F_PROTO +: 8];
 wire [7:0]    i_flags = si2[F_TCPF +: 8];
 
@@ -975,7 +987,8 @@ reg [31:0] i_ahash;
 always @* begin
     case (p_affinity)
         NLB_AFFINITY_NONE, NLB_AFFINITY_CLIENT_IP_PORT_PROTO: begin
-            i_key = i_frag ? NLB_KEY_TYPE_TUPLE3 : NLB_KEY_TYPE_TUPLE5;
+            // Fragments and portless flows take the 3-tuple (docs/pipeline.md section 6).
+            i_key = (i_frag || i_portless) ? NLB_KEY_TYPE_TUPLE3 : NLB_KEY_TYPE_TUPLE5;
         end
         NLB_AFFINITY_CLIENT_IP_PROTO: i_key = NLB_KEY_TYPE_TUPLE3;
         NLB_AFFINITY_CLIENT_IP: i_key = NLB_KEY_TYPE_TUPLE2;
@@ -989,7 +1002,8 @@ always @* begin
     endcase
 end
 
-wire i_trackable = p_track && !i_frag && (i_proto == PROTO_TCP || i_proto == PROTO_UDP);
+// Any protocol is tracked (a portless flow by its protocol and addresses, ports 0).
+wire i_trackable = p_track && !i_frag;
 // A TCP fragment of a tracking pool may belong to an established connection whose backend is
 // not what the fragment key hashes to: the host sends it the connection's way (SPEC R4.1).
 // Injected frames are the host's own decisions and never punted.

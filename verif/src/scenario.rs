@@ -3,10 +3,13 @@
 //! A [`Scenario`] is one bank of `nlb_hw::Tables` built the way the compiler lays tables out
 //! (VIP entries in the bucket their hash gives, Maglev slices per pool) but with every case the
 //! pipeline must handle: all affinities and deliveries, tracked and untracked pools, ACLs,
-//! VIPs with several rules (up to all 16 port slots), IPv4 and IPv6 backends, and broken entries (invalid rules, pools
-//! and backends, ids beyond the tables, slices past the slot memory, empty slices). Its
-//! traffic goes mostly to the VIPs (hot flows that repeat, fragments of TCP and UDP flows,
-//! ICMP errors quoting VIP flows either way round), the rest is random and malformed frames.
+//! VIPs with several rules (up to all 16 port slots), `L3_DEFAULT` rules (an entry of protocol
+//! 0, and the gaps between the TCP and UDP rules' ranges of its VIP in their entries),
+//! entries of other protocols that no lookup may find, IPv4 and IPv6 backends, and broken
+//! entries (invalid rules, pools and backends, ids beyond the tables, slices past the slot
+//! memory, empty slices). Its traffic goes mostly to the VIPs (hot flows that repeat,
+//! fragments, ICMP errors quoting VIP flows either way round, portless protocols: ICMP and
+//! ICMPv6 echo, GRE, ESP, SCTP, any protocol number), the rest is random and malformed frames.
 //!
 //! Nothing here predicts what the pipeline does: the tests ask the golden model.
 
@@ -34,10 +37,54 @@ pub fn is_mapped(a: u128) -> bool {
 pub struct Vip {
     /// Address (IPv4 mapped).
     pub addr: u128,
-    /// Protocol.
+    /// Protocol: 6 TCP, 17 UDP, or 0 (an `L3_DEFAULT` rule's entry: every other protocol).
     pub protocol: u8,
     /// Port ranges of its valid slots.
     pub ranges: Vec<(u16, u16)>,
+    /// The slots (indices into `ranges`) that are gap slots of an `L3_DEFAULT` rule: ports
+    /// no TCP / UDP rule of the VIP takes, sent to the VIP's `L3_DEFAULT` rule.
+    pub gaps: Vec<usize>,
+}
+
+/// Protocols without ports the traffic uses besides random numbers: ICMP and ICMPv6 (echo
+/// and other informational types), GRE, ESP, AH, SCTP (ports on the wire, not read: the
+/// pipeline treats it as portless), and the boundaries 0 and 255.
+const PORTLESS: [u8; 8] = [1, 58, 47, 50, 51, 132, 0, 255];
+
+/// A protocol without ports for a flow of the family: mostly [`PORTLESS`] (ICMP over IPv4,
+/// ICMPv6 over IPv6), now and then any number (IPv6 extension-header numbers included: the
+/// parser then reads the payload as a header chain).
+pub fn portless_protocol(rng: &mut StdRng, v6: bool) -> u8 {
+    if rng.random_bool(0.15) {
+        return match rng.random() {
+            6 | 17 => 253,
+            p => p,
+        };
+    }
+    match PORTLESS[rng.random_range(0..PORTLESS.len())] {
+        1 if v6 => 58,
+        58 if !v6 => 1,
+        0 if v6 => 47,
+        p => p,
+    }
+}
+
+/// The ranges of `0..=65535` no range of `ranges` holds (the ranges are disjoint).
+fn gaps_between(ranges: &[(u16, u16)]) -> Vec<(u16, u16)> {
+    let mut sorted = ranges.to_vec();
+    sorted.sort_unstable();
+    let mut out = Vec::new();
+    let mut next = 0u32;
+    for (lo, hi) in sorted {
+        if u32::from(lo) > next {
+            out.push((next as u16, lo - 1));
+        }
+        next = next.max(u32::from(hi) + 1);
+    }
+    if next <= 65535 {
+        out.push((next as u16, 65535));
+    }
+    out
 }
 
 /// A flow as the pipeline sees it: client → VIP.
@@ -225,7 +272,7 @@ impl Scenario {
             }
         };
 
-        // VIPs: IPv4 and IPv6, TCP and UDP, one to all 16 port-range slots.
+        // VIPs: IPv4 and IPv6, TCP and UDP, one to all 16 port-range slots; L3_DEFAULT rules.
         let mut vips = Vec::new();
         let ways = profile.vip_ways as usize;
         // Next systematic first-slot rule per family (IPv4, IPv6), from a random start.
@@ -233,13 +280,25 @@ impl Scenario {
             rng.random_range(0..combos as u16),
             rng.random_range(0..combos as u16),
         ];
+        // The same for the L3_DEFAULT rules, so portless flows meet every pool kind.
+        let mut l3_next = [
+            rng.random_range(0..combos as u16),
+            rng.random_range(0..combos as u16),
+        ];
         let layouts = port_layouts();
+        let nested = layouts.len() - 1;
         for v in 0..14u32 {
             let addr = if v % 2 == 1 {
                 0x2001_0db8_0000_0000_0000_0000_0000_0100 | u128::from(v)
             } else {
                 mapped(0x0a01_0000 | v)
             };
+            let family = usize::from(!is_mapped(addr));
+            // An L3_DEFAULT rule on most VIPs.
+            let l3_rule = rng.random_bool(0.6).then(|| {
+                l3_next[family] = (l3_next[family] + 1) % combos as u16;
+                l3_next[family]
+            });
             for protocol in [6u8, 17] {
                 if rng.random_bool(0.3) {
                     continue;
@@ -252,7 +311,18 @@ impl Scenario {
                     14..=16 => rng.random_range(layouts.len() - 2..layouts.len()),
                     _ => rng.random_range(2..layouts.len()),
                 };
-                let ranges = layouts[layout].clone();
+                let mut ranges = layouts[layout].clone();
+                let own = ranges.len();
+                // The compiler gives the L3_DEFAULT rule the ports the TCP / UDP rules leave
+                // (as many as the slots hold; a nested layout has no gaps to speak of).
+                if let (Some(_), true) = (l3_rule, layout != nested && rng.random_bool(0.9)) {
+                    for gap in gaps_between(&ranges) {
+                        if ranges.len() == e_slots() {
+                            break;
+                        }
+                        ranges.push(gap);
+                    }
+                }
                 let bucket = nlb_reference::lookup::vip_bucket(profile, protocol, addr) as usize;
                 let Some(way) = (0..ways).find(|w| !t.vip[bucket * ways + w].valid) else {
                     continue;
@@ -263,13 +333,14 @@ impl Scenario {
                     addr,
                     ..VipEntry::default()
                 };
-                let family = usize::from(!is_mapped(addr));
                 for (i, (lo, hi)) in ranges.iter().enumerate() {
-                    let rule = if i == 0 {
-                        first_rule[family] = (first_rule[family] + 1) % combos as u16;
-                        first_rule[family]
-                    } else {
-                        rule_id(rng)
+                    let rule = match l3_rule {
+                        Some(r) if i >= own => r,
+                        _ if i == 0 => {
+                            first_rule[family] = (first_rule[family] + 1) % combos as u16;
+                            first_rule[family]
+                        }
+                        _ => rule_id(rng),
                     };
                     e.slot[i] = PortSlot {
                         valid: true,
@@ -279,35 +350,59 @@ impl Scenario {
                     };
                 }
                 t.vip[bucket * ways + way] = e;
-                // Now and then an entry of another protocol in a lower way of the bucket.
                 vips.push(Vip {
                     addr,
                     protocol,
+                    gaps: (own..ranges.len()).collect(),
                     ranges,
                 });
             }
+            // The L3_DEFAULT rule's own entry, protocol 0: one slot of all ports; now and then
+            // other contents (port 0 outside every slot, several slots), which the pipeline
+            // must handle as any table.
+            if let Some(rule) = l3_rule {
+                let ranges = if rng.random_bool(0.85) {
+                    vec![(0, 65535)]
+                } else {
+                    layouts[rng.random_range(1..layouts.len())].clone()
+                };
+                if let Some(i) = place(&mut t, profile, 0, addr) {
+                    let e = &mut t.vip[i];
+                    for (k, (lo, hi)) in ranges.iter().enumerate() {
+                        e.slot[k] = PortSlot {
+                            valid: true,
+                            port_lo: *lo,
+                            port_hi: *hi,
+                            rule: if k == 0 { rule } else { rule_id(rng) },
+                        };
+                    }
+                    vips.push(Vip {
+                        addr,
+                        protocol: 0,
+                        ranges,
+                        gaps: Vec::new(),
+                    });
+                }
+            }
+            // Now and then an entry of a portless protocol's own number, which no lookup may
+            // find (a portless flow looks up protocol 0).
+            if rng.random_bool(0.2) {
+                let protocol = [1u8, 47, 50, 58][rng.random_range(0..4)];
+                if let Some(i) = place(&mut t, profile, protocol, addr) {
+                    t.vip[i].slot[0] = PortSlot {
+                        valid: true,
+                        port_lo: 0,
+                        port_hi: 65535,
+                        rule: rule_id(rng),
+                    };
+                }
+            }
         }
 
-        // Hot flows: clients of a few ports toward the VIPs.
-        let mut hot = Vec::new();
-        for _ in 0..64 {
-            let Some(v) = pick(&vips, rng) else { break };
-            let v6 = !is_mapped(v.addr);
-            hot.push(Flow {
-                protocol: v.protocol,
-                client: if v6 {
-                    client_v6(rng)
-                } else {
-                    mapped(client_v4(rng))
-                },
-                client_port: client_port(rng),
-                vip: v.addr,
-                vip_port: vip_port(v, rng),
-            });
-        }
+        let hot = hot_flows(&vips, rng);
         Scenario {
             tables: t,
-            vips: vips.clone(),
+            vips,
             hot,
         }
     }
@@ -328,24 +423,10 @@ impl Scenario {
                     .filter(|s| s.valid)
                     .map(|s| (s.port_lo, s.port_hi))
                     .collect(),
+                gaps: Vec::new(),
             })
             .collect();
-        let mut hot = Vec::new();
-        for _ in 0..64 {
-            let Some(v) = pick(&vips, rng) else { break };
-            let v6 = !is_mapped(v.addr);
-            hot.push(Flow {
-                protocol: v.protocol,
-                client: if v6 {
-                    client_v6(rng)
-                } else {
-                    mapped(client_v4(rng))
-                },
-                client_port: client_port(rng),
-                vip: v.addr,
-                vip_port: vip_port(v, rng),
-            });
-        }
+        let hot = hot_flows(&vips, rng);
         Scenario { tables, vips, hot }
     }
 
@@ -408,22 +489,16 @@ impl Scenario {
             let Some(v) = pick(&self.vips, rng) else {
                 return frames::random_frame(rng, 0.4);
             };
-            let v6 = !is_mapped(v.addr);
-            Flow {
-                protocol: if rng.random_bool(0.05) {
-                    [6, 17, 1, 47][rng.random_range(0..4)]
-                } else {
-                    v.protocol
-                },
-                client: if v6 {
-                    client_v6(rng)
-                } else {
-                    mapped(client_v4(rng))
-                },
-                client_port: client_port(rng),
-                vip: v.addr,
-                vip_port: vip_port(v, rng),
+            let mut f = flow_to(v, rng);
+            if rng.random_bool(0.05) {
+                // Another protocol to the same VIP: TCP / UDP without an entry, or portless.
+                f.protocol = [6, 17, 0, 255][rng.random_range(0..4)];
+                f.protocol = match f.protocol {
+                    0 => portless_protocol(rng, !is_mapped(v.addr)),
+                    p => p,
+                };
             }
+            f
         };
         let v6 = !is_mapped(flow.vip);
         let mut spec = FrameSpec::tcp4(0, 0, 0, 0, 0);
@@ -448,6 +523,18 @@ impl Scenario {
                     sport: f.client_port,
                     dport: f.vip_port,
                 },
+                // ICMP / ICMPv6 of the packet's own family: informational types (echo request
+                // and reply, timestamp, neighbour solicitation, ...), never errors.
+                1 if !v6 => L4::Icmp {
+                    ty: [8, 0, 13, 14][rng.random_range(0..4)],
+                    code: 0,
+                    body: Vec::new(),
+                },
+                58 if v6 => L4::Icmp {
+                    ty: [128, 129, 133, 135, 136][rng.random_range(0..5)],
+                    code: 0,
+                    body: Vec::new(),
+                },
                 p => L4::Other(p),
             }
         };
@@ -466,6 +553,12 @@ impl Scenario {
                     dport: qdp,
                     flags: 0x10,
                 },
+                17 => L4::Udp {
+                    sport: qsp,
+                    dport: qdp,
+                },
+                // A quote of a portless packet is no usable quote (docs/pipeline.md §2).
+                p if rng.random_bool(0.5) => L4::Other(p),
                 _ => L4::Udp {
                     sport: qsp,
                     dport: qdp,
@@ -518,6 +611,63 @@ pub fn port_layouts() -> Vec<Vec<(u16, u16)>> {
     v.push((0..16u16).map(|i| (i * 4096, i * 4096 + 4095)).collect());
     v.push((0..16u16).map(|i| (1000 - 50 * i, 1000 + 50 * i)).collect());
     v
+}
+
+/// Port slots of a VIP entry.
+fn e_slots() -> usize {
+    VipEntry::default().slot.len()
+}
+
+/// Puts an empty valid entry of (protocol, addr) in a free way of its bucket; its index.
+fn place(t: &mut Tables, profile: &Profile, protocol: u8, addr: u128) -> Option<usize> {
+    let ways = profile.vip_ways as usize;
+    let bucket = nlb_reference::lookup::vip_bucket(profile, protocol, addr) as usize;
+    let way = (0..ways).find(|w| !t.vip[bucket * ways + w].valid)?;
+    let i = bucket * ways + way;
+    t.vip[i] = VipEntry {
+        valid: true,
+        protocol,
+        addr,
+        ..VipEntry::default()
+    };
+    Some(i)
+}
+
+/// A flow toward a VIP entry: a client of a few ports (none for a protocol-0 entry, whose
+/// flows are portless: ICMP, GRE, ESP, ... with ports 0).
+fn flow_to(v: &Vip, rng: &mut StdRng) -> Flow {
+    let v6 = !is_mapped(v.addr);
+    let client = if v6 {
+        client_v6(rng)
+    } else {
+        mapped(client_v4(rng))
+    };
+    if v.protocol == 0 {
+        return Flow {
+            protocol: portless_protocol(rng, v6),
+            client,
+            client_port: 0,
+            vip: v.addr,
+            vip_port: 0,
+        };
+    }
+    Flow {
+        protocol: v.protocol,
+        client,
+        client_port: client_port(rng),
+        vip: v.addr,
+        vip_port: vip_port(v, rng),
+    }
+}
+
+/// Hot flows: clients toward the VIPs, repeating (connection-table candidates).
+fn hot_flows(vips: &[Vip], rng: &mut StdRng) -> Vec<Flow> {
+    let mut hot = Vec::new();
+    for _ in 0..64 {
+        let Some(v) = pick(vips, rng) else { break };
+        hot.push(flow_to(v, rng));
+    }
+    hot
 }
 
 fn pick<'a>(vips: &'a [Vip], rng: &mut StdRng) -> Option<&'a Vip> {

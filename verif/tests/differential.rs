@@ -1,12 +1,14 @@
 //! The whole pipeline (`nlb_top`) against the golden model, packet by packet.
 //!
 //! Each case: two random table banks (`nlb_verif::scenario`: every affinity and delivery,
-//! tracked and untracked pools, ACLs, VIPs with several rules, IPv4/IPv6 backends, broken
+//! tracked and untracked pools, ACLs, VIPs with several rules, `L3_DEFAULT` rules (entries of
+//! protocol 0, gap slots in the VIP's TCP and UDP entries), IPv4/IPv6 backends, broken
 //! entries) loaded into both banks through the AXI-Lite table window; connections installed
 //! through the conntrack block the way the host does; random ctrl settings (default action,
 //! local MAC, GUE port, outer source prefixes). Traffic in three phases (bank 0, bank 1, the
 //! pipeline disabled): frames to the VIPs (hot flows that hit connections, fragments, ICMP
-//! errors quoting VIP flows either way round, VLAN tags, jumbo frames) mixed with random and
+//! errors quoting VIP flows either way round, portless protocols: ICMP and ICMPv6 echo, GRE,
+//! ESP, SCTP, any protocol number; VLAN tags, jumbo frames) mixed with random and
 //! malformed frames of every size, plus frames injected by the host to random pools and
 //! backends; random idle cycles on both input streams and random back-pressure on the transmit,
 //! punt and event streams.
@@ -21,7 +23,9 @@
 //! Coverage bins are counted and printed: parser path x verdict; for forwarded packets parser
 //! path x affinity key x action x bank; injected x verdict; forwarded whole packets by the
 //! port slot they matched (0-3, 4-14, 15: VIP entries with up to 16 rules); TCP fragments
-//! punted on tracking pools and forwarded on others. The test fails if a bin is never hit
+//! punted on tracking pools and forwarded on others; portless packets by path and verdict,
+//! matching a protocol-0 entry, by affinity key and connection-table outcome; TCP and UDP
+//! packets forwarded through the gap slot of an `L3_DEFAULT` rule. The test fails if a bin is never hit
 //! (fragments never use the 5-tuple, SPEC R4.2, so those bins are not required). CI runs
 //! `NLB_DIFF_CASES` cases (default 16) of `NLB_DIFF_FRAMES` packets per enabled phase (default
 //! 3000; the disabled phase gets an eighth): 102k packets. `NLB_SOAK=1` takes the first seed
@@ -29,7 +33,7 @@
 
 use firmware_sim::conntrack::ConnTable;
 use firmware_sim::parse::{self, Family, Parsed};
-use firmware_sim::pipeline::{process, process_injected, Context, PacketResult};
+use firmware_sim::pipeline::{process, process_injected, Context, CtOutcome, PacketResult};
 use firmware_sim::{CounterKind, Counters};
 use nlb_hw::blocks::{conntrack, ctrl};
 use nlb_hw::enums::{DefaultAction, Delivery, KeyType, Reason, Verdict};
@@ -89,18 +93,25 @@ fn verdict_name(v: Verdict) -> &'static str {
     v.name()
 }
 
-/// The port slot of its VIP entry a whole TCP/UDP packet matched: the lowest valid slot
-/// holding its destination port (docs/pipeline.md §4), worked out here from the entry.
-fn matched_slot(t: &Tables, frame: &[u8]) -> Option<usize> {
+/// The VIP entry's protocol and the port slot of the entry a whole packet matched: the VIP
+/// protocol is the packet's for TCP and UDP, 0 for every other protocol, whose ports are 0
+/// (docs/pipeline.md §3); the lowest valid slot holding the destination port (§4). Worked out
+/// here from the entries.
+fn matched_slot(t: &Tables, frame: &[u8]) -> Option<(u8, usize)> {
     let Ok(Parsed::Ip(h)) = parse::parse(frame) else {
         return None;
     };
     if h.icmp_error || h.is_fragment {
         return None;
     }
+    let protocol = if h.protocol == 6 || h.protocol == 17 {
+        h.protocol
+    } else {
+        0
+    };
     let key = FlowKey {
         key_type: KeyType::Vip,
-        protocol: h.protocol,
+        protocol,
         dst_addr: h.dst,
         ..FlowKey::default()
     };
@@ -108,15 +119,17 @@ fn matched_slot(t: &Tables, frame: &[u8]) -> Option<usize> {
     let bucket = table_index(key.hash(), t.profile.vip_buckets) as usize;
     let entry = t.vip[bucket * ways..(bucket + 1) * ways]
         .iter()
-        .find(|e| e.valid && e.protocol == h.protocol && e.addr == h.dst)?;
-    entry
+        .find(|e| e.valid && e.protocol == protocol && e.addr == h.dst)?;
+    let slot = entry
         .slot
         .iter()
-        .position(|s| s.valid && s.port_lo <= h.dst_port && h.dst_port <= s.port_hi)
+        .position(|s| s.valid && s.port_lo <= h.dst_port && h.dst_port <= s.port_hi)?;
+    Some((protocol, slot))
 }
 
 /// Counts a packet into the bins.
-fn cover(bins: &mut Bins, e: &Expected, injected: bool, tables: &Tables) {
+fn cover(bins: &mut Bins, e: &Expected, injected: bool, scenario: &Scenario) {
+    let tables = &scenario.tables;
     let r = &e.result;
     let v = verdict_name(r.verdict);
     let path = path_of(&e.frame);
@@ -126,7 +139,8 @@ fn cover(bins: &mut Bins, e: &Expected, injected: bool, tables: &Tables) {
         return;
     }
     // Rules behind every port slot (16 per VIP entry, issue 14 item 6).
-    if let (Verdict::Forward, Some(slot)) = (r.verdict, matched_slot(tables, &e.frame)) {
+    if let (Verdict::Forward, Some((protocol, slot))) = (r.verdict, matched_slot(tables, &e.frame))
+    {
         let group = match slot {
             0..=3 => "0-3",
             4..=14 => "4-14",
@@ -135,6 +149,44 @@ fn cover(bins: &mut Bins, e: &Expected, injected: bool, tables: &Tables) {
         *bins
             .entry(format!("forward {path} x port slot {group}"))
             .or_default() += 1;
+        // A TCP / UDP port no TCP / UDP rule takes, through the gap slot of the VIP's
+        // L3_DEFAULT rule (issue 16).
+        let gap = scenario.vips.iter().any(|v| {
+            v.protocol == protocol && Some(v.addr) == parsed_dst(&e.frame) && v.gaps.contains(&slot)
+        });
+        if gap {
+            let name = if protocol == 6 { "tcp" } else { "udp" };
+            *bins
+                .entry(format!("forward {name} x L3_DEFAULT gap slot"))
+                .or_default() += 1;
+        }
+    }
+    // Portless packets (neither TCP nor UDP, not ICMP errors): VIP protocol 0, the fragment
+    // column's key, tracked like any (issue 16, docs/pipeline.md §3-§7).
+    if let Ok(Parsed::Ip(h)) = parse::parse(&e.frame) {
+        if !h.icmp_error && h.protocol != 6 && h.protocol != 17 {
+            *bins.entry(format!("portless {path} x {v}")).or_default() += 1;
+            if r.rule.is_some() {
+                *bins
+                    .entry("portless x matched a protocol-0 entry".to_string())
+                    .or_default() += 1;
+            }
+            if let (Verdict::Forward, Some(k)) = (r.verdict, r.key) {
+                *bins
+                    .entry(format!("portless forward x key {}", k.name()))
+                    .or_default() += 1;
+            }
+            let ct = match r.conntrack {
+                CtOutcome::Hit => "hit",
+                CtOutcome::Miss => "miss",
+                CtOutcome::None => "none",
+            };
+            if r.verdict == Verdict::Forward {
+                *bins
+                    .entry(format!("portless forward x conntrack {ct}"))
+                    .or_default() += 1;
+            }
+        }
     }
     // TCP fragments: punted on tracking pools (with their pool), forwarded on others (issue
     // 14 item 7, docs/pipeline.md §6).
@@ -159,6 +211,14 @@ fn cover(bins: &mut Bins, e: &Expected, injected: bool, tables: &Tables) {
                 r.bank
             ))
             .or_default() += 1;
+    }
+}
+
+/// The destination address of an IP frame (IPv4 mapped).
+fn parsed_dst(frame: &[u8]) -> Option<u128> {
+    match parse::parse(frame) {
+        Ok(Parsed::Ip(h)) => Some(h.dst),
+        _ => None,
     }
 }
 
@@ -211,6 +271,24 @@ fn required_bins() -> Vec<String> {
         b.push(format!("tcp {p} x PUNT (tracking pool)"));
         b.push(format!("tcp {p} x FORWARD"));
     }
+    // Issue 16: portless flows on L3_DEFAULT rules, and TCP / UDP through their gap slots.
+    for p in ["v4", "v6", "v4-frag", "v6-frag"] {
+        b.push(format!("portless {p} x FORWARD"));
+    }
+    for p in ["v4", "v6"] {
+        for v in ["DROP", "PASS"] {
+            b.push(format!("portless {p} x {v}"));
+        }
+    }
+    b.push("portless x matched a protocol-0 entry".into());
+    for k in [KeyType::Tuple1, KeyType::Tuple2, KeyType::Tuple3] {
+        b.push(format!("portless forward x key {}", k.name()));
+    }
+    for ct in ["hit", "miss", "none"] {
+        b.push(format!("portless forward x conntrack {ct}"));
+    }
+    b.push("forward tcp x L3_DEFAULT gap slot".into());
+    b.push("forward udp x L3_DEFAULT gap slot".into());
     b
 }
 
@@ -387,7 +465,7 @@ fn run(
                 if let Some(i) = e.result.ct_index {
                     ct.mark_hit(i);
                 }
-                cover(bins, e, is_inj, tables);
+                cover(bins, e, is_inj, scenario);
                 order.push((is_inj, *next));
                 *next += 1;
                 checked += 1;

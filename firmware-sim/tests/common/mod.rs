@@ -135,6 +135,30 @@ pub fn udp(src: IpAddr, sport: u16, dst: IpAddr, dport: u16, payload: &[u8]) -> 
     udp_vlan(src, sport, dst, dport, payload, &[])
 }
 
+/// An IP packet of protocol `proto` with `payload` right after the IP header (GRE, ESP, SCTP,
+/// any protocol number: the pipeline reads no ports of them).
+pub fn raw_ip_vlan(src: IpAddr, dst: IpAddr, proto: u8, payload: &[u8], vlans: &[u16]) -> Vec<u8> {
+    let mut out = Vec::new();
+    base(src, dst, vlans)
+        .write(&mut out, etherparse::IpNumber(proto), payload)
+        .expect("build raw ip");
+    out
+}
+
+/// An ICMP echo request (IPv4) or ICMPv6 echo request (IPv6): not an error, so an ordinary
+/// portless packet of protocol 1 / 58.
+pub fn echo_vlan(src: IpAddr, dst: IpAddr, id: u16, payload: &[u8], vlans: &[u16]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let b = base(src, dst, vlans);
+    if src.is_ipv6() {
+        b.icmpv6_echo_request(id, 1).write(&mut out, payload)
+    } else {
+        b.icmpv4_echo_request(id, 1).write(&mut out, payload)
+    }
+    .expect("build echo");
+    out
+}
+
 /// Pads a frame to the 60-byte Ethernet minimum as a NIC receives it (without FCS).
 pub fn pad60(mut f: Vec<u8>) -> Vec<u8> {
     if f.len() < 60 {

@@ -17,7 +17,26 @@ use nlb_hw::enums::{Affinity, DefaultAction, Delivery, KeyType, Reason, Verdict}
 use nlb_hw::layouts::{AclEntry, BackendEntry, PoolEntry, RuleEntry, VipEntry};
 use nlb_hw::{table_index, FlowKey, NicSettings, Tables};
 
-/// The key of the rule lookup: protocol + VIP (key type `VIP`).
+/// Whether a protocol carries ports in the flow (§3): TCP and UDP only. Every other protocol
+/// (ICMP that is not an error, ICMPv6, ESP, GRE, SCTP, ...) is *portless*: its ports are 0.
+/// (SCTP has ports on the wire; the pipeline does not read them, as the source product's
+/// `L3_DEFAULT` rules treat it as one of "all the other protocols".)
+pub fn carries_ports(protocol: u8) -> bool {
+    protocol == proto::TCP || protocol == proto::UDP
+}
+
+/// The VIP protocol of a flow's protocol (§3): the protocol itself for TCP and UDP, 0 ("every
+/// other protocol", the entry of an `L3_DEFAULT` rule) for the portless ones.
+pub fn vip_protocol(protocol: u8) -> u8 {
+    if carries_ports(protocol) {
+        protocol
+    } else {
+        0
+    }
+}
+
+/// The key of the rule lookup: VIP protocol + VIP (key type `VIP`). `protocol` is the VIP
+/// entry's protocol ([`vip_protocol`] of a flow's).
 pub fn vip_key(protocol: u8, vip: u128) -> FlowKey {
     FlowKey {
         key_type: KeyType::Vip,
@@ -27,23 +46,16 @@ pub fn vip_key(protocol: u8, vip: u128) -> FlowKey {
     }
 }
 
-/// The VIP protocol of a flow's IP protocol (§3): TCP (6) and UDP (17) are their own; every
-/// other protocol is 0, the protocol of the VIP entry an `L3_DEFAULT` rule compiles into.
-pub fn vip_protocol(protocol: u8) -> u8 {
-    match protocol {
-        proto::TCP | proto::UDP => protocol,
-        _ => 0,
-    }
-}
-
-/// The VIP-table bucket of (protocol, VIP): `index(hash(VIP key), vip_buckets)` (§4). Where
-/// the compiler places a VIP entry, and where the pipeline looks for it.
+/// The VIP-table bucket of (VIP protocol, VIP): `index(hash(VIP key), vip_buckets)` (§4).
+/// Where the compiler places a VIP entry of `protocol` (0 for an `L3_DEFAULT` rule's), and
+/// where the pipeline looks for it.
 pub fn vip_bucket(profile: &nlb_hw::Profile, protocol: u8, vip: u128) -> u32 {
     table_index(vip_key(protocol, vip).hash(), profile.vip_buckets)
 }
 
-/// The VIP entry of (protocol, VIP) (§4): the lowest way of its bucket with `valid`, equal
-/// protocol and equal address. Returns the entry's index (`bucket × ways + way`).
+/// The VIP entry of (VIP protocol, VIP) (§4): the lowest way of its bucket with `valid`,
+/// equal protocol and equal address. `protocol` is the VIP protocol ([`vip_protocol`] of a
+/// flow's). Returns the entry's index (`bucket × ways + way`).
 pub fn vip_entry<R: Recorder>(t: &Tables, protocol: u8, vip: u128, rec: &mut R) -> Option<u32> {
     let hash = vip_key(protocol, vip).hash();
     let ways = t.profile.vip_ways;
@@ -169,7 +181,8 @@ pub fn pool_entry<R: Recorder>(t: &Tables, id: u16, rec: &mut R) -> Option<PoolE
 }
 
 /// The key type of an affinity (§6, SPEC R3.1), narrowed to the 3-tuple for fragments under
-/// 5-tuple affinities so every fragment of a datagram meets (SPEC R4.2).
+/// 5-tuple affinities so every fragment of a datagram meets (SPEC R4.2). `fragment` picks the
+/// table's second column: fragments, and portless flows.
 pub fn key_type(affinity: Affinity, fragment: bool) -> KeyType {
     match affinity {
         Affinity::None | Affinity::ClientIpPortProto if fragment => KeyType::Tuple3,
@@ -180,18 +193,22 @@ pub fn key_type(affinity: Affinity, fragment: bool) -> KeyType {
     }
 }
 
-/// The affinity key of a flow in a pool and its hash (§6: `aff_hash`).
+/// The affinity key of a flow in a pool and its hash (§6: `aff_hash`). A fragment, and a
+/// portless flow (it has no ports to tell its 5-tuple from its 3-tuple), take the fragment
+/// column of the key-type table.
 pub fn affinity_key<R: Recorder>(
     pool: &PoolEntry,
     flow: &Flow,
     fragment: bool,
     rec: &mut R,
 ) -> (KeyType, u32) {
-    let key = flow.key(key_type(pool.affinity, fragment));
+    let portless = !carries_ports(flow.protocol);
+    let key = flow.key(key_type(pool.affinity, fragment || portless));
     let hash = key.hash();
     rec.step(|| Step::Key {
         affinity: pool.affinity,
         fragment,
+        portless,
         key,
         hash,
     });
@@ -249,7 +266,7 @@ pub fn backend_entry<R: Recorder>(t: &Tables, id: u16, rec: &mut R) -> Option<Ba
 
 /// The flow an ICMP error's quote names (§3, SPEC R10.2): the reversed reading (a packet sent
 /// from a VIP) when the VIP table has an entry for (protocol, quoted source), else the
-/// forward reading.
+/// forward reading. (Quotes are TCP or UDP, so their VIP protocol is their own.)
 pub fn quoted_flow<R: Recorder>(t: &Tables, quote: &InnerFlow, rec: &mut R) -> Flow {
     let reversed = Flow {
         protocol: quote.protocol,
@@ -310,8 +327,8 @@ pub enum RuleMatch {
     },
 }
 
-/// The rule lookup of a flow (§4): VIP entry of the flow's VIP protocol, port slots
-/// (`later_fragment`: without ports), rule descriptor.
+/// The rule lookup of a flow (§4): VIP entry of its VIP protocol, port slots
+/// (`later_fragment`: without ports; a portless flow's VIP port is 0), rule descriptor.
 pub fn rule_of<R: Recorder>(
     t: &Tables,
     flow: &Flow,
@@ -490,9 +507,9 @@ pub fn lookup<C: ConnTableView + ?Sized, R: Recorder>(
     let (key_type, aff_hash) = affinity_key(&pool, &flow, fragment, rec);
     res.key = Some(key_type);
 
-    // Connection table (SPEC R4.1).
-    let trackable =
-        pool.track && !fragment && (flow.protocol == proto::TCP || flow.protocol == proto::UDP);
+    // Connection table (SPEC R4.1): whatever the protocol; a portless flow is tracked by its
+    // protocol and addresses (ports 0).
+    let trackable = pool.track && !fragment;
     let mut from_connection = None;
     if !trackable {
         rec.step(|| Step::Conntrack(ConnStep::NotTrackable));

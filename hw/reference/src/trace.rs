@@ -160,7 +160,7 @@ pub enum FragmentPunt {
 /// The connection-table stage (docs/pipeline.md §7).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ConnStep {
-    /// Not trackable: the pool does not track, a fragment, or neither TCP nor UDP.
+    /// Not trackable: the pool does not track, or a fragment.
     NotTrackable,
     /// A TCP SYN without ACK: a miss without lookup (selects anew).
     SynSelectsAnew,
@@ -211,7 +211,8 @@ pub enum Step {
     /// The VIP table (§4): the bucket of hash(VIP key), the ways compared, the lowest way
     /// matching.
     Vip {
-        /// Protocol looked up.
+        /// The VIP protocol looked up: the flow's for TCP and UDP, 0 for every other
+        /// (portless) protocol (§3).
         protocol: u8,
         /// VIP looked up.
         vip: u128,
@@ -264,8 +265,10 @@ pub enum Step {
     Key {
         /// The pool's affinity.
         affinity: Affinity,
-        /// Whether the packet is hashed as a fragment.
+        /// Whether the packet is a fragment (hashed with the fragment column's key).
         fragment: bool,
+        /// Whether the flow is portless (neither TCP nor UDP; the fragment column's key too).
+        portless: bool,
         /// The key: its type and the flow.
         key: FlowKey,
         /// Its hash (`aff_hash`).

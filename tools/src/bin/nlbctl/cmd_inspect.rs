@@ -291,6 +291,8 @@ pub fn run(args: Args) -> Result<(), CliError> {
     outln!("\nVIP table ({} entries):", r.vip.len());
     for v in r.vip.iter().take(limit) {
         let proto = match v.protocol {
+            // Every other protocol: an L3_DEFAULT rule's entry (docs/pipeline.md §3).
+            0 => "L3_DEFAULT".to_string(),
             6 => "TCP".to_string(),
             17 => "UDP".to_string(),
             p => p.to_string(),
