@@ -51,7 +51,10 @@ mod resource;
 pub mod symbols;
 mod tree;
 
-pub use compile::{check_capacity, compile, compile_after, CompileOptions, Compiled, PoolReport};
+pub use compile::{
+    check_capacity, compile, compile_after, CompileOptions, Compiled, LiveLoad, PoolReport,
+    Rebalanced, DEFAULT_DEADBAND,
+};
 pub use config::{check, parse_config};
 pub use diag::{Diagnostic, Diagnostics, Pos};
 pub use diff::{maglev_movement, PoolMovement};

@@ -651,9 +651,12 @@ pub fn decide(
     }
 }
 
-/// Whether `next` differs enough from `applied` to be worth a table change: a group that
-/// starts or stops getting new connections, or a share that moves by more than `deadband`
-/// (absolute). Small moves of a steady load are left alone so weights do not oscillate.
+/// Whether `next` differs enough from `applied` to be worth a table change (the hysteresis of
+/// the runtime, SPEC R6): what health decides (failover, drop, a group drained, below the
+/// threshold, or with another number of healthy endpoints) always is; a group's share only
+/// when it moves by more than `deadband` (absolute), also when it starts or stops getting new
+/// connections. So a load hovering at a tier's capacity, whose spill share flickers between 0
+/// and a few per mille, does not make the weights flap, and a steady load changes nothing.
 pub fn worth_applying(applied: &Decision, next: &Decision, deadband: f64) -> bool {
     if applied.drop != next.drop
         || applied.failover_serves != next.failover_serves
@@ -661,16 +664,14 @@ pub fn worth_applying(applied: &Decision, next: &Decision, deadband: f64) -> boo
     {
         return true;
     }
-    let endpoints_changed = applied
-        .endpoint_shares
-        .keys()
-        .ne(next.endpoint_shares.keys());
-    endpoints_changed
-        || applied.groups.iter().zip(&next.groups).any(|(a, b)| {
-            a.name != b.name
-                || (a.share > 0.0) != (b.share > 0.0)
-                || (a.share - b.share).abs() > deadband
-        })
+    applied.groups.iter().zip(&next.groups).any(|(a, b)| {
+        a.name != b.name
+            || a.drained != b.drained
+            || a.below_threshold != b.below_threshold
+            || a.healthy != b.healthy
+            || a.endpoints != b.endpoints
+            || (a.share - b.share).abs() > deadband
+    })
 }
 
 #[cfg(test)]
@@ -1002,5 +1003,35 @@ mod tests {
         );
         assert!(!worth_applying(&a, &b, 0.02));
         assert!(worth_applying(&a, &b, 0.0001));
+    }
+
+    #[test]
+    fn a_load_hovering_at_capacity_does_not_flap() {
+        // One tier of capacity 100 and a spill tier: with 99 then 101 live connections the
+        // spill share goes 0 -> 1 %, under a 5 % deadband no change; 120 (17 %) is one.
+        let mut s = DrainState::default();
+        let at = |live: u64, s: &mut DrainState| {
+            decide(
+                &Policy::default(),
+                &here(),
+                &[
+                    with_live(group("near", "r1", "r1-a", 100.0, &[true]), live),
+                    group("far", "r2", "r2-a", 100.0, &[true]),
+                ],
+                s,
+                0.0,
+            )
+        };
+        let below = at(99, &mut s);
+        assert_eq!(below.groups[1].share, 0.0);
+        let above = at(101, &mut s);
+        assert!(above.groups[1].share > 0.0);
+        assert!(!worth_applying(&below, &above, 0.05));
+        assert!(!worth_applying(&above, &below, 0.05));
+        assert!(worth_applying(&below, &at(120, &mut s), 0.05));
+        // Health always counts, whatever the deadband.
+        let mut sick = above.clone();
+        sick.groups[0].healthy = 0;
+        assert!(worth_applying(&above, &sick, 1.0));
     }
 }

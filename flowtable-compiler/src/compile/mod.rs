@@ -27,7 +27,10 @@ use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
 
+mod live;
 mod services;
+
+pub use live::{LiveLoad, Rebalanced, DEFAULT_DEADBAND};
 
 pub use services::{UNLIMITED_PER_ENDPOINT, WEIGHT_SCALE};
 

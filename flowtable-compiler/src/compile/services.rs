@@ -1,8 +1,10 @@
 //! Backend services as pools (SPEC R1, R6): a backend service owns two Maglev slices, one of
 //! its primary backends and one of its failover backends, and the service LB policy
-//! ([`crate::policy::decide`]) gives the weights of their members. The compiler has no live
+//! ([`crate::policy::decide`]) gives the weights of their members. A fresh compile has no live
 //! connection counts: it decides as with none (every group empty), which is what a freshly
-//! loaded table serves until the slow path feeds the policy its live counts.
+//! loaded table serves until the slow path feeds the policy its live counts
+//! ([`super::Compiled::rebalance`], in `live.rs`); from then on every fill decides with the
+//! live counts, drain state and time the plan keeps.
 
 use crate::model::{region_of_zone, BackendService, Config, LocalityLbPolicy, MaxConnections};
 use crate::policy::{self, Decision, DrainState, Endpoint, Group, Locality, Policy, Preference};
@@ -47,8 +49,16 @@ pub(super) struct ServicePlan {
     pub groups: Vec<GroupPlan>,
     /// `localityLbPolicy: WEIGHTED_MAGLEV`: probe weights shape the shares within a group.
     pub weighted: bool,
-    /// The decision of the last fill (for reports and `explain`).
+    /// The decision of the last fill (for reports and `explain`): what the tables serve.
     pub decision: Option<Decision>,
+    /// Live connections per endpoint (member name), as last fed by the slow path.
+    pub live: BTreeMap<String, u64>,
+    /// The automatic capacity drain's state (R6.3), kept between decisions.
+    pub drain: DrainState,
+    /// Policy time (seconds, the slow path's monotonic clock) of the live counts.
+    pub now: f64,
+    /// The decision of the latest refresh, applied or not (for `status`).
+    pub observed: Option<Decision>,
 }
 
 impl ServicePlan {
@@ -128,6 +138,10 @@ pub(super) fn plan_service(c: &Config, b: &BackendService, members: &[String]) -
         groups,
         weighted: b.locality_lb_policy == LocalityLbPolicy::WeightedMaglev,
         decision: None,
+        live: BTreeMap::new(),
+        drain: DrainState::default(),
+        now: 0.0,
+        observed: None,
     }
 }
 
@@ -144,8 +158,8 @@ pub(super) struct Fill {
     pub note: String,
 }
 
-/// The policy's groups over `members` (names), their health and probe weights.
-fn policy_groups(
+/// The policy's groups over `members` (names), their health and live connections.
+pub(super) fn policy_groups(
     sp: &ServicePlan,
     names: &[String],
     healthy: &[bool],
@@ -168,7 +182,7 @@ fn policy_groups(
                 .map(|&i| Endpoint {
                     name: names[i].clone(),
                     healthy: healthy[i],
-                    live: 0,
+                    live: sp.live.get(&names[i]).copied().unwrap_or(0),
                 })
                 .collect(),
         })
@@ -184,14 +198,10 @@ pub(super) fn fill(
     healthy: &[bool],
     probe: &[Option<u32>],
 ) -> Fill {
+    // On a copy of the drain state: the runtime advances it ([`super::Compiled::rebalance`]);
+    // deciding again at the same time and counts decides the same.
     let decide = |groups: &[Group], policy: &Policy| {
-        policy::decide(
-            policy,
-            &sp.locality,
-            groups,
-            &mut DrainState::default(),
-            0.0,
-        )
+        policy::decide(policy, &sp.locality, groups, &mut sp.drain.clone(), sp.now)
     };
     let decision = decide(&policy_groups(sp, names, healthy, None), &sp.policy);
     let serving_failover = decision.failover_serves;

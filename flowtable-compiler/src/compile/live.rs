@@ -1,0 +1,161 @@
+//! The policy runtime of backend services (SPEC R6): the slow path feeds the live connection
+//! counts it tracks, and the service LB policy turns them into new Maglev weights.
+//!
+//! Everything here is pure and clocked by the caller (`now`, seconds on any monotonic origin),
+//! so nlbd (wall clock) and the policy simulator (virtual time) run the same state machine.
+//! Each call to [`Compiled::rebalance`] is one refresh: per service it records the counts and
+//! the time, advances the automatic capacity drain, decides, and rewrites the service's
+//! slices only when the decision differs from the one its tables serve by more than the
+//! deadband ([`crate::policy::worth_applying`]): the hysteresis that keeps a steady load from
+//! moving weights.
+
+use super::{services, Compiled};
+use crate::health::HealthState;
+use crate::policy::{self, Decision};
+use crate::Error;
+use nlb_hw::enums::Table;
+use std::collections::BTreeMap;
+
+/// Shares that move by less than this (absolute, 5 percentage points) are left alone.
+pub const DEFAULT_DEADBAND: f64 = 0.05;
+
+/// Live connections per (pool, backend), as the slow path counts them in its connection table.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LiveLoad {
+    pools: BTreeMap<String, BTreeMap<String, u64>>,
+}
+
+impl LiveLoad {
+    /// No connections anywhere.
+    pub fn new() -> LiveLoad {
+        LiveLoad::default()
+    }
+
+    /// Counts `n` more connections of `pool` on `backend`.
+    pub fn add(&mut self, pool: &str, backend: &str, n: u64) {
+        *self
+            .pools
+            .entry(pool.to_string())
+            .or_default()
+            .entry(backend.to_string())
+            .or_insert(0) += n;
+    }
+
+    /// Connections of `pool` on `backend`.
+    pub fn get(&self, pool: &str, backend: &str) -> u64 {
+        self.pools
+            .get(pool)
+            .and_then(|p| p.get(backend))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    fn pool(&self, pool: &str) -> BTreeMap<String, u64> {
+        self.pools.get(pool).cloned().unwrap_or_default()
+    }
+}
+
+/// What one refresh changed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Rebalanced {
+    /// Services whose weights changed, by name.
+    pub pools: Vec<String>,
+    /// Table entries that changed, as the driver's delta load wants them.
+    pub changed: Vec<(Table, u32)>,
+}
+
+impl Compiled {
+    /// Names of the backend-service pools.
+    pub fn service_pools(&self) -> Vec<String> {
+        self.plans
+            .iter()
+            .filter(|p| p.service.is_some())
+            .map(|p| p.name.clone())
+            .collect()
+    }
+
+    /// One refresh of the policy at time `now` under `health`: records `live`, advances the
+    /// drain state, and rewrites the slices of the services whose decision is worth applying
+    /// under `deadband`. The tables then equal a fresh compile fed the same counts, drain
+    /// state and time.
+    pub fn rebalance(
+        &mut self,
+        live: &LiveLoad,
+        now: f64,
+        health: &HealthState,
+        deadband: f64,
+    ) -> Result<Rebalanced, Error> {
+        let mut out = Rebalanced::default();
+        for id in 0..self.plans.len() {
+            if self.plans[id].service.is_none() {
+                continue;
+            }
+            let names: Vec<String> = self.plans[id].members.iter().map(|m| m.0.clone()).collect();
+            let healthy: Vec<bool> = (0..names.len())
+                .map(|i| self.member_healthy(id, i, health))
+                .collect();
+            let pool_name = self.plans[id].name.clone();
+            let Some(sp) = self.plans[id].service.as_deref_mut() else {
+                continue;
+            };
+            sp.live = live.pool(&pool_name);
+            sp.now = now;
+            let groups = services::policy_groups(sp, &names, &healthy, None);
+            let next = policy::decide(&sp.policy, &sp.locality, &groups, &mut sp.drain, now);
+            let worth = sp.decision.as_ref().map_or(true, |applied| {
+                policy::worth_applying(applied, &next, deadband)
+            });
+            sp.observed = Some(next);
+            if worth {
+                out.changed.extend(self.recompile_pool(&pool_name, health)?);
+                out.pools.push(pool_name);
+            }
+        }
+        out.changed.sort_by_key(|(t, i)| (t.value(), *i));
+        out.changed.dedup();
+        Ok(out)
+    }
+
+    /// Carries the runtime state of the services that `previous` also has (live counts, drain
+    /// state, time) into this compile and refills them, so a reload does not forget a drain
+    /// or fill new tables as if no connection were live.
+    pub fn adopt_policy_state(
+        &mut self,
+        previous: &Compiled,
+        health: &HealthState,
+    ) -> Result<(), Error> {
+        for id in 0..self.plans.len() {
+            let name = self.plans[id].name.clone();
+            let Some(old) = previous
+                .plans
+                .iter()
+                .find(|p| p.name == name)
+                .and_then(|p| p.service.as_deref())
+            else {
+                continue;
+            };
+            let Some(sp) = self.plans[id].service.as_deref_mut() else {
+                continue;
+            };
+            sp.live = old.live.clone();
+            sp.drain = old.drain.clone();
+            sp.now = old.now;
+            sp.observed = old.observed.clone();
+            self.recompile_pool(&name, health)?;
+        }
+        Ok(())
+    }
+
+    /// The policy's view of a backend service at the latest refresh (live counts, utilisation,
+    /// drained groups, the shares it would give now), which may differ from what the tables
+    /// serve ([`Compiled::service_decision`]) by less than the deadband. Before the first
+    /// refresh, the served decision. `None` for other pools.
+    pub fn service_observed(&self, pool: &str) -> Option<&Decision> {
+        let sp = self
+            .plans
+            .iter()
+            .find(|p| p.name == pool)
+            .and_then(|p| p.service.as_deref())?;
+        sp.observed.as_ref().or(sp.decision.as_ref())
+    }
+}

@@ -1,0 +1,208 @@
+//! The policy runtime of backend services (issue 16 item 2): live connection counts fed to
+//! [`Compiled::rebalance`] move the weights as SPEC R6 says, a steady load moves nothing, and
+//! the automatic capacity drain keeps time (R6.3: < 25 % healthy drains, ≥ 35 % for 60 s
+//! undrains). Expected slot shares are worked out by hand from R6's fill rule: a tier of
+//! capacity C gets C / N of new connections, N being the service's live connections.
+
+use flowtable_compiler::{
+    compile, parse_config, BackendHealth, CompileOptions, Compiled, HealthState, LiveLoad,
+    DEFAULT_DEADBAND,
+};
+use std::collections::BTreeMap;
+
+/// Two zones of the NIC's region, 2 × 50 connections each; the NIC in r1-a.
+const TWO_ZONES: &str = "\
+nic: {region: r1, zone: r1-a}
+forwardingRules:
+  - {name: web, IPAddress: 203.0.113.10, portRange: \"80\", backendService: web}
+serviceLbPolicies:
+  - {name: zonal, loadBalancingAlgorithm: WATERFALL_BY_ZONE, autoCapacityDrain: {enable: true}}
+backendServices:
+  - name: web
+    healthChecks: [hc]
+    serviceLbPolicy: zonal
+    backends:
+      - {group: a, maxConnectionsPerInstance: 50}
+      - {group: b, maxConnectionsPerInstance: 50}
+      - {group: c, maxConnectionsPerInstance: 50}
+instanceGroups:
+  - {name: a, zone: r1-a, instances: [a1, a2]}
+  - {name: b, zone: r1-b, instances: [b1, b2]}
+  - {name: c, zone: r1-c, instances: [c1, c2, c3, c4, c5]}
+healthChecks:
+  - {name: hc, type: TCP, tcpHealthCheck: {port: 80}}
+instances:
+  - {name: a1, ip: 192.0.2.1, zone: r1-a, mac: 02:00:00:00:00:01}
+  - {name: a2, ip: 192.0.2.2, zone: r1-a, mac: 02:00:00:00:00:02}
+  - {name: b1, ip: 192.0.2.3, zone: r1-b, mac: 02:00:00:00:00:03}
+  - {name: b2, ip: 192.0.2.4, zone: r1-b, mac: 02:00:00:00:00:04}
+  - {name: c1, ip: 192.0.2.5, zone: r1-c, mac: 02:00:00:00:00:05}
+  - {name: c2, ip: 192.0.2.6, zone: r1-c, mac: 02:00:00:00:00:06}
+  - {name: c3, ip: 192.0.2.7, zone: r1-c, mac: 02:00:00:00:00:07}
+  - {name: c4, ip: 192.0.2.8, zone: r1-c, mac: 02:00:00:00:00:08}
+  - {name: c5, ip: 192.0.2.9, zone: r1-c, mac: 02:00:00:00:00:09}
+";
+
+fn build(health: &HealthState) -> Compiled {
+    let (c, d) = parse_config("t.yaml", TWO_ZONES);
+    assert!(d.is_empty(), "{d}");
+    compile(&c, health, &CompileOptions::default()).expect("compiles")
+}
+
+/// Fraction of the serving slice's slots per group (first letter of the backend name).
+fn group_shares(c: &Compiled) -> BTreeMap<char, f64> {
+    let id = c.symbols.pool_id("web").expect("pool");
+    let p = c.tables.pools[usize::from(id)];
+    let (b, m) = (p.maglev_base as usize, p.maglev_size as usize);
+    let mut n = BTreeMap::new();
+    for s in &c.tables.maglev[b..b + m] {
+        let name = c.symbols.backend(s.backend).unwrap_or("?");
+        *n.entry(name.chars().next().unwrap_or('?')).or_insert(0.0) += 1.0 / m as f64;
+    }
+    n
+}
+
+fn live(a: u64, b: u64, c: u64) -> LiveLoad {
+    let mut l = LiveLoad::new();
+    // Spread over the group's first member: the policy counts per group.
+    l.add("web", "a1", a);
+    l.add("web", "b1", b);
+    l.add("web", "c1", c);
+    l
+}
+
+fn close(got: Option<&f64>, want: f64) -> bool {
+    (got.copied().unwrap_or(0.0) - want).abs() < 0.01
+}
+
+#[test]
+fn the_own_zone_fills_then_spills_by_capacity() {
+    let health = HealthState::default();
+    let mut c = build(&health);
+    // No live connection: all new connections to the NIC's zone.
+    assert!(
+        close(group_shares(&c).get(&'a'), 1.0),
+        "{:?}",
+        group_shares(&c)
+    );
+    // 80 live (< 100 capacity in a): still all to a; nothing to apply.
+    let r = c
+        .rebalance(&live(80, 0, 0), 1.0, &health, DEFAULT_DEADBAND)
+        .unwrap();
+    assert!(r.changed.is_empty(), "{r:?}");
+    // 200 live: a gets 100/200 = 50 %, the next zones the rest: b (r1-b) 100/200 = 50 %.
+    let r = c
+        .rebalance(&live(100, 100, 0), 2.0, &health, DEFAULT_DEADBAND)
+        .unwrap();
+    assert_eq!(r.pools, vec!["web".to_string()]);
+    let s = group_shares(&c);
+    assert!(close(s.get(&'a'), 0.5) && close(s.get(&'b'), 0.5), "{s:?}");
+    // 400 live: a 100/400, b 100/400, c 250/400 (= the rest, 0.5; c's capacity is 250).
+    c.rebalance(&live(100, 100, 200), 3.0, &health, DEFAULT_DEADBAND)
+        .unwrap();
+    let s = group_shares(&c);
+    assert!(
+        close(s.get(&'a'), 0.25) && close(s.get(&'b'), 0.25) && close(s.get(&'c'), 0.5),
+        "{s:?}"
+    );
+    let seen = c.service_observed("web").expect("a service");
+    assert_eq!(seen.groups.iter().map(|g| g.live).sum::<u64>(), 400);
+    assert!((seen.groups[0].utilisation - 1.0).abs() < 1e-9);
+}
+
+#[test]
+fn a_steady_load_changes_no_weight() {
+    let health = HealthState::default();
+    let mut c = build(&health);
+    c.rebalance(&live(100, 100, 50), 0.0, &health, DEFAULT_DEADBAND)
+        .unwrap();
+    // ±2 % noise on a steady 250 connections for ten minutes of refreshes.
+    let mut changes = 0;
+    for t in 1..600u64 {
+        let j = (t * 7919 % 11) as i64 - 5; // -5..=5
+        let b = (100 + j) as u64;
+        let r = c
+            .rebalance(&live(100, b, 50), t as f64, &health, DEFAULT_DEADBAND)
+            .unwrap();
+        changes += r.changed.len();
+    }
+    assert_eq!(changes, 0);
+}
+
+fn set(h: &mut HealthState, members: &[&str], healthy: bool) {
+    for m in members {
+        h.set_member(
+            "web",
+            m,
+            BackendHealth {
+                healthy,
+                weight: None,
+            },
+        );
+    }
+}
+
+#[test]
+fn a_sick_zone_drains_and_returns_after_sixty_seconds() {
+    let mut health = HealthState::default();
+    for m in ["a1", "a2", "b1", "b2", "c1", "c2", "c3", "c4", "c5"] {
+        set(&mut health, &[m], true);
+    }
+    let mut c = build(&health);
+    // a and b full (100 each), c takes the other 50 of 250: 20 % of new connections.
+    let load = live(100, 100, 50);
+    c.rebalance(&load, 0.0, &health, DEFAULT_DEADBAND).unwrap();
+    // c: 1 of 5 healthy (20 % < 25 %): drained; 1 of 3 groups stays under 50 %.
+    set(&mut health, &["c2", "c3", "c4", "c5"], false);
+    c.apply_health(&health).unwrap();
+    c.rebalance(&load, 1.0, &health, DEFAULT_DEADBAND).unwrap();
+    let group_c = |c: &Compiled| {
+        c.service_observed("web")
+            .expect("service")
+            .groups
+            .iter()
+            .find(|g| g.name == "c")
+            .cloned()
+            .expect("group c")
+    };
+    assert!(group_c(&c).drained);
+    assert!(
+        !group_shares(&c).contains_key(&'c'),
+        "{:?}",
+        group_shares(&c)
+    );
+    // 2 of 5 healthy (40 % ≥ 35 %) from t = 10: still drained at t = 69, back at t = 70.
+    set(&mut health, &["c2"], true);
+    c.apply_health(&health).unwrap();
+    for t in [10.0, 30.0, 69.0] {
+        c.rebalance(&load, t, &health, DEFAULT_DEADBAND).unwrap();
+        assert!(group_c(&c).drained, "t = {t}");
+    }
+    let r = c.rebalance(&load, 70.0, &health, DEFAULT_DEADBAND).unwrap();
+    assert!(!group_c(&c).drained);
+    assert!(!r.changed.is_empty(), "undraining is always applied");
+    assert!(
+        close(group_shares(&c).get(&'c'), 0.2),
+        "{:?}",
+        group_shares(&c)
+    );
+    // A reload carries the drain: drain c again, recompile, adopt.
+    set(&mut health, &["c2"], false);
+    c.rebalance(&load, 80.0, &health, DEFAULT_DEADBAND).unwrap();
+    assert!(group_c(&c).drained);
+    let mut fresh = build(&health);
+    fresh.adopt_policy_state(&c, &health).unwrap();
+    assert!(group_c(&fresh).drained);
+    assert_eq!(fresh.tables, c.tables);
+}
+
+#[test]
+fn rebalanced_tables_equal_a_fresh_compile_fed_the_same_counts() {
+    let health = HealthState::default();
+    let mut c = build(&health);
+    let load = live(120, 40, 7);
+    c.rebalance(&load, 5.0, &health, 0.0).unwrap();
+    let mut fresh = build(&health);
+    fresh.rebalance(&load, 5.0, &health, 0.0).unwrap();
+    assert_eq!(fresh.tables, c.tables);
+}
