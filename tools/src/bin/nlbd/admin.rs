@@ -187,11 +187,7 @@ async fn health(daemon: &Daemon) -> Result<HealthData, String> {
         .map(|t| TargetData {
             pool: t.target.key.pool.clone(),
             backend: t.target.key.backend.clone(),
-            url: format!(
-                "http://{}{}",
-                endpoint(t.target.ip, t.target.check.port),
-                t.target.check.request_path
-            ),
+            url: t.target.url(),
             host: t.target.host_header(),
             health: match t.health {
                 Health::Healthy => "healthy",
