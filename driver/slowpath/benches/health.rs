@@ -50,7 +50,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use nlb_slowpath::health::{
-    CheckerOptions, Health, HealthChecker, HealthTarget, Check, ProbeMetrics,
+    Check, CheckerOptions, Health, HealthChecker, HealthTarget, ProbeMetrics,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 

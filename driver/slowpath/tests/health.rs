@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use nlb_slowpath::health::{
-    CheckerOptions, Health, HealthChange, HealthChecker, HealthError, HealthEvents, HealthTarget,
-    Check, ProbeFailure, ProbeKey, ProbeOutcome, ProbePhase, ProbeRequest, TargetKey,
+    Check, CheckerOptions, Health, HealthChange, HealthChecker, HealthError, HealthEvents,
+    HealthTarget, ProbeFailure, ProbeKey, ProbeOutcome, ProbePhase, ProbeRequest, TargetKey,
     WeightMode, WeightReport, MAX_BODY_BYTES,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

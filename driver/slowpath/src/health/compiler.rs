@@ -111,14 +111,28 @@ fn service_check(config: &Config, service: &BackendService) -> Option<Check> {
             request_path,
             host,
             response,
-        } => (CheckProtocol::Http, request_path.as_str(), host.as_str(), "", response),
+        } => (
+            CheckProtocol::Http,
+            request_path.as_str(),
+            host.as_str(),
+            "",
+            response,
+        ),
         Probe::Https {
             request_path,
             host,
             response,
-        } => (CheckProtocol::Https, request_path.as_str(), host.as_str(), "", response),
+        } => (
+            CheckProtocol::Https,
+            request_path.as_str(),
+            host.as_str(),
+            "",
+            response,
+        ),
         // A TCP check sends no path or `Host`.
-        Probe::Tcp { request, response } => (CheckProtocol::Tcp, "", "", request.as_str(), response),
+        Probe::Tcp { request, response } => {
+            (CheckProtocol::Tcp, "", "", request.as_str(), response)
+        }
     };
     Some(Check {
         protocol,

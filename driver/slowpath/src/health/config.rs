@@ -220,10 +220,7 @@ impl HealthTarget {
             if text.len() > MAX_PROBE_DATA {
                 return Err(bad(
                     field,
-                    format!(
-                        "{} bytes long; at most {MAX_PROBE_DATA} bytes",
-                        text.len()
-                    ),
+                    format!("{} bytes long; at most {MAX_PROBE_DATA} bytes", text.len()),
                 ));
             }
         }
@@ -245,28 +242,28 @@ impl HealthTarget {
 
 /// The timing and thresholds of any check.
 fn check_timing(check: &Check) -> Result<(), (&'static str, String)> {
-        let bad = |field, why: &str| Err((field, why.to_string()));
-        if check.interval.is_zero() {
-            return bad("checkIntervalSec", "must be greater than 0");
-        }
-        if check.timeout.is_zero() {
-            return bad("timeoutSec", "must be greater than 0");
-        }
-        if check.timeout > check.interval {
-            return Err((
-                "timeoutSec",
-                format!(
-                    "{:?} must not exceed checkIntervalSec {:?}",
-                    check.timeout, check.interval
-                ),
-            ));
-        }
-        if check.healthy_threshold == 0 {
-            return bad("healthyThreshold", "must be at least 1");
-        }
-        if check.unhealthy_threshold == 0 {
-            return bad("unhealthyThreshold", "must be at least 1");
-        }
+    let bad = |field, why: &str| Err((field, why.to_string()));
+    if check.interval.is_zero() {
+        return bad("checkIntervalSec", "must be greater than 0");
+    }
+    if check.timeout.is_zero() {
+        return bad("timeoutSec", "must be greater than 0");
+    }
+    if check.timeout > check.interval {
+        return Err((
+            "timeoutSec",
+            format!(
+                "{:?} must not exceed checkIntervalSec {:?}",
+                check.timeout, check.interval
+            ),
+        ));
+    }
+    if check.healthy_threshold == 0 {
+        return bad("healthyThreshold", "must be at least 1");
+    }
+    if check.unhealthy_threshold == 0 {
+        return bad("unhealthyThreshold", "must be at least 1");
+    }
     Ok(())
 }
 
@@ -489,7 +486,10 @@ mod tests {
         tcp2.check.host = "h.example".into();
         tcp2.rule_ip = Some(IpAddr::V4(Ipv4Addr::new(203, 0, 113, 1)));
         assert_eq!(tcp.probe_key(), tcp2.probe_key());
-        assert_eq!((tcp.probe_key().path.as_str(), tcp.probe_key().host.as_str()), ("", ""));
+        assert_eq!(
+            (tcp.probe_key().path.as_str(), tcp.probe_key().host.as_str()),
+            ("", "")
+        );
         let mut tcp3 = tcp.clone();
         tcp3.check.request = "PING\n".into();
         assert_ne!(tcp.probe_key(), tcp3.probe_key(), "another request");

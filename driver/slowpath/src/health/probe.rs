@@ -781,6 +781,62 @@ mod tests {
     }
 
     #[test]
+    fn phases_survive_the_atomic() {
+        for p in [
+            ProbePhase::Connect,
+            ProbePhase::Handshake,
+            ProbePhase::Head,
+            ProbePhase::Body,
+            ProbePhase::Reply,
+        ] {
+            assert_eq!(ProbePhase::from_u8(p as u8), p);
+        }
+    }
+
+    #[test]
+    fn sni_is_a_dns_name_or_nothing() {
+        let ip: IpAddr = "192.0.2.7".parse().unwrap();
+        let dns = |n: &str| ServerName::try_from(n.to_string()).unwrap();
+        assert_eq!(server_name("health.example", ip), dns("health.example"));
+        assert_eq!(
+            server_name("health.example:8443", ip),
+            dns("health.example")
+        );
+        let none = ServerName::IpAddress(ip.into());
+        for host in [
+            "203.0.113.9",
+            "203.0.113.9:443",
+            "[2001:db8::1]",
+            "2001:db8::1",
+            "a b",
+            "",
+        ] {
+            assert_eq!(server_name(host, ip), none, "{host:?}");
+        }
+    }
+
+    #[test]
+    fn contains_finds_exact_bytes() {
+        assert!(contains(b"abc", b""));
+        assert!(contains(b"", b""));
+        assert!(contains(b"xxokxx", b"ok"));
+        assert!(contains(b"ok", b"ok"));
+        assert!(!contains(b"o", b"ok"));
+        assert!(!contains(b"OK", b"ok"));
+    }
+
+    #[test]
+    fn tls_errors_inside_io_errors_are_tls_failures() {
+        let e = io::Error::new(
+            io::ErrorKind::InvalidData,
+            rustls::Error::AlertReceived(rustls::AlertDescription::HandshakeFailure),
+        );
+        assert_eq!(classify_io_error(&e), ProbeFailure::Tls);
+        let eof = io::Error::new(io::ErrorKind::UnexpectedEof, "tls handshake eof");
+        assert_eq!(classify_io_error(&eof), ProbeFailure::Closed);
+    }
+
+    #[test]
     fn errno_classes() {
         let e = |n| io::Error::from_raw_os_error(n);
         assert_eq!(

@@ -275,7 +275,9 @@ mod tests {
         let mut ports = Vec::new();
         let mut fds = Vec::new();
         for round in 0..3u8 {
-            let mut stream = connect(addr, CloseMode::Polite, Some(pool), true).await.unwrap();
+            let mut stream = connect(addr, CloseMode::Polite, Some(pool), true)
+                .await
+                .unwrap();
             // The handshake's last ACK rides on this first write (the listener queues the
             // connection only then).
             stream.write_all(&[round]).await.unwrap();
@@ -352,7 +354,9 @@ mod tests {
             .await
             .unwrap();
         let addr = listener.local_addr().unwrap();
-        let mut stream = connect(addr, CloseMode::Polite, Some(pool), true).await.unwrap();
+        let mut stream = connect(addr, CloseMode::Polite, Some(pool), true)
+            .await
+            .unwrap();
         stream.write_all(b"?").await.unwrap();
         let (mut server, _) = listener.accept().await.unwrap();
         let mut byte = [0u8; 1];
