@@ -422,6 +422,7 @@ fn nlbd_runs_the_slow_path_of_a_nic() {
         .cloned()
         .unwrap();
     assert_eq!(s1["url"], format!("tcp://127.0.78.1:{}", hc_port()), "{s1}");
+    assert_eq!(s1["host"], "", "a TCP probe sends no Host: {s1}");
     assert_eq!(eligible(dir, "svc").unwrap(), ["s1", "s2"]);
     let to_service = |nic: &mut Nic, sport: u16| {
         let r = nic.send(&tcp_to([203, 0, 113, 90], [198, 51, 100, 11], sport, true));

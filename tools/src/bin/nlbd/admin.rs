@@ -188,7 +188,11 @@ async fn health(daemon: &Daemon) -> Result<HealthData, String> {
             pool: t.target.key.pool.clone(),
             backend: t.target.key.backend.clone(),
             url: t.target.url(),
-            host: t.target.host_header(),
+            host: if t.target.check.protocol.is_http() {
+                t.target.host_header()
+            } else {
+                String::new()
+            },
             health: match t.health {
                 Health::Healthy => "healthy",
                 Health::Unhealthy => "unhealthy",
