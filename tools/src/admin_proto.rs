@@ -144,9 +144,9 @@ pub struct TargetData {
     pub pool: String,
     /// Instance.
     pub backend: String,
-    /// Probe URL (`http://ip:port/path`).
+    /// Probe URL (`http://ip:port/path`, `https://ip:port/path`, `tcp://ip:port`).
     pub url: String,
-    /// Host header.
+    /// Host header (HTTP and HTTPS; empty for TCP).
     pub host: String,
     /// `healthy`, `unhealthy` or `unknown`.
     pub health: String,

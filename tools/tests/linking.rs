@@ -1,5 +1,5 @@
-//! What each binary links: `nlbctl` and `nlb-sim` link no async runtime or HTTP stack (tokio,
-//! hyper) and none of the slow path (`nlb-slowpath`); only `nlbd` does.
+//! What each binary links: `nlbctl` and `nlb-sim` link no async runtime, HTTP or TLS stack
+//! (tokio, hyper, rustls) and none of the slow path (`nlb-slowpath`); only `nlbd` does.
 //!
 //! The three binaries share one package, hence one dependency list; what a binary links is
 //! what its code reaches. The linker takes an object file of a crate only when the binary
@@ -14,7 +14,14 @@ use std::collections::BTreeSet;
 
 /// Crates `nlbctl` and `nlb-sim` must not link (registry crates by name, workspace crates by
 /// their root file).
-const ASYNC_STACK: &[&str] = &["tokio", "hyper", "hyper-util", "http-body-util"];
+const ASYNC_STACK: &[&str] = &[
+    "tokio",
+    "hyper",
+    "hyper-util",
+    "http-body-util",
+    "rustls",
+    "tokio-rustls",
+];
 const SLOW_PATH_ROOT: &str = "driver/slowpath/src/lib.rs";
 
 /// The crates a binary links, from the compile-unit names in its debug information: a registry
@@ -97,7 +104,7 @@ fn assert_clean(name: &str, binary: &str) {
 fn the_scan_finds_the_async_stack_and_the_slow_path_in_nlbd() {
     let nlbd = env!("CARGO_BIN_EXE_nlbd");
     let crates = linked_crates(nlbd);
-    assert_links(nlbd, &crates, &["tokio", "hyper", SLOW_PATH_ROOT]);
+    assert_links(nlbd, &crates, &["tokio", "hyper", "rustls", SLOW_PATH_ROOT]);
 }
 
 #[test]

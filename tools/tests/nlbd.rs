@@ -40,6 +40,40 @@ struct Backend {
 
 impl Backend {
     fn start(ip: Ipv4Addr, port: u16, weight: u16) -> Backend {
+        Backend::serve(ip, port, move |s| {
+            let mut buf = [0u8; 2048];
+            let mut got = Vec::new();
+            while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                match s.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => got.extend_from_slice(&buf[..n]),
+                }
+            }
+            let _ = s.write_all(
+                format!(
+                    "HTTP/1.1 200 OK\r\nX-Load-Balancing-Endpoint-Weight: {weight}\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
+                )
+                .as_bytes(),
+            );
+        })
+    }
+
+    /// A TCP health server for the backend service's check: answers `PING` with `PONG`.
+    fn pong(ip: Ipv4Addr, port: u16) -> Backend {
+        Backend::serve(ip, port, |s| {
+            let mut ping = [0u8; 4];
+            if s.read_exact(&mut ping).is_ok() && &ping == b"PING" {
+                let _ = s.write_all(b"PONG");
+            }
+        })
+    }
+
+    /// Listens on `ip:port` and runs `respond` on each connection until stopped.
+    fn serve(
+        ip: Ipv4Addr,
+        port: u16,
+        respond: impl Fn(&mut TcpStream) + Send + 'static,
+    ) -> Backend {
         let listener = TcpListener::bind((ip, port)).expect("bind backend");
         listener.set_nonblocking(true).unwrap();
         let stop = Arc::new(AtomicBool::new(false));
@@ -50,20 +84,7 @@ impl Backend {
                     Ok((mut s, _)) => {
                         let _ = s.set_nonblocking(false);
                         let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
-                        let mut buf = [0u8; 2048];
-                        let mut got = Vec::new();
-                        while !got.windows(4).any(|w| w == b"\r\n\r\n") {
-                            match s.read(&mut buf) {
-                                Ok(0) | Err(_) => break,
-                                Ok(n) => got.extend_from_slice(&buf[..n]),
-                            }
-                        }
-                        let _ = s.write_all(
-                            format!(
-                                "HTTP/1.1 200 OK\r\nX-Load-Balancing-Endpoint-Weight: {weight}\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
-                            )
-                            .as_bytes(),
-                        );
+                        respond(&mut s);
                     }
                     Err(_) => std::thread::sleep(Duration::from_millis(5)),
                 }
@@ -174,22 +195,47 @@ fn wait_for<T>(nlbd: &Nlbd, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
 }
 
 fn health_of(dir: &Path, backend: &str) -> String {
+    health_in(dir, "web", backend)
+}
+
+/// The health of `backend` as a member of `pool` (a target pool or a backend service).
+fn health_in(dir: &Path, pool: &str, backend: &str) -> String {
     let h = admin(dir, "health");
     h["targets"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|t| t["backend"] == backend && t["pool"] == "web")
+        .find(|t| t["backend"] == backend && t["pool"] == pool)
         .map(|t| t["health"].as_str().unwrap().to_string())
         .unwrap_or_default()
+}
+
+/// The members of `pool` with slots in the loaded tables (`nlbctl status`).
+fn eligible(dir: &Path, pool: &str) -> Option<Vec<String>> {
+    let s = admin(dir, "status");
+    let p = s["pools"]
+        .as_array()?
+        .iter()
+        .find(|p| p["name"] == pool)
+        .cloned()?;
+    p["eligible"]
+        .as_array()?
+        .iter()
+        .map(|m| m.as_str().map(str::to_string))
+        .collect()
 }
 
 const NIC_MAC: [u8; 6] = [2, 0, 0, 0, 0, 1];
 const CLIENT_MAC: [u8; 6] = [2, 0, 0, 0, 0, 0xc1];
 
 fn tcp(client: [u8; 4], sport: u16, syn: bool) -> Vec<u8> {
+    tcp_to([203, 0, 113, 80], client, sport, syn)
+}
+
+/// A TCP segment to port 80 of `vip`.
+fn tcp_to(vip: [u8; 4], client: [u8; 4], sport: u16, syn: bool) -> Vec<u8> {
     let b = PacketBuilder::ethernet2(CLIENT_MAC, NIC_MAC)
-        .ipv4(client, [203, 0, 113, 80], 64)
+        .ipv4(client, vip, 64)
         .tcp(sport, 80, 7, 64000);
     let b = if syn { b.syn() } else { b.ack(1) };
     let mut f = Vec::new();
@@ -257,8 +303,8 @@ impl Nic {
     }
 
     fn backend_name(&self, id: u16) -> String {
-        // Instances b1..b3 have ids 0..2 (name order); d1..d3 3..5.
-        ["b1", "b2", "b3", "d1", "d2", "d3"][usize::from(id)].to_string()
+        // Instances b1..b3 have ids 0..2 (name order); d1..d3 3..5; s1, s2 6, 7.
+        ["b1", "b2", "b3", "d1", "d2", "d3", "s1", "s2"][usize::from(id)].to_string()
     }
 }
 
@@ -278,10 +324,21 @@ forwardingRules:
   - {name: web, IPAddress: 203.0.113.80, IPProtocol: TCP, portRange: '80', target: web}
   - {name: dns, IPAddress: 203.0.113.53, IPProtocol: UDP, portRange: '53', target: dns}
   - {name: game, IPAddress: 203.0.113.53, IPProtocol: UDP, portRange: '7000-7100', target: game}
+  - {name: svc, IPAddress: 203.0.113.90, IPProtocol: TCP, portRange: '80', backendService: regions/us-central1/backendServices/svc}
 targetPools:
   - {name: web, region: r, instances: [b1, b2, b3], healthChecks: [hc]}
   - {name: dns, region: r, instances: [d1, d2]}
   - {name: game, region: r, instances: [d2, d3]}
+regionBackendServices:
+  - name: svc
+    region: us-central1
+    protocol: TCP
+    healthChecks: [svc-check]
+    backends: [{group: svc-group}]
+instanceGroups:
+  - {name: svc-group, zone: us-central1-a, instances: [s1, s2]}
+healthChecks:
+  - {name: svc-check, type: TCP, tcpHealthCheck: {port: HC_PORT, request: PING, response: PONG}, checkIntervalSec: 1, timeoutSec: 1, healthyThreshold: 1, unhealthyThreshold: 1}
 instances:
   - {name: b1, ip: 127.0.77.1, zone: z, mac: '02:00:00:00:77:01'}
   - {name: b2, ip: 127.0.77.2, zone: z, mac: '02:00:00:00:77:02'}
@@ -289,6 +346,8 @@ instances:
   - {name: d1, ip: 192.0.2.1, zone: z, mac: '02:00:00:00:88:01'}
   - {name: d2, ip: 192.0.2.2, zone: z, mac: '02:00:00:00:88:02'}
   - {name: d3, ip: 192.0.2.3, zone: z, mac: '02:00:00:00:88:03'}
+  - {name: s1, ip: 127.0.78.1, zone: us-central1-a, mac: '02:00:00:00:78:01'}
+  - {name: s2, ip: 127.0.78.2, zone: us-central1-a, mac: '02:00:00:00:78:02'}
 httpHealthChecks:
   - {name: hc, port: HC_PORT, requestPath: /healthz, checkIntervalSec: 1, timeoutSec: 1, healthyThreshold: 1, unhealthyThreshold: 1}
 ";
@@ -304,6 +363,11 @@ fn nlbd_runs_the_slow_path_of_a_nic() {
     let mut backends: Vec<Backend> = (1..=3)
         // b1 reports weight 0: a weighted pool would give it no new connection.
         .map(|i| Backend::start(Ipv4Addr::new(127, 0, 77, i), hc_port(), u16::from(i) - 1))
+        .collect();
+
+    // The backend service's members answer its TCP check (PING, PONG).
+    let mut service_backends: Vec<Backend> = (1..=2)
+        .map(|i| Backend::pong(Ipv4Addr::new(127, 0, 78, i), hc_port()))
         .collect();
 
     let mut nlbd = Nlbd::start(dir, &config, &device, 1);
@@ -339,6 +403,56 @@ fn nlbd_runs_the_slow_path_of_a_nic() {
     }
     wait_for(&nlbd, "40 connections installed", || {
         (admin(dir, "conntrack")["total"] == 40).then_some(())
+    });
+
+    // The backend service: nlbd probes its members with the service's TCP health check, and a
+    // member whose health server goes down loses its share (weight 0: no slots) in the loaded
+    // tables. (Before backend-service members were probed, s2 stayed in the tables.)
+    for b in ["s1", "s2"] {
+        wait_for(&nlbd, &format!("svc/{b} healthy"), || {
+            (health_in(dir, "svc", b) == "healthy").then_some(())
+        });
+    }
+    let h = admin(dir, "health");
+    let s1 = h["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["pool"] == "svc" && t["backend"] == "s1")
+        .cloned()
+        .unwrap();
+    assert_eq!(s1["url"], format!("tcp://127.0.78.1:{}", hc_port()), "{s1}");
+    assert_eq!(s1["host"], "", "a TCP probe sends no Host: {s1}");
+    assert_eq!(eligible(dir, "svc").unwrap(), ["s1", "s2"]);
+    let to_service = |nic: &mut Nic, sport: u16| {
+        let r = nic.send(&tcp_to([203, 0, 113, 90], [198, 51, 100, 11], sport, true));
+        assert_eq!(r.verdict, Verdict::Forward);
+        nic.backend_name(r.backend.unwrap())
+    };
+    let spread: std::collections::BTreeSet<String> = (0..40u16)
+        .map(|i| to_service(&mut nic, 40000 + i))
+        .collect();
+    assert_eq!(
+        spread,
+        ["s1", "s2"].map(String::from).into(),
+        "40 flows over the service's two members"
+    );
+    service_backends[1].stop();
+    wait_for(&nlbd, "svc/s2 unhealthy", || {
+        (health_in(dir, "svc", "s2") == "unhealthy").then_some(())
+    });
+    wait_for(&nlbd, "s2 out of the service's slice", || {
+        (eligible(dir, "svc")? == ["s1"]).then_some(())
+    });
+    for i in 0..40u16 {
+        assert_eq!(
+            to_service(&mut nic, 41000 + i),
+            "s1",
+            "new flow {i} to the service went to its unhealthy member"
+        );
+    }
+    wait_for(&nlbd, "120 connections installed", || {
+        (admin(dir, "conntrack")["total"] == 120).then_some(())
     });
 
     // b2 fails its checks: the tables change, new connections avoid it, established ones keep
@@ -377,6 +491,17 @@ fn nlbd_runs_the_slow_path_of_a_nic() {
     };
     assert_eq!(member("b2")["healthy"], false, "{h}");
     assert_eq!(member("b1")["healthy"], true, "{h}");
+    let service_member = |b: &str| {
+        h["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["pool"] == "svc" && m["instance"] == b)
+            .cloned()
+            .unwrap_or_default()
+    };
+    assert_eq!(service_member("s2")["healthy"], false, "{h}");
+    assert_eq!(service_member("s1")["healthy"], true, "{h}");
     for i in 0..60u16 {
         let r = nic.send(&tcp([198, 51, 100, 8], 20000 + i, true));
         assert_ne!(
@@ -537,6 +662,7 @@ fn nlbd_runs_the_slow_path_of_a_nic() {
     });
     assert!(nlbd.terminate().success());
     drop(backends);
+    drop(service_backends);
 }
 
 /// A plain HTTP/1.1 GET (the test's own client).

@@ -50,7 +50,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use nlb_slowpath::health::{
-    CheckerOptions, Health, HealthChecker, HealthTarget, HttpCheck, ProbeMetrics,
+    Check, CheckerOptions, Health, HealthChecker, HealthTarget, ProbeMetrics,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -766,7 +766,7 @@ async fn measure(args: &Args, listeners: usize, context: &mut Context) -> Result
         .map(|i| {
             let ip = backend_ip(context.net, i % listeners);
             let mut t = HealthTarget::new("bench", format!("b{i}"), IpAddr::V4(ip));
-            t.check = HttpCheck {
+            t.check = Check {
                 port,
                 request_path: if listeners == args.backends {
                     "/healthz".into()
@@ -778,6 +778,7 @@ async fn measure(args: &Args, listeners: usize, context: &mut Context) -> Result
                 timeout: args.interval,
                 healthy_threshold: 2,
                 unhealthy_threshold: 2,
+                ..Check::default()
             };
             t
         })

@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use nlb_slowpath::health::{
-    CheckerOptions, Health, HealthChange, HealthChecker, HealthError, HealthEvents, HealthTarget,
-    HttpCheck, ProbeFailure, ProbeKey, ProbeOutcome, ProbePhase, ProbeRequest, TargetKey,
+    Check, CheckerOptions, Health, HealthChange, HealthChecker, HealthError, HealthEvents,
+    HealthTarget, ProbeFailure, ProbeKey, ProbeOutcome, ProbePhase, ProbeRequest, TargetKey,
     WeightMode, WeightReport, MAX_BODY_BYTES,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -53,11 +53,7 @@ async fn respond(mut s: TcpStream, response: &'static [u8]) {
 }
 
 async fn probe(addr: SocketAddr, timeout: Duration) -> ProbeOutcome {
-    let key = ProbeKey {
-        addr,
-        path: "/".into(),
-        host: "lb.test".into(),
-    };
+    let key = ProbeKey::http(addr, "/", "lb.test");
     ProbeRequest::new(&key).unwrap().run(timeout).await
 }
 
@@ -81,11 +77,7 @@ async fn sends_get_with_path_host_and_close() {
         }
     })
     .await;
-    let key = ProbeKey {
-        addr,
-        path: "/healthz?deep=1".into(),
-        host: "[2001:db8::1]".into(),
-    };
+    let key = ProbeKey::http(addr, "/healthz?deep=1", "[2001:db8::1]");
     let out = ProbeRequest::new(&key).unwrap().run(SHORT).await;
     assert!(out.result.is_ok(), "{out:?}");
     let head = seen.lock().unwrap().clone();
@@ -424,11 +416,7 @@ async fn close_observer() -> (
 #[tokio::test]
 async fn connection_ends_with_fin_by_default_and_reset_on_request() {
     let (addr, mut ends) = close_observer().await;
-    let key = ProbeKey {
-        addr,
-        path: "/".into(),
-        host: "lb.test".into(),
-    };
+    let key = ProbeKey::http(addr, "/", "lb.test");
     let polite = ProbeRequest::new(&key).unwrap();
     assert!(polite.run(SHORT).await.result.is_ok());
     // A FIN: the server reads end-of-stream.
@@ -497,7 +485,7 @@ impl Backend {
 
     fn target(&self, pool: &str, name: &str, interval_ms: u64) -> HealthTarget {
         let mut t = HealthTarget::new(pool, name, self.addr.ip());
-        t.check = HttpCheck {
+        t.check = Check {
             port: self.addr.port(),
             request_path: "/healthz".into(),
             host: "svc.test".into(),
@@ -505,6 +493,7 @@ impl Backend {
             timeout: Duration::from_millis(interval_ms),
             healthy_threshold: 2,
             unhealthy_threshold: 2,
+            ..Check::default()
         };
         t
     }
@@ -850,12 +839,12 @@ async fn hanging_backends_do_not_delay_healthy_ones() {
     let mut targets: Vec<HealthTarget> = (0..8)
         .map(|i| {
             let mut t = HealthTarget::new("hung", format!("h{i}"), LOCALHOST);
-            t.check = HttpCheck {
+            t.check = Check {
                 port: hung.port(),
                 request_path: format!("/{i}"),
                 interval: Duration::from_millis(200),
                 timeout: Duration::from_millis(100),
-                ..HttpCheck::default()
+                ..Check::default()
             };
             t
         })

@@ -23,7 +23,7 @@ const FIN_GRACE: Duration = Duration::from_millis(50);
 /// Idle probe sockets kept per address family at most.
 const IDLE_SOCKETS: usize = 256;
 
-/// Tuning of the checker as a whole (the per-target knobs are in [`HttpCheck`](super::HttpCheck)).
+/// Tuning of the checker as a whole (the per-target knobs are in [`Check`](super::Check)).
 #[derive(Debug, Clone, PartialEq)]
 pub struct CheckerOptions {
     /// Probes running at once at most; more wait for a slot before their deadline starts.
@@ -196,7 +196,7 @@ fn drain(pending: &mut Pending) -> Vec<HealthChange> {
     out
 }
 
-/// Probes HTTP health checks and decides backend health (SPEC R5).
+/// Probes health checks (HTTP, HTTPS, TCP) and decides backend health (SPEC R5).
 ///
 /// Create it inside a tokio runtime, give it targets with [`set_targets`](Self::set_targets)
 /// (again on every config reload), and read changes from the [`HealthEvents`] returned with
@@ -524,7 +524,7 @@ impl HealthChecker {
     /// Replaces the target set (startup and every config reload).
     ///
     /// The whole set is validated first; on an error nothing changes. Targets that stay keep
-    /// their state, counts and probe; a target whose probe key (IP, port, path, host) changed
+    /// their state, counts and probe; a target whose probe key (what goes on the wire) changed
     /// keeps its decided state and weight but counts afresh on the new probe; new targets
     /// start [`Health::Unknown`]. Probes no target needs any more stop; probes of targets that
     /// did not change are not touched.
@@ -746,7 +746,7 @@ mod tests {
     use std::io::{Read, Write};
     use std::net::{Ipv4Addr, TcpListener};
 
-    use crate::health::{Health, HttpCheck};
+    use crate::health::{Check, Health};
 
     /// A backend on a plain thread: answers every connection with 200 and closes.
     fn backend() -> std::net::SocketAddr {
@@ -775,11 +775,11 @@ mod tests {
         let (checker, mut events) =
             HealthChecker::on_own_thread(CheckerOptions::default()).unwrap();
         let mut target = HealthTarget::new("web", "vm", addr.ip());
-        target.check = HttpCheck {
+        target.check = Check {
             port: addr.port(),
             interval: Duration::from_millis(50),
             timeout: Duration::from_millis(50),
-            ..HttpCheck::default()
+            ..Check::default()
         };
         let key = target.key.clone();
         checker.set_targets(vec![target]).unwrap();

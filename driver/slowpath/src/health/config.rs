@@ -10,7 +10,8 @@ use hyper::Uri;
 /// Identifies one target: a backend as a member of one pool.
 ///
 /// The same backend in two pools is two targets (each pool may use another check or threshold),
-/// but when both use the same (IP, port, path, host) they share one probe.
+/// but when both probe it the same way (the same [`ProbeKey`]: IP, port, protocol, what is
+/// sent and what is expected) they share one probe.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct TargetKey {
     /// Target pool name.
@@ -35,15 +36,66 @@ impl fmt::Display for TargetKey {
     }
 }
 
-/// A legacy HTTP health check (SPEC R1, R5.1), with the public API's defaults.
+/// How a probe talks to the backend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub enum CheckProtocol {
+    /// `GET requestPath` over plain TCP (legacy `httpHealthChecks`, `type: HTTP`).
+    #[default]
+    Http,
+    /// The same GET over TLS (`type: HTTPS`); the certificate is not checked.
+    Https,
+    /// A TCP connection, optionally a `request` sent and a `response` expected (`type: TCP`).
+    Tcp,
+}
+
+impl CheckProtocol {
+    /// `HTTP`, `HTTPS` or `TCP`, as the public API's `type` names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            CheckProtocol::Http => "HTTP",
+            CheckProtocol::Https => "HTTPS",
+            CheckProtocol::Tcp => "TCP",
+        }
+    }
+
+    /// The URL scheme shown for a probe (`http`, `https`, `tcp`).
+    pub fn scheme(self) -> &'static str {
+        match self {
+            CheckProtocol::Http => "http",
+            CheckProtocol::Https => "https",
+            CheckProtocol::Tcp => "tcp",
+        }
+    }
+
+    /// Whether the probe is an HTTP request (plain or over TLS).
+    pub fn is_http(self) -> bool {
+        self != CheckProtocol::Tcp
+    }
+}
+
+/// Longest `request` and `response` (SPEC R1; the public API's limit, and the response of an
+/// HTTP or HTTPS check is looked for in the first this many bytes of the body).
+pub const MAX_PROBE_DATA: usize = 1024;
+
+/// A health check as the checker runs it (SPEC R1, R5.1): the legacy HTTP check of target
+/// pools, or the HTTP, HTTPS or TCP check of backend services, with the public API's defaults.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HttpCheck {
+pub struct Check {
+    /// `HTTP` (the default and the only kind of legacy checks), `HTTPS` or `TCP`.
+    pub protocol: CheckProtocol,
     /// TCP port probed (`port`, default 80).
     pub port: u16,
-    /// Path and optional query sent in the GET (`requestPath`, default `/`).
+    /// HTTP(S): path and optional query sent in the GET (`requestPath`, default `/`).
     pub request_path: String,
-    /// `Host` header (`host`); empty means the forwarding rule's IP (see [`HealthTarget::rule_ip`]).
+    /// HTTP(S): `Host` header (`host`); empty means the forwarding rule's IP (see
+    /// [`HealthTarget::rule_ip`]). HTTPS also sends it as the TLS server name (SNI) when it is
+    /// a DNS name.
     pub host: String,
+    /// TCP: ASCII sent once connected (`request`, may be empty).
+    pub request: String,
+    /// HTTP(S): ASCII the first 1024 bytes of the body must contain; TCP: ASCII the reply must
+    /// begin with (`response`; empty: no content check).
+    pub response: String,
     /// Time between probes (`checkIntervalSec`, default 5 s).
     pub interval: Duration,
     /// Whole-probe deadline (`timeoutSec`, default 5 s, at most the interval).
@@ -54,12 +106,15 @@ pub struct HttpCheck {
     pub unhealthy_threshold: u32,
 }
 
-impl Default for HttpCheck {
+impl Default for Check {
     fn default() -> Self {
-        HttpCheck {
+        Check {
+            protocol: CheckProtocol::Http,
             port: 80,
             request_path: "/".to_string(),
             host: String::new(),
+            request: String::new(),
+            response: String::new(),
             interval: Duration::from_secs(5),
             timeout: Duration::from_secs(5),
             healthy_threshold: 2,
@@ -77,7 +132,7 @@ pub struct HealthTarget {
     /// Backend IP address (probes go to `ip:check.port`).
     pub ip: IpAddr,
     /// The pool's health check.
-    pub check: HttpCheck,
+    pub check: Check,
     /// IP of the forwarding rule in front of the pool: the `Host` header when `check.host` is
     /// empty. `None` falls back to the backend's own IP.
     pub rule_ip: Option<IpAddr>,
@@ -87,12 +142,12 @@ pub struct HealthTarget {
 }
 
 impl HealthTarget {
-    /// A target with the default check on `port` 80 and no forwarding-rule IP.
+    /// A target with the default check (HTTP `GET /` on port 80) and no forwarding-rule IP.
     pub fn new(pool: impl Into<String>, backend: impl Into<String>, ip: IpAddr) -> Self {
         HealthTarget {
             key: TargetKey::new(pool, backend),
             ip,
-            check: HttpCheck::default(),
+            check: Check::default(),
             rule_ip: None,
             weighted: false,
         }
@@ -110,12 +165,38 @@ impl HealthTarget {
         }
     }
 
-    /// The deduplication key: targets with equal keys share one probe.
+    /// The deduplication key: targets with equal keys share one probe. Only what goes on the
+    /// wire counts: a TCP check has no path or `Host`.
     pub fn probe_key(&self) -> ProbeKey {
-        ProbeKey {
-            addr: SocketAddr::new(self.ip, self.check.port),
-            path: self.check.request_path.clone(),
-            host: self.host_header(),
+        let check = &self.check;
+        let addr = SocketAddr::new(self.ip, check.port);
+        match check.protocol {
+            CheckProtocol::Http | CheckProtocol::Https => ProbeKey {
+                addr,
+                protocol: check.protocol,
+                path: check.request_path.clone(),
+                host: self.host_header(),
+                request: String::new(),
+                response: check.response.clone(),
+            },
+            CheckProtocol::Tcp => ProbeKey {
+                addr,
+                protocol: CheckProtocol::Tcp,
+                path: String::new(),
+                host: String::new(),
+                request: check.request.clone(),
+                response: check.response.clone(),
+            },
+        }
+    }
+
+    /// Where the probe goes, as a URL: `http://10.0.0.7:80/healthz`, `https://…`,
+    /// `tcp://10.0.0.7:6379`.
+    pub fn url(&self) -> String {
+        let addr = SocketAddr::new(self.ip, self.check.port);
+        match self.check.protocol {
+            CheckProtocol::Tcp => format!("tcp://{addr}"),
+            p => format!("{}://{addr}{}", p.scheme(), self.check.request_path),
         }
     }
 
@@ -132,63 +213,138 @@ impl HealthTarget {
         if check.port == 0 {
             return Err(bad("port", "must be 1..=65535".into()));
         }
-        if !check.request_path.starts_with('/') {
-            return Err(bad(
-                "requestPath",
-                format!("{:?} must start with '/'", check.request_path),
-            ));
+        for (field, text) in [("request", &check.request), ("response", &check.response)] {
+            if !text.is_ascii() {
+                return Err(bad(field, format!("{text:?} must be ASCII")));
+            }
+            if text.len() > MAX_PROBE_DATA {
+                return Err(bad(
+                    field,
+                    format!("{} bytes long; at most {MAX_PROBE_DATA} bytes", text.len()),
+                ));
+            }
         }
-        if Uri::try_from(check.request_path.as_str()).is_err() {
-            return Err(bad(
-                "requestPath",
-                format!("{:?} is not a valid request target", check.request_path),
-            ));
+        if check.protocol.is_http() {
+            if !check.request.is_empty() {
+                return Err(bad(
+                    "request",
+                    format!(
+                        "an {} check sends a GET, not a request of its own",
+                        check.protocol.name()
+                    ),
+                ));
+            }
+            check_http(check).map_err(|(field, why)| bad(field, why))?;
         }
-        if HeaderValue::from_str(&check.host).is_err() || check.host.contains(char::is_whitespace) {
-            return Err(bad(
-                "host",
-                format!("{:?} is not a valid Host header value", check.host),
-            ));
-        }
-        if check.interval.is_zero() {
-            return Err(bad("checkIntervalSec", "must be greater than 0".into()));
-        }
-        if check.timeout.is_zero() {
-            return Err(bad("timeoutSec", "must be greater than 0".into()));
-        }
-        if check.timeout > check.interval {
-            return Err(bad(
-                "timeoutSec",
-                format!(
-                    "{:?} must not exceed checkIntervalSec {:?}",
-                    check.timeout, check.interval
-                ),
-            ));
-        }
-        if check.healthy_threshold == 0 {
-            return Err(bad("healthyThreshold", "must be at least 1".into()));
-        }
-        if check.unhealthy_threshold == 0 {
-            return Err(bad("unhealthyThreshold", "must be at least 1".into()));
-        }
-        Ok(())
+        check_timing(check).map_err(|(field, why)| bad(field, why))
     }
 }
 
-/// What makes two targets share one probe: backend address and port, request path, `Host`.
+/// The timing and thresholds of any check.
+fn check_timing(check: &Check) -> Result<(), (&'static str, String)> {
+    let bad = |field, why: &str| Err((field, why.to_string()));
+    if check.interval.is_zero() {
+        return bad("checkIntervalSec", "must be greater than 0");
+    }
+    if check.timeout.is_zero() {
+        return bad("timeoutSec", "must be greater than 0");
+    }
+    if check.timeout > check.interval {
+        return Err((
+            "timeoutSec",
+            format!(
+                "{:?} must not exceed checkIntervalSec {:?}",
+                check.timeout, check.interval
+            ),
+        ));
+    }
+    if check.healthy_threshold == 0 {
+        return bad("healthyThreshold", "must be at least 1");
+    }
+    if check.unhealthy_threshold == 0 {
+        return bad("unhealthyThreshold", "must be at least 1");
+    }
+    Ok(())
+}
+
+/// The request path and `Host` of an HTTP or HTTPS check.
+fn check_http(check: &Check) -> Result<(), (&'static str, String)> {
+    if !check.request_path.starts_with('/') {
+        return Err((
+            "requestPath",
+            format!("{:?} must start with '/'", check.request_path),
+        ));
+    }
+    if Uri::try_from(check.request_path.as_str()).is_err() {
+        return Err((
+            "requestPath",
+            format!("{:?} is not a valid request target", check.request_path),
+        ));
+    }
+    if HeaderValue::from_str(&check.host).is_err() || check.host.contains(char::is_whitespace) {
+        return Err((
+            "host",
+            format!("{:?} is not a valid Host header value", check.host),
+        ));
+    }
+    Ok(())
+}
+
+/// What makes two targets share one probe: everything that goes on the wire (backend address
+/// and port, protocol, request path and `Host`, TCP request) and what the reply is judged by
+/// (`response`). Fields a protocol does not use are empty.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ProbeKey {
     /// Backend IP and check port.
     pub addr: SocketAddr,
-    /// Request path (and query).
+    /// HTTP, HTTPS or TCP.
+    pub protocol: CheckProtocol,
+    /// HTTP(S): request path (and query).
     pub path: String,
-    /// `Host` header value.
+    /// HTTP(S): `Host` header value (and, when a DNS name, the TLS server name).
     pub host: String,
+    /// TCP: bytes sent once connected.
+    pub request: String,
+    /// Expected content (empty: none).
+    pub response: String,
+}
+
+impl ProbeKey {
+    /// An HTTP probe of `path` with `Host: host` and no expected content.
+    pub fn http(addr: SocketAddr, path: impl Into<String>, host: impl Into<String>) -> Self {
+        ProbeKey {
+            addr,
+            protocol: CheckProtocol::Http,
+            path: path.into(),
+            host: host.into(),
+            request: String::new(),
+            response: String::new(),
+        }
+    }
 }
 
 impl fmt::Display for ProbeKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "http://{}{} (Host: {})", self.addr, self.path, self.host)
+        match self.protocol {
+            CheckProtocol::Tcp => {
+                write!(f, "tcp://{}", self.addr)?;
+                if !self.request.is_empty() {
+                    write!(f, " (request {:?})", self.request)?;
+                }
+            }
+            p => write!(
+                f,
+                "{}://{}{} (Host: {})",
+                p.scheme(),
+                self.addr,
+                self.path,
+                self.host
+            )?,
+        }
+        if !self.response.is_empty() {
+            write!(f, " expecting {:?}", self.response)?;
+        }
+        Ok(())
     }
 }
 
@@ -229,7 +385,7 @@ mod tests {
     #[test]
     fn defaults_are_the_public_api_defaults() {
         // SPEC R1: port 80, path /, interval 5 s, timeout 5 s, thresholds 2/2.
-        let c = HttpCheck::default();
+        let c = Check::default();
         assert_eq!(
             (c.port, c.request_path.as_str(), c.host.as_str()),
             (80, "/", "")
@@ -256,7 +412,7 @@ mod tests {
 
     #[test]
     fn refuses_what_the_public_api_refuses() {
-        type Breaker = fn(&mut HttpCheck);
+        type Breaker = fn(&mut Check);
         let cases: [(&str, Breaker); 8] = [
             ("port", |c| c.port = 0),
             ("requestPath", |c| c.request_path = "healthz".into()),
@@ -275,6 +431,80 @@ mod tests {
                 other => panic!("{field}: expected a refusal, got {other:?}"),
             }
         }
+    }
+
+    #[test]
+    fn refuses_probe_data_the_public_api_refuses() {
+        type Breaker = fn(&mut Check);
+        let cases: [(&str, Breaker); 4] = [
+            ("response", |c| c.response = "é".into()),
+            ("response", |c| c.response = "x".repeat(MAX_PROBE_DATA + 1)),
+            ("request", |c| {
+                c.protocol = CheckProtocol::Tcp;
+                c.request = "y".repeat(MAX_PROBE_DATA + 1);
+            }),
+            // An HTTP check has no request of its own.
+            ("request", |c| c.request = "PING".into()),
+        ];
+        for (field, break_it) in cases {
+            let mut t = target();
+            break_it(&mut t.check);
+            match t.validate() {
+                Err(HealthError::Invalid { field: f, .. }) => assert_eq!(f, field),
+                other => panic!("{field}: expected a refusal, got {other:?}"),
+            }
+        }
+        // At the limit is fine; a TCP check ignores path and host.
+        let mut t = target();
+        t.check.response = "z".repeat(MAX_PROBE_DATA);
+        assert_eq!(t.validate(), Ok(()));
+        t.check.protocol = CheckProtocol::Tcp;
+        t.check.request_path = "not a path".into();
+        t.check.host = "bad\nhost".into();
+        assert_eq!(t.validate(), Ok(()));
+    }
+
+    /// What goes on the wire decides which targets share a probe.
+    #[test]
+    fn probe_keys_hold_what_goes_on_the_wire() {
+        let mut http = target();
+        http.check.response = "ok".into();
+        let mut https = http.clone();
+        https.check.protocol = CheckProtocol::Https;
+        assert_ne!(http.probe_key(), https.probe_key(), "another protocol");
+        let mut other_response = http.clone();
+        other_response.check.response = "OK".into();
+        assert_ne!(http.probe_key(), other_response.probe_key());
+
+        // TCP: path and host do not go on the wire, so they do not split a probe.
+        let mut tcp = target();
+        tcp.check.protocol = CheckProtocol::Tcp;
+        tcp.check.request = "PING\r\n".into();
+        tcp.check.response = "+PONG".into();
+        let mut tcp2 = tcp.clone();
+        tcp2.check.request_path = "/elsewhere".into();
+        tcp2.check.host = "h.example".into();
+        tcp2.rule_ip = Some(IpAddr::V4(Ipv4Addr::new(203, 0, 113, 1)));
+        assert_eq!(tcp.probe_key(), tcp2.probe_key());
+        assert_eq!(
+            (tcp.probe_key().path.as_str(), tcp.probe_key().host.as_str()),
+            ("", "")
+        );
+        let mut tcp3 = tcp.clone();
+        tcp3.check.request = "PING\n".into();
+        assert_ne!(tcp.probe_key(), tcp3.probe_key(), "another request");
+
+        assert_eq!(http.url(), "http://10.0.0.7:80/");
+        assert_eq!(https.url(), "https://10.0.0.7:80/");
+        assert_eq!(tcp.url(), "tcp://10.0.0.7:80");
+        assert_eq!(
+            tcp.probe_key().to_string(),
+            "tcp://10.0.0.7:80 (request \"PING\\r\\n\") expecting \"+PONG\""
+        );
+        assert_eq!(
+            https.probe_key().to_string(),
+            "https://10.0.0.7:80/ (Host: 10.0.0.7) expecting \"ok\""
+        );
     }
 
     #[test]

@@ -1,14 +1,17 @@
-//! The health checker of the slow path (SPEC R5): legacy HTTP health checks of every backend
-//! of every pool, decided by thresholds, with the weights of weighted pools.
+//! The health checker of the slow path (SPEC R5): the health checks of every member of every
+//! pool (legacy HTTP checks of target pools; HTTP, HTTPS and TCP checks of backend services),
+//! decided by thresholds, with the weights of weighted pools.
 //!
 //! ```text
 //! controller ── set_targets(Vec<HealthTarget>) ──► HealthChecker
 //!                                                   │ one task per distinct ProbeKey
-//!                                                   │ (IP, port, path, Host), shared by the
+//!                                                   │ (IP, port, protocol, path, Host,
+//!                                                   │ request, response), shared by the
 //!                                                   │ pools that use the same check
 //!                                                   ▼
-//!                                     ProbeRequest::run  (connect, GET, head ≤ 16 KiB,
-//!                                                   │     body ≤ 64 KiB, one deadline)
+//!                                     ProbeRequest::run  (connect, [TLS], GET, head ≤ 16 KiB,
+//!                                                   │     body ≤ 64 KiB; or TCP request and
+//!                                                   │     expected reply; one deadline)
 //!                                                   ▼
 //!                                 Tracker per target (thresholds, weight)
 //!                                                   │
@@ -35,7 +38,9 @@ pub use checker::{
     TargetStatus,
 };
 pub use compiler::targets_from_config;
-pub use config::{HealthError, HealthTarget, HttpCheck, ProbeKey, TargetKey};
+pub use config::{
+    Check, CheckProtocol, HealthError, HealthTarget, ProbeKey, TargetKey, MAX_PROBE_DATA,
+};
 pub use metrics::{LatencyHistogram, ProbeMetrics, LATENCY_BOUNDS_SECONDS};
 pub use probe::{
     ProbeFailure, ProbeOutcome, ProbePass, ProbePhase, ProbeRequest, MAX_BODY_BYTES,

@@ -67,11 +67,14 @@ pub(crate) enum CloseMode {
     Reset,
 }
 
-/// Connects a socket for one probe to `addr`: an idle one from `pool` or a new one.
+/// Connects a socket for one probe to `addr`: an idle one from `pool` or a new one. With
+/// `defer_ack`, a new socket holds the handshake's last ACK back for the data the probe sends
+/// at once ([`defer_handshake_ack`]; the pooled sockets all have it).
 pub(crate) async fn connect(
     addr: SocketAddr,
     mode: CloseMode,
     pool: Option<&SocketPool>,
+    defer_ack: bool,
 ) -> io::Result<TcpStream> {
     if let Some(idle) = pool.and_then(|p| p.take(addr)) {
         // Its options were set when it was created.
@@ -86,8 +89,10 @@ pub(crate) async fn connect(
     } else {
         TcpSocket::new_v6()?
     };
-    // Only an optimisation (one packet fewer each way); a probe works without it.
-    let _ = defer_handshake_ack(&socket);
+    if defer_ack {
+        // Only an optimisation (one packet fewer each way); a probe works without it.
+        let _ = defer_handshake_ack(&socket);
+    }
     if mode == CloseMode::Reset {
         // A zero linger never blocks (tokio's deprecation is about non-zero values blocking
         // the thread on drop).
@@ -270,7 +275,9 @@ mod tests {
         let mut ports = Vec::new();
         let mut fds = Vec::new();
         for round in 0..3u8 {
-            let mut stream = connect(addr, CloseMode::Polite, Some(pool)).await.unwrap();
+            let mut stream = connect(addr, CloseMode::Polite, Some(pool), true)
+                .await
+                .unwrap();
             // The handshake's last ACK rides on this first write (the listener queues the
             // connection only then).
             stream.write_all(&[round]).await.unwrap();
@@ -347,7 +354,9 @@ mod tests {
             .await
             .unwrap();
         let addr = listener.local_addr().unwrap();
-        let mut stream = connect(addr, CloseMode::Polite, Some(pool)).await.unwrap();
+        let mut stream = connect(addr, CloseMode::Polite, Some(pool), true)
+            .await
+            .unwrap();
         stream.write_all(b"?").await.unwrap();
         let (mut server, _) = listener.accept().await.unwrap();
         let mut byte = [0u8; 1];

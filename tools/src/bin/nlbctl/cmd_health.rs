@@ -41,7 +41,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
     );
     for t in &h.targets {
         outln!(
-            "{:<20} {:<20} {:<9} {:>6} {:>5} {:>5} {:<16} {:>9}  {} (Host: {})",
+            "{:<20} {:<20} {:<9} {:>6} {:>5} {:>5} {:<16} {:>9}  {}{}",
             t.pool,
             t.backend,
             t.health,
@@ -52,7 +52,11 @@ pub fn run(args: Args) -> Result<(), CliError> {
             t.last_latency_ms
                 .map_or_else(dash, |ms| format!("{ms:.1} ms")),
             t.url,
-            t.host
+            if t.host.is_empty() {
+                String::new()
+            } else {
+                format!(" (Host: {})", t.host)
+            }
         );
     }
     if h.targets.is_empty() {

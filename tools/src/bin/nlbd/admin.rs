@@ -187,12 +187,12 @@ async fn health(daemon: &Daemon) -> Result<HealthData, String> {
         .map(|t| TargetData {
             pool: t.target.key.pool.clone(),
             backend: t.target.key.backend.clone(),
-            url: format!(
-                "http://{}{}",
-                endpoint(t.target.ip, t.target.check.port),
-                t.target.check.request_path
-            ),
-            host: t.target.host_header(),
+            url: t.target.url(),
+            host: if t.target.check.protocol.is_http() {
+                t.target.host_header()
+            } else {
+                String::new()
+            },
             health: match t.health {
                 Health::Healthy => "healthy",
                 Health::Unhealthy => "unhealthy",
