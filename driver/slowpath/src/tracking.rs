@@ -43,7 +43,7 @@ use flowtable_compiler::{
 };
 use nlb_hw::layouts::BackendEntry;
 use nlb_hw::Tables;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// The fixed connection draining timeout of a failover or failback when
 /// `disableConnectionDrainOnFailover` is false (compute v1 `BackendServiceFailoverPolicy`:
@@ -115,10 +115,26 @@ fn rule_pool(tables: &Tables, rule: u16) -> Option<u16> {
 /// of target pools and target instances (and free ids), which follow
 /// [`ConnectionTracking::target_pool`].
 pub fn rule_tracking(config: &Config, compiled: &Compiled) -> Vec<Option<ConnectionTracking>> {
+    let services: HashMap<&str, &BackendService> = config
+        .backend_services
+        .iter()
+        .map(|s| (s.name.as_str(), s))
+        .collect();
+    let by_pool: Vec<Option<ConnectionTracking>> = compiled
+        .symbols
+        .pools
+        .iter()
+        .map(|p| {
+            let s = services
+                .get(p.name.as_str())
+                .filter(|_| p.kind == PoolKind::BackendService)?;
+            Some(ConnectionTracking::of_service(s))
+        })
+        .collect();
     (0..compiled.tables.rules.len())
         .map(|r| {
             let pool = rule_pool(&compiled.tables, r as u16)?;
-            service_of(config, compiled, pool).map(ConnectionTracking::of_service)
+            by_pool.get(usize::from(pool)).copied().flatten()
         })
         .collect()
 }
@@ -129,18 +145,19 @@ fn same_group(a: &Backend, b: &Backend) -> bool {
     a.neg == b.neg && a.group.name == b.group.name
 }
 
-/// The draining timeout of an endpoint removed from `group`: the largest
-/// `drainingTimeoutSec` of the services that have the group as a backend ("If you enable
-/// connection draining on multiple backend services that share the same instance groups or
-/// NEGs, the largest timeout value is used").
-fn group_draining_timeout(config: &Config, group: &Backend) -> u32 {
-    config
-        .backend_services
-        .iter()
-        .filter(|s| s.backends.iter().any(|b| same_group(b, group)))
-        .map(|s| s.draining_timeout_sec)
-        .max()
-        .unwrap_or(0)
+/// The draining timeout of an endpoint removed from each group, by (network endpoint group?,
+/// name): the largest `drainingTimeoutSec` of the services that have the group as a backend
+/// ("If you enable connection draining on multiple backend services that share the same
+/// instance groups or NEGs, the largest timeout value is used").
+fn group_draining_timeouts(config: &Config) -> HashMap<(bool, &str), u32> {
+    let mut m: HashMap<(bool, &str), u32> = HashMap::new();
+    for s in &config.backend_services {
+        for b in &s.backends {
+            let t = m.entry((b.neg, b.group.name.as_str())).or_insert(0);
+            *t = (*t).max(s.draining_timeout_sec);
+        }
+    }
+    m
 }
 
 /// A (rule, backend) pair whose connections a reload takes out of a backend service.
@@ -183,7 +200,7 @@ pub struct ReloadDrains {
 /// endpoint of that service: when the endpoint is no longer a member of the pool the rule
 /// sends to afterwards, its connections
 /// - drain for the group's draining timeout (the largest of the services that have the
-///   group, [`group_draining_timeout`]) when the endpoint left a group (instance group or
+///   group, [`group_draining_timeouts`]) when the endpoint left a group (instance group or
 ///   network endpoint group) that is still a backend of the same service: the instance was
 ///   removed from the group or deleted;
 /// - end at once otherwise: the group was disconnected from the service, or the rule now
@@ -200,6 +217,16 @@ pub fn plan_reload_drains(
     new_config: &Config,
     new: &Compiled,
 ) -> ReloadDrains {
+    let new_instances: HashSet<&str> = new_config
+        .instances
+        .iter()
+        .map(|i| i.name.as_str())
+        .collect();
+    let (old_backends, new_backends) = (ids(&old.symbols.backends), ids(&new.symbols.backends));
+    let new_rules = ids(&new.symbols.rules);
+    let timeouts = group_draining_timeouts(new_config);
+    // What leaves each (service before, pool after): computed once for all rules of a service.
+    let mut leaving: HashMap<(&str, u16), Vec<(u16, u32)>> = HashMap::new();
     let mut out = ReloadDrains::default();
     for (rule, rule_name) in old.symbols.rule_names() {
         let Some(service) =
@@ -207,64 +234,86 @@ pub fn plan_reload_drains(
         else {
             continue;
         };
-        let Some(new_rule) = new.symbols.rule_id(rule_name) else {
+        let Some(new_pool) = new_rules
+            .get(rule_name)
+            .and_then(|&r| rule_pool(&new.tables, r))
+        else {
             continue;
         };
-        let Some(new_pool) = rule_pool(&new.tables, new_rule) else {
-            continue;
-        };
-        let new_members = new
-            .symbols
-            .pools
-            .get(usize::from(new_pool))
-            .map(|p| p.members.as_slice())
-            .unwrap_or_default();
-        // The same service after the reload (by name), when the rule still sends to it.
-        let same_service = service_of(new_config, new, new_pool).filter(|s| s.name == service.name);
-        for group in &service.backends {
-            for instance in old_config.group_members(group) {
-                let Some(backend) = old.symbols.backend_id(instance) else {
-                    continue;
-                };
-                let still_member = new
+        let list = leaving
+            .entry((service.name.as_str(), new_pool))
+            .or_insert_with(|| {
+                let new_members: HashSet<u16> = new
                     .symbols
-                    .backend_id(instance)
-                    .is_some_and(|b| new_members.contains(&b));
-                if still_member {
-                    continue;
-                }
-                let group_stays =
-                    same_service.is_some_and(|s| s.backends.iter().any(|b| same_group(b, group)));
-                let mut timeout_secs = if group_stays {
-                    group_draining_timeout(new_config, group)
-                } else {
-                    0
-                };
-                let deleted = !new_config.instances.iter().any(|i| i.name == instance);
-                if timeout_secs > 0 && deleted {
-                    let id_free = new.symbols.backend(backend).map_or(true, |n| n == instance);
-                    match old.tables.backends.get(usize::from(backend)) {
-                        Some(entry) if id_free && entry.valid => {
-                            if !out.keep.iter().any(|k| k.id == backend) {
-                                out.keep.push(KeptBackend {
-                                    id: backend,
-                                    name: instance.to_string(),
-                                    entry: *entry,
-                                });
+                    .pools
+                    .get(usize::from(new_pool))
+                    .map(|p| p.members.iter().copied().collect())
+                    .unwrap_or_default();
+                // The same service after the reload (by name), when the rule still sends to it.
+                let same_service =
+                    service_of(new_config, new, new_pool).filter(|s| s.name == service.name);
+                let mut list = Vec::new();
+                for group in &service.backends {
+                    let group_stays = same_service
+                        .is_some_and(|s| s.backends.iter().any(|b| same_group(b, group)));
+                    for instance in old_config.group_members(group) {
+                        let Some(&backend) = old_backends.get(instance) else {
+                            continue;
+                        };
+                        if new_backends
+                            .get(instance)
+                            .is_some_and(|b| new_members.contains(b))
+                        {
+                            continue;
+                        }
+                        let mut timeout_secs = if group_stays {
+                            timeouts
+                                .get(&(group.neg, group.group.name.as_str()))
+                                .copied()
+                                .unwrap_or(0)
+                        } else {
+                            0
+                        };
+                        if timeout_secs > 0 && !new_instances.contains(instance) {
+                            // Deleted: it drains only if its entry can stay at its id.
+                            let id_free =
+                                new.symbols.backend(backend).map_or(true, |n| n == instance);
+                            match old.tables.backends.get(usize::from(backend)) {
+                                Some(entry) if id_free && entry.valid => {
+                                    if !out.keep.iter().any(|k| k.id == backend) {
+                                        out.keep.push(KeptBackend {
+                                            id: backend,
+                                            name: instance.to_string(),
+                                            entry: *entry,
+                                        });
+                                    }
+                                }
+                                _ => timeout_secs = 0,
                             }
                         }
-                        _ => timeout_secs = 0,
+                        list.push((backend, timeout_secs));
                     }
                 }
-                out.pairs.push(RemovedPair {
-                    rule,
-                    backend,
-                    timeout_secs,
-                });
-            }
-        }
+                list
+            });
+        out.pairs
+            .extend(list.iter().map(|&(backend, timeout_secs)| RemovedPair {
+                rule,
+                backend,
+                timeout_secs,
+            }));
     }
     out
+}
+
+/// Ids by name (free ids left out).
+fn ids(names: &[String]) -> HashMap<&str, u16> {
+    names
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| !n.is_empty())
+        .map(|(i, n)| (n.as_str(), i as u16))
+        .collect()
 }
 
 /// Writes kept backends into a compile: their entries and names at their ids (where no
@@ -364,6 +413,7 @@ pub fn failover_switches(
     after: &BTreeMap<String, bool>,
 ) -> Vec<FailoverSwitch> {
     let mut out = Vec::new();
+    let backends = ids(&compiled.symbols.backends);
     for (name, &now_failover) in after {
         if before.get(name).map_or(true, |&was| was == now_failover) {
             continue;
@@ -380,7 +430,7 @@ pub fn failover_switches(
                 .iter()
                 .filter(|b| b.failover == failover)
                 .flat_map(|b| config.group_members(b))
-                .filter_map(|i| compiled.symbols.backend_id(i))
+                .filter_map(|i| backends.get(i).copied())
                 .collect();
             ids.sort_unstable();
             ids.dedup();
