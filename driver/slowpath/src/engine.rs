@@ -321,6 +321,16 @@ impl Engine {
             Controller::start(dev.as_mut(), &info, config, snapshot, opts.loader)?;
         let mut conns = Connections::attach(dev.as_mut(), &info, host_secs(), opts.learn)?;
         conns.set_tables(controller.serving());
+        // Connections the tables serving cannot deliver any more (their backend left while no
+        // nlbd ran, or was draining when the last one stopped: drains are not resumed) choose
+        // again rather than be dropped.
+        let dangling = conns.evict_dangling(dev.as_mut(), controller.serving())?;
+        if dangling > 0 {
+            warn!(
+                evicted = dangling,
+                "connections whose rule or backend the tables no longer have were evicted"
+            );
+        }
         conns.set_rule_tracking(tracking::rule_tracking(
             controller.config(),
             controller.compiled(),

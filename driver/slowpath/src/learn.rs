@@ -469,6 +469,27 @@ impl Connections {
         }
     }
 
+    /// Evicts the connections whose rule or backend has no valid entry in `tables` (found by
+    /// [`Connections::attach`] on a device whose tables changed meanwhile: the NIC would drop
+    /// their packets); returns how many.
+    pub fn evict_dangling<D: Device + ?Sized>(
+        &mut self,
+        dev: &mut D,
+        tables: &Tables,
+    ) -> Result<usize, ConntrackError> {
+        let valid_rule = |r: u16| tables.rules.get(usize::from(r)).is_some_and(|e| e.valid);
+        let valid_backend = |b: u16| tables.backends.get(usize::from(b)).is_some_and(|e| e.valid);
+        let keys: Vec<FlowKey> = self
+            .ct
+            .scan()
+            .filter(|(_, e)| !valid_rule(e.rule) || !valid_backend(e.backend))
+            .map(|(_, e)| key_of(e))
+            .collect();
+        let n = self.ct.evict_batch(dev, &keys)?;
+        self.stats.evicted_reload += n as u64;
+        Ok(n)
+    }
+
     /// Plans the fix-up of a reload: `backend` and `rule` map old ids to new ones (`None` =
     /// gone).
     pub fn plan_remap(

@@ -865,3 +865,42 @@ fn with_drain_on_failover_the_stopped_set_drains_for_ten_minutes_and_a_failback_
     let stats = rig.engine.connections().stats();
     assert_eq!((stats.evicted_drained, stats.evicted_failover), (60, 0));
 }
+
+/// A restart while a deleted instance drains: drains live in nlbd's memory and are not
+/// resumed, and the new tables have no entry for the instance. The restarted engine evicts its
+/// connections at start, so their next packets choose again instead of being dropped (before,
+/// the NIC dropped them until they idled out).
+#[test]
+fn a_restart_evicts_connections_the_tables_cannot_deliver() {
+    let mut rig = Rig::new(DRAINING);
+    let on_a2 = establish_web(&mut rig);
+    rig.reload(&without_a2(DRAINING));
+    assert_eq!(rig.on(6, "a2"), on_a2.len());
+    let Rig { sim, engine, out } = rig;
+    drop(engine);
+    let opts = EngineOptions {
+        age_every: Duration::from_secs(1 << 30),
+        ..EngineOptions::default()
+    };
+    let (engine, _) = Engine::start(
+        Box::new(sim.clone()),
+        config(&without_a2(DRAINING)),
+        &no_probes(),
+        opts,
+    )
+    .unwrap();
+    let mut rig = Rig { sim, engine, out };
+    assert_eq!(
+        rig.engine.connections().conntrack().valid_count(),
+        usize::from(FLOWS) - on_a2.len()
+    );
+    assert_eq!(
+        rig.engine.connections().stats().evicted_reload as usize,
+        on_a2.len()
+    );
+    for &p in &on_a2 {
+        let s = rig.send(&tcp(WEB, 80, p, false, false));
+        assert_eq!(s.conntrack, CtOutcome::Miss);
+        assert_ne!(s.backend, "a2");
+    }
+}
