@@ -5,8 +5,14 @@
 //! out); [`crate::learn::Connections`] carries them out on the connection table and
 //! [`crate::engine::Engine`] calls both.
 //!
-//! The rules follow the source product's backend-service passthrough load balancer (compute
-//! v1 API reference and the "Enable connection draining" guide of Google Cloud):
+//! The rules follow the source product's backend-service passthrough load balancer, as Google
+//! Cloud documents it (seed 001 covers the service LB policy, not connection tracking; SPEC
+//! R4.1 gives the defaults): the compute v1 reference of `backendServices`
+//! (<https://cloud.google.com/compute/docs/reference/rest/v1/backendServices>: its
+//! `connectionTrackingPolicy` and `failoverPolicy`), "Enable connection draining"
+//! (<https://cloud.google.com/load-balancing/docs/enabling-connection-draining>) and "Failover
+//! for external passthrough Network Load Balancer overview"
+//! (<https://cloud.google.com/load-balancing/docs/network/networklb-failover-overview>):
 //!
 //! - `connectionTrackingPolicy.connectionPersistenceOnUnhealthyBackends` ("If set to
 //!   DEFAULT_FOR_PROTOCOL, the existing connections persist on unhealthy backends only for
@@ -200,7 +206,7 @@ pub struct ReloadDrains {
 /// endpoint of that service: when the endpoint is no longer a member of the pool the rule
 /// sends to afterwards, its connections
 /// - drain for the group's draining timeout (the largest of the services that have the
-///   group, [`group_draining_timeouts`]) when the endpoint left a group (instance group or
+///   group) when the endpoint left a group (instance group or
 ///   network endpoint group) that is still a backend of the same service: the instance was
 ///   removed from the group or deleted;
 /// - end at once otherwise: the group was disconnected from the service, or the rule now
