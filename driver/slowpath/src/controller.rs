@@ -27,6 +27,7 @@ use super::health::{
     targets_from_config, Health, HealthChange, HealthError, HealthSnapshot, HealthTarget,
     LatencyHistogram, TargetKey, TargetStatus,
 };
+use crate::tracking::{self, KeptBackend, RemovedPair};
 use flowtable_compiler::{compile_after, CompileOptions, Compiled, Config, HealthState, Symbols};
 use nlb_driver::device::Device;
 use nlb_driver::discovery::DeviceInfo;
@@ -110,6 +111,11 @@ pub struct ReloadPlan {
     pub backend_map: Vec<Option<u16>>,
     /// Old rule id → new id (`None`: removed).
     pub rule_map: Vec<Option<u16>>,
+    /// Connections the reload takes out of a backend service: how long they may continue
+    /// (old ids; [`tracking::plan_reload_drains`]).
+    pub drains: Vec<RemovedPair>,
+    /// Deleted instances whose backend entries the new tables keep while they drain.
+    kept: Vec<KeptBackend>,
 }
 
 impl ReloadPlan {
@@ -209,6 +215,9 @@ pub struct Controller {
     loader: Loader,
     pending_load: bool,
     stats: ControllerStats,
+    /// Instances gone from the configuration whose backend entries stay while their
+    /// connections drain.
+    kept: Vec<KeptBackend>,
 }
 
 impl Controller {
@@ -252,6 +261,7 @@ impl Controller {
             loader,
             pending_load: false,
             stats: ControllerStats::default(),
+            kept: Vec::new(),
         };
         let report = c.load(dev)?;
         Ok((c, report))
@@ -347,6 +357,20 @@ impl Controller {
                 .map_or(true, |s| s.health == Health::Unknown)
         });
         let health = effective_health(&self.targets, snapshot, &self.assumed);
+        self.apply_health_state(dev, changes, health)
+    }
+
+    /// Applies a per-(pool, instance) health state decided elsewhere than by the checker's
+    /// snapshot (a health file; tests of members the checker does not probe), as
+    /// [`Controller::apply_health`] does with the state it derives: recompiles the pools whose
+    /// members changed and loads the result. `changes` are the decisions behind it, if any
+    /// (their pools are recompiled, their latency recorded).
+    pub fn apply_health_state<D: Device + ?Sized>(
+        &mut self,
+        dev: &mut D,
+        changes: &[HealthChange],
+        health: HealthState,
+    ) -> Result<Applied, ControllerError> {
         // The pools of the changes, and any pool whose member state moved without an event of
         // its own in this batch (a snapshot newer than the events).
         let mut pools: BTreeSet<String> = changes.iter().map(|c| c.target.pool.clone()).collect();
@@ -445,8 +469,19 @@ impl Controller {
         let health = effective_health(&targets, snapshot, &self.assumed);
         // Rules and backends that stay keep their ids (a flow's connection-table entry keeps
         // naming its backend across the flip).
-        let compiled = compile_after(&config, &health, &self.options, &self.compiled.symbols)
+        let mut compiled = compile_after(&config, &health, &self.options, &self.compiled.symbols)
             .map_err(compile_error)?;
+        // Connections the reload takes out of a backend service drain or end; a deleted
+        // instance that drains keeps its backend entry (and id), as do the ones still draining
+        // from earlier reloads.
+        let drains = tracking::plan_reload_drains(&self.config, &self.compiled, &config, &compiled);
+        let mut keep = drains.keep;
+        for k in &self.kept {
+            if !keep.iter().any(|n| n.id == k.id) {
+                keep.push(k.clone());
+            }
+        }
+        let kept = tracking::keep_backends(&mut compiled, &keep);
         let old = &self.compiled.symbols;
         let new = &compiled.symbols;
         let index = |names: &[String]| -> HashMap<String, u16> {
@@ -481,6 +516,8 @@ impl Controller {
             health,
             backend_map,
             rule_map,
+            drains: drains.pairs,
+            kept,
         })
     }
 
@@ -496,6 +533,7 @@ impl Controller {
             targets,
             compiled,
             health,
+            kept,
             ..
         } = plan;
         let previous = std::mem::replace(&mut self.compiled, compiled);
@@ -507,6 +545,7 @@ impl Controller {
                 let keep: BTreeSet<&TargetKey> = targets.iter().map(|t| &t.key).collect();
                 self.assumed.retain(|k, _| keep.contains(k));
                 self.targets = targets;
+                self.kept = kept;
                 self.stats.reloads += 1;
                 Ok(report)
             }
@@ -517,6 +556,29 @@ impl Controller {
                 Err(e.into())
             }
         }
+    }
+
+    /// Deleted instances whose backend entries stay while their connections drain.
+    pub fn kept_backends(&self) -> &[KeptBackend] {
+        &self.kept
+    }
+
+    /// Takes the kept backends whose connections no longer drain (`draining(id)` false) out of
+    /// the tables and loads them; `None` when there is none.
+    pub fn release_backends<D: Device + ?Sized>(
+        &mut self,
+        dev: &mut D,
+        draining: impl Fn(u16) -> bool,
+    ) -> Option<Result<LoadReport, LoadError>> {
+        let (stay, done): (Vec<KeptBackend>, Vec<KeptBackend>) = std::mem::take(&mut self.kept)
+            .into_iter()
+            .partition(|k| draining(k.id));
+        self.kept = stay;
+        if done.is_empty() {
+            return None;
+        }
+        tracking::release_backends(&mut self.compiled, &done);
+        Some(self.load(dev))
     }
 
     /// Counts a reload refused before [`Controller::commit_reload`].

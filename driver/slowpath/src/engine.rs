@@ -10,9 +10,10 @@
 
 use super::controller::{Applied, Controller, ControllerError, ControllerStats, LoadOutcome};
 use super::health::{HealthChange, HealthSnapshot};
-use super::learn::{Connections, LearnOptions, LearnStats};
+use super::learn::{Connections, DrainCause, EvictCause, LearnOptions, LearnStats};
 use super::punt::fragments::{FragmentLimits, FragmentStats};
 use super::punt::{PuntContext, PuntHandler, PuntStats};
+use super::tracking::{self, FailoverSwitch, FAILOVER_DRAINING_TIMEOUT_SECS};
 use flowtable_compiler::{Config, HealthState, PoolReport};
 use nlb_driver::conntrack::{ConntrackError, ConntrackStats, FLAG_CLOSED};
 use nlb_driver::device::{Device, DeviceError};
@@ -21,6 +22,7 @@ use nlb_driver::loader::{LoadReport, LoaderOptions};
 use nlb_driver::queues::{read_counters, CounterKind, Queues};
 use nlb_hw::enums::{Reason, Verdict};
 use nlb_hw::hash::u128_to_addr;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -79,8 +81,11 @@ pub struct ReloadReport {
     pub generation: u32,
     /// Table entries written.
     pub changed_entries: usize,
-    /// Connections evicted (their backend or rule is gone).
+    /// Connections evicted (their backend or rule is gone, or their backend left its backend
+    /// service without draining).
     pub evicted: usize,
+    /// (rule, backend) pairs whose connections drain (`connectionDraining`).
+    pub draining: usize,
     /// Connections rewritten (their backend or rule was renumbered).
     pub remapped: usize,
 }
@@ -190,6 +195,10 @@ pub struct EngineStatus {
     pub conntrack: ConntrackStats,
     /// Valid connection-table entries.
     pub conntrack_entries: usize,
+    /// (rule, backend) pairs whose connections drain.
+    pub draining_pairs: usize,
+    /// Deleted instances whose backend entries stay while their connections drain.
+    pub kept_backends: usize,
     /// Connection-table capacity.
     pub conntrack_capacity: usize,
     /// Punt handler counters.
@@ -285,6 +294,8 @@ pub struct Engine {
     last_age: Instant,
     device_errors: u64,
     last_error_log: Option<Instant>,
+    /// Which set of each backend service the tables serve (`true`: its failover backends).
+    failover_states: BTreeMap<String, bool>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -310,6 +321,22 @@ impl Engine {
             Controller::start(dev.as_mut(), &info, config, snapshot, opts.loader)?;
         let mut conns = Connections::attach(dev.as_mut(), &info, host_secs(), opts.learn)?;
         conns.set_tables(controller.serving());
+        // Connections the tables serving cannot deliver any more (their backend left while no
+        // nlbd ran, or was draining when the last one stopped: drains are not resumed) choose
+        // again rather than be dropped.
+        let dangling = conns.evict_dangling(dev.as_mut(), controller.serving())?;
+        if dangling > 0 {
+            warn!(
+                evicted = dangling,
+                "connections whose rule or backend the tables no longer have were evicted"
+            );
+        }
+        conns.set_rule_tracking(tracking::rule_tracking(
+            controller.config(),
+            controller.compiled(),
+        ));
+        let failover_states =
+            tracking::failover_states(controller.compiled(), controller.serving());
         info!(
             device = %dev.describe(),
             profile = info.profile.name,
@@ -332,6 +359,7 @@ impl Engine {
                 last_age: now,
                 device_errors: 0,
                 last_error_log: None,
+                failover_states,
             },
             report,
         ))
@@ -404,17 +432,11 @@ impl Engine {
             self.last_age = now;
             report.aged = true;
             self.punts.expire(now);
-            match self.conns.age(self.dev.as_mut(), host_secs()) {
-                Ok(r) if r.evicted > 0 => {
-                    debug!(evicted = r.evicted, scanned = r.scanned, "aged connections")
-                }
-                Ok(_) => {}
-                Err(e) => self.device_error("ageing connections failed", &e),
-            }
+            self.age_at(host_secs());
             if let Some(result) = self.controller.retry_pending(self.dev.as_mut()) {
                 match result {
                     Ok(r) => {
-                        self.conns.set_tables(self.controller.serving());
+                        self.tables_changed();
                         info!(generation = r.generation, "retried load succeeded");
                     }
                     Err(e) => self.device_error("retrying the table load failed", &e),
@@ -458,10 +480,26 @@ impl Engine {
         changes: &[HealthChange],
         snapshot: &HealthSnapshot,
     ) -> Option<Applied> {
-        let applied = match self
+        let applied = self
             .controller
-            .apply_health(self.dev.as_mut(), changes, snapshot)
-        {
+            .apply_health(self.dev.as_mut(), changes, snapshot);
+        self.health_applied(applied)
+    }
+
+    /// Applies a per-(pool, instance) health state decided elsewhere than by the checker (see
+    /// [`Controller::apply_health_state`]), with what follows as for [`Engine::apply_health`].
+    pub fn apply_health_state(&mut self, health: HealthState) -> Option<Applied> {
+        let applied = self
+            .controller
+            .apply_health_state(self.dev.as_mut(), &[], health);
+        self.health_applied(applied)
+    }
+
+    /// What follows a health change: the new tables' consequences for connections (failover
+    /// and failback, [`Engine::tables_changed`]), then each pool's persistence policy for
+    /// connections on backends that turned unhealthy.
+    fn health_applied(&mut self, applied: Result<Applied, ControllerError>) -> Option<Applied> {
+        let applied = match applied {
             Ok(a) => a,
             Err(e) => {
                 error!(error = %e.one_line(), "recompiling after a health change failed");
@@ -470,7 +508,7 @@ impl Engine {
         };
         match &applied.load {
             LoadOutcome::Loaded(r) => {
-                self.conns.set_tables(self.controller.serving());
+                self.tables_changed();
                 let worst = applied.latencies.iter().max().copied().unwrap_or_default();
                 info!(
                     pools = ?applied.pools,
@@ -494,7 +532,10 @@ impl Engine {
             let unhealthy = |rule: u16, backend: u16| {
                 controller
                     .connection_pool(rule, backend)
-                    .is_some_and(|pool| turned.contains(&(pool, backend)))
+                    .is_some_and(|pool| {
+                        turned.contains(&(pool, backend))
+                            && tracking::moves_possible(controller.compiled(), pool)
+                    })
             };
             match self.conns.backends_unhealthy(self.dev.as_mut(), unhealthy) {
                 Ok(n) if n > 0 => info!(
@@ -532,7 +573,23 @@ impl Engine {
         let remap = self
             .conns
             .plan_remap(|b| plan.map_backend(b), |r| plan.map_rule(r));
-        let evicted = match self.conns.evict_removed(self.dev.as_mut(), &remap) {
+        // Backends the reload takes out of a backend service: their connections end with the
+        // removed ones, or drain (crate::tracking::plan_reload_drains).
+        let end_now: BTreeSet<(u16, u16)> = plan
+            .drains
+            .iter()
+            .filter(|p| p.timeout_secs == 0)
+            .map(|p| (p.rule, p.backend))
+            .collect();
+        let evicted = match self
+            .conns
+            .evict_removed(self.dev.as_mut(), &remap)
+            .and_then(|n| {
+                let m = self
+                    .conns
+                    .evict_pairs(self.dev.as_mut(), &end_now, EvictCause::Reload)?;
+                Ok(n + m)
+            }) {
             Ok(n) => n,
             Err(e) => {
                 let line = format!("evicting connections of removed backends failed: {e}");
@@ -540,6 +597,20 @@ impl Engine {
                 return Err(line);
             }
         };
+        let (backend_map, rule_map) = (plan.backend_map.clone(), plan.rule_map.clone());
+        let map = |m: &[Option<u16>], id: u16| m.get(usize::from(id)).copied().flatten();
+        let to_drain: Vec<(u16, u16, u32)> = plan
+            .drains
+            .iter()
+            .filter(|p| p.timeout_secs > 0)
+            .filter_map(|p| {
+                Some((
+                    map(&rule_map, p.rule)?,
+                    map(&backend_map, p.backend)?,
+                    p.timeout_secs,
+                ))
+            })
+            .collect();
         // Ids are kept across reloads (compile_after); pools may still move.
         let renumbered = !self
             .controller
@@ -554,7 +625,9 @@ impl Engine {
                 return Err(line);
             }
         };
-        self.conns.set_tables(self.controller.serving());
+        let draining =
+            self.drains_after_reload(|b| map(&backend_map, b), |r| map(&rule_map, r), &to_drain);
+        self.tables_changed();
         if renumbered {
             // Fragment decisions hold ids; a datagram in flight is better dropped (its later
             // fragments time out, counted) than sent to whatever now has its old id.
@@ -575,6 +648,7 @@ impl Engine {
             generation = report.generation,
             changed_entries = report.changed_entries,
             evicted,
+            draining,
             remapped,
             "configuration reloaded"
         );
@@ -582,8 +656,141 @@ impl Engine {
             generation: report.generation,
             changed_entries: report.changed_entries,
             evicted,
+            draining,
             remapped,
         })
+    }
+
+    /// The drains after a reload's tables serve: the ones under way follow the renumbering, end
+    /// where the backend is a member of its rule's pool again (re-added while draining: its
+    /// connections simply continue), and `new` (rule, backend, timeout seconds; new ids)
+    /// start. Returns how many started.
+    fn drains_after_reload(
+        &mut self,
+        backend: impl Fn(u16) -> Option<u16>,
+        rule: impl Fn(u16) -> Option<u16>,
+        new: &[(u16, u16, u32)],
+    ) -> usize {
+        self.conns.remap_drains(backend, rule);
+        let controller = &self.controller;
+        let back = self.conns.cancel_drains(|(r, b), d| {
+            d.cause == DrainCause::Removed && controller.connection_pool(r, b).is_some()
+        });
+        if back > 0 {
+            info!(
+                pairs = back,
+                "backends back in their service: their connections stop draining"
+            );
+        }
+        let now = host_secs();
+        for &(r, b, secs) in new {
+            self.conns
+                .drain(r, b, now.saturating_add(secs), DrainCause::Removed);
+        }
+        new.len()
+    }
+
+    /// What a new serving table means for connections, after every load: the idle timeout
+    /// and tracking policy of each rule, and the failover or failback of backend services
+    /// ([`tracking::failover_switches`]).
+    fn tables_changed(&mut self) {
+        let c = &self.controller;
+        self.conns.set_tables(c.serving());
+        self.conns
+            .set_rule_tracking(tracking::rule_tracking(c.config(), c.compiled()));
+        let states = tracking::failover_states(c.compiled(), c.serving());
+        let switches =
+            tracking::failover_switches(c.config(), c.compiled(), &self.failover_states, &states);
+        self.failover_states = states;
+        let now = host_secs();
+        for s in &switches {
+            self.failover_switch(s, now);
+        }
+    }
+
+    /// A failover or failback: drains of the set that serves again end; the connections of the
+    /// set that stopped serving end now (`disableConnectionDrainOnFailover`) or drain for
+    /// [`FAILOVER_DRAINING_TIMEOUT_SECS`].
+    fn failover_switch(&mut self, s: &FailoverSwitch, now: u32) {
+        self.conns.cancel_drains(|(r, b), d| {
+            d.cause == DrainCause::Failover && s.rules.contains(&r) && s.started.contains(&b)
+        });
+        let pairs: BTreeSet<(u16, u16)> = s
+            .rules
+            .iter()
+            .flat_map(|&r| s.stopped.iter().map(move |&b| (r, b)))
+            .collect();
+        let what = if s.to_failover {
+            "failover"
+        } else {
+            "failback"
+        };
+        if s.evict_now {
+            match self
+                .conns
+                .evict_pairs(self.dev.as_mut(), &pairs, EvictCause::Failover)
+            {
+                Ok(n) => info!(
+                    service = %s.service,
+                    evicted = n,
+                    "{what}: connections of the backends that stopped serving end (disableConnectionDrainOnFailover)"
+                ),
+                Err(e) => self.device_error("evicting connections on a failover failed", &e),
+            }
+        } else {
+            let deadline = now.saturating_add(FAILOVER_DRAINING_TIMEOUT_SECS);
+            for &(r, b) in &pairs {
+                self.conns.drain(r, b, deadline, DrainCause::Failover);
+            }
+            info!(
+                service = %s.service,
+                drain_secs = FAILOVER_DRAINING_TIMEOUT_SECS,
+                "{what}: connections of the backends that stopped serving drain"
+            );
+        }
+    }
+
+    /// The connection ageing pass at host time `now` (seconds): connections idle (or closed)
+    /// longer than their pool's timeout leave, then the drains whose deadline passed end
+    /// ([`Engine::expire_drains`]). [`Engine::step`] runs it every
+    /// [`EngineOptions::age_every`] on the wall clock.
+    pub fn age_at(&mut self, now: u32) {
+        match self.conns.age(self.dev.as_mut(), now) {
+            Ok(r) if r.evicted > 0 => {
+                debug!(evicted = r.evicted, scanned = r.scanned, "aged connections")
+            }
+            Ok(_) => {}
+            Err(e) => self.device_error("ageing connections failed", &e),
+        }
+        self.expire_drains(now);
+    }
+
+    /// Ends the drains whose deadline is `now` (host seconds) or earlier (their connections are
+    /// evicted), then takes the deleted instances nothing drains to any more out of the tables.
+    pub fn expire_drains(&mut self, now: u32) {
+        match self.conns.expire_drains(self.dev.as_mut(), now) {
+            Ok(n) if n > 0 => info!(evicted = n, "draining timeouts ran out"),
+            Ok(_) => {}
+            Err(e) => self.device_error("evicting drained connections failed", &e),
+        }
+        let conns = &self.conns;
+        match self
+            .controller
+            .release_backends(self.dev.as_mut(), |id| conns.draining_backend(id))
+        {
+            Some(Ok(r)) => {
+                self.tables_changed();
+                info!(
+                    generation = r.generation,
+                    "drained backends left the tables"
+                );
+            }
+            Some(Err(e)) => self.device_error(
+                "loading tables without drained backends failed (retrying)",
+                &e,
+            ),
+            None => {}
+        }
     }
 
     /// The engine's state; with `counters`, the device's counters are read too.
@@ -625,6 +832,8 @@ impl Engine {
             learn: self.conns.stats(),
             conntrack: ct.stats(),
             conntrack_entries: ct.valid_count(),
+            draining_pairs: self.conns.drains().len(),
+            kept_backends: c.kept_backends().len(),
             conntrack_capacity: (ct.buckets() * ct.ways()) as usize,
             punts: self.punts.stats().clone(),
             fragments: self.punts.fragment_stats(),

@@ -1,14 +1,20 @@
 //! Connections the NIC learned (SPEC R4.1): learn events installed in batches, teardown
 //! events marking flows closed, ageing by each pool's idle timeout, what happens to
-//! connections whose backend turns unhealthy, and keeping entries right across a
-//! configuration reload.
+//! connections whose backend turns unhealthy (each pool's persistence), connections that
+//! drain (a reload took their backend out of its backend service, or a failover or failback
+//! took their set out of service) and keeping entries right across a configuration reload.
 //!
 //! The NIC picks a backend for a new flow by Maglev and reports it on the learn queue; the host
 //! installs (flow → backend) in the connection table so that later packets keep that backend
 //! whatever the tables say by then. A `TEARDOWN` (FIN or RST seen) marks the entry closed; it is
 //! then aged with the shorter closed timeout, so the final ACKs still reach the backend.
 //! Ageing reads the hit bits: an entry not hit for its pool's `idle_timeout` is evicted.
+//! A draining (rule, backend) pair keeps its connections until its deadline, then evicts the
+//! ones still there; ageing goes on meanwhile, so a connection that ends or idles out first
+//! leaves as usual. [`crate::tracking`] decides what drains and for how long.
 
+use crate::tracking::ConnectionTracking;
+use flowtable_compiler::Persistence;
 use nlb_driver::conntrack::{
     AgeReport, Conntrack, ConntrackError, Installed, NewConnection, FLAG_CLOSED,
 };
@@ -18,34 +24,10 @@ use nlb_driver::queues::{QueueError, Queues};
 use nlb_hw::enums::{Event, KeyType};
 use nlb_hw::layouts::{CtEntry, LearnEvent};
 use nlb_hw::{FlowKey, Tables};
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Idle timeout of pools that do not set one (the external load balancer's, SPEC R4.1).
 pub const DEFAULT_IDLE_TIMEOUT_SECS: u32 = 60;
-
-/// What happens to connections on a backend that turns unhealthy
-/// (`connectionPersistenceOnUnhealthyBackends`, SPEC R4.1).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Persistence {
-    /// TCP connections stay on the backend, UDP flows move (their entries are evicted, so
-    /// their next packet chooses again among the healthy backends).
-    #[default]
-    DefaultForProtocol,
-    /// Every connection moves.
-    NeverPersist,
-    /// Every connection stays.
-    AlwaysPersist,
-}
-
-impl Persistence {
-    /// Whether a connection of `protocol` stays on a backend that turned unhealthy.
-    pub fn keeps(self, protocol: u8) -> bool {
-        match self {
-            Persistence::DefaultForProtocol => protocol == 6,
-            Persistence::NeverPersist => false,
-            Persistence::AlwaysPersist => true,
-        }
-    }
-}
 
 /// Tuning of the connection manager.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,7 +36,10 @@ pub struct LearnOptions {
     pub batch: usize,
     /// Idle timeout of a closed flow (FIN/RST seen), capped by its pool's idle timeout.
     pub closed_timeout_secs: u32,
-    /// Policy for connections on backends that turn unhealthy.
+    /// `connectionPersistenceOnUnhealthyBackends` of target pools and target instances,
+    /// which have no such field (backend services use their own `connectionTrackingPolicy`,
+    /// [`Connections::set_rule_tracking`]): `DEFAULT_FOR_PROTOCOL`, the legacy product's
+    /// behaviour, unless changed here.
     pub persistence: Persistence,
 }
 
@@ -63,7 +48,7 @@ impl Default for LearnOptions {
         LearnOptions {
             batch: 256,
             closed_timeout_secs: 10,
-            persistence: Persistence::default(),
+            persistence: Persistence::DefaultForProtocol,
         }
     }
 }
@@ -92,8 +77,15 @@ pub struct LearnStats {
     pub aged_out: u64,
     /// Entries evicted because their backend turned unhealthy (persistence policy).
     pub evicted_unhealthy: u64,
-    /// Entries evicted because a reload removed their backend or rule.
+    /// Entries evicted because a reload removed their backend or rule (or took their backend
+    /// out of a backend service without draining).
     pub evicted_reload: u64,
+    /// Entries evicted when their draining timeout ran out (`drainingTimeoutSec`, or the fixed
+    /// timeout of a failover or failback).
+    pub evicted_drained: u64,
+    /// Entries evicted on a failover or failback of a service with
+    /// `disableConnectionDrainOnFailover`.
+    pub evicted_failover: u64,
     /// Entries rewritten because a reload renumbered their backend or rule.
     pub remapped: u64,
     /// Times the learn queue overflowed (events the NIC had to drop).
@@ -122,6 +114,35 @@ pub struct RemapPlan {
     pub rewrite: Vec<NewConnection>,
 }
 
+/// Why the connections of a (rule, backend) pair drain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DrainCause {
+    /// A reload took the backend out of the rule's backend service
+    /// (`connectionDraining.drainingTimeoutSec`).
+    Removed,
+    /// A failover or failback took the backend's set out of service (the fixed draining
+    /// timeout, [`crate::tracking::FAILOVER_DRAINING_TIMEOUT_SECS`]).
+    Failover,
+}
+
+/// Connections of a (rule, backend) pair that may continue until `deadline`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Drain {
+    /// Host time (seconds) from which the pair's connections are evicted.
+    pub deadline: u32,
+    /// Why.
+    pub cause: DrainCause,
+}
+
+/// How connections evicted at once are counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EvictCause {
+    /// A reload took their backend out of its backend service without draining.
+    Reload,
+    /// A failover or failback with `disableConnectionDrainOnFailover`.
+    Failover,
+}
+
 /// The host's connection manager: owns the [`Conntrack`] and applies the policies above.
 #[derive(Debug)]
 pub struct Connections {
@@ -129,6 +150,10 @@ pub struct Connections {
     opts: LearnOptions,
     /// Idle timeout by rule id (the rule's pool's `idle_timeout`).
     rule_timeout: Vec<u32>,
+    /// Tracking policy by rule id; `None`: a target pool's ([`LearnOptions::persistence`]).
+    rule_tracking: Vec<Option<ConnectionTracking>>,
+    /// Draining (rule id, backend id) pairs.
+    drains: BTreeMap<(u16, u16), Drain>,
     stats: LearnStats,
     events: Vec<LearnEvent>,
     pending: Vec<NewConnection>,
@@ -171,6 +196,8 @@ impl Connections {
             ct: Conntrack::attach(dev, info, now)?,
             opts,
             rule_timeout: Vec::new(),
+            rule_tracking: Vec::new(),
+            drains: BTreeMap::new(),
             stats: LearnStats::default(),
             events: Vec::with_capacity(opts.batch),
             pending: Vec::with_capacity(opts.batch),
@@ -206,6 +233,21 @@ impl Connections {
                 }
             })
             .collect();
+    }
+
+    /// Takes the tracking policy of each rule (see [`crate::tracking::rule_tracking`]; after
+    /// every load, as [`Connections::set_tables`]).
+    pub fn set_rule_tracking(&mut self, tracking: Vec<Option<ConnectionTracking>>) {
+        self.rule_tracking = tracking;
+    }
+
+    /// The tracking policy of a connection of `rule`.
+    pub fn tracking_of(&self, rule: u16) -> ConnectionTracking {
+        self.rule_tracking
+            .get(usize::from(rule))
+            .copied()
+            .flatten()
+            .unwrap_or(ConnectionTracking::target_pool(self.opts.persistence))
     }
 
     /// Pops up to one batch of learn events and handles them. Returns how many there were.
@@ -302,24 +344,149 @@ impl Connections {
         Ok(report)
     }
 
-    /// Applies the persistence policy to connections whose backend turned unhealthy:
+    /// Applies each pool's persistence policy to connections whose backend turned unhealthy:
     /// `unhealthy(rule, backend)` says whether a connection of that rule on that backend is
     /// one of them (health belongs to a pool, SPEC R5.5, so the rule matters). Evicts the ones
-    /// that do not stay; returns how many were evicted.
+    /// the policy of their rule's pool ([`Connections::tracking_of`]) does not keep; returns
+    /// how many were evicted.
     pub fn backends_unhealthy<D: Device + ?Sized>(
         &mut self,
         dev: &mut D,
         unhealthy: impl Fn(u16, u16) -> bool,
     ) -> Result<usize, ConntrackError> {
-        let policy = self.opts.persistence;
         let keys: Vec<FlowKey> = self
             .ct
             .scan()
-            .filter(|(_, e)| !policy.keeps(e.protocol) && unhealthy(e.rule, e.backend))
+            .filter(|(_, e)| {
+                !self.tracking_of(e.rule).keeps(e.protocol) && unhealthy(e.rule, e.backend)
+            })
             .map(|(_, e)| key_of(e))
             .collect();
         let n = self.ct.evict_batch(dev, &keys)?;
         self.stats.evicted_unhealthy += n as u64;
+        Ok(n)
+    }
+
+    /// The draining pairs.
+    pub fn drains(&self) -> &BTreeMap<(u16, u16), Drain> {
+        &self.drains
+    }
+
+    /// Whether connections on `backend` drain (for any rule).
+    pub fn draining_backend(&self, backend: u16) -> bool {
+        self.drains.keys().any(|&(_, b)| b == backend)
+    }
+
+    /// Lets the connections of (`rule`, `backend`) continue until `deadline` (host seconds),
+    /// then evicts them ([`Connections::expire_drains`]). A pair that drains already keeps the
+    /// earlier deadline.
+    pub fn drain(&mut self, rule: u16, backend: u16, deadline: u32, cause: DrainCause) {
+        let d = Drain { deadline, cause };
+        self.drains
+            .entry((rule, backend))
+            .and_modify(|e| {
+                if deadline < e.deadline {
+                    *e = d;
+                }
+            })
+            .or_insert(d);
+    }
+
+    /// Stops the drains `cancel` picks (their connections stay, as any other); returns how
+    /// many.
+    pub fn cancel_drains(&mut self, cancel: impl Fn((u16, u16), &Drain) -> bool) -> usize {
+        let before = self.drains.len();
+        self.drains.retain(|&pair, d| !cancel(pair, d));
+        before - self.drains.len()
+    }
+
+    /// Evicts the connections of the given (rule, backend) pairs now (and forgets their
+    /// drains); returns how many.
+    pub fn evict_pairs<D: Device + ?Sized>(
+        &mut self,
+        dev: &mut D,
+        pairs: &BTreeSet<(u16, u16)>,
+        cause: EvictCause,
+    ) -> Result<usize, ConntrackError> {
+        if pairs.is_empty() {
+            return Ok(0);
+        }
+        self.drains.retain(|pair, _| !pairs.contains(pair));
+        let keys: Vec<FlowKey> = self
+            .ct
+            .scan()
+            .filter(|(_, e)| pairs.contains(&(e.rule, e.backend)))
+            .map(|(_, e)| key_of(e))
+            .collect();
+        let n = self.ct.evict_batch(dev, &keys)?;
+        match cause {
+            EvictCause::Reload => self.stats.evicted_reload += n as u64,
+            EvictCause::Failover => self.stats.evicted_failover += n as u64,
+        }
+        Ok(n)
+    }
+
+    /// Ends the drains whose deadline is `now` or earlier: evicts the connections still there
+    /// (those that ended or idled out first are gone already); returns how many.
+    pub fn expire_drains<D: Device + ?Sized>(
+        &mut self,
+        dev: &mut D,
+        now: u32,
+    ) -> Result<usize, ConntrackError> {
+        let due: BTreeSet<(u16, u16)> = self
+            .drains
+            .iter()
+            .filter(|(_, d)| d.deadline <= now)
+            .map(|(&pair, _)| pair)
+            .collect();
+        if due.is_empty() {
+            return Ok(0);
+        }
+        let keys: Vec<FlowKey> = self
+            .ct
+            .scan()
+            .filter(|(_, e)| due.contains(&(e.rule, e.backend)))
+            .map(|(_, e)| key_of(e))
+            .collect();
+        let n = self.ct.evict_batch(dev, &keys)?;
+        self.drains.retain(|pair, _| !due.contains(pair));
+        self.stats.evicted_drained += n as u64;
+        Ok(n)
+    }
+
+    /// Follows a reload's renumbering: drains of pairs whose rule or backend is gone end
+    /// (their connections are evicted by the reload).
+    pub fn remap_drains(
+        &mut self,
+        backend: impl Fn(u16) -> Option<u16>,
+        rule: impl Fn(u16) -> Option<u16>,
+    ) {
+        let old = std::mem::take(&mut self.drains);
+        for ((r, b), d) in old {
+            if let (Some(r), Some(b)) = (rule(r), backend(b)) {
+                self.drain(r, b, d.deadline, d.cause);
+            }
+        }
+    }
+
+    /// Evicts the connections whose rule or backend has no valid entry in `tables` (found by
+    /// [`Connections::attach`] on a device whose tables changed meanwhile: the NIC would drop
+    /// their packets); returns how many.
+    pub fn evict_dangling<D: Device + ?Sized>(
+        &mut self,
+        dev: &mut D,
+        tables: &Tables,
+    ) -> Result<usize, ConntrackError> {
+        let valid_rule = |r: u16| tables.rules.get(usize::from(r)).is_some_and(|e| e.valid);
+        let valid_backend = |b: u16| tables.backends.get(usize::from(b)).is_some_and(|e| e.valid);
+        let keys: Vec<FlowKey> = self
+            .ct
+            .scan()
+            .filter(|(_, e)| !valid_rule(e.rule) || !valid_backend(e.backend))
+            .map(|(_, e)| key_of(e))
+            .collect();
+        let n = self.ct.evict_batch(dev, &keys)?;
+        self.stats.evicted_reload += n as u64;
         Ok(n)
     }
 
@@ -553,7 +720,9 @@ instances:
             .count();
         drop(dev);
         assert_eq!(dev_udp, 0);
-        assert!(Persistence::AlwaysPersist.keeps(17) && !Persistence::NeverPersist.keeps(6));
+        let target_pool = ConnectionTracking::target_pool;
+        assert!(target_pool(Persistence::AlwaysPersist).keeps(17));
+        assert!(!target_pool(Persistence::NeverPersist).keeps(6));
     }
 
     #[test]

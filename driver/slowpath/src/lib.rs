@@ -17,7 +17,9 @@
 //! - [`engine`]: the device loop; everything that touches the NIC happens on its thread, in
 //!   the order [`engine::Engine`] documents. Other tasks talk to it with [`engine::Command`]s.
 //! - [`controller`]: configuration and health in, tables in the NIC out (SPEC R3.4, R5).
-//! - [`learn`]: the connections the NIC learned (SPEC R4.1).
+//! - [`learn`]: the connections the NIC learned (SPEC R4.1), and [`tracking`]: what each
+//!   pool's configuration says about them (persistence on unhealthy backends, connection
+//!   draining, draining on failover and failback).
 //! - [`punt`]: frames the NIC punts (SPEC R4.3, R4.4, R10.2), with [`punt::fragments`] (the
 //!   fragment tracker), [`punt::icmp`] (ICMP errors) and [`punt::lookup`] (the decisions, taken
 //!   by the reference semantics, `nlb-reference`).
@@ -34,3 +36,4 @@ pub mod engine;
 pub mod health;
 pub mod learn;
 pub mod punt;
+pub mod tracking;

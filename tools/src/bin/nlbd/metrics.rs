@@ -380,6 +380,18 @@ fn connections(t: &mut Text, status: &EngineStatus) {
         "Capacity of the NIC's connection table",
         status.conntrack_capacity as f64,
     );
+    t.single(
+        "nlbd_conntrack_draining_pairs",
+        "gauge",
+        "(rule, backend) pairs whose connections drain (connection draining, failover)",
+        status.draining_pairs as f64,
+    );
+    t.single(
+        "nlbd_conntrack_kept_backends",
+        "gauge",
+        "Deleted instances whose backend entries stay while their connections drain",
+        status.kept_backends as f64,
+    );
     t.family(
         "nlbd_learn_events_total",
         "counter",
@@ -417,6 +429,8 @@ fn connections(t: &mut Text, status: &EngineStatus) {
         ("idle", l.aged_out),
         ("unhealthy_backend", l.evicted_unhealthy),
         ("reload", l.evicted_reload),
+        ("drained", l.evicted_drained),
+        ("failover", l.evicted_failover),
     ] {
         t.sample("nlbd_conntrack_evictions_total", &[("cause", o)], n as f64);
     }
