@@ -22,7 +22,7 @@ use flowtable_compiler::policy::Decision;
 use flowtable_compiler::{compile, BackendHealth, CompileOptions, Compiled, HealthState, LiveLoad};
 use nlb_driver::conntrack::{ConntrackError, Installed, NewConnection};
 use nlb_driver::queues::{QueueError, Queues};
-use nlb_driver::{discover, Conntrack, Device, LoadError, Loader, LoaderOptions, ModelHandle};
+use nlb_driver::{discover, Conntrack, LoadError, Loader, LoaderOptions, ModelHandle};
 use nlb_hw::enums::{Delivery, Event, Verdict};
 use nlb_hw::layouts::LearnEvent;
 use nlb_hw::FlowKey;
@@ -80,6 +80,8 @@ pub struct GroupSample {
     pub capacity: f64,
     /// live / capacity (`None` for capacity 0 with connections).
     pub utilisation: Option<f64>,
+    /// New connections since the previous record that the device sent to it.
+    pub arrived: u64,
     /// Share of the new connections since the previous record that the device sent to it
     /// (`None` when none arrived).
     pub observed_share: Option<f64>,
@@ -168,8 +170,12 @@ pub struct Totals {
     pub dropped: BTreeMap<String, u64>,
     /// SYNs neither forwarded nor dropped (punted or passed), by verdict and reason.
     pub other: BTreeMap<String, u64>,
-    /// Connections whose FIN reached another backend than their SYN.
+    /// Connections in the connection table whose FIN reached another backend than their SYN
+    /// (0 unless installing connections or delta loads are broken).
     pub moved: u64,
+    /// Connections the table had no room for whose FIN reached another backend (such a flow
+    /// follows the Maglev slots, which weight changes move).
+    pub moved_untracked: u64,
     /// Learned connections the connection table had no room for.
     pub bucket_full: u64,
     /// Delta loads (after the first load).
@@ -313,6 +319,8 @@ struct Conn {
     backend: u16,
     /// The connection-table key of its learn event (when one came).
     key: Option<FlowKey>,
+    /// Installed in the connection table.
+    tracked: bool,
 }
 
 /// The simulator's state.
@@ -453,7 +461,7 @@ impl<'s> Sim<'s> {
                     next_health += 1;
                 }
                 2 => {
-                    self.refresh(t, RecordKind::Refresh, None, 0)?;
+                    self.refresh(t, RecordKind::Refresh, None, 0, None)?;
                     next_refresh += s.refresh;
                 }
                 _ => {
@@ -639,14 +647,17 @@ impl<'s> Sim<'s> {
             .map(NewConnection::from)
             .collect();
         let key = learned.first().map(|c| c.key);
+        let mut tracked = false;
         if !learned.is_empty() {
             let mut outcomes = std::mem::take(&mut self.outcomes);
             self.ct
                 .install_batch(&mut self.dev, &learned, Self::now_secs(t), &mut outcomes)?;
-            self.totals.bucket_full += outcomes
+            let full = outcomes
                 .iter()
                 .filter(|o| matches!(o, Installed::BucketFull { .. }))
-                .count() as u64;
+                .count();
+            self.totals.bucket_full += full as u64;
+            tracked = full == 0;
             self.outcomes = outcomes;
         }
         let seq = self.next_seq;
@@ -661,6 +672,7 @@ impl<'s> Sim<'s> {
                 src_port,
                 backend,
                 key,
+                tracked,
             },
         );
         Ok(())
@@ -677,7 +689,8 @@ impl<'s> Sim<'s> {
         let fin = self.frame(c.src, c.src_port, true)?;
         match self.send(&fin)? {
             Ok(b) if b == c.backend => {}
-            _ => self.totals.moved += 1,
+            _ if c.tracked => self.totals.moved += 1,
+            _ => self.totals.moved_untracked += 1,
         }
         self.pop_events()?;
         // The host ages a closed connection out; here at once.
@@ -701,8 +714,9 @@ impl<'s> Sim<'s> {
                 );
             }
         }
+        let before = self.served();
         let changed = self.compiled.apply_health(&self.health)?.len();
-        self.refresh(t, RecordKind::Health, Some(e.name.clone()), changed)
+        self.refresh(t, RecordKind::Health, Some(e.name.clone()), changed, Some(before))
     }
 
     /// Live connections per (pool, backend), from the host's copy of the connection table.
@@ -752,15 +766,17 @@ impl<'s> Sim<'s> {
     }
 
     /// A refresh (or the rebalance after a health event): live counts to the policy, a delta
-    /// load when the tables changed, and a record.
+    /// load when the tables changed, and a record. `changed_by_health` entries and the served
+    /// shares `before` come from the health event's own recompile, when there was one.
     fn refresh(
         &mut self,
         t: u64,
         kind: RecordKind,
         event: Option<String>,
         changed_by_health: usize,
+        before: Option<BTreeMap<String, f64>>,
     ) -> Result<(), SimError> {
-        let before = self.served();
+        let before = before.unwrap_or_else(|| self.served());
         let (live, live_total) = self.live_load();
         let r = self
             .compiled
@@ -820,6 +836,7 @@ impl<'s> Sim<'s> {
                 live: g.live,
                 capacity: g.capacity,
                 utilisation,
+                arrived: self.window_arrived[gi],
                 observed_share: (self.window_total > 0)
                     .then(|| self.window_arrived[gi] as f64 / self.window_total as f64),
                 policy_share: g.share,
@@ -928,7 +945,3 @@ fn phases(s: &Scenario, groups: usize) -> Vec<Phase> {
         })
         .collect()
 }
-
-// `Device` is used through `ModelHandle`'s trait methods by the loader and the queues.
-#[allow(dead_code)]
-fn _uses_device(_: &dyn Device) {}

@@ -24,6 +24,7 @@ fn record_line(r: &Record) -> Value {
                 "live": g.live,
                 "capacity": r4(g.capacity),
                 "utilisation": g.utilisation.map(r4),
+                "arrived": g.arrived,
                 "observed_share": g.observed_share.map(r4),
                 "policy_share": r4(g.policy_share),
                 "served_share": r4(g.served_share),
@@ -92,8 +93,13 @@ pub fn summary(o: &Outcome) -> String {
     );
     let _ = writeln!(
         s,
-        "  {} connections, {} dropped, {} moved (FIN to another backend than the SYN), {} found no room in the connection table; peak {} live",
-        t.connections, dropped, t.moved, t.bucket_full, t.peak_live
+        "  {} connections ({} dropped), peak {} live; {} found no room in the connection table",
+        t.connections, dropped, t.peak_live, t.bucket_full
+    );
+    let _ = writeln!(
+        s,
+        "  FIN to another backend than the SYN: {} tracked connections, {} without room in the table",
+        t.moved, t.moved_untracked
     );
     for (reason, n) in &t.dropped {
         let _ = writeln!(s, "  dropped: {n} ({reason})");
