@@ -37,7 +37,11 @@ fn simulate(name: &str) -> Outcome {
 /// forwarded or (STRICT) dropped, and the load reached the steady count it asked for.
 fn check_data_plane(o: &Outcome) {
     let t = &o.totals;
-    assert_eq!(t.moved, 0, "{}: a tracked connection changed backend", o.name);
+    assert_eq!(
+        t.moved, 0,
+        "{}: a tracked connection changed backend",
+        o.name
+    );
     assert!(t.other.is_empty(), "{}: {:?}", o.name, t.other);
     assert!(t.connections > 1000, "{}: {t:?}", o.name);
     // A 4-way bucket rarely overflows at these loads (well under 1 % of installs).
@@ -75,7 +79,10 @@ fn arrivals(o: &Outcome, groups: &[&str], from: f64, to: f64) -> (u64, u64) {
 fn utilisation(o: &Outcome, groups: &[&str], from: f64, to: f64) -> Vec<f64> {
     window(o, from, to)
         .map(|r| {
-            let sel = r.groups.iter().filter(|g| groups.contains(&g.name.as_str()));
+            let sel = r
+                .groups
+                .iter()
+                .filter(|g| groups.contains(&g.name.as_str()));
             let (live, cap) = sel.fold((0.0, 0.0), |(l, c), g| (l + g.live as f64, c + g.capacity));
             live / cap
         })
@@ -152,7 +159,11 @@ fn the_nearest_region_fills_then_spills() {
         (east as f64 / all as f64 - want).abs() <= s.deadband + 0.02,
         "us-east1 took {east} of {all}, want about {want}"
     );
-    assert_eq!(arrivals(&o, &["europe"], 0.0, 1000.0).0, 0, "us-east1 had room");
+    assert_eq!(
+        arrivals(&o, &["europe"], 0.0, 1000.0).0,
+        0,
+        "us-east1 had room"
+    );
     // Steady after settling: no table entry changed.
     let changes: Vec<f64> = window(&o, 450.0, 700.0)
         .filter(|r| r.changed_entries > 0)
@@ -233,8 +244,16 @@ fn a_group_below_70_percent_healthy_stops_taking_first_tier_traffic() {
         n as f64 / all as f64
     };
     assert_eq!(share(0.0, 100.0), 1.0, "healthy: the NIC's own region");
-    assert_eq!(share(100.0, 160.0), 1.0, "7 of 10 healthy is not below 70 %");
-    assert_eq!(share(160.0, 260.0), 0.0, "6 of 10 is: far takes the new connections");
+    assert_eq!(
+        share(100.0, 160.0),
+        1.0,
+        "7 of 10 healthy is not below 70 %"
+    );
+    assert_eq!(
+        share(160.0, 260.0),
+        0.0,
+        "6 of 10 is: far takes the new connections"
+    );
     assert_eq!(share(260.0, 360.0), 1.0, "back at 70 %");
     for r in &o.records {
         let t = r.t as f64 / MICROS;
@@ -274,7 +293,12 @@ fn strict_drops_while_nearest_spills() {
         let (n, all) = arrivals(o, &["central"], 0.0, 150.0);
         assert_eq!(n, all, "{}", o.name);
         let u = utilisation(o, &["central"], 140.0, 150.0);
-        assert!(mean(&u) > 1.2, "{}: region at {:.2} of {cap}", o.name, mean(&u));
+        assert!(
+            mean(&u) > 1.2,
+            "{}: region at {:.2} of {cap}",
+            o.name,
+            mean(&u)
+        );
         // 300-400 s: the region is back and takes every new connection again.
         let (n, all) = arrivals(o, &["central"], 300.0, 400.0);
         assert_eq!(n, all, "{}", o.name);
@@ -286,7 +310,10 @@ fn strict_drops_while_nearest_spills() {
     assert_eq!(dropped, all, "STRICT drops every new connection");
     let (east, all) = arrivals(&nearest, &["east"], 150.0, 300.0);
     assert_eq!(east, all, "NEAREST sends them to us-east1");
-    assert_eq!(window(&nearest, 0.0, 400.0).map(|r| r.dropped).sum::<u64>(), 0);
+    assert_eq!(
+        window(&nearest, 0.0, 400.0).map(|r| r.dropped).sum::<u64>(),
+        0
+    );
 }
 
 /// SPEC R6.6: preferred backends are filled to capacity before the default ones, even when
@@ -308,7 +335,11 @@ fn preferred_backends_fill_first() {
     let (offset, noise) = margin(s.deadband, steady_n, cap);
     let u = utilisation(&o, &["reserved"], 400.0, 600.0);
     assert!(u.iter().all(|x| (x - 1.0).abs() <= offset + noise), "{u:?}");
-    assert!((mean(&u) - 1.0).abs() <= offset + noise / 2.0, "{}", mean(&u));
+    assert!(
+        (mean(&u) - 1.0).abs() <= offset + noise / 2.0,
+        "{}",
+        mean(&u)
+    );
     let (local, all) = arrivals(&o, &["local"], 400.0, 600.0);
     let want = 1.0 - cap / steady_n;
     assert!(
@@ -337,8 +368,7 @@ fn the_same_seed_gives_the_same_bytes() {
         .collect();
     assert_eq!(lines[0]["kind"], "scenario");
     assert_eq!(lines.len(), 1 + 121 + 1);
-    let health: Vec<&serde_json::Value> =
-        lines.iter().filter(|l| l["kind"] == "health").collect();
+    let health: Vec<&serde_json::Value> = lines.iter().filter(|l| l["kind"] == "health").collect();
     assert_eq!(health.len(), 1);
     assert_eq!(health[0]["t"], 100.0);
     assert_eq!(health[0]["groups"][2]["group"], "c");
@@ -367,11 +397,19 @@ fn the_command_writes_the_trace_and_the_plot_and_prints_a_summary() {
         "200",
     ]);
     let stdout = String::from_utf8_lossy(&r.stdout);
-    assert!(r.status.success(), "{stdout}{}", String::from_utf8_lossy(&r.stderr));
+    assert!(
+        r.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&r.stderr)
+    );
     assert!(stdout.contains("near at 60 %"), "{stdout}");
     assert!(stdout.contains("peak util"), "{stdout}");
     let trace = std::fs::read_to_string(dir.path().join("failover-threshold.jsonl")).unwrap();
-    assert_eq!(trace.lines().count(), 1 + 201 + 2, "200 s: refreshes 0..=200, 2 events");
+    assert_eq!(
+        trace.lines().count(),
+        1 + 201 + 2,
+        "200 s: refreshes 0..=200, 2 events"
+    );
     let svg = std::fs::read_to_string(dir.path().join("failover-threshold.svg")).unwrap();
     assert!(svg.starts_with("<svg"), "{}", &svg[..80.min(svg.len())]);
     for text in ["near at 70 %", "near at 60 %", "utilisation", "far", "near"] {
@@ -397,7 +435,10 @@ fn a_bad_scenario_is_refused_with_file_line_and_field() {
                 .replacen("maxConnections: 200}", "maxConnections: -3}", 1),
             vec![
                 ("refreshIntervall", "refreshIntervall: unknown field"),
-                ("poisson", "lifetime.distribution: unknown distribution `poisson`"),
+                (
+                    "poisson",
+                    "lifetime.distribution: unknown distribution `poisson`",
+                ),
                 ("maxConnections: -3", "maxConnections"),
             ],
         ),
@@ -418,7 +459,8 @@ fn a_bad_scenario_is_refused_with_file_line_and_field() {
         for (needle, field) in expected {
             let want = format!("{file}:{}:", line_of(needle));
             assert!(
-                err.lines().any(|l| l.starts_with(&want) && l.contains(field)),
+                err.lines()
+                    .any(|l| l.starts_with(&want) && l.contains(field)),
                 "no `{want} ... {field}` in:\n{err}"
             );
         }

@@ -230,6 +230,8 @@ pub struct Outcome {
     pub totals: Totals,
     /// Health events: time and name.
     pub health_marks: Vec<(u64, String)>,
+    /// Steps of the arrival rate after the start: time and name.
+    pub rate_marks: Vec<(u64, String)>,
 }
 
 impl Outcome {
@@ -716,7 +718,13 @@ impl<'s> Sim<'s> {
         }
         let before = self.served();
         let changed = self.compiled.apply_health(&self.health)?.len();
-        self.refresh(t, RecordKind::Health, Some(e.name.clone()), changed, Some(before))
+        self.refresh(
+            t,
+            RecordKind::Health,
+            Some(e.name.clone()),
+            changed,
+            Some(before),
+        )
     }
 
     /// Live connections per (pool, backend), from the host's copy of the connection table.
@@ -916,6 +924,13 @@ impl<'s> Sim<'s> {
                 .iter()
                 .filter(|e| e.at <= self.s.duration)
                 .map(|e| (e.at, e.name.clone()))
+                .collect(),
+            rate_marks: self
+                .s
+                .arrivals
+                .iter()
+                .filter(|a| a.at > 0 && a.at <= self.s.duration)
+                .map(|a| (a.at, a.name.clone()))
                 .collect(),
         }
     }

@@ -2,12 +2,15 @@
 //! share of new connections (as the device forwarded them, and as the tables serve them), over
 //! virtual time, with the health events marked.
 
-use super::engine::Outcome;
+use super::engine::{Outcome, Record};
 use super::scenario::MICROS;
 use plotters::prelude::*;
 
 const WIDTH: u32 = 1100;
 const HEIGHT: u32 = 820;
+/// The forwarded shares are counted over windows this long (seconds), so that a few
+/// connections per refresh do not draw noise.
+const SHARE_WINDOW_SECS: f64 = 10.0;
 
 /// Colours of the groups, in order (then again).
 const COLOURS: [RGBColor; 8] = [
@@ -34,12 +37,17 @@ pub fn svg(o: &Outcome) -> Result<String, String> {
         .iter()
         .map(|g| g.peak_utilisation)
         .fold(1.0, f64::max);
-    let util_top = (peak * 1.1).min(5.0).max(1.1);
-    let marks: Vec<(f64, String)> = o
-        .health_marks
-        .iter()
-        .map(|(t, n)| (*t as f64 / MICROS, n.clone()))
-        .collect();
+    let util_top = (peak * 1.1).clamp(1.1, 5.0);
+    let secs = |v: &[(u64, String)]| -> Vec<(f64, String)> {
+        v.iter()
+            .map(|(t, n)| (*t as f64 / MICROS, n.clone()))
+            .collect()
+    };
+    let marks = Marks {
+        health: secs(&o.health_marks),
+        rates: secs(&o.rate_marks),
+    };
+    let window = SHARE_WINDOW_SECS.max(o.refresh as f64 / MICROS);
     {
         let root = SVGBackend::with_string(&mut out, (WIDTH, HEIGHT)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
@@ -65,6 +73,7 @@ pub fn svg(o: &Outcome) -> Result<String, String> {
         chart
             .configure_mesh()
             .x_desc("virtual time (s)")
+            .x_label_formatter(&|v| format!("{v:.0}"))
             .y_desc("utilisation (%)")
             .y_label_formatter(&|v| format!("{:.0}", v * 100.0))
             .draw()
@@ -102,7 +111,9 @@ pub fn svg(o: &Outcome) -> Result<String, String> {
         // Shares.
         let mut chart = ChartBuilder::on(&lower)
             .caption(
-                "share of new connections: forwarded by the device (thin), served by the tables (dashed)",
+                format!(
+                    "share of new connections: forwarded by the device (thin, {window:.0} s windows), served by the tables (dashed)"
+                ),
                 ("sans-serif", 15),
             )
             .margin(12)
@@ -113,6 +124,7 @@ pub fn svg(o: &Outcome) -> Result<String, String> {
         chart
             .configure_mesh()
             .x_desc("virtual time (s)")
+            .x_label_formatter(&|v| format!("{v:.0}"))
             .y_desc("share (%)")
             .y_label_formatter(&|v| format!("{:.0}", v * 100.0))
             .draw()
@@ -120,10 +132,7 @@ pub fn svg(o: &Outcome) -> Result<String, String> {
         for (i, g) in o.groups.iter().enumerate() {
             let colour = COLOURS[i % COLOURS.len()];
             let series = o.series(g);
-            let observed: Vec<(f64, f64)> = series
-                .iter()
-                .filter_map(|(t, s)| s.observed_share.map(|v| (*t, v)))
-                .collect();
+            let observed = windowed_share(o, i, window);
             let served: Vec<(f64, f64)> =
                 series.iter().map(|(t, s)| (*t, s.served_share)).collect();
             chart
@@ -138,16 +147,11 @@ pub fn svg(o: &Outcome) -> Result<String, String> {
                     served,
                     6,
                     4,
-                    colour.stroke_width(2).into(),
+                    colour.stroke_width(2),
                 ))
                 .map_err(err)?;
         }
-        let dropped: Vec<(f64, f64)> = o
-            .records
-            .iter()
-            .filter(|r| r.arrived > 0)
-            .map(|r| (r.t as f64 / MICROS, r.dropped as f64 / r.arrived as f64))
-            .collect();
+        let dropped = windowed(o, window, |r| r.dropped);
         if dropped.iter().any(|(_, d)| *d > 0.0) {
             chart
                 .draw_series(LineSeries::new(dropped, BLACK.stroke_width(2)))
@@ -170,20 +174,67 @@ pub fn svg(o: &Outcome) -> Result<String, String> {
     Ok(out)
 }
 
+/// Share of the new connections of the last `window` seconds that group `gi` got, at each
+/// record (where any arrived).
+fn windowed_share(o: &Outcome, gi: usize, window: f64) -> Vec<(f64, f64)> {
+    let name = &o.groups[gi];
+    windowed(o, window, |r| {
+        r.groups
+            .iter()
+            .find(|g| &g.name == name)
+            .map_or(0, |g| g.arrived)
+    })
+}
+
+/// `count` over the records of the last `window` seconds, as a share of their arrivals.
+fn windowed(o: &Outcome, window: f64, count: impl Fn(&Record) -> u64) -> Vec<(f64, f64)> {
+    let mut out = Vec::new();
+    let (mut first, mut n, mut all) = (0usize, 0u64, 0u64);
+    for (i, r) in o.records.iter().enumerate() {
+        n += count(r);
+        all += r.arrived;
+        let t = r.t as f64 / MICROS;
+        while o.records[first].t as f64 / MICROS <= t - window {
+            n -= count(&o.records[first]);
+            all -= o.records[first].arrived;
+            first += 1;
+        }
+        if all > 0 && i + 1 < o.records.len() && o.records[i + 1].t == r.t {
+            continue; // a health event and the refresh at the same time: draw once
+        }
+        if all > 0 {
+            out.push((t, n as f64 / all as f64));
+        }
+    }
+    out
+}
+
+struct Marks {
+    health: Vec<(f64, String)>,
+    rates: Vec<(f64, String)>,
+}
+
 type Chart<'a, 'b> = ChartContext<
     'a,
     SVGBackend<'b>,
     Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
 >;
 
-/// Health events: a vertical line each, with its name.
-fn mark(chart: &mut Chart<'_, '_>, marks: &[(f64, String)], top: f64) -> Result<(), String> {
+/// Health events (red) and steps of the arrival rate (grey): a vertical line each, with its
+/// name.
+fn mark(chart: &mut Chart<'_, '_>, marks: &Marks, top: f64) -> Result<(), String> {
     let red = RGBColor(200, 0, 0);
-    for (i, (t, name)) in marks.iter().enumerate() {
+    let grey = RGBColor(90, 90, 90);
+    let all = marks
+        .rates
+        .iter()
+        .map(|m| (m, grey))
+        .chain(marks.health.iter().map(|m| (m, red)));
+    for (i, ((t, name), colour)) in all.enumerate() {
         chart
             .draw_series(std::iter::once(PathElement::new(
                 vec![(*t, 0.0), (*t, top)],
-                red.mix(0.6).stroke_width(1),
+                colour.mix(0.6).stroke_width(1),
             )))
             .map_err(err)?;
         // Staggered so that names of close events do not overlap.
@@ -192,7 +243,7 @@ fn mark(chart: &mut Chart<'_, '_>, marks: &[(f64, String)], top: f64) -> Result<
             .draw_series(std::iter::once(Text::new(
                 format!(" {name}"),
                 (*t, y),
-                ("sans-serif", 11).into_font().color(&red),
+                ("sans-serif", 11).into_font().color(&colour),
             )))
             .map_err(err)?;
     }
