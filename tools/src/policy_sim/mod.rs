@@ -31,5 +31,5 @@ pub use plot::svg;
 pub use report::{summary, trace_jsonl};
 pub use scenario::{
     ArrivalStep, ConfigSource, HealthEvent, Lifetime, Scenario, ScenarioError, MAX_CONNECTIONS,
-    MAX_DURATION_SECS, MICROS,
+    MAX_DURATION_SECS, MAX_REFRESHES, MICROS,
 };

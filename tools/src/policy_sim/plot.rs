@@ -143,12 +143,7 @@ pub fn svg(o: &Outcome) -> Result<String, String> {
                     PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2))
                 });
             chart
-                .draw_series(DashedLineSeries::new(
-                    served,
-                    6,
-                    4,
-                    colour.stroke_width(2),
-                ))
+                .draw_series(DashedLineSeries::new(served, 6, 4, colour.stroke_width(2)))
                 .map_err(err)?;
         }
         let dropped = windowed(o, window, |r| r.dropped);

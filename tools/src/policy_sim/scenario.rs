@@ -19,6 +19,8 @@ pub const MAX_DURATION_SECS: f64 = 86_400.0;
 pub const MAX_CONNECTIONS: f64 = 5_000_000.0;
 /// Shortest refresh interval.
 pub const MIN_REFRESH_SECS: f64 = 0.01;
+/// Most refreshes a scenario may ask for (a day at one a second fits).
+pub const MAX_REFRESHES: u64 = 100_000;
 /// Microseconds per second: virtual time runs in whole microseconds.
 pub const MICROS: f64 = 1e6;
 
@@ -439,7 +441,7 @@ impl Scenario {
             .unwrap_or_default();
         let lifetime = required(&mut r, "lifetime", "how long connections last")
             .and_then(|n| lifetime(&mut r, n));
-        if let (Some(d), Some(l)) = (duration, lifetime) {
+        if let Some(d) = duration {
             let mut total = 0.0;
             for (i, s) in arrivals.iter().enumerate() {
                 let end = arrivals.get(i + 1).map_or(d, |n| n.at).min(d);
@@ -456,7 +458,18 @@ impl Scenario {
                     Some("a lower rate or a shorter duration"),
                 );
             }
-            let _ = l;
+            if d / refresh.max(1) > MAX_REFRESHES {
+                r.err(
+                    get(top, "refreshInterval").map_or(root.pos, |n| n.pos),
+                    "refreshInterval",
+                    format!(
+                        "{} refreshes over {} s: more than this simulator's {MAX_REFRESHES}",
+                        d / refresh.max(1),
+                        format_secs(d)
+                    ),
+                    Some("a longer interval or a shorter duration"),
+                );
+            }
         }
 
         // What the scenario names in the configuration.
@@ -763,12 +776,28 @@ fn resolve(r: &mut Reader, top: &[(Node, Node)], root: &Node, c: &Config) -> Opt
             }
             p
         }
-        None => rule.port_ranges.first().map_or(80, |pr| pr.lo.max(1)),
+        // A rule of every port: a web client's.
+        None => match rule.port_ranges.first() {
+            Some(pr) if pr.contains(80) => 80,
+            Some(pr) => pr.lo.max(1),
+            None => 80,
+        },
     };
     let service = c
         .backend_services
         .iter()
         .find(|b| b.name == rule.target.name)?;
+    if let (Some(h), true) = (get(top, "health"), service.health_checks.is_empty()) {
+        r.err(
+            h.pos,
+            "health",
+            format!(
+                "backend service `{}` has no health check, so health events change nothing",
+                service.name
+            ),
+            Some("a `healthChecks` entry on the service, or no `health` events"),
+        );
+    }
     let mut groups: Vec<(String, Vec<String>)> = service
         .backends
         .iter()
@@ -897,4 +926,116 @@ fn health_events(
         });
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CONFIG: &str = "\
+config:
+  nic: {region: r1, zone: r1-a}
+  forwardingRules:
+    - {name: web, IPAddress: 203.0.113.10, portRange: \"80\", backendService: web}
+  backendServices:
+    - name: web
+      healthChecks: [hc]
+      backends:
+        - {group: a, maxConnections: 100}
+  instanceGroups:
+    - {name: a, zone: r1-a, instances: [a1, a2]}
+  healthChecks:
+    - {name: hc, type: TCP, tcpHealthCheck: {port: 80}}
+  instances:
+    - {name: a1, ip: 192.0.2.1, zone: r1-a, mac: 02:00:00:00:00:01}
+    - {name: a2, ip: 192.0.2.2, zone: r1-a, mac: 02:00:00:00:00:02}
+";
+
+    fn parse(rest: &str) -> Result<Scenario, ScenarioError> {
+        Scenario::parse("s.yaml", &format!("{CONFIG}{rest}"), Path::new("."))
+    }
+
+    /// The messages of a refused scenario, as `line: text`.
+    fn errors(rest: &str) -> Vec<String> {
+        match parse(rest) {
+            Ok(_) => panic!("accepted: {rest}"),
+            Err(ScenarioError::Invalid(d)) => d
+                .iter()
+                .map(|d| format!("{}: {}: {}", d.pos.line, d.path, d.message))
+                .collect(),
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    #[test]
+    fn a_minimal_scenario_takes_the_defaults() {
+        let s = parse(
+            "duration: 10\narrivals: [{at: 0, rate: 5}]\nlifetime: {distribution: fixed, mean: 2}\n",
+        )
+        .unwrap();
+        assert_eq!(
+            (s.seed, s.refresh, s.deadband),
+            (1, 1_000_000, DEFAULT_DEADBAND)
+        );
+        assert_eq!(
+            (s.rule.as_str(), s.service.as_str(), s.port),
+            ("web", "web", 80)
+        );
+        assert_eq!(s.groups, vec![("a".into(), vec!["a1".into(), "a2".into()])]);
+        assert_eq!(s.config_source, ConfigSource::Inline);
+        assert_eq!(s.steady_live_at(0), 10.0);
+    }
+
+    #[test]
+    fn steps_and_events_are_checked_where_they_are_written() {
+        // The configuration takes lines 1-16.
+        let e = errors(
+            "duration: 100\n\
+             arrivals:\n  - {at: 5, rate: 1}\n  - {at: 5, rate: 2}\n\
+             lifetime: {distribution: uniform, min: 3, max: 2}\n\
+             health:\n  - {at: 50, down: [a]}\n  - {at: 40, up: [a9]}\n  - {at: 60}\n",
+        );
+        let want = [
+            "19: arrivals[0].at: the first step must start at 0",
+            "20: arrivals[1].at: steps must be in increasing time: 5 s is not after 5 s",
+            "21: lifetime.max: smaller than `min`",
+            "24: health[1].up[0]: `a9` is neither a group nor an instance of the backend service",
+            "24: health[1].at: events must be in time order: 40 s is before 50 s",
+            "25: health[2]: nothing happens: give `down`, `up` or both",
+        ];
+        for w in want {
+            assert!(e.iter().any(|x| x == w), "no `{w}` in {e:#?}");
+        }
+    }
+
+    #[test]
+    fn limits_are_errors_not_hangs() {
+        let e = errors(
+            "duration: 86400\nrefreshInterval: 0.01\narrivals: [{at: 0, rate: 1000}]\n\
+             lifetime: {distribution: exponential, mean: 1}\n",
+        );
+        assert!(
+            e.iter()
+                .any(|x| x.contains("more than this simulator's 5000000")),
+            "{e:?}"
+        );
+        assert!(
+            e.iter()
+                .any(|x| x.contains("more than this simulator's 100000")),
+            "{e:?}"
+        );
+    }
+
+    #[test]
+    fn health_events_need_a_health_check() {
+        let text = format!(
+            "{}duration: 10\narrivals: [{{at: 0, rate: 1}}]\nlifetime: {{distribution: fixed, mean: 1}}\nhealth: [{{at: 1, down: [a1]}}]\n",
+            CONFIG.replace("      healthChecks: [hc]\n", "")
+        );
+        let Err(ScenarioError::Invalid(d)) = Scenario::parse("s.yaml", &text, Path::new("."))
+        else {
+            panic!("accepted")
+        };
+        assert!(d.to_string().contains("has no health check"), "{d}");
+    }
 }
