@@ -653,10 +653,13 @@ pub fn decide(
 
 /// Whether `next` differs enough from `applied` to be worth a table change (the hysteresis of
 /// the runtime, SPEC R6): what health decides (failover, drop, a group drained, below the
-/// threshold, or with another number of healthy endpoints) always is; a group's share only
-/// when it moves by more than `deadband` (absolute), also when it starts or stops getting new
-/// connections. So a load hovering at a tier's capacity, whose spill share flickers between 0
-/// and a few per mille, does not make the weights flap, and a steady load changes nothing.
+/// threshold, or with another number of healthy endpoints) always is; a group's share when it
+/// moves by more than `deadband` (absolute), also when it starts getting new connections; and
+/// a group that stops getting new connections always (a spill no longer needed ends, SPEC
+/// R6.1, however small the share the tables still give it). So a spill starts only once its
+/// share passes the deadband and ends when the earlier tiers have room again: a load hovering
+/// at a tier's capacity, whose spill share flickers between 0 and a few per mille, does not
+/// make the weights flap, and a steady load changes nothing.
 pub fn worth_applying(applied: &Decision, next: &Decision, deadband: f64) -> bool {
     if applied.drop != next.drop
         || applied.failover_serves != next.failover_serves
@@ -671,6 +674,7 @@ pub fn worth_applying(applied: &Decision, next: &Decision, deadband: f64) -> boo
             || a.healthy != b.healthy
             || a.endpoints != b.endpoints
             || (a.share - b.share).abs() > deadband
+            || (a.share > 0.0 && b.share == 0.0)
     })
 }
 
@@ -1008,7 +1012,8 @@ mod tests {
     #[test]
     fn a_load_hovering_at_capacity_does_not_flap() {
         // One tier of capacity 100 and a spill tier: with 99 then 101 live connections the
-        // spill share goes 0 -> 1 %, under a 5 % deadband no change; 120 (17 %) is one.
+        // spill share goes 0 -> 1 %, under a 5 % deadband no change to start it; 120 (17 %)
+        // is one.
         let mut s = DrainState::default();
         let at = |live: u64, s: &mut DrainState| {
             decide(
@@ -1027,11 +1032,87 @@ mod tests {
         let above = at(101, &mut s);
         assert!(above.groups[1].share > 0.0);
         assert!(!worth_applying(&below, &above, 0.05));
-        assert!(!worth_applying(&above, &below, 0.05));
+        // Tables that spill although the tier has room again stop spilling (which a hovering
+        // load never reaches: the spill above did not start).
+        assert!(worth_applying(&above, &below, 0.05));
         assert!(worth_applying(&below, &at(120, &mut s), 0.05));
         // Health always counts, whatever the deadband.
         let mut sick = above.clone();
         sick.groups[0].healthy = 0;
         assert!(worth_applying(&above, &sick, 1.0));
     }
+
+    /// A spill that is no longer needed stops, however small it was when last applied (SPEC
+    /// R6.1: nothing leaves the nearest tier while it has room). The load falling from 110
+    /// to 104 live connections on a tier of 100 leaves a spill of 1 - 100/104 = 3.8 % in the
+    /// tables (a move of 5.3 points from 9.1 %); at 60 live the tier is far from full, yet a
+    /// move of 3.8 points is under the 5-point deadband, and without this rule the spill stayed
+    /// until the load rose again (`nlbctl policy-sim` showed 3.7 % of new connections leaving
+    /// a region at 65 % utilisation for good).
+    #[test]
+    fn a_spill_that_is_no_longer_needed_stops() {
+        let mut s = DrainState::default();
+        let at = |live: u64, s: &mut DrainState| {
+            decide(
+                &Policy::default(),
+                &here(),
+                &[
+                    with_live(group("near", "r1", "r1-a", 100.0, &[true]), live),
+                    group("far", "r2", "r2-a", 100.0, &[true]),
+                ],
+                s,
+                0.0,
+            )
+        };
+        let mut applied = at(60, &mut s);
+        let mut applies = Vec::new();
+        for live in [110, 104, 60] {
+            let next = at(live, &mut s);
+            if worth_applying(&applied, &next, DEADBAND) {
+                applied = next;
+                applies.push(live);
+            }
+        }
+        assert_eq!(applies, vec![110, 104, 60]);
+        assert_eq!(applied.groups[1].share, 0.0);
+    }
+
+    /// A load hovering around a tier's capacity moves no weight: a spill starts only beyond
+    /// the deadband (here above 100/0.95 = 105.3 live) and stops only when it is not needed.
+    #[test]
+    fn a_load_hovering_around_capacity_applies_nothing() {
+        let mut s = DrainState::default();
+        let at = |live: u64, s: &mut DrainState| {
+            decide(
+                &Policy::default(),
+                &here(),
+                &[
+                    with_live(group("near", "r1", "r1-a", 100.0, &[true]), live),
+                    group("far", "r2", "r2-a", 100.0, &[true]),
+                ],
+                s,
+                0.0,
+            )
+        };
+        let mut applied = at(99, &mut s);
+        let mut applies = 0;
+        for live in [101, 99, 103, 97, 105, 100, 101, 98, 104, 99] {
+            let next = at(live, &mut s);
+            if worth_applying(&applied, &next, DEADBAND) {
+                applied = next;
+                applies += 1;
+            }
+        }
+        assert_eq!(applies, 0);
+        // Once a spill was needed (110), hovering just under it changes nothing either.
+        applied = at(110, &mut s);
+        for live in [108, 111, 107, 110, 109] {
+            assert!(
+                !worth_applying(&applied, &at(live, &mut s), DEADBAND),
+                "{live}"
+            );
+        }
+    }
+
+    const DEADBAND: f64 = 0.05;
 }

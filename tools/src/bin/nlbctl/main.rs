@@ -45,6 +45,7 @@ commands! {
     Diff => cmd_diff,
     Inspect => cmd_inspect,
     Sim => cmd_sim,
+    PolicySim => cmd_policy_sim,
     Traffic => cmd_traffic,
     Load => cmd_load,
     Stats => cmd_stats,
