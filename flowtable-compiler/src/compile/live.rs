@@ -11,7 +11,7 @@
 
 use super::{services, Compiled};
 use crate::health::HealthState;
-use crate::policy::{self, Decision};
+use crate::policy::{self, Decision, Locality, Policy, Preference};
 use crate::Error;
 use nlb_hw::enums::Table;
 use std::collections::BTreeMap;
@@ -53,6 +53,28 @@ impl LiveLoad {
     fn pool(&self, pool: &str) -> BTreeMap<String, u64> {
         self.pools.get(pool).cloned().unwrap_or_default()
     }
+}
+
+/// One backend group of a service, where it is and what it may hold (for `status` and
+/// `explain`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServiceGroup {
+    /// The group's name (instance group or network endpoint group).
+    pub name: String,
+    /// Its region.
+    pub region: String,
+    /// Its zone (empty when not known).
+    pub zone: String,
+    /// `preference`.
+    pub preference: Preference,
+    /// A failover backend (`failover`).
+    pub failover: bool,
+    /// Target capacity in connections (max connections × `capacityScaler`).
+    pub capacity: f64,
+    /// No backend of the service gives a capacity (`capacity` is only a weight).
+    pub unlimited: bool,
+    /// Its endpoints (backend names), in name order.
+    pub members: Vec<String>,
 }
 
 /// What one refresh changed.
@@ -144,6 +166,75 @@ impl Compiled {
             self.recompile_pool(&name, health)?;
         }
         Ok(())
+    }
+
+    /// The service LB policy of a backend service (with its `failoverPolicy`); `None` for
+    /// other pools.
+    pub fn service_policy(&self, pool: &str) -> Option<&Policy> {
+        let sp = self
+            .plans
+            .iter()
+            .find(|p| p.name == pool)
+            .and_then(|p| p.service.as_deref())?;
+        Some(&sp.policy)
+    }
+
+    /// Where the NIC is, as a backend service's policy sees it; `None` for other pools.
+    pub fn service_locality(&self, pool: &str) -> Option<&Locality> {
+        let sp = self
+            .plans
+            .iter()
+            .find(|p| p.name == pool)
+            .and_then(|p| p.service.as_deref())?;
+        Some(&sp.locality)
+    }
+
+    /// The groups of a backend service, by name; `None` for other pools.
+    pub fn service_groups(&self, pool: &str) -> Option<Vec<ServiceGroup>> {
+        let plan = self.plans.iter().find(|p| p.name == pool)?;
+        let sp = plan.service.as_deref()?;
+        Some(
+            sp.groups
+                .iter()
+                .map(|g| ServiceGroup {
+                    name: g.name.clone(),
+                    region: g.region.clone(),
+                    zone: g.zone.clone(),
+                    preference: g.preference,
+                    failover: g.failover,
+                    capacity: g.capacity,
+                    unlimited: g.unlimited,
+                    members: g
+                        .members
+                        .iter()
+                        .filter_map(|&i| plan.members.get(i).map(|m| m.0.clone()))
+                        .collect(),
+                })
+                .collect(),
+        )
+    }
+
+    /// Policy time (seconds on the slow path's monotonic clock) of a backend service's latest
+    /// refresh: 0 before the first (a compile decides with no live connections).
+    pub fn service_refreshed_at(&self, pool: &str) -> Option<f64> {
+        let sp = self
+            .plans
+            .iter()
+            .find(|p| p.name == pool)
+            .and_then(|p| p.service.as_deref())?;
+        Some(sp.now)
+    }
+
+    /// Whether the slow path has fed a backend service live counts yet ([`Compiled::rebalance`]
+    /// or a reload that carried them): `false` for a fresh compile, which decides as with no
+    /// live connection. `None` for other pools.
+    pub fn service_fed(&self, pool: &str) -> Option<bool> {
+        let sp = self
+            .plans
+            .iter()
+            .find(|p| p.name == pool)
+            .and_then(|p| p.service.as_deref())?;
+        Some(sp.observed.is_some())
     }
 
     /// The policy's view of a backend service at the latest refresh (live counts, utilisation,
