@@ -346,7 +346,7 @@ pub fn explain_service(
             compiled.service_refreshed_at(pool).unwrap_or(0.0)
         )
     } else {
-        "none: a compile decides as if no connection were live (every group counts 0, so nothing is full); nlbd feeds the live counts of its connection table every refresh (`nlbctl status --socket` shows them, `nlbctl explain --socket` explains with them)".to_string()
+        "none: a compile counts no live connection, so nothing is full (nlbd feeds its live counts every refresh: `nlbctl explain --socket`)".to_string()
     };
     let place = |g: &crate::ServiceGroup| -> String {
         match (g.zone.is_empty(), g.region.is_empty()) {

@@ -1300,6 +1300,17 @@ pub fn backend_service_fills_the_near_zone_then_spills() {
         ],
     );
     let started = Instant::now();
+    // Each backend's session service answers (from the host's bridge address, not through the
+    // NIC): the first connections must not meet a service still starting.
+    for (i, b) in BACKENDS.iter().enumerate() {
+        let probe = format!(
+            "import socket; s = socket.create_connection(('{}', {ZONAL_PORT}), timeout=2); assert s.makefile('rb').readline()",
+            backend_ip(i)
+        );
+        lab.wait_for(&format!("{b}'s session service"), || {
+            lab.run_in("host", &["python3", "-c", &probe]).ok()
+        });
+    }
     // Every endpoint healthy (or counted healthy while not decided), and a first refresh.
     let svc = lab.wait_for("the service's first policy refresh", || {
         let svc = zonal_status(&lab)?;
