@@ -487,24 +487,28 @@ fn recompute(_args: &Args) {
     // Open counts as the connection table keeps them: every backend has connections. A
     // service's near zone (its groups 0 in r1-a) holds `near` per instance.
     let index = ServiceIndex::build(&c);
+    let backend_id: HashMap<&str, u16> = c
+        .symbols
+        .backends
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.as_str(), i as u16))
+        .collect();
     let open_for = |near: u32, other: u32| -> HashMap<(u16, u16), u32> {
         let mut open = HashMap::new();
-        for (s, name) in services.iter().enumerate() {
+        for name in &services {
+            // Service svcN is the target of rule ruleN.
+            let rule_name = name.replacen("svc", "rule", 1);
             let rule = c
                 .symbols
                 .rules
                 .iter()
-                .position(|r| *r == format!("rule{s}"))
+                .position(|r| *r == rule_name)
                 .expect("rule") as u16;
             for g in c.service_groups(name).unwrap_or_default() {
                 let n = if g.zone == "r1-a" { near } else { other };
                 for m in &g.members {
-                    let b = c
-                        .symbols
-                        .backends
-                        .iter()
-                        .position(|x| x == m)
-                        .expect("backend") as u16;
+                    let b = backend_id[m.as_str()];
                     if n > 0 {
                         open.insert((rule, b), n);
                     }
@@ -595,13 +599,14 @@ fn recompute(_args: &Args) {
 
     // What the kept counts save: a scan of a full connection table (u280: 4 Mi entries, 3 Mi
     // open over the 65,536 backends), read back by the driver as nlbd's does on attach.
+    let rule_of: HashMap<u16, u16> = busy.keys().map(|&(r, b)| (b, r)).collect();
     let mut dev = firmware_sim::ModelDevice::new(profile);
     let entries_total = profile.ct_entries();
-    let rules: Vec<u16> = (0..100).collect();
     {
         let ct = dev.conntrack_mut();
         for i in 0..entries_total {
-            if i % 4 == 3 {
+            // Three entries of four in use, every backend with some.
+            if (i / 65_536) % 4 == 3 {
                 continue;
             }
             let e = CtEntry {
@@ -612,7 +617,8 @@ fn recompute(_args: &Args) {
                 src_addr: u128::from(i),
                 dst_addr: 1,
                 backend: (i % 65_536) as u16,
-                rule: rules[(i as usize / 65_536) % rules.len()],
+                // The rule of the backend's service.
+                rule: rule_of[&((i % 65_536) as u16)],
                 flags: 0,
                 timestamp: 0,
             };

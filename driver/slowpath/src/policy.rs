@@ -30,7 +30,8 @@
 use super::controller::{Controller, LoadOutcome};
 use super::health::LatencyHistogram;
 use flowtable_compiler::{Compiled, LiveLoad, PoolKind};
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
+use std::ops::Range;
 use std::time::Duration;
 
 pub use flowtable_compiler::DEFAULT_DEADBAND;
@@ -100,21 +101,21 @@ impl PolicyStats {
 
 /// What a connection-table entry's (rule, backend) means to the policy: which backend
 /// service's live count it adds to, under which backend name. Built from a compile's symbols
-/// (once per configuration, not per refresh).
+/// (once per configuration, not per refresh), so that a refresh only adds numbers: each
+/// member of each service has a slot, and the services' slots hold their members in name
+/// order, the order the policy's maps want them in.
 #[derive(Debug, Clone, Default)]
 pub struct ServiceIndex {
     /// The configuration digest it was built for.
     digest: [u8; 32],
     /// Rule id → the backend-service pool id it targets.
     rule_service: Vec<Option<u16>>,
-    /// (pool id, backend id) of every member of a backend service.
-    members: HashSet<(u16, u16)>,
-    /// Pool names by id.
-    pools: Vec<String>,
-    /// Backend names by id.
-    backends: Vec<String>,
-    /// There is at least one backend service.
-    any: bool,
+    /// (pool id, backend id) of every member of a backend service → its slot.
+    slot: HashMap<(u16, u16), usize>,
+    /// Per backend service: its name and its slots.
+    services: Vec<(String, Range<usize>)>,
+    /// Backend name of each slot.
+    names: Vec<String>,
 }
 
 impl ServiceIndex {
@@ -133,52 +134,62 @@ impl ServiceIndex {
             .iter()
             .map(|r| (r.valid && service(r.pool)).then_some(r.pool))
             .collect();
-        let mut members = HashSet::new();
-        for (id, p) in symbols.pools.iter().enumerate() {
-            if p.kind == PoolKind::BackendService {
-                members.extend(p.members.iter().map(|&b| (id as u16, b)));
-            }
-        }
-        ServiceIndex {
+        let mut index = ServiceIndex {
             digest: c.config_digest,
             rule_service,
-            members,
-            pools: symbols.pools.iter().map(|p| p.name.clone()).collect(),
-            backends: symbols.backends.clone(),
-            any: symbols
-                .pools
+            ..ServiceIndex::default()
+        };
+        for (id, p) in symbols.pools.iter().enumerate() {
+            if p.kind != PoolKind::BackendService {
+                continue;
+            }
+            let mut members: Vec<(&str, u16)> = p
+                .members
                 .iter()
-                .any(|p| p.kind == PoolKind::BackendService),
+                .filter_map(|&b| Some((symbols.backend(b)?, b)))
+                .collect();
+            members.sort_unstable();
+            let first = index.names.len();
+            for (name, b) in members {
+                index.slot.insert((id as u16, b), index.names.len());
+                index.names.push(name.to_string());
+            }
+            index
+                .services
+                .push((p.name.clone(), first..index.names.len()));
         }
+        index
     }
 
     /// Whether the configuration has a backend service.
     pub fn has_services(&self) -> bool {
-        self.any
+        !self.services.is_empty()
     }
 
     /// The live load of the backend services from open connections per (rule id, backend
-    /// id) ([`nlb_driver::conntrack::Conntrack::open_counts`]); connections of other pools,
-    /// and of a backend that is not a member of its rule's service, are left out.
+    /// id) ([`nlb_driver::conntrack::Conntrack::open_counts`]), and its total; connections
+    /// of other pools, and of a backend that is not a member of its rule's service, are left
+    /// out.
     pub fn live_load(&self, open: &HashMap<(u16, u16), u32>) -> (LiveLoad, u64) {
-        let mut live = LiveLoad::new();
+        let mut counts = vec![0u64; self.names.len()];
         let mut total = 0;
         for (&(rule, backend), &n) in open {
             let Some(pool) = self.rule_service.get(usize::from(rule)).copied().flatten() else {
                 continue;
             };
-            if !self.members.contains(&(pool, backend)) {
-                continue;
+            if let Some(&s) = self.slot.get(&(pool, backend)) {
+                counts[s] += u64::from(n);
+                total += u64::from(n);
             }
-            let (Some(p), Some(b)) = (
-                self.pools.get(usize::from(pool)),
-                self.backends.get(usize::from(backend)),
-            ) else {
-                continue;
-            };
-            live.add(p, b, u64::from(n));
-            total += u64::from(n);
         }
+        let live = LiveLoad::from_pools(self.services.iter().map(|(name, slots)| {
+            let per_backend: BTreeMap<String, u64> = slots
+                .clone()
+                .filter(|&s| counts[s] > 0)
+                .map(|s| (self.names[s].clone(), counts[s]))
+                .collect();
+            (name.clone(), per_backend)
+        }));
         (live, total)
     }
 }

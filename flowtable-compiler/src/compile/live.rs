@@ -33,12 +33,26 @@ impl LiveLoad {
 
     /// Counts `n` more connections of `pool` on `backend`.
     pub fn add(&mut self, pool: &str, backend: &str, n: u64) {
-        *self
-            .pools
-            .entry(pool.to_string())
-            .or_default()
-            .entry(backend.to_string())
-            .or_insert(0) += n;
+        // Names are allocated only when new (a refresh adds tens of thousands of counts).
+        let counts = match self.pools.get_mut(pool) {
+            Some(p) => p,
+            None => self.pools.entry(pool.to_string()).or_default(),
+        };
+        match counts.get_mut(backend) {
+            Some(c) => *c += n,
+            None => {
+                counts.insert(backend.to_string(), n);
+            }
+        }
+    }
+
+    /// Counts from whole pools at once, each pool once: `(pool, connections per backend)`.
+    /// For a whole connection table this is much cheaper than [`LiveLoad::add`] one count
+    /// at a time (a map built from sorted names is built in one pass).
+    pub fn from_pools(pools: impl IntoIterator<Item = (String, BTreeMap<String, u64>)>) -> Self {
+        LiveLoad {
+            pools: pools.into_iter().collect(),
+        }
     }
 
     /// Connections of `pool` on `backend`.
@@ -50,9 +64,6 @@ impl LiveLoad {
             .unwrap_or(0)
     }
 
-    fn pool(&self, pool: &str) -> BTreeMap<String, u64> {
-        self.pools.get(pool).cloned().unwrap_or_default()
-    }
 }
 
 /// One backend group of a service, where it is and what it may hold (for `status` and
@@ -120,7 +131,12 @@ impl Compiled {
             let Some(sp) = self.plans[id].service.as_deref_mut() else {
                 continue;
             };
-            sp.live = live.pool(&pool_name);
+            // (A steady load feeds the same counts again: compared, not copied.)
+            match live.pools.get(&pool_name) {
+                Some(counts) if *counts == sp.live => {}
+                Some(counts) => sp.live = counts.clone(),
+                None => sp.live.clear(),
+            }
             sp.now = now;
             let groups = services::policy_groups(sp, &names, &healthy, None);
             let next = policy::decide(&sp.policy, &sp.locality, &groups, &mut sp.drain, now);
