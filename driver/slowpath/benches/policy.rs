@@ -8,7 +8,7 @@
 //!   clock starts at the FIN that leaves 100). The figure is the time until the device's
 //!   serving slice shows the new weights (read from the device, polled every 0.2 ms), over many
 //!   crossings, each started at a random phase of the refresh. Target: p99 ≤ 1 s.
-//! - **steady**: weight changes per minute under a steady load, after settling. Connections
+//! - **steady**: weight changes per minute under a steady load, after settling (10 minutes). Connections
 //!   arrive at random (Poisson) and live an exponential time; the refresh runs on a virtual
 //!   clock (`Engine::refresh_policy_at`), so 30 minutes of policy time take seconds. Once the
 //!   live count has settled around its mean, a change is only the deadband being crossed by
@@ -44,6 +44,8 @@ struct Args {
     crossings: usize,
     refresh_ms: u64,
     minutes: u64,
+    /// Mean live connections of the steady loads.
+    live: Vec<u64>,
 }
 
 fn parse_args() -> Args {
@@ -53,6 +55,7 @@ fn parse_args() -> Args {
         crossings: if quick { 20 } else { 200 },
         refresh_ms: 250,
         minutes: if quick { 10 } else { 30 },
+        live: vec![500, 5000],
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -61,6 +64,7 @@ fn parse_args() -> Args {
             "--crossings" => a.crossings = num().map_or(a.crossings, |n| n as usize),
             "--refresh-ms" => a.refresh_ms = num().unwrap_or(a.refresh_ms),
             "--minutes" => a.minutes = num().unwrap_or(a.minutes),
+            "--live" => a.live = num().map_or(a.live, |n| vec![n]),
             "crossing" | "steady" | "recompute" => a.what.push(arg),
             _ => {}
         }
@@ -113,13 +117,15 @@ fn snapshot() -> HealthSnapshot {
 }
 
 /// A backend service on 203.0.113.10:80: group `near` in the NIC's zone and `far` in the next,
-/// `per_group` instances each taking `per_instance` connections; `WATERFALL_BY_ZONE`.
+/// `per_group` instances each taking `per_instance` connections; `WATERFALL_BY_ZONE`; an idle
+/// timeout of 16 h (the benchmarks' connections carry no traffic, and ageing runs on the wall
+/// clock).
 fn two_zones(per_group: usize, per_instance: u64) -> Config {
     let mut y = String::from(
         "nic: {region: r1, zone: r1-a}\n\
          forwardingRules:\n  - {name: web, IPAddress: 203.0.113.10, IPProtocol: TCP, portRange: '80', backendService: web}\n\
          serviceLbPolicies:\n  - {name: zonal, loadBalancingAlgorithm: WATERFALL_BY_ZONE}\n\
-         regionBackendServices:\n  - name: web\n    region: r1\n    serviceLbPolicy: zonal\n    backends:\n",
+         regionBackendServices:\n  - name: web\n    region: r1\n    serviceLbPolicy: zonal\n    connectionTrackingPolicy: {idleTimeoutSec: 57600}\n    backends:\n",
     );
     for g in ["near", "far"] {
         let _ = writeln!(
@@ -152,12 +158,24 @@ fn two_zones(per_group: usize, per_instance: u64) -> Config {
     c
 }
 
-fn frame(sport: u16, client: u8, syn: bool) -> Vec<u8> {
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Tcp {
+    Syn,
+    /// An ACK of an established flow (keeps its entry from ageing out).
+    Ack,
+    /// A FIN with its ACK: the NIC marks the flow closed (a teardown event).
+    Fin,
+}
+
+fn frame(sport: u16, client: u8, kind: Tcp) -> Vec<u8> {
     let b = PacketBuilder::ethernet2([2, 0, 0, 0, 0, 0xc1], [2, 0, 0, 0, 0, 1])
         .ipv4([198, 51, 100, client], [203, 0, 113, 10], 64)
         .tcp(sport, 80, 1, 64000);
-    // A FIN with its ACK: the NIC marks the flow closed (a teardown event).
-    let b = if syn { b.syn() } else { b.ack(1).fin() };
+    let b = match kind {
+        Tcp::Syn => b.syn(),
+        Tcp::Ack => b.ack(1),
+        Tcp::Fin => b.ack(1).fin(),
+    };
     let mut f = Vec::new();
     b.write(&mut f, &[]).expect("frame");
     f
@@ -231,7 +249,7 @@ fn crossing(args: &Args) {
     // 90 connections open for good (client .1), in bursts the learn queue (64) holds.
     for chunk in 0..3 {
         for p in 0..30 {
-            send(&frame(10_000 + chunk * 30 + p, 1, true));
+            send(&frame(10_000 + chunk * 30 + p, 1, Tcp::Syn));
         }
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -239,18 +257,22 @@ fn crossing(args: &Args) {
     let (mut up, mut down) = (Vec::new(), Vec::new());
     let mut missed = 0;
     for c in 0..args.crossings {
-        // A random phase of the refresh period.
+        // The 90 carry traffic (no idle timeout takes them), then a random phase of the
+        // refresh period.
+        for p in 0..90 {
+            send(&frame(10_000 + p, 1, Tcp::Ack));
+        }
         std::thread::sleep(refresh.mul_f64(rng.unit()) + Duration::from_millis(1));
         let ports: Vec<u16> = (0..30)
             .map(|i| 20_000 + ((c * 30 + i) % 40_000) as u16)
             .collect();
         // 10 more: 100, at capacity (not past it); the 11th crosses.
         for &p in &ports[..10] {
-            send(&frame(p, 2, true));
+            send(&frame(p, 2, Tcp::Syn));
         }
         let t0 = Instant::now();
         for &p in &ports[10..] {
-            send(&frame(p, 2, true));
+            send(&frame(p, 2, Tcp::Syn));
         }
         // 120 live: near gets 100/120 of new connections (R6 fill rule), far the rest.
         match wait_share(&mut probe, &shared, &near, |s| s < 0.95) {
@@ -260,11 +282,11 @@ fn crossing(args: &Args) {
         std::thread::sleep(refresh.mul_f64(rng.unit()) + Duration::from_millis(1));
         // 19 FINs leave 101; the 20th leaves 100: back within capacity.
         for &p in &ports[..19] {
-            send(&frame(p, 2, false));
+            send(&frame(p, 2, Tcp::Fin));
         }
         let t0 = Instant::now();
         for &p in &ports[19..] {
-            send(&frame(p, 2, false));
+            send(&frame(p, 2, Tcp::Fin));
         }
         match wait_share(&mut probe, &shared, &near, |s| s == 1.0) {
             Some(t1) => down.push(t1 - t0),
@@ -303,8 +325,9 @@ fn crossing(args: &Args) {
 }
 
 /// Weight changes per minute of policy time under Poisson arrivals with exponential
-/// lifetimes; the deadband of `deadband`.
-fn steady_run(args: &Args, deadband: f64) -> (Vec<u64>, u64) {
+/// lifetimes of 100 s, `mean_live` connections on average, each zone's capacity 80 % of that;
+/// the deadband of `deadband`.
+fn steady_run(args: &Args, mean_live: u64, deadband: f64) -> (Vec<u64>, u64) {
     // u280: a connection table that holds every connection of the run (closed entries age
     // by the wall clock, which barely moves here).
     let handle = ModelHandle::new(Profile::by_name("u280").expect("u280 profile"));
@@ -315,11 +338,18 @@ fn steady_run(args: &Args, deadband: f64) -> (Vec<u64>, u64) {
         policy_deadband: deadband,
         ..EngineOptions::default()
     };
-    // 8 + 8 instances of 50: the NIC's zone holds 400, the next zone 400.
-    let (mut engine, _) =
-        Engine::start(Box::new(handle), two_zones(8, 50), &snapshot(), options).expect("engine");
+    // 8 + 8 instances: each zone holds 80 % of the mean (near gets 80 % of new connections).
+    let per_instance = (mean_live / 10).max(1);
+    let (mut engine, _) = Engine::start(
+        Box::new(handle),
+        two_zones(8, per_instance),
+        &snapshot(),
+        options,
+    )
+    .expect("engine");
     let mut out = vec![0u8; 16384];
-    let (rate, lifetime) = (5.0, 100.0); // 500 live on average: 80 % to near
+    let lifetime = 100.0;
+    let rate = mean_live as f64 / lifetime;
     let tick = 0.25;
     let mut rng = Rng(0x0bad_cafe_f00d_0002);
     let mut next_arrival = rng.exp(1.0 / rate);
@@ -336,7 +366,7 @@ fn steady_run(args: &Args, deadband: f64) -> (Vec<u64>, u64) {
             let (client, port) = ((serial / 60_000) as u8 + 1, (serial % 60_000) as u16 + 1024);
             serial += 1;
             lock(&shared)
-                .receive(&frame(port, client, true), &mut out)
+                .receive(&frame(port, client, Tcp::Syn), &mut out)
                 .expect("receive");
             open.push((next_arrival + rng.exp(lifetime), client, port));
             next_arrival += rng.exp(1.0 / rate);
@@ -347,7 +377,7 @@ fn steady_run(args: &Args, deadband: f64) -> (Vec<u64>, u64) {
             if open[i].0 <= t {
                 let (_, client, port) = open.swap_remove(i);
                 lock(&shared)
-                    .receive(&frame(port, client, false), &mut out)
+                    .receive(&frame(port, client, Tcp::Fin), &mut out)
                     .expect("receive");
                 events += 1;
             } else {
@@ -375,14 +405,21 @@ fn steady_run(args: &Args, deadband: f64) -> (Vec<u64>, u64) {
 }
 
 fn steady(args: &Args) {
-    let settle = 5.min(args.minutes as usize / 2);
-    for deadband in [DEFAULT_DEADBAND, 0.0] {
+    // Lifetimes of 100 s: the live count reaches its mean within 1 - e^-6 after 10 minutes.
+    let settle = 10.min(args.minutes as usize / 2);
+    let mut runs: Vec<(u64, f64)> = args.live.iter().map(|&n| (n, DEFAULT_DEADBAND)).collect();
+    // For scale: without the deadband, at the smallest load.
+    runs.push((args.live.iter().copied().min().unwrap_or(500), 0.0));
+    for (mean_live, deadband) in runs {
         let started = Instant::now();
-        let (per_minute, refreshes) = steady_run(args, deadband);
+        let (per_minute, refreshes) = steady_run(args, mean_live, deadband);
         let after: u64 = per_minute[settle..].iter().sum();
         let minutes = (per_minute.len() - settle).max(1);
         println!(
-            "steady load (500 live on average: 5/s × 100 s; capacity 400 + 400), deadband {:.0} %: {:.2} weight changes per minute after {settle} minutes of settling ({} in {} minutes; per minute from the start: {:?}); {} refreshes every 0.25 s of policy time, {:.1} s of wall time",
+            "steady load ({mean_live} live on average: {:.0}/s × 100 s; capacity {} + {}), deadband {:.0} %: {:.2} weight changes per minute after {settle} minutes of settling ({} in {} minutes; per minute from the start: {:?}); {} refreshes every 0.25 s of policy time, {:.1} s of wall time",
+            mean_live as f64 / 100.0,
+            8 * (mean_live / 10).max(1),
+            8 * (mean_live / 10).max(1),
             deadband * 100.0,
             after as f64 / minutes as f64,
             after,

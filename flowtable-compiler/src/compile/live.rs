@@ -63,7 +63,6 @@ impl LiveLoad {
             .copied()
             .unwrap_or(0)
     }
-
 }
 
 /// One backend group of a service, where it is and what it may hold (for `status` and

@@ -41,11 +41,12 @@ const ENGINE_TIMEOUT: Duration = Duration::from_secs(10);
 /// It compiles CONFIG for the NIC's capacity profile and loads it (a restarted nlbd reads the
 /// tables and connections back from the NIC and carries on: traffic does not stop), probes
 /// every backend with its pool's health check and updates the tables when health changes,
-/// installs the connections the NIC learns and ages them, sends punted fragments after their
-/// first fragment, reloads CONFIG on SIGHUP or when the file changes (a configuration that does
-/// not compile is refused and the old one keeps serving), serves Prometheus metrics and
-/// answers `nlbctl status|health|conntrack` on its admin socket. SIGTERM or SIGINT stop it;
-/// the NIC keeps forwarding with what it holds.
+/// installs the connections the NIC learns and ages them, turns the live connections of
+/// backend services into new weights every --policy-refresh (their service LB policy), sends
+/// punted fragments after their first fragment, reloads CONFIG on SIGHUP or when the file
+/// changes (a configuration that does not compile is refused and the old one keeps serving),
+/// serves Prometheus metrics and answers `nlbctl status|health|conntrack|top|explain` on its
+/// admin socket. SIGTERM or SIGINT stop it; the NIC keeps forwarding with what it holds.
 ///
 /// Example: nlbd --config /etc/nlb/lb.yaml --device pci:0000:03:00.0
 ///
