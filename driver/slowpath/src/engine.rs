@@ -191,9 +191,11 @@ pub struct ServiceStatus {
     pub locality: Locality,
     /// Its groups: place, capacity, members.
     pub groups: Vec<flowtable_compiler::ServiceGroup>,
-    /// The decision at the latest refresh (live counts, utilisation, the shares it would give).
+    /// The decision at the latest refresh (live counts, utilisation, the shares it would give),
+    /// per group (its per-endpoint shares left out).
     pub observed: Option<Decision>,
-    /// The decision the tables serve (it differs from `observed` by less than the deadband).
+    /// The decision the tables serve (it differs from `observed` by less than the deadband),
+    /// per group.
     pub served: Option<Decision>,
     /// Policy time of the latest refresh (seconds since the engine started; 0: none yet).
     pub refreshed_at: f64,
@@ -953,8 +955,8 @@ impl Engine {
                         policy: compiled.service_policy(&name)?.clone(),
                         locality: compiled.service_locality(&name)?.clone(),
                         groups: compiled.service_groups(&name)?,
-                        observed: compiled.service_observed(&name).cloned(),
-                        served: compiled.service_decision(&name).cloned(),
+                        observed: compiled.service_observed(&name).map(per_group),
+                        served: compiled.service_decision(&name).map(per_group),
                         refreshed_at: compiled.service_refreshed_at(&name).unwrap_or(0.0),
                         name,
                     })
@@ -1150,6 +1152,17 @@ impl Engine {
             self.apply_health(&changes, &snapshot);
         }
         true
+    }
+}
+
+/// A decision without its per-endpoint shares (a status of 65,536 backends need not copy them).
+fn per_group(d: &Decision) -> Decision {
+    Decision {
+        endpoint_shares: Default::default(),
+        groups: d.groups.clone(),
+        drop: d.drop,
+        failover_serves: d.failover_serves,
+        steps: d.steps.clone(),
     }
 }
 
