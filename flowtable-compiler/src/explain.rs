@@ -337,16 +337,19 @@ pub fn explain_service(
     pool: &str,
     backend: Option<&str>,
 ) -> Option<ServiceExplanation> {
+    // What the tables serve decides the shares and tiers; the latest refresh has the freshest
+    // counts (the two differ by less than the deadband).
     let decision = compiled.service_decision(pool)?;
+    let latest = compiled.service_observed(pool).unwrap_or(decision);
     let groups = compiled.service_groups(pool)?;
     let live_counts = if compiled.service_fed(pool) == Some(true) {
-        let total: u64 = decision.groups.iter().map(|g| g.live).sum();
+        let total: u64 = latest.groups.iter().map(|g| g.live).sum();
         format!(
-            "{total} live connections, as nlbd counted them in its connection table when these weights were applied (policy time {:.1} s)",
+            "{total} at nlbd's latest refresh ({:.1} s after it started), counted in its connection table; the shares are those the tables serve",
             compiled.service_refreshed_at(pool).unwrap_or(0.0)
         )
     } else {
-        "none: a compile counts no live connection, so nothing is full (nlbd feeds its live counts every refresh: `nlbctl explain --socket`)".to_string()
+        "none: a compile counts none, so nothing is full (nlbd counts them every refresh: `nlbctl explain --socket`)".to_string()
     };
     let place = |g: &crate::ServiceGroup| -> String {
         match (g.zone.is_empty(), g.region.is_empty()) {
@@ -360,15 +363,17 @@ pub fn explain_service(
         .iter()
         .map(|r| {
             let g = groups.iter().find(|g| g.name == r.name);
+            let now = latest.groups.iter().find(|l| l.name == r.name).unwrap_or(r);
             ServiceGroupExplanation {
                 name: r.name.clone(),
                 region: r.region.clone(),
                 zone: r.zone.clone(),
                 tier: r.tier,
                 share: r.share,
-                live: r.live,
+                live: now.live,
                 capacity: (!r.unlimited).then_some(r.capacity),
-                utilisation: (!r.unlimited && r.utilisation.is_finite()).then_some(r.utilisation),
+                utilisation: (!r.unlimited && now.utilisation.is_finite())
+                    .then_some(now.utilisation),
                 healthy: r.healthy,
                 endpoints: r.endpoints,
                 drained: r.drained,

@@ -94,7 +94,10 @@ fn with_live_counts_the_flow_is_told_its_tier_and_zone() {
     for port in 40000..40100 {
         let e = explain_compiled(&c, &flow(port));
         let s = e.service.expect("a backend service");
-        assert!(s.live_counts.starts_with("30 live connections"), "{s:?}");
+        assert!(
+            s.live_counts.starts_with("30 at nlbd's latest refresh"),
+            "{s:?}"
+        );
         let group = s.group.clone().expect("a group");
         let backend = e.backend.expect("a backend");
         if group == "far" {

@@ -169,7 +169,7 @@ fn nlbd_shows_and_explains_the_policy_over_live_connections() {
         s["live_counts"]
             .as_str()
             .unwrap()
-            .starts_with("15 live connections"),
+            .starts_with("15 at nlbd's latest refresh"),
         "{e}"
     );
     let backend = e["backend"].as_str().unwrap();
