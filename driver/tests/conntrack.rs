@@ -392,12 +392,13 @@ fn open_counts_follow_every_change_of_the_table() {
 
     // Random installs, rewrites, closes and evictions: the kept counts equal a scan.
     let mut ct = again;
+    // An LCG (Knuth's MMIX constants); its high half is the number.
     let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
     let mut next = || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
+        x = x
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        x / 4_294_967_296
     };
     for round in 0..40 {
         let mut batch = Vec::new();
@@ -405,8 +406,8 @@ fn open_counts_follow_every_change_of_the_table() {
             let r = next();
             batch.push(rule(
                 (r % 400) as u16,
-                20 + (r >> 16) as u16 % 4,
-                (r >> 24) as u16 % 3,
+                20 + (r / 400 % 4) as u16,
+                (r / 1600 % 3) as u16,
             ));
         }
         ct.install_batch(&mut sim, &batch, round, &mut out).unwrap();
