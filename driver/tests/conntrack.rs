@@ -335,3 +335,108 @@ fn a_learn_queue_overflow_between_poll_and_pop_is_still_reported() {
     assert_eq!((s.learn, s.learn_overflow), (0, true));
     assert!(!q.poll(&mut sim).unwrap().learn_overflow);
 }
+
+/// The open connections per (rule, backend) that the service LB policy reads each refresh
+/// (SPEC R6: live tracked connections): counted by hand through installs, a rewrite to another
+/// backend, a FIN, an eviction, ageing and a restart; then random operations against a scan.
+#[test]
+fn open_counts_follow_every_change_of_the_table() {
+    let (mut sim, info) = setup();
+    let mut ct = Conntrack::attach(&mut sim, &info, 0).unwrap();
+    let rule = |src_port: u16, backend: u16, rule: u16| NewConnection {
+        rule,
+        ..conn(src_port, backend)
+    };
+    let counts = |ct: &Conntrack| {
+        let mut v: Vec<((u16, u16), u32)> =
+            ct.open_counts().iter().map(|(k, n)| (*k, *n)).collect();
+        v.sort_unstable();
+        v
+    };
+    let mut out = Vec::new();
+    ct.install_batch(
+        &mut sim,
+        &[
+            conn(1, 20),
+            conn(2, 20),
+            conn(3, 30),
+            rule(4, 20, 1),
+            conn(1, 20), // present already: counted once
+        ],
+        0,
+        &mut out,
+    )
+    .unwrap();
+    assert_eq!(counts(&ct), vec![((0, 20), 2), ((0, 30), 1), ((1, 20), 1)]);
+    // Flow 2 rewritten to backend 30: one moves from (0, 20) to (0, 30).
+    ct.install_batch(&mut sim, &[conn(2, 30)], 0, &mut out)
+        .unwrap();
+    assert_eq!(counts(&ct), vec![((0, 20), 1), ((0, 30), 2), ((1, 20), 1)]);
+    // A FIN: flow 3 is closed, no longer open (its entry stays until aged).
+    assert!(ct.mark_closed(&mut sim, &key(3)).unwrap());
+    assert_eq!(counts(&ct), vec![((0, 20), 1), ((0, 30), 1), ((1, 20), 1)]);
+    // Closing it again and evicting it change nothing more; evicting flow 4 removes its pair.
+    assert!(ct.mark_closed(&mut sim, &key(3)).unwrap());
+    assert_eq!(ct.evict_batch(&mut sim, &[key(3), key(4)]).unwrap(), 2);
+    assert_eq!(counts(&ct), vec![((0, 20), 1), ((0, 30), 1)]);
+    // Ageing evicts the idle flow 1 (flow 2 was refreshed by its rewrite at 0 too: both go).
+    let r = ct.age(&mut sim, 100, |_| 60).unwrap();
+    assert_eq!(r.evicted, 2);
+    assert!(ct.open_counts().is_empty());
+    // A restarted manager counts what it reads back.
+    ct.install_batch(&mut sim, &[conn(7, 20), rule(8, 21, 2)], 0, &mut out)
+        .unwrap();
+    assert!(ct.mark_closed(&mut sim, &key(7)).unwrap());
+    let again = Conntrack::attach(&mut sim, &info, 0).unwrap();
+    assert_eq!(counts(&again), vec![((2, 21), 1)]);
+
+    // Random installs, rewrites, closes and evictions: the kept counts equal a scan.
+    let mut ct = again;
+    // An LCG (Knuth's MMIX constants); its high half is the number.
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = || {
+        x = x
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        x / 4_294_967_296
+    };
+    for round in 0..40 {
+        let mut batch = Vec::new();
+        for _ in 0..50 {
+            let r = next();
+            batch.push(rule(
+                (r % 400) as u16,
+                20 + (r / 400 % 4) as u16,
+                (r / 1600 % 3) as u16,
+            ));
+        }
+        ct.install_batch(&mut sim, &batch, round, &mut out).unwrap();
+        for _ in 0..10 {
+            ct.mark_closed(&mut sim, &key((next() % 400) as u16))
+                .unwrap();
+        }
+        let evict: Vec<FlowKey> = (0..10).map(|_| key((next() % 400) as u16)).collect();
+        ct.evict_batch(&mut sim, &evict).unwrap();
+        if round % 10 == 9 {
+            ct.age(&mut sim, round + 5, |e| {
+                if e.flags & FLAG_CLOSED != 0 {
+                    3
+                } else {
+                    30
+                }
+            })
+            .unwrap();
+        }
+        assert_eq!(ct.open_counts(), &ct.open_counts_by_scan(), "round {round}");
+    }
+    let open: u32 = ct.open_counts().values().sum();
+    let dev = sim.lock();
+    let table = dev.conntrack();
+    let by_device = (0..table.len())
+        .filter_map(|i| table.entry(i))
+        .filter(|e| e.valid && e.flags & FLAG_CLOSED == 0)
+        .count();
+    drop(dev);
+    assert_eq!(open as usize, by_device, "the device's own table agrees");
+    assert!(open > 0);
+}

@@ -18,7 +18,7 @@ use nlb_reference::conntrack::ConnTable;
 use nlb_reference::lookup::{self, Packet};
 use nlb_reference::trace::{AclOutcome, FragmentPunt, SlotOutcome};
 use nlb_reference::{host, key_name, Step, Trace};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::net::IpAddr;
 
 /// Whether and which fragment a packet is.
@@ -42,7 +42,7 @@ pub struct Flow {
 }
 
 /// The outcome and every step that led to it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Explanation {
     /// `forward`, `punt`, `drop` or `pass`.
     pub verdict: String,
@@ -90,6 +90,69 @@ pub struct Explanation {
     pub delivery: Option<String>,
     /// Each step, in words.
     pub steps: Vec<String>,
+    /// For a backend service: what its service LB policy decided (SPEC R6).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service: Option<ServiceExplanation>,
+}
+
+/// What a backend service's LB policy decides for new connections (SPEC R6): which tier,
+/// region and zone the flow's backend is in, and every group's tier, capacity, utilisation
+/// and share, with why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServiceExplanation {
+    /// The backend service.
+    pub service: String,
+    /// Where the live connection counts come from, in words (a compile has none).
+    pub live_counts: String,
+    /// Group of the flow's backend.
+    pub group: Option<String>,
+    /// Its region.
+    pub region: Option<String>,
+    /// Its zone.
+    pub zone: Option<String>,
+    /// Its tier (0 is filled first).
+    pub tier: Option<usize>,
+    /// The share of new connections its group gets.
+    pub share: Option<f64>,
+    /// Every group, in the order the policy fills them (tiers first, then the groups that
+    /// take nothing).
+    pub groups: Vec<ServiceGroupExplanation>,
+    /// The policy, where the live counts come from, each group and the flow's, in words (the
+    /// decision's own steps, drain, failover, tiers, isolation, are the pool's step).
+    pub steps: Vec<String>,
+}
+
+/// One group in a [`ServiceExplanation`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServiceGroupExplanation {
+    /// Group name.
+    pub name: String,
+    /// Its region.
+    pub region: String,
+    /// Its zone.
+    pub zone: String,
+    /// Tier it serves in; `None` when it takes no new connection.
+    pub tier: Option<usize>,
+    /// Share of new connections.
+    pub share: f64,
+    /// Live connections the decision counted.
+    pub live: u64,
+    /// Target capacity (max connections × `capacityScaler`); `None`: no capacity limit.
+    pub capacity: Option<f64>,
+    /// live / capacity; `None` without a capacity limit.
+    pub utilisation: Option<f64>,
+    /// Healthy endpoints.
+    pub healthy: usize,
+    /// Endpoints.
+    pub endpoints: usize,
+    /// Drained by the automatic capacity drain (R6.3).
+    pub drained: bool,
+    /// Its healthy share is below the failover threshold (R6.4).
+    pub below_threshold: bool,
+    /// A failover backend of `failoverPolicy`.
+    pub failover: bool,
+    /// Why it gets what it gets.
+    pub why: String,
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -249,8 +312,166 @@ impl Explanation {
             backend_mac: None,
             delivery: None,
             steps: Vec::new(),
+            service: None,
         }
     }
+}
+
+/// [`explain`] over a compile's tables, with the pool's reason and, for a backend service,
+/// what its service LB policy decided ([`ServiceExplanation`]): from the decision the tables
+/// serve, so the tier and zone named are those of the backend the slot gives.
+pub fn explain_compiled(compiled: &crate::Compiled, flow: &Flow) -> Explanation {
+    let mut e = explain(&compiled.tables, &compiled.nic, &compiled.symbols, flow);
+    let Some(p) = e.pool_id.and_then(|id| compiled.pools.get(usize::from(id))) else {
+        return e;
+    };
+    e.steps.push(format!("pool {}: {}", p.name, p.why));
+    e.service = explain_service(compiled, &p.name, e.backend.as_deref());
+    e
+}
+
+/// What the service LB policy of backend service `pool` decided, for a new connection to
+/// `backend` (the backend the flow's slot names).
+pub fn explain_service(
+    compiled: &crate::Compiled,
+    pool: &str,
+    backend: Option<&str>,
+) -> Option<ServiceExplanation> {
+    // What the tables serve decides the shares and tiers; the latest refresh has the freshest
+    // counts (the two differ by less than the deadband).
+    let decision = compiled.service_decision(pool)?;
+    let latest = compiled.service_observed(pool).unwrap_or(decision);
+    let groups = compiled.service_groups(pool)?;
+    let live_counts = if compiled.service_fed(pool) == Some(true) {
+        let total: u64 = latest.groups.iter().map(|g| g.live).sum();
+        format!(
+            "{total} at nlbd's latest refresh ({:.1} s after it started), counted in its connection table; the shares are those the tables serve",
+            compiled.service_refreshed_at(pool).unwrap_or(0.0)
+        )
+    } else {
+        "none: a compile counts none, so nothing is full (nlbd counts them every refresh: `nlbctl explain --socket`)".to_string()
+    };
+    let place = |g: &crate::ServiceGroup| -> String {
+        match (g.zone.is_empty(), g.region.is_empty()) {
+            (false, _) => format!("zone {}, region {}", g.zone, g.region),
+            (true, false) => format!("region {}", g.region),
+            (true, true) => "no zone given".to_string(),
+        }
+    };
+    let mut rows: Vec<ServiceGroupExplanation> = decision
+        .groups
+        .iter()
+        .map(|r| {
+            let g = groups.iter().find(|g| g.name == r.name);
+            let now = latest.groups.iter().find(|l| l.name == r.name).unwrap_or(r);
+            ServiceGroupExplanation {
+                name: r.name.clone(),
+                region: r.region.clone(),
+                zone: r.zone.clone(),
+                tier: r.tier,
+                share: r.share,
+                live: now.live,
+                capacity: (!r.unlimited).then_some(r.capacity),
+                utilisation: (!r.unlimited && now.utilisation.is_finite())
+                    .then_some(now.utilisation),
+                healthy: r.healthy,
+                endpoints: r.endpoints,
+                drained: r.drained,
+                below_threshold: r.below_threshold,
+                failover: g.is_some_and(|g| g.failover),
+                why: r.why.clone(),
+            }
+        })
+        .collect();
+    rows.sort_by(|a, b| {
+        (a.tier.is_none(), a.tier, &a.name).cmp(&(b.tier.is_none(), b.tier, &b.name))
+    });
+    let chosen = backend.and_then(|b| groups.iter().find(|g| g.members.iter().any(|m| m == b)));
+    let report = chosen.and_then(|g| decision.groups.iter().find(|r| r.name == g.name));
+    let mut steps = Vec::new();
+    let policy = compiled.service_policy(pool);
+    if let Some(p) = policy {
+        let isolation = match p.isolation {
+            crate::policy::Isolation::None => "no isolation",
+            crate::policy::Isolation::Nearest => "isolation NEAREST (granularity REGION)",
+            crate::policy::Isolation::Strict => "isolation STRICT (granularity REGION)",
+        };
+        steps.push(format!(
+            "service {pool}: {}, {isolation}, failover threshold {} %{}; NIC in {}",
+            p.algorithm.name(),
+            p.failover_health_threshold,
+            if p.auto_capacity_drain {
+                ", automatic capacity drain"
+            } else {
+                ""
+            },
+            compiled
+                .service_locality(pool)
+                .map_or_else(|| "no region given".to_string(), nic_place),
+        ));
+    }
+    steps.push(format!("live connections: {live_counts}"));
+    for r in &rows {
+        let capacity = match (r.capacity, r.utilisation) {
+            (None, _) => "no capacity limit".to_string(),
+            (Some(c), Some(u)) => format!("{} of {c:.0} ({:.0} %)", r.live, 100.0 * u),
+            (Some(c), None) => format!("{} of {c:.0} (over a capacity of 0)", r.live),
+        };
+        let tier = r
+            .tier
+            .map_or_else(|| "no tier".to_string(), |t| format!("tier {t}"));
+        let g = groups.iter().find(|g| g.name == r.name);
+        let why = if r.why.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", r.why)
+        };
+        steps.push(format!(
+            "group {} ({}): {tier}, {} of {} endpoints healthy, live {capacity}, {:.1} % of new connections{why}",
+            r.name,
+            g.map_or_else(String::new, place),
+            r.healthy,
+            r.endpoints,
+            100.0 * r.share
+        ));
+    }
+    if decision.drop {
+        steps.push("new connections are dropped (no slot): see the steps above".to_string());
+    } else if let (Some(g), Some(r)) = (chosen, report) {
+        steps.push(format!(
+            "this flow's backend {} is in group {} ({}), {}, which takes {:.1} % of new connections",
+            backend.unwrap_or("?"),
+            g.name,
+            place(g),
+            r.tier
+                .map_or_else(|| "no tier (fail open)".to_string(), |t| format!("tier {t}")),
+            100.0 * r.share
+        ));
+    }
+    Some(ServiceExplanation {
+        service: pool.to_string(),
+        live_counts,
+        group: chosen.map(|g| g.name.clone()),
+        region: chosen.map(|g| g.region.clone()),
+        zone: chosen.map(|g| g.zone.clone()).filter(|z| !z.is_empty()),
+        tier: report.and_then(|r| r.tier),
+        share: report.map(|r| r.share),
+        groups: rows,
+        steps,
+    })
+}
+
+/// "zone r1-a, region r1" for the NIC's own place.
+fn nic_place(l: &crate::policy::Locality) -> String {
+    let mut s = match (l.zone.is_empty(), l.region.is_empty()) {
+        (false, _) => format!("zone {}, region {}", l.zone, l.region),
+        (true, false) => format!("region {}", l.region),
+        (true, true) => "no region given (nic.region)".to_string(),
+    };
+    if !l.region_order.is_empty() {
+        s.push_str(&format!(", then regions {}", l.region_order.join(", ")));
+    }
+    s
 }
 
 /// What every step's wording may need and no step changes.

@@ -53,12 +53,15 @@ mod tree;
 
 pub use compile::{
     check_capacity, compile, compile_after, CompileOptions, Compiled, LiveLoad, PoolReport,
-    Rebalanced, DEFAULT_DEADBAND,
+    Rebalanced, ServiceGroup, DEFAULT_DEADBAND,
 };
 pub use config::{check, parse_config};
 pub use diag::{Diagnostic, Diagnostics, Pos};
 pub use diff::{maglev_movement, PoolMovement};
-pub use explain::{explain, Explanation, Flow, Fragment};
+pub use explain::{
+    explain, explain_compiled, explain_service, Explanation, Flow, Fragment, ServiceExplanation,
+    ServiceGroupExplanation,
+};
 pub use health::{BackendHealth, HealthState};
 pub use image::{Image, ImageError, ImageHeader};
 pub use model::*;

@@ -182,6 +182,10 @@ pub struct Group {
     /// Target capacity in connections: the max connections (per group, or per instance or
     /// endpoint times their number) times `capacityScaler`. 0 is a group with capacity 0.
     pub capacity: f64,
+    /// No backend of the service sets a capacity: `capacity` is only a weight (so many
+    /// connections per endpoint that the group never fills), and reports say "no capacity
+    /// limit" instead of the number.
+    pub unlimited: bool,
     /// Its endpoints.
     pub endpoints: Vec<Endpoint>,
 }
@@ -219,8 +223,14 @@ pub struct DrainState {
 pub struct GroupReport {
     /// Group name.
     pub name: String,
+    /// Its region.
+    pub region: String,
+    /// Its zone.
+    pub zone: String,
     /// Target capacity (connections), before draining.
     pub capacity: f64,
+    /// No capacity limit (`capacity` is only a weight; see [`Group::unlimited`]).
+    pub unlimited: bool,
     /// Capacity the shares used (0 when drained or not serving).
     pub effective_capacity: f64,
     /// Live connections.
@@ -508,10 +518,18 @@ pub fn decide(
         }
         remaining -= share;
         used_tiers.push(t);
-        steps.push(format!(
-            "tier {t}: capacity {cap:.0} of {n_live} live connections: share {:.1} %",
-            100.0 * share
-        ));
+        let places = tier_places(groups, members);
+        if members.iter().all(|&i| groups[i].unlimited) {
+            steps.push(format!(
+                "tier {t} ({places}): no capacity limit, {n_live} live connections: share {:.1} %",
+                100.0 * share
+            ));
+        } else {
+            steps.push(format!(
+                "tier {t} ({places}): capacity {cap:.0} of {n_live} live connections: share {:.1} %",
+                100.0 * share
+            ));
+        }
     }
     if remaining > 1e-12 && !used_tiers.is_empty() {
         // Every tier in use is full: the rest in proportion to capacity (or to the nearest
@@ -624,7 +642,10 @@ pub fn decide(
             }
             GroupReport {
                 name: g.name.clone(),
+                region: g.region.clone(),
+                zone: g.zone.clone(),
                 capacity: g.capacity,
+                unlimited: g.unlimited,
                 effective_capacity: if tier_of[i].is_some() {
                     effective(g)
                 } else {
@@ -648,6 +669,28 @@ pub fn decide(
         drop,
         failover_serves: serve_failover,
         steps,
+    }
+}
+
+/// Where a tier's groups are: their zones (or regions when a zone is not known), each once,
+/// in the order of the groups.
+fn tier_places(groups: &[Group], members: &[usize]) -> String {
+    let mut places: Vec<&str> = Vec::new();
+    for &i in members {
+        let g = &groups[i];
+        let place = if g.zone.is_empty() {
+            &g.region
+        } else {
+            &g.zone
+        };
+        if !place.is_empty() && !places.contains(&place.as_str()) {
+            places.push(place);
+        }
+    }
+    if places.is_empty() {
+        "no zone given".to_string()
+    } else {
+        places.join(", ")
     }
 }
 
@@ -690,6 +733,7 @@ mod tests {
             preference: Preference::Default,
             failover: false,
             capacity,
+            unlimited: false,
             endpoints: healthy
                 .iter()
                 .enumerate()

@@ -1,5 +1,5 @@
 //! The admin socket protocol of nlbd: what `nlbd` answers (`tools/src/bin/nlbd/admin.rs`) and
-//! `nlbctl status|health|conntrack|top` ask (`tools/src/bin/nlbctl/admin.rs`).
+//! `nlbctl status|health|conntrack|top|explain` ask (`tools/src/bin/nlbctl/admin.rs`).
 //!
 //! A client connects to the Unix socket (mode 0600, so only nlbd's user), writes one request as
 //! one JSON line and reads one JSON reply line; then the connection closes.
@@ -36,6 +36,28 @@ pub enum Request {
     /// The NIC's counters by name, with what the names mean (a rule's VIP, an instance's
     /// pools): what `nlbctl top` turns into rates.
     Counters,
+    /// Where a new connection of a flow goes in the tables serving, and why (`nlbctl explain
+    /// --socket`): a backend service's decision with the live counts. The answer is a
+    /// `flowtable_compiler::Explanation`.
+    Explain {
+        /// IP protocol number.
+        protocol: u8,
+        /// Client address.
+        src: std::net::IpAddr,
+        /// Client port.
+        src_port: u16,
+        /// VIP.
+        dst: std::net::IpAddr,
+        /// VIP port.
+        dst_port: u16,
+        /// `no` (a whole packet), `first` or `later` (a fragment).
+        #[serde(default = "whole_packet")]
+        fragment: String,
+    },
+}
+
+fn whole_packet() -> String {
+    "no".into()
 }
 
 /// A reply envelope.
@@ -102,6 +124,85 @@ pub struct StatusData {
     pub device_errors: u64,
     /// Per pool.
     pub pools: Vec<PoolData>,
+    /// Period of the service LB policy's refresh, milliseconds.
+    #[serde(default)]
+    pub policy_refresh_ms: f64,
+    /// Policy refreshes run (only with backend services).
+    #[serde(default)]
+    pub policy_refreshes: u64,
+    /// Weight changes of backend services loaded into the NIC.
+    #[serde(default)]
+    pub weight_changes: u64,
+    /// Per backend service: the policy's view of its groups (SPEC R6).
+    #[serde(default)]
+    pub services: Vec<ServiceData>,
+}
+
+/// One backend service in `status`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ServiceData {
+    /// Name.
+    pub name: String,
+    /// `loadBalancingAlgorithm`.
+    pub algorithm: String,
+    /// `NONE`, `NEAREST` or `STRICT`.
+    pub isolation: String,
+    /// `failoverHealthThreshold`, percent.
+    pub failover_threshold: u8,
+    /// `autoCapacityDrain.enable`.
+    pub auto_capacity_drain: bool,
+    /// The NIC's region and zone (`region/zone`).
+    pub nic: String,
+    /// Seconds since nlbd's engine started at the latest refresh (0: none yet, the counts are
+    /// the compile's: no live connection).
+    pub refreshed_at_secs: f64,
+    /// Live connections counted at the latest refresh.
+    pub live: u64,
+    /// The failover backends serve.
+    pub failover_serves: bool,
+    /// New connections are dropped (STRICT isolation, or `dropTrafficIfUnhealthy`).
+    pub drop: bool,
+    /// Per group: tiers first.
+    pub groups: Vec<ServiceGroupData>,
+    /// The latest decision's steps, in words.
+    pub steps: Vec<String>,
+}
+
+/// One backend group of a service in `status`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ServiceGroupData {
+    /// Instance group or network endpoint group.
+    pub name: String,
+    /// Its region.
+    pub region: String,
+    /// Its zone.
+    pub zone: String,
+    /// `preference`: `PREFERRED` or `DEFAULT`.
+    pub preference: String,
+    /// A failover backend.
+    pub failover: bool,
+    /// Live connections at the latest refresh.
+    pub live: u64,
+    /// Target capacity (max connections × `capacityScaler`); absent: no capacity limit.
+    pub capacity: Option<f64>,
+    /// live / capacity; absent without a capacity limit.
+    pub utilisation: Option<f64>,
+    /// Share of new connections the tables serve.
+    pub share: f64,
+    /// Share the latest refresh decided (applied once it moves by more than the deadband).
+    pub target_share: f64,
+    /// Tier it serves in (0 first); absent when it takes no new connection.
+    pub tier: Option<usize>,
+    /// Healthy endpoints.
+    pub healthy: usize,
+    /// Endpoints.
+    pub endpoints: usize,
+    /// Drained by the automatic capacity drain.
+    pub drained: bool,
+    /// Healthy share below the failover threshold.
+    pub below_threshold: bool,
+    /// Why, in words.
+    pub why: String,
 }
 
 /// One pool in `status`.

@@ -1,7 +1,8 @@
 //! End-to-end on real Linux networking with nlb-sim running the golden model: curl through
 //! the VIP, direct server return, health checks taking a backend out, a long-lived connection
-//! kept, fail open (the scenario is in `common/mod.rs`; topology and how to run it:
-//! docs/e2e.md). Needs root; skips without it unless `CI` is set.
+//! kept, fail open; and a backend service over two zones whose NIC's zone fills, then spills
+//! (the scenarios are in `common/mod.rs`; topology and how to run them: docs/e2e.md). Needs
+//! root; skips without it unless `CI` is set.
 
 mod common;
 
@@ -13,4 +14,12 @@ fn curl_through_the_simulated_nic_with_health_checks_and_dsr() {
         return;
     }
     common::curl_through_the_simulated_nic_with_health_checks_and_dsr(Engine::Model);
+}
+
+#[test]
+fn a_backend_service_fills_the_nics_zone_then_spills_to_the_other() {
+    if !common::should_run("cargo test -p nlb-tools --test e2e") {
+        return;
+    }
+    common::backend_service_fills_the_near_zone_then_spills();
 }

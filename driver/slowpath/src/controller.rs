@@ -28,7 +28,9 @@ use super::health::{
     LatencyHistogram, TargetKey, TargetStatus,
 };
 use crate::tracking::{self, KeptBackend, RemovedPair};
-use flowtable_compiler::{compile_after, CompileOptions, Compiled, Config, HealthState, Symbols};
+use flowtable_compiler::{
+    compile_after, CompileOptions, Compiled, Config, HealthState, LiveLoad, Symbols,
+};
 use nlb_driver::device::Device;
 use nlb_driver::discovery::DeviceInfo;
 use nlb_driver::loader::{LoadError, LoadReport, Loader, LoaderOptions};
@@ -98,6 +100,17 @@ pub struct Applied {
     /// (pool id, backend id) pairs that were healthy and are not any more (for the
     /// persistence policy; health belongs to a pool, SPEC R5.5).
     pub turned_unhealthy: Vec<(u16, u16)>,
+}
+
+/// What [`Controller::refresh_policy`] did.
+#[derive(Debug)]
+pub struct PolicyApplied {
+    /// Backend services whose weights changed.
+    pub pools: Vec<String>,
+    /// Table entries the change rewrote.
+    pub changed_entries: usize,
+    /// The load.
+    pub load: LoadOutcome,
 }
 
 /// A configuration accepted by [`Controller::prepare_reload`], not yet serving.
@@ -435,6 +448,38 @@ impl Controller {
         Ok(applied)
     }
 
+    /// One refresh of the service LB policy (SPEC R6): feeds `live` (open connections per
+    /// backend-service pool and backend) and the policy time `now` (seconds, monotonic) to
+    /// every backend service ([`Compiled::rebalance`]; shares that move by less than
+    /// `deadband` are not applied) and loads the entries that changed, as
+    /// [`Controller::apply_health`] does: a failed load keeps the previous tables serving and
+    /// is retried (also by the next refresh).
+    pub fn refresh_policy<D: Device + ?Sized>(
+        &mut self,
+        dev: &mut D,
+        live: &LiveLoad,
+        now: f64,
+        deadband: f64,
+    ) -> Result<PolicyApplied, ControllerError> {
+        let r = self
+            .compiled
+            .rebalance(live, now, &self.health, deadband)
+            .map_err(compile_error)?;
+        let mut applied = PolicyApplied {
+            pools: r.pools,
+            changed_entries: r.changed.len(),
+            load: LoadOutcome::NotNeeded,
+        };
+        if applied.changed_entries == 0 && !self.pending_load {
+            return Ok(applied);
+        }
+        applied.load = match self.load(dev) {
+            Ok(report) => LoadOutcome::Loaded(report),
+            Err(e) => LoadOutcome::Failed(e),
+        };
+        Ok(applied)
+    }
+
     /// The pool whose health applies to a connection of `rule` on `backend`: the rule's pool
     /// when the backend is one of its members, else its backup pool when the backend is a
     /// member there (the connection was chosen while the pool was failed over).
@@ -470,6 +515,11 @@ impl Controller {
         // Rules and backends that stay keep their ids (a flow's connection-table entry keeps
         // naming its backend across the flip).
         let mut compiled = compile_after(&config, &health, &self.options, &self.compiled.symbols)
+            .map_err(compile_error)?;
+        // The backend services that stay keep their live counts, drain state and policy time
+        // (SPEC R6.3's 60 s do not restart, and the new tables are filled as loaded as the old).
+        compiled
+            .adopt_policy_state(&self.compiled, &health)
             .map_err(compile_error)?;
         // Connections the reload takes out of a backend service drain or end; a deleted
         // instance that drains keeps its backend entry (and id), as do the ones still draining

@@ -11,10 +11,12 @@
 use super::controller::{Applied, Controller, ControllerError, ControllerStats, LoadOutcome};
 use super::health::{HealthChange, HealthSnapshot};
 use super::learn::{Connections, DrainCause, EvictCause, LearnOptions, LearnStats};
+use super::policy::{PolicyRuntime, PolicyStats, Refreshed, DEFAULT_DEADBAND, DEFAULT_REFRESH};
 use super::punt::fragments::{FragmentLimits, FragmentStats};
 use super::punt::{PuntContext, PuntHandler, PuntStats};
 use super::tracking::{self, FailoverSwitch, FAILOVER_DRAINING_TIMEOUT_SECS};
-use flowtable_compiler::{Config, HealthState, PoolReport};
+use flowtable_compiler::policy::{Decision, Locality, Policy};
+use flowtable_compiler::{explain_compiled, Config, Explanation, Flow, HealthState, PoolReport};
 use nlb_driver::conntrack::{ConntrackError, ConntrackStats, FLAG_CLOSED};
 use nlb_driver::device::{Device, DeviceError};
 use nlb_driver::discovery::{discover, DeviceInfo, DiscoveryError};
@@ -45,6 +47,12 @@ pub struct EngineOptions {
     pub age_every: Duration,
     /// Punted frames handled per round at most (learn events get their turn in between).
     pub punts_per_round: usize,
+    /// Period of the service LB policy's refresh (live counts to weights, SPEC R6; only with
+    /// backend services).
+    pub policy_refresh: Duration,
+    /// A group's share must move by more than this (absolute) for new weights to be loaded
+    /// (health changes always are): the hysteresis that keeps a steady load from moving them.
+    pub policy_deadband: f64,
 }
 
 impl Default for EngineOptions {
@@ -56,6 +64,8 @@ impl Default for EngineOptions {
             idle_poll: Duration::from_millis(1),
             age_every: Duration::from_secs(1),
             punts_per_round: 64,
+            policy_refresh: DEFAULT_REFRESH,
+            policy_deadband: DEFAULT_DEADBAND,
         }
     }
 }
@@ -131,6 +141,14 @@ pub enum Command {
         /// The answer.
         reply: oneshot::Sender<Box<Config>>,
     },
+    /// Where a new connection of `flow` goes in the tables serving, and why (`nlbctl explain
+    /// --socket`): with a backend service's decision over its live counts.
+    Explain {
+        /// The flow.
+        flow: Flow,
+        /// The answer.
+        reply: oneshot::Sender<Box<Explanation>>,
+    },
     /// Finish the learn events already queued and stop. Tables and connections stay in the
     /// NIC.
     Shutdown,
@@ -160,6 +178,27 @@ pub struct DeviceCounters {
     pub reasons: Vec<(&'static str, CounterValues)>,
     /// Per verdict.
     pub verdicts: Vec<(&'static str, CounterValues)>,
+}
+
+/// A backend service's policy state for metrics and `nlbctl status` (SPEC R6).
+#[derive(Debug, Clone)]
+pub struct ServiceStatus {
+    /// The backend service (its pool's name).
+    pub name: String,
+    /// Its service LB policy.
+    pub policy: Policy,
+    /// Where the NIC is.
+    pub locality: Locality,
+    /// Its groups: place, capacity, members.
+    pub groups: Vec<flowtable_compiler::ServiceGroup>,
+    /// The decision at the latest refresh (live counts, utilisation, the shares it would give),
+    /// per group (its per-endpoint shares left out).
+    pub observed: Option<Decision>,
+    /// The decision the tables serve (it differs from `observed` by less than the deadband),
+    /// per group.
+    pub served: Option<Decision>,
+    /// Policy time of the latest refresh (seconds since the engine started; 0: none yet).
+    pub refreshed_at: f64,
 }
 
 /// The engine's state for metrics and `nlbctl status`.
@@ -215,6 +254,12 @@ pub struct EngineStatus {
     pub uptime: Duration,
     /// The counters block, when asked for.
     pub counters: Option<DeviceCounters>,
+    /// The policy refresh's counters.
+    pub policy: PolicyStats,
+    /// Its period.
+    pub policy_refresh: Duration,
+    /// Backend services.
+    pub services: Vec<ServiceStatus>,
 }
 
 /// One connection-table entry, by names.
@@ -292,6 +337,8 @@ pub struct Engine {
     opts: EngineOptions,
     started: Instant,
     last_age: Instant,
+    policy: PolicyRuntime,
+    last_policy: Instant,
     device_errors: u64,
     last_error_log: Option<Instant>,
     /// Which set of each backend service the tables serve (`true`: its failover backends).
@@ -357,6 +404,8 @@ impl Engine {
                 opts,
                 started: now,
                 last_age: now,
+                policy: PolicyRuntime::new(opts.policy_deadband),
+                last_policy: now,
                 device_errors: 0,
                 last_error_log: None,
                 failover_states,
@@ -443,7 +492,57 @@ impl Engine {
                 }
             }
         }
+        if now.duration_since(self.last_policy) >= self.opts.policy_refresh {
+            self.last_policy = now;
+            let at = now.saturating_duration_since(self.started).as_secs_f64();
+            self.refresh_policy_at(at);
+        }
         report
+    }
+
+    /// One refresh of the service LB policy at policy time `now` (seconds; the engine's own
+    /// timer passes the time since it started): the open connections of the connection table
+    /// go to the backend services, and changed weights are loaded (see [`super::policy`]).
+    /// `None` without backend services, or when the recompile failed (logged).
+    pub fn refresh_policy_at(&mut self, now: f64) -> Option<Refreshed> {
+        let open = self.conns.conntrack().open_counts();
+        let result = self
+            .policy
+            .refresh(&mut self.controller, self.dev.as_mut(), open, now)?;
+        let r = match result {
+            Ok(r) => r,
+            Err(e) => {
+                error!(error = %e.one_line(), "recompiling the service weights failed");
+                return None;
+            }
+        };
+        match &r.load {
+            LoadOutcome::Loaded(l) => {
+                self.tables_changed();
+                if !r.pools.is_empty() {
+                    info!(
+                        services = ?r.pools,
+                        live_connections = r.live_connections,
+                        changed_entries = l.changed_entries,
+                        generation = l.generation,
+                        refresh_ms = r.elapsed.as_secs_f64() * 1e3,
+                        "service weights updated for the live connections"
+                    );
+                }
+            }
+            LoadOutcome::NotNeeded => {}
+            LoadOutcome::Failed(e) => {
+                let e = e.to_string();
+                self.device_error("loading new service weights failed (retrying)", &e);
+            }
+        }
+        Some(r)
+    }
+
+    /// Where a new connection of `flow` goes in the tables serving, and why; for a backend
+    /// service with the decision over its live counts.
+    pub fn explain(&self, flow: &Flow) -> Explanation {
+        explain_compiled(self.controller.compiled(), flow)
     }
 
     fn handle_punts(&mut self, now: Instant) -> usize {
@@ -628,6 +727,8 @@ impl Engine {
         let draining =
             self.drains_after_reload(|b| map(&backend_map, b), |r| map(&rule_map, r), &to_drain);
         self.tables_changed();
+        // Rule and backend ids may mean other services now.
+        self.policy.invalidate();
         if renumbered {
             // Fragment decisions hold ids; a datagram in flight is better dropped (its later
             // fragments time out, counted) than sent to whatever now has its old id.
@@ -842,6 +943,25 @@ impl Engine {
             device_errors: self.device_errors,
             uptime: self.started.elapsed(),
             counters,
+            policy: self.policy.stats().clone(),
+            policy_refresh: self.opts.policy_refresh,
+            services: c
+                .compiled()
+                .service_pools()
+                .into_iter()
+                .filter_map(|name| {
+                    let compiled = c.compiled();
+                    Some(ServiceStatus {
+                        policy: compiled.service_policy(&name)?.clone(),
+                        locality: compiled.service_locality(&name)?.clone(),
+                        groups: compiled.service_groups(&name)?,
+                        observed: compiled.service_observed(&name).map(per_group),
+                        served: compiled.service_decision(&name).map(per_group),
+                        refreshed_at: compiled.service_refreshed_at(&name).unwrap_or(0.0),
+                        name,
+                    })
+                })
+                .collect(),
         }
     }
 
@@ -948,6 +1068,9 @@ impl Engine {
             Command::Config { reply } => {
                 let _ = reply.send(Box::new(self.controller.config().clone()));
             }
+            Command::Explain { flow, reply } => {
+                let _ = reply.send(Box::new(self.explain(&flow)));
+            }
             Command::Shutdown => return false,
         }
         true
@@ -1029,6 +1152,17 @@ impl Engine {
             self.apply_health(&changes, &snapshot);
         }
         true
+    }
+}
+
+/// A decision without its per-endpoint shares (a status of 65,536 backends need not copy them).
+fn per_group(d: &Decision) -> Decision {
+    Decision {
+        endpoint_shares: Default::default(),
+        groups: d.groups.clone(),
+        drop: d.drop,
+        failover_serves: d.failover_serves,
+        steps: d.steps.clone(),
     }
 }
 

@@ -7,6 +7,7 @@
 //!                                   engine (one thread owns the Device)
 //!                                    ├─ controller: health + config → recompile → delta load
 //!                                    ├─ learn: learn / teardown events → connection table, ageing
+//!                                    ├─ policy: live connections → service weights → delta load
 //!                                    ├─ punt: punted fragments and ICMP errors → decide → inject
 //!                                    └─ counters, status, connection listing (for nlbd's
 //!                                       metrics and admin socket)
@@ -20,6 +21,8 @@
 //! - [`learn`]: the connections the NIC learned (SPEC R4.1), and [`tracking`]: what each
 //!   pool's configuration says about them (persistence on unhealthy backends, connection
 //!   draining, draining on failover and failback).
+//! - [`policy`]: the service LB policy of backend services at run time (SPEC R6): live
+//!   connection counts every refresh, new Maglev weights as delta loads.
 //! - [`punt`]: frames the NIC punts (SPEC R4.3, R4.4, R10.2), with [`punt::fragments`] (the
 //!   fragment tracker), [`punt::icmp`] (ICMP errors) and [`punt::lookup`] (the decisions, taken
 //!   by the reference semantics, `nlb-reference`).
@@ -35,5 +38,6 @@ pub mod controller;
 pub mod engine;
 pub mod health;
 pub mod learn;
+pub mod policy;
 pub mod punt;
 pub mod tracking;

@@ -11,7 +11,7 @@
 
 use super::{services, Compiled};
 use crate::health::HealthState;
-use crate::policy::{self, Decision};
+use crate::policy::{self, Decision, Locality, Policy, Preference};
 use crate::Error;
 use nlb_hw::enums::Table;
 use std::collections::BTreeMap;
@@ -33,12 +33,26 @@ impl LiveLoad {
 
     /// Counts `n` more connections of `pool` on `backend`.
     pub fn add(&mut self, pool: &str, backend: &str, n: u64) {
-        *self
-            .pools
-            .entry(pool.to_string())
-            .or_default()
-            .entry(backend.to_string())
-            .or_insert(0) += n;
+        // Names are allocated only when new (a refresh adds tens of thousands of counts).
+        let counts = match self.pools.get_mut(pool) {
+            Some(p) => p,
+            None => self.pools.entry(pool.to_string()).or_default(),
+        };
+        match counts.get_mut(backend) {
+            Some(c) => *c += n,
+            None => {
+                counts.insert(backend.to_string(), n);
+            }
+        }
+    }
+
+    /// Counts from whole pools at once, each pool once: `(pool, connections per backend)`.
+    /// For a whole connection table this is much cheaper than [`LiveLoad::add`] one count
+    /// at a time (a map built from sorted names is built in one pass).
+    pub fn from_pools(pools: impl IntoIterator<Item = (String, BTreeMap<String, u64>)>) -> Self {
+        LiveLoad {
+            pools: pools.into_iter().collect(),
+        }
     }
 
     /// Connections of `pool` on `backend`.
@@ -49,10 +63,28 @@ impl LiveLoad {
             .copied()
             .unwrap_or(0)
     }
+}
 
-    fn pool(&self, pool: &str) -> BTreeMap<String, u64> {
-        self.pools.get(pool).cloned().unwrap_or_default()
-    }
+/// One backend group of a service, where it is and what it may hold (for `status` and
+/// `explain`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServiceGroup {
+    /// The group's name (instance group or network endpoint group).
+    pub name: String,
+    /// Its region.
+    pub region: String,
+    /// Its zone (empty when not known).
+    pub zone: String,
+    /// `preference`.
+    pub preference: Preference,
+    /// A failover backend (`failover`).
+    pub failover: bool,
+    /// Target capacity in connections (max connections × `capacityScaler`).
+    pub capacity: f64,
+    /// No backend of the service gives a capacity (`capacity` is only a weight).
+    pub unlimited: bool,
+    /// Its endpoints (backend names), in name order.
+    pub members: Vec<String>,
 }
 
 /// What one refresh changed.
@@ -98,7 +130,12 @@ impl Compiled {
             let Some(sp) = self.plans[id].service.as_deref_mut() else {
                 continue;
             };
-            sp.live = live.pool(&pool_name);
+            // (A steady load feeds the same counts again: compared, not copied.)
+            match live.pools.get(&pool_name) {
+                Some(counts) if *counts == sp.live => {}
+                Some(counts) => sp.live = counts.clone(),
+                None => sp.live.clear(),
+            }
             sp.now = now;
             let groups = services::policy_groups(sp, &names, &healthy, None);
             let next = policy::decide(&sp.policy, &sp.locality, &groups, &mut sp.drain, now);
@@ -144,6 +181,75 @@ impl Compiled {
             self.recompile_pool(&name, health)?;
         }
         Ok(())
+    }
+
+    /// The service LB policy of a backend service (with its `failoverPolicy`); `None` for
+    /// other pools.
+    pub fn service_policy(&self, pool: &str) -> Option<&Policy> {
+        let sp = self
+            .plans
+            .iter()
+            .find(|p| p.name == pool)
+            .and_then(|p| p.service.as_deref())?;
+        Some(&sp.policy)
+    }
+
+    /// Where the NIC is, as a backend service's policy sees it; `None` for other pools.
+    pub fn service_locality(&self, pool: &str) -> Option<&Locality> {
+        let sp = self
+            .plans
+            .iter()
+            .find(|p| p.name == pool)
+            .and_then(|p| p.service.as_deref())?;
+        Some(&sp.locality)
+    }
+
+    /// The groups of a backend service, by name; `None` for other pools.
+    pub fn service_groups(&self, pool: &str) -> Option<Vec<ServiceGroup>> {
+        let plan = self.plans.iter().find(|p| p.name == pool)?;
+        let sp = plan.service.as_deref()?;
+        Some(
+            sp.groups
+                .iter()
+                .map(|g| ServiceGroup {
+                    name: g.name.clone(),
+                    region: g.region.clone(),
+                    zone: g.zone.clone(),
+                    preference: g.preference,
+                    failover: g.failover,
+                    capacity: g.capacity,
+                    unlimited: g.unlimited,
+                    members: g
+                        .members
+                        .iter()
+                        .filter_map(|&i| plan.members.get(i).map(|m| m.0.clone()))
+                        .collect(),
+                })
+                .collect(),
+        )
+    }
+
+    /// Policy time (seconds on the slow path's monotonic clock) of a backend service's latest
+    /// refresh: 0 before the first (a compile decides with no live connections).
+    pub fn service_refreshed_at(&self, pool: &str) -> Option<f64> {
+        let sp = self
+            .plans
+            .iter()
+            .find(|p| p.name == pool)
+            .and_then(|p| p.service.as_deref())?;
+        Some(sp.now)
+    }
+
+    /// Whether the slow path has fed a backend service live counts yet ([`Compiled::rebalance`]
+    /// or a reload that carried them): `false` for a fresh compile, which decides as with no
+    /// live connection. `None` for other pools.
+    pub fn service_fed(&self, pool: &str) -> Option<bool> {
+        let sp = self
+            .plans
+            .iter()
+            .find(|p| p.name == pool)
+            .and_then(|p| p.service.as_deref())?;
+        Some(sp.observed.is_some())
     }
 
     /// The policy's view of a backend service at the latest refresh (live counts, utilisation,

@@ -34,6 +34,8 @@ pub(super) struct GroupPlan {
     pub failover: bool,
     /// Target capacity in connections (max connections × `capacityScaler`).
     pub capacity: f64,
+    /// No backend of the service gives a capacity ([`UNLIMITED_PER_ENDPOINT`]).
+    pub unlimited: bool,
     /// Its endpoints: indexes into the pool plan's members.
     pub members: Vec<usize>,
 }
@@ -112,6 +114,7 @@ pub(super) fn plan_service(c: &Config, b: &BackendService, members: &[String]) -
                 preference: backend.preference,
                 failover: backend.failover,
                 capacity: max * scaler,
+                unlimited: !capacity_given,
                 members: idx,
             }
         })
@@ -176,6 +179,7 @@ pub(super) fn policy_groups(
             // A set decided on its own has no failover backends of its own.
             failover: only.is_none() && g.failover,
             capacity: g.capacity,
+            unlimited: g.unlimited,
             endpoints: g
                 .members
                 .iter()

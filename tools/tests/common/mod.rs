@@ -1049,3 +1049,381 @@ pub fn curl_through_the_simulated_nic_with_health_checks_and_dsr(engine: Engine)
     );
     drop(session);
 }
+
+// --- A backend service filling the NIC's zone, then spilling (SPEC R6) -----------------------
+
+/// The many-connection client: one python process holding long-lived connections to
+/// VIP:PORT. Reads commands on stdin: `open` connects and prints `opened ID BACKEND` (the
+/// backend names itself first); `close ID` closes one (FIN) and prints `closed ID`; `ping`
+/// does an echo round trip on every open connection and prints `pinged N`. Any failure prints
+/// `error ...` and exits 1.
+const CONNECTIONS: &str = r#"
+import socket, sys
+vip, port = sys.argv[1], int(sys.argv[2])
+conns, n = {}, 0
+try:
+    for line in sys.stdin:
+        cmd = line.split()
+        if cmd[0] == "open":
+            s = socket.create_connection((vip, port), timeout=10)
+            f = s.makefile("rb")
+            name = f.readline().decode().strip()
+            if not name:
+                raise OSError("the backend sent no name")
+            n += 1
+            conns[n] = (s, f)
+            print("opened", n, name, flush=True)
+        elif cmd[0] == "close":
+            s, f = conns.pop(int(cmd[1]))
+            f.close()
+            s.close()
+            print("closed", cmd[1], flush=True)
+        elif cmd[0] == "ping":
+            for i, (s, f) in conns.items():
+                s.sendall(b"ping %d\n" % i)
+                if f.readline() != b"ping %d\n" % i:
+                    raise OSError("connection %d: no echo" % i)
+            print("pinged", len(conns), flush=True)
+except Exception as e:
+    print("error", repr(e), flush=True)
+    sys.exit(1)
+"#;
+
+/// The backend service's port on the VIP (the backends' session service).
+const ZONAL_PORT: u16 = 9000;
+/// Connections per instance (`maxConnectionsPerInstance`).
+const PER_INSTANCE: u64 = 4;
+/// The NIC's zone holds b1; the other zone b2 and b3.
+const NEAR: [&str; 1] = ["b1"];
+const FAR: [&str; 2] = ["b2", "b3"];
+
+/// nlbd's configuration for the zonal scenario: a regional backend service with one instance
+/// group in the NIC's zone (lab-a) and one in lab-b, `WATERFALL_BY_ZONE`, 4 connections per
+/// instance.
+fn zonal_config() -> String {
+    let zone = |b: &str| if NEAR.contains(&b) { "lab-a" } else { "lab-b" };
+    let instances: String = (0..3)
+        .map(|i| {
+            format!(
+                "  - {{name: {}, ip: {}, zone: {}, mac: '{}'}}\n",
+                BACKENDS[i],
+                backend_ip(i),
+                zone(BACKENDS[i]),
+                backend_mac(i)
+            )
+        })
+        .collect();
+    format!(
+        "nic: {{mac: '{NIC_MAC}', region: lab, zone: lab-a}}
+forwardingRules:
+  - {{name: sessions, IPAddress: {VIP}, IPProtocol: TCP, portRange: '{ZONAL_PORT}', backendService: zonal}}
+regionBackendServices:
+  - name: zonal
+    region: lab
+    protocol: TCP
+    healthChecks: [hc]
+    serviceLbPolicy: zonal
+    backends:
+      - {{group: near, maxConnectionsPerInstance: {PER_INSTANCE}}}
+      - {{group: far, maxConnectionsPerInstance: {PER_INSTANCE}}}
+serviceLbPolicies:
+  - {{name: zonal, loadBalancingAlgorithm: WATERFALL_BY_ZONE}}
+instanceGroups:
+  - {{name: near, zone: lab-a, instances: [{}]}}
+  - {{name: far, zone: lab-b, instances: [{}]}}
+healthChecks:
+  - {{name: hc, type: HTTP, httpHealthCheck: {{port: 8080, requestPath: /healthz}}, checkIntervalSec: 1, timeoutSec: 1, healthyThreshold: 1, unhealthyThreshold: 2}}
+instances:
+{instances}",
+        NEAR.join(", "),
+        FAR.join(", ")
+    )
+}
+
+/// The many-connection client in the client namespace.
+struct Connections {
+    child: Child,
+    stdin: ChildStdin,
+    lines: Receiver<String>,
+    /// Open connections: id → backend.
+    open: std::collections::BTreeMap<u32, String>,
+}
+
+impl Connections {
+    fn start(lab: &Lab) -> Connections {
+        let script = lab.path("connections.py");
+        let port = ZONAL_PORT.to_string();
+        let mut child = lab
+            .exec("cli", &["python3", script.to_str().unwrap(), VIP, &port])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("connections client");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Connections {
+            child,
+            stdin,
+            lines,
+            open: Default::default(),
+        }
+    }
+
+    fn ask(&mut self, lab: &Lab, cmd: &str) -> String {
+        writeln!(self.stdin, "{cmd}").unwrap();
+        self.stdin.flush().unwrap();
+        match self.lines.recv_timeout(WAIT) {
+            Ok(l) if !l.starts_with("error") => l,
+            Ok(l) => panic!("`{cmd}`: {l}\n{}", lab.logs()),
+            Err(e) => panic!("`{cmd}`: no answer: {e}\n{}", lab.logs()),
+        }
+    }
+
+    /// Opens one connection; the backend it landed on.
+    fn open(&mut self, lab: &Lab) -> String {
+        let l = self.ask(lab, "open");
+        let mut it = l.split_whitespace().skip(1);
+        let (Some(id), Some(backend)) = (it.next().and_then(|i| i.parse().ok()), it.next()) else {
+            panic!("connections.py: {l}");
+        };
+        self.open.insert(id, backend.to_string());
+        backend.to_string()
+    }
+
+    fn close_all(&mut self, lab: &Lab) {
+        let ids: Vec<u32> = self.open.keys().copied().collect();
+        for id in ids {
+            self.ask(lab, &format!("close {id}"));
+            self.open.remove(&id);
+        }
+    }
+}
+
+impl Drop for Connections {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The backend service as `nlbctl status --socket` shows it.
+fn zonal_status(lab: &Lab) -> Option<serde_json::Value> {
+    let s = lab.admin("status")?;
+    s["services"]
+        .as_array()?
+        .iter()
+        .find(|v| v["name"] == "zonal")
+        .cloned()
+}
+
+fn group<'a>(svc: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    svc["groups"]
+        .as_array()
+        .and_then(|g| g.iter().find(|g| g["name"] == name))
+        .unwrap_or_else(|| panic!("no group {name}: {svc}"))
+}
+
+/// Waits until nlbd's latest policy refresh counted `live` open connections (the weights for
+/// that count are then active: the refresh that counted them loaded them).
+fn wait_live(lab: &Lab, live: u64) -> serde_json::Value {
+    lab.wait_for(&format!("nlbd to count {live} live connections"), || {
+        let svc = zonal_status(lab)?;
+        (svc["live"].as_u64()? == live).then_some(svc)
+    })
+}
+
+/// A backend service over two zones, real long-lived TCP connections through nlb-sim and nlbd
+/// (SPEC R6.1 `WATERFALL_BY_ZONE`, R6.2 capacity): new connections fill the NIC's zone first;
+/// once its capacity (4 connections) is taken they spill to the other zone; when the
+/// connections close, new ones go back to the NIC's zone.
+pub fn backend_service_fills_the_near_zone_then_spills() {
+    remove_stale_namespaces();
+    let mut lab = Lab {
+        prefix: format!("nlbe{}-bs", std::process::id()),
+        dir: tempfile::tempdir().unwrap(),
+        children: Vec::new(),
+        namespaces: Vec::new(),
+    };
+    std::fs::write(lab.path("service.py"), SERVICE).unwrap();
+    std::fs::write(lab.path("connections.py"), CONNECTIONS).unwrap();
+    std::fs::write(lab.path("lb.yaml"), zonal_config()).unwrap();
+    build_topology(&mut lab);
+    for b in BACKENDS {
+        start_service(&mut lab, b);
+        start_health(&mut lab, b);
+    }
+    let nic_sock = lab.path("nic.sock");
+    let nic = nic_sock.to_str().unwrap().to_string();
+    lab.spawn(
+        "nlb-sim",
+        "host",
+        &[
+            env!("CARGO_BIN_EXE_nlb-sim"),
+            "--socket",
+            &nic,
+            "--rx",
+            "nic0",
+            "--tx",
+            "nic0",
+        ],
+    );
+    lab.wait_for("nlb-sim's socket", || {
+        std::os::unix::net::UnixStream::connect(&nic_sock).ok()
+    });
+    let config = lab.path("lb.yaml");
+    let admin = lab.path("admin.sock");
+    lab.spawn(
+        "nlbd",
+        "host",
+        &[
+            env!("CARGO_BIN_EXE_nlbd"),
+            "--config",
+            config.to_str().unwrap(),
+            "--device",
+            &format!("sim:{nic}"),
+            "--admin-socket",
+            admin.to_str().unwrap(),
+            "--metrics-addr",
+            "127.0.0.1:9470",
+            "--policy-refresh",
+            "100",
+        ],
+    );
+    let started = Instant::now();
+    // Each backend's session service answers (from the host's bridge address, not through the
+    // NIC): the first connections must not meet a service still starting.
+    for (i, b) in BACKENDS.iter().enumerate() {
+        let probe = format!(
+            "import socket; s = socket.create_connection(('{}', {ZONAL_PORT}), timeout=2); assert s.makefile('rb').readline()",
+            backend_ip(i)
+        );
+        lab.wait_for(&format!("{b}'s session service"), || {
+            lab.run_in("host", &["python3", "-c", &probe]).ok()
+        });
+    }
+    // Every endpoint healthy (or counted healthy while not decided), and a first refresh.
+    let svc = lab.wait_for("the service's first policy refresh", || {
+        let svc = zonal_status(&lab)?;
+        let healthy = svc["groups"]
+            .as_array()?
+            .iter()
+            .all(|g| g["healthy"] == g["endpoints"]);
+        (healthy && svc["refreshed_at_secs"].as_f64()? > 0.0).then_some(svc)
+    });
+    // Capacity: 4 per instance × instances (R6.2); idle, the NIC's zone takes everything.
+    assert_eq!(group(&svc, "near")["capacity"], 4.0, "{svc}");
+    assert_eq!(group(&svc, "far")["capacity"], 8.0, "{svc}");
+    assert_eq!(group(&svc, "near")["share"], 1.0, "{svc}");
+    assert_eq!(group(&svc, "far")["share"], 0.0, "{svc}");
+
+    // 1. The NIC's zone fills first: while it has room, every new connection goes to b1.
+    let mut conns = Connections::start(&lab);
+    for i in 0..PER_INSTANCE {
+        let b = conns.open(&lab);
+        assert!(
+            NEAR.contains(&b.as_str()),
+            "connection {i} went to {b} while the NIC's zone had room"
+        );
+        wait_live(&lab, i + 1);
+    }
+    let svc = wait_live(&lab, PER_INSTANCE);
+    assert_eq!(group(&svc, "near")["live"], PER_INSTANCE, "{svc}");
+    assert_eq!(group(&svc, "near")["utilisation"], 1.0, "{svc}");
+
+    // 2. Its capacity taken, new connections spill to the other zone (and keep doing so
+    //    past the total capacity of 12: overload goes to both in proportion to capacity).
+    let total = 20;
+    let mut spilled = Vec::new();
+    for n in PER_INSTANCE..total {
+        let b = conns.open(&lab);
+        assert!(BACKENDS.contains(&b.as_str()), "{b}");
+        if FAR.contains(&b.as_str()) {
+            spilled.push(b);
+        }
+        wait_live(&lab, n + 1);
+    }
+    let svc = wait_live(&lab, total);
+    eprintln!(
+        "e2e (backend service): {} of {} connections past the NIC's zone's capacity spilled to lab-b; near holds {}, far {}",
+        spilled.len(),
+        total - PER_INSTANCE,
+        group(&svc, "near")["live"],
+        group(&svc, "far")["live"]
+    );
+    assert!(
+        !spilled.is_empty(),
+        "no connection spilled to the other zone once the NIC's zone was full: {svc}"
+    );
+    assert!(group(&svc, "far")["share"].as_f64().unwrap() > 0.0, "{svc}");
+    assert!(group(&svc, "far")["tier"].as_u64() == Some(1), "{svc}");
+    assert_eq!(
+        group(&svc, "near")["live"].as_u64().unwrap()
+            + group(&svc, "far")["live"].as_u64().unwrap(),
+        total
+    );
+    // Every connection still carries traffic (established ones keep their backend whatever
+    // the weights say now).
+    assert_eq!(conns.ask(&lab, "ping"), format!("pinged {total}"));
+    // `nlbctl explain --socket` names the zone a new connection would go to.
+    let o = Command::new(env!("CARGO_BIN_EXE_nlbctl"))
+        .args(["explain", "--socket", admin.to_str().unwrap()])
+        .args([
+            "--src",
+            "10.77.0.10:40000",
+            "--dst",
+            &format!("{VIP}:{ZONAL_PORT}"),
+        ])
+        .args(["--proto", "tcp"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        text.contains("service  zonal: group ") && text.contains("live connections: "),
+        "{text}"
+    );
+    // Metrics: per group live connections, capacity, share; weight changes were applied.
+    let m = metrics(&lab);
+    let near_live = format!(
+        "nlbd_service_group_live_connections{{service=\"zonal\",group=\"near\",zone=\"lab-a\"}} {}",
+        group(&svc, "near")["live"]
+    );
+    for needle in [
+        near_live.as_str(),
+        "nlbd_service_group_capacity_connections{service=\"zonal\",group=\"far\",zone=\"lab-b\"} 8",
+        "nlbd_service_group_share_ratio{service=\"zonal\",group=\"far\",zone=\"lab-b\"}",
+        "nlbd_service_policy_refresh_seconds_count",
+    ] {
+        assert!(m.contains(needle), "metrics lack `{needle}`:\n{m}");
+    }
+    assert!(
+        metric(&m, "nlbd_service_weight_changes_total").unwrap_or(0.0) >= 1.0,
+        "{m}"
+    );
+
+    // 3. Every connection closes (FIN: not live any more); new ones fill the NIC's zone again.
+    conns.close_all(&lab);
+    wait_live(&lab, 0);
+    for i in 0..PER_INSTANCE {
+        let b = conns.open(&lab);
+        assert!(
+            NEAR.contains(&b.as_str()),
+            "connection {i} after the others closed went to {b}, not to the NIC's zone"
+        );
+        wait_live(&lab, i + 1);
+    }
+    eprintln!(
+        "e2e (backend service): done in {:.1} s after nlbd started",
+        started.elapsed().as_secs_f64()
+    );
+}

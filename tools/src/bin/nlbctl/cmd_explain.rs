@@ -1,7 +1,8 @@
 //! `nlbctl explain`: where a flow goes, and why.
 
 use crate::common::{self, CliError};
-use flowtable_compiler::{explain, Flow, Fragment};
+use flowtable_compiler::{explain_compiled, Explanation, Flow, Fragment};
+use nlb_tools::admin_proto as proto;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
@@ -9,10 +10,21 @@ use std::path::PathBuf;
 ///
 /// The answer is read from the compiled tables the NIC would execute. It is the choice for a
 /// new connection; an established one keeps the backend its connection-table entry holds.
+///
+/// For a backend service it also says which tier, region and zone the flow's backend is in,
+/// and per group its capacity, live connections, utilisation and share of new connections
+/// (SPEC R6). A compile has no live connections (it decides as if none were open); with
+/// --socket the running nlbd answers from the tables it serves, decided over the live
+/// connections it counts.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Configuration file (YAML or JSON).
-    config: PathBuf,
+    #[arg(required_unless_present = "socket")]
+    config: Option<PathBuf>,
+    /// Ask the running nlbd (its admin socket) instead of compiling CONFIG: its tables and
+    /// live connection counts.
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["config", "health", "profile"])]
+    socket: Option<PathBuf>,
     /// Client address and port, such as 198.51.100.7:40000 or [2001:db8::7]:40000.
     #[arg(long, value_name = "IP:PORT")]
     src: SocketAddr,
@@ -87,9 +99,6 @@ enum FragmentArg {
 
 /// Runs the subcommand.
 pub fn run(args: Args) -> Result<(), CliError> {
-    let profile = common::profile(&args.profile)?;
-    let health = common::health(args.health.as_deref())?;
-    let compiled = common::compile_config(&args.config, &health, profile, &Default::default())?;
     if args.src.is_ipv4() != args.dst.is_ipv4() {
         return Err(CliError::user(
             "error: --src and --dst must be of one address family",
@@ -107,10 +116,35 @@ pub fn run(args: Args) -> Result<(), CliError> {
             Some(FragmentArg::Later) => Fragment::Later,
         },
     };
-    let mut e = explain(&compiled.tables, &compiled.nic, &compiled.symbols, &flow);
-    if let Some(p) = e.pool_id.and_then(|id| compiled.pools.get(usize::from(id))) {
-        e.steps.push(format!("pool {}: {}", p.name, p.why));
-    }
+    let e: Explanation = match (&args.socket, &args.config) {
+        (Some(socket), _) => crate::admin::ask(
+            socket,
+            &proto::Request::Explain {
+                protocol: flow.protocol,
+                src: flow.src,
+                src_port: flow.src_port,
+                dst: flow.dst,
+                dst_port: flow.dst_port,
+                fragment: match flow.fragment {
+                    Fragment::No => "no",
+                    Fragment::First => "first",
+                    Fragment::Later => "later",
+                }
+                .into(),
+            },
+        )?,
+        (None, Some(config)) => {
+            let profile = common::profile(&args.profile)?;
+            let health = common::health(args.health.as_deref())?;
+            let compiled = common::compile_config(config, &health, profile, &Default::default())?;
+            explain_compiled(&compiled, &flow)
+        }
+        (None, None) => {
+            return Err(CliError::user(
+                "error: give a configuration file or --socket PATH",
+            ))
+        }
+    };
     if args.output.json() {
         return common::print_json(&e);
     }
@@ -160,7 +194,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
         outln!(
             "slot     {s} (slice {base}..{} of {size} slots{})",
             u64::from(base) + u64::from(size),
-            match (e.failed_over, compiled.service_decision(e.pool.as_deref().unwrap_or("")).is_some()) {
+            match (e.failed_over, e.service.is_some()) {
                 (true, true) => ", failover backends'",
                 (true, false) => ", backup pool's",
                 _ => "",
@@ -179,6 +213,26 @@ pub fn run(args: Args) -> Result<(), CliError> {
     outln!("why:");
     for s in &e.steps {
         outln!("  - {s}");
+    }
+    if let Some(svc) = &e.service {
+        let place = match (&svc.zone, &svc.region) {
+            (Some(z), Some(r)) => format!("zone {z}, region {r}"),
+            (None, Some(r)) if !r.is_empty() => format!("region {r}"),
+            _ => "no zone given".to_string(),
+        };
+        match (&svc.group, svc.tier) {
+            (Some(g), Some(t)) => outln!(
+                "service  {}: group {g} ({place}), tier {t}, {:.1} % of new connections",
+                svc.service,
+                100.0 * svc.share.unwrap_or(0.0)
+            ),
+            (Some(g), None) => outln!("service  {}: group {g} ({place}), no tier", svc.service),
+            _ => outln!("service  {}", svc.service),
+        }
+        outln!("policy:");
+        for s in &svc.steps {
+            outln!("  - {s}");
+        }
     }
     if e.verdict == "forward" {
         outln!(

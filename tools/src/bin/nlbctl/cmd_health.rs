@@ -145,5 +145,108 @@ pub fn status(socket: &Path, json: bool) -> Result<(), CliError> {
             p.eligible.join(", ")
         );
     }
+    if !s.services.is_empty() {
+        outln!();
+        outln!(
+            "policy       refreshed every {:.0} ms: {} refreshes, {} weight changes applied",
+            s.policy_refresh_ms,
+            s.policy_refreshes,
+            s.weight_changes
+        );
+    }
+    for svc in &s.services {
+        services_table(svc);
+    }
     Ok(())
+}
+
+/// One backend service: per group where it is, live / capacity, utilisation, the share of new
+/// connections the tables serve (and the one the latest refresh decided), tier and state.
+fn services_table(svc: &proto::ServiceData) {
+    outln!();
+    let when = if svc.refreshed_at_secs > 0.0 {
+        format!(
+            "{} live connections at {:.1} s",
+            svc.live, svc.refreshed_at_secs
+        )
+    } else {
+        "not refreshed yet: decided with no live connection".to_string()
+    };
+    let mut what = vec![svc.algorithm.clone()];
+    if svc.isolation != "NONE" {
+        what.push(format!("isolation {}", svc.isolation));
+    }
+    if svc.auto_capacity_drain {
+        what.push("auto capacity drain".into());
+    }
+    what.push(format!("failover threshold {} %", svc.failover_threshold));
+    outln!(
+        "service {} ({}); NIC in {}; {when}{}{}",
+        svc.name,
+        what.join(", "),
+        svc.nic,
+        if svc.failover_serves {
+            "; the failover backends serve"
+        } else {
+            ""
+        },
+        if svc.drop {
+            "; new connections are dropped"
+        } else {
+            ""
+        }
+    );
+    outln!(
+        "  {:<20} {:<14} {:>15} {:>7} {:>7} {:>7} {:>5}  state",
+        "group",
+        "zone",
+        "live/capacity",
+        "util",
+        "share",
+        "target",
+        "tier"
+    );
+    for g in &svc.groups {
+        let capacity = match g.capacity {
+            Some(c) => format!("{}/{c:.0}", g.live),
+            None => format!("{}/no limit", g.live),
+        };
+        let util = match (g.capacity, g.utilisation) {
+            (None, _) => "-".to_string(),
+            (Some(_), Some(u)) => format!("{:.0} %", 100.0 * u),
+            (Some(_), None) => "full".to_string(),
+        };
+        let mut state = Vec::new();
+        if g.drained {
+            state.push("drained".to_string());
+        }
+        if g.below_threshold {
+            state.push("below threshold".to_string());
+        }
+        if g.failover {
+            state.push("failover backend".to_string());
+        }
+        if g.preference == "PREFERRED" {
+            state.push("preferred".to_string());
+        }
+        if g.healthy < g.endpoints {
+            state.push(format!("{} of {} healthy", g.healthy, g.endpoints));
+        }
+        let zone = if g.zone.is_empty() { &g.region } else { &g.zone };
+        outln!(
+            "  {:<20} {:<14} {:>15} {:>7} {:>6.1}% {:>6.1}% {:>5}  {}",
+            g.name,
+            zone,
+            capacity,
+            util,
+            100.0 * g.share,
+            100.0 * g.target_share,
+            g.tier.map_or_else(|| "-".to_string(), |t| t.to_string()),
+            if state.is_empty() {
+                "-".to_string()
+            } else {
+                state.join(", ")
+            }
+        );
+    }
 }

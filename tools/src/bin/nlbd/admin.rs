@@ -2,12 +2,14 @@
 //! one JSON request per connection (protocol in `nlb_tools::admin_proto`, `tools/src/admin_proto.rs`).
 
 use crate::Daemon;
-use nlb_slowpath::engine::CounterValues;
+use flowtable_compiler::policy::{Isolation, Preference};
+use flowtable_compiler::{Flow, Fragment};
+use nlb_slowpath::engine::{CounterValues, ServiceStatus};
 use nlb_slowpath::health::{Health, ProbeOutcome, WeightReport};
 use nlb_tools::admin_proto::{
     endpoint, protocol_name, BackendCounters, ConnectionData, ConntrackData, CountersData,
-    HealthData, MemberData, NamedCounters, PoolData, Reply, Request, RuleCounters, StatusData,
-    TargetData, MAX_REQUEST,
+    HealthData, MemberData, NamedCounters, PoolData, Reply, Request, RuleCounters, ServiceData,
+    ServiceGroupData, StatusData, TargetData, MAX_REQUEST,
 };
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -113,6 +115,37 @@ async fn client(stream: UnixStream, daemon: Arc<Daemon>) -> std::io::Result<()> 
             Ok(Request::Health) => encode(health(&daemon).await),
             Ok(Request::Conntrack { limit, from }) => encode(conntrack(&daemon, from, limit).await),
             Ok(Request::Counters) => encode(counters(&daemon).await),
+            Ok(Request::Explain {
+                protocol,
+                src,
+                src_port,
+                dst,
+                dst_port,
+                fragment,
+            }) => {
+                let fragment = match fragment.as_str() {
+                    "no" => Ok(Fragment::No),
+                    "first" => Ok(Fragment::First),
+                    "later" => Ok(Fragment::Later),
+                    other => Err(format!(
+                        "bad request: fragment `{other}` (valid: no, first, later)"
+                    )),
+                };
+                match fragment {
+                    Ok(fragment) => {
+                        let flow = Flow {
+                            protocol,
+                            src,
+                            src_port,
+                            dst,
+                            dst_port,
+                            fragment,
+                        };
+                        encode(daemon.explain(flow).await)
+                    }
+                    Err(e) => encode::<()>(Err(e)),
+                }
+            }
         },
     };
     write.write_all(answer.as_bytes()).await?;
@@ -154,6 +187,10 @@ async fn status(daemon: &Daemon) -> Result<StatusData, String> {
         punts: s.punts.by_reason.iter().sum(),
         injected: s.punts.injected,
         device_errors: s.device_errors,
+        policy_refresh_ms: s.policy_refresh.as_secs_f64() * 1e3,
+        policy_refreshes: s.policy.refreshes,
+        weight_changes: s.policy.weight_changes,
+        services: s.services.iter().map(service).collect(),
         pools: s
             .pools
             .iter()
@@ -168,6 +205,71 @@ async fn status(daemon: &Daemon) -> Result<StatusData, String> {
             })
             .collect(),
     })
+}
+
+/// A backend service's policy state: live counts, utilisation and drain of the latest refresh,
+/// shares and tiers of what the tables serve.
+pub fn service(s: &ServiceStatus) -> ServiceData {
+    let observed = s.observed.as_ref().or(s.served.as_ref());
+    let served = s.served.as_ref().or(observed);
+    let mut groups: Vec<ServiceGroupData> = s
+        .groups
+        .iter()
+        .map(|g| {
+            let seen = observed.and_then(|d| d.groups.iter().find(|r| r.name == g.name));
+            let serves = served.and_then(|d| d.groups.iter().find(|r| r.name == g.name));
+            let live = seen.map_or(0, |r| r.live);
+            ServiceGroupData {
+                name: g.name.clone(),
+                region: g.region.clone(),
+                zone: g.zone.clone(),
+                preference: match g.preference {
+                    Preference::Preferred => "PREFERRED",
+                    Preference::Default => "DEFAULT",
+                }
+                .into(),
+                failover: g.failover,
+                live,
+                capacity: (!g.unlimited).then_some(g.capacity),
+                utilisation: (!g.unlimited && g.capacity > 0.0).then(|| live as f64 / g.capacity),
+                share: serves.map_or(0.0, |r| r.share),
+                target_share: seen.map_or(0.0, |r| r.share),
+                tier: serves.and_then(|r| r.tier),
+                healthy: seen.map_or(0, |r| r.healthy),
+                endpoints: g.members.len(),
+                drained: seen.is_some_and(|r| r.drained),
+                below_threshold: seen.is_some_and(|r| r.below_threshold),
+                why: seen.map_or_else(String::new, |r| r.why.clone()),
+            }
+        })
+        .collect();
+    groups.sort_by(|a, b| {
+        (a.tier.is_none(), a.tier, &a.name).cmp(&(b.tier.is_none(), b.tier, &b.name))
+    });
+    let nic = match (s.locality.region.as_str(), s.locality.zone.as_str()) {
+        ("", "") => "-".to_string(),
+        (r, "") => r.to_string(),
+        (r, z) => format!("{r}/{z}"),
+    };
+    ServiceData {
+        name: s.name.clone(),
+        algorithm: s.policy.algorithm.name().into(),
+        isolation: match s.policy.isolation {
+            Isolation::None => "NONE",
+            Isolation::Nearest => "NEAREST",
+            Isolation::Strict => "STRICT",
+        }
+        .into(),
+        failover_threshold: s.policy.failover_health_threshold,
+        auto_capacity_drain: s.policy.auto_capacity_drain,
+        nic,
+        refreshed_at_secs: s.refreshed_at,
+        live: groups.iter().map(|g| g.live).sum(),
+        failover_serves: served.is_some_and(|d| d.failover_serves),
+        drop: served.is_some_and(|d| d.drop),
+        groups,
+        steps: observed.map_or_else(Vec::new, |d| d.steps.clone()),
+    }
 }
 
 fn last_result(o: &ProbeOutcome) -> String {

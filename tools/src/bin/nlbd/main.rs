@@ -18,7 +18,7 @@ mod metrics;
 mod reload;
 
 use clap::Parser;
-use flowtable_compiler::Config;
+use flowtable_compiler::{Config, Explanation, Flow};
 use nlb_driver::open_device;
 use nlb_slowpath::engine::{Command, ConnectionList, Engine, EngineOptions, EngineStatus};
 use nlb_slowpath::health::{targets_from_config, CheckerOptions, HealthChecker};
@@ -41,11 +41,12 @@ const ENGINE_TIMEOUT: Duration = Duration::from_secs(10);
 /// It compiles CONFIG for the NIC's capacity profile and loads it (a restarted nlbd reads the
 /// tables and connections back from the NIC and carries on: traffic does not stop), probes
 /// every backend with its pool's health check and updates the tables when health changes,
-/// installs the connections the NIC learns and ages them, sends punted fragments after their
-/// first fragment, reloads CONFIG on SIGHUP or when the file changes (a configuration that does
-/// not compile is refused and the old one keeps serving), serves Prometheus metrics and
-/// answers `nlbctl status|health|conntrack` on its admin socket. SIGTERM or SIGINT stop it;
-/// the NIC keeps forwarding with what it holds.
+/// installs the connections the NIC learns and ages them, turns the live connections of
+/// backend services into new weights every --policy-refresh (their service LB policy), sends
+/// punted fragments after their first fragment, reloads CONFIG on SIGHUP or when the file
+/// changes (a configuration that does not compile is refused and the old one keeps serving),
+/// serves Prometheus metrics and answers `nlbctl status|health|conntrack|top|explain` on its
+/// admin socket. SIGTERM or SIGINT stop it; the NIC keeps forwarding with what it holds.
 ///
 /// Example: nlbd --config /etc/nlb/lb.yaml --device pci:0000:03:00.0
 ///
@@ -73,6 +74,12 @@ struct Args {
     /// (the queue polling period when idle).
     #[arg(long, value_name = "US", default_value_t = 1000)]
     poll_us: u64,
+    /// How often the service LB policy of backend services is refreshed, in milliseconds:
+    /// the live connections of the NIC's connection table are counted per backend and turned
+    /// into new Maglev weights (docs/nlbd.md). The default keeps a capacity crossing to new
+    /// weights within 1 s; configurations without backend services do not refresh.
+    #[arg(long, value_name = "MS", default_value_t = 250, value_parser = clap::value_parser!(u64).range(10..=60_000))]
+    policy_refresh: u64,
     /// Logs as JSON lines.
     #[arg(long)]
     log_json: bool,
@@ -132,6 +139,11 @@ impl Daemon {
     /// The configuration serving.
     pub async fn config(&self) -> Result<Box<Config>, String> {
         self.ask(|reply| Command::Config { reply }).await
+    }
+
+    /// Where a new connection of `flow` goes in the tables serving, and why.
+    pub async fn explain(&self, flow: Flow) -> Result<Box<Explanation>, String> {
+        self.ask(|reply| Command::Explain { flow, reply }).await
     }
 
     /// Offers a parsed configuration to the engine; on success the checker takes its targets.
@@ -239,6 +251,7 @@ async fn serve(
     let targets = targets_from_config(&config);
     let options = EngineOptions {
         idle_poll: Duration::from_micros(args.poll_us.max(10)),
+        policy_refresh: Duration::from_millis(args.policy_refresh),
         ..EngineOptions::default()
     };
     // Attaching reads both banks and the connection table back: blocking work.

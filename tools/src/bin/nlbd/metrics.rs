@@ -124,6 +124,7 @@ pub fn render(
     identity(&mut t, status);
     tables(&mut t, status, refused_early);
     pools(&mut t, status);
+    services(&mut t, status);
     health(&mut t, probes, snapshot);
     connections(&mut t, status);
     punts(&mut t, status);
@@ -282,6 +283,98 @@ fn pools(t: &mut Text, status: &EngineStatus) {
     for (pool, ratio) in &status.failover_ratios {
         t.sample("nlbd_pool_failover_ratio", &[("pool", pool)], *ratio);
     }
+}
+
+/// The service LB policy of backend services (SPEC R6): per group its live connections,
+/// capacity, utilisation, share and drain; the refreshes and the weight changes they applied.
+/// Nothing without backend services. A group of a service without any capacity (no
+/// `maxConnections*`) has no capacity or utilisation series: it has no limit.
+fn services(t: &mut Text, status: &EngineStatus) {
+    if status.services.is_empty() {
+        return;
+    }
+    let data: Vec<_> = status.services.iter().map(crate::admin::service).collect();
+    type Field = (
+        &'static str,
+        &'static str,
+        fn(&nlb_tools::admin_proto::ServiceGroupData) -> Option<f64>,
+    );
+    let fields: [Field; 6] = [
+        (
+            "nlbd_service_group_live_connections",
+            "Open connections of a backend service's group at the latest policy refresh",
+            |g| Some(g.live as f64),
+        ),
+        (
+            "nlbd_service_group_capacity_connections",
+            "Target capacity of a group: max connections x capacityScaler (absent: no limit)",
+            |g| g.capacity,
+        ),
+        (
+            "nlbd_service_group_utilisation_ratio",
+            "Live connections / capacity of a group (absent: no limit)",
+            |g| g.utilisation,
+        ),
+        (
+            "nlbd_service_group_share_ratio",
+            "Share of new connections the tables give a group (its Maglev weights)",
+            |g| Some(g.share),
+        ),
+        (
+            "nlbd_service_group_drained",
+            "1 while the automatic capacity drain drains a group",
+            |g| Some(f64::from(u8::from(g.drained))),
+        ),
+        (
+            "nlbd_service_group_below_threshold",
+            "1 while a group's healthy share is below the failover threshold",
+            |g| Some(f64::from(u8::from(g.below_threshold))),
+        ),
+    ];
+    for (name, help, get) in fields {
+        t.family(name, "gauge", help);
+        for s in &data {
+            for g in &s.groups {
+                if let Some(v) = get(g) {
+                    t.sample(
+                        name,
+                        &[("service", &s.name), ("group", &g.name), ("zone", &g.zone)],
+                        v,
+                    );
+                }
+            }
+        }
+    }
+    let p = &status.policy;
+    t.single(
+        "nlbd_service_policy_refreshes_total",
+        "counter",
+        "Refreshes of the service LB policy (live counts to weights)",
+        p.refreshes as f64,
+    );
+    t.single(
+        "nlbd_service_weight_changes_total",
+        "counter",
+        "Weight changes of backend services loaded into the NIC (one per service per refresh that changed it)",
+        p.weight_changes as f64,
+    );
+    t.single(
+        "nlbd_service_policy_entries_changed_total",
+        "counter",
+        "Table entries rewritten by weight changes",
+        p.entries_changed as f64,
+    );
+    t.histogram(
+        "nlbd_service_policy_refresh_seconds",
+        "Duration of a policy refresh: counting, deciding, recompiling and loading",
+        &p.refresh_duration,
+    );
+    t.single(
+        "nlbd_service_policy_refresh_interval_seconds",
+        "gauge",
+        "Period of the policy refresh (--policy-refresh)",
+        status.policy_refresh.as_secs_f64(),
+    );
 }
 
 /// Health and weight per (pool, backend), and the prober's own figures.
