@@ -68,6 +68,7 @@ const RUST_ALLOWED: &[(&str, &str, &str)] = &[
     ("tools/src/bin/nlb-sim/csum.rs", "*", "IPv4/TCP/UDP checksums"),
     ("tools/src/bin/nlb-sim/afpacket.rs", "*", "socket buffer size"),
     ("tools/src/bin/nlbctl/cmd_traffic.rs", "*", "packet bytes, IPv4 fragments and xorshift of generated traffic"),
+    ("tools/src/policy_sim/engine.rs", "*", "splitmix64, MAC bytes and client addresses of simulated connections"),
     ("tools/tests/", "*", "CRC-32, random seeds and frame bytes of the tool tests"),
     ("flowtable-compiler/", "*", "the compiler fills layouts through the generated types; its shifts are prefix and address arithmetic"),
     ("verif/src/frames.rs", "*", "frame generators: IPv4/IPv6 header fields and checksums"),
