@@ -176,6 +176,9 @@ pub struct Conntrack {
     stats: ConntrackStats,
     /// Open entries (valid, not closed) per (rule, backend), kept by [`Conntrack::set_entry`].
     open: HashMap<(u16, u16), u32>,
+    /// Open entries that stopped being open (closed, aged out, evicted, overwritten by another
+    /// flow) per (rule, backend) since [`Conntrack::take_closed`] last took them.
+    closed: HashMap<(u16, u16), u32>,
 }
 
 /// Whether an entry is an open connection: valid, and no FIN or RST seen.
@@ -183,11 +186,22 @@ fn is_open(e: &CtEntry) -> bool {
     e.valid && e.flags & FLAG_CLOSED == 0
 }
 
-/// Replaces entry `index` of `entries`, keeping `open` (the open counts per (rule, backend)):
-/// every change to the host copy goes through here.
+/// Whether two entries are the same connection to the same backend.
+fn same_connection(a: &CtEntry, b: &CtEntry) -> bool {
+    (
+        a.protocol, a.src_port, a.dst_port, a.src_addr, a.dst_addr, a.rule, a.backend,
+    ) == (
+        b.protocol, b.src_port, b.dst_port, b.src_addr, b.dst_addr, b.rule, b.backend,
+    )
+}
+
+/// Replaces entry `index` of `entries`, keeping `open` (the open counts per (rule, backend))
+/// and `closed` (open connections that ended): every change to the host copy goes through
+/// here.
 fn set_entry(
     entries: &mut [CtEntry],
     open: &mut HashMap<(u16, u16), u32>,
+    closed: &mut HashMap<(u16, u16), u32>,
     index: u32,
     entry: CtEntry,
 ) {
@@ -202,6 +216,9 @@ fn set_entry(
             if *n == 0 {
                 open.remove(&key);
             }
+        }
+        if !(is_open(&entry) && same_connection(&old, &entry)) {
+            *closed.entry(key).or_insert(0) += 1;
         }
     }
     if is_open(&entry) {
@@ -255,6 +272,7 @@ impl Conntrack {
             batch: Batch::new(),
             stats: ConntrackStats::default(),
             open: HashMap::new(),
+            closed: HashMap::new(),
         };
         ct.read_entries(dev, 0..len as u32)?;
         Ok(ct)
@@ -287,6 +305,12 @@ impl Conntrack {
         &self.open
     }
 
+    /// Open connections that ended (closed, aged out, evicted, or overwritten by another flow)
+    /// per (rule, backend) since the previous call, which starts the count again.
+    pub fn take_closed(&mut self) -> HashMap<(u16, u16), u32> {
+        std::mem::take(&mut self.closed)
+    }
+
     /// [`Conntrack::open_counts`] worked out by scanning every entry (what the kept counts
     /// save; for checks and benchmarks).
     pub fn open_counts_by_scan(&self) -> HashMap<(u16, u16), u32> {
@@ -299,7 +323,13 @@ impl Conntrack {
 
     /// Replaces the host copy of entry `index`, keeping the open counts.
     fn set_entry(&mut self, index: u32, entry: CtEntry) {
-        set_entry(&mut self.entries, &mut self.open, index, entry);
+        set_entry(
+            &mut self.entries,
+            &mut self.open,
+            &mut self.closed,
+            index,
+            entry,
+        );
     }
 
     /// Clears `valid` of the host copy of entry `index`.
@@ -382,7 +412,13 @@ impl Conntrack {
                 let data = &r[at + 1..at + 1 + WORDS];
                 // Words that do not decode (never written since power-up) count as free.
                 let entry = CtEntry::unpack(data).unwrap_or_default();
-                set_entry(&mut self.entries, &mut self.open, i, entry);
+                set_entry(
+                    &mut self.entries,
+                    &mut self.open,
+                    &mut self.closed,
+                    i,
+                    entry,
+                );
             }
             // The window now holds the last entry read.
             if let Some(k) = (last - first).checked_sub(1) {

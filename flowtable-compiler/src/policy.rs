@@ -33,10 +33,15 @@
 //! 5. **Shares**: tiers are filled in order. A tier of capacity C gets the share C / N of new
 //!    connections, N being the live connections of the whole service (at least 1), and the next
 //!    tier the rest: in a steady state of N connections (arrival rate × lifetime) the tier then
-//!    holds C, and a load that does not change gives shares that do not change. What no tier has
-//!    room for goes to the tiers in use in proportion to their capacity (overload), or all to the
-//!    nearest region under isolation. Within a tier, groups share in proportion to capacity;
-//!    within a group, its healthy endpoints share equally.
+//!    holds C, and a load that does not change gives shares that do not change. C / N alone
+//!    lets a tier fill past C while N grows (connections it took when N was small stay open),
+//!    so a group at its capacity takes only its *turnover*, the share of new connections that
+//!    its closing connections free ([`Group::turnover`]): with no connection closing it takes
+//!    none, and the rest spills. A group [`PAST_CAPACITY_SIGMAS`] × √C past capacity takes
+//!    none at all. What no tier has room for goes to the tiers in use in proportion to their
+//!    capacity (overload), or all to the nearest region under isolation. Within a tier, groups
+//!    share in proportion to their room (their capacity, unless full); within a group, its
+//!    healthy endpoints share equally.
 //! 6. **Fail open** (R3.4): when no endpoint anywhere is healthy, every endpoint of the serving
 //!    set gets an equal share, unless `dropTrafficIfUnhealthy` asks to drop.
 //!
@@ -188,6 +193,11 @@ pub struct Group {
     pub unlimited: bool,
     /// Its endpoints.
     pub endpoints: Vec<Endpoint>,
+    /// How fast its connections close, as a share of the service's new connections (its
+    /// closing connections over the service's opened ones, both counted over the last
+    /// seconds, from the closed connections the slow path reports with [`crate::LiveLoad::add_closed`]): the share of new connections a full group can take without
+    /// growing. `None` when the slow path has not measured it.
+    pub turnover: Option<f64>,
 }
 
 impl Group {
@@ -300,6 +310,40 @@ pub const UNDRAIN_AT: f64 = 0.35;
 pub const UNDRAIN_AFTER_SECS: f64 = 60.0;
 /// Drained groups stay under this fraction of all groups (R6.3).
 pub const MAX_DRAINED_FRACTION: f64 = 0.5;
+
+/// A group this many standard deviations of a steady load (√capacity connections, the
+/// spread of a Poisson count around its mean) past its capacity takes no new connections at
+/// all, whatever its turnover says: the bound on how far a group fills past capacity.
+pub const PAST_CAPACITY_SIGMAS: f64 = 3.0;
+
+/// The share of new connections a group has room for, `fair` being its capacity over the
+/// service's live connections (step 5): `fair` below capacity; at capacity only what its
+/// closing connections free (its turnover), so long-lived connections do not pile up past
+/// it; nothing once [`PAST_CAPACITY_SIGMAS`] past it.
+fn room(g: &Group, capacity: f64, fair: f64) -> (f64, Fullness) {
+    let live = g.live() as f64;
+    if capacity <= 0.0 || g.unlimited || live < capacity {
+        return (fair, Fullness::Room);
+    }
+    if live >= capacity + PAST_CAPACITY_SIGMAS * capacity.sqrt() {
+        return (0.0, Fullness::Past);
+    }
+    match g.turnover {
+        Some(t) if t < fair => (t, Fullness::Full(t)),
+        _ => (fair, Fullness::Room),
+    }
+}
+
+/// How full a group is, for the reports.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Fullness {
+    /// Takes its capacity's share.
+    Room,
+    /// At capacity: takes the share its closing connections free.
+    Full(f64),
+    /// Too far past capacity to take any.
+    Past,
+}
 
 /// Runs the automatic capacity drain (R6.3) at time `now` (seconds); returns what changed.
 fn drain(groups: &[Group], state: &mut DrainState, now: f64, steps: &mut Vec<String>) {
@@ -504,6 +548,7 @@ pub fn decide(
     let n = (n_live as f64).max(1.0);
     let mut group_share = vec![0.0f64; groups.len()];
     let mut tier_of: Vec<Option<usize>> = vec![None; groups.len()];
+    let mut fullness = vec![Fullness::Room; groups.len()];
     let mut remaining = 1.0f64;
     let mut used_tiers = Vec::new();
     for (t, members) in tiers.iter().enumerate() {
@@ -511,14 +556,40 @@ pub fn decide(
         if cap <= 0.0 || remaining <= 0.0 {
             continue;
         }
-        let share = remaining.min(cap / n);
-        for &i in members {
-            group_share[i] = share * effective(&groups[i]) / cap;
+        let rooms: Vec<f64> = members
+            .iter()
+            .map(|&i| {
+                let c = effective(&groups[i]);
+                let (r, f) = room(&groups[i], c, c / n);
+                fullness[i] = f;
+                r
+            })
+            .collect();
+        let room_sum: f64 = rooms.iter().sum();
+        let share = remaining.min(room_sum);
+        for (&i, r) in members.iter().zip(&rooms) {
+            group_share[i] = if room_sum > 0.0 {
+                share * r / room_sum
+            } else {
+                0.0
+            };
             tier_of[i] = Some(t);
         }
         remaining -= share;
         used_tiers.push(t);
         let places = tier_places(groups, members);
+        let full = members
+            .iter()
+            .filter(|&&i| fullness[i] != Fullness::Room)
+            .count();
+        let full_note = if full == 0 {
+            String::new()
+        } else {
+            format!(
+                " ({full} of {} groups at capacity: only what their closing connections free)",
+                members.len()
+            )
+        };
         if members.iter().all(|&i| groups[i].unlimited) {
             steps.push(format!(
                 "tier {t} ({places}): no capacity limit, {n_live} live connections: share {:.1} %",
@@ -526,28 +597,58 @@ pub fn decide(
             ));
         } else {
             steps.push(format!(
-                "tier {t} ({places}): capacity {cap:.0} of {n_live} live connections: share {:.1} %",
+                "tier {t} ({places}): capacity {cap:.0} of {n_live} live connections: share {:.1} %{full_note}",
                 100.0 * share
             ));
         }
     }
     if remaining > 1e-12 && !used_tiers.is_empty() {
-        // Every tier in use is full: the rest in proportion to capacity (or to the nearest
-        // region's groups under isolation, which is what is left).
-        let cap: f64 = used_tiers
+        // What the tiers' capacity shares leave: to the first tier that still has room (its
+        // C / N is a steady state's share; while it fills it can take more), else, every tier
+        // in use being at capacity, in proportion to capacity over the groups not far past it
+        // (over all of them when every one is). Under isolation only the nearest region's
+        // groups are in the tiers.
+        let has_room = |i: usize| {
+            effective(&groups[i]) > 0.0 && (groups[i].live() as f64) < effective(&groups[i])
+        };
+        let with_room = used_tiers
             .iter()
-            .flat_map(|&t| tiers[t].iter())
-            .map(|&i| effective(&groups[i]))
-            .sum();
-        for &t in &used_tiers {
-            for &i in &tiers[t] {
+            .find(|&&t| tiers[t].iter().any(|&i| has_room(i)));
+        let (takers, why): (Vec<usize>, String) = match with_room {
+            Some(&t) => (
+                tiers[t].iter().copied().filter(|&i| has_room(i)).collect(),
+                format!("tier {t} has room left: it takes"),
+            ),
+            None => {
+                let in_use: Vec<usize> = used_tiers
+                    .iter()
+                    .flat_map(|&t| tiers[t].iter().copied())
+                    .collect();
+                let not_past: Vec<usize> = in_use
+                    .iter()
+                    .copied()
+                    .filter(|&i| fullness[i] != Fullness::Past && effective(&groups[i]) > 0.0)
+                    .collect();
+                if not_past.is_empty() {
+                    (
+                        in_use,
+                        "every tier in use is at capacity: in proportion to capacity,".to_string(),
+                    )
+                } else {
+                    (
+                        not_past,
+                        "every tier in use is at capacity: in proportion to the capacity of the groups not far past it,".to_string(),
+                    )
+                }
+            }
+        };
+        let cap: f64 = takers.iter().map(|&i| effective(&groups[i])).sum();
+        if cap > 0.0 {
+            for &i in &takers {
                 group_share[i] += remaining * effective(&groups[i]) / cap;
             }
         }
-        steps.push(format!(
-            "every tier in use is at capacity: the other {:.1} % in proportion to capacity",
-            100.0 * remaining
-        ));
+        steps.push(format!("{why} the other {:.1} %", 100.0 * remaining));
     }
 
     // Endpoint shares, and fail open / drop.
@@ -623,6 +724,26 @@ pub fn decide(
                         "not needed: earlier tiers have room"
                     },
                 );
+            }
+            match fullness[i] {
+                Fullness::Room => {}
+                Fullness::Full(t) => {
+                    let _ = write!(
+                        why,
+                        "{}at capacity ({live} live of {:.0}): new connections only as fast as its connections close ({:.1} % of them)",
+                        if why.is_empty() { "" } else { "; " },
+                        g.capacity,
+                        100.0 * t
+                    );
+                }
+                Fullness::Past => {
+                    let _ = write!(
+                        why,
+                        "{}past capacity ({live} live of {:.0}): no new connections until some close",
+                        if why.is_empty() { "" } else { "; " },
+                        g.capacity
+                    );
+                }
             }
             if below(g) && g.healthy() > 0 && serving(g) {
                 let _ = write!(
@@ -743,6 +864,7 @@ mod tests {
                     live: 0,
                 })
                 .collect(),
+            turnover: None,
         }
     }
 
@@ -785,16 +907,96 @@ mod tests {
         );
         assert!((share(&d, "near") - 100.0 / 150.0).abs() < 1e-9);
         assert!((share(&d, "far") - 50.0 / 150.0).abs() < 1e-9);
-        // Overload (300 live, 200 of capacity): beyond both, in proportion to capacity.
+        // Overload (300 live, 200 of capacity) with both at capacity: C / N each, the rest
+        // in proportion to capacity.
         let d = decide(
             &p,
             &here(),
-            &[with_live(near, 200), with_live(far, 100)],
+            &[with_live(near.clone(), 100), with_live(far.clone(), 100)],
             &mut s,
             2.0,
         );
         assert!((share(&d, "near") - 0.5).abs() < 1e-9, "{d:?}");
         assert!((share(&d, "far") - 0.5).abs() < 1e-9);
+        // `near` 3 √100 = 30 connections past its capacity takes none; `far`, at capacity,
+        // all: new connections go to the groups least past capacity.
+        let d = decide(
+            &p,
+            &here(),
+            &[with_live(near.clone(), 130), with_live(far.clone(), 100)],
+            &mut s,
+            3.0,
+        );
+        assert_eq!((share(&d, "near"), share(&d, "far")), (0.0, 1.0), "{d:?}");
+        // Both that far past: in proportion to capacity again.
+        let d = decide(
+            &p,
+            &here(),
+            &[with_live(near, 130), with_live(far, 140)],
+            &mut s,
+            4.0,
+        );
+        assert_eq!((share(&d, "near"), share(&d, "far")), (0.5, 0.5), "{d:?}");
+    }
+
+    fn with_turnover(mut g: Group, turnover: f64) -> Group {
+        g.turnover = Some(turnover);
+        g
+    }
+
+    #[test]
+    fn a_group_at_capacity_takes_only_what_its_closing_connections_free() {
+        // SPEC R6.1: fill up to capacity, then spill. 150 live, `near` holds its 100.
+        let p = Policy::default();
+        let mut s = DrainState::default();
+        let near = with_live(group("near", "r1", "r1-a", 100.0, &[true, true]), 100);
+        let far = with_live(group("far", "r2", "r2-a", 100.0, &[true, true]), 50);
+        let decide_with = |t: Option<f64>, s: &mut DrainState| {
+            let mut n = near.clone();
+            n.turnover = t;
+            decide(&p, &here(), &[n, far.clone()], s, 0.0)
+        };
+        // Long-lived connections: none of near's closes, so it takes no new ones.
+        let d = decide_with(Some(0.0), &mut s);
+        assert_eq!((share(&d, "near"), share(&d, "far")), (0.0, 1.0), "{d:?}");
+        assert!(
+            d.groups[0].why.contains("at capacity"),
+            "{}",
+            d.groups[0].why
+        );
+        // Its closings free 30 % of the new connections: it takes those 30 %.
+        let d = decide_with(Some(0.3), &mut s);
+        assert!((share(&d, "near") - 0.3).abs() < 1e-9, "{d:?}");
+        assert!((share(&d, "far") - 0.7).abs() < 1e-9);
+        // More than its C / N closing (the load is falling): C / N, as without a count.
+        for t in [Some(0.9), None] {
+            let d = decide_with(t, &mut s);
+            assert!(
+                (share(&d, "near") - 100.0 / 150.0).abs() < 1e-9,
+                "{t:?}: {d:?}"
+            );
+        }
+        // One connection short of capacity: room, whatever the turnover.
+        let below = with_turnover(with_live(near.clone(), 99), 0.0);
+        let d = decide(&p, &here(), &[below, far.clone()], &mut s, 0.0);
+        assert!((share(&d, "near") - 100.0 / 149.0).abs() < 1e-9, "{d:?}");
+        // 3 √100 past capacity: nothing, even when connections close fast.
+        let past = with_turnover(with_live(near.clone(), 130), 0.9);
+        let d = decide(&p, &here(), &[past, far.clone()], &mut s, 0.0);
+        assert_eq!(share(&d, "near"), 0.0, "{d:?}");
+        assert!(
+            d.groups[0].why.contains("past capacity"),
+            "{}",
+            d.groups[0].why
+        );
+        let just_under = with_turnover(with_live(near.clone(), 129), 0.9);
+        let d = decide(&p, &here(), &[just_under, far.clone()], &mut s, 0.0);
+        assert!((share(&d, "near") - 100.0 / 179.0).abs() < 1e-9, "{d:?}");
+        // Groups without a capacity limit never fill.
+        let mut open_ended = with_turnover(with_live(near, 500), 0.0);
+        open_ended.unlimited = true;
+        let d = decide(&p, &here(), &[open_ended, far], &mut s, 0.0);
+        assert!((share(&d, "near") - 100.0 / 550.0).abs() < 1e-9, "{d:?}");
     }
 
     #[test]
@@ -936,9 +1138,10 @@ mod tests {
             0.0,
         );
         assert_eq!(share(&d, "pref"), 1.0, "preferred although farther");
-        let full = with_live(pref, 200);
-        let d = decide(&Policy::default(), &here(), &[near, full], &mut s, 0.0);
-        assert!((share(&d, "pref") - 0.5).abs() < 1e-9);
+        let full = with_live(pref, 100);
+        let busy = with_live(near, 100);
+        let d = decide(&Policy::default(), &here(), &[busy, full], &mut s, 0.0);
+        assert!((share(&d, "pref") - 0.5).abs() < 1e-9, "{d:?}");
 
         let p = Policy {
             failover_ratio: Ratio::parse("0.5"),

@@ -560,7 +560,7 @@ fn recompute(_args: &Args) {
     let mut count = Vec::new();
     for _ in 0..runs {
         let t = Instant::now();
-        let (live, n) = index.live_load(&busy);
+        let (live, n) = index.live_load(&busy, &HashMap::new());
         count.push(t.elapsed());
         std::hint::black_box((live, n));
     }
@@ -570,8 +570,8 @@ fn recompute(_args: &Args) {
         busy.len(),
         ms(percentile(&count, 0.5))
     );
-    let (quiet_live, _) = index.live_load(&quiet);
-    let (busy_live, _) = index.live_load(&busy);
+    let (quiet_live, _) = index.live_load(&quiet, &HashMap::new());
+    let (busy_live, _) = index.live_load(&busy, &HashMap::new());
     let mut now = 0.0;
     let mut rebalance = |c: &mut flowtable_compiler::Compiled, live: &LiveLoad| {
         now += 0.25;
@@ -677,7 +677,7 @@ fn recompute(_args: &Args) {
     let mut kept = Vec::new();
     for _ in 0..runs {
         let t = Instant::now();
-        std::hint::black_box(index.live_load(ct.open_counts()));
+        std::hint::black_box(index.live_load(ct.open_counts(), &HashMap::new()));
         kept.push(t.elapsed());
     }
     kept.sort();

@@ -505,10 +505,11 @@ impl Engine {
     /// go to the backend services, and changed weights are loaded (see [`super::policy`]).
     /// `None` without backend services, or when the recompile failed (logged).
     pub fn refresh_policy_at(&mut self, now: f64) -> Option<Refreshed> {
+        let closed = self.conns.take_closed();
         let open = self.conns.conntrack().open_counts();
-        let result = self
-            .policy
-            .refresh(&mut self.controller, self.dev.as_mut(), open, now)?;
+        let result =
+            self.policy
+                .refresh(&mut self.controller, self.dev.as_mut(), open, &closed, now)?;
         let r = match result {
             Ok(r) => r,
             Err(e) => {

@@ -210,6 +210,12 @@ impl Connections {
         &self.ct
     }
 
+    /// Open connections that ended since the previous call, per (rule, backend)
+    /// ([`Conntrack::take_closed`]).
+    pub fn take_closed(&mut self) -> std::collections::HashMap<(u16, u16), u32> {
+        self.ct.take_closed()
+    }
+
     /// Counters.
     pub fn stats(&self) -> LearnStats {
         self.stats

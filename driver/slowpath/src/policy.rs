@@ -1,7 +1,7 @@
 //! The service LB policy at run time (SPEC R6): live connection counts in, Maglev weights out.
 //!
 //! ```text
-//! Conntrack::open_counts (kept per (rule, backend) as entries change, no scan)
+//! Conntrack::open_counts, take_closed (kept per (rule, backend) as entries change, no scan)
 //!        │  every refresh (EngineOptions::policy_refresh, 250 ms by default)
 //!        ▼
 //! ServiceIndex: (rule, backend) → (backend service, backend name)      LiveLoad
@@ -17,6 +17,9 @@
 //! 5 percentage points of a group's share; anything health decides always), so a steady load
 //! leaves the tables alone. A failed load leaves the previous tables serving and is retried
 //! with the next refresh (or the engine's retry timer), like any other.
+//!
+//! The connections that closed since the previous refresh go with the counts: they tell the
+//! policy how much room a group at capacity frees ([`flowtable_compiler::LiveLoad::add_closed`]).
 //!
 //! Configurations without backend services skip all of it.
 //!
@@ -167,10 +170,15 @@ impl ServiceIndex {
     }
 
     /// The live load of the backend services from open connections per (rule id, backend
-    /// id) ([`nlb_driver::conntrack::Conntrack::open_counts`]), and its total; connections
-    /// of other pools, and of a backend that is not a member of its rule's service, are left
-    /// out.
-    pub fn live_load(&self, open: &HashMap<(u16, u16), u32>) -> (LiveLoad, u64) {
+    /// id) ([`nlb_driver::conntrack::Conntrack::open_counts`]) and those that closed since
+    /// the previous refresh ([`nlb_driver::conntrack::Conntrack::take_closed`]), and the total
+    /// open; connections of other pools, and of a backend that is not a member of its rule's
+    /// service, are left out.
+    pub fn live_load(
+        &self,
+        open: &HashMap<(u16, u16), u32>,
+        closed: &HashMap<(u16, u16), u32>,
+    ) -> (LiveLoad, u64) {
         let mut counts = vec![0u64; self.names.len()];
         let mut total = 0;
         for (&(rule, backend), &n) in open {
@@ -182,7 +190,7 @@ impl ServiceIndex {
                 total += u64::from(n);
             }
         }
-        let live = LiveLoad::from_pools(self.services.iter().map(|(name, slots)| {
+        let mut live = LiveLoad::from_pools(self.services.iter().map(|(name, slots)| {
             let per_backend: BTreeMap<String, u64> = slots
                 .clone()
                 .filter(|&s| counts[s] > 0)
@@ -190,6 +198,19 @@ impl ServiceIndex {
                 .collect();
             (name.clone(), per_backend)
         }));
+        live.count_closed();
+        for (&(rule, backend), &n) in closed {
+            let Some(pool) = self.rule_service.get(usize::from(rule)).copied().flatten() else {
+                continue;
+            };
+            if let Some(&s) = self.slot.get(&(pool, backend)) {
+                // The services' slot ranges follow each other in order.
+                let k = self.services.partition_point(|(_, r)| r.end <= s);
+                if let Some((service, _)) = self.services.get(k) {
+                    live.add_closed(service, &self.names[s], u64::from(n));
+                }
+            }
+        }
         (live, total)
     }
 }
@@ -260,6 +281,7 @@ impl PolicyRuntime {
         controller: &mut Controller,
         dev: &mut D,
         open: &HashMap<(u16, u16), u32>,
+        closed: &HashMap<(u16, u16), u32>,
         now: f64,
     ) -> Option<Result<Refreshed, super::controller::ControllerError>> {
         let started = std::time::Instant::now();
@@ -267,7 +289,7 @@ impl PolicyRuntime {
         if !index.has_services() {
             return None;
         }
-        let (live, live_connections) = index.live_load(open);
+        let (live, live_connections) = index.live_load(open, closed);
         let result = controller.refresh_policy(dev, &live, now, self.deadband);
         let elapsed = started.elapsed();
         self.stats.refreshes += 1;

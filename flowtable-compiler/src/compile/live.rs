@@ -16,13 +16,78 @@ use crate::Error;
 use nlb_hw::enums::Table;
 use std::collections::BTreeMap;
 
+/// Opened and closed connections of one service over the last [`TURNOVER_SECS`] or so, as
+/// exponentially decaying counts (so their ratio needs no clock of its own).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(super) struct Churn {
+    /// Connections opened, all backends.
+    opened: f64,
+    /// Connections closed, per backend.
+    closed: BTreeMap<String, f64>,
+}
+
+impl Churn {
+    /// Adds one refresh interval of `secs`: the counts went from `before` to `after` while
+    /// `closed` connections closed, so each backend opened `after - before + closed`.
+    fn observe(
+        &mut self,
+        before: &BTreeMap<String, u64>,
+        after: Option<&BTreeMap<String, u64>>,
+        closed: Option<&BTreeMap<String, u64>>,
+        secs: f64,
+    ) {
+        let decay = (-secs / TURNOVER_SECS).exp();
+        self.opened *= decay;
+        self.closed.retain(|_, c| {
+            *c *= decay;
+            *c > 1e-6
+        });
+        let get = |m: Option<&BTreeMap<String, u64>>, b: &str| {
+            m.and_then(|m| m.get(b)).copied().unwrap_or(0)
+        };
+        let mut names: Vec<&String> = before.keys().collect();
+        names.extend(after.into_iter().flat_map(|m| m.keys()));
+        names.extend(closed.into_iter().flat_map(|m| m.keys()));
+        names.sort_unstable();
+        names.dedup();
+        for b in names {
+            let shut = get(closed, b);
+            // A count the slow path lost track of (a rescan) cannot open a negative number.
+            let opened = (get(after, b) + shut).saturating_sub(before.get(b).copied().unwrap_or(0));
+            self.opened += opened as f64;
+            if shut > 0 {
+                *self.closed.entry(b.clone()).or_insert(0.0) += shut as f64;
+            }
+        }
+    }
+
+    /// The turnover of a group of `members`: their closed connections over the service's
+    /// opened ones; `None` when too few opened to tell (less than one connection's worth).
+    pub(super) fn turnover<'a>(&self, members: impl Iterator<Item = &'a str>) -> Option<f64> {
+        if self.opened < 1.0 {
+            return None;
+        }
+        let closed: f64 = members.filter_map(|m| self.closed.get(m)).sum();
+        Some(closed / self.opened)
+    }
+}
+
 /// Shares that move by less than this (absolute, 5 percentage points) are left alone.
 pub const DEFAULT_DEADBAND: f64 = 0.05;
 
-/// Live connections per (pool, backend), as the slow path counts them in its connection table.
+/// Seconds over which the runtime counts opened and closed connections for a group's turnover
+/// (an exponentially decaying count: a connection `TURNOVER_SECS` ago weighs 1/e): long
+/// enough that a steady load's turnover varies by a few per cent, short enough to follow a
+/// change of connection lifetimes within a few tens of seconds.
+pub const TURNOVER_SECS: f64 = 10.0;
+
+/// Live connections per (pool, backend), as the slow path counts them in its connection table,
+/// and, when it counts them, the connections that closed since the previous refresh.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LiveLoad {
     pools: BTreeMap<String, BTreeMap<String, u64>>,
+    /// `None`: closed connections not counted (a full group is then assumed to free its share).
+    closed: Option<BTreeMap<String, BTreeMap<String, u64>>>,
 }
 
 impl LiveLoad {
@@ -52,7 +117,26 @@ impl LiveLoad {
     pub fn from_pools(pools: impl IntoIterator<Item = (String, BTreeMap<String, u64>)>) -> Self {
         LiveLoad {
             pools: pools.into_iter().collect(),
+            closed: None,
         }
+    }
+
+    /// Counts `n` connections of `pool` on `backend` that closed (FIN, RST, idle timeout,
+    /// eviction) since the previous refresh. Calling it (even with 0) says closings are
+    /// counted, which lets a group at capacity take only what its closing connections free.
+    pub fn add_closed(&mut self, pool: &str, backend: &str, n: u64) {
+        let pools = self.closed.get_or_insert_with(BTreeMap::new);
+        let counts = match pools.get_mut(pool) {
+            Some(p) => p,
+            None => pools.entry(pool.to_string()).or_default(),
+        };
+        *counts.entry(backend.to_string()).or_insert(0) += n;
+    }
+
+    /// Says that closed connections are counted even when none closed (see
+    /// [`LiveLoad::add_closed`]).
+    pub fn count_closed(&mut self) {
+        self.closed.get_or_insert_with(BTreeMap::new);
     }
 
     /// Connections of `pool` on `backend`.
@@ -130,6 +214,15 @@ impl Compiled {
             let Some(sp) = self.plans[id].service.as_deref_mut() else {
                 continue;
             };
+            if let Some(closed) = &live.closed {
+                let new_counts = live.pools.get(&pool_name);
+                let closed = closed.get(&pool_name);
+                if sp.observed.is_some() && now > sp.now {
+                    sp.churn.observe(&sp.live, new_counts, closed, now - sp.now);
+                }
+            } else {
+                sp.churn = Churn::default();
+            }
             // (A steady load feeds the same counts again: compared, not copied.)
             match live.pools.get(&pool_name) {
                 Some(counts) if *counts == sp.live => {}
@@ -175,6 +268,7 @@ impl Compiled {
                 continue;
             };
             sp.live = old.live.clone();
+            sp.churn = old.churn.clone();
             sp.drain = old.drain.clone();
             sp.now = old.now;
             sp.observed = old.observed.clone();

@@ -55,6 +55,9 @@ pub(super) struct ServicePlan {
     pub decision: Option<Decision>,
     /// Live connections per endpoint (member name), as last fed by the slow path.
     pub live: BTreeMap<String, u64>,
+    /// Opened and closed connections lately (the groups' turnover), when the slow path counts
+    /// closed connections.
+    pub churn: super::live::Churn,
     /// The automatic capacity drain's state (R6.3), kept between decisions.
     pub drain: DrainState,
     /// Policy time (seconds, the slow path's monotonic clock) of the live counts.
@@ -142,6 +145,7 @@ pub(super) fn plan_service(c: &Config, b: &BackendService, members: &[String]) -
         weighted: b.locality_lb_policy == LocalityLbPolicy::WeightedMaglev,
         decision: None,
         live: BTreeMap::new(),
+        churn: Default::default(),
         drain: DrainState::default(),
         now: 0.0,
         observed: None,
@@ -189,6 +193,9 @@ pub(super) fn policy_groups(
                     live: sp.live.get(&names[i]).copied().unwrap_or(0),
                 })
                 .collect(),
+            turnover: sp
+                .churn
+                .turnover(g.members.iter().map(|&i| names[i].as_str())),
         })
         .collect()
 }

@@ -727,20 +727,31 @@ impl<'s> Sim<'s> {
         )
     }
 
-    /// Live connections per (pool, backend), from the host's copy of the connection table.
-    fn live_load(&self) -> (LiveLoad, u64) {
+    /// Live connections per (pool, backend), from the host's copy of the connection table, and
+    /// those that closed since the previous refresh, as nlbd counts them.
+    fn live_load(&mut self) -> (LiveLoad, u64) {
         let mut live = LiveLoad::new();
         let mut n = 0;
+        let closed = self.ct.take_closed();
         let (tables, symbols) = (&self.compiled.tables, &self.compiled.symbols);
-        for (_, e) in self.ct.scan() {
+        let names = |rule: u16, backend: u16| {
             let pool = tables
                 .rules
-                .get(usize::from(e.rule))
+                .get(usize::from(rule))
                 .filter(|r| r.valid)
                 .and_then(|r| symbols.pool(r.pool));
-            if let (Some(pool), Some(backend)) = (pool, symbols.backend(e.backend)) {
+            pool.zip(symbols.backend(backend))
+        };
+        for (_, e) in self.ct.scan() {
+            if let Some((pool, backend)) = names(e.rule, e.backend) {
                 live.add(pool, backend, 1);
                 n += 1;
+            }
+        }
+        live.count_closed();
+        for (&(rule, backend), &k) in &closed {
+            if let Some((pool, backend)) = names(rule, backend) {
+                live.add_closed(pool, backend, u64::from(k));
             }
         }
         (live, n)
