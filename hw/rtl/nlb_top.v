@@ -105,7 +105,9 @@ module nlb_top (
     m_res_l3_end,
     m_res_tos,
     m_res_dont_fragment,
-    m_mon_ctrl,
+    m_mon_active_bank,
+    m_mon_enable,
+    m_mon_default_action,
     m_mon_packets_in_flight,
     m_mon_bank_in_use,
     m_mon_hit_set,
@@ -259,14 +261,16 @@ output wire m_res_dont_fragment;
 
 // Observation of control state for the tests of control changes under traffic
 // (verif/tests/overlap.rs); nothing on the card uses them.
-// - m_mon_ctrl: what a first beat in this clock latches: bit 0 ctrl.active_bank, bit 1
-//   ctrl.enable, bit 2 ctrl.default_action.
+// - m_mon_active_bank, m_mon_enable, m_mon_default_action: what a first beat in this clock
+//   latches (ctrl.active_bank, ctrl.enable, ctrl.default_action).
 // - m_mon_packets_in_flight, m_mon_bank_in_use: ctrl.packets_in_flight and ctrl.bank_in_use
 //   as the register file reads them in this clock.
 // - m_mon_hit_set: the pipeline sets the hit bit of entry m_mon_hit_set_index in this clock.
 // - m_mon_hit_read: a conntrack.hit_read reads (and clears) its row of hit bits in this clock
 //   (nlb_hit_bits' c0: a set in this clock or before is in the read, a later one is not).
-output wire [2:0] m_mon_ctrl;
+output wire m_mon_active_bank;
+output wire m_mon_enable;
+output wire m_mon_default_action;
 output wire [31:0] m_mon_packets_in_flight;
 output wire [1:0] m_mon_bank_in_use;
 output wire m_mon_hit_set;
@@ -575,7 +579,9 @@ always @(posedge clk) begin
 end
 
 assign s_axis_rx_tready = rx_ready_reg && !sel_inject_reg;
-assign m_mon_ctrl = {ctrl_default_action, ctrl_enable, ctrl_active_bank};
+assign m_mon_active_bank = ctrl_active_bank;
+assign m_mon_enable = ctrl_enable;
+assign m_mon_default_action = ctrl_default_action;
 assign s_axis_inject_tready = rx_ready_reg && sel_inject_reg;
 
 wire       pd_valid;
