@@ -63,7 +63,7 @@ use nlb_verif::axil::Completion;
 use nlb_verif::bench::{seed_from_env, trace_always, wave_path, Agent};
 use nlb_verif::scenario::{flow_frame, Flow, Scenario};
 use nlb_verif::top::{take_events, take_frames, take_punts, PuntedFrame, TopBench};
-use nlb_verif::{Port, Verilated, VerifError};
+use nlb_verif::{Port, VerifError, Verilated};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -491,8 +491,8 @@ struct Case<'b> {
     ct_latest: u64,
     ct_seen: u64,
     ct_ref: CtRef,
-    /// Good writes (index, issued, done) that packets still in the pipeline may overlap.
-    recent_cmds: VecDeque<(u32, u64, Option<u64>)>,
+    /// Good writes (index, issued, done, kind) that packets still in the pipeline may overlap.
+    recent_cmds: VecDeque<(u32, u64, Option<u64>, &'static str)>,
     // Hits: sets not yet matched with a result; per hit word, sets not yet read.
     unclaimed_hits: VecDeque<(u64, u32)>,
     unread_hits: HashMap<u32, Vec<(u64, u32)>>,
@@ -618,7 +618,6 @@ impl<'b> Case<'b> {
         let settings = random_settings(&mut rng);
         let focus = rng.random_range(0..profile.ct_entries() / HIT_WORD);
         let hot = hot_flows(&banks, profile, focus, &settings, &mut rng);
-        eprintln!("DEBUG hot flows {}", hot.len());
         // The banks' own hot flows, plus these, repeat in their traffic.
         for s in banks.iter_mut() {
             s.hot.extend(hot.iter().copied());
@@ -840,14 +839,14 @@ impl<'b> Case<'b> {
     // ---- host program ----------------------------------------------------------------------
 
     /// Picks the next host action when the last one is done.
-    fn plan(&mut self) -> Result<(), VerifError> {
+    fn plan(&mut self) {
         let now = self.cycle();
         if !self.host_running
             || !self.host.is_empty()
             || self.current.is_some()
             || now < self.host_wait_until
         {
-            return Ok(());
+            return;
         }
         let cur = self.watch.ctrl.unwrap_or(Latched {
             bank: 0,
@@ -928,7 +927,6 @@ impl<'b> Case<'b> {
                 }
             }
         }
-        Ok(())
     }
 
     fn plan_hit_reads(&mut self) {
@@ -955,7 +953,9 @@ impl<'b> Case<'b> {
             .hot
             .iter()
             .copied()
-            .filter(|f| nlb_reference::conntrack::bucket(&tuple5(f), self.profile.ct_buckets) == bucket)
+            .filter(|f| {
+                nlb_reference::conntrack::bucket(&tuple5(f), self.profile.ct_buckets) == bucket
+            })
             .collect();
         let flow = if !mine.is_empty() && self.rng.random_bool(0.85) {
             mine[self.rng.random_range(0..mine.len())]
@@ -976,10 +976,14 @@ impl<'b> Case<'b> {
         } else {
             self.rng.random()
         };
-        let e = ct_entry_of(&flow, backend, self.rng.random_range(0..32), self.rng.random());
+        let e = ct_entry_of(
+            &flow,
+            backend,
+            self.rng.random_range(0..32),
+            self.rng.random(),
+        );
         (index, e)
     }
-
 
     /// Queues one connection-table command sequence as the host does it, with the reads that
     /// check it: `status` and `count` after every command, now and then `index` and the data
@@ -1064,7 +1068,9 @@ impl<'b> Case<'b> {
                     .map(|k| self.focus * HIT_WORD + k)
                     .filter(|i| !self.ct_ref.entry(*i).valid)
                     .collect();
-                let index = if !valid_in_focus.is_empty() && (free.is_empty() || self.rng.random_bool(0.6)) {
+                let index = if !valid_in_focus.is_empty()
+                    && (free.is_empty() || self.rng.random_bool(0.6))
+                {
                     valid_in_focus[self.rng.random_range(0..valid_in_focus.len())]
                 } else {
                     free[self.rng.random_range(0..free.len())]
@@ -1186,8 +1192,11 @@ impl<'b> Case<'b> {
                 }
             }
             if window[0] != first {
-                self.host
-                    .push_back(HostOp::write(conntrack::DATA, first, Check::CtData(0, first)));
+                self.host.push_back(HostOp::write(
+                    conntrack::DATA,
+                    first,
+                    Check::CtData(0, first),
+                ));
                 window[0] = first;
             }
             // After a good write the window holds the stored entry: what it held.
@@ -1233,11 +1242,8 @@ impl<'b> Case<'b> {
                 continue;
             }
             for (i, w) in words.iter().enumerate() {
-                self.host.push_back(HostOp::write(
-                    table::DATA + 4 * i as u32,
-                    *w,
-                    Check::Plain,
-                ));
+                self.host
+                    .push_back(HostOp::write(table::DATA + 4 * i as u32, *w, Check::Plain));
             }
             let select = table::Select {
                 table: t,
@@ -1298,7 +1304,7 @@ impl<'b> Case<'b> {
                 });
                 // In range: decode checked it.
                 let _ = self.ct.write(index, new);
-                self.recent_cmds.push_back((index, now, None));
+                self.recent_cmds.push_back((index, now, None, cmd.kind));
             }
         }
         match op.write {
@@ -1321,7 +1327,11 @@ impl<'b> Case<'b> {
     }
 
     /// A host access finished.
-    fn on_completion(&mut self, c: Completion, done: u64) -> Result<Result<(), Mismatch>, VerifError> {
+    fn on_completion(
+        &mut self,
+        c: Completion,
+        done: u64,
+    ) -> Result<Result<(), Mismatch>, VerifError> {
         let Some((op, issued)) = self.current.take() else {
             return self.fail(format!("an AXI-Lite response with no access: {c:?}"));
         };
@@ -1373,7 +1383,10 @@ impl<'b> Case<'b> {
             }
             Check::Ctrl(want) => {
                 if changes.len() > 1 {
-                    return self.fail(format!("one ctrl write changed ctrl {} times", changes.len()));
+                    return self.fail(format!(
+                        "one ctrl write changed ctrl {} times",
+                        changes.len()
+                    ));
                 }
                 if self.watch.ctrl != Some(want) {
                     return self.fail(format!(
@@ -1401,12 +1414,18 @@ impl<'b> Case<'b> {
                 }
                 if let Some(bank) = loader {
                     let in_use = ctrl::BankInUse::from_word(data);
-                    let busy = if bank == 0 { in_use.bank0 } else { in_use.bank1 };
+                    let busy = if bank == 0 {
+                        in_use.bank0
+                    } else {
+                        in_use.bank1
+                    };
                     if busy {
                         bin(self.bins, "loader x waited for the old bank to drain");
                         self.host_wait_until = done + self.rng.random_range(0..20);
-                        self.host
-                            .push_front(HostOp::read(ctrl::BANK_IN_USE, Check::BankInUse(Some(bank))));
+                        self.host.push_front(HostOp::read(
+                            ctrl::BANK_IN_USE,
+                            Check::BankInUse(Some(bank)),
+                        ));
                     } else {
                         self.plan_rewrite(bank);
                         self.host_wait_until = done;
@@ -1422,7 +1441,7 @@ impl<'b> Case<'b> {
                 }
             }
             Check::HitRead => return self.on_hit_read(issued, done, data, &pulses),
-            Check::CtCmd(cmd) => return self.on_ct_cmd(cmd, issued, done),
+            Check::CtCmd(cmd) => return self.on_ct_cmd(cmd, done),
             Check::CtStatus => {
                 let want = conntrack::Status {
                     busy: false,
@@ -1473,10 +1492,16 @@ impl<'b> Case<'b> {
             self.flips.push_back(ch.cycle);
             bin(bins, "flip");
             if ch.first_beat_now {
-                bin(bins, "flip x in the clock of a first beat (it latches the new bank)");
+                bin(
+                    bins,
+                    "flip x in the clock of a first beat (it latches the new bank)",
+                );
             }
             if ch.first_beat_before {
-                bin(bins, "flip x in the clock after a first beat (it latched the old bank)");
+                bin(
+                    bins,
+                    "flip x in the clock after a first beat (it latched the old bank)",
+                );
             }
             match ch.beats_in {
                 None => bin(bins, "flip x between frames"),
@@ -1497,7 +1522,10 @@ impl<'b> Case<'b> {
             bin(bins, "ctrl x enable switched with packets in flight");
         }
         if ch.from.drop != ch.to.drop && busy {
-            bin(bins, "ctrl x default action switched with packets in flight");
+            bin(
+                bins,
+                "ctrl x default action switched with packets in flight",
+            );
         }
     }
 
@@ -1558,7 +1586,10 @@ impl<'b> Case<'b> {
             .iter()
             .any(|&(s, lane)| s == c0 + 1 && want & (1u32 << lane) != 0)
         {
-            bin(self.bins, "hit read x an entry it returns hit again in c0 + 1");
+            bin(
+                self.bins,
+                "hit read x an entry it returns hit again in c0 + 1",
+            );
         }
         if want != 0 {
             bin(self.bins, "hit read x returned hits");
@@ -1578,12 +1609,7 @@ impl<'b> Case<'b> {
     }
 
     /// A conntrack command completed: the reference follows it (docs/pipeline.md §13).
-    fn on_ct_cmd(
-        &mut self,
-        cmd: CtCmd,
-        issued: u64,
-        done: u64,
-    ) -> Result<Result<(), Mismatch>, VerifError> {
+    fn on_ct_cmd(&mut self, cmd: CtCmd, done: u64) -> Result<Result<(), Mismatch>, VerifError> {
         bin(self.bins, &format!("conntrack x {}", cmd.kind));
         let decoded = self.ct_ref.decode(cmd.word);
         match (decoded, cmd.action) {
@@ -1600,12 +1626,18 @@ impl<'b> Case<'b> {
                         ));
                     }
                     self.ct_ref.entries.insert(index, stored);
-                    match self.ct_log.iter_mut().find(|v| v.done.is_none()) {
+                    // Its model version (gone if a packet already saw it, and every one
+                    // after, while it ran).
+                    let running = self.ct_log.iter_mut().find(|v| v.done.is_none());
+                    match running {
                         Some(v) if v.index == index => v.done = Some(done),
-                        _ => {
-                            return self
-                                .fail("test bug: a good write with no model version".to_string())
+                        Some(v) => {
+                            let other = v.index;
+                            return self.fail(format!(
+                                "test bug: the running write is of entry {other}, not {index}"
+                            ));
                         }
+                        None => {}
                     }
                     if let Some(c) = self.recent_cmds.iter_mut().find(|c| c.2.is_none()) {
                         c.2 = Some(done);
@@ -1662,12 +1694,16 @@ impl Case<'_> {
             let (frame, inject) = if fb.injected {
                 match self.inj_queue.pop_front() {
                     Some((f, h)) => (f, Some(h)),
-                    None => return self.fail("a first beat on the inject port with no frame".into()),
+                    None => {
+                        return self.fail("a first beat on the inject port with no frame".into())
+                    }
                 }
             } else {
                 match self.rx_queue.pop_front() {
                     Some(f) => (f, None),
-                    None => return self.fail("a first beat on the receive port with no frame".into()),
+                    None => {
+                        return self.fail("a first beat on the receive port with no frame".into())
+                    }
                 }
             };
             self.in_flight.push_back(Packet {
@@ -1696,7 +1732,11 @@ impl Case<'_> {
             return self.fail(format!(
                 "packet #{n}: result for an {} frame, the frame was {}",
                 if is_inj { "injected" } else { "received" },
-                if p.first.injected { "injected" } else { "received" }
+                if p.first.injected {
+                    "injected"
+                } else {
+                    "received"
+                }
             ));
         }
         let f = p.first.cycle;
@@ -1705,7 +1745,8 @@ impl Case<'_> {
         // the previous packet saw.
         let base = self.ct_seen;
         let at = |log: &VecDeque<CtVersion>, id: u64| -> Option<(u64, Option<u64>)> {
-            log.get((id - base - 1) as usize).map(|v| (v.issued, v.done))
+            log.get((id - base - 1) as usize)
+                .map(|v| (v.issued, v.done))
         };
         let mut lo = self.ct_seen;
         while let Some((_, Some(d))) = at(&self.ct_log, lo + 1) {
@@ -1754,7 +1795,10 @@ impl Case<'_> {
             ));
         };
         if hi > lo && tried.iter().any(|(_, m)| *m != tried[0].1) {
-            bin(self.bins, "conntrack x a packet raced a command that changes its result");
+            bin(
+                self.bins,
+                "conntrack x a packet raced a command that changes its result",
+            );
             bin(
                 self.bins,
                 if v == lo {
@@ -1770,17 +1814,25 @@ impl Case<'_> {
         }
 
         // Its hit bit: set inside the packet's time in the pipeline, on its entry.
-        while self.recent_cmds.front().is_some_and(|c| c.2.is_some_and(|d| d < f)) {
+        while self
+            .recent_cmds
+            .front()
+            .is_some_and(|c| c.2.is_some_and(|d| d < f))
+        {
             self.recent_cmds.pop_front();
         }
         if r.conntrack == CtOutcome::Hit {
             let index = r.ct_index.unwrap_or(u32::MAX);
-            if self
+            // A hit on an entry whose write overlapped the packet's lookup.
+            if let Some(&(_, _, _, kind)) = self
                 .recent_cmds
                 .iter()
-                .any(|&(i, issued, _)| i == index && issued <= cycle)
+                .find(|&&(i, issued, _, _)| i == index && issued <= cycle)
             {
-                bin(self.bins, "conntrack x a packet hit an entry while it was being written");
+                bin(
+                    self.bins,
+                    &format!("conntrack x a packet hit the entry during: {kind}"),
+                );
             }
             match self.unclaimed_hits.pop_front() {
                 Some((s, i)) if i == index && s >= f && s <= cycle => {}
@@ -1795,7 +1847,7 @@ impl Case<'_> {
         // A set no later packet can claim (each claims one inside its own time in the
         // pipeline, in order).
         if let Some(&(s, i)) = self.unclaimed_hits.front() {
-            if self.in_flight.front().is_none_or(|q| s < q.first.cycle) {
+            if !self.in_flight.front().is_some_and(|q| q.first.cycle <= s) {
                 return self.fail(format!(
                     "hit bit of entry {i} set at clock {s} with no packet hitting it"
                 ));
@@ -1812,7 +1864,10 @@ impl Case<'_> {
                 bin(self.bins, "packet x injected, its lookup spans a bank flip");
             }
             if r.verdict == Verdict::Forward {
-                bin(self.bins, "packet x forwarded, its lookup spans a bank flip");
+                bin(
+                    self.bins,
+                    "packet x forwarded, its lookup spans a bank flip",
+                );
             }
         }
 
@@ -1847,7 +1902,12 @@ impl Case<'_> {
                         hex(&want)
                     ))
                 }
-                None => return self.fail(format!("a transmitted frame the model did not send: {}", hex(&got))),
+                None => {
+                    return self.fail(format!(
+                        "a transmitted frame the model did not send: {}",
+                        hex(&got)
+                    ))
+                }
             }
         }
         let mut beats = self.dut.punt.take();
@@ -1874,7 +1934,6 @@ impl Case<'_> {
             return Ok(Err(Mismatch(what.clone(), *cycle)));
         }
         for (s, i) in self.watch.hit_sets.drain(..) {
-            if i / HIT_WORD == self.focus { bin(self.bins, "DEBUG focus hit"); } else { bin(self.bins, "DEBUG other hit"); }
             self.unclaimed_hits.push_back((s, i));
             self.unread_hits
                 .entry(i / HIT_WORD)
@@ -1910,7 +1969,7 @@ impl Case<'_> {
             if traffic_done {
                 self.host_running = false;
             }
-            self.plan()?;
+            self.plan();
             self.issue();
             self.step()?;
             if let Err(m) = self.after_step()? {
@@ -1936,7 +1995,9 @@ impl Case<'_> {
             }
         }
         if let Some(&(s, i)) = self.unclaimed_hits.front() {
-            return self.fail(format!("hit bit of entry {i} set at clock {s} with no packet hitting it"));
+            return self.fail(format!(
+                "hit bit of entry {i} set at clock {s} with no packet hitting it"
+            ));
         }
         if !self.dut.mon.violations.is_empty() {
             return self.fail(format!("result bus: {:?}", self.dut.mon.violations));
@@ -2030,7 +2091,11 @@ fn check(seed: u64, frames: usize, bins: &mut Bins) -> usize {
                  NLB_OVERLAP_CASES=1 NLB_OVERLAP_FRAMES={frames}); waveform of clocks \
                  {from}..={cycle}: {} ({})",
                 wave.display(),
-                if replay.is_ok() { "written" } else { "replay failed" }
+                if replay.is_ok() {
+                    "written"
+                } else {
+                    "replay failed"
+                }
             );
         }
     }
@@ -2073,7 +2138,8 @@ fn required_bins() -> Vec<&'static str> {
         "conntrack x write at the index register",
         "conntrack x bad index",
         "conntrack x bad command",
-        "conntrack x a packet hit an entry while it was being written",
+        "conntrack x a packet hit the entry during: overwrite in place: new backend",
+        "conntrack x a packet hit the entry during: invalidate a valid entry",
         "conntrack x a packet raced a command that changes its result",
         "conntrack x a raced packet saw the entry before the command",
         "conntrack x a raced packet saw the entry after the command",
