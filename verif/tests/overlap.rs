@@ -48,8 +48,8 @@
 //! order, and the counters, the connection count and every hit word at the end. Overlap bins
 //! (where flips fall in a frame, with back-pressure, packets whose lookup spans a flip, drains,
 //! hit reads racing a hit in c0 - 1, c0, c0 + 1, connection-table commands racing packets of
-//! their entry) are printed; the test fails if one is never hit. `NLB_OVERLAP_CASES` (default 6)
-//! cases of `NLB_OVERLAP_FRAMES` (default 4000) frames; `NLB_SEED` replays.
+//! their entry) are printed; the test fails if one is never hit. `NLB_OVERLAP_CASES` (default 10)
+//! cases of `NLB_OVERLAP_FRAMES` (default 6000) frames; `NLB_SEED` replays.
 
 use firmware_sim::conntrack::ConnTable;
 use firmware_sim::parse::{self, Parsed};
@@ -493,6 +493,8 @@ struct Case<'b> {
     ct_ref: CtRef,
     /// Good writes (index, issued, done, kind) that packets still in the pipeline may overlap.
     recent_cmds: VecDeque<(u32, u64, Option<u64>, &'static str)>,
+    /// Entries of the focus word hit last (commands favour them, to race their hits).
+    recently_hit: VecDeque<u32>,
     // Hits: sets not yet matched with a result; per hit word, sets not yet read.
     unclaimed_hits: VecDeque<(u64, u32)>,
     unread_hits: HashMap<u32, Vec<(u64, u32)>>,
@@ -704,6 +706,7 @@ impl<'b> Case<'b> {
             ct_seen: 0,
             ct_ref,
             recent_cmds: VecDeque::new(),
+            recently_hit: VecDeque::new(),
             unclaimed_hits: VecDeque::new(),
             unread_hits: HashMap::new(),
             host: VecDeque::new(),
@@ -997,10 +1000,20 @@ impl<'b> Case<'b> {
                 .word()
                 .expect("command indices of the test fit the field")
         };
-        let valid_in_focus: Vec<u32> = (0..HIT_WORD)
+        let mut valid_in_focus: Vec<u32> = (0..HIT_WORD)
             .map(|k| self.focus * HIT_WORD + k)
             .filter(|i| self.ct_ref.entry(*i).valid)
             .collect();
+        // Mostly an entry traffic is hitting now, so the command races its hits.
+        let hit: Vec<u32> = self
+            .recently_hit
+            .iter()
+            .copied()
+            .filter(|i| self.ct_ref.entry(*i).valid)
+            .collect();
+        if !hit.is_empty() && self.rng.random_bool(0.8) {
+            valid_in_focus = hit;
+        }
         let roll = self.rng.random_range(0..100);
         // (words the window must hold, word 0 before the command, the command)
         let mut cmds: Vec<([u32; CtEntry::WORDS], u32, CtCmd)> = Vec::new();
@@ -1827,6 +1840,7 @@ impl Case<'_> {
             if let Some(&(_, _, _, kind)) = self
                 .recent_cmds
                 .iter()
+                .rev()
                 .find(|&&(i, issued, _, _)| i == index && issued <= cycle)
             {
                 bin(
@@ -1934,6 +1948,12 @@ impl Case<'_> {
             return Ok(Err(Mismatch(what.clone(), *cycle)));
         }
         for (s, i) in self.watch.hit_sets.drain(..) {
+            if i / HIT_WORD == self.focus {
+                if self.recently_hit.len() == 16 {
+                    self.recently_hit.pop_front();
+                }
+                self.recently_hit.push_back(i);
+            }
             self.unclaimed_hits.push_back((s, i));
             self.unread_hits
                 .entry(i / HIT_WORD)
@@ -2156,8 +2176,8 @@ fn env_usize(name: &str, default: usize) -> usize {
 #[test]
 fn control_changes_under_traffic_match_the_model() {
     let first_seed = seed_from_env(0x0e71_0001);
-    let cases = env_usize("NLB_OVERLAP_CASES", 6).max(1);
-    let frames = env_usize("NLB_OVERLAP_FRAMES", 4000).max(1);
+    let cases = env_usize("NLB_OVERLAP_CASES", 10).max(1);
+    let frames = env_usize("NLB_OVERLAP_FRAMES", 6000).max(1);
     let mut bins = Bins::new();
     let mut packets = 0usize;
     let start = std::time::Instant::now();
