@@ -38,7 +38,8 @@ module nlb_conntrack (
     ct_rd_row,
     ct_rd_data,
     hit_set_en,
-    hit_set_index
+    hit_set_index,
+    mon_hit_read
 );
 
 `include "nlb_regmap.vh"
@@ -103,6 +104,8 @@ input  wire [ROW_BITS-1:0]       ct_rd_row;
 output wire [CT_WAYS*W-1:0]      ct_rd_data;
 input  wire                      hit_set_en;
 input  wire [INDEX_BITS-1:0]     hit_set_index;
+// Observation (nlb_top's m_mon_hit_read): a hit_read reads and clears its row in this clock.
+output wire                      mon_hit_read;
 
 function [31:0] strobed(input [31:0] old, input [31:0] value, input [3:0] strb);
     integer i;
@@ -337,6 +340,9 @@ nlb_table_mem #(
     .b_rdata(b_rdata)
 );
 
+wire hit_read_en = rd_hits && hit_in_range;
+assign mon_hit_read = hit_read_en;
+
 nlb_hit_bits #(
     .ROWS(HIT_ROWS)
 ) hit_inst (
@@ -344,7 +350,7 @@ nlb_hit_bits #(
     .rst(rst),
     .set_en(hit_set_en),
     .set_index(hit_set_index),
-    .rc_en(rd_hits && hit_in_range),
+    .rc_en(hit_read_en),
     .rc_row(index_reg[INDEX_BITS-1:5]),
     .rc_valid(hit_valid),
     .rc_data(hit_data)

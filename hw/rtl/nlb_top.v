@@ -105,6 +105,14 @@ module nlb_top (
     m_res_l3_end,
     m_res_tos,
     m_res_dont_fragment,
+    m_mon_active_bank,
+    m_mon_enable,
+    m_mon_default_action,
+    m_mon_packets_in_flight,
+    m_mon_bank_in_use,
+    m_mon_hit_set,
+    m_mon_hit_set_index,
+    m_mon_hit_read,
     spi_sck,
     spi_cs_n,
     spi_mosi,
@@ -251,6 +259,24 @@ output wire [LW-1:0] m_res_l3_end;
 output wire [7:0] m_res_tos;
 output wire m_res_dont_fragment;
 
+// Observation of control state for the tests of control changes under traffic
+// (verif/tests/overlap.rs); nothing on the card uses them.
+// - m_mon_active_bank, m_mon_enable, m_mon_default_action: what a first beat in this clock
+//   latches (ctrl.active_bank, ctrl.enable, ctrl.default_action).
+// - m_mon_packets_in_flight, m_mon_bank_in_use: ctrl.packets_in_flight and ctrl.bank_in_use
+//   as the register file reads them in this clock.
+// - m_mon_hit_set: the pipeline sets the hit bit of entry m_mon_hit_set_index in this clock.
+// - m_mon_hit_read: a conntrack.hit_read reads (and clears) its row of hit bits in this clock
+//   (nlb_hit_bits' c0: a set in this clock or before is in the read, a later one is not).
+output wire m_mon_active_bank;
+output wire m_mon_enable;
+output wire m_mon_default_action;
+output wire [31:0] m_mon_packets_in_flight;
+output wire [1:0] m_mon_bank_in_use;
+output wire m_mon_hit_set;
+output wire [CTIW-1:0] m_mon_hit_set_index;
+output wire m_mon_hit_read;
+
 // SPI bus to the configuration flash (spi_flash block): on an UltraScale+ card the shell
 // routes these through STARTUPE3 to the configuration flash; in simulation a flash model sits
 // on them.
@@ -311,6 +337,10 @@ wire [CTIW-1:0]                       hit_set_index;
 reg  [15:0] in_flight_reg [0:1];
 wire [31:0] stat_packets_in_flight = {15'd0, in_flight_reg[0]} + {15'd0, in_flight_reg[1]};
 wire [1:0]  stat_bank_in_use = {in_flight_reg[1] != 16'd0, in_flight_reg[0] != 16'd0};
+assign m_mon_packets_in_flight = stat_packets_in_flight;
+assign m_mon_bank_in_use = stat_bank_in_use;
+assign m_mon_hit_set = hit_set_en;
+assign m_mon_hit_set_index = hit_set_index;
 
 nlb_regs #(
     .PROFILE_ID(PROFILE_ID),
@@ -497,7 +527,8 @@ nlb_conntrack #(
     .ct_rd_row(ct_rd_row),
     .ct_rd_data(ct_rd_data),
     .hit_set_en(hit_set_en),
-    .hit_set_index(hit_set_index)
+    .hit_set_index(hit_set_index),
+    .mon_hit_read(m_mon_hit_read)
 );
 
 // ---- receive: admission, first-beat latch, parser ---------------------------------------
@@ -548,6 +579,9 @@ always @(posedge clk) begin
 end
 
 assign s_axis_rx_tready = rx_ready_reg && !sel_inject_reg;
+assign m_mon_active_bank = ctrl_active_bank;
+assign m_mon_enable = ctrl_enable;
+assign m_mon_default_action = ctrl_default_action;
 assign s_axis_inject_tready = rx_ready_reg && sel_inject_reg;
 
 wire       pd_valid;

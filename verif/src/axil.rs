@@ -107,7 +107,8 @@ pub struct AxiLiteMaster {
     ports: AxiLitePorts,
     queue: VecDeque<Op>,
     current: Option<Current>,
-    done: VecDeque<Completion>,
+    /// Finished transactions with the clock their response was taken in.
+    done: VecDeque<(Completion, u64)>,
     bready: bool,
     rready: bool,
     /// Probability of not yet offering an address or data beat on a clock where it could be.
@@ -160,6 +161,12 @@ impl AxiLiteMaster {
 
     /// The oldest finished transaction.
     pub fn pop_completion(&mut self) -> Option<Completion> {
+        self.done.pop_front().map(|(c, _)| c)
+    }
+
+    /// The oldest finished transaction and the clock its response (BVALID/RVALID with
+    /// READY) was taken in: whatever the transaction did, it did by then.
+    pub fn pop_completion_timed(&mut self) -> Option<(Completion, u64)> {
         self.done.pop_front()
     }
 
@@ -236,7 +243,7 @@ impl AxiLiteMaster {
         for _ in 0..TIMEOUT_CYCLES {
             bench.step_with(self, others)?;
             if self.is_idle() {
-                if let Some(c) = self.done.pop_back() {
+                if let Some((c, _)) = self.done.pop_back() {
                     return Ok(c);
                 }
             }
@@ -343,7 +350,8 @@ impl Agent for AxiLiteMaster {
                         addr_chan: Chan::Done,
                         data_chan: Chan::Done,
                     }) => {
-                        self.done.push_back(Completion::Write { addr, resp: bresp });
+                        self.done
+                            .push_back((Completion::Write { addr, resp: bresp }, cycle));
                         self.current = None;
                     }
                     _ => self.violations.push(format!(
@@ -372,11 +380,14 @@ impl Agent for AxiLiteMaster {
                         addr_chan: Chan::Done,
                         ..
                     }) => {
-                        self.done.push_back(Completion::Read {
-                            addr,
-                            data: rdata,
-                            resp: rresp,
-                        });
+                        self.done.push_back((
+                            Completion::Read {
+                                addr,
+                                data: rdata,
+                                resp: rresp,
+                            },
+                            cycle,
+                        ));
                         self.current = None;
                     }
                     _ => self.violations.push(format!(

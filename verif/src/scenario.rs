@@ -500,91 +500,104 @@ impl Scenario {
             }
             f
         };
-        let v6 = !is_mapped(flow.vip);
-        let mut spec = FrameSpec::tcp4(0, 0, 0, 0, 0);
-        spec.vlans = match rng.random_range(0..10) {
-            0 => vec![(frames::TPID_8021Q, 100)],
-            1 => vec![(frames::TPID_8021AD, 10), (frames::TPID_8021Q, 20)],
-            _ => Vec::new(),
-        };
-        spec.payload = match rng.random_range(0..20) {
-            0 => rng.random_range(8900..9000),
-            1 => rng.random_range(300..1500),
-            _ => rng.random_range(0..64),
-        };
-        let transport = |rng: &mut StdRng, f: &Flow| -> L4 {
-            match f.protocol {
-                6 => L4::Tcp {
-                    sport: f.client_port,
-                    dport: f.vip_port,
-                    flags: [0x02, 0x12, 0x10, 0x18, 0x11, 0x04, 0x14][rng.random_range(0..7)],
-                },
-                17 => L4::Udp {
-                    sport: f.client_port,
-                    dport: f.vip_port,
-                },
-                // ICMP / ICMPv6 of the packet's own family: informational types (echo request
-                // and reply, timestamp, neighbour solicitation, ...), never errors.
-                1 if !v6 => L4::Icmp {
-                    ty: [8, 0, 13, 14][rng.random_range(0..4)],
-                    code: 0,
-                    body: Vec::new(),
-                },
-                58 if v6 => L4::Icmp {
-                    ty: [128, 129, 133, 135, 136][rng.random_range(0..5)],
-                    code: 0,
-                    body: Vec::new(),
-                },
-                p => L4::Other(p),
-            }
-        };
-        if rng.random_bool(0.1) {
-            // An ICMP error about the flow: quoting the backend's reply (from the VIP) or the
-            // client's packet (toward the VIP); addressed to the VIP or the client.
-            let reply = rng.random_bool(0.6);
-            let (qs, qd, qsp, qdp) = if reply {
-                (flow.vip, flow.client, flow.vip_port, flow.client_port)
-            } else {
-                (flow.client, flow.vip, flow.client_port, flow.vip_port)
-            };
-            let inner_l4 = match flow.protocol {
-                6 => L4::Tcp {
-                    sport: qsp,
-                    dport: qdp,
-                    flags: 0x10,
-                },
-                17 => L4::Udp {
-                    sport: qsp,
-                    dport: qdp,
-                },
-                // A quote of a portless packet is no usable quote (docs/pipeline.md §2).
-                p if rng.random_bool(0.5) => L4::Other(p),
-                _ => L4::Udp {
-                    sport: qsp,
-                    dport: qdp,
-                },
-            };
-            let router = if v6 {
-                0x2001_0db8_00ee_0000_0000_0000_0000_0001
-            } else {
-                mapped(0x0a63_0001)
-            };
-            let inner = ip_layer(v6, qs, qd, rng, false);
-            let ty = if v6 {
-                [1, 2, 3][rng.random_range(0..3)]
-            } else {
-                [3, 11][rng.random_range(0..2)]
-            };
-            spec.l4 = frames::icmp_error(v6, ty, &inner, &inner_l4, 8);
-            spec.ip = Some(ip_layer(v6, router, flow.vip, rng, false));
-            spec.payload = 0;
-        } else {
-            spec.l4 = transport(rng, &flow);
-            let fragment = rng.random_bool(0.2);
-            spec.ip = Some(ip_layer(v6, flow.client, flow.vip, rng, fragment));
-        }
-        spec.build()
+        flow_frame(flow, rng)
     }
+
+    /// A random flow toward one of the bank's VIP entries (a client of a few ports; portless
+    /// for a protocol-0 entry), or `None` without VIPs.
+    pub fn random_flow(&self, rng: &mut StdRng) -> Option<Flow> {
+        pick(&self.vips, rng).map(|v| flow_to(v, rng))
+    }
+}
+
+/// One frame of a flow: TCP with random flags (SYN alone now and then), UDP, or the flow's
+/// portless protocol; VLAN tags, sizes up to jumbo; a fifth of them fragments, a tenth ICMP
+/// errors quoting the flow either way round.
+pub fn flow_frame(flow: Flow, rng: &mut StdRng) -> Vec<u8> {
+    let v6 = !is_mapped(flow.vip);
+    let mut spec = FrameSpec::tcp4(0, 0, 0, 0, 0);
+    spec.vlans = match rng.random_range(0..10) {
+        0 => vec![(frames::TPID_8021Q, 100)],
+        1 => vec![(frames::TPID_8021AD, 10), (frames::TPID_8021Q, 20)],
+        _ => Vec::new(),
+    };
+    spec.payload = match rng.random_range(0..20) {
+        0 => rng.random_range(8900..9000),
+        1 => rng.random_range(300..1500),
+        _ => rng.random_range(0..64),
+    };
+    let transport = |rng: &mut StdRng, f: &Flow| -> L4 {
+        match f.protocol {
+            6 => L4::Tcp {
+                sport: f.client_port,
+                dport: f.vip_port,
+                flags: [0x02, 0x12, 0x10, 0x18, 0x11, 0x04, 0x14][rng.random_range(0..7)],
+            },
+            17 => L4::Udp {
+                sport: f.client_port,
+                dport: f.vip_port,
+            },
+            // ICMP / ICMPv6 of the packet's own family: informational types (echo request
+            // and reply, timestamp, neighbour solicitation, ...), never errors.
+            1 if !v6 => L4::Icmp {
+                ty: [8, 0, 13, 14][rng.random_range(0..4)],
+                code: 0,
+                body: Vec::new(),
+            },
+            58 if v6 => L4::Icmp {
+                ty: [128, 129, 133, 135, 136][rng.random_range(0..5)],
+                code: 0,
+                body: Vec::new(),
+            },
+            p => L4::Other(p),
+        }
+    };
+    if rng.random_bool(0.1) {
+        // An ICMP error about the flow: quoting the backend's reply (from the VIP) or the
+        // client's packet (toward the VIP); addressed to the VIP or the client.
+        let reply = rng.random_bool(0.6);
+        let (qs, qd, qsp, qdp) = if reply {
+            (flow.vip, flow.client, flow.vip_port, flow.client_port)
+        } else {
+            (flow.client, flow.vip, flow.client_port, flow.vip_port)
+        };
+        let inner_l4 = match flow.protocol {
+            6 => L4::Tcp {
+                sport: qsp,
+                dport: qdp,
+                flags: 0x10,
+            },
+            17 => L4::Udp {
+                sport: qsp,
+                dport: qdp,
+            },
+            // A quote of a portless packet is no usable quote (docs/pipeline.md §2).
+            p if rng.random_bool(0.5) => L4::Other(p),
+            _ => L4::Udp {
+                sport: qsp,
+                dport: qdp,
+            },
+        };
+        let router = if v6 {
+            0x2001_0db8_00ee_0000_0000_0000_0000_0001
+        } else {
+            mapped(0x0a63_0001)
+        };
+        let inner = ip_layer(v6, qs, qd, rng, false);
+        let ty = if v6 {
+            [1, 2, 3][rng.random_range(0..3)]
+        } else {
+            [3, 11][rng.random_range(0..2)]
+        };
+        spec.l4 = frames::icmp_error(v6, ty, &inner, &inner_l4, 8);
+        spec.ip = Some(ip_layer(v6, router, flow.vip, rng, false));
+        spec.payload = 0;
+    } else {
+        spec.l4 = transport(rng, &flow);
+        let fragment = rng.random_bool(0.2);
+        spec.ip = Some(ip_layer(v6, flow.client, flow.vip, rng, fragment));
+    }
+    spec.build()
 }
 
 /// Port-range layouts of a VIP entry (slot order): one slot (all ports, or one port), a few,
