@@ -317,15 +317,24 @@ pub const MAX_DRAINED_FRACTION: f64 = 0.5;
 pub const PAST_CAPACITY_SIGMAS: f64 = 3.0;
 
 /// The share of new connections a group has room for, `fair` being its capacity over the
-/// service's live connections (step 5): `fair` below capacity; at capacity only what its
-/// closing connections free (its turnover), so long-lived connections do not pile up past
-/// it; nothing once [`PAST_CAPACITY_SIGMAS`] past it.
+/// service's live connections (step 5), and how full it is. Well below capacity (more than
+/// [`PAST_CAPACITY_SIGMAS`] × √C below it, out of a steady load's reach) it takes all it is
+/// given; near capacity `fair`, the share that holds C in a steady state; at capacity only
+/// what its closing connections free (its turnover), so long-lived connections do not pile
+/// up past it; nothing once [`PAST_CAPACITY_SIGMAS`] × √C past it.
 fn room(g: &Group, capacity: f64, fair: f64) -> (f64, Fullness) {
     let live = g.live() as f64;
-    if capacity <= 0.0 || g.unlimited || live < capacity {
+    let sigmas = PAST_CAPACITY_SIGMAS * capacity.sqrt();
+    if capacity <= 0.0 || g.unlimited {
         return (fair, Fullness::Room);
     }
-    if live >= capacity + PAST_CAPACITY_SIGMAS * capacity.sqrt() {
+    if live < capacity - sigmas {
+        return (fair, Fullness::Filling);
+    }
+    if live < capacity {
+        return (fair, Fullness::Room);
+    }
+    if live >= capacity + sigmas {
         return (0.0, Fullness::Past);
     }
     match g.turnover {
@@ -334,10 +343,12 @@ fn room(g: &Group, capacity: f64, fair: f64) -> (f64, Fullness) {
     }
 }
 
-/// How full a group is, for the reports.
+/// How full a group is (step 5).
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Fullness {
-    /// Takes its capacity's share.
+    /// Well below capacity: takes whatever its tier is left.
+    Filling,
+    /// Near capacity: takes its capacity's share.
     Room,
     /// At capacity: takes the share its closing connections free.
     Full(f64),
@@ -565,11 +576,27 @@ pub fn decide(
                 r
             })
             .collect();
-        let room_sum: f64 = rooms.iter().sum();
-        let share = remaining.min(room_sum);
+        // Groups near or at capacity get their room (scaled down when the tier is left less);
+        // groups well below it share whatever else the tier is left, by capacity.
+        let filling = |i: usize| fullness[i] == Fullness::Filling;
+        let room_sum: f64 = members
+            .iter()
+            .zip(&rooms)
+            .filter(|(&i, _)| !filling(i))
+            .map(|(_, r)| r)
+            .sum();
+        let filling_cap: f64 = members
+            .iter()
+            .filter(|&&i| filling(i))
+            .map(|&i| effective(&groups[i]))
+            .sum();
+        let given = remaining.min(room_sum);
+        let share = if filling_cap > 0.0 { remaining } else { given };
         for (&i, r) in members.iter().zip(&rooms) {
-            group_share[i] = if room_sum > 0.0 {
-                share * r / room_sum
+            group_share[i] = if filling(i) {
+                (share - given) * effective(&groups[i]) / filling_cap
+            } else if room_sum > 0.0 {
+                given * r / room_sum
             } else {
                 0.0
             };
@@ -580,7 +607,7 @@ pub fn decide(
         let places = tier_places(groups, members);
         let full = members
             .iter()
-            .filter(|&&i| fullness[i] != Fullness::Room)
+            .filter(|&&i| matches!(fullness[i], Fullness::Full(_) | Fullness::Past))
             .count();
         let full_note = if full == 0 {
             String::new()
@@ -726,7 +753,7 @@ pub fn decide(
                 );
             }
             match fullness[i] {
-                Fullness::Room => {}
+                Fullness::Filling | Fullness::Room => {}
                 Fullness::Full(t) => {
                     let _ = write!(
                         why,

@@ -129,6 +129,66 @@ fn a_steady_load_changes_no_weight() {
     assert_eq!(changes, 0);
 }
 
+/// SPEC R6.1, "fill up to capacity, then spill", with connections that stay open: once the
+/// NIC's zone holds its 100, it takes no new connection however many more arrive (C / N alone
+/// would keep giving it 100 / N of them: 100 ln(N / 100) past its capacity by N). When its
+/// connections close, it takes as many new ones as close.
+#[test]
+fn a_full_zone_takes_only_what_its_closing_connections_free() {
+    let health = HealthState::default();
+    let mut c = build(&health);
+    // 10 new connections a second, none closing (the slow path counts closings: 0).
+    let with_closed = |a: u64, b: u64, closed_a: u64, closed_b: u64| {
+        let mut l = live(a, b, 0);
+        l.count_closed();
+        l.add_closed("web", "a1", closed_a);
+        l.add_closed("web", "b1", closed_b);
+        l
+    };
+    let mut t = 0.0;
+    for a in (0..=100).step_by(10) {
+        t += 1.0;
+        c.rebalance(&with_closed(a, 0, 0, 0), t, &health, DEFAULT_DEADBAND)
+            .unwrap();
+    }
+    // Full, nothing closing: everything to the next zone, b.
+    let s = group_shares(&c);
+    assert!(close(s.get(&'a'), 0.0) && close(s.get(&'b'), 1.0), "{s:?}");
+    let seen = c.service_observed("web").expect("a service");
+    assert!(seen.groups[0].why.contains("at capacity"), "{seen:?}");
+    // And so on while b fills: a stays at 0, not 100 / N.
+    for b in (10..=60).step_by(10) {
+        t += 1.0;
+        c.rebalance(&with_closed(100, b, 0, 0), t, &health, DEFAULT_DEADBAND)
+            .unwrap();
+        let s = group_shares(&c);
+        assert!(close(s.get(&'a'), 0.0), "b at {b}: {s:?}");
+    }
+    // Now a's connections close at 3 a second and b's at 7 (10 new a second, 10 closing:
+    // steady). A full `a` takes what it frees, 30 % (its closings counted up to two
+    // standard deviations high: over the last ~10 s about 31.5 closed of 105 opened, so at
+    // most (31.5 + 2 √31.5) / 105 = 41 %), held for two minutes; b, well below its capacity
+    // (60 of 100), the rest; c, the next zone, nothing while b has room.
+    for _ in 0..120 {
+        t += 1.0;
+        c.rebalance(&with_closed(100, 60, 3, 7), t, &health, DEFAULT_DEADBAND)
+            .unwrap();
+    }
+    let s = group_shares(&c);
+    let a = s.get(&'a').copied().unwrap_or(0.0);
+    assert!((0.29..=0.42).contains(&a), "{s:?}");
+    assert!(
+        close(s.get(&'b'), 1.0 - a) && close(s.get(&'c'), 0.0),
+        "{s:?}"
+    );
+    // Below capacity again (90 live), it takes its capacity's share, 100 / 150.
+    t += 1.0;
+    c.rebalance(&with_closed(90, 60, 3, 7), t, &health, DEFAULT_DEADBAND)
+        .unwrap();
+    let s = group_shares(&c);
+    assert!(close(s.get(&'a'), 100.0 / 150.0), "{s:?}");
+}
+
 fn set(h: &mut HealthState, members: &[&str], healthy: bool) {
     for m in members {
         h.set_member(

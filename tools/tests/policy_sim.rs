@@ -135,12 +135,14 @@ fn the_nearest_region_fills_then_spills() {
         "zones share by capacity: {a} of {all}"
     );
 
-    // 200-700 s: ~2000 live. Settled after four lifetimes (450 s on): the region holds its
-    // capacity within the margin, us-east1 takes the rest (1 - 1000/2000), Europe nothing.
+    // 200-900 s: ~2000 live. Settled after eight lifetimes (600 s on; the shares applied
+    // while the load rose are within the deadband of the settled ones, so the last
+    // correction may come late): the region holds its capacity within the margin, us-east1
+    // takes the rest (1 - 1000/2000), Europe nothing.
     let steady_n = s.steady_live_at(at(500.0));
     assert_eq!(steady_n, 2000.0);
     let (offset, noise) = margin(s.deadband, steady_n, cap);
-    let u = utilisation(&o, &near, 450.0, 700.0);
+    let u = utilisation(&o, &near, 600.0, 900.0);
     for (i, x) in u.iter().enumerate() {
         assert!(
             (x - 1.0).abs() <= offset + noise,
@@ -153,26 +155,31 @@ fn the_nearest_region_fills_then_spills() {
         "mean utilisation {:.3}",
         mean(&u)
     );
-    let (east, all) = arrivals(&o, &["east"], 450.0, 700.0);
+    let (east, all) = arrivals(&o, &["east"], 600.0, 900.0);
     let want = 1.0 - cap / steady_n;
     assert!(
         (east as f64 / all as f64 - want).abs() <= s.deadband + 0.02,
         "us-east1 took {east} of {all}, want about {want}"
     );
     assert_eq!(
-        arrivals(&o, &["europe"], 0.0, 1000.0).0,
+        arrivals(&o, &["europe"], 0.0, 1200.0).0,
         0,
         "us-east1 had room"
     );
-    // Steady after settling: no table entry changed.
-    let changes: Vec<f64> = window(&o, 450.0, 700.0)
+    // A steady load does not make weights oscillate: from five lifetimes after the step at
+    // most one late correction (the shares applied while the load rose drift from the
+    // settled ones by up to the deadband), and none in the last 200 s.
+    let changes: Vec<f64> = window(&o, 450.0, 900.0)
         .filter(|r| r.changed_entries > 0)
         .map(|r| r.t as f64 / MICROS)
         .collect();
-    assert!(changes.is_empty(), "weight changes at {changes:?} s");
+    assert!(
+        changes.len() <= 1 && changes.iter().all(|&t| t < 700.0),
+        "weight changes at {changes:?} s"
+    );
 
-    // 700-1000 s: back to ~600 live; two lifetimes later nothing spills any more.
-    let (n, all) = arrivals(&o, &near, 800.0, 1000.0);
+    // 900-1200 s: back to ~600 live; two lifetimes later nothing spills any more.
+    let (n, all) = arrivals(&o, &near, 1000.0, 1200.0);
     assert_eq!(n, all, "the spill ends once the region has room");
 }
 
@@ -345,6 +352,50 @@ fn preferred_backends_fill_first() {
     assert!(
         (local as f64 / all as f64 - want).abs() <= s.deadband + 0.02,
         "local took {local} of {all}, want about {want}"
+    );
+}
+
+/// SPEC R6.1 "fill up to capacity, then spill" with connections that outlive the run: the
+/// nearest region's zones never hold more than their capacity plus what arrives within one
+/// refresh (a share of C / N alone would keep giving the full region 1000 / N of the new
+/// connections, about 1000 ln 3 = 1100 past its capacity by the end), and us-east1 takes the
+/// spill until it is near its own capacity: Europe, farther, gets only what arrives while
+/// us-east1 is within 3 √2000 of full.
+#[test]
+fn long_lived_connections_fill_the_nearest_region_to_capacity_and_no_further() {
+    let s = scenario("long-lived");
+    let o = simulate("long-lived");
+    let refresh_arrivals =
+        s.arrivals.iter().map(|a| a.rate).fold(0.0, f64::max) * s.refresh as f64 / MICROS;
+    for zone in ["central-a", "central-b"] {
+        let cap = capacity(&o, &[zone]);
+        assert_eq!(cap, 500.0);
+        let peak = window(&o, 0.0, 600.0)
+            .flat_map(|r| r.groups.iter().filter(|g| g.name == zone))
+            .map(|g| g.live)
+            .max()
+            .unwrap_or(0);
+        assert!(
+            peak as f64 <= cap + refresh_arrivals,
+            "{zone} peaked at {peak} live, capacity {cap} (+{refresh_arrivals} arrivals per refresh)"
+        );
+        assert!(peak as f64 >= cap, "{zone} never filled: {peak}");
+    }
+    // Nothing closes: the live count is every arrival.
+    let last = o.records.last().expect("records");
+    let (_, all) = arrivals(&o, &[], 0.0, 600.0);
+    assert!(last.live >= all * 99 / 100, "{} live of {all}", last.live);
+    let east_cap = capacity(&o, &["east"]);
+    let (europe, all) = arrivals(&o, &["europe"], 0.0, 600.0);
+    assert!(
+        europe as f64 <= 3.0 * east_cap.sqrt(),
+        "Europe took {europe} of {all} while us-east1 had room"
+    );
+    let east = last.groups.iter().find(|g| g.name == "east").expect("east");
+    assert!(
+        east.live as f64 >= east_cap - 3.0 * east_cap.sqrt(),
+        "us-east1 holds {} of {east_cap}",
+        east.live
     );
 }
 

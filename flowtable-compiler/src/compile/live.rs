@@ -20,6 +20,8 @@ use std::collections::BTreeMap;
 /// exponentially decaying counts (so their ratio needs no clock of its own).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(super) struct Churn {
+    /// At least one refresh interval was counted.
+    measured: bool,
     /// Connections opened, all backends.
     opened: f64,
     /// Connections closed, per backend.
@@ -36,6 +38,7 @@ impl Churn {
         closed: Option<&BTreeMap<String, u64>>,
         secs: f64,
     ) {
+        self.measured = true;
         let decay = (-secs / TURNOVER_SECS).exp();
         self.opened *= decay;
         self.closed.retain(|_, c| {
@@ -62,13 +65,16 @@ impl Churn {
     }
 
     /// The turnover of a group of `members`: their closed connections over the service's
-    /// opened ones; `None` when too few opened to tell (less than one connection's worth).
+    /// opened ones (at least one: when hardly any connection opens lately, what closes is
+    /// still room), the closings counted two standard deviations high (a Poisson count of
+    /// c has √c of them) so that a steady load's noise does not read as less room than its
+    /// share; none closing is still 0. `None` before a refresh interval was counted.
     pub(super) fn turnover<'a>(&self, members: impl Iterator<Item = &'a str>) -> Option<f64> {
-        if self.opened < 1.0 {
+        if !self.measured {
             return None;
         }
         let closed: f64 = members.filter_map(|m| self.closed.get(m)).sum();
-        Some(closed / self.opened)
+        Some((closed + 2.0 * closed.sqrt()) / self.opened.max(1.0))
     }
 }
 

@@ -1340,15 +1340,23 @@ pub fn backend_service_fills_the_near_zone_then_spills() {
     assert_eq!(group(&svc, "near")["live"], PER_INSTANCE, "{svc}");
     assert_eq!(group(&svc, "near")["utilisation"], 1.0, "{svc}");
 
-    // 2. Its capacity taken, new connections spill to the other zone (and keep doing so
-    //    past the total capacity of 12: overload goes to both in proportion to capacity).
+    // 2. Its capacity taken and none of its connections closing, the NIC's zone takes no new
+    //    connection: every one spills to the other zone while that has room (8). Past the
+    //    total capacity of 12 the overload goes to both in proportion to capacity, and no
+    //    zone fills past 3 √capacity beyond it (SPEC R6.1, fill up to capacity).
     let total = 20;
+    let far_capacity = 8;
     let mut spilled = Vec::new();
     for n in PER_INSTANCE..total {
         let b = conns.open(&lab);
         assert!(BACKENDS.contains(&b.as_str()), "{b}");
         if FAR.contains(&b.as_str()) {
             spilled.push(b);
+        } else {
+            assert!(
+                n >= PER_INSTANCE + far_capacity,
+                "connection {n} went to the full NIC's zone ({b}) while the other had room"
+            );
         }
         wait_live(&lab, n + 1);
     }
@@ -1361,8 +1369,14 @@ pub fn backend_service_fills_the_near_zone_then_spills() {
         group(&svc, "far")["live"]
     );
     assert!(
-        !spilled.is_empty(),
-        "no connection spilled to the other zone once the NIC's zone was full: {svc}"
+        spilled.len() as u64 >= far_capacity,
+        "{} connections spilled to the other zone once the NIC's zone was full: {svc}",
+        spilled.len()
+    );
+    let near_live = group(&svc, "near")["live"].as_u64().unwrap();
+    assert!(
+        near_live <= PER_INSTANCE + 6,
+        "the NIC's zone holds {near_live}, more than 3 √4 past its capacity of 4: {svc}"
     );
     assert!(group(&svc, "far")["share"].as_f64().unwrap() > 0.0, "{svc}");
     assert!(group(&svc, "far")["tier"].as_u64() == Some(1), "{svc}");
