@@ -100,7 +100,8 @@ fn nlbd_shows_and_explains_the_policy_over_live_connections() {
         let svc = s["services"].as_array()?.first()?.clone();
         (svc["live"].as_u64()? == 15).then_some(svc)
     });
-    // near: 15 of 10 (150 %); it gets 10/15 of new connections, far (tier 1) 5/15.
+    // near: 15 of 10 (150 %) and none of them closing: it gets no new connection (SPEC R6.1,
+    // fill up to capacity, then spill), far (tier 1, empty) all of them.
     let near = group(&svc, "near");
     assert_eq!(
         (
@@ -111,8 +112,12 @@ fn nlbd_shows_and_explains_the_policy_over_live_connections() {
         (Some(15), Some(10.0), Some(0))
     );
     assert!((near["utilisation"].as_f64().unwrap() - 1.5).abs() < 1e-9);
+    assert_eq!(near["share"].as_f64(), Some(0.0), "{svc}");
     assert!(
-        (near["share"].as_f64().unwrap() - 2.0 / 3.0).abs() < 1e-9,
+        near["why"]
+            .as_str()
+            .unwrap()
+            .starts_with("at capacity (15 live of 10)"),
         "{svc}"
     );
     let far = group(&svc, "far");
@@ -120,10 +125,7 @@ fn nlbd_shows_and_explains_the_policy_over_live_connections() {
         (far["live"].as_u64(), far["tier"].as_u64()),
         (Some(0), Some(1))
     );
-    assert!(
-        (far["share"].as_f64().unwrap() - 1.0 / 3.0).abs() < 1e-9,
-        "{svc}"
-    );
+    assert_eq!(far["share"].as_f64(), Some(1.0), "{svc}");
     let status = nlbd.admin("status").unwrap();
     assert!(status["weight_changes"].as_u64().unwrap() >= 1, "{status}");
     assert_eq!(status["policy_refresh_ms"], 250.0);
@@ -145,8 +147,8 @@ fn nlbd_shows_and_explains_the_policy_over_live_connections() {
             .collect::<Vec<_>>()
             .join(" ")
     };
-    assert_eq!(row("near"), "near r1-a 15/10 150 % 66.7% 66.7% 0 -");
-    assert_eq!(row("far"), "far r1-b 0/10 0 % 33.3% 33.3% 1 -");
+    assert_eq!(row("near"), "near r1-a 15/10 150 % 0.0% 0.0% 0 -");
+    assert_eq!(row("far"), "far r1-b 0/10 0 % 100.0% 100.0% 1 -");
 
     // explain against nlbd: with the live counts, a flow's tier and zone.
     let o = nlbctl(&[
@@ -192,7 +194,7 @@ fn nlbd_shows_and_explains_the_policy_over_live_connections() {
         "nlbd_service_group_capacity_connections{service=\"web\",group=\"far\",zone=\"r1-b\"} 10",
         "nlbd_service_group_utilisation_ratio{service=\"web\",group=\"near\",zone=\"r1-a\"} 1.5",
         "nlbd_service_group_drained{service=\"web\",group=\"far\",zone=\"r1-b\"} 0",
-        "nlbd_service_group_share_ratio{service=\"web\",group=\"far\",zone=\"r1-b\"} 0.333",
+        "nlbd_service_group_share_ratio{service=\"web\",group=\"far\",zone=\"r1-b\"} 1",
         "nlbd_service_policy_refresh_seconds_bucket{le=\"+Inf\"} ",
         "nlbd_service_policy_refresh_interval_seconds 0.25",
     ] {

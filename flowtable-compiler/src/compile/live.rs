@@ -73,7 +73,9 @@ impl Churn {
         if !self.measured {
             return None;
         }
-        let closed: f64 = members.filter_map(|m| self.closed.get(m)).sum();
+        let closed = members
+            .filter_map(|m| self.closed.get(m))
+            .fold(0.0, |a, c| a + c);
         Some((closed + 2.0 * closed.sqrt()) / self.opened.max(1.0))
     }
 }
