@@ -53,7 +53,7 @@ mod tree;
 
 pub use compile::{
     check_capacity, compile, compile_after, CompileOptions, Compiled, LiveLoad, PoolReport,
-    Rebalanced, ServiceGroup, DEFAULT_DEADBAND,
+    Rebalanced, ServiceGroup, DEFAULT_DEADBAND, DEFAULT_REFILL_BUDGET,
 };
 pub use config::{check, parse_config};
 pub use diag::{Diagnostic, Diagnostics, Pos};

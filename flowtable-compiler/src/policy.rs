@@ -869,6 +869,31 @@ pub fn worth_applying(applied: &Decision, next: &Decision, deadband: f64) -> boo
     })
 }
 
+/// How urgent applying `next` over `applied` is, to order the services one refresh refills
+/// when it cannot refill them all: what health decides ([`worth_applying`]'s first kind) is
+/// infinitely urgent; otherwise the largest move of a group's share.
+pub fn urgency(applied: &Decision, next: &Decision) -> f64 {
+    if applied.drop != next.drop
+        || applied.failover_serves != next.failover_serves
+        || applied.groups.len() != next.groups.len()
+    {
+        return f64::INFINITY;
+    }
+    let mut most = 0.0f64;
+    for (a, b) in applied.groups.iter().zip(&next.groups) {
+        if a.name != b.name
+            || a.drained != b.drained
+            || a.below_threshold != b.below_threshold
+            || a.healthy != b.healthy
+            || a.endpoints != b.endpoints
+        {
+            return f64::INFINITY;
+        }
+        most = most.max((a.share - b.share).abs());
+    }
+    most
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -266,3 +266,74 @@ fn rebalanced_tables_equal_a_fresh_compile_fed_the_same_counts() {
     fresh.rebalance(&load, 5.0, &health, 0.0).unwrap();
     assert_eq!(fresh.tables, c.tables);
 }
+
+/// Three services over the same two zones; `web2`'s NIC zone is the fullest.
+fn three_services() -> Compiled {
+    let mut text = String::from("nic: {region: r1, zone: r1-a}\nforwardingRules:\n");
+    for s in 1..=3 {
+        text.push_str(&format!(
+            "  - {{name: web{s}, IPAddress: 203.0.113.{s}, portRange: \"80\", backendService: web{s}}}\n"
+        ));
+    }
+    text.push_str(
+        "serviceLbPolicies:\n  - {name: zonal, loadBalancingAlgorithm: WATERFALL_BY_ZONE}\nbackendServices:\n",
+    );
+    for s in 1..=3 {
+        text.push_str(&format!(
+            "  - name: web{s}\n    serviceLbPolicy: zonal\n    backends:\n      - {{group: a, maxConnectionsPerInstance: 50}}\n      - {{group: b, maxConnectionsPerInstance: 50}}\n"
+        ));
+    }
+    text.push_str(
+        "instanceGroups:\n  - {name: a, zone: r1-a, instances: [a1, a2]}\n  - {name: b, zone: r1-b, instances: [b1, b2]}\n\
+         instances:\n  - {name: a1, ip: 192.0.2.1, zone: r1-a, mac: 02:00:00:00:00:01}\n  - {name: a2, ip: 192.0.2.2, zone: r1-a, mac: 02:00:00:00:00:02}\n\
+         \x20 - {name: b1, ip: 192.0.2.3, zone: r1-b, mac: 02:00:00:00:00:03}\n  - {name: b2, ip: 192.0.2.4, zone: r1-b, mac: 02:00:00:00:00:04}\n",
+    );
+    let (c, d) = parse_config("three.yaml", &text);
+    assert!(d.is_empty(), "{d}");
+    compile(&c, &HealthState::default(), &CompileOptions::default()).expect("compiles")
+}
+
+/// A refresh that cannot refill every service that moved refills the most urgent first (the
+/// largest share move) and leaves the others to the next refreshes, which finish the job:
+/// the tables end as an unbudgeted refresh leaves them.
+#[test]
+fn a_refill_budget_takes_the_largest_moves_first_and_the_rest_later() {
+    let health = HealthState::default();
+    let mut budgeted = three_services();
+    let mut whole = three_services();
+    let slots = |c: &Compiled| {
+        let id = c.symbols.pool_id("web1").expect("pool");
+        u64::from(c.tables.pools[usize::from(id)].maglev_size)
+    };
+    let one = slots(&budgeted);
+    // Each NIC zone (capacity 100) over capacity by another amount, within 3 √100 (closings
+    // not counted): a's share moves from 1 to 100/115 (web1, by 0.13), 100/125 (web2, by
+    // 0.2), 100/120 (web3, by 0.17).
+    let mut load = LiveLoad::new();
+    for (s, a) in [("web1", 115), ("web2", 125), ("web3", 120)] {
+        load.add(s, "a1", a);
+    }
+    // The budget holds one service's slices (and a failover slice, if any, of 0 slots).
+    let r = budgeted
+        .rebalance_within(&load, 1.0, &health, DEFAULT_DEADBAND, one)
+        .unwrap();
+    assert_eq!(r.pools, vec!["web2".to_string()]);
+    assert_eq!(r.deferred, vec!["web1".to_string(), "web3".to_string()]);
+    let r = budgeted
+        .rebalance_within(&load, 2.0, &health, DEFAULT_DEADBAND, one)
+        .unwrap();
+    assert_eq!(
+        r.pools,
+        vec!["web3".to_string()],
+        "the larger of the two moves"
+    );
+    let r = budgeted
+        .rebalance_within(&load, 3.0, &health, DEFAULT_DEADBAND, one)
+        .unwrap();
+    assert_eq!((r.pools, r.deferred), (vec!["web1".to_string()], vec![]));
+    let r = whole
+        .rebalance(&load, 3.0, &health, DEFAULT_DEADBAND)
+        .unwrap();
+    assert_eq!(r.pools.len(), 3);
+    assert_eq!(budgeted.tables, whole.tables);
+}

@@ -24,7 +24,9 @@
 //! [--crossings N] [--refresh-ms MS] [--minutes N]` (`NLB_BENCH_QUICK=1` for a short run).
 
 use etherparse::PacketBuilder;
-use flowtable_compiler::{compile, parse_config, CompileOptions, Config, HealthState, LiveLoad};
+use flowtable_compiler::{
+    compile, parse_config, CompileOptions, Config, HealthState, LiveLoad, DEFAULT_REFILL_BUDGET,
+};
 use nlb_driver::conntrack::Conntrack;
 use nlb_driver::device::Device;
 use nlb_driver::discover;
@@ -572,12 +574,17 @@ fn recompute(_args: &Args) {
     );
     let (quiet_live, _) = index.live_load(&quiet, &HashMap::new());
     let (busy_live, _) = index.live_load(&busy, &HashMap::new());
-    let mut now = 0.0;
-    let mut rebalance = |c: &mut flowtable_compiler::Compiled, live: &LiveLoad| {
-        now += 0.25;
+    // The policy clock, 250 ms per refresh.
+    let now = std::cell::Cell::new(0.0);
+    let tick = || {
+        now.set(now.get() + 0.25);
+        now.get()
+    };
+    let rebalance = |c: &mut flowtable_compiler::Compiled, live: &LiveLoad| {
+        let at = tick();
         let t = Instant::now();
         let r = c
-            .rebalance(live, now, &health, DEFAULT_DEADBAND)
+            .rebalance(live, at, &health, DEFAULT_DEADBAND)
             .expect("rebalance");
         (t.elapsed(), r.pools.len(), r.changed.len())
     };
@@ -601,6 +608,28 @@ fn recompute(_args: &Args) {
         all.push(d);
     }
     all.sort();
+    // The same with nlbd's refill budget: every refresh stays within it, and the services
+    // that did not fit follow at the next refreshes (250 ms apart in nlbd).
+    let mut budgeted = Vec::new();
+    let mut refreshes_to_finish = Vec::new();
+    for k in 0..runs {
+        let live = if k % 2 == 0 { &busy_live } else { &quiet_live };
+        let mut n = 0;
+        loop {
+            let at = tick();
+            let t = Instant::now();
+            let r = c
+                .rebalance_within(live, at, &health, DEFAULT_DEADBAND, DEFAULT_REFILL_BUDGET)
+                .expect("rebalance");
+            budgeted.push(t.elapsed());
+            n += 1;
+            if r.deferred.is_empty() {
+                break;
+            }
+        }
+        refreshes_to_finish.push(n);
+    }
+    budgeted.sort();
     // One service crosses (the others steady).
     let mut one_live = quiet_live.clone();
     let first = &services[0];
@@ -632,6 +661,12 @@ fn recompute(_args: &Args) {
         show(&one),
         entries,
         show(&all)
+    );
+    println!(
+        "  every service moves, refill budget {} slots per refresh: each refresh {}; {} refreshes to apply all (max)",
+        DEFAULT_REFILL_BUDGET,
+        show(&budgeted),
+        refreshes_to_finish.iter().max().copied().unwrap_or(0)
     );
 
     // What the kept counts save: a scan of a full connection table (u280: 4 Mi entries, 3 Mi

@@ -111,6 +111,8 @@ pub struct PolicyApplied {
     pub changed_entries: usize,
     /// The load.
     pub load: LoadOutcome,
+    /// Services worth changing that did not fit in the refill budget (the next refresh).
+    pub deferred: Vec<String>,
 }
 
 /// A configuration accepted by [`Controller::prepare_reload`], not yet serving.
@@ -451,7 +453,9 @@ impl Controller {
     /// One refresh of the service LB policy (SPEC R6): feeds `live` (open connections per
     /// backend-service pool and backend) and the policy time `now` (seconds, monotonic) to
     /// every backend service ([`Compiled::rebalance`]; shares that move by less than
-    /// `deadband` are not applied) and loads the entries that changed, as
+    /// `deadband` are not applied; at most `refill_budget` Maglev slots refilled, the most
+    /// urgent services first, [`Compiled::rebalance_within`]) and loads the entries that
+    /// changed, as
     /// [`Controller::apply_health`] does: a failed load keeps the previous tables serving and
     /// is retried (also by the next refresh).
     pub fn refresh_policy<D: Device + ?Sized>(
@@ -460,15 +464,17 @@ impl Controller {
         live: &LiveLoad,
         now: f64,
         deadband: f64,
+        refill_budget: u64,
     ) -> Result<PolicyApplied, ControllerError> {
         let r = self
             .compiled
-            .rebalance(live, now, &self.health, deadband)
+            .rebalance_within(live, now, &self.health, deadband, refill_budget)
             .map_err(compile_error)?;
         let mut applied = PolicyApplied {
             pools: r.pools,
             changed_entries: r.changed.len(),
             load: LoadOutcome::NotNeeded,
+            deferred: r.deferred,
         };
         if applied.changed_entries == 0 && !self.pending_load {
             return Ok(applied);

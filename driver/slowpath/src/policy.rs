@@ -37,7 +37,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::ops::Range;
 use std::time::Duration;
 
-pub use flowtable_compiler::DEFAULT_DEADBAND;
+pub use flowtable_compiler::{DEFAULT_DEADBAND, DEFAULT_REFILL_BUDGET};
 
 /// How often the policy is refreshed by default (see the module documentation).
 pub const DEFAULT_REFRESH: Duration = Duration::from_millis(250);
@@ -65,6 +65,8 @@ pub struct PolicyStats {
     pub refresh_duration_max: Duration,
     /// Open connections of backend services at the last refresh.
     pub live_connections: u64,
+    /// Services left for a later refresh because one refresh's refill budget was spent.
+    pub deferred: u64,
 }
 
 impl Default for PolicyStats {
@@ -82,6 +84,7 @@ impl Default for PolicyStats {
             },
             refresh_duration_max: Duration::ZERO,
             live_connections: 0,
+            deferred: 0,
         }
     }
 }
@@ -226,6 +229,8 @@ pub struct Refreshed {
     pub load: LoadOutcome,
     /// Open connections of backend services counted.
     pub live_connections: u64,
+    /// Services worth changing left for the next refresh (past the refill budget).
+    pub deferred: Vec<String>,
     /// Counting, deciding, recompiling and loading.
     pub elapsed: Duration,
 }
@@ -236,6 +241,8 @@ pub struct Refreshed {
 pub struct PolicyRuntime {
     /// Shares that move by less than this are not applied ([`DEFAULT_DEADBAND`]).
     pub deadband: f64,
+    /// Maglev slots one refresh refills at most ([`DEFAULT_REFILL_BUDGET`]).
+    pub refill_budget: u64,
     index: Option<ServiceIndex>,
     /// Services changed by a refresh whose load failed: counted when a load succeeds.
     unloaded: Vec<String>,
@@ -247,6 +254,7 @@ impl PolicyRuntime {
     pub fn new(deadband: f64) -> PolicyRuntime {
         PolicyRuntime {
             deadband,
+            refill_budget: DEFAULT_REFILL_BUDGET,
             index: None,
             unloaded: Vec::new(),
             stats: PolicyStats::default(),
@@ -290,7 +298,7 @@ impl PolicyRuntime {
             return None;
         }
         let (live, live_connections) = index.live_load(open, closed);
-        let result = controller.refresh_policy(dev, &live, now, self.deadband);
+        let result = controller.refresh_policy(dev, &live, now, self.deadband, self.refill_budget);
         let elapsed = started.elapsed();
         self.stats.refreshes += 1;
         self.stats.live_connections = live_connections;
@@ -308,11 +316,13 @@ impl PolicyRuntime {
                 self.stats.weight_changes += self.unloaded.len() as u64;
                 self.unloaded.clear();
             }
+            self.stats.deferred += applied.deferred.len() as u64;
             Refreshed {
                 pools: applied.pools,
                 changed_entries: applied.changed_entries,
                 load: applied.load,
                 live_connections,
+                deferred: applied.deferred,
                 elapsed,
             }
         }))

@@ -89,6 +89,13 @@ pub const DEFAULT_DEADBAND: f64 = 0.05;
 /// change of connection lifetimes within a few tens of seconds.
 pub const TURNOVER_SECS: f64 = 10.0;
 
+/// Maglev slots one refresh of nlbd refills at most ([`Compiled::rebalance_within`]): 16
+/// slices of the largest size, about 40 ms of filling on one core. When more services move
+/// at once, the most urgent go first and the others follow at the next refreshes, so no
+/// refresh stalls the slow path for the time of every slice at once (100 services of
+/// 65,537 slots: about 270 ms).
+pub const DEFAULT_REFILL_BUDGET: u64 = 16 * 65_537;
+
 /// Live connections per (pool, backend), as the slow path counts them in its connection table,
 /// and, when it counts them, the connections that closed since the previous refresh.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -184,6 +191,9 @@ pub struct ServiceGroup {
 pub struct Rebalanced {
     /// Services whose weights changed, by name.
     pub pools: Vec<String>,
+    /// Services whose decision is worth applying but did not fit in the refresh's refill
+    /// budget: the next refresh decides them again.
+    pub deferred: Vec<String>,
     /// Table entries that changed, as the driver's delta load wants them.
     pub changed: Vec<(Table, u32)>,
 }
@@ -209,7 +219,25 @@ impl Compiled {
         health: &HealthState,
         deadband: f64,
     ) -> Result<Rebalanced, Error> {
+        self.rebalance_within(live, now, health, deadband, u64::MAX)
+    }
+
+    /// [`Compiled::rebalance`] refilling at most `max_slots` Maglev slots (at least one
+    /// service when any is worth applying): every service is decided, the ones worth applying
+    /// are refilled most urgent first ([`policy::urgency`]: health first, then the largest
+    /// share move), and those past the budget are left for the next refresh
+    /// ([`Rebalanced::deferred`]), their tables still serving the previous decision.
+    pub fn rebalance_within(
+        &mut self,
+        live: &LiveLoad,
+        now: f64,
+        health: &HealthState,
+        deadband: f64,
+        max_slots: u64,
+    ) -> Result<Rebalanced, Error> {
         let mut out = Rebalanced::default();
+        // (urgency, pool name, slots of its slices)
+        let mut worth: Vec<(f64, String, u64)> = Vec::new();
         for id in 0..self.plans.len() {
             if self.plans[id].service.is_none() {
                 continue;
@@ -219,6 +247,7 @@ impl Compiled {
                 .map(|i| self.member_healthy(id, i, health))
                 .collect();
             let pool_name = self.plans[id].name.clone();
+            let slots = u64::from(self.plans[id].size) + u64::from(self.plans[id].failover_size);
             let Some(sp) = self.plans[id].service.as_deref_mut() else {
                 continue;
             };
@@ -240,15 +269,29 @@ impl Compiled {
             sp.now = now;
             let groups = services::policy_groups(sp, &names, &healthy, None);
             let next = policy::decide(&sp.policy, &sp.locality, &groups, &mut sp.drain, now);
-            let worth = sp.decision.as_ref().map_or(true, |applied| {
-                policy::worth_applying(applied, &next, deadband)
-            });
+            let urgency = match &sp.decision {
+                None => Some(f64::INFINITY),
+                Some(applied) => policy::worth_applying(applied, &next, deadband)
+                    .then(|| policy::urgency(applied, &next)),
+            };
             sp.observed = Some(next);
-            if worth {
-                out.changed.extend(self.recompile_pool(&pool_name, health)?);
-                out.pools.push(pool_name);
+            if let Some(u) = urgency {
+                worth.push((u, pool_name, slots));
             }
         }
+        worth.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+        let mut spent = 0u64;
+        for (_, pool_name, slots) in worth {
+            if spent > 0 && spent.saturating_add(slots) > max_slots {
+                out.deferred.push(pool_name);
+                continue;
+            }
+            spent = spent.saturating_add(slots);
+            out.changed.extend(self.recompile_pool(&pool_name, health)?);
+            out.pools.push(pool_name);
+        }
+        out.pools.sort_unstable();
+        out.deferred.sort_unstable();
         out.changed.sort_by_key(|(t, i)| (t.value(), *i));
         out.changed.dedup();
         Ok(out)

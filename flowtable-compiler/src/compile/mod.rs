@@ -30,7 +30,7 @@ use std::net::IpAddr;
 mod live;
 mod services;
 
-pub use live::{LiveLoad, Rebalanced, ServiceGroup, DEFAULT_DEADBAND};
+pub use live::{LiveLoad, Rebalanced, ServiceGroup, DEFAULT_DEADBAND, DEFAULT_REFILL_BUDGET};
 
 pub use services::{UNLIMITED_PER_ENDPOINT, WEIGHT_SCALE};
 

@@ -364,6 +364,12 @@ fn services(t: &mut Text, status: &EngineStatus) {
         "Table entries rewritten by weight changes",
         p.entries_changed as f64,
     );
+    t.single(
+        "nlbd_service_policy_deferred_total",
+        "counter",
+        "Backend services whose weight change waited for a later refresh (one refresh's refill budget spent)",
+        p.deferred as f64,
+    );
     t.histogram(
         "nlbd_service_policy_refresh_seconds",
         "Duration of a policy refresh: counting, deciding, recompiling and loading",
