@@ -851,6 +851,11 @@ fn tier_places(groups: &[Group], members: &[usize]) -> String {
 /// share passes the deadband and ends when the earlier tiers have room again: a load hovering
 /// at a tier's capacity, whose spill share flickers between 0 and a few per mille, does not
 /// make the weights flap, and a steady load changes nothing.
+///
+/// The deadband widens with the noise of a share over few connections: a share s decided
+/// from N live connections wanders by about s / √N as N does (a Poisson count), so a move
+/// counts only past [`NOISE_SIGMAS`] of that as well (at 500 live a share of 0.8 needs 0.11;
+/// from about 1,500 live on the 5 points decide).
 pub fn worth_applying(applied: &Decision, next: &Decision, deadband: f64) -> bool {
     if applied.drop != next.drop
         || applied.failover_serves != next.failover_serves
@@ -858,16 +863,27 @@ pub fn worth_applying(applied: &Decision, next: &Decision, deadband: f64) -> boo
     {
         return true;
     }
+    let live: u64 = next.groups.iter().map(|g| g.live).sum();
+    let noise = |share: f64| {
+        if live == 0 {
+            0.0
+        } else {
+            NOISE_SIGMAS * share / (live as f64).sqrt()
+        }
+    };
     applied.groups.iter().zip(&next.groups).any(|(a, b)| {
         a.name != b.name
             || a.drained != b.drained
             || a.below_threshold != b.below_threshold
             || a.healthy != b.healthy
             || a.endpoints != b.endpoints
-            || (a.share - b.share).abs() > deadband
+            || (a.share - b.share).abs() > deadband.max(noise(a.share.max(b.share)))
             || (a.share > 0.0 && b.share == 0.0)
     })
 }
+
+/// Standard deviations of a share's noise a move must pass to be applied ([`worth_applying`]).
+pub const NOISE_SIGMAS: f64 = 3.0;
 
 /// How urgent applying `next` over `applied` is, to order the services one refresh refills
 /// when it cannot refill them all: what health decides ([`worth_applying`]'s first kind) is
@@ -1305,7 +1321,26 @@ mod tests {
             1.0,
         );
         assert!(!worth_applying(&a, &b, 0.02));
+        // A move of half a point at 201 live is inside the noise of a share of 0.5 over 201
+        // connections (3 × 0.5 / √201 = 10.6 points) whatever the deadband.
+        assert!(!worth_applying(&a, &b, 0.0001));
+        // At 20,000 live the noise is 1.06 points: a move of 1.2 points passes a deadband
+        // under it, not one of 2 points.
+        let near = with_live(group("near", "r1", "r1-a", 10_000.0, &[true, true]), 10_000);
+        let far = group("far", "r2", "r2-a", 1e6, &[true]);
+        let at = |far_live: u64, s: &mut DrainState| {
+            decide(
+                &Policy::default(),
+                &here(),
+                &[near.clone(), with_live(far.clone(), far_live)],
+                s,
+                2.0,
+            )
+        };
+        let (a, b) = (at(10_000, &mut s), at(10_500, &mut s));
+        assert!((share(&a, "near") - share(&b, "near") - (0.5 - 10_000.0 / 20_500.0)).abs() < 1e-9);
         assert!(worth_applying(&a, &b, 0.0001));
+        assert!(!worth_applying(&a, &b, 0.02));
     }
 
     #[test]
