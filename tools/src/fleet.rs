@@ -488,12 +488,13 @@ pub fn line_diff<'a>(old: &'a str, new: &'a str) -> Option<Vec<DiffLine<'a>>> {
             out.push(DiffLine::Same(ma[i]));
             i += 1;
             j += 1;
-        } else if j < mb.len() && (i == ma.len() || lcs[i * w + j + 1] >= lcs[(i + 1) * w + j]) {
-            out.push(DiffLine::Added(mb[j]));
-            j += 1;
-        } else {
+        } else if i < ma.len() && (j == mb.len() || lcs[(i + 1) * w + j] >= lcs[i * w + j + 1]) {
+            // Removals before additions, as diff -u prints a changed line.
             out.push(DiffLine::Removed(ma[i]));
             i += 1;
+        } else {
+            out.push(DiffLine::Added(mb[j]));
+            j += 1;
         }
     }
     out.extend(a[a.len() - tail..].iter().map(|l| DiffLine::Same(l)));
@@ -523,7 +524,10 @@ pub fn unified_diff(old_name: &str, old: &str, new_name: &str, new: &str) -> Str
     // Hunks: runs of changes whose contexts touch.
     let mut hunks: Vec<(usize, usize)> = Vec::new();
     for &c in &changed {
-        let (lo, hi) = (c.saturating_sub(CONTEXT), (c + CONTEXT + 1).min(lines.len()));
+        let (lo, hi) = (
+            c.saturating_sub(CONTEXT),
+            (c + CONTEXT + 1).min(lines.len()),
+        );
         match hunks.last_mut() {
             Some((_, end)) if lo <= *end => *end = hi,
             _ => hunks.push((lo, hi)),
@@ -582,7 +586,15 @@ mod tests {
             parse_endpoints("127.0.0.1:2379, http://e2:2380").unwrap(),
             ["http://127.0.0.1:2379", "http://e2:2380"]
         );
-        for bad in ["", "127.0.0.1", "h:0", "h:70000", "https://h:1", "h:1/x", ":5"] {
+        for bad in [
+            "",
+            "127.0.0.1",
+            "h:0",
+            "h:70000",
+            "https://h:1",
+            "h:1/x",
+            ":5",
+        ] {
             assert!(parse_endpoints(bad).is_err(), "{bad}");
         }
     }
@@ -630,7 +642,8 @@ mod tests {
     fn unified_diff_by_hand() {
         let old = "a\nb\nc\nd\ne\nf\ng\nh\n";
         let new = "a\nb\nc\nD\ne\nf\ng\nh\ni\n";
-        // Worked by hand: d → D at line 4, i added after h (line 9); contexts 1-7 and 5-9
+        // Worked by hand and what GNU `diff -u` prints for the same files: d → D at line 4, i
+        // added after h (line 9); contexts 1-7 and 5-9
         // touch, so one hunk from line 1 to the end.
         assert_eq!(
             unified_diff("old", old, "new", new),

@@ -93,8 +93,18 @@ impl Etcd {
             .args(["--name", "fleet-test"])
             .arg("--data-dir")
             .arg(&self.data)
-            .args(["--listen-client-urls", &client, "--advertise-client-urls", &client])
-            .args(["--listen-peer-urls", &peer, "--initial-advertise-peer-urls", &peer])
+            .args([
+                "--listen-client-urls",
+                &client,
+                "--advertise-client-urls",
+                &client,
+            ])
+            .args([
+                "--listen-peer-urls",
+                &peer,
+                "--initial-advertise-peer-urls",
+                &peer,
+            ])
             .args(["--initial-cluster", &format!("fleet-test={peer}")])
             .args(["--log-level", "warn"])
             .stdout(Stdio::null())
@@ -221,10 +231,19 @@ impl Host {
 
     /// The nlbd metrics text (the address is in nlbd's admin status).
     fn metrics(&self) -> String {
-        let o = nlbctl(&["status", "--socket", self.admin.to_str().unwrap(), "-o", "json"]);
+        let o = nlbctl(&[
+            "status",
+            "--socket",
+            self.admin.to_str().unwrap(),
+            "-o",
+            "json",
+        ]);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         let status: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-        let addr = status["metrics_addr"].as_str().expect("metrics address").to_string();
+        let addr = status["metrics_addr"]
+            .as_str()
+            .expect("metrics address")
+            .to_string();
         http_get(&addr, "/metrics")
     }
 }
@@ -238,10 +257,15 @@ impl Drop for Host {
 fn http_get(addr: &str, path: &str) -> String {
     let mut s = TcpStream::connect(addr).expect("metrics endpoint");
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
     let mut out = String::new();
     let _ = s.read_to_string(&mut out);
-    out.split_once("\r\n\r\n").map_or(out.clone(), |(_, b)| b.to_string())
+    out.split_once("\r\n\r\n")
+        .map_or(out.clone(), |(_, b)| b.to_string())
 }
 
 fn nlbctl(args: &[&str]) -> Output {
@@ -267,7 +291,8 @@ fn fleet_status(etcd: &str) -> (serde_json::Value, Output) {
     (v, o)
 }
 
-/// A target pool of `instances` (names from b1..b6, no health check: every member serves).
+/// A target pool of `instances` (names b1..b9, no health check: every member serves); only
+/// those instances are defined, so removing one frees its backend id.
 fn config(instances: &[&str]) -> String {
     let mut s = String::from(
         "forwardingRules:\n  - {name: web, IPAddress: 203.0.113.80, IPProtocol: TCP, portRange: '80', target: web}\ntargetPools:\n",
@@ -276,9 +301,10 @@ fn config(instances: &[&str]) -> String {
         "  - {{name: web, region: r, instances: [{}]}}\ninstances:\n",
         instances.join(", ")
     ));
-    for i in 1..=6 {
+    for name in instances {
+        let i = &name[1..];
         s.push_str(&format!(
-            "  - {{name: b{i}, ip: 192.0.2.{i}, zone: z, mac: '02:00:00:00:77:0{i}'}}\n"
+            "  - {{name: {name}, ip: 192.0.2.{i}, zone: z, mac: '02:00:00:00:77:0{i}'}}\n"
         ));
     }
     s
@@ -359,7 +385,12 @@ fn publish_validates_and_refuses_what_compile_refuses() {
     .unwrap();
     let o = nlbctl(&["publish", bad.to_str().unwrap(), "--etcd", &ep]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    let c = nlbctl(&["compile", bad.to_str().unwrap(), "-o", dir.join("x.img").to_str().unwrap()]);
+    let c = nlbctl(&[
+        "compile",
+        bad.to_str().unwrap(),
+        "-o",
+        dir.join("x.img").to_str().unwrap(),
+    ]);
     assert_eq!(c.status.code(), Some(1));
     let problems = |o: &Output| -> Vec<String> {
         String::from_utf8_lossy(&o.stderr)
@@ -383,15 +414,44 @@ fn publish_validates_and_refuses_what_compile_refuses() {
     // A dry run shows the text's diff and the flows moved, and publishes nothing.
     let next = dir.join("next.yaml");
     std::fs::write(&next, config(&["b1", "b2", "b3", "b4"])).unwrap();
-    let o = nlbctl(&["publish", next.to_str().unwrap(), "--etcd", &ep, "--dry-run"]);
+    let o = nlbctl(&[
+        "publish",
+        next.to_str().unwrap(),
+        "--etcd",
+        &ep,
+        "--dry-run",
+    ]);
     assert!(o.status.success(), "{}", text(&o));
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains(&format!("live: revision {first}")), "{out}");
-    assert!(out.contains("-  - {name: web, region: r, instances: [b1, b2, b3]}"), "{out}");
-    assert!(out.contains("+  - {name: web, region: r, instances: [b1, b2, b3, b4]}"), "{out}");
-    // Maglev moves about a quarter of the flows to the fourth backend (the least possible:
-    // exactly 25%).
-    assert!(out.contains("web ") && out.contains("25.000%"), "{out}");
+    assert!(
+        out.contains("-  - {name: web, region: r, instances: [b1, b2, b3]}"),
+        "{out}"
+    );
+    assert!(
+        out.contains("+  - {name: web, region: r, instances: [b1, b2, b3, b4]}"),
+        "{out}"
+    );
+    // The fourth backend takes about a quarter of the slots: the least share of flows any
+    // table could move (a prime-sized slice cannot split into exact quarters), and Maglev
+    // moves at least that.
+    let row = out
+        .lines()
+        .find(|l| l.starts_with("web "))
+        .unwrap_or_else(|| panic!("{out}"));
+    let pct: Vec<f64> = row
+        .split_whitespace()
+        .filter_map(|w| w.strip_suffix('%')?.parse().ok())
+        .collect();
+    assert_eq!(pct.len(), 2, "{row}");
+    let (moved, minimum) = (pct[0], pct[1]);
+    assert!(
+        (24.0..26.0).contains(&minimum) && moved >= minimum && moved < 35.0,
+        "{row}"
+    );
+    let minus = out.find("-  - {name: web").unwrap();
+    let plus = out.find("+  - {name: web").unwrap();
+    assert!(minus < plus, "removed lines come first: {out}");
     assert!(out.contains("nothing published"), "{out}");
     let (v, _) = fleet_status(&ep);
     assert_eq!(v["live_revision"], first, "a dry run published");
@@ -409,7 +469,8 @@ fn publish_validates_and_refuses_what_compile_refuses() {
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
-        err.contains(&format!("cannot reach etcd at http://{dead}")) && err.contains("nothing published"),
+        err.contains(&format!("cannot reach etcd at http://{dead}"))
+            && err.contains("nothing published"),
         "{err}"
     );
     let o = nlbctl(&["fleet", "status", "--etcd", &dead]);
@@ -460,13 +521,21 @@ fn three_hosts_serve_each_revision_with_identical_tables() {
                 .map(|h| h.backend_of(client, base + sport))
                 .collect();
             assert!(picks[0].is_some(), "not forwarded");
-            assert!(picks.iter().all(|p| *p == picks[0]), "flow {sport}: {picks:?}");
+            assert!(
+                picks.iter().all(|p| *p == picks[0]),
+                "flow {sport}: {picks:?}"
+            );
         }
     };
     same_choices(&mut hosts, 200, 11000);
 
     // Add a backend, then remove another: each revision reaches every host by a delta load.
-    let rev2 = published_revision(&publish(dir, &ep, "lb.yaml", &config(&["b1", "b2", "b3", "b4"])));
+    let rev2 = published_revision(&publish(
+        dir,
+        &ep,
+        "lb.yaml",
+        &config(&["b1", "b2", "b3", "b4"]),
+    ));
     let refs: Vec<&Host> = hosts.iter().collect();
     wait_serving(&ep, &refs, rev2);
     same_choices(&mut hosts, 200, 12000);
@@ -475,16 +544,29 @@ fn three_hosts_serve_each_revision_with_identical_tables() {
     let v = wait_serving(&ep, &refs, rev3);
     same_choices(&mut hosts, 200, 13000);
     let digest = host_record(&v, "h1")["tables_digest"].clone();
-    assert!(v["hosts"].as_array().unwrap().iter().all(|r| r["tables_digest"] == digest), "{v}");
+    assert!(
+        v["hosts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["tables_digest"] == digest),
+        "{v}"
+    );
     assert!(v["mismatches"].as_array().unwrap().is_empty(), "{v}");
     let b2 = [2, 0, 0, 0, 0x77, 0x02];
     for sport in 0..100 {
-        assert_ne!(hosts[1].backend_of([198, 51, 100, 9], 30000 + sport), Some(b2));
+        assert_ne!(
+            hosts[1].backend_of([198, 51, 100, 9], 30000 + sport),
+            Some(b2)
+        );
     }
 
     // A revision that does not apply (a publisher that skipped validation wrote it) is
     // refused by every host, which keep serving rev3 (fail static) and say so.
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     let bad_rev = runtime.block_on(async {
         let store = Store::connect(&[format!("http://{ep}")], Keys::new("/nlb/").unwrap())
             .await
@@ -509,14 +591,23 @@ fn three_hosts_serve_each_revision_with_identical_tables() {
                     .all(|r| r["revision"] == rev3 && r["refused"]["revision"] == bad_rev)
         });
         if refused {
-            let err = host_record(&v, "h2")["refused"]["error"].as_str().unwrap().to_string();
+            let err = host_record(&v, "h2")["refused"]["error"]
+                .as_str()
+                .unwrap()
+                .to_string();
             assert!(err.contains("broken.yaml:2:"), "{err}");
             break;
         }
-        assert!(Instant::now() < deadline, "not refused: {v}\n{}", hosts[0].log());
+        assert!(
+            Instant::now() < deadline,
+            "not refused: {v}\n{}",
+            hosts[0].log()
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
-    assert!(hosts[0].log().contains(&format!("revision {bad_rev} refused, revision {rev3} keeps serving")));
+    assert!(hosts[0].log().contains(&format!(
+        "revision {bad_rev} refused, revision {rev3} keeps serving"
+    )));
     same_choices(&mut hosts, 50, 14000);
 
     // The next good revision applies.
@@ -529,7 +620,11 @@ fn three_hosts_serve_each_revision_with_identical_tables() {
     let m = hosts[2].metrics();
     assert_eq!(metric(&m, "nlb_fleet_revision"), Some(rev5 as f64), "{m}");
     assert_eq!(metric(&m, "nlb_fleet_etcd_up"), Some(1.0), "{m}");
-    assert_eq!(metric(&m, "nlb_fleet_revisions_refused_total"), Some(1.0), "{m}");
+    assert_eq!(
+        metric(&m, "nlb_fleet_revisions_refused_total"),
+        Some(1.0),
+        "{m}"
+    );
     let deadline = Instant::now() + WAIT;
     loop {
         let m = hosts[2].metrics();
@@ -556,7 +651,10 @@ fn three_hosts_serve_each_revision_with_identical_tables() {
 }
 
 fn promtool_check(m: &str) {
-    let found = Command::new("promtool").arg("--version").output().is_ok_and(|o| o.status.success());
+    let found = Command::new("promtool")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
     if !found {
         return;
     }
@@ -602,7 +700,9 @@ fn hosts_keep_serving_without_etcd_and_catch_up_when_it_returns() {
         assert!(Instant::now() < deadline, "{m}");
         std::thread::sleep(Duration::from_millis(100));
     }
-    assert!(hosts[0].log().contains(&format!("lost etcd: serving revision {rev1} until it returns (fail static)")));
+    assert!(hosts[0].log().contains(&format!(
+        "lost etcd: serving revision {rev1} until it returns (fail static)"
+    )));
     let b3 = [2, 0, 0, 0, 0x77, 0x03];
     for h in &mut hosts {
         for sport in 0..50 {
@@ -612,7 +712,11 @@ fn hosts_keep_serving_without_etcd_and_catch_up_when_it_returns() {
     }
     let o = publish(dir, &ep, "lb.yaml", &config(&["b3"]));
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("cannot reach etcd"), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("cannot reach etcd"),
+        "{}",
+        text(&o)
+    );
 
     // etcd returns: a revision published right away reaches both hosts, which register again.
     etcd.run();
@@ -624,7 +728,11 @@ fn hosts_keep_serving_without_etcd_and_catch_up_when_it_returns() {
             assert_eq!(h.backend_of([198, 51, 100, 7], 41000 + sport), Some(b3));
         }
     }
-    assert!(hosts[1].log().contains("etcd reachable again"), "{}", hosts[1].log());
+    assert!(
+        hosts[1].log().contains("etcd reachable again"),
+        "{}",
+        hosts[1].log()
+    );
 }
 
 #[test]
@@ -637,10 +745,18 @@ fn a_host_with_an_empty_nic_converges_before_it_registers() {
     let etcd = Etcd::start(dir);
     let ep = etcd.endpoint();
     let mut old = Host::new(dir, "old");
-    published_revision(&publish(dir, &ep, "lb.yaml", &config(&["b1", "b2", "b3"])));
+    let first = published_revision(&publish(dir, &ep, "lb.yaml", &config(&["b1", "b2", "b3"])));
     old.start_nlbd(&ep);
-    // Revisions the old host follows by delta loads, removing b2 on the way.
-    published_revision(&publish(dir, &ep, "lb.yaml", &config(&["b1", "b2", "b3", "b5"])));
+    wait_serving(&ep, &[&old], first);
+    // Revisions the old host follows by delta loads, removing b2 on the way: its own ids
+    // would now be b1 0, b3 2, b5 3, where a fresh compile numbers b1 0, b3 1, b5 2.
+    let second = published_revision(&publish(
+        dir,
+        &ep,
+        "lb.yaml",
+        &config(&["b1", "b2", "b3", "b5"]),
+    ));
+    wait_serving(&ep, &[&old], second);
     let live = published_revision(&publish(dir, &ep, "lb.yaml", &config(&["b1", "b3", "b5"])));
     wait_serving(&ep, &[&old], live);
 
@@ -651,7 +767,10 @@ fn a_host_with_an_empty_nic_converges_before_it_registers() {
     let deadline = Instant::now() + WAIT;
     let v = loop {
         let (v, _) = fleet_status(&ep);
-        if let Some(r) = v["hosts"].as_array().and_then(|a| a.iter().find(|r| r["host"] == "new")) {
+        if let Some(r) = v["hosts"]
+            .as_array()
+            .and_then(|a| a.iter().find(|r| r["host"] == "new"))
+        {
             assert_eq!(r["revision"], live, "registered before converging: {v}");
             break v;
         }
@@ -661,7 +780,11 @@ fn a_host_with_an_empty_nic_converges_before_it_registers() {
     assert!(new.backend_of([198, 51, 100, 3], 5000).is_some());
     for sport in 0..200 {
         let c = [198, 51, 100, (sport % 100) as u8];
-        assert_eq!(old.backend_of(c, 6000 + sport), new.backend_of(c, 6000 + sport), "flow {sport}");
+        assert_eq!(
+            old.backend_of(c, 6000 + sport),
+            new.backend_of(c, 6000 + sport),
+            "flow {sport}"
+        );
     }
     assert_eq!(
         host_record(&v, "old")["tables_digest"],
@@ -670,6 +793,69 @@ fn a_host_with_an_empty_nic_converges_before_it_registers() {
     );
     let o = nlbctl(&["fleet", "status", "--etcd", &ep]);
     assert!(o.status.success(), "{}", text(&o));
+
+    // A revision written without ids (a publisher that does not assign them): each host
+    // numbers the new backend from its own history. A host that starts on it numbers by name
+    // and serves other tables than the old one: a digest mismatch, which `fleet status`
+    // reports with exit 1 and the hosts' metrics with nlb_fleet_digest_mismatch.
+    new.stop_nlbd();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let unpinned = runtime.block_on(async {
+        let store = Store::connect(&[format!("http://{ep}")], Keys::new("/nlb/").unwrap())
+            .await
+            .unwrap();
+        let p = Published {
+            file: "lb.yaml".into(),
+            source: config(&["b1", "b3", "b5", "b6"]),
+            profile: "sim".into(),
+            config_digest: String::new(),
+            tables_digest: String::new(),
+            published_unix_ms: 0,
+            ids: None,
+        };
+        store.publish(&p, live).await.unwrap().unwrap()
+    });
+    wait_serving(&ep, &[&old], unpinned);
+    let mut late = Host::new(dir, "late");
+    late.start_nlbd(&ep);
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let (v, o) = fleet_status(&ep);
+        if !v["mismatches"].as_array().is_some_and(Vec::is_empty) {
+            assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+            assert_eq!(v["mismatches"][0]["revision"], unpinned, "{v}");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no mismatch: {v}\n{}",
+            late.log()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let o = nlbctl(&["fleet", "status", "--etcd", &ep]);
+    let out = text(&o);
+    assert!(
+        out.contains("DIGEST MISMATCH") && out.contains("digest mismatch"),
+        "{out}"
+    );
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let m = old.metrics();
+        if metric(&m, "nlb_fleet_digest_mismatch") == Some(1.0) {
+            assert_eq!(
+                metric(&m, "nlb_fleet_digest_mismatch_hosts"),
+                Some(1.0),
+                "{m}"
+            );
+            break;
+        }
+        assert!(Instant::now() < deadline, "{m}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 /// The benchmark of docs/fleet.md: publish → every host serving the new revision, p50/p99/max
@@ -692,13 +878,23 @@ fn publish_to_serving_latency() {
     }
     let refs: Vec<&Host> = hosts.iter().collect();
     wait_serving(&ep, &refs, first);
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     let store = runtime
-        .block_on(Store::connect(&[format!("http://{ep}")], Keys::new("/nlb/").unwrap()))
+        .block_on(Store::connect(
+            &[format!("http://{ep}")],
+            Keys::new("/nlb/").unwrap(),
+        ))
         .unwrap();
     let mut times = Vec::new();
     for i in 0..20 {
-        let members: &[&str] = if i % 2 == 0 { &["b1", "b2", "b3", "b4"] } else { &["b1", "b2", "b3"] };
+        let members: &[&str] = if i % 2 == 0 {
+            &["b1", "b2", "b3", "b4"]
+        } else {
+            &["b1", "b2", "b3"]
+        };
         let path = dir.join("lb.yaml");
         std::fs::write(&path, config(members)).unwrap();
         let t0 = Instant::now();
@@ -708,7 +904,10 @@ fn publish_to_serving_latency() {
             if records.len() == 3 && records.iter().all(|(r, _)| r.revision == rev) {
                 break;
             }
-            assert!(t0.elapsed() < WAIT, "revision {rev} not everywhere: {records:?}");
+            assert!(
+                t0.elapsed() < WAIT,
+                "revision {rev} not everywhere: {records:?}"
+            );
             std::thread::sleep(Duration::from_millis(5));
         }
         times.push(t0.elapsed());

@@ -534,8 +534,8 @@ impl Controller {
         // Rules and backends that stay keep their ids (a flow's connection-table entry keeps
         // naming its backend across the flip).
         let previous = ids.unwrap_or(&self.compiled.symbols);
-        let mut compiled = compile_after(&config, &health, &self.options, previous)
-            .map_err(compile_error)?;
+        let mut compiled =
+            compile_after(&config, &health, &self.options, previous).map_err(compile_error)?;
         // The backend services that stay keep their live counts, drain state and policy time
         // (SPEC R6.3's 60 s do not restart, and the new tables are filled as loaded as the old).
         compiled

@@ -685,7 +685,10 @@ impl Engine {
         ids: Option<&Symbols>,
     ) -> Result<ReloadReport, String> {
         let file = config.file.clone();
-        let plan = match self.controller.prepare_reload_with_ids(config, snapshot, ids) {
+        let plan = match self
+            .controller
+            .prepare_reload_with_ids(config, snapshot, ids)
+        {
             Ok(p) => p,
             Err(e) => {
                 self.controller.note_refused_reload();

@@ -97,9 +97,10 @@ pub async fn first_revision(opts: &FleetOptions) -> (i64, Published, Config) {
                 format!("nothing published under {}", opts.keys.config()),
                 &|m| info!(host = %opts.host, "{m} yet; waiting (nlbctl publish)"),
             ),
-            Err(e) => note(e.to_string(), &|m| {
-                warn!(host = %opts.host, "{m}; waiting for etcd before the first load")
-            }),
+            Err(e) => note(
+                e.to_string(),
+                &|m| warn!(host = %opts.host, "{m}; waiting for etcd before the first load"),
+            ),
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
@@ -346,7 +347,10 @@ async fn apply(
         Err(e) => return refuse(opts, serving, metrics, rev, e),
     };
     info!(host = %opts.host, revision = rev, file = %published.file, "applying revision {rev}");
-    match daemon.reload(config, published.ids.as_ref().map(fleet::Ids::symbols)).await {
+    match daemon
+        .reload(config, published.ids.as_ref().map(fleet::Ids::symbols))
+        .await
+    {
         Ok(()) => {
             serving.revision = rev;
             serving.refused = None;

@@ -57,7 +57,12 @@ const ENGINE_TIMEOUT: Duration = Duration::from_secs(10);
 #[command(name = "nlbd", version)]
 struct Args {
     /// The load-balancer configuration (YAML or JSON, docs/config.md); or --etcd.
-    #[arg(long, value_name = "FILE", required_unless_present = "etcd", conflicts_with = "etcd")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        required_unless_present = "etcd",
+        conflicts_with = "etcd"
+    )]
     config: Option<PathBuf>,
     /// Take the configuration from the fleet's etcd instead of a file (docs/fleet.md):
     /// HOST:PORT or http://HOST:PORT, comma-separated. nlbd waits for a published revision,
@@ -353,7 +358,8 @@ async fn serve(
         .name("nlbd-engine".into())
         .spawn(move || engine.run(rx))
         .map_err(|e| (2, format!("cannot start the engine thread: {e}")))?;
-    let fleet_metrics = matches!(source, Source::Etcd(..)).then(Arc::<fleet::FleetMetrics>::default);
+    let fleet_metrics =
+        matches!(source, Source::Etcd(..)).then(Arc::<fleet::FleetMetrics>::default);
     let daemon = Arc::new(Daemon {
         checker,
         engine: tx,

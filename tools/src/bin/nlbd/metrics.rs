@@ -144,17 +144,67 @@ fn fleet_section(t: &mut Text, f: &FleetMetrics) {
     let get = |a: &std::sync::atomic::AtomicI64| a.load(Ordering::Relaxed) as f64;
     let count = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed) as f64;
     let flag = |a: &std::sync::atomic::AtomicBool| f64::from(u8::from(a.load(Ordering::Relaxed)));
-    t.single("nlb_fleet_revision", "gauge", "Revision of the fleet's configuration this host serves", get(&f.revision));
-    t.single("nlb_fleet_live_revision", "gauge", "Newest revision of the configuration seen in etcd", get(&f.live_revision));
-    t.single("nlb_fleet_etcd_up", "gauge", "1 while the session with etcd is up (0: serving the last revision, fail static)", flag(&f.etcd_up));
-    t.single("nlb_fleet_registered", "gauge", "1 while this host's record is written under a live lease", flag(&f.registered));
-    t.single("nlb_fleet_hosts", "gauge", "Hosts registered in the fleet at the latest read", count(&f.hosts));
-    t.single("nlb_fleet_hosts_on_revision", "gauge", "Registered hosts serving this host's revision, this one included", count(&f.hosts_on_revision));
+    t.single(
+        "nlb_fleet_revision",
+        "gauge",
+        "Revision of the fleet's configuration this host serves",
+        get(&f.revision),
+    );
+    t.single(
+        "nlb_fleet_live_revision",
+        "gauge",
+        "Newest revision of the configuration seen in etcd",
+        get(&f.live_revision),
+    );
+    t.single(
+        "nlb_fleet_etcd_up",
+        "gauge",
+        "1 while the session with etcd is up (0: serving the last revision, fail static)",
+        flag(&f.etcd_up),
+    );
+    t.single(
+        "nlb_fleet_registered",
+        "gauge",
+        "1 while this host's record is written under a live lease",
+        flag(&f.registered),
+    );
+    t.single(
+        "nlb_fleet_hosts",
+        "gauge",
+        "Hosts registered in the fleet at the latest read",
+        count(&f.hosts),
+    );
+    t.single(
+        "nlb_fleet_hosts_on_revision",
+        "gauge",
+        "Registered hosts serving this host's revision, this one included",
+        count(&f.hosts_on_revision),
+    );
     t.single("nlb_fleet_digest_mismatch_hosts", "gauge", "Hosts serving this host's revision with other tables (a digest mismatch: ECMP would send a flow to different backends)", count(&f.mismatched_hosts));
-    t.single("nlb_fleet_digest_mismatch", "gauge", "1 when a host serving this host's revision holds other tables", f64::from(u8::from(f.mismatched_hosts.load(Ordering::Relaxed) > 0)));
-    t.single("nlb_fleet_revisions_applied_total", "counter", "Revisions applied, the first included", count(&f.applied));
-    t.single("nlb_fleet_revisions_refused_total", "counter", "Revisions refused (the previous one kept serving)", count(&f.refused));
-    t.single("nlb_fleet_etcd_session_failures_total", "counter", "Sessions with etcd lost (each followed by a new one that catches up)", count(&f.session_failures));
+    t.single(
+        "nlb_fleet_digest_mismatch",
+        "gauge",
+        "1 when a host serving this host's revision holds other tables",
+        f64::from(u8::from(f.mismatched_hosts.load(Ordering::Relaxed) > 0)),
+    );
+    t.single(
+        "nlb_fleet_revisions_applied_total",
+        "counter",
+        "Revisions applied, the first included",
+        count(&f.applied),
+    );
+    t.single(
+        "nlb_fleet_revisions_refused_total",
+        "counter",
+        "Revisions refused (the previous one kept serving)",
+        count(&f.refused),
+    );
+    t.single(
+        "nlb_fleet_etcd_session_failures_total",
+        "counter",
+        "Sessions with etcd lost (each followed by a new one that catches up)",
+        count(&f.session_failures),
+    );
 }
 
 /// What nlbd serves and since when.
