@@ -411,11 +411,28 @@ pub fn decode_published(key: &str, value: &[u8]) -> Result<Published, FleetError
     })
 }
 
-/// Hosts serving the same revision with different tables: per such revision, each digest
-/// with the hosts serving it. ECMP spreads a flow's packets over the hosts, so hosts of one
-/// revision must hold byte-identical tables (SPEC R10.4, R11.1); hosts still on another
-/// revision are catching up, not a mismatch.
-pub fn digest_mismatches(hosts: &[HostRecord]) -> Vec<(i64, Vec<(String, Vec<String>)>)> {
+/// Hosts of one revision that serve different tables.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Mismatch {
+    /// The revision.
+    pub revision: i64,
+    /// Each tables digest served on it, with its hosts.
+    pub digests: Vec<DigestHosts>,
+}
+
+/// The hosts serving one tables digest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DigestHosts {
+    /// The digest (hex).
+    pub digest: String,
+    /// Its hosts, by name.
+    pub hosts: Vec<String>,
+}
+
+/// Hosts serving the same revision with different tables, per such revision. ECMP spreads a
+/// flow's packets over the hosts, so hosts of one revision must hold byte-identical tables
+/// (SPEC R10.4, R11.1); hosts still on another revision are catching up, not a mismatch.
+pub fn digest_mismatches(hosts: &[HostRecord]) -> Vec<Mismatch> {
     use std::collections::BTreeMap;
     let mut by_revision: BTreeMap<i64, BTreeMap<&str, Vec<String>>> = BTreeMap::new();
     for h in hosts {
@@ -429,14 +446,15 @@ pub fn digest_mismatches(hosts: &[HostRecord]) -> Vec<(i64, Vec<(String, Vec<Str
     by_revision
         .into_iter()
         .filter(|(_, digests)| digests.len() > 1)
-        .map(|(rev, digests)| {
-            (
-                rev,
-                digests
-                    .into_iter()
-                    .map(|(d, hosts)| (d.to_string(), hosts))
-                    .collect(),
-            )
+        .map(|(revision, digests)| Mismatch {
+            revision,
+            digests: digests
+                .into_iter()
+                .map(|(d, hosts)| DigestHosts {
+                    digest: d.to_string(),
+                    hosts,
+                })
+                .collect(),
         })
         .collect()
 }
@@ -626,15 +644,16 @@ mod tests {
         let hosts = [host("a", 5, "x"), host("b", 5, "x"), host("c", 4, "y")];
         assert!(digest_mismatches(&hosts).is_empty());
         let hosts = [host("a", 5, "x"), host("b", 5, "z"), host("c", 5, "x")];
+        let hosts_of = |d: &str, h: &[&str]| DigestHosts {
+            digest: d.into(),
+            hosts: h.iter().map(|s| s.to_string()).collect(),
+        };
         assert_eq!(
             digest_mismatches(&hosts),
-            [(
-                5,
-                vec![
-                    ("x".to_string(), vec!["a".to_string(), "c".to_string()]),
-                    ("z".to_string(), vec!["b".to_string()])
-                ]
-            )]
+            [Mismatch {
+                revision: 5,
+                digests: vec![hosts_of("x", &["a", "c"]), hosts_of("z", &["b"])]
+            }]
         );
     }
 

@@ -354,8 +354,11 @@ pub struct Engine {
     failover_states: BTreeMap<String, bool>,
     /// The digest of the tables serving, by what it was computed for (generation, active
     /// bank, configuration digest): hashing a full bank takes milliseconds on large profiles.
-    tables_digest: Option<((u32, u8, [u8; 32]), String)>,
+    tables_digest: Option<(DigestKey, String)>,
 }
+
+/// What a tables digest was computed for: generation, active bank, configuration digest.
+type DigestKey = (u32, u8, [u8; 32]);
 
 impl std::fmt::Debug for Engine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

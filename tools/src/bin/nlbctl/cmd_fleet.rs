@@ -2,7 +2,7 @@
 //! revision hold identical tables (SPEC R10.4, R11.1).
 
 use crate::common::{self, CliError};
-use nlb_tools::fleet::{self, HostEntry, Keys, Store};
+use nlb_tools::fleet::{self, HostEntry, Keys, Mismatch, Store};
 
 /// The fleet of hosts sharing a configuration in etcd.
 #[derive(clap::Args, Debug)]
@@ -44,11 +44,6 @@ struct Report {
     mismatches: Vec<Mismatch>,
 }
 
-#[derive(serde::Serialize)]
-struct Mismatch {
-    revision: i64,
-    digests: Vec<(String, Vec<String>)>,
-}
 
 /// Runs the subcommand.
 pub fn run(args: Args) -> Result<(), CliError> {
@@ -72,10 +67,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
             live_file: live.as_ref().map(|(_, p)| p.file.clone()),
             published_tables_digest: live.as_ref().map(|(_, p)| p.tables_digest.clone()),
             hosts,
-            mismatches: fleet::digest_mismatches(&records)
-                .into_iter()
-                .map(|(revision, digests)| Mismatch { revision, digests })
-                .collect(),
+            mismatches: fleet::digest_mismatches(&records),
         })
     })?;
     if args.output.json() {
@@ -93,7 +85,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
                 let each: Vec<String> = m
                     .digests
                     .iter()
-                    .map(|(d, hosts)| format!("{} on {}", short(d), hosts.join(", ")))
+                    .map(|d| format!("{} on {}", short(&d.digest), d.hosts.join(", ")))
                     .collect();
                 format!("revision {}: {}", m.revision, each.join("; "))
             })
