@@ -860,7 +860,7 @@ fn a_host_with_an_empty_nic_converges_before_it_registers() {
 
 /// The benchmark of docs/fleet.md: publish → every host serving the new revision, p50/p99/max
 /// over 20 publishes to 3 hosts. Ignored: a measurement, not a check (run it with
-/// `cargo test -p nlb-tools --release --test fleet -- --ignored publish_to_serving --nocapture`).
+/// `cargo test -p nlb-tools --test fleet -- --ignored publish_to_serving --nocapture`).
 #[test]
 #[ignore]
 fn publish_to_serving_latency() {
