@@ -57,40 +57,81 @@ fn free_port() -> u16 {
 /// One etcd member on loopback, stopped (SIGKILL) when dropped.
 struct Etcd {
     child: Option<Child>,
+    name: String,
     data: PathBuf,
     client_port: u16,
     peer_port: u16,
+    /// `--initial-cluster` (empty: a cluster of this member alone).
+    cluster: String,
     log: PathBuf,
 }
 
 impl Etcd {
+    /// A single-member cluster, started and ready.
     fn start(dir: &Path) -> Etcd {
-        let mut e = Etcd {
-            child: None,
-            data: dir.join("etcd-data"),
-            client_port: free_port(),
-            peer_port: free_port(),
-            log: dir.join("etcd.log"),
-        };
+        let mut e = Etcd::member(dir, "fleet-test");
         e.run();
         e
+    }
+
+    /// A member, not started.
+    fn member(dir: &Path, name: &str) -> Etcd {
+        Etcd {
+            child: None,
+            name: name.to_string(),
+            data: dir.join(format!("{name}-data")),
+            client_port: free_port(),
+            peer_port: free_port(),
+            cluster: String::new(),
+            log: dir.join(format!("{name}.log")),
+        }
+    }
+
+    /// `n` members forming one cluster, started and ready.
+    fn cluster(dir: &Path, n: usize) -> Vec<Etcd> {
+        let mut members: Vec<Etcd> = (0..n)
+            .map(|i| Etcd::member(dir, &format!("m{i}")))
+            .collect();
+        let cluster: Vec<String> = members
+            .iter()
+            .map(|m| format!("{}=http://127.0.0.1:{}", m.name, m.peer_port))
+            .collect();
+        for m in &mut members {
+            m.cluster = cluster.join(",");
+            m.spawn();
+        }
+        for m in &members {
+            m.wait_ready();
+        }
+        members
     }
 
     fn endpoint(&self) -> String {
         format!("127.0.0.1:{}", self.client_port)
     }
 
-    /// Starts the member (again, on the same data and ports after [`Etcd::stop`]).
+    /// Starts the member (again, on the same data and ports after [`Etcd::stop`]) and waits
+    /// until it answers.
     fn run(&mut self) {
+        self.spawn();
+        self.wait_ready();
+    }
+
+    fn spawn(&mut self) {
         let client = format!("http://127.0.0.1:{}", self.client_port);
         let peer = format!("http://127.0.0.1:{}", self.peer_port);
+        let cluster = if self.cluster.is_empty() {
+            format!("{}={peer}", self.name)
+        } else {
+            self.cluster.clone()
+        };
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(&self.log)
             .unwrap();
         let child = Command::new("etcd")
-            .args(["--name", "fleet-test"])
+            .args(["--name", &self.name])
             .arg("--data-dir")
             .arg(&self.data)
             .args([
@@ -105,14 +146,17 @@ impl Etcd {
                 "--initial-advertise-peer-urls",
                 &peer,
             ])
-            .args(["--initial-cluster", &format!("fleet-test={peer}")])
+            .args(["--initial-cluster", &cluster])
             .args(["--log-level", "warn"])
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
             .expect("etcd starts");
         self.child = Some(child);
-        // Ready when it answers a read (a publish's dry run reads the live revision).
+    }
+
+    /// Waits until the member answers a read (`nlbctl fleet status`).
+    fn wait_ready(&self) {
         let deadline = Instant::now() + WAIT;
         loop {
             let o = nlbctl(&["fleet", "status", "--etcd", &self.endpoint(), "-o", "json"]);
@@ -923,4 +967,39 @@ fn publish_to_serving_latency() {
         ms(times[times.len() - 1]),
         ms(times[0])
     );
+}
+
+#[test]
+fn a_three_member_cluster_that_loses_one_member_changes_nothing() {
+    if !have_etcd() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let mut members = Etcd::cluster(dir, 3);
+    let all: Vec<String> = members.iter().map(Etcd::endpoint).collect();
+    let ep = all.join(",");
+    let mut hosts: Vec<Host> = (1..=2).map(|i| Host::new(dir, &format!("h{i}"))).collect();
+    let rev1 = published_revision(&publish(dir, &ep, "lb.yaml", &config(&["b1", "b2"])));
+    for h in &mut hosts {
+        h.start_nlbd(&ep);
+    }
+    let refs: Vec<&Host> = hosts.iter().collect();
+    wait_serving(&ep, &refs, rev1);
+
+    // Each member in turn is lost (and comes back): publishes through the endpoints list
+    // succeed and reach both hosts.
+    for (round, victim) in [0usize, 1, 2].into_iter().enumerate() {
+        members[victim].stop();
+        let members_in = if round % 2 == 0 { &["b1", "b2", "b3"][..] } else { &["b1", "b2"][..] };
+        let rev = published_revision(&publish(dir, &ep, "lb.yaml", &config(members_in)));
+        let refs: Vec<&Host> = hosts.iter().collect();
+        let v = wait_serving(&ep, &refs, rev);
+        assert!(v["mismatches"].as_array().unwrap().is_empty(), "{v}");
+        members[victim].run();
+    }
+    for h in &hosts {
+        let m = h.metrics();
+        assert_eq!(metric(&m, "nlb_fleet_etcd_up"), Some(1.0), "{m}");
+    }
 }
