@@ -13,6 +13,9 @@
 
 use etcd_client::{Client, Compare, CompareOp, ConnectOptions, GetOptions, Txn, TxnOp};
 use serde::{Deserialize, Serialize};
+use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// The prefix of the fleet's keys unless `--prefix` says otherwise.
@@ -197,10 +200,15 @@ pub enum FleetError {
     },
 }
 
-/// A connection to the fleet's etcd.
+/// A connection to the fleet's etcd: one client per endpoint, each request sent to the one
+/// that answered last and, when it fails, to the others in turn. (One client balancing over
+/// all endpoints sends some requests to a member that is down and fails them: a cluster
+/// that lost one member would fail every third publish.)
 #[derive(Clone)]
 pub struct Store {
-    client: Client,
+    clients: Vec<Client>,
+    urls: Vec<String>,
+    current: Arc<AtomicUsize>,
     endpoints: String,
     /// The fleet's keys.
     pub keys: Keys,
@@ -261,17 +269,53 @@ impl Store {
             .with_connect_timeout(REQUEST_TIMEOUT)
             .with_timeout(REQUEST_TIMEOUT)
             .with_keep_alive(Duration::from_secs(2), REQUEST_TIMEOUT);
-        let client = Client::connect(endpoints, Some(options))
-            .await
-            .map_err(|e| FleetError::Unreachable {
-                endpoints: joined.clone(),
-                error: e.to_string(),
-            })?;
+        let mut clients = Vec::new();
+        for e in endpoints {
+            let client = Client::connect([e], Some(options.clone()))
+                .await
+                .map_err(|err| FleetError::Unreachable {
+                    endpoints: e.clone(),
+                    error: err.to_string(),
+                })?;
+            clients.push(client);
+        }
+        if clients.is_empty() {
+            return Err(FleetError::Unreachable {
+                endpoints: joined,
+                error: "no endpoint given".into(),
+            });
+        }
         Ok(Store {
-            client,
+            clients,
+            urls: endpoints.to_vec(),
+            current: Arc::new(AtomicUsize::new(0)),
             endpoints: joined,
             keys,
         })
+    }
+
+    /// Runs `request` on the endpoint that answered last, then on each other one until one
+    /// answers; the errors of all when none does.
+    async fn request<T, F, Fut>(&self, request: F) -> Result<T, FleetError>
+    where
+        F: Fn(Client) -> Fut,
+        Fut: Future<Output = Result<T, etcd_client::Error>>,
+    {
+        let n = self.clients.len();
+        let first = self.current.load(Ordering::Relaxed) % n.max(1);
+        let mut errors = Vec::new();
+        for k in 0..n {
+            let i = (first + k) % n;
+            match request(self.clients[i].clone()).await {
+                Ok(v) => {
+                    self.current.store(i, Ordering::Relaxed);
+                    return Ok(v);
+                }
+                Err(e) if n == 1 => errors.push(e.to_string()),
+                Err(e) => errors.push(format!("{}: {e}", self.urls[i])),
+            }
+        }
+        Err(self.unreachable(errors.join("; ")))
     }
 
     /// The endpoints, comma-separated.
@@ -279,9 +323,10 @@ impl Store {
         &self.endpoints
     }
 
-    /// The client, for watches and leases.
+    /// The client of the endpoint that answered last, for watches and leases.
     pub fn client(&self) -> Client {
-        self.client.clone()
+        let i = self.current.load(Ordering::Relaxed) % self.clients.len().max(1);
+        self.clients[i].clone()
     }
 
     /// An etcd error as [`FleetError::Unreachable`].
@@ -297,11 +342,11 @@ impl Store {
     pub async fn live(&self) -> Result<(Option<(i64, Published)>, i64), FleetError> {
         let key = self.keys.config();
         let r = self
-            .client
-            .clone()
-            .get(key.as_str(), None)
-            .await
-            .map_err(|e| self.unreachable(e))?;
+            .request(|mut c| {
+                let key = key.clone();
+                async move { c.get(key, None).await }
+            })
+            .await?;
         let store_revision = r.header().map_or(0, |h| h.revision());
         let Some(kv) = r.kvs().first() else {
             return Ok((None, store_revision));
@@ -330,12 +375,14 @@ impl Store {
             )])
             .and_then([TxnOp::put(key.as_str(), value, None)])
             .or_else([TxnOp::get(key.as_str(), None)]);
+        // Sent again to another member only when the first did not answer; had it applied
+        // the put, the compare fails there and says the live revision changed.
         let r = self
-            .client
-            .clone()
-            .txn(txn)
-            .await
-            .map_err(|e| self.unreachable(e))?;
+            .request(|mut c| {
+                let txn = txn.clone();
+                async move { c.txn(txn).await }
+            })
+            .await?;
         if r.succeeded() {
             // The put's revision is the store's revision after the transaction.
             return Ok(Ok(r.header().map_or(0, |h| h.revision())));
@@ -355,15 +402,13 @@ impl Store {
 
     /// Every host's record and the lease its key is attached to, by host name.
     pub async fn host_records(&self) -> Result<Vec<(HostRecord, i64)>, FleetError> {
+        let prefix = self.keys.hosts();
         let r = self
-            .client
-            .clone()
-            .get(
-                self.keys.hosts().as_str(),
-                Some(GetOptions::new().with_prefix()),
-            )
-            .await
-            .map_err(|e| self.unreachable(e))?;
+            .request(|mut c| {
+                let prefix = prefix.clone();
+                async move { c.get(prefix, Some(GetOptions::new().with_prefix())).await }
+            })
+            .await?;
         let mut out = Vec::new();
         for kv in r.kvs() {
             let key = String::from_utf8_lossy(kv.key()).into_owned();
@@ -380,16 +425,14 @@ impl Store {
 
     /// Every host's record with its lease's time to live, by host name.
     pub async fn hosts(&self) -> Result<Vec<HostEntry>, FleetError> {
-        let mut client = self.client.clone();
         let mut out = Vec::new();
         for (record, lease) in self.host_records().await? {
             let lease_ttl = if lease == 0 {
                 None
             } else {
-                let t = client
-                    .lease_time_to_live(lease, None)
-                    .await
-                    .map_err(|e| self.unreachable(e))?;
+                let t = self
+                    .request(|mut c| async move { c.lease_time_to_live(lease, None).await })
+                    .await?;
                 // etcd answers TTL -1 for a lease that expired or never existed.
                 (t.ttl() >= 0).then(|| (t.ttl(), t.granted_ttl()))
             };

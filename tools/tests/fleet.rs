@@ -991,7 +991,11 @@ fn a_three_member_cluster_that_loses_one_member_changes_nothing() {
     // succeed and reach both hosts.
     for (round, victim) in [0usize, 1, 2].into_iter().enumerate() {
         members[victim].stop();
-        let members_in = if round % 2 == 0 { &["b1", "b2", "b3"][..] } else { &["b1", "b2"][..] };
+        let members_in = if round % 2 == 0 {
+            &["b1", "b2", "b3"][..]
+        } else {
+            &["b1", "b2"][..]
+        };
         let rev = published_revision(&publish(dir, &ep, "lb.yaml", &config(members_in)));
         let refs: Vec<&Host> = hosts.iter().collect();
         let v = wait_serving(&ep, &refs, rev);

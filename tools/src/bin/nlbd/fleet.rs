@@ -209,6 +209,8 @@ async fn session_inner(
     down_since: &mut Option<std::time::Instant>,
 ) -> Result<Never, FleetError> {
     let store = Store::connect(&opts.endpoints, opts.keys.clone()).await?;
+    // A read first: it finds a member that answers, whose client the lease and watch use.
+    let (live, store_revision) = store.live().await?;
     let mut client = store.client();
     let lease = client
         .lease_grant(opts.lease_ttl, None)
@@ -221,7 +223,6 @@ async fn session_inner(
         .map_err(|e| store.unreachable(e))?;
 
     // Catch up before announcing anything.
-    let (live, store_revision) = store.live().await?;
     if let Some((rev, published)) = live {
         metrics.live_revision.store(rev, Ordering::Relaxed);
         if rev > serving.revision && serving.refused.as_ref().map(|r| r.revision) != Some(rev) {
