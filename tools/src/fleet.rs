@@ -7,6 +7,8 @@
 //!   Its etcd `mod_revision` is the revision: every put makes a new one.
 //! - `PREFIX hosts/NAME`: what host NAME serves, a JSON [`HostRecord`], written with the host's
 //!   lease: a host that stops keeping its lease alive disappears after the lease's TTL.
+//! - `PREFIX health/POOL/BACKEND/HOST`: host HOST's decision on a backend it probes (shared
+//!   health, SPEC R11.2), a JSON [`HealthReport`], with HOST's lease.
 //!
 //! `nlbctl publish` and `nlbctl fleet status` (blocking, on a runtime of their own) and `nlbd
 //! --etcd` (on its runtime) share this module; etcd is reached with `etcd-client` (gRPC).
@@ -65,6 +67,64 @@ impl Keys {
     pub fn host(&self, name: &str) -> String {
         format!("{}hosts/{name}", self.prefix)
     }
+
+    /// The prefix of the health reports.
+    pub fn health(&self) -> String {
+        format!("{}health/", self.prefix)
+    }
+
+    /// Host `host`'s report on `backend` of `pool`.
+    pub fn health_report(&self, pool: &str, backend: &str, host: &str) -> String {
+        format!("{}health/{pool}/{backend}/{host}", self.prefix)
+    }
+
+    /// What a key under the prefix is.
+    pub fn classify<'k>(&self, key: &'k str) -> KeyKind<'k> {
+        let Some(rest) = key.strip_prefix(self.prefix.as_str()) else {
+            return KeyKind::Other;
+        };
+        if rest == "config" {
+            return KeyKind::Config;
+        }
+        if let Some(name) = rest.strip_prefix("hosts/") {
+            if !name.is_empty() && !name.contains('/') {
+                return KeyKind::Host(name);
+            }
+        }
+        if let Some(r) = rest.strip_prefix("health/") {
+            let parts: Vec<&str> = r.split('/').collect();
+            if let [pool, backend, host] = parts[..] {
+                if !pool.is_empty() && !backend.is_empty() && !host.is_empty() {
+                    return KeyKind::Health {
+                        pool,
+                        backend,
+                        host,
+                    };
+                }
+            }
+        }
+        KeyKind::Other
+    }
+}
+
+/// The kinds of keys under a fleet's prefix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyKind<'k> {
+    /// `PREFIX config`.
+    Config,
+    /// `PREFIX hosts/NAME`.
+    Host(&'k str),
+    /// `PREFIX health/POOL/BACKEND/HOST`.
+    Health {
+        /// The pool.
+        pool: &'k str,
+        /// The backend (instance).
+        backend: &'k str,
+        /// The prober.
+        host: &'k str,
+    },
+    /// Anything else.
+    Other,
 }
 
 /// A host name for `--host`: what its key and the status table can hold.
@@ -151,6 +211,9 @@ pub struct HostRecord {
     pub profile: String,
     /// The host's table generation (counts its own loads).
     pub generation: u32,
+    /// How many health-check targets it probes for the fleet (shared health, SPEC R11.2).
+    #[serde(default)]
+    pub probing: u64,
     /// A later revision the host refused (it keeps serving `revision`), with why.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refused: Option<Refused>,
@@ -355,6 +418,20 @@ impl Store {
         Ok((Some((kv.mod_revision(), published)), store_revision))
     }
 
+    /// Every key under the prefix, with the store's revision at the read: the configuration,
+    /// the hosts and the health reports as of one revision, from which a watch continues.
+    pub async fn read_all(&self) -> Result<(Vec<etcd_client::KeyValue>, i64), FleetError> {
+        let prefix = self.keys.prefix().to_string();
+        let mut r = self
+            .request(|mut c| {
+                let prefix = prefix.clone();
+                async move { c.get(prefix, Some(GetOptions::new().with_prefix())).await }
+            })
+            .await?;
+        let store_revision = r.header().map_or(0, |h| h.revision());
+        Ok((r.take_kvs(), store_revision))
+    }
+
     /// Stores `p` as the new revision if the live one is still `expected` (0: nothing live);
     /// `Ok(Err(now))` when it changed in between (`now`: its revision, 0 when deleted).
     pub async fn publish(
@@ -444,6 +521,70 @@ impl Store {
         }
         Ok(out)
     }
+}
+
+/// How many hosts probe each backend unless `nlbd --probers` says otherwise (SPEC R11.2).
+pub const DEFAULT_PROBERS: usize = 2;
+
+/// One prober's decided health of one target (a pool's member), stored under
+/// `PREFIX health/POOL/BACKEND/HOST` with the prober's lease: a prober that dies takes its
+/// reports with it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HealthReport {
+    /// Whether the prober decided the target healthy (else unhealthy; undecided targets are
+    /// not reported).
+    pub healthy: bool,
+    /// The weight its probes reported (`not_weighted`, `missing`, `invalid` or 0-1000: SPEC
+    /// R5.4).
+    pub weight: String,
+    /// When it was written (milliseconds since the Unix epoch, the prober's clock).
+    pub updated_unix_ms: u64,
+}
+
+/// A name's 64-bit hash for rendezvous hashing: FNV-1a, then the SplitMix64 finaliser. The
+/// same on every host and every build (the hosts must agree on who probes what).
+pub fn rendezvous_hash(name: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in name.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    mix64(h)
+}
+
+/// SplitMix64's finaliser: every input bit moves every output bit.
+fn mix64(mut x: u64) -> u64 {
+    x ^= x >> 30;
+    x = x.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x ^= x >> 27;
+    x = x.wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+/// Host `host`'s score for item `item` (both [`rendezvous_hash`]es): the `k` hosts of highest
+/// score probe the item.
+pub fn rendezvous_score(host: u64, item: u64) -> u64 {
+    mix64(host ^ item.rotate_left(17))
+}
+
+/// The `k` hosts (of `hosts`, names with their [`rendezvous_hash`]) that probe `item`, best
+/// first: highest rendezvous score, ties by name. Removing a host moves only the items it
+/// probed; adding one takes about k/N of the items, each from one host.
+pub fn probers<'h>(hosts: &'h [(String, u64)], item: u64, k: usize) -> Vec<&'h str> {
+    let mut best: Vec<(u64, &str)> = Vec::with_capacity(k + 1);
+    for (name, h) in hosts {
+        let s = rendezvous_score(*h, item);
+        // Highest score first; among equal scores the smaller name first.
+        let pos = best
+            .iter()
+            .position(|(bs, bn)| s > *bs || (s == *bs && name.as_str() < *bn))
+            .unwrap_or(best.len());
+        if pos < k {
+            best.insert(pos, (s, name.as_str()));
+            best.truncate(k);
+        }
+    }
+    best.into_iter().map(|(_, n)| n).collect()
 }
 
 /// Reads a [`Published`] value.
@@ -661,6 +802,93 @@ mod tests {
     }
 
     #[test]
+    fn keys_classify() {
+        let k = Keys::new("/nlb/").unwrap();
+        assert_eq!(k.classify("/nlb/config"), KeyKind::Config);
+        assert_eq!(k.classify("/nlb/hosts/h1"), KeyKind::Host("h1"));
+        assert_eq!(
+            k.classify(&k.health_report("web", "b1", "h2")),
+            KeyKind::Health {
+                pool: "web",
+                backend: "b1",
+                host: "h2"
+            }
+        );
+        for other in [
+            "/nlb/hosts/",
+            "/nlb/health/web/b1",
+            "/nlb/health/a//c",
+            "/x/config",
+            "/nlb/configs",
+        ] {
+            assert_eq!(k.classify(other), KeyKind::Other, "{other}");
+        }
+    }
+
+    fn hosts(n: usize) -> Vec<(String, u64)> {
+        (0..n)
+            .map(|i| {
+                let name = format!("nlb-{i}");
+                let h = rendezvous_hash(&name);
+                (name, h)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn rendezvous_picks_k_distinct_hosts_whatever_their_order() {
+        let mut hs = hosts(7);
+        for item in 0..200u64 {
+            let item = rendezvous_hash(&format!("tcp://10.0.{}.{}:80", item / 250, item % 250));
+            let p: Vec<String> = probers(&hs, item, 2)
+                .into_iter()
+                .map(String::from)
+                .collect();
+            assert_eq!(p.len(), 2);
+            assert_ne!(p[0], p[1]);
+            hs.reverse();
+            assert_eq!(probers(&hs, item, 2), p);
+        }
+        // Fewer hosts than k: all of them.
+        assert_eq!(probers(&hosts(1), 5, 2), ["nlb-0"]);
+        assert!(probers(&[], 5, 2).is_empty());
+        // A fixed value: the hash must not change between builds or hosts of one fleet.
+        assert_eq!(rendezvous_hash(""), mix64(0xcbf2_9ce4_8422_2325));
+    }
+
+    #[test]
+    fn losing_a_host_moves_only_its_items_and_load_is_even() {
+        let (n, items, k) = (10, 20_000u64, 2);
+        let all = hosts(n);
+        let lost = "nlb-3";
+        let rest: Vec<(String, u64)> = all.iter().filter(|(h, _)| h != lost).cloned().collect();
+        let mut load: std::collections::BTreeMap<&str, usize> = Default::default();
+        for i in 0..items {
+            let item = rendezvous_hash(&format!("item-{i}"));
+            let before = probers(&all, item, k);
+            let after = probers(&rest, item, k);
+            for h in &before {
+                *load.entry(h).or_default() += 1;
+            }
+            if before.contains(&lost) {
+                // The survivor keeps its place; one new host takes the lost one's.
+                let kept: Vec<&str> = before.iter().copied().filter(|h| *h != lost).collect();
+                assert!(
+                    kept.iter().all(|h| after.contains(h)),
+                    "{before:?} {after:?}"
+                );
+            } else {
+                assert_eq!(before, after, "an item the lost host did not probe moved");
+            }
+        }
+        // k × items / n each, within 5% (binomial: σ ≈ 0.7% here).
+        let fair = (k as u64 * items) as f64 / n as f64;
+        for (h, l) in load {
+            assert!((l as f64 - fair).abs() < fair * 0.05, "{h}: {l} vs {fair}");
+        }
+    }
+
+    #[test]
     fn host_names() {
         assert!(check_host_name("nlb-1.zone_a").is_ok());
         for bad in ["", "a/b", "a b", "é"] {
@@ -676,6 +904,7 @@ mod tests {
             config_digest: String::new(),
             profile: "sim".into(),
             generation: 1,
+            probing: 0,
             refused: None,
             updated_unix_ms: 0,
         }

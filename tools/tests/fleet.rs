@@ -1007,3 +1007,292 @@ fn a_three_member_cluster_that_loses_one_member_changes_nothing() {
         assert_eq!(metric(&m, "nlb_fleet_etcd_up"), Some(1.0), "{m}");
     }
 }
+
+/// A backend's HTTP health server on a loopback address: answers `GET /healthz` with 200
+/// until stopped (its port then refuses connections: a failing probe).
+struct HealthServer {
+    addr: std::net::SocketAddr,
+    stop: Option<Arc<std::sync::atomic::AtomicBool>>,
+}
+
+impl HealthServer {
+    fn start(addr: std::net::SocketAddr) -> HealthServer {
+        let mut s = HealthServer { addr, stop: None };
+        s.up();
+        s
+    }
+
+    fn up(&mut self) {
+        let listener = TcpListener::bind(self.addr).expect("bind the health server");
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stopped = stop.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                if stopped.load(std::sync::atomic::Ordering::SeqCst) {
+                    break;
+                }
+                let Ok(mut stream) = stream else { continue };
+                let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+                let mut head = Vec::new();
+                let mut buf = [0u8; 512];
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match stream.read(&mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => head.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let _ = stream.write_all(
+                    b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                );
+            }
+        });
+        self.stop = Some(stop);
+    }
+
+    /// Stops answering: the listener closes (after one last connection that wakes it).
+    fn down(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            stop.store(true, std::sync::atomic::Ordering::SeqCst);
+            let _ = TcpStream::connect(self.addr);
+        }
+    }
+}
+
+impl Drop for HealthServer {
+    fn drop(&mut self) {
+        self.down();
+    }
+}
+
+/// `n` instances b1..bn at 127.0.79.i, each probed with an HTTP check on `port` every second
+/// (thresholds 1: one probe decides).
+fn health_config(n: u8, port: u16) -> String {
+    let names: Vec<String> = (1..=n).map(|i| format!("b{i}")).collect();
+    let mut s = format!(
+        "forwardingRules:\n  - {{name: web, IPAddress: 203.0.113.80, IPProtocol: TCP, portRange: '80', target: web}}\n\
+         targetPools:\n  - {{name: web, region: r, instances: [{}], healthChecks: [hc]}}\n\
+         httpHealthChecks:\n  - {{name: hc, port: {port}, requestPath: /healthz, checkIntervalSec: 1, timeoutSec: 1, healthyThreshold: 1, unhealthyThreshold: 1}}\n\
+         instances:\n",
+        names.join(", ")
+    );
+    for i in 1..=n {
+        s.push_str(&format!(
+            "  - {{name: b{i}, ip: 127.0.79.{i}, zone: z, mac: '02:00:00:00:79:{i:02x}'}}\n"
+        ));
+    }
+    s
+}
+
+/// The health reports in etcd: (backend, prober) → healthy.
+fn health_reports(ep: &str) -> std::collections::BTreeMap<(String, String), bool> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let keys = Keys::new("/nlb/").unwrap();
+    let (kvs, _) = runtime
+        .block_on(async {
+            Store::connect(&[format!("http://{ep}")], keys.clone())
+                .await?
+                .read_all()
+                .await
+        })
+        .expect("read etcd");
+    let mut out = std::collections::BTreeMap::new();
+    for kv in kvs {
+        let key = String::from_utf8_lossy(kv.key()).into_owned();
+        if let nlb_tools::fleet::KeyKind::Health { backend, host, .. } = keys.classify(&key) {
+            let r: nlb_tools::fleet::HealthReport = serde_json::from_slice(kv.value()).unwrap();
+            out.insert((backend.to_string(), host.to_string()), r.healthy);
+        }
+    }
+    out
+}
+
+/// Waits until `ok` holds of the health reports; returns them and how long it took.
+fn wait_reports(
+    ep: &str,
+    what: &str,
+    ok: impl Fn(&std::collections::BTreeMap<(String, String), bool>) -> bool,
+) -> (std::collections::BTreeMap<(String, String), bool>, Duration) {
+    let start = Instant::now();
+    loop {
+        let r = health_reports(ep);
+        if ok(&r) {
+            return (r, start.elapsed());
+        }
+        assert!(start.elapsed() < WAIT, "{what}: reports now {r:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Each backend's probers (the hosts reporting on it).
+fn probers_of(
+    reports: &std::collections::BTreeMap<(String, String), bool>,
+) -> std::collections::BTreeMap<String, Vec<String>> {
+    let mut out: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for (b, h) in reports.keys() {
+        out.entry(b.clone()).or_default().push(h.clone());
+    }
+    out
+}
+
+/// The MACs the host's NIC sends 200 new flows to.
+fn macs_chosen(host: &mut Host, base: u16) -> std::collections::BTreeSet<[u8; 6]> {
+    (0..200)
+        .filter_map(|i| host.backend_of([198, 51, 100, 44], base + i))
+        .collect()
+}
+
+#[test]
+fn shared_health_probes_each_backend_from_two_hosts_and_moves_a_dead_hosts_probes() {
+    if !have_etcd() {
+        return;
+    }
+    const N: u8 = 8;
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let etcd = Etcd::start(dir);
+    let ep = etcd.endpoint();
+    // A port of this run: two runs at once do not share backends.
+    let port = 21000 + (std::process::id() % 20000) as u16;
+    let mut servers: Vec<HealthServer> = (1..=N)
+        .map(|i| HealthServer::start(([127, 0, 79, i], port).into()))
+        .collect();
+    let mut hosts: Vec<Host> = ["h1", "h2", "h3"]
+        .iter()
+        .map(|n| Host::new(dir, n))
+        .collect();
+    for h in &mut hosts {
+        h.start_nlbd(&ep);
+    }
+    let rev = published_revision(&publish(dir, &ep, "lb.yaml", &health_config(N, port)));
+    let refs: Vec<&Host> = hosts.iter().collect();
+    wait_serving(&ep, &refs, rev);
+
+    // Every backend is probed by exactly two of the three hosts (SPEC R11.2), all healthy.
+    let all_hosts = ["h1", "h2", "h3"];
+    let (reports, _) = wait_reports(&ep, "two healthy reports per backend", |r| {
+        let p = probers_of(r);
+        p.len() == usize::from(N) && p.values().all(|h| h.len() == 2) && r.values().all(|h| *h)
+    });
+    let probers = probers_of(&reports);
+    // Each host probes its share: 2 × 8 = 16 probes over 3 hosts instead of 3 × 8, and its
+    // record says how many (written within the 500 ms status period).
+    let share = |name: &str| {
+        probers
+            .values()
+            .filter(|h| h.iter().any(|x| x == name))
+            .count()
+    };
+    let total: usize = all_hosts.iter().map(|n| share(n)).sum();
+    assert_eq!(total, 2 * usize::from(N));
+    for name in all_hosts {
+        let mine = share(name);
+        assert!(
+            mine >= 1 && mine < usize::from(N),
+            "{name} probes {mine}: {probers:?}"
+        );
+    }
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let status = wait_serving(&ep, &refs, rev);
+        if all_hosts
+            .iter()
+            .all(|n| host_record(&status, n)["probing"] == share(n) as u64)
+        {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "probing counts: {status} vs {probers:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    // Identical tables everywhere, those `publish` compiled with every backend healthy.
+    let digest_of = |v: &serde_json::Value, n: &str| host_record(v, n)["tables_digest"].clone();
+    let published_digest = {
+        let (v, _) = fleet_status(&ep);
+        v["published_tables_digest"].clone()
+    };
+    let wait_digests = |what: &str, ok: &dyn Fn(&serde_json::Value) -> bool| {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let (v, _) = fleet_status(&ep);
+            let d: Vec<_> = all_hosts.iter().map(|n| digest_of(&v, n)).collect();
+            if !d[0].is_null() && d.iter().all(|x| *x == d[0]) && ok(&d[0]) {
+                return d[0].clone();
+            }
+            assert!(Instant::now() < deadline, "{what}: {v}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    let healthy_digest = wait_digests("all healthy", &|d| *d == published_digest);
+    let mac = |i: u8| [2, 0, 0, 0, 0x79, i];
+    for h in &mut hosts {
+        assert_eq!(macs_chosen(h, 1000).len(), usize::from(N), "{}", h.name);
+    }
+
+    // b2's health server stops: its probers report it unhealthy, and every host, probing it
+    // or not, takes it out of its tables: identical tables again.
+    servers[1].down();
+    wait_reports(&ep, "b2 unhealthy", |r| {
+        r.iter().filter(|((b, _), _)| b == "b2").all(|(_, h)| !*h)
+            && r.keys().filter(|(b, _)| b == "b2").count() == 2
+    });
+    let down_digest = wait_digests("b2 out", &|d| *d != healthy_digest);
+    for h in &mut hosts {
+        let chosen = macs_chosen(h, 2000);
+        assert!(!chosen.contains(&mac(2)), "{} still sends to b2", h.name);
+        assert_eq!(chosen.len(), usize::from(N) - 1, "{}", h.name);
+    }
+    // And back.
+    servers[1].up();
+    wait_digests("b2 back", &|d| *d == healthy_digest);
+    for h in &mut hosts {
+        assert!(macs_chosen(h, 3000).contains(&mac(2)), "{}", h.name);
+    }
+    assert_ne!(down_digest, healthy_digest);
+
+    // h1 dies. When its lease expires (TTL 2 s) its reports go with it, and its probes move
+    // to the survivors: every backend reported by both h2 and h3 within one interval (1 s)
+    // and the lease's TTL (plus this loaded machine's slack).
+    let killed = Instant::now();
+    hosts[0].stop_nlbd();
+    let (after, took) = wait_reports(&ep, "h1's probes moved", |r| {
+        let p = probers_of(r);
+        p.len() == usize::from(N)
+            && p.values()
+                .all(|h| h == &["h2".to_string(), "h3".to_string()])
+            && r.values().all(|h| *h)
+    });
+    let reassigned = killed.elapsed();
+    eprintln!(
+        "probe reassignment after a host kill: {:.2} s (lease TTL 2 s, interval 1 s; seen {:.2} s after the first read)",
+        reassigned.as_secs_f64(),
+        took.as_secs_f64()
+    );
+    assert!(
+        reassigned < Duration::from_secs(10),
+        "{reassigned:?}: {after:?}"
+    );
+    // The survivors' tables did not change: b2 is healthy throughout, nothing moved.
+    let (v, _) = fleet_status(&ep);
+    for n in ["h2", "h3"] {
+        assert_eq!(digest_of(&v, n), healthy_digest, "{v}");
+    }
+    // With h1 gone, a backend going down still reaches both survivors.
+    servers[4].down();
+    wait_reports(&ep, "b5 unhealthy", |r| {
+        r.iter().filter(|((b, _), _)| b == "b5").all(|(_, h)| !*h)
+    });
+    for h in &mut hosts[1..] {
+        let deadline = Instant::now() + WAIT;
+        while macs_chosen(h, 4000).contains(&mac(5)) {
+            assert!(Instant::now() < deadline, "{} still sends to b5", h.name);
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    drop(etcd);
+}

@@ -111,12 +111,13 @@ fn print_text(r: &Report) {
         _ => outln!("nothing published under {}", r.prefix),
     }
     outln!(
-        "{:<20} {:>9} {:<13} {:<8} {:>10} {:>11}  state",
+        "{:<20} {:>9} {:<13} {:<8} {:>10} {:>7} {:>11}  state",
         "host",
         "revision",
         "digest",
         "profile",
         "generation",
+        "probing",
         "lease"
     );
     for h in &r.hosts {
@@ -140,12 +141,13 @@ fn print_text(r: &Report) {
             ));
         }
         outln!(
-            "{:<20} {:>9} {:<13} {:<8} {:>10} {:>11}  {state}",
+            "{:<20} {:>9} {:<13} {:<8} {:>10} {:>7} {:>11}  {state}",
             rec.host,
             rec.revision,
             short(&rec.tables_digest),
             rec.profile,
             rec.generation,
+            rec.probing,
             lease
         );
     }

@@ -18,10 +18,15 @@
 //! starts a new session after a backoff; step 2 catches up with whatever was published
 //! meanwhile (also when etcd compacted the history the watch would have needed).
 
+use crate::shared_health::SharedHealth;
 use crate::Daemon;
 use etcd_client::{EventType, PutOptions, WatchOptions};
 use flowtable_compiler::Config;
-use nlb_tools::fleet::{self, FleetError, HostRecord, Keys, Published, Refused, Store};
+use nlb_slowpath::engine::Command;
+use nlb_slowpath::health::TargetKey;
+use nlb_tools::fleet::{
+    self, FleetError, HealthReport, HostRecord, KeyKind, Keys, Published, Refused, Store,
+};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -38,6 +43,8 @@ pub struct FleetOptions {
     pub host: String,
     /// The lease's TTL in seconds.
     pub lease_ttl: i64,
+    /// Hosts probing each backend (0: no shared health).
+    pub probers: usize,
 }
 
 /// What the fleet task shows the metrics.
@@ -63,6 +70,10 @@ pub struct FleetMetrics {
     pub refused: AtomicU64,
     /// Sessions that ended with an etcd error.
     pub session_failures: AtomicU64,
+    /// Health-check targets this host probes for the fleet (shared health).
+    pub probing: AtomicU64,
+    /// Health reports written or deleted by this host.
+    pub reports_written: AtomicU64,
 }
 
 /// How often the session compares the tables digest and reads the other hosts.
@@ -209,8 +220,10 @@ async fn session_inner(
     down_since: &mut Option<std::time::Instant>,
 ) -> Result<Never, FleetError> {
     let store = Store::connect(&opts.endpoints, opts.keys.clone()).await?;
-    // A read first: it finds a member that answers, whose client the lease and watch use.
-    let (live, store_revision) = store.live().await?;
+    // One read of everything under the prefix (it also finds a member that answers, whose
+    // client the lease and the watch use): the live revision, the hosts and the health
+    // reports at one store revision, from which the watch continues.
+    let (kvs, store_revision) = store.read_all().await?;
     let mut client = store.client();
     let lease = client
         .lease_grant(opts.lease_ttl, None)
@@ -221,12 +234,40 @@ async fn session_inner(
         .lease_keep_alive(lease)
         .await
         .map_err(|e| store.unreachable(e))?;
+    let mut live = None;
+    let mut hosts = Vec::new();
+    let mut reports = Vec::new();
+    for kv in &kvs {
+        let key = String::from_utf8_lossy(kv.key());
+        match store.keys.classify(&key) {
+            KeyKind::Config => {
+                live = Some((kv.mod_revision(), fleet::decode_published(&key, kv.value())))
+            }
+            KeyKind::Host(name) => hosts.push(name.to_string()),
+            KeyKind::Health {
+                pool,
+                backend,
+                host,
+            } => {
+                if let Ok(r) = serde_json::from_slice::<HealthReport>(kv.value()) {
+                    reports.push((TargetKey::new(pool, backend), host.to_string(), r));
+                }
+            }
+            KeyKind::Other => {}
+        }
+    }
+    if let Some(shared) = &daemon.shared {
+        shared.reset(hosts, reports);
+    }
 
     // Catch up before announcing anything.
     if let Some((rev, published)) = live {
         metrics.live_revision.store(rev, Ordering::Relaxed);
         if rev > serving.revision && serving.refused.as_ref().map(|r| r.revision) != Some(rev) {
-            apply(daemon, opts, metrics, serving, rev, &published).await;
+            match published {
+                Ok(p) => apply(daemon, opts, metrics, serving, rev, &p).await,
+                Err(e) => refuse(opts, serving, metrics, rev, e.to_string()),
+            }
         }
     }
     write_record(daemon, &store, opts, serving, lease).await?;
@@ -243,12 +284,20 @@ async fn session_inner(
     } else {
         info!(host = %opts.host, revision = serving.revision, lease, "registered in the fleet");
     }
+    if let Some(shared) = &daemon.shared {
+        shared.host(&opts.host, true);
+        shared_step(daemon, shared, &store, opts, metrics, lease).await?;
+    }
 
     let key = store.keys.config();
     let mut watch = client
         .watch(
-            key.as_str(),
-            Some(WatchOptions::new().with_start_revision(store_revision + 1)),
+            store.keys.prefix(),
+            Some(
+                WatchOptions::new()
+                    .with_prefix()
+                    .with_start_revision(store_revision + 1),
+            ),
         )
         .await
         .map_err(|e| store.unreachable(e))?;
@@ -271,10 +320,14 @@ async fn session_inner(
                         resp.compact_revision()
                     )));
                 }
+                let (mut config_changed, mut view_changed) = (false, false);
                 for event in resp.events() {
                     let Some(kv) = event.kv() else { continue };
-                    match event.event_type() {
-                        EventType::Put => {
+                    let put = event.event_type() == EventType::Put;
+                    let k = String::from_utf8_lossy(kv.key());
+                    match store.keys.classify(&k) {
+                        KeyKind::Config if put => {
+                            config_changed = true;
                             let rev = kv.mod_revision();
                             metrics.live_revision.store(rev, Ordering::Relaxed);
                             match fleet::decode_published(&key, kv.value()) {
@@ -282,13 +335,51 @@ async fn session_inner(
                                 Err(e) => refuse(opts, serving, metrics, rev, e.to_string()),
                             }
                         }
-                        EventType::Delete => warn!(
+                        KeyKind::Config => warn!(
                             host = %opts.host,
                             "{key} was deleted: revision {} keeps serving", serving.revision
                         ),
+                        KeyKind::Host(name) => {
+                            if let Some(shared) = &daemon.shared {
+                                shared.host(name, put);
+                                view_changed = true;
+                            }
+                        }
+                        KeyKind::Health { pool, backend, host } => {
+                            if let Some(shared) = &daemon.shared {
+                                let report = if put {
+                                    serde_json::from_slice::<HealthReport>(kv.value()).ok()
+                                } else {
+                                    None
+                                };
+                                shared.report(TargetKey::new(pool, backend), host, report);
+                                view_changed = true;
+                            }
+                        }
+                        KeyKind::Other => {}
                     }
                 }
-                write_record(daemon, &store, opts, serving, lease).await?;
+                if view_changed {
+                    if let Some(shared) = &daemon.shared {
+                        shared_step(daemon, shared, &store, opts, metrics, lease).await?;
+                    }
+                }
+                if config_changed {
+                    write_record(daemon, &store, opts, serving, lease).await?;
+                }
+            }
+            () = async {
+                match &daemon.shared {
+                    Some(s) => tokio::select! {
+                        () = s.local_changed.notified() => {}
+                        () = s.view_changed.notified() => {}
+                    },
+                    None => std::future::pending().await,
+                }
+            } => {
+                if let Some(shared) = &daemon.shared {
+                    shared_step(daemon, shared, &store, opts, metrics, lease).await?;
+                }
             }
             _ = keepalive_tick.tick() => {
                 keeper.keep_alive().await.map_err(|e| store.unreachable(e))?;
@@ -406,6 +497,7 @@ async fn write_record(
         config_digest: status.config_digest.clone(),
         profile: status.profile.to_string(),
         generation: status.generation,
+        probing: daemon.shared.as_ref().map_or(0, |s| s.probing() as u64),
         refused: serving.refused.clone(),
         updated_unix_ms: 0,
     };
@@ -431,5 +523,81 @@ async fn write_record(
         .await
         .map_err(|e| store.unreachable(e))?;
     serving.written = Some(record);
+    Ok(())
+}
+
+/// Shared health, one step (SPEC R11.2): re-derives what this host probes from the live hosts
+/// (and gives its checker those targets), loads the fleet's decisions when they changed, and
+/// writes this host's reports (its checker's decisions on what it probes) with its lease,
+/// deleting those of targets it no longer probes.
+async fn shared_step(
+    daemon: &Daemon,
+    shared: &SharedHealth,
+    store: &Store,
+    opts: &FleetOptions,
+    metrics: &FleetMetrics,
+    lease: i64,
+) -> Result<(), FleetError> {
+    if let Some(assigned) = shared.reassign() {
+        info!(
+            host = %opts.host,
+            probing = assigned.len(),
+            "probing {} health-check targets for the fleet",
+            assigned.len()
+        );
+        if let Err(e) = daemon.checker.set_targets(assigned) {
+            // The targets come from a configuration that compiled; this would be a bug.
+            error!(host = %opts.host, error = %e, "the health checker refused this host's targets");
+        }
+    }
+    metrics
+        .probing
+        .store(shared.probing() as u64, Ordering::Relaxed);
+    if let Some((changes, snapshot)) = shared.remerge() {
+        for c in &changes {
+            info!(
+                host = %opts.host,
+                target = %c.target,
+                from = %c.previous,
+                to = %c.health,
+                "fleet health changed"
+            );
+        }
+        daemon
+            .send(Command::Health { changes, snapshot })
+            .map_err(|e| FleetError::Unreachable {
+                endpoints: "the engine".into(),
+                error: e,
+            })?;
+    }
+    let (puts, deletes) = shared.own_reports(&daemon.checker.snapshot());
+    let mut client = store.client();
+    for (target, report) in puts {
+        let key = opts
+            .keys
+            .health_report(&target.pool, &target.backend, &opts.host);
+        let value = serde_json::to_vec(&report).map_err(|e| FleetError::Malformed {
+            key: key.clone(),
+            error: e.to_string(),
+        })?;
+        client
+            .put(key, value, Some(PutOptions::new().with_lease(lease)))
+            .await
+            .map_err(|e| store.unreachable(e))?;
+        metrics.reports_written.fetch_add(1, Ordering::Relaxed);
+        // The view holds it at once (the watch echoes it later): no second put meanwhile.
+        shared.report(target, &opts.host, Some(report));
+    }
+    for target in deletes {
+        let key = opts
+            .keys
+            .health_report(&target.pool, &target.backend, &opts.host);
+        client
+            .delete(key, None)
+            .await
+            .map_err(|e| store.unreachable(e))?;
+        metrics.reports_written.fetch_add(1, Ordering::Relaxed);
+        shared.report(target, &opts.host, None);
+    }
     Ok(())
 }

@@ -17,6 +17,7 @@ mod admin;
 mod fleet;
 mod metrics;
 mod reload;
+mod shared_health;
 
 use clap::Parser;
 use flowtable_compiler::{Config, Explanation, Flow};
@@ -79,6 +80,12 @@ struct Args {
     /// TTL of the host's lease in seconds: a host that stops keeps its record this long.
     #[arg(long, value_name = "SECS", default_value_t = 5, value_parser = clap::value_parser!(i64).range(2..=600), requires = "etcd")]
     lease_ttl: i64,
+    /// Shared health (docs/fleet.md): how many hosts probe each backend, chosen by rendezvous
+    /// hashing over the live hosts; every host loads the health their reports in etcd give.
+    /// Every host of a fleet must use the same value. 0: each host probes every backend
+    /// itself and loads its own decisions.
+    #[arg(long, value_name = "K", default_value_t = nlb_tools::fleet::DEFAULT_PROBERS as u64, value_parser = clap::value_parser!(u64).range(0..=16), requires = "etcd")]
+    probers: u64,
     /// The NIC: pci:DDDD:BB:DD.F (bound to vfio-pci) or sim:PATH (an nlb-sim socket).
     #[arg(long, value_name = "SPEC")]
     device: String,
@@ -126,6 +133,9 @@ pub struct Daemon {
     pub refused_early: std::sync::atomic::AtomicU64,
     /// The fleet task's state (`--etcd`).
     pub fleet: Option<Arc<fleet::FleetMetrics>>,
+    /// Shared health (`--etcd` with `--probers` above 0): the checker probes this host's
+    /// share of the targets and the engine loads the fleet's decisions.
+    pub shared: Option<Arc<shared_health::SharedHealth>>,
     started: Instant,
 }
 
@@ -178,7 +188,10 @@ impl Daemon {
         ids: Option<flowtable_compiler::Symbols>,
     ) -> Result<(), String> {
         let targets = targets_from_config(&config);
-        let snapshot = self.checker.snapshot();
+        let snapshot = match &self.shared {
+            Some(shared) => shared.snapshot_for(&targets),
+            None => self.checker.snapshot(),
+        };
         let report = self
             .ask(|reply| Command::Reload {
                 config: Box::new(config),
@@ -187,6 +200,10 @@ impl Daemon {
                 reply,
             })
             .await??;
+        let targets = match &self.shared {
+            Some(shared) => shared.set_targets(targets),
+            None => targets,
+        };
         match self.checker.set_targets(targets) {
             Ok(s) => info!(
                 generation = report.generation,
@@ -260,6 +277,7 @@ fn run(args: Args) -> Result<(), Failure> {
                 keys,
                 host: host.clone(),
                 lease_ttl: args.lease_ttl,
+                probers: args.probers as usize,
             })
         }
         _ => None,
@@ -338,6 +356,17 @@ async fn serve(
             format!("{} (revision {revision})", opts.keys.config())
         }
     };
+    // Shared health: nothing to probe until the host is live in the fleet.
+    let shared = match &source {
+        Source::Etcd(opts, ..) if opts.probers > 0 => Some(Arc::new(
+            shared_health::SharedHealth::new(&opts.host, opts.probers),
+        )),
+        _ => None,
+    };
+    let targets = match &shared {
+        Some(s) => s.set_targets(targets),
+        None => targets,
+    };
     checker
         .set_targets(targets)
         .map_err(|e| (1, format!("{config_name}: {e}")))?;
@@ -367,6 +396,7 @@ async fn serve(
         config_path: args.config.clone().unwrap_or_default(),
         refused_early: std::sync::atomic::AtomicU64::new(0),
         fleet: fleet_metrics.clone(),
+        shared,
         started: Instant::now(),
     });
     info!(
@@ -382,6 +412,11 @@ async fn serve(
         let daemon = daemon.clone();
         tasks.push(tokio::spawn(async move {
             while let Some(changes) = events.recv().await {
+                if let Some(shared) = &daemon.shared {
+                    // Shared health: decisions go to etcd, and come back as the fleet's.
+                    shared.local_changed.notify_one();
+                    continue;
+                }
                 let snapshot = daemon.checker.snapshot();
                 if daemon.send(Command::Health { changes, snapshot }).is_err() {
                     break;

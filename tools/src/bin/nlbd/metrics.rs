@@ -205,6 +205,18 @@ fn fleet_section(t: &mut Text, f: &FleetMetrics) {
         "Sessions with etcd lost (each followed by a new one that catches up)",
         count(&f.session_failures),
     );
+    t.single(
+        "nlb_fleet_probing_targets",
+        "gauge",
+        "Health-check targets this host probes for the fleet (shared health; 0 without)",
+        count(&f.probing),
+    );
+    t.single(
+        "nlb_fleet_health_report_writes_total",
+        "counter",
+        "Health reports this host wrote to or deleted from etcd (shared health)",
+        count(&f.reports_written),
+    );
 }
 
 /// What nlbd serves and since when.
