@@ -1185,15 +1185,10 @@ fn shared_health_probes_each_backend_from_two_hosts_and_moves_a_dead_hosts_probe
             .filter(|h| h.iter().any(|x| x == name))
             .count()
     };
+    // (How evenly the shares fall is the unit tests' and the scale simulation's matter: with
+    // 8 backends a host probing all 8 of them is a likely draw.)
     let total: usize = all_hosts.iter().map(|n| share(n)).sum();
-    assert_eq!(total, 2 * usize::from(N));
-    for name in all_hosts {
-        let mine = share(name);
-        assert!(
-            mine >= 1 && mine < usize::from(N),
-            "{name} probes {mine}: {probers:?}"
-        );
-    }
+    assert_eq!(total, 2 * usize::from(N), "{probers:?}");
     let deadline = Instant::now() + WAIT;
     loop {
         let status = wait_serving(&ep, &refs, rev);
