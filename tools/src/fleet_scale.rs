@@ -90,6 +90,9 @@ pub struct ScaleReport {
     pub loss_writes: usize,
     /// Watch events those writes deliver to the survivors.
     pub loss_watch_events: usize,
+    /// Bytes of a configuration (YAML, as docs/config.md writes it) of one pool of all the
+    /// backends: what `PREFIX config` holds, twice over with its ids (names by id) in JSON.
+    pub config_bytes: usize,
     /// Wall-clock time for one host to re-rank every backend over the survivors (this
     /// machine, this build).
     pub rerank_wall: Duration,
@@ -277,7 +280,28 @@ pub fn simulate(p: &ScaleParams) -> ScaleReport {
     }
     // The lease takes the host's record and its reports; the new probers put one report each.
     let loss_writes = 1 + 2 * moved.len();
+    let mut config = String::from(
+        "forwardingRules:\n  - {name: web, IPAddress: 203.0.113.80, IPProtocol: TCP, portRange: '80', target: web}\n\
+         httpHealthChecks:\n  - {name: hc, port: 80, requestPath: /healthz}\n\
+         targetPools:\n  - {name: web, region: r, healthChecks: [hc], instances: [",
+    );
+    for i in 0..p.backends {
+        config.push_str(&format!("{}b{i}", if i == 0 { "" } else { ", " }));
+    }
+    config.push_str("]}\ninstances:\n");
+    for i in 0..p.backends {
+        config.push_str(&format!(
+            "  - {{name: b{i}, ip: 10.{}.{}.{}, zone: z, mac: '02:00:{:02x}:{:02x}:{:02x}:01'}}\n",
+            i >> 16,
+            (i >> 8) & 255,
+            i & 255,
+            i >> 16,
+            (i >> 8) & 255,
+            i & 255
+        ));
+    }
     ScaleReport {
+        config_bytes: config.len(),
         probes_per_host_per_s,
         probes_per_host_per_s_unshared: p.backends as f64 / p.interval,
         decided_changes: delays.len() as u64,

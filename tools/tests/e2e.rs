@@ -23,3 +23,11 @@ fn a_backend_service_fills_the_nics_zone_then_spills_to_the_other() {
     }
     common::backend_service_fills_the_near_zone_then_spills();
 }
+
+#[test]
+fn an_ecmp_fleet_keeps_connections_when_a_host_dies() {
+    if !common::should_run("cargo test -p nlb-tools --test e2e") || !common::have_etcd() {
+        return;
+    }
+    common::ecmp_fleet_keeps_connections_when_a_host_dies();
+}
