@@ -570,7 +570,7 @@ pub fn rendezvous_score(host: u64, item: u64) -> u64 {
 /// The `k` hosts (of `hosts`, names with their [`rendezvous_hash`]) that probe `item`, best
 /// first: highest rendezvous score, ties by name. Removing a host moves only the items it
 /// probed; adding one takes about k/N of the items, each from one host.
-pub fn probers<'h>(hosts: &'h [(String, u64)], item: u64, k: usize) -> Vec<&'h str> {
+pub fn probers(hosts: &[(String, u64)], item: u64, k: usize) -> Vec<&str> {
     let mut best: Vec<(u64, &str)> = Vec::with_capacity(k + 1);
     for (name, h) in hosts {
         let s = rendezvous_score(*h, item);

@@ -1496,9 +1496,9 @@ fn build_ecmp_topology(lab: &mut Lab) {
     ip_in(&host, &["link", "set", "br0", "up"]);
     ip_in(&host, &["addr", "add", "10.77.0.1/24", "dev", "br0"]);
     add_backends(lab);
-    for i in 0..BACKENDS.len() {
+    for b in BACKENDS {
         ip_in(
-            &lab.ns(BACKENDS[i]),
+            &lab.ns(b),
             &["route", "add", "10.78.0.0/24", "via", "10.77.0.2"],
         );
     }
