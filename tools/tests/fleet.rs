@@ -970,7 +970,7 @@ fn publish_to_serving_latency() {
 }
 
 #[test]
-fn a_three_member_cluster_that_loses_one_member_changes_nothing() {
+fn a_three_member_cluster_losing_one_member_changes_nothing_losing_all_fails_static() {
     if !have_etcd() {
         return;
     }
@@ -1005,6 +1005,61 @@ fn a_three_member_cluster_that_loses_one_member_changes_nothing() {
     for h in &hosts {
         let m = h.metrics();
         assert_eq!(metric(&m, "nlb_fleet_etcd_up"), Some(1.0), "{m}");
+    }
+
+    // All three lost (SPEC R11.4): the hosts keep serving the last revision (b1, b2, b3: fail
+    // static), a publish is refused with a clear error naming every endpoint, and when the
+    // cluster returns a publish reaches both hosts.
+    let (v, _) = fleet_status(&ep);
+    let last = v["live_revision"].as_i64().expect("a live revision");
+    for m in &mut members {
+        m.stop();
+    }
+    for h in &hosts {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let m = h.metrics();
+            if metric(&m, "nlb_fleet_etcd_up") == Some(0.0) {
+                assert_eq!(metric(&m, "nlb_fleet_revision"), Some(last as f64), "{m}");
+                break;
+            }
+            assert!(Instant::now() < deadline, "{}: {m}", h.name);
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+    let b3 = [2, 0, 0, 0, 0x77, 0x03];
+    for h in &mut hosts {
+        let picks: std::collections::BTreeSet<Option<[u8; 6]>> = (0..50)
+            .map(|sport| h.backend_of([198, 51, 100, 8], 42000 + sport))
+            .collect();
+        assert!(
+            picks.len() == 3 && !picks.contains(&None),
+            "{}: {picks:?}",
+            h.name
+        );
+    }
+    let o = publish(dir, &ep, "lb.yaml", &config(&["b3"]));
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("cannot reach etcd"), "{}", text(&o));
+    assert!(err.contains("nothing published"), "{}", text(&o));
+    for e in &all {
+        assert!(err.contains(e.as_str()), "{e} not named: {}", text(&o));
+    }
+    // Every member again (a quorum needs two: started together, then waited for).
+    for m in &mut members {
+        m.spawn();
+    }
+    for m in &members {
+        m.wait_ready();
+    }
+    let rev = published_revision(&publish(dir, &ep, "lb.yaml", &config(&["b3"])));
+    let refs: Vec<&Host> = hosts.iter().collect();
+    wait_serving(&ep, &refs, rev);
+    for h in &mut hosts {
+        for sport in 0..50 {
+            assert_eq!(h.backend_of([198, 51, 100, 8], 43000 + sport), Some(b3));
+        }
     }
 }
 
