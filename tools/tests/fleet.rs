@@ -1344,5 +1344,45 @@ fn shared_health_probes_each_backend_from_two_hosts_and_moves_a_dead_hosts_probe
             std::thread::sleep(Duration::from_millis(50));
         }
     }
+
+    // A new host with an empty NIC announces itself only with the fleet's health loaded: its
+    // first record already holds the survivors' tables (b5 out), not tables that assume every
+    // backend healthy.
+    let deadline = Instant::now() + WAIT;
+    let fleet_digest = loop {
+        let (v, _) = fleet_status(&ep);
+        let d = digest_of(&v, "h2");
+        if d == digest_of(&v, "h3") && d != healthy_digest {
+            break d;
+        }
+        assert!(Instant::now() < deadline, "{v}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut late = Host::new(dir, "h4");
+    late.start_nlbd(&ep);
+    let deadline = Instant::now() + WAIT;
+    let first = loop {
+        let (v, _) = fleet_status(&ep);
+        let d = v["hosts"]
+            .as_array()
+            .and_then(|a| a.iter().find(|r| r["host"] == "h4"))
+            .map(|r| r["tables_digest"].clone());
+        if let Some(d) = d {
+            break d;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "h4 never registered:\n{}",
+            late.log()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert_eq!(
+        first,
+        fleet_digest,
+        "h4 announced other tables first\n{}",
+        late.log()
+    );
+    assert!(!macs_chosen(&mut late, 5000).contains(&mac(5)));
     drop(etcd);
 }

@@ -270,6 +270,11 @@ async fn session_inner(
             }
         }
     }
+    // The fleet's health as read, loaded before the record announces the tables (a host with
+    // an empty NIC would otherwise announce tables that assume every backend healthy).
+    if let Some(shared) = &daemon.shared {
+        load_fleet_health(daemon, shared, opts)?;
+    }
     write_record(daemon, &store, opts, serving, lease).await?;
     metrics.etcd_up.store(true, Ordering::Relaxed);
     metrics.registered.store(true, Ordering::Relaxed);
@@ -553,23 +558,7 @@ async fn shared_step(
     metrics
         .probing
         .store(shared.probing() as u64, Ordering::Relaxed);
-    if let Some((changes, snapshot)) = shared.remerge() {
-        for c in &changes {
-            info!(
-                host = %opts.host,
-                target = %c.target,
-                from = %c.previous,
-                to = %c.health,
-                "fleet health changed"
-            );
-        }
-        daemon
-            .send(Command::Health { changes, snapshot })
-            .map_err(|e| FleetError::Unreachable {
-                endpoints: "the engine".into(),
-                error: e,
-            })?;
-    }
+    load_fleet_health(daemon, shared, opts)?;
     let (puts, deletes) = shared.own_reports(&daemon.checker.snapshot());
     let mut client = store.client();
     for (target, report) in puts {
@@ -600,4 +589,30 @@ async fn shared_step(
         shared.report(target, &opts.host, None);
     }
     Ok(())
+}
+
+/// Sends the fleet's health decisions to the engine when they changed.
+fn load_fleet_health(
+    daemon: &Daemon,
+    shared: &SharedHealth,
+    opts: &FleetOptions,
+) -> Result<(), FleetError> {
+    let Some((changes, snapshot)) = shared.remerge() else {
+        return Ok(());
+    };
+    for c in &changes {
+        info!(
+            host = %opts.host,
+            target = %c.target,
+            from = %c.previous,
+            to = %c.health,
+            "fleet health changed"
+        );
+    }
+    daemon
+        .send(Command::Health { changes, snapshot })
+        .map_err(|e| FleetError::Unreachable {
+            endpoints: "the engine".into(),
+            error: e,
+        })
 }
