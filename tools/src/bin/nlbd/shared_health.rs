@@ -356,4 +356,129 @@ mod tests {
         assert_eq!(weight_from_text("1001"), WeightReport::Invalid);
         assert_eq!(weight_from_text("-1"), WeightReport::Invalid);
     }
+
+    fn targets(n: u8) -> Vec<HealthTarget> {
+        (1..=n)
+            .map(|i| HealthTarget::new("web", format!("b{i}"), [10, 0, 0, i].into()))
+            .collect()
+    }
+
+    fn view(me: &str, live: &[&str], n: u8) -> SharedHealth {
+        let v = SharedHealth::new(me, 2);
+        v.reset(live.iter().map(|h| h.to_string()), Vec::new());
+        v.set_targets(targets(n));
+        v
+    }
+
+    fn assigned(v: &SharedHealth) -> BTreeSet<TargetKey> {
+        lock(&v.state).assigned.clone()
+    }
+
+    #[test]
+    fn every_target_has_two_probers_among_the_live_hosts() {
+        let live = ["h1", "h2", "h3"];
+        let views: Vec<SharedHealth> = live.iter().map(|h| view(h, &live, 30)).collect();
+        for t in targets(30) {
+            let probers = views
+                .iter()
+                .filter(|v| assigned(v).contains(&t.key))
+                .count();
+            assert_eq!(probers, 2, "{}", t.key);
+        }
+        // A host that is not live (not registered) probes nothing.
+        assert!(assigned(&view("h4", &live, 30)).is_empty());
+        // h1 goes: the survivors probe everything, each change reported once.
+        for v in &views[1..] {
+            v.host("h1", false);
+            assert_eq!(v.reassign().map(|a| a.len()), Some(30));
+            assert_eq!(v.reassign(), None);
+        }
+    }
+
+    fn reported(healthy: bool) -> Option<HealthReport> {
+        Some(HealthReport {
+            healthy,
+            weight: "not_weighted".into(),
+            updated_unix_ms: 0,
+        })
+    }
+
+    #[test]
+    fn decisions_merge_any_healthy_and_outlive_their_reports() {
+        let v = view("h1", &["h1", "h2", "h3"], 2);
+        let b1 = TargetKey::new("web", "b1");
+        assert!(v.remerge().is_none(), "no report: nothing decided");
+        v.report(b1.clone(), "h2", reported(true));
+        v.report(b1.clone(), "h3", reported(false));
+        let (changes, snap) = v.remerge().expect("b1 decided");
+        assert_eq!(changes.len(), 1);
+        assert_eq!(
+            (changes[0].previous, changes[0].health),
+            (Health::Unknown, Health::Healthy)
+        );
+        assert_eq!(snap.get(&b1).map(|t| t.health), Some(Health::Healthy));
+        // b2 undecided: left out (the controller's assumption applies).
+        assert!(snap.get(&TargetKey::new("web", "b2")).is_none());
+        v.report(b1.clone(), "h2", reported(false));
+        let (changes, _) = v.remerge().expect("b1 down");
+        assert_eq!(
+            (changes[0].previous, changes[0].health),
+            (Health::Healthy, Health::Unhealthy)
+        );
+        // Its probers' reports go (their leases expired): the decision stays until a new one.
+        v.report(b1.clone(), "h2", None);
+        v.report(b1.clone(), "h3", None);
+        assert!(v.remerge().is_none());
+        assert_eq!(
+            v.snapshot_for(&targets(2)).get(&b1).map(|t| t.health),
+            Some(Health::Unhealthy)
+        );
+    }
+
+    #[test]
+    fn own_reports_follow_the_checker_and_the_assignment() {
+        let v = view("h1", &["h1"], 30);
+        let status = |target: &HealthTarget, health| TargetStatus {
+            target: target.clone(),
+            probe: target.probe_key(),
+            health,
+            weight: WeightReport::NotWeighted,
+            consecutive_passes: 0,
+            consecutive_failures: 0,
+            changed_at: None,
+            last_probe: None,
+        };
+        let local = |health| HealthSnapshot {
+            taken_at: Instant::now(),
+            targets: targets(30).iter().map(|t| status(t, health)).collect(),
+        };
+        // Undecided: nothing written.
+        assert_eq!(v.own_reports(&local(Health::Unknown)), (vec![], vec![]));
+        // h1 alone probes all 30.
+        let (puts, deletes) = v.own_reports(&local(Health::Healthy));
+        assert_eq!(puts.len(), 30);
+        assert!(puts.iter().all(|(_, r)| r.healthy) && deletes.is_empty());
+        for (k, r) in puts {
+            v.report(k, "h1", Some(r));
+        }
+        // Written already: nothing again.
+        assert_eq!(v.own_reports(&local(Health::Healthy)), (vec![], vec![]));
+        // Ten hosts join: h1 keeps about 2/11 of the targets and deletes its reports of the
+        // others.
+        for i in 1..=10 {
+            v.host(&format!("x{i}"), true);
+        }
+        v.reassign();
+        let kept = assigned(&v);
+        assert!(!kept.is_empty() && kept.len() < 15, "{kept:?}");
+        let (puts, deletes) = v.own_reports(&local(Health::Healthy));
+        assert!(puts.is_empty());
+        // (In key order: b10 before b2.)
+        let expected: BTreeSet<TargetKey> = targets(30)
+            .into_iter()
+            .map(|t| t.key)
+            .filter(|k| !kept.contains(k))
+            .collect();
+        assert_eq!(deletes, expected.into_iter().collect::<Vec<_>>());
+    }
 }
