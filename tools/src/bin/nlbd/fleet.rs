@@ -12,7 +12,8 @@
 //!    the same reload path as a file change (parse, compile, delta load); one that does not
 //!    apply is refused and logged, the last good one keeps serving (fail static);
 //! 5. every half second, compare the tables digest with the one written (health and the
-//!    policy change tables) and read the other hosts' records for the mismatch metrics.
+//!    policy change tables) and read the other hosts' records for the mismatch metrics (a
+//!    mismatch counts once it lasts 2 s: hosts apply a change a few milliseconds apart).
 //!
 //! Any etcd error ends the session: the host keeps serving what it has (fail static) and
 //! starts a new session after a backoff; step 2 catches up with whatever was published
@@ -78,6 +79,10 @@ pub struct FleetMetrics {
 
 /// How often the session compares the tables digest and reads the other hosts.
 const STATUS_PERIOD: Duration = Duration::from_millis(500);
+/// How long hosts of one revision may disagree on the tables before it counts as a mismatch
+/// (metric and log): four status periods, so that a change every host applies at about the
+/// same time is not one.
+const MISMATCH_GRACE: Duration = Duration::from_secs(2);
 /// Backoff between sessions: doubling from the first to the last.
 const BACKOFF: (Duration, Duration) = (Duration::from_millis(200), Duration::from_secs(3));
 
@@ -310,6 +315,7 @@ async fn session_inner(
         (opts.lease_ttl as u64 * 1000 / 3).max(200),
     ));
     let mut status_tick = tokio::time::interval(STATUS_PERIOD);
+    let mut mismatch_since: Option<std::time::Instant> = None;
     loop {
         tokio::select! {
             msg = watch.message() => {
@@ -404,7 +410,15 @@ async fn session_inner(
                 let same: Vec<_> = records.iter().filter(|(r, _)| r.revision == serving.revision).collect();
                 metrics.hosts.store(records.len() as u64, Ordering::Relaxed);
                 metrics.hosts_on_revision.store(same.len() as u64, Ordering::Relaxed);
-                let mismatched = same.iter().filter(|(r, _)| r.tables_digest != mine).count();
+                let mut mismatched = same.iter().filter(|(r, _)| r.tables_digest != mine).count();
+                // Hosts apply a health change (or a policy refresh) a few milliseconds apart
+                // and rewrite their records within a status period: a mismatch counts once it
+                // outlasts MISMATCH_GRACE.
+                if mismatched == 0 {
+                    mismatch_since = None;
+                } else if mismatch_since.get_or_insert_with(std::time::Instant::now).elapsed() < MISMATCH_GRACE {
+                    mismatched = 0;
+                }
                 let before = metrics.mismatched_hosts.swap(mismatched as u64, Ordering::Relaxed);
                 if mismatched > 0 && before == 0 {
                     let others: Vec<String> = same
