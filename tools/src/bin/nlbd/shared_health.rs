@@ -45,6 +45,11 @@ struct State {
     decided: BTreeMap<TargetKey, (Health, WeightReport)>,
     /// What this host probes.
     assigned: BTreeSet<TargetKey>,
+    /// The live hosts changed since the last [`SharedHealth::reassign`] (re-ranking costs
+    /// targets × hosts: not on every record rewrite).
+    live_changed: bool,
+    /// Reports or targets changed since the last [`SharedHealth::remerge`].
+    reports_changed: bool,
 }
 
 fn lock(m: &Mutex<State>) -> MutexGuard<'_, State> {
@@ -69,6 +74,7 @@ impl SharedHealth {
         let keys: BTreeSet<&TargetKey> = targets.iter().map(|t| &t.key).collect();
         s.decided.retain(|k, _| keys.contains(k));
         s.targets = targets;
+        s.reports_changed = true;
         let assigned = self.assignment(&s);
         s.assigned = assigned.iter().map(|t| t.key.clone()).collect();
         self.view_changed.notify_one();
@@ -106,6 +112,8 @@ impl SharedHealth {
                 (n, h)
             })
             .collect();
+        s.live_changed = true;
+        s.reports_changed = true;
         s.reports.clear();
         for (target, host, report) in reports {
             s.reports.entry(target).or_default().insert(host, report);
@@ -115,17 +123,20 @@ impl SharedHealth {
     /// A host's record appeared (true) or went (false).
     pub fn host(&self, name: &str, live: bool) {
         let mut s = lock(&self.state);
-        if live {
+        let changed = if live {
             s.live
-                .insert(name.to_string(), fleet::rendezvous_hash(name));
+                .insert(name.to_string(), fleet::rendezvous_hash(name))
+                .is_none()
         } else {
-            s.live.remove(name);
-        }
+            s.live.remove(name).is_some()
+        };
+        s.live_changed |= changed;
     }
 
     /// A report was written (Some) or deleted (None).
     pub fn report(&self, target: TargetKey, host: &str, report: Option<HealthReport>) {
         let mut s = lock(&self.state);
+        s.reports_changed = true;
         match report {
             Some(r) => {
                 s.reports
@@ -147,6 +158,9 @@ impl SharedHealth {
     /// Re-derives what this host probes; Some(targets) when that changed.
     pub fn reassign(&self) -> Option<Vec<HealthTarget>> {
         let mut s = lock(&self.state);
+        if !std::mem::take(&mut s.live_changed) {
+            return None;
+        }
         let assigned = self.assignment(&s);
         let keys: BTreeSet<TargetKey> = assigned.iter().map(|t| t.key.clone()).collect();
         if keys == s.assigned {
@@ -160,6 +174,9 @@ impl SharedHealth {
     /// to load, or None when nothing changed.
     pub fn remerge(&self) -> Option<(Vec<HealthChange>, HealthSnapshot)> {
         let mut s = lock(&self.state);
+        if !std::mem::take(&mut s.reports_changed) {
+            return None;
+        }
         let now = Instant::now();
         let mut changes = Vec::new();
         let targets = s.targets.clone();
