@@ -185,17 +185,30 @@ impl Compiled {
     /// The image of this compile with a generation number.
     pub fn image(&self, generation: u64) -> Image {
         Image {
-            header: ImageHeader {
-                format_version: FORMAT_VERSION,
-                regmap_version: REGMAP_VERSION,
-                profile: self.profile,
-                generation,
-                config_digest: self.config_digest,
-            },
+            header: self.image_header(generation),
             tables: self.tables.clone(),
             nic: self.nic,
             symbols: self.symbols.clone(),
         }
+    }
+
+    /// The header of this compile's image with a generation number.
+    pub fn image_header(&self, generation: u64) -> ImageHeader {
+        ImageHeader {
+            format_version: FORMAT_VERSION,
+            regmap_version: REGMAP_VERSION,
+            profile: self.profile,
+            generation,
+            config_digest: self.config_digest,
+        }
+    }
+
+    /// SHA-256 of this compile's image at generation 0: every table entry, the NIC settings,
+    /// the names by id, the profile and the configuration digest, and nothing that differs
+    /// between hosts serving the same tables (the generation counts a host's own loads). Two
+    /// hosts with the same tables digest pick the same backend for every flow (SPEC R10.4).
+    pub fn tables_digest(&self) -> Result<[u8; 32], ImageError> {
+        self.image(0).tables_digest()
     }
 }
 
@@ -240,6 +253,18 @@ fn section_name(id: u16) -> String {
 }
 
 impl Image {
+    /// SHA-256 of the image's bytes with generation 0: the same for two hosts serving the same
+    /// tables, names, NIC settings and configuration, however many loads each has made.
+    pub fn tables_digest(&self) -> Result<[u8; 32], ImageError> {
+        use sha2::{Digest, Sha256};
+        if self.header.generation == 0 {
+            return Ok(Sha256::digest(self.write()?).into());
+        }
+        let mut at_zero = self.clone();
+        at_zero.header.generation = 0;
+        Ok(Sha256::digest(at_zero.write()?).into())
+    }
+
     /// Serialises the image. Identical images give identical bytes.
     pub fn write(&self) -> Result<Vec<u8>, ImageError> {
         let mut out = Vec::new();

@@ -54,14 +54,7 @@ fn install(dest: &Path) -> PathBuf {
 fn nlbctl_commands() -> Vec<String> {
     let (ok, out, _) = run(Command::new(env!("CARGO_BIN_EXE_nlbctl")).arg("help"));
     assert!(ok);
-    let list: Vec<String> = out
-        .lines()
-        .skip_while(|l| !l.starts_with("Commands:"))
-        .skip(1)
-        .take_while(|l| !l.trim().is_empty())
-        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
-        .filter(|c| c != "help")
-        .collect();
+    let list = commands_listed(&out);
     for c in ["top", "status", "load", "conntrack", "completions", "man"] {
         assert!(
             list.iter().any(|x| x == c),
@@ -69,6 +62,27 @@ fn nlbctl_commands() -> Vec<String> {
         );
     }
     list
+}
+
+/// The subcommands of `nlbctl COMMAND` (`nlbctl fleet status`), as `[COMMAND, SUB]`.
+fn nlbctl_subcommands(command: &str) -> Vec<[String; 2]> {
+    let (ok, out, _) = run(Command::new(env!("CARGO_BIN_EXE_nlbctl")).args(["help", command]));
+    assert!(ok);
+    commands_listed(&out)
+        .into_iter()
+        .map(|s| [command.to_string(), s])
+        .collect()
+}
+
+/// The commands a help text lists under `Commands:`, but `help`.
+fn commands_listed(out: &str) -> Vec<String> {
+    out.lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+        .filter(|c| c != "help")
+        .collect()
 }
 
 /// The long options `BINARY ARGS --help` defines (its option lines, not its prose).
@@ -147,6 +161,26 @@ fn completions_and_man_pages_cover_every_command_and_option() {
             );
         }
     }
+    // Commands of commands (`nlbctl fleet status`) have a page each too.
+    let nested: Vec<[String; 2]> = commands
+        .iter()
+        .flat_map(|c| nlbctl_subcommands(c))
+        .collect();
+    assert!(
+        nested.iter().any(|[c, s]| c == "fleet" && s == "status"),
+        "{nested:?}"
+    );
+    for [c, s] in &nested {
+        let page = man1.join(format!("nlbctl-{c}-{s}.1"));
+        let text = man_text(&page);
+        for o in long_options(&nlbctl, &[c, s]) {
+            assert!(
+                text.contains(&format!("--{o}")),
+                "{} lacks --{o}",
+                page.display()
+            );
+        }
+    }
     for (b, page) in [("nlbd", "nlbd.1"), ("nlb-sim", "nlb-sim.1")] {
         let text = man_text(&man1.join(page));
         let options = long_options(&root.join("bin").join(b), &[]);
@@ -162,7 +196,7 @@ fn completions_and_man_pages_cover_every_command_and_option() {
         .unwrap()
         .map(|e| e.unwrap().path())
         .collect();
-    assert_eq!(pages.len(), commands.len() + 3, "{pages:?}");
+    assert_eq!(pages.len(), commands.len() + nested.len() + 3, "{pages:?}");
     for p in &pages {
         let (ok, out, err) = run(Command::new("man")
             .args(["--warnings", "-l"])

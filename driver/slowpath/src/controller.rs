@@ -513,6 +513,19 @@ impl Controller {
         config: Config,
         snapshot: &HealthSnapshot,
     ) -> Result<ReloadPlan, ControllerError> {
+        self.prepare_reload_with_ids(config, snapshot, None)
+    }
+
+    /// [`Controller::prepare_reload`] with the rule and backend ids taken from `ids` (names by
+    /// id) rather than from the tables serving: a fleet's publisher assigns them, so hosts
+    /// with different histories hold the same tables (docs/fleet.md). Connections are
+    /// renumbered to match as for any reload.
+    pub fn prepare_reload_with_ids(
+        &self,
+        config: Config,
+        snapshot: &HealthSnapshot,
+        ids: Option<&Symbols>,
+    ) -> Result<ReloadPlan, ControllerError> {
         let targets = targets_from_config(&config);
         for t in &targets {
             t.validate()?;
@@ -520,8 +533,9 @@ impl Controller {
         let health = effective_health(&targets, snapshot, &self.assumed);
         // Rules and backends that stay keep their ids (a flow's connection-table entry keeps
         // naming its backend across the flip).
-        let mut compiled = compile_after(&config, &health, &self.options, &self.compiled.symbols)
-            .map_err(compile_error)?;
+        let previous = ids.unwrap_or(&self.compiled.symbols);
+        let mut compiled =
+            compile_after(&config, &health, &self.options, previous).map_err(compile_error)?;
         // The backend services that stay keep their live counts, drain state and policy time
         // (SPEC R6.3's 60 s do not restart, and the new tables are filled as loaded as the old).
         compiled

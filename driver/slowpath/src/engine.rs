@@ -16,7 +16,9 @@ use super::punt::fragments::{FragmentLimits, FragmentStats};
 use super::punt::{PuntContext, PuntHandler, PuntStats};
 use super::tracking::{self, FailoverSwitch, FAILOVER_DRAINING_TIMEOUT_SECS};
 use flowtable_compiler::policy::{Decision, Locality, Policy};
-use flowtable_compiler::{explain_compiled, Config, Explanation, Flow, HealthState, PoolReport};
+use flowtable_compiler::{
+    explain_compiled, Config, Explanation, Flow, HealthState, PoolReport, Symbols,
+};
 use nlb_driver::conntrack::{ConntrackError, ConntrackStats, FLAG_CLOSED};
 use nlb_driver::device::{Device, DeviceError};
 use nlb_driver::discovery::{discover, DeviceInfo, DiscoveryError};
@@ -117,6 +119,9 @@ pub enum Command {
         config: Box<Config>,
         /// Current health.
         snapshot: HealthSnapshot,
+        /// Rule and backend ids to compile with (a fleet's published ids); None: those of
+        /// the tables serving.
+        ids: Option<Box<Symbols>>,
         /// The answer.
         reply: oneshot::Sender<Result<ReloadReport, String>>,
     },
@@ -212,6 +217,10 @@ pub struct EngineStatus {
     pub config_file: String,
     /// First 12 hex digits of its digest.
     pub config_digest: String,
+    /// SHA-256 (hex) of the tables the device serves: the active bank as loaded, with the
+    /// NIC settings and names ([`flowtable_compiler::Image::tables_digest`]); hosts serving
+    /// the same tables have the same digest (SPEC R10.4). Empty if the image cannot be written.
+    pub tables_digest: String,
     /// Generation serving.
     pub generation: u32,
     /// Bank serving.
@@ -343,7 +352,13 @@ pub struct Engine {
     last_error_log: Option<Instant>,
     /// Which set of each backend service the tables serve (`true`: its failover backends).
     failover_states: BTreeMap<String, bool>,
+    /// The digest of the tables serving, by what it was computed for (generation, active
+    /// bank, configuration digest): hashing a full bank takes milliseconds on large profiles.
+    tables_digest: Option<(DigestKey, String)>,
 }
+
+/// What a tables digest was computed for: generation, active bank, configuration digest.
+type DigestKey = (u32, u8, [u8; 32]);
 
 impl std::fmt::Debug for Engine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -409,6 +424,7 @@ impl Engine {
                 device_errors: 0,
                 last_error_log: None,
                 failover_states,
+                tables_digest: None,
             },
             report,
         ))
@@ -660,8 +676,22 @@ impl Engine {
         config: Config,
         snapshot: &HealthSnapshot,
     ) -> Result<ReloadReport, String> {
+        self.reload_with_ids(config, snapshot, None)
+    }
+
+    /// [`Engine::reload`] with the rule and backend ids `ids` gives (names by id) instead of
+    /// those serving (`Controller::prepare_reload_with_ids`).
+    pub fn reload_with_ids(
+        &mut self,
+        config: Config,
+        snapshot: &HealthSnapshot,
+        ids: Option<&Symbols>,
+    ) -> Result<ReloadReport, String> {
         let file = config.file.clone();
-        let plan = match self.controller.prepare_reload(config, snapshot) {
+        let plan = match self
+            .controller
+            .prepare_reload_with_ids(config, snapshot, ids)
+        {
             Ok(p) => p,
             Err(e) => {
                 self.controller.note_refused_reload();
@@ -908,6 +938,7 @@ impl Engine {
         } else {
             None
         };
+        let tables_digest = self.serving_tables_digest();
         let c = &self.controller;
         let ct = self.conns.conntrack();
         EngineStatus {
@@ -918,6 +949,7 @@ impl Engine {
                 .iter()
                 .map(|b| format!("{b:02x}"))
                 .collect(),
+            tables_digest,
             generation: c.loader().generation(),
             active_bank: c.loader().active_bank(),
             load_pending: c.load_pending(),
@@ -964,6 +996,32 @@ impl Engine {
                 })
                 .collect(),
         }
+    }
+
+    /// [`EngineStatus::tables_digest`], computed again only when a load or a reload changed
+    /// what serves.
+    fn serving_tables_digest(&mut self) -> String {
+        let c = &self.controller;
+        let bank = c.loader().active_bank();
+        let key = (c.loader().generation(), bank, c.compiled().config_digest);
+        if let Some((k, d)) = &self.tables_digest {
+            if *k == key {
+                return d.clone();
+            }
+        }
+        let compiled = c.compiled();
+        let image = flowtable_compiler::Image {
+            header: compiled.image_header(0),
+            tables: c.loader().shadow(bank).clone(),
+            nic: compiled.nic,
+            symbols: compiled.symbols.clone(),
+        };
+        let digest = image
+            .tables_digest()
+            .map(|d| d.iter().map(|b| format!("{b:02x}")).collect::<String>())
+            .unwrap_or_default();
+        self.tables_digest = Some((key, digest.clone()));
+        digest
     }
 
     /// Reads the counters of every configured rule and backend, every reason and verdict.
@@ -1055,9 +1113,10 @@ impl Engine {
             Command::Reload {
                 config,
                 snapshot,
+                ids,
                 reply,
             } => {
-                let r = self.reload(*config, &snapshot);
+                let r = self.reload_with_ids(*config, &snapshot, ids.as_deref());
                 let _ = reply.send(r);
             }
             Command::Status { counters, reply } => {

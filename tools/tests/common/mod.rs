@@ -417,12 +417,13 @@ Server(("0.0.0.0", http_port), Handler).serve_forever()
 "#;
 
 const SESSION: &str = r#"
-# The long-lived client: connects to VIP:9000, prints the backend's name, then one echo round
+# The long-lived client: connects to VIP:9000, prints the backend's name and its own port,
+# then one echo round
 # trip per line read from stdin ("ok N"); any failure prints "error ..." and exits 1.
 import socket, sys
 s = socket.create_connection((sys.argv[1], 9000), timeout=10)
 f = s.makefile("rb")
-print("backend", f.readline().decode().strip(), flush=True)
+print("backend", f.readline().decode().strip(), s.getsockname()[1], flush=True)
 n = 0
 for _ in sys.stdin:
     n += 1
@@ -495,8 +496,9 @@ instances:
     )
 }
 
-fn build_topology(lab: &mut Lab) {
-    for ns in ["host", "cli", "b1", "b2", "b3"] {
+/// Namespaces `names` of the lab, loopback up, IPv6 off.
+fn add_namespaces(lab: &mut Lab, names: &[&str]) {
+    for ns in names {
         let name = lab.ns(ns);
         must(&["ip", "netns", "add", &name]);
         lab.namespaces.push(name.clone());
@@ -508,6 +510,64 @@ fn build_topology(lab: &mut Lab) {
             &["sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1"],
         );
     }
+}
+
+/// The backends b1..b3 on the host namespace's bridge br0: the VIP on loopback, not answered
+/// in ARP (L2 DSR, SPEC R8).
+fn add_backends(lab: &mut Lab) {
+    let host = lab.ns("host");
+    let ip_host = |args: &[&str]| {
+        let mut v = vec!["ip", "-n", host.as_str()];
+        v.extend_from_slice(args);
+        must(&v);
+    };
+    for (i, b) in BACKENDS.iter().enumerate() {
+        let ns = lab.ns(b);
+        let port = format!("h-{b}");
+        ip_host(&[
+            "link", "add", &port, "type", "veth", "peer", "name", "eth0", "netns", &ns,
+        ]);
+        ip_host(&["link", "set", &port, "master", "br0", "up"]);
+        must(&[
+            "ip",
+            "-n",
+            &ns,
+            "link",
+            "set",
+            "eth0",
+            "address",
+            &backend_mac(i),
+        ]);
+        must(&[
+            "ip",
+            "-n",
+            &ns,
+            "addr",
+            "add",
+            &format!("{}/24", backend_ip(i)),
+            "dev",
+            "eth0",
+        ]);
+        must(&["ip", "-n", &ns, "link", "set", "eth0", "up"]);
+        must(&[
+            "ip",
+            "-n",
+            &ns,
+            "addr",
+            "add",
+            &format!("{VIP}/32"),
+            "dev",
+            "lo",
+        ]);
+        lab.run_in(b, &["sysctl", "-qw", "net.ipv4.conf.all.arp_ignore=1"])
+            .unwrap();
+        lab.run_in(b, &["sysctl", "-qw", "net.ipv4.conf.all.arp_announce=2"])
+            .unwrap();
+    }
+}
+
+fn build_topology(lab: &mut Lab) {
+    add_namespaces(lab, &["host", "cli", "b1", "b2", "b3"]);
     let host = lab.ns("host");
     let ip_host = |args: &[&str]| {
         let mut v = vec!["ip", "-n", host.as_str()];
@@ -568,50 +628,7 @@ fn build_topology(lab: &mut Lab) {
         "nud",
         "permanent",
     ]);
-    // The backends: the VIP on loopback, not answered in ARP (L2 DSR, SPEC R8).
-    for (i, b) in BACKENDS.iter().enumerate() {
-        let ns = lab.ns(b);
-        let port = format!("h-{b}");
-        ip_host(&[
-            "link", "add", &port, "type", "veth", "peer", "name", "eth0", "netns", &ns,
-        ]);
-        ip_host(&["link", "set", &port, "master", "br0", "up"]);
-        must(&[
-            "ip",
-            "-n",
-            &ns,
-            "link",
-            "set",
-            "eth0",
-            "address",
-            &backend_mac(i),
-        ]);
-        must(&[
-            "ip",
-            "-n",
-            &ns,
-            "addr",
-            "add",
-            &format!("{}/24", backend_ip(i)),
-            "dev",
-            "eth0",
-        ]);
-        must(&["ip", "-n", &ns, "link", "set", "eth0", "up"]);
-        must(&[
-            "ip",
-            "-n",
-            &ns,
-            "addr",
-            "add",
-            &format!("{VIP}/32"),
-            "dev",
-            "lo",
-        ]);
-        lab.run_in(b, &["sysctl", "-qw", "net.ipv4.conf.all.arp_ignore=1"])
-            .unwrap();
-        lab.run_in(b, &["sysctl", "-qw", "net.ipv4.conf.all.arp_announce=2"])
-            .unwrap();
-    }
+    add_backends(lab);
 }
 
 fn start_service(lab: &mut Lab, b: &str) {
@@ -641,6 +658,8 @@ struct Session {
     stdin: ChildStdin,
     lines: Receiver<String>,
     backend: String,
+    /// The client's port.
+    port: u16,
     rounds: u32,
 }
 
@@ -666,15 +685,17 @@ impl Session {
             }
         });
         let first = lines.recv_timeout(WAIT).expect("the session's first line");
-        let backend = first
+        let (backend, port) = first
             .strip_prefix("backend ")
-            .unwrap_or_else(|| panic!("session: {first}"))
-            .to_string();
+            .and_then(|r| r.split_once(' '))
+            .and_then(|(b, p)| Some((b.to_string(), p.parse().ok()?)))
+            .unwrap_or_else(|| panic!("session: {first}"));
         Session {
             child,
             stdin,
             lines,
             backend,
+            port,
             rounds: 0,
         }
     }
@@ -1440,4 +1461,424 @@ pub fn backend_service_fills_the_near_zone_then_spills() {
         "e2e (backend service): done in {:.1} s after nlbd started",
         started.elapsed().as_secs_f64()
     );
+}
+
+// --- A fleet of three NLB hosts behind an ECMP router (SPEC R11.3) ---------------------------
+
+/// The fleet's NLB hosts: each an nlb-sim and an nlbd `--etcd` in the host namespace, each NIC
+/// with its own link from the router (`rxN`) and its own port on the backends' bridge (`txN`).
+const FLEET: [&str; 3] = ["h1", "h2", "h3"];
+/// The client's address (its own subnet behind the router).
+const FLEET_CLIENT: &str = "10.78.0.10";
+
+/// `ip -n NS args...`.
+fn ip_in(ns: &str, args: &[&str]) {
+    let mut v = vec!["ip", "-n", ns];
+    v.extend_from_slice(args);
+    must(&v);
+}
+
+/// The router namespace `rtr` between the client and the three NICs: an ECMP multipath route
+/// to the VIP over `eth1..eth3` (one link to each NIC's `rx1..rx3`) with the layer-4 hash
+/// (`fib_multipath_hash_policy=1`), a nexthop skipped when its link is down; a leg on the bridge
+/// (10.77.0.2) for the backends' direct replies; the client on `cli0` (10.78.0.0/24).
+///
+/// ```text
+///   cli 10.78.0.10 ── rtr ─ eth1 ── rx1 [nlb-sim h1] tx1 ─┐
+///                       ├─ eth2 ── rx2 [nlb-sim h2] tx2 ─┼─ br0 ─ b1 b2 b3 (VIP on lo)
+///                       ├─ eth3 ── rx3 [nlb-sim h3] tx3 ─┤
+///                       └─ lan 10.77.0.2 ────────────────┘   (replies: DSR via the router)
+/// ```
+fn build_ecmp_topology(lab: &mut Lab) {
+    add_namespaces(lab, &["host", "rtr", "cli", "b1", "b2", "b3"]);
+    let (host, rtr, cli) = (lab.ns("host"), lab.ns("rtr"), lab.ns("cli"));
+    ip_in(&host, &["link", "add", "br0", "type", "bridge"]);
+    ip_in(&host, &["link", "set", "br0", "up"]);
+    ip_in(&host, &["addr", "add", "10.77.0.1/24", "dev", "br0"]);
+    add_backends(lab);
+    for b in BACKENDS {
+        ip_in(
+            &lab.ns(b),
+            &["route", "add", "10.78.0.0/24", "via", "10.77.0.2"],
+        );
+    }
+    for (k, v) in [
+        ("net.ipv4.ip_forward", "1"),
+        ("net.ipv4.fib_multipath_hash_policy", "1"),
+        ("net.ipv4.conf.all.rp_filter", "0"),
+        ("net.ipv4.conf.default.rp_filter", "0"),
+        ("net.ipv4.conf.all.ignore_routes_with_linkdown", "1"),
+    ] {
+        lab.run_in("rtr", &["sysctl", "-qw", &format!("{k}={v}")])
+            .unwrap();
+    }
+    // The client's side.
+    ip_in(
+        &rtr,
+        &[
+            "link", "add", "cli0", "type", "veth", "peer", "name", "eth0", "netns", &cli,
+        ],
+    );
+    ip_in(&rtr, &["addr", "add", "10.78.0.1/24", "dev", "cli0"]);
+    ip_in(&rtr, &["link", "set", "cli0", "up"]);
+    ip_in(
+        &cli,
+        &["addr", "add", &format!("{FLEET_CLIENT}/24"), "dev", "eth0"],
+    );
+    ip_in(&cli, &["link", "set", "eth0", "up"]);
+    ip_in(&cli, &["route", "add", "default", "via", "10.78.0.1"]);
+    // The router's leg on the bridge.
+    ip_in(
+        &rtr,
+        &[
+            "link", "add", "lan", "type", "veth", "peer", "name", "h-rtr", "netns", &host,
+        ],
+    );
+    ip_in(&host, &["link", "set", "h-rtr", "master", "br0", "up"]);
+    ip_in(&rtr, &["addr", "add", "10.77.0.2/24", "dev", "lan"]);
+    ip_in(&rtr, &["link", "set", "lan", "up"]);
+    // Each NIC: a link from the router, a port on the bridge.
+    let mut route = vec!["route", "add", VIP];
+    let mut nexthops = Vec::new();
+    for n in 1..=FLEET.len() {
+        let (eth, rx, tx, port) = (
+            format!("eth{n}"),
+            format!("rx{n}"),
+            format!("tx{n}"),
+            format!("h-tx{n}"),
+        );
+        ip_in(
+            &rtr,
+            &[
+                "link", "add", &eth, "type", "veth", "peer", "name", &rx, "netns", &host,
+            ],
+        );
+        ip_in(
+            &rtr,
+            &["addr", "add", &format!("10.79.{n}.1/30"), "dev", &eth],
+        );
+        ip_in(&rtr, &["link", "set", &eth, "up"]);
+        ip_in(&host, &["link", "set", &rx, "up"]);
+        // The next hop resolves to the NIC's MAC (the NIC answers no ARP).
+        ip_in(
+            &rtr,
+            &[
+                "neigh",
+                "replace",
+                &format!("10.79.{n}.2"),
+                "lladdr",
+                NIC_MAC,
+                "dev",
+                &eth,
+                "nud",
+                "permanent",
+            ],
+        );
+        ip_in(
+            &host,
+            &["link", "add", &tx, "type", "veth", "peer", "name", &port],
+        );
+        ip_in(&host, &["link", "set", &port, "master", "br0", "up"]);
+        ip_in(&host, &["link", "set", &tx, "up"]);
+        nexthops.push((format!("10.79.{n}.2"), eth));
+    }
+    for (via, dev) in &nexthops {
+        route.extend_from_slice(&["nexthop", "via", via, "dev", dev]);
+    }
+    ip_in(&rtr, &route);
+}
+
+/// `nlbctl WHAT --socket SOCK --json` (the admin socket is a file: reachable from here).
+fn admin_at(sock: &Path, what: &str) -> Option<serde_json::Value> {
+    let o = Command::new(env!("CARGO_BIN_EXE_nlbctl"))
+        .args([what, "--socket", sock.to_str()?, "--json"])
+        .output()
+        .ok()?;
+    if !o.status.success() {
+        return None;
+    }
+    serde_json::from_slice(&o.stdout).ok()
+}
+
+/// Whether etcd is installed (under CI it must be).
+pub fn have_etcd() -> bool {
+    let found = Command::new("sh")
+        .args(["-c", "command -v etcd"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        assert!(
+            std::env::var("CI").map_or(true, |v| v != "true"),
+            "etcd is not installed and CI=true: install Debian's etcd-server (./test.sh does)"
+        );
+        eprintln!("SKIPPED: etcd is not installed (apt-get install etcd-server)");
+    }
+    found
+}
+
+/// Three NLB hosts behind an ECMP router, one configuration from etcd, shared health (SPEC
+/// R11): long-lived connections spread over the three; one host dies (nlb-sim and nlbd
+/// killed, its link down, so the router skips the nexthop); every connection carries on
+/// through the others to the same backend, and new connections keep working.
+pub fn ecmp_fleet_keeps_connections_when_a_host_dies() {
+    remove_stale_namespaces();
+    let mut lab = Lab {
+        prefix: format!("nlbe{}-f", std::process::id()),
+        dir: tempfile::tempdir().unwrap(),
+        children: Vec::new(),
+        namespaces: Vec::new(),
+    };
+    std::fs::write(lab.path("service.py"), SERVICE).unwrap();
+    std::fs::write(lab.path("session.py"), SESSION).unwrap();
+    std::fs::write(lab.path("lb.yaml"), config()).unwrap();
+    build_ecmp_topology(&mut lab);
+    for b in BACKENDS {
+        start_service(&mut lab, b);
+        start_health(&mut lab, b);
+    }
+    // etcd in the host namespace (its own loopback: the usual ports are free).
+    let data = lab.path("etcd-data");
+    lab.spawn(
+        "etcd",
+        "host",
+        &[
+            "etcd",
+            "--name",
+            "e",
+            "--data-dir",
+            data.to_str().unwrap(),
+            "--listen-client-urls",
+            "http://127.0.0.1:2379",
+            "--advertise-client-urls",
+            "http://127.0.0.1:2379",
+            "--listen-peer-urls",
+            "http://127.0.0.1:2380",
+            "--initial-advertise-peer-urls",
+            "http://127.0.0.1:2380",
+            "--initial-cluster",
+            "e=http://127.0.0.1:2380",
+            "--log-level",
+            "warn",
+        ],
+    );
+    let nlbctl = env!("CARGO_BIN_EXE_nlbctl");
+    let lb = lab.path("lb.yaml");
+    let published = lab.wait_for("a publish to etcd", || {
+        lab.run_in(
+            "host",
+            &[
+                nlbctl,
+                "publish",
+                lb.to_str().unwrap(),
+                "--etcd",
+                "127.0.0.1:2379",
+            ],
+        )
+        .ok()
+    });
+    let revision: i64 = published
+        .split("as revision ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|r| r.parse().ok())
+        .unwrap_or_else(|| panic!("no revision in: {published}"));
+    let sockets: Vec<PathBuf> = FLEET
+        .iter()
+        .map(|h| lab.path(&format!("admin-{h}.sock")))
+        .collect();
+    for (n, h) in FLEET.iter().enumerate() {
+        let nic_sock = lab.path(&format!("nic-{h}.sock"));
+        let nic = nic_sock.to_str().unwrap().to_string();
+        let (rx, tx) = (format!("rx{}", n + 1), format!("tx{}", n + 1));
+        lab.spawn(
+            &format!("nlb-sim-{h}"),
+            "host",
+            &[
+                env!("CARGO_BIN_EXE_nlb-sim"),
+                "--socket",
+                &nic,
+                "--rx",
+                &rx,
+                "--tx",
+                &tx,
+            ],
+        );
+        lab.wait_for("nlb-sim's socket", || {
+            std::os::unix::net::UnixStream::connect(&nic_sock).ok()
+        });
+        let metrics = format!("127.0.0.1:{}", 9471 + n);
+        lab.spawn(
+            &format!("nlbd-{h}"),
+            "host",
+            &[
+                env!("CARGO_BIN_EXE_nlbd"),
+                "--etcd",
+                "127.0.0.1:2379",
+                "--host",
+                h,
+                "--lease-ttl",
+                "2",
+                "--device",
+                &format!("sim:{nic}"),
+                "--admin-socket",
+                sockets[n].to_str().unwrap(),
+                "--metrics-addr",
+                &metrics,
+            ],
+        );
+    }
+    let fleet_logs = |lab: &Lab| {
+        FLEET
+            .iter()
+            .map(|h| {
+                format!(
+                    "--- nlbd-{h} ---\n{}\n--- nlb-sim-{h} ---\n{}",
+                    lab.log(&format!("nlbd-{h}")),
+                    lab.log(&format!("nlb-sim-{h}"))
+                )
+            })
+            .collect::<String>()
+    };
+    // Every host serves the revision, with the three backends eligible (shared health).
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let ready = sockets.iter().all(|s| {
+            admin_at(s, "status").is_some_and(|st| {
+                st["pools"].as_array().is_some_and(|pools| {
+                    pools.iter().any(|p| {
+                        p["name"] == "web" && p["eligible"].as_array().is_some_and(|e| e.len() == 3)
+                    })
+                })
+            })
+        });
+        let status = lab
+            .run_in(
+                "host",
+                &[
+                    nlbctl,
+                    "fleet",
+                    "status",
+                    "--etcd",
+                    "127.0.0.1:2379",
+                    "-o",
+                    "json",
+                ],
+            )
+            .unwrap_or_default();
+        let v: serde_json::Value = serde_json::from_str(&status).unwrap_or_default();
+        let digests: std::collections::BTreeSet<String> = v["hosts"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter(|r| r["revision"] == revision)
+                    .map(|r| r["tables_digest"].to_string())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let on_revision = v["hosts"].as_array().map_or(0, |a| {
+            a.iter().filter(|r| r["revision"] == revision).count()
+        });
+        if ready && on_revision == 3 && digests.len() == 1 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the fleet did not come up: {status}\n{}",
+            fleet_logs(&lab)
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+
+    // Long-lived connections until each host carries at least one (the router's layer-4
+    // hash picks the host; each NIC learns the connections it sees open).
+    let mut sessions: Vec<Session> = Vec::new();
+    let carrier = |sessions: &[Session]| -> Vec<Option<usize>> {
+        let tracked: Vec<Vec<String>> = sockets
+            .iter()
+            .map(|s| {
+                admin_at(s, "conntrack")
+                    .and_then(|c| {
+                        c["entries"].as_array().map(|e| {
+                            e.iter()
+                                .filter_map(|x| x["client"].as_str().map(str::to_string))
+                                .collect()
+                        })
+                    })
+                    .unwrap_or_default()
+            })
+            .collect();
+        sessions
+            .iter()
+            .map(|s| {
+                let me = format!("{FLEET_CLIENT}:{}", s.port);
+                tracked.iter().position(|t| t.contains(&me))
+            })
+            .collect()
+    };
+    while sessions.len() < 40 {
+        let mut s = Session::open(&lab);
+        s.round_trip()
+            .unwrap_or_else(|e| panic!("a new session failed: {e}\n{}", fleet_logs(&lab)));
+        sessions.push(s);
+        if sessions.len() >= 9 {
+            let c = lab.wait_for("the sessions' connections installed", || {
+                let c = carrier(&sessions);
+                c.iter().all(Option::is_some).then_some(c)
+            });
+            if (0..3).all(|h| c.contains(&Some(h))) {
+                break;
+            }
+        }
+    }
+    let carriers = carrier(&sessions);
+    assert!(
+        (0..3).all(|h| carriers.contains(&Some(h))),
+        "40 connections did not reach all three hosts: {carriers:?}"
+    );
+    // The host carrying the most connections dies: nlb-sim and nlbd killed, its link down
+    // (the router's side loses carrier and skips that nexthop; deleting the link would make
+    // the kernel drop the whole multipath route).
+    let victim = (0..3)
+        .max_by_key(|h| carriers.iter().filter(|c| **c == Some(*h)).count())
+        .unwrap();
+    let through_victim = carriers.iter().filter(|c| **c == Some(victim)).count();
+    let h = FLEET[victim];
+    lab.stop(&format!("nlbd-{h}"));
+    lab.stop(&format!("nlb-sim-{h}"));
+    ip_in(
+        &lab.ns("host"),
+        &["link", "set", &format!("rx{}", victim + 1), "down"],
+    );
+
+    // Every connection carries on, to the same backend (another would answer with a reset).
+    let mut broken = Vec::new();
+    for (i, s) in sessions.iter_mut().enumerate() {
+        for _ in 0..3 {
+            if let Err(e) = s.round_trip() {
+                broken.push(format!(
+                    "session {i} to {} (via {:?}): {e}",
+                    s.backend, carriers[i]
+                ));
+                break;
+            }
+        }
+    }
+    eprintln!(
+        "ecmp: {} connections ({through_victim} through the killed {h}); broken: {}",
+        sessions.len(),
+        broken.len()
+    );
+    assert!(
+        broken.is_empty(),
+        "connections broken by the loss of {h}: {broken:?}\n{}",
+        fleet_logs(&lab)
+    );
+    // The survivors now carry the victim's connections (they learn them from mid-flow packets
+    // or forward them by the identical tables either way), and new connections work.
+    let answers = lab.curls(20);
+    assert!(
+        answers.iter().all(|a| BACKENDS.contains(&a.as_str())),
+        "{answers:?}"
+    );
+    drop(sessions);
 }

@@ -56,6 +56,8 @@ commands! {
     Reboot => cmd_reboot,
     Health => cmd_health,
     Conntrack => cmd_conntrack,
+    Publish => cmd_publish,
+    Fleet => cmd_fleet,
     Completions => cmd_completions,
     Man => cmd_man,
 }

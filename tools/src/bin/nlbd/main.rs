@@ -14,8 +14,10 @@
 //! See docs/nlbd.md.
 
 mod admin;
+mod fleet;
 mod metrics;
 mod reload;
+mod shared_health;
 
 use clap::Parser;
 use flowtable_compiler::{Config, Explanation, Flow};
@@ -55,9 +57,35 @@ const ENGINE_TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(Parser, Debug)]
 #[command(name = "nlbd", version)]
 struct Args {
-    /// The load-balancer configuration (YAML or JSON, docs/config.md).
-    #[arg(long, value_name = "FILE")]
-    config: PathBuf,
+    /// The load-balancer configuration (YAML or JSON, docs/config.md); or --etcd.
+    #[arg(
+        long,
+        value_name = "FILE",
+        required_unless_present = "etcd",
+        conflicts_with = "etcd"
+    )]
+    config: Option<PathBuf>,
+    /// Take the configuration from the fleet's etcd instead of a file (docs/fleet.md):
+    /// HOST:PORT or http://HOST:PORT, comma-separated. nlbd waits for a published revision,
+    /// applies every new one, registers as --host with a lease, and keeps serving the last
+    /// revision while etcd is unreachable.
+    #[arg(long, value_name = "ENDPOINTS", requires = "host")]
+    etcd: Option<String>,
+    /// This host's name in the fleet (its key is PREFIX hosts/NAME).
+    #[arg(long, value_name = "NAME", requires = "etcd")]
+    host: Option<String>,
+    /// Prefix of the fleet's keys in etcd.
+    #[arg(long, value_name = "P", default_value = nlb_tools::fleet::DEFAULT_PREFIX, requires = "etcd")]
+    etcd_prefix: String,
+    /// TTL of the host's lease in seconds: a host that stops keeps its record this long.
+    #[arg(long, value_name = "SECS", default_value_t = 5, value_parser = clap::value_parser!(i64).range(2..=600), requires = "etcd")]
+    lease_ttl: i64,
+    /// Shared health (docs/fleet.md): how many hosts probe each backend, chosen by rendezvous
+    /// hashing over the live hosts; every host loads the health their reports in etcd give.
+    /// Every host of a fleet must use the same value. 0: each host probes every backend
+    /// itself and loads its own decisions.
+    #[arg(long, value_name = "K", default_value_t = nlb_tools::fleet::DEFAULT_PROBERS as u64, value_parser = clap::value_parser!(u64).range(0..=16), requires = "etcd")]
+    probers: u64,
     /// The NIC: pci:DDDD:BB:DD.F (bound to vfio-pci) or sim:PATH (an nlb-sim socket).
     #[arg(long, value_name = "SPEC")]
     device: String,
@@ -103,6 +131,11 @@ pub struct Daemon {
     pub config_path: PathBuf,
     /// Reloads refused before reaching the engine (the file did not parse or validate).
     pub refused_early: std::sync::atomic::AtomicU64,
+    /// The fleet task's state (`--etcd`).
+    pub fleet: Option<Arc<fleet::FleetMetrics>>,
+    /// Shared health (`--etcd` with `--probers` above 0): the checker probes this host's
+    /// share of the targets and the engine loads the fleet's decisions.
+    pub shared: Option<Arc<shared_health::SharedHealth>>,
     started: Instant,
 }
 
@@ -146,17 +179,31 @@ impl Daemon {
         self.ask(|reply| Command::Explain { flow, reply }).await
     }
 
-    /// Offers a parsed configuration to the engine; on success the checker takes its targets.
-    pub async fn reload(&self, config: Config) -> Result<(), String> {
+    /// Offers a parsed configuration to the engine, compiled with `ids` (rule and backend
+    /// names by id) when given, else keeping the ids serving; on success the checker takes
+    /// its targets.
+    pub async fn reload(
+        &self,
+        config: Config,
+        ids: Option<flowtable_compiler::Symbols>,
+    ) -> Result<(), String> {
         let targets = targets_from_config(&config);
-        let snapshot = self.checker.snapshot();
+        let snapshot = match &self.shared {
+            Some(shared) => shared.snapshot_for(&targets),
+            None => self.checker.snapshot(),
+        };
         let report = self
             .ask(|reply| Command::Reload {
                 config: Box::new(config),
                 snapshot,
+                ids: ids.map(Box::new),
                 reply,
             })
             .await??;
+        let targets = match &self.shared {
+            Some(shared) => shared.set_targets(targets),
+            None => targets,
+        };
         match self.checker.set_targets(targets) {
             Ok(s) => info!(
                 generation = report.generation,
@@ -210,15 +257,44 @@ fn main() -> ExitCode {
 
 type Failure = (u8, String);
 
+/// Where the configuration comes from.
+#[derive(Debug)]
+enum Source {
+    /// A file (`--config`), with the digest of the text read.
+    File(PathBuf, u64),
+    /// The fleet's etcd (`--etcd`), with the revision the engine starts with.
+    Etcd(fleet::FleetOptions, i64, Box<nlb_tools::fleet::Published>),
+}
+
 fn run(args: Args) -> Result<(), Failure> {
-    let text = std::fs::read_to_string(&args.config)
-        .map_err(|e| (1, format!("cannot read {}: {e}", args.config.display())))?;
-    let (config, diags) =
-        flowtable_compiler::parse_config(&args.config.display().to_string(), &text);
-    diags
-        .into_result()
-        .map_err(|d| (1, d.to_string().trim_end().to_string()))?;
-    let serving = reload::digest(&text);
+    let fleet_options = match (&args.etcd, &args.host) {
+        (Some(endpoints), Some(host)) => {
+            let endpoints = nlb_tools::fleet::parse_endpoints(endpoints).map_err(|e| (1, e))?;
+            nlb_tools::fleet::check_host_name(host).map_err(|e| (1, e))?;
+            let keys = nlb_tools::fleet::Keys::new(&args.etcd_prefix).map_err(|e| (1, e))?;
+            Some(fleet::FleetOptions {
+                endpoints,
+                keys,
+                host: host.clone(),
+                lease_ttl: args.lease_ttl,
+                probers: args.probers as usize,
+            })
+        }
+        _ => None,
+    };
+    let file_config = match &args.config {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| (1, format!("cannot read {}: {e}", path.display())))?;
+            let (config, diags) =
+                flowtable_compiler::parse_config(&path.display().to_string(), &text);
+            diags
+                .into_result()
+                .map_err(|d| (1, d.to_string().trim_end().to_string()))?;
+            Some((config, Source::File(path.clone(), reload::digest(&text))))
+        }
+        None => None,
+    };
     let metrics_addr: Option<SocketAddr> = match args.metrics_addr.as_str() {
         "off" => None,
         a => Some(a.parse().map_err(|_| {
@@ -234,13 +310,26 @@ fn run(args: Args) -> Result<(), Failure> {
         .enable_all()
         .build()
         .map_err(|e| (2, format!("cannot start the runtime: {e}")))?;
-    runtime.block_on(serve(args, config, serving, dev, metrics_addr))
+    runtime.block_on(async move {
+        let (config, source) = match (file_config, fleet_options) {
+            (Some(file), _) => file,
+            (None, Some(opts)) => {
+                // Nothing touches the NIC before a revision parses: a host with an empty NIC
+                // serves nothing until it converges to the live revision.
+                let (revision, published, config) = fleet::first_revision(&opts).await;
+                info!(host = %opts.host, revision, file = %published.file, "starting with revision {revision}");
+                (config, Source::Etcd(opts, revision, Box::new(published)))
+            }
+            (None, None) => return Err((1, "give --config FILE or --etcd ENDPOINTS --host NAME".to_string())),
+        };
+        serve(args, config, source, dev, metrics_addr).await
+    })
 }
 
 async fn serve(
     args: Args,
     config: Config,
-    serving: u64,
+    source: Source,
     dev: Box<dyn nlb_driver::Device>,
     metrics_addr: Option<SocketAddr>,
 ) -> Result<(), Failure> {
@@ -261,9 +350,26 @@ async fn serve(
             .await
             .map_err(|e| (2, format!("engine start: {e}")))?;
     let (engine, _) = started.map_err(|e| (1, e.to_string()))?;
+    let config_name = match &source {
+        Source::File(path, _) => path.display().to_string(),
+        Source::Etcd(opts, revision, _) => {
+            format!("{} (revision {revision})", opts.keys.config())
+        }
+    };
+    // Shared health: nothing to probe until the host is live in the fleet.
+    let shared = match &source {
+        Source::Etcd(opts, ..) if opts.probers > 0 => Some(Arc::new(
+            shared_health::SharedHealth::new(&opts.host, opts.probers),
+        )),
+        _ => None,
+    };
+    let targets = match &shared {
+        Some(s) => s.set_targets(targets),
+        None => targets,
+    };
     checker
         .set_targets(targets)
-        .map_err(|e| (1, format!("{}: {e}", args.config.display())))?;
+        .map_err(|e| (1, format!("{config_name}: {e}")))?;
 
     let listener = match metrics_addr {
         Some(addr) => Some(
@@ -281,16 +387,20 @@ async fn serve(
         .name("nlbd-engine".into())
         .spawn(move || engine.run(rx))
         .map_err(|e| (2, format!("cannot start the engine thread: {e}")))?;
+    let fleet_metrics =
+        matches!(source, Source::Etcd(..)).then(Arc::<fleet::FleetMetrics>::default);
     let daemon = Arc::new(Daemon {
         checker,
         engine: tx,
         metrics_addr,
-        config_path: args.config.clone(),
+        config_path: args.config.clone().unwrap_or_default(),
         refused_early: std::sync::atomic::AtomicU64::new(0),
+        fleet: fleet_metrics.clone(),
+        shared,
         started: Instant::now(),
     });
     info!(
-        config = %args.config.display(),
+        config = %config_name,
         device = %args.device,
         metrics = ?metrics_addr,
         admin_socket = %args.admin_socket.display(),
@@ -302,6 +412,11 @@ async fn serve(
         let daemon = daemon.clone();
         tasks.push(tokio::spawn(async move {
             while let Some(changes) = events.recv().await {
+                if let Some(shared) = &daemon.shared {
+                    // Shared health: decisions go to etcd, and come back as the fleet's.
+                    shared.local_changed.notify_one();
+                    continue;
+                }
                 let snapshot = daemon.checker.snapshot();
                 if daemon.send(Command::Health { changes, snapshot }).is_err() {
                     break;
@@ -313,8 +428,22 @@ async fn serve(
         tasks.push(tokio::spawn(metrics::run(l, daemon.clone())));
     }
     tasks.push(tokio::spawn(admin::run(admin, daemon.clone())));
-    let watch = (args.watch_ms > 0).then(|| Duration::from_millis(args.watch_ms));
-    tasks.push(tokio::spawn(reload::run(daemon.clone(), watch, serving)));
+    match source {
+        Source::File(_, serving) => {
+            let watch = (args.watch_ms > 0).then(|| Duration::from_millis(args.watch_ms));
+            tasks.push(tokio::spawn(reload::run(daemon.clone(), watch, serving)));
+        }
+        Source::Etcd(opts, revision, published) => {
+            let metrics = fleet_metrics.unwrap_or_default();
+            tasks.push(tokio::spawn(fleet::run(
+                daemon.clone(),
+                opts,
+                (revision, *published),
+                metrics,
+            )));
+            tasks.push(tokio::spawn(reload::ignore_hangup()));
+        }
+    }
 
     wait_for_shutdown().await;
     info!("shutting down: the NIC keeps forwarding with its tables and connections");

@@ -17,7 +17,9 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 use tokio::net::TcpListener;
 
+use crate::fleet::FleetMetrics;
 use crate::Daemon;
+use std::sync::atomic::Ordering;
 
 /// Escapes a label value.
 fn escape(v: &str) -> String {
@@ -119,10 +121,14 @@ pub fn render(
     probes: &ProbeMetrics,
     snapshot: &HealthSnapshot,
     refused_early: u64,
+    fleet: Option<&FleetMetrics>,
 ) -> String {
     let mut t = Text::default();
     identity(&mut t, status);
     tables(&mut t, status, refused_early);
+    if let Some(f) = fleet {
+        fleet_section(&mut t, f);
+    }
     pools(&mut t, status);
     services(&mut t, status);
     health(&mut t, probes, snapshot);
@@ -130,6 +136,87 @@ pub fn render(
     punts(&mut t, status);
     nic_counters(&mut t, status);
     t.finish()
+}
+
+/// The fleet (`--etcd`, docs/fleet.md): the revision serving, etcd's reachability, and whether
+/// the hosts on this revision serve the same tables.
+fn fleet_section(t: &mut Text, f: &FleetMetrics) {
+    let get = |a: &std::sync::atomic::AtomicI64| a.load(Ordering::Relaxed) as f64;
+    let count = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed) as f64;
+    let flag = |a: &std::sync::atomic::AtomicBool| f64::from(u8::from(a.load(Ordering::Relaxed)));
+    t.single(
+        "nlb_fleet_revision",
+        "gauge",
+        "Revision of the fleet's configuration this host serves",
+        get(&f.revision),
+    );
+    t.single(
+        "nlb_fleet_live_revision",
+        "gauge",
+        "Newest revision of the configuration seen in etcd",
+        get(&f.live_revision),
+    );
+    t.single(
+        "nlb_fleet_etcd_up",
+        "gauge",
+        "1 while the session with etcd is up (0: serving the last revision, fail static)",
+        flag(&f.etcd_up),
+    );
+    t.single(
+        "nlb_fleet_registered",
+        "gauge",
+        "1 while this host's record is written under a live lease",
+        flag(&f.registered),
+    );
+    t.single(
+        "nlb_fleet_hosts",
+        "gauge",
+        "Hosts registered in the fleet at the latest read",
+        count(&f.hosts),
+    );
+    t.single(
+        "nlb_fleet_hosts_on_revision",
+        "gauge",
+        "Registered hosts serving this host's revision, this one included",
+        count(&f.hosts_on_revision),
+    );
+    t.single("nlb_fleet_digest_mismatch_hosts", "gauge", "Hosts serving this host's revision with other tables (a digest mismatch: ECMP would send a flow to different backends)", count(&f.mismatched_hosts));
+    t.single(
+        "nlb_fleet_digest_mismatch",
+        "gauge",
+        "1 when a host serving this host's revision holds other tables",
+        f64::from(u8::from(f.mismatched_hosts.load(Ordering::Relaxed) > 0)),
+    );
+    t.single(
+        "nlb_fleet_revisions_applied_total",
+        "counter",
+        "Revisions applied, the first included",
+        count(&f.applied),
+    );
+    t.single(
+        "nlb_fleet_revisions_refused_total",
+        "counter",
+        "Revisions refused (the previous one kept serving)",
+        count(&f.refused),
+    );
+    t.single(
+        "nlb_fleet_etcd_session_failures_total",
+        "counter",
+        "Sessions with etcd lost (each followed by a new one that catches up)",
+        count(&f.session_failures),
+    );
+    t.single(
+        "nlb_fleet_probing_targets",
+        "gauge",
+        "Health-check targets this host probes for the fleet (shared health; 0 without)",
+        count(&f.probing),
+    );
+    t.single(
+        "nlb_fleet_health_report_writes_total",
+        "counter",
+        "Health reports this host wrote to or deleted from etcd (shared health)",
+        count(&f.reports_written),
+    );
 }
 
 /// What nlbd serves and since when.
@@ -680,6 +767,7 @@ async fn serve(
                     daemon
                         .refused_early
                         .load(std::sync::atomic::Ordering::Relaxed),
+                    daemon.fleet.as_deref(),
                 );
                 Ok(reply(
                     StatusCode::OK,

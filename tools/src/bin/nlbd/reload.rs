@@ -71,7 +71,7 @@ async fn consider(daemon: &Daemon, last: &mut Option<u64>, read_failed: &mut boo
     }
     info!(file = %name, trigger = if forced { "SIGHUP" } else { "file change" }, "reloading the configuration");
     // The engine logs the outcome (applied, or refused on one line).
-    if let Err(e) = daemon.reload(config).await {
+    if let Err(e) = daemon.reload(config, None).await {
         tracing::debug!(error = %e, "reload not applied");
     }
 }
@@ -107,5 +107,16 @@ pub async fn run(daemon: Arc<Daemon>, watch: Option<Duration>, serving: u64) {
             _ = signal => consider(&daemon, &mut last, &mut read_failed, true).await,
             _ = tick => consider(&daemon, &mut last, &mut read_failed, false).await,
         }
+    }
+}
+
+/// With `--etcd` there is no file to read again: SIGHUP (which would otherwise end the
+/// process) is logged and ignored; new revisions arrive through the watch.
+pub async fn ignore_hangup() {
+    let Ok(mut hup) = signal(SignalKind::hangup()) else {
+        return std::future::pending().await;
+    };
+    while hup.recv().await.is_some() {
+        info!("SIGHUP: the configuration comes from etcd (nlbctl publish); nothing to reload");
     }
 }
