@@ -1465,11 +1465,14 @@ pub fn backend_service_fills_the_near_zone_then_spills() {
 
 // --- A fleet of three NLB hosts behind an ECMP router (SPEC R11.3) ---------------------------
 
-/// The fleet's NLB hosts: each an nlb-sim and an nlbd `--etcd` in the host namespace, each NIC
-/// with its own link from the router (`rxN`) and its own port on the backends' bridge (`txN`).
+/// The fleet's NLB hosts: each a namespace of its own holding an nlb-sim and an nlbd `--etcd`,
+/// its NIC with its own link from the router (`rxN`) and its own port on the backends' bridge
+/// (`txN`), and the host's own leg on that bridge (`m0`, 10.77.0.2N) for etcd and probes.
 const FLEET: [&str; 3] = ["h1", "h2", "h3"];
 /// The client's address (its own subnet behind the router).
 const FLEET_CLIENT: &str = "10.78.0.10";
+/// etcd's client address, on the backends' bridge in the `host` namespace.
+const FLEET_ETCD: &str = "10.77.0.1:2379";
 
 /// `ip -n NS args...`.
 fn ip_in(ns: &str, args: &[&str]) {
@@ -1484,13 +1487,15 @@ fn ip_in(ns: &str, args: &[&str]) {
 /// (10.77.0.2) for the backends' direct replies; the client on `cli0` (10.78.0.0/24).
 ///
 /// ```text
-///   cli 10.78.0.10 ── rtr ─ eth1 ── rx1 [nlb-sim h1] tx1 ─┐
-///                       ├─ eth2 ── rx2 [nlb-sim h2] tx2 ─┼─ br0 ─ b1 b2 b3 (VIP on lo)
-///                       ├─ eth3 ── rx3 [nlb-sim h3] tx3 ─┤
-///                       └─ lan 10.77.0.2 ────────────────┘   (replies: DSR via the router)
+///   cli 10.78.0.10 ── rtr ─ eth1 ── rx1 [h1: nlb-sim, nlbd] tx1, m0 ─┐
+///                       ├─ eth2 ── rx2 [h2: nlb-sim, nlbd] tx2, m0 ─┼─ br0 ─ b1 b2 b3 (VIP on lo)
+///                       ├─ eth3 ── rx3 [h3: nlb-sim, nlbd] tx3, m0 ─┤  (in `host`: etcd
+///                       └─ lan 10.77.0.2 ───────────────────────────┘   on 10.77.0.1)
+///   (replies: DSR via the router)
 /// ```
 fn build_ecmp_topology(lab: &mut Lab) {
     add_namespaces(lab, &["host", "rtr", "cli", "b1", "b2", "b3"]);
+    add_namespaces(lab, &FLEET);
     let (host, rtr, cli) = (lab.ns("host"), lab.ns("rtr"), lab.ns("cli"));
     ip_in(&host, &["link", "add", "br0", "type", "bridge"]);
     ip_in(&host, &["link", "set", "br0", "up"]);
@@ -1540,17 +1545,19 @@ fn build_ecmp_topology(lab: &mut Lab) {
     // Each NIC: a link from the router, a port on the bridge.
     let mut route = vec!["route", "add", VIP];
     let mut nexthops = Vec::new();
-    for n in 1..=FLEET.len() {
-        let (eth, rx, tx, port) = (
+    for (n, h) in (1..).zip(FLEET) {
+        let (eth, rx, tx, port, leg) = (
             format!("eth{n}"),
             format!("rx{n}"),
             format!("tx{n}"),
             format!("h-tx{n}"),
+            format!("h-m{n}"),
         );
+        let me = lab.ns(h);
         ip_in(
             &rtr,
             &[
-                "link", "add", &eth, "type", "veth", "peer", "name", &rx, "netns", &host,
+                "link", "add", &eth, "type", "veth", "peer", "name", &rx, "netns", &me,
             ],
         );
         ip_in(
@@ -1558,7 +1565,7 @@ fn build_ecmp_topology(lab: &mut Lab) {
             &["addr", "add", &format!("10.79.{n}.1/30"), "dev", &eth],
         );
         ip_in(&rtr, &["link", "set", &eth, "up"]);
-        ip_in(&host, &["link", "set", &rx, "up"]);
+        ip_in(&me, &["link", "set", &rx, "up"]);
         // The next hop resolves to the NIC's MAC (the NIC answers no ARP).
         ip_in(
             &rtr,
@@ -1575,11 +1582,26 @@ fn build_ecmp_topology(lab: &mut Lab) {
             ],
         );
         ip_in(
-            &host,
-            &["link", "add", &tx, "type", "veth", "peer", "name", &port],
+            &me,
+            &[
+                "link", "add", &tx, "type", "veth", "peer", "name", &port, "netns", &host,
+            ],
         );
         ip_in(&host, &["link", "set", &port, "master", "br0", "up"]);
-        ip_in(&host, &["link", "set", &tx, "up"]);
+        ip_in(&me, &["link", "set", &tx, "up"]);
+        // The host's own stack: etcd and health probes over the backends' bridge.
+        ip_in(
+            &me,
+            &[
+                "link", "add", "m0", "type", "veth", "peer", "name", &leg, "netns", &host,
+            ],
+        );
+        ip_in(&host, &["link", "set", &leg, "master", "br0", "up"]);
+        ip_in(
+            &me,
+            &["addr", "add", &format!("10.77.0.2{n}/24"), "dev", "m0"],
+        );
+        ip_in(&me, &["link", "set", "m0", "up"]);
         nexthops.push((format!("10.79.{n}.2"), eth));
     }
     for (via, dev) in &nexthops {
@@ -1636,7 +1658,7 @@ pub fn ecmp_fleet_keeps_connections_when_a_host_dies() {
         start_service(&mut lab, b);
         start_health(&mut lab, b);
     }
-    // etcd in the host namespace (its own loopback: the usual ports are free).
+    // etcd in the host namespace, on the bridge the NLB hosts reach it over.
     let data = lab.path("etcd-data");
     lab.spawn(
         "etcd",
@@ -1648,9 +1670,9 @@ pub fn ecmp_fleet_keeps_connections_when_a_host_dies() {
             "--data-dir",
             data.to_str().unwrap(),
             "--listen-client-urls",
-            "http://127.0.0.1:2379",
+            "http://10.77.0.1:2379",
             "--advertise-client-urls",
-            "http://127.0.0.1:2379",
+            "http://10.77.0.1:2379",
             "--listen-peer-urls",
             "http://127.0.0.1:2380",
             "--initial-advertise-peer-urls",
@@ -1671,7 +1693,7 @@ pub fn ecmp_fleet_keeps_connections_when_a_host_dies() {
                 "publish",
                 lb.to_str().unwrap(),
                 "--etcd",
-                "127.0.0.1:2379",
+                FLEET_ETCD,
             ],
         )
         .ok()
@@ -1692,7 +1714,7 @@ pub fn ecmp_fleet_keeps_connections_when_a_host_dies() {
         let (rx, tx) = (format!("rx{}", n + 1), format!("tx{}", n + 1));
         lab.spawn(
             &format!("nlb-sim-{h}"),
-            "host",
+            h,
             &[
                 env!("CARGO_BIN_EXE_nlb-sim"),
                 "--socket",
@@ -1709,11 +1731,11 @@ pub fn ecmp_fleet_keeps_connections_when_a_host_dies() {
         let metrics = format!("127.0.0.1:{}", 9471 + n);
         lab.spawn(
             &format!("nlbd-{h}"),
-            "host",
+            h,
             &[
                 env!("CARGO_BIN_EXE_nlbd"),
                 "--etcd",
-                "127.0.0.1:2379",
+                FLEET_ETCD,
                 "--host",
                 h,
                 "--lease-ttl",
@@ -1755,13 +1777,7 @@ pub fn ecmp_fleet_keeps_connections_when_a_host_dies() {
             .run_in(
                 "host",
                 &[
-                    nlbctl,
-                    "fleet",
-                    "status",
-                    "--etcd",
-                    "127.0.0.1:2379",
-                    "-o",
-                    "json",
+                    nlbctl, "fleet", "status", "--etcd", FLEET_ETCD, "-o", "json",
                 ],
             )
             .unwrap_or_default();
@@ -1846,7 +1862,7 @@ pub fn ecmp_fleet_keeps_connections_when_a_host_dies() {
     lab.stop(&format!("nlbd-{h}"));
     lab.stop(&format!("nlb-sim-{h}"));
     ip_in(
-        &lab.ns("host"),
+        &lab.ns(h),
         &["link", "set", &format!("rx{}", victim + 1), "down"],
     );
 
