@@ -423,6 +423,17 @@ const RTL_ALLOWED: &[(&str, &str, &str)] = &[
     ),
     (
         "hw/rtl/nlb_counters.v",
+        "sim_cnt_preset_index",
+        "simulation-only preset hook (NLB_SIM_HOOKS): a counter index widened to compare with \
+         the table depth and split into bank lanes, not a register word",
+    ),
+    (
+        "hw/rtl/nlb_counters.v",
+        "sim_go",
+        "simulation-only preset hook (NLB_SIM_HOOKS): the four families' preset enables",
+    ),
+    (
+        "hw/rtl/nlb_counters.v",
         "s_res_rule",
         "a result's rule id widened to compare with the table depth",
     ),
