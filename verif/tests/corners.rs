@@ -28,11 +28,15 @@
 
 use etherparse::{Ipv4Header, Ipv6Header, UdpHeader};
 use firmware_sim::conntrack::ConnTable;
-use firmware_sim::pipeline::{process, Context, PacketResult};
+use firmware_sim::pipeline::{process, Context, CtOutcome, PacketResult};
 use firmware_sim::{Counter, CounterKind, Counters};
+use nlb_hw::blocks::conntrack;
+use nlb_hw::enums::KeyType;
 use nlb_hw::enums::{Affinity, DefaultAction, Delivery, Reason, Verdict};
-use nlb_hw::layouts::{BackendEntry, MaglevSlot, PoolEntry, PortSlot, RuleEntry, VipEntry};
-use nlb_hw::{NicSettings, Profile, Tables};
+use nlb_hw::layouts::{
+    BackendEntry, CtEntry, MaglevSlot, PoolEntry, PortSlot, RuleEntry, VipEntry,
+};
+use nlb_hw::{table_index, FlowKey, NicSettings, Profile, Tables};
 use nlb_verif::bench::{seed_from_env, trace_always, wave_path};
 use nlb_verif::scenario::mapped;
 use nlb_verif::top::{take_frames, take_punts, PuntedFrame, TopBench};
@@ -62,6 +66,12 @@ const RULE_BACKEND_PAST: u16 = 13;
 const POOL_MAGLEV_PAST: u16 = 12;
 const POOL_BACKEND_PAST: u16 = 14;
 const MAGLEV_BACKEND_PAST: u32 = 20;
+/// A tracked pool (L2 DSR, Maglev slot 21 -> backend 0) behind rule 16, on TCP port 40000 of
+/// the IPv4 VIP: its flows in the connection table's last bucket.
+const RULE_TRACKED: u16 = 16;
+const POOL_TRACKED: u16 = 15;
+const MAGLEV_TRACKED: u32 = 21;
+const PORT_TRACKED: u16 = 40000;
 
 fn profile() -> &'static Profile {
     Profile::by_name("sim").expect("the sim profile exists")
@@ -433,6 +443,17 @@ fn bank(p: &'static Profile) -> Tables {
         backend: p.backends as u16,
     };
 
+    t.rules[usize::from(RULE_TRACKED)] = RuleEntry {
+        valid: true,
+        acl_enabled: false,
+        pool: POOL_TRACKED,
+    };
+    t.pools[usize::from(POOL_TRACKED)] = PoolEntry {
+        track: true,
+        ..pool(MAGLEV_TRACKED, Delivery::L2Dsr)
+    };
+    t.maglev[MAGLEV_TRACKED as usize] = MaglevSlot { backend: 0 };
+
     // The last bucket of the VIP table, every way full; the last way's VIP is used.
     for a in last_bucket_vips(p) {
         place(&mut t, p, 17, mapped(a), &[(0, 65535, 0)]);
@@ -455,7 +476,9 @@ fn bank(p: &'static Profile) -> Tables {
         (30003, 30003, RULE_MAGLEV_PAST),
         (30004, 30004, RULE_BACKEND_PAST),
     ]);
-    place(&mut t, p, 6, mapped(VIP4), &blocks);
+    let mut tcp4 = blocks.clone();
+    tcp4.push((PORT_TRACKED, PORT_TRACKED, RULE_TRACKED));
+    place(&mut t, p, 6, mapped(VIP4), &tcp4);
     place(&mut t, p, 17, mapped(VIP4), &udp4);
     place(&mut t, p, 6, VIP6, &blocks);
     place(&mut t, p, 17, VIP6, &blocks);
@@ -1182,6 +1205,29 @@ fn extremes(rng: &mut StdRng, p: &Profile) -> Vec<(Vec<u8>, Option<Reason>, Stri
     v
 }
 
+/// TCP flows to the tracked pool whose connection-table bucket is the last one (client ports
+/// searched), one per way: the last is the table's last entry.
+fn last_bucket_flows(p: &Profile) -> Vec<(u16, u32)> {
+    let mut v = Vec::new();
+    let mut port = 1024u16;
+    while v.len() < p.ct_ways as usize {
+        let key = FlowKey {
+            key_type: KeyType::Tuple5,
+            protocol: 6,
+            src_port: port,
+            dst_port: PORT_TRACKED,
+            src_addr: mapped(CLIENT4),
+            dst_addr: mapped(VIP4),
+        };
+        if table_index(key.hash(), p.ct_buckets) == p.ct_buckets - 1 {
+            let index = (p.ct_buckets - 1) * p.ct_ways + v.len() as u32;
+            v.push((port, index));
+        }
+        port += 1;
+    }
+    v
+}
+
 /// First fragments on a VIP entry with several rules: punted with their rule (docs/pipeline.md
 /// §5), so the rule, reason and verdict counters count punts.
 fn fragments(rng: &mut StdRng, n: usize) -> Vec<Vec<u8>> {
@@ -1316,6 +1362,14 @@ fn compare_counters(
 
 // ---- the test ------------------------------------------------------------------------------
 
+/// Value-biased packets per round: `NLB_CORNER_PACKETS` (default 1000).
+fn biased_packets() -> usize {
+    std::env::var("NLB_CORNER_PACKETS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1000)
+}
+
 fn required_bins() -> Vec<String> {
     let mut b = Vec::new();
     for mode in ["ipip", "gue"] {
@@ -1362,6 +1416,38 @@ fn required_bins() -> Vec<String> {
                 }
             }
         }
+    }
+    for d in ["L2_DSR", "IPIP", "GUE"] {
+        b.push(format!("min v4 udp (42 bytes) x {d}"));
+        b.push(format!("min v6 udp (62 bytes) x {d}"));
+        b.push(format!("min 60-byte frame (padded) x {d}"));
+    }
+    for name in [
+        "min 13 bytes x RUNT",
+        "min 14 bytes x TRUNCATED_L3",
+        "ihl 4 x BAD_IHL",
+        "ihl 5 x FORWARDED",
+        "ihl 15 x FORWARDED",
+        "ihl 15 x total length 59 x BAD_IP_LENGTH",
+        "v6 ext x 4 headers x udp header ends in the window",
+        "v6 ext x 4 headers x udp header past the window",
+        "v6 ext x 5 headers",
+        "tags 3 x TOO_MANY_VLANS",
+        "table end x last rule, pool, Maglev slot and backend x FORWARDED",
+        "table end x rule one past the table x NO_RULE",
+        "table end x pool one past the table x NO_BACKEND",
+        "table end x Maglev slot one past the memory x NO_BACKEND",
+        "table end x backend one past the table x NO_BACKEND",
+        "table end x VIP in the last bucket's last way x FORWARDED",
+        "table end x connection-table last entry x hit",
+    ] {
+        b.push(name.to_string());
+    }
+    for port in [0, 1, 65534, 65535, 20000, 20009] {
+        b.push(format!("port {port} x matched"));
+    }
+    for port in [2, 65533, 19999, 20010] {
+        b.push(format!("port {port} x unmatched"));
     }
     for (k, fields) in [
         ("rule", &["packets", "bytes", "punts", "drops"][..]),
@@ -1411,6 +1497,25 @@ fn run(seed: u64, bins: &mut Bins) -> Result<usize, String> {
         .map_err(|e| e.to_string())?;
     dut.write32(nlb_hw::blocks::ctrl::ENABLE, 1)
         .map_err(|e| e.to_string())?;
+    // The connection table's last bucket, every way valid; the flows' entries name backend 1
+    // (Maglev would give backend 0), so a hit shows in the result.
+    for (port, index) in last_bucket_flows(p) {
+        let e = CtEntry {
+            valid: true,
+            protocol: 6,
+            src_port: port,
+            dst_port: PORT_TRACKED,
+            src_addr: mapped(CLIENT4),
+            dst_addr: mapped(VIP4),
+            backend: 1,
+            rule: RULE_TRACKED,
+            flags: 0,
+            timestamp: 0,
+        };
+        dut.write_ct(index, &e).map_err(|e| e.to_string())?;
+        w.ct.write(index, e)
+            .map_err(|e| format!("model conntrack: {e}"))?;
+    }
     let mut packets = 0usize;
     for round in 0..2 {
         // Counters just below 2^32 (round 0) or 2^64 (round 1).
@@ -1431,7 +1536,7 @@ fn run(seed: u64, bins: &mut Bins) -> Result<usize, String> {
         outer_v4_directed(&mut dut, &mut w, &mut rng, bins)?;
         packets += 20;
         let mut frames = gue6_directed(&w, &mut rng)?;
-        frames.extend(biased(&w, &mut rng, 150)?);
+        frames.extend(biased(&w, &mut rng, biased_packets())?);
         packets += frames.len();
         for done in run_batch(&mut dut, &mut w, frames)? {
             check_wire(&done, &w.tables, bins)?;
@@ -1484,6 +1589,41 @@ fn run(seed: u64, bins: &mut Bins) -> Result<usize, String> {
             check_wire(d, &w.tables, bins)?;
             bin(bins, name.clone());
         }
+        // Every way of the connection table's last bucket hit; the last one is the table's
+        // last entry; its hit bit is bit 31 of the last hit word.
+        let flows = last_bucket_flows(p);
+        let frames = flows
+            .iter()
+            .map(|&(port, _)| {
+                let mut q = Pkt::new(&mut rng, false, 6, PORT_TRACKED, 10);
+                q.sport = port;
+                q.build()
+            })
+            .collect();
+        let done = run_batch(&mut dut, &mut w, frames)?;
+        packets += done.len();
+        for (d, &(_, index)) in done.iter().zip(&flows) {
+            if d.result.conntrack != CtOutcome::Hit || d.result.ct_index != Some(index) {
+                return Err(format!(
+                    "a flow of connection-table entry {index} did not hit it: {:?}",
+                    d.result
+                ));
+            }
+        }
+        bin(bins, "table end x connection-table last entry x hit".into());
+        let last_word = p.ct_entries() - 32;
+        dut.write32(conntrack::INDEX, last_word)
+            .map_err(|e| e.to_string())?;
+        let hits = dut.read32(conntrack::HIT_READ).map_err(|e| e.to_string())?;
+        let want = flows
+            .iter()
+            .fold(0u32, |acc, &(_, i)| acc | 1 << (i - last_word));
+        if hits != want {
+            return Err(format!(
+                "hit bits of entries {last_word}..: RTL {hits:#010x}, expected {want:#010x}"
+            ));
+        }
+
         let frags = fragments(&mut rng, 6);
         packets += frags.len();
         for d in run_batch(&mut dut, &mut w, frags)? {
