@@ -47,6 +47,8 @@ use std::collections::BTreeMap;
 
 /// Largest output frame (docs/pipeline.md §9).
 const MAX_OUT: usize = 9018;
+/// 2^32, where a counter's low word carries into its high word.
+const TWO_POW_32: u64 = 0x1_0000_0000;
 /// Bytes of a punted frame the punt stream carries.
 const PUNT_BYTES: usize = 9728;
 
@@ -294,7 +296,7 @@ impl Pkt {
             f.extend_from_slice(&h);
         }
         f.extend_from_slice(&l4);
-        f.extend(std::iter::repeat_n(0u8, self.pad));
+        f.resize(f.len() + self.pad, 0);
         f
     }
 
@@ -1075,7 +1077,7 @@ fn extremes(rng: &mut StdRng, p: &Profile) -> Vec<(Vec<u8>, Option<Reason>, Stri
             let mut q = Pkt::new(rng, false, 6, port, 30);
             q.ihl = ihl;
             q.opt_fill = 1; // NOP options
-            v.push((q.build(), reason, format!("{name}")));
+            v.push((q.build(), reason, name.to_string()));
         }
     }
     // IHL 15 whose total length ends inside the options.
@@ -1287,11 +1289,14 @@ fn preset(
     let k = sim.port("sim_cnt_preset_kind")?;
     let i = sim.port("sim_cnt_preset_index")?;
     let val = sim.port("sim_cnt_preset_value")?;
-    let mut words = Vec::new();
-    for x in [c.packets, c.bytes, c.punts, c.drops] {
-        words.push(x as u32);
-        words.push((x >> 32) as u32);
-    }
+    // {drops, punts, bytes, packets}, little-endian 32-bit words.
+    let words: Vec<u32> = [c.packets, c.bytes, c.punts, c.drops]
+        .iter()
+        .flat_map(|x| x.to_le_bytes())
+        .collect::<Vec<u8>>()
+        .chunks(4)
+        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
     sim.set(val, &words)?;
     sim.set_u64(k, u64::from(kind.value()))?;
     sim.set_u64(i, u64::from(index))?;
@@ -1349,7 +1354,7 @@ fn compare_counters(
             ("drops", b.drops, want.drops),
         ] {
             let k = kind_name(kind);
-            if round == 0 && x0 < 1 << 32 && x1 >= 1 << 32 {
+            if round == 0 && x0 < TWO_POW_32 && x1 >= TWO_POW_32 {
                 bin(bins, format!("counter {k} {field} x across 2^32"));
             }
             if round == 1 && x1 < x0 {
@@ -1519,7 +1524,7 @@ fn run(seed: u64, bins: &mut Bins) -> Result<usize, String> {
     let mut packets = 0usize;
     for round in 0..2 {
         // Counters just below 2^32 (round 0) or 2^64 (round 1).
-        let top: u64 = if round == 0 { 1 << 32 } else { 0 };
+        let top: u64 = if round == 0 { TWO_POW_32 } else { 0 };
         let mut before = BTreeMap::new();
         for (kind, index) in counter_set(p) {
             let c = Counter {
@@ -1642,7 +1647,7 @@ fn run(seed: u64, bins: &mut Bins) -> Result<usize, String> {
 
 #[test]
 fn corner_values_match_the_model() {
-    let seed = seed_from_env(0xc0_2e_0001);
+    let seed = seed_from_env(0xc02e_0001);
     let start = std::time::Instant::now();
     let mut bins = Bins::new();
     let packets = match run(seed, &mut bins) {
