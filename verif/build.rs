@@ -267,6 +267,9 @@ fn verilate(
             "--noassert",
         ])
         .args(["-Wall", "--Wno-fatal"])
+        // Simulation-only test hooks (the counter preset ports of nlb_top, used by
+        // tests/corners.rs); synthesis and hw/scripts/synth.sh never define it.
+        .arg("+define+NLB_SIM_HOOKS")
         .arg("--Mdir")
         .arg(mdir)
         .args(["--prefix", prefix, "--top-module", m.top])

@@ -115,6 +115,20 @@ impl Counters {
             .unwrap_or_default()
     }
 
+    /// Test hook: sets one counter to `value` (as the RTL's simulation-only preset port does),
+    /// so that tests can count across 2^32 and 2^64. Returns false, changing nothing, for an
+    /// index beyond the kind's range.
+    #[cfg(feature = "test-hooks")]
+    pub fn preset(&mut self, kind: CounterKind, index: u32, value: Counter) -> bool {
+        match self.slot(kind, index) {
+            Some(c) => {
+                *c = value;
+                true
+            }
+            None => false,
+        }
+    }
+
     /// The counter of a reason.
     pub fn reason(&self, r: Reason) -> Counter {
         self.get(CounterKind::Reason, r.value())

@@ -28,6 +28,15 @@ module nlb_counter_bank #(
     input  wire [15:0]           op_bytes,    // UPDATE: bytes of the packet
     input  wire                  op_punt,     // UPDATE: the packet was punted
     input  wire                  op_drop,     // UPDATE: the packet was dropped
+`ifdef NLB_SIM_HOOKS
+    // Simulation only (verif/tests/corners.rs; synthesis never defines NLB_SIM_HOOKS): sets
+    // entry sim_preset_index to sim_preset_value ({drops, punts, bytes, packets}) so that a
+    // test can run traffic across 2^32 and 2^64 without 2^32 packets. The test presets only
+    // while no operation is in the bank.
+    input  wire                  sim_preset_valid,
+    input  wire [INDEX_BITS-1:0] sim_preset_index,
+    input  wire [255:0]          sim_preset_value,
+`endif
 
     output wire                  r_valid,     // READ / READ_CLEAR done
     output wire [255:0]          r_value      // {drops, punts, bytes, packets}
@@ -109,6 +118,12 @@ always @(posedge clk) begin
     if (s1_writes_reg) begin
         mem_lo[s1_index_reg] <= new_lo;
     end
+`ifdef NLB_SIM_HOOKS
+    if (sim_preset_valid) begin
+        mem_lo[sim_preset_index] <= {sim_preset_value[192 +: 32], sim_preset_value[128 +: 32],
+            sim_preset_value[64 +: 32], sim_preset_value[0 +: 32]};
+    end
+`endif
 end
 
 always @(posedge clk) begin
@@ -118,6 +133,12 @@ always @(posedge clk) begin
     if (s2_writes_reg) begin
         mem_hi[s2_index_reg] <= new_hi;
     end
+`ifdef NLB_SIM_HOOKS
+    if (sim_preset_valid) begin
+        mem_hi[sim_preset_index] <= {sim_preset_value[224 +: 32], sim_preset_value[160 +: 32],
+            sim_preset_value[96 +: 32], sim_preset_value[32 +: 32]};
+    end
+`endif
 end
 
 always @(posedge clk) begin

@@ -35,6 +35,12 @@ module nlb_counters (
     ext_rd_req,
     ext_rd_addr,
     ext_rd_data,
+`ifdef NLB_SIM_HOOKS
+    sim_cnt_preset_valid,
+    sim_cnt_preset_kind,
+    sim_cnt_preset_index,
+    sim_cnt_preset_value,
+`endif
     ext_rd_ack
 );
 
@@ -82,6 +88,26 @@ input  wire [31:0]          ext_rd_addr;
 /* verilator lint_on UNUSEDSIGNAL */
 output wire [31:0]          ext_rd_data;
 output wire                 ext_rd_ack;
+
+`ifdef NLB_SIM_HOOKS
+// Simulation only (verif/tests/corners.rs; synthesis never defines NLB_SIM_HOOKS): presets
+// counter (kind = counter_kind, index) to {drops, punts, bytes, packets}; an index beyond the
+// family is ignored. The test presets only while no result is being counted.
+input  wire                 sim_cnt_preset_valid;
+input  wire [1:0]           sim_cnt_preset_kind;
+input  wire [15:0]          sim_cnt_preset_index;
+input  wire [255:0]         sim_cnt_preset_value;
+wire [31:0] sim_idx32 = {16'd0, sim_cnt_preset_index};
+wire [3:0]  sim_go;
+assign sim_go[0] = sim_cnt_preset_valid && sim_cnt_preset_kind == NLB_COUNTER_KIND_RULE
+    && sim_idx32 < RULES;
+assign sim_go[1] = sim_cnt_preset_valid && sim_cnt_preset_kind == NLB_COUNTER_KIND_BACKEND
+    && sim_idx32 < BACKENDS;
+assign sim_go[2] = sim_cnt_preset_valid && sim_cnt_preset_kind == NLB_COUNTER_KIND_REASON
+    && sim_idx32 < REASONS;
+assign sim_go[3] = sim_cnt_preset_valid && sim_cnt_preset_kind == NLB_COUNTER_KIND_VERDICT
+    && sim_idx32 < VERDICTS;
+`endif
 
 function [31:0] strobed(input [31:0] old, input [31:0] value, input [3:0] strb);
     integer k;
@@ -281,6 +307,10 @@ nlb_counter_bank #(.ENTRIES(RULES)) rule_bank_inst (
     .op_kind(host_go ? host_kind_reg : OP_UPDATE),
     .op_index(host_go ? sel_index[RULE_BITS-1:0] : r_rule),
     .op_bytes(r_bytes), .op_punt(r_punt), .op_drop(r_drop),
+`ifdef NLB_SIM_HOOKS
+    .sim_preset_valid(sim_go[0]), .sim_preset_index(sim_cnt_preset_index[RULE_BITS-1:0]),
+    .sim_preset_value(sim_cnt_preset_value),
+`endif
     .r_valid(r_valid[0]), .r_value(r_value[0])
 );
 
@@ -290,6 +320,10 @@ nlb_counter_bank #(.ENTRIES(BACKENDS)) backend_bank_inst (
     .op_kind(host_go ? host_kind_reg : OP_UPDATE),
     .op_index(host_go ? sel_index[BACKEND_BITS-1:0] : r_backend),
     .op_bytes(r_bytes), .op_punt(r_punt), .op_drop(r_drop),
+`ifdef NLB_SIM_HOOKS
+    .sim_preset_valid(sim_go[1]), .sim_preset_index(sim_cnt_preset_index[BACKEND_BITS-1:0]),
+    .sim_preset_value(sim_cnt_preset_value),
+`endif
     .r_valid(r_valid[1]), .r_value(r_value[1])
 );
 
@@ -299,6 +333,10 @@ nlb_counter_bank #(.ENTRIES(REASONS)) reason_bank_inst (
     .op_kind(host_go ? host_kind_reg : OP_UPDATE),
     .op_index(host_go ? sel_index[4:0] : r_reason),
     .op_bytes(r_bytes), .op_punt(r_punt), .op_drop(r_drop),
+`ifdef NLB_SIM_HOOKS
+    .sim_preset_valid(sim_go[2]), .sim_preset_index(sim_cnt_preset_index[4:0]),
+    .sim_preset_value(sim_cnt_preset_value),
+`endif
     .r_valid(r_valid[2]), .r_value(r_value[2])
 );
 
@@ -308,6 +346,10 @@ nlb_counter_bank #(.ENTRIES(VERDICTS)) verdict_bank_inst (
     .op_kind(host_go ? host_kind_reg : OP_UPDATE),
     .op_index(host_go ? sel_index[1:0] : r_verdict),
     .op_bytes(r_bytes), .op_punt(r_punt), .op_drop(r_drop),
+`ifdef NLB_SIM_HOOKS
+    .sim_preset_valid(sim_go[3]), .sim_preset_index(sim_cnt_preset_index[1:0]),
+    .sim_preset_value(sim_cnt_preset_value),
+`endif
     .r_valid(r_valid[3]), .r_value(r_value[3])
 );
 

@@ -113,6 +113,12 @@ module nlb_top (
     m_mon_hit_set,
     m_mon_hit_set_index,
     m_mon_hit_read,
+`ifdef NLB_SIM_HOOKS
+    sim_cnt_preset_valid,
+    sim_cnt_preset_kind,
+    sim_cnt_preset_index,
+    sim_cnt_preset_value,
+`endif
     spi_sck,
     spi_cs_n,
     spi_mosi,
@@ -276,6 +282,17 @@ output wire [1:0] m_mon_bank_in_use;
 output wire m_mon_hit_set;
 output wire [CTIW-1:0] m_mon_hit_set_index;
 output wire m_mon_hit_read;
+
+`ifdef NLB_SIM_HOOKS
+// Simulation only (verif/build.rs defines NLB_SIM_HOOKS for the Verilated nlb_top; synthesis
+// and the card never do): presets counter (kind = counter_kind, index) to {drops, punts,
+// bytes, packets}, 64 bits each, so verif/tests/corners.rs can run traffic across 2^32 and
+// 2^64. Held low, it does nothing.
+input  wire sim_cnt_preset_valid;
+input  wire [1:0] sim_cnt_preset_kind;
+input  wire [15:0] sim_cnt_preset_index;
+input  wire [255:0] sim_cnt_preset_value;
+`endif
 
 // SPI bus to the configuration flash (spi_flash block): on an UltraScale+ card the shell
 // routes these through STARTUPE3 to the configuration flash; in simulation a flash model sits
@@ -505,6 +522,12 @@ nlb_counters #(
     .ext_rd_req(ext_rd_req && ext_rd_cnt),
     .ext_rd_addr(ext_rd_addr),
     .ext_rd_data(cnt_rd_data_w),
+`ifdef NLB_SIM_HOOKS
+    .sim_cnt_preset_valid(sim_cnt_preset_valid),
+    .sim_cnt_preset_kind(sim_cnt_preset_kind),
+    .sim_cnt_preset_index(sim_cnt_preset_index),
+    .sim_cnt_preset_value(sim_cnt_preset_value),
+`endif
     .ext_rd_ack(cnt_rd_ack)
 );
 

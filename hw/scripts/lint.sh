@@ -38,6 +38,10 @@ extra=(
     "nlb_top|-GPROFILE_ID=2 -GVIP_BUCKETS=4096 -GRULES=4096 -GPOOLS=2048 -GMAGLEV_SLOTS=16777216 -GBACKENDS=65536 -GCT_BUCKETS=1048576 -GQUEUE_DEPTH=4096"
     "nlb_counters|-GRULES=4096 -GBACKENDS=65536"
     "nlb_regs|-GTABLE_OUTPUT_REG=0"
+    # The simulation-only counter preset hook (verif/build.rs defines it for the Verilated top).
+    "nlb_counter_bank|-DNLB_SIM_HOOKS"
+    "nlb_counters|-DNLB_SIM_HOOKS"
+    "nlb_top|-DNLB_SIM_HOOKS"
     "nlb_regs|-GPROFILE_ID=2 -GVIP_BUCKETS=4096 -GRULES=4096 -GPOOLS=2048 -GMAGLEV_SLOTS=16777216 -GBACKENDS=65536 -GCT_BUCKETS=1048576 -GQUEUE_DEPTH=4096"
 )
 

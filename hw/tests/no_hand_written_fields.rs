@@ -77,6 +77,16 @@ const RUST_ALLOWED: &[(&str, &str, &str)] = &[
     ("verif/src/top.rs", "take_frames", "AXI-Stream tkeep of 64 bytes as two words"),
     ("verif/tests/regs.rs", "pipeline_read", "bits of a table memory row read on the pipeline port"),
     ("verif/src/scenario.rs", "*", "IPv4-mapped addresses of generated traffic"),
+    ("verif/tests/corners.rs", "word_sum", "ones'-complement checksum arithmetic (RFC 1071)"),
+    ("verif/tests/corners.rs", "fold", "ones'-complement checksum arithmetic (RFC 1071)"),
+    ("verif/tests/corners.rs", "carry_class", "ones'-complement checksum arithmetic (RFC 1071)"),
+    ("verif/tests/corners.rs", "aim_holds", "ones'-complement checksum arithmetic (RFC 1071)"),
+    ("verif/tests/corners.rs", "v4_header", "IPv4 header fields of built frames"),
+    ("verif/tests/corners.rs", "build", "IPv4/IPv6 header fields of built frames"),
+    ("verif/tests/corners.rs", "check_wire", "IP version nibble of transmitted frames"),
+    ("verif/tests/corners.rs", "outer_v4_directed", "the two 16-bit words of an outer IPv4 source address"),
+    ("verif/tests/corners.rs", "gue6_directed", "a solved 16-bit payload word as two bytes"),
+    ("verif/tests/corners.rs", "biased", "a solved 16-bit payload word as two bytes"),
     ("verif/tests/spi_flash.rs", "*", "the SPI NOR chip's bit-serial protocol and byte framing of txrx"),
     ("verif/tests/parser.rs", "*", "tkeep words and header bytes of parser test frames"),
 ];
@@ -420,6 +430,17 @@ const RTL_ALLOWED: &[(&str, &str, &str)] = &[
         "hw/rtl/nlb_counters.v",
         "sel_family",
         "counter family split into the four banks (internal banking)",
+    ),
+    (
+        "hw/rtl/nlb_counters.v",
+        "sim_cnt_preset_index",
+        "simulation-only preset hook (NLB_SIM_HOOKS): a counter index widened to compare with \
+         the table depth and split into bank lanes, not a register word",
+    ),
+    (
+        "hw/rtl/nlb_counters.v",
+        "sim_go",
+        "simulation-only preset hook (NLB_SIM_HOOKS): the four families' preset enables",
     ),
     (
         "hw/rtl/nlb_counters.v",
