@@ -38,7 +38,8 @@ limit="${NLB_FORMAL_TIMEOUT:-600}"
 
 # ---- the proofs -----------------------------------------------------------------------------
 # "name|block (module and parameters)|property set|top|RTL files|hierarchy arguments|
-#  Yosys commands before prep|solver|bmc depth|induction depth|cover depth"
+#  Yosys commands before prep|Yosys commands after prep|solver|bmc depth|induction depth|
+#  cover depth"
 #
 # Solvers (Debian's): z3 (4.8.12) where it is quick. Debian's z3 takes minutes just to read
 # the transition relation of nlb_regs and nlb_lookup (an exponential blow-up in its handling
@@ -51,31 +52,33 @@ limit="${NLB_FORMAL_TIMEOUT:-600}"
 # (none of them can change which bank a read uses). docs/verification.md says what each
 # proof covers and what it leaves out.
 proofs=(
-    "fifo4|nlb_fifo WIDTH=8 DEPTH=4|beats in order, none lost or made up; count; valid/ready|nlb_fifo|nlb_fifo|-chparam WIDTH 8 -chparam DEPTH 4||z3|14|4|16"
-    "fifo2|nlb_fifo WIDTH=8 DEPTH=2|beats in order, none lost or made up; count; valid/ready|nlb_fifo|nlb_fifo|-chparam WIDTH 8 -chparam DEPTH 2||z3|10|4|12"
-    "skid|nlb_axis_skid DATA_WIDTH=512|beats in order, none lost or made up; valid/ready; tready|nlb_axis_skid|nlb_axis_skid|||z3|10|4|10"
-    "regs|nlb_regs (2-entry tables)|AXI-Lite slave: one response per request, held under back-pressure|nlb_regs|nlb_regs nlb_table_mem nlb_table_cmd|-chparam VIP_BUCKETS 2 -chparam RULES 2 -chparam POOLS 2 -chparam MAGLEV_SLOTS 2 -chparam BACKENDS 2|cutpoint t:*nlb_table_mem*; proc; cutpoint nlb_regs/w:data_next|cvc4|5|5|8"
+    "fifo4|nlb_fifo WIDTH=8 DEPTH=4|beats in order, none lost or made up; count; valid/ready|nlb_fifo|nlb_fifo|-chparam WIDTH 8 -chparam DEPTH 4|||z3|14|4|16"
+    "fifo2|nlb_fifo WIDTH=8 DEPTH=2|beats in order, none lost or made up; count; valid/ready|nlb_fifo|nlb_fifo|-chparam WIDTH 8 -chparam DEPTH 2|||z3|10|4|12"
+    "skid|nlb_axis_skid DATA_WIDTH=512|beats in order, none lost or made up; valid/ready; tready|nlb_axis_skid|nlb_axis_skid||||z3|10|4|10"
+    "regs|nlb_regs (2-entry tables)|AXI-Lite slave: one response per request, held under back-pressure|nlb_regs|nlb_regs nlb_table_mem nlb_table_cmd|-chparam VIP_BUCKETS 2 -chparam RULES 2 -chparam POOLS 2 -chparam MAGLEV_SLOTS 2 -chparam BACKENDS 2|cutpoint t:*nlb_table_mem*; proc; cutpoint nlb_regs/w:data_next||cvc4|5|5|8"
+    "parser|nlb_parser DATA_WIDTH=512 USER_WIDTH=32|one descriptor per frame, 9 clocks after tlast; m_user = first beat's tuser|nlb_parser|nlb_parser|-chparam DATA_WIDTH 512 -chparam USER_WIDTH 32|proc; delete -port nlb_parser/o:*|memory_map; opt_clean; techmap; opt -fast -purge|cvc4|14|11|16"
+    "lookup|nlb_lookup (the sim profile)|every table read of a descriptor from its bank; m_bank|nlb_lookup|nlb_lookup nlb_flow_hash nlb_mul_const_csa||cutpoint t:nlb_flow_hash; proc; cutpoint t:\$mul; delete -port nlb_lookup/o:*|memory_map; opt_clean; techmap; opt -fast -purge|cvc4|26|3|28"
 )
 
 # ---- the mutation checks -------------------------------------------------------------------
-# "name|proof|RTL file|sed expression (applied to a copy)|assertions that must catch it
-#  (any of, |-free: space separated)|the bug"
+# "name|proof|RTL file|assertions that must catch it (any of, space separated)|the bug|
+#  sed expression (applied to a copy; last, so that it may contain |)"
 mutants=(
-    "fifo_ready_when_full|fifo4|nlb_fifo.v|s/^assign s_ready = !full;/assign s_ready = 1'b1;/|fifo_ready|takes a beat while full and drops it"
-    "fifo_write_lost|fifo4|nlb_fifo.v|s/^    if (wr) begin/    if (wr \&\& !rd) begin/|fifo_beat_order fifo_count|drops the beat written while a word is read"
-    "fifo_refill_on_stall|fifo4|nlb_fifo.v|s/^wire rd = !empty \&\& (!out_valid_reg || m_ready);/wire rd = !empty;/|fifo_hold|replaces the offered word while the sink stalls"
-    "fifo_read_old_slot|fifo4|nlb_fifo.v|s/out_reg <= mem\[rd_ptr_reg\[AW-1:0\]\];/out_reg <= mem[wr_ptr_reg[AW-1:0]];/|fifo_beat_order|reads the wrong slot (reorders beats)"
-    "fifo_valid_drops|fifo4|nlb_fifo.v|s/^    end else if (take) begin/    end else if (!m_ready) begin/|fifo_hold fifo_beat_order|drops m_valid before the word is taken"
-    "fifo_count_on_read|fifo4|nlb_fifo.v|s/- {{AW{1'b0}}, take};/- {{AW{1'b0}}, rd};/|fifo_count|counts a refill of the output register as a beat out"
-    "skid_lose_caught_beat|skid|nlb_axis_skid.v|s/^        skid_valid_next = 1'b0;/        skid_valid_next = 1'b0; out_valid_next = 1'b0;/|skid_beat_order skid_capacity skid_ready|drops the skid beat instead of sending it"
-    "skid_ready_unregistered|skid|nlb_axis_skid.v|s/^assign s_ready_next = m_axis_tready || /assign s_ready_next = 1'b1 || /|skid_ready skid_beat_order|stays ready with both registers full"
-    "skid_overwrite_output|skid|nlb_axis_skid.v|s/^        if (m_axis_tready || !out_valid_reg) begin/        if (1'b1) begin/|skid_hold skid_beat_order|loads the output register while the sink stalls"
-    "skid_duplicate|skid|nlb_axis_skid.v|s/^        out_valid_next = skid_valid_reg;/        out_valid_next = 1'b1;/|skid_no_phantom skid_beat_order|sends a beat that never came in"
-    "regs_double_b|regs|nlb_regs.v|s/^    bvalid_next = bvalid_reg \&\& !s_axil_bready;/    bvalid_next = bvalid_reg;/|axil_b_for_request|keeps BVALID after its handshake (a second response)"
-    "regs_b_dropped|regs|nlb_regs.v|s/^    bvalid_next = bvalid_reg \&\& !s_axil_bready;/    bvalid_next = 1'b0;/|axil_b_hold|withdraws BVALID before BREADY"
-    "regs_ext_no_b|regs|nlb_regs.v|s/^        ext_wbusy_next = 1'b0;/        ext_wbusy_next = 1'b0; bvalid_next = 1'b0;/|axil_b_in_time axil_w_open|never answers an extension-bus write"
-    "regs_rdata_moves|regs|nlb_regs.v|s/^wire rd_slot = ar_full_reg \&\& !ext_rwait_reg \&\& (!rvalid_reg || s_axil_rready);/wire rd_slot = ar_full_reg \&\& !ext_rwait_reg;/|axil_r_hold axil_r_open axil_r_for_request|overwrites RDATA while RREADY is low"
-    "regs_cmd_hangs|regs|nlb_regs.v|s/^        busy_next = 1'b0;/        busy_next = rd_pipe_reg[0];/|axil_b_in_time axil_b_for_request axil_w_open|a table command never answers"
+    "fifo_ready_when_full|fifo4|nlb_fifo.v|fifo_ready|takes a beat while full and drops it|s/^assign s_ready = !full;/assign s_ready = 1'b1;/"
+    "fifo_write_lost|fifo4|nlb_fifo.v|fifo_beat_order fifo_count|drops the beat written while a word is read|s/^    if (wr) begin/    if (wr \&\& !rd) begin/"
+    "fifo_refill_on_stall|fifo4|nlb_fifo.v|fifo_hold|replaces the offered word while the sink stalls|s/^wire rd = !empty \&\& (!out_valid_reg || m_ready);/wire rd = !empty;/"
+    "fifo_read_old_slot|fifo4|nlb_fifo.v|fifo_beat_order|reads the wrong slot (reorders beats)|s/out_reg <= mem\[rd_ptr_reg\[AW-1:0\]\];/out_reg <= mem[wr_ptr_reg[AW-1:0]];/"
+    "fifo_valid_drops|fifo4|nlb_fifo.v|fifo_hold fifo_beat_order|drops m_valid before the word is taken|s/^    end else if (take) begin/    end else if (!m_ready) begin/"
+    "fifo_count_on_read|fifo4|nlb_fifo.v|fifo_count|counts a refill of the output register as a beat out|s/- {{AW{1'b0}}, take};/- {{AW{1'b0}}, rd};/"
+    "skid_lose_caught_beat|skid|nlb_axis_skid.v|skid_beat_order skid_capacity skid_ready|drops the skid beat instead of sending it|s/^        skid_valid_next = 1'b0;/        skid_valid_next = 1'b0; out_valid_next = 1'b0;/"
+    "skid_ready_unregistered|skid|nlb_axis_skid.v|skid_ready skid_beat_order|stays ready with both registers full|s/^assign s_ready_next = m_axis_tready || /assign s_ready_next = 1'b1 || /"
+    "skid_overwrite_output|skid|nlb_axis_skid.v|skid_hold skid_beat_order|loads the output register while the sink stalls|s/^        if (m_axis_tready || !out_valid_reg) begin/        if (1'b1) begin/"
+    "skid_duplicate|skid|nlb_axis_skid.v|skid_no_phantom skid_beat_order|sends a beat that never came in|s/^        out_valid_next = skid_valid_reg;/        out_valid_next = 1'b1;/"
+    "regs_double_b|regs|nlb_regs.v|axil_b_for_request|keeps BVALID after its handshake (a second response)|s/^    bvalid_next = bvalid_reg \&\& !s_axil_bready;/    bvalid_next = bvalid_reg;/"
+    "regs_b_dropped|regs|nlb_regs.v|axil_b_hold|withdraws BVALID before BREADY|s/^    bvalid_next = bvalid_reg \&\& !s_axil_bready;/    bvalid_next = 1'b0;/"
+    "regs_ext_no_b|regs|nlb_regs.v|axil_b_in_time axil_w_open|never answers an extension-bus write|s/^        ext_wbusy_next = 1'b0;/        ext_wbusy_next = 1'b0; bvalid_next = 1'b0;/"
+    "regs_rdata_moves|regs|nlb_regs.v|axil_r_hold axil_r_open axil_r_for_request|overwrites RDATA while RREADY is low|s/^wire rd_slot = ar_full_reg \&\& !ext_rwait_reg \&\& (!rvalid_reg || s_axil_rready);/wire rd_slot = ar_full_reg \&\& !ext_rwait_reg;/"
+    "regs_cmd_hangs|regs|nlb_regs.v|axil_b_in_time axil_b_for_request axil_w_open|a table command never answers|s/^        busy_next = 1'b0;/        busy_next = rd_pipe_reg[0];/"
 )
 
 # ---- options --------------------------------------------------------------------------------
@@ -88,7 +91,7 @@ for arg in "$@"; do
         --mutants) run_proofs=0 ;;
         --list)
             for p in "${proofs[@]}"; do IFS='|' read -r n b s _ <<<"$p"; printf 'proof   %-8s %s: %s\n' "$n" "$b" "$s"; done
-            for m in "${mutants[@]}"; do IFS='|' read -r n p _ _ _ w <<<"$m"; printf 'mutant  %-24s (%s) %s\n' "$n" "$p" "$w"; done
+            for m in "${mutants[@]}"; do IFS='|' read -r n p _ _ w _ <<<"$m"; printf 'mutant  %-24s (%s) %s\n' "$n" "$p" "$w"; done
             exit 0 ;;
         -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         -*) echo "formal.sh: unknown option $arg (see --help)" >&2; exit 2 ;;
@@ -119,7 +122,7 @@ need_tool() {
 need_tool "$yosys" yosys
 need_tool "$smtbmc" yosys
 for p in "${proofs[@]}"; do
-    IFS='|' read -r _ _ _ _ _ _ _ solver _ <<<"$p"
+    IFS='|' read -r _ _ _ _ _ _ _ _ solver _ <<<"$p"
     need_tool "$solver" "$solver"
 done
 need_tool timeout coreutils
@@ -139,7 +142,7 @@ since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
 # read_verilog defines.
 build_model() {
     local name block set top files params extra solver
-    IFS='|' read -r name block set top files params extra solver _ <<<"$1"
+    IFS='|' read -r name block set top files params extra post solver _ <<<"$1"
     local dir="$2" rtl_dir="$3" defines="$4" paths=() f
     for f in $files; do paths+=("$rtl_dir/$f.v"); done
     mkdir -p "$dir"
@@ -148,6 +151,7 @@ build_model() {
         hierarchy -check -top $top $params;
         $extra;
         prep -top $top;
+        $post;
         async2sync;
         dffunmap;
         write_smt2 -wires $dir/model.smt2" >/dev/null 2>&1
@@ -175,7 +179,7 @@ smt() {
 
 if [ "$run_proofs" = 1 ]; then
     for p in "${proofs[@]}"; do
-        IFS='|' read -r name block set top files params extra solver bmc_depth ind_depth cover_depth <<<"$p"
+        IFS='|' read -r name block set top files params extra post solver bmc_depth ind_depth cover_depth <<<"$p"
         selected "$name" || continue
         dir="$out/$name"
         rm -rf "$dir"
@@ -220,16 +224,20 @@ if [ "$run_mutants" = 1 ]; then
     tmp="$(mktemp -d)"
     trap 'rm -rf "$tmp"' EXIT
     for m in "${mutants[@]}"; do
-        IFS='|' read -r mname proof file expr expect what <<<"$m"
+        IFS='|' read -r mname proof file expect what expr <<<"$m"
         selected "$proof" || continue
         pline=""
         for p in "${proofs[@]}"; do [ "${p%%|*}" = "$proof" ] && pline="$p"; done
-        IFS='|' read -r _ block _ _ _ _ _ solver bmc_depth _ <<<"$pline"
+        IFS='|' read -r _ block _ _ _ _ _ _ solver bmc_depth _ <<<"$pline"
         dir="$out/mutant-$mname"
         rm -rf "$dir" "$tmp/rtl"
         cp -r "$hw/rtl" "$tmp/rtl"
         t0="$(now)"
-        sed -i "$expr" "$tmp/rtl/$file"
+        if ! sed -i "$expr" "$tmp/rtl/$file" 2>"$tmp/sed.err"; then
+            row "$block" "mutant $mname: $what" "bmc" "$bmc_depth" "ERROR: sed $(head -c 60 "$tmp/sed.err")" "$(since "$t0")"
+            failures=$((failures + 1))
+            continue
+        fi
         if cmp -s "$hw/rtl/$file" "$tmp/rtl/$file"; then
             row "$block" "mutant $mname: $what" "bmc" "$bmc_depth" "STALE: sed changed nothing" "$(since "$t0")"
             failures=$((failures + 1))
