@@ -79,6 +79,10 @@ mutants=(
     "regs_ext_no_b|regs|nlb_regs.v|axil_b_in_time axil_w_open|never answers an extension-bus write|s/^        ext_wbusy_next = 1'b0;/        ext_wbusy_next = 1'b0; bvalid_next = 1'b0;/"
     "regs_rdata_moves|regs|nlb_regs.v|axil_r_hold axil_r_open axil_r_for_request|overwrites RDATA while RREADY is low|s/^wire rd_slot = ar_full_reg \&\& !ext_rwait_reg \&\& (!rvalid_reg || s_axil_rready);/wire rd_slot = ar_full_reg \&\& !ext_rwait_reg;/"
     "regs_cmd_hangs|regs|nlb_regs.v|axil_b_in_time axil_b_for_request axil_w_open|a table command never answers|s/^        busy_next = 1'b0;/        busy_next = rd_pipe_reg[0];/"
+    "parser_bank_live|parser|nlb_parser.v|parser_first_user|takes each beat's tuser (the live bank), not the first beat's|s/^wire \[USER_WIDTH-1:0\] user_now = beat_idx_reg == {BEAT_IDX_BITS{1'b0}} ? s_axis_tuser : user_reg;/wire [USER_WIDTH-1:0] user_now = s_axis_tuser;/"
+    "parser_lost_descriptor|parser|nlb_parser.v|parser_one_per_frame|loses the descriptor of a frame right behind another|s/^    s1_valid_reg <= beat \&\& s_axis_tlast;/    s1_valid_reg <= beat \&\& s_axis_tlast \&\& !s1_valid_reg;/"
+    "lookup_vip_bank_head|lookup|nlb_lookup.v|lookup_vip_bank|reads the VIP table in the bank of the descriptor at the FIFO head|s/^assign vip_rd_bank = sa\[F_BANK\];/assign vip_rd_bank = d_bank;/"
+    "lookup_maglev_bank_live|lookup|nlb_lookup.v|lookup_maglev_bank|reads the Maglev table in the bank of the descriptor written now|s/^assign maglev_rd_bank = sk\[F_BANK\];/assign maglev_rd_bank = s_user[0];/"
 )
 
 # ---- options --------------------------------------------------------------------------------
