@@ -57,7 +57,7 @@ proofs=(
     "skid|nlb_axis_skid DATA_WIDTH=512|beats in order, none lost or made up; valid/ready; tready|nlb_axis_skid|nlb_axis_skid||||z3|10|4|10"
     "regs|nlb_regs (2-entry tables)|AXI-Lite slave: one response per request, held under back-pressure|nlb_regs|nlb_regs nlb_table_mem nlb_table_cmd|-chparam VIP_BUCKETS 2 -chparam RULES 2 -chparam POOLS 2 -chparam MAGLEV_SLOTS 2 -chparam BACKENDS 2|cutpoint t:*nlb_table_mem*; proc; cutpoint nlb_regs/w:data_next||z3|5|5|8"
     "parser|nlb_parser DATA_WIDTH=512 USER_WIDTH=32|one descriptor per frame, 9 clocks after tlast; m_user = first beat's tuser|nlb_parser|nlb_parser|-chparam DATA_WIDTH 512 -chparam USER_WIDTH 32|proc; delete -port nlb_parser/o:*|opt_clean -purge|z3|14|11|16"
-    "lookup|nlb_lookup (the sim profile)|every table read of a descriptor from its bank; m_bank|nlb_lookup|nlb_lookup nlb_flow_hash nlb_mul_const_csa||cutpoint t:nlb_flow_hash; proc; cutpoint t:\$mul; delete -port nlb_lookup/o:*|memory_map; opt_clean -purge|z3|26|3|28"
+    "lookup|nlb_lookup (the sim profile)|every table read of a descriptor from its bank; m_bank|nlb_lookup|nlb_lookup nlb_flow_hash nlb_mul_const_csa||cutpoint t:nlb_flow_hash; proc; cutpoint t:\$mul; delete -port nlb_lookup/o:*|memory_map; opt_clean -purge|z3|14|3|14"
 )
 
 # ---- the mutation checks -------------------------------------------------------------------
@@ -82,7 +82,7 @@ mutants=(
     "parser_bank_live|parser|nlb_parser.v|parser_first_user|takes each beat's tuser (the live bank), not the first beat's|s/^wire \[USER_WIDTH-1:0\] user_now = beat_idx_reg == {BEAT_IDX_BITS{1'b0}} ? s_axis_tuser : user_reg;/wire [USER_WIDTH-1:0] user_now = s_axis_tuser;/"
     "parser_lost_descriptor|parser|nlb_parser.v|parser_one_per_frame|loses the descriptor of a frame right behind another|s/^    s1_valid_reg <= beat \&\& s_axis_tlast;/    s1_valid_reg <= beat \&\& s_axis_tlast \&\& !s1_valid_reg;/"
     "lookup_vip_bank_head|lookup|nlb_lookup.v|lookup_vip_bank|reads the VIP table in the bank of the descriptor at the FIFO head|s/^assign vip_rd_bank = sa\[F_BANK\];/assign vip_rd_bank = d_bank;/"
-    "lookup_maglev_bank_live|lookup|nlb_lookup.v|lookup_maglev_bank|reads the Maglev table in the bank of the descriptor written now|s/^assign maglev_rd_bank = sk\[F_BANK\];/assign maglev_rd_bank = s_user[0];/"
+    "lookup_rule_bank_live|lookup|nlb_lookup.v|lookup_rule_bank|reads the rule table in the bank of the descriptor written now|s/^assign rule_rd_bank = se\[F_BANK\];/assign rule_rd_bank = s_user[0];/"
 )
 
 # ---- options --------------------------------------------------------------------------------
