@@ -66,7 +66,7 @@ proofs=(
 mutants=(
     "fifo_ready_when_full|fifo4|nlb_fifo.v|fifo_ready|takes a beat while full and drops it|s/^assign s_ready = !full;/assign s_ready = 1'b1;/"
     "fifo_write_lost|fifo4|nlb_fifo.v|fifo_beat_order fifo_count|drops the beat written while a word is read|s/^    if (wr) begin/    if (wr \&\& !rd) begin/"
-    "fifo_refill_on_stall|fifo4|nlb_fifo.v|fifo_hold|replaces the offered word while the sink stalls|s/^wire rd = !empty \&\& (!out_valid_reg || m_ready);/wire rd = !empty;/"
+    "fifo_refill_on_stall|fifo4|nlb_fifo.v|fifo_hold fifo_beat_order|replaces the offered word while the sink stalls|s/^wire rd = !empty \&\& (!out_valid_reg || m_ready);/wire rd = !empty;/"
     "fifo_read_old_slot|fifo4|nlb_fifo.v|fifo_beat_order|reads the wrong slot (reorders beats)|s/out_reg <= mem\[rd_ptr_reg\[AW-1:0\]\];/out_reg <= mem[wr_ptr_reg[AW-1:0]];/"
     "fifo_valid_drops|fifo4|nlb_fifo.v|fifo_hold fifo_beat_order|drops m_valid before the word is taken|s/^    end else if (take) begin/    end else if (!m_ready) begin/"
     "fifo_count_on_read|fifo4|nlb_fifo.v|fifo_count|counts a refill of the output register as a beat out|s/- {{AW{1'b0}}, take};/- {{AW{1'b0}}, rd};/"
