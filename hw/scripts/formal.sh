@@ -55,7 +55,7 @@ proofs=(
     "fifo4|nlb_fifo WIDTH=8 DEPTH=4|beats in order, none lost or made up; count; valid/ready|nlb_fifo|nlb_fifo|-chparam WIDTH 8 -chparam DEPTH 4|||z3|14|4|16"
     "fifo2|nlb_fifo WIDTH=8 DEPTH=2|beats in order, none lost or made up; count; valid/ready|nlb_fifo|nlb_fifo|-chparam WIDTH 8 -chparam DEPTH 2|||z3|10|4|12"
     "skid|nlb_axis_skid DATA_WIDTH=512|beats in order, none lost or made up; valid/ready; tready|nlb_axis_skid|nlb_axis_skid||||z3|10|4|10"
-    "regs|nlb_regs (2-entry tables)|AXI-Lite slave: one response per request, held under back-pressure|nlb_regs|nlb_regs nlb_table_mem nlb_table_cmd|-chparam VIP_BUCKETS 2 -chparam RULES 2 -chparam POOLS 2 -chparam MAGLEV_SLOTS 2 -chparam BACKENDS 2|cutpoint t:*nlb_table_mem*; proc; cutpoint nlb_regs/w:data_next||z3|5|5|8"
+    "regs|nlb_regs (2-entry tables)|AXI-Lite slave: one response per request, held under back-pressure|nlb_regs|nlb_regs nlb_table_mem nlb_table_cmd|-chparam VIP_BUCKETS 2 -chparam RULES 2 -chparam POOLS 2 -chparam MAGLEV_SLOTS 2 -chparam BACKENDS 2|cutpoint t:*nlb_table_mem*; proc; cutpoint nlb_regs/w:data_next||z3|10|5|8"
     "parser|nlb_parser DATA_WIDTH=512 USER_WIDTH=32|one descriptor per frame, 9 clocks after tlast; m_user = first beat's tuser|nlb_parser|nlb_parser|-chparam DATA_WIDTH 512 -chparam USER_WIDTH 32|proc; delete -port nlb_parser/o:*|opt_clean -purge|z3|14|11|16"
     "lookup|nlb_lookup (the sim profile)|every table read of a descriptor from its bank; m_bank|nlb_lookup|nlb_lookup nlb_flow_hash nlb_mul_const_csa||cutpoint t:nlb_flow_hash; proc; cutpoint t:\$mul; delete -port nlb_lookup/o:*|memory_map; opt_clean -purge|z3|14|3|14"
 )
