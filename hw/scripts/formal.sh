@@ -132,6 +132,7 @@ need_tool timeout coreutils
 # ---- running ----------------------------------------------------------------------------------
 rows=()
 failures=0
+started=$SECONDS
 
 row() { # block set method depth result seconds
     rows+=("$(printf '%-30s | %-58s | %-9s | %5s | %-34s | %7s' "$@")")
@@ -274,5 +275,5 @@ printf '\n%-30s | %-58s | %-9s | %5s | %-34s | %7s\n' block "property set" metho
 printf '%s\n' "$(printf '%.0s-' {1..160})"
 printf '%s\n' "${rows[@]}"
 echo
-echo "formal: ${#rows[@]} checks, $failures failed (yosys $("$yosys" -V | awk '{print $2}'); traces and logs in $out)"
+echo "formal: ${#rows[@]} checks, $failures failed in $((SECONDS - started)) s (yosys $("$yosys" -V | awk '{print $2}'); traces and logs in $out)"
 [ "$failures" -eq 0 ]
