@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # The whole test suite of nlb-offload, from a clean checkout.
 #
-# Installs the system packages it needs when run as root (from Debian: Verilator, curl,
-# iproute2, protobuf-compiler (to build the etcd client), etcd-server (the fleet's tests), and
-# for the operator tools' tests tmux, systemd, man-db, procps, prometheus), then runs:
+# Installs the system packages it needs when run as root (from Debian: Verilator, Yosys, z3,
+# curl, iproute2, protobuf-compiler (to build the etcd client), etcd-server (the fleet's tests),
+# and for the operator tools' tests tmux, systemd, man-db, procps, prometheus), then runs:
 # rustfmt check, clippy (warnings are errors; the tools also with their Verilator engine), every
 # workspace test (including the Verilator co-simulation in the verif crate), the tools' tests
-# that need the Verilator engine, and `verilator --lint-only -Wall` over hw/rtl.
+# that need the Verilator engine, `verilator --lint-only -Wall` over hw/rtl, and the formal
+# proofs of hw/scripts/formal.sh (Yosys, yosys-smtbmc, z3).
 # With CI=true a missing tool is an error, never a skip.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -16,6 +17,9 @@ say() { printf '\n== %s\n' "$*"; }
 # --- system packages -------------------------------------------------------------------------
 need=()
 command -v verilator >/dev/null || need+=(verilator)
+# The formal proofs (hw/scripts/formal.sh): Yosys (with yosys-smtbmc) and the z3 solver.
+{ command -v yosys && command -v yosys-smtbmc; } >/dev/null || need+=(yosys)
+command -v z3 >/dev/null || need+=(z3)
 command -v curl >/dev/null || need+=(curl)
 command -v ip >/dev/null || need+=(iproute2)
 # The operator tools' tests: nlbctl top in tmux (tools/tests/top.rs); the service units, man
@@ -75,5 +79,13 @@ cargo test -p nlb-tools --features rtl --test sim_rtl --test e2e_rtl
 # --- RTL lint --------------------------------------------------------------------------------
 say "verilator --lint-only -Wall over hw/rtl"
 hw/scripts/lint.sh
+
+# --- formal proofs ---------------------------------------------------------------------------
+# The proofs with their covers; the mutation checks (each a planted bug the proofs must catch,
+# about 10 CPU-minutes) are a separate command: hw/scripts/formal.sh --mutants.
+say "formal proofs (yosys-smtbmc, z3): hw/scripts/formal.sh --no-mutants"
+formal_start=$SECONDS
+hw/scripts/formal.sh --no-mutants
+echo "formal proofs: $((SECONDS - formal_start)) s"
 
 say "all checks passed"

@@ -112,6 +112,11 @@ assign s_axis_tready = s_ready_reg;
 assign {m_axis_tuser, m_axis_tlast, m_axis_tkeep, m_axis_tdata} = out_beat_reg;
 assign m_axis_tvalid = out_valid_reg;
 
+`ifdef FORMAL
+// Formal properties over this module's registers (hw/scripts/formal.sh).
+`include "nlb_axis_skid_props.vh"
+`endif
+
 endmodule
 
 `resetall

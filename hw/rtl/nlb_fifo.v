@@ -75,6 +75,11 @@ assign m_data = out_reg;
 assign m_valid = out_valid_reg;
 assign count = count_reg;
 
+`ifdef FORMAL
+// Formal properties over this module's registers (hw/scripts/formal.sh).
+`include "nlb_fifo_props.vh"
+`endif
+
 endmodule
 
 `resetall

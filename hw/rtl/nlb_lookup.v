@@ -1221,6 +1221,11 @@ assign m_l3_end = r[F_L3END +: LW];
 assign m_tos = r[F_TOS +: 8];
 assign m_dont_fragment = r[F_DF];
 
+`ifdef FORMAL
+// Formal properties of the per-packet table bank (hw/scripts/formal.sh).
+`include "nlb_lookup_props.vh"
+`endif
+
 endmodule
 
 `resetall

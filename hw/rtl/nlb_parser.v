@@ -993,6 +993,11 @@ assign m_inner_dst_port = out_q_dport_reg;
 
 `undef NLB_BYTE
 
+`ifdef FORMAL
+// Formal properties of the descriptor timing and sideband (hw/scripts/formal.sh).
+`include "nlb_parser_props.vh"
+`endif
+
 endmodule
 
 `resetall

@@ -1101,6 +1101,11 @@ nlb_table_mem #(
     .b_rdata(backend_b_rdata)
 );
 
+`ifdef FORMAL
+// Formal properties of the AXI-Lite slave (hw/scripts/formal.sh).
+`include "nlb_regs_props.vh"
+`endif
+
 endmodule
 
 `resetall

@@ -1,0 +1,279 @@
+#!/usr/bin/env bash
+# Formal proofs of RTL blocks with Yosys and yosys-smtbmc (docs/verification.md "Formal
+# proofs"). The properties live in hw/formal/<module>_props.vh, included by each module under
+# `ifdef FORMAL.
+#
+# For each proof: Yosys writes an SMT-LIBv2 model of the block, then yosys-smtbmc runs
+#   bmc        bounded model check from reset, DEPTH clocks (a failure is a real trace);
+#   induction  k-induction of depth DEPTH (with the bmc pass: the properties hold in every
+#              reachable state, unbounded);
+#   cover      every cover statement reached within DEPTH clocks (the states the proof is
+#              about are reachable, so the assumptions do not rule them out).
+# Then the mutation checks: each plants a bug in a copy of the RTL (a sed expression) and
+# runs bmc with the specification's assertions only (FORMAL_SPEC_ONLY: the inductive
+# invariants off, so the bug must show at the block's ports); the bug must be caught, by the
+# assertion named, with a counterexample trace. A mutation that no longer applies (the RTL
+# changed) is an error too.
+#
+# Prints a table (block, property set, method, depth, result, seconds) and exits non-zero if
+# anything fails. Traces and logs: target/formal/<proof>/ (NLB_FORMAL_DIR to move it):
+# bmc.vcd / induction.vcd of a failure (for induction: the k clocks before the step that
+# breaks a property, from a state that need not be reachable), cover<N>.vcd per cover.
+#
+# Usage: hw/scripts/formal.sh                     every proof, then every mutation check
+#        hw/scripts/formal.sh --no-mutants         proofs only
+#        hw/scripts/formal.sh --mutants            mutation checks only
+#        hw/scripts/formal.sh fifo regs            only these proofs (and their mutations)
+#        hw/scripts/formal.sh --list               the proofs and mutations
+#        YOSYS=... YOSYS_SMTBMC=... NLB_FORMAL_TIMEOUT=seconds (per solver run; 600)
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+hw="$(cd "$here/.." && pwd)"
+top_dir="$(cd "$hw/.." && pwd)"
+out="${NLB_FORMAL_DIR:-$top_dir/target/formal}"
+yosys="${YOSYS:-yosys}"
+smtbmc="${YOSYS_SMTBMC:-yosys-smtbmc}"
+limit="${NLB_FORMAL_TIMEOUT:-600}"
+
+# ---- the proofs -----------------------------------------------------------------------------
+# "name|block (module and parameters)|property set|top|RTL files|hierarchy arguments|
+#  Yosys commands before prep|Yosys commands after prep|solver|bmc depth|induction depth|
+#  cover depth"
+#
+# Solver: Debian's z3 (4.8.12), run by yosys-smtbmc with --unroll --noincr (a fresh solver
+# per query, the model's functions unrolled): incrementally, or reading the define-fun model
+# directly, it takes minutes on queries it answers from scratch in under a second. Debian's
+# boolector (1.5) has no push/pop and fails on yosys-smtbmc's input.
+#
+# Abstractions (cutpoint: the cut signal becomes a free input every clock, so the proof
+# covers every value it could take, and more): nlb_regs' table memories (their read data) and
+# its data window's next value; the lookup's flow hashes and table read data are inputs or cut
+# (none of them can change which bank a read uses). docs/verification.md says what each
+# proof covers and what it leaves out.
+proofs=(
+    "fifo4|nlb_fifo WIDTH=8 DEPTH=4|beats in order, none lost or made up; count; valid/ready|nlb_fifo|nlb_fifo|-chparam WIDTH 8 -chparam DEPTH 4|||z3|14|4|16"
+    "fifo2|nlb_fifo WIDTH=8 DEPTH=2|beats in order, none lost or made up; count; valid/ready|nlb_fifo|nlb_fifo|-chparam WIDTH 8 -chparam DEPTH 2|||z3|10|4|12"
+    "skid|nlb_axis_skid DATA_WIDTH=512|beats in order, none lost or made up; valid/ready; tready|nlb_axis_skid|nlb_axis_skid||||z3|10|4|10"
+    "regs|nlb_regs (2-entry tables)|AXI-Lite slave: one response per request, held under back-pressure|nlb_regs|nlb_regs nlb_table_mem nlb_table_cmd|-chparam VIP_BUCKETS 2 -chparam RULES 2 -chparam POOLS 2 -chparam MAGLEV_SLOTS 2 -chparam BACKENDS 2|cutpoint t:*nlb_table_mem*; proc; cutpoint nlb_regs/w:data_next||z3|10|5|8"
+    "parser|nlb_parser DATA_WIDTH=512 USER_WIDTH=32|one descriptor per frame, 9 clocks after tlast; m_user = first beat's tuser|nlb_parser|nlb_parser|-chparam DATA_WIDTH 512 -chparam USER_WIDTH 32|proc; delete -port nlb_parser/o:*|opt_clean -purge|z3|14|11|16"
+    "lookup|nlb_lookup (the sim profile)|every table read of a descriptor from its bank; m_bank|nlb_lookup|nlb_lookup nlb_flow_hash nlb_mul_const_csa||cutpoint t:nlb_flow_hash; proc; cutpoint t:\$mul; delete -port nlb_lookup/o:*|memory_map; opt_clean -purge|z3|14|3|14"
+)
+
+# ---- the mutation checks -------------------------------------------------------------------
+# "name|proof|RTL file|assertions that must catch it (any of, space separated)|the bug|
+#  sed expression (applied to a copy; last, so that it may contain |)"
+mutants=(
+    "fifo_ready_when_full|fifo4|nlb_fifo.v|fifo_ready|takes a beat while full and drops it|s/^assign s_ready = !full;/assign s_ready = 1'b1;/"
+    "fifo_write_lost|fifo4|nlb_fifo.v|fifo_beat_order fifo_count|drops the beat written while a word is read|s/^    if (wr) begin/    if (wr \&\& !rd) begin/"
+    "fifo_refill_on_stall|fifo4|nlb_fifo.v|fifo_hold fifo_beat_order|replaces the offered word while the sink stalls|s/^wire rd = !empty \&\& (!out_valid_reg || m_ready);/wire rd = !empty;/"
+    "fifo_read_old_slot|fifo4|nlb_fifo.v|fifo_beat_order|reads the wrong slot (reorders beats)|s/out_reg <= mem\[rd_ptr_reg\[AW-1:0\]\];/out_reg <= mem[wr_ptr_reg[AW-1:0]];/"
+    "fifo_valid_drops|fifo4|nlb_fifo.v|fifo_hold fifo_beat_order|drops m_valid before the word is taken|s/^    end else if (take) begin/    end else if (!m_ready) begin/"
+    "fifo_count_on_read|fifo4|nlb_fifo.v|fifo_count|counts a refill of the output register as a beat out|s/- {{AW{1'b0}}, take};/- {{AW{1'b0}}, rd};/"
+    "skid_lose_caught_beat|skid|nlb_axis_skid.v|skid_beat_order skid_capacity skid_ready|drops the skid beat instead of sending it|s/^        skid_valid_next = 1'b0;/        skid_valid_next = 1'b0; out_valid_next = 1'b0;/"
+    "skid_ready_unregistered|skid|nlb_axis_skid.v|skid_ready skid_beat_order|stays ready with both registers full|s/^assign s_ready_next = m_axis_tready || /assign s_ready_next = 1'b1 || /"
+    "skid_overwrite_output|skid|nlb_axis_skid.v|skid_hold skid_beat_order|loads the output register while the sink stalls|s/^        if (m_axis_tready || !out_valid_reg) begin/        if (1'b1) begin/"
+    "skid_duplicate|skid|nlb_axis_skid.v|skid_no_phantom skid_beat_order|sends a beat that never came in|s/^        out_valid_next = skid_valid_reg;/        out_valid_next = 1'b1;/"
+    "regs_double_b|regs|nlb_regs.v|axil_b_for_request|keeps BVALID after its handshake (a second response)|s/^    bvalid_next = bvalid_reg \&\& !s_axil_bready;/    bvalid_next = bvalid_reg;/"
+    "regs_b_dropped|regs|nlb_regs.v|axil_b_hold|withdraws BVALID before BREADY|s/^    bvalid_next = bvalid_reg \&\& !s_axil_bready;/    bvalid_next = 1'b0;/"
+    "regs_rdata_moves|regs|nlb_regs.v|axil_r_hold axil_r_open axil_r_for_request|overwrites RDATA while RREADY is low|s/^wire rd_slot = ar_full_reg \&\& !ext_rwait_reg \&\& (!rvalid_reg || s_axil_rready);/wire rd_slot = ar_full_reg \&\& !ext_rwait_reg;/"
+    "parser_bank_live|parser|nlb_parser.v|parser_first_user|takes each beat's tuser (the live bank), not the first beat's|s/^wire \[USER_WIDTH-1:0\] user_now = beat_idx_reg == {BEAT_IDX_BITS{1'b0}} ? s_axis_tuser : user_reg;/wire [USER_WIDTH-1:0] user_now = s_axis_tuser;/"
+    "parser_lost_descriptor|parser|nlb_parser.v|parser_one_per_frame|loses the descriptor of a frame right behind another|s/^    s1_valid_reg <= beat \&\& s_axis_tlast;/    s1_valid_reg <= beat \&\& s_axis_tlast \&\& !s1_valid_reg;/"
+    "lookup_vip_bank_head|lookup|nlb_lookup.v|lookup_vip_bank|reads the VIP table in the bank of the descriptor at the FIFO head|s/^assign vip_rd_bank = sa\[F_BANK\];/assign vip_rd_bank = d_bank;/"
+    "lookup_rule_bank_live|lookup|nlb_lookup.v|lookup_rule_bank|reads the rule table in the bank of the descriptor written now|s/^assign rule_rd_bank = se\[F_BANK\];/assign rule_rd_bank = s_user[0];/"
+)
+
+# ---- options --------------------------------------------------------------------------------
+run_proofs=1
+run_mutants=1
+only=()
+for arg in "$@"; do
+    case "$arg" in
+        --no-mutants) run_mutants=0 ;;
+        --mutants) run_proofs=0 ;;
+        --list)
+            for p in "${proofs[@]}"; do IFS='|' read -r n b s _ <<<"$p"; printf 'proof   %-8s %s: %s\n' "$n" "$b" "$s"; done
+            for m in "${mutants[@]}"; do IFS='|' read -r n p _ _ w _ <<<"$m"; printf 'mutant  %-24s (%s) %s\n' "$n" "$p" "$w"; done
+            exit 0 ;;
+        -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+        -*) echo "formal.sh: unknown option $arg (see --help)" >&2; exit 2 ;;
+        *) only+=("$arg") ;;
+    esac
+done
+for o in "${only[@]}"; do
+    found=0
+    for p in "${proofs[@]}"; do [ "${p%%|*}" = "$o" ] && found=1; done
+    if [ "$found" = 0 ]; then
+        echo "formal.sh: no proof named '$o' (see --list)" >&2
+        exit 2
+    fi
+done
+selected() {
+    [ "${#only[@]}" -eq 0 ] && return 0
+    local o
+    for o in "${only[@]}"; do [ "$o" = "$1" ] && return 0; done
+    return 1
+}
+
+need_tool() {
+    if ! command -v "$1" >/dev/null 2>&1; then
+        echo "formal.sh: $1 not found (apt-get install $2)" >&2
+        exit 2
+    fi
+}
+need_tool "$yosys" yosys
+need_tool "$smtbmc" yosys
+for p in "${proofs[@]}"; do
+    IFS='|' read -r _ _ _ _ _ _ _ _ solver _ <<<"$p"
+    need_tool "$solver" "$solver"
+done
+need_tool timeout coreutils
+
+# ---- running ----------------------------------------------------------------------------------
+rows=()
+failures=0
+started=$SECONDS
+
+row() { # block set method depth result seconds
+    rows+=("$(printf '%-30s | %-58s | %-9s | %5s | %-34s | %7s' "$@")")
+}
+
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
+
+# Yosys: the SMT2 model of one proof. $1 proof line, $2 directory, $3 RTL directory, $4 extra
+# read_verilog defines.
+build_model() {
+    local name block set top files params extra solver
+    IFS='|' read -r name block set top files params extra post solver _ <<<"$1"
+    local dir="$2" rtl_dir="$3" defines="$4" paths=() f
+    for f in $files; do paths+=("$rtl_dir/$f.v"); done
+    mkdir -p "$dir"
+    "$yosys" -q -l "$dir/yosys.log" -p "
+        read_verilog -defer -sv -formal $defines -I$hw/formal -I$rtl_dir ${paths[*]};
+        hierarchy -check -top $top $params;
+        $extra;
+        prep -top $top;
+        $post;
+        async2sync;
+        dffunmap;
+        write_smt2 -wires $dir/model.smt2" >/dev/null 2>&1
+}
+
+# yosys-smtbmc: $1 solver, $2 log, then its arguments. Sets smt_status (PASSED, FAILED,
+# TIMEOUT, ERROR) and smt_failed (assertion names).
+smt() {
+    local solver="$1" log="$2" rc=0
+    shift 2
+    timeout "$limit" "$smtbmc" -s "$solver" --unroll --noincr "$@" >"$log" 2>&1 || rc=$?
+    # smtbmc draws a progress spinner (backspaces) while the solver works: keep its messages.
+    sed -n "s/.*\(##  .*\)/\1/p" "$log" >"$log.txt"
+    smt_failed="$(sed -n 's/.*Assert failed in [^:]*: \([^ ]*\).*/\1/p' "$log.txt" | sort -u | tr '\n' ' ')"
+    if [ "$rc" = 124 ]; then
+        smt_status=TIMEOUT
+    elif grep -q 'Status: PASSED' "$log.txt"; then
+        smt_status=PASSED
+    elif grep -q 'Status: FAILED' "$log.txt"; then
+        smt_status=FAILED
+    else
+        smt_status=ERROR
+    fi
+}
+
+if [ "$run_proofs" = 1 ]; then
+    for p in "${proofs[@]}"; do
+        IFS='|' read -r name block set top files params extra post solver bmc_depth ind_depth cover_depth <<<"$p"
+        selected "$name" || continue
+        dir="$out/$name"
+        rm -rf "$dir"
+        t0="$(now)"
+        if ! build_model "$p" "$dir" "$hw/rtl" ""; then
+            row "$block" "$set" "model" "" "ERROR (Yosys: $dir/yosys.log)" "$(since "$t0")"
+            failures=$((failures + 1))
+            continue
+        fi
+        row "$block" "$set" "model" "" "ok ($solver)" "$(since "$t0")"
+
+        t0="$(now)"
+        smt "$solver" "$dir/bmc.log" -t "$bmc_depth" --dump-vcd "$dir/bmc.vcd" "$dir/model.smt2"
+        result="$smt_status"
+        [ "$smt_status" = FAILED ] && result="FAILED: $smt_failed(bmc.vcd)"
+        [ "$smt_status" = PASSED ] || failures=$((failures + 1))
+        row "$block" "$set" "bmc" "$bmc_depth" "$result" "$(since "$t0")"
+
+        t0="$(now)"
+        smt "$solver" "$dir/induction.log" -i -t "$ind_depth" --dump-vcd "$dir/induction.vcd" \
+            "$dir/model.smt2"
+        result="$smt_status"
+        [ "$smt_status" = PASSED ] && result="PROVEN (unbounded)"
+        [ "$smt_status" = FAILED ] && result="FAILED: $smt_failed(induction.vcd)"
+        [ "$smt_status" = PASSED ] || failures=$((failures + 1))
+        row "$block" "$set" "induction" "$ind_depth" "$result" "$(since "$t0")"
+
+        t0="$(now)"
+        smt "$solver" "$dir/cover.log" -c -t "$cover_depth" --dump-vcd "$dir/cover%.vcd" \
+            "$dir/model.smt2"
+        reached="$(grep -c 'Reached cover statement' "$dir/cover.log.txt" || true)"
+        missed="$(sed -n 's/.*Unreached cover statement at \([^ ]*\).*/\1/p' "$dir/cover.log.txt" | tr '\n' ' ')"
+        result="$smt_status"
+        [ "$smt_status" = PASSED ] && result="all $reached reached"
+        [ "$smt_status" = FAILED ] && result="UNREACHED: $missed"
+        [ "$smt_status" = PASSED ] || failures=$((failures + 1))
+        row "$block" "$set" "cover" "$cover_depth" "$result" "$(since "$t0")"
+    done
+fi
+
+if [ "$run_mutants" = 1 ]; then
+    tmp="$(mktemp -d)"
+    trap 'rm -rf "$tmp"' EXIT
+    for m in "${mutants[@]}"; do
+        IFS='|' read -r mname proof file expect what expr <<<"$m"
+        selected "$proof" || continue
+        pline=""
+        for p in "${proofs[@]}"; do [ "${p%%|*}" = "$proof" ] && pline="$p"; done
+        IFS='|' read -r _ block _ _ _ _ _ _ solver bmc_depth _ <<<"$pline"
+        dir="$out/mutant-$mname"
+        rm -rf "$dir" "$tmp/rtl"
+        cp -r "$hw/rtl" "$tmp/rtl"
+        t0="$(now)"
+        if ! sed -i "$expr" "$tmp/rtl/$file" 2>"$tmp/sed.err"; then
+            row "$block" "mutant $mname: $what" "bmc" "$bmc_depth" "ERROR: sed $(head -c 60 "$tmp/sed.err")" "$(since "$t0")"
+            failures=$((failures + 1))
+            continue
+        fi
+        if cmp -s "$hw/rtl/$file" "$tmp/rtl/$file"; then
+            row "$block" "mutant $mname: $what" "bmc" "$bmc_depth" "STALE: sed changed nothing" "$(since "$t0")"
+            failures=$((failures + 1))
+            continue
+        fi
+        mkdir -p "$dir"
+        diff -u "$hw/rtl/$file" "$tmp/rtl/$file" >"$dir/mutation.diff" || true
+        if ! build_model "$pline" "$dir" "$tmp/rtl" "-DFORMAL_SPEC_ONLY"; then
+            row "$block" "mutant $mname: $what" "model" "" "ERROR (Yosys: $dir/yosys.log)" "$(since "$t0")"
+            failures=$((failures + 1))
+            continue
+        fi
+        smt "$solver" "$dir/bmc.log" -t "$bmc_depth" --dump-vcd "$dir/bmc.vcd" "$dir/model.smt2"
+        caught=""
+        for e in $expect; do
+            case " $smt_failed" in *" $e "*) caught="$caught$e " ;; esac
+        done
+        if [ "$smt_status" = FAILED ] && [ -n "$caught" ] && [ -s "$dir/bmc.vcd" ]; then
+            result="caught: ${caught% } (trace)"
+        elif [ "$smt_status" = FAILED ]; then
+            result="WRONG: ${smt_failed% }"
+            failures=$((failures + 1))
+        else
+            result="MISSED ($smt_status)"
+            failures=$((failures + 1))
+        fi
+        row "$block" "mutant $mname: $what" "bmc" "$bmc_depth" "$result" "$(since "$t0")"
+    done
+fi
+
+printf '\n%-30s | %-58s | %-9s | %5s | %-34s | %7s\n' block "property set" method depth result seconds
+printf '%s\n' "$(printf '%.0s-' {1..160})"
+printf '%s\n' "${rows[@]}"
+echo
+echo "formal: ${#rows[@]} checks, $failures failed in $((SECONDS - started)) s (yosys $("$yosys" -V | awk '{print $2}'); traces and logs in $out)"
+[ "$failures" -eq 0 ]
