@@ -956,6 +956,11 @@ pub struct Config {
     pub health_checks: Vec<HealthCheck>,
     /// Service load-balancing policies.
     pub service_lb_policies: Vec<ServiceLbPolicy>,
+    /// What each Kubernetes LoadBalancer Service became, when the input was Kubernetes
+    /// manifests ([`crate::kube`]); not part of the digest (the objects above are).
+    pub kubernetes: Vec<crate::kube::KubeService>,
+    /// Things worth telling the user about how the input was read (printed by `compile`).
+    pub notes: Vec<String>,
 }
 
 /// Formats a MAC as `02:00:00:00:00:01`.

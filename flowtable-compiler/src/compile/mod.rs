@@ -944,7 +944,7 @@ pub(crate) fn compile_checked(
         symbols: layout.symbols,
         config_digest: config.digest(),
         pools: Vec::new(),
-        notes: layout.notes,
+        notes: config.notes.iter().cloned().chain(layout.notes).collect(),
         plans: layout.plans,
     };
     c.pools = c

@@ -116,6 +116,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
             Some(FragmentArg::Later) => Fragment::Later,
         },
     };
+    let mut kube_services = Vec::new();
     let e: Explanation = match (&args.socket, &args.config) {
         (Some(socket), _) => crate::admin::ask(
             socket,
@@ -136,7 +137,9 @@ pub fn run(args: Args) -> Result<(), CliError> {
         (None, Some(config)) => {
             let profile = common::profile(&args.profile)?;
             let health = common::health(args.health.as_deref())?;
-            let compiled = common::compile_config(config, &health, profile, &Default::default())?;
+            let (config, compiled) =
+                common::compile_config_with(config, &health, profile, &Default::default())?;
+            kube_services = config.kubernetes;
             explain_compiled(&compiled, &flow)
         }
         (None, None) => {
@@ -234,10 +237,53 @@ pub fn run(args: Args) -> Result<(), CliError> {
             outln!("  - {s}");
         }
     }
+    if let Some(k) = e
+        .pool
+        .as_ref()
+        .and_then(|p| kube_services.iter().find(|k| k.pools.contains(p)))
+    {
+        print_kubernetes(k, &e);
+    }
     if e.verdict == "forward" {
         outln!(
             "  (a new connection's choice; an established one keeps its connection-table backend)"
         );
     }
     Ok(())
+}
+
+/// The Kubernetes Service behind the flow's pool: which nodes are backends, and why.
+fn print_kubernetes(k: &flowtable_compiler::kube::KubeService, e: &Explanation) {
+    outln!(
+        "kubernetes Service {}: {}, externalTrafficPolicy {:?}",
+        k.service,
+        k.shape.describe(),
+        k.policy
+    );
+    outln!("  health check {}", k.health_check);
+    let members = k.nodes.iter().filter(|n| n.member).count();
+    outln!(
+        "  {members} of {} nodes are backends (ready / serving / terminating endpoints of the Service on each):",
+        k.nodes.len()
+    );
+    for n in &k.nodes {
+        let this = if e.backend.as_deref().is_some_and(|b| b == n.node || b == format!("{}.ipv6", n.node)) {
+            "  <- this flow"
+        } else {
+            ""
+        };
+        outln!(
+            "  {} {:<28} {:<16} {}/{}/{}  {}{this}",
+            if n.member { "+" } else { "-" },
+            n.node,
+            if n.zone.is_empty() { "(no zone)" } else { n.zone.as_str() },
+            n.endpoints[0],
+            n.endpoints[1],
+            n.endpoints[2],
+            n.why
+        );
+    }
+    for note in &k.notes {
+        outln!("  note: {note}");
+    }
 }
