@@ -47,9 +47,15 @@ impl Shape {
     /// In words, for reports.
     pub fn describe(self) -> &'static str {
         match self {
-            Shape::Internal => "internal passthrough load balancer (backend service, GCE_VM_IP NEGs)",
-            Shape::External => "external passthrough load balancer (backend service, GCE_VM_IP NEGs)",
-            Shape::LegacyTargetPool => "external passthrough load balancer (legacy target pool of every node)",
+            Shape::Internal => {
+                "internal passthrough load balancer (backend service, GCE_VM_IP NEGs)"
+            }
+            Shape::External => {
+                "external passthrough load balancer (backend service, GCE_VM_IP NEGs)"
+            }
+            Shape::LegacyTargetPool => {
+                "external passthrough load balancer (legacy target pool of every node)"
+            }
         }
     }
 }
@@ -139,6 +145,12 @@ pub struct KubeService {
     pub nodes: Vec<NodeVerdict>,
     /// Warnings and decisions worth saying (weighting refused, subsets, ...).
     pub notes: Vec<String>,
+    /// With `externalTrafficPolicy: Local`, the ready, non-terminating endpoints of the
+    /// Service on each backend, as `(pool, backend, count)`: a backend with none leaves
+    /// new-connection choice at once, without waiting for health-check thresholds (SPEC
+    /// R10.5), and with weighting the count is its weight where no probe reported one
+    /// (SPEC R7.3). Empty with `Cluster` (every node serves, SPEC R7.1).
+    pub ready_endpoints: Vec<(String, String, u32)>,
 }
 
 /// Rendezvous (highest random weight) score of `node` for the Service `key` (its UID): the
@@ -160,10 +172,16 @@ pub fn rendezvous_score(key: &str, node: &str) -> u64 {
 
 /// The `limit` nodes of the highest rendezvous scores for `key`, in name order.
 pub fn rendezvous_subset(key: &str, nodes: &[String], limit: usize) -> Vec<String> {
-    let mut scored: Vec<(u64, &String)> =
-        nodes.iter().map(|n| (rendezvous_score(key, n), n)).collect();
+    let mut scored: Vec<(u64, &String)> = nodes
+        .iter()
+        .map(|n| (rendezvous_score(key, n), n))
+        .collect();
     scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)));
-    let mut out: Vec<String> = scored.into_iter().take(limit).map(|(_, n)| n.clone()).collect();
+    let mut out: Vec<String> = scored
+        .into_iter()
+        .take(limit)
+        .map(|(_, n)| n.clone())
+        .collect();
     out.sort();
     out
 }
@@ -237,13 +255,27 @@ fn object(r: &mut Reader, obj: &Node, at: &str, inputs: &mut Inputs) {
     };
     match kind {
         "List" | "ServiceList" | "NodeList" | "EndpointSliceList" => {
-            let Some(items) = get(obj, "items") else { return };
+            let Some(items) = get(obj, "items") else {
+                return;
+            };
             let Value::Seq(items) = &items.value else {
                 r.err(items.pos, &join(at, "items"), "expected a list", None);
                 return;
             };
             for (i, item) in items.iter().enumerate() {
-                object(r, item, &format!("{}items[{i}]", if at.is_empty() { String::new() } else { format!("{at}.") }), inputs);
+                object(
+                    r,
+                    item,
+                    &format!(
+                        "{}items[{i}]",
+                        if at.is_empty() {
+                            String::new()
+                        } else {
+                            format!("{at}.")
+                        }
+                    ),
+                    inputs,
+                );
             }
         }
         "Service" if api == "v1" => {
@@ -263,7 +295,12 @@ fn object(r: &mut Reader, obj: &Node, at: &str, inputs: &mut Inputs) {
         }
         "Service" | "Node" => {
             let pos = get(obj, "apiVersion").map_or(obj.pos, |n| n.pos);
-            r.err(pos, &join(&path, "apiVersion"), format!("`{api}` is not the API of a {kind}"), Some("v1".into()));
+            r.err(
+                pos,
+                &join(&path, "apiVersion"),
+                format!("`{api}` is not the API of a {kind}"),
+                Some("v1".into()),
+            );
         }
         other => *inputs.ignored.entry(other.to_string()).or_default() += 1,
     }
@@ -284,16 +321,30 @@ fn project(r: &mut Reader, doc: &Node, inputs: &mut Inputs) {
     };
     if let Some(n) = o.get("nic") {
         if inputs.nic.is_some() {
-            r.err(n.pos, "nic", "`nic` is given twice", Some("one `nic` section".into()));
+            r.err(
+                n.pos,
+                "nic",
+                "`nic` is given twice",
+                Some("one `nic` section".into()),
+            );
         } else {
             inputs.nic = Some(crate::config::read_nic(r, Some(n)));
         }
     }
     let Some(k) = o.get("kubernetes") else { return };
-    let Some(k) = r.object(k, "kubernetes", &["addressPools", "delivery", "nodeMacs"], &[]) else {
+    let Some(k) = r.object(
+        k,
+        "kubernetes",
+        &["addressPools", "delivery", "nodeMacs"],
+        &[],
+    ) else {
         return;
     };
-    for (i, item) in r.list(k.get("addressPools"), "kubernetes.addressPools").iter().enumerate() {
+    for (i, item) in r
+        .list(k.get("addressPools"), "kubernetes.addressPools")
+        .iter()
+        .enumerate()
+    {
         if let Some(p) = r.prefix(item, &format!("kubernetes.addressPools[{i}]")) {
             inputs.project.pools.push(p);
         }
@@ -302,7 +353,11 @@ fn project(r: &mut Reader, doc: &Node, inputs: &mut Inputs) {
         &k,
         "delivery",
         Delivery::Ipip,
-        &[("L2_DSR", Delivery::L2Dsr), ("IPIP", Delivery::Ipip), ("GUE", Delivery::Gue)],
+        &[
+            ("L2_DSR", Delivery::L2Dsr),
+            ("IPIP", Delivery::Ipip),
+            ("GUE", Delivery::Gue),
+        ],
         &[],
     ));
     if let Some(m) = k.get("nodeMacs") {
@@ -315,7 +370,12 @@ fn project(r: &mut Reader, doc: &Node, inputs: &mut Inputs) {
                     }
                 }
             }
-            _ => r.err(m.pos, "kubernetes.nodeMacs", "expected a mapping of node name to MAC", None),
+            _ => r.err(
+                m.pos,
+                "kubernetes.nodeMacs",
+                "expected a mapping of node name to MAC",
+                None,
+            ),
         }
     }
 }
@@ -340,7 +400,13 @@ fn zone_part(zone: &str) -> String {
     }
     let s: String = zone
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
         .take(20)
         .collect();
     s.trim_matches('-').to_string()
@@ -382,7 +448,11 @@ fn pool_addresses(pools: &[&Prefix]) -> Vec<(u128, u64, bool)> {
         .iter()
         .map(|p| {
             let v4 = p.addr.is_ipv4();
-            let bits = if v4 { 32 - u32::from(p.len) } else { 128 - u32::from(p.len) };
+            let bits = if v4 {
+                32 - u32::from(p.len)
+            } else {
+                128 - u32::from(p.len)
+            };
             let size: u64 = if bits >= 16 { 65536 } else { 1u64 << bits };
             let base = match p.addr {
                 IpAddr::V4(a) => u128::from(u32::from(a)),
@@ -447,13 +517,20 @@ fn assign_vips(
             if out.contains_key(&(i, v6)) {
                 continue;
             }
-            let fam: Vec<&Prefix> = inputs.project.pools.iter().filter(|p| p.addr.is_ipv6() == v6).collect();
+            let fam: Vec<&Prefix> = inputs
+                .project
+                .pools
+                .iter()
+                .filter(|p| p.addr.is_ipv6() == v6)
+                .collect();
             let pools = pool_addresses(&fam);
             let total: u64 = pools.iter().map(|p| p.1).sum();
             let family = if v6 { "IPv6" } else { "IPv4" };
             let found = (total > 0)
                 .then(|| {
-                    let start = rendezvous_score("vip", &format!("{}/{}", s.meta.namespace, s.meta.name)) % total;
+                    let start =
+                        rendezvous_score("vip", &format!("{}/{}", s.meta.namespace, s.meta.name))
+                            % total;
                     (0..total)
                         .filter_map(|k| address_at(&pools, (start + k) % total))
                         .find(|a| !used.contains(a))
@@ -483,9 +560,17 @@ fn assign_vips(
 }
 
 /// Endpoint counts of a Service per node: ready (and not terminating), serving, terminating.
-fn endpoint_counts(inputs: &Inputs, namespace: &str, service: &str) -> BTreeMap<String, [usize; 3]> {
+fn endpoint_counts(
+    inputs: &Inputs,
+    namespace: &str,
+    service: &str,
+) -> BTreeMap<String, [usize; 3]> {
     let mut counts: BTreeMap<String, [usize; 3]> = BTreeMap::new();
-    for slice in inputs.slices.iter().filter(|s| s.namespace == namespace && s.service == service) {
+    for slice in inputs
+        .slices
+        .iter()
+        .filter(|s| s.namespace == namespace && s.service == service)
+    {
         for e in &slice.endpoints {
             let c = counts.entry(e.node.clone()).or_default();
             if e.ready && !e.terminating {
@@ -530,15 +615,28 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
     let mut seen: BTreeMap<String, (String, Pos)> = BTreeMap::new();
     for n in &inputs.nodes {
         if let Some((f, p)) = seen.insert(n.name.clone(), (n.file.clone(), n.pos)) {
-            diags.push(&n.file, n.pos, format!("Node/{}", n.name), format!("Node `{}` is given twice (also at {f}:{})", n.name, p.line), None);
+            diags.push(
+                &n.file,
+                n.pos,
+                format!("Node/{}", n.name),
+                format!("Node `{}` is given twice (also at {f}:{})", n.name, p.line),
+                None,
+            );
         }
     }
-    let nodes: BTreeMap<&str, &read::NodeInfo> = inputs.nodes.iter().map(|n| (n.name.as_str(), n)).collect();
+    let nodes: BTreeMap<&str, &read::NodeInfo> =
+        inputs.nodes.iter().map(|n| (n.name.as_str(), n)).collect();
     let mut seen_svc: BTreeMap<String, (String, Pos)> = BTreeMap::new();
     for s in &inputs.services {
         let key = format!("{}/{}", s.meta.namespace, s.meta.name);
         if let Some((f, p)) = seen_svc.insert(key.clone(), (s.file.clone(), s.pos)) {
-            diags.push(&s.file, s.pos, &s.path, format!("Service `{key}` is given twice (also at {f}:{})", p.line), None);
+            diags.push(
+                &s.file,
+                s.pos,
+                &s.path,
+                format!("Service `{key}` is given twice (also at {f}:{})", p.line),
+                None,
+            );
         }
     }
 
@@ -564,7 +662,8 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
     let mut need_shared = [false, false]; // [backend-service check, legacy check]
     let mut any_service = false;
     // (VIP, protocol) → (ports, Service path, file, position) for overlap errors.
-    let mut taken: BTreeMap<(IpAddr, bool), Vec<(PortRange, String, String, Pos)>> = BTreeMap::new();
+    let mut taken: BTreeMap<(IpAddr, bool), Vec<(PortRange, String, String, Pos)>> =
+        BTreeMap::new();
     let mut sorted = order.clone();
     sorted.sort_by(|&a, &b| {
         let (x, y) = (&inputs.services[a].meta, &inputs.services[b].meta);
@@ -577,7 +676,11 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
         let base = base_name(&s.meta.namespace, &s.meta.name);
         let counts = endpoint_counts(inputs, &s.meta.namespace, &s.meta.name);
         let limit = node_limit(s.shape, s.policy);
-        let uid = if s.meta.uid.is_empty() { key.clone() } else { s.meta.uid.clone() };
+        let uid = if s.meta.uid.is_empty() {
+            key.clone()
+        } else {
+            s.meta.uid.clone()
+        };
 
         // Weighting (SPEC R5.6, R7.3): only an external backend service with Local.
         let weighted = s.weighted
@@ -606,15 +709,33 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
                 Some("not Ready (SPEC R7.6)".to_string())
             } else if n.excluded {
                 Some(format!("labelled {} (SPEC R7.6)", read::EXCLUDE_LABEL))
-            } else if !s.families.iter().any(|&v6| if v6 { n.ipv6.is_some() } else { n.ipv4.is_some() }) {
+            } else if !s.families.iter().any(|&v6| {
+                if v6 {
+                    n.ipv6.is_some()
+                } else {
+                    n.ipv4.is_some()
+                }
+            }) {
                 Some("no InternalIP of the Service's IP family".to_string())
-            } else if s.policy == TrafficPolicy::Local && s.shape != Shape::LegacyTargetPool && ep[1] == 0 {
-                Some("externalTrafficPolicy Local: no serving endpoint of the Service on the node".to_string())
+            } else if s.policy == TrafficPolicy::Local
+                && s.shape != Shape::LegacyTargetPool
+                && ep[1] == 0
+            {
+                Some(
+                    "externalTrafficPolicy Local: no serving endpoint of the Service on the node"
+                        .to_string(),
+                )
             } else {
                 None
             };
             match why {
-                Some(w) => verdicts.push(NodeVerdict { node: n.name.clone(), zone: n.zone.clone(), member: false, why: w, endpoints: ep }),
+                Some(w) => verdicts.push(NodeVerdict {
+                    node: n.name.clone(),
+                    zone: n.zone.clone(),
+                    member: false,
+                    why: w,
+                    endpoints: ep,
+                }),
                 None => candidates.push(n.name.clone()),
             }
         }
@@ -631,7 +752,9 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
             _ => candidates.clone(),
         };
         for name in &candidates {
-            let Some(n) = nodes.get(name.as_str()) else { continue };
+            let Some(n) = nodes.get(name.as_str()) else {
+                continue;
+            };
             let ep = counts.get(name).copied().unwrap_or_default();
             let member = members.binary_search(name).is_ok();
             let why = if !member {
@@ -646,7 +769,13 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
                     (_, TrafficPolicy::Cluster) => "externalTrafficPolicy Cluster: every eligible node serves (kube-proxy forwards to a pod anywhere)".to_string(),
                 }
             };
-            verdicts.push(NodeVerdict { node: name.clone(), zone: n.zone.clone(), member, why, endpoints: ep });
+            verdicts.push(NodeVerdict {
+                node: name.clone(),
+                zone: n.zone.clone(),
+                member,
+                why,
+                endpoints: ep,
+            });
         }
         verdicts.sort_by(|a, b| a.node.cmp(&b.node));
         let slices_without_node: usize = inputs
@@ -656,22 +785,40 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
             .map(|x| x.without_node)
             .sum();
         if slices_without_node > 0 {
-            snotes.push(format!("{slices_without_node} endpoint(s) without nodeName count for no node"));
+            snotes.push(format!(
+                "{slices_without_node} endpoint(s) without nodeName count for no node"
+            ));
         }
-        for (node, _) in counts.iter().filter(|(n, _)| !nodes.contains_key(n.as_str())) {
+        for (node, _) in counts
+            .iter()
+            .filter(|(n, _)| !nodes.contains_key(n.as_str()))
+        {
             snotes.push(format!("endpoints on node `{node}`, which no Node manifest describes: the node is not a backend"));
         }
 
         // Health check (SPEC R7.1, R7.6).
         let (hc_name, hc_port, timing) = match s.policy {
-            TrafficPolicy::Cluster => (SHARED_CHECK.to_string(), KUBE_PROXY_HEALTH_PORT, CLUSTER_CHECK),
-            TrafficPolicy::Local => (format!("{base}-hc"), s.health_check_node_port.unwrap_or(0), LOCAL_CHECK),
+            TrafficPolicy::Cluster => (
+                SHARED_CHECK.to_string(),
+                KUBE_PROXY_HEALTH_PORT,
+                CLUSTER_CHECK,
+            ),
+            TrafficPolicy::Local => (
+                format!("{base}-hc"),
+                s.health_check_node_port.unwrap_or(0),
+                LOCAL_CHECK,
+            ),
         };
         let health_check = format!(
             "{hc_name}: HTTP GET /healthz on port {hc_port}, every {} s, timeout {} s, healthy after {}, unhealthy after {}",
             timing[0], timing[1], timing[2], timing[3]
         );
-        let loc = Loc { index: 0, pos: s.pos, fields: Vec::new(), incomplete: false };
+        let loc = Loc {
+            index: 0,
+            pos: s.pos,
+            fields: Vec::new(),
+            incomplete: false,
+        };
         let legacy = s.shape == Shape::LegacyTargetPool;
         if s.policy == TrafficPolicy::Cluster {
             need_shared[usize::from(legacy)] = true;
@@ -686,31 +833,50 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
                     timeout_sec: timing[1],
                     healthy_threshold: timing[2],
                     unhealthy_threshold: timing[3],
-                    loc: Loc { index: c.http_health_checks.len(), ..loc.clone() },
+                    loc: Loc {
+                        index: c.http_health_checks.len(),
+                        ..loc.clone()
+                    },
                 });
             } else {
                 c.health_checks.push(HealthCheck {
                     name: hc_name.clone(),
                     region: String::new(),
-                    probe: Probe::Http { request_path: "/healthz".into(), host: String::new(), response: String::new() },
+                    probe: Probe::Http {
+                        request_path: "/healthz".into(),
+                        host: String::new(),
+                        response: String::new(),
+                    },
                     port: hc_port,
                     check_interval_sec: timing[0],
                     timeout_sec: timing[1],
                     healthy_threshold: timing[2],
                     unhealthy_threshold: timing[3],
-                    loc: Loc { index: c.health_checks.len(), ..loc.clone() },
+                    loc: Loc {
+                        index: c.health_checks.len(),
+                        ..loc.clone()
+                    },
                 });
             }
         }
-        let affinity = if s.client_ip_affinity { Affinity::ClientIp } else { Affinity::None };
+        let affinity = if s.client_ip_affinity {
+            Affinity::ClientIp
+        } else {
+            Affinity::None
+        };
         let idle = match (s.client_ip_affinity, s.affinity_timeout) {
             (true, Some((t, pos))) => {
                 if t > crate::config::MAX_IDLE_TIMEOUT_SEC {
                     diags.push(
                         &s.file,
                         pos,
-                        format!("{}.spec.sessionAffinityConfig.clientIP.timeoutSeconds", s.path),
-                        format!("{t} s is longer than the connection table keeps an idle connection"),
+                        format!(
+                            "{}.spec.sessionAffinityConfig.clientIP.timeoutSeconds",
+                            s.path
+                        ),
+                        format!(
+                            "{t} s is longer than the connection table keeps an idle connection"
+                        ),
                         Some(format!("1..={}", crate::config::MAX_IDLE_TIMEOUT_SEC)),
                     );
                 }
@@ -731,20 +897,39 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
 
         let mut pools = Vec::new();
         let mut svc_vips = Vec::new();
+        let mut ready_endpoints = Vec::new();
         for &v6 in &s.families {
-            let pool = if v6 && s.families.len() > 1 { format!("{base}-v6") } else { base.clone() };
-            let Some(&vip) = vips.get(&(si, v6)) else { continue };
+            let pool = if v6 && s.families.len() > 1 {
+                format!("{base}-v6")
+            } else {
+                base.clone()
+            };
+            let Some(&vip) = vips.get(&(si, v6)) else {
+                continue;
+            };
             svc_vips.push(vip);
             let fam_members: Vec<&read::NodeInfo> = members
                 .iter()
                 .filter_map(|m| nodes.get(m.as_str()).copied())
-                .filter(|n| if v6 { n.ipv6.is_some() } else { n.ipv4.is_some() })
+                .filter(|n| {
+                    if v6 {
+                        n.ipv6.is_some()
+                    } else {
+                        n.ipv4.is_some()
+                    }
+                })
                 .collect();
             for n in &fam_members {
                 used_instances.insert((n.name.clone(), v6));
+                if s.policy == TrafficPolicy::Local {
+                    let ready = counts.get(&n.name).map_or(0, |c| c[0]);
+                    ready_endpoints.push((pool.clone(), backend_name(n, v6), ready as u32));
+                }
             }
             let refs = |ns: &[&read::NodeInfo]| -> Vec<Ref> {
-                ns.iter().map(|n| Ref::named(&backend_name(n, v6), s.pos)).collect()
+                ns.iter()
+                    .map(|n| Ref::named(&backend_name(n, v6), s.pos))
+                    .collect()
             };
             if legacy {
                 c.target_pools.push(TargetPool {
@@ -757,7 +942,10 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
                     failover_ratio: None,
                     delivery,
                     idle_timeout_sec: idle,
-                    loc: Loc { index: c.target_pools.len(), ..loc.clone() },
+                    loc: Loc {
+                        index: c.target_pools.len(),
+                        ..loc.clone()
+                    },
                 });
             } else {
                 any_service = true;
@@ -774,10 +962,18 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
                         zone: zone.to_string(),
                         endpoints: refs(&ns)
                             .into_iter()
-                            .map(|r| NetworkEndpoint { ip: None, ip_pos: s.pos, pos: s.pos, instance: r })
+                            .map(|r| NetworkEndpoint {
+                                ip: None,
+                                ip_pos: s.pos,
+                                pos: s.pos,
+                                instance: r,
+                            })
                             .collect(),
                         size: None,
-                        loc: Loc { index: c.network_endpoint_groups.len(), ..loc.clone() },
+                        loc: Loc {
+                            index: c.network_endpoint_groups.len(),
+                            ..loc.clone()
+                        },
                     });
                     backends.push(Backend {
                         group: Ref::named(&neg, s.pos),
@@ -794,7 +990,9 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
                     region: String::new(),
                     global: true,
                     protocol,
-                    health_checks: if s.policy == TrafficPolicy::Local && s.health_check_node_port.is_none() {
+                    health_checks: if s.policy == TrafficPolicy::Local
+                        && s.health_check_node_port.is_none()
+                    {
                         Vec::new()
                     } else {
                         vec![Ref::named(&hc_name, s.pos)]
@@ -807,16 +1005,27 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
                     failover_ratio: None,
                     drop_traffic_if_unhealthy: false,
                     disable_connection_drain_on_failover: false,
-                    locality_lb_policy: if weighted { LocalityLbPolicy::WeightedMaglev } else { LocalityLbPolicy::Maglev },
+                    locality_lb_policy: if weighted {
+                        LocalityLbPolicy::WeightedMaglev
+                    } else {
+                        LocalityLbPolicy::Maglev
+                    },
                     draining_timeout_sec: 0,
                     service_lb_policy: Some(Ref::named(PASSTHROUGH_POLICY, s.pos)),
                     delivery,
-                    loc: Loc { index: c.backend_services.len(), ..loc.clone() },
+                    loc: Loc {
+                        index: c.backend_services.len(),
+                        ..loc.clone()
+                    },
                 });
             }
             pools.push(pool.clone());
             // Forwarding rules: one per protocol, the Service's ports of that protocol.
-            let suffix = if v6 && s.families.len() > 1 { "-v6" } else { "" };
+            let suffix = if v6 && s.families.len() > 1 {
+                "-v6"
+            } else {
+                ""
+            };
             for (udp, ports) in [(false, &tcp), (true, &udp)] {
                 if ports.is_empty() {
                     continue;
@@ -832,10 +1041,16 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
                     ));
                 }
                 // Overlaps with another Service on the same VIP (SPEC R2.2), at this port.
-                let first = s.ports.iter().find(|p| p.udp == udp).map_or(s.pos, |p| p.pos);
+                let first = s
+                    .ports
+                    .iter()
+                    .find(|p| p.udp == udp)
+                    .map_or(s.pos, |p| p.pos);
                 let mine = taken.entry((vip, udp)).or_default();
                 for r in &ranges {
-                    if let Some((other, opath, ofile, opos)) = mine.iter().find(|(o, ..)| o.overlaps(r)) {
+                    if let Some((other, opath, ofile, opos)) =
+                        mine.iter().find(|(o, ..)| o.overlaps(r))
+                    {
                         diags.push(
                             &s.file,
                             first,
@@ -861,12 +1076,16 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
                     target: Ref::named(&pool, s.pos),
                     backend_service: !legacy,
                     source_ranges: s.source_ranges.clone(),
-                    loc: Loc { index: c.forwarding_rules.len(), ..loc.clone() },
+                    loc: Loc {
+                        index: c.forwarding_rules.len(),
+                        ..loc.clone()
+                    },
                 });
             }
         }
         if !legacy && members.is_empty() {
-            snotes.push("no node serves: new connections to its VIP are dropped (NO_BACKEND)".into());
+            snotes
+                .push("no node serves: new connections to its VIP are dropped (NO_BACKEND)".into());
         }
         for n in &snotes {
             notes.push(format!("Service {key}: {n}"));
@@ -880,17 +1099,30 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
             health_check,
             nodes: verdicts,
             notes: snotes,
+            ready_endpoints,
         });
     }
 
     // The shared Cluster check, once per kind that uses it.
-    let shared = |index| (CLUSTER_CHECK, Loc { index, ..Loc::default() });
+    let shared = |index| {
+        (
+            CLUSTER_CHECK,
+            Loc {
+                index,
+                ..Loc::default()
+            },
+        )
+    };
     if need_shared[0] {
         let (t, loc) = shared(c.health_checks.len());
         c.health_checks.push(HealthCheck {
             name: SHARED_CHECK.into(),
             region: String::new(),
-            probe: Probe::Http { request_path: "/healthz".into(), host: String::new(), response: String::new() },
+            probe: Probe::Http {
+                request_path: "/healthz".into(),
+                host: String::new(),
+                response: String::new(),
+            },
             port: KUBE_PROXY_HEALTH_PORT,
             check_interval_sec: t[0],
             timeout_sec: t[1],
@@ -927,7 +1159,9 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
         });
     }
     for (name, v6) in &used_instances {
-        let Some(n) = nodes.get(name.as_str()) else { continue };
+        let Some(n) = nodes.get(name.as_str()) else {
+            continue;
+        };
         let ip = if *v6 { n.ipv6 } else { n.ipv4 };
         let Some(ip) = ip else { continue };
         let mac = inputs.project.macs.get(name).copied();
@@ -947,12 +1181,24 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
             network: String::new(),
             mac,
             weight: 1,
-            loc: Loc { index: c.instances.len(), pos: n.pos, fields: Vec::new(), incomplete: false },
+            loc: Loc {
+                index: c.instances.len(),
+                pos: n.pos,
+                fields: Vec::new(),
+                incomplete: false,
+            },
         });
     }
     if !inputs.ignored.is_empty() {
-        let kinds: Vec<String> = inputs.ignored.iter().map(|(k, n)| format!("{n} {k}")).collect();
-        notes.push(format!("ignored (no load balancer reads them): {}", kinds.join(", ")));
+        let kinds: Vec<String> = inputs
+            .ignored
+            .iter()
+            .map(|(k, n)| format!("{n} {k}"))
+            .collect();
+        notes.push(format!(
+            "ignored (no load balancer reads them): {}",
+            kinds.join(", ")
+        ));
     }
     c.notes = notes;
     c

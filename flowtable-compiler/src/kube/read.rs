@@ -107,7 +107,12 @@ pub(super) struct Meta {
 
 fn meta(r: &mut Reader, obj: &Node, path: &str, namespaced: bool) -> Option<Meta> {
     let Some(m) = get(obj, "metadata") else {
-        r.err(obj.pos, &format!("{path}.metadata"), "`metadata` is required", None);
+        r.err(
+            obj.pos,
+            &format!("{path}.metadata"),
+            "`metadata` is required",
+            None,
+        );
         return None;
     };
     let mp = format!("{path}.metadata");
@@ -117,7 +122,9 @@ fn meta(r: &mut Reader, obj: &Node, path: &str, namespaced: bool) -> Option<Meta
     };
     Some(Meta {
         namespace: if namespaced {
-            text(r, m, "namespace", &mp).unwrap_or("default").to_string()
+            text(r, m, "namespace", &mp)
+                .unwrap_or("default")
+                .to_string()
         } else {
             String::new()
         },
@@ -221,8 +228,12 @@ pub(super) fn service(r: &mut Reader, obj: &Node, path: &str) -> Option<Service>
             TrafficPolicy::Cluster
         }
     };
-    let health_check_node_port = int(r, spec, "healthCheckNodePort", &sp, 1, 65535).map(|p| p as u16);
-    if policy == TrafficPolicy::Local && health_check_node_port.is_none() && get(spec, "healthCheckNodePort").is_none() {
+    let health_check_node_port =
+        int(r, spec, "healthCheckNodePort", &sp, 1, 65535).map(|p| p as u16);
+    if policy == TrafficPolicy::Local
+        && health_check_node_port.is_none()
+        && get(spec, "healthCheckNodePort").is_none()
+    {
         r.err(
             spec.pos,
             &format!("{sp}.healthCheckNodePort"),
@@ -311,7 +322,10 @@ pub(super) fn service(r: &mut Reader, obj: &Node, path: &str) -> Option<Service>
             int(r, c, "timeoutSeconds", &p, 1, 86400).zip(pos)
         });
     let mut weighted = false;
-    if let Some((v, pos)) = meta.annotations.get("networking.gke.io/weighted-load-balancing") {
+    if let Some((v, pos)) = meta
+        .annotations
+        .get("networking.gke.io/weighted-load-balancing")
+    {
         if v == "pods-per-node" {
             weighted = true;
         } else {

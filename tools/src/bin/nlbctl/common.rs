@@ -160,10 +160,11 @@ impl Input {
                 path.display()
             ))
         })?;
-        let (config, diags) = flowtable_compiler::parse_sources(&[flowtable_compiler::kube::Source {
-            name: path.display().to_string(),
-            text,
-        }]);
+        let (config, diags) =
+            flowtable_compiler::parse_sources(&[flowtable_compiler::kube::Source {
+                name: path.display().to_string(),
+                text,
+            }]);
         if !diags.is_empty() {
             return Err(Error::Invalid(diags).into());
         }
