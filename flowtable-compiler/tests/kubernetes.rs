@@ -814,3 +814,64 @@ fn json_list_streams_are_read_like_yaml() {
     assert_eq!(members(&c.kubernetes[0]), ["n1"].map(String::from).into());
     build(&c, &HealthState::new());
 }
+
+/// `nlbctl explain` on a Service: every node, eligible for a new connection or not, and why.
+#[test]
+fn eligibility_names_every_node_and_the_reason() {
+    let mut t = String::new();
+    node(&mut t, "ready-2", "zone-a", "10.0.0.1", true, &[]);
+    node(&mut t, "ready-1", "zone-b", "10.0.0.2", true, &[]);
+    node(&mut t, "terminating", "zone-a", "10.0.0.3", true, &[]);
+    node(&mut t, "probe-down", "zone-b", "10.0.0.4", true, &[]);
+    node(&mut t, "no-pods", "zone-b", "10.0.0.5", true, &[]);
+    node(&mut t, "not-ready", "zone-a", "10.0.0.6", false, &[]);
+    svc(
+        &mut t,
+        "web",
+        &[("networking.gke.io/weighted-load-balancing", "pods-per-node")],
+        LOCAL,
+    );
+    slice(
+        &mut t,
+        "web",
+        &[
+            ("ready-2", true, true, false),
+            ("ready-2", true, true, false),
+            ("ready-1", true, true, false),
+            ("terminating", false, true, true),
+            ("probe-down", true, true, false),
+            ("not-ready", true, true, false),
+        ],
+    );
+    let c = config(&t);
+    let k = &c.kubernetes[0];
+    let pool = &k.pools[0];
+    let mut h = HealthState::new();
+    h.set_member_healthy(pool, "probe-down", false);
+    let compiled = build(&c, &h);
+    let e: BTreeMap<String, kube::NodeEligibility> = k
+        .eligibility(&compiled, pool, &h)
+        .into_iter()
+        .map(|n| (n.node.clone(), n))
+        .collect();
+    assert_eq!(e.len(), 6);
+    let eligible: BTreeSet<&str> = e
+        .values()
+        .filter(|n| n.eligible)
+        .map(|n| n.node.as_str())
+        .collect();
+    assert_eq!(eligible, ["ready-1", "ready-2"].into());
+    // Weighted by ready pods: 2 to 1 (SPEC R7.3).
+    assert!(
+        (e["ready-2"].share - 2.0 / 3.0).abs() < 0.01,
+        "{:?}",
+        e["ready-2"]
+    );
+    assert!(e["terminating"].member && e["terminating"].why.contains("SPEC R10.5"));
+    assert!(e["probe-down"].member && e["probe-down"].why.contains("fails its health check"));
+    assert!(!e["no-pods"].member && e["no-pods"].why.contains("no serving endpoint"));
+    assert!(!e["not-ready"].member && e["not-ready"].why.contains("not Ready"));
+    // The policy report's group shares are the weighted ones: zone-a holds 2 of 3 ready pods.
+    let report = compiled.pools.iter().find(|p| &p.name == pool).unwrap();
+    assert!(report.why.contains("66.7 %"), "{}", report.why);
+}

@@ -219,7 +219,20 @@ pub(super) fn fill(
     let decide = |groups: &[Group], policy: &Policy| {
         policy::decide(policy, &sp.locality, groups, &mut sp.drain.clone(), sp.now)
     };
-    let decision = decide(&policy_groups(sp, names, healthy, None), &sp.policy);
+    let mut decision = decide(&policy_groups(sp, names, healthy, None), &sp.policy);
+    if sp.weighted && sp.weights_across_groups {
+        // The groups' shares are their endpoints' weighted shares (what the slices hold).
+        let (shares, _) = probe_weighted(sp, &decision, names, probe);
+        for g in &mut decision.groups {
+            if let Some(plan) = sp.groups.iter().find(|p| p.name == g.name) {
+                g.share = plan
+                    .members
+                    .iter()
+                    .filter_map(|&i| shares.get(&names[i]))
+                    .sum();
+            }
+        }
+    }
     let serving_failover = decision.failover_serves;
     let mut notes = Vec::new();
     let mut weights_of = |d: &Decision, set: bool| -> Vec<u32> {

@@ -139,6 +139,8 @@ pub struct KubeService {
     pub pools: Vec<String>,
     /// Its VIPs, one per family.
     pub vips: Vec<IpAddr>,
+    /// Its ports in `spec.ports` order, as (UDP, port).
+    pub ports: Vec<(bool, u16)>,
     /// The health check, in words.
     pub health_check: String,
     /// Every node of the cluster, member or not, with why.
@@ -151,6 +153,120 @@ pub struct KubeService {
     /// R10.5), and with weighting the count is its weight where no probe reported one
     /// (SPEC R7.3). Empty with `Cluster` (every node serves, SPEC R7.1).
     pub ready_endpoints: Vec<(String, String, u32)>,
+}
+
+/// Why one node is, or is not, a choice for a new connection to one of a Service's pools
+/// (`nlbctl explain`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct NodeEligibility {
+    /// The node.
+    pub node: String,
+    /// Its zone (empty when not labelled).
+    pub zone: String,
+    /// The backend named after it in this pool (`NODE`, or `NODE.ipv6`), when a member.
+    pub backend: Option<String>,
+    /// Whether it is a backend (NEG endpoint, target-pool instance) of the Service.
+    pub member: bool,
+    /// Whether new connections may go to it now: it holds slots of the slice that serves.
+    pub eligible: bool,
+    /// Its share of new connections (its slots of the serving slice).
+    pub share: f64,
+    /// The Service's endpoints on it: ready (and not terminating), serving, terminating.
+    pub endpoints: [usize; 3],
+    /// Why, in words.
+    pub why: String,
+}
+
+impl KubeService {
+    /// Every node of the cluster for the Service's pool `pool`, eligible for a new connection
+    /// or not, and why: membership (SPEC R7.1, R7.5, R7.6), then health (`health`, the probes'
+    /// word) and the EndpointSlices' ready endpoints (SPEC R10.5), then weights (SPEC R7.3),
+    /// as the compiled tables hold them.
+    pub fn eligibility(
+        &self,
+        compiled: &crate::Compiled,
+        pool: &str,
+        health: &crate::HealthState,
+    ) -> Vec<NodeEligibility> {
+        let symbols = &compiled.symbols;
+        let id = symbols.pool_id(pool);
+        let members: BTreeSet<&str> = id
+            .and_then(|id| symbols.pools.get(usize::from(id)))
+            .map(|p| {
+                p.members
+                    .iter()
+                    .filter_map(|&b| symbols.backend(b))
+                    .collect()
+            })
+            .unwrap_or_default();
+        // Slots per backend of the slice the pool's descriptor serves now.
+        let mut slots: BTreeMap<&str, usize> = BTreeMap::new();
+        let mut total = 0usize;
+        if let Some(entry) = id.and_then(|id| compiled.tables.pools.get(usize::from(id))) {
+            let (base, size) = (entry.maglev_base as usize, entry.maglev_size as usize);
+            for s in compiled.tables.maglev.iter().skip(base).take(size) {
+                if let Some(b) = symbols.backend(s.backend) {
+                    *slots.entry(b).or_default() += 1;
+                    total += 1;
+                }
+            }
+        }
+        let ready = |backend: &str| {
+            self.ready_endpoints
+                .iter()
+                .find(|(p, b, _)| p == pool && b == backend)
+                .map(|e| e.2)
+        };
+        let member_backends: Vec<&str> = members.iter().copied().collect();
+        let none_ready =
+            !member_backends.is_empty() && member_backends.iter().all(|b| ready(b) == Some(0));
+        self.nodes
+            .iter()
+            .map(|n| {
+                let v6 = format!("{}.ipv6", n.node);
+                let backend = [n.node.as_str(), v6.as_str()]
+                    .into_iter()
+                    .find(|b| members.contains(b))
+                    .map(str::to_string);
+                let got = backend.as_deref().and_then(|b| slots.get(b)).copied().unwrap_or(0);
+                let share = if total == 0 { 0.0 } else { got as f64 / total as f64 };
+                let why = match &backend {
+                    None if n.member => format!(
+                        "{}; but no InternalIP of this pool's IP family",
+                        n.why
+                    ),
+                    None => n.why.clone(),
+                    Some(_) if got > 0 && none_ready => format!(
+                        "{}; no node has a ready endpoint, so every member takes new connections (fail open, SPEC R3.4) and kube-proxy sends them to terminating pods (SPEC R7.2)",
+                        n.why
+                    ),
+                    Some(_) if got > 0 => format!("{}; {:.1} % of new connections", n.why, 100.0 * share),
+                    Some(b) => {
+                        let probe = health.get(pool, b);
+                        if ready(b) == Some(0) {
+                            format!("{}; no ready, non-terminating endpoint: out of new-connection choice now, without waiting for health checks (SPEC R10.5); its established connections continue", n.why)
+                        } else if !probe.healthy {
+                            format!("{}; fails its health check {}: no new connections (SPEC R5.2)", n.why, self.health_check.split(':').next().unwrap_or_default())
+                        } else if probe.weight == Some(0) {
+                            format!("{}; its probe reports weight 0: no new connections (SPEC R5.4)", n.why)
+                        } else {
+                            format!("{}; the pool's policy gives it no share now", n.why)
+                        }
+                    }
+                };
+                NodeEligibility {
+                    node: n.node.clone(),
+                    zone: n.zone.clone(),
+                    member: backend.is_some(),
+                    backend,
+                    eligible: got > 0,
+                    share,
+                    endpoints: n.endpoints,
+                    why,
+                }
+            })
+            .collect()
+    }
 }
 
 /// Rendezvous (highest random weight) score of `node` for the Service `key` (its UID): the
@@ -1096,6 +1212,7 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
             policy: s.policy,
             pools,
             vips: svc_vips,
+            ports: s.ports.iter().map(|p| (p.udp, p.port)).collect(),
             health_check,
             nodes: verdicts,
             notes: snotes,
