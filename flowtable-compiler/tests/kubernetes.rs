@@ -312,7 +312,8 @@ fn the_example_cluster_maps_as_seed_003_describes() {
 #[test]
 fn the_shape_follows_the_class_then_the_annotations() {
     // Seed 003, "Load balancer type" and "Node grouping".
-    let cases: &[(&[(&str, &str)], &str, Option<Shape>)] = &[
+    type Annotations<'a> = &'a [(&'a str, &'a str)];
+    let cases: &[(Annotations, &str, Option<Shape>)] = &[
         (&[], "", Some(Shape::External)),
         (
             &[],
@@ -467,7 +468,7 @@ fn not_ready_and_excluded_nodes_are_never_backends() {
     );
     node(&mut t, "d", "zone-b", "10.0.0.4", true, &[]);
     svc(&mut t, "cl", &[], "");
-    let mut t2 = t.replace("10.0.0.4", "10.0.0.4");
+    let mut t2 = t.clone();
     svc(&mut t2, "lo", &[], LOCAL);
     slice(
         &mut t2,

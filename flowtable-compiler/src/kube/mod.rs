@@ -302,6 +302,10 @@ pub fn rendezvous_subset(key: &str, nodes: &[String], limit: usize) -> Vec<Strin
     out
 }
 
+/// Ports of a Service on an address and protocol: the ports, the Service's path, its file and
+/// position (for overlap errors, SPEC R2.2).
+type TakenPorts = (PortRange, String, String, Pos);
+
 /// The project document's `kubernetes` section.
 #[derive(Debug, Clone, Default)]
 struct Project {
@@ -607,7 +611,6 @@ fn address_at(pools: &[(u128, u64, bool)], mut index: u64) -> Option<IpAddr> {
 fn assign_vips(
     inputs: &Inputs,
     order: &[usize],
-    file: &str,
     diags: &mut Diagnostics,
 ) -> BTreeMap<(usize, bool), IpAddr> {
     let mut out = BTreeMap::new();
@@ -670,7 +673,6 @@ fn assign_vips(
                 ),
             }
         }
-        let _ = file;
     }
     out
 }
@@ -772,14 +774,13 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
             s.foreign_class.as_deref().unwrap_or("")
         ));
     }
-    let vips = assign_vips(inputs, &order, file, diags);
+    let vips = assign_vips(inputs, &order, diags);
 
     let mut used_instances: BTreeSet<(String, bool)> = BTreeSet::new();
     let mut need_shared = [false, false]; // [backend-service check, legacy check]
     let mut any_service = false;
     // (VIP, protocol) → (ports, Service path, file, position) for overlap errors.
-    let mut taken: BTreeMap<(IpAddr, bool), Vec<(PortRange, String, String, Pos)>> =
-        BTreeMap::new();
+    let mut taken: BTreeMap<(IpAddr, bool), Vec<TakenPorts>> = BTreeMap::new();
     let mut sorted = order.clone();
     sorted.sort_by(|&a, &b| {
         let (x, y) = (&inputs.services[a].meta, &inputs.services[b].meta);
