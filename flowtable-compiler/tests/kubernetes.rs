@@ -64,7 +64,7 @@ fn members(k: &kube::KubeService) -> BTreeSet<String> {
     k.nodes
         .iter()
         .filter(|n| n.member)
-        .map(|n| n.node.clone())
+        .map(|n| n.node.to_string())
         .collect()
 }
 
@@ -495,7 +495,7 @@ fn not_ready_and_excluded_nodes_are_never_backends() {
     let why: BTreeMap<&str, &str> = service(&c, "default/cl")
         .nodes
         .iter()
-        .map(|n| (n.node.as_str(), n.why.as_str()))
+        .map(|n| (&*n.node, &*n.why))
         .collect();
     assert!(why["b"].contains("not Ready"), "{why:?}");
     assert!(why["c"].contains("exclude-from-external-load-balancers"));

@@ -29,8 +29,10 @@ use crate::policy::{Algorithm, Isolation, Preference};
 use crate::tree::{Node, Value};
 use nlb_hw::enums::{Affinity, Delivery};
 use read::get;
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
+use std::sync::Arc;
 
 /// Which Google Cloud load balancer a Service becomes (seed 003, "node grouping").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -114,14 +116,15 @@ pub(crate) fn is_manifest(doc: &Node) -> bool {
 /// Why a node does or does not serve a Service.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodeVerdict {
-    /// The node (and the backend named after it).
-    pub node: String,
+    /// The node (and the backend named after it); shared by every Service's verdicts.
+    pub node: Arc<str>,
     /// Its zone (`topology.kubernetes.io/zone`), empty when not labelled.
-    pub zone: String,
+    pub zone: Arc<str>,
     /// Whether it is a backend of the Service.
     pub member: bool,
-    /// Why, in words.
-    pub why: String,
+    /// Why, in words (most reasons are fixed texts: a cluster of thousands of nodes and
+    /// Services holds one verdict per pair).
+    pub why: Cow<'static, str>,
     /// The Service's endpoints on the node: ready, serving, terminating.
     pub endpoints: [usize; 3],
 }
@@ -224,7 +227,7 @@ impl KubeService {
             .iter()
             .map(|n| {
                 let v6 = format!("{}.ipv6", n.node);
-                let backend = [n.node.as_str(), v6.as_str()]
+                let backend = [&*n.node, v6.as_str()]
                     .into_iter()
                     .find(|b| members.contains(b))
                     .map(str::to_string);
@@ -235,7 +238,7 @@ impl KubeService {
                         "{}; but no InternalIP of this pool's IP family",
                         n.why
                     ),
-                    None => n.why.clone(),
+                    None => n.why.to_string(),
                     Some(_) if got > 0 && none_ready => format!(
                         "{}; no node has a ready endpoint, so every member takes new connections (fail open, SPEC R3.4) and kube-proxy sends them to terminating pods (SPEC R7.2)",
                         n.why
@@ -255,8 +258,8 @@ impl KubeService {
                     }
                 };
                 NodeEligibility {
-                    node: n.node.clone(),
-                    zone: n.zone.clone(),
+                    node: n.node.to_string(),
+                    zone: n.zone.to_string(),
                     member: backend.is_some(),
                     backend,
                     eligible: got > 0,
@@ -292,12 +295,12 @@ pub fn rendezvous_subset(key: &str, nodes: &[String], limit: usize) -> Vec<Strin
         .iter()
         .map(|n| (rendezvous_score(key, n), n))
         .collect();
-    scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)));
-    let mut out: Vec<String> = scored
-        .into_iter()
-        .take(limit)
-        .map(|(_, n)| n.clone())
-        .collect();
+    let order = |a: &(u64, &String), b: &(u64, &String)| b.0.cmp(&a.0).then(a.1.cmp(b.1));
+    if limit < scored.len() {
+        scored.select_nth_unstable_by(limit, order);
+        scored.truncate(limit);
+    }
+    let mut out: Vec<String> = scored.into_iter().map(|(_, n)| n.clone()).collect();
     out.sort();
     out
 }
@@ -305,6 +308,33 @@ pub fn rendezvous_subset(key: &str, nodes: &[String], limit: usize) -> Vec<Strin
 /// Ports of a Service on an address and protocol: the ports, the Service's path, its file and
 /// position (for overlap errors, SPEC R2.2).
 type TakenPorts = (PortRange, String, String, Pos);
+
+const EXCLUDED: &str =
+    "labelled node.kubernetes.io/exclude-from-external-load-balancers (SPEC R7.6)";
+const OUTSIDE_SUBSET: &str =
+    "outside the Service's subset (rendezvous hashing on its UID, SPEC R7.5)";
+
+/// [`rendezvous_subset`] over `nodes[candidates]`: the indexes of the `limit` highest scores.
+fn rendezvous_top(
+    key: &str,
+    nodes: &[read::NodeInfo],
+    candidates: &[usize],
+    limit: usize,
+) -> Vec<usize> {
+    let mut scored: Vec<(u64, usize)> = candidates
+        .iter()
+        .map(|&i| (rendezvous_score(key, &nodes[i].name), i))
+        .collect();
+    let order = |a: &(u64, usize), b: &(u64, usize)| {
+        b.0.cmp(&a.0)
+            .then_with(|| nodes[a.1].name.cmp(&nodes[b.1].name))
+    };
+    if limit < scored.len() {
+        scored.select_nth_unstable_by(limit, order);
+        scored.truncate(limit);
+    }
+    scored.into_iter().map(|(_, i)| i).collect()
+}
 
 /// The project document's `kubernetes` section.
 #[derive(Debug, Clone, Default)]
@@ -786,6 +816,14 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
         let (x, y) = (&inputs.services[a].meta, &inputs.services[b].meta);
         (&x.namespace, &x.name).cmp(&(&y.namespace, &y.name))
     });
+    // Nodes in name order, and their names and zones shared by every Service's verdicts.
+    let mut by_name: Vec<usize> = (0..inputs.nodes.len()).collect();
+    by_name.sort_by(|&a, &b| inputs.nodes[a].name.cmp(&inputs.nodes[b].name));
+    let shared_names: Vec<(Arc<str>, Arc<str>)> = inputs
+        .nodes
+        .iter()
+        .map(|n| (Arc::from(n.name.as_str()), Arc::from(n.zone.as_str())))
+        .collect();
     for &si in &sorted {
         let s = &inputs.services[si];
         let key = format!("{}/{}", s.meta.namespace, s.meta.name);
@@ -817,15 +855,16 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
                 }
             };
 
-        // Which nodes serve, and why not the others.
-        let mut verdicts: Vec<NodeVerdict> = Vec::new();
-        let mut candidates: Vec<String> = Vec::new();
-        for n in &inputs.nodes {
+        // Which nodes serve, and why not the others (nodes in name order).
+        let mut verdicts: Vec<NodeVerdict> = Vec::with_capacity(by_name.len());
+        let mut candidates: Vec<usize> = Vec::new();
+        for &i in &by_name {
+            let n = &inputs.nodes[i];
             let ep = counts.get(&n.name).copied().unwrap_or_default();
-            let why = if !n.ready {
-                Some("not Ready (SPEC R7.6)".to_string())
+            let why: Option<&'static str> = if !n.ready {
+                Some("not Ready (SPEC R7.6)")
             } else if n.excluded {
-                Some(format!("labelled {} (SPEC R7.6)", read::EXCLUDE_LABEL))
+                Some(EXCLUDED)
             } else if !s.families.iter().any(|&v6| {
                 if v6 {
                     n.ipv6.is_some()
@@ -833,30 +872,28 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
                     n.ipv4.is_some()
                 }
             }) {
-                Some("no InternalIP of the Service's IP family".to_string())
+                Some("no InternalIP of the Service's IP family")
             } else if s.policy == TrafficPolicy::Local
                 && s.shape != Shape::LegacyTargetPool
                 && ep[1] == 0
             {
-                Some(
-                    "externalTrafficPolicy Local: no serving endpoint of the Service on the node"
-                        .to_string(),
-                )
+                Some("externalTrafficPolicy Local: no serving endpoint of the Service on the node")
             } else {
                 None
             };
-            match why {
-                Some(w) => verdicts.push(NodeVerdict {
-                    node: n.name.clone(),
-                    zone: n.zone.clone(),
-                    member: false,
-                    why: w,
-                    endpoints: ep,
-                }),
-                None => candidates.push(n.name.clone()),
+            if why.is_none() {
+                candidates.push(i);
             }
+            verdicts.push(NodeVerdict {
+                node: shared_names[i].0.clone(),
+                zone: shared_names[i].1.clone(),
+                member: false,
+                why: Cow::Borrowed(why.unwrap_or("")),
+                endpoints: ep,
+            });
         }
-        let members: Vec<String> = match limit {
+        let mut member_of = vec![false; inputs.nodes.len()];
+        match limit {
             Some(l) if candidates.len() > l => {
                 snotes.push(format!(
                     "{} eligible nodes, more than the {l} a {} Service with externalTrafficPolicy {:?} may have: a subset of {l} by rendezvous hashing on the Service's UID (SPEC R7.5)",
@@ -864,37 +901,43 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
                     if s.shape == Shape::Internal { "internal" } else { "external" },
                     s.policy
                 ));
-                rendezvous_subset(&uid, &candidates, l)
+                for i in rendezvous_top(&uid, &inputs.nodes, &candidates, l) {
+                    member_of[i] = true;
+                }
             }
-            _ => candidates.clone(),
-        };
-        for name in &candidates {
-            let Some(n) = nodes.get(name.as_str()) else {
+            _ => {
+                for &i in &candidates {
+                    member_of[i] = true;
+                }
+            }
+        }
+        let members: Vec<String> = candidates
+            .iter()
+            .filter(|&&i| member_of[i])
+            .map(|&i| inputs.nodes[i].name.clone())
+            .collect();
+        let mut k = 0;
+        for &i in &by_name {
+            let v = &mut verdicts[k];
+            k += 1;
+            if !v.why.is_empty() {
                 continue;
-            };
-            let ep = counts.get(name).copied().unwrap_or_default();
-            let member = members.binary_search(name).is_ok();
-            let why = if !member {
-                format!("outside the Service's subset of {} nodes (rendezvous hashing on its UID, SPEC R7.5)", limit.unwrap_or(0))
+            }
+            let ep = v.endpoints;
+            v.member = member_of[i];
+            v.why = if !v.member {
+                Cow::Borrowed(OUTSIDE_SUBSET)
             } else {
                 match (s.shape, s.policy) {
-                    (Shape::LegacyTargetPool, TrafficPolicy::Local) => format!(
+                    (Shape::LegacyTargetPool, TrafficPolicy::Local) => Cow::Owned(format!(
                         "in the target pool (every node); its check on healthCheckNodePort passes only with a ready local endpoint: {} here",
                         ep[0]
-                    ),
-                    (_, TrafficPolicy::Local) => format!("{} serving endpoint(s) on the node ({} ready)", ep[1], ep[0]),
-                    (_, TrafficPolicy::Cluster) => "externalTrafficPolicy Cluster: every eligible node serves (kube-proxy forwards to a pod anywhere)".to_string(),
+                    )),
+                    (_, TrafficPolicy::Local) => Cow::Owned(format!("{} serving endpoint(s) on the node ({} ready)", ep[1], ep[0])),
+                    (_, TrafficPolicy::Cluster) => Cow::Borrowed("externalTrafficPolicy Cluster: every eligible node serves (kube-proxy forwards to a pod anywhere)"),
                 }
             };
-            verdicts.push(NodeVerdict {
-                node: name.clone(),
-                zone: n.zone.clone(),
-                member,
-                why,
-                endpoints: ep,
-            });
         }
-        verdicts.sort_by(|a, b| a.node.cmp(&b.node));
         let slices_without_node: usize = inputs
             .slices
             .iter()
