@@ -566,26 +566,30 @@ fn size_slices(
         .iter()
         .map(|p| u64::from(p.size) + u64::from(p.failover_size))
         .sum();
-    // The slices that may shrink: (plan, failover slice, size, members): those of target
-    // pools and backend services (a target instance's holds one slot).
-    let slices = |plans: &[PoolPlan]| -> Vec<(usize, bool, u32, usize)> {
-        let mut v = Vec::new();
-        for (i, p) in plans.iter().enumerate() {
-            match (&p.service, p.kind) {
-                (Some(sp), _) => {
-                    v.push((i, false, p.size, sp.members_of(false).len()));
-                    v.push((i, true, p.failover_size, sp.members_of(true).len()));
-                }
-                (None, PoolKind::TargetPool) => v.push((i, false, p.size, p.members.len())),
-                _ => {}
+    // The slices that may shrink: (plan, failover slice, members): those of target pools and
+    // backend services (a target instance's holds one slot). Member counts do not change
+    // while slices shrink: counted once (a cluster of thousands of Services shrinks many
+    // steps).
+    let mut slices: Vec<(usize, bool, usize)> = Vec::new();
+    for (i, p) in plans.iter().enumerate() {
+        match (&p.service, p.kind) {
+            (Some(sp), _) => {
+                slices.push((i, false, sp.members_of(false).len()));
+                slices.push((i, true, sp.members_of(true).len()));
             }
+            (None, PoolKind::TargetPool) => slices.push((i, false, p.members.len())),
+            _ => {}
         }
-        v
-    };
+    }
     while total > cap {
-        let candidate = slices(plans)
-            .into_iter()
-            .filter_map(|(i, failover, size, n)| {
+        let candidate = slices
+            .iter()
+            .filter_map(|&(i, failover, n)| {
+                let size = if failover {
+                    plans[i].failover_size
+                } else {
+                    plans[i].size
+                };
                 maglev::step_down(size, n).map(|new| (size, i, failover, new))
             })
             .max_by_key(|(size, i, failover, _)| (*size, std::cmp::Reverse((*i, *failover))));
@@ -640,7 +644,12 @@ fn size_slices(
         );
     }
     let mut notes = Vec::new();
-    for (i, failover, size, n) in slices(plans) {
+    for &(i, failover, n) in &slices {
+        let size = if failover {
+            plans[i].failover_size
+        } else {
+            plans[i].size
+        };
         if size != 0 && size != maglev::size_for(n) {
             notes.push(format!(
                 "pool {}: {}Maglev slice of {size} slots instead of {} to fit the slot memory",
