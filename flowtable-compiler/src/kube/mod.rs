@@ -916,10 +916,7 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
             .filter(|&&i| member_of[i])
             .map(|&i| inputs.nodes[i].name.clone())
             .collect();
-        let mut k = 0;
-        for &i in &by_name {
-            let v = &mut verdicts[k];
-            k += 1;
+        for (v, &i) in verdicts.iter_mut().zip(&by_name) {
             if !v.why.is_empty() {
                 continue;
             }
