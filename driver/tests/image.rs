@@ -87,6 +87,8 @@ fn driver_loaded_examples_behave_like_the_image() {
         "udp-dns.yaml",
         "target-instance.yaml",
         "web.json",
+        // Kubernetes manifests (a directory): IPIP to the nodes, IPv4 and IPv6.
+        "kubernetes",
     ];
     for name in examples {
         let image = compiled(name, &HealthState::new());

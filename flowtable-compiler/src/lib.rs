@@ -44,6 +44,7 @@ pub mod diff;
 pub mod explain;
 pub mod health;
 pub mod image;
+pub mod kube;
 pub mod maglev;
 pub mod model;
 pub mod policy;
@@ -120,11 +121,92 @@ pub fn read_text(path: &Path) -> Result<String, Error> {
     })
 }
 
-/// Reads and validates a configuration file (YAML, or JSON by extension or first character).
+/// The inputs `path` names: the file itself; every `.yaml`, `.yml` and `.json` file of a
+/// directory, in name order (Kubernetes manifests); or standard input for `-` (a `kubectl get
+/// -o yaml|json` stream).
+pub fn read_sources(path: &Path) -> Result<Vec<kube::Source>, Error> {
+    let io = |source| Error::Io {
+        path: path.display().to_string(),
+        source,
+    };
+    if path.as_os_str() == "-" {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).map_err(io)?;
+        return Ok(vec![kube::Source {
+            name: "-".into(),
+            text,
+        }]);
+    }
+    if path.is_dir() {
+        let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(path)
+            .map_err(io)?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| {
+                p.is_file()
+                    && p.extension()
+                        .and_then(|e| e.to_str())
+                        .is_some_and(|e| matches!(e, "yaml" | "yml" | "json"))
+            })
+            .collect();
+        files.sort();
+        return files
+            .iter()
+            .map(|p| {
+                Ok(kube::Source {
+                    name: p.display().to_string(),
+                    text: read_text(p)?,
+                })
+            })
+            .collect();
+    }
+    Ok(vec![kube::Source {
+        name: path.display().to_string(),
+        text: read_text(path)?,
+    }])
+}
+
+/// Parses inputs into one configuration: Kubernetes manifests when any document has an
+/// `apiVersion` (with an optional project document of `nic` and `kubernetes` sections, see
+/// [`kube`]), otherwise one configuration file of our own form ([`parse_config`]).
+pub fn parse_sources(sources: &[kube::Source]) -> (Config, Diagnostics) {
+    let mut trees = Vec::new();
+    let mut diags = Diagnostics::new();
+    for s in sources {
+        match tree::parse_stream(&s.name, &s.text) {
+            Ok(docs) => trees.push((s.name.clone(), docs)),
+            Err(d) => diags.extend(d),
+        }
+    }
+    let manifests = trees
+        .iter()
+        .any(|(_, docs)| docs.iter().any(kube::is_manifest));
+    if !manifests && sources.len() == 1 && diags.is_empty() {
+        return parse_config(&sources[0].name, &sources[0].text);
+    }
+    if !manifests && diags.is_empty() {
+        let file = sources.first().map(|s| s.name.as_str()).unwrap_or("-");
+        diags.push(
+            file,
+            Pos::new(0, 0),
+            "",
+            "several files without Kubernetes manifests: a directory or stream is read as Kubernetes manifests (documents with `apiVersion` and `kind`)",
+            Some("one configuration file, or Kubernetes manifests".into()),
+        );
+    }
+    let (config, more) = kube::parse(&trees);
+    diags.extend(more);
+    if diags.is_empty() {
+        diags.extend(check(&config));
+    }
+    diags.sort();
+    (config, diags)
+}
+
+/// Reads and validates a configuration file (YAML, or JSON by extension or first character),
+/// or Kubernetes manifests (a file, a directory, or `-` for standard input).
 /// Capacity is checked later, by [`compile()`], against a profile.
 pub fn load_config(path: &Path) -> Result<Config, Error> {
-    let text = read_text(path)?;
-    let (config, diags) = parse_config(&path.display().to_string(), &text);
+    let (config, diags) = parse_sources(&read_sources(path)?);
     diags.into_result()?;
     Ok(config)
 }
@@ -147,8 +229,7 @@ pub fn compile_file_after(
     options: &CompileOptions,
     previous: &Symbols,
 ) -> Result<(Config, Compiled), Error> {
-    let text = read_text(path)?;
-    let (config, mut diags) = parse_config(&path.display().to_string(), &text);
+    let (config, mut diags) = parse_sources(&read_sources(path)?);
     if !diags.is_empty() {
         diags.extend(check_capacity(&config, options.profile));
         diags.sort();

@@ -956,6 +956,12 @@ pub struct Config {
     pub health_checks: Vec<HealthCheck>,
     /// Service load-balancing policies.
     pub service_lb_policies: Vec<ServiceLbPolicy>,
+    /// What each Kubernetes LoadBalancer Service became, when the input was Kubernetes
+    /// manifests ([`crate::kube`]); in the digest only through the objects above and the
+    /// ready endpoint counts.
+    pub kubernetes: Vec<crate::kube::KubeService>,
+    /// Things worth telling the user about how the input was read (printed by `compile`).
+    pub notes: Vec<String>,
 }
 
 /// Formats a MAC as `02:00:00:00:00:01`.
@@ -1074,6 +1080,11 @@ impl Config {
             ));
         }
         self.canonical_backend_services(&mut lines);
+        // Kubernetes endpoint counts shape the tables (SPEC R7.3, R10.5), so they are part of
+        // the configuration's identity.
+        for (pool, backend, ready) in self.kubernetes.iter().flat_map(|k| &k.ready_endpoints) {
+            lines.push(format!("ready_endpoints {pool:?} {backend:?} {ready}"));
+        }
         lines.sort();
         for l in lines {
             s.push_str(&l);
@@ -1244,6 +1255,16 @@ impl Config {
                 .find(|i| i.name == m.name && !i.zone.is_empty())
                 .map(|i| i.zone.as_str())
         })
+    }
+
+    /// The ready, non-terminating Kubernetes endpoints of `backend` in `pool`, when the pool
+    /// is a Kubernetes Service's with `externalTrafficPolicy: Local` ([`crate::kube`]).
+    pub fn ready_endpoints(&self, pool: &str, backend: &str) -> Option<u32> {
+        self.kubernetes
+            .iter()
+            .flat_map(|k| &k.ready_endpoints)
+            .find(|(p, b, _)| p == pool && b == backend)
+            .map(|e| e.2)
     }
 
     /// SHA-256 of [`Config::canonical_text`].

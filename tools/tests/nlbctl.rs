@@ -33,6 +33,8 @@ fn compile_every_example() {
         "gcloud.yaml",
         "ports.yaml",
         "backend-service.yaml",
+        // Kubernetes manifests: a directory (docs/kubernetes.md).
+        "kubernetes",
     ] {
         let out = dir.path().join(format!("{ex}.img"));
         let o = nlbctl(&[

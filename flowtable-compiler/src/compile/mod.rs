@@ -97,6 +97,11 @@ struct PoolPlan {
     /// Target pools never weight; backend services with `WEIGHTED_MAGLEV` and weighted GKE
     /// Services will set it.
     weighted: bool,
+    /// Per member, its ready, non-terminating Kubernetes endpoints when the pool is a
+    /// `Local` Service's ([`Config::ready_endpoints`]): none takes the member out of
+    /// new-connection choice as a failed probe would (SPEC R10.5), and the count is its
+    /// weight where no probe reported one (SPEC R7.3).
+    endpoints: Vec<Option<u32>>,
     idle_timeout: u16,
     track: bool,
     base: u32,
@@ -472,6 +477,7 @@ fn plan_pools<'c>(
             failover_base: 0,
             failover_size: 0,
             service: None,
+            endpoints: Vec::new(),
         });
     }
     for t in &s.target_instances {
@@ -495,6 +501,7 @@ fn plan_pools<'c>(
             failover_base: 0,
             failover_size: 0,
             service: None,
+            endpoints: Vec::new(),
         });
     }
     for b in &s.services {
@@ -526,7 +533,21 @@ fn plan_pools<'c>(
             base: 0,
             failover_base: 0,
             service: Some(Box::new(plan)),
+            endpoints: Vec::new(),
         });
+    }
+    let ready: HashMap<(&str, &str), u32> = c
+        .kubernetes
+        .iter()
+        .flat_map(|k| &k.ready_endpoints)
+        .map(|(p, b, n)| ((p.as_str(), b.as_str()), *n))
+        .collect();
+    for p in &mut plans {
+        p.endpoints = p
+            .members
+            .iter()
+            .map(|m| ready.get(&(p.name.as_str(), m.0.as_str())).copied())
+            .collect();
     }
     (pool_id, plans)
 }
@@ -545,26 +566,30 @@ fn size_slices(
         .iter()
         .map(|p| u64::from(p.size) + u64::from(p.failover_size))
         .sum();
-    // The slices that may shrink: (plan, failover slice, size, members): those of target
-    // pools and backend services (a target instance's holds one slot).
-    let slices = |plans: &[PoolPlan]| -> Vec<(usize, bool, u32, usize)> {
-        let mut v = Vec::new();
-        for (i, p) in plans.iter().enumerate() {
-            match (&p.service, p.kind) {
-                (Some(sp), _) => {
-                    v.push((i, false, p.size, sp.members_of(false).len()));
-                    v.push((i, true, p.failover_size, sp.members_of(true).len()));
-                }
-                (None, PoolKind::TargetPool) => v.push((i, false, p.size, p.members.len())),
-                _ => {}
+    // The slices that may shrink: (plan, failover slice, members): those of target pools and
+    // backend services (a target instance's holds one slot). Member counts do not change
+    // while slices shrink: counted once (a cluster of thousands of Services shrinks many
+    // steps).
+    let mut slices: Vec<(usize, bool, usize)> = Vec::new();
+    for (i, p) in plans.iter().enumerate() {
+        match (&p.service, p.kind) {
+            (Some(sp), _) => {
+                slices.push((i, false, sp.members_of(false).len()));
+                slices.push((i, true, sp.members_of(true).len()));
             }
+            (None, PoolKind::TargetPool) => slices.push((i, false, p.members.len())),
+            _ => {}
         }
-        v
-    };
+    }
     while total > cap {
-        let candidate = slices(plans)
-            .into_iter()
-            .filter_map(|(i, failover, size, n)| {
+        let candidate = slices
+            .iter()
+            .filter_map(|&(i, failover, n)| {
+                let size = if failover {
+                    plans[i].failover_size
+                } else {
+                    plans[i].size
+                };
                 maglev::step_down(size, n).map(|new| (size, i, failover, new))
             })
             .max_by_key(|(size, i, failover, _)| (*size, std::cmp::Reverse((*i, *failover))));
@@ -619,7 +644,12 @@ fn size_slices(
         );
     }
     let mut notes = Vec::new();
-    for (i, failover, size, n) in slices(plans) {
+    for &(i, failover, n) in &slices {
+        let size = if failover {
+            plans[i].failover_size
+        } else {
+            plans[i].size
+        };
         if size != 0 && size != maglev::size_for(n) {
             notes.push(format!(
                 "pool {}: {}Maglev slice of {size} slots instead of {} to fit the slot memory",
@@ -944,7 +974,7 @@ pub(crate) fn compile_checked(
         symbols: layout.symbols,
         config_digest: config.digest(),
         pools: Vec::new(),
-        notes: layout.notes,
+        notes: config.notes.iter().cloned().chain(layout.notes).collect(),
         plans: layout.plans,
     };
     c.pools = c
@@ -973,9 +1003,31 @@ pub(crate) fn compile_checked(
 
 impl Compiled {
     /// Whether member `i` of pool `id` is healthy in that pool (SPEC R5.5).
+    /// A member of a Kubernetes `Local` Service without a ready endpoint is unhealthy as soon
+    /// as the EndpointSlices say so, before its probes fail (SPEC R10.5).
     fn member_healthy(&self, id: usize, i: usize, health: &HealthState) -> bool {
         let p = &self.plans[id];
-        !p.health_checked || health.get(&p.name, &p.members[i].0).healthy
+        let endpoints = p.endpoints.get(i).copied().flatten() != Some(0);
+        endpoints && (!p.health_checked || health.get(&p.name, &p.members[i].0).healthy)
+    }
+
+    /// The weight member `i` of pool `id` reports: its probe's, else (Kubernetes `Local`
+    /// Services) its ready endpoints, which is what the node's probe answers (SPEC R7.1).
+    fn reported_weight(&self, id: usize, i: usize, health: &HealthState) -> Option<u32> {
+        let p = &self.plans[id];
+        health
+            .get(&p.name, &p.members[i].0)
+            .weight
+            .or_else(|| p.endpoints.get(i).copied().flatten())
+    }
+
+    /// How many members the EndpointSlices took out (SPEC R10.5), for reports.
+    fn without_endpoints(&self, id: usize) -> usize {
+        self.plans[id]
+            .endpoints
+            .iter()
+            .filter(|e| **e == Some(0))
+            .count()
     }
 
     fn healthy_count(&self, id: usize, health: &HealthState) -> usize {
@@ -990,7 +1042,8 @@ impl Compiled {
         let healthy: Vec<usize> = (0..p.members.len())
             .filter(|&i| self.member_healthy(id, i, health))
             .collect();
-        let (set, mut why) = if !p.health_checked {
+        let endpoint_view = p.endpoints.iter().any(Option::is_some);
+        let (set, mut why) = if !p.health_checked && !endpoint_view {
             (
                 healthy,
                 match p.kind {
@@ -1015,7 +1068,13 @@ impl Compiled {
                 format!("{n} of {} members healthy", p.members.len()),
             )
         };
-        let probe_weight = |i: usize| health.get(&p.name, &p.members[i].0).weight;
+        let probe_weight = |i: usize| self.reported_weight(id, i, health);
+        let gone = self.without_endpoints(id);
+        if gone > 0 {
+            why.push_str(&format!(
+                ", {gone} without a ready endpoint (EndpointSlices, SPEC R10.5)"
+            ));
+        }
         // Probe weights count only in a weighted pool (SPEC R5.6), and there only when every
         // eligible member reported one (SPEC R5.4); otherwise the configured weights apply.
         let reported = set.iter().any(|&i| probe_weight(i).is_some());
@@ -1090,9 +1149,8 @@ impl Compiled {
         let healthy: Vec<bool> = (0..names.len())
             .map(|i| self.member_healthy(id, i, health))
             .collect();
-        let probe: Vec<Option<u32>> = names
-            .iter()
-            .map(|n| health.get(&p.name, n).weight)
+        let probe: Vec<Option<u32>> = (0..names.len())
+            .map(|i| self.reported_weight(id, i, health))
             .collect();
         let fill = services::fill(sp, &names, &healthy, &probe);
         for (failover, base, size, weights) in [
@@ -1138,6 +1196,12 @@ impl Compiled {
                 policy_summary(&sp.policy),
                 names.len()
             );
+        }
+        let gone = self.without_endpoints(id);
+        if gone > 0 {
+            why.push_str(&format!(
+                "; {gone} without a ready endpoint (EndpointSlices, SPEC R10.5)"
+            ));
         }
         for step in &fill.decision.steps {
             why.push_str("; ");

@@ -51,6 +51,10 @@ pub(super) struct ServicePlan {
     pub groups: Vec<GroupPlan>,
     /// `localityLbPolicy: WEIGHTED_MAGLEV`: probe weights shape the shares within a group.
     pub weighted: bool,
+    /// Weights shape the shares across the groups too: a Kubernetes Service's, whose load
+    /// balancer shares new connections among all its nodes in proportion to their ready pods
+    /// whatever their zone (seed 003, weighted load balancing; SPEC R7.3).
+    pub weights_across_groups: bool,
     /// The decision of the last fill (for reports and `explain`): what the tables serve.
     pub decision: Option<Decision>,
     /// Live connections per endpoint (member name), as last fed by the slow path.
@@ -143,6 +147,7 @@ pub(super) fn plan_service(c: &Config, b: &BackendService, members: &[String]) -
         locality: c.nic.locality(),
         groups,
         weighted: b.locality_lb_policy == LocalityLbPolicy::WeightedMaglev,
+        weights_across_groups: c.kubernetes.iter().any(|k| k.pools.contains(&b.name)),
         decision: None,
         live: BTreeMap::new(),
         churn: Default::default(),
@@ -214,7 +219,20 @@ pub(super) fn fill(
     let decide = |groups: &[Group], policy: &Policy| {
         policy::decide(policy, &sp.locality, groups, &mut sp.drain.clone(), sp.now)
     };
-    let decision = decide(&policy_groups(sp, names, healthy, None), &sp.policy);
+    let mut decision = decide(&policy_groups(sp, names, healthy, None), &sp.policy);
+    if sp.weighted && sp.weights_across_groups {
+        // The groups' shares are their endpoints' weighted shares (what the slices hold).
+        let (shares, _) = probe_weighted(sp, &decision, names, probe);
+        for g in &mut decision.groups {
+            if let Some(plan) = sp.groups.iter().find(|p| p.name == g.name) {
+                g.share = plan
+                    .members
+                    .iter()
+                    .filter_map(|&i| shares.get(&names[i]))
+                    .sum();
+            }
+        }
+    }
     let serving_failover = decision.failover_serves;
     let mut notes = Vec::new();
     let mut weights_of = |d: &Decision, set: bool| -> Vec<u32> {
@@ -294,6 +312,23 @@ fn probe_weighted(
         );
     }
     let mut out: BTreeMap<String, f64> = BTreeMap::new();
+    if sp.weights_across_groups {
+        let share: f64 = serving.iter().map(|&i| shares[&names[i]]).sum();
+        let total: u64 = serving
+            .iter()
+            .map(|&i| u64::from(probe[i].unwrap_or(0)))
+            .sum();
+        for &i in &serving {
+            let w = u64::from(probe[i].unwrap_or(0));
+            if w > 0 {
+                out.insert(names[i].clone(), share * w as f64 / total as f64);
+            }
+        }
+        return (
+            out,
+            Some("weights (probes, else ready endpoints) across the nodes".into()),
+        );
+    }
     let mut lost = 0.0;
     for g in &sp.groups {
         let members: Vec<usize> = g

@@ -763,7 +763,7 @@ const POOLS: &[Collection] = &[resource::TARGET_POOLS];
 const INSTANCES: &[Collection] = &[resource::INSTANCES];
 const HTTP_CHECKS: &[Collection] = &[resource::HTTP_HEALTH_CHECKS];
 
-fn read_nic(r: &mut Reader, node: Option<&Node>) -> Nic {
+pub(crate) fn read_nic(r: &mut Reader, node: Option<&Node>) -> Nic {
     let mut nic = Nic::default();
     let Some(node) = node else { return nic };
     let Some(o) = r.object(node, "nic", NIC, &[]) else {

@@ -11,7 +11,8 @@ use std::path::PathBuf;
 /// a configuration with any problem produces no image.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Configuration file (YAML or JSON).
+    /// Configuration file (YAML or JSON), or Kubernetes manifests: a file, a directory, or `-`
+    /// for a `kubectl get -o yaml|json` stream on standard input (docs/kubernetes.md).
     config: PathBuf,
     /// Where to write the image.
     #[arg(short, long, value_name = "IMAGE")]

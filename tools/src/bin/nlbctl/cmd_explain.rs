@@ -16,11 +16,22 @@ use std::path::PathBuf;
 /// (SPEC R6). A compile has no live connections (it decides as if none were open); with
 /// --socket the running nlbd answers from the tables it serves, decided over the live
 /// connections it counts.
+///
+/// For a Kubernetes Service (CONFIG is manifests: a file, a directory, or `-` for a `kubectl
+/// get -o yaml|json` stream) it lists every node: whether it is a backend and why (traffic
+/// policy, subset, Ready, exclusion label), whether it may take this new connection and why
+/// (health, ready endpoints, weights), and its share. `--service NAMESPACE/NAME` takes the
+/// Service's address, first port and protocol when --dst and --proto are not given.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Configuration file (YAML or JSON).
+    /// Configuration file (YAML or JSON), or Kubernetes manifests (a file, a directory, or
+    /// `-` for standard input).
     #[arg(required_unless_present = "socket")]
     config: Option<PathBuf>,
+    /// A Kubernetes Service of CONFIG, as NAMESPACE/NAME: the flow goes to its address (of
+    /// --src's family), and to its first port and protocol unless --dst/--proto say otherwise.
+    #[arg(long, value_name = "NAMESPACE/NAME", conflicts_with = "socket")]
+    service: Option<String>,
     /// Ask the running nlbd (its admin socket) instead of compiling CONFIG: its tables and
     /// live connection counts.
     #[arg(long, value_name = "PATH", conflicts_with_all = ["config", "health", "profile"])]
@@ -29,12 +40,12 @@ pub struct Args {
     #[arg(long, value_name = "IP:PORT")]
     src: SocketAddr,
     /// VIP and port.
-    #[arg(long, value_name = "IP:PORT")]
-    dst: SocketAddr,
+    #[arg(long, value_name = "IP:PORT", required_unless_present = "service")]
+    dst: Option<SocketAddr>,
     /// IP protocol. Protocols other than TCP and UDP carry no ports (the ports given are not
     /// used); an `L3_DEFAULT` rule takes them.
-    #[arg(long, value_enum)]
-    proto: Proto,
+    #[arg(long, value_enum, required_unless_present = "service")]
+    proto: Option<Proto>,
     /// The packet is a fragment: `--fragment` (the first, with ports) or `--fragment=later`
     /// (no ports).
     #[arg(long, value_enum, num_args = 0..=1, require_equals = true, default_missing_value = "first")]
@@ -99,24 +110,73 @@ enum FragmentArg {
 
 /// Runs the subcommand.
 pub fn run(args: Args) -> Result<(), CliError> {
-    if args.src.is_ipv4() != args.dst.is_ipv4() {
+    // A configuration is compiled first: --service reads its address from it.
+    let mut compiled_config = None;
+    if let (None, Some(config)) = (&args.socket, &args.config) {
+        let profile = common::profile(&args.profile)?;
+        let health = common::health(args.health.as_deref())?;
+        let (config, compiled) =
+            common::compile_config_with(config, &health, profile, &Default::default())?;
+        compiled_config = Some((config, compiled, health));
+    }
+    let mut dst = args.dst;
+    let mut proto = args.proto;
+    let mut wanted = None;
+    if let Some(name) = &args.service {
+        let kube = compiled_config
+            .as_ref()
+            .map(|(c, ..)| c.kubernetes.as_slice())
+            .unwrap_or_default();
+        let Some(k) = kube.iter().find(|k| &k.service == name) else {
+            let known: Vec<&str> = kube.iter().map(|k| k.service.as_str()).collect();
+            return Err(CliError::user(format!(
+                "error: --service {name}: no LoadBalancer Service of that NAMESPACE/NAME in the manifests (they have: {})",
+                if known.is_empty() { "none".to_string() } else { known.join(", ") }
+            )));
+        };
+        let Some(vip) = k.vips.iter().find(|v| v.is_ipv4() == args.src.is_ipv4()) else {
+            return Err(CliError::user(format!(
+                "error: Service {name} has no {} address for --src {}",
+                if args.src.is_ipv4() { "IPv4" } else { "IPv6" },
+                args.src
+            )));
+        };
+        let (udp, port) = k.ports.first().copied().unwrap_or((false, 0));
+        let proto_udp = match proto {
+            Some(p) => matches!(p, Proto::Udp),
+            None => udp,
+        };
+        let port = dst.map(|d| d.port()).unwrap_or_else(|| {
+            k.ports
+                .iter()
+                .find(|(u, _)| *u == proto_udp)
+                .map_or(port, |p| p.1)
+        });
+        dst = Some(SocketAddr::new(*vip, port));
+        proto = proto.or(Some(if udp { Proto::Udp } else { Proto::Tcp }));
+        wanted = Some(name.clone());
+    }
+    let (Some(dst), Some(proto)) = (dst, proto) else {
+        return Err(CliError::user("error: give --dst and --proto, or --service"));
+    };
+    if args.src.is_ipv4() != dst.is_ipv4() {
         return Err(CliError::user(
             "error: --src and --dst must be of one address family",
         ));
     }
     let flow = Flow {
-        protocol: args.proto.number(),
+        protocol: proto.number(),
         src: args.src.ip(),
         src_port: args.src.port(),
-        dst: args.dst.ip(),
-        dst_port: args.dst.port(),
+        dst: dst.ip(),
+        dst_port: dst.port(),
         fragment: match args.fragment {
             None => Fragment::No,
             Some(FragmentArg::First) => Fragment::First,
             Some(FragmentArg::Later) => Fragment::Later,
         },
     };
-    let e: Explanation = match (&args.socket, &args.config) {
+    let e: Explanation = match (&args.socket, &compiled_config) {
         (Some(socket), _) => crate::admin::ask(
             socket,
             &proto::Request::Explain {
@@ -133,31 +193,53 @@ pub fn run(args: Args) -> Result<(), CliError> {
                 .into(),
             },
         )?,
-        (None, Some(config)) => {
-            let profile = common::profile(&args.profile)?;
-            let health = common::health(args.health.as_deref())?;
-            let compiled = common::compile_config(config, &health, profile, &Default::default())?;
-            explain_compiled(&compiled, &flow)
-        }
+        (None, Some((_, compiled, _))) => explain_compiled(compiled, &flow),
         (None, None) => {
             return Err(CliError::user(
                 "error: give a configuration file or --socket PATH",
             ))
         }
     };
-    if args.output.json() {
-        return common::print_json(&e);
+    // The Kubernetes Service behind the flow's pool, and its nodes.
+    let kubernetes = compiled_config.as_ref().and_then(|(config, compiled, health)| {
+        let pool = e.pool.as_ref()?;
+        let k = config.kubernetes.iter().find(|k| k.pools.contains(pool))?;
+        Some((k.clone(), k.eligibility(compiled, pool, health)))
+    });
+    if let (Some(name), false) = (&wanted, kubernetes.is_some()) {
+        outln!("note: the flow does not reach Service {name}'s pools ({})", e.reason);
     }
-    let proto = args.proto.name();
+    if args.output.json() {
+        let Some((k, nodes)) = &kubernetes else {
+            return common::print_json(&e);
+        };
+        let mut v = serde_json::to_value(&e)
+            .map_err(|err| CliError::internal(format!("error: {err}")))?;
+        if let Some(o) = v.as_object_mut() {
+            o.insert(
+                "kubernetes".into(),
+                serde_json::json!({
+                    "service": k.service,
+                    "shape": format!("{:?}", k.shape),
+                    "externalTrafficPolicy": format!("{:?}", k.policy),
+                    "healthCheck": k.health_check,
+                    "nodes": nodes,
+                    "notes": k.notes,
+                }),
+            );
+        }
+        return common::print_json(&v);
+    }
+    let proto_name = proto.name();
     let frag = match flow.fragment {
         Fragment::No => "",
         Fragment::First => " (first fragment)",
         Fragment::Later => " (later fragment)",
     };
-    if matches!(args.proto, Proto::Tcp | Proto::Udp) {
-        outln!("flow     {proto} {} -> {}{frag}", args.src, args.dst);
+    if matches!(proto, Proto::Tcp | Proto::Udp) {
+        outln!("flow     {proto_name} {} -> {dst}{frag}", args.src);
     } else {
-        outln!("flow     {proto} {} -> {}{frag}", args.src.ip(), args.dst.ip());
+        outln!("flow     {proto_name} {} -> {}{frag}", args.src.ip(), dst.ip());
     }
     let show = |label: &str, v: &Option<String>| {
         if let Some(v) = v {
@@ -234,10 +316,58 @@ pub fn run(args: Args) -> Result<(), CliError> {
             outln!("  - {s}");
         }
     }
+    if let Some((k, nodes)) = &kubernetes {
+        print_kubernetes(k, nodes, &e);
+    }
     if e.verdict == "forward" {
         outln!(
             "  (a new connection's choice; an established one keeps its connection-table backend)"
         );
     }
     Ok(())
+}
+
+/// The Kubernetes Service behind the flow's pool: which nodes may take the flow, and why.
+fn print_kubernetes(
+    k: &flowtable_compiler::kube::KubeService,
+    nodes: &[flowtable_compiler::kube::NodeEligibility],
+    e: &Explanation,
+) {
+    outln!(
+        "kubernetes Service {}: {}, externalTrafficPolicy {:?}",
+        k.service,
+        k.shape.describe(),
+        k.policy
+    );
+    outln!("  health check {}", k.health_check);
+    let members = nodes.iter().filter(|n| n.member).count();
+    let eligible = nodes.iter().filter(|n| n.eligible).count();
+    outln!(
+        "  {members} of {} nodes are backends, {eligible} take new connections (+ eligible, ~ backend not eligible now, - not a backend; endpoints ready/serving/terminating):",
+        nodes.len()
+    );
+    for n in nodes {
+        let this = if e.backend.is_some() && e.backend == n.backend {
+            "  <- this flow"
+        } else {
+            ""
+        };
+        outln!(
+            "  {} {:<28} {:<16} {}/{}/{}  {}{this}",
+            match (n.eligible, n.member) {
+                (true, _) => "+",
+                (false, true) => "~",
+                (false, false) => "-",
+            },
+            n.node,
+            if n.zone.is_empty() { "(no zone)" } else { n.zone.as_str() },
+            n.endpoints[0],
+            n.endpoints[1],
+            n.endpoints[2],
+            n.why
+        );
+    }
+    for note in &k.notes {
+        outln!("  note: {note}");
+    }
 }

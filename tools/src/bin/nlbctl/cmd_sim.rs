@@ -21,7 +21,8 @@ use std::path::PathBuf;
 /// hit the connection table; `--no-learn` turns that off.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Configuration file (YAML or JSON) or a compiled table image.
+    /// Configuration file (YAML or JSON), a compiled table image, or Kubernetes manifests (a
+    /// file, a directory, or `-` for standard input; docs/kubernetes.md).
     #[arg(long)]
     config: PathBuf,
     /// Input pcap (Ethernet frames).

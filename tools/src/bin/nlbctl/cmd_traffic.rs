@@ -16,7 +16,8 @@ use std::time::Duration;
 /// frame and a truncated frame. Flows are interleaved; the same seed gives the same file.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Configuration file (YAML or JSON).
+    /// Configuration file (YAML or JSON), or Kubernetes manifests (a file, a directory, or
+    /// `-`).
     config: PathBuf,
     /// Output pcap file.
     #[arg(short, long, value_name = "OUT.pcap")]

@@ -68,15 +68,30 @@ pub fn health(path: Option<&Path>) -> Result<HealthState, CliError> {
     }
 }
 
-/// Compiles a configuration file; rules and backends named in `previous` keep their ids.
+/// Compiles a configuration file (or Kubernetes manifests: a file, a directory or `-`); rules
+/// and backends named in `previous` keep their ids.
 pub fn compile_config(
     path: &Path,
     health: &HealthState,
     profile: &'static Profile,
     previous: &Symbols,
 ) -> Result<Compiled, CliError> {
-    let (_, compiled) = compile_file_after(path, health, &CompileOptions { profile }, previous)?;
-    Ok(compiled)
+    Ok(compile_config_with(path, health, profile, previous)?.1)
+}
+
+/// [`compile_config`], with the configuration read.
+pub fn compile_config_with(
+    path: &Path,
+    health: &HealthState,
+    profile: &'static Profile,
+    previous: &Symbols,
+) -> Result<(flowtable_compiler::Config, Compiled), CliError> {
+    Ok(compile_file_after(
+        path,
+        health,
+        &CompileOptions { profile },
+        previous,
+    )?)
 }
 
 /// The names by id of a table image (`--previous IMAGE`), whose ids a compile keeps.
@@ -121,6 +136,17 @@ impl Input {
         profile: &'static Profile,
         previous: impl FnOnce(&flowtable_compiler::Config) -> Symbols,
     ) -> Result<Input, CliError> {
+        if path.as_os_str() == "-" || path.is_dir() {
+            // Kubernetes manifests from standard input or a directory.
+            let sources = flowtable_compiler::read_sources(path)?;
+            let (config, diags) = flowtable_compiler::parse_sources(&sources);
+            if !diags.is_empty() {
+                return Err(Error::Invalid(diags).into());
+            }
+            let ids = previous(&config);
+            let compiled = compile_after(&config, health, &CompileOptions { profile }, &ids)?;
+            return Ok(Input::Compiled(Box::new(compiled)));
+        }
         let bytes = std::fs::read(path)
             .map_err(|e| CliError::user(format!("error: cannot read {}: {e}", path.display())))?;
         if bytes.starts_with(&flowtable_compiler::image::MAGIC) {
@@ -134,7 +160,11 @@ impl Input {
                 path.display()
             ))
         })?;
-        let (config, diags) = flowtable_compiler::parse_config(&path.display().to_string(), &text);
+        let (config, diags) =
+            flowtable_compiler::parse_sources(&[flowtable_compiler::kube::Source {
+                name: path.display().to_string(),
+                text,
+            }]);
         if !diags.is_empty() {
             return Err(Error::Invalid(diags).into());
         }

@@ -57,7 +57,8 @@ const ENGINE_TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(Parser, Debug)]
 #[command(name = "nlbd", version)]
 struct Args {
-    /// The load-balancer configuration (YAML or JSON, docs/config.md); or --etcd.
+    /// The load-balancer configuration (YAML or JSON, docs/config.md), or Kubernetes manifests
+    /// in one file (a saved `kubectl get -o yaml|json` stream, docs/kubernetes.md); or --etcd.
     #[arg(
         long,
         value_name = "FILE",
@@ -286,8 +287,12 @@ fn run(args: Args) -> Result<(), Failure> {
         Some(path) => {
             let text = std::fs::read_to_string(path)
                 .map_err(|e| (1, format!("cannot read {}: {e}", path.display())))?;
+            // Our configuration, or Kubernetes manifests in one file (docs/kubernetes.md).
             let (config, diags) =
-                flowtable_compiler::parse_config(&path.display().to_string(), &text);
+                flowtable_compiler::parse_sources(&[flowtable_compiler::kube::Source {
+                    name: path.display().to_string(),
+                    text: text.clone(),
+                }]);
             diags
                 .into_result()
                 .map_err(|d| (1, d.to_string().trim_end().to_string()))?;

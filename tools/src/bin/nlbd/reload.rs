@@ -54,7 +54,10 @@ async fn consider(daemon: &Daemon, last: &mut Option<u64>, read_failed: &mut boo
     }
     *last = Some(d);
     let name = path.display().to_string();
-    let (config, diags) = flowtable_compiler::parse_config(&name, &text);
+    let (config, diags) = flowtable_compiler::parse_sources(&[flowtable_compiler::kube::Source {
+        name: name.clone(),
+        text,
+    }]);
     if let Err(diags) = diags.into_result() {
         let line = diags
             .to_string()
