@@ -14,6 +14,7 @@
 //! rate and the watch events delivered, and the wall-clock cost of one host's re-ranking.
 
 use crate::fleet;
+use crate::splitmix::SplitMix64;
 use std::time::{Duration, Instant};
 
 /// The simulation's parameters.
@@ -98,29 +99,6 @@ pub struct ScaleReport {
     pub rerank_wall: Duration,
 }
 
-/// SplitMix64: a small, seedable generator (the same draws on every run).
-struct Rng(u64);
-
-impl Rng {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in [0, 1).
-    fn unit(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    /// Exponential with mean `mean`.
-    fn exp(&mut self, mean: f64) -> f64 {
-        -mean * (1.0 - self.unit()).ln()
-    }
-}
-
 /// The probe string of backend `i` (as `nlbd` hashes it: what goes on the wire).
 pub fn probe_name(i: usize) -> String {
     format!(
@@ -150,7 +128,7 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 
 /// Runs the simulation; host 0 dies at half the duration.
 pub fn simulate(p: &ScaleParams) -> ScaleReport {
-    let mut rng = Rng(p.seed);
+    let mut rng = SplitMix64::from_state(p.seed);
     let hosts: Vec<(String, u64)> = (0..p.hosts)
         .map(|i| {
             let n = format!("nlb-{i:03}");
@@ -220,10 +198,10 @@ pub fn simulate(p: &ScaleParams) -> ScaleReport {
     let mean_up = 3600.0 / p.flaps_per_hour;
     for _ in 0..p.backends {
         let phases: Vec<f64> = (0..p.probers).map(|_| rng.unit() * p.interval).collect();
-        let mut t = rng.exp(mean_up);
+        let mut t = rng.exponential(mean_up);
         let mut healthy = true;
         while t < p.duration {
-            let end = t + rng.exp(mean_up);
+            let end = t + rng.exponential(mean_up);
             healthy = !healthy;
             // Each prober's decision: its `threshold`-th probe at or after t, if before end.
             let decided: Vec<f64> = phases

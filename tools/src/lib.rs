@@ -17,3 +17,4 @@ pub mod admin_proto;
 pub mod fleet;
 pub mod fleet_scale;
 pub mod policy_sim;
+mod splitmix;

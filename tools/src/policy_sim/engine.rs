@@ -17,6 +17,7 @@
 //! as the host's ageing of closed connections would.
 
 use super::scenario::{Lifetime, Scenario, MICROS};
+use crate::splitmix::SplitMix64;
 use etherparse::{LinkSlice, NetSlice, PacketBuilder, SlicedPacket};
 use flowtable_compiler::policy::Decision;
 use flowtable_compiler::{compile, BackendHealth, CompileOptions, Compiled, HealthState, LiveLoad};
@@ -259,40 +260,6 @@ impl Outcome {
     }
 }
 
-/// splitmix64: small, fast, and the same on every host.
-#[derive(Debug, Clone)]
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64, stream: u64) -> Rng {
-        let mut r = Rng(seed ^ stream.wrapping_mul(0xa076_1d64_78bd_642f));
-        r.next();
-        r
-    }
-
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in [0, 1).
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    /// Exponential with mean `mean`.
-    fn exponential(&mut self, mean: f64) -> f64 {
-        -mean * (1.0 - self.unit()).ln()
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-}
-
 const CLIENT_MAC: [u8; 6] = [0x02, 0xc1, 0x1e, 0x00, 0x00, 0x01];
 
 fn mac_bytes(mac: u64) -> [u8; 6] {
@@ -337,9 +304,9 @@ struct Sim<'s> {
     events: Vec<LearnEvent>,
     outcomes: Vec<Installed>,
     buf: Vec<u8>,
-    arrivals_rng: Rng,
-    lifetimes_rng: Rng,
-    clients_rng: Rng,
+    arrivals_rng: SplitMix64,
+    lifetimes_rng: SplitMix64,
+    clients_rng: SplitMix64,
     /// Ends of live connections: (end time, sequence number).
     ends: BinaryHeap<Reverse<(u64, u64)>>,
     conns: BTreeMap<u64, Conn>,
@@ -408,9 +375,9 @@ impl<'s> Sim<'s> {
             events: Vec::new(),
             outcomes: Vec::new(),
             buf: vec![0u8; firmware_sim::action::MAX_FRAME],
-            arrivals_rng: Rng::new(s.seed, 1),
-            lifetimes_rng: Rng::new(s.seed, 2),
-            clients_rng: Rng::new(s.seed, 3),
+            arrivals_rng: SplitMix64::new(s.seed, 1),
+            lifetimes_rng: SplitMix64::new(s.seed, 2),
+            clients_rng: SplitMix64::new(s.seed, 3),
             ends: BinaryHeap::new(),
             conns: BTreeMap::new(),
             in_use: HashSet::new(),
@@ -517,7 +484,7 @@ impl<'s> Sim<'s> {
                 }
                 // 2001:db8::/32 (documentation).
                 IpAddr::V6(_) => IpAddr::from(std::net::Ipv6Addr::from(
-                    0x2001_0db8_u128 << 96 | u128::from(r.next()) << 16 | 1,
+                    0x2001_0db8_u128 << 96 | u128::from(r.next_u64()) << 16 | 1,
                 )),
             };
             let port = 1024 + r.below(65536 - 1024) as u16;
