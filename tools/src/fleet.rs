@@ -549,22 +549,13 @@ pub fn rendezvous_hash(name: &str) -> u64 {
         h ^= u64::from(b);
         h = h.wrapping_mul(0x0000_0100_0000_01b3);
     }
-    mix64(h)
-}
-
-/// SplitMix64's finaliser: every input bit moves every output bit.
-fn mix64(mut x: u64) -> u64 {
-    x ^= x >> 30;
-    x = x.wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x ^= x >> 27;
-    x = x.wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
+    crate::splitmix::mix(h)
 }
 
 /// Host `host`'s score for item `item` (both [`rendezvous_hash`]es): the `k` hosts of highest
 /// score probe the item.
 pub fn rendezvous_score(host: u64, item: u64) -> u64 {
-    mix64(host ^ item.rotate_left(17))
+    crate::splitmix::mix(host ^ item.rotate_left(17))
 }
 
 /// The `k` hosts (of `hosts`, names with their [`rendezvous_hash`]) that probe `item`, best
@@ -668,7 +659,7 @@ pub fn line_diff<'a>(old: &'a str, new: &'a str) -> Option<Vec<DiffLine<'a>>> {
         .take_while(|(x, y)| x == y)
         .count();
     let (ma, mb) = (&a[head..a.len() - tail], &b[head..b.len() - tail]);
-    if ma.len().saturating_mul(mb.len()) > 16 << 20 {
+    if ma.len().saturating_mul(mb.len()) > 16 * 1024 * 1024 {
         return None;
     }
     // lcs[i][j]: the longest common subsequence of ma[i..] and mb[j..].
@@ -853,7 +844,10 @@ mod tests {
         assert_eq!(probers(&hosts(1), 5, 2), ["nlb-0"]);
         assert!(probers(&[], 5, 2).is_empty());
         // A fixed value: the hash must not change between builds or hosts of one fleet.
-        assert_eq!(rendezvous_hash(""), mix64(0xcbf2_9ce4_8422_2325));
+        assert_eq!(
+            rendezvous_hash(""),
+            crate::splitmix::mix(0xcbf2_9ce4_8422_2325)
+        );
     }
 
     #[test]

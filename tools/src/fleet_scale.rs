@@ -15,6 +15,7 @@
 
 use crate::fleet;
 use crate::splitmix::SplitMix64;
+use std::net::Ipv4Addr;
 use std::time::{Duration, Instant};
 
 /// The simulation's parameters.
@@ -99,17 +100,15 @@ pub struct ScaleReport {
     pub rerank_wall: Duration,
 }
 
+/// Backend `i`'s address: 10.0.0.0/8 numbered from 10.0.0.0 (up to 2^24 backends).
+fn backend_ip(i: usize) -> Ipv4Addr {
+    Ipv4Addr::from(0x0a00_0000 + i as u32)
+}
+
 /// The probe string of backend `i` (as `nlbd` hashes it: what goes on the wire).
 pub fn probe_name(i: usize) -> String {
-    format!(
-        "http://10.{}.{}.{}:80/healthz (Host: 10.{}.{}.{})",
-        i >> 16,
-        (i >> 8) & 255,
-        i & 255,
-        i >> 16,
-        (i >> 8) & 255,
-        i & 255
-    )
+    let ip = backend_ip(i);
+    format!("http://{ip}:80/healthz (Host: {ip})")
 }
 
 /// The first probe at or after `t` of a prober with phase `phase`.
@@ -268,14 +267,10 @@ pub fn simulate(p: &ScaleParams) -> ScaleReport {
     }
     config.push_str("]}\ninstances:\n");
     for i in 0..p.backends {
+        let ip = backend_ip(i);
+        let [_, a, b, c] = ip.octets();
         config.push_str(&format!(
-            "  - {{name: b{i}, ip: 10.{}.{}.{}, zone: z, mac: '02:00:{:02x}:{:02x}:{:02x}:01'}}\n",
-            i >> 16,
-            (i >> 8) & 255,
-            i & 255,
-            i >> 16,
-            (i >> 8) & 255,
-            i & 255
+            "  - {{name: b{i}, ip: {ip}, zone: z, mac: '02:00:{a:02x}:{b:02x}:{c:02x}:01'}}\n"
         ));
     }
     ScaleReport {

@@ -2,6 +2,14 @@
 //! virtual-time simulations (policy-sim, the fleet's scale simulation) draw from it so that a
 //! seed reproduces a run byte for byte.
 
+/// SplitMix64's finaliser: every input bit moves every output bit (also the last step of
+/// the fleet's rendezvous hash).
+pub(crate) fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
 /// The generator's state.
 #[derive(Debug, Clone)]
 pub(crate) struct SplitMix64(u64);
@@ -21,10 +29,7 @@ impl SplitMix64 {
 
     pub(crate) fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        mix(self.0)
     }
 
     /// Uniform in [0, 1).
