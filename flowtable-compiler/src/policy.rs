@@ -219,13 +219,21 @@ impl Group {
     }
 }
 
-/// Drain state kept between decisions (R6.3).
+/// State kept between decisions: the automatic capacity drain's (R6.3), and which groups hold
+/// at their capacity.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct DrainState {
     /// Groups drained now.
     pub drained: BTreeSet<String>,
     /// Drained groups that have had at least 35 % healthy since this time (seconds).
     pub recovering_since: BTreeMap<String, f64>,
+    /// Groups that came near their capacity (within [`PAST_CAPACITY_SIGMAS`] × √C) and have
+    /// not fallen [`FILLING_AGAIN_SIGMAS`] × √C below it since: they take their capacity's
+    /// share, not all their tier is left (the hysteresis between filling and holding).
+    pub near_capacity: BTreeSet<String>,
+    /// Groups that went [`PAST_CAPACITY_SIGMAS`] × √C past their capacity and have not come
+    /// back within [`PAST_LEAVE_SIGMAS`] × √C of it since: they take no new connections.
+    pub past_capacity: BTreeSet<String>,
 }
 
 /// What the decision says about one group.
@@ -316,25 +324,52 @@ pub const MAX_DRAINED_FRACTION: f64 = 0.5;
 /// all, whatever its turnover says: the bound on how far a group fills past capacity.
 pub const PAST_CAPACITY_SIGMAS: f64 = 3.0;
 
+/// How far below capacity (in √C, a steady load's spread) a group that came near it must fall
+/// to take all its tier is left again ([`DrainState::near_capacity`]): past the deadband's
+/// reach (its noise band lets a steady mean sit up to about 3√C below C) and a few √C more.
+pub const FILLING_AGAIN_SIGMAS: f64 = 6.0;
+
+/// How far past capacity (in √C) a group that went [`PAST_CAPACITY_SIGMAS`] past it must come
+/// back to take new connections again ([`DrainState::past_capacity`]).
+pub const PAST_LEAVE_SIGMAS: f64 = 2.0;
+
 /// The share of new connections a group has room for, `fair` being its capacity over the
 /// service's live connections (step 5), and how full it is. Well below capacity (more than
 /// [`PAST_CAPACITY_SIGMAS`] × √C below it, out of a steady load's reach) it takes all it is
 /// given; near capacity `fair`, the share that holds C in a steady state; at capacity only
 /// what its closing connections free (its turnover), so long-lived connections do not pile
 /// up past it; nothing once [`PAST_CAPACITY_SIGMAS`] × √C past it.
-fn room(g: &Group, capacity: f64, fair: f64) -> (f64, Fullness) {
+///
+/// A group that came near capacity goes back to filling only once [`FILLING_AGAIN_SIGMAS`] ×
+/// √C below it (`near`): a steady load's count wanders about its mean by √C, and the deadband
+/// lets the mean sit a few √C below C, so one threshold would make the spill start and stop.
+///
+/// Likewise a group past capacity takes new connections again only once back within
+/// [`PAST_LEAVE_SIGMAS`] × √C of it (`past`), so that it does not start and stop at one
+/// count.
+fn room(g: &Group, capacity: f64, fair: f64, near: bool, past: bool) -> (f64, Fullness) {
     let live = g.live() as f64;
     let sigmas = PAST_CAPACITY_SIGMAS * capacity.sqrt();
     if capacity <= 0.0 || g.unlimited {
         return (fair, Fullness::Room);
     }
-    if live < capacity - sigmas {
+    let below = if near {
+        FILLING_AGAIN_SIGMAS
+    } else {
+        PAST_CAPACITY_SIGMAS
+    };
+    if live < capacity - below * capacity.sqrt() {
         return (fair, Fullness::Filling);
     }
     if live < capacity {
         return (fair, Fullness::Room);
     }
-    if live >= capacity + sigmas {
+    let past_at = if past {
+        PAST_LEAVE_SIGMAS * capacity.sqrt()
+    } else {
+        sigmas
+    };
+    if live >= capacity + past_at {
         return (0.0, Fullness::Past);
     }
     match g.turnover {
@@ -560,6 +595,7 @@ pub fn decide(
     let mut group_share = vec![0.0f64; groups.len()];
     let mut tier_of: Vec<Option<usize>> = vec![None; groups.len()];
     let mut fullness = vec![Fullness::Room; groups.len()];
+    let mut evaluated = vec![false; groups.len()];
     let mut remaining = 1.0f64;
     let mut used_tiers = Vec::new();
     for (t, members) in tiers.iter().enumerate() {
@@ -571,8 +607,11 @@ pub fn decide(
             .iter()
             .map(|&i| {
                 let c = effective(&groups[i]);
-                let (r, f) = room(&groups[i], c, c / n);
+                let near = drain_state.near_capacity.contains(&groups[i].name);
+                let past = drain_state.past_capacity.contains(&groups[i].name);
+                let (r, f) = room(&groups[i], c, c / n, near, past);
                 fullness[i] = f;
+                evaluated[i] = true;
                 r
             })
             .collect();
@@ -679,16 +718,31 @@ pub fn decide(
     }
 
     // Endpoint shares, and fail open / drop.
-    let mut endpoint_shares = BTreeMap::new();
+    // Collected, sorted and summed (an endpoint may sit in two groups) before the map is
+    // built in one pass: tens of thousands of endpoints are decided every refresh.
+    let mut shares: Vec<(&str, f64)> = Vec::new();
     for (i, g) in groups.iter().enumerate() {
         if group_share[i] <= 0.0 {
             continue;
         }
         let healthy = g.healthy() as f64;
-        for e in g.endpoints.iter().filter(|e| e.healthy) {
-            *endpoint_shares.entry(e.name.clone()).or_insert(0.0) += group_share[i] / healthy;
-        }
+        shares.extend(
+            g.endpoints
+                .iter()
+                .filter(|e| e.healthy)
+                .map(|e| (e.name.as_str(), group_share[i] / healthy)),
+        );
     }
+    shares.sort_by(|a, b| a.0.cmp(b.0));
+    shares.dedup_by(|later, kept| {
+        let same = later.0 == kept.0;
+        if same {
+            kept.1 += later.1;
+        }
+        same
+    });
+    let mut endpoint_shares: BTreeMap<String, f64> =
+        shares.into_iter().map(|(n, s)| (n.to_string(), s)).collect();
     let mut drop = false;
     if endpoint_shares.is_empty() {
         let any_healthy = groups.iter().any(|g| serving(g) && g.healthy() > 0);
@@ -811,6 +865,20 @@ pub fn decide(
             }
         })
         .collect();
+    // Groups measured against their capacity this time: near it unless filling.
+    for (i, g) in groups.iter().enumerate() {
+        let limited = !g.unlimited && effective(g) > 0.0;
+        if !evaluated[i] || !limited || fullness[i] == Fullness::Filling {
+            drain_state.near_capacity.remove(&g.name);
+        } else if !drain_state.near_capacity.contains(&g.name) {
+            drain_state.near_capacity.insert(g.name.clone());
+        }
+        if !evaluated[i] || fullness[i] != Fullness::Past {
+            drain_state.past_capacity.remove(&g.name);
+        } else if !drain_state.past_capacity.contains(&g.name) {
+            drain_state.past_capacity.insert(g.name.clone());
+        }
+    }
     Decision {
         endpoint_shares,
         groups: reports,
@@ -854,7 +922,7 @@ fn tier_places(groups: &[Group], members: &[usize]) -> String {
 ///
 /// The deadband widens with the noise of a share over few connections: a share s decided
 /// from N live connections wanders by about s / √N as N does (a Poisson count), so a move
-/// counts only past [`NOISE_SIGMAS`] of that as well (at 500 live a share of 0.8 needs 0.11;
+/// counts only past [`NOISE_SIGMAS`] of that as well (at 500 live a share of 0.8 needs 0.15;
 /// from about 1,500 live on the 5 points decide).
 pub fn worth_applying(applied: &Decision, next: &Decision, deadband: f64) -> bool {
     if applied.drop != next.drop
@@ -871,19 +939,36 @@ pub fn worth_applying(applied: &Decision, next: &Decision, deadband: f64) -> boo
             NOISE_SIGMAS * share / (live as f64).sqrt()
         }
     };
+    // Shares add up to one: a group that takes the rest (a spill) moves as much as the
+    // group whose share is noisy, so a group that keeps getting new connections moves only
+    // past the noise of the service's largest share. A spill that starts needs its own.
+    let largest = applied
+        .groups
+        .iter()
+        .chain(&next.groups)
+        .map(|g| g.share)
+        .fold(0.0f64, f64::max);
     applied.groups.iter().zip(&next.groups).any(|(a, b)| {
+        let keeps = a.share > 0.0 && b.share > 0.0;
+        let band = deadband.max(noise(if keeps {
+            largest
+        } else {
+            a.share.max(b.share)
+        }));
         a.name != b.name
             || a.drained != b.drained
             || a.below_threshold != b.below_threshold
             || a.healthy != b.healthy
             || a.endpoints != b.endpoints
-            || (a.share - b.share).abs() > deadband.max(noise(a.share.max(b.share)))
+            || (a.share - b.share).abs() > band
             || (a.share > 0.0 && b.share == 0.0)
     })
 }
 
-/// Standard deviations of a share's noise a move must pass to be applied ([`worth_applying`]).
-pub const NOISE_SIGMAS: f64 = 3.0;
+/// Standard deviations of a share's noise a move must pass to be applied ([`worth_applying`]):
+/// three of the move's own, which is the difference of two noisy readings (the applied one and
+/// the latest), so √2 times a reading's.
+pub const NOISE_SIGMAS: f64 = 3.0 * std::f64::consts::SQRT_2;
 
 /// How urgent applying `next` over `applied` is, to order the services one refresh refills
 /// when it cannot refill them all: what health decides ([`worth_applying`]'s first kind) is
@@ -1057,8 +1142,21 @@ mod tests {
             "{}",
             d.groups[0].why
         );
+        // Having been past it, it stays out until back within 2 √100 of capacity.
         let just_under = with_turnover(with_live(near.clone(), 129), 0.9);
-        let d = decide(&p, &here(), &[just_under, far.clone()], &mut s, 0.0);
+        let d = decide(&p, &here(), &[just_under.clone(), far.clone()], &mut s, 0.0);
+        assert_eq!(share(&d, "near"), 0.0, "{d:?}");
+        let back = with_turnover(with_live(near.clone(), 119), 0.9);
+        let d = decide(&p, &here(), &[back, far.clone()], &mut s, 0.0);
+        assert!((share(&d, "near") - 100.0 / 169.0).abs() < 1e-9, "{d:?}");
+        // Not having been past it, 129 is under the bound.
+        let d = decide(
+            &p,
+            &here(),
+            &[just_under, far.clone()],
+            &mut DrainState::default(),
+            0.0,
+        );
         assert!((share(&d, "near") - 100.0 / 179.0).abs() < 1e-9, "{d:?}");
         // Groups without a capacity limit never fill.
         let mut open_ended = with_turnover(with_live(near, 500), 0.0);
@@ -1322,10 +1420,10 @@ mod tests {
         );
         assert!(!worth_applying(&a, &b, 0.02));
         // A move of half a point at 201 live is inside the noise of a share of 0.5 over 201
-        // connections (3 × 0.5 / √201 = 10.6 points) whatever the deadband.
+        // connections (3√2 × 0.5 / √201 = 15 points) whatever the deadband.
         assert!(!worth_applying(&a, &b, 0.0001));
-        // At 20,000 live the noise is 1.06 points: a move of 1.2 points passes a deadband
-        // under it, not one of 2 points.
+        // At 20,000 live the noise is 1.5 points: a move of 2.4 points passes a deadband
+        // under it, not one of 3 points.
         let near = with_live(group("near", "r1", "r1-a", 10_000.0, &[true, true]), 10_000);
         let far = group("far", "r2", "r2-a", 1e6, &[true]);
         let at = |far_live: u64, s: &mut DrainState| {
@@ -1337,10 +1435,38 @@ mod tests {
                 2.0,
             )
         };
-        let (a, b) = (at(10_000, &mut s), at(10_500, &mut s));
-        assert!((share(&a, "near") - share(&b, "near") - (0.5 - 10_000.0 / 20_500.0)).abs() < 1e-9);
+        let (a, b) = (at(10_000, &mut s), at(11_000, &mut s));
+        assert!((share(&a, "near") - share(&b, "near") - (0.5 - 10_000.0 / 21_000.0)).abs() < 1e-9);
         assert!(worth_applying(&a, &b, 0.0001));
-        assert!(!worth_applying(&a, &b, 0.02));
+        assert!(!worth_applying(&a, &b, 0.03));
+    }
+
+    /// A group that came near its capacity holds its capacity's share until it falls
+    /// 6 √C below capacity (a steady count wanders by √C; the deadband lets its mean sit up
+    /// to about 3 √C below), and only then takes all its tier is left again.
+    #[test]
+    fn a_group_near_capacity_fills_again_only_well_below_it() {
+        let p = Policy::default();
+        let at = |live: u64, s: &mut DrainState| {
+            let near = with_live(group("near", "r1", "r1-a", 400.0, &[true]), live);
+            let far = with_live(group("far", "r2", "r2-a", 400.0, &[true]), 300);
+            decide(&p, &here(), &[near, far], s, 0.0)
+        };
+        // Fresh: 339 is more than 3 √400 = 60 below capacity: filling, all of the tier.
+        let d = at(339, &mut DrainState::default());
+        assert_eq!(share(&d, "near"), 1.0, "{d:?}");
+        // Having been at 400: 339 and 281 hold its capacity's share C / N; 279 fills again.
+        let mut s = DrainState::default();
+        at(400, &mut s);
+        assert!(s.near_capacity.contains("near"));
+        for live in [339, 281] {
+            let d = at(live, &mut s);
+            let fair = 400.0 / (live + 300) as f64;
+            assert!((share(&d, "near") - fair).abs() < 1e-9, "{live}: {d:?}");
+        }
+        let d = at(279, &mut s);
+        assert_eq!(share(&d, "near"), 1.0, "{d:?}");
+        assert!(!s.near_capacity.contains("near"));
     }
 
     #[test]
@@ -1407,7 +1533,9 @@ mod tests {
                 applies.push(live);
             }
         }
-        assert_eq!(applies, vec![110, 104, 60]);
+        // At 104 the spill's move (9 -> 4 points) is inside the noise of the near group's
+        // share (3√2 × 0.96 / √104 = 40 points), which the spill mirrors; at 60 it stops.
+        assert_eq!(applies, vec![110, 60]);
         assert_eq!(applied.groups[1].share, 0.0);
     }
 

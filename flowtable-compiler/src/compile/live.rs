@@ -31,6 +31,9 @@ pub(super) struct Churn {
 impl Churn {
     /// Adds one refresh interval of `secs`: the counts went from `before` to `after` while
     /// `closed` connections closed, so each backend opened `after - before + closed`.
+    ///
+    /// One walk over the three maps in name order (they are sorted), with no lookups: a
+    /// refresh observes every backend of every service.
     fn observe(
         &mut self,
         before: &BTreeMap<String, u64>,
@@ -45,39 +48,81 @@ impl Churn {
             *c *= decay;
             *c > 1e-6
         });
-        let get = |m: Option<&BTreeMap<String, u64>>, b: &str| {
-            m.and_then(|m| m.get(b)).copied().unwrap_or(0)
-        };
-        let mut names: Vec<&String> = before.keys().collect();
-        names.extend(after.into_iter().flat_map(|m| m.keys()));
-        names.extend(closed.into_iter().flat_map(|m| m.keys()));
-        names.sort_unstable();
-        names.dedup();
-        for b in names {
-            let shut = get(closed, b);
+        let empty = BTreeMap::new();
+        let mut before = before.iter().peekable();
+        let mut after = after.unwrap_or(&empty).iter().peekable();
+        let mut closed = closed.unwrap_or(&empty).iter().peekable();
+        loop {
+            // The least name still ahead in any of the three.
+            let name = [before.peek(), after.peek(), closed.peek()]
+                .into_iter()
+                .flatten()
+                .map(|(n, _)| *n)
+                .min();
+            let Some(name) = name else { break };
+            let take = |it: &mut std::iter::Peekable<std::collections::btree_map::Iter<String, u64>>| {
+                match it.peek() {
+                    Some((n, &v)) if *n == name => {
+                        it.next();
+                        v
+                    }
+                    _ => 0,
+                }
+            };
+            let (was, now, shut) = (take(&mut before), take(&mut after), take(&mut closed));
             // A count the slow path lost track of (a rescan) cannot open a negative number.
-            let opened = (get(after, b) + shut).saturating_sub(before.get(b).copied().unwrap_or(0));
-            self.opened += opened as f64;
+            self.opened += (now + shut).saturating_sub(was) as f64;
             if shut > 0 {
-                *self.closed.entry(b.clone()).or_insert(0.0) += shut as f64;
+                match self.closed.get_mut(name) {
+                    Some(c) => *c += shut as f64,
+                    None => {
+                        self.closed.insert(name.clone(), shut as f64);
+                    }
+                }
             }
         }
     }
 
-    /// The turnover of a group of `members`: their closed connections over the service's
-    /// opened ones (at least one: when hardly any connection opens lately, what closes is
-    /// still room), the closings counted two standard deviations high (a Poisson count of
-    /// c has √c of them) so that a steady load's noise does not read as less room than its
-    /// share; none closing is still 0. `None` before a refresh interval was counted.
-    pub(super) fn turnover<'a>(&self, members: impl Iterator<Item = &'a str>) -> Option<f64> {
+    /// Closed connections (decayed) of each of `names`, which are in name order (a plan's
+    /// members are), by one walk over both.
+    pub(super) fn closed_by_member(&self, names: &[&str]) -> Vec<f64> {
+        by_member(names, &self.closed)
+    }
+
+    /// The turnover of a group whose members closed `closed` connections (decayed, see
+    /// [`Churn::closed_by_member`]): their closed connections over the service's opened ones
+    /// (at least one: when hardly any connection opens lately, what closes is still room),
+    /// the closings counted two standard deviations high (a Poisson count of c has √c of
+    /// them) so that a steady load's noise does not read as less room than its share; none
+    /// closing is still 0. `None` before a refresh interval was counted.
+    pub(super) fn turnover(&self, closed: f64) -> Option<f64> {
         if !self.measured {
             return None;
         }
-        let closed = members
-            .filter_map(|m| self.closed.get(m))
-            .fold(0.0, |a, c| a + c);
-        Some((closed + 2.0 * closed.sqrt()) / self.opened.max(1.0))
+        Some((closed + TURNOVER_SIGMAS * closed.sqrt()) / self.opened.max(1.0))
     }
+}
+
+/// The values of `map` for `names` (0 / default when absent). `names` are normally in
+/// ascending order (a plan's members are sorted by name), and then this is one walk over
+/// both, with no lookups; otherwise each name is looked up.
+pub(super) fn by_member<V: Copy + Default>(names: &[&str], map: &BTreeMap<String, V>) -> Vec<V> {
+    if !names.windows(2).all(|w| w[0] < w[1]) {
+        return names
+            .iter()
+            .map(|n| map.get(*n).copied().unwrap_or_default())
+            .collect();
+    }
+    let mut out = Vec::with_capacity(names.len());
+    let mut entries = map.iter().peekable();
+    for &name in names {
+        while entries.next_if(|(k, _)| k.as_str() < name).is_some() {}
+        out.push(match entries.peek() {
+            Some((k, v)) if k.as_str() == name => **v,
+            _ => V::default(),
+        });
+    }
+    out
 }
 
 /// Shares that move by less than this (absolute, 5 percentage points) are left alone.
@@ -88,6 +133,12 @@ pub const DEFAULT_DEADBAND: f64 = 0.05;
 /// enough that a steady load's turnover varies by a few per cent, short enough to follow a
 /// change of connection lifetimes within a few tens of seconds.
 pub const TURNOVER_SECS: f64 = 10.0;
+
+/// Standard deviations (√c of a Poisson count c) by which a group's turnover counts its
+/// closings high. A group at capacity takes its turnover instead of its capacity's share only
+/// when even the high count frees less: in a steady state both say the same (Little's law),
+/// and the capacity's share, from the service's whole live count, is the steadier of the two.
+pub const TURNOVER_SIGMAS: f64 = 3.0;
 
 /// Maglev slots one refresh of nlbd refills at most ([`Compiled::rebalance_within`]): 16
 /// slices of the largest size, about 40 ms of filling on one core. When more services move
@@ -242,13 +293,14 @@ impl Compiled {
             if self.plans[id].service.is_none() {
                 continue;
             }
-            let names: Vec<String> = self.plans[id].members.iter().map(|m| m.0.clone()).collect();
-            let healthy: Vec<bool> = (0..names.len())
+            let healthy: Vec<bool> = (0..self.plans[id].members.len())
                 .map(|i| self.member_healthy(id, i, health))
                 .collect();
-            let pool_name = self.plans[id].name.clone();
-            let slots = u64::from(self.plans[id].size) + u64::from(self.plans[id].failover_size);
-            let Some(sp) = self.plans[id].service.as_deref_mut() else {
+            let plan = &mut self.plans[id];
+            let pool_name = plan.name.clone();
+            let slots = u64::from(plan.size) + u64::from(plan.failover_size);
+            let names: Vec<&str> = plan.members.iter().map(|m| m.0.as_str()).collect();
+            let Some(sp) = plan.service.as_deref_mut() else {
                 continue;
             };
             if let Some(closed) = &live.closed {

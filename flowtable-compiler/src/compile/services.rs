@@ -170,13 +170,17 @@ pub(super) struct Fill {
     pub note: String,
 }
 
-/// The policy's groups over `members` (names), their health and live connections.
+/// The policy's groups over `names` (the plan's members, in name order), their health and
+/// live connections.
 pub(super) fn policy_groups(
     sp: &ServicePlan,
-    names: &[String],
+    names: &[&str],
     healthy: &[bool],
     only: Option<bool>,
 ) -> Vec<Group> {
+    // Per member by one walk each (a refresh decides every service: no lookups per member).
+    let live = super::live::by_member(names, &sp.live);
+    let closed = sp.churn.closed_by_member(names);
     sp.groups
         .iter()
         .filter(|g| only.map_or(true, |f| g.failover == f))
@@ -193,14 +197,14 @@ pub(super) fn policy_groups(
                 .members
                 .iter()
                 .map(|&i| Endpoint {
-                    name: names[i].clone(),
+                    name: names[i].to_string(),
                     healthy: healthy[i],
-                    live: sp.live.get(&names[i]).copied().unwrap_or(0),
+                    live: live[i],
                 })
                 .collect(),
             turnover: sp
                 .churn
-                .turnover(g.members.iter().map(|&i| names[i].as_str())),
+                .turnover(g.members.iter().map(|&i| closed[i]).sum()),
         })
         .collect()
 }
@@ -219,7 +223,8 @@ pub(super) fn fill(
     let decide = |groups: &[Group], policy: &Policy| {
         policy::decide(policy, &sp.locality, groups, &mut sp.drain.clone(), sp.now)
     };
-    let mut decision = decide(&policy_groups(sp, names, healthy, None), &sp.policy);
+    let name_refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let mut decision = decide(&policy_groups(sp, &name_refs, healthy, None), &sp.policy);
     if sp.weighted && sp.weights_across_groups {
         // The groups' shares are their endpoints' weighted shares (what the slices hold).
         let (shares, _) = probe_weighted(sp, &decision, names, probe);
@@ -258,7 +263,7 @@ pub(super) fn fill(
             failover_ratio: None,
             ..sp.policy.clone()
         };
-        decide(&policy_groups(sp, names, healthy, Some(set)), &alone)
+        decide(&policy_groups(sp, &name_refs, healthy, Some(set)), &alone)
     };
     let serving = weights_of(&decision, serving_failover);
     let other = if sp.has_failover() {
