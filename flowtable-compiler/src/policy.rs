@@ -741,8 +741,10 @@ pub fn decide(
         }
         same
     });
-    let mut endpoint_shares: BTreeMap<String, f64> =
-        shares.into_iter().map(|(n, s)| (n.to_string(), s)).collect();
+    let mut endpoint_shares: BTreeMap<String, f64> = shares
+        .into_iter()
+        .map(|(n, s)| (n.to_string(), s))
+        .collect();
     let mut drop = false;
     if endpoint_shares.is_empty() {
         let any_healthy = groups.iter().any(|g| serving(g) && g.healthy() > 0);
@@ -950,11 +952,7 @@ pub fn worth_applying(applied: &Decision, next: &Decision, deadband: f64) -> boo
         .fold(0.0f64, f64::max);
     applied.groups.iter().zip(&next.groups).any(|(a, b)| {
         let keeps = a.share > 0.0 && b.share > 0.0;
-        let band = deadband.max(noise(if keeps {
-            largest
-        } else {
-            a.share.max(b.share)
-        }));
+        let band = deadband.max(noise(if keeps { largest } else { a.share.max(b.share) }));
         a.name != b.name
             || a.drained != b.drained
             || a.below_threshold != b.below_threshold

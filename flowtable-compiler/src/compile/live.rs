@@ -60,15 +60,16 @@ impl Churn {
                 .map(|(n, _)| *n)
                 .min();
             let Some(name) = name else { break };
-            let take = |it: &mut std::iter::Peekable<std::collections::btree_map::Iter<String, u64>>| {
-                match it.peek() {
-                    Some((n, &v)) if *n == name => {
-                        it.next();
-                        v
+            let take =
+                |it: &mut std::iter::Peekable<std::collections::btree_map::Iter<String, u64>>| {
+                    match it.peek() {
+                        Some((n, &v)) if *n == name => {
+                            it.next();
+                            v
+                        }
+                        _ => 0,
                     }
-                    _ => 0,
-                }
-            };
+                };
             let (was, now, shut) = (take(&mut before), take(&mut after), take(&mut closed));
             // A count the slow path lost track of (a rescan) cannot open a negative number.
             self.opened += (now + shut).saturating_sub(was) as f64;
@@ -333,14 +334,21 @@ impl Compiled {
         }
         worth.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
         let mut spent = 0u64;
+        let mut refill = Vec::new();
         for (_, pool_name, slots) in worth {
             if spent > 0 && spent.saturating_add(slots) > max_slots {
                 out.deferred.push(pool_name);
                 continue;
             }
             spent = spent.saturating_add(slots);
-            out.changed.extend(self.recompile_pool(&pool_name, health)?);
+            refill.push(self.pool_index(&pool_name)?);
             out.pools.push(pool_name);
+        }
+        // The refills computed side by side, then written one by one.
+        let fills = self.service_fills(&refill, health);
+        for (id, fill) in refill.into_iter().zip(fills) {
+            out.changed
+                .extend(self.recompile_pool_with(id, health, fill));
         }
         out.pools.sort_unstable();
         out.deferred.sort_unstable();

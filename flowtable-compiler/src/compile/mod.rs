@@ -1141,10 +1141,16 @@ impl Compiled {
     /// A backend service's two slices, from the service LB policy's decision with no live
     /// connections (SPEC R6) under `health` (and, for `WEIGHTED_MAGLEV`, the probe weights).
     fn fill_service(&mut self, id: usize, health: &HealthState) {
+        if let Some(fill) = self.service_fill(id, health) {
+            self.apply_service_fill(id, fill);
+        }
+    }
+
+    /// What [`Compiled::fill_service`] writes, computed without writing it (so that several
+    /// services can be computed at once, [`Compiled::service_fills`]).
+    pub(super) fn service_fill(&self, id: usize, health: &HealthState) -> Option<ServiceFill> {
         let p = &self.plans[id];
-        let Some(sp) = p.service.as_deref() else {
-            return;
-        };
+        let sp = p.service.as_deref()?;
         let names: Vec<String> = p.members.iter().map(|m| m.0.clone()).collect();
         let healthy: Vec<bool> = (0..names.len())
             .map(|i| self.member_healthy(id, i, health))
@@ -1153,6 +1159,7 @@ impl Compiled {
             .map(|i| self.reported_weight(id, i, health))
             .collect();
         let fill = services::fill(sp, &names, &healthy, &probe);
+        let mut slices = Vec::with_capacity(2);
         for (failover, base, size, weights) in [
             (false, p.base, p.size, &fill.primary),
             (true, p.failover_base, p.failover_size, &fill.failover),
@@ -1166,14 +1173,7 @@ impl Compiled {
                     weight: weights[i],
                 })
                 .collect();
-            let slots = maglev::populate(&members, size);
-            // A slice without a member of weight > 0 is written empty, as a fresh compile
-            // leaves it (its descriptor then says 0 slots, or the other slice serves).
-            for k in 0..size as usize {
-                self.tables.maglev[base as usize + k] = MaglevSlot {
-                    backend: slots.get(k).copied().unwrap_or(0),
-                };
-            }
+            slices.push((base, size, maglev::populate(&members, size)));
         }
         let serving = if fill.decision.failover_serves {
             &fill.failover
@@ -1247,13 +1247,74 @@ impl Compiled {
             why.push_str("; ");
             why.push_str(&fill.note);
         }
+        Some(ServiceFill {
+            decision: fill.decision,
+            slices,
+            eligible,
+            healthy: count,
+            why,
+        })
+    }
+
+    /// Writes a service's computed fill: its slices, its decision and its report.
+    fn apply_service_fill(&mut self, id: usize, fill: ServiceFill) {
+        for (base, size, slots) in fill.slices {
+            // A slice without a member of weight > 0 is written empty, as a fresh compile
+            // leaves it (its descriptor then says 0 slots, or the other slice serves).
+            for k in 0..size as usize {
+                self.tables.maglev[base as usize + k] = MaglevSlot {
+                    backend: slots.get(k).copied().unwrap_or(0),
+                };
+            }
+        }
         if let Some(sp) = self.plans[id].service.as_deref_mut() {
             sp.decision = Some(fill.decision);
         }
         let r = &mut self.pools[id];
-        r.eligible = eligible;
-        r.healthy = count;
-        r.why = why;
+        r.eligible = fill.eligible;
+        r.healthy = fill.healthy;
+        r.why = fill.why;
+    }
+
+    /// [`Compiled::service_fill`] of several services, on as many threads as the machine has
+    /// cores (each service's fill is independent of the others' and deterministic, so the
+    /// tables are the same as one at a time): when many services move at once, their Maglev
+    /// refills dominate a refresh.
+    pub(super) fn service_fills(
+        &self,
+        ids: &[usize],
+        health: &HealthState,
+    ) -> Vec<Option<ServiceFill>> {
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(ids.len());
+        if threads <= 1 {
+            return ids
+                .iter()
+                .map(|&id| self.service_fill(id, health))
+                .collect();
+        }
+        let chunk = ids.len().div_ceil(threads);
+        std::thread::scope(|scope| {
+            let workers: Vec<_> = ids
+                .chunks(chunk)
+                .map(|part| {
+                    scope.spawn(move || {
+                        part.iter()
+                            .map(|&id| self.service_fill(id, health))
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            workers
+                .into_iter()
+                .flat_map(|w| match w.join() {
+                    Ok(fills) => fills,
+                    // A panic in a worker is a bug: raise it here, as without threads.
+                    Err(panic) => std::panic::resume_unwind(panic),
+                })
+                .collect()
+        })
     }
 
     /// A backend service's descriptor: the slice of the backends that serve (its failover
@@ -1377,11 +1438,26 @@ impl Compiled {
         pool: &str,
         health: &HealthState,
     ) -> Result<Vec<(Table, u32)>, Error> {
-        let id = self
-            .plans
+        let id = self.pool_index(pool)?;
+        Ok(self.recompile_pool_with(id, health, None))
+    }
+
+    /// The index of the pool named `pool` in this compile.
+    pub(super) fn pool_index(&self, pool: &str) -> Result<usize, Error> {
+        self.plans
             .iter()
             .position(|p| p.name == pool)
-            .ok_or_else(|| Error::Internal(format!("no pool named `{pool}` in this compile")))?;
+            .ok_or_else(|| Error::Internal(format!("no pool named `{pool}` in this compile")))
+    }
+
+    /// [`Compiled::recompile_pool`] of pool `id`, with its fill computed already when `fill`
+    /// is given (a backend service's, [`Compiled::service_fills`]).
+    pub(super) fn recompile_pool_with(
+        &mut self,
+        id: usize,
+        health: &HealthState,
+        fill: Option<ServiceFill>,
+    ) -> Vec<(Table, u32)> {
         // The pool's slices: its own, and a backend service's failover slice right after it.
         let base = self.plans[id].base as usize;
         let size = self.plans[id].size as usize
@@ -1395,7 +1471,10 @@ impl Compiled {
             .chain((0..self.plans.len()).filter(|&q| self.plans[q].backup == Some(id as u16)))
             .collect();
         let old_pools: Vec<PoolEntry> = dependants.iter().map(|&q| self.tables.pools[q]).collect();
-        self.fill_slice(id, health);
+        match fill {
+            Some(fill) => self.apply_service_fill(id, fill),
+            None => self.fill_slice(id, health),
+        }
         for &q in &dependants {
             self.describe(q, health);
         }
@@ -1410,7 +1489,7 @@ impl Compiled {
                 changed.push((Table::Pool, q as u32));
             }
         }
-        Ok(changed)
+        changed
     }
 
     /// Recomputes every pool for a new health state; returns the entries that changed.
@@ -1563,4 +1642,16 @@ forwardingRules:
         c.recompile_pool("p", &h).unwrap();
         assert_eq!(serving(&c).len(), 3, "all 0: equal shares");
     }
+}
+
+/// A backend service's computed fill ([`Compiled::service_fill`]): its slices' slots, its
+/// decision and its report, not yet written.
+#[derive(Debug, Clone)]
+pub(super) struct ServiceFill {
+    decision: crate::policy::Decision,
+    /// (base, size, slots) of the primary and the failover slice.
+    slices: Vec<(u32, u32, Vec<u16>)>,
+    eligible: Vec<String>,
+    healthy: usize,
+    why: String,
 }
