@@ -156,6 +156,12 @@ pub struct KubeService {
     /// R10.5), and with weighting the count is its weight where no probe reported one
     /// (SPEC R7.3). Empty with `Cluster` (every node serves, SPEC R7.1).
     pub ready_endpoints: Vec<(String, String, u32)>,
+    /// Zonal affinity (`trafficDistribution` on an internal Service, SPEC R7.4): the NIC's
+    /// zone is the client's; while it has a healthy eligible node only its nodes take new
+    /// connections, otherwise all do (spill ratio 0).
+    pub zonal_affinity: bool,
+    /// The NIC's zone (`nic.zone`), the client's zone of zonal affinity.
+    pub client_zone: String,
 }
 
 /// Why one node is, or is not, a choice for a new connection to one of a Service's pools
@@ -243,7 +249,16 @@ impl KubeService {
                         "{}; no node has a ready endpoint, so every member takes new connections (fail open, SPEC R3.4) and kube-proxy sends them to terminating pods (SPEC R7.2)",
                         n.why
                     ),
-                    Some(_) if got > 0 => format!("{}; {:.1} % of new connections", n.why, 100.0 * share),
+                    Some(_) if got > 0 => format!(
+                        "{}; {:.1} % of new connections{}",
+                        n.why,
+                        100.0 * share,
+                        match (self.zonal_affinity, *n.zone == *self.client_zone) {
+                            (false, _) => String::new(),
+                            (true, true) => format!(" (zonal affinity: in the NIC's zone {}, SPEC R7.4)", self.client_zone),
+                            (true, false) => format!(" (zonal affinity: the NIC's zone {} has no healthy eligible node, so every zone serves, SPEC R7.4)", self.client_zone),
+                        }
+                    ),
                     Some(b) => {
                         let probe = health.get(pool, b);
                         if ready(b) == Some(0) {
@@ -252,6 +267,8 @@ impl KubeService {
                             format!("{}; fails its health check {}: no new connections (SPEC R5.2)", n.why, self.health_check.split(':').next().unwrap_or_default())
                         } else if probe.weight == Some(0) {
                             format!("{}; its probe reports weight 0: no new connections (SPEC R5.4)", n.why)
+                        } else if self.zonal_affinity && *n.zone != *self.client_zone {
+                            format!("{}; zonal affinity: the NIC's zone {} has a healthy eligible node, so only that zone's nodes take new connections (SPEC R7.4)", n.why, self.client_zone)
                         } else {
                             format!("{}; the pool's policy gives it no share now", n.why)
                         }
@@ -855,6 +872,20 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
                 }
             };
 
+        // Zonal affinity (SPEC R7.4): internal Services only (seed 003).
+        let zonal_affinity = match (s.prefer_close, s.shape) {
+            (None, _) => false,
+            (Some(_), Shape::Internal) if c.nic.zone.is_empty() => {
+                snotes.push("warning: trafficDistribution asks for zonal affinity, but `nic.zone` is not set: the NIC has no zone to prefer, so every zone serves".into());
+                false
+            }
+            (Some(_), Shape::Internal) => true,
+            (Some(_), _) => {
+                snotes.push("warning: trafficDistribution (zonal affinity) is offered for internal Services only (seed 003): every zone serves".into());
+                false
+            }
+        };
+
         // Which nodes serve, and why not the others (nodes in name order).
         let mut verdicts: Vec<NodeVerdict> = Vec::with_capacity(by_name.len());
         let mut candidates: Vec<usize> = Vec::new();
@@ -1258,6 +1289,8 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
             nodes: verdicts,
             notes: snotes,
             ready_endpoints,
+            zonal_affinity,
+            client_zone: c.nic.zone.clone(),
         });
     }
 
