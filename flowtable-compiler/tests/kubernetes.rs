@@ -1022,3 +1022,54 @@ fn zonal_affinity_keeps_new_connections_in_the_nics_zone_until_it_has_no_healthy
         build(&without, &all_up).config_digest
     );
 }
+
+/// `kubernetes.endpointSliceTracking: false` (docs/kubernetes.md): a `Local` Service behaves as
+/// the source product's (seed 003, "load balancer health checks": a node without a ready,
+/// non-terminating pod fails the check on healthCheckNodePort, and until the unhealthy
+/// threshold is reached it still passes): every eligible node is a backend and only the
+/// health check takes one out; the EndpointSlices no longer do (SPEC R10.5 is given up).
+#[test]
+fn without_endpoint_slice_tracking_only_the_health_check_takes_a_node_out() {
+    let mut t = nodes(3);
+    t.push_str("---\nkubernetes:\n  endpointSliceTracking: false\n");
+    svc(&mut t, "web", &[], LOCAL);
+    slice(
+        &mut t,
+        "web",
+        &[
+            ("node-000", true, true, false),
+            ("node-001", false, true, true),
+        ],
+    );
+    let c = config(&t);
+    let k = service(&c, "default/web");
+    let all: BTreeSet<String> = ["node-000", "node-001", "node-002"]
+        .map(String::from)
+        .into();
+    assert_eq!(members(k), all, "every eligible node is a backend");
+    assert!(k.ready_endpoints.is_empty());
+    assert!(k.notes.iter().any(|n| n.contains("tracking is off")));
+    let pool = k.pools[0].clone();
+    // Probes not answered yet: the terminating node-001 and the pod-less node-002 still serve.
+    let got = serving(&build(&c, &HealthState::new()), &pool);
+    assert_eq!(got.into_keys().collect::<BTreeSet<_>>(), all);
+    // Their checks fail: only node-000.
+    let mut h = HealthState::new();
+    h.set_member_healthy(&pool, "node-001", false);
+    h.set_member_healthy(&pool, "node-002", false);
+    let got = serving(&build(&c, &h), &pool);
+    assert_eq!(
+        got.into_keys().collect::<Vec<_>>(),
+        vec!["node-000".to_string()]
+    );
+    // A bad value: file, line, field and what is valid.
+    let bad = format!(
+        "{}---\nkubernetes:\n  endpointSliceTracking: sometimes\n",
+        nodes(1)
+    );
+    let msg = errors(&bad);
+    assert!(
+        msg.contains("kubernetes.endpointSliceTracking") && msg.contains("true or false"),
+        "{msg}"
+    );
+}

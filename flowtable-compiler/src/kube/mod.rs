@@ -359,6 +359,9 @@ struct Project {
     pools: Vec<Prefix>,
     delivery: Option<Delivery>,
     macs: BTreeMap<String, u64>,
+    /// `kubernetes.endpointSliceTracking: false`: `Local` Services behave as the source
+    /// product's, every eligible node a backend and only the health check taking one out.
+    untracked: bool,
 }
 
 /// Everything read from the inputs.
@@ -502,7 +505,12 @@ fn project(r: &mut Reader, doc: &Node, inputs: &mut Inputs) {
     let Some(k) = r.object(
         k,
         "kubernetes",
-        &["addressPools", "delivery", "nodeMacs"],
+        &[
+            "addressPools",
+            "delivery",
+            "endpointSliceTracking",
+            "nodeMacs",
+        ],
         &[],
     ) else {
         return;
@@ -527,6 +535,8 @@ fn project(r: &mut Reader, doc: &Node, inputs: &mut Inputs) {
         ],
         &[],
     ));
+    inputs.project.untracked =
+        !crate::config::services::boolean(r, &k, "endpointSliceTracking", true);
     if let Some(m) = k.get("nodeMacs") {
         match &m.value {
             Value::Map(entries) => {
@@ -872,6 +882,13 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
                 }
             };
 
+        // Without EndpointSlice tracking a Local Service is the source product's: its nodes
+        // are every eligible node and only the health check tells which have a ready pod.
+        let untracked = inputs.project.untracked && s.policy == TrafficPolicy::Local;
+        if untracked {
+            snotes.push("EndpointSlice tracking is off (kubernetes.endpointSliceTracking: false): every eligible node is a backend and only the check on healthCheckNodePort takes a node without a ready pod out, (unhealthyThreshold + 1) × interval late at worst".into());
+        }
+
         // Zonal affinity (SPEC R7.4): internal Services only (seed 003).
         let zonal_affinity = match (s.prefer_close, s.shape) {
             (None, _) => false,
@@ -906,6 +923,7 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
                 Some("no InternalIP of the Service's IP family")
             } else if s.policy == TrafficPolicy::Local
                 && s.shape != Shape::LegacyTargetPool
+                && !untracked
                 && ep[1] == 0
             {
                 Some("externalTrafficPolicy Local: no serving endpoint of the Service on the node")
@@ -957,6 +975,10 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
                 Cow::Borrowed(OUTSIDE_SUBSET)
             } else {
                 match (s.shape, s.policy) {
+                    (_, TrafficPolicy::Local) if untracked => Cow::Owned(format!(
+                        "a backend (EndpointSlice tracking off); its check on healthCheckNodePort passes only with a ready local endpoint: {} here",
+                        ep[0]
+                    )),
                     (Shape::LegacyTargetPool, TrafficPolicy::Local) => Cow::Owned(format!(
                         "in the target pool (every node); its check on healthCheckNodePort passes only with a ready local endpoint: {} here",
                         ep[0]
@@ -1109,7 +1131,7 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
                 .collect();
             for n in &fam_members {
                 used_instances.insert((n.name.clone(), v6));
-                if s.policy == TrafficPolicy::Local {
+                if s.policy == TrafficPolicy::Local && !untracked {
                     let ready = counts.get(&n.name).map_or(0, |c| c[0]);
                     ready_endpoints.push((pool.clone(), backend_name(n, v6), ready as u32));
                 }
