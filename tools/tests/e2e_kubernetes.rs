@@ -4,7 +4,7 @@
 //! `nft` command, proxy terminating endpoints when no pod is ready, a TCP reset when there is
 //! none, `/healthz` on 10256, and the Service's healthCheckNodePort answering 200 with the
 //! weight header = local ready pods and 503 at zero); pods are real HTTP servers (python) on
-//! addresses of their node; `nlb-sim` and `nlbd --config DIR` driven by a directory of
+//! addresses of their node (on its loopback); `nlb-sim` and `nlbd --config DIR` driven by a directory of
 //! manifests the test rewrites as a cluster's API would change. Topology and how to run it:
 //! docs/kubernetes.md ("End to end"). Needs root; skips without it unless `CI` is set.
 //!
@@ -438,7 +438,7 @@ impl Test {
             "add",
             &format!("{ip}/32"),
             "dev",
-            "pods",
+            "lo",
         ]);
         let script = self.lab.path("pod.py");
         let port = TARGET_PORT.to_string();
@@ -652,9 +652,8 @@ fn build(lab: &mut Lab) {
             &format!("{}/24", node_ip(n)),
             Some(&node_mac(n)),
         );
-        // Pods are addresses on the node (10.78.N.K); other nodes' pods are routed to them.
-        ip(&ns, &["link", "add", "pods", "type", "dummy"]);
-        ip(&ns, &["link", "set", "pods", "up"]);
+        // Pods are addresses on the node's loopback (10.78.N.K); other nodes' pods are routed
+        // to their node.
         for m in (0..3).filter(|&m| m != n) {
             ip(
                 &ns,
