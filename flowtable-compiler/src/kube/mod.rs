@@ -13,6 +13,7 @@
 //! | `externalTrafficPolicy: Cluster` | every eligible node, a stable subset of at most 25 (internal) / 250 (external) by rendezvous hashing on the Service's UID; shared HTTP check `/healthz` on 10256, 8 s / 1 s / 1 / 3 |
 //! | `externalTrafficPolicy: Local` | only nodes with a serving endpoint (at most 250 internal / 3000 external); HTTP check on `healthCheckNodePort`, 3 s / 1 s / 1 / 2 |
 //! | `networking.gke.io/weighted-load-balancing: pods-per-node` | `WEIGHTED_MAGLEV` (external backend service with `Local` only; otherwise a note) |
+//! | `trafficDistribution: PreferClose` on an internal Service | zonal affinity (spill ratio 0, SPEC R7.4): the NIC's zone alone while it has a healthy node |
 //! | `sessionAffinity: ClientIP` (+ `timeoutSeconds`) | `CLIENT_IP`, idle timeout |
 //! | `loadBalancerSourceRanges` | the rules' `sourceRanges` (SPEC R9) |
 //! | each IP family of `ipFamilies` | a VIP, rules and a backend service of that family |
