@@ -34,7 +34,7 @@ const TARGET_PORT: u16 = 8080;
 /// the `Local` health check can notice a node without ready pods (two failed probes 3 s apart,
 /// at least 2.7 s with the checker's 10 % jitter), longer than nlbd takes to load a changed
 /// EndpointSlice (a 100 ms poll and a delta load).
-const GRACE: Duration = Duration::from_millis(1000);
+const GRACE: Duration = Duration::from_millis(1500);
 /// Between the steps of a rolling update.
 const STEP: Duration = Duration::from_millis(1500);
 
@@ -470,17 +470,36 @@ impl Test {
 
     /// Deletes a pod as Kubernetes does: terminating (not ready, still serving) for its grace
     /// period, then gone.
-    fn delete_pod(&mut self, name: &str) {
-        {
+    /// Returns, when this was its node's last ready pod and EndpointSlice tracking is on, how
+    /// long after the EndpointSlice changed `nlbctl status` first showed the node out of the
+    /// `web` pool's choice (the reload's latency, plus up to one status poll).
+    fn delete_pod(&mut self, name: &str) -> Option<Duration> {
+        let (node, last, tracking) = {
             let mut c = self.cluster.lock().unwrap();
             let p = c.pods.iter_mut().find(|p| p.name == name).expect("pod");
             p.state = PodState::Terminating;
-        }
+            let node = p.node;
+            (node, c.ready_on(node) == 0, c.tracking)
+        };
+        let grace = Instant::now() + GRACE;
         self.apply();
-        std::thread::sleep(GRACE);
+        let changed = Instant::now();
+        let mut left = None;
+        if last && tracking {
+            while left.is_none() && Instant::now() < grace {
+                let out = self
+                    .status_pool(&pool(&WEB), "eligible")
+                    .is_some_and(|e| !e.contains(&node_name(node)));
+                if out {
+                    left = Some(changed.elapsed());
+                }
+            }
+        }
+        std::thread::sleep(grace.saturating_duration_since(Instant::now()));
         self.lab.stop(name);
         self.cluster.lock().unwrap().pods.retain(|p| p.name != name);
         self.apply();
+        left
     }
 
     fn status_pool(&self, pool: &str, field: &str) -> Option<Vec<String>> {
@@ -850,10 +869,11 @@ fn kubernetes_services_on_namespaced_nodes_with_a_rolling_update() {
         .filter(|p| p.node == 0)
         .map(|p| p.name.clone())
         .collect();
+    let mut left = None;
     for (new_node, old_pod) in [2, 2, 1].into_iter().zip(&old) {
         t.add_pod(new_node);
         std::thread::sleep(STEP);
-        t.delete_pod(old_pod);
+        left = left.or(t.delete_pod(old_pod));
         std::thread::sleep(STEP);
     }
     stop.store(true, Ordering::Relaxed);
@@ -863,6 +883,13 @@ fn kubernetes_services_on_namespaced_nodes_with_a_rolling_update() {
         "e2e k8s: rolling update with EndpointSlice tracking: {} failed of {} requests",
         failed_on.len(),
         on.len()
+    );
+    eprintln!(
+        "e2e k8s: node-1's last pod terminating -> out of new-connection choice in {}",
+        left.map_or("more than the grace period".to_string(), |d| format!(
+            "{:.0} ms",
+            d.as_secs_f64() * 1e3
+        ))
     );
     t.wait_eligible(&WEB, &[1, 2]);
 
@@ -915,7 +942,7 @@ fn kubernetes_services_on_namespaced_nodes_with_a_rolling_update() {
     for old_pod in &old {
         t.add_pod(0);
         std::thread::sleep(STEP);
-        t.delete_pod(old_pod);
+        let _ = t.delete_pod(old_pod);
         std::thread::sleep(STEP);
     }
     // The health check's window: up to (unhealthyThreshold + 1) × interval.
