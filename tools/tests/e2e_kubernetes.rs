@@ -146,9 +146,12 @@ impl Cluster {
 
 type Shared = Arc<Mutex<Cluster>>;
 
-/// Runs `f` on a thread inside network namespace `ns` (setns(2) moves only the calling
-/// thread); sockets it opens stay in that namespace whichever thread uses them later.
-fn in_netns<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+/// Starts a thread that runs `f` inside network namespace `ns` (setns(2) moves only the
+/// calling thread); sockets it opens stay in that namespace whichever thread uses them later.
+fn spawn_in_netns<T: Send + 'static>(
+    ns: &str,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> std::thread::JoinHandle<T> {
     let path = format!("/run/netns/{ns}");
     std::thread::spawn(move || {
         let file = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
@@ -159,8 +162,13 @@ fn in_netns<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 'static)
         assert_eq!(rc, 0, "setns {path}: {}", std::io::Error::last_os_error());
         f()
     })
-    .join()
-    .expect("thread in the namespace")
+}
+
+/// [`spawn_in_netns`], waiting for its result.
+fn in_netns<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+    spawn_in_netns(ns, f)
+        .join()
+        .expect("thread in the namespace")
 }
 
 // ----- the kube-proxy-like agent ----------------------------------------------------------
@@ -581,15 +589,9 @@ fn traffic(
     vips: &[&'static str],
 ) -> (Arc<AtomicBool>, std::thread::JoinHandle<Vec<Outcome>>) {
     let stop = Arc::new(AtomicBool::new(false));
-    let path = format!("/run/netns/{}", lab.ns("cli"));
     let vips = vips.to_vec();
     let flag = stop.clone();
-    let handle = std::thread::spawn(move || {
-        let file = std::fs::File::open(&path).unwrap();
-        use std::os::fd::AsRawFd;
-        // SAFETY: as in `in_netns`: this thread only.
-        let rc = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
-        assert_eq!(rc, 0);
+    let handle = spawn_in_netns(&lab.ns("cli"), move || {
         let mut out = Vec::new();
         let mut i = 0;
         while !flag.load(Ordering::Relaxed) {
