@@ -2,7 +2,7 @@
 # The whole test suite of nlb-offload, from a clean checkout.
 #
 # Installs the system packages it needs when run as root (from Debian: Verilator, Yosys, z3,
-# curl, iproute2, protobuf-compiler (to build the etcd client), etcd-server (the fleet's tests),
+# curl, iproute2, nftables, protobuf-compiler (to build the etcd client), etcd-server (the fleet's tests),
 # and for the operator tools' tests tmux, systemd, man-db, procps, prometheus), then runs:
 # rustfmt check, clippy (warnings are errors; the tools also with their Verilator engine), every
 # workspace test (including the Verilator co-simulation in the verif crate), the tools' tests
@@ -22,6 +22,9 @@ command -v verilator >/dev/null || need+=(verilator)
 command -v z3 >/dev/null || need+=(z3)
 command -v curl >/dev/null || need+=(curl)
 command -v ip >/dev/null || need+=(iproute2)
+# The Kubernetes end-to-end test (tools/tests/e2e_kubernetes.rs): its kube-proxy-like agents
+# program DNAT with the nft command.
+command -v nft >/dev/null || need+=(nftables)
 # The operator tools' tests: nlbctl top in tmux (tools/tests/top.rs); the service units, man
 # pages and completions (deploy.rs: systemd-analyze, man, /bin/kill of the units' reload);
 # a real Prometheus against nlbd (monitoring.rs).

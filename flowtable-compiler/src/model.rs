@@ -1085,6 +1085,9 @@ impl Config {
         for (pool, backend, ready) in self.kubernetes.iter().flat_map(|k| &k.ready_endpoints) {
             lines.push(format!("ready_endpoints {pool:?} {backend:?} {ready}"));
         }
+        for k in self.kubernetes.iter().filter(|k| k.zonal_affinity) {
+            lines.push(format!("zonal_affinity {:?}", k.pools));
+        }
         lines.sort();
         for l in lines {
             s.push_str(&l);

@@ -111,6 +111,11 @@ pub struct Policy {
     pub failover_ratio: Option<Ratio>,
     /// `failoverPolicy.dropTrafficIfUnhealthy`.
     pub drop_traffic_if_unhealthy: bool,
+    /// Zonal affinity of the passthrough load balancer (`ZONAL_AFFINITY_SPILL_CROSS_ZONE`
+    /// with spillover ratio 0, what GKE sets for `trafficDistribution: PreferClose`, SPEC
+    /// R7.4): when a group in the NIC's zone has a healthy endpoint, only the NIC zone's
+    /// groups serve; otherwise every group does, as without it.
+    pub zonal_affinity: bool,
 }
 
 impl Default for Policy {
@@ -122,6 +127,7 @@ impl Default for Policy {
             isolation: Isolation::None,
             failover_ratio: None,
             drop_traffic_if_unhealthy: false,
+            zonal_affinity: false,
         }
     }
 }
@@ -513,6 +519,31 @@ pub fn decide(
     }
     let serving = |g: &Group| g.failover == serve_failover || !has_failover;
 
+    // Zonal affinity (SPEC R7.4): the NIC's zone is the client's; with a healthy endpoint
+    // there, the other zones' groups take no new connections (spill ratio 0: they take them
+    // all, as without affinity, only when the zone has none).
+    let in_client_zone = |g: &Group| !locality.zone.is_empty() && g.zone == locality.zone;
+    let zone_kept = policy.zonal_affinity
+        && groups
+            .iter()
+            .any(|g| serving(g) && in_client_zone(g) && g.healthy() > 0);
+    if policy.zonal_affinity {
+        steps.push(if zone_kept {
+            format!(
+                "zonal affinity: zone {} (the NIC's) has a healthy endpoint: only its groups serve",
+                locality.zone
+            )
+        } else if locality.zone.is_empty() {
+            "zonal affinity: the NIC has no zone: every zone serves".to_string()
+        } else {
+            format!(
+                "zonal affinity: zone {} (the NIC's) has no healthy endpoint: every zone serves (spill ratio 0)",
+                locality.zone
+            )
+        });
+    }
+    let outside_zone = |g: &Group| zone_kept && !in_client_zone(g);
+
     // Tiers.
     let threshold = f64::from(policy.failover_health_threshold.clamp(1, 99)) / 100.0;
     let below = |g: &Group| g.healthy_fraction() < threshold;
@@ -522,7 +553,7 @@ pub fn decide(
     type TierKey = (u8, usize, String, usize, String);
     let mut keyed: Vec<(TierKey, usize)> = Vec::new();
     for (i, g) in groups.iter().enumerate() {
-        if !serving(g) || g.healthy() == 0 {
+        if !serving(g) || g.healthy() == 0 || outside_zone(g) {
             continue;
         }
         let (rank, extra) = locality.region_rank(&g.region);
@@ -797,6 +828,12 @@ pub fn decide(
                 });
             } else if g.healthy() == 0 {
                 why.push_str("no healthy endpoint");
+            } else if outside_zone(g) {
+                let _ = write!(
+                    why,
+                    "zonal affinity: outside zone {}, which has a healthy endpoint",
+                    locality.zone
+                );
             } else if drained(g) {
                 why.push_str("drained (automatic capacity drain)");
             } else if tier_of[i].is_none() && group_share[i] == 0.0 {
@@ -1572,6 +1609,73 @@ mod tests {
                 "{live}"
             );
         }
+    }
+
+    /// SPEC R7.4 (seed 003, zonal affinity, spill ratio 0): the client's zone serves alone
+    /// while it has one healthy eligible node; otherwise every node of every zone does.
+    #[test]
+    fn zonal_affinity_keeps_the_zone_while_one_node_is_healthy_then_spreads_over_all() {
+        // The Kubernetes passthrough policy: one tier of everything, no capacity limit.
+        let p = Policy {
+            algorithm: Algorithm::SprayToWorld,
+            failover_health_threshold: 1,
+            zonal_affinity: true,
+            ..Policy::default()
+        };
+        let unlimited = |name: &str, zone: &str, healthy: &[bool]| {
+            let mut g = group(name, "r1", zone, 1e9 * healthy.len() as f64, healthy);
+            g.unlimited = true;
+            g
+        };
+        let mut s = DrainState::default();
+        let ep = |d: &Decision, e: &str| d.endpoint_shares.get(e).copied().unwrap_or(0.0);
+        // Own zone r1-a with one of two nodes healthy: that node takes every new connection.
+        let groups = [
+            unlimited("a", "r1-a", &[false, true]),
+            unlimited("b", "r1-b", &[true, true]),
+            unlimited("c", "r1-c", &[true]),
+        ];
+        let d = decide(&p, &here(), &groups, &mut s, 0.0);
+        assert_eq!(ep(&d, "a-1"), 1.0, "{d:?}");
+        assert_eq!(ep(&d, "a-0") + ep(&d, "b-0") + ep(&d, "c-0"), 0.0);
+        assert!(d.groups[1].why.contains("zonal affinity"), "{d:?}");
+        // Its last node fails: all three healthy nodes of the other zones share equally
+        // ("among all", not the next zone alone).
+        let groups = [
+            unlimited("a", "r1-a", &[false, false]),
+            unlimited("b", "r1-b", &[true, true]),
+            unlimited("c", "r1-c", &[true]),
+        ];
+        let d = decide(&p, &here(), &groups, &mut s, 0.0);
+        for e in ["b-0", "b-1", "c-0"] {
+            assert!((ep(&d, e) - 1.0 / 3.0).abs() < 1e-9, "{e}: {d:?}");
+        }
+        // WATERFALL_BY_ZONE is not this: it would give one other zone everything.
+        let waterfall = Policy {
+            algorithm: Algorithm::WaterfallByZone,
+            zonal_affinity: false,
+            ..p.clone()
+        };
+        let d = decide(&waterfall, &here(), &groups, &mut s, 0.0);
+        assert_eq!(ep(&d, "c-0"), 0.0, "{d:?}");
+        // Nothing healthy anywhere: fail open over every node (SPEC R3.4).
+        let groups = [
+            unlimited("a", "r1-a", &[false]),
+            unlimited("b", "r1-b", &[false]),
+        ];
+        let d = decide(&p, &here(), &groups, &mut s, 0.0);
+        assert_eq!((ep(&d, "a-0"), ep(&d, "b-0")), (0.5, 0.5), "{d:?}");
+        // A NIC without a zone: no affinity.
+        let nowhere = Locality {
+            zone: String::new(),
+            ..here()
+        };
+        let groups = [
+            unlimited("a", "r1-a", &[true]),
+            unlimited("b", "r1-b", &[true]),
+        ];
+        let d = decide(&p, &nowhere, &groups, &mut s, 0.0);
+        assert_eq!((ep(&d, "a-0"), ep(&d, "b-0")), (0.5, 0.5), "{d:?}");
     }
 
     const DEADBAND: f64 = 0.05;

@@ -876,3 +876,200 @@ fn eligibility_names_every_node_and_the_reason() {
     let report = compiled.pools.iter().find(|p| &p.name == pool).unwrap();
     assert!(report.why.contains("66.7 %"), "{}", report.why);
 }
+
+/// Seed 003, "zonal affinity" (SPEC R7.4): an internal Service with `trafficDistribution:
+/// PreferClose` sends new connections only to nodes of the client's zone (the NIC's,
+/// `nic.zone`) while that zone has at least one healthy eligible node; otherwise to all
+/// eligible nodes (spill ratio 0). External Services do not get it.
+#[test]
+fn zonal_affinity_keeps_new_connections_in_the_nics_zone_until_it_has_no_healthy_node() {
+    let nic = "---\nnic:\n  zone: zone-a\n";
+    // nodes(6): node-000, node-003 in zone-a; 001, 004 in zone-b; 002, 005 in zone-c.
+    let internal = [("networking.gke.io/load-balancer-type", "Internal")];
+    let mut t = nodes(6);
+    t.push_str(nic);
+    svc(
+        &mut t,
+        "web",
+        &internal,
+        "  trafficDistribution: PreferClose\n",
+    );
+    let c = config(&t);
+    let k = service(&c, "default/web");
+    assert!(k.zonal_affinity && k.client_zone == "zone-a");
+    let pool = k.pools[0].clone();
+    let zone_a: BTreeSet<String> = ["node-000", "node-003"].map(String::from).into();
+    let keys = |m: BTreeMap<String, usize>| m.into_keys().collect::<BTreeSet<String>>();
+
+    // Every node healthy: only zone-a's nodes take new connections.
+    let all_up = HealthState::new();
+    assert_eq!(keys(serving(&build(&c, &all_up), &pool)), zone_a);
+    // One of zone-a's two nodes fails its check: the other alone (still one healthy there).
+    let mut one_down = HealthState::new();
+    one_down.set_member_healthy(&pool, "node-000", false);
+    let compiled = build(&c, &one_down);
+    assert_eq!(
+        keys(serving(&compiled, &pool)),
+        ["node-003"].map(String::from).into()
+    );
+    let why: BTreeMap<String, kube::NodeEligibility> = k
+        .eligibility(&compiled, &pool, &one_down)
+        .into_iter()
+        .map(|n| (n.node.clone(), n))
+        .collect();
+    assert!(
+        !why["node-001"].eligible && why["node-001"].why.contains("zonal affinity"),
+        "{:?}",
+        why["node-001"]
+    );
+    assert!(
+        why["node-003"].why.contains("zone-a"),
+        "{:?}",
+        why["node-003"]
+    );
+    // Both fail: every other node of every other zone (among all, not one next zone).
+    let mut zone_down = one_down.clone();
+    zone_down.set_member_healthy(&pool, "node-003", false);
+    let compiled = build(&c, &zone_down);
+    let spread = serving(&compiled, &pool);
+    assert_eq!(
+        keys(spread.clone()),
+        ["node-001", "node-002", "node-004", "node-005"]
+            .map(String::from)
+            .into()
+    );
+    // ... in equal shares (Maglev slots within 5 % of a quarter).
+    let total: usize = spread.values().sum();
+    for (n, s) in &spread {
+        let f = *s as f64 / total as f64;
+        assert!((f - 0.25).abs() < 0.05, "{n}: {f}");
+    }
+    let why = k.eligibility(&compiled, &pool, &zone_down);
+    let b = why.iter().find(|n| n.node == "node-004").unwrap();
+    assert!(b.why.contains("every zone serves"), "{b:?}");
+
+    // With Local, the EndpointSlices decide too: zone-a's only ready pod terminating moves
+    // new connections to the other zones at once (SPEC R10.5 with R7.4).
+    let mut l = nodes(6);
+    l.push_str(nic);
+    svc(
+        &mut l,
+        "web",
+        &internal,
+        &format!("{LOCAL}  trafficDistribution: PreferClose\n"),
+    );
+    let mut ready = l.clone();
+    slice(
+        &mut ready,
+        "web",
+        &[
+            ("node-000", true, true, false),
+            ("node-001", true, true, false),
+            ("node-002", true, true, false),
+        ],
+    );
+    let c = config(&ready);
+    assert_eq!(
+        keys(serving(&build(&c, &all_up), &c.kubernetes[0].pools[0])),
+        ["node-000"].map(String::from).into()
+    );
+    let mut terminating = l.clone();
+    slice(
+        &mut terminating,
+        "web",
+        &[
+            ("node-000", false, true, true),
+            ("node-001", true, true, false),
+            ("node-002", true, true, false),
+        ],
+    );
+    let c = config(&terminating);
+    assert_eq!(
+        keys(serving(&build(&c, &all_up), &c.kubernetes[0].pools[0])),
+        ["node-001", "node-002"].map(String::from).into()
+    );
+
+    // External Service: not offered (seed 003), a warning, every zone serves.
+    let mut e = nodes(6);
+    e.push_str(nic);
+    svc(&mut e, "web", &[], "  trafficDistribution: PreferClose\n");
+    let c = config(&e);
+    let k = service(&c, "default/web");
+    assert!(!k.zonal_affinity);
+    assert!(k.notes.iter().any(|n| n.contains("internal Services only")));
+    assert_eq!(serving(&build(&c, &all_up), &k.pools[0]).len(), 6);
+    // A value Kubernetes does not define: file, line, field, the valid ones.
+    let mut bad = nodes(1);
+    svc(
+        &mut bad,
+        "web",
+        &internal,
+        "  trafficDistribution: Nearby\n",
+    );
+    let msg = errors(&bad);
+    assert!(
+        msg.contains("Service/web.spec.trafficDistribution") && msg.contains("PreferClose"),
+        "{msg}"
+    );
+    // The setting is part of the configuration's identity (SPEC R10.4).
+    let mut plain = nodes(6);
+    plain.push_str(nic);
+    svc(&mut plain, "web", &internal, "");
+    let with = config(&t);
+    let without = config(&plain);
+    assert_ne!(
+        build(&with, &all_up).config_digest,
+        build(&without, &all_up).config_digest
+    );
+}
+
+/// `kubernetes.endpointSliceTracking: false` (docs/kubernetes.md): a `Local` Service behaves as
+/// the source product's (seed 003, "load balancer health checks": a node without a ready,
+/// non-terminating pod fails the check on healthCheckNodePort, and until the unhealthy
+/// threshold is reached it still passes): every eligible node is a backend and only the
+/// health check takes one out; the EndpointSlices no longer do (SPEC R10.5 is given up).
+#[test]
+fn without_endpoint_slice_tracking_only_the_health_check_takes_a_node_out() {
+    let mut t = nodes(3);
+    t.push_str("---\nkubernetes:\n  endpointSliceTracking: false\n");
+    svc(&mut t, "web", &[], LOCAL);
+    slice(
+        &mut t,
+        "web",
+        &[
+            ("node-000", true, true, false),
+            ("node-001", false, true, true),
+        ],
+    );
+    let c = config(&t);
+    let k = service(&c, "default/web");
+    let all: BTreeSet<String> = ["node-000", "node-001", "node-002"]
+        .map(String::from)
+        .into();
+    assert_eq!(members(k), all, "every eligible node is a backend");
+    assert!(k.ready_endpoints.is_empty());
+    assert!(k.notes.iter().any(|n| n.contains("tracking is off")));
+    let pool = k.pools[0].clone();
+    // Probes not answered yet: the terminating node-001 and the pod-less node-002 still serve.
+    let got = serving(&build(&c, &HealthState::new()), &pool);
+    assert_eq!(got.into_keys().collect::<BTreeSet<_>>(), all);
+    // Their checks fail: only node-000.
+    let mut h = HealthState::new();
+    h.set_member_healthy(&pool, "node-001", false);
+    h.set_member_healthy(&pool, "node-002", false);
+    let got = serving(&build(&c, &h), &pool);
+    assert_eq!(
+        got.into_keys().collect::<Vec<_>>(),
+        vec!["node-000".to_string()]
+    );
+    // A bad value: file, line, field and what is valid.
+    let bad = format!(
+        "{}---\nkubernetes:\n  endpointSliceTracking: sometimes\n",
+        nodes(1)
+    );
+    let msg = errors(&bad);
+    assert!(
+        msg.contains("kubernetes.endpointSliceTracking") && msg.contains("true or false"),
+        "{msg}"
+    );
+}

@@ -130,6 +130,10 @@ pub(super) fn plan_service(c: &Config, b: &BackendService, members: &[String]) -
     let mut policy = Policy {
         failover_ratio: b.failover_ratio.clone(),
         drop_traffic_if_unhealthy: b.drop_traffic_if_unhealthy,
+        zonal_affinity: c
+            .kubernetes
+            .iter()
+            .any(|k| k.zonal_affinity && k.pools.contains(&b.name)),
         ..Policy::default()
     };
     if let Some(p) = b

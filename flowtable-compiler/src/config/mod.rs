@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
 
 mod service_checks;
-mod services;
+pub(crate) mod services;
 
 pub use services::{MAX_IDLE_TIMEOUT_SEC, MAX_PROBE_DATA};
 

@@ -185,7 +185,7 @@ pub const MAX_PROBE_DATA: usize = 1024;
 pub const MAX_IDLE_TIMEOUT_SEC: u64 = 57_600;
 
 /// `true`/`false` of a field, `default` when absent.
-fn boolean(r: &mut Reader, o: &Obj, name: &str, default: bool) -> bool {
+pub(crate) fn boolean(r: &mut Reader, o: &Obj, name: &str, default: bool) -> bool {
     let Some(n) = o.get(name) else {
         return default;
     };

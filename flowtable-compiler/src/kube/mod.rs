@@ -13,6 +13,7 @@
 //! | `externalTrafficPolicy: Cluster` | every eligible node, a stable subset of at most 25 (internal) / 250 (external) by rendezvous hashing on the Service's UID; shared HTTP check `/healthz` on 10256, 8 s / 1 s / 1 / 3 |
 //! | `externalTrafficPolicy: Local` | only nodes with a serving endpoint (at most 250 internal / 3000 external); HTTP check on `healthCheckNodePort`, 3 s / 1 s / 1 / 2 |
 //! | `networking.gke.io/weighted-load-balancing: pods-per-node` | `WEIGHTED_MAGLEV` (external backend service with `Local` only; otherwise a note) |
+//! | `trafficDistribution: PreferClose` on an internal Service | zonal affinity (spill ratio 0, SPEC R7.4): the NIC's zone alone while it has a healthy node |
 //! | `sessionAffinity: ClientIP` (+ `timeoutSeconds`) | `CLIENT_IP`, idle timeout |
 //! | `loadBalancerSourceRanges` | the rules' `sourceRanges` (SPEC R9) |
 //! | each IP family of `ipFamilies` | a VIP, rules and a backend service of that family |
@@ -156,6 +157,12 @@ pub struct KubeService {
     /// R10.5), and with weighting the count is its weight where no probe reported one
     /// (SPEC R7.3). Empty with `Cluster` (every node serves, SPEC R7.1).
     pub ready_endpoints: Vec<(String, String, u32)>,
+    /// Zonal affinity (`trafficDistribution` on an internal Service, SPEC R7.4): the NIC's
+    /// zone is the client's; while it has a healthy eligible node only its nodes take new
+    /// connections, otherwise all do (spill ratio 0).
+    pub zonal_affinity: bool,
+    /// The NIC's zone (`nic.zone`), the client's zone of zonal affinity.
+    pub client_zone: String,
 }
 
 /// Why one node is, or is not, a choice for a new connection to one of a Service's pools
@@ -243,7 +250,16 @@ impl KubeService {
                         "{}; no node has a ready endpoint, so every member takes new connections (fail open, SPEC R3.4) and kube-proxy sends them to terminating pods (SPEC R7.2)",
                         n.why
                     ),
-                    Some(_) if got > 0 => format!("{}; {:.1} % of new connections", n.why, 100.0 * share),
+                    Some(_) if got > 0 => format!(
+                        "{}; {:.1} % of new connections{}",
+                        n.why,
+                        100.0 * share,
+                        match (self.zonal_affinity, *n.zone == *self.client_zone) {
+                            (false, _) => String::new(),
+                            (true, true) => format!(" (zonal affinity: in the NIC's zone {}, SPEC R7.4)", self.client_zone),
+                            (true, false) => format!(" (zonal affinity: the NIC's zone {} has no healthy eligible node, so every zone serves, SPEC R7.4)", self.client_zone),
+                        }
+                    ),
                     Some(b) => {
                         let probe = health.get(pool, b);
                         if ready(b) == Some(0) {
@@ -252,6 +268,8 @@ impl KubeService {
                             format!("{}; fails its health check {}: no new connections (SPEC R5.2)", n.why, self.health_check.split(':').next().unwrap_or_default())
                         } else if probe.weight == Some(0) {
                             format!("{}; its probe reports weight 0: no new connections (SPEC R5.4)", n.why)
+                        } else if self.zonal_affinity && *n.zone != *self.client_zone {
+                            format!("{}; zonal affinity: the NIC's zone {} has a healthy eligible node, so only that zone's nodes take new connections (SPEC R7.4)", n.why, self.client_zone)
                         } else {
                             format!("{}; the pool's policy gives it no share now", n.why)
                         }
@@ -342,6 +360,9 @@ struct Project {
     pools: Vec<Prefix>,
     delivery: Option<Delivery>,
     macs: BTreeMap<String, u64>,
+    /// `kubernetes.endpointSliceTracking: false`: `Local` Services behave as the source
+    /// product's, every eligible node a backend and only the health check taking one out.
+    untracked: bool,
 }
 
 /// Everything read from the inputs.
@@ -485,7 +506,12 @@ fn project(r: &mut Reader, doc: &Node, inputs: &mut Inputs) {
     let Some(k) = r.object(
         k,
         "kubernetes",
-        &["addressPools", "delivery", "nodeMacs"],
+        &[
+            "addressPools",
+            "delivery",
+            "endpointSliceTracking",
+            "nodeMacs",
+        ],
         &[],
     ) else {
         return;
@@ -510,6 +536,8 @@ fn project(r: &mut Reader, doc: &Node, inputs: &mut Inputs) {
         ],
         &[],
     ));
+    inputs.project.untracked =
+        !crate::config::services::boolean(r, &k, "endpointSliceTracking", true);
     if let Some(m) = k.get("nodeMacs") {
         match &m.value {
             Value::Map(entries) => {
@@ -855,6 +883,27 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
                 }
             };
 
+        // Without EndpointSlice tracking a Local Service is the source product's: its nodes
+        // are every eligible node and only the health check tells which have a ready pod.
+        let untracked = inputs.project.untracked && s.policy == TrafficPolicy::Local;
+        if untracked {
+            snotes.push("EndpointSlice tracking is off (kubernetes.endpointSliceTracking: false): every eligible node is a backend and only the check on healthCheckNodePort takes a node without a ready pod out, (unhealthyThreshold + 1) × interval late at worst".into());
+        }
+
+        // Zonal affinity (SPEC R7.4): internal Services only (seed 003).
+        let zonal_affinity = match (s.prefer_close, s.shape) {
+            (None, _) => false,
+            (Some(_), Shape::Internal) if c.nic.zone.is_empty() => {
+                snotes.push("warning: trafficDistribution asks for zonal affinity, but `nic.zone` is not set: the NIC has no zone to prefer, so every zone serves".into());
+                false
+            }
+            (Some(_), Shape::Internal) => true,
+            (Some(_), _) => {
+                snotes.push("warning: trafficDistribution (zonal affinity) is offered for internal Services only (seed 003): every zone serves".into());
+                false
+            }
+        };
+
         // Which nodes serve, and why not the others (nodes in name order).
         let mut verdicts: Vec<NodeVerdict> = Vec::with_capacity(by_name.len());
         let mut candidates: Vec<usize> = Vec::new();
@@ -875,6 +924,7 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
                 Some("no InternalIP of the Service's IP family")
             } else if s.policy == TrafficPolicy::Local
                 && s.shape != Shape::LegacyTargetPool
+                && !untracked
                 && ep[1] == 0
             {
                 Some("externalTrafficPolicy Local: no serving endpoint of the Service on the node")
@@ -926,6 +976,10 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
                 Cow::Borrowed(OUTSIDE_SUBSET)
             } else {
                 match (s.shape, s.policy) {
+                    (_, TrafficPolicy::Local) if untracked => Cow::Owned(format!(
+                        "a backend (EndpointSlice tracking off); its check on healthCheckNodePort passes only with a ready local endpoint: {} here",
+                        ep[0]
+                    )),
                     (Shape::LegacyTargetPool, TrafficPolicy::Local) => Cow::Owned(format!(
                         "in the target pool (every node); its check on healthCheckNodePort passes only with a ready local endpoint: {} here",
                         ep[0]
@@ -1078,7 +1132,7 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
                 .collect();
             for n in &fam_members {
                 used_instances.insert((n.name.clone(), v6));
-                if s.policy == TrafficPolicy::Local {
+                if s.policy == TrafficPolicy::Local && !untracked {
                     let ready = counts.get(&n.name).map_or(0, |c| c[0]);
                     ready_endpoints.push((pool.clone(), backend_name(n, v6), ready as u32));
                 }
@@ -1258,6 +1312,8 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
             nodes: verdicts,
             notes: snotes,
             ready_endpoints,
+            zonal_affinity,
+            client_zone: c.nic.zone.clone(),
         });
     }
 

@@ -170,6 +170,8 @@ pub(super) struct Service {
     pub affinity_timeout: Option<(u64, Pos)>,
     /// `networking.gke.io/weighted-load-balancing: pods-per-node`.
     pub weighted: bool,
+    /// `spec.trafficDistribution` asks for zonal affinity (`PreferClose`, ...), and where.
+    pub prefer_close: Option<Pos>,
     pub ports: Vec<ServicePort>,
 }
 
@@ -337,6 +339,26 @@ pub(super) fn service(r: &mut Reader, obj: &Node, path: &str) -> Option<Service>
             );
         }
     }
+    let prefer_close = match text(r, spec, "trafficDistribution", &sp) {
+        None => None,
+        // PreferSameZone is PreferClose's newer, explicit name (Kubernetes 1.34); the load
+        // balancer knows no nodes closer than a zone, so PreferSameNode is zonal here too.
+        Some("PreferClose" | "PreferSameZone" | "PreferSameNode") => {
+            get(spec, "trafficDistribution").map(|n| n.pos)
+        }
+        Some(other) => {
+            let pos = get(spec, "trafficDistribution").map_or(spec.pos, |n| n.pos);
+            r.err(
+                pos,
+                &format!("{sp}.trafficDistribution"),
+                format!("`{other}` is not a traffic distribution the load balancer follows"),
+                Some(
+                    "PreferClose, PreferSameZone, PreferSameNode (zonal affinity, seed 003)".into(),
+                ),
+            );
+            None
+        }
+    };
     let mut ports = Vec::new();
     let port_list = r.list(get(spec, "ports"), &format!("{sp}.ports"));
     if port_list.is_empty() {
@@ -391,6 +413,7 @@ pub(super) fn service(r: &mut Reader, obj: &Node, path: &str) -> Option<Service>
         client_ip_affinity,
         affinity_timeout,
         weighted,
+        prefer_close,
         ports,
     })
 }

@@ -64,7 +64,7 @@ const BULK_BACKEND: &str = "b3";
 const NIC_MAC: &str = "02:00:00:00:00:01";
 const BACKENDS: [&str; 3] = ["b1", "b2", "b3"];
 /// Generous: a loaded 2-core CI machine.
-const WAIT: Duration = Duration::from_secs(45);
+pub const WAIT: Duration = Duration::from_secs(45);
 
 fn backend_ip(i: usize) -> String {
     format!("10.77.0.{}", 11 + i)
@@ -119,23 +119,23 @@ fn captured(mut cmd: Command, what: &str) -> Result<String, String> {
     }
 }
 
-fn sh(args: &[&str]) -> Result<String, String> {
+pub fn sh(args: &[&str]) -> Result<String, String> {
     let mut c = Command::new(args[0]);
     c.args(&args[1..]);
     captured(c, &format!("`{}` failed", args.join(" ")))
 }
 
-fn must(args: &[&str]) -> String {
+pub fn must(args: &[&str]) -> String {
     sh(args).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// The namespaces and processes of one run; everything is removed on drop (also when the
 /// test fails).
-struct Lab {
-    prefix: String,
-    dir: tempfile::TempDir,
-    children: Vec<(String, Child)>,
-    namespaces: Vec<String>,
+pub struct Lab {
+    pub prefix: String,
+    pub dir: tempfile::TempDir,
+    pub children: Vec<(String, Child)>,
+    pub namespaces: Vec<String>,
 }
 
 impl Drop for Lab {
@@ -151,22 +151,22 @@ impl Drop for Lab {
 }
 
 impl Lab {
-    fn ns(&self, name: &str) -> String {
+    pub fn ns(&self, name: &str) -> String {
         format!("{}-{name}", self.prefix)
     }
 
-    fn path(&self, name: &str) -> PathBuf {
+    pub fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
     }
 
     /// `ip netns exec NS args...` as a command.
-    fn exec(&self, ns: &str, args: &[&str]) -> Command {
+    pub fn exec(&self, ns: &str, args: &[&str]) -> Command {
         let mut c = Command::new("ip");
         c.args(["netns", "exec", &self.ns(ns)]).args(args);
         c
     }
 
-    fn run_in(&self, ns: &str, args: &[&str]) -> Result<String, String> {
+    pub fn run_in(&self, ns: &str, args: &[&str]) -> Result<String, String> {
         captured(
             self.exec(ns, args),
             &format!("`{}` in {ns}", args.join(" ")),
@@ -174,7 +174,7 @@ impl Lab {
     }
 
     /// Starts a long-running process in a namespace; its stderr goes to `<label>.log`.
-    fn spawn(&mut self, label: &str, ns: &str, args: &[&str]) {
+    pub fn spawn(&mut self, label: &str, ns: &str, args: &[&str]) {
         let log = std::fs::File::create(self.path(&format!("{label}.log"))).unwrap();
         let child = self
             .exec(ns, args)
@@ -186,7 +186,7 @@ impl Lab {
         self.children.push((label.to_string(), child));
     }
 
-    fn stop(&mut self, label: &str) {
+    pub fn stop(&mut self, label: &str) {
         if let Some(i) = self.children.iter().position(|(l, _)| l == label) {
             let (_, mut c) = self.children.remove(i);
             let _ = c.kill();
@@ -211,11 +211,11 @@ impl Lab {
             .map(|(l, _)| l.as_str())
     }
 
-    fn log(&self, label: &str) -> String {
+    pub fn log(&self, label: &str) -> String {
         std::fs::read_to_string(self.path(&format!("{label}.log"))).unwrap_or_default()
     }
 
-    fn logs(&self) -> String {
+    pub fn logs(&self) -> String {
         ["nlbd", "nlb-sim"]
             .iter()
             .map(|l| format!("--- {l} ---\n{}", self.log(l)))
@@ -224,12 +224,12 @@ impl Lab {
     }
 
     /// Polls until `f` gives `Some`, or fails naming `what` with the daemons' logs.
-    fn wait_for<T>(&self, what: &str, f: impl FnMut() -> Option<T>) -> T {
+    pub fn wait_for<T>(&self, what: &str, f: impl FnMut() -> Option<T>) -> T {
         self.wait_long(what, WAIT, f)
     }
 
     /// [`Lab::wait_for`] with its own time limit.
-    fn wait_long<T>(&self, what: &str, limit: Duration, mut f: impl FnMut() -> Option<T>) -> T {
+    pub fn wait_long<T>(&self, what: &str, limit: Duration, mut f: impl FnMut() -> Option<T>) -> T {
         let deadline = Instant::now() + limit;
         loop {
             if let Some(v) = f() {
@@ -248,7 +248,7 @@ impl Lab {
     }
 
     /// `nlbctl WHAT --socket admin.sock --json`.
-    fn admin(&self, what: &str) -> Option<serde_json::Value> {
+    pub fn admin(&self, what: &str) -> Option<serde_json::Value> {
         let sock = self.path("admin.sock");
         let o = Command::new(env!("CARGO_BIN_EXE_nlbctl"))
             .args([what, "--socket", sock.to_str()?, "--json"])
@@ -306,7 +306,7 @@ impl Lab {
 }
 
 /// Removes namespaces of earlier runs whose process is gone (a run killed before cleaning).
-fn remove_stale_namespaces() {
+pub fn remove_stale_namespaces() {
     let Ok(list) = sh(&["ip", "netns", "list"]) else {
         return;
     };
@@ -497,7 +497,7 @@ instances:
 }
 
 /// Namespaces `names` of the lab, loopback up, IPv6 off.
-fn add_namespaces(lab: &mut Lab, names: &[&str]) {
+pub fn add_namespaces(lab: &mut Lab, names: &[&str]) {
     for ns in names {
         let name = lab.ns(ns);
         must(&["ip", "netns", "add", &name]);

@@ -223,6 +223,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
                     "shape": format!("{:?}", k.shape),
                     "externalTrafficPolicy": format!("{:?}", k.policy),
                     "healthCheck": k.health_check,
+                    "zonalAffinity": k.zonal_affinity.then_some(&k.client_zone),
                     "nodes": nodes,
                     "notes": k.notes,
                 }),
@@ -340,6 +341,12 @@ fn print_kubernetes(
         k.policy
     );
     outln!("  health check {}", k.health_check);
+    if k.zonal_affinity {
+        outln!(
+            "  zonal affinity (trafficDistribution): only zone {} (the NIC's) while it has a healthy eligible node, else every zone (spill ratio 0, SPEC R7.4)",
+            k.client_zone
+        );
+    }
     let members = nodes.iter().filter(|n| n.member).count();
     let eligible = nodes.iter().filter(|n| n.eligible).count();
     outln!(

@@ -57,11 +57,12 @@ const ENGINE_TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(Parser, Debug)]
 #[command(name = "nlbd", version)]
 struct Args {
-    /// The load-balancer configuration (YAML or JSON, docs/config.md), or Kubernetes manifests
-    /// in one file (a saved `kubectl get -o yaml|json` stream, docs/kubernetes.md); or --etcd.
+    /// The load-balancer configuration (YAML or JSON, docs/config.md), or Kubernetes manifests:
+    /// one file (a saved `kubectl get -o yaml|json` stream) or a directory of them, reloaded
+    /// when any of its files changes (docs/kubernetes.md); or --etcd.
     #[arg(
         long,
-        value_name = "FILE",
+        value_name = "FILE|DIR",
         required_unless_present = "etcd",
         conflicts_with = "etcd"
     )]
@@ -96,7 +97,8 @@ struct Args {
     /// The admin socket (created with mode 0600).
     #[arg(long, value_name = "PATH", default_value = proto::DEFAULT_SOCKET)]
     admin_socket: PathBuf,
-    /// How often to look at CONFIG for changes, in milliseconds (0: only on SIGHUP).
+    /// How often to look at CONFIG (every file of a directory) for changes, in milliseconds
+    /// (0: only on SIGHUP).
     #[arg(long, value_name = "MS", default_value_t = 1000)]
     watch_ms: u64,
     /// How long the engine waits for work when the NIC's queues are empty, in microseconds
@@ -285,18 +287,13 @@ fn run(args: Args) -> Result<(), Failure> {
     };
     let file_config = match &args.config {
         Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| (1, format!("cannot read {}: {e}", path.display())))?;
-            // Our configuration, or Kubernetes manifests in one file (docs/kubernetes.md).
-            let (config, diags) =
-                flowtable_compiler::parse_sources(&[flowtable_compiler::kube::Source {
-                    name: path.display().to_string(),
-                    text: text.clone(),
-                }]);
+            // Our configuration, or Kubernetes manifests: a file or a directory.
+            let sources = reload::read(path).map_err(|e| (1, e))?;
+            let (config, diags) = flowtable_compiler::parse_sources(&sources);
             diags
                 .into_result()
                 .map_err(|d| (1, d.to_string().trim_end().to_string()))?;
-            Some((config, Source::File(path.clone(), reload::digest(&text))))
+            Some((config, Source::File(path.clone(), reload::digest(&sources))))
         }
         None => None,
     };

@@ -1,33 +1,49 @@
-//! Configuration reloads: on SIGHUP, and when the file's contents change (polled, which also
-//! sees editors that replace the file by renaming).
+//! Configuration reloads: on SIGHUP, and when the contents change (polled, which also sees
+//! editors that replace a file by renaming). CONFIG is one file, or a directory of
+//! Kubernetes manifests (every `.yaml`, `.yml` and `.json` file in it, as `nlbctl compile DIR`
+//! reads it): a directory changes when any of its files changes, appears or goes.
 //!
-//! A new configuration is parsed and validated here, then compiled by the engine for the
-//! device's profile; anything wrong is refused with one log line and the previous
-//! configuration keeps serving. A refused file is not retried until its contents change again
-//! (or on SIGHUP).
+//! A new configuration is parsed and validated here as a whole (every file of a directory
+//! together), then compiled by the engine for the device's profile; anything wrong is refused
+//! with one log line naming each file, line and field, and the previous configuration keeps
+//! serving. A refused configuration is not retried until its contents change again (or on
+//! SIGHUP).
 
 use crate::Daemon;
+use flowtable_compiler::kube::Source;
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::signal::unix::{signal, SignalKind};
 use tracing::{error, info, warn};
 
-/// Digest of a configuration's text (to see whether it changed).
-pub fn digest(text: &str) -> u64 {
+/// Digest of the inputs' names and texts (to see whether any changed).
+pub fn digest(sources: &[Source]) -> u64 {
     let mut h = DefaultHasher::new();
-    text.hash(&mut h);
+    for s in sources {
+        s.name.hash(&mut h);
+        s.text.hash(&mut h);
+    }
     h.finish()
 }
 
-/// Reads, validates and offers the file. `last` is the digest of the contents last acted on;
+/// The inputs CONFIG names: the file, or every manifest file of the directory in name order.
+pub fn read(path: &Path) -> Result<Vec<Source>, String> {
+    if path.as_os_str() == "-" {
+        return Err("--config - : nlbd reads its configuration again on changes, so it takes a file or a directory, not standard input".into());
+    }
+    flowtable_compiler::read_sources(path).map_err(|e| e.to_string())
+}
+
+/// Reads, validates and offers the configuration. `last` is the digest of the contents last acted on;
 /// unchanged contents are skipped unless `forced` (SIGHUP).
 async fn consider(daemon: &Daemon, last: &mut Option<u64>, read_failed: &mut bool, forced: bool) {
     let path = &daemon.config_path;
-    let text = match tokio::task::spawn_blocking({
+    let sources = match tokio::task::spawn_blocking({
         let path = path.clone();
-        move || std::fs::read_to_string(path)
+        move || read(&path)
     })
     .await
     {
@@ -38,7 +54,7 @@ async fn consider(daemon: &Daemon, last: &mut Option<u64>, read_failed: &mut boo
         Ok(Err(e)) => {
             // Once per run of failures: an editor may be between writing and renaming.
             if forced || !*read_failed {
-                warn!(file = %path.display(), error = %e, "cannot read the configuration; the previous one keeps serving");
+                warn!(config = %path.display(), error = %e, "cannot read the configuration; the previous one keeps serving");
             }
             *read_failed = true;
             return;
@@ -48,16 +64,13 @@ async fn consider(daemon: &Daemon, last: &mut Option<u64>, read_failed: &mut boo
             return;
         }
     };
-    let d = digest(&text);
+    let d = digest(&sources);
     if !forced && *last == Some(d) {
         return;
     }
     *last = Some(d);
     let name = path.display().to_string();
-    let (config, diags) = flowtable_compiler::parse_sources(&[flowtable_compiler::kube::Source {
-        name: name.clone(),
-        text,
-    }]);
+    let (config, diags) = flowtable_compiler::parse_sources(&sources);
     if let Err(diags) = diags.into_result() {
         let line = diags
             .to_string()
@@ -66,13 +79,13 @@ async fn consider(daemon: &Daemon, last: &mut Option<u64>, read_failed: &mut boo
             .filter(|l| !l.is_empty())
             .collect::<Vec<_>>()
             .join("; ");
-        error!(file = %name, "configuration refused, the previous one keeps serving: {line}");
+        error!(config = %name, "configuration refused, the previous one keeps serving: {line}");
         daemon
             .refused_early
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         return;
     }
-    info!(file = %name, trigger = if forced { "SIGHUP" } else { "file change" }, "reloading the configuration");
+    info!(config = %name, trigger = if forced { "SIGHUP" } else { "file change" }, "reloading the configuration");
     // The engine logs the outcome (applied, or refused on one line).
     if let Err(e) = daemon.reload(config, None).await {
         tracing::debug!(error = %e, "reload not applied");
