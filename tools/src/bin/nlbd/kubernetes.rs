@@ -180,18 +180,18 @@ pub async fn start(opts: &KubeOptions) -> Result<Watching, String> {
         nodes,
         client,
     };
-    let ready = async {
-        let _ = cluster.services.wait_until_ready().await;
-        let _ = cluster.slices.wait_until_ready().await;
-        let _ = cluster.nodes.wait_until_ready().await;
-    };
-    let mut ready = std::pin::pin!(ready);
-    loop {
-        match tokio::time::timeout(Duration::from_secs(10), &mut ready).await {
-            Ok(()) => break,
-            Err(_) => {
-                info!("waiting for the first list of Services, EndpointSlices and Nodes from the Kubernetes API")
-            }
+    {
+        let ready = async {
+            let _ = cluster.services.wait_until_ready().await;
+            let _ = cluster.slices.wait_until_ready().await;
+            let _ = cluster.nodes.wait_until_ready().await;
+        };
+        let mut ready = std::pin::pin!(ready);
+        while tokio::time::timeout(Duration::from_secs(10), &mut ready)
+            .await
+            .is_err()
+        {
+            info!("waiting for the first list of Services, EndpointSlices and Nodes from the Kubernetes API");
         }
     }
     Ok(Watching {
@@ -312,8 +312,8 @@ async fn read_project(opts: &KubeOptions) -> Result<Option<Source>, String> {
     let Some(path) = &opts.project else {
         return Ok(None);
     };
-    let text = tokio::fs::read_to_string(path)
-        .await
+    // A small file, read at start and on SIGHUP.
+    let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     Ok(Some(Source {
         name: path.display().to_string(),
