@@ -113,6 +113,7 @@ struct State {
     watches: Vec<(Kind, mpsc::UnboundedSender<Bytes>)>,
     /// Requests seen: lists per kind, watches, 410s sent.
     lists: BTreeMap<Kind, usize>,
+    watch_requests: usize,
     expired: usize,
     /// Status PATCHes: (namespace/name, body).
     patches: Vec<(String, Value)>,
@@ -251,6 +252,7 @@ async fn handle(state: Arc<Mutex<State>>, req: Request<Incoming>) -> Response<Bo
                 .get("resourceVersion")
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(s.rv);
+            s.watch_requests += 1;
             let (tx, rx) = mpsc::unbounded_channel();
             if from < s.compacted {
                 // As kube-apiserver: 200, then one ERROR event with the 410 Status.
@@ -418,7 +420,7 @@ impl ApiServer {
     }
 
     fn with<T>(&self, f: impl FnOnce(&mut State) -> T) -> T {
-        f(&mut self.state.lock().unwrap())
+        f(&mut self.state.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
     fn put(&self, obj: Value) {
@@ -929,18 +931,30 @@ fn nlbd_follows_the_live_kubernetes_api() {
         assert!(s.expired >= 1, "a 410 was sent");
         assert!(s.lists[&Kind::EndpointSlice] > lists_before, "relisted");
     });
+    wait_for(&nlbd, "every kind relisted and watched", || {
+        api.with(|s| {
+            Kind::ALL
+                .iter()
+                .all(|k| s.lists[k] >= 2 && s.watches.iter().any(|(w, _)| w == k))
+                .then_some(())
+        })
+    });
     // A bookmark moves the watchers on to the latest version: after a compaction up to it,
     // cut watches resume from there (no 410, no relist), although no Node changed since the
     // Node watch began.
+    api.put(slice("wcl", &[("n1", true, false), ("n2", true, false)]));
     api.bookmark();
     std::thread::sleep(Duration::from_millis(300));
-    let (expired, lists) = api.with(|s| (s.expired, s.lists.clone()));
+    let (expired, lists, watches) = api.with(|s| (s.expired, s.lists.clone(), s.watch_requests));
     api.compact();
     api.drop_watches(false);
     api.put(slice("web", &[("n1", true, false), ("n2", true, false)]));
     wait_for(&nlbd, "n3 out again", || {
         let (_, e) = eligible(dir, WEB_POOL)?;
         (e == sorted(&["n1", "n2"])).then_some(())
+    });
+    wait_for(&nlbd, "the three kinds watched again", || {
+        api.with(|s| (s.watch_requests >= watches + 3).then_some(()))
     });
     api.with(|s| {
         assert_eq!(s.expired, expired, "no 410 after a bookmark");
