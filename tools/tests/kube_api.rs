@@ -816,6 +816,15 @@ fn nlbd_follows_the_live_kubernetes_api() {
     let dir = dir.path();
     let mut api = ApiServer::new();
     let _health = cluster(&api);
+    // A Service the NIC cannot balance (SCTP, SPEC R8.2): left out with an Event, the others
+    // served.
+    api.put(service(
+        "sctp",
+        "Cluster",
+        None,
+        json!({"spec": {"loadBalancerIP": "203.0.113.91",
+                        "ports": [{"name": "sig", "protocol": "SCTP", "port": 3868, "targetPort": 3868, "nodePort": 31868}]}}),
+    ));
     let device = dir.join("nic.sock");
     let mut nic = Nic::start(&device);
     let project = project(dir);
@@ -1007,9 +1016,35 @@ fn nlbd_follows_the_live_kubernetes_api() {
             wcl[0].1["status"]["loadBalancer"]["ingress"][0]["ip"],
             "203.0.113.90"
         );
-        let events: Vec<_> = s.events.iter().map(|(_, e)| e).collect();
-        assert_eq!(events.len(), 1, "one Event: {events:?}");
+        assert!(
+            !s.patches.iter().any(|(n, _)| n == "default/sctp"),
+            "no status for a Service not served"
+        );
+        let refused: Vec<_> = s
+            .events
+            .iter()
+            .map(|(_, e)| e)
+            .filter(|e| e["regarding"]["name"] == "sctp")
+            .collect();
+        assert_eq!(refused.len(), 1, "one Event for sctp: {refused:?}");
+        assert_eq!(refused[0]["reason"], "LoadBalancerRefused");
+        assert!(
+            refused[0]["note"]
+                .as_str()
+                .unwrap()
+                .contains("`SCTP` is not supported"),
+            "{}",
+            refused[0]
+        );
+        let events: Vec<_> = s
+            .events
+            .iter()
+            .map(|(_, e)| e)
+            .filter(|e| e["regarding"]["name"] != "sctp")
+            .collect();
+        assert_eq!(events.len(), 1, "one Event for wcl: {events:?}");
         let e = events[0];
+        assert_eq!(e["reason"], "LoadBalancerWarning");
         assert_eq!(e["type"], "Warning");
         assert_eq!(e["regarding"]["kind"], "Service");
         assert_eq!(e["regarding"]["namespace"], "default");

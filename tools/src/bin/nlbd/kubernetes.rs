@@ -148,6 +148,10 @@ where
                         watcher::Event::Init | watcher::Event::InitApply(_) => {}
                     }
                 }
+                // Not a failure: the version the watch resumed from was compacted away.
+                Err(watcher::Error::WatchError(e)) if e.code == 410 => {
+                    info!(kind = %kind, "resourceVersion expired (410 Gone): relisting");
+                }
                 Err(e) => {
                     if !failing {
                         warn!(kind = %kind, error = %e, "Kubernetes API watch failed: the tables keep serving what they hold; retrying with backoff");

@@ -5,6 +5,7 @@
 //!  ┌──────────────────────────────┐               ┌──────────────────────────────────┐
 //!  │ HealthChecker ─ events ──────┼── Command ───►│ Controller: recompile, delta load │
 //!  │ reload: SIGHUP, file change ─┼── Command ───►│ Connections: learn, age, persist  │
+//!  │ Kubernetes API watch ────────┼── Command ───►│                                   │
 //!  │ admin socket (0600) ─────────┼── Command ───►│ PuntHandler: fragments, ICMP      │
 //!  │ metrics (hyper, 127.0.0.1) ──┼── Command ───►│ counters                          │
 //!  │ SIGTERM/SIGINT → shutdown ───┼── Shutdown ──►│                                   │
@@ -51,7 +52,11 @@ const ENGINE_TIMEOUT: Duration = Duration::from_secs(10);
 /// serves Prometheus metrics and answers `nlbctl status|health|conntrack|top|explain` on its
 /// admin socket. SIGTERM or SIGINT stop it; the NIC keeps forwarding with what it holds.
 ///
+/// With --kubernetes the configuration is a Kubernetes cluster's LoadBalancer Services, listed
+/// and watched from its API (docs/kubernetes.md); with --etcd, the fleet's (docs/fleet.md).
+///
 /// Example: nlbd --config /etc/nlb/lb.yaml --device pci:0000:03:00.0
+///          nlbd --kubernetes --kube-project /etc/nlb/project.yaml --device pci:0000:03:00.0
 ///
 /// Logs go to stderr; set NLBD_LOG (for example `debug` or `nlb_slowpath=debug,info`) to choose
 /// what is logged.
