@@ -56,7 +56,8 @@ const ENGINE_TIMEOUT: Duration = Duration::from_secs(10);
 /// and watched from its API (docs/kubernetes.md); with --etcd, the fleet's (docs/fleet.md).
 ///
 /// Example: nlbd --config /etc/nlb/lb.yaml --device pci:0000:03:00.0
-///          nlbd --kubernetes --kube-project /etc/nlb/project.yaml --device pci:0000:03:00.0
+///
+/// Example: nlbd --kubernetes --kube-project /etc/nlb/project.yaml --device pci:0000:03:00.0
 ///
 /// Logs go to stderr; set NLBD_LOG (for example `debug` or `nlb_slowpath=debug,info`) to choose
 /// what is logged.
