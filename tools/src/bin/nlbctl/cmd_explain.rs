@@ -1,6 +1,7 @@
 //! `nlbctl explain`: where a flow goes, and why.
 
 use crate::common::{self, CliError};
+use flowtable_compiler::kube::{KubeService, NodeEligibility};
 use flowtable_compiler::{explain_compiled, Explanation, Flow, Fragment};
 use nlb_tools::admin_proto as proto;
 use std::net::SocketAddr;
@@ -330,8 +331,8 @@ pub fn run(args: Args) -> Result<(), CliError> {
 
 /// The Kubernetes Service behind the flow's pool: which nodes may take the flow, and why.
 fn print_kubernetes(
-    k: &flowtable_compiler::kube::KubeService,
-    nodes: &[flowtable_compiler::kube::NodeEligibility],
+    k: &KubeService,
+    nodes: &[NodeEligibility],
     e: &Explanation,
 ) {
     outln!(

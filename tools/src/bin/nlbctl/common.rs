@@ -3,6 +3,9 @@
 use flowtable_compiler::{
     compile_after, compile_file_after, CompileOptions, Compiled, Error, HealthState, Image, Symbols,
 };
+// Imported, not written `flowtable_compiler::kube::Source` in place: rustc then resolves `kube`
+// as a crate name too (nlbd's `kube`), which links it into nlbctl (tools/tests/linking.rs).
+use flowtable_compiler::kube::Source as ManifestSource;
 use nlb_hw::Profile;
 use std::path::{Path, PathBuf};
 
@@ -160,11 +163,10 @@ impl Input {
                 path.display()
             ))
         })?;
-        let (config, diags) =
-            flowtable_compiler::parse_sources(&[flowtable_compiler::kube::Source {
-                name: path.display().to_string(),
-                text,
-            }]);
+        let (config, diags) = flowtable_compiler::parse_sources(&[ManifestSource {
+            name: path.display().to_string(),
+            text,
+        }]);
         if !diags.is_empty() {
             return Err(Error::Invalid(diags).into());
         }

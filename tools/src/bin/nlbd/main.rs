@@ -5,6 +5,7 @@
 //!  ┌──────────────────────────────┐               ┌──────────────────────────────────┐
 //!  │ HealthChecker ─ events ──────┼── Command ───►│ Controller: recompile, delta load │
 //!  │ reload: SIGHUP, file change ─┼── Command ───►│ Connections: learn, age, persist  │
+//!  │ Kubernetes API watch ────────┼── Command ───►│                                   │
 //!  │ admin socket (0600) ─────────┼── Command ───►│ PuntHandler: fragments, ICMP      │
 //!  │ metrics (hyper, 127.0.0.1) ──┼── Command ───►│ counters                          │
 //!  │ SIGTERM/SIGINT → shutdown ───┼── Shutdown ──►│                                   │
@@ -15,6 +16,7 @@
 
 mod admin;
 mod fleet;
+mod kubernetes;
 mod metrics;
 mod reload;
 mod shared_health;
@@ -50,7 +52,12 @@ const ENGINE_TIMEOUT: Duration = Duration::from_secs(10);
 /// serves Prometheus metrics and answers `nlbctl status|health|conntrack|top|explain` on its
 /// admin socket. SIGTERM or SIGINT stop it; the NIC keeps forwarding with what it holds.
 ///
+/// With --kubernetes the configuration is a Kubernetes cluster's LoadBalancer Services, listed
+/// and watched from its API (docs/kubernetes.md); with --etcd, the fleet's (docs/fleet.md).
+///
 /// Example: nlbd --config /etc/nlb/lb.yaml --device pci:0000:03:00.0
+///
+/// Example: nlbd --kubernetes --kube-project /etc/nlb/project.yaml --device pci:0000:03:00.0
 ///
 /// Logs go to stderr; set NLBD_LOG (for example `debug` or `nlb_slowpath=debug,info`) to choose
 /// what is logged.
@@ -63,10 +70,40 @@ struct Args {
     #[arg(
         long,
         value_name = "FILE|DIR",
-        required_unless_present = "etcd",
-        conflicts_with = "etcd"
+        required_unless_present_any = ["etcd", "kubernetes"],
+        conflicts_with_all = ["etcd", "kubernetes"]
     )]
     config: Option<PathBuf>,
+    /// Take Services, EndpointSlices and Nodes from the Kubernetes API (docs/kubernetes.md):
+    /// list and watch them, map every change as manifests are mapped and load it as a delta,
+    /// write each served Service's status.loadBalancer.ingress and post Events for warnings.
+    /// The API is found with --kubeconfig, else KUBECONFIG, ~/.kube/config or the in-cluster
+    /// service account. While the API is unreachable the tables keep serving.
+    #[arg(long, conflicts_with = "etcd")]
+    kubernetes: bool,
+    /// The kubeconfig file for --kubernetes (its current context).
+    #[arg(long, value_name = "PATH", requires = "kubernetes")]
+    kubeconfig: Option<PathBuf>,
+    /// The API server's URL for --kubernetes, reached without credentials (`kubectl proxy`'s
+    /// http://127.0.0.1:8001, or a test server) instead of a kubeconfig.
+    #[arg(
+        long,
+        value_name = "URL",
+        requires = "kubernetes",
+        conflicts_with = "kubeconfig"
+    )]
+    kube_api: Option<String>,
+    /// The project document for --kubernetes (`nic` and `kubernetes` sections: NIC settings,
+    /// address pools, node MACs; docs/kubernetes.md). SIGHUP reads it again.
+    #[arg(long, value_name = "FILE", requires = "kubernetes")]
+    kube_project: Option<PathBuf>,
+    /// How long a burst of Kubernetes events is gathered into one delta load, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 5, value_parser = clap::value_parser!(u64).range(0..=1000), requires = "kubernetes")]
+    kube_coalesce_ms: u64,
+    /// How often the Kubernetes objects are mapped again without an event, in seconds (a
+    /// status or Event that could not be written is retried then).
+    #[arg(long, value_name = "SECS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=86400), requires = "kubernetes")]
+    kube_resync: u64,
     /// Take the configuration from the fleet's etcd instead of a file (docs/fleet.md):
     /// HOST:PORT or http://HOST:PORT, comma-separated. nlbd waits for a published revision,
     /// applies every new one, registers as --host with a lease, and keeps serving the last
@@ -267,6 +304,13 @@ enum Source {
     File(PathBuf, u64),
     /// The fleet's etcd (`--etcd`), with the revision the engine starts with.
     Etcd(fleet::FleetOptions, i64, Box<nlb_tools::fleet::Published>),
+    /// The Kubernetes API (`--kubernetes`), with its watchers and the configuration the
+    /// engine starts with.
+    Kubernetes(
+        kubernetes::KubeOptions,
+        Box<kubernetes::Watching>,
+        Box<Config>,
+    ),
 }
 
 fn run(args: Args) -> Result<(), Failure> {
@@ -312,17 +356,36 @@ fn run(args: Args) -> Result<(), Failure> {
         .enable_all()
         .build()
         .map_err(|e| (2, format!("cannot start the runtime: {e}")))?;
+    let kube_options = args.kubernetes.then(|| kubernetes::KubeOptions {
+        kubeconfig: args.kubeconfig.clone(),
+        api_url: args.kube_api.clone(),
+        project: args.kube_project.clone(),
+        coalesce: Duration::from_millis(args.kube_coalesce_ms),
+        resync: Duration::from_secs(args.kube_resync),
+    });
     runtime.block_on(async move {
-        let (config, source) = match (file_config, fleet_options) {
-            (Some(file), _) => file,
-            (None, Some(opts)) => {
+        let (config, source) = match (file_config, fleet_options, kube_options) {
+            (Some(file), ..) => file,
+            (None, None, Some(opts)) => {
+                // Nothing touches the NIC before the cluster's objects are listed and map.
+                let watching = kubernetes::start(&opts).await.map_err(|e| (1, e))?;
+                let config = kubernetes::first_config(&opts, &watching)
+                    .await
+                    .map_err(|e| (1, format!("the cluster's objects do not map: {e}")))?;
+                info!(services = config.kubernetes.len(), "starting with the cluster's LoadBalancer Services");
+                (
+                    config.clone(),
+                    Source::Kubernetes(opts, Box::new(watching), Box::new(config)),
+                )
+            }
+            (None, Some(opts), _) => {
                 // Nothing touches the NIC before a revision parses: a host with an empty NIC
                 // serves nothing until it converges to the live revision.
                 let (revision, published, config) = fleet::first_revision(&opts).await;
                 info!(host = %opts.host, revision, file = %published.file, "starting with revision {revision}");
                 (config, Source::Etcd(opts, revision, Box::new(published)))
             }
-            (None, None) => return Err((1, "give --config FILE or --etcd ENDPOINTS --host NAME".to_string())),
+            (None, None, None) => return Err((1, "give --config FILE, --etcd ENDPOINTS --host NAME or --kubernetes".to_string())),
         };
         serve(args, config, source, dev, metrics_addr).await
     })
@@ -357,6 +420,10 @@ async fn serve(
         Source::Etcd(opts, revision, _) => {
             format!("{} (revision {revision})", opts.keys.config())
         }
+        Source::Kubernetes(opts, ..) => match &opts.api_url {
+            Some(url) => format!("the Kubernetes API at {url}"),
+            None => "the Kubernetes API".to_string(),
+        },
     };
     // Shared health: nothing to probe until the host is live in the fleet.
     let shared = match &source {
@@ -444,6 +511,14 @@ async fn serve(
                 metrics,
             )));
             tasks.push(tokio::spawn(reload::ignore_hangup()));
+        }
+        Source::Kubernetes(opts, watching, serving) => {
+            tasks.push(tokio::spawn(kubernetes::run(
+                daemon.clone(),
+                opts,
+                *watching,
+                *serving,
+            )));
         }
     }
 
