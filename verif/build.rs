@@ -57,7 +57,7 @@ fn run() -> Result<(), String> {
     println!("cargo:rustc-env=NLB_VERIF_GIT_HASH={git_hash}");
     println!("cargo:rustc-env=NLB_VERIF_VERILATOR_VERSION={version}");
 
-    let models = vec![
+    let mut models = vec![
         ModelSpec {
             name: "flow_hash",
             top: "nlb_flow_hash",
@@ -110,6 +110,7 @@ fn run() -> Result<(), String> {
             ],
         },
     ];
+    models.extend(block_bench_models());
 
     let mut sources: Vec<PathBuf> = Vec::new();
     let mut global: Vec<String> = Vec::new();
@@ -196,6 +197,42 @@ fn run() -> Result<(), String> {
     println!("cargo:rustc-link-lib=pthread");
     Ok(())
 }
+
+// ---- per-block benches (issue 20 item 2) -------------------------------------------------------
+// Models of the blocks that `nlb_top` instantiates, each driven on its own by
+// verif/tests/<block>.rs against the golden model's function for that block.
+
+/// The models of the per-block benches.
+fn block_bench_models() -> Vec<ModelSpec> {
+    let spec = |name, top, params: &[&str]| ModelSpec {
+        name,
+        top,
+        params: params.iter().map(|p| p.to_string()).collect(),
+    };
+    vec![
+        spec("l3_csum", "nlb_l3_csum", &[]),
+        spec("editor", "nlb_editor", &[]),
+        spec("table_cmd", "nlb_table_cmd", &[]),
+        // Small enough that full and empty come every few words.
+        spec("fifo", "nlb_fifo", &["WIDTH=16", "DEPTH=4"]),
+        // 64 entries (the least the block takes): two hit words, every entry reachable often.
+        spec("hit_bits", "nlb_hit_bits", &["ROWS=4"]),
+        spec("counter_bank", "nlb_counter_bank", &["ENTRIES=4"]),
+        // Two banks of 8 rows of 4 lanes: both banks' ends and every lane in a short run.
+        spec(
+            "table_mem",
+            "nlb_table_mem",
+            &["WIDTH=20", "ROWS=8", "LANES=4", "OUTPUT_REG=1", "BANKS=2"],
+        ),
+        spec(
+            "conntrack",
+            "nlb_conntrack",
+            &["CT_BUCKETS=16", "CT_WAYS=4"],
+        ),
+    ]
+}
+
+// ---- end of the per-block benches' models --------------------------------------------------------
 
 fn env(name: &str) -> Result<String, String> {
     std::env::var(name).map_err(|_| format!("{name} is not set (run through cargo)"))
