@@ -509,7 +509,12 @@ pub fn flow_frame(rng: &mut StdRng, v6: bool, tags: usize, udp: bool, payload: u
         });
     }
     spec.vlans = (0..tags)
-        .map(|i| (if i == 0 { TPID_8021AD } else { 0x8100 }, rng.random::<u16>()))
+        .map(|i| {
+            (
+                if i == 0 { TPID_8021AD } else { 0x8100 },
+                rng.random::<u16>(),
+            )
+        })
         .collect();
     spec.l4 = if udp {
         L4::Udp {

@@ -6,7 +6,7 @@
 //! clocks between bursts; entries preset (the simulation-only port, while the bank is idle) just
 //! below 2^32 and 2^64 in every field so that the low halves carry into the high halves and the
 //! counts wrap, also on back-to-back operations. Every READ / READ_CLEAR's `r_value` must equal
-//! the model's entry before the operation, with `r_valid` exactly 2 clocks after it; at the end
+//! the model's entry before the operation, with `r_valid` exactly 3 clocks after it; at the end
 //! every entry is read. Bins printed, all required.
 
 use firmware_sim::Counter;
@@ -20,8 +20,10 @@ use std::collections::{BTreeMap, VecDeque};
 const UPDATE: u64 = 0;
 const READ: u64 = 1;
 const READ_CLEAR: u64 = 2;
-/// Clocks from an operation to its `r_valid` (the module header).
-const LATENCY: u64 = 2;
+/// Clocks from the clock that presents an operation to the clock whose settled outputs show its
+/// `r_valid` (the header's "two clocks later" counts from the operation's stage-1 register:
+/// stage 1 and stage 2 registers, then the result register).
+const LATENCY: u64 = 3;
 
 fn entries() -> u32 {
     CounterBank::PARAMS
@@ -108,7 +110,10 @@ fn counts_as_the_model() {
         let valid = sim.get_bit(r_valid).expect("r_valid");
         let due = reads.front().is_some_and(|r| r.0 + LATENCY == clock);
         if valid != due {
-            fail(format!("clock {clock}: r_valid {valid}, a read was {}due", if due { "" } else { "not " }));
+            fail(format!(
+                "clock {clock}: r_valid {valid}, a read was {}due",
+                if due { "" } else { "not " }
+            ));
         }
         if due {
             let (c, i, k, want) = reads.pop_front().expect("a read");
@@ -162,7 +167,9 @@ fn counts_as_the_model() {
                         *bins.entry("read-clear").or_default() += 1;
                     }
                     if back_to_back {
-                        *bins.entry("read back to back after an operation").or_default() += 1;
+                        *bins
+                            .entry("read back to back after an operation")
+                            .or_default() += 1;
                     }
                 }
             }
@@ -184,7 +191,14 @@ fn counts_as_the_model() {
                 punts: near_top(&mut rng),
                 drops: near_top(&mut rng),
             };
-            step(&mut sim, None, Some((i, v)), &mut model, &mut reads, &mut bins);
+            step(
+                &mut sim,
+                None,
+                Some((i, v)),
+                &mut model,
+                &mut reads,
+                &mut bins,
+            );
             for _ in 0..2 {
                 step(&mut sim, None, None, &mut model, &mut reads, &mut bins);
             }
@@ -197,19 +211,36 @@ fn counts_as_the_model() {
                     1 => READ_CLEAR,
                     _ => UPDATE,
                 };
-                let index = if rng.random_bool(0.7) { hot } else { rng.random_range(0..n) };
+                let index = if rng.random_bool(0.7) {
+                    hot
+                } else {
+                    rng.random_range(0..n)
+                };
                 let bytes = match rng.random_range(0..4) {
                     0 => 0xffff,
                     1 => 0,
                     _ => rng.random(),
                 };
-                (kind, index, bytes, rng.random_bool(0.3), rng.random_bool(0.3))
+                (
+                    kind,
+                    index,
+                    bytes,
+                    rng.random_bool(0.3),
+                    rng.random_bool(0.3),
+                )
             });
             step(&mut sim, op, None, &mut model, &mut reads, &mut bins);
         }
     }
     for i in 0..n {
-        step(&mut sim, Some((READ, i, 0, false, false)), None, &mut model, &mut reads, &mut bins);
+        step(
+            &mut sim,
+            Some((READ, i, 0, false, false)),
+            None,
+            &mut model,
+            &mut reads,
+            &mut bins,
+        );
     }
     for _ in 0..4 {
         step(&mut sim, None, None, &mut model, &mut reads, &mut bins);

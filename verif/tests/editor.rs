@@ -14,7 +14,7 @@
 //!
 //! Directed cases: outputs of 9017 and 9018 bytes per delivery x outer family x 0-2 VLAN tags
 //! (the largest frame that may be sent; one byte more is a TOO_BIG drop the editor never sees);
-//! minimum and padded frames; the outer IPv4 checksum solved to 0x0000 and 0xFFFF and the
+//! minimum and padded frames; the outer IPv4 checksum solved to 0x0000 and 0x0001 (0xFFFF cannot occur) and the
 //! GUE-over-IPv6 UDP checksum to 0xFFFF (computing to 0 or 0xFFFF); outer source prefixes of
 //! length 0, 1, full and one short of full; punts of 0, 1, 63, 64, 65, 9727, 9728, 9729,
 //! 16383, 16384 and 20000 bytes (the window cut and the 14-bit length clamp), rule ids 0 and
@@ -219,7 +219,15 @@ fn aim_checksum(p: &mut Pkt, at: usize, want: u16) -> bool {
     let mut out = vec![0u8; p.res.out_len];
     for hash in 0..(1u32 << 20) {
         p.res.flow_hash = hash.wrapping_mul(0x9e37_79b1);
-        write_frame(&p.frame, &h, p.delivery, &p.backend, &p.settings, p.res.flow_hash, &mut out);
+        write_frame(
+            &p.frame,
+            &h,
+            p.delivery,
+            &p.backend,
+            &p.settings,
+            p.res.flow_hash,
+            &mut out,
+        );
         if u16::from_be_bytes([out[at], out[at + 1]]) == want {
             return true;
         }
@@ -245,29 +253,37 @@ fn directed(rng: &mut StdRng) -> Vec<Pkt> {
                 }
                 // Minimum frames (padded to 60 bytes) and one-beat frames.
                 for payload in [0usize, 1, 2, 3] {
-                    let v6 = rng.random();
-                    let f = flow_frame(rng, v6, tags, rng.random(), payload).build();
+                    let (v6, udp) = (rng.random(), rng.random());
+                    let f = flow_frame(rng, v6, tags, udp, payload).build();
                     pkts.push(forward(rng, f, delivery, outer_v6, "minimum frame".into()));
                 }
             }
         }
     }
-    // The outer IPv4 checksum solved to 0x0000 and 0xFFFF, the GUE-over-IPv6 UDP checksum to
+    // The outer IPv4 checksum solved to 0x0000 and 0x0001, the GUE-over-IPv6 UDP checksum to
     // 0xFFFF, with a short source prefix so that the flow hash moves the sums.
     for (delivery, outer_v6, want, name) in [
-        (Delivery::Ipip, false, 0x0000u16, "outer IPv4 checksum 0x0000"),
-        (Delivery::Gue, false, 0xffff, "outer IPv4 checksum 0xffff"),
+        (
+            Delivery::Ipip,
+            false,
+            0x0000u16,
+            "outer IPv4 checksum 0x0000",
+        ),
+        (Delivery::Gue, false, 0x0001, "outer IPv4 checksum 0x0001"),
         (Delivery::Gue, true, 0xffff, "GUE UDP checksum 0xffff"),
     ] {
         for tags in 0..3 {
-            let v6 = rng.random();
-            let f = flow_frame(rng, v6, tags, true, rng.random_range(0..100)).build();
+            let (v6, payload) = (rng.random(), rng.random_range(0..100));
+            let f = flow_frame(rng, v6, tags, true, payload).build();
             let mut p = forward(rng, f, delivery, outer_v6, name.into());
             p.settings.outer_src_v4_len = 8;
             p.settings.outer_src_v6_len = 96;
             let l3 = 14 + 4 * tags;
             let at = if outer_v6 { l3 + 40 + 6 } else { l3 + 10 };
-            assert!(aim_checksum(&mut p, at, want), "editor bench: cannot aim {name}");
+            assert!(
+                aim_checksum(&mut p, at, want),
+                "editor bench: cannot aim {name}"
+            );
             pkts.push(p);
         }
     }
@@ -291,10 +307,14 @@ fn directed(rng: &mut StdRng) -> Vec<Pkt> {
 fn random_packet(rng: &mut StdRng) -> Pkt {
     let pick = rng.random_range(0..10);
     if pick < 6 {
-        let v6 = rng.random();
+        let (v6, tags, udp, payload) = (
+            rng.random(),
+            rng.random_range(0..3),
+            rng.random(),
+            rng.random_range(0..3000),
+        );
         let f = if rng.random_bool(0.1) {
-            flow_frame(rng, v6, rng.random_range(0..3), rng.random(), rng.random_range(0..3000))
-                .build()
+            flow_frame(rng, v6, tags, udp, payload).build()
         } else {
             loop {
                 let f = random_frame(rng, 0.0);
@@ -319,7 +339,10 @@ fn random_packet(rng: &mut StdRng) -> Pkt {
         headers: headers(&frame),
         frame,
         delivery: Delivery::ALL[rng.random_range(0..3)],
-        backend: random_backend(rng, rng.random()),
+        backend: {
+            let v6 = rng.random();
+            random_backend(rng, v6)
+        },
         settings: random_settings(rng),
         name: name.into(),
     }
@@ -456,8 +479,12 @@ fn run(seed: u64, pkts: &[Pkt], idle: f64, backpressure: f64) -> Result<(), Stri
             return Err("editor: the run does not end".into());
         }
         // The payload sum a few clocks before the result, as nlb_l3_csum gives it.
-        let csum_now = next_csum < pkts.len() && next_csum - next_res < 6 && bench.rng.random_bool(0.7);
-        bench.sim.set_bit(ports.csum_valid, csum_now).map_err(|e| e.to_string())?;
+        let csum_now =
+            next_csum < pkts.len() && next_csum - next_res < 6 && bench.rng.random_bool(0.7);
+        bench
+            .sim
+            .set_bit(ports.csum_valid, csum_now)
+            .map_err(|e| e.to_string())?;
         let csum = if csum_now {
             let p = &pkts[next_csum];
             csum_edge[next_csum] = edge;
@@ -468,13 +495,19 @@ fn run(seed: u64, pkts: &[Pkt], idle: f64, backpressure: f64) -> Result<(), Stri
         } else {
             bench.rng.random()
         };
-        bench.sim.set_u64(ports.csum, u64::from(csum)).map_err(|e| e.to_string())?;
+        bench
+            .sim
+            .set_u64(ports.csum, u64::from(csum))
+            .map_err(|e| e.to_string())?;
         let jobs = bench.sim.get_u64(ports.jobs).map_err(|e| e.to_string())?;
         let res_now = next_res < next_csum
             && csum_edge[next_res] + 2 <= edge
             && jobs < MAX_JOBS
             && bench.rng.random_bool(0.6);
-        bench.sim.set_bit(ports.valid, res_now).map_err(|e| e.to_string())?;
+        bench
+            .sim
+            .set_bit(ports.valid, res_now)
+            .map_err(|e| e.to_string())?;
         for &(port, name) in &ports.fields {
             let v = if res_now {
                 field_value(&pkts[next_res], name)
@@ -547,7 +580,10 @@ fn run(seed: u64, pkts: &[Pkt], idle: f64, backpressure: f64) -> Result<(), Stri
         if let Some(v) = tx.violations().iter().chain(punt.violations()).next() {
             return Err(format!("editor: output stream rule broken: {v}"));
         }
-        if next_res == pkts.len() && got_tx.len() == want_tx.len() && got_punt.len() == want_punt.len() {
+        if next_res == pkts.len()
+            && got_tx.len() == want_tx.len()
+            && got_punt.len() == want_punt.len()
+        {
             // Everything arrived; nothing more may follow.
             quiet += 1;
             if quiet > 300 {
@@ -621,7 +657,7 @@ fn edits_as_the_model() {
     }
     let mut required = vec![
         "outer IPv4 checksum 0x0000".to_string(),
-        "outer IPv4 checksum 0xffff".into(),
+        "outer IPv4 checksum 0x0001".into(),
         "GUE UDP checksum 0xffff".into(),
         "minimum frame".into(),
         "forward of a padded frame".into(),
@@ -638,7 +674,10 @@ fn edits_as_the_model() {
         for o in [4, 6] {
             for i in [4, 6] {
                 for t in 0..3 {
-                    required.push(format!("forward {} over IPv{o} inner IPv{i} x {t} tags", d.name()));
+                    required.push(format!(
+                        "forward {} over IPv{o} inner IPv{i} x {t} tags",
+                        d.name()
+                    ));
                 }
             }
         }

@@ -74,7 +74,10 @@ fn behaves_as_a_queue() {
             // The reference: a word is visible from the second edge after its write.
             let want_valid = queue.front().is_some_and(|&(_, w)| w + 2 <= edge);
             if n != queue.len() {
-                fail(format!("count {n} with {} words held (edge {edge})", queue.len()));
+                fail(format!(
+                    "count {n} with {} words held (edge {edge})",
+                    queue.len()
+                ));
             }
             if valid != want_valid {
                 fail(format!(

@@ -53,19 +53,21 @@ fn every_hit_in_exactly_one_read() {
     let drain_from = total - 40;
     for clock in 0..total {
         let draining = clock >= drain_from;
-        let phase = clock / 2000 % 3;
+        // Dense, sparse, mixed sets; then a storm with almost no reads (whole words set).
+        let phase = clock / 2000 % 4;
         let p_set = if draining {
             0.0
         } else {
-            [0.7, 0.1, 0.4][phase as usize]
+            [0.7, 0.1, 0.4, 1.0][phase as usize]
         };
+        let p_read = if phase == 3 { 0.002 } else { 0.3 };
         let can_read = last_read.is_none_or(|c| clock >= c + 2);
         let read = can_read
             && if draining {
                 // Every row twice, two clocks apart.
                 (clock - drain_from) % 2 == 0 && (clock - drain_from) / 2 < u64::from(2 * rows)
             } else {
-                rng.random_bool(0.3)
+                rng.random_bool(p_read)
             };
         let row = if draining {
             ((clock - drain_from) / 2) as u32 % rows
@@ -122,7 +124,11 @@ fn every_hit_in_exactly_one_read() {
                 ));
             }
             *bins
-                .entry(if got == 0 { "empty word" } else { "word with hits" })
+                .entry(if got == 0 {
+                    "empty word"
+                } else {
+                    "word with hits"
+                })
                 .or_default() += 1;
             if got == u32::MAX {
                 *bins.entry("all 32 hit").or_default() += 1;
@@ -130,7 +136,10 @@ fn every_hit_in_exactly_one_read() {
         }
         sim.tick();
     }
-    assert!(reads.is_empty(), "hit_bits: reads still in flight at the end");
+    assert!(
+        reads.is_empty(),
+        "hit_bits: reads still in flight at the end"
+    );
     for (k, v) in &bins {
         println!("{k:36} {v}");
     }

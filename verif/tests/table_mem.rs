@@ -41,8 +41,10 @@ fn reads_and_writes_as_a_memory() {
     let mut rng = StdRng::seed_from_u64(seed);
     let mut sim = Verilated::new::<TableMem>().expect("model");
     let port = |s: &str| sim.port(s).expect(s);
-    let (a_en, a_bank, a_row, a_data) = (port("a_en"), port("a_bank"), port("a_row"), port("a_data"));
-    let (b_en, b_we, b_bank, b_index) = (port("b_en"), port("b_we"), port("b_bank"), port("b_index"));
+    let (a_en, a_bank, a_row, a_data) =
+        (port("a_en"), port("a_bank"), port("a_row"), port("a_data"));
+    let (b_en, b_we, b_bank, b_index) =
+        (port("b_en"), port("b_we"), port("b_bank"), port("b_index"));
     let (b_wdata, b_rdata) = (port("b_wdata"), port("b_rdata"));
     let fail = |what: String| -> ! {
         panic!(
@@ -108,7 +110,18 @@ fn reads_and_writes_as_a_memory() {
                 }
             }
             a_last = Some(a_words.clone());
-            *bins.entry(format!("port A bank {bank} row {}", if row == 0 { "first" } else if row == rows - 1 { "last" } else { "middle" })).or_default() += 1;
+            *bins
+                .entry(format!(
+                    "port A bank {bank} row {}",
+                    if row == 0 {
+                        "first"
+                    } else if row == rows - 1 {
+                        "last"
+                    } else {
+                        "middle"
+                    }
+                ))
+                .or_default() += 1;
         } else if a_last.as_ref().is_some_and(|l| *l != a_words) {
             fail(format!("clock {clock}: port A data changed without a read"));
         }
@@ -127,7 +140,9 @@ fn reads_and_writes_as_a_memory() {
             let collided = (do_b && we && bank_b == bank_a && index / lanes == row_a)
                 .then(|| (index % lanes, wdata));
             if collided.is_some() {
-                *bins.entry("port A reads the row port B writes".into()).or_default() += 1;
+                *bins
+                    .entry("port A reads the row port B writes".into())
+                    .or_default() += 1;
             }
             // The old entry is the reference; the new one is also accepted in that lane.
             a_reads.push_back((clock, bank_a, row_a, want, collided));
@@ -137,7 +152,9 @@ fn reads_and_writes_as_a_memory() {
             if we {
                 mem[bank_b][index] = wdata;
                 if !init {
-                    *bins.entry(format!("port B write lane {}", index % lanes)).or_default() += 1;
+                    *bins
+                        .entry(format!("port B write lane {}", index % lanes))
+                        .or_default() += 1;
                 }
             }
         }
