@@ -46,6 +46,10 @@ fn run() -> Result<(), String> {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-env-changed=VERILATOR");
     println!("cargo:rerun-if-env-changed=SOURCE_DATE_EPOCH");
+    println!("cargo:rerun-if-env-changed=NLB_VERIF_COVERAGE");
+    // RTL code coverage (hw/scripts/coverage.sh): `nlb_top` Verilated with line and toggle
+    // coverage; each instance writes its counts when dropped. Off, the build is unchanged.
+    let coverage = std::env::var("NLB_VERIF_COVERAGE").is_ok_and(|v| v == "1");
 
     let verilator = std::env::var("VERILATOR").unwrap_or_else(|_| "verilator".to_string());
     let version = verilator_version(&verilator)?;
@@ -57,7 +61,7 @@ fn run() -> Result<(), String> {
     println!("cargo:rustc-env=NLB_VERIF_GIT_HASH={git_hash}");
     println!("cargo:rustc-env=NLB_VERIF_VERILATOR_VERSION={version}");
 
-    let models = vec![
+    let mut models = vec![
         ModelSpec {
             name: "flow_hash",
             top: "nlb_flow_hash",
@@ -110,6 +114,7 @@ fn run() -> Result<(), String> {
             ],
         },
     ];
+    models.extend(block_bench_models());
 
     let mut sources: Vec<PathBuf> = Vec::new();
     let mut global: Vec<String> = Vec::new();
@@ -121,7 +126,8 @@ fn run() -> Result<(), String> {
     for m in &models {
         let mdir = out.join(format!("vl_{}", m.name));
         let prefix = format!("V{}", m.name);
-        verilate(&verilator, &rtl, &mdir, &prefix, m)?;
+        let covered = coverage && m.name == COVERAGE_MODEL;
+        verilate(&verilator, &rtl, &mdir, &prefix, m, covered)?;
         let classes = std::fs::read_to_string(mdir.join(format!("{prefix}_classes.mk")))
             .map_err(|e| format!("Verilator wrote no classes file for {}: {e}", m.top))?;
         for list in [
@@ -144,8 +150,12 @@ fn run() -> Result<(), String> {
         }
         for var in ["VM_TRACE", "VM_TRACE_VCD", "VM_TRACE_FST", "VM_COVERAGE"] {
             let value = make_scalar(&classes, var).unwrap_or_else(|| "0".to_string());
-            if !defines.iter().any(|(k, _)| k == var) {
-                defines.push((var.to_string(), value));
+            // One runtime for every model: a feature any model uses is on (coverage is on
+            // for one model only).
+            match defines.iter_mut().find(|(k, _)| k == var) {
+                Some((_, v)) if value != "0" => *v = value,
+                Some(_) => {}
+                None => defines.push((var.to_string(), value)),
             }
         }
         let header = std::fs::read_to_string(mdir.join(format!("{prefix}.h")))
@@ -158,7 +168,7 @@ fn run() -> Result<(), String> {
             ));
         }
         let shim = out.join(format!("shim_{}.cpp", m.name));
-        write_if_changed(&shim, &shim_cpp(m, &prefix, &ports))?;
+        write_if_changed(&shim, &shim_cpp(m, &prefix, &ports, covered))?;
         sources.push(shim);
         includes.push(mdir);
         rust.push_str(&shim_rs(m, &ports));
@@ -196,6 +206,42 @@ fn run() -> Result<(), String> {
     println!("cargo:rustc-link-lib=pthread");
     Ok(())
 }
+
+// ---- per-block benches (issue 20 item 2) -------------------------------------------------------
+// Models of the blocks that `nlb_top` instantiates, each driven on its own by
+// verif/tests/<block>.rs against the golden model's function for that block.
+
+/// The models of the per-block benches.
+fn block_bench_models() -> Vec<ModelSpec> {
+    let spec = |name, top, params: &[&str]| ModelSpec {
+        name,
+        top,
+        params: params.iter().map(|p| p.to_string()).collect(),
+    };
+    vec![
+        spec("l3_csum", "nlb_l3_csum", &[]),
+        spec("editor", "nlb_editor", &[]),
+        spec("table_cmd", "nlb_table_cmd", &[]),
+        // Small enough that full and empty come every few words.
+        spec("fifo", "nlb_fifo", &["WIDTH=16", "DEPTH=4"]),
+        // 64 entries (the least the block takes): two hit words, every entry reachable often.
+        spec("hit_bits", "nlb_hit_bits", &["ROWS=4"]),
+        spec("counter_bank", "nlb_counter_bank", &["ENTRIES=4"]),
+        // Two banks of 8 rows of 4 lanes: both banks' ends and every lane in a short run.
+        spec(
+            "table_mem",
+            "nlb_table_mem",
+            &["WIDTH=20", "ROWS=8", "LANES=4", "OUTPUT_REG=1", "BANKS=2"],
+        ),
+        spec(
+            "conntrack",
+            "nlb_conntrack",
+            &["CT_BUCKETS=16", "CT_WAYS=4"],
+        ),
+    ]
+}
+
+// ---- end of the per-block benches' models --------------------------------------------------------
 
 fn env(name: &str) -> Result<String, String> {
     std::env::var(name).map_err(|_| format!("{name} is not set (run through cargo)"))
@@ -248,14 +294,22 @@ fn verilator_root(verilator: &str) -> Result<PathBuf, String> {
     Ok(root)
 }
 
+/// The model Verilated with coverage under `NLB_VERIF_COVERAGE=1`: the whole pipeline, which
+/// the differential, corners and overlap tests drive.
+const COVERAGE_MODEL: &str = "top";
+
 fn verilate(
     verilator: &str,
     rtl: &Path,
     mdir: &Path,
     prefix: &str,
     m: &ModelSpec,
+    coverage: bool,
 ) -> Result<(), String> {
     let mut cmd = Command::new(verilator);
+    if coverage {
+        cmd.args(["--coverage-line", "--coverage-toggle"]);
+    }
     cmd.arg("--cc")
         .arg("--trace")
         .args([
@@ -378,7 +432,7 @@ fn words(width: u32) -> u32 {
     width.div_ceil(32)
 }
 
-fn shim_cpp(m: &ModelSpec, prefix: &str, ports: &[PortDecl]) -> String {
+fn shim_cpp(m: &ModelSpec, prefix: &str, ports: &[PortDecl], coverage: bool) -> String {
     let n = m.name;
     let mut s = String::new();
     let _ = writeln!(
@@ -387,6 +441,23 @@ fn shim_cpp(m: &ModelSpec, prefix: &str, ports: &[PortDecl]) -> String {
         m.top
     );
     s.push_str("#include <cstdint>\n#include \"verilated.h\"\n#include \"verilated_vcd_c.h\"\n");
+    // With coverage, each instance writes its counts to $NLB_COVERAGE_DIR when it is deleted
+    // (one file per instance; hw/scripts/coverage.sh merges them).
+    let write_coverage = if coverage {
+        s.push_str("#include <atomic>\n#include <cstdlib>\n#include <string>\n#include <unistd.h>\n#include \"verilated_cov.h\"\n");
+        format!(
+            "    if (const char* dir = std::getenv(\"NLB_COVERAGE_DIR\")) {{
+        static std::atomic<unsigned> serial{{0}};
+        std::string path = std::string(dir) + \"/{n}-\" + std::to_string(getpid()) + \"-\"
+            + std::to_string(serial++) + \".dat\";
+        h->ctx->coveragep()->write(path.c_str());
+    }}
+",
+            n = m.name
+        )
+    } else {
+        String::new()
+    };
     let _ = writeln!(s, "#include \"{prefix}.h\"\n");
     let _ = writeln!(
         s,
@@ -407,7 +478,7 @@ extern \"C\" void nlbv_{n}_delete(void* p) {{
     Handle* h = static_cast<Handle*>(p);
     if (h->vcd) {{ h->vcd->close(); delete h->vcd; }}
     h->top->final();
-    delete h->top;
+{write_coverage}    delete h->top;
     delete h->ctx;
     delete h;
 }}

@@ -242,12 +242,32 @@ pub(crate) fn write_edit(
     }
     out[at..at + inner.len()].copy_from_slice(inner);
     if gue && backend.is_ipv6 {
-        // IPv6 forbids a zero UDP checksum (RFC 8200 section 8.1).
-        let c = !ones_complement_sum(&out[udp_at..], pseudo_v6(src, dst, l4_len as u32));
+        // Pseudo header, UDP header (checksum 0), then the payload's share (what the RTL's
+        // nlb_l3_csum computes as the frame streams in). IPv6 forbids a zero UDP checksum
+        // (RFC 8200 section 8.1).
+        let payload = u32::from(edit_payload_sum(frame, h));
+        let c = !ones_complement_sum(
+            &out[udp_at..udp_at + UDP_HDR],
+            pseudo_v6(src, dst, l4_len as u32) + payload,
+        );
         let c = if c == 0 { 0xffff } else { c };
         out[udp_at + 6..udp_at + 8].copy_from_slice(&c.to_be_bytes());
     }
     len
+}
+
+/// The ones'-complement sum of a frame's IP packet (bytes `l3_offset..l3_end`, Ethernet
+/// padding excluded), folded to 16 bits: 0 only when every byte is 0. The GUE-over-IPv6 UDP
+/// checksum's share of the payload (`l3_offset` is even, so the packet's words are the
+/// frame's); the RTL's `nlb_l3_csum` computes it as the frame streams in.
+pub fn payload_sum(frame: &[u8], h: &IpHeaders) -> u16 {
+    edit_payload_sum(frame, &Edit::of(h))
+}
+
+/// [`payload_sum`] on the editor's view.
+#[inline]
+fn edit_payload_sum(frame: &[u8], e: &Edit) -> u16 {
+    ones_complement_sum(&frame[e.l3_offset as usize..e.l3_end as usize], 0)
 }
 
 /// The IPv6 pseudo-header sum (RFC 8200 section 8.1) for UDP.

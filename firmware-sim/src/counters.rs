@@ -19,9 +19,11 @@ pub struct Counter {
 }
 
 impl Counter {
-    /// Adds one packet of `bytes` whose verdict gave `punt` / `drop` the value 1 (else 0).
+    /// Adds one packet of `bytes` whose verdict gave `punt` / `drop` the value 1 (else 0),
+    /// each count wrapping at 2^64 (`nlb_counter_bank`'s UPDATE; `nlb-verif`'s counter_bank
+    /// bench compares the two).
     #[inline]
-    fn add(&mut self, bytes: u64, punt: u64, drop: u64) {
+    pub fn add(&mut self, bytes: u64, punt: u64, drop: u64) {
         self.packets = self.packets.wrapping_add(1);
         self.bytes = self.bytes.wrapping_add(bytes);
         self.punts = self.punts.wrapping_add(punt);

@@ -156,6 +156,18 @@ pub struct Punted {
     pub frame: Vec<u8>,
 }
 
+impl Punted {
+    /// What the punt queue holds of a punted packet: its header and the frame's first
+    /// [`WINDOW_BYTES`] bytes (the editor's punt stream carries the same; `nlb-verif`'s
+    /// editor bench compares with this).
+    pub fn of(r: &PacketResult, frame: &[u8]) -> Punted {
+        Punted {
+            header: r.punt_header(),
+            frame: frame[..frame.len().min(WINDOW_BYTES)].to_vec(),
+        }
+    }
+}
+
 /// A frame the device transmitted from the inject queue.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Injected {
@@ -534,10 +546,7 @@ impl ModelDevice {
         let q = &mut self.queues;
         if r.verdict == Verdict::Punt {
             if q.punt.len() < q.depth {
-                q.punt.push_back(Punted {
-                    header: r.punt_header(),
-                    frame: frame[..frame.len().min(WINDOW_BYTES)].to_vec(),
-                });
+                q.punt.push_back(Punted::of(r, frame));
             } else {
                 q.punt_overflow = true;
             }
@@ -994,8 +1003,8 @@ fn saturate_u16(n: usize) -> u16 {
 
 /// Decodes a `cmd` write of the table or conntrack block (the two share the field layout):
 /// (is a write, entry index), `None` for an unknown command (or WRITE/READ with index bits
-/// set).
-fn decode_cmd(cmd: u32, index_reg: u32) -> Option<(bool, u32)> {
+/// set). `nlb_table_cmd` is the RTL's; `nlb-verif`'s table_cmd bench compares the two.
+pub fn decode_cmd(cmd: u32, index_reg: u32) -> Option<(bool, u32)> {
     let c = blocks::table::Cmd::from_word(cmd).ok()?;
     match (c.op, c.index) {
         (TableCmd::Write, 0) => Some((true, index_reg)),

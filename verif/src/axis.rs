@@ -38,6 +38,20 @@ impl AxisPorts {
         })
     }
 
+    /// An interface named `<prefix>_data`, `_keep`, `_valid`, `_ready`, `_last` (no user), as
+    /// `nlb_editor`'s frame input `s_frame_*` is.
+    pub fn plain(sim: &Verilated, prefix: &str) -> Result<AxisPorts, VerifError> {
+        let p = |s: &str| sim.port(&format!("{prefix}_{s}"));
+        Ok(AxisPorts {
+            tdata: p("data")?,
+            tkeep: Some(p("keep")?),
+            tvalid: p("valid")?,
+            tready: p("ready")?,
+            tlast: Some(p("last")?),
+            tuser: None,
+        })
+    }
+
     /// An all-zero beat of this interface's shape.
     pub fn empty_beat(&self) -> Beat {
         Beat {
@@ -136,6 +150,17 @@ impl AxisSource {
             idle,
             sent: 0,
         })
+    }
+
+    /// A source on an interface found otherwise (see [`AxisPorts::plain`]).
+    pub fn on(ports: AxisPorts, idle: f64) -> AxisSource {
+        AxisSource {
+            ports,
+            queue: VecDeque::new(),
+            presenting: false,
+            idle,
+            sent: 0,
+        }
     }
 
     /// The interface's ports.

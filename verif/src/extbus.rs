@@ -97,6 +97,28 @@ impl ExtBusMaster {
         .map(|_| ())
     }
 
+    /// Writes the bytes of a register that `strb` selects (bit i: byte i), stepping until the
+    /// block acks.
+    pub fn write_strobed(
+        &mut self,
+        bench: &mut Bench,
+        others: &mut [&mut dyn Agent],
+        addr: u32,
+        data: u32,
+        strb: u32,
+    ) -> Result<(), VerifError> {
+        self.run(
+            bench,
+            others,
+            Op::Write {
+                addr,
+                data,
+                strb: strb & 0xf,
+            },
+        )
+        .map(|_| ())
+    }
+
     /// Reads a register, stepping until the block acks with the data.
     pub fn read(
         &mut self,

@@ -488,6 +488,50 @@ pub fn icmp_error(v6: bool, ty: u8, inner: &Ip, inner_l4: &L4, quote_l4: usize) 
     }
 }
 
+/// A TCP (ACK) or UDP frame over IPv4 or IPv6 (no options or extension headers) with `tags`
+/// VLAN tags (802.1ad outermost, then 802.1Q), random addresses, ports, TOS / traffic class
+/// and flow label, and `payload` bytes after the L4 header: the frame the per-block benches
+/// size and aim exactly.
+pub fn flow_frame(rng: &mut StdRng, v6: bool, tags: usize, udp: bool, payload: usize) -> FrameSpec {
+    let mut spec = FrameSpec::tcp4(random_v4(rng), random_v4(rng), 1, 2, 0x10);
+    if let Some(Ip::V4 { tos, id, df, .. }) = &mut spec.ip {
+        *tos = rng.random();
+        *id = rng.random();
+        *df = rng.random();
+    }
+    if v6 {
+        spec.ip = Some(Ip::V6 {
+            src: random_v6(rng),
+            dst: random_v6(rng),
+            tclass: rng.random(),
+            flow: rng.random_range(0..1 << 20),
+            ext: Vec::new(),
+        });
+    }
+    spec.vlans = (0..tags)
+        .map(|i| {
+            (
+                if i == 0 { TPID_8021AD } else { 0x8100 },
+                rng.random::<u16>(),
+            )
+        })
+        .collect();
+    spec.l4 = if udp {
+        L4::Udp {
+            sport: rng.random(),
+            dport: rng.random(),
+        }
+    } else {
+        L4::Tcp {
+            sport: rng.random(),
+            dport: rng.random(),
+            flags: 0x10,
+        }
+    };
+    spec.payload = payload;
+    spec
+}
+
 /// A random frame spec: every kind the parser knows, mostly well-formed.
 pub fn random_spec(rng: &mut StdRng) -> FrameSpec {
     let v6 = rng.random_bool(0.4);
