@@ -340,7 +340,12 @@ endfunction
 
 wire [15:0] v4_csum = ~fold({1'b0, h2_v4_sum_reg});
 wire [15:0] udp_c = ~fold(h2_udp_sum_reg);
-wire [15:0] udp_csum = h2_ov6_reg ? (udp_c == 16'd0 ? 16'hFFFF : udp_c) : 16'd0;
+// A UDP checksum that computes to 0 is sent as 0xFFFF. udp_c is 0 when the fold is 0xFFFF,
+// which (the high part H = sum[20:16] is below 32) happens exactly when the low 16 bits
+// are 0xFFFF - H: an equality on the register, beside the fold rather than after it.
+wire        udp_c_zero = h2_udp_sum_reg[15:5] == 11'h7FF
+    && h2_udp_sum_reg[4:0] == ~h2_udp_sum_reg[20:16];
+wire [15:0] udp_csum = h2_ov6_reg ? (udp_c_zero ? 16'hFFFF : udp_c) : 16'd0;
 
 wire [15:0] v4_total_h2 = h2_l4_len_reg + 16'd20;
 

@@ -349,31 +349,56 @@ wire [15:0] v6_plen = be16(s2_h_reg, 4);
 wire [LEN_WIDTH-1:0] v4_l3_end = ip_off_l + {{(LEN_WIDTH-16){1'b0}}, v4_total};
 wire [LEN_WIDTH-1:0] v6_l3_end = ip_off_l + 40 + {{(LEN_WIDTH-16){1'b0}}, v6_plen};
 
+// The length checks compare L with the IP offset plus a header field. Each is computed for the
+// three IP offsets at once as the sign of one difference (a multi-operand add: one carry
+// chain, not an add and then a compare) and selected by the tag count. No sum wraps: the
+// offsets and fields are at most 22 + 40 + 65535 < 2^17.
+localparam DW_ = LEN_WIDTH + 2;
+function below(input [LEN_WIDTH-1:0] len, input [15:0] field, input [6:0] k);
+    reg [DW_-1:0] d;
+    begin
+        // len < k + field
+        d = {2'b00, len} - {{(DW_-16){1'b0}}, field} - {{(DW_-7){1'b0}}, k};
+        below = d[DW_-1];
+    end
+endfunction
+function by_tags(input [1:0] t, input a14, input a18, input a22);
+    by_tags = t == 2'd0 ? a14 : t == 2'd1 ? a18 : a22;
+endfunction
+wire short_v4 = by_tags(s2_tags_reg, s2_len_reg < 34, s2_len_reg < 38, s2_len_reg < 42);
+wire short_v6 = by_tags(s2_tags_reg, s2_len_reg < 54, s2_len_reg < 58, s2_len_reg < 62);
+wire short_hl = by_tags(s2_tags_reg, below(s2_len_reg, {10'd0, hl}, 7'd14),
+    below(s2_len_reg, {10'd0, hl}, 7'd18), below(s2_len_reg, {10'd0, hl}, 7'd22));
+wire long_v4 = by_tags(s2_tags_reg, below(s2_len_reg, v4_total, 7'd14),
+    below(s2_len_reg, v4_total, 7'd18), below(s2_len_reg, v4_total, 7'd22));
+wire long_v6 = by_tags(s2_tags_reg, below(s2_len_reg, v6_plen, 7'd54),
+    below(s2_len_reg, v6_plen, 7'd58), below(s2_len_reg, v6_plen, 7'd62));
+
 reg        ip_bad;
 reg [4:0]  ip_reason;
 always @* begin
     ip_bad = 1'b1;
     ip_reason = NLB_REASON_TRUNCATED_L3;
     if (!s2_v6_reg) begin
-        if (s2_len_reg < ip_off_l + 20) begin
+        if (short_v4) begin                     // L < ip + 20
             ip_reason = NLB_REASON_TRUNCATED_L3;
         end else if (ip_ver != 4'd4) begin
             ip_reason = NLB_REASON_BAD_IP_VERSION;
         end else if (ihl < 4'd5) begin
             ip_reason = NLB_REASON_BAD_IHL;
-        end else if (s2_len_reg < ip_off_l + {{(LEN_WIDTH-6){1'b0}}, hl}) begin
+        end else if (short_hl) begin            // L < ip + 4 * IHL
             ip_reason = NLB_REASON_TRUNCATED_L3;
-        end else if (v4_total < {10'd0, hl} || v4_l3_end > s2_len_reg) begin
+        end else if (v4_total < {10'd0, hl} || long_v4) begin   // l3_end > L
             ip_reason = NLB_REASON_BAD_IP_LENGTH;
         end else begin
             ip_bad = 1'b0;
         end
     end else begin
-        if (s2_len_reg < ip_off_l + 40) begin
+        if (short_v6) begin                     // L < ip + 40
             ip_reason = NLB_REASON_TRUNCATED_L3;
         end else if (ip_ver != 4'd6) begin
             ip_reason = NLB_REASON_BAD_IP_VERSION;
-        end else if (v6_l3_end > s2_len_reg) begin
+        end else if (long_v6) begin             // l3_end > L
             ip_reason = NLB_REASON_BAD_IP_LENGTH;
         end else begin
             ip_bad = 1'b0;
@@ -589,7 +614,10 @@ localparam P_V6 = P_IP_OFF + 5 + 2;
 localparam P_NOT_IP = P_V6 + 1;
 
 // Per-stage temporaries.
+/* verilator lint_off UNUSEDSIGNAL */
 reg [HBITS-1:0] x_h;
+/* verilator lint_on UNUSEDSIGNAL */
+reg [HBITS-321:0] x_after;
 reg [63:0]      x_blk;
 // Fragment header word: offset and M flag (the two reserved bits are not looked at).
 /* verilator lint_off UNUSEDSIGNAL */
@@ -649,8 +677,10 @@ always @* begin
     for (xs = 0; xs < EXT_STAGES; xs = xs + 1) begin
         // The extension header at p = ip + 40 + 8m: block m of 8 bytes after the fixed
         // header. m stays below 18 while the chain is inside the window.
+        // (The fixed header's 40 bytes are cut off first, so the block index needs no add.)
         x_h = c_pass[xs][P_H +: HBITS];
-        x_blk = x_h[(40 + 8 * c_m[xs]) * 8 +: 64];
+        x_after = x_h[HBITS-1:320];
+        x_blk = x_after[c_m[xs] * 64 +: 64];
         x_fragw = {x_blk[23:16], x_blk[31:24]};
         x_is_frag_hdr = c_nh[xs] == PROTO_FRAGMENT;
         x_hlen8 = x_is_frag_hdr ? 8'd0 : x_blk[15:8];
@@ -806,7 +836,8 @@ assign {sd_v4_l4, limit, end_m8, end_m20, end_m28, end_m48} = r_side[X];
 // IP offset from the absolute one, so the header selections below start right away.
 wire [OW-1:0] l4 = v6 ? r_p[X] : sd_v4_l4;
 wire [5:0]    l4_dw = v6 ? {r_m[X], 1'b0} + 6'd10 : {2'd0, xo_hl[5:2]};
-wire [5:0]    quote_dw = l4_dw + 6'd2;
+// quote_dw = l4_dw + 2, each family's sum formed on its own (no add after the select).
+wire [5:0]    quote_dw = v6 ? {r_m[X], 1'b0} + 6'd12 : {2'd0, xo_hl[5:2]} + 6'd2;
 wire [LEN_WIDTH-1:0] l3_end = xo_l3_end;
 
 wire is_tcp = proto == PROTO_TCP;
@@ -882,11 +913,12 @@ endfunction
 wire [127:0]  q_src = v6 ? be128q(quote, 8) : {80'd0, 16'hFFFF, be32q(quote, 12)};
 wire [127:0]  q_dst = v6 ? be128q(quote, 24) : {80'd0, 16'hFFFF, be32q(quote, 16)};
 // The quote's upper-layer header, absolute and in words relative to the IP header.
-wire [OW-1:0] l4_p8 = l4 + 8;
-wire [OW-1:0] l4_p48 = l4 + 48;
-wire [OW-1:0] q_l4 = v6 ? l4_p48 : l4_p8 + {{(OW-6){1'b0}}, q_ihl, 2'b00};
-// Below 64 words whenever it is used.
-wire [5:0]    q_l4_dw = quote_dw + (v6 ? 6'd10 : {2'd0, q_ihl});
+// Both are added in stage 8 from their parts: the quote's IHL comes out of a wide selection.
+// q_l4 = q_l4_base + q_l4_hlen.
+wire [OW-1:0] q_l4_base = v6 ? l4 + 48 : l4 + 8;
+wire [5:0]    q_l4_hlen = v6 ? 6'd0 : {q_ihl, 2'b00};
+// Below 64 words whenever it is used: quote_dw + q_l4_dw_add.
+wire [3:0]    q_l4_dw_add = v6 ? 4'd10 : q_ihl;
 
 reg                 s8_valid_reg = 1'b0;
 reg [LEN_WIDTH-1:0] s8_len_reg = {LEN_WIDTH{1'b0}};
@@ -915,8 +947,10 @@ reg                 s8_q_ok_reg = 1'b0;
 reg [7:0]           s8_q_proto_reg = 8'd0;
 reg [127:0]         s8_q_src_reg = 128'd0;
 reg [127:0]         s8_q_dst_reg = 128'd0;
-reg [OW-1:0]        s8_q_l4_reg = {OW{1'b0}};
-reg [5:0]           s8_q_l4_dw_reg = 6'd0;
+reg [OW-1:0]        s8_q_l4_base_reg = {OW{1'b0}};
+reg [5:0]           s8_q_l4_hlen_reg = 6'd0;
+reg [5:0]           s8_quote_dw_reg = 6'd0;
+reg [3:0]           s8_q_l4_dw_add_reg = 4'd0;
 reg [OW-1:0]        s8_limit_reg = {OW{1'b0}};
 reg [HBITS-1:0]     s8_h_reg = {HBITS{1'b0}};
 
@@ -948,8 +982,10 @@ always @(posedge clk) begin
     s8_q_proto_reg <= q_proto;
     s8_q_src_reg <= q_src;
     s8_q_dst_reg <= q_dst;
-    s8_q_l4_reg <= q_l4;
-    s8_q_l4_dw_reg <= q_l4_dw;
+    s8_q_l4_base_reg <= q_l4_base;
+    s8_q_l4_hlen_reg <= q_l4_hlen;
+    s8_quote_dw_reg <= quote_dw;
+    s8_q_l4_dw_add_reg <= q_l4_dw_add;
     s8_limit_reg <= limit;
     s8_h_reg <= xo_h;
     if (rst) begin
@@ -959,8 +995,13 @@ end
 
 // ---- stage 8: the quote's ports ------------------------------------------------------------
 
-wire [31:0] q_ports = s8_h_reg[s8_q_l4_dw_reg * 32 +: 32];
-wire        inner_ok = s8_icmp_err_reg && s8_q_ok_reg && s8_q_l4_reg + 8 <= s8_limit_reg;
+wire [5:0]  q_l4_dw = s8_quote_dw_reg + {2'd0, s8_q_l4_dw_add_reg};
+wire [31:0] q_ports = s8_h_reg[q_l4_dw * 32 +: 32];
+// The quote's ports fit: q_l4 + 8 <= limit, as the sign of limit - base - hlen - 8 (one
+// multi-operand add; the sums stay far below 2^OW, as before).
+wire [OW+1:0] q_room = {2'b00, s8_limit_reg} - {2'b00, s8_q_l4_base_reg}
+    - {{(OW-4){1'b0}}, s8_q_l4_hlen_reg} - 8;
+wire        inner_ok = s8_icmp_err_reg && s8_q_ok_reg && !q_room[OW+1];
 
 reg                 out_valid_reg = 1'b0;
 reg [LEN_WIDTH-1:0] out_len_reg = {LEN_WIDTH{1'b0}};
