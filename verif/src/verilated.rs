@@ -5,12 +5,6 @@
 //! 2. [`Verilated::eval`] to settle combinational logic;
 //! 3. sample outputs: a handshake (valid && ready) seen now completes at the coming edge;
 //! 4. [`Verilated::tick`]: rising edge, then falling edge.
-//!
-//! An evaluation of `nlb_top` is most of a cycle's cost, so the handle evaluates only when
-//! something changed: [`Verilated::tick`] settles first only if inputs were written since the
-//! last evaluation, and the falling edge is left to the next evaluation (no RTL block uses
-//! the falling edge or the clock's level, so the outputs after the rising edge's evaluation
-//! are already those of the low clock). Two evaluations a cycle instead of four.
 
 use crate::error::VerifError;
 use std::ffi::{c_char, c_int, c_void, CString};
@@ -104,8 +98,6 @@ pub struct Verilated {
     half_period: u64,
     trace: Option<PathBuf>,
     scratch: Vec<u32>,
-    /// Inputs (the clock included) written since the last evaluation.
-    stale: bool,
 }
 
 impl Verilated {
@@ -133,7 +125,6 @@ impl Verilated {
             half_period,
             trace: None,
             scratch: Vec::new(),
-            stale: true,
         };
         if let Some(clk) = clk {
             sim.set_u64(clk, 0)?;
@@ -237,7 +228,6 @@ impl Verilated {
         // shim reads for this id.
         let rc = unsafe { (self.vt.set)(self.handle.as_ptr(), port.id, value.as_ptr()) };
         debug_assert_eq!(rc, 0, "shim refused port {}", port.name);
-        self.stale = true;
         Ok(())
     }
 
@@ -301,29 +291,20 @@ impl Verilated {
     pub fn eval(&mut self) {
         // SAFETY: live handle.
         unsafe { (self.vt.eval)(self.handle.as_ptr()) };
-        self.stale = false;
-    }
-
-    /// Evaluates if inputs changed since the last evaluation.
-    fn settle(&mut self) {
-        if self.stale {
-            self.eval();
-        }
     }
 
     /// One clock cycle: settle, rising edge, falling edge. Outputs afterwards show the
     /// registers updated at the edge. A model without `clk` is only evaluated.
     pub fn tick(&mut self) {
-        self.settle();
+        self.eval();
         self.dump_at(0);
         if let Some(clk) = self.clk {
             // The clock port is a one-bit input (set at construction); these cannot fail.
             let _ = self.set(clk, &[1]);
             self.eval();
             self.dump_at(self.half_period);
-            // The falling edge is evaluated with the next cycle's inputs (see the module
-            // comment): the outputs already are those of the low clock.
             let _ = self.set(clk, &[0]);
+            self.eval();
         }
         self.cycle += 1;
     }
