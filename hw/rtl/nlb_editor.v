@@ -340,7 +340,12 @@ endfunction
 
 wire [15:0] v4_csum = ~fold({1'b0, h2_v4_sum_reg});
 wire [15:0] udp_c = ~fold(h2_udp_sum_reg);
-wire [15:0] udp_csum = h2_ov6_reg ? (udp_c == 16'd0 ? 16'hFFFF : udp_c) : 16'd0;
+// A UDP checksum that computes to 0 is sent as 0xFFFF. udp_c is 0 when the fold is 0xFFFF,
+// which (the high part H = sum[20:16] is below 32) happens exactly when the low 16 bits
+// are 0xFFFF - H: an equality on the register, beside the fold rather than after it.
+wire        udp_c_zero = h2_udp_sum_reg[15:5] == 11'h7FF
+    && h2_udp_sum_reg[4:0] == ~h2_udp_sum_reg[20:16];
+wire [15:0] udp_csum = h2_ov6_reg ? (udp_c_zero ? 16'hFFFF : udp_c) : 16'd0;
 
 wire [15:0] v4_total_h2 = h2_l4_len_reg + 16'd20;
 
@@ -392,11 +397,14 @@ end
 
 
 // Job: kind, punt header, MACs, L2 length, outer family, header size, header, output length.
-// pre_len = L2 length + header size, added here so that the edit stage only compares it.
-localparam JW = 2 + 102 + 48 + 48 + 5 + 1 + 6 + 7 + 384 + 18;
+// pre_len = L2 length + header size, added here so that the edit stage only compares it;
+// likewise whether the output fits in one beat (the edit stage's last-beat decision feeds the
+// job FIFO's pop, so no compare may sit in front of it).
+localparam JW = 2 + 102 + 48 + 48 + 5 + 1 + 6 + 7 + 384 + 1 + 18;
 wire [6:0]    pre_len_in = {2'd0, h2_l3off_reg} + {1'd0, hsize};
+wire          one_beat_in = h2_out_len_reg <= 18'd64;
 wire [JW-1:0] job_in = {h2_kind_reg, h2_punt_reg, h2_be_mac_reg, h2_local_mac_reg, h2_l3off_reg,
-    h2_ov6_reg, hsize, pre_len_in, hdr, h2_out_len_reg};
+    h2_ov6_reg, hsize, pre_len_in, hdr, one_beat_in, h2_out_len_reg};
 
 wire [JW-1:0] job;
 wire          job_valid;
@@ -428,9 +436,10 @@ wire         j_ov6;
 wire [5:0]   j_hsize;
 wire [6:0]   j_pre_len;
 wire [383:0] j_hdr;
+wire         j_one_beat;   // j_out_len <= 64
 wire [17:0]  j_out_len;
 assign {j_kind, j_punt, j_be_mac, j_local_mac, j_l3off, j_ov6, j_hsize, j_pre_len, j_hdr,
-    j_out_len} = job;
+    j_one_beat, j_out_len} = job;
 
 // ---- the edit state machine ---------------------------------------------------------------
 
@@ -492,10 +501,13 @@ always @* begin
 end
 
 // Bytes from output beat n to the end: the job's output length at beat 0, then kept in a
-// register (64 less per beat), so no subtraction sits in front of the keep comparisons.
+// register (64 less per beat), so no subtraction sits in front of the keep comparisons; and
+// whether they end in this beat (rem <= 64), from the job at beat 0, then from a register
+// set with rem_reg, so no compare sits in front of the job FIFO's pop.
 reg  [17:0] rem_reg = 18'd0;
+reg         rem_last_reg = 1'b0;
 wire [17:0] rem = n_reg == 8'd0 ? j_out_len : rem_reg;
-wire        enc_last = rem <= 18'd64;
+wire        enc_last = n_reg == 8'd0 ? j_one_beat : rem_last_reg;
 reg  [KW-1:0] enc_keep;
 reg  [DW-1:0] enc_data;
 integer       eb;
@@ -619,6 +631,7 @@ always @(posedge clk) begin
     // n only steps by one (or returns to 0, when rem_reg is not used).
     if (n_next != n_reg) begin
         rem_reg <= rem - 18'd64;
+        rem_last_reg <= rem <= 18'd128;
     end
     in_done_reg <= in_done_next;
     drain_reg <= drain_next;

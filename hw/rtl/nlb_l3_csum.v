@@ -59,15 +59,20 @@ wire        t12 = et12 == 16'h8100 || et12 == 16'h88A8;
 wire        t16 = et16 == 16'h8100 || et16 == 16'h88A8;
 wire [4:0]  ip = !t12 ? 5'd14 : !t16 ? 5'd18 : 5'd22;
 wire [15:0] ethertype = !t12 ? et12 : !t16 ? et16 : et20;
-// IPv4 total length at ip + 2, IPv6 payload length at ip + 4.
-wire [15:0] v4_total = !t12 ? {`NLB_B(s_axis_tdata, 16), `NLB_B(s_axis_tdata, 17)}
-    : !t16 ? {`NLB_B(s_axis_tdata, 20), `NLB_B(s_axis_tdata, 21)}
-    : {`NLB_B(s_axis_tdata, 24), `NLB_B(s_axis_tdata, 25)};
-wire [15:0] v6_plen = !t12 ? {`NLB_B(s_axis_tdata, 18), `NLB_B(s_axis_tdata, 19)}
-    : !t16 ? {`NLB_B(s_axis_tdata, 22), `NLB_B(s_axis_tdata, 23)}
-    : {`NLB_B(s_axis_tdata, 26), `NLB_B(s_axis_tdata, 27)};
-wire [17:0] end_now = ethertype == 16'h86DD ? {13'd0, ip} + 18'd40 + {2'd0, v6_plen}
-    : {13'd0, ip} + {2'd0, v4_total};
+// end = ip + the IPv4 total length (at ip + 2), or ip + 40 + the IPv6 payload length (at
+// ip + 4). The six candidate sums (three header positions by two families) are added beside
+// the tag and EtherType compares and only selected after them: the input beat comes through
+// nlb_top's receive/inject selection, so this stage keeps its adds off the compares' path.
+wire [17:0] end_v4_14 = 18'd14 + {2'd0, `NLB_B(s_axis_tdata, 16), `NLB_B(s_axis_tdata, 17)};
+wire [17:0] end_v4_18 = 18'd18 + {2'd0, `NLB_B(s_axis_tdata, 20), `NLB_B(s_axis_tdata, 21)};
+wire [17:0] end_v4_22 = 18'd22 + {2'd0, `NLB_B(s_axis_tdata, 24), `NLB_B(s_axis_tdata, 25)};
+wire [17:0] end_v6_14 = 18'd54 + {2'd0, `NLB_B(s_axis_tdata, 18), `NLB_B(s_axis_tdata, 19)};
+wire [17:0] end_v6_18 = 18'd58 + {2'd0, `NLB_B(s_axis_tdata, 22), `NLB_B(s_axis_tdata, 23)};
+wire [17:0] end_v6_22 = 18'd62 + {2'd0, `NLB_B(s_axis_tdata, 26), `NLB_B(s_axis_tdata, 27)};
+wire        is_v6 = ethertype == 16'h86DD;
+wire [17:0] end_now = !t12 ? (is_v6 ? end_v6_14 : end_v4_14)
+    : !t16 ? (is_v6 ? end_v6_18 : end_v4_18)
+    : (is_v6 ? end_v6_22 : end_v4_22);
 
 reg first_reg = 1'b1;
 

@@ -162,12 +162,20 @@ endfunction
 
 wire beat = s_axis_tvalid && s_axis_tready;
 
+localparam BB_BITS = $clog2(BEAT_BYTES+1);
+
 reg [WINDOW_BITS-1:0]   win_reg = {WINDOW_BITS{1'b0}};
 reg [BEAT_IDX_BITS-1:0] beat_idx_reg = {BEAT_IDX_BITS{1'b0}};
+// The frame length is summed one beat late: len_reg holds the bytes of the frame's beats
+// before the previous one (saturating), pend_reg the previous beat's, so no add follows the
+// count of tkeep in the clock that takes a beat (the count is the deepest logic behind the
+// stream's tkeep, which nlb_top selects between two ports in front of it). The last beat's
+// count is added in stage 1.
 reg [LEN_WIDTH-1:0]     len_reg = {LEN_WIDTH{1'b0}};
+reg [BB_BITS-1:0]       pend_reg = {BB_BITS{1'b0}};
 
 // Bytes of this beat, and the beat with its unused bytes zeroed.
-reg [$clog2(BEAT_BYTES+1)-1:0] beat_bytes;
+reg [BB_BITS-1:0]              beat_bytes;
 reg [DATA_WIDTH-1:0]           beat_data;
 integer b;
 always @* begin
@@ -178,8 +186,8 @@ always @* begin
     end
 end
 
-wire [LEN_WIDTH:0] len_sum = {1'b0, len_reg}
-    + {{(LEN_WIDTH+1-$clog2(BEAT_BYTES+1)){1'b0}}, beat_bytes};
+// Bytes of the frame's beats before this one (saturating).
+wire [LEN_WIDTH:0] len_sum = {1'b0, len_reg} + {{(LEN_WIDTH+1-BB_BITS){1'b0}}, pend_reg};
 wire [LEN_WIDTH-1:0] len_now = len_sum[LEN_WIDTH] ? MAX_LEN : len_sum[LEN_WIDTH-1:0];
 
 // The window with this beat merged in (beats past the window are not kept).
@@ -204,7 +212,10 @@ reg [WINDOW_BITS-1:0] s1_win_reg = {WINDOW_BITS{1'b0}};
 localparam USER_STAGES = 8;
 reg [USER_WIDTH-1:0]  s1_user_reg = {USER_WIDTH{1'b0}};
 reg [USER_STAGES*USER_WIDTH-1:0] user_pipe_reg = {USER_STAGES*USER_WIDTH{1'b0}};
-reg [LEN_WIDTH-1:0]   s1_len_reg = {LEN_WIDTH{1'b0}};
+// The frame length in two parts: the beats before the last (saturating) and the last one.
+reg [LEN_WIDTH-1:0]   s1_len_base_reg = {LEN_WIDTH{1'b0}};
+reg                   s1_base_small_reg = 1'b0;   // s1_len_base_reg < 32
+reg [BB_BITS-1:0]     s1_last_bytes_reg = {BB_BITS{1'b0}};
 
 always @(posedge clk) begin
     s1_valid_reg <= beat && s_axis_tlast;
@@ -214,17 +225,21 @@ always @(posedge clk) begin
         if (s_axis_tlast) begin
             s1_user_reg <= user_now;
             s1_win_reg <= win_now;
-            s1_len_reg <= len_now;
+            s1_len_base_reg <= len_now;
+            s1_base_small_reg <= len_now < 32;
+            s1_last_bytes_reg <= beat_bytes;
             // The next frame starts with an empty window (bytes past L read as zero).
             win_reg <= {WINDOW_BITS{1'b0}};
             beat_idx_reg <= {BEAT_IDX_BITS{1'b0}};
             len_reg <= {LEN_WIDTH{1'b0}};
+            pend_reg <= {BB_BITS{1'b0}};
         end else begin
             win_reg <= win_now;
             if (beat_idx_reg != WINDOW_BEATS[BEAT_IDX_BITS-1:0]) begin
                 beat_idx_reg <= beat_idx_reg + 1'b1;
             end
             len_reg <= len_now;
+            pend_reg <= beat_bytes;
         end
     end
     if (rst) begin
@@ -232,10 +247,23 @@ always @(posedge clk) begin
         win_reg <= {WINDOW_BITS{1'b0}};
         beat_idx_reg <= {BEAT_IDX_BITS{1'b0}};
         len_reg <= {LEN_WIDTH{1'b0}};
+        pend_reg <= {BB_BITS{1'b0}};
     end
 end
 
 // ---- stage 1: Ethernet and VLAN tags -----------------------------------------------------
+
+// The frame length L (saturating), registered for stage 2; the checks here compare L with
+// 14, 18 and 22, for which only a base below 32 matters, so they need no 17-bit add.
+localparam LOW_BITS = (BB_BITS > 5 ? BB_BITS : 5) + 1;
+wire [LEN_WIDTH:0]   s1_len_sum = {1'b0, s1_len_base_reg}
+    + {{(LEN_WIDTH+1-BB_BITS){1'b0}}, s1_last_bytes_reg};
+wire [LEN_WIDTH-1:0] s1_len = s1_len_sum[LEN_WIDTH] ? MAX_LEN : s1_len_sum[LEN_WIDTH-1:0];
+wire [LOW_BITS-1:0]  s1_len_low = {{(LOW_BITS-5){1'b0}}, s1_len_base_reg[4:0]}
+    + {{(LOW_BITS-BB_BITS){1'b0}}, s1_last_bytes_reg};
+wire                 len_below14 = s1_base_small_reg && s1_len_low < 14;
+wire                 len_below18 = s1_base_small_reg && s1_len_low < 18;
+wire                 len_below22 = s1_base_small_reg && s1_len_low < 22;
 
 wire [15:0] et12 = {`NLB_BYTE(s1_win_reg, 12), `NLB_BYTE(s1_win_reg, 13)};
 wire [15:0] et16 = {`NLB_BYTE(s1_win_reg, 16), `NLB_BYTE(s1_win_reg, 17)};
@@ -250,15 +278,15 @@ always @* begin
     l2_reason = NLB_REASON_RUNT;
     ethertype = et12;
     tags = 2'd0;
-    if (s1_len_reg < 14) begin
+    if (len_below14) begin
         l2_bad = 1'b1;
         l2_reason = NLB_REASON_RUNT;
     end else if (is_tpid(et12)) begin
-        if (s1_len_reg < 18) begin
+        if (len_below18) begin
             l2_bad = 1'b1;
             l2_reason = NLB_REASON_TRUNCATED_L2;
         end else if (is_tpid(et16)) begin
-            if (s1_len_reg < 22) begin
+            if (len_below22) begin
                 l2_bad = 1'b1;
                 l2_reason = NLB_REASON_TRUNCATED_L2;
             end else if (is_tpid(et20)) begin
@@ -297,7 +325,7 @@ reg [HBITS-1:0]     s2_h_reg = {HBITS{1'b0}};
 
 always @(posedge clk) begin
     s2_valid_reg <= s1_valid_reg;
-    s2_len_reg <= s1_len_reg;
+    s2_len_reg <= s1_len;
     s2_bad_reg <= l2_bad;
     s2_reason_reg <= l2_reason;
     s2_not_ip_reg <= !l2_bad && ethertype != ETHERTYPE_IPV4 && ethertype != ETHERTYPE_IPV6;
@@ -321,31 +349,56 @@ wire [15:0] v6_plen = be16(s2_h_reg, 4);
 wire [LEN_WIDTH-1:0] v4_l3_end = ip_off_l + {{(LEN_WIDTH-16){1'b0}}, v4_total};
 wire [LEN_WIDTH-1:0] v6_l3_end = ip_off_l + 40 + {{(LEN_WIDTH-16){1'b0}}, v6_plen};
 
+// The length checks compare L with the IP offset plus a header field. Each is computed for the
+// three IP offsets at once as the sign of one difference (a multi-operand add: one carry
+// chain, not an add and then a compare) and selected by the tag count. No sum wraps: the
+// offsets and fields are at most 22 + 40 + 65535 < 2^17.
+localparam DW_ = LEN_WIDTH + 2;
+function below(input [LEN_WIDTH-1:0] len, input [15:0] field, input [6:0] k);
+    reg [DW_-1:0] d;
+    begin
+        // len < k + field
+        d = {2'b00, len} - {{(DW_-16){1'b0}}, field} - {{(DW_-7){1'b0}}, k};
+        below = d[DW_-1];
+    end
+endfunction
+function by_tags(input [1:0] t, input a14, input a18, input a22);
+    by_tags = t == 2'd0 ? a14 : t == 2'd1 ? a18 : a22;
+endfunction
+wire short_v4 = by_tags(s2_tags_reg, s2_len_reg < 34, s2_len_reg < 38, s2_len_reg < 42);
+wire short_v6 = by_tags(s2_tags_reg, s2_len_reg < 54, s2_len_reg < 58, s2_len_reg < 62);
+wire short_hl = by_tags(s2_tags_reg, below(s2_len_reg, {10'd0, hl}, 7'd14),
+    below(s2_len_reg, {10'd0, hl}, 7'd18), below(s2_len_reg, {10'd0, hl}, 7'd22));
+wire long_v4 = by_tags(s2_tags_reg, below(s2_len_reg, v4_total, 7'd14),
+    below(s2_len_reg, v4_total, 7'd18), below(s2_len_reg, v4_total, 7'd22));
+wire long_v6 = by_tags(s2_tags_reg, below(s2_len_reg, v6_plen, 7'd54),
+    below(s2_len_reg, v6_plen, 7'd58), below(s2_len_reg, v6_plen, 7'd62));
+
 reg        ip_bad;
 reg [4:0]  ip_reason;
 always @* begin
     ip_bad = 1'b1;
     ip_reason = NLB_REASON_TRUNCATED_L3;
     if (!s2_v6_reg) begin
-        if (s2_len_reg < ip_off_l + 20) begin
+        if (short_v4) begin                     // L < ip + 20
             ip_reason = NLB_REASON_TRUNCATED_L3;
         end else if (ip_ver != 4'd4) begin
             ip_reason = NLB_REASON_BAD_IP_VERSION;
         end else if (ihl < 4'd5) begin
             ip_reason = NLB_REASON_BAD_IHL;
-        end else if (s2_len_reg < ip_off_l + {{(LEN_WIDTH-6){1'b0}}, hl}) begin
+        end else if (short_hl) begin            // L < ip + 4 * IHL
             ip_reason = NLB_REASON_TRUNCATED_L3;
-        end else if (v4_total < {10'd0, hl} || v4_l3_end > s2_len_reg) begin
+        end else if (v4_total < {10'd0, hl} || long_v4) begin   // l3_end > L
             ip_reason = NLB_REASON_BAD_IP_LENGTH;
         end else begin
             ip_bad = 1'b0;
         end
     end else begin
-        if (s2_len_reg < ip_off_l + 40) begin
+        if (short_v6) begin                     // L < ip + 40
             ip_reason = NLB_REASON_TRUNCATED_L3;
         end else if (ip_ver != 4'd6) begin
             ip_reason = NLB_REASON_BAD_IP_VERSION;
-        end else if (v6_l3_end > s2_len_reg) begin
+        end else if (long_v6) begin             // l3_end > L
             ip_reason = NLB_REASON_BAD_IP_LENGTH;
         end else begin
             ip_bad = 1'b0;
@@ -482,6 +535,20 @@ reg [21:0]    r_csum [1:EXT_STAGES];      // IPv4 checksum: one add or fold per 
 reg [19:0]    r_csum_b [1:EXT_STAGES];    // its second addend in stage 4
 reg           r_csum_ok [1:EXT_STAGES];   // compared in stage 6
 
+// Bounds stage 7 compares the upper-layer offset with, computed in stage 3 from registers and
+// carried beside the chain (stage 7 then needs no add in front of a compare): the IPv4
+// upper-layer offset, min(l3_end, 192), and l3_end - K for the byte counts K stage 7 checks
+// (LEN_WIDTH + 1 bits, two's complement: the top bit is set when l3_end < K).
+localparam SW = OW + OW + 4 * (LEN_WIDTH + 1);
+wire [OW-1:0]        sd_v4_l4_in = {{(OW-5){1'b0}}, s3_ip_off_reg} + {{(OW-6){1'b0}}, s3_hl_reg};
+wire [OW-1:0]        sd_limit_in = s3_l3_end_reg < widen_ow(WIN_END) ? s3_l3_end_reg[OW-1:0]
+    : WIN_END;
+wire [LEN_WIDTH:0]   sd_end_m8_in = {1'b0, s3_l3_end_reg} - 8;
+wire [LEN_WIDTH:0]   sd_end_m20_in = {1'b0, s3_l3_end_reg} - 20;
+wire [LEN_WIDTH:0]   sd_end_m28_in = {1'b0, s3_l3_end_reg} - 28;
+wire [LEN_WIDTH:0]   sd_end_m48_in = {1'b0, s3_l3_end_reg} - 48;
+reg  [SW-1:0]        r_side [1:EXT_STAGES];
+
 // Inputs of stage i.
 reg [PW-1:0]  c_pass [0:EXT_STAGES];
 reg           c_valid [0:EXT_STAGES];
@@ -520,6 +587,7 @@ integer xi;
 initial begin
     for (xi = 1; xi <= EXT_STAGES; xi = xi + 1) begin
         r_pass[xi] = {PW{1'b0}};
+        r_side[xi] = {SW{1'b0}};
         r_valid[xi] = 1'b0;
         r_bad[xi] = 1'b0;
         r_reason[xi] = 5'd0;
@@ -546,7 +614,10 @@ localparam P_V6 = P_IP_OFF + 5 + 2;
 localparam P_NOT_IP = P_V6 + 1;
 
 // Per-stage temporaries.
+/* verilator lint_off UNUSEDSIGNAL */
 reg [HBITS-1:0] x_h;
+/* verilator lint_on UNUSEDSIGNAL */
+reg [HBITS-321:0] x_after;
 reg [63:0]      x_blk;
 // Fragment header word: offset and M flag (the two reserved bits are not looked at).
 /* verilator lint_off UNUSEDSIGNAL */
@@ -606,8 +677,10 @@ always @* begin
     for (xs = 0; xs < EXT_STAGES; xs = xs + 1) begin
         // The extension header at p = ip + 40 + 8m: block m of 8 bytes after the fixed
         // header. m stays below 18 while the chain is inside the window.
+        // (The fixed header's 40 bytes are cut off first, so the block index needs no add.)
         x_h = c_pass[xs][P_H +: HBITS];
-        x_blk = x_h[(40 + 8 * c_m[xs]) * 8 +: 64];
+        x_after = x_h[HBITS-1:320];
+        x_blk = x_after[c_m[xs] * 64 +: 64];
         x_fragw = {x_blk[23:16], x_blk[31:24]};
         x_is_frag_hdr = c_nh[xs] == PROTO_FRAGMENT;
         x_hlen8 = x_is_frag_hdr ? 8'd0 : x_blk[15:8];
@@ -683,6 +756,11 @@ always @* begin
 end
 
 always @(posedge clk) begin
+    r_side[1] <= {sd_v4_l4_in, sd_limit_in, sd_end_m8_in, sd_end_m20_in, sd_end_m28_in,
+        sd_end_m48_in};
+    for (xi = 1; xi < EXT_STAGES; xi = xi + 1) begin
+        r_side[xi+1] <= r_side[xi];
+    end
     for (xi = 0; xi < EXT_STAGES; xi = xi + 1) begin
         r_pass[xi+1] <= c_pass[xi];
         r_valid[xi+1] <= c_valid[xi];
@@ -721,7 +799,9 @@ wire [7:0]           xo_tos;
 wire                 xo_df;
 wire [127:0]         xo_src;
 wire [127:0]         xo_dst;
+/* verilator lint_off UNUSEDSIGNAL */ // (bits 1..0 are zero: 4 * IHL)
 wire [5:0]           xo_hl;
+/* verilator lint_on UNUSEDSIGNAL */
 wire [7:0]           xo_v4_proto;
 wire                 xo_v4_frag;
 wire [15:0]          xo_v4_foff;
@@ -744,21 +824,35 @@ wire          frag = v6 ? r_frag[X] : xo_v4_frag;
 wire [15:0]   foff = v6 ? r_foff[X] : xo_v4_foff;
 wire [31:0]   ip_id = v6 ? r_id[X] : {16'd0, xo_v4_id};
 wire          later = foff != 16'd0;
-wire [OW-1:0] ip_off_o = {{(OW-5){1'b0}}, xo_ip_off};
+wire [OW-1:0]        sd_v4_l4;
+wire [OW-1:0]        limit;      // min(l3_end, 192), the ICMP quote's end
+wire [LEN_WIDTH:0]   end_m8;
+wire [LEN_WIDTH:0]   end_m20;
+wire [LEN_WIDTH:0]   end_m28;
+wire [LEN_WIDTH:0]   end_m48;
+assign {sd_v4_l4, limit, end_m8, end_m20, end_m28, end_m48} = r_side[X];
 // Upper-layer offset: absolute, and in 4-byte words from the IP header. The latter comes from
 // the chain's block count (IPv6: 40 + 8m bytes, m < 18) or the IHL, not from subtracting the
 // IP offset from the absolute one, so the header selections below start right away.
-wire [OW-1:0] l4 = v6 ? r_p[X] : ip_off_o + {{(OW-6){1'b0}}, xo_hl};
+wire [OW-1:0] l4 = v6 ? r_p[X] : sd_v4_l4;
 wire [5:0]    l4_dw = v6 ? {r_m[X], 1'b0} + 6'd10 : {2'd0, xo_hl[5:2]};
-wire [5:0]    quote_dw = l4_dw + 6'd2;
+// quote_dw = l4_dw + 2, each family's sum formed on its own (no add after the select).
+wire [5:0]    quote_dw = v6 ? {r_m[X], 1'b0} + 6'd12 : {2'd0, xo_hl[5:2]} + 6'd2;
 wire [LEN_WIDTH-1:0] l3_end = xo_l3_end;
-// limit = min(l3_end, 192) for ICMP.
-wire [OW-1:0] limit = l3_end < widen_ow(WIN_END) ? l3_end[OW-1:0] : WIN_END;
 
 wire is_tcp = proto == PROTO_TCP;
 wire is_udp = proto == PROTO_UDP;
 wire is_icmp = !frag && ((!v6 && proto == PROTO_ICMP) || (v6 && proto == PROTO_ICMPV6));
-wire [OW-1:0] need = is_tcp ? 20 : 8;
+
+// l4 + K > l3_end, as l4 > l3_end - K (l4 stays below 256: the chain stops inside the window,
+// so no sum here wraps and each form equals the one with the add).
+function past_end(input [OW-1:0] at, input [LEN_WIDTH:0] end_m);
+    past_end = end_m[LEN_WIDTH] || widen_ow(at) > end_m[LEN_WIDTH-1:0];
+endfunction
+
+// The 20 (TCP) or 8 (UDP) bytes at l4 pass the window's end (l4 + need > 192) or l3_end.
+wire l4_past_win = is_tcp ? l4 > WIN_END - 20 : l4 > WIN_END - 8;
+wire l4_past_end = is_tcp ? past_end(l4, end_m20) : past_end(l4, end_m8);
 
 // 20 bytes at l4 (ports, flags, ICMP type) and the 40-byte quote after the ICMP header.
 wire [31:0]  l4_word0 = xo_h[l4_dw * 32 +: 32];
@@ -776,29 +870,31 @@ always @* begin
     icmp_err = 1'b0;
     if (!later) begin
         if (is_tcp || is_udp) begin
-            if (l4 + need > WIN_END) begin
+            if (l4_past_win) begin
                 l4_bad = 1'b1;
                 l4_reason = NLB_REASON_EXT_CHAIN_TOO_LONG;
-            end else if (widen_ow(l4 + need) > l3_end) begin
+            end else if (l4_past_end) begin
                 l4_bad = 1'b1;
                 l4_reason = NLB_REASON_TRUNCATED_L4;
             end else begin
                 has_ports = 1'b1;
             end
-        end else if (is_icmp && l4 + 8 <= limit) begin
+        end else if (is_icmp && !(l4 > WIN_END - 8) && !past_end(l4, end_m8)) begin
+            // (l4 + 8 <= limit)
             icmp_err = v6 ? (l4_word0[7:0] == 8'd1 || l4_word0[7:0] == 8'd2
                 || l4_word0[7:0] == 8'd3) : (l4_word0[7:0] == 8'd3 || l4_word0[7:0] == 8'd11);
         end
     end
 end
 
-// The quoted IP header at q = l4 + 8, same family as the outer one.
-wire [OW-1:0] q = l4 + 8;
+// The quoted IP header at q = l4 + 8, same family as the outer one; it fits when
+// q + 40 (IPv6) or q + 20 (IPv4) <= limit.
 wire [3:0]    q_ver = quote[7:4];
 wire [3:0]    q_ihl = quote[3:0];
 wire [12:0]   q_v4_foff = {quote[6*8 +: 5], quote[7*8 +: 8]};
-wire          q_hdr_ok = v6 ? (q + 40 <= limit && q_ver == 4'd6)
-    : (q + 20 <= limit && q_ver == 4'd4 && q_ihl >= 4'd5 && q_v4_foff == 13'd0);
+wire          q_hdr_ok = v6 ? (!(l4 > WIN_END - 48) && !past_end(l4, end_m48) && q_ver == 4'd6)
+    : (!(l4 > WIN_END - 28) && !past_end(l4, end_m28) && q_ver == 4'd4 && q_ihl >= 4'd5
+        && q_v4_foff == 13'd0);
 wire [7:0]    q_proto = v6 ? quote[6*8 +: 8] : quote[9*8 +: 8];
 
 function [127:0] be128q(input [319:0] v, input integer at);
@@ -817,9 +913,12 @@ endfunction
 wire [127:0]  q_src = v6 ? be128q(quote, 8) : {80'd0, 16'hFFFF, be32q(quote, 12)};
 wire [127:0]  q_dst = v6 ? be128q(quote, 24) : {80'd0, 16'hFFFF, be32q(quote, 16)};
 // The quote's upper-layer header, absolute and in words relative to the IP header.
-wire [OW-1:0] q_l4 = v6 ? q + 40 : q + {{(OW-6){1'b0}}, q_ihl, 2'b00};
-// Below 64 words whenever it is used.
-wire [5:0]    q_l4_dw = quote_dw + (v6 ? 6'd10 : {2'd0, q_ihl});
+// Both are added in stage 8 from their parts: the quote's IHL comes out of a wide selection.
+// q_l4 = q_l4_base + q_l4_hlen.
+wire [OW-1:0] q_l4_base = v6 ? l4 + 48 : l4 + 8;
+wire [5:0]    q_l4_hlen = v6 ? 6'd0 : {q_ihl, 2'b00};
+// Below 64 words whenever it is used: quote_dw + q_l4_dw_add.
+wire [3:0]    q_l4_dw_add = v6 ? 4'd10 : q_ihl;
 
 reg                 s8_valid_reg = 1'b0;
 reg [LEN_WIDTH-1:0] s8_len_reg = {LEN_WIDTH{1'b0}};
@@ -848,8 +947,10 @@ reg                 s8_q_ok_reg = 1'b0;
 reg [7:0]           s8_q_proto_reg = 8'd0;
 reg [127:0]         s8_q_src_reg = 128'd0;
 reg [127:0]         s8_q_dst_reg = 128'd0;
-reg [OW-1:0]        s8_q_l4_reg = {OW{1'b0}};
-reg [5:0]           s8_q_l4_dw_reg = 6'd0;
+reg [OW-1:0]        s8_q_l4_base_reg = {OW{1'b0}};
+reg [5:0]           s8_q_l4_hlen_reg = 6'd0;
+reg [5:0]           s8_quote_dw_reg = 6'd0;
+reg [3:0]           s8_q_l4_dw_add_reg = 4'd0;
 reg [OW-1:0]        s8_limit_reg = {OW{1'b0}};
 reg [HBITS-1:0]     s8_h_reg = {HBITS{1'b0}};
 
@@ -881,8 +982,10 @@ always @(posedge clk) begin
     s8_q_proto_reg <= q_proto;
     s8_q_src_reg <= q_src;
     s8_q_dst_reg <= q_dst;
-    s8_q_l4_reg <= q_l4;
-    s8_q_l4_dw_reg <= q_l4_dw;
+    s8_q_l4_base_reg <= q_l4_base;
+    s8_q_l4_hlen_reg <= q_l4_hlen;
+    s8_quote_dw_reg <= quote_dw;
+    s8_q_l4_dw_add_reg <= q_l4_dw_add;
     s8_limit_reg <= limit;
     s8_h_reg <= xo_h;
     if (rst) begin
@@ -892,8 +995,13 @@ end
 
 // ---- stage 8: the quote's ports ------------------------------------------------------------
 
-wire [31:0] q_ports = s8_h_reg[s8_q_l4_dw_reg * 32 +: 32];
-wire        inner_ok = s8_icmp_err_reg && s8_q_ok_reg && s8_q_l4_reg + 8 <= s8_limit_reg;
+wire [5:0]  q_l4_dw = s8_quote_dw_reg + {2'd0, s8_q_l4_dw_add_reg};
+wire [31:0] q_ports = s8_h_reg[q_l4_dw * 32 +: 32];
+// The quote's ports fit: q_l4 + 8 <= limit, as the sign of limit - base - hlen - 8 (one
+// multi-operand add; the sums stay far below 2^OW, as before).
+wire [OW+1:0] q_room = {2'b00, s8_limit_reg} - {2'b00, s8_q_l4_base_reg}
+    - {{(OW-4){1'b0}}, s8_q_l4_hlen_reg} - 8;
+wire        inner_ok = s8_icmp_err_reg && s8_q_ok_reg && !q_room[OW+1];
 
 reg                 out_valid_reg = 1'b0;
 reg [LEN_WIDTH-1:0] out_len_reg = {LEN_WIDTH{1'b0}};

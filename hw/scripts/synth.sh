@@ -9,6 +9,9 @@
 #        hw/scripts/synth.sh nlb_regs    only these tops, print the table (doc untouched;
 #                                        0.5-7 minutes a module, nlb_top about 30)
 #        YOSYS=/path/to/yosys hw/scripts/synth.sh
+#        SYNTH_DEEP=12 hw/scripts/synth.sh nlb_top   also list every register (and output
+#                                        port) whose input is more than 12 levels deep, with a
+#                                        path each (hw/scripts/deep_paths.py; needs python3)
 #
 # Logic levels: cells on the longest combinational path between sequential elements (flip-flops,
 # shift-register LUTs, block RAM), each LUT and each CARRY4 counting one, as Vivado counts
@@ -78,12 +81,15 @@ for c in "${configs[@]}"; do
     echo "synth: $label ..." >&2
     chparam=""
     [ -n "$params" ] && chparam="chparam $params $top;"
+    json=""
+    [ -n "${SYNTH_DEEP:-}" ] && json="write_json $work/$tag.json;"
     if ! "$yosys" -q -l "$work/$tag.log" -p "
         read_verilog -I$rtl $rtl/*.v;
         $chparam
         synth_xilinx -family xcup -flatten -noiopad -nowidelut -top $top;
         tee -q -o $work/$tag.stat stat;
         tee -q -o $work/$tag.ltp ltp w:* t:* %u t:FD* %d t:SRL* %d t:RAMB* %d t:BUFG* %d;
+        $json
     " >/dev/null 2>&1; then
         echo "synth.sh: Yosys failed on $label; see the log:" >&2
         tail -20 "$work/$tag.log" >&2
@@ -117,6 +123,9 @@ for c in "${configs[@]}"; do
             printf "%d|%d|%d|%s|%s", n, lut, carry, first, last
         }' "$work/$tag.ltp")"
     IFS='|' read -r n lut carry from to <<<"$levels"
+    if [ -n "${SYNTH_DEEP:-}" ]; then
+        python3 "$here/deep_paths.py" "$work/$tag.json" "$top" "$SYNTH_DEEP" >&2
+    fi
     rows+=("$row $n |")
     paths+=("| $label | $n | $lut LUT + $carry CARRY4 | \`$from\` → \`$to\` | $what |")
 done
