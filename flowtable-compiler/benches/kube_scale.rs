@@ -37,6 +37,22 @@ fn status_kib(key: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// SHA-256 of every Service's per-node verdicts (what `nlbctl explain --service` words), one
+/// line per (Service, node): the check that computing them differently changes nothing.
+fn verdicts_digest(config: &flowtable_compiler::Config) -> String {
+    use sha2::Digest as _;
+    let mut h = sha2::Sha256::new();
+    for k in &config.kubernetes {
+        for v in &k.nodes {
+            h.update(format!(
+                "{}\t{}\t{}\t{}\t{}\t{:?}\n",
+                k.service, v.node, v.zone, v.member, v.why, v.endpoints
+            ));
+        }
+    }
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
 fn ms(d: Duration) -> String {
     format!("{:8.1} ms", d.as_secs_f64() * 1e3)
 }
@@ -103,6 +119,7 @@ fn main() {
     );
     let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
     println!("tables digest {hex}");
+    println!("verdicts digest {}", verdicts_digest(&config));
     if std::env::var_os("KUBE_SCALE_KEEP").is_none() {
         let _ = std::fs::remove_dir_all(&dir);
     }
