@@ -22,7 +22,12 @@ fn cpu_time() -> Duration {
     // Fields after the command name (which may hold spaces) start at state, field 3.
     let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
     let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok()).unwrap_or(0);
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
     // utime is field 14, stime 15: indexes 11 and 12 after the state.
     Duration::from_millis((ticks(11) + ticks(12)) * 10)
 }
@@ -43,7 +48,7 @@ fn verdicts_digest(config: &flowtable_compiler::Config) -> String {
     use sha2::Digest as _;
     let mut h = sha2::Sha256::new();
     for k in &config.kubernetes {
-        for v in &k.nodes {
+        for v in &k.nodes() {
             h.update(format!(
                 "{}\t{}\t{}\t{}\t{}\t{:?}\n",
                 k.service, v.node, v.zone, v.member, v.why, v.endpoints
@@ -91,8 +96,12 @@ fn main() {
     drop(sources);
     let profile = Profile::by_name("u280").expect("u280 profile");
     let t = Instant::now();
-    let compiled = compile(&config, &HealthState::default(), &CompileOptions { profile })
-        .expect("compiles");
+    let compiled = compile(
+        &config,
+        &HealthState::default(),
+        &CompileOptions { profile },
+    )
+    .expect("compiles");
     let compile_time = t.elapsed();
     let t = Instant::now();
     let bytes = compiled.image(1).write().expect("image");
@@ -106,12 +115,12 @@ fn main() {
     println!("map Kubernetes objects      {}", ms(times.map));
     println!("check relations             {}", ms(times.check));
     println!("compile (checks again)      {}", ms(compile_time));
-    println!("image ({:5.1} MB)           {}", bytes.len() as f64 / 1e6, ms(image_time));
     println!(
-        "total: wall {}, CPU {}   target <= 2 s",
-        ms(wall),
-        ms(cpu)
+        "image ({:5.1} MB)           {}",
+        bytes.len() as f64 / 1e6,
+        ms(image_time)
     );
+    println!("total: wall {}, CPU {}   target <= 2 s", ms(wall), ms(cpu));
     println!(
         "memory: peak RSS {} MB (before reading {} MB)",
         status_kib("VmHWM:") / 1024,

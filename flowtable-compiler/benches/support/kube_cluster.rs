@@ -100,7 +100,8 @@ pub fn manifests(nodes: usize, services: usize, pods: usize) -> String {
             annotations.push_str("      networking.gke.io/load-balancer-type: Internal\n");
         }
         if weighted {
-            annotations.push_str("      networking.gke.io/weighted-load-balancing: pods-per-node\n");
+            annotations
+                .push_str("      networking.gke.io/weighted-load-balancing: pods-per-node\n");
         }
         if !annotations.is_empty() {
             annotations = format!("    annotations:\n{annotations}");
