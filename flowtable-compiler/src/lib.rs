@@ -53,8 +53,8 @@ pub mod symbols;
 mod tree;
 
 pub use compile::{
-    check_capacity, compile, compile_after, CompileOptions, Compiled, LiveLoad, PoolReport,
-    Rebalanced, ServiceGroup, DEFAULT_DEADBAND, DEFAULT_REFILL_BUDGET,
+    check_capacity, compile, compile_after, compile_checked, CompileOptions, Compiled, LiveLoad,
+    PoolReport, Rebalanced, ServiceGroup, DEFAULT_DEADBAND, DEFAULT_REFILL_BUDGET,
 };
 pub use config::{check, parse_config};
 pub use diag::{Diagnostic, Diagnostics, Pos};

@@ -114,7 +114,7 @@ pub(crate) fn is_manifest(doc: &Node) -> bool {
     get(doc, "apiVersion").is_some()
 }
 
-/// Why a node does or does not serve a Service.
+/// Why a node does or does not serve a Service ([`KubeService::nodes`] words them on demand).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodeVerdict {
     /// The node (and the backend named after it); shared by every Service's verdicts.
@@ -123,8 +123,7 @@ pub struct NodeVerdict {
     pub zone: Arc<str>,
     /// Whether it is a backend of the Service.
     pub member: bool,
-    /// Why, in words (most reasons are fixed texts: a cluster of thousands of nodes and
-    /// Services holds one verdict per pair).
+    /// Why, in words (most reasons are fixed texts).
     pub why: Cow<'static, str>,
     /// The Service's endpoints on the node: ready, serving, terminating.
     pub endpoints: [usize; 3],
@@ -407,11 +406,26 @@ impl KubeService {
 /// subset of a Service is its nodes of the highest scores, so a node that comes or goes moves
 /// at most one member of every subset (SPEC R7.5: stable subsets).
 pub fn rendezvous_score(key: &str, node: &str) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in key.bytes().chain([0u8]).chain(node.bytes()) {
+    rendezvous_finish(rendezvous_key(key), node)
+}
+
+/// FNV-1a over `bytes` from state `h`.
+fn fnv(mut h: u64, bytes: impl IntoIterator<Item = u8>) -> u64 {
+    for b in bytes {
         h ^= u64::from(b);
         h = h.wrapping_mul(0x0000_0100_0000_01b3);
     }
+    h
+}
+
+/// The hash state after a Service's key and the separator: shared by the scores of all nodes.
+fn rendezvous_key(key: &str) -> u64 {
+    fnv(0xcbf2_9ce4_8422_2325, key.bytes().chain([0u8]))
+}
+
+/// [`rendezvous_score`] from the state [`rendezvous_key`] gave.
+fn rendezvous_finish(keyed: u64, node: &str) -> u64 {
+    let mut h = fnv(keyed, node.bytes());
     // splitmix64 finaliser: FNV alone mixes the last bytes poorly.
     h ^= h >> 30;
     h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -452,9 +466,10 @@ fn rendezvous_top(
     candidates: &[usize],
     limit: usize,
 ) -> Vec<usize> {
+    let keyed = rendezvous_key(key);
     let mut scored: Vec<(u64, usize)> = candidates
         .iter()
-        .map(|&i| (rendezvous_score(key, &nodes[i].name), i))
+        .map(|&i| (rendezvous_finish(keyed, &nodes[i].name), i))
         .collect();
     let order = |a: &(u64, usize), b: &(u64, usize)| {
         b.0.cmp(&a.0)
