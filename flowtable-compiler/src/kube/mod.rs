@@ -955,7 +955,7 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
     }
     let vips = assign_vips(inputs, &order, diags);
 
-    let mut used_instances: BTreeSet<(String, bool)> = BTreeSet::new();
+    let mut used_instances: BTreeSet<(&str, bool)> = BTreeSet::new();
     let mut need_shared = [false, false]; // [backend-service check, legacy check]
     let mut any_service = false;
     // (VIP, protocol) → (ports, Service path, file, position) for overlap errors.
@@ -1055,9 +1055,23 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
             ipv4: s.families.contains(&false),
             ipv6: s.families.contains(&true),
         };
-        let candidates: Vec<usize> = counts_in_order(&cluster, &endpoint_list)
-            .zip(cluster.iter().zip(&by_name))
-            .filter(|(ep, (n, _))| rule.ineligible(n, *ep).is_none())
+        // The nodes with endpoints, as positions in `cluster` (ascending: both in name order).
+        let mut with_endpoints: Vec<(usize, [usize; 3])> = Vec::with_capacity(counts.len());
+        for (name, c) in &counts {
+            let first = cluster.partition_point(|n| &*n.name < name.as_str());
+            for p in (first..cluster.len()).take_while(|&p| *cluster[p].name == **name) {
+                with_endpoints.push((p, *c));
+            }
+        }
+        let mut next = with_endpoints.iter().peekable();
+        let candidates: Vec<usize> = cluster
+            .iter()
+            .zip(&by_name)
+            .enumerate()
+            .filter(|&(p, (n, _))| {
+                let ep = next.next_if(|e| e.0 == p).map_or([0; 3], |e| e.1);
+                rule.ineligible(n, ep).is_none()
+            })
             .map(|(_, (_, &i))| i)
             .collect();
         let mut member_of = vec![false; inputs.nodes.len()];
@@ -1079,10 +1093,10 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
                 }
             }
         }
-        let members: Vec<String> = candidates
+        let members: Vec<&str> = candidates
             .iter()
             .filter(|&&i| member_of[i])
-            .map(|&i| inputs.nodes[i].name.clone())
+            .map(|&i| inputs.nodes[i].name.as_str())
             .collect();
         let member_positions: Vec<u32> = (0..by_name.len())
             .filter(|&p| member_of[by_name[p]])
@@ -1215,7 +1229,7 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
             svc_vips.push(vip);
             let fam_members: Vec<&read::NodeInfo> = members
                 .iter()
-                .filter_map(|m| nodes.get(m.as_str()).copied())
+                .filter_map(|m| nodes.get(*m).copied())
                 .filter(|n| {
                     if v6 {
                         n.ipv6.is_some()
@@ -1225,7 +1239,7 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
                 })
                 .collect();
             for n in &fam_members {
-                used_instances.insert((n.name.clone(), v6));
+                used_instances.insert((n.name.as_str(), v6));
                 if s.policy == TrafficPolicy::Local && !untracked {
                     let ready = counts.get(&n.name).map_or(0, |c| c[0]);
                     ready_endpoints.push((pool.clone(), backend_name(n, v6), ready as u32));
@@ -1470,12 +1484,12 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
         });
     }
     for (name, v6) in &used_instances {
-        let Some(n) = nodes.get(name.as_str()) else {
+        let Some(n) = nodes.get(*name) else {
             continue;
         };
         let ip = if *v6 { n.ipv6 } else { n.ipv4 };
         let Some(ip) = ip else { continue };
-        let mac = inputs.project.macs.get(name).copied();
+        let mac = inputs.project.macs.get(*name).copied();
         if delivery == Delivery::L2Dsr && mac.is_none() {
             diags.push(
                 &n.file,
