@@ -53,8 +53,8 @@ pub mod symbols;
 mod tree;
 
 pub use compile::{
-    check_capacity, compile, compile_after, CompileOptions, Compiled, LiveLoad, PoolReport,
-    Rebalanced, ServiceGroup, DEFAULT_DEADBAND, DEFAULT_REFILL_BUDGET,
+    check_capacity, compile, compile_after, compile_checked, CompileOptions, Compiled, LiveLoad,
+    PoolReport, Rebalanced, ServiceGroup, DEFAULT_DEADBAND, DEFAULT_REFILL_BUDGET,
 };
 pub use config::{check, parse_config};
 pub use diag::{Diagnostic, Diagnostics, Pos};
@@ -169,6 +169,25 @@ pub fn read_sources(path: &Path) -> Result<Vec<kube::Source>, Error> {
 /// `apiVersion` (with an optional project document of `nic` and `kubernetes` sections, see
 /// [`kube`]), otherwise one configuration file of our own form ([`parse_config`]).
 pub fn parse_sources(sources: &[kube::Source]) -> (Config, Diagnostics) {
+    let (config, diags, _) = parse_sources_timed(sources);
+    (config, diags)
+}
+
+/// Time taken by the phases of [`parse_sources`] (`benches/kube_scale.rs` reports them).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ParseTimes {
+    /// YAML/JSON text into document trees.
+    pub read: std::time::Duration,
+    /// Kubernetes objects onto the model (zero for a configuration of our own form).
+    pub map: std::time::Duration,
+    /// The relations check of the model.
+    pub check: std::time::Duration,
+}
+
+/// [`parse_sources`], with the time each phase took.
+pub fn parse_sources_timed(sources: &[kube::Source]) -> (Config, Diagnostics, ParseTimes) {
+    let mut times = ParseTimes::default();
+    let start = std::time::Instant::now();
     let mut trees = Vec::new();
     let mut diags = Diagnostics::new();
     for s in sources {
@@ -181,7 +200,9 @@ pub fn parse_sources(sources: &[kube::Source]) -> (Config, Diagnostics) {
         .iter()
         .any(|(_, docs)| docs.iter().any(kube::is_manifest));
     if !manifests && sources.len() == 1 && diags.is_empty() {
-        return parse_config(&sources[0].name, &sources[0].text);
+        let (config, diags) = parse_config(&sources[0].name, &sources[0].text);
+        times.read = start.elapsed();
+        return (config, diags, times);
     }
     if !manifests && diags.is_empty() {
         let file = sources.first().map(|s| s.name.as_str()).unwrap_or("-");
@@ -193,13 +214,18 @@ pub fn parse_sources(sources: &[kube::Source]) -> (Config, Diagnostics) {
             Some("one configuration file, or Kubernetes manifests".into()),
         );
     }
+    times.read = start.elapsed();
+    let start = std::time::Instant::now();
     let (config, more) = kube::parse(&trees);
     diags.extend(more);
+    times.map = start.elapsed();
+    let start = std::time::Instant::now();
     if diags.is_empty() {
         diags.extend(check(&config));
     }
     diags.sort();
-    (config, diags)
+    times.check = start.elapsed();
+    (config, diags, times)
 }
 
 /// Reads and validates a configuration file (YAML, or JSON by extension or first character),

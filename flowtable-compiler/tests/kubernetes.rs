@@ -61,7 +61,7 @@ fn service<'c>(c: &'c Config, key: &str) -> &'c kube::KubeService {
 }
 
 fn members(k: &kube::KubeService) -> BTreeSet<String> {
-    k.nodes
+    k.nodes()
         .iter()
         .filter(|n| n.member)
         .map(|n| n.node.to_string())
@@ -492,11 +492,8 @@ fn not_ready_and_excluded_nodes_are_never_backends() {
         members(service(&c, "default/lo")),
         ["a"].map(String::from).into()
     );
-    let why: BTreeMap<&str, &str> = service(&c, "default/cl")
-        .nodes
-        .iter()
-        .map(|n| (&*n.node, &*n.why))
-        .collect();
+    let verdicts = service(&c, "default/cl").nodes();
+    let why: BTreeMap<&str, &str> = verdicts.iter().map(|n| (&*n.node, &*n.why)).collect();
     assert!(why["b"].contains("not Ready"), "{why:?}");
     assert!(why["c"].contains("exclude-from-external-load-balancers"));
     let compiled = build(&c, &HealthState::new());

@@ -954,7 +954,7 @@ pub fn compile_after(
 
 /// [`compile`] for a configuration whose relations were already checked (`relations` holds
 /// what [`check`] found), so a file read by [`crate::parse_config`] is not checked twice.
-pub(crate) fn compile_checked(
+pub fn compile_checked(
     config: &Config,
     health: &HealthState,
     options: &CompileOptions,

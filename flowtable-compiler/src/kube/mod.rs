@@ -114,7 +114,7 @@ pub(crate) fn is_manifest(doc: &Node) -> bool {
     get(doc, "apiVersion").is_some()
 }
 
-/// Why a node does or does not serve a Service.
+/// Why a node does or does not serve a Service ([`KubeService::nodes`] words them on demand).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodeVerdict {
     /// The node (and the backend named after it); shared by every Service's verdicts.
@@ -123,8 +123,7 @@ pub struct NodeVerdict {
     pub zone: Arc<str>,
     /// Whether it is a backend of the Service.
     pub member: bool,
-    /// Why, in words (most reasons are fixed texts: a cluster of thousands of nodes and
-    /// Services holds one verdict per pair).
+    /// Why, in words (most reasons are fixed texts).
     pub why: Cow<'static, str>,
     /// The Service's endpoints on the node: ready, serving, terminating.
     pub endpoints: [usize; 3],
@@ -147,8 +146,16 @@ pub struct KubeService {
     pub ports: Vec<(bool, u16)>,
     /// The health check, in words.
     pub health_check: String,
-    /// Every node of the cluster, member or not, with why.
-    pub nodes: Vec<NodeVerdict>,
+    /// Every node of the cluster in name order, shared by every Service; [`KubeService::nodes`]
+    /// words each one's verdict on demand (a cluster of thousands of nodes and Services would
+    /// otherwise hold one verdict per pair).
+    cluster: Arc<[ClusterNode]>,
+    /// What decides a node's verdict for this Service.
+    rule: VerdictRule,
+    /// The members: positions in `cluster`, ascending.
+    members: Vec<u32>,
+    /// The Service's endpoints per node name (ready, serving, terminating), in name order.
+    endpoint_counts: Vec<(String, [usize; 3])>,
     /// Warnings and decisions worth saying (weighting refused, subsets, ...).
     pub notes: Vec<String>,
     /// With `externalTrafficPolicy: Local`, the ready, non-terminating endpoints of the
@@ -163,6 +170,86 @@ pub struct KubeService {
     pub zonal_affinity: bool,
     /// The NIC's zone (`nic.zone`), the client's zone of zonal affinity.
     pub client_zone: String,
+}
+
+/// A node as the verdicts need it (one table for the whole cluster).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct ClusterNode {
+    name: Arc<str>,
+    zone: Arc<str>,
+    ready: bool,
+    excluded: bool,
+    ipv4: bool,
+    ipv6: bool,
+}
+
+/// The properties of a Service a node's verdict depends on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct VerdictRule {
+    shape: Shape,
+    policy: TrafficPolicy,
+    /// `Local` with EndpointSlice tracking off.
+    untracked: bool,
+    ipv4: bool,
+    ipv6: bool,
+}
+
+impl VerdictRule {
+    /// Why `node` cannot serve the Service at all (SPEC R7.1, R7.6); `None`: a candidate.
+    fn ineligible(&self, node: &ClusterNode, endpoints: [usize; 3]) -> Option<&'static str> {
+        if !node.ready {
+            Some("not Ready (SPEC R7.6)")
+        } else if node.excluded {
+            Some(EXCLUDED)
+        } else if !((self.ipv4 && node.ipv4) || (self.ipv6 && node.ipv6)) {
+            Some("no InternalIP of the Service's IP family")
+        } else if self.policy == TrafficPolicy::Local
+            && self.shape != Shape::LegacyTargetPool
+            && !self.untracked
+            && endpoints[1] == 0
+        {
+            Some("externalTrafficPolicy Local: no serving endpoint of the Service on the node")
+        } else {
+            None
+        }
+    }
+
+    /// Why a candidate is a member, or not (SPEC R7.5).
+    fn candidate(&self, member: bool, ep: [usize; 3]) -> Cow<'static, str> {
+        if !member {
+            return Cow::Borrowed(OUTSIDE_SUBSET);
+        }
+        match (self.shape, self.policy) {
+            (_, TrafficPolicy::Local) if self.untracked => Cow::Owned(format!(
+                "a backend (EndpointSlice tracking off); its check on healthCheckNodePort passes only with a ready local endpoint: {} here",
+                ep[0]
+            )),
+            (Shape::LegacyTargetPool, TrafficPolicy::Local) => Cow::Owned(format!(
+                "in the target pool (every node); its check on healthCheckNodePort passes only with a ready local endpoint: {} here",
+                ep[0]
+            )),
+            (_, TrafficPolicy::Local) => Cow::Owned(format!("{} serving endpoint(s) on the node ({} ready)", ep[1], ep[0])),
+            (_, TrafficPolicy::Cluster) => Cow::Borrowed("externalTrafficPolicy Cluster: every eligible node serves (kube-proxy forwards to a pod anywhere)"),
+        }
+    }
+}
+
+/// The endpoint counts of each node of `cluster` (in name order) from `counts` (in name
+/// order): a merge walk, no lookups.
+fn counts_in_order<'a>(
+    cluster: &'a [ClusterNode],
+    counts: &'a [(String, [usize; 3])],
+) -> impl Iterator<Item = [usize; 3]> + 'a {
+    let mut k = 0;
+    cluster.iter().map(move |n| {
+        while counts.get(k).is_some_and(|(c, _)| c.as_str() < &*n.name) {
+            k += 1;
+        }
+        match counts.get(k) {
+            Some((c, ep)) if c.as_str() == &*n.name => *ep,
+            _ => [0; 3],
+        }
+    })
 }
 
 /// Why one node is, or is not, a choice for a new connection to one of a Service's pools
@@ -188,6 +275,31 @@ pub struct NodeEligibility {
 }
 
 impl KubeService {
+    /// Every node of the cluster in name order, member or not, with why (SPEC R7.1, R7.5,
+    /// R7.6).
+    pub fn nodes(&self) -> Vec<NodeVerdict> {
+        let mut members = self.members.iter().peekable();
+        self.cluster
+            .iter()
+            .zip(counts_in_order(&self.cluster, &self.endpoint_counts))
+            .enumerate()
+            .map(|(i, (n, endpoints))| {
+                let member = members.next_if(|&&m| m as usize == i).is_some();
+                let why = match self.rule.ineligible(n, endpoints) {
+                    Some(why) => Cow::Borrowed(why),
+                    None => self.rule.candidate(member, endpoints),
+                };
+                NodeVerdict {
+                    node: n.name.clone(),
+                    zone: n.zone.clone(),
+                    member,
+                    why,
+                    endpoints,
+                }
+            })
+            .collect()
+    }
+
     /// Every node of the cluster for the Service's pool `pool`, eligible for a new connection
     /// or not, and why: membership (SPEC R7.1, R7.5, R7.6), then health (`health`, the probes'
     /// word) and the EndpointSlices' ready endpoints (SPEC R10.5), then weights (SPEC R7.3),
@@ -230,7 +342,7 @@ impl KubeService {
         let member_backends: Vec<&str> = members.iter().copied().collect();
         let none_ready =
             !member_backends.is_empty() && member_backends.iter().all(|b| ready(b) == Some(0));
-        self.nodes
+        self.nodes()
             .iter()
             .map(|n| {
                 let v6 = format!("{}.ipv6", n.node);
@@ -294,11 +406,26 @@ impl KubeService {
 /// subset of a Service is its nodes of the highest scores, so a node that comes or goes moves
 /// at most one member of every subset (SPEC R7.5: stable subsets).
 pub fn rendezvous_score(key: &str, node: &str) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in key.bytes().chain([0u8]).chain(node.bytes()) {
+    rendezvous_finish(rendezvous_key(key), node)
+}
+
+/// FNV-1a over `bytes` from state `h`.
+fn fnv(mut h: u64, bytes: impl IntoIterator<Item = u8>) -> u64 {
+    for b in bytes {
         h ^= u64::from(b);
         h = h.wrapping_mul(0x0000_0100_0000_01b3);
     }
+    h
+}
+
+/// The hash state after a Service's key and the separator: shared by the scores of all nodes.
+fn rendezvous_key(key: &str) -> u64 {
+    fnv(0xcbf2_9ce4_8422_2325, key.bytes().chain([0u8]))
+}
+
+/// [`rendezvous_score`] from the state [`rendezvous_key`] gave.
+fn rendezvous_finish(keyed: u64, node: &str) -> u64 {
+    let mut h = fnv(keyed, node.bytes());
     // splitmix64 finaliser: FNV alone mixes the last bytes poorly.
     h ^= h >> 30;
     h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -339,9 +466,10 @@ fn rendezvous_top(
     candidates: &[usize],
     limit: usize,
 ) -> Vec<usize> {
+    let keyed = rendezvous_key(key);
     let mut scored: Vec<(u64, usize)> = candidates
         .iter()
-        .map(|&i| (rendezvous_score(key, &nodes[i].name), i))
+        .map(|&i| (rendezvous_finish(keyed, &nodes[i].name), i))
         .collect();
     let order = |a: &(u64, usize), b: &(u64, usize)| {
         b.0.cmp(&a.0)
@@ -735,18 +863,11 @@ fn assign_vips(
     out
 }
 
-/// Endpoint counts of a Service per node: ready (and not terminating), serving, terminating.
-fn endpoint_counts(
-    inputs: &Inputs,
-    namespace: &str,
-    service: &str,
-) -> BTreeMap<String, [usize; 3]> {
+/// Endpoint counts of a Service per node, from its EndpointSlices: ready (and not
+/// terminating), serving, terminating.
+fn endpoint_counts(slices: &[&read::Slice]) -> BTreeMap<String, [usize; 3]> {
     let mut counts: BTreeMap<String, [usize; 3]> = BTreeMap::new();
-    for slice in inputs
-        .slices
-        .iter()
-        .filter(|s| s.namespace == namespace && s.service == service)
-    {
+    for slice in slices {
         for e in &slice.endpoints {
             let c = counts.entry(e.node.clone()).or_default();
             if e.ready && !e.terminating {
@@ -834,7 +955,7 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
     }
     let vips = assign_vips(inputs, &order, diags);
 
-    let mut used_instances: BTreeSet<(String, bool)> = BTreeSet::new();
+    let mut used_instances: BTreeSet<(&str, bool)> = BTreeSet::new();
     let mut need_shared = [false, false]; // [backend-service check, legacy check]
     let mut any_service = false;
     // (VIP, protocol) → (ports, Service path, file, position) for overlap errors.
@@ -844,20 +965,42 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
         let (x, y) = (&inputs.services[a].meta, &inputs.services[b].meta);
         (&x.namespace, &x.name).cmp(&(&y.namespace, &y.name))
     });
-    // Nodes in name order, and their names and zones shared by every Service's verdicts.
+    // Nodes in name order: the table every Service's verdicts share.
     let mut by_name: Vec<usize> = (0..inputs.nodes.len()).collect();
     by_name.sort_by(|&a, &b| inputs.nodes[a].name.cmp(&inputs.nodes[b].name));
-    let shared_names: Vec<(Arc<str>, Arc<str>)> = inputs
-        .nodes
+    let cluster: Arc<[ClusterNode]> = by_name
         .iter()
-        .map(|n| (Arc::from(n.name.as_str()), Arc::from(n.zone.as_str())))
+        .map(|&i| {
+            let n = &inputs.nodes[i];
+            ClusterNode {
+                name: Arc::from(n.name.as_str()),
+                zone: Arc::from(n.zone.as_str()),
+                ready: n.ready,
+                excluded: n.excluded,
+                ipv4: n.ipv4.is_some(),
+                ipv6: n.ipv6.is_some(),
+            }
+        })
         .collect();
+    // Each Service's EndpointSlices, found once.
+    let mut slices_of: BTreeMap<(&str, &str), Vec<&read::Slice>> = BTreeMap::new();
+    for x in &inputs.slices {
+        slices_of
+            .entry((x.namespace.as_str(), x.service.as_str()))
+            .or_default()
+            .push(x);
+    }
     for &si in &sorted {
         let s = &inputs.services[si];
         let key = format!("{}/{}", s.meta.namespace, s.meta.name);
         let mut snotes: Vec<String> = Vec::new();
         let base = base_name(&s.meta.namespace, &s.meta.name);
-        let counts = endpoint_counts(inputs, &s.meta.namespace, &s.meta.name);
+        let slices = slices_of
+            .get(&(s.meta.namespace.as_str(), s.meta.name.as_str()))
+            .map_or(&[][..], Vec::as_slice);
+        let counts = endpoint_counts(slices);
+        let endpoint_list: Vec<(String, [usize; 3])> =
+            counts.iter().map(|(n, c)| (n.clone(), *c)).collect();
         let limit = node_limit(s.shape, s.policy);
         let uid = if s.meta.uid.is_empty() {
             key.clone()
@@ -904,44 +1047,33 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
             }
         };
 
-        // Which nodes serve, and why not the others (nodes in name order).
-        let mut verdicts: Vec<NodeVerdict> = Vec::with_capacity(by_name.len());
-        let mut candidates: Vec<usize> = Vec::new();
-        for &i in &by_name {
-            let n = &inputs.nodes[i];
-            let ep = counts.get(&n.name).copied().unwrap_or_default();
-            let why: Option<&'static str> = if !n.ready {
-                Some("not Ready (SPEC R7.6)")
-            } else if n.excluded {
-                Some(EXCLUDED)
-            } else if !s.families.iter().any(|&v6| {
-                if v6 {
-                    n.ipv6.is_some()
-                } else {
-                    n.ipv4.is_some()
-                }
-            }) {
-                Some("no InternalIP of the Service's IP family")
-            } else if s.policy == TrafficPolicy::Local
-                && s.shape != Shape::LegacyTargetPool
-                && !untracked
-                && ep[1] == 0
-            {
-                Some("externalTrafficPolicy Local: no serving endpoint of the Service on the node")
-            } else {
-                None
-            };
-            if why.is_none() {
-                candidates.push(i);
+        // Which nodes serve (the verdicts, why not the others, are worded on demand).
+        let rule = VerdictRule {
+            shape: s.shape,
+            policy: s.policy,
+            untracked,
+            ipv4: s.families.contains(&false),
+            ipv6: s.families.contains(&true),
+        };
+        // The nodes with endpoints, as positions in `cluster` (ascending: both in name order).
+        let mut with_endpoints: Vec<(usize, [usize; 3])> = Vec::with_capacity(counts.len());
+        for (name, c) in &counts {
+            let first = cluster.partition_point(|n| &*n.name < name.as_str());
+            for p in (first..cluster.len()).take_while(|&p| *cluster[p].name == **name) {
+                with_endpoints.push((p, *c));
             }
-            verdicts.push(NodeVerdict {
-                node: shared_names[i].0.clone(),
-                zone: shared_names[i].1.clone(),
-                member: false,
-                why: Cow::Borrowed(why.unwrap_or("")),
-                endpoints: ep,
-            });
         }
+        let mut next = with_endpoints.iter().peekable();
+        let candidates: Vec<usize> = cluster
+            .iter()
+            .zip(&by_name)
+            .enumerate()
+            .filter(|&(p, (n, _))| {
+                let ep = next.next_if(|e| e.0 == p).map_or([0; 3], |e| e.1);
+                rule.ineligible(n, ep).is_none()
+            })
+            .map(|(_, (_, &i))| i)
+            .collect();
         let mut member_of = vec![false; inputs.nodes.len()];
         match limit {
             Some(l) if candidates.len() > l => {
@@ -961,40 +1093,16 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
                 }
             }
         }
-        let members: Vec<String> = candidates
+        let members: Vec<&str> = candidates
             .iter()
             .filter(|&&i| member_of[i])
-            .map(|&i| inputs.nodes[i].name.clone())
+            .map(|&i| inputs.nodes[i].name.as_str())
             .collect();
-        for (v, &i) in verdicts.iter_mut().zip(&by_name) {
-            if !v.why.is_empty() {
-                continue;
-            }
-            let ep = v.endpoints;
-            v.member = member_of[i];
-            v.why = if !v.member {
-                Cow::Borrowed(OUTSIDE_SUBSET)
-            } else {
-                match (s.shape, s.policy) {
-                    (_, TrafficPolicy::Local) if untracked => Cow::Owned(format!(
-                        "a backend (EndpointSlice tracking off); its check on healthCheckNodePort passes only with a ready local endpoint: {} here",
-                        ep[0]
-                    )),
-                    (Shape::LegacyTargetPool, TrafficPolicy::Local) => Cow::Owned(format!(
-                        "in the target pool (every node); its check on healthCheckNodePort passes only with a ready local endpoint: {} here",
-                        ep[0]
-                    )),
-                    (_, TrafficPolicy::Local) => Cow::Owned(format!("{} serving endpoint(s) on the node ({} ready)", ep[1], ep[0])),
-                    (_, TrafficPolicy::Cluster) => Cow::Borrowed("externalTrafficPolicy Cluster: every eligible node serves (kube-proxy forwards to a pod anywhere)"),
-                }
-            };
-        }
-        let slices_without_node: usize = inputs
-            .slices
-            .iter()
-            .filter(|x| x.namespace == s.meta.namespace && x.service == s.meta.name)
-            .map(|x| x.without_node)
-            .sum();
+        let member_positions: Vec<u32> = (0..by_name.len())
+            .filter(|&p| member_of[by_name[p]])
+            .map(|p| p as u32)
+            .collect();
+        let slices_without_node: usize = slices.iter().map(|x| x.without_node).sum();
         if slices_without_node > 0 {
             snotes.push(format!(
                 "{slices_without_node} endpoint(s) without nodeName count for no node"
@@ -1121,7 +1229,7 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
             svc_vips.push(vip);
             let fam_members: Vec<&read::NodeInfo> = members
                 .iter()
-                .filter_map(|m| nodes.get(m.as_str()).copied())
+                .filter_map(|m| nodes.get(*m).copied())
                 .filter(|n| {
                     if v6 {
                         n.ipv6.is_some()
@@ -1131,7 +1239,7 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
                 })
                 .collect();
             for n in &fam_members {
-                used_instances.insert((n.name.clone(), v6));
+                used_instances.insert((n.name.as_str(), v6));
                 if s.policy == TrafficPolicy::Local && !untracked {
                     let ready = counts.get(&n.name).map_or(0, |c| c[0]);
                     ready_endpoints.push((pool.clone(), backend_name(n, v6), ready as u32));
@@ -1309,7 +1417,10 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
             vips: svc_vips,
             ports: s.ports.iter().map(|p| (p.udp, p.port)).collect(),
             health_check,
-            nodes: verdicts,
+            cluster: cluster.clone(),
+            rule,
+            members: member_positions,
+            endpoint_counts: endpoint_list,
             notes: snotes,
             ready_endpoints,
             zonal_affinity,
@@ -1373,12 +1484,12 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
         });
     }
     for (name, v6) in &used_instances {
-        let Some(n) = nodes.get(name.as_str()) else {
+        let Some(n) = nodes.get(*name) else {
             continue;
         };
         let ip = if *v6 { n.ipv6 } else { n.ipv4 };
         let Some(ip) = ip else { continue };
-        let mac = inputs.project.macs.get(name).copied();
+        let mac = inputs.project.macs.get(*name).copied();
         if delivery == Delivery::L2Dsr && mac.is_none() {
             diags.push(
                 &n.file,
