@@ -962,7 +962,7 @@ fn tier_places(groups: &[Group], members: &[usize]) -> String {
 /// The deadband widens with the noise of a share over few connections: a share s decided
 /// from N live connections wanders by about s / √N as N does (a Poisson count), so a move
 /// counts only past [`NOISE_SIGMAS`] of that as well (at 500 live a share of 0.8 needs 0.15;
-/// from about 1,500 live on the 5 points decide).
+/// from about 4,600 live on the 5 points decide).
 pub fn worth_applying(applied: &Decision, next: &Decision, deadband: f64) -> bool {
     if applied.drop != next.drop
         || applied.failover_serves != next.failover_serves

@@ -186,10 +186,17 @@ fn random_cmd(rng: &mut StdRng) -> u32 {
         0 => 0,
         1 => rng.random_range(5..256),
         // WRITE/READ with index bits set.
-        2 => ops[rng.random_range(0..2)] | (at.max(1) << 8),
+        2 => ops[rng.random_range(0..2)] | cmd_index(at.max(1)),
         3..=9 => ops[rng.random_range(0..2)],
-        _ => ops[rng.random_range(2..4)] | (at << 8),
+        _ => ops[rng.random_range(2..4)] | cmd_index(at),
     }
+}
+
+/// The command word's index field holding `at` (the generated `conntrack.cmd` layout).
+fn cmd_index(at: u32) -> u32 {
+    ct::cmd::INDEX
+        .put(at)
+        .expect("a conntrack index fits the command's field")
 }
 
 struct Run {
@@ -339,7 +346,7 @@ fn run(seed: u64) -> Result<Bins, String> {
                     let v = if w == 0 { v & !1 | u32::from(valid) } else { v };
                     r.write(ct::DATA + 4 * w, v, 0xf)?;
                 }
-                r.write(ct::CMD, TableCmd::WriteAt.value() | i << 8, 0xf)?;
+                r.write(ct::CMD, TableCmd::WriteAt.value() | cmd_index(i), 0xf)?;
             }
             let n = r.read(ct::COUNT)?;
             if n == ENTRIES {

@@ -6,6 +6,7 @@
 //! its index.
 
 use firmware_sim::device::decode_cmd;
+use nlb_hw::blocks::conntrack::cmd;
 use nlb_verif::bench::seed_from_env;
 use nlb_verif::models::TableCmd;
 use nlb_verif::Verilated;
@@ -24,7 +25,11 @@ fn decodes_as_the_model() {
     for op in 0..=255u32 {
         for field in [0u32, 1, 0xff_ffff, rng.random_range(2..0xff_ffff)] {
             for reg in [0u32, u32::MAX, rng.random()] {
-                cases.push((field << 8 | op, reg));
+                cases.push((
+                    cmd::INDEX.put(field).expect("24-bit field")
+                        | cmd::OP.put(op).expect("8-bit op"),
+                    reg,
+                ));
             }
         }
     }
