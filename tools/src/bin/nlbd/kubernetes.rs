@@ -287,14 +287,7 @@ fn map(cluster: &Cluster, project: Option<&Source>) -> (Result<Config, String>, 
             }
         }
         if !unblamed.is_empty() || blamed.is_empty() {
-            let text = diags
-                .to_string()
-                .lines()
-                .map(str::trim)
-                .filter(|l| !l.is_empty())
-                .collect::<Vec<_>>()
-                .join("; ");
-            return (Err(text), refused);
+            return (Err(crate::reload::one_line(&diags)), refused);
         }
         for (name, lines) in blamed {
             warn!(object = %name, "left out of the load balancer: {}", lines.join("; "));

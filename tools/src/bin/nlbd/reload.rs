@@ -19,6 +19,17 @@ use std::time::Duration;
 use tokio::signal::unix::{signal, SignalKind};
 use tracing::{error, info, warn};
 
+/// Diagnostics (one per line) as one log line, `; ` between them.
+pub fn one_line(diags: &impl std::fmt::Display) -> String {
+    diags
+        .to_string()
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 /// Digest of the inputs' names and texts (to see whether any changed).
 pub fn digest(sources: &[Source]) -> u64 {
     let mut h = DefaultHasher::new();
@@ -72,13 +83,7 @@ async fn consider(daemon: &Daemon, last: &mut Option<u64>, read_failed: &mut boo
     let name = path.display().to_string();
     let (config, diags) = flowtable_compiler::parse_sources(&sources);
     if let Err(diags) = diags.into_result() {
-        let line = diags
-            .to_string()
-            .lines()
-            .map(str::trim)
-            .filter(|l| !l.is_empty())
-            .collect::<Vec<_>>()
-            .join("; ");
+        let line = one_line(&diags);
         error!(config = %name, "configuration refused, the previous one keeps serving: {line}");
         daemon
             .refused_early
