@@ -85,16 +85,7 @@ impl ExtBusMaster {
         addr: u32,
         data: u32,
     ) -> Result<(), VerifError> {
-        self.run(
-            bench,
-            others,
-            Op::Write {
-                addr,
-                data,
-                strb: 0xf,
-            },
-        )
-        .map(|_| ())
+        self.write_strobed(bench, others, addr, data, 0xf)
     }
 
     /// Writes the bytes of a register that `strb` selects (bit i: byte i), stepping until the
