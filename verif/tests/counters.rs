@@ -573,6 +573,8 @@ fn run(seed: u64) -> Result<Bins, String> {
             r.snapshot(select_word(k.value(), i), latch)?;
         }
     }
+    let n = r.results.sent.len() as u64;
+    *r.bins.entry("results counted".to_string()).or_default() += n;
     if r.applied != r.results.sent.len() {
         return Err(format!(
             "counters: {} results sent, {} counted at the end",
