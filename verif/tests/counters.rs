@@ -327,19 +327,22 @@ impl Run {
             Some(k) => {
                 let mut c = self.model.counters().get(k, index);
                 let pending = &sent[self.applied..];
-                let mut found = None;
-                for j in 0..=hi {
-                    if j >= lo && c == got_counter {
-                        found = Some(j);
+                // The first point j in lo..=hi (results pending[..j] counted) that gives it.
+                let mut found = (lo == 0 && c == got_counter).then_some(0);
+                for (j, s) in pending[..hi].iter().enumerate() {
+                    if found.is_some() {
                         break;
                     }
-                    if j < hi && touches(&pending[j].result, k, index) {
-                        let r = &pending[j].result;
+                    let r = &s.result;
+                    if touches(r, k, index) {
                         c.add(
                             r.frame_len as u64,
                             u64::from(r.verdict == Verdict::Punt),
                             u64::from(r.verdict == Verdict::Drop),
                         );
+                    }
+                    if j + 1 >= lo && c == got_counter {
+                        found = Some(j + 1);
                     }
                 }
                 let Some(j) = found else {
