@@ -238,6 +238,11 @@ fn block_bench_models() -> Vec<ModelSpec> {
             "nlb_conntrack",
             &["CT_BUCKETS=16", "CT_WAYS=4"],
         ),
+        // The `sim` profile's table depths (the defaults): the bench plays every table from
+        // `nlb_hw::Tables` of that profile, as the golden model reads them.
+        spec("lookup", "nlb_lookup", &[]),
+        // The `sim` profile's rule and backend counts (the defaults), as the model device's.
+        spec("counters", "nlb_counters", &[]),
     ]
 }
 

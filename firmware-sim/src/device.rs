@@ -416,6 +416,13 @@ impl ModelDevice {
         &self.counters
     }
 
+    /// Test hook: the counters, to count results made elsewhere (the `nlb_counters` bench of
+    /// nlb-verif feeds it the results it drives into the RTL) and to preset them.
+    #[cfg(feature = "test-hooks")]
+    pub fn counters_mut(&mut self) -> &mut Counters {
+        &mut self.counters
+    }
+
     /// The current NIC settings (`ctrl` registers).
     pub fn settings(&self) -> &NicSettings {
         &self.ctrl.settings

@@ -28,7 +28,7 @@ use crate::parse::{self, proto, tcp_flags, IpHeaders, Parsed};
 use nlb_hw::enums::{Affinity, DefaultAction, Delivery, Event, KeyType, Reason, Verdict};
 use nlb_hw::layout::field_max;
 use nlb_hw::layouts::{
-    AclEntry, BackendEntry, CtEntry, InjectHeader, LearnEvent, PuntHeader, VipEntry,
+    AclEntry, BackendEntry, CtEntry, InjectHeader, LearnEvent, PoolEntry, PuntHeader, VipEntry,
 };
 use nlb_hw::{table_index, NicSettings, Tables};
 
@@ -662,6 +662,22 @@ pub(crate) fn finish_into(
     res: &mut PacketResult,
     out: &mut [u8],
 ) -> Result<(), OutputError> {
+    let Some((backend_id, backend)) = select_backend(ctx, p, res) else {
+        return Ok(());
+    };
+    emit(ctx, frame, &p.edit, p.delivery, backend, res, out)?;
+    note_event(p, backend_id, res);
+    Ok(())
+}
+
+/// Connection table, Maglev and the backend entry: the chosen backend when it is valid (the
+/// reason set for a FORWARD), else `None` with the packet dropped (NO_BACKEND).
+#[inline]
+fn select_backend<'t>(
+    ctx: &Context<'t>,
+    p: &Lane,
+    res: &mut PacketResult,
+) -> Option<(u16, &'t BackendEntry)> {
     let t = ctx.tables;
     let flow = &p.flow;
 
@@ -700,14 +716,14 @@ pub(crate) fn finish_into(
             // Maglev (SPEC R3.2): the pool's slice of the slot memory.
             if p.maglev_size == 0 {
                 drop_no_backend(res);
-                return Ok(());
+                return None;
             }
             let slot = p.maglev_base as u64 + u64::from(table_index(p.aff_hash, p.maglev_size));
             match t.maglev.get(slot as usize) {
                 Some(s) => s.backend,
                 None => {
                     drop_no_backend(res);
-                    return Ok(());
+                    return None;
                 }
             }
         }
@@ -715,14 +731,20 @@ pub(crate) fn finish_into(
     res.backend = Some(backend_id);
     let Some(backend) = t.backends.get(usize::from(backend_id)).filter(|b| b.valid) else {
         drop_no_backend(res);
-        return Ok(());
+        return None;
     };
     res.reason = if p.icmp {
         Reason::IcmpErrorForwarded
     } else {
         Reason::Forwarded
     };
-    emit(ctx, frame, &p.edit, p.delivery, backend, res, out)?;
+    Some((backend_id, backend))
+}
+
+/// The learn or teardown event of a forwarded packet (docs/pipeline.md section 10).
+#[inline]
+fn note_event(p: &Lane, backend_id: u16, res: &mut PacketResult) {
+    let flow = &p.flow;
     if res.verdict == Verdict::Forward && res.conntrack != CtOutcome::None && !p.icmp {
         let closing =
             flow.protocol == proto::TCP && p.tcp_flags & (tcp_flags::FIN | tcp_flags::RST) != 0;
@@ -747,7 +769,70 @@ pub(crate) fn finish_into(
             });
         }
     }
-    Ok(())
+}
+
+/// The lookup's decision for a frame already parsed (`parsed`: what [`parse::parse`] returned
+/// for it; `frame_len`: its length in bytes): the [`PacketResult`] [`process`] gives for that
+/// frame, `out_len` included, without writing the output frame. The RTL's `nlb_lookup` takes
+/// the same descriptor (docs/pipeline.md sections 3-10); its bench (verif/tests/lookup.rs)
+/// compares the two.
+pub fn decide(
+    ctx: &Context<'_>,
+    parsed: &Result<Parsed, Reason>,
+    frame_len: usize,
+) -> PacketResult {
+    let mut res = PacketResult::new(Verdict::Forward, Reason::Forwarded, ctx.bank, frame_len);
+    if !ctx.enabled {
+        ended(Verdict::Pass, Reason::PipelineDisabled, &mut res);
+        return res;
+    }
+    let mut lane = Lane::default();
+    let pending = match parsed {
+        Ok(Parsed::Ip(hdr)) => front_parsed(ctx, hdr, &mut VipMemo::default(), &mut res, &mut lane),
+        Ok(Parsed::NotIp) => ended(Verdict::Pass, Reason::NotIp, &mut res),
+        Err(reason) => ended(Verdict::Drop, *reason, &mut res),
+    };
+    if pending {
+        if let Some((backend_id, backend)) = select_backend(ctx, &lane, &mut res) {
+            size_check(frame_len, &lane.edit, lane.delivery, backend, &mut res);
+            note_event(&lane, backend_id, &mut res);
+        }
+    }
+    res
+}
+
+/// [`process_injected`]'s decision for a frame already parsed (as [`decide`]).
+pub fn decide_injected(
+    ctx: &Context<'_>,
+    header: &InjectHeader,
+    parsed: &Result<Parsed, Reason>,
+    frame_len: usize,
+) -> PacketResult {
+    let mut res = PacketResult::new(Verdict::Forward, Reason::Injected, ctx.bank, frame_len);
+    if let Some((hdr, pool, backend)) = inject_front(ctx, header, parsed, &mut res) {
+        size_check(frame_len, &Edit::of(hdr), pool.delivery, backend, &mut res);
+    }
+    res
+}
+
+/// The output length, or TOO_BIG past [`MAX_FRAME`] (what [`emit`] decides before writing).
+#[inline]
+fn size_check(
+    frame_len: usize,
+    hdr: &Edit,
+    delivery: Delivery,
+    backend: &BackendEntry,
+    res: &mut PacketResult,
+) -> bool {
+    let needed = action::edit_len(frame_len, hdr, delivery, backend);
+    if needed > MAX_FRAME {
+        res.verdict = Verdict::Drop;
+        res.reason = Reason::TooBig;
+        return false;
+    }
+    res.out_len = needed;
+    res.verdict = Verdict::Forward;
+    true
 }
 
 #[inline]
@@ -767,12 +852,10 @@ fn emit(
     res: &mut PacketResult,
     out: &mut [u8],
 ) -> Result<(), OutputError> {
-    let needed = action::edit_len(frame.len(), hdr, delivery, backend);
-    if needed > MAX_FRAME {
-        res.verdict = Verdict::Drop;
-        res.reason = Reason::TooBig;
+    if !size_check(frame.len(), hdr, delivery, backend, res) {
         return Ok(());
     }
+    let needed = res.out_len;
     if out.len() < needed {
         return Err(OutputError::TooSmall {
             needed,
@@ -813,17 +896,41 @@ pub fn process_injected(
     out: &mut [u8],
 ) -> Result<PacketResult, OutputError> {
     let mut res = PacketResult::new(Verdict::Forward, Reason::Injected, ctx.bank, frame.len());
-    let hdr = match parse::parse(frame) {
+    let parsed = parse::parse(frame);
+    let Some((hdr, pool, backend)) = inject_front(ctx, header, &parsed, &mut res) else {
+        return Ok(res);
+    };
+    emit(
+        ctx,
+        frame,
+        &Edit::of(hdr),
+        pool.delivery,
+        backend,
+        &mut res,
+        out,
+    )?;
+    Ok(res)
+}
+
+/// An injected frame up to the action: drops for parse errors and frames that are not IP (the
+/// result says which), then the header's pool and backend, which must be valid.
+fn inject_front<'p, 't>(
+    ctx: &Context<'t>,
+    header: &InjectHeader,
+    parsed: &'p Result<Parsed, Reason>,
+    res: &mut PacketResult,
+) -> Option<(&'p IpHeaders, &'t PoolEntry, &'t BackendEntry)> {
+    let hdr = match parsed {
         Ok(Parsed::Ip(h)) => h,
         Ok(Parsed::NotIp) => {
             res.verdict = Verdict::Drop;
             res.reason = Reason::NotIp;
-            return Ok(res);
+            return None;
         }
         Err(reason) => {
             res.verdict = Verdict::Drop;
-            res.reason = reason;
-            return Ok(res);
+            res.reason = *reason;
+            return None;
         }
     };
     res.ip_id = hdr.ip_id;
@@ -849,17 +956,8 @@ pub fn process_injected(
         .get(usize::from(header.backend))
         .filter(|b| b.valid);
     let (Some(pool), Some(backend)) = (pool, backend) else {
-        drop_no_backend(&mut res);
-        return Ok(res);
+        drop_no_backend(res);
+        return None;
     };
-    emit(
-        ctx,
-        frame,
-        &Edit::of(&hdr),
-        pool.delivery,
-        backend,
-        &mut res,
-        out,
-    )?;
-    Ok(res)
+    Some((hdr, pool, backend))
 }

@@ -5,7 +5,10 @@
 // One family of packet counters: ENTRIES entries of four 64-bit values (packets, bytes,
 // punts, drops), updated by read-modify-write one operation per clock. An operation adds one
 // packet (UPDATE), or reads the entry (READ) or reads and zeroes it (READ_CLEAR) for the host;
-// the entry's value before the operation comes out on r_value with r_valid two clocks later.
+// the entry's value before the operation comes out on r_value with r_valid three clocks later
+// (as the other blocks count: an operation presented in clock c is taken into stage 1 by the
+// edge ending c, into stage 2 by the next, into the result register by the third, so r_valid
+// is high in clock c + 3).
 //
 // Each 64-bit add is split in two 32-bit halves so that no stage holds a 64-bit carry chain:
 // the low halves live in one memory, read with the operation and written in stage 1; the

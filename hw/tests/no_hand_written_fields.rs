@@ -98,6 +98,8 @@ const RUST_ALLOWED: &[(&str, &str, &str)] = &[
     ("verif/tests/conntrack.rs", "write", "a 32-bit write merged byte by byte under its strobe"),
     ("verif/tests/conntrack.rs", "run", "random entry words with bit 0 (valid) forced; hit bits of a wide port word"),
     ("verif/tests/table_mem.rs", "lane_of", "one lane's bits out of a wide port word"),
+    ("verif/tests/lookup.rs", "row", "a bucket's entries laid side by side in one memory row, lane i from bit i x entry width"),
+    ("verif/tests/lookup.rs", "user_word", "nlb_lookup's s_user word as nlb_top builds it from ctrl bits and the inject header (an internal port, not a regmap field)"),
     ("verif/tests/spi_flash.rs", "*", "the SPI NOR chip's bit-serial protocol and byte framing of txrx"),
     ("verif/tests/parser.rs", "*", "tkeep words and header bytes of parser test frames"),
 ];

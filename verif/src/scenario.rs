@@ -16,7 +16,8 @@
 use crate::frames::{self, Ext, FrameSpec, Ip, L4};
 use nlb_hw::enums::{Affinity, Delivery, KeyType};
 use nlb_hw::layouts::{
-    AclPrefix, BackendEntry, CtEntry, MaglevSlot, PoolEntry, PortSlot, RuleEntry, VipEntry,
+    AclEntry, AclPrefix, BackendEntry, CtEntry, MaglevSlot, PoolEntry, PortSlot, RuleEntry,
+    VipEntry,
 };
 use nlb_hw::{FlowKey, Profile, Tables};
 use rand::rngs::StdRng;
@@ -256,7 +257,10 @@ impl Scenario {
                         ),
                         _ => (mapped(client_v4(rng)), 128),
                     };
-                    t.acl[r].prefix[i] = AclPrefix {
+                    // Spread over all the entry's prefix indices by rule, the last one
+                    // too (every index is a separate comparator; no extra random draw, so
+                    // the scenarios stay what they were otherwise).
+                    t.acl[r].prefix[(i + 5 * r) % AclEntry::PREFIX_COUNT] = AclPrefix {
                         valid: rng.random_bool(0.9),
                         prefix_len: if rng.random_bool(0.05) { 200 } else { len },
                         addr,

@@ -21,8 +21,8 @@ const UPDATE: u64 = 0;
 const READ: u64 = 1;
 const READ_CLEAR: u64 = 2;
 /// Clocks from the clock that presents an operation to the clock whose settled outputs show its
-/// `r_valid` (the header's "two clocks later" counts from the operation's stage-1 register:
-/// stage 1 and stage 2 registers, then the result register).
+/// `r_valid` (the header's "three clocks later": stage 1 and stage 2 registers, then the result
+/// register).
 const LATENCY: u64 = 3;
 
 fn entries() -> u32 {

@@ -25,7 +25,8 @@
 //! port slot they matched (0-3, 4-14, 15: VIP entries with up to 16 rules); TCP fragments
 //! punted on tracking pools and forwarded on others; portless packets by path and verdict,
 //! matching a protocol-0 entry, by affinity key and connection-table outcome; TCP and UDP
-//! packets forwarded through the gap slot of an `L3_DEFAULT` rule. The test fails if a bin is never hit
+//! packets forwarded through the gap slot of an `L3_DEFAULT` rule; source ACLs refusing, and
+//! admitting through prefix indices 0-6 and through the last (7). The test fails if a bin is never hit
 //! (fragments never use the 5-tuple, SPEC R4.2, so those bins are not required). CI runs
 //! `NLB_DIFF_CASES` cases (default 16) of `NLB_DIFF_FRAMES` packets per enabled phase (default
 //! 3000; the disabled phase gets an eighth): 102k packets. `NLB_SOAK=1` takes the first seed
@@ -37,7 +38,7 @@ use firmware_sim::pipeline::{process, process_injected, Context, CtOutcome, Pack
 use firmware_sim::{CounterKind, Counters};
 use nlb_hw::blocks::{conntrack, ctrl};
 use nlb_hw::enums::{DefaultAction, Delivery, KeyType, Reason, Verdict};
-use nlb_hw::layouts::{InjectHeader, LearnEvent};
+use nlb_hw::layouts::{AclEntry, AclPrefix, InjectHeader, LearnEvent};
 use nlb_hw::{table_index, FlowKey, NicSettings, Profile, Tables};
 use nlb_verif::bench::{seed_from_env, trace_always, wave_path};
 use nlb_verif::scenario::Scenario;
@@ -188,6 +189,32 @@ fn cover(bins: &mut Bins, e: &Expected, injected: bool, scenario: &Scenario) {
             }
         }
     }
+    // Source ACLs (SPEC R9.1) of whole packets and first fragments: refused, or admitted by
+    // which prefix index (each index is a comparator of its own in nlb_lookup; the coverage
+    // run once never saw the last one admit, docs/verification.md).
+    if let (Ok(Parsed::Ip(h)), Some(rule)) = (parse::parse(&e.frame), r.rule) {
+        let acl_on = tables
+            .rules
+            .get(usize::from(rule))
+            .is_some_and(|x| x.valid && x.acl_enabled);
+        if acl_on && !h.icmp_error {
+            if r.reason == Reason::AclDenied {
+                *bins.entry("acl x refused".to_string()).or_default() += 1;
+            } else {
+                let acl = &tables.acl[usize::from(rule)];
+                for (i, p) in acl.prefix.iter().enumerate() {
+                    if prefix_admits(p, h.src) {
+                        let at = if i + 1 == AclEntry::PREFIX_COUNT {
+                            "the last prefix (index 7)"
+                        } else {
+                            "prefix index 0-6"
+                        };
+                        *bins.entry(format!("acl x admitted by {at}")).or_default() += 1;
+                    }
+                }
+            }
+        }
+    }
     // TCP fragments: punted on tracking pools (with their pool), forwarded on others (issue
     // 14 item 7, docs/pipeline.md §6).
     if path.ends_with("-frag")
@@ -214,6 +241,18 @@ fn cover(bins: &mut Bins, e: &Expected, injected: bool, scenario: &Scenario) {
     }
 }
 
+/// Whether a valid ACL prefix holds `client` (the bins' own reading of SPEC R9.1: length 0
+/// holds every address, lengths past 128 none).
+fn prefix_admits(p: &AclPrefix, client: u128) -> bool {
+    let len = u32::from(p.prefix_len);
+    p.valid
+        && match len {
+            0 => true,
+            1..=128 => (p.addr ^ client).checked_shr(128 - len).unwrap_or(0) == 0,
+            _ => false,
+        }
+}
+
 /// The destination address of an IP frame (IPv4 mapped).
 fn parsed_dst(frame: &[u8]) -> Option<u128> {
     match parse::parse(frame) {
@@ -224,7 +263,11 @@ fn parsed_dst(frame: &[u8]) -> Option<u128> {
 
 /// The bins every CI run must hit.
 fn required_bins() -> Vec<String> {
-    let mut b = Vec::new();
+    let mut b = vec![
+        "acl x refused".to_string(),
+        "acl x admitted by prefix index 0-6".to_string(),
+        "acl x admitted by the last prefix (index 7)".to_string(),
+    ];
     for p in ["v4", "v6", "icmp4", "icmp6"] {
         for v in ["FORWARD", "DROP", "PASS"] {
             b.push(format!("path {p} x {v}"));
