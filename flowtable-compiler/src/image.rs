@@ -318,8 +318,15 @@ impl Image {
                     .iter()
                     .rposition(|s| *s != MaglevSlot::default())
                     .map_or(0, |i| i + 1);
-                for s in &t.maglev[..used] {
-                    s.pack()?;
+                // The slot's one field is `backend`, so the widest id packs if any does: the
+                // width check is made once, not once per slot of a table of millions.
+                const _: () = assert!(MaglevSlot::WIDTH == MaglevSlot::BACKEND_WIDTH);
+                let slots = &t.maglev[..used];
+                if let Some(widest) = slots.iter().max_by_key(|s| s.backend) {
+                    widest.pack()?;
+                }
+                p.reserve(2 * used);
+                for s in slots {
                     put_u16(&mut p, s.backend);
                 }
                 Ok((used as u32, p))
