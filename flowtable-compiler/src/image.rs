@@ -325,9 +325,9 @@ impl Image {
                 if let Some(widest) = slots.iter().max_by_key(|s| s.backend) {
                     widest.pack()?;
                 }
-                p.reserve(2 * used);
-                for s in slots {
-                    put_u16(&mut p, s.backend);
+                p.resize(2 * used, 0);
+                for (bytes, s) in p.chunks_exact_mut(2).zip(slots) {
+                    bytes.copy_from_slice(&s.backend.to_le_bytes());
                 }
                 Ok((used as u32, p))
             }
