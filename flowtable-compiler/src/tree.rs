@@ -370,7 +370,7 @@ fn parse_list_in_parallel(text: &str, threads: usize) -> Option<Vec<Node>> {
     let blank = newlines(head_end, end).count();
     let mut rest = String::with_capacity(head_end + blank + text.len() - end);
     rest.push_str(&text[..head_end]);
-    rest.extend(std::iter::repeat_n('\n', blank));
+    rest.push_str(&"\n".repeat(blank));
     rest.push_str(&text[end..]);
 
     let (runs, rest, seq_pos) = std::thread::scope(|scope| {
