@@ -964,6 +964,47 @@ pub struct Config {
     pub notes: Vec<String>,
 }
 
+/// The backend groups of a [`Config`] by name ([`Config::group_lookup`]).
+#[derive(Debug)]
+pub struct GroupLookup<'c> {
+    config: &'c Config,
+    negs: std::collections::HashMap<&'c str, &'c NetworkEndpointGroup>,
+    igs: std::collections::HashMap<&'c str, &'c InstanceGroup>,
+}
+
+impl<'c> GroupLookup<'c> {
+    /// [`Config::group_members`].
+    pub fn members(&self, backend: &Backend) -> Vec<&'c str> {
+        let name = backend.group.name.as_str();
+        if backend.neg {
+            self.negs.get(name).map_or_else(Vec::new, |g| {
+                g.endpoints
+                    .iter()
+                    .map(|e| e.instance.name.as_str())
+                    .collect()
+            })
+        } else {
+            self.igs.get(name).map_or_else(Vec::new, |g| {
+                g.instances.iter().map(|r| r.name.as_str()).collect()
+            })
+        }
+    }
+
+    /// [`Config::group_zone`].
+    pub fn zone(&self, backend: &Backend) -> Option<&'c str> {
+        let name = backend.group.name.as_str();
+        if backend.neg {
+            self.negs
+                .get(name)
+                .and_then(|g| self.config.network_endpoint_group_zone(g))
+        } else {
+            self.igs
+                .get(name)
+                .and_then(|g| self.config.instance_group_zone(g))
+        }
+    }
+}
+
 /// Formats a MAC as `02:00:00:00:00:01`.
 pub fn format_mac(mac: u64) -> String {
     let b = mac.to_be_bytes();
@@ -1227,6 +1268,25 @@ impl Config {
                 .iter()
                 .find(|g| g.name == name)
                 .and_then(|g| self.instance_group_zone(g))
+        }
+    }
+
+    /// [`Config::group_members`] and [`Config::group_zone`] for many backends: the groups
+    /// by name, looked up once instead of searched for each backend.
+    pub fn group_lookup(&self) -> GroupLookup<'_> {
+        let mut negs = std::collections::HashMap::new();
+        for g in &self.network_endpoint_groups {
+            // The first of a name, as `group_members` finds it.
+            negs.entry(g.name.as_str()).or_insert(g);
+        }
+        let mut igs = std::collections::HashMap::new();
+        for g in &self.instance_groups {
+            igs.entry(g.name.as_str()).or_insert(g);
+        }
+        GroupLookup {
+            config: self,
+            negs,
+            igs,
         }
     }
 

@@ -504,15 +504,16 @@ fn plan_pools<'c>(
             endpoints: Vec::new(),
         });
     }
+    let lookup = services::PlanLookup::new(c);
     for b in &s.services {
         // Every endpoint of every group, primary and failover, once, in name order.
         let mut names: Vec<&str> = Vec::new();
         for backend in &b.backends {
-            names.extend(c.group_members(backend));
+            names.extend(lookup.group_members(backend));
         }
         let members = members_of(&mut names.into_iter());
         let member_names: Vec<String> = members.iter().map(|m| m.0.clone()).collect();
-        let plan = services::plan_service(c, b, &member_names);
+        let plan = services::plan_service(c, &lookup, b, &member_names);
         let slice = |n: usize| if n == 0 { 0 } else { maglev::size_for(n) };
         plans.push(PoolPlan {
             kind: PoolKind::BackendService,
@@ -992,8 +993,21 @@ pub fn compile_checked(
             why: String::new(),
         })
         .collect();
+    // Backend services' fills (their Maglev tables dominate a large compile) are computed side
+    // by side, then written in pool order; each is deterministic and independent of the
+    // others, so the tables are those of filling one pool after another.
+    let services: Vec<usize> = (0..c.plans.len())
+        .filter(|&id| c.plans[id].service.is_some())
+        .collect();
+    let mut fills = c.service_fills(&services, health).into_iter();
     for id in 0..c.plans.len() {
-        c.fill_slice(id, health);
+        if c.plans[id].service.is_some() {
+            if let Some(fill) = fills.next().flatten() {
+                c.apply_service_fill(id, fill);
+            }
+        } else {
+            c.fill_slice(id, health);
+        }
     }
     for id in 0..c.plans.len() {
         c.describe(id, health);

@@ -6,9 +6,12 @@
 //! ([`super::Compiled::rebalance`], in `live.rs`); from then on every fill decides with the
 //! live counts, drain state and time the plan keeps.
 
-use crate::model::{region_of_zone, BackendService, Config, LocalityLbPolicy, MaxConnections};
+use crate::model::{
+    region_of_zone, BackendService, Config, GroupLookup, LocalityLbPolicy, MaxConnections,
+    ServiceLbPolicy,
+};
 use crate::policy::{self, Decision, DrainState, Endpoint, Group, Locality, Policy, Preference};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// Connections an endpoint counts for when no backend of its service gives a capacity: so
 /// many that a group is never full, so nothing spills for capacity (groups share in
@@ -89,22 +92,64 @@ impl ServicePlan {
     }
 }
 
+/// What [`plan_service`] looks up by name, indexed once for all services.
+pub(super) struct PlanLookup<'c> {
+    groups: GroupLookup<'c>,
+    /// The pools of Kubernetes Services → whether one of those Services asks for zonal
+    /// affinity.
+    kube_pools: HashMap<&'c str, bool>,
+    /// Service LB policies by name (the first of a name).
+    policies: HashMap<&'c str, &'c ServiceLbPolicy>,
+}
+
+impl<'c> PlanLookup<'c> {
+    pub(super) fn new(c: &'c Config) -> PlanLookup<'c> {
+        let mut kube_pools: HashMap<&str, bool> = HashMap::new();
+        for k in &c.kubernetes {
+            for pool in &k.pools {
+                *kube_pools.entry(pool.as_str()).or_default() |= k.zonal_affinity;
+            }
+        }
+        let mut policies = HashMap::new();
+        for p in &c.service_lb_policies {
+            policies.entry(p.name.as_str()).or_insert(p);
+        }
+        PlanLookup {
+            groups: c.group_lookup(),
+            kube_pools,
+            policies,
+        }
+    }
+
+    /// The members of a backend's group ([`Config::group_members`]).
+    pub(super) fn group_members(&self, backend: &crate::model::Backend) -> Vec<&'c str> {
+        self.groups.members(backend)
+    }
+}
+
 /// The plan of backend service `b` over the pool members `members` (instance names, in name
 /// order): its groups with their place and capacity, and its policy.
-pub(super) fn plan_service(c: &Config, b: &BackendService, members: &[String]) -> ServicePlan {
+pub(super) fn plan_service(
+    c: &Config,
+    lookup: &PlanLookup,
+    b: &BackendService,
+    members: &[String],
+) -> ServicePlan {
     let capacity_given = b.backends.iter().any(|x| x.max_connections.is_some());
     let mut groups: Vec<GroupPlan> = b
         .backends
         .iter()
         .map(|backend| {
-            let mut idx: Vec<usize> = c
-                .group_members(backend)
+            // `members` is sorted and without duplicates.
+            let mut idx: Vec<usize> = lookup
+                .groups
+                .members(backend)
                 .into_iter()
-                .filter_map(|n| members.iter().position(|m| m == n))
+                .filter_map(|n| members.binary_search_by(|m| m.as_str().cmp(n)).ok())
                 .collect();
             idx.sort_unstable();
             idx.dedup();
-            let zone = c.group_zone(backend).unwrap_or_default().to_string();
+            let zone = lookup.groups.zone(backend).unwrap_or_default().to_string();
             let region = region_of_zone(&zone)
                 .map(str::to_string)
                 .unwrap_or_else(|| b.region.clone());
@@ -130,16 +175,13 @@ pub(super) fn plan_service(c: &Config, b: &BackendService, members: &[String]) -
     let mut policy = Policy {
         failover_ratio: b.failover_ratio.clone(),
         drop_traffic_if_unhealthy: b.drop_traffic_if_unhealthy,
-        zonal_affinity: c
-            .kubernetes
-            .iter()
-            .any(|k| k.zonal_affinity && k.pools.contains(&b.name)),
+        zonal_affinity: lookup.kube_pools.get(b.name.as_str()) == Some(&true),
         ..Policy::default()
     };
     if let Some(p) = b
         .service_lb_policy
         .as_ref()
-        .and_then(|r| c.service_lb_policies.iter().find(|p| p.name == r.name))
+        .and_then(|r| lookup.policies.get(r.name.as_str()))
     {
         policy.algorithm = p.algorithm;
         policy.auto_capacity_drain = p.auto_capacity_drain;
@@ -151,7 +193,7 @@ pub(super) fn plan_service(c: &Config, b: &BackendService, members: &[String]) -
         locality: c.nic.locality(),
         groups,
         weighted: b.locality_lb_policy == LocalityLbPolicy::WeightedMaglev,
-        weights_across_groups: c.kubernetes.iter().any(|k| k.pools.contains(&b.name)),
+        weights_across_groups: lookup.kube_pools.contains_key(b.name.as_str()),
         decision: None,
         live: BTreeMap::new(),
         churn: Default::default(),

@@ -7,6 +7,7 @@ use crate::resource::{self, Collection, RefError, ScopeKind};
 use crate::tree::{self, Node, Value};
 use nlb_hw::enums::{Affinity, DefaultAction, Delivery};
 use std::collections::{BTreeMap, HashMap};
+use std::fmt;
 use std::net::IpAddr;
 
 mod service_checks;
@@ -1994,6 +1995,30 @@ fn check_unique_names(d: &mut Diagnostics, c: &Config) {
     }
 }
 
+/// Where a backend service's member is written ([`Index::service_members`]): a group's index
+/// and the member's, worded only for a diagnostic.
+#[derive(Debug, Clone, Copy)]
+enum MemberPath {
+    /// `instanceGroups[g].instances[i]`.
+    Instance(usize, usize),
+    /// `networkEndpointGroups[g].networkEndpoints[i].instance`.
+    Endpoint(usize, usize),
+}
+
+impl fmt::Display for MemberPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MemberPath::Instance(g, i) => write!(f, "instanceGroups[{g}].instances[{i}]"),
+            MemberPath::Endpoint(g, i) => {
+                write!(
+                    f,
+                    "networkEndpointGroups[{g}].networkEndpoints[{i}].instance"
+                )
+            }
+        }
+    }
+}
+
 /// The objects of a configuration by name, for the checks that follow references.
 struct Index<'c> {
     file: &'c str,
@@ -2059,25 +2084,19 @@ impl<'c> Index<'c> {
     /// The member instances of a backend service, through its groups, each with the path and
     /// reference that makes it a member (`instanceGroups[0].instances[1]`,
     /// `networkEndpointGroups[2].networkEndpoints[0].instance`).
-    fn service_members(&self, b: &BackendService) -> Vec<(String, &'c Ref)> {
+    fn service_members(&self, b: &BackendService) -> Vec<(MemberPath, &'c Ref)> {
         let mut v = Vec::new();
         for backend in &b.backends {
             let name = backend.group.name.as_str();
             if backend.neg {
                 if let Some(g) = self.negs.get(name) {
                     for (i, e) in g.endpoints.iter().enumerate() {
-                        v.push((
-                            format!(
-                                "networkEndpointGroups[{}].networkEndpoints[{i}].instance",
-                                g.loc.index
-                            ),
-                            &e.instance,
-                        ));
+                        v.push((MemberPath::Endpoint(g.loc.index, i), &e.instance));
                     }
                 }
             } else if let Some(g) = self.igs.get(name) {
                 for (i, m) in g.instances.iter().enumerate() {
-                    v.push((format!("instanceGroups[{}].instances[{i}]", g.loc.index), m));
+                    v.push((MemberPath::Instance(g.loc.index, i), m));
                 }
             }
         }
@@ -2492,7 +2511,7 @@ fn check_delivery_needs(d: &mut Diagnostics, c: &Config, idx: &Index) {
     for b in &c.backend_services {
         let members = idx.service_members(b);
         for (path, m) in &members {
-            need_mac(d, b.delivery, m, Some(&b.name), &|| path.clone());
+            need_mac(d, b.delivery, m, Some(&b.name), &|| path.to_string());
         }
         if b.delivery != Delivery::L2Dsr {
             for v6 in [false, true] {

@@ -316,7 +316,13 @@ fn check_service_references(d: &mut Diagnostics, c: &Config, idx: &Index) {
 fn check_group_members(d: &mut Diagnostics, c: &Config, idx: &Index) {
     let f = c.file.as_str();
     let instance_names = || idx.instances.keys().copied();
-    let member_zone = |d: &mut Diagnostics, group_zone: &str, m: &Ref, path: &str, group: &str| {
+    // The path and the group's words are built only for a diagnostic: a large cluster's
+    // groups have hundreds of thousands of members that have none.
+    let member_zone = |d: &mut Diagnostics,
+                       group_zone: &str,
+                       m: &Ref,
+                       path: &dyn Fn() -> String,
+                       group: &dyn Fn() -> String| {
         let Some(inst) = idx.instances.get(m.name.as_str()) else {
             return;
         };
@@ -325,7 +331,7 @@ fn check_group_members(d: &mut Diagnostics, c: &Config, idx: &Index) {
                 d.push(
                     f,
                     m.pos,
-                    path,
+                    path(),
                     format!(
                         "the reference names zone {z}, but instance `{}` is in {} (instances[{}], line {})",
                         inst.name,
@@ -342,13 +348,14 @@ fn check_group_members(d: &mut Diagnostics, c: &Config, idx: &Index) {
             d.push(
                 f,
                 m.pos,
-                path,
+                path(),
                 format!(
-                    "instance `{}` is in {} (instances[{}], line {}), but {group} is in {}",
+                    "instance `{}` is in {} (instances[{}], line {}), but {} is in {}",
                     inst.name,
                     zone_text(&inst.zone),
                     inst.loc.index,
                     inst.loc.pos.line,
+                    group(),
                     zone_text(group_zone)
                 ),
                 Some("instances of the group's own zone (a group is zonal)".into()),
@@ -385,16 +392,16 @@ fn check_group_members(d: &mut Diagnostics, c: &Config, idx: &Index) {
         let zone = c.instance_group_zone(g).unwrap_or_default();
         let mut seen: HashMap<&str, usize> = HashMap::new();
         for (i, m) in g.instances.iter().enumerate() {
-            let path = format!("{base}.instances[{i}]");
+            let path = || format!("{base}.instances[{i}]");
             if !idx.instances.contains_key(m.name.as_str()) {
-                dangling(d, f, "instance", m, path, instance_names());
+                dangling(d, f, "instance", m, path(), instance_names());
                 continue;
             }
             if let Some(first) = seen.insert(&m.name, i) {
                 d.push(
                     f,
                     m.pos,
-                    path,
+                    path(),
                     format!(
                         "instance `{}` is listed twice (also at {base}.instances[{first}])",
                         m.name
@@ -404,7 +411,9 @@ fn check_group_members(d: &mut Diagnostics, c: &Config, idx: &Index) {
                 seen.insert(&m.name, first);
                 continue;
             }
-            member_zone(d, zone, m, &path, &format!("instance group `{}`", g.name));
+            member_zone(d, zone, m, &path, &|| {
+                format!("instance group `{}`", g.name)
+            });
         }
         size_matches(d, &g.loc, &base, g.size, g.instances.len(), "instances");
     }
@@ -413,7 +422,7 @@ fn check_group_members(d: &mut Diagnostics, c: &Config, idx: &Index) {
         let zone = c.network_endpoint_group_zone(g).unwrap_or_default();
         let mut seen: HashMap<&str, usize> = HashMap::new();
         for (i, e) in g.endpoints.iter().enumerate() {
-            let path = format!("{base}.networkEndpoints[{i}]");
+            let path = || format!("{base}.networkEndpoints[{i}]");
             let m = &e.instance;
             let Some(inst) = idx.instances.get(m.name.as_str()) else {
                 dangling(
@@ -421,7 +430,7 @@ fn check_group_members(d: &mut Diagnostics, c: &Config, idx: &Index) {
                     f,
                     "instance",
                     m,
-                    format!("{path}.instance"),
+                    format!("{}.instance", path()),
                     instance_names(),
                 );
                 continue;
@@ -430,7 +439,7 @@ fn check_group_members(d: &mut Diagnostics, c: &Config, idx: &Index) {
                 d.push(
                     f,
                     m.pos,
-                    format!("{path}.instance"),
+                    format!("{}.instance", path()),
                     format!(
                         "instance `{}` is an endpoint twice (also at {base}.networkEndpoints[{first}])",
                         m.name
@@ -444,7 +453,7 @@ fn check_group_members(d: &mut Diagnostics, c: &Config, idx: &Index) {
                 d.push(
                     f,
                     e.ip_pos,
-                    format!("{path}.ipAddress"),
+                    format!("{}.ipAddress", path()),
                     format!(
                         "`ipAddress` {ip} is not the address of instance `{}` ({}, instances[{}], line {}): endpoints are delivered to their instance's address",
                         inst.name,
@@ -455,13 +464,9 @@ fn check_group_members(d: &mut Diagnostics, c: &Config, idx: &Index) {
                     Some(format!("{}, or leave `ipAddress` out (another interface of the instance is not supported yet)", inst.ip)),
                 );
             }
-            member_zone(
-                d,
-                zone,
-                m,
-                &format!("{path}.instance"),
-                &format!("network endpoint group `{}`", g.name),
-            );
+            member_zone(d, zone, m, &|| format!("{}.instance", path()), &|| {
+                format!("network endpoint group `{}`", g.name)
+            });
         }
         size_matches(
             d,
@@ -479,6 +484,7 @@ fn check_group_members(d: &mut Diagnostics, c: &Config, idx: &Index) {
 /// reached through one group of the service only.
 fn check_service_backends(d: &mut Diagnostics, c: &Config, idx: &Index) {
     let f = c.file.as_str();
+    let groups = c.group_lookup();
     for s in &c.backend_services {
         let base = s.path();
         for (i, b) in s.backends.iter().enumerate() {
@@ -538,7 +544,7 @@ fn check_service_backends(d: &mut Diagnostics, c: &Config, idx: &Index) {
         // An instance reached through two groups of one service would have two shares.
         let mut through: HashMap<&str, (usize, &str)> = HashMap::new();
         for (i, b) in s.backends.iter().enumerate() {
-            for m in c.group_members(b) {
+            for m in groups.members(b) {
                 if !idx.instances.contains_key(m) {
                     continue;
                 }
@@ -604,6 +610,7 @@ fn check_service_settings(d: &mut Diagnostics, c: &Config, idx: &Index) {
 /// service's region; a service LB policy's location fits the service.
 fn check_service_locations(d: &mut Diagnostics, c: &Config, idx: &Index) {
     let f = c.file.as_str();
+    let groups = c.group_lookup();
     for s in &c.backend_services {
         let base = s.path();
         for (i, b) in s.backends.iter().enumerate() {
@@ -627,7 +634,7 @@ fn check_service_locations(d: &mut Diagnostics, c: &Config, idx: &Index) {
                     )
                 })
             };
-            let zone = c.group_zone(b).map(str::to_string);
+            let zone = groups.zone(b).map(str::to_string);
             if let (Some(Scope::Zone(written)), Some(zone)) = (&b.group.scope, &zone) {
                 if written != zone {
                     let (_, index, line, list) = group.unwrap_or(("", 0, 0, ""));

@@ -72,17 +72,7 @@ pub fn health(path: Option<&Path>) -> Result<HealthState, CliError> {
 }
 
 /// Compiles a configuration file (or Kubernetes manifests: a file, a directory or `-`); rules
-/// and backends named in `previous` keep their ids.
-pub fn compile_config(
-    path: &Path,
-    health: &HealthState,
-    profile: &'static Profile,
-    previous: &Symbols,
-) -> Result<Compiled, CliError> {
-    Ok(compile_config_with(path, health, profile, previous)?.1)
-}
-
-/// [`compile_config`], with the configuration read.
+/// and backends named in `previous` keep their ids. The configuration read comes back too.
 pub fn compile_config_with(
     path: &Path,
     health: &HealthState,
