@@ -30,8 +30,8 @@
 //! `NLB_DIFF_CASES` cases (default 16) of `NLB_DIFF_FRAMES` packets per enabled phase (default
 //! 3000; the disabled phase gets an eighth): 102k packets. `NLB_SOAK=1` takes the first seed
 //! from the clock (unless `NLB_SEED` is set) and the soak's lighter stream timing ([`Mix`]: no
-//! idle input cycles, back-pressure of at most 0.05 per clock); with `NLB_DIFF_CASES=1600`
-//! that is 10.2M packets (docs/verification.md).
+//! idle input cycles, back-pressure of at most 0.05 per clock); with `NLB_DIFF_CASES=400
+//! NLB_DIFF_FRAMES=12000` that is 10.2M packets (docs/verification.md).
 
 use firmware_sim::conntrack::ConnTable;
 use firmware_sim::parse::{self, Family, Parsed};
