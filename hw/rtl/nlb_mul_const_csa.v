@@ -86,11 +86,17 @@ generate
             if (l == 0) begin : g_pp
                 for (b = 0; b < WIDTH; b = b + 1) begin : g_bit
                     if (CONST[b]) begin : g_set
-                        assign v[popcount_below(b)*WIDTH +: WIDTH] = x << b;
+                        // Constants, not calls in the index: a simulator evaluates a function
+                        // call in an expression every time the expression is (Verilator did,
+                        // every clock, in every multiplier of the flow hash).
+                        localparam integer SLOT = popcount_below(b);
+                        assign v[SLOT*WIDTH +: WIDTH] = x << b;
                     end
                 end
             end else begin : g_csa
-                for (k = 0; k < terms_at(l-1) / 3; k = k + 1) begin : g_group
+                localparam integer GROUPS = terms_at(l-1) / 3;
+                localparam integer PASSED = terms_at(l-1) % 3;
+                for (k = 0; k < GROUPS; k = k + 1) begin : g_group
                     wire [WIDTH-1:0] a = g_level[l-1].v[(3*k + 0)*WIDTH +: WIDTH];
                     wire [WIDTH-1:0] c = g_level[l-1].v[(3*k + 1)*WIDTH +: WIDTH];
                     wire [WIDTH-1:0] d = g_level[l-1].v[(3*k + 2)*WIDTH +: WIDTH];
@@ -100,9 +106,9 @@ generate
                         {(a[WIDTH-2:0] & c[WIDTH-2:0]) | (a[WIDTH-2:0] & d[WIDTH-2:0])
                             | (c[WIDTH-2:0] & d[WIDTH-2:0]), 1'b0};
                 end
-                for (k = 0; k < terms_at(l-1) % 3; k = k + 1) begin : g_pass
-                    assign v[(2*(terms_at(l-1)/3) + k)*WIDTH +: WIDTH] =
-                        g_level[l-1].v[(3*(terms_at(l-1)/3) + k)*WIDTH +: WIDTH];
+                for (k = 0; k < PASSED; k = k + 1) begin : g_pass
+                    assign v[(2*GROUPS + k)*WIDTH +: WIDTH] =
+                        g_level[l-1].v[(3*GROUPS + k)*WIDTH +: WIDTH];
                 end
             end
         end

@@ -128,22 +128,13 @@ end
 // Byte i of a little-endian byte vector (frame byte 0 in bits 7..0).
 `define NLB_BYTE(v, i) v[(i)*8 +: 8]
 
-function [15:0] be16(input [HBITS-1:0] v, input integer at);
-    be16 = {v[at*8 +: 8], v[(at+1)*8 +: 8]};
-endfunction
-
-function [31:0] be32(input [HBITS-1:0] v, input integer at);
-    be32 = {v[at*8 +: 8], v[(at+1)*8 +: 8], v[(at+2)*8 +: 8], v[(at+3)*8 +: 8]};
-endfunction
-
-function [127:0] be128(input [HBITS-1:0] v, input integer at);
-    integer i;
-    begin
-        for (i = 0; i < 16; i = i + 1) begin
-            be128[(15-i)*8 +: 8] = v[(at+i)*8 +: 8];
-        end
-    end
-endfunction
+// Big-endian 16, 32 and 128-bit fields at byte `at` of a byte vector. Macros, not functions:
+// a function's vector argument is copied whole at every call in simulation (Verilator copied
+// the 2560-bit header once per field, every clock); the logic is the same.
+`define NLB_BE16(v, at) {`NLB_BYTE(v, (at)), `NLB_BYTE(v, (at) + 1)}
+`define NLB_BE32(v, at) {`NLB_BE16(v, (at)), `NLB_BE16(v, (at) + 2)}
+`define NLB_BE128(v, at) {`NLB_BE32(v, (at)), `NLB_BE32(v, (at) + 4), `NLB_BE32(v, (at) + 8), \
+    `NLB_BE32(v, (at) + 12)}
 
 function is_tpid(input [15:0] t);
     is_tpid = t == TPID_8021Q || t == TPID_8021AD;
@@ -344,8 +335,8 @@ wire [LEN_WIDTH-1:0] ip_off_l = {{(LEN_WIDTH-5){1'b0}}, ip_off};
 wire [3:0]  ip_ver = s2_h_reg[7:4];
 wire [3:0]  ihl = s2_h_reg[3:0];
 wire [5:0]  hl = {ihl, 2'b00};
-wire [15:0] v4_total = be16(s2_h_reg, 2);
-wire [15:0] v6_plen = be16(s2_h_reg, 4);
+wire [15:0] v4_total = `NLB_BE16(s2_h_reg, 2);
+wire [15:0] v6_plen = `NLB_BE16(s2_h_reg, 4);
 wire [LEN_WIDTH-1:0] v4_l3_end = ip_off_l + {{(LEN_WIDTH-16){1'b0}}, v4_total};
 wire [LEN_WIDTH-1:0] v6_l3_end = ip_off_l + 40 + {{(LEN_WIDTH-16){1'b0}}, v6_plen};
 
@@ -415,8 +406,8 @@ reg [15:0] csum_half [0:29];
 integer cg, cw;
 always @* begin
     for (cw = 0; cw < 15; cw = cw + 1) begin
-        csum_half[2*cw] = cw < ihl ? be16(s2_h_reg, 4*cw) : 16'd0;
-        csum_half[2*cw + 1] = cw < ihl ? be16(s2_h_reg, 4*cw + 2) : 16'd0;
+        csum_half[2*cw] = cw < ihl ? `NLB_BE16(s2_h_reg, 4*cw) : 16'd0;
+        csum_half[2*cw + 1] = cw < ihl ? `NLB_BE16(s2_h_reg, 4*cw + 2) : 16'd0;
     end
     for (cg = 0; cg < 5; cg = cg + 1) begin
         csum_part[cg] = {3'd0, csum_half[6*cg]} + {3'd0, csum_half[6*cg + 1]}
@@ -427,7 +418,7 @@ end
 
 // Flags and fragment offset (bit 15 is reserved and not looked at).
 /* verilator lint_off UNUSEDSIGNAL */
-wire [15:0] v4_frag = be16(s2_h_reg, 6);
+wire [15:0] v4_frag = `NLB_BE16(s2_h_reg, 6);
 /* verilator lint_on UNUSEDSIGNAL */
 
 // Window bytes after the fixed IPv6 header (only whole 8-byte blocks are used).
@@ -485,13 +476,13 @@ always @(posedge clk) begin
     s3_l3_end_reg <= s2_v6_reg ? v6_l3_end : v4_l3_end;
     s3_tos_reg <= s2_v6_reg ? {s2_h_reg[3:0], s2_h_reg[15:12]} : s2_h_reg[15:8];
     s3_df_reg <= s2_v6_reg ? 1'b1 : v4_frag[14];
-    s3_src_reg <= s2_v6_reg ? be128(s2_h_reg, 8) : {80'd0, 16'hFFFF, be32(s2_h_reg, 12)};
-    s3_dst_reg <= s2_v6_reg ? be128(s2_h_reg, 24) : {80'd0, 16'hFFFF, be32(s2_h_reg, 16)};
+    s3_src_reg <= s2_v6_reg ? `NLB_BE128(s2_h_reg, 8) : {80'd0, 16'hFFFF, `NLB_BE32(s2_h_reg, 12)};
+    s3_dst_reg <= s2_v6_reg ? `NLB_BE128(s2_h_reg, 24) : {80'd0, 16'hFFFF, `NLB_BE32(s2_h_reg, 16)};
     s3_hl_reg <= hl;
     s3_v4_proto_reg <= `NLB_BYTE(s2_h_reg, 9);
     s3_v4_frag_reg <= v4_frag[13] || v4_frag[12:0] != 13'd0;
     s3_v4_foff_reg <= {v4_frag[12:0], 3'b000};
-    s3_v4_id_reg <= be16(s2_h_reg, 4);
+    s3_v4_id_reg <= `NLB_BE16(s2_h_reg, 4);
     for (ci = 0; ci < 5; ci = ci + 1) begin
         s3_csum_reg[ci] <= csum_part[ci];
     end
@@ -518,7 +509,11 @@ wire [PW-1:0] pass_in = {s3_len_reg, s3_not_ip_reg, s3_v6_reg, s3_tags_reg, s3_i
     s3_v4_proto_reg, s3_v4_frag_reg, s3_v4_foff_reg, s3_v4_id_reg};
 
 // Registers after stage i-1 (index 1..EXT_STAGES).
-reg [PW-1:0]  r_pass [1:EXT_STAGES];
+// The pass vectors after stages 0..EXT_STAGES-2, and after the last stage in a plain register:
+// stage 7 selects many fields of it, and a simulator copies a whole array element for every
+// field selected from it (Verilator did, 2915 bits per field, every clock).
+reg [PW-1:0]  r_pass [1:EXT_STAGES-1];
+reg [PW-1:0]  r_pass_last = {PW{1'b0}};
 reg           r_valid [1:EXT_STAGES];
 reg           r_bad [1:EXT_STAGES];
 reg [4:0]     r_reason [1:EXT_STAGES];
@@ -585,8 +580,10 @@ reg           n_csum_ok [0:EXT_STAGES-1];
 
 integer xi;
 initial begin
-    for (xi = 1; xi <= EXT_STAGES; xi = xi + 1) begin
+    for (xi = 1; xi < EXT_STAGES; xi = xi + 1) begin
         r_pass[xi] = {PW{1'b0}};
+    end
+    for (xi = 1; xi <= EXT_STAGES; xi = xi + 1) begin
         r_side[xi] = {SW{1'b0}};
         r_valid[xi] = 1'b0;
         r_bad[xi] = 1'b0;
@@ -613,10 +610,9 @@ localparam P_IP_OFF = P_H + HBITS;
 localparam P_V6 = P_IP_OFF + 5 + 2;
 localparam P_NOT_IP = P_V6 + 1;
 
-// Per-stage temporaries.
-/* verilator lint_off UNUSEDSIGNAL */
-reg [HBITS-1:0] x_h;
-/* verilator lint_on UNUSEDSIGNAL */
+// Per-stage temporaries. x_pass: the stage's pass vector (read once: see xo_pass); x_after:
+// its header window after the 40-byte fixed IPv6 header.
+reg [PW-1:0]    x_pass;
 reg [HBITS-321:0] x_after;
 reg [63:0]      x_blk;
 // Fragment header word: offset and M flag (the two reserved bits are not looked at).
@@ -655,8 +651,11 @@ always @* begin
     c_csum[0] = 22'd0;
     c_csum_b[0] = 20'd0;
     c_csum_ok[0] = 1'b0;
-    for (xs = 1; xs <= EXT_STAGES; xs = xs + 1) begin
+    for (xs = 1; xs < EXT_STAGES; xs = xs + 1) begin
         c_pass[xs] = r_pass[xs];
+    end
+    c_pass[EXT_STAGES] = r_pass_last;
+    for (xs = 1; xs <= EXT_STAGES; xs = xs + 1) begin
         c_valid[xs] = r_valid[xs];
         c_bad[xs] = r_bad[xs];
         c_reason[xs] = r_reason[xs];
@@ -678,13 +677,13 @@ always @* begin
         // The extension header at p = ip + 40 + 8m: block m of 8 bytes after the fixed
         // header. m stays below 18 while the chain is inside the window.
         // (The fixed header's 40 bytes are cut off first, so the block index needs no add.)
-        x_h = c_pass[xs][P_H +: HBITS];
-        x_after = x_h[HBITS-1:320];
+        x_pass = c_pass[xs];
+        x_after = x_pass[P_H + 320 +: HBITS - 320];
         x_blk = x_after[c_m[xs] * 64 +: 64];
         x_fragw = {x_blk[23:16], x_blk[31:24]};
         x_is_frag_hdr = c_nh[xs] == PROTO_FRAGMENT;
         x_hlen8 = x_is_frag_hdr ? 8'd0 : x_blk[15:8];
-        x_active = c_pass[xs][P_V6] && !c_pass[xs][P_NOT_IP] && !c_bad[xs]
+        x_active = x_pass[P_V6] && !x_pass[P_NOT_IP] && !c_bad[xs]
             && !c_stop[xs] && is_ext(c_nh[xs]);
         x_first_past_win = c_win8[xs] == 5'd0;
         x_first_past_end = c_room8[xs] == 13'd0;
@@ -761,8 +760,11 @@ always @(posedge clk) begin
     for (xi = 1; xi < EXT_STAGES; xi = xi + 1) begin
         r_side[xi+1] <= r_side[xi];
     end
-    for (xi = 0; xi < EXT_STAGES; xi = xi + 1) begin
+    for (xi = 0; xi < EXT_STAGES - 1; xi = xi + 1) begin
         r_pass[xi+1] <= c_pass[xi];
+    end
+    r_pass_last <= c_pass[EXT_STAGES-1];
+    for (xi = 0; xi < EXT_STAGES; xi = xi + 1) begin
         r_valid[xi+1] <= c_valid[xi];
         r_bad[xi+1] <= n_bad[xi];
         r_reason[xi+1] <= n_reason[xi];
@@ -807,7 +809,7 @@ wire                 xo_v4_frag;
 wire [15:0]          xo_v4_foff;
 wire [15:0]          xo_v4_id;
 assign {xo_len, xo_not_ip, xo_v6, xo_tags, xo_ip_off, xo_h, xo_l3_end, xo_tos, xo_df, xo_src,
-    xo_dst, xo_hl, xo_v4_proto, xo_v4_frag, xo_v4_foff, xo_v4_id} = r_pass[X];
+    xo_dst, xo_hl, xo_v4_proto, xo_v4_frag, xo_v4_foff, xo_v4_id} = r_pass_last;
 
 // ---- stage 7: the upper-layer header -------------------------------------------------------
 
@@ -857,7 +859,10 @@ wire l4_past_end = is_tcp ? past_end(l4, end_m20) : past_end(l4, end_m8);
 // 20 bytes at l4 (ports, flags, ICMP type) and the 40-byte quote after the ICMP header.
 wire [31:0]  l4_word0 = xo_h[l4_dw * 32 +: 32];
 wire [7:0]   l4_flags = xo_h[l4_dw * 32 + 13 * 8 +: 8];
+// (Bytes 1-5 are not looked at: the IPv4 TOS, length and id, the IPv6 flow label and length.)
+/* verilator lint_off UNUSEDSIGNAL */
 wire [319:0] quote = xo_h[quote_dw * 32 +: 320];
+/* verilator lint_on UNUSEDSIGNAL */
 
 reg        l4_bad;
 reg [4:0]  l4_reason;
@@ -897,21 +902,8 @@ wire          q_hdr_ok = v6 ? (!(l4 > WIN_END - 48) && !past_end(l4, end_m48) &&
         && q_v4_foff == 13'd0);
 wire [7:0]    q_proto = v6 ? quote[6*8 +: 8] : quote[9*8 +: 8];
 
-function [127:0] be128q(input [319:0] v, input integer at);
-    integer i;
-    begin
-        for (i = 0; i < 16; i = i + 1) begin
-            be128q[(15-i)*8 +: 8] = v[(at+i)*8 +: 8];
-        end
-    end
-endfunction
-
-function [31:0] be32q(input [319:0] v, input integer at);
-    be32q = {v[at*8 +: 8], v[(at+1)*8 +: 8], v[(at+2)*8 +: 8], v[(at+3)*8 +: 8]};
-endfunction
-
-wire [127:0]  q_src = v6 ? be128q(quote, 8) : {80'd0, 16'hFFFF, be32q(quote, 12)};
-wire [127:0]  q_dst = v6 ? be128q(quote, 24) : {80'd0, 16'hFFFF, be32q(quote, 16)};
+wire [127:0]  q_src = v6 ? `NLB_BE128(quote, 8) : {80'd0, 16'hFFFF, `NLB_BE32(quote, 12)};
+wire [127:0]  q_dst = v6 ? `NLB_BE128(quote, 24) : {80'd0, 16'hFFFF, `NLB_BE32(quote, 16)};
 // The quote's upper-layer header, absolute and in words relative to the IP header.
 // Both are added in stage 8 from their parts: the quote's IHL comes out of a wide selection.
 // q_l4 = q_l4_base + q_l4_hlen.
@@ -1099,6 +1091,9 @@ assign m_inner_dst = out_q_dst_reg;
 assign m_inner_src_port = out_q_sport_reg;
 assign m_inner_dst_port = out_q_dport_reg;
 
+`undef NLB_BE128
+`undef NLB_BE32
+`undef NLB_BE16
 `undef NLB_BYTE
 
 `ifdef FORMAL

@@ -30,7 +30,9 @@
 //! (fragments never use the 5-tuple, SPEC R4.2, so those bins are not required). CI runs
 //! `NLB_DIFF_CASES` cases (default 16) of `NLB_DIFF_FRAMES` packets per enabled phase (default
 //! 3000; the disabled phase gets an eighth): 102k packets. `NLB_SOAK=1` takes the first seed
-//! from the clock; with `NLB_DIFF_CASES=1600` that is 10.2M packets (docs/verification.md).
+//! from the clock (unless `NLB_SEED` is set) and the soak's lighter stream timing ([`Mix`]: no
+//! idle input cycles, back-pressure of at most 0.05 per clock); with `NLB_DIFF_CASES=400
+//! NLB_DIFF_FRAMES=12000` that is 10.2M packets (docs/verification.md).
 
 use firmware_sim::conntrack::ConnTable;
 use firmware_sim::parse::{self, Family, Parsed};
@@ -371,13 +373,47 @@ fn random_settings(rng: &mut StdRng) -> NicSettings {
     }
 }
 
-/// One case. Returns the packets checked.
+/// The stream timing of the cases: CI's mix, or the soak's lighter one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mix {
+    /// Per case, idle cycles on both input streams with a probability drawn from 0-0.5 per
+    /// beat and back-pressure on the three output streams from 0-0.5 per clock: the stalls
+    /// that the coverage of CI's run needs.
+    Ci,
+    /// `NLB_SOAK=1`: the same frames, banks, settings and checks, but the inputs back to back
+    /// (no idle cycles), back-pressure from 0-0.05 per clock (so most clocks carry a beat and
+    /// nearly every case still stalls the outputs now and then) and no idle cycles on the
+    /// AXI-Lite port that loads the tables (CI's 0.2 per channel and clock).
+    Soak,
+}
+
+impl Mix {
+    fn from_env() -> Mix {
+        if std::env::var("NLB_SOAK").is_ok_and(|v| v == "1") {
+            Mix::Soak
+        } else {
+            Mix::Ci
+        }
+    }
+}
+
+/// What one case checked.
+struct Checked {
+    packets: usize,
+    /// Clocks of the whole case, and of its setup (reset, settings, both banks and the
+    /// connections loaded through the registers).
+    clocks: u64,
+    setup_clocks: u64,
+}
+
+/// One case. Returns the packets checked and the clocks simulated.
 fn run(
     seed: u64,
     frames_per_phase: usize,
+    mix: Mix,
     bins: &mut Bins,
     wave: Option<(&std::path::Path, u64)>,
-) -> Result<Result<usize, Mismatch>, VerifError> {
+) -> Result<Result<Checked, Mismatch>, VerifError> {
     let profile = sim_profile();
     let mut rng = StdRng::seed_from_u64(seed);
     let banks = [
@@ -387,7 +423,12 @@ fn run(
     let settings = random_settings(&mut rng);
     let rx_idle = rng.random_range(0.0..0.5);
     let backpressure = rng.random_range(0.0..0.5);
-    let mut dut = TopBench::new(seed, None, rx_idle, backpressure, 0.2)?;
+    // Drawn either way, so a seed builds the same banks and traffic under both mixes.
+    let (rx_idle, backpressure, axil_idle) = match mix {
+        Mix::Ci => (rx_idle, backpressure, 0.2),
+        Mix::Soak => (0.0, backpressure / 10.0, 0.0),
+    };
+    let mut dut = TopBench::new(seed, None, rx_idle, backpressure, axil_idle)?;
     if let Some((path, 0)) = wave {
         dut.bench.sim.trace_to(path)?;
     }
@@ -402,6 +443,8 @@ fn run(
                 .map_err(|e| VerifError::Setup(format!("model conntrack: {e}")))?;
         }
     }
+
+    let setup_clocks = dut.bench.sim.cycle();
 
     let mut out = vec![0u8; firmware_sim::action::MAX_FRAME];
     let mut counters = Counters::new(profile);
@@ -685,16 +728,21 @@ fn run(
             dut.bench.sim.cycle(),
         )));
     }
-    Ok(Ok(checked))
+    Ok(Ok(Checked {
+        packets: checked,
+        clocks: dut.bench.sim.cycle(),
+        setup_clocks,
+    }))
 }
 
 /// Runs a case; on a mismatch replays it with a waveform and panics with everything needed
 /// to reproduce it.
-fn check(name: &str, seed: u64, frames_per_phase: usize, bins: &mut Bins) -> usize {
+fn check(name: &str, seed: u64, frames_per_phase: usize, mix: Mix, bins: &mut Bins) -> Checked {
     let wave = wave_path(name, seed);
     let first = run(
         seed,
         frames_per_phase,
+        mix,
         bins,
         trace_always().then_some((wave.as_path(), 0)),
     )
@@ -706,12 +754,14 @@ fn check(name: &str, seed: u64, frames_per_phase: usize, bins: &mut Bins) -> usi
             let replay = run(
                 seed,
                 frames_per_phase,
+                mix,
                 &mut Bins::new(),
                 Some((wave.as_path(), from)),
             );
             panic!(
-                "{name}: clock {cycle}: {what}\n  seed {seed:#x} (rerun with NLB_SEED={seed:#x} NLB_DIFF_CASES=1); \
+                "{name}: clock {cycle}: {what}\n  seed {seed:#x} (rerun with {}NLB_SEED={seed:#x} NLB_DIFF_CASES=1); \
                  waveform of clocks {from}..={cycle}: {} ({})",
+                if mix == Mix::Soak { "NLB_SOAK=1 " } else { "" },
                 wave.display(),
                 if replay.is_ok() {
                     "written"
@@ -735,8 +785,10 @@ fn pipeline_matches_the_model_packet_by_packet() {
     let first_seed = seed_from_env(0xd1ff_0001);
     let cases = env_usize("NLB_DIFF_CASES", 16).max(1);
     let per_phase = env_usize("NLB_DIFF_FRAMES", 3000).max(1);
-    // NLB_SOAK=1: seeds from the clock (printed), so every soak run covers new ground.
-    let first_seed = if std::env::var("NLB_SOAK").is_ok_and(|v| v == "1") {
+    let mix = Mix::from_env();
+    // NLB_SOAK=1: seeds from the clock (printed), so every soak run covers new ground; an
+    // explicit NLB_SEED replays one.
+    let first_seed = if mix == Mix::Soak && std::env::var_os("NLB_SEED").is_none() {
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(first_seed, |d| d.as_nanos() as u64)
@@ -744,17 +796,24 @@ fn pipeline_matches_the_model_packet_by_packet() {
         first_seed
     };
     let mut bins = Bins::new();
-    let mut packets = 0usize;
+    let (mut packets, mut clocks, mut setup_clocks) = (0usize, 0u64, 0u64);
     let start = std::time::Instant::now();
     for c in 0..cases as u64 {
         let seed = first_seed.wrapping_add(c);
         eprintln!("case seed {seed:#x}");
-        packets += check("differential", seed, per_phase, &mut bins);
+        let done = check("differential", seed, per_phase, mix, &mut bins);
+        packets += done.packets;
+        clocks += done.clocks;
+        setup_clocks += done.setup_clocks;
     }
     let secs = start.elapsed().as_secs_f64();
     eprintln!(
-        "{packets} packets in {cases} cases, {secs:.1} s ({:.0} packets/s with setup and checks)",
-        packets as f64 / secs
+        "{packets} packets in {cases} cases ({mix:?} mix), {clocks} clocks ({:.1} per packet; \
+         {setup_clocks} of them loading the cases), {secs:.1} s ({:.0} packets/s, {:.0} clocks/s, \
+         with setup and checks)",
+        clocks as f64 / packets as f64,
+        packets as f64 / secs,
+        clocks as f64 / secs
     );
     eprintln!("coverage bins:");
     for (k, n) in &bins {
