@@ -212,13 +212,8 @@ reg [15:0]  h1_dport_reg = 16'd0;
 reg [18:0]  h1_dst_sum_reg = 19'd0;
 reg [17:0]  h1_udp_fixed_reg = 18'd0;
 reg [17:0]  h1_v4_fixed_reg = 18'd0;
-
-// The outer IPv6 source's prefix is masked a clock ahead and its words 2..7 (which the 32-bit
-// flow hash never reaches) summed from that register, so stage 1 and the sum see the same
-// control value; a control write reaches the header builder one clock later, whole frames.
-reg [127:0] src6_prefix_reg = 128'd0;
-reg [31:0]  src6_host_mask_reg = 32'd0;
-reg [18:0]  src6_hi_sum_reg = 19'd0;
+// The outer IPv6 source's words 2..7: only the prefix reaches them (the flow hash is 32 bits).
+reg [18:0]  h1_src6_hi_sum_reg = 19'd0;
 
 // The IP packet's length (below 2^16 for every frame that can be forwarded).
 /* verilator lint_off UNUSEDSIGNAL */
@@ -229,7 +224,7 @@ wire [13:0]   punt_len = s_res_len > 17'd16383 ? 14'd16383 : s_res_len[13:0];
 wire [101:0]  punt_hdr = {s_res_ip_id, punt_len, s_res_flow_hash, s_res_rule_valid ? s_res_rule
     : 12'd0, s_res_rule_valid, s_res_bank, s_res_verdict, 3'd0, s_res_reason};
 
-wire [127:0] src6_mask = mask128(ctrl_outer_src_v6_len);
+wire [127:0] src6_prefix = ctrl_outer_src_v6 & mask128(ctrl_outer_src_v6_len);
 wire [127:0] res_dst = s_res_be_ipv6 ? s_res_be_addr : {96'd0, s_res_be_addr[31:0]};
 wire [15:0]  res_id = s_res_ipv6 ? 16'd0 : s_res_ip_id[15:0];
 wire         res_df = s_res_ipv6 || s_res_dont_fragment;
@@ -244,14 +239,8 @@ always @* begin
     end
     src6_hi_sum = 19'd0;
     for (sw = 2; sw < 8; sw = sw + 1) begin
-        src6_hi_sum = src6_hi_sum + {3'd0, src6_prefix_reg[sw*16 +: 16]};
+        src6_hi_sum = src6_hi_sum + {3'd0, src6_prefix[sw*16 +: 16]};
     end
-end
-
-always @(posedge clk) begin
-    src6_prefix_reg <= ctrl_outer_src_v6 & src6_mask;
-    src6_host_mask_reg <= ~src6_mask[31:0];
-    src6_hi_sum_reg <= src6_hi_sum;
 end
 
 always @(posedge clk) begin
@@ -278,13 +267,14 @@ always @(posedge clk) begin
         h1_proto_reg <= res_proto;
         h1_src4_reg <= (ctrl_outer_src_v4 & mask32(ctrl_outer_src_v4_len))
             | (s_res_flow_hash & ~mask32(ctrl_outer_src_v4_len));
-        h1_src6_reg <= {src6_prefix_reg[127:32],
-            src6_prefix_reg[31:0] | (s_res_flow_hash & src6_host_mask_reg)};
+        h1_src6_reg <= src6_prefix
+            | ({96'd0, s_res_flow_hash} & ~mask128(ctrl_outer_src_v6_len));
         h1_dst_reg <= res_dst;
         h1_flow_reg <= s_res_flow_hash[19:0];
         h1_sport_reg <= {2'b11, s_res_flow_hash[13:0]};
         h1_dport_reg <= ctrl_gue_port;
         h1_dst_sum_reg <= res_dst_sum;
+        h1_src6_hi_sum_reg <= src6_hi_sum;
         // Next header 17, source port, destination port, payload sum.
         h1_udp_fixed_reg <= 18'd17 + {2'd0, 2'b11, s_res_flow_hash[13:0]} + {2'd0, ctrl_gue_port}
             + {2'd0, csum_head};
@@ -307,7 +297,7 @@ wire [19:0] v4_sum = {2'd0, h1_v4_fixed_reg} + {4'd0, h1_l4_len_reg}
 // RFC 8200 pseudo header (src, dst, length, next header 17), UDP header (its length is the
 // pseudo header's), payload.
 wire [20:0] udp_sum = {4'd0, h1_l4_len_reg, 1'b0} + {3'd0, h1_udp_fixed_reg}
-    + {5'd0, h1_src6_reg[31:16]} + {5'd0, h1_src6_reg[15:0]} + {2'd0, src6_hi_sum_reg}
+    + {5'd0, h1_src6_reg[31:16]} + {5'd0, h1_src6_reg[15:0]} + {2'd0, h1_src6_hi_sum_reg}
     + {2'd0, h1_dst_sum_reg};
 
 reg         h2_valid_reg = 1'b0;
