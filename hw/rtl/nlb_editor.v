@@ -182,8 +182,11 @@ function [31:0] mask32(input [5:0] len);
     mask32 = len == 6'd0 ? 32'd0 : ~(32'd0) << (6'd32 - len);
 endfunction
 
+// A constant shifted by len: each bit is a function of len alone (no subtraction and carry
+// chain in front of the stage-1 sum of the prefix words). Above 128 (never set: nlb_regs
+// saturates the length) the mask is 0.
 function [127:0] mask128(input [7:0] len);
-    mask128 = len == 8'd0 ? 128'd0 : ~(128'd0) << (8'd128 - len);
+    mask128 = len[7] && len[6:0] != 7'd0 ? 128'd0 : ~(~(128'd0) >> len);
 endfunction
 
 reg         h1_valid_reg = 1'b0;
