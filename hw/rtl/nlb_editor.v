@@ -182,8 +182,11 @@ function [31:0] mask32(input [5:0] len);
     mask32 = len == 6'd0 ? 32'd0 : ~(32'd0) << (6'd32 - len);
 endfunction
 
+// A constant shifted by len: each bit is a function of len alone (no subtraction and carry
+// chain in front of the stage-1 sum of the prefix words). Above 128 (never set: nlb_regs
+// saturates the length) the mask is 0.
 function [127:0] mask128(input [7:0] len);
-    mask128 = len == 8'd0 ? 128'd0 : ~(128'd0) << (8'd128 - len);
+    mask128 = len[7] && len[6:0] != 7'd0 ? 128'd0 : ~(~(128'd0) >> len);
 endfunction
 
 reg         h1_valid_reg = 1'b0;
@@ -206,7 +209,14 @@ reg [127:0] h1_dst_reg = 128'd0;
 reg [19:0]  h1_flow_reg = 20'd0;
 reg [15:0]  h1_sport_reg = 16'd0;
 reg [15:0]  h1_dport_reg = 16'd0;
-reg [15:0]  h1_csum_reg = 16'd0;
+// Partial checksum sums, so that stage 2 adds six operands at most (the 22-operand UDP sum in
+// one clock was 17 logic levels in nlb_top): the destination's eight words, the UDP header's
+// fields, the IPv4 header's fixed fields.
+reg [18:0]  h1_dst_sum_reg = 19'd0;
+reg [17:0]  h1_udp_fixed_reg = 18'd0;
+reg [17:0]  h1_v4_fixed_reg = 18'd0;
+// The outer IPv6 source's words 2..7: only the prefix reaches them (the flow hash is 32 bits).
+reg [18:0]  h1_src6_hi_sum_reg = 19'd0;
 
 // The IP packet's length (below 2^16 for every frame that can be forwarded).
 /* verilator lint_off UNUSEDSIGNAL */
@@ -216,6 +226,25 @@ wire          res_gue = s_res_delivery == NLB_DELIVERY_GUE;
 wire [13:0]   punt_len = s_res_len > 17'd16383 ? 14'd16383 : s_res_len[13:0];
 wire [101:0]  punt_hdr = {s_res_ip_id, punt_len, s_res_flow_hash, s_res_rule_valid ? s_res_rule
     : 12'd0, s_res_rule_valid, s_res_bank, s_res_verdict, 3'd0, s_res_reason};
+
+wire [127:0] src6_prefix = ctrl_outer_src_v6 & mask128(ctrl_outer_src_v6_len);
+wire [127:0] res_dst = s_res_be_ipv6 ? s_res_be_addr : {96'd0, s_res_be_addr[31:0]};
+wire [15:0]  res_id = s_res_ipv6 ? 16'd0 : s_res_ip_id[15:0];
+wire         res_df = s_res_ipv6 || s_res_dont_fragment;
+wire [7:0]   res_proto = res_gue ? 8'd17 : s_res_ipv6 ? 8'd41 : 8'd4;
+reg  [18:0]  res_dst_sum;
+reg  [18:0]  src6_hi_sum;
+integer      sw;
+always @* begin
+    res_dst_sum = 19'd0;
+    for (sw = 0; sw < 8; sw = sw + 1) begin
+        res_dst_sum = res_dst_sum + {3'd0, res_dst[sw*16 +: 16]};
+    end
+    src6_hi_sum = 19'd0;
+    for (sw = 2; sw < 8; sw = sw + 1) begin
+        src6_hi_sum = src6_hi_sum + {3'd0, src6_prefix[sw*16 +: 16]};
+    end
+end
 
 always @(posedge clk) begin
     h1_valid_reg <= s_res_valid;
@@ -236,18 +265,26 @@ always @(posedge clk) begin
         h1_out_len_reg <= s_res_out_len;
         h1_tos_reg <= s_res_tos;
         h1_l4_len_reg <= ip_len[15:0] + (res_gue ? 16'd8 : 16'd0);
-        h1_id_reg <= s_res_ipv6 ? 16'd0 : s_res_ip_id[15:0];
-        h1_df_reg <= s_res_ipv6 || s_res_dont_fragment;
-        h1_proto_reg <= res_gue ? 8'd17 : s_res_ipv6 ? 8'd41 : 8'd4;
+        h1_id_reg <= res_id;
+        h1_df_reg <= res_df;
+        h1_proto_reg <= res_proto;
         h1_src4_reg <= (ctrl_outer_src_v4 & mask32(ctrl_outer_src_v4_len))
             | (s_res_flow_hash & ~mask32(ctrl_outer_src_v4_len));
-        h1_src6_reg <= (ctrl_outer_src_v6 & mask128(ctrl_outer_src_v6_len))
+        h1_src6_reg <= src6_prefix
             | ({96'd0, s_res_flow_hash} & ~mask128(ctrl_outer_src_v6_len));
-        h1_dst_reg <= s_res_be_ipv6 ? s_res_be_addr : {96'd0, s_res_be_addr[31:0]};
+        h1_dst_reg <= res_dst;
         h1_flow_reg <= s_res_flow_hash[19:0];
         h1_sport_reg <= {2'b11, s_res_flow_hash[13:0]};
         h1_dport_reg <= ctrl_gue_port;
-        h1_csum_reg <= csum_head;
+        h1_dst_sum_reg <= res_dst_sum;
+        h1_src6_hi_sum_reg <= src6_hi_sum;
+        // Next header 17, source port, destination port, payload sum.
+        h1_udp_fixed_reg <= 18'd17 + {2'd0, 2'b11, s_res_flow_hash[13:0]} + {2'd0, ctrl_gue_port}
+            + {2'd0, csum_head};
+        // Version/IHL 0x45 with the TOS, flags with DF, TTL 64 with the protocol, identification,
+        // and the 20 bytes of the header in the total length.
+        h1_v4_fixed_reg <= {2'd0, 8'h45, s_res_tos} + {3'd0, res_df, 14'd0}
+            + {2'd0, 8'd64, res_proto} + {2'd0, res_id} + 18'd20;
     end
     if (rst) begin
         h1_valid_reg <= 1'b0;
@@ -256,22 +293,15 @@ end
 
 // ---- header builder, stage 2: checksum sums ---------------------------------------------------
 
-wire [15:0] v4_total = h1_l4_len_reg + 16'd20;
-reg  [19:0] v4_sum;
-reg  [20:0] udp_sum;
-integer     hw;
-always @* begin
-    v4_sum = {4'd0, 8'h45, h1_tos_reg} + {4'd0, v4_total} + {4'd0, h1_id_reg}
-        + {5'd0, h1_df_reg, 14'd0} + {4'd0, 8'd64, h1_proto_reg}
-        + {4'd0, h1_src4_reg[31:16]} + {4'd0, h1_src4_reg[15:0]}
-        + {4'd0, h1_dst_reg[31:16]} + {4'd0, h1_dst_reg[15:0]};
-    // RFC 8200 pseudo header (src, dst, length, next header 17), UDP header, payload.
-    udp_sum = {5'd0, h1_l4_len_reg} + 21'd17 + {5'd0, h1_sport_reg} + {5'd0, h1_dport_reg}
-        + {5'd0, h1_l4_len_reg} + {5'd0, h1_csum_reg};
-    for (hw = 0; hw < 8; hw = hw + 1) begin
-        udp_sum = udp_sum + {5'd0, h1_src6_reg[hw*16 +: 16]} + {5'd0, h1_dst_reg[hw*16 +: 16]};
-    end
-end
+// The IPv4 header (an IPv4 destination's upper words are zero, so the eight-word sum is its
+// two words). The total length l4 + 20 cannot pass 16 bits for a frame that is forwarded.
+wire [19:0] v4_sum = {2'd0, h1_v4_fixed_reg} + {4'd0, h1_l4_len_reg}
+    + {4'd0, h1_src4_reg[31:16]} + {4'd0, h1_src4_reg[15:0]} + {1'd0, h1_dst_sum_reg};
+// RFC 8200 pseudo header (src, dst, length, next header 17), UDP header (its length is the
+// pseudo header's), payload.
+wire [20:0] udp_sum = {4'd0, h1_l4_len_reg, 1'b0} + {3'd0, h1_udp_fixed_reg}
+    + {5'd0, h1_src6_reg[31:16]} + {5'd0, h1_src6_reg[15:0]} + {2'd0, h1_src6_hi_sum_reg}
+    + {2'd0, h1_dst_sum_reg};
 
 reg         h2_valid_reg = 1'b0;
 reg [1:0]   h2_kind_reg = K_DROP;

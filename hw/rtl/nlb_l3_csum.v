@@ -177,26 +177,41 @@ always @(posedge clk) begin
     end
 end
 
-// ---- stage 4: the beat's sum --------------------------------------------------------------
+// ---- stage 4: the beat's sum, in carry-save form -------------------------------------------
+
+// Four explicit 3:2 levels take the eight group sums to two, and stage 5's add takes the two
+// (an eight-operand add here became 13 logic levels in nlb_top). No carry is lost at 22 bits:
+// every partial value is at most the beat's sum, below 2^21.
+function [43:0] csa(input [21:0] a, input [21:0] b, input [21:0] c);
+    csa = {(a & b | a & c | b & c) << 1, a ^ b ^ c};
+endfunction
 
 reg        s4_valid_reg = 1'b0;
 reg        s4_last_reg = 1'b0;
 reg        s4_first_reg = 1'b0;
 reg [21:0] s4_sum_reg = 22'd0;
-reg [21:0] beat_sum;
+reg [21:0] s4_carry_reg = 22'd0;
+reg [21:0] grp [0:GROUPS-1];
+reg [43:0] l1a, l1b, l2a, l2b, l3, beat_sum;
 
 always @* begin
-    beat_sum = 22'd0;
     for (gi = 0; gi < GROUPS; gi = gi + 1) begin
-        beat_sum = beat_sum + {4'd0, s3_group_reg[gi]};
+        grp[gi] = {4'd0, s3_group_reg[gi]};
     end
+    l1a = csa(grp[0], grp[1], grp[2]);
+    l1b = csa(grp[3], grp[4], grp[5]);
+    l2a = csa(l1a[21:0], l1a[43:22], l1b[21:0]);
+    l2b = csa(l1b[43:22], grp[6], grp[7]);
+    l3 = csa(l2a[21:0], l2a[43:22], l2b[21:0]);
+    beat_sum = csa(l3[21:0], l3[43:22], l2b[43:22]);
 end
 
 always @(posedge clk) begin
     s4_valid_reg <= s3_valid_reg;
     s4_last_reg <= s3_last_reg;
     s4_first_reg <= s3_first_reg;
-    s4_sum_reg <= beat_sum;
+    s4_sum_reg <= beat_sum[21:0];
+    s4_carry_reg <= beat_sum[43:22];
     if (rst) begin
         s4_valid_reg <= 1'b0;
     end
@@ -205,7 +220,8 @@ end
 // ---- stage 5: accumulate; at the last beat keep the frame's sum -----------------------------
 
 reg  [31:0] acc_reg = 32'd0;
-wire [31:0] acc_now = (s4_first_reg ? 32'd0 : acc_reg) + {10'd0, s4_sum_reg};
+wire [31:0] acc_now = (s4_first_reg ? 32'd0 : acc_reg) + {10'd0, s4_sum_reg}
+    + {10'd0, s4_carry_reg};
 
 reg        s5_done_reg = 1'b0;
 reg [31:0] s5_total_reg = 32'd0;

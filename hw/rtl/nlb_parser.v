@@ -313,6 +313,16 @@ reg                 s2_not_ip_reg = 1'b0;
 reg                 s2_v6_reg = 1'b0;
 reg [1:0]           s2_tags_reg = 2'd0;
 reg [HBITS-1:0]     s2_h_reg = {HBITS{1'b0}};
+// Which 32-bit words of an IPv4 header are inside its IHL (word w when w < IHL), decided a
+// stage ahead so that stage 2's checksum adds start from registers (13 levels in nlb_top).
+reg [14:0]          s2_v4_word_in_reg = 15'd0;
+reg [14:0]          v4_word_in;
+integer             wi;
+always @* begin
+    for (wi = 0; wi < 15; wi = wi + 1) begin
+        v4_word_in[wi] = wi < rebased[3:0];
+    end
+end
 
 always @(posedge clk) begin
     s2_valid_reg <= s1_valid_reg;
@@ -323,6 +333,7 @@ always @(posedge clk) begin
     s2_v6_reg <= ethertype == ETHERTYPE_IPV6;
     s2_tags_reg <= tags;
     s2_h_reg <= rebased;
+    s2_v4_word_in_reg <= v4_word_in;
     if (rst) begin
         s2_valid_reg <= 1'b0;
     end
@@ -406,8 +417,8 @@ reg [15:0] csum_half [0:29];
 integer cg, cw;
 always @* begin
     for (cw = 0; cw < 15; cw = cw + 1) begin
-        csum_half[2*cw] = cw < ihl ? `NLB_BE16(s2_h_reg, 4*cw) : 16'd0;
-        csum_half[2*cw + 1] = cw < ihl ? `NLB_BE16(s2_h_reg, 4*cw + 2) : 16'd0;
+        csum_half[2*cw] = s2_v4_word_in_reg[cw] ? `NLB_BE16(s2_h_reg, 4*cw) : 16'd0;
+        csum_half[2*cw + 1] = s2_v4_word_in_reg[cw] ? `NLB_BE16(s2_h_reg, 4*cw + 2) : 16'd0;
     end
     for (cg = 0; cg < 5; cg = cg + 1) begin
         csum_part[cg] = {3'd0, csum_half[6*cg]} + {3'd0, csum_half[6*cg + 1]}

@@ -399,18 +399,24 @@ reg                        readback_reg = 1'b0, readback_next;
 reg                        busy_reg = 1'b0, busy_next;
 reg [TABLE_RD_LATENCY-1:0] rd_pipe_reg = {TABLE_RD_LATENCY{1'b0}};
 
-// The held write decoded as a table.cmd: its command, and the entry it addresses.
-wire [31:0] cmd_word = strobed(32'd0, w_data_reg, w_strb_reg);
-wire        cmd_write;
-wire        cmd_read;
-wire [31:0] cmd_index;
+// The held write decoded as a table.cmd: its command, and the entry it addresses. It is
+// decoded as W is caught, a clock ahead, so that the decode is off the path from the held
+// write to the table enables. index_reg is the same then as when the write executes: only an
+// executed write changes it, and W is caught after the previous write executed.
+wire [31:0] w_cmd_word = strobed(32'd0, s_axil_wdata, s_axil_wstrb);
+wire        w_cmd_write;
+wire        w_cmd_read;
+wire [31:0] w_cmd_index;
+reg         cmd_write = 1'b0;
+reg         cmd_read = 1'b0;
+reg  [31:0] cmd_index = 32'd0;
 
 nlb_table_cmd cmd_inst (
-    .cmd_word(cmd_word),
+    .cmd_word(w_cmd_word),
     .index_reg(index_reg),
-    .cmd_write(cmd_write),
-    .cmd_read(cmd_read),
-    .cmd_index(cmd_index)
+    .cmd_write(w_cmd_write),
+    .cmd_read(w_cmd_read),
+    .cmd_index(w_cmd_index)
 );
 
 wire [TABLE_SEL_W-1:0] sel_table = select_reg[NLB_REG_TABLE_SELECT_TABLE_LSB +: TABLE_SEL_W];
@@ -730,6 +736,9 @@ always @(posedge clk) begin
     if (w_take) begin
         w_data_reg <= s_axil_wdata;
         w_strb_reg <= s_axil_wstrb;
+        cmd_write <= w_cmd_write;
+        cmd_read <= w_cmd_read;
+        cmd_index <= w_cmd_index;
     end
 
     enable_reg <= enable_next;
