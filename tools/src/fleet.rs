@@ -27,6 +27,24 @@ pub const DEFAULT_PREFIX: &str = "/nlb/";
 /// loaded machine, short enough that a command facing a dead cluster fails promptly.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(3);
 
+/// How long a request keeps being retried while the members that answer are electing a
+/// leader ("leader changed", "no leader"): losing the leader of a healthy cluster is not an
+/// outage, and etcd elects a new one within a few election timeouts (1 s by default).
+pub const ELECTION_WAIT: Duration = Duration::from_secs(6);
+
+/// Whether an etcd error says the member is up but the cluster has no leader at the moment,
+/// so the same request succeeds once one is elected.
+fn is_election(e: &etcd_client::Error) -> bool {
+    match e {
+        etcd_client::Error::GRpcStatus(status) => {
+            status.code() == tonic::Code::Unavailable
+                && (status.message().contains("leader changed")
+                    || status.message().contains("no leader"))
+        }
+        _ => false,
+    }
+}
+
 /// The keys of one fleet.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Keys {
@@ -358,27 +376,41 @@ impl Store {
     }
 
     /// Runs `request` on the endpoint that answered last, then on each other one until one
-    /// answers; the errors of all when none does.
+    /// answers; the errors of all when none does. While a member that answers says the
+    /// cluster is electing a leader, the round is tried again, for up to [`ELECTION_WAIT`].
     async fn request<T, F, Fut>(&self, request: F) -> Result<T, FleetError>
     where
         F: Fn(Client) -> Fut,
         Fut: Future<Output = Result<T, etcd_client::Error>>,
     {
         let n = self.clients.len();
-        let first = self.current.load(Ordering::Relaxed) % n.max(1);
-        let mut errors = Vec::new();
-        for k in 0..n {
-            let i = (first + k) % n;
-            match request(self.clients[i].clone()).await {
-                Ok(v) => {
-                    self.current.store(i, Ordering::Relaxed);
-                    return Ok(v);
+        let deadline = tokio::time::Instant::now() + ELECTION_WAIT;
+        loop {
+            let first = self.current.load(Ordering::Relaxed) % n.max(1);
+            let mut errors = Vec::new();
+            let mut electing = false;
+            for k in 0..n {
+                let i = (first + k) % n;
+                match request(self.clients[i].clone()).await {
+                    Ok(v) => {
+                        self.current.store(i, Ordering::Relaxed);
+                        return Ok(v);
+                    }
+                    Err(e) => {
+                        electing |= is_election(&e);
+                        if n == 1 {
+                            errors.push(e.to_string());
+                        } else {
+                            errors.push(format!("{}: {e}", self.urls[i]));
+                        }
+                    }
                 }
-                Err(e) if n == 1 => errors.push(e.to_string()),
-                Err(e) => errors.push(format!("{}: {e}", self.urls[i])),
             }
+            if !electing || tokio::time::Instant::now() >= deadline {
+                return Err(self.unreachable(errors.join("; ")));
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
         }
-        Err(self.unreachable(errors.join("; ")))
     }
 
     /// The endpoints, comma-separated.
@@ -450,10 +482,11 @@ impl Store {
                 CompareOp::Equal,
                 expected,
             )])
-            .and_then([TxnOp::put(key.as_str(), value, None)])
+            .and_then([TxnOp::put(key.as_str(), value.clone(), None)])
             .or_else([TxnOp::get(key.as_str(), None)]);
-        // Sent again to another member only when the first did not answer; had it applied
-        // the put, the compare fails there and says the live revision changed.
+        // Sent again (to another member, or after an election) only when no answer came;
+        // had an earlier attempt applied the put, the compare fails now and the live value
+        // is ours byte for byte (it carries the publish time), which counts as published.
         let r = self
             .request(|mut c| {
                 let txn = txn.clone();
@@ -464,17 +497,18 @@ impl Store {
             // The put's revision is the store's revision after the transaction.
             return Ok(Ok(r.header().map_or(0, |h| h.revision())));
         }
-        let now = r
-            .op_responses()
-            .into_iter()
-            .find_map(|op| match op {
-                etcd_client::TxnOpResponse::Get(g) => {
-                    Some(g.kvs().first().map_or(0, |kv| kv.mod_revision()))
-                }
-                _ => None,
-            })
-            .unwrap_or(0);
-        Ok(Err(now))
+        let live = r.op_responses().into_iter().find_map(|op| match op {
+            etcd_client::TxnOpResponse::Get(g) => g
+                .kvs()
+                .first()
+                .map(|kv| (kv.mod_revision(), kv.value() == value.as_slice())),
+            _ => None,
+        });
+        match live {
+            Some((revision, true)) => Ok(Ok(revision)),
+            Some((revision, false)) => Ok(Err(revision)),
+            None => Ok(Err(0)),
+        }
     }
 
     /// Every host's record and the lease its key is attached to, by host name.
@@ -771,6 +805,28 @@ mod tests {
         assert_eq!(Keys::new("/nlb/").unwrap().hosts(), "/nlb/hosts/");
         assert!(Keys::new("").is_err());
         assert!(Keys::new("/a b/").is_err());
+    }
+
+    #[test]
+    fn only_an_election_in_progress_is_waited_for() {
+        // The two messages etcd's server returns while it has no leader (etcdserver's
+        // ErrLeaderChanged and ErrNoLeader, both gRPC Unavailable).
+        for m in ["etcdserver: leader changed", "etcdserver: no leader"] {
+            let e = etcd_client::Error::GRpcStatus(tonic::Status::unavailable(m));
+            assert!(is_election(&e), "{m}");
+        }
+        // A member that is down, a timeout, or a refusal is not an election.
+        let others = [
+            etcd_client::Error::GRpcStatus(tonic::Status::unavailable("tcp connect error")),
+            etcd_client::Error::GRpcStatus(tonic::Status::deadline_exceeded("timeout")),
+            etcd_client::Error::GRpcStatus(tonic::Status::failed_precondition(
+                "etcdserver: leader changed",
+            )),
+            etcd_client::Error::InvalidArgs("no leader".into()),
+        ];
+        for e in &others {
+            assert!(!is_election(e), "{e}");
+        }
     }
 
     #[test]
