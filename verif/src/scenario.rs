@@ -103,6 +103,20 @@ pub struct Flow {
     pub vip_port: u16,
 }
 
+impl Flow {
+    /// Its TUPLE5 key, the connection table's.
+    pub fn tuple5(&self) -> FlowKey {
+        FlowKey {
+            key_type: KeyType::Tuple5,
+            protocol: self.protocol,
+            src_port: self.client_port,
+            dst_port: self.vip_port,
+            src_addr: self.client,
+            dst_addr: self.vip,
+        }
+    }
+}
+
 /// A table bank and the traffic generator that goes with it.
 #[derive(Debug, Clone)]
 pub struct Scenario {
@@ -444,14 +458,7 @@ impl Scenario {
             if !rng.random_bool(0.6) {
                 continue;
             }
-            let key = FlowKey {
-                key_type: KeyType::Tuple5,
-                protocol: f.protocol,
-                src_port: f.client_port,
-                dst_port: f.vip_port,
-                src_addr: f.client,
-                dst_addr: f.vip,
-            };
+            let key = f.tuple5();
             let bucket = nlb_reference::conntrack::bucket(&key, profile.ct_buckets);
             let way = rng.random_range(0..ways);
             let index = bucket * ways + way;

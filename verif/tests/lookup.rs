@@ -24,7 +24,7 @@
 use firmware_sim::parse::{self, Family, InnerFlow, IpHeaders, Parsed};
 use firmware_sim::pipeline::{self, Context};
 use firmware_sim::{ConnTable, CtOutcome, PacketResult};
-use nlb_hw::enums::{DefaultAction, KeyType, Reason, Table, Verdict};
+use nlb_hw::enums::{DefaultAction, Reason, Table, Verdict};
 use nlb_hw::layouts::{
     AclEntry, AclPrefix, BackendEntry, CtEntry, InjectHeader, MaglevSlot, PoolEntry, PortSlot,
     RuleEntry, VipEntry,
@@ -1104,14 +1104,7 @@ fn run(seed: u64) -> Bins {
                 vip: c.vip,
                 vip_port: rng.random_range(1000..1999),
             };
-            let key = nlb_hw::FlowKey {
-                key_type: KeyType::Tuple5,
-                protocol: f.protocol,
-                src_port: f.client_port,
-                dst_port: f.vip_port,
-                src_addr: f.client,
-                dst_addr: f.vip,
-            };
+            let key = f.tuple5();
             if nlb_reference::conntrack::bucket(&key, p.ct_buckets) != bucket {
                 continue;
             }

@@ -56,9 +56,9 @@ use firmware_sim::parse::{self, Parsed};
 use firmware_sim::pipeline::{process, process_injected, Context, CtOutcome, PacketResult};
 use firmware_sim::{CounterKind, Counters};
 use nlb_hw::blocks::{conntrack, ctrl, table};
-use nlb_hw::enums::{DefaultAction, KeyType, Reason, TableCmd, Verdict};
+use nlb_hw::enums::{DefaultAction, Reason, TableCmd, Verdict};
 use nlb_hw::layouts::{CtEntry, InjectHeader, LearnEvent};
-use nlb_hw::{FlowKey, NicSettings, Profile, Tables};
+use nlb_hw::{NicSettings, Profile, Tables};
 use nlb_verif::axil::Completion;
 use nlb_verif::bench::{seed_from_env, trace_always, wave_path, Agent};
 use nlb_verif::scenario::{flow_frame, Flow, Scenario};
@@ -526,18 +526,6 @@ fn random_settings(rng: &mut StdRng) -> NicSettings {
     }
 }
 
-/// The TUPLE5 key of a flow (the connection table's).
-fn tuple5(f: &Flow) -> FlowKey {
-    FlowKey {
-        key_type: KeyType::Tuple5,
-        protocol: f.protocol,
-        src_port: f.client_port,
-        dst_port: f.vip_port,
-        src_addr: f.client,
-        dst_addr: f.vip,
-    }
-}
-
 fn ct_entry_of(f: &Flow, backend: u16, rule: u16, timestamp: u32) -> CtEntry {
     CtEntry {
         valid: true,
@@ -576,7 +564,7 @@ fn hot_flows(
         if f.protocol == 6 || f.protocol == 17 {
             f.client_port = rng.random();
         }
-        let bucket = nlb_reference::conntrack::bucket(&tuple5(&f), profile.ct_buckets);
+        let bucket = nlb_reference::conntrack::bucket(&f.tuple5(), profile.ct_buckets);
         if bucket * ways / HIT_WORD != focus || out.contains(&f) {
             continue;
         }
@@ -657,7 +645,7 @@ impl<'b> Case<'b> {
         }
         // A few connections of the hot flows in the focus word to start with.
         for f in hot.iter().take(6) {
-            let bucket = nlb_reference::conntrack::bucket(&tuple5(f), profile.ct_buckets);
+            let bucket = nlb_reference::conntrack::bucket(&f.tuple5(), profile.ct_buckets);
             let index = bucket * profile.ct_ways + rng.random_range(0..profile.ct_ways);
             if ct_ref.entry(index).valid {
                 continue;
@@ -957,7 +945,7 @@ impl<'b> Case<'b> {
             .iter()
             .copied()
             .filter(|f| {
-                nlb_reference::conntrack::bucket(&tuple5(f), self.profile.ct_buckets) == bucket
+                nlb_reference::conntrack::bucket(&f.tuple5(), self.profile.ct_buckets) == bucket
             })
             .collect();
         let flow = if !mine.is_empty() && self.rng.random_bool(0.85) {
