@@ -115,6 +115,22 @@ impl Flow {
             dst_addr: self.vip,
         }
     }
+
+    /// A valid connection-table entry of it, to `backend` by `rule`.
+    pub fn ct_entry(&self, backend: u16, rule: u16, timestamp: u32) -> CtEntry {
+        CtEntry {
+            valid: true,
+            protocol: self.protocol,
+            src_port: self.client_port,
+            dst_port: self.vip_port,
+            src_addr: self.client,
+            dst_addr: self.vip,
+            backend,
+            rule,
+            flags: 0,
+            timestamp,
+        }
+    }
 }
 
 /// A table bank and the traffic generator that goes with it.
@@ -467,21 +483,19 @@ impl Scenario {
             }
             out.push((
                 index,
+                // Fields drawn in this order (valid, backend, rule, timestamp): the scenarios
+                // of a seed stay what they were.
                 CtEntry {
                     valid: rng.random_bool(0.95),
-                    protocol: f.protocol,
-                    src_port: f.client_port,
-                    dst_port: f.vip_port,
-                    src_addr: f.client,
-                    dst_addr: f.vip,
-                    backend: if rng.random_bool(0.9) {
-                        rng.random_range(0..48)
-                    } else {
-                        rng.random()
-                    },
-                    rule: rng.random_range(0..32),
-                    flags: 0,
-                    timestamp: rng.random(),
+                    ..f.ct_entry(
+                        if rng.random_bool(0.9) {
+                            rng.random_range(0..48)
+                        } else {
+                            rng.random()
+                        },
+                        rng.random_range(0..32),
+                        rng.random(),
+                    )
                 },
             ));
         }

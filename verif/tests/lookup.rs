@@ -26,8 +26,8 @@ use firmware_sim::pipeline::{self, Context};
 use firmware_sim::{ConnTable, CtOutcome, PacketResult};
 use nlb_hw::enums::{DefaultAction, Reason, Table, Verdict};
 use nlb_hw::layouts::{
-    AclEntry, AclPrefix, BackendEntry, CtEntry, InjectHeader, MaglevSlot, PoolEntry, PortSlot,
-    RuleEntry, VipEntry,
+    AclEntry, AclPrefix, BackendEntry, InjectHeader, MaglevSlot, PoolEntry, PortSlot, RuleEntry,
+    VipEntry,
 };
 use nlb_hw::{NicSettings, Profile, Tables};
 use nlb_verif::bench::seed_from_env;
@@ -1108,18 +1108,7 @@ fn run(seed: u64) -> Bins {
             if nlb_reference::conntrack::bucket(&key, p.ct_buckets) != bucket {
                 continue;
             }
-            let e = CtEntry {
-                valid: true,
-                protocol: f.protocol,
-                src_port: f.client_port,
-                dst_port: f.vip_port,
-                src_addr: f.client,
-                dst_addr: f.vip,
-                backend: (p.backends - 1) as u16,
-                rule: 0,
-                flags: 0,
-                timestamp: 0,
-            };
+            let e = f.ct_entry((p.backends - 1) as u16, 0, 0);
             ct.write(bucket * p.ct_ways + w, e)
                 .expect("inside the table");
             ct_flows.push(f);

@@ -526,21 +526,6 @@ fn random_settings(rng: &mut StdRng) -> NicSettings {
     }
 }
 
-fn ct_entry_of(f: &Flow, backend: u16, rule: u16, timestamp: u32) -> CtEntry {
-    CtEntry {
-        valid: true,
-        protocol: f.protocol,
-        src_port: f.client_port,
-        dst_port: f.vip_port,
-        src_addr: f.client,
-        dst_addr: f.vip,
-        backend,
-        rule,
-        flags: 0,
-        timestamp,
-    }
-}
-
 /// Flows whose connection-table bucket lies in hit word `focus` and that some bank tracks (a
 /// frame of them hits an entry the model holds), found by trying random flows to the banks'
 /// VIPs.
@@ -569,7 +554,7 @@ fn hot_flows(
             continue;
         }
         let mut ct = ConnTable::new(profile.ct_buckets, profile.ct_ways);
-        if ct.write(bucket * ways, ct_entry_of(&f, 1, 1, 0)).is_err() {
+        if ct.write(bucket * ways, f.ct_entry(1, 1, 0)).is_err() {
             continue;
         }
         let tracked = (0..12).any(|_| {
@@ -650,7 +635,7 @@ impl<'b> Case<'b> {
             if ct_ref.entry(index).valid {
                 continue;
             }
-            let e = ct_entry_of(f, rng.random_range(0..48), rng.random_range(0..32), 7);
+            let e = f.ct_entry(rng.random_range(0..48), rng.random_range(0..32), 7);
             dut.write_ct(index, &e)?;
             ct.write(index, e)
                 .map_err(|e| VerifError::Setup(format!("model conntrack: {e}")))?;
@@ -967,12 +952,7 @@ impl<'b> Case<'b> {
         } else {
             self.rng.random()
         };
-        let e = ct_entry_of(
-            &flow,
-            backend,
-            self.rng.random_range(0..32),
-            self.rng.random(),
-        );
+        let e = flow.ct_entry(backend, self.rng.random_range(0..32), self.rng.random());
         (index, e)
     }
 
