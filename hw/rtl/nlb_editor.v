@@ -53,7 +53,7 @@ module nlb_editor (
     ctrl_outer_src_v4,
     ctrl_outer_src_v4_len,
     ctrl_outer_src_v6,
-    ctrl_outer_src_v6_len,
+    ctrl_outer_src_v6_mask,
     s_frame_data,
     s_frame_keep,
     s_frame_last,
@@ -126,7 +126,9 @@ input  wire [15:0]          ctrl_gue_port;
 input  wire [31:0]          ctrl_outer_src_v4;
 input  wire [5:0]           ctrl_outer_src_v4_len;
 input  wire [127:0]         ctrl_outer_src_v6;
-input  wire [7:0]           ctrl_outer_src_v6_len;
+// The prefix as a mask (its length's leading ones), registered in nlb_regs beside the length so
+// that the stage-1 sum of the prefix words starts from registers.
+input  wire [127:0]         ctrl_outer_src_v6_mask;
 
 // Frames from the packet FIFO.
 input  wire [DW-1:0]        s_frame_data;
@@ -182,13 +184,6 @@ function [31:0] mask32(input [5:0] len);
     mask32 = len == 6'd0 ? 32'd0 : ~(32'd0) << (6'd32 - len);
 endfunction
 
-// A constant shifted by len: each bit is a function of len alone (no subtraction and carry
-// chain in front of the stage-1 sum of the prefix words). Above 128 (never set: nlb_regs
-// saturates the length) the mask is 0.
-function [127:0] mask128(input [7:0] len);
-    mask128 = len[7] && len[6:0] != 7'd0 ? 128'd0 : ~(~(128'd0) >> len);
-endfunction
-
 reg         h1_valid_reg = 1'b0;
 reg [1:0]   h1_kind_reg = K_DROP;
 reg [101:0] h1_punt_reg = 102'd0;
@@ -227,7 +222,7 @@ wire [13:0]   punt_len = s_res_len > 17'd16383 ? 14'd16383 : s_res_len[13:0];
 wire [101:0]  punt_hdr = {s_res_ip_id, punt_len, s_res_flow_hash, s_res_rule_valid ? s_res_rule
     : 12'd0, s_res_rule_valid, s_res_bank, s_res_verdict, 3'd0, s_res_reason};
 
-wire [127:0] src6_prefix = ctrl_outer_src_v6 & mask128(ctrl_outer_src_v6_len);
+wire [127:0] src6_prefix = ctrl_outer_src_v6 & ctrl_outer_src_v6_mask;
 wire [127:0] res_dst = s_res_be_ipv6 ? s_res_be_addr : {96'd0, s_res_be_addr[31:0]};
 wire [15:0]  res_id = s_res_ipv6 ? 16'd0 : s_res_ip_id[15:0];
 wire         res_df = s_res_ipv6 || s_res_dont_fragment;
@@ -271,7 +266,7 @@ always @(posedge clk) begin
         h1_src4_reg <= (ctrl_outer_src_v4 & mask32(ctrl_outer_src_v4_len))
             | (s_res_flow_hash & ~mask32(ctrl_outer_src_v4_len));
         h1_src6_reg <= src6_prefix
-            | ({96'd0, s_res_flow_hash} & ~mask128(ctrl_outer_src_v6_len));
+            | ({96'd0, s_res_flow_hash} & ~ctrl_outer_src_v6_mask);
         h1_dst_reg <= res_dst;
         h1_flow_reg <= s_res_flow_hash[19:0];
         h1_sport_reg <= {2'b11, s_res_flow_hash[13:0]};

@@ -66,7 +66,7 @@ module nlb_regs (
     ctrl_outer_src_v4,
     ctrl_outer_src_v4_len,
     ctrl_outer_src_v6,
-    ctrl_outer_src_v6_len,
+    ctrl_outer_src_v6_mask,
     stat_packets_in_flight,
     stat_bank_in_use,
     ext_wr_req,
@@ -280,7 +280,11 @@ output wire [GUE_W-1:0]               ctrl_gue_port;
 output wire [31:0]                    ctrl_outer_src_v4;
 output wire [V4_LEN_W-1:0]            ctrl_outer_src_v4_len;
 output wire [NLB_WIDE_CTRL_OUTER_SRC_V6_W-1:0] ctrl_outer_src_v6;
-output wire [V6_LEN_W-1:0]            ctrl_outer_src_v6_len;
+// The outer IPv6 prefix as a mask (ctrl.outer_src_v6_len leading ones), not the length: the
+// editor sums the prefix words in the clock a result arrives, and a decode of the length in
+// front of that sum was nlb_top's longest path (16 levels). The mask is written in the same
+// clock as the length, so no packet sees one without the other.
+output wire [127:0]                   ctrl_outer_src_v6_mask;
 
 // ctrl block, from the pipeline.
 input  wire [31:0]                stat_packets_in_flight;
@@ -335,6 +339,12 @@ function [31:0] strobed(input [31:0] old, input [31:0] value, input [3:0] strb);
     end
 endfunction
 
+// len leading ones of 128 (len is at most 128: the register saturates): a constant shifted,
+// so each bit is a function of the length alone.
+function [127:0] v6_prefix_mask(input [V6_LEN_W-1:0] len);
+    v6_prefix_mask = ~(~(128'd0) >> len);
+endfunction
+
 // ---- AXI-Lite write channel -------------------------------------------------------------
 // AW and W are caught independently in holding registers (ready straight from registers);
 // a write executes once both are held and no response or table command is outstanding.
@@ -375,6 +385,7 @@ reg [V4_LEN_W-1:0]            outer_src_v4_len_reg = RESET_OUTER_SRC_V4_LEN, out
 reg [NLB_WIDE_CTRL_OUTER_SRC_V6_W-1:0] outer_src_v6_reg = {NLB_WIDE_CTRL_OUTER_SRC_V6_W{1'b0}};
 reg [NLB_WIDE_CTRL_OUTER_SRC_V6_W-1:0] outer_src_v6_next;
 reg [V6_LEN_W-1:0]            outer_src_v6_len_reg = RESET_OUTER_SRC_V6_LEN, outer_src_v6_len_next;
+reg [127:0]                   outer_src_v6_mask_reg = v6_prefix_mask(RESET_OUTER_SRC_V6_LEN);
 // The outer IPv6 prefix's four registers, in the wide value outer_src_v6.
 localparam V6_0_AT = NLB_REG_CTRL_OUTER_SRC_V6_0_WIDE_LSB;
 localparam V6_1_AT = NLB_REG_CTRL_OUTER_SRC_V6_1_WIDE_LSB;
@@ -752,6 +763,7 @@ always @(posedge clk) begin
     outer_src_v4_len_reg <= outer_src_v4_len_next;
     outer_src_v6_reg <= outer_src_v6_next;
     outer_src_v6_len_reg <= outer_src_v6_len_next;
+    outer_src_v6_mask_reg <= v6_prefix_mask(outer_src_v6_len_next);
     select_reg <= select_next;
     index_reg <= index_next;
     error_reg <= error_next;
@@ -788,6 +800,7 @@ always @(posedge clk) begin
         outer_src_v4_len_reg <= RESET_OUTER_SRC_V4_LEN;
         outer_src_v6_reg <= {NLB_WIDE_CTRL_OUTER_SRC_V6_W{1'b0}};
         outer_src_v6_len_reg <= RESET_OUTER_SRC_V6_LEN;
+        outer_src_v6_mask_reg <= v6_prefix_mask(RESET_OUTER_SRC_V6_LEN);
         select_reg <= 32'd0;
         index_reg <= 32'd0;
         error_reg <= 1'b0;
@@ -990,7 +1003,7 @@ assign ctrl_gue_port = gue_port_reg;
 assign ctrl_outer_src_v4 = outer_src_v4_reg;
 assign ctrl_outer_src_v4_len = outer_src_v4_len_reg;
 assign ctrl_outer_src_v6 = outer_src_v6_reg;
-assign ctrl_outer_src_v6_len = outer_src_v6_len_reg;
+assign ctrl_outer_src_v6_mask = outer_src_v6_mask_reg;
 
 // ---- table memories ----------------------------------------------------------------------
 // Port B of every table is driven from registers: the enable from the command engine, the

@@ -314,7 +314,7 @@ wire [15:0]          ctrl_gue_port;
 wire [31:0]          ctrl_outer_src_v4;
 wire [5:0]           ctrl_outer_src_v4_len;
 wire [127:0]         ctrl_outer_src_v6;
-wire [7:0]           ctrl_outer_src_v6_len;
+wire [127:0]         ctrl_outer_src_v6_mask;
 wire                 ctrl_default_action;
 
 wire                 ext_wr_req;
@@ -403,7 +403,7 @@ nlb_regs #(
     .ctrl_outer_src_v4(ctrl_outer_src_v4),
     .ctrl_outer_src_v4_len(ctrl_outer_src_v4_len),
     .ctrl_outer_src_v6(ctrl_outer_src_v6),
-    .ctrl_outer_src_v6_len(ctrl_outer_src_v6_len),
+    .ctrl_outer_src_v6_mask(ctrl_outer_src_v6_mask),
     .stat_packets_in_flight(stat_packets_in_flight),
     .stat_bank_in_use(stat_bank_in_use),
     .ext_wr_req(ext_wr_req),
@@ -872,7 +872,7 @@ nlb_editor #(
     .ctrl_outer_src_v4(ctrl_outer_src_v4),
     .ctrl_outer_src_v4_len(ctrl_outer_src_v4_len),
     .ctrl_outer_src_v6(ctrl_outer_src_v6),
-    .ctrl_outer_src_v6_len(ctrl_outer_src_v6_len),
+    .ctrl_outer_src_v6_mask(ctrl_outer_src_v6_mask),
     .s_frame_data(pf_data),
     .s_frame_keep(pf_keep),
     .s_frame_last(pf_last),

@@ -390,7 +390,11 @@ fn field_value(p: &Pkt, name: &str) -> u128 {
         "ctrl_outer_src_v4" => u128::from(s.outer_src_v4),
         "ctrl_outer_src_v4_len" => u128::from(s.outer_src_v4_len),
         "ctrl_outer_src_v6" => s.outer_src_v6,
-        "ctrl_outer_src_v6_len" => u128::from(s.outer_src_v6_len),
+        // nlb_regs gives the editor the prefix's length as a mask of that many leading ones.
+        "ctrl_outer_src_v6_mask" => match s.outer_src_v6_len {
+            0 => 0,
+            len => u128::MAX << (128 - u32::from(len.min(128))),
+        },
         other => unreachable!("no field {other}"),
     }
 }
@@ -419,7 +423,7 @@ const FIELDS: [&str; 24] = [
     "ctrl_outer_src_v4",
     "ctrl_outer_src_v4_len",
     "ctrl_outer_src_v6",
-    "ctrl_outer_src_v6_len",
+    "ctrl_outer_src_v6_mask",
 ];
 
 fn set(sim: &mut Verilated, port: Port, v: u128) -> Result<(), String> {
