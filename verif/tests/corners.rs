@@ -17,7 +17,7 @@
 //!   below and one above, per delivery x outer family x VLAN tags (0, 1, 2; 3 is malformed);
 //!   minimum frames; IHL 4, 5 and 15; IPv6 extension chains at their limits; port-range ends
 //!   (0, 1, 65534, 65535, a range's edges and one past them); the last entry of each table and
-//!   one past it.
+//!   one past it; later fragments to a VIP with one rule and with none.
 //! - **Counters**: the simulation-only preset port of `nlb_top` (`sim_cnt_preset_*`, under
 //!   `NLB_SIM_HOOKS`) and the model's `Counters::preset` set rule, backend, reason and verdict
 //!   counters just below 2^32 and 2^64; traffic then carries packets, bytes, punts and drops
@@ -53,6 +53,8 @@ const TWO_POW_32: u64 = 0x1_0000_0000;
 const PUNT_BYTES: usize = 9728;
 
 const VIP4: u32 = 0x0a63_0001;
+/// An IPv4 UDP VIP whose entry has no valid port slot: no rule at all for the protocol.
+const VIP4_NO_SLOTS: u32 = 0x0a63_0002;
 const VIP6: u128 = 0x2001_0db8_0000_0000_0000_0000_0000_0100;
 const CLIENT4: u32 = 0xc633_6407;
 const CLIENT6: u128 = 0x2001_0db8_00c0_0000_0000_0000_0000_0007;
@@ -175,6 +177,8 @@ struct Pkt {
     id: u16,
     df: bool,
     tos: u8,
+    /// The IPv4 destination (an IPv6 packet goes to VIP6).
+    dst4: u32,
     /// (more fragments, offset in 8-byte units).
     frag: Option<(bool, u16)>,
     /// IPv6 destination-options headers, lengths in bytes (multiples of 8).
@@ -198,6 +202,7 @@ impl Pkt {
             id: rng.random(),
             df: rng.random_bool(0.5),
             tos: rng.random(),
+            dst4: VIP4,
             frag: None,
             ext: Vec::new(),
             payload: (0..payload).map(|_| rng.random()).collect(),
@@ -241,7 +246,7 @@ impl Pkt {
         h[8] = 64;
         h[9] = self.proto;
         h[12..16].copy_from_slice(&CLIENT4.to_be_bytes());
-        h[16..20].copy_from_slice(&VIP4.to_be_bytes());
+        h[16..20].copy_from_slice(&self.dst4.to_be_bytes());
         for b in &mut h[20..] {
             *b = self.opt_fill;
         }
@@ -482,6 +487,7 @@ fn bank(p: &'static Profile) -> Tables {
     tcp4.push((PORT_TRACKED, PORT_TRACKED, RULE_TRACKED));
     place(&mut t, p, 6, mapped(VIP4), &tcp4);
     place(&mut t, p, 17, mapped(VIP4), &udp4);
+    place(&mut t, p, 17, mapped(VIP4_NO_SLOTS), &[]);
     place(&mut t, p, 6, VIP6, &blocks);
     place(&mut t, p, 17, VIP6, &blocks);
     t
@@ -1190,19 +1196,33 @@ fn extremes(rng: &mut StdRng, p: &Profile) -> Vec<(Vec<u8>, Option<Reason>, Stri
         v.push((q.build(), reason, format!("table end x {name}")));
     }
     let mut q = Pkt::new(rng, false, 17, 53, 10);
-    let last = *last_bucket_vips(p).last().unwrap_or(&0);
+    q.dst4 = *last_bucket_vips(p).last().unwrap_or(&0);
     q.payload.clear();
-    let mut f = q.build();
-    let l2 = q.l2_len();
-    f[l2 + 16..l2 + 20].copy_from_slice(&last.to_be_bytes());
-    f[l2 + 10] = 0;
-    f[l2 + 11] = 0;
-    let c = !fold(word_sum(&f[l2..l2 + 20]));
-    f[l2 + 10..l2 + 12].copy_from_slice(&c.to_be_bytes());
     v.push((
-        f,
+        q.build(),
         fwd,
         "table end x VIP in the last bucket's last way x FORWARDED".into(),
+    ));
+    // Later fragments have no ports (SPEC R4.3): the VIP's one rule decides (that last VIP
+    // has one slot); a VIP with no slot has no rule for them, as for a whole packet.
+    q.payload = (0..24).map(|_| rng.random()).collect();
+    q.frag = Some((false, 185));
+    v.push((
+        q.build(),
+        fwd,
+        "later fragment x VIP with one rule x FORWARDED".into(),
+    ));
+    q.dst4 = VIP4_NO_SLOTS;
+    v.push((
+        q.build(),
+        Some(Reason::NoRule),
+        "later fragment x VIP with no port slot x NO_RULE".into(),
+    ));
+    q.frag = None;
+    v.push((
+        q.build(),
+        Some(Reason::NoRule),
+        "whole packet x VIP with no port slot x NO_RULE".into(),
     ));
     v
 }
@@ -1444,6 +1464,9 @@ fn required_bins() -> Vec<String> {
         "table end x Maglev slot one past the memory x NO_BACKEND",
         "table end x backend one past the table x NO_BACKEND",
         "table end x VIP in the last bucket's last way x FORWARDED",
+        "later fragment x VIP with one rule x FORWARDED",
+        "later fragment x VIP with no port slot x NO_RULE",
+        "whole packet x VIP with no port slot x NO_RULE",
         "table end x connection-table last entry x hit",
     ] {
         b.push(name.to_string());
