@@ -1141,6 +1141,31 @@ fn extremes(rng: &mut StdRng, p: &Profile) -> Vec<(Vec<u8>, Option<Reason>, Stri
             Some(Reason::ExtChainTooLong),
             "v6 ext x 5 headers".into(),
         ));
+        // The fourth header, the last the parser reads (docs/pipeline.md §3, IPv6 steps 1, 2
+        // and 4): its first 8 bytes past the window; the packet ending 4 bytes into it; a
+        // 16-byte fourth header whose second half is past the packet's end.
+        let first3 = (192 - ip - 40) / 8 * 8;
+        q.ext = vec![first3 - 16, 8, 8, 8];
+        v.push((
+            q.build(),
+            Some(Reason::ExtChainTooLong),
+            "v6 ext x 4th header's first 8 bytes past the window".into(),
+        ));
+        for (fourth, inside, name) in [
+            (
+                8,
+                4,
+                "v6 ext x packet ends inside the 4th header's first 8 bytes",
+            ),
+            (16, 8, "v6 ext x 4th header's length past the packet's end"),
+        ] {
+            q.ext = vec![8, 8, 8, fourth];
+            let mut f = q.build();
+            let plen = 24 + inside;
+            f[ip + 4..ip + 6].copy_from_slice(&(plen as u16).to_be_bytes());
+            f.truncate(ip + 40 + plen);
+            v.push((f, Some(Reason::BadIpLength), name.into()));
+        }
     }
     // Three VLAN tags.
     let mut q = {
@@ -1457,6 +1482,9 @@ fn required_bins() -> Vec<String> {
         "v6 ext x 4 headers x udp header ends in the window",
         "v6 ext x 4 headers x udp header past the window",
         "v6 ext x 5 headers",
+        "v6 ext x 4th header's first 8 bytes past the window",
+        "v6 ext x packet ends inside the 4th header's first 8 bytes",
+        "v6 ext x 4th header's length past the packet's end",
         "tags 3 x TOO_MANY_VLANS",
         "table end x last rule, pool, Maglev slot and backend x FORWARDED",
         "table end x rule one past the table x NO_RULE",
