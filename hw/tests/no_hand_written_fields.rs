@@ -77,6 +77,7 @@ const RUST_ALLOWED: &[(&str, &str, &str)] = &[
     ("verif/src/top.rs", "frame_beats", "AXI-Stream tkeep of 64 bytes as two words"),
     ("verif/src/top.rs", "take_frames", "AXI-Stream tkeep of 64 bytes as two words"),
     ("verif/tests/regs.rs", "pipeline_read", "bits of a table memory row read on the pipeline port"),
+    ("verif/tests/regs.rs", "check_v6_mask", "the 128-bit ctrl_outer_src_v6_mask port's words joined (a derived port, not a regmap field)"),
     ("verif/src/scenario.rs", "*", "IPv4-mapped addresses of generated traffic"),
     ("verif/tests/corners.rs", "word_sum", "ones'-complement checksum arithmetic (RFC 1071)"),
     ("verif/tests/corners.rs", "fold", "ones'-complement checksum arithmetic (RFC 1071)"),
