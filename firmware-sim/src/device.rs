@@ -1025,22 +1025,7 @@ pub fn decode_cmd(cmd: u32, index_reg: u32) -> Option<(bool, u32)> {
 /// The result for the impossible case of a MAX_FRAME buffer being too small: counted as a
 /// TOO_BIG drop rather than a panic.
 fn unreachable_result(frame_len: usize) -> PacketResult {
-    PacketResult {
-        verdict: Verdict::Drop,
-        reason: nlb_hw::enums::Reason::TooBig,
-        bank: 0,
-        rule: None,
-        pool: None,
-        backend: None,
-        key: None,
-        conntrack: crate::pipeline::CtOutcome::None,
-        ct_index: None,
-        flow_hash: 0,
-        ip_id: 0,
-        frame_len,
-        out_len: 0,
-        event: None,
-    }
+    PacketResult::new(Verdict::Drop, nlb_hw::enums::Reason::TooBig, 0, frame_len)
 }
 
 #[cfg(test)]

@@ -92,7 +92,9 @@ pub struct PacketResult {
 }
 
 impl PacketResult {
-    fn new(verdict: Verdict, reason: Reason, bank: u8, frame_len: usize) -> PacketResult {
+    /// A result with its verdict, reason, bank and frame length, and nothing else decided (no
+    /// rule, pool, backend, key, connection-table outcome, hashes, output or event).
+    pub fn new(verdict: Verdict, reason: Reason, bank: u8, frame_len: usize) -> PacketResult {
         PacketResult {
             verdict,
             reason,

@@ -109,20 +109,9 @@ fn random_result(rng: &mut StdRng, hot: Option<(u16, u16, Reason, Verdict)>) -> 
         _ => rng.random_range(60..9019),
     };
     PacketResult {
-        verdict,
-        reason,
-        bank: 0,
         rule,
-        pool: None,
         backend,
-        key: None,
-        conntrack: firmware_sim::CtOutcome::None,
-        ct_index: None,
-        flow_hash: 0,
-        ip_id: 0,
-        frame_len,
-        out_len: 0,
-        event: None,
+        ..PacketResult::new(verdict, reason, 0, frame_len)
     }
 }
 
