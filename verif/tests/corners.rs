@@ -1141,8 +1141,8 @@ fn extremes(rng: &mut StdRng, p: &Profile) -> Vec<(Vec<u8>, Option<Reason>, Stri
             Some(Reason::ExtChainTooLong),
             "v6 ext x 5 headers".into(),
         ));
-        // The fourth header, the last the parser reads (docs/pipeline.md §3, IPv6 steps 1, 2
-        // and 4): its first 8 bytes past the window; the packet ending 4 bytes into it; a
+        // The fourth header, the last the parser reads (docs/pipeline.md §2, IPv6 step 4.1, 4.2
+        // and 4.4): its first 8 bytes past the window; the packet ending 4 bytes into it; a
         // 16-byte fourth header whose second half is past the packet's end.
         let first3 = (192 - ip - 40) / 8 * 8;
         q.ext = vec![first3 - 16, 8, 8, 8];
