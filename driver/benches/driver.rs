@@ -8,7 +8,8 @@
 //!
 //! Run: `cargo bench -p nlb-driver --bench driver` (NLB_BENCH_QUICK=1 for a short run).
 
-use flowtable_compiler::{compile, parse_config, CompileOptions, HealthState, Image};
+use flowtable_compiler::{compile, CompileOptions, HealthState, Image};
+use nlb_config::parse_config;
 use nlb_driver::conntrack::{Conntrack, NewConnection};
 use nlb_driver::device::Device;
 use nlb_driver::discover;

@@ -81,7 +81,7 @@ forwardingRules:
             "  - {{name: t{i:02}, IPAddress: 203.0.113.9, portRange: '{range}', target: {target}}}\n"
         );
     }
-    let (config, d) = flowtable_compiler::parse_config("sixteen.yaml", &y);
+    let (config, d) = nlb_config::parse_config("sixteen.yaml", &y);
     assert!(d.is_empty(), "{d}");
     let compiled =
         flowtable_compiler::compile(&config, &HealthState::default(), &CompileOptions::default())

@@ -25,8 +25,9 @@
 
 use etherparse::PacketBuilder;
 use flowtable_compiler::{
-    compile, parse_config, CompileOptions, Config, HealthState, LiveLoad, DEFAULT_REFILL_BUDGET,
+    compile, CompileOptions, Config, HealthState, LiveLoad, DEFAULT_REFILL_BUDGET,
 };
+use nlb_config::parse_config;
 use nlb_driver::conntrack::Conntrack;
 use nlb_driver::device::Device;
 use nlb_driver::discover;

@@ -16,7 +16,8 @@
 
 use etherparse::PacketBuilder;
 use firmware_sim::ModelDevice;
-use flowtable_compiler::{parse_config, Config};
+use flowtable_compiler::Config;
+use nlb_config::parse_config;
 use nlb_driver::device::Device;
 use nlb_driver::model::{lock, ModelHandle, SharedModel};
 use nlb_driver::socket::{Server, ServerHandle, SocketDevice};

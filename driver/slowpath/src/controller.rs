@@ -757,7 +757,7 @@ httpHealthChecks:
 ";
 
     fn config(text: &str) -> Config {
-        let (config, d) = flowtable_compiler::parse_config("t.yaml", text);
+        let (config, d) = nlb_config::parse_config("t.yaml", text);
         assert!(d.is_empty(), "{d}");
         config
     }

@@ -603,7 +603,7 @@ instances:
 
     impl Rig {
         fn new() -> Rig {
-            let (config, d) = flowtable_compiler::parse_config("t.yaml", CONFIG);
+            let (config, d) = nlb_config::parse_config("t.yaml", CONFIG);
             assert!(d.is_empty(), "{d}");
             let c = compile(&config, &HealthState::new(), &CompileOptions::default()).unwrap();
             let sim = ModelHandle::from_device(firmware_sim::ModelDevice::from_tables(

@@ -505,7 +505,7 @@ instances:
 ";
 
     fn config(text: &str) -> Config {
-        let (c, d) = flowtable_compiler::parse_config("t.yaml", text);
+        let (c, d) = nlb_config::parse_config("t.yaml", text);
         assert!(d.is_empty(), "{d}");
         c
     }

@@ -13,7 +13,8 @@
 
 use etherparse::{IpHeaders, IpNumber, PacketBuilder, PacketBuilderStep, SlicedPacket};
 use firmware_sim::CtOutcome;
-use flowtable_compiler::{parse_config, BackendHealth, Config, HealthState};
+use flowtable_compiler::{BackendHealth, Config, HealthState};
+use nlb_config::parse_config;
 use nlb_driver::model::ModelHandle;
 use nlb_hw::enums::Verdict;
 use nlb_hw::Profile;

@@ -10,8 +10,9 @@
 //! pipeline's ids.
 
 use etherparse::{PacketBuilder, SlicedPacket};
-use flowtable_compiler::kube::Source;
-use flowtable_compiler::{parse_sources, Config};
+use flowtable_compiler::Config;
+use nlb_config::kube::Source;
+use nlb_config::parse_sources;
 use nlb_driver::model::{lock, ModelHandle};
 use nlb_hw::enums::Verdict;
 use nlb_hw::Profile;

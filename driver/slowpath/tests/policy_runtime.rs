@@ -7,7 +7,8 @@
 //! maxConnectionsPerInstance × instances) and read back from the device's serving slice.
 
 use etherparse::PacketBuilder;
-use flowtable_compiler::{parse_config, Config};
+use flowtable_compiler::Config;
+use nlb_config::parse_config;
 use nlb_driver::model::{lock, ModelHandle, SharedModel};
 use nlb_hw::enums::Verdict;
 use nlb_hw::Profile;

@@ -10,7 +10,7 @@
 //! compared with the backend the connection's first packet reached.
 
 use etherparse::{PacketBuilder, SlicedPacket};
-use flowtable_compiler::parse_config;
+use nlb_config::parse_config;
 use nlb_driver::model::{lock, ModelHandle};
 use nlb_hw::enums::Verdict;
 use nlb_hw::Profile;

@@ -9,9 +9,8 @@
 
 use etherparse::{Ethernet2Header, Ipv4Header, PacketBuilder};
 use firmware_sim::ModelDevice;
-use flowtable_compiler::{
-    compile, explain, parse_config, CompileOptions, Compiled, Flow, Fragment, HealthState,
-};
+use flowtable_compiler::{compile, explain, CompileOptions, Compiled, Flow, Fragment, HealthState};
+use nlb_config::parse_config;
 use nlb_driver::model::ModelHandle;
 use nlb_hw::enums::{KeyType, Verdict};
 use nlb_hw::{table_index, FlowKey, Profile};

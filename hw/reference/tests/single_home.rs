@@ -90,12 +90,12 @@ const ALLOWED: &[(&str, &str, &str)] = &[
         "the optimised golden model's connection table (tagged ways), held to the reference by firmware-sim/tests/differential.rs",
     ),
     (
-        "hw/src/hash.rs",
+        "hw/contract/src/hash.rs",
         "hash to table index (VIP bucket, connection bucket, Maglev offset)",
         "the definition of `table_index` itself (the regmap's [hash])",
     ),
     (
-        "hw/src/hash.rs",
+        "hw/contract/src/hash.rs",
         "VIP key built",
         "`FlowKey::vip`, the canonical key layout of the regmap's [hash]",
     ),

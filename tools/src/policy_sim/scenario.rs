@@ -6,9 +6,8 @@
 //! inline configuration are the compiler's, at their place in the scenario file.
 
 use super::yaml::{self, Node, Value};
-use flowtable_compiler::{
-    load_config, parse_config, Config, Diagnostics, Error, ForwardingRule, Pos, DEFAULT_DEADBAND,
-};
+use flowtable_compiler::{Config, Diagnostics, Error, ForwardingRule, Pos, DEFAULT_DEADBAND};
+use nlb_config::{load_config, parse_config};
 use nlb_hw::Profile;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

@@ -215,9 +215,9 @@ httpHealthChecks:
 ";
 
     fn config() -> Config {
-        let (config, diags) = flowtable_compiler::parse_config("t.yaml", CONFIG);
+        let (config, diags) = nlb_config::parse_config("t.yaml", CONFIG);
         assert!(diags.is_empty(), "{diags}");
-        let d = flowtable_compiler::check(&config);
+        let d = nlb_config::check(&config);
         assert!(d.is_empty(), "{d}");
         config
     }
@@ -315,9 +315,9 @@ instances:
     /// hand from the configuration above and the public API's defaults).
     #[test]
     fn backend_service_members_are_targets() {
-        let (config, diags) = flowtable_compiler::parse_config("s.yaml", SERVICES);
+        let (config, diags) = nlb_config::parse_config("s.yaml", SERVICES);
         assert!(diags.is_empty(), "{diags}");
-        let d = flowtable_compiler::check(&config);
+        let d = nlb_config::check(&config);
         assert!(d.is_empty(), "{d}");
         let targets = targets_from_config(&config);
         let keys: Vec<String> = targets.iter().map(|t| t.key.to_string()).collect();

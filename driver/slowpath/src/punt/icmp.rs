@@ -110,7 +110,7 @@ instances:
 
     #[test]
     fn a_bounced_reply_goes_to_the_flows_backend() {
-        let (config, d) = flowtable_compiler::parse_config("t.yaml", CONFIG);
+        let (config, d) = nlb_config::parse_config("t.yaml", CONFIG);
         assert!(d.is_empty(), "{d}");
         let c = compile(&config, &HealthState::new(), &CompileOptions::default()).unwrap();
         let mut backends = std::collections::BTreeSet::new();
@@ -149,7 +149,7 @@ instances:
 
     #[test]
     fn errors_about_other_flows_are_refused() {
-        let (config, _) = flowtable_compiler::parse_config("t.yaml", CONFIG);
+        let (config, _) = nlb_config::parse_config("t.yaml", CONFIG);
         let c = compile(&config, &HealthState::new(), &CompileOptions::default()).unwrap();
         let frame = frag_needed(
             ([198, 51, 100, 9], 1234),

@@ -96,7 +96,7 @@ instances:
     /// NIC sends a whole packet of the flow.
     #[test]
     fn first_fragments_go_where_the_golden_model_sends_them() {
-        let (config, d) = flowtable_compiler::parse_config("t.yaml", CONFIG);
+        let (config, d) = nlb_config::parse_config("t.yaml", CONFIG);
         assert!(d.is_empty(), "{d}");
         let c = compile(&config, &HealthState::new(), &CompileOptions::default()).unwrap();
         let t = &c.tables;
@@ -154,7 +154,7 @@ instances:
 
     #[test]
     fn misses_are_none() {
-        let (config, _) = flowtable_compiler::parse_config("t.yaml", CONFIG);
+        let (config, _) = nlb_config::parse_config("t.yaml", CONFIG);
         let c = compile(&config, &HealthState::new(), &CompileOptions::default()).unwrap();
         let t = &c.tables;
         let key = FlowKey::default();

@@ -396,7 +396,7 @@ instances:
 ";
 
     fn compiled() -> flowtable_compiler::Compiled {
-        let (config, d) = flowtable_compiler::parse_config("t.yaml", CONFIG);
+        let (config, d) = nlb_config::parse_config("t.yaml", CONFIG);
         assert!(d.is_empty(), "{d}");
         compile(&config, &HealthState::new(), &CompileOptions::default()).unwrap()
     }

@@ -1,7 +1,7 @@
 //! `nlbctl explain`: where a flow goes, and why.
 
 use crate::common::{self, CliError};
-use flowtable_compiler::kube::{KubeService, NodeEligibility};
+use nlb_config::kube::{KubeService, NodeEligibility};
 use flowtable_compiler::{explain_compiled, Explanation, Flow, Fragment};
 use nlb_tools::admin_proto as proto;
 use std::net::SocketAddr;
@@ -205,7 +205,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
     let kubernetes = compiled_config.as_ref().and_then(|(config, compiled, health)| {
         let pool = e.pool.as_ref()?;
         let k = config.kubernetes.iter().find(|k| k.pools.contains(pool))?;
-        Some((k.clone(), k.eligibility(compiled, pool, health)))
+        Some((k.clone(), k.eligibility(&compiled.served_slice(pool), pool, health)))
     });
     if let (Some(name), false) = (&wanted, kubernetes.is_some()) {
         outln!("note: the flow does not reach Service {name}'s pools ({})", e.reason);

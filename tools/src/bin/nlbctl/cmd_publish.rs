@@ -1,10 +1,8 @@
 //! `nlbctl publish`: a configuration to the fleet's etcd, as a new revision (SPEC R11.1).
 
 use crate::common::{self, CliError};
-use flowtable_compiler::{
-    compile_file_after, maglev_movement, parse_config, CompileOptions, Error, HealthState,
-    Symbols,
-};
+use flowtable_compiler::{compile_file_after, maglev_movement, CompileOptions, Error, HealthState, Symbols};
+use nlb_config::parse_config;
 use nlb_tools::fleet::{self, Keys, Published, Store};
 use std::path::PathBuf;
 

@@ -3,7 +3,8 @@
 use crate::common::CliError;
 use etherparse::{Icmpv4Type, PacketBuilder};
 use firmware_sim::pcap::FrameWriter;
-use flowtable_compiler::{load_config, Config, PortRange, Protocol};
+use flowtable_compiler::{Config, PortRange, Protocol};
+use nlb_config::load_config;
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;

@@ -3,9 +3,9 @@
 use flowtable_compiler::{
     compile_after, compile_file_after, CompileOptions, Compiled, Error, HealthState, Image, Symbols,
 };
-// Imported, not written `flowtable_compiler::kube::Source` in place: rustc then resolves `kube`
+// Imported, not written `nlb_config::kube::Source` in place: rustc then resolves `kube`
 // as a crate name too (nlbd's `kube`), which links it into nlbctl (tools/tests/linking.rs).
-use flowtable_compiler::kube::Source as ManifestSource;
+use nlb_config::kube::Source as ManifestSource;
 use nlb_hw::Profile;
 use std::path::{Path, PathBuf};
 
@@ -131,8 +131,8 @@ impl Input {
     ) -> Result<Input, CliError> {
         if path.as_os_str() == "-" || path.is_dir() {
             // Kubernetes manifests from standard input or a directory.
-            let sources = flowtable_compiler::read_sources(path)?;
-            let (config, diags) = flowtable_compiler::parse_sources(&sources);
+            let sources = nlb_config::read_sources(path)?;
+            let (config, diags) = nlb_config::parse_sources(&sources);
             if !diags.is_empty() {
                 return Err(Error::Invalid(diags).into());
             }
@@ -153,7 +153,7 @@ impl Input {
                 path.display()
             ))
         })?;
-        let (config, diags) = flowtable_compiler::parse_sources(&[ManifestSource {
+        let (config, diags) = nlb_config::parse_sources(&[ManifestSource {
             name: path.display().to_string(),
             text,
         }]);

@@ -125,7 +125,7 @@ pub async fn first_revision(opts: &FleetOptions) -> (i64, Published, Config) {
 /// Parses a published revision (named after the file it was published from, so messages read
 /// file:line as `nlbctl publish` printed them).
 fn parse(rev: i64, p: &Published) -> Result<Config, String> {
-    let (config, diags) = flowtable_compiler::parse_config(&p.file, &p.source);
+    let (config, diags) = nlb_config::parse_config(&p.file, &p.source);
     match diags.into_result() {
         Ok(()) => Ok(config),
         Err(d) => Err(format!(

@@ -5,7 +5,7 @@
 //! a relist on `410 Gone`; retries with backoff) keep reflector stores of the objects. Every
 //! change, after a short coalescing window, turns the stores into the very input the manifest
 //! reader takes (one JSON document per object, named `api:KIND/NAMESPACE/NAME` so a refusal
-//! names the object), which `flowtable_compiler::parse_sources` maps as it maps manifests: one
+//! names the object), which `nlb_config::parse_sources` maps as it maps manifests: one
 //! mapping for both. A changed configuration goes to the engine as one reload, a delta load.
 //!
 //! Fail static: while the API is unreachable the stores keep the last state, the NIC keeps
@@ -17,7 +17,6 @@
 //! refused) as Kubernetes Events (events.k8s.io/v1), once per warning.
 
 use crate::Daemon;
-use flowtable_compiler::kube::Source;
 use flowtable_compiler::Config;
 use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::{Node, ObjectReference, Service};
@@ -27,6 +26,7 @@ use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{watcher, WatchStreamExt as _};
 use kube::{Client, Resource, ResourceExt as _};
+use nlb_config::kube::Source;
 use serde::de::DeserializeOwned;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Debug;
@@ -271,7 +271,7 @@ fn map(cluster: &Cluster, project: Option<&Source>) -> (Result<Config, String>, 
                 .filter(|o| !left_out.contains(&o.name))
                 .cloned(),
         );
-        let (config, diags) = flowtable_compiler::parse_sources(&all);
+        let (config, diags) = nlb_config::parse_sources(&all);
         if diags.is_empty() {
             return (Ok(config), refused);
         }

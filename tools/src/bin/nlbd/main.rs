@@ -333,7 +333,7 @@ fn run(args: Args) -> Result<(), Failure> {
         Some(path) => {
             // Our configuration, or Kubernetes manifests: a file or a directory.
             let sources = reload::read(path).map_err(|e| (1, e))?;
-            let (config, diags) = flowtable_compiler::parse_sources(&sources);
+            let (config, diags) = nlb_config::parse_sources(&sources);
             diags
                 .into_result()
                 .map_err(|d| (1, d.to_string().trim_end().to_string()))?;

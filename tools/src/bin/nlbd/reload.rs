@@ -10,7 +10,7 @@
 //! SIGHUP).
 
 use crate::Daemon;
-use flowtable_compiler::kube::Source;
+use nlb_config::kube::Source;
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 use std::path::Path;
@@ -45,7 +45,7 @@ pub fn read(path: &Path) -> Result<Vec<Source>, String> {
     if path.as_os_str() == "-" {
         return Err("--config - : nlbd reads its configuration again on changes, so it takes a file or a directory, not standard input".into());
     }
-    flowtable_compiler::read_sources(path).map_err(|e| e.to_string())
+    nlb_config::read_sources(path).map_err(|e| e.to_string())
 }
 
 /// Reads, validates and offers the configuration. `last` is the digest of the contents last acted on;
@@ -81,7 +81,7 @@ async fn consider(daemon: &Daemon, last: &mut Option<u64>, read_failed: &mut boo
     }
     *last = Some(d);
     let name = path.display().to_string();
-    let (config, diags) = flowtable_compiler::parse_sources(&sources);
+    let (config, diags) = nlb_config::parse_sources(&sources);
     if let Err(diags) = diags.into_result() {
         let line = one_line(&diags);
         error!(config = %name, "configuration refused, the previous one keeps serving: {line}");

@@ -1,0 +1,1520 @@
+//! Kubernetes LoadBalancer Services (seed 003, SPEC R7) as backend services and target pools.
+//!
+//! Services, EndpointSlices and Nodes (manifests: `kubectl get -o yaml|json` output, `kind:
+//! List`, several YAML documents, several files) become objects of the ordinary model, the
+//! way GKE turns them into Google Cloud load balancers, and then compile like any
+//! configuration: nothing here decides a backend, a share or a health state.
+//!
+//! | Service | here |
+//! |---|---|
+//! | internal (`networking.gke.io/l4-regional-internal`, or the annotation `networking.gke.io/load-balancer-type: Internal`) | a backend service of zonal `GCE_VM_IP` NEGs of the Service's nodes |
+//! | external (the default, `networking.gke.io/l4-regional-external`, `cloud.google.com/l4-rbs: enabled`) | the same |
+//! | legacy (`networking.gke.io/l4-regional-external-legacy`) | a target pool of every node |
+//! | `externalTrafficPolicy: Cluster` | every eligible node, a stable subset of at most 25 (internal) / 250 (external) by rendezvous hashing on the Service's UID; shared HTTP check `/healthz` on 10256, 8 s / 1 s / 1 / 3 |
+//! | `externalTrafficPolicy: Local` | only nodes with a serving endpoint (at most 250 internal / 3000 external); HTTP check on `healthCheckNodePort`, 3 s / 1 s / 1 / 2 |
+//! | `networking.gke.io/weighted-load-balancing: pods-per-node` | `WEIGHTED_MAGLEV` (external backend service with `Local` only; otherwise a note) |
+//! | `trafficDistribution: PreferClose` on an internal Service | zonal affinity (spill ratio 0, SPEC R7.4): the NIC's zone alone while it has a healthy node |
+//! | `sessionAffinity: ClientIP` (+ `timeoutSeconds`) | `CLIENT_IP`, idle timeout |
+//! | `loadBalancerSourceRanges` | the rules' `sourceRanges` (SPEC R9) |
+//! | each IP family of `ipFamilies` | a VIP, rules and a backend service of that family |
+//!
+//! Eligible nodes are Ready and not labelled `node.kubernetes.io/exclude-from-external-load-balancers`
+//! (SPEC R7.6), with an InternalIP of the family. docs/kubernetes.md has the whole mapping.
+
+mod read;
+
+use crate::diag::{Diagnostics, Pos};
+use crate::gcp::Reader;
+use crate::model::*;
+use crate::policy::{Algorithm, Isolation, Preference};
+use crate::tree::{Node, Value};
+use nlb_hw::enums::{Affinity, Delivery};
+use read::get;
+use std::borrow::Cow;
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::IpAddr;
+use std::sync::Arc;
+
+/// Which Google Cloud load balancer a Service becomes (seed 003, "node grouping").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// Internal passthrough load balancer: backend service with `GCE_VM_IP` NEGs.
+    Internal,
+    /// Backend-service-based regional external passthrough load balancer with NEGs.
+    External,
+    /// Target-pool-based regional external passthrough load balancer (every node).
+    LegacyTargetPool,
+}
+
+impl Shape {
+    /// In words, for reports.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Shape::Internal => {
+                "internal passthrough load balancer (backend service, GCE_VM_IP NEGs)"
+            }
+            Shape::External => {
+                "external passthrough load balancer (backend service, GCE_VM_IP NEGs)"
+            }
+            Shape::LegacyTargetPool => {
+                "external passthrough load balancer (legacy target pool of every node)"
+            }
+        }
+    }
+}
+
+/// `spec.externalTrafficPolicy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TrafficPolicy {
+    /// Every node; kube-proxy's `/healthz` on 10256.
+    Cluster,
+    /// Only nodes with a serving endpoint; the Service's `healthCheckNodePort`.
+    Local,
+}
+
+/// Node limit of a Service's NEG endpoints (seed 003, SPEC R7.5); `None`: no limit (target
+/// pools hold every node).
+pub fn node_limit(shape: Shape, policy: TrafficPolicy) -> Option<usize> {
+    match (shape, policy) {
+        (Shape::Internal, TrafficPolicy::Cluster) => Some(25),
+        (Shape::External, TrafficPolicy::Cluster) => Some(250),
+        (Shape::Internal, TrafficPolicy::Local) => Some(250),
+        (Shape::External, TrafficPolicy::Local) => Some(3000),
+        (Shape::LegacyTargetPool, _) => None,
+    }
+}
+
+/// kube-proxy's health port, which the shared `Cluster` check probes (seed 003: fixed, TCP
+/// port 10256, not customisable).
+pub const KUBE_PROXY_HEALTH_PORT: u16 = 10256;
+/// The `Cluster` check: interval, timeout, healthy and unhealthy thresholds (SPEC R7.6).
+pub const CLUSTER_CHECK: [u32; 4] = [8, 1, 1, 3];
+/// The per-Service `Local` check (SPEC R7.6).
+pub const LOCAL_CHECK: [u32; 4] = [3, 1, 1, 2];
+/// Name of the shared `Cluster` health check.
+pub const SHARED_CHECK: &str = "k8s-l4-shared-hc";
+/// Name of the service LB policy every Kubernetes backend service uses.
+pub const PASSTHROUGH_POLICY: &str = "k8s-passthrough";
+/// Connection idle timeouts of the source product when no session affinity sets one:
+/// 60 s for the external passthrough load balancer (SPEC R4.1), 600 s for the internal one.
+const IDLE_EXTERNAL: u16 = 60;
+const IDLE_INTERNAL: u16 = 600;
+
+/// One input: a file's name (as the user gave it) and its text.
+#[derive(Debug, Clone)]
+pub struct Source {
+    /// The name used in messages (`-` for standard input).
+    pub name: String,
+    /// The text.
+    pub text: String,
+}
+
+/// Whether a parsed document is a Kubernetes object (it has `apiVersion`).
+pub(crate) fn is_manifest(doc: &Node) -> bool {
+    get(doc, "apiVersion").is_some()
+}
+
+/// Why a node does or does not serve a Service ([`KubeService::nodes`] words them on demand).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeVerdict {
+    /// The node (and the backend named after it); shared by every Service's verdicts.
+    pub node: Arc<str>,
+    /// Its zone (`topology.kubernetes.io/zone`), empty when not labelled.
+    pub zone: Arc<str>,
+    /// Whether it is a backend of the Service.
+    pub member: bool,
+    /// Why, in words (most reasons are fixed texts).
+    pub why: Cow<'static, str>,
+    /// The Service's endpoints on the node: ready, serving, terminating.
+    pub endpoints: [usize; 3],
+}
+
+/// What a LoadBalancer Service became, for reports and `explain`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KubeService {
+    /// `namespace/name`.
+    pub service: String,
+    /// Its load-balancer shape.
+    pub shape: Shape,
+    /// Its traffic policy.
+    pub policy: TrafficPolicy,
+    /// The pools it became (backend services or a target pool), one per IP family.
+    pub pools: Vec<String>,
+    /// Its VIPs, one per family.
+    pub vips: Vec<IpAddr>,
+    /// Its ports in `spec.ports` order, as (UDP, port).
+    pub ports: Vec<(bool, u16)>,
+    /// The health check, in words.
+    pub health_check: String,
+    /// Every node of the cluster in name order, shared by every Service; [`KubeService::nodes`]
+    /// words each one's verdict on demand (a cluster of thousands of nodes and Services would
+    /// otherwise hold one verdict per pair).
+    cluster: Arc<[ClusterNode]>,
+    /// What decides a node's verdict for this Service.
+    rule: VerdictRule,
+    /// The members: positions in `cluster`, ascending.
+    members: Vec<u32>,
+    /// The Service's endpoints per node name (ready, serving, terminating), in name order.
+    endpoint_counts: Vec<(String, [usize; 3])>,
+    /// Warnings and decisions worth saying (weighting refused, subsets, ...).
+    pub notes: Vec<String>,
+    /// With `externalTrafficPolicy: Local`, the ready, non-terminating endpoints of the
+    /// Service on each backend, as `(pool, backend, count)`: a backend with none leaves
+    /// new-connection choice at once, without waiting for health-check thresholds (SPEC
+    /// R10.5), and with weighting the count is its weight where no probe reported one
+    /// (SPEC R7.3). Empty with `Cluster` (every node serves, SPEC R7.1).
+    pub ready_endpoints: Vec<(String, String, u32)>,
+    /// Zonal affinity (`trafficDistribution` on an internal Service, SPEC R7.4): the NIC's
+    /// zone is the client's; while it has a healthy eligible node only its nodes take new
+    /// connections, otherwise all do (spill ratio 0).
+    pub zonal_affinity: bool,
+    /// The NIC's zone (`nic.zone`), the client's zone of zonal affinity.
+    pub client_zone: String,
+}
+
+/// A node as the verdicts need it (one table for the whole cluster).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct ClusterNode {
+    name: Arc<str>,
+    zone: Arc<str>,
+    ready: bool,
+    excluded: bool,
+    ipv4: bool,
+    ipv6: bool,
+}
+
+/// The properties of a Service a node's verdict depends on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct VerdictRule {
+    shape: Shape,
+    policy: TrafficPolicy,
+    /// `Local` with EndpointSlice tracking off.
+    untracked: bool,
+    ipv4: bool,
+    ipv6: bool,
+}
+
+impl VerdictRule {
+    /// Why `node` cannot serve the Service at all (SPEC R7.1, R7.6); `None`: a candidate.
+    fn ineligible(&self, node: &ClusterNode, endpoints: [usize; 3]) -> Option<&'static str> {
+        if !node.ready {
+            Some("not Ready (SPEC R7.6)")
+        } else if node.excluded {
+            Some(EXCLUDED)
+        } else if !((self.ipv4 && node.ipv4) || (self.ipv6 && node.ipv6)) {
+            Some("no InternalIP of the Service's IP family")
+        } else if self.policy == TrafficPolicy::Local
+            && self.shape != Shape::LegacyTargetPool
+            && !self.untracked
+            && endpoints[1] == 0
+        {
+            Some("externalTrafficPolicy Local: no serving endpoint of the Service on the node")
+        } else {
+            None
+        }
+    }
+
+    /// Why a candidate is a member, or not (SPEC R7.5).
+    fn candidate(&self, member: bool, ep: [usize; 3]) -> Cow<'static, str> {
+        if !member {
+            return Cow::Borrowed(OUTSIDE_SUBSET);
+        }
+        match (self.shape, self.policy) {
+            (_, TrafficPolicy::Local) if self.untracked => Cow::Owned(format!(
+                "a backend (EndpointSlice tracking off); its check on healthCheckNodePort passes only with a ready local endpoint: {} here",
+                ep[0]
+            )),
+            (Shape::LegacyTargetPool, TrafficPolicy::Local) => Cow::Owned(format!(
+                "in the target pool (every node); its check on healthCheckNodePort passes only with a ready local endpoint: {} here",
+                ep[0]
+            )),
+            (_, TrafficPolicy::Local) => Cow::Owned(format!("{} serving endpoint(s) on the node ({} ready)", ep[1], ep[0])),
+            (_, TrafficPolicy::Cluster) => Cow::Borrowed("externalTrafficPolicy Cluster: every eligible node serves (kube-proxy forwards to a pod anywhere)"),
+        }
+    }
+}
+
+/// The endpoint counts of each node of `cluster` (in name order) from `counts` (in name
+/// order): a merge walk, no lookups.
+fn counts_in_order<'a>(
+    cluster: &'a [ClusterNode],
+    counts: &'a [(String, [usize; 3])],
+) -> impl Iterator<Item = [usize; 3]> + 'a {
+    let mut k = 0;
+    cluster.iter().map(move |n| {
+        while counts.get(k).is_some_and(|(c, _)| c.as_str() < &*n.name) {
+            k += 1;
+        }
+        match counts.get(k) {
+            Some((c, ep)) if c.as_str() == &*n.name => *ep,
+            _ => [0; 3],
+        }
+    })
+}
+
+/// Why one node is, or is not, a choice for a new connection to one of a Service's pools
+/// (`nlbctl explain`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct NodeEligibility {
+    /// The node.
+    pub node: String,
+    /// Its zone (empty when not labelled).
+    pub zone: String,
+    /// The backend named after it in this pool (`NODE`, or `NODE.ipv6`), when a member.
+    pub backend: Option<String>,
+    /// Whether it is a backend (NEG endpoint, target-pool instance) of the Service.
+    pub member: bool,
+    /// Whether new connections may go to it now: it holds slots of the slice that serves.
+    pub eligible: bool,
+    /// Its share of new connections (its slots of the serving slice).
+    pub share: f64,
+    /// The Service's endpoints on it: ready (and not terminating), serving, terminating.
+    pub endpoints: [usize; 3],
+    /// Why, in words.
+    pub why: String,
+}
+
+/// What a pool's compiled tables serve: its member backends and the Maglev slots each holds
+/// in the slice that serves new connections now.
+#[derive(Debug, Clone, Default)]
+pub struct ServedSlice<'a> {
+    /// The pool's member backends.
+    pub members: BTreeSet<&'a str>,
+    /// Slots per backend of the serving slice.
+    pub slots: BTreeMap<&'a str, usize>,
+    /// Slots of the serving slice that name a backend.
+    pub total: usize,
+}
+
+impl KubeService {
+    /// Every node of the cluster in name order, member or not, with why (SPEC R7.1, R7.5,
+    /// R7.6).
+    pub fn nodes(&self) -> Vec<NodeVerdict> {
+        let mut members = self.members.iter().peekable();
+        self.cluster
+            .iter()
+            .zip(counts_in_order(&self.cluster, &self.endpoint_counts))
+            .enumerate()
+            .map(|(i, (n, endpoints))| {
+                let member = members.next_if(|&&m| m as usize == i).is_some();
+                let why = match self.rule.ineligible(n, endpoints) {
+                    Some(why) => Cow::Borrowed(why),
+                    None => self.rule.candidate(member, endpoints),
+                };
+                NodeVerdict {
+                    node: n.name.clone(),
+                    zone: n.zone.clone(),
+                    member,
+                    why,
+                    endpoints,
+                }
+            })
+            .collect()
+    }
+
+    /// Every node of the cluster for the Service's pool `pool`, eligible for a new connection
+    /// or not, and why: membership (SPEC R7.1, R7.5, R7.6), then health (`health`, the probes'
+    /// word) and the EndpointSlices' ready endpoints (SPEC R10.5), then weights (SPEC R7.3),
+    /// as the compiled tables hold them (`served`: the pool's members and the slots of the slice
+    /// that serves, which the table compiler reads off its tables).
+    pub fn eligibility(
+        &self,
+        served: &ServedSlice<'_>,
+        pool: &str,
+        health: &crate::HealthState,
+    ) -> Vec<NodeEligibility> {
+        let (members, slots, total) = (&served.members, &served.slots, served.total);
+        let ready = |backend: &str| {
+            self.ready_endpoints
+                .iter()
+                .find(|(p, b, _)| p == pool && b == backend)
+                .map(|e| e.2)
+        };
+        let member_backends: Vec<&str> = members.iter().copied().collect();
+        let none_ready =
+            !member_backends.is_empty() && member_backends.iter().all(|b| ready(b) == Some(0));
+        self.nodes()
+            .iter()
+            .map(|n| {
+                let v6 = format!("{}.ipv6", n.node);
+                let backend = [&*n.node, v6.as_str()]
+                    .into_iter()
+                    .find(|b| members.contains(b))
+                    .map(str::to_string);
+                let got = backend.as_deref().and_then(|b| slots.get(b)).copied().unwrap_or(0);
+                let share = if total == 0 { 0.0 } else { got as f64 / total as f64 };
+                let why = match &backend {
+                    None if n.member => format!(
+                        "{}; but no InternalIP of this pool's IP family",
+                        n.why
+                    ),
+                    None => n.why.to_string(),
+                    Some(_) if got > 0 && none_ready => format!(
+                        "{}; no node has a ready endpoint, so every member takes new connections (fail open, SPEC R3.4) and kube-proxy sends them to terminating pods (SPEC R7.2)",
+                        n.why
+                    ),
+                    Some(_) if got > 0 => format!(
+                        "{}; {:.1} % of new connections{}",
+                        n.why,
+                        100.0 * share,
+                        match (self.zonal_affinity, *n.zone == *self.client_zone) {
+                            (false, _) => String::new(),
+                            (true, true) => format!(" (zonal affinity: in the NIC's zone {}, SPEC R7.4)", self.client_zone),
+                            (true, false) => format!(" (zonal affinity: the NIC's zone {} has no healthy eligible node, so every zone serves, SPEC R7.4)", self.client_zone),
+                        }
+                    ),
+                    Some(b) => {
+                        let probe = health.get(pool, b);
+                        if ready(b) == Some(0) {
+                            format!("{}; no ready, non-terminating endpoint: out of new-connection choice now, without waiting for health checks (SPEC R10.5); its established connections continue", n.why)
+                        } else if !probe.healthy {
+                            format!("{}; fails its health check {}: no new connections (SPEC R5.2)", n.why, self.health_check.split(':').next().unwrap_or_default())
+                        } else if probe.weight == Some(0) {
+                            format!("{}; its probe reports weight 0: no new connections (SPEC R5.4)", n.why)
+                        } else if self.zonal_affinity && *n.zone != *self.client_zone {
+                            format!("{}; zonal affinity: the NIC's zone {} has a healthy eligible node, so only that zone's nodes take new connections (SPEC R7.4)", n.why, self.client_zone)
+                        } else {
+                            format!("{}; the pool's policy gives it no share now", n.why)
+                        }
+                    }
+                };
+                NodeEligibility {
+                    node: n.node.to_string(),
+                    zone: n.zone.to_string(),
+                    member: backend.is_some(),
+                    backend,
+                    eligible: got > 0,
+                    share,
+                    endpoints: n.endpoints,
+                    why,
+                }
+            })
+            .collect()
+    }
+}
+
+/// Rendezvous (highest random weight) score of `node` for the Service `key` (its UID): the
+/// subset of a Service is its nodes of the highest scores, so a node that comes or goes moves
+/// at most one member of every subset (SPEC R7.5: stable subsets).
+pub fn rendezvous_score(key: &str, node: &str) -> u64 {
+    rendezvous_finish(rendezvous_key(key), node)
+}
+
+/// FNV-1a over `bytes` from state `h`.
+fn fnv(mut h: u64, bytes: impl IntoIterator<Item = u8>) -> u64 {
+    for b in bytes {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+/// The hash state after a Service's key and the separator: shared by the scores of all nodes.
+fn rendezvous_key(key: &str) -> u64 {
+    fnv(0xcbf2_9ce4_8422_2325, key.bytes().chain([0u8]))
+}
+
+/// [`rendezvous_score`] from the state [`rendezvous_key`] gave.
+fn rendezvous_finish(keyed: u64, node: &str) -> u64 {
+    let mut h = fnv(keyed, node.bytes());
+    // splitmix64 finaliser: FNV alone mixes the last bytes poorly.
+    h ^= h >> 30;
+    h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    h ^= h >> 27;
+    h = h.wrapping_mul(0x94d0_49bb_1331_11eb);
+    h ^ (h >> 31)
+}
+
+/// The `limit` nodes of the highest rendezvous scores for `key`, in name order.
+pub fn rendezvous_subset(key: &str, nodes: &[String], limit: usize) -> Vec<String> {
+    let mut scored: Vec<(u64, &String)> = nodes
+        .iter()
+        .map(|n| (rendezvous_score(key, n), n))
+        .collect();
+    let order = |a: &(u64, &String), b: &(u64, &String)| b.0.cmp(&a.0).then(a.1.cmp(b.1));
+    if limit < scored.len() {
+        scored.select_nth_unstable_by(limit, order);
+        scored.truncate(limit);
+    }
+    let mut out: Vec<String> = scored.into_iter().map(|(_, n)| n.clone()).collect();
+    out.sort();
+    out
+}
+
+/// Ports of a Service on an address and protocol: the ports, the Service's path, its file and
+/// position (for overlap errors, SPEC R2.2).
+type TakenPorts = (PortRange, String, String, Pos);
+
+const EXCLUDED: &str =
+    "labelled node.kubernetes.io/exclude-from-external-load-balancers (SPEC R7.6)";
+const OUTSIDE_SUBSET: &str =
+    "outside the Service's subset (rendezvous hashing on its UID, SPEC R7.5)";
+
+/// [`rendezvous_subset`] over `nodes[candidates]`: the indexes of the `limit` highest scores.
+fn rendezvous_top(
+    key: &str,
+    nodes: &[read::NodeInfo],
+    candidates: &[usize],
+    limit: usize,
+) -> Vec<usize> {
+    let keyed = rendezvous_key(key);
+    let mut scored: Vec<(u64, usize)> = candidates
+        .iter()
+        .map(|&i| (rendezvous_finish(keyed, &nodes[i].name), i))
+        .collect();
+    let order = |a: &(u64, usize), b: &(u64, usize)| {
+        b.0.cmp(&a.0)
+            .then_with(|| nodes[a.1].name.cmp(&nodes[b.1].name))
+    };
+    if limit < scored.len() {
+        scored.select_nth_unstable_by(limit, order);
+        scored.truncate(limit);
+    }
+    scored.into_iter().map(|(_, i)| i).collect()
+}
+
+/// The project document's `kubernetes` section.
+#[derive(Debug, Clone, Default)]
+struct Project {
+    pools: Vec<Prefix>,
+    delivery: Option<Delivery>,
+    macs: BTreeMap<String, u64>,
+    /// `kubernetes.endpointSliceTracking: false`: `Local` Services behave as the source
+    /// product's, every eligible node a backend and only the health check taking one out.
+    untracked: bool,
+}
+
+/// Everything read from the inputs.
+#[derive(Default)]
+struct Inputs {
+    services: Vec<read::Service>,
+    nodes: Vec<read::NodeInfo>,
+    slices: Vec<read::Slice>,
+    nic: Option<Nic>,
+    project: Project,
+    ignored: BTreeMap<String, usize>,
+}
+
+/// Reads Kubernetes manifests (and an optional project document of our own: `nic` and
+/// `kubernetes` sections) into one configuration. Every problem is reported with its file,
+/// line and field; the configuration is valid only when there is none.
+pub(crate) fn parse(sources: &[(String, Vec<Node>)]) -> (Config, Diagnostics) {
+    let mut inputs = Inputs::default();
+    let mut diags = Diagnostics::new();
+    for (file, docs) in sources {
+        let mut r = Reader::new(file);
+        for doc in docs {
+            document(&mut r, doc, &mut inputs);
+        }
+        diags.extend(r.diags);
+    }
+    let file = match sources {
+        [(one, _)] => one.clone(),
+        _ => sources.first().map(|(f, _)| f.clone()).unwrap_or_default(),
+    };
+    let config = map(&inputs, &file, &mut diags);
+    diags.sort();
+    (config, diags)
+}
+
+fn document(r: &mut Reader, doc: &Node, inputs: &mut Inputs) {
+    if doc.is_null() {
+        return;
+    }
+    if !is_manifest(doc) {
+        project(r, doc, inputs);
+        return;
+    }
+    object(r, doc, "", inputs);
+}
+
+fn object(r: &mut Reader, obj: &Node, at: &str, inputs: &mut Inputs) {
+    let api = get(obj, "apiVersion").and_then(Node::scalar).unwrap_or("");
+    let Some(kind) = get(obj, "kind").and_then(Node::scalar) else {
+        r.err(obj.pos, &join(at, "kind"), "`kind` is required", None);
+        return;
+    };
+    let name = get(obj, "metadata")
+        .and_then(|m| get(m, "name"))
+        .and_then(Node::scalar)
+        .unwrap_or("");
+    let path = if at.is_empty() {
+        format!("{kind}/{name}")
+    } else {
+        format!("{at}({kind}/{name})")
+    };
+    match kind {
+        "List" | "ServiceList" | "NodeList" | "EndpointSliceList" => {
+            let Some(items) = get(obj, "items") else {
+                return;
+            };
+            let Value::Seq(items) = &items.value else {
+                r.err(items.pos, &join(at, "items"), "expected a list", None);
+                return;
+            };
+            for (i, item) in items.iter().enumerate() {
+                object(
+                    r,
+                    item,
+                    &format!(
+                        "{}items[{i}]",
+                        if at.is_empty() {
+                            String::new()
+                        } else {
+                            format!("{at}.")
+                        }
+                    ),
+                    inputs,
+                );
+            }
+        }
+        "Service" if api == "v1" => {
+            if let Some(s) = read::service(r, obj, &path) {
+                inputs.services.push(s);
+            }
+        }
+        "Node" if api == "v1" => {
+            if let Some(n) = read::node(r, obj, &path) {
+                inputs.nodes.push(n);
+            }
+        }
+        "EndpointSlice" => {
+            if let Some(s) = read::endpoint_slice(r, obj, &path, api) {
+                inputs.slices.push(s);
+            }
+        }
+        "Service" | "Node" => {
+            let pos = get(obj, "apiVersion").map_or(obj.pos, |n| n.pos);
+            r.err(
+                pos,
+                &join(&path, "apiVersion"),
+                format!("`{api}` is not the API of a {kind}"),
+                Some("v1".into()),
+            );
+        }
+        other => *inputs.ignored.entry(other.to_string()).or_default() += 1,
+    }
+}
+
+fn join(a: &str, b: &str) -> String {
+    if a.is_empty() {
+        b.to_string()
+    } else {
+        format!("{a}.{b}")
+    }
+}
+
+/// The project document: `nic` (as in any configuration) and `kubernetes`.
+fn project(r: &mut Reader, doc: &Node, inputs: &mut Inputs) {
+    let Some(o) = r.object(doc, "", &["nic", "kubernetes"], &[]) else {
+        return;
+    };
+    if let Some(n) = o.get("nic") {
+        if inputs.nic.is_some() {
+            r.err(
+                n.pos,
+                "nic",
+                "`nic` is given twice",
+                Some("one `nic` section".into()),
+            );
+        } else {
+            inputs.nic = Some(crate::gcp::read_nic(r, Some(n)));
+        }
+    }
+    let Some(k) = o.get("kubernetes") else { return };
+    let Some(k) = r.object(
+        k,
+        "kubernetes",
+        &[
+            "addressPools",
+            "delivery",
+            "endpointSliceTracking",
+            "nodeMacs",
+        ],
+        &[],
+    ) else {
+        return;
+    };
+    for (i, item) in r
+        .list(k.get("addressPools"), "kubernetes.addressPools")
+        .iter()
+        .enumerate()
+    {
+        if let Some(p) = r.prefix(item, &format!("kubernetes.addressPools[{i}]")) {
+            inputs.project.pools.push(p);
+        }
+    }
+    inputs.project.delivery = Some(r.enumerated(
+        &k,
+        "delivery",
+        Delivery::Ipip,
+        &[
+            ("L2_DSR", Delivery::L2Dsr),
+            ("IPIP", Delivery::Ipip),
+            ("GUE", Delivery::Gue),
+        ],
+        &[],
+    ));
+    inputs.project.untracked = !crate::gcp::services::boolean(r, &k, "endpointSliceTracking", true);
+    if let Some(m) = k.get("nodeMacs") {
+        match &m.value {
+            Value::Map(entries) => {
+                for (key, v) in entries {
+                    let Some(node) = key.scalar() else { continue };
+                    if let Some(mac) = r.mac(v, &format!("kubernetes.nodeMacs.{node}")) {
+                        inputs.project.macs.insert(node.to_string(), mac);
+                    }
+                }
+            }
+            _ => r.err(
+                m.pos,
+                "kubernetes.nodeMacs",
+                "expected a mapping of node name to MAC",
+                None,
+            ),
+        }
+    }
+}
+
+/// A name of the model from a Service: `k8s-NAMESPACE-NAME`, shortened with a hash of the
+/// whole when long, so every derived name (with `-v6`, `-hc`, `-udp`, a zone) stays a valid
+/// resource name of at most 63 characters.
+fn base_name(namespace: &str, name: &str) -> String {
+    let full = format!("k8s-{namespace}-{name}");
+    if full.len() <= 36 {
+        return full;
+    }
+    let hash = rendezvous_score("name", &full) as u32;
+    let head: String = full.chars().take(27).collect();
+    format!("{}-{hash:08x}", head.trim_end_matches('-'))
+}
+
+/// A zone as part of a resource name.
+fn zone_part(zone: &str) -> String {
+    if zone.is_empty() {
+        return "nozone".into();
+    }
+    let s: String = zone
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .take(20)
+        .collect();
+    s.trim_matches('-').to_string()
+}
+
+/// The backend named after node `node` for one family: the node's name, and for the IPv6
+/// address of a node that also has an IPv4 one, `NODE.ipv6`.
+fn backend_name(node: &read::NodeInfo, v6: bool) -> String {
+    if v6 && node.ipv4.is_some() {
+        format!("{}.ipv6", node.name)
+    } else {
+        node.name.clone()
+    }
+}
+
+/// Merges sorted single ports into ranges; more than five ports become one range from the
+/// lowest to the highest (a forwarding rule holds at most five `ports`).
+fn port_ranges(ports: &BTreeSet<u16>) -> (Vec<PortRange>, bool) {
+    if ports.len() > 5 {
+        let lo = ports.iter().next().copied().unwrap_or(0);
+        let hi = ports.iter().next_back().copied().unwrap_or(0);
+        return (vec![PortRange { lo, hi }], true);
+    }
+    let mut out: Vec<PortRange> = Vec::new();
+    for &p in ports {
+        match out.last_mut() {
+            Some(r) if u32::from(r.hi) + 1 == u32::from(p) => r.hi = p,
+            _ => out.push(PortRange { lo: p, hi: p }),
+        }
+    }
+    (out, false)
+}
+
+/// Address `index` of the pools of one family (each pool's usable addresses in turn: IPv4
+/// pools of /30 and wider leave out their network and broadcast addresses); the count of
+/// addresses, at most 65536 per pool.
+fn pool_addresses(pools: &[&Prefix]) -> Vec<(u128, u64, bool)> {
+    pools
+        .iter()
+        .map(|p| {
+            let v4 = p.addr.is_ipv4();
+            let bits = if v4 {
+                32 - u32::from(p.len)
+            } else {
+                128 - u32::from(p.len)
+            };
+            let size: u64 = if bits >= 16 { 65536 } else { 1u64 << bits };
+            let base = match p.addr {
+                IpAddr::V4(a) => u128::from(u32::from(a)),
+                IpAddr::V6(a) => u128::from(a),
+            };
+            if v4 && bits >= 2 {
+                // Skip the network address; the broadcast one is past the 65536 cap or cut.
+                let usable = if bits >= 16 { size } else { size - 2 };
+                (base + 1, usable, v4)
+            } else {
+                (base, size, v4)
+            }
+        })
+        .collect()
+}
+
+fn address_at(pools: &[(u128, u64, bool)], mut index: u64) -> Option<IpAddr> {
+    for &(base, count, v4) in pools {
+        if index < count {
+            let a = base + u128::from(index);
+            return Some(if v4 {
+                IpAddr::V4(std::net::Ipv4Addr::from(a as u32))
+            } else {
+                IpAddr::V6(std::net::Ipv6Addr::from(a))
+            });
+        }
+        index -= count;
+    }
+    None
+}
+
+/// Per Service and family, its VIP: `spec.loadBalancerIP`, else the address its
+/// `status.loadBalancer.ingress` already holds, else one of the configured pool: the Service
+/// takes the first free address from a start its `namespace/name` hashes to, Services in
+/// order of creation (so adding a Service never moves an older one's address).
+fn assign_vips(
+    inputs: &Inputs,
+    order: &[usize],
+    diags: &mut Diagnostics,
+) -> BTreeMap<(usize, bool), IpAddr> {
+    let mut out = BTreeMap::new();
+    let mut used: BTreeSet<IpAddr> = BTreeSet::new();
+    // Explicit and existing addresses first: the pool never hands them out.
+    for &i in order {
+        let s = &inputs.services[i];
+        for &v6 in &s.families {
+            let fixed = s
+                .load_balancer_ip
+                .map(|(a, _)| a)
+                .filter(|a| a.is_ipv6() == v6)
+                .or_else(|| s.status_ips.iter().copied().find(|a| a.is_ipv6() == v6));
+            if let Some(a) = fixed {
+                out.insert((i, v6), a);
+                used.insert(a);
+            }
+        }
+    }
+    for &i in order {
+        let s = &inputs.services[i];
+        for &v6 in &s.families {
+            if out.contains_key(&(i, v6)) {
+                continue;
+            }
+            let fam: Vec<&Prefix> = inputs
+                .project
+                .pools
+                .iter()
+                .filter(|p| p.addr.is_ipv6() == v6)
+                .collect();
+            let pools = pool_addresses(&fam);
+            let total: u64 = pools.iter().map(|p| p.1).sum();
+            let family = if v6 { "IPv6" } else { "IPv4" };
+            let found = (total > 0)
+                .then(|| {
+                    let start =
+                        rendezvous_score("vip", &format!("{}/{}", s.meta.namespace, s.meta.name))
+                            % total;
+                    (0..total)
+                        .filter_map(|k| address_at(&pools, (start + k) % total))
+                        .find(|a| !used.contains(a))
+                })
+                .flatten();
+            match found {
+                Some(a) => {
+                    used.insert(a);
+                    out.insert((i, v6), a);
+                }
+                None => diags.push(
+                    &s.file,
+                    s.pos,
+                    format!("{}.spec.loadBalancerIP", s.path),
+                    if total == 0 {
+                        format!("no {family} address for the Service: it has no loadBalancerIP of that family, no status.loadBalancer.ingress address, and no {family} `kubernetes.addressPools` is configured")
+                    } else {
+                        format!("no {family} address left for the Service: the {total} addresses of `kubernetes.addressPools` are taken")
+                    },
+                    Some(format!("spec.loadBalancerIP, or an {family} CIDR in `kubernetes.addressPools` of the project document (docs/kubernetes.md)")),
+                ),
+            }
+        }
+    }
+    out
+}
+
+/// Endpoint counts of a Service per node, from its EndpointSlices: ready (and not
+/// terminating), serving, terminating.
+fn endpoint_counts(slices: &[&read::Slice]) -> BTreeMap<String, [usize; 3]> {
+    let mut counts: BTreeMap<String, [usize; 3]> = BTreeMap::new();
+    for slice in slices {
+        for e in &slice.endpoints {
+            let c = counts.entry(e.node.clone()).or_default();
+            if e.ready && !e.terminating {
+                c[0] += 1;
+            }
+            if e.serving {
+                c[1] += 1;
+            }
+            if e.terminating {
+                c[2] += 1;
+            }
+        }
+    }
+    counts
+}
+
+fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
+    let mut c = Config {
+        file: file.to_string(),
+        nic: inputs.nic.clone().unwrap_or_default(),
+        ..Config::default()
+    };
+    let delivery = inputs.project.delivery.unwrap_or(Delivery::Ipip);
+    let mut notes: Vec<String> = Vec::new();
+    if delivery != Delivery::L2Dsr {
+        // Nodes are reached at their InternalIP, encapsulated: the NIC needs a next hop and an
+        // outer source; without a project document, stand-ins that keep a compile possible.
+        if c.nic.next_hop_mac.is_none() {
+            c.nic.next_hop_mac = Some(0x02_00_00_00_00_02);
+            notes.push("no `nic.nextHopMac` given: encapsulated packets go to 02:00:00:00:00:02 (a stand-in; set the router's MAC in the project document)".into());
+        }
+        if c.nic.outer_source_ipv4.is_none() {
+            c.nic.outer_source_ipv4 = crate::gcp::parse_prefix("198.18.0.0/24").ok();
+            notes.push("no `nic.outerSourceIpv4` given: outer IPv4 sources from 198.18.0.0/24 (a stand-in; set the NIC's own prefix)".into());
+        }
+        if c.nic.outer_source_ipv6.is_none() {
+            c.nic.outer_source_ipv6 = crate::gcp::parse_prefix("2001:2::/48").ok();
+        }
+    }
+
+    // Duplicates: one object per name.
+    let mut seen: BTreeMap<String, (String, Pos)> = BTreeMap::new();
+    for n in &inputs.nodes {
+        if let Some((f, p)) = seen.insert(n.name.clone(), (n.file.clone(), n.pos)) {
+            diags.push(
+                &n.file,
+                n.pos,
+                format!("Node/{}", n.name),
+                format!("Node `{}` is given twice (also at {f}:{})", n.name, p.line),
+                None,
+            );
+        }
+    }
+    let nodes: BTreeMap<&str, &read::NodeInfo> =
+        inputs.nodes.iter().map(|n| (n.name.as_str(), n)).collect();
+    let mut seen_svc: BTreeMap<String, (String, Pos)> = BTreeMap::new();
+    for s in &inputs.services {
+        let key = format!("{}/{}", s.meta.namespace, s.meta.name);
+        if let Some((f, p)) = seen_svc.insert(key.clone(), (s.file.clone(), s.pos)) {
+            diags.push(
+                &s.file,
+                s.pos,
+                &s.path,
+                format!("Service `{key}` is given twice (also at {f}:{})", p.line),
+                None,
+            );
+        }
+    }
+
+    // Services in order of creation, then by name: the order VIPs are handed out in.
+    let mut order: Vec<usize> = (0..inputs.services.len())
+        .filter(|&i| inputs.services[i].foreign_class.is_none())
+        .collect();
+    order.sort_by(|&a, &b| {
+        let (x, y) = (&inputs.services[a].meta, &inputs.services[b].meta);
+        (&x.created, &x.namespace, &x.name).cmp(&(&y.created, &y.namespace, &y.name))
+    });
+    for s in inputs.services.iter().filter(|s| s.foreign_class.is_some()) {
+        notes.push(format!(
+            "Service {}/{}: loadBalancerClass `{}` is another controller's: not served here",
+            s.meta.namespace,
+            s.meta.name,
+            s.foreign_class.as_deref().unwrap_or("")
+        ));
+    }
+    let vips = assign_vips(inputs, &order, diags);
+
+    let mut used_instances: BTreeSet<(&str, bool)> = BTreeSet::new();
+    let mut need_shared = [false, false]; // [backend-service check, legacy check]
+    let mut any_service = false;
+    // (VIP, protocol) → (ports, Service path, file, position) for overlap errors.
+    let mut taken: BTreeMap<(IpAddr, bool), Vec<TakenPorts>> = BTreeMap::new();
+    let mut sorted = order.clone();
+    sorted.sort_by(|&a, &b| {
+        let (x, y) = (&inputs.services[a].meta, &inputs.services[b].meta);
+        (&x.namespace, &x.name).cmp(&(&y.namespace, &y.name))
+    });
+    // Nodes in name order: the table every Service's verdicts share.
+    let mut by_name: Vec<usize> = (0..inputs.nodes.len()).collect();
+    by_name.sort_by(|&a, &b| inputs.nodes[a].name.cmp(&inputs.nodes[b].name));
+    let cluster: Arc<[ClusterNode]> = by_name
+        .iter()
+        .map(|&i| {
+            let n = &inputs.nodes[i];
+            ClusterNode {
+                name: Arc::from(n.name.as_str()),
+                zone: Arc::from(n.zone.as_str()),
+                ready: n.ready,
+                excluded: n.excluded,
+                ipv4: n.ipv4.is_some(),
+                ipv6: n.ipv6.is_some(),
+            }
+        })
+        .collect();
+    // Each Service's EndpointSlices, found once.
+    let mut slices_of: BTreeMap<(&str, &str), Vec<&read::Slice>> = BTreeMap::new();
+    for x in &inputs.slices {
+        slices_of
+            .entry((x.namespace.as_str(), x.service.as_str()))
+            .or_default()
+            .push(x);
+    }
+    for &si in &sorted {
+        let s = &inputs.services[si];
+        let key = format!("{}/{}", s.meta.namespace, s.meta.name);
+        let mut snotes: Vec<String> = Vec::new();
+        let base = base_name(&s.meta.namespace, &s.meta.name);
+        let slices = slices_of
+            .get(&(s.meta.namespace.as_str(), s.meta.name.as_str()))
+            .map_or(&[][..], Vec::as_slice);
+        let counts = endpoint_counts(slices);
+        let endpoint_list: Vec<(String, [usize; 3])> =
+            counts.iter().map(|(n, c)| (n.clone(), *c)).collect();
+        let limit = node_limit(s.shape, s.policy);
+        let uid = if s.meta.uid.is_empty() {
+            key.clone()
+        } else {
+            s.meta.uid.clone()
+        };
+
+        // Weighting (SPEC R5.6, R7.3): only an external backend service with Local.
+        let weighted = s.weighted
+            && match (s.shape, s.policy) {
+                (Shape::External, TrafficPolicy::Local) => true,
+                (_, TrafficPolicy::Cluster) => {
+                    snotes.push("warning: networking.gke.io/weighted-load-balancing needs externalTrafficPolicy Local; with Cluster packets may go on to other nodes, so nodes are not weighted (SPEC R7.6)".into());
+                    false
+                }
+                (Shape::Internal, _) => {
+                    snotes.push("warning: networking.gke.io/weighted-load-balancing is offered for external Services only (seed 003): not weighted".into());
+                    false
+                }
+                (Shape::LegacyTargetPool, _) => {
+                    snotes.push("warning: networking.gke.io/weighted-load-balancing needs a backend-service load balancer; target pools never weight (SPEC R5.6)".into());
+                    false
+                }
+            };
+
+        // Without EndpointSlice tracking a Local Service is the source product's: its nodes
+        // are every eligible node and only the health check tells which have a ready pod.
+        let untracked = inputs.project.untracked && s.policy == TrafficPolicy::Local;
+        if untracked {
+            snotes.push("EndpointSlice tracking is off (kubernetes.endpointSliceTracking: false): every eligible node is a backend and only the check on healthCheckNodePort takes a node without a ready pod out, (unhealthyThreshold + 1) × interval late at worst".into());
+        }
+
+        // Zonal affinity (SPEC R7.4): internal Services only (seed 003).
+        let zonal_affinity = match (s.prefer_close, s.shape) {
+            (None, _) => false,
+            (Some(_), Shape::Internal) if c.nic.zone.is_empty() => {
+                snotes.push("warning: trafficDistribution asks for zonal affinity, but `nic.zone` is not set: the NIC has no zone to prefer, so every zone serves".into());
+                false
+            }
+            (Some(_), Shape::Internal) => true,
+            (Some(_), _) => {
+                snotes.push("warning: trafficDistribution (zonal affinity) is offered for internal Services only (seed 003): every zone serves".into());
+                false
+            }
+        };
+
+        // Which nodes serve (the verdicts, why not the others, are worded on demand).
+        let rule = VerdictRule {
+            shape: s.shape,
+            policy: s.policy,
+            untracked,
+            ipv4: s.families.contains(&false),
+            ipv6: s.families.contains(&true),
+        };
+        // The nodes with endpoints, as positions in `cluster` (ascending: both in name order).
+        let mut with_endpoints: Vec<(usize, [usize; 3])> = Vec::with_capacity(counts.len());
+        for (name, c) in &counts {
+            let first = cluster.partition_point(|n| &*n.name < name.as_str());
+            for p in (first..cluster.len()).take_while(|&p| *cluster[p].name == **name) {
+                with_endpoints.push((p, *c));
+            }
+        }
+        let mut next = with_endpoints.iter().peekable();
+        let candidates: Vec<usize> = cluster
+            .iter()
+            .zip(&by_name)
+            .enumerate()
+            .filter(|&(p, (n, _))| {
+                let ep = next.next_if(|e| e.0 == p).map_or([0; 3], |e| e.1);
+                rule.ineligible(n, ep).is_none()
+            })
+            .map(|(_, (_, &i))| i)
+            .collect();
+        let mut member_of = vec![false; inputs.nodes.len()];
+        match limit {
+            Some(l) if candidates.len() > l => {
+                snotes.push(format!(
+                    "{} eligible nodes, more than the {l} a {} Service with externalTrafficPolicy {:?} may have: a subset of {l} by rendezvous hashing on the Service's UID (SPEC R7.5)",
+                    candidates.len(),
+                    if s.shape == Shape::Internal { "internal" } else { "external" },
+                    s.policy
+                ));
+                for i in rendezvous_top(&uid, &inputs.nodes, &candidates, l) {
+                    member_of[i] = true;
+                }
+            }
+            _ => {
+                for &i in &candidates {
+                    member_of[i] = true;
+                }
+            }
+        }
+        let members: Vec<&str> = candidates
+            .iter()
+            .filter(|&&i| member_of[i])
+            .map(|&i| inputs.nodes[i].name.as_str())
+            .collect();
+        let member_positions: Vec<u32> = (0..by_name.len())
+            .filter(|&p| member_of[by_name[p]])
+            .map(|p| p as u32)
+            .collect();
+        let slices_without_node: usize = slices.iter().map(|x| x.without_node).sum();
+        if slices_without_node > 0 {
+            snotes.push(format!(
+                "{slices_without_node} endpoint(s) without nodeName count for no node"
+            ));
+        }
+        for (node, _) in counts
+            .iter()
+            .filter(|(n, _)| !nodes.contains_key(n.as_str()))
+        {
+            snotes.push(format!("endpoints on node `{node}`, which no Node manifest describes: the node is not a backend"));
+        }
+
+        // Health check (SPEC R7.1, R7.6).
+        let (hc_name, hc_port, timing) = match s.policy {
+            TrafficPolicy::Cluster => (
+                SHARED_CHECK.to_string(),
+                KUBE_PROXY_HEALTH_PORT,
+                CLUSTER_CHECK,
+            ),
+            TrafficPolicy::Local => (
+                format!("{base}-hc"),
+                s.health_check_node_port.unwrap_or(0),
+                LOCAL_CHECK,
+            ),
+        };
+        let health_check = format!(
+            "{hc_name}: HTTP GET /healthz on port {hc_port}, every {} s, timeout {} s, healthy after {}, unhealthy after {}",
+            timing[0], timing[1], timing[2], timing[3]
+        );
+        let loc = Loc {
+            index: 0,
+            pos: s.pos,
+            fields: Vec::new(),
+            incomplete: false,
+        };
+        let legacy = s.shape == Shape::LegacyTargetPool;
+        if s.policy == TrafficPolicy::Cluster {
+            need_shared[usize::from(legacy)] = true;
+        } else if s.health_check_node_port.is_some() {
+            if legacy {
+                c.http_health_checks.push(HttpHealthCheck {
+                    name: hc_name.clone(),
+                    port: hc_port,
+                    request_path: "/healthz".into(),
+                    host: String::new(),
+                    check_interval_sec: timing[0],
+                    timeout_sec: timing[1],
+                    healthy_threshold: timing[2],
+                    unhealthy_threshold: timing[3],
+                    loc: Loc {
+                        index: c.http_health_checks.len(),
+                        ..loc.clone()
+                    },
+                });
+            } else {
+                c.health_checks.push(HealthCheck {
+                    name: hc_name.clone(),
+                    region: String::new(),
+                    probe: Probe::Http {
+                        request_path: "/healthz".into(),
+                        host: String::new(),
+                        response: String::new(),
+                    },
+                    port: hc_port,
+                    check_interval_sec: timing[0],
+                    timeout_sec: timing[1],
+                    healthy_threshold: timing[2],
+                    unhealthy_threshold: timing[3],
+                    loc: Loc {
+                        index: c.health_checks.len(),
+                        ..loc.clone()
+                    },
+                });
+            }
+        }
+        let affinity = if s.client_ip_affinity {
+            Affinity::ClientIp
+        } else {
+            Affinity::None
+        };
+        let idle = match (s.client_ip_affinity, s.affinity_timeout) {
+            (true, Some((t, pos))) => {
+                if t > crate::gcp::MAX_IDLE_TIMEOUT_SEC {
+                    diags.push(
+                        &s.file,
+                        pos,
+                        format!(
+                            "{}.spec.sessionAffinityConfig.clientIP.timeoutSeconds",
+                            s.path
+                        ),
+                        format!(
+                            "{t} s is longer than the connection table keeps an idle connection"
+                        ),
+                        Some(format!("1..={}", crate::gcp::MAX_IDLE_TIMEOUT_SEC)),
+                    );
+                }
+                t.min(crate::gcp::MAX_IDLE_TIMEOUT_SEC) as u16
+            }
+            // Kubernetes' default ClientIP timeout: 3 hours.
+            (true, None) => 10_800,
+            _ if s.shape == Shape::Internal => IDLE_INTERNAL,
+            _ => IDLE_EXTERNAL,
+        };
+        let tcp: BTreeSet<u16> = s.ports.iter().filter(|p| !p.udp).map(|p| p.port).collect();
+        let udp: BTreeSet<u16> = s.ports.iter().filter(|p| p.udp).map(|p| p.port).collect();
+        let protocol = match (tcp.is_empty(), udp.is_empty()) {
+            (false, true) => ServiceProtocol::Tcp,
+            (true, false) => ServiceProtocol::Udp,
+            _ => ServiceProtocol::Unspecified,
+        };
+
+        let mut pools = Vec::new();
+        let mut svc_vips = Vec::new();
+        let mut ready_endpoints = Vec::new();
+        for &v6 in &s.families {
+            let pool = if v6 && s.families.len() > 1 {
+                format!("{base}-v6")
+            } else {
+                base.clone()
+            };
+            let Some(&vip) = vips.get(&(si, v6)) else {
+                continue;
+            };
+            svc_vips.push(vip);
+            let fam_members: Vec<&read::NodeInfo> = members
+                .iter()
+                .filter_map(|m| nodes.get(*m).copied())
+                .filter(|n| {
+                    if v6 {
+                        n.ipv6.is_some()
+                    } else {
+                        n.ipv4.is_some()
+                    }
+                })
+                .collect();
+            for n in &fam_members {
+                used_instances.insert((n.name.as_str(), v6));
+                if s.policy == TrafficPolicy::Local && !untracked {
+                    let ready = counts.get(&n.name).map_or(0, |c| c[0]);
+                    ready_endpoints.push((pool.clone(), backend_name(n, v6), ready as u32));
+                }
+            }
+            let refs = |ns: &[&read::NodeInfo]| -> Vec<Ref> {
+                ns.iter()
+                    .map(|n| Ref::named(&backend_name(n, v6), s.pos))
+                    .collect()
+            };
+            if legacy {
+                c.target_pools.push(TargetPool {
+                    name: pool.clone(),
+                    region: String::new(),
+                    instances: refs(&fam_members),
+                    health_checks: vec![Ref::named(&hc_name, s.pos)],
+                    session_affinity: affinity,
+                    backup_pool: None,
+                    failover_ratio: None,
+                    delivery,
+                    idle_timeout_sec: idle,
+                    loc: Loc {
+                        index: c.target_pools.len(),
+                        ..loc.clone()
+                    },
+                });
+            } else {
+                any_service = true;
+                // One GCE_VM_IP NEG per zone (seed 003: GKE creates one per Service and zone).
+                let mut by_zone: BTreeMap<&str, Vec<&read::NodeInfo>> = BTreeMap::new();
+                for n in &fam_members {
+                    by_zone.entry(n.zone.as_str()).or_default().push(n);
+                }
+                let mut backends = Vec::new();
+                for (zone, ns) in by_zone {
+                    let neg = format!("{pool}-{}", zone_part(zone));
+                    c.network_endpoint_groups.push(NetworkEndpointGroup {
+                        name: neg.clone(),
+                        zone: zone.to_string(),
+                        endpoints: refs(&ns)
+                            .into_iter()
+                            .map(|r| NetworkEndpoint {
+                                ip: None,
+                                ip_pos: s.pos,
+                                pos: s.pos,
+                                instance: r,
+                            })
+                            .collect(),
+                        size: None,
+                        loc: Loc {
+                            index: c.network_endpoint_groups.len(),
+                            ..loc.clone()
+                        },
+                    });
+                    backends.push(Backend {
+                        group: Ref::named(&neg, s.pos),
+                        neg: true,
+                        max_connections: None,
+                        capacity_scaler: Ratio::one(),
+                        failover: false,
+                        preference: Preference::Default,
+                        loc: loc.clone(),
+                    });
+                }
+                c.backend_services.push(BackendService {
+                    name: pool.clone(),
+                    region: String::new(),
+                    global: true,
+                    protocol,
+                    health_checks: if s.policy == TrafficPolicy::Local
+                        && s.health_check_node_port.is_none()
+                    {
+                        Vec::new()
+                    } else {
+                        vec![Ref::named(&hc_name, s.pos)]
+                    },
+                    backends,
+                    session_affinity: affinity,
+                    tracking_mode: TrackingMode::PerConnection,
+                    persistence: Persistence::DefaultForProtocol,
+                    idle_timeout_sec: idle,
+                    failover_ratio: None,
+                    drop_traffic_if_unhealthy: false,
+                    disable_connection_drain_on_failover: false,
+                    locality_lb_policy: if weighted {
+                        LocalityLbPolicy::WeightedMaglev
+                    } else {
+                        LocalityLbPolicy::Maglev
+                    },
+                    draining_timeout_sec: 0,
+                    service_lb_policy: Some(Ref::named(PASSTHROUGH_POLICY, s.pos)),
+                    delivery,
+                    loc: Loc {
+                        index: c.backend_services.len(),
+                        ..loc.clone()
+                    },
+                });
+            }
+            pools.push(pool.clone());
+            // Forwarding rules: one per protocol, the Service's ports of that protocol.
+            let suffix = if v6 && s.families.len() > 1 {
+                "-v6"
+            } else {
+                ""
+            };
+            for (udp, ports) in [(false, &tcp), (true, &udp)] {
+                if ports.is_empty() {
+                    continue;
+                }
+                let (ranges, spanned) = port_ranges(ports);
+                let proto = if udp { "udp" } else { "tcp" };
+                if spanned {
+                    snotes.push(format!(
+                        "more than five {} ports: the forwarding rule takes ports {}-{}, as GKE's does",
+                        proto.to_uppercase(),
+                        ranges[0].lo,
+                        ranges[0].hi
+                    ));
+                }
+                // Overlaps with another Service on the same VIP (SPEC R2.2), at this port.
+                let first = s
+                    .ports
+                    .iter()
+                    .find(|p| p.udp == udp)
+                    .map_or(s.pos, |p| p.pos);
+                let mine = taken.entry((vip, udp)).or_default();
+                for r in &ranges {
+                    if let Some((other, opath, ofile, opos)) =
+                        mine.iter().find(|(o, ..)| o.overlaps(r))
+                    {
+                        diags.push(
+                            &s.file,
+                            first,
+                            format!("{}.spec.ports", s.path),
+                            format!(
+                                "{} ports {r} of Service `{key}` on {vip} overlap ports {other} of {opath} ({ofile}:{})",
+                                proto.to_uppercase(),
+                                opos.line
+                            ),
+                            Some("Services sharing an address use disjoint ports of a protocol (SPEC R2.2)".into()),
+                        );
+                    }
+                }
+                for r in &ranges {
+                    mine.push((*r, s.path.clone(), s.file.clone(), first));
+                }
+                c.forwarding_rules.push(ForwardingRule {
+                    name: format!("{base}{suffix}-{proto}"),
+                    ip_address: vip,
+                    ip_protocol: if udp { Protocol::Udp } else { Protocol::Tcp },
+                    port_ranges: ranges,
+                    region: String::new(),
+                    target: Ref::named(&pool, s.pos),
+                    backend_service: !legacy,
+                    source_ranges: s.source_ranges.clone(),
+                    loc: Loc {
+                        index: c.forwarding_rules.len(),
+                        ..loc.clone()
+                    },
+                });
+            }
+        }
+        if !legacy && members.is_empty() {
+            snotes
+                .push("no node serves: new connections to its VIP are dropped (NO_BACKEND)".into());
+        }
+        for n in &snotes {
+            notes.push(format!("Service {key}: {n}"));
+        }
+        c.kubernetes.push(KubeService {
+            service: key,
+            shape: s.shape,
+            policy: s.policy,
+            pools,
+            vips: svc_vips,
+            ports: s.ports.iter().map(|p| (p.udp, p.port)).collect(),
+            health_check,
+            cluster: cluster.clone(),
+            rule,
+            members: member_positions,
+            endpoint_counts: endpoint_list,
+            notes: snotes,
+            ready_endpoints,
+            zonal_affinity,
+            client_zone: c.nic.zone.clone(),
+        });
+    }
+
+    // The shared Cluster check, once per kind that uses it.
+    let shared = |index| {
+        (
+            CLUSTER_CHECK,
+            Loc {
+                index,
+                ..Loc::default()
+            },
+        )
+    };
+    if need_shared[0] {
+        let (t, loc) = shared(c.health_checks.len());
+        c.health_checks.push(HealthCheck {
+            name: SHARED_CHECK.into(),
+            region: String::new(),
+            probe: Probe::Http {
+                request_path: "/healthz".into(),
+                host: String::new(),
+                response: String::new(),
+            },
+            port: KUBE_PROXY_HEALTH_PORT,
+            check_interval_sec: t[0],
+            timeout_sec: t[1],
+            healthy_threshold: t[2],
+            unhealthy_threshold: t[3],
+            loc,
+        });
+    }
+    if need_shared[1] {
+        let (t, loc) = shared(c.http_health_checks.len());
+        c.http_health_checks.push(HttpHealthCheck {
+            name: SHARED_CHECK.into(),
+            port: KUBE_PROXY_HEALTH_PORT,
+            request_path: "/healthz".into(),
+            host: String::new(),
+            check_interval_sec: t[0],
+            timeout_sec: t[1],
+            healthy_threshold: t[2],
+            unhealthy_threshold: t[3],
+            loc,
+        });
+    }
+    if any_service {
+        // The passthrough product has no service LB policy: every group in one tier, shares by
+        // endpoints; a group leaves only when none of it is healthy (threshold 1 %).
+        c.service_lb_policies.push(ServiceLbPolicy {
+            name: PASSTHROUGH_POLICY.into(),
+            location: String::new(),
+            algorithm: Algorithm::SprayToWorld,
+            auto_capacity_drain: false,
+            failover_health_threshold: 1,
+            isolation: Isolation::None,
+            loc: Loc::default(),
+        });
+    }
+    for (name, v6) in &used_instances {
+        let Some(n) = nodes.get(*name) else {
+            continue;
+        };
+        let ip = if *v6 { n.ipv6 } else { n.ipv4 };
+        let Some(ip) = ip else { continue };
+        let mac = inputs.project.macs.get(*name).copied();
+        if delivery == Delivery::L2Dsr && mac.is_none() {
+            diags.push(
+                &n.file,
+                n.pos,
+                format!("Node/{name}"),
+                format!("node `{name}` has no MAC, which `kubernetes.delivery: L2_DSR` needs"),
+                Some("its MAC in `kubernetes.nodeMacs`, or `delivery: IPIP` or `GUE`".into()),
+            );
+        }
+        c.instances.push(Instance {
+            name: backend_name(n, *v6),
+            ip,
+            zone: n.zone.clone(),
+            network: String::new(),
+            mac,
+            weight: 1,
+            loc: Loc {
+                index: c.instances.len(),
+                pos: n.pos,
+                fields: Vec::new(),
+                incomplete: false,
+            },
+        });
+    }
+    if !inputs.ignored.is_empty() {
+        let kinds: Vec<String> = inputs
+            .ignored
+            .iter()
+            .map(|(k, n)| format!("{n} {k}"))
+            .collect();
+        notes.push(format!(
+            "ignored (no load balancer reads them): {}",
+            kinds.join(", ")
+        ));
+    }
+    c.notes = notes;
+    c
+}

@@ -1,0 +1,1611 @@
+//! The service load-balancing policy of backend services (SPEC R6) as Maglev weights.
+//!
+//! The source product applies this policy in its proxies, request by request. A passthrough NIC
+//! only chooses a backend for each *new* connection from its Maglev slice, so here the policy
+//! decides what share of new connections each backend group gets, and the shares become the
+//! weights of the slice. The "client" of the source product is the NIC itself: it has a region
+//! and a zone, and regions have a distance order ([`Locality`]). Capacity is counted in
+//! connections: a group's capacity is its `maxConnections` (per group, per instance or per
+//! endpoint) times its `capacityScaler`, and its utilisation is the live connections the host
+//! tracks on its endpoints divided by that.
+//!
+//! One decision ([`decide`]) takes these steps, each reported in the result:
+//!
+//! 1. **Automatic capacity drain** (R6.3, when enabled): a group with fewer than 25 % of its
+//!    endpoints healthy is a drain candidate; candidates are drained (effective capacity 0),
+//!    fewest healthy first, only while drained groups stay under 50 % of all groups (groups with
+//!    capacity 0 for other reasons count in the total, not as drained). A drained group returns
+//!    once at least 35 % of its endpoints have passed health checks for 60 s.
+//! 2. **Failover backends** (the backend service's `failoverPolicy`): when fewer than
+//!    `failoverRatio` of the primary endpoints are healthy (`<`, as the source product compares
+//!    it for backend services, exactly on the written decimal), or, with the ratio 0 (the
+//!    default), when no primary endpoint is healthy, and a failover backend has a healthy
+//!    endpoint, the failover backends serve instead of the primary ones.
+//! 3. **Tiers**: preferred groups first (R6.6), then the default groups in locality order by
+//!    the algorithm (R6.1): `SPRAY_TO_WORLD` one tier of everything; `WATERFALL_BY_REGION` and
+//!    `SPRAY_TO_REGION` one tier per region, the NIC's region first, then by distance;
+//!    `WATERFALL_BY_ZONE` one tier per zone of the NIC's region (its own zone first), then one
+//!    per farther region. A group whose healthy share is below the failover threshold (R6.4,
+//!    default 70 %) is moved to a last tier: the others take its traffic while they have room.
+//! 4. **Isolation** (R6.5, granularity `REGION`): traffic does not spill to another region for
+//!    capacity; `NEAREST` still leaves the nearest region when it has no healthy capacity at
+//!    all, `STRICT` never does (new connections are dropped instead).
+//! 5. **Shares**: tiers are filled in order. A tier of capacity C gets the share C / N of new
+//!    connections, N being the live connections of the whole service (at least 1), and the next
+//!    tier the rest: in a steady state of N connections (arrival rate × lifetime) the tier then
+//!    holds C, and a load that does not change gives shares that do not change. C / N alone
+//!    lets a tier fill past C while N grows (connections it took when N was small stay open),
+//!    so a group at its capacity takes only its *turnover*, the share of new connections that
+//!    its closing connections free ([`Group::turnover`]): with no connection closing it takes
+//!    none, and the rest spills. A group [`PAST_CAPACITY_SIGMAS`] × √C past capacity takes
+//!    none at all. What no tier has room for goes to the tiers in use in proportion to their
+//!    capacity (overload), or all to the nearest region under isolation. Within a tier, groups
+//!    share in proportion to their room (their capacity, unless full); within a group, its
+//!    healthy endpoints share equally.
+//! 6. **Fail open** (R3.4): when no endpoint anywhere is healthy, every endpoint of the serving
+//!    set gets an equal share, unless `dropTrafficIfUnhealthy` asks to drop.
+//!
+//! On one NIC `WATERFALL_BY_REGION` and `SPRAY_TO_REGION` give the same shares: in the source
+//! product they differ in which zone each of many front ends prefers at low request rates, and
+//! the NIC is a single front end. `WATERFALL_BY_ZONE` is the algorithm that fills the NIC's own
+//! zone first.
+//!
+//! Everything here is a pure function of its inputs and the [`DrainState`] it updates, so the
+//! slow path and the policy simulator get the same decisions for the same inputs.
+
+use nlb_config::model::Ratio;
+pub use nlb_config::policy::{Algorithm, Isolation, Locality, Preference};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+
+/// The policy of one backend service.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Policy {
+    /// `loadBalancingAlgorithm`.
+    pub algorithm: Algorithm,
+    /// `autoCapacityDrain.enable`.
+    pub auto_capacity_drain: bool,
+    /// `failoverConfig.failoverHealthThreshold`, percent (1..=99, default 70).
+    pub failover_health_threshold: u8,
+    /// `isolationConfig`.
+    pub isolation: Isolation,
+    /// `failoverPolicy.failoverRatio` of the backend service (0..=1, exactly as written);
+    /// `None` is 0, the source product's default.
+    pub failover_ratio: Option<Ratio>,
+    /// `failoverPolicy.dropTrafficIfUnhealthy`.
+    pub drop_traffic_if_unhealthy: bool,
+    /// Zonal affinity of the passthrough load balancer (`ZONAL_AFFINITY_SPILL_CROSS_ZONE`
+    /// with spillover ratio 0, what GKE sets for `trafficDistribution: PreferClose`, SPEC
+    /// R7.4): when a group in the NIC's zone has a healthy endpoint, only the NIC zone's
+    /// groups serve; otherwise every group does, as without it.
+    pub zonal_affinity: bool,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            algorithm: Algorithm::default(),
+            auto_capacity_drain: false,
+            failover_health_threshold: 70,
+            isolation: Isolation::None,
+            failover_ratio: None,
+            drop_traffic_if_unhealthy: false,
+            zonal_affinity: false,
+        }
+    }
+}
+
+/// One endpoint (instance or network endpoint) of a group, as the host sees it now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    /// Backend (instance) name.
+    pub name: String,
+    /// Passes the service's health check.
+    pub healthy: bool,
+    /// Live connections the host tracks to it.
+    pub live: u64,
+}
+
+/// One backend group (instance group or network endpoint group) of a service.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Group {
+    /// Name (the `group` reference).
+    pub name: String,
+    /// Its region.
+    pub region: String,
+    /// Its zone.
+    pub zone: String,
+    /// `preference`.
+    pub preference: Preference,
+    /// `failover`: a failover backend of the service's `failoverPolicy`.
+    pub failover: bool,
+    /// Target capacity in connections: the max connections (per group, or per instance or
+    /// endpoint times their number) times `capacityScaler`. 0 is a group with capacity 0.
+    pub capacity: f64,
+    /// No backend of the service sets a capacity: `capacity` is only a weight (so many
+    /// connections per endpoint that the group never fills), and reports say "no capacity
+    /// limit" instead of the number.
+    pub unlimited: bool,
+    /// Its endpoints.
+    pub endpoints: Vec<Endpoint>,
+    /// How fast its connections close, as a share of the service's new connections (its
+    /// closing connections over the service's opened ones, both counted over the last
+    /// seconds, from the closed connections the slow path reports with [`crate::LiveLoad::add_closed`]): the share of new connections a full group can take without
+    /// growing. `None` when the slow path has not measured it.
+    pub turnover: Option<f64>,
+}
+
+impl Group {
+    fn healthy(&self) -> usize {
+        self.endpoints.iter().filter(|e| e.healthy).count()
+    }
+
+    fn live(&self) -> u64 {
+        self.endpoints.iter().map(|e| e.live).sum()
+    }
+
+    /// Healthy endpoints / endpoints (0 without endpoints).
+    fn healthy_fraction(&self) -> f64 {
+        if self.endpoints.is_empty() {
+            0.0
+        } else {
+            self.healthy() as f64 / self.endpoints.len() as f64
+        }
+    }
+}
+
+/// State kept between decisions: the automatic capacity drain's (R6.3), and which groups hold
+/// at their capacity.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct DrainState {
+    /// Groups drained now.
+    pub drained: BTreeSet<String>,
+    /// Drained groups that have had at least 35 % healthy since this time (seconds).
+    pub recovering_since: BTreeMap<String, f64>,
+    /// Groups that came near their capacity (within [`PAST_CAPACITY_SIGMAS`] × √C) and have
+    /// not fallen [`FILLING_AGAIN_SIGMAS`] × √C below it since: they take their capacity's
+    /// share, not all their tier is left (the hysteresis between filling and holding).
+    pub near_capacity: BTreeSet<String>,
+    /// Groups that went [`PAST_CAPACITY_SIGMAS`] × √C past their capacity and have not come
+    /// back within [`PAST_LEAVE_SIGMAS`] × √C of it since: they take no new connections.
+    pub past_capacity: BTreeSet<String>,
+}
+
+/// What the decision says about one group.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GroupReport {
+    /// Group name.
+    pub name: String,
+    /// Its region.
+    pub region: String,
+    /// Its zone.
+    pub zone: String,
+    /// Target capacity (connections), before draining.
+    pub capacity: f64,
+    /// No capacity limit (`capacity` is only a weight; see [`Group::unlimited`]).
+    pub unlimited: bool,
+    /// Capacity the shares used (0 when drained or not serving).
+    pub effective_capacity: f64,
+    /// Live connections.
+    pub live: u64,
+    /// live / capacity (infinite for capacity 0 with connections; 0 without).
+    pub utilisation: f64,
+    /// Healthy endpoints.
+    pub healthy: usize,
+    /// Endpoints.
+    pub endpoints: usize,
+    /// Drained by automatic capacity drain.
+    pub drained: bool,
+    /// Its healthy share is below the failover threshold.
+    pub below_threshold: bool,
+    /// Tier it was placed in (0 first), `None` when it serves nothing.
+    pub tier: Option<usize>,
+    /// Share of new connections.
+    pub share: f64,
+    /// Why, in words.
+    pub why: String,
+}
+
+/// The shares of one service.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decision {
+    /// Share of new connections per endpoint name (sums to 1, or is empty when dropping).
+    pub endpoint_shares: BTreeMap<String, f64>,
+    /// Per group, in input order.
+    pub groups: Vec<GroupReport>,
+    /// New connections are dropped (STRICT isolation with nothing in the nearest region, or
+    /// `dropTrafficIfUnhealthy` with nothing healthy).
+    pub drop: bool,
+    /// The failover backends serve instead of the primary ones (`failoverPolicy`).
+    pub failover_serves: bool,
+    /// The steps, in words.
+    pub steps: Vec<String>,
+}
+
+impl Decision {
+    /// Integer Maglev weights: shares scaled so the largest is `scale` (0 stays 0; any
+    /// positive share gets at least 1).
+    pub fn weights(&self, scale: u32) -> BTreeMap<String, u32> {
+        let max = self
+            .endpoint_shares
+            .values()
+            .copied()
+            .fold(0.0f64, f64::max);
+        self.endpoint_shares
+            .iter()
+            .map(|(n, &s)| {
+                let w = if s <= 0.0 || max <= 0.0 {
+                    0
+                } else {
+                    ((s / max * f64::from(scale)).round() as u32).max(1)
+                };
+                (n.clone(), w)
+            })
+            .collect()
+    }
+}
+
+/// Fraction healthy below which a group is a drain candidate (R6.3).
+pub const DRAIN_BELOW: f64 = 0.25;
+/// Fraction healthy at or above which a drained group starts to recover (R6.3).
+pub const UNDRAIN_AT: f64 = 0.35;
+/// Seconds a drained group must stay at or above [`UNDRAIN_AT`] to return (R6.3).
+pub const UNDRAIN_AFTER_SECS: f64 = 60.0;
+/// Drained groups stay under this fraction of all groups (R6.3).
+pub const MAX_DRAINED_FRACTION: f64 = 0.5;
+
+/// A group this many standard deviations of a steady load (√capacity connections, the
+/// spread of a Poisson count around its mean) past its capacity takes no new connections at
+/// all, whatever its turnover says: the bound on how far a group fills past capacity.
+pub const PAST_CAPACITY_SIGMAS: f64 = 3.0;
+
+/// How far below capacity (in √C, a steady load's spread) a group that came near it must fall
+/// to take all its tier is left again ([`DrainState::near_capacity`]): past the deadband's
+/// reach (its noise band lets a steady mean sit up to about 3√C below C) and a few √C more.
+pub const FILLING_AGAIN_SIGMAS: f64 = 6.0;
+
+/// How far past capacity (in √C) a group that went [`PAST_CAPACITY_SIGMAS`] past it must come
+/// back to take new connections again ([`DrainState::past_capacity`]).
+pub const PAST_LEAVE_SIGMAS: f64 = 2.0;
+
+/// The share of new connections a group has room for, `fair` being its capacity over the
+/// service's live connections (step 5), and how full it is. Well below capacity (more than
+/// [`PAST_CAPACITY_SIGMAS`] × √C below it, out of a steady load's reach) it takes all it is
+/// given; near capacity `fair`, the share that holds C in a steady state; at capacity only
+/// what its closing connections free (its turnover), so long-lived connections do not pile
+/// up past it; nothing once [`PAST_CAPACITY_SIGMAS`] × √C past it.
+///
+/// A group that came near capacity goes back to filling only once [`FILLING_AGAIN_SIGMAS`] ×
+/// √C below it (`near`): a steady load's count wanders about its mean by √C, and the deadband
+/// lets the mean sit a few √C below C, so one threshold would make the spill start and stop.
+///
+/// Likewise a group past capacity takes new connections again only once back within
+/// [`PAST_LEAVE_SIGMAS`] × √C of it (`past`), so that it does not start and stop at one
+/// count.
+fn room(g: &Group, capacity: f64, fair: f64, near: bool, past: bool) -> (f64, Fullness) {
+    let live = g.live() as f64;
+    let sigmas = PAST_CAPACITY_SIGMAS * capacity.sqrt();
+    if capacity <= 0.0 || g.unlimited {
+        return (fair, Fullness::Room);
+    }
+    let below = if near {
+        FILLING_AGAIN_SIGMAS
+    } else {
+        PAST_CAPACITY_SIGMAS
+    };
+    if live < capacity - below * capacity.sqrt() {
+        return (fair, Fullness::Filling);
+    }
+    if live < capacity {
+        return (fair, Fullness::Room);
+    }
+    let past_at = if past {
+        PAST_LEAVE_SIGMAS * capacity.sqrt()
+    } else {
+        sigmas
+    };
+    if live >= capacity + past_at {
+        return (0.0, Fullness::Past);
+    }
+    match g.turnover {
+        Some(t) if t < fair => (t, Fullness::Full(t)),
+        _ => (fair, Fullness::Room),
+    }
+}
+
+/// How full a group is (step 5).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Fullness {
+    /// Well below capacity: takes whatever its tier is left.
+    Filling,
+    /// Near capacity: takes its capacity's share.
+    Room,
+    /// At capacity: takes the share its closing connections free.
+    Full(f64),
+    /// Too far past capacity to take any.
+    Past,
+}
+
+/// Runs the automatic capacity drain (R6.3) at time `now` (seconds); returns what changed.
+fn drain(groups: &[Group], state: &mut DrainState, now: f64, steps: &mut Vec<String>) {
+    // Groups that no longer exist leave the state.
+    let names: BTreeSet<&str> = groups.iter().map(|g| g.name.as_str()).collect();
+    state.drained.retain(|g| names.contains(g.as_str()));
+    state
+        .recovering_since
+        .retain(|g, _| state.drained.contains(g));
+    let drained_now: Vec<&Group> = groups
+        .iter()
+        .filter(|g| state.drained.contains(&g.name))
+        .collect();
+    for g in drained_now {
+        if g.healthy_fraction() >= UNDRAIN_AT {
+            let since = *state.recovering_since.entry(g.name.clone()).or_insert(now);
+            if now - since >= UNDRAIN_AFTER_SECS {
+                state.drained.remove(&g.name);
+                state.recovering_since.remove(&g.name);
+                steps.push(format!(
+                    "group {}: {:.0} % healthy for {:.0} s: undrained",
+                    g.name,
+                    100.0 * g.healthy_fraction(),
+                    now - since
+                ));
+            }
+        } else {
+            state.recovering_since.remove(&g.name);
+        }
+    }
+    let total = groups.len();
+    let mut candidates: Vec<&Group> = groups
+        .iter()
+        .filter(|g| {
+            !state.drained.contains(&g.name)
+                && g.capacity > 0.0
+                && !g.endpoints.is_empty()
+                && g.healthy_fraction() < DRAIN_BELOW
+        })
+        .collect();
+    candidates.sort_by(|a, b| {
+        a.healthy_fraction()
+            .total_cmp(&b.healthy_fraction())
+            .then_with(|| a.name.cmp(&b.name))
+    });
+    for g in candidates {
+        let after = (state.drained.len() + 1) as f64 / total as f64;
+        if after < MAX_DRAINED_FRACTION {
+            state.drained.insert(g.name.clone());
+            steps.push(format!(
+                "group {}: {:.0} % healthy (< 25 %): drained",
+                g.name,
+                100.0 * g.healthy_fraction()
+            ));
+        } else {
+            steps.push(format!(
+                "group {}: {:.0} % healthy (< 25 %), not drained: {} of {total} groups drained already (they stay under 50 %)",
+                g.name,
+                100.0 * g.healthy_fraction(),
+                state.drained.len()
+            ));
+        }
+    }
+}
+
+/// Decides the shares of one service at time `now` (seconds, any monotonic origin), updating
+/// the drain state.
+pub fn decide(
+    policy: &Policy,
+    locality: &Locality,
+    groups: &[Group],
+    drain_state: &mut DrainState,
+    now: f64,
+) -> Decision {
+    let mut steps = Vec::new();
+    if policy.auto_capacity_drain {
+        drain(groups, drain_state, now, &mut steps);
+    } else {
+        drain_state.drained.clear();
+        drain_state.recovering_since.clear();
+    }
+    let drained = |g: &Group| drain_state.drained.contains(&g.name);
+
+    // Which groups serve: the primary ones, or the failover ones (failoverPolicy).
+    let has_failover = groups.iter().any(|g| g.failover);
+    let count = |failover: bool, f: fn(&Group) -> usize| -> usize {
+        groups
+            .iter()
+            .filter(|g| g.failover == failover)
+            .map(f)
+            .sum()
+    };
+    let (primary_healthy, primary_all) = (
+        count(false, Group::healthy),
+        count(false, |g| g.endpoints.len()),
+    );
+    let mut serve_failover = false;
+    if has_failover {
+        // The source product: with the ratio 0, fail over when no primary endpoint is healthy;
+        // otherwise when the healthy share is below the ratio (compared exactly).
+        let (below, why) = match &policy.failover_ratio {
+            Some(r) if !r.is_zero() => (
+                r.above_fraction(primary_healthy as u64, primary_all as u64) || primary_all == 0,
+                format!("< failoverRatio {r}"),
+            ),
+            _ => (
+                primary_healthy == 0,
+                "none healthy, failoverRatio 0".to_string(),
+            ),
+        };
+        if below && count(true, Group::healthy) > 0 {
+            serve_failover = true;
+            steps.push(format!(
+                "{primary_healthy} of {primary_all} primary endpoints healthy ({why}): the failover backends serve"
+            ));
+        } else if below {
+            steps.push(format!(
+                "{primary_healthy} of {primary_all} primary endpoints healthy ({why}), but no failover backend is healthy: the primary backends serve"
+            ));
+        }
+    }
+    let serving = |g: &Group| g.failover == serve_failover || !has_failover;
+
+    // Zonal affinity (SPEC R7.4): the NIC's zone is the client's; with a healthy endpoint
+    // there, the other zones' groups take no new connections (spill ratio 0: they take them
+    // all, as without affinity, only when the zone has none).
+    let in_client_zone = |g: &Group| !locality.zone.is_empty() && g.zone == locality.zone;
+    let zone_kept = policy.zonal_affinity
+        && groups
+            .iter()
+            .any(|g| serving(g) && in_client_zone(g) && g.healthy() > 0);
+    if policy.zonal_affinity {
+        steps.push(if zone_kept {
+            format!(
+                "zonal affinity: zone {} (the NIC's) has a healthy endpoint: only its groups serve",
+                locality.zone
+            )
+        } else if locality.zone.is_empty() {
+            "zonal affinity: the NIC has no zone: every zone serves".to_string()
+        } else {
+            format!(
+                "zonal affinity: zone {} (the NIC's) has no healthy endpoint: every zone serves (spill ratio 0)",
+                locality.zone
+            )
+        });
+    }
+    let outside_zone = |g: &Group| zone_kept && !in_client_zone(g);
+
+    // Tiers.
+    let threshold = f64::from(policy.failover_health_threshold.clamp(1, 99)) / 100.0;
+    let below = |g: &Group| g.healthy_fraction() < threshold;
+    let nearest_region = locality.region.as_str();
+    // (tier key, group index); keys order the tiers: (preferred 0 / default 1 / below the
+    // threshold 2, region rank, unlisted region name, own zone 0 / other 1, zone name).
+    type TierKey = (u8, usize, String, usize, String);
+    let mut keyed: Vec<(TierKey, usize)> = Vec::new();
+    for (i, g) in groups.iter().enumerate() {
+        if !serving(g) || g.healthy() == 0 || outside_zone(g) {
+            continue;
+        }
+        let (rank, extra) = locality.region_rank(&g.region);
+        let key = if below(g) {
+            (2, 0, String::new(), 0, String::new())
+        } else if g.preference == Preference::Preferred {
+            (0, 0, String::new(), 0, String::new())
+        } else {
+            match policy.algorithm {
+                Algorithm::SprayToWorld => (1, 0, String::new(), 0, String::new()),
+                Algorithm::SprayToRegion | Algorithm::WaterfallByRegion => {
+                    (1, rank, extra, 0, String::new())
+                }
+                Algorithm::WaterfallByZone if rank == 0 => {
+                    let own = usize::from(g.zone != locality.zone);
+                    (1, 0, String::new(), own, g.zone.clone())
+                }
+                Algorithm::WaterfallByZone => (1, rank, extra, 0, String::new()),
+            }
+        };
+        keyed.push((key, i));
+    }
+    keyed.sort();
+    let mut tiers: Vec<Vec<usize>> = Vec::new();
+    let mut last_key = None;
+    for (key, i) in &keyed {
+        if last_key.as_ref() != Some(key) {
+            tiers.push(Vec::new());
+            last_key = Some(key.clone());
+        }
+        if let Some(t) = tiers.last_mut() {
+            t.push(*i);
+        }
+    }
+    let effective = |g: &Group| if drained(g) { 0.0 } else { g.capacity };
+
+    // Isolation: keep to the nearest region that has healthy capacity (NEAREST) or to the
+    // NIC's region (STRICT).
+    let isolated_region: Option<String> = match policy.isolation {
+        Isolation::None => None,
+        Isolation::Strict => Some(nearest_region.to_string()),
+        Isolation::Nearest => keyed
+            .iter()
+            .map(|(_, i)| &groups[*i])
+            .filter(|g| effective(g) > 0.0)
+            .min_by_key(|g| locality.region_rank(&g.region))
+            .map(|g| g.region.clone()),
+    };
+    if let Some(r) = &isolated_region {
+        let before = tiers.len();
+        for t in &mut tiers {
+            t.retain(|&i| groups[i].region == *r);
+        }
+        tiers.retain(|t| !t.is_empty());
+        if tiers.len() != before || policy.isolation == Isolation::Strict {
+            steps.push(format!(
+                "isolation {}: only region {r} serves",
+                if policy.isolation == Isolation::Strict {
+                    "STRICT"
+                } else {
+                    "NEAREST"
+                }
+            ));
+        }
+    }
+
+    // Shares.
+    let n_live: u64 = groups.iter().map(Group::live).sum();
+    let n = (n_live as f64).max(1.0);
+    let mut group_share = vec![0.0f64; groups.len()];
+    let mut tier_of: Vec<Option<usize>> = vec![None; groups.len()];
+    let mut fullness = vec![Fullness::Room; groups.len()];
+    let mut evaluated = vec![false; groups.len()];
+    let mut remaining = 1.0f64;
+    let mut used_tiers = Vec::new();
+    for (t, members) in tiers.iter().enumerate() {
+        let cap: f64 = members.iter().map(|&i| effective(&groups[i])).sum();
+        if cap <= 0.0 || remaining <= 0.0 {
+            continue;
+        }
+        let rooms: Vec<f64> = members
+            .iter()
+            .map(|&i| {
+                let c = effective(&groups[i]);
+                let near = drain_state.near_capacity.contains(&groups[i].name);
+                let past = drain_state.past_capacity.contains(&groups[i].name);
+                let (r, f) = room(&groups[i], c, c / n, near, past);
+                fullness[i] = f;
+                evaluated[i] = true;
+                r
+            })
+            .collect();
+        // Groups near or at capacity get their room (scaled down when the tier is left less);
+        // groups well below it share whatever else the tier is left, by capacity.
+        let filling = |i: usize| fullness[i] == Fullness::Filling;
+        let room_sum: f64 = members
+            .iter()
+            .zip(&rooms)
+            .filter(|(&i, _)| !filling(i))
+            .map(|(_, r)| r)
+            .sum();
+        let filling_cap: f64 = members
+            .iter()
+            .filter(|&&i| filling(i))
+            .map(|&i| effective(&groups[i]))
+            .sum();
+        let given = remaining.min(room_sum);
+        let share = if filling_cap > 0.0 { remaining } else { given };
+        for (&i, r) in members.iter().zip(&rooms) {
+            group_share[i] = if filling(i) {
+                (share - given) * effective(&groups[i]) / filling_cap
+            } else if room_sum > 0.0 {
+                given * r / room_sum
+            } else {
+                0.0
+            };
+            tier_of[i] = Some(t);
+        }
+        remaining -= share;
+        used_tiers.push(t);
+        let places = tier_places(groups, members);
+        let full = members
+            .iter()
+            .filter(|&&i| matches!(fullness[i], Fullness::Full(_) | Fullness::Past))
+            .count();
+        let full_note = if full == 0 {
+            String::new()
+        } else {
+            format!(
+                " ({full} of {} groups at capacity: only what their closing connections free)",
+                members.len()
+            )
+        };
+        if members.iter().all(|&i| groups[i].unlimited) {
+            steps.push(format!(
+                "tier {t} ({places}): no capacity limit, {n_live} live connections: share {:.1} %",
+                100.0 * share
+            ));
+        } else {
+            steps.push(format!(
+                "tier {t} ({places}): capacity {cap:.0} of {n_live} live connections: share {:.1} %{full_note}",
+                100.0 * share
+            ));
+        }
+    }
+    if remaining > 1e-12 && !used_tiers.is_empty() {
+        // What the tiers' capacity shares leave: to the first tier that still has room (its
+        // C / N is a steady state's share; while it fills it can take more), else, every tier
+        // in use being at capacity, in proportion to capacity over the groups not far past it
+        // (over all of them when every one is). Under isolation only the nearest region's
+        // groups are in the tiers.
+        let has_room = |i: usize| {
+            effective(&groups[i]) > 0.0 && (groups[i].live() as f64) < effective(&groups[i])
+        };
+        let with_room = used_tiers
+            .iter()
+            .find(|&&t| tiers[t].iter().any(|&i| has_room(i)));
+        let (takers, why): (Vec<usize>, String) = match with_room {
+            Some(&t) => (
+                tiers[t].iter().copied().filter(|&i| has_room(i)).collect(),
+                format!("tier {t} has room left: it takes"),
+            ),
+            None => {
+                let in_use: Vec<usize> = used_tiers
+                    .iter()
+                    .flat_map(|&t| tiers[t].iter().copied())
+                    .collect();
+                let not_past: Vec<usize> = in_use
+                    .iter()
+                    .copied()
+                    .filter(|&i| fullness[i] != Fullness::Past && effective(&groups[i]) > 0.0)
+                    .collect();
+                if not_past.is_empty() {
+                    (
+                        in_use,
+                        "every tier in use is at capacity: in proportion to capacity,".to_string(),
+                    )
+                } else {
+                    (
+                        not_past,
+                        "every tier in use is at capacity: in proportion to the capacity of the groups not far past it,".to_string(),
+                    )
+                }
+            }
+        };
+        let cap: f64 = takers.iter().map(|&i| effective(&groups[i])).sum();
+        if cap > 0.0 {
+            for &i in &takers {
+                group_share[i] += remaining * effective(&groups[i]) / cap;
+            }
+        }
+        steps.push(format!("{why} the other {:.1} %", 100.0 * remaining));
+    }
+
+    // Endpoint shares, and fail open / drop.
+    // Collected, sorted and summed (an endpoint may sit in two groups) before the map is
+    // built in one pass: tens of thousands of endpoints are decided every refresh.
+    let mut shares: Vec<(&str, f64)> = Vec::new();
+    for (i, g) in groups.iter().enumerate() {
+        if group_share[i] <= 0.0 {
+            continue;
+        }
+        let healthy = g.healthy() as f64;
+        shares.extend(
+            g.endpoints
+                .iter()
+                .filter(|e| e.healthy)
+                .map(|e| (e.name.as_str(), group_share[i] / healthy)),
+        );
+    }
+    shares.sort_by(|a, b| a.0.cmp(b.0));
+    shares.dedup_by(|later, kept| {
+        let same = later.0 == kept.0;
+        if same {
+            kept.1 += later.1;
+        }
+        same
+    });
+    let mut endpoint_shares: BTreeMap<String, f64> = shares
+        .into_iter()
+        .map(|(n, s)| (n.to_string(), s))
+        .collect();
+    let mut drop = false;
+    if endpoint_shares.is_empty() {
+        let any_healthy = groups.iter().any(|g| serving(g) && g.healthy() > 0);
+        if policy.isolation == Isolation::Strict && any_healthy {
+            drop = true;
+            steps.push(format!(
+                "STRICT isolation: region {nearest_region} has no healthy capacity: new connections are dropped"
+            ));
+        } else if policy.drop_traffic_if_unhealthy {
+            drop = true;
+            steps.push(
+                "no healthy endpoint: dropTrafficIfUnhealthy drops new connections".to_string(),
+            );
+        } else {
+            let all: Vec<&Endpoint> = groups
+                .iter()
+                .filter(|g| serving(g))
+                .flat_map(|g| g.endpoints.iter())
+                .collect();
+            if !all.is_empty() {
+                steps.push(format!(
+                    "no healthy endpoint: all {} serve equally (fail open)",
+                    all.len()
+                ));
+                for e in &all {
+                    *endpoint_shares.entry(e.name.clone()).or_insert(0.0) += 1.0 / all.len() as f64;
+                }
+            }
+        }
+    }
+
+    let reports = groups
+        .iter()
+        .enumerate()
+        .map(|(i, g)| {
+            let live = g.live();
+            let utilisation = if g.capacity > 0.0 {
+                live as f64 / g.capacity
+            } else if live > 0 {
+                f64::INFINITY
+            } else {
+                0.0
+            };
+            let mut why = String::new();
+            if !serving(g) {
+                why.push_str(if g.failover {
+                    "failover backend, not serving"
+                } else {
+                    "primary backend, the failover backends serve"
+                });
+            } else if g.healthy() == 0 {
+                why.push_str("no healthy endpoint");
+            } else if outside_zone(g) {
+                let _ = write!(
+                    why,
+                    "zonal affinity: outside zone {}, which has a healthy endpoint",
+                    locality.zone
+                );
+            } else if drained(g) {
+                why.push_str("drained (automatic capacity drain)");
+            } else if tier_of[i].is_none() && group_share[i] == 0.0 {
+                why.push_str(
+                    if isolated_region.as_ref().is_some_and(|r| *r != g.region) {
+                        "outside the isolated region"
+                    } else {
+                        "not needed: earlier tiers have room"
+                    },
+                );
+            }
+            match fullness[i] {
+                Fullness::Filling | Fullness::Room => {}
+                Fullness::Full(t) => {
+                    let _ = write!(
+                        why,
+                        "{}at capacity ({live} live of {:.0}): new connections only as fast as its connections close ({:.1} % of them)",
+                        if why.is_empty() { "" } else { "; " },
+                        g.capacity,
+                        100.0 * t
+                    );
+                }
+                Fullness::Past => {
+                    let _ = write!(
+                        why,
+                        "{}past capacity ({live} live of {:.0}): no new connections until some close",
+                        if why.is_empty() { "" } else { "; " },
+                        g.capacity
+                    );
+                }
+            }
+            if below(g) && g.healthy() > 0 && serving(g) {
+                let _ = write!(
+                    why,
+                    "{}{:.0} % healthy, below the failover threshold {}: last tier",
+                    if why.is_empty() { "" } else { "; " },
+                    100.0 * g.healthy_fraction(),
+                    policy.failover_health_threshold
+                );
+            }
+            if g.preference == Preference::Preferred && tier_of[i] == Some(0) {
+                why.push_str(if why.is_empty() {
+                    "preferred: filled first"
+                } else {
+                    "; preferred"
+                });
+            }
+            GroupReport {
+                name: g.name.clone(),
+                region: g.region.clone(),
+                zone: g.zone.clone(),
+                capacity: g.capacity,
+                unlimited: g.unlimited,
+                effective_capacity: if tier_of[i].is_some() {
+                    effective(g)
+                } else {
+                    0.0
+                },
+                live,
+                utilisation,
+                healthy: g.healthy(),
+                endpoints: g.endpoints.len(),
+                drained: drained(g),
+                below_threshold: below(g),
+                tier: tier_of[i],
+                share: group_share[i],
+                why,
+            }
+        })
+        .collect();
+    // Groups measured against their capacity this time: near it unless filling.
+    for (i, g) in groups.iter().enumerate() {
+        let limited = !g.unlimited && effective(g) > 0.0;
+        if !evaluated[i] || !limited || fullness[i] == Fullness::Filling {
+            drain_state.near_capacity.remove(&g.name);
+        } else if !drain_state.near_capacity.contains(&g.name) {
+            drain_state.near_capacity.insert(g.name.clone());
+        }
+        if !evaluated[i] || fullness[i] != Fullness::Past {
+            drain_state.past_capacity.remove(&g.name);
+        } else if !drain_state.past_capacity.contains(&g.name) {
+            drain_state.past_capacity.insert(g.name.clone());
+        }
+    }
+    Decision {
+        endpoint_shares,
+        groups: reports,
+        drop,
+        failover_serves: serve_failover,
+        steps,
+    }
+}
+
+/// Where a tier's groups are: their zones (or regions when a zone is not known), each once,
+/// in the order of the groups.
+fn tier_places(groups: &[Group], members: &[usize]) -> String {
+    let mut places: Vec<&str> = Vec::new();
+    for &i in members {
+        let g = &groups[i];
+        let place = if g.zone.is_empty() {
+            &g.region
+        } else {
+            &g.zone
+        };
+        if !place.is_empty() && !places.contains(&place.as_str()) {
+            places.push(place);
+        }
+    }
+    if places.is_empty() {
+        "no zone given".to_string()
+    } else {
+        places.join(", ")
+    }
+}
+
+/// Whether `next` differs enough from `applied` to be worth a table change (the hysteresis of
+/// the runtime, SPEC R6): what health decides (failover, drop, a group drained, below the
+/// threshold, or with another number of healthy endpoints) always is; a group's share when it
+/// moves by more than `deadband` (absolute), also when it starts getting new connections; and
+/// a group that stops getting new connections always (a spill no longer needed ends, SPEC
+/// R6.1, however small the share the tables still give it). So a spill starts only once its
+/// share passes the deadband and ends when the earlier tiers have room again: a load hovering
+/// at a tier's capacity, whose spill share flickers between 0 and a few per mille, does not
+/// make the weights flap, and a steady load changes nothing.
+///
+/// The deadband widens with the noise of a share over few connections: a share s decided
+/// from N live connections wanders by about s / √N as N does (a Poisson count), so a move
+/// counts only past [`NOISE_SIGMAS`] of that as well (at 500 live a share of 0.8 needs 0.15;
+/// from about 4,600 live on the 5 points decide).
+pub fn worth_applying(applied: &Decision, next: &Decision, deadband: f64) -> bool {
+    if applied.drop != next.drop
+        || applied.failover_serves != next.failover_serves
+        || applied.groups.len() != next.groups.len()
+    {
+        return true;
+    }
+    let live: u64 = next.groups.iter().map(|g| g.live).sum();
+    let noise = |share: f64| {
+        if live == 0 {
+            0.0
+        } else {
+            NOISE_SIGMAS * share / (live as f64).sqrt()
+        }
+    };
+    // Shares add up to one: a group that takes the rest (a spill) moves as much as the
+    // group whose share is noisy, so a group that keeps getting new connections moves only
+    // past the noise of the service's largest share. A spill that starts needs its own.
+    let largest = applied
+        .groups
+        .iter()
+        .chain(&next.groups)
+        .map(|g| g.share)
+        .fold(0.0f64, f64::max);
+    applied.groups.iter().zip(&next.groups).any(|(a, b)| {
+        let keeps = a.share > 0.0 && b.share > 0.0;
+        let band = deadband.max(noise(if keeps { largest } else { a.share.max(b.share) }));
+        a.name != b.name
+            || a.drained != b.drained
+            || a.below_threshold != b.below_threshold
+            || a.healthy != b.healthy
+            || a.endpoints != b.endpoints
+            || (a.share - b.share).abs() > band
+            || (a.share > 0.0 && b.share == 0.0)
+    })
+}
+
+/// Standard deviations of a share's noise a move must pass to be applied ([`worth_applying`]):
+/// three of the move's own, which is the difference of two noisy readings (the applied one and
+/// the latest), so √2 times a reading's.
+pub const NOISE_SIGMAS: f64 = 3.0 * std::f64::consts::SQRT_2;
+
+/// How urgent applying `next` over `applied` is, to order the services one refresh refills
+/// when it cannot refill them all: what health decides ([`worth_applying`]'s first kind) is
+/// infinitely urgent; otherwise the largest move of a group's share.
+pub fn urgency(applied: &Decision, next: &Decision) -> f64 {
+    if applied.drop != next.drop
+        || applied.failover_serves != next.failover_serves
+        || applied.groups.len() != next.groups.len()
+    {
+        return f64::INFINITY;
+    }
+    let mut most = 0.0f64;
+    for (a, b) in applied.groups.iter().zip(&next.groups) {
+        if a.name != b.name
+            || a.drained != b.drained
+            || a.below_threshold != b.below_threshold
+            || a.healthy != b.healthy
+            || a.endpoints != b.endpoints
+        {
+            return f64::INFINITY;
+        }
+        most = most.max((a.share - b.share).abs());
+    }
+    most
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn group(name: &str, region: &str, zone: &str, capacity: f64, healthy: &[bool]) -> Group {
+        Group {
+            name: name.into(),
+            region: region.into(),
+            zone: zone.into(),
+            preference: Preference::Default,
+            failover: false,
+            capacity,
+            unlimited: false,
+            endpoints: healthy
+                .iter()
+                .enumerate()
+                .map(|(i, &h)| Endpoint {
+                    name: format!("{name}-{i}"),
+                    healthy: h,
+                    live: 0,
+                })
+                .collect(),
+            turnover: None,
+        }
+    }
+
+    fn with_live(mut g: Group, live: u64) -> Group {
+        let n = g.endpoints.len() as u64;
+        for (i, e) in g.endpoints.iter_mut().enumerate() {
+            e.live = live / n + u64::from((i as u64) < live % n);
+        }
+        g
+    }
+
+    fn here() -> Locality {
+        Locality {
+            region: "r1".into(),
+            zone: "r1-a".into(),
+            region_order: vec!["r2".into(), "r3".into()],
+        }
+    }
+
+    fn share(d: &Decision, g: &str) -> f64 {
+        d.groups.iter().find(|r| r.name == g).unwrap().share
+    }
+
+    #[test]
+    fn the_nearest_region_takes_all_until_it_is_full_then_spills() {
+        let p = Policy::default();
+        let mut s = DrainState::default();
+        let near = group("near", "r1", "r1-a", 100.0, &[true, true]);
+        let far = group("far", "r2", "r2-a", 100.0, &[true, true]);
+        // Quiet: everything to the nearest region.
+        let d = decide(&p, &here(), &[near.clone(), far.clone()], &mut s, 0.0);
+        assert_eq!((share(&d, "near"), share(&d, "far")), (1.0, 0.0));
+        // 150 live connections: the nearest region's capacity is 100 of them.
+        let d = decide(
+            &p,
+            &here(),
+            &[with_live(near.clone(), 100), with_live(far.clone(), 50)],
+            &mut s,
+            1.0,
+        );
+        assert!((share(&d, "near") - 100.0 / 150.0).abs() < 1e-9);
+        assert!((share(&d, "far") - 50.0 / 150.0).abs() < 1e-9);
+        // Overload (300 live, 200 of capacity) with both at capacity: C / N each, the rest
+        // in proportion to capacity.
+        let d = decide(
+            &p,
+            &here(),
+            &[with_live(near.clone(), 100), with_live(far.clone(), 100)],
+            &mut s,
+            2.0,
+        );
+        assert!((share(&d, "near") - 0.5).abs() < 1e-9, "{d:?}");
+        assert!((share(&d, "far") - 0.5).abs() < 1e-9);
+        // `near` 3 √100 = 30 connections past its capacity takes none; `far`, at capacity,
+        // all: new connections go to the groups least past capacity.
+        let d = decide(
+            &p,
+            &here(),
+            &[with_live(near.clone(), 130), with_live(far.clone(), 100)],
+            &mut s,
+            3.0,
+        );
+        assert_eq!((share(&d, "near"), share(&d, "far")), (0.0, 1.0), "{d:?}");
+        // Both that far past: in proportion to capacity again.
+        let d = decide(
+            &p,
+            &here(),
+            &[with_live(near, 130), with_live(far, 140)],
+            &mut s,
+            4.0,
+        );
+        assert_eq!((share(&d, "near"), share(&d, "far")), (0.5, 0.5), "{d:?}");
+    }
+
+    fn with_turnover(mut g: Group, turnover: f64) -> Group {
+        g.turnover = Some(turnover);
+        g
+    }
+
+    #[test]
+    fn a_group_at_capacity_takes_only_what_its_closing_connections_free() {
+        // SPEC R6.1: fill up to capacity, then spill. 150 live, `near` holds its 100.
+        let p = Policy::default();
+        let mut s = DrainState::default();
+        let near = with_live(group("near", "r1", "r1-a", 100.0, &[true, true]), 100);
+        let far = with_live(group("far", "r2", "r2-a", 100.0, &[true, true]), 50);
+        let decide_with = |t: Option<f64>, s: &mut DrainState| {
+            let mut n = near.clone();
+            n.turnover = t;
+            decide(&p, &here(), &[n, far.clone()], s, 0.0)
+        };
+        // Long-lived connections: none of near's closes, so it takes no new ones.
+        let d = decide_with(Some(0.0), &mut s);
+        assert_eq!((share(&d, "near"), share(&d, "far")), (0.0, 1.0), "{d:?}");
+        assert!(
+            d.groups[0].why.contains("at capacity"),
+            "{}",
+            d.groups[0].why
+        );
+        // Its closings free 30 % of the new connections: it takes those 30 %.
+        let d = decide_with(Some(0.3), &mut s);
+        assert!((share(&d, "near") - 0.3).abs() < 1e-9, "{d:?}");
+        assert!((share(&d, "far") - 0.7).abs() < 1e-9);
+        // More than its C / N closing (the load is falling): C / N, as without a count.
+        for t in [Some(0.9), None] {
+            let d = decide_with(t, &mut s);
+            assert!(
+                (share(&d, "near") - 100.0 / 150.0).abs() < 1e-9,
+                "{t:?}: {d:?}"
+            );
+        }
+        // One connection short of capacity: room, whatever the turnover.
+        let below = with_turnover(with_live(near.clone(), 99), 0.0);
+        let d = decide(&p, &here(), &[below, far.clone()], &mut s, 0.0);
+        assert!((share(&d, "near") - 100.0 / 149.0).abs() < 1e-9, "{d:?}");
+        // 3 √100 past capacity: nothing, even when connections close fast.
+        let past = with_turnover(with_live(near.clone(), 130), 0.9);
+        let d = decide(&p, &here(), &[past, far.clone()], &mut s, 0.0);
+        assert_eq!(share(&d, "near"), 0.0, "{d:?}");
+        assert!(
+            d.groups[0].why.contains("past capacity"),
+            "{}",
+            d.groups[0].why
+        );
+        // Having been past it, it stays out until back within 2 √100 of capacity.
+        let just_under = with_turnover(with_live(near.clone(), 129), 0.9);
+        let d = decide(&p, &here(), &[just_under.clone(), far.clone()], &mut s, 0.0);
+        assert_eq!(share(&d, "near"), 0.0, "{d:?}");
+        let back = with_turnover(with_live(near.clone(), 119), 0.9);
+        let d = decide(&p, &here(), &[back, far.clone()], &mut s, 0.0);
+        assert!((share(&d, "near") - 100.0 / 169.0).abs() < 1e-9, "{d:?}");
+        // Not having been past it, 129 is under the bound.
+        let d = decide(
+            &p,
+            &here(),
+            &[just_under, far.clone()],
+            &mut DrainState::default(),
+            0.0,
+        );
+        assert!((share(&d, "near") - 100.0 / 179.0).abs() < 1e-9, "{d:?}");
+        // Groups without a capacity limit never fill.
+        let mut open_ended = with_turnover(with_live(near, 500), 0.0);
+        open_ended.unlimited = true;
+        let d = decide(&p, &here(), &[open_ended, far], &mut s, 0.0);
+        assert!((share(&d, "near") - 100.0 / 550.0).abs() < 1e-9, "{d:?}");
+    }
+
+    #[test]
+    fn waterfall_by_zone_fills_the_own_zone_first() {
+        let p = Policy {
+            algorithm: Algorithm::WaterfallByZone,
+            ..Policy::default()
+        };
+        let mut s = DrainState::default();
+        let own = with_live(group("own", "r1", "r1-a", 50.0, &[true]), 60);
+        let other = with_live(group("other", "r1", "r1-b", 50.0, &[true]), 40);
+        let d = decide(&p, &here(), &[other.clone(), own.clone()], &mut s, 0.0);
+        assert!((share(&d, "own") - 0.5).abs() < 1e-9, "50 of 100 live");
+        // By region, the two zones share in proportion to capacity from the start.
+        let p = Policy::default();
+        let d = decide(&p, &here(), &[other, own], &mut s, 0.0);
+        assert!((share(&d, "own") - 0.5).abs() < 1e-9);
+        let idle = [
+            group("own", "r1", "r1-a", 50.0, &[true]),
+            group("other", "r1", "r1-b", 150.0, &[true]),
+        ];
+        let d = decide(&p, &here(), &idle, &mut s, 0.0);
+        assert!((share(&d, "other") - 0.75).abs() < 1e-9);
+        let zone = Policy {
+            algorithm: Algorithm::WaterfallByZone,
+            ..Policy::default()
+        };
+        let d = decide(&zone, &here(), &idle, &mut s, 0.0);
+        assert_eq!(share(&d, "own"), 1.0);
+    }
+
+    #[test]
+    fn auto_capacity_drain_follows_25_50_35_and_60_seconds() {
+        let p = Policy {
+            auto_capacity_drain: true,
+            ..Policy::default()
+        };
+        let mut s = DrainState::default();
+        // 1 of 5 healthy (20 % < 25 %): a candidate; 1 of 4 groups: drained.
+        let sick = group(
+            "sick",
+            "r1",
+            "r1-a",
+            100.0,
+            &[true, false, false, false, false],
+        );
+        let ok = |n: &str| group(n, "r1", "r1-b", 100.0, &[true, true]);
+        let gs = vec![sick.clone(), ok("b"), ok("c"), ok("d")];
+        let d = decide(&p, &here(), &gs, &mut s, 0.0);
+        assert!(d.groups[0].drained && d.groups[0].share == 0.0, "{d:?}");
+        // Two sick groups of four: the second would make 50 %: not drained.
+        let gs2 = vec![sick.clone(), sick.clone(), ok("c"), ok("d")];
+        let mut gs2 = gs2;
+        gs2[1].name = "sick2".into();
+        let mut s2 = DrainState::default();
+        let d = decide(&p, &here(), &gs2, &mut s2, 0.0);
+        assert_eq!(s2.drained.len(), 1, "{:?}", d.steps);
+        // Recovery: 2 of 5 healthy (40 % ≥ 35 %) must last 60 s.
+        let mut better = sick.clone();
+        better.endpoints[1].healthy = true;
+        let gs = vec![better, ok("b"), ok("c"), ok("d")];
+        for t in [10.0, 30.0, 69.9] {
+            let d = decide(&p, &here(), &gs, &mut s, t);
+            assert!(d.groups[0].drained, "at {t}");
+        }
+        let d = decide(&p, &here(), &gs, &mut s, 70.0);
+        assert!(!d.groups[0].drained, "{:?}", d.steps);
+        assert!(d.steps.iter().any(|s| s.contains("undrained")));
+        // (At 40 % it is below the failover threshold: the others take new connections first.)
+        assert!(d.groups[0].below_threshold && d.groups[0].share == 0.0);
+        // 30 % (25 ≤ 30 < 35): neither drained again nor recovering.
+        let mut mid = group("sick", "r1", "r1-a", 100.0, &[true; 10]);
+        for e in &mut mid.endpoints[3..] {
+            e.healthy = false;
+        }
+        let d = decide(&p, &here(), &[mid, ok("b"), ok("c"), ok("d")], &mut s, 80.0);
+        assert!(!d.groups[0].drained);
+    }
+
+    #[test]
+    fn failover_threshold_moves_a_group_to_the_last_tier() {
+        let p = Policy::default();
+        let mut s = DrainState::default();
+        // 6 of 10 healthy (60 % < 70 %): the other region takes the traffic while it has room.
+        let mut near = group("near", "r1", "r1-a", 100.0, &[true; 10]);
+        for e in &mut near.endpoints[6..] {
+            e.healthy = false;
+        }
+        let far = group("far", "r2", "r2-a", 100.0, &[true, true]);
+        let d = decide(&p, &here(), &[near.clone(), far.clone()], &mut s, 0.0);
+        assert_eq!((share(&d, "near"), share(&d, "far")), (0.0, 1.0));
+        assert!(d.groups[0].below_threshold);
+        // 7 of 10 (70 %, not below): the nearest region again.
+        near.endpoints[6].healthy = true;
+        let d = decide(&p, &here(), &[near, far], &mut s, 0.0);
+        assert_eq!(share(&d, "near"), 1.0);
+    }
+
+    #[test]
+    fn isolation_strict_drops_and_nearest_spills_only_without_healthy_capacity() {
+        let mut s = DrainState::default();
+        let near = with_live(group("near", "r1", "r1-a", 10.0, &[true]), 100);
+        let far = group("far", "r2", "r2-a", 100.0, &[true]);
+        for mode in [Isolation::Nearest, Isolation::Strict] {
+            let p = Policy {
+                isolation: mode,
+                ..Policy::default()
+            };
+            // The nearest region is full but healthy: it keeps everything.
+            let d = decide(&p, &here(), &[near.clone(), far.clone()], &mut s, 0.0);
+            assert_eq!(share(&d, "near"), 1.0, "{mode:?}");
+        }
+        let dead = group("near", "r1", "r1-a", 10.0, &[false]);
+        let nearest = Policy {
+            isolation: Isolation::Nearest,
+            ..Policy::default()
+        };
+        let d = decide(&nearest, &here(), &[dead.clone(), far.clone()], &mut s, 0.0);
+        assert_eq!(share(&d, "far"), 1.0);
+        let strict = Policy {
+            isolation: Isolation::Strict,
+            ..Policy::default()
+        };
+        let d = decide(&strict, &here(), &[dead, far], &mut s, 0.0);
+        assert!(d.drop && d.endpoint_shares.is_empty(), "{d:?}");
+    }
+
+    #[test]
+    fn preferred_groups_fill_first_and_failover_backends_take_over_below_the_ratio() {
+        let mut s = DrainState::default();
+        let mut pref = with_live(group("pref", "r2", "r2-a", 100.0, &[true]), 50);
+        pref.preference = Preference::Preferred;
+        let near = group("near", "r1", "r1-a", 100.0, &[true]);
+        let d = decide(
+            &Policy::default(),
+            &here(),
+            &[near.clone(), pref.clone()],
+            &mut s,
+            0.0,
+        );
+        assert_eq!(share(&d, "pref"), 1.0, "preferred although farther");
+        let full = with_live(pref, 100);
+        let busy = with_live(near, 100);
+        let d = decide(&Policy::default(), &here(), &[busy, full], &mut s, 0.0);
+        assert!((share(&d, "pref") - 0.5).abs() < 1e-9, "{d:?}");
+
+        let p = Policy {
+            failover_ratio: Ratio::parse("0.5"),
+            ..Policy::default()
+        };
+        let primary = group("primary", "r1", "r1-a", 100.0, &[true, false]);
+        let mut standby = group("standby", "r1", "r1-b", 100.0, &[true]);
+        standby.failover = true;
+        // 1 of 2 healthy: 50 % is not < 0.5: the primary serves.
+        let d = decide(
+            &p,
+            &here(),
+            &[primary.clone(), standby.clone()],
+            &mut s,
+            0.0,
+        );
+        assert_eq!(share(&d, "primary"), 1.0);
+        let mut worse = primary;
+        worse.endpoints.push(Endpoint {
+            name: "primary-2".into(),
+            healthy: false,
+            live: 0,
+        });
+        let d = decide(&p, &here(), &[worse.clone(), standby.clone()], &mut s, 0.0);
+        assert_eq!(share(&d, "standby"), 1.0);
+        // Nothing healthy anywhere: fail open over the serving set, or drop when asked.
+        for e in &mut worse.endpoints {
+            e.healthy = false;
+        }
+        standby.endpoints[0].healthy = false;
+        let d = decide(&p, &here(), &[worse.clone(), standby.clone()], &mut s, 0.0);
+        assert_eq!(d.endpoint_shares.len(), 3);
+        let dropping = Policy {
+            drop_traffic_if_unhealthy: true,
+            ..p
+        };
+        let d = decide(&dropping, &here(), &[worse, standby], &mut s, 0.0);
+        assert!(d.drop);
+    }
+
+    /// The source product's `failoverRatio` (compute v1 BackendServiceFailoverPolicy): 0, the
+    /// default, fails over when no primary endpoint is healthy; any other value when the
+    /// healthy share is strictly below it, on the written decimal (3 of 10 is not below 0.3).
+    #[test]
+    fn failover_ratio_zero_means_no_healthy_primary_and_others_are_strict() {
+        let mut s = DrainState::default();
+        let mut standby = group("standby", "r1", "r1-b", 100.0, &[true]);
+        standby.failover = true;
+        let primary = |healthy: usize, of: usize| {
+            let h: Vec<bool> = (0..of).map(|i| i < healthy).collect();
+            group("primary", "r1", "r1-a", 100.0, &h)
+        };
+        for ratio in [None, Ratio::parse("0"), Ratio::parse("0.0")] {
+            let p = Policy {
+                failover_ratio: ratio.clone(),
+                ..Policy::default()
+            };
+            let d = decide(&p, &here(), &[primary(1, 10), standby.clone()], &mut s, 0.0);
+            assert!(
+                !d.failover_serves && share(&d, "primary") == 1.0,
+                "{ratio:?}"
+            );
+            let d = decide(&p, &here(), &[primary(0, 10), standby.clone()], &mut s, 0.0);
+            assert!(
+                d.failover_serves && share(&d, "standby") == 1.0,
+                "{ratio:?}"
+            );
+        }
+        let p = Policy {
+            failover_ratio: Ratio::parse("0.3"),
+            ..Policy::default()
+        };
+        let d = decide(&p, &here(), &[primary(3, 10), standby.clone()], &mut s, 0.0);
+        assert!(!d.failover_serves, "3/10 is not below 0.3");
+        let d = decide(&p, &here(), &[primary(2, 10), standby.clone()], &mut s, 0.0);
+        assert!(d.failover_serves, "2/10 is below 0.3");
+        // 1/3 is below 0.3334 and not below 0.3333 (a double would round both the same way
+        // for longer decimals; the written decimal decides).
+        for (ratio, fails_over) in [("0.3333", false), ("0.3334", true)] {
+            let p = Policy {
+                failover_ratio: Ratio::parse(ratio),
+                ..Policy::default()
+            };
+            let d = decide(&p, &here(), &[primary(1, 3), standby.clone()], &mut s, 0.0);
+            assert_eq!(d.failover_serves, fails_over, "{ratio}");
+        }
+    }
+
+    #[test]
+    fn weights_follow_shares_and_small_moves_are_not_applied() {
+        let mut s = DrainState::default();
+        let near = with_live(group("near", "r1", "r1-a", 100.0, &[true, true]), 100);
+        let far = with_live(group("far", "r2", "r2-a", 300.0, &[true]), 100);
+        let a = decide(
+            &Policy::default(),
+            &here(),
+            &[near.clone(), far.clone()],
+            &mut s,
+            0.0,
+        );
+        let w = a.weights(1000);
+        assert_eq!(w["near-0"], 500);
+        assert_eq!(w["far-0"], 1000);
+        let b = decide(
+            &Policy::default(),
+            &here(),
+            &[with_live(near, 101), far],
+            &mut s,
+            1.0,
+        );
+        assert!(!worth_applying(&a, &b, 0.02));
+        // A move of half a point at 201 live is inside the noise of a share of 0.5 over 201
+        // connections (3√2 × 0.5 / √201 = 15 points) whatever the deadband.
+        assert!(!worth_applying(&a, &b, 0.0001));
+        // At 20,000 live the noise is 1.5 points: a move of 2.4 points passes a deadband
+        // under it, not one of 3 points.
+        let near = with_live(group("near", "r1", "r1-a", 10_000.0, &[true, true]), 10_000);
+        let far = group("far", "r2", "r2-a", 1e6, &[true]);
+        let at = |far_live: u64, s: &mut DrainState| {
+            decide(
+                &Policy::default(),
+                &here(),
+                &[near.clone(), with_live(far.clone(), far_live)],
+                s,
+                2.0,
+            )
+        };
+        let (a, b) = (at(10_000, &mut s), at(11_000, &mut s));
+        assert!((share(&a, "near") - share(&b, "near") - (0.5 - 10_000.0 / 21_000.0)).abs() < 1e-9);
+        assert!(worth_applying(&a, &b, 0.0001));
+        assert!(!worth_applying(&a, &b, 0.03));
+    }
+
+    /// A group that came near its capacity holds its capacity's share until it falls
+    /// 6 √C below capacity (a steady count wanders by √C; the deadband lets its mean sit up
+    /// to about 3 √C below), and only then takes all its tier is left again.
+    #[test]
+    fn a_group_near_capacity_fills_again_only_well_below_it() {
+        let p = Policy::default();
+        let at = |live: u64, s: &mut DrainState| {
+            let near = with_live(group("near", "r1", "r1-a", 400.0, &[true]), live);
+            let far = with_live(group("far", "r2", "r2-a", 400.0, &[true]), 300);
+            decide(&p, &here(), &[near, far], s, 0.0)
+        };
+        // Fresh: 339 is more than 3 √400 = 60 below capacity: filling, all of the tier.
+        let d = at(339, &mut DrainState::default());
+        assert_eq!(share(&d, "near"), 1.0, "{d:?}");
+        // Having been at 400: 339 and 281 hold its capacity's share C / N; 279 fills again.
+        let mut s = DrainState::default();
+        at(400, &mut s);
+        assert!(s.near_capacity.contains("near"));
+        for live in [339, 281] {
+            let d = at(live, &mut s);
+            let fair = 400.0 / (live + 300) as f64;
+            assert!((share(&d, "near") - fair).abs() < 1e-9, "{live}: {d:?}");
+        }
+        let d = at(279, &mut s);
+        assert_eq!(share(&d, "near"), 1.0, "{d:?}");
+        assert!(!s.near_capacity.contains("near"));
+    }
+
+    #[test]
+    fn a_load_hovering_at_capacity_does_not_flap() {
+        // One tier of capacity 100 and a spill tier: with 99 then 101 live connections the
+        // spill share goes 0 -> 1 %, under a 5 % deadband no change to start it; 120 (17 %)
+        // is one.
+        let mut s = DrainState::default();
+        let at = |live: u64, s: &mut DrainState| {
+            decide(
+                &Policy::default(),
+                &here(),
+                &[
+                    with_live(group("near", "r1", "r1-a", 100.0, &[true]), live),
+                    group("far", "r2", "r2-a", 100.0, &[true]),
+                ],
+                s,
+                0.0,
+            )
+        };
+        let below = at(99, &mut s);
+        assert_eq!(below.groups[1].share, 0.0);
+        let above = at(101, &mut s);
+        assert!(above.groups[1].share > 0.0);
+        assert!(!worth_applying(&below, &above, 0.05));
+        // Tables that spill although the tier has room again stop spilling (which a hovering
+        // load never reaches: the spill above did not start).
+        assert!(worth_applying(&above, &below, 0.05));
+        assert!(worth_applying(&below, &at(120, &mut s), 0.05));
+        // Health always counts, whatever the deadband.
+        let mut sick = above.clone();
+        sick.groups[0].healthy = 0;
+        assert!(worth_applying(&above, &sick, 1.0));
+    }
+
+    /// A spill that is no longer needed stops, however small it was when last applied (SPEC
+    /// R6.1: nothing leaves the nearest tier while it has room). The load falling from 110
+    /// to 104 live connections on a tier of 100 leaves a spill of 1 - 100/104 = 3.8 % in the
+    /// tables (a move of 5.3 points from 9.1 %); at 60 live the tier is far from full, yet a
+    /// move of 3.8 points is under the 5-point deadband, and without this rule the spill stayed
+    /// until the load rose again (`nlbctl policy-sim` showed 3.7 % of new connections leaving
+    /// a region at 65 % utilisation for good).
+    #[test]
+    fn a_spill_that_is_no_longer_needed_stops() {
+        let mut s = DrainState::default();
+        let at = |live: u64, s: &mut DrainState| {
+            decide(
+                &Policy::default(),
+                &here(),
+                &[
+                    with_live(group("near", "r1", "r1-a", 100.0, &[true]), live),
+                    group("far", "r2", "r2-a", 100.0, &[true]),
+                ],
+                s,
+                0.0,
+            )
+        };
+        let mut applied = at(60, &mut s);
+        let mut applies = Vec::new();
+        for live in [110, 104, 60] {
+            let next = at(live, &mut s);
+            if worth_applying(&applied, &next, DEADBAND) {
+                applied = next;
+                applies.push(live);
+            }
+        }
+        // At 104 the spill's move (9 -> 4 points) is inside the noise of the near group's
+        // share (3√2 × 0.96 / √104 = 40 points), which the spill mirrors; at 60 it stops.
+        assert_eq!(applies, vec![110, 60]);
+        assert_eq!(applied.groups[1].share, 0.0);
+    }
+
+    /// A load hovering around a tier's capacity moves no weight: a spill starts only beyond
+    /// the deadband (here above 100/0.95 = 105.3 live) and stops only when it is not needed.
+    #[test]
+    fn a_load_hovering_around_capacity_applies_nothing() {
+        let mut s = DrainState::default();
+        let at = |live: u64, s: &mut DrainState| {
+            decide(
+                &Policy::default(),
+                &here(),
+                &[
+                    with_live(group("near", "r1", "r1-a", 100.0, &[true]), live),
+                    group("far", "r2", "r2-a", 100.0, &[true]),
+                ],
+                s,
+                0.0,
+            )
+        };
+        let mut applied = at(99, &mut s);
+        let mut applies = 0;
+        for live in [101, 99, 103, 97, 105, 100, 101, 98, 104, 99] {
+            let next = at(live, &mut s);
+            if worth_applying(&applied, &next, DEADBAND) {
+                applied = next;
+                applies += 1;
+            }
+        }
+        assert_eq!(applies, 0);
+        // Once a spill was needed (110), hovering just under it changes nothing either.
+        applied = at(110, &mut s);
+        for live in [108, 111, 107, 110, 109] {
+            assert!(
+                !worth_applying(&applied, &at(live, &mut s), DEADBAND),
+                "{live}"
+            );
+        }
+    }
+
+    /// SPEC R7.4 (seed 003, zonal affinity, spill ratio 0): the client's zone serves alone
+    /// while it has one healthy eligible node; otherwise every node of every zone does.
+    #[test]
+    fn zonal_affinity_keeps_the_zone_while_one_node_is_healthy_then_spreads_over_all() {
+        // The Kubernetes passthrough policy: one tier of everything, no capacity limit.
+        let p = Policy {
+            algorithm: Algorithm::SprayToWorld,
+            failover_health_threshold: 1,
+            zonal_affinity: true,
+            ..Policy::default()
+        };
+        let unlimited = |name: &str, zone: &str, healthy: &[bool]| {
+            let mut g = group(name, "r1", zone, 1e9 * healthy.len() as f64, healthy);
+            g.unlimited = true;
+            g
+        };
+        let mut s = DrainState::default();
+        let ep = |d: &Decision, e: &str| d.endpoint_shares.get(e).copied().unwrap_or(0.0);
+        // Own zone r1-a with one of two nodes healthy: that node takes every new connection.
+        let groups = [
+            unlimited("a", "r1-a", &[false, true]),
+            unlimited("b", "r1-b", &[true, true]),
+            unlimited("c", "r1-c", &[true]),
+        ];
+        let d = decide(&p, &here(), &groups, &mut s, 0.0);
+        assert_eq!(ep(&d, "a-1"), 1.0, "{d:?}");
+        assert_eq!(ep(&d, "a-0") + ep(&d, "b-0") + ep(&d, "c-0"), 0.0);
+        assert!(d.groups[1].why.contains("zonal affinity"), "{d:?}");
+        // Its last node fails: all three healthy nodes of the other zones share equally
+        // ("among all", not the next zone alone).
+        let groups = [
+            unlimited("a", "r1-a", &[false, false]),
+            unlimited("b", "r1-b", &[true, true]),
+            unlimited("c", "r1-c", &[true]),
+        ];
+        let d = decide(&p, &here(), &groups, &mut s, 0.0);
+        for e in ["b-0", "b-1", "c-0"] {
+            assert!((ep(&d, e) - 1.0 / 3.0).abs() < 1e-9, "{e}: {d:?}");
+        }
+        // WATERFALL_BY_ZONE is not this: it would give one other zone everything.
+        let waterfall = Policy {
+            algorithm: Algorithm::WaterfallByZone,
+            zonal_affinity: false,
+            ..p.clone()
+        };
+        let d = decide(&waterfall, &here(), &groups, &mut s, 0.0);
+        assert_eq!(ep(&d, "c-0"), 0.0, "{d:?}");
+        // Nothing healthy anywhere: fail open over every node (SPEC R3.4).
+        let groups = [
+            unlimited("a", "r1-a", &[false]),
+            unlimited("b", "r1-b", &[false]),
+        ];
+        let d = decide(&p, &here(), &groups, &mut s, 0.0);
+        assert_eq!((ep(&d, "a-0"), ep(&d, "b-0")), (0.5, 0.5), "{d:?}");
+        // A NIC without a zone: no affinity.
+        let nowhere = Locality {
+            zone: String::new(),
+            ..here()
+        };
+        let groups = [
+            unlimited("a", "r1-a", &[true]),
+            unlimited("b", "r1-b", &[true]),
+        ];
+        let d = decide(&p, &nowhere, &groups, &mut s, 0.0);
+        assert_eq!((ep(&d, "a-0"), ep(&d, "b-0")), (0.5, 0.5), "{d:?}");
+    }
+
+    const DEADBAND: f64 = 0.05;
+}
