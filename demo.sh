@@ -16,7 +16,7 @@ if ! command -v protoc >/dev/null; then
   exit 1
 fi
 echo "== building nlbctl"
-cargo build -q --release -p nlb-tools --bin nlbctl
+cargo build -q --release -p nlbctl
 nlbctl="${CARGO_TARGET_DIR:-target}/release/nlbctl"
 
 echo; echo "== nlbctl compile $config"

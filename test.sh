@@ -22,17 +22,17 @@ command -v verilator >/dev/null || need+=(verilator)
 command -v z3 >/dev/null || need+=(z3)
 command -v curl >/dev/null || need+=(curl)
 command -v ip >/dev/null || need+=(iproute2)
-# The Kubernetes end-to-end test (tools/tests/e2e_kubernetes.rs): its kube-proxy-like agents
+# The Kubernetes end-to-end test (tools/system-tests/tests/e2e_kubernetes.rs): its kube-proxy-like agents
 # program DNAT with the nft command.
 command -v nft >/dev/null || need+=(nftables)
-# The operator tools' tests: nlbctl top in tmux (tools/tests/top.rs); the service units, man
+# The operator tools' tests: nlbctl top in tmux (tools/system-tests/tests/top.rs); the service units, man
 # pages and completions (deploy.rs: systemd-analyze, man, /bin/kill of the units' reload);
 # a real Prometheus against nlbd (monitoring.rs).
 command -v tmux >/dev/null || need+=(tmux)
 command -v systemd-analyze >/dev/null || need+=(systemd)
 command -v man >/dev/null || need+=(man-db)
 [ -x /bin/kill ] || need+=(procps)
-# The fleet (tools/tests/fleet.rs): a real etcd; etcd-client's build compiles etcd's protocol
+# The fleet (tools/system-tests/tests/fleet.rs): a real etcd; etcd-client's build compiles etcd's protocol
 # files with protoc.
 command -v etcd >/dev/null || need+=(etcd-server)
 command -v protoc >/dev/null || need+=(protobuf-compiler)
@@ -66,18 +66,17 @@ export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 say "cargo fmt --all --check"
 cargo fmt --all --check
 
-say "cargo clippy --workspace --all-targets -- -D warnings"
-cargo clippy --workspace --all-targets -- -D warnings
-say "cargo clippy -p nlb-tools --features rtl --all-targets -- -D warnings"
-cargo clippy -p nlb-tools --features rtl --all-targets -- -D warnings
+# One build of everything, with nlbctl and nlb-sim built with their Verilator engine (`--engine
+# rtl`, feature `rtl`) so the system tests run them on the RTL too.
+features=nlbctl/rtl,nlb-sim/rtl,nlb-system-tests/rtl
+say "cargo clippy --workspace --all-targets --features $features -- -D warnings"
+cargo clippy --workspace --all-targets --features "$features" -- -D warnings
+# The two binaries as users build them by default (no Verilator engine).
+say "cargo clippy -p nlbctl -p nlb-sim -- -D warnings"
+cargo clippy -p nlbctl -p nlb-sim -- -D warnings
 
-say "cargo test --workspace"
-cargo test --workspace
-
-# The tools built with the Verilator engine (`--engine rtl`): the same reports as the model, and
-# the end-to-end test on real Linux networking with nlb-sim running the RTL.
-say "cargo test -p nlb-tools --features rtl"
-cargo test -p nlb-tools --features rtl --test sim_rtl --test e2e_rtl
+say "cargo test --workspace --features $features"
+cargo test --workspace --features "$features"
 
 # --- RTL lint --------------------------------------------------------------------------------
 say "verilator --lint-only -Wall over hw/rtl"

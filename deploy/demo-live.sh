@@ -18,7 +18,7 @@ cd "$(dirname "$0")/.."
 bin=${NLB_BIN_DIR:-}
 if [ -z "$bin" ]; then
   echo "== building nlbctl, nlbd and nlb-sim (release)"
-  cargo build -q --release -p nlb-tools
+  cargo build -q --release -p nlbctl -p nlbd -p nlb-sim
   bin=${CARGO_TARGET_DIR:-target}/release
 fi
 rate=${NLB_DEMO_RATE:-2000}

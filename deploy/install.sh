@@ -4,7 +4,7 @@
 # definitions, and the systemd units with their settings files, system user and udev rule.
 # docs/operations.md walks through it.
 #
-#   cargo build --release -p nlb-tools
+#   cargo build --release -p nlbctl -p nlbd -p nlb-sim
 #   sudo deploy/install.sh                          # into /usr/local and /etc
 #   deploy/install.sh --destdir /tmp/stage          # into a staging tree (packaging, tests)
 #
@@ -34,7 +34,7 @@ fi
 bins=(nlbctl nlbd nlb-sim)
 for b in "${bins[@]}"; do
   if [ ! -x "$bin_dir/$b" ]; then
-    echo "install.sh: $bin_dir/$b is missing: cargo build --release -p nlb-tools (or --bin-dir DIR)" >&2
+    echo "install.sh: $bin_dir/$b is missing: cargo build --release -p nlbctl -p nlbd -p nlb-sim (or --bin-dir DIR)" >&2
     exit 1
   fi
 done

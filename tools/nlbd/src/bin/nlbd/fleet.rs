@@ -1,0 +1,632 @@
+//! `nlbd --etcd`: the configuration comes from the fleet's etcd (SPEC R11.1, R11.4;
+//! docs/fleet.md).
+//!
+//! At start nlbd waits for a published revision that parses, and the engine loads it before
+//! anything is registered: a host with an empty NIC announces itself only once it serves the
+//! live revision. Then one *session* at a time, each on a fresh connection:
+//!
+//! 1. grant a lease (`--lease-ttl`) and keep it alive;
+//! 2. catch up: read the live revision and apply it when it is newer than the one serving;
+//! 3. write `hosts/NAME` (revision, tables digest, ...) with the lease;
+//! 4. watch the configuration key from the revision read on: each new revision goes through
+//!    the same reload path as a file change (parse, compile, delta load); one that does not
+//!    apply is refused and logged, the last good one keeps serving (fail static);
+//! 5. every half second, compare the tables digest with the one written (health and the
+//!    policy change tables) and read the other hosts' records for the mismatch metrics (a
+//!    mismatch counts once it lasts 2 s: hosts apply a change a few milliseconds apart).
+//!
+//! Any etcd error ends the session: the host keeps serving what it has (fail static) and
+//! starts a new session after a backoff; step 2 catches up with whatever was published
+//! meanwhile (also when etcd compacted the history the watch would have needed).
+
+use crate::shared_health::SharedHealth;
+use crate::Daemon;
+use etcd_client::{EventType, PutOptions, WatchOptions};
+use flowtable_compiler::Config;
+use nlb_control::fleet::{
+    self, FleetError, HealthReport, HostRecord, KeyKind, Keys, Published, Refused, Store,
+};
+use nlbd::engine::Command;
+use nlbd::health::TargetKey;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tracing::{error, info, warn};
+
+/// `--etcd`, `--host`, `--etcd-prefix`, `--lease-ttl`.
+#[derive(Debug, Clone)]
+pub struct FleetOptions {
+    /// etcd's endpoints as URLs.
+    pub endpoints: Vec<String>,
+    /// The fleet's keys.
+    pub keys: Keys,
+    /// This host's name.
+    pub host: String,
+    /// The lease's TTL in seconds.
+    pub lease_ttl: i64,
+    /// Hosts probing each backend (0: no shared health).
+    pub probers: usize,
+}
+
+/// What the fleet task shows the metrics.
+#[derive(Debug, Default)]
+pub struct FleetMetrics {
+    /// The revision serving.
+    pub revision: AtomicI64,
+    /// The newest revision seen in etcd.
+    pub live_revision: AtomicI64,
+    /// Whether the current session is up.
+    pub etcd_up: AtomicBool,
+    /// Whether this host's record is written under a live lease.
+    pub registered: AtomicBool,
+    /// Host records seen at the latest read.
+    pub hosts: AtomicU64,
+    /// Of those, the hosts on this host's revision (this one included).
+    pub hosts_on_revision: AtomicU64,
+    /// Of those, the hosts whose tables digest differs from this host's.
+    pub mismatched_hosts: AtomicU64,
+    /// Revisions applied since start (the first included).
+    pub applied: AtomicU64,
+    /// Revisions refused.
+    pub refused: AtomicU64,
+    /// Sessions that ended with an etcd error.
+    pub session_failures: AtomicU64,
+    /// Health-check targets this host probes for the fleet (shared health).
+    pub probing: AtomicU64,
+    /// Health reports written or deleted by this host.
+    pub reports_written: AtomicU64,
+}
+
+/// How often the session compares the tables digest and reads the other hosts.
+const STATUS_PERIOD: Duration = Duration::from_millis(500);
+/// How long hosts of one revision may disagree on the tables before it counts as a mismatch
+/// (metric and log): four status periods, so that a change every host applies at about the
+/// same time is not one.
+const MISMATCH_GRACE: Duration = Duration::from_secs(2);
+/// Backoff between sessions: doubling from the first to the last.
+const BACKOFF: (Duration, Duration) = (Duration::from_millis(200), Duration::from_secs(3));
+
+/// The first configuration: waits (retrying every 500 ms, logging once per cause) until etcd
+/// holds a revision that parses. A revision that does not is logged and waited past.
+pub async fn first_revision(opts: &FleetOptions) -> (i64, Published, Config) {
+    let mut last_problem = String::new();
+    let mut note = |problem: String, log: &dyn Fn(&str)| {
+        if problem != last_problem {
+            log(&problem);
+            last_problem = problem;
+        }
+    };
+    loop {
+        let live = match Store::connect(&opts.endpoints, opts.keys.clone()).await {
+            Ok(store) => store.live().await,
+            Err(e) => Err(e),
+        };
+        match live {
+            Ok((Some((rev, published)), _)) => match parse(rev, &published) {
+                Ok(config) => return (rev, published, config),
+                Err(e) => note(
+                    format!("revision {rev} refused: {e}"),
+                    &|m| error!(host = %opts.host, "{m}; waiting for the next revision"),
+                ),
+            },
+            Ok((None, _)) => note(
+                format!("nothing published under {}", opts.keys.config()),
+                &|m| info!(host = %opts.host, "{m} yet; waiting (nlbctl publish)"),
+            ),
+            Err(e) => note(
+                e.to_string(),
+                &|m| warn!(host = %opts.host, "{m}; waiting for etcd before the first load"),
+            ),
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// Parses a published revision (named after the file it was published from, so messages read
+/// file:line as `nlbctl publish` printed them).
+fn parse(rev: i64, p: &Published) -> Result<Config, String> {
+    let (config, diags) = nlb_config::parse_config(&p.file, &p.source);
+    match diags.into_result() {
+        Ok(()) => Ok(config),
+        Err(d) => Err(format!(
+            "{} (revision {rev})",
+            d.to_string()
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .collect::<Vec<_>>()
+                .join("; ")
+        )),
+    }
+}
+
+/// What the fleet task keeps across sessions.
+struct Serving {
+    revision: i64,
+    refused: Option<Refused>,
+    /// The record last written (to write again only on change).
+    written: Option<HostRecord>,
+}
+
+/// Runs the fleet task until aborted; `revision` is what the engine started with.
+pub async fn run(
+    daemon: Arc<Daemon>,
+    opts: FleetOptions,
+    start: (i64, Published),
+    metrics: Arc<FleetMetrics>,
+) {
+    let (revision, published) = start;
+    // The engine started with ids in name order (an empty NIC) or with those the NIC holds (a
+    // restart); the revision's own ids make the tables the fleet's, before anything is
+    // registered (connections are renumbered by the reload as needed).
+    if let Some(ids) = &published.ids {
+        let applied = match parse(revision, &published) {
+            Ok(config) => daemon.reload(config, Some(ids.symbols())).await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = applied {
+            error!(host = %opts.host, revision, "the revision's ids could not be applied: {e}");
+        }
+    }
+    metrics.revision.store(revision, Ordering::Relaxed);
+    metrics.live_revision.store(revision, Ordering::Relaxed);
+    metrics.applied.fetch_add(1, Ordering::Relaxed);
+    let mut serving = Serving {
+        revision,
+        refused: None,
+        written: None,
+    };
+    let mut backoff = BACKOFF.0;
+    let mut down_since: Option<std::time::Instant> = None;
+    loop {
+        let e = session(&daemon, &opts, &metrics, &mut serving, &mut down_since).await;
+        metrics.etcd_up.store(false, Ordering::Relaxed);
+        metrics.registered.store(false, Ordering::Relaxed);
+        metrics.session_failures.fetch_add(1, Ordering::Relaxed);
+        serving.written = None;
+        if down_since.is_none() {
+            warn!(
+                host = %opts.host,
+                revision = serving.revision,
+                error = %e,
+                "lost etcd: serving revision {} until it returns (fail static)",
+                serving.revision
+            );
+            down_since = Some(std::time::Instant::now());
+            backoff = BACKOFF.0;
+        }
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(BACKOFF.1);
+    }
+}
+
+/// One session; returns why it ended.
+async fn session(
+    daemon: &Daemon,
+    opts: &FleetOptions,
+    metrics: &FleetMetrics,
+    serving: &mut Serving,
+    down_since: &mut Option<std::time::Instant>,
+) -> FleetError {
+    match session_inner(daemon, opts, metrics, serving, down_since).await {
+        Ok(never) => match never {},
+        Err(e) => e,
+    }
+}
+
+/// Never returns Ok: a session ends only with an error.
+enum Never {}
+
+async fn session_inner(
+    daemon: &Daemon,
+    opts: &FleetOptions,
+    metrics: &FleetMetrics,
+    serving: &mut Serving,
+    down_since: &mut Option<std::time::Instant>,
+) -> Result<Never, FleetError> {
+    let store = Store::connect(&opts.endpoints, opts.keys.clone()).await?;
+    // One read of everything under the prefix (it also finds a member that answers, whose
+    // client the lease and the watch use): the live revision, the hosts and the health
+    // reports at one store revision, from which the watch continues.
+    let (kvs, store_revision) = store.read_all().await?;
+    let mut client = store.client();
+    let lease = client
+        .lease_grant(opts.lease_ttl, None)
+        .await
+        .map_err(|e| store.unreachable(e))?
+        .id();
+    let (mut keeper, mut keepalive) = client
+        .lease_keep_alive(lease)
+        .await
+        .map_err(|e| store.unreachable(e))?;
+    let mut live = None;
+    let mut hosts = Vec::new();
+    let mut reports = Vec::new();
+    for kv in &kvs {
+        let key = String::from_utf8_lossy(kv.key());
+        match store.keys.classify(&key) {
+            KeyKind::Config => {
+                live = Some((kv.mod_revision(), fleet::decode_published(&key, kv.value())))
+            }
+            KeyKind::Host(name) => hosts.push(name.to_string()),
+            KeyKind::Health {
+                pool,
+                backend,
+                host,
+            } => {
+                if let Ok(r) = serde_json::from_slice::<HealthReport>(kv.value()) {
+                    reports.push((TargetKey::new(pool, backend), host.to_string(), r));
+                }
+            }
+            KeyKind::Other => {}
+        }
+    }
+    if let Some(shared) = &daemon.shared {
+        shared.reset(hosts, reports);
+    }
+
+    // Catch up before announcing anything.
+    if let Some((rev, published)) = live {
+        metrics.live_revision.store(rev, Ordering::Relaxed);
+        if rev > serving.revision && serving.refused.as_ref().map(|r| r.revision) != Some(rev) {
+            match published {
+                Ok(p) => apply(daemon, opts, metrics, serving, rev, &p).await,
+                Err(e) => refuse(opts, serving, metrics, rev, e.to_string()),
+            }
+        }
+    }
+    // The fleet's health as read, loaded before the record announces the tables (a host with
+    // an empty NIC would otherwise announce tables that assume every backend healthy).
+    if let Some(shared) = &daemon.shared {
+        load_fleet_health(daemon, shared, opts)?;
+    }
+    write_record(daemon, &store, opts, serving, lease).await?;
+    metrics.etcd_up.store(true, Ordering::Relaxed);
+    metrics.registered.store(true, Ordering::Relaxed);
+    if let Some(since) = down_since.take() {
+        info!(
+            host = %opts.host,
+            revision = serving.revision,
+            outage_ms = since.elapsed().as_millis() as u64,
+            "etcd reachable again: serving revision {} and registered",
+            serving.revision
+        );
+    } else {
+        info!(host = %opts.host, revision = serving.revision, lease, "registered in the fleet");
+    }
+    if let Some(shared) = &daemon.shared {
+        shared.host(&opts.host, true);
+        shared_step(daemon, shared, &store, opts, metrics, lease).await?;
+    }
+
+    let key = store.keys.config();
+    let mut watch = client
+        .watch(
+            store.keys.prefix(),
+            Some(
+                WatchOptions::new()
+                    .with_prefix()
+                    .with_start_revision(store_revision + 1),
+            ),
+        )
+        .await
+        .map_err(|e| store.unreachable(e))?;
+    let mut keepalive_tick = tokio::time::interval(Duration::from_millis(
+        (opts.lease_ttl as u64 * 1000 / 3).max(200),
+    ));
+    let mut status_tick = tokio::time::interval(STATUS_PERIOD);
+    let mut mismatch_since: Option<std::time::Instant> = None;
+    loop {
+        tokio::select! {
+            msg = watch.message() => {
+                let resp = msg
+                    .map_err(|e| store.unreachable(e))?
+                    .ok_or_else(|| store.unreachable("the watch stream closed"))?;
+                if resp.canceled() {
+                    // For example a start revision etcd compacted: the next session reads the
+                    // live revision afresh.
+                    return Err(store.unreachable(format!(
+                        "the watch was cancelled ({}; compacted at {})",
+                        resp.cancel_reason(),
+                        resp.compact_revision()
+                    )));
+                }
+                let (mut config_changed, mut view_changed) = (false, false);
+                for event in resp.events() {
+                    let Some(kv) = event.kv() else { continue };
+                    let put = event.event_type() == EventType::Put;
+                    let k = String::from_utf8_lossy(kv.key());
+                    match store.keys.classify(&k) {
+                        KeyKind::Config if put => {
+                            config_changed = true;
+                            let rev = kv.mod_revision();
+                            metrics.live_revision.store(rev, Ordering::Relaxed);
+                            match fleet::decode_published(&key, kv.value()) {
+                                Ok(p) => apply(daemon, opts, metrics, serving, rev, &p).await,
+                                Err(e) => refuse(opts, serving, metrics, rev, e.to_string()),
+                            }
+                        }
+                        KeyKind::Config => warn!(
+                            host = %opts.host,
+                            "{key} was deleted: revision {} keeps serving", serving.revision
+                        ),
+                        KeyKind::Host(name) => {
+                            if let Some(shared) = &daemon.shared {
+                                shared.host(name, put);
+                                view_changed = true;
+                            }
+                        }
+                        KeyKind::Health { pool, backend, host } => {
+                            if let Some(shared) = &daemon.shared {
+                                let report = if put {
+                                    serde_json::from_slice::<HealthReport>(kv.value()).ok()
+                                } else {
+                                    None
+                                };
+                                shared.report(TargetKey::new(pool, backend), host, report);
+                                view_changed = true;
+                            }
+                        }
+                        KeyKind::Other => {}
+                    }
+                }
+                if view_changed {
+                    if let Some(shared) = &daemon.shared {
+                        shared_step(daemon, shared, &store, opts, metrics, lease).await?;
+                    }
+                }
+                if config_changed {
+                    write_record(daemon, &store, opts, serving, lease).await?;
+                }
+            }
+            () = async {
+                match &daemon.shared {
+                    Some(s) => tokio::select! {
+                        () = s.local_changed.notified() => {}
+                        () = s.view_changed.notified() => {}
+                    },
+                    None => std::future::pending().await,
+                }
+            } => {
+                if let Some(shared) = &daemon.shared {
+                    shared_step(daemon, shared, &store, opts, metrics, lease).await?;
+                }
+            }
+            _ = keepalive_tick.tick() => {
+                keeper.keep_alive().await.map_err(|e| store.unreachable(e))?;
+            }
+            answer = keepalive.message() => {
+                let answer = answer
+                    .map_err(|e| store.unreachable(e))?
+                    .ok_or_else(|| store.unreachable("the lease keep-alive stream closed"))?;
+                if answer.ttl() <= 0 {
+                    return Err(store.unreachable(format!("lease {lease} expired")));
+                }
+            }
+            _ = status_tick.tick() => {
+                write_record(daemon, &store, opts, serving, lease).await?;
+                let records = store.host_records().await?;
+                let mine = serving.written.as_ref().map(|r| r.tables_digest.clone()).unwrap_or_default();
+                let same: Vec<_> = records.iter().filter(|(r, _)| r.revision == serving.revision).collect();
+                metrics.hosts.store(records.len() as u64, Ordering::Relaxed);
+                metrics.hosts_on_revision.store(same.len() as u64, Ordering::Relaxed);
+                let mut mismatched = same.iter().filter(|(r, _)| r.tables_digest != mine).count();
+                // Hosts apply a health change (or a policy refresh) a few milliseconds apart
+                // and rewrite their records within a status period: a mismatch counts once it
+                // outlasts MISMATCH_GRACE.
+                if mismatched == 0 {
+                    mismatch_since = None;
+                } else if mismatch_since.get_or_insert_with(std::time::Instant::now).elapsed() < MISMATCH_GRACE {
+                    mismatched = 0;
+                }
+                let before = metrics.mismatched_hosts.swap(mismatched as u64, Ordering::Relaxed);
+                if mismatched > 0 && before == 0 {
+                    let others: Vec<String> = same
+                        .iter()
+                        .filter(|(r, _)| r.tables_digest != mine)
+                        .map(|(r, _)| format!("{} ({})", r.host, &r.tables_digest[..12.min(r.tables_digest.len())]))
+                        .collect();
+                    error!(
+                        host = %opts.host,
+                        revision = serving.revision,
+                        "hosts on revision {} serve other tables than this one ({}): {}",
+                        serving.revision,
+                        &mine[..12.min(mine.len())],
+                        others.join(", ")
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Applies revision `rev` through the reload path; a revision that does not apply is refused
+/// and the one serving stays.
+async fn apply(
+    daemon: &Daemon,
+    opts: &FleetOptions,
+    metrics: &FleetMetrics,
+    serving: &mut Serving,
+    rev: i64,
+    published: &Published,
+) {
+    if rev <= serving.revision {
+        return;
+    }
+    let config = match parse(rev, published) {
+        Ok(c) => c,
+        Err(e) => return refuse(opts, serving, metrics, rev, e),
+    };
+    info!(host = %opts.host, revision = rev, file = %published.file, "applying revision {rev}");
+    match daemon
+        .reload(config, published.ids.as_ref().map(fleet::Ids::symbols))
+        .await
+    {
+        Ok(()) => {
+            serving.revision = rev;
+            serving.refused = None;
+            metrics.revision.store(rev, Ordering::Relaxed);
+            metrics.applied.fetch_add(1, Ordering::Relaxed);
+            info!(host = %opts.host, revision = rev, "serving revision {rev}");
+        }
+        Err(e) => refuse(opts, serving, metrics, rev, e),
+    }
+}
+
+fn refuse(
+    opts: &FleetOptions,
+    serving: &mut Serving,
+    metrics: &FleetMetrics,
+    rev: i64,
+    error: String,
+) {
+    error!(
+        host = %opts.host,
+        revision = rev,
+        "revision {rev} refused, revision {} keeps serving: {error}",
+        serving.revision
+    );
+    metrics.refused.fetch_add(1, Ordering::Relaxed);
+    serving.refused = Some(Refused {
+        revision: rev,
+        error,
+    });
+}
+
+/// Writes this host's record with the lease when it changed (or was never written in this
+/// session).
+async fn write_record(
+    daemon: &Daemon,
+    store: &Store,
+    opts: &FleetOptions,
+    serving: &mut Serving,
+    lease: i64,
+) -> Result<(), FleetError> {
+    let status = daemon
+        .engine_status(false)
+        .await
+        .map_err(|e| FleetError::Unreachable {
+            endpoints: "the engine".into(),
+            error: e,
+        })?;
+    let mut record = HostRecord {
+        host: opts.host.clone(),
+        revision: serving.revision,
+        tables_digest: status.tables_digest.clone(),
+        config_digest: status.config_digest.clone(),
+        profile: status.profile.to_string(),
+        generation: status.generation,
+        probing: daemon.shared.as_ref().map_or(0, |s| s.probing() as u64),
+        refused: serving.refused.clone(),
+        updated_unix_ms: 0,
+    };
+    if let Some(w) = &serving.written {
+        let mut same = w.clone();
+        same.updated_unix_ms = 0;
+        if same == record {
+            return Ok(());
+        }
+    }
+    record.updated_unix_ms = fleet::now_unix_ms();
+    let value = serde_json::to_vec(&record).map_err(|e| FleetError::Malformed {
+        key: opts.keys.host(&opts.host),
+        error: e.to_string(),
+    })?;
+    store
+        .client()
+        .put(
+            opts.keys.host(&opts.host),
+            value,
+            Some(PutOptions::new().with_lease(lease)),
+        )
+        .await
+        .map_err(|e| store.unreachable(e))?;
+    serving.written = Some(record);
+    Ok(())
+}
+
+/// Shared health, one step (SPEC R11.2): re-derives what this host probes from the live hosts
+/// (and gives its checker those targets), loads the fleet's decisions when they changed, and
+/// writes this host's reports (its checker's decisions on what it probes) with its lease,
+/// deleting those of targets it no longer probes.
+async fn shared_step(
+    daemon: &Daemon,
+    shared: &SharedHealth,
+    store: &Store,
+    opts: &FleetOptions,
+    metrics: &FleetMetrics,
+    lease: i64,
+) -> Result<(), FleetError> {
+    if let Some(assigned) = shared.reassign() {
+        info!(
+            host = %opts.host,
+            probing = assigned.len(),
+            "probing {} health-check targets for the fleet",
+            assigned.len()
+        );
+        if let Err(e) = daemon.checker.set_targets(assigned) {
+            // The targets come from a configuration that compiled; this would be a bug.
+            error!(host = %opts.host, error = %e, "the health checker refused this host's targets");
+        }
+    }
+    metrics
+        .probing
+        .store(shared.probing() as u64, Ordering::Relaxed);
+    load_fleet_health(daemon, shared, opts)?;
+    let (puts, deletes) = shared.own_reports(&daemon.checker.snapshot());
+    let mut client = store.client();
+    for (target, report) in puts {
+        let key = opts
+            .keys
+            .health_report(&target.pool, &target.backend, &opts.host);
+        let value = serde_json::to_vec(&report).map_err(|e| FleetError::Malformed {
+            key: key.clone(),
+            error: e.to_string(),
+        })?;
+        client
+            .put(key, value, Some(PutOptions::new().with_lease(lease)))
+            .await
+            .map_err(|e| store.unreachable(e))?;
+        metrics.reports_written.fetch_add(1, Ordering::Relaxed);
+        // The view holds it at once (the watch echoes it later): no second put meanwhile.
+        shared.report(target, &opts.host, Some(report));
+    }
+    for target in deletes {
+        let key = opts
+            .keys
+            .health_report(&target.pool, &target.backend, &opts.host);
+        client
+            .delete(key, None)
+            .await
+            .map_err(|e| store.unreachable(e))?;
+        metrics.reports_written.fetch_add(1, Ordering::Relaxed);
+        shared.report(target, &opts.host, None);
+    }
+    Ok(())
+}
+
+/// Sends the fleet's health decisions to the engine when they changed.
+fn load_fleet_health(
+    daemon: &Daemon,
+    shared: &SharedHealth,
+    opts: &FleetOptions,
+) -> Result<(), FleetError> {
+    let Some((changes, snapshot)) = shared.remerge() else {
+        return Ok(());
+    };
+    for c in &changes {
+        info!(
+            host = %opts.host,
+            target = %c.target,
+            from = %c.previous,
+            to = %c.health,
+            "fleet health changed"
+        );
+    }
+    daemon
+        .send(Command::Health { changes, snapshot })
+        .map_err(|e| FleetError::Unreachable {
+            endpoints: "the engine".into(),
+            error: e,
+        })
+}
