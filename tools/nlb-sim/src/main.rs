@@ -132,7 +132,7 @@ fn user(message: impl Into<String>) -> Failure {
 fn rtl_unavailable() -> Failure {
     user(
         "--engine rtl needs the Verilator model, which this nlb-sim was built without; \
-         rebuild with `cargo build -p nlb-tools --features rtl` (Verilator required: \
+         rebuild with `cargo build -p nlb-sim --features rtl` (Verilator required: \
          apt-get install verilator) or use --engine model",
     )
 }

@@ -182,7 +182,7 @@ mod rtl {
 fn rtl_unavailable() -> CliError {
     CliError::user(
         "error: --engine rtl needs the Verilator model, which this nlbctl was built without; \
-         rebuild with `cargo build -p nlb-tools --features rtl` (Verilator required: \
+         rebuild with `cargo build -p nlbctl --features rtl` (Verilator required: \
          apt-get install verilator) or use --engine model",
     )
 }

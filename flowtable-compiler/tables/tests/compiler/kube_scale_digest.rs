@@ -1,0 +1,66 @@
+//! The tables and the `explain` verdicts of a fixed generated cluster
+//! (`benches/support/kube_cluster.rs`: 600 nodes, 90 Services, 10 endpoints each: subsets,
+//! Local, internal, weighted, not-Ready and excluded nodes, terminating endpoints) must not
+//! change when the compiler is made faster (SPEC R10.4: hosts with the same tables digest pick
+//! the same backend for every flow).
+//!
+//! The expected digests were computed by the code before the issue-17 performance work
+//! (commit 5cf5b60 of wip-k8sperf, the bench alone), with
+//! `KUBE_SCALE=600,90,10 cargo bench -p flowtable-compiler --bench kube_scale`, which prints
+//! both. A deliberate change of the tables or of the verdicts' words updates them, saying why.
+
+#[path = "../../benches/support/kube_cluster.rs"]
+mod kube_cluster;
+
+use flowtable_compiler::{compile, CompileOptions, HealthState};
+use nlb_config::kube::Source;
+use nlb_config::parse_sources;
+use nlb_hw::Profile;
+use sha2::Digest as _;
+
+const TABLES: &str = "7a0cd00317d3c7fa88c5e2b28f3ccbdab277093f225ff2fbf9b0539df7a31a08";
+const VERDICTS: &str = "804ecbe66ec0f72eb0edf41c61d3b5b420b58db98a2374825558ad3a59f9d7b2";
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[test]
+fn generated_cluster_compiles_to_the_recorded_tables_and_verdicts() {
+    let sources = [
+        Source {
+            name: "cluster.yaml".into(),
+            text: kube_cluster::manifests(600, 90, 10),
+        },
+        Source {
+            name: "project.yaml".into(),
+            text: kube_cluster::project(),
+        },
+    ];
+    let (config, diags) = parse_sources(&sources);
+    assert!(diags.is_empty(), "{diags}");
+    let profile = Profile::by_name("u280").expect("u280 profile");
+    let compiled = compile(
+        &config,
+        &HealthState::default(),
+        &CompileOptions { profile },
+    )
+    .expect("compiles");
+    assert_eq!(hex(&compiled.tables_digest().expect("digest")), TABLES);
+
+    let mut h = sha2::Sha256::new();
+    let mut members = 0;
+    for k in &config.kubernetes {
+        for v in k.nodes() {
+            members += usize::from(v.member);
+            h.update(format!(
+                "{}\t{}\t{}\t{}\t{}\t{:?}\n",
+                k.service, v.node, v.zone, v.member, v.why, v.endpoints
+            ));
+        }
+    }
+    // The cluster exercises what it should: 90 Services over 600 nodes, subsets of 250.
+    assert_eq!(config.kubernetes.len(), 90);
+    assert!(members > 45 * 250, "{members} members");
+    assert_eq!(hex(&h.finalize()), VERDICTS);
+}
