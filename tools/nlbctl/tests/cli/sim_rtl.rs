@@ -3,6 +3,8 @@
 //! `nlbctl traffic` generates for the examples. Without the feature, `--engine rtl` is a user
 //! error that says how to get it.
 
+#[cfg(feature = "rtl")]
+use std::path::Path;
 use std::process::Command;
 
 fn nlbctl(args: &[&str]) -> std::process::Output {
