@@ -906,6 +906,9 @@ fn place_vips(
 /// from the defaults.
 fn policy_summary(p: &crate::policy::Policy) -> String {
     use crate::policy::Isolation;
+    if p.passthrough {
+        return "passthrough".to_string();
+    }
     let mut s = format!("policy {}", p.algorithm.name());
     if p.auto_capacity_drain {
         s.push_str(", auto capacity drain");

@@ -26,7 +26,7 @@ mod read;
 use crate::config::Reader;
 use crate::diag::{Diagnostics, Pos};
 use crate::model::*;
-use crate::policy::{Algorithm, Isolation, Preference};
+use crate::policy::Preference;
 use crate::tree::{Node, Value};
 use nlb_hw::enums::{Affinity, Delivery};
 use read::get;
@@ -93,8 +93,6 @@ pub const CLUSTER_CHECK: [u32; 4] = [8, 1, 1, 3];
 pub const LOCAL_CHECK: [u32; 4] = [3, 1, 1, 2];
 /// Name of the shared `Cluster` health check.
 pub const SHARED_CHECK: &str = "k8s-l4-shared-hc";
-/// Name of the service LB policy every Kubernetes backend service uses.
-pub const PASSTHROUGH_POLICY: &str = "k8s-passthrough";
 /// Connection idle timeouts of the source product when no session affinity sets one:
 /// 60 s for the external passthrough load balancer (SPEC R4.1), 600 s for the internal one.
 const IDLE_EXTERNAL: u16 = 60;
@@ -957,8 +955,7 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
 
     let mut used_instances: BTreeSet<(&str, bool)> = BTreeSet::new();
     let mut need_shared = [false, false]; // [backend-service check, legacy check]
-    let mut any_service = false;
-    // (VIP, protocol) → (ports, Service path, file, position) for overlap errors.
+                                          // (VIP, protocol) → (ports, Service path, file, position) for overlap errors.
     let mut taken: BTreeMap<(IpAddr, bool), Vec<TakenPorts>> = BTreeMap::new();
     let mut sorted = order.clone();
     sorted.sort_by(|&a, &b| {
@@ -1267,7 +1264,6 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
                     },
                 });
             } else {
-                any_service = true;
                 // One GCE_VM_IP NEG per zone (seed 003: GKE creates one per Service and zone).
                 let mut by_zone: BTreeMap<&str, Vec<&read::NodeInfo>> = BTreeMap::new();
                 for n in &fam_members {
@@ -1330,7 +1326,8 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
                         LocalityLbPolicy::Maglev
                     },
                     draining_timeout_sec: 0,
-                    service_lb_policy: Some(Ref::named(PASSTHROUGH_POLICY, s.pos)),
+                    // GKE names no service LB policy: passthrough semantics (SPEC R6, R7.1).
+                    service_lb_policy: None,
                     delivery,
                     loc: Loc {
                         index: c.backend_services.len(),
@@ -1468,19 +1465,6 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
             healthy_threshold: t[2],
             unhealthy_threshold: t[3],
             loc,
-        });
-    }
-    if any_service {
-        // The passthrough product has no service LB policy: every group in one tier, shares by
-        // endpoints; a group leaves only when none of it is healthy (threshold 1 %).
-        c.service_lb_policies.push(ServiceLbPolicy {
-            name: PASSTHROUGH_POLICY.into(),
-            location: String::new(),
-            algorithm: Algorithm::SprayToWorld,
-            auto_capacity_drain: false,
-            failover_health_threshold: 1,
-            isolation: Isolation::None,
-            loc: Loc::default(),
         });
     }
     for (name, v6) in &used_instances {
