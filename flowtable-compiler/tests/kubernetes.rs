@@ -242,7 +242,7 @@ fn the_example_cluster_maps_as_seed_003_describes() {
     assert_eq!(ports, vec![(80, 80), (443, 443)]);
     assert_eq!(rules[0].ip_address.to_string(), "203.0.113.70");
 
-    // resolver: class l4-regional-internal, Cluster, dual stack, ClientIP 1800 s, UDP and TCP
+    // resolver: class l4-regional-internal, Cluster, dual stack, ClientIP (kube-proxy's 1800 s), UDP and TCP
     // port 53.
     let r = service(&c, "infra/resolver");
     assert_eq!(r.shape, Shape::Internal);
@@ -253,12 +253,15 @@ fn the_example_cluster_maps_as_seed_003_describes() {
     // VIPs from the project's address pools (the Service has no loadBalancerIP).
     assert!(r.vips[0].to_string().starts_with("203.0.113."));
     assert!(r.vips[1].to_string().starts_with("2001:db8:64::"));
-    // Cluster: every Ready, not excluded node, with or without a pod (seed 003).
-    assert_eq!(members(r).len(), 3);
+    // Cluster: every node not excluded, with or without a pod (seed 003), the NotReady one
+    // included: only its health check takes it out (SPEC R7.6).
+    assert_eq!(members(r).len(), 4);
     for pool in &r.pools {
         let bs = c.backend_services.iter().find(|b| &b.name == pool).unwrap();
         assert_eq!(bs.session_affinity, Affinity::ClientIp);
-        assert_eq!(bs.idle_timeout_sec, 1800);
+        // timeoutSeconds 1800 is kube-proxy's: the internal load balancer's idle timeout
+        // stays 600 s (SPEC R7.6).
+        assert_eq!(bs.idle_timeout_sec, 600);
         let hc = c
             .health_checks
             .iter()
@@ -278,7 +281,9 @@ fn the_example_cluster_maps_as_seed_003_describes() {
             ),
             (8, 1, 1, 3)
         );
-        assert_eq!(serving(&compiled, pool).len(), 3, "{pool}");
+        // The NotReady node has no IPv6 InternalIP: three IPv6 backends.
+        let want = if pool.ends_with("-v6") { 3 } else { 4 };
+        assert_eq!(serving(&compiled, pool).len(), want, "{pool}");
     }
     let v6 = serving(&compiled, &r.pools[1]);
     assert!(v6.keys().all(|b| b.ends_with(".ipv6")), "{v6:?}");
@@ -451,10 +456,12 @@ fn subsets_are_stable_when_nodes_come_and_go() {
     assert_ne!(a, b);
 }
 
-/// Seed 003 "Load balancer health checks" and SPEC R7.6: NotReady nodes and nodes labelled
-/// node.kubernetes.io/exclude-from-external-load-balancers are never backends.
+/// Seed 003 "Load balancer health checks" and SPEC R7.6: nodes labelled
+/// node.kubernetes.io/exclude-from-external-load-balancers are never backends; a NotReady node
+/// stays a backend of the NEG-based load balancers (GKE's NEG controller keeps unready
+/// candidate nodes in `GCE_VM_IP` NEGs) and only its health check takes it out.
 #[test]
-fn not_ready_and_excluded_nodes_are_never_backends() {
+fn excluded_nodes_are_never_backends_and_not_ready_ones_stay_neg_backends() {
     let mut t = String::new();
     node(&mut t, "a", "zone-a", "10.0.0.1", true, &[]);
     node(&mut t, "b", "zone-a", "10.0.0.2", false, &[]);
@@ -486,18 +493,29 @@ fn not_ready_and_excluded_nodes_are_never_backends() {
     let c = config(&t2);
     assert_eq!(
         members(service(&c, "default/cl")),
-        ["a", "d"].map(String::from).into()
+        ["a", "b", "d"].map(String::from).into()
     );
     assert_eq!(
         members(service(&c, "default/lo")),
-        ["a"].map(String::from).into()
+        ["a", "b"].map(String::from).into()
     );
     let verdicts = service(&c, "default/cl").nodes();
     let why: BTreeMap<&str, &str> = verdicts.iter().map(|n| (&*n.node, &*n.why)).collect();
-    assert!(why["b"].contains("not Ready"), "{why:?}");
+    assert!(
+        why["b"].contains("not Ready, still a NEG backend"),
+        "{why:?}"
+    );
     assert!(why["c"].contains("exclude-from-external-load-balancers"));
-    let compiled = build(&c, &HealthState::new());
     let pool = &service(&c, "default/cl").pools[0];
+    let compiled = build(&c, &HealthState::new());
+    assert_eq!(
+        serving(&compiled, pool).keys().cloned().collect::<Vec<_>>(),
+        ["a", "b", "d"]
+    );
+    // The NotReady node's check fails (kube-proxy's /healthz on a sick node): out.
+    let mut h = HealthState::new();
+    h.set_member_healthy(pool, "b", false);
+    let compiled = build(&c, &h);
     assert_eq!(
         serving(&compiled, pool).keys().cloned().collect::<Vec<_>>(),
         ["a", "d"]
@@ -921,6 +939,7 @@ fn eligibility_names_every_node_and_the_reason() {
     let pool = &k.pools[0];
     let mut h = HealthState::new();
     h.set_member_healthy(pool, "probe-down", false);
+    h.set_member_healthy(pool, "not-ready", false);
     let compiled = build(&c, &h);
     let e: BTreeMap<String, kube::NodeEligibility> = k
         .eligibility(&compiled, pool, &h)
@@ -943,7 +962,16 @@ fn eligibility_names_every_node_and_the_reason() {
     assert!(e["terminating"].member && e["terminating"].why.contains("SPEC R10.5"));
     assert!(e["probe-down"].member && e["probe-down"].why.contains("fails its health check"));
     assert!(!e["no-pods"].member && e["no-pods"].why.contains("no serving endpoint"));
-    assert!(!e["not-ready"].member && e["not-ready"].why.contains("not Ready"));
+    // A NotReady node stays a NEG backend; its failing check takes it out (SPEC R7.6).
+    assert!(
+        e["not-ready"].member
+            && e["not-ready"]
+                .why
+                .contains("not Ready, still a NEG backend")
+            && e["not-ready"].why.contains("fails its health check"),
+        "{:?}",
+        e["not-ready"]
+    );
     // The policy report's group shares are the weighted ones: zone-a holds 2 of 3 ready pods.
     let report = compiled.pools.iter().find(|p| &p.name == pool).unwrap();
     assert!(report.why.contains("66.7 %"), "{}", report.why);
