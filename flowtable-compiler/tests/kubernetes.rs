@@ -654,7 +654,8 @@ fn client_ip_affinity_and_its_timeout() {
             "  sessionAffinity: ClientIP\n  sessionAffinityConfig:\n    clientIP:\n      timeoutSeconds: {timeout}\n"
         )
     };
-    let cases: Vec<(&[(&str, &str)], String, Affinity, u16)> = vec![
+    type Annotations<'a> = &'a [(&'a str, &'a str)];
+    let cases: Vec<(Annotations, String, Affinity, u16)> = vec![
         (&[], String::new(), Affinity::None, 60),
         (
             &[],

@@ -45,6 +45,7 @@ fn record_line(r: &Record) -> Value {
         "arrived": r.arrived,
         "dropped": r.dropped,
         "live": r.live,
+        "rule": r.rule,
         "changed_entries": r.changed_entries,
         "written_entries": r.written_entries,
         "groups": groups,
@@ -161,6 +162,9 @@ pub fn summary(o: &Outcome) -> String {
                 pct(p.dropped as f64 / p.arrived.max(1) as f64)
             );
         }
+        if !p.rule_at_end.is_empty() {
+            let _ = writeln!(s, "{:<32} decided by: {}", "", p.rule_at_end);
+        }
     }
     let _ = writeln!(s);
     let _ = writeln!(
@@ -182,7 +186,8 @@ pub fn summary(o: &Outcome) -> String {
     let _ = writeln!(
         s,
         "\nshare: of the phase's new connections, as the device forwarded them; served: the \
-         policy's share in the tables at the phase's end; util: live / capacity at refreshes"
+         policy's share in the tables at the phase's end; util: live / capacity at refreshes; \
+         decided by: the rule behind the served shares at the phase's end"
     );
     s
 }
