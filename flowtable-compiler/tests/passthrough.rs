@@ -206,3 +206,44 @@ fn explain_says_that_no_policy_decided() {
         "{s:?}"
     );
 }
+
+/// Capacities and preferences belong to the service LB policy (SPEC R6.1, R6.2, R6.6): without
+/// one they shape nothing, and the compile says so; `capacityScaler: 0` still takes a group
+/// out ("A setting of 0 means the group is completely drained": compute v1 Backend).
+#[test]
+fn capacities_shape_nothing_without_a_policy_and_a_note_says_so() {
+    let text = NO_POLICY
+        .replace(
+            "{group: big}",
+            "{group: big, maxConnectionsPerEndpoint: 10, capacityScaler: 0.5}",
+        )
+        .replace(
+            "{group: small}",
+            "{group: small, maxConnectionsPerEndpoint: 1000, preference: PREFERRED}",
+        );
+    let c = build(&text, &HealthState::new());
+    let d = c.service_decision("web").expect("a decision");
+    assert_eq!(d.endpoint_shares.len(), 12, "{d:?}");
+    for share in d.endpoint_shares.values() {
+        assert!((share - 1.0 / 12.0).abs() < 1e-9, "{d:?}");
+    }
+    assert!(
+        c.notes.iter().any(|n| n.contains("backend service web")
+            && n.contains("no serviceLbPolicy")
+            && n.contains("maxConnections")
+            && n.contains("preference")),
+        "{:?}",
+        c.notes
+    );
+    let drained = NO_POLICY.replace("{group: big}", "{group: big, capacityScaler: 0}");
+    let c = build(&drained, &HealthState::new());
+    let d = c.service_decision("web").expect("a decision");
+    assert_eq!(
+        d.endpoint_shares
+            .keys()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+        ["s0", "s1"],
+        "{d:?}"
+    );
+}

@@ -183,14 +183,30 @@ fn the_nearest_region_fills_then_spills() {
     );
     // A steady load does not make weights oscillate: from five lifetimes after the step at
     // most one late correction (the shares applied while the load rose drift from the
-    // settled ones by up to the deadband), and none in the last 200 s.
-    let changes: Vec<f64> = window(&o, 450.0, 900.0)
-        .filter(|r| r.changed_entries > 0)
-        .map(|r| r.t as f64 / MICROS)
-        .collect();
+    // settled ones by up to the deadband), and none in the last 200 s. The one exception is
+    // the policy's bound on a group that a drifted share takes 3 √C past its capacity (it
+    // then gets no new connection until back within 2 √C: `PAST_CAPACITY_SIGMAS`), which
+    // changes the weights twice, the trip and its release a few refreshes later.
+    let past = |r: &Record| {
+        r.groups
+            .iter()
+            .any(|g| g.capacity > 0.0 && g.live as f64 >= g.capacity + 3.0 * g.capacity.sqrt())
+    };
+    let (mut corrections, mut trips, mut tripped) = (Vec::new(), 0, None::<f64>);
+    for r in window(&o, 450.0, 900.0).filter(|r| r.changed_entries > 0) {
+        let t = r.t as f64 / MICROS;
+        if past(r) {
+            trips += 1;
+            tripped = Some(t);
+        } else if tripped.take().is_some_and(|at| t - at <= 10.0) {
+            // The release of the bound.
+        } else {
+            corrections.push(t);
+        }
+    }
     assert!(
-        changes.len() <= 1 && changes.iter().all(|&t| t < 700.0),
-        "weight changes at {changes:?} s"
+        corrections.len() <= 1 && corrections.iter().all(|&t| t < 700.0) && trips <= 2,
+        "weight changes at {corrections:?} s, {trips} past-capacity trips"
     );
 
     // 900-1200 s: back to ~600 live; two lifetimes later nothing spills any more.
@@ -258,8 +274,15 @@ fn a_zone_is_drained_below_25_percent_and_undrained_60_s_after_reaching_35() {
 fn a_group_below_70_percent_healthy_stops_taking_first_tier_traffic() {
     let s = scenario("failover-threshold");
     let o = simulate("failover-threshold");
-    let policy = s.config.service_lb_policies.first();
-    assert!(policy.is_none(), "the default threshold, 70");
+    let policy = s
+        .config
+        .service_lb_policies
+        .first()
+        .expect("the service names a policy");
+    assert_eq!(
+        policy.failover_health_threshold, 70,
+        "the policy leaves the threshold at its default"
+    );
     let share = |from: f64, to: f64| {
         let (n, all) = arrivals(&o, &["near"], from, to);
         assert!(all > 500, "{all} arrivals in {from}-{to} s");
@@ -411,6 +434,50 @@ fn long_lived_connections_fill_the_nearest_region_to_capacity_and_no_further() {
         east.live as f64 >= east_cap - 3.0 * east_cap.sqrt(),
         "us-east1 holds {} of {east_cap}",
         east.live
+    );
+}
+
+/// SPEC R6: a backend service without a service LB policy spreads new connections over its
+/// healthy endpoints alike (Google Cloud: a passthrough load balancer "distributes new
+/// connections to its healthy backend VMs"). `big` at 2 of 4 healthy keeps taking its two
+/// healthy instances' share, a half of the four healthy ones, where a policy's default
+/// failover threshold (70) would have given `small` everything; the trace and the summary
+/// name the rule.
+#[test]
+fn without_a_policy_every_healthy_endpoint_takes_an_equal_share() {
+    let s = scenario("passthrough");
+    assert!(s.config.service_lb_policies.is_empty());
+    let o = simulate("passthrough");
+    // A binomial share p over n arrivals: within four standard deviations.
+    let near = |group: &str, from: f64, to: f64, p: f64| {
+        let (n, all) = arrivals(&o, &[group], from, to);
+        let sd = (p * (1.0 - p) / all as f64).sqrt();
+        assert!(
+            (n as f64 / all as f64 - p).abs() < 4.0 * sd,
+            "{group} took {n} of {all} in {from}-{to} s, want {p}"
+        );
+    };
+    // One refresh after each health event the tables hold the new shares.
+    near("big", 1.0, 100.0, 4.0 / 6.0);
+    near("big", 101.0, 200.0, 2.0 / 4.0);
+    near("small", 101.0, 200.0, 2.0 / 4.0);
+    near("big", 201.0, 300.0, 4.0 / 6.0);
+    assert!(
+        o.records.iter().all(|r| r
+            .rule
+            .contains("no serviceLbPolicy (passthrough, SPEC R6, R7.1)")),
+        "{:?}",
+        o.records.first().map(|r| &r.rule)
+    );
+    assert!(
+        o.records
+            .iter()
+            .all(|r| r.groups.iter().all(|g| !g.below_threshold)),
+        "no failover threshold without a policy"
+    );
+    assert!(
+        nlb_tools::policy_sim::summary(&o).contains("decided by: no serviceLbPolicy"),
+        "the summary says which rule decided"
     );
 }
 

@@ -225,7 +225,8 @@ fn layout(
     let mut symbols = Symbols::default();
     let backends = place_backends(c, profile, previous, &s, &mut tables, &mut symbols);
     let (pool_id, mut plans) = plan_pools(c, &s, &backends);
-    let notes = size_slices(&mut d, c, profile, &s, &mut plans);
+    let mut notes = size_slices(&mut d, c, profile, &s, &mut plans);
+    notes.extend(services::passthrough_notes(c));
     symbols.pools = plans
         .iter()
         .map(|p| PoolSymbol {

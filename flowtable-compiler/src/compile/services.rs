@@ -210,6 +210,43 @@ pub(super) fn plan_service(
     }
 }
 
+/// A note for each backend service that names no service LB policy but sets what only a
+/// policy uses (capacities, a `capacityScaler` between 0 and 1, `preference`): passthrough
+/// semantics ignore them (SPEC R6), which a user who wrote them should hear.
+pub(super) fn passthrough_notes(c: &Config) -> Vec<String> {
+    let mut notes = Vec::new();
+    for b in c
+        .backend_services
+        .iter()
+        .filter(|b| b.service_lb_policy.is_none())
+    {
+        let mut unused = Vec::new();
+        if b.backends.iter().any(|x| x.max_connections.is_some()) {
+            unused.push("maxConnections");
+        }
+        if b.backends.iter().any(|x| {
+            let v = x.capacity_scaler.value();
+            v > 0.0 && v < 1.0
+        }) {
+            unused.push("capacityScaler (other than 0)");
+        }
+        if b.backends
+            .iter()
+            .any(|x| x.preference == Preference::Preferred)
+        {
+            unused.push("preference");
+        }
+        if !unused.is_empty() {
+            notes.push(format!(
+                "backend service {}: no serviceLbPolicy, so it is passthrough (every healthy endpoint alike, SPEC R6) and {} shape nothing; name a service LB policy to use them",
+                b.name,
+                unused.join(", ")
+            ));
+        }
+    }
+    notes
+}
+
 /// What one fill of a backend service decided.
 #[derive(Debug, Clone)]
 pub(super) struct Fill {
