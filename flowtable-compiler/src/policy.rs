@@ -965,7 +965,7 @@ pub fn decide(
             if g.preference == Preference::Preferred && tier_of[i] == Some(0) && !policy.passthrough
             {
                 why.push_str(if why.is_empty() {
-                    "preferred: filled first (SPEC R6.6)"
+                    "preferred: filled first, SPEC R6.6"
                 } else {
                     "; preferred"
                 });
