@@ -173,11 +173,18 @@ pub fn summary(o: &Outcome) -> String {
         "group", "capacity", "connections", "peak util", "weight changes"
     );
     for g in &o.group_totals {
+        // A service that sets no capacity counts every endpoint for so many connections that
+        // no group fills (`UNLIMITED_PER_ENDPOINT`): say so rather than print the number.
+        let capacity = if g.capacity >= flowtable_compiler::compile::UNLIMITED_PER_ENDPOINT {
+            "no limit".to_string()
+        } else {
+            format!("{:.0}", g.capacity)
+        };
         let _ = writeln!(
             s,
-            "{:<width$} {:>12.0} {:>12} {:>10} {:>15}",
+            "{:<width$} {:>12} {:>12} {:>10} {:>15}",
             g.name,
-            g.capacity,
+            capacity,
             g.connections,
             pct(g.peak_utilisation),
             g.weight_changes
