@@ -1823,12 +1823,10 @@ mod tests {
     /// while it has one healthy eligible node; otherwise every node of every zone does.
     #[test]
     fn zonal_affinity_keeps_the_zone_while_one_node_is_healthy_then_spreads_over_all() {
-        // The Kubernetes passthrough policy: one tier of everything, no capacity limit.
+        // A Kubernetes Service: passthrough (no service LB policy), with zonal affinity.
         let p = Policy {
-            algorithm: Algorithm::SprayToWorld,
-            failover_health_threshold: 1,
             zonal_affinity: true,
-            ..Policy::default()
+            ..Policy::passthrough()
         };
         let unlimited = |name: &str, zone: &str, healthy: &[bool]| {
             let mut g = group(name, "r1", zone, 1e9 * healthy.len() as f64, healthy);
@@ -1861,8 +1859,7 @@ mod tests {
         // WATERFALL_BY_ZONE is not this: it would give one other zone everything.
         let waterfall = Policy {
             algorithm: Algorithm::WaterfallByZone,
-            zonal_affinity: false,
-            ..p.clone()
+            ..Policy::default()
         };
         let d = decide(&waterfall, &here(), &groups, &mut s, 0.0);
         assert_eq!(ep(&d, "c-0"), 0.0, "{d:?}");
@@ -1884,6 +1881,62 @@ mod tests {
         ];
         let d = decide(&p, &nowhere, &groups, &mut s, 0.0);
         assert_eq!((ep(&d, "a-0"), ep(&d, "b-0")), (0.5, 0.5), "{d:?}");
+    }
+
+    /// SPEC R6: without a service LB policy, every healthy endpoint alike, whatever its group,
+    /// zone, region, capacity or preference; no drain, threshold or tiers; a group with
+    /// capacity 0 (capacityScaler 0) takes none; only failoverPolicy moves traffic.
+    #[test]
+    fn passthrough_spreads_over_the_healthy_endpoints_alike() {
+        let p = Policy {
+            auto_capacity_drain: true,
+            isolation: Isolation::Strict,
+            ..Policy::passthrough()
+        };
+        let mut s = DrainState::default();
+        let mut pref = group("pref", "r2", "r2-a", 5.0, &[true]);
+        pref.preference = Preference::Preferred;
+        let groups = [
+            with_live(
+                group(
+                    "sick",
+                    "r1",
+                    "r1-a",
+                    1000.0,
+                    &[true, false, false, false, false],
+                ),
+                900,
+            ),
+            group("far", "r3", "r3-a", 10.0, &[true, true]),
+            pref,
+            group("off", "r1", "r1-b", 0.0, &[true]),
+        ];
+        let d = decide(&p, &here(), &groups, &mut s, 0.0);
+        for e in ["sick-0", "far-0", "far-1", "pref-0"] {
+            assert!((d.endpoint_shares[e] - 0.25).abs() < 1e-9, "{e}: {d:?}");
+        }
+        assert!(!d.endpoint_shares.contains_key("off-0"), "{d:?}");
+        assert!(s.drained.is_empty() && !d.groups[0].below_threshold && !d.drop);
+        assert!(d.rule.contains("no serviceLbPolicy"), "{}", d.rule);
+        // Nothing healthy: fail open, not STRICT's drop (no policy, no isolation).
+        let dead: Vec<Group> = groups
+            .iter()
+            .map(|g| {
+                let mut g = g.clone();
+                g.endpoints.iter_mut().for_each(|e| e.healthy = false);
+                g
+            })
+            .collect();
+        let d = decide(&p, &here(), &dead, &mut s, 0.0);
+        assert!(!d.drop && d.endpoint_shares.len() == 9, "{d:?}");
+        assert!(d.rule.contains("fail open"), "{}", d.rule);
+        // failoverPolicy: no primary healthy, the failover group serves alone.
+        let mut standby = group("standby", "r1", "r1-c", 1.0, &[true, true]);
+        standby.failover = true;
+        let d = decide(&p, &here(), &[dead[1].clone(), standby], &mut s, 0.0);
+        assert!(d.failover_serves, "{d:?}");
+        assert_eq!(d.endpoint_shares.len(), 2);
+        assert!(d.rule.contains("failoverPolicy"), "{}", d.rule);
     }
 
     const DEADBAND: f64 = 0.05;

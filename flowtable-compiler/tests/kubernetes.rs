@@ -253,7 +253,7 @@ fn the_example_cluster_maps_as_seed_003_describes() {
     // VIPs from the project's address pools (the Service has no loadBalancerIP).
     assert!(r.vips[0].to_string().starts_with("203.0.113."));
     assert!(r.vips[1].to_string().starts_with("2001:db8:64::"));
-    // Cluster: every node not excluded, with or without a pod (seed 003), the NotReady one
+    // Cluster: every node not excluded, with or without a pod (GKE), the NotReady one
     // included: only its health check takes it out (SPEC R7.6).
     assert_eq!(members(r).len(), 4);
     for pool in &r.pools {
@@ -456,7 +456,7 @@ fn subsets_are_stable_when_nodes_come_and_go() {
     assert_ne!(a, b);
 }
 
-/// Seed 003 "Load balancer health checks" and SPEC R7.6: nodes labelled
+/// GKE's "Load balancer health checks" and SPEC R7.6: nodes labelled
 /// node.kubernetes.io/exclude-from-external-load-balancers are never backends; a NotReady node
 /// stays a backend of the NEG-based load balancers (GKE's NEG controller keeps unready
 /// candidate nodes in `GCE_VM_IP` NEGs) and only its health check takes it out.

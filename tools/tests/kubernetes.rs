@@ -316,7 +316,7 @@ fn sim_on_manifests_forwards_to_eligible_nodes_by_ipip() {
         .map(String::from)
         .into()
     );
-    // resolver (Cluster): every eligible node, with or without a pod (seed 003), the NotReady
+    // resolver (Cluster): every eligible node, with or without a pod (GKE), the NotReady
     // one too (its health check has not failed here, SPEC R7.6); it has no IPv6 address.
     assert_eq!(per_pool["k8s-infra-resolver"].len(), 4);
     assert_eq!(per_pool["k8s-infra-resolver-v6"].len(), 3);
