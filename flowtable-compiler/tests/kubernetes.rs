@@ -976,6 +976,12 @@ fn eligibility_names_every_node_and_the_reason() {
     // The policy report's group shares are the weighted ones: zone-a holds 2 of 3 ready pods.
     let report = compiled.pools.iter().find(|p| &p.name == pool).unwrap();
     assert!(report.why.contains("66.7 %"), "{}", report.why);
+    // And the rule that decided says so.
+    let rule = &compiled.service_decision(pool).unwrap().rule;
+    assert!(
+        rule.contains("no serviceLbPolicy") && rule.contains("WEIGHTED_MAGLEV"),
+        "{rule}"
+    );
 }
 
 /// Seed 003, "zonal affinity" (SPEC R7.4): an internal Service with `trafficDistribution:

@@ -317,7 +317,12 @@ pub(super) fn fill(
     let mut decision = decide(&policy_groups(sp, &name_refs, healthy, None), &sp.policy);
     if sp.weighted && sp.weights_across_groups {
         // The groups' shares are their endpoints' weighted shares (what the slices hold).
-        let (shares, _) = probe_weighted(sp, &decision, names, probe);
+        let (shares, note) = probe_weighted(sp, &decision, names, probe);
+        if note.as_deref() == Some(WEIGHTED_ACROSS) {
+            decision.rule.push_str(
+                "; WEIGHTED_MAGLEV: in proportion to the endpoints' weights (SPEC R5.4, R7.3)",
+            );
+        }
         for g in &mut decision.groups {
             if let Some(plan) = sp.groups.iter().find(|p| p.name == g.name) {
                 g.share = plan
@@ -374,6 +379,9 @@ pub(super) fn fill(
     }
 }
 
+/// What [`probe_weighted`] says when weights shape the shares across the groups.
+const WEIGHTED_ACROSS: &str = "weights (probes, else ready endpoints) across the nodes";
+
 /// `WEIGHTED_MAGLEV` (SPEC R5.4, R5.6): within each group, the group's share follows the
 /// weights the endpoints' probes report; weight 0 takes an endpoint out of new connections
 /// (and a group whose endpoints all report 0 out, its share going to the others); all 0, or
@@ -419,10 +427,7 @@ fn probe_weighted(
                 out.insert(names[i].clone(), share * w as f64 / total as f64);
             }
         }
-        return (
-            out,
-            Some("weights (probes, else ready endpoints) across the nodes".into()),
-        );
+        return (out, Some(WEIGHTED_ACROSS.into()));
     }
     let mut lost = 0.0;
     for g in &sp.groups {
