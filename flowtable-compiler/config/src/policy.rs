@@ -9,7 +9,8 @@ pub enum Algorithm {
     SprayToWorld,
     /// The nearest region first, its zones in proportion to capacity; spill by distance.
     SprayToRegion,
-    /// The default: as `SprayToRegion` on one NIC (see the module documentation).
+    /// The default: the nearest region first, in it the NIC's own zone first, then its other
+    /// zones together in proportion to capacity; spill by distance.
     #[default]
     WaterfallByRegion,
     /// The NIC's own zone first, then the other zones of its region, then farther regions.

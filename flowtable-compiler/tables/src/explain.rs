@@ -117,6 +117,9 @@ pub struct ServiceExplanation {
     /// Every group, in the order the policy fills them (tiers first, then the groups that
     /// take nothing).
     pub groups: Vec<ServiceGroupExplanation>,
+    /// The rule that decided the shares, with its SPEC number ([`crate::policy::Decision::rule`]).
+    #[serde(default)]
+    pub rule: String,
     /// The policy, where the live counts come from, each group and the flow's, in words (the
     /// decision's own steps, drain, failover, tiers, isolation, are the pool's step).
     pub steps: Vec<String>,
@@ -390,7 +393,19 @@ pub fn explain_service(
     let report = chosen.and_then(|g| decision.groups.iter().find(|r| r.name == g.name));
     let mut steps = Vec::new();
     let policy = compiled.service_policy(pool);
-    if let Some(p) = policy {
+    if let Some(p) = policy.filter(|p| p.passthrough) {
+        steps.push(format!(
+            "service {pool}: no serviceLbPolicy: passthrough, new connections over the healthy endpoints alike (SPEC R6, R7.1){}; NIC in {}",
+            if p.zonal_affinity {
+                ", zonal affinity (SPEC R7.4)"
+            } else {
+                ""
+            },
+            compiled
+                .service_locality(pool)
+                .map_or_else(|| "no region given".to_string(), nic_place),
+        ));
+    } else if let Some(p) = policy {
         let isolation = match p.isolation {
             crate::policy::Isolation::None => "no isolation",
             crate::policy::Isolation::Nearest => "isolation NEAREST (granularity REGION)",
@@ -410,6 +425,7 @@ pub fn explain_service(
                 .map_or_else(|| "no region given".to_string(), nic_place),
         ));
     }
+    steps.push(format!("decided by: {}", decision.rule));
     steps.push(format!("live connections: {live_counts}"));
     for r in &rows {
         let capacity = match (r.capacity, r.utilisation) {
@@ -457,6 +473,7 @@ pub fn explain_service(
         tier: report.and_then(|r| r.tier),
         share: report.map(|r| r.share),
         groups: rows,
+        rule: decision.rule.clone(),
         steps,
     })
 }

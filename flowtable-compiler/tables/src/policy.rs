@@ -1,35 +1,51 @@
-//! The service load-balancing policy of backend services (SPEC R6) as Maglev weights.
+//! The service load-balancing policy of backend services (SPEC R6) as Maglev weights, and the
+//! passthrough semantics of the backend services that name no policy.
 //!
-//! The source product applies this policy in its proxies, request by request. A passthrough NIC
-//! only chooses a backend for each *new* connection from its Maglev slice, so here the policy
-//! decides what share of new connections each backend group gets, and the shares become the
-//! weights of the slice. The "client" of the source product is the NIC itself: it has a region
-//! and a zone, and regions have a distance order ([`Locality`]). Capacity is counted in
-//! connections: a group's capacity is its `maxConnections` (per group, per instance or per
-//! endpoint) times its `capacityScaler`, and its utilisation is the live connections the host
-//! tracks on its endpoints divided by that.
+//! Google Cloud applies the service LB policy in its proxies, request by request. A
+//! passthrough NIC only chooses a backend for each *new* connection from its Maglev slice, so
+//! here the policy decides what share of new connections each backend group gets, and the
+//! shares become the weights of the slice. The "client" of Google Cloud's policy is the NIC
+//! itself: it has a region and a zone, and regions have a distance order ([`Locality`]).
+//! Capacity is counted in connections: a group's capacity is its `maxConnections` (per group,
+//! per instance or per endpoint) times its `capacityScaler`, and its utilisation is the live
+//! connections the host tracks on its endpoints divided by that.
 //!
-//! One decision ([`decide`]) takes these steps, each reported in the result:
+//! **Without a policy** ([`Policy::passthrough`]: a backend service without
+//! `serviceLbPolicy`, and every Kubernetes Service) the backend service keeps the passthrough
+//! load balancer's semantics (SPEC R6, R7.1): new connections spread over the healthy
+//! endpoints alike, whatever their group, zone or region, with no tiers, capacity, automatic
+//! capacity drain, failover threshold or isolation; only `failoverPolicy` moves them to the
+//! failover backends, zonal affinity (SPEC R7.4) keeps them in the NIC's zone, and a group
+//! with `capacityScaler: 0` takes none.
+//!
+//! **With a policy**, one decision ([`decide`]) takes these steps, each reported in the
+//! result:
 //!
 //! 1. **Automatic capacity drain** (R6.3, when enabled): a group with fewer than 25 % of its
-//!    endpoints healthy is a drain candidate; candidates are drained (effective capacity 0),
-//!    fewest healthy first, only while drained groups stay under 50 % of all groups (groups with
-//!    capacity 0 for other reasons count in the total, not as drained). A drained group returns
-//!    once at least 35 % of its endpoints have passed health checks for 60 s.
+//!    endpoints healthy is a drain candidate; every candidate is drained (effective capacity
+//!    0) provided candidates are fewer than 50 % of all groups, and none is otherwise (groups
+//!    with capacity 0 for other reasons count in the total, not as candidates; a drained group
+//!    stays a candidate until it returns). A drained group returns once at least 35 % of its
+//!    endpoints have passed health checks for 60 s.
 //! 2. **Failover backends** (the backend service's `failoverPolicy`): when fewer than
-//!    `failoverRatio` of the primary endpoints are healthy (`<`, as the source product compares
-//!    it for backend services, exactly on the written decimal), or, with the ratio 0 (the
+//!    `failoverRatio` of the primary endpoints are healthy (`<`, as Google Cloud compares it
+//!    for backend services, exactly on the written decimal), or, with the ratio 0 (the
 //!    default), when no primary endpoint is healthy, and a failover backend has a healthy
 //!    endpoint, the failover backends serve instead of the primary ones.
 //! 3. **Tiers**: preferred groups first (R6.6), then the default groups in locality order by
-//!    the algorithm (R6.1): `SPRAY_TO_WORLD` one tier of everything; `WATERFALL_BY_REGION` and
-//!    `SPRAY_TO_REGION` one tier per region, the NIC's region first, then by distance;
-//!    `WATERFALL_BY_ZONE` one tier per zone of the NIC's region (its own zone first), then one
-//!    per farther region. A group whose healthy share is below the failover threshold (R6.4,
-//!    default 70 %) is moved to a last tier: the others take its traffic while they have room.
+//!    the algorithm (R6.1): `SPRAY_TO_WORLD` one tier of everything; `SPRAY_TO_REGION` one tier
+//!    per region, the NIC's region first, then by distance; `WATERFALL_BY_REGION` the same,
+//!    except that in the NIC's region its own zone comes first (each front end prefers the
+//!    zone nearest to it, so at low load the NIC's zone takes everything), then the region's
+//!    other zones together; `WATERFALL_BY_ZONE` one tier per zone of the NIC's region (its own
+//!    zone first, then the others one at a time), then one per farther region. A group whose
+//!    healthy share is below the failover threshold (R6.4, default 70 %) is moved to a last
+//!    tier: the others take its traffic while they have room.
 //! 4. **Isolation** (R6.5, granularity `REGION`): traffic does not spill to another region for
-//!    capacity; `NEAREST` still leaves the nearest region when it has no healthy capacity at
-//!    all, `STRICT` never does (new connections are dropped instead).
+//!    capacity; `NEAREST` still leaves the nearest region when it has no healthy capacity (a
+//!    group below the failover threshold counts as unhealthy), for the next region that has
+//!    some, `STRICT` never does (new connections are dropped instead, even when every region
+//!    is down).
 //! 5. **Shares**: tiers are filled in order. A tier of capacity C gets the share C / N of new
 //!    connections, N being the live connections of the whole service (at least 1), and the next
 //!    tier the rest: in a steady state of N connections (arrival rate × lifetime) the tier then
@@ -43,12 +59,11 @@
 //!    share in proportion to their room (their capacity, unless full); within a group, its
 //!    healthy endpoints share equally.
 //! 6. **Fail open** (R3.4): when no endpoint anywhere is healthy, every endpoint of the serving
-//!    set gets an equal share, unless `dropTrafficIfUnhealthy` asks to drop.
+//!    set gets an equal share, unless `dropTrafficIfUnhealthy` (or `STRICT` isolation) asks to
+//!    drop.
 //!
-//! On one NIC `WATERFALL_BY_REGION` and `SPRAY_TO_REGION` give the same shares: in the source
-//! product they differ in which zone each of many front ends prefers at low request rates, and
-//! the NIC is a single front end. `WATERFALL_BY_ZONE` is the algorithm that fills the NIC's own
-//! zone first.
+//! Every decision names the rule that decided it ([`Decision::rule`]): `nlbctl explain`,
+//! `nlbctl status` and `nlbctl policy-sim` say it.
 //!
 //! Everything here is a pure function of its inputs and the [`DrainState`] it updates, so the
 //! slow path and the policy simulator get the same decisions for the same inputs.
@@ -79,6 +94,25 @@ pub struct Policy {
     /// R7.4): when a group in the NIC's zone has a healthy endpoint, only the NIC zone's
     /// groups serve; otherwise every group does, as without it.
     pub zonal_affinity: bool,
+    /// No service LB policy is named (SPEC R6): the passthrough load balancer's semantics, new
+    /// connections over the healthy endpoints alike; the algorithm, automatic capacity drain,
+    /// failover threshold, isolation, capacities and preferences do not apply
+    /// ([`Policy::passthrough`]).
+    pub passthrough: bool,
+}
+
+impl Policy {
+    /// What a backend service without `serviceLbPolicy`, and every Kubernetes Service, gets
+    /// (SPEC R6, R7.1): passthrough semantics. Google Cloud offers the service LB policy on
+    /// its application and proxy load balancers only; a passthrough backend service spreads
+    /// new connections over its healthy backends, and only `failoverPolicy` moves them to
+    /// failover backends.
+    pub fn passthrough() -> Policy {
+        Policy {
+            passthrough: true,
+            ..Policy::default()
+        }
+    }
 }
 
 impl Default for Policy {
@@ -91,6 +125,7 @@ impl Default for Policy {
             failover_ratio: None,
             drop_traffic_if_unhealthy: false,
             zonal_affinity: false,
+            passthrough: false,
         }
     }
 }
@@ -218,6 +253,9 @@ pub struct Decision {
     pub drop: bool,
     /// The failover backends serve instead of the primary ones (`failoverPolicy`).
     pub failover_serves: bool,
+    /// The rule that decided the shares, in words with its SPEC number (passthrough, the
+    /// service LB policy's algorithm, failover, isolation, zonal affinity, fail open, ...).
+    pub rule: String,
     /// The steps, in words.
     pub steps: Vec<String>,
 }
@@ -251,7 +289,8 @@ pub const DRAIN_BELOW: f64 = 0.25;
 pub const UNDRAIN_AT: f64 = 0.35;
 /// Seconds a drained group must stay at or above [`UNDRAIN_AT`] to return (R6.3).
 pub const UNDRAIN_AFTER_SECS: f64 = 60.0;
-/// Drained groups stay under this fraction of all groups (R6.3).
+/// Candidates are drained only while they are under this fraction of all groups; at or above
+/// it none is (R6.3).
 pub const MAX_DRAINED_FRACTION: f64 = 0.5;
 
 /// A group this many standard deviations of a steady load (√capacity connections, the
@@ -355,37 +394,44 @@ fn drain(groups: &[Group], state: &mut DrainState, now: f64, steps: &mut Vec<Str
             state.recovering_since.remove(&g.name);
         }
     }
+    // Candidates: groups with members and a capacity of their own (capacity 0 for another
+    // reason counts in the total only) under 25 % healthy, and the drained groups that have
+    // not returned yet (their capacity is 0 because of the drain).
     let total = groups.len();
-    let mut candidates: Vec<&Group> = groups
+    let candidates: Vec<&Group> = groups
         .iter()
         .filter(|g| {
-            !state.drained.contains(&g.name)
-                && g.capacity > 0.0
+            g.capacity > 0.0
                 && !g.endpoints.is_empty()
-                && g.healthy_fraction() < DRAIN_BELOW
+                && (state.drained.contains(&g.name) || g.healthy_fraction() < DRAIN_BELOW)
         })
         .collect();
-    candidates.sort_by(|a, b| {
-        a.healthy_fraction()
-            .total_cmp(&b.healthy_fraction())
-            .then_with(|| a.name.cmp(&b.name))
-    });
-    for g in candidates {
-        let after = (state.drained.len() + 1) as f64 / total as f64;
-        if after < MAX_DRAINED_FRACTION {
-            state.drained.insert(g.name.clone());
-            steps.push(format!(
-                "group {}: {:.0} % healthy (< 25 %): drained",
-                g.name,
-                100.0 * g.healthy_fraction()
-            ));
-        } else {
-            steps.push(format!(
-                "group {}: {:.0} % healthy (< 25 %), not drained: {} of {total} groups drained already (they stay under 50 %)",
-                g.name,
-                100.0 * g.healthy_fraction(),
-                state.drained.len()
-            ));
+    if candidates.is_empty() {
+        return;
+    }
+    let count = candidates.len();
+    let fraction = count as f64 / total as f64;
+    if fraction < MAX_DRAINED_FRACTION {
+        for g in candidates {
+            if state.drained.insert(g.name.clone()) {
+                steps.push(format!(
+                    "group {}: {:.0} % healthy (< 25 %): drained (automatic capacity drain, SPEC R6.3; {} of {total} groups are candidates, under 50 %)",
+                    g.name,
+                    100.0 * g.healthy_fraction(),
+                    count
+                ));
+            }
+        }
+    } else {
+        let names: Vec<&str> = candidates.iter().map(|g| g.name.as_str()).collect();
+        steps.push(format!(
+            "{count} of {total} groups are drain candidates ({}), {:.0} %, not under 50 %: none is drained (automatic capacity drain, SPEC R6.3)",
+            names.join(", "),
+            100.0 * fraction
+        ));
+        for g in candidates {
+            state.drained.remove(&g.name);
+            state.recovering_since.remove(&g.name);
         }
     }
 }
@@ -400,7 +446,7 @@ pub fn decide(
     now: f64,
 ) -> Decision {
     let mut steps = Vec::new();
-    if policy.auto_capacity_drain {
+    if policy.auto_capacity_drain && !policy.passthrough {
         drain(groups, drain_state, now, &mut steps);
     } else {
         drain_state.drained.clear();
@@ -474,8 +520,9 @@ pub fn decide(
     let outside_zone = |g: &Group| zone_kept && !in_client_zone(g);
 
     // Tiers.
+    // Without a policy there is no failover threshold (passthrough, SPEC R6).
     let threshold = f64::from(policy.failover_health_threshold.clamp(1, 99)) / 100.0;
-    let below = |g: &Group| g.healthy_fraction() < threshold;
+    let below = |g: &Group| !policy.passthrough && g.healthy_fraction() < threshold;
     let nearest_region = locality.region.as_str();
     // (tier key, group index); keys order the tiers: (preferred 0 / default 1 / below the
     // threshold 2, region rank, unlisted region name, own zone 0 / other 1, zone name).
@@ -486,16 +533,27 @@ pub fn decide(
             continue;
         }
         let (rank, extra) = locality.region_rank(&g.region);
-        let key = if below(g) {
+        let key = if policy.passthrough {
+            // One tier of every group that takes new connections (capacityScaler 0: none).
+            if g.capacity <= 0.0 {
+                continue;
+            }
+            (1, 0, String::new(), 0, String::new())
+        } else if below(g) {
             (2, 0, String::new(), 0, String::new())
         } else if g.preference == Preference::Preferred {
             (0, 0, String::new(), 0, String::new())
         } else {
             match policy.algorithm {
                 Algorithm::SprayToWorld => (1, 0, String::new(), 0, String::new()),
-                Algorithm::SprayToRegion | Algorithm::WaterfallByRegion => {
-                    (1, rank, extra, 0, String::new())
+                Algorithm::SprayToRegion => (1, rank, extra, 0, String::new()),
+                // The NIC, the front end, prefers its own zone; the region's other zones
+                // follow together, by capacity.
+                Algorithm::WaterfallByRegion if rank == 0 => {
+                    let own = usize::from(locality.zone.is_empty() || g.zone != locality.zone);
+                    (1, 0, String::new(), own, String::new())
                 }
+                Algorithm::WaterfallByRegion => (1, rank, extra, 0, String::new()),
                 Algorithm::WaterfallByZone if rank == 0 => {
                     let own = usize::from(g.zone != locality.zone);
                     (1, 0, String::new(), own, g.zone.clone())
@@ -519,17 +577,23 @@ pub fn decide(
     }
     let effective = |g: &Group| if drained(g) { 0.0 } else { g.capacity };
 
-    // Isolation: keep to the nearest region that has healthy capacity (NEAREST) or to the
+    // Isolation: keep to the nearest region that has healthy capacity (NEAREST: a group below
+    // the failover threshold counts as unhealthy, as the threshold says when a backend is
+    // unhealthy; only when no region has a group above it do those below it count) or to the
     // NIC's region (STRICT).
+    let nearest_with = |healthy_enough: bool| {
+        keyed
+            .iter()
+            .filter(|(k, i)| effective(&groups[*i]) > 0.0 && (!healthy_enough || k.0 != 2))
+            .map(|(_, i)| &groups[*i])
+            .min_by_key(|g| locality.region_rank(&g.region))
+            .map(|g| g.region.clone())
+    };
     let isolated_region: Option<String> = match policy.isolation {
+        _ if policy.passthrough => None,
         Isolation::None => None,
         Isolation::Strict => Some(nearest_region.to_string()),
-        Isolation::Nearest => keyed
-            .iter()
-            .map(|(_, i)| &groups[*i])
-            .filter(|g| effective(g) > 0.0)
-            .min_by_key(|g| locality.region_rank(&g.region))
-            .map(|g| g.region.clone()),
+        Isolation::Nearest => nearest_with(true).or_else(|| nearest_with(false)),
     };
     if let Some(r) = &isolated_region {
         let before = tiers.len();
@@ -537,14 +601,18 @@ pub fn decide(
             t.retain(|&i| groups[i].region == *r);
         }
         tiers.retain(|t| !t.is_empty());
-        if tiers.len() != before || policy.isolation == Isolation::Strict {
+        if policy.isolation == Isolation::Strict {
             steps.push(format!(
-                "isolation {}: only region {r} serves",
-                if policy.isolation == Isolation::Strict {
-                    "STRICT"
-                } else {
-                    "NEAREST"
-                }
+                "isolation STRICT (SPEC R6.5): only region {r}, the NIC's, serves"
+            ));
+        } else if *r != nearest_region {
+            steps.push(format!(
+                "isolation NEAREST (SPEC R6.5): region {nearest_region} (the NIC's) has no healthy backend with capacity (a group below the failover threshold {} % counts as unhealthy): region {r}, the next nearest with one, serves",
+                policy.failover_health_threshold
+            ));
+        } else if tiers.len() != before {
+            steps.push(format!(
+                "isolation NEAREST (SPEC R6.5): only region {r} serves, full or not"
             ));
         }
     }
@@ -559,6 +627,21 @@ pub fn decide(
     let mut remaining = 1.0f64;
     let mut used_tiers = Vec::new();
     for (t, members) in tiers.iter().enumerate() {
+        if policy.passthrough {
+            // Every healthy endpoint alike: a group's share is its healthy endpoints'.
+            let healthy: usize = members.iter().map(|&i| groups[i].healthy()).sum();
+            for &i in members {
+                group_share[i] = groups[i].healthy() as f64 / healthy.max(1) as f64;
+                tier_of[i] = Some(t);
+            }
+            remaining = 0.0;
+            used_tiers.push(t);
+            steps.push(format!(
+                "no serviceLbPolicy (passthrough, SPEC R6, R7.1): the {healthy} healthy endpoints share new connections alike, whatever their group or zone ({})",
+                tier_places(groups, members)
+            ));
+            continue;
+        }
         let cap: f64 = members.iter().map(|&i| effective(&groups[i])).sum();
         if cap <= 0.0 || remaining <= 0.0 {
             continue;
@@ -706,12 +789,13 @@ pub fn decide(
         .map(|(n, s)| (n.to_string(), s))
         .collect();
     let mut drop = false;
+    let mut failed_open = false;
     if endpoint_shares.is_empty() {
-        let any_healthy = groups.iter().any(|g| serving(g) && g.healthy() > 0);
-        if policy.isolation == Isolation::Strict && any_healthy {
+        if policy.isolation == Isolation::Strict && !policy.passthrough {
+            // Never another region, not even to fail open (SPEC R6.5).
             drop = true;
             steps.push(format!(
-                "STRICT isolation: region {nearest_region} has no healthy capacity: new connections are dropped"
+                "STRICT isolation (SPEC R6.5): region {nearest_region} has no healthy capacity: new connections are dropped, whatever the other regions hold"
             ));
         } else if policy.drop_traffic_if_unhealthy {
             drop = true;
@@ -725,8 +809,9 @@ pub fn decide(
                 .flat_map(|g| g.endpoints.iter())
                 .collect();
             if !all.is_empty() {
+                failed_open = true;
                 steps.push(format!(
-                    "no healthy endpoint: all {} serve equally (fail open)",
+                    "no healthy endpoint: all {} serve equally (fail open, SPEC R3.4)",
                     all.len()
                 ));
                 for e in &all {
@@ -736,7 +821,7 @@ pub fn decide(
         }
     }
 
-    let reports = groups
+    let reports: Vec<GroupReport> = groups
         .iter()
         .enumerate()
         .map(|(i, g)| {
@@ -764,11 +849,13 @@ pub fn decide(
                     locality.zone
                 );
             } else if drained(g) {
-                why.push_str("drained (automatic capacity drain)");
+                why.push_str("drained (automatic capacity drain, SPEC R6.3)");
+            } else if g.capacity <= 0.0 {
+                why.push_str("capacity 0 (capacityScaler 0): no new connections");
             } else if tier_of[i].is_none() && group_share[i] == 0.0 {
                 why.push_str(
                     if isolated_region.as_ref().is_some_and(|r| *r != g.region) {
-                        "outside the isolated region"
+                        "outside the isolated region (SPEC R6.5)"
                     } else {
                         "not needed: earlier tiers have room"
                     },
@@ -797,15 +884,16 @@ pub fn decide(
             if below(g) && g.healthy() > 0 && serving(g) {
                 let _ = write!(
                     why,
-                    "{}{:.0} % healthy, below the failover threshold {}: last tier",
+                    "{}{:.0} % healthy, below the failover threshold {} (SPEC R6.4): last tier",
                     if why.is_empty() { "" } else { "; " },
                     100.0 * g.healthy_fraction(),
                     policy.failover_health_threshold
                 );
             }
-            if g.preference == Preference::Preferred && tier_of[i] == Some(0) {
+            if g.preference == Preference::Preferred && tier_of[i] == Some(0) && !policy.passthrough
+            {
                 why.push_str(if why.is_empty() {
-                    "preferred: filled first"
+                    "preferred: filled first, SPEC R6.6"
                 } else {
                     "; preferred"
                 });
@@ -847,13 +935,100 @@ pub fn decide(
             drain_state.past_capacity.insert(g.name.clone());
         }
     }
+    let rule = rule_of(
+        policy,
+        &Outcome {
+            drop,
+            failed_open,
+            failover: serve_failover,
+            zone_kept,
+            isolated: isolated_region.as_deref(),
+            nearest: nearest_region,
+            any_drained: !drain_state.drained.is_empty(),
+            any_below: reports.iter().any(|r| r.below_threshold && r.healthy > 0),
+        },
+    );
     Decision {
         endpoint_shares,
         groups: reports,
         drop,
         failover_serves: serve_failover,
+        rule,
         steps,
     }
+}
+
+/// What [`rule_of`] words.
+struct Outcome<'a> {
+    drop: bool,
+    failed_open: bool,
+    failover: bool,
+    zone_kept: bool,
+    isolated: Option<&'a str>,
+    nearest: &'a str,
+    any_drained: bool,
+    any_below: bool,
+}
+
+/// The rule that decided a decision, in words with its SPEC number: the first of what
+/// overrides the others (drop, fail open, failover), then the rule the shares follow and what
+/// shaped them.
+fn rule_of(policy: &Policy, o: &Outcome) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    if o.drop {
+        parts.push(if policy.isolation == Isolation::Strict && !policy.passthrough {
+            format!("STRICT isolation (SPEC R6.5): nothing healthy in region {}: new connections dropped", o.nearest)
+        } else {
+            "failoverPolicy.dropTrafficIfUnhealthy: nothing healthy: new connections dropped".to_string()
+        });
+        return parts.join("; ");
+    }
+    if o.failed_open {
+        parts.push("fail open (SPEC R3.4): no healthy endpoint, every one serves".to_string());
+    }
+    if o.failover {
+        parts.push("failoverPolicy: the failover backends serve".to_string());
+    }
+    if policy.passthrough {
+        if !o.failed_open {
+            parts.push(
+                "no serviceLbPolicy (passthrough, SPEC R6, R7.1): every healthy endpoint alike"
+                    .to_string(),
+            );
+        }
+    } else if !o.failed_open {
+        parts.push(format!(
+            "serviceLbPolicy {} (SPEC R6.1)",
+            policy.algorithm.name()
+        ));
+        if o.any_drained {
+            parts.push("automatic capacity drain (SPEC R6.3)".to_string());
+        }
+        if o.any_below {
+            parts.push(format!(
+                "failover threshold {} % (SPEC R6.4)",
+                policy.failover_health_threshold
+            ));
+        }
+        match (policy.isolation, o.isolated) {
+            (Isolation::Nearest, Some(r)) if r != o.nearest => {
+                parts.push(format!("isolation NEAREST (SPEC R6.5): region {r}"))
+            }
+            (Isolation::Nearest | Isolation::Strict, Some(r)) => parts.push(format!(
+                "isolation {} (SPEC R6.5): region {r}",
+                if policy.isolation == Isolation::Strict {
+                    "STRICT"
+                } else {
+                    "NEAREST"
+                }
+            )),
+            _ => {}
+        }
+    }
+    if o.zone_kept {
+        parts.push("zonal affinity (SPEC R7.4): the NIC's zone alone".to_string());
+    }
+    parts.join("; ")
 }
 
 /// Where a tier's groups are: their zones (or regions when a zone is not known), each once,
@@ -1140,15 +1315,24 @@ mod tests {
         let other = with_live(group("other", "r1", "r1-b", 50.0, &[true]), 40);
         let d = decide(&p, &here(), &[other.clone(), own.clone()], &mut s, 0.0);
         assert!((share(&d, "own") - 0.5).abs() < 1e-9, "50 of 100 live");
-        // By region, the two zones share in proportion to capacity from the start.
+        // WATERFALL_BY_REGION (SPEC R6.1): the NIC prefers its own zone as well; at its
+        // capacity it holds its C / N.
         let p = Policy::default();
         let d = decide(&p, &here(), &[other, own], &mut s, 0.0);
         assert!((share(&d, "own") - 0.5).abs() < 1e-9);
+        // At low load the own zone takes everything; SPRAY_TO_REGION has no zone preference
+        // and shares by capacity.
         let idle = [
             group("own", "r1", "r1-a", 50.0, &[true]),
             group("other", "r1", "r1-b", 150.0, &[true]),
         ];
         let d = decide(&p, &here(), &idle, &mut s, 0.0);
+        assert_eq!(share(&d, "own"), 1.0, "{d:?}");
+        let spray = Policy {
+            algorithm: Algorithm::SprayToRegion,
+            ..Policy::default()
+        };
+        let d = decide(&spray, &here(), &idle, &mut s, 0.0);
         assert!((share(&d, "other") - 0.75).abs() < 1e-9);
         let zone = Policy {
             algorithm: Algorithm::WaterfallByZone,
@@ -1156,6 +1340,21 @@ mod tests {
         };
         let d = decide(&zone, &here(), &idle, &mut s, 0.0);
         assert_eq!(share(&d, "own"), 1.0);
+        // Past the own zone: by region the region's other zones take the spill together, by
+        // capacity; by zone one zone at a time.
+        let busy = [
+            with_live(group("own", "r1", "r1-a", 50.0, &[true]), 80),
+            group("b", "r1", "r1-b", 100.0, &[true]),
+            group("c", "r1", "r1-c", 300.0, &[true]),
+        ];
+        let d = decide(&p, &here(), &busy, &mut DrainState::default(), 0.0);
+        assert!(
+            (share(&d, "b") * 3.0 - share(&d, "c")).abs() < 1e-9,
+            "{d:?}"
+        );
+        assert!(share(&d, "b") > 0.0);
+        let d = decide(&zone, &here(), &busy, &mut DrainState::default(), 0.0);
+        assert_eq!(share(&d, "c"), 0.0, "{d:?}");
     }
 
     #[test]
@@ -1177,13 +1376,21 @@ mod tests {
         let gs = vec![sick.clone(), ok("b"), ok("c"), ok("d")];
         let d = decide(&p, &here(), &gs, &mut s, 0.0);
         assert!(d.groups[0].drained && d.groups[0].share == 0.0, "{d:?}");
-        // Two sick groups of four: the second would make 50 %: not drained.
+        // Two sick groups of four: candidates are 50 %, not under it: neither is drained
+        // (every candidate or none, not the first of them).
         let gs2 = vec![sick.clone(), sick.clone(), ok("c"), ok("d")];
         let mut gs2 = gs2;
         gs2[1].name = "sick2".into();
         let mut s2 = DrainState::default();
         let d = decide(&p, &here(), &gs2, &mut s2, 0.0);
-        assert_eq!(s2.drained.len(), 1, "{:?}", d.steps);
+        assert!(s2.drained.is_empty(), "{:?}", d.steps);
+        // A drained group stays a candidate until it returns: the second sick group makes
+        // 2 of 4, and the first is undrained.
+        let mut s3 = DrainState::default();
+        decide(&p, &here(), &gs, &mut s3, 0.0);
+        assert_eq!(s3.drained.len(), 1);
+        let d = decide(&p, &here(), &gs2, &mut s3, 1.0);
+        assert!(s3.drained.is_empty(), "{:?}", d.steps);
         // Recovery: 2 of 5 healthy (40 % ≥ 35 %) must last 60 s.
         let mut better = sick.clone();
         better.endpoints[1].healthy = true;
@@ -1544,12 +1751,10 @@ mod tests {
     /// while it has one healthy eligible node; otherwise every node of every zone does.
     #[test]
     fn zonal_affinity_keeps_the_zone_while_one_node_is_healthy_then_spreads_over_all() {
-        // The Kubernetes passthrough policy: one tier of everything, no capacity limit.
+        // A Kubernetes Service: passthrough (no service LB policy), with zonal affinity.
         let p = Policy {
-            algorithm: Algorithm::SprayToWorld,
-            failover_health_threshold: 1,
             zonal_affinity: true,
-            ..Policy::default()
+            ..Policy::passthrough()
         };
         let unlimited = |name: &str, zone: &str, healthy: &[bool]| {
             let mut g = group(name, "r1", zone, 1e9 * healthy.len() as f64, healthy);
@@ -1582,8 +1787,7 @@ mod tests {
         // WATERFALL_BY_ZONE is not this: it would give one other zone everything.
         let waterfall = Policy {
             algorithm: Algorithm::WaterfallByZone,
-            zonal_affinity: false,
-            ..p.clone()
+            ..Policy::default()
         };
         let d = decide(&waterfall, &here(), &groups, &mut s, 0.0);
         assert_eq!(ep(&d, "c-0"), 0.0, "{d:?}");
@@ -1605,6 +1809,62 @@ mod tests {
         ];
         let d = decide(&p, &nowhere, &groups, &mut s, 0.0);
         assert_eq!((ep(&d, "a-0"), ep(&d, "b-0")), (0.5, 0.5), "{d:?}");
+    }
+
+    /// SPEC R6: without a service LB policy, every healthy endpoint alike, whatever its group,
+    /// zone, region, capacity or preference; no drain, threshold or tiers; a group with
+    /// capacity 0 (capacityScaler 0) takes none; only failoverPolicy moves traffic.
+    #[test]
+    fn passthrough_spreads_over_the_healthy_endpoints_alike() {
+        let p = Policy {
+            auto_capacity_drain: true,
+            isolation: Isolation::Strict,
+            ..Policy::passthrough()
+        };
+        let mut s = DrainState::default();
+        let mut pref = group("pref", "r2", "r2-a", 5.0, &[true]);
+        pref.preference = Preference::Preferred;
+        let groups = [
+            with_live(
+                group(
+                    "sick",
+                    "r1",
+                    "r1-a",
+                    1000.0,
+                    &[true, false, false, false, false],
+                ),
+                900,
+            ),
+            group("far", "r3", "r3-a", 10.0, &[true, true]),
+            pref,
+            group("off", "r1", "r1-b", 0.0, &[true]),
+        ];
+        let d = decide(&p, &here(), &groups, &mut s, 0.0);
+        for e in ["sick-0", "far-0", "far-1", "pref-0"] {
+            assert!((d.endpoint_shares[e] - 0.25).abs() < 1e-9, "{e}: {d:?}");
+        }
+        assert!(!d.endpoint_shares.contains_key("off-0"), "{d:?}");
+        assert!(s.drained.is_empty() && !d.groups[0].below_threshold && !d.drop);
+        assert!(d.rule.contains("no serviceLbPolicy"), "{}", d.rule);
+        // Nothing healthy: fail open, not STRICT's drop (no policy, no isolation).
+        let dead: Vec<Group> = groups
+            .iter()
+            .map(|g| {
+                let mut g = g.clone();
+                g.endpoints.iter_mut().for_each(|e| e.healthy = false);
+                g
+            })
+            .collect();
+        let d = decide(&p, &here(), &dead, &mut s, 0.0);
+        assert!(!d.drop && d.endpoint_shares.len() == 9, "{d:?}");
+        assert!(d.rule.contains("fail open"), "{}", d.rule);
+        // failoverPolicy: no primary healthy, the failover group serves alone.
+        let mut standby = group("standby", "r1", "r1-c", 1.0, &[true, true]);
+        standby.failover = true;
+        let d = decide(&p, &here(), &[dead[1].clone(), standby], &mut s, 0.0);
+        assert!(d.failover_serves, "{d:?}");
+        assert_eq!(d.endpoint_shares.len(), 2);
+        assert!(d.rule.contains("failoverPolicy"), "{}", d.rule);
     }
 
     const DEADBAND: f64 = 0.05;

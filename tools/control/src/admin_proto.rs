@@ -145,6 +145,13 @@ pub struct ServiceData {
     pub name: String,
     /// `loadBalancingAlgorithm`.
     pub algorithm: String,
+    /// The service names no service LB policy: passthrough, every healthy endpoint alike
+    /// (SPEC R6); the algorithm, isolation, threshold and drain above do not apply.
+    #[serde(default)]
+    pub passthrough: bool,
+    /// The rule that decided the served shares, with its SPEC number.
+    #[serde(default)]
+    pub rule: String,
     /// `NONE`, `NEAREST` or `STRICT`.
     pub isolation: String,
     /// `failoverHealthThreshold`, percent.

@@ -172,14 +172,19 @@ fn services_table(svc: &proto::ServiceData) {
     } else {
         "not refreshed yet: decided with no live connection".to_string()
     };
-    let mut what = vec![svc.algorithm.clone()];
-    if svc.isolation != "NONE" {
-        what.push(format!("isolation {}", svc.isolation));
+    let mut what = Vec::new();
+    if svc.passthrough {
+        what.push("no serviceLbPolicy: passthrough, every healthy endpoint alike".to_string());
+    } else {
+        what.push(svc.algorithm.clone());
+        if svc.isolation != "NONE" {
+            what.push(format!("isolation {}", svc.isolation));
+        }
+        if svc.auto_capacity_drain {
+            what.push("auto capacity drain".into());
+        }
+        what.push(format!("failover threshold {} %", svc.failover_threshold));
     }
-    if svc.auto_capacity_drain {
-        what.push("auto capacity drain".into());
-    }
-    what.push(format!("failover threshold {} %", svc.failover_threshold));
     outln!(
         "service {} ({}); NIC in {}; {when}{}{}",
         svc.name,
@@ -196,6 +201,9 @@ fn services_table(svc: &proto::ServiceData) {
             ""
         }
     );
+    if !svc.rule.is_empty() {
+        outln!("  decided by: {}", svc.rule);
+    }
     outln!(
         "  {:<20} {:<14} {:>15} {:>7} {:>7} {:>7} {:>5}  state",
         "group",

@@ -1222,6 +1222,7 @@ fn per_group(d: &Decision) -> Decision {
         groups: d.groups.clone(),
         drop: d.drop,
         failover_serves: d.failover_serves,
+        rule: d.rule.clone(),
         steps: d.steps.clone(),
     }
 }

@@ -10,23 +10,26 @@
 //! | internal (`networking.gke.io/l4-regional-internal`, or the annotation `networking.gke.io/load-balancer-type: Internal`) | a backend service of zonal `GCE_VM_IP` NEGs of the Service's nodes |
 //! | external (the default, `networking.gke.io/l4-regional-external`, `cloud.google.com/l4-rbs: enabled`) | the same |
 //! | legacy (`networking.gke.io/l4-regional-external-legacy`) | a target pool of every node |
-//! | `externalTrafficPolicy: Cluster` | every eligible node, a stable subset of at most 25 (internal) / 250 (external) by rendezvous hashing on the Service's UID; shared HTTP check `/healthz` on 10256, 8 s / 1 s / 1 / 3 |
-//! | `externalTrafficPolicy: Local` | only nodes with a serving endpoint (at most 250 internal / 3000 external); HTTP check on `healthCheckNodePort`, 3 s / 1 s / 1 / 2 |
+//! | `externalTrafficPolicy: Cluster` | every eligible node, a stable subset of at most 25 (internal) / 250 (external) divided over the zones smallest first, by rendezvous hashing on the Service's UID in each; shared HTTP check `/healthz` on 10256, 8 s / 1 s / 1 / 3 |
+//! | `externalTrafficPolicy: Local` | only nodes with a serving endpoint (at most 250 internal / 3000 external, divided likewise); HTTP check on `healthCheckNodePort`, 3 s / 1 s / 1 / 2 (the legacy target pool: 8 s / 1 s / 1 / 3) |
+//! | no service LB policy | every Kubernetes backend service is passthrough: new connections over the healthy nodes alike (SPEC R6, R7.1) |
 //! | `networking.gke.io/weighted-load-balancing: pods-per-node` | `WEIGHTED_MAGLEV` (external backend service with `Local` only; otherwise a note) |
 //! | `trafficDistribution: PreferClose` on an internal Service | zonal affinity (spill ratio 0, SPEC R7.4): the NIC's zone alone while it has a healthy node |
-//! | `sessionAffinity: ClientIP` (+ `timeoutSeconds`) | `CLIENT_IP`, idle timeout |
+//! | `sessionAffinity: ClientIP` | `CLIENT_IP`; `timeoutSeconds` is kube-proxy's: the idle timeout stays 60 s external / 600 s internal, unless `networking.gke.io/l4-strong-session-affinity: enabled` (external) makes it the idle timeout |
 //! | `loadBalancerSourceRanges` | the rules' `sourceRanges` (SPEC R9) |
 //! | each IP family of `ipFamilies` | a VIP, rules and a backend service of that family |
 //!
-//! Eligible nodes are Ready and not labelled `node.kubernetes.io/exclude-from-external-load-balancers`
-//! (SPEC R7.6), with an InternalIP of the family. docs/kubernetes.md has the whole mapping.
+//! Eligible nodes are not labelled `node.kubernetes.io/exclude-from-external-load-balancers`
+//! (SPEC R7.6) and have an InternalIP of the family; a NotReady node stays a backend of the NEG
+//! shapes (only its health check takes it out), while the legacy target pool holds Ready
+//! nodes only. docs/kubernetes.md has the whole mapping.
 
 mod read;
 
 use crate::diag::{Diagnostics, Pos};
 use crate::gcp::Reader;
 use crate::model::*;
-use crate::policy::{Algorithm, Isolation, Preference};
+use crate::policy::Preference;
 use crate::tree::{Node, Value};
 use nlb_hw::enums::{Affinity, Delivery};
 use read::get;
@@ -89,16 +92,22 @@ pub fn node_limit(shape: Shape, policy: TrafficPolicy) -> Option<usize> {
 pub const KUBE_PROXY_HEALTH_PORT: u16 = 10256;
 /// The `Cluster` check: interval, timeout, healthy and unhealthy thresholds (SPEC R7.6).
 pub const CLUSTER_CHECK: [u32; 4] = [8, 1, 1, 3];
-/// The per-Service `Local` check (SPEC R7.6).
+/// The per-Service `Local` check of the NEG-based load balancers (SPEC R7.6).
 pub const LOCAL_CHECK: [u32; 4] = [3, 1, 1, 2];
+/// The legacy target pool's check, `Cluster` and `Local` alike: cloud-provider-gcp's
+/// `gceHcCheckIntervalSeconds` 8, `gceHcTimeoutSeconds` 1, `gceHcHealthyThreshold` 1,
+/// `gceHcUnhealthyThreshold` 3 (SPEC R7.6).
+pub const TARGET_POOL_CHECK: [u32; 4] = [8, 1, 1, 3];
 /// Name of the shared `Cluster` health check.
 pub const SHARED_CHECK: &str = "k8s-l4-shared-hc";
-/// Name of the service LB policy every Kubernetes backend service uses.
-pub const PASSTHROUGH_POLICY: &str = "k8s-passthrough";
-/// Connection idle timeouts of the source product when no session affinity sets one:
-/// 60 s for the external passthrough load balancer (SPEC R4.1), 600 s for the internal one.
+/// Connection idle timeouts of Google Cloud's passthrough load balancers, which GKE leaves
+/// alone unless a Service asks for strong session affinity: 60 s for the external one (SPEC
+/// R4.1), 600 s for the internal one (SPEC R7.6).
 const IDLE_EXTERNAL: u16 = 60;
 const IDLE_INTERNAL: u16 = 600;
+/// The idle timeouts strong session affinity allows (kubernetes/ingress-gce:
+/// `minStrongSessionAffinityIdleTimeout` 60 s, `maxSessionAffinityIdleTimeout` 16 h).
+const STRONG_AFFINITY_IDLE: std::ops::RangeInclusive<u64> = 60..=57_600;
 
 /// One input: a file's name (as the user gave it) and its text.
 #[derive(Debug, Clone)]
@@ -197,8 +206,8 @@ struct VerdictRule {
 impl VerdictRule {
     /// Why `node` cannot serve the Service at all (SPEC R7.1, R7.6); `None`: a candidate.
     fn ineligible(&self, node: &ClusterNode, endpoints: [usize; 3]) -> Option<&'static str> {
-        if !node.ready {
-            Some("not Ready (SPEC R7.6)")
+        if !node.ready && self.shape == Shape::LegacyTargetPool {
+            Some(NOT_READY_LEGACY)
         } else if node.excluded {
             Some(EXCLUDED)
         } else if !((self.ipv4 && node.ipv4) || (self.ipv6 && node.ipv6)) {
@@ -214,11 +223,22 @@ impl VerdictRule {
         }
     }
 
-    /// Why a candidate is a member, or not (SPEC R7.5).
-    fn candidate(&self, member: bool, ep: [usize; 3]) -> Cow<'static, str> {
+    /// Why a candidate is a member, or not (SPEC R7.5, R7.6).
+    fn candidate(&self, node: &ClusterNode, member: bool, ep: [usize; 3]) -> Cow<'static, str> {
         if !member {
             return Cow::Borrowed(OUTSIDE_SUBSET);
         }
+        let why = self.member_why(ep);
+        if node.ready {
+            return why;
+        }
+        Cow::Owned(format!(
+            "{why}; not Ready, still a NEG backend: only its health check takes it out (SPEC R7.6)"
+        ))
+    }
+
+    /// Why a member is one.
+    fn member_why(&self, ep: [usize; 3]) -> Cow<'static, str> {
         match (self.shape, self.policy) {
             (_, TrafficPolicy::Local) if self.untracked => Cow::Owned(format!(
                 "a backend (EndpointSlice tracking off); its check on healthCheckNodePort passes only with a ready local endpoint: {} here",
@@ -299,7 +319,7 @@ impl KubeService {
                 let member = members.next_if(|&&m| m as usize == i).is_some();
                 let why = match self.rule.ineligible(n, endpoints) {
                     Some(why) => Cow::Borrowed(why),
-                    None => self.rule.candidate(member, endpoints),
+                    None => self.rule.candidate(n, member, endpoints),
                 };
                 NodeVerdict {
                     node: n.name.clone(),
@@ -448,7 +468,9 @@ type TakenPorts = (PortRange, String, String, Pos);
 const EXCLUDED: &str =
     "labelled node.kubernetes.io/exclude-from-external-load-balancers (SPEC R7.6)";
 const OUTSIDE_SUBSET: &str =
-    "outside the Service's subset (rendezvous hashing on its UID, SPEC R7.5)";
+    "outside the Service's subset (divided over the zones, rendezvous hashing on its UID in each, SPEC R7.5)";
+const NOT_READY_LEGACY: &str =
+    "not Ready: the legacy target pool holds Ready nodes only (SPEC R7.6)";
 
 /// [`rendezvous_subset`] over `nodes[candidates]`: the indexes of the `limit` highest scores.
 fn rendezvous_top(
@@ -471,6 +493,41 @@ fn rendezvous_top(
         scored.truncate(limit);
     }
     scored.into_iter().map(|(_, i)| i).collect()
+}
+
+/// GKE's subset of `limit` of `candidates` (kubernetes/ingress-gce's per-zone subsetting,
+/// SPEC R7.5): the zones in order of their candidate count, smallest first (ties by name),
+/// each take `limit left / zones left` (integer division), as many as they have if fewer, by
+/// rendezvous hashing on `key` within the zone; what a small zone does not take goes to the
+/// larger ones after it. So no zone with candidates is left out while the limit has room for
+/// one node per zone, and a node that comes or goes moves few members.
+fn subset_per_zone(
+    key: &str,
+    nodes: &[read::NodeInfo],
+    candidates: &[usize],
+    limit: usize,
+) -> Vec<usize> {
+    let mut by_zone: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for &i in candidates {
+        by_zone.entry(nodes[i].zone.as_str()).or_default().push(i);
+    }
+    let mut zones: Vec<(&str, Vec<usize>)> = by_zone.into_iter().collect();
+    // Stable: equal counts stay in zone-name order.
+    zones.sort_by_key(|(_, members)| members.len());
+    let mut left = limit;
+    let mut out = Vec::with_capacity(limit);
+    let count = zones.len();
+    for (k, (_, members)) in zones.iter().enumerate() {
+        let size = left / (count - k);
+        let picked = if members.len() <= size {
+            members.clone()
+        } else {
+            rendezvous_top(key, nodes, members, size)
+        };
+        left -= picked.len();
+        out.extend(picked);
+    }
+    out
 }
 
 /// The project document's `kubernetes` section.
@@ -853,6 +910,62 @@ fn assign_vips(
     out
 }
 
+/// The idle timeout strong session affinity sets on an external Service (`annotation` where
+/// it is asked for): its ClientIP `timeoutSeconds`, which GKE requires, in 60..=57600
+/// (kubernetes/ingress-gce refuses the Service otherwise; here an error at the field).
+fn strong_affinity_idle(
+    s: &read::Service,
+    annotation: Pos,
+    diags: &mut Diagnostics,
+) -> Option<u16> {
+    let field = format!("{}.metadata.annotations.{}", s.path, read::STRONG_AFFINITY);
+    let valid = || {
+        Some(format!(
+            "sessionAffinity: ClientIP with sessionAffinityConfig.clientIP.timeoutSeconds in {}..={}",
+            STRONG_AFFINITY_IDLE.start(),
+            STRONG_AFFINITY_IDLE.end()
+        ))
+    };
+    if !s.client_ip_affinity {
+        diags.push(
+            &s.file,
+            annotation,
+            field,
+            "strong session affinity needs `sessionAffinity: ClientIP`",
+            valid(),
+        );
+        return None;
+    }
+    let Some((t, pos)) = s.affinity_timeout else {
+        diags.push(
+            &s.file,
+            annotation,
+            field,
+            "strong session affinity needs `sessionAffinityConfig.clientIP.timeoutSeconds`: it becomes the connection idle timeout",
+            valid(),
+        );
+        return None;
+    };
+    if !STRONG_AFFINITY_IDLE.contains(&t) {
+        diags.push(
+            &s.file,
+            pos,
+            format!(
+                "{}.spec.sessionAffinityConfig.clientIP.timeoutSeconds",
+                s.path
+            ),
+            format!("{t} s is not an idle timeout strong session affinity allows"),
+            Some(format!(
+                "{}..={}",
+                STRONG_AFFINITY_IDLE.start(),
+                STRONG_AFFINITY_IDLE.end()
+            )),
+        );
+        return None;
+    }
+    u16::try_from(t).ok()
+}
+
 /// Endpoint counts of a Service per node, from its EndpointSlices: ready (and not
 /// terminating), serving, terminating.
 fn endpoint_counts(slices: &[&read::Slice]) -> BTreeMap<String, [usize; 3]> {
@@ -947,8 +1060,7 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
 
     let mut used_instances: BTreeSet<(&str, bool)> = BTreeSet::new();
     let mut need_shared = [false, false]; // [backend-service check, legacy check]
-    let mut any_service = false;
-    // (VIP, protocol) → (ports, Service path, file, position) for overlap errors.
+                                          // (VIP, protocol) → (ports, Service path, file, position) for overlap errors.
     let mut taken: BTreeMap<(IpAddr, bool), Vec<TakenPorts>> = BTreeMap::new();
     let mut sorted = order.clone();
     sorted.sort_by(|&a, &b| {
@@ -1068,12 +1180,12 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
         match limit {
             Some(l) if candidates.len() > l => {
                 snotes.push(format!(
-                    "{} eligible nodes, more than the {l} a {} Service with externalTrafficPolicy {:?} may have: a subset of {l} by rendezvous hashing on the Service's UID (SPEC R7.5)",
+                    "{} eligible nodes, more than the {l} a {} Service with externalTrafficPolicy {:?} may have: a subset of {l}, divided over the zones smallest first as GKE does, by rendezvous hashing on the Service's UID in each zone (SPEC R7.5)",
                     candidates.len(),
                     if s.shape == Shape::Internal { "internal" } else { "external" },
                     s.policy
                 ));
-                for i in rendezvous_top(&uid, &inputs.nodes, &candidates, l) {
+                for i in subset_per_zone(&uid, &inputs.nodes, &candidates, l) {
                     member_of[i] = true;
                 }
             }
@@ -1105,7 +1217,7 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
             snotes.push(format!("endpoints on node `{node}`, which no Node manifest describes: the node is not a backend"));
         }
 
-        // Health check (SPEC R7.1, R7.6).
+        // Health check (SPEC R7.1, R7.6): the target pool's one shape for both policies.
         let (hc_name, hc_port, timing) = match s.policy {
             TrafficPolicy::Cluster => (
                 SHARED_CHECK.to_string(),
@@ -1115,7 +1227,11 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
             TrafficPolicy::Local => (
                 format!("{base}-hc"),
                 s.health_check_node_port.unwrap_or(0),
-                LOCAL_CHECK,
+                if s.shape == Shape::LegacyTargetPool {
+                    TARGET_POOL_CHECK
+                } else {
+                    LOCAL_CHECK
+                },
             ),
         };
         let health_check = format!(
@@ -1173,28 +1289,23 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
         } else {
             Affinity::None
         };
-        let idle = match (s.client_ip_affinity, s.affinity_timeout) {
-            (true, Some((t, pos))) => {
-                if t > crate::gcp::MAX_IDLE_TIMEOUT_SEC {
-                    diags.push(
-                        &s.file,
-                        pos,
-                        format!(
-                            "{}.spec.sessionAffinityConfig.clientIP.timeoutSeconds",
-                            s.path
-                        ),
-                        format!(
-                            "{t} s is longer than the connection table keeps an idle connection"
-                        ),
-                        Some(format!("1..={}", crate::gcp::MAX_IDLE_TIMEOUT_SEC)),
-                    );
-                }
-                t.min(crate::gcp::MAX_IDLE_TIMEOUT_SEC) as u16
+        // `timeoutSeconds` is kube-proxy's (how long it keeps a client on one pod); GKE sets
+        // the load balancer's idle timeout only for strong session affinity (SPEC R7.6).
+        let default_idle = if s.shape == Shape::Internal {
+            IDLE_INTERNAL
+        } else {
+            IDLE_EXTERNAL
+        };
+        let idle = match s.strong_affinity {
+            None => default_idle,
+            Some(_) if s.shape != Shape::External => {
+                snotes.push(format!(
+                    "warning: {} is offered for external Services with GCE_VM_IP NEGs only (GKE): the idle timeout stays {default_idle} s",
+                    read::STRONG_AFFINITY
+                ));
+                default_idle
             }
-            // Kubernetes' default ClientIP timeout: 3 hours.
-            (true, None) => 10_800,
-            _ if s.shape == Shape::Internal => IDLE_INTERNAL,
-            _ => IDLE_EXTERNAL,
+            Some(pos) => strong_affinity_idle(s, pos, diags).unwrap_or(default_idle),
         };
         let tcp: BTreeSet<u16> = s.ports.iter().filter(|p| !p.udp).map(|p| p.port).collect();
         let udp: BTreeSet<u16> = s.ports.iter().filter(|p| p.udp).map(|p| p.port).collect();
@@ -1257,7 +1368,6 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
                     },
                 });
             } else {
-                any_service = true;
                 // One GCE_VM_IP NEG per zone (seed 003: GKE creates one per Service and zone).
                 let mut by_zone: BTreeMap<&str, Vec<&read::NodeInfo>> = BTreeMap::new();
                 for n in &fam_members {
@@ -1320,7 +1430,8 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
                         LocalityLbPolicy::Maglev
                     },
                     draining_timeout_sec: 0,
-                    service_lb_policy: Some(Ref::named(PASSTHROUGH_POLICY, s.pos)),
+                    // GKE names no service LB policy: passthrough semantics (SPEC R6, R7.1).
+                    service_lb_policy: None,
                     delivery,
                     loc: Loc {
                         index: c.backend_services.len(),
@@ -1458,19 +1569,6 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
             healthy_threshold: t[2],
             unhealthy_threshold: t[3],
             loc,
-        });
-    }
-    if any_service {
-        // The passthrough product has no service LB policy: every group in one tier, shares by
-        // endpoints; a group leaves only when none of it is healthy (threshold 1 %).
-        c.service_lb_policies.push(ServiceLbPolicy {
-            name: PASSTHROUGH_POLICY.into(),
-            location: String::new(),
-            algorithm: Algorithm::SprayToWorld,
-            auto_capacity_drain: false,
-            failover_health_threshold: 1,
-            isolation: Isolation::None,
-            loc: Loc::default(),
         });
     }
     for (name, v6) in &used_instances {

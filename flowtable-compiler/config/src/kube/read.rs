@@ -168,12 +168,17 @@ pub(super) struct Service {
     pub source_ranges: Vec<Prefix>,
     pub client_ip_affinity: bool,
     pub affinity_timeout: Option<(u64, Pos)>,
+    /// `networking.gke.io/l4-strong-session-affinity: enabled`, and where.
+    pub strong_affinity: Option<Pos>,
     /// `networking.gke.io/weighted-load-balancing: pods-per-node`.
     pub weighted: bool,
     /// `spec.trafficDistribution` asks for zonal affinity (`PreferClose`, ...), and where.
     pub prefer_close: Option<Pos>,
     pub ports: Vec<ServicePort>,
 }
+
+/// The annotation that asks GKE for strong session affinity on an external Service.
+pub(super) const STRONG_AFFINITY: &str = "networking.gke.io/l4-strong-session-affinity";
 
 /// The GKE load-balancer classes (seed 003) and the shape each gives.
 pub(super) const CLASSES: &[(&str, Shape)] = &[
@@ -323,6 +328,19 @@ pub(super) fn service(r: &mut Reader, obj: &Node, path: &str) -> Option<Service>
             let pos = get(c, "timeoutSeconds").map(|n| n.pos);
             int(r, c, "timeoutSeconds", &p, 1, 86400).zip(pos)
         });
+    let mut strong_affinity = None;
+    if let Some((v, pos)) = meta.annotations.get(STRONG_AFFINITY) {
+        if v == "enabled" {
+            strong_affinity = Some(*pos);
+        } else {
+            r.err(
+                *pos,
+                &format!("{path}.metadata.annotations.{STRONG_AFFINITY}"),
+                format!("`{v}` does not enable strong session affinity"),
+                Some("enabled".into()),
+            );
+        }
+    }
     let mut weighted = false;
     if let Some((v, pos)) = meta
         .annotations
@@ -412,6 +430,7 @@ pub(super) fn service(r: &mut Reader, obj: &Node, path: &str) -> Option<Service>
         source_ranges,
         client_ip_affinity,
         affinity_timeout,
+        strong_affinity,
         weighted,
         prefer_close,
         ports,

@@ -225,7 +225,8 @@ fn layout(
     let mut symbols = Symbols::default();
     let backends = place_backends(c, profile, previous, &s, &mut tables, &mut symbols);
     let (pool_id, mut plans) = plan_pools(c, &s, &backends);
-    let notes = size_slices(&mut d, c, profile, &s, &mut plans);
+    let mut notes = size_slices(&mut d, c, profile, &s, &mut plans);
+    notes.extend(services::passthrough_notes(c));
     symbols.pools = plans
         .iter()
         .map(|p| PoolSymbol {
@@ -906,6 +907,9 @@ fn place_vips(
 /// from the defaults.
 fn policy_summary(p: &crate::policy::Policy) -> String {
     use crate::policy::Isolation;
+    if p.passthrough {
+        return "passthrough".to_string();
+    }
     let mut s = format!("policy {}", p.algorithm.name());
     if p.auto_capacity_drain {
         s.push_str(", auto capacity drain");

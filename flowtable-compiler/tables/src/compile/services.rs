@@ -1,6 +1,8 @@
 //! Backend services as pools (SPEC R1, R6): a backend service owns two Maglev slices, one of
-//! its primary backends and one of its failover backends, and the service LB policy
-//! ([`crate::policy::decide`]) gives the weights of their members. A fresh compile has no live
+//! its primary backends and one of its failover backends, and [`crate::policy::decide`] gives
+//! the weights of their members: by the service LB policy the service names, or, naming none
+//! (and for every Kubernetes Service), by passthrough semantics, every healthy endpoint
+//! alike ([`crate::policy::Policy::passthrough`]). A fresh compile has no live
 //! connection counts: it decides as with none (every group empty), which is what a freshly
 //! loaded table serves until the slow path feeds the policy its live counts
 //! ([`super::Compiled::rebalance`], in `live.rs`); from then on every fill decides with the
@@ -54,9 +56,10 @@ pub(super) struct ServicePlan {
     pub groups: Vec<GroupPlan>,
     /// `localityLbPolicy: WEIGHTED_MAGLEV`: probe weights shape the shares within a group.
     pub weighted: bool,
-    /// Weights shape the shares across the groups too: a Kubernetes Service's, whose load
-    /// balancer shares new connections among all its nodes in proportion to their ready pods
-    /// whatever their zone (seed 003, weighted load balancing; SPEC R7.3).
+    /// Weights shape the shares across the groups too: without a service LB policy, where the
+    /// passthrough load balancer shares new connections among all its backends in proportion
+    /// to their weights whatever their group or zone (a Kubernetes Service's nodes by their
+    /// ready pods, SPEC R7.3).
     pub weights_across_groups: bool,
     /// The decision of the last fill (for reports and `explain`): what the tables serve.
     pub decision: Option<Decision>,
@@ -96,7 +99,7 @@ impl ServicePlan {
 pub(super) struct PlanLookup<'c> {
     groups: GroupLookup<'c>,
     /// The pools of Kubernetes Services → whether one of those Services asks for zonal
-    /// affinity.
+    /// affinity (every Kubernetes Service is passthrough: it names no service LB policy).
     kube_pools: HashMap<&'c str, bool>,
     /// Service LB policies by name (the first of a name).
     policies: HashMap<&'c str, &'c ServiceLbPolicy>,
@@ -172,28 +175,32 @@ pub(super) fn plan_service(
         })
         .collect();
     groups.sort_by(|a, b| a.name.cmp(&b.name));
-    let mut policy = Policy {
-        failover_ratio: b.failover_ratio.clone(),
-        drop_traffic_if_unhealthy: b.drop_traffic_if_unhealthy,
-        zonal_affinity: lookup.kube_pools.get(b.name.as_str()) == Some(&true),
-        ..Policy::default()
-    };
-    if let Some(p) = b
+    let named = b
         .service_lb_policy
         .as_ref()
-        .and_then(|r| lookup.policies.get(r.name.as_str()))
-    {
-        policy.algorithm = p.algorithm;
-        policy.auto_capacity_drain = p.auto_capacity_drain;
-        policy.failover_health_threshold = p.failover_health_threshold;
-        policy.isolation = p.isolation;
-    }
+        .and_then(|r| lookup.policies.get(r.name.as_str()));
+    // The service LB policy applies only where one is named (SPEC R6); otherwise, and for
+    // every Kubernetes Service, passthrough semantics.
+    let mut policy = match named {
+        Some(p) => Policy {
+            algorithm: p.algorithm,
+            auto_capacity_drain: p.auto_capacity_drain,
+            failover_health_threshold: p.failover_health_threshold,
+            isolation: p.isolation,
+            ..Policy::default()
+        },
+        None => Policy::passthrough(),
+    };
+    policy.failover_ratio = b.failover_ratio.clone();
+    policy.drop_traffic_if_unhealthy = b.drop_traffic_if_unhealthy;
+    policy.zonal_affinity = lookup.kube_pools.get(b.name.as_str()) == Some(&true);
+    let passthrough = policy.passthrough;
     ServicePlan {
         policy,
         locality: c.nic.locality(),
         groups,
         weighted: b.locality_lb_policy == LocalityLbPolicy::WeightedMaglev,
-        weights_across_groups: lookup.kube_pools.contains_key(b.name.as_str()),
+        weights_across_groups: passthrough,
         decision: None,
         live: BTreeMap::new(),
         churn: Default::default(),
@@ -201,6 +208,43 @@ pub(super) fn plan_service(
         now: 0.0,
         observed: None,
     }
+}
+
+/// A note for each backend service that names no service LB policy but sets what only a
+/// policy uses (capacities, a `capacityScaler` between 0 and 1, `preference`): passthrough
+/// semantics ignore them (SPEC R6), which a user who wrote them should hear.
+pub(super) fn passthrough_notes(c: &Config) -> Vec<String> {
+    let mut notes = Vec::new();
+    for b in c
+        .backend_services
+        .iter()
+        .filter(|b| b.service_lb_policy.is_none())
+    {
+        let mut unused = Vec::new();
+        if b.backends.iter().any(|x| x.max_connections.is_some()) {
+            unused.push("maxConnections");
+        }
+        if b.backends.iter().any(|x| {
+            let v = x.capacity_scaler.value();
+            v > 0.0 && v < 1.0
+        }) {
+            unused.push("capacityScaler (other than 0)");
+        }
+        if b.backends
+            .iter()
+            .any(|x| x.preference == Preference::Preferred)
+        {
+            unused.push("preference");
+        }
+        if !unused.is_empty() {
+            notes.push(format!(
+                "backend service {}: no serviceLbPolicy, so it is passthrough (every healthy endpoint alike, SPEC R6) and {} shape nothing; name a service LB policy to use them",
+                b.name,
+                unused.join(", ")
+            ));
+        }
+    }
+    notes
 }
 
 /// What one fill of a backend service decided.
@@ -273,7 +317,12 @@ pub(super) fn fill(
     let mut decision = decide(&policy_groups(sp, &name_refs, healthy, None), &sp.policy);
     if sp.weighted && sp.weights_across_groups {
         // The groups' shares are their endpoints' weighted shares (what the slices hold).
-        let (shares, _) = probe_weighted(sp, &decision, names, probe);
+        let (shares, note) = probe_weighted(sp, &decision, names, probe);
+        if note.as_deref() == Some(WEIGHTED_ACROSS) {
+            decision.rule.push_str(
+                "; WEIGHTED_MAGLEV: in proportion to the endpoints' weights (SPEC R5.4, R7.3)",
+            );
+        }
         for g in &mut decision.groups {
             if let Some(plan) = sp.groups.iter().find(|p| p.name == g.name) {
                 g.share = plan
@@ -330,6 +379,9 @@ pub(super) fn fill(
     }
 }
 
+/// What [`probe_weighted`] says when weights shape the shares across the groups.
+const WEIGHTED_ACROSS: &str = "weights (probes, else ready endpoints) across the nodes";
+
 /// `WEIGHTED_MAGLEV` (SPEC R5.4, R5.6): within each group, the group's share follows the
 /// weights the endpoints' probes report; weight 0 takes an endpoint out of new connections
 /// (and a group whose endpoints all report 0 out, its share going to the others); all 0, or
@@ -375,10 +427,7 @@ fn probe_weighted(
                 out.insert(names[i].clone(), share * w as f64 / total as f64);
             }
         }
-        return (
-            out,
-            Some("weights (probes, else ready endpoints) across the nodes".into()),
-        );
+        return (out, Some(WEIGHTED_ACROSS.into()));
     }
     let mut lost = 0.0;
     for g in &sp.groups {

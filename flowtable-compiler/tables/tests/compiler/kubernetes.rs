@@ -242,7 +242,7 @@ fn the_example_cluster_maps_as_seed_003_describes() {
     assert_eq!(ports, vec![(80, 80), (443, 443)]);
     assert_eq!(rules[0].ip_address.to_string(), "203.0.113.70");
 
-    // resolver: class l4-regional-internal, Cluster, dual stack, ClientIP 1800 s, UDP and TCP
+    // resolver: class l4-regional-internal, Cluster, dual stack, ClientIP (kube-proxy's 1800 s), UDP and TCP
     // port 53.
     let r = service(&c, "infra/resolver");
     assert_eq!(r.shape, Shape::Internal);
@@ -253,12 +253,15 @@ fn the_example_cluster_maps_as_seed_003_describes() {
     // VIPs from the project's address pools (the Service has no loadBalancerIP).
     assert!(r.vips[0].to_string().starts_with("203.0.113."));
     assert!(r.vips[1].to_string().starts_with("2001:db8:64::"));
-    // Cluster: every Ready, not excluded node, with or without a pod (seed 003).
-    assert_eq!(members(r).len(), 3);
+    // Cluster: every node not excluded, with or without a pod (GKE), the NotReady one
+    // included: only its health check takes it out (SPEC R7.6).
+    assert_eq!(members(r).len(), 4);
     for pool in &r.pools {
         let bs = c.backend_services.iter().find(|b| &b.name == pool).unwrap();
         assert_eq!(bs.session_affinity, Affinity::ClientIp);
-        assert_eq!(bs.idle_timeout_sec, 1800);
+        // timeoutSeconds 1800 is kube-proxy's: the internal load balancer's idle timeout
+        // stays 600 s (SPEC R7.6).
+        assert_eq!(bs.idle_timeout_sec, 600);
         let hc = c
             .health_checks
             .iter()
@@ -278,7 +281,9 @@ fn the_example_cluster_maps_as_seed_003_describes() {
             ),
             (8, 1, 1, 3)
         );
-        assert_eq!(serving(&compiled, pool).len(), 3, "{pool}");
+        // The NotReady node has no IPv6 InternalIP: three IPv6 backends.
+        let want = if pool.ends_with("-v6") { 3 } else { 4 };
+        assert_eq!(serving(&compiled, pool).len(), want, "{pool}");
     }
     let v6 = serving(&compiled, &r.pools[1]);
     assert!(v6.keys().all(|b| b.ends_with(".ipv6")), "{v6:?}");
@@ -451,10 +456,12 @@ fn subsets_are_stable_when_nodes_come_and_go() {
     assert_ne!(a, b);
 }
 
-/// Seed 003 "Load balancer health checks" and SPEC R7.6: NotReady nodes and nodes labelled
-/// node.kubernetes.io/exclude-from-external-load-balancers are never backends.
+/// GKE's "Load balancer health checks" and SPEC R7.6: nodes labelled
+/// node.kubernetes.io/exclude-from-external-load-balancers are never backends; a NotReady node
+/// stays a backend of the NEG-based load balancers (GKE's NEG controller keeps unready
+/// candidate nodes in `GCE_VM_IP` NEGs) and only its health check takes it out.
 #[test]
-fn not_ready_and_excluded_nodes_are_never_backends() {
+fn excluded_nodes_are_never_backends_and_not_ready_ones_stay_neg_backends() {
     let mut t = String::new();
     node(&mut t, "a", "zone-a", "10.0.0.1", true, &[]);
     node(&mut t, "b", "zone-a", "10.0.0.2", false, &[]);
@@ -486,18 +493,29 @@ fn not_ready_and_excluded_nodes_are_never_backends() {
     let c = config(&t2);
     assert_eq!(
         members(service(&c, "default/cl")),
-        ["a", "d"].map(String::from).into()
+        ["a", "b", "d"].map(String::from).into()
     );
     assert_eq!(
         members(service(&c, "default/lo")),
-        ["a"].map(String::from).into()
+        ["a", "b"].map(String::from).into()
     );
     let verdicts = service(&c, "default/cl").nodes();
     let why: BTreeMap<&str, &str> = verdicts.iter().map(|n| (&*n.node, &*n.why)).collect();
-    assert!(why["b"].contains("not Ready"), "{why:?}");
+    assert!(
+        why["b"].contains("not Ready, still a NEG backend"),
+        "{why:?}"
+    );
     assert!(why["c"].contains("exclude-from-external-load-balancers"));
-    let compiled = build(&c, &HealthState::new());
     let pool = &service(&c, "default/cl").pools[0];
+    let compiled = build(&c, &HealthState::new());
+    assert_eq!(
+        serving(&compiled, pool).keys().cloned().collect::<Vec<_>>(),
+        ["a", "b", "d"]
+    );
+    // The NotReady node's check fails (kube-proxy's /healthz on a sick node): out.
+    let mut h = HealthState::new();
+    h.set_member_healthy(pool, "b", false);
+    let compiled = build(&c, &h);
     assert_eq!(
         serving(&compiled, pool).keys().cloned().collect::<Vec<_>>(),
         ["a", "d"]
@@ -620,32 +638,108 @@ fn terminating_endpoints_leave_new_connection_choice_unless_all_are() {
     );
 }
 
-/// SPEC R7.6: `sessionAffinity: ClientIP` is CLIENT_IP and its timeoutSeconds the idle timeout
-/// (Kubernetes' default: 10800 s); without affinity the source product's idle timeouts.
+/// SPEC R7.6: `sessionAffinity: ClientIP` is CLIENT_IP; its `timeoutSeconds` is kube-proxy's
+/// (how long kube-proxy keeps a client on one pod), not the load balancer's. GKE's L4
+/// controllers (kubernetes/ingress-gce, `connectionTrackingPolicy()` of its L4 NetLB) set no
+/// connection tracking policy unless the Service asks for strong session affinity
+/// (`networking.gke.io/l4-strong-session-affinity: enabled`, which needs ClientIP and a
+/// timeoutSeconds in 60..=57600, and then sets `idleTimeoutSec` to it); so the idle timeout
+/// stays Google Cloud's: 60 s for the external load balancer, 600 s for the internal one.
 #[test]
 fn client_ip_affinity_and_its_timeout() {
-    for (extra, affinity, idle) in [
-        ("", Affinity::None, 60),
-        ("  sessionAffinity: ClientIP\n", Affinity::ClientIp, 10800),
+    let internal = "  loadBalancerClass: networking.gke.io/l4-regional-internal\n";
+    let strong = [("networking.gke.io/l4-strong-session-affinity", "enabled")];
+    let client_ip = |timeout: &str| {
+        format!(
+            "  sessionAffinity: ClientIP\n  sessionAffinityConfig:\n    clientIP:\n      timeoutSeconds: {timeout}\n"
+        )
+    };
+    type Annotations<'a> = &'a [(&'a str, &'a str)];
+    let cases: Vec<(Annotations, String, Affinity, u16)> = vec![
+        (&[], String::new(), Affinity::None, 60),
         (
-            "  sessionAffinity: ClientIP\n  sessionAffinityConfig:\n    clientIP:\n      timeoutSeconds: 300\n",
+            &[],
+            "  sessionAffinity: ClientIP\n".into(),
             Affinity::ClientIp,
-            300,
+            60,
         ),
-    ] {
+        (&[], client_ip("300"), Affinity::ClientIp, 60),
+        // kube-proxy's timeout may be up to a day: not the connection table's concern.
+        (&[], client_ip("86400"), Affinity::ClientIp, 60),
+        (
+            &[],
+            format!("{internal}{}", client_ip("1800")),
+            Affinity::ClientIp,
+            600,
+        ),
+        (&strong, client_ip("3600"), Affinity::ClientIp, 3600),
+    ];
+    for (annotations, extra, affinity, idle) in cases {
         let mut t = nodes(2);
-        svc(&mut t, "web", &[], extra);
+        svc(&mut t, "web", annotations, &extra);
         let c = config(&t);
         let b = &c.backend_services[0];
-        assert_eq!((b.session_affinity, b.idle_timeout_sec), (affinity, idle), "{extra}");
+        assert_eq!(
+            (b.session_affinity, b.idle_timeout_sec),
+            (affinity, idle),
+            "{annotations:?} {extra}"
+        );
         let compiled = build(&c, &HealthState::new());
         let id = compiled.symbols.pool_id(&b.name).unwrap();
-        assert_eq!(
-            compiled.tables.pools[usize::from(id)].affinity,
-            affinity,
-            "the table descriptor carries the key"
-        );
+        let p = compiled.tables.pools[usize::from(id)];
+        assert_eq!(p.affinity, affinity, "the table descriptor carries the key");
+        assert_eq!(p.idle_timeout, idle, "the connection table ages by it");
     }
+    // Strong session affinity asked of an internal Service: GKE offers it for external ones.
+    let mut t = nodes(2);
+    svc(
+        &mut t,
+        "web",
+        &strong,
+        &format!("{internal}{}", client_ip("3600")),
+    );
+    let c = config(&t);
+    assert_eq!(c.backend_services[0].idle_timeout_sec, 600);
+    assert!(
+        c.kubernetes[0]
+            .notes
+            .iter()
+            .any(|n| n.contains("l4-strong-session-affinity") && n.contains("external")),
+        "{:?}",
+        c.kubernetes[0].notes
+    );
+    // What GKE refuses is an error at its file, line and field.
+    let mut t = nodes(1);
+    svc(&mut t, "web", &strong, "");
+    let msg = errors(&t);
+    assert!(
+        msg.contains(
+            "Service/web.metadata.annotations.networking.gke.io/l4-strong-session-affinity"
+        ) && msg.contains("sessionAffinity: ClientIP"),
+        "{msg}"
+    );
+    let mut t = nodes(1);
+    svc(&mut t, "web", &strong, &client_ip("30"));
+    let msg = errors(&t);
+    assert!(
+        msg.contains("cluster.yaml:")
+            && msg.contains("sessionAffinityConfig.clientIP.timeoutSeconds")
+            && msg.contains("60..=57600"),
+        "{msg}"
+    );
+    let mut t = nodes(1);
+    svc(&mut t, "web", &strong, "  sessionAffinity: ClientIP\n");
+    let msg = errors(&t);
+    assert!(msg.contains("timeoutSeconds"), "{msg}");
+    let mut t = nodes(1);
+    svc(
+        &mut t,
+        "web",
+        &[("networking.gke.io/l4-strong-session-affinity", "yes")],
+        &client_ip("3600"),
+    );
+    let msg = errors(&t);
+    assert!(msg.contains("(valid: enabled)"), "{msg}");
 }
 
 #[test]
@@ -846,6 +940,7 @@ fn eligibility_names_every_node_and_the_reason() {
     let pool = &k.pools[0];
     let mut h = HealthState::new();
     h.set_member_healthy(pool, "probe-down", false);
+    h.set_member_healthy(pool, "not-ready", false);
     let compiled = build(&c, &h);
     let e: BTreeMap<String, kube::NodeEligibility> = k
         .eligibility(&compiled.served_slice(pool), pool, &h)
@@ -868,10 +963,25 @@ fn eligibility_names_every_node_and_the_reason() {
     assert!(e["terminating"].member && e["terminating"].why.contains("SPEC R10.5"));
     assert!(e["probe-down"].member && e["probe-down"].why.contains("fails its health check"));
     assert!(!e["no-pods"].member && e["no-pods"].why.contains("no serving endpoint"));
-    assert!(!e["not-ready"].member && e["not-ready"].why.contains("not Ready"));
+    // A NotReady node stays a NEG backend; its failing check takes it out (SPEC R7.6).
+    assert!(
+        e["not-ready"].member
+            && e["not-ready"]
+                .why
+                .contains("not Ready, still a NEG backend")
+            && e["not-ready"].why.contains("fails its health check"),
+        "{:?}",
+        e["not-ready"]
+    );
     // The policy report's group shares are the weighted ones: zone-a holds 2 of 3 ready pods.
     let report = compiled.pools.iter().find(|p| &p.name == pool).unwrap();
     assert!(report.why.contains("66.7 %"), "{}", report.why);
+    // And the rule that decided says so.
+    let rule = &compiled.service_decision(pool).unwrap().rule;
+    assert!(
+        rule.contains("no serviceLbPolicy") && rule.contains("WEIGHTED_MAGLEV"),
+        "{rule}"
+    );
 }
 
 /// Seed 003, "zonal affinity" (SPEC R7.4): an internal Service with `trafficDistribution:
@@ -1068,5 +1178,259 @@ fn without_endpoint_slice_tracking_only_the_health_check_takes_a_node_out() {
     assert!(
         msg.contains("kubernetes.endpointSliceTracking") && msg.contains("true or false"),
         "{msg}"
+    );
+}
+
+/// Share of new connections per node from a compile's decision (what the tables serve).
+fn node_shares(compiled: &Compiled, pool: &str) -> BTreeMap<String, f64> {
+    compiled
+        .service_decision(pool)
+        .expect("a backend service")
+        .endpoint_shares
+        .clone()
+}
+
+#[track_caller]
+fn assert_equal_shares(shares: &BTreeMap<String, f64>, nodes: &[&str]) {
+    assert_eq!(
+        shares.keys().map(String::as_str).collect::<BTreeSet<_>>(),
+        nodes.iter().copied().collect::<BTreeSet<_>>(),
+        "{shares:?}"
+    );
+    for n in nodes {
+        assert!(
+            (shares[*n] - 1.0 / nodes.len() as f64).abs() < 1e-9,
+            "{n}: {shares:?}"
+        );
+    }
+}
+
+/// SPEC R7.1: "new connections spread over the healthy eligible nodes alike, whatever their
+/// zone (MAGLEV over the healthy backends)". GKE gives an unweighted Service's backend service
+/// `localityLbPolicy` MAGLEV and no service LB policy (kubernetes/ingress-gce sets
+/// WEIGHTED_MAGLEV only for `pods-per-node`), and a passthrough load balancer "distributes new
+/// connections to its healthy backend VMs" (Google Cloud, traffic distribution for internal
+/// passthrough Network Load Balancers). A zone's share therefore follows its healthy nodes,
+/// not its member count, and a zone is never parked behind the others.
+#[test]
+fn an_unweighted_service_shares_new_connections_equally_over_its_healthy_nodes() {
+    // Two nodes in zone-a, two in zone-b; a1 fails its check: a third each to a2, b1, b2
+    // (not half to a2 because zone-a has two members).
+    let mut t = String::new();
+    node(&mut t, "a1", "zone-a", "10.0.0.1", true, &[]);
+    node(&mut t, "a2", "zone-a", "10.0.0.2", true, &[]);
+    node(&mut t, "b1", "zone-b", "10.0.0.3", true, &[]);
+    node(&mut t, "b2", "zone-b", "10.0.0.4", true, &[]);
+    svc(&mut t, "web", &[], "");
+    let c = config(&t);
+    let pool = c.kubernetes[0].pools[0].clone();
+    let mut h = HealthState::new();
+    h.set_member_healthy(&pool, "a1", false);
+    let compiled = build(&c, &h);
+    assert_equal_shares(&node_shares(&compiled, &pool), &["a2", "b1", "b2"]);
+    let slots = serving(&compiled, &pool);
+    let total: usize = slots.values().sum();
+    for n in ["a2", "b1", "b2"] {
+        let f = slots[n] as f64 / total as f64;
+        assert!((f - 1.0 / 3.0).abs() < 0.01, "{n}: {slots:?}");
+    }
+
+    // A lone healthy node among 110 in zone-a and two in zone-b: a third each (not nothing
+    // for the zone under 1 % healthy).
+    let mut t = String::new();
+    for i in 0..110 {
+        node(
+            &mut t,
+            &format!("a{i:03}"),
+            "zone-a",
+            &format!("10.1.0.{}", i + 1),
+            true,
+            &[],
+        );
+    }
+    node(&mut t, "b1", "zone-b", "10.2.0.1", true, &[]);
+    node(&mut t, "b2", "zone-b", "10.2.0.2", true, &[]);
+    svc(&mut t, "web", &[], "");
+    let c = config(&t);
+    let pool = c.kubernetes[0].pools[0].clone();
+    assert_eq!(
+        members(&c.kubernetes[0]).len(),
+        112,
+        "external Cluster: up to 250"
+    );
+    let mut h = HealthState::new();
+    for i in 1..110 {
+        h.set_member_healthy(&pool, &format!("a{i:03}"), false);
+    }
+    let compiled = build(&c, &h);
+    assert_equal_shares(&node_shares(&compiled, &pool), &["a000", "b1", "b2"]);
+    // No failover threshold: nothing is "below" anything.
+    let d = compiled.service_decision(&pool).unwrap();
+    assert!(d.groups.iter().all(|g| !g.below_threshold), "{d:?}");
+}
+
+/// A rolling update on a `Local` Service: the node whose last pod starts terminating leaves
+/// new-connection choice at once (SPEC R10.5); the two nodes left share equally (SPEC R7.1),
+/// not two thirds to the one whose zone had two members.
+#[test]
+fn a_rolling_update_on_a_local_service_keeps_the_shares_equal() {
+    let mut t = String::new();
+    node(&mut t, "a1", "zone-a", "10.0.0.1", true, &[]);
+    node(&mut t, "a2", "zone-a", "10.0.0.2", true, &[]);
+    node(&mut t, "b1", "zone-b", "10.0.0.3", true, &[]);
+    svc(&mut t, "web", &[], LOCAL);
+    slice(
+        &mut t,
+        "web",
+        &[
+            ("a1", true, true, false),
+            ("a2", false, true, true),
+            ("b1", true, true, false),
+        ],
+    );
+    let c = config(&t);
+    let pool = c.kubernetes[0].pools[0].clone();
+    let compiled = build(&c, &HealthState::new());
+    assert_equal_shares(&node_shares(&compiled, &pool), &["a1", "b1"]);
+    // `explain` says which rule decided.
+    let report = compiled.pools.iter().find(|p| p.name == pool).unwrap();
+    assert!(
+        report.why.contains("no serviceLbPolicy") && report.why.contains("R7.1"),
+        "{}",
+        report.why
+    );
+}
+
+/// GKE's subsetting (kubernetes/ingress-gce, `getSubsetPerZone`): the zones sorted by their
+/// node count, smallest first, each takes `limit / zones left` of the limit (integer
+/// division) and what a zone cannot fill goes to the larger ones after it. So a zone with
+/// eligible nodes is never left out (SPEC R7.5).
+#[test]
+fn subsets_are_divided_over_the_zones_smallest_first() {
+    let internal = "  loadBalancerClass: networking.gke.io/l4-regional-internal\n";
+    let per_zone = |counts: &[(&str, usize)], extra: &str| {
+        let mut t = String::new();
+        let mut ip = 0;
+        for (zone, n) in counts {
+            for i in 0..*n {
+                ip += 1;
+                node(
+                    &mut t,
+                    &format!("{zone}-{i:03}"),
+                    zone,
+                    &format!("10.0.{}.{}", ip / 200, ip % 200 + 1),
+                    true,
+                    &[],
+                );
+            }
+        }
+        svc(&mut t, "web", &[], extra);
+        let c = config(&t);
+        let mut got: BTreeMap<String, usize> = BTreeMap::new();
+        for n in c.kubernetes[0].nodes().iter().filter(|n| n.member) {
+            *got.entry(n.zone.to_string()).or_default() += 1;
+        }
+        got
+    };
+    let want = |v: &[(&str, usize)]| -> BTreeMap<String, usize> {
+        v.iter().map(|(z, n)| (z.to_string(), *n)).collect()
+    };
+    // Internal Cluster, 25 nodes: zone-c (2) takes 25 / 3 = 8, has 2; zone-b (3) takes
+    // 23 / 2 = 11, has 3; zone-a the other 20.
+    assert_eq!(
+        per_zone(&[("zone-a", 100), ("zone-b", 3), ("zone-c", 2)], internal),
+        want(&[("zone-a", 20), ("zone-b", 3), ("zone-c", 2)])
+    );
+    // Three equal zones: 25 / 3 = 8, then 17 / 2 = 8, then 9 (ties in zone-name order).
+    assert_eq!(
+        per_zone(&[("zone-a", 30), ("zone-b", 30), ("zone-c", 30)], internal),
+        want(&[("zone-a", 8), ("zone-b", 8), ("zone-c", 9)])
+    );
+    // External Cluster, 250 nodes: a zone of 5 keeps its 5.
+    assert_eq!(
+        per_zone(&[("zone-a", 300), ("zone-b", 5)], ""),
+        want(&[("zone-a", 245), ("zone-b", 5)])
+    );
+}
+
+/// GKE's NEG controller (kubernetes/ingress-gce) keeps every candidate node in a `GCE_VM_IP`
+/// NEG whether Ready or not (its `CandidateAndUnreadyNodesFilter`); only the node's health
+/// check takes it out of new-connection choice (SPEC R7.6). The legacy target pool keeps its
+/// own rule: the nodes the service controller hands cloud-provider-gcp, Ready ones.
+#[test]
+fn a_not_ready_node_stays_a_neg_backend_and_only_its_health_check_takes_it_out() {
+    let mut t = String::new();
+    node(&mut t, "a", "zone-a", "10.0.0.1", true, &[]);
+    node(&mut t, "b", "zone-a", "10.0.0.2", false, &[]);
+    node(&mut t, "d", "zone-b", "10.0.0.4", true, &[]);
+    svc(&mut t, "web", &[], "");
+    let c = config(&t);
+    let k = service(&c, "default/web");
+    assert_eq!(members(k), ["a", "b", "d"].map(String::from).into());
+    let pool = k.pools[0].clone();
+    // Its check has not failed (yet): it takes new connections like the others.
+    let compiled = build(&c, &HealthState::new());
+    assert_equal_shares(&node_shares(&compiled, &pool), &["a", "b", "d"]);
+    // Its check fails: out.
+    let mut h = HealthState::new();
+    h.set_member_healthy(&pool, "b", false);
+    let compiled = build(&c, &h);
+    assert_equal_shares(&node_shares(&compiled, &pool), &["a", "d"]);
+    let e = k.eligibility(&compiled.served_slice(&pool), &pool, &h);
+    let b = e.iter().find(|n| n.node == "b").unwrap();
+    assert!(
+        b.member && !b.eligible && b.why.contains("fails its health check"),
+        "{b:?}"
+    );
+    // The legacy target pool: not a member.
+    let legacy = t.replace(
+        "  type: LoadBalancer\n",
+        "  type: LoadBalancer\n  loadBalancerClass: networking.gke.io/l4-regional-external-legacy\n",
+    );
+    let c = config(&legacy);
+    let k = service(&c, "default/web");
+    assert_eq!(members(k), ["a", "d"].map(String::from).into());
+    let why = k.nodes();
+    let b = why.iter().find(|n| &*n.node == "b").unwrap();
+    assert!(b.why.contains("not Ready"), "{b:?}");
+}
+
+/// cloud-provider-gcp's target pools (gce.go): one HTTP health check shape for both traffic
+/// policies, `gceHcCheckIntervalSeconds = 8`, `gceHcTimeoutSeconds = 1`,
+/// `gceHcHealthyThreshold = 1`, `gceHcUnhealthyThreshold = 3`, on the healthCheckNodePort's
+/// path for `Local` (SPEC R7.6).
+#[test]
+fn the_legacy_target_pool_probes_local_services_as_cloud_provider_gcp_does() {
+    let mut t = nodes(3);
+    svc(
+        &mut t,
+        "web",
+        &[],
+        &format!("  loadBalancerClass: networking.gke.io/l4-regional-external-legacy\n{LOCAL}"),
+    );
+    slice(&mut t, "web", &[("node-000", true, true, false)]);
+    let c = config(&t);
+    let tp = &c.target_pools[0];
+    let hc = c
+        .http_health_checks
+        .iter()
+        .find(|h| h.name == tp.health_checks[0].name)
+        .expect("the pool's check");
+    assert_eq!((hc.port, hc.request_path.as_str()), (31000, "/healthz"));
+    assert_eq!(
+        (
+            hc.check_interval_sec,
+            hc.timeout_sec,
+            hc.healthy_threshold,
+            hc.unhealthy_threshold
+        ),
+        (8, 1, 1, 3)
+    );
+    assert!(
+        service(&c, "default/web")
+            .health_check
+            .contains("every 8 s"),
+        "{}",
+        service(&c, "default/web").health_check
     );
 }

@@ -51,7 +51,8 @@ fn down(h: &mut HealthState, pool: &str, members: &[&str]) {
     }
 }
 
-/// A global service over two regions: the NIC in r1 (zone r1-a), r2 next.
+/// A global service over two regions, with a service LB policy of the default algorithm
+/// (without one it would be passthrough, SPEC R6): the NIC in r1 (zone r1-a), r2 next.
 const TWO_REGIONS: &str = "\
 nic:
   region: r1
@@ -59,8 +60,11 @@ nic:
   regionOrder: [r2]
 forwardingRules:
   - {name: web, IPAddress: 203.0.113.10, portRange: \"80\", backendService: web}
+serviceLbPolicies:
+  - {name: waterfall, loadBalancingAlgorithm: WATERFALL_BY_REGION}
 backendServices:
   - name: web
+    serviceLbPolicy: waterfall
     healthChecks: [hc]
     sessionAffinity: CLIENT_IP_PORT_PROTO
     connectionTrackingPolicy: {idleTimeoutSec: 300}
@@ -252,7 +256,7 @@ fn nothing_healthy_drops_or_fails_open_over_the_primary_backends() {
 }
 
 /// Without any capacity, every endpoint counts alike (groups share by their endpoints), and
-/// preferred groups (SPEC R6.6) still come first.
+/// preferred groups (SPEC R6.6) still come first where a service LB policy applies.
 #[test]
 fn without_capacity_endpoints_share_equally_and_preferred_groups_come_first() {
     let text = "\
@@ -279,8 +283,18 @@ instances:
     assert_eq!(s.len(), 4, "{s:?}");
     assert!(s.values().all(|&n| (127..=128).contains(&n)), "{s:?}");
     let preferred = text.replace("{group: one}", "{group: one, preference: PREFERRED}");
-    let c = build(&preferred, &HealthState::new());
+    let with_policy = format!(
+        "{}serviceLbPolicies:\n  - {{name: p}}\n",
+        preferred.replace(
+            "    region: r1\n",
+            "    region: r1\n    serviceLbPolicy: p\n"
+        )
+    );
+    let c = build(&with_policy, &HealthState::new());
     assert_eq!(names(&serving(&c, "s")), BTreeSet::from(["a"]));
+    // Without a policy, a preference shapes nothing (passthrough, SPEC R6).
+    let c = build(&preferred, &HealthState::new());
+    assert_eq!(serving(&c, "s").len(), 4);
 }
 
 /// WEIGHTED_MAGLEV (SPEC R5.4, R5.6): probe weights shape the shares when every serving

@@ -126,6 +126,9 @@ pub struct Record {
     pub written_entries: usize,
     /// Live connections in the connection table.
     pub live: u64,
+    /// The rule that decided the policy's shares now, with its SPEC number
+    /// (`flowtable_compiler::policy::Decision::rule`).
+    pub rule: String,
     /// Per group, by name.
     pub groups: Vec<GroupSample>,
 }
@@ -158,6 +161,8 @@ pub struct Phase {
     pub arrived: u64,
     /// Of those, dropped.
     pub dropped: u64,
+    /// The rule that decided the shares the tables serve at the phase's last record.
+    pub rule_at_end: String,
     /// Per group, in [`Outcome::groups`] order.
     pub groups: Vec<PhaseGroup>,
 }
@@ -790,6 +795,9 @@ impl<'s> Sim<'s> {
         let served_decision = self.compiled.service_decision(&self.s.service).cloned();
         let slots = self.slot_shares();
         let phase = self.phase_of_now;
+        if let Some(d) = &served_decision {
+            self.phases[phase].rule_at_end = d.rule.clone();
+        }
         let mut groups = Vec::with_capacity(self.groups.len());
         for (gi, name) in self.groups.iter().enumerate() {
             let Some(g) = observed.groups.iter().find(|g| &g.name == name) else {
@@ -845,6 +853,7 @@ impl<'s> Sim<'s> {
             changed_entries: changed,
             written_entries: written,
             live: live_total,
+            rule: observed.rule.clone(),
             groups,
         });
         self.window_arrived.iter_mut().for_each(|n| *n = 0);
@@ -934,6 +943,7 @@ fn phases(s: &Scenario, groups: usize) -> Vec<Phase> {
             to: times.get(i + 1).copied().unwrap_or(s.duration),
             arrived: 0,
             dropped: 0,
+            rule_at_end: String::new(),
             groups: vec![PhaseGroup::default(); groups],
         })
         .collect()

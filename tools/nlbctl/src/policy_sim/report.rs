@@ -45,6 +45,7 @@ fn record_line(r: &Record) -> Value {
         "arrived": r.arrived,
         "dropped": r.dropped,
         "live": r.live,
+        "rule": r.rule,
         "changed_entries": r.changed_entries,
         "written_entries": r.written_entries,
         "groups": groups,
@@ -161,6 +162,9 @@ pub fn summary(o: &Outcome) -> String {
                 pct(p.dropped as f64 / p.arrived.max(1) as f64)
             );
         }
+        if !p.rule_at_end.is_empty() {
+            let _ = writeln!(s, "{:<32} decided by: {}", "", p.rule_at_end);
+        }
     }
     let _ = writeln!(s);
     let _ = writeln!(
@@ -169,11 +173,18 @@ pub fn summary(o: &Outcome) -> String {
         "group", "capacity", "connections", "peak util", "weight changes"
     );
     for g in &o.group_totals {
+        // A service that sets no capacity counts every endpoint for so many connections that
+        // no group fills (`UNLIMITED_PER_ENDPOINT`): say so rather than print the number.
+        let capacity = if g.capacity >= flowtable_compiler::compile::UNLIMITED_PER_ENDPOINT {
+            "no limit".to_string()
+        } else {
+            format!("{:.0}", g.capacity)
+        };
         let _ = writeln!(
             s,
-            "{:<width$} {:>12.0} {:>12} {:>10} {:>15}",
+            "{:<width$} {:>12} {:>12} {:>10} {:>15}",
             g.name,
-            g.capacity,
+            capacity,
             g.connections,
             pct(g.peak_utilisation),
             g.weight_changes
@@ -182,7 +193,8 @@ pub fn summary(o: &Outcome) -> String {
     let _ = writeln!(
         s,
         "\nshare: of the phase's new connections, as the device forwarded them; served: the \
-         policy's share in the tables at the phase's end; util: live / capacity at refreshes"
+         policy's share in the tables at the phase's end; util: live / capacity at refreshes; \
+         decided by: the rule behind the served shares at the phase's end"
     );
     s
 }

@@ -159,7 +159,8 @@ fn explain_a_service_names_every_node() {
     };
     assert!(line("6d1f2a3b-7kq2").trim_start().starts_with('~'));
     assert!(line("6d1f2a3b-7kq2").contains("SPEC R10.5"));
-    assert!(line("81c4d5e6-p2w4").contains("not Ready"));
+    // The NotReady node has no pod of this Local Service: not a backend for that reason.
+    assert!(line("81c4d5e6-p2w4").contains("no serving endpoint"));
     assert!(line("q8zt").contains("exclude-from-external-load-balancers"));
 
     // --json carries the same per node.
@@ -262,6 +263,8 @@ fn sim_on_manifests_forwards_to_eligible_nodes_by_ipip() {
         ("gke-shop-default-pool-6d1f2a3b-0x1c", "10.128.0.11"),
         ("gke-shop-default-pool-6d1f2a3b-7kq2", "10.128.0.12"),
         ("gke-shop-default-pool-81c4d5e6-m3v9", "10.128.0.13"),
+        // NotReady, still a backend of the Cluster Services' NEGs (SPEC R7.6).
+        ("gke-shop-default-pool-81c4d5e6-p2w4", "10.128.0.14"),
         ("gke-shop-default-pool-6d1f2a3b-0x1c.ipv6", "fd20:8::b"),
         ("gke-shop-default-pool-6d1f2a3b-7kq2.ipv6", "fd20:8::c"),
         ("gke-shop-default-pool-81c4d5e6-m3v9.ipv6", "fd20:8::d"),
@@ -303,7 +306,7 @@ fn sim_on_manifests_forwards_to_eligible_nodes_by_ipip() {
     }
     assert_eq!(next, output.len());
     // storefront (Local): never the node whose only pod is terminating (SPEC R10.5), never
-    // a NotReady or excluded node (SPEC R7.6).
+    // the excluded node or the NotReady one, which has no pod of it (SPEC R7.6).
     assert_eq!(
         per_pool["k8s-shop-storefront"],
         [
@@ -313,8 +316,9 @@ fn sim_on_manifests_forwards_to_eligible_nodes_by_ipip() {
         .map(String::from)
         .into()
     );
-    // resolver (Cluster): every eligible node, with or without a pod (seed 003).
-    assert_eq!(per_pool["k8s-infra-resolver"].len(), 3);
+    // resolver (Cluster): every eligible node, with or without a pod (GKE), the NotReady
+    // one too (its health check has not failed here, SPEC R7.6); it has no IPv6 address.
+    assert_eq!(per_pool["k8s-infra-resolver"].len(), 4);
     assert_eq!(per_pool["k8s-infra-resolver-v6"].len(), 3);
 }
 

@@ -109,9 +109,12 @@ fn at(secs: f64) -> u64 {
 }
 
 /// SPEC R6.1, WATERFALL_BY_REGION: below capacity every new connection stays in the NIC's
-/// region; above, the region holds about its capacity, the rest spills to the next region
-/// (not the one after it), and once settled the steady load changes no weight. When the load
-/// falls back, the spill ends.
+/// region, whose own zone the NIC prefers ("each second-layer GFE prefers to select backend
+/// instances or endpoints in a zone that's as close as possible to it": Google Cloud's
+/// advanced load balancing page), so that zone fills to its capacity before the region's other
+/// zone takes the rest; above, the region holds about its capacity, the rest spills to the
+/// next region (not the one after it), and once settled the steady load changes no weight.
+/// When the load falls back, the spill ends. The trace says which rule decided.
 #[test]
 fn the_nearest_region_fills_then_spills() {
     let s = scenario("nearest-region-spill");
@@ -121,15 +124,27 @@ fn the_nearest_region_fills_then_spills() {
     assert_eq!(cap, 1000.0);
 
     // 0-200 s: ~600 live (12/s × 50 s) < 1000: all of them in us-central1 (from the first
-    // refresh on), split by capacity between its two zones of 500.
+    // refresh on). The NIC's zone us-central1-a comes first: once the load is near steady
+    // (150-200 s, three lifetimes in) it holds its 500 within the margin, and us-central1-b
+    // holds the other ~100.
     assert!(s.steady_live_at(at(100.0)) < 0.7 * cap);
     let (n, all) = arrivals(&o, &near, 0.0, 200.0);
     assert_eq!(n, all, "every new connection stays in the NIC's region");
-    let (a, _) = arrivals(&o, &["central-a"], 0.0, 200.0);
-    let third = 3.0 * (0.25 / all as f64).sqrt(); // 3 sd of a binomial share of 1/2
+    let zone_cap = capacity(&o, &["central-a"]);
+    let (offset, noise) = margin(s.deadband, s.steady_live_at(at(175.0)), zone_cap);
+    let own = utilisation(&o, &["central-a"], 150.0, 200.0);
     assert!(
-        (a as f64 / all as f64 - 0.5).abs() < third,
-        "zones share by capacity: {a} of {all}"
+        own.iter().all(|x| (x - 1.0).abs() <= offset + noise),
+        "us-central1-a (the NIC's zone) holds its capacity: {own:?}"
+    );
+    let other = utilisation(&o, &["central-b"], 150.0, 200.0);
+    assert!(
+        other.iter().all(|x| *x > 0.0 && *x < 0.5),
+        "us-central1-b takes what the NIC's zone has no room for: {other:?}"
+    );
+    assert!(
+        window(&o, 10.0, 1200.0).all(|r| r.rule.contains("WATERFALL_BY_REGION (SPEC R6.1)")),
+        "the trace names the rule"
     );
 
     // 200-900 s: ~2000 live. Settled after eight lifetimes (600 s on; the shares applied
@@ -165,14 +180,30 @@ fn the_nearest_region_fills_then_spills() {
     );
     // A steady load does not make weights oscillate: from five lifetimes after the step at
     // most one late correction (the shares applied while the load rose drift from the
-    // settled ones by up to the deadband), and none in the last 200 s.
-    let changes: Vec<f64> = window(&o, 450.0, 900.0)
-        .filter(|r| r.changed_entries > 0)
-        .map(|r| r.t as f64 / MICROS)
-        .collect();
+    // settled ones by up to the deadband), and none in the last 200 s. The one exception is
+    // the policy's bound on a group that a drifted share takes 3 √C past its capacity (it
+    // then gets no new connection until back within 2 √C: `PAST_CAPACITY_SIGMAS`), which
+    // changes the weights twice, the trip and its release a few refreshes later.
+    let past = |r: &Record| {
+        r.groups
+            .iter()
+            .any(|g| g.capacity > 0.0 && g.live as f64 >= g.capacity + 3.0 * g.capacity.sqrt())
+    };
+    let (mut corrections, mut trips, mut tripped) = (Vec::new(), 0, None::<f64>);
+    for r in window(&o, 450.0, 900.0).filter(|r| r.changed_entries > 0) {
+        let t = r.t as f64 / MICROS;
+        if past(r) {
+            trips += 1;
+            tripped = Some(t);
+        } else if tripped.take().is_some_and(|at| t - at <= 10.0) {
+            // The release of the bound.
+        } else {
+            corrections.push(t);
+        }
+    }
     assert!(
-        changes.len() <= 1 && changes.iter().all(|&t| t < 700.0),
-        "weight changes at {changes:?} s"
+        corrections.len() <= 1 && corrections.iter().all(|&t| t < 700.0) && trips <= 2,
+        "weight changes at {corrections:?} s, {trips} past-capacity trips"
     );
 
     // 900-1200 s: back to ~600 live; two lifetimes later nothing spills any more.
@@ -240,8 +271,15 @@ fn a_zone_is_drained_below_25_percent_and_undrained_60_s_after_reaching_35() {
 fn a_group_below_70_percent_healthy_stops_taking_first_tier_traffic() {
     let s = scenario("failover-threshold");
     let o = simulate("failover-threshold");
-    let policy = s.config.service_lb_policies.first();
-    assert!(policy.is_none(), "the default threshold, 70");
+    let policy = s
+        .config
+        .service_lb_policies
+        .first()
+        .expect("the service names a policy");
+    assert_eq!(
+        policy.failover_health_threshold, 70,
+        "the policy leaves the threshold at its default"
+    );
     let share = |from: f64, to: f64| {
         let (n, all) = arrivals(&o, &["near"], from, to);
         assert!(all > 500, "{all} arrivals in {from}-{to} s");
@@ -393,6 +431,50 @@ fn long_lived_connections_fill_the_nearest_region_to_capacity_and_no_further() {
         east.live as f64 >= east_cap - 3.0 * east_cap.sqrt(),
         "us-east1 holds {} of {east_cap}",
         east.live
+    );
+}
+
+/// SPEC R6: a backend service without a service LB policy spreads new connections over its
+/// healthy endpoints alike (Google Cloud: a passthrough load balancer "distributes new
+/// connections to its healthy backend VMs"). `big` at 2 of 4 healthy keeps taking its two
+/// healthy instances' share, a half of the four healthy ones, where a policy's default
+/// failover threshold (70) would have given `small` everything; the trace and the summary
+/// name the rule.
+#[test]
+fn without_a_policy_every_healthy_endpoint_takes_an_equal_share() {
+    let s = scenario("passthrough");
+    assert!(s.config.service_lb_policies.is_empty());
+    let o = simulate("passthrough");
+    // A binomial share p over n arrivals: within four standard deviations.
+    let near = |group: &str, from: f64, to: f64, p: f64| {
+        let (n, all) = arrivals(&o, &[group], from, to);
+        let sd = (p * (1.0 - p) / all as f64).sqrt();
+        assert!(
+            (n as f64 / all as f64 - p).abs() < 4.0 * sd,
+            "{group} took {n} of {all} in {from}-{to} s, want {p}"
+        );
+    };
+    // One refresh after each health event the tables hold the new shares.
+    near("big", 1.0, 100.0, 4.0 / 6.0);
+    near("big", 101.0, 200.0, 2.0 / 4.0);
+    near("small", 101.0, 200.0, 2.0 / 4.0);
+    near("big", 201.0, 300.0, 4.0 / 6.0);
+    assert!(
+        o.records.iter().all(|r| r
+            .rule
+            .contains("no serviceLbPolicy (passthrough, SPEC R6, R7.1)")),
+        "{:?}",
+        o.records.first().map(|r| &r.rule)
+    );
+    assert!(
+        o.records
+            .iter()
+            .all(|r| r.groups.iter().all(|g| !g.below_threshold)),
+        "no failover threshold without a policy"
+    );
+    assert!(
+        nlbctl::policy_sim::summary(&o).contains("decided by: no serviceLbPolicy"),
+        "the summary says which rule decided"
     );
 }
 

@@ -26,19 +26,24 @@ const NODES: [(&str, u8); 3] = [("node-a", 0xa), ("node-b", 0xb), ("node-c", 0xc
 
 /// The cluster with the Service's pods as (node, ready, serving, terminating).
 fn manifests(pods: &[(&str, bool, bool, bool)]) -> Config {
+    manifests_in(["zone-a"; 3], pods)
+}
+
+/// [`manifests`] with the nodes of `NODES` in `zones`.
+fn manifests_in(zones: [&str; 3], pods: &[(&str, bool, bool, bool)]) -> Config {
     let mut s = String::from(
         "nic: {mac: '02:00:00:00:00:01'}\nkubernetes:\n  delivery: L2_DSR\n  nodeMacs:\n",
     );
     for (n, m) in NODES {
         let _ = writeln!(s, "    {n}: '02:00:00:00:0a:{m:02x}'");
     }
-    for (n, m) in NODES {
+    for ((n, m), zone) in NODES.into_iter().zip(zones) {
         let _ = write!(
             s,
             "---
 apiVersion: v1
 kind: Node
-metadata: {{name: {n}, labels: {{topology.kubernetes.io/zone: zone-a}}}}
+metadata: {{name: {n}, labels: {{topology.kubernetes.io/zone: {zone}}}}}
 status:
   addresses: [{{type: InternalIP, address: 10.0.0.{m}}}]
   conditions: [{{type: Ready, status: 'True'}}]
@@ -218,4 +223,58 @@ fn a_terminating_pod_takes_its_node_out_of_new_connections_in_one_delta_load() {
     for (&sport, &node) in &owner {
         assert_eq!(send(sport, false), node, "established sport {sport}");
     }
+}
+
+/// SPEC R7.1 through the slow path on the simulated NIC: a rolling update on a `Local`
+/// Service whose nodes are in two zones (node-a and node-b in zone-a, node-c in zone-b). When
+/// node-b's pod starts terminating, the two nodes left share new connections equally, as a
+/// passthrough load balancer spreads them over its healthy backends (MAGLEV, no service LB
+/// policy), not two thirds to node-a because its zone had two members. Counted from the
+/// frames the NIC sent.
+#[test]
+fn a_rolling_update_across_zones_leaves_equal_shares_on_the_nic() {
+    let zones = ["zone-a", "zone-a", "zone-b"];
+    let sim = ModelHandle::new(Profile::by_name("sim").unwrap());
+    let snapshot = HealthSnapshot {
+        taken_at: Instant::now(),
+        targets: Vec::new(),
+    };
+    let ready = |n| (n, true, true, false);
+    let terminating = |n| (n, false, true, true);
+    let (mut engine, _) = Engine::start(
+        Box::new(sim.clone()),
+        manifests_in(zones, &[ready("node-a"), ready("node-b"), ready("node-c")]),
+        &snapshot,
+        EngineOptions::default(),
+    )
+    .unwrap();
+    engine
+        .reload(
+            manifests_in(
+                zones,
+                &[ready("node-a"), terminating("node-b"), ready("node-c")],
+            ),
+            &snapshot,
+        )
+        .unwrap();
+    let shared = sim.shared();
+    let mut out = vec![0u8; 16384];
+    let mut fresh: BTreeMap<&str, usize> = BTreeMap::new();
+    let n = 4000u16;
+    for i in 0..n {
+        let r = lock(&shared)
+            .receive(&tcp(20000 + i, true), &mut out)
+            .unwrap();
+        assert_eq!(r.verdict, Verdict::Forward);
+        *fresh.entry(node_of(&out[..r.out_len])).or_default() += 1;
+    }
+    assert_eq!(
+        fresh.keys().copied().collect::<Vec<_>>(),
+        ["node-a", "node-c"],
+        "{fresh:?}"
+    );
+    // Half each, within four standard deviations of a binomial share of 1/2 over n SYNs.
+    let tolerance = 4.0 * (0.25 / f64::from(n)).sqrt();
+    let a = fresh["node-a"] as f64 / f64::from(n);
+    assert!((a - 0.5).abs() < tolerance, "{fresh:?}");
 }

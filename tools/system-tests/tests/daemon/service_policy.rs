@@ -139,6 +139,11 @@ fn nlbd_shows_and_explains_the_policy_over_live_connections() {
         text.contains("service web (WATERFALL_BY_ZONE, failover threshold 70 %); NIC in r1/r1-a; 15 live connections"),
         "{text}"
     );
+    // Which rule decided the shares the tables serve.
+    assert!(
+        text.contains("decided by: serviceLbPolicy WATERFALL_BY_ZONE (SPEC R6.1)"),
+        "{text}"
+    );
     let row = |name: &str| {
         text.lines()
             .find(|l| l.trim_start().starts_with(name))

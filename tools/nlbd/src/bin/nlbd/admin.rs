@@ -254,6 +254,8 @@ pub fn service(s: &ServiceStatus) -> ServiceData {
     ServiceData {
         name: s.name.clone(),
         algorithm: s.policy.algorithm.name().into(),
+        passthrough: s.policy.passthrough,
+        rule: served.map_or_else(String::new, |d| d.rule.clone()),
         isolation: match s.policy.isolation {
             Isolation::None => "NONE",
             Isolation::Nearest => "NEAREST",
