@@ -1,6 +1,6 @@
-//! The workspace tests of this crate, one test binary (each module was once a binary of its own;
-//! one binary links the crate and its dependencies once).
+//! Checks of the workspace as a whole: its layout against the docs, what each binary builds,
+//! module cycles and function lengths, the product's words, SPEC citations.
 
-mod crate_graph;
-mod linking;
+mod layout;
+mod product_text;
 mod spec_citations;
