@@ -13,6 +13,17 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 say() { printf '\n== %s\n' "$*"; }
+# Each step is timed; the times are printed at the end (the suite is held to 30 minutes from a
+# clean clone on a 2-core machine, installs included).
+start=$SECONDS
+times=()
+step() {
+  local name=$1 t=$SECONDS
+  shift
+  say "$name"
+  "$@"
+  times+=("$(printf '%6d s  %s' $((SECONDS - t)) "$name")")
+}
 
 # --- system packages -------------------------------------------------------------------------
 need=()
@@ -49,10 +60,12 @@ if ((${#need[@]} + ${#lean[@]})); then
       printf '#!/bin/sh\nexit 101\n' > "$policy" && chmod 755 "$policy"
       trap 'rm -f "$policy"' EXIT
     fi
+    install_start=$SECONDS
     apt-get update -qq
     if ((${#need[@]})); then apt-get install -y -qq "${need[@]}" >/dev/null; fi
     # Prometheus without its recommended node exporter.
     if ((${#lean[@]})); then apt-get install -y -qq --no-install-recommends "${lean[@]}" >/dev/null; fi
+    times+=("$(printf '%6d s  %s' $((SECONDS - install_start)) "apt-get install ${need[*]} ${lean[*]}")")
   else
     echo "missing: ${need[*]} ${lean[*]} (run as root to install them, or: sudo apt-get install -y ${need[*]} ${lean[*]})" >&2
     exit 1
@@ -63,31 +76,25 @@ verilator --version
 # --- Rust ------------------------------------------------------------------------------------
 # A build from clean gains nothing from incremental artefacts; they only double the disk used.
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
-say "cargo fmt --all --check"
-cargo fmt --all --check
+step "cargo fmt --all --check" cargo fmt --all --check
 
 # One build of everything, with nlbctl and nlb-sim built with their Verilator engine (`--engine
 # rtl`, feature `rtl`) so the system tests run them on the RTL too.
 features=nlbctl/rtl,nlb-sim/rtl,nlb-system-tests/rtl
-say "cargo clippy --workspace --all-targets --features $features -- -D warnings"
-cargo clippy --workspace --all-targets --features "$features" -- -D warnings
+step "cargo clippy --workspace --all-targets --features $features -- -D warnings" \
+  cargo clippy --workspace --all-targets --features "$features" -- -D warnings
 # The two binaries as users build them by default (no Verilator engine).
-say "cargo clippy -p nlbctl -p nlb-sim -- -D warnings"
-cargo clippy -p nlbctl -p nlb-sim -- -D warnings
+step "cargo clippy -p nlbctl -p nlb-sim -- -D warnings" cargo clippy -p nlbctl -p nlb-sim -- -D warnings
 
-say "cargo test --workspace --features $features"
-cargo test --workspace --features "$features"
+step "cargo test --workspace --features $features" cargo test --workspace --features "$features"
 
 # --- RTL lint --------------------------------------------------------------------------------
-say "verilator --lint-only -Wall over hw/rtl"
-hw/scripts/lint.sh
+step "verilator --lint-only -Wall over hw/rtl" hw/scripts/lint.sh
 
 # --- formal proofs ---------------------------------------------------------------------------
 # The proofs with their covers; the mutation checks (each a planted bug the proofs must catch,
 # about 10 CPU-minutes) are a separate command: hw/scripts/formal.sh --mutants.
-say "formal proofs (yosys-smtbmc, z3): hw/scripts/formal.sh --no-mutants"
-formal_start=$SECONDS
-hw/scripts/formal.sh --no-mutants
-echo "formal proofs: $((SECONDS - formal_start)) s"
+step "formal proofs (yosys-smtbmc, z3): hw/scripts/formal.sh --no-mutants" hw/scripts/formal.sh --no-mutants
 
-say "all checks passed"
+say "all checks passed in $(((SECONDS - start) / 60)) min $(((SECONDS - start) % 60)) s"
+printf '%s\n' "${times[@]}"
