@@ -551,8 +551,8 @@ reg [31:0]  ext_wr_addr_reg = 32'd0;
 reg [31:0]  ext_wr_data_reg = 32'd0;
 reg [3:0]   ext_wr_strb_reg = 4'd0;
 
-// Whether a word address belongs to the extension bus: the conntrack, counters and spi_flash
-// blocks past their header words (which this module answers).
+// Whether a word address belongs to the extension bus: the conntrack, counters, dma and
+// spi_flash blocks past their header words (which this module answers).
 function in_block(input [31:0] a, input [31:0] base, input [31:0] span);
     in_block = a >= base + NLB_BLK_HEADER_BYTES && a < base + span;
 endfunction
@@ -560,6 +560,7 @@ endfunction
 function is_ext(input [31:0] a);
     is_ext = in_block(a, NLB_BLK_CONNTRACK_BASE, NLB_BLK_CONNTRACK_SPAN)
         || in_block(a, NLB_BLK_COUNTERS_BASE, NLB_BLK_COUNTERS_SPAN)
+        || in_block(a, NLB_BLK_DMA_BASE, NLB_BLK_DMA_SPAN)
         || in_block(a, NLB_BLK_SPI_FLASH_BASE, NLB_BLK_SPI_FLASH_SPAN);
 endfunction
 
@@ -869,6 +870,9 @@ always @* begin
         NLB_REG_COUNTERS_TYPE:       rd_value = NLB_BLK_COUNTERS_TYPE;
         NLB_REG_COUNTERS_VERSION:    rd_value = NLB_BLK_COUNTERS_VERSION;
         NLB_REG_COUNTERS_NEXT:       rd_value = NLB_BLK_COUNTERS_NEXT;
+        NLB_REG_DMA_TYPE:            rd_value = NLB_BLK_DMA_TYPE;
+        NLB_REG_DMA_VERSION:         rd_value = NLB_BLK_DMA_VERSION;
+        NLB_REG_DMA_NEXT:            rd_value = NLB_BLK_DMA_NEXT;
         NLB_REG_SPI_FLASH_TYPE:      rd_value = NLB_BLK_SPI_FLASH_TYPE;
         NLB_REG_SPI_FLASH_VERSION:   rd_value = NLB_BLK_SPI_FLASH_VERSION;
         NLB_REG_SPI_FLASH_NEXT:      rd_value = NLB_BLK_SPI_FLASH_NEXT;

@@ -2,7 +2,9 @@
 //!
 //! Compiled twice like `model.rs` (by `build.rs` and as `nlb_hw::codegen`).
 
-use crate::model::{camel, Block, Field, Layout, RegField, Register, Regmap, HEADER_REGISTERS};
+use crate::model::{
+    camel, Block, Field, Layout, RegField, Register, Regmap, HEADER_REGISTERS, RING_REGISTERS,
+};
 use std::fmt::Write;
 
 /// Command that rewrites the checked-in generated files.
@@ -233,6 +235,9 @@ pub fn rust(map: &Regmap) -> String {
         camel(&f.marker_layout)
     );
     o.push_str("}\n\n");
+
+    // Host rings.
+    rust_rings(map, &mut o);
 
     // Layouts.
     o.push_str("/// Entry layouts of `[[layouts]]` with typed pack/unpack.\npub mod layouts {\n");
@@ -1199,6 +1204,23 @@ pub fn verilog(map: &Regmap) -> String {
         magic,
         &format!("{:?}, byte 0 in bits 7..0", f.marker_magic),
     );
+    o.push_str("\n// ---- host rings ----\n");
+    let d = &map.dma;
+    let _ = writeln!(o, "// {}", d.doc);
+    lp(&mut o, vl_ident(&["dma", "wb_stride"]), 32, d.wb_stride.into(), "bytes per ring in the write-back area");
+    lp(&mut o, vl_ident(&["dma", "max_log2"]), 0, d.max_log2.into(), "largest ring, log2 entries");
+    lp(&mut o, vl_ident(&["dma", "frame_bytes"]), 32, d.frame_bytes.into(), "largest punted or injected frame");
+    lp(&mut o, vl_ident(&["dma", "rings"]), 0, map.rings.len() as u128, "");
+    for (i, r) in map.rings.iter().enumerate() {
+        lp(&mut o, vl_ident(&["ring", &r.name, "id"]), 0, i as u128, "enum ring value and MSI-X vector");
+        lp(
+            &mut o,
+            vl_ident(&["ring", &r.name, "entry_bytes"]),
+            32,
+            r.entry_bytes.into(),
+            &format!("{} ring, {}", r.name, r.direction),
+        );
+    }
     o.push_str("\n/* verilator lint_on UNUSEDPARAM */\n");
     o
 }
@@ -1344,6 +1366,8 @@ pub fn markdown(map: &Regmap) -> String {
         f.doc, f.segments, f.marker_area, f.marker_layout, f.marker_magic, f.marker_version
     );
 
+    markdown_rings(map, &mut o);
+
     o.push_str("## Table entry and stream record layouts\n\n");
     for l in &map.layouts {
         let width = map.layout_width(l);
@@ -1424,4 +1448,106 @@ pub fn markdown(map: &Regmap) -> String {
                 `CLIENT_IP_NO_DESTINATION` → TUPLE1. The rule lookup hashes a VIP key; the connection \
                 table always a TUPLE5 key.\n");
     o
+}
+
+/// The Rust module of `[dma]` and `[[rings]]`.
+fn rust_rings(map: &Regmap, o: &mut String) {
+    let d = &map.dma;
+    o.push_str("/// The host rings of the `dma` block (`[dma]`, `[[rings]]`).\npub mod rings {\n");
+    doc_lines(o, "    ", &d.doc);
+    o.push_str("    /// Bytes between two rings' write-back records.\n");
+    let _ = writeln!(o, "    pub const WB_STRIDE: u32 = {};", d.wb_stride);
+    o.push_str("    /// Largest ring, log2 entries.\n");
+    let _ = writeln!(o, "    pub const MAX_LOG2: u32 = {};", d.max_log2);
+    o.push_str("    /// Largest frame a punt or inject buffer carries.\n");
+    let _ = writeln!(o, "    pub const FRAME_BYTES: u32 = {};", d.frame_bytes);
+    o.push_str("    /// The write-back record's layout.\n");
+    let _ = writeln!(o, "    pub type Wb = crate::layouts::{};", camel(&d.wb_layout));
+    o.push_str(
+        "    /// One ring: its identity, geometry and registers (absolute BAR offsets).\n    \
+         #[derive(Debug, Clone, Copy, PartialEq, Eq)]\n    pub struct RingDef {\n        \
+         /// Name.\n        pub name: &'static str,\n        \
+         /// The ring (its value is the MSI-X vector and the write-back index).\n        \
+         pub ring: crate::enums::Ring,\n        \
+         /// The NIC fills slots the host gives it (true) or consumes slots the host writes.\n        \
+         pub to_host: bool,\n        /// Bytes per slot.\n        pub entry_bytes: u32,\n",
+    );
+    for r in RING_REGISTERS {
+        let _ = writeln!(
+            o,
+            "        /// Register `<ring>_{r}`.\n        pub {r}: u32,"
+        );
+    }
+    o.push_str("    }\n\n");
+    for r in &map.rings {
+        let up = r.name.to_ascii_uppercase();
+        doc_lines(o, "    ", &r.doc);
+        let _ = writeln!(o, "    pub const {up}: RingDef = RingDef {{");
+        let _ = writeln!(o, "        name: {:?},", r.name);
+        let _ = writeln!(
+            o,
+            "        ring: crate::enums::Ring::{},",
+            camel(&r.name)
+        );
+        let _ = writeln!(o, "        to_host: {},", r.direction == "to_host");
+        let _ = writeln!(o, "        entry_bytes: {},", r.entry_bytes);
+        for reg in RING_REGISTERS {
+            let _ = writeln!(
+                o,
+                "        {reg}: crate::blocks::dma::{}_{},",
+                up,
+                reg.to_ascii_uppercase()
+            );
+        }
+        o.push_str("    };\n");
+        for (what, l) in [("HOST", &r.host_layout), ("DEVICE", &r.device_layout)] {
+            if let Some(l) = l {
+                let _ = writeln!(
+                    o,
+                    "    /// What the {} writes into a {} slot.\n    pub type {}{}Slot = crate::layouts::{};",
+                    what.to_ascii_lowercase(),
+                    r.name,
+                    camel(&r.name),
+                    camel(&what.to_ascii_lowercase()),
+                    camel(l)
+                );
+            }
+        }
+    }
+    let names: Vec<String> = map.rings.iter().map(|r| r.name.to_ascii_uppercase()).collect();
+    o.push_str("    /// Every ring, in `ring` enumeration order.\n");
+    let _ = writeln!(
+        o,
+        "    pub const ALL: [RingDef; {}] = [{}];",
+        names.len(),
+        names.join(", ")
+    );
+    o.push_str("}\n\n");
+}
+
+/// The `docs/regmap.md` section of `[dma]` and `[[rings]]`.
+fn markdown_rings(map: &Regmap, o: &mut String) {
+    let d = &map.dma;
+    let _ = writeln!(
+        o,
+        "## Host rings\n\n{}\n\n- write-back area: `dma.wb`, one `{}` record per ring every {} bytes (ring r at + {} × r)\n- ring sizes: 2^1 .. 2^{} slots; indices free-running modulo 2^16\n- frames: at most {} bytes per punt or inject buffer\n",
+        d.doc, d.wb_layout, d.wb_stride, d.wb_stride, d.max_log2, d.frame_bytes
+    );
+    o.push_str("| ring | value / MSI-X vector | direction | slot bytes | host writes | NIC writes | registers | description |\n|---|---|---|---|---|---|---|---|\n");
+    for (i, r) in map.rings.iter().enumerate() {
+        let show = |l: &Option<String>| l.as_ref().map_or("—".to_string(), |l| format!("`{l}`"));
+        let _ = writeln!(
+            o,
+            "| `{}` | {} | {} | {} | {} | {} | `dma.{}_*` | {} |",
+            r.name,
+            i,
+            r.direction.replace('_', " "),
+            r.entry_bytes,
+            show(&r.host_layout),
+            show(&r.device_layout),
+            r.name,
+            r.doc
+        );
+    }
+    o.push('\n');
 }

@@ -24,7 +24,50 @@ pub struct Regmap {
     pub blocks: Vec<Block>,
     /// The multiboot layout of the configuration flash.
     pub flash: FlashDef,
+    /// Geometry shared by the host rings.
+    pub dma: DmaDef,
+    /// The host rings of the `dma` block, in `ring` enumeration order.
+    pub rings: Vec<RingDef>,
 }
+
+/// `[dma]`: what every host ring shares.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DmaDef {
+    /// Prose definition.
+    pub doc: String,
+    /// Layout of one ring's write-back record.
+    pub wb_layout: String,
+    /// Bytes between two rings' write-back records.
+    pub wb_stride: u32,
+    /// Largest ring, log2 entries.
+    pub max_log2: u32,
+    /// Largest frame a punt or inject buffer carries.
+    pub frame_bytes: u32,
+}
+
+/// `[[rings]]`: one descriptor ring in host memory.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RingDef {
+    /// Name; also the prefix of its registers in the `dma` block and a value of enum `ring`.
+    pub name: String,
+    /// `to_host` or `to_device`.
+    pub direction: String,
+    /// Bytes per slot (a power of two, at least the layouts' bytes).
+    pub entry_bytes: u32,
+    /// Layout of what the host writes into a slot.
+    #[serde(default)]
+    pub host_layout: Option<String>,
+    /// Layout of what the NIC writes into a slot.
+    #[serde(default)]
+    pub device_layout: Option<String>,
+    /// Prose definition.
+    pub doc: String,
+}
+
+/// The per-ring registers of the `dma` block, by suffix.
+pub const RING_REGISTERS: [&str; 7] = ["base_lo", "base_hi", "size", "host", "dev", "drops", "irq"];
 
 /// `[flash]`: where the images and their markers lie in the configuration flash, and the
 /// marker's identity. The marker's bytes are the layout named by `marker_layout`.
@@ -513,6 +556,7 @@ impl Regmap {
             }
         }
         self.check_flash(&mut errors);
+        self.check_rings(&mut errors);
         if errors.is_empty() {
             Ok(())
         } else {
@@ -619,6 +663,61 @@ impl Regmap {
                     ));
                 }
             }
+        }
+    }
+
+    /// `[dma]` and `[[rings]]` against the layouts, the `ring` enumeration and the `dma`
+    /// block.
+    fn check_rings(&self, errors: &mut Vec<String>) {
+        let d = &self.dma;
+        match self.layout(&d.wb_layout) {
+            Some(l) if self.layout_width(l) <= 8 * d.wb_stride => {}
+            _ => errors.push(format!(
+                "dma.wb_layout: layout {} must exist and fit wb_stride",
+                d.wb_layout
+            )),
+        }
+        if !d.wb_stride.is_power_of_two() || d.max_log2 > 15 {
+            errors.push("dma: wb_stride a power of two, max_log2 at most 15".to_string());
+        }
+        let ring_enum = self.enum_def("ring");
+        let block = self.blocks.iter().find(|b| b.name == "dma");
+        if block.is_none() {
+            errors.push("rings: no block named dma".to_string());
+        }
+        for (i, r) in self.rings.iter().enumerate() {
+            let at = format!("rings.{}", r.name);
+            let value = ring_enum.and_then(|e| {
+                e.values
+                    .iter()
+                    .find(|v| v.name.eq_ignore_ascii_case(&r.name))
+            });
+            if value.map(|v| v.value) != Some(i as u32) {
+                errors.push(format!("{at}: enum ring must give it value {i}"));
+            }
+            if !["to_host", "to_device"].contains(&r.direction.as_str()) {
+                errors.push(format!("{at}: direction must be to_host or to_device"));
+            }
+            if !r.entry_bytes.is_power_of_two() || r.entry_bytes < 16 {
+                errors.push(format!("{at}: entry_bytes must be a power of two >= 16"));
+            }
+            for l in [&r.host_layout, &r.device_layout].into_iter().flatten() {
+                match self.layout(l) {
+                    Some(def) if self.layout_width(def) <= 8 * r.entry_bytes => {}
+                    _ => errors.push(format!("{at}: layout {l} must exist and fit entry_bytes")),
+                }
+            }
+            if let Some(b) = block {
+                for suffix in RING_REGISTERS {
+                    let name = format!("{}_{suffix}", r.name);
+                    if !b.registers.iter().any(|x| x.name == name) {
+                        errors.push(format!("{at}: block dma has no register {name}"));
+                    }
+                }
+            }
+        }
+        if ring_enum.map_or(0, |e| e.values.len()) != self.rings.len() {
+            errors.push("rings: one ring per value of enum ring".to_string());
         }
     }
 
