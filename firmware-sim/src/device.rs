@@ -9,11 +9,12 @@
 
 use crate::conntrack::ConnTable;
 use crate::counters::{Counter, CounterKind, Counters};
+use crate::dma::{bytes_of, words_of, DmaPort, HostDma, RegEffect};
 use crate::pipeline::{self, Context, Lane, OutputError, PacketResult};
 use nlb_hw::blocks;
 use nlb_hw::ct_words::{pack_ct, unpack_ct};
-use nlb_hw::enums::{CounterSnapshot, Event, TableCmd, Verdict};
-use nlb_hw::layouts::{InjectHeader, LearnEvent, PuntHeader};
+use nlb_hw::enums::{CounterSnapshot, DmaCmd, DmaError, Event, Ring, TableCmd, Verdict};
+use nlb_hw::layouts::{CmdDesc, CtEntry, EventRecord, InjectHeader, LearnEvent, PuntHeader};
 use nlb_hw::tables::{MAX_V4_PREFIX, MAX_V6_PREFIX};
 use nlb_hw::{NicSettings, Profile, Tables, DESIGN_VERSION, NIC_REGISTERS, REGMAP_VERSION};
 use std::collections::VecDeque;
@@ -122,6 +123,11 @@ pub fn block_header(offset: u32) -> Option<u32> {
             blocks::counters::VERSION,
             blocks::counters::NEXT,
         ),
+        blocks::dma::BASE => (
+            blocks::dma::TYPE_WORD,
+            blocks::dma::VERSION,
+            blocks::dma::NEXT,
+        ),
         blocks::spi_flash::BASE => (
             blocks::spi_flash::TYPE_WORD,
             blocks::spi_flash::VERSION,
@@ -208,6 +214,16 @@ impl BatchOutput {
         self.results.clear();
         self.used = 0;
         self.offsets.clear();
+    }
+
+    /// Keeps the first `n` packets' results and frames.
+    fn truncate(&mut self, n: usize) {
+        self.results.truncate(n);
+        self.offsets.truncate(n);
+        self.used = match (n.checked_sub(1), self.offsets.last(), self.results.last()) {
+            (Some(_), Some(&o), Some(r)) => o + r.out_len,
+            _ => 0,
+        };
     }
 }
 
@@ -303,6 +319,8 @@ const _: () = assert!(
 /// The host time stamped on auto-learned entries: the auto-learning device has no host
 /// clock, and nothing ages its entries.
 const AUTO_LEARN_TIME: u32 = 0;
+/// Entries a command moves per DMA transfer.
+const CMD_CHUNK: u32 = 4096;
 /// Groups between the passes that account finished packets (counters, hit bits, queues: they
 /// need the device mutably, the stages borrow its tables).
 const ROUND_GROUPS: usize = 8;
@@ -323,6 +341,8 @@ pub struct ModelDevice {
     flash: Box<dyn FlashPort>,
     auto_learn: bool,
     pending_events: Vec<LearnEvent>,
+    /// The host DMA engine (`dma` block, host rings).
+    dma: HostDma,
     /// Per-packet state of the packets in flight in a batch (kept to reuse its allocation).
     lanes: Vec<Lane>,
 }
@@ -359,6 +379,7 @@ impl ModelDevice {
             flash: Box::new(NoFlash),
             auto_learn: false,
             pending_events: Vec::new(),
+            dma: HostDma::new(true),
             lanes: Vec::with_capacity(RING),
         }
     }
@@ -382,6 +403,18 @@ impl ModelDevice {
     /// no time in the model).
     pub fn advance(&mut self, d: Duration) {
         self.flash.advance(d);
+        self.dma.advance(d);
+    }
+
+    /// Connects host memory: the DMA engine reads and writes the host rings through `port`
+    /// (`None` disconnects it; DMA then faults and is counted).
+    pub fn set_dma_port(&mut self, port: Option<Box<dyn DmaPort>>) {
+        self.dma.set_port(port);
+    }
+
+    /// The host memory port, for its provider.
+    pub fn dma_port_mut(&mut self) -> Option<&mut (dyn DmaPort + 'static)> {
+        self.dma.port_mut()
     }
 
     /// When on, learn and teardown events are applied to the connection table at the end of
@@ -432,7 +465,13 @@ impl ModelDevice {
     /// the wire (a process hosting the device sends the FORWARDed ones on). Until they are
     /// taken they hold inject queue entries (`inject_status`).
     pub fn take_injected(&mut self) -> Vec<Injected> {
-        self.queues.transmitted.drain(..).collect()
+        let taken: Vec<Injected> = self.queues.transmitted.drain(..).collect();
+        // Frames waiting on the inject ring move on now that the wire took some.
+        if self.dma.waiting(Ring::Inject) > 0 {
+            self.run_inject_ring();
+            self.dma.flush();
+        }
+        taken
     }
 
     /// Pushes the device refused because the inject queue had no free entry (frames not
@@ -460,6 +499,7 @@ impl ModelDevice {
         let r = pipeline::process(&self.context(), frame, out)?;
         self.account(&r, frame);
         self.flush_events();
+        self.dma.flush();
         Ok(r)
     }
 
@@ -469,16 +509,43 @@ impl ModelDevice {
     /// The packets go through the pipeline's stages staggered by groups (see [`GROUP`]): a
     /// group's front halves, the requests of its candidate entries and its back halves run a
     /// group apart, so the connection-table reads of later packets are in flight while earlier
-    /// ones finish; side effects are then applied in packet order. Nothing a packet does is
-    /// visible to the others' lookups (the pipeline writes only hit bits, counters and queues),
-    /// so this order gives the same results as one at a time.
+    /// ones finish; side effects are then applied in packet order. The pipeline writes only hit
+    /// bits, counters and queues, so this order gives the same results as one at a time, with
+    /// one exception: a connection the NIC learns (hardware learning, docs/pipeline.md §10) is
+    /// seen by every later packet. When a later packet of the batch has the learned flow's
+    /// hash, everything after the learning packet is computed again from there.
     pub fn receive_batch(&mut self, frames: &[&[u8]], out: &mut BatchOutput) {
         out.clear();
-        let n = frames.len();
         let mut lanes = std::mem::take(&mut self.lanes);
         lanes.resize(RING, Lane::default());
+        let mut start = 0;
+        while start < frames.len() {
+            match self.run_staged(frames, start, out, &mut lanes) {
+                None => break,
+                Some(learned) => {
+                    out.truncate(learned + 1);
+                    start = learned + 1;
+                }
+            }
+        }
+        self.lanes = lanes;
+        self.flush_events();
+        self.dma.flush();
+    }
+
+    /// The staggered pipeline over `frames[start..]`, results appended to `out`. Returns
+    /// `Some(i)` when packet `i` installed a connection that a later packet already looked up
+    /// (the packets up to `i` are done and accounted; the rest must run again).
+    fn run_staged(
+        &mut self,
+        frames: &[&[u8]],
+        start: usize,
+        out: &mut BatchOutput,
+        lanes: &mut [Lane],
+    ) -> Option<usize> {
+        let n = frames.len() - start;
         let mut pending = [false; RING];
-        // The packets of group `g` (empty beyond the batch).
+        // The packets of group `g` (empty beyond the batch), relative to `start`.
         let group = |g: usize| (g * GROUP).min(n)..((g + 1) * GROUP).min(n);
         let steps = n.div_ceil(GROUP) + FINISH_LAG;
         let mut step = 0;
@@ -490,7 +557,7 @@ impl ModelDevice {
                 let mut memo = pipeline::VipMemo::default();
                 for g in step..round_end {
                     for s in group(g) {
-                        let f = frames[s];
+                        let f = frames[start + s];
                         out.results.push(pipeline::initial_result(&ctx, f));
                         if let Some(res) = out.results.last_mut() {
                             let lane = &mut lanes[s % RING];
@@ -507,7 +574,8 @@ impl ModelDevice {
                     }
                     for i in g.checked_sub(FINISH_LAG).map_or(0..0, group) {
                         out.offsets.push(out.used);
-                        let (true, Some(res)) = (pending[i % RING], out.results.get_mut(i)) else {
+                        let (true, Some(res)) = (pending[i % RING], out.results.get_mut(start + i))
+                        else {
                             continue;
                         };
                         let end = out.used + crate::action::MAX_FRAME;
@@ -515,7 +583,7 @@ impl ModelDevice {
                             out.frames.resize(end, 0);
                         }
                         let room = &mut out.frames[out.used..end];
-                        let f = frames[i];
+                        let f = frames[start + i];
                         if pipeline::finish_into(&ctx, f, &lanes[i % RING], res, room).is_err() {
                             // The room holds MAX_FRAME bytes, enough for any output.
                             *res = unreachable_result(f.len());
@@ -530,43 +598,61 @@ impl ModelDevice {
             } else {
                 group(round_end - FINISH_LAG).start
             };
-            for (r, f) in out.results[accounted..finished]
-                .iter()
-                .zip(&frames[accounted..])
-            {
-                self.account(r, f);
+            for i in start + accounted..start + finished {
+                let Some(learned) = self.account(&out.results[i], frames[i]) else {
+                    continue;
+                };
+                if out.results[i + 1..].iter().any(|r| r.flow_hash == learned) {
+                    return Some(i);
+                }
             }
             accounted = finished;
             step = round_end;
         }
-        self.lanes = lanes;
-        self.flush_events();
+        None
     }
 
-    /// Side effects of one packet: counters, hit bit, punt queue, events.
+    /// Side effects of one packet: counters, hit bit, punt queue or ring, events (and with
+    /// hardware learning the install). Returns the flow hash of a connection it installed.
     #[inline]
-    fn account(&mut self, r: &PacketResult, frame: &[u8]) {
+    fn account(&mut self, r: &PacketResult, frame: &[u8]) -> Option<u32> {
         self.counters.record(r);
         if let Some(i) = r.ct_index {
             self.conntrack.mark_hit(i);
         }
-        let q = &mut self.queues;
-        if r.verdict == Verdict::Punt {
+        if r.verdict == Verdict::Punt && !self.dma.punt(&r.punt_header(), frame) {
+            let q = &mut self.queues;
             if q.punt.len() < q.depth {
                 q.punt.push_back(Punted::of(r, frame));
             } else {
                 q.punt_overflow = true;
             }
         }
-        if let Some(ev) = r.event {
-            if self.auto_learn {
-                self.pending_events.push(ev);
-            } else if q.learn.len() < q.depth {
+        let ev = r.event?;
+        let mut record = EventRecord {
+            event: [ev],
+            installed: false,
+            ct_index: 0,
+        };
+        if ev.event == Event::Learn && self.dma.hw_learn() {
+            // Hardware learning (SPEC R12.3): the flow's own way, else the lowest free one; a
+            // full bucket is left to the host.
+            if let Ok(i) = self.conntrack.install(&ev, self.dma.host_time()) {
+                record.installed = true;
+                record.ct_index = i;
+            }
+        }
+        if self.auto_learn {
+            self.pending_events.push(ev);
+        } else if !self.dma.event(&record) {
+            let q = &mut self.queues;
+            if q.learn.len() < q.depth {
                 q.learn.push_back(ev);
             } else {
                 q.learn_overflow = true;
             }
         }
+        record.installed.then_some(ev.flow_hash)
     }
 
     fn flush_events(&mut self) {
@@ -588,9 +674,19 @@ impl ModelDevice {
         let flash = std::mem::replace(&mut self.flash, Box::new(NoFlash));
         let ct = ConnTable::new(self.conntrack.buckets(), self.conntrack.ways());
         let auto = self.auto_learn;
+        // Host memory stays mapped across a reconfiguration; the engine's registers reset.
+        let port = self.dma.port_mut().is_some().then(|| {
+            let mut old = HostDma::new(true);
+            std::mem::swap(&mut old, &mut self.dma);
+            old
+        });
         *self = ModelDevice::with_conntrack(self.profile, ct);
         self.flash = flash;
         self.auto_learn = auto;
+        if let Some(mut old) = port {
+            old.reset();
+            self.dma = old;
+        }
     }
 
     // -----------------------------------------------------------------------------------------
@@ -625,6 +721,7 @@ impl ModelDevice {
             blocks::table::BASE => self.read_table(offset),
             blocks::conntrack::BASE => self.read_ct(offset),
             blocks::counters::BASE => self.read_counters(offset),
+            blocks::dma::BASE => self.dma.read_reg(offset),
             _ if (blocks::queues::BASE..BAR_SIZE).contains(&offset) => self.read_queues(offset),
             _ => 0,
         })
@@ -649,12 +746,180 @@ impl ModelDevice {
             blocks::table::BASE => self.write_table(offset, value),
             blocks::conntrack::BASE => self.write_ct(offset, value),
             blocks::counters::BASE => self.write_counters(offset, value),
+            blocks::dma::BASE => match self.dma.write_reg(offset, value) {
+                RegEffect::Doorbell(Ring::Inject) => {
+                    self.run_inject_ring();
+                    self.dma.flush();
+                }
+                RegEffect::Doorbell(Ring::Cmd) => {
+                    self.run_commands();
+                    self.dma.flush();
+                }
+                _ => {}
+            },
             _ if (blocks::queues::BASE..BAR_SIZE).contains(&offset) => {
                 self.write_queues(offset, value)
             }
             _ => {}
         }
         Ok(())
+    }
+
+    /// Runs the frames waiting on the inject ring through docs/pipeline.md §12, as long as the
+    /// transmit queue (frames not yet taken by the wire) has room.
+    fn run_inject_ring(&mut self) {
+        while self.queues.transmitted.len() < self.queues.depth {
+            let Some(work) = self.dma.next_inject() else {
+                break;
+            };
+            self.transmit_injected(&work.header, &work.frame);
+            self.dma.inject_done();
+        }
+    }
+
+    /// One injected frame through the action stage (active bank), counted, onto the
+    /// transmit queue.
+    fn transmit_injected(&mut self, h: &InjectHeader, frame: &[u8]) {
+        let mut out = vec![0u8; crate::action::MAX_FRAME];
+        let r = pipeline::process_injected(&self.context(), h, frame, &mut out)
+            .unwrap_or_else(|_| unreachable_result(frame.len()));
+        self.counters.record(&r);
+        out.truncate(r.out_len);
+        self.queues.transmitted.push_back(Injected {
+            result: r,
+            frame: out,
+        });
+    }
+
+    /// Runs every command waiting on the command ring, in order.
+    fn run_commands(&mut self) {
+        while let Some((slot, desc)) = self.dma.next_command() {
+            let code = match desc {
+                Some(c) => self.execute(&c),
+                // Already counted by the engine.
+                None => DmaError::None,
+            };
+            self.dma.command_done(slot, code);
+        }
+    }
+
+    /// One command of the command ring (docs/pipeline.md §14).
+    fn execute(&mut self, c: &CmdDesc) -> DmaError {
+        if c.count == 0 {
+            return DmaError::BadCommand;
+        }
+        match c.op {
+            DmaCmd::TableWrite => {
+                let words = Tables::entry_words(c.table);
+                self.write_records(c, words, |dev, index, w| {
+                    let bank = &mut dev.banks[usize::from(c.bank)];
+                    match bank.write_entry(c.table, index, w) {
+                        Ok(()) => DmaError::None,
+                        Err(nlb_hw::TableError::OutOfRange { .. }) => DmaError::BadIndex,
+                        Err(_) => DmaError::BadEntry,
+                    }
+                })
+            }
+            DmaCmd::CtWrite => self.write_records(c, CtEntry::WORDS, |dev, index, w| {
+                match dev.conntrack.write(index, unpack_ct(w)) {
+                    Ok(()) => DmaError::None,
+                    Err(_) => DmaError::BadIndex,
+                }
+            }),
+            DmaCmd::TableRead => {
+                let words = Tables::entry_words(c.table);
+                self.read_records(c, words, |dev, index| {
+                    dev.banks[usize::from(c.bank)]
+                        .read_entry(c.table, index)
+                        .ok()
+                })
+            }
+            DmaCmd::CtRead => self.read_records(c, CtEntry::WORDS, |dev, index| {
+                dev.conntrack
+                    .entry(index)
+                    .and_then(|e| pack_ct(e).ok())
+                    .map(|w| w.to_vec())
+            }),
+            DmaCmd::HitRead => {
+                if c.index % 32 != 0 {
+                    return DmaError::BadIndex;
+                }
+                self.read_records(c, 1, |dev, k| {
+                    // Record k is the word of entries index + 32 (k - index).
+                    let at = c
+                        .index
+                        .checked_add(k.checked_sub(c.index)?.checked_mul(32)?)?;
+                    (at < dev.conntrack.len()).then(|| vec![dev.conntrack.take_hits(at)])
+                })
+            }
+        }
+    }
+
+    /// A write command: `c.count` records of `words` words (plus the index word for a list)
+    /// read from host memory in chunks, each applied by `apply`; stops at the first failure.
+    fn write_records(
+        &mut self,
+        c: &CmdDesc,
+        words: usize,
+        mut apply: impl FnMut(&mut ModelDevice, u32, &[u32]) -> DmaError,
+    ) -> DmaError {
+        let stride = words + usize::from(c.list);
+        let mut done = 0u32;
+        while done < c.count {
+            let n = (c.count - done).min(CMD_CHUNK);
+            let mut raw = vec![0u8; n as usize * stride * 4];
+            let at = c.addr + u64::from(done) * stride as u64 * 4;
+            if self.dma.read_data(at, &mut raw).is_err() {
+                return DmaError::DmaFault;
+            }
+            let data = words_of(&raw);
+            for (k, rec) in data.chunks(stride).enumerate() {
+                let (index, entry) = if c.list {
+                    (rec[0], &rec[1..])
+                } else {
+                    (c.index.wrapping_add(done + k as u32), rec)
+                };
+                let code = apply(self, index, entry);
+                if code != DmaError::None {
+                    return code;
+                }
+            }
+            done += n;
+        }
+        DmaError::None
+    }
+
+    /// A read command: entries `c.index ..` (`c.count` of them, `words` words each, from
+    /// `get`) written to host memory in chunks; stops at the first index `get` refuses.
+    fn read_records(
+        &mut self,
+        c: &CmdDesc,
+        words: usize,
+        mut get: impl FnMut(&mut ModelDevice, u32) -> Option<Vec<u32>>,
+    ) -> DmaError {
+        let mut done = 0u32;
+        let mut buf: Vec<u32> = Vec::new();
+        while done < c.count {
+            let n = (c.count - done).min(CMD_CHUNK);
+            buf.clear();
+            for k in 0..n {
+                let Some(w) = c
+                    .index
+                    .checked_add(done + k)
+                    .and_then(|index| get(self, index))
+                else {
+                    return DmaError::BadIndex;
+                };
+                buf.extend_from_slice(&w[..words.min(w.len())]);
+                buf.resize(buf.len() + words.saturating_sub(w.len()), 0);
+            }
+            let at = c.addr + u64::from(done) * words as u64 * 4;
+            if self.dma.write_data(at, &bytes_of(&buf)).is_err() {
+                return DmaError::DmaFault;
+            }
+            done += n;
+        }
+        DmaError::None
     }
 
     fn read_fw_id(&self, offset: u32) -> u32 {
@@ -991,15 +1256,7 @@ impl ModelDevice {
             .flat_map(|w| w.to_le_bytes())
             .take(len)
             .collect();
-        let mut out = vec![0u8; crate::action::MAX_FRAME];
-        let r = pipeline::process_injected(&self.context(), &h, &frame, &mut out)
-            .unwrap_or_else(|_| unreachable_result(frame.len()));
-        self.counters.record(&r);
-        out.truncate(r.out_len);
-        self.queues.transmitted.push_back(Injected {
-            result: r,
-            frame: out,
-        });
+        self.transmit_injected(&h, &frame);
     }
 }
 

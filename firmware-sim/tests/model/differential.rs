@@ -16,9 +16,10 @@
 
 use crate::common;
 
+use common::hostmem::Rings;
 use common::*;
 use firmware_sim::{BatchOutput, ConnTable, CounterKind, CtOutcome, ModelDevice, PacketResult};
-use nlb_hw::blocks::{ctrl, queues};
+use nlb_hw::blocks::{ctrl, dma, queues};
 use nlb_hw::enums::{Affinity, Delivery, Event, KeyType, Reason, Verdict};
 use nlb_hw::layouts::{
     AclPrefix, InjectHeader, LearnEvent, MaglevSlot, PoolEntry, PortSlot, RuleEntry, VipEntry,
@@ -757,8 +758,64 @@ fn learn_queue(dev: &mut ModelDevice) -> (u32, Vec<[u32; 12]>) {
     (status, v)
 }
 
-/// Compares everything observable of the two devices, draining both queues.
-fn compare_state(seed: u64, dev: &mut ModelDevice, r: &mut RefDevice) {
+/// The host rings of a case that uses them, with the drop counts seen so far.
+struct CaseRings {
+    rings: Rings,
+    punt_drops: u32,
+    event_drops: u32,
+}
+
+/// Compares everything observable of the two devices, draining both queues (the rings, when
+/// the case uses them: the register queues then stay empty).
+fn compare_state(
+    seed: u64,
+    dev: &mut ModelDevice,
+    r: &mut RefDevice,
+    rings: &mut Option<CaseRings>,
+) {
+    if let Some(cr) = rings.as_mut() {
+        let (cpls, frames, drops) = cr.rings.take_punts(dev);
+        let want: Vec<([u32; 4], Vec<u8>)> = r
+            .punt
+            .drain(..)
+            .map(|(h, f)| (h.pack().expect("punt header packs"), f))
+            .collect();
+        let got: Vec<([u32; 4], Vec<u8>)> = cpls
+            .iter()
+            .zip(frames)
+            .map(|(c, f)| (c.header[0].pack().expect("packs"), f))
+            .collect();
+        assert_eq!(got, want, "seed {seed}: punt ring");
+        assert_eq!(
+            drops != cr.punt_drops,
+            r.punt_overflow,
+            "seed {seed}: punt drops"
+        );
+        cr.punt_drops = drops;
+        r.punt_overflow = false;
+        let (records, drops) = cr.rings.take_events(dev);
+        let learned: Vec<LearnEvent> = records.iter().map(|x| x.event[0]).collect();
+        let want: Vec<LearnEvent> = r.learn.drain(..).collect();
+        assert_eq!(learned, want, "seed {seed}: event ring");
+        if !r.auto_learn {
+            // The reference logs every record; the ring holds those that fitted, in order.
+            let all: Vec<_> = r.records.drain(..).collect();
+            assert_eq!(
+                records[..],
+                all[..records.len()],
+                "seed {seed}: event records"
+            );
+        }
+        r.records.clear();
+        assert_eq!(
+            drops != cr.event_drops,
+            r.learn_overflow,
+            "seed {seed}: event drops"
+        );
+        cr.event_drops = drops;
+        r.learn_overflow = false;
+    }
+    r.records.clear();
     let p = dev.profile();
     for (kind, n) in [
         (CounterKind::Rule, p.rules),
@@ -919,6 +976,30 @@ fn run_case(seed: u64, frames_per_case: usize, bins: &mut Bins) -> RefDevice {
     dev.set_auto_learn(auto_learn);
     r.auto_learn = auto_learn;
     preinstall(&mut rng, &mut dev, &mut r);
+    // Hardware learning and the host rings (docs/pipeline.md §10, §14), drawn from their own
+    // generator so that the traffic of a seed stays what it was without them.
+    let mut extra = Rng(seed ^ 0xd3a_1ea7);
+    if !auto_learn && extra.chance(40) {
+        dev.write32(dma::HOST_TIME, 77).expect("reg");
+        dev.write32(
+            dma::CTRL,
+            dma::Ctrl {
+                enable: false,
+                hw_learn: true,
+            }
+            .word(),
+        )
+        .expect("reg");
+        r.hw_learn = true;
+        r.host_time = 77;
+    }
+    let log2 = p_depth_log2(&dev);
+    let mut rings = extra.chance(40).then(|| CaseRings {
+        // As deep as the register queues, so the reference's overflows are the ring's drops.
+        rings: Rings::attach(&mut dev, log2),
+        punt_drops: 0,
+        event_drops: 0,
+    });
 
     let mut out = BatchOutput::new();
     let mut buf = vec![0u8; firmware_sim::action::MAX_FRAME];
@@ -965,11 +1046,16 @@ fn run_case(seed: u64, frames_per_case: usize, bins: &mut Bins) -> RefDevice {
         }
         sent += n;
         if rng.chance(20) {
-            compare_state(seed, &mut dev, &mut r);
+            compare_state(seed, &mut dev, &mut r, &mut rings);
         }
     }
-    compare_state(seed, &mut dev, &mut r);
+    compare_state(seed, &mut dev, &mut r, &mut rings);
     r
+}
+
+/// log2 of the profile's queue depth.
+fn p_depth_log2(dev: &ModelDevice) -> u8 {
+    dev.profile().queue_depth.trailing_zeros() as u8
 }
 
 /// Replays the case a failure named:
@@ -1119,9 +1205,13 @@ proptest! {
         let mut single = ModelDevice::from_tables(tables(), test_settings());
         // The same pre-installed connections on both (`preinstall` also fills a reference,
         // unused here).
+        // Half the cases with hardware learning: a learned connection is seen by the next
+        // packet, in a batch as one at a time.
+        let hw_learn = seed % 2 == 0;
         for d in [&mut batch, &mut single] {
             let mut unused = RefDevice::new(tables(), test_settings(), 4096, 4);
             preinstall(&mut Rng(seed), d, &mut unused);
+            d.write32(dma::CTRL, dma::Ctrl { enable: false, hw_learn }.word()).expect("reg");
         }
         let mut rng = Rng(seed ^ 0x5eed);
         let mut out = BatchOutput::new();

@@ -5,6 +5,7 @@ mod common;
 mod conntrack;
 mod device;
 mod differential;
+mod learning;
 mod parse;
 mod pipeline;
 mod props;

@@ -1207,12 +1207,42 @@ pub fn verilog(map: &Regmap) -> String {
     o.push_str("\n// ---- host rings ----\n");
     let d = &map.dma;
     let _ = writeln!(o, "// {}", d.doc);
-    lp(&mut o, vl_ident(&["dma", "wb_stride"]), 32, d.wb_stride.into(), "bytes per ring in the write-back area");
-    lp(&mut o, vl_ident(&["dma", "max_log2"]), 0, d.max_log2.into(), "largest ring, log2 entries");
-    lp(&mut o, vl_ident(&["dma", "frame_bytes"]), 32, d.frame_bytes.into(), "largest punted or injected frame");
-    lp(&mut o, vl_ident(&["dma", "rings"]), 0, map.rings.len() as u128, "");
+    lp(
+        &mut o,
+        vl_ident(&["dma", "wb_stride"]),
+        32,
+        d.wb_stride.into(),
+        "bytes per ring in the write-back area",
+    );
+    lp(
+        &mut o,
+        vl_ident(&["dma", "max_log2"]),
+        0,
+        d.max_log2.into(),
+        "largest ring, log2 entries",
+    );
+    lp(
+        &mut o,
+        vl_ident(&["dma", "frame_bytes"]),
+        32,
+        d.frame_bytes.into(),
+        "largest punted or injected frame",
+    );
+    lp(
+        &mut o,
+        vl_ident(&["dma", "rings"]),
+        0,
+        map.rings.len() as u128,
+        "",
+    );
     for (i, r) in map.rings.iter().enumerate() {
-        lp(&mut o, vl_ident(&["ring", &r.name, "id"]), 0, i as u128, "enum ring value and MSI-X vector");
+        lp(
+            &mut o,
+            vl_ident(&["ring", &r.name, "id"]),
+            0,
+            i as u128,
+            "enum ring value and MSI-X vector",
+        );
         lp(
             &mut o,
             vl_ident(&["ring", &r.name, "entry_bytes"]),
@@ -1462,7 +1492,11 @@ fn rust_rings(map: &Regmap, o: &mut String) {
     o.push_str("    /// Largest frame a punt or inject buffer carries.\n");
     let _ = writeln!(o, "    pub const FRAME_BYTES: u32 = {};", d.frame_bytes);
     o.push_str("    /// The write-back record's layout.\n");
-    let _ = writeln!(o, "    pub type Wb = crate::layouts::{};", camel(&d.wb_layout));
+    let _ = writeln!(
+        o,
+        "    pub type Wb = crate::layouts::{};",
+        camel(&d.wb_layout)
+    );
     o.push_str(
         "    /// One ring: its identity, geometry and registers (absolute BAR offsets).\n    \
          #[derive(Debug, Clone, Copy, PartialEq, Eq)]\n    pub struct RingDef {\n        \
@@ -1484,11 +1518,7 @@ fn rust_rings(map: &Regmap, o: &mut String) {
         doc_lines(o, "    ", &r.doc);
         let _ = writeln!(o, "    pub const {up}: RingDef = RingDef {{");
         let _ = writeln!(o, "        name: {:?},", r.name);
-        let _ = writeln!(
-            o,
-            "        ring: crate::enums::Ring::{},",
-            camel(&r.name)
-        );
+        let _ = writeln!(o, "        ring: crate::enums::Ring::{},", camel(&r.name));
         let _ = writeln!(o, "        to_host: {},", r.direction == "to_host");
         let _ = writeln!(o, "        entry_bytes: {},", r.entry_bytes);
         for reg in RING_REGISTERS {
@@ -1514,7 +1544,11 @@ fn rust_rings(map: &Regmap, o: &mut String) {
             }
         }
     }
-    let names: Vec<String> = map.rings.iter().map(|r| r.name.to_ascii_uppercase()).collect();
+    let names: Vec<String> = map
+        .rings
+        .iter()
+        .map(|r| r.name.to_ascii_uppercase())
+        .collect();
     o.push_str("    /// Every ring, in `ring` enumeration order.\n");
     let _ = writeln!(
         o,

@@ -18,8 +18,8 @@ mod generated {
 }
 
 pub use generated::{
-    blocks, enums, flash_def, hash_def, layouts, rings, BLOCK_TYPE_PREFIX, DATA_WIDTH, DESIGN_VERSION,
-    PROFILES, REGMAP_VERSION,
+    blocks, enums, flash_def, hash_def, layouts, rings, BLOCK_TYPE_PREFIX, DATA_WIDTH,
+    DESIGN_VERSION, PROFILES, REGMAP_VERSION,
 };
 pub use hash::{flow_hash, table_index, FlowKey};
 pub use layout::{LayoutError, RegField};

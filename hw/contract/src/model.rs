@@ -708,10 +708,32 @@ impl Regmap {
                 }
             }
             if let Some(b) = block {
+                // Every ring's registers have the first ring's fields, so one decoding serves.
+                let first = &self.rings[0].name;
                 for suffix in RING_REGISTERS {
-                    let name = format!("{}_{suffix}", r.name);
-                    if !b.registers.iter().any(|x| x.name == name) {
-                        errors.push(format!("{at}: block dma has no register {name}"));
+                    let find = |ring: &str| {
+                        let name = format!("{ring}_{suffix}");
+                        b.registers.iter().find(|x| x.name == name)
+                    };
+                    match (find(&r.name), find(first)) {
+                        (Some(x), Some(y)) => {
+                            let shape = |reg: &Register| {
+                                reg.fields
+                                    .iter()
+                                    .map(|f| (f.name.clone(), f.lsb, f.width))
+                                    .collect::<Vec<_>>()
+                            };
+                            if shape(x) != shape(y) || x.access != y.access {
+                                errors.push(format!(
+                                    "{at}: register {}_{suffix} differs from {first}_{suffix}",
+                                    r.name
+                                ));
+                            }
+                        }
+                        _ => errors.push(format!(
+                            "{at}: block dma has no register {}_{suffix}",
+                            r.name
+                        )),
                     }
                 }
             }

@@ -8,7 +8,7 @@ use crate::action;
 use crate::conntrack::ConnTable;
 use crate::pipeline::{self, Context, OutputError, PacketResult};
 use nlb_hw::enums::{CounterKind, Event, Reason, Verdict};
-use nlb_hw::layouts::{LearnEvent, PuntHeader};
+use nlb_hw::layouts::{EventRecord, LearnEvent, PuntHeader};
 use nlb_hw::{NicSettings, Tables};
 use std::collections::VecDeque;
 
@@ -61,6 +61,14 @@ pub struct RefDevice {
     /// Events install and close connections at the end of each call (as the simulated
     /// device's auto-learn does) instead of going to the learn queue.
     pub auto_learn: bool,
+    /// Hardware learning (`dma.ctrl.hw_learn`, docs/pipeline.md §10): a LEARN installs its
+    /// connection at once, seen by every later packet; full buckets are left to the host.
+    pub hw_learn: bool,
+    /// `dma.host_time`: the timestamp of connections the NIC learns.
+    pub host_time: u32,
+    /// Every event as the event ring carries it, with where the NIC installed a LEARN
+    /// (not bounded: the ring's depth and drops are the DMA engine's).
+    pub records: VecDeque<EventRecord>,
     /// Connection-table hits so far, for coverage checks.
     pub hits: u64,
     /// Learn and teardown events so far (in that order), for coverage checks.
@@ -97,6 +105,9 @@ impl RefDevice {
             learn: VecDeque::new(),
             learn_overflow: false,
             auto_learn: false,
+            hw_learn: false,
+            host_time: 0,
+            records: VecDeque::new(),
             hits: 0,
             events: [0; 2],
             pending: Vec::new(),
@@ -184,6 +195,18 @@ impl RefDevice {
         }
         if let Some(ev) = r.event {
             self.events[usize::from(ev.event == Event::Teardown)] += 1;
+            let mut record = EventRecord {
+                event: [ev],
+                installed: false,
+                ct_index: 0,
+            };
+            if ev.event == Event::Learn && self.hw_learn {
+                if let Ok(i) = self.conntrack.install(&ev, self.host_time) {
+                    record.installed = true;
+                    record.ct_index = i;
+                }
+            }
+            self.records.push_back(record);
             if self.auto_learn {
                 self.pending.push(ev);
             } else if self.learn.len() < self.depth {

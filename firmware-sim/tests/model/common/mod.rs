@@ -2,6 +2,8 @@
 //! table banks built by hand from the nlb-hw layouts (the compiler does not exist yet).
 #![allow(dead_code)]
 
+pub mod hostmem;
+
 use etherparse::{IpFragOffset, Ipv4Header, PacketBuilder};
 use nlb_hw::enums::{Affinity, Delivery};
 use nlb_hw::hash::addr_to_u128;
