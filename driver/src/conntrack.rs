@@ -26,13 +26,15 @@
 use crate::device::{Batch, Device, DeviceError};
 use crate::discovery::DeviceInfo;
 use crate::loader::{cmd_at, CMD_INDEX_MAX};
+use crate::rings::{HostRings, RingError};
 use nlb_hw::blocks::conntrack as win;
 use nlb_hw::ct_words::pack_ct;
-use nlb_hw::enums::{KeyType, TableCmd};
-use nlb_hw::layouts::{CtEntry, LearnEvent};
+use nlb_hw::enums::{DmaCmd, Event, KeyType, TableCmd};
+use nlb_hw::layouts::{CmdDesc, CtEntry, EventRecord, LearnEvent};
 use nlb_hw::{FlowKey, LayoutError};
 use nlb_reference::conntrack as placement;
 use std::collections::{BTreeSet, HashMap};
+use std::time::Duration;
 
 /// `flags` bit: FIN or RST seen.
 pub const FLAG_CLOSED: u8 = nlb_hw::enums::CtFlag::Closed.value() as u8;
@@ -71,6 +73,31 @@ pub enum ConntrackError {
     /// A connection does not encode.
     #[error("connection does not encode: {0}")]
     Encode(#[from] LayoutError),
+    /// The command ring failed.
+    #[error(transparent)]
+    Rings(#[from] RingError),
+}
+
+/// How long a command of the command ring may take before the device counts as stuck.
+const COMMAND_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How the manager reaches the device's table: the `conntrack` register window, or the
+/// command ring (DMA; SPEC R12.2).
+enum Io<'a, D: ?Sized> {
+    Window(&'a mut D),
+    Rings(&'a mut D, &'a mut HostRings),
+}
+
+impl<D: Device + ?Sized> Io<'_, D> {
+    fn dev(&mut self) -> &mut D {
+        match self {
+            Io::Window(d) | Io::Rings(d, _) => d,
+        }
+    }
+
+    fn dma(&self) -> bool {
+        matches!(self, Io::Rings(..))
+    }
 }
 
 /// A connection to install: its 5-tuple (the key type is ignored; TUPLE5 is used) and where
@@ -141,8 +168,12 @@ pub struct ConntrackStats {
     pub bucket_full: u64,
     /// Entries evicted (explicitly or by ageing).
     pub evicted: u64,
-    /// Register writes issued.
+    /// Register writes issued (through the command ring: commands).
     pub writes: u64,
+    /// Connections the NIC installed itself (hardware learning).
+    pub learned_by_nic: u64,
+    /// Full buckets settled by taking the place of a closed connection.
+    pub settled: u64,
 }
 
 /// `cmd` of a WRITE_AT of entry `index` (below [`CMD_INDEX_MAX`]: checked on attach).
@@ -179,6 +210,10 @@ pub struct Conntrack {
     /// Open entries that stopped being open (closed, aged out, evicted, overwritten by another
     /// flow) per (rule, backend) since [`Conntrack::take_closed`] last took them.
     closed: HashMap<(u16, u16), u32>,
+    /// Entry writes queued for the command ring (index, words), written whole.
+    dma_writes: Vec<(u32, [u32; WORDS])>,
+    /// The current call goes through the command ring.
+    via_dma: bool,
 }
 
 /// Whether an entry is an open connection: valid, and no FIN or RST seen.
@@ -249,6 +284,25 @@ impl Conntrack {
         info: &DeviceInfo,
         now: u32,
     ) -> Result<Conntrack, ConntrackError> {
+        Conntrack::attach_io(Io::Window(dev), info, now)
+    }
+
+    /// [`Conntrack::attach`] reading the table by DMA through the command ring (no register
+    /// read per entry: SPEC R12.4).
+    pub fn attach_dma<D: Device + ?Sized>(
+        dev: &mut D,
+        rings: &mut HostRings,
+        info: &DeviceInfo,
+        now: u32,
+    ) -> Result<Conntrack, ConntrackError> {
+        Conntrack::attach_io(Io::Rings(dev, rings), info, now)
+    }
+
+    fn attach_io<D: Device + ?Sized>(
+        mut io: Io<'_, D>,
+        info: &DeviceInfo,
+        now: u32,
+    ) -> Result<Conntrack, ConntrackError> {
         if info.block("conntrack").is_none() {
             return Err(ConntrackError::NoBlock);
         }
@@ -273,8 +327,10 @@ impl Conntrack {
             stats: ConntrackStats::default(),
             open: HashMap::new(),
             closed: HashMap::new(),
+            dma_writes: Vec::new(),
+            via_dma: false,
         };
-        ct.read_entries(dev, 0..len as u32)?;
+        ct.read_entries(&mut io, 0..len as u32)?;
         Ok(ct)
     }
 
@@ -372,8 +428,24 @@ impl Conntrack {
     /// Reads the whole table back from the device, replacing the host copy; returns the
     /// indices whose device contents differed from it.
     pub fn rescan<D: Device + ?Sized>(&mut self, dev: &mut D) -> Result<Vec<u32>, ConntrackError> {
+        self.rescan_io(Io::Window(dev))
+    }
+
+    /// [`Conntrack::rescan`] by DMA.
+    pub fn rescan_dma<D: Device + ?Sized>(
+        &mut self,
+        dev: &mut D,
+        rings: &mut HostRings,
+    ) -> Result<Vec<u32>, ConntrackError> {
+        self.rescan_io(Io::Rings(dev, rings))
+    }
+
+    fn rescan_io<D: Device + ?Sized>(
+        &mut self,
+        mut io: Io<'_, D>,
+    ) -> Result<Vec<u32>, ConntrackError> {
         let before = self.entries.clone();
-        self.read_entries(dev, 0..self.entries.len() as u32)?;
+        self.read_entries(&mut io, 0..self.entries.len() as u32)?;
         Ok(before
             .iter()
             .zip(&self.entries)
@@ -385,9 +457,13 @@ impl Conntrack {
 
     fn read_entries<D: Device + ?Sized>(
         &mut self,
-        dev: &mut D,
+        io: &mut Io<'_, D>,
         range: std::ops::Range<u32>,
     ) -> Result<(), ConntrackError> {
+        if let Io::Rings(dev, rings) = io {
+            return self.read_entries_dma(&mut **dev, rings, range);
+        }
+        let dev = io.dev();
         const STEP: u32 = 1024;
         let mut first = range.start;
         while first < range.end {
@@ -432,11 +508,49 @@ impl Conntrack {
         Ok(())
     }
 
+    /// Reads entries by DMA (CT_READ of the command data area's size at a time).
+    fn read_entries_dma<D: Device + ?Sized>(
+        &mut self,
+        dev: &mut D,
+        rings: &mut HostRings,
+        range: std::ops::Range<u32>,
+    ) -> Result<(), ConntrackError> {
+        let per = (rings.data_len() / (WORDS * 4)).max(1) as u32;
+        let mut words = vec![0u32; per as usize * WORDS];
+        let mut first = range.start;
+        while first < range.end {
+            let n = (range.end - first).min(per);
+            rings.submit(&CmdDesc {
+                op: DmaCmd::CtRead,
+                count: n,
+                index: first,
+                addr: rings.data_iova(0),
+                ..CmdDesc::default()
+            })?;
+            rings.execute(dev, COMMAND_TIMEOUT)?;
+            let w = &mut words[..n as usize * WORDS];
+            rings.read_data(0, w)?;
+            for (k, e) in w.chunks(WORDS).enumerate() {
+                // Words that do not decode (never written since power-up) count as free.
+                let entry = CtEntry::unpack(e).unwrap_or_default();
+                set_entry(
+                    &mut self.entries,
+                    &mut self.open,
+                    &mut self.closed,
+                    first + k as u32,
+                    entry,
+                );
+            }
+            first += n;
+        }
+        Ok(())
+    }
+
     /// Re-reads entries left unknown by a failed batch.
-    fn settle<D: Device + ?Sized>(&mut self, dev: &mut D) -> Result<(), ConntrackError> {
+    fn settle<D: Device + ?Sized>(&mut self, io: &mut Io<'_, D>) -> Result<(), ConntrackError> {
         while let Some(&i) = self.unknown.iter().next() {
             self.window = [None; WORDS];
-            self.read_entries(dev, i..i + 1)?;
+            self.read_entries(io, i..i + 1)?;
             self.unknown.remove(&i);
         }
         Ok(())
@@ -461,9 +575,15 @@ impl Conntrack {
         self.stats.writes += 1;
     }
 
-    /// Queues a full write of `entry` at `index`, valid last.
+    /// Queues a full write of `entry` at `index`, valid last (through the command ring: the
+    /// entry whole, in one write between two packets).
     fn queue_install(&mut self, index: u32, entry: &CtEntry) -> Result<(), ConntrackError> {
         let words = pack_ct(entry)?;
+        if self.via_dma {
+            self.dma_writes.push((index, words));
+            self.checks.push(index);
+            return Ok(());
+        }
         self.queue_entry(index, &words, words[0] & !VALID_BIT);
         if words[0] & VALID_BIT != 0 {
             self.batch.write(win::DATA, words[0]);
@@ -478,6 +598,14 @@ impl Conntrack {
     /// Queues clearing `valid` of entry `index` (the other words stay).
     fn queue_invalidate(&mut self, index: u32) -> Result<(), ConntrackError> {
         let words = pack_ct(&self.entries[index as usize])?;
+        if self.via_dma {
+            self.dma_writes.push((index, words));
+            if let Some(last) = self.dma_writes.last_mut() {
+                last.1[0] &= !VALID_BIT;
+            }
+            self.checks.push(index);
+            return Ok(());
+        }
         self.queue_entry(index, &words, words[0] & !VALID_BIT);
         self.queue_check(index);
         Ok(())
@@ -489,7 +617,11 @@ impl Conntrack {
     }
 
     /// Runs the queued batch; on failure the touched entries become unknown.
-    fn flush<D: Device + ?Sized>(&mut self, dev: &mut D) -> Result<(), ConntrackError> {
+    fn flush<D: Device + ?Sized>(&mut self, io: &mut Io<'_, D>) -> Result<(), ConntrackError> {
+        if let Io::Rings(dev, rings) = io {
+            return self.flush_dma(&mut **dev, rings);
+        }
+        let dev = io.dev();
         if self.batch.is_empty() {
             return Ok(());
         }
@@ -522,6 +654,51 @@ impl Conntrack {
         }
     }
 
+    /// Sends the entry writes queued for the command ring as CT_WRITE list commands (records:
+    /// the index word, then the entry); on failure the touched entries become unknown.
+    fn flush_dma<D: Device + ?Sized>(
+        &mut self,
+        dev: &mut D,
+        rings: &mut HostRings,
+    ) -> Result<(), ConntrackError> {
+        let writes = std::mem::take(&mut self.dma_writes);
+        let checks = std::mem::take(&mut self.checks);
+        let per = (rings.data_len() / ((WORDS + 1) * 4)).max(1);
+        let mut result = Ok(());
+        for chunk in writes.chunks(per) {
+            let mut data = std::mem::take(rings.scratch());
+            data.clear();
+            for (index, words) in chunk {
+                data.push(*index);
+                data.extend_from_slice(words);
+            }
+            let sent = rings
+                .write_data(0, &data)
+                .and_then(|()| {
+                    rings.submit(&CmdDesc {
+                        op: DmaCmd::CtWrite,
+                        list: true,
+                        count: chunk.len() as u32,
+                        addr: rings.data_iova(0),
+                        ..CmdDesc::default()
+                    })
+                })
+                .and_then(|()| rings.execute(dev, COMMAND_TIMEOUT));
+            *rings.scratch() = data;
+            if let Err(e) = sent {
+                self.unknown.extend(checks.iter().copied());
+                result = Err(e.into());
+                break;
+            }
+            self.stats.writes += 1;
+        }
+        self.dma_writes = writes;
+        self.dma_writes.clear();
+        self.checks = checks;
+        self.checks.clear();
+        result
+    }
+
     /// Installs connections (one register batch). `out` receives one outcome per connection.
     pub fn install_batch<D: Device + ?Sized>(
         &mut self,
@@ -530,7 +707,75 @@ impl Conntrack {
         now: u32,
         out: &mut Vec<Installed>,
     ) -> Result<(), ConntrackError> {
-        self.settle(dev)?;
+        self.install_io(Io::Window(dev), conns, now, out)
+    }
+
+    /// [`Conntrack::install_batch`] through the command ring: every entry written whole by
+    /// DMA, one command for the batch; a full bucket may take the place of a connection
+    /// already closed (FIN or RST seen), which only waits for its closed timeout.
+    pub fn install_batch_dma<D: Device + ?Sized>(
+        &mut self,
+        dev: &mut D,
+        rings: &mut HostRings,
+        conns: &[NewConnection],
+        now: u32,
+        out: &mut Vec<Installed>,
+    ) -> Result<(), ConntrackError> {
+        self.install_io(Io::Rings(dev, rings), conns, now, out)
+    }
+
+    /// The host's side of hardware learning (SPEC R12.3): the NIC installed the connections of
+    /// the LEARN records marked `installed` itself; the host copy follows them (no device
+    /// access; `stamp` is the `dma.host_time` the NIC wrote into the entries, `now` the host
+    /// time they count as seen). Returns the LEARNs the NIC could not place (a full bucket, or
+    /// learning off), for the host to settle with [`Conntrack::install_batch_dma`].
+    pub fn learned(&mut self, records: &[EventRecord], stamp: u32, now: u32) -> Vec<NewConnection> {
+        let mut left = Vec::new();
+        for r in records {
+            let ev = &r.event[0];
+            if ev.event != Event::Learn {
+                continue;
+            }
+            if !r.installed {
+                left.push(NewConnection::from(ev));
+                continue;
+            }
+            let entry = CtEntry {
+                valid: true,
+                protocol: ev.protocol,
+                src_port: ev.src_port,
+                dst_port: ev.dst_port,
+                src_addr: ev.src_addr,
+                dst_addr: ev.dst_addr,
+                backend: ev.backend,
+                rule: ev.rule,
+                flags: 0,
+                timestamp: stamp,
+            };
+            if (r.ct_index as usize) < self.entries.len() {
+                let replaced = self.entries[r.ct_index as usize].valid;
+                self.set_entry(r.ct_index, entry);
+                self.last_seen[r.ct_index as usize] = now;
+                if replaced {
+                    self.stats.replaced += 1;
+                } else {
+                    self.stats.installed += 1;
+                }
+                self.stats.learned_by_nic += 1;
+            }
+        }
+        left
+    }
+
+    fn install_io<D: Device + ?Sized>(
+        &mut self,
+        mut io: Io<'_, D>,
+        conns: &[NewConnection],
+        now: u32,
+        out: &mut Vec<Installed>,
+    ) -> Result<(), ConntrackError> {
+        self.settle(&mut io)?;
+        self.via_dma = io.dma();
         out.clear();
         for c in conns {
             let k = tuple5(&c.key);
@@ -550,11 +795,22 @@ impl Conntrack {
                 None => match (start..start + self.ways).find(|&i| !self.entries[i as usize].valid)
                 {
                     Some(i) => i,
-                    None => {
-                        self.stats.bucket_full += 1;
-                        out.push(Installed::BucketFull { bucket });
-                        continue;
-                    }
+                    // Through the ring, a full bucket is settled by taking the place of a
+                    // closed connection (the one idle longest).
+                    None => match (start..start + self.ways)
+                        .filter(|&i| self.via_dma && !is_open(&self.entries[i as usize]))
+                        .min_by_key(|&i| self.last_seen[i as usize])
+                    {
+                        Some(i) => {
+                            self.stats.settled += 1;
+                            i
+                        }
+                        None => {
+                            self.stats.bucket_full += 1;
+                            out.push(Installed::BucketFull { bucket });
+                            continue;
+                        }
+                    },
                 },
             };
             let entry = CtEntry {
@@ -569,9 +825,9 @@ impl Conntrack {
                 flags: 0,
                 timestamp: now,
             };
-            if existing.is_some() {
+            if existing.is_some() && !self.via_dma {
                 // Another backend for a live flow: take it out first, so no packet sees a
-                // mix of the two entries.
+                // mix of the two entries (a DMA write replaces the entry whole).
                 self.queue_invalidate(index)?;
             }
             self.queue_install(index, &entry)?;
@@ -585,7 +841,9 @@ impl Conntrack {
                 out.push(Installed::New(index));
             }
         }
-        self.flush(dev)
+        let r = self.flush(&mut io);
+        self.via_dma = false;
+        r
     }
 
     /// Evicts flows; returns how many were present.
@@ -594,7 +852,26 @@ impl Conntrack {
         dev: &mut D,
         keys: &[FlowKey],
     ) -> Result<usize, ConntrackError> {
-        self.settle(dev)?;
+        self.evict_io(Io::Window(dev), keys)
+    }
+
+    /// [`Conntrack::evict_batch`] through the command ring.
+    pub fn evict_batch_dma<D: Device + ?Sized>(
+        &mut self,
+        dev: &mut D,
+        rings: &mut HostRings,
+        keys: &[FlowKey],
+    ) -> Result<usize, ConntrackError> {
+        self.evict_io(Io::Rings(dev, rings), keys)
+    }
+
+    fn evict_io<D: Device + ?Sized>(
+        &mut self,
+        mut io: Io<'_, D>,
+        keys: &[FlowKey],
+    ) -> Result<usize, ConntrackError> {
+        self.settle(&mut io)?;
+        self.via_dma = io.dma();
         let mut n = 0;
         for key in keys {
             if let Some(i) = self.lookup(key) {
@@ -604,7 +881,9 @@ impl Conntrack {
                 n += 1;
             }
         }
-        self.flush(dev)?;
+        let r = self.flush(&mut io);
+        self.via_dma = false;
+        r?;
         Ok(n)
     }
 
@@ -615,7 +894,25 @@ impl Conntrack {
         dev: &mut D,
         key: &FlowKey,
     ) -> Result<bool, ConntrackError> {
-        self.settle(dev)?;
+        self.mark_closed_io(Io::Window(dev), key)
+    }
+
+    /// [`Conntrack::mark_closed`] through the command ring.
+    pub fn mark_closed_dma<D: Device + ?Sized>(
+        &mut self,
+        dev: &mut D,
+        rings: &mut HostRings,
+        key: &FlowKey,
+    ) -> Result<bool, ConntrackError> {
+        self.mark_closed_io(Io::Rings(dev, rings), key)
+    }
+
+    fn mark_closed_io<D: Device + ?Sized>(
+        &mut self,
+        mut io: Io<'_, D>,
+        key: &FlowKey,
+    ) -> Result<bool, ConntrackError> {
+        self.settle(&mut io)?;
         let Some(i) = self.lookup(key) else {
             return Ok(false);
         };
@@ -625,11 +922,18 @@ impl Conntrack {
         }
         e.flags |= FLAG_CLOSED;
         let words = pack_ct(&e)?;
-        // Only the flags word changes; the entry stays valid throughout.
-        self.queue_entry(i, &words, words[0]);
-        self.queue_check(i);
+        if io.dma() {
+            self.via_dma = true;
+            self.queue_install(i, &e)?;
+        } else {
+            // Only the flags word changes; the entry stays valid throughout.
+            self.queue_entry(i, &words, words[0]);
+            self.queue_check(i);
+        }
         self.set_entry(i, e);
-        self.flush(dev)?;
+        let r = self.flush(&mut io);
+        self.via_dma = false;
+        r?;
         Ok(true)
     }
 
@@ -642,20 +946,72 @@ impl Conntrack {
         now: u32,
         timeout: impl Fn(&CtEntry) -> u32,
     ) -> Result<AgeReport, ConntrackError> {
-        self.settle(dev)?;
+        self.age_io(Io::Window(dev), now, timeout)
+    }
+
+    /// [`Conntrack::age`] through the command ring: the hit bits by DMA (HIT_READ), the
+    /// evictions as one CT_WRITE list.
+    pub fn age_dma<D: Device + ?Sized>(
+        &mut self,
+        dev: &mut D,
+        rings: &mut HostRings,
+        now: u32,
+        timeout: impl Fn(&CtEntry) -> u32,
+    ) -> Result<AgeReport, ConntrackError> {
+        self.age_io(Io::Rings(dev, rings), now, timeout)
+    }
+
+    /// The hit bits of groups `g0..g1` (32 entries each), read and cleared.
+    fn read_hits<D: Device + ?Sized>(
+        &mut self,
+        io: &mut Io<'_, D>,
+        g0: u32,
+        g1: u32,
+    ) -> Result<Vec<u32>, ConntrackError> {
+        if let Io::Rings(dev, rings) = io {
+            let mut hits = vec![0u32; (g1 - g0) as usize];
+            let per = (rings.data_len() / 4).max(1) as u32;
+            let mut g = g0;
+            while g < g1 {
+                let n = (g1 - g).min(per);
+                rings.submit(&CmdDesc {
+                    op: DmaCmd::HitRead,
+                    count: n,
+                    index: g * 32,
+                    addr: rings.data_iova(0),
+                    ..CmdDesc::default()
+                })?;
+                rings.execute(&mut **dev, COMMAND_TIMEOUT)?;
+                let at = (g - g0) as usize;
+                rings.read_data(0, &mut hits[at..at + n as usize])?;
+                g += n;
+            }
+            return Ok(hits);
+        }
+        let dev = io.dev();
+        for g in g0..g1 {
+            self.batch.write(win::INDEX, g * 32).read(win::HIT_READ);
+            self.stats.writes += 1;
+        }
+        Ok(self.batch.run(dev)?.to_vec())
+    }
+
+    fn age_io<D: Device + ?Sized>(
+        &mut self,
+        mut io: Io<'_, D>,
+        now: u32,
+        timeout: impl Fn(&CtEntry) -> u32,
+    ) -> Result<AgeReport, ConntrackError> {
+        self.settle(&mut io)?;
         let mut report = AgeReport::default();
         let len = self.entries.len() as u32;
         let groups = len.div_ceil(32);
-        const STEP: u32 = 1024;
+        let step: u32 = if io.dma() { groups.max(1) } else { 1024 };
         let mut expired = Vec::new();
         let mut g0 = 0;
         while g0 < groups {
-            let g1 = (g0 + STEP).min(groups);
-            for g in g0..g1 {
-                self.batch.write(win::INDEX, g * 32).read(win::HIT_READ);
-                self.stats.writes += 1;
-            }
-            let hits = self.batch.run(dev)?.to_vec();
+            let g1 = (g0 + step).min(groups);
+            let hits = self.read_hits(&mut io, g0, g1)?;
             for (g, bits) in (g0..g1).zip(hits) {
                 for b in 0..32 {
                     let i = g * 32 + b;
@@ -676,13 +1032,18 @@ impl Conntrack {
             }
             g0 = g1;
         }
+        self.via_dma = io.dma();
         for chunk in expired.chunks(1024) {
             for &i in chunk {
                 self.queue_invalidate(i)?;
                 self.set_invalid(i);
             }
-            self.flush(dev)?;
+            if let Err(e) = self.flush(&mut io) {
+                self.via_dma = false;
+                return Err(e);
+            }
         }
+        self.via_dma = false;
         report.evicted = expired.len() as u32;
         self.stats.evicted += u64::from(report.evicted);
         Ok(report)

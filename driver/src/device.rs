@@ -6,6 +6,8 @@
 //! byte offsets of BAR 0, as `docs/regmap.md` defines them; the punt/learn/inject queues are
 //! register blocks too, so backends only implement the primitives below.
 
+use crate::dma::{DmaRegion, IrqLine};
+use crate::pcie::PcieStats;
 use std::time::Duration;
 
 /// Why a register access failed.
@@ -31,6 +33,14 @@ pub enum DeviceError {
     /// The device answered something the protocol does not allow.
     #[error("device protocol error: {0}")]
     Protocol(String),
+    /// The backend cannot do this (DMA on a backend without host memory access).
+    #[error("{what} is not supported by {device}")]
+    Unsupported {
+        /// What was asked.
+        what: &'static str,
+        /// The backend.
+        device: String,
+    },
     /// A wait ran out.
     #[error("timed out after {after:?} waiting for {what}")]
     Timeout {
@@ -182,6 +192,36 @@ pub trait Device: Send {
 
     /// A short description for logs and errors (`pci:0000:03:00.0`, `sim:/run/nlb.sock`).
     fn describe(&self) -> String;
+
+    /// Maps host memory for the device's DMA at the region's IOVA: VFIO maps it into the
+    /// container's IOMMU; a simulated device's DMA engine reaches it directly (in process) or
+    /// through shared memory (`nlb-sim`). Until then every DMA of the device faults.
+    fn dma_map(&mut self, region: &DmaRegion) -> Result<(), DeviceError> {
+        let _ = region;
+        Err(DeviceError::Unsupported {
+            what: "DMA",
+            device: self.describe(),
+        })
+    }
+
+    /// Unmaps a region [`Device::dma_map`] mapped (the device must no longer use it).
+    fn dma_unmap(&mut self, region: &DmaRegion) -> Result<(), DeviceError> {
+        let _ = region;
+        Ok(())
+    }
+
+    /// Connects MSI-X vector i to `lines[i]` (`nlb_hw::enums::Ring` values are the vectors).
+    /// Without it the host polls the rings' write-back records in host memory.
+    fn set_interrupts(&mut self, lines: &[IrqLine]) -> Result<(), DeviceError> {
+        let _ = lines;
+        Ok(())
+    }
+
+    /// What this handle saw on the PCIe cost model (docs/pcie.md): register accesses counted
+    /// here, the device's DMA where the backend sees it.
+    fn pcie(&mut self) -> PcieStats {
+        PcieStats::default()
+    }
 }
 
 impl<D: Device + ?Sized> Device for Box<D> {
@@ -205,5 +245,17 @@ impl<D: Device + ?Sized> Device for Box<D> {
     }
     fn describe(&self) -> String {
         (**self).describe()
+    }
+    fn dma_map(&mut self, region: &DmaRegion) -> Result<(), DeviceError> {
+        (**self).dma_map(region)
+    }
+    fn dma_unmap(&mut self, region: &DmaRegion) -> Result<(), DeviceError> {
+        (**self).dma_unmap(region)
+    }
+    fn set_interrupts(&mut self, lines: &[IrqLine]) -> Result<(), DeviceError> {
+        (**self).set_interrupts(lines)
+    }
+    fn pcie(&mut self) -> PcieStats {
+        (**self).pcie()
     }
 }

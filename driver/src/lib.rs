@@ -6,11 +6,14 @@
 pub mod conntrack;
 pub mod device;
 pub mod discovery;
+pub mod dma;
 pub mod fault;
 pub mod flash;
 pub mod loader;
 pub mod model;
+pub mod pcie;
 pub mod queues;
+pub mod rings;
 pub mod socket;
 pub mod spec;
 pub mod vfio;

@@ -5,5 +5,6 @@ mod common;
 mod conntrack;
 mod image;
 mod loader;
+mod rings;
 mod socket;
 mod traffic;

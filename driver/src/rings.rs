@@ -1,0 +1,664 @@
+//! The host side of the NIC's descriptor rings (SPEC R12.2, docs/pipeline.md §14): punted
+//! frames and learn/teardown events device → host, injected frames and table commands
+//! host → device, in host memory the driver allocates and maps for the device's DMA.
+//!
+//! No hot path reads a register: how far the device got on each ring (and how many records
+//! it dropped) is in the write-back area in host memory, which the NIC updates; the host
+//! moves its own index with one posted register write per batch (the doorbell). Setup
+//! (ring bases and sizes) and teardown are register writes too, once.
+//!
+//! One [`HostRings`] serves every backend that can DMA: VFIO (the memory mapped into the
+//! container's IOMMU), the in-process model, `nlb-sim` over its socket (the memory shared
+//! with the process), and the Verilated RTL.
+
+use crate::device::{Device, DeviceError};
+use crate::dma::{DmaError, DmaRegion, IrqLine};
+use crate::queues::PuntedFrame;
+use nlb_hw::blocks::dma as regs;
+use nlb_hw::enums::{DmaError as CmdError, Ring};
+use nlb_hw::layouts::{CmdDesc, EventRecord, InjectDesc, InjectHeader, PuntCpl, PuntDesc, RingWb};
+use nlb_hw::rings::{self, RingDef};
+use nlb_hw::LayoutError;
+use std::time::{Duration, Instant};
+
+/// Why a ring operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RingError {
+    /// Register access (setup, doorbells) failed.
+    #[error(transparent)]
+    Device(#[from] DeviceError),
+    /// Host memory for the rings could not be had or mapped.
+    #[error(transparent)]
+    Memory(#[from] DmaError),
+    /// A record from the device does not decode.
+    #[error("ring record does not decode: {0}")]
+    Decode(#[from] LayoutError),
+    /// The device has no `dma` block of this version (an older bitstream).
+    #[error("the device has no host DMA engine (dma.caps reads {caps:#x}); flash a bitstream of this release")]
+    NoEngine {
+        /// What `dma.caps` read.
+        caps: u32,
+    },
+    /// A ring size the engine does not support.
+    #[error("a ring of 2^{log2} slots is beyond the engine's 2^{max}")]
+    TooLarge {
+        /// Asked.
+        log2: u8,
+        /// Supported.
+        max: u8,
+    },
+    /// The frame to inject is larger than a buffer.
+    #[error("frame of {len} bytes exceeds the inject buffer ({max} bytes)")]
+    FrameTooLong {
+        /// Frame length.
+        len: usize,
+        /// Buffer size.
+        max: usize,
+    },
+    /// The inject ring has no free slot (the device has not consumed them yet).
+    #[error("the inject ring is full")]
+    InjectFull,
+    /// The command ring has no free slot.
+    #[error("the command ring is full")]
+    CommandsFull,
+    /// A command failed on the device.
+    #[error("command in slot {slot} failed on the device: {code:?}")]
+    Command {
+        /// Its slot.
+        slot: u16,
+        /// Why.
+        code: CmdError,
+    },
+    /// The device did not finish the commands in time.
+    #[error("the device did not finish {pending} command(s) within {after:?}")]
+    Timeout {
+        /// Commands not done.
+        pending: u16,
+        /// How long was waited.
+        after: Duration,
+    },
+}
+
+/// Ring sizes and interrupt moderation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RingSizes {
+    /// Punt ring slots, log2 (each with a buffer of [`rings::FRAME_BYTES`]).
+    pub punt_log2: u8,
+    /// Event ring slots, log2.
+    pub event_log2: u8,
+    /// Inject ring slots, log2 (each with a buffer).
+    pub inject_log2: u8,
+    /// Command ring slots, log2.
+    pub cmd_log2: u8,
+    /// Bytes of the command data area (bulk loads and read-backs go through it in chunks).
+    pub cmd_data: usize,
+    /// Interrupt after this many records on a to-host ring ...
+    pub irq_count: u8,
+    /// ... or this many microseconds after the first one not yet signalled.
+    pub irq_usecs: u16,
+}
+
+impl Default for RingSizes {
+    fn default() -> Self {
+        RingSizes {
+            punt_log2: 10,
+            event_log2: 12,
+            inject_log2: 10,
+            cmd_log2: 6,
+            cmd_data: 16 << 20,
+            irq_count: 32,
+            irq_usecs: 50,
+        }
+    }
+}
+
+/// What the write-back area says, read from host memory (no register read).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RingStatus {
+    /// Punted frames waiting.
+    pub punts: u32,
+    /// Events waiting.
+    pub events: u32,
+    /// Punted frames the device dropped (no posted slot) since the last `poll`.
+    pub punt_drops: u32,
+    /// Events the device dropped (ring full) since the last `poll`.
+    pub event_drops: u32,
+    /// Frames the device dropped or failed on the inject ring since the last `poll`.
+    pub inject_drops: u32,
+    /// Records that failed on any ring (DMA faults included) since the last `poll`.
+    pub errors: u32,
+    /// Free inject slots.
+    pub inject_free: u32,
+}
+
+/// Byte offsets of everything in the region.
+#[derive(Debug, Clone, Copy)]
+struct Layout {
+    wb: usize,
+    ring: [usize; 4],
+    punt_bufs: usize,
+    inject_bufs: usize,
+    cmd_data: usize,
+    len: usize,
+}
+
+const FRAME: usize = rings::FRAME_BYTES as usize;
+/// IOVA of the first ring region.
+pub const RING_IOVA: u64 = 0x1_0000_0000;
+
+fn align(x: usize, a: usize) -> usize {
+    x.div_ceil(a) * a
+}
+
+impl Layout {
+    fn of(s: &RingSizes) -> Layout {
+        let slots = |log2: u8| 1usize << log2;
+        let mut at = 4096; // the write-back area: page 0
+        let mut ring = [0; 4];
+        for (i, log2) in [s.punt_log2, s.event_log2, s.inject_log2, s.cmd_log2]
+            .into_iter()
+            .enumerate()
+        {
+            ring[i] = at;
+            at = align(at + slots(log2) * rings::ALL[i].entry_bytes as usize, 4096);
+        }
+        let punt_bufs = at;
+        at = align(at + slots(s.punt_log2) * FRAME, 4096);
+        let inject_bufs = at;
+        at = align(at + slots(s.inject_log2) * FRAME, 4096);
+        let cmd_data = at;
+        at = align(at + s.cmd_data, 4096);
+        Layout {
+            wb: 0,
+            ring,
+            punt_bufs,
+            inject_bufs,
+            cmd_data,
+            len: at,
+        }
+    }
+}
+
+/// The host side of the rings of one device.
+#[derive(Debug)]
+pub struct HostRings {
+    mem: DmaRegion,
+    lay: Layout,
+    sizes: RingSizes,
+    irqs: Vec<IrqLine>,
+    /// Next record to consume (to-host rings), next slot to write (to-device rings).
+    next: [u16; 4],
+    /// The value last written to each ring's doorbell.
+    rung: [u16; 4],
+    /// Drop and error counts already reported.
+    seen_drops: [u32; 4],
+    seen_errors: [u32; 4],
+    hw_learn: bool,
+    scratch: Vec<u32>,
+}
+
+fn slots(log2: u8) -> u16 {
+    1u16 << log2
+}
+
+impl HostRings {
+    /// Allocates the rings and buffers, maps them for `dev`'s DMA, connects one interrupt
+    /// line per ring, programs the `dma` block (register writes, once), posts every punt
+    /// buffer and enables the engine; `hw_learn` asks for hardware learning (granted only
+    /// where `dma.caps.hw_learn`, see [`HostRings::hw_learn`]).
+    pub fn attach<D: Device + ?Sized>(
+        dev: &mut D,
+        sizes: RingSizes,
+        hw_learn: bool,
+    ) -> Result<HostRings, RingError> {
+        let caps_word = dev.read32(regs::CAPS)?;
+        let caps = regs::Caps::from_word(caps_word);
+        if caps.rings as usize != rings::ALL.len() {
+            return Err(RingError::NoEngine { caps: caps_word });
+        }
+        for log2 in [
+            sizes.punt_log2,
+            sizes.event_log2,
+            sizes.inject_log2,
+            sizes.cmd_log2,
+        ] {
+            if log2 > caps.max_log2 || log2 == 0 {
+                return Err(RingError::TooLarge {
+                    log2,
+                    max: caps.max_log2,
+                });
+            }
+        }
+        let lay = Layout::of(&sizes);
+        let mem = DmaRegion::allocate(lay.len, RING_IOVA)?;
+        // Engine off while it is set up (a restarted host finds it running).
+        dev.write32(regs::CTRL, 0)?;
+        dev.dma_map(&mem)?;
+        let mut irqs = Vec::new();
+        for _ in rings::ALL {
+            irqs.push(IrqLine::new().map_err(|e| DeviceError::Io {
+                what: "creating an interrupt eventfd".into(),
+                source: e,
+            })?);
+        }
+        dev.set_interrupts(&irqs)?;
+        let mut r = HostRings {
+            mem,
+            lay,
+            sizes,
+            irqs,
+            next: [0; 4],
+            rung: [0; 4],
+            seen_drops: [0; 4],
+            seen_errors: [0; 4],
+            hw_learn: hw_learn && caps.hw_learn,
+            scratch: Vec::new(),
+        };
+        r.program(dev)?;
+        Ok(r)
+    }
+
+    fn iova(&self, offset: usize) -> u64 {
+        self.mem.iova() + offset as u64
+    }
+
+    fn log2(&self, ring: Ring) -> u8 {
+        match ring {
+            Ring::Punt => self.sizes.punt_log2,
+            Ring::Event => self.sizes.event_log2,
+            Ring::Inject => self.sizes.inject_log2,
+            Ring::Cmd => self.sizes.cmd_log2,
+        }
+    }
+
+    fn slot_offset(&self, ring: Ring, index: u16) -> usize {
+        let def = rings::ALL[ring as usize];
+        let slot = usize::from(index & (slots(self.log2(ring)) - 1));
+        self.lay.ring[ring as usize] + slot * def.entry_bytes as usize
+    }
+
+    fn program<D: Device + ?Sized>(&mut self, dev: &mut D) -> Result<(), RingError> {
+        let wb = self.iova(self.lay.wb);
+        self.mem.zero(0, self.lay.ring[0])?;
+        let mut ops = crate::device::Batch::new();
+        ops.write(regs::WB_LO, wb as u32)
+            .write(regs::WB_HI, (wb >> 32) as u32);
+        let irq = regs::PuntIrq {
+            count: self.sizes.irq_count,
+            usecs: self.sizes.irq_usecs,
+            enable: true,
+        }
+        .word();
+        for def in rings::ALL {
+            let base = self.iova(self.lay.ring[def.ring as usize]);
+            let size = regs::PuntSize {
+                log2: self.log2(def.ring),
+                enable: true,
+            }
+            .word()
+            .unwrap_or(0);
+            ops.write(def.base_lo, base as u32)
+                .write(def.base_hi, (base >> 32) as u32)
+                .write(def.size, size)
+                .write(def.irq, irq);
+        }
+        // Every punt slot gets its buffer; the event ring gives the device every slot.
+        for i in 0..slots(self.sizes.punt_log2) {
+            self.post_punt(i)?;
+        }
+        let (punt, event) = (slots(self.sizes.punt_log2), slots(self.sizes.event_log2));
+        ops.write(regs::PUNT_HOST, u32::from(punt))
+            .write(regs::EVENT_HOST, u32::from(event))
+            .write(
+                regs::CTRL,
+                regs::Ctrl {
+                    enable: true,
+                    hw_learn: self.hw_learn,
+                }
+                .word(),
+            );
+        self.rung[Ring::Punt as usize] = punt;
+        self.rung[Ring::Event as usize] = event;
+        ops.run(dev)?;
+        Ok(())
+    }
+
+    /// Whether hardware learning is on (asked for, and the device can).
+    pub fn hw_learn(&self) -> bool {
+        self.hw_learn
+    }
+
+    /// The sizes the rings were made with.
+    pub fn sizes(&self) -> &RingSizes {
+        &self.sizes
+    }
+
+    /// The host memory of the rings.
+    pub fn memory(&self) -> &DmaRegion {
+        &self.mem
+    }
+
+    /// The interrupt lines, one per ring (`Ring` value).
+    pub fn interrupts(&self) -> &[IrqLine] {
+        &self.irqs
+    }
+
+    /// Stops the engine and unmaps the memory.
+    pub fn detach<D: Device + ?Sized>(self, dev: &mut D) -> Result<(), RingError> {
+        let mut ops = crate::device::Batch::new();
+        ops.write(regs::CTRL, 0);
+        for def in rings::ALL {
+            ops.write(def.size, 0);
+        }
+        ops.run(dev)?;
+        dev.dma_unmap(&self.mem)?;
+        Ok(())
+    }
+
+    fn post_punt(&self, index: u16) -> Result<(), RingError> {
+        let slot = usize::from(index & (slots(self.sizes.punt_log2) - 1));
+        let d = PuntDesc {
+            addr: self.iova(self.lay.punt_bufs + slot * FRAME),
+            len: FRAME as u16,
+            reserved: 0,
+        };
+        self.mem
+            .write_words(self.slot_offset(Ring::Punt, index), &d.pack()?)?;
+        Ok(())
+    }
+
+    fn wb(&self, ring: Ring) -> Result<RingWb, RingError> {
+        let at = self.lay.wb + rings::WB_STRIDE as usize * ring as usize;
+        // The index word is the one the device publishes last: acquire it first.
+        let first = self.mem.load_u32(at)?;
+        let mut w = [0u32; 4];
+        self.mem.read_words(at, &mut w)?;
+        w[0] = first;
+        Ok(RingWb::unpack(&w)?)
+    }
+
+    /// What waits on each ring, and what was dropped since the last call: host memory only.
+    pub fn poll(&mut self) -> Result<RingStatus, RingError> {
+        let mut st = RingStatus::default();
+        let mut wbs = [RingWb::default(); 4];
+        for ring in Ring::ALL {
+            let wb = self.wb(ring)?;
+            let i = ring as usize;
+            let drops = wb.drops.wrapping_sub(self.seen_drops[i]);
+            st.errors += wb.errors.wrapping_sub(self.seen_errors[i]);
+            self.seen_drops[i] = wb.drops;
+            self.seen_errors[i] = wb.errors;
+            match ring {
+                Ring::Punt => st.punt_drops = drops,
+                Ring::Event => st.event_drops = drops,
+                Ring::Inject => st.inject_drops = drops,
+                Ring::Cmd => {}
+            }
+            wbs[i] = wb;
+        }
+        st.punts = u32::from(wbs[0].index.wrapping_sub(self.next[0]));
+        st.events = u32::from(wbs[1].index.wrapping_sub(self.next[1]));
+        let in_flight = self.next[2].wrapping_sub(wbs[2].index);
+        st.inject_free = u32::from(slots(self.sizes.inject_log2).saturating_sub(in_flight));
+        Ok(st)
+    }
+
+    /// Takes up to `max` event records into `out` (host memory only); the slots go back to
+    /// the device with the next [`HostRings::give_back`].
+    pub fn pop_events(
+        &mut self,
+        max: usize,
+        out: &mut Vec<EventRecord>,
+    ) -> Result<usize, RingError> {
+        let done = self.wb(Ring::Event)?.index;
+        let mut n = 0;
+        let mut w = [0u32; EventRecord::WORDS];
+        while n < max && self.next[1] != done {
+            let at = self.slot_offset(Ring::Event, self.next[1]);
+            self.mem.read_words(at, &mut w)?;
+            out.push(EventRecord::unpack(&w)?);
+            self.next[1] = self.next[1].wrapping_add(1);
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    /// Takes up to `max` punted frames into `out` (copied out of their buffers; host memory
+    /// only); the buffers are posted again at once and go back to the device with the next
+    /// [`HostRings::give_back`].
+    pub fn pop_punts(
+        &mut self,
+        max: usize,
+        out: &mut Vec<PuntedFrame>,
+    ) -> Result<usize, RingError> {
+        let done = self.wb(Ring::Punt)?.index;
+        let mut n = 0;
+        let mut w = [0u32; PuntCpl::WORDS];
+        while n < max && self.next[0] != done {
+            let index = self.next[0];
+            self.mem
+                .read_words(self.slot_offset(Ring::Punt, index), &mut w)?;
+            let c = PuntCpl::unpack(&w)?;
+            let slot = usize::from(index & (slots(self.sizes.punt_log2) - 1));
+            let mut frame = vec![0u8; usize::from(c.written).min(FRAME)];
+            self.mem
+                .read(self.lay.punt_bufs + slot * FRAME, &mut frame)?;
+            out.push(PuntedFrame {
+                header: c.header[0],
+                frame,
+            });
+            self.post_punt(index)?;
+            self.next[0] = index.wrapping_add(1);
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    /// Gives consumed punt and event slots back to the device: one posted register write
+    /// per ring that moved (nothing if neither did).
+    pub fn give_back<D: Device + ?Sized>(&mut self, dev: &mut D) -> Result<(), RingError> {
+        for (ring, reg) in [
+            (Ring::Punt, regs::PUNT_HOST),
+            (Ring::Event, regs::EVENT_HOST),
+        ] {
+            let i = ring as usize;
+            let host = self.next[i].wrapping_add(slots(self.log2(ring)));
+            if host != self.rung[i] {
+                std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
+                dev.write32(reg, u32::from(host))?;
+                self.rung[i] = host;
+            }
+        }
+        Ok(())
+    }
+
+    /// Queues a frame for injection to `backend` with `pool`'s delivery (host memory only;
+    /// the device sees it at the next [`HostRings::ring_inject`]).
+    pub fn inject(&mut self, backend: u16, pool: u16, frame: &[u8]) -> Result<(), RingError> {
+        if frame.len() > FRAME {
+            return Err(RingError::FrameTooLong {
+                len: frame.len(),
+                max: FRAME,
+            });
+        }
+        let consumed = self.wb(Ring::Inject)?.index;
+        let i = Ring::Inject as usize;
+        if self.next[i].wrapping_sub(consumed) >= slots(self.sizes.inject_log2) {
+            return Err(RingError::InjectFull);
+        }
+        let index = self.next[i];
+        let slot = usize::from(index & (slots(self.sizes.inject_log2) - 1));
+        let buf = self.lay.inject_bufs + slot * FRAME;
+        self.mem.write(buf, frame)?;
+        let d = InjectDesc {
+            addr: self.iova(buf),
+            header: [InjectHeader {
+                backend,
+                pool,
+                frame_len: frame.len() as u16,
+            }],
+            reserved: 0,
+        };
+        self.mem
+            .write_words(self.slot_offset(Ring::Inject, index), &d.pack()?)?;
+        self.next[i] = index.wrapping_add(1);
+        Ok(())
+    }
+
+    /// Rings the inject doorbell if frames were queued since the last time (one posted
+    /// register write).
+    pub fn ring_inject<D: Device + ?Sized>(&mut self, dev: &mut D) -> Result<(), RingError> {
+        let i = Ring::Inject as usize;
+        if self.next[i] != self.rung[i] {
+            std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
+            dev.write32(regs::INJECT_HOST, u32::from(self.next[i]))?;
+            self.rung[i] = self.next[i];
+        }
+        Ok(())
+    }
+
+    /// `dma.host_time`: the timestamp of the connections the NIC learns (a posted write).
+    pub fn set_host_time<D: Device + ?Sized>(
+        &mut self,
+        dev: &mut D,
+        secs: u32,
+    ) -> Result<(), RingError> {
+        dev.write32(regs::HOST_TIME, secs)?;
+        Ok(())
+    }
+
+    /// Waits up to `timeout` for an interrupt of the punt or event ring. Returns whether one
+    /// came (the rings may hold records either way: poll them).
+    pub fn wait_interrupt(&self, timeout: Duration) -> bool {
+        let lines = [
+            &self.irqs[Ring::Punt as usize],
+            &self.irqs[Ring::Event as usize],
+        ];
+        let mut fds: Vec<libc::pollfd> = lines
+            .iter()
+            .map(|l| libc::pollfd {
+                fd: std::os::fd::AsRawFd::as_raw_fd(&l.fd()),
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
+        let ms = libc::c_int::try_from(timeout.as_millis()).unwrap_or(libc::c_int::MAX);
+        // SAFETY: `fds` is a live array of valid pollfds for the call.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+        let mut fired = false;
+        for l in lines {
+            fired |= l.take() > 0;
+        }
+        n > 0 && fired
+    }
+
+    // ---- the command ring ---------------------------------------------------------------
+
+    /// Bytes of the command data area.
+    pub fn data_len(&self) -> usize {
+        self.sizes.cmd_data
+    }
+
+    /// IOVA of byte `offset` of the data area.
+    pub fn data_iova(&self, offset: usize) -> u64 {
+        self.iova(self.lay.cmd_data + offset)
+    }
+
+    /// Writes words into the data area.
+    pub fn write_data(&self, offset: usize, words: &[u32]) -> Result<(), RingError> {
+        if offset + words.len() * 4 > self.sizes.cmd_data {
+            return Err(DmaError::Bounds {
+                offset,
+                len: words.len() * 4,
+                size: self.sizes.cmd_data,
+            }
+            .into());
+        }
+        self.mem.write_words(self.lay.cmd_data + offset, words)?;
+        Ok(())
+    }
+
+    /// Reads words out of the data area.
+    pub fn read_data(&self, offset: usize, out: &mut [u32]) -> Result<(), RingError> {
+        if offset + out.len() * 4 > self.sizes.cmd_data {
+            return Err(DmaError::Bounds {
+                offset,
+                len: out.len() * 4,
+                size: self.sizes.cmd_data,
+            }
+            .into());
+        }
+        self.mem.read_words(self.lay.cmd_data + offset, out)?;
+        Ok(())
+    }
+
+    /// Commands queued and not yet known done.
+    fn cmd_pending(&self) -> Result<u16, RingError> {
+        let i = Ring::Cmd as usize;
+        Ok(self.next[i].wrapping_sub(self.wb(Ring::Cmd)?.index))
+    }
+
+    /// Queues a command (host memory only).
+    pub fn submit(&mut self, cmd: &CmdDesc) -> Result<(), RingError> {
+        if self.cmd_pending()? >= slots(self.sizes.cmd_log2) {
+            return Err(RingError::CommandsFull);
+        }
+        let i = Ring::Cmd as usize;
+        let index = self.next[i];
+        self.mem
+            .write_words(self.slot_offset(Ring::Cmd, index), &cmd.pack()?)?;
+        self.next[i] = index.wrapping_add(1);
+        Ok(())
+    }
+
+    /// Rings the command doorbell and waits (up to `timeout`, letting the device's time pass)
+    /// until every queued command is done; fails with the first failure the device reported.
+    pub fn execute<D: Device + ?Sized>(
+        &mut self,
+        dev: &mut D,
+        timeout: Duration,
+    ) -> Result<(), RingError> {
+        let i = Ring::Cmd as usize;
+        let errors_before = self.seen_errors[i];
+        if self.next[i] != self.rung[i] {
+            std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
+            dev.write32(regs::CMD_HOST, u32::from(self.next[i]))?;
+            self.rung[i] = self.next[i];
+        }
+        let start = Instant::now();
+        let mut pause = Duration::from_micros(1);
+        loop {
+            let pending = self.cmd_pending()?;
+            if pending == 0 {
+                break;
+            }
+            if start.elapsed() >= timeout {
+                return Err(RingError::Timeout {
+                    pending,
+                    after: timeout,
+                });
+            }
+            dev.wait(pause)?;
+            pause = (pause * 2).min(Duration::from_millis(1));
+        }
+        let wb = self.wb(Ring::Cmd)?;
+        self.seen_errors[i] = wb.errors;
+        if wb.errors != errors_before {
+            return Err(RingError::Command {
+                slot: wb.error_slot,
+                code: wb.error_code,
+            });
+        }
+        Ok(())
+    }
+
+    /// Scratch words for callers that build data (kept between calls).
+    pub fn scratch(&mut self) -> &mut Vec<u32> {
+        &mut self.scratch
+    }
+
+    /// Which ring a definition is.
+    pub fn def(ring: Ring) -> RingDef {
+        rings::ALL[ring as usize]
+    }
+}
