@@ -26,8 +26,10 @@
 //! verification and control writes separately.
 
 use crate::device::{Batch, Device, DeviceError};
+use crate::rings::{HostRings, RingError};
 use nlb_hw::blocks::{ctrl, table as win};
-use nlb_hw::enums::{Table, TableCmd};
+use nlb_hw::enums::{DmaCmd, Table, TableCmd};
+use nlb_hw::layouts::CmdDesc;
 use nlb_hw::{LayoutError, NicSettings, Profile, Tables, NIC_REGISTERS};
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
@@ -148,6 +150,9 @@ pub enum LoadError {
         /// What the device says.
         found: u8,
     },
+    /// The command ring failed (loads and read-backs by DMA).
+    #[error(transparent)]
+    Rings(#[from] RingError),
     /// Packets latched on the inactive bank did not drain.
     #[error("bank {bank} still had packets in flight after {waited:?}; nothing was written")]
     BankBusy {
@@ -202,6 +207,8 @@ pub struct LoadReport {
     pub control_writes: u64,
     /// Register reads.
     pub reads: u64,
+    /// Commands of the command ring (loads by DMA: a write and a read-back per chunk).
+    pub commands: u64,
     /// Wall time.
     pub elapsed: Duration,
     /// The device had been reset since the last load: the shadow was read back first.
@@ -265,6 +272,25 @@ pub fn cmd_at(cmd: TableCmd, index: u32) -> Option<u32> {
     win::Cmd { op: cmd, index }.word().ok()
 }
 
+/// How long a command of the command ring may take before the device counts as stuck.
+const COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
+
+fn encode_error(e: nlb_hw::TableError, table: Table, bank: u8, index: u32) -> LoadError {
+    match e {
+        nlb_hw::TableError::Layout(source) => LoadError::Encode {
+            table,
+            index,
+            source,
+        },
+        nlb_hw::TableError::OutOfRange { .. } => LoadError::Window {
+            table,
+            bank,
+            index,
+            op: "write",
+        },
+    }
+}
+
 /// Keeps both banks of one device in step with the images given to it.
 #[derive(Debug)]
 pub struct Loader {
@@ -306,6 +332,78 @@ impl Loader {
             loader.read_bank(dev, bank)?;
         }
         Ok(loader)
+    }
+
+    /// [`Loader::attach`] reading both banks by DMA through the command ring (a handful of
+    /// register reads for the ctrl block, none per entry: SPEC R12.4).
+    pub fn attach_dma<D: Device + ?Sized>(
+        dev: &mut D,
+        rings: &mut HostRings,
+        profile: &'static Profile,
+        opts: LoaderOptions,
+    ) -> Result<Loader, LoadError> {
+        let mut loader = Loader::attach_empty(profile, opts);
+        loader.read_control(dev)?;
+        for bank in 0..2 {
+            loader.read_bank_dma(dev, rings, bank)?;
+        }
+        Ok(loader)
+    }
+
+    fn attach_empty(profile: &'static Profile, opts: LoaderOptions) -> Loader {
+        Loader {
+            profile,
+            shadow: [Tables::empty(profile), Tables::empty(profile)],
+            suspect: [BTreeSet::new(), BTreeSet::new()],
+            nic: [None; 12],
+            active: 0,
+            generation: 0,
+            flip_uncertain: false,
+            opts,
+            batch: Batch::new(),
+        }
+    }
+
+    /// Reads a whole bank into its shadow by DMA: TABLE_READ runs of the data area's size.
+    fn read_bank_dma<D: Device + ?Sized>(
+        &mut self,
+        dev: &mut D,
+        rings: &mut HostRings,
+        bank: u8,
+    ) -> Result<(), LoadError> {
+        let b = usize::from(bank);
+        self.suspect[b].clear();
+        let mut data = Vec::new();
+        for table in Table::ALL {
+            let depth = table_depth(self.profile, table);
+            let words = Tables::entry_words(table);
+            let per = (rings.data_len() / (words * 4)).max(1) as u32;
+            let mut first = 0;
+            while first < depth {
+                let n = (depth - first).min(per);
+                rings.submit(&CmdDesc {
+                    op: DmaCmd::TableRead,
+                    table,
+                    bank: bank == 1,
+                    count: n,
+                    index: first,
+                    addr: rings.data_iova(0),
+                    ..CmdDesc::default()
+                })?;
+                rings.execute(dev, COMMAND_TIMEOUT)?;
+                data.resize(n as usize * words, 0);
+                rings.read_data(0, &mut data)?;
+                for (k, w) in data.chunks(words).enumerate() {
+                    let i = first + k as u32;
+                    if self.shadow[b].write_entry(table, i, w).is_err() {
+                        // Garbage in the memory (never written since power-up): rewrite it.
+                        self.suspect[b].insert((table.value(), i));
+                    }
+                }
+                first += n;
+            }
+        }
+        Ok(())
     }
 
     /// The bank serving now.
@@ -410,6 +508,46 @@ impl Loader {
         tables: &Tables,
         nic: &NicSettings,
     ) -> Result<LoadReport, LoadError> {
+        self.load_via(dev, None, tables, nic)
+    }
+
+    /// [`Loader::load`] with the entries moved by DMA through the command ring: each chunk
+    /// of changed entries is one TABLE_WRITE list command and one TABLE_READ list command
+    /// whose read-back the loader compares; the control registers (drain, NIC settings,
+    /// flip) stay register accesses, a few per load whatever its size.
+    pub fn load_dma<D: Device + ?Sized>(
+        &mut self,
+        dev: &mut D,
+        rings: &mut HostRings,
+        tables: &Tables,
+        nic: &NicSettings,
+    ) -> Result<LoadReport, LoadError> {
+        self.load_via(dev, Some(rings), tables, nic)
+    }
+
+    /// [`Loader::load_image`] by DMA.
+    pub fn load_image_dma<D: Device + ?Sized>(
+        &mut self,
+        dev: &mut D,
+        rings: &mut HostRings,
+        image: &flowtable_compiler::Image,
+    ) -> Result<LoadReport, LoadError> {
+        if image.header.regmap_version != nlb_hw::REGMAP_VERSION {
+            return Err(LoadError::ImageRegmap {
+                image: image.header.regmap_version,
+                driver: nlb_hw::REGMAP_VERSION,
+            });
+        }
+        self.load_dma(dev, rings, &image.tables, &image.nic)
+    }
+
+    fn load_via<D: Device + ?Sized>(
+        &mut self,
+        dev: &mut D,
+        mut rings: Option<&mut HostRings>,
+        tables: &Tables,
+        nic: &NicSettings,
+    ) -> Result<LoadReport, LoadError> {
         let start = Instant::now();
         if tables.profile.name != self.profile.name {
             return Err(LoadError::ProfileMismatch {
@@ -445,7 +583,10 @@ impl Loader {
                 // back rather than trust the shadow.
                 self.read_control(dev)?;
                 for bank in 0..2 {
-                    self.read_bank(dev, bank)?;
+                    match rings.as_deref_mut() {
+                        Some(r) => self.read_bank_dma(dev, r, bank)?,
+                        None => self.read_bank(dev, bank)?,
+                    }
                 }
                 report.resynced = true;
             } else {
@@ -457,6 +598,13 @@ impl Loader {
         }
         let target = self.active ^ 1;
         let t = usize::from(target);
+        if let Some(rings) = rings {
+            self.load_entries_dma(dev, rings, target, tables, &mut report)?;
+            self.write_nic(dev, &nic_values, &mut report)?;
+            self.flip(dev, target, &mut report)?;
+            report.elapsed = start.elapsed();
+            return Ok(report);
+        }
 
         // Encode the changed entries before touching the device.
         let mut changes: Vec<(Table, u32)> = self.shadow[t].diff(tables);
@@ -523,6 +671,140 @@ impl Loader {
             });
         }
         self.load(dev, &image.tables, &image.nic)
+    }
+
+    /// The DMA path of a load: encodes the changed entries (and suspects) table by table into
+    /// the command data area, writes them with TABLE_WRITE list commands, reads them back
+    /// with TABLE_READ list commands and compares. Every entry encodes before the device is
+    /// touched.
+    fn load_entries_dma<D: Device + ?Sized>(
+        &mut self,
+        dev: &mut D,
+        rings: &mut HostRings,
+        target: u8,
+        tables: &Tables,
+        report: &mut LoadReport,
+    ) -> Result<(), LoadError> {
+        let t = usize::from(target);
+        let mut changes: Vec<(Table, Vec<u32>)> = Vec::new();
+        let mut scratch = Vec::new();
+        for table in Table::ALL {
+            let mut idx = Vec::new();
+            self.shadow[t].diff_table(tables, table, &mut idx);
+            let suspects: Vec<u32> = self.suspect[t]
+                .iter()
+                .filter(|(tv, _)| *tv == table.value())
+                .map(|(_, i)| *i)
+                .collect();
+            if !suspects.is_empty() {
+                idx.extend(suspects);
+                idx.sort_unstable();
+                idx.dedup();
+            }
+            // Encode once now, so that an image that does not encode fails before any write.
+            for &index in &idx {
+                if index > CMD_INDEX_MAX || index >= tables.depth(table) {
+                    return Err(LoadError::Window {
+                        table,
+                        bank: target,
+                        index,
+                        op: "write",
+                    });
+                }
+                scratch.clear();
+                tables
+                    .encode_entry(table, index, &mut scratch)
+                    .map_err(|e| encode_error(e, table, target, index))?;
+            }
+            if !idx.is_empty() {
+                changes.push((table, idx));
+            }
+        }
+        report.changed_entries = changes.iter().map(|(_, i)| i.len()).sum();
+        report.changed_by_table = Table::ALL
+            .iter()
+            .map(|tb| {
+                let n = changes
+                    .iter()
+                    .find(|(x, _)| x == tb)
+                    .map_or(0, |(_, i)| i.len());
+                (*tb, n)
+            })
+            .collect();
+        self.drain(dev, target, report)?;
+        let half = rings.data_len() / 2;
+        let mut write = Vec::new();
+        let mut back = Vec::new();
+        for (table, idx) in &changes {
+            let words = Tables::entry_words(*table);
+            let stride = words + 1;
+            let per = (half / (stride * 4)).max(1);
+            for chunk in idx.chunks(per) {
+                write.clear();
+                back.clear();
+                for &index in chunk {
+                    write.push(index);
+                    tables
+                        .encode_entry(*table, index, &mut write)
+                        .map_err(|e| encode_error(e, *table, target, index))?;
+                    back.push(index);
+                    back.resize(back.len() + words, 0);
+                }
+                let count = chunk.len() as u32;
+                let sent = (|| -> Result<(), LoadError> {
+                    rings.write_data(0, &write)?;
+                    rings.write_data(half, &back)?;
+                    for (op, addr) in [
+                        (DmaCmd::TableWrite, rings.data_iova(0)),
+                        (DmaCmd::TableRead, rings.data_iova(half)),
+                    ] {
+                        rings.submit(&CmdDesc {
+                            op,
+                            table: *table,
+                            bank: target == 1,
+                            list: true,
+                            count,
+                            addr,
+                            ..CmdDesc::default()
+                        })?;
+                    }
+                    rings.execute(dev, COMMAND_TIMEOUT)?;
+                    rings.read_data(half, &mut back)?;
+                    Ok(())
+                })();
+                report.commands += 2;
+                report.update_writes += 1;
+                // Entries of a chunk that did not verify are unknown: rewritten next time.
+                let mut verified = 0;
+                let outcome = sent.and_then(|()| {
+                    for (k, &index) in chunk.iter().enumerate() {
+                        let w = &write[k * stride + 1..(k + 1) * stride];
+                        let r = &back[k * stride + 1..(k + 1) * stride];
+                        if back[k * stride] != index || w != r {
+                            return Err(LoadError::Verify {
+                                table: *table,
+                                bank: target,
+                                index,
+                                wrote: w.to_vec(),
+                                read: r.to_vec(),
+                            });
+                        }
+                        if self.shadow[t].copy_entry(tables, *table, index).is_ok() {
+                            self.suspect[t].remove(&(table.value(), index));
+                        }
+                        verified = k + 1;
+                    }
+                    Ok(())
+                });
+                if let Err(e) = outcome {
+                    for &index in &chunk[verified..] {
+                        self.suspect[t].insert((table.value(), index));
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Waits until no packet that latched `bank` is in flight.

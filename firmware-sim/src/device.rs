@@ -841,6 +841,9 @@ impl ModelDevice {
                     .map(|w| w.to_vec())
             }),
             DmaCmd::HitRead => {
+                if c.list {
+                    return DmaError::BadCommand;
+                }
                 if c.index % 32 != 0 {
                     return DmaError::BadIndex;
                 }
@@ -897,6 +900,9 @@ impl ModelDevice {
         words: usize,
         mut get: impl FnMut(&mut ModelDevice, u32) -> Option<Vec<u32>>,
     ) -> DmaError {
+        if c.list {
+            return self.read_list(c, words, get);
+        }
         let mut done = 0u32;
         let mut buf: Vec<u32> = Vec::new();
         while done < c.count {
@@ -915,6 +921,40 @@ impl ModelDevice {
             }
             let at = c.addr + u64::from(done) * words as u64 * 4;
             if self.dma.write_data(at, &bytes_of(&buf)).is_err() {
+                return DmaError::DmaFault;
+            }
+            done += n;
+        }
+        DmaError::None
+    }
+
+    /// A list read: records of the index word and room for the entry; the device reads the
+    /// indices and writes each entry after its index.
+    fn read_list(
+        &mut self,
+        c: &CmdDesc,
+        words: usize,
+        mut get: impl FnMut(&mut ModelDevice, u32) -> Option<Vec<u32>>,
+    ) -> DmaError {
+        let stride = words + 1;
+        let mut done = 0u32;
+        while done < c.count {
+            let n = (c.count - done).min(CMD_CHUNK);
+            let at = c.addr + u64::from(done) * stride as u64 * 4;
+            let mut raw = vec![0u8; n as usize * stride * 4];
+            if self.dma.read_data(at, &mut raw).is_err() {
+                return DmaError::DmaFault;
+            }
+            let mut data = words_of(&raw);
+            for rec in data.chunks_mut(stride) {
+                let Some(w) = get(self, rec[0]) else {
+                    return DmaError::BadIndex;
+                };
+                for (k, x) in rec[1..].iter_mut().enumerate() {
+                    *x = w.get(k).copied().unwrap_or(0);
+                }
+            }
+            if self.dma.write_data(at, &bytes_of(&data)).is_err() {
                 return DmaError::DmaFault;
             }
             done += n;

@@ -140,10 +140,10 @@ localparam NLB_RING_CMD = 2'h3; // table and connection-table commands, host to 
 localparam NLB_RING_COUNT = 4; // values defined
 // dma_cmd: Operations of the command ring (cmd_desc.op). Data moves by DMA from or to the descriptor's addr; a table is addressed as in the table and conntrack blocks.
 localparam NLB_DMA_CMD_TABLE_WRITE = 3'h1; // write `count` entries of `table` in `bank` from addr: from entry `index` on, or (list) records of the entry index word followed by the entry
-localparam NLB_DMA_CMD_TABLE_READ = 3'h2; // read `count` entries of `table` in `bank` from entry `index` into addr
+localparam NLB_DMA_CMD_TABLE_READ = 3'h2; // read `count` entries of `table` in `bank` from entry `index` into addr, or (list) into records of the index word followed by room for the entry, which the NIC fills
 localparam NLB_DMA_CMD_CT_WRITE = 3'h3; // write `count` connection-table entries from addr: from entry `index` on, or (list) records of the index word followed by the entry; each entry is written whole, between two packets
-localparam NLB_DMA_CMD_CT_READ = 3'h4; // read `count` connection-table entries from entry `index` into addr
-localparam NLB_DMA_CMD_HIT_READ = 3'h5; // read and clear the hit bits of `count` words of 32 entries from entry `index` (a multiple of 32) into addr
+localparam NLB_DMA_CMD_CT_READ = 3'h4; // read `count` connection-table entries from entry `index` into addr, or (list) into records of the index word followed by room for the entry
+localparam NLB_DMA_CMD_HIT_READ = 3'h5; // read and clear the hit bits of `count` words of 32 entries from entry `index` (a multiple of 32) into addr (no list form)
 localparam NLB_DMA_CMD_COUNT = 5; // values defined
 // dma_error: Why a command of the command ring failed (ring_wb.error_code).
 localparam NLB_DMA_ERROR_NONE = 3'h0; // no error
@@ -388,7 +388,7 @@ localparam NLB_CMD_DESC_TABLE_LSB = 8; // TABLE_WRITE / TABLE_READ
 localparam NLB_CMD_DESC_TABLE_W = 8;
 localparam NLB_CMD_DESC_BANK_LSB = 16; // TABLE_WRITE / TABLE_READ
 localparam NLB_CMD_DESC_BANK_W = 1;
-localparam NLB_CMD_DESC_LIST_LSB = 17; // writes: records carry their own index
+localparam NLB_CMD_DESC_LIST_LSB = 17; // records carry their own index (see dma_cmd)
 localparam NLB_CMD_DESC_LIST_W = 1;
 localparam NLB_CMD_DESC_RESERVED0_LSB = 18; // zero
 localparam NLB_CMD_DESC_RESERVED0_W = 14;

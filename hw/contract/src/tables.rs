@@ -113,6 +113,62 @@ impl Tables {
         })
     }
 
+    /// Appends the packed words of one entry to `out` (no allocation beyond `out`'s).
+    pub fn encode_entry(
+        &self,
+        table: Table,
+        index: u32,
+        out: &mut Vec<u32>,
+    ) -> Result<(), TableError> {
+        let i = self.check(table, index)?;
+        match table {
+            Table::Vip => out.extend_from_slice(&self.vip[i].pack()?),
+            Table::Rule => out.extend_from_slice(&self.rules[i].pack()?),
+            Table::Acl => out.extend_from_slice(&self.acl[i].pack()?),
+            Table::Pool => out.extend_from_slice(&self.pools[i].pack()?),
+            Table::Maglev => out.extend_from_slice(&self.maglev[i].pack()?),
+            Table::Backend => out.extend_from_slice(&self.backends[i].pack()?),
+        }
+        Ok(())
+    }
+
+    /// Copies one entry from `from` (same profile); an index beyond either is an error.
+    pub fn copy_entry(
+        &mut self,
+        from: &Tables,
+        table: Table,
+        index: u32,
+    ) -> Result<(), TableError> {
+        let i = self.check(table, index)?;
+        from.check(table, index)?;
+        match table {
+            Table::Vip => self.vip[i] = from.vip[i],
+            Table::Rule => self.rules[i] = from.rules[i],
+            Table::Acl => self.acl[i] = from.acl[i],
+            Table::Pool => self.pools[i] = from.pools[i],
+            Table::Maglev => self.maglev[i] = from.maglev[i],
+            Table::Backend => self.backends[i] = from.backends[i],
+        }
+        Ok(())
+    }
+
+    /// The indices of one table whose entries differ between `self` and `other`, into `out`.
+    pub fn diff_table(&self, other: &Tables, table: Table, out: &mut Vec<u32>) {
+        fn changed<T: PartialEq>(a: &[T], b: &[T], out: &mut Vec<u32>) {
+            let n = a.len().max(b.len());
+            out.extend((0..n).filter(|&i| a.get(i) != b.get(i)).map(|i| i as u32));
+        }
+        out.clear();
+        match table {
+            Table::Vip => changed(&self.vip, &other.vip, out),
+            Table::Rule => changed(&self.rules, &other.rules, out),
+            Table::Acl => changed(&self.acl, &other.acl, out),
+            Table::Pool => changed(&self.pools, &other.pools, out),
+            Table::Maglev => changed(&self.maglev, &other.maglev, out),
+            Table::Backend => changed(&self.backends, &other.backends, out),
+        }
+    }
+
     /// Replaces one entry from packed words; nothing changes on error.
     pub fn write_entry(
         &mut self,
