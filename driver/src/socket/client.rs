@@ -2,7 +2,10 @@
 
 use super::*;
 use crate::device::Device;
+use crate::dma::{DmaRegion, IrqLine};
+use crate::pcie::{PcieCosts, PcieLedger, PcieStats};
 use std::io::{self, Read, Write};
+use std::os::fd::BorrowedFd;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -18,6 +21,8 @@ pub struct SocketDevice {
     remote: String,
     body: Vec<u8>,
     reply: Vec<u8>,
+    /// Register accesses this client made, on the cost model.
+    ledger: PcieLedger,
 }
 
 impl SocketDevice {
@@ -44,6 +49,7 @@ impl SocketDevice {
             remote: String::new(),
             body: Vec::new(),
             reply: Vec::new(),
+            ledger: PcieLedger::new(PcieCosts::default()),
         };
         s.body.clear();
         s.body.push(OP_HELLO);
@@ -86,10 +92,19 @@ impl SocketDevice {
 
     /// Sends `self.body`, reads one reply into `self.reply`.
     fn roundtrip(&mut self) -> Result<(), DeviceError> {
+        self.roundtrip_with(&[])
+    }
+
+    /// Sends `self.body` with descriptors attached, reads one reply into `self.reply`.
+    fn roundtrip_with(&mut self, fds: &[BorrowedFd<'_>]) -> Result<(), DeviceError> {
         let len = (self.body.len() as u32).to_le_bytes();
         // One write for header and body keeps small messages in one segment.
         self.body.splice(0..0, len);
-        let sent = self.stream.write_all(&self.body);
+        let sent = if fds.is_empty() {
+            self.stream.write_all(&self.body)
+        } else {
+            fds::send_with_fds(&self.stream, &self.body, fds)
+        };
         self.body.drain(0..4);
         sent.map_err(|e| self.io("sending to", e))?;
         let mut hdr = [0u8; 4];
@@ -109,7 +124,26 @@ impl SocketDevice {
         got.map_err(|e| self.io("reading from", e))
     }
 
+    /// Sends a request of `self.body` and expects a bare `0` reply.
+    fn simple(&mut self, fds: &[BorrowedFd<'_>], what: &str) -> Result<(), DeviceError> {
+        self.roundtrip_with(fds)?;
+        let mut c = Cursor::new(&self.reply);
+        match c.u8()? {
+            ST_OK => Ok(()),
+            _ => {
+                let _op = c.u32()?;
+                let _offset = c.u32()?;
+                let _class = c.u8()?;
+                let message = c.string()?;
+                Err(DeviceError::Protocol(format!("{what}: {message}")))
+            }
+        }
+    }
+
     fn run_chunk(&mut self, ops: &[RegOp], reads: &mut Vec<u32>) -> Result<(), DeviceError> {
+        let n_reads = ops.iter().filter(|o| matches!(o, RegOp::Read(_))).count() as u64;
+        self.ledger.mmio_reads(n_reads);
+        self.ledger.mmio_writes(ops.len() as u64 - n_reads);
         let mut body = std::mem::take(&mut self.body);
         let expected = encode_batch(ops, &mut body);
         self.body = body;
@@ -190,5 +224,59 @@ impl Device for SocketDevice {
 
     fn describe(&self) -> String {
         format!("sim:{}", self.path.display())
+    }
+
+    fn dma_map(&mut self, region: &DmaRegion) -> Result<(), DeviceError> {
+        self.body.clear();
+        self.body.push(OP_MAP_DMA);
+        put_u64(&mut self.body, region.iova());
+        put_u64(&mut self.body, region.len() as u64);
+        put_u32(&mut self.body, region.page_size() as u32);
+        self.simple(&[region.fd()], "mapping host memory for the simulated NIC")
+    }
+
+    fn dma_unmap(&mut self, region: &DmaRegion) -> Result<(), DeviceError> {
+        self.body.clear();
+        self.body.push(OP_UNMAP_DMA);
+        put_u64(&mut self.body, region.iova());
+        put_u64(&mut self.body, region.len() as u64);
+        self.simple(&[], "unmapping host memory")
+    }
+
+    fn set_interrupts(&mut self, lines: &[IrqLine]) -> Result<(), DeviceError> {
+        self.body.clear();
+        self.body.push(OP_IRQS);
+        put_u32(&mut self.body, lines.len() as u32);
+        let fds: Vec<BorrowedFd<'_>> = lines.iter().map(|l| l.fd()).collect();
+        if fds.is_empty() {
+            return self.simple(&[], "interrupt lines");
+        }
+        self.simple(&fds, "interrupt lines")
+    }
+
+    /// Register accesses counted here; the DMA the server's device did into this client's
+    /// memory, as the server counted it.
+    fn pcie(&mut self) -> PcieStats {
+        let mut s = self.ledger.stats();
+        self.body.clear();
+        self.body.push(OP_PCIE);
+        if self.roundtrip().is_ok() {
+            let mut c = Cursor::new(&self.reply);
+            if let (Ok(ST_OK), Ok(remote)) = (c.u8(), decode_pcie(&mut c)) {
+                s.dma_reads = remote.dma_reads;
+                s.dma_read_bytes = remote.dma_read_bytes;
+                s.dma_writes = remote.dma_writes;
+                s.dma_write_bytes = remote.dma_write_bytes;
+                s.interrupts = remote.interrupts;
+                s.iotlb_misses = remote.iotlb_misses;
+                s.faults = remote.faults;
+                s.device_cpu_ns = remote.device_cpu_ns;
+                s.dma_read_ns = remote.dma_read_ns;
+                s.dma_read_latency_ns = remote.dma_read_latency_ns;
+                s.dma_write_ns = remote.dma_write_ns;
+                s.interrupt_ns = remote.interrupt_ns;
+            }
+        }
+        s
     }
 }

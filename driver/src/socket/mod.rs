@@ -9,6 +9,10 @@
 //! | `HELLO` (1) | `u32` protocol version | `0`, `u32` version, `u16` n, n bytes: the device's description |
 //! | `BATCH` (2) | `u32` op count, then the ops | `0`, `u32` n, n × `u32` read values; or an error |
 //! | `WAIT` (3) | `u64` nanoseconds | `0`; or an error |
+//! | `MAP_DMA` (4) | `u64` IOVA, `u64` bytes, `u32` page size; the region's memfd attached (`SCM_RIGHTS`) | `0`; or an error |
+//! | `UNMAP_DMA` (5) | `u64` IOVA, `u64` bytes | `0`; or an error |
+//! | `IRQS` (6) | `u32` n; n eventfds attached, MSI-X vector i signals the i-th | `0`; or an error |
+//! | `PCIE` (7) | | `0`, 10 × `u64` counts, 5 × `f64` nanoseconds (see [`encode_pcie`]) |
 //!
 //! Batch ops, each a kind byte and its fields: `READ` (0) `u32` offset; `WRITE` (1) `u32`
 //! offset, `u32` value; `WRITE_BULK` (2) `u32` offset, `u32` n, n × `u32` values for
@@ -17,8 +21,13 @@
 //! op, `u32` offset, `u8` class (1 unaligned, 2 beyond BAR 0, 3 other), `u16` n, n bytes of
 //! message. Bodies are limited to [`MAX_BODY`] bytes; the client splits larger batches and
 //! folds runs of consecutive registers into the bulk ops.
+//!
+//! `MAP_DMA` gives the device the driver's host memory (SPEC R12.2): the server maps the memfd
+//! and its device DMAs into it as the card would through the IOMMU; mappings and interrupt
+//! lines end with the connection.
 
 mod client;
+mod fds;
 mod server;
 
 pub use client::SocketDevice;
@@ -27,13 +36,17 @@ pub use server::{serve_connection, DeviceFactory, Server, ServerHandle};
 use crate::device::{DeviceError, RegOp};
 
 /// Protocol version spoken by this build.
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;
 /// Largest message body either side accepts.
 pub const MAX_BODY: usize = 16 << 20;
 
 const OP_HELLO: u8 = 1;
 const OP_BATCH: u8 = 2;
 const OP_WAIT: u8 = 3;
+const OP_MAP_DMA: u8 = 4;
+const OP_UNMAP_DMA: u8 = 5;
+const OP_IRQS: u8 = 6;
+const OP_PCIE: u8 = 7;
 
 const K_READ: u8 = 0;
 const K_WRITE: u8 = 1;
@@ -104,6 +117,65 @@ impl<'a> Cursor<'a> {
 
 fn put_u32(out: &mut Vec<u8>, v: u32) {
     out.extend_from_slice(&v.to_le_bytes());
+}
+
+fn put_u64(out: &mut Vec<u8>, v: u64) {
+    out.extend_from_slice(&v.to_le_bytes());
+}
+
+/// A `PCIE` reply's payload: the counts, then the times as `f64` bits.
+pub fn encode_pcie(s: &crate::pcie::PcieStats, out: &mut Vec<u8>) {
+    for v in [
+        s.mmio_reads,
+        s.mmio_writes,
+        s.dma_reads,
+        s.dma_read_bytes,
+        s.dma_writes,
+        s.dma_write_bytes,
+        s.interrupts,
+        s.iotlb_misses,
+        s.faults,
+        s.device_cpu_ns,
+    ] {
+        put_u64(out, v);
+    }
+    for v in [
+        s.mmio_stall_ns,
+        s.dma_read_ns,
+        s.dma_read_latency_ns,
+        s.dma_write_ns,
+        s.interrupt_ns,
+    ] {
+        put_u64(out, v.to_bits());
+    }
+}
+
+fn decode_pcie(c: &mut Cursor<'_>) -> Result<crate::pcie::PcieStats, DeviceError> {
+    let mut n = [0u64; 10];
+    for v in &mut n {
+        *v = c.u64()?;
+    }
+    let mut t = [0f64; 5];
+    for v in &mut t {
+        *v = f64::from_bits(c.u64()?);
+    }
+    Ok(crate::pcie::PcieStats {
+        mmio_reads: n[0],
+        mmio_writes: n[1],
+        dma_reads: n[2],
+        dma_read_bytes: n[3],
+        dma_writes: n[4],
+        dma_write_bytes: n[5],
+        interrupts: n[6],
+        iotlb_misses: n[7],
+        faults: n[8],
+        device_cpu_ns: n[9],
+        mmio_stall_ns: t[0],
+        dma_read_ns: t[1],
+        dma_read_latency_ns: t[2],
+        dma_write_ns: t[3],
+        interrupt_ns: t[4],
+    })
 }
 
 fn put_string(out: &mut Vec<u8>, s: &str) {

@@ -3,7 +3,9 @@
 
 use super::*;
 use crate::device::Device;
+use crate::dma::{DmaRegion, IrqLine};
 use std::io::{self, Read, Write};
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::FileTypeExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
@@ -173,17 +175,38 @@ fn error_reply(reply: &mut Vec<u8>, op: u32, e: &DeviceError) {
 /// Serves one connection until the client closes it (Ok) or breaks the protocol (Err, after
 /// an error reply where one can still be sent).
 pub fn serve_connection<D: Device + ?Sized>(
+    stream: UnixStream,
+    dev: &mut D,
+) -> Result<(), DeviceError> {
+    let mut mapped: Vec<DmaRegion> = Vec::new();
+    let mut irqs = false;
+    let r = serve(stream, dev, &mut mapped, &mut irqs);
+    // The client's host memory and interrupt lines end with its connection.
+    for region in &mapped {
+        let _ = dev.dma_unmap(region);
+    }
+    if irqs {
+        let _ = dev.set_interrupts(&[]);
+    }
+    r
+}
+
+fn serve<D: Device + ?Sized>(
     mut stream: UnixStream,
     dev: &mut D,
+    mapped: &mut Vec<DmaRegion>,
+    irqs: &mut bool,
 ) -> Result<(), DeviceError> {
     let mut body = Vec::new();
     let mut reply = Vec::new();
     let mut ops = Vec::new();
     let mut origin = Vec::new();
     let mut reads = Vec::new();
+    let mut fds: Vec<OwnedFd> = Vec::new();
     loop {
         let mut hdr = [0u8; 4];
-        match stream.read_exact(&mut hdr) {
+        fds.clear();
+        match fds::recv_exact_with_fds(&stream, &mut hdr, &mut fds) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(()),
             Err(e) => return Err(io_err("reading a request", e)),
@@ -243,6 +266,64 @@ pub fn serve_connection<D: Device + ?Sized>(
                     Ok(()) => reply.push(ST_OK),
                     Err(e) => error_reply(&mut reply, 0, &e),
                 }
+            }
+            OP_MAP_DMA => {
+                let (iova, len, page) = (c.u64()?, c.u64()?, c.u32()?);
+                let outcome = match fds.pop() {
+                    None => Err(DeviceError::Protocol("MAP_DMA without a memfd".into())),
+                    Some(fd) => usize::try_from(len)
+                        .map_err(|_| DeviceError::Protocol(format!("region of {len} bytes")))
+                        .and_then(|len| {
+                            DmaRegion::from_fd(fd, len, iova, page as usize).map_err(|e| {
+                                DeviceError::Protocol(format!("cannot map the region: {e}"))
+                            })
+                        })
+                        .and_then(|region| {
+                            dev.dma_map(&region)?;
+                            mapped.retain(|r| r.iova() != iova);
+                            mapped.push(region);
+                            Ok(())
+                        }),
+                };
+                match outcome {
+                    Ok(()) => reply.push(ST_OK),
+                    Err(e) => error_reply(&mut reply, 0, &e),
+                }
+            }
+            OP_UNMAP_DMA => {
+                let (iova, _len) = (c.u64()?, c.u64()?);
+                let mut result = Ok(());
+                if let Some(k) = mapped.iter().position(|r| r.iova() == iova) {
+                    let region = mapped.remove(k);
+                    result = dev.dma_unmap(&region);
+                }
+                match result {
+                    Ok(()) => reply.push(ST_OK),
+                    Err(e) => error_reply(&mut reply, 0, &e),
+                }
+            }
+            OP_IRQS => {
+                let n = c.u32()? as usize;
+                if n != fds.len() {
+                    let e = DeviceError::Protocol(format!(
+                        "IRQS names {n} lines, {} eventfds came",
+                        fds.len()
+                    ));
+                    error_reply(&mut reply, 0, &e);
+                } else {
+                    let lines: Vec<IrqLine> = fds.drain(..).map(IrqLine::from_fd).collect();
+                    match dev.set_interrupts(&lines) {
+                        Ok(()) => {
+                            *irqs = !lines.is_empty();
+                            reply.push(ST_OK)
+                        }
+                        Err(e) => error_reply(&mut reply, 0, &e),
+                    }
+                }
+            }
+            OP_PCIE => {
+                reply.push(ST_OK);
+                encode_pcie(&dev.pcie(), &mut reply);
             }
             other => {
                 let e = DeviceError::Protocol(format!("unknown opcode {other}"));

@@ -175,3 +175,53 @@ fn a_load_cut_over_the_socket_leaves_the_old_table_serving() {
     loader.load(&mut dev, &b, &nic).unwrap();
     assert_eq!(s.sim.lock().bank(0), &b);
 }
+
+/// The rings over the socket: the server's device DMAs into this process's memory (the memfd
+/// went over the socket), signals this process's eventfds, and the client's figures include
+/// the server's DMA.
+#[test]
+fn the_rings_work_over_the_socket_through_shared_memory() {
+    use nlb_driver::rings::{HostRings, RingSizes};
+    let s = serve("rings");
+    let mut dev = SocketDevice::connect(&s.path).unwrap();
+    discover(&mut dev).unwrap();
+    let sizes = RingSizes {
+        punt_log2: 3,
+        event_log2: 3,
+        inject_log2: 3,
+        cmd_log2: 3,
+        cmd_data: 64 << 10,
+        irq_count: 1,
+        irq_usecs: 0,
+    };
+    let mut rings = HostRings::attach(&mut dev, sizes, true).unwrap();
+    let mut loader =
+        Loader::attach_dma(&mut dev, &mut rings, profile(), LoaderOptions::default()).unwrap();
+    let mut a = image(profile(), Which::A, 3);
+    a.pools[0].track = true;
+    loader
+        .load_dma(&mut dev, &mut rings, &a, &NicSettings::default())
+        .unwrap();
+    assert_eq!(s.sim.lock().bank(1), &a);
+    let before = dev.pcie();
+    // Traffic in the server's device: one new flow, learned by the NIC.
+    let mut out = vec![0u8; 16384];
+    let r = s.sim.lock().receive(&frame_to_vip(4242), &mut out).unwrap();
+    assert_eq!(r.backend, Some(A_BACKEND));
+    assert!(rings.wait_interrupt(std::time::Duration::from_secs(5)));
+    let mut events = Vec::new();
+    assert_eq!(rings.pop_events(8, &mut events).unwrap(), 1);
+    assert!(events[0].installed);
+    rings.give_back(&mut dev).unwrap();
+    // An injected frame leaves the server's device.
+    rings.inject(A_BACKEND, 0, &frame_to_vip(1)).unwrap();
+    rings.ring_inject(&mut dev).unwrap();
+    let sent = s.sim.lock().take_injected();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(dst_mac(&sent[0].frame), backend_mac(A_BACKEND));
+    let used = dev.pcie().since(&before);
+    assert_eq!(used.mmio_reads, 0);
+    assert_eq!(used.mmio_writes, 2, "two doorbells");
+    assert!(used.dma_writes >= 2 && used.dma_reads >= 2, "{used:?}");
+    drop(dev);
+}
