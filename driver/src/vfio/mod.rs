@@ -13,6 +13,8 @@ pub mod sys;
 
 use crate::device::{Device, DeviceError};
 use crate::discovery::{discover, DeviceInfo, DiscoveryError};
+use crate::dma::{DmaRegion, IrqLine};
+use crate::pcie::{PcieCosts, PcieLedger, PcieStats};
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -302,6 +304,10 @@ pub struct Vfio {
     bar: BarPath,
     bar_size: u64,
     info: Option<DeviceInfo>,
+    /// Regions mapped for the device's DMA, kept alive while mapped.
+    mapped: Vec<DmaRegion>,
+    /// Register accesses, counted (their cost is the card's own).
+    ledger: PcieLedger,
 }
 
 impl fmt::Debug for Vfio {
@@ -401,6 +407,8 @@ impl Vfio {
             bar,
             bar_size: region.size,
             info: None,
+            mapped: Vec::new(),
+            ledger: PcieLedger::new(PcieCosts::default()),
         };
         match discover(&mut vfio) {
             Ok(info) => vfio.info = Some(info),
@@ -534,6 +542,7 @@ fn not_viable(sys: &dyn VfioSys, addr: PciAddress, group: u32) -> VfioError {
 impl Device for Vfio {
     fn read32(&mut self, offset: u32) -> Result<u32, DeviceError> {
         let at = self.check(offset)?;
+        self.ledger.mmio_reads(1);
         match &self.bar {
             BarPath::Mapped(m) => m
                 .read32(at)
@@ -550,6 +559,7 @@ impl Device for Vfio {
 
     fn write32(&mut self, offset: u32, value: u32) -> Result<(), DeviceError> {
         let at = self.check(offset)?;
+        self.ledger.mmio_writes(1);
         match &self.bar {
             BarPath::Mapped(m) => m
                 .write32(at, value)
@@ -563,6 +573,65 @@ impl Device for Vfio {
 
     fn describe(&self) -> String {
         format!("pci:{}", self.addr)
+    }
+
+    /// `VFIO_IOMMU_MAP_DMA` of the region at its IOVA (read and write for the device).
+    fn dma_map(&mut self, region: &DmaRegion) -> Result<(), DeviceError> {
+        if self.mapped.iter().any(|r| r.iova() == region.iova()) {
+            self.dma_unmap(&region.clone())?;
+        }
+        // SAFETY: the region stays mapped in this process while `self.mapped` holds a handle
+        // (until dma_unmap, or drop, unmaps it from the IOMMU first), and DmaRegion only ever
+        // touches its memory with atomic accesses, as vfio_dma_map requires.
+        unsafe {
+            self.io
+                .dma_map(region.iova(), region.len(), region.host_addr())
+        }
+        .map_err(|e| DeviceError::Io {
+            what: format!(
+                "mapping {} bytes of host memory at IOVA {:#x} for {} (a memlock limit too low                  shows as ENOMEM: raise `ulimit -l` or LimitMEMLOCK= in the unit)",
+                region.len(),
+                region.iova(),
+                self.addr
+            ),
+            source: e,
+        })?;
+        self.mapped.push(region.clone());
+        Ok(())
+    }
+
+    fn dma_unmap(&mut self, region: &DmaRegion) -> Result<(), DeviceError> {
+        let Some(k) = self.mapped.iter().position(|r| r.iova() == region.iova()) else {
+            return Ok(());
+        };
+        let r = self.mapped.remove(k);
+        self.io
+            .dma_unmap(r.iova(), r.len())
+            .map_err(|e| DeviceError::Io {
+                what: format!("unmapping IOVA {:#x} of {}", r.iova(), self.addr),
+                source: e,
+            })
+    }
+
+    fn set_interrupts(&mut self, lines: &[IrqLine]) -> Result<(), DeviceError> {
+        let fds: Vec<_> = lines.iter().map(|l| l.fd()).collect();
+        self.io.set_msix(&fds).map_err(|e| DeviceError::Io {
+            what: format!("connecting the MSI-X vectors of {}", self.addr),
+            source: e,
+        })
+    }
+
+    fn pcie(&mut self) -> PcieStats {
+        self.ledger.stats()
+    }
+}
+
+impl Drop for Vfio {
+    fn drop(&mut self) {
+        // The device must stop using the memory before it goes.
+        for r in std::mem::take(&mut self.mapped) {
+            let _ = self.io.dma_unmap(r.iova(), r.len());
+        }
     }
 }
 

@@ -67,6 +67,18 @@ pub trait VfioDeviceIo: Send {
     fn read_at(&self, index: u32, buf: &mut [u8], offset: u64) -> io::Result<()>;
     /// `pwrite` to region `index` at `offset`.
     fn write_at(&self, index: u32, buf: &[u8], offset: u64) -> io::Result<()>;
+    /// `VFIO_IOMMU_MAP_DMA` on the container: the device may read and write
+    /// `[vaddr, vaddr + size)` at `[iova, iova + size)`.
+    ///
+    /// # Safety
+    /// Until [`VfioDeviceIo::dma_unmap`] with the same `iova` and `size`, the memory must stay
+    /// mapped in this process and be accessed only atomically or volatilely (the device
+    /// writes it at any time): the contract of `vfio-ioctls`' `vfio_dma_map`.
+    unsafe fn dma_map(&self, iova: u64, size: usize, vaddr: *mut u8) -> io::Result<()>;
+    /// `VFIO_IOMMU_UNMAP_DMA` of a mapping made by [`VfioDeviceIo::dma_map`].
+    fn dma_unmap(&self, iova: u64, size: usize) -> io::Result<()>;
+    /// `VFIO_DEVICE_SET_IRQS` for MSI-X: vector i signals `fds[i]` (none: disable).
+    fn set_msix(&self, fds: &[BorrowedFd<'_>]) -> io::Result<()>;
 }
 
 /// The kernel, as the VFIO backend sees it.
@@ -126,8 +138,8 @@ impl VfioSys for LinuxSys {
             VfioError::GroupViable => SysOpenError::GroupNotViable,
             other => SysOpenError::Other(other.to_string()),
         };
-        let container = VfioContainer::new(None).map_err(convert)?;
-        let device = VfioDevice::new(sysfs_dev, Arc::new(container), false).map_err(convert)?;
+        let container = Arc::new(VfioContainer::new(None).map_err(convert)?);
+        let device = VfioDevice::new(sysfs_dev, container.clone(), false).map_err(convert)?;
         // Our own handle on the device fd: vfio-ioctls' region_read/region_write only log
         // failures, and the backend must report them.
         // SAFETY: `device` owns this fd and keeps it open while it lives; the borrow ends with
@@ -138,13 +150,22 @@ impl VfioSys for LinuxSys {
                 .try_clone_to_owned()
                 .map_err(|e| SysOpenError::Other(format!("cannot dup the device fd: {e}")))?,
         );
-        Ok(Box::new(LinuxDevice { device, file }))
+        Ok(Box::new(LinuxDevice {
+            device,
+            container,
+            file,
+        }))
     }
 }
 
 struct LinuxDevice {
     device: vfio_ioctls::VfioDevice,
+    container: Arc<vfio_ioctls::VfioContainer>,
     file: File,
+}
+
+fn vfio_io(what: &str, e: vfio_ioctls::VfioError) -> io::Error {
+    io::Error::other(format!("{what}: {e}"))
 }
 
 impl LinuxDevice {
@@ -208,6 +229,37 @@ impl VfioDeviceIo for LinuxDevice {
     fn write_at(&self, index: u32, buf: &[u8], offset: u64) -> io::Result<()> {
         let at = self.region_bounds(index, offset, buf.len())?;
         self.file.write_all_at(buf, at)
+    }
+
+    unsafe fn dma_map(&self, iova: u64, size: usize, vaddr: *mut u8) -> io::Result<()> {
+        // SAFETY: the caller upholds vfio_dma_map's contract (this method's own).
+        unsafe { self.container.vfio_dma_map(iova, size, vaddr) }
+            .map_err(|e| vfio_io("VFIO_IOMMU_MAP_DMA", e))
+    }
+
+    fn dma_unmap(&self, iova: u64, size: usize) -> io::Result<()> {
+        self.container
+            .vfio_dma_unmap(iova, size)
+            .map_err(|e| vfio_io("VFIO_IOMMU_UNMAP_DMA", e))
+    }
+
+    fn set_msix(&self, fds: &[BorrowedFd<'_>]) -> io::Result<()> {
+        use std::os::fd::{FromRawFd, IntoRawFd};
+        if fds.is_empty() {
+            return self
+                .device
+                .disable_msix()
+                .map_err(|e| vfio_io("disabling MSI-X", e));
+        }
+        let mut events = Vec::new();
+        for fd in fds {
+            let own = fd.try_clone_to_owned()?;
+            // SAFETY: `own` is a fresh duplicate of an eventfd; EventFd takes it over.
+            events.push(unsafe { vmm_sys_util::eventfd::EventFd::from_raw_fd(own.into_raw_fd()) });
+        }
+        self.device
+            .enable_msix(events.iter().collect())
+            .map_err(|e| vfio_io("VFIO_DEVICE_SET_IRQS (MSI-X)", e))
     }
 }
 

@@ -82,6 +82,17 @@ struct MockSys {
     map_fails: bool,
     bar: Arc<Mutex<Bar>>,
     maps: Arc<Mutex<u32>>,
+    iommu: Arc<Mutex<Iommu>>,
+}
+
+/// What the container's IOMMU was asked: the live DMA mappings (iova → size, host address),
+/// every map and unmap in order, the MSI-X eventfds; an errno for the next map.
+#[derive(Debug, Default)]
+struct Iommu {
+    live: HashMap<u64, (usize, usize)>,
+    log: Vec<String>,
+    msix: usize,
+    map_errno: Option<i32>,
 }
 
 impl MockSys {
@@ -105,6 +116,7 @@ impl MockSys {
             map_fails: false,
             bar: Arc::new(Mutex::new(Bar::nlb(0x10000))),
             maps: Arc::new(Mutex::new(0)),
+            iommu: Arc::new(Mutex::new(Iommu::default())),
         };
         for p in [
             dev.clone(),
@@ -185,6 +197,7 @@ impl VfioSys for MockSys {
             map_fails: self.map_fails,
             bar: self.bar.clone(),
             maps: self.maps.clone(),
+            iommu: self.iommu.clone(),
         }))
     }
 }
@@ -194,6 +207,7 @@ struct MockDevice {
     map_fails: bool,
     bar: Arc<Mutex<Bar>>,
     maps: Arc<Mutex<u32>>,
+    iommu: Arc<Mutex<Iommu>>,
 }
 
 impl VfioDeviceIo for MockDevice {
@@ -224,6 +238,41 @@ impl VfioDeviceIo for MockDevice {
         assert_eq!((index, buf.len()), (BAR0, 4));
         let v = u32::from_le_bytes([buf[0], buf[1], buf[2], buf[3]]);
         self.bar.lock().unwrap().write(offset, v)
+    }
+
+    unsafe fn dma_map(&self, iova: u64, size: usize, vaddr: *mut u8) -> io::Result<()> {
+        let mut m = self.iommu.lock().unwrap();
+        if let Some(errno) = m.map_errno.take() {
+            return Err(io::Error::from_raw_os_error(errno));
+        }
+        // The kernel refuses overlapping IOVA ranges (EEXIST).
+        if m.live
+            .iter()
+            .any(|(&at, &(len, _))| iova < at + len as u64 && at < iova + size as u64)
+        {
+            return Err(io::Error::from_raw_os_error(libc::EEXIST));
+        }
+        m.live.insert(iova, (size, vaddr as usize));
+        m.log.push(format!("map {iova:#x}+{size:#x}"));
+        Ok(())
+    }
+
+    fn dma_unmap(&self, iova: u64, size: usize) -> io::Result<()> {
+        let mut m = self.iommu.lock().unwrap();
+        // Unmap must name a mapping exactly (vfio-ioctls checks the size the kernel unmapped).
+        match m.live.get(&iova) {
+            Some(&(len, _)) if len == size => {
+                m.live.remove(&iova);
+                m.log.push(format!("unmap {iova:#x}+{size:#x}"));
+                Ok(())
+            }
+            _ => Err(io::Error::from_raw_os_error(libc::EINVAL)),
+        }
+    }
+
+    fn set_msix(&self, fds: &[std::os::fd::BorrowedFd<'_>]) -> io::Result<()> {
+        self.iommu.lock().unwrap().msix = fds.len();
+        Ok(())
     }
 }
 
@@ -551,4 +600,82 @@ fn other_discovery_failures_name_the_device() {
             nlb_hw::blocks::conntrack::VERSION
         )
     );
+}
+
+#[test]
+fn host_memory_is_mapped_for_the_device_through_the_container() {
+    let sys = MockSys::healthy();
+    let mut v = open(&sys).unwrap();
+    let r = DmaRegion::allocate(3 << 20, 0x1_0000_0000).unwrap();
+    v.dma_map(&r).unwrap();
+    {
+        let m = sys.iommu.lock().unwrap();
+        assert_eq!(
+            m.live.get(&0x1_0000_0000),
+            Some(&(r.len(), r.host_addr() as usize)),
+            "the region's own IOVA, size and address"
+        );
+    }
+    // Mapping the same IOVA again replaces the mapping (unmap first: the kernel refuses
+    // overlaps).
+    v.dma_map(&r).unwrap();
+    let lines = [IrqLine::new().unwrap(), IrqLine::new().unwrap()];
+    v.set_interrupts(&lines).unwrap();
+    assert_eq!(sys.iommu.lock().unwrap().msix, 2);
+    v.dma_unmap(&r).unwrap();
+    v.dma_unmap(&r).unwrap(); // not mapped: nothing to do
+    let len = r.len();
+    assert_eq!(
+        sys.iommu.lock().unwrap().log,
+        [
+            format!("map 0x100000000+{len:#x}"),
+            format!("unmap 0x100000000+{len:#x}"),
+            format!("map 0x100000000+{len:#x}"),
+            format!("unmap 0x100000000+{len:#x}"),
+        ]
+    );
+}
+
+#[test]
+fn dropping_the_device_unmaps_its_memory_first() {
+    let sys = MockSys::healthy();
+    let mut v = open(&sys).unwrap();
+    let r = DmaRegion::allocate(4096, 0x2_0000_0000).unwrap();
+    v.dma_map(&r).unwrap();
+    drop(v);
+    assert!(sys.iommu.lock().unwrap().live.is_empty());
+}
+
+#[test]
+fn a_refused_map_says_what_to_raise() {
+    let sys = MockSys::healthy();
+    let mut v = open(&sys).unwrap();
+    sys.iommu.lock().unwrap().map_errno = Some(libc::ENOMEM);
+    let r = DmaRegion::allocate(4096, 0x3_0000_0000).unwrap();
+    let e = v.dma_map(&r).unwrap_err().to_string();
+    assert!(e.contains("ulimit -l") && e.contains("0x300000000"), "{e}");
+    assert!(sys.iommu.lock().unwrap().live.is_empty());
+}
+
+#[test]
+fn register_accesses_are_counted_on_the_cost_model() {
+    let sys = MockSys::healthy();
+    let mut v = open(&sys).unwrap();
+    let before = v.pcie();
+    v.read32(0).unwrap();
+    v.write32(0x1010, 1).unwrap();
+    let used = v.pcie().since(&before);
+    assert_eq!((used.mmio_reads, used.mmio_writes), (1, 1));
+    assert_eq!(used.mmio_stall_ns, 2000.0 + 150.0);
+}
+
+#[test]
+fn rings_refuse_a_device_without_the_dma_engine() {
+    // The mocked BAR has the block headers but no engine behind dma.caps.
+    let sys = MockSys::healthy();
+    let mut v = open(&sys).unwrap();
+    let e = crate::rings::HostRings::attach(&mut v, crate::rings::RingSizes::default(), false)
+        .unwrap_err();
+    assert!(matches!(e, crate::rings::RingError::NoEngine { .. }), "{e}");
+    assert!(sys.iommu.lock().unwrap().log.is_empty(), "nothing mapped");
 }
