@@ -284,6 +284,9 @@ impl Conntrack {
         info: &DeviceInfo,
         now: u32,
     ) -> Result<Conntrack, ConntrackError> {
+        if let Some((d, rings)) = dev.split_rings() {
+            return Conntrack::attach_io(Io::Rings(d, rings), info, now);
+        }
         Conntrack::attach_io(Io::Window(dev), info, now)
     }
 
@@ -428,6 +431,9 @@ impl Conntrack {
     /// Reads the whole table back from the device, replacing the host copy; returns the
     /// indices whose device contents differed from it.
     pub fn rescan<D: Device + ?Sized>(&mut self, dev: &mut D) -> Result<Vec<u32>, ConntrackError> {
+        if let Some((d, rings)) = dev.split_rings() {
+            return self.rescan_io(Io::Rings(d, rings));
+        }
         self.rescan_io(Io::Window(dev))
     }
 
@@ -707,6 +713,9 @@ impl Conntrack {
         now: u32,
         out: &mut Vec<Installed>,
     ) -> Result<(), ConntrackError> {
+        if let Some((d, rings)) = dev.split_rings() {
+            return self.install_io(Io::Rings(d, rings), conns, now, out);
+        }
         self.install_io(Io::Window(dev), conns, now, out)
     }
 
@@ -852,6 +861,9 @@ impl Conntrack {
         dev: &mut D,
         keys: &[FlowKey],
     ) -> Result<usize, ConntrackError> {
+        if let Some((d, rings)) = dev.split_rings() {
+            return self.evict_io(Io::Rings(d, rings), keys);
+        }
         self.evict_io(Io::Window(dev), keys)
     }
 
@@ -894,6 +906,9 @@ impl Conntrack {
         dev: &mut D,
         key: &FlowKey,
     ) -> Result<bool, ConntrackError> {
+        if let Some((d, rings)) = dev.split_rings() {
+            return self.mark_closed_io(Io::Rings(d, rings), key);
+        }
         self.mark_closed_io(Io::Window(dev), key)
     }
 
@@ -946,6 +961,9 @@ impl Conntrack {
         now: u32,
         timeout: impl Fn(&CtEntry) -> u32,
     ) -> Result<AgeReport, ConntrackError> {
+        if let Some((d, rings)) = dev.split_rings() {
+            return self.age_io(Io::Rings(d, rings), now, timeout);
+        }
         self.age_io(Io::Window(dev), now, timeout)
     }
 

@@ -8,6 +8,7 @@
 
 use crate::dma::{DmaRegion, IrqLine};
 use crate::pcie::PcieStats;
+use crate::rings::HostRings;
 use std::time::Duration;
 
 /// Why a register access failed.
@@ -222,6 +223,19 @@ pub trait Device: Send {
     fn pcie(&mut self) -> PcieStats {
         PcieStats::default()
     }
+
+    /// Register reads and writes this handle made so far (cheap, local: for attributing
+    /// them to the work that made them).
+    fn mmio_seen(&self) -> (u64, u64) {
+        (0, 0)
+    }
+
+    /// The host rings this handle drives, with the device under them ([`crate::rings::RingDevice`]):
+    /// the loader and the connection manager move their entries through the command ring
+    /// when there is one.
+    fn split_rings(&mut self) -> Option<(&mut dyn Device, &mut HostRings)> {
+        None
+    }
 }
 
 impl<D: Device + ?Sized> Device for Box<D> {
@@ -257,5 +271,11 @@ impl<D: Device + ?Sized> Device for Box<D> {
     }
     fn pcie(&mut self) -> PcieStats {
         (**self).pcie()
+    }
+    fn mmio_seen(&self) -> (u64, u64) {
+        (**self).mmio_seen()
+    }
+    fn split_rings(&mut self) -> Option<(&mut dyn Device, &mut HostRings)> {
+        (**self).split_rings()
     }
 }

@@ -316,6 +316,9 @@ impl Loader {
         profile: &'static Profile,
         opts: LoaderOptions,
     ) -> Result<Loader, LoadError> {
+        if let Some((d, rings)) = dev.split_rings() {
+            return Loader::attach_dma(d, rings, profile, opts);
+        }
         let mut loader = Loader {
             profile,
             shadow: [Tables::empty(profile), Tables::empty(profile)],
@@ -501,13 +504,17 @@ impl Loader {
         Ok(())
     }
 
-    /// Loads `tables` and `nic` into the device and makes them serve.
+    /// Loads `tables` and `nic` into the device and makes them serve (by DMA when the device
+    /// has host rings, [`Device::split_rings`]).
     pub fn load<D: Device + ?Sized>(
         &mut self,
         dev: &mut D,
         tables: &Tables,
         nic: &NicSettings,
     ) -> Result<LoadReport, LoadError> {
+        if let Some((d, rings)) = dev.split_rings() {
+            return self.load_via(d, Some(rings), tables, nic);
+        }
         self.load_via(dev, None, tables, nic)
     }
 

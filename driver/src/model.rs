@@ -197,6 +197,11 @@ impl Device for ModelHandle {
         Ok(())
     }
 
+    fn mmio_seen(&self) -> (u64, u64) {
+        let s = self.ledger.stats();
+        (s.mmio_reads, s.mmio_writes)
+    }
+
     fn pcie(&mut self) -> PcieStats {
         self.ledger.stats()
     }

@@ -662,3 +662,99 @@ impl HostRings {
         rings::ALL[ring as usize]
     }
 }
+
+/// A device with its host rings. Register accesses go to the device; the loader and the
+/// connection manager find the rings through [`Device::split_rings`] and move their entries by
+/// DMA; the slow path takes events and punted frames from [`RingDevice::parts`].
+pub struct RingDevice {
+    dev: Box<dyn Device>,
+    rings: HostRings,
+}
+
+impl std::fmt::Debug for RingDevice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RingDevice")
+            .field("device", &self.dev.describe())
+            .field("rings", &self.rings)
+            .finish()
+    }
+}
+
+impl RingDevice {
+    /// Attaches rings to `dev` ([`HostRings::attach`]); on failure the device comes back with
+    /// the error (it may still serve through its register windows).
+    #[allow(clippy::result_large_err)]
+    pub fn attach(
+        mut dev: Box<dyn Device>,
+        sizes: RingSizes,
+        hw_learn: bool,
+    ) -> Result<RingDevice, (Box<dyn Device>, RingError)> {
+        match HostRings::attach(dev.as_mut(), sizes, hw_learn) {
+            Ok(rings) => Ok(RingDevice { dev, rings }),
+            Err(e) => Err((dev, e)),
+        }
+    }
+
+    /// The device and its rings.
+    pub fn parts(&mut self) -> (&mut dyn Device, &mut HostRings) {
+        (self.dev.as_mut(), &mut self.rings)
+    }
+
+    /// The rings.
+    pub fn rings(&mut self) -> &mut HostRings {
+        &mut self.rings
+    }
+
+    /// Stops the rings and gives the device back.
+    pub fn detach(self) -> Result<Box<dyn Device>, RingError> {
+        let RingDevice { mut dev, rings } = self;
+        rings.detach(dev.as_mut())?;
+        Ok(dev)
+    }
+}
+
+impl Device for RingDevice {
+    fn read32(&mut self, offset: u32) -> Result<u32, DeviceError> {
+        self.dev.read32(offset)
+    }
+    fn write32(&mut self, offset: u32, value: u32) -> Result<(), DeviceError> {
+        self.dev.write32(offset, value)
+    }
+    fn write_bulk(&mut self, offset: u32, words: &[u32]) -> Result<(), DeviceError> {
+        self.dev.write_bulk(offset, words)
+    }
+    fn read_bulk(&mut self, offset: u32, out: &mut [u32]) -> Result<(), DeviceError> {
+        self.dev.read_bulk(offset, out)
+    }
+    fn run_batch(
+        &mut self,
+        ops: &[crate::device::RegOp],
+        reads: &mut Vec<u32>,
+    ) -> Result<(), DeviceError> {
+        self.dev.run_batch(ops, reads)
+    }
+    fn wait(&mut self, d: Duration) -> Result<(), DeviceError> {
+        self.dev.wait(d)
+    }
+    fn describe(&self) -> String {
+        self.dev.describe()
+    }
+    fn dma_map(&mut self, region: &DmaRegion) -> Result<(), DeviceError> {
+        self.dev.dma_map(region)
+    }
+    fn dma_unmap(&mut self, region: &DmaRegion) -> Result<(), DeviceError> {
+        self.dev.dma_unmap(region)
+    }
+    fn set_interrupts(&mut self, lines: &[IrqLine]) -> Result<(), DeviceError> {
+        self.dev.set_interrupts(lines)
+    }
+    fn pcie(&mut self) -> crate::pcie::PcieStats {
+        self.dev.pcie()
+    }
+    fn mmio_seen(&self) -> (u64, u64) {
+        self.dev.mmio_seen()
+    }
+    fn split_rings(&mut self) -> Option<(&mut dyn Device, &mut HostRings)> {
+        Some((self.dev.as_mut(), &mut self.rings))
+    }
+}

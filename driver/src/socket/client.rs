@@ -256,6 +256,11 @@ impl Device for SocketDevice {
 
     /// Register accesses counted here; the DMA the server's device did into this client's
     /// memory, as the server counted it.
+    fn mmio_seen(&self) -> (u64, u64) {
+        let s = self.ledger.stats();
+        (s.mmio_reads, s.mmio_writes)
+    }
+
     fn pcie(&mut self) -> PcieStats {
         let mut s = self.ledger.stats();
         self.body.clear();

@@ -136,6 +136,44 @@ pub struct StatusData {
     /// Per backend service: the policy's view of its groups (SPEC R6).
     #[serde(default)]
     pub services: Vec<ServiceData>,
+    /// The host interface on the PCIe cost model (SPEC R12, docs/pcie.md).
+    #[serde(default)]
+    pub pcie: PcieData,
+}
+
+/// How the daemon reaches the NIC, and what that costs on a card (docs/pcie.md).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PcieData {
+    /// Punts, events, injected frames and table writes go through the host rings (DMA).
+    pub rings: bool,
+    /// The NIC installs the connections it learns.
+    pub hw_learn: bool,
+    /// Register reads and writes so far.
+    pub mmio_reads: u64,
+    /// Register writes (doorbells included).
+    pub mmio_writes: u64,
+    /// DMA transfers device → host and their bytes.
+    pub dma_writes: u64,
+    /// Bytes of them.
+    pub dma_write_bytes: u64,
+    /// DMA transfers host → device.
+    pub dma_reads: u64,
+    /// Bytes of them.
+    pub dma_read_bytes: u64,
+    /// MSI-X interrupts.
+    pub interrupts: u64,
+    /// CPU stalled on register accesses, milliseconds (the cost model's).
+    pub mmio_stall_ms: f64,
+    /// The link busy with DMA (its busier direction), milliseconds.
+    pub link_ms: f64,
+    /// Register reads per learn or teardown event.
+    pub reads_per_event: f64,
+    /// Register reads per punted frame.
+    pub reads_per_punt: f64,
+    /// Register reads per installed connection.
+    pub reads_per_install: f64,
+    /// Register reads per loaded table entry.
+    pub reads_per_entry: f64,
 }
 
 /// One backend service in `status`.

@@ -124,6 +124,26 @@ pub fn status(socket: &Path, json: bool) -> Result<(), CliError> {
         s.learn_events
     );
     outln!("punts        {} handled, {} injected", s.punts, s.injected);
+    let x = &s.pcie;
+    outln!(
+        "host path    {}{}; {} register reads, {} writes ({:.1} ms of CPU stall on the PCIe cost model), DMA {} writes / {} reads ({:.1} ms of link), {} interrupts",
+        if x.rings { "host rings (DMA)" } else { "register queues" },
+        if x.hw_learn { ", the NIC learns connections" } else { "" },
+        x.mmio_reads,
+        x.mmio_writes,
+        x.mmio_stall_ms,
+        x.dma_writes,
+        x.dma_reads,
+        x.link_ms,
+        x.interrupts
+    );
+    outln!(
+        "reg reads    {:.2} per learn event, {:.2} per punted frame, {:.2} per installed connection, {:.4} per loaded table entry",
+        x.reads_per_event,
+        x.reads_per_punt,
+        x.reads_per_install,
+        x.reads_per_entry
+    );
     if let Some(m) = &s.metrics_addr {
         outln!("metrics      http://{m}/metrics");
     }

@@ -164,6 +164,10 @@ pub struct ControllerStats {
     pub load_errors: u64,
     /// Table entries written by loads.
     pub entries_written: u64,
+    /// Register reads the loads made (the control registers; entries go by DMA).
+    pub load_reads: u64,
+    /// Register writes the loads made (doorbells and control registers).
+    pub load_writes: u64,
     /// The last successful load.
     pub last_load: Option<LoadReport>,
     /// Health batches applied.
@@ -186,6 +190,8 @@ impl Default for ControllerStats {
             loads: 0,
             load_errors: 0,
             entries_written: 0,
+            load_reads: 0,
+            load_writes: 0,
             last_load: None,
             health_batches: 0,
             health_noops: 0,
@@ -283,10 +289,14 @@ impl Controller {
     }
 
     fn load<D: Device + ?Sized>(&mut self, dev: &mut D) -> Result<LoadReport, LoadError> {
-        match self
+        let (r0, w0) = dev.mmio_seen();
+        let result = self
             .loader
-            .load(dev, &self.compiled.tables, &self.compiled.nic)
-        {
+            .load(dev, &self.compiled.tables, &self.compiled.nic);
+        let (r1, w1) = dev.mmio_seen();
+        self.stats.load_reads += r1.saturating_sub(r0);
+        self.stats.load_writes += w1.saturating_sub(w0);
+        match result {
             Ok(r) => {
                 self.pending_load = false;
                 self.stats.loads += 1;

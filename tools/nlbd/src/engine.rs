@@ -23,7 +23,10 @@ use nlb_driver::conntrack::{ConntrackError, ConntrackStats, FLAG_CLOSED};
 use nlb_driver::device::{Device, DeviceError};
 use nlb_driver::discovery::{discover, DeviceInfo, DiscoveryError};
 use nlb_driver::loader::{LoadReport, LoaderOptions};
-use nlb_driver::queues::{read_counters, CounterKind, Queues};
+use nlb_driver::pcie::PcieStats;
+use nlb_driver::queues::{read_counters, CounterKind, PuntedFrame, Queues};
+use nlb_driver::rings::{RingDevice, RingSizes};
+use nlb_hw::layouts::EventRecord;
 use nlb_hw::enums::{Reason, Verdict};
 use nlb_hw::hash::u128_to_addr;
 use std::collections::{BTreeMap, BTreeSet};
@@ -55,6 +58,13 @@ pub struct EngineOptions {
     /// A group's share must move by more than this (absolute) for new weights to be loaded
     /// (health changes always are): the hysteresis that keeps a steady load from moving them.
     pub policy_deadband: f64,
+    /// The host rings (SPEC R12.2): punted frames, events, injected frames and table writes
+    /// by DMA, no register read on those paths; `None`: the register queues (debugging, or
+    /// a device without the DMA engine).
+    pub rings: Option<RingSizes>,
+    /// Ask the NIC to install the connections it learns (SPEC R12.3; granted where the
+    /// device can).
+    pub hw_learn: bool,
 }
 
 impl Default for EngineOptions {
@@ -68,7 +78,63 @@ impl Default for EngineOptions {
             punts_per_round: 64,
             policy_refresh: DEFAULT_REFRESH,
             policy_deadband: DEFAULT_DEADBAND,
+            rings: Some(RingSizes::default()),
+            hw_learn: true,
         }
+    }
+}
+
+/// Register accesses of the slow path attributed to its work (SPEC R12.1, R12.2): what the
+/// hot paths cost on a card. Every figure is a count; reads per item are derived.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MmioUse {
+    /// Learn and teardown events handled, and the register reads and writes that handling
+    /// (polling included) took.
+    pub events: u64,
+    /// Reads of it.
+    pub event_reads: u64,
+    /// Writes of it.
+    pub event_writes: u64,
+    /// Punted frames handled (injection included), and their register accesses.
+    pub punts: u64,
+    /// Reads of it.
+    pub punt_reads: u64,
+    /// Writes of it.
+    pub punt_writes: u64,
+    /// Connections the host installed or the NIC learned, with the events above.
+    pub installs: u64,
+    /// Table entries loaded, and the register accesses of the loads.
+    pub entries: u64,
+    /// Reads of it.
+    pub load_reads: u64,
+    /// Writes of it.
+    pub load_writes: u64,
+}
+
+impl MmioUse {
+    /// Register reads per learn or teardown event.
+    pub fn reads_per_event(&self) -> f64 {
+        ratio(self.event_reads, self.events)
+    }
+    /// Register reads per punted frame.
+    pub fn reads_per_punt(&self) -> f64 {
+        ratio(self.punt_reads, self.punts)
+    }
+    /// Register reads per installed connection.
+    pub fn reads_per_install(&self) -> f64 {
+        ratio(self.event_reads, self.installs)
+    }
+    /// Register reads per loaded table entry.
+    pub fn reads_per_entry(&self) -> f64 {
+        ratio(self.load_reads, self.entries)
+    }
+}
+
+fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        a as f64 / b as f64
     }
 }
 
@@ -211,6 +277,14 @@ pub struct ServiceStatus {
 pub struct EngineStatus {
     /// The device.
     pub device: String,
+    /// The host rings carry punts, events, injected frames and table writes.
+    pub rings: bool,
+    /// The NIC installs the connections it learns.
+    pub hw_learn: bool,
+    /// What the device saw on the PCIe cost model.
+    pub pcie: PcieStats,
+    /// Register accesses by the work they served.
+    pub mmio: MmioUse,
     /// Its capacity profile.
     pub profile: &'static str,
     /// The configuration file serving.
@@ -355,6 +429,12 @@ pub struct Engine {
     /// The digest of the tables serving, by what it was computed for (generation, active
     /// bank, configuration digest): hashing a full bank takes milliseconds on large profiles.
     tables_digest: Option<(DigestKey, String)>,
+    /// `dma.host_time` as last written (the stamp of connections the NIC learns).
+    host_stamp: u32,
+    /// Register accesses by path.
+    mmio: MmioUse,
+    records: Vec<EventRecord>,
+    punted: Vec<PuntedFrame>,
 }
 
 /// What a tables digest was computed for: generation, active bank, configuration digest.
@@ -373,12 +453,29 @@ impl Engine {
     /// Discovers the device, attaches (tables and connections are read back: a restarted
     /// daemon carries on with what the NIC holds), compiles `config` and loads it.
     pub fn start(
-        mut dev: Box<dyn Device>,
+        dev: Box<dyn Device>,
         config: Config,
         snapshot: &HealthSnapshot,
         opts: EngineOptions,
     ) -> Result<(Engine, LoadReport), EngineError> {
+        let mut dev = dev;
         let info = discover(dev.as_mut())?;
+        if let Some(sizes) = opts.rings {
+            dev = match RingDevice::attach(dev, sizes, opts.hw_learn) {
+                Ok(mut r) => {
+                    let hw = r.rings().hw_learn();
+                    info!(
+                        hardware_learning = hw,
+                        "host rings attached: punts, events, injected frames and table writes by DMA"
+                    );
+                    Box::new(r)
+                }
+                Err((dev, e)) => {
+                    warn!(error = %e, "no host rings: the slow path reads the register queues");
+                    dev
+                }
+            };
+        }
         let (controller, report) =
             Controller::start(dev.as_mut(), &info, config, snapshot, opts.loader)?;
         let mut conns = Connections::attach(dev.as_mut(), &info, host_secs(), opts.learn)?;
@@ -425,6 +522,10 @@ impl Engine {
                 last_error_log: None,
                 failover_states,
                 tables_digest: None,
+                host_stamp: 0,
+                mmio: MmioUse::default(),
+                records: Vec::new(),
+                punted: Vec::new(),
             },
             report,
         ))
@@ -468,6 +569,11 @@ impl Engine {
     pub fn step(&mut self) -> StepReport {
         let mut report = StepReport::default();
         let now = Instant::now();
+        if self.dev.split_rings().is_some() {
+            self.step_rings(now, &mut report);
+            self.step_timers(now, &mut report);
+            return report;
+        }
         match self.queues.poll(self.dev.as_mut()) {
             Ok(status) => {
                 if status.learn_overflow {
@@ -493,6 +599,132 @@ impl Engine {
             }
             Err(e) => self.device_error("polling the queues failed", &e),
         }
+        self.step_timers(now, &mut report);
+        report
+    }
+
+    /// The rings' part of a round: what the write-back area says (host memory), a batch of
+    /// event records, punted frames, then one doorbell per ring that moved. No register read.
+    fn step_rings(&mut self, now: Instant, report: &mut StepReport) {
+        let (r0, w0) = self.dev.mmio_seen();
+        let Some((_, rings)) = self.dev.split_rings() else {
+            return;
+        };
+        let status = match rings.poll() {
+            Ok(s) => s,
+            Err(e) => {
+                self.device_error("reading the rings' write-back failed", &e);
+                return;
+            }
+        };
+        if status.event_drops > 0 {
+            self.conns.note_overflow();
+            warn!(
+                dropped = status.event_drops,
+                "the event ring was full: the NIC dropped events (a dropped LEARN the NIC installed stays installed; the host finds it at its next rescan)"
+            );
+        }
+        if status.punt_drops > 0 {
+            self.punts.note_overflow();
+            warn!(
+                dropped = status.punt_drops,
+                "the punt ring was full: the NIC dropped punted frames"
+            );
+        }
+        if status.errors > 0 {
+            self.device_error(
+                "the DMA engine reported failed records",
+                &format!("{} since the last round", status.errors),
+            );
+        }
+        if status.events > 0 {
+            let mut records = std::mem::take(&mut self.records);
+            records.clear();
+            if let Some((_, rings)) = self.dev.split_rings() {
+                if let Err(e) = rings.pop_events(self.opts.learn.batch, &mut records) {
+                    self.device_error("reading event records failed", &e);
+                }
+            }
+            let before = self.conns.stats();
+            match self.conns.handle_records(
+                self.dev.as_mut(),
+                &records,
+                self.host_stamp,
+                host_secs(),
+            ) {
+                Ok(()) => report.events = records.len(),
+                Err(e) => self.device_error("handling learn events failed", &e),
+            }
+            let after = self.conns.stats();
+            self.mmio.events += records.len() as u64;
+            self.mmio.installs += (after.installed + after.replaced)
+                .saturating_sub(before.installed + before.replaced);
+            self.records = records;
+        }
+        let (r1, w1) = self.dev.mmio_seen();
+        self.mmio.event_reads += r1 - r0;
+        self.mmio.event_writes += w1 - w0;
+        if status.punts > 0 {
+            report.punts = self.handle_punt_ring(now);
+        }
+        if let Some((d, rings)) = self.dev.split_rings() {
+            if let Err(e) = rings.give_back(d).and_then(|()| rings.ring_inject(d)) {
+                self.device_error("ringing the doorbells failed", &e);
+            }
+        }
+        let (r2, w2) = self.dev.mmio_seen();
+        self.mmio.punt_reads += r2 - r1;
+        self.mmio.punt_writes += w2 - w1;
+        self.mmio.punts += report.punts as u64;
+    }
+
+    /// Punted frames from the punt ring, decided and injected through the inject ring.
+    fn handle_punt_ring(&mut self, now: Instant) -> usize {
+        let mut punted = std::mem::take(&mut self.punted);
+        punted.clear();
+        let Some((dev, rings)) = self.dev.split_rings() else {
+            return 0;
+        };
+        let mut failed: Option<String> = None;
+        if let Err(e) = rings.pop_punts(self.opts.punts_per_round, &mut punted) {
+            failed = Some(format!("reading punted frames: {e}"));
+        }
+        for p in &punted {
+            let ctx = PuntContext {
+                tables: self.controller.serving(),
+                conntrack: Some(self.conns.conntrack()),
+            };
+            if let Err(e) = self.punts.handle(dev, rings, p, &ctx, now) {
+                failed = Some(format!("injecting a frame: {e}"));
+                break;
+            }
+        }
+        if let Some(e) = failed {
+            self.device_error("handling punted frames failed", &e);
+        }
+        let n = punted.len();
+        self.punted = punted;
+        n
+    }
+
+    /// Register accesses of the slow path by what they served.
+    pub fn mmio_use(&self) -> MmioUse {
+        let c = self.controller.stats();
+        MmioUse {
+            entries: c.entries_written,
+            load_reads: c.load_reads,
+            load_writes: c.load_writes,
+            ..self.mmio
+        }
+    }
+
+    /// What the device saw on the PCIe cost model (docs/pcie.md).
+    pub fn pcie(&mut self) -> PcieStats {
+        self.dev.pcie()
+    }
+
+    /// The timers of a round: ageing, fragment expiry, a pending load's retry, the policy.
+    fn step_timers(&mut self, now: Instant, report: &mut StepReport) {
         if now.duration_since(self.last_age) >= self.opts.age_every {
             self.last_age = now;
             report.aged = true;
@@ -513,7 +745,6 @@ impl Engine {
             let at = now.saturating_duration_since(self.started).as_secs_f64();
             self.refresh_policy_at(at);
         }
-        report
     }
 
     /// One refresh of the service LB policy at policy time `now` (seconds; the engine's own
@@ -887,6 +1118,13 @@ impl Engine {
     /// ([`Engine::expire_drains`]). [`Engine::step`] runs it every
     /// [`EngineOptions::age_every`] on the wall clock.
     pub fn age_at(&mut self, now: u32) {
+        // The stamp of the connections the NIC learns from now on (a posted write).
+        if let Some((d, rings)) = self.dev.split_rings() {
+            match rings.set_host_time(d, now) {
+                Ok(()) => self.host_stamp = now,
+                Err(e) => self.device_error("writing the host time failed", &e),
+            }
+        }
         match self.conns.age(self.dev.as_mut(), now) {
             Ok(r) if r.evicted > 0 => {
                 debug!(evicted = r.evicted, scanned = r.scanned, "aged connections")
@@ -939,9 +1177,19 @@ impl Engine {
             None
         };
         let tables_digest = self.serving_tables_digest();
+        let (rings, hw_learn) = match self.dev.split_rings() {
+            Some((_, r)) => (true, r.hw_learn()),
+            None => (false, false),
+        };
+        let pcie = self.dev.pcie();
+        let mmio = self.mmio_use();
         let c = &self.controller;
         let ct = self.conns.conntrack();
         EngineStatus {
+            rings,
+            hw_learn,
+            pcie,
+            mmio,
             device: self.dev.describe(),
             profile: self.info.profile.name,
             config_file: c.config().file.clone(),

@@ -22,7 +22,7 @@ use nlb_driver::device::Device;
 use nlb_driver::discovery::DeviceInfo;
 use nlb_driver::queues::{QueueError, Queues};
 use nlb_hw::enums::{Event, KeyType};
-use nlb_hw::layouts::{CtEntry, LearnEvent};
+use nlb_hw::layouts::{CtEntry, EventRecord, LearnEvent};
 use nlb_hw::{FlowKey, Tables};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -90,6 +90,9 @@ pub struct LearnStats {
     pub remapped: u64,
     /// Times the learn queue overflowed (events the NIC had to drop).
     pub queue_overflows: u64,
+    /// Connections the NIC installed itself (hardware learning, SPEC R12.3): the host only
+    /// recorded them.
+    pub learned_by_nic: u64,
     /// Ageing passes.
     pub ageing_passes: u64,
 }
@@ -275,6 +278,50 @@ impl Connections {
         };
         self.events = events;
         result
+    }
+
+    /// Handles records of the event ring in order (SPEC R12.3): a LEARN the NIC installed is
+    /// recorded in the host's copy (no device access; `stamp` is the `dma.host_time` the NIC
+    /// wrote into it); runs of LEARNs it could not place are installed by the host (a full
+    /// bucket may take a closed connection's place); a TEARDOWN marks its flow closed.
+    pub fn handle_records<D: Device + ?Sized>(
+        &mut self,
+        dev: &mut D,
+        records: &[EventRecord],
+        stamp: u32,
+        now: u32,
+    ) -> Result<(), ConntrackError> {
+        self.pending.clear();
+        for r in records {
+            let ev = &r.event[0];
+            match ev.event {
+                Event::Learn => {
+                    self.stats.learn_events += 1;
+                    if r.installed {
+                        // Installs the host queued before this one go first (the NIC
+                        // learned in packet order).
+                        self.flush_installs(dev, now)?;
+                        let left = self.ct.learned(std::slice::from_ref(r), stamp, now);
+                        debug_assert!(left.is_empty());
+                        self.stats.learned_by_nic += 1;
+                        self.stats.installed += 1;
+                    } else {
+                        self.pending.push(NewConnection::from(ev));
+                    }
+                }
+                Event::Teardown => {
+                    self.stats.teardown_events += 1;
+                    self.flush_installs(dev, now)?;
+                    let key = NewConnection::from(ev).key;
+                    if self.ct.mark_closed(dev, &key)? {
+                        self.stats.closed += 1;
+                    } else {
+                        self.stats.teardown_untracked += 1;
+                    }
+                }
+            }
+        }
+        self.flush_installs(dev, now)
     }
 
     /// Counts a learn queue overflow seen by polling.

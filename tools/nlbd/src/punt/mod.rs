@@ -30,7 +30,7 @@ use self::icmp::IcmpMiss;
 use self::lookup::Choice;
 use nlb_driver::conntrack::Conntrack;
 use nlb_driver::device::{Device, DeviceError};
-use nlb_driver::queues::{PuntedFrame, QueueError, Queues};
+use nlb_driver::queues::{Injector, PuntedFrame, QueueError};
 use nlb_hw::enums::{KeyType, Reason};
 use nlb_hw::{FlowKey, Tables};
 use nlb_reference::parse::{parse, IpHeaders, Parsed};
@@ -324,10 +324,10 @@ impl PuntHandler {
 
     /// Decides one punted frame and injects what is to be sent. Device errors are returned;
     /// a full inject queue or an oversized frame is a counted drop.
-    pub fn handle<D: Device + ?Sized>(
+    pub fn handle<D: Device + ?Sized, I: Injector>(
         &mut self,
         dev: &mut D,
-        queues: &mut Queues,
+        queues: &mut I,
         punted: &PuntedFrame,
         ctx: &PuntContext<'_>,
         now: Instant,
@@ -337,7 +337,7 @@ impl PuntHandler {
             let frames =
                 std::iter::once(punted.frame.as_slice()).chain(released.iter().map(Vec::as_slice));
             for frame in frames {
-                match queues.inject(dev, to.backend, to.pool, frame) {
+                match queues.inject_frame(dev, to.backend, to.pool, frame) {
                     Ok(()) => {
                         self.stats.injected += 1;
                         if *icmp {

@@ -6,8 +6,8 @@ use flowtable_compiler::policy::{Isolation, Preference};
 use flowtable_compiler::{Flow, Fragment};
 use nlb_control::admin_proto::{
     endpoint, protocol_name, BackendCounters, ConnectionData, ConntrackData, CountersData,
-    HealthData, MemberData, NamedCounters, PoolData, Reply, Request, RuleCounters, ServiceData,
-    ServiceGroupData, StatusData, TargetData, MAX_REQUEST,
+    HealthData, MemberData, NamedCounters, PcieData, PoolData, Reply, Request, RuleCounters,
+    ServiceData, ServiceGroupData, StatusData, TargetData, MAX_REQUEST,
 };
 use nlbd::engine::{CounterValues, ServiceStatus};
 use nlbd::health::{Health, ProbeOutcome, WeightReport};
@@ -191,6 +191,23 @@ async fn status(daemon: &Daemon) -> Result<StatusData, String> {
         policy_refreshes: s.policy.refreshes,
         weight_changes: s.policy.weight_changes,
         services: s.services.iter().map(service).collect(),
+        pcie: PcieData {
+            rings: s.rings,
+            hw_learn: s.hw_learn,
+            mmio_reads: s.pcie.mmio_reads,
+            mmio_writes: s.pcie.mmio_writes,
+            dma_writes: s.pcie.dma_writes,
+            dma_write_bytes: s.pcie.dma_write_bytes,
+            dma_reads: s.pcie.dma_reads,
+            dma_read_bytes: s.pcie.dma_read_bytes,
+            interrupts: s.pcie.interrupts,
+            mmio_stall_ms: s.pcie.mmio_stall_ns / 1e6,
+            link_ms: s.pcie.link_ns() / 1e6,
+            reads_per_event: s.mmio.reads_per_event(),
+            reads_per_punt: s.mmio.reads_per_punt(),
+            reads_per_install: s.mmio.reads_per_install(),
+            reads_per_entry: s.mmio.reads_per_entry(),
+        },
         pools: s
             .pools
             .iter()

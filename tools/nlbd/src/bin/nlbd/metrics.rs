@@ -132,6 +132,7 @@ pub fn render(
     pools(&mut t, status);
     services(&mut t, status);
     health(&mut t, probes, snapshot);
+    pcie(&mut t, status);
     connections(&mut t, status);
     punts(&mut t, status);
     nic_counters(&mut t, status);
@@ -552,6 +553,89 @@ fn health(t: &mut Text, probes: &ProbeMetrics, snapshot: &HealthSnapshot) {
 }
 
 /// The connection table and the learn queue.
+/// The host interface on the PCIe cost model (docs/pcie.md, SPEC R12).
+fn pcie(t: &mut Text, status: &EngineStatus) {
+    let p = &status.pcie;
+    let m = &status.mmio;
+    t.single(
+        "nlbd_host_rings",
+        "gauge",
+        "1 when punts, events, injected frames and table writes go through the host rings (DMA)",
+        f64::from(u8::from(status.rings)),
+    );
+    t.single(
+        "nlbd_hw_learning",
+        "gauge",
+        "1 when the NIC installs the connections it learns",
+        f64::from(u8::from(status.hw_learn)),
+    );
+    t.family(
+        "nlbd_mmio_total",
+        "counter",
+        "Register accesses of the slow path, by kind",
+    );
+    t.sample("nlbd_mmio_total", &[("kind", "read")], p.mmio_reads as f64);
+    t.sample("nlbd_mmio_total", &[("kind", "write")], p.mmio_writes as f64);
+    t.family(
+        "nlbd_mmio_reads_total",
+        "counter",
+        "Register reads by the work they served (the hot paths make none with the rings)",
+    );
+    for (path, n) in [
+        ("events", m.event_reads),
+        ("punts", m.punt_reads),
+        ("loads", m.load_reads),
+    ] {
+        t.sample("nlbd_mmio_reads_total", &[("path", path)], n as f64);
+    }
+    t.family(
+        "nlbd_mmio_work_total",
+        "counter",
+        "Work the register reads above served: events, punted frames, installed connections, loaded table entries",
+    );
+    for (what, n) in [
+        ("events", m.events),
+        ("punts", m.punts),
+        ("installs", m.installs),
+        ("entries", m.entries),
+    ] {
+        t.sample("nlbd_mmio_work_total", &[("work", what)], n as f64);
+    }
+    t.family(
+        "nlbd_dma_bytes_total",
+        "counter",
+        "Bytes the NIC moved by DMA, by direction",
+    );
+    t.sample(
+        "nlbd_dma_bytes_total",
+        &[("direction", "to_host")],
+        p.dma_write_bytes as f64,
+    );
+    t.sample(
+        "nlbd_dma_bytes_total",
+        &[("direction", "to_device")],
+        p.dma_read_bytes as f64,
+    );
+    t.single(
+        "nlbd_msix_interrupts_total",
+        "counter",
+        "MSI-X interrupts of the host rings",
+        p.interrupts as f64,
+    );
+    t.single(
+        "nlbd_pcie_mmio_stall_seconds_total",
+        "counter",
+        "CPU stalled on register accesses, on the PCIe cost model",
+        p.mmio_stall_ns / 1e9,
+    );
+    t.single(
+        "nlbd_pcie_link_seconds_total",
+        "counter",
+        "Link time of the DMA (its busier direction), on the PCIe cost model",
+        p.link_ns() / 1e9,
+    );
+}
+
 fn connections(t: &mut Text, status: &EngineStatus) {
     let l = &status.learn;
     t.single(
