@@ -26,9 +26,9 @@ use nlb_driver::loader::{LoadReport, LoaderOptions};
 use nlb_driver::pcie::PcieStats;
 use nlb_driver::queues::{read_counters, CounterKind, PuntedFrame, Queues};
 use nlb_driver::rings::{RingDevice, RingSizes};
-use nlb_hw::layouts::EventRecord;
 use nlb_hw::enums::{Reason, Verdict};
 use nlb_hw::hash::u128_to_addr;
+use nlb_hw::layouts::EventRecord;
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
@@ -574,6 +574,8 @@ impl Engine {
             self.step_timers(now, &mut report);
             return report;
         }
+        let (r0, w0) = self.dev.mmio_seen();
+        let mut punts_from = None;
         match self.queues.poll(self.dev.as_mut()) {
             Ok(status) => {
                 if status.learn_overflow {
@@ -585,6 +587,7 @@ impl Engine {
                     warn!("the punt queue overflowed: the NIC dropped punted frames");
                 }
                 if status.learn > 0 {
+                    let before = self.conns.stats();
                     match self
                         .conns
                         .poll(self.dev.as_mut(), &mut self.queues, host_secs())
@@ -592,13 +595,26 @@ impl Engine {
                         Ok(n) => report.events = n,
                         Err(e) => self.device_error("handling learn events failed", &e),
                     }
+                    let after = self.conns.stats();
+                    self.mmio.installs += (after.installed + after.replaced)
+                        .saturating_sub(before.installed + before.replaced);
                 }
                 if status.punt > 0 {
+                    punts_from = Some(self.dev.mmio_seen());
                     report.punts = self.handle_punts(now);
                 }
             }
             Err(e) => self.device_error("polling the queues failed", &e),
         }
+        // The status poll counts with the events; the punts' own accesses with the punts.
+        let (r1, w1) = self.dev.mmio_seen();
+        let (rp, wp) = punts_from.unwrap_or((r1, w1));
+        self.mmio.events += report.events as u64;
+        self.mmio.event_reads += rp - r0;
+        self.mmio.event_writes += wp - w0;
+        self.mmio.punts += report.punts as u64;
+        self.mmio.punt_reads += r1 - rp;
+        self.mmio.punt_writes += w1 - wp;
         self.step_timers(now, &mut report);
         report
     }

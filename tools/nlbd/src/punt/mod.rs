@@ -376,6 +376,7 @@ mod tests {
     use etherparse::{IpNumber, Ipv4Header, PacketBuilder};
     use flowtable_compiler::{compile, explain, CompileOptions, Flow, Fragment, HealthState};
     use nlb_driver::model::ModelHandle;
+    use nlb_driver::queues::Queues;
     use nlb_hw::layouts::PuntHeader;
     use std::net::IpAddr;
     use std::time::Duration;

@@ -3,6 +3,7 @@
 
 mod connection_tracking;
 mod health;
+mod host_rings;
 mod kubernetes_endpoints;
 mod policy_runtime;
 mod probes;

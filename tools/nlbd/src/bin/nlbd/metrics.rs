@@ -575,7 +575,11 @@ fn pcie(t: &mut Text, status: &EngineStatus) {
         "Register accesses of the slow path, by kind",
     );
     t.sample("nlbd_mmio_total", &[("kind", "read")], p.mmio_reads as f64);
-    t.sample("nlbd_mmio_total", &[("kind", "write")], p.mmio_writes as f64);
+    t.sample(
+        "nlbd_mmio_total",
+        &[("kind", "write")],
+        p.mmio_writes as f64,
+    );
     t.family(
         "nlbd_mmio_reads_total",
         "counter",

@@ -1,0 +1,163 @@
+//! The slow path on the host rings (SPEC R12): new connections, TCP fragments and their
+//! injection through the in-process model with nlbd's engine, and what crossed the host
+//! interface. With the rings no register is read on the event, punt or inject paths, and the
+//! NIC installs new connections itself; with the register queues (the debugging path) the
+//! same traffic ends the same way.
+
+use etherparse::{Ipv4Header, PacketBuilder};
+use firmware_sim::{CtOutcome, ModelDevice};
+use nlb_config::parse_config;
+use nlb_driver::model::ModelHandle;
+use nlb_hw::enums::Verdict;
+use nlb_hw::Profile;
+use nlbd::engine::{Engine, EngineOptions};
+use nlbd::health::HealthSnapshot;
+use std::time::{Duration, Instant};
+
+const CONFIG: &str = "forwardingRules:
+  - {name: web, IPAddress: 203.0.113.80, IPProtocol: TCP, portRange: '80', target: web}
+targetPools:
+  - {name: web, region: r, instances: [a, b, c]}
+instances:
+  - {name: a, ip: 192.0.2.1, zone: z, mac: '02:00:00:00:00:0a'}
+  - {name: b, ip: 192.0.2.2, zone: z, mac: '02:00:00:00:00:0b'}
+  - {name: c, ip: 192.0.2.3, zone: z, mac: '02:00:00:00:00:0c'}
+";
+
+fn start(opts: EngineOptions) -> (ModelHandle, Engine) {
+    let (config, d) = parse_config("t.yaml", CONFIG);
+    assert!(d.is_empty(), "{d}");
+    let sim = ModelHandle::from_device(ModelDevice::new(Profile::by_name("sim").unwrap()));
+    let snapshot = HealthSnapshot {
+        taken_at: Instant::now(),
+        targets: Vec::new(),
+    };
+    let opts = EngineOptions {
+        age_every: Duration::from_secs(1 << 30),
+        ..opts
+    };
+    let (engine, _) = Engine::start(Box::new(sim.clone()), config, &snapshot, opts).unwrap();
+    (sim, engine)
+}
+
+fn syn(sport: u16) -> Vec<u8> {
+    let mut v = Vec::new();
+    PacketBuilder::ethernet2([2, 0, 0, 0, 0, 0xc1], [2, 0, 0, 0, 0, 1])
+        .ipv4([198, 51, 100, 9], [203, 0, 113, 80], 64)
+        .tcp(sport, 80, 1, 65535)
+        .syn()
+        .write(&mut v, &[])
+        .unwrap();
+    v
+}
+
+fn ack(sport: u16) -> Vec<u8> {
+    let mut v = Vec::new();
+    PacketBuilder::ethernet2([2, 0, 0, 0, 0, 0xc1], [2, 0, 0, 0, 0, 1])
+        .ipv4([198, 51, 100, 9], [203, 0, 113, 80], 64)
+        .tcp(sport, 80, 2, 65535)
+        .ack(1)
+        .write(&mut v, &[0u8; 100])
+        .unwrap();
+    v
+}
+
+/// The two fragments of a TCP segment (MF on the first, offset 64 on the second): the NIC
+/// punts both (a tracking pool, docs/pipeline.md §6), the host injects them.
+fn fragments(sport: u16) -> [Vec<u8>; 2] {
+    let whole = ack(sport);
+    let (ip, rest) = Ipv4Header::from_slice(&whole[14..]).unwrap();
+    let payload = &rest[..rest.len().min(usize::from(ip.total_len) - 20)];
+    let cut = 64;
+    let mut out = [Vec::new(), Vec::new()];
+    for (k, (part, offset, more)) in [(&payload[..cut], 0u16, true), (&payload[cut..], 8, false)]
+        .into_iter()
+        .enumerate()
+    {
+        let mut h = ip.clone();
+        h.identification = 77;
+        h.more_fragments = more;
+        h.fragment_offset = etherparse::IpFragOffset::try_new(offset).unwrap();
+        h.set_payload_len(part.len()).unwrap();
+        h.header_checksum = h.calc_header_checksum();
+        let mut f = whole[..14].to_vec();
+        h.write(&mut f).unwrap();
+        f.extend_from_slice(part);
+        out[k] = f;
+    }
+    out
+}
+
+fn run(sim: &ModelHandle, engine: &mut Engine) -> (Vec<CtOutcome>, usize) {
+    let mut out = vec![0u8; 16384];
+    let mut outcomes = Vec::new();
+    for p in 0..50u16 {
+        sim.lock().receive(&syn(1000 + p), &mut out).unwrap();
+    }
+    // Let the host catch up (register path: it installs; rings: it records).
+    for _ in 0..10 {
+        engine.step();
+    }
+    for p in 0..50u16 {
+        let r = sim.lock().receive(&ack(1000 + p), &mut out).unwrap();
+        assert_eq!(r.verdict, Verdict::Forward);
+        outcomes.push(r.conntrack);
+    }
+    for p in 0..20u16 {
+        for f in fragments(1000 + p) {
+            let r = sim.lock().receive(&f, &mut out).unwrap();
+            assert_eq!(r.verdict, Verdict::Punt);
+        }
+    }
+    let mut injected = 0;
+    for _ in 0..20 {
+        engine.step();
+        injected += sim.lock().take_injected().len();
+    }
+    (outcomes, injected)
+}
+
+#[test]
+fn the_hot_paths_read_no_register_on_the_rings() {
+    let (sim, mut engine) = start(EngineOptions::default());
+    let (outcomes, injected) = run(&sim, &mut engine);
+    assert!(outcomes.iter().all(|c| *c == CtOutcome::Hit));
+    assert_eq!(injected, 40, "every fragment to its connection's backend");
+    let s = engine.status(false);
+    assert!(s.rings && s.hw_learn);
+    assert_eq!(s.learn.learned_by_nic, 50);
+    let m = engine.mmio_use();
+    assert_eq!((m.events, m.punts, m.installs), (50, 40, 50));
+    assert_eq!(m.event_reads, 0, "{m:?}");
+    assert_eq!(m.punt_reads, 0, "{m:?}");
+    assert_eq!(m.reads_per_event(), 0.0);
+    assert_eq!(m.reads_per_punt(), 0.0);
+    assert_eq!(m.reads_per_install(), 0.0);
+    // A load reads a handful of control registers, whatever its size.
+    assert!(m.entries > 300 && m.load_reads < 20, "{m:?}");
+    // Punted frames and injected frames crossed by DMA, and interrupts were raised.
+    let p = engine.pcie();
+    assert!(
+        p.dma_writes > 40 && p.dma_reads > 40 && p.interrupts > 0,
+        "{p:?}"
+    );
+}
+
+#[test]
+fn the_register_queues_still_serve_for_debugging() {
+    let (sim, mut engine) = start(EngineOptions {
+        rings: None,
+        ..EngineOptions::default()
+    });
+    let (outcomes, injected) = run(&sim, &mut engine);
+    assert!(outcomes.iter().all(|c| *c == CtOutcome::Hit));
+    assert_eq!(injected, 40);
+    let s = engine.status(false);
+    assert!(!s.rings);
+    let m = engine.mmio_use();
+    // What the rings save: the register path reads per event and per punted frame.
+    assert!(
+        m.reads_per_event() > 1.0 && m.reads_per_punt() > 10.0,
+        "{m:?}"
+    );
+}
