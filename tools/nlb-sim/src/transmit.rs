@@ -1,11 +1,12 @@
-//! Frames the host injects: the NIC runs them when `inject_push` is written (docs/pipeline.md
-//! section 12) and transmits them on its port like forwarded traffic. That is how nlbd's
+//! Frames the host injects: the NIC runs them when the inject ring's doorbell (`dma.inject_host`)
+//! or, on the register path, `inject_push` is written (docs/pipeline.md sections 12 and 14) and
+//! transmits them on its port like forwarded traffic. That is how nlbd's
 //! fragment tracker sends the fragments it punted (SPEC R4.3) and how punted ICMP errors reach
 //! their backend (SPEC R10.2).
 //!
 //! The device keeps what it transmitted in its inject queue (at most the queue depth; a push
 //! with no free entry is dropped and counted by the device) until the wire takes it. The
-//! socket server's device is wrapped in [`Served`]: every write to `inject_push` (a register
+//! socket server's device is wrapped in [`Served`]: every doorbell or `inject_push` (a register
 //! batch is split after it) moves the transmitted frames to the wire at once, on the server
 //! thread that made the push, so the queue never fills while the wire works and nothing waits
 //! for the traffic thread (which sleeps in `recv` when the interface is quiet).
@@ -13,7 +14,9 @@
 use crate::afpacket::Port;
 use firmware_sim::pcap::FrameWriter;
 use nlb_driver::device::{Device, DeviceError, RegOp};
-use nlb_hw::blocks::queues;
+use nlb_driver::dma::{DmaRegion, IrqLine};
+use nlb_driver::pcie::PcieStats;
+use nlb_hw::blocks::{dma, queues};
 use nlb_hw::enums::Verdict;
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -151,12 +154,23 @@ impl Transmitter {
     /// (an injected frame to a backend the tables do not have: the NIC's counters count it)
     /// and frames the wire refused are counted and logged, never retried.
     pub fn flush(&self) {
+        // Frames waiting on the inject ring move on as the queue empties: take until none
+        // comes (bounded by the ring's size in rounds of the queue's depth).
+        for _ in 0..1024 {
+            if self.flush_once() == 0 {
+                break;
+            }
+        }
+    }
+
+    /// One take: sends it, returns how many frames it held.
+    fn flush_once(&self) -> usize {
         let mut c = lock(&self.counts);
         let taken = match self.source.take() {
             Ok(t) => t,
             Err(e) => {
                 eprintln!("nlb-sim: reading the injected frames: {e}");
-                return;
+                return 0;
             }
         };
         for (verdict, frame) in &taken.frames {
@@ -196,12 +210,17 @@ impl Transmitter {
                 c.overflows
             );
         }
+        taken.frames.len()
     }
 }
 
-/// True for a write that pushes a frame on the inject queue.
+/// True for a write that pushes a frame on the inject queue, or rings the inject ring's
+/// doorbell.
 fn is_push(op: &RegOp) -> bool {
-    matches!(*op, RegOp::Write(queues::INJECT_PUSH, _))
+    matches!(
+        *op,
+        RegOp::Write(queues::INJECT_PUSH, _) | RegOp::Write(dma::INJECT_HOST, _)
+    )
 }
 
 /// The device as the socket server serves it: register accesses go to the NIC, and after each
@@ -226,7 +245,7 @@ impl Device for Served {
 
     fn write32(&mut self, offset: u32, value: u32) -> Result<(), DeviceError> {
         let r = self.dev.write32(offset, value);
-        if offset == queues::INJECT_PUSH {
+        if is_push(&RegOp::Write(offset, value)) {
             self.tx.flush();
         }
         r
@@ -254,6 +273,26 @@ impl Device for Served {
 
     fn describe(&self) -> String {
         self.dev.describe()
+    }
+
+    fn dma_map(&mut self, region: &DmaRegion) -> Result<(), DeviceError> {
+        self.dev.dma_map(region)
+    }
+
+    fn dma_unmap(&mut self, region: &DmaRegion) -> Result<(), DeviceError> {
+        self.dev.dma_unmap(region)
+    }
+
+    fn set_interrupts(&mut self, lines: &[IrqLine]) -> Result<(), DeviceError> {
+        self.dev.set_interrupts(lines)
+    }
+
+    fn pcie(&mut self) -> PcieStats {
+        self.dev.pcie()
+    }
+
+    fn mmio_seen(&self) -> (u64, u64) {
+        self.dev.mmio_seen()
     }
 }
 
