@@ -7,12 +7,12 @@
 
 use crate::device::{Device, DeviceError, RegOp};
 use crate::dma::{DmaRegion, HostPort, IrqLine};
-use crate::pcie::{PcieCosts, PcieLedger, PcieStats};
+use crate::pcie::{thread_cpu, PcieCosts, PcieLedger, PcieStats};
 use firmware_sim::{ModelDevice, RegError};
 use nlb_hw::blocks::dma as dma_regs;
 use nlb_hw::Profile;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Register operations done under one lock by [`ModelHandle::run_batch`].
 const OPS_PER_LOCK: usize = 256;
@@ -142,9 +142,9 @@ impl Device for ModelHandle {
     fn write32(&mut self, offset: u32, value: u32) -> Result<(), DeviceError> {
         self.ledger.mmio_writes(1);
         if doorbell(offset) {
-            let t = Instant::now();
+            let t = thread_cpu();
             let r = reg_write(&mut lock(&self.dev), offset, value);
-            self.ledger.device_cpu(t.elapsed());
+            self.ledger.device_cpu(thread_cpu().saturating_sub(t));
             return r;
         }
         reg_write(&mut lock(&self.dev), offset, value)
@@ -157,14 +157,14 @@ impl Device for ModelHandle {
         let rings = ops
             .iter()
             .any(|o| matches!(o, RegOp::Write(off, _) if doorbell(*off)));
-        let t = rings.then(Instant::now);
+        let t = rings.then(thread_cpu);
         // Release the lock now and then so traffic from another thread interleaves with a
         // long batch, as it would on hardware.
         for chunk in ops.chunks(OPS_PER_LOCK) {
             reg_batch(&mut lock(&self.dev), chunk, reads)?;
         }
         if let Some(t) = t {
-            self.ledger.device_cpu(t.elapsed());
+            self.ledger.device_cpu(thread_cpu().saturating_sub(t));
         }
         Ok(())
     }
