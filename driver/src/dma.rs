@@ -21,7 +21,7 @@ use std::collections::VecDeque;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::ptr::NonNull;
-use std::sync::atomic::{fence, AtomicU32, AtomicU8, Ordering};
+use std::sync::atomic::{fence, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -243,6 +243,12 @@ impl DmaRegion {
         unsafe { AtomicU32::from_ptr(self.inner.ptr.as_ptr().add(offset).cast::<u32>()) }
     }
 
+    fn dword(&self, offset: usize) -> &AtomicU64 {
+        // SAFETY: callers checked `offset + 8 <= len` and 8-byte alignment (the mapping is
+        // page aligned); as for `word`.
+        unsafe { AtomicU64::from_ptr(self.inner.ptr.as_ptr().add(offset).cast::<u64>()) }
+    }
+
     fn byte(&self, offset: usize) -> &AtomicU8 {
         // SAFETY: callers checked `offset < len`; as for `word`.
         unsafe { AtomicU8::from_ptr(self.inner.ptr.as_ptr().add(offset)) }
@@ -255,6 +261,15 @@ impl DmaRegion {
         while i < buf.len() && (offset + i) % 4 != 0 {
             buf[i] = self.byte(offset + i).load(Ordering::Relaxed);
             i += 1;
+        }
+        if (offset + i) % 8 != 0 && i + 4 <= buf.len() {
+            let w = self.word(offset + i).load(Ordering::Relaxed);
+            buf[i..i + 4].copy_from_slice(&w.to_ne_bytes());
+            i += 4;
+        }
+        for chunk in buf[i..].chunks_exact_mut(8) {
+            chunk.copy_from_slice(&self.dword(offset + i).load(Ordering::Relaxed).to_ne_bytes());
+            i += 8;
         }
         while i + 4 <= buf.len() {
             let w = self.word(offset + i).load(Ordering::Relaxed);
@@ -276,6 +291,18 @@ impl DmaRegion {
         while i < data.len() && (offset + i) % 4 != 0 {
             self.byte(offset + i).store(data[i], Ordering::Relaxed);
             i += 1;
+        }
+        if (offset + i) % 8 != 0 && i + 4 <= data.len() {
+            let w = u32::from_ne_bytes([data[i], data[i + 1], data[i + 2], data[i + 3]]);
+            self.word(offset + i).store(w, Ordering::Relaxed);
+            i += 4;
+        }
+        for chunk in data[i..].chunks_exact(8) {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(chunk);
+            self.dword(offset + i)
+                .store(u64::from_ne_bytes(b), Ordering::Relaxed);
+            i += 8;
         }
         while i + 4 <= data.len() {
             let w = u32::from_ne_bytes([data[i], data[i + 1], data[i + 2], data[i + 3]]);

@@ -195,6 +195,8 @@ pub struct HostRings {
     seen_errors: [u32; 4],
     hw_learn: bool,
     scratch: Vec<u32>,
+    /// Each punt slot's descriptor, packed once.
+    punt_descs: Vec<[u32; PuntDesc::WORDS]>,
 }
 
 fn slots(log2: u8) -> u16 {
@@ -253,7 +255,16 @@ impl HostRings {
             seen_errors: [0; 4],
             hw_learn: hw_learn && caps.hw_learn,
             scratch: Vec::new(),
+            punt_descs: Vec::new(),
         };
+        for i in 0..slots(sizes.punt_log2) {
+            let d = PuntDesc {
+                addr: r.iova(r.lay.punt_bufs + usize::from(i) * FRAME),
+                len: FRAME as u16,
+                reserved: 0,
+            };
+            r.punt_descs.push(d.pack()?);
+        }
         r.program(dev)?;
         Ok(r)
     }
@@ -357,13 +368,10 @@ impl HostRings {
 
     fn post_punt(&self, index: u16) -> Result<(), RingError> {
         let slot = usize::from(index & (slots(self.sizes.punt_log2) - 1));
-        let d = PuntDesc {
-            addr: self.iova(self.lay.punt_bufs + slot * FRAME),
-            len: FRAME as u16,
-            reserved: 0,
-        };
-        self.mem
-            .write_words(self.slot_offset(Ring::Punt, index), &d.pack()?)?;
+        if let Some(words) = self.punt_descs.get(slot) {
+            self.mem
+                .write_words(self.slot_offset(Ring::Punt, index), words)?;
+        }
         Ok(())
     }
 

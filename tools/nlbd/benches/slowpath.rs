@@ -11,6 +11,10 @@
 //!   again; each decision goes from `HealthEvents` to the engine, which recompiles the pool and
 //!   loads the delta. The figure is `decided_at` → flip read back (target ≤ 50 ms).
 //!
+//! - **new connections per second** with hardware learning, and **punted fragments per
+//!   second**, on the host rings: the host's CPU time per item beside the PCIe cost model's
+//!   register stalls and link time, and the rate on the cost model (docs/pcie.md).
+//!
 //! Run: `cargo bench -p nlbd --bench slowpath -- [--flows N] [--decisions N]
 //! [--members N]` (NLB_BENCH_QUICK=1 for a short run).
 
@@ -379,8 +383,181 @@ fn decision_bench(over_socket: bool, members: usize, decisions: usize) {
     runtime.shutdown_timeout(Duration::from_secs(1));
 }
 
+/// A UDP datagram of 2,000 bytes from `i`'s client to the two-rule VIP, as two fragments
+/// (1,480 and 528 bytes of payload): the NIC punts both (docs/pipeline.md §5), the host
+/// tracks the datagram and injects both to the first fragment's backend (SPEC R4.3).
+fn udp_fragments(i: usize) -> [Vec<u8>; 2] {
+    use etherparse::{IpFragOffset, Ipv4Header};
+    let mut whole = Vec::new();
+    PacketBuilder::ethernet2([2, 0, 0, 0, 0, 0xc1], [2, 0, 0, 0, 0, 1])
+        .ipv4(
+            [10, (i >> 16) as u8, (i >> 8) as u8, i as u8],
+            [203, 0, 113, 53],
+            64,
+        )
+        .udp(1024 + (i % 60000) as u16, 53)
+        .write(&mut whole, &[0x5a; 2000])
+        .expect("frame");
+    let (ip, rest) = Ipv4Header::from_slice(&whole[14..]).expect("ipv4");
+    let payload = rest.to_vec();
+    let mut out = [Vec::new(), Vec::new()];
+    for (k, (part, offset, more)) in [
+        (&payload[..1480], 0u16, true),
+        (&payload[1480..], 185, false),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut h = ip.clone();
+        h.identification = i as u16;
+        h.more_fragments = more;
+        h.fragment_offset = IpFragOffset::try_new(offset).expect("offset");
+        h.set_payload_len(part.len()).expect("length");
+        h.header_checksum = h.calc_header_checksum();
+        let mut f = whole[..14].to_vec();
+        h.write(&mut f).expect("header");
+        f.extend_from_slice(part);
+        out[k] = f;
+    }
+    out
+}
+
+/// One TCP rule and two UDP rules on another VIP (so the NIC punts its fragments).
+fn rings_config() -> Config {
+    let y = "forwardingRules:
+  - {name: web, IPAddress: 203.0.113.80, IPProtocol: TCP, portRange: '80', target: web}
+  - {name: dns, IPAddress: 203.0.113.53, IPProtocol: UDP, portRange: '53', target: web}
+  - {name: dns2, IPAddress: 203.0.113.53, IPProtocol: UDP, portRange: '54', target: web}
+targetPools:
+  - {name: web, region: r, instances: [a, b, c, d]}
+instances:
+  - {name: a, ip: 192.0.2.1, zone: z, mac: '02:00:00:00:00:0a'}
+  - {name: b, ip: 192.0.2.2, zone: z, mac: '02:00:00:00:00:0b'}
+  - {name: c, ip: 192.0.2.3, zone: z, mac: '02:00:00:00:00:0c'}
+  - {name: d, ip: 192.0.2.4, zone: z, mac: '02:00:00:00:00:0d'}
+";
+    let (c, d) = parse_config("bench.yaml", y);
+    assert!(d.is_empty(), "{d}");
+    c
+}
+
+/// An engine on the host rings over an in-process device of the `u280` profile (4 Mi
+/// connections: the flows of the benchmark fit); the handle shares the device's PCIe ledger.
+fn rings_engine() -> (ModelHandle, Engine) {
+    let p = Profile::by_name("u280").expect("u280 profile");
+    let sim = ModelHandle::from_device(ModelDevice::new(p));
+    let opts = EngineOptions {
+        age_every: Duration::from_secs(1 << 30),
+        ..EngineOptions::default()
+    };
+    let (engine, _) = Engine::start(Box::new(sim.clone()), rings_config(), &empty_snapshot(), opts)
+        .expect("engine");
+    (sim, engine)
+}
+
+/// What a stream of `items` cost: host CPU (the engine's thread, the device's own work taken
+/// out) and the PCIe figures of the same span; prints per-item figures and the rate on the
+/// cost model.
+fn stream_report(what: &str, items: u64, cpu: Duration, used: &nlb_driver::pcie::PcieStats) {
+    let host_ns = cpu.as_secs_f64() * 1e9 - used.device_cpu_ns as f64;
+    let per = used.stream_ns_per_item(host_ns.max(0.0), items);
+    println!(
+        "{what}: {:.2} M/s on the PCIe cost model ({:.0} ns of host CPU per item, {:.1} ns of register stalls, {:.1} ns of link; {} register reads, {} writes, {} DMA writes, {} DMA reads, {} interrupts for {} items)",
+        1e3 / per,
+        host_ns.max(0.0) / items.max(1) as f64,
+        used.mmio_stall_ns / items.max(1) as f64,
+        used.link_ns() / items.max(1) as f64,
+        used.mmio_reads,
+        used.mmio_writes,
+        used.dma_writes,
+        used.dma_reads,
+        used.interrupts,
+        items
+    );
+}
+
+/// New connections per second with hardware learning: the NIC installs each new flow and
+/// writes an event record; the host takes the records and keeps its books. Bursts of one
+/// event ring (4,096), the device's side untimed.
+fn cps_bench(flows: usize) {
+    let (sim, mut engine) = rings_engine();
+    let frames: Vec<Vec<u8>> = (0..flows).map(syn).collect();
+    let mut out = firmware_sim::BatchOutput::new();
+    let mut cpu = Duration::ZERO;
+    let start = engine.connections().stats().learn_events;
+    let before = sim.clone().pcie();
+    let mmio0 = engine.mmio_use();
+    for burst in frames.chunks(4000) {
+        let refs: Vec<&[u8]> = burst.iter().map(Vec::as_slice).collect();
+        lock(&sim.shared()).receive_batch(&refs, &mut out);
+        let target = engine.connections().stats().learn_events + burst.len() as u64;
+        let t0 = nlb_driver::pcie::thread_cpu();
+        while engine.connections().stats().learn_events < target {
+            if !engine.step().busy() {
+                break;
+            }
+        }
+        cpu += nlb_driver::pcie::thread_cpu().saturating_sub(t0);
+    }
+    let used = sim.clone().pcie().since(&before);
+    let events = engine.connections().stats().learn_events - start;
+    let m = engine.mmio_use();
+    stream_report("new connections (NIC learns, host keeps the books)", events, cpu, &used);
+    println!(
+        "    register reads per learn event {:.3}, per installed connection {:.3}; learned by the NIC {} of {} flows, {} connections in the host's table",
+        (m.event_reads - mmio0.event_reads) as f64 / events.max(1) as f64,
+        (m.event_reads - mmio0.event_reads) as f64 / (m.installs - mmio0.installs).max(1) as f64,
+        engine.connections().stats().learned_by_nic,
+        flows,
+        engine.connections().conntrack().valid_count()
+    );
+}
+
+/// Punted fragments per second: UDP datagrams in two fragments on a two-rule VIP; the host
+/// takes each from the punt ring, tracks the datagram and injects the fragment through the
+/// inject ring. Bursts of 1,000 fragments (the punt ring holds 1,024), the device untimed.
+fn punt_bench(datagrams: usize) {
+    let (sim, mut engine) = rings_engine();
+    let mut out = firmware_sim::BatchOutput::new();
+    let mut cpu = Duration::ZERO;
+    let before = sim.clone().pcie();
+    let mmio0 = engine.mmio_use();
+    let start = engine.mmio_use().punts;
+    let mut injected = 0usize;
+    for burst in (0..datagrams).collect::<Vec<_>>().chunks(500) {
+        let frames: Vec<Vec<u8>> = burst.iter().flat_map(|&i| udp_fragments(i)).collect();
+        let refs: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
+        lock(&sim.shared()).receive_batch(&refs, &mut out);
+        let target = engine.mmio_use().punts + frames.len() as u64;
+        let t0 = nlb_driver::pcie::thread_cpu();
+        while engine.mmio_use().punts < target {
+            if !engine.step().busy() {
+                break;
+            }
+        }
+        cpu += nlb_driver::pcie::thread_cpu().saturating_sub(t0);
+        injected += lock(&sim.shared()).take_injected().len();
+    }
+    let used = sim.clone().pcie().since(&before);
+    let m = engine.mmio_use();
+    let punts = m.punts - start;
+    stream_report("punted fragments (taken, tracked, injected)", punts, cpu, &used);
+    println!(
+        "    register reads per punted frame {:.3}; {} frames injected",
+        (m.punt_reads - mmio0.punt_reads) as f64 / punts.max(1) as f64,
+        injected
+    );
+}
+
 fn main() {
     let args = parse_args();
+    // NLB_BENCH_ONLY=rings: the ring figures alone (for a profiler).
+    let only_rings = std::env::var("NLB_BENCH_ONLY").is_ok_and(|v| v == "rings");
+    cps_bench(args.flows.max(40_000) * 5);
+    punt_bench(args.flows.max(40_000) / 2);
+    if only_rings {
+        return;
+    }
     for over_socket in [false, true] {
         learn_bench(over_socket, args.flows);
     }
