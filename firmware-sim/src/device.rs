@@ -137,6 +137,11 @@ pub fn block_header(offset: u32) -> Option<u32> {
             blocks::queues::VERSION,
             blocks::queues::NEXT,
         ),
+        blocks::mem::BASE => (
+            blocks::mem::TYPE_WORD,
+            blocks::mem::VERSION,
+            blocks::mem::NEXT,
+        ),
         _ => return None,
     };
     match offset - base {
@@ -625,7 +630,12 @@ impl ModelDevice {
             blocks::table::BASE => self.read_table(offset),
             blocks::conntrack::BASE => self.read_ct(offset),
             blocks::counters::BASE => self.read_counters(offset),
-            _ if (blocks::queues::BASE..BAR_SIZE).contains(&offset) => self.read_queues(offset),
+            // The model has no memory ports: no read is issued, none waits (docs/pipeline.md
+            // section 14).
+            blocks::mem::BASE => 0,
+            _ if (blocks::queues::BASE..blocks::mem::BASE).contains(&offset) => {
+                self.read_queues(offset)
+            }
             _ => 0,
         })
     }
@@ -649,7 +659,7 @@ impl ModelDevice {
             blocks::table::BASE => self.write_table(offset, value),
             blocks::conntrack::BASE => self.write_ct(offset, value),
             blocks::counters::BASE => self.write_counters(offset, value),
-            _ if (blocks::queues::BASE..BAR_SIZE).contains(&offset) => {
+            _ if (blocks::queues::BASE..blocks::mem::BASE).contains(&offset) => {
                 self.write_queues(offset, value)
             }
             _ => {}
@@ -674,6 +684,9 @@ impl ModelDevice {
             b::CAP_CT_BUCKETS => self.conntrack.buckets(),
             b::CAP_CT_WAYS => self.conntrack.ways(),
             b::CAP_QUEUE_DEPTH => p.queue_depth,
+            b::CAP_CT_CHANNELS => p.ct_channels,
+            b::CAP_MAGLEV_CHANNELS => p.maglev_channels,
+            b::CAP_MEM_SLOTS => p.mem_slots,
             b::BUILD_ID => self.flash.build_id().unwrap_or(0),
             b::PART_ID => self.flash.part_id().unwrap_or(0),
             // git_hash: 0 for the model.
