@@ -27,7 +27,9 @@
 // verdict, bytes) and shown on m_drop_* (in the clock after its first beat left the queue:
 // its reason and its number among received frames, from 0 after reset). Injected frames (their
 // port has a skid buffer, tready from a register) start between two frames while the admission
-// has room and the receive queue is at most half full, so it never overflows.
+// has room and the receive queue is at most half full, so it never overflows. ctrl_* are
+// latched, and ctrl.packets_in_flight counts a frame, from the clock its first beat is taken at
+// its port (before the receive queue or the inject skid buffer).
 //
 // Output streams: m_axis_tx (forwarded frames), m_axis_punt (punt header beat + the frame's
 // first 9728 bytes), m_axis_event (one learn_event record per beat, the layout in the low 358
@@ -808,17 +810,31 @@ wire                  q_last = rxq_data[KEEP_WIDTH + DATA_WIDTH];
 wire [KEEP_WIDTH-1:0] q_keep = rxq_data[DATA_WIDTH +: KEEP_WIDTH];
 wire [DATA_WIDTH-1:0] q_data = rxq_data[DATA_WIDTH-1:0];
 
-// Injected frames through a skid buffer (tready from a register).
+// Injected frames through a skid buffer (tready from a register), each beat with the ctrl bits
+// as the port takes it (the first beat's are the frame's, as for received frames).
 wire [DATA_WIDTH-1:0] ij_tdata;
 wire [KEEP_WIDTH-1:0] ij_tkeep;
 wire                  ij_tvalid;
 wire                  ij_tready;
 wire                  ij_tlast;
 wire [INJ_USER_W-1:0] ij_tuser;
+wire [2:0]            ij_ctrl;
+reg                   inj_first_reg = 1'b1;   // the next beat the inject port takes starts a frame
+wire                  inj_port_first = s_axis_inject_tvalid && s_axis_inject_tready
+    && inj_first_reg;
+
+always @(posedge clk) begin
+    if (s_axis_inject_tvalid && s_axis_inject_tready) begin
+        inj_first_reg <= s_axis_inject_tlast;
+    end
+    if (rst) begin
+        inj_first_reg <= 1'b1;
+    end
+end
 
 nlb_axis_skid #(
     .DATA_WIDTH(DATA_WIDTH),
-    .USER_WIDTH(INJ_USER_W)
+    .USER_WIDTH(INJ_USER_W + 3)
 ) inject_skid_inst (
     .clk(clk),
     .rst(rst),
@@ -827,13 +843,13 @@ nlb_axis_skid #(
     .s_axis_tvalid(s_axis_inject_tvalid),
     .s_axis_tready(s_axis_inject_tready),
     .s_axis_tlast(s_axis_inject_tlast),
-    .s_axis_tuser(s_axis_inject_tuser),
+    .s_axis_tuser({ctrl_now, s_axis_inject_tuser}),
     .m_axis_tdata(ij_tdata),
     .m_axis_tkeep(ij_tkeep),
     .m_axis_tvalid(ij_tvalid),
     .m_axis_tready(ij_tready),
     .m_axis_tlast(ij_tlast),
-    .m_axis_tuser(ij_tuser)
+    .m_axis_tuser({ij_ctrl, ij_tuser})
 );
 
 // Admission (registered): room in the lookup (packets in flight, counters) and in the packet
@@ -874,10 +890,9 @@ wire [KEEP_WIDTH-1:0] in_tkeep = beat_inj ? ij_tkeep : q_keep;
 wire                  in_tvalid = beat && !dropping;
 wire                  in_tlast = beat_last;
 // The first beat's sideband (nlb_lookup's s_user: bits 31..16 backend, 15..4 pool, 3 injected,
-// 2..0 the ctrl bits): a received frame's ctrl as it arrived, an injected frame's as it is
-// taken.
+// 2..0 the ctrl bits): each frame's ctrl as its port took its first beat.
 wire [INJ_USER_W-1:0] inj_header = beat_inj ? ij_tuser : {INJ_USER_W{1'b0}};
-wire [2:0] first_ctrl = beat_inj ? ctrl_now : q_ctrl;
+wire [2:0] first_ctrl = beat_inj ? ij_ctrl : q_ctrl;
 wire [31:0] rx_user = {
     inj_header[NLB_INJECT_HEADER_BACKEND_LSB +: NLB_INJECT_HEADER_BACKEND_W],
     inj_header[NLB_INJECT_HEADER_POOL_LSB +: NLB_INJECT_HEADER_POOL_W], beat_inj, first_ctrl};
@@ -1540,11 +1555,11 @@ initial begin
 end
 
 always @(posedge clk) begin
-    // From the first beat (received, or injected as it is taken) to the result, or to the drop.
+    // From the first beat (as its port takes it) to the result, or to the drop.
     for (fb = 0; fb < 2; fb = fb + 1) begin
         in_flight_reg[fb] <= in_flight_reg[fb]
             + {15'd0, rx_first && ctrl_active_bank == fb[0]}
-            + {15'd0, start_inj && ij_tvalid && ctrl_active_bank == fb[0]}
+            + {15'd0, inj_port_first && ctrl_active_bank == fb[0]}
             - {15'd0, m_res_valid && m_res_bank == fb[0]}
             - {15'd0, drop_valid_reg && drop_bank_reg == fb[0]};
     end
