@@ -341,6 +341,9 @@ pub struct TopBench {
     pub tx_pending: Vec<Beat>,
     /// Punt beats taken from the sink, not yet a whole record.
     pub punt_pending: Vec<Beat>,
+    /// Frames queued on the received stream since reset: the next one's number, as
+    /// `m_drop_seq` counts them ([`Dropped::seq`]).
+    pub rx_sent: u32,
 }
 
 impl TopBench {
@@ -395,6 +398,7 @@ impl TopBench {
             events,
             tx_pending: Vec::new(),
             punt_pending: Vec::new(),
+            rx_sent: 0,
         })
     }
 
@@ -571,11 +575,13 @@ impl TopBench {
         })
     }
 
-    /// Queues a frame on the received stream.
-    pub fn send(&mut self, frame: &[u8]) {
+    /// Queues a frame on the received stream; returns its number among received frames.
+    pub fn send(&mut self, frame: &[u8]) -> u32 {
         for b in frame_beats(frame) {
             self.rx.push(b);
         }
+        self.rx_sent = self.rx_sent.wrapping_add(1);
+        self.rx_sent.wrapping_sub(1)
     }
 
     /// Queues a frame on the inject stream with its header (backend, pool).
