@@ -859,14 +859,14 @@ reg               room_lookup_reg = 1'b0;
 reg               room_buffer_reg = 1'b0;
 reg               in_frame_reg = 1'b0;   // a frame is passing the merge point
 reg               sel_inject_reg = 1'b0; // it is an injected one
-reg               dropping_reg = 1'b0;   // it is being dropped
 reg               prefer_inject_reg = 1'b0;
 reg  [31:0]       rx_seq_reg = 32'd0;    // received frames that left the queue
 
 wire admit_ok = room_lookup_reg && room_buffer_reg;
 // At a frame boundary: an injected frame may start while the admission has room and the
 // receive queue is at most half full; the two ports alternate when both have a frame.
-wire inj_can = ij_tvalid && admit_ok && rxq_count <= RXQ_DEPTH / 2;
+reg  rxq_half_reg = 1'b1;  // the receive queue is at most half full (a clock late)
+wire inj_can = ij_tvalid && admit_ok && rxq_half_reg;
 wire start_inj = !in_frame_reg && inj_can && (!rxq_valid || prefer_inject_reg);
 wire start_rx = !in_frame_reg && rxq_valid && !start_inj;
 wire cont_inj = in_frame_reg && sel_inject_reg;
@@ -878,24 +878,54 @@ wire beat = beat_inj || beat_rx;
 wire beat_last = beat_inj ? ij_tlast : q_last;
 assign ij_tready = start_inj || cont_inj;
 assign rxq_take = start_rx || cont_rx;
-// A received frame without room is dropped at its first beat, whole.
-wire drop_now = start_rx && !admit_ok;
-wire dropping = drop_now || (cont_rx && dropping_reg);
+// A received frame without room is dropped at its first beat, whole (nlb_rx_drop).
+wire drop_now;
+wire dropping;
+wire rx_pass;
+/* verilator lint_off PINCONNECTEMPTY */
+nlb_rx_drop rx_drop_inst (
+    .clk(clk),
+    .rst(rst),
+    .s_valid(beat_rx),
+    .s_last(q_last),
+    .room(admit_ok),
+    .m_pass(rx_pass),
+    .m_first(),
+    .m_drop_first(drop_now),
+    .m_dropping(dropping)
+);
+/* verilator lint_on PINCONNECTEMPTY */
 wire [4:0] drop_reason = !room_lookup_reg ? NLB_REASON_NO_ROOM_LOOKUP : NLB_REASON_NO_ROOM_BUFFER;
 wire admit_now = (start_rx && admit_ok) || (start_inj && ij_tvalid);
 
-// The merged stream into the parser, the payload sums and the packet FIFO.
-wire [DATA_WIDTH-1:0] in_tdata = beat_inj ? ij_tdata : q_data;
-wire [KEEP_WIDTH-1:0] in_tkeep = beat_inj ? ij_tkeep : q_keep;
-wire                  in_tvalid = beat && !dropping;
-wire                  in_tlast = beat_last;
+// The merged stream into the parser, the payload sums and the packet FIFO, from a register
+// (the selection and admission logic stays out of the parser's first stage).
+wire [DATA_WIDTH-1:0] mg_tdata = beat_inj ? ij_tdata : q_data;
+wire [KEEP_WIDTH-1:0] mg_tkeep = beat_inj ? ij_tkeep : q_keep;
+wire                  mg_tvalid = beat_inj || rx_pass;
+reg  [DATA_WIDTH-1:0] in_tdata = {DATA_WIDTH{1'b0}};
+reg  [KEEP_WIDTH-1:0] in_tkeep = {KEEP_WIDTH{1'b0}};
+reg                   in_tvalid = 1'b0;
+reg                   in_tlast = 1'b0;
+reg  [31:0]           rx_user = 32'd0;
 // The first beat's sideband (nlb_lookup's s_user: bits 31..16 backend, 15..4 pool, 3 injected,
 // 2..0 the ctrl bits): each frame's ctrl as its port took its first beat.
 wire [INJ_USER_W-1:0] inj_header = beat_inj ? ij_tuser : {INJ_USER_W{1'b0}};
 wire [2:0] first_ctrl = beat_inj ? ij_ctrl : q_ctrl;
-wire [31:0] rx_user = {
+wire [31:0] mg_user = {
     inj_header[NLB_INJECT_HEADER_BACKEND_LSB +: NLB_INJECT_HEADER_BACKEND_W],
     inj_header[NLB_INJECT_HEADER_POOL_LSB +: NLB_INJECT_HEADER_POOL_W], beat_inj, first_ctrl};
+
+always @(posedge clk) begin
+    in_tvalid <= mg_tvalid;
+    in_tdata <= mg_tdata;
+    in_tkeep <= mg_tkeep;
+    in_tlast <= beat_last;
+    rx_user <= mg_user;
+    if (rst) begin
+        in_tvalid <= 1'b0;
+    end
+end
 
 // Dropped frames: the monitor in the next clock; the counters once the length is known.
 reg        drop_valid_reg = 1'b0;
@@ -927,13 +957,14 @@ always @(posedge clk) begin
         && counters_room && lookup_room;
     room_buffer_reg <= {{(31-$clog2(PKT_FIFO_DEPTH)){1'b0}}, pkt_count}
         < PKT_FIFO_DEPTH - RX_MAX_BEATS - 4;
+    // (A clock late, and a beat a clock comes in: one beat of margin.)
+    rxq_half_reg <= rxq_count < RXQ_DEPTH / 2;
     admitted_reg <= admitted_reg + {{MIF_BITS{1'b0}}, admit_now}
         - {{MIF_BITS{1'b0}}, frame_done};
     if (beat) begin
         in_frame_reg <= !beat_last;
         if (start_inj || start_rx) begin
             sel_inject_reg <= start_inj;
-            dropping_reg <= drop_now;
             prefer_inject_reg <= start_rx;
         end
     end
@@ -962,7 +993,6 @@ always @(posedge clk) begin
         admitted_reg <= {(MIF_BITS+1){1'b0}};
         in_frame_reg <= 1'b0;
         sel_inject_reg <= 1'b0;
-        dropping_reg <= 1'b0;
         prefer_inject_reg <= 1'b0;
         rx_seq_reg <= 32'd0;
         drop_valid_reg <= 1'b0;
