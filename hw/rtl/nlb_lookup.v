@@ -237,7 +237,7 @@ parameter CT_WAYS = NLB_PROFILE_SIM_CT_WAYS;
 parameter RD_LATENCY = 2;
 // Descriptor FIFO entries (a power of two >= 32: the parser may have 10 in flight when
 // s_room falls).
-parameter FIFO_DEPTH = 512;
+parameter FIFO_DEPTH = 32;
 // Memory ports (docs/pipeline.md section 14). Connection table: channels, data width (a row
 // of CT_ROW_W = 1536 bits is CT_ROW_W / CT_DATA_W beats), packets its stage holds; Maglev
 // slots likewise (a row is 16 slots, 256 bits). AXI address and id widths; each channel's

@@ -637,6 +637,11 @@ assign m_state = r2_state_reg;
 assign m_read = r2_read_reg;
 assign m_data = r2_data_reg;
 
+`ifdef FORMAL
+// Formal properties: packets out in the order they came in (hw/scripts/formal.sh).
+`include "nlb_mem_stage_props.vh"
+`endif
+
 endmodule
 
 `resetall

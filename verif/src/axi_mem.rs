@@ -14,7 +14,6 @@ use crate::error::VerifError;
 use crate::verilated::{Port, Verilated};
 use rand::rngs::StdRng;
 use rand::RngExt;
-use std::collections::VecDeque;
 
 /// The read ports of one table, `<prefix>_ar*` and `<prefix>_r*`, channel `c` in the `c`-th
 /// slice of each, and its write ports (held idle).

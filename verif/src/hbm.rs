@@ -61,7 +61,25 @@ impl HbmConfig {
         }
     }
 
-    /// Writes the configuration ports of a `top_hbm` model (before its reset).
+    /// A memory answering in 2-5 clocks, without refresh or refusals: for loading a test's
+    /// tables through the registers (a host operation whose speed no test looks at), before
+    /// its traffic runs on [`HbmConfig::realistic`].
+    pub fn quick(seed: u32) -> HbmConfig {
+        HbmConfig {
+            seed,
+            lat_min: 2,
+            lat_spread: 4,
+            tail_per_mille: 0,
+            tail_max: 0,
+            ref_period: 0,
+            ref_stall: 0,
+            bw_per_mille: 1000,
+            arready_drop_per_mille: 0,
+        }
+    }
+
+    /// Writes the configuration ports of a `top_hbm` model: the seed is read at reset, the
+    /// rest in every clock (so a test may change the timing between phases).
     pub fn apply(&self, sim: &mut Verilated) -> Result<(), VerifError> {
         let fields: [(&str, u64); 9] = [
             ("hbm_cfg_seed", u64::from(self.seed)),

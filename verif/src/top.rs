@@ -402,6 +402,13 @@ impl TopBench {
         })
     }
 
+    /// Sets the HBM model's timing from now on (a `top_hbm` bench; its seed counts only at
+    /// reset). The tests load their tables with [`HbmConfig::quick`] and run traffic with
+    /// [`HbmConfig::realistic`].
+    pub fn set_hbm(&mut self, cfg: &HbmConfig) -> Result<(), VerifError> {
+        cfg.apply(&mut self.bench.sim)
+    }
+
     /// One clock with every agent.
     pub fn step(&mut self) -> Result<(), VerifError> {
         self.bench.step(&mut [

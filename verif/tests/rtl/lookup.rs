@@ -910,7 +910,7 @@ impl Run {
                 ));
             }
             if waited == IDLE_LATENCY {
-                self.bin("result at the idle latency (23 clocks)");
+                self.bin("result at the idle latency (32 clocks)");
             }
         }
         if let Some((c, i)) = self.hit_prev {
@@ -932,9 +932,9 @@ impl Run {
         let mut waited = 0;
         while !self.step(Some(d)) {
             waited += 1;
-            if waited > 100 {
+            if waited > 20_000 {
                 self.fail(format!(
-                    "s_room stayed low for 100 clocks at clock {}",
+                    "s_room stayed low for 20,000 clocks at clock {}",
                     self.clock
                 ));
             }
@@ -1330,8 +1330,18 @@ fn run(seed: u64) -> Bins {
             let n = g.random_range(1..30);
             r.idle(n);
         }
+        // Now and then the pipeline drains (the memory answers in up to 60 clocks), so that a
+        // descriptor meets it idle.
+        if g.random_bool(0.01) {
+            r.idle(200);
+        }
     }
-    r.idle(IDLE_LATENCY as u32 + 8);
+    // The memory ports answer in up to 60 clocks, in any order: drain everything in flight.
+    let mut waited = 0;
+    while !r.flight.is_empty() && waited < 50_000 {
+        r.idle(1);
+        waited += 1;
+    }
     if !r.flight.is_empty() {
         r.fail(format!("{} results never came out", r.flight.len()));
     }
@@ -1347,7 +1357,7 @@ fn decides_as_the_model() {
     }
     let mut required: Vec<String> = [
         "bank flipped between neighbours",
-        "result at the idle latency (23 clocks)",
+        "result at the idle latency (32 clocks)",
         "verdict Forward",
         "verdict Punt",
         "verdict Drop",

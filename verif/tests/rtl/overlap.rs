@@ -655,9 +655,17 @@ impl<'b> Case<'b> {
         }
         let rx_idle = rng.random_range(0.0..0.4);
         let base_backpressure = rng.random_range(0.0..0.4);
+        // The initial tables load on a quick memory; traffic and the host program's commands
+        // run on the realistic one.
         let hbm = HbmConfig::realistic(seed as u32);
-        let mut dut =
-            TopBench::with_memory(Some(&hbm), seed, None, rx_idle, base_backpressure, 0.2)?;
+        let mut dut = TopBench::with_memory(
+            Some(&HbmConfig::quick(seed as u32)),
+            seed,
+            None,
+            rx_idle,
+            base_backpressure,
+            0.2,
+        )?;
         dut.events.backpressure = rng.random_range(0.0..0.3);
         if let Some((path, 0)) = &wave {
             dut.bench.sim.trace_to(path)?;
@@ -702,6 +710,7 @@ impl<'b> Case<'b> {
             ct_ref.data[..CtEntry::WORDS].copy_from_slice(&pack(&e));
         }
         dut.write32(ctrl::ENABLE, ctrl::Enable { enable: true }.word())?;
+        dut.set_hbm(&hbm)?;
         let mut drop = settings;
         drop.default_action = DefaultAction::Drop;
         let watch = Watch::new(&dut.bench.sim)?;

@@ -175,7 +175,7 @@ fn run(
         .filter(|(i, _)| !dropped.contains_key(&(*i as u32)));
     let mut seen_inj = 0usize;
     for g in &out_rx {
-        if g.len() >= 30 && g[26..30] == [0x0d, 0, 0, 0][..] {
+        if g.len() >= 30 && g[26..29] == [0x0d, 0, 0][..] {
             seen_inj += 1;
             continue;
         }
