@@ -22,6 +22,7 @@ reg  [F_CW-1:0] f_in = {F_CW{1'b0}};   // packets in
 reg  [F_CW-1:0] f_ret = {F_CW{1'b0}};  // packets that left the slots (head moves)
 reg  [F_CW-1:0] f_out = {F_CW{1'b0}};  // packets out (m_valid)
 (* anyconst *) reg [F_CW-1:0] f_idx;
+wire [F_CW-1:0] f_inside = f_in - f_out;      // packets between entering and m_valid
 reg  [STATE_W-1:0] f_state;
 reg                f_read;
 
@@ -31,7 +32,7 @@ always @* begin
     end
     // The caller's credits.
     if (s_valid) begin
-        assume(f_in - f_out < SLOTS);
+        assume(f_inside < SLOTS);
     end
 end
 
@@ -69,14 +70,16 @@ always @* begin
     end
 end
 
-`ifndef FORMAL_SPEC_ONLY
 wire [F_CW-1:0] f_held = f_in - f_ret;        // packets in the slots
 wire [F_CW-1:0] f_piped = f_ret - f_out;      // in r1 / r2
 wire [F_CW-1:0] f_pos = f_idx - f_ret;        // the tracked one's place among the slots
 wire [SB-1:0]   f_slot = f_idx[SB-1:0];
+
+`ifndef FORMAL_SPEC_ONLY
 always @* begin
     if (!rst && f_past_valid) begin
-        mem_stage_inv_count: assert(f_in - f_out <= SLOTS);
+        mem_stage_inv_count: assert(f_inside <= SLOTS);
+        mem_stage_inv_held: assert(f_held <= SLOTS && f_piped <= 2);
         mem_stage_inv_tail: assert(tail_reg == f_in[SB:0]);
         mem_stage_inv_head: assert(head_reg == f_ret[SB:0]);
         mem_stage_inv_pipe: assert(f_piped == {{(F_CW-2){1'b0}}, r1_valid_reg}

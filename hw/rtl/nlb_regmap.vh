@@ -12,7 +12,7 @@ localparam NLB_DATA_WIDTH = 512;
 localparam NLB_BLOCK_TYPE_PREFIX = 32'h4e4c0000;
 
 // ---- capacity profiles ----
-localparam NLB_PROFILE_SIM_ID = 32'h1; // Small memories for simulation and CI (every table on chip; the connection table and the Maglev slots behind the same memory ports as in HBM, answering in two clocks).
+localparam NLB_PROFILE_SIM_ID = 32'h1; // Small memories for simulation and CI (every table on chip; the connection table and the Maglev slots behind the same memory ports as in HBM, answering in three clocks).
 localparam NLB_PROFILE_SIM_VIP_BUCKETS = 64;
 localparam NLB_PROFILE_SIM_VIP_WAYS = 4;
 localparam NLB_PROFILE_SIM_RULES = 256;

@@ -134,8 +134,8 @@ struct CtrlChange {
     first_beat_before: bool,
     /// The transmit or punt stream offered a beat that was not taken.
     out_stalled: bool,
-    /// A beat was offered on the inject input and not taken (admission closed; the receive
-    /// input takes every beat).
+    /// Admission closed: a beat offered on the inject input was not taken, or a received
+    /// frame was dropped for lack of room (the receive input takes every beat).
     in_stalled: bool,
     /// Packets in flight per bank (the test's count) in this clock.
     in_flight: [u32; 2],
@@ -287,7 +287,10 @@ impl Agent for Watch {
             if from != now {
                 let out_stalled = (sim.get_bit(self.tx_valid)? && !sim.get_bit(self.tx_ready)?)
                     || (sim.get_bit(self.punt_valid)? && !sim.get_bit(self.punt_ready)?);
-                let in_stalled = sim.get_bit(self.inj_valid)? && !sim.get_bit(self.inj_ready)?;
+                // Admission closed: an injected beat waits, or a received frame is dropped
+                // for lack of room.
+                let in_stalled = (sim.get_bit(self.inj_valid)? && !sim.get_bit(self.inj_ready)?)
+                    || sim.get_bit(self.drop_valid)?;
                 self.ctrl_changes.push_back(CtrlChange {
                     cycle,
                     from,
