@@ -42,7 +42,10 @@ fn run() -> Result<(), String> {
         .parent()
         .ok_or("the crate must sit inside the workspace")?
         .join("hw/rtl");
+    // Simulation-only Verilog (the HBM model and the top level that puts it under nlb_top).
+    let sim_rtl = manifest.join("hbm");
     println!("cargo:rerun-if-changed={}", rtl.display());
+    println!("cargo:rerun-if-changed={}", sim_rtl.display());
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-env-changed=VERILATOR");
     println!("cargo:rerun-if-env-changed=SOURCE_DATE_EPOCH");
@@ -105,6 +108,16 @@ fn run() -> Result<(), String> {
                 format!("GIT_HASH=32'h{git_hash:08x}"),
             ],
         },
+        // The whole pipeline with its connection table and Maglev slots on HBM ports, each
+        // table behind the HBM model (verif/hbm/nlb_top_hbm.v; docs/verification.md).
+        ModelSpec {
+            name: "top_hbm",
+            top: "nlb_top_hbm",
+            params: vec![
+                format!("BUILD_ID=32'd{build_id}"),
+                format!("GIT_HASH=32'h{git_hash:08x}"),
+            ],
+        },
         ModelSpec {
             name: "regs",
             top: "nlb_regs",
@@ -127,7 +140,7 @@ fn run() -> Result<(), String> {
         let mdir = out.join(format!("vl_{}", m.name));
         let prefix = format!("V{}", m.name);
         let covered = coverage && m.name == COVERAGE_MODEL;
-        verilate(&verilator, &rtl, &mdir, &prefix, m, covered)?;
+        verilate(&verilator, &rtl, &sim_rtl, &mdir, &prefix, m, covered)?;
         let classes = std::fs::read_to_string(mdir.join(format!("{prefix}_classes.mk")))
             .map_err(|e| format!("Verilator wrote no classes file for {}: {e}", m.top))?;
         for list in [
@@ -239,8 +252,21 @@ fn block_bench_models() -> Vec<ModelSpec> {
             &["CT_BUCKETS=16", "CT_WAYS=4"],
         ),
         // The `sim` profile's table depths (the defaults): the bench plays every table from
-        // `nlb_hw::Tables` of that profile, as the golden model reads them.
-        spec("lookup", "nlb_lookup", &[]),
+        // `nlb_hw::Tables` of that profile, as the golden model reads them; its memory stages
+        // on 4 + 2 channels of 256 bits with few slots, so that reads come back out of order
+        // across and within channels and the stages fill.
+        spec(
+            "lookup",
+            "nlb_lookup",
+            &[
+                "CT_CHANNELS=4",
+                "CT_DATA_W=256",
+                "CT_SLOTS=32",
+                "MG_CHANNELS=2",
+                "MG_DATA_W=256",
+                "MG_SLOTS=32",
+            ],
+        ),
         // The `sim` profile's rule and backend counts (the defaults), as the model device's.
         spec("counters", "nlb_counters", &[]),
     ]
@@ -306,6 +332,7 @@ const COVERAGE_MODEL: &str = "top";
 fn verilate(
     verilator: &str,
     rtl: &Path,
+    sim_rtl: &Path,
     mdir: &Path,
     prefix: &str,
     m: &ModelSpec,
@@ -334,11 +361,19 @@ fn verilate(
         .args(["--prefix", prefix, "--top-module", m.top])
         .arg("-y")
         .arg(rtl)
+        .arg("-y")
+        .arg(sim_rtl)
         .arg(format!("-I{}", rtl.display()));
     for p in &m.params {
         cmd.arg(format!("-G{p}"));
     }
-    cmd.arg(rtl.join(format!("{}.v", m.top)));
+    // The top's file: hw/rtl's, or a simulation-only one of verif/hbm.
+    let file = rtl.join(format!("{}.v", m.top));
+    cmd.arg(if file.is_file() {
+        file
+    } else {
+        sim_rtl.join(format!("{}.v", m.top))
+    });
     let out = cmd
         .output()
         .map_err(|e| format!("cannot run {verilator}: {e}"))?;

@@ -4,11 +4,15 @@
 //!   a Unix socket);
 //! - register writes of a delta load after one backend's health change, against the number of
 //!   changed entries (target ≤ 2×);
-//! - conntrack installs per second, batched, through both backends (target ≥ 1 M/s).
+//! - conntrack installs per second, batched, through both backends (target ≥ 1 M/s);
+//! - production scale (`scale`): an image with one pool of 65,536 backends (its Maglev slice
+//!   M = 6,553,621 ≥ 100 × N) compiled for the `u280` and `u55c` profiles, loaded into a
+//!   `ModelHandle` of that profile (attach reads both banks back first).
 //!
 //! Run: `cargo bench -p nlb-driver --bench driver` (NLB_BENCH_QUICK=1 for a short run).
 
 use flowtable_compiler::{compile, CompileOptions, HealthState, Image};
+use std::fmt::Write as _;
 use nlb_config::parse_config;
 use nlb_driver::conntrack::{Conntrack, NewConnection};
 use nlb_driver::device::Device;
@@ -294,6 +298,9 @@ fn main() {
         let mut sock = SocketDevice::connect(&path).expect("connect");
         full_load("SocketDevice", &mut sock, &big, rounds);
     }
+    if want("scale") {
+        scale_load(quick);
+    }
     if want("delta") {
         delta_load(1, 3);
         delta_load(1, 100);
@@ -310,5 +317,53 @@ fn main() {
         let (path, _server) = serve(&sim, "ct");
         let sock = SocketDevice::connect(&path).expect("connect");
         conntrack_rate("SocketDevice", sock, batch, ct_rounds);
+    }
+}
+
+/// One VIP to one pool of `n` backends (addresses 10.0.0.0/8 by index).
+fn one_pool_config(n: usize) -> String {
+    let mut y = String::from(
+        "forwardingRules:\n  - {name: big, IPAddress: 203.0.113.200, IPProtocol: TCP, portRange: \"80\", target: pbig}\ntargetPools:\n  - {name: pbig, healthChecks: [hc], instances: [",
+    );
+    for b in 0..n {
+        let _ = write!(y, "{}x{b}", if b == 0 { "" } else { ", " });
+    }
+    y += "]}\ninstances:\n";
+    for b in 0..n {
+        let _ = writeln!(
+            y,
+            "  - {{name: x{b}, ip: 10.{}.{}.{}, mac: \"02:02:00:{:02x}:{:02x}:{:02x}\"}}",
+            (b >> 16) & 0xff,
+            (b >> 8) & 0xff,
+            b & 0xff,
+            (b >> 16) & 0xff,
+            (b >> 8) & 0xff,
+            b & 0xff
+        );
+    }
+    y += "httpHealthChecks:\n  - {name: hc}\n";
+    y
+}
+
+/// Compile, image and load at the production profiles.
+fn scale_load(quick: bool) {
+    let n = if quick { 4096 } else { 65536 };
+    let text = one_pool_config(n);
+    let (cfg, diags) = parse_config("scale.yaml", &text);
+    assert!(diags.is_empty(), "{diags:?}");
+    for name in ["u280", "u55c"] {
+        let profile = Profile::by_name(name).expect("profile");
+        let t = Instant::now();
+        let compiled = compile(&cfg, &HealthState::new(), &CompileOptions { profile }).expect("compiles");
+        let img = compiled.image(1);
+        let bytes = img.write().expect("writes");
+        let compile_ms = t.elapsed().as_secs_f64() * 1e3;
+        let slice = img.tables.pools.iter().map(|p| p.maglev_size).max().unwrap_or(0);
+        println!(
+            "scale, {name}: 1 pool of {n} backends, Maglev slice M = {slice}; compile + image {compile_ms:.0} ms, image {:.1} MiB",
+            bytes.len() as f64 / 1048576.0
+        );
+        let mut sim = ModelHandle::new(profile);
+        full_load(name, &mut sim, &img, 1);
     }
 }

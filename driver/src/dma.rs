@@ -51,7 +51,7 @@ pub enum DmaError {
     },
 }
 
-const HUGE_PAGE: usize = 2 << 20;
+const HUGE_PAGE: usize = 2 * 1024 * 1024;
 const SMALL_PAGE: usize = 4096;
 
 #[derive(Debug)]

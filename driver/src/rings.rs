@@ -105,7 +105,7 @@ impl Default for RingSizes {
             event_log2: 12,
             inject_log2: 10,
             cmd_log2: 6,
-            cmd_data: 16 << 20,
+            cmd_data: 16 * 1024 * 1024,
             irq_count: 32,
             irq_usecs: 50,
         }

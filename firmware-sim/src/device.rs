@@ -143,6 +143,11 @@ pub fn block_header(offset: u32) -> Option<u32> {
             blocks::queues::VERSION,
             blocks::queues::NEXT,
         ),
+        blocks::mem::BASE => (
+            blocks::mem::TYPE_WORD,
+            blocks::mem::VERSION,
+            blocks::mem::NEXT,
+        ),
         _ => return None,
     };
     match offset - base {
@@ -722,7 +727,12 @@ impl ModelDevice {
             blocks::conntrack::BASE => self.read_ct(offset),
             blocks::counters::BASE => self.read_counters(offset),
             blocks::dma::BASE => self.dma.read_reg(offset),
-            _ if (blocks::queues::BASE..BAR_SIZE).contains(&offset) => self.read_queues(offset),
+            // The model has no memory ports: no read is issued, none waits (docs/pipeline.md
+            // section 14).
+            blocks::mem::BASE => 0,
+            _ if (blocks::queues::BASE..blocks::mem::BASE).contains(&offset) => {
+                self.read_queues(offset)
+            }
             _ => 0,
         })
     }
@@ -757,7 +767,7 @@ impl ModelDevice {
                 }
                 _ => {}
             },
-            _ if (blocks::queues::BASE..BAR_SIZE).contains(&offset) => {
+            _ if (blocks::queues::BASE..blocks::mem::BASE).contains(&offset) => {
                 self.write_queues(offset, value)
             }
             _ => {}
@@ -979,6 +989,9 @@ impl ModelDevice {
             b::CAP_CT_BUCKETS => self.conntrack.buckets(),
             b::CAP_CT_WAYS => self.conntrack.ways(),
             b::CAP_QUEUE_DEPTH => p.queue_depth,
+            b::CAP_CT_CHANNELS => p.ct_channels,
+            b::CAP_MAGLEV_CHANNELS => p.maglev_channels,
+            b::CAP_MEM_SLOTS => p.mem_slots,
             b::BUILD_ID => self.flash.build_id().unwrap_or(0),
             b::PART_ID => self.flash.part_id().unwrap_or(0),
             // git_hash: 0 for the model.
@@ -1335,11 +1348,12 @@ mod tests {
         let (wa, ra) = (TableCmd::WriteAt.value(), TableCmd::ReadAt.value());
         assert_eq!(decode_cmd(w, 7), Some((true, 7)));
         assert_eq!(decode_cmd(r, 7), Some((false, 7)));
-        assert_eq!(decode_cmd(wa | 0x0012_3400, 7), Some((true, 0x1234)));
-        assert_eq!(decode_cmd(ra | 0xffff_ff00, 7), Some((false, 0xff_ffff)));
+        // cmd: op in bits 3..0, the index of the *_AT forms in bits 31..4.
+        assert_eq!(decode_cmd(wa | 0x0001_2340, 7), Some((true, 0x1234)));
+        assert_eq!(decode_cmd(ra | 0xffff_fff0, 7), Some((false, 0xfff_ffff)));
         // WRITE/READ with index bits, and unknown commands, are errors.
-        assert_eq!(decode_cmd(w | 0x100, 7), None);
+        assert_eq!(decode_cmd(w | 0x10, 7), None);
         assert_eq!(decode_cmd(0, 7), None);
-        assert_eq!(decode_cmd(0x5 | 0x100, 7), None);
+        assert_eq!(decode_cmd(0x5 | 0x10, 7), None);
     }
 }

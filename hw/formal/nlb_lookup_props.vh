@@ -4,12 +4,15 @@
 //
 // The bank a packet uses is latched at its first beat (nlb_top puts ctrl.active_bank in the
 // parser's tuser there; the parser keeps the first beat's tuser for the descriptor, s_user
-// here) and travels with the descriptor through this pipeline. Proven: every table read
-// issued for a descriptor (VIP; rule and ACL; pool; Maglev slot; backend), the shadow issue
-// of an ICMP error included, uses the bank in that descriptor's s_user[0], whatever the
-// other descriptors carry (the bank may flip between any two); the packet's VIP data taken
-// from its shadow comes from the same descriptor; the result's m_bank (which the packets-in-
-// flight accounting of nlb_top counts down) is that bank too.
+// here) and travels with the descriptor through this pipeline. Proven: every on-chip table read
+// issued for a descriptor in the front stages (VIP; rule and ACL; pool), the shadow issue of an
+// ICMP error included, uses the bank in that descriptor's s_user[0], whatever the other
+// descriptors carry (the bank may flip between any two); the packet's VIP data taken from its
+// shadow comes from the same descriptor; and the state the descriptor enters the memory stages
+// with carries that bank. The memory stages (nlb_mem_stage, cut here: their outputs are free)
+// carry the state through unchanged (a bench of its own, lookup.rs, and the tests of the whole
+// pipeline); after them the Maglev row's bank bit, the backend read's bank and m_bank are that
+// state's F_BANK by construction.
 //
 // The tracked descriptor is any one: f_pick (anyseq) chooses it as it is written, so one
 // proof covers every descriptor. Assumed: the writer never writes into a full descriptor
@@ -77,12 +80,6 @@ always @* begin
     if (pool_rd_en && f_mark[12]) begin
         lookup_pool_bank: assert(pool_rd_bank == f_bank);
     end
-    if (maglev_rd_en && f_mark[16]) begin
-        lookup_maglev_bank: assert(maglev_rd_bank == f_bank);
-    end
-    if (backend_rd_en && f_mark[18]) begin
-        lookup_backend_bank: assert(backend_rd_bank == f_bank);
-    end
     // At stage C the packet of an ICMP error may take its shadow's VIP data (one stage
     // ahead): that shadow is an issue of the same descriptor, so its read used the same bank.
     if (vl_reg[8] && f_mark[8] && sc[F_REAL]) begin
@@ -91,9 +88,10 @@ always @* begin
     if (vl_reg[8] && !f_mark[8] && sc[F_REAL]) begin
         lookup_shadow_other: assert(!f_mark[9]);
     end
-    // The result carries the bank (ctrl.packets_in_flight per bank counts it down).
-    if (m_valid && f_mark[NST]) begin
-        lookup_result_bank: assert(m_bank == f_bank);
+    // It enters the memory stages with its bank (the Maglev row's bank bit, the backend
+    // read's bank and m_bank, which ctrl.packets_in_flight per bank counts down, come from it).
+    if (vl_reg[NF] && f_mark[NF]) begin
+        lookup_stage_bank: assert(sf[F_BANK] == f_bank);
     end
 end
 

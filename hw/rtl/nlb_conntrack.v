@@ -2,20 +2,23 @@
 `timescale 1ns / 1ps
 `default_nettype none
 
-// The connection table (one bank: connections outlive table loads) with its register block
-// (docs/regmap.md "conntrack") and hit bits. The pipeline reads a bucket (all CT_WAYS ways)
-// on port A and sets hit bits; the host reaches the block through nlb_regs' extension bus.
+// The connection table's register block (docs/regmap.md "conntrack", one bank: connections
+// outlive table loads) and hit bits. The table itself sits behind the lookup's connection-table
+// memory stage (nlb_lookup, nlb_mem_stage; docs/pipeline.md section 14): this block's commands
+// reach it through the stage's command port (ct_c_*: one entry read or written at a time, the
+// write acknowledged once the memory has it), the pipeline sets hit bits; the host reaches the
+// block through nlb_regs' extension bus.
 //
 // Register behaviour (as the golden model's device):
 // - index, data[0..31]: read/write (byte strobes honoured); status: bit 1 error.
 // - cmd bits 7..0 name the command, bits 31..8 the entry of WRITE_AT/READ_AT (WRITE and READ
 //   take the index register and need bits 31..8 zero; the *_AT forms leave their index in it).
-//   WRITE: entry = data words 0..11 (bits past the entry width ignored), the valid count
-//   follows (old valid -> new valid), then the entry is read back into the data words as READ
-//   does: data words 0..11 = entry (bits past the width read 0), later words untouched. An
-//   index beyond the table or an unknown command sets error and changes nothing; a good
-//   command clears it. The write is acknowledged (AXI write response) once the command has
-//   finished.
+//   WRITE: the old entry is read (the valid count follows: old valid -> new valid), the entry
+//   = data words 0..11 is written (bits past the entry width ignored), then read back into the
+//   data words as READ does: data words 0..11 = entry (bits past the width read 0), later words
+//   untouched. An index beyond the table or an unknown command sets error and changes nothing;
+//   a good command clears it. The write is acknowledged (AXI write response) once the command
+//   has finished.
 // - hit_read: returns and clears the hit bits of entries index & ~31 .. +31 (0 beyond the
 //   table); count: valid entries.
 // Memory contents are not reset (the FPGA configures them to zero; a reboot reconfigures).
@@ -34,9 +37,14 @@ module nlb_conntrack (
     ext_rd_addr,
     ext_rd_data,
     ext_rd_ack,
-    ct_rd_en,
-    ct_rd_row,
-    ct_rd_data,
+    ct_c_wr_req,
+    ct_c_wr_index,
+    ct_c_wr_entry,
+    ct_c_wr_ack,
+    ct_c_rd_req,
+    ct_c_rd_index,
+    ct_c_rd_ack,
+    ct_c_rd_entry,
     hit_set_en,
     hit_set_index,
     mon_hit_read
@@ -48,15 +56,12 @@ module nlb_conntrack (
 parameter CT_BUCKETS = NLB_PROFILE_SIM_CT_BUCKETS;
 // Ways per bucket (a power of two, >= 1).
 parameter CT_WAYS = NLB_PROFILE_SIM_CT_WAYS;
-// 1: register the memory outputs (read latency 2); 0: do not (1).
-parameter OUTPUT_REG = 1;
 
 localparam ROW_BITS = $clog2(CT_BUCKETS);
 localparam WAY_BITS = $clog2(CT_WAYS);
 localparam INDEX_BITS = ROW_BITS + WAY_BITS;
 localparam ENTRIES = CT_BUCKETS * CT_WAYS;
 localparam HIT_ROWS = ENTRIES / 32;
-localparam RD_LATENCY = 1 + OUTPUT_REG;
 localparam W = NLB_CT_ENTRY_WIDTH;
 localparam DATA_WORDS = NLB_REG_CONNTRACK_DATA_COUNT;
 localparam DATA_WORD_BITS = $clog2(DATA_WORDS);
@@ -98,10 +103,16 @@ input  wire [31:0]               ext_rd_addr;
 output wire [31:0]               ext_rd_data;
 output wire                      ext_rd_ack;
 
-// Pipeline: read a bucket (data RD_LATENCY clocks later), set a hit bit.
-input  wire                      ct_rd_en;
-input  wire [ROW_BITS-1:0]       ct_rd_row;
-output wire [CT_WAYS*W-1:0]      ct_rd_data;
+// The table, through the lookup's connection-table stage: one request at a time.
+output wire                      ct_c_wr_req;
+output wire [INDEX_BITS-1:0]     ct_c_wr_index;
+output wire [W-1:0]              ct_c_wr_entry;
+input  wire                      ct_c_wr_ack;
+output wire                      ct_c_rd_req;
+output wire [INDEX_BITS-1:0]     ct_c_rd_index;
+input  wire                      ct_c_rd_ack;
+input  wire [W-1:0]              ct_c_rd_entry;
+// Pipeline: set a hit bit.
 input  wire                      hit_set_en;
 input  wire [INDEX_BITS-1:0]     hit_set_index;
 // Observation (nlb_top's m_mon_hit_read): a hit_read reads and clears its row in this clock.
@@ -123,17 +134,17 @@ reg                     error_reg = 1'b0, error_next;
 reg [DATA_WORDS*32-1:0] data_reg = {DATA_WORDS*32{1'b0}}, data_next;
 reg [31:0]              count_reg = 32'd0, count_next;
 
-// Command engine: memory port B enable/write, the read-back that follows a write, a shift
-// register marking when the entry read (the old entry, for a write: the port is read-first)
-// arrives, and the command's kind (write until the old entry is in, then the read-back).
-reg                     mem_en_reg = 1'b0, mem_en_next;
-reg                     mem_we_reg = 1'b0, mem_we_next;
-reg                     readback_reg = 1'b0, readback_next;
-reg [RD_LATENCY-1:0]    rd_pipe_reg = {RD_LATENCY{1'b0}};
-reg                     cmd_write_reg = 1'b0, cmd_write_next;
+// Command engine: a WRITE reads the old entry (for the valid count), writes, and reads the
+// entry back; a READ reads it. One memory request at a time (ct_c_*), each waiting for its ack.
+localparam [1:0] E_IDLE = 2'd0;
+localparam [1:0] E_OLD = 2'd1;    // reading the old entry of a WRITE
+localparam [1:0] E_WRITE = 2'd2;  // writing
+localparam [1:0] E_READ = 2'd3;   // reading the entry (READ, or a WRITE's read-back)
+
+reg [1:0]               eng_reg = E_IDLE, eng_next;
+reg                     rd_req_reg = 1'b0, rd_req_next;
+reg                     wr_req_reg = 1'b0, wr_req_next;
 reg                     wr_ack_reg = 1'b0, wr_ack_next;
-wire [W-1:0]            b_rdata;
-wire                    cmd_done = rd_pipe_reg[RD_LATENCY-1];
 
 wire [W-1:0] new_entry = data_reg[W-1:0];
 
@@ -164,34 +175,45 @@ always @* begin
     error_next = error_reg;
     data_next = data_reg;
     count_next = count_reg;
-    mem_en_next = 1'b0;
-    mem_we_next = 1'b0;
-    readback_next = 1'b0;
-    cmd_write_next = cmd_write_reg;
+    eng_next = eng_reg;
+    rd_req_next = 1'b0;
+    wr_req_next = 1'b0;
     wr_ack_next = 1'b0;
     merged = 32'd0;
 
-    // The clock after a write: read the stored entry back (index and data are still).
-    if (readback_reg) begin
-        mem_en_next = 1'b1;
-    end
-
-    if (cmd_done) begin
-        if (cmd_write_reg) begin
-            // The old entry came back: the valid count follows the write. The read-back is
-            // next.
-            if (b_rdata[NLB_CT_ENTRY_VALID_LSB] && !new_entry[NLB_CT_ENTRY_VALID_LSB]) begin
-                count_next = count_reg - 1;
-            end else if (!b_rdata[NLB_CT_ENTRY_VALID_LSB]
-                    && new_entry[NLB_CT_ENTRY_VALID_LSB]) begin
-                count_next = count_reg + 1;
+    // The command's memory requests (index and data stay still: the bus waits for the
+    // command's response).
+    case (eng_reg)
+        E_OLD: begin
+            if (ct_c_rd_ack) begin
+                // The old entry: the valid count follows the write. The write is next.
+                if (ct_c_rd_entry[NLB_CT_ENTRY_VALID_LSB]
+                        && !new_entry[NLB_CT_ENTRY_VALID_LSB]) begin
+                    count_next = count_reg - 1;
+                end else if (!ct_c_rd_entry[NLB_CT_ENTRY_VALID_LSB]
+                        && new_entry[NLB_CT_ENTRY_VALID_LSB]) begin
+                    count_next = count_reg + 1;
+                end
+                wr_req_next = 1'b1;
+                eng_next = E_WRITE;
             end
-            cmd_write_next = 1'b0;
-        end else begin
-            data_next[ENTRY_WORDS*32-1:0] = {{(ENTRY_WORDS*32-W){1'b0}}, b_rdata};
-            wr_ack_next = 1'b1;
         end
-    end
+        E_WRITE: begin
+            if (ct_c_wr_ack) begin
+                rd_req_next = 1'b1;
+                eng_next = E_READ;
+            end
+        end
+        E_READ: begin
+            if (ct_c_rd_ack) begin
+                data_next[ENTRY_WORDS*32-1:0] = {{(ENTRY_WORDS*32-W){1'b0}}, ct_c_rd_entry};
+                wr_ack_next = 1'b1;
+                eng_next = E_IDLE;
+            end
+        end
+        default: begin
+        end
+    endcase
 
     if (ext_wr_req) begin
         case (wr_addr_w)
@@ -204,10 +226,8 @@ always @* begin
                 if (cmd_index_ok && (cmd_write || cmd_read)) begin
                     error_next = 1'b0;
                     index_next = cmd_index;
-                    mem_en_next = 1'b1;
-                    mem_we_next = cmd_write;
-                    readback_next = cmd_write;
-                    cmd_write_next = cmd_write;
+                    rd_req_next = 1'b1;
+                    eng_next = cmd_write ? E_OLD : E_READ;
                 end else begin
                     error_next = 1'b1;
                     wr_ack_next = 1'b1;
@@ -231,22 +251,19 @@ always @(posedge clk) begin
     error_reg <= error_next;
     data_reg <= data_next;
     count_reg <= count_next;
-    mem_en_reg <= mem_en_next;
-    mem_we_reg <= mem_we_next;
-    readback_reg <= readback_next;
-    cmd_write_reg <= cmd_write_next;
+    eng_reg <= eng_next;
+    rd_req_reg <= rd_req_next;
+    wr_req_reg <= wr_req_next;
     wr_ack_reg <= wr_ack_next;
-    rd_pipe_reg <= (rd_pipe_reg << 1) | {{(RD_LATENCY-1){1'b0}}, mem_en_reg};
     if (rst) begin
         index_reg <= 32'd0;
         error_reg <= 1'b0;
         data_reg <= {DATA_WORDS*32{1'b0}};
         count_reg <= 32'd0;
-        mem_en_reg <= 1'b0;
-        mem_we_reg <= 1'b0;
-        readback_reg <= 1'b0;
+        eng_reg <= E_IDLE;
+        rd_req_reg <= 1'b0;
+        wr_req_reg <= 1'b0;
         wr_ack_reg <= 1'b0;
-        rd_pipe_reg <= {RD_LATENCY{1'b0}};
     end
 end
 
@@ -320,25 +337,11 @@ assign ext_rd_data = rd_data_reg;
 
 // ---- memories -----------------------------------------------------------------------------
 
-nlb_table_mem #(
-    .WIDTH(W),
-    .ROWS(CT_BUCKETS),
-    .LANES(CT_WAYS),
-    .OUTPUT_REG(OUTPUT_REG),
-    .BANKS(1)
-) ct_mem_inst (
-    .clk(clk),
-    .a_en(ct_rd_en),
-    .a_bank(1'b0),
-    .a_row(ct_rd_row),
-    .a_data(ct_rd_data),
-    .b_en(mem_en_reg),
-    .b_we(mem_we_reg),
-    .b_bank(1'b0),
-    .b_index(index_reg[INDEX_BITS-1:0]),
-    .b_wdata(new_entry),
-    .b_rdata(b_rdata)
-);
+assign ct_c_rd_req = rd_req_reg;
+assign ct_c_rd_index = index_reg[INDEX_BITS-1:0];
+assign ct_c_wr_req = wr_req_reg;
+assign ct_c_wr_index = index_reg[INDEX_BITS-1:0];
+assign ct_c_wr_entry = new_entry;
 
 wire hit_read_en = rd_hits && hit_in_range;
 assign mon_hit_read = hit_read_en;

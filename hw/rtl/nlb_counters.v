@@ -13,6 +13,13 @@
 // and update the four families together, one result per clock; a snapshot takes a clock of its
 // own ahead of them. Selecting an unknown family or an index beyond it latches zeros.
 //
+// Frames the receive side dropped for lack of room (s_drop_*, reason NO_ROOM_LOOKUP or
+// NO_ROOM_BUFFER, docs/pipeline.md section 14.4) have no result: they count in banks of their
+// own (per reason, and their share of the DROP verdict), so that they never wait for the
+// results' banks that are short of room. A snapshot of one of those two reasons reads its
+// drop bank; of the DROP verdict, the verdict bank plus the drops' share (added over two
+// clocks).
+//
 // Ports are declared in the body (Verilog-2001 style) because their widths come from the
 // regmap header, which has to be included inside the module.
 module nlb_counters (
@@ -27,6 +34,9 @@ module nlb_counters (
     s_res_backend,
     s_res_len,
     s_room,
+    s_drop_valid,
+    s_drop_reason,
+    s_drop_len,
     ext_wr_req,
     ext_wr_addr,
     ext_wr_data,
@@ -74,6 +84,12 @@ input  wire                 s_res_backend_valid;
 input  wire [15:0]          s_res_backend;
 input  wire [LEN_WIDTH-1:0] s_res_len;
 output wire                 s_room;
+
+// A received frame dropped for lack of room: its reason (NO_ROOM_LOOKUP or NO_ROOM_BUFFER)
+// and length, at most one per clock.
+input  wire                 s_drop_valid;
+input  wire [4:0]           s_drop_reason;
+input  wire [LEN_WIDTH-1:0] s_drop_len;
 
 input  wire                 ext_wr_req;
 /* verilator lint_off UNUSEDSIGNAL */ // (bits 1..0: registers are words)
@@ -220,6 +236,23 @@ assign rec_take = rec_valid && !host_go;
 
 wire [3:0]   r_valid;
 wire [255:0] r_value [0:3];
+// The drop banks' values (0: per reason, 1: the DROP verdict's share).
+wire [1:0]   d_valid;
+wire [255:0] d_value [0:1];
+localparam [INDEX_W-1:0] IDX_ROOM_LOOKUP = {{(INDEX_W-5){1'b0}}, NLB_REASON_NO_ROOM_LOOKUP};
+localparam [INDEX_W-1:0] IDX_ROOM_BUFFER = {{(INDEX_W-5){1'b0}}, NLB_REASON_NO_ROOM_BUFFER};
+localparam [INDEX_W-1:0] IDX_DROP = {{(INDEX_W-2){1'b0}}, NLB_VERDICT_DROP};
+wire sel_drop_reason = sel_family == KIND_REASON
+    && (sel_index == IDX_ROOM_LOOKUP || sel_index == IDX_ROOM_BUFFER);
+wire sel_drop_verdict = sel_family == KIND_VERDICT && sel_index == IDX_DROP;
+reg          la_go_reg = 1'b0;
+reg [255:0]  la_main_reg = 256'd0;
+reg [255:0]  la_extra_reg = 256'd0;
+reg          lb_go_reg = 1'b0;
+reg [131:0]  lb_lo_reg = 132'd0;
+reg [255:0]  lb_main_hi_reg = 256'd0;
+reg [255:0]  lb_extra_hi_reg = 256'd0;
+integer      lf;
 
 always @(posedge clk) begin
     wr_ack_reg <= 1'b0;
@@ -227,9 +260,31 @@ always @(posedge clk) begin
         host_op_reg <= 1'b0;
         host_wait_reg <= 1'b1;
     end
+    // The selected bank's value plus the drops' share (zero but for the DROP verdict and
+    // the two reasons of the receive side): low halves in one clock, high halves in the next.
+    la_go_reg <= 1'b0;
+    lb_go_reg <= 1'b0;
     if (host_wait_reg && |r_valid) begin
         host_wait_reg <= 1'b0;
-        latch_reg <= r_value[sel_family[1:0]];
+        la_go_reg <= 1'b1;
+        la_main_reg <= r_value[sel_family[1:0]];
+        la_extra_reg <= sel_drop_reason ? d_value[0] : sel_drop_verdict ? d_value[1] : 256'd0;
+    end
+    if (la_go_reg) begin
+        lb_go_reg <= 1'b1;
+        for (lf = 0; lf < 4; lf = lf + 1) begin
+            lb_lo_reg[lf*33 +: 33] <= {1'b0, la_main_reg[lf*64 +: 32]}
+                + {1'b0, la_extra_reg[lf*64 +: 32]};
+        end
+        lb_main_hi_reg <= la_main_reg;
+        lb_extra_hi_reg <= la_extra_reg;
+    end
+    if (lb_go_reg) begin
+        for (lf = 0; lf < 4; lf = lf + 1) begin
+            latch_reg[lf*64 +: 32] <= lb_lo_reg[lf*33 +: 32];
+            latch_reg[lf*64 + 32 +: 32] <= lb_main_hi_reg[lf*64 + 32 +: 32]
+                + lb_extra_hi_reg[lf*64 + 32 +: 32] + {31'd0, lb_lo_reg[lf*33 + 32]};
+        end
         wr_ack_reg <= 1'b1;
     end
     if (ext_wr_req) begin
@@ -255,6 +310,8 @@ always @(posedge clk) begin
         host_op_reg <= 1'b0;
         host_wait_reg <= 1'b0;
         wr_ack_reg <= 1'b0;
+        la_go_reg <= 1'b0;
+        lb_go_reg <= 1'b0;
     end
 end
 
@@ -352,6 +409,61 @@ nlb_counter_bank #(.ENTRIES(VERDICTS)) verdict_bank_inst (
 `endif
     .r_valid(r_valid[3]), .r_value(r_value[3])
 );
+
+// ---- frames dropped at the receive side -----------------------------------------------------
+
+// Drop records wait while a snapshot takes the banks' clock (snapshots are a few clocks apart
+// at least: each is an AXI-Lite write).
+wire        dr_valid;
+wire [16:0] dr_rec;
+wire        dr_take = dr_valid && !host_go;
+wire [15:0] drop_bytes = |s_drop_len[LEN_WIDTH-1:16] ? 16'hFFFF : s_drop_len[15:0];
+
+/* verilator lint_off PINCONNECTEMPTY */
+nlb_fifo #(
+    .WIDTH(17),
+    .DEPTH(4)
+) drop_fifo_inst (
+    .clk(clk),
+    .rst(rst),
+    .s_data({s_drop_reason == NLB_REASON_NO_ROOM_BUFFER, drop_bytes}),
+    .s_valid(s_drop_valid),
+    .s_ready(),
+    .m_data(dr_rec),
+    .m_valid(dr_valid),
+    .m_ready(dr_take),
+    .count()
+);
+/* verilator lint_on PINCONNECTEMPTY */
+
+nlb_counter_bank #(.ENTRIES(2)) drop_reason_bank_inst (
+    .clk(clk), .rst(rst),
+    .op_valid(host_go ? sel_drop_reason : dr_take),
+    .op_kind(host_go ? host_kind_reg : OP_UPDATE),
+    .op_index(host_go ? sel_index == IDX_ROOM_BUFFER : dr_rec[16]),
+    .op_bytes(dr_rec[15:0]), .op_punt(1'b0), .op_drop(1'b1),
+`ifdef NLB_SIM_HOOKS
+    .sim_preset_valid(1'b0), .sim_preset_index(1'b0), .sim_preset_value(256'd0),
+`endif
+    .r_valid(d_valid[0]), .r_value(d_value[0])
+);
+
+nlb_counter_bank #(.ENTRIES(2)) drop_verdict_bank_inst (
+    .clk(clk), .rst(rst),
+    .op_valid(host_go ? sel_drop_verdict : dr_take),
+    .op_kind(host_go ? host_kind_reg : OP_UPDATE),
+    .op_index(1'b0),
+    .op_bytes(dr_rec[15:0]), .op_punt(1'b0), .op_drop(1'b1),
+`ifdef NLB_SIM_HOOKS
+    .sim_preset_valid(1'b0), .sim_preset_index(1'b0), .sim_preset_value(256'd0),
+`endif
+    .r_valid(d_valid[1]), .r_value(d_value[1])
+);
+
+// The drop banks answer with the families' banks (same latency); their valid is not needed.
+/* verilator lint_off UNUSEDSIGNAL */
+wire unused_d_valid = |d_valid;
+/* verilator lint_on UNUSEDSIGNAL */
 
 endmodule
 

@@ -4,38 +4,55 @@
 
 // The lookup pipeline of docs/pipeline.md sections 3-10: from a parser descriptor to the
 // packet's verdict, reason, rule, pool, backend, connection-table outcome, flow hash, output
-// length and learn/teardown event. One packet per clock, fixed latency, never stalls.
+// length and learn/teardown event. One packet per clock while the table memories keep up
+// (docs/pipeline.md section 14); results in descriptor order.
 //
 // Descriptors wait in a FIFO (s_room says it can take FIFO_DEPTH/2 more); each issues into the
 // pipeline. An ICMP error with a usable quote issues twice: first its forward reading (the
 // "shadow": the quote as sent toward a VIP), then the packet with the reversed reading. At
-// stage C the packet takes the shadow's VIP lookup, hashes and connection-table bucket when
-// its own reading has no VIP entry (docs/pipeline.md section 3); the shadow ends there.
+// stage C the packet takes the shadow's VIP lookup and hashes when its own reading has no VIP
+// entry (docs/pipeline.md section 3); the shadow's verdict is decided there (it reads nothing
+// more) and it is dropped from the results.
 //
-// Stages (a register after each; every memory read is a stage of its own, RD_LATENCY = 2):
+// Front stages (a register after each; every on-chip table read is a stage of its own,
+// RD_LATENCY = 2):
 //   I   issue: early verdicts (disabled, malformed, not IP, ICMP without quote), the flow
 //   1-6 flow hashes of the VIP, TUPLE5, TUPLE3, TUPLE2 and TUPLE1 keys (nlb_flow_hash)
-//   A   VIP bucket and connection-table bucket read issued; B: wait
+//   A   VIP bucket read issued; B: wait
 //   C   VIP ways compared (VIP protocol: the flow's for TCP/UDP, else 0); the ICMP reading
-//       chosen; the bucket's entries kept
-//   D   port slots matched (all NLB_VIP_ENTRY_SLOT_COUNT = 16 in parallel, lowest wins);
-//       connection-table ways compared
+//   D   port slots matched (all NLB_VIP_ENTRY_SLOT_COUNT = 16 in parallel, lowest wins)
 //   E   rule and ACL reads issued; F: wait
 //   G   rule valid, ACL, fragment punt (several rules); pool read issued; H: wait
-//   I2  pool: TCP fragment punt (tracking pool), affinity key type and hash, trackable,
-//       connection-table outcome
-//   J   Maglev index multiply; K: slot = base + index, Maglev read issued; L: wait
-//   M   backend id (connection or Maglev), backend read issued; N: wait
+//   I2  pool: TCP fragment punt (tracking pool), affinity key type and hash, trackable, SYN
+//       (a miss without lookup) or a connection-table read
+//   J1  Maglev index: partial products; J2: their sum
+//   K   slot = base + index; L: slice empty or slot past the slot memory
+// Memory stages (nlb_mem_stage; variable latency, in order):
+//   CT  the connection-table bucket of the packets that read it (one burst)
+//   X1  the bucket's ways compared: hit or miss, the hit's index and backend
+//   X2  NO_BACKEND for an empty or out-of-range slice (not on a hit); the Maglev read
+//   MG  the Maglev slot's row (16 slots) of the packets that read it
+// Back stages:
+//   M   backend id (the hit's, the slot's, or an injected frame's), backend read issued; N:
+//       output length for either backend family
 //   O   backend valid, output length, TOO_BIG, event; hit bit set
-// A result appears 21 clocks after its descriptor issues (the clock edge that takes it out
-// of the FIFO into the stage-I register): m_valid is high in the 22nd clock. A packet's
-// table reads all use the bank latched at its first beat (m_user of the parser: bit 0 bank,
-// bit 1 enable, bit 2 default action = DROP, bit 3 injected, bits 15..4 the inject header's
-// pool, bits 31..16 its backend).
+// The lookup issues a descriptor only while the connection-table stage has a slot for every
+// packet between the issue and its exit (CT_SLOTS), and that stage lets a packet go only while
+// the Maglev stage has room for it; nothing waits after the Maglev stage (the editor's job FIFO
+// holds every admitted packet). With memories answering at once the front takes 20 clocks, the
+// two stages about 7 each, the back 3. A packet's table reads all use the bank latched at its
+// first beat (m_user of the parser: bit 0 bank, bit 1 enable, bit 2 default action = DROP, bit 3
+// injected, bits 15..4 the inject header's pool, bits 31..16 its backend); the Maglev slot's
+// bank is the top bit of its row.
 //
 // Injected frames (docs/pipeline.md section 12) skip the VIP, rule, ACL, connection-table and
 // Maglev stages: parse errors drop them (not IP too), then the header's pool and backend must
 // be valid, and the action runs with reason INJECTED; ctrl.enable does not apply.
+//
+// The memory stages' command ports serve the connection-table block (ct_c_*: entry index =
+// bucket * CT_WAYS + way, a whole entry per write or read) and the table window's Maglev
+// commands (mg_c_*: bank and slot, one slot per write or read); see nlb_mem_stage for how their
+// writes are ordered against the packets in flight.
 //
 // Ports are declared in the body (Verilog-2001 style) because their widths come from the
 // regmap header, which has to be included inside the module.
@@ -86,17 +103,81 @@ module nlb_lookup (
     pool_rd_bank,
     pool_rd_row,
     pool_rd_data,
-    maglev_rd_en,
-    maglev_rd_bank,
-    maglev_rd_row,
-    maglev_rd_data,
     backend_rd_en,
     backend_rd_bank,
     backend_rd_row,
     backend_rd_data,
-    ct_rd_en,
-    ct_rd_row,
-    ct_rd_data,
+    ct_c_wr_req,
+    ct_c_wr_index,
+    ct_c_wr_entry,
+    ct_c_wr_ack,
+    ct_c_rd_req,
+    ct_c_rd_index,
+    ct_c_rd_ack,
+    ct_c_rd_entry,
+    mg_c_wr_req,
+    mg_c_wr_bank,
+    mg_c_wr_index,
+    mg_c_wr_slot,
+    mg_c_wr_ack,
+    mg_c_rd_req,
+    mg_c_rd_bank,
+    mg_c_rd_index,
+    mg_c_rd_ack,
+    mg_c_rd_slot,
+    m_axi_ct_araddr,
+    m_axi_ct_arid,
+    m_axi_ct_arlen,
+    m_axi_ct_arvalid,
+    m_axi_ct_arready,
+    m_axi_ct_rdata,
+    m_axi_ct_rid,
+    m_axi_ct_rlast,
+    m_axi_ct_rvalid,
+    m_axi_ct_rready,
+    m_axi_ct_awaddr,
+    m_axi_ct_awid,
+    m_axi_ct_awlen,
+    m_axi_ct_awvalid,
+    m_axi_ct_awready,
+    m_axi_ct_wdata,
+    m_axi_ct_wstrb,
+    m_axi_ct_wlast,
+    m_axi_ct_wvalid,
+    m_axi_ct_wready,
+    m_axi_ct_bid,
+    m_axi_ct_bvalid,
+    m_axi_ct_bready,
+    m_axi_mg_araddr,
+    m_axi_mg_arid,
+    m_axi_mg_arlen,
+    m_axi_mg_arvalid,
+    m_axi_mg_arready,
+    m_axi_mg_rdata,
+    m_axi_mg_rid,
+    m_axi_mg_rlast,
+    m_axi_mg_rvalid,
+    m_axi_mg_rready,
+    m_axi_mg_awaddr,
+    m_axi_mg_awid,
+    m_axi_mg_awlen,
+    m_axi_mg_awvalid,
+    m_axi_mg_awready,
+    m_axi_mg_wdata,
+    m_axi_mg_wstrb,
+    m_axi_mg_wlast,
+    m_axi_mg_wvalid,
+    m_axi_mg_wready,
+    m_axi_mg_bid,
+    m_axi_mg_bvalid,
+    m_axi_mg_bready,
+    st_ct_read,
+    st_ct_lat_valid,
+    st_ct_lat,
+    st_mg_read,
+    st_mg_lat_valid,
+    st_mg_lat,
+    st_wait,
     hit_set_en,
     hit_set_index,
     m_valid,
@@ -152,11 +233,27 @@ parameter MAGLEV_SLOTS = NLB_PROFILE_SIM_MAGLEV_SLOTS;
 parameter BACKENDS = NLB_PROFILE_SIM_BACKENDS;
 parameter CT_BUCKETS = NLB_PROFILE_SIM_CT_BUCKETS;
 parameter CT_WAYS = NLB_PROFILE_SIM_CT_WAYS;
-// Read latency of every table memory (nlb_table_mem with its output register).
+// Read latency of every on-chip table memory (nlb_table_mem with its output register).
 parameter RD_LATENCY = 2;
 // Descriptor FIFO entries (a power of two >= 32: the parser may have 10 in flight when
 // s_room falls).
 parameter FIFO_DEPTH = 32;
+// Memory ports (docs/pipeline.md section 14). Connection table: channels, data width (a row
+// of CT_ROW_W = 1536 bits is CT_ROW_W / CT_DATA_W beats), packets its stage holds; Maglev
+// slots likewise (a row is 16 slots, 256 bits). AXI address and id widths; each channel's
+// region starts at *_CH_BASE + channel * *_CH_STRIDE.
+parameter CT_CHANNELS = 1;
+parameter CT_DATA_W = 1536;
+parameter CT_SLOTS = 64;
+parameter MG_CHANNELS = 1;
+parameter MG_DATA_W = 256;
+parameter MG_SLOTS = 64;
+parameter ADDR_W = 32;
+parameter ID_W = 6;
+parameter [ADDR_W-1:0] CT_CH_BASE = {ADDR_W{1'b0}};
+parameter [ADDR_W-1:0] CT_CH_STRIDE = {ADDR_W{1'b0}};
+parameter [ADDR_W-1:0] MG_CH_BASE = {ADDR_W{1'b0}};
+parameter [ADDR_W-1:0] MG_CH_STRIDE = {ADDR_W{1'b0}};
 
 // ---- derived constants --------------------------------------------------------------------
 
@@ -176,6 +273,23 @@ localparam FIFO_BITS = $clog2(FIFO_DEPTH);
 localparam SLOTS = NLB_VIP_ENTRY_SLOT_COUNT;
 // Largest frame sent (docs/pipeline.md section 9).
 localparam [17:0] MAX_FRAME = 18'd9018;
+// Memory rows: a connection-table bucket (its ways 48 bytes apart, 256 bytes between rows);
+// 16 Maglev slots of 16 bits (32 bytes), the bank in the row index's top bit.
+localparam CT_LANE_W = NLB_CT_ENTRY_WORDS * 32;
+localparam CT_ROW_W = CT_WAYS * CT_LANE_W;
+localparam CT_ROW_SHIFT = 8;
+localparam MG_W = NLB_MAGLEV_SLOT_WIDTH;
+localparam MG_ROW_W = 256;
+localparam MG_ROW_SHIFT = 5;
+localparam MG_LANE_BITS = 4;
+localparam MG_ROW_BITS = MAGLEV_ROW_BITS + 1 - MG_LANE_BITS;
+// Pool fields of the Maglev slice, and the slot (base + index, one bit of carry).
+localparam MBW = NLB_POOL_ENTRY_MAGLEV_BASE_W;
+localparam MSW = NLB_POOL_ENTRY_MAGLEV_SIZE_W;
+localparam MSLOT_W = MBW + 1;
+// The multiply's halves of the slice size.
+localparam MS_LO = MSW / 2;
+localparam MS_HI = MSW - MS_LO;
 
 localparam [1:0] V_FORWARD = NLB_VERDICT_FORWARD;
 localparam [1:0] V_PUNT = NLB_VERDICT_PUNT;
@@ -193,8 +307,9 @@ initial begin
         $finish;
     end
     if ((1 << VIP_ROW_BITS) != VIP_BUCKETS || (1 << CT_ROW_BITS) != CT_BUCKETS
-            || (1 << CT_WAY_BITS) != CT_WAYS) begin
-        $error("nlb_lookup: VIP_BUCKETS, CT_BUCKETS and CT_WAYS must be powers of two");
+            || (1 << CT_WAY_BITS) != CT_WAYS || (1 << MAGLEV_ROW_BITS) != MAGLEV_SLOTS
+            || MAGLEV_SLOTS < 16) begin
+        $error("nlb_lookup: VIP_BUCKETS, CT_BUCKETS, CT_WAYS, MAGLEV_SLOTS (>= 16) must be powers of two");
         $finish;
     end
     if (FIFO_DEPTH < 32 || (1 << FIFO_BITS) != FIFO_DEPTH) begin
@@ -202,12 +317,17 @@ initial begin
         $finish;
     end
     if (RULE_ROW_BITS > 12 || POOL_ROW_BITS > 12 || BACKEND_ROW_BITS > 16
-            || MAGLEV_ROW_BITS > 25) begin
+            || MAGLEV_ROW_BITS > MBW) begin
         $error("nlb_lookup: a table is deeper than its id field can address");
+        $finish;
+    end
+    if (CT_SLOTS < 8 || MG_SLOTS < 8 || MG_W * 16 != MG_ROW_W) begin
+        $error("nlb_lookup: memory stages need 8 slots or more; a Maglev row is 16 slots");
         $finish;
     end
 end
 
+// ---- ports --------------------------------------------------------------------------------
 // ---- ports --------------------------------------------------------------------------------
 
 input  wire                  clk;
@@ -261,19 +381,93 @@ output wire                               pool_rd_en;
 output wire                               pool_rd_bank;
 output wire [POOL_ROW_BITS-1:0]           pool_rd_row;
 input  wire [NLB_POOL_ENTRY_WIDTH-1:0]    pool_rd_data;
-output wire                               maglev_rd_en;
-output wire                               maglev_rd_bank;
-output wire [MAGLEV_ROW_BITS-1:0]         maglev_rd_row;
-input  wire [NLB_MAGLEV_SLOT_WIDTH-1:0]   maglev_rd_data;
 output wire                               backend_rd_en;
 output wire                               backend_rd_bank;
 output wire [BACKEND_ROW_BITS-1:0]        backend_rd_row;
 input  wire [NLB_BACKEND_ENTRY_WIDTH-1:0] backend_rd_data;
 
-// Connection table (nlb_conntrack): bucket read, hit bit set.
-output wire                               ct_rd_en;
-output wire [CT_ROW_BITS-1:0]             ct_rd_row;
-input  wire [CT_WAYS*CW-1:0]              ct_rd_data;
+// Connection-table commands (nlb_conntrack): one at a time; a write stores the entry
+// (ct_c_wr_ack when the memory has it), a read returns the entry the memory holds.
+input  wire                               ct_c_wr_req;
+input  wire [CTIW-1:0]                    ct_c_wr_index;
+input  wire [CW-1:0]                      ct_c_wr_entry;
+output wire                               ct_c_wr_ack;
+input  wire                               ct_c_rd_req;
+input  wire [CTIW-1:0]                    ct_c_rd_index;
+output wire                               ct_c_rd_ack;
+output wire [CW-1:0]                      ct_c_rd_entry;
+
+// Maglev slot commands (nlb_regs' table window), likewise.
+input  wire                               mg_c_wr_req;
+input  wire                               mg_c_wr_bank;
+input  wire [MAGLEV_ROW_BITS-1:0]         mg_c_wr_index;
+input  wire [MG_W-1:0]                    mg_c_wr_slot;
+output wire                               mg_c_wr_ack;
+input  wire                               mg_c_rd_req;
+input  wire                               mg_c_rd_bank;
+input  wire [MAGLEV_ROW_BITS-1:0]         mg_c_rd_index;
+output wire                               mg_c_rd_ack;
+output wire [MG_W-1:0]                    mg_c_rd_slot;
+
+// The memory ports (AXI4; nlb_mem_stage describes them): connection table, Maglev slots.
+output wire [CT_CHANNELS*ADDR_W-1:0]      m_axi_ct_araddr;
+output wire [CT_CHANNELS*ID_W-1:0]        m_axi_ct_arid;
+output wire [CT_CHANNELS*8-1:0]           m_axi_ct_arlen;
+output wire [CT_CHANNELS-1:0]             m_axi_ct_arvalid;
+input  wire [CT_CHANNELS-1:0]             m_axi_ct_arready;
+input  wire [CT_CHANNELS*CT_DATA_W-1:0]   m_axi_ct_rdata;
+input  wire [CT_CHANNELS*ID_W-1:0]        m_axi_ct_rid;
+input  wire [CT_CHANNELS-1:0]             m_axi_ct_rlast;
+input  wire [CT_CHANNELS-1:0]             m_axi_ct_rvalid;
+output wire [CT_CHANNELS-1:0]             m_axi_ct_rready;
+output wire [CT_CHANNELS*ADDR_W-1:0]      m_axi_ct_awaddr;
+output wire [CT_CHANNELS*ID_W-1:0]        m_axi_ct_awid;
+output wire [CT_CHANNELS*8-1:0]           m_axi_ct_awlen;
+output wire [CT_CHANNELS-1:0]             m_axi_ct_awvalid;
+input  wire [CT_CHANNELS-1:0]             m_axi_ct_awready;
+output wire [CT_CHANNELS*CT_DATA_W-1:0]   m_axi_ct_wdata;
+output wire [CT_CHANNELS*CT_DATA_W/8-1:0] m_axi_ct_wstrb;
+output wire [CT_CHANNELS-1:0]             m_axi_ct_wlast;
+output wire [CT_CHANNELS-1:0]             m_axi_ct_wvalid;
+input  wire [CT_CHANNELS-1:0]             m_axi_ct_wready;
+input  wire [CT_CHANNELS*ID_W-1:0]        m_axi_ct_bid;
+input  wire [CT_CHANNELS-1:0]             m_axi_ct_bvalid;
+output wire [CT_CHANNELS-1:0]             m_axi_ct_bready;
+output wire [MG_CHANNELS*ADDR_W-1:0]      m_axi_mg_araddr;
+output wire [MG_CHANNELS*ID_W-1:0]        m_axi_mg_arid;
+output wire [MG_CHANNELS*8-1:0]           m_axi_mg_arlen;
+output wire [MG_CHANNELS-1:0]             m_axi_mg_arvalid;
+input  wire [MG_CHANNELS-1:0]             m_axi_mg_arready;
+input  wire [MG_CHANNELS*MG_DATA_W-1:0]   m_axi_mg_rdata;
+input  wire [MG_CHANNELS*ID_W-1:0]        m_axi_mg_rid;
+input  wire [MG_CHANNELS-1:0]             m_axi_mg_rlast;
+input  wire [MG_CHANNELS-1:0]             m_axi_mg_rvalid;
+output wire [MG_CHANNELS-1:0]             m_axi_mg_rready;
+output wire [MG_CHANNELS*ADDR_W-1:0]      m_axi_mg_awaddr;
+output wire [MG_CHANNELS*ID_W-1:0]        m_axi_mg_awid;
+output wire [MG_CHANNELS*8-1:0]           m_axi_mg_awlen;
+output wire [MG_CHANNELS-1:0]             m_axi_mg_awvalid;
+input  wire [MG_CHANNELS-1:0]             m_axi_mg_awready;
+output wire [MG_CHANNELS*MG_DATA_W-1:0]   m_axi_mg_wdata;
+output wire [MG_CHANNELS*MG_DATA_W/8-1:0] m_axi_mg_wstrb;
+output wire [MG_CHANNELS-1:0]             m_axi_mg_wlast;
+output wire [MG_CHANNELS-1:0]             m_axi_mg_wvalid;
+input  wire [MG_CHANNELS-1:0]             m_axi_mg_wready;
+input  wire [MG_CHANNELS*ID_W-1:0]        m_axi_mg_bid;
+input  wire [MG_CHANNELS-1:0]             m_axi_mg_bvalid;
+output wire [MG_CHANNELS-1:0]             m_axi_mg_bready;
+
+// Statistics (the mem block): a pipeline read issued, a read's latency when it is in (clocks),
+// per table; st_wait: a descriptor waits for a memory-stage slot this clock.
+output wire                               st_ct_read;
+output wire                               st_ct_lat_valid;
+output wire [15:0]                        st_ct_lat;
+output wire                               st_mg_read;
+output wire                               st_mg_lat_valid;
+output wire [15:0]                        st_mg_lat;
+output wire                               st_wait;
+
+// Hit bits (nlb_conntrack).
 output wire                               hit_set_en;
 output wire [CTIW-1:0]                    hit_set_index;
 
@@ -316,13 +510,16 @@ output wire [LW-1:0]         m_l3_end;
 output wire [7:0]            m_tos;
 output wire                  m_dont_fragment;
 
+
 // ---- pipeline state -----------------------------------------------------------------------
-// One packed vector per stage; F_x / W_x are the field positions.
+// One packed vector per stage; F_x / W_x are the field positions. The fields below SWA are
+// what the memory stages carry (the packet's state past stage L); then come the front stages'
+// own (F_DDROP to F_PROD), then those set after the Maglev stage (from F_BINR).
 
 localparam F_INJ = 0;
 localparam W_INJ = 1; // an injected frame
 localparam F_SHADOW = F_INJ + W_INJ;
-localparam W_SHADOW = 1; // the forward reading of an ICMP error (not a packet; dropped after stage C)
+localparam W_SHADOW = 1; // the forward reading of an ICMP error (not a packet; decided at stage C, dropped from the results)
 localparam F_REAL = F_SHADOW + W_SHADOW;
 localparam W_REAL = 1; // the packet slot of an ICMP error with a usable quote (its shadow is one ahead)
 localparam F_ICMP = F_REAL + W_REAL;
@@ -335,9 +532,7 @@ localparam F_REASON = F_VERDICT + W_VERDICT;
 localparam W_REASON = 5; // enum reason
 localparam F_BANK = F_REASON + W_REASON;
 localparam W_BANK = 1; // latched table bank
-localparam F_DDROP = F_BANK + W_BANK;
-localparam W_DDROP = 1; // ctrl.default_action = DROP, latched
-localparam F_LEN = F_DDROP + W_DDROP;
+localparam F_LEN = F_BANK + W_BANK;
 localparam W_LEN = LW; // frame length
 localparam F_V6 = F_LEN + W_LEN;
 localparam W_V6 = 1; // IPv6
@@ -361,51 +556,29 @@ localparam F_VIP = F_CPORT + W_CPORT;
 localparam W_VIP = 128; // flow VIP
 localparam F_VPORT = F_VIP + W_VIP;
 localparam W_VPORT = 16; // flow VIP port
-localparam F_FRAG = F_VPORT + W_VPORT;
-localparam W_FRAG = 1; // a fragment (and not an ICMP error)
-localparam F_LATER = F_FRAG + W_FRAG;
-localparam W_LATER = 1; // a later fragment (no ports)
-localparam F_PORTLESS = F_LATER + W_LATER;
-localparam W_PORTLESS = 1; // neither TCP nor UDP: ports 0, VIP protocol 0 (docs/pipeline.md section 3)
-localparam F_TCPF = F_PORTLESS + W_PORTLESS;
+localparam F_TCPF = F_VPORT + W_VPORT;
 localparam W_TCPF = 8; // TCP flags
 localparam F_H5 = F_TCPF + W_TCPF;
 localparam W_H5 = 32; // hash of the TUPLE5 key
-localparam F_H3 = F_H5 + W_H5;
-localparam W_H3 = 32; // hash of the TUPLE3 key
-localparam F_H2 = F_H3 + W_H3;
-localparam W_H2 = 32; // hash of the TUPLE2 key
-localparam F_H1 = F_H2 + W_H2;
-localparam W_H1 = 32; // hash of the TUPLE1 key
-localparam F_FHASH = F_H1 + W_H1;
+localparam F_FHASH = F_H5 + W_H5;
 localparam W_FHASH = 32; // flow hash (H5, H3 for fragments; 0 before the flow is known)
-localparam F_VHIT = F_FHASH + W_FHASH;
-localparam W_VHIT = 1; // the VIP table has an entry for (VIP protocol, VIP)
-localparam F_SLOTS = F_VHIT + W_VHIT;
-localparam W_SLOTS = SLOTS * NLB_PORT_SLOT_WIDTH; // its port slots
-localparam F_RID = F_SLOTS + W_SLOTS;
-localparam W_RID = 12; // rule id from the port slot
-localparam F_RULEV = F_RID + W_RID;
+localparam F_RULEV = F_FHASH + W_FHASH;
 localparam W_RULEV = 1; // a rule matched
 localparam F_RULE = F_RULEV + W_RULEV;
 localparam W_RULE = 12; // rule id
-localparam F_SEVERAL = F_RULE + W_RULE;
-localparam W_SEVERAL = 1; // the VIP entry has two or more valid slots
-localparam F_RINR = F_SEVERAL + W_SEVERAL;
-localparam W_RINR = 1; // rule id inside the rule table
-localparam F_POOLV = F_RINR + W_RINR;
+localparam F_POOLV = F_RULE + W_RULE;
 localparam W_POOLV = 1; // pool reported
 localparam F_POOL = F_POOLV + W_POOLV;
 localparam W_POOL = 12; // pool id
-localparam F_PINR = F_POOL + W_POOL;
-localparam W_PINR = 1; // pool id inside the pool table
-localparam F_KEYV = F_PINR + W_PINR;
+localparam F_KEYV = F_POOL + W_POOL;
 localparam W_KEYV = 1; // affinity key type reported
 localparam F_KEY = F_KEYV + W_KEYV;
 localparam W_KEY = 3; // enum key_type
 localparam F_CT = F_KEY + W_KEY;
-localparam W_CT = 2; // conntrack outcome: 0 none, 1 hit, 2 miss
-localparam F_CTHIT = F_CT + W_CT;
+localparam W_CT = 2; // conntrack outcome: 0 none, 1 hit, 2 miss (stage X1 for the packets that read the table)
+localparam F_CTRD = F_CT + W_CT;
+localparam W_CTRD = 1; // the packet reads the connection table
+localparam F_CTHIT = F_CTRD + W_CTRD;
 localparam W_CTHIT = 1; // a valid entry of the bucket holds the flow
 localparam F_CTIDX = F_CTHIT + W_CTHIT;
 localparam W_CTIDX = CTIW; // its index
@@ -413,21 +586,54 @@ localparam F_CTBE = F_CTIDX + W_CTIDX;
 localparam W_CTBE = 16; // its backend
 localparam F_DELIV = F_CTBE + W_CTBE;
 localparam W_DELIV = 2; // enum delivery
-localparam F_MBASE = F_DELIV + W_DELIV;
-localparam W_MBASE = 24; // Maglev slice base
-localparam F_MSIZE = F_MBASE + W_MBASE;
-localparam W_MSIZE = 17; // Maglev slice size
-localparam F_AHASH = F_MSIZE + W_MSIZE;
-localparam W_AHASH = 32; // hash of the affinity key
-localparam F_PROD = F_AHASH + W_AHASH;
-localparam W_PROD = 49; // AHASH * MSIZE
-localparam F_MSLOT = F_PROD + W_PROD;
-localparam W_MSLOT = 25; // Maglev slot
-localparam F_BEV = F_MSLOT + W_MSLOT;
+localparam F_MSLOT = F_DELIV + W_DELIV;
+localparam W_MSLOT = MSLOT_W; // Maglev slot (base + index)
+localparam F_MBAD = F_MSLOT + W_MSLOT;
+localparam W_MBAD = 1; // the slice is empty or the slot is past the slot memory
+localparam F_BEV = F_MBAD + W_MBAD;
 localparam W_BEV = 1; // backend reported
 localparam F_BE = F_BEV + W_BEV;
 localparam W_BE = 16; // backend id
-localparam F_BINR = F_BE + W_BE;
+localparam SWA = F_BE + W_BE;
+localparam F_DDROP = F_BE + W_BE;
+localparam W_DDROP = 1; // ctrl.default_action = DROP, latched
+localparam F_FRAG = F_DDROP + W_DDROP;
+localparam W_FRAG = 1; // a fragment (and not an ICMP error)
+localparam F_LATER = F_FRAG + W_FRAG;
+localparam W_LATER = 1; // a later fragment (no ports)
+localparam F_PORTLESS = F_LATER + W_LATER;
+localparam W_PORTLESS = 1; // neither TCP nor UDP: ports 0, VIP protocol 0 (docs/pipeline.md section 3)
+localparam F_H3 = F_PORTLESS + W_PORTLESS;
+localparam W_H3 = 32; // hash of the TUPLE3 key
+localparam F_H2 = F_H3 + W_H3;
+localparam W_H2 = 32; // hash of the TUPLE2 key
+localparam F_H1 = F_H2 + W_H2;
+localparam W_H1 = 32; // hash of the TUPLE1 key
+localparam F_VHIT = F_H1 + W_H1;
+localparam W_VHIT = 1; // the VIP table has an entry for (VIP protocol, VIP)
+localparam F_SLOTS = F_VHIT + W_VHIT;
+localparam W_SLOTS = SLOTS * NLB_PORT_SLOT_WIDTH; // its port slots
+localparam F_RID = F_SLOTS + W_SLOTS;
+localparam W_RID = 12; // rule id from the port slot
+localparam F_SEVERAL = F_RID + W_RID;
+localparam W_SEVERAL = 1; // the VIP entry has two or more valid slots
+localparam F_RINR = F_SEVERAL + W_SEVERAL;
+localparam W_RINR = 1; // rule id inside the rule table
+localparam F_PINR = F_RINR + W_RINR;
+localparam W_PINR = 1; // pool id inside the pool table
+localparam F_MBASE = F_PINR + W_PINR;
+localparam W_MBASE = MBW; // Maglev slice base
+localparam F_MSIZE = F_MBASE + W_MBASE;
+localparam W_MSIZE = MSW; // Maglev slice size
+localparam F_AHASH = F_MSIZE + W_MSIZE;
+localparam W_AHASH = 32; // hash of the affinity key
+localparam F_PLO = F_AHASH + W_AHASH;
+localparam W_PLO = 32 + MS_LO; // AHASH * MSIZE's low half
+localparam F_PHI = F_PLO + W_PLO;
+localparam W_PHI = 32 + MS_HI; // AHASH * MSIZE's high half
+localparam F_PROD = F_PHI + W_PHI;
+localparam W_PROD = 32 + MSW; // AHASH * MSIZE
+localparam F_BINR = F_PROD + W_PROD;
 localparam W_BINR = 1; // backend id inside the backend table
 localparam F_BV6 = F_BINR + W_BINR;
 localparam W_BV6 = 1; // backend is IPv6
@@ -511,7 +717,11 @@ wire [15:0] d_inj_backend = d_user[31:16];
 wire d_parsed = (d_enable || d_inject) && !d_malformed && !d_not_ip;
 // An ICMP error with a usable quote issues twice (shadow, then the packet).
 wire d_two = d_parsed && !d_inject && d_icmp_error && d_inner_valid;
-wire issue = fifo_nonempty;
+// A descriptor issues only while the connection-table stage has a slot for it (credits:
+// packets issued that have not left that stage; the count lags one clock, so one slot spare).
+reg  [$clog2(CT_SLOTS):0] ct_cnt_reg = {($clog2(CT_SLOTS)+1){1'b0}};
+wire ct_room = {{(31-$clog2(CT_SLOTS)){1'b0}}, ct_cnt_reg} < CT_SLOTS - 1;
+wire issue = fifo_nonempty && ct_room;
 wire issue_shadow = issue && d_two && !phase_reg;
 wire pop = issue && !issue_shadow;
 
@@ -617,7 +827,9 @@ always @* begin
     end
 end
 
-localparam NST = 21;
+// Front stages: registers 0 (issue) to NF (after stage L).
+localparam NF = 19;
+localparam NST = NF;
 reg [SW-1:0] st_reg [0:NST];
 reg          vl_reg [0:NST];
 reg [SW-1:0] nx [1:NST];
@@ -670,7 +882,7 @@ nlb_flow_hash hash_t1_inst (.clk(clk), .rst(rst), .s_key(key_t1), .s_user(1'b0),
     .s_valid(vl_reg[0]), .m_hash(hash_t1), .m_user(), .m_valid());
 /* verilator lint_on PINCONNECTEMPTY */
 
-// ---- stage A (6): hashes in; VIP and connection-table buckets read -----------------------
+// ---- stage A (6): hashes in; VIP bucket read ---------------------------------------------
 
 wire [SW-1:0] sa = st_reg[6];
 wire [31:0]   a_h5 = hash_t5;
@@ -691,8 +903,6 @@ end
 assign vip_rd_en = vl_reg[6];
 assign vip_rd_bank = sa[F_BANK];
 assign vip_rd_row = hash_vip[31 -: VIP_ROW_BITS];
-assign ct_rd_en = vl_reg[6];
-assign ct_rd_row = a_h5[31 -: CT_ROW_BITS];
 
 // ---- stage B (7): wait ---------------------------------------------------------------------
 
@@ -700,13 +910,10 @@ always @* begin
     nx[8] = st_reg[7];
 end
 
-// ---- stage C (8): VIP ways; the ICMP reading; the bucket's entries -----------------------
+// ---- stage C (8): VIP ways; the ICMP reading ------------------------------------------------
 
 wire [SW-1:0] sc = st_reg[8];
 wire [SW-1:0] sc_alt = st_reg[9];      // for a packet of two issues: its shadow
-
-reg [CT_WAYS*CW-1:0] ctrow_reg = {CT_WAYS*CW{1'b0}};
-reg [CT_WAYS*CW-1:0] ctrow_next;
 
 // The VIP protocol looked up (as k_vproto at issue).
 wire [7:0]   c_vproto = sc[F_PORTLESS] ? 8'd0 : sc[F_PROTO +: 8];
@@ -733,10 +940,9 @@ always @* begin
     nx[9] = sc;
     nx[9][F_VHIT] = c_hit;
     nx[9][F_SLOTS +: W_SLOTS] = c_entry[NLB_VIP_ENTRY_SLOT_LSB +: W_SLOTS];
-    ctrow_next = ct_rd_data;
     if (sc[F_REAL] && !c_hit) begin
-        // No VIP entry for the reversed reading: the forward reading decides (its VIP lookup,
-        // hashes and bucket are the shadow's, one stage ahead).
+        // No VIP entry for the reversed reading: the forward reading decides (its VIP lookup
+        // and hashes are the shadow's, one stage ahead).
         nx[9][F_PROTO +: W_PROTO] = sc_alt[F_PROTO +: W_PROTO];
         nx[9][F_PORTLESS] = sc_alt[F_PORTLESS];
         nx[9][F_CLIENT +: W_CLIENT] = sc_alt[F_CLIENT +: W_CLIENT];
@@ -750,14 +956,13 @@ always @* begin
         nx[9][F_FHASH +: 32] = sc_alt[F_FHASH +: 32];
         nx[9][F_VHIT] = sc_alt[F_VHIT];
         nx[9][F_SLOTS +: W_SLOTS] = sc_alt[F_SLOTS +: W_SLOTS];
-        ctrow_next = ctrow_reg;
     end
     if (sc[F_SHADOW]) begin
         nx[9][F_DONE] = 1'b1;
     end
 end
 
-// ---- stage D (9): port slots; connection-table ways -----------------------------------------
+// ---- stage D (9): port slots -------------------------------------------------------------------
 
 wire [SW-1:0] sd = st_reg[9];
 wire [15:0]   d_vport_f = sd[F_VPORT +: 16];
@@ -788,10 +993,6 @@ reg             sl_found;
 reg             sl_any;
 reg             sl_several;
 reg [11:0]      sl_first_rule;
-reg             ct_hit;
-reg [CT_WAY_BITS-1:0] ct_way;
-reg [15:0]      ct_backend;
-reg [CW-1:0]    ct_e;
 reg [NLB_PORT_SLOT_WIDTH-1:0] slot;
 integer         sn;
 always @* begin
@@ -815,22 +1016,6 @@ always @* begin
         sl_rule = sl_rule | ({12{sl_match_low[sn]}} & slot[NLB_PORT_SLOT_RULE_LSB +: 12]);
         sl_first_rule = sl_first_rule
             | ({12{sl_valid_low[sn]}} & slot[NLB_PORT_SLOT_RULE_LSB +: 12]);
-    end
-    ct_hit = 1'b0;
-    ct_way = {CT_WAY_BITS{1'b0}};
-    ct_backend = 16'd0;
-    for (sn = CT_WAYS - 1; sn >= 0; sn = sn - 1) begin
-        ct_e = ctrow_reg[sn*CW +: CW];
-        if (ct_e[NLB_CT_ENTRY_VALID_LSB]
-                && ct_e[NLB_CT_ENTRY_PROTOCOL_LSB +: 8] == sd[F_PROTO +: 8]
-                && ct_e[NLB_CT_ENTRY_SRC_PORT_LSB +: 16] == sd[F_CPORT +: 16]
-                && ct_e[NLB_CT_ENTRY_DST_PORT_LSB +: 16] == sd[F_VPORT +: 16]
-                && ct_e[NLB_CT_ENTRY_SRC_ADDR_LSB +: 128] == sd[F_CLIENT +: 128]
-                && ct_e[NLB_CT_ENTRY_DST_ADDR_LSB +: 128] == sd[F_VIP +: 128]) begin
-            ct_hit = 1'b1;
-            ct_way = sn[CT_WAY_BITS-1:0];
-            ct_backend = ct_e[NLB_CT_ENTRY_BACKEND_LSB +: 16];
-        end
     end
 end
 
@@ -859,9 +1044,6 @@ endfunction
 always @* begin
     nx[10] = sd;
     nx[10][F_SEVERAL] = sl_several;
-    nx[10][F_CTHIT] = ct_hit;
-    nx[10][F_CTIDX +: CTIW] = {sd[F_H5 + 31 -: CT_ROW_BITS], ct_way};
-    nx[10][F_CTBE +: 16] = ct_backend;
     if (!sd[F_DONE] && !sd[F_INJ]) begin
         if (!sd[F_VHIT]) begin
             nx[10] = unmatched(nx[10]);
@@ -968,14 +1150,14 @@ always @* begin
     nx[14] = st_reg[13];
 end
 
-// ---- stage I2 (14): pool, keys, connection-table outcome --------------------------------
+// ---- stage I2 (14): pool, keys, connection-table read --------------------------------------
 
 wire [SW-1:0] si2 = st_reg[14];
 wire          p_valid = pool_rd_data[NLB_POOL_ENTRY_VALID_LSB];
 wire [2:0]    p_affinity = pool_rd_data[NLB_POOL_ENTRY_AFFINITY_LSB +: 3];
 wire [1:0]    p_delivery = pool_rd_data[NLB_POOL_ENTRY_DELIVERY_LSB +: 2];
-wire [23:0]   p_base = pool_rd_data[NLB_POOL_ENTRY_MAGLEV_BASE_LSB +: 24];
-wire [16:0]   p_size = pool_rd_data[NLB_POOL_ENTRY_MAGLEV_SIZE_LSB +: 17];
+wire [MBW-1:0] p_base = pool_rd_data[NLB_POOL_ENTRY_MAGLEV_BASE_LSB +: MBW];
+wire [MSW-1:0] p_size = pool_rd_data[NLB_POOL_ENTRY_MAGLEV_SIZE_LSB +: MSW];
 wire          p_track = pool_rd_data[NLB_POOL_ENTRY_TRACK_LSB];
 wire          i_frag = si2[F_FRAG];
 wire          i_portless = si2[F_PORTLESS];
@@ -1023,142 +1205,62 @@ always @* begin
             nx[15][F_KEY +: 3] = si2[F_INJ] ? 3'd0 : i_key;
             nx[15][F_AHASH +: 32] = i_ahash;
             nx[15][F_DELIV +: 2] = p_delivery;
-            nx[15][F_MBASE +: 24] = p_base;
-            nx[15][F_MSIZE +: 17] = p_size;
+            nx[15][F_MBASE +: MBW] = p_base;
+            nx[15][F_MSIZE +: MSW] = p_size;
             if (i_trackable && !si2[F_INJ]) begin
-                nx[15][F_CT +: 2] = (!i_syn_only && si2[F_CTHIT]) ? CT_HIT : CT_MISS;
+                // A SYN is a miss without lookup; the others read the bucket (stage X1 says
+                // hit or miss).
+                nx[15][F_CT +: 2] = CT_MISS;
+                nx[15][F_CTRD] = !i_syn_only;
             end
         end
     end
 end
 
-// ---- stage J (15): Maglev index multiply ---------------------------------------------------
+// ---- stage J1 (15): Maglev index, partial products --------------------------------------------
 
-wire [SW-1:0] sj = st_reg[15];
+// index(h, M) = (h * M) >> 32 with M up to 2^MSW - 1: two products of 32 x MSW/2 bits here, their
+// sum in J2, so that neither stage holds a whole 32 x 24 multiply.
+wire [SW-1:0] sj1 = st_reg[15];
 always @* begin
-    nx[16] = sj;
-    nx[16][F_PROD +: 49] = sj[F_AHASH +: 32] * sj[F_MSIZE +: 17];
+    nx[16] = sj1;
+    nx[16][F_PLO +: W_PLO] = sj1[F_AHASH +: 32] * sj1[F_MSIZE +: MS_LO];
+    nx[16][F_PHI +: W_PHI] = sj1[F_AHASH +: 32] * sj1[F_MSIZE + MS_LO +: MS_HI];
 end
 
-// ---- stage K (16): Maglev slot; slot read ----------------------------------------------------
+// ---- stage J2 (16): Maglev index, the sum ------------------------------------------------------
 
-wire [SW-1:0] sk = st_reg[16];
-wire [24:0]   k_slot = {1'b0, sk[F_MBASE +: 24]} + {8'd0, sk[F_PROD + 32 +: 17]};
-
+wire [SW-1:0] sj2 = st_reg[16];
 always @* begin
-    nx[17] = sk;
-    nx[17][F_MSLOT +: 25] = k_slot;
+    nx[17] = sj2;
+    nx[17][F_PROD +: W_PROD] = {{MS_HI{1'b0}}, sj2[F_PLO +: W_PLO]}
+        + {sj2[F_PHI +: W_PHI], {MS_LO{1'b0}}};
 end
 
-assign maglev_rd_en = vl_reg[16];
-assign maglev_rd_bank = sk[F_BANK];
-assign maglev_rd_row = k_slot[MAGLEV_ROW_BITS-1:0];
+// ---- stage K (17): Maglev slot ----------------------------------------------------------------
 
-// ---- stage L (17): slot range check --------------------------------------------------------
-
-// The slot's range check waits a stage after its add (nothing reads the verdict before stage
-// M), so neither stage holds an add and a comparison in a row.
-wire [SW-1:0] sl = st_reg[17];
+wire [SW-1:0]        sk = st_reg[17];
+wire [MSLOT_W-1:0]   k_slot = {1'b0, sk[F_MBASE +: MBW]}
+    + {{(MSLOT_W-MSW){1'b0}}, sk[F_PROD + 32 +: MSW]};
 
 always @* begin
-    nx[18] = sl;
-    if (!sl[F_DONE] && sl[F_CT +: 2] != CT_HIT && !sl[F_INJ]) begin
-        if (sl[F_MSIZE +: 17] == 17'd0 || {7'd0, sl[F_MSLOT +: 25]} >= MAGLEV_SLOTS) begin
-            nx[18] = ended(nx[18], V_DROP, NLB_REASON_NO_BACKEND);
-        end
-    end
+    nx[18] = sk;
+    nx[18][F_MSLOT +: MSLOT_W] = k_slot;
 end
 
-// ---- stage M (18): backend id; backend read --------------------------------------------------
+// ---- stage L (18): slot range -------------------------------------------------------------------
 
-wire [SW-1:0] sm = st_reg[18];
-wire [15:0]   m_be_id = sm[F_INJ] ? sm[F_BE +: 16] : sm[F_CT +: 2] == CT_HIT
-    ? sm[F_CTBE +: 16] : maglev_rd_data[NLB_MAGLEV_SLOT_BACKEND_LSB +: 16];
+// The slot's range check waits a stage after its add, so neither stage holds an add and a
+// comparison in a row; the verdict waits for the connection table's outcome (stage X2).
+wire [SW-1:0] sl = st_reg[18];
 
 always @* begin
-    nx[19] = sm;
-    nx[19][F_BINR] = {16'd0, m_be_id} < BACKENDS;
-    if (!sm[F_DONE]) begin
-        nx[19][F_BEV] = 1'b1;
-        nx[19][F_BE +: 16] = m_be_id;
-    end
+    nx[19] = sl;
+    nx[19][F_MBAD] = sl[F_MSIZE +: MSW] == {MSW{1'b0}}
+        || {{(32-MSLOT_W){1'b0}}, sl[F_MSLOT +: MSLOT_W]} >= MAGLEV_SLOTS;
 end
 
-assign backend_rd_en = vl_reg[18];
-assign backend_rd_bank = sm[F_BANK];
-assign backend_rd_row = m_be_id[BACKEND_ROW_BITS-1:0];
-
-// ---- stage N (19): output length for either backend family -----------------------------
-
-// Both candidates and their size checks are ready before the backend entry says which family
-// it is, so stage O only selects.
-wire [SW-1:0] sn2 = st_reg[19];
-wire [1:0]    n_deliv = sn2[F_DELIV +: 2];
-wire [17:0]   n_l2_len = {{(18-LW){1'b0}}, sn2[F_LEN +: LW]};
-wire [17:0]   n_l3_end = {{(18-LW){1'b0}}, sn2[F_L3END +: LW]};
-wire          n_l2 = n_deliv == NLB_DELIVERY_L2_DSR;
-wire          n_gue = n_deliv == NLB_DELIVERY_GUE;
-// Outer headers: IPv4 20 or IPv6 40 bytes, and 8 of UDP for GUE; one add per length, and the
-// size checks compare l3_end with constants rather than the sums.
-wire [17:0]   n_add4 = n_gue ? 18'd28 : 18'd20;
-wire [17:0]   n_add6 = n_gue ? 18'd48 : 18'd40;
-wire [17:0]   n_olen4 = n_l2 ? n_l2_len : n_l3_end + n_add4;
-wire [17:0]   n_olen6 = n_l2 ? n_l2_len : n_l3_end + n_add6;
-wire          n_l2_big = n_l2_len > MAX_FRAME;
-
-always @* begin
-    nx[20] = sn2;
-    nx[20][F_OLEN4 +: 18] = n_olen4;
-    nx[20][F_OLEN6 +: 18] = n_olen6;
-    nx[20][F_BIG4] = n_l2 ? n_l2_big
-        : n_gue ? n_l3_end > MAX_FRAME - 18'd28 : n_l3_end > MAX_FRAME - 18'd20;
-    nx[20][F_BIG6] = n_l2 ? n_l2_big
-        : n_gue ? n_l3_end > MAX_FRAME - 18'd48 : n_l3_end > MAX_FRAME - 18'd40;
-end
-
-// ---- stage O (20): backend, output length, event ----------------------------------------
-
-wire [SW-1:0] so = st_reg[20];
-wire          o_valid = backend_rd_data[NLB_BACKEND_ENTRY_VALID_LSB];
-wire          o_v6 = backend_rd_data[NLB_BACKEND_ENTRY_IS_IPV6_LSB];
-wire [17:0]   o_out_len = o_v6 ? so[F_OLEN6 +: 18] : so[F_OLEN4 +: 18];
-wire          o_too_big = o_v6 ? so[F_BIG6] : so[F_BIG4];
-wire [7:0]    o_proto = so[F_PROTO +: 8];
-wire          o_closing = o_proto == PROTO_TCP && (so[F_TCPF +: 8] & 8'h05) != 8'h00;
-
-always @* begin
-    nx[21] = so;
-    if (!so[F_DONE]) begin
-        if (!so[F_BINR] || !o_valid) begin
-            nx[21] = ended(nx[21], V_DROP, NLB_REASON_NO_BACKEND);
-        end else if (o_too_big) begin
-            nx[21] = ended(nx[21], V_DROP, NLB_REASON_TOO_BIG);
-        end else begin
-            nx[21] = ended(nx[21], V_FORWARD, so[F_INJ] ? NLB_REASON_INJECTED
-                : so[F_ICMP] ? NLB_REASON_ICMP_ERROR_FORWARDED : NLB_REASON_FORWARDED);
-            nx[21][F_OUTLEN +: 18] = o_out_len;
-            nx[21][F_BV6] = o_v6;
-            nx[21][F_BADDR +: 128] = backend_rd_data[NLB_BACKEND_ENTRY_ADDR_LSB +: 128];
-            nx[21][F_BMAC +: 48] = backend_rd_data[NLB_BACKEND_ENTRY_MAC_LSB +: 48];
-            // Events (section 10): forwarded trackable packets, not ICMP errors.
-            if (so[F_CT +: 2] != CT_NONE && !so[F_ICMP]) begin
-                if (o_closing) begin
-                    nx[21][F_EVV] = 1'b1;
-                    nx[21][F_EVK +: 2] = NLB_EVENT_TEARDOWN;
-                end else if (so[F_CT +: 2] == CT_MISS) begin
-                    nx[21][F_EVV] = 1'b1;
-                    nx[21][F_EVK +: 2] = NLB_EVENT_LEARN;
-                end
-            end
-        end
-    end
-end
-
-// A hit marks the entry whatever the verdict after it.
-assign hit_set_en = vl_reg[20] && !so[F_SHADOW] && so[F_CT +: 2] == CT_HIT;
-assign hit_set_index = so[F_CTIDX +: CTIW];
-
-// ---- the pipeline registers --------------------------------------------------------------
+// ---- the front's pipeline registers -------------------------------------------------------------
 
 integer pi;
 always @(posedge clk) begin
@@ -1172,7 +1274,6 @@ always @(posedge clk) begin
         end
         vl_reg[pi] <= vl_reg[pi-1];
     end
-    ctrow_reg <= ctrow_next;
     if (rst) begin
         for (pi = 0; pi <= NST; pi = pi + 1) begin
             vl_reg[pi] <= 1'b0;
@@ -1180,11 +1281,392 @@ always @(posedge clk) begin
     end
 end
 
+// ---- stage CT: the connection-table bucket -------------------------------------------------------
+
+wire [SW-1:0] sf = st_reg[NF];
+// Credits of the Maglev stage: packets out of the connection-table stage that have not left
+// the Maglev stage. The connection-table stage has up to 2 packets between letting one go and
+// showing it, and the count lags a clock: 4 slots spare.
+reg  [$clog2(MG_SLOTS):0] mg_cnt_reg = {($clog2(MG_SLOTS)+1){1'b0}};
+wire mg_room = {{(31-$clog2(MG_SLOTS)){1'b0}}, mg_cnt_reg} < MG_SLOTS - 4;
+
+wire               ct_m_valid;
+wire [SWA-1:0]     ct_m_state;
+/* verilator lint_off UNUSEDSIGNAL */ // (the read flag is in the state: F_CTRD)
+wire               ct_m_read;
+/* verilator lint_on UNUSEDSIGNAL */
+wire [CT_ROW_W-1:0] ct_m_data;
+wire [CT_ROW_W-1:0] ct_c_row;
+wire               ct_c_rd_ack_w;
+reg  [CT_WAY_BITS-1:0] ct_c_way_reg = {CT_WAY_BITS{1'b0}};
+
+/* verilator lint_off PINCONNECTEMPTY */ // (the lookup's own wait count is st_wait)
+nlb_mem_stage #(
+    .STATE_W(SWA),
+    .ROW_BITS(CT_ROW_BITS),
+    .ROW_W(CT_ROW_W),
+    .DATA_W(CT_DATA_W),
+    .CHANNELS(CT_CHANNELS),
+    .ADDR_W(ADDR_W),
+    .ID_W(ID_W),
+    .ROW_SHIFT(CT_ROW_SHIFT),
+    .CH_BASE(CT_CH_BASE),
+    .CH_STRIDE(CT_CH_STRIDE),
+    .LANE_W(CT_LANE_W),
+    .ENTRY_W(CW),
+    .SLOTS(CT_SLOTS)
+) ct_stage_inst (
+    .clk(clk),
+    .rst(rst),
+    .s_valid(vl_reg[NF]),
+    .s_state(sf[SWA-1:0]),
+    .s_read(sf[F_CTRD] && !sf[F_DONE]),
+    .s_row(sf[F_H5 + 31 -: CT_ROW_BITS]),
+    .m_allow(mg_room),
+    .m_valid(ct_m_valid),
+    .m_state(ct_m_state),
+    .m_read(ct_m_read),
+    .m_data(ct_m_data),
+    .c_wr_req(ct_c_wr_req),
+    .c_wr_row(ct_c_wr_index[CTIW-1 -: CT_ROW_BITS]),
+    .c_wr_lane(ct_c_wr_index[CT_WAY_BITS-1:0]),
+    .c_wr_entry(ct_c_wr_entry),
+    .c_wr_ack(ct_c_wr_ack),
+    .c_rd_req(ct_c_rd_req),
+    .c_rd_row(ct_c_rd_index[CTIW-1 -: CT_ROW_BITS]),
+    .c_rd_ack(ct_c_rd_ack_w),
+    .c_rd_data(ct_c_row),
+    .st_read(st_ct_read),
+    .st_lat_valid(st_ct_lat_valid),
+    .st_lat(st_ct_lat),
+    .st_wait(),
+    .m_axi_araddr(m_axi_ct_araddr),
+    .m_axi_arid(m_axi_ct_arid),
+    .m_axi_arlen(m_axi_ct_arlen),
+    .m_axi_arvalid(m_axi_ct_arvalid),
+    .m_axi_arready(m_axi_ct_arready),
+    .m_axi_rdata(m_axi_ct_rdata),
+    .m_axi_rid(m_axi_ct_rid),
+    .m_axi_rlast(m_axi_ct_rlast),
+    .m_axi_rvalid(m_axi_ct_rvalid),
+    .m_axi_rready(m_axi_ct_rready),
+    .m_axi_awaddr(m_axi_ct_awaddr),
+    .m_axi_awid(m_axi_ct_awid),
+    .m_axi_awlen(m_axi_ct_awlen),
+    .m_axi_awvalid(m_axi_ct_awvalid),
+    .m_axi_awready(m_axi_ct_awready),
+    .m_axi_wdata(m_axi_ct_wdata),
+    .m_axi_wstrb(m_axi_ct_wstrb),
+    .m_axi_wlast(m_axi_ct_wlast),
+    .m_axi_wvalid(m_axi_ct_wvalid),
+    .m_axi_wready(m_axi_ct_wready),
+    .m_axi_bid(m_axi_ct_bid),
+    .m_axi_bvalid(m_axi_ct_bvalid),
+    .m_axi_bready(m_axi_ct_bready)
+);
+/* verilator lint_on PINCONNECTEMPTY */
+
+// A command read returns the bucket; the entry is the way it named.
+always @(posedge clk) begin
+    if (ct_c_rd_req) begin
+        ct_c_way_reg <= ct_c_rd_index[CT_WAY_BITS-1:0];
+    end
+end
+assign ct_c_rd_ack = ct_c_rd_ack_w;
+assign ct_c_rd_entry = ct_c_row[{{(32-CT_WAY_BITS){1'b0}}, ct_c_way_reg}*CT_LANE_W +: CW];
+
+// ---- stage X1: the bucket's ways ----------------------------------------------------------------
+
+// The lowest valid way holding the flow (client -> VIP) hits; rule, flags and timestamp are
+// not compared (docs/pipeline.md section 7).
+wire [SW-1:0] x_in = {{(SW-SWA){1'b0}}, ct_m_state};
+reg             ct_hit;
+reg [CT_WAY_BITS-1:0] ct_way;
+reg [15:0]      ct_backend;
+reg [CW-1:0]    ct_e;
+integer         xw;
+always @* begin
+    ct_hit = 1'b0;
+    ct_way = {CT_WAY_BITS{1'b0}};
+    ct_backend = 16'd0;
+    for (xw = CT_WAYS - 1; xw >= 0; xw = xw - 1) begin
+        ct_e = ct_m_data[xw*CT_LANE_W +: CW];
+        if (ct_e[NLB_CT_ENTRY_VALID_LSB]
+                && ct_e[NLB_CT_ENTRY_PROTOCOL_LSB +: 8] == x_in[F_PROTO +: 8]
+                && ct_e[NLB_CT_ENTRY_SRC_PORT_LSB +: 16] == x_in[F_CPORT +: 16]
+                && ct_e[NLB_CT_ENTRY_DST_PORT_LSB +: 16] == x_in[F_VPORT +: 16]
+                && ct_e[NLB_CT_ENTRY_SRC_ADDR_LSB +: 128] == x_in[F_CLIENT +: 128]
+                && ct_e[NLB_CT_ENTRY_DST_ADDR_LSB +: 128] == x_in[F_VIP +: 128]) begin
+            ct_hit = 1'b1;
+            ct_way = xw[CT_WAY_BITS-1:0];
+            ct_backend = ct_e[NLB_CT_ENTRY_BACKEND_LSB +: 16];
+        end
+    end
+end
+
+reg [SW-1:0] x1_reg = {SW{1'b0}};
+reg          x1_valid_reg = 1'b0;
+reg [SW-1:0] x1_next;
+always @* begin
+    x1_next = x_in;
+    if (x_in[F_CTRD] && !x_in[F_DONE]) begin
+        x1_next[F_CTHIT] = ct_hit;
+        x1_next[F_CTIDX +: CTIW] = {x_in[F_H5 + 31 -: CT_ROW_BITS], ct_way};
+        x1_next[F_CTBE +: 16] = ct_backend;
+        x1_next[F_CT +: 2] = ct_hit ? CT_HIT : CT_MISS;
+    end
+end
+
+// ---- stage X2: the slice's range; the Maglev read -------------------------------------------------
+
+wire [SW-1:0] x1 = x1_reg;
+reg  [SW-1:0] x2_reg = {SW{1'b0}};
+reg           x2_valid_reg = 1'b0;
+reg  [SW-1:0] x2_next;
+always @* begin
+    x2_next = x1;
+    if (!x1[F_DONE] && x1[F_CT +: 2] != CT_HIT && !x1[F_INJ] && x1[F_MBAD]) begin
+        x2_next = ended(x2_next, V_DROP, NLB_REASON_NO_BACKEND);
+    end
+end
+
+wire [SW-1:0] x2 = x2_reg;
+// Undecided packets that did not hit read their slot: global slot {bank, slot}, 16 to a row.
+wire          x2_mg_read = !x2[F_DONE] && x2[F_CT +: 2] != CT_HIT && !x2[F_INJ];
+wire [MG_ROW_BITS-1:0] x2_row = {x2[F_BANK], x2[F_MSLOT + MG_LANE_BITS +: MAGLEV_ROW_BITS - MG_LANE_BITS]};
+
+always @(posedge clk) begin
+    x1_valid_reg <= ct_m_valid;
+    x1_reg <= x1_next;
+    x2_valid_reg <= x1_valid_reg;
+    x2_reg <= x2_next;
+    if (rst) begin
+        x1_valid_reg <= 1'b0;
+        x2_valid_reg <= 1'b0;
+    end
+end
+
+// ---- stage MG: the Maglev slot's row -----------------------------------------------------------
+
+wire               mg_m_valid;
+wire [SWA-1:0]     mg_m_state;
+/* verilator lint_off UNUSEDSIGNAL */ // (whether it read follows from the state)
+wire               mg_m_read;
+/* verilator lint_on UNUSEDSIGNAL */
+wire [MG_ROW_W-1:0] mg_m_data;
+wire [MG_ROW_W-1:0] mg_c_row;
+reg  [MG_LANE_BITS-1:0] mg_c_lane_reg = {MG_LANE_BITS{1'b0}};
+wire [MAGLEV_ROW_BITS:0] mg_c_wr_g = {mg_c_wr_bank, mg_c_wr_index};
+wire [MAGLEV_ROW_BITS:0] mg_c_rd_g = {mg_c_rd_bank, mg_c_rd_index};
+
+/* verilator lint_off PINCONNECTEMPTY */
+nlb_mem_stage #(
+    .STATE_W(SWA),
+    .ROW_BITS(MG_ROW_BITS),
+    .ROW_W(MG_ROW_W),
+    .DATA_W(MG_DATA_W),
+    .CHANNELS(MG_CHANNELS),
+    .ADDR_W(ADDR_W),
+    .ID_W(ID_W),
+    .ROW_SHIFT(MG_ROW_SHIFT),
+    .CH_BASE(MG_CH_BASE),
+    .CH_STRIDE(MG_CH_STRIDE),
+    .LANE_W(MG_W),
+    .ENTRY_W(MG_W),
+    .SLOTS(MG_SLOTS)
+) mg_stage_inst (
+    .clk(clk),
+    .rst(rst),
+    .s_valid(x2_valid_reg),
+    .s_state(x2[SWA-1:0]),
+    .s_read(x2_mg_read),
+    .s_row(x2_row),
+    .m_allow(1'b1),
+    .m_valid(mg_m_valid),
+    .m_state(mg_m_state),
+    .m_read(mg_m_read),
+    .m_data(mg_m_data),
+    .c_wr_req(mg_c_wr_req),
+    .c_wr_row(mg_c_wr_g[MAGLEV_ROW_BITS -: MG_ROW_BITS]),
+    .c_wr_lane(mg_c_wr_g[MG_LANE_BITS-1:0]),
+    .c_wr_entry(mg_c_wr_slot),
+    .c_wr_ack(mg_c_wr_ack),
+    .c_rd_req(mg_c_rd_req),
+    .c_rd_row(mg_c_rd_g[MAGLEV_ROW_BITS -: MG_ROW_BITS]),
+    .c_rd_ack(mg_c_rd_ack),
+    .c_rd_data(mg_c_row),
+    .st_read(st_mg_read),
+    .st_lat_valid(st_mg_lat_valid),
+    .st_lat(st_mg_lat),
+    .st_wait(),
+    .m_axi_araddr(m_axi_mg_araddr),
+    .m_axi_arid(m_axi_mg_arid),
+    .m_axi_arlen(m_axi_mg_arlen),
+    .m_axi_arvalid(m_axi_mg_arvalid),
+    .m_axi_arready(m_axi_mg_arready),
+    .m_axi_rdata(m_axi_mg_rdata),
+    .m_axi_rid(m_axi_mg_rid),
+    .m_axi_rlast(m_axi_mg_rlast),
+    .m_axi_rvalid(m_axi_mg_rvalid),
+    .m_axi_rready(m_axi_mg_rready),
+    .m_axi_awaddr(m_axi_mg_awaddr),
+    .m_axi_awid(m_axi_mg_awid),
+    .m_axi_awlen(m_axi_mg_awlen),
+    .m_axi_awvalid(m_axi_mg_awvalid),
+    .m_axi_awready(m_axi_mg_awready),
+    .m_axi_wdata(m_axi_mg_wdata),
+    .m_axi_wstrb(m_axi_mg_wstrb),
+    .m_axi_wlast(m_axi_mg_wlast),
+    .m_axi_wvalid(m_axi_mg_wvalid),
+    .m_axi_wready(m_axi_mg_wready),
+    .m_axi_bid(m_axi_mg_bid),
+    .m_axi_bvalid(m_axi_mg_bvalid),
+    .m_axi_bready(m_axi_mg_bready)
+);
+/* verilator lint_on PINCONNECTEMPTY */
+
+always @(posedge clk) begin
+    if (mg_c_rd_req) begin
+        mg_c_lane_reg <= mg_c_rd_g[MG_LANE_BITS-1:0];
+    end
+end
+assign mg_c_rd_slot = mg_c_row[{{(32-MG_LANE_BITS){1'b0}}, mg_c_lane_reg}*MG_W +: MG_W];
+
+// Credits: issued -> out of the connection-table stage; out of it -> out of the Maglev stage.
+always @(posedge clk) begin
+    ct_cnt_reg <= ct_cnt_reg + {{$clog2(CT_SLOTS){1'b0}}, issue}
+        - {{$clog2(CT_SLOTS){1'b0}}, ct_m_valid};
+    mg_cnt_reg <= mg_cnt_reg + {{$clog2(MG_SLOTS){1'b0}}, ct_m_valid}
+        - {{$clog2(MG_SLOTS){1'b0}}, mg_m_valid};
+    if (rst) begin
+        ct_cnt_reg <= {($clog2(CT_SLOTS)+1){1'b0}};
+        mg_cnt_reg <= {($clog2(MG_SLOTS)+1){1'b0}};
+    end
+end
+
+assign st_wait = fifo_nonempty && !ct_room;
+
+// ---- stage M: backend id; backend read ------------------------------------------------------------
+
+wire [SW-1:0] sm = {{(SW-SWA){1'b0}}, mg_m_state};
+wire [MG_LANE_BITS-1:0] m_lane = sm[F_MSLOT +: MG_LANE_BITS];
+wire [15:0]   m_be_id = sm[F_INJ] ? sm[F_BE +: 16] : sm[F_CT +: 2] == CT_HIT
+    ? sm[F_CTBE +: 16]
+    : mg_m_data[{{(32-MG_LANE_BITS){1'b0}}, m_lane}*MG_W + NLB_MAGLEV_SLOT_BACKEND_LSB +: 16];
+
+reg [SW-1:0] bm_reg = {SW{1'b0}};
+reg          bm_valid_reg = 1'b0;
+reg [SW-1:0] bm_next;
+always @* begin
+    bm_next = sm;
+    bm_next[F_BINR] = {16'd0, m_be_id} < BACKENDS;
+    if (!sm[F_DONE]) begin
+        bm_next[F_BEV] = 1'b1;
+        bm_next[F_BE +: 16] = m_be_id;
+    end
+end
+
+assign backend_rd_en = mg_m_valid;
+assign backend_rd_bank = sm[F_BANK];
+assign backend_rd_row = m_be_id[BACKEND_ROW_BITS-1:0];
+
+// ---- stage N: output length for either backend family -------------------------------------
+
+// Both candidates and their size checks are ready before the backend entry says which family
+// it is, so stage O only selects.
+wire [SW-1:0] sn2 = bm_reg;
+wire [1:0]    n_deliv = sn2[F_DELIV +: 2];
+wire [17:0]   n_l2_len = {{(18-LW){1'b0}}, sn2[F_LEN +: LW]};
+wire [17:0]   n_l3_end = {{(18-LW){1'b0}}, sn2[F_L3END +: LW]};
+wire          n_l2 = n_deliv == NLB_DELIVERY_L2_DSR;
+wire          n_gue = n_deliv == NLB_DELIVERY_GUE;
+// Outer headers: IPv4 20 or IPv6 40 bytes, and 8 of UDP for GUE; one add per length, and the
+// size checks compare l3_end with constants rather than the sums.
+wire [17:0]   n_add4 = n_gue ? 18'd28 : 18'd20;
+wire [17:0]   n_add6 = n_gue ? 18'd48 : 18'd40;
+wire [17:0]   n_olen4 = n_l2 ? n_l2_len : n_l3_end + n_add4;
+wire [17:0]   n_olen6 = n_l2 ? n_l2_len : n_l3_end + n_add6;
+wire          n_l2_big = n_l2_len > MAX_FRAME;
+
+reg [SW-1:0] bn_reg = {SW{1'b0}};
+reg          bn_valid_reg = 1'b0;
+reg [SW-1:0] bn_next;
+always @* begin
+    bn_next = sn2;
+    bn_next[F_OLEN4 +: 18] = n_olen4;
+    bn_next[F_OLEN6 +: 18] = n_olen6;
+    bn_next[F_BIG4] = n_l2 ? n_l2_big
+        : n_gue ? n_l3_end > MAX_FRAME - 18'd28 : n_l3_end > MAX_FRAME - 18'd20;
+    bn_next[F_BIG6] = n_l2 ? n_l2_big
+        : n_gue ? n_l3_end > MAX_FRAME - 18'd48 : n_l3_end > MAX_FRAME - 18'd40;
+end
+
+// ---- stage O: backend, output length, event -----------------------------------------------
+
+wire [SW-1:0] so = bn_reg;
+wire          o_valid = backend_rd_data[NLB_BACKEND_ENTRY_VALID_LSB];
+wire          o_v6 = backend_rd_data[NLB_BACKEND_ENTRY_IS_IPV6_LSB];
+wire [17:0]   o_out_len = o_v6 ? so[F_OLEN6 +: 18] : so[F_OLEN4 +: 18];
+wire          o_too_big = o_v6 ? so[F_BIG6] : so[F_BIG4];
+wire [7:0]    o_proto = so[F_PROTO +: 8];
+wire          o_closing = o_proto == PROTO_TCP && (so[F_TCPF +: 8] & 8'h05) != 8'h00;
+
+reg [SW-1:0] bo_reg = {SW{1'b0}};
+reg          bo_valid_reg = 1'b0;
+reg [SW-1:0] bo_next;
+always @* begin
+    bo_next = so;
+    if (!so[F_DONE]) begin
+        if (!so[F_BINR] || !o_valid) begin
+            bo_next = ended(bo_next, V_DROP, NLB_REASON_NO_BACKEND);
+        end else if (o_too_big) begin
+            bo_next = ended(bo_next, V_DROP, NLB_REASON_TOO_BIG);
+        end else begin
+            bo_next = ended(bo_next, V_FORWARD, so[F_INJ] ? NLB_REASON_INJECTED
+                : so[F_ICMP] ? NLB_REASON_ICMP_ERROR_FORWARDED : NLB_REASON_FORWARDED);
+            bo_next[F_OUTLEN +: 18] = o_out_len;
+            bo_next[F_BV6] = o_v6;
+            bo_next[F_BADDR +: 128] = backend_rd_data[NLB_BACKEND_ENTRY_ADDR_LSB +: 128];
+            bo_next[F_BMAC +: 48] = backend_rd_data[NLB_BACKEND_ENTRY_MAC_LSB +: 48];
+            // Events (section 10): forwarded trackable packets, not ICMP errors.
+            if (so[F_CT +: 2] != CT_NONE && !so[F_ICMP]) begin
+                if (o_closing) begin
+                    bo_next[F_EVV] = 1'b1;
+                    bo_next[F_EVK +: 2] = NLB_EVENT_TEARDOWN;
+                end else if (so[F_CT +: 2] == CT_MISS) begin
+                    bo_next[F_EVV] = 1'b1;
+                    bo_next[F_EVK +: 2] = NLB_EVENT_LEARN;
+                end
+            end
+        end
+    end
+end
+
+// A hit marks the entry whatever the verdict after it.
+assign hit_set_en = bn_valid_reg && !so[F_SHADOW] && so[F_CT +: 2] == CT_HIT;
+assign hit_set_index = so[F_CTIDX +: CTIW];
+
+// ---- the back's registers ----------------------------------------------------------------
+
+always @(posedge clk) begin
+    bm_valid_reg <= mg_m_valid;
+    bm_reg <= bm_next;
+    bn_valid_reg <= bm_valid_reg;
+    bn_reg <= bn_next;
+    bo_valid_reg <= bn_valid_reg;
+    bo_reg <= bo_next;
+    if (rst) begin
+        bm_valid_reg <= 1'b0;
+        bn_valid_reg <= 1'b0;
+        bo_valid_reg <= 1'b0;
+    end
+end
+
 // ---- result -------------------------------------------------------------------------------
 
-wire [SW-1:0] r = st_reg[NST];
+wire [SW-1:0] r = bo_reg;
 
-assign m_valid = vl_reg[NST] && !r[F_SHADOW];
+assign m_valid = bo_valid_reg && !r[F_SHADOW];
 assign m_inject = r[F_INJ];
 assign m_verdict = r[F_VERDICT +: 2];
 assign m_reason = r[F_REASON +: 5];

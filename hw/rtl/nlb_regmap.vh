@@ -6,13 +6,13 @@
 /* verilator lint_off UNUSEDPARAM */
 
 // ---- meta ----
-localparam NLB_REGMAP_VERSION = 32'h5;
+localparam NLB_REGMAP_VERSION = 32'h6;
 localparam NLB_DESIGN_VERSION = 32'h10000;
 localparam NLB_DATA_WIDTH = 512;
 localparam NLB_BLOCK_TYPE_PREFIX = 32'h4e4c0000;
 
 // ---- capacity profiles ----
-localparam NLB_PROFILE_SIM_ID = 32'h1; // Small memories for simulation and CI.
+localparam NLB_PROFILE_SIM_ID = 32'h1; // Small memories for simulation and CI (every table on chip; the connection table and the Maglev slots behind the same memory ports as in HBM, answering in three clocks).
 localparam NLB_PROFILE_SIM_VIP_BUCKETS = 64;
 localparam NLB_PROFILE_SIM_VIP_WAYS = 4;
 localparam NLB_PROFILE_SIM_RULES = 256;
@@ -22,16 +22,35 @@ localparam NLB_PROFILE_SIM_BACKENDS = 4096;
 localparam NLB_PROFILE_SIM_CT_BUCKETS = 4096;
 localparam NLB_PROFILE_SIM_CT_WAYS = 4;
 localparam NLB_PROFILE_SIM_QUEUE_DEPTH = 64;
-localparam NLB_PROFILE_U280_ID = 32'h2; // Production sizes for an Alveo U280 (Maglev slots and connections in HBM).
+localparam NLB_PROFILE_SIM_CT_CHANNELS = 0;
+localparam NLB_PROFILE_SIM_MAGLEV_CHANNELS = 0;
+localparam NLB_PROFILE_SIM_MEM_SLOTS = 64;
+localparam NLB_PROFILE_U280_ID = 32'h2; // Production sizes for an Alveo U280 (8 GB HBM in 32 pseudo-channels of 256 MB): connections and Maglev slots in HBM.
 localparam NLB_PROFILE_U280_VIP_BUCKETS = 4096;
 localparam NLB_PROFILE_U280_VIP_WAYS = 4;
 localparam NLB_PROFILE_U280_RULES = 4096;
 localparam NLB_PROFILE_U280_POOLS = 2048;
-localparam NLB_PROFILE_U280_MAGLEV_SLOTS = 16777216;
+localparam NLB_PROFILE_U280_MAGLEV_SLOTS = 33554432;
 localparam NLB_PROFILE_U280_BACKENDS = 65536;
-localparam NLB_PROFILE_U280_CT_BUCKETS = 1048576;
+localparam NLB_PROFILE_U280_CT_BUCKETS = 16777216;
 localparam NLB_PROFILE_U280_CT_WAYS = 4;
 localparam NLB_PROFILE_U280_QUEUE_DEPTH = 4096;
+localparam NLB_PROFILE_U280_CT_CHANNELS = 16;
+localparam NLB_PROFILE_U280_MAGLEV_CHANNELS = 2;
+localparam NLB_PROFILE_U280_MEM_SLOTS = 256;
+localparam NLB_PROFILE_U55C_ID = 32'h3; // Production sizes for an Alveo U55C (16 GB HBM in 32 pseudo-channels of 512 MB): connections and Maglev slots in HBM.
+localparam NLB_PROFILE_U55C_VIP_BUCKETS = 4096;
+localparam NLB_PROFILE_U55C_VIP_WAYS = 4;
+localparam NLB_PROFILE_U55C_RULES = 4096;
+localparam NLB_PROFILE_U55C_POOLS = 2048;
+localparam NLB_PROFILE_U55C_MAGLEV_SLOTS = 67108864;
+localparam NLB_PROFILE_U55C_BACKENDS = 65536;
+localparam NLB_PROFILE_U55C_CT_BUCKETS = 33554432;
+localparam NLB_PROFILE_U55C_CT_WAYS = 4;
+localparam NLB_PROFILE_U55C_QUEUE_DEPTH = 4096;
+localparam NLB_PROFILE_U55C_CT_CHANNELS = 16;
+localparam NLB_PROFILE_U55C_MAGLEV_CHANNELS = 2;
+localparam NLB_PROFILE_U55C_MEM_SLOTS = 256;
 
 // ---- enumerations ----
 // affinity: Session affinity of a pool: which flow key feeds the Maglev hash (SPEC R3.1).
@@ -81,7 +100,9 @@ localparam NLB_REASON_TRUNCATED_L4 = 5'h11; // TCP/UDP header cut off (first fra
 localparam NLB_REASON_TOO_BIG = 5'h12; // encapsulation would exceed the maximum frame size
 localparam NLB_REASON_PIPELINE_DISABLED = 5'h13; // ctrl.enable is 0: every frame is passed to the host
 localparam NLB_REASON_ICMP_NO_FLOW = 5'h14; // ICMP error whose inner header matches no VIP flow (handled like NO_RULE)
-localparam NLB_REASON_COUNT = 21; // values defined
+localparam NLB_REASON_NO_ROOM_LOOKUP = 5'h15; // received frame dropped whole at its first beat: packets in flight at their limit (the table memories answer more slowly than frames arrive)
+localparam NLB_REASON_NO_ROOM_BUFFER = 5'h16; // received frame dropped whole at its first beat: the packet buffer has no room for a frame of the largest size (the output stalls)
+localparam NLB_REASON_COUNT = 23; // values defined
 // table: Table identifiers for the table write window.
 localparam NLB_TABLE_VIP = 3'h0; // VIP table, index = bucket * vip_ways + way
 localparam NLB_TABLE_RULE = 3'h1; // rule descriptors, index = rule id
@@ -126,7 +147,7 @@ localparam NLB_REBOOT_KEY_COUNT = 1; // values defined
 // ct_flag: Bits of ct_entry.flags (the host's bookkeeping of a connection; the pipeline does not read them).
 localparam NLB_CT_FLAG_CLOSED = 1'h1; // FIN or RST seen: the connection ages out with the closed timeout
 localparam NLB_CT_FLAG_COUNT = 1; // values defined
-// table_cmd: Commands of the table write window and the conntrack access block (cmd.op). A write leaves the entry as the memory now stores it in the data words (the hardware reads it back), so reading the data words verifies it without another command. The *_AT forms carry the entry index in cmd.index (so every profile's deepest table must have at most 2^24 entries): one register write per command.
+// table_cmd: Commands of the table write window and the conntrack access block (cmd.op). A write leaves the entry as the memory now stores it in the data words (the hardware reads it back), so reading the data words verifies it without another command. The *_AT forms carry the entry index in cmd.index (so every profile's deepest table must have at most 2^28 entries): one register write per command.
 localparam NLB_TABLE_CMD_WRITE = 3'h1; // store the data words into entry `index`, then read it back into the data words; cmd.index must be 0
 localparam NLB_TABLE_CMD_READ = 3'h2; // load entry `index` into the data words; cmd.index must be 0
 localparam NLB_TABLE_CMD_WRITE_AT = 3'h3; // WRITE of the entry in cmd.index, which is also latched into `index`
@@ -228,8 +249,8 @@ localparam NLB_ACL_ENTRY_PREFIX_LSB = 0;
 localparam NLB_ACL_ENTRY_PREFIX_W = 137;
 localparam NLB_ACL_ENTRY_PREFIX_COUNT = 8;
 // pool_entry: Pool descriptor, indexed by pool id. maglev_base/maglev_size describe the slice that serves now: when the compiler fails a pool over (SPEC R1 failoverRatio), they point at the backup pool's slice and `failed_over` is set.
-localparam NLB_POOL_ENTRY_WIDTH = 88;
-localparam NLB_POOL_ENTRY_WORDS = 3;
+localparam NLB_POOL_ENTRY_WIDTH = 99;
+localparam NLB_POOL_ENTRY_WORDS = 4;
 localparam NLB_POOL_ENTRY_VALID_LSB = 0;
 localparam NLB_POOL_ENTRY_VALID_W = 1;
 localparam NLB_POOL_ENTRY_AFFINITY_LSB = 1;
@@ -237,20 +258,20 @@ localparam NLB_POOL_ENTRY_AFFINITY_W = 3;
 localparam NLB_POOL_ENTRY_DELIVERY_LSB = 4;
 localparam NLB_POOL_ENTRY_DELIVERY_W = 2;
 localparam NLB_POOL_ENTRY_MAGLEV_BASE_LSB = 6; // first slot of the serving slice
-localparam NLB_POOL_ENTRY_MAGLEV_BASE_W = 24;
-localparam NLB_POOL_ENTRY_MAGLEV_SIZE_LSB = 30; // M: slots in the slice (prime, or 1); 0 = no backend
-localparam NLB_POOL_ENTRY_MAGLEV_SIZE_W = 17;
-localparam NLB_POOL_ENTRY_BACKUP_POOL_LSB = 47;
+localparam NLB_POOL_ENTRY_MAGLEV_BASE_W = 28;
+localparam NLB_POOL_ENTRY_MAGLEV_SIZE_LSB = 34; // M: slots in the slice (prime, or 1; at least 100 x backends up to 65,536 backends); 0 = no backend
+localparam NLB_POOL_ENTRY_MAGLEV_SIZE_W = 24;
+localparam NLB_POOL_ENTRY_BACKUP_POOL_LSB = 58;
 localparam NLB_POOL_ENTRY_BACKUP_POOL_W = 12;
-localparam NLB_POOL_ENTRY_HAS_BACKUP_LSB = 59;
+localparam NLB_POOL_ENTRY_HAS_BACKUP_LSB = 70;
 localparam NLB_POOL_ENTRY_HAS_BACKUP_W = 1;
-localparam NLB_POOL_ENTRY_FAILOVER_RATIO_LSB = 60; // failoverRatio x 1000
+localparam NLB_POOL_ENTRY_FAILOVER_RATIO_LSB = 71; // failoverRatio x 1000
 localparam NLB_POOL_ENTRY_FAILOVER_RATIO_W = 10;
-localparam NLB_POOL_ENTRY_FAILED_OVER_LSB = 70; // the backup pool's slice serves
+localparam NLB_POOL_ENTRY_FAILED_OVER_LSB = 81; // the backup pool's slice serves
 localparam NLB_POOL_ENTRY_FAILED_OVER_W = 1;
-localparam NLB_POOL_ENTRY_TRACK_LSB = 71; // trackable packets of this pool use the connection table
+localparam NLB_POOL_ENTRY_TRACK_LSB = 82; // trackable packets of this pool use the connection table
 localparam NLB_POOL_ENTRY_TRACK_W = 1;
-localparam NLB_POOL_ENTRY_IDLE_TIMEOUT_LSB = 72; // connection idle timeout, seconds (host ageing)
+localparam NLB_POOL_ENTRY_IDLE_TIMEOUT_LSB = 83; // connection idle timeout, seconds (host ageing)
 localparam NLB_POOL_ENTRY_IDLE_TIMEOUT_W = 16;
 // maglev_slot: One Maglev lookup-table slot.
 localparam NLB_MAGLEV_SLOT_WIDTH = 16;
@@ -268,7 +289,7 @@ localparam NLB_BACKEND_ENTRY_ADDR_LSB = 2; // IPv4 mapped
 localparam NLB_BACKEND_ENTRY_ADDR_W = 128;
 localparam NLB_BACKEND_ENTRY_MAC_LSB = 130; // backend MAC (L2_DSR) or next-hop MAC (IPIP/GUE)
 localparam NLB_BACKEND_ENTRY_MAC_W = 48;
-// ct_entry: Connection table entry. Bucket = (hash(TUPLE5 key) * ct_buckets) >> 32; index = bucket * ct_ways + way. The host writes `valid` last (a separate write of the first data word).
+// ct_entry: Connection table entry. Bucket = (hash(TUPLE5 key) * ct_buckets) >> 32; index = bucket * ct_ways + way. The host writes `valid` last (a separate write of the first data word). In the table's memory an entry takes 48 bytes (its 12 words, little-endian) at byte 48 x way of its bucket's row (docs/pipeline.md section 14).
 localparam NLB_CT_ENTRY_WIDTH = 365;
 localparam NLB_CT_ENTRY_WORDS = 12;
 localparam NLB_CT_ENTRY_VALID_LSB = 0;
@@ -360,15 +381,15 @@ localparam NLB_PUNT_CPL_WRITTEN_W = 14;
 localparam NLB_PUNT_CPL_RESERVED_LSB = 116; // zero
 localparam NLB_PUNT_CPL_RESERVED_W = 12;
 // event_record: Event ring slot (64 bytes, bits past the layout zero): a learn or teardown event and, for a LEARN with hardware learning on, where the NIC installed the connection.
-localparam NLB_EVENT_RECORD_WIDTH = 383;
-localparam NLB_EVENT_RECORD_WORDS = 12;
+localparam NLB_EVENT_RECORD_WIDTH = 387;
+localparam NLB_EVENT_RECORD_WORDS = 13;
 localparam NLB_EVENT_RECORD_EVENT_LSB = 0;
 localparam NLB_EVENT_RECORD_EVENT_W = 358;
 localparam NLB_EVENT_RECORD_EVENT_COUNT = 1;
 localparam NLB_EVENT_RECORD_INSTALLED_LSB = 358; // the NIC installed the connection (hardware learning); 0: the host settles it (a full bucket, or learning off)
 localparam NLB_EVENT_RECORD_INSTALLED_W = 1;
 localparam NLB_EVENT_RECORD_CT_INDEX_LSB = 359; // entry the NIC wrote (bucket * ct_ways + way) when installed
-localparam NLB_EVENT_RECORD_CT_INDEX_W = 24;
+localparam NLB_EVENT_RECORD_CT_INDEX_W = 28;
 // inject_desc: Inject ring slot: a frame in host memory and where it goes.
 localparam NLB_INJECT_DESC_WIDTH = 128;
 localparam NLB_INJECT_DESC_WORDS = 4;
@@ -448,7 +469,7 @@ localparam NLB_BLK_HEADER_BYTES = 32'hc; // TYPE, VERSION, NEXT: the registers e
 // fw_id: Firmware identity and capacities: the first block, read before anything else.
 localparam NLB_BLK_FW_ID_BASE = 32'h0;
 localparam NLB_BLK_FW_ID_TYPE = 32'h4e4c0001;
-localparam NLB_BLK_FW_ID_VERSION = 32'h1;
+localparam NLB_BLK_FW_ID_VERSION = 32'h2;
 localparam NLB_BLK_FW_ID_NEXT = 32'h1000;
 localparam NLB_BLK_FW_ID_SPAN = 32'h1000; // bytes from the base the block's registers lie in
 localparam NLB_REG_FW_ID_TYPE = 32'h0;
@@ -466,7 +487,7 @@ localparam NLB_REG_FW_ID_DESIGN_VERSION_MAJOR_MASK = 32'hffff0000;
 localparam NLB_REG_FW_ID_REGMAP_VERSION = 32'h10; // [ro] meta.regmap_version of the build
 localparam NLB_REG_FW_ID_BUILD_ID = 32'h14; // [ro] build timestamp, seconds since the Unix epoch
 localparam NLB_REG_FW_ID_GIT_HASH = 32'h18; // [ro] first 8 hex digits of the source commit
-localparam NLB_REG_FW_ID_BOARD_ID = 32'h1c; // [ro] board code (0x0280 = Alveo U280, 0x5100 = simulated)
+localparam NLB_REG_FW_ID_BOARD_ID = 32'h1c; // [ro] board code (0x0280 = Alveo U280, 0x055C = Alveo U55C, 0x5100 = simulated)
 localparam NLB_REG_FW_ID_PART_ID = 32'h20; // [ro] FPGA part code (IDCODE without revision)
 localparam NLB_REG_FW_ID_PROFILE_ID = 32'h24; // [ro] capacity profile id
 localparam NLB_REG_FW_ID_CAP_VIP_BUCKETS = 32'h28; // [ro] 
@@ -478,6 +499,9 @@ localparam NLB_REG_FW_ID_CAP_BACKENDS = 32'h3c; // [ro]
 localparam NLB_REG_FW_ID_CAP_CT_BUCKETS = 32'h40; // [ro] 
 localparam NLB_REG_FW_ID_CAP_CT_WAYS = 32'h44; // [ro] 
 localparam NLB_REG_FW_ID_CAP_QUEUE_DEPTH = 32'h48; // [ro] 
+localparam NLB_REG_FW_ID_CAP_CT_CHANNELS = 32'h4c; // [ro] HBM pseudo-channels holding the connection table (0: on chip)
+localparam NLB_REG_FW_ID_CAP_MAGLEV_CHANNELS = 32'h50; // [ro] HBM pseudo-channels holding the Maglev slots (0: on chip)
+localparam NLB_REG_FW_ID_CAP_MEM_SLOTS = 32'h54; // [ro] packets each memory stage holds: table reads in flight per table (docs/pipeline.md section 14)
 // ctrl: Pipeline control. ACTIVE_BANK is latched per packet at its first beat.
 localparam NLB_BLK_CTRL_BASE = 32'h1000;
 localparam NLB_BLK_CTRL_TYPE = 32'h4e4c0002;
@@ -584,12 +608,12 @@ localparam NLB_REG_TABLE_INDEX_RESET = 32'h0;
 localparam NLB_REG_TABLE_CMD = 32'h2014; // [wo] a command; executes at once
 localparam NLB_REG_TABLE_CMD_RESET = 32'h0;
 localparam NLB_REG_TABLE_CMD_DEFINED = 32'hffffffff; // bits the register defines
-localparam NLB_REG_TABLE_CMD_OP_LSB = 0; // `op`, bits 7..0 (enum `table_cmd`)
-localparam NLB_REG_TABLE_CMD_OP_W = 8;
-localparam NLB_REG_TABLE_CMD_OP_MASK = 32'hff;
-localparam NLB_REG_TABLE_CMD_INDEX_LSB = 8; // `index`, bits 31..8: entry index of WRITE_AT/READ_AT (0 for WRITE/READ)
-localparam NLB_REG_TABLE_CMD_INDEX_W = 24;
-localparam NLB_REG_TABLE_CMD_INDEX_MASK = 32'hffffff00;
+localparam NLB_REG_TABLE_CMD_OP_LSB = 0; // `op`, bits 3..0 (enum `table_cmd`)
+localparam NLB_REG_TABLE_CMD_OP_W = 4;
+localparam NLB_REG_TABLE_CMD_OP_MASK = 32'hf;
+localparam NLB_REG_TABLE_CMD_INDEX_LSB = 4; // `index`, bits 31..4: entry index of WRITE_AT/READ_AT (0 for WRITE/READ)
+localparam NLB_REG_TABLE_CMD_INDEX_W = 28;
+localparam NLB_REG_TABLE_CMD_INDEX_MASK = 32'hfffffff0;
 localparam NLB_REG_TABLE_STATUS = 32'h2018; // [ro] outcome of the last command
 localparam NLB_REG_TABLE_STATUS_RESET = 32'h0;
 localparam NLB_REG_TABLE_STATUS_DEFINED = 32'h3; // bits the register defines
@@ -615,12 +639,12 @@ localparam NLB_REG_CONNTRACK_INDEX_RESET = 32'h0;
 localparam NLB_REG_CONNTRACK_CMD = 32'h3010; // [wo] a command; a write leaves the stored entry in the data words
 localparam NLB_REG_CONNTRACK_CMD_RESET = 32'h0;
 localparam NLB_REG_CONNTRACK_CMD_DEFINED = 32'hffffffff; // bits the register defines
-localparam NLB_REG_CONNTRACK_CMD_OP_LSB = 0; // `op`, bits 7..0 (enum `table_cmd`)
-localparam NLB_REG_CONNTRACK_CMD_OP_W = 8;
-localparam NLB_REG_CONNTRACK_CMD_OP_MASK = 32'hff;
-localparam NLB_REG_CONNTRACK_CMD_INDEX_LSB = 8; // `index`, bits 31..8: entry index of WRITE_AT/READ_AT (0 for WRITE/READ)
-localparam NLB_REG_CONNTRACK_CMD_INDEX_W = 24;
-localparam NLB_REG_CONNTRACK_CMD_INDEX_MASK = 32'hffffff00;
+localparam NLB_REG_CONNTRACK_CMD_OP_LSB = 0; // `op`, bits 3..0 (enum `table_cmd`)
+localparam NLB_REG_CONNTRACK_CMD_OP_W = 4;
+localparam NLB_REG_CONNTRACK_CMD_OP_MASK = 32'hf;
+localparam NLB_REG_CONNTRACK_CMD_INDEX_LSB = 4; // `index`, bits 31..4: entry index of WRITE_AT/READ_AT (0 for WRITE/READ)
+localparam NLB_REG_CONNTRACK_CMD_INDEX_W = 28;
+localparam NLB_REG_CONNTRACK_CMD_INDEX_MASK = 32'hfffffff0;
 localparam NLB_REG_CONNTRACK_STATUS = 32'h3014; // [ro] outcome of the last command
 localparam NLB_REG_CONNTRACK_STATUS_RESET = 32'h0;
 localparam NLB_REG_CONNTRACK_STATUS_DEFINED = 32'h3; // bits the register defines
@@ -680,7 +704,7 @@ localparam NLB_REG_COUNTERS_DROPS_LO_WIDE_LSB = 0; // first bit of wide drops he
 localparam NLB_REG_COUNTERS_DROPS_HI_WIDE_LSB = 32; // first bit of wide drops held by drops_hi
 // dma: The host rings (SPEC R12.2): punted frames, events, injected frames and table commands through descriptor rings in host memory, moved by the NIC's DMA; ring indices are written back to host memory. Ring r's registers lie at 0x40 + 0x20 x r. A ring is set up while disabled (base, then size with enable); the host then moves its index by writing <ring>_host (a posted write: the doorbell).
 localparam NLB_BLK_DMA_BASE = 32'h5000;
-localparam NLB_BLK_DMA_TYPE = 32'h4e4c0009;
+localparam NLB_BLK_DMA_TYPE = 32'h4e4c000a;
 localparam NLB_BLK_DMA_VERSION = 32'h1;
 localparam NLB_BLK_DMA_NEXT = 32'h6000;
 localparam NLB_BLK_DMA_SPAN = 32'h1000; // bytes from the base the block's registers lie in
@@ -949,7 +973,7 @@ localparam NLB_REG_REBOOT_BOOT_STATUS_ADDRESS_MASK = 32'hffffff00;
 localparam NLB_BLK_QUEUES_BASE = 32'h8000;
 localparam NLB_BLK_QUEUES_TYPE = 32'h4e4c0006;
 localparam NLB_BLK_QUEUES_VERSION = 32'h1;
-localparam NLB_BLK_QUEUES_NEXT = 32'h0;
+localparam NLB_BLK_QUEUES_NEXT = 32'hf000;
 localparam NLB_BLK_QUEUES_SPAN = 32'h7000; // bytes from the base the block's registers lie in
 localparam NLB_REG_QUEUES_TYPE = 32'h8000;
 localparam NLB_REG_QUEUES_VERSION = 32'h8004;
@@ -1016,6 +1040,42 @@ localparam NLB_REG_QUEUES_PUNT_DATA = 32'h9000; // [ro] punted frame bytes, litt
 localparam NLB_REG_QUEUES_PUNT_DATA_COUNT = 2432;
 localparam NLB_REG_QUEUES_INJECT_DATA = 32'hc000; // [wo] frame to inject
 localparam NLB_REG_QUEUES_INJECT_DATA_COUNT = 2432;
+// mem: The table memory ports (docs/pipeline.md section 14): reads issued and their latency, per table, and the clocks the lookup waited for a slot. Counts run from reset and wrap; latency_max clears when read.
+localparam NLB_BLK_MEM_BASE = 32'hf000;
+localparam NLB_BLK_MEM_TYPE = 32'h4e4c0009;
+localparam NLB_BLK_MEM_VERSION = 32'h1;
+localparam NLB_BLK_MEM_NEXT = 32'h0;
+localparam NLB_BLK_MEM_SPAN = 32'h1000; // bytes from the base the block's registers lie in
+localparam NLB_REG_MEM_TYPE = 32'hf000;
+localparam NLB_REG_MEM_VERSION = 32'hf004;
+localparam NLB_REG_MEM_NEXT = 32'hf008;
+localparam NLB_REG_MEM_CT_READS_LO = 32'hf00c; // [ro] connection-table reads issued by the pipeline, bits 31..0 of wide ct_reads
+localparam NLB_REG_MEM_CT_READS_HI = 32'hf010; // [ro] 
+localparam NLB_REG_MEM_CT_LATENCY_SUM_LO = 32'hf014; // [ro] sum of their latencies in clocks (request issued to data in), bits 31..0 of wide ct_latency_sum
+localparam NLB_REG_MEM_CT_LATENCY_SUM_HI = 32'hf018; // [ro] 
+localparam NLB_REG_MEM_CT_LATENCY_MAX = 32'hf01c; // [ro] the longest since the last read of this register, clocks; reading clears it
+localparam NLB_REG_MEM_MAGLEV_READS_LO = 32'hf020; // [ro] Maglev reads issued by the pipeline, bits 31..0 of wide maglev_reads
+localparam NLB_REG_MEM_MAGLEV_READS_HI = 32'hf024; // [ro] 
+localparam NLB_REG_MEM_MAGLEV_LATENCY_SUM_LO = 32'hf028; // [ro] sum of their latencies in clocks, bits 31..0 of wide maglev_latency_sum
+localparam NLB_REG_MEM_MAGLEV_LATENCY_SUM_HI = 32'hf02c; // [ro] 
+localparam NLB_REG_MEM_MAGLEV_LATENCY_MAX = 32'hf030; // [ro] the longest since the last read of this register, clocks; reading clears it
+localparam NLB_REG_MEM_WAIT_CLOCKS_LO = 32'hf034; // [ro] clocks the lookup had a descriptor but no memory-stage slot for it, bits 31..0 of wide wait_clocks
+localparam NLB_REG_MEM_WAIT_CLOCKS_HI = 32'hf038; // [ro] 
+localparam NLB_WIDE_MEM_CT_READS_W = 64; // connection-table reads (registers least significant first)
+localparam NLB_REG_MEM_CT_READS_LO_WIDE_LSB = 0; // first bit of wide ct_reads held by ct_reads_lo
+localparam NLB_REG_MEM_CT_READS_HI_WIDE_LSB = 32; // first bit of wide ct_reads held by ct_reads_hi
+localparam NLB_WIDE_MEM_CT_LATENCY_SUM_W = 64; // their latencies summed, clocks (registers least significant first)
+localparam NLB_REG_MEM_CT_LATENCY_SUM_LO_WIDE_LSB = 0; // first bit of wide ct_latency_sum held by ct_latency_sum_lo
+localparam NLB_REG_MEM_CT_LATENCY_SUM_HI_WIDE_LSB = 32; // first bit of wide ct_latency_sum held by ct_latency_sum_hi
+localparam NLB_WIDE_MEM_MAGLEV_READS_W = 64; // Maglev reads (registers least significant first)
+localparam NLB_REG_MEM_MAGLEV_READS_LO_WIDE_LSB = 0; // first bit of wide maglev_reads held by maglev_reads_lo
+localparam NLB_REG_MEM_MAGLEV_READS_HI_WIDE_LSB = 32; // first bit of wide maglev_reads held by maglev_reads_hi
+localparam NLB_WIDE_MEM_MAGLEV_LATENCY_SUM_W = 64; // their latencies summed, clocks (registers least significant first)
+localparam NLB_REG_MEM_MAGLEV_LATENCY_SUM_LO_WIDE_LSB = 0; // first bit of wide maglev_latency_sum held by maglev_latency_sum_lo
+localparam NLB_REG_MEM_MAGLEV_LATENCY_SUM_HI_WIDE_LSB = 32; // first bit of wide maglev_latency_sum held by maglev_latency_sum_hi
+localparam NLB_WIDE_MEM_WAIT_CLOCKS_W = 64; // clocks without a slot (registers least significant first)
+localparam NLB_REG_MEM_WAIT_CLOCKS_LO_WIDE_LSB = 0; // first bit of wide wait_clocks held by wait_clocks_lo
+localparam NLB_REG_MEM_WAIT_CLOCKS_HI_WIDE_LSB = 32; // first bit of wide wait_clocks held by wait_clocks_hi
 
 // ---- configuration flash ----
 // The flash is split into equal segments: segment 0 holds the fallback (golden) image the FPGA loads at power-on, segment 1 the user image it loads by multiboot. An image starts at its segment's first byte; the segment's last marker_area bytes (one erase subsector) hold its marker. The programmer erases the marker first and writes it last, so an interrupted flash leaves no valid marker and the boot logic falls back to segment 0.

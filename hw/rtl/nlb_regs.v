@@ -4,12 +4,14 @@
 
 // AXI-Lite register file of the NIC: the block list, the fw_id and ctrl blocks, and the table
 // write window into the banked table memories (which it holds, with read ports for the
-// pipeline). Offsets, type/version words and layouts come from nlb_regmap.vh.
+// pipeline, except the Maglev slots: those sit behind the lookup's Maglev memory stage, which
+// the window reaches through mg_c_*, docs/pipeline.md section 14). Offsets, type/version words
+// and layouts come from nlb_regmap.vh.
 //
 // Behaviour (docs/regmap.md; details the map leaves open are fixed here and in
 // docs/verification.md):
 // - Every block of the regmap answers TYPE, VERSION and NEXT. The other registers of the
-//   conntrack, counters and spi_flash blocks (each over its NLB_BLK_*_SPAN) are forwarded to
+//   conntrack, counters, spi_flash and mem blocks (each over its NLB_BLK_*_SPAN) are forwarded to
 //   the extension bus (ext_*: one write and one read at a time, absolute byte addresses; the
 //   access completes when the block pulses ext_*_ack, and the AXI response waits for it).
 //   Blocks not implemented here or on the extension bus (reboot, queues) read 0 elsewhere and
@@ -20,8 +22,9 @@
 //   0 elsewhere; outer_src_v4_len and outer_src_v6_len saturate at 32 and 128. Reset values
 //   are the RESET_* parameters (nlb_hw::NicSettings::default(), checked by the verif tests).
 // - table.cmd's op field names the command, its index field the entry of WRITE_AT/READ_AT
-//   (WRITE and READ take the index register and need the index field zero). WRITE/WRITE_AT store the entry's
-//   bits from data words 0..WORDS-1, then read the entry back from the memory into those
+//   (WRITE and READ take the index register and need the index field zero). WRITE/WRITE_AT
+//   store the entry's bits from data words 0..WORDS-1 (a Maglev slot: once the memory stage
+//   acknowledges the write), then read the entry back from the memory into those
 //   words, as READ/READ_AT do (bits past WIDTH read 0; later words are left alone): after a
 //   write the window shows what the memory stores. The *_AT forms leave their index in the
 //   index register. A bad table id, an index beyond the table's depth, an unknown command, or
@@ -94,10 +97,16 @@ module nlb_regs (
     pool_rd_bank,
     pool_rd_row,
     pool_rd_data,
-    maglev_rd_en,
-    maglev_rd_bank,
-    maglev_rd_row,
-    maglev_rd_data,
+    mg_c_wr_req,
+    mg_c_wr_bank,
+    mg_c_wr_index,
+    mg_c_wr_slot,
+    mg_c_wr_ack,
+    mg_c_rd_req,
+    mg_c_rd_bank,
+    mg_c_rd_index,
+    mg_c_rd_ack,
+    mg_c_rd_slot,
     backend_rd_en,
     backend_rd_bank,
     backend_rd_row,
@@ -130,6 +139,11 @@ parameter CT_BUCKETS = NLB_PROFILE_SIM_CT_BUCKETS;
 parameter CT_WAYS = NLB_PROFILE_SIM_CT_WAYS;
 // Punt/learn/inject queue entries (reported only).
 parameter QUEUE_DEPTH = NLB_PROFILE_SIM_QUEUE_DEPTH;
+// HBM pseudo-channels of the connection table and of the Maglev slots (0: on chip), packets
+// per memory stage (reported only).
+parameter CT_CHANNELS = NLB_PROFILE_SIM_CT_CHANNELS;
+parameter MG_CHANNELS = NLB_PROFILE_SIM_MAGLEV_CHANNELS;
+parameter MEM_SLOTS = NLB_PROFILE_SIM_MEM_SLOTS;
 // fw_id.build_id: build time, seconds since the Unix epoch (set by the build).
 parameter [31:0] BUILD_ID = 32'd0;
 // fw_id.git_hash: first 8 hex digits of the source commit (set by the build).
@@ -318,14 +332,23 @@ input  wire                                  pool_rd_en;
 input  wire                                  pool_rd_bank;
 input  wire [POOL_ROW_BITS-1:0]              pool_rd_row;
 output wire [NLB_POOL_ENTRY_WIDTH-1:0]       pool_rd_data;
-input  wire                                  maglev_rd_en;
-input  wire                                  maglev_rd_bank;
-input  wire [MAGLEV_ROW_BITS-1:0]            maglev_rd_row;
-output wire [NLB_MAGLEV_SLOT_WIDTH-1:0]      maglev_rd_data;
 input  wire                                  backend_rd_en;
 input  wire                                  backend_rd_bank;
 input  wire [BACKEND_ROW_BITS-1:0]           backend_rd_row;
 output wire [NLB_BACKEND_ENTRY_WIDTH-1:0]    backend_rd_data;
+
+// The Maglev slots, through the lookup's Maglev memory stage (one request at a time, each
+// acknowledged: a write once the memory has it, a read with the slot).
+output wire                                  mg_c_wr_req;
+output wire                                  mg_c_wr_bank;
+output wire [MAGLEV_ROW_BITS-1:0]            mg_c_wr_index;
+output wire [NLB_MAGLEV_SLOT_WIDTH-1:0]      mg_c_wr_slot;
+input  wire                                  mg_c_wr_ack;
+output wire                                  mg_c_rd_req;
+output wire                                  mg_c_rd_bank;
+output wire [MAGLEV_ROW_BITS-1:0]            mg_c_rd_index;
+input  wire                                  mg_c_rd_ack;
+input  wire [NLB_MAGLEV_SLOT_WIDTH-1:0]      mg_c_rd_slot;
 
 // ---- helpers --------------------------------------------------------------------------------
 
@@ -401,6 +424,7 @@ reg [DATA_BITS-1:0]           data_reg = {DATA_BITS{1'b0}}, data_next;
 // ---- table command engine ----------------------------------------------------------------
 
 localparam TABLES = 6;
+localparam [TABLES-1:0] MAGLEV_BIT = 1 << NLB_TABLE_MAGLEV;
 
 // One-hot port-B enable per table (bit = enum table value), write flag, the read-back that
 // follows a write, and a shift register marking when a read's data arrives.
@@ -409,6 +433,9 @@ reg                        mem_we_reg = 1'b0, mem_we_next;
 reg                        readback_reg = 1'b0, readback_next;
 reg                        busy_reg = 1'b0, busy_next;
 reg [TABLE_RD_LATENCY-1:0] rd_pipe_reg = {TABLE_RD_LATENCY{1'b0}};
+// A Maglev command: the slot's write request, then its read (the read-back of a write).
+reg                        mg_wr_req_reg = 1'b0, mg_wr_req_next;
+reg                        mg_rd_req_reg = 1'b0, mg_rd_req_next;
 
 // The held write decoded as a table.cmd: its command, and the entry it addresses. It is
 // decoded as W is caught, a clock ahead, so that the decode is off the path from the held
@@ -465,7 +492,7 @@ wire [NLB_VIP_ENTRY_WIDTH-1:0]     vip_b_rdata;
 wire [NLB_RULE_ENTRY_WIDTH-1:0]    rule_b_rdata;
 wire [NLB_ACL_ENTRY_WIDTH-1:0]     acl_b_rdata;
 wire [NLB_POOL_ENTRY_WIDTH-1:0]    pool_b_rdata;
-wire [NLB_MAGLEV_SLOT_WIDTH-1:0]   maglev_b_rdata;
+wire [NLB_MAGLEV_SLOT_WIDTH-1:0]   maglev_b_rdata = mg_c_rd_slot;
 wire [NLB_BACKEND_ENTRY_WIDTH-1:0] backend_b_rdata;
 
 // Which table the window addresses, and whether the command's index is inside it.
@@ -561,7 +588,8 @@ function is_ext(input [31:0] a);
     is_ext = in_block(a, NLB_BLK_CONNTRACK_BASE, NLB_BLK_CONNTRACK_SPAN)
         || in_block(a, NLB_BLK_COUNTERS_BASE, NLB_BLK_COUNTERS_SPAN)
         || in_block(a, NLB_BLK_DMA_BASE, NLB_BLK_DMA_SPAN)
-        || in_block(a, NLB_BLK_SPI_FLASH_BASE, NLB_BLK_SPI_FLASH_SPAN);
+        || in_block(a, NLB_BLK_SPI_FLASH_BASE, NLB_BLK_SPI_FLASH_SPAN)
+        || in_block(a, NLB_BLK_MEM_BASE, NLB_BLK_MEM_SPAN);
 endfunction
 
 wire wr_ext = is_ext(wr_addr);
@@ -601,6 +629,8 @@ always @* begin
     mem_en_next = {TABLES{1'b0}};
     mem_we_next = 1'b0;
     readback_next = 1'b0;
+    mg_wr_req_next = 1'b0;
+    mg_rd_req_next = 1'b0;
     busy_next = busy_reg;
     merged = 32'd0;
     ext_wbusy_next = ext_wbusy_reg;
@@ -620,11 +650,15 @@ always @* begin
 
     // A write was stored: read the entry back (the window registers are still).
     if (readback_reg) begin
-        mem_en_next = sel_onehot;
+        mem_en_next = sel_onehot & ~MAGLEV_BIT;
+    end
+    // A Maglev slot written: read it back.
+    if (busy_reg && mg_c_wr_ack) begin
+        mg_rd_req_next = 1'b1;
     end
 
     // A table read finishing: load the window and release the held response.
-    if (busy_reg && rd_done) begin
+    if (busy_reg && (rd_done || mg_c_rd_ack)) begin
         data_next = (data_reg & ~sel_rmask) | sel_rdata;
         busy_next = 1'b0;
         bvalid_next = 1'b1;
@@ -713,9 +747,11 @@ always @* begin
                         && ((cmd_write && sel_entry_ok) || cmd_read)) begin
                     error_next = 1'b0;
                     index_next = cmd_index;
-                    mem_en_next = sel_onehot;
+                    mem_en_next = sel_onehot & ~MAGLEV_BIT;
                     mem_we_next = cmd_write;
-                    readback_next = cmd_write;
+                    readback_next = cmd_write && !sel_onehot[NLB_TABLE_MAGLEV];
+                    mg_wr_req_next = cmd_write && sel_onehot[NLB_TABLE_MAGLEV];
+                    mg_rd_req_next = cmd_read && sel_onehot[NLB_TABLE_MAGLEV];
                     // Respond when the entry (read, or read back) is in the window.
                     busy_next = 1'b1;
                     bvalid_next = 1'b0;
@@ -773,6 +809,8 @@ always @(posedge clk) begin
     mem_en_reg <= mem_en_next;
     mem_we_reg <= mem_we_next;
     readback_reg <= readback_next;
+    mg_wr_req_reg <= mg_wr_req_next;
+    mg_rd_req_reg <= mg_rd_req_next;
     busy_reg <= busy_next;
     ext_wbusy_reg <= ext_wbusy_next;
     ext_wr_req_reg <= ext_wr_req_next;
@@ -810,6 +848,8 @@ always @(posedge clk) begin
         mem_en_reg <= {TABLES{1'b0}};
         mem_we_reg <= 1'b0;
         readback_reg <= 1'b0;
+        mg_wr_req_reg <= 1'b0;
+        mg_rd_req_reg <= 1'b0;
         busy_reg <= 1'b0;
         ext_wbusy_reg <= 1'b0;
         ext_wr_req_reg <= 1'b0;
@@ -882,6 +922,9 @@ always @* begin
         NLB_REG_QUEUES_TYPE:         rd_value = NLB_BLK_QUEUES_TYPE;
         NLB_REG_QUEUES_VERSION:      rd_value = NLB_BLK_QUEUES_VERSION;
         NLB_REG_QUEUES_NEXT:         rd_value = NLB_BLK_QUEUES_NEXT;
+        NLB_REG_MEM_TYPE:            rd_value = NLB_BLK_MEM_TYPE;
+        NLB_REG_MEM_VERSION:         rd_value = NLB_BLK_MEM_VERSION;
+        NLB_REG_MEM_NEXT:            rd_value = NLB_BLK_MEM_NEXT;
 
         // fw_id
         NLB_REG_FW_ID_DESIGN_VERSION:  rd_value = NLB_DESIGN_VERSION;
@@ -900,6 +943,9 @@ always @* begin
         NLB_REG_FW_ID_CAP_CT_BUCKETS:  rd_value = CT_BUCKETS;
         NLB_REG_FW_ID_CAP_CT_WAYS:     rd_value = CT_WAYS;
         NLB_REG_FW_ID_CAP_QUEUE_DEPTH: rd_value = QUEUE_DEPTH;
+        NLB_REG_FW_ID_CAP_CT_CHANNELS: rd_value = CT_CHANNELS;
+        NLB_REG_FW_ID_CAP_MAGLEV_CHANNELS: rd_value = MG_CHANNELS;
+        NLB_REG_FW_ID_CAP_MEM_SLOTS:   rd_value = MEM_SLOTS;
 
         // ctrl
         NLB_REG_CTRL_ENABLE:           rd_value = enable_word;
@@ -1089,24 +1135,15 @@ nlb_table_mem #(
     .b_rdata(pool_b_rdata)
 );
 
-nlb_table_mem #(
-    .WIDTH(NLB_MAGLEV_SLOT_WIDTH),
-    .ROWS(MAGLEV_SLOTS),
-    .LANES(1),
-    .OUTPUT_REG(TABLE_OUTPUT_REG)
-) maglev_mem_inst (
-    .clk(clk),
-    .a_en(maglev_rd_en),
-    .a_bank(maglev_rd_bank),
-    .a_row(maglev_rd_row),
-    .a_data(maglev_rd_data),
-    .b_en(mem_en_reg[NLB_TABLE_MAGLEV]),
-    .b_we(mem_we_reg),
-    .b_bank(sel_bank),
-    .b_index(index_reg[MAGLEV_ROW_BITS-1:0]),
-    .b_wdata(data_reg[NLB_MAGLEV_SLOT_WIDTH-1:0]),
-    .b_rdata(maglev_b_rdata)
-);
+// Maglev slots: the command's requests; bank, index and slot come from the window registers,
+// which stay still while a command runs.
+assign mg_c_wr_req = mg_wr_req_reg;
+assign mg_c_wr_bank = sel_bank;
+assign mg_c_wr_index = index_reg[MAGLEV_ROW_BITS-1:0];
+assign mg_c_wr_slot = data_reg[NLB_MAGLEV_SLOT_WIDTH-1:0];
+assign mg_c_rd_req = mg_rd_req_reg;
+assign mg_c_rd_bank = sel_bank;
+assign mg_c_rd_index = index_reg[MAGLEV_ROW_BITS-1:0];
 
 nlb_table_mem #(
     .WIDTH(NLB_BACKEND_ENTRY_WIDTH),

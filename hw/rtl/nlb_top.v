@@ -12,11 +12,24 @@
 // Every packet's result (verdict, reason, rule, pool, backend, connection-table outcome, flow
 // hash, event) also comes out on the m_res_* monitor port, in order.
 //
-// Admission: s_axis_rx_tready (a register) is high while the lookup's descriptor FIFO has room,
-// the packet FIFO has room for a few more beats and fewer than MAX_IN_FLIGHT packets are
-// between their first beat and the editor. The first beat of every frame latches
-// ctrl.active_bank, ctrl.enable and ctrl.default_action for that packet. Frames up to
-// (PKT_FIFO_DEPTH - 8) beats are supported (32 KiB by default; the NIC's MTU is 9000).
+// The connection table and the Maglev slots sit behind the lookup's memory ports
+// (docs/pipeline.md section 14): on-chip RAM (nlb_mem_ram) when MEM_ONCHIP, else nlb_top's
+// m_axi_ct_* and m_axi_mg_* ports, one AXI4 port per HBM pseudo-channel.
+//
+// Receive side (docs/pipeline.md section 14.4): s_axis_rx has no tready; every beat is taken.
+// The first beat of a frame latches ctrl.active_bank, ctrl.enable and ctrl.default_action as
+// it arrives; the beats wait in a receive queue (RXQ_DEPTH beats) only while an injected frame
+// passes. Frames leave the queue at one beat per clock and are admitted or dropped whole at
+// their first beat: dropped (reason NO_ROOM_LOOKUP) when MAX_IN_FLIGHT packets are between
+// their first beat and the editor or the counters cannot take more, dropped (NO_ROOM_BUFFER)
+// when the packet FIFO has less room than a frame of RX_MAX_BEATS beats (16,383 bytes, the
+// largest supported). A dropped frame's beats are discarded; it is counted (reason, DROP
+// verdict, bytes) and shown on m_drop_* (in the clock after its first beat left the queue:
+// its reason and its number among received frames, from 0 after reset). Injected frames (their
+// port has a skid buffer, tready from a register) start between two frames while the admission
+// has room and the receive queue is at most half full, so it never overflows. ctrl_* are
+// latched, and ctrl.packets_in_flight counts a frame, from the clock its first beat is taken at
+// its port (before the receive queue or the inject skid buffer).
 //
 // Output streams: m_axis_tx (forwarded frames), m_axis_punt (punt header beat + the frame's
 // first 9728 bytes), m_axis_event (one learn_event record per beat, the layout in the low 358
@@ -47,7 +60,6 @@ module nlb_top (
     s_axis_rx_tdata,
     s_axis_rx_tkeep,
     s_axis_rx_tvalid,
-    s_axis_rx_tready,
     s_axis_rx_tlast,
     s_axis_inject_tdata,
     s_axis_inject_tkeep,
@@ -69,6 +81,55 @@ module nlb_top (
     m_axis_event_tvalid,
     m_axis_event_tready,
     m_event_dropped,
+    m_axi_ct_araddr,
+    m_axi_ct_arid,
+    m_axi_ct_arlen,
+    m_axi_ct_arvalid,
+    m_axi_ct_arready,
+    m_axi_ct_rdata,
+    m_axi_ct_rid,
+    m_axi_ct_rlast,
+    m_axi_ct_rvalid,
+    m_axi_ct_rready,
+    m_axi_ct_awaddr,
+    m_axi_ct_awid,
+    m_axi_ct_awlen,
+    m_axi_ct_awvalid,
+    m_axi_ct_awready,
+    m_axi_ct_wdata,
+    m_axi_ct_wstrb,
+    m_axi_ct_wlast,
+    m_axi_ct_wvalid,
+    m_axi_ct_wready,
+    m_axi_ct_bid,
+    m_axi_ct_bvalid,
+    m_axi_ct_bready,
+    m_axi_mg_araddr,
+    m_axi_mg_arid,
+    m_axi_mg_arlen,
+    m_axi_mg_arvalid,
+    m_axi_mg_arready,
+    m_axi_mg_rdata,
+    m_axi_mg_rid,
+    m_axi_mg_rlast,
+    m_axi_mg_rvalid,
+    m_axi_mg_rready,
+    m_axi_mg_awaddr,
+    m_axi_mg_awid,
+    m_axi_mg_awlen,
+    m_axi_mg_awvalid,
+    m_axi_mg_awready,
+    m_axi_mg_wdata,
+    m_axi_mg_wstrb,
+    m_axi_mg_wlast,
+    m_axi_mg_wvalid,
+    m_axi_mg_wready,
+    m_axi_mg_bid,
+    m_axi_mg_bvalid,
+    m_axi_mg_bready,
+    m_drop_valid,
+    m_drop_reason,
+    m_drop_seq,
     m_res_valid,
     m_res_inject,
     m_res_verdict,
@@ -148,9 +209,31 @@ parameter [31:0] GIT_HASH = 32'd0;
 parameter [31:0] BOARD_ID = 32'h5100;
 parameter [31:0] PART_ID = 32'd0;
 // Packet FIFO beats (a power of two; holds whole frames while their lookup runs).
-parameter PKT_FIFO_DEPTH = 512;
-// Packets admitted and not yet through the editor.
-parameter MAX_IN_FLIGHT = 48;
+parameter PKT_FIFO_DEPTH = 2048;
+// Packets admitted and not yet through the editor (a power of two: the lookup's descriptor
+// FIFO and the editor's job FIFO hold that many).
+parameter MAX_IN_FLIGHT = 512;
+// Receive queue beats (a power of two >= 2 x 256: half of it holds while an injected frame of
+// up to 152 beats passes).
+parameter RXQ_DEPTH = 512;
+// Table memories (docs/pipeline.md section 14). MEM_ONCHIP = 1: block RAM behind the memory
+// ports (one channel each; a connection-table row is one beat of CT_DATA_W = 1536 bits);
+// 0: the ports are m_axi_ct_* / m_axi_mg_* (HBM pseudo-channels, 256-bit data). Channels, data
+// widths and packets per memory stage per table; AXI address and id widths; each channel's
+// region starts at *_CH_BASE + channel * *_CH_STRIDE.
+parameter MEM_ONCHIP = 1;
+parameter CT_CHANNELS = 1;
+parameter CT_DATA_W = 1536;
+parameter CT_SLOTS = 64;
+parameter MG_CHANNELS = 1;
+parameter MG_DATA_W = 256;
+parameter MG_SLOTS = 64;
+parameter ADDR_W = 32;
+parameter ID_W = 6;
+parameter [ADDR_W-1:0] CT_CH_BASE = {ADDR_W{1'b0}};
+parameter [ADDR_W-1:0] CT_CH_STRIDE = {ADDR_W{1'b0}};
+parameter [ADDR_W-1:0] MG_CH_BASE = {ADDR_W{1'b0}};
+parameter [ADDR_W-1:0] MG_CH_STRIDE = {ADDR_W{1'b0}};
 // Events queued for the event stream.
 parameter EVENT_DEPTH = 64;
 
@@ -164,7 +247,27 @@ localparam RULE_ROW_BITS = $clog2(RULES);
 localparam POOL_ROW_BITS = $clog2(POOLS);
 localparam MAGLEV_ROW_BITS = $clog2(MAGLEV_SLOTS);
 localparam BACKEND_ROW_BITS = $clog2(BACKENDS);
-localparam CT_ROW_BITS = $clog2(CT_BUCKETS);
+// The largest frame received: 16,383 bytes (docs/pipeline.md section 14.4).
+localparam RX_MAX_BEATS = 256;
+localparam MIF_BITS = $clog2(MAX_IN_FLIGHT);
+localparam RXQ_BITS = $clog2(RXQ_DEPTH);
+// Memory rows (nlb_lookup): a connection-table bucket is 4 x 384 bits, 256 bytes apart; a
+// Maglev row 16 slots, 32 bytes apart.
+localparam CT_ROW_W = CT_WAYS * NLB_CT_ENTRY_WORDS * 32;
+localparam MG_ROWS = 2 * MAGLEV_SLOTS / 16;
+
+initial begin
+    if (MEM_ONCHIP != 0 && (CT_CHANNELS != 1 || MG_CHANNELS != 1 || CT_DATA_W != CT_ROW_W
+            || MG_DATA_W != 256)) begin
+        $error("nlb_top: on-chip tables take one channel each, a row per beat");
+        $finish;
+    end
+    if ((1 << MIF_BITS) != MAX_IN_FLIGHT || (1 << RXQ_BITS) != RXQ_DEPTH || RXQ_DEPTH < 512
+            || PKT_FIFO_DEPTH < 2 * RX_MAX_BEATS) begin
+        $error("nlb_top: MAX_IN_FLIGHT, RXQ_DEPTH (>= 512) powers of two; PKT_FIFO_DEPTH >= 512");
+        $finish;
+    end
+end
 
 // ---- ports --------------------------------------------------------------------------------
 
@@ -190,10 +293,11 @@ output wire                  s_axil_rvalid;
 input  wire                  s_axil_rready;
 
 // Received frames.
+// Received frames: no tready, a beat is taken in every clock it is valid (tkeep all ones but on
+// the last beat of a frame).
 input  wire [DATA_WIDTH-1:0] s_axis_rx_tdata;
 input  wire [KEEP_WIDTH-1:0] s_axis_rx_tkeep;
 input  wire                  s_axis_rx_tvalid;
-output wire                  s_axis_rx_tready;
 input  wire                  s_axis_rx_tlast;
 
 // Frames the host injects (docs/pipeline.md section 12): tuser of the first beat holds the
@@ -226,6 +330,63 @@ output wire [383:0]          m_axis_event_tdata;
 output wire                  m_axis_event_tvalid;
 input  wire                  m_axis_event_tready;
 output wire                  m_event_dropped;
+
+// The table memories (AXI4, one port per channel; nlb_mem_stage describes them). Unused, and
+// driven 0, when MEM_ONCHIP.
+/* verilator lint_off UNUSEDSIGNAL */ // (inputs unused with MEM_ONCHIP)
+output wire [CT_CHANNELS*ADDR_W-1:0]      m_axi_ct_araddr;
+output wire [CT_CHANNELS*ID_W-1:0]        m_axi_ct_arid;
+output wire [CT_CHANNELS*8-1:0]           m_axi_ct_arlen;
+output wire [CT_CHANNELS-1:0]             m_axi_ct_arvalid;
+input  wire [CT_CHANNELS-1:0]             m_axi_ct_arready;
+input  wire [CT_CHANNELS*CT_DATA_W-1:0]   m_axi_ct_rdata;
+input  wire [CT_CHANNELS*ID_W-1:0]        m_axi_ct_rid;
+input  wire [CT_CHANNELS-1:0]             m_axi_ct_rlast;
+input  wire [CT_CHANNELS-1:0]             m_axi_ct_rvalid;
+output wire [CT_CHANNELS-1:0]             m_axi_ct_rready;
+output wire [CT_CHANNELS*ADDR_W-1:0]      m_axi_ct_awaddr;
+output wire [CT_CHANNELS*ID_W-1:0]        m_axi_ct_awid;
+output wire [CT_CHANNELS*8-1:0]           m_axi_ct_awlen;
+output wire [CT_CHANNELS-1:0]             m_axi_ct_awvalid;
+input  wire [CT_CHANNELS-1:0]             m_axi_ct_awready;
+output wire [CT_CHANNELS*CT_DATA_W-1:0]   m_axi_ct_wdata;
+output wire [CT_CHANNELS*CT_DATA_W/8-1:0] m_axi_ct_wstrb;
+output wire [CT_CHANNELS-1:0]             m_axi_ct_wlast;
+output wire [CT_CHANNELS-1:0]             m_axi_ct_wvalid;
+input  wire [CT_CHANNELS-1:0]             m_axi_ct_wready;
+input  wire [CT_CHANNELS*ID_W-1:0]        m_axi_ct_bid;
+input  wire [CT_CHANNELS-1:0]             m_axi_ct_bvalid;
+output wire [CT_CHANNELS-1:0]             m_axi_ct_bready;
+output wire [MG_CHANNELS*ADDR_W-1:0]      m_axi_mg_araddr;
+output wire [MG_CHANNELS*ID_W-1:0]        m_axi_mg_arid;
+output wire [MG_CHANNELS*8-1:0]           m_axi_mg_arlen;
+output wire [MG_CHANNELS-1:0]             m_axi_mg_arvalid;
+input  wire [MG_CHANNELS-1:0]             m_axi_mg_arready;
+input  wire [MG_CHANNELS*MG_DATA_W-1:0]   m_axi_mg_rdata;
+input  wire [MG_CHANNELS*ID_W-1:0]        m_axi_mg_rid;
+input  wire [MG_CHANNELS-1:0]             m_axi_mg_rlast;
+input  wire [MG_CHANNELS-1:0]             m_axi_mg_rvalid;
+output wire [MG_CHANNELS-1:0]             m_axi_mg_rready;
+output wire [MG_CHANNELS*ADDR_W-1:0]      m_axi_mg_awaddr;
+output wire [MG_CHANNELS*ID_W-1:0]        m_axi_mg_awid;
+output wire [MG_CHANNELS*8-1:0]           m_axi_mg_awlen;
+output wire [MG_CHANNELS-1:0]             m_axi_mg_awvalid;
+input  wire [MG_CHANNELS-1:0]             m_axi_mg_awready;
+output wire [MG_CHANNELS*MG_DATA_W-1:0]   m_axi_mg_wdata;
+output wire [MG_CHANNELS*MG_DATA_W/8-1:0] m_axi_mg_wstrb;
+output wire [MG_CHANNELS-1:0]             m_axi_mg_wlast;
+output wire [MG_CHANNELS-1:0]             m_axi_mg_wvalid;
+input  wire [MG_CHANNELS-1:0]             m_axi_mg_wready;
+input  wire [MG_CHANNELS*ID_W-1:0]        m_axi_mg_bid;
+input  wire [MG_CHANNELS-1:0]             m_axi_mg_bvalid;
+output wire [MG_CHANNELS-1:0]             m_axi_mg_bready;
+/* verilator lint_on UNUSEDSIGNAL */
+
+// A received frame dropped for lack of room (docs/pipeline.md section 14.4): reason
+// (NO_ROOM_LOOKUP or NO_ROOM_BUFFER) and the frame's number among received frames.
+output wire                  m_drop_valid;
+output wire [4:0]            m_drop_reason;
+output wire [31:0]           m_drop_seq;
 
 // Per-packet result monitor (nlb_lookup m_*).
 output wire m_res_valid;
@@ -328,26 +489,33 @@ wire [31:0]          ext_rd_data;
 wire                 ext_rd_ack;
 
 wire                                  vip_rd_en, rule_rd_en, acl_rd_en, pool_rd_en;
-wire                                  maglev_rd_en, backend_rd_en;
+wire                                  backend_rd_en;
 wire                                  vip_rd_bank, rule_rd_bank, acl_rd_bank, pool_rd_bank;
-wire                                  maglev_rd_bank, backend_rd_bank;
+wire                                  backend_rd_bank;
 wire [VIP_ROW_BITS-1:0]               vip_rd_row;
 wire [RULE_ROW_BITS-1:0]              rule_rd_row;
 wire [RULE_ROW_BITS-1:0]              acl_rd_row;
 wire [POOL_ROW_BITS-1:0]              pool_rd_row;
-wire [MAGLEV_ROW_BITS-1:0]            maglev_rd_row;
 wire [BACKEND_ROW_BITS-1:0]           backend_rd_row;
 wire [VIP_WAYS*NLB_VIP_ENTRY_WIDTH-1:0] vip_rd_data;
 wire [NLB_RULE_ENTRY_WIDTH-1:0]       rule_rd_data;
 wire [NLB_ACL_ENTRY_WIDTH-1:0]        acl_rd_data;
 wire [NLB_POOL_ENTRY_WIDTH-1:0]       pool_rd_data;
-wire [NLB_MAGLEV_SLOT_WIDTH-1:0]      maglev_rd_data;
 wire [NLB_BACKEND_ENTRY_WIDTH-1:0]    backend_rd_data;
-wire                                  ct_rd_en;
-wire [CT_ROW_BITS-1:0]                ct_rd_row;
-wire [CT_WAYS*NLB_CT_ENTRY_WIDTH-1:0] ct_rd_data;
 wire                                  hit_set_en;
 wire [CTIW-1:0]                       hit_set_index;
+// The memory stages' command ports: connection-table block and table window (Maglev).
+wire                                  ct_c_wr_req, ct_c_wr_ack, ct_c_rd_req, ct_c_rd_ack;
+wire [CTIW-1:0]                       ct_c_wr_index, ct_c_rd_index;
+wire [NLB_CT_ENTRY_WIDTH-1:0]         ct_c_wr_entry, ct_c_rd_entry;
+wire                                  mg_c_wr_req, mg_c_wr_ack, mg_c_rd_req, mg_c_rd_ack;
+wire                                  mg_c_wr_bank, mg_c_rd_bank;
+wire [MAGLEV_ROW_BITS-1:0]            mg_c_wr_index, mg_c_rd_index;
+wire [NLB_MAGLEV_SLOT_WIDTH-1:0]      mg_c_wr_slot, mg_c_rd_slot;
+// Memory-stage figures (the mem block).
+wire                                  st_ct_read, st_ct_lat_valid, st_mg_read, st_mg_lat_valid;
+wire [15:0]                           st_ct_lat, st_mg_lat;
+wire                                  st_wait;
 
 // Packets between the first beat and the result, per bank (ctrl.packets_in_flight,
 // ctrl.bank_in_use).
@@ -370,6 +538,9 @@ nlb_regs #(
     .CT_BUCKETS(CT_BUCKETS),
     .CT_WAYS(CT_WAYS),
     .QUEUE_DEPTH(QUEUE_DEPTH),
+    .CT_CHANNELS(MEM_ONCHIP ? 0 : CT_CHANNELS),
+    .MG_CHANNELS(MEM_ONCHIP ? 0 : MG_CHANNELS),
+    .MEM_SLOTS(CT_SLOTS),
     .BUILD_ID(BUILD_ID),
     .GIT_HASH(GIT_HASH),
     .BOARD_ID(BOARD_ID),
@@ -431,17 +602,23 @@ nlb_regs #(
     .pool_rd_bank(pool_rd_bank),
     .pool_rd_row(pool_rd_row),
     .pool_rd_data(pool_rd_data),
-    .maglev_rd_en(maglev_rd_en),
-    .maglev_rd_bank(maglev_rd_bank),
-    .maglev_rd_row(maglev_rd_row),
-    .maglev_rd_data(maglev_rd_data),
+    .mg_c_wr_req(mg_c_wr_req),
+    .mg_c_wr_bank(mg_c_wr_bank),
+    .mg_c_wr_index(mg_c_wr_index),
+    .mg_c_wr_slot(mg_c_wr_slot),
+    .mg_c_wr_ack(mg_c_wr_ack),
+    .mg_c_rd_req(mg_c_rd_req),
+    .mg_c_rd_bank(mg_c_rd_bank),
+    .mg_c_rd_index(mg_c_rd_index),
+    .mg_c_rd_ack(mg_c_rd_ack),
+    .mg_c_rd_slot(mg_c_rd_slot),
     .backend_rd_en(backend_rd_en),
     .backend_rd_bank(backend_rd_bank),
     .backend_rd_row(backend_rd_row),
     .backend_rd_data(backend_rd_data)
 );
 
-// Extension bus: the conntrack, counters and spi_flash blocks, each over its span of the
+// Extension bus: the conntrack, counters, spi_flash and mem blocks, each over its span of the
 // register space (anything else is answered with 0).
 function in_block(input [31:0] a, input [31:0] base, input [31:0] span);
     in_block = a >= base && a < base + span;
@@ -452,6 +629,8 @@ wire ext_wr_cnt = in_block(ext_wr_addr, NLB_BLK_COUNTERS_BASE, NLB_BLK_COUNTERS_
 wire ext_rd_cnt = in_block(ext_rd_addr, NLB_BLK_COUNTERS_BASE, NLB_BLK_COUNTERS_SPAN);
 wire ext_wr_spi = in_block(ext_wr_addr, NLB_BLK_SPI_FLASH_BASE, NLB_BLK_SPI_FLASH_SPAN);
 wire ext_rd_spi = in_block(ext_rd_addr, NLB_BLK_SPI_FLASH_BASE, NLB_BLK_SPI_FLASH_SPAN);
+wire ext_wr_mem = in_block(ext_wr_addr, NLB_BLK_MEM_BASE, NLB_BLK_MEM_SPAN);
+wire ext_rd_mem = in_block(ext_rd_addr, NLB_BLK_MEM_BASE, NLB_BLK_MEM_SPAN);
 wire        ct_wr_ack;
 wire        ct_rd_ack;
 wire [31:0] ct_rd_data_w;
@@ -461,22 +640,43 @@ wire [31:0] cnt_rd_data_w;
 wire        spi_wr_ack;
 wire        spi_rd_ack;
 wire [31:0] spi_rd_data_w;
+wire        mem_wr_ack;
+wire        mem_rd_ack;
+wire [31:0] mem_rd_data_w;
 reg         other_wr_ack_reg = 1'b0;
 reg         other_rd_ack_reg = 1'b0;
 
 always @(posedge clk) begin
-    other_wr_ack_reg <= ext_wr_req && !ext_wr_ct && !ext_wr_cnt && !ext_wr_spi;
-    other_rd_ack_reg <= ext_rd_req && !ext_rd_ct && !ext_rd_cnt && !ext_rd_spi;
+    other_wr_ack_reg <= ext_wr_req && !ext_wr_ct && !ext_wr_cnt && !ext_wr_spi && !ext_wr_mem;
+    other_rd_ack_reg <= ext_rd_req && !ext_rd_ct && !ext_rd_cnt && !ext_rd_spi && !ext_rd_mem;
     if (rst) begin
         other_wr_ack_reg <= 1'b0;
         other_rd_ack_reg <= 1'b0;
     end
 end
 
-assign ext_wr_ack = ct_wr_ack || cnt_wr_ack || spi_wr_ack || other_wr_ack_reg;
-assign ext_rd_ack = ct_rd_ack || cnt_rd_ack || spi_rd_ack || other_rd_ack_reg;
+assign ext_wr_ack = ct_wr_ack || cnt_wr_ack || spi_wr_ack || mem_wr_ack || other_wr_ack_reg;
+assign ext_rd_ack = ct_rd_ack || cnt_rd_ack || spi_rd_ack || mem_rd_ack || other_rd_ack_reg;
 assign ext_rd_data = ct_rd_ack ? ct_rd_data_w : cnt_rd_ack ? cnt_rd_data_w
-    : spi_rd_ack ? spi_rd_data_w : 32'd0;
+    : spi_rd_ack ? spi_rd_data_w : mem_rd_ack ? mem_rd_data_w : 32'd0;
+
+nlb_mem_stats mem_stats_inst (
+    .clk(clk),
+    .rst(rst),
+    .st_ct_read(st_ct_read),
+    .st_ct_lat_valid(st_ct_lat_valid),
+    .st_ct_lat(st_ct_lat),
+    .st_mg_read(st_mg_read),
+    .st_mg_lat_valid(st_mg_lat_valid),
+    .st_mg_lat(st_mg_lat),
+    .st_wait(st_wait),
+    .ext_wr_req(ext_wr_req && ext_wr_mem),
+    .ext_wr_ack(mem_wr_ack),
+    .ext_rd_req(ext_rd_req && ext_rd_mem),
+    .ext_rd_addr(ext_rd_addr),
+    .ext_rd_data(mem_rd_data_w),
+    .ext_rd_ack(mem_rd_ack)
+);
 
 nlb_spi_flash spi_flash_inst (
     .clk(clk),
@@ -514,6 +714,9 @@ nlb_counters #(
     .s_res_backend(m_res_backend),
     .s_res_len(m_res_len),
     .s_room(counters_room),
+    .s_drop_valid(drop_cnt_valid_reg),
+    .s_drop_reason(drop_cnt_reason_reg),
+    .s_drop_len(drop_cnt_len),
     .ext_wr_req(ext_wr_req && ext_wr_cnt),
     .ext_wr_addr(ext_wr_addr),
     .ext_wr_data(ext_wr_data),
@@ -546,66 +749,263 @@ nlb_conntrack #(
     .ext_rd_addr(ext_rd_addr),
     .ext_rd_data(ct_rd_data_w),
     .ext_rd_ack(ct_rd_ack),
-    .ct_rd_en(ct_rd_en),
-    .ct_rd_row(ct_rd_row),
-    .ct_rd_data(ct_rd_data),
+    .ct_c_wr_req(ct_c_wr_req),
+    .ct_c_wr_index(ct_c_wr_index),
+    .ct_c_wr_entry(ct_c_wr_entry),
+    .ct_c_wr_ack(ct_c_wr_ack),
+    .ct_c_rd_req(ct_c_rd_req),
+    .ct_c_rd_index(ct_c_rd_index),
+    .ct_c_rd_ack(ct_c_rd_ack),
+    .ct_c_rd_entry(ct_c_rd_entry),
     .hit_set_en(hit_set_en),
     .hit_set_index(hit_set_index),
     .mon_hit_read(m_mon_hit_read)
 );
 
-// ---- receive: admission, first-beat latch, parser ---------------------------------------
+// ---- receive: the receive queue, injected frames, admission ----------------------------
 
 wire lookup_room;
 wire [$clog2(PKT_FIFO_DEPTH):0] pkt_count;
-reg  [7:0] admitted_reg = 8'd0;   // packets between the first beat and the editor
 wire       frame_done;
-reg  rx_ready_reg = 1'b0;
-reg  rx_first_reg = 1'b1;   // the next beat starts a frame
-reg  sel_inject_reg = 1'b0; // the frame in progress (or the next) comes from the inject port
 
-// The merged stream into the parser, the payload sums and the packet FIFO.
-wire [DATA_WIDTH-1:0] in_tdata = sel_inject_reg ? s_axis_inject_tdata : s_axis_rx_tdata;
-wire [KEEP_WIDTH-1:0] in_tkeep = sel_inject_reg ? s_axis_inject_tkeep : s_axis_rx_tkeep;
-wire                  in_tvalid = sel_inject_reg ? s_axis_inject_tvalid : s_axis_rx_tvalid;
-wire                  in_tlast = sel_inject_reg ? s_axis_inject_tlast : s_axis_rx_tlast;
-wire rx_beat = in_tvalid && rx_ready_reg;
-wire rx_first = rx_beat && rx_first_reg;
-// The first beat latches bank, enable, default action, and an injected frame's header.
-// (nlb_lookup's s_user: bits 31..16 backend, 15..4 pool, 3 injected, 2..0 the ctrl bits.)
-wire [INJ_USER_W-1:0] inj_header = sel_inject_reg ? s_axis_inject_tuser : {INJ_USER_W{1'b0}};
-wire [31:0] rx_user = {
-    inj_header[NLB_INJECT_HEADER_BACKEND_LSB +: NLB_INJECT_HEADER_BACKEND_W],
-    inj_header[NLB_INJECT_HEADER_POOL_LSB +: NLB_INJECT_HEADER_POOL_W], sel_inject_reg,
-    ctrl_default_action, ctrl_enable, ctrl_active_bank};
-// Between frames, the other port takes its turn when it has a frame waiting.
-wire at_boundary = rx_beat ? in_tlast : rx_first_reg;
+// Received beats, each with the ctrl bits its frame's first beat latches (docs/pipeline.md
+// section 13: the bank latch), into the receive queue.
+reg  rx_first_reg = 1'b1;   // the next received beat starts a frame
+wire rx_first = s_axis_rx_tvalid && rx_first_reg;
+wire [2:0] ctrl_now = {ctrl_default_action, ctrl_enable, ctrl_active_bank};
+localparam RXQ_W = 3 + 1 + KEEP_WIDTH + DATA_WIDTH;
+wire [RXQ_W-1:0] rxq_data;
+wire             rxq_valid;
+wire             rxq_take;
+wire [RXQ_BITS:0] rxq_count;
 
 always @(posedge clk) begin
-    rx_ready_reg <= lookup_room && counters_room && pkt_count < PKT_FIFO_DEPTH - 8
-        && admitted_reg < MAX_IN_FLIGHT;
-    admitted_reg <= admitted_reg + {7'd0, rx_first} - {7'd0, frame_done};
-    if (rx_beat) begin
-        rx_first_reg <= in_tlast;
-    end
-    if (at_boundary) begin
-        if (sel_inject_reg ? s_axis_rx_tvalid : s_axis_inject_tvalid) begin
-            sel_inject_reg <= !sel_inject_reg;
-        end
+    if (s_axis_rx_tvalid) begin
+        rx_first_reg <= s_axis_rx_tlast;
     end
     if (rst) begin
-        rx_ready_reg <= 1'b0;
         rx_first_reg <= 1'b1;
-        admitted_reg <= 8'd0;
-        sel_inject_reg <= 1'b0;
     end
 end
 
-assign s_axis_rx_tready = rx_ready_reg && !sel_inject_reg;
+/* verilator lint_off PINCONNECTEMPTY */
+nlb_fifo #(
+    .WIDTH(RXQ_W),
+    .DEPTH(RXQ_DEPTH)
+) rxq_inst (
+    .clk(clk),
+    .rst(rst),
+    .s_data({ctrl_now, s_axis_rx_tlast, s_axis_rx_tkeep, s_axis_rx_tdata}),
+    .s_valid(s_axis_rx_tvalid),
+    .s_ready(),
+    .m_data(rxq_data),
+    .m_valid(rxq_valid),
+    .m_ready(rxq_take),
+    .count(rxq_count)
+);
+/* verilator lint_on PINCONNECTEMPTY */
+
+wire [2:0]            q_ctrl = rxq_data[RXQ_W-1 -: 3];
+wire                  q_last = rxq_data[KEEP_WIDTH + DATA_WIDTH];
+wire [KEEP_WIDTH-1:0] q_keep = rxq_data[DATA_WIDTH +: KEEP_WIDTH];
+wire [DATA_WIDTH-1:0] q_data = rxq_data[DATA_WIDTH-1:0];
+
+// Injected frames through a skid buffer (tready from a register), each beat with the ctrl bits
+// as the port takes it (the first beat's are the frame's, as for received frames).
+wire [DATA_WIDTH-1:0] ij_tdata;
+wire [KEEP_WIDTH-1:0] ij_tkeep;
+wire                  ij_tvalid;
+wire                  ij_tready;
+wire                  ij_tlast;
+wire [INJ_USER_W-1:0] ij_tuser;
+wire [2:0]            ij_ctrl;
+reg                   inj_first_reg = 1'b1;   // the next beat the inject port takes starts a frame
+wire                  inj_port_first = s_axis_inject_tvalid && s_axis_inject_tready
+    && inj_first_reg;
+
+always @(posedge clk) begin
+    if (s_axis_inject_tvalid && s_axis_inject_tready) begin
+        inj_first_reg <= s_axis_inject_tlast;
+    end
+    if (rst) begin
+        inj_first_reg <= 1'b1;
+    end
+end
+
+nlb_axis_skid #(
+    .DATA_WIDTH(DATA_WIDTH),
+    .USER_WIDTH(INJ_USER_W + 3)
+) inject_skid_inst (
+    .clk(clk),
+    .rst(rst),
+    .s_axis_tdata(s_axis_inject_tdata),
+    .s_axis_tkeep(s_axis_inject_tkeep),
+    .s_axis_tvalid(s_axis_inject_tvalid),
+    .s_axis_tready(s_axis_inject_tready),
+    .s_axis_tlast(s_axis_inject_tlast),
+    .s_axis_tuser({ctrl_now, s_axis_inject_tuser}),
+    .m_axis_tdata(ij_tdata),
+    .m_axis_tkeep(ij_tkeep),
+    .m_axis_tvalid(ij_tvalid),
+    .m_axis_tready(ij_tready),
+    .m_axis_tlast(ij_tlast),
+    .m_axis_tuser({ij_ctrl, ij_tuser})
+);
+
+// Admission (registered): room in the lookup (packets in flight, counters) and in the packet
+// FIFO for a frame of the largest size (a beat a clock comes in: the registered count lags one).
+reg  [MIF_BITS:0] admitted_reg = {(MIF_BITS+1){1'b0}};  // admitted, not through the editor
+reg               room_lookup_reg = 1'b0;
+reg               room_buffer_reg = 1'b0;
+reg               in_frame_reg = 1'b0;   // a frame is passing the merge point
+reg               sel_inject_reg = 1'b0; // it is an injected one
+reg               prefer_inject_reg = 1'b0;
+reg  [31:0]       rx_seq_reg = 32'd0;    // received frames that left the queue
+
+wire admit_ok = room_lookup_reg && room_buffer_reg;
+// At a frame boundary: an injected frame may start while the admission has room and the
+// receive queue is at most half full; the two ports alternate when both have a frame.
+reg  rxq_half_reg = 1'b1;  // the receive queue is at most half full (a clock late)
+wire inj_can = ij_tvalid && admit_ok && rxq_half_reg;
+wire start_inj = !in_frame_reg && inj_can && (!rxq_valid || prefer_inject_reg);
+wire start_rx = !in_frame_reg && rxq_valid && !start_inj;
+wire cont_inj = in_frame_reg && sel_inject_reg;
+wire cont_rx = in_frame_reg && !sel_inject_reg;
+// This clock's beat at the merge point.
+wire beat_inj = (start_inj || cont_inj) && ij_tvalid;
+wire beat_rx = (start_rx || cont_rx) && rxq_valid;
+wire beat = beat_inj || beat_rx;
+wire beat_last = beat_inj ? ij_tlast : q_last;
+assign ij_tready = start_inj || cont_inj;
+assign rxq_take = start_rx || cont_rx;
+// A received frame without room is dropped at its first beat, whole (nlb_rx_drop).
+wire drop_now;
+wire dropping;
+wire rx_pass;
+/* verilator lint_off PINCONNECTEMPTY */
+nlb_rx_drop rx_drop_inst (
+    .clk(clk),
+    .rst(rst),
+    .s_valid(beat_rx),
+    .s_last(q_last),
+    .room(admit_ok),
+    .m_pass(rx_pass),
+    .m_first(),
+    .m_drop_first(drop_now),
+    .m_dropping(dropping)
+);
+/* verilator lint_on PINCONNECTEMPTY */
+wire [4:0] drop_reason = !room_lookup_reg ? NLB_REASON_NO_ROOM_LOOKUP : NLB_REASON_NO_ROOM_BUFFER;
+wire admit_now = (start_rx && admit_ok) || (start_inj && ij_tvalid);
+
+// The merged stream into the parser, the payload sums and the packet FIFO, from a register
+// (the selection and admission logic stays out of the parser's first stage).
+wire [DATA_WIDTH-1:0] mg_tdata = beat_inj ? ij_tdata : q_data;
+wire [KEEP_WIDTH-1:0] mg_tkeep = beat_inj ? ij_tkeep : q_keep;
+wire                  mg_tvalid = beat_inj || rx_pass;
+reg  [DATA_WIDTH-1:0] in_tdata = {DATA_WIDTH{1'b0}};
+reg  [KEEP_WIDTH-1:0] in_tkeep = {KEEP_WIDTH{1'b0}};
+reg                   in_tvalid = 1'b0;
+reg                   in_tlast = 1'b0;
+reg  [31:0]           rx_user = 32'd0;
+// The first beat's sideband (nlb_lookup's s_user: bits 31..16 backend, 15..4 pool, 3 injected,
+// 2..0 the ctrl bits): each frame's ctrl as its port took its first beat.
+wire [INJ_USER_W-1:0] inj_header = beat_inj ? ij_tuser : {INJ_USER_W{1'b0}};
+wire [2:0] first_ctrl = beat_inj ? ij_ctrl : q_ctrl;
+wire [31:0] mg_user = {
+    inj_header[NLB_INJECT_HEADER_BACKEND_LSB +: NLB_INJECT_HEADER_BACKEND_W],
+    inj_header[NLB_INJECT_HEADER_POOL_LSB +: NLB_INJECT_HEADER_POOL_W], beat_inj, first_ctrl};
+
+always @(posedge clk) begin
+    in_tvalid <= mg_tvalid;
+    in_tdata <= mg_tdata;
+    in_tkeep <= mg_tkeep;
+    in_tlast <= beat_last;
+    rx_user <= mg_user;
+    if (rst) begin
+        in_tvalid <= 1'b0;
+    end
+end
+
+// Dropped frames: the monitor in the next clock; the counters once the length is known.
+reg        drop_valid_reg = 1'b0;
+reg [4:0]  drop_reason_reg = 5'd0;
+reg [31:0] drop_seq_reg = 32'd0;
+reg        drop_bank_reg = 1'b0;
+reg [4:0]  drop_frame_reason_reg = 5'd0;
+reg [LW-1:0] drop_len_reg = {LW{1'b0}};
+reg        drop_cnt_valid_reg = 1'b0;
+reg [4:0]  drop_cnt_reason_reg = 5'd0;
+reg [LW-1:0] drop_cnt_base_reg = {LW{1'b0}};
+reg [KEEP_WIDTH-1:0] drop_cnt_keep_reg = {KEEP_WIDTH{1'b0}};
+// The last beat's bytes (tkeep is contiguous from bit 0).
+function [6:0] keep_bytes(input [KEEP_WIDTH-1:0] k);
+    integer b;
+    begin
+        keep_bytes = 7'd0;
+        for (b = 0; b < KEEP_WIDTH; b = b + 1) begin
+            keep_bytes = keep_bytes + {6'd0, k[b]};
+        end
+    end
+endfunction
+wire [LW-1:0] drop_cnt_len = drop_cnt_base_reg + {{(LW-7){1'b0}}, keep_bytes(drop_cnt_keep_reg)};
+// The length of the dropped frame so far, this beat's full 64 bytes included.
+wire [LW-1:0] drop_len_so_far = (drop_now ? {LW{1'b0}} : drop_len_reg);
+
+always @(posedge clk) begin
+    room_lookup_reg <= {{(31-MIF_BITS){1'b0}}, admitted_reg} < MAX_IN_FLIGHT - 2
+        && counters_room && lookup_room;
+    room_buffer_reg <= {{(31-$clog2(PKT_FIFO_DEPTH)){1'b0}}, pkt_count}
+        < PKT_FIFO_DEPTH - RX_MAX_BEATS - 4;
+    // (A clock late, and a beat a clock comes in: one beat of margin.)
+    rxq_half_reg <= rxq_count < RXQ_DEPTH / 2;
+    admitted_reg <= admitted_reg + {{MIF_BITS{1'b0}}, admit_now}
+        - {{MIF_BITS{1'b0}}, frame_done};
+    if (beat) begin
+        in_frame_reg <= !beat_last;
+        if (start_inj || start_rx) begin
+            sel_inject_reg <= start_inj;
+            prefer_inject_reg <= start_rx;
+        end
+    end
+    if (start_rx && rxq_valid) begin
+        rx_seq_reg <= rx_seq_reg + 32'd1;
+    end
+    drop_valid_reg <= drop_now;
+    if (drop_now) begin
+        drop_reason_reg <= drop_reason;
+        drop_seq_reg <= rx_seq_reg;
+        drop_bank_reg <= q_ctrl[0];
+        drop_frame_reason_reg <= drop_reason;
+    end
+    if (dropping) begin
+        drop_len_reg <= drop_len_so_far + {{(LW-7){1'b0}}, 7'd64};
+    end
+    drop_cnt_valid_reg <= dropping && beat_last;
+    if (dropping && beat_last) begin
+        drop_cnt_reason_reg <= drop_now ? drop_reason : drop_frame_reason_reg;
+        drop_cnt_base_reg <= drop_len_so_far;
+        drop_cnt_keep_reg <= q_keep;
+    end
+    if (rst) begin
+        room_lookup_reg <= 1'b0;
+        room_buffer_reg <= 1'b0;
+        admitted_reg <= {(MIF_BITS+1){1'b0}};
+        in_frame_reg <= 1'b0;
+        sel_inject_reg <= 1'b0;
+        prefer_inject_reg <= 1'b0;
+        rx_seq_reg <= 32'd0;
+        drop_valid_reg <= 1'b0;
+        drop_cnt_valid_reg <= 1'b0;
+    end
+end
+
+assign m_drop_valid = drop_valid_reg;
+assign m_drop_reason = drop_reason_reg;
+assign m_drop_seq = drop_seq_reg;
 assign m_mon_active_bank = ctrl_active_bank;
 assign m_mon_enable = ctrl_enable;
 assign m_mon_default_action = ctrl_default_action;
-assign s_axis_inject_tready = rx_ready_reg && sel_inject_reg;
 
 wire       pd_valid;
 wire [31:0] pd_user;
@@ -648,7 +1048,7 @@ nlb_parser #(
     .s_axis_tdata(in_tdata),
     .s_axis_tkeep(in_tkeep),
     .s_axis_tvalid(in_tvalid),
-    .s_axis_tready(rx_ready_reg),
+    .s_axis_tready(1'b1),
     .s_axis_tlast(in_tlast),
     .s_axis_tuser(rx_user),
     .m_valid(pd_valid),
@@ -699,7 +1099,20 @@ nlb_lookup #(
     .MAGLEV_SLOTS(MAGLEV_SLOTS),
     .BACKENDS(BACKENDS),
     .CT_BUCKETS(CT_BUCKETS),
-    .CT_WAYS(CT_WAYS)
+    .CT_WAYS(CT_WAYS),
+    .FIFO_DEPTH(MAX_IN_FLIGHT),
+    .CT_CHANNELS(CT_CHANNELS),
+    .CT_DATA_W(CT_DATA_W),
+    .CT_SLOTS(CT_SLOTS),
+    .MG_CHANNELS(MG_CHANNELS),
+    .MG_DATA_W(MG_DATA_W),
+    .MG_SLOTS(MG_SLOTS),
+    .ADDR_W(ADDR_W),
+    .ID_W(ID_W),
+    .CT_CH_BASE(CT_CH_BASE),
+    .CT_CH_STRIDE(CT_CH_STRIDE),
+    .MG_CH_BASE(MG_CH_BASE),
+    .MG_CH_STRIDE(MG_CH_STRIDE)
 ) lookup_inst (
     .clk(clk),
     .rst(rst),
@@ -747,17 +1160,81 @@ nlb_lookup #(
     .pool_rd_bank(pool_rd_bank),
     .pool_rd_row(pool_rd_row),
     .pool_rd_data(pool_rd_data),
-    .maglev_rd_en(maglev_rd_en),
-    .maglev_rd_bank(maglev_rd_bank),
-    .maglev_rd_row(maglev_rd_row),
-    .maglev_rd_data(maglev_rd_data),
     .backend_rd_en(backend_rd_en),
     .backend_rd_bank(backend_rd_bank),
     .backend_rd_row(backend_rd_row),
     .backend_rd_data(backend_rd_data),
-    .ct_rd_en(ct_rd_en),
-    .ct_rd_row(ct_rd_row),
-    .ct_rd_data(ct_rd_data),
+    .ct_c_wr_req(ct_c_wr_req),
+    .ct_c_wr_index(ct_c_wr_index),
+    .ct_c_wr_entry(ct_c_wr_entry),
+    .ct_c_wr_ack(ct_c_wr_ack),
+    .ct_c_rd_req(ct_c_rd_req),
+    .ct_c_rd_index(ct_c_rd_index),
+    .ct_c_rd_ack(ct_c_rd_ack),
+    .ct_c_rd_entry(ct_c_rd_entry),
+    .mg_c_wr_req(mg_c_wr_req),
+    .mg_c_wr_bank(mg_c_wr_bank),
+    .mg_c_wr_index(mg_c_wr_index),
+    .mg_c_wr_slot(mg_c_wr_slot),
+    .mg_c_wr_ack(mg_c_wr_ack),
+    .mg_c_rd_req(mg_c_rd_req),
+    .mg_c_rd_bank(mg_c_rd_bank),
+    .mg_c_rd_index(mg_c_rd_index),
+    .mg_c_rd_ack(mg_c_rd_ack),
+    .mg_c_rd_slot(mg_c_rd_slot),
+    .m_axi_ct_araddr(ct_araddr),
+    .m_axi_ct_arid(ct_arid),
+    .m_axi_ct_arlen(ct_arlen),
+    .m_axi_ct_arvalid(ct_arvalid),
+    .m_axi_ct_arready(ct_arready),
+    .m_axi_ct_rdata(ct_rdata),
+    .m_axi_ct_rid(ct_rid),
+    .m_axi_ct_rlast(ct_rlast),
+    .m_axi_ct_rvalid(ct_rvalid),
+    .m_axi_ct_rready(ct_rready),
+    .m_axi_ct_awaddr(ct_awaddr),
+    .m_axi_ct_awid(ct_awid),
+    .m_axi_ct_awlen(ct_awlen),
+    .m_axi_ct_awvalid(ct_awvalid),
+    .m_axi_ct_awready(ct_awready),
+    .m_axi_ct_wdata(ct_wdata),
+    .m_axi_ct_wstrb(ct_wstrb),
+    .m_axi_ct_wlast(ct_wlast),
+    .m_axi_ct_wvalid(ct_wvalid),
+    .m_axi_ct_wready(ct_wready),
+    .m_axi_ct_bid(ct_bid),
+    .m_axi_ct_bvalid(ct_bvalid),
+    .m_axi_ct_bready(ct_bready),
+    .m_axi_mg_araddr(mg_araddr),
+    .m_axi_mg_arid(mg_arid),
+    .m_axi_mg_arlen(mg_arlen),
+    .m_axi_mg_arvalid(mg_arvalid),
+    .m_axi_mg_arready(mg_arready),
+    .m_axi_mg_rdata(mg_rdata),
+    .m_axi_mg_rid(mg_rid),
+    .m_axi_mg_rlast(mg_rlast),
+    .m_axi_mg_rvalid(mg_rvalid),
+    .m_axi_mg_rready(mg_rready),
+    .m_axi_mg_awaddr(mg_awaddr),
+    .m_axi_mg_awid(mg_awid),
+    .m_axi_mg_awlen(mg_awlen),
+    .m_axi_mg_awvalid(mg_awvalid),
+    .m_axi_mg_awready(mg_awready),
+    .m_axi_mg_wdata(mg_wdata),
+    .m_axi_mg_wstrb(mg_wstrb),
+    .m_axi_mg_wlast(mg_wlast),
+    .m_axi_mg_wvalid(mg_wvalid),
+    .m_axi_mg_wready(mg_wready),
+    .m_axi_mg_bid(mg_bid),
+    .m_axi_mg_bvalid(mg_bvalid),
+    .m_axi_mg_bready(mg_bready),
+    .st_ct_read(st_ct_read),
+    .st_ct_lat_valid(st_ct_lat_valid),
+    .st_ct_lat(st_ct_lat),
+    .st_mg_read(st_mg_read),
+    .st_mg_lat_valid(st_mg_lat_valid),
+    .st_mg_lat(st_mg_lat),
+    .st_wait(st_wait),
     .hit_set_en(hit_set_en),
     .hit_set_index(hit_set_index),
     .m_valid(m_res_valid),
@@ -798,6 +1275,171 @@ nlb_lookup #(
     .m_dont_fragment(m_res_dont_fragment)
 );
 
+// ---- table memories: on chip, or the HBM ports ------------------------------------------------
+
+wire [CT_CHANNELS*ADDR_W-1:0]      ct_araddr, ct_awaddr;
+wire [CT_CHANNELS*ID_W-1:0]        ct_arid, ct_rid, ct_awid, ct_bid;
+wire [CT_CHANNELS*8-1:0]           ct_arlen, ct_awlen;
+wire [CT_CHANNELS-1:0]             ct_arvalid, ct_arready, ct_rlast, ct_rvalid, ct_rready;
+wire [CT_CHANNELS-1:0]             ct_awvalid, ct_awready, ct_wlast, ct_wvalid, ct_wready;
+wire [CT_CHANNELS-1:0]             ct_bvalid, ct_bready;
+wire [CT_CHANNELS*CT_DATA_W-1:0]   ct_rdata, ct_wdata;
+wire [CT_CHANNELS*CT_DATA_W/8-1:0] ct_wstrb;
+wire [MG_CHANNELS*ADDR_W-1:0]      mg_araddr, mg_awaddr;
+wire [MG_CHANNELS*ID_W-1:0]        mg_arid, mg_rid, mg_awid, mg_bid;
+wire [MG_CHANNELS*8-1:0]           mg_arlen, mg_awlen;
+wire [MG_CHANNELS-1:0]             mg_arvalid, mg_arready, mg_rlast, mg_rvalid, mg_rready;
+wire [MG_CHANNELS-1:0]             mg_awvalid, mg_awready, mg_wlast, mg_wvalid, mg_wready;
+wire [MG_CHANNELS-1:0]             mg_bvalid, mg_bready;
+wire [MG_CHANNELS*MG_DATA_W-1:0]   mg_rdata, mg_wdata;
+wire [MG_CHANNELS*MG_DATA_W/8-1:0] mg_wstrb;
+
+generate
+    if (MEM_ONCHIP != 0) begin : g_onchip
+        nlb_mem_ram #(
+            .DATA_W(CT_DATA_W),
+            .ROWS(CT_BUCKETS),
+            .ADDR_W(ADDR_W),
+            .ID_W(ID_W),
+            .ROW_SHIFT(8)
+        ) ct_ram_inst (
+            .clk(clk),
+            .rst(rst),
+            .s_axi_araddr(ct_araddr),
+            .s_axi_arid(ct_arid),
+            .s_axi_arlen(ct_arlen),
+            .s_axi_arvalid(ct_arvalid),
+            .s_axi_arready(ct_arready),
+            .s_axi_rdata(ct_rdata),
+            .s_axi_rid(ct_rid),
+            .s_axi_rlast(ct_rlast),
+            .s_axi_rvalid(ct_rvalid),
+            .s_axi_rready(ct_rready),
+            .s_axi_awaddr(ct_awaddr),
+            .s_axi_awid(ct_awid),
+            .s_axi_awlen(ct_awlen),
+            .s_axi_awvalid(ct_awvalid),
+            .s_axi_awready(ct_awready),
+            .s_axi_wdata(ct_wdata),
+            .s_axi_wstrb(ct_wstrb),
+            .s_axi_wlast(ct_wlast),
+            .s_axi_wvalid(ct_wvalid),
+            .s_axi_wready(ct_wready),
+            .s_axi_bid(ct_bid),
+            .s_axi_bvalid(ct_bvalid),
+            .s_axi_bready(ct_bready)
+        );
+        nlb_mem_ram #(
+            .DATA_W(MG_DATA_W),
+            .ROWS(MG_ROWS),
+            .ADDR_W(ADDR_W),
+            .ID_W(ID_W),
+            .ROW_SHIFT(5)
+        ) mg_ram_inst (
+            .clk(clk),
+            .rst(rst),
+            .s_axi_araddr(mg_araddr),
+            .s_axi_arid(mg_arid),
+            .s_axi_arlen(mg_arlen),
+            .s_axi_arvalid(mg_arvalid),
+            .s_axi_arready(mg_arready),
+            .s_axi_rdata(mg_rdata),
+            .s_axi_rid(mg_rid),
+            .s_axi_rlast(mg_rlast),
+            .s_axi_rvalid(mg_rvalid),
+            .s_axi_rready(mg_rready),
+            .s_axi_awaddr(mg_awaddr),
+            .s_axi_awid(mg_awid),
+            .s_axi_awlen(mg_awlen),
+            .s_axi_awvalid(mg_awvalid),
+            .s_axi_awready(mg_awready),
+            .s_axi_wdata(mg_wdata),
+            .s_axi_wstrb(mg_wstrb),
+            .s_axi_wlast(mg_wlast),
+            .s_axi_wvalid(mg_wvalid),
+            .s_axi_wready(mg_wready),
+            .s_axi_bid(mg_bid),
+            .s_axi_bvalid(mg_bvalid),
+            .s_axi_bready(mg_bready)
+        );
+        assign m_axi_ct_araddr = {CT_CHANNELS*ADDR_W{1'b0}};
+        assign m_axi_ct_arid = {CT_CHANNELS*ID_W{1'b0}};
+        assign m_axi_ct_arlen = {CT_CHANNELS*8{1'b0}};
+        assign m_axi_ct_arvalid = {CT_CHANNELS{1'b0}};
+        assign m_axi_ct_rready = {CT_CHANNELS{1'b0}};
+        assign m_axi_ct_awaddr = {CT_CHANNELS*ADDR_W{1'b0}};
+        assign m_axi_ct_awid = {CT_CHANNELS*ID_W{1'b0}};
+        assign m_axi_ct_awlen = {CT_CHANNELS*8{1'b0}};
+        assign m_axi_ct_awvalid = {CT_CHANNELS{1'b0}};
+        assign m_axi_ct_wdata = {CT_CHANNELS*CT_DATA_W{1'b0}};
+        assign m_axi_ct_wstrb = {CT_CHANNELS*CT_DATA_W/8{1'b0}};
+        assign m_axi_ct_wlast = {CT_CHANNELS{1'b0}};
+        assign m_axi_ct_wvalid = {CT_CHANNELS{1'b0}};
+        assign m_axi_ct_bready = {CT_CHANNELS{1'b0}};
+        assign m_axi_mg_araddr = {MG_CHANNELS*ADDR_W{1'b0}};
+        assign m_axi_mg_arid = {MG_CHANNELS*ID_W{1'b0}};
+        assign m_axi_mg_arlen = {MG_CHANNELS*8{1'b0}};
+        assign m_axi_mg_arvalid = {MG_CHANNELS{1'b0}};
+        assign m_axi_mg_rready = {MG_CHANNELS{1'b0}};
+        assign m_axi_mg_awaddr = {MG_CHANNELS*ADDR_W{1'b0}};
+        assign m_axi_mg_awid = {MG_CHANNELS*ID_W{1'b0}};
+        assign m_axi_mg_awlen = {MG_CHANNELS*8{1'b0}};
+        assign m_axi_mg_awvalid = {MG_CHANNELS{1'b0}};
+        assign m_axi_mg_wdata = {MG_CHANNELS*MG_DATA_W{1'b0}};
+        assign m_axi_mg_wstrb = {MG_CHANNELS*MG_DATA_W/8{1'b0}};
+        assign m_axi_mg_wlast = {MG_CHANNELS{1'b0}};
+        assign m_axi_mg_wvalid = {MG_CHANNELS{1'b0}};
+        assign m_axi_mg_bready = {MG_CHANNELS{1'b0}};
+    end else begin : g_ports
+        assign m_axi_ct_araddr = ct_araddr;
+        assign m_axi_ct_arid = ct_arid;
+        assign m_axi_ct_arlen = ct_arlen;
+        assign m_axi_ct_arvalid = ct_arvalid;
+        assign ct_arready = m_axi_ct_arready;
+        assign ct_rdata = m_axi_ct_rdata;
+        assign ct_rid = m_axi_ct_rid;
+        assign ct_rlast = m_axi_ct_rlast;
+        assign ct_rvalid = m_axi_ct_rvalid;
+        assign m_axi_ct_rready = ct_rready;
+        assign m_axi_ct_awaddr = ct_awaddr;
+        assign m_axi_ct_awid = ct_awid;
+        assign m_axi_ct_awlen = ct_awlen;
+        assign m_axi_ct_awvalid = ct_awvalid;
+        assign ct_awready = m_axi_ct_awready;
+        assign m_axi_ct_wdata = ct_wdata;
+        assign m_axi_ct_wstrb = ct_wstrb;
+        assign m_axi_ct_wlast = ct_wlast;
+        assign m_axi_ct_wvalid = ct_wvalid;
+        assign ct_wready = m_axi_ct_wready;
+        assign ct_bid = m_axi_ct_bid;
+        assign ct_bvalid = m_axi_ct_bvalid;
+        assign m_axi_ct_bready = ct_bready;
+        assign m_axi_mg_araddr = mg_araddr;
+        assign m_axi_mg_arid = mg_arid;
+        assign m_axi_mg_arlen = mg_arlen;
+        assign m_axi_mg_arvalid = mg_arvalid;
+        assign mg_arready = m_axi_mg_arready;
+        assign mg_rdata = m_axi_mg_rdata;
+        assign mg_rid = m_axi_mg_rid;
+        assign mg_rlast = m_axi_mg_rlast;
+        assign mg_rvalid = m_axi_mg_rvalid;
+        assign m_axi_mg_rready = mg_rready;
+        assign m_axi_mg_awaddr = mg_awaddr;
+        assign m_axi_mg_awid = mg_awid;
+        assign m_axi_mg_awlen = mg_awlen;
+        assign m_axi_mg_awvalid = mg_awvalid;
+        assign mg_awready = m_axi_mg_awready;
+        assign m_axi_mg_wdata = mg_wdata;
+        assign m_axi_mg_wstrb = mg_wstrb;
+        assign m_axi_mg_wlast = mg_wlast;
+        assign m_axi_mg_wvalid = mg_wvalid;
+        assign mg_wready = m_axi_mg_wready;
+        assign mg_bid = m_axi_mg_bid;
+        assign mg_bvalid = m_axi_mg_bvalid;
+        assign m_axi_mg_bready = mg_bready;
+    end
+endgenerate
+
 // ---- packet FIFO, payload sums, editor ------------------------------------------------------
 
 wire [DATA_WIDTH-1:0] pf_data;
@@ -814,7 +1456,7 @@ nlb_fifo #(
     .clk(clk),
     .rst(rst),
     .s_data({in_tlast, in_tkeep, in_tdata}),
-    .s_valid(rx_beat),
+    .s_valid(in_tvalid),
     .s_ready(),
     .m_data({pf_last, pf_keep, pf_data}),
     .m_valid(pf_valid),
@@ -834,7 +1476,7 @@ nlb_l3_csum #(
     .s_axis_tdata(in_tdata),
     .s_axis_tkeep(in_tkeep),
     .s_axis_tvalid(in_tvalid),
-    .s_axis_tready(rx_ready_reg),
+    .s_axis_tready(1'b1),
     .s_axis_tlast(in_tlast),
     .m_valid(csum_valid),
     .m_sum(csum)
@@ -842,7 +1484,8 @@ nlb_l3_csum #(
 
 /* verilator lint_off PINCONNECTEMPTY */
 nlb_editor #(
-    .LEN_WIDTH(LW)
+    .LEN_WIDTH(LW),
+    .JOB_DEPTH(MAX_IN_FLIGHT)
 ) editor_inst (
     .clk(clk),
     .rst(rst),
@@ -942,10 +1585,13 @@ initial begin
 end
 
 always @(posedge clk) begin
+    // From the first beat (as its port takes it) to the result, or to the drop.
     for (fb = 0; fb < 2; fb = fb + 1) begin
         in_flight_reg[fb] <= in_flight_reg[fb]
             + {15'd0, rx_first && ctrl_active_bank == fb[0]}
-            - {15'd0, m_res_valid && m_res_bank == fb[0]};
+            + {15'd0, inj_port_first && ctrl_active_bank == fb[0]}
+            - {15'd0, m_res_valid && m_res_bank == fb[0]}
+            - {15'd0, drop_valid_reg && drop_bank_reg == fb[0]};
     end
     if (rst) begin
         for (fb = 0; fb < 2; fb = fb + 1) begin

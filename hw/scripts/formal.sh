@@ -57,7 +57,9 @@ proofs=(
     "skid|nlb_axis_skid DATA_WIDTH=512|beats in order, none lost or made up; valid/ready; tready|nlb_axis_skid|nlb_axis_skid||||z3|10|4|10"
     "regs|nlb_regs (2-entry tables)|AXI-Lite slave: one response per request, held under back-pressure|nlb_regs|nlb_regs nlb_table_mem nlb_table_cmd|-chparam VIP_BUCKETS 2 -chparam RULES 2 -chparam POOLS 2 -chparam MAGLEV_SLOTS 2 -chparam BACKENDS 2|cutpoint t:*nlb_table_mem*; proc; cutpoint nlb_regs/w:data_next||z3|10|5|8"
     "parser|nlb_parser DATA_WIDTH=512 USER_WIDTH=32|one descriptor per frame, 9 clocks after tlast; m_user = first beat's tuser|nlb_parser|nlb_parser|-chparam DATA_WIDTH 512 -chparam USER_WIDTH 32|proc; delete -port nlb_parser/o:*|opt_clean -purge|z3|14|11|16"
-    "lookup|nlb_lookup (the sim profile)|every table read of a descriptor from its bank; m_bank|nlb_lookup|nlb_lookup nlb_flow_hash nlb_mul_const_csa||cutpoint t:nlb_flow_hash; proc; cutpoint t:\$mul; delete -port nlb_lookup/o:*|memory_map; opt_clean -purge|z3|14|3|14"
+    "mem_stage|nlb_mem_stage (1 channel of 3 ids, 4 slots, 8-bit rows)|packets out in the order in, with their state and read flag, whatever the memory answers|nlb_mem_stage|nlb_mem_stage nlb_fifo|-chparam STATE_W 3 -chparam ROW_BITS 2 -chparam ROW_W 8 -chparam DATA_W 8 -chparam CHANNELS 1 -chparam ADDR_W 8 -chparam ID_W 2 -chparam ROW_SHIFT 0 -chparam LANE_W 8 -chparam ENTRY_W 8 -chparam SLOTS 4|||z3|9|5|14"
+    "rx_drop|nlb_rx_drop|every beat consumed; frames passed or dropped whole, at the first beat|nlb_rx_drop|nlb_rx_drop||||z3|12|3|12"
+    "lookup|nlb_lookup (the sim profile, a 32-descriptor FIFO)|every front-stage table read of a descriptor from its bank; its bank into the memory stages|nlb_lookup|nlb_lookup nlb_flow_hash nlb_mul_const_csa nlb_mem_stage nlb_fifo||cutpoint t:nlb_flow_hash; cutpoint t:*nlb_mem_stage*; proc; cutpoint t:\$mul; delete -port nlb_lookup/o:*|memory_map; opt_clean -purge|z3|14|3|14"
 )
 
 # ---- the mutation checks -------------------------------------------------------------------
@@ -79,6 +81,10 @@ mutants=(
     "regs_rdata_moves|regs|nlb_regs.v|axil_r_hold axil_r_open axil_r_for_request|overwrites RDATA while RREADY is low|s/^wire rd_slot = ar_full_reg \&\& !ext_rwait_reg \&\& (!rvalid_reg || s_axil_rready);/wire rd_slot = ar_full_reg \&\& !ext_rwait_reg;/"
     "parser_bank_live|parser|nlb_parser.v|parser_first_user|takes each beat's tuser (the live bank), not the first beat's|s/^wire \[USER_WIDTH-1:0\] user_now = beat_idx_reg == {BEAT_IDX_BITS{1'b0}} ? s_axis_tuser : user_reg;/wire [USER_WIDTH-1:0] user_now = s_axis_tuser;/"
     "parser_lost_descriptor|parser|nlb_parser.v|parser_one_per_frame|loses the descriptor of a frame right behind another|s/^    s1_valid_reg <= beat \&\& s_axis_tlast;/    s1_valid_reg <= beat \&\& s_axis_tlast \&\& !s1_valid_reg;/"
+    "mem_stage_wrong_slot|mem_stage|nlb_mem_stage.v|mem_stage_order|reads the leaving packet's state from the newest slot|s/^        r1_state_reg <= state_mem\[head\];/        r1_state_reg <= state_mem[tail];/"
+    "mem_stage_skip|mem_stage|nlb_mem_stage.v|mem_stage_order mem_stage_no_phantom|moves the head on twice for a packet that leaves|s/^        head_reg <= head_reg + 1'b1;/        head_reg <= head_reg + 2'd2;/"
+    "rx_drop_cuts_frames|rx_drop|nlb_rx_drop.v|rx_drop_whole_frame|decides every beat by the room of its clock (cuts frames)|s/^assign m_dropping = s_valid \&\& (first_reg ? !room : dropping_reg);/assign m_dropping = s_valid \&\& !room;/"
+    "rx_drop_first_lost|rx_drop|nlb_rx_drop.v|rx_drop_first rx_drop_whole_frame rx_drop_first_by_room|loses track of where frames start|s/^        first_reg <= s_last;/        first_reg <= 1'b0;/"
     "lookup_vip_bank_head|lookup|nlb_lookup.v|lookup_vip_bank|reads the VIP table in the bank of the descriptor at the FIFO head|s/^assign vip_rd_bank = sa\[F_BANK\];/assign vip_rd_bank = d_bank;/"
     "lookup_rule_bank_live|lookup|nlb_lookup.v|lookup_rule_bank|reads the rule table in the bank of the descriptor written now|s/^assign rule_rd_bank = se\[F_BANK\];/assign rule_rd_bank = s_user[0];/"
 )

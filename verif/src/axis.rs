@@ -10,13 +10,14 @@ use rand::RngExt;
 use std::collections::VecDeque;
 
 /// The ports of one AXI-Stream interface (`<prefix>_tdata`, `_tkeep`, `_tvalid`, `_tready`,
-/// `_tlast`, `_tuser`; keep, last and user are optional).
+/// `_tlast`, `_tuser`; keep, last and user are optional, and so is `tready` of a sink that
+/// takes a beat in every clock it is valid, as `nlb_top`'s receive port).
 #[derive(Debug, Clone, Copy)]
 pub struct AxisPorts {
     tdata: Port,
     tkeep: Option<Port>,
     tvalid: Port,
-    tready: Port,
+    tready: Option<Port>,
     tlast: Option<Port>,
     tuser: Option<Port>,
 }
@@ -32,7 +33,7 @@ impl AxisPorts {
             tdata: sim.port(&format!("{prefix}_tdata"))?,
             tkeep: opt("tkeep")?,
             tvalid: sim.port(&format!("{prefix}_tvalid"))?,
-            tready: sim.port(&format!("{prefix}_tready"))?,
+            tready: opt("tready")?,
             tlast: opt("tlast")?,
             tuser: opt("tuser")?,
         })
@@ -46,7 +47,7 @@ impl AxisPorts {
             tdata: p("data")?,
             tkeep: Some(p("keep")?),
             tvalid: p("valid")?,
-            tready: p("ready")?,
+            tready: Some(p("ready")?),
             tlast: Some(p("last")?),
             tuser: None,
         })
@@ -168,6 +169,11 @@ impl AxisSource {
         &self.ports
     }
 
+    /// Whether the model's interface has no `tready`: every beat offered is taken.
+    pub fn without_ready(&self) -> bool {
+        self.ports.tready.is_none()
+    }
+
     /// Queues a beat.
     pub fn push(&mut self, beat: Beat) {
         self.queue.push_back(beat);
@@ -202,7 +208,12 @@ impl Agent for AxisSource {
     }
 
     fn observe(&mut self, sim: &mut Verilated) -> Result<(), VerifError> {
-        if self.presenting && sim.get_bit(self.ports.tready)? {
+        // Without tready the model takes every beat offered.
+        let ready = match self.ports.tready {
+            Some(p) => sim.get_bit(p)?,
+            None => true,
+        };
+        if self.presenting && ready {
             self.queue.pop_front();
             self.presenting = false;
             self.sent += 1;
@@ -227,8 +238,11 @@ pub struct AxisSink {
 impl AxisSink {
     /// A sink on the model's `prefix` source interface.
     pub fn new(sim: &Verilated, prefix: &str, backpressure: f64) -> Result<AxisSink, VerifError> {
+        let ports = AxisPorts::new(sim, prefix)?;
+        // A sink drives tready: the port must have one.
+        sim.port(&format!("{prefix}_tready"))?;
         Ok(AxisSink {
-            ports: AxisPorts::new(sim, prefix)?,
+            ports,
             backpressure,
             ready: false,
             received: Vec::new(),
@@ -256,7 +270,10 @@ impl AxisSink {
 impl Agent for AxisSink {
     fn drive(&mut self, sim: &mut Verilated, rng: &mut StdRng) -> Result<(), VerifError> {
         self.ready = !rng.random_bool(self.backpressure);
-        sim.set_bit(self.ports.tready, self.ready)
+        match self.ports.tready {
+            Some(p) => sim.set_bit(p, self.ready),
+            None => Ok(()),
+        }
     }
 
     fn observe(&mut self, sim: &mut Verilated) -> Result<(), VerifError> {

@@ -7,11 +7,14 @@
 //! - [`bench`]: the cycle driver: [`bench::Agent`]s drive and sample ports every clock with
 //!   random idle cycles and back-pressure from a seeded generator;
 //! - [`axis`]: AXI-Stream source and sink agents (the sink checks the stream rules);
+//! - [`axi_mem`]: a table memory behind AXI4 read ports with random latency and order, for
+//!   block benches;
 //! - [`axil`]: an AXI-Lite master agent with blocking `read`/`write` helpers;
 //! - [`extbus`]: a master of `nlb_regs`' extension bus, for the blocks on it;
 //! - [`regbus::RegBus`]: 32-bit register access to a model's AXI-Lite port;
 //! - [`frames`]: frame generators (well-formed, random, mutated) for the pipeline tests;
 //! - [`scenario`]: random table banks and the traffic that exercises them;
+//! - [`hbm`]: the HBM model under `nlb_top` (`top_hbm`): configuration and statistics;
 //! - [`top`]: the whole pipeline (`nlb_top`) on a bench, tables loaded through its registers;
 //! - [`device::RtlDevice`]: `nlb_top` as an `nlb_driver::Device` (the driver's loader runs on
 //!   it as on hardware).
@@ -19,6 +22,7 @@
 //! See `docs/verification.md` for how to run the tests and get a waveform.
 #![deny(missing_docs)]
 
+pub mod axi_mem;
 pub mod axil;
 pub mod axis;
 pub mod bench;
@@ -26,6 +30,7 @@ pub mod device;
 pub mod error;
 pub mod extbus;
 pub mod frames;
+pub mod hbm;
 pub mod regbus;
 pub mod scenario;
 pub mod top;

@@ -1,13 +1,16 @@
 //! The whole pipeline (`nlb_top`) on a bench: its AXI-Lite port (tables loaded through the
 //! window, connections through the conntrack block, exactly as software does it), the
-//! received stream with random idle cycles, and the per-packet result monitor, decoded into
-//! the golden model's [`PacketResult`].
+//! received stream with random idle cycles (it has no tready: every beat offered is taken),
+//! and the per-packet result monitor, decoded into the golden model's [`PacketResult`], with
+//! the frames the receive side dropped for lack of room. Two models: `top` (the connection
+//! table and Maglev slots on chip) and `top_hbm` (on the HBM model, [`crate::hbm`]).
 
 use crate::axil::AxiLiteMaster;
 use crate::axis::{AxisSink, AxisSource, Beat};
 use crate::bench::{Agent, Bench};
 use crate::error::VerifError;
-use crate::models::Top;
+use crate::hbm::HbmConfig;
+use crate::models::{Top, TopHbm};
 use crate::verilated::{Port, Verilated};
 use firmware_sim::pipeline::{CtOutcome, PacketResult};
 use firmware_sim::{Counter, CounterKind};
@@ -160,12 +163,28 @@ const RES_FIELDS: &[&str] = &[
     "m_res_vip_port",
 ];
 
+/// A received frame the receive side dropped for lack of room (docs/pipeline.md §14.4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Dropped {
+    /// The clock `m_drop_valid` showed it.
+    pub cycle: u64,
+    /// Its number among the frames received since reset (from 0).
+    pub seq: u32,
+    /// `NoRoomLookup` or `NoRoomBuffer`.
+    pub reason: Reason,
+}
+
 /// Collects the per-packet results of `nlb_top`, with the clock each appeared.
 #[derive(Debug)]
 pub struct ResultMonitor {
     ports: ResPorts,
+    drop_valid: Port,
+    drop_seq: Port,
+    drop_reason: Port,
     /// Results seen, oldest first: (clock, injected frame, result).
     pub results: VecDeque<(u64, bool, PacketResult)>,
+    /// Received frames dropped for lack of room, oldest first.
+    pub drops: VecDeque<Dropped>,
     /// Values that are no enumeration value (a broken result bus).
     pub violations: Vec<String>,
 }
@@ -186,7 +205,11 @@ impl ResultMonitor {
                     .map(|n| sim.port(n))
                     .collect::<Result<_, _>>()?,
             },
+            drop_valid: sim.port("m_drop_valid")?,
+            drop_seq: sim.port("m_drop_seq")?,
+            drop_reason: sim.port("m_drop_reason")?,
             results: VecDeque::new(),
+            drops: VecDeque::new(),
             violations: Vec::new(),
         })
     }
@@ -266,6 +289,20 @@ impl Agent for ResultMonitor {
     }
 
     fn observe(&mut self, sim: &mut Verilated) -> Result<(), VerifError> {
+        if sim.get_bit(self.drop_valid)? {
+            let cycle = sim.cycle();
+            let seq = sim.get_u64(self.drop_seq)? as u32;
+            let code = sim.get_u64(self.drop_reason)? as u32;
+            let reason = match Reason::from_value(code) {
+                Some(r @ (Reason::NoRoomLookup | Reason::NoRoomBuffer)) => r,
+                _ => {
+                    self.violations
+                        .push(format!("cycle {cycle}: drop reason {code} is no room reason"));
+                    Reason::NoRoomLookup
+                }
+            };
+            self.drops.push_back(Dropped { cycle, seq, reason });
+        }
         if !sim.get_bit(self.ports.valid)? {
             return Ok(());
         }
@@ -304,6 +341,9 @@ pub struct TopBench {
     pub tx_pending: Vec<Beat>,
     /// Punt beats taken from the sink, not yet a whole record.
     pub punt_pending: Vec<Beat>,
+    /// Frames queued on the received stream since reset: the next one's number, as
+    /// `m_drop_seq` counts them ([`Dropped::seq`]).
+    pub rx_sent: u32,
 }
 
 impl TopBench {
@@ -317,10 +357,28 @@ impl TopBench {
         backpressure: f64,
         axil_idle: f64,
     ) -> Result<TopBench, VerifError> {
-        let mut sim = match wave {
-            Some(p) => Verilated::with_trace::<Top>(p)?,
-            None => Verilated::new::<Top>()?,
+        Self::with_memory(None, seed, wave, rx_idle, backpressure, axil_idle)
+    }
+
+    /// As [`TopBench::new`], with the tables on the HBM model (`top_hbm`) when `hbm` is given,
+    /// on chip (`top`) otherwise.
+    pub fn with_memory(
+        hbm: Option<&HbmConfig>,
+        seed: u64,
+        wave: Option<&Path>,
+        rx_idle: f64,
+        backpressure: f64,
+        axil_idle: f64,
+    ) -> Result<TopBench, VerifError> {
+        let mut sim = match (hbm, wave) {
+            (Some(_), Some(p)) => Verilated::with_trace::<TopHbm>(p)?,
+            (Some(_), None) => Verilated::new::<TopHbm>()?,
+            (None, Some(p)) => Verilated::with_trace::<Top>(p)?,
+            (None, None) => Verilated::new::<Top>()?,
         };
+        if let Some(cfg) = hbm {
+            cfg.apply(&mut sim)?;
+        }
         sim.reset(4)?;
         let axil = AxiLiteMaster::new(&sim, "s_axil", axil_idle, axil_idle)?;
         let rx = AxisSource::new(&sim, "s_axis_rx", rx_idle)?;
@@ -340,7 +398,15 @@ impl TopBench {
             events,
             tx_pending: Vec::new(),
             punt_pending: Vec::new(),
+            rx_sent: 0,
         })
+    }
+
+    /// Sets the HBM model's timing from now on (a `top_hbm` bench; its seed counts only at
+    /// reset). The tests load their tables with [`HbmConfig::quick`] and run traffic with
+    /// [`HbmConfig::realistic`].
+    pub fn set_hbm(&mut self, cfg: &HbmConfig) -> Result<(), VerifError> {
+        cfg.apply(&mut self.bench.sim)
     }
 
     /// One clock with every agent.
@@ -516,11 +582,13 @@ impl TopBench {
         })
     }
 
-    /// Queues a frame on the received stream.
-    pub fn send(&mut self, frame: &[u8]) {
+    /// Queues a frame on the received stream; returns its number among received frames.
+    pub fn send(&mut self, frame: &[u8]) -> u32 {
         for b in frame_beats(frame) {
             self.rx.push(b);
         }
+        self.rx_sent = self.rx_sent.wrapping_add(1);
+        self.rx_sent.wrapping_sub(1)
     }
 
     /// Queues a frame on the inject stream with its header (backend, pool).

@@ -31,7 +31,7 @@ fn small() -> RingSizes {
         event_log2: 3,
         inject_log2: 3,
         cmd_log2: 3,
-        cmd_data: 1 << 20,
+        cmd_data: 1024 * 1024,
         irq_count: 4,
         irq_usecs: 100,
     }

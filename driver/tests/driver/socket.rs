@@ -190,7 +190,7 @@ fn the_rings_work_over_the_socket_through_shared_memory() {
         event_log2: 3,
         inject_log2: 3,
         cmd_log2: 3,
-        cmd_data: 64 << 10,
+        cmd_data: 64 * 1024,
         irq_count: 1,
         irq_usecs: 0,
     };

@@ -54,7 +54,7 @@ fn bad_offsets_are_refused() {
         Err(RegError::OutOfRange { offset: 0x10000 })
     );
     // Past the queues block's registers and past the dma block's: unmapped.
-    assert_eq!(d.read32(0xF000).unwrap(), 0, "unmapped reads 0");
+    assert_eq!(d.read32(blocks::mem::BASE - 4).unwrap(), 0, "unmapped reads 0");
     assert_eq!(d.read32(0x5FFC).unwrap(), 0, "unmapped reads 0");
 }
 
@@ -182,7 +182,11 @@ fn flash_blocks_are_routed_to_the_flash_port() {
         blocks::reboot::NEXT
     );
     assert_eq!(d.read32(blocks::spi_flash::TXRX).unwrap(), 0);
-    assert_eq!(block_header(blocks::queues::BASE + 8), Some(0));
+    assert_eq!(
+        block_header(blocks::queues::BASE + 8),
+        Some(blocks::mem::BASE)
+    );
+    assert_eq!(block_header(blocks::mem::BASE + 8), Some(0));
     let log = Arc::new(Mutex::new(Vec::new()));
     d.set_flash(Box::new(Recorder { log: log.clone() }));
     assert_eq!(

@@ -1087,6 +1087,11 @@ fn the_traffic_reaches_every_reason_and_outcome() {
         }
     }
     for (reason, n) in Reason::ALL.iter().zip(&reasons) {
+        // The model's tables answer at once: it never drops a received frame for lack of
+        // room (docs/pipeline.md section 14); the RTL benches reach those two reasons.
+        if matches!(reason, Reason::NoRoomLookup | Reason::NoRoomBuffer) {
+            continue;
+        }
         assert!(*n > 0, "no packet ended with {reason:?}: {reasons:?}");
     }
     assert!(hits > 0, "no connection-table hit");

@@ -196,7 +196,16 @@ fn the_command_ring_writes_and_reads_tables_by_dma() {
     d.write32(dma::CMD_BASE_LO, cmd_ring as u32).unwrap();
     d.write32(dma::CMD_BASE_HI, (cmd_ring >> 32) as u32)
         .unwrap();
-    d.write32(dma::CMD_SIZE, 3 | 1 << 8).unwrap();
+    d.write32(
+        dma::CMD_SIZE,
+        dma::CmdSize {
+            log2: 3,
+            enable: true,
+        }
+        .word()
+        .unwrap(),
+    )
+    .unwrap();
     // Maglev slots 100..103 of bank 1 = backends 7, 8, 9, 10 (one word each).
     let slots: Vec<u32> = (7..11).collect();
     mem.write(data, &bytes(&slots));
@@ -254,7 +263,16 @@ fn injected_frames_come_from_the_inject_ring() {
     let buf = IOVA + 0x9_0000;
     d.write32(dma::INJECT_BASE_LO, ring as u32).unwrap();
     d.write32(dma::INJECT_BASE_HI, (ring >> 32) as u32).unwrap();
-    d.write32(dma::INJECT_SIZE, 2 | 1 << 8).unwrap();
+    d.write32(
+        dma::INJECT_SIZE,
+        dma::InjectSize {
+            log2: 2,
+            enable: true,
+        }
+        .word()
+        .unwrap(),
+    )
+    .unwrap();
     let f = udp(ip("198.51.100.10"), 1, ip(VIP4), 1500, &[7u8; 37]);
     mem.write(buf, &f);
     let desc = InjectDesc {

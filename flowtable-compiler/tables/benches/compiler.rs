@@ -4,6 +4,9 @@
 //! 2. Full compile of a generated config: 1024 VIPs × 2 rules, 1024 pools, 65,536 backends,
 //!    `u280` profile (target ≤ 2 s).
 //! 3. Recompute after one backend's health change, for its pool (target ≤ 2 ms).
+//! 4. Production scale (`scale` section): one pool of 65,536 backends (M = 6,553,621, M ≥ 100 × N)
+//!    plus the 1024-pool config, at the `u280` and `u55c` profiles: Maglev population, compile,
+//!    image write and read, image size.
 
 use flowtable_compiler::maglev::{populate, Member};
 use flowtable_compiler::{compile, compile_file, CompileOptions, HealthState, Image};
@@ -126,6 +129,9 @@ fn main() {
         );
     }
 
+    if wanted("scale") {
+        scale(quick);
+    }
     if !wanted("compile health") {
         return;
     }
@@ -225,4 +231,94 @@ fn main() {
         }),
         "(target <= 2 ms)",
     );
+}
+
+/// Production scale: a pool of 65,536 backends (the most backend ids) with M >= 100 x N, beside
+/// 1024 small pools, compiled for the HBM profiles.
+fn scale(quick: bool) {
+    let n = if quick { 4096 } else { 65536 };
+    let runs = if quick { 1 } else { 3 };
+    let m = flowtable_compiler::maglev::size_for(n);
+    let names: Vec<String> = (0..n).map(|i| format!("backend-{i}")).collect();
+    let members: Vec<Member> = names
+        .iter()
+        .enumerate()
+        .map(|(i, s)| Member {
+            name: s,
+            id: i as u16,
+            weight: 1,
+        })
+        .collect();
+    report(
+        &format!("Maglev population M={m} N={n} (equal weights)"),
+        time(runs, || populate(&members, m)),
+        "",
+    );
+    // One VIP to a pool of n backends, and 1024 VIPs of 63 backends each (the rest of the
+    // backend ids).
+    let mut text = generated_config(if quick { 16 } else { 1024 }, if quick { 4 } else { 63 });
+    let mut big = String::from("  - {name: pbig, instances: [");
+    for i in 0..n {
+        let _ = write!(big, "{}x{i}", if i == 0 { "" } else { ", " });
+    }
+    big.push_str("]}\n");
+    let pools_at = text.find("targetPools:\n").expect("pools") + "targetPools:\n".len();
+    text.insert_str(pools_at, &big);
+    let rules_at = text.find("forwardingRules:\n").expect("rules") + "forwardingRules:\n".len();
+    text.insert_str(
+        rules_at,
+        "  - {name: rbig, IPAddress: \"2001:db8:9::1\", portRange: \"80\", target: pbig}\n",
+    );
+    let mut inst = String::new();
+    for i in 0..n {
+        let _ = writeln!(
+            inst,
+            "  - {{name: x{i}, ip: \"2001:db8:3::{i:x}\", mac: \"02:01:00:{:02x}:{:02x}:{:02x}\"}}",
+            (i >> 16) & 0xff,
+            (i >> 8) & 0xff,
+            i & 0xff
+        );
+    }
+    text.push_str(&inst);
+    let (config, d) = parse_config("scale.yaml", &text);
+    assert!(d.is_empty(), "{d}");
+    for name in ["u280", "u55c"] {
+        let profile = Profile::by_name(name).expect("profile");
+        let opts = CompileOptions { profile };
+        let health = HealthState::new();
+        report(
+            &format!("  compile ({name}: 1 pool of {n} + the small pools)"),
+            time(runs, || compile(&config, &health, &opts).expect("compiles")),
+            "",
+        );
+        let compiled = compile(&config, &health, &opts).expect("compiles");
+        let slices: Vec<u32> = compiled
+            .tables
+            .pools
+            .iter()
+            .filter(|p| p.valid)
+            .map(|p| p.maglev_size)
+            .collect();
+        report(
+            &format!("  image write ({name})"),
+            time(runs, || compiled.image(1).write().expect("writes")),
+            "",
+        );
+        let bytes = compiled.image(1).write().expect("writes");
+        report(
+            &format!("  image read ({name})"),
+            time(runs, || Image::read(&bytes).expect("reads")),
+            "",
+        );
+        println!(
+            "  {name}: image {:.1} MiB, largest slice M = {} ({} backends), {} slices; {} \
+             connections, {} Maglev slots per bank",
+            bytes.len() as f64 / 1048576.0,
+            slices.iter().max().copied().unwrap_or(0),
+            n,
+            slices.len(),
+            u64::from(profile.ct_buckets) * u64::from(profile.ct_ways),
+            profile.maglev_slots
+        );
+    }
 }

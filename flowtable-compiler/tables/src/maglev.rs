@@ -5,20 +5,41 @@
 //! Everything here is deterministic across hosts: a backend's permutation is seeded by its
 //! *name* through [`name_hash`], so reordering lists in the file changes nothing (SPEC R10.4).
 
-/// Slice sizes, all prime: the smallest one ≥ 100 × N is used, 65537 for large pools.
-pub const LADDER: [u32; 9] = [251, 509, 1021, 2039, 4093, 8191, 16381, 32749, 65537];
+/// Slice sizes a pool steps down through when the slot memory is short, all prime: the sizes
+/// of pools up to 655 backends (the smallest one ≥ 100 × N, up to 65537), then about doubling
+/// up to the largest slice.
+pub const LADDER: [u32; 17] = [
+    251, 509, 1021, 2039, 4093, 8191, 16381, 32749, 65537, 131071, 262139, 524287, 1048573,
+    2097143, 4194301, 8388593, 16777213,
+];
 
-/// The largest slice a pool can own (the regmap's `maglev_size` holds 17 bits).
-pub const MAX_SIZE: u32 = 65537;
+/// The largest slice a pool can own (the regmap's `maglev_size` holds 24 bits; prime): M ≥
+/// 100 × N up to 167,772 backends, 65,536 (the backend ids) included.
+pub const MAX_SIZE: u32 = 16_777_213;
 
-/// Slice size for a pool of `n` backends: the smallest ladder prime ≥ 100·n, or 65537.
+/// The sizes of small pools come from the ladder up to this one; larger pools take the smallest
+/// prime ≥ 100 × N.
+const LADDER_SMALL_TOP: u32 = 65537;
+
+/// Slice size for a pool of `n` backends: the smallest ladder prime ≥ 100·n up to 65537, then
+/// the smallest prime ≥ 100·n (at most [`MAX_SIZE`]).
 pub fn size_for(n: usize) -> u32 {
     let want = (n as u64).saturating_mul(100);
-    LADDER
-        .iter()
-        .copied()
-        .find(|&m| u64::from(m) >= want)
-        .unwrap_or(MAX_SIZE)
+    if want <= u64::from(LADDER_SMALL_TOP) {
+        return LADDER
+            .iter()
+            .copied()
+            .find(|&m| u64::from(m) >= want)
+            .unwrap_or(LADDER_SMALL_TOP);
+    }
+    if want >= u64::from(MAX_SIZE) {
+        return MAX_SIZE;
+    }
+    let mut m = want as u32 | 1;
+    while !is_prime(m) {
+        m += 2;
+    }
+    m.min(MAX_SIZE)
 }
 
 /// The next smaller ladder size that still holds `n` backends (at least one slot each).
@@ -488,7 +509,14 @@ mod tests {
         assert_eq!(size_for(10), 1021);
         assert_eq!(size_for(327), 32749);
         assert_eq!(size_for(328), 65537);
-        assert_eq!(size_for(5000), 65537);
+        assert_eq!(size_for(655), 65537);
+        // Past 655 backends, the smallest prime >= 100 N (M >= 100 N at 65,536 backends).
+        assert_eq!(size_for(656), 65609);
+        assert_eq!(size_for(5000), 500009);
+        assert_eq!(size_for(65536), 6_553_621);
+        assert_eq!(size_for(1 << 20), MAX_SIZE);
+        assert!(is_prime(size_for(65536)) && size_for(65536) >= 6_553_600);
+        assert_eq!(step_down(6_553_621, 65536), Some(4194301));
         assert_eq!(step_down(1021, 3), Some(509));
         assert_eq!(step_down(251, 3), None);
     }

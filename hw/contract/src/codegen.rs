@@ -75,9 +75,10 @@ pub fn rust(map: &Regmap) -> String {
     for p in &map.profiles {
         let _ = writeln!(
             o,
-            "    crate::Profile {{ name: {:?}, id: {}, doc: {:?}, vip_buckets: {}, vip_ways: {}, rules: {}, pools: {}, maglev_slots: {}, backends: {}, ct_buckets: {}, ct_ways: {}, queue_depth: {} }},",
+            "    crate::Profile {{ name: {:?}, id: {}, doc: {:?}, vip_buckets: {}, vip_ways: {}, rules: {}, pools: {}, maglev_slots: {}, backends: {}, ct_buckets: {}, ct_ways: {}, queue_depth: {}, ct_channels: {}, maglev_channels: {}, mem_slots: {} }},",
             p.name, p.id, p.doc, p.vip_buckets, p.vip_ways, p.rules, p.pools, p.maglev_slots,
-            p.backends, p.ct_buckets, p.ct_ways, p.queue_depth
+            p.backends, p.ct_buckets, p.ct_ways, p.queue_depth, p.ct_channels,
+            p.maglev_channels, p.mem_slots
         );
     }
     o.push_str("];\n\n");
@@ -874,6 +875,9 @@ pub fn verilog(map: &Regmap) -> String {
             ("ct_buckets", p.ct_buckets),
             ("ct_ways", p.ct_ways),
             ("queue_depth", p.queue_depth),
+            ("ct_channels", p.ct_channels),
+            ("maglev_channels", p.maglev_channels),
+            ("mem_slots", p.mem_slots),
         ] {
             lp(&mut o, vl_ident(&["profile", pn, k]), 0, v.into(), "");
         }
@@ -1295,11 +1299,11 @@ pub fn markdown(map: &Regmap) -> String {
          meaning is incompatible and bumps it.\n\n",
     );
 
-    o.push_str("## Capacity profiles\n\n| profile | id | VIP buckets × ways | rules | pools | Maglev slots | backends | conntrack buckets × ways | queue depth | what |\n|---|---|---|---|---|---|---|---|---|---|\n");
+    o.push_str("## Capacity profiles\n\n| profile | id | VIP buckets × ways | rules | pools | Maglev slots | backends | conntrack buckets × ways | queue depth | HBM channels (connections, Maglev; 0 = on chip) | reads in flight per table | what |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for p in &map.profiles {
         let _ = writeln!(
             o,
-            "| `{}` | {} | {} × {} | {} | {} | {} | {} | {} × {} | {} | {} |",
+            "| `{}` | {} | {} × {} | {} | {} | {} | {} | {} × {} | {} | {}, {} | {} | {} |",
             p.name,
             p.id,
             p.vip_buckets,
@@ -1311,6 +1315,9 @@ pub fn markdown(map: &Regmap) -> String {
             p.ct_buckets,
             p.ct_ways,
             p.queue_depth,
+            p.ct_channels,
+            p.maglev_channels,
+            p.mem_slots,
             p.doc
         );
     }

@@ -57,6 +57,12 @@ pub struct Profile {
     pub ct_ways: u32,
     /// Entries of each punt/learn/inject queue.
     pub queue_depth: u32,
+    /// HBM pseudo-channels of the connection table (0: on chip).
+    pub ct_channels: u32,
+    /// HBM pseudo-channels of the Maglev slots (0: on chip).
+    pub maglev_channels: u32,
+    /// Packets each memory stage holds (table reads in flight per table).
+    pub mem_slots: u32,
 }
 
 impl Profile {

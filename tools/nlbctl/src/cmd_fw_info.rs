@@ -3,11 +3,14 @@
 use crate::cmd_flash::{flash_error, open, part, version};
 use crate::common::CliError;
 use nlb_driver::flash::{fw_info, FwInfo};
+use nlb_driver::{Batch, Device};
+use nlb_hw::blocks::fw_id;
 
 /// Bytes in a mebibyte.
 const MIB: u64 = 1024 * 1024;
 
-/// Show the card's firmware identity, which image booted (and why the fallback, if it did),
+/// Show the card's firmware identity, its capacities and where its big tables are (connections
+/// and Maglev slots: on chip or in HBM), which image booted (and why the fallback, if it did),
 /// the configuration flash chip, and the image in each multiboot slot.
 ///
 /// Example: nlbctl fw-info --device pci:0000:03:00.0 --check
@@ -28,12 +31,17 @@ pub struct Args {
 pub fn run(args: Args) -> Result<(), CliError> {
     let mut dev = open(&args.device)?;
     let info = fw_info(dev.as_mut(), args.check).map_err(|e| flash_error(&args.device, e))?;
+    let caps = Capacity::read(dev.as_mut())
+        .map_err(|e| CliError::internal(format!("error: {}: {e}", args.device)))?;
     if args.output.json() {
-        return crate::common::print_json(&json(&info));
+        let mut v = json(&info);
+        v["capacity"] = caps.json();
+        return crate::common::print_json(&v);
     }
     let id = &info.ident;
     let board = match id.board_id {
         0x0280 => "Alveo U280",
+        0x055c => "Alveo U55C",
         0x5100 => "simulated",
         _ => "unknown board",
     };
@@ -51,6 +59,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
         id.git_hash,
         id.profile_id
     );
+    outln!("capacity  {}", caps.text());
     if id.boot.fallback {
         outln!(
             "running   FALLBACK image at {:#010x}; the requested image was rejected: {}",
@@ -92,6 +101,73 @@ pub fn run(args: Args) -> Result<(), CliError> {
         outln!("slot      {:<8} {:#010x}  {state}", s.slot.name(), s.addr);
     }
     Ok(())
+}
+
+/// The capacities of the fw_id block and where the two big tables are (docs/pipeline.md
+/// section 14).
+struct Capacity {
+    ct_entries: u64,
+    maglev_slots: u32,
+    backends: u32,
+    ct_channels: u32,
+    maglev_channels: u32,
+    slots: u32,
+}
+
+impl Capacity {
+    fn read(dev: &mut dyn Device) -> Result<Capacity, nlb_driver::DeviceError> {
+        let mut b = Batch::new();
+        let r = b
+            .read(fw_id::CAP_CT_BUCKETS)
+            .read(fw_id::CAP_CT_WAYS)
+            .read(fw_id::CAP_MAGLEV_SLOTS)
+            .read(fw_id::CAP_BACKENDS)
+            .read(fw_id::CAP_CT_CHANNELS)
+            .read(fw_id::CAP_MAGLEV_CHANNELS)
+            .read(fw_id::CAP_MEM_SLOTS)
+            .run(dev)?
+            .to_vec();
+        Ok(Capacity {
+            ct_entries: u64::from(r[0]) * u64::from(r[1]),
+            maglev_slots: r[2],
+            backends: r[3],
+            ct_channels: r[4],
+            maglev_channels: r[5],
+            slots: r[6],
+        })
+    }
+
+    fn place(channels: u32) -> String {
+        if channels == 0 {
+            "on chip".to_string()
+        } else {
+            format!("HBM, {channels} pseudo-channels")
+        }
+    }
+
+    fn text(&self) -> String {
+        format!(
+            "{} connections ({}), {} Maglev slots per bank ({}), {} backends, {} table reads in \
+             flight per table",
+            self.ct_entries,
+            Self::place(self.ct_channels),
+            self.maglev_slots,
+            Self::place(self.maglev_channels),
+            self.backends,
+            self.slots
+        )
+    }
+
+    fn json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "connections": self.ct_entries,
+            "connection_table": Self::place(self.ct_channels),
+            "maglev_slots": self.maglev_slots,
+            "maglev": Self::place(self.maglev_channels),
+            "backends": self.backends,
+            "reads_in_flight_per_table": self.slots,
+        })
+    }
 }
 
 fn json(info: &FwInfo) -> serde_json::Value {

@@ -1,9 +1,10 @@
 //! `nlbctl status`: what the NIC is and what it serves.
 
 use crate::common::{self, CliError};
-use nlb_driver::queues::Queues;
-use nlb_driver::{discover, open_device, Batch};
-use nlb_hw::blocks::{conntrack, ctrl};
+use nlb_driver::queues::{read_counters, Queues};
+use nlb_driver::{discover, open_device, Batch, Device};
+use nlb_hw::blocks::{conntrack, ctrl, fw_id, mem};
+use nlb_hw::enums::{CounterKind, Reason};
 
 struct DeviceArgs {
     device: String,
@@ -11,8 +12,9 @@ struct DeviceArgs {
 }
 
 /// Show what the NIC is (board, design and register map versions, capacity profile, register
-/// blocks) and its state: pipeline enabled, serving bank, table generation, connections,
-/// queues.
+/// blocks, where its connection table and Maglev slots are) and its state: pipeline enabled,
+/// serving bank, table generation, connections, queues, the table memories' reads and
+/// latencies, and the frames dropped at the receive side for lack of room.
 ///
 /// With --socket, ask the running nlbd instead (its admin socket): configuration, tables,
 /// loads and reloads, decision-to-table latency, connections, punts and every pool's serving
@@ -56,6 +58,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
         .map_err(|e| fail(&e))?
         .to_vec();
     let queues = Queues::new().poll(dev.as_mut()).map_err(|e| fail(&e))?;
+    let memory = Memory::read(dev.as_mut()).map_err(|e| fail(&e))?;
     let fw = &info.firmware;
     let version = super::cmd_flash::version;
     let enabled = ctrl::Enable::from_word(r[0]).enable;
@@ -83,6 +86,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
             "connection_capacity": capacity,
             "punt_queue": queues.punt,
             "learn_queue": queues.learn,
+            "memory": memory.json(),
         }));
     }
     outln!("device       {}", args.device);
@@ -123,5 +127,122 @@ pub fn run(args: Args) -> Result<(), CliError> {
         queues.punt,
         queues.learn
     );
+    outln!("memory       {}", memory.placement());
+    outln!("memory use   {}", memory.usage());
+    outln!(
+        "no room      {} frames dropped whole at the receive side: {} for the lookup (the table \
+         memory slower than the traffic), {} for the buffer (the output stalled)",
+        memory.no_room_lookup + memory.no_room_buffer,
+        memory.no_room_lookup,
+        memory.no_room_buffer
+    );
     Ok(())
+}
+
+/// Where the connection table and the Maglev slots are, and what their memory ports did
+/// (docs/pipeline.md section 14, the `mem` block).
+struct Memory {
+    ct_channels: u32,
+    maglev_channels: u32,
+    slots: u32,
+    ct_reads: u64,
+    ct_latency_sum: u64,
+    ct_latency_max: u32,
+    maglev_reads: u64,
+    maglev_latency_sum: u64,
+    maglev_latency_max: u32,
+    wait_clocks: u64,
+    no_room_lookup: u64,
+    no_room_buffer: u64,
+}
+
+impl Memory {
+    fn read(dev: &mut dyn Device) -> Result<Memory, nlb_driver::DeviceError> {
+        let mut b = Batch::new();
+        let r = b
+            .read(fw_id::CAP_CT_CHANNELS)
+            .read(fw_id::CAP_MAGLEV_CHANNELS)
+            .read(fw_id::CAP_MEM_SLOTS)
+            .read_words(mem::CT_READS_LO, (mem::WAIT_CLOCKS_HI - mem::CT_READS_LO) / 4 + 1)
+            .run(dev)?
+            .to_vec();
+        let w = |reg: u32| r[3 + ((reg - mem::CT_READS_LO) / 4) as usize];
+        let wide = |regs: [u32; 2]| mem::ct_reads::join(regs.map(w));
+        let drops = read_counters(
+            dev,
+            CounterKind::Reason,
+            [Reason::NoRoomLookup.value(), Reason::NoRoomBuffer.value()],
+            false,
+        )?;
+        Ok(Memory {
+            ct_channels: r[0],
+            maglev_channels: r[1],
+            slots: r[2],
+            ct_reads: wide(mem::ct_reads::REGISTERS),
+            ct_latency_sum: wide(mem::ct_latency_sum::REGISTERS),
+            ct_latency_max: w(mem::CT_LATENCY_MAX),
+            maglev_reads: wide(mem::maglev_reads::REGISTERS),
+            maglev_latency_sum: wide(mem::maglev_latency_sum::REGISTERS),
+            maglev_latency_max: w(mem::MAGLEV_LATENCY_MAX),
+            wait_clocks: wide(mem::wait_clocks::REGISTERS),
+            no_room_lookup: drops[0].packets,
+            no_room_buffer: drops[1].packets,
+        })
+    }
+
+    fn place(channels: u32) -> String {
+        if channels == 0 {
+            "on chip".to_string()
+        } else {
+            format!("HBM ({channels} pseudo-channels)")
+        }
+    }
+
+    fn placement(&self) -> String {
+        format!(
+            "connections {}, Maglev slots {}, {} reads in flight per table",
+            Self::place(self.ct_channels),
+            Self::place(self.maglev_channels),
+            self.slots
+        )
+    }
+
+    fn mean(sum: u64, n: u64) -> f64 {
+        if n == 0 {
+            0.0
+        } else {
+            sum as f64 / n as f64
+        }
+    }
+
+    fn usage(&self) -> String {
+        format!(
+            "connection-table reads {} (latency mean {:.1} clocks, max {} since the last status), \
+             Maglev reads {} (mean {:.1}, max {}), {} clocks the lookup waited for a slot",
+            self.ct_reads,
+            Self::mean(self.ct_latency_sum, self.ct_reads),
+            self.ct_latency_max,
+            self.maglev_reads,
+            Self::mean(self.maglev_latency_sum, self.maglev_reads),
+            self.maglev_latency_max,
+            self.wait_clocks
+        )
+    }
+
+    fn json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "connection_table": Self::place(self.ct_channels),
+            "maglev_slots": Self::place(self.maglev_channels),
+            "reads_in_flight_per_table": self.slots,
+            "connection_table_reads": self.ct_reads,
+            "connection_table_latency_sum_clocks": self.ct_latency_sum,
+            "connection_table_latency_max_clocks": self.ct_latency_max,
+            "maglev_reads": self.maglev_reads,
+            "maglev_latency_sum_clocks": self.maglev_latency_sum,
+            "maglev_latency_max_clocks": self.maglev_latency_max,
+            "wait_clocks": self.wait_clocks,
+            "dropped_no_room_lookup": self.no_room_lookup,
+            "dropped_no_room_buffer": self.no_room_buffer,
+        })
+    }
 }

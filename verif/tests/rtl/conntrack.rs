@@ -8,12 +8,14 @@
 //! commands (WRITE / READ / WRITE_AT / READ_AT at every index, one past the table and far past
 //! it, WRITE/READ with index bits set, unknown ops), installs with the valid bit, overwrites in
 //! place, invalidations, reads of `status`, `count`, `index`, the data words, `hit_read` and
-//! unmapped offsets of the block; every read must equal the model's. Meanwhile the pipeline
-//! port reads random buckets (each way compared with the model's entries, `RD_LATENCY` clocks
-//! after the request) and sets random hit bits; a set in the clock the block reads a hit word
-//! counts before the read, a later one after it (`mon_hit_read` says which clock that is), so
-//! every hit appears in exactly one `hit_read`. Phases bias the commands to fill the table to
-//! all 64 entries and to empty it again. Bins printed, all required.
+//! unmapped offsets of the block; every read must equal the model's. The table itself sits
+//! behind the block's command port to the lookup's connection-table stage (`ct_c_*`): the bench
+//! plays that stage, answering each read with the entry it holds and storing each write, after
+//! 1-30 clocks; after every command the entry the block left in that memory must equal the
+//! model's. Meanwhile the pipeline sets random hit bits; a set in the clock the block reads a
+//! hit word counts before the read, a later one after it (`mon_hit_read` says which clock that
+//! is), so every hit appears in exactly one `hit_read`. Phases bias the commands to fill the
+//! table to all 64 entries and to empty it again. Bins printed, all required.
 
 use firmware_sim::device::decode_cmd;
 use firmware_sim::{ConnTable, ModelDevice};
@@ -33,8 +35,6 @@ use std::collections::{BTreeMap, VecDeque};
 const BUCKETS: u32 = 16;
 const WAYS: u32 = 4;
 const ENTRIES: u32 = BUCKETS * WAYS;
-/// Clocks from a bucket read's request to its data (the model is built with OUTPUT_REG = 1).
-const RD_LATENCY: u64 = 2;
 
 type Bins = BTreeMap<String, u64>;
 
@@ -46,30 +46,35 @@ fn param(name: &str) -> u32 {
         .unwrap_or_else(|| panic!("the conntrack model is built with {name}"))
 }
 
-/// The pipeline side of the block: bucket reads and hit-bit sets, checked against the model
-/// it owns (so that a hit set and a hit-word read land in the model in the RTL's order).
+/// The pipeline side of the block: the table's memory behind the command port and hit-bit
+/// sets, checked against the model it owns (so that a hit set and a hit-word read land in the
+/// model in the RTL's order).
 struct Pipeline {
     model: ModelDevice,
-    rd_en: Port,
-    rd_row: Port,
-    rd_data: Port,
+    wr_req: Port,
+    wr_index: Port,
+    wr_entry: Port,
+    wr_ack: Port,
+    rd_req: Port,
+    rd_index: Port,
+    rd_ack: Port,
+    rd_entry: Port,
     set_en: Port,
     set_index: Port,
     mon_hit_read: Port,
-    /// Probabilities of a bucket read and a hit set per clock.
-    p_read: f64,
+    /// The table as the block wrote it.
+    mem: Vec<CtEntry>,
+    /// A write or read request being answered: clocks left, and the entry a read returns.
+    wr_wait: Option<u32>,
+    rd_wait: Option<(u32, CtEntry)>,
+    /// Probability of a hit set per clock.
     p_set: f64,
-    /// (request clock, row) of bucket reads in flight.
-    reads: VecDeque<(u64, u32)>,
     /// This clock's set, if any.
     set_now: Option<u32>,
     /// What the model's hit_read returned at each clock the RTL read a hit word.
     hit_words: VecDeque<u32>,
     /// Clock of the last hit-word read (for the "set in the clearing clock" bin).
     last_hit_read: Option<u64>,
-    /// An entry a command may be writing, and the last clock its bucket reads may see the old
-    /// or the new entry (u64::MAX while the command runs).
-    writing: Option<(u32, u64)>,
     bins: Bins,
     error: Option<String>,
 }
@@ -82,13 +87,23 @@ impl Pipeline {
 
 impl Agent for Pipeline {
     fn drive(&mut self, sim: &mut Verilated, rng: &mut StdRng) -> Result<(), VerifError> {
-        let read = rng.random_bool(self.p_read);
-        let row = rng.random_range(0..BUCKETS);
-        sim.set_bit(self.rd_en, read)?;
-        sim.set_u64(self.rd_row, u64::from(row))?;
-        if read {
-            self.reads.push_back((sim.cycle(), row));
-        }
+        // The memory's answers: an ack when the wait runs out, the entry with a read's.
+        let wr_done = self.wr_wait == Some(0);
+        let rd_done = matches!(self.rd_wait, Some((0, _)));
+        sim.set_bit(self.wr_ack, wr_done)?;
+        sim.set_bit(self.rd_ack, rd_done)?;
+        let words: Vec<u32> = match self.rd_wait {
+            Some((0, e)) => e
+                .pack()
+                .map_err(|e| VerifError::Setup(e.to_string()))?
+                .to_vec(),
+            _ => (0..CtEntry::WORDS).map(|_| rng.random()).collect(),
+        };
+        sim.set(self.rd_entry, &words)?;
+        self.wr_wait = self.wr_wait.and_then(|n| n.checked_sub(1));
+        self.rd_wait = self
+            .rd_wait
+            .and_then(|(n, e)| n.checked_sub(1).map(|n| (n, e)));
         let set = rng.random_bool(self.p_set);
         let index = rng.random_range(0..ENTRIES);
         sim.set_bit(self.set_en, set)?;
@@ -99,6 +114,25 @@ impl Agent for Pipeline {
 
     fn observe(&mut self, sim: &mut Verilated) -> Result<(), VerifError> {
         let now = sim.cycle();
+        let delay = 1 + (now * 13 % 30) as u32;
+        if sim.get_bit(self.wr_req)? {
+            let index = sim.get_u64(self.wr_index)? as usize;
+            let e = unpack_ct(&sim.get_words(self.wr_entry)?);
+            if let Some(slot) = self.mem.get_mut(index) {
+                *slot = e;
+            } else if self.error.is_none() {
+                self.error = Some(format!("conntrack: write of entry {index}, past the table"));
+            }
+            self.wr_wait = Some(delay);
+        }
+        if sim.get_bit(self.rd_req)? {
+            let index = sim.get_u64(self.rd_index)? as usize;
+            let e = self.mem.get(index).copied().unwrap_or_default();
+            if e.valid {
+                self.bin("command read of a valid entry");
+            }
+            self.rd_wait = Some((delay, e));
+        }
         // A set in the clock of a hit-word read counts before it.
         if let Some(i) = self.set_now {
             self.model.conntrack_mut().mark_hit(i);
@@ -115,54 +149,6 @@ impl Agent for Pipeline {
             self.last_hit_read = Some(now);
         } else if self.set_now.is_some() && self.last_hit_read == Some(now.wrapping_sub(1)) {
             self.bin("hit set in the clock after a read (the clearing clock)");
-        }
-        while self
-            .reads
-            .front()
-            .is_some_and(|&(at, _)| at + RD_LATENCY <= now)
-        {
-            let (at, row) = self.reads.pop_front().expect("a read in flight");
-            if at + RD_LATENCY != now {
-                continue;
-            }
-            let words = sim.get_words(self.rd_data)?;
-            let width = CtEntry::WIDTH;
-            for way in 0..WAYS {
-                let index = row * WAYS + way;
-                if self
-                    .writing
-                    .is_some_and(|(i, until)| i == index && at <= until)
-                {
-                    continue;
-                }
-                let bits: Vec<u32> = (0..CtEntry::WORDS)
-                    .map(|w| {
-                        let mut v = 0u32;
-                        for b in 0..32 {
-                            let bit = way as usize * width + w * 32 + b;
-                            if w * 32 + b < width && words[bit / 32] >> (bit % 32) & 1 != 0 {
-                                v |= 1 << b;
-                            }
-                        }
-                        v
-                    })
-                    .collect();
-                let got = unpack_ct(&bits);
-                let want = *self
-                    .model
-                    .conntrack()
-                    .entry(index)
-                    .expect("an index inside the table");
-                if got != want && self.error.is_none() {
-                    self.error = Some(format!(
-                        "conntrack: bucket read of row {row} (requested at clock {at}), way \
-                         {way} (entry {index}):\n  RTL   {got:?}\n  model {want:?}"
-                    ));
-                }
-                if want.valid {
-                    self.bin("bucket read of a valid entry");
-                }
-            }
         }
         Ok(())
     }
@@ -214,16 +200,19 @@ impl Run {
             v | (src & 0xff << (8 * b))
         });
         let is_cmd = addr == ct::CMD;
-        if is_cmd {
+        let written = if is_cmd {
             let index_reg = self
                 .pipe
                 .model
                 .read32(ct::INDEX)
                 .map_err(|e| e.to_string())?;
-            if let Some((true, i)) = decode_cmd(value, index_reg) {
-                self.pipe.writing = Some((i, u64::MAX));
+            match decode_cmd(value, index_reg) {
+                Some((true, i)) if i < ENTRIES => Some(i),
+                _ => None,
             }
-        }
+        } else {
+            None
+        };
         self.ext
             .write_strobed(&mut self.bench, &mut [&mut self.pipe], addr, value, strb)
             .map_err(|e| format!("conntrack: write of {value:#010x} at {addr:#06x}: {e}"))?;
@@ -238,9 +227,15 @@ impl Run {
                 .write32(addr, merged)
                 .map_err(|e| e.to_string())?;
         }
-        if let Some((_, until)) = self.pipe.writing.as_mut() {
-            if *until == u64::MAX {
-                *until = self.bench.sim.cycle() + RD_LATENCY;
+        // What the block left in the table's memory is the model's entry.
+        if let Some(i) = written {
+            let want = self.pipe.model.conntrack().entry(i).copied();
+            let got = self.pipe.mem.get(i as usize).copied();
+            if got != want {
+                return Err(format!(
+                    "conntrack: after the write of entry {i} the memory holds\n  RTL   {got:?}\n  \
+                     model {want:?}"
+                ));
             }
         }
         self.check()
@@ -304,19 +299,24 @@ fn run(seed: u64) -> Result<Bins, String> {
     let port = |n: &str| sim.port(n).map_err(|e| e.to_string());
     let pipe = Pipeline {
         model,
-        rd_en: port("ct_rd_en")?,
-        rd_row: port("ct_rd_row")?,
-        rd_data: port("ct_rd_data")?,
+        wr_req: port("ct_c_wr_req")?,
+        wr_index: port("ct_c_wr_index")?,
+        wr_entry: port("ct_c_wr_entry")?,
+        wr_ack: port("ct_c_wr_ack")?,
+        rd_req: port("ct_c_rd_req")?,
+        rd_index: port("ct_c_rd_index")?,
+        rd_ack: port("ct_c_rd_ack")?,
+        rd_entry: port("ct_c_rd_entry")?,
         set_en: port("hit_set_en")?,
         set_index: port("hit_set_index")?,
         mon_hit_read: port("mon_hit_read")?,
-        p_read: 0.5,
+        mem: vec![CtEntry::default(); ENTRIES as usize],
+        wr_wait: None,
+        rd_wait: None,
         p_set: 0.3,
-        reads: VecDeque::new(),
         set_now: None,
         hit_words: VecDeque::new(),
         last_hit_read: None,
-        writing: None,
         bins: Bins::new(),
         error: None,
     };
@@ -489,7 +489,7 @@ fn registers_buckets_and_hits_match_the_model() {
         "hit_read past the table",
         "hit set in the clock of its word's read",
         "hit set in the clock after a read (the clearing clock)",
-        "bucket read of a valid entry",
+        "command read of a valid entry",
     ];
     let missing: Vec<&&str> = required
         .iter()

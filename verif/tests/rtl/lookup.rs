@@ -13,9 +13,11 @@
 //! outside, at every prefix index (the last, index 7, too: the point the coverage run never
 //! reached, see docs/verification.md); frame sizes at the output limit; the rule, pool and
 //! backend tables' last entries. The bench plays every table memory: two banks of `Tables`
-//! (`sim` profile), answered `RD_LATENCY` clocks after each read from the bank the read names,
-//! noise on the data lines in between; the connection table is a `ConnTable` of the profile's
-//! shape. Each descriptor's bank, enable and default action are random, so the bank flips
+//! (`sim` profile), the on-chip tables answered `RD_LATENCY` clocks after each read from the
+//! bank the read names, noise on the data lines in between; the connection table (a `ConnTable`
+//! of the profile's shape) and the Maglev slots behind the block's memory ports
+//! (`nlb_verif::axi_mem`: 4 and 2 channels, 2-60 clocks of latency, answers in any order,
+//! random refusals and gaps), in the memory layout of docs/pipeline.md §14. Each descriptor's bank, enable and default action are random, so the bank flips
 //! between neighbours. Results are compared field by field, in order (verdict, reason, bank,
 //! rule, pool, backend, key, connection-table outcome and index, flow hash, IP id, lengths,
 //! event and its flow; for a FORWARD the delivery and the backend entry); every hit-bit set
@@ -30,6 +32,7 @@ use nlb_hw::layouts::{
     VipEntry,
 };
 use nlb_hw::{NicSettings, Profile, Tables};
+use nlb_verif::axi_mem::{AxiMem, Timing};
 use nlb_verif::bench::seed_from_env;
 use nlb_verif::models::Lookup;
 use nlb_verif::scenario::{is_mapped, mapped, Flow, Scenario};
@@ -40,10 +43,15 @@ use std::collections::{BTreeMap, VecDeque};
 
 /// Clocks from a table read's enable to its data (nlb_table_mem with its output register).
 const RD_LATENCY: u64 = 2;
-/// Clocks from a descriptor's `s_valid` to its result's `m_valid` when the block is idle: the
-/// edge into the FIFO, the edge that issues it (into stage I), then the 21 stages after the
-/// issue (nlb_lookup.v: "m_valid is high in the 22nd clock" after the issue's).
-const IDLE_LATENCY: u64 = 23;
+/// Clocks from a descriptor's `s_valid` to its result's `m_valid` when the block is idle and
+/// the packet reads no table memory: the edge into the FIFO, the edge that issues it (into
+/// stage I), the 19 front stages, each memory stage's entry, exit and its 2-clock output, X1,
+/// X2, and the 3 back stages.
+const IDLE_LATENCY: u64 = 32;
+/// The memory ports as the `lookup` model is built (verif/build.rs): channels, data width.
+const CT_CHANNELS: usize = 4;
+const MG_CHANNELS: usize = 2;
+const MEM_DATA_W: usize = 256;
 /// The first rule of the directed ACL corners (8 VIPs x 7 prefix lengths follow it).
 const FIRST_ACL_RULE: u16 = 180;
 /// TCP protocol number, UDP.
@@ -378,9 +386,9 @@ fn row(entries: &[Vec<u32>], entry_bits: usize) -> Vec<u32> {
 
 /// One table's read port.
 struct ReadPort {
-    table: Option<Table>,
+    table: Table,
     en: Port,
-    bank: Option<Port>,
+    bank: Port,
     row: Port,
     data: Port,
     /// (clock the data is due, bank, row).
@@ -393,52 +401,77 @@ struct Memories {
     ports: Vec<ReadPort>,
     banks: [Tables; 2],
     ct: ConnTable,
+    /// The connection table's and the Maglev slots' memory ports.
+    ct_mem: AxiMem,
+    mg_mem: AxiMem,
 }
 
 impl Memories {
     fn new(sim: &Verilated, banks: [Tables; 2], ct: ConnTable) -> Memories {
         let port = |n: String| sim.port(&n).expect("table port");
-        let mut ports: Vec<ReadPort> = [
+        let ports: Vec<ReadPort> = [
             ("vip", Table::Vip),
             ("rule", Table::Rule),
             ("acl", Table::Acl),
             ("pool", Table::Pool),
-            ("maglev", Table::Maglev),
             ("backend", Table::Backend),
         ]
         .iter()
         .map(|&(p, t)| ReadPort {
-            table: Some(t),
+            table: t,
             en: port(format!("{p}_rd_en")),
-            bank: Some(port(format!("{p}_rd_bank"))),
+            bank: port(format!("{p}_rd_bank")),
             row: port(format!("{p}_rd_row")),
             data: port(format!("{p}_rd_data")),
             pending: VecDeque::new(),
         })
         .collect();
-        ports.push(ReadPort {
-            table: None,
-            en: port("ct_rd_en".into()),
-            bank: None,
-            row: port("ct_rd_row".into()),
-            data: port("ct_rd_data".into()),
-            pending: VecDeque::new(),
-        });
-        Memories { ports, banks, ct }
+        let timing = Timing {
+            latency: (2, 60),
+            ar_refuse: 0.1,
+            r_gap: 0.1,
+        };
+        let mem = |prefix: &str, channels: usize, row_shift: u32| {
+            AxiMem::new(sim, prefix, channels, MEM_DATA_W, row_shift, timing).expect("memory port")
+        };
+        Memories {
+            ports,
+            banks,
+            ct,
+            ct_mem: mem("m_axi_ct", CT_CHANNELS, 8),
+            mg_mem: mem("m_axi_mg", MG_CHANNELS, 5),
+        }
+    }
+
+    /// A connection-table row (bucket) as the memory holds it: way `w` in words 12w..12w+11.
+    fn ct_row(ct: &ConnTable, bucket: u64) -> Vec<u32> {
+        let ways = ct.ways();
+        let mut out = Vec::new();
+        for w in 0..ways {
+            let e = ct.entry(bucket as u32 * ways + w).copied().unwrap_or_default();
+            out.extend(e.pack().expect("connection entries fit"));
+        }
+        out
+    }
+
+    /// A Maglev row: 16 slots of global slot index (bank * slots + slot), 16 bits each.
+    fn mg_row(banks: &[Tables; 2], row: u64) -> Vec<u32> {
+        let slots = u64::from(banks[0].profile.maglev_slots);
+        let mut out = vec![0u32; 8];
+        for j in 0..16u64 {
+            let g = row * 16 + j;
+            let t = &banks[(g / slots) as usize % 2];
+            let b = t
+                .maglev
+                .get((g % slots) as usize)
+                .map_or(0, |m| u32::from(m.backend));
+            out[(j / 2) as usize] |= b << (16 * (j % 2));
+        }
+        out
     }
 
     /// The data of a read: the row's entries, packed by nlb-hw.
-    fn data(&self, table: Option<Table>, bank: u8, r: u32, port_bits: usize) -> Vec<u32> {
-        let Some(table) = table else {
-            let ways = self.ct.ways();
-            let entries: Vec<Vec<u32>> = (0..ways)
-                .map(|w| {
-                    let e = self.ct.entry(r * ways + w).copied().unwrap_or_default();
-                    e.pack().expect("connection entries fit").to_vec()
-                })
-                .collect();
-            return row(&entries, port_bits / ways as usize);
-        };
+    fn data(&self, table: Table, bank: u8, r: u32, port_bits: usize) -> Vec<u32> {
         let t = &self.banks[usize::from(bank)];
         let lanes = if table == Table::Vip {
             t.profile.vip_ways
@@ -457,6 +490,18 @@ impl Memories {
 
     /// Before the clock settles: the data of reads due now, noise on the other ports.
     fn drive(&mut self, sim: &mut Verilated, clock: u64, rng: &mut StdRng) {
+        let ct = &self.ct;
+        self.ct_mem
+            .drive(sim, rng, clock, &|c, local| {
+                Self::ct_row(ct, local * CT_CHANNELS as u64 + c as u64)
+            })
+            .expect("connection-table port");
+        let banks = &self.banks;
+        self.mg_mem
+            .drive(sim, rng, clock, &|c, local| {
+                Self::mg_row(banks, local * MG_CHANNELS as u64 + c as u64)
+            })
+            .expect("Maglev port");
         for i in 0..self.ports.len() {
             let p = &self.ports[i];
             let bits = p.data.width as usize;
@@ -473,10 +518,14 @@ impl Memories {
     }
 
     /// After the clock settles: the reads requested now.
-    fn observe(&mut self, sim: &mut Verilated, clock: u64) {
+    fn observe(&mut self, sim: &mut Verilated, clock: u64, rng: &mut StdRng) {
+        self.ct_mem
+            .observe(sim, rng, clock)
+            .expect("connection-table port");
+        self.mg_mem.observe(sim, rng, clock).expect("Maglev port");
         for p in &mut self.ports {
             if sim.get_bit(p.en).expect("rd_en") {
-                let bank = p.bank.map_or(0, |b| sim.get_u64(b).expect("bank") as u8);
+                let bank = sim.get_u64(p.bank).expect("bank") as u8;
                 let r = sim.get_u64(p.row).expect("row") as u32;
                 p.pending.push_back((clock + RD_LATENCY, bank, r));
             }
@@ -810,7 +859,7 @@ impl Run {
         self.inputs.drive(&mut self.sim, d, &mut self.rng);
         self.mem.drive(&mut self.sim, clock, &mut self.rng);
         self.sim.eval();
-        self.mem.observe(&mut self.sim, clock);
+        self.mem.observe(&mut self.sim, clock, &mut self.rng);
         if let Some(d) = d {
             let r = self.expect(d);
             self.bins_of(d, &r);
@@ -861,7 +910,7 @@ impl Run {
                 ));
             }
             if waited == IDLE_LATENCY {
-                self.bin("result at the idle latency (23 clocks)");
+                self.bin("result at the idle latency (32 clocks)");
             }
         }
         if let Some((c, i)) = self.hit_prev {
@@ -883,9 +932,9 @@ impl Run {
         let mut waited = 0;
         while !self.step(Some(d)) {
             waited += 1;
-            if waited > 100 {
+            if waited > 20_000 {
                 self.fail(format!(
-                    "s_room stayed low for 100 clocks at clock {}",
+                    "s_room stayed low for 20,000 clocks at clock {}",
                     self.clock
                 ));
             }
@@ -1281,8 +1330,18 @@ fn run(seed: u64) -> Bins {
             let n = g.random_range(1..30);
             r.idle(n);
         }
+        // Now and then the pipeline drains (the memory answers in up to 60 clocks), so that a
+        // descriptor meets it idle.
+        if g.random_bool(0.01) {
+            r.idle(200);
+        }
     }
-    r.idle(IDLE_LATENCY as u32 + 8);
+    // The memory ports answer in up to 60 clocks, in any order: drain everything in flight.
+    let mut waited = 0;
+    while !r.flight.is_empty() && waited < 50_000 {
+        r.idle(1);
+        waited += 1;
+    }
     if !r.flight.is_empty() {
         r.fail(format!("{} results never came out", r.flight.len()));
     }
@@ -1298,7 +1357,7 @@ fn decides_as_the_model() {
     }
     let mut required: Vec<String> = [
         "bank flipped between neighbours",
-        "result at the idle latency (23 clocks)",
+        "result at the idle latency (32 clocks)",
         "verdict Forward",
         "verdict Punt",
         "verdict Drop",

@@ -20,6 +20,7 @@ mod overlap;
 mod parser;
 mod performance;
 mod regs;
+mod rx_no_stall;
 mod spi_flash;
 mod table_cmd;
 mod table_mem;

@@ -39,10 +39,16 @@
 //!   traffic returns the rest: every hit appears in exactly one read.
 //! - **packets in flight**: at every clock, `ctrl.packets_in_flight` and `ctrl.bank_in_use` (as
 //!   the register file reads them, `m_mon_packets_in_flight` / `m_mon_bank_in_use`) must equal
-//!   the count of packets whose first beat came before this clock and whose result did not,
-//!   per the bank each latched: a bank reads free exactly in the clock after its last packet's
-//!   result. Register reads of both (the loader's polls) must return a value the monitor showed
-//!   during the read.
+//!   the count of packets whose first beat came before this clock and whose result (or drop,
+//!   `m_drop_valid`) did not, per the bank each latched: a bank reads free exactly in the clock
+//!   after its last packet's result. Register reads of both (the loader's polls) must return a
+//!   value the monitor showed during the read.
+//! - **drops**: the receive side has no back-pressure (docs/pipeline.md §14.4); a received frame
+//!   it has no room for (the output stalls) is dropped whole and reported; the test leaves it
+//!   out of the model and counts it as the RTL does.
+//!
+//! The connection table and the Maglev slots are on the HBM model (`top_hbm`), so that commands
+//! race reads that take 60-240 clocks and return out of order (docs/pipeline.md §14.3).
 //!
 //! Every packet's result, transmitted frame, punt and event is compared with the model's, in
 //! order, and the counters, the connection count and every hit word at the end. Overlap bins
@@ -61,6 +67,7 @@ use nlb_hw::layouts::{CtEntry, InjectHeader, LearnEvent};
 use nlb_hw::{NicSettings, Profile, Tables};
 use nlb_verif::axil::Completion;
 use nlb_verif::bench::{seed_from_env, trace_always, wave_path, Agent};
+use nlb_verif::hbm::HbmConfig;
 use nlb_verif::scenario::{flow_frame, Flow, Scenario};
 use nlb_verif::top::{take_events, take_frames, take_punts, PuntedFrame, TopBench};
 use nlb_verif::{Port, VerifError, Verilated};
@@ -127,7 +134,8 @@ struct CtrlChange {
     first_beat_before: bool,
     /// The transmit or punt stream offered a beat that was not taken.
     out_stalled: bool,
-    /// A beat was offered on an input and not taken (admission closed).
+    /// Admission closed: a beat offered on the inject input was not taken, or a received
+    /// frame was dropped for lack of room (the receive input takes every beat).
     in_stalled: bool,
     /// Packets in flight per bank (the test's count) in this clock.
     in_flight: [u32; 2],
@@ -137,12 +145,14 @@ struct CtrlChange {
 /// in flight per bank against the registers, hit-bit sets and hit reads.
 struct Watch {
     rx_valid: Port,
-    rx_ready: Port,
     rx_last: Port,
     inj_valid: Port,
     inj_ready: Port,
     inj_last: Port,
     res_valid: Port,
+    res_inject: Port,
+    drop_valid: Port,
+    drop_seq: Port,
     active_bank: Port,
     enable: Port,
     default_action: Port,
@@ -155,12 +165,19 @@ struct Watch {
     tx_ready: Port,
     punt_valid: Port,
     punt_ready: Port,
-    /// Beats of the frame in progress on the merged input (None: between frames).
+    /// Beats of the frame in progress on the receive and the inject input (None: between
+    /// frames).
     beats_in: Option<u32>,
+    inj_beats_in: Option<u32>,
     last_first_beat: Option<u64>,
     ctrl: Option<Latched>,
-    /// Banks latched by packets whose result has not come out, oldest first.
-    latched: VecDeque<u8>,
+    /// Banks latched by packets whose result has not come out, oldest first: received frames
+    /// (with their number) and injected ones (results come in the order the frames pass the
+    /// merge of the two, which an injected frame may enter ahead of received frames waiting in
+    /// the receive queue).
+    latched_rx: VecDeque<(u32, u8)>,
+    latched_inj: VecDeque<u8>,
+    rx_seq: u32,
     /// Packets in flight per bank as the test counts them (first beat before this clock,
     /// result not before it).
     expect: [u32; 2],
@@ -179,12 +196,14 @@ impl Watch {
     fn new(sim: &Verilated) -> Result<Watch, VerifError> {
         Ok(Watch {
             rx_valid: sim.port("s_axis_rx_tvalid")?,
-            rx_ready: sim.port("s_axis_rx_tready")?,
             rx_last: sim.port("s_axis_rx_tlast")?,
             inj_valid: sim.port("s_axis_inject_tvalid")?,
             inj_ready: sim.port("s_axis_inject_tready")?,
             inj_last: sim.port("s_axis_inject_tlast")?,
             res_valid: sim.port("m_res_valid")?,
+            res_inject: sim.port("m_res_inject")?,
+            drop_valid: sim.port("m_drop_valid")?,
+            drop_seq: sim.port("m_drop_seq")?,
             active_bank: sim.port("m_mon_active_bank")?,
             enable: sim.port("m_mon_enable")?,
             default_action: sim.port("m_mon_default_action")?,
@@ -198,9 +217,12 @@ impl Watch {
             punt_valid: sim.port("m_axis_punt_tvalid")?,
             punt_ready: sim.port("m_axis_punt_tready")?,
             beats_in: None,
+            inj_beats_in: None,
             last_first_beat: None,
             ctrl: None,
-            latched: VecDeque::new(),
+            latched_rx: VecDeque::new(),
+            latched_inj: VecDeque::new(),
+            rx_seq: 0,
             expect: [0; 2],
             first_beats: VecDeque::new(),
             ctrl_changes: VecDeque::new(),
@@ -255,20 +277,25 @@ impl Agent for Watch {
             drop: DefaultAction::from_value(sim.get_u64(self.default_action)? as u32)
                 == Some(DefaultAction::Drop),
         };
-        let rx = sim.get_bit(self.rx_valid)? && sim.get_bit(self.rx_ready)?;
+        // The receive port takes every beat offered.
+        let rx = sim.get_bit(self.rx_valid)?;
         let inj = sim.get_bit(self.inj_valid)? && sim.get_bit(self.inj_ready)?;
-        let first_now = (rx || inj) && self.beats_in.is_none();
+        let rx_first = rx && self.beats_in.is_none();
+        let inj_first = inj && self.inj_beats_in.is_none();
+        let first_now = rx_first || inj_first;
         if let Some(from) = self.ctrl {
             if from != now {
                 let out_stalled = (sim.get_bit(self.tx_valid)? && !sim.get_bit(self.tx_ready)?)
                     || (sim.get_bit(self.punt_valid)? && !sim.get_bit(self.punt_ready)?);
-                let in_stalled = (sim.get_bit(self.rx_valid)? && !sim.get_bit(self.rx_ready)?)
-                    || (sim.get_bit(self.inj_valid)? && !sim.get_bit(self.inj_ready)?);
+                // Admission closed: an injected beat waits, or a received frame is dropped
+                // for lack of room.
+                let in_stalled = (sim.get_bit(self.inj_valid)? && !sim.get_bit(self.inj_ready)?)
+                    || sim.get_bit(self.drop_valid)?;
                 self.ctrl_changes.push_back(CtrlChange {
                     cycle,
                     from,
                     to: now,
-                    beats_in: self.beats_in,
+                    beats_in: self.beats_in.or(self.inj_beats_in),
                     first_beat_now: first_now,
                     first_beat_before: self.last_first_beat == Some(cycle.wrapping_sub(1)),
                     out_stalled,
@@ -279,41 +306,68 @@ impl Agent for Watch {
         }
         self.ctrl = Some(now);
 
-        if rx && inj {
-            self.error("beats taken on both inputs in one clock".into(), cycle);
-        }
-        if rx || inj {
-            let last = sim.get_bit(if rx { self.rx_last } else { self.inj_last })?;
-            if first_now {
+        // The two inputs are independent (received frames wait in a queue while an injected one
+        // passes): each has its own frames, first beats and latches.
+        for (taken, first, injected) in [(rx, rx_first, false), (inj, inj_first, true)] {
+            if !taken {
+                continue;
+            }
+            let last = sim.get_bit(if injected { self.inj_last } else { self.rx_last })?;
+            if first {
                 self.first_beats.push_back(FirstBeat {
                     cycle,
-                    injected: inj,
+                    injected,
                     ctrl: now,
                 });
                 self.last_first_beat = Some(cycle);
-                self.latched.push_back(now.bank);
+                if injected {
+                    self.latched_inj.push_back(now.bank);
+                } else {
+                    self.latched_rx.push_back((self.rx_seq, now.bank));
+                    self.rx_seq = self.rx_seq.wrapping_add(1);
+                }
+                // Counts change at the coming edge: a first beat now is in flight from the
+                // next clock on, a result now is not.
+                self.expect[usize::from(now.bank)] += 1;
             }
-            self.beats_in = if last {
+            let count = if injected {
+                &mut self.inj_beats_in
+            } else {
+                &mut self.beats_in
+            };
+            *count = if last {
                 None
             } else {
-                Some(self.beats_in.unwrap_or(0) + 1)
+                Some(count.unwrap_or(0) + 1)
             };
         }
-        // Counts change at the coming edge: a first beat now is in flight from the next clock
-        // on, a result now is not.
-        if first_now {
-            self.expect[usize::from(now.bank)] += 1;
+        let mut left = Vec::new();
+        if sim.get_bit(self.drop_valid)? {
+            let seq = sim.get_u64(self.drop_seq)? as u32;
+            match self.latched_rx.iter().position(|&(s, _)| s == seq) {
+                Some(i) => {
+                    let (_, b) = self.latched_rx.remove(i).expect("found");
+                    left.push(b);
+                }
+                None => self.error(format!("a drop of received frame {seq}, not in flight"), cycle),
+            }
         }
         if sim.get_bit(self.res_valid)? {
-            match self.latched.pop_front() {
-                Some(b) => {
-                    let b = usize::from(b);
-                    self.expect[b] -= 1;
-                    if self.expect[b] == 0 && self.expect[1 - b] > 0 {
-                        self.drained_under_traffic += 1;
-                    }
-                }
+            let b = if sim.get_bit(self.res_inject)? {
+                self.latched_inj.pop_front()
+            } else {
+                self.latched_rx.pop_front().map(|(_, b)| b)
+            };
+            match b {
+                Some(b) => left.push(b),
                 None => self.error("a result with no first beat before it".into(), cycle),
+            }
+        }
+        for b in left {
+            let b = usize::from(b);
+            self.expect[b] -= 1;
+            if self.expect[b] == 0 && self.expect[1 - b] > 0 {
+                self.drained_under_traffic += 1;
             }
         }
         if sim.get_bit(self.hit_set)? {
@@ -474,7 +528,12 @@ struct Case<'b> {
     // Traffic.
     rx_queue: VecDeque<Vec<u8>>,
     inj_queue: VecDeque<(Vec<u8>, InjectHeader)>,
-    in_flight: VecDeque<Packet>,
+    /// Frames between their first beat and their result: received ones (with their number
+    /// among received frames) and injected ones, each in order.
+    in_flight_rx: VecDeque<(u32, Packet)>,
+    in_flight_inj: VecDeque<Packet>,
+    rx_seq: u32,
+    dropped: usize,
     generated: usize,
     frames: usize,
     gap_until: u64,
@@ -599,7 +658,17 @@ impl<'b> Case<'b> {
         }
         let rx_idle = rng.random_range(0.0..0.4);
         let base_backpressure = rng.random_range(0.0..0.4);
-        let mut dut = TopBench::new(seed, None, rx_idle, base_backpressure, 0.2)?;
+        // The initial tables load on a quick memory; traffic and the host program's commands
+        // run on the realistic one.
+        let hbm = HbmConfig::realistic(seed as u32);
+        let mut dut = TopBench::with_memory(
+            Some(&HbmConfig::quick(seed as u32)),
+            seed,
+            None,
+            rx_idle,
+            base_backpressure,
+            0.2,
+        )?;
         dut.events.backpressure = rng.random_range(0.0..0.3);
         if let Some((path, 0)) = &wave {
             dut.bench.sim.trace_to(path)?;
@@ -644,6 +713,7 @@ impl<'b> Case<'b> {
             ct_ref.data[..CtEntry::WORDS].copy_from_slice(&pack(&e));
         }
         dut.write32(ctrl::ENABLE, ctrl::Enable { enable: true }.word())?;
+        dut.set_hbm(&hbm)?;
         let mut drop = settings;
         drop.default_action = DefaultAction::Drop;
         let watch = Watch::new(&dut.bench.sim)?;
@@ -664,7 +734,10 @@ impl<'b> Case<'b> {
             focus,
             rx_queue: VecDeque::new(),
             inj_queue: VecDeque::new(),
-            in_flight: VecDeque::new(),
+            in_flight_rx: VecDeque::new(),
+            in_flight_inj: VecDeque::new(),
+            rx_seq: 0,
+            dropped: 0,
             generated: 0,
             frames,
             gap_until: 0,
@@ -1687,12 +1760,18 @@ impl Case<'_> {
                     }
                 }
             };
-            self.in_flight.push_back(Packet {
+            let p = Packet {
                 frame,
                 inject,
                 first: fb,
                 tables: Rc::clone(&self.tables[usize::from(fb.ctrl.bank)]),
-            });
+            };
+            if fb.injected {
+                self.in_flight_inj.push_back(p);
+            } else {
+                self.in_flight_rx.push_back((self.rx_seq, p));
+                self.rx_seq = self.rx_seq.wrapping_add(1);
+            }
         }
         Ok(Ok(()))
     }
@@ -1705,7 +1784,12 @@ impl Case<'_> {
         is_inj: bool,
         r: PacketResult,
     ) -> Result<Result<(), Mismatch>, VerifError> {
-        let Some(p) = self.in_flight.pop_front() else {
+        let p = if is_inj {
+            self.in_flight_inj.pop_front()
+        } else {
+            self.in_flight_rx.pop_front().map(|(_, p)| p)
+        };
+        let Some(p) = p else {
             return self.fail("a result with no packet in the pipeline".into());
         };
         let n = self.checked;
@@ -1829,7 +1913,14 @@ impl Case<'_> {
         // A set no later packet can claim (each claims one inside its own time in the
         // pipeline, in order).
         if let Some(&(s, i)) = self.unclaimed_hits.front() {
-            if !self.in_flight.front().is_some_and(|q| q.first.cycle <= s) {
+            let oldest = [
+                self.in_flight_rx.front().map(|(_, q)| q.first.cycle),
+                self.in_flight_inj.front().map(|q| q.first.cycle),
+            ]
+            .into_iter()
+            .flatten()
+            .min();
+            if !oldest.is_some_and(|c| c <= s) {
                 return self.fail(format!(
                     "hit bit of entry {i} set at clock {s} with no packet hitting it"
                 ));
@@ -1931,6 +2022,21 @@ impl Case<'_> {
         if let Err(m) = self.on_first_beats()? {
             return Ok(Err(m));
         }
+        // Received frames dropped for lack of room: out of the model, counted as the RTL does.
+        while let Some(d) = self.dut.mon.drops.pop_front() {
+            let Some(i) = self.in_flight_rx.iter().position(|(s, _)| *s == d.seq) else {
+                return self.fail(format!("a drop of received frame {}, not in flight", d.seq));
+            };
+            let (_, p) = self.in_flight_rx.remove(i).expect("found");
+            self.counters.record(&PacketResult::new(
+                Verdict::Drop,
+                d.reason,
+                p.first.ctrl.bank,
+                p.frame.len(),
+            ));
+            self.dropped += 1;
+            bin(self.bins, &format!("dropped x {}", d.reason.name()));
+        }
         while let Some((cycle, is_inj, r)) = self.dut.mon.results.pop_front() {
             if let Err(m) = self.on_result(cycle, is_inj, r)? {
                 return Ok(Err(m));
@@ -1953,7 +2059,8 @@ impl Case<'_> {
             let traffic_done = self.generated >= self.frames
                 && self.rx_queue.is_empty()
                 && self.inj_queue.is_empty()
-                && self.in_flight.is_empty();
+                && self.in_flight_rx.is_empty()
+                && self.in_flight_inj.is_empty();
             if traffic_done {
                 self.host_running = false;
             }
@@ -1974,7 +2081,7 @@ impl Case<'_> {
                      {} frames / {} punts / {} events expected, host {} queued",
                     self.generated,
                     self.frames,
-                    self.in_flight.len(),
+                    self.in_flight_rx.len() + self.in_flight_inj.len(),
                     self.want_tx.len(),
                     self.want_punt.len(),
                     self.want_events.len(),

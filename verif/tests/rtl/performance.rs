@@ -1,16 +1,31 @@
-//! Throughput and latency of `nlb_top`, counted in clocks (deterministic), plus the
-//! simulation's own speed (printed, never asserted):
-//! - back-to-back 64-byte frames forwarded by L2 DSR with no idle cycles and no back-pressure:
-//!   packets out per clock over 100k packets (the design target is 1.0);
-//! - the latency of one packet: last beat in -> result, last beat in -> first transmitted beat;
+//! Throughput and latency of `nlb_top`, counted in clocks, with the tables on chip (`top`) and
+//! on the HBM model (`top_hbm`, `HbmConfig::realistic`). The figures are printed (and kept in
+//! docs/verification.md and docs/synthesis.md with the command that prints them); the tests
+//! assert only what the pipeline must do whatever its speed: every frame comes out whole, in
+//! order, as the model says, and none is dropped when the input is at line rate and the output
+//! never stalls.
+//! - line rate per frame size (docs/pipeline.md §14.5): frames of 64, 65, 128, 129, 256, 1500
+//!   and 9000 bytes back to back (a beat in every clock, no idle clock between frames), output
+//!   never stalled, forwarded by L2 DSR, untracked (one Maglev read each) and tracked (one
+//!   connection-table hit each, 1024 flows): packets and beats per clock in and out, idle clocks
+//!   between output frames, Mpps at 322.27 MHz against a 100G port;
+//! - every size from 60 to 9018 bytes once each, back to back, on the HBM model: all come out,
+//!   none dropped, no idle clock between them on the output;
+//! - lookup latency: last beat in -> result over a stream of tracked hits at half a packet per
+//!   clock, p50 / p99 / max in clocks and ns at 322.27 MHz, with the HBM model's own read
+//!   latencies (p50 / p99) and bytes per packet per channel;
 //! - frames of every size from 60 to 9018 bytes under random back-pressure and idle cycles:
-//!   all come out, in order, each the received frame with its MACs rewritten.
+//!   all come out (or are dropped whole and reported), in order, each the received frame with
+//!   its MACs rewritten.
 
-use nlb_hw::blocks::ctrl;
+use nlb_hw::blocks::{conntrack, ctrl};
 use nlb_hw::enums::{Affinity, Delivery};
-use nlb_hw::layouts::{BackendEntry, MaglevSlot, PoolEntry, PortSlot, RuleEntry, VipEntry};
+use nlb_hw::layouts::{
+    BackendEntry, CtEntry, MaglevSlot, PoolEntry, PortSlot, RuleEntry, VipEntry,
+};
 use nlb_hw::{table_index, FlowKey, NicSettings, Profile, Tables};
 use nlb_verif::bench::seed_from_env;
+use nlb_verif::hbm::{self, HbmConfig};
 use nlb_verif::frames::{FrameSpec, L4};
 use nlb_verif::scenario::mapped;
 use nlb_verif::top::{take_frames, TopBench};
@@ -20,8 +35,12 @@ use rand::{RngExt, SeedableRng};
 const VIP: u32 = 0x0a01_0001;
 const BACKEND_MAC: u64 = 0x0200_0000_b00b;
 
-/// One VIP (TCP, all ports) to one pool of one backend, delivered by L2 DSR.
-fn l2dsr_tables() -> Tables {
+/// The pipeline's clock on the boards (the 100G MAC's, docs/pipeline.md §14.5), MHz.
+const CLOCK_MHZ: f64 = 322.27;
+
+/// One VIP (TCP, all ports) to one pool of one backend, delivered by L2 DSR; `track`: the pool
+/// tracks connections.
+fn l2dsr_tables_tracking(track: bool) -> Tables {
     let profile = Profile::by_name("sim").expect("sim profile");
     let mut t = Tables::empty(profile);
     t.backends[1] = BackendEntry {
@@ -39,7 +58,7 @@ fn l2dsr_tables() -> Tables {
         delivery: Delivery::L2Dsr,
         maglev_base: 0,
         maglev_size: 7,
-        track: false,
+        track,
         ..PoolEntry::default()
     };
     t.rules[0] = RuleEntry {
@@ -72,20 +91,34 @@ fn l2dsr_tables() -> Tables {
     t
 }
 
-fn bench(seed: u64, idle: f64, backpressure: f64) -> TopBench {
-    let mut dut = TopBench::new(seed, None, idle, backpressure, 0.0).expect("model");
+/// `nlb_top` on chip, or on the HBM model, with the one-VIP tables.
+fn bench_on(hbm: bool, track: bool, seed: u64, idle: f64, backpressure: f64) -> TopBench {
+    let cfg = hbm.then(|| HbmConfig::realistic(seed as u32));
+    let mut dut =
+        TopBench::with_memory(cfg.as_ref(), seed, None, idle, backpressure, 0.0).expect("model");
     dut.write_settings(&NicSettings::default())
         .expect("settings");
-    dut.load_bank(0, &l2dsr_tables()).expect("tables");
+    dut.load_bank(0, &l2dsr_tables_tracking(track))
+        .expect("tables");
     dut.write32(ctrl::ENABLE, 1).expect("enable");
     dut
 }
 
-/// A TCP frame to the VIP of `len` bytes (at least 60) from client `i`.
+fn bench(seed: u64, idle: f64, backpressure: f64) -> TopBench {
+    bench_on(false, false, seed, idle, backpressure)
+}
+
+/// The client and port of flow `i`.
+fn client(i: u32) -> (u32, u16) {
+    (0x0b00_0000 | i, 1024 + (i % 50000) as u16)
+}
+
+/// A TCP frame (ACK) to the VIP of `len` bytes (at least 60) from client `i`.
 fn frame(i: u32, len: usize) -> Vec<u8> {
-    let mut s = FrameSpec::tcp4(0x0b00_0000 | i, VIP, 1024 + (i % 50000) as u16, 80, 0x10);
+    let (c, sport) = client(i);
+    let mut s = FrameSpec::tcp4(c, VIP, sport, 80, 0x10);
     s.l4 = L4::Tcp {
-        sport: 1024 + (i % 50000) as u16,
+        sport,
         dport: 80,
         flags: 0x10,
     };
@@ -103,86 +136,266 @@ fn rewritten(f: &[u8]) -> Vec<u8> {
     o
 }
 
-#[test]
-fn back_to_back_64_byte_frames_one_per_clock() {
-    let n: u32 = std::env::var("NLB_PERF_PACKETS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(100_000);
-    let mut dut = bench(seed_from_env(0x9e4f_0001), 0.0, 0.0);
+
+/// Installs the connections of flows `0..n` (to backend 1) as the host does, each in the first
+/// free way of its bucket; returns how many fit.
+fn install_flows(dut: &mut TopBench, n: u32) -> u32 {
+    let p = Profile::by_name("sim").expect("sim profile");
+    let mut used = vec![0u32; p.ct_buckets as usize];
+    let mut installed = 0;
     for i in 0..n {
-        dut.send(&frame(i, 64));
-    }
-    let wall = std::time::Instant::now();
-    let start = dut.bench.sim.cycle();
-    let (mut first_out, mut last_out, mut out) = (None, 0u64, 0u64);
-    let limit = start + 4 * u64::from(n) + 1000;
-    while out < u64::from(n) && dut.bench.sim.cycle() < limit {
-        dut.step().expect("step");
-        let got = take_frames(&mut dut.tx.take()).len() as u64;
-        if got > 0 {
-            first_out.get_or_insert(dut.bench.sim.cycle());
-            last_out = dut.bench.sim.cycle();
-            out += got;
+        let (c, sport) = client(i);
+        let key = FlowKey {
+            key_type: nlb_hw::enums::KeyType::Tuple5,
+            protocol: 6,
+            src_port: sport,
+            dst_port: 80,
+            src_addr: mapped(c),
+            dst_addr: mapped(VIP),
+        };
+        let bucket = table_index(key.hash(), p.ct_buckets);
+        let way = used[bucket as usize];
+        if way >= p.ct_ways {
+            continue;
         }
+        used[bucket as usize] += 1;
+        let e = CtEntry {
+            valid: true,
+            protocol: 6,
+            src_port: sport,
+            dst_port: 80,
+            src_addr: mapped(c),
+            dst_addr: mapped(VIP),
+            backend: 1,
+            ..CtEntry::default()
+        };
+        dut.write_ct(bucket * p.ct_ways + way, &e).expect("install");
+        installed += 1;
+    }
+    assert_eq!(dut.read32(conntrack::COUNT).expect("count"), installed);
+    installed
+}
+
+/// What a back-to-back run of frames did.
+struct LineRate {
+    frames: u64,
+    beats: u64,
+    /// Clocks from the first beat in to the last beat in.
+    in_clocks: u64,
+    /// Clocks from the first beat out to the last beat out.
+    out_clocks: u64,
+    /// Clocks without an output beat between the first and the last output beat.
+    out_idle: u64,
+    dropped: usize,
+}
+
+/// Sends `frames` back to back (a beat in every clock) with the output never stalled; checks
+/// that every frame comes out in order (or is reported dropped) and counts the clocks.
+fn run_back_to_back(dut: &mut TopBench, frames: &[Vec<u8>]) -> LineRate {
+    let beats: u64 = frames.iter().map(|f| f.len().div_ceil(64) as u64).sum();
+    for f in frames {
+        dut.send(f);
+    }
+    let start = dut.bench.sim.cycle();
+    let (mut first_out, mut last_out, mut out_beats) = (None, 0u64, 0u64);
+    let mut last_in = start;
+    let mut pending = Vec::new();
+    let mut got: Vec<Vec<u8>> = Vec::new();
+    let mut dropped = 0usize;
+    let limit = start + 8 * beats + 20_000;
+    while got.len() + dropped < frames.len() && dut.bench.sim.cycle() < limit {
+        let before = dut.rx.pending();
+        dut.step().expect("step");
+        if dut.rx.pending() < before {
+            last_in = dut.bench.sim.cycle() - 1;
+        }
+        let mut b = dut.tx.take();
+        if !b.is_empty() {
+            let c = dut.bench.sim.cycle() - 1;
+            first_out.get_or_insert(c);
+            last_out = c;
+            out_beats += b.len() as u64;
+        }
+        pending.append(&mut b);
+        got.extend(take_frames(&mut pending));
+        dropped += dut.mon.drops.drain(..).count();
         dut.mon.results.clear();
     }
-    let secs = wall.elapsed().as_secs_f64();
-    let cycles = dut.bench.sim.cycle() - start;
-    let first = first_out.unwrap_or(0);
-    // Throughput once the pipeline is full: frames out over the clocks they took to come out.
-    let steady = (out.saturating_sub(1)) as f64 / (last_out - first).max(1) as f64;
-    eprintln!(
-        "{out} frames of 64 bytes back to back: {steady:.4} packets per clock in steady state \
-         ({out} in {cycles} clocks overall, the first after {} clocks); simulation {:.0} \
-         clocks/s, {:.0} packets/s",
-        first - start,
-        cycles as f64 / secs,
-        out as f64 / secs
-    );
-    assert_eq!(out, u64::from(n), "every frame must come out");
-    assert!(
-        steady > 0.999,
-        "64-byte frames must flow at one per clock, got {steady:.4}"
-    );
+    assert_eq!(got.len() + dropped, frames.len(), "frames lost");
+    // Whatever is dropped is left out whole; the others come out in order, unchanged.
+    if dropped == 0 {
+        for (i, (g, f)) in got.iter().zip(frames).enumerate() {
+            assert!(*g == rewritten(f), "frame {i} ({} bytes) came out wrong", f.len());
+        }
+    }
+    assert!(dut.tx.violations().is_empty(), "{:?}", dut.tx.violations());
+    let first = first_out.unwrap_or(start);
+    let out_clocks = last_out - first + 1;
+    LineRate {
+        frames: frames.len() as u64,
+        beats,
+        in_clocks: last_in - start + 1,
+        out_clocks,
+        out_idle: out_clocks.saturating_sub(out_beats),
+        dropped,
+    }
+}
+
+/// The packet rate of a 100G port at `n`-byte frames (without FCS; 24 bytes of FCS,
+/// preamble and gap on the wire), Mpps.
+fn port_mpps(n: usize) -> f64 {
+    100e9 / ((n + 24) as f64 * 8.0) / 1e6
 }
 
 #[test]
-fn latency_of_one_packet() {
-    let mut dut = bench(seed_from_env(0x9e4f_0002), 0.0, 0.0);
-    let f = frame(7, 64);
-    dut.send(&f);
-    let start = dut.bench.sim.cycle();
-    let mut in_cycle = None;
-    let (mut res_cycle, mut tx_cycle) = (None, None);
-    while tx_cycle.is_none() && dut.bench.sim.cycle() < start + 500 {
-        let before = dut.rx.pending();
-        dut.step().expect("step");
-        if before > 0 && dut.rx.pending() == 0 {
-            // The beat was taken at the clock just stepped.
-            in_cycle = Some(dut.bench.sim.cycle() - 1);
-        }
-        if res_cycle.is_none() {
-            if let Some((c, _, _)) = dut.mon.results.pop_front() {
-                res_cycle = Some(c);
-            }
-        }
-        if !dut.tx.received().is_empty() {
-            tx_cycle = Some(dut.bench.sim.cycle() - 1);
-        }
-    }
-    let (i, r, t) = (
-        in_cycle.expect("taken"),
-        res_cycle.expect("result"),
-        tx_cycle.expect("sent"),
+fn line_rate_per_frame_size() {
+    let per_size: usize = std::env::var("NLB_PERF_FRAMES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3000);
+    let sizes = [64usize, 65, 128, 129, 256, 1500, 9000];
+    eprintln!(
+        "line rate, {per_size} frames per size back to back (a beat in every clock), output never \
+         stalled; pipeline at {CLOCK_MHZ} MHz against a 100G port:"
     );
     eprintln!(
-        "latency: last beat in -> result {} clocks (parser 9 + descriptor FIFO 1 + lookup 22), \
-         -> first transmitted beat {} clocks",
-        r - i,
-        t - i
+        "  {:<22} {:>6} {:>6} {:>11} {:>11} {:>9} {:>8} {:>10} {:>10}",
+        "memory, flows", "bytes", "beats", "pkt/clk in", "pkt/clk out", "out idle", "dropped",
+        "Mpps", "100G Mpps"
     );
-    assert!(r - i <= 32 + 10, "lookup latency out of budget");
+    for (hbm, track) in [(false, false), (true, false), (true, true)] {
+        let seed = seed_from_env(0x9e4f_0010);
+        let mut dut = bench_on(hbm, track, seed, 0.0, 0.0);
+        let flows = if track { install_flows(&mut dut, 1024) } else { 1024 };
+        for &n in &sizes {
+            let count = if n >= 1500 { per_size / 10 } else { per_size };
+            let frames: Vec<Vec<u8>> = (0..count as u32).map(|i| frame(i % flows, n)).collect();
+            let r = run_back_to_back(&mut dut, &frames);
+            let ppc_in = r.frames as f64 / r.in_clocks as f64;
+            let ppc_out = r.frames as f64 / r.out_clocks as f64;
+            eprintln!(
+                "  {:<22} {n:>6} {:>6} {ppc_in:>11.4} {ppc_out:>11.4} {:>9} {:>8} {:>10.2} {:>10.2}",
+                format!(
+                    "{}, {}",
+                    if hbm { "HBM" } else { "on chip" },
+                    if track { "tracked hits" } else { "untracked" }
+                ),
+                n.div_ceil(64),
+                r.out_idle,
+                r.dropped,
+                ppc_out * CLOCK_MHZ,
+                port_mpps(n)
+            );
+            assert_eq!(
+                r.dropped, 0,
+                "{n}-byte frames at one beat per clock: none may be dropped"
+            );
+        }
+        if hbm {
+            let st = hbm::stats(&mut dut.bench.sim).expect("stats");
+            eprintln!(
+                "  HBM reads: connection table {} ({} bytes), Maglev {} ({} bytes)",
+                st.ct.reads,
+                st.ct.bytes(),
+                st.mg.reads,
+                st.mg.bytes()
+            );
+        }
+    }
+}
+
+#[test]
+fn every_size_back_to_back_on_hbm() {
+    let seed = seed_from_env(0x9e4f_0011);
+    let mut dut = bench_on(true, false, seed, 0.0, 0.0);
+    let frames: Vec<Vec<u8>> = (60..=9018usize)
+        .enumerate()
+        .map(|(i, n)| frame(i as u32, n))
+        .collect();
+    let r = run_back_to_back(&mut dut, &frames);
+    eprintln!(
+        "every size 60..=9018 back to back on the HBM model: {} frames, {} beats in {} clocks \
+         ({:.4} beats per clock in), out in {} clocks with {} idle clocks between frames, {} \
+         dropped",
+        r.frames,
+        r.beats,
+        r.in_clocks,
+        r.beats as f64 / r.in_clocks as f64,
+        r.out_clocks,
+        r.out_idle,
+        r.dropped
+    );
+    assert_eq!(r.dropped, 0, "no frame may be dropped at one beat per clock");
+}
+
+#[test]
+fn lookup_latency_with_hbm() {
+    let seed = seed_from_env(0x9e4f_0012);
+    let n: usize = std::env::var("NLB_PERF_PACKETS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(4000);
+    for (hbm, track) in [(false, true), (true, true), (true, false)] {
+        // Half a packet per clock: 64-byte frames with an idle clock on average between them.
+        let mut dut = bench_on(hbm, track, seed, 0.5, 0.0);
+        let flows = if track { install_flows(&mut dut, 1024) } else { 1024 };
+        let mut lat = Vec::with_capacity(n);
+        let mut sent_at: std::collections::VecDeque<u64> = std::collections::VecDeque::new();
+        for i in 0..n as u32 {
+            dut.send(&frame(i % flows, 64));
+        }
+        let limit = dut.bench.sim.cycle() + 100 * n as u64 + 10_000;
+        while lat.len() < n && dut.bench.sim.cycle() < limit {
+            let before = dut.rx.pending();
+            dut.step().expect("step");
+            if dut.rx.pending() < before {
+                // A one-beat frame: its last beat was taken in the clock just stepped.
+                sent_at.push_back(dut.bench.sim.cycle() - 1);
+            }
+            while let Some((c, _, r)) = dut.mon.results.pop_front() {
+                let t0 = sent_at.pop_front().expect("a frame for every result");
+                assert_eq!(r.backend, Some(1), "forwarded to the backend");
+                lat.push(c - t0);
+            }
+            assert!(dut.mon.drops.is_empty(), "no drop at half a packet per clock");
+            dut.tx.take();
+        }
+        assert_eq!(lat.len(), n, "every packet has a result");
+        lat.sort_unstable();
+        let pct = |q: f64| lat[((q * n as f64) as usize).min(n - 1)];
+        let ns = |c: u64| c as f64 * 1000.0 / CLOCK_MHZ;
+        eprintln!(
+            "lookup latency ({}, {}; last beat in -> result, {n} packets at 0.5 per clock): p50 \
+             {} clocks ({:.0} ns), p99 {} ({:.0} ns), max {} ({:.0} ns) at {CLOCK_MHZ} MHz",
+            if hbm { "HBM" } else { "on chip" },
+            if track { "tracked hits" } else { "untracked" },
+            pct(0.5),
+            ns(pct(0.5)),
+            pct(0.99),
+            ns(pct(0.99)),
+            lat[n - 1],
+            ns(lat[n - 1])
+        );
+        if hbm {
+            let st = hbm::stats(&mut dut.bench.sim).expect("stats");
+            for (name, t) in [("connection table", &st.ct), ("Maglev", &st.mg)] {
+                if t.reads == 0 {
+                    continue;
+                }
+                eprintln!(
+                    "  HBM {name}: {} reads, read latency p50 {} p99 {} max {} clocks (mean {:.1}); \
+                     {:.1} bytes per packet; beats per channel {:?}",
+                    t.reads,
+                    t.percentile(0.5),
+                    t.percentile(0.99),
+                    t.lat_max,
+                    t.lat_sum as f64 / t.reads as f64,
+                    t.bytes() as f64 / n as f64,
+                    t.beats
+                );
+            }
+        }
+    }
 }
 
 #[test]
@@ -206,18 +419,31 @@ fn every_size_60_to_9018_in_order_under_back_pressure() {
     }
     let mut got = Vec::new();
     let mut pending = Vec::new();
+    let mut dropped = std::collections::BTreeSet::new();
     let limit = dut.bench.sim.cycle() + 2_000_000;
-    while got.len() < frames.len() && dut.bench.sim.cycle() < limit {
+    while got.len() + dropped.len() < frames.len() && dut.bench.sim.cycle() < limit {
         dut.step().expect("step");
         pending.append(&mut dut.tx.take());
         got.extend(take_frames(&mut pending));
+        for d in dut.mon.drops.drain(..) {
+            dropped.insert(d.seq as usize);
+        }
         dut.mon.results.clear();
     }
-    assert_eq!(got.len(), frames.len(), "frames lost (seed {seed:#x})");
-    for (i, (g, f)) in got.iter().zip(&frames).enumerate() {
+    assert_eq!(
+        got.len() + dropped.len(),
+        frames.len(),
+        "frames lost (seed {seed:#x})"
+    );
+    // The frames not dropped come out whole, in order.
+    let kept = frames
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !dropped.contains(i));
+    for (i, (g, (k, f))) in got.iter().zip(kept).enumerate() {
         assert!(
             *g == rewritten(f),
-            "frame {i} ({} bytes) came out wrong or out of order (seed {seed:#x})",
+            "frame {k} ({} bytes, output {i}) came out wrong or out of order (seed {seed:#x})",
             f.len()
         );
     }

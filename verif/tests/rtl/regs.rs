@@ -3,7 +3,9 @@
 //! table (checked against `nlb_hw::Tables` as the reference bank and through the pipeline's
 //! read ports), and the window's error cases.
 
-use nlb_hw::blocks::{self, conntrack, counters, ctrl, fw_id, queues, reboot, spi_flash, table};
+use nlb_hw::blocks::{
+    self, conntrack, counters, ctrl, fw_id, mem, queues, reboot, spi_flash, table,
+};
 use nlb_hw::enums::{Affinity, DefaultAction, Delivery, Table, TableCmd};
 use nlb_hw::layouts::{
     AclEntry, AclPrefix, BackendEntry, MaglevSlot, PoolEntry, PortSlot, RuleEntry, VipEntry,
@@ -175,7 +177,7 @@ fn block_list_walk_matches_the_regmap() {
     let expected: Vec<_> = blocks::ALL.iter().map(|&(_, b, t, v)| (b, t, v)).collect();
     assert_eq!(found, expected, "seed {seed}");
 
-    // The conntrack, counters and spi_flash blocks past their headers go to the extension bus: the
+    // The conntrack, counters, spi_flash and mem blocks past their headers go to the extension bus: the
     // access waits for the block's answer, writes arrive with address, data and strobes,
     // reads return what the block answered.
     let mut ext = ExtSlave::new(&bus.bench.sim).expect("ext ports");
@@ -192,6 +194,9 @@ fn block_list_walk_matches_the_regmap() {
         spi_flash::CTRL,
         spi_flash::TXRX,
         spi_flash::STATUS,
+        mem::CT_READS_LO,
+        mem::MAGLEV_LATENCY_MAX,
+        mem::WAIT_CLOCKS_HI,
     ] {
         let value = 0x5a00_0000 ^ r;
         bus.master
@@ -212,7 +217,7 @@ fn block_list_walk_matches_the_regmap() {
         assert!(ext.reads.is_empty());
     }
     // Their header words stay in the register file.
-    for base in [conntrack::BASE, counters::BASE, spi_flash::BASE] {
+    for base in [conntrack::BASE, counters::BASE, spi_flash::BASE, mem::BASE] {
         bus.master
             .read(&mut bus.bench, &mut [&mut ext], base)
             .expect("read");
@@ -270,6 +275,9 @@ fn firmware_id_words() {
         (fw_id::CAP_CT_BUCKETS, p.ct_buckets),
         (fw_id::CAP_CT_WAYS, p.ct_ways),
         (fw_id::CAP_QUEUE_DEPTH, p.queue_depth),
+        (fw_id::CAP_CT_CHANNELS, p.ct_channels),
+        (fw_id::CAP_MAGLEV_CHANNELS, p.maglev_channels),
+        (fw_id::CAP_MEM_SLOTS, p.mem_slots),
     ];
     for (offset, value) in expect {
         assert_eq!(
@@ -566,8 +574,17 @@ fn pipeline_port(table: Table) -> (&'static str, u32) {
     }
 }
 
-/// Reads one entry through the pipeline's read port (a whole row, then the lane).
+/// Reads one entry through the pipeline's read port (a whole row, then the lane); a Maglev
+/// slot from the memory stage behind the register file (the bus plays it).
 fn pipeline_read(bus: &mut RegBus, table: Table, bank: u32, index: u32) -> Vec<u32> {
+    if table == Table::Maglev {
+        let slot = bus
+            .slots
+            .as_ref()
+            .and_then(|s| s.slots.get(&(bank as u8, index)).copied())
+            .unwrap_or(0);
+        return vec![u32::from(slot)];
+    }
     let (prefix, lanes) = pipeline_port(table);
     let width = Tables::entry_words(table);
     let sim = &mut bus.bench.sim;

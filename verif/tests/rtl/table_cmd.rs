@@ -1,6 +1,6 @@
 //! `nlb_table_cmd` (the `cmd` decoder shared by the table window and the conntrack block) on
 //! its own against the golden model's decoder, `firmware_sim::device::decode_cmd`: every op
-//! value 0-255 with the index field at 0, 1, its top and random values, the index register at
+//! value the op field holds with the index field at 0, 1, its top and random values, the index register at
 //! 0, all ones and random, then random command words. A command the model refuses must be
 //! neither a write nor a read; one it takes must be exactly the write or read it names, with
 //! its index.
@@ -22,12 +22,16 @@ fn decodes_as_the_model() {
     let (word, index_reg) = (port("cmd_word"), port("index_reg"));
     let (write, read, index) = (port("cmd_write"), port("cmd_read"), port("cmd_index"));
     let mut cases: Vec<(u32, u32)> = Vec::new();
-    for op in 0..=255u32 {
-        for field in [0u32, 1, 0xff_ffff, rng.random_range(2..0xff_ffff)] {
+    // Every op the field holds, the index field 0, 1, its top and random (the widths are the
+    // regmap's: a 4-bit op, a 28-bit index).
+    let op_max = cmd::OP.max();
+    let index_max = cmd::INDEX.max();
+    for op in 0..=op_max {
+        for field in [0u32, 1, index_max, rng.random_range(2..index_max)] {
             for reg in [0u32, u32::MAX, rng.random()] {
                 cases.push((
-                    cmd::INDEX.put(field).expect("24-bit field")
-                        | cmd::OP.put(op).expect("8-bit op"),
+                    cmd::INDEX.put(field).expect("the index field")
+                        | cmd::OP.put(op).expect("the op field"),
                     reg,
                 ));
             }

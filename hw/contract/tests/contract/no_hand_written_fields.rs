@@ -54,7 +54,7 @@ const RUST_ALLOWED: &[(&str, &str, &str)] = &[
     ("firmware-sim/src/device.rs", "bank", "bank number as an index of the two banks"),
     ("firmware-sim/src/device.rs", "context", "bank number as an index of the two banks"),
     // hit_read is a bitmap: bit b is entry (index & !31) + b, a position computed per entry.
-    ("driver/src/conntrack.rs", "age", "hit_read bitmap: bit b of the word is entry (index & !31) + b"),
+    ("driver/src/conntrack.rs", "age_io", "hit_read bitmap: bit b of the word is entry (index & !31) + b"),
     ("firmware-sim/tests/model/conntrack.rs", "key", "test flow keys from a small counter"),
     // Driver and tools: external formats, randomness, sizes.
     ("driver/src/flash/bitstream.rs", "*", "Xilinx configuration packets (UG570)"),
@@ -62,6 +62,10 @@ const RUST_ALLOWED: &[(&str, &str, &str)] = &[
     ("tools/nlbd/", "*", "packet bytes, sizes and timers of the slow path (fragments, ICMP, health probes) and its benchmark traffic"),
     ("driver/src/socket/", "*", "the socket protocol's 64-bit nanosecond times and body limit"),
     ("driver/src/vfio/", "*", "VFIO ioctl flag bits"),
+    ("driver/src/rings.rs", "program", "64-bit IOVAs as the _lo/_hi register pair (the _lo word masked by its generated DEFINED)"),
+    ("firmware-sim/src/dma.rs", "read_reg", "64-bit IOVAs as the _lo/_hi register pair (the _lo word masked by its generated DEFINED)"),
+    ("firmware-sim/src/dma.rs", "write_reg", "64-bit IOVAs as the _lo/_hi register pair (the _lo word masked by its generated DEFINED)"),
+    ("firmware-sim/tests/model/learning.rs", "*", "64-bit IOVAs of test rings as the _lo/_hi register pair"),
     ("driver/benches/", "*", "benchmark address generators"),
     ("driver/examples/", "*", "benchmark sizes"),
     ("driver/tests/driver/common/", "*", "splitmix64 and MAC bytes"),
@@ -74,6 +78,8 @@ const RUST_ALLOWED: &[(&str, &str, &str)] = &[
     ("flowtable-compiler/", "*", "the compiler fills layouts through the generated types; its shifts are prefix and address arithmetic"),
     ("verif/src/frames.rs", "*", "frame generators: IPv4/IPv6 header fields and checksums"),
     ("verif/src/verilated.rs", "*", "Verilated ports of 33..64 bits as two 32-bit words"),
+    ("verif/src/axi_mem.rs", "*", "bits of a memory row (entries at their byte offsets in the row) and of wide port words"),
+    ("verif/tests/rtl/rx_no_stall.rs", "*", "IPv4 header checksums of test frames (RFC 1071)"),
     ("verif/src/top.rs", "frame_beats", "AXI-Stream tkeep of 64 bytes as two words"),
     ("verif/src/top.rs", "take_frames", "AXI-Stream tkeep of 64 bytes as two words"),
     ("verif/tests/rtl/regs.rs", "pipeline_read", "bits of a table memory row read on the pipeline port"),
@@ -95,7 +101,6 @@ const RUST_ALLOWED: &[(&str, &str, &str)] = &[
     ("verif/tests/rtl/editor.rs", "random_backend", "48-bit MAC addresses drawn at random"),
     ("verif/tests/rtl/editor.rs", "aim_checksum", "a search over 2^20 flow hashes"),
     ("verif/tests/rtl/counter_bank.rs", "*", "64-bit counter values as the bench's two 32-bit words"),
-    ("verif/tests/rtl/conntrack.rs", "observe", "bits of a wide port word (entries and hit bits) read back"),
     ("verif/tests/rtl/conntrack.rs", "write", "a 32-bit write merged byte by byte under its strobe"),
     ("verif/tests/rtl/conntrack.rs", "run", "random entry words with bit 0 (valid) forced; hit bits of a wide port word"),
     ("verif/tests/rtl/table_mem.rs", "lane_of", "one lane's bits out of a wide port word"),
@@ -478,9 +483,64 @@ const RTL_ALLOWED: &[(&str, &str, &str)] = &[
         "packet counts: one more per first beat",
     ),
     (
+        "hw/rtl/nlb_counters.v",
+        "d_value",
+        "array of the two drop-counter banks' outputs",
+    ),
+    (
+        "hw/rtl/nlb_counters.v",
+        "d_valid",
+        "array of the two drop-counter banks' valid flags",
+    ),
+    (
+        "hw/rtl/nlb_counters.v",
+        "la_main_reg",
+        "the read adder's 64-bit lanes split into 32-bit halves with a carry (internal pipeline)",
+    ),
+    (
+        "hw/rtl/nlb_counters.v",
+        "la_extra_reg",
+        "the read adder's 64-bit lanes split into 32-bit halves with a carry (internal pipeline)",
+    ),
+    (
+        "hw/rtl/nlb_counters.v",
+        "lb_lo_reg",
+        "the read adder's low halves with their carry bit (internal pipeline)",
+    ),
+    (
+        "hw/rtl/nlb_counters.v",
+        "s_drop_len",
+        "a dropped frame's length saturated to 16 bits for the byte counters",
+    ),
+    (
+        "hw/rtl/nlb_counters.v",
+        "dr_rec",
+        "the receive-drop record (which of the two reasons, 16-bit length) queued between clocks",
+    ),
+    (
         "hw/rtl/nlb_top.v",
-        "frame_done",
-        "packet counts: one less per frame out",
+        "k",
+        "tkeep bits counted one by one",
+    ),
+    (
+        "hw/rtl/nlb_top.v",
+        "q_ctrl",
+        "the receive queue's control bits (bit 0: the bank active at the first beat)",
+    ),
+    (
+        "hw/rtl/nlb_top.v",
+        "inj_port_first",
+        "packet counts per bank: one more per injected first beat",
+    ),
+    (
+        "hw/rtl/nlb_top.v",
+        "drop_valid_reg",
+        "packet counts per bank: one less per frame dropped",
+    ),
+    (
+        "hw/rtl/nlb_top.v",
+        "fb",
+        "loop index over the two banks compared with a one-bit bank number",
     ),
     (
         "hw/rtl/nlb_top.v",

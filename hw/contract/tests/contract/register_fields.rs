@@ -24,31 +24,31 @@ fn table_window_words() {
         table::Select::from_word(0x0000_0007),
         Err(LayoutError::BadEnum { value: 7, .. })
     ));
-    // cmd: bits 7..0 op, bits 31..8 index. WRITE_AT = 3.
+    // cmd: bits 3..0 op, bits 31..4 index. WRITE_AT = 3.
     let c = table::Cmd {
         op: TableCmd::WriteAt,
         index: 0x12_3456,
     };
-    assert_eq!(c.word(), Ok(0x1234_5603));
+    assert_eq!(c.word(), Ok(0x0123_4563));
     let c = table::Cmd {
         op: TableCmd::ReadAt,
-        index: 0xFF_FFFF,
+        index: 0xFFF_FFFF,
     };
-    assert_eq!(c.word(), Ok(0xFFFF_FF04));
+    assert_eq!(c.word(), Ok(0xFFFF_FFF4));
     let too_far = table::Cmd {
         op: TableCmd::ReadAt,
-        index: 0x100_0000,
+        index: 0x1000_0000,
     };
     assert!(matches!(
         too_far.word(),
         Err(LayoutError::Overflow {
             field: "index",
-            width: 24,
+            width: 28,
             ..
         })
     ));
-    assert_eq!(table::cmd::INDEX.max(), 0xFF_FFFF);
-    assert_eq!(table::cmd::INDEX.mask(), 0xFFFF_FF00);
+    assert_eq!(table::cmd::INDEX.max(), 0xFFF_FFFF);
+    assert_eq!(table::cmd::INDEX.mask(), 0xFFFF_FFF0);
     // status: bit 0 busy, bit 1 error.
     assert_eq!(table::status::ERROR.flag(true), 2);
     assert!(!table::Status::from_word(2).busy);

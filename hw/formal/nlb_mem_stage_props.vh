@@ -1,0 +1,117 @@
+// Formal properties of nlb_mem_stage, included inside the module under `ifdef FORMAL (so that
+// they can name its registers) and proven by hw/scripts/formal.sh; docs/verification.md
+// "Formal proofs" lists what is proven and how.
+//
+// Results in packet order: for every n, the n-th packet out (m_valid) carries the state and
+// the read flag of the n-th packet in (s_valid), whatever the memory answers and when (every
+// AXI input is free: ids, data, last, ready flags, in any clock, also ids that were never
+// issued) and whatever the command engine asks (c_*: free). f_idx is one arbitrary packet
+// number (anyconst); its state is recorded as it enters. Assumed: the caller keeps to its
+// credits (no packet enters while SLOTS packets are between entering and m_valid), as
+// nlb_lookup's counts do. mem_stage_inv_* say where the tracked packet is (a slot, the RAM
+// read register r1, the output register r2), which makes the proof inductive.
+
+localparam F_CW = SB + 2;
+
+reg f_past_valid = 1'b0;
+always @(posedge clk) begin
+    f_past_valid <= 1'b1;
+end
+
+reg  [F_CW-1:0] f_in = {F_CW{1'b0}};   // packets in
+reg  [F_CW-1:0] f_ret = {F_CW{1'b0}};  // packets that left the slots (head moves)
+reg  [F_CW-1:0] f_out = {F_CW{1'b0}};  // packets out (m_valid)
+(* anyconst *) reg [F_CW-1:0] f_idx;
+wire [F_CW-1:0] f_inside = f_in - f_out;      // packets between entering and m_valid
+reg  [STATE_W-1:0] f_state;
+reg                f_read;
+
+always @* begin
+    if (!f_past_valid) begin
+        assume(rst);
+    end
+    // The caller's credits.
+    if (s_valid) begin
+        assume(f_inside < SLOTS);
+    end
+end
+
+always @(posedge clk) begin
+    if (s_valid) begin
+        f_in <= f_in + 1'b1;
+        if (f_in == f_idx) begin
+            f_state <= s_state;
+            f_read <= s_read;
+        end
+    end
+    if (retire) begin
+        f_ret <= f_ret + 1'b1;
+    end
+    if (m_valid) begin
+        f_out <= f_out + 1'b1;
+    end
+    if (rst) begin
+        f_in <= {F_CW{1'b0}};
+        f_ret <= {F_CW{1'b0}};
+        f_out <= {F_CW{1'b0}};
+    end
+end
+
+always @* begin
+    if (!rst && f_past_valid) begin
+        // The tracked packet leaves as it entered: no loss, duplicate or reorder.
+        if (m_valid && f_out == f_idx) begin
+            mem_stage_order: assert(m_state == f_state && m_read == f_read);
+        end
+        // Nothing leaves that did not enter.
+        if (m_valid) begin
+            mem_stage_no_phantom: assert(f_in != f_out);
+        end
+    end
+end
+
+wire [F_CW-1:0] f_held = f_in - f_ret;        // packets in the slots
+wire [F_CW-1:0] f_piped = f_ret - f_out;      // in r1 / r2
+wire [F_CW-1:0] f_pos = f_idx - f_ret;        // the tracked one's place among the slots
+wire [SB-1:0]   f_slot = f_idx[SB-1:0];
+
+`ifndef FORMAL_SPEC_ONLY
+always @* begin
+    if (!rst && f_past_valid) begin
+        mem_stage_inv_count: assert(f_inside <= SLOTS);
+        mem_stage_inv_held: assert(f_held <= SLOTS && f_piped <= 2);
+        mem_stage_inv_tail: assert(tail_reg == f_in[SB:0]);
+        mem_stage_inv_head: assert(head_reg == f_ret[SB:0]);
+        mem_stage_inv_pipe: assert(f_piped == {{(F_CW-2){1'b0}}, r1_valid_reg}
+            + {{(F_CW-2){1'b0}}, r2_valid_reg});
+        if (f_pos < f_held) begin
+            mem_stage_inv_slot: assert(state_mem[f_slot] == f_state
+                && read_reg[f_slot] == f_read);
+        end
+        if (r2_valid_reg && f_idx == f_out) begin
+            mem_stage_inv_r2: assert(r2_state_reg == f_state && r2_read_reg == f_read);
+        end
+        if (r1_valid_reg && f_idx == f_ret - 1'b1) begin
+            mem_stage_inv_r1: assert(r1_state_reg == f_state && r1_read_reg == f_read);
+        end
+    end
+end
+`endif
+
+// Reachable: the tracked packet leaves after a packet that entered after it had its row back
+// first (so reads came back out of order), with a read of its own.
+reg f_later_done = 1'b0;
+always @(posedge clk) begin
+    if (drain_pipe && f_pos < f_held && drain_tag != f_slot && pend_reg[f_slot]) begin
+        f_later_done <= 1'b1;
+    end
+    if (rst) begin
+        f_later_done <= 1'b0;
+    end
+end
+always @* begin
+    if (!rst && f_past_valid) begin
+        mem_stage_cover_out_of_order: cover(m_valid && f_out == f_idx && f_read
+            && f_later_done);
+    end
+end

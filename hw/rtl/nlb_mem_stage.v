@@ -1,0 +1,649 @@
+`resetall
+`timescale 1ns / 1ps
+`default_nettype none
+
+// A memory stage of the lookup (docs/pipeline.md section 14): packets enter in order, those
+// that need a table row read it through CHANNELS AXI4 read ports (ids per channel, many reads
+// in flight, responses in any order), and leave in the order they entered once their row is
+// in. A write record orders the command engine's writes against the reads in flight: every
+// packet leaving after a write was recorded sees the written entry in its row, whole.
+//
+// Packets: s_valid/s_state/s_read/s_row enter (one per clock at most; the caller keeps at most
+// SLOTS packets in the stage: it counts what it sent and what left on m_valid). A packet leaves
+// when it is the oldest, its row is in (or it needed none) and m_allow is high; m_valid/m_state/
+// m_read/m_data come out 2 clocks after the clock it left (RAM read, then the merge into the
+// output register).
+// m_data is the row as read (entry e of the row at bits [e*LANE_W +: ENTRY_W]), the write
+// record's entry in place when the record names the row; undefined when m_read is low.
+//
+// Memory: row r of the table is on channel r mod CHANNELS, at byte
+// CH_BASE + c * CH_STRIDE + (r / CHANNELS) << ROW_SHIFT of its port, BEATS = ROW_W / DATA_W
+// beats of DATA_W bits (INCR bursts of full-width beats: arsize / awsize = log2(DATA_W / 8),
+// which the shell ties). The ports must not interleave the beats of two read bursts (rlast ends
+// one before the next starts), as AXI4 slaves that do not interleave read data behave. Read
+// ids 0 .. 2^ID_W - 2 belong to the pipeline; id 2^ID_W - 1 to the command engine's reads;
+// writes use id 0 and are one at a time.
+//
+// Command engine (c_*): one request at a time. A write stores c_wr_entry as entry c_wr_lane of
+// row c_wr_row (one burst over the entry's LANE_W / 8 bytes, byte strobes; the bits of the lane
+// past ENTRY_W are written 0) and acknowledges when the memory's write response came back; a
+// read returns the whole row as the memory holds it.
+//
+// Write record: a write first waits until the record is free, takes it (row, lane, entry), then
+// goes out. The record is free again once the write's response is in and every packet that
+// was in the stage then has left (and two clocks more: the merge reads the record one clock
+// after a packet leaves). So a packet that leaves before the record is taken sees the memory
+// before the write, and every packet that leaves after sees the written entry.
+//
+// Statistics: st_read pulses per pipeline read issued; st_lat_valid / st_lat give each
+// pipeline read's latency in clocks (AR loaded to its last beat taken, modulo 2^16) when it is in;
+// st_wait is high in a clock where a packet waits at the head for its row.
+module nlb_mem_stage #(
+    // Packet state carried through the stage (bits).
+    parameter STATE_W = 64,
+    // Global row index width.
+    parameter ROW_BITS = 12,
+    // Bits of a row (what one read returns): BEATS * DATA_W.
+    parameter ROW_W = 1536,
+    // Memory port data width (bits, a multiple of 8).
+    parameter DATA_W = 256,
+    // Channels (a power of two).
+    parameter CHANNELS = 1,
+    // AXI address width.
+    parameter ADDR_W = 32,
+    // AXI id width (>= 2).
+    parameter ID_W = 6,
+    // log2 of the bytes between two rows of a channel (rows are aligned to it).
+    parameter ROW_SHIFT = 8,
+    // First byte of channel 0's region, and the distance between channels' regions.
+    parameter [ADDR_W-1:0] CH_BASE = {ADDR_W{1'b0}},
+    parameter [ADDR_W-1:0] CH_STRIDE = {ADDR_W{1'b0}},
+    // Bits from one entry of a row to the next (a multiple of 8), and the bits of an entry.
+    parameter LANE_W = 384,
+    parameter ENTRY_W = 365,
+    // Packets the stage holds (a power of two >= 4).
+    parameter SLOTS = 32,
+    // Entry index width within a row (derived; do not override).
+    parameter LANE_BITS_P = (ROW_W / LANE_W) > 1 ? $clog2(ROW_W / LANE_W) : 1
+) (
+    input  wire                         clk,
+    input  wire                         rst,
+
+    // Packets in.
+    input  wire                         s_valid,
+    input  wire [STATE_W-1:0]           s_state,
+    input  wire                         s_read,
+    input  wire [ROW_BITS-1:0]          s_row,
+
+    // Packets out, in order.
+    input  wire                         m_allow,
+    output wire                         m_valid,
+    output wire [STATE_W-1:0]           m_state,
+    output wire                         m_read,
+    output wire [ROW_W-1:0]             m_data,
+
+    // Command engine.
+    input  wire                         c_wr_req,
+    input  wire [ROW_BITS-1:0]          c_wr_row,
+    input  wire [LANE_BITS_P-1:0]       c_wr_lane,
+    input  wire [ENTRY_W-1:0]           c_wr_entry,
+    output wire                         c_wr_ack,
+    input  wire                         c_rd_req,
+    input  wire [ROW_BITS-1:0]          c_rd_row,
+    output wire                         c_rd_ack,
+    output wire [ROW_W-1:0]             c_rd_data,
+
+    // Statistics.
+    output wire                         st_read,
+    output wire                         st_lat_valid,
+    output wire [15:0]                  st_lat,
+    output wire                         st_wait,
+
+    // AXI4 read and write ports, one per channel (channel c in the c-th slice of each vector).
+    output wire [CHANNELS*ADDR_W-1:0]   m_axi_araddr,
+    output wire [CHANNELS*ID_W-1:0]     m_axi_arid,
+    output wire [CHANNELS*8-1:0]        m_axi_arlen,
+    output wire [CHANNELS-1:0]          m_axi_arvalid,
+    input  wire [CHANNELS-1:0]          m_axi_arready,
+    input  wire [CHANNELS*DATA_W-1:0]   m_axi_rdata,
+    input  wire [CHANNELS*ID_W-1:0]     m_axi_rid,
+    input  wire [CHANNELS-1:0]          m_axi_rlast,
+    input  wire [CHANNELS-1:0]          m_axi_rvalid,
+    output wire [CHANNELS-1:0]          m_axi_rready,
+    output wire [CHANNELS*ADDR_W-1:0]   m_axi_awaddr,
+    output wire [CHANNELS*ID_W-1:0]     m_axi_awid,
+    output wire [CHANNELS*8-1:0]        m_axi_awlen,
+    output wire [CHANNELS-1:0]          m_axi_awvalid,
+    input  wire [CHANNELS-1:0]          m_axi_awready,
+    output wire [CHANNELS*DATA_W-1:0]   m_axi_wdata,
+    output wire [CHANNELS*DATA_W/8-1:0] m_axi_wstrb,
+    output wire [CHANNELS-1:0]          m_axi_wlast,
+    output wire [CHANNELS-1:0]          m_axi_wvalid,
+    input  wire [CHANNELS-1:0]          m_axi_wready,
+    /* verilator lint_off UNUSEDSIGNAL */ // (one write at a time: the id is not needed)
+    input  wire [CHANNELS*ID_W-1:0]     m_axi_bid,
+    /* verilator lint_on UNUSEDSIGNAL */
+    input  wire [CHANNELS-1:0]          m_axi_bvalid,
+    output wire [CHANNELS-1:0]          m_axi_bready
+);
+
+// Entries per row and their index width (derived; do not override).
+localparam LANES = ROW_W / LANE_W;
+localparam BEATS = ROW_W / DATA_W;
+localparam BEAT_BITS = BEATS > 1 ? $clog2(BEATS) : 1;
+localparam DB = DATA_W / 8;
+localparam CH_BITS = CHANNELS > 1 ? $clog2(CHANNELS) : 1;
+localparam SB = $clog2(SLOTS);
+localparam IDS = 1 << ID_W;
+// The pipeline's ids: all but the last.
+localparam PIDS = IDS - 1;
+localparam [ID_W-1:0] SIDE_ID = {ID_W{1'b1}};
+// Row index bits within a channel.
+localparam LROW_BITS = CHANNELS > 1 ? ROW_BITS - $clog2(CHANNELS) : ROW_BITS;
+localparam integer BEATS_M1 = BEATS - 1;
+localparam [7:0] ARLEN = BEATS_M1[7:0];
+
+initial begin
+    if (ROW_W % DATA_W != 0 || DATA_W % 8 != 0 || BEATS > 256) begin
+        $error("nlb_mem_stage: ROW_W must be a multiple of DATA_W (at most 256 beats)");
+        $finish;
+    end
+    if (LANE_W % 8 != 0 || ENTRY_W > LANE_W || LANES < 1 || LANES * LANE_W > ROW_W) begin
+        $error("nlb_mem_stage: entries of ENTRY_W bits every LANE_W (bytes) within a row");
+        $finish;
+    end
+    if (CHANNELS < 1 || (1 << $clog2(CHANNELS)) != CHANNELS || CHANNELS > (1 << ROW_BITS)) begin
+        $error("nlb_mem_stage: CHANNELS must be a power of two, at most the rows");
+        $finish;
+    end
+    if (SLOTS < 4 || (1 << SB) != SLOTS || ID_W < 2) begin
+        $error("nlb_mem_stage: SLOTS must be a power of two >= 4, ID_W >= 2");
+        $finish;
+    end
+    if ((1 << ROW_SHIFT) < DB * BEATS || ROW_SHIFT + LROW_BITS > ADDR_W) begin
+        $error("nlb_mem_stage: a row must fit its ROW_SHIFT spacing and the address width");
+        $finish;
+    end
+end
+
+// The channel of a global row and its byte address (first beat) on that channel.
+/* verilator lint_off UNUSEDSIGNAL */ // (the channel is the row's low bits)
+function [CH_BITS-1:0] row_channel(input [ROW_BITS-1:0] r);
+    row_channel = CHANNELS > 1 ? r[CH_BITS-1:0] : {CH_BITS{1'b0}};
+endfunction
+/* verilator lint_on UNUSEDSIGNAL */
+
+// The beat of a row holding byte b (rows need not be a power of two of beats wide).
+/* verilator lint_off UNUSEDSIGNAL */ // (the quotient is below BEATS)
+function [BEAT_BITS-1:0] beat_of(input [31:0] b);
+    reg [31:0] q;
+    begin
+        q = b / DB;
+        beat_of = q[BEAT_BITS-1:0];
+    end
+endfunction
+/* verilator lint_on UNUSEDSIGNAL */
+
+function [ADDR_W-1:0] row_addr(input [ROW_BITS-1:0] r);
+    reg [ADDR_W-1:0] local_row;
+    reg [ADDR_W-1:0] c;
+    begin
+        local_row = {{(ADDR_W-LROW_BITS){1'b0}}, r[ROW_BITS-1 -: LROW_BITS]};
+        c = {{(ADDR_W-CH_BITS){1'b0}}, row_channel(r)};
+        row_addr = CH_BASE + c * CH_STRIDE + (local_row << ROW_SHIFT);
+    end
+endfunction
+
+// ---- the slots --------------------------------------------------------------------------
+
+reg  [SB:0]          tail_reg = {(SB+1){1'b0}};
+reg  [SB:0]          head_reg = {(SB+1){1'b0}};
+reg  [SLOTS-1:0]     pend_reg = {SLOTS{1'b0}};
+reg  [STATE_W-1:0]   state_mem [0:SLOTS-1];
+reg  [ROW_BITS-1:0]  row_mem [0:SLOTS-1];
+reg  [SLOTS-1:0]     read_reg = {SLOTS{1'b0}};
+reg  [ROW_W-1:0]     data_mem [0:SLOTS-1];
+
+wire [SB-1:0] tail = tail_reg[SB-1:0];
+wire [SB-1:0] head = head_reg[SB-1:0];
+wire          occupied = tail_reg != head_reg;
+wire          retire = occupied && !pend_reg[head] && m_allow;
+
+// The drain of a completed read into its slot (below).
+wire             drain_pipe;
+wire [SB-1:0]    drain_tag;
+wire [ROW_W-1:0] drain_data;
+
+always @(posedge clk) begin
+    if (s_valid) begin
+        state_mem[tail] <= s_state;
+        row_mem[tail] <= s_row;
+        tail_reg <= tail_reg + 1'b1;
+    end
+    if (drain_pipe) begin
+        data_mem[drain_tag] <= drain_data;
+    end
+    if (retire) begin
+        head_reg <= head_reg + 1'b1;
+    end
+    if (rst) begin
+        tail_reg <= {(SB+1){1'b0}};
+        head_reg <= {(SB+1){1'b0}};
+    end
+end
+
+// pend: set when a packet that reads enters, cleared when its row is in. read: whether it
+// read.
+integer pi;
+always @(posedge clk) begin
+    for (pi = 0; pi < SLOTS; pi = pi + 1) begin
+        if (s_valid && tail == pi[SB-1:0]) begin
+            pend_reg[pi] <= s_read;
+            read_reg[pi] <= s_read;
+        end else if (drain_pipe && drain_tag == pi[SB-1:0]) begin
+            pend_reg[pi] <= 1'b0;
+        end
+    end
+    if (rst) begin
+        pend_reg <= {SLOTS{1'b0}};
+    end
+end
+
+assign st_wait = occupied && pend_reg[head];
+
+// ---- requests: in entry order to their channels ----------------------------------------------
+
+wire                 rq_valid;
+wire [SB+ROW_BITS-1:0] rq_data;
+wire                 rq_take;
+
+/* verilator lint_off PINCONNECTEMPTY */
+nlb_fifo #(
+    .WIDTH(SB + ROW_BITS),
+    .DEPTH(SLOTS)
+) req_fifo_inst (
+    .clk(clk),
+    .rst(rst),
+    .s_data({tail, s_row}),
+    .s_valid(s_valid && s_read),
+    .s_ready(),
+    .m_data(rq_data),
+    .m_valid(rq_valid),
+    .m_ready(rq_take),
+    .count()
+);
+/* verilator lint_on PINCONNECTEMPTY */
+
+wire [SB-1:0]       rq_tag = rq_data[ROW_BITS +: SB];
+wire [ROW_BITS-1:0] rq_row = rq_data[ROW_BITS-1:0];
+wire [CH_BITS-1:0]  rq_ch = row_channel(rq_row);
+
+// Free clock counter for latencies.
+reg [15:0] now_reg = 16'd0;
+always @(posedge clk) begin
+    now_reg <= now_reg + 16'd1;
+end
+
+// The command engine's read, waiting for its channel's AR register.
+reg                side_rd_pend_reg = 1'b0;
+reg [ROW_BITS-1:0] side_rd_row_reg = {ROW_BITS{1'b0}};
+wire [CH_BITS-1:0] side_ch = row_channel(side_rd_row_reg);
+
+// Per channel: AR register, free ids, id -> slot table, read assembly, completed row.
+reg  [CHANNELS-1:0]        ar_valid_reg = {CHANNELS{1'b0}};
+reg  [ADDR_W-1:0]          ar_addr_reg [0:CHANNELS-1];
+reg  [ID_W-1:0]            ar_id_reg [0:CHANNELS-1];
+reg  [PIDS-1:0]            free_reg [0:CHANNELS-1];
+reg  [SB-1:0]              id_tag_mem [0:CHANNELS*IDS-1];
+reg  [15:0]                id_t0_mem [0:CHANNELS*IDS-1];
+reg  [ROW_W-1:0]           asm_reg [0:CHANNELS-1];
+reg  [BEAT_BITS-1:0]       beat_reg [0:CHANNELS-1];
+reg  [CHANNELS-1:0]        done_reg = {CHANNELS{1'b0}};
+reg  [CHANNELS-1:0]        done_side_reg = {CHANNELS{1'b0}};
+reg  [SB-1:0]              done_tag_reg [0:CHANNELS-1];
+
+integer ci;
+initial begin
+    for (ci = 0; ci < CHANNELS; ci = ci + 1) begin
+        ar_addr_reg[ci] = {ADDR_W{1'b0}};
+        ar_id_reg[ci] = {ID_W{1'b0}};
+        free_reg[ci] = {PIDS{1'b1}};
+        asm_reg[ci] = {ROW_W{1'b0}};
+        beat_reg[ci] = {BEAT_BITS{1'b0}};
+        done_tag_reg[ci] = {SB{1'b0}};
+    end
+end
+
+// The lowest free id of the request's channel.
+function [ID_W-1:0] lowest_free(input [PIDS-1:0] f);
+    integer k;
+    reg     found;
+    begin
+        lowest_free = {ID_W{1'b0}};
+        found = 1'b0;
+        for (k = 0; k < PIDS; k = k + 1) begin
+            if (f[k] && !found) begin
+                lowest_free = k[ID_W-1:0];
+                found = 1'b1;
+            end
+        end
+    end
+endfunction
+
+wire [PIDS-1:0] rq_free = free_reg[rq_ch];
+wire [ID_W-1:0] rq_id = lowest_free(rq_free);
+wire            ar_slot_free_rq = !ar_valid_reg[rq_ch] || m_axi_arready[rq_ch];
+wire            ar_slot_free_side = !ar_valid_reg[side_ch] || m_axi_arready[side_ch];
+// The command engine's read goes first on its channel.
+wire            side_issue = side_rd_pend_reg && ar_slot_free_side;
+assign          rq_take = rq_valid && ar_slot_free_rq && |rq_free
+    && !(side_issue && side_ch == rq_ch);
+
+assign st_read = rq_take;
+
+// Completed rows wait in done_reg; one is drained per clock, round robin from last_reg.
+reg  [CH_BITS-1:0] last_reg = {CH_BITS{1'b0}};
+reg                drain_any;
+reg  [CH_BITS-1:0] drain_ch;
+reg  [CH_BITS-1:0] cand;
+integer            dk;
+always @* begin
+    drain_any = 1'b0;
+    drain_ch = {CH_BITS{1'b0}};
+    // Candidates from last + CHANNELS (last itself) down to last + 1: the lowest offset wins.
+    for (dk = CHANNELS; dk >= 1; dk = dk - 1) begin
+        // CHANNELS is 2^CH_BITS (or 1): the add wraps around the channels.
+        cand = CHANNELS > 1 ? last_reg + dk[CH_BITS-1:0] : {CH_BITS{1'b0}};
+        if (done_reg[cand]) begin
+            drain_any = 1'b1;
+            drain_ch = cand;
+        end
+    end
+end
+
+assign drain_pipe = drain_any && !done_side_reg[drain_ch];
+assign drain_tag = done_tag_reg[drain_ch];
+assign drain_data = asm_reg[drain_ch];
+
+reg              c_rd_ack_reg = 1'b0;
+reg [ROW_W-1:0]  c_rd_data_reg = {ROW_W{1'b0}};
+reg              lat_valid_reg = 1'b0;
+reg [15:0]       lat_reg = 16'd0;
+
+integer c;
+always @(posedge clk) begin
+    c_rd_ack_reg <= 1'b0;
+    lat_valid_reg <= 1'b0;
+    if (c_rd_req) begin
+        side_rd_pend_reg <= 1'b1;
+        side_rd_row_reg <= c_rd_row;
+    end
+    if (side_issue) begin
+        side_rd_pend_reg <= 1'b0;
+    end
+    for (c = 0; c < CHANNELS; c = c + 1) begin
+        // AR register: taken, then refilled by the command engine's read or a request.
+        if (m_axi_arready[c]) begin
+            ar_valid_reg[c] <= 1'b0;
+        end
+        if (side_issue && side_ch == c[CH_BITS-1:0]) begin
+            ar_valid_reg[c] <= 1'b1;
+            ar_addr_reg[c] <= row_addr(side_rd_row_reg);
+            ar_id_reg[c] <= SIDE_ID;
+        end else if (rq_take && rq_ch == c[CH_BITS-1:0]) begin
+            ar_valid_reg[c] <= 1'b1;
+            ar_addr_reg[c] <= row_addr(rq_row);
+            ar_id_reg[c] <= rq_id;
+            free_reg[c][rq_id] <= 1'b0;
+            id_tag_mem[c*IDS + {{(32-ID_W){1'b0}}, rq_id}] <= rq_tag;
+            id_t0_mem[c*IDS + {{(32-ID_W){1'b0}}, rq_id}] <= now_reg;
+        end
+        // Read data: beats into the assembly register; the last completes the row.
+        if (m_axi_rvalid[c] && m_axi_rready[c]) begin
+            asm_reg[c][{{(32-BEAT_BITS){1'b0}}, beat_reg[c]}*DATA_W +: DATA_W] <=
+                m_axi_rdata[c*DATA_W +: DATA_W];
+            beat_reg[c] <= beat_reg[c] + 1'b1;
+            if (m_axi_rlast[c]) begin
+                beat_reg[c] <= {BEAT_BITS{1'b0}};
+                done_reg[c] <= 1'b1;
+                done_side_reg[c] <= m_axi_rid[c*ID_W +: ID_W] == SIDE_ID;
+                done_tag_reg[c] <= id_tag_mem[c*IDS + {{(32-ID_W){1'b0}},
+                    m_axi_rid[c*ID_W +: ID_W]}];
+                if (m_axi_rid[c*ID_W +: ID_W] != SIDE_ID) begin
+                    free_reg[c][m_axi_rid[c*ID_W +: ID_W]] <= 1'b1;
+                    lat_valid_reg <= 1'b1;
+                    lat_reg <= now_reg - id_t0_mem[c*IDS + {{(32-ID_W){1'b0}},
+                        m_axi_rid[c*ID_W +: ID_W]}];
+                end
+            end
+        end
+        if (drain_any && drain_ch == c[CH_BITS-1:0]) begin
+            done_reg[c] <= 1'b0;
+        end
+    end
+    if (drain_any) begin
+        last_reg <= drain_ch;
+        if (done_side_reg[drain_ch]) begin
+            c_rd_ack_reg <= 1'b1;
+            c_rd_data_reg <= asm_reg[drain_ch];
+        end
+    end
+    if (rst) begin
+        side_rd_pend_reg <= 1'b0;
+        ar_valid_reg <= {CHANNELS{1'b0}};
+        done_reg <= {CHANNELS{1'b0}};
+        for (c = 0; c < CHANNELS; c = c + 1) begin
+            free_reg[c] <= {PIDS{1'b1}};
+            beat_reg[c] <= {BEAT_BITS{1'b0}};
+        end
+        last_reg <= {CH_BITS{1'b0}};
+    end
+end
+
+assign c_rd_ack = c_rd_ack_reg;
+assign c_rd_data = c_rd_data_reg;
+assign st_lat_valid = lat_valid_reg;
+assign st_lat = lat_reg;
+
+genvar g;
+generate
+    for (g = 0; g < CHANNELS; g = g + 1) begin : g_ch
+        assign m_axi_araddr[g*ADDR_W +: ADDR_W] = ar_addr_reg[g];
+        assign m_axi_arid[g*ID_W +: ID_W] = ar_id_reg[g];
+        assign m_axi_arlen[g*8 +: 8] = ARLEN;
+        assign m_axi_arvalid[g] = ar_valid_reg[g];
+        // A completed row blocks its channel's read data until it is drained (the beats of
+        // the next burst may come in the clock it is: the drain reads the row the clock
+        // before they land in the assembly register).
+        assign m_axi_rready[g] = !done_reg[g] || (drain_any && drain_ch == g);
+    end
+endgenerate
+
+// ---- writes and the write record ---------------------------------------------------------
+
+// The write's beats: the entry placed in its lane of a row, strobes over the lane's bytes.
+localparam [2:0] W_IDLE = 3'd0;
+localparam [2:0] W_WAIT = 3'd1;   // for the record
+localparam [2:0] W_SEND = 3'd2;   // AW and W out
+localparam [2:0] W_RESP = 3'd3;   // waiting for B
+
+reg  [2:0]             w_state_reg = W_IDLE;
+reg  [ROW_BITS-1:0]    w_row_reg = {ROW_BITS{1'b0}};
+reg  [LANE_BITS_P-1:0] w_lane_reg = {LANE_BITS_P{1'b0}};
+reg  [ENTRY_W-1:0]     w_entry_reg = {ENTRY_W{1'b0}};
+reg                    aw_valid_reg = 1'b0;
+reg                    w_valid_reg = 1'b0;
+reg  [BEAT_BITS-1:0]   w_beat_reg = {BEAT_BITS{1'b0}};
+reg                    c_wr_ack_reg = 1'b0;
+
+// The record, and the packets that must leave before it is free.
+reg                    rec_valid_reg = 1'b0;
+reg                    rec_busy_reg = 1'b0;
+reg                    rec_counting_reg = 1'b0;
+reg  [SB:0]            rec_left_reg = {(SB+1){1'b0}};
+reg  [1:0]             rec_margin_reg = 2'd0;
+reg  [ROW_BITS-1:0]    rec_row_reg = {ROW_BITS{1'b0}};
+reg  [LANE_BITS_P-1:0] rec_lane_reg = {LANE_BITS_P{1'b0}};
+reg  [ENTRY_W-1:0]     rec_entry_reg = {ENTRY_W{1'b0}};
+
+localparam LANE_BYTES = LANE_W / 8;
+wire [ROW_W-1:0]   w_row_data = {{(ROW_W-ENTRY_W){1'b0}}, w_entry_reg}
+    << ({{(32-LANE_BITS_P){1'b0}}, w_lane_reg} * LANE_W);
+wire [ROW_W/8-1:0] w_row_strb = {{(ROW_W/8-LANE_BYTES){1'b0}}, {LANE_BYTES{1'b1}}}
+    << ({{(32-LANE_BITS_P){1'b0}}, w_lane_reg} * LANE_BYTES);
+wire [31:0]        w_first_byte = {{(32-LANE_BITS_P){1'b0}}, w_lane_reg} * LANE_BYTES;
+wire [BEAT_BITS-1:0] w_first_beat = beat_of(w_first_byte);
+wire [BEAT_BITS-1:0] w_last_beat = beat_of(w_first_byte + LANE_BYTES - 1);
+wire [CH_BITS-1:0] w_ch = row_channel(w_row_reg);
+wire               w_beat_take = w_valid_reg && m_axi_wready[w_ch];
+wire               w_is_last = w_beat_reg == w_last_beat;
+wire               b_take = m_axi_bvalid[w_ch] && w_state_reg == W_RESP;
+
+always @(posedge clk) begin
+    c_wr_ack_reg <= 1'b0;
+    case (w_state_reg)
+        W_IDLE: begin
+            if (c_wr_req) begin
+                w_row_reg <= c_wr_row;
+                w_lane_reg <= c_wr_lane;
+                w_entry_reg <= c_wr_entry;
+                w_state_reg <= W_WAIT;
+            end
+        end
+        W_WAIT: begin
+            if (!rec_busy_reg) begin
+                rec_valid_reg <= 1'b1;
+                rec_busy_reg <= 1'b1;
+                rec_row_reg <= w_row_reg;
+                rec_lane_reg <= w_lane_reg;
+                rec_entry_reg <= w_entry_reg;
+                aw_valid_reg <= 1'b1;
+                w_valid_reg <= 1'b1;
+                w_beat_reg <= w_first_beat;
+                w_state_reg <= W_SEND;
+            end
+        end
+        W_SEND: begin
+            if (aw_valid_reg && m_axi_awready[w_ch]) begin
+                aw_valid_reg <= 1'b0;
+            end
+            if (w_beat_take) begin
+                w_beat_reg <= w_beat_reg + 1'b1;
+                if (w_is_last) begin
+                    w_valid_reg <= 1'b0;
+                end
+            end
+            if ((!aw_valid_reg || m_axi_awready[w_ch]) && (!w_valid_reg
+                    || (w_beat_take && w_is_last))) begin
+                w_state_reg <= W_RESP;
+            end
+        end
+        default: begin
+            if (b_take) begin
+                c_wr_ack_reg <= 1'b1;
+                w_state_reg <= W_IDLE;
+                // Every packet in the stage now must leave before the record is free.
+                rec_counting_reg <= 1'b1;
+                rec_left_reg <= tail_reg - head_reg - {{SB{1'b0}}, retire};
+                rec_margin_reg <= 2'd2;
+            end
+        end
+    endcase
+    if (rec_counting_reg) begin
+        if (rec_left_reg != {(SB+1){1'b0}}) begin
+            rec_left_reg <= rec_left_reg - {{SB{1'b0}}, retire};
+        end else if (rec_margin_reg != 2'd0) begin
+            rec_margin_reg <= rec_margin_reg - 2'd1;
+        end else begin
+            rec_counting_reg <= 1'b0;
+            rec_busy_reg <= 1'b0;
+        end
+    end
+    if (rst) begin
+        w_state_reg <= W_IDLE;
+        aw_valid_reg <= 1'b0;
+        w_valid_reg <= 1'b0;
+        rec_valid_reg <= 1'b0;
+        rec_busy_reg <= 1'b0;
+        rec_counting_reg <= 1'b0;
+    end
+end
+
+assign c_wr_ack = c_wr_ack_reg;
+
+generate
+    for (g = 0; g < CHANNELS; g = g + 1) begin : g_wch
+        wire mine = w_ch == g;
+        assign m_axi_awaddr[g*ADDR_W +: ADDR_W] = row_addr(w_row_reg)
+            + {{(ADDR_W-BEAT_BITS){1'b0}}, w_first_beat} * DB;
+        assign m_axi_awid[g*ID_W +: ID_W] = {ID_W{1'b0}};
+        assign m_axi_awlen[g*8 +: 8] = {{(8-BEAT_BITS){1'b0}}, w_last_beat - w_first_beat};
+        assign m_axi_awvalid[g] = aw_valid_reg && mine;
+        assign m_axi_wdata[g*DATA_W +: DATA_W] =
+            w_row_data[{{(32-BEAT_BITS){1'b0}}, w_beat_reg}*DATA_W +: DATA_W];
+        assign m_axi_wstrb[g*DB +: DB] = w_row_strb[{{(32-BEAT_BITS){1'b0}}, w_beat_reg}*DB +: DB];
+        assign m_axi_wlast[g] = w_is_last;
+        assign m_axi_wvalid[g] = w_valid_reg && mine;
+        assign m_axi_bready[g] = w_state_reg == W_RESP && mine;
+    end
+endgenerate
+
+// ---- leaving: RAM read, merge, output ------------------------------------------------------
+
+reg                 r1_valid_reg = 1'b0;
+reg [STATE_W-1:0]   r1_state_reg = {STATE_W{1'b0}};
+reg [ROW_BITS-1:0]  r1_row_reg = {ROW_BITS{1'b0}};
+reg                 r1_read_reg = 1'b0;
+reg [ROW_W-1:0]     r1_data_reg = {ROW_W{1'b0}};
+reg                 r2_valid_reg = 1'b0;
+reg [STATE_W-1:0]   r2_state_reg = {STATE_W{1'b0}};
+reg                 r2_read_reg = 1'b0;
+reg [ROW_W-1:0]     r2_data_reg = {ROW_W{1'b0}};
+
+// The record's entry in place of the row's (the lane's bits past ENTRY_W are left alone).
+reg [ROW_W-1:0] merged;
+integer         ml;
+always @* begin
+    merged = r1_data_reg;
+    if (rec_valid_reg && r1_row_reg == rec_row_reg) begin
+        for (ml = 0; ml < LANES; ml = ml + 1) begin
+            if (rec_lane_reg == ml[LANE_BITS_P-1:0]) begin
+                merged[ml*LANE_W +: ENTRY_W] = rec_entry_reg;
+            end
+        end
+    end
+end
+
+always @(posedge clk) begin
+    r1_valid_reg <= retire;
+    if (retire) begin
+        r1_state_reg <= state_mem[head];
+        r1_row_reg <= row_mem[head];
+        r1_read_reg <= read_reg[head];
+        r1_data_reg <= data_mem[head];
+    end
+    r2_valid_reg <= r1_valid_reg;
+    if (r1_valid_reg) begin
+        r2_state_reg <= r1_state_reg;
+        r2_read_reg <= r1_read_reg;
+        r2_data_reg <= merged;
+    end
+    if (rst) begin
+        r1_valid_reg <= 1'b0;
+        r2_valid_reg <= 1'b0;
+    end
+end
+
+assign m_valid = r2_valid_reg;
+assign m_state = r2_state_reg;
+assign m_read = r2_read_reg;
+assign m_data = r2_data_reg;
+
+`ifdef FORMAL
+// Formal properties: packets out in the order they came in (hw/scripts/formal.sh).
+`include "nlb_mem_stage_props.vh"
+`endif
+
+endmodule
+
+`resetall
