@@ -324,3 +324,354 @@ pub fn parse(frame: &[u8]) -> Result<Parsed, Reason> {
     }
 }
 
+// The general parser. Written from docs/pipeline.md §2 on its own (the reference semantics
+// implement the same section separately), so that the differential tests compare two readings
+// of the text rather than one code twice.
+
+/// The header window of docs/pipeline.md §2: the frame's first [`PARSE_WINDOW`] bytes (all of a
+/// shorter frame) and the frame's length `L`.
+///
+/// Reads are total: a byte outside the window reads as 0. Every check of §2 that precedes a
+/// read keeps that read inside the window, so the zeros are never used; they only turn a
+/// mistake in those checks into a wrong field instead of a panic on a malformed frame.
+#[derive(Clone, Copy)]
+struct Window<'f> {
+    bytes: &'f [u8],
+    /// `L`: the frame's length, which may exceed the window.
+    len: usize,
+}
+
+impl<'f> Window<'f> {
+    #[inline]
+    fn new(frame: &'f [u8]) -> Self {
+        Window {
+            bytes: frame.get(..PARSE_WINDOW).unwrap_or(frame),
+            len: frame.len(),
+        }
+    }
+
+    #[inline]
+    fn u8(&self, at: usize) -> u8 {
+        self.bytes.get(at).copied().unwrap_or(0)
+    }
+
+    #[inline]
+    fn u16(&self, at: usize) -> u16 {
+        self.bytes.get(at..at + 2).map_or(0, |b| be16(b, 0))
+    }
+
+    #[inline]
+    fn u32(&self, at: usize) -> u32 {
+        self.bytes.get(at..at + 4).map_or(0, |b| be32(b, 0))
+    }
+
+    #[inline]
+    fn u128(&self, at: usize) -> u128 {
+        self.bytes.get(at..at + 16).map_or(0, |b| be128(b, 0))
+    }
+
+    /// The folded ones'-complement sum of `n` bytes from `at` (0, a failing sum, if they are
+    /// not all in the window).
+    #[inline]
+    fn sum(&self, at: usize, n: usize) -> u16 {
+        self.bytes
+            .get(at..at + n)
+            .map_or(0, |b| ones_complement_sum(b, 0))
+    }
+}
+
+/// `Err(reason)` when the failure the caller names holds; the checks read as §2 lists them.
+#[inline(always)]
+fn reject_if(failure: bool, reason: Reason) -> Result<(), Reason> {
+    if failure {
+        Err(reason)
+    } else {
+        Ok(())
+    }
+}
+
+/// The descriptor before any IP header field is read: no fragment, no ports, no ICMP error.
+#[inline]
+fn empty_headers(family: Family, vlan_tags: u8, l3_offset: usize) -> IpHeaders {
+    IpHeaders {
+        family,
+        vlan_tags,
+        l3_offset,
+        l3_end: l3_offset,
+        l4_offset: l3_offset,
+        tos: 0,
+        dont_fragment: false,
+        protocol: 0,
+        src: 0,
+        dst: 0,
+        is_fragment: false,
+        fragment_offset: 0,
+        ip_id: 0,
+        has_ports: false,
+        src_port: 0,
+        dst_port: 0,
+        tcp_flags: 0,
+        icmp_error: false,
+        icmp_inner: None,
+    }
+}
+
+/// The parser of docs/pipeline.md §2 for every frame: a cursor walks the header window one
+/// header at a time (Ethernet and its VLAN tags, the IP header, IPv6 extension headers, the
+/// upper-layer header), each step checking its header in the documented order and filling in
+/// the descriptor. The first failing check names the reason.
+#[inline(never)]
+pub(crate) fn parse_general(frame: &[u8]) -> Result<Parsed, Reason> {
+    let mut cur = Cursor {
+        w: Window::new(frame),
+        at: 0,
+    };
+    let (ethertype, tags) = cur.link_layer()?;
+    let family = match ethertype {
+        ETHERTYPE_IPV4 => Family::V4,
+        ETHERTYPE_IPV6 => Family::V6,
+        // Not malformed: the frame goes to the host as NOT_IP.
+        _ => return Ok(Parsed::NotIp),
+    };
+    let mut h = empty_headers(family, tags, cur.at);
+    match family {
+        Family::V4 => cur.ipv4(&mut h)?,
+        Family::V6 => {
+            cur.ipv6(&mut h)?;
+            cur.ipv6_extensions(&mut h)?;
+        }
+    }
+    // A later fragment carries payload where the upper-layer header would be.
+    if !h.is_later_fragment() {
+        cur.upper_layer(&mut h)?;
+    }
+    Ok(Parsed::Ip(h))
+}
+
+/// A position in the header window: `at` is where the next header starts.
+struct Cursor<'f> {
+    w: Window<'f>,
+    at: usize,
+}
+
+impl Cursor<'_> {
+    /// The Ethernet header and up to [`MAX_VLAN_TAGS`] tags: the EtherType after them and the
+    /// number of tags; `at` is left on the IP header.
+    #[inline]
+    fn link_layer(&mut self) -> Result<(u16, u8), Reason> {
+        let w = self.w;
+        reject_if(w.len < 14, Reason::Runt)?;
+        // `at` is the end of the Ethernet header read so far; its EtherType field is the two
+        // bytes before it.
+        self.at = 14;
+        let mut ethertype = w.u16(12);
+        let mut tags = 0u8;
+        while ethertype == TPID_8021Q || ethertype == TPID_8021AD {
+            let one_tag_too_many = usize::from(tags) == MAX_VLAN_TAGS;
+            reject_if(one_tag_too_many, Reason::TooManyVlans)?;
+            // The tag control information, then the next EtherType.
+            let tag_cut = w.len < self.at + 4;
+            reject_if(tag_cut, Reason::TruncatedL2)?;
+            ethertype = w.u16(self.at + 2);
+            self.at += 4;
+            tags += 1;
+        }
+        Ok((ethertype, tags))
+    }
+
+    /// The IPv4 header at `at`, options included; `at` is left on the upper-layer header.
+    #[inline]
+    fn ipv4(&mut self, h: &mut IpHeaders) -> Result<(), Reason> {
+        let (w, ip) = (self.w, self.at);
+        let fixed_part_cut = w.len < ip + 20;
+        reject_if(fixed_part_cut, Reason::TruncatedL3)?;
+        reject_if(w.u8(ip) >> 4 != 4, Reason::BadIpVersion)?;
+        let ihl = usize::from(w.u8(ip) & 0x0f);
+        reject_if(ihl < 5, Reason::BadIhl)?;
+        let hl = 4 * ihl;
+        let options_cut = w.len < ip + hl;
+        reject_if(options_cut, Reason::TruncatedL3)?;
+        let total = usize::from(w.u16(ip + 2));
+        let length_wrong = total < hl || ip + total > w.len;
+        reject_if(length_wrong, Reason::BadIpLength)?;
+        // The header ends at most at 22 + 60 bytes, inside the window.
+        reject_if(w.sum(ip, hl) != 0xffff, Reason::BadIpChecksum)?;
+
+        let flags_offset = w.u16(ip + 6);
+        let more_fragments = flags_offset & 0x2000 != 0;
+        // The offset field counts 8-byte units; 0x1FFF · 8 still fits 16 bits.
+        let offset = (flags_offset & 0x1fff) << 3;
+        h.l3_end = ip + total;
+        h.tos = w.u8(ip + 1);
+        h.dont_fragment = flags_offset & 0x4000 != 0;
+        h.is_fragment = more_fragments || offset != 0;
+        h.fragment_offset = offset;
+        h.ip_id = u32::from(w.u16(ip + 4));
+        h.protocol = w.u8(ip + 9);
+        h.src = mapped_v4(w.u32(ip + 12));
+        h.dst = mapped_v4(w.u32(ip + 16));
+        h.l4_offset = ip + hl;
+        self.at = ip + hl;
+        Ok(())
+    }
+
+    /// The fixed IPv6 header at `at`; `at` is left on the first header after it, whose kind is
+    /// in `h.protocol` until the extension chain is walked.
+    #[inline]
+    fn ipv6(&mut self, h: &mut IpHeaders) -> Result<(), Reason> {
+        let (w, ip) = (self.w, self.at);
+        let header_cut = w.len < ip + 40;
+        reject_if(header_cut, Reason::TruncatedL3)?;
+        reject_if(w.u8(ip) >> 4 != 6, Reason::BadIpVersion)?;
+        let l3_end = ip + 40 + usize::from(w.u16(ip + 4));
+        reject_if(l3_end > w.len, Reason::BadIpLength)?;
+
+        h.l3_end = l3_end;
+        // The traffic class sits between the version and the flow label.
+        h.tos = (w.u16(ip) >> 4) as u8;
+        // Routers never fragment IPv6: only the sender does.
+        h.dont_fragment = true;
+        h.protocol = w.u8(ip + 6);
+        h.src = w.u128(ip + 8);
+        h.dst = w.u128(ip + 24);
+        h.l4_offset = ip + 40;
+        self.at = ip + 40;
+        Ok(())
+    }
+
+    /// The IPv6 extension headers from `at`: `h.protocol` becomes the upper-layer protocol and
+    /// `at` (and `h.l4_offset`) its header; a fragment header fills in the fragment fields.
+    #[inline]
+    fn ipv6_extensions(&mut self, h: &mut IpHeaders) -> Result<(), Reason> {
+        let w = self.w;
+        let mut next = h.protocol;
+        let mut read = 0;
+        while matches!(
+            next,
+            proto::HOPOPT | proto::ROUTING | proto::DSTOPTS | proto::FRAGMENT
+        ) {
+            let p = self.at;
+            let chain_too_long = read == MAX_EXT_HEADERS || p + 8 > PARSE_WINDOW;
+            reject_if(chain_too_long, Reason::ExtChainTooLong)?;
+            reject_if(p + 8 > h.l3_end, Reason::BadIpLength)?;
+            let len = if next == proto::FRAGMENT {
+                8
+            } else {
+                (usize::from(w.u8(p + 1)) + 1) * 8
+            };
+            reject_if(p + len > PARSE_WINDOW, Reason::ExtChainTooLong)?;
+            reject_if(p + len > h.l3_end, Reason::BadIpLength)?;
+
+            let mut payload_follows = false;
+            if next == proto::FRAGMENT {
+                // Offset (already in bytes: 13 bits above 3 reserved ones) and M flag.
+                let offset_flags = w.u16(p + 2);
+                h.fragment_offset = offset_flags & 0xfff8;
+                h.is_fragment = h.fragment_offset != 0 || offset_flags & 1 != 0;
+                h.ip_id = w.u32(p + 4);
+                payload_follows = h.fragment_offset != 0;
+            }
+            next = w.u8(p);
+            self.at = p + len;
+            read += 1;
+            // In a later fragment the headers after the fragment header are in the first one.
+            if payload_follows {
+                break;
+            }
+        }
+        h.protocol = next;
+        h.l4_offset = self.at;
+        Ok(())
+    }
+
+    /// The upper-layer header at `at` of a packet that is not a later fragment: TCP/UDP ports
+    /// and flags, or an ICMP error and the flow it quotes. Other protocols have no ports.
+    #[inline]
+    fn upper_layer(&mut self, h: &mut IpHeaders) -> Result<(), Reason> {
+        let (w, l4) = (self.w, self.at);
+        let need = match (h.family, h.protocol) {
+            (_, proto::TCP) => 20,
+            (_, proto::UDP) => 8,
+            (Family::V4, proto::ICMP) | (Family::V6, proto::ICMPV6) => {
+                // Only whole packets: a first fragment's quote may be cut by the fragmentation.
+                if !h.is_fragment {
+                    self.icmp(h);
+                }
+                return Ok(());
+            }
+            _ => return Ok(()),
+        };
+        // Only IPv6 extension headers can push a transport header out of the window.
+        reject_if(l4 + need > PARSE_WINDOW, Reason::ExtChainTooLong)?;
+        reject_if(l4 + need > h.l3_end, Reason::TruncatedL4)?;
+        h.has_ports = true;
+        h.src_port = w.u16(l4);
+        h.dst_port = w.u16(l4 + 2);
+        if h.protocol == proto::TCP {
+            h.tcp_flags = w.u8(l4 + 13);
+        }
+        Ok(())
+    }
+
+    /// An ICMP or ICMPv6 message at `at` (a whole packet): whether it is an error and, if its
+    /// quote is usable, the flow the quote carries. An ICMP message is never malformed: one
+    /// that is too short or of another type is an ordinary portless packet.
+    #[inline]
+    fn icmp(&self, h: &mut IpHeaders) {
+        let (w, l4) = (self.w, self.at);
+        // What the parser may read of this packet: neither padding nor beyond the window.
+        let limit = h.l3_end.min(PARSE_WINDOW);
+        let has_icmp_header = l4 + 8 <= limit;
+        if !has_icmp_header {
+            return;
+        }
+        let error_type = match h.family {
+            // Destination unreachable (fragmentation needed included), time exceeded.
+            Family::V4 => matches!(w.u8(l4), 3 | 11),
+            // Destination unreachable, packet too big, time exceeded.
+            Family::V6 => matches!(w.u8(l4), 1..=3),
+        };
+        if error_type {
+            h.icmp_error = true;
+            h.icmp_inner = quoted_flow(w, h.family, l4 + 8, limit);
+        }
+    }
+}
+
+/// The flow of the IP header an ICMP error quotes at `q`, if the quote is usable: the outer
+/// header's IP version, TCP or UDP directly after the quoted IP header (IPv4 options
+/// allowed, IPv6 extension headers not), not a later fragment, and the quoted transport
+/// header's first 8 bytes before `limit`. The quote's lengths and checksums are not checked:
+/// routers quote as little as 8 bytes past the IP header.
+#[inline]
+fn quoted_flow(w: Window<'_>, family: Family, q: usize, limit: usize) -> Option<InnerFlow> {
+    let fits = |at: usize, n: usize| at + n <= limit;
+    let (protocol, src, dst, ports) = match family {
+        Family::V4 => {
+            let ihl = usize::from(w.u8(q) & 0x0f);
+            let usable = fits(q, 20) && w.u8(q) >> 4 == 4 && ihl >= 5 && w.u16(q + 6) & 0x1fff == 0;
+            if !usable {
+                return None;
+            }
+            let (src, dst) = (mapped_v4(w.u32(q + 12)), mapped_v4(w.u32(q + 16)));
+            (w.u8(q + 9), src, dst, q + 4 * ihl)
+        }
+        Family::V6 => {
+            if !(fits(q, 40) && w.u8(q) >> 4 == 6) {
+                return None;
+            }
+            (w.u8(q + 6), w.u128(q + 8), w.u128(q + 24), q + 40)
+        }
+    };
+    let transport = protocol == proto::TCP || protocol == proto::UDP;
+    if !(transport && fits(ports, 8)) {
+        return None;
+    }
+    Some(InnerFlow {
+        protocol,
+        src,
+        dst,
+        src_port: w.u16(ports),
+        dst_port: w.u16(ports + 2),
+    })
+}
