@@ -4,6 +4,15 @@
 //! what the RTL's header window holds. Every check happens in the documented order, so the
 //! first failing one names the malformed reason; nothing here allocates or panics on any byte
 //! string.
+//!
+//! Two parsers: `parse_common` takes the common frame (TCP or UDP over IPv4 without options
+//! or IPv6 without extension headers) in a few wide reads, and `parse_general` takes every
+//! frame, walking the header window with a cursor one header at a time. The general parser
+//! is written from docs/pipeline.md alone, apart from the reference semantics' parser
+//! (`nlb_reference::parse`), so the differential tests hold two readings of the text to each
+//! other: the fast path to the general parser (the unit test below), the general parser to the
+//! reference's (`tests/model/differential.rs`, on random and on limit-seeking frames), and the
+//! RTL's `nlb_parser` to both paths (`verif/tests/rtl/parser.rs`).
 
 use nlb_hw::enums::Reason;
 
@@ -324,9 +333,8 @@ pub fn parse(frame: &[u8]) -> Result<Parsed, Reason> {
     }
 }
 
-// The general parser. Written from docs/pipeline.md §2 on its own (the reference semantics
-// implement the same section separately), so that the differential tests compare two readings
-// of the text rather than one code twice.
+// The general parser (see the module documentation for why it is written apart from the
+// reference's).
 
 /// The header window of docs/pipeline.md §2: the frame's first [`PARSE_WINDOW`] bytes (all of a
 /// shorter frame) and the frame's length `L`.
