@@ -104,7 +104,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
             return Ok(());
         }
         Some((rev, Err(why))) => eprintln!(
-            "warning: {} (revision {rev}) is not a configuration nlbctl published ({why}): replacing it",
+            "warning: {} (revision {rev}): {why}; replacing it",
             store.keys.config()
         ),
         _ => {}
@@ -145,7 +145,7 @@ fn dry_run(
         Ok(old) => old,
         Err(why) => {
             outln!(
-                "live: revision {rev} of {} is not a configuration nlbctl published ({why}): publishing would replace it with {} (tables digest {}); nothing published (--dry-run)",
+                "live: revision {rev} of {}: {why}; publishing would replace it with {} (tables digest {}); nothing published (--dry-run)",
                 store.keys.config(),
                 new.file,
                 fleet::short_digest(&new.tables_digest)
