@@ -12,7 +12,8 @@
 //! `publish_to_serving_latency` (docs/fleet.md gives the command).
 
 use firmware_sim::ModelDevice;
-use nlb_control::fleet::{Keys, Published, Store};
+use nlb_control::etcd;
+use nlb_control::fleet::{self, Keys, Published, Store};
 use nlb_driver::device::Device;
 use nlb_driver::model::{lock, ModelHandle, SharedModel};
 use nlb_driver::socket::{Server, ServerHandle};
@@ -44,6 +45,14 @@ fn have_etcd() -> bool {
         eprintln!("etcd is not installed (apt-get install etcd-server): fleet test not run");
     }
     found
+}
+
+/// The fleet's store at `ep` (HOST:PORT), plain HTTP, prefix `/nlb/`.
+fn store(ep: &str) -> Store {
+    Store::new(
+        etcd::Settings::plain(fleet::parse_endpoints(ep).expect("an endpoint")),
+        Keys::new("/nlb/").unwrap(),
+    )
 }
 
 /// A free loopback port (bound, read, released: etcd binds it right after).
@@ -607,14 +616,8 @@ fn three_hosts_serve_each_revision_with_identical_tables() {
 
     // A revision that does not apply (a publisher that skipped validation wrote it) is
     // refused by every host, which keep serving rev3 (fail static) and say so.
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let bad_rev = runtime.block_on(async {
-        let store = Store::connect(&[format!("http://{ep}")], Keys::new("/nlb/").unwrap())
-            .await
-            .unwrap();
+    let bad_rev = {
+        let store = store(&ep);
         let bad = Published {
             file: "broken.yaml".into(),
             source: config(&["b1"]).replace("'80'", "'80-70'"),
@@ -624,8 +627,8 @@ fn three_hosts_serve_each_revision_with_identical_tables() {
             published_unix_ms: 0,
             ids: None,
         };
-        store.publish(&bad, rev3).await.unwrap().unwrap()
-    });
+        store.publish(&bad, rev3).unwrap().unwrap()
+    };
     let deadline = Instant::now() + WAIT;
     loop {
         let (v, _) = fleet_status(&ep);
@@ -843,14 +846,8 @@ fn a_host_with_an_empty_nic_converges_before_it_registers() {
     // and serves other tables than the old one: a digest mismatch, which `fleet status`
     // reports with exit 1 and the hosts' metrics with nlb_fleet_digest_mismatch.
     new.stop_nlbd();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let unpinned = runtime.block_on(async {
-        let store = Store::connect(&[format!("http://{ep}")], Keys::new("/nlb/").unwrap())
-            .await
-            .unwrap();
+    let unpinned = {
+        let store = store(&ep);
         let p = Published {
             file: "lb.yaml".into(),
             source: config(&["b1", "b3", "b5", "b6"]),
@@ -860,8 +857,8 @@ fn a_host_with_an_empty_nic_converges_before_it_registers() {
             published_unix_ms: 0,
             ids: None,
         };
-        store.publish(&p, live).await.unwrap().unwrap()
-    });
+        store.publish(&p, live).unwrap().unwrap()
+    };
     wait_serving(&ep, &[&old], unpinned);
     let mut late = Host::new(dir, "late");
     late.start_nlbd(&ep);
@@ -922,16 +919,7 @@ fn publish_to_serving_latency() {
     }
     let refs: Vec<&Host> = hosts.iter().collect();
     wait_serving(&ep, &refs, first);
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let store = runtime
-        .block_on(Store::connect(
-            &[format!("http://{ep}")],
-            Keys::new("/nlb/").unwrap(),
-        ))
-        .unwrap();
+    let store = store(&ep);
     let mut times = Vec::new();
     for i in 0..20 {
         let members: &[&str] = if i % 2 == 0 {
@@ -944,7 +932,7 @@ fn publish_to_serving_latency() {
         let t0 = Instant::now();
         let rev = published_revision(&nlbctl(&["publish", path.to_str().unwrap(), "--etcd", &ep]));
         loop {
-            let records = runtime.block_on(store.host_records()).unwrap();
+            let (records, _) = store.host_records().unwrap();
             if records.len() == 3 && records.iter().all(|(r, _)| r.revision == rev) {
                 break;
             }
@@ -1140,28 +1128,12 @@ fn health_config(n: u8, port: u16) -> String {
 
 /// The health reports in etcd: (backend, prober) → healthy.
 fn health_reports(ep: &str) -> std::collections::BTreeMap<(String, String), bool> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let keys = Keys::new("/nlb/").unwrap();
-    let (kvs, _) = runtime
-        .block_on(async {
-            Store::connect(&[format!("http://{ep}")], keys.clone())
-                .await?
-                .read_all()
-                .await
-        })
-        .expect("read etcd");
-    let mut out = std::collections::BTreeMap::new();
-    for kv in kvs {
-        let key = String::from_utf8_lossy(kv.key()).into_owned();
-        if let nlb_control::fleet::KeyKind::Health { backend, host, .. } = keys.classify(&key) {
-            let r: nlb_control::fleet::HealthReport = serde_json::from_slice(kv.value()).unwrap();
-            out.insert((backend.to_string(), host.to_string()), r.healthy);
-        }
-    }
-    out
+    let survey = store(ep).survey().expect("read etcd");
+    survey
+        .reports
+        .into_iter()
+        .map(|(_, backend, host, r)| ((backend, host), r.healthy))
+        .collect()
 }
 
 /// Waits until `ok` holds of the health reports; returns them and how long it took.

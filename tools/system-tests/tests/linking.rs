@@ -1,8 +1,8 @@
 //! What each binary links: `nlb-sim` links no async runtime, HTTP or TLS stack (tokio, hyper,
 //! rustls) and none of the slow path (`nlb-slowpath`); `nlbctl` links none of the slow path
-//! and no TLS stack, and the async runtime and HTTP/2 client only for its fleet commands
-//! (`nlbctl publish|fleet` speak etcd's gRPC through `etcd-client`, which needs tokio and
-//! hyper); only `nlbd` links the slow path.
+//! and no async runtime, HTTP or gRPC stack (`nlbctl publish|fleet` speak etcd's JSON gateway
+//! through `nlb-control`'s blocking client, over rustls for TLS); only `nlbd` links the slow
+//! path.
 //!
 //! The three binaries share one package, hence one dependency list; what a binary links is
 //! what its code reaches. The linker takes an object file of a crate only when the binary
@@ -111,11 +111,29 @@ fn the_scan_finds_the_async_stack_and_the_slow_path_in_nlbd() {
 }
 
 #[test]
-fn nlbctl_links_neither_tls_nor_the_slow_path() {
+fn nlbctl_links_no_async_runtime_nor_the_slow_path() {
     let nlbctl = nlb_system_tests::bin("nlbctl");
-    assert_clean("nlbctl", nlbctl, &["rustls", "tokio-rustls"]);
-    // The runtime it does link is the etcd client's (the fleet commands).
-    assert_links(nlbctl, &linked_crates(nlbctl), &["etcd-client", "tokio"]);
+    assert_clean(
+        "nlbctl",
+        nlbctl,
+        &[
+            "tokio",
+            "hyper",
+            "hyper-util",
+            "http-body-util",
+            "tokio-rustls",
+            "tonic",
+            "prost",
+            "etcd-client",
+            "kube",
+        ],
+    );
+    // Its etcd client (the fleet commands) is nlb-control's, over rustls.
+    assert_links(
+        nlbctl,
+        &linked_crates(nlbctl),
+        &["tools/control/src/lib.rs", "rustls"],
+    );
 }
 
 #[test]
