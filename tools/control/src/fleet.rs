@@ -375,7 +375,9 @@ impl Entry<'_> {
 
 /// Whether a digest is one this module writes: SHA-256 as lower-case hex.
 fn is_digest(d: &str) -> bool {
-    d.len() == 64 && d.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    d.len() == 64
+        && d.bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 /// A host's record, checked against its key's name.
@@ -398,12 +400,10 @@ impl Keys {
     /// What `key` holds, its value decoded and checked.
     pub fn entry<'k>(&self, key: &'k str, value: &[u8]) -> Entry<'k> {
         match self.classify(key) {
-            KeyKind::Config => Entry::Config(
-                decode_published(key, value).map_err(|e| match e {
-                    FleetError::Malformed { error, .. } => error,
-                    e => e.to_string(),
-                }),
-            ),
+            KeyKind::Config => Entry::Config(decode_published(key, value).map_err(|e| match e {
+                FleetError::Malformed { error, .. } => error,
+                e => e.to_string(),
+            })),
             KeyKind::Host(name) => Entry::Host(name, decode_host(name, value)),
             KeyKind::Health {
                 pool,
@@ -466,9 +466,12 @@ pub fn survey(keys: &Keys, revision: i64, kvs: &[etcd::KeyValue]) -> Survey {
                 backend,
                 host,
                 report: Ok(report),
-            } => s
-                .reports
-                .push((pool.to_string(), backend.to_string(), host.to_string(), report)),
+            } => s.reports.push((
+                pool.to_string(),
+                backend.to_string(),
+                host.to_string(),
+                report,
+            )),
             _ => {}
         }
     }
@@ -972,8 +975,12 @@ mod tests {
                 "/nlb/stray"
             ]
         );
-        assert!(s.problems[0].problem.contains("not a configuration published by nlbctl"));
-        assert!(s.problems[2].problem.contains("not a key nlbctl or nlbd writes"));
+        assert!(s.problems[0]
+            .problem
+            .contains("not a configuration published by nlbctl"));
+        assert!(s.problems[2]
+            .problem
+            .contains("not a key nlbctl or nlbd writes"));
         assert!(s.problems[5].problem.contains("names host `h9`"));
         // A short form of anything (a hand-written digest) never splits a character.
         assert_eq!(short_digest(&"é".repeat(20)), "é".repeat(12));

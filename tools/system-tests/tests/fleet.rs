@@ -1478,7 +1478,12 @@ fn wait_metrics(h: &Host, what: &str, f: impl Fn(&str) -> bool) -> String {
         if f(&m) {
             return m;
         }
-        assert!(Instant::now() < deadline, "{}: {what}: {m}\n{}", h.name, h.log());
+        assert!(
+            Instant::now() < deadline,
+            "{}: {what}: {m}\n{}",
+            h.name,
+            h.log()
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
 }
@@ -1545,12 +1550,20 @@ fn stray_keys_are_reported_and_skipped_and_publishing_replaces_a_bad_configurati
     std::thread::sleep(Duration::from_secs(3));
     for h in &hosts {
         let m = h.metrics();
-        assert_eq!(metric(&m, "nlb_fleet_etcd_session_failures_total"), Some(0.0), "{m}\n{}", h.log());
+        assert_eq!(
+            metric(&m, "nlb_fleet_etcd_session_failures_total"),
+            Some(0.0),
+            "{m}\n{}",
+            h.log()
+        );
         assert_eq!(metric(&m, "nlb_fleet_etcd_up"), Some(1.0), "{m}");
         assert_eq!(metric(&m, "nlb_fleet_ignored_keys"), Some(5.0), "{m}");
         let log = h.log();
         for (k, _) in strays {
-            let lines = log.lines().filter(|l| l.contains(&format!("ignoring etcd key {k}:"))).count();
+            let lines = log
+                .lines()
+                .filter(|l| l.contains(&format!("ignoring etcd key {k}:")))
+                .count();
             assert_eq!(lines, 1, "{}: {k} logged {lines} times:\n{log}", h.name);
         }
     }
@@ -1559,10 +1572,16 @@ fn stray_keys_are_reported_and_skipped_and_publishing_replaces_a_bad_configurati
     let deadline = Instant::now() + WAIT;
     loop {
         let (v, _) = fleet_status(&ep);
-        if v["hosts"].as_array().is_some_and(|a| a.iter().any(|r| r["host"] == "h2")) {
+        if v["hosts"]
+            .as_array()
+            .is_some_and(|a| a.iter().any(|r| r["host"] == "h2"))
+        {
             break;
         }
-        assert!(Instant::now() < deadline, "h2 did not write its record again: {v}");
+        assert!(
+            Instant::now() < deadline,
+            "h2 did not write its record again: {v}"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
 
@@ -1581,32 +1600,69 @@ fn stray_keys_are_reported_and_skipped_and_publishing_replaces_a_bad_configurati
         });
         if refused {
             assert!(
-                v["ignored_keys"].as_array().unwrap().iter().any(|k| k["key"] == "/nlb/config"),
+                v["ignored_keys"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|k| k["key"] == "/nlb/config"),
                 "{v}"
             );
             break;
         }
-        assert!(Instant::now() < deadline, "the bad value was not refused: {v}");
+        assert!(
+            Instant::now() < deadline,
+            "the bad value was not refused: {v}"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
-    let o = nlbctl(&["publish", dir.join("lb.yaml").to_str().unwrap(), "--etcd", &ep, "--dry-run"]);
+    let o = nlbctl(&[
+        "publish",
+        dir.join("lb.yaml").to_str().unwrap(),
+        "--etcd",
+        &ep,
+        "--dry-run",
+    ]);
     assert!(o.status.success(), "{}", text(&o));
-    assert!(String::from_utf8_lossy(&o.stdout).contains("publishing would replace it"), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("publishing would replace it"),
+        "{}",
+        text(&o)
+    );
     let o = publish(dir, &ep, "lb.yaml", &config(&["b1", "b2", "b3"]));
     let good = published_revision(&o);
-    assert!(String::from_utf8_lossy(&o.stderr).contains("replacing it"), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("replacing it"),
+        "{}",
+        text(&o)
+    );
     let v = wait_serving(&ep, &[&hosts[0], &hosts[1]], good);
-    assert!(v["hosts"].as_array().unwrap().iter().all(|r| r["refused"].is_null()), "{v}");
+    assert!(
+        v["hosts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["refused"].is_null()),
+        "{v}"
+    );
     // The strays gone, nothing is counted; the sessions never dropped.
     etcdctl(&ep, &["del", "--prefix", "/nlb/hosts/h1/"]);
-    for k in ["/nlb/hosts/ghost", "/nlb/junk", "/nlb/health/web/b1", "/nlb/health/web/b1/h9"] {
+    for k in [
+        "/nlb/hosts/ghost",
+        "/nlb/junk",
+        "/nlb/health/web/b1",
+        "/nlb/health/web/b1/h9",
+    ] {
         etcdctl(&ep, &["del", k]);
     }
     for h in &hosts {
         let m = wait_metrics(h, "no ignored key", |m| {
             metric(m, "nlb_fleet_ignored_keys") == Some(0.0)
         });
-        assert_eq!(metric(&m, "nlb_fleet_etcd_session_failures_total"), Some(0.0), "{m}");
+        assert_eq!(
+            metric(&m, "nlb_fleet_etcd_session_failures_total"),
+            Some(0.0),
+            "{m}"
+        );
     }
 }
 
@@ -1654,7 +1710,10 @@ fn test_leaf(
         .push(rcgen::DnType::CommonName, name);
     params.extended_key_usages = usage.to_vec();
     let cert = params.signed_by(&key, ca).unwrap();
-    let (c, k) = (dir.join(format!("{name}.pem")), dir.join(format!("{name}.key")));
+    let (c, k) = (
+        dir.join(format!("{name}.pem")),
+        dir.join(format!("{name}.key")),
+    );
     std::fs::write(&c, cert.pem()).unwrap();
     std::fs::write(&k, key.serialize_pem()).unwrap();
     (c, k)
@@ -1677,12 +1736,22 @@ fn etcd_over_tls_with_client_certificates() {
     let (ca, issuer) = test_ca(dir, "nlb-test-ca");
     // etcd's gateway reaches etcd's gRPC server with the server's own certificate, so it
     // serves for clients too.
-    let (server_cert, server_key) =
-        test_leaf(dir, &issuer, "etcd-server", &["127.0.0.1", "localhost"], &[ServerAuth, ClientAuth]);
+    let (server_cert, server_key) = test_leaf(
+        dir,
+        &issuer,
+        "etcd-server",
+        &["127.0.0.1", "localhost"],
+        &[ServerAuth, ClientAuth],
+    );
     let (client_cert, client_key) = test_leaf(dir, &issuer, "nlb", &[], &[ClientAuth]);
     let (other_ca, _) = test_ca(dir, "another-ca");
     let options = strings(&[
-        &"--etcd-cacert", &ca, &"--etcd-cert", &client_cert, &"--etcd-key", &client_key,
+        &"--etcd-cacert",
+        &ca,
+        &"--etcd-cert",
+        &client_cert,
+        &"--etcd-key",
+        &client_key,
     ]);
     let mut etcd = Etcd::member(dir, "tls");
     etcd.tls = Some(ServerTls {
@@ -1695,7 +1764,13 @@ fn etcd_over_tls_with_client_certificates() {
     let ep = etcd.endpoint();
 
     // Publish, a host, and status, all over TLS with the client certificate.
-    let rev = published_revision(&publish_with(dir, &ep, "lb.yaml", &config(&["b1", "b2"]), &options));
+    let rev = published_revision(&publish_with(
+        dir,
+        &ep,
+        "lb.yaml",
+        &config(&["b1", "b2"]),
+        &options,
+    ));
     let mut host = Host::new(dir, "h1");
     host.start_nlbd_with(&ep, &options, &[]);
     let v = wait_serving_with(&ep, &options, &[&host], rev);
@@ -1722,24 +1797,48 @@ fn etcd_over_tls_with_client_certificates() {
         text(&o)
     );
     // A CA that did not sign etcd's certificate: the server is not trusted.
-    let o = status(&strings(&[&"--etcd-cacert", &other_ca, &"--etcd-cert", &client_cert, &"--etcd-key", &client_key]));
+    let o = status(&strings(&[
+        &"--etcd-cacert",
+        &other_ca,
+        &"--etcd-cert",
+        &client_cert,
+        &"--etcd-key",
+        &client_key,
+    ]));
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("certificate"), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("certificate"),
+        "{}",
+        text(&o)
+    );
     // Plain HTTP to the TLS port.
     let o = status(&[]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     // Files that hold the wrong thing are named, with what would be valid.
-    let o = status(&strings(&[&"--etcd-cacert", &ca, &"--etcd-cert", &client_cert, &"--etcd-key", &client_cert]));
+    let o = status(&strings(&[
+        &"--etcd-cacert",
+        &ca,
+        &"--etcd-cert",
+        &client_cert,
+        &"--etcd-key",
+        &client_cert,
+    ]));
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
-        err.contains(&format!("--etcd-key {}: no private key", client_cert.display()))
-            && err.contains("valid:"),
+        err.contains(&format!(
+            "--etcd-key {}: no private key",
+            client_cert.display()
+        )) && err.contains("valid:"),
         "{err}"
     );
     let o = nlbctl(&["fleet", "status", "--etcd", &format!("https://{ep}")]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("--etcd-cacert"), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("--etcd-cacert"),
+        "{}",
+        text(&o)
+    );
 }
 
 #[test]
@@ -1759,7 +1858,14 @@ fn etcd_authentication_with_tokens_that_expire() {
         &["user", "grant-role", "root", "root"],
         &["user", "add", "nlb:nlb-pw"],
         &["role", "add", "nlb"],
-        &["role", "grant-permission", "nlb", "--prefix=true", "readwrite", "/nlb/"],
+        &[
+            "role",
+            "grant-permission",
+            "nlb",
+            "--prefix=true",
+            "readwrite",
+            "/nlb/",
+        ],
         &["user", "grant-role", "nlb", "nlb"],
         &["auth", "enable"],
     ] {
@@ -1774,24 +1880,45 @@ fn etcd_authentication_with_tokens_that_expire() {
     let o = nlbctl(&["fleet", "status", "--etcd", &ep]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("user name is empty") && err.contains("--etcd-user"), "{err}");
+    assert!(
+        err.contains("user name is empty") && err.contains("--etcd-user"),
+        "{err}"
+    );
     let o = Command::new(nlb_system_tests::bin("nlbctl"))
         .args(["fleet", "status", "--etcd", &ep, "--etcd-user", "nlb"])
         .env("NLB_ETCD_PASSWORD", "wrong")
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("authentication failed"), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("authentication failed"),
+        "{}",
+        text(&o)
+    );
     let mut args = vec!["fleet", "status", "--etcd", &ep, "--prefix", "/other/"];
     args.extend(options.iter().map(String::as_str));
     let o = nlbctl(&args);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("permission denied"), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("permission denied"),
+        "{}",
+        text(&o)
+    );
 
     // With the user: publish, a host (password from the environment), status.
-    let rev = published_revision(&publish_with(dir, &ep, "lb.yaml", &config(&["b1"]), &options));
+    let rev = published_revision(&publish_with(
+        dir,
+        &ep,
+        "lb.yaml",
+        &config(&["b1"]),
+        &options,
+    ));
     let mut host = Host::new(dir, "h1");
-    host.start_nlbd_with(&ep, &strings(&[&"--etcd-user", &"nlb"]), &[("NLB_ETCD_PASSWORD", "nlb-pw")]);
+    host.start_nlbd_with(
+        &ep,
+        &strings(&[&"--etcd-user", &"nlb"]),
+        &[("NLB_ETCD_PASSWORD", "nlb-pw")],
+    );
     wait_serving_with(&ep, &options, &[&host], rev);
 
     // A client idle for longer than the token's TTL: etcd refuses the old token (checked
@@ -1804,19 +1931,37 @@ fn etcd_authentication_with_tokens_that_expire() {
     .settings(&ep)
     .unwrap();
     let client = etcd::Client::new(settings);
-    client.range(b"/nlb/config", b"").expect("a read with a fresh token");
+    client
+        .range(b"/nlb/config", b"")
+        .expect("a read with a fresh token");
     let token = raw_token(&ep, "nlb", "nlb-pw");
     std::thread::sleep(Duration::from_secs(4));
-    let old = raw_post(&ep, "/v3/kv/range", Some(&token), r#"{"key":"L25sYi9jb25maWc="}"#);
-    assert!(old.contains("invalid auth token"), "etcd kept an idle token: {old}");
-    let r = client.range(b"/nlb/config", b"").expect("a read after the token expired");
+    let old = raw_post(
+        &ep,
+        "/v3/kv/range",
+        Some(&token),
+        r#"{"key":"L25sYi9jb25maWc="}"#,
+    );
+    assert!(
+        old.contains("invalid auth token"),
+        "etcd kept an idle token: {old}"
+    );
+    let r = client
+        .range(b"/nlb/config", b"")
+        .expect("a read after the token expired");
     assert_eq!(r.kvs.len(), 1);
     std::thread::sleep(Duration::from_secs(4));
     let (tx, rx) = std::sync::mpsc::channel();
     let _watch = client
         .watch(b"/nlb/config", b"", 0, move |m| tx.send(m).is_ok())
         .expect("a watch after the token expired");
-    let rev2 = published_revision(&publish_with(dir, &ep, "lb.yaml", &config(&["b1", "b2"]), &options));
+    let rev2 = published_revision(&publish_with(
+        dir,
+        &ep,
+        "lb.yaml",
+        &config(&["b1", "b2"]),
+        &options,
+    ));
     match rx.recv_timeout(WAIT) {
         Ok(etcd::WatchMessage::Events { events, .. }) => {
             assert_eq!(events.len(), 1);
@@ -1827,7 +1972,12 @@ fn etcd_authentication_with_tokens_that_expire() {
     // The host stayed registered throughout and applied the new revision.
     wait_serving_with(&ep, &options, &[&host], rev2);
     let m = host.metrics();
-    assert_eq!(metric(&m, "nlb_fleet_etcd_session_failures_total"), Some(0.0), "{m}\n{}", host.log());
+    assert_eq!(
+        metric(&m, "nlb_fleet_etcd_session_failures_total"),
+        Some(0.0),
+        "{m}\n{}",
+        host.log()
+    );
 }
 
 /// POSTs `body` to `path` at `ep` (plain HTTP/1.1, as etcd's gateway documentation's curl
@@ -1844,7 +1994,8 @@ fn raw_post(ep: &str, path: &str, token: Option<&str>, body: &str) -> String {
     .unwrap();
     let mut out = String::new();
     let _ = s.read_to_string(&mut out);
-    out.split_once("\r\n\r\n").map_or(out.clone(), |(_, b)| b.to_string())
+    out.split_once("\r\n\r\n")
+        .map_or(out.clone(), |(_, b)| b.to_string())
 }
 
 /// A token from etcd's `/v3/auth/authenticate`.
@@ -1855,7 +2006,8 @@ fn raw_token(ep: &str, user: &str, password: &str) -> String {
         None,
         &serde_json::json!({ "name": user, "password": password }).to_string(),
     );
-    let v: serde_json::Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"));
+    let v: serde_json::Value =
+        serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"));
     v["token"].as_str().expect("a token").to_string()
 }
 
@@ -1875,7 +2027,9 @@ fn a_watch_resumes_on_another_member_and_reports_compaction() {
     let (tx, rx) = std::sync::mpsc::channel();
     // The first member is the one a fresh client asks first: the watch runs there.
     let _watch = client
-        .watch(b"/w/", &etcd::prefix_end(b"/w/"), start, move |m| tx.send(m).is_ok())
+        .watch(b"/w/", &etcd::prefix_end(b"/w/"), start, move |m| {
+            tx.send(m).is_ok()
+        })
         .unwrap();
     let mut seen: Vec<(String, i64)> = Vec::new();
     let take = |n: usize, seen: &mut Vec<(String, i64)>| {
@@ -1886,7 +2040,10 @@ fn a_watch_resumes_on_another_member_and_reports_compaction() {
                 Ok(etcd::WatchMessage::Events { events, .. }) => {
                     for e in events {
                         assert!(e.put);
-                        seen.push((String::from_utf8_lossy(&e.kv.key).into_owned(), e.kv.mod_revision));
+                        seen.push((
+                            String::from_utf8_lossy(&e.kv.key).into_owned(),
+                            e.kv.mod_revision,
+                        ));
                     }
                 }
                 other => panic!("after {seen:?}: {other:?}"),
@@ -1916,10 +2073,14 @@ fn a_watch_resumes_on_another_member_and_reports_compaction() {
     etcdctl(&all[1], &["compaction", &last.to_string()]);
     let (tx, rx) = std::sync::mpsc::channel();
     let _old = client
-        .watch(b"/w/", &etcd::prefix_end(b"/w/"), start, move |m| tx.send(m).is_ok())
+        .watch(b"/w/", &etcd::prefix_end(b"/w/"), start, move |m| {
+            tx.send(m).is_ok()
+        })
         .unwrap();
     match rx.recv_timeout(WAIT) {
-        Ok(etcd::WatchMessage::Compacted { compact_revision }) => assert_eq!(compact_revision, last),
+        Ok(etcd::WatchMessage::Compacted { compact_revision }) => {
+            assert_eq!(compact_revision, last)
+        }
         other => panic!("{other:?}"),
     }
 }

@@ -276,13 +276,18 @@ impl Conn {
 /// One CRLF- (or LF-) terminated line, without its terminator.
 fn read_line(r: &mut impl BufRead) -> io::Result<Option<String>> {
     let mut line = Vec::new();
-    let n = r.by_ref().take(MAX_LINE as u64 + 2).read_until(b'\n', &mut line)?;
+    let n = r
+        .by_ref()
+        .take(MAX_LINE as u64 + 2)
+        .read_until(b'\n', &mut line)?;
     if n == 0 {
         return Ok(None);
     }
     if line.last() != Some(&b'\n') {
         return if line.len() > MAX_LINE {
-            Err(invalid(format!("a header line longer than {MAX_LINE} bytes")))
+            Err(invalid(format!(
+                "a header line longer than {MAX_LINE} bytes"
+            )))
         } else {
             Err(io::Error::new(
                 io::ErrorKind::UnexpectedEof,
@@ -310,7 +315,9 @@ fn read_head(r: &mut impl BufRead) -> io::Result<Head> {
     let version = parts.next().unwrap_or("");
     let status = parts.next().and_then(|s| s.parse::<u16>().ok());
     let Some(status) = status.filter(|_| version.starts_with("HTTP/1.")) else {
-        return Err(invalid(format!("not an HTTP/1.1 status line: {status_line:?}")));
+        return Err(invalid(format!(
+            "not an HTTP/1.1 status line: {status_line:?}"
+        )));
     };
     let mut close = version == "HTTP/1.0";
     let mut length = None;
@@ -480,7 +487,9 @@ impl Body {
             }
             searched = self.pending.len();
             if self.pending.len() > MAX_MESSAGE {
-                return Err(invalid(format!("a message longer than {MAX_MESSAGE} bytes")));
+                return Err(invalid(format!(
+                    "a message longer than {MAX_MESSAGE} bytes"
+                )));
             }
             match self.next_piece(r)? {
                 Some(piece) => self.pending.extend_from_slice(&piece),
@@ -562,7 +571,11 @@ mod tests {
             b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n",
             b"HTTP/1.1 200 OK\r\nno colon\r\n\r\n",
         ] {
-            assert!(messages(raw, 2).is_err(), "{:?}", String::from_utf8_lossy(raw));
+            assert!(
+                messages(raw, 2).is_err(),
+                "{:?}",
+                String::from_utf8_lossy(raw)
+            );
         }
         let eof = messages(b"", 1).unwrap_err();
         assert_eq!(eof.kind(), io::ErrorKind::UnexpectedEof);

@@ -387,7 +387,10 @@ impl std::fmt::Debug for Client {
 fn decode<T: DeserializeOwned>(what: &'static str, bytes: &[u8]) -> Result<T, Error> {
     serde_json::from_slice(bytes).map_err(|e| Error::Answer {
         what,
-        error: format!("{e}: {}", String::from_utf8_lossy(&bytes[..bytes.len().min(200)])),
+        error: format!(
+            "{e}: {}",
+            String::from_utf8_lossy(&bytes[..bytes.len().min(200)])
+        ),
     })
 }
 
@@ -419,7 +422,11 @@ fn first_message<T: DeserializeOwned>(what: &'static str, bytes: &[u8]) -> Resul
 fn status_error(status: u16, body: &[u8]) -> Error {
     match serde_json::from_slice::<wire::GatewayError>(body) {
         Ok(e) if e.code != 0 || !e.message.is_empty() || !e.error.is_empty() => {
-            let mut message = if e.message.is_empty() { e.error } else { e.message };
+            let mut message = if e.message.is_empty() {
+                e.error
+            } else {
+                e.message
+            };
             if message.contains("user name is empty") {
                 message.push_str(" (etcd has authentication enabled: give --etcd-user)");
             }
@@ -484,7 +491,11 @@ impl Client {
             .map(Endpoint::to_string)
             .collect::<Vec<_>>()
             .join(",");
-        let idle = settings.endpoints.iter().map(|_| Mutex::default()).collect();
+        let idle = settings
+            .endpoints
+            .iter()
+            .map(|_| Mutex::default())
+            .collect();
         Client {
             inner: Arc::new(Inner {
                 endpoints: settings.endpoints,
@@ -625,11 +636,10 @@ impl Client {
             }
             // etcd without authentication: requests go without a token (as etcd's own
             // client does).
-            Err(Error::Status { code: code::FAILED_PRECONDITION, message })
-                if message.contains("authentication is not enabled") =>
-            {
-                String::new()
-            }
+            Err(Error::Status {
+                code: code::FAILED_PRECONDITION,
+                message,
+            }) if message.contains("authentication is not enabled") => String::new(),
             Err(Error::Status { code, message }) => {
                 return Err(Error::Status {
                     code,
@@ -766,8 +776,12 @@ impl Client {
     /// Renews lease `id`; its TTL in seconds (0 or less: it expired or never existed).
     pub fn lease_keep_alive(&self, id: i64) -> Result<i64, Failure> {
         let body = json!({ "ID": id.to_string() });
-        let r: wire::LeaseKeepAliveResponse =
-            self.call("lease keep-alive", "/v3/lease/keepalive", body, first_message)?;
+        let r: wire::LeaseKeepAliveResponse = self.call(
+            "lease keep-alive",
+            "/v3/lease/keepalive",
+            body,
+            first_message,
+        )?;
         Ok(r.ttl)
     }
 
@@ -975,14 +989,12 @@ impl Running {
                 return;
             }
             let _ = broke;
-            let resumed = self.client.failover(
-                Retry::Any(RESUME_WAIT),
-                &|| self.stopped(),
-                |i| {
+            let resumed = self
+                .client
+                .failover(Retry::Any(RESUME_WAIT), &|| self.stopped(), |i| {
                     self.client
                         .open_watch(i, &self.key, &self.range_end, self.next)
-                },
-            );
+                });
             match resumed {
                 Ok((c, s, _)) => {
                     let mut socket = lock(&self.shared.socket);
@@ -1060,9 +1072,11 @@ mod tests {
         assert!(no_user.is_final());
         assert!(no_user.to_string().contains("--etcd-user"), "{no_user}");
         // A watch refused at creation, as the gateway reports it.
-        let e = cancel_error("rpc error: code = Unauthenticated desc = etcdserver: invalid auth token");
+        let e =
+            cancel_error("rpc error: code = Unauthenticated desc = etcdserver: invalid auth token");
         assert!(e.is_stale_token(), "{e:?}");
-        let e = cancel_error("rpc error: code = PermissionDenied desc = etcdserver: permission denied");
+        let e =
+            cancel_error("rpc error: code = PermissionDenied desc = etcdserver: permission denied");
         assert!(e.is_final() && e.to_string() == "etcdserver: permission denied");
     }
 

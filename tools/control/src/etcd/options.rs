@@ -222,7 +222,10 @@ pub fn tls_config(
             rustls::pki_types::pem::Error::NoItemsFound => "no private key in it".to_string(),
             e => format!("not readable PEM: {e}"),
         };
-        format!("--etcd-key {}: {why} (valid: {KEY_VALID})", key_file.display())
+        format!(
+            "--etcd-key {}: {why} (valid: {KEY_VALID})",
+            key_file.display()
+        )
     })?;
     builder.with_client_auth_cert(certs, key).map_err(|e| {
         format!(
@@ -274,7 +277,16 @@ mod tests {
             urls("e1:2379,https://e2:2379", true),
             ["https://e1:2379", "https://e2:2379"]
         );
-        for bad in ["", "127.0.0.1", "h:0", "h:70000", "h:1/x", ":5", "::1:5", "u@h:1"] {
+        for bad in [
+            "",
+            "127.0.0.1",
+            "h:0",
+            "h:70000",
+            "h:1/x",
+            ":5",
+            "::1:5",
+            "u@h:1",
+        ] {
             assert!(parse_endpoints(bad, false).is_err(), "{bad}");
         }
         let e = parse_endpoints("https://h:1", false).unwrap_err();
@@ -292,19 +304,31 @@ mod tests {
             ..EtcdArgs::default()
         };
         let e = args.settings_with("h:1", None).unwrap_err();
-        assert!(e.contains("NLB_ETCD_PASSWORD") && e.contains("--etcd-password-file"), "{e}");
+        assert!(
+            e.contains("NLB_ETCD_PASSWORD") && e.contains("--etcd-password-file"),
+            "{e}"
+        );
         let s = args.settings_with("h:1", Some("from-env".into())).unwrap();
-        assert_eq!(s.credentials.as_ref().map(|c| c.password.as_str()), Some("from-env"));
+        assert_eq!(
+            s.credentials.as_ref().map(|c| c.password.as_str()),
+            Some("from-env")
+        );
         // Debug output never shows it.
         assert!(!format!("{s:?}").contains("from-env"));
         let file = dir.join("pw");
         std::fs::write(&file, "s3cret \nsecond line\n").unwrap();
         args.etcd_password_file = Some(file.clone());
         let s = args.settings_with("h:1", Some("from-env".into())).unwrap();
-        assert_eq!(s.credentials.map(|c| c.password), Some("s3cret ".to_string()));
+        assert_eq!(
+            s.credentials.map(|c| c.password),
+            Some("s3cret ".to_string())
+        );
         std::fs::write(&file, "\n").unwrap();
         let e = args.settings_with("h:1", None).unwrap_err();
-        assert!(e.contains(&file.display().to_string()) && e.contains("empty"), "{e}");
+        assert!(
+            e.contains(&file.display().to_string()) && e.contains("empty"),
+            "{e}"
+        );
         args.etcd_password_file = Some(dir.join("missing"));
         let e = args.settings_with("h:1", None).unwrap_err();
         assert!(e.contains("missing: cannot read it"), "{e}");
@@ -323,7 +347,10 @@ mod tests {
         };
         let e = args.settings_with("h:1", None).unwrap_err();
         assert!(
-            e.starts_with(&format!("--etcd-cacert {}: no certificate", empty.display())),
+            e.starts_with(&format!(
+                "--etcd-cacert {}: no certificate",
+                empty.display()
+            )),
             "{e}"
         );
         let args = EtcdArgs {
@@ -331,7 +358,10 @@ mod tests {
             ..EtcdArgs::default()
         };
         let e = args.settings_with("h:1", None).unwrap_err();
-        assert!(e.contains("nope.pem: cannot read it") && e.contains("valid: a PEM file"), "{e}");
+        assert!(
+            e.contains("nope.pem: cannot read it") && e.contains("valid: a PEM file"),
+            "{e}"
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -147,7 +147,9 @@ impl<'de> Deserialize<'de> for EventType {
             Raw::Number(1) => Ok(EventType::Delete),
             Raw::Name(n) if n == "PUT" => Ok(EventType::Put),
             Raw::Name(n) if n == "DELETE" => Ok(EventType::Delete),
-            _ => Err(serde::de::Error::custom("an event type other than PUT or DELETE")),
+            _ => Err(serde::de::Error::custom(
+                "an event type other than PUT or DELETE",
+            )),
         }
     }
 }
@@ -210,7 +212,10 @@ mod tests {
         )
         .unwrap();
         assert_eq!(r.header.revision, 2);
-        assert_eq!((r.kvs[0].key.as_slice(), r.kvs[0].value.as_slice()), (&b"foo"[..], &b"bar"[..]));
+        assert_eq!(
+            (r.kvs[0].key.as_slice(), r.kvs[0].value.as_slice()),
+            (&b"foo"[..], &b"bar"[..])
+        );
         assert_eq!((r.kvs[0].mod_revision, r.kvs[0].lease), (2, 0));
         let w: StreamMessage<WatchResponse> = serde_json::from_str(
             r#"{"result":{"header":{"cluster_id":"1","member_id":"2","revision":"2","raft_term":"2"},"events":[{"kv":{"key":"Zm9v","create_revision":"2","mod_revision":"2","version":"1","value":"YmFy"}},{"type":"DELETE","kv":{"key":"Zm9v","mod_revision":"3"}}]}}"#,
@@ -247,7 +252,9 @@ mod tests {
         assert!(serde_json::from_str::<Header>(r#"{"revision":"x"}"#).is_err());
         assert!(serde_json::from_str::<Event>(r#"{"type":"MOVE"}"#).is_err());
         assert_eq!(
-            serde_json::from_str::<Header>(r#"{"revision":5}"#).unwrap().revision,
+            serde_json::from_str::<Header>(r#"{"revision":5}"#)
+                .unwrap()
+                .revision,
             5
         );
     }

@@ -36,9 +36,9 @@ use nlb_control::etcd::{self, WatchMessage};
 use nlb_control::fleet::{
     self, Entry, FleetError, HostRecord, KeyKind, KeyProblem, Keys, Published, Refused, Store,
 };
-use std::collections::BTreeMap;
 use nlbd::engine::Command;
 use nlbd::health::TargetKey;
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -308,9 +308,7 @@ async fn session_inner(
     let survey = blocking(&store, |s| s.survey()).await?;
     let ttl = opts.lease_ttl;
     let lease = blocking(&store, move |s| s.grant(ttl)).await?;
-    serving
-        .ignored
-        .reset(&opts.host, survey.problems, metrics);
+    serving.ignored.reset(&opts.host, survey.problems, metrics);
     if let Some(shared) = &daemon.shared {
         let hosts = survey.hosts.iter().map(|(r, _)| r.host.clone());
         let reports = survey
@@ -360,10 +358,7 @@ async fn session_inner(
     // ends) stops it.
     let (tx, mut watched) = tokio::sync::mpsc::unbounded_channel();
     let from = survey.revision + 1;
-    let _watch = blocking(&store, move |s| {
-        s.watch(from, move |m| tx.send(m).is_ok())
-    })
-    .await?;
+    let _watch = blocking(&store, move |s| s.watch(from, move |m| tx.send(m).is_ok())).await?;
     let mut keepalive_tick = tokio::time::interval(Duration::from_millis(
         (opts.lease_ttl as u64 * 1000 / 3).max(200),
     ));
@@ -484,7 +479,11 @@ async fn watched_events(
                         view_changed = true;
                     }
                 }
-                KeyKind::Health { pool, backend, host } => {
+                KeyKind::Health {
+                    pool,
+                    backend,
+                    host,
+                } => {
                     if let Some(shared) = &daemon.shared {
                         shared.report(TargetKey::new(pool, backend), host, None);
                         view_changed = true;
