@@ -479,6 +479,10 @@ pub fn survey(keys: &Keys, revision: i64, kvs: &[etcd::KeyValue]) -> Survey {
     s
 }
 
+/// Host records that decode with their leases, and the keys under `PREFIX hosts/` that are
+/// not records.
+pub type HostRecords = (Vec<(HostRecord, i64)>, Vec<KeyProblem>);
+
 /// The fleet's store: its keys in one etcd (cheap to clone; clones share the client).
 #[derive(Debug, Clone)]
 pub struct Store {
@@ -566,7 +570,7 @@ impl Store {
 
     /// Every host's record that decodes, with the lease its key is attached to, by host name;
     /// and the keys under `PREFIX hosts/` that are not records.
-    pub fn host_records(&self) -> Result<(Vec<(HostRecord, i64)>, Vec<KeyProblem>), FleetError> {
+    pub fn host_records(&self) -> Result<HostRecords, FleetError> {
         let prefix = self.keys.hosts();
         let r = self
             .etcd

@@ -52,7 +52,6 @@ struct Report {
     ignored_keys: Vec<KeyProblem>,
 }
 
-
 /// Runs the subcommand.
 pub fn run(args: Args) -> Result<(), CliError> {
     let FleetCommand::Status(args) = args.command;
@@ -143,7 +142,9 @@ fn print_text(r: &Report) {
         };
         let mut state = match r.live_revision {
             Some(live) if rec.revision == live => "serving the live revision".to_string(),
-            Some(live) if rec.revision < live => format!("behind ({} revisions)", live - rec.revision),
+            Some(live) if rec.revision < live => {
+                format!("behind ({} revisions)", live - rec.revision)
+            }
             _ => "serving".to_string(),
         };
         if r.mismatches.iter().any(|m| m.revision == rec.revision) {
@@ -168,7 +169,8 @@ fn print_text(r: &Report) {
     }
     if r.hosts.is_empty() {
         outln!("(no host registered)");
-    }    if !r.ignored_keys.is_empty() {
+    }
+    if !r.ignored_keys.is_empty() {
         outln!(
             "{} key{} under {} ignored (not what nlbctl and nlbd write):",
             r.ignored_keys.len(),

@@ -1,7 +1,9 @@
 //! `nlbctl publish`: a configuration to the fleet's etcd, as a new revision (SPEC R11.1).
 
 use crate::common::{self, CliError};
-use flowtable_compiler::{compile_file_after, maglev_movement, CompileOptions, Error, HealthState, Symbols};
+use flowtable_compiler::{
+    compile_file_after, maglev_movement, CompileOptions, Error, HealthState, Symbols,
+};
 use nlb_config::parse_config;
 use nlb_control::etcd::EtcdArgs;
 use nlb_control::fleet::{self, Keys, Live, Published, Store};
@@ -50,8 +52,8 @@ pub fn run(args: Args) -> Result<(), CliError> {
     // Validate before anything else: an invalid file fails the same way with etcd down.
     let healthy = HealthState::new();
     let options = CompileOptions { profile };
-    compile_file_after(&args.config, &healthy, &options, &Symbols::default())
-        .map_err(|e| match e {
+    compile_file_after(&args.config, &healthy, &options, &Symbols::default()).map_err(
+        |e| match e {
             Error::Invalid(d) => {
                 let n = d.len();
                 CliError::user(format!(
@@ -61,7 +63,8 @@ pub fn run(args: Args) -> Result<(), CliError> {
                 ))
             }
             e => CliError::from(e),
-        })?;
+        },
+    )?;
     let unreachable =
         |e: fleet::FleetError| CliError::user(format!("error: {e}; nothing published"));
     let store = Store::new(settings, keys);
@@ -96,7 +99,9 @@ pub fn run(args: Args) -> Result<(), CliError> {
     }
     let expected = live.as_ref().map_or(0, |l| l.revision);
     match live.as_ref().map(|l| (l.revision, &l.published)) {
-        Some((rev, Ok(old))) if old.source == new.source && old.tables_digest == new.tables_digest => {
+        Some((rev, Ok(old)))
+            if old.source == new.source && old.tables_digest == new.tables_digest =>
+        {
             outln!(
                 "{file} is what revision {rev} under {} serves already; nothing published",
                 store.keys.prefix()
@@ -126,13 +131,12 @@ pub fn run(args: Args) -> Result<(), CliError> {
 }
 
 /// Prints what publishing `new` would change against `live`.
-fn dry_run(
-    new: &Published,
-    live: Option<&Live>,
-    store: &Store,
-    profile: &'static nlb_hw::Profile,
-) {
-    let Some(Live { revision: rev, published }) = live else {
+fn dry_run(new: &Published, live: Option<&Live>, store: &Store, profile: &'static nlb_hw::Profile) {
+    let Some(Live {
+        revision: rev,
+        published,
+    }) = live
+    else {
         outln!(
             "nothing is live under {}: publishing would make {} the fleet's first revision (tables digest {})",
             store.keys.prefix(),
@@ -186,7 +190,10 @@ fn dry_run(
         .ok()
     };
     let (Some(a), Some(b)) = (compile(old), compile(new)) else {
-        outln!("(the live configuration does not compile for profile {}: no per-pool comparison)", profile.name);
+        outln!(
+            "(the live configuration does not compile for profile {}: no per-pool comparison)",
+            profile.name
+        );
         return;
     };
     let rows = maglev_movement((&a.tables, &a.symbols), (&b.tables, &b.symbols));
@@ -202,5 +209,9 @@ fn dry_run(
             r.status
         );
     }
-    outln!("{} of {} pools changed; nothing published (--dry-run)", changed.len(), rows.len());
+    outln!(
+        "{} of {} pools changed; nothing published (--dry-run)",
+        changed.len(),
+        rows.len()
+    );
 }
