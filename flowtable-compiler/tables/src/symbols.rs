@@ -175,7 +175,7 @@ impl Symbols {
             }
         }
         for (id, _) in tables.rules.iter().enumerate().filter(|(_, r)| r.valid) {
-            if !symbols.rules.get(id).is_some_and(|n| !n.is_empty()) {
+            if symbols.rules.get(id).is_none_or(|n| n.is_empty()) {
                 set(&mut symbols.rules, id, HELD);
             }
         }

@@ -275,7 +275,7 @@ impl PolicyRuntime {
         let stale = self
             .index
             .as_ref()
-            .map_or(true, |i| i.digest != controller.compiled().config_digest);
+            .is_none_or(|i| i.digest != controller.compiled().config_digest);
         if stale {
             self.index = Some(ServiceIndex::build(controller.compiled()));
         }

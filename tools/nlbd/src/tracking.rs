@@ -283,7 +283,7 @@ pub fn plan_reload_drains(
                         if timeout_secs > 0 && !new_instances.contains(instance) {
                             // Deleted: it drains only if its entry can stay at its id.
                             let id_free =
-                                new.symbols.backend(backend).map_or(true, |n| n == instance);
+                                new.symbols.backend(backend).is_none_or(|n| n == instance);
                             match old.tables.backends.get(usize::from(backend)) {
                                 Some(entry) if id_free && entry.valid => {
                                     if !out.keep.iter().any(|k| k.id == backend) {
@@ -421,7 +421,7 @@ pub fn failover_switches(
     let mut out = Vec::new();
     let backends = ids(&compiled.symbols.backends);
     for (name, &now_failover) in after {
-        if before.get(name).map_or(true, |&was| was == now_failover) {
+        if before.get(name).is_none_or(|&was| was == now_failover) {
             continue;
         }
         let Some(service) = config.backend_services.iter().find(|s| &s.name == name) else {
@@ -462,9 +462,10 @@ pub fn failover_switches(
 /// always diverted to newly selected healthy backends (unless all backends are unhealthy)");
 /// target pools move them whatever (their behaviour before backend services).
 pub fn moves_possible(compiled: &Compiled, pool: u16) -> bool {
-    compiled.pools.get(usize::from(pool)).map_or(true, |r| {
-        r.kind != PoolKind::BackendService || r.healthy > 0
-    })
+    compiled
+        .pools
+        .get(usize::from(pool))
+        .is_none_or(|r| r.kind != PoolKind::BackendService || r.healthy > 0)
 }
 
 #[cfg(test)]

@@ -42,13 +42,13 @@ use nlb_hw::blocks::{conntrack, ctrl};
 use nlb_hw::enums::{DefaultAction, Delivery, KeyType, Reason, Verdict};
 use nlb_hw::layouts::{AclEntry, AclPrefix, InjectHeader, LearnEvent};
 use nlb_hw::{table_index, FlowKey, NicSettings, Profile, Tables};
+use nlb_testkit::hex;
 use nlb_verif::bench::{seed_from_env, trace_always, wave_path};
 use nlb_verif::scenario::Scenario;
 use nlb_verif::top::{take_events, take_frames, take_punts, PuntedFrame, TopBench};
 use nlb_verif::VerifError;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
-use std::collections::BTreeMap;
 
 /// Bytes of a punted frame the punt stream carries (the punt window, docs/pipeline.md 13).
 const PUNT_BYTES: usize = 9728;
@@ -57,10 +57,6 @@ const WAVE_WINDOW: u64 = 400;
 
 fn sim_profile() -> &'static Profile {
     Profile::by_name("sim").expect("the sim profile exists")
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 struct Mismatch(String, u64);
@@ -90,7 +86,7 @@ struct Expected {
 }
 
 /// Coverage of one run: bin name -> packets.
-type Bins = BTreeMap<String, u64>;
+use nlb_verif::coverage::{self, Bins};
 
 fn verdict_name(v: Verdict) -> &'static str {
     v.name()
@@ -815,16 +811,7 @@ fn pipeline_matches_the_model_packet_by_packet() {
         packets as f64 / secs,
         clocks as f64 / secs
     );
-    eprintln!("coverage bins:");
-    for (k, n) in &bins {
-        eprintln!("  {n:8}  {k}");
-    }
-    let missing: Vec<_> = required_bins()
-        .into_iter()
-        .filter(|b| !bins.contains_key(b))
-        .collect();
-    assert!(
-        missing.is_empty(),
-        "coverage bins never hit: {missing:?} (first seed {first_seed:#x})"
-    );
+    coverage::print(&bins, "coverage bins");
+    let context = format!("first seed {first_seed:#x}");
+    coverage::assert_hit(&bins, required_bins(), "coverage bins", &context);
 }

@@ -291,7 +291,7 @@ fn code_only(text: &str) -> String {
                 continue;
             }
             let close: Vec<u8> = std::iter::once(b'"')
-                .chain(std::iter::repeat(b'#').take(hashes))
+                .chain(std::iter::repeat_n(b'#', hashes))
                 .collect();
             let end = text[j + 1..]
                 .find(std::str::from_utf8(&close).unwrap_or("\""))
