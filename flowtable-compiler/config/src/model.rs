@@ -4,6 +4,13 @@
 //! A [`Config`] comes from [`crate::load_config`] (or [`crate::parse_config`]); every object
 //! remembers where it was written so later checks can point at it.
 
+mod kubernetes;
+
+pub(crate) use kubernetes::{ClusterNode, VerdictRule};
+pub use kubernetes::{
+    KubeService, NodeEligibility, NodeVerdict, ServedSlice, Shape, TrafficPolicy,
+};
+
 use crate::diag::Pos;
 use nlb_hw::enums::{Affinity, DefaultAction, Delivery};
 use nlb_hw::hash::addr_to_u128;
@@ -959,7 +966,7 @@ pub struct Config {
     /// What each Kubernetes LoadBalancer Service became, when the input was Kubernetes
     /// manifests ([`crate::kube`]); in the digest only through the objects above and the
     /// ready endpoint counts.
-    pub kubernetes: Vec<crate::kube::KubeService>,
+    pub kubernetes: Vec<KubeService>,
     /// Things worth telling the user about how the input was read (printed by `compile`).
     pub notes: Vec<String>,
 }
