@@ -643,7 +643,7 @@ impl Persistence {
     }
 
     /// Whether an established connection of IP protocol `protocol` stays on its backend when
-    /// that backend turns unhealthy, under `tracking` (the source product's rule, quoted in
+    /// that backend turns unhealthy, under `tracking` (Google Cloud's rule, quoted in
     /// docs/config.md).
     pub fn keeps(self, protocol: u8, tracking: TrackingMode, five_tuple_affinity: bool) -> bool {
         match self {
@@ -863,7 +863,7 @@ pub enum Probe {
         /// `response` (empty: any body).
         response: String,
     },
-    /// `HTTPS`: the same over TLS (certificates are not checked, as in the source product).
+    /// `HTTPS`: the same over TLS (certificates are not checked, as in Google Cloud).
     Https {
         /// `requestPath` (default `/`).
         request_path: String,

@@ -85,7 +85,7 @@ pub struct Policy {
     /// `isolationConfig`.
     pub isolation: Isolation,
     /// `failoverPolicy.failoverRatio` of the backend service (0..=1, exactly as written);
-    /// `None` is 0, the source product's default.
+    /// `None` is 0, Google Cloud's default.
     pub failover_ratio: Option<Ratio>,
     /// `failoverPolicy.dropTrafficIfUnhealthy`.
     pub drop_traffic_if_unhealthy: bool,
@@ -469,7 +469,7 @@ pub fn decide(
     );
     let mut serve_failover = false;
     if has_failover {
-        // The source product: with the ratio 0, fail over when no primary endpoint is healthy;
+        // Google Cloud: with the ratio 0, fail over when no primary endpoint is healthy;
         // otherwise when the healthy share is below the ratio (compared exactly).
         let (below, why) = match &policy.failover_ratio {
             Some(r) if !r.is_zero() => (
@@ -1519,7 +1519,7 @@ mod tests {
         assert!(d.drop);
     }
 
-    /// The source product's `failoverRatio` (compute v1 BackendServiceFailoverPolicy): 0, the
+    /// Google Cloud's `failoverRatio` (compute v1 BackendServiceFailoverPolicy): 0, the
     /// default, fails over when no primary endpoint is healthy; any other value when the
     /// healthy share is strictly below it, on the written decimal (3 of 10 is not below 0.3).
     #[test]
@@ -1747,7 +1747,7 @@ mod tests {
         }
     }
 
-    /// SPEC R7.4 (seed 003, zonal affinity, spill ratio 0): the client's zone serves alone
+    /// SPEC R7.4 (GKE's zonal affinity, spill ratio 0): the client's zone serves alone
     /// while it has one healthy eligible node; otherwise every node of every zone does.
     #[test]
     fn zonal_affinity_keeps_the_zone_while_one_node_is_healthy_then_spreads_over_all() {

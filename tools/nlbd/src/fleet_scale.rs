@@ -1,4 +1,4 @@
-//! A virtual-time simulation of shared health at fleet scale (issue 18 item 4; docs/fleet.md,
+//! A virtual-time simulation of shared health at fleet scale (SPEC R11.2; docs/fleet.md,
 //! "Scale"): H hosts, B backends, k probers per backend, no sockets and no etcd. What it
 //! takes from the real code: who probes what ([`fleet::probers`] over
 //! [`fleet::rendezvous_hash`]es of the real host names and probe strings), the threshold

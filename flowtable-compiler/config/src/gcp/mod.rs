@@ -274,7 +274,7 @@ impl<'a> Reader<'a> {
                 self.err(
                     node.pos,
                     path,
-                    format!("`{text}`: regional instance groups are not supported: the service LB policy places each backend group in one zone, as the source product's advanced policy does (zonal instance groups only: `zones/ZONE/instanceGroups/NAME`)"),
+                    format!("`{text}`: regional instance groups are not supported: the service LB policy places each backend group in one zone, as Google Cloud's service LB policy does (zonal instance groups only: `zones/ZONE/instanceGroups/NAME`)"),
                     valid,
                 );
                 None
@@ -595,7 +595,7 @@ const RULE_IGNORED: &[&str] = &[
 const RULE_LATER: &[(&str, &str)] = &[
     (
         "sourceIpRanges",
-        "is a traffic-steering field of the source product and is not supported: it picks which forwarding rule of a shared address serves which sources (backend-service load balancers); it is no allow list, `sourceRanges` (SPEC R9) is the allow list that drops other sources",
+        "is a traffic-steering field of Google Cloud's forwarding rules and is not supported: it picks which forwarding rule of a shared address serves which sources (backend-service load balancers); it is no allow list, `sourceRanges` (SPEC R9) is the allow list that drops other sources",
     ),
     (
         "allowGlobalAccess",
@@ -749,7 +749,7 @@ const HEALTH_CHECK: &[&str] = &[
     "unhealthyThreshold",
 ];
 
-/// Most ports a rule's `ports` takes (the source product's limit).
+/// Most ports a rule's `ports` takes (Google Cloud's limit).
 pub const MAX_RULE_PORTS: usize = 5;
 
 const DELIVERIES: &[(&str, Delivery)] = &[
@@ -1053,7 +1053,7 @@ fn read_rule(r: &mut Reader, o: &Obj, index: usize) -> Option<ForwardingRule> {
     );
     let port_ranges = read_rule_ports(r, o);
     if proto == Protocol::L3Default {
-        // Every port (the source product requires `allPorts: true`; leaving the ports out
+        // Every port (Google Cloud requires `allPorts: true`; leaving the ports out
         // means every port here as well).
         let narrowed = ["portRange", "ports"]
             .into_iter()
@@ -1124,7 +1124,7 @@ fn read_rule(r: &mut Reader, o: &Obj, index: usize) -> Option<ForwardingRule> {
             }
         }
     }
-    // Informational fields the source product prints; checked so a typo is not ignored.
+    // Informational fields Google Cloud prints; checked so a typo is not ignored.
     r.enumerated(
         o,
         "networkTier",
@@ -1299,7 +1299,7 @@ fn read_instance(r: &mut Reader, o: &Obj, index: usize) -> Option<Instance> {
 }
 
 /// A Compute Engine instance (`gcloud compute instances describe`): packets go to nic0,
-/// `networkInterfaces[0].networkIP`, as in the source product. It carries no MAC: L2_DSR needs
+/// `networkInterfaces[0].networkIP`, as in Google Cloud. It carries no MAC: L2_DSR needs
 /// our `mac` beside it.
 fn read_gce_instance(r: &mut Reader, o: &Obj, index: usize) -> Option<Instance> {
     let name = r.name(o);
@@ -1375,7 +1375,7 @@ fn read_health_check(r: &mut Reader, o: &Obj, index: usize) -> Option<HttpHealth
             Some("a path such as /healthz".into()),
         );
     } else if request_path.contains('?') {
-        // The source product's API: "This field does not support query parameters."
+        // Google Cloud's API reference: "This field does not support query parameters."
         r.err(
             pos,
             &o.path("requestPath"),
@@ -1488,7 +1488,7 @@ impl Section {
     }
 }
 
-/// Kinds of the source product refused with a reason.
+/// Kinds of Google Cloud objects refused with a reason.
 const KINDS_LATER: &[(&str, &str)] = &[("compute#httpsHealthCheck", HTTPS_CHECKS)];
 
 fn valid_kinds() -> String {

@@ -1,7 +1,7 @@
 //! Reading the objects of backend-service load balancers (SPEC R1, R6): backend services,
 //! instance groups, network endpoint groups, health checks of the newer kind and service LB
 //! policies, in our form and as Google Cloud prints them. Field names, enum values, defaults
-//! and ranges are the source product's (docs/config.md lists them with their sources).
+//! and ranges are Google Cloud's (docs/config.md lists them with their sources).
 
 use super::{refs, Obj, Reader, DELIVERIES};
 use crate::model::*;
@@ -18,7 +18,7 @@ const INSTANCES: &[Collection] = &[resource::INSTANCES];
 
 /// Why a field of a proxy load balancer is refused.
 const PROXY_ONLY: &str =
-    "belongs to the source product's proxy load balancers and has no meaning for a passthrough one";
+    "belongs to Google Cloud's proxy load balancers and has no meaning for a passthrough one";
 
 /// Fields of a backend service.
 pub(super) const SERVICE: &[&str] = &[
@@ -177,11 +177,11 @@ pub(super) const POLICY: &[&str] = &[
 ];
 pub(super) const POLICY_IGNORED: &[&str] = &["createTime", "updateTime", "kind"];
 
-/// Longest `request` and `response` of a health check: the source product matches the
+/// Longest `request` and `response` of a health check: Google Cloud matches the
 /// response in the first 1024 bytes.
 pub const MAX_PROBE_DATA: usize = 1024;
 
-/// Most seconds a connection may stay idle: 16 hours, the source product's maximum.
+/// Most seconds a connection may stay idle: 16 hours, Google Cloud's maximum.
 pub const MAX_IDLE_TIMEOUT_SEC: u64 = 57_600;
 
 /// `true`/`false` of a field, `default` when absent.
@@ -251,7 +251,7 @@ const AFFINITIES: &[(&str, Affinity)] = &[
     ("CLIENT_IP_NO_DESTINATION", Affinity::ClientIpNoDestination),
 ];
 const COOKIE_AFFINITY: &str =
-    "is a cookie or header affinity of the source product's proxy load balancers: a passthrough load balancer sees no HTTP";
+    "is a cookie or header affinity of Google Cloud's proxy load balancers: a passthrough load balancer sees no HTTP";
 
 pub(super) fn read_backend_service(
     r: &mut Reader,
@@ -352,7 +352,7 @@ pub(super) fn read_backend_service(
         ],
         &[(
             "enableStrongAffinity",
-            "is not supported yet (the source product does not offer it publicly)",
+            "is not supported yet (Google Cloud does not offer it publicly)",
         )],
     ) {
         tracking_mode = r.enumerated(
@@ -367,7 +367,7 @@ pub(super) fn read_backend_service(
             &[],
         );
         // The NIC tracks each connection by its own 5-tuple: PER_SESSION is that only under
-        // a 5-tuple affinity (the source product's PER_SESSION with a shorter affinity tracks
+        // a 5-tuple affinity (Google Cloud's PER_SESSION with a shorter affinity tracks
         // by the affinity's key, which the connection table cannot).
         let five_tuple = matches!(
             session_affinity,
@@ -485,7 +485,7 @@ pub(super) fn read_backend_service(
             }
         }
     });
-    // Informational fields the source product prints; `portName` and `timeoutSec` have no
+    // Informational fields Google Cloud prints; `portName` and `timeoutSec` have no
     // meaning for a passthrough load balancer (packets keep their ports; nothing is proxied).
     if let Some(n) = o.get("portName") {
         r.scalar(n, &o.path("portName"));
@@ -568,7 +568,7 @@ fn read_backend(r: &mut Reader, o: &Obj, index: usize) -> Option<Backend> {
     let scaler_valid = "0 (drains the backend) or 0.1 to 1.0";
     let mut capacity_scaler = Ratio::one();
     if let Some(s) = ratio(r, o, "capacityScaler", scaler_valid) {
-        // 0, or 0.1 to 1.0, as the source product allows.
+        // 0, or 0.1 to 1.0, as Google Cloud allows.
         if s.is_zero().not() && s.compare(&Ratio::tenth()) == std::cmp::Ordering::Less {
             r.err(
                 o.loc(index).field("capacityScaler"),
@@ -753,7 +753,7 @@ fn probe_data(r: &mut Reader, o: &Obj, name: &str) -> String {
         r.err(
             pos,
             &o.path(name),
-            format!("`{name}` must be ASCII, as the source product requires"),
+            format!("`{name}` must be ASCII, as Google Cloud requires"),
             Some(format!("ASCII text of at most {MAX_PROBE_DATA} bytes")),
         );
     } else if text.len() > MAX_PROBE_DATA {
@@ -1043,7 +1043,7 @@ pub(super) fn read_service_lb_policy(
             ],
             &[],
         );
-        // Without the granularity the source product enforces no isolation (seed 001).
+        // Without the granularity Google Cloud enforces no isolation (SPEC R6.5).
         if granularity {
             isolation = mode;
         }

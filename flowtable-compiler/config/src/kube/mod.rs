@@ -1,4 +1,4 @@
-//! Kubernetes LoadBalancer Services (seed 003, SPEC R7) as backend services and target pools.
+//! Kubernetes LoadBalancer Services (SPEC R7) as backend services and target pools.
 //!
 //! Services, EndpointSlices and Nodes (manifests: `kubectl get -o yaml|json` output, `kind:
 //! List`, several YAML documents, several files) become objects of the ordinary model, the
@@ -40,7 +40,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 use std::sync::Arc;
 
-/// Node limit of a Service's NEG endpoints (seed 003, SPEC R7.5); `None`: no limit (target
+/// Node limit of a Service's NEG endpoints (GKE's subsetting, SPEC R7.5); `None`: no limit (target
 /// pools hold every node).
 pub fn node_limit(shape: Shape, policy: TrafficPolicy) -> Option<usize> {
     match (shape, policy) {
@@ -52,7 +52,7 @@ pub fn node_limit(shape: Shape, policy: TrafficPolicy) -> Option<usize> {
     }
 }
 
-/// kube-proxy's health port, which the shared `Cluster` check probes (seed 003: fixed, TCP
+/// kube-proxy's health port, which the shared `Cluster` check probes (GKE: fixed, TCP
 /// port 10256, not customisable).
 pub const KUBE_PROXY_HEALTH_PORT: u16 = 10256;
 /// The `Cluster` check: interval, timeout, healthy and unhealthy thresholds (SPEC R7.6).
@@ -288,8 +288,8 @@ struct Project {
     pools: Vec<Prefix>,
     delivery: Option<Delivery>,
     macs: BTreeMap<String, u64>,
-    /// `kubernetes.endpointSliceTracking: false`: `Local` Services behave as the source
-    /// product's, every eligible node a backend and only the health check taking one out.
+    /// `kubernetes.endpointSliceTracking: false`: `Local` Services behave as on GKE,
+    /// every eligible node a backend and only the health check taking one out.
     untracked: bool,
 }
 
@@ -871,7 +871,7 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
                     false
                 }
                 (Shape::Internal, _) => {
-                    snotes.push("warning: networking.gke.io/weighted-load-balancing is offered for external Services only (seed 003): not weighted".into());
+                    snotes.push("warning: networking.gke.io/weighted-load-balancing is offered for external Services only (GKE): not weighted".into());
                     false
                 }
                 (Shape::LegacyTargetPool, _) => {
@@ -880,14 +880,14 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
                 }
             };
 
-        // Without EndpointSlice tracking a Local Service is the source product's: its nodes
+        // Without EndpointSlice tracking a Local Service behaves as on GKE: its nodes
         // are every eligible node and only the health check tells which have a ready pod.
         let untracked = inputs.project.untracked && s.policy == TrafficPolicy::Local;
         if untracked {
             snotes.push("EndpointSlice tracking is off (kubernetes.endpointSliceTracking: false): every eligible node is a backend and only the check on healthCheckNodePort takes a node without a ready pod out, (unhealthyThreshold + 1) × interval late at worst".into());
         }
 
-        // Zonal affinity (SPEC R7.4): internal Services only (seed 003).
+        // Zonal affinity (SPEC R7.4): GKE offers it for internal Services only.
         let zonal_affinity = match (s.prefer_close, s.shape) {
             (None, _) => false,
             (Some(_), Shape::Internal) if c.nic.zone.is_empty() => {
@@ -896,7 +896,7 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
             }
             (Some(_), Shape::Internal) => true,
             (Some(_), _) => {
-                snotes.push("warning: trafficDistribution (zonal affinity) is offered for internal Services only (seed 003): every zone serves".into());
+                snotes.push("warning: trafficDistribution (zonal affinity) is offered for internal Services only (GKE): every zone serves".into());
                 false
             }
         };
@@ -1120,7 +1120,7 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
                     },
                 });
             } else {
-                // One GCE_VM_IP NEG per zone (seed 003: GKE creates one per Service and zone).
+                // One GCE_VM_IP NEG per zone (GKE creates one per Service and zone).
                 let mut by_zone: BTreeMap<&str, Vec<&read::NodeInfo>> = BTreeMap::new();
                 for n in &fam_members {
                     by_zone.entry(n.zone.as_str()).or_default().push(n);

@@ -180,7 +180,7 @@ pub(super) struct Service {
 /// The annotation that asks GKE for strong session affinity on an external Service.
 pub(super) const STRONG_AFFINITY: &str = "networking.gke.io/l4-strong-session-affinity";
 
-/// The GKE load-balancer classes (seed 003) and the shape each gives.
+/// The GKE load-balancer classes (GKE's "About LoadBalancer Services") and the shape each gives.
 pub(super) const CLASSES: &[(&str, Shape)] = &[
     ("networking.gke.io/l4-regional-internal", Shape::Internal),
     ("networking.gke.io/l4-regional-external", Shape::External),
@@ -370,9 +370,7 @@ pub(super) fn service(r: &mut Reader, obj: &Node, path: &str) -> Option<Service>
                 pos,
                 &format!("{sp}.trafficDistribution"),
                 format!("`{other}` is not a traffic distribution the load balancer follows"),
-                Some(
-                    "PreferClose, PreferSameZone, PreferSameNode (zonal affinity, seed 003)".into(),
-                ),
+                Some("PreferClose, PreferSameZone, PreferSameNode (GKE's zonal affinity)".into()),
             );
             None
         }

@@ -7,7 +7,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 use std::sync::Arc;
 
-/// Which Google Cloud load balancer a Service becomes (seed 003, "node grouping").
+/// Which Google Cloud load balancer a Service becomes (GKE's "About LoadBalancer Services",
+/// "Node grouping").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Shape {
     /// Internal passthrough load balancer: backend service with `GCE_VM_IP` NEGs.

@@ -35,7 +35,7 @@ pub use live::{LiveLoad, Rebalanced, ServiceGroup, DEFAULT_DEADBAND, DEFAULT_REF
 pub use services::{UNLIMITED_PER_ENDPOINT, WEIGHT_SCALE};
 
 /// Port-range slots in one VIP entry (`vip_entry.slot`): the most rules one VIP and protocol
-/// can have (SPEC R2.2; the source product has no such limit, the hardware compares this many
+/// can have (SPEC R2.2; Google Cloud has no such limit, the hardware compares this many
 /// ranges in parallel).
 pub const PORT_SLOTS: usize = VipEntry::SLOT_COUNT;
 /// Prefixes in one ACL entry (`acl_entry.prefix`).
