@@ -260,6 +260,81 @@ pub(super) fn read_backend_service(
     global: bool,
 ) -> Option<BackendService> {
     let name = r.name(o);
+    let region = service_region(r, o, index, global);
+    let protocol = service_protocol(r, o);
+    let health_checks = refs(r, o, "healthChecks", HEALTH_CHECKS);
+    let backends = service_backends(r, o);
+    let session_affinity = r.enumerated(
+        o,
+        "sessionAffinity",
+        Affinity::None,
+        AFFINITIES,
+        &[
+            ("GENERATED_COOKIE", COOKIE_AFFINITY),
+            ("HEADER_FIELD", COOKIE_AFFINITY),
+            ("HTTP_COOKIE", COOKIE_AFFINITY),
+            ("STRONG_COOKIE_AFFINITY", COOKIE_AFFINITY),
+        ],
+    );
+    let (tracking_mode, persistence, idle_timeout_sec) =
+        connection_tracking(r, o, session_affinity);
+    let (failover_ratio, drop_traffic_if_unhealthy, disable_connection_drain_on_failover) =
+        failover_policy(r, o, protocol);
+    let locality_lb_policy = r.enumerated(
+        o,
+        "localityLbPolicy",
+        LocalityLbPolicy::Maglev,
+        &[
+            ("MAGLEV", LocalityLbPolicy::Maglev),
+            ("WEIGHTED_MAGLEV", LocalityLbPolicy::WeightedMaglev),
+        ],
+        &[
+            ("ROUND_ROBIN", PROXY_ONLY),
+            ("LEAST_REQUEST", PROXY_ONLY),
+            ("RING_HASH", PROXY_ONLY),
+            ("RANDOM", PROXY_ONLY),
+            ("ORIGINAL_DESTINATION", PROXY_ONLY),
+            ("WEIGHTED_ROUND_ROBIN", PROXY_ONLY),
+            ("WEIGHTED_GCP_RENDEZVOUS", PROXY_ONLY),
+        ],
+    );
+    let mut draining_timeout_sec = 0;
+    if let Some(c) = nested(r, o, "connectionDraining", &["drainingTimeoutSec"], &[]) {
+        draining_timeout_sec = r.integer(&c, "drainingTimeoutSec", 0, 0, 3600) as u32;
+    }
+    let service_lb_policy = service_lb_policy_ref(r, o);
+    // Informational fields Google Cloud prints; `portName` and `timeoutSec` have no
+    // meaning for a passthrough load balancer (packets keep their ports; nothing is proxied).
+    if let Some(n) = o.get("portName") {
+        r.scalar(n, &o.path("portName"));
+    }
+    r.integer(o, "timeoutSec", 30, 1, 2_147_483_647);
+    r.integer(o, "affinityCookieTtlSec", 0, 0, 1_209_600);
+    let delivery = r.enumerated(o, "delivery", Delivery::L2Dsr, DELIVERIES, &[]);
+    Some(BackendService {
+        name: name?,
+        region,
+        global,
+        protocol,
+        health_checks,
+        backends,
+        session_affinity,
+        tracking_mode,
+        persistence,
+        idle_timeout_sec,
+        failover_ratio,
+        drop_traffic_if_unhealthy,
+        disable_connection_drain_on_failover,
+        locality_lb_policy,
+        draining_timeout_sec,
+        service_lb_policy,
+        delivery,
+        loc: o.loc(index),
+    })
+}
+
+/// A backend service's `region`: required of a regional one, refused on a global one.
+fn service_region(r: &mut Reader, o: &Obj, index: usize, global: bool) -> String {
     let region = r.location(o, "region", false);
     if global && o.get("region").is_some() {
         r.err(
@@ -276,6 +351,12 @@ pub(super) fn read_backend_service(
             Some("a region such as us-central1, or write the service under `backendServices` (global)".into()),
         );
     }
+    region
+}
+
+/// A backend service's `protocol`, and its `loadBalancingScheme` (the external passthrough
+/// load balancer's only).
+fn service_protocol(r: &mut Reader, o: &Obj) -> ServiceProtocol {
     let protocol = r.enumerated(
         o,
         "protocol",
@@ -317,7 +398,11 @@ pub(super) fn read_backend_service(
             ),
         ],
     );
-    let health_checks = refs(r, o, "healthChecks", HEALTH_CHECKS);
+    protocol
+}
+
+/// A backend service's `backends[]`.
+fn service_backends(r: &mut Reader, o: &Obj) -> Vec<Backend> {
     let mut backends = Vec::new();
     let bpath = o.path("backends");
     for (i, n) in r.list(o.get("backends"), &bpath).iter().enumerate() {
@@ -326,18 +411,16 @@ pub(super) fn read_backend_service(
             backends.extend(read_backend(r, &bo, i));
         }
     }
-    let session_affinity = r.enumerated(
-        o,
-        "sessionAffinity",
-        Affinity::None,
-        AFFINITIES,
-        &[
-            ("GENERATED_COOKIE", COOKIE_AFFINITY),
-            ("HEADER_FIELD", COOKIE_AFFINITY),
-            ("HTTP_COOKIE", COOKIE_AFFINITY),
-            ("STRONG_COOKIE_AFFINITY", COOKIE_AFFINITY),
-        ],
-    );
+    backends
+}
+
+/// `connectionTrackingPolicy`: tracking mode, persistence on unhealthy backends, idle
+/// timeout (defaults when absent).
+fn connection_tracking(
+    r: &mut Reader,
+    o: &Obj,
+    session_affinity: Affinity,
+) -> (TrackingMode, Persistence, u16) {
     let mut tracking_mode = TrackingMode::PerConnection;
     let mut persistence = Persistence::DefaultForProtocol;
     let mut idle_timeout_sec = 60u16;
@@ -401,6 +484,16 @@ pub(super) fn read_backend_service(
         );
         idle_timeout_sec = r.integer(&t, "idleTimeoutSec", 60, 1, MAX_IDLE_TIMEOUT_SEC) as u16;
     }
+    (tracking_mode, persistence, idle_timeout_sec)
+}
+
+/// `failoverPolicy`: failover ratio, drop traffic if unhealthy, no connection drain on
+/// failover (defaults when absent).
+fn failover_policy(
+    r: &mut Reader,
+    o: &Obj,
+    protocol: ServiceProtocol,
+) -> (Option<Ratio>, bool, bool) {
     let mut failover_ratio = None;
     let mut drop_traffic_if_unhealthy = false;
     let mut disable_connection_drain_on_failover = false;
@@ -433,29 +526,16 @@ pub(super) fn read_backend_service(
             );
         }
     }
-    let locality_lb_policy = r.enumerated(
-        o,
-        "localityLbPolicy",
-        LocalityLbPolicy::Maglev,
-        &[
-            ("MAGLEV", LocalityLbPolicy::Maglev),
-            ("WEIGHTED_MAGLEV", LocalityLbPolicy::WeightedMaglev),
-        ],
-        &[
-            ("ROUND_ROBIN", PROXY_ONLY),
-            ("LEAST_REQUEST", PROXY_ONLY),
-            ("RING_HASH", PROXY_ONLY),
-            ("RANDOM", PROXY_ONLY),
-            ("ORIGINAL_DESTINATION", PROXY_ONLY),
-            ("WEIGHTED_ROUND_ROBIN", PROXY_ONLY),
-            ("WEIGHTED_GCP_RENDEZVOUS", PROXY_ONLY),
-        ],
-    );
-    let mut draining_timeout_sec = 0;
-    if let Some(c) = nested(r, o, "connectionDraining", &["drainingTimeoutSec"], &[]) {
-        draining_timeout_sec = r.integer(&c, "drainingTimeoutSec", 0, 0, 3600) as u32;
-    }
-    let service_lb_policy = o.get("serviceLbPolicy").and_then(|n| {
+    (
+        failover_ratio,
+        drop_traffic_if_unhealthy,
+        disable_connection_drain_on_failover,
+    )
+}
+
+/// `serviceLbPolicy`: a name, or the policy's full resource name.
+fn service_lb_policy_ref(r: &mut Reader, o: &Obj) -> Option<Ref> {
+    o.get("serviceLbPolicy").and_then(|n| {
         let path = o.path("serviceLbPolicy");
         let text = r.scalar(n, &path)?;
         match resource::parse_policy_name(text) {
@@ -484,34 +564,6 @@ pub(super) fn read_backend_service(
                 None
             }
         }
-    });
-    // Informational fields Google Cloud prints; `portName` and `timeoutSec` have no
-    // meaning for a passthrough load balancer (packets keep their ports; nothing is proxied).
-    if let Some(n) = o.get("portName") {
-        r.scalar(n, &o.path("portName"));
-    }
-    r.integer(o, "timeoutSec", 30, 1, 2_147_483_647);
-    r.integer(o, "affinityCookieTtlSec", 0, 0, 1_209_600);
-    let delivery = r.enumerated(o, "delivery", Delivery::L2Dsr, DELIVERIES, &[]);
-    Some(BackendService {
-        name: name?,
-        region,
-        global,
-        protocol,
-        health_checks,
-        backends,
-        session_affinity,
-        tracking_mode,
-        persistence,
-        idle_timeout_sec,
-        failover_ratio,
-        drop_traffic_if_unhealthy,
-        disable_connection_drain_on_failover,
-        locality_lb_policy,
-        draining_timeout_sec,
-        service_lb_policy,
-        delivery,
-        loc: o.loc(index),
     })
 }
 
