@@ -590,6 +590,13 @@ impl Image {
         for (slot, b) in self.tables.maglev.iter_mut().zip(payload.chunks_exact(2)) {
             slot.backend = u16::from_le_bytes([b[0], b[1]]);
         }
+        // The writer stores the slots up to the last one that holds a backend.
+        if count > 0 && self.tables.maglev[count as usize - 1] == MaglevSlot::default() {
+            return Err(bad(format!(
+                "slot {} is the last stored and empty (slots after the last used one are not stored)",
+                count - 1
+            )));
+        }
         Ok(())
     }
 
@@ -698,6 +705,13 @@ impl Image {
             if self.tables.read_entry(table, index).map_err(entry_err)? != buf {
                 return Err(bad(format!(
                     "entry {index} has bits set outside its fields"
+                )));
+            }
+            // The writer stores only entries that hold something: an empty one stored
+            // would not be written back.
+            if is_default(&self.tables, table, index as usize) {
+                return Err(bad(format!(
+                    "entry {index} is empty (empty entries are not stored)"
                 )));
             }
         }
