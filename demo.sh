@@ -10,11 +10,6 @@ config=${1:-examples/web.yaml}
 out=demo-out
 mkdir -p "$out"
 
-if ! command -v protoc >/dev/null; then
-  # etcd-client (nlbctl publish, nlbd --etcd) compiles etcd's protocol files at build time.
-  echo "protoc is missing: apt-get install -y protobuf-compiler (see README.md)" >&2
-  exit 1
-fi
 echo "== building nlbctl"
 cargo build -q --release -p nlbctl
 nlbctl="${CARGO_TARGET_DIR:-target}/release/nlbctl"

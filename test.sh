@@ -2,7 +2,7 @@
 # The whole test suite of nlb-offload, from a clean checkout.
 #
 # Installs the system packages it needs when run as root (from Debian: Verilator, Yosys, z3,
-# curl, iproute2, nftables, protobuf-compiler (to build the etcd client), etcd-server (the fleet's tests),
+# curl, iproute2, nftables, etcd-server and etcd-client (etcdctl) (the fleet's tests),
 # and for the operator tools' tests tmux, systemd, man-db, procps, prometheus), then runs:
 # rustfmt check, clippy (warnings are errors; the tools also with their Verilator engine), every
 # workspace test (including the Verilator co-simulation in the verif crate), the tools' tests
@@ -43,10 +43,10 @@ command -v tmux >/dev/null || need+=(tmux)
 command -v systemd-analyze >/dev/null || need+=(systemd)
 command -v man >/dev/null || need+=(man-db)
 [ -x /bin/kill ] || need+=(procps)
-# The fleet (tools/system-tests/tests/fleet.rs): a real etcd; etcd-client's build compiles etcd's protocol
-# files with protoc.
+# The fleet (tools/system-tests/tests/fleet.rs): a real etcd, and etcdctl to write what an operator
+# might by hand and to set up etcd's authentication.
 command -v etcd >/dev/null || need+=(etcd-server)
-command -v protoc >/dev/null || need+=(protobuf-compiler)
+command -v etcdctl >/dev/null || need+=(etcd-client)
 lean=()
 { command -v prometheus && command -v promtool; } >/dev/null || lean+=(prometheus)
 if ((${#need[@]} + ${#lean[@]})); then

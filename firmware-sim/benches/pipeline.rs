@@ -342,7 +342,7 @@ fn main() {
 /// Name of case `c` (0..4: TCP hit, TCP miss, UDP hit, UDP miss) of a delivery.
 fn case_name(delivery: Delivery, c: usize) -> String {
     let p = if c < 2 { "TCP" } else { "UDP" };
-    let h = if c % 2 == 0 { "hit" } else { "miss" };
+    let h = if c.is_multiple_of(2) { "hit" } else { "miss" };
     format!("{} {p} conntrack {h}", delivery.name())
 }
 

@@ -707,7 +707,7 @@ mod tests {
     /// Keys from a small space so that writes collide; `k` picks protocol, port and client.
     fn key(k: u32) -> FlowKey {
         tuple5_key(
-            if k % 2 == 0 { 6 } else { 17 },
+            if k.is_multiple_of(2) { 6 } else { 17 },
             0xffff_c633_6400 + u128::from(k / 6),
             1000 + (k / 2 % 3) as u16,
             0xffff_cb00_7101,
@@ -757,7 +757,11 @@ mod tests {
             .map(|k| {
                 let src = prefixes[(k % n) as usize] | 0xc633_6401;
                 let dst = prefixes[(k / n % n) as usize] | 0xcb00_7101;
-                let protocol = if k / (n * n) % 2 == 0 { 6 } else { 17 };
+                let protocol = if (k / (n * n)).is_multiple_of(2) {
+                    6
+                } else {
+                    17
+                };
                 tuple5_key(protocol, src, 1000 + (k / (2 * n * n)) as u16, dst, 80)
             })
             .collect();

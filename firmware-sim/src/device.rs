@@ -699,7 +699,7 @@ impl ModelDevice {
     // -----------------------------------------------------------------------------------------
 
     fn check(offset: u32) -> Result<(), RegError> {
-        if offset % 4 != 0 {
+        if !offset.is_multiple_of(4) {
             return Err(RegError::Unaligned { offset });
         }
         if offset >= BAR_SIZE {

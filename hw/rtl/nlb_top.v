@@ -81,6 +81,32 @@ module nlb_top (
     m_axis_event_tvalid,
     m_axis_event_tready,
     m_event_dropped,
+    m_axi_dma_awaddr,
+    m_axi_dma_awlen,
+    m_axi_dma_awsize,
+    m_axi_dma_awburst,
+    m_axi_dma_awvalid,
+    m_axi_dma_awready,
+    m_axi_dma_wdata,
+    m_axi_dma_wstrb,
+    m_axi_dma_wlast,
+    m_axi_dma_wvalid,
+    m_axi_dma_wready,
+    m_axi_dma_bresp,
+    m_axi_dma_bvalid,
+    m_axi_dma_bready,
+    m_axi_dma_araddr,
+    m_axi_dma_arlen,
+    m_axi_dma_arsize,
+    m_axi_dma_arburst,
+    m_axi_dma_arvalid,
+    m_axi_dma_arready,
+    m_axi_dma_rdata,
+    m_axi_dma_rresp,
+    m_axi_dma_rlast,
+    m_axi_dma_rvalid,
+    m_axi_dma_rready,
+    m_dma_irq,
     m_axi_ct_araddr,
     m_axi_ct_arid,
     m_axi_ct_arlen,
@@ -331,6 +357,36 @@ output wire                  m_axis_event_tvalid;
 input  wire                  m_axis_event_tready;
 output wire                  m_event_dropped;
 
+// The host rings (nlb_host_dma): an AXI4 master toward the shell's PCIe DMA or bridge,
+// addresses are IOVAs; punted frames and events for rings in use go there instead of the
+// two streams above. m_dma_irq: MSI-X requests, one clock per message, bit = vector.
+output wire [63:0]            m_axi_dma_awaddr;
+output wire [7:0]             m_axi_dma_awlen;
+output wire [2:0]             m_axi_dma_awsize;
+output wire [1:0]             m_axi_dma_awburst;
+output wire                   m_axi_dma_awvalid;
+input  wire                   m_axi_dma_awready;
+output wire [DATA_WIDTH-1:0]  m_axi_dma_wdata;
+output wire [KEEP_WIDTH-1:0]  m_axi_dma_wstrb;
+output wire                   m_axi_dma_wlast;
+output wire                   m_axi_dma_wvalid;
+input  wire                   m_axi_dma_wready;
+input  wire [1:0]             m_axi_dma_bresp;
+input  wire                   m_axi_dma_bvalid;
+output wire                   m_axi_dma_bready;
+output wire [63:0]            m_axi_dma_araddr;
+output wire [7:0]             m_axi_dma_arlen;
+output wire [2:0]             m_axi_dma_arsize;
+output wire [1:0]             m_axi_dma_arburst;
+output wire                   m_axi_dma_arvalid;
+input  wire                   m_axi_dma_arready;
+input  wire [DATA_WIDTH-1:0]  m_axi_dma_rdata;
+input  wire [1:0]             m_axi_dma_rresp;
+input  wire                   m_axi_dma_rlast;
+input  wire                   m_axi_dma_rvalid;
+output wire                   m_axi_dma_rready;
+output wire [NLB_RING_COUNT-1:0] m_dma_irq;
+
 // The table memories (AXI4, one port per channel; nlb_mem_stage describes them). Unused, and
 // driven 0, when MEM_ONCHIP.
 /* verilator lint_off UNUSEDSIGNAL */ // (inputs unused with MEM_ONCHIP)
@@ -479,6 +535,14 @@ wire [127:0]         ctrl_outer_src_v6_mask;
 wire                 ctrl_default_action;
 
 wire                 ext_wr_req;
+// The pipeline's punt and event streams into the host DMA engine.
+wire [DATA_WIDTH-1:0] pq_tdata;
+wire [KEEP_WIDTH-1:0] pq_tkeep;
+wire                  pq_tvalid;
+wire                  pq_tready;
+wire                  pq_tlast;
+wire                  eq_valid;
+wire                  eq_ready;
 wire [31:0]          ext_wr_addr;
 wire [31:0]          ext_wr_data;
 wire [3:0]           ext_wr_strb;
@@ -618,7 +682,7 @@ nlb_regs #(
     .backend_rd_data(backend_rd_data)
 );
 
-// Extension bus: the conntrack, counters, spi_flash and mem blocks, each over its span of the
+// Extension bus: the conntrack, counters, spi_flash, mem and dma blocks, each over its span of the
 // register space (anything else is answered with 0).
 function in_block(input [31:0] a, input [31:0] base, input [31:0] span);
     in_block = a >= base && a < base + span;
@@ -631,6 +695,11 @@ wire ext_wr_spi = in_block(ext_wr_addr, NLB_BLK_SPI_FLASH_BASE, NLB_BLK_SPI_FLAS
 wire ext_rd_spi = in_block(ext_rd_addr, NLB_BLK_SPI_FLASH_BASE, NLB_BLK_SPI_FLASH_SPAN);
 wire ext_wr_mem = in_block(ext_wr_addr, NLB_BLK_MEM_BASE, NLB_BLK_MEM_SPAN);
 wire ext_rd_mem = in_block(ext_rd_addr, NLB_BLK_MEM_BASE, NLB_BLK_MEM_SPAN);
+wire ext_wr_dma = in_block(ext_wr_addr, NLB_BLK_DMA_BASE, NLB_BLK_DMA_SPAN);
+wire ext_rd_dma = in_block(ext_rd_addr, NLB_BLK_DMA_BASE, NLB_BLK_DMA_SPAN);
+wire        dma_wr_ack;
+wire        dma_rd_ack;
+wire [31:0] dma_rd_data_w;
 wire        ct_wr_ack;
 wire        ct_rd_ack;
 wire [31:0] ct_rd_data_w;
@@ -647,18 +716,23 @@ reg         other_wr_ack_reg = 1'b0;
 reg         other_rd_ack_reg = 1'b0;
 
 always @(posedge clk) begin
-    other_wr_ack_reg <= ext_wr_req && !ext_wr_ct && !ext_wr_cnt && !ext_wr_spi && !ext_wr_mem;
-    other_rd_ack_reg <= ext_rd_req && !ext_rd_ct && !ext_rd_cnt && !ext_rd_spi && !ext_rd_mem;
+    other_wr_ack_reg <= ext_wr_req && !ext_wr_ct && !ext_wr_cnt && !ext_wr_spi && !ext_wr_mem
+        && !ext_wr_dma;
+    other_rd_ack_reg <= ext_rd_req && !ext_rd_ct && !ext_rd_cnt && !ext_rd_spi && !ext_rd_mem
+        && !ext_rd_dma;
     if (rst) begin
         other_wr_ack_reg <= 1'b0;
         other_rd_ack_reg <= 1'b0;
     end
 end
 
-assign ext_wr_ack = ct_wr_ack || cnt_wr_ack || spi_wr_ack || mem_wr_ack || other_wr_ack_reg;
-assign ext_rd_ack = ct_rd_ack || cnt_rd_ack || spi_rd_ack || mem_rd_ack || other_rd_ack_reg;
+assign ext_wr_ack = ct_wr_ack || cnt_wr_ack || spi_wr_ack || mem_wr_ack || dma_wr_ack
+    || other_wr_ack_reg;
+assign ext_rd_ack = ct_rd_ack || cnt_rd_ack || spi_rd_ack || mem_rd_ack || dma_rd_ack
+    || other_rd_ack_reg;
 assign ext_rd_data = ct_rd_ack ? ct_rd_data_w : cnt_rd_ack ? cnt_rd_data_w
-    : spi_rd_ack ? spi_rd_data_w : mem_rd_ack ? mem_rd_data_w : 32'd0;
+    : spi_rd_ack ? spi_rd_data_w : mem_rd_ack ? mem_rd_data_w
+    : dma_rd_ack ? dma_rd_data_w : 32'd0;
 
 nlb_mem_stats mem_stats_inst (
     .clk(clk),
@@ -1526,11 +1600,11 @@ nlb_editor #(
     .m_axis_tx_tvalid(m_axis_tx_tvalid),
     .m_axis_tx_tready(m_axis_tx_tready),
     .m_axis_tx_tlast(m_axis_tx_tlast),
-    .m_axis_punt_tdata(m_axis_punt_tdata),
-    .m_axis_punt_tkeep(m_axis_punt_tkeep),
-    .m_axis_punt_tvalid(m_axis_punt_tvalid),
-    .m_axis_punt_tready(m_axis_punt_tready),
-    .m_axis_punt_tlast(m_axis_punt_tlast),
+    .m_axis_punt_tdata(pq_tdata),
+    .m_axis_punt_tkeep(pq_tkeep),
+    .m_axis_punt_tvalid(pq_tvalid),
+    .m_axis_punt_tready(pq_tready),
+    .m_axis_punt_tlast(pq_tlast),
     .jobs(),
     .frame_done(frame_done)
 );
@@ -1559,8 +1633,8 @@ nlb_fifo #(
     .s_valid(event_push && !event_full),
     .s_ready(),
     .m_data(event_out),
-    .m_valid(m_axis_event_tvalid),
-    .m_ready(m_axis_event_tready),
+    .m_valid(eq_valid),
+    .m_ready(eq_ready),
     .count(event_count)
 );
 /* verilator lint_on PINCONNECTEMPTY */
@@ -1572,8 +1646,66 @@ always @(posedge clk) begin
     end
 end
 
-assign m_axis_event_tdata = {{(384-NLB_LEARN_EVENT_WIDTH){1'b0}}, event_out};
 assign m_event_dropped = event_dropped_reg;
+
+// ---- the host rings -----------------------------------------------------------------------
+
+nlb_host_dma host_dma_inst (
+    .clk(clk),
+    .rst(rst),
+    .ext_wr_req(ext_wr_req && ext_wr_dma),
+    .ext_wr_addr(ext_wr_addr),
+    .ext_wr_data(ext_wr_data),
+    .ext_wr_strb(ext_wr_strb),
+    .ext_wr_ack(dma_wr_ack),
+    .ext_rd_req(ext_rd_req && ext_rd_dma),
+    .ext_rd_addr(ext_rd_addr),
+    .ext_rd_data(dma_rd_data_w),
+    .ext_rd_ack(dma_rd_ack),
+    .s_punt_tdata(pq_tdata),
+    .s_punt_tkeep(pq_tkeep),
+    .s_punt_tvalid(pq_tvalid),
+    .s_punt_tready(pq_tready),
+    .s_punt_tlast(pq_tlast),
+    .m_punt_tdata(m_axis_punt_tdata),
+    .m_punt_tkeep(m_axis_punt_tkeep),
+    .m_punt_tvalid(m_axis_punt_tvalid),
+    .m_punt_tready(m_axis_punt_tready),
+    .m_punt_tlast(m_axis_punt_tlast),
+    .s_event_tdata({{(384-NLB_LEARN_EVENT_WIDTH){1'b0}}, event_out}),
+    .s_event_tvalid(eq_valid),
+    .s_event_tready(eq_ready),
+    .s_event_dropped(event_dropped_reg),
+    .m_event_tdata(m_axis_event_tdata),
+    .m_event_tvalid(m_axis_event_tvalid),
+    .m_event_tready(m_axis_event_tready),
+    .m_axi_awaddr(m_axi_dma_awaddr),
+    .m_axi_awlen(m_axi_dma_awlen),
+    .m_axi_awsize(m_axi_dma_awsize),
+    .m_axi_awburst(m_axi_dma_awburst),
+    .m_axi_awvalid(m_axi_dma_awvalid),
+    .m_axi_awready(m_axi_dma_awready),
+    .m_axi_wdata(m_axi_dma_wdata),
+    .m_axi_wstrb(m_axi_dma_wstrb),
+    .m_axi_wlast(m_axi_dma_wlast),
+    .m_axi_wvalid(m_axi_dma_wvalid),
+    .m_axi_wready(m_axi_dma_wready),
+    .m_axi_bresp(m_axi_dma_bresp),
+    .m_axi_bvalid(m_axi_dma_bvalid),
+    .m_axi_bready(m_axi_dma_bready),
+    .m_axi_araddr(m_axi_dma_araddr),
+    .m_axi_arlen(m_axi_dma_arlen),
+    .m_axi_arsize(m_axi_dma_arsize),
+    .m_axi_arburst(m_axi_dma_arburst),
+    .m_axi_arvalid(m_axi_dma_arvalid),
+    .m_axi_arready(m_axi_dma_arready),
+    .m_axi_rdata(m_axi_dma_rdata),
+    .m_axi_rresp(m_axi_dma_rresp),
+    .m_axi_rlast(m_axi_dma_rlast),
+    .m_axi_rvalid(m_axi_dma_rvalid),
+    .m_axi_rready(m_axi_dma_rready),
+    .irq(m_dma_irq)
+);
 
 // ---- packets in flight --------------------------------------------------------------------
 

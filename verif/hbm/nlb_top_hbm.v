@@ -56,6 +56,32 @@ module nlb_top_hbm (
     m_axis_event_tvalid,
     m_axis_event_tready,
     m_event_dropped,
+    m_axi_dma_awaddr,
+    m_axi_dma_awlen,
+    m_axi_dma_awsize,
+    m_axi_dma_awburst,
+    m_axi_dma_awvalid,
+    m_axi_dma_awready,
+    m_axi_dma_wdata,
+    m_axi_dma_wstrb,
+    m_axi_dma_wlast,
+    m_axi_dma_wvalid,
+    m_axi_dma_wready,
+    m_axi_dma_bresp,
+    m_axi_dma_bvalid,
+    m_axi_dma_bready,
+    m_axi_dma_araddr,
+    m_axi_dma_arlen,
+    m_axi_dma_arsize,
+    m_axi_dma_arburst,
+    m_axi_dma_arvalid,
+    m_axi_dma_arready,
+    m_axi_dma_rdata,
+    m_axi_dma_rresp,
+    m_axi_dma_rlast,
+    m_axi_dma_rvalid,
+    m_axi_dma_rready,
+    m_dma_irq,
     m_drop_valid,
     m_drop_reason,
     m_drop_seq,
@@ -218,6 +244,33 @@ output wire [383:0]          m_axis_event_tdata;
 output wire                  m_axis_event_tvalid;
 input  wire                  m_axis_event_tready;
 output wire                  m_event_dropped;
+// The host rings' AXI4 master and MSI-X requests, as nlb_top has them.
+output wire [63:0]           m_axi_dma_awaddr;
+output wire [7:0]            m_axi_dma_awlen;
+output wire [2:0]            m_axi_dma_awsize;
+output wire [1:0]            m_axi_dma_awburst;
+output wire                  m_axi_dma_awvalid;
+input  wire                  m_axi_dma_awready;
+output wire [511:0]          m_axi_dma_wdata;
+output wire [63:0]           m_axi_dma_wstrb;
+output wire                  m_axi_dma_wlast;
+output wire                  m_axi_dma_wvalid;
+input  wire                  m_axi_dma_wready;
+input  wire [1:0]            m_axi_dma_bresp;
+input  wire                  m_axi_dma_bvalid;
+output wire                  m_axi_dma_bready;
+output wire [63:0]           m_axi_dma_araddr;
+output wire [7:0]            m_axi_dma_arlen;
+output wire [2:0]            m_axi_dma_arsize;
+output wire [1:0]            m_axi_dma_arburst;
+output wire                  m_axi_dma_arvalid;
+input  wire                  m_axi_dma_arready;
+input  wire [511:0]          m_axi_dma_rdata;
+input  wire [1:0]            m_axi_dma_rresp;
+input  wire                  m_axi_dma_rlast;
+input  wire                  m_axi_dma_rvalid;
+output wire                  m_axi_dma_rready;
+output wire [3:0]            m_dma_irq;
 
 
 // A received frame dropped for lack of room (docs/pipeline.md section 14.4): reason
@@ -398,6 +451,32 @@ nlb_top #(
     .m_axis_event_tvalid(m_axis_event_tvalid),
     .m_axis_event_tready(m_axis_event_tready),
     .m_event_dropped(m_event_dropped),
+    .m_axi_dma_awaddr(m_axi_dma_awaddr),
+    .m_axi_dma_awlen(m_axi_dma_awlen),
+    .m_axi_dma_awsize(m_axi_dma_awsize),
+    .m_axi_dma_awburst(m_axi_dma_awburst),
+    .m_axi_dma_awvalid(m_axi_dma_awvalid),
+    .m_axi_dma_awready(m_axi_dma_awready),
+    .m_axi_dma_wdata(m_axi_dma_wdata),
+    .m_axi_dma_wstrb(m_axi_dma_wstrb),
+    .m_axi_dma_wlast(m_axi_dma_wlast),
+    .m_axi_dma_wvalid(m_axi_dma_wvalid),
+    .m_axi_dma_wready(m_axi_dma_wready),
+    .m_axi_dma_bresp(m_axi_dma_bresp),
+    .m_axi_dma_bvalid(m_axi_dma_bvalid),
+    .m_axi_dma_bready(m_axi_dma_bready),
+    .m_axi_dma_araddr(m_axi_dma_araddr),
+    .m_axi_dma_arlen(m_axi_dma_arlen),
+    .m_axi_dma_arsize(m_axi_dma_arsize),
+    .m_axi_dma_arburst(m_axi_dma_arburst),
+    .m_axi_dma_arvalid(m_axi_dma_arvalid),
+    .m_axi_dma_arready(m_axi_dma_arready),
+    .m_axi_dma_rdata(m_axi_dma_rdata),
+    .m_axi_dma_rresp(m_axi_dma_rresp),
+    .m_axi_dma_rlast(m_axi_dma_rlast),
+    .m_axi_dma_rvalid(m_axi_dma_rvalid),
+    .m_axi_dma_rready(m_axi_dma_rready),
+    .m_dma_irq(m_dma_irq),
     .m_drop_valid(m_drop_valid),
     .m_drop_reason(m_drop_reason),
     .m_drop_seq(m_drop_seq),

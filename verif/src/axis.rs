@@ -111,7 +111,7 @@ impl AxisPorts {
 fn fill_width(words: &mut [u32], width: u32, rng: &mut StdRng) {
     rng.fill(words);
     if let Some(top) = words.last_mut() {
-        if width % 32 != 0 {
+        if !width.is_multiple_of(32) {
             *top &= (1u32 << (width % 32)) - 1;
         }
     }

@@ -233,7 +233,7 @@ impl Device for RtlDevice {
 }
 
 fn check(offset: u32) -> Result<(), DeviceError> {
-    if offset % 4 != 0 {
+    if !offset.is_multiple_of(4) {
         return Err(DeviceError::BadOffset {
             offset,
             why: "not 4-byte aligned",

@@ -11,6 +11,7 @@
 //!   block benches;
 //! - [`axil`]: an AXI-Lite master agent with blocking `read`/`write` helpers;
 //! - [`extbus`]: a master of `nlb_regs`' extension bus, for the blocks on it;
+//! - [`coverage`]: coverage bins a test counts its cases into and the bins it must hit;
 //! - [`regbus::RegBus`]: 32-bit register access to a model's AXI-Lite port;
 //! - [`frames`]: frame generators (well-formed, random, mutated) for the pipeline tests;
 //! - [`scenario`]: random table banks and the traffic that exercises them;
@@ -26,6 +27,7 @@ pub mod axi_mem;
 pub mod axil;
 pub mod axis;
 pub mod bench;
+pub mod coverage;
 pub mod device;
 pub mod error;
 pub mod extbus;

@@ -112,7 +112,7 @@ pub fn erase_plan(base: u32, len: u32) -> Vec<(u32, EraseSize)> {
     let mut plan = Vec::new();
     let mut at = base;
     while at < end {
-        if at % SECTOR == 0 && at + SECTOR <= end {
+        if at.is_multiple_of(SECTOR) && at + SECTOR <= end {
             plan.push((at, EraseSize::Sector));
             at += SECTOR;
         } else {

@@ -577,7 +577,7 @@ fn cut_run(
         assert_eq!(running, Booted::NewUser, "{ctx}");
     }
     // Every fourth run: flashing again after the cut repairs the card.
-    if seed % 4 == 0 && running != Booted::NewUser {
+    if seed.is_multiple_of(4) && running != Booted::NewUser {
         flash(&mut card, img, FlashOptions::default())
             .unwrap_or_else(|e| panic!("re-flash: {e}: {ctx}"));
         let r =

@@ -440,7 +440,7 @@ impl Vfio {
 
     fn check(&self, offset: u32) -> Result<u64, DeviceError> {
         let at = u64::from(offset);
-        if offset % 4 != 0 {
+        if !offset.is_multiple_of(4) {
             return Err(DeviceError::BadOffset {
                 offset,
                 why: "not 4-byte aligned",

@@ -172,7 +172,7 @@ impl LinuxDevice {
     fn region_bounds(&self, index: u32, offset: u64, len: usize) -> io::Result<u64> {
         let size = self.device.get_region_size(index);
         let end = offset.checked_add(len as u64);
-        if end.map_or(true, |end| end > size) {
+        if end.is_none_or(|end| end > size) {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 format!("access at {offset:#x}+{len} beyond region {index} of {size:#x} bytes"),
@@ -270,7 +270,7 @@ struct MappedRegion {
 impl MappedRegion {
     fn check(&self, offset: u64) -> io::Result<usize> {
         let len = self.map.len() as u64;
-        if offset % 4 != 0 || offset.checked_add(4).map_or(true, |end| end > len) {
+        if !offset.is_multiple_of(4) || offset.checked_add(4).is_none_or(|end| end > len) {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 format!("MMIO offset {offset:#x} is unaligned or beyond the {len:#x}-byte mapping"),

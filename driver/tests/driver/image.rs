@@ -65,7 +65,11 @@ fn frames_for(t: &Tables) -> Vec<Vec<u8>> {
                 match v.protocol {
                     6 => {
                         let b = ip.tcp(sport, *port, 1, 1000);
-                        let b = if client % 2 == 0 { b.syn() } else { b.ack(1) };
+                        let b = if client.is_multiple_of(2) {
+                            b.syn()
+                        } else {
+                            b.ack(1)
+                        };
                         b.write(&mut f, &payload).unwrap();
                     }
                     17 => ip.udp(sport, *port).write(&mut f, &payload).unwrap(),

@@ -68,7 +68,7 @@ impl Interleaved {
 
     fn tick(&mut self) {
         self.count += 1;
-        if self.count % self.every == 0 {
+        if self.count.is_multiple_of(self.every) {
             let f = &self.frames[self.count as usize % self.frames.len()];
             let r = self.sim.lock().receive(f, &mut self.out).expect("receive");
             self.seen.lock().unwrap().record(&r);

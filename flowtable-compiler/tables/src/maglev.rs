@@ -490,7 +490,10 @@ fn inverse_mod(a: u32, m: u32) -> u32 {
 }
 
 fn is_prime(n: u32) -> bool {
-    n >= 2 && (2..).take_while(|d: &u32| d * d <= n).all(|d| n % d != 0)
+    n >= 2
+        && (2..)
+            .take_while(|d: &u32| d * d <= n)
+            .all(|d| !n.is_multiple_of(d))
 }
 
 #[cfg(test)]
@@ -498,7 +501,10 @@ mod tests {
     use super::*;
 
     fn is_prime(n: u32) -> bool {
-        n >= 2 && (2..).take_while(|d| d * d <= n).all(|d| n % d != 0)
+        n >= 2
+            && (2..)
+                .take_while(|d| d * d <= n)
+                .all(|d| !n.is_multiple_of(d))
     }
 
     #[test]

@@ -766,7 +766,9 @@ impl Regmap {
                         l.name
                     )),
                 }
-                if self.layout_width(l) % 32 != 0 || self.layout_width(l) / 8 > f.marker_area {
+                if !self.layout_width(l).is_multiple_of(32)
+                    || self.layout_width(l) / 8 > f.marker_area
+                {
                     errors.push(format!(
                         "flash: layout {} must be whole words and fit marker_area",
                         l.name

@@ -10,40 +10,21 @@
 //! - `PREFIX health/POOL/BACKEND/HOST`: host HOST's decision on a backend it probes (shared
 //!   health, SPEC R11.2), a JSON [`HealthReport`], with HOST's lease.
 //!
-//! `nlbctl publish` and `nlbctl fleet status` (blocking, on a runtime of their own) and `nlbd
-//! --etcd` (on its runtime) share this module; etcd is reached with `etcd-client` (gRPC).
+//! Any other key under the prefix, and a value under one of these that does not decode, is
+//! reported ([`KeyProblem`]) and skipped: it never stops a reader (`nlbctl fleet status`, an
+//! `nlbd` session), and `nlbctl publish` replaces whatever `config` holds.
+//!
+//! `nlbctl publish` and `nlbctl fleet status` (blocking) and `nlbd --etcd` (from its runtime's
+//! blocking threads) share this module; etcd is reached with [`crate::etcd`].
 
-use etcd_client::{Client, Compare, CompareOp, ConnectOptions, GetOptions, Txn, TxnOp};
+use crate::etcd;
 use serde::{Deserialize, Serialize};
-use std::future::Future;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+pub use crate::etcd::{ELECTION_WAIT, REQUEST_TIMEOUT};
 
 /// The prefix of the fleet's keys unless `--prefix` says otherwise.
 pub const DEFAULT_PREFIX: &str = "/nlb/";
-
-/// How long one request to etcd may take (also the connect timeout): long enough for a
-/// loaded machine, short enough that a command facing a dead cluster fails promptly.
-pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(3);
-
-/// How long a request keeps being retried while the members that answer are electing a
-/// leader ("leader changed", "no leader"): losing the leader of a healthy cluster is not an
-/// outage, and etcd elects a new one within a few election timeouts (1 s by default).
-pub const ELECTION_WAIT: Duration = Duration::from_secs(6);
-
-/// Whether an etcd error says the member is up but the cluster has no leader at the moment,
-/// so the same request succeeds once one is elected.
-fn is_election(e: &etcd_client::Error) -> bool {
-    match e {
-        etcd_client::Error::GRpcStatus(status) => {
-            status.code() == tonic::Code::Unavailable
-                && (status.message().contains("leader changed")
-                    || status.message().contains("no leader"))
-        }
-        _ => false,
-    }
-}
 
 /// The keys of one fleet.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -271,6 +252,14 @@ pub enum FleetError {
         /// What the client said.
         error: String,
     },
+    /// etcd answered with a refusal (authentication, permissions, a lease it does not know).
+    #[error("etcd at {endpoints} refused the request: {error}")]
+    Refused {
+        /// The endpoints tried.
+        endpoints: String,
+        /// etcd's message.
+        error: String,
+    },
     /// A value that is not what this module writes.
     #[error("etcd key {key}: {error}")]
     Malformed {
@@ -281,53 +270,26 @@ pub enum FleetError {
     },
 }
 
-/// A connection to the fleet's etcd: one client per endpoint, each request sent to the one
-/// that answered last and, when it fails, to the others in turn. (One client balancing over
-/// all endpoints sends some requests to a member that is down and fails them: a cluster
-/// that lost one member would fail every third publish.)
-#[derive(Clone)]
-pub struct Store {
-    clients: Vec<Client>,
-    urls: Vec<String>,
-    current: Arc<AtomicUsize>,
-    endpoints: String,
-    /// The fleet's keys.
-    pub keys: Keys,
-}
-
-impl std::fmt::Debug for Store {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Store")
-            .field("endpoints", &self.endpoints)
-            .field("keys", &self.keys)
-            .finish()
+impl FleetError {
+    fn of(endpoints: &str, f: etcd::Failure) -> FleetError {
+        if f.refused() {
+            FleetError::Refused {
+                endpoints: endpoints.to_string(),
+                error: f.to_string(),
+            }
+        } else {
+            FleetError::Unreachable {
+                endpoints: endpoints.to_string(),
+                error: f.to_string(),
+            }
+        }
     }
 }
 
-/// `--etcd`: comma-separated `HOST:PORT` or `http://HOST:PORT`, as `http://` URLs.
-pub fn parse_endpoints(list: &str) -> Result<Vec<String>, String> {
-    let mut out = Vec::new();
-    for e in list.split(',').map(str::trim).filter(|e| !e.is_empty()) {
-        if e.starts_with("https://") {
-            return Err(format!(
-                "--etcd `{e}`: TLS is not supported yet (valid: HOST:PORT or http://HOST:PORT, comma-separated)"
-            ));
-        }
-        let rest = e.strip_prefix("http://").unwrap_or(e);
-        let port_ok = rest
-            .rsplit_once(':')
-            .is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok_and(|p| p > 0));
-        if !port_ok || rest.contains('/') {
-            return Err(format!(
-                "--etcd `{e}` is not an endpoint (valid: HOST:PORT or http://HOST:PORT, comma-separated, such as 127.0.0.1:2379)"
-            ));
-        }
-        out.push(format!("http://{rest}"));
-    }
-    if out.is_empty() {
-        return Err("--etcd: no endpoint given (valid: HOST:PORT[,HOST:PORT...])".into());
-    }
-    Ok(out)
+/// `--etcd`: comma-separated `HOST:PORT` or `http://HOST:PORT` (plain HTTP; see
+/// [`etcd::EtcdArgs`] for TLS and authentication).
+pub fn parse_endpoints(list: &str) -> Result<Vec<etcd::Endpoint>, String> {
+    etcd::parse_endpoints(list, false)
 }
 
 /// Milliseconds since the Unix epoch.
@@ -342,218 +304,353 @@ pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-impl Store {
-    /// Connects (lazily: the first request finds out whether etcd answers).
-    pub async fn connect(endpoints: &[String], keys: Keys) -> Result<Store, FleetError> {
-        let joined = endpoints.join(",");
-        let options = ConnectOptions::new()
-            .with_connect_timeout(REQUEST_TIMEOUT)
-            .with_timeout(REQUEST_TIMEOUT)
-            .with_keep_alive(Duration::from_secs(2), REQUEST_TIMEOUT);
-        let mut clients = Vec::new();
-        for e in endpoints {
-            let client = Client::connect([e], Some(options.clone()))
-                .await
-                .map_err(|err| FleetError::Unreachable {
-                    endpoints: e.clone(),
-                    error: err.to_string(),
-                })?;
-            clients.push(client);
+/// The first 12 characters of a digest, for tables and messages (whatever the text: a
+/// record written by hand may hold anything).
+pub fn short_digest(digest: &str) -> &str {
+    digest
+        .char_indices()
+        .nth(12)
+        .map_or(digest, |(i, _)| &digest[..i])
+}
+
+/// The live configuration: its revision (the key's `mod_revision`) and what it holds, or why
+/// it is not a configuration `nlbctl publish` stores.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Live {
+    /// The revision.
+    pub revision: i64,
+    /// The configuration, or why the value is not one.
+    pub published: Result<Published, String>,
+}
+
+/// A key under the fleet's prefix that is not what nlbctl and nlbd write (an unknown key, or
+/// a value that does not decode): reported and skipped.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct KeyProblem {
+    /// The key (as text, non-UTF-8 bytes replaced).
+    pub key: String,
+    /// What is wrong with it.
+    pub problem: String,
+}
+
+/// What one key under the prefix holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Entry<'k> {
+    /// `PREFIX config`: a configuration, or why the value is not one.
+    Config(Result<Published, String>),
+    /// `PREFIX hosts/NAME`: NAME's record, or why the value is not one.
+    Host(&'k str, Result<HostRecord, String>),
+    /// `PREFIX health/POOL/BACKEND/HOST`: the report, or why the value is not one.
+    Health {
+        /// The pool.
+        pool: &'k str,
+        /// The backend.
+        backend: &'k str,
+        /// The prober.
+        host: &'k str,
+        /// The report.
+        report: Result<HealthReport, String>,
+    },
+    /// Under the prefix, but no key nlbctl or nlbd writes.
+    Unknown,
+    /// Not under the prefix.
+    Outside,
+}
+
+impl Entry<'_> {
+    /// Why the key or its value is not what nlbctl and nlbd write; None when it is (or when it
+    /// is outside the prefix).
+    pub fn problem(&self, keys: &Keys) -> Option<String> {
+        match self {
+            Entry::Config(Err(e)) | Entry::Host(_, Err(e)) => Some(e.clone()),
+            Entry::Health { report: Err(e), .. } => Some(e.clone()),
+            Entry::Unknown => Some(format!(
+                "not a key nlbctl or nlbd writes (valid under {p}: {p}config, {p}hosts/NAME, {p}health/POOL/BACKEND/HOST)",
+                p = keys.prefix()
+            )),
+            _ => None,
         }
-        if clients.is_empty() {
-            return Err(FleetError::Unreachable {
-                endpoints: joined,
-                error: "no endpoint given".into(),
+    }
+}
+
+/// Whether a digest is one this module writes: SHA-256 as lower-case hex.
+fn is_digest(d: &str) -> bool {
+    d.len() == 64
+        && d.bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// A host's record, checked against its key's name.
+fn decode_host(name: &str, value: &[u8]) -> Result<HostRecord, String> {
+    let r: HostRecord =
+        serde_json::from_slice(value).map_err(|e| format!("not a host record: {e}"))?;
+    if r.host != name {
+        return Err(format!(
+            "not a host record: it names host `{}`, its key `{name}`",
+            r.host
+        ));
+    }
+    if !is_digest(&r.tables_digest) {
+        return Err("not a host record: its tables_digest is not a SHA-256 in hex".into());
+    }
+    Ok(r)
+}
+
+impl Keys {
+    /// What `key` holds, its value decoded and checked.
+    pub fn entry<'k>(&self, key: &'k str, value: &[u8]) -> Entry<'k> {
+        match self.classify(key) {
+            KeyKind::Config => Entry::Config(decode_published(key, value).map_err(|e| match e {
+                FleetError::Malformed { error, .. } => error,
+                e => e.to_string(),
+            })),
+            KeyKind::Host(name) => Entry::Host(name, decode_host(name, value)),
+            KeyKind::Health {
+                pool,
+                backend,
+                host,
+            } => Entry::Health {
+                pool,
+                backend,
+                host,
+                report: serde_json::from_slice(value)
+                    .map_err(|e| format!("not a health report: {e}")),
+            },
+            KeyKind::Other if key.starts_with(self.prefix.as_str()) => Entry::Unknown,
+            KeyKind::Other => Entry::Outside,
+        }
+    }
+}
+
+/// Everything under the prefix at one revision, sorted out: what `nlbctl fleet status`
+/// shows and what an `nlbd` session starts from.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Survey {
+    /// The store's revision of the read.
+    pub revision: i64,
+    /// The configuration, when the key exists.
+    pub live: Option<Live>,
+    /// Host records that decode, with their leases, by host name.
+    pub hosts: Vec<(HostRecord, i64)>,
+    /// Health reports that decode: (pool, backend, prober, report).
+    pub reports: Vec<(String, String, String, HealthReport)>,
+    /// Keys that are not what nlbctl and nlbd write, in key order.
+    pub problems: Vec<KeyProblem>,
+}
+
+/// Sorts out the keys of one read of the prefix.
+pub fn survey(keys: &Keys, revision: i64, kvs: &[etcd::KeyValue]) -> Survey {
+    let mut s = Survey {
+        revision,
+        ..Survey::default()
+    };
+    for kv in kvs {
+        let key = String::from_utf8_lossy(&kv.key);
+        let entry = keys.entry(&key, &kv.value);
+        if let Some(problem) = entry.problem(keys) {
+            s.problems.push(KeyProblem {
+                key: key.to_string(),
+                problem,
             });
         }
-        Ok(Store {
-            clients,
-            urls: endpoints.to_vec(),
-            current: Arc::new(AtomicUsize::new(0)),
-            endpoints: joined,
-            keys,
-        })
+        match entry {
+            Entry::Config(published) => {
+                s.live = Some(Live {
+                    revision: kv.mod_revision,
+                    published,
+                })
+            }
+            Entry::Host(_, Ok(record)) => s.hosts.push((record, kv.lease)),
+            Entry::Health {
+                pool,
+                backend,
+                host,
+                report: Ok(report),
+            } => s.reports.push((
+                pool.to_string(),
+                backend.to_string(),
+                host.to_string(),
+                report,
+            )),
+            _ => {}
+        }
     }
+    s.hosts.sort_by(|a, b| a.0.host.cmp(&b.0.host));
+    s
+}
 
-    /// Runs `request` on the endpoint that answered last, then on each other one until one
-    /// answers; the errors of all when none does. While a member that answers says the
-    /// cluster is electing a leader, the round is tried again, for up to [`ELECTION_WAIT`].
-    async fn request<T, F, Fut>(&self, request: F) -> Result<T, FleetError>
-    where
-        F: Fn(Client) -> Fut,
-        Fut: Future<Output = Result<T, etcd_client::Error>>,
-    {
-        let n = self.clients.len();
-        let deadline = tokio::time::Instant::now() + ELECTION_WAIT;
-        loop {
-            let first = self.current.load(Ordering::Relaxed) % n.max(1);
-            let mut errors = Vec::new();
-            let mut electing = false;
-            for k in 0..n {
-                let i = (first + k) % n;
-                match request(self.clients[i].clone()).await {
-                    Ok(v) => {
-                        self.current.store(i, Ordering::Relaxed);
-                        return Ok(v);
-                    }
-                    Err(e) => {
-                        electing |= is_election(&e);
-                        if n == 1 {
-                            errors.push(e.to_string());
-                        } else {
-                            errors.push(format!("{}: {e}", self.urls[i]));
-                        }
-                    }
-                }
-            }
-            if !electing || tokio::time::Instant::now() >= deadline {
-                return Err(self.unreachable(errors.join("; ")));
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
+/// Host records that decode with their leases, and the keys under `PREFIX hosts/` that are
+/// not records.
+pub type HostRecords = (Vec<(HostRecord, i64)>, Vec<KeyProblem>);
+
+/// The fleet's store: its keys in one etcd (cheap to clone; clones share the client).
+#[derive(Debug, Clone)]
+pub struct Store {
+    etcd: etcd::Client,
+    /// The fleet's keys.
+    pub keys: Keys,
+}
+
+impl Store {
+    /// The store in the etcd `settings` reach (nothing is connected until the first request).
+    pub fn new(settings: etcd::Settings, keys: Keys) -> Store {
+        Store {
+            etcd: etcd::Client::new(settings),
+            keys,
         }
     }
 
     /// The endpoints, comma-separated.
     pub fn endpoints(&self) -> &str {
-        &self.endpoints
+        self.etcd.endpoints()
     }
 
-    /// The client of the endpoint that answered last, for watches and leases.
-    pub fn client(&self) -> Client {
-        let i = self.current.load(Ordering::Relaxed) % self.clients.len().max(1);
-        self.clients[i].clone()
+    /// The etcd client (leases and watches).
+    pub fn etcd(&self) -> &etcd::Client {
+        &self.etcd
     }
 
-    /// An etcd error as [`FleetError::Unreachable`].
-    pub fn unreachable(&self, e: impl std::fmt::Display) -> FleetError {
-        FleetError::Unreachable {
-            endpoints: self.endpoints.clone(),
-            error: e.to_string(),
-        }
+    /// An etcd failure as a [`FleetError`].
+    pub fn error(&self, f: etcd::Failure) -> FleetError {
+        FleetError::of(self.etcd.endpoints(), f)
     }
 
-    /// The live configuration and its revision, with the store's revision at the read; None
-    /// when nothing was published.
-    pub async fn live(&self) -> Result<(Option<(i64, Published)>, i64), FleetError> {
+    /// The live configuration (None when nothing was published), with the store's revision
+    /// at the read. A value that is not a configuration is returned as such: publishing
+    /// replaces it.
+    pub fn live(&self) -> Result<(Option<Live>, i64), FleetError> {
         let key = self.keys.config();
         let r = self
-            .request(|mut c| {
-                let key = key.clone();
-                async move { c.get(key, None).await }
-            })
-            .await?;
-        let store_revision = r.header().map_or(0, |h| h.revision());
-        let Some(kv) = r.kvs().first() else {
-            return Ok((None, store_revision));
-        };
-        let published = decode_published(&key, kv.value())?;
-        Ok((Some((kv.mod_revision(), published)), store_revision))
+            .etcd
+            .range(key.as_bytes(), b"")
+            .map_err(|f| self.error(f))?;
+        let live = r.kvs.first().map(|kv| Live {
+            revision: kv.mod_revision,
+            published: decode_published(&key, &kv.value).map_err(|e| match e {
+                FleetError::Malformed { error, .. } => error,
+                e => e.to_string(),
+            }),
+        });
+        Ok((live, r.revision))
     }
 
-    /// Every key under the prefix, with the store's revision at the read: the configuration,
-    /// the hosts and the health reports as of one revision, from which a watch continues.
-    pub async fn read_all(&self) -> Result<(Vec<etcd_client::KeyValue>, i64), FleetError> {
-        let prefix = self.keys.prefix().to_string();
-        let mut r = self
-            .request(|mut c| {
-                let prefix = prefix.clone();
-                async move { c.get(prefix, Some(GetOptions::new().with_prefix())).await }
-            })
-            .await?;
-        let store_revision = r.header().map_or(0, |h| h.revision());
-        Ok((r.take_kvs(), store_revision))
+    /// Every key under the prefix at one revision, sorted out.
+    pub fn survey(&self) -> Result<Survey, FleetError> {
+        let prefix = self.keys.prefix().as_bytes();
+        let r = self
+            .etcd
+            .range(prefix, &etcd::prefix_end(prefix))
+            .map_err(|f| self.error(f))?;
+        Ok(survey(&self.keys, r.revision, &r.kvs))
     }
 
     /// Stores `p` as the new revision if the live one is still `expected` (0: nothing live);
     /// `Ok(Err(now))` when it changed in between (`now`: its revision, 0 when deleted).
-    pub async fn publish(
-        &self,
-        p: &Published,
-        expected: i64,
-    ) -> Result<Result<i64, i64>, FleetError> {
+    /// Whatever the live value holds, a configuration or not, it is replaced.
+    pub fn publish(&self, p: &Published, expected: i64) -> Result<Result<i64, i64>, FleetError> {
         let key = self.keys.config();
         let value = serde_json::to_vec(p).map_err(|e| FleetError::Malformed {
             key: key.clone(),
             error: e.to_string(),
         })?;
-        let txn = Txn::new()
-            .when([Compare::mod_revision(
-                key.as_str(),
-                CompareOp::Equal,
-                expected,
-            )])
-            .and_then([TxnOp::put(key.as_str(), value.clone(), None)])
-            .or_else([TxnOp::get(key.as_str(), None)]);
         // Sent again (to another member, or after an election) only when no answer came;
         // had an earlier attempt applied the put, the compare fails now and the live value
         // is ours byte for byte (it carries the publish time), which counts as published.
-        let r = self
-            .request(|mut c| {
-                let txn = txn.clone();
-                async move { c.txn(txn).await }
-            })
-            .await?;
-        if r.succeeded() {
-            // The put's revision is the store's revision after the transaction.
-            return Ok(Ok(r.header().map_or(0, |h| h.revision())));
-        }
-        let live = r.op_responses().into_iter().find_map(|op| match op {
-            etcd_client::TxnOpResponse::Get(g) => g
-                .kvs()
-                .first()
-                .map(|kv| (kv.mod_revision(), kv.value() == value.as_slice())),
-            _ => None,
-        });
-        match live {
-            Some((revision, true)) => Ok(Ok(revision)),
-            Some((revision, false)) => Ok(Err(revision)),
-            None => Ok(Err(0)),
+        match self
+            .etcd
+            .put_if_mod_revision(key.as_bytes(), &value, expected)
+            .map_err(|f| self.error(f))?
+        {
+            etcd::Swap::Done(revision) => Ok(Ok(revision)),
+            etcd::Swap::Changed(Some(kv)) if kv.value == value => Ok(Ok(kv.mod_revision)),
+            etcd::Swap::Changed(Some(kv)) => Ok(Err(kv.mod_revision)),
+            etcd::Swap::Changed(None) => Ok(Err(0)),
         }
     }
 
-    /// Every host's record and the lease its key is attached to, by host name.
-    pub async fn host_records(&self) -> Result<Vec<(HostRecord, i64)>, FleetError> {
+    /// Every host's record that decodes, with the lease its key is attached to, by host name;
+    /// and the keys under `PREFIX hosts/` that are not records.
+    pub fn host_records(&self) -> Result<HostRecords, FleetError> {
         let prefix = self.keys.hosts();
         let r = self
-            .request(|mut c| {
-                let prefix = prefix.clone();
-                async move { c.get(prefix, Some(GetOptions::new().with_prefix())).await }
-            })
-            .await?;
-        let mut out = Vec::new();
-        for kv in r.kvs() {
-            let key = String::from_utf8_lossy(kv.key()).into_owned();
-            let record: HostRecord =
-                serde_json::from_slice(kv.value()).map_err(|e| FleetError::Malformed {
-                    key: key.clone(),
-                    error: format!("not a host record: {e}"),
-                })?;
-            out.push((record, kv.lease()));
-        }
-        out.sort_by(|a, b| a.0.host.cmp(&b.0.host));
-        Ok(out)
+            .etcd
+            .range(prefix.as_bytes(), &etcd::prefix_end(prefix.as_bytes()))
+            .map_err(|f| self.error(f))?;
+        let s = survey(&self.keys, r.revision, &r.kvs);
+        Ok((s.hosts, s.problems))
     }
 
-    /// Every host's record with its lease's time to live, by host name.
-    pub async fn hosts(&self) -> Result<Vec<HostEntry>, FleetError> {
-        let mut out = Vec::new();
-        for (record, lease) in self.host_records().await? {
-            let lease_ttl = if lease == 0 {
-                None
-            } else {
-                let t = self
-                    .request(|mut c| async move { c.lease_time_to_live(lease, None).await })
-                    .await?;
-                // etcd answers TTL -1 for a lease that expired or never existed.
-                (t.ttl() >= 0).then(|| (t.ttl(), t.granted_ttl()))
-            };
-            out.push(HostEntry {
-                record,
-                lease,
-                lease_ttl,
+    /// The lease's seconds left and granted TTL (None when etcd no longer knows it, or for
+    /// lease 0).
+    pub fn lease_ttl(&self, lease: i64) -> Result<Option<(i64, i64)>, FleetError> {
+        if lease == 0 {
+            return Ok(None);
+        }
+        self.etcd
+            .lease_time_to_live(lease)
+            .map_err(|f| self.error(f))
+    }
+
+    /// Records with their leases' time to live.
+    pub fn with_leases(&self, hosts: Vec<(HostRecord, i64)>) -> Result<Vec<HostEntry>, FleetError> {
+        hosts
+            .into_iter()
+            .map(|(record, lease)| {
+                Ok(HostEntry {
+                    lease_ttl: self.lease_ttl(lease)?,
+                    record,
+                    lease,
+                })
+            })
+            .collect()
+    }
+
+    /// Puts `value` at `key` with `lease`.
+    pub fn put(&self, key: &str, value: &[u8], lease: i64) -> Result<(), FleetError> {
+        self.etcd
+            .put(key.as_bytes(), value, lease)
+            .map(drop)
+            .map_err(|f| self.error(f))
+    }
+
+    /// Deletes `key`.
+    pub fn delete(&self, key: &str) -> Result<(), FleetError> {
+        self.etcd
+            .delete(key.as_bytes())
+            .map(drop)
+            .map_err(|f| self.error(f))
+    }
+
+    /// A lease of `ttl` seconds.
+    pub fn grant(&self, ttl: i64) -> Result<i64, FleetError> {
+        self.etcd.lease_grant(ttl).map_err(|f| self.error(f))
+    }
+
+    /// Keeps `lease` alive; an error when it expired.
+    pub fn keep_alive(&self, lease: i64) -> Result<(), FleetError> {
+        let ttl = self
+            .etcd
+            .lease_keep_alive(lease)
+            .map_err(|f| self.error(f))?;
+        if ttl <= 0 {
+            return Err(FleetError::Unreachable {
+                endpoints: self.endpoints().to_string(),
+                error: format!("lease {lease} expired"),
             });
         }
-        Ok(out)
+        Ok(())
+    }
+
+    /// Watches the whole prefix from `start_revision` (see [`etcd::Client::watch`]).
+    pub fn watch(
+        &self,
+        start_revision: i64,
+        sink: impl FnMut(etcd::WatchMessage) -> bool + Send + 'static,
+    ) -> Result<etcd::Watch, FleetError> {
+        let prefix = self.keys.prefix().as_bytes();
+        self.etcd
+            .watch(prefix, &etcd::prefix_end(prefix), start_revision, sink)
+            .map_err(|f| self.error(f))
     }
 }
 
@@ -808,47 +905,6 @@ mod tests {
     }
 
     #[test]
-    fn only_an_election_in_progress_is_waited_for() {
-        // The two messages etcd's server returns while it has no leader (etcdserver's
-        // ErrLeaderChanged and ErrNoLeader, both gRPC Unavailable).
-        for m in ["etcdserver: leader changed", "etcdserver: no leader"] {
-            let e = etcd_client::Error::GRpcStatus(tonic::Status::unavailable(m));
-            assert!(is_election(&e), "{m}");
-        }
-        // A member that is down, a timeout, or a refusal is not an election.
-        let others = [
-            etcd_client::Error::GRpcStatus(tonic::Status::unavailable("tcp connect error")),
-            etcd_client::Error::GRpcStatus(tonic::Status::deadline_exceeded("timeout")),
-            etcd_client::Error::GRpcStatus(tonic::Status::failed_precondition(
-                "etcdserver: leader changed",
-            )),
-            etcd_client::Error::InvalidArgs("no leader".into()),
-        ];
-        for e in &others {
-            assert!(!is_election(e), "{e}");
-        }
-    }
-
-    #[test]
-    fn endpoints_are_http_urls() {
-        assert_eq!(
-            parse_endpoints("127.0.0.1:2379, http://e2:2380").unwrap(),
-            ["http://127.0.0.1:2379", "http://e2:2380"]
-        );
-        for bad in [
-            "",
-            "127.0.0.1",
-            "h:0",
-            "h:70000",
-            "https://h:1",
-            "h:1/x",
-            ":5",
-        ] {
-            assert!(parse_endpoints(bad).is_err(), "{bad}");
-        }
-    }
-
-    #[test]
     fn keys_classify() {
         let k = Keys::new("/nlb/").unwrap();
         assert_eq!(k.classify("/nlb/config"), KeyKind::Config);
@@ -870,6 +926,69 @@ mod tests {
         ] {
             assert_eq!(k.classify(other), KeyKind::Other, "{other}");
         }
+    }
+
+    fn kv(key: &str, value: &[u8], rev: i64) -> etcd::KeyValue {
+        etcd::KeyValue {
+            key: key.as_bytes().to_vec(),
+            value: value.to_vec(),
+            create_revision: rev,
+            mod_revision: rev,
+            version: 1,
+            lease: 7,
+        }
+    }
+
+    #[test]
+    fn stray_keys_and_values_are_reported_and_skipped() {
+        let keys = Keys::new("/nlb/").unwrap();
+        let good = serde_json::to_vec(&host("h1", 3, &"ab".repeat(32))).unwrap();
+        let other_name = serde_json::to_vec(&host("h9", 3, &"ab".repeat(32))).unwrap();
+        let bad_digest = serde_json::to_vec(&host("h3", 3, "é".repeat(40).as_str())).unwrap();
+        let report = br#"{"healthy":true,"weight":"not_weighted","updated_unix_ms":1}"#;
+        let kvs = [
+            kv("/nlb/config", b"hello", 4),
+            kv("/nlb/health/web/b1/h1", report, 5),
+            kv("/nlb/health/web/b2/h1", b"{}", 5),
+            kv("/nlb/hosts/h1", &good, 6),
+            kv("/nlb/hosts/h1/extra", &good, 6),
+            kv("/nlb/hosts/h2", b"not json", 6),
+            kv("/nlb/hosts/h3", &bad_digest, 6),
+            kv("/nlb/hosts/h4", &other_name, 6),
+            kv("/nlb/stray", b"x", 7),
+        ];
+        let s = survey(&keys, 9, &kvs);
+        assert_eq!(s.revision, 9);
+        let live = s.live.expect("the config key is there");
+        assert_eq!(live.revision, 4);
+        assert!(live.published.is_err());
+        // Only the one good record and the one good report are taken.
+        assert_eq!(s.hosts.len(), 1);
+        assert_eq!((s.hosts[0].0.host.as_str(), s.hosts[0].1), ("h1", 7));
+        assert_eq!(s.reports.len(), 1);
+        let bad: Vec<&str> = s.problems.iter().map(|p| p.key.as_str()).collect();
+        assert_eq!(
+            bad,
+            [
+                "/nlb/config",
+                "/nlb/health/web/b2/h1",
+                "/nlb/hosts/h1/extra",
+                "/nlb/hosts/h2",
+                "/nlb/hosts/h3",
+                "/nlb/hosts/h4",
+                "/nlb/stray"
+            ]
+        );
+        assert!(s.problems[0]
+            .problem
+            .contains("not a configuration published by nlbctl"));
+        assert!(s.problems[2]
+            .problem
+            .contains("not a key nlbctl or nlbd writes"));
+        assert!(s.problems[5].problem.contains("names host `h9`"));
+        // A short form of anything (a hand-written digest) never splits a character.
+        assert_eq!(short_digest(&"é".repeat(20)), "é".repeat(12));
+        assert_eq!(short_digest("abc"), "abc");
     }
 
     fn hosts(n: usize) -> Vec<(String, u64)> {

@@ -254,19 +254,9 @@ mod tests {
     use std::net::UdpSocket;
     use std::time::{Duration, Instant};
 
-    /// Root always; otherwise skipped, unless CI is set (raw sockets need CAP_NET_RAW).
+    /// Raw sockets need root (CAP_NET_RAW): [`nlb_testkit::needs`].
     fn may_run() -> bool {
-        // SAFETY: geteuid(2) has no preconditions and cannot fail.
-        let root = unsafe { libc::geteuid() } == 0;
-        let ci = std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "0" && v != "false");
-        assert!(
-            root || !ci,
-            "AF_PACKET needs root and CI is set: run as root (sudo -E cargo test -p nlb-sim)"
-        );
-        if !root {
-            eprintln!("SKIPPED: AF_PACKET needs root (sudo -E cargo test -p nlb-sim)");
-        }
-        root
+        nlb_testkit::needs("the AF_PACKET tests", &[nlb_testkit::Need::Root])
     }
 
     /// The UDP checksum etherparse computes for an IPv4 frame, and the one in the frame.

@@ -232,7 +232,7 @@ impl ProgressBar {
         }
         let due = self
             .last_draw
-            .map_or(true, |t| t.elapsed() >= Duration::from_millis(100));
+            .is_none_or(|t| t.elapsed() >= Duration::from_millis(100));
         if !(new_phase || due || p.done == p.total) {
             return;
         }

@@ -2,7 +2,8 @@
 //! revision hold identical tables (SPEC R10.4, R11.1).
 
 use crate::common::{self, CliError};
-use nlb_control::fleet::{self, HostEntry, Keys, Mismatch, Store};
+use nlb_control::etcd::EtcdArgs;
+use nlb_control::fleet::{self, HostEntry, KeyProblem, Keys, Mismatch, Store};
 
 /// The fleet of hosts sharing a configuration in etcd.
 #[derive(clap::Args, Debug)]
@@ -20,12 +21,17 @@ enum FleetCommand {
 ///
 /// Exit status 1 when hosts serving the same revision hold different tables (a digest
 /// mismatch: ECMP would send a flow's packets to different backends), or when etcd cannot be
-/// reached. Hosts on an older revision are catching up and shown as behind.
+/// reached. Hosts on an older revision are catching up and shown as behind. Keys under the
+/// prefix that nlbctl and nlbd do not write (or whose values do not decode) are listed and
+/// otherwise ignored.
 #[derive(clap::Args, Debug)]
 struct StatusArgs {
-    /// etcd endpoints: HOST:PORT or http://HOST:PORT, comma-separated.
+    /// etcd endpoints: HOST:PORT, http://HOST:PORT or (with --etcd-cacert) https://HOST:PORT,
+    /// comma-separated.
     #[arg(long, value_name = "ENDPOINTS")]
     etcd: String,
+    #[command(flatten)]
+    etcd_options: EtcdArgs,
     /// Prefix of the fleet's keys in etcd.
     #[arg(long, value_name = "P", default_value = fleet::DEFAULT_PREFIX)]
     prefix: String,
@@ -42,34 +48,38 @@ struct Report {
     hosts: Vec<HostEntry>,
     /// Revisions whose hosts disagree: per digest, its hosts.
     mismatches: Vec<Mismatch>,
+    /// Keys under the prefix that are not what nlbctl and nlbd write, skipped.
+    ignored_keys: Vec<KeyProblem>,
 }
-
 
 /// Runs the subcommand.
 pub fn run(args: Args) -> Result<(), CliError> {
     let FleetCommand::Status(args) = args.command;
-    let endpoints =
-        fleet::parse_endpoints(&args.etcd).map_err(|e| CliError::user(format!("error: {e}")))?;
+    let settings = args
+        .etcd_options
+        .settings(&args.etcd)
+        .map_err(|e| CliError::user(format!("error: {e}")))?;
     let keys = Keys::new(&args.prefix).map_err(|e| CliError::user(format!("error: {e}")))?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| CliError::internal(format!("internal error: cannot start a runtime: {e}")))?;
-    let report = runtime.block_on(async {
-        let err = |e: fleet::FleetError| CliError::user(format!("error: {e}"));
-        let store = Store::connect(&endpoints, keys).await.map_err(err)?;
-        let (live, _) = store.live().await.map_err(err)?;
-        let hosts = store.hosts().await.map_err(err)?;
-        let records: Vec<_> = hosts.iter().map(|h| h.record.clone()).collect();
-        Ok::<_, CliError>(Report {
-            prefix: store.keys.prefix().to_string(),
-            live_revision: live.as_ref().map(|(r, _)| *r),
-            live_file: live.as_ref().map(|(_, p)| p.file.clone()),
-            published_tables_digest: live.as_ref().map(|(_, p)| p.tables_digest.clone()),
-            hosts,
-            mismatches: fleet::digest_mismatches(&records),
-        })
-    })?;
+    let err = |e: fleet::FleetError| CliError::user(format!("error: {e}"));
+    let store = Store::new(settings, keys);
+    let survey = store.survey().map_err(err)?;
+    let hosts = store.with_leases(survey.hosts).map_err(err)?;
+    let records: Vec<_> = hosts.iter().map(|h| h.record.clone()).collect();
+    let live = survey
+        .live
+        .as_ref()
+        .and_then(|l| Some((l.revision, l.published.as_ref().ok()?)));
+    let report = Report {
+        prefix: store.keys.prefix().to_string(),
+        // The revision of the config key, whatever it holds (hosts refuse what is not a
+        // configuration: it shows as refused).
+        live_revision: survey.live.as_ref().map(|l| l.revision),
+        live_file: live.map(|(_, p)| p.file.clone()),
+        published_tables_digest: live.map(|(_, p)| p.tables_digest.clone()),
+        hosts,
+        mismatches: fleet::digest_mismatches(&records),
+        ignored_keys: survey.problems,
+    };
     if args.output.json() {
         common::print_json(&report)?;
     } else {
@@ -98,7 +108,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
 }
 
 fn short(digest: &str) -> &str {
-    &digest[..12.min(digest.len())]
+    fleet::short_digest(digest)
 }
 
 fn print_text(r: &Report) {
@@ -107,6 +117,10 @@ fn print_text(r: &Report) {
             "live revision {rev} under {}: {file} (published tables digest {})",
             r.prefix,
             short(d)
+        ),
+        (Some(rev), _, _) => outln!(
+            "live revision {rev} under {}: not a configuration nlbctl published (below); hosts refuse it, and publishing replaces it",
+            r.prefix
         ),
         _ => outln!("nothing published under {}", r.prefix),
     }
@@ -128,7 +142,9 @@ fn print_text(r: &Report) {
         };
         let mut state = match r.live_revision {
             Some(live) if rec.revision == live => "serving the live revision".to_string(),
-            Some(live) if rec.revision < live => format!("behind ({} revisions)", live - rec.revision),
+            Some(live) if rec.revision < live => {
+                format!("behind ({} revisions)", live - rec.revision)
+            }
             _ => "serving".to_string(),
         };
         if r.mismatches.iter().any(|m| m.revision == rec.revision) {
@@ -153,5 +169,16 @@ fn print_text(r: &Report) {
     }
     if r.hosts.is_empty() {
         outln!("(no host registered)");
+    }
+    if !r.ignored_keys.is_empty() {
+        outln!(
+            "{} key{} under {} ignored (not what nlbctl and nlbd write):",
+            r.ignored_keys.len(),
+            if r.ignored_keys.len() == 1 { "" } else { "s" },
+            r.prefix
+        );
+        for k in &r.ignored_keys {
+            outln!("  {}: {}", k.key.escape_debug(), k.problem);
+        }
     }
 }

@@ -1,9 +1,12 @@
 //! `nlbctl publish`: a configuration to the fleet's etcd, as a new revision (SPEC R11.1).
 
 use crate::common::{self, CliError};
-use flowtable_compiler::{compile_file_after, maglev_movement, CompileOptions, Error, HealthState, Symbols};
+use flowtable_compiler::{
+    compile_file_after, maglev_movement, CompileOptions, Error, HealthState, Symbols,
+};
 use nlb_config::parse_config;
-use nlb_control::fleet::{self, Keys, Published, Store};
+use nlb_control::etcd::EtcdArgs;
+use nlb_control::fleet::{self, Keys, Live, Published, Store};
 use std::path::PathBuf;
 
 /// Publish a configuration to the fleet (etcd) as its new revision: every `nlbd --etcd`
@@ -15,14 +18,18 @@ use std::path::PathBuf;
 /// and of its compiled tables; etcd's revision of the key is the configuration's revision.
 /// `--dry-run` publishes nothing and shows what would change against what is live: the text
 /// and, per pool, the share of flows whose backend would change. A publish fails (exit 1)
-/// when etcd cannot be reached or the live configuration changed while publishing.
+/// when etcd cannot be reached or the live configuration changed while publishing. A live
+/// value that is not a configuration nlbctl published is replaced (and said so).
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Configuration file (YAML or JSON).
     config: PathBuf,
-    /// etcd endpoints: HOST:PORT or http://HOST:PORT, comma-separated.
+    /// etcd endpoints: HOST:PORT, http://HOST:PORT or (with --etcd-cacert) https://HOST:PORT,
+    /// comma-separated.
     #[arg(long, value_name = "ENDPOINTS")]
     etcd: String,
+    #[command(flatten)]
+    etcd_options: EtcdArgs,
     /// Prefix of the fleet's keys in etcd.
     #[arg(long, value_name = "P", default_value = fleet::DEFAULT_PREFIX)]
     prefix: String,
@@ -37,17 +44,16 @@ pub struct Args {
 /// Runs the subcommand.
 pub fn run(args: Args) -> Result<(), CliError> {
     let profile = common::profile(&args.profile)?;
-    let endpoints = fleet::parse_endpoints(&args.etcd).map_err(|e| CliError::user(format!("error: {e}")))?;
+    let settings = args
+        .etcd_options
+        .settings(&args.etcd)
+        .map_err(|e| CliError::user(format!("error: {e}")))?;
     let keys = Keys::new(&args.prefix).map_err(|e| CliError::user(format!("error: {e}")))?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| CliError::internal(format!("internal error: cannot start a runtime: {e}")))?;
     // Validate before anything else: an invalid file fails the same way with etcd down.
     let healthy = HealthState::new();
     let options = CompileOptions { profile };
-    compile_file_after(&args.config, &healthy, &options, &Symbols::default())
-        .map_err(|e| match e {
+    compile_file_after(&args.config, &healthy, &options, &Symbols::default()).map_err(
+        |e| match e {
             Error::Invalid(d) => {
                 let n = d.len();
                 CliError::user(format!(
@@ -57,19 +63,17 @@ pub fn run(args: Args) -> Result<(), CliError> {
                 ))
             }
             e => CliError::from(e),
-        })?;
+        },
+    )?;
     let unreachable =
         |e: fleet::FleetError| CliError::user(format!("error: {e}; nothing published"));
-    let (store, live) = runtime.block_on(async {
-        let store = Store::connect(&endpoints, keys).await?;
-        let (live, _) = store.live().await?;
-        Ok((store, live))
-    })
-    .map_err(unreachable)?;
+    let store = Store::new(settings, keys);
+    let (live, _) = store.live().map_err(unreachable)?;
     // Ids: those of the live revision for what stays (hosts compile with these).
     let previous = live
         .as_ref()
-        .and_then(|(_, p)| p.ids.as_ref())
+        .and_then(|l| l.published.as_ref().ok())
+        .and_then(|p| p.ids.as_ref())
         .map(fleet::Ids::symbols)
         .unwrap_or_default();
     let (_, compiled) = compile_file_after(&args.config, &healthy, &options, &previous)?;
@@ -89,58 +93,74 @@ pub fn run(args: Args) -> Result<(), CliError> {
         published_unix_ms: fleet::now_unix_ms(),
         ids: Some(fleet::Ids::of(&compiled.symbols)),
     };
-    runtime.block_on(async {
-        if args.dry_run {
-            dry_run(&new, live.as_ref(), &store, profile);
+    if args.dry_run {
+        dry_run(&new, live.as_ref(), &store, profile);
+        return Ok(());
+    }
+    let expected = live.as_ref().map_or(0, |l| l.revision);
+    match live.as_ref().map(|l| (l.revision, &l.published)) {
+        Some((rev, Ok(old)))
+            if old.source == new.source && old.tables_digest == new.tables_digest =>
+        {
+            outln!(
+                "{file} is what revision {rev} under {} serves already; nothing published",
+                store.keys.prefix()
+            );
             return Ok(());
         }
-        let expected = live.as_ref().map_or(0, |(rev, _)| *rev);
-        if let Some((rev, old)) = &live {
-            if old.source == new.source && old.tables_digest == new.tables_digest {
-                outln!(
-                    "{file} is what revision {rev} under {} serves already; nothing published",
-                    store.keys.prefix()
-                );
-                return Ok(());
-            }
+        Some((rev, Err(why))) => eprintln!(
+            "warning: {} (revision {rev}): {why}; replacing it",
+            store.keys.config()
+        ),
+        _ => {}
+    }
+    match store.publish(&new, expected).map_err(unreachable)? {
+        Ok(rev) => {
+            outln!(
+                "published {file} as revision {rev} under {} (profile {}, tables digest {})",
+                store.keys.prefix(),
+                new.profile,
+                fleet::short_digest(&new.tables_digest)
+            );
+            Ok(())
         }
-        match store.publish(&new, expected).await.map_err(unreachable)? {
-            Ok(rev) => {
-                outln!(
-                    "published {file} as revision {rev} under {} (profile {}, tables digest {})",
-                    store.keys.prefix(),
-                    new.profile,
-                    &new.tables_digest[..12]
-                );
-                Ok(())
-            }
-            Err(now) => Err(CliError::user(format!(
-                "error: the live configuration changed while publishing (revision {expected} became {now}); nothing published: look at it (--dry-run) and publish again"
-            ))),
-        }
-    })
+        Err(now) => Err(CliError::user(format!(
+            "error: the live configuration changed while publishing (revision {expected} became {now}); nothing published: look at it (--dry-run) and publish again"
+        ))),
+    }
 }
 
 /// Prints what publishing `new` would change against `live`.
-fn dry_run(
-    new: &Published,
-    live: Option<&(i64, Published)>,
-    store: &Store,
-    profile: &'static nlb_hw::Profile,
-) {
-    let Some((rev, old)) = live else {
+fn dry_run(new: &Published, live: Option<&Live>, store: &Store, profile: &'static nlb_hw::Profile) {
+    let Some(Live {
+        revision: rev,
+        published,
+    }) = live
+    else {
         outln!(
             "nothing is live under {}: publishing would make {} the fleet's first revision (tables digest {})",
             store.keys.prefix(),
             new.file,
-            &new.tables_digest[..12]
+            fleet::short_digest(&new.tables_digest)
         );
         return;
+    };
+    let old = match published {
+        Ok(old) => old,
+        Err(why) => {
+            outln!(
+                "live: revision {rev} of {}: {why}; publishing would replace it with {} (tables digest {}); nothing published (--dry-run)",
+                store.keys.config(),
+                new.file,
+                fleet::short_digest(&new.tables_digest)
+            );
+            return;
+        }
     };
     outln!(
         "live: revision {rev}, {} (tables digest {}, published {} s ago)",
         old.file,
-        &old.tables_digest[..12.min(old.tables_digest.len())],
+        fleet::short_digest(&old.tables_digest),
         fleet::now_unix_ms().saturating_sub(old.published_unix_ms) / 1000
     );
     let text = fleet::unified_diff(
@@ -170,7 +190,10 @@ fn dry_run(
         .ok()
     };
     let (Some(a), Some(b)) = (compile(old), compile(new)) else {
-        outln!("(the live configuration does not compile for profile {}: no per-pool comparison)", profile.name);
+        outln!(
+            "(the live configuration does not compile for profile {}: no per-pool comparison)",
+            profile.name
+        );
         return;
     };
     let rows = maglev_movement((&a.tables, &a.symbols), (&b.tables, &b.symbols));
@@ -186,5 +209,9 @@ fn dry_run(
             r.status
         );
     }
-    outln!("{} of {} pools changed; nothing published (--dry-run)", changed.len(), rows.len());
+    outln!(
+        "{} of {} pools changed; nothing published (--dry-run)",
+        changed.len(),
+        rows.len()
+    );
 }

@@ -205,7 +205,7 @@ fn flows(
             // holds, and every other protocol: its flows here are TCP or UDP, by turns (the
             // NIC does not forward other protocols yet, docs/pipeline.md §3).
             let protocol = match rule.ip_protocol {
-                Protocol::L3Default if flows.len() % 2 == 0 => Protocol::Tcp,
+                Protocol::L3Default if flows.len().is_multiple_of(2) => Protocol::Tcp,
                 Protocol::L3Default => Protocol::Udp,
                 p => p,
             };

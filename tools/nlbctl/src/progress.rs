@@ -45,7 +45,7 @@ impl Bar {
         }
         let due = self
             .last_draw
-            .map_or(true, |t| t.elapsed() >= Duration::from_millis(100));
+            .is_none_or(|t| t.elapsed() >= Duration::from_millis(100));
         if !due && done < total {
             return;
         }

@@ -376,11 +376,8 @@ impl Controller {
     ) -> Result<Applied, ControllerError> {
         self.stats.health_batches += 1;
         // Decided targets no longer need their assumption.
-        self.assumed.retain(|k, _| {
-            snapshot
-                .get(k)
-                .map_or(true, |s| s.health == Health::Unknown)
-        });
+        self.assumed
+            .retain(|k, _| snapshot.get(k).is_none_or(|s| s.health == Health::Unknown));
         let health = effective_health(&self.targets, snapshot, &self.assumed);
         self.apply_health_state(dev, changes, health)
     }

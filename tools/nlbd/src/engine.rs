@@ -556,7 +556,7 @@ impl Engine {
         let now = Instant::now();
         if self
             .last_error_log
-            .map_or(true, |t| now.duration_since(t) >= Duration::from_secs(1))
+            .is_none_or(|t| now.duration_since(t) >= Duration::from_secs(1))
         {
             self.last_error_log = Some(now);
             error!(error = %e, errors = self.device_errors, "{what}");

@@ -4,12 +4,11 @@
 //! package's, so the system tests find them where cargo puts them: the target directory the
 //! test binary itself runs from (`target/<profile>/deps/<test>` → `target/<profile>/<bin>`).
 //! `cargo test --workspace` builds them in the same run (each of the three packages has tests
-//! of its own, which makes cargo build its binary). A binary that is missing or older than
-//! the workspace's sources is built here with `cargo build`, with the features this crate was
-//! built with, so `cargo test -p nlb-system-tests` alone also tests what the sources say.
+//! of its own, which makes cargo build its binary). A binary that is missing, or older than a
+//! source file cargo recorded it was built from (its `<bin>.d` dependency file), fails the
+//! test with the command that builds it: testing a stale binary would test old code.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::{Mutex, OnceLock};
 use std::time::SystemTime;
 
@@ -36,80 +35,110 @@ fn profile_dir() -> PathBuf {
         .expect("the test binary runs from target/<profile>/deps")
 }
 
-/// The newest modification time of the sources a binary is built from: every `.rs`, `.v`,
-/// `.vh`, `.toml` and `.cpp` file of the workspace outside `target/` and `.git/`.
-fn newest_source(dir: &Path, newest: &mut SystemTime) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
+/// The source files cargo's dependency file `dep_file` (`target/<profile>/<bin>.d`, written
+/// with every build: `<output>: <source> <source> ...`, spaces in names escaped) lists.
+fn sources(dep_file: &Path) -> Vec<PathBuf> {
+    let Ok(text) = std::fs::read_to_string(dep_file) else {
+        return Vec::new();
     };
-    for e in entries.flatten() {
-        let path = e.path();
-        let name = e.file_name();
-        let name = name.to_string_lossy();
-        if name.starts_with('.') || name == "target" || name == "docs" || name == "examples" {
-            continue;
-        }
-        let Ok(meta) = e.metadata() else { continue };
-        if meta.is_dir() {
-            newest_source(&path, newest);
-        } else if matches!(
-            path.extension().and_then(|x| x.to_str()),
-            Some("rs" | "v" | "vh" | "toml" | "cpp" | "h")
-        ) {
-            if let Ok(m) = meta.modified() {
-                *newest = (*newest).max(m);
+    // The first line names the output and its sources; the lines after it repeat each source
+    // as an empty rule.
+    let first = text.lines().next().unwrap_or_default();
+    let Some((_, deps)) = first.split_once(": ") else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let mut current = String::new();
+    let mut chars = deps.trim().chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if chars.peek().is_some_and(|n| *n == ' ') => {
+                current.push(' ');
+                chars.next();
             }
+            ' ' | '\n' => {
+                if !current.is_empty() {
+                    out.push(PathBuf::from(std::mem::take(&mut current)));
+                }
+            }
+            _ => current.push(c),
         }
     }
+    if !current.is_empty() {
+        out.push(PathBuf::from(current));
+    }
+    out
 }
 
-/// The path of binary `name` (`nlbctl`, `nlbd` or `nlb-sim`), built now if it is missing or
-/// older than the sources (checked once per test process).
+/// Why `binary` cannot be tested as it is, if it cannot: missing, or older than a source.
+fn stale(binary: &Path) -> Option<String> {
+    let built = match std::fs::metadata(binary).and_then(|m| m.modified()) {
+        Ok(t) => t,
+        Err(_) => return Some(format!("{} is not built", binary.display())),
+    };
+    let dep_file = binary.with_extension("d");
+    let newer = sources(&dep_file).into_iter().find(|s| {
+        std::fs::metadata(s)
+            .and_then(|m| m.modified())
+            .is_ok_and(|t| t > built && t > SystemTime::UNIX_EPOCH)
+    });
+    newer.map(|s| format!("{} is older than {}", binary.display(), s.display()))
+}
+
+/// The path of binary `name` (`nlbctl`, `nlbd` or `nlb-sim`), checked once per test process
+/// to be built and up to date.
 pub fn bin(name: &str) -> &'static str {
-    static BUILT: OnceLock<Mutex<Vec<(String, &'static str)>>> = OnceLock::new();
+    static CHECKED: OnceLock<Mutex<Vec<(String, &'static str)>>> = OnceLock::new();
     let package = PACKAGES
         .iter()
         .find(|(b, _)| *b == name)
         .map(|(_, p)| *p)
         .unwrap_or_else(|| panic!("{name} is not one of the binaries under test"));
-    let path = profile_dir().join(name);
-    let built = BUILT.get_or_init(|| Mutex::new(Vec::new()));
-    let mut built = built.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some((_, path)) = built.iter().find(|(b, _)| b == name) {
+    let checked = CHECKED.get_or_init(|| Mutex::new(Vec::new()));
+    let mut checked = checked.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, path)) = checked.iter().find(|(b, _)| b == name) {
         return path;
     }
-    let fresh = std::fs::metadata(&path)
-        .and_then(|m| m.modified())
-        .is_ok_and(|bin_time| {
-            let mut newest = SystemTime::UNIX_EPOCH;
-            newest_source(&workspace(), &mut newest);
-            bin_time >= newest
-        });
-    if !fresh {
-        let profile = profile_dir();
-        let release = profile.file_name().is_some_and(|p| p == "release");
-        let mut cargo = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-        cargo
-            .current_dir(workspace())
-            .args(["build", "-q", "-p", package]);
-        if release {
-            cargo.arg("--release");
-        }
-        // The features this crate was built with (`rtl`: nlbctl's and nlb-sim's).
-        if cfg!(feature = "rtl") && package != "nlbd" {
-            cargo.args(["--features", "rtl"]);
-        }
-        eprintln!(
-            "{} is missing or older than the sources: {cargo:?}",
-            path.display()
+    let path = profile_dir().join(name);
+    if let Some(why) = stale(&path) {
+        let features = if cfg!(feature = "rtl") && package != "nlbd" {
+            " --features rtl"
+        } else {
+            ""
+        };
+        panic!(
+            "{why}: build it first (`cargo build -p {package}{features}`), or run the tests \
+             with `cargo test --workspace`, which builds every binary"
         );
-        let status = cargo
-            .status()
-            .unwrap_or_else(|e| panic!("cannot run cargo to build {name}: {e}"));
-        assert!(status.success(), "cargo build -p {package} failed");
     }
     // One string per binary for the whole test process.
     let path: &'static str = Box::leak(path.display().to_string().into_boxed_str());
-    built.push((name.to_string(), path));
+    checked.push((name.to_string(), path));
     path
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_dependency_file_lists_its_sources_with_escaped_spaces() {
+        let dir = std::env::temp_dir().join(format!("nlb-bins-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let d = dir.join("x.d");
+        std::fs::write(
+            &d,
+            "/t/x: /w/src/main.rs /w/my\\ dir/lib.rs\n\n/w/src/a.rs:\n",
+        )
+        .expect("write");
+        let s = sources(&d);
+        assert_eq!(s[0], PathBuf::from("/w/src/main.rs"));
+        assert_eq!(s[1], PathBuf::from("/w/my dir/lib.rs"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_missing_binary_is_stale() {
+        assert!(stale(Path::new("/nonexistent/nlbd")).is_some());
+    }
 }

@@ -2,8 +2,7 @@
 //! served on a Unix socket by the test process (the driver's socket server over an in-process
 //! `ModelDevice`, so the test sends frames through the very device nlbd manages), nlbd as a
 //! process against it, real HTTP health-check backends on loopback, a private tmux server, and
-//! the check that an outside tool is there (with CI set, a missing tool fails the test rather
-//! than skipping it).
+//! the check that an outside tool is there (`nlb_testkit::needs`).
 
 // Each test crate that includes this module uses part of it.
 #![allow(dead_code)]
@@ -26,27 +25,9 @@ use std::time::{Duration, Instant};
 /// Generous: the CI machine has 2 cores shared with other builds.
 pub const WAIT: Duration = Duration::from_secs(60);
 
-/// Whether CI is set (then a missing tool is an error, never a skip).
-pub fn ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "0" && v != "false")
-}
-
-/// Whether `tool` is on PATH. Without it the test skips with a message naming `package`,
-/// unless CI is set: then it fails (./test.sh installs it).
+/// Whether `tool` is here ([`nlb_testkit::needs`]); `package` is the Debian package with it.
 pub fn have(tool: &str, package: &str) -> bool {
-    let found = Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !found {
-        assert!(
-            !ci(),
-            "`{tool}` is not installed and CI is set, so this test may not skip: \
-             apt-get install -y {package} (./test.sh installs it)"
-        );
-        eprintln!("SKIPPED: `{tool}` is not installed (apt-get install -y {package})");
-    }
-    found
+    nlb_testkit::needs("this test", &[nlb_testkit::Need::program(tool, package)])
 }
 
 /// A minimal HTTP backend for health checks: answers 200 until dropped.

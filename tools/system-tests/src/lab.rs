@@ -22,6 +22,7 @@
 // Each test crate that includes this module uses part of it.
 #![allow(dead_code)]
 
+use nlb_testkit::Need;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -74,35 +75,18 @@ fn backend_mac(i: usize) -> String {
     format!("02:77:00:00:00:{:02x}", 0x11 + i)
 }
 
-/// Whether the test runs: as root always; otherwise it skips, unless CI is set. `command` is
-/// how to run the test, for the messages.
+/// Whether the test runs here ([`nlb_testkit::needs`]): root (namespaces, veth pairs) and the
+/// programs the laboratory runs. `command` is how to run the test, for the message.
 pub fn should_run(command: &str) -> bool {
-    // SAFETY: geteuid(2) has no preconditions and cannot fail.
-    let root = unsafe { libc::geteuid() } == 0;
-    let ci = std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "0" && v != "false");
-    if !root {
-        assert!(
-            !ci,
-            "the end-to-end test needs root (network namespaces and veth pairs) and CI is set, \
-             so it may not skip: run it as root (sudo -E {command})"
-        );
-        eprintln!(
-            "SKIPPED: the end-to-end test needs root for network namespaces and veth pairs; \
-             run `sudo -E {command}` (see docs/e2e.md)"
-        );
-        return false;
-    }
-    for tool in ["ip", "curl", "python3"] {
-        let found = Command::new("sh")
-            .args(["-c", &format!("command -v {tool}")])
-            .output()
-            .is_ok_and(|o| o.status.success());
-        assert!(
-            found,
-            "the end-to-end test needs `{tool}` on PATH (see docs/e2e.md)"
-        );
-    }
-    true
+    nlb_testkit::needs(
+        &format!("the end-to-end test (`sudo -E {command}`, docs/e2e.md)"),
+        &[
+            Need::Root,
+            Need::program("ip", "iproute2"),
+            Need::program("curl", "curl"),
+            Need::program("python3", "python3"),
+        ],
+    )
 }
 
 /// Runs `cmd` and returns its standard output, or an error starting with `what` that carries
@@ -1634,20 +1618,9 @@ fn admin_at(sock: &Path, what: &str) -> Option<serde_json::Value> {
     serde_json::from_slice(&o.stdout).ok()
 }
 
-/// Whether etcd is installed (under CI it must be).
+/// Whether etcd is here ([`nlb_testkit::needs`]).
 pub fn have_etcd() -> bool {
-    let found = Command::new("sh")
-        .args(["-c", "command -v etcd"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !found {
-        assert!(
-            std::env::var("CI").map_or(true, |v| v != "true"),
-            "etcd is not installed and CI=true: install Debian's etcd-server (./test.sh does)"
-        );
-        eprintln!("SKIPPED: etcd is not installed (apt-get install etcd-server)");
-    }
-    found
+    nlb_testkit::needs("the fleet's test", &[Need::program("etcd", "etcd-server")])
 }
 
 /// Three NLB hosts behind an ECMP router, one configuration from etcd, shared health (SPEC

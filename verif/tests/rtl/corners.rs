@@ -37,6 +37,7 @@ use nlb_hw::layouts::{
     BackendEntry, CtEntry, MaglevSlot, PoolEntry, PortSlot, RuleEntry, VipEntry,
 };
 use nlb_hw::{table_index, FlowKey, NicSettings, Profile, Tables};
+use nlb_testkit::hex;
 use nlb_verif::bench::{seed_from_env, trace_always, wave_path};
 use nlb_verif::hbm::HbmConfig;
 use nlb_verif::scenario::mapped;
@@ -82,14 +83,10 @@ fn profile() -> &'static Profile {
     Profile::by_name("sim").expect("the sim profile exists")
 }
 
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
-type Bins = BTreeMap<String, u64>;
+use nlb_verif::coverage::{self, Bins};
 
 fn bin(bins: &mut Bins, name: String) {
-    *bins.entry(name).or_default() += 1;
+    coverage::hit(bins, name);
 }
 
 // ---- ones'-complement arithmetic, written here from RFC 1071 ----------------------------------
@@ -1739,15 +1736,11 @@ fn corner_values_match_the_model() {
         "{packets} packets, {:.1} s; value bins:",
         start.elapsed().as_secs_f64()
     );
-    for (k, n) in &bins {
-        eprintln!("  {n:8}  {k}");
-    }
-    let missing: Vec<_> = required_bins()
-        .into_iter()
-        .filter(|b| !bins.contains_key(b))
-        .collect();
-    assert!(
-        missing.is_empty(),
-        "value bins never hit: {missing:#?} (seed {seed:#x})"
+    coverage::print(&bins, "value bins");
+    coverage::assert_hit(
+        &bins,
+        required_bins(),
+        "value bins",
+        &format!("seed {seed:#x}"),
     );
 }

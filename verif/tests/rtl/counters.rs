@@ -29,7 +29,7 @@ use nlb_verif::models::Counters as CountersModel;
 use nlb_verif::{Port, VerifError, Verilated};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 /// Clocks within which a result sent to an idle-enough block is counted (FIFO of 32, one result
 /// per clock, a snapshot taking one clock, the bank's three stages).
@@ -38,7 +38,7 @@ const SETTLE: u64 = 48;
 /// 2^32: a count's carry into its high word.
 const TWO32: u64 = u32::MAX as u64 + 1;
 
-type Bins = BTreeMap<String, u64>;
+use nlb_verif::coverage::Bins;
 
 fn profile() -> &'static Profile {
     Profile::by_name("sim").expect("the sim profile exists")
@@ -602,12 +602,6 @@ fn counts_and_latches_as_the_model() {
         "index past its family (latches 0)",
         "unknown family (latches 0)",
     ];
-    let missing: Vec<&&str> = required
-        .iter()
-        .filter(|b| !bins.contains_key(**b))
-        .collect();
-    assert!(
-        missing.is_empty(),
-        "counters bins never hit: {missing:?} (seed {seed:#x})"
-    );
+    let context = format!("seed {seed:#x}");
+    nlb_verif::coverage::assert_hit(&bins, required, "counters bins", &context);
 }

@@ -50,6 +50,7 @@ use nlb_hw::blocks::{conntrack, ctrl};
 use nlb_hw::enums::{DefaultAction, Delivery, KeyType, Reason, Verdict};
 use nlb_hw::layouts::{AclEntry, AclPrefix, InjectHeader, LearnEvent};
 use nlb_hw::{table_index, FlowKey, NicSettings, Profile, Tables};
+use nlb_testkit::hex;
 use nlb_verif::bench::{seed_from_env, trace_always, wave_path};
 use nlb_verif::hbm::HbmConfig;
 use nlb_verif::scenario::Scenario;
@@ -57,7 +58,6 @@ use nlb_verif::top::{take_events, take_frames, take_punts, PuntedFrame, TopBench
 use nlb_verif::VerifError;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
-use std::collections::BTreeMap;
 
 /// Bytes of a punted frame the punt stream carries (the punt window, docs/pipeline.md 13).
 const PUNT_BYTES: usize = 9728;
@@ -66,10 +66,6 @@ const WAVE_WINDOW: u64 = 400;
 
 fn sim_profile() -> &'static Profile {
     Profile::by_name("sim").expect("the sim profile exists")
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 struct Mismatch(String, u64);
@@ -101,7 +97,7 @@ struct Expected {
 }
 
 /// Coverage of one run: bin name -> packets.
-type Bins = BTreeMap<String, u64>;
+use nlb_verif::coverage::{self, Bins};
 
 fn verdict_name(v: Verdict) -> &'static str {
     v.name()
@@ -152,7 +148,7 @@ fn cover(bins: &mut Bins, e: &Expected, injected: bool, scenario: &Scenario) {
         *bins.entry(format!("injected x {v}")).or_default() += 1;
         return;
     }
-    // Rules behind every port slot (16 per VIP entry, issue 14 item 6).
+    // Rules behind every port slot (16 per VIP entry).
     if let (Verdict::Forward, Some((protocol, slot))) = (r.verdict, matched_slot(tables, &e.frame))
     {
         let group = match slot {
@@ -164,7 +160,7 @@ fn cover(bins: &mut Bins, e: &Expected, injected: bool, scenario: &Scenario) {
             .entry(format!("forward {path} x port slot {group}"))
             .or_default() += 1;
         // A TCP / UDP port no TCP / UDP rule takes, through the gap slot of the VIP's
-        // L3_DEFAULT rule (issue 16).
+        // L3_DEFAULT rule (docs/pipeline.md §3-§4).
         let gap = scenario.vips.iter().any(|v| {
             v.protocol == protocol && Some(v.addr) == parsed_dst(&e.frame) && v.gaps.contains(&slot)
         });
@@ -176,7 +172,7 @@ fn cover(bins: &mut Bins, e: &Expected, injected: bool, scenario: &Scenario) {
         }
     }
     // Portless packets (neither TCP nor UDP, not ICMP errors): VIP protocol 0, the fragment
-    // column's key, tracked like any (issue 16, docs/pipeline.md §3-§7).
+    // column's key, tracked like any (docs/pipeline.md §3-§7).
     if let Ok(Parsed::Ip(h)) = parse::parse(&e.frame) {
         if !h.icmp_error && h.protocol != 6 && h.protocol != 17 {
             *bins.entry(format!("portless {path} x {v}")).or_default() += 1;
@@ -228,8 +224,8 @@ fn cover(bins: &mut Bins, e: &Expected, injected: bool, scenario: &Scenario) {
             }
         }
     }
-    // TCP fragments: punted on tracking pools (with their pool), forwarded on others (issue
-    // 14 item 7, docs/pipeline.md §6).
+    // TCP fragments: punted on tracking pools (with their pool), forwarded on others (SPEC
+    // R4.1 over R4.2, docs/pipeline.md §6).
     if path.ends_with("-frag")
         && matches!(parse::parse(&e.frame), Ok(Parsed::Ip(h)) if h.protocol == 6)
     {
@@ -327,7 +323,7 @@ fn required_bins() -> Vec<String> {
         b.push(format!("tcp {p} x PUNT (tracking pool)"));
         b.push(format!("tcp {p} x FORWARD"));
     }
-    // Issue 16: portless flows on L3_DEFAULT rules, and TCP / UDP through their gap slots.
+    // Portless flows on L3_DEFAULT rules, and TCP / UDP through their gap slots.
     for p in ["v4", "v6", "v4-frag", "v6-frag"] {
         b.push(format!("portless {p} x FORWARD"));
     }
@@ -882,16 +878,7 @@ fn pipeline_matches_the_model_packet_by_packet() {
         packets as f64 / secs,
         clocks as f64 / secs
     );
-    eprintln!("coverage bins:");
-    for (k, n) in &bins {
-        eprintln!("  {n:8}  {k}");
-    }
-    let missing: Vec<_> = required_bins()
-        .into_iter()
-        .filter(|b| !bins.contains_key(b))
-        .collect();
-    assert!(
-        missing.is_empty(),
-        "coverage bins never hit: {missing:?} (first seed {first_seed:#x})"
-    );
+    coverage::print(&bins, "coverage bins");
+    let context = format!("first seed {first_seed:#x}");
+    coverage::assert_hit(&bins, required_bins(), "coverage bins", &context);
 }

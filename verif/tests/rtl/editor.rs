@@ -27,6 +27,7 @@ use firmware_sim::pipeline::{CtOutcome, PacketResult};
 use nlb_hw::enums::{Delivery, Reason, Verdict};
 use nlb_hw::layouts::BackendEntry;
 use nlb_hw::NicSettings;
+use nlb_testkit::hex;
 use nlb_verif::axis::{AxisPorts, AxisSink, AxisSource};
 use nlb_verif::bench::{seed_from_env, Bench};
 use nlb_verif::frames::{flow_frame, random_frame};
@@ -35,16 +36,11 @@ use nlb_verif::top::{frame_beats, take_frames, take_punts, PuntedFrame};
 use nlb_verif::{Port, Verilated};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
-use std::collections::BTreeMap;
 
-type Bins = BTreeMap<String, u64>;
+use nlb_verif::coverage::Bins;
 
 /// Jobs the bench lets wait (the editor's job FIFO holds 64; the top keeps it from filling).
 const MAX_JOBS: u64 = 48;
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
 
 /// One packet as the editor sees it.
 #[derive(Debug, Clone)]
@@ -686,6 +682,5 @@ fn edits_as_the_model() {
             }
         }
     }
-    let missing: Vec<&String> = required.iter().filter(|b| !bins.contains_key(*b)).collect();
-    assert!(missing.is_empty(), "editor bins never hit: {missing:?}");
+    nlb_verif::coverage::assert_hit(&bins, &required, "editor bins", &format!("seed {seed:#x}"));
 }

@@ -4,6 +4,7 @@
 
 use nlb_hw::enums::KeyType;
 use nlb_hw::hash::{flow_hash, FlowKey, KEY_BYTES, KNOWN_ANSWERS};
+use nlb_testkit::hex;
 use nlb_verif::bench::{seed_from_env, trace_always, wave_path};
 use nlb_verif::models::FlowHash;
 use nlb_verif::{VerifError, Verilated, FLOW_HASH_LATENCY};
@@ -19,10 +20,6 @@ fn key_words(key: &[u8; KEY_BYTES]) -> Vec<u32> {
             u32::from_be_bytes([key[at], key[at + 1], key[at + 2], key[at + 3]])
         })
         .collect()
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn unhex(s: &str) -> [u8; KEY_BYTES] {

@@ -65,7 +65,8 @@ fn every_hit_in_exactly_one_read() {
         let read = can_read
             && if draining {
                 // Every row twice, two clocks apart.
-                (clock - drain_from) % 2 == 0 && (clock - drain_from) / 2 < u64::from(2 * rows)
+                (clock - drain_from).is_multiple_of(2)
+                    && (clock - drain_from) / 2 < u64::from(2 * rows)
             } else {
                 rng.random_bool(p_read)
             };

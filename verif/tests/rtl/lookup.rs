@@ -58,7 +58,7 @@ const FIRST_ACL_RULE: u16 = 180;
 const TCP: u8 = 6;
 const UDP: u8 = 17;
 
-type Bins = BTreeMap<String, u64>;
+use nlb_verif::coverage::Bins;
 
 fn profile() -> &'static Profile {
     Profile::by_name("sim").expect("the sim profile exists")
@@ -1407,11 +1407,8 @@ fn decides_as_the_model() {
     for class in ["0", "1-96", "97-127", "128", "128 (an IPv4 /32)"] {
         required.push(format!("ACL: admitted by a prefix of length {class}"));
     }
-    let missing: Vec<&String> = required.iter().filter(|b| !bins.contains_key(*b)).collect();
-    assert!(
-        missing.is_empty(),
-        "lookup bins never hit: {missing:?} (seed {seed:#x})"
-    );
+    let context = format!("seed {seed:#x}");
+    nlb_verif::coverage::assert_hit(&bins, &required, "lookup bins", &context);
 }
 
 /// The bench's oracle is the model's pipeline: `decide` on a frame's parse gives what

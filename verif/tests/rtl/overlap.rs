@@ -65,6 +65,7 @@ use nlb_hw::blocks::{conntrack, ctrl, table};
 use nlb_hw::enums::{DefaultAction, Reason, TableCmd, Verdict};
 use nlb_hw::layouts::{CtEntry, InjectHeader, LearnEvent};
 use nlb_hw::{NicSettings, Profile, Tables};
+use nlb_testkit::hex;
 use nlb_verif::axil::Completion;
 use nlb_verif::bench::{seed_from_env, trace_always, wave_path, Agent};
 use nlb_verif::hbm::HbmConfig;
@@ -73,7 +74,7 @@ use nlb_verif::top::{take_events, take_frames, take_punts, PuntedFrame, TopBench
 use nlb_verif::{Port, VerifError, Verilated};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;
 
 /// Bytes of a punted frame the punt stream carries (the punt window, docs/pipeline.md 13).
@@ -90,18 +91,14 @@ fn sim_profile() -> &'static Profile {
     Profile::by_name("sim").expect("the sim profile exists")
 }
 
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
 /// A failure: what differs and the clock it was seen in.
 struct Mismatch(String, u64);
 
 /// Coverage: bin name -> count.
-type Bins = BTreeMap<String, u64>;
+use nlb_verif::coverage::{self, Bins};
 
 fn bin(bins: &mut Bins, name: &str) {
-    *bins.entry(name.to_string()).or_default() += 1;
+    coverage::hit(bins, name);
 }
 
 /// The ctrl bits a first beat latches.
@@ -1920,7 +1917,7 @@ impl Case<'_> {
             .into_iter()
             .flatten()
             .min();
-            if !oldest.is_some_and(|c| c <= s) {
+            if oldest.is_none_or(|c| c > s) {
                 return self.fail(format!(
                     "hit bit of entry {i} set at clock {s} with no packet hitting it"
                 ));
@@ -2263,16 +2260,7 @@ fn control_changes_under_traffic_match_the_model() {
     }
     let secs = start.elapsed().as_secs_f64();
     eprintln!("{packets} packets in {cases} cases, {secs:.1} s");
-    eprintln!("overlap bins:");
-    for (k, n) in &bins {
-        eprintln!("  {n:8}  {k}");
-    }
-    let missing: Vec<_> = required_bins()
-        .into_iter()
-        .filter(|b| !bins.contains_key(*b))
-        .collect();
-    assert!(
-        missing.is_empty(),
-        "overlap bins never hit: {missing:?} (first seed {first_seed:#x})"
-    );
+    coverage::print(&bins, "overlap bins");
+    let context = format!("first seed {first_seed:#x}");
+    coverage::assert_hit(&bins, required_bins(), "overlap bins", &context);
 }

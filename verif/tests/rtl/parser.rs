@@ -6,6 +6,7 @@
 //! descriptor per clock.
 
 use firmware_sim::parse::{self, Family, Parsed};
+use nlb_testkit::hex;
 use nlb_verif::axis::{AxisSource, Beat};
 use nlb_verif::bench::{seed_from_env, trace_always, wave_path, Agent, Bench};
 use nlb_verif::frames::random_frame;
@@ -268,10 +269,6 @@ fn beats(frame: &[u8], user: u8) -> Vec<Beat> {
             }
         })
         .collect()
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 struct Mismatch(String, u64);

@@ -273,7 +273,7 @@ pub(super) fn policy_groups(
     let closed = sp.churn.closed_by_member(names);
     sp.groups
         .iter()
-        .filter(|g| only.map_or(true, |f| g.failover == f))
+        .filter(|g| only.is_none_or(|f| g.failover == f))
         .map(|g| Group {
             name: g.name.clone(),
             region: g.region.clone(),

@@ -50,7 +50,7 @@ proptest! {
         for l in &map.layouts {
             let width = map.layout_width(l) as usize;
             let mut words: Vec<u32> = seed[..width.div_ceil(32)].to_vec();
-            if width % 32 != 0 {
+            if !width.is_multiple_of(32) {
                 *words.last_mut().unwrap() &= (1u32 << (width % 32)) - 1;
             }
             legalise(&map, l, 0, &mut words, pick);

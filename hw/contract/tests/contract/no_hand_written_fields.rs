@@ -589,7 +589,7 @@ fn scan_verilog(text: &str) -> Vec<(usize, String, String)> {
                 }
             } else {
                 match (rest.find("/*"), rest.find("//")) {
-                    (Some(b), c) if c.map_or(true, |c| b < c) => {
+                    (Some(b), c) if c.is_none_or(|c| b < c) => {
                         line.push_str(&rest[..b]);
                         rest = &rest[b + 2..];
                         in_block_comment = true;

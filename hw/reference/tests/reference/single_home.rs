@@ -178,7 +178,7 @@ fn code_lines(text: &str) -> Vec<String> {
                     }
                     if chars.get(j) == Some(&'"') {
                         s = S::RawStr(j - i - 1);
-                        out.extend(std::iter::repeat(' ').take(j - i + 1));
+                        out.extend(std::iter::repeat_n(' ', j - i + 1));
                         i = j;
                     } else {
                         out.push(c);
@@ -194,7 +194,7 @@ fn code_lines(text: &str) -> Vec<String> {
                     };
                     match end {
                         Some(e) => {
-                            out.extend(std::iter::repeat(' ').take(e - i + 1));
+                            out.extend(std::iter::repeat_n(' ', e - i + 1));
                             i = e;
                         }
                         None => out.push(c),
@@ -245,7 +245,7 @@ fn code_lines(text: &str) -> Vec<String> {
             S::RawStr(hashes) => {
                 if c == '"' && (1..=hashes).all(|k| chars.get(i + k) == Some(&'#')) {
                     s = S::Code;
-                    out.extend(std::iter::repeat(' ').take(hashes + 1));
+                    out.extend(std::iter::repeat_n(' ', hashes + 1));
                     i += hashes;
                 } else {
                     out.push(if c == '\n' { '\n' } else { ' ' });

@@ -12,7 +12,8 @@
 //! `publish_to_serving_latency` (docs/fleet.md gives the command).
 
 use firmware_sim::ModelDevice;
-use nlb_control::fleet::{Keys, Published, Store};
+use nlb_control::etcd;
+use nlb_control::fleet::{self, Keys, Published, Store};
 use nlb_driver::device::Device;
 use nlb_driver::model::{lock, ModelHandle, SharedModel};
 use nlb_driver::socket::{Server, ServerHandle};
@@ -46,6 +47,14 @@ fn have_etcd() -> bool {
     found
 }
 
+/// The fleet's store at `ep` (HOST:PORT), plain HTTP, prefix `/nlb/`.
+fn store(ep: &str) -> Store {
+    Store::new(
+        etcd::Settings::plain(fleet::parse_endpoints(ep).expect("an endpoint")),
+        Keys::new("/nlb/").unwrap(),
+    )
+}
+
 /// A free loopback port (bound, read, released: etcd binds it right after).
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
@@ -64,6 +73,20 @@ struct Etcd {
     /// `--initial-cluster` (empty: a cluster of this member alone).
     cluster: String,
     log: PathBuf,
+    /// TLS on the client URL (https), with client certificates required.
+    tls: Option<ServerTls>,
+    /// More etcd flags.
+    extra: Vec<String>,
+    /// The options nlbctl and nlbd need to reach it (TLS files, a user).
+    client: Vec<String>,
+}
+
+/// An etcd member's TLS files: its certificate and key, and the CA its clients' certificates
+/// must come from (`--client-cert-auth`).
+struct ServerTls {
+    cert: PathBuf,
+    key: PathBuf,
+    client_ca: PathBuf,
 }
 
 impl Etcd {
@@ -84,6 +107,9 @@ impl Etcd {
             peer_port: free_port(),
             cluster: String::new(),
             log: dir.join(format!("{name}.log")),
+            tls: None,
+            extra: Vec::new(),
+            client: Vec::new(),
         }
     }
 
@@ -118,7 +144,8 @@ impl Etcd {
     }
 
     fn spawn(&mut self) {
-        let client = format!("http://127.0.0.1:{}", self.client_port);
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        let client = format!("{scheme}://127.0.0.1:{}", self.client_port);
         let peer = format!("http://127.0.0.1:{}", self.peer_port);
         let cluster = if self.cluster.is_empty() {
             format!("{}={peer}", self.name)
@@ -130,7 +157,18 @@ impl Etcd {
             .append(true)
             .open(&self.log)
             .unwrap();
-        let child = Command::new("etcd")
+        let mut etcd = Command::new("etcd");
+        if let Some(tls) = &self.tls {
+            etcd.arg("--cert-file")
+                .arg(&tls.cert)
+                .arg("--key-file")
+                .arg(&tls.key)
+                .arg("--trusted-ca-file")
+                .arg(&tls.client_ca)
+                .arg("--client-cert-auth");
+        }
+        let child = etcd
+            .args(&self.extra)
             .args(["--name", &self.name])
             .arg("--data-dir")
             .arg(&self.data)
@@ -159,7 +197,10 @@ impl Etcd {
     fn wait_ready(&self) {
         let deadline = Instant::now() + WAIT;
         loop {
-            let o = nlbctl(&["fleet", "status", "--etcd", &self.endpoint(), "-o", "json"]);
+            let ep = self.endpoint();
+            let mut args = vec!["fleet", "status", "--etcd", &ep, "-o", "json"];
+            args.extend(self.client.iter().map(String::as_str));
+            let o = nlbctl(&args);
             if o.status.success() {
                 return;
             }
@@ -224,6 +265,11 @@ impl Host {
 
     /// Starts nlbd on this NIC, following the fleet at `etcd`.
     fn start_nlbd(&mut self, etcd: &str) {
+        self.start_nlbd_with(etcd, &[], &[]);
+    }
+
+    /// [`Host::start_nlbd`] with more options (TLS files, a user) and environment variables.
+    fn start_nlbd_with(&mut self, etcd: &str, options: &[String], env: &[(&str, &str)]) {
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -236,6 +282,8 @@ impl Host {
             .arg("--admin-socket")
             .arg(&self.admin)
             .args(["--metrics-addr", "127.0.0.1:0"])
+            .args(options)
+            .envs(env.iter().copied())
             .env("NLBD_LOG", "info")
             .stderr(log)
             .stdout(Stdio::null())
@@ -330,7 +378,14 @@ fn text(o: &Output) -> String {
 
 /// `nlbctl fleet status -o json` (whatever its exit status).
 fn fleet_status(etcd: &str) -> (serde_json::Value, Output) {
-    let o = nlbctl(&["fleet", "status", "--etcd", etcd, "-o", "json"]);
+    fleet_status_with(etcd, &[])
+}
+
+/// [`fleet_status`] with more options (TLS files, a user).
+fn fleet_status_with(etcd: &str, options: &[String]) -> (serde_json::Value, Output) {
+    let mut args = vec!["fleet", "status", "--etcd", etcd, "-o", "json"];
+    args.extend(options.iter().map(String::as_str));
+    let o = nlbctl(&args);
     let v = serde_json::from_slice(&o.stdout).unwrap_or(serde_json::Value::Null);
     (v, o)
 }
@@ -373,9 +428,19 @@ fn published_revision(o: &Output) -> i64 {
 
 /// Waits until every named host is registered on `revision`, and returns the fleet status.
 fn wait_serving(etcd: &str, hosts: &[&Host], revision: i64) -> serde_json::Value {
+    wait_serving_with(etcd, &[], hosts, revision)
+}
+
+/// [`wait_serving`] with more options for nlbctl (TLS files, a user).
+fn wait_serving_with(
+    etcd: &str,
+    options: &[String],
+    hosts: &[&Host],
+    revision: i64,
+) -> serde_json::Value {
     let deadline = Instant::now() + WAIT;
     loop {
-        let (v, _) = fleet_status(etcd);
+        let (v, _) = fleet_status_with(etcd, options);
         let on = |h: &&Host| {
             v["hosts"].as_array().is_some_and(|a| {
                 a.iter()
@@ -607,14 +672,8 @@ fn three_hosts_serve_each_revision_with_identical_tables() {
 
     // A revision that does not apply (a publisher that skipped validation wrote it) is
     // refused by every host, which keep serving rev3 (fail static) and say so.
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let bad_rev = runtime.block_on(async {
-        let store = Store::connect(&[format!("http://{ep}")], Keys::new("/nlb/").unwrap())
-            .await
-            .unwrap();
+    let bad_rev = {
+        let store = store(&ep);
         let bad = Published {
             file: "broken.yaml".into(),
             source: config(&["b1"]).replace("'80'", "'80-70'"),
@@ -624,8 +683,8 @@ fn three_hosts_serve_each_revision_with_identical_tables() {
             published_unix_ms: 0,
             ids: None,
         };
-        store.publish(&bad, rev3).await.unwrap().unwrap()
-    });
+        store.publish(&bad, rev3).unwrap().unwrap()
+    };
     let deadline = Instant::now() + WAIT;
     loop {
         let (v, _) = fleet_status(&ep);
@@ -843,14 +902,8 @@ fn a_host_with_an_empty_nic_converges_before_it_registers() {
     // and serves other tables than the old one: a digest mismatch, which `fleet status`
     // reports with exit 1 and the hosts' metrics with nlb_fleet_digest_mismatch.
     new.stop_nlbd();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let unpinned = runtime.block_on(async {
-        let store = Store::connect(&[format!("http://{ep}")], Keys::new("/nlb/").unwrap())
-            .await
-            .unwrap();
+    let unpinned = {
+        let store = store(&ep);
         let p = Published {
             file: "lb.yaml".into(),
             source: config(&["b1", "b3", "b5", "b6"]),
@@ -860,8 +913,8 @@ fn a_host_with_an_empty_nic_converges_before_it_registers() {
             published_unix_ms: 0,
             ids: None,
         };
-        store.publish(&p, live).await.unwrap().unwrap()
-    });
+        store.publish(&p, live).unwrap().unwrap()
+    };
     wait_serving(&ep, &[&old], unpinned);
     let mut late = Host::new(dir, "late");
     late.start_nlbd(&ep);
@@ -922,16 +975,7 @@ fn publish_to_serving_latency() {
     }
     let refs: Vec<&Host> = hosts.iter().collect();
     wait_serving(&ep, &refs, first);
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let store = runtime
-        .block_on(Store::connect(
-            &[format!("http://{ep}")],
-            Keys::new("/nlb/").unwrap(),
-        ))
-        .unwrap();
+    let store = store(&ep);
     let mut times = Vec::new();
     for i in 0..20 {
         let members: &[&str] = if i % 2 == 0 {
@@ -944,7 +988,7 @@ fn publish_to_serving_latency() {
         let t0 = Instant::now();
         let rev = published_revision(&nlbctl(&["publish", path.to_str().unwrap(), "--etcd", &ep]));
         loop {
-            let records = runtime.block_on(store.host_records()).unwrap();
+            let (records, _) = store.host_records().unwrap();
             if records.len() == 3 && records.iter().all(|(r, _)| r.revision == rev) {
                 break;
             }
@@ -1140,28 +1184,12 @@ fn health_config(n: u8, port: u16) -> String {
 
 /// The health reports in etcd: (backend, prober) → healthy.
 fn health_reports(ep: &str) -> std::collections::BTreeMap<(String, String), bool> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let keys = Keys::new("/nlb/").unwrap();
-    let (kvs, _) = runtime
-        .block_on(async {
-            Store::connect(&[format!("http://{ep}")], keys.clone())
-                .await?
-                .read_all()
-                .await
-        })
-        .expect("read etcd");
-    let mut out = std::collections::BTreeMap::new();
-    for kv in kvs {
-        let key = String::from_utf8_lossy(kv.key()).into_owned();
-        if let nlb_control::fleet::KeyKind::Health { backend, host, .. } = keys.classify(&key) {
-            let r: nlb_control::fleet::HealthReport = serde_json::from_slice(kv.value()).unwrap();
-            out.insert((backend.to_string(), host.to_string()), r.healthy);
-        }
-    }
-    out
+    let survey = store(ep).survey().expect("read etcd");
+    survey
+        .reports
+        .into_iter()
+        .map(|(_, backend, host, r)| ((backend, host), r.healthy))
+        .collect()
 }
 
 /// Waits until `ok` holds of the health reports; returns them and how long it took.
@@ -1385,4 +1413,674 @@ fn shared_health_probes_each_backend_from_two_hosts_and_moves_a_dead_hosts_probe
     );
     assert!(!macs_chosen(&mut late, 5000).contains(&mac(5)));
     drop(etcd);
+}
+
+// --- The store's hardening, TLS, etcd's authentication, the client's watch ----------------
+
+/// Whether etcdctl (Debian's `etcd-client`) is installed; under CI=true it must be.
+fn have_etcdctl() -> bool {
+    let found = Command::new("etcdctl")
+        .arg("version")
+        .env("ETCDCTL_API", "3")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !found {
+        assert!(
+            std::env::var("CI").map_or(true, |v| v != "true"),
+            "etcdctl is not installed and CI=true: install Debian's etcd-client (./test.sh does)"
+        );
+        eprintln!("etcdctl is not installed (apt-get install etcd-client): test not run");
+    }
+    found
+}
+
+/// `etcdctl ARGS` against `ep` (etcd's own client: what an operator writes by hand), retried
+/// while the cluster elects a leader; its stdout.
+fn etcdctl(ep: &str, args: &[&str]) -> String {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let o = Command::new("etcdctl")
+            .env("ETCDCTL_API", "3")
+            .args(["--endpoints", ep, "--command-timeout", "3s"])
+            .args(args)
+            .output()
+            .expect("etcdctl runs");
+        if o.status.success() {
+            return String::from_utf8_lossy(&o.stdout).into_owned();
+        }
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert!(
+            Instant::now() < deadline
+                && ["leader", "deadline", "timed out", "unavailable"]
+                    .iter()
+                    .any(|w| err.contains(w)),
+            "etcdctl {args:?}: {err}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn publish_with(dir: &Path, etcd: &str, name: &str, body: &str, options: &[String]) -> Output {
+    let path = dir.join(name);
+    std::fs::write(&path, body).unwrap();
+    let mut args = vec!["publish", path.to_str().unwrap(), "--etcd", etcd];
+    args.extend(options.iter().map(String::as_str));
+    nlbctl(&args)
+}
+
+/// Waits until `f` says yes about host `h`'s metrics text; returns that text.
+fn wait_metrics(h: &Host, what: &str, f: impl Fn(&str) -> bool) -> String {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let m = h.metrics();
+        if f(&m) {
+            return m;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{}: {what}: {m}\n{}",
+            h.name,
+            h.log()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn stray_keys_are_reported_and_skipped_and_publishing_replaces_a_bad_configuration() {
+    if !have_etcd() || !have_etcdctl() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let etcd = Etcd::start(dir);
+    let ep = etcd.endpoint();
+    let first = published_revision(&publish(dir, &ep, "lb.yaml", &config(&["b1", "b2"])));
+    let mut hosts = vec![Host::new(dir, "h1"), Host::new(dir, "h2")];
+    for h in &mut hosts {
+        h.start_nlbd(&ep);
+    }
+    wait_serving(&ep, &[&hosts[0], &hosts[1]], first);
+
+    // What an operator might leave under the prefix by hand: a value that is no host record,
+    // a deeper path under hosts/, a key nothing writes, a health key too short, a report that
+    // does not decode.
+    let strays = [
+        ("/nlb/hosts/ghost", "not a record"),
+        ("/nlb/hosts/h1/extra", r#"{"note":"by hand"}"#),
+        ("/nlb/junk", "x"),
+        ("/nlb/health/web/b1", "{}"),
+        ("/nlb/health/web/b1/h9", r#"{"healthy":"maybe"}"#),
+    ];
+    for (k, v) in strays {
+        etcdctl(&ep, &["put", k, v]);
+    }
+    // Status works, lists the two hosts, and names every stray key.
+    let (v, o) = fleet_status(&ep);
+    assert!(o.status.success(), "{}", text(&o));
+    let names: Vec<&str> = v["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|h| h["host"].as_str())
+        .collect();
+    assert_eq!(names, ["h1", "h2"], "{v}");
+    let ignored: Vec<&str> = v["ignored_keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|k| k["key"].as_str())
+        .collect();
+    let mut expected: Vec<&str> = strays.iter().map(|(k, _)| *k).collect();
+    expected.sort();
+    assert_eq!(ignored, expected, "{v}");
+    let o = nlbctl(&["fleet", "status", "--etcd", &ep]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("5 keys under /nlb/ ignored"), "{out}");
+    // The hosts count them, log each once, and keep their sessions: watched puts and the
+    // status reads every 500 ms both see them, for several periods.
+    for h in &hosts {
+        wait_metrics(h, "5 ignored keys", |m| {
+            metric(m, "nlb_fleet_ignored_keys") == Some(5.0)
+        });
+    }
+    std::thread::sleep(Duration::from_secs(3));
+    for h in &hosts {
+        let m = h.metrics();
+        assert_eq!(
+            metric(&m, "nlb_fleet_etcd_session_failures_total"),
+            Some(0.0),
+            "{m}\n{}",
+            h.log()
+        );
+        assert_eq!(metric(&m, "nlb_fleet_etcd_up"), Some(1.0), "{m}");
+        assert_eq!(metric(&m, "nlb_fleet_ignored_keys"), Some(5.0), "{m}");
+        let log = h.log();
+        for (k, _) in strays {
+            let lines = log
+                .lines()
+                .filter(|l| l.contains(&format!("ignoring etcd key {k}:")))
+                .count();
+            assert_eq!(lines, 1, "{}: {k} logged {lines} times:\n{log}", h.name);
+        }
+    }
+    // A stray value over a host's own key: the host writes its record again.
+    etcdctl(&ep, &["put", "/nlb/hosts/h2", "overwritten"]);
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let (v, _) = fleet_status(&ep);
+        if v["hosts"]
+            .as_array()
+            .is_some_and(|a| a.iter().any(|r| r["host"] == "h2"))
+        {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "h2 did not write its record again: {v}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
+    // A configuration nlbctl did not publish: the hosts refuse it and keep serving, status
+    // says so, and a publish replaces it.
+    etcdctl(&ep, &["put", "/nlb/config", "{\"source\": 5}"]);
+    let bad = v_live_revision(&ep);
+    assert!(bad > first);
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let (v, _) = fleet_status(&ep);
+        let refused = v["hosts"].as_array().is_some_and(|a| {
+            a.len() == 2
+                && a.iter()
+                    .all(|r| r["revision"] == first && r["refused"]["revision"] == bad)
+        });
+        if refused {
+            assert!(
+                v["ignored_keys"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|k| k["key"] == "/nlb/config"),
+                "{v}"
+            );
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the bad value was not refused: {v}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let o = nlbctl(&[
+        "publish",
+        dir.join("lb.yaml").to_str().unwrap(),
+        "--etcd",
+        &ep,
+        "--dry-run",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("publishing would replace it"),
+        "{}",
+        text(&o)
+    );
+    let o = publish(dir, &ep, "lb.yaml", &config(&["b1", "b2", "b3"]));
+    let good = published_revision(&o);
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("replacing it"),
+        "{}",
+        text(&o)
+    );
+    let v = wait_serving(&ep, &[&hosts[0], &hosts[1]], good);
+    assert!(
+        v["hosts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["refused"].is_null()),
+        "{v}"
+    );
+    // The strays gone, nothing is counted; the sessions never dropped.
+    etcdctl(&ep, &["del", "--prefix", "/nlb/hosts/h1/"]);
+    for k in [
+        "/nlb/hosts/ghost",
+        "/nlb/junk",
+        "/nlb/health/web/b1",
+        "/nlb/health/web/b1/h9",
+    ] {
+        etcdctl(&ep, &["del", k]);
+    }
+    for h in &hosts {
+        let m = wait_metrics(h, "no ignored key", |m| {
+            metric(m, "nlb_fleet_ignored_keys") == Some(0.0)
+        });
+        assert_eq!(
+            metric(&m, "nlb_fleet_etcd_session_failures_total"),
+            Some(0.0),
+            "{m}"
+        );
+    }
+}
+
+/// The live revision `fleet status` reports.
+fn v_live_revision(ep: &str) -> i64 {
+    let (v, o) = fleet_status(ep);
+    v["live_revision"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("no live revision: {}", text(&o)))
+}
+
+/// A test CA: its certificate's PEM file and the issuer that signs with it.
+fn test_ca(dir: &Path, name: &str) -> (PathBuf, rcgen::Issuer<'static, rcgen::KeyPair>) {
+    let key = rcgen::KeyPair::generate().unwrap();
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, name);
+    params.key_usages = vec![
+        rcgen::KeyUsagePurpose::KeyCertSign,
+        rcgen::KeyUsagePurpose::CrlSign,
+        rcgen::KeyUsagePurpose::DigitalSignature,
+    ];
+    let cert = params.self_signed(&key).unwrap();
+    let file = dir.join(format!("{name}.pem"));
+    std::fs::write(&file, cert.pem()).unwrap();
+    (file, rcgen::Issuer::new(params, key))
+}
+
+/// A certificate signed by `ca`: its PEM file and its key's.
+fn test_leaf(
+    dir: &Path,
+    ca: &rcgen::Issuer<'static, rcgen::KeyPair>,
+    name: &str,
+    sans: &[&str],
+    usage: &[rcgen::ExtendedKeyUsagePurpose],
+) -> (PathBuf, PathBuf) {
+    let key = rcgen::KeyPair::generate().unwrap();
+    let mut params =
+        rcgen::CertificateParams::new(sans.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+            .unwrap();
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, name);
+    params.extended_key_usages = usage.to_vec();
+    let cert = params.signed_by(&key, ca).unwrap();
+    let (c, k) = (
+        dir.join(format!("{name}.pem")),
+        dir.join(format!("{name}.key")),
+    );
+    std::fs::write(&c, cert.pem()).unwrap();
+    std::fs::write(&k, key.serialize_pem()).unwrap();
+    (c, k)
+}
+
+fn strings(v: &[&dyn AsRef<std::ffi::OsStr>]) -> Vec<String> {
+    v.iter()
+        .map(|s| s.as_ref().to_string_lossy().into_owned())
+        .collect()
+}
+
+#[test]
+fn etcd_over_tls_with_client_certificates() {
+    if !have_etcd() {
+        return;
+    }
+    use rcgen::ExtendedKeyUsagePurpose::{ClientAuth, ServerAuth};
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let (ca, issuer) = test_ca(dir, "nlb-test-ca");
+    // etcd's gateway reaches etcd's gRPC server with the server's own certificate, so it
+    // serves for clients too.
+    let (server_cert, server_key) = test_leaf(
+        dir,
+        &issuer,
+        "etcd-server",
+        &["127.0.0.1", "localhost"],
+        &[ServerAuth, ClientAuth],
+    );
+    let (client_cert, client_key) = test_leaf(dir, &issuer, "nlb", &[], &[ClientAuth]);
+    let (other_ca, _) = test_ca(dir, "another-ca");
+    let options = strings(&[
+        &"--etcd-cacert",
+        &ca,
+        &"--etcd-cert",
+        &client_cert,
+        &"--etcd-key",
+        &client_key,
+    ]);
+    let mut etcd = Etcd::member(dir, "tls");
+    etcd.tls = Some(ServerTls {
+        cert: server_cert,
+        key: server_key,
+        client_ca: ca.clone(),
+    });
+    etcd.client = options.clone();
+    etcd.run();
+    let ep = etcd.endpoint();
+
+    // Publish, a host, and status, all over TLS with the client certificate.
+    let rev = published_revision(&publish_with(
+        dir,
+        &ep,
+        "lb.yaml",
+        &config(&["b1", "b2"]),
+        &options,
+    ));
+    let mut host = Host::new(dir, "h1");
+    host.start_nlbd_with(&ep, &options, &[]);
+    let v = wait_serving_with(&ep, &options, &[&host], rev);
+    assert_eq!(v["live_revision"], rev, "{v}");
+
+    let status = |extra: &[String]| {
+        let mut args = vec!["fleet", "status", "--etcd"];
+        let explicit;
+        if extra.is_empty() {
+            explicit = format!("http://{ep}");
+            args.push(&explicit);
+        } else {
+            args.push(&ep);
+        }
+        args.extend(extra.iter().map(String::as_str));
+        nlbctl(&args)
+    };
+    // etcd with --client-cert-auth refuses a client without a certificate.
+    let o = status(&strings(&[&"--etcd-cacert", &ca]));
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains(&format!("cannot reach etcd at https://{ep}")),
+        "{}",
+        text(&o)
+    );
+    // A CA that did not sign etcd's certificate: the server is not trusted.
+    let o = status(&strings(&[
+        &"--etcd-cacert",
+        &other_ca,
+        &"--etcd-cert",
+        &client_cert,
+        &"--etcd-key",
+        &client_key,
+    ]));
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("certificate"),
+        "{}",
+        text(&o)
+    );
+    // Plain HTTP to the TLS port.
+    let o = status(&[]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    // Files that hold the wrong thing are named, with what would be valid.
+    let o = status(&strings(&[
+        &"--etcd-cacert",
+        &ca,
+        &"--etcd-cert",
+        &client_cert,
+        &"--etcd-key",
+        &client_cert,
+    ]));
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(&format!(
+            "--etcd-key {}: no private key",
+            client_cert.display()
+        )) && err.contains("valid:"),
+        "{err}"
+    );
+    let o = nlbctl(&["fleet", "status", "--etcd", &format!("https://{ep}")]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("--etcd-cacert"),
+        "{}",
+        text(&o)
+    );
+}
+
+#[test]
+fn etcd_authentication_with_tokens_that_expire() {
+    if !have_etcd() || !have_etcdctl() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let mut etcd = Etcd::member(dir, "auth");
+    // Simple tokens that expire after 2 s without use (etcd's --auth-token-ttl).
+    etcd.extra = strings(&[&"--auth-token", &"simple", &"--auth-token-ttl", &"2"]);
+    etcd.run();
+    let ep = etcd.endpoint();
+    for args in [
+        &["user", "add", "root:rootpw"][..],
+        &["user", "grant-role", "root", "root"],
+        &["user", "add", "nlb:nlb-pw"],
+        &["role", "add", "nlb"],
+        &[
+            "role",
+            "grant-permission",
+            "nlb",
+            "--prefix=true",
+            "readwrite",
+            "/nlb/",
+        ],
+        &["user", "grant-role", "nlb", "nlb"],
+        &["auth", "enable"],
+    ] {
+        etcdctl(&ep, args);
+    }
+    let pw = dir.join("nlb.password");
+    std::fs::write(&pw, "nlb-pw\n").unwrap();
+    let options = strings(&[&"--etcd-user", &"nlb", &"--etcd-password-file", &pw]);
+
+    // Without a user, with a wrong password, and outside the user's permissions: refused,
+    // with etcd's reason.
+    let o = nlbctl(&["fleet", "status", "--etcd", &ep]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("user name is empty") && err.contains("--etcd-user"),
+        "{err}"
+    );
+    let o = Command::new(nlb_system_tests::bin("nlbctl"))
+        .args(["fleet", "status", "--etcd", &ep, "--etcd-user", "nlb"])
+        .env("NLB_ETCD_PASSWORD", "wrong")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("authentication failed"),
+        "{}",
+        text(&o)
+    );
+    let mut args = vec!["fleet", "status", "--etcd", &ep, "--prefix", "/other/"];
+    args.extend(options.iter().map(String::as_str));
+    let o = nlbctl(&args);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("permission denied"),
+        "{}",
+        text(&o)
+    );
+
+    // With the user: publish, a host (password from the environment), status.
+    let rev = published_revision(&publish_with(
+        dir,
+        &ep,
+        "lb.yaml",
+        &config(&["b1"]),
+        &options,
+    ));
+    let mut host = Host::new(dir, "h1");
+    host.start_nlbd_with(
+        &ep,
+        &strings(&[&"--etcd-user", &"nlb"]),
+        &[("NLB_ETCD_PASSWORD", "nlb-pw")],
+    );
+    wait_serving_with(&ep, &options, &[&host], rev);
+
+    // A client idle for longer than the token's TTL: etcd refuses the old token (checked
+    // with a token of our own), and the client authenticates again by itself.
+    let settings = nlb_control::etcd::EtcdArgs {
+        etcd_user: Some("nlb".into()),
+        etcd_password_file: Some(pw.clone()),
+        ..Default::default()
+    }
+    .settings(&ep)
+    .unwrap();
+    let client = etcd::Client::new(settings);
+    client
+        .range(b"/nlb/config", b"")
+        .expect("a read with a fresh token");
+    let token = raw_token(&ep, "nlb", "nlb-pw");
+    std::thread::sleep(Duration::from_secs(4));
+    let old = raw_post(
+        &ep,
+        "/v3/kv/range",
+        Some(&token),
+        r#"{"key":"L25sYi9jb25maWc="}"#,
+    );
+    assert!(
+        old.contains("invalid auth token"),
+        "etcd kept an idle token: {old}"
+    );
+    let r = client
+        .range(b"/nlb/config", b"")
+        .expect("a read after the token expired");
+    assert_eq!(r.kvs.len(), 1);
+    std::thread::sleep(Duration::from_secs(4));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let _watch = client
+        .watch(b"/nlb/config", b"", 0, move |m| tx.send(m).is_ok())
+        .expect("a watch after the token expired");
+    let rev2 = published_revision(&publish_with(
+        dir,
+        &ep,
+        "lb.yaml",
+        &config(&["b1", "b2"]),
+        &options,
+    ));
+    match rx.recv_timeout(WAIT) {
+        Ok(etcd::WatchMessage::Events { events, .. }) => {
+            assert_eq!(events.len(), 1);
+            assert_eq!(events[0].kv.mod_revision, rev2);
+        }
+        other => panic!("{other:?}"),
+    }
+    // The host stayed registered throughout and applied the new revision.
+    wait_serving_with(&ep, &options, &[&host], rev2);
+    let m = host.metrics();
+    assert_eq!(
+        metric(&m, "nlb_fleet_etcd_session_failures_total"),
+        Some(0.0),
+        "{m}\n{}",
+        host.log()
+    );
+}
+
+/// POSTs `body` to `path` at `ep` (plain HTTP/1.1, as etcd's gateway documentation's curl
+/// examples do); the answer's body.
+fn raw_post(ep: &str, path: &str, token: Option<&str>, body: &str) -> String {
+    let mut s = TcpStream::connect(ep).expect("etcd");
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let auth = token.map_or(String::new(), |t| format!("Authorization: {t}\r\n"));
+    write!(
+        s,
+        "POST {path} HTTP/1.1\r\nHost: {ep}\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut out = String::new();
+    let _ = s.read_to_string(&mut out);
+    out.split_once("\r\n\r\n")
+        .map_or(out.clone(), |(_, b)| b.to_string())
+}
+
+/// A token from etcd's `/v3/auth/authenticate`.
+fn raw_token(ep: &str, user: &str, password: &str) -> String {
+    let body = raw_post(
+        ep,
+        "/v3/auth/authenticate",
+        None,
+        &serde_json::json!({ "name": user, "password": password }).to_string(),
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"));
+    v["token"].as_str().expect("a token").to_string()
+}
+
+#[test]
+fn a_watch_resumes_on_another_member_and_reports_compaction() {
+    if !have_etcd() || !have_etcdctl() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let mut members = Etcd::cluster(dir, 3);
+    let all: Vec<String> = members.iter().map(Etcd::endpoint).collect();
+    let client = etcd::Client::new(etcd::Settings::plain(
+        fleet::parse_endpoints(&all.join(",")).unwrap(),
+    ));
+    let start = client.range(b"/w/", b"").unwrap().revision + 1;
+    let (tx, rx) = std::sync::mpsc::channel();
+    // The first member is the one a fresh client asks first: the watch runs there.
+    let _watch = client
+        .watch(b"/w/", &etcd::prefix_end(b"/w/"), start, move |m| {
+            tx.send(m).is_ok()
+        })
+        .unwrap();
+    let mut seen: Vec<(String, i64)> = Vec::new();
+    let take = |n: usize, seen: &mut Vec<(String, i64)>| {
+        let deadline = Instant::now() + WAIT;
+        while seen.len() < n {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(etcd::WatchMessage::Events { events, .. }) => {
+                    for e in events {
+                        assert!(e.put);
+                        seen.push((
+                            String::from_utf8_lossy(&e.kv.key).into_owned(),
+                            e.kv.mod_revision,
+                        ));
+                    }
+                }
+                other => panic!("after {seen:?}: {other:?}"),
+            }
+        }
+    };
+    etcdctl(&all[1], &["put", "/w/a", "1"]);
+    take(1, &mut seen);
+    // The watch's member goes: the next puts come through another member, each once.
+    members[0].stop();
+    // (A linearizable read first: it succeeds once the others have a leader, so the puts
+    // below are not retried after a timeout, which could apply them twice.)
+    etcdctl(&all[1], &["get", "/w/a"]);
+    etcdctl(&all[1], &["put", "/w/b", "2"]);
+    etcdctl(&all[2], &["put", "/w/c", "3"]);
+    take(3, &mut seen);
+    let keys: Vec<&str> = seen.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(keys, ["/w/a", "/w/b", "/w/c"]);
+    assert!(seen.windows(2).all(|w| w[0].1 < w[1].1), "{seen:?}");
+    // Nothing more (no event repeated by the resumption).
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(rx.try_recv().is_err());
+
+    // History compacted past a watch's start revision: the watch says so, with etcd's
+    // compact revision.
+    let last = seen[2].1;
+    etcdctl(&all[1], &["compaction", &last.to_string()]);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let _old = client
+        .watch(b"/w/", &etcd::prefix_end(b"/w/"), start, move |m| {
+            tx.send(m).is_ok()
+        })
+        .unwrap();
+    match rx.recv_timeout(WAIT) {
+        Ok(etcd::WatchMessage::Compacted { compact_revision }) => {
+            assert_eq!(compact_revision, last)
+        }
+        other => panic!("{other:?}"),
+    }
 }

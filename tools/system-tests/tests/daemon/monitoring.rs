@@ -629,7 +629,7 @@ fn prometheus_scrapes_every_metric_the_dashboard_and_alerts_use() {
     let mut missing = Vec::new();
     for (s, whose) in &by_selector {
         let d = query(&addr, &s.query()).unwrap_or_else(|e| panic!("{}: {e}", s.query()));
-        if d["result"].as_array().map_or(true, |r| r.is_empty()) {
+        if d["result"].as_array().is_none_or(|r| r.is_empty()) {
             missing.push(format!("{} (used by {})", s.query(), whose.join(", ")));
         }
     }

@@ -255,11 +255,16 @@ fn injected_frames_leave_like_forwarded_ones() {
 
 /// AF_PACKET: nlb-sim attached to veth interfaces in a network namespace of its own; frames
 /// sent into the receive interface come out of the transmit interface rewritten for their
-/// backend. Needs root, `ip` and python3; runs with NLB_NETNS=1.
+/// backend. Needs root, `ip` and python3.
 #[test]
 fn af_packet_between_veth_interfaces() {
-    if std::env::var("NLB_NETNS").as_deref() != Ok("1") {
-        eprintln!("skipped: set NLB_NETNS=1 (root) to run the AF_PACKET test");
+    use nlb_testkit::Need;
+    let needs = [
+        Need::Root,
+        Need::program("ip", "iproute2"),
+        Need::program("python3", "python3"),
+    ];
+    if !nlb_testkit::needs("the AF_PACKET test", &needs) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -17,17 +17,28 @@
 //!
 //! Any etcd error ends the session: the host keeps serving what it has (fail static) and
 //! starts a new session after a backoff; step 2 catches up with whatever was published
-//! meanwhile (also when etcd compacted the history the watch would have needed).
+//! meanwhile (also when etcd compacted the history the watch would have needed). A watch
+//! stream that breaks resumes by itself on any member from the next revision; only a watch
+//! that cannot resume ends the session.
+//!
+//! Keys under the prefix that nlbd and nlbctl do not write, and values that do not decode,
+//! never end a session: each is logged once, counted (`nlb_fleet_ignored_keys`) and skipped
+//! (a host key that holds no record is not a live host; a configuration that is not one is
+//! refused like a revision that does not compile).
+//!
+//! etcd's client is blocking ([`nlb_control::etcd`]): requests run on the runtime's blocking
+//! threads, and the watch's own thread feeds a channel.
 
 use crate::shared_health::SharedHealth;
 use crate::Daemon;
-use etcd_client::{EventType, PutOptions, WatchOptions};
 use flowtable_compiler::Config;
+use nlb_control::etcd::{self, WatchMessage};
 use nlb_control::fleet::{
-    self, FleetError, HealthReport, HostRecord, KeyKind, Keys, Published, Refused, Store,
+    self, Entry, FleetError, HostRecord, KeyKind, KeyProblem, Keys, Published, Refused, Store,
 };
 use nlbd::engine::Command;
 use nlbd::health::TargetKey;
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -36,8 +47,8 @@ use tracing::{error, info, warn};
 /// `--etcd`, `--host`, `--etcd-prefix`, `--lease-ttl`.
 #[derive(Debug, Clone)]
 pub struct FleetOptions {
-    /// etcd's endpoints as URLs.
-    pub endpoints: Vec<String>,
+    /// How to reach etcd (endpoints, TLS, authentication).
+    pub settings: etcd::Settings,
     /// The fleet's keys.
     pub keys: Keys,
     /// This host's name.
@@ -75,6 +86,67 @@ pub struct FleetMetrics {
     pub probing: AtomicU64,
     /// Health reports written or deleted by this host.
     pub reports_written: AtomicU64,
+    /// Keys under the prefix that are not what nlbctl and nlbd write (as last seen).
+    pub ignored_keys: AtomicU64,
+}
+
+/// Runs a blocking store request on the runtime's blocking threads.
+async fn blocking<T: Send + 'static>(
+    store: &Store,
+    f: impl FnOnce(&Store) -> Result<T, FleetError> + Send + 'static,
+) -> Result<T, FleetError> {
+    let store = store.clone();
+    let endpoints = store.endpoints().to_string();
+    tokio::task::spawn_blocking(move || f(&store))
+        .await
+        .unwrap_or_else(|e| {
+            Err(FleetError::Unreachable {
+                endpoints,
+                error: format!("the request's thread failed: {e}"),
+            })
+        })
+}
+
+/// The keys under the prefix that are not what nlbctl and nlbd write: each logged once (again
+/// only if it changes, or goes and comes back), counted, skipped.
+#[derive(Debug, Default)]
+struct Ignored {
+    /// Key → its problem, as last seen.
+    keys: BTreeMap<String, String>,
+}
+
+impl Ignored {
+    /// A key's state after a put: `problem` (None: it is fine now).
+    fn put(&mut self, host: &str, key: &str, problem: Option<String>, metrics: &FleetMetrics) {
+        match problem {
+            Some(p) => {
+                if self.keys.get(key) != Some(&p) {
+                    warn!(host = %host, key = %key.escape_debug(), "ignoring etcd key {}: {p}", key.escape_debug());
+                    self.keys.insert(key.to_string(), p);
+                }
+            }
+            None => {
+                self.keys.remove(key);
+            }
+        }
+        metrics
+            .ignored_keys
+            .store(self.keys.len() as u64, Ordering::Relaxed);
+    }
+
+    /// A fresh read: the problems it found, and only those.
+    fn reset(&mut self, host: &str, problems: Vec<KeyProblem>, metrics: &FleetMetrics) {
+        let before = std::mem::take(&mut self.keys);
+        for p in problems {
+            if before.get(&p.key) != Some(&p.problem) {
+                warn!(host = %host, key = %p.key.escape_debug(), "ignoring etcd key {}: {}", p.key.escape_debug(), p.problem);
+            }
+            self.keys.insert(p.key, p.problem);
+        }
+        metrics
+            .ignored_keys
+            .store(self.keys.len() as u64, Ordering::Relaxed);
+    }
 }
 
 /// How often the session compares the tables digest and reads the other hosts.
@@ -96,19 +168,20 @@ pub async fn first_revision(opts: &FleetOptions) -> (i64, Published, Config) {
             last_problem = problem;
         }
     };
+    let store = Store::new(opts.settings.clone(), opts.keys.clone());
     loop {
-        let live = match Store::connect(&opts.endpoints, opts.keys.clone()).await {
-            Ok(store) => store.live().await,
-            Err(e) => Err(e),
-        };
+        let live = blocking(&store, |s| s.live()).await;
         match live {
-            Ok((Some((rev, published)), _)) => match parse(rev, &published) {
-                Ok(config) => return (rev, published, config),
-                Err(e) => note(
-                    format!("revision {rev} refused: {e}"),
-                    &|m| error!(host = %opts.host, "{m}; waiting for the next revision"),
-                ),
-            },
+            Ok((Some(live), _)) => {
+                let rev = live.revision;
+                match live.published.and_then(|p| parse(rev, &p).map(|c| (p, c))) {
+                    Ok((published, config)) => return (rev, published, config),
+                    Err(e) => note(
+                        format!("revision {rev} refused: {e}"),
+                        &|m| error!(host = %opts.host, "{m}; waiting for the next revision"),
+                    ),
+                }
+            }
             Ok((None, _)) => note(
                 format!("nothing published under {}", opts.keys.config()),
                 &|m| info!(host = %opts.host, "{m} yet; waiting (nlbctl publish)"),
@@ -146,6 +219,8 @@ struct Serving {
     refused: Option<Refused>,
     /// The record last written (to write again only on change).
     written: Option<HostRecord>,
+    /// Keys skipped (logged once across sessions).
+    ignored: Ignored,
 }
 
 /// Runs the fleet task until aborted; `revision` is what the engine started with.
@@ -175,6 +250,7 @@ pub async fn run(
         revision,
         refused: None,
         written: None,
+        ignored: Ignored::default(),
     };
     let mut backoff = BACKOFF.0;
     let mut down_since: Option<std::time::Instant> = None;
@@ -224,54 +300,33 @@ async fn session_inner(
     serving: &mut Serving,
     down_since: &mut Option<std::time::Instant>,
 ) -> Result<Never, FleetError> {
-    let store = Store::connect(&opts.endpoints, opts.keys.clone()).await?;
-    // One read of everything under the prefix (it also finds a member that answers, whose
-    // client the lease and the watch use): the live revision, the hosts and the health
-    // reports at one store revision, from which the watch continues.
-    let (kvs, store_revision) = store.read_all().await?;
-    let mut client = store.client();
-    let lease = client
-        .lease_grant(opts.lease_ttl, None)
-        .await
-        .map_err(|e| store.unreachable(e))?
-        .id();
-    let (mut keeper, mut keepalive) = client
-        .lease_keep_alive(lease)
-        .await
-        .map_err(|e| store.unreachable(e))?;
-    let mut live = None;
-    let mut hosts = Vec::new();
-    let mut reports = Vec::new();
-    for kv in &kvs {
-        let key = String::from_utf8_lossy(kv.key());
-        match store.keys.classify(&key) {
-            KeyKind::Config => {
-                live = Some((kv.mod_revision(), fleet::decode_published(&key, kv.value())))
-            }
-            KeyKind::Host(name) => hosts.push(name.to_string()),
-            KeyKind::Health {
-                pool,
-                backend,
-                host,
-            } => {
-                if let Ok(r) = serde_json::from_slice::<HealthReport>(kv.value()) {
-                    reports.push((TargetKey::new(pool, backend), host.to_string(), r));
-                }
-            }
-            KeyKind::Other => {}
-        }
-    }
+    // A fresh client (fresh connections) per session.
+    let store = Store::new(opts.settings.clone(), opts.keys.clone());
+    // One read of everything under the prefix (it also finds a member that answers): the
+    // live revision, the hosts and the health reports at one store revision, from which the
+    // watch continues.
+    let survey = blocking(&store, |s| s.survey()).await?;
+    let ttl = opts.lease_ttl;
+    let lease = blocking(&store, move |s| s.grant(ttl)).await?;
+    serving.ignored.reset(&opts.host, survey.problems, metrics);
     if let Some(shared) = &daemon.shared {
+        let hosts = survey.hosts.iter().map(|(r, _)| r.host.clone());
+        let reports = survey
+            .reports
+            .into_iter()
+            .map(|(pool, backend, host, r)| (TargetKey::new(&pool, &backend), host, r))
+            .collect();
         shared.reset(hosts, reports);
     }
 
     // Catch up before announcing anything.
-    if let Some((rev, published)) = live {
+    if let Some(live) = survey.live {
+        let rev = live.revision;
         metrics.live_revision.store(rev, Ordering::Relaxed);
         if rev > serving.revision && serving.refused.as_ref().map(|r| r.revision) != Some(rev) {
-            match published {
+            match live.published {
                 Ok(p) => apply(daemon, opts, metrics, serving, rev, &p).await,
-                Err(e) => refuse(opts, serving, metrics, rev, e.to_string()),
+                Err(e) => refuse(opts, serving, metrics, rev, e),
             }
         }
     }
@@ -299,18 +354,11 @@ async fn session_inner(
         shared_step(daemon, shared, &store, opts, metrics, lease).await?;
     }
 
-    let key = store.keys.config();
-    let mut watch = client
-        .watch(
-            store.keys.prefix(),
-            Some(
-                WatchOptions::new()
-                    .with_prefix()
-                    .with_start_revision(store_revision + 1),
-            ),
-        )
-        .await
-        .map_err(|e| store.unreachable(e))?;
+    // The watch's thread hands its messages over this channel; dropping `_watch` (the session
+    // ends) stops it.
+    let (tx, mut watched) = tokio::sync::mpsc::unbounded_channel();
+    let from = survey.revision + 1;
+    let _watch = blocking(&store, move |s| s.watch(from, move |m| tx.send(m).is_ok())).await?;
     let mut keepalive_tick = tokio::time::interval(Duration::from_millis(
         (opts.lease_ttl as u64 * 1000 / 3).max(200),
     ));
@@ -318,58 +366,27 @@ async fn session_inner(
     let mut mismatch_since: Option<std::time::Instant> = None;
     loop {
         tokio::select! {
-            msg = watch.message() => {
-                let resp = msg
-                    .map_err(|e| store.unreachable(e))?
-                    .ok_or_else(|| store.unreachable("the watch stream closed"))?;
-                if resp.canceled() {
-                    // For example a start revision etcd compacted: the next session reads the
-                    // live revision afresh.
-                    return Err(store.unreachable(format!(
-                        "the watch was cancelled ({}; compacted at {})",
-                        resp.cancel_reason(),
-                        resp.compact_revision()
-                    )));
-                }
-                let (mut config_changed, mut view_changed) = (false, false);
-                for event in resp.events() {
-                    let Some(kv) = event.kv() else { continue };
-                    let put = event.event_type() == EventType::Put;
-                    let k = String::from_utf8_lossy(kv.key());
-                    match store.keys.classify(&k) {
-                        KeyKind::Config if put => {
-                            config_changed = true;
-                            let rev = kv.mod_revision();
-                            metrics.live_revision.store(rev, Ordering::Relaxed);
-                            match fleet::decode_published(&key, kv.value()) {
-                                Ok(p) => apply(daemon, opts, metrics, serving, rev, &p).await,
-                                Err(e) => refuse(opts, serving, metrics, rev, e.to_string()),
-                            }
-                        }
-                        KeyKind::Config => warn!(
-                            host = %opts.host,
-                            "{key} was deleted: revision {} keeps serving", serving.revision
-                        ),
-                        KeyKind::Host(name) => {
-                            if let Some(shared) = &daemon.shared {
-                                shared.host(name, put);
-                                view_changed = true;
-                            }
-                        }
-                        KeyKind::Health { pool, backend, host } => {
-                            if let Some(shared) = &daemon.shared {
-                                let report = if put {
-                                    serde_json::from_slice::<HealthReport>(kv.value()).ok()
-                                } else {
-                                    None
-                                };
-                                shared.report(TargetKey::new(pool, backend), host, report);
-                                view_changed = true;
-                            }
-                        }
-                        KeyKind::Other => {}
+            msg = watched.recv() => {
+                let events = match msg {
+                    Some(WatchMessage::Events { events, .. }) => events,
+                    // For example a revision to resume from that etcd compacted: the next
+                    // session reads everything afresh.
+                    Some(WatchMessage::Compacted { compact_revision }) => {
+                        return Err(FleetError::Unreachable {
+                            endpoints: store.endpoints().to_string(),
+                            error: format!("the watch's history was compacted (at revision {compact_revision})"),
+                        })
                     }
-                }
+                    Some(WatchMessage::Lost(f)) => return Err(store.error(f)),
+                    None => {
+                        return Err(FleetError::Unreachable {
+                            endpoints: store.endpoints().to_string(),
+                            error: "the watch ended".into(),
+                        })
+                    }
+                };
+                let (config_changed, view_changed) =
+                    watched_events(daemon, opts, metrics, serving, &store.keys, events).await;
                 if view_changed {
                     if let Some(shared) = &daemon.shared {
                         shared_step(daemon, shared, &store, opts, metrics, lease).await?;
@@ -393,51 +410,157 @@ async fn session_inner(
                 }
             }
             _ = keepalive_tick.tick() => {
-                keeper.keep_alive().await.map_err(|e| store.unreachable(e))?;
-            }
-            answer = keepalive.message() => {
-                let answer = answer
-                    .map_err(|e| store.unreachable(e))?
-                    .ok_or_else(|| store.unreachable("the lease keep-alive stream closed"))?;
-                if answer.ttl() <= 0 {
-                    return Err(store.unreachable(format!("lease {lease} expired")));
-                }
+                blocking(&store, move |s| s.keep_alive(lease)).await?;
             }
             _ = status_tick.tick() => {
                 write_record(daemon, &store, opts, serving, lease).await?;
-                let records = store.host_records().await?;
-                let mine = serving.written.as_ref().map(|r| r.tables_digest.clone()).unwrap_or_default();
-                let same: Vec<_> = records.iter().filter(|(r, _)| r.revision == serving.revision).collect();
-                metrics.hosts.store(records.len() as u64, Ordering::Relaxed);
-                metrics.hosts_on_revision.store(same.len() as u64, Ordering::Relaxed);
-                let mut mismatched = same.iter().filter(|(r, _)| r.tables_digest != mine).count();
-                // Hosts apply a health change (or a policy refresh) a few milliseconds apart
-                // and rewrite their records within a status period: a mismatch counts once it
-                // outlasts MISMATCH_GRACE.
-                if mismatched == 0 {
-                    mismatch_since = None;
-                } else if mismatch_since.get_or_insert_with(std::time::Instant::now).elapsed() < MISMATCH_GRACE {
-                    mismatched = 0;
-                }
-                let before = metrics.mismatched_hosts.swap(mismatched as u64, Ordering::Relaxed);
-                if mismatched > 0 && before == 0 {
-                    let others: Vec<String> = same
-                        .iter()
-                        .filter(|(r, _)| r.tables_digest != mine)
-                        .map(|(r, _)| format!("{} ({})", r.host, &r.tables_digest[..12.min(r.tables_digest.len())]))
-                        .collect();
-                    error!(
-                        host = %opts.host,
-                        revision = serving.revision,
-                        "hosts on revision {} serve other tables than this one ({}): {}",
-                        serving.revision,
-                        &mine[..12.min(mine.len())],
-                        others.join(", ")
-                    );
-                }
+                compare_with_the_fleet(&store, opts, metrics, serving, &mut mismatch_since).await?;
             }
         }
     }
+}
+
+/// Every status period: the hosts' records against this host's, for the metrics, and an error
+/// logged once when hosts of this revision serve other tables (SPEC R11.1) for longer than
+/// [`MISMATCH_GRACE`].
+async fn compare_with_the_fleet(
+    store: &Store,
+    opts: &FleetOptions,
+    metrics: &FleetMetrics,
+    serving: &Serving,
+    mismatch_since: &mut Option<std::time::Instant>,
+) -> Result<(), FleetError> {
+    let (records, _) = blocking(store, |s| s.host_records()).await?;
+    let mine = serving
+        .written
+        .as_ref()
+        .map(|r| r.tables_digest.clone())
+        .unwrap_or_default();
+    let same: Vec<_> = records
+        .iter()
+        .filter(|(r, _)| r.revision == serving.revision)
+        .collect();
+    metrics.hosts.store(records.len() as u64, Ordering::Relaxed);
+    metrics
+        .hosts_on_revision
+        .store(same.len() as u64, Ordering::Relaxed);
+    let mut mismatched = same.iter().filter(|(r, _)| r.tables_digest != mine).count();
+    // Hosts apply a health change (or a policy refresh) a few milliseconds apart and rewrite
+    // their records within a status period: a mismatch counts once it outlasts MISMATCH_GRACE.
+    if mismatched == 0 {
+        *mismatch_since = None;
+    } else if mismatch_since
+        .get_or_insert_with(std::time::Instant::now)
+        .elapsed()
+        < MISMATCH_GRACE
+    {
+        mismatched = 0;
+    }
+    let before = metrics
+        .mismatched_hosts
+        .swap(mismatched as u64, Ordering::Relaxed);
+    if mismatched > 0 && before == 0 {
+        let others: Vec<String> = same
+            .iter()
+            .filter(|(r, _)| r.tables_digest != mine)
+            .map(|(r, _)| format!("{} ({})", r.host, fleet::short_digest(&r.tables_digest)))
+            .collect();
+        error!(
+            host = %opts.host,
+            revision = serving.revision,
+            "hosts on revision {} serve other tables than this one ({}): {}",
+            serving.revision,
+            fleet::short_digest(&mine),
+            others.join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// Takes in a batch of watched changes; whether the configuration changed, and whether the
+/// fleet's view (hosts, health reports) did.
+async fn watched_events(
+    daemon: &Daemon,
+    opts: &FleetOptions,
+    metrics: &FleetMetrics,
+    serving: &mut Serving,
+    keys: &Keys,
+    events: Vec<etcd::Event>,
+) -> (bool, bool) {
+    let (mut config_changed, mut view_changed) = (false, false);
+    for event in events {
+        let key = String::from_utf8_lossy(&event.kv.key).into_owned();
+        if !event.put {
+            serving.ignored.put(&opts.host, &key, None, metrics);
+            match keys.classify(&key) {
+                KeyKind::Config => warn!(
+                    host = %opts.host,
+                    "{key} was deleted: revision {} keeps serving", serving.revision
+                ),
+                KeyKind::Host(name) => {
+                    if name == opts.host {
+                        // Deleted by hand: written again at the next status period.
+                        serving.written = None;
+                    }
+                    if let Some(shared) = &daemon.shared {
+                        shared.host(name, false);
+                        view_changed = true;
+                    }
+                }
+                KeyKind::Health {
+                    pool,
+                    backend,
+                    host,
+                } => {
+                    if let Some(shared) = &daemon.shared {
+                        shared.report(TargetKey::new(pool, backend), host, None);
+                        view_changed = true;
+                    }
+                }
+                KeyKind::Other => {}
+            }
+            continue;
+        }
+        let entry = keys.entry(&key, &event.kv.value);
+        serving
+            .ignored
+            .put(&opts.host, &key, entry.problem(keys), metrics);
+        match entry {
+            Entry::Config(published) => {
+                config_changed = true;
+                let rev = event.kv.mod_revision;
+                metrics.live_revision.store(rev, Ordering::Relaxed);
+                match published {
+                    Ok(p) => apply(daemon, opts, metrics, serving, rev, &p).await,
+                    Err(e) => refuse(opts, serving, metrics, rev, e),
+                }
+            }
+            Entry::Host(name, record) => {
+                // A value that is no record is no live host; on this host's own key, the
+                // record is written again at the next status period.
+                if name == opts.host && record.is_err() {
+                    serving.written = None;
+                }
+                if let Some(shared) = &daemon.shared {
+                    shared.host(name, record.is_ok());
+                    view_changed = true;
+                }
+            }
+            Entry::Health {
+                pool,
+                backend,
+                host,
+                report,
+            } => {
+                if let Some(shared) = &daemon.shared {
+                    shared.report(TargetKey::new(pool, backend), host, report.ok());
+                    view_changed = true;
+                }
+            }
+            Entry::Unknown | Entry::Outside => {}
+        }
+    }
+    (config_changed, view_changed)
 }
 
 /// Applies revision `rev` through the reload path; a revision that does not apply is refused
@@ -532,15 +655,8 @@ async fn write_record(
         key: opts.keys.host(&opts.host),
         error: e.to_string(),
     })?;
-    store
-        .client()
-        .put(
-            opts.keys.host(&opts.host),
-            value,
-            Some(PutOptions::new().with_lease(lease)),
-        )
-        .await
-        .map_err(|e| store.unreachable(e))?;
+    let key = opts.keys.host(&opts.host);
+    blocking(store, move |s| s.put(&key, &value, lease)).await?;
     serving.written = Some(record);
     Ok(())
 }
@@ -574,32 +690,43 @@ async fn shared_step(
         .store(shared.probing() as u64, Ordering::Relaxed);
     load_fleet_health(daemon, shared, opts)?;
     let (puts, deletes) = shared.own_reports(&daemon.checker.snapshot());
-    let mut client = store.client();
-    for (target, report) in puts {
+    if puts.is_empty() && deletes.is_empty() {
+        return Ok(());
+    }
+    let mut writes = Vec::new();
+    for (target, report) in &puts {
         let key = opts
             .keys
             .health_report(&target.pool, &target.backend, &opts.host);
-        let value = serde_json::to_vec(&report).map_err(|e| FleetError::Malformed {
+        let value = serde_json::to_vec(report).map_err(|e| FleetError::Malformed {
             key: key.clone(),
             error: e.to_string(),
         })?;
-        client
-            .put(key, value, Some(PutOptions::new().with_lease(lease)))
-            .await
-            .map_err(|e| store.unreachable(e))?;
-        metrics.reports_written.fetch_add(1, Ordering::Relaxed);
-        // The view holds it at once (the watch echoes it later): no second put meanwhile.
-        shared.report(target, &opts.host, Some(report));
+        writes.push((key, Some(value)));
     }
-    for target in deletes {
+    for target in &deletes {
         let key = opts
             .keys
             .health_report(&target.pool, &target.backend, &opts.host);
-        client
-            .delete(key, None)
-            .await
-            .map_err(|e| store.unreachable(e))?;
-        metrics.reports_written.fetch_add(1, Ordering::Relaxed);
+        writes.push((key, None));
+    }
+    let n = writes.len() as u64;
+    blocking(store, move |s| {
+        for (key, value) in writes {
+            match value {
+                Some(v) => s.put(&key, &v, lease)?,
+                None => s.delete(&key)?,
+            }
+        }
+        Ok(())
+    })
+    .await?;
+    metrics.reports_written.fetch_add(n, Ordering::Relaxed);
+    // The view holds them at once (the watch echoes them later): no second put meanwhile.
+    for (target, report) in puts {
+        shared.report(target, &opts.host, Some(report));
+    }
+    for target in deletes {
         shared.report(target, &opts.host, None);
     }
     Ok(())

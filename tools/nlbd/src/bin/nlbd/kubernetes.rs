@@ -500,7 +500,6 @@ async fn write_back(
                 controller: CONTROLLER.into(),
                 instance: std::env::var("HOSTNAME").ok(),
             },
-            reference,
         );
         let mut note = message;
         // The API refuses notes over 1 kB.
@@ -511,16 +510,14 @@ async fn write_back(
             }
             note.truncate(cut);
         }
-        match recorder
-            .publish(Event {
-                type_: EventType::Warning,
-                reason: reason.into(),
-                note: Some(note),
-                action: "LoadBalancing".into(),
-                secondary: None,
-            })
-            .await
-        {
+        let event = Event {
+            type_: EventType::Warning,
+            reason: reason.into(),
+            note: Some(note),
+            action: "LoadBalancing".into(),
+            secondary: None,
+        };
+        match recorder.publish(&event, &reference).await {
             Ok(()) => {
                 written.events.insert(key);
             }

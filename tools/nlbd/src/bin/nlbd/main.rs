@@ -105,9 +105,9 @@ struct Args {
     #[arg(long, value_name = "SECS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=86400), requires = "kubernetes")]
     kube_resync: u64,
     /// Take the configuration from the fleet's etcd instead of a file (docs/fleet.md):
-    /// HOST:PORT or http://HOST:PORT, comma-separated. nlbd waits for a published revision,
-    /// applies every new one, registers as --host with a lease, and keeps serving the last
-    /// revision while etcd is unreachable.
+    /// HOST:PORT, http://HOST:PORT or (with --etcd-cacert) https://HOST:PORT, comma-separated.
+    /// nlbd waits for a published revision, applies every new one, registers as --host with a
+    /// lease, and keeps serving the last revision while etcd is unreachable.
     #[arg(long, value_name = "ENDPOINTS", requires = "host")]
     etcd: Option<String>,
     /// This host's name in the fleet (its key is PREFIX hosts/NAME).
@@ -125,6 +125,8 @@ struct Args {
     /// itself and loads its own decisions.
     #[arg(long, value_name = "K", default_value_t = nlb_control::fleet::DEFAULT_PROBERS as u64, value_parser = clap::value_parser!(u64).range(0..=16), requires = "etcd")]
     probers: u64,
+    #[command(flatten)]
+    etcd_options: nlb_control::etcd::EtcdArgs,
     /// The NIC: pci:DDDD:BB:DD.F (bound to vfio-pci) or sim:PATH (an nlb-sim socket).
     #[arg(long, value_name = "SPEC")]
     device: String,
@@ -316,11 +318,11 @@ enum Source {
 fn run(args: Args) -> Result<(), Failure> {
     let fleet_options = match (&args.etcd, &args.host) {
         (Some(endpoints), Some(host)) => {
-            let endpoints = nlb_control::fleet::parse_endpoints(endpoints).map_err(|e| (1, e))?;
+            let settings = args.etcd_options.settings(endpoints).map_err(|e| (1, e))?;
             nlb_control::fleet::check_host_name(host).map_err(|e| (1, e))?;
             let keys = nlb_control::fleet::Keys::new(&args.etcd_prefix).map_err(|e| (1, e))?;
             Some(fleet::FleetOptions {
-                endpoints,
+                settings,
                 keys,
                 host: host.clone(),
                 lease_ttl: args.lease_ttl,

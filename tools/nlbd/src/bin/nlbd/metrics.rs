@@ -213,6 +213,12 @@ fn fleet_section(t: &mut Text, f: &FleetMetrics) {
         count(&f.probing),
     );
     t.single(
+        "nlb_fleet_ignored_keys",
+        "gauge",
+        "Keys under the fleet's prefix that nlbctl and nlbd do not write, or whose values do not decode: skipped, each logged once",
+        count(&f.ignored_keys),
+    );
+    t.single(
         "nlb_fleet_health_report_writes_total",
         "counter",
         "Health reports this host wrote to or deleted from etcd (shared health)",

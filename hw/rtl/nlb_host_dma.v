@@ -1,0 +1,806 @@
+`resetall
+`timescale 1ns / 1ps
+`default_nettype none
+
+// The host DMA engine (the dma block of docs/regmap.md, docs/pipeline.md section 15): the
+// punt and event rings in host memory, carried by an AXI4 master toward the shell's PCIe
+// DMA or bridge (a 512-bit AXI4 slave whose addresses are IOVAs, as OpenNIC's QDMA bridge
+// and Corundum's DMA interface give them).
+//
+// What it does, per record, as the golden model's HostDma (firmware-sim/src/dma.rs) does:
+// - an event (one learn_event beat from the pipeline's event queue): when the event ring is
+//   in use (ctrl.enable, event_size.enable, a base set), one 64-byte write of the
+//   event_record into slot dev mod size, if the host gave the NIC a slot (host != dev);
+//   else the event is dropped and counted in the ring's drops;
+// - a punted frame (punt header beat + the frame's first 9728 bytes): the punt descriptor
+//   of slot dev is read (16 bytes), the frame written into the buffer it names (at most
+//   its len bytes and 9728; the buffer's IOVA must be 64-byte aligned, else the slot fails
+//   with BAD_ENTRY), then the punt_cpl written over the slot; no slot: dropped and counted;
+// - the device's index moves only when the record's writes were all answered OKAY; a
+//   refused transfer (BRESP/RRESP not OKAY) counts in faults and in the ring's errors
+//   (DMA_FAULT, the slot), and the record is lost;
+// - the ring_wb record of every ring whose state changed is written to wb + 16 x ring when
+//   the engine has nothing else to do, or after 16 completions without one;
+// - interrupts (irq, one clock per MSI-X message, vector = ring): after a write-back, when
+//   the ring's completions since its last interrupt reached irq.count (0 counts as 1); or
+//   irq.usecs microseconds after the first of them.
+// A record for a ring not in use goes out unchanged on m_punt / m_event (the register
+// queues of the debugging path). The pipeline sees back-pressure only while a record is
+// being written; an event that finds the event queue full is dropped there (s_event_dropped)
+// and, while the event ring is in use, counted in its drops.
+//
+// The inject and command rings are not carried here: caps.rings reads 2 and their
+// registers read 0.
+//
+// The engine never writes outside a slot the host gave it (slot dev mod size while
+// dev != host), never beyond the buffer a punt slot names, and its index never passes the
+// host's (hw/formal/nlb_host_dma_props.vh).
+//
+// Ports are declared in the body (Verilog-2001 style) because their widths come from the
+// regmap header, which has to be included inside the module.
+module nlb_host_dma (
+    clk,
+    rst,
+    ext_wr_req,
+    ext_wr_addr,
+    ext_wr_data,
+    ext_wr_strb,
+    ext_wr_ack,
+    ext_rd_req,
+    ext_rd_addr,
+    ext_rd_data,
+    ext_rd_ack,
+    s_punt_tdata,
+    s_punt_tkeep,
+    s_punt_tvalid,
+    s_punt_tready,
+    s_punt_tlast,
+    m_punt_tdata,
+    m_punt_tkeep,
+    m_punt_tvalid,
+    m_punt_tready,
+    m_punt_tlast,
+    s_event_tdata,
+    s_event_tvalid,
+    s_event_tready,
+    s_event_dropped,
+    m_event_tdata,
+    m_event_tvalid,
+    m_event_tready,
+    m_axi_awaddr,
+    m_axi_awlen,
+    m_axi_awsize,
+    m_axi_awburst,
+    m_axi_awvalid,
+    m_axi_awready,
+    m_axi_wdata,
+    m_axi_wstrb,
+    m_axi_wlast,
+    m_axi_wvalid,
+    m_axi_wready,
+    m_axi_bresp,
+    m_axi_bvalid,
+    m_axi_bready,
+    m_axi_araddr,
+    m_axi_arlen,
+    m_axi_arsize,
+    m_axi_arburst,
+    m_axi_arvalid,
+    m_axi_arready,
+    m_axi_rdata,
+    m_axi_rresp,
+    m_axi_rlast,
+    m_axi_rvalid,
+    m_axi_rready,
+    irq
+);
+
+`include "nlb_regmap.vh"
+
+// Clocks per microsecond (interrupt timers): 322 at the 100G MAC's clock.
+parameter CLK_PER_US = 322;
+// Completions after which the write-back goes out even while records keep coming.
+parameter WB_EVERY = 16;
+
+localparam [15:0] US_DIV = CLK_PER_US;
+localparam [7:0]  WB_N = WB_EVERY;
+localparam [3:0]  MAX_LOG2 = NLB_DMA_MAX_LOG2;
+localparam [3:0]  RINGS_N = 4'd2;
+// The rings' indices in the arrays below (their ring enumeration values).
+localparam [0:0]  RP = NLB_RING_PUNT[0:0];
+localparam [0:0]  RE = NLB_RING_EVENT[0:0];
+localparam DW = 512;
+localparam KW = 64;
+localparam EW = 384;
+localparam RINGS = 2;
+
+input  wire          clk;
+input  wire          rst;
+// Extension bus (absolute byte addresses of this block; one access at a time per direction).
+input  wire          ext_wr_req;
+/* verilator lint_off UNUSEDSIGNAL */ // (bits 1..0: registers are words)
+input  wire [31:0]   ext_wr_addr;
+/* verilator lint_on UNUSEDSIGNAL */
+input  wire [31:0]   ext_wr_data;
+input  wire [3:0]    ext_wr_strb;
+output wire          ext_wr_ack;
+input  wire          ext_rd_req;
+/* verilator lint_off UNUSEDSIGNAL */
+input  wire [31:0]   ext_rd_addr;
+/* verilator lint_on UNUSEDSIGNAL */
+output wire [31:0]   ext_rd_data;
+output wire          ext_rd_ack;
+// Punt stream from the pipeline (header beat, then the frame).
+input  wire [DW-1:0] s_punt_tdata;
+input  wire [KW-1:0] s_punt_tkeep;
+input  wire          s_punt_tvalid;
+output wire          s_punt_tready;
+input  wire          s_punt_tlast;
+// Punt records for the register queues (the punt ring not in use).
+output wire [DW-1:0] m_punt_tdata;
+output wire [KW-1:0] m_punt_tkeep;
+output wire          m_punt_tvalid;
+input  wire          m_punt_tready;
+output wire          m_punt_tlast;
+// Events from the pipeline's event queue; s_event_dropped: one dropped there (queue full).
+input  wire [EW-1:0] s_event_tdata;
+input  wire          s_event_tvalid;
+output wire          s_event_tready;
+input  wire          s_event_dropped;
+output wire [EW-1:0] m_event_tdata;
+output wire          m_event_tvalid;
+input  wire          m_event_tready;
+// AXI4 master toward host memory (one id, 64-byte beats, INCR bursts within 4 KiB).
+output wire [63:0]   m_axi_awaddr;
+output wire [7:0]    m_axi_awlen;
+output wire [2:0]    m_axi_awsize;
+output wire [1:0]    m_axi_awburst;
+output wire          m_axi_awvalid;
+input  wire          m_axi_awready;
+output wire [DW-1:0] m_axi_wdata;
+output wire [KW-1:0] m_axi_wstrb;
+output wire          m_axi_wlast;
+output wire          m_axi_wvalid;
+input  wire          m_axi_wready;
+input  wire [1:0]    m_axi_bresp;
+input  wire          m_axi_bvalid;
+output wire          m_axi_bready;
+output wire [63:0]   m_axi_araddr;
+output wire [7:0]    m_axi_arlen;
+output wire [2:0]    m_axi_arsize;
+output wire [1:0]    m_axi_arburst;
+output wire          m_axi_arvalid;
+input  wire          m_axi_arready;
+input  wire [DW-1:0] m_axi_rdata;
+input  wire [1:0]    m_axi_rresp;
+/* verilator lint_off UNUSEDSIGNAL */ // (one beat per read: rlast is always set)
+input  wire          m_axi_rlast;
+/* verilator lint_on UNUSEDSIGNAL */
+input  wire          m_axi_rvalid;
+output wire          m_axi_rready;
+// MSI-X requests: bit r pulses for one clock per message of vector r.
+output wire [NLB_RING_COUNT-1:0] irq;
+
+// ---- registers ----------------------------------------------------------------------------
+
+localparam [31:0] RING_STRIDE = NLB_REG_DMA_EVENT_BASE_LO - NLB_REG_DMA_PUNT_BASE_LO;
+localparam [31:0] FRAME_MAX = NLB_DMA_FRAME_BYTES;
+
+reg        enable_reg = 1'b0;
+reg [31:0] host_time_reg = 32'd0;
+reg [63:0] wb_reg = 64'd0;
+reg [31:0] faults_reg = 32'd0;
+
+reg [63:0] base_reg [0:RINGS-1];
+reg [3:0]  log2_reg [0:RINGS-1];
+reg        ren_reg [0:RINGS-1];
+reg [15:0] host_reg [0:RINGS-1];
+reg [15:0] dev_reg [0:RINGS-1];
+reg [31:0] drops_reg [0:RINGS-1];
+reg [31:0] errors_reg [0:RINGS-1];
+reg [15:0] err_slot_reg [0:RINGS-1];
+reg [7:0]  err_code_reg [0:RINGS-1];
+reg [31:0] irq_cfg_reg [0:RINGS-1];
+reg [15:0] pending_reg [0:RINGS-1];
+reg [15:0] elapsed_reg [0:RINGS-1];
+reg        dirty_reg [0:RINGS-1];
+
+integer r;
+initial begin
+    for (r = 0; r < RINGS; r = r + 1) begin
+        base_reg[r] = 64'd0;
+        log2_reg[r] = 4'd0;
+        ren_reg[r] = 1'b0;
+        host_reg[r] = 16'd0;
+        dev_reg[r] = 16'd0;
+        drops_reg[r] = 32'd0;
+        errors_reg[r] = 32'd0;
+        err_slot_reg[r] = 16'd0;
+        err_code_reg[r] = 8'd0;
+        irq_cfg_reg[r] = 32'd0;
+        pending_reg[r] = 16'd0;
+        elapsed_reg[r] = 16'd0;
+        dirty_reg[r] = 1'b0;
+    end
+end
+
+// A register word with the write's byte strobes applied.
+function [31:0] merge(input [31:0] old, input [31:0] data, input [3:0] strb);
+    integer b;
+    begin
+        for (b = 0; b < 4; b = b + 1) begin
+            merge[8*b +: 8] = strb[b] ? data[8*b +: 8] : old[8*b +: 8];
+        end
+    end
+endfunction
+
+wire [31:0] wr_word = {ext_wr_addr[31:2], 2'b00};
+wire [31:0] rd_word = {ext_rd_addr[31:2], 2'b00};
+
+// Ring r's register of offset `reg0` (the punt ring's) for a word address.
+function is_ring_reg(input [31:0] a, input [31:0] reg0, input integer ring);
+    is_ring_reg = a == reg0 + RING_STRIDE * ring;
+endfunction
+
+// ---- the ring state every record needs ----------------------------------------------------
+
+function [15:0] ring_mask(input [3:0] log2);
+    ring_mask = (16'd1 << log2) - 16'd1;
+endfunction
+
+wire usable_punt = enable_reg && ren_reg[RP] && base_reg[RP] != 64'd0;
+wire usable_event = enable_reg && ren_reg[RE] && base_reg[RE] != 64'd0;
+wire [15:0] avail_punt = host_reg[RP] - dev_reg[RP];
+wire [15:0] avail_event = host_reg[RE] - dev_reg[RE];
+wire [15:0] slot_punt = dev_reg[RP] & ring_mask(log2_reg[RP]);
+wire [15:0] slot_event = dev_reg[RE] & ring_mask(log2_reg[RE]);
+
+// ---- the engine ---------------------------------------------------------------------------
+
+localparam [3:0] S_IDLE = 4'd0,
+                 S_EV_W = 4'd1,    // event: AW and W out
+                 S_EV_B = 4'd2,    // event: its response
+                 S_P_R = 4'd4,     // punt: descriptor
+                 S_P_AW = 4'd5,    // punt: a burst's address
+                 S_P_W = 4'd6,     // punt: the burst's beats, from the stream
+                 S_P_REST = 4'd7,  // punt: the rest of the frame dropped, responses awaited
+                 S_P_CW = 4'd8,    // punt: the completion's AW and W
+                 S_P_CB = 4'd9,    // punt: its response
+                 S_DISCARD = 4'd10,// punt: the frame dropped (no slot, a failed slot)
+                 S_WB_W = 4'd11,   // write-back: AW and W
+                 S_WB_B = 4'd12;   // write-back: its response
+
+reg [3:0]  state_reg = S_IDLE;
+// The punt stream: inside a record (after its header beat), and that record's route.
+reg        p_in_rec_reg = 1'b0;
+reg        p_pass_reg = 1'b0;
+reg        p_last_seen_reg = 1'b0;
+reg [NLB_PUNT_HEADER_WIDTH-1:0] p_hdr_reg = {NLB_PUNT_HEADER_WIDTH{1'b0}};
+reg [15:0] p_slot_reg = 16'd0;
+reg [63:0] p_addr_reg = 64'd0;      // the next beat's IOVA
+reg [13:0] p_n_reg = 14'd0;         // bytes written (min(frame, buffer, 9728))
+reg [8:0]  p_beats_reg = 9'd0;      // beats left to write
+reg [6:0]  p_burst_reg = 7'd0;      // beats left in this burst
+reg [6:0]  p_last_bytes_reg = 7'd0; // bytes of the last beat (1..64)
+reg [15:0] e_slot_reg = 16'd0;
+// AXI
+reg        aw_valid_reg = 1'b0;
+reg [63:0] aw_addr_reg = 64'd0;
+reg [7:0]  aw_len_reg = 8'd0;
+reg        w_valid_reg = 1'b0;      // a beat of the engine's own (event, completion, write-back)
+reg [DW-1:0] w_data_reg = {DW{1'b0}};
+reg [KW-1:0] w_strb_reg = {KW{1'b0}};
+reg        ar_valid_reg = 1'b0;
+reg [63:0] ar_addr_reg = 64'd0;
+reg [9:0]  b_out_reg = 10'd0;       // write bursts awaiting their response
+reg        b_err_reg = 1'b0;        // one of this record's responses was not OKAY
+// Write-back
+reg [RINGS-1:0] wb_rings_reg = {RINGS{1'b0}};
+reg [7:0]  since_wb_reg = 8'd0;
+reg [NLB_RING_COUNT-1:0] irq_reg = {NLB_RING_COUNT{1'b0}};
+reg [15:0] us_div_reg = 16'd0;
+
+wire aw_hs = m_axi_awvalid && m_axi_awready;
+wire w_hs = m_axi_wvalid && m_axi_wready;
+wire b_hs = m_axi_bvalid && m_axi_bready;
+wire ar_hs = m_axi_arvalid && m_axi_arready;
+wire r_hs = m_axi_rvalid && m_axi_rready;
+
+// Punt stream routing: a header beat not yet routed waits for the engine (ring) or goes out.
+wire p_head = s_punt_tvalid && !p_in_rec_reg;
+wire p_route_pass = p_in_rec_reg ? p_pass_reg : !usable_punt;
+wire p_pass_now = s_punt_tvalid && p_route_pass;
+
+// The engine's choice in S_IDLE.
+wire dirty_any = dirty_reg[RP] || dirty_reg[RE];
+wire ev_work = s_event_tvalid && usable_event;
+wire p_work = p_head && usable_punt;
+wire wb_due = dirty_any && (since_wb_reg >= WB_N || (!ev_work && !p_work));
+wire take_wb = state_reg == S_IDLE && wb_due;
+wire take_ev = state_reg == S_IDLE && !wb_due && ev_work;
+wire take_p = state_reg == S_IDLE && !wb_due && !ev_work && p_work;
+
+// The punt stream's beats the engine takes.
+wire p_data_take = state_reg == S_P_W && s_punt_tvalid && m_axi_wready;
+wire p_drop_take = (state_reg == S_DISCARD || state_reg == S_P_REST)
+    && s_punt_tvalid && !p_last_seen_reg;
+wire p_taken = take_p || p_data_take || p_drop_take;
+
+assign s_punt_tready = p_pass_now ? m_punt_tready : p_taken;
+assign m_punt_tdata = s_punt_tdata;
+assign m_punt_tkeep = s_punt_tkeep;
+assign m_punt_tlast = s_punt_tlast;
+assign m_punt_tvalid = p_pass_now;
+
+assign m_event_tdata = s_event_tdata;
+assign m_event_tvalid = s_event_tvalid && !usable_event;
+assign s_event_tready = usable_event ? take_ev : m_event_tready;
+
+// The descriptor of slot p_slot_reg in the 64-byte line read.
+/* verilator lint_off UNUSEDSIGNAL */ // (the descriptor's reserved bits; n_w below 2^14)
+wire [127:0] desc_w = m_axi_rdata[{p_slot_reg[1:0], 7'd0} +: 128];
+wire [63:0]  desc_addr = desc_w[NLB_PUNT_DESC_ADDR_LSB +: NLB_PUNT_DESC_ADDR_W];
+wire [15:0]  desc_len = desc_w[NLB_PUNT_DESC_LEN_LSB +: NLB_PUNT_DESC_LEN_W];
+wire [13:0]  hdr_len = p_hdr_reg[NLB_PUNT_HEADER_FRAME_LEN_LSB +: NLB_PUNT_HEADER_FRAME_LEN_W];
+wire [15:0]  n_a = {2'b00, hdr_len} < desc_len ? {2'b00, hdr_len} : desc_len;
+wire [15:0]  n_w = n_a < FRAME_MAX[15:0] ? n_a : FRAME_MAX[15:0];
+/* verilator lint_on UNUSEDSIGNAL */
+wire [8:0]   n_beats = n_w[14:6] + {8'd0, n_w[5:0] != 6'd0};
+// Beats of the burst starting at p_addr_reg: up to the 4 KiB boundary.
+wire [6:0]   to_4k = 7'd64 - {1'b0, p_addr_reg[11:6]};
+wire [6:0]   burst_n = p_beats_reg < {2'b00, to_4k} ? p_beats_reg[6:0] : to_4k;
+
+function [KW-1:0] keep_of(input [6:0] bytes);
+    keep_of = bytes >= 7'd64 ? {KW{1'b1}} : ({{(KW-1){1'b0}}, 1'b1} << bytes) - 1'b1;
+endfunction
+
+// The write-back line: ring r's ring_wb at byte 16 r.
+function [127:0] wb_rec(input [0:0] ring);
+    begin
+        wb_rec = 128'd0;
+        wb_rec[NLB_RING_WB_INDEX_LSB +: NLB_RING_WB_INDEX_W] = dev_reg[ring];
+        wb_rec[NLB_RING_WB_DROPS_LSB +: NLB_RING_WB_DROPS_W] = drops_reg[ring];
+        wb_rec[NLB_RING_WB_ERRORS_LSB +: NLB_RING_WB_ERRORS_W] = errors_reg[ring];
+        wb_rec[NLB_RING_WB_ERROR_SLOT_LSB +: NLB_RING_WB_ERROR_SLOT_W] = err_slot_reg[ring];
+        wb_rec[NLB_RING_WB_ERROR_CODE_LSB +: NLB_RING_WB_ERROR_CODE_W] = err_code_reg[ring];
+    end
+endfunction
+
+wire [127:0] cpl_w = {{(128 - NLB_PUNT_CPL_RESERVED_LSB){1'b0}}, p_n_reg, p_hdr_reg};
+
+assign m_axi_awaddr = aw_addr_reg;
+assign m_axi_awlen = aw_len_reg;
+assign m_axi_awsize = 3'd6;
+assign m_axi_awburst = 2'b01;
+assign m_axi_awvalid = aw_valid_reg;
+assign m_axi_wdata = state_reg == S_P_W ? s_punt_tdata : w_data_reg;
+assign m_axi_wstrb = state_reg == S_P_W
+    ? (p_beats_reg == 9'd1 ? keep_of(p_last_bytes_reg) : {KW{1'b1}}) : w_strb_reg;
+assign m_axi_wlast = state_reg == S_P_W ? p_burst_reg == 7'd1 : 1'b1;
+assign m_axi_wvalid = state_reg == S_P_W ? s_punt_tvalid : w_valid_reg;
+assign m_axi_bready = 1'b1;
+assign m_axi_araddr = ar_addr_reg;
+assign m_axi_arlen = 8'd0;
+assign m_axi_arsize = 3'd6;
+assign m_axi_arburst = 2'b01;
+assign m_axi_arvalid = ar_valid_reg;
+assign m_axi_rready = state_reg == S_P_R;
+assign irq = irq_reg;
+
+// A failure of the record in flight on ring `ring`, slot `slot`.
+task fail(input [0:0] ring, input [15:0] slot, input [7:0] code, input fault);
+    begin
+        errors_reg[ring] <= errors_reg[ring] + 32'd1;
+        err_slot_reg[ring] <= slot;
+        err_code_reg[ring] <= code;
+        dirty_reg[ring] <= 1'b1;
+        if (fault) begin
+            faults_reg <= faults_reg + 32'd1;
+        end
+    end
+endtask
+
+task complete(input [0:0] ring);
+    begin
+        dev_reg[ring] <= dev_reg[ring] + 16'd1;
+        dirty_reg[ring] <= 1'b1;
+        if (pending_reg[ring] != 16'hFFFF) begin
+            pending_reg[ring] <= pending_reg[ring] + 16'd1;
+        end
+        since_wb_reg <= since_wb_reg == 8'hFF ? 8'hFF : since_wb_reg + 8'd1;
+    end
+endtask
+
+// Written words of the registers with fields, the write's strobes applied.
+reg [31:0] wr_ctrl;
+reg [31:0] wr_size [0:RINGS-1];
+reg [31:0] wr_host [0:RINGS-1];
+always @* begin
+    wr_ctrl = merge({31'd0, enable_reg}, ext_wr_data, ext_wr_strb);
+    for (r = 0; r < RINGS; r = r + 1) begin
+        wr_size[r] = merge(size_word(r[0:0]), ext_wr_data, ext_wr_strb);
+        wr_host[r] = merge({16'd0, host_reg[r]}, ext_wr_data, ext_wr_strb);
+    end
+end
+
+wire us_tick = us_div_reg == US_DIV - 16'd1;
+// Events dropped this clock: the ring full, and the pipeline's queue full while the ring
+// takes them.
+wire ev_ring_full = take_ev && avail_event == 16'd0;
+wire [31:0] drops_ev_inc = {31'd0, ev_ring_full} + {31'd0, s_event_dropped && usable_event};
+
+always @(posedge clk) begin
+    irq_reg <= {NLB_RING_COUNT{1'b0}};
+    us_div_reg <= us_tick ? 16'd0 : us_div_reg + 16'd1;
+    if (aw_hs) begin
+        aw_valid_reg <= 1'b0;
+    end
+    if (w_hs && state_reg != S_P_W) begin
+        w_valid_reg <= 1'b0;
+    end
+    if (ar_hs) begin
+        ar_valid_reg <= 1'b0;
+    end
+    b_out_reg <= b_out_reg + {9'd0, aw_hs} - {9'd0, b_hs};
+    if (b_hs && m_axi_bresp != 2'b00) begin
+        b_err_reg <= 1'b1;
+    end
+    // The punt stream's record boundaries.
+    if (s_punt_tvalid && s_punt_tready) begin
+        if (!p_in_rec_reg) begin
+            p_pass_reg <= !usable_punt;
+        end
+        p_in_rec_reg <= !s_punt_tlast;
+        if (!p_pass_now) begin
+            p_last_seen_reg <= s_punt_tlast;
+        end
+    end
+    case (state_reg)
+    S_IDLE: begin
+        b_err_reg <= 1'b0;
+        if (take_wb) begin
+            wb_rings_reg <= {dirty_reg[RE], dirty_reg[RP]};
+            dirty_reg[RP] <= 1'b0;
+            dirty_reg[RE] <= 1'b0;
+            since_wb_reg <= 8'd0;
+            aw_addr_reg <= wb_reg;
+            aw_len_reg <= 8'd0;
+            w_data_reg <= {{(DW - 256){1'b0}}, wb_rec(RE), wb_rec(RP)};
+            w_strb_reg <= {{(KW - 32){1'b0}}, {16{dirty_reg[RE]}},
+                {16{dirty_reg[RP]}}};
+            aw_valid_reg <= wb_reg != 64'd0;
+            w_valid_reg <= wb_reg != 64'd0;
+            state_reg <= S_WB_W;
+        end else if (take_ev) begin
+            if (!ev_ring_full) begin
+                e_slot_reg <= slot_event;
+                aw_addr_reg <= base_reg[RE] + {42'd0, slot_event, 6'd0};
+                aw_len_reg <= 8'd0;
+                w_data_reg <= {{(DW - EW){1'b0}}, s_event_tdata};
+                w_strb_reg <= {KW{1'b1}};
+                aw_valid_reg <= 1'b1;
+                w_valid_reg <= 1'b1;
+                state_reg <= S_EV_W;
+            end
+        end else if (take_p) begin
+            p_hdr_reg <= s_punt_tdata[NLB_PUNT_HEADER_WIDTH-1:0];
+            p_slot_reg <= slot_punt;
+            p_last_seen_reg <= s_punt_tlast;
+            if (avail_punt == 16'd0) begin
+                drops_reg[RP] <= drops_reg[RP] + 32'd1;
+                dirty_reg[RP] <= 1'b1;
+                state_reg <= S_DISCARD;
+            end else begin
+                ar_addr_reg <= base_reg[RP] + {44'd0, slot_punt[15:2], 6'd0};
+                ar_valid_reg <= 1'b1;
+                state_reg <= S_P_R;
+            end
+        end
+    end
+    S_EV_W: begin
+        if (!aw_valid_reg && !w_valid_reg) begin
+            state_reg <= S_EV_B;
+        end
+    end
+    S_EV_B: begin
+        if (b_out_reg == 10'd0) begin
+            if (b_err_reg) begin
+                fail(RE, e_slot_reg, {5'd0, NLB_DMA_ERROR_DMA_FAULT}, 1'b1);
+            end else begin
+                complete(RE);
+            end
+            state_reg <= S_IDLE;
+        end
+    end
+    S_P_R: begin
+        if (r_hs) begin
+            if (m_axi_rresp != 2'b00) begin
+                fail(RP, p_slot_reg, {5'd0, NLB_DMA_ERROR_DMA_FAULT}, 1'b1);
+                state_reg <= S_DISCARD;
+            end else if (desc_addr[5:0] != 6'd0) begin
+                fail(RP, p_slot_reg, {5'd0, NLB_DMA_ERROR_BAD_ENTRY}, 1'b0);
+                state_reg <= S_DISCARD;
+            end else begin
+                p_addr_reg <= desc_addr;
+                p_n_reg <= n_w[13:0];
+                p_beats_reg <= n_beats;
+                p_last_bytes_reg <= n_w[5:0] == 6'd0 ? 7'd64 : {1'b0, n_w[5:0]};
+                state_reg <= S_P_AW;
+            end
+        end
+    end
+    S_P_AW: begin
+        if (p_beats_reg == 9'd0) begin
+            state_reg <= S_P_REST;
+        end else if (!aw_valid_reg) begin
+            aw_addr_reg <= p_addr_reg;
+            aw_len_reg <= {1'b0, burst_n - 7'd1};
+            aw_valid_reg <= 1'b1;
+            p_burst_reg <= burst_n;
+            state_reg <= S_P_W;
+        end
+    end
+    S_P_W: begin
+        if (p_data_take) begin
+            p_beats_reg <= p_beats_reg - 9'd1;
+            p_burst_reg <= p_burst_reg - 7'd1;
+            p_addr_reg <= p_addr_reg + 64'd64;
+            if (p_burst_reg == 7'd1) begin
+                state_reg <= p_beats_reg == 9'd1 ? S_P_REST : S_P_AW;
+            end
+        end
+    end
+    S_P_REST: begin
+        if ((p_last_seen_reg || (p_drop_take && s_punt_tlast)) && !aw_valid_reg
+            && b_out_reg == 10'd0) begin
+            if (b_err_reg) begin
+                fail(RP, p_slot_reg, {5'd0, NLB_DMA_ERROR_DMA_FAULT}, 1'b1);
+                state_reg <= S_IDLE;
+            end else begin
+                aw_addr_reg <= base_reg[RP] + {44'd0, p_slot_reg[15:2], 6'd0};
+                aw_len_reg <= 8'd0;
+                w_data_reg <= {{(DW - 128){1'b0}}, cpl_w} << {p_slot_reg[1:0], 7'd0};
+                w_strb_reg <= {{(KW - 16){1'b0}}, 16'hFFFF} << {p_slot_reg[1:0], 4'd0};
+                aw_valid_reg <= 1'b1;
+                w_valid_reg <= 1'b1;
+                state_reg <= S_P_CW;
+            end
+        end
+    end
+    S_P_CW: begin
+        if (!aw_valid_reg && !w_valid_reg) begin
+            state_reg <= S_P_CB;
+        end
+    end
+    S_P_CB: begin
+        if (b_out_reg == 10'd0) begin
+            if (b_err_reg) begin
+                fail(RP, p_slot_reg, {5'd0, NLB_DMA_ERROR_DMA_FAULT}, 1'b1);
+            end else begin
+                complete(RP);
+            end
+            state_reg <= S_IDLE;
+        end
+    end
+    S_DISCARD: begin
+        if (p_last_seen_reg || (p_drop_take && s_punt_tlast)) begin
+            state_reg <= S_IDLE;
+        end
+    end
+    S_WB_W: begin
+        if (!aw_valid_reg && !w_valid_reg) begin
+            state_reg <= S_WB_B;
+        end
+    end
+    S_WB_B: begin
+        if (b_out_reg == 10'd0) begin
+            if (b_err_reg) begin
+                faults_reg <= faults_reg + 32'd1;
+            end
+            // Moderation by count, for the rings just written back.
+            for (r = 0; r < RINGS; r = r + 1) begin
+                if (wb_rings_reg[r] && irq_cfg_reg[r][NLB_REG_DMA_PUNT_IRQ_ENABLE_LSB]
+                    && pending_reg[r] != 16'd0
+                    && pending_reg[r] >= max1(irq_cfg_reg[r][NLB_REG_DMA_PUNT_IRQ_COUNT_LSB
+                        +: NLB_REG_DMA_PUNT_IRQ_COUNT_W])) begin
+                    pending_reg[r] <= 16'd0;
+                    elapsed_reg[r] <= 16'd0;
+                    irq_reg[r] <= 1'b1;
+                end
+            end
+            state_reg <= S_IDLE;
+        end
+    end
+    default: state_reg <= S_IDLE;
+    endcase
+
+    drops_reg[RE] <= drops_reg[RE] + drops_ev_inc;
+    if (drops_ev_inc != 32'd0) begin
+        dirty_reg[RE] <= 1'b1;
+    end
+
+    // Moderation by time: irq.usecs after the first completion not yet signalled.
+    for (r = 0; r < RINGS; r = r + 1) begin
+        if (us_tick && pending_reg[r] != 16'd0 && state_reg != S_WB_B
+            && irq_cfg_reg[r][NLB_REG_DMA_PUNT_IRQ_ENABLE_LSB]
+            && irq_cfg_reg[r][NLB_REG_DMA_PUNT_IRQ_USECS_LSB +: NLB_REG_DMA_PUNT_IRQ_USECS_W]
+                != 16'd0) begin
+            if (elapsed_reg[r] + 16'd1 >= irq_cfg_reg[r][NLB_REG_DMA_PUNT_IRQ_USECS_LSB
+                    +: NLB_REG_DMA_PUNT_IRQ_USECS_W]) begin
+                pending_reg[r] <= 16'd0;
+                elapsed_reg[r] <= 16'd0;
+                irq_reg[r] <= 1'b1;
+            end else begin
+                elapsed_reg[r] <= elapsed_reg[r] + 16'd1;
+            end
+        end
+    end
+
+    // Register writes (a ring is set up while the engine has no record of it in flight).
+    if (ext_wr_req) begin
+        if (wr_word == NLB_REG_DMA_CTRL) begin
+            enable_reg <= wr_ctrl[NLB_REG_DMA_CTRL_ENABLE_LSB];
+        end
+        if (wr_word == NLB_REG_DMA_HOST_TIME) begin
+            host_time_reg <= merge(host_time_reg, ext_wr_data, ext_wr_strb);
+        end
+        if (wr_word == NLB_REG_DMA_WB_LO) begin
+            wb_reg[31:0] <= merge(wb_reg[31:0], ext_wr_data, ext_wr_strb)
+                & NLB_REG_DMA_WB_LO_DEFINED;
+        end
+        if (wr_word == NLB_REG_DMA_WB_HI) begin
+            wb_reg[63:32] <= merge(wb_reg[63:32], ext_wr_data, ext_wr_strb);
+        end
+        for (r = 0; r < RINGS; r = r + 1) begin
+            if (is_ring_reg(wr_word, NLB_REG_DMA_PUNT_BASE_LO, r)) begin
+                base_reg[r][31:0] <= merge(base_reg[r][31:0], ext_wr_data, ext_wr_strb)
+                    & NLB_REG_DMA_PUNT_BASE_LO_DEFINED;
+            end
+            if (is_ring_reg(wr_word, NLB_REG_DMA_PUNT_BASE_HI, r)) begin
+                base_reg[r][63:32] <= merge(base_reg[r][63:32], ext_wr_data, ext_wr_strb);
+            end
+            if (is_ring_reg(wr_word, NLB_REG_DMA_PUNT_SIZE, r)) begin
+                // A write resets the ring (docs/regmap.md).
+                log2_reg[r] <= wr_size[r][NLB_REG_DMA_PUNT_SIZE_LOG2_LSB
+                    +: NLB_REG_DMA_PUNT_SIZE_LOG2_W];
+                ren_reg[r] <= wr_size[r][NLB_REG_DMA_PUNT_SIZE_ENABLE_LSB];
+                host_reg[r] <= 16'd0;
+                dev_reg[r] <= 16'd0;
+                drops_reg[r] <= 32'd0;
+                errors_reg[r] <= 32'd0;
+                err_slot_reg[r] <= 16'd0;
+                err_code_reg[r] <= 8'd0;
+                pending_reg[r] <= 16'd0;
+                elapsed_reg[r] <= 16'd0;
+                dirty_reg[r] <= 1'b0;
+            end
+            if (is_ring_reg(wr_word, NLB_REG_DMA_PUNT_HOST, r)) begin
+                host_reg[r] <= wr_host[r][NLB_REG_DMA_PUNT_HOST_INDEX_LSB
+                    +: NLB_REG_DMA_PUNT_HOST_INDEX_W];
+            end
+            if (is_ring_reg(wr_word, NLB_REG_DMA_PUNT_IRQ, r)) begin
+                irq_cfg_reg[r] <= merge(irq_cfg_reg[r], ext_wr_data, ext_wr_strb)
+                    & NLB_REG_DMA_PUNT_IRQ_DEFINED;
+            end
+        end
+    end
+
+    if (rst) begin
+        state_reg <= S_IDLE;
+        enable_reg <= 1'b0;
+        host_time_reg <= 32'd0;
+        wb_reg <= 64'd0;
+        faults_reg <= 32'd0;
+        p_in_rec_reg <= 1'b0;
+        p_pass_reg <= 1'b0;
+        p_last_seen_reg <= 1'b0;
+        aw_valid_reg <= 1'b0;
+        w_valid_reg <= 1'b0;
+        ar_valid_reg <= 1'b0;
+        b_out_reg <= 10'd0;
+        b_err_reg <= 1'b0;
+        since_wb_reg <= 8'd0;
+        irq_reg <= {NLB_RING_COUNT{1'b0}};
+        us_div_reg <= 16'd0;
+        for (r = 0; r < RINGS; r = r + 1) begin
+            base_reg[r] <= 64'd0;
+            log2_reg[r] <= 4'd0;
+            ren_reg[r] <= 1'b0;
+            host_reg[r] <= 16'd0;
+            dev_reg[r] <= 16'd0;
+            drops_reg[r] <= 32'd0;
+            errors_reg[r] <= 32'd0;
+            err_slot_reg[r] <= 16'd0;
+            err_code_reg[r] <= 8'd0;
+            irq_cfg_reg[r] <= 32'd0;
+            pending_reg[r] <= 16'd0;
+            elapsed_reg[r] <= 16'd0;
+            dirty_reg[r] <= 1'b0;
+        end
+    end
+end
+
+function [15:0] max1(input [7:0] c);
+    max1 = c == 8'd0 ? 16'd1 : {8'd0, c};
+endfunction
+
+function [31:0] size_word(input [0:0] ring);
+    begin
+        size_word = 32'd0;
+        size_word[NLB_REG_DMA_PUNT_SIZE_LOG2_LSB +: NLB_REG_DMA_PUNT_SIZE_LOG2_W] = log2_reg[ring];
+        size_word[NLB_REG_DMA_PUNT_SIZE_ENABLE_LSB] = ren_reg[ring];
+    end
+endfunction
+
+// ---- register reads -----------------------------------------------------------------------
+
+reg        rd_ack_reg = 1'b0;
+reg [31:0] rd_data_reg = 32'd0;
+reg        wr_ack_reg = 1'b0;
+reg [31:0] rd_v;
+
+always @* begin
+    rd_v = 32'd0;
+    if (rd_word == NLB_REG_DMA_CAPS) begin
+        rd_v[NLB_REG_DMA_CAPS_RINGS_LSB +: NLB_REG_DMA_CAPS_RINGS_W] = RINGS_N;
+        rd_v[NLB_REG_DMA_CAPS_MAX_LOG2_LSB +: NLB_REG_DMA_CAPS_MAX_LOG2_W] = MAX_LOG2;
+    end
+    if (rd_word == NLB_REG_DMA_CTRL) begin
+        rd_v[NLB_REG_DMA_CTRL_ENABLE_LSB] = enable_reg;
+    end
+    if (rd_word == NLB_REG_DMA_HOST_TIME) begin
+        rd_v = host_time_reg;
+    end
+    if (rd_word == NLB_REG_DMA_WB_LO) begin
+        rd_v = wb_reg[31:0];
+    end
+    if (rd_word == NLB_REG_DMA_WB_HI) begin
+        rd_v = wb_reg[63:32];
+    end
+    if (rd_word == NLB_REG_DMA_FAULTS) begin
+        rd_v = faults_reg;
+    end
+    for (r = 0; r < RINGS; r = r + 1) begin
+        if (is_ring_reg(rd_word, NLB_REG_DMA_PUNT_BASE_LO, r)) begin
+            rd_v = base_reg[r][31:0];
+        end
+        if (is_ring_reg(rd_word, NLB_REG_DMA_PUNT_BASE_HI, r)) begin
+            rd_v = base_reg[r][63:32];
+        end
+        if (is_ring_reg(rd_word, NLB_REG_DMA_PUNT_SIZE, r)) begin
+            rd_v = size_word(r[0:0]);
+        end
+        if (is_ring_reg(rd_word, NLB_REG_DMA_PUNT_HOST, r)) begin
+            rd_v = {16'd0, host_reg[r]};
+        end
+        if (is_ring_reg(rd_word, NLB_REG_DMA_PUNT_DEV, r)) begin
+            rd_v = {16'd0, dev_reg[r]};
+        end
+        if (is_ring_reg(rd_word, NLB_REG_DMA_PUNT_DROPS, r)) begin
+            rd_v = drops_reg[r];
+        end
+        if (is_ring_reg(rd_word, NLB_REG_DMA_PUNT_IRQ, r)) begin
+            rd_v = irq_cfg_reg[r];
+        end
+    end
+end
+
+always @(posedge clk) begin
+    rd_ack_reg <= ext_rd_req;
+    wr_ack_reg <= ext_wr_req;
+    if (ext_rd_req) begin
+        rd_data_reg <= rd_v;
+    end
+    if (rst) begin
+        rd_ack_reg <= 1'b0;
+        wr_ack_reg <= 1'b0;
+    end
+end
+
+assign ext_rd_ack = rd_ack_reg;
+assign ext_rd_data = rd_data_reg;
+assign ext_wr_ack = wr_ack_reg;
+
+endmodule
+
+`resetall
