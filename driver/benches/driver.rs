@@ -12,7 +12,6 @@
 //! Run: `cargo bench -p nlb-driver --bench driver` (NLB_BENCH_QUICK=1 for a short run).
 
 use flowtable_compiler::{compile, CompileOptions, HealthState, Image};
-use std::fmt::Write as _;
 use nlb_config::parse_config;
 use nlb_driver::conntrack::{Conntrack, NewConnection};
 use nlb_driver::device::Device;
@@ -22,6 +21,7 @@ use nlb_driver::model::ModelHandle;
 use nlb_driver::socket::{Server, SocketDevice};
 use nlb_hw::enums::Table;
 use nlb_hw::{FlowKey, Profile};
+use std::fmt::Write as _;
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 use std::time::Instant;
@@ -354,11 +354,18 @@ fn scale_load(quick: bool) {
     for name in ["u280", "u55c"] {
         let profile = Profile::by_name(name).expect("profile");
         let t = Instant::now();
-        let compiled = compile(&cfg, &HealthState::new(), &CompileOptions { profile }).expect("compiles");
+        let compiled =
+            compile(&cfg, &HealthState::new(), &CompileOptions { profile }).expect("compiles");
         let img = compiled.image(1);
         let bytes = img.write().expect("writes");
         let compile_ms = t.elapsed().as_secs_f64() * 1e3;
-        let slice = img.tables.pools.iter().map(|p| p.maglev_size).max().unwrap_or(0);
+        let slice = img
+            .tables
+            .pools
+            .iter()
+            .map(|p| p.maglev_size)
+            .max()
+            .unwrap_or(0);
         println!(
             "scale, {name}: 1 pool of {n} backends, Maglev slice M = {slice}; compile + image {compile_ms:.0} ms, image {:.1} MiB",
             bytes.len() as f64 / 1048576.0

@@ -1,4 +1,4 @@
-//! The host side of the NIC's descriptor rings (SPEC R12.2, docs/pipeline.md §14): punted
+//! The host side of the NIC's descriptor rings (SPEC R12.2, docs/pipeline.md §15): punted
 //! frames and learn/teardown events device → host, injected frames and table commands
 //! host → device, in host memory the driver allocates and maps for the device's DMA.
 //!

@@ -813,7 +813,7 @@ impl ModelDevice {
         }
     }
 
-    /// One command of the command ring (docs/pipeline.md §14).
+    /// One command of the command ring (docs/pipeline.md §15).
     fn execute(&mut self, c: &CmdDesc) -> DmaError {
         if c.count == 0 {
             return DmaError::BadCommand;

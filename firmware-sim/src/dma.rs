@@ -321,6 +321,11 @@ impl HostDma {
                 return true;
             }
         };
+        // The buffer starts on a 64-byte line (the RTL writes whole lines' lanes).
+        if !desc.addr.is_multiple_of(64) {
+            self.error(Ring::Punt, slot, DmaError::BadEntry);
+            return true;
+        }
         let n = frame
             .len()
             .min(usize::from(desc.len))

@@ -170,7 +170,7 @@ localparam NLB_DMA_CMD_COUNT = 5; // values defined
 localparam NLB_DMA_ERROR_NONE = 3'h0; // no error
 localparam NLB_DMA_ERROR_BAD_COMMAND = 3'h1; // unknown op or table, or a count of 0
 localparam NLB_DMA_ERROR_BAD_INDEX = 3'h2; // an index beyond the table (the command stops there; entries before it were done)
-localparam NLB_DMA_ERROR_BAD_ENTRY = 3'h3; // an entry the table cannot hold (an undefined enumeration value)
+localparam NLB_DMA_ERROR_BAD_ENTRY = 3'h3; // an entry the table cannot hold (an undefined enumeration value), or a punt buffer not 64-byte aligned
 localparam NLB_DMA_ERROR_DMA_FAULT = 3'h4; // a DMA transfer of the command was refused (address not mapped for the device)
 localparam NLB_DMA_ERROR_COUNT = 5; // values defined
 
@@ -364,7 +364,7 @@ localparam NLB_INJECT_HEADER_FRAME_LEN_W = 14;
 // punt_desc: Punt ring slot as the host posts it: a buffer for one punted frame.
 localparam NLB_PUNT_DESC_WIDTH = 128;
 localparam NLB_PUNT_DESC_WORDS = 4;
-localparam NLB_PUNT_DESC_ADDR_LSB = 0; // IOVA of the buffer
+localparam NLB_PUNT_DESC_ADDR_LSB = 0; // IOVA of the buffer, 64-byte aligned (else the slot fails: BAD_ENTRY)
 localparam NLB_PUNT_DESC_ADDR_W = 64;
 localparam NLB_PUNT_DESC_LEN_LSB = 64; // bytes of the buffer; the NIC writes at most this many
 localparam NLB_PUNT_DESC_LEN_W = 16;
@@ -726,7 +726,7 @@ localparam NLB_REG_DMA_CAPS_MAX_LOG2_MASK = 32'hf00;
 localparam NLB_REG_DMA_CTRL = 32'h5010; // [rw] engine control
 localparam NLB_REG_DMA_CTRL_RESET = 32'h0;
 localparam NLB_REG_DMA_CTRL_DEFINED = 32'h3; // bits the register defines
-localparam NLB_REG_DMA_CTRL_ENABLE_LSB = 0; // `enable`, bit 0: the engine moves data (off: every record for a to-host ring is dropped and counted)
+localparam NLB_REG_DMA_CTRL_ENABLE_LSB = 0; // `enable`, bit 0: the engine moves data (off: punted frames and events go to the register queues, docs/pipeline.md section 15.1)
 localparam NLB_REG_DMA_CTRL_ENABLE_W = 1;
 localparam NLB_REG_DMA_CTRL_ENABLE_MASK = 32'h1;
 localparam NLB_REG_DMA_CTRL_HW_LEARN_LSB = 1; // `hw_learn`, bit 1: hardware learning on; stored only where caps.hw_learn

@@ -66,4 +66,7 @@ pub enum VerifError {
     /// Setting the model up (loading tables or connections) failed.
     #[error("setting up the model failed: {0}")]
     Setup(String),
+    /// The model broke a bus protocol an agent serves.
+    #[error("bus protocol broken: {0}")]
+    Protocol(String),
 }

@@ -33,6 +33,7 @@ pub mod error;
 pub mod extbus;
 pub mod frames;
 pub mod hbm;
+pub mod host_mem;
 pub mod regbus;
 pub mod scenario;
 pub mod top;

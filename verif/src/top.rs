@@ -10,6 +10,7 @@ use crate::axis::{AxisSink, AxisSource, Beat};
 use crate::bench::{Agent, Bench};
 use crate::error::VerifError;
 use crate::hbm::HbmConfig;
+use crate::host_mem::{AxiHost, HostMemory, HostTiming};
 use crate::models::{Top, TopHbm};
 use crate::verilated::{Port, Verilated};
 use firmware_sim::pipeline::{CtOutcome, PacketResult};
@@ -296,8 +297,9 @@ impl Agent for ResultMonitor {
             let reason = match Reason::from_value(code) {
                 Some(r @ (Reason::NoRoomLookup | Reason::NoRoomBuffer)) => r,
                 _ => {
-                    self.violations
-                        .push(format!("cycle {cycle}: drop reason {code} is no room reason"));
+                    self.violations.push(format!(
+                        "cycle {cycle}: drop reason {code} is no room reason"
+                    ));
                     Reason::NoRoomLookup
                 }
             };
@@ -337,6 +339,8 @@ pub struct TopBench {
     pub punt: AxisSink,
     /// Sink on the event stream.
     pub events: AxisSink,
+    /// Host memory on the host rings' AXI4 master (empty until a test gives it one).
+    pub host: AxiHost,
     /// Transmit beats taken from the sink, not yet a whole frame.
     pub tx_pending: Vec<Beat>,
     /// Punt beats taken from the sink, not yet a whole record.
@@ -387,6 +391,7 @@ impl TopBench {
         let tx = AxisSink::new(&sim, "m_axis_tx", backpressure)?;
         let punt = AxisSink::new(&sim, "m_axis_punt", backpressure)?;
         let events = AxisSink::new(&sim, "m_axis_event", backpressure)?;
+        let host = AxiHost::new(&sim, HostMemory::new(0, 0), HostTiming::pcie(), seed)?;
         Ok(TopBench {
             bench: Bench::new(sim, seed),
             axil,
@@ -396,6 +401,7 @@ impl TopBench {
             tx,
             punt,
             events,
+            host,
             tx_pending: Vec::new(),
             punt_pending: Vec::new(),
             rx_sent: 0,
@@ -419,6 +425,7 @@ impl TopBench {
             &mut self.tx,
             &mut self.punt,
             &mut self.events,
+            &mut self.host,
         ])
     }
 
@@ -433,6 +440,7 @@ impl TopBench {
                 &mut self.tx,
                 &mut self.punt,
                 &mut self.events,
+                &mut self.host,
             ],
             offset,
             value,
@@ -450,6 +458,7 @@ impl TopBench {
                 &mut self.tx,
                 &mut self.punt,
                 &mut self.events,
+                &mut self.host,
             ],
             offset,
         )

@@ -1,4 +1,4 @@
-//! The host rings against the simulated device (docs/pipeline.md §14, SPEC R12.2): events,
+//! The host rings against the simulated device (docs/pipeline.md §15, SPEC R12.2): events,
 //! punted frames and injected frames cross without a single register read after setup;
 //! drops are counted, never silent; interrupts are moderated; commands move tables.
 

@@ -54,7 +54,11 @@ fn bad_offsets_are_refused() {
         Err(RegError::OutOfRange { offset: 0x10000 })
     );
     // Past the queues block's registers and past the dma block's: unmapped.
-    assert_eq!(d.read32(blocks::mem::BASE - 4).unwrap(), 0, "unmapped reads 0");
+    assert_eq!(
+        d.read32(blocks::mem::BASE - 4).unwrap(),
+        0,
+        "unmapped reads 0"
+    );
     assert_eq!(d.read32(0x5FFC).unwrap(), 0, "unmapped reads 0");
 }
 

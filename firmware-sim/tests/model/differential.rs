@@ -976,7 +976,7 @@ fn run_case(seed: u64, frames_per_case: usize, bins: &mut Bins) -> RefDevice {
     dev.set_auto_learn(auto_learn);
     r.auto_learn = auto_learn;
     preinstall(&mut rng, &mut dev, &mut r);
-    // Hardware learning and the host rings (docs/pipeline.md §10, §14), drawn from their own
+    // Hardware learning and the host rings (docs/pipeline.md §10, §15), drawn from their own
     // generator so that the traffic of a seed stays what it was without them.
     let mut extra = Rng(seed ^ 0xd3a_1ea7);
     if !auto_learn && extra.chance(40) {

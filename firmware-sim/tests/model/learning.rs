@@ -1,4 +1,4 @@
-//! Hardware learning (docs/pipeline.md §10, SPEC R12.3) and the host rings (§14), from the
+//! Hardware learning (docs/pipeline.md §10, SPEC R12.3) and the host rings (§15), from the
 //! rules as written: which packet sees which entry, where the NIC puts it, what the event
 //! record says, what happens to a full bucket, and that the rings never pass the host.
 

@@ -450,8 +450,13 @@ fn rings_engine() -> (ModelHandle, Engine) {
         age_every: Duration::from_secs(1 << 30),
         ..EngineOptions::default()
     };
-    let (engine, _) = Engine::start(Box::new(sim.clone()), rings_config(), &empty_snapshot(), opts)
-        .expect("engine");
+    let (engine, _) = Engine::start(
+        Box::new(sim.clone()),
+        rings_config(),
+        &empty_snapshot(),
+        opts,
+    )
+    .expect("engine");
     (sim, engine)
 }
 
@@ -502,7 +507,12 @@ fn cps_bench(flows: usize) {
     let used = sim.clone().pcie().since(&before);
     let events = engine.connections().stats().learn_events - start;
     let m = engine.mmio_use();
-    stream_report("new connections (NIC learns, host keeps the books)", events, cpu, &used);
+    stream_report(
+        "new connections (NIC learns, host keeps the books)",
+        events,
+        cpu,
+        &used,
+    );
     println!(
         "    register reads per learn event {:.3}, per installed connection {:.3}; learned by the NIC {} of {} flows, {} connections in the host's table",
         (m.event_reads - mmio0.event_reads) as f64 / events.max(1) as f64,
@@ -541,7 +551,12 @@ fn punt_bench(datagrams: usize) {
     let used = sim.clone().pcie().since(&before);
     let m = engine.mmio_use();
     let punts = m.punts - start;
-    stream_report("punted fragments (taken, tracked, injected)", punts, cpu, &used);
+    stream_report(
+        "punted fragments (taken, tracked, injected)",
+        punts,
+        cpu,
+        &used,
+    );
     println!(
         "    register reads per punted frame {:.3}; {} frames injected",
         (m.punt_reads - mmio0.punt_reads) as f64 / punts.max(1) as f64,

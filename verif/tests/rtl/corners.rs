@@ -544,7 +544,10 @@ fn run_batch(dut: &mut TopBench, w: &mut World, frames: Vec<Vec<u8>>) -> Result<
         dut.step().map_err(|e| e.to_string())?;
         while let Some(d) = dut.mon.drops.pop_front() {
             let Some(i) = queue.iter().position(|q| q.0 == d.seq) else {
-                return Err(format!("clock {}: a drop of frame {}, not in flight", d.cycle, d.seq));
+                return Err(format!(
+                    "clock {}: a drop of frame {}, not in flight",
+                    d.cycle, d.seq
+                ));
             };
             let (_, f, r, out) = queue.remove(i).expect("found");
             w.counters

@@ -555,7 +555,9 @@ fn run(
             // know), and counts them as the RTL does.
             while let Some(d) = dut.mon.drops.pop_front() {
                 let i = d.seq.wrapping_sub(rx_base) as usize;
-                let Some(e) = rx.get_mut(i).filter(|e| e.dropped.is_none() && i >= next_rx)
+                let Some(e) = rx
+                    .get_mut(i)
+                    .filter(|e| e.dropped.is_none() && i >= next_rx)
                 else {
                     return Ok(Err(Mismatch(
                         format!(
@@ -572,7 +574,9 @@ fn run(
                     bank,
                     e.frame.len(),
                 ));
-                *bins.entry(format!("dropped x {}", d.reason.name())).or_default() += 1;
+                *bins
+                    .entry(format!("dropped x {}", d.reason.name()))
+                    .or_default() += 1;
                 phase_dropped += 1;
             }
             while let Some((cycle, is_inj, r)) = dut.mon.results.pop_front() {

@@ -448,7 +448,10 @@ impl Memories {
         let ways = ct.ways();
         let mut out = Vec::new();
         for w in 0..ways {
-            let e = ct.entry(bucket as u32 * ways + w).copied().unwrap_or_default();
+            let e = ct
+                .entry(bucket as u32 * ways + w)
+                .copied()
+                .unwrap_or_default();
             out.extend(e.pack().expect("connection entries fit"));
         }
         out

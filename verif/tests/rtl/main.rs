@@ -13,6 +13,7 @@ mod fifo;
 mod flow_hash;
 mod harness;
 mod hit_bits;
+mod host_rings;
 mod l3_csum;
 mod lookup;
 mod mul_const;

@@ -309,7 +309,11 @@ impl Agent for Watch {
             if !taken {
                 continue;
             }
-            let last = sim.get_bit(if injected { self.inj_last } else { self.rx_last })?;
+            let last = sim.get_bit(if injected {
+                self.inj_last
+            } else {
+                self.rx_last
+            })?;
             if first {
                 self.first_beats.push_back(FirstBeat {
                     cycle,
@@ -346,7 +350,10 @@ impl Agent for Watch {
                     let (_, b) = self.latched_rx.remove(i).expect("found");
                     left.push(b);
                 }
-                None => self.error(format!("a drop of received frame {seq}, not in flight"), cycle),
+                None => self.error(
+                    format!("a drop of received frame {seq}, not in flight"),
+                    cycle,
+                ),
             }
         }
         if sim.get_bit(self.res_valid)? {

@@ -25,8 +25,8 @@ use nlb_hw::layouts::{
 };
 use nlb_hw::{table_index, FlowKey, NicSettings, Profile, Tables};
 use nlb_verif::bench::seed_from_env;
-use nlb_verif::hbm::{self, HbmConfig};
 use nlb_verif::frames::{FrameSpec, L4};
+use nlb_verif::hbm::{self, HbmConfig};
 use nlb_verif::scenario::mapped;
 use nlb_verif::top::{take_frames, TopBench};
 use rand::rngs::StdRng;
@@ -136,7 +136,6 @@ fn rewritten(f: &[u8]) -> Vec<u8> {
     o
 }
 
-
 /// Installs the connections of flows `0..n` (to backend 1) as the host does, each in the first
 /// free way of its bucket; returns how many fit.
 fn install_flows(dut: &mut TopBench, n: u32) -> u32 {
@@ -225,7 +224,11 @@ fn run_back_to_back(dut: &mut TopBench, frames: &[Vec<u8>]) -> LineRate {
     // Whatever is dropped is left out whole; the others come out in order, unchanged.
     if dropped == 0 {
         for (i, (g, f)) in got.iter().zip(frames).enumerate() {
-            assert!(*g == rewritten(f), "frame {i} ({} bytes) came out wrong", f.len());
+            assert!(
+                *g == rewritten(f),
+                "frame {i} ({} bytes) came out wrong",
+                f.len()
+            );
         }
     }
     assert!(dut.tx.violations().is_empty(), "{:?}", dut.tx.violations());
@@ -260,13 +263,24 @@ fn line_rate_per_frame_size() {
     );
     eprintln!(
         "  {:<22} {:>6} {:>6} {:>11} {:>11} {:>9} {:>8} {:>10} {:>10}",
-        "memory, flows", "bytes", "beats", "pkt/clk in", "pkt/clk out", "out idle", "dropped",
-        "Mpps", "100G Mpps"
+        "memory, flows",
+        "bytes",
+        "beats",
+        "pkt/clk in",
+        "pkt/clk out",
+        "out idle",
+        "dropped",
+        "Mpps",
+        "100G Mpps"
     );
     for (hbm, track) in [(false, false), (true, false), (true, true)] {
         let seed = seed_from_env(0x9e4f_0010);
         let mut dut = bench_on(hbm, track, seed, 0.0, 0.0);
-        let flows = if track { install_flows(&mut dut, 1024) } else { 1024 };
+        let flows = if track {
+            install_flows(&mut dut, 1024)
+        } else {
+            1024
+        };
         for &n in &sizes {
             let count = if n >= 1500 { per_size / 10 } else { per_size };
             let frames: Vec<Vec<u8>> = (0..count as u32).map(|i| frame(i % flows, n)).collect();
@@ -325,7 +339,10 @@ fn every_size_back_to_back_on_hbm() {
         r.out_idle,
         r.dropped
     );
-    assert_eq!(r.dropped, 0, "no frame may be dropped at one beat per clock");
+    assert_eq!(
+        r.dropped, 0,
+        "no frame may be dropped at one beat per clock"
+    );
 }
 
 #[test]
@@ -338,7 +355,11 @@ fn lookup_latency_with_hbm() {
     for (hbm, track) in [(false, true), (true, true), (true, false)] {
         // Half a packet per clock: 64-byte frames with an idle clock on average between them.
         let mut dut = bench_on(hbm, track, seed, 0.5, 0.0);
-        let flows = if track { install_flows(&mut dut, 1024) } else { 1024 };
+        let flows = if track {
+            install_flows(&mut dut, 1024)
+        } else {
+            1024
+        };
         let mut lat = Vec::with_capacity(n);
         let mut sent_at: std::collections::VecDeque<u64> = std::collections::VecDeque::new();
         for i in 0..n as u32 {
@@ -357,7 +378,10 @@ fn lookup_latency_with_hbm() {
                 assert_eq!(r.backend, Some(1), "forwarded to the backend");
                 lat.push(c - t0);
             }
-            assert!(dut.mon.drops.is_empty(), "no drop at half a packet per clock");
+            assert!(
+                dut.mon.drops.is_empty(),
+                "no drop at half a packet per clock"
+            );
             dut.tx.take();
         }
         assert_eq!(lat.len(), n, "every packet has a result");

@@ -152,7 +152,9 @@ fn run(
         }
         for d in dut.mon.drops.drain(..) {
             assert!(
-                dropped.insert(d.seq.wrapping_sub(first_seq), d.reason).is_none(),
+                dropped
+                    .insert(d.seq.wrapping_sub(first_seq), d.reason)
+                    .is_none(),
                 "frame {} reported dropped twice",
                 d.seq
             );
@@ -170,7 +172,11 @@ fn run(
     // clock, never waited (the last went in as many clocks after the start as there were).
     let beats: u64 = frames.iter().map(|f| f.len().div_ceil(64) as u64).sum();
     assert_eq!(dut.rx.pending(), 0);
-    assert_eq!(last_in - start, beats, "the receive side took a beat in every clock");
+    assert_eq!(
+        last_in - start,
+        beats,
+        "the receive side took a beat in every clock"
+    );
     assert_eq!(results_inj, inject.len(), "every injected frame comes out");
     // The transmitted frames: the received ones not dropped and the injected ones, each whole.
     // (L2 DSR keeps lengths, so an injected frame is told apart by its client address.)
@@ -184,7 +190,9 @@ fn run(
             seen_inj += 1;
             continue;
         }
-        let (i, f) = want_rx.next().expect("a transmitted frame that was not sent");
+        let (i, f) = want_rx
+            .next()
+            .expect("a transmitted frame that was not sent");
         assert!(
             *g == rewritten(f),
             "received frame {i} ({} bytes) came out cut, changed or out of order",

@@ -1,6 +1,6 @@
 //! Host memory for the model's DMA engine in tests: one region at a fixed IOVA, written and
 //! read by the test as the host would, plus the host side of the punt and event rings
-//! written from docs/pipeline.md §14 (not from the driver, which these tests must not need).
+//! written from docs/pipeline.md §15 (not from the driver, which these tests must not need).
 
 use firmware_sim::dma::{words_of, DmaFault, DmaPort};
 use firmware_sim::ModelDevice;

@@ -517,11 +517,7 @@ const RTL_ALLOWED: &[(&str, &str, &str)] = &[
         "dr_rec",
         "the receive-drop record (which of the two reasons, 16-bit length) queued between clocks",
     ),
-    (
-        "hw/rtl/nlb_top.v",
-        "k",
-        "tkeep bits counted one by one",
-    ),
+    ("hw/rtl/nlb_top.v", "k", "tkeep bits counted one by one"),
     (
         "hw/rtl/nlb_top.v",
         "q_ctrl",

@@ -1,0 +1,392 @@
+//! The host rings in RTL (`nlb_host_dma` in `nlb_top`, docs/pipeline.md §15) against the golden
+//! model's DMA engine (`firmware_sim::dma::HostDma` inside `ModelDevice`), punt by punt and
+//! event by event: both devices get the same tables, the same `dma` register writes and the
+//! same descriptors in host memory of the same layout, and the same received frames (those the
+//! RTL's receive side took: it never stalls and may drop a frame whole, docs/pipeline.md
+//! §14.4); the RTL's AXI4 master is served by `nlb_verif::host_mem::AxiHost` with PCIe-like
+//! latencies and random refusals. Afterwards every byte of the two host memories must be
+//! equal (ring slots, punt buffers, write-back records) and the `dma` registers must read the
+//! same.
+//!
+//! Phases: (1) fewer slots given than records come (both rings drop and count), punt buffers
+//! of random sizes (frames cut to the buffer, buffers of 0 bytes); (2) the host gives every
+//! slot back (indices wrap past the ring size); (3) a punt buffer not 64-byte aligned (the slot
+//! fails with BAD_ENTRY, every punt meanwhile counted as an error) and the event ring moved to
+//! an address the host memory does not hold (every event a DMA fault). Interrupts: each ring
+//! that completed records raised its vector.
+
+use firmware_sim::{BatchOutput, ModelDevice};
+use nlb_hw::blocks::{ctrl, dma};
+use nlb_hw::enums::Ring;
+use nlb_hw::layouts::{EventRecord, PuntCpl, PuntDesc, RingWb};
+use nlb_hw::{NicSettings, Profile};
+use nlb_verif::bench::seed_from_env;
+use nlb_verif::host_mem::HostMemory;
+use nlb_verif::scenario::Scenario;
+use nlb_verif::top::TopBench;
+use nlb_verif::VerifError;
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
+
+const IOVA: u64 = 0x2_4000_0000;
+const WB: u64 = IOVA;
+const PUNT_RING: u64 = IOVA + 0x1000;
+const EVENT_RING: u64 = IOVA + 0x2000;
+const BUFS: u64 = IOVA + 0x4000;
+const BUF: u64 = 9728;
+const PUNT_LOG2: u8 = 3;
+const EVENT_LOG2: u8 = 4;
+const LEN: usize = 0x4000 + 8 * 9728;
+/// An IOVA the host memory does not hold.
+const UNMAPPED: u64 = 0x7_0000_0000;
+
+/// Both devices, their host memories, and the traffic's generator.
+struct Pair {
+    dut: TopBench,
+    model: ModelDevice,
+    rtl_mem: HostMemory,
+    model_mem: HostMemory,
+    scenario: Scenario,
+    rng: StdRng,
+    out: BatchOutput,
+}
+
+impl Pair {
+    fn write(&mut self, offset: u32, value: u32) -> Result<(), VerifError> {
+        self.dut.write32(offset, value)?;
+        self.model
+            .write32(offset, value)
+            .map_err(|e| VerifError::Setup(format!("model register {offset:#x}: {e}")))
+    }
+
+    fn both(&self, f: impl Fn(&HostMemory)) {
+        f(&self.rtl_mem);
+        f(&self.model_mem);
+    }
+
+    /// Posts slot `slot`'s punt buffer with room for `len` bytes at `addr`.
+    fn post(&self, slot: u64, addr: u64, len: u16) {
+        let d = PuntDesc {
+            addr,
+            len,
+            reserved: 0,
+        };
+        let words = d.pack().expect("punt descriptor");
+        self.both(|m| {
+            m.write_words(PUNT_RING + 16 * slot, &words);
+        });
+    }
+
+    /// Every punt slot posted with a buffer of a random size: mostly whole, some shorter than
+    /// a frame, a few of 0 bytes.
+    fn post_all(&mut self) {
+        for slot in 0..1u64 << PUNT_LOG2 {
+            let len = match self.rng.random_range(0..10) {
+                0 => 0,
+                1..=3 => self.rng.random_range(1..=300),
+                _ => BUF as u16,
+            };
+            self.post(slot, BUFS + slot * BUF, len);
+        }
+    }
+
+    fn program(&mut self, punt_host: u16, event_host: u16) -> Result<(), VerifError> {
+        let size = |log2| {
+            dma::PuntSize { log2, enable: true }
+                .word()
+                .map_err(|e| VerifError::Setup(format!("ring size: {e}")))
+        };
+        let irq = dma::PuntIrq {
+            count: 2,
+            usecs: 0,
+            enable: true,
+        }
+        .word();
+        let ctl = dma::Ctrl {
+            enable: true,
+            hw_learn: false,
+        }
+        .word();
+        self.write(dma::CTRL, ctl)?;
+        self.write(dma::WB_LO, WB as u32)?;
+        self.write(dma::WB_HI, (WB >> 32) as u32)?;
+        for (lo, hi, sz, ir, base, log2) in [
+            (
+                dma::PUNT_BASE_LO,
+                dma::PUNT_BASE_HI,
+                dma::PUNT_SIZE,
+                dma::PUNT_IRQ,
+                PUNT_RING,
+                PUNT_LOG2,
+            ),
+            (
+                dma::EVENT_BASE_LO,
+                dma::EVENT_BASE_HI,
+                dma::EVENT_SIZE,
+                dma::EVENT_IRQ,
+                EVENT_RING,
+                EVENT_LOG2,
+            ),
+        ] {
+            self.write(lo, base as u32)?;
+            self.write(hi, (base >> 32) as u32)?;
+            self.write(sz, size(log2)?)?;
+            self.write(ir, irq)?;
+        }
+        self.write(dma::PUNT_HOST, u32::from(punt_host))?;
+        self.write(dma::EVENT_HOST, u32::from(event_host))
+    }
+
+    /// `n` scenario frames into the RTL; those its receive side took into the model; both
+    /// run dry. Returns (frames taken, frames the RTL dropped on receive).
+    fn traffic(&mut self, n: usize) -> Result<(usize, usize), VerifError> {
+        let frames: Vec<Vec<u8>> = (0..n).map(|_| self.scenario.frame(&mut self.rng)).collect();
+        let first = self.dut.rx_sent;
+        for f in &frames {
+            self.dut.send(f);
+        }
+        let mut done = 0usize;
+        let mut dropped = vec![false; n];
+        let limit = self.dut.bench.sim.cycle() + 2_000 * n as u64 + 50_000;
+        loop {
+            while let Some(d) = self.dut.mon.drops.pop_front() {
+                if let Some(x) = dropped.get_mut(d.seq.wrapping_sub(first) as usize) {
+                    *x = true;
+                }
+                done += 1;
+            }
+            while self.dut.mon.results.pop_front().is_some() {
+                done += 1;
+            }
+            self.dut.tx_pending.clear();
+            if done >= n && self.dut.host.idle() {
+                break;
+            }
+            if self.dut.bench.sim.cycle() > limit {
+                return Err(VerifError::Timeout {
+                    what: format!("{done} of {n} frames through, host memory idle"),
+                    cycles: self.dut.bench.sim.cycle(),
+                });
+            }
+            self.dut.step()?;
+        }
+        // The engine writes back once it has nothing else to do.
+        for _ in 0..2_000 {
+            self.dut.step()?;
+        }
+        let taken: Vec<&[u8]> = frames
+            .iter()
+            .zip(&dropped)
+            .filter(|(_, d)| !**d)
+            .map(|(f, _)| f.as_slice())
+            .collect();
+        self.model.receive_batch(&taken, &mut self.out);
+        Ok((taken.len(), n - taken.len()))
+    }
+}
+
+/// Where byte `at` of the region lies, for a mismatch report.
+fn region(at: u64) -> String {
+    let a = IOVA + at;
+    if a < WB + 64 {
+        format!("write-back record of ring {}", (a - WB) / 16)
+    } else if (PUNT_RING..PUNT_RING + (16 << PUNT_LOG2)).contains(&a) {
+        format!("punt slot {}", (a - PUNT_RING) / 16)
+    } else if (EVENT_RING..EVENT_RING + (64 << EVENT_LOG2)).contains(&a) {
+        format!("event slot {}", (a - EVENT_RING) / 64)
+    } else if a >= BUFS {
+        format!("punt buffer {} byte {}", (a - BUFS) / BUF, (a - BUFS) % BUF)
+    } else {
+        format!("IOVA {a:#x}")
+    }
+}
+
+fn words(b: &[u8]) -> Vec<u32> {
+    b.chunks(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
+/// The record holding byte `at`, decoded from both memories.
+fn decoded(at: u64, rtl: &[u8], model: &[u8]) -> String {
+    let a = IOVA + at;
+    let show = |start: u64, n: usize, f: &dyn Fn(&[u32]) -> String| {
+        let s = (start - IOVA) as usize;
+        format!(
+            "\n  rtl:   {}\n  model: {}",
+            f(&words(&rtl[s..s + n])),
+            f(&words(&model[s..s + n]))
+        )
+    };
+    if a < WB + 64 {
+        let start = WB + (a - WB) / 16 * 16;
+        show(start, 16, &|w| format!("{:?}", RingWb::unpack(w)))
+    } else if (PUNT_RING..PUNT_RING + (16 << PUNT_LOG2)).contains(&a) {
+        let start = PUNT_RING + (a - PUNT_RING) / 16 * 16;
+        show(start, 16, &|w| format!("{:?}", PuntCpl::unpack(w)))
+    } else if (EVENT_RING..EVENT_RING + (64 << EVENT_LOG2)).contains(&a) {
+        let start = EVENT_RING + (a - EVENT_RING) / 64 * 64;
+        show(start, 52, &|w| format!("{:?}", EventRecord::unpack(w)))
+    } else {
+        String::new()
+    }
+}
+
+/// Every byte of both host memories, then the dma registers.
+fn compare(p: &mut Pair, phase: &str) -> Result<(), String> {
+    let (rtl, model) = (p.rtl_mem.snapshot(), p.model_mem.snapshot());
+    if let Some(at) = rtl.iter().zip(&model).position(|(a, b)| a != b) {
+        return Err(format!(
+            "{phase}: host memory differs first at {} (rtl {:#04x}, model {:#04x}){}",
+            region(at as u64),
+            rtl[at],
+            model[at],
+            decoded(at as u64, &rtl, &model)
+        ));
+    }
+    for (name, reg) in [
+        ("punt_dev", dma::PUNT_DEV),
+        ("punt_drops", dma::PUNT_DROPS),
+        ("punt_host", dma::PUNT_HOST),
+        ("event_dev", dma::EVENT_DEV),
+        ("event_drops", dma::EVENT_DROPS),
+        ("faults", dma::FAULTS),
+        ("ctrl", dma::CTRL),
+        ("event_base_lo", dma::EVENT_BASE_LO),
+    ] {
+        let r = p.dut.read32(reg).map_err(|e| e.to_string())?;
+        let m = p.model.read32(reg).map_err(|e| e.to_string())?;
+        if r != m {
+            return Err(format!(
+                "{phase}: dma.{name} reads {r:#x} on the RTL, {m:#x} on the model"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The figures a phase must reach to be worth comparing: records completed and dropped on
+/// both rings (from the model's write-back records).
+fn wb(mem: &HostMemory, ring: Ring) -> RingWb {
+    let b = mem
+        .read(WB + 16 * ring as u64, 16)
+        .expect("write-back area");
+    RingWb::unpack(&words(&b)).expect("write-back record")
+}
+
+fn setup(seed: u64) -> Result<Pair, VerifError> {
+    let profile = Profile::by_name("sim").expect("sim profile");
+    let mut rng = StdRng::seed_from_u64(seed);
+    let scenario = Scenario::random(profile, &mut rng);
+    let settings = NicSettings::default();
+    let mut dut = TopBench::new(seed, None, rng.random_range(0.0..0.6), 0.0, 0.1)?;
+    let rtl_mem = HostMemory::new(IOVA, LEN);
+    let model_mem = HostMemory::new(IOVA, LEN);
+    dut.host.set_memory(rtl_mem.clone());
+    dut.write_settings(&settings)?;
+    dut.load_bank(0, &scenario.tables)?;
+    dut.write32(ctrl::ACTIVE_BANK, 0)?;
+    dut.write32(ctrl::ENABLE, 1)?;
+    let mut model = ModelDevice::from_tables(scenario.tables.clone(), settings);
+    model.set_dma_port(Some(Box::new(model_mem.port())));
+    Ok(Pair {
+        dut,
+        model,
+        rtl_mem,
+        model_mem,
+        scenario,
+        rng,
+        out: BatchOutput::new(),
+    })
+}
+
+fn run(seed: u64, frames: usize) -> Result<Result<String, String>, VerifError> {
+    let mut p = setup(seed)?;
+    let (punts, events) = (1u16 << PUNT_LOG2, 1u16 << EVENT_LOG2);
+    // (1) Fewer slots than records.
+    p.post_all();
+    p.program(punts - 3, events - 4)?;
+    let (t1, d1) = p.traffic(frames)?;
+    if let Err(e) = compare(&mut p, "phase 1 (rings fill, drops)") {
+        return Ok(Err(e));
+    }
+    let (pw, ew) = (wb(&p.model_mem, Ring::Punt), wb(&p.model_mem, Ring::Event));
+    if pw.drops == 0 || ew.drops == 0 || pw.index == 0 || ew.index == 0 {
+        return Ok(Err(format!(
+            "phase 1 reached no drop or no completion on a ring: punt {pw:?}, event {ew:?}"
+        )));
+    }
+    // (2) Every slot given back; new buffers.
+    p.post_all();
+    p.write(dma::PUNT_HOST, u32::from(pw.index.wrapping_add(punts)))?;
+    p.write(dma::EVENT_HOST, u32::from(ew.index.wrapping_add(events)))?;
+    let (t2, d2) = p.traffic(frames)?;
+    if let Err(e) = compare(&mut p, "phase 2 (slots given back, indices wrap)") {
+        return Ok(Err(e));
+    }
+    // (3) A misaligned buffer stalls the punt ring with errors; the event ring faults.
+    let pw = wb(&p.model_mem, Ring::Punt);
+    let slot = u64::from(pw.index) & (u64::from(punts) - 1);
+    p.post(slot, BUFS + slot * BUF + 8, BUF as u16);
+    p.write(dma::PUNT_HOST, u32::from(pw.index.wrapping_add(punts)))?;
+    p.write(dma::EVENT_BASE_LO, UNMAPPED as u32)?;
+    p.write(dma::EVENT_BASE_HI, (UNMAPPED >> 32) as u32)?;
+    p.write(
+        dma::EVENT_SIZE,
+        dma::EventSize {
+            log2: EVENT_LOG2,
+            enable: true,
+        }
+        .word()
+        .map_err(|e| VerifError::Setup(format!("ring size: {e}")))?,
+    )?;
+    p.write(dma::EVENT_HOST, u32::from(events))?;
+    let (t3, d3) = p.traffic(frames / 2)?;
+    if let Err(e) = compare(&mut p, "phase 3 (bad buffer, unmapped event ring)") {
+        return Ok(Err(e));
+    }
+    let (pw, ew) = (wb(&p.model_mem, Ring::Punt), wb(&p.model_mem, Ring::Event));
+    if pw.errors == 0 || ew.errors == 0 {
+        return Ok(Err(format!(
+            "phase 3 reached no error: punt {pw:?}, event {ew:?}"
+        )));
+    }
+    let irqs = p.rtl_mem.interrupts();
+    for ring in [Ring::Punt, Ring::Event] {
+        if !irqs.contains(&(ring as u16)) {
+            return Ok(Err(format!("no interrupt on vector {}", ring as u16)));
+        }
+    }
+    Ok(Ok(format!(
+        "seed {seed}: {} frames taken ({} dropped on receive); punt ring {pw:?}; event ring \
+         {ew:?}; {} write bursts, {} beats, {} reads, {} refused; {} interrupts",
+        t1 + t2 + t3,
+        d1 + d2 + d3,
+        p.dut.host.write_bursts,
+        p.dut.host.write_beats,
+        p.dut.host.read_bursts,
+        p.dut.host.refused,
+        irqs.len()
+    )))
+}
+
+#[test]
+fn rtl_rings_match_the_model_punt_by_punt_and_event_by_event() {
+    let base = seed_from_env(0x5eed_0d3a);
+    let cases: u64 = std::env::var("NLB_RINGS_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(4);
+    let frames: usize = std::env::var("NLB_RINGS_FRAMES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(400);
+    for c in 0..cases {
+        let seed = base.wrapping_add(c);
+        match run(seed, frames) {
+            Ok(Ok(summary)) => println!("{summary}"),
+            Ok(Err(m)) => panic!("seed {seed}: {m}\n(rerun: NLB_SEED={seed} NLB_RINGS_CASES=1)"),
+            Err(e) => panic!("seed {seed}: {e}"),
+        }
+    }
+}
