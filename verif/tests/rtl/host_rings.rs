@@ -17,7 +17,7 @@
 
 use firmware_sim::{BatchOutput, ModelDevice};
 use nlb_hw::blocks::{ctrl, dma};
-use nlb_hw::enums::Ring;
+use nlb_hw::enums::{Ring, Verdict};
 use nlb_hw::layouts::{EventRecord, PuntCpl, PuntDesc, RingWb};
 use nlb_hw::{NicSettings, Profile};
 use nlb_verif::bench::seed_from_env;
@@ -49,6 +49,10 @@ struct Pair {
     scenario: Scenario,
     rng: StdRng,
     out: BatchOutput,
+    /// Punt verdicts of the frames so far (the pipelines must agree on them: the rings can
+    /// agree only then).
+    rtl_punts: u64,
+    model_punts: u64,
 }
 
 impl Pair {
@@ -146,6 +150,7 @@ impl Pair {
             self.dut.send(f);
         }
         let mut done = 0usize;
+        let (mut last_moved, mut quiet) = (0u64, 0u64);
         let mut dropped = vec![false; n];
         let limit = self.dut.bench.sim.cycle() + 2_000 * n as u64 + 50_000;
         loop {
@@ -155,11 +160,20 @@ impl Pair {
                 }
                 done += 1;
             }
-            while self.dut.mon.results.pop_front().is_some() {
+            while let Some((_, _, r)) = self.dut.mon.results.pop_front() {
                 done += 1;
+                self.rtl_punts += u64::from(r.verdict == Verdict::Punt);
             }
             self.dut.tx_pending.clear();
-            if done >= n && self.dut.host.idle() {
+            // Results come out before their punt or event reaches the host rings: done once
+            // the bus has been quiet for a while (the engine moves as soon as it has work).
+            let moved = self.dut.host.write_beats + self.dut.host.read_bursts;
+            if moved != last_moved || !self.dut.host.idle() {
+                (last_moved, quiet) = (moved, 0);
+            } else {
+                quiet += 1;
+            }
+            if done >= n && quiet >= 1_000 {
                 break;
             }
             if self.dut.bench.sim.cycle() > limit {
@@ -170,10 +184,6 @@ impl Pair {
             }
             self.dut.step()?;
         }
-        // The engine writes back once it has nothing else to do.
-        for _ in 0..2_000 {
-            self.dut.step()?;
-        }
         let taken: Vec<&[u8]> = frames
             .iter()
             .zip(&dropped)
@@ -181,6 +191,12 @@ impl Pair {
             .map(|(f, _)| f.as_slice())
             .collect();
         self.model.receive_batch(&taken, &mut self.out);
+        self.model_punts += self
+            .out
+            .results
+            .iter()
+            .filter(|r| r.verdict == Verdict::Punt)
+            .count() as u64;
         Ok((taken.len(), n - taken.len()))
     }
 }
@@ -234,6 +250,12 @@ fn decoded(at: u64, rtl: &[u8], model: &[u8]) -> String {
 
 /// Every byte of both host memories, then the dma registers.
 fn compare(p: &mut Pair, phase: &str) -> Result<(), String> {
+    if p.rtl_punts != p.model_punts {
+        return Err(format!(
+            "{phase}: {} frames punted by the RTL, {} by the model",
+            p.rtl_punts, p.model_punts
+        ));
+    }
     let (rtl, model) = (p.rtl_mem.snapshot(), p.model_mem.snapshot());
     if let Some(at) = rtl.iter().zip(&model).position(|(a, b)| a != b) {
         return Err(format!(
@@ -297,6 +319,8 @@ fn setup(seed: u64) -> Result<Pair, VerifError> {
         scenario,
         rng,
         out: BatchOutput::new(),
+        rtl_punts: 0,
+        model_punts: 0,
     })
 }
 
