@@ -284,7 +284,7 @@ impl Conntrack {
         info: &DeviceInfo,
         now: u32,
     ) -> Result<Conntrack, ConntrackError> {
-        if let Some((d, rings)) = dev.split_rings() {
+        if let Some((d, rings)) = crate::rings::split(dev) {
             return Conntrack::attach_io(Io::Rings(d, rings), info, now);
         }
         Conntrack::attach_io(Io::Window(dev), info, now)
@@ -431,7 +431,7 @@ impl Conntrack {
     /// Reads the whole table back from the device, replacing the host copy; returns the
     /// indices whose device contents differed from it.
     pub fn rescan<D: Device + ?Sized>(&mut self, dev: &mut D) -> Result<Vec<u32>, ConntrackError> {
-        if let Some((d, rings)) = dev.split_rings() {
+        if let Some((d, rings)) = crate::rings::split(dev) {
             return self.rescan_io(Io::Rings(d, rings));
         }
         self.rescan_io(Io::Window(dev))
@@ -713,7 +713,7 @@ impl Conntrack {
         now: u32,
         out: &mut Vec<Installed>,
     ) -> Result<(), ConntrackError> {
-        if let Some((d, rings)) = dev.split_rings() {
+        if let Some((d, rings)) = crate::rings::split(dev) {
             return self.install_io(Io::Rings(d, rings), conns, now, out);
         }
         self.install_io(Io::Window(dev), conns, now, out)
@@ -861,7 +861,7 @@ impl Conntrack {
         dev: &mut D,
         keys: &[FlowKey],
     ) -> Result<usize, ConntrackError> {
-        if let Some((d, rings)) = dev.split_rings() {
+        if let Some((d, rings)) = crate::rings::split(dev) {
             return self.evict_io(Io::Rings(d, rings), keys);
         }
         self.evict_io(Io::Window(dev), keys)
@@ -906,7 +906,7 @@ impl Conntrack {
         dev: &mut D,
         key: &FlowKey,
     ) -> Result<bool, ConntrackError> {
-        if let Some((d, rings)) = dev.split_rings() {
+        if let Some((d, rings)) = crate::rings::split(dev) {
             return self.mark_closed_io(Io::Rings(d, rings), key);
         }
         self.mark_closed_io(Io::Window(dev), key)
@@ -961,7 +961,7 @@ impl Conntrack {
         now: u32,
         timeout: impl Fn(&CtEntry) -> u32,
     ) -> Result<AgeReport, ConntrackError> {
-        if let Some((d, rings)) = dev.split_rings() {
+        if let Some((d, rings)) = crate::rings::split(dev) {
             return self.age_io(Io::Rings(d, rings), now, timeout);
         }
         self.age_io(Io::Window(dev), now, timeout)

@@ -8,7 +8,6 @@
 
 use crate::dma::{DmaRegion, IrqLine};
 use crate::pcie::PcieStats;
-use crate::rings::HostRings;
 use std::time::Duration;
 
 /// Why a register access failed.
@@ -230,10 +229,11 @@ pub trait Device: Send {
         (0, 0)
     }
 
-    /// The host rings this handle drives, with the device under them ([`crate::rings::RingDevice`]):
-    /// the loader and the connection manager move their entries through the command ring
-    /// when there is one.
-    fn split_rings(&mut self) -> Option<(&mut dyn Device, &mut HostRings)> {
+    /// The host rings this handle drives (a `HostRings`, as `Any` so that this trait does not
+    /// depend on the rings' module), with the device under them: the loader and the
+    /// connection manager move their entries through the command ring when there is one.
+    /// Take them typed with `rings::split`.
+    fn split_rings(&mut self) -> Option<(&mut dyn Device, &mut dyn std::any::Any)> {
         None
     }
 }
@@ -275,7 +275,7 @@ impl<D: Device + ?Sized> Device for Box<D> {
     fn mmio_seen(&self) -> (u64, u64) {
         (**self).mmio_seen()
     }
-    fn split_rings(&mut self) -> Option<(&mut dyn Device, &mut HostRings)> {
+    fn split_rings(&mut self) -> Option<(&mut dyn Device, &mut dyn std::any::Any)> {
         (**self).split_rings()
     }
 }

@@ -200,8 +200,8 @@ impl Queues {
     }
 }
 
-/// Where injected frames go: the inject register window ([`Queues`]) or the inject ring
-/// ([`crate::rings::HostRings`], which sends them at its next doorbell).
+/// Where injected frames go: the inject register window ([`Queues`]) or the inject ring (the
+/// host rings, which send them at their next doorbell).
 pub trait Injector {
     /// Queues (or sends) one frame to `backend` with `pool`'s delivery.
     fn inject_frame<D: Device + ?Sized>(
@@ -222,25 +222,6 @@ impl Injector for Queues {
         frame: &[u8],
     ) -> Result<(), QueueError> {
         self.inject(dev, backend, pool, frame)
-    }
-}
-
-impl Injector for crate::rings::HostRings {
-    fn inject_frame<D: Device + ?Sized>(
-        &mut self,
-        _dev: &mut D,
-        backend: u16,
-        pool: u16,
-        frame: &[u8],
-    ) -> Result<(), QueueError> {
-        use crate::rings::RingError;
-        self.inject(backend, pool, frame).map_err(|e| match e {
-            RingError::InjectFull => QueueError::InjectFull,
-            RingError::FrameTooLong { len, max } => QueueError::FrameTooLong { len, max },
-            RingError::Device(d) => QueueError::Device(d),
-            RingError::Decode(d) => QueueError::Decode(d),
-            other => QueueError::Device(DeviceError::Protocol(other.to_string())),
-        })
     }
 }
 

@@ -762,7 +762,36 @@ impl Device for RingDevice {
     fn mmio_seen(&self) -> (u64, u64) {
         self.dev.mmio_seen()
     }
-    fn split_rings(&mut self) -> Option<(&mut dyn Device, &mut HostRings)> {
+    fn split_rings(&mut self) -> Option<(&mut dyn Device, &mut dyn std::any::Any)> {
         Some((self.dev.as_mut(), &mut self.rings))
+    }
+}
+
+/// The host rings a device handle drives, and the device under them ([`Device::split_rings`]
+/// typed): `None` without rings.
+pub fn split<D: Device + ?Sized>(dev: &mut D) -> Option<(&mut dyn Device, &mut HostRings)> {
+    let (d, rings) = dev.split_rings()?;
+    Some((d, rings.downcast_mut::<HostRings>()?))
+}
+
+impl crate::queues::Injector for HostRings {
+    fn inject_frame<D: Device + ?Sized>(
+        &mut self,
+        _dev: &mut D,
+        backend: u16,
+        pool: u16,
+        frame: &[u8],
+    ) -> Result<(), crate::queues::QueueError> {
+        self.inject(backend, pool, frame).map_err(|e| match e {
+            RingError::InjectFull => crate::queues::QueueError::InjectFull,
+            RingError::FrameTooLong { len, max } => {
+                crate::queues::QueueError::FrameTooLong { len, max }
+            }
+            RingError::Device(d) => crate::queues::QueueError::Device(d),
+            RingError::Decode(d) => crate::queues::QueueError::Decode(d),
+            other => crate::queues::QueueError::Device(crate::device::DeviceError::Protocol(
+                other.to_string(),
+            )),
+        })
     }
 }

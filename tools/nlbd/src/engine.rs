@@ -569,7 +569,7 @@ impl Engine {
     pub fn step(&mut self) -> StepReport {
         let mut report = StepReport::default();
         let now = Instant::now();
-        if self.dev.split_rings().is_some() {
+        if nlb_driver::rings::split(&mut self.dev).is_some() {
             self.step_rings(now, &mut report);
             self.step_timers(now, &mut report);
             return report;
@@ -623,7 +623,7 @@ impl Engine {
     /// event records, punted frames, then one doorbell per ring that moved. No register read.
     fn step_rings(&mut self, now: Instant, report: &mut StepReport) {
         let (r0, w0) = self.dev.mmio_seen();
-        let Some((_, rings)) = self.dev.split_rings() else {
+        let Some((_, rings)) = nlb_driver::rings::split(&mut self.dev) else {
             return;
         };
         let status = match rings.poll() {
@@ -656,7 +656,7 @@ impl Engine {
         if status.events > 0 {
             let mut records = std::mem::take(&mut self.records);
             records.clear();
-            if let Some((_, rings)) = self.dev.split_rings() {
+            if let Some((_, rings)) = nlb_driver::rings::split(&mut self.dev) {
                 if let Err(e) = rings.pop_events(self.opts.learn.batch, &mut records) {
                     self.device_error("reading event records failed", &e);
                 }
@@ -683,7 +683,7 @@ impl Engine {
         if status.punts > 0 {
             report.punts = self.handle_punt_ring(now);
         }
-        if let Some((d, rings)) = self.dev.split_rings() {
+        if let Some((d, rings)) = nlb_driver::rings::split(&mut self.dev) {
             if let Err(e) = rings.give_back(d).and_then(|()| rings.ring_inject(d)) {
                 self.device_error("ringing the doorbells failed", &e);
             }
@@ -698,7 +698,7 @@ impl Engine {
     fn handle_punt_ring(&mut self, now: Instant) -> usize {
         let mut punted = std::mem::take(&mut self.punted);
         punted.clear();
-        let Some((dev, rings)) = self.dev.split_rings() else {
+        let Some((dev, rings)) = nlb_driver::rings::split(&mut self.dev) else {
             return 0;
         };
         let mut failed: Option<String> = None;
@@ -1135,7 +1135,7 @@ impl Engine {
     /// [`EngineOptions::age_every`] on the wall clock.
     pub fn age_at(&mut self, now: u32) {
         // The stamp of the connections the NIC learns from now on (a posted write).
-        if let Some((d, rings)) = self.dev.split_rings() {
+        if let Some((d, rings)) = nlb_driver::rings::split(&mut self.dev) {
             match rings.set_host_time(d, now) {
                 Ok(()) => self.host_stamp = now,
                 Err(e) => self.device_error("writing the host time failed", &e),
@@ -1193,7 +1193,7 @@ impl Engine {
             None
         };
         let tables_digest = self.serving_tables_digest();
-        let (rings, hw_learn) = match self.dev.split_rings() {
+        let (rings, hw_learn) = match nlb_driver::rings::split(&mut self.dev) {
             Some((_, r)) => (true, r.hw_learn()),
             None => (false, false),
         };
