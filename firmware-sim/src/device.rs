@@ -603,8 +603,9 @@ impl ModelDevice {
             } else {
                 group(round_end - FINISH_LAG).start
             };
-            for i in start + accounted..start + finished {
-                let Some(learned) = self.account(&out.results[i], frames[i]) else {
+            let span = start + accounted..start + finished;
+            for (i, frame) in frames.iter().enumerate().take(span.end).skip(span.start) {
+                let Some(learned) = self.account(&out.results[i], frame) else {
                     continue;
                 };
                 if out.results[i + 1..].iter().any(|r| r.flow_hash == learned) {
@@ -854,7 +855,7 @@ impl ModelDevice {
                 if c.list {
                     return DmaError::BadCommand;
                 }
-                if c.index % 32 != 0 {
+                if !c.index.is_multiple_of(32) {
                     return DmaError::BadIndex;
                 }
                 self.read_records(c, 1, |dev, k| {

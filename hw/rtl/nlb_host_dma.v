@@ -797,6 +797,11 @@ always @(posedge clk) begin
     end
 end
 
+`ifdef FORMAL
+// Formal properties: slots and buffers, producer and consumer (hw/scripts/formal.sh).
+`include "nlb_host_dma_props.vh"
+`endif
+
 assign ext_rd_ack = rd_ack_reg;
 assign ext_rd_data = rd_data_reg;
 assign ext_wr_ack = wr_ack_reg;

@@ -1,0 +1,181 @@
+// Formal properties of nlb_host_dma, included inside the module under `ifdef FORMAL and proven
+// by hw/scripts/formal.sh; docs/verification.md "Formal proofs" lists what is proven.
+//
+// Every input is free (anyseq) but for what a well-behaved host and bus do: reset in the first
+// clock; the host sets rings up (base, size, ctrl, write-back address) while the engine has no
+// record in flight, and never takes back a slot it gave (a doorbell never lowers host - dev);
+// buffers lie inside the IOVA space; the AXI slave answers only what it was asked (a write response only for a burst whose
+// address it took, read data only for the read it took). Stated on the engine's registers:
+// - host_dma_no_pass: the device's index moves by one at a time and only past a slot the
+//   host gave (host != dev before): the producer never passes the consumer;
+// - host_dma_desc_once: a punt completes the slot whose descriptor it fetched (the index the
+//   record started with), so a descriptor is used once per lap of the ring;
+// - host_dma_in_buffer: every frame beat written lies inside the buffer the descriptor
+//   posted ([addr, addr + len)), and no burst crosses a 4 KiB boundary (host_dma_4k);
+// - host_dma_in_slot: event and completion writes go to the slot at dev, inside the ring,
+//   and only while the host gave that slot.
+
+reg f_past_valid = 1'b0;
+always @(posedge clk) begin
+    f_past_valid <= 1'b1;
+end
+
+// Register writes of a ring's setup (size, base) or the engine's (ctrl, wb) come while the
+// engine is idle and starts nothing; doorbells may come at any time but never lower host - dev.
+wire [31:0] f_w = {ext_wr_addr[31:2], 2'b00};
+wire f_setup_wr = ext_wr_req && (f_w == NLB_REG_DMA_CTRL || f_w == NLB_REG_DMA_WB_LO
+    || f_w == NLB_REG_DMA_WB_HI
+    || f_w == NLB_REG_DMA_PUNT_BASE_LO || f_w == NLB_REG_DMA_PUNT_BASE_HI
+    || f_w == NLB_REG_DMA_PUNT_SIZE
+    || f_w == NLB_REG_DMA_EVENT_BASE_LO || f_w == NLB_REG_DMA_EVENT_BASE_HI
+    || f_w == NLB_REG_DMA_EVENT_SIZE);
+wire f_size_wr_p = ext_wr_req && f_w == NLB_REG_DMA_PUNT_SIZE;
+wire f_size_wr_e = ext_wr_req && f_w == NLB_REG_DMA_EVENT_SIZE;
+wire [15:0] f_new_host_p = wr_host[RP][NLB_REG_DMA_PUNT_HOST_INDEX_LSB
+    +: NLB_REG_DMA_PUNT_HOST_INDEX_W];
+wire [15:0] f_new_host_e = wr_host[RE][NLB_REG_DMA_PUNT_HOST_INDEX_LSB
+    +: NLB_REG_DMA_PUNT_HOST_INDEX_W];
+
+always @* begin
+    if (!f_past_valid) begin
+        assume(rst);
+    end
+    if (f_setup_wr) begin
+        assume(state_reg == S_IDLE && b_out_reg == 10'd0 && !take_p && !take_ev && !take_wb);
+    end
+    if (ext_wr_req && f_w == NLB_REG_DMA_PUNT_HOST) begin
+        assume(f_new_host_p - dev_reg[RP] >= avail_punt);
+    end
+    if (ext_wr_req && f_w == NLB_REG_DMA_EVENT_HOST) begin
+        assume(f_new_host_e - dev_reg[RE] >= avail_event);
+    end
+    if (m_axi_bvalid) begin
+        assume(b_out_reg != 10'd0);
+    end
+    if (m_axi_rvalid) begin
+        assume(state_reg == S_P_R && !ar_valid_reg);
+        // A posted buffer lies inside the IOVA space (it does not wrap past 2^64).
+        assume({1'b0, desc_addr} + {49'd0, desc_len} <= {1'b1, 64'd0});
+    end
+end
+
+// The record in flight: the index it started at, and the buffer its descriptor posted.
+reg [15:0] f_idx = 16'd0;
+reg [63:0] f_buf = 64'd0;
+reg [15:0] f_len = 16'd0;
+always @(posedge clk) begin
+    if (take_p) begin
+        f_idx <= dev_reg[RP];
+    end
+    if (take_ev && !ev_ring_full) begin
+        f_idx <= dev_reg[RE];
+    end
+    if (state_reg == S_P_R && r_hs) begin
+        f_buf <= desc_addr;
+        f_len <= desc_len;
+    end
+end
+
+wire [15:0] f_mask_p = ring_mask(log2_reg[RP]);
+wire [15:0] f_mask_e = ring_mask(log2_reg[RE]);
+wire f_punt_busy = state_reg == S_P_R || state_reg == S_P_AW || state_reg == S_P_W
+    || state_reg == S_P_REST || state_reg == S_P_CW || state_reg == S_P_CB;
+wire f_ev_busy = state_reg == S_EV_W || state_reg == S_EV_B;
+// Bytes of the beat offered now and where it ends in the buffer.
+wire [64:0] f_beat_end = {1'b0, p_addr_reg} + (p_beats_reg == 9'd1
+    ? {58'd0, p_last_bytes_reg} : 65'd64);
+
+always @* begin
+    if (f_past_valid && !rst) begin
+        if (state_reg == S_P_W && m_axi_wvalid && m_axi_wstrb != {KW{1'b0}}) begin
+            host_dma_in_buffer: assert(p_addr_reg >= f_buf
+                && f_beat_end <= {1'b0, f_buf} + {49'd0, f_len});
+        end
+        if (m_axi_awvalid) begin
+            host_dma_4k: assert({2'b00, m_axi_awaddr[11:6]} + {1'b0, m_axi_awlen[6:0]} <= 8'd63
+                && m_axi_awlen[7] == 1'b0);
+        end
+        if (m_axi_awvalid && state_reg == S_EV_W) begin
+            host_dma_in_slot: assert(m_axi_awaddr == base_reg[RE]
+                + {42'd0, dev_reg[RE] & f_mask_e, 6'd0} && avail_event != 16'd0);
+        end
+        if (m_axi_awvalid && state_reg == S_P_CW) begin
+            host_dma_in_slot_cpl: assert(m_axi_awaddr == base_reg[RP]
+                + {42'd0, (dev_reg[RP] & f_mask_p) >> 2, 6'd0} && avail_punt != 16'd0);
+        end
+    end
+end
+
+always @(posedge clk) begin
+    if (f_past_valid && !rst && !$past(rst)) begin
+        if (!$past(f_size_wr_p) && dev_reg[RP] != $past(dev_reg[RP])) begin
+            host_dma_no_pass: assert($past(avail_punt) != 16'd0
+                && dev_reg[RP] == $past(dev_reg[RP]) + 16'd1);
+            host_dma_desc_once: assert($past(dev_reg[RP]) == $past(f_idx)
+                && $past(state_reg) == S_P_CB);
+        end
+        if (!$past(f_size_wr_e) && dev_reg[RE] != $past(dev_reg[RE])) begin
+            host_dma_no_pass_ev: assert($past(avail_event) != 16'd0
+                && dev_reg[RE] == $past(dev_reg[RE]) + 16'd1);
+        end
+    end
+end
+
+`ifndef FORMAL_SPEC_ONLY
+// Inductive invariants: what the engine's registers hold in each state.
+always @* begin
+    if (f_past_valid && !rst) begin
+        if (f_punt_busy) begin
+            host_dma_inv_pslot: assert(avail_punt != 16'd0 && f_idx == dev_reg[RP]
+                && p_slot_reg == (dev_reg[RP] & f_mask_p));
+        end
+        if (f_ev_busy) begin
+            host_dma_inv_eslot: assert(avail_event != 16'd0 && f_idx == dev_reg[RE]);
+        end
+        if (state_reg == S_P_AW || state_reg == S_P_W) begin
+            host_dma_inv_room: assert(p_addr_reg >= f_buf && {2'b00, p_n_reg} <= f_len
+                && {18'd0, p_n_reg} <= FRAME_MAX
+                && {1'b0, f_buf} + {49'd0, f_len} <= {1'b1, 64'd0}
+                && f_buf[5:0] == 6'd0 && p_addr_reg[5:0] == 6'd0
+                && p_last_bytes_reg != 7'd0 && p_last_bytes_reg <= 7'd64
+                && (p_beats_reg == 9'd0 ? p_n_reg == 14'd0 && state_reg == S_P_AW
+                    : {1'b0, p_addr_reg} + {50'd0, p_beats_reg, 6'd0}
+                        - {58'd0, 7'd64 - p_last_bytes_reg}
+                        == {1'b0, f_buf} + {51'd0, p_n_reg}));
+        end
+        if (state_reg == S_P_W) begin
+            host_dma_inv_burst: assert(p_burst_reg != 7'd0
+                && {2'b00, p_burst_reg} <= p_beats_reg
+                && p_burst_reg <= 7'd64
+                && {2'b00, p_addr_reg[11:6]} + {1'b0, p_burst_reg} <= 8'd64);
+        end
+        if (aw_valid_reg) begin
+            host_dma_inv_aw: assert({2'b00, aw_addr_reg[11:6]} + {1'b0, aw_len_reg[6:0]} <= 8'd63
+                && !aw_len_reg[7] && (state_reg == S_EV_W || state_reg == S_P_AW
+                || state_reg == S_P_W || state_reg == S_P_REST || state_reg == S_P_CW
+                || state_reg == S_WB_W));
+            if (state_reg == S_EV_W || state_reg == S_P_CW || state_reg == S_WB_W) begin
+                host_dma_inv_aw1: assert(aw_len_reg == 8'd0);
+            end
+        end
+        host_dma_inv_state: assert(state_reg <= S_WB_B && state_reg != 4'd3);
+        if (state_reg == S_EV_W) begin
+            host_dma_inv_ev_aw: assert(!aw_valid_reg || aw_addr_reg == base_reg[RE]
+                + {42'd0, dev_reg[RE] & f_mask_e, 6'd0});
+        end
+        if (state_reg == S_P_CW) begin
+            host_dma_inv_cpl_aw: assert(!aw_valid_reg || aw_addr_reg == base_reg[RP]
+                + {44'd0, p_slot_reg[15:2], 6'd0});
+        end
+    end
+end
+`endif
+
+always @(posedge clk) begin
+    if (f_past_valid && !rst && !$past(rst)) begin
+        // A frame written in two bursts, a punt completed, an event completed.
+        cover(state_reg == S_P_AW && $past(state_reg) == S_P_W && p_beats_reg != 9'd0);
+        cover(dev_reg[RP] != $past(dev_reg[RP]) && !$past(f_size_wr_p));
+        cover(dev_reg[RE] != $past(dev_reg[RE]) && !$past(f_size_wr_e));
+    end
+end
