@@ -258,11 +258,11 @@ impl DmaRegion {
     pub fn read(&self, offset: usize, buf: &mut [u8]) -> Result<(), DmaError> {
         self.check(offset, buf.len())?;
         let mut i = 0;
-        while i < buf.len() && (offset + i) % 4 != 0 {
+        while i < buf.len() && !(offset + i).is_multiple_of(4) {
             buf[i] = self.byte(offset + i).load(Ordering::Relaxed);
             i += 1;
         }
-        if (offset + i) % 8 != 0 && i + 4 <= buf.len() {
+        if !(offset + i).is_multiple_of(8) && i + 4 <= buf.len() {
             let w = self.word(offset + i).load(Ordering::Relaxed);
             buf[i..i + 4].copy_from_slice(&w.to_ne_bytes());
             i += 4;
@@ -288,11 +288,11 @@ impl DmaRegion {
     pub fn write(&self, offset: usize, data: &[u8]) -> Result<(), DmaError> {
         self.check(offset, data.len())?;
         let mut i = 0;
-        while i < data.len() && (offset + i) % 4 != 0 {
+        while i < data.len() && !(offset + i).is_multiple_of(4) {
             self.byte(offset + i).store(data[i], Ordering::Relaxed);
             i += 1;
         }
-        if (offset + i) % 8 != 0 && i + 4 <= data.len() {
+        if !(offset + i).is_multiple_of(8) && i + 4 <= data.len() {
             let w = u32::from_ne_bytes([data[i], data[i + 1], data[i + 2], data[i + 3]]);
             self.word(offset + i).store(w, Ordering::Relaxed);
             i += 4;
@@ -319,7 +319,7 @@ impl DmaRegion {
     /// Little-endian words in (relaxed).
     pub fn write_words(&self, offset: usize, words: &[u32]) -> Result<(), DmaError> {
         self.check(offset, words.len() * 4)?;
-        if offset % 4 != 0 {
+        if !offset.is_multiple_of(4) {
             let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
             return self.write(offset, &bytes);
         }
@@ -333,7 +333,7 @@ impl DmaRegion {
     /// Little-endian words out (relaxed), `out.len()` of them.
     pub fn read_words(&self, offset: usize, out: &mut [u32]) -> Result<(), DmaError> {
         self.check(offset, out.len() * 4)?;
-        if offset % 4 != 0 {
+        if !offset.is_multiple_of(4) {
             let mut bytes = vec![0u8; out.len() * 4];
             self.read(offset, &mut bytes)?;
             for (w, c) in out.iter_mut().zip(bytes.chunks(4)) {
@@ -351,7 +351,7 @@ impl DmaRegion {
     /// visible after this).
     pub fn load_u32(&self, offset: usize) -> Result<u32, DmaError> {
         self.check(offset, 4)?;
-        if offset % 4 != 0 {
+        if !offset.is_multiple_of(4) {
             return Err(DmaError::Bounds {
                 offset,
                 len: 4,
