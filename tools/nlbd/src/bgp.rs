@@ -19,7 +19,6 @@
 
 use nlb_config::{Bgp, BgpNeighbor};
 use nlb_control::bgp::{Event, Prefix, RestartState, Session, SessionConfig, State};
-use serde::Serialize;
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -34,29 +33,7 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 pub const RETRY: (Duration, Duration) = (Duration::from_secs(1), Duration::from_secs(8));
 
 /// One neighbour's state, for `nlbctl status` and the metrics.
-#[derive(Debug, Clone, Serialize, Default, PartialEq, Eq)]
-pub struct NeighborStatus {
-    /// `ADDRESS:PORT`.
-    pub neighbor: String,
-    /// Its AS.
-    pub asn: u32,
-    /// `Idle`, `Connect`, `OpenSent`, `OpenConfirm` or `Established`.
-    pub state: String,
-    /// Since when (Unix ms).
-    pub since_unix_ms: u64,
-    /// The neighbour's BGP identifier, once known.
-    pub router_id: Option<String>,
-    /// The hold time in use.
-    pub hold_time: Option<u16>,
-    /// Whether the neighbour kept our routes over a restart (it negotiated graceful restart).
-    pub graceful_restart: bool,
-    /// Routes announced to it now.
-    pub announced: Vec<String>,
-    /// Sessions established since start.
-    pub established_total: u64,
-    /// Why the last attempt or session ended.
-    pub last_error: Option<String>,
-}
+pub type NeighborStatus = nlb_control::admin_proto::BgpNeighborData;
 
 fn now_ms() -> u64 {
     SystemTime::now()

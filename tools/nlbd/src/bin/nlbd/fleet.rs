@@ -70,6 +70,8 @@ pub struct FleetMetrics {
     pub etcd_up: AtomicBool,
     /// Whether this host's record is written under a live lease.
     pub registered: AtomicBool,
+    /// Whether it ever was since nlbd started (it caught up with the fleet once).
+    pub ever_registered: AtomicBool,
     /// Host records seen at the latest read.
     pub hosts: AtomicU64,
     /// Of those, the hosts on this host's revision (this one included).
@@ -338,6 +340,8 @@ async fn session_inner(
     write_record(daemon, &store, opts, serving, lease).await?;
     metrics.etcd_up.store(true, Ordering::Relaxed);
     metrics.registered.store(true, Ordering::Relaxed);
+    metrics.ever_registered.store(true, Ordering::Relaxed);
+    daemon.announce.changed.notify_one();
     if let Some(since) = down_since.take() {
         info!(
             host = %opts.host,

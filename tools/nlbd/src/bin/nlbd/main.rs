@@ -15,6 +15,7 @@
 //! See docs/nlbd.md.
 
 mod admin;
+mod announce;
 mod fleet;
 mod kubernetes;
 mod metrics;
@@ -178,6 +179,8 @@ pub struct Daemon {
     /// Shared health (`--etcd` with `--probers` above 0): the checker probes this host's
     /// share of the targets and the engine loads the fleet's decisions.
     pub shared: Option<Arc<shared_health::SharedHealth>>,
+    /// The VIPs announced by BGP.
+    pub announce: Arc<announce::Announce>,
     started: Instant,
 }
 
@@ -230,6 +233,7 @@ impl Daemon {
         ids: Option<flowtable_compiler::Symbols>,
     ) -> Result<(), String> {
         let targets = targets_from_config(&config);
+        let announcing = announce::Announce::pending(&config);
         let snapshot = match &self.shared {
             Some(shared) => shared.snapshot_for(&targets),
             None => self.checker.snapshot(),
@@ -242,6 +246,7 @@ impl Daemon {
                 reply,
             })
             .await??;
+        self.announce.serving(announcing);
         let targets = match &self.shared {
             Some(shared) => shared.set_targets(targets),
             None => targets,
@@ -405,6 +410,7 @@ async fn serve(
     let (checker, mut events) =
         HealthChecker::on_own_thread(CheckerOptions::default()).map_err(|e| (2, e.to_string()))?;
     let targets = targets_from_config(&config);
+    let announcing = announce::Announce::pending(&config);
     let options = EngineOptions {
         idle_poll: Duration::from_micros(args.poll_us.max(10)),
         policy_refresh: Duration::from_millis(args.policy_refresh),
@@ -468,8 +474,10 @@ async fn serve(
         refused_early: std::sync::atomic::AtomicU64::new(0),
         fleet: fleet_metrics.clone(),
         shared,
+        announce: Arc::default(),
         started: Instant::now(),
     });
+    daemon.announce.serving(announcing);
     info!(
         config = %config_name,
         device = %args.device,
@@ -499,6 +507,7 @@ async fn serve(
         tasks.push(tokio::spawn(metrics::run(l, daemon.clone())));
     }
     tasks.push(tokio::spawn(admin::run(admin, daemon.clone())));
+    tasks.push(tokio::spawn(announce::run(daemon.clone())));
     match source {
         Source::File(_, serving) => {
             let watch = (args.watch_ms > 0).then(|| Duration::from_millis(args.watch_ms));
@@ -525,6 +534,8 @@ async fn serve(
     }
 
     wait_for_shutdown().await;
+    // A stop withdraws the VIPs before anything else goes (SPEC R15.1).
+    daemon.announce.stop("nlbd stopping").await;
     info!("shutting down: the NIC keeps forwarding with its tables and connections");
     for t in &tasks {
         t.abort();

@@ -766,7 +766,7 @@ async fn serve(
     match req.uri().path() {
         "/metrics" => match daemon.engine_status(true).await {
             Ok(status) => {
-                let text = render(
+                let mut text = render(
                     &status,
                     &daemon.checker.metrics(),
                     &daemon.checker.snapshot(),
@@ -775,6 +775,11 @@ async fn serve(
                         .load(std::sync::atomic::Ordering::Relaxed),
                     daemon.fleet.as_deref(),
                 );
+                if let Some(view) = daemon.announce.view() {
+                    let mut t = Text::default();
+                    crate::announce::metrics(&mut t, &view);
+                    text.push_str(&t.finish());
+                }
                 Ok(reply(
                     StatusCode::OK,
                     text,
