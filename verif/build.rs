@@ -207,7 +207,7 @@ fn run() -> Result<(), String> {
     Ok(())
 }
 
-// ---- per-block benches (issue 20 item 2) -------------------------------------------------------
+// ---- per-block benches -------------------------------------------------------------------------
 // Models of the blocks that `nlb_top` instantiates, each driven on its own by
 // verif/tests/<block>.rs against the golden model's function for that block.
 
