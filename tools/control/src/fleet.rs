@@ -11,10 +11,6 @@
 //!   health, SPEC R11.2), a JSON [`HealthReport`], with HOST's lease.
 //! - `PREFIX drain/NAME`: host NAME is drained (`nlbctl drain`), a JSON [`DrainRequest`]; no
 //!   lease: a drain outlives the host's restarts until `nlbctl drain --undo` deletes it.
-//! - `PREFIX pinned/NAME`: the connections host NAME carries that are pinned to a backend the
-//!   tables no longer choose, a JSON [`Pinned`], with NAME's lease (SPEC R15.2).
-//! - `PREFIX upgrade/NAME`: what `nlbctl fleet upgrade` asks host NAME to do, and its answer,
-//!   a JSON [`UpgradeOrder`].
 //!
 //! Any other key under the prefix, and a value under one of these that does not decode, is
 //! reported ([`KeyProblem`]) and skipped: it never stops a reader (`nlbctl fleet status`, an
@@ -88,16 +84,6 @@ impl Keys {
         format!("{}drain/{name}", self.prefix)
     }
 
-    /// The connections host `name` pinned.
-    pub fn pinned(&self, name: &str) -> String {
-        format!("{}pinned/{name}", self.prefix)
-    }
-
-    /// The upgrade order of host `name`.
-    pub fn upgrade(&self, name: &str) -> String {
-        format!("{}upgrade/{name}", self.prefix)
-    }
-
     /// What a key under the prefix is.
     pub fn classify<'k>(&self, key: &'k str) -> KeyKind<'k> {
         let Some(rest) = key.strip_prefix(self.prefix.as_str()) else {
@@ -109,8 +95,6 @@ impl Keys {
         for (dir, kind) in [
             ("hosts/", KeyKind::Host as fn(&'k str) -> KeyKind<'k>),
             ("drain/", KeyKind::Drain),
-            ("pinned/", KeyKind::Pinned),
-            ("upgrade/", KeyKind::Upgrade),
         ] {
             if let Some(name) = rest.strip_prefix(dir) {
                 if !name.is_empty() && !name.contains('/') {
@@ -143,10 +127,6 @@ pub enum KeyKind<'k> {
     Host(&'k str),
     /// `PREFIX drain/NAME`.
     Drain(&'k str),
-    /// `PREFIX pinned/NAME`.
-    Pinned(&'k str),
-    /// `PREFIX upgrade/NAME`.
-    Upgrade(&'k str),
     /// `PREFIX health/POOL/BACKEND/HOST`.
     Health {
         /// The pool.
@@ -230,7 +210,7 @@ impl Ids {
 }
 
 /// What one host serves, under `PREFIX hosts/NAME` with the host's lease.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HostRecord {
     /// The host's name (`--host`).
     pub host: String,
@@ -263,16 +243,6 @@ pub struct HostRecord {
     /// `nlbctl drain` waits to see stand still).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vip_packets: Option<u64>,
-    /// SHA-256 (hex) of the nlbd executable running.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub binary_sha256: String,
-    /// The NIC's build id (`fw_id.build_id`), when its firmware-ID block could be read.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub nic_build_id: Option<u32>,
-    /// Connections it pinned that the other hosts' tables would send elsewhere, as published
-    /// under `PREFIX pinned/NAME`.
-    #[serde(default)]
-    pub pinned: u64,
     /// When the record was written (milliseconds since the Unix epoch, the host's clock).
     pub updated_unix_ms: u64,
 }
@@ -282,134 +252,8 @@ pub struct HostRecord {
 pub struct DrainRequest {
     /// When it was asked for (milliseconds since the Unix epoch, the asker's clock).
     pub requested_unix_ms: u64,
-    /// Who asked (`nlbctl drain`, `nlbctl fleet upgrade`).
+    /// Who asked (`nlbctl drain` and the user running it).
     pub by: String,
-}
-
-/// One connection pinned to a backend the tables no longer choose: `PROTO SRC_IP SRC_PORT
-/// DST_IP DST_PORT RULE BACKEND` in one line of text (names are the configuration's).
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct PinnedConnection {
-    /// IP protocol.
-    pub protocol: u8,
-    /// Client address.
-    pub src: std::net::IpAddr,
-    /// Client port.
-    pub src_port: u16,
-    /// VIP.
-    pub dst: std::net::IpAddr,
-    /// VIP port.
-    pub dst_port: u16,
-    /// Forwarding rule.
-    pub rule: String,
-    /// Backend (instance) it is pinned to.
-    pub backend: String,
-}
-
-impl std::fmt::Display for PinnedConnection {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{} {} {} {} {} {} {}",
-            self.protocol, self.src, self.src_port, self.dst, self.dst_port, self.rule, self.backend
-        )
-    }
-}
-
-impl std::str::FromStr for PinnedConnection {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, String> {
-        let f: Vec<&str> = s.split(' ').collect();
-        let [p, src, sp, dst, dp, rule, backend] = f[..] else {
-            return Err(format!(
-                "`{s}` is not PROTO SRC_IP SRC_PORT DST_IP DST_PORT RULE BACKEND"
-            ));
-        };
-        let bad = |what: &str| format!("`{s}`: {what}");
-        Ok(PinnedConnection {
-            protocol: p.parse().map_err(|_| bad("the protocol is not 0-255"))?,
-            src: src.parse().map_err(|_| bad("the client is not an IP address"))?,
-            src_port: sp.parse().map_err(|_| bad("the client port is not 0-65535"))?,
-            dst: dst.parse().map_err(|_| bad("the VIP is not an IP address"))?,
-            dst_port: dp.parse().map_err(|_| bad("the VIP port is not 0-65535"))?,
-            rule: rule.to_string(),
-            backend: backend.to_string(),
-        })
-    }
-}
-
-/// `PREFIX pinned/NAME`: the connections host NAME carries that are pinned to a backend the
-/// tables no longer choose (SPEC R15.2), published so every other host can hold them too.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Pinned {
-    /// The revision whose tables they were judged by.
-    pub revision: i64,
-    /// One [`PinnedConnection`] a line.
-    pub connections: Vec<String>,
-}
-
-impl Pinned {
-    /// The connections that parse (others are skipped: a value written by hand).
-    pub fn parsed(&self) -> Vec<PinnedConnection> {
-        self.connections.iter().filter_map(|c| c.parse().ok()).collect()
-    }
-}
-
-/// What an upgrade order asks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum UpgradeKind {
-    /// Flash this bitstream into the card's user slot and reboot into it.
-    Bitstream,
-    /// Replace the running nlbd with this executable.
-    Binary,
-}
-
-/// Which step of an upgrade order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum UpgradeStep {
-    /// Check only: the file is there with this digest, and (a bitstream) parses and suits the
-    /// card. Nothing changes.
-    Check,
-    /// Do it.
-    Apply,
-}
-
-/// `PREFIX upgrade/NAME`: written by `nlbctl fleet upgrade`, answered by host NAME in
-/// `result` (docs/fleet.md, "Rolling upgrades").
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct UpgradeOrder {
-    /// Unique per run of `nlbctl fleet upgrade` (an answer names the order it answers).
-    pub id: String,
-    /// Bitstream or binary.
-    pub kind: UpgradeKind,
-    /// Check or apply.
-    pub step: UpgradeStep,
-    /// The file, as the host sees it.
-    pub path: String,
-    /// Its SHA-256 (hex): the host refuses a file with another.
-    pub sha256: String,
-    /// A bitstream's USR_ACCESS: the build id the card must report after its reboot.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub expect_build_id: Option<u32>,
-    /// The host's answer.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub result: Option<UpgradeResult>,
-}
-
-/// A host's answer to an [`UpgradeOrder`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct UpgradeResult {
-    /// The step answered.
-    pub step: UpgradeStep,
-    /// Whether it went as asked.
-    pub ok: bool,
-    /// What happened, in words.
-    pub message: String,
-    /// When (milliseconds since the Unix epoch, the host's clock).
-    pub at_unix_ms: u64,
 }
 
 /// A revision a host would not apply.
@@ -534,10 +378,6 @@ pub enum Entry<'k> {
     Host(&'k str, Result<HostRecord, String>),
     /// `PREFIX drain/NAME`: NAME's drain, or why the value is not one.
     Drain(&'k str, Result<DrainRequest, String>),
-    /// `PREFIX pinned/NAME`: NAME's pinned connections, or why the value is not that.
-    Pinned(&'k str, Result<Pinned, String>),
-    /// `PREFIX upgrade/NAME`: NAME's upgrade order, or why the value is not one.
-    Upgrade(&'k str, Result<UpgradeOrder, String>),
     /// `PREFIX health/POOL/BACKEND/HOST`: the report, or why the value is not one.
     Health {
         /// The pool.
@@ -562,12 +402,10 @@ impl Entry<'_> {
         match self {
             Entry::Config(Err(e))
             | Entry::Host(_, Err(e))
-            | Entry::Drain(_, Err(e))
-            | Entry::Pinned(_, Err(e))
-            | Entry::Upgrade(_, Err(e)) => Some(e.clone()),
+            | Entry::Drain(_, Err(e)) => Some(e.clone()),
             Entry::Health { report: Err(e), .. } => Some(e.clone()),
             Entry::Unknown => Some(format!(
-                "not a key nlbctl or nlbd writes (valid under {p}: {p}config, {p}hosts/NAME, {p}health/POOL/BACKEND/HOST, {p}drain/NAME, {p}pinned/NAME, {p}upgrade/NAME)",
+                "not a key nlbctl or nlbd writes (valid under {p}: {p}config, {p}hosts/NAME, {p}health/POOL/BACKEND/HOST, {p}drain/NAME)",
                 p = keys.prefix()
             )),
             _ => None,
@@ -611,15 +449,6 @@ impl Keys {
                 name,
                 serde_json::from_slice(value).map_err(|e| format!("not a drain request: {e}")),
             ),
-            KeyKind::Pinned(name) => Entry::Pinned(
-                name,
-                serde_json::from_slice(value)
-                    .map_err(|e| format!("not a list of pinned connections: {e}")),
-            ),
-            KeyKind::Upgrade(name) => Entry::Upgrade(
-                name,
-                serde_json::from_slice(value).map_err(|e| format!("not an upgrade order: {e}")),
-            ),
             KeyKind::Health {
                 pool,
                 backend,
@@ -651,10 +480,6 @@ pub struct Survey {
     pub reports: Vec<(String, String, String, HealthReport)>,
     /// Drained hosts.
     pub drains: Vec<(String, DrainRequest)>,
-    /// Pinned connections by host.
-    pub pinned: Vec<(String, Pinned)>,
-    /// Upgrade orders by host.
-    pub upgrades: Vec<(String, UpgradeOrder)>,
     /// Keys that are not what nlbctl and nlbd write, in key order.
     pub problems: Vec<KeyProblem>,
 }
@@ -683,8 +508,6 @@ pub fn survey(keys: &Keys, revision: i64, kvs: &[etcd::KeyValue]) -> Survey {
             }
             Entry::Host(_, Ok(record)) => s.hosts.push((record, kv.lease)),
             Entry::Drain(name, Ok(d)) => s.drains.push((name.to_string(), d)),
-            Entry::Pinned(name, Ok(p)) => s.pinned.push((name.to_string(), p)),
-            Entry::Upgrade(name, Ok(u)) => s.upgrades.push((name.to_string(), u)),
             Entry::Health {
                 pool,
                 backend,
@@ -1306,9 +1129,7 @@ mod tests {
             config_digest: String::new(),
             profile: "sim".into(),
             generation: 1,
-            probing: 0,
-            refused: None,
-            updated_unix_ms: 0,
+            ..HostRecord::default()
         }
     }
 

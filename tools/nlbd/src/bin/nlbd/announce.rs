@@ -14,9 +14,6 @@
 //!   than the one it serves for more than [`BEHIND_GRACE`] (it refused it, or cannot apply
 //!   it). While etcd is unreachable the last revision keeps serving and stays announced (fail
 //!   static, SPEC R11.4);
-//! - with shared connections (`--etcd`): the connections the other hosts pinned to backends
-//!   the tables no longer choose are not installed yet (docs/fleet.md, "Connections the
-//!   tables alone would move").
 //!
 //! Stopping nlbd (SIGTERM, SIGINT) withdraws everything before it exits; a process that dies
 //! or replaces itself leaves its routes to the neighbours' graceful restart ([`nlbd::bgp`]).
@@ -55,10 +52,6 @@ pub struct Announce {
     pub local_drain: AtomicBool,
     /// Drained by the fleet (`PREFIX drain/NAME`, `nlbctl drain HOST`).
     pub fleet_drain: AtomicBool,
-    /// The fleet's pinned connections are installed (or there is nothing to wait for).
-    pub adopted: AtomicBool,
-    /// Whether anything waits for `adopted` (shared connections are on).
-    pub needs_adoption: AtomicBool,
     served: Mutex<Served>,
     view: Mutex<Option<BgpData>>,
     announcer: tokio::sync::Mutex<Option<Announcer>>,
@@ -163,9 +156,6 @@ pub async fn run(daemon: Arc<Daemon>) {
             } else {
                 behind_since = None;
             }
-        }
-        if a.needs_adoption.load(Ordering::Relaxed) && !a.adopted.load(Ordering::Relaxed) {
-            withheld.push("installing the connections the other hosts pinned".into());
         }
         let wanted: BTreeSet<Prefix> = if withheld.is_empty() {
             served.vips.clone()

@@ -311,6 +311,8 @@ async fn session_inner(
     let ttl = opts.lease_ttl;
     let lease = blocking(&store, move |s| s.grant(ttl)).await?;
     serving.ignored.reset(&opts.host, survey.problems, metrics);
+    let drained = survey.drains.iter().any(|(name, _)| *name == opts.host);
+    set_fleet_drain(daemon, opts, drained);
     if let Some(shared) = &daemon.shared {
         let hosts = survey.hosts.iter().map(|(r, _)| r.host.clone());
         let reports = survey
@@ -521,6 +523,11 @@ async fn watched_events(
                         view_changed = true;
                     }
                 }
+                KeyKind::Drain(name) => {
+                    if name == opts.host {
+                        set_fleet_drain(daemon, opts, false);
+                    }
+                }
                 KeyKind::Other => {}
             }
             continue;
@@ -561,10 +568,30 @@ async fn watched_events(
                     view_changed = true;
                 }
             }
+            Entry::Drain(name, request) => {
+                // A value that is no drain request drains nothing (it is reported above).
+                if name == opts.host {
+                    set_fleet_drain(daemon, opts, request.is_ok());
+                }
+            }
             Entry::Unknown | Entry::Outside => {}
         }
     }
     (config_changed, view_changed)
+}
+
+/// This host's drain as `PREFIX drain/NAME` says (`nlbctl drain HOST`): the announcer
+/// withdraws the VIPs at once, or announces them again.
+fn set_fleet_drain(daemon: &Daemon, opts: &FleetOptions, drained: bool) {
+    let was = daemon.announce.fleet_drain.swap(drained, Ordering::Relaxed);
+    if was != drained {
+        if drained {
+            info!(host = %opts.host, "drained by the fleet ({}): withdrawing the VIPs", opts.keys.drain(&opts.host));
+        } else {
+            info!(host = %opts.host, "undrained by the fleet: announcing the VIPs again");
+        }
+        daemon.announce.changed.notify_one();
+    }
 }
 
 /// Applies revision `rev` through the reload path; a revision that does not apply is refused
@@ -629,8 +656,10 @@ async fn write_record(
     serving: &mut Serving,
     lease: i64,
 ) -> Result<(), FleetError> {
+    let bgp = daemon.announce.view();
+    let draining = daemon.announce.drained();
     let status = daemon
-        .engine_status(false)
+        .engine_status(draining)
         .await
         .map_err(|e| FleetError::Unreachable {
             endpoints: "the engine".into(),
@@ -645,6 +674,15 @@ async fn write_record(
         generation: status.generation,
         probing: daemon.shared.as_ref().map_or(0, |s| s.probing() as u64),
         refused: serving.refused.clone(),
+        announced: bgp.as_ref().map(announced).unwrap_or_default(),
+        withheld: bgp.map(|b| b.withheld).unwrap_or_default(),
+        draining,
+        // What `nlbctl drain` waits to see stand still.
+        vip_packets: status
+            .counters
+            .as_ref()
+            .filter(|_| draining)
+            .map(|c| c.rules.iter().map(|(_, v)| v.packets).sum()),
         updated_unix_ms: 0,
     };
     if let Some(w) = &serving.written {
@@ -663,6 +701,13 @@ async fn write_record(
     blocking(store, move |s| s.put(&key, &value, lease)).await?;
     serving.written = Some(record);
     Ok(())
+}
+
+/// The routes some neighbour has from this host now.
+fn announced(b: &nlb_control::admin_proto::BgpData) -> Vec<String> {
+    let all: std::collections::BTreeSet<&String> =
+        b.neighbors.iter().flat_map(|n| &n.announced).collect();
+    all.into_iter().cloned().collect()
 }
 
 /// Shared health, one step (SPEC R11.2): re-derives what this host probes from the live hosts

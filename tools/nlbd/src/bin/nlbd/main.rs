@@ -8,6 +8,7 @@
 //!  │ Kubernetes API watch ────────┼── Command ───►│                                   │
 //!  │ admin socket (0600) ─────────┼── Command ───►│ PuntHandler: fragments, ICMP      │
 //!  │ metrics (hyper, 127.0.0.1) ──┼── Command ───►│ counters                          │
+//!  │ BGP: announce the VIPs ──────┼─ (status) ────│                                   │
 //!  │ SIGTERM/SIGINT → shutdown ───┼── Shutdown ──►│                                   │
 //!  └──────────────────────────────┘               └──────────────────────────────────┘
 //! ```
@@ -51,7 +52,10 @@ const ENGINE_TIMEOUT: Duration = Duration::from_secs(10);
 /// punted fragments after their first fragment, reloads CONFIG on SIGHUP or when the file
 /// changes (a configuration that does not compile is refused and the old one keeps serving),
 /// serves Prometheus metrics and answers `nlbctl status|health|conntrack|top|explain` on its
-/// admin socket. SIGTERM or SIGINT stop it; the NIC keeps forwarding with what it holds.
+/// admin socket. With a `bgp` section it announces the VIPs it serves to its BGP neighbours
+/// (docs/fleet.md). SIGTERM or SIGINT stop it (the VIPs are withdrawn first); SIGUSR2 stops it
+/// for a restart (the neighbours keep the routes by graceful restart); the NIC keeps
+/// forwarding with what it holds.
 ///
 /// With --kubernetes the configuration is a Kubernetes cluster's LoadBalancer Services, listed
 /// and watched from its API (docs/kubernetes.md); with --etcd, the fleet's (docs/fleet.md).
@@ -533,9 +537,14 @@ async fn serve(
         }
     }
 
-    wait_for_shutdown().await;
-    // A stop withdraws the VIPs before anything else goes (SPEC R15.1).
-    daemon.announce.stop("nlbd stopping").await;
+    if wait_for_shutdown().await {
+        // A restart: the neighbours keep the routes (graceful restart) while the NIC keeps
+        // forwarding; the next nlbd announces them again.
+        daemon.announce.abandon().await;
+    } else {
+        // A stop withdraws the VIPs before anything else goes (SPEC R15.1).
+        daemon.announce.stop("nlbd stopping").await;
+    }
     info!("shutting down: the NIC keeps forwarding with its tables and connections");
     for t in &tasks {
         t.abort();
@@ -552,19 +561,26 @@ async fn serve(
     Ok(())
 }
 
-async fn wait_for_shutdown() {
+/// Waits for SIGTERM or SIGINT (a stop: false) or SIGUSR2 (a restart: true, the BGP
+/// neighbours keep the routes by graceful restart).
+async fn wait_for_shutdown() -> bool {
     use tokio::signal::unix::{signal, SignalKind};
-    let (Ok(mut term), Ok(mut int)) = (
+    let (Ok(mut term), Ok(mut int), Ok(mut usr2)) = (
         signal(SignalKind::terminate()),
         signal(SignalKind::interrupt()),
+        signal(SignalKind::user_defined2()),
     ) else {
         warn!("cannot install signal handlers; stop nlbd with SIGKILL");
         std::future::pending::<()>().await;
-        return;
+        return false;
     };
     tokio::select! {
-        _ = term.recv() => info!("SIGTERM"),
-        _ = int.recv() => info!("SIGINT"),
+        _ = term.recv() => { info!("SIGTERM"); false }
+        _ = int.recv() => { info!("SIGINT"); false }
+        _ = usr2.recv() => {
+            info!("SIGUSR2: stopping for a restart, the BGP neighbours keep the routes");
+            true
+        }
     }
 }
 
