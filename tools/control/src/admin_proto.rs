@@ -432,6 +432,10 @@ pub struct BgpData {
     pub withheld: Vec<String>,
     /// Drained (by `nlbctl drain`, through etcd or the admin socket).
     pub draining: bool,
+    /// The configuration's `drainQuietSec`: how long `nlbctl drain` waits for the counters
+    /// to stand still.
+    #[serde(default)]
+    pub drain_quiet_secs: u32,
     /// Each neighbour.
     pub neighbors: Vec<BgpNeighborData>,
 }

@@ -150,6 +150,14 @@ fn print_text(r: &Report) {
         if r.mismatches.iter().any(|m| m.revision == rec.revision) {
             state.push_str(", DIGEST MISMATCH");
         }
+        if rec.draining {
+            state.push_str(", drained");
+        }
+        if !rec.announced.is_empty() {
+            state.push_str(&format!(", announcing {}", rec.announced.join(" ")));
+        } else if !rec.withheld.is_empty() {
+            state.push_str(&format!(", announcing nothing: {}", rec.withheld.join("; ")));
+        }
         if let Some(refused) = &rec.refused {
             state.push_str(&format!(
                 ", refused revision {}: {}",

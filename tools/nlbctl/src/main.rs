@@ -58,6 +58,7 @@ commands! {
     Conntrack => cmd_conntrack,
     Publish => cmd_publish,
     Fleet => cmd_fleet,
+    Drain => cmd_drain,
     Completions => cmd_completions,
     Man => cmd_man,
 }

@@ -22,7 +22,7 @@ use crate::Daemon;
 use nlb_config::{Bgp, Config};
 use nlb_control::admin_proto::BgpData;
 use nlb_control::bgp::{Prefix, RestartState};
-use nlbd::bgp::Announcer;
+use nlbd::bgp::{Announcer, NeighborStatus};
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -45,9 +45,38 @@ struct Served {
     bgp: Option<Bgp>,
 }
 
+/// What differs between the hosts of a fleet, which share one configuration (nlbd's
+/// `--bgp-router-id`, `--bgp-next-hop`, `--bgp-next-hop-ipv6`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct HostBgp {
+    /// Instead of `routerId`.
+    pub router_id: Option<std::net::Ipv4Addr>,
+    /// Instead of `nextHopIpv4`.
+    pub next_hop_ipv4: Option<std::net::Ipv4Addr>,
+    /// Instead of `nextHopIpv6`.
+    pub next_hop_ipv6: Option<std::net::Ipv6Addr>,
+}
+
+impl HostBgp {
+    fn apply(&self, b: &mut Bgp) {
+        if let Some(r) = self.router_id {
+            b.router_id = r;
+        }
+        if let Some(n) = self.next_hop_ipv4 {
+            b.next_hop_ipv4 = Some(n);
+        }
+        if let Some(n) = self.next_hop_ipv6 {
+            b.next_hop_ipv6 = Some(n);
+        }
+    }
+}
+
 /// The announcing state the daemon's tasks share.
 #[derive(Debug, Default)]
 pub struct Announce {
+    host: HostBgp,
+    /// The NIC served tables when nlbd started: it kept forwarding across a restart.
+    kept_forwarding: bool,
     /// Drained on this host alone (the admin socket's `drain`).
     pub local_drain: AtomicBool,
     /// Drained by the fleet (`PREFIX drain/NAME`, `nlbctl drain HOST`).
@@ -65,6 +94,16 @@ pub struct Announce {
 pub struct Pending(Served);
 
 impl Announce {
+    /// Nothing served yet; `host` adjusts every configuration's `bgp` section;
+    /// `kept_forwarding`: the NIC served tables when nlbd started.
+    pub fn new(host: HostBgp, kept_forwarding: bool) -> Announce {
+        Announce {
+            host,
+            kept_forwarding,
+            ..Announce::default()
+        }
+    }
+
     /// What `config` would announce.
     pub fn pending(config: &Config) -> Pending {
         let vips = config
@@ -80,8 +119,12 @@ impl Announce {
 
     /// Takes in the configuration that serves now (at start and after each reload).
     pub fn serving(&self, p: Pending) {
+        let mut served = p.0;
+        if let Some(b) = &mut served.bgp {
+            self.host.apply(b);
+        }
         if let Ok(mut s) = self.served.lock() {
-            *s = p.0;
+            *s = served;
         }
         self.changed.notify_one();
     }
@@ -115,7 +158,7 @@ impl Announce {
 /// Runs the decisions until aborted.
 pub async fn run(daemon: Arc<Daemon>) {
     let a = daemon.announce.clone();
-    let mut first_generation: Option<u32> = None;
+    let started = Instant::now();
     let mut behind_since: Option<Instant> = None;
     let mut last_withheld: Vec<String> = Vec::new();
     loop {
@@ -125,7 +168,6 @@ pub async fn run(daemon: Arc<Daemon>) {
         match &status {
             Err(e) => withheld.push(format!("the engine does not answer: {e}")),
             Ok(s) => {
-                first_generation.get_or_insert(s.generation);
                 if s.counters.is_none() {
                     withheld.push("the NIC does not answer (its counters cannot be read)".into());
                 }
@@ -189,26 +231,57 @@ pub async fn run(daemon: Arc<Daemon>) {
                 }
                 _ => {}
             }
-            if let (Some(b), None, Some(g)) = (&served.bgp, guard.as_ref(), first_generation) {
-                // The NIC served tables before this nlbd loaded its own (a generation above
-                // 1): it kept forwarding across the restart (RFC 4724's F bit).
-                let kept = g > 1;
-                *guard = Some(Announcer::start(
-                    b,
-                    RestartState {
-                        restarted: kept,
-                        forwarding: kept,
-                    },
-                ));
+            // The sessions start once there is something to announce, or a reason to
+            // announce nothing that will not pass by itself (a drain), or after half the
+            // restart time: a restarted nlbd that connected while it still catches up would
+            // end the neighbours' graceful restart with nothing (RFC 4724's End-of-RIB) and
+            // take the routes away from a NIC that forwards.
+            let ready = |b: &Bgp| {
+                withheld.is_empty()
+                    || a.drained()
+                    || started.elapsed() >= Duration::from_secs(u64::from(b.graceful_restart) / 2)
+            };
+            if let (Some(b), None) = (&served.bgp, guard.as_ref()) {
+                if ready(b) {
+                    let kept = a.kept_forwarding;
+                    *guard = Some(Announcer::start(
+                        b,
+                        RestartState {
+                            restarted: kept,
+                            forwarding: kept,
+                        },
+                    ));
+                }
             }
-            guard.as_ref().map(|an| {
-                an.set(wanted.clone());
+            served.bgp.as_ref().map(|b| {
+                let neighbors = match guard.as_ref() {
+                    Some(an) => {
+                        an.set(wanted.clone());
+                        an.status()
+                    }
+                    // Not started yet: every neighbour waits.
+                    None => b
+                        .neighbors
+                        .iter()
+                        .map(|n| NeighborStatus {
+                            neighbor: std::net::SocketAddr::new(n.address, n.port).to_string(),
+                            asn: n.asn,
+                            state: "Idle".into(),
+                            last_error: Some(
+                                "not connected yet: nlbd connects once it knows what to announce"
+                                    .into(),
+                            ),
+                            ..NeighborStatus::default()
+                        })
+                        .collect(),
+                };
                 BgpData {
                     vips: served.vips.iter().map(ToString::to_string).collect(),
                     announcing: wanted.iter().map(ToString::to_string).collect(),
                     withheld: withheld.clone(),
                     draining: a.drained(),
-                    neighbors: an.status(),
+                    drain_quiet_secs: b.drain_quiet,
+                    neighbors,
                 }
             })
         };

@@ -132,6 +132,17 @@ struct Args {
     probers: u64,
     #[command(flatten)]
     etcd_options: nlb_control::etcd::EtcdArgs,
+    /// This host's BGP identifier, instead of the `bgp` section's `routerId` (a fleet's
+    /// hosts share one configuration; each needs an identifier of its own).
+    #[arg(long, value_name = "IPV4")]
+    bgp_router_id: Option<std::net::Ipv4Addr>,
+    /// The IPv4 next hop this host announces its VIPs with, instead of the `bgp` section's
+    /// `nextHopIpv4`: the NIC's address on the router's link (docs/fleet.md).
+    #[arg(long, value_name = "IPV4")]
+    bgp_next_hop: Option<std::net::Ipv4Addr>,
+    /// The IPv6 next hop, instead of the section's `nextHopIpv6`.
+    #[arg(long, value_name = "IPV6")]
+    bgp_next_hop_ipv6: Option<std::net::Ipv6Addr>,
     /// The NIC: pci:DDDD:BB:DD.F (bound to vfio-pci) or sim:PATH (an nlb-sim socket).
     #[arg(long, value_name = "SPEC")]
     device: String,
@@ -420,8 +431,14 @@ async fn serve(
         policy_refresh: Duration::from_millis(args.policy_refresh),
         ..EngineOptions::default()
     };
-    // Attaching reads both banks and the connection table back: blocking work.
+    // Attaching reads both banks and the connection table back: blocking work. A NIC that
+    // serves tables already kept forwarding while no nlbd ran (RFC 4724's F bit for BGP).
     let snapshot = checker.snapshot();
+    let mut dev = dev;
+    let kept_forwarding = nlb_driver::Batch::new()
+        .read(nlb_hw::blocks::ctrl::GENERATION)
+        .run(dev.as_mut())
+        .is_ok_and(|r| r.first().is_some_and(|g| *g > 0));
     let started =
         tokio::task::spawn_blocking(move || Engine::start(dev, config, &snapshot, options))
             .await
@@ -478,7 +495,14 @@ async fn serve(
         refused_early: std::sync::atomic::AtomicU64::new(0),
         fleet: fleet_metrics.clone(),
         shared,
-        announce: Arc::default(),
+        announce: Arc::new(announce::Announce::new(
+            announce::HostBgp {
+                router_id: args.bgp_router_id,
+                next_hop_ipv4: args.bgp_next_hop,
+                next_hop_ipv6: args.bgp_next_hop_ipv6,
+            },
+            kept_forwarding,
+        )),
         started: Instant::now(),
     });
     daemon.announce.serving(announcing);
