@@ -48,10 +48,18 @@ fn main() {
                 cfg.next_hop_v4 = Some(args[i + 1].parse().expect("nh"));
                 i += 1;
             }
-            "--restarted" => restart = RestartState { restarted: true, forwarding: true },
+            "--restarted" => {
+                restart = RestartState {
+                    restarted: true,
+                    forwarding: true,
+                }
+            }
             p => {
                 let (a, l) = p.split_once('/').expect("prefix");
-                routes.insert(Prefix { addr: a.parse().expect("addr"), len: l.parse().expect("len") });
+                routes.insert(Prefix {
+                    addr: a.parse().expect("addr"),
+                    len: l.parse().expect("len"),
+                });
             }
         }
         i += 1;
@@ -66,7 +74,8 @@ fn main() {
     let local = sock.local_addr().unwrap().ip();
     eprintln!("connected from {local}");
     let mut sock = sock;
-    sock.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+    sock.set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
     let mut s = Session::new(cfg, local, restart, Instant::now());
     s.set_routes(routes, Instant::now());
     let mut buf = [0u8; 4096];
@@ -88,7 +97,9 @@ fn main() {
                     return;
                 }
             },
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::TimedOut => {}
+            Err(e)
+                if e.kind() == std::io::ErrorKind::WouldBlock
+                    || e.kind() == std::io::ErrorKind::TimedOut => {}
             Err(e) => {
                 eprintln!("read: {e}");
                 return;
@@ -103,7 +114,12 @@ fn main() {
 }
 
 fn socket2_free_bind(b: IpAddr, peer: SocketAddr) -> TcpStream {
-    let s = socket2::Socket::new(socket2::Domain::for_address(peer), socket2::Type::STREAM, None).unwrap();
+    let s = socket2::Socket::new(
+        socket2::Domain::for_address(peer),
+        socket2::Type::STREAM,
+        None,
+    )
+    .unwrap();
     s.bind(&SocketAddr::new(b, 0).into()).unwrap();
     s.connect(&peer.into()).expect("connect");
     s.into()

@@ -210,11 +210,18 @@ async fn status(daemon: &Daemon) -> Result<StatusData, String> {
 }
 
 /// `nlbctl drain --socket` (and `--undo`): this host alone, until undrained or restarted.
-async fn drain_local(daemon: &Daemon, drain: bool) -> Result<nlb_control::admin_proto::BgpData, String> {
+async fn drain_local(
+    daemon: &Daemon,
+    drain: bool,
+) -> Result<nlb_control::admin_proto::BgpData, String> {
     use std::sync::atomic::Ordering;
     let was = daemon.announce.local_drain.swap(drain, Ordering::Relaxed);
     if was != drain {
-        tracing::info!(drain, "{} by the admin socket", if drain { "drained" } else { "undrained" });
+        tracing::info!(
+            drain,
+            "{} by the admin socket",
+            if drain { "drained" } else { "undrained" }
+        );
     }
     daemon.announce.changed.notify_one();
     // The decision runs at once; its result is what the next status shows.

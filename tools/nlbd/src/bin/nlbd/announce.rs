@@ -129,9 +129,16 @@ impl Announce {
         self.changed.notify_one();
     }
 
-    /// The latest decision (None without a `bgp` section).
+    /// The latest decision (None without a `bgp` section), with the neighbours' sessions as
+    /// they are now.
     pub fn view(&self) -> Option<BgpData> {
-        self.view.lock().ok().and_then(|v| v.clone())
+        let mut view = self.view.lock().ok().and_then(|v| v.clone())?;
+        if let Ok(guard) = self.announcer.try_lock() {
+            if let Some(an) = guard.as_ref() {
+                view.neighbors = an.status();
+            }
+        }
+        Some(view)
     }
 
     /// Whether the host is drained, either way.
@@ -206,7 +213,10 @@ pub async fn run(daemon: Arc<Daemon>) {
         };
         if withheld != last_withheld {
             if withheld.is_empty() {
-                info!(vips = served.vips.len(), "announcing the VIPs this host serves");
+                info!(
+                    vips = served.vips.len(),
+                    "announcing the VIPs this host serves"
+                );
             } else {
                 warn!("not announcing: {}", withheld.join("; "));
             }
@@ -218,7 +228,8 @@ pub async fn run(daemon: Arc<Daemon>) {
                 (None, Some(_)) => {
                     if let Some(old) = guard.take() {
                         info!("the configuration has no bgp section any more: withdrawing");
-                        old.stop("bgp removed from the configuration", STOP_LIMIT).await;
+                        old.stop("bgp removed from the configuration", STOP_LIMIT)
+                            .await;
                     }
                 }
                 (Some(b), Some(cur)) if cur.config() != b => {
@@ -304,7 +315,11 @@ pub fn metrics(t: &mut crate::metrics::Text, view: &BgpData) {
     );
     for v in &view.vips {
         let on = view.announcing.contains(v);
-        t.sample("nlbd_bgp_vip_announced", &[("vip", v)], f64::from(u8::from(on)));
+        t.sample(
+            "nlbd_bgp_vip_announced",
+            &[("vip", v)],
+            f64::from(u8::from(on)),
+        );
     }
     t.single(
         "nlbd_bgp_withheld_reasons",
