@@ -748,6 +748,29 @@ fn announcements_shown(lab: &Lab, fleet: &Fleet) {
 /// others), the sessions moved by the rehash carry on; undone, h1 is back in the route.
 fn drain_phase(lab: &Lab, fleet: &Fleet, sessions: &mut [Session]) {
     let nlbctl = crate::bin("nlbctl");
+    // New connections all along: the drain loses none, and h1's NIC sees its last packets
+    // right after the withdrawal.
+    let probe = Probe::start(lab, 5);
+    // The probe's connections reach h1 (its counters move) before the drain starts.
+    let at_start = rule_packets(&fleet.sockets[0]).unwrap();
+    fleet.wait(lab, "the probe's connections reaching h1", WAIT, || {
+        (rule_packets(&fleet.sockets[0])? > at_start).then_some(())
+    });
+    // The router's route and h1's NIC's counters every 20 ms while the drain runs.
+    let (stop_tx, stop_rx) = channel::<()>();
+    let socket = fleet.sockets[0].clone();
+    let rtr = lab.ns("rtr");
+    let started = Instant::now();
+    let watcher = std::thread::spawn(move || {
+        let mut samples: Vec<(Duration, Option<u64>, bool)> = Vec::new();
+        while stop_rx.try_recv().is_err() {
+            let route = sh(&["ip", "-n", &rtr, "route", "show", VIP]).unwrap_or_default();
+            let via_h1 = route.contains(&nic_address(1));
+            samples.push((started.elapsed(), rule_packets(&socket), via_h1));
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        samples
+    });
     let out = lab
         .run_in(
             "host",
@@ -764,9 +787,31 @@ fn drain_phase(lab: &Lab, fleet: &Fleet, sessions: &mut [Session]) {
             ],
         )
         .unwrap_or_else(|e| panic!("{e}\n{}", fleet.logs(lab)));
+    let _ = stop_tx.send(());
     let report: serde_json::Value = serde_json::from_str(&out).unwrap();
     eprintln!("bgp fleet: drain of h1: {report}");
     assert_eq!(report["drained"], true, "{report}");
+    let results = probe.results();
+    let failed = results.iter().filter(|r| !r.1).count();
+    eprintln!(
+        "bgp fleet: new connections during the drain: {failed} of {} failed",
+        results.len()
+    );
+    assert_eq!(failed, 0, "new connections failed during a drain");
+    let samples = watcher.join().unwrap();
+    let route_gone = samples.iter().find(|x| !x.2).map(|x| x.0);
+    let last_packet = samples
+        .windows(2)
+        .filter(|w| w[0].1 != w[1].1)
+        .map(|w| w[1].0)
+        .last();
+    let secs = |d: Option<Duration>| d.map_or("-".into(), |d| format!("{:.3} s", d.as_secs_f64()));
+    eprintln!(
+        "bgp fleet: after `nlbctl drain h1` started: the router's route lost h1 at {}, h1's NIC counted its last packet by {} ({} samples, 20 ms apart)",
+        secs(route_gone),
+        secs(last_packet),
+        samples.len()
+    );
     assert_eq!(nexthops(lab), hops_of(&[2, 3]), "{}", fleet.logs(lab));
     let before = rule_packets(&fleet.sockets[0]).unwrap();
     let answers = lab.curls(20);
