@@ -131,13 +131,15 @@ pub fn run(args: Args) -> Result<(), CliError> {
     if args.output.json() {
         common::print_json(&report)?;
     } else {
-        let at = |s: Option<f64>| s.map_or("-".to_string(), |s| format!("{s:.1} s"));
+        let last = report.last_packet_after_secs.map_or_else(
+            || "no packet after the first reading".to_string(),
+            |s| format!("the last packet after {s:.1} s"),
+        );
         outln!(
-            "{}: drained in {:.1} s: routes withdrawn after {}, last packet after {}, then none for {} s ({} packets since the drain)",
+            "{}: drained in {:.1} s: routes withdrawn after {:.1} s, {last}, then none for {} s ({} packets since the drain)",
             report.host,
             report.drained_after_secs,
-            at(report.withdrawn_after_secs),
-            at(report.last_packet_after_secs),
+            report.withdrawn_after_secs.unwrap_or_default(),
             report.quiet_secs,
             report.packets_since_drain
         );

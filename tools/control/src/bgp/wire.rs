@@ -892,7 +892,7 @@ fn decode_capability(code: u8, v: &[u8]) -> Result<Capability, WireError> {
             Capability::FourOctetAs(u32::from_be_bytes([*a, *b2, *c, *d]))
         }
         cap::GRACEFUL_RESTART => {
-            if v.len() < 2 || (v.len() - 2) % 4 != 0 {
+            if v.len() < 2 || !(v.len() - 2).is_multiple_of(4) {
                 return Err(bad("not 2 octets and 4 per address family"));
             }
             let flags = u16::from_be_bytes([v[0], v[1]]);
