@@ -802,9 +802,8 @@ fn drain_phase(lab: &Lab, fleet: &Fleet, sessions: &mut [Session]) {
     let route_gone = samples.iter().find(|x| !x.2).map(|x| x.0);
     let last_packet = samples
         .windows(2)
-        .filter(|w| w[0].1 != w[1].1)
-        .map(|w| w[1].0)
-        .last();
+        .rfind(|w| w[0].1 != w[1].1)
+        .map(|w| w[1].0);
     let secs = |d: Option<Duration>| d.map_or("-".into(), |d| format!("{:.3} s", d.as_secs_f64()));
     eprintln!(
         "bgp fleet: after `nlbctl drain h1` started: the router's route lost h1 at {}, h1's NIC counted its last packet by {} ({} samples, 20 ms apart)",
