@@ -106,12 +106,9 @@ fn ipv4(r: &mut Reader, o: &Obj, field: &str) -> Option<Ipv4Addr> {
     }
 }
 
-/// Reads the section; None when it has errors (each reported).
-pub(crate) fn read_bgp(r: &mut Reader, node: &Node) -> Option<Bgp> {
-    let errors = r.diags.0.len();
-    let o = r.object(node, "bgp", BGP, &[])?;
-    let local_as = asn(r, &o, true);
-    let router_id = match ipv4(r, &o, "routerId") {
+/// `routerId`: required, not 0.0.0.0.
+fn router_id(r: &mut Reader, o: &Obj) -> Option<Ipv4Addr> {
+    match ipv4(r, o, "routerId") {
         Some(a) if a.is_unspecified() => {
             let pos = o.get("routerId").map_or(o.pos, |n| n.pos);
             r.err(
@@ -134,41 +131,11 @@ pub(crate) fn read_bgp(r: &mut Reader, node: &Node) -> Option<Bgp> {
             }
             None
         }
-    };
-    let hold_time = r.integer(&o, "holdTimeSec", 9, 0, 65535) as u16;
-    if hold_time == 1 || hold_time == 2 {
-        let pos = o.get("holdTimeSec").map_or(o.pos, |n| n.pos);
-        r.err(
-            pos,
-            "bgp.holdTimeSec",
-            format!("a hold time of {hold_time} s is not allowed (RFC 4271 §4.2)"),
-            Some("0 (no keepalives) or 3-65535".into()),
-        );
     }
-    let graceful_restart = r.integer(&o, "gracefulRestartSec", 30, 0, 4095) as u16;
-    let med = o
-        .get("med")
-        .map(|_| r.integer(&o, "med", 0, 0, u64::from(u32::MAX)) as u32);
-    let local_preference = o
-        .get("localPreference")
-        .map(|_| r.integer(&o, "localPreference", 100, 0, u64::from(u32::MAX)) as u32);
-    let drain_quiet = r.integer(&o, "drainQuietSec", 5, 1, 3600) as u32;
-    let next_hop_ipv4 = ipv4(r, &o, "nextHopIpv4");
-    let next_hop_ipv6 = o.get("nextHopIpv6").and_then(|n| {
-        let path = o.path("nextHopIpv6");
-        match r.ip(n, &path)? {
-            IpAddr::V6(a) => Some(a),
-            IpAddr::V4(a) => {
-                r.err(
-                    n.pos,
-                    &path,
-                    format!("`{a}` is an IPv4 address"),
-                    Some("an IPv6 address".into()),
-                );
-                None
-            }
-        }
-    });
+}
+
+/// `communities`: each `AS:VALUE` (RFC 1997), as `AS << 16 | VALUE`.
+fn communities(r: &mut Reader, o: &Obj) -> Vec<u32> {
     let mut communities = Vec::new();
     let items = r.list(o.get("communities"), "bgp.communities");
     for (i, n) in items.iter().enumerate() {
@@ -189,6 +156,11 @@ pub(crate) fn read_bgp(r: &mut Reader, node: &Node) -> Option<Bgp> {
             ),
         }
     }
+    communities
+}
+
+/// `neighbors`: at least one; each with an address and an AS, listed once.
+fn neighbors(r: &mut Reader, o: &Obj) -> Vec<BgpNeighbor> {
     let mut neighbors: Vec<BgpNeighbor> = Vec::new();
     let items = r.list(o.get("neighbors"), "bgp.neighbors");
     if items.is_empty() {
@@ -266,6 +238,51 @@ pub(crate) fn read_bgp(r: &mut Reader, node: &Node) -> Option<Bgp> {
             loc: no.loc(i),
         });
     }
+    neighbors
+}
+
+/// Reads the section; None when it has errors (each reported).
+pub(crate) fn read_bgp(r: &mut Reader, node: &Node) -> Option<Bgp> {
+    let errors = r.diags.0.len();
+    let o = r.object(node, "bgp", BGP, &[])?;
+    let local_as = asn(r, &o, true);
+    let router_id = router_id(r, &o);
+    let hold_time = r.integer(&o, "holdTimeSec", 9, 0, 65535) as u16;
+    if hold_time == 1 || hold_time == 2 {
+        let pos = o.get("holdTimeSec").map_or(o.pos, |n| n.pos);
+        r.err(
+            pos,
+            "bgp.holdTimeSec",
+            format!("a hold time of {hold_time} s is not allowed (RFC 4271 §4.2)"),
+            Some("0 (no keepalives) or 3-65535".into()),
+        );
+    }
+    let graceful_restart = r.integer(&o, "gracefulRestartSec", 30, 0, 4095) as u16;
+    let med = o
+        .get("med")
+        .map(|_| r.integer(&o, "med", 0, 0, u64::from(u32::MAX)) as u32);
+    let local_preference = o
+        .get("localPreference")
+        .map(|_| r.integer(&o, "localPreference", 100, 0, u64::from(u32::MAX)) as u32);
+    let drain_quiet = r.integer(&o, "drainQuietSec", 5, 1, 3600) as u32;
+    let next_hop_ipv4 = ipv4(r, &o, "nextHopIpv4");
+    let next_hop_ipv6 = o.get("nextHopIpv6").and_then(|n| {
+        let path = o.path("nextHopIpv6");
+        match r.ip(n, &path)? {
+            IpAddr::V6(a) => Some(a),
+            IpAddr::V4(a) => {
+                r.err(
+                    n.pos,
+                    &path,
+                    format!("`{a}` is an IPv4 address"),
+                    Some("an IPv6 address".into()),
+                );
+                None
+            }
+        }
+    });
+    let communities = communities(r, &o);
+    let neighbors = neighbors(r, &o);
     if r.diags.0.len() != errors {
         return None;
     }

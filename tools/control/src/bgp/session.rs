@@ -454,7 +454,7 @@ impl Session {
         }
     }
 
-    /// The attributes of our routes on this session.
+    /// The attributes of our routes towards the peer.
     fn attributes(&self, v4: bool) -> Attributes {
         let internal = self.cfg.internal();
         let next_hop = match (self.cfg.next_hop_v4, self.local) {
@@ -485,7 +485,7 @@ impl Session {
         }
     }
 
-    /// Whether this session can carry `p` (IPv6 needs the family and a next hop; IPv4 a next
+    /// Whether the session can carry `p` (IPv6 needs the family and a next hop; IPv4 a next
     /// hop).
     pub fn carries(&self, p: &Prefix) -> bool {
         if p.is_ipv4() {

@@ -444,16 +444,7 @@ async fn serve(
             .await
             .map_err(|e| (2, format!("engine start: {e}")))?;
     let (engine, _) = started.map_err(|e| (1, e.to_string()))?;
-    let config_name = match &source {
-        Source::File(path, _) => path.display().to_string(),
-        Source::Etcd(opts, revision, _) => {
-            format!("{} (revision {revision})", opts.keys.config())
-        }
-        Source::Kubernetes(opts, ..) => match &opts.api_url {
-            Some(url) => format!("the Kubernetes API at {url}"),
-            None => "the Kubernetes API".to_string(),
-        },
-    };
+    let config_name = source.name();
     // Shared health: nothing to probe until the host is live in the fleet.
     let shared = match &source {
         Source::Etcd(opts, ..) if opts.probers > 0 => Some(Arc::new(
@@ -561,9 +552,39 @@ async fn serve(
         }
     }
 
-    if wait_for_shutdown().await {
-        // A restart: the neighbours keep the routes (graceful restart) while the NIC keeps
-        // forwarding; the next nlbd announces them again.
+    let restart = wait_for_shutdown().await;
+    shut_down(&daemon, restart, tasks, engine_thread).await;
+    let _ = std::fs::remove_file(&args.admin_socket);
+    Ok(())
+}
+
+impl Source {
+    /// Where the configuration comes from, for the log.
+    fn name(&self) -> String {
+        match self {
+            Source::File(path, _) => path.display().to_string(),
+            Source::Etcd(opts, revision, _) => {
+                format!("{} (revision {revision})", opts.keys.config())
+            }
+            Source::Kubernetes(opts, ..) => match &opts.api_url {
+                Some(url) => format!("the Kubernetes API at {url}"),
+                None => "the Kubernetes API".to_string(),
+            },
+        }
+    }
+}
+
+/// Withdraws the VIPs (a stop) or leaves them to the neighbours' graceful restart (`restart`),
+/// then ends the tasks and the engine; the NIC keeps forwarding.
+async fn shut_down(
+    daemon: &Daemon,
+    restart: bool,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+    engine_thread: std::thread::JoinHandle<nlbd::engine::EngineStatus>,
+) {
+    if restart {
+        // The neighbours keep the routes while the NIC keeps forwarding; the next nlbd
+        // announces them again.
         daemon.announce.abandon().await;
     } else {
         // A stop withdraws the VIPs before anything else goes (SPEC R15.1).
@@ -581,8 +602,6 @@ async fn serve(
     if !matches!(joined, Ok(Ok(_))) {
         warn!("the engine thread ended abnormally");
     }
-    let _ = std::fs::remove_file(&args.admin_socket);
-    Ok(())
 }
 
 /// Waits for SIGTERM or SIGINT (a stop: false) or SIGUSR2 (a restart: true, the BGP
