@@ -11,6 +11,8 @@
 //!   health, SPEC R11.2), a JSON [`HealthReport`], with HOST's lease.
 //! - `PREFIX drain/NAME`: host NAME is drained (`nlbctl drain`), a JSON [`DrainRequest`]; no
 //!   lease: a drain outlives the host's restarts until `nlbctl drain --undo` deletes it.
+//! - `PREFIX upgrade/NAME`: the nlbd executable host NAME is to run (`nlbctl fleet upgrade
+//!   --binary`), a JSON [`UpgradeOrder`], with the host's answer in it; no lease.
 //!
 //! Any other key under the prefix, and a value under one of these that does not decode, is
 //! reported ([`KeyProblem`]) and skipped: it never stops a reader (`nlbctl fleet status`, an
@@ -84,6 +86,11 @@ impl Keys {
         format!("{}drain/{name}", self.prefix)
     }
 
+    /// Host `name`'s upgrade order.
+    pub fn upgrade(&self, name: &str) -> String {
+        format!("{}upgrade/{name}", self.prefix)
+    }
+
     /// What a key under the prefix is.
     pub fn classify<'k>(&self, key: &'k str) -> KeyKind<'k> {
         let Some(rest) = key.strip_prefix(self.prefix.as_str()) else {
@@ -95,6 +102,7 @@ impl Keys {
         for (dir, kind) in [
             ("hosts/", KeyKind::Host as fn(&'k str) -> KeyKind<'k>),
             ("drain/", KeyKind::Drain),
+            ("upgrade/", KeyKind::Upgrade),
         ] {
             if let Some(name) = rest.strip_prefix(dir) {
                 if !name.is_empty() && !name.contains('/') {
@@ -127,6 +135,8 @@ pub enum KeyKind<'k> {
     Host(&'k str),
     /// `PREFIX drain/NAME`.
     Drain(&'k str),
+    /// `PREFIX upgrade/NAME`.
+    Upgrade(&'k str),
     /// `PREFIX health/POOL/BACKEND/HOST`.
     Health {
         /// The pool.
@@ -243,8 +253,53 @@ pub struct HostRecord {
     /// `nlbctl drain` waits to see stand still).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vip_packets: Option<u64>,
+    /// SHA-256 (hex) of the nlbd executable running.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub binary_sha256: String,
     /// When the record was written (milliseconds since the Unix epoch, the host's clock).
     pub updated_unix_ms: u64,
+}
+
+/// `PREFIX upgrade/NAME`: written by `nlbctl fleet upgrade --binary`, answered by host NAME
+/// (docs/fleet.md, "Rolling upgrades").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UpgradeOrder {
+    /// Unique per run of `nlbctl fleet upgrade`.
+    pub id: String,
+    /// The executable, by the path every host sees it at.
+    pub binary: String,
+    /// Its SHA-256 (hex): the host refuses a file with another.
+    pub sha256: String,
+    /// The host's answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<UpgradeResult>,
+}
+
+/// A host's answer to an [`UpgradeOrder`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UpgradeResult {
+    /// It runs the executable (true), or refused it (false, nothing changed).
+    pub ok: bool,
+    /// What happened, in words.
+    pub message: String,
+    /// When (milliseconds since the Unix epoch, the host's clock).
+    pub at_unix_ms: u64,
+}
+
+/// SHA-256 (hex) of the file at `path`.
+pub fn file_sha256(path: &std::path::Path) -> std::io::Result<String> {
+    use sha2::Digest;
+    use std::io::Read;
+    let mut f = std::fs::File::open(path)?;
+    let mut h = sha2::Sha256::new();
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = f.read(&mut buf)?;
+        if n == 0 {
+            return Ok(hex(&h.finalize()));
+        }
+        h.update(&buf[..n]);
+    }
 }
 
 /// `PREFIX drain/NAME`: the host announces nothing until the key goes.
@@ -378,6 +433,8 @@ pub enum Entry<'k> {
     Host(&'k str, Result<HostRecord, String>),
     /// `PREFIX drain/NAME`: NAME's drain, or why the value is not one.
     Drain(&'k str, Result<DrainRequest, String>),
+    /// `PREFIX upgrade/NAME`: NAME's upgrade order, or why the value is not one.
+    Upgrade(&'k str, Result<UpgradeOrder, String>),
     /// `PREFIX health/POOL/BACKEND/HOST`: the report, or why the value is not one.
     Health {
         /// The pool.
@@ -402,10 +459,11 @@ impl Entry<'_> {
         match self {
             Entry::Config(Err(e))
             | Entry::Host(_, Err(e))
-            | Entry::Drain(_, Err(e)) => Some(e.clone()),
+            | Entry::Drain(_, Err(e))
+            | Entry::Upgrade(_, Err(e)) => Some(e.clone()),
             Entry::Health { report: Err(e), .. } => Some(e.clone()),
             Entry::Unknown => Some(format!(
-                "not a key nlbctl or nlbd writes (valid under {p}: {p}config, {p}hosts/NAME, {p}health/POOL/BACKEND/HOST, {p}drain/NAME)",
+                "not a key nlbctl or nlbd writes (valid under {p}: {p}config, {p}hosts/NAME, {p}health/POOL/BACKEND/HOST, {p}drain/NAME, {p}upgrade/NAME)",
                 p = keys.prefix()
             )),
             _ => None,
@@ -449,6 +507,10 @@ impl Keys {
                 name,
                 serde_json::from_slice(value).map_err(|e| format!("not a drain request: {e}")),
             ),
+            KeyKind::Upgrade(name) => Entry::Upgrade(
+                name,
+                serde_json::from_slice(value).map_err(|e| format!("not an upgrade order: {e}")),
+            ),
             KeyKind::Health {
                 pool,
                 backend,
@@ -480,6 +542,8 @@ pub struct Survey {
     pub reports: Vec<(String, String, String, HealthReport)>,
     /// Drained hosts.
     pub drains: Vec<(String, DrainRequest)>,
+    /// Upgrade orders by host.
+    pub upgrades: Vec<(String, UpgradeOrder)>,
     /// Keys that are not what nlbctl and nlbd write, in key order.
     pub problems: Vec<KeyProblem>,
 }
@@ -508,6 +572,7 @@ pub fn survey(keys: &Keys, revision: i64, kvs: &[etcd::KeyValue]) -> Survey {
             }
             Entry::Host(_, Ok(record)) => s.hosts.push((record, kv.lease)),
             Entry::Drain(name, Ok(d)) => s.drains.push((name.to_string(), d)),
+            Entry::Upgrade(name, Ok(u)) => s.upgrades.push((name.to_string(), u)),
             Entry::Health {
                 pool,
                 backend,
@@ -965,6 +1030,9 @@ mod tests {
         let k = Keys::new("/nlb/").unwrap();
         assert_eq!(k.classify("/nlb/config"), KeyKind::Config);
         assert_eq!(k.classify("/nlb/hosts/h1"), KeyKind::Host("h1"));
+        assert_eq!(k.classify("/nlb/drain/h1"), KeyKind::Drain("h1"));
+        assert_eq!(k.classify("/nlb/upgrade/h1"), KeyKind::Upgrade("h1"));
+        assert_eq!(k.classify("/nlb/drain/h1/x"), KeyKind::Other);
         assert_eq!(
             k.classify(&k.health_report("web", "b1", "h2")),
             KeyKind::Health {

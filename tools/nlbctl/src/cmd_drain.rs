@@ -53,17 +53,17 @@ pub struct Args {
 
 /// What the host shows at one look.
 #[derive(Debug, Clone, PartialEq)]
-struct Look {
+pub(crate) struct Look {
     /// It says it is drained.
-    draining: bool,
+    pub draining: bool,
     /// Routes its neighbours still have from it.
-    announced: Vec<String>,
+    pub announced: Vec<String>,
     /// Packets its NIC matched to a forwarding rule (None: not known yet).
-    packets: Option<u64>,
+    pub packets: Option<u64>,
 }
 
 /// Where the host is looked at.
-trait Host {
+pub(crate) trait Host {
     fn name(&self) -> String;
     fn set(&self, drain: bool) -> Result<(), CliError>;
     fn look(&self) -> Result<Option<Look>, CliError>;
@@ -72,18 +72,18 @@ trait Host {
 }
 
 #[derive(serde::Serialize)]
-struct Report {
-    host: String,
-    drained: bool,
+pub(crate) struct Report {
+    pub host: String,
+    pub drained: bool,
     /// Seconds from the drain to the neighbours having no route from the host.
-    withdrawn_after_secs: Option<f64>,
+    pub withdrawn_after_secs: Option<f64>,
     /// Seconds from the drain to the last packet change seen.
-    last_packet_after_secs: Option<f64>,
-    quiet_secs: u64,
+    pub last_packet_after_secs: Option<f64>,
+    pub quiet_secs: u64,
     /// Seconds from the drain to the report.
-    drained_after_secs: f64,
+    pub drained_after_secs: f64,
     /// Packets matched while draining (from the drain on).
-    packets_since_drain: u64,
+    pub packets_since_drain: u64,
 }
 
 /// Runs the subcommand.
@@ -148,7 +148,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
 }
 
 /// Waits until `host` withdrew everything and its packets stood still for `quiet`.
-fn wait(
+pub(crate) fn wait(
     host: &dyn Host,
     before: Look,
     start: Instant,
@@ -216,9 +216,9 @@ fn wait(
 }
 
 /// A fleet host, through etcd.
-struct Fleet {
-    store: Store,
-    name: String,
+pub(crate) struct Fleet {
+    pub store: Store,
+    pub name: String,
 }
 
 impl Host for Fleet {

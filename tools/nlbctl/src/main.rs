@@ -13,6 +13,7 @@ macro_rules! outln {
 }
 
 mod admin;
+mod cmd_fleet_upgrade;
 mod common;
 mod progress;
 

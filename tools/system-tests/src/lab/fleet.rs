@@ -658,6 +658,7 @@ pub fn bgp_fleet_drains_restarts_and_loses_a_host() {
     let mut sessions = open_sessions(&lab, &fleet);
     drain_phase(&lab, &fleet, &mut sessions);
     restart_phase(&mut lab, &fleet, &mut sessions);
+    upgrade_phase(&lab, &fleet, &mut sessions);
     host_loss_phase(&mut lab, &fleet, &mut sessions);
     drop(sessions);
 }
@@ -719,29 +720,36 @@ fn announcements_shown(lab: &Lab, fleet: &Fleet) {
             "{routes}"
         );
     }
-    let status = lab
-        .run_in(
-            "host",
-            &[
-                crate::bin("nlbctl"),
-                "fleet",
-                "status",
-                "--etcd",
-                FLEET_ETCD,
-                "-o",
-                "json",
-            ],
-        )
-        .unwrap();
-    let v: serde_json::Value = serde_json::from_str(&status).unwrap();
-    for h in v["hosts"].as_array().unwrap() {
-        assert_eq!(h["revision"], fleet.revision, "{status}");
-        assert_eq!(
-            h["announced"],
-            serde_json::json!([format!("{VIP}/32")]),
-            "{status}"
-        );
-    }
+    // The hosts' records say the same (each host writes its record within half a second).
+    fleet.wait(
+        lab,
+        "`nlbctl fleet status` showing every host's announcement",
+        WAIT,
+        || {
+            let status = lab
+                .run_in(
+                    "host",
+                    &[
+                        crate::bin("nlbctl"),
+                        "fleet",
+                        "status",
+                        "--etcd",
+                        FLEET_ETCD,
+                        "-o",
+                        "json",
+                    ],
+                )
+                .ok()?;
+            let v: serde_json::Value = serde_json::from_str(&status).ok()?;
+            let hosts = v["hosts"].as_array()?;
+            (hosts.len() == 3
+                && hosts.iter().all(|h| {
+                    h["revision"] == fleet.revision
+                        && h["announced"] == serde_json::json!([format!("{VIP}/32")])
+                }))
+            .then_some(())
+        },
+    );
 }
 
 /// `nlbctl drain h1`: the router's route loses h1, h1's NIC stands still (new flows go to the
@@ -897,6 +905,132 @@ fn restart_phase(lab: &mut Lab, fleet: &Fleet, sessions: &mut [Session]) {
     assert!(
         broken_now.is_empty(),
         "restart: {broken_now:?}\n{}",
+        fleet.logs(lab)
+    );
+}
+
+/// `nlbctl fleet upgrade --binary`: a file that is no nlbd is refused by the first host, which
+/// serves again, and nothing else moves; then a new nlbd executable (this build's, with bytes
+/// appended: another digest) replaces nlbd on each host in turn, with new connections
+/// starting every 20 ms throughout and none failing.
+fn upgrade_phase(lab: &Lab, fleet: &Fleet, sessions: &mut [Session]) {
+    let nlbctl = crate::bin("nlbctl");
+    let bogus = lab.path("not-nlbd");
+    std::fs::write(&bogus, "#!/bin/sh\nexit 3\n").unwrap();
+    must(&["chmod", "755", bogus.to_str().unwrap()]);
+    let o = lab
+        .exec(
+            "host",
+            &[
+                nlbctl,
+                "fleet",
+                "upgrade",
+                "--binary",
+                bogus.to_str().unwrap(),
+                "--etcd",
+                FLEET_ETCD,
+                "--quiet-sec",
+                "1",
+                "--timeout",
+                "30",
+            ],
+        )
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("h1: refused the new nlbd")
+            && err.contains("--version` failed")
+            && err.contains("h2, h3 not upgraded"),
+        "{err}"
+    );
+    fleet.wait(
+        lab,
+        "h1 back in the route after the refused upgrade",
+        WAIT,
+        || {
+            let status = lab
+                .run_in(
+                    "host",
+                    &[
+                        nlbctl, "fleet", "status", "--etcd", FLEET_ETCD, "-o", "json",
+                    ],
+                )
+                .ok()?;
+            let v: serde_json::Value = serde_json::from_str(&status).ok()?;
+            let undrained = v["hosts"].as_array()?.iter().all(|h| h["draining"] != true);
+            (undrained && nexthops(lab) == hops_of(&[1, 2, 3])).then_some(())
+        },
+    );
+
+    let new = lab.path("nlbd-new");
+    std::fs::copy(crate::bin("nlbd"), &new).unwrap();
+    let mut f = std::fs::OpenOptions::new().append(true).open(&new).unwrap();
+    f.write_all(b"\nanother build\n").unwrap();
+    drop(f);
+    let sha = nlb_control::fleet::file_sha256(&new).unwrap();
+    let probe = Probe::start(lab, 20);
+    let started = Instant::now();
+    let started_unix = unix_now();
+    let out = lab
+        .run_in(
+            "host",
+            &[
+                nlbctl,
+                "fleet",
+                "upgrade",
+                "--binary",
+                new.to_str().unwrap(),
+                "--etcd",
+                FLEET_ETCD,
+                "--quiet-sec",
+                "1",
+                "--timeout",
+                "60",
+            ],
+        )
+        .unwrap_or_else(|e| panic!("{e}\n{}", fleet.logs(lab)));
+    let took = started.elapsed();
+    eprintln!(
+        "bgp fleet: nlbctl fleet upgrade in {:.1} s:\n{out}",
+        took.as_secs_f64()
+    );
+    assert!(out.contains("every host runs"), "{out}");
+    let results = probe.results();
+    let failed = results.iter().filter(|r| !r.1).count();
+    let when: Vec<String> = results
+        .iter()
+        .filter(|r| !r.1)
+        .map(|r| format!("{:.2}", r.0 - started_unix))
+        .collect();
+    eprintln!(
+        "bgp fleet: new connections during the rolling upgrade: {failed} of {} failed (started at {when:?} s)",
+        results.len()
+    );
+    assert_eq!(failed, 0, "new connections failed during a rolling upgrade");
+    let status = lab
+        .run_in(
+            "host",
+            &[
+                nlbctl, "fleet", "status", "--etcd", FLEET_ETCD, "-o", "json",
+            ],
+        )
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_str(&status).unwrap();
+    for h in v["hosts"].as_array().unwrap() {
+        assert_eq!(h["binary_sha256"], sha.as_str(), "{status}");
+        assert_eq!(
+            h["announced"],
+            serde_json::json!([format!("{VIP}/32")]),
+            "{status}"
+        );
+    }
+    assert_eq!(nexthops(lab), hops_of(&[1, 2, 3]));
+    let broken_now = broken(sessions);
+    assert!(
+        broken_now.is_empty(),
+        "upgrade: {broken_now:?}\n{}",
         fleet.logs(lab)
     );
 }

@@ -196,6 +196,10 @@ pub struct Daemon {
     pub shared: Option<Arc<shared_health::SharedHealth>>,
     /// The VIPs announced by BGP.
     pub announce: Arc<announce::Announce>,
+    /// An executable to replace this nlbd with (a rolling upgrade), and the wake-up to do it.
+    pub replacement: std::sync::Mutex<Option<PathBuf>>,
+    /// Wakes the main task to stop and execute `replacement`.
+    pub replace: tokio::sync::Notify,
     started: Instant,
 }
 
@@ -308,7 +312,19 @@ fn main() -> ExitCode {
     let args = Args::parse();
     init_logs(args.log_json);
     match run(args) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(None) => ExitCode::SUCCESS,
+        Ok(Some(binary)) => {
+            // A rolling upgrade (`nlbctl fleet upgrade --binary`): the same arguments, the
+            // new executable, the same process id (systemd keeps the unit running).
+            use std::os::unix::process::CommandExt as _;
+            info!(binary = %binary.display(), "executing the new nlbd");
+            let e = std::process::Command::new(&binary)
+                .args(std::env::args_os().skip(1))
+                .exec();
+            error!("cannot execute {}: {e}", binary.display());
+            eprintln!("nlbd: cannot execute {}: {e}", binary.display());
+            ExitCode::from(2)
+        }
         Err((code, message)) => {
             error!("{message}");
             eprintln!("nlbd: {message}");
@@ -335,7 +351,8 @@ enum Source {
     ),
 }
 
-fn run(args: Args) -> Result<(), Failure> {
+/// Runs until stopped; `Some(executable)` when nlbd is to replace itself with it.
+fn run(args: Args) -> Result<Option<PathBuf>, Failure> {
     let fleet_options = match (&args.etcd, &args.host) {
         (Some(endpoints), Some(host)) => {
             let settings = args.etcd_options.settings(endpoints).map_err(|e| (1, e))?;
@@ -419,7 +436,7 @@ async fn serve(
     source: Source,
     dev: Box<dyn nlb_driver::Device>,
     metrics_addr: Option<SocketAddr>,
-) -> Result<(), Failure> {
+) -> Result<Option<PathBuf>, Failure> {
     // Probes run on a thread of their own with a single-thread runtime: the cheapest way to
     // run thousands of probes a second (docs/health-checks.md).
     let (checker, mut events) =
@@ -494,6 +511,8 @@ async fn serve(
             },
             kept_forwarding,
         )),
+        replacement: std::sync::Mutex::new(None),
+        replace: tokio::sync::Notify::new(),
         started: Instant::now(),
     });
     daemon.announce.serving(announcing);
@@ -552,10 +571,17 @@ async fn serve(
         }
     }
 
-    let restart = wait_for_shutdown().await;
+    let (restart, replacement) = tokio::select! {
+        r = wait_for_shutdown() => (r, None),
+        () = daemon.replace.notified() => {
+            let binary = daemon.replacement.lock().ok().and_then(|mut b| b.take());
+            info!("stopping to run another nlbd executable (a rolling upgrade); the BGP neighbours keep the routes");
+            (true, binary)
+        }
+    };
     shut_down(&daemon, restart, tasks, engine_thread).await;
     let _ = std::fs::remove_file(&args.admin_socket);
-    Ok(())
+    Ok(replacement)
 }
 
 impl Source {
