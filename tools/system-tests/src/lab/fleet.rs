@@ -971,6 +971,14 @@ fn upgrade_phase(lab: &Lab, fleet: &Fleet, sessions: &mut [Session]) {
     drop(f);
     let sha = nlb_control::fleet::file_sha256(&new).unwrap();
     let probe = Probe::start(lab, 20);
+    // The router's route changes, time-stamped, for a failure's message.
+    let monitor_log = lab.path("route-monitor.log");
+    let mut monitor = Command::new("ip")
+        .args(["-n", &lab.ns("rtr"), "-ts", "monitor", "route"])
+        .stdout(std::fs::File::create(&monitor_log).unwrap())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("ip monitor");
     let started = Instant::now();
     let started_unix = unix_now();
     let out = lab
@@ -1008,7 +1016,15 @@ fn upgrade_phase(lab: &Lab, fleet: &Fleet, sessions: &mut [Session]) {
         "bgp fleet: new connections during the rolling upgrade: {failed} of {} failed (started at {when:?} s)",
         results.len()
     );
-    assert_eq!(failed, 0, "new connections failed during a rolling upgrade");
+    let _ = monitor.kill();
+    let _ = monitor.wait();
+    assert_eq!(
+        failed,
+        0,
+        "new connections failed during a rolling upgrade (started at {when:?} s after {started_unix:.3}); the router's route changes:\n{}\n{}",
+        std::fs::read_to_string(&monitor_log).unwrap_or_default(),
+        fleet.logs(lab)
+    );
     let status = lab
         .run_in(
             "host",
