@@ -257,7 +257,7 @@ pub async fn run(
         std::env::current_exe().and_then(|p| fleet::file_sha256(&p))
     })
     .await
-    .map_or_else(|e| Err(std::io::Error::other(e)), |r| r)
+    .unwrap_or_else(|e| Err(std::io::Error::other(e)))
     .unwrap_or_else(|e| {
         warn!(host = %opts.host, "cannot read this nlbd's executable for its digest: {e}");
         String::new()

@@ -571,14 +571,7 @@ async fn serve(
         }
     }
 
-    let (restart, replacement) = tokio::select! {
-        r = wait_for_shutdown() => (r, None),
-        () = daemon.replace.notified() => {
-            let binary = daemon.replacement.lock().ok().and_then(|mut b| b.take());
-            info!("stopping to run another nlbd executable (a rolling upgrade); the BGP neighbours keep the routes");
-            (true, binary)
-        }
-    };
+    let (restart, replacement) = stop_signal(&daemon).await;
     shut_down(&daemon, restart, tasks, engine_thread).await;
     let _ = std::fs::remove_file(&args.admin_socket);
     Ok(replacement)
@@ -627,6 +620,19 @@ async fn shut_down(
     let joined = tokio::task::spawn_blocking(move || engine_thread.join()).await;
     if !matches!(joined, Ok(Ok(_))) {
         warn!("the engine thread ended abnormally");
+    }
+}
+
+/// What stops nlbd: a signal ([`wait_for_shutdown`]), or a rolling upgrade's new executable
+/// (`nlbctl fleet upgrade`). Whether the BGP neighbours keep the routes, and the executable.
+async fn stop_signal(daemon: &Daemon) -> (bool, Option<PathBuf>) {
+    tokio::select! {
+        r = wait_for_shutdown() => (r, None),
+        () = daemon.replace.notified() => {
+            let binary = daemon.replacement.lock().ok().and_then(|mut b| b.take());
+            info!("stopping to run another nlbd executable (a rolling upgrade); the BGP neighbours keep the routes");
+            (true, binary)
+        }
     }
 }
 
