@@ -668,6 +668,7 @@ pub fn bgp_fleet_drains_restarts_and_loses_a_host() {
     restart_phase(&mut lab, &fleet, &mut sessions);
     upgrade_phase(&lab, &fleet, &mut sessions);
     host_loss_phase(&mut lab, &fleet, &mut sessions);
+    nic_loss_phase(&mut lab, &fleet, &mut sessions);
     drop(sessions);
 }
 
@@ -1105,5 +1106,30 @@ fn host_loss_phase(lab: &mut Lab, fleet: &Fleet, sessions: &mut [Session]) {
     assert!(
         answers.iter().all(|a| BACKENDS.contains(&a.as_str())),
         "{answers:?}"
+    );
+}
+
+/// h2's NIC goes (nlb-sim killed) while its nlbd runs: nlbd cannot read the NIC and withdraws
+/// the VIP itself; the route keeps h1 alone and every session carries on through it.
+fn nic_loss_phase(lab: &mut Lab, fleet: &Fleet, sessions: &mut [Session]) {
+    let t = Instant::now();
+    lab.stop("nlb-sim-h2");
+    fleet.wait(lab, "h2 withdrawn once its NIC is gone", WAIT, || {
+        (nexthops(lab) == hops_of(&[1])).then_some(())
+    });
+    let withdrawn = t.elapsed();
+    let st = admin_at(&fleet.sockets[1], "status");
+    eprintln!(
+        "bgp fleet: h2's NIC gone: withdrawn after {:.2} s; nlbd says: {}",
+        withdrawn.as_secs_f64(),
+        st.as_ref()
+            .map_or("(no status)".to_string(), |s| s["bgp"]["withheld"]
+                .to_string())
+    );
+    let broken_now = broken(sessions);
+    assert!(
+        broken_now.is_empty(),
+        "NIC loss: {broken_now:?}\n{}",
+        fleet.logs(lab)
     );
 }
