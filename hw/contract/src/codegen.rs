@@ -1297,14 +1297,14 @@ fn md_intro(map: &Regmap, o: &mut String) {
          and `<REG>_RESET`, and `<block>::<wide>::split` / `join` for a value held by several \
          registers; Verilog uses `NLB_REG_<BLOCK>_<REG>_<FIELD>_LSB` / `_W` / `_MASK`, \
          `NLB_REG_<BLOCK>_<REG>_DEFINED` and `_RESET` from `nlb_regmap.vh`. \
-         `hw/contract/tests/no_hand_written_fields.rs` fails on a shift or mask by a literal in the Rust \
+         `hw/contract/tests/contract/no_hand_written_fields.rs` fails on a shift or mask by a literal in the Rust \
          crates and on a literal bit select in the register-decoding RTL.\n\n\
          To add a field: add it to the register's `fields` in `hw/regmap.toml` (`lsb`, `width`, \
          `enum` if it holds one; `reset` on the register if it does not reset to 0), run \
          `cargo run -p nlb-hw --bin nlb-regmap-gen`, then use the generated names in the RTL \
          (`nlb_regs` or the block on its extension bus), in the golden model's device \
          (`firmware-sim/src/device.rs`) and in the driver (the model keeps a ctrl register's \
-         `blocks::defined` bits, and `verif/tests/regs.rs` holds the RTL's to the same). Naming bits that already \
+         `blocks::defined` bits, and `verif/tests/rtl/regs.rs` holds the RTL's to the same). Naming bits that already \
          exist changes no value (no `regmap_version` bump); moving a bit or changing its \
          meaning is incompatible and bumps it.\n\n",
     );

@@ -324,148 +324,10 @@ pub fn remove_stale_namespaces() {
     }
 }
 
-const SERVICE: &str = r#"
-# A backend: HTTP on one port answering its name to every GET; optionally a line-echo
-# "session" service on another port that first sends its name (a long-lived connection), and
-# UDP services on the VIP (argv[4], then ports): each datagram is answered from the VIP with
-# "NAME LENGTH SHA256" of what arrived (after the kernel reassembled it); a datagram starting
-# with "twice" is answered again 0.3 s later. ICMP errors about the flows (IP_RECVERR) are
-# logged on stderr: "icmp type T code C about ADDR:PORT".
-import hashlib, http.server, select, socket, socketserver, struct, sys, threading
-name, http_port, session_port = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-vip, udp_ports = (sys.argv[4], [int(p) for p in sys.argv[5:]]) if len(sys.argv) > 4 else (None, [])
-
-class Handler(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.0"
-    def do_GET(self):
-        body = (name + "\n").encode()
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-    def log_message(self, *args):
-        pass
-
-class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-
-def echo(conn):
-    conn.sendall((name + "\n").encode())
-    for line in conn.makefile("rb"):
-        conn.sendall(line)
-
-def sessions():
-    srv = socket.socket()
-    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    srv.bind(("0.0.0.0", session_port))
-    srv.listen(16)
-    while True:
-        conn, _ = srv.accept()
-        threading.Thread(target=echo, args=(conn,), daemon=True).start()
-
-IP_RECVERR = getattr(socket, "IP_RECVERR", 11)
-
-def icmp_errors(s):
-    # The error queue says which flow each ICMP error was about and what it was. (The pending
-    # error the kernel also reports on the next send or receive says neither, and any thread
-    # may consume it: the queue is what counts.)
-    while True:
-        try:
-            _, anc, _, addr = s.recvmsg(2048, 1024, socket.MSG_ERRQUEUE | socket.MSG_DONTWAIT)
-        except OSError:
-            return
-        for level, kind, data in anc:
-            if level == socket.SOL_IP and kind == IP_RECVERR:
-                _, origin, typ, code = struct.unpack_from("=IBBB", data)
-                print("icmp type %d code %d about %s:%d" % (typ, code, addr[0], addr[1]),
-                      file=sys.stderr, flush=True)
-
-def send(s, answer, peer):
-    # A send fails when it meets the pending error of another flow's ICMP error: send again.
-    for _ in range(5):
-        try:
-            s.sendto(answer, peer)
-            return
-        except ConnectionRefusedError:
-            pass
-
-def udp_service(port):
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.setsockopt(socket.SOL_IP, IP_RECVERR, 1)
-    s.bind((vip, port))
-    poll = select.poll()
-    poll.register(s, select.POLLIN | select.POLLERR)
-    while True:
-        poll.poll()
-        icmp_errors(s)
-        try:
-            data, peer = s.recvfrom(65535, socket.MSG_DONTWAIT)
-        except (BlockingIOError, ConnectionRefusedError):
-            continue
-        answer = ("%s %d %s" % (name, len(data), hashlib.sha256(data).hexdigest())).encode()
-        send(s, answer, peer)
-        if data.startswith(b"twice"):
-            threading.Timer(0.3, send, (s, answer, peer)).start()
-
-if session_port:
-    threading.Thread(target=sessions, daemon=True).start()
-for p in udp_ports:
-    threading.Thread(target=udp_service, args=(p,), daemon=True).start()
-Server(("0.0.0.0", http_port), Handler).serve_forever()
-"#;
-
-const SESSION: &str = r#"
-# The long-lived client: connects to VIP:9000, prints the backend's name and its own port,
-# then one echo round
-# trip per line read from stdin ("ok N"); any failure prints "error ..." and exits 1.
-import socket, sys
-s = socket.create_connection((sys.argv[1], 9000), timeout=10)
-f = s.makefile("rb")
-print("backend", f.readline().decode().strip(), s.getsockname()[1], flush=True)
-n = 0
-for _ in sys.stdin:
-    n += 1
-    try:
-        s.sendall(b"ping %d\n" % n)
-        back = f.readline()
-    except OSError as e:
-        print("error", e, flush=True)
-        sys.exit(1)
-    if back != b"ping %d\n" % n:
-        print("error", back, flush=True)
-        sys.exit(1)
-    print("ok", n, flush=True)
-"#;
-
-const UDP_CLIENT: &str = r#"
-# The UDP client: COUNT datagrams of SIZE bytes to VIP:PORT, each from a new socket (a new
-# source port). A datagram larger than the MTU leaves the kernel as IP fragments. Each answer
-# must carry the length and SHA-256 of what was sent: prints "answer NAME". With "twice" the
-# datagram asks for a second answer, and the socket closes after the first: the second meets
-# a closed port and the kernel sends an ICMP port unreachable to the VIP; prints
-# "flow PORT NAME". Any failure exits 1 with "error: ..." on stderr.
-import hashlib, os, socket, sys
-vip, port, size, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-twice = len(sys.argv) > 5 and sys.argv[5] == "twice"
-for i in range(count):
-    data = (b"twice" if twice else b"") + os.urandom(size)
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.settimeout(10)
-    s.sendto(data, (vip, port))
-    try:
-        answer, peer = s.recvfrom(65535)
-    except OSError as e:
-        sys.exit("error: datagram %d of %d bytes to port %d: no answer: %s" % (i, len(data), port, e))
-    who, length, digest = answer.decode().split()
-    if peer != (vip, port) or int(length) != len(data) or digest != hashlib.sha256(data).hexdigest():
-        sys.exit("error: datagram %d: answer %r from %r" % (i, answer, peer))
-    if twice:
-        print("flow %d %s" % (s.getsockname()[1], who), flush=True)
-    else:
-        print("answer", who, flush=True)
-    s.close()
-"#;
+// The programs the namespaces run (each script's head says what it does).
+const SERVICE: &str = include_str!("../scripts/service.py");
+const SESSION: &str = include_str!("../scripts/session.py");
+const UDP_CLIENT: &str = include_str!("../scripts/udp_client.py");
 
 fn config() -> String {
     let instances: String = (0..3)
@@ -1072,42 +934,9 @@ pub fn curl_through_the_simulated_nic_with_health_checks_and_dsr(engine: Engine)
 
 // --- A backend service filling the NIC's zone, then spilling (SPEC R6) -----------------------
 
-/// The many-connection client: one python process holding long-lived connections to
-/// VIP:PORT. Reads commands on stdin: `open` connects and prints `opened ID BACKEND` (the
-/// backend names itself first); `close ID` closes one (FIN) and prints `closed ID`; `ping`
-/// does an echo round trip on every open connection and prints `pinged N`. Any failure prints
-/// `error ...` and exits 1.
-const CONNECTIONS: &str = r#"
-import socket, sys
-vip, port = sys.argv[1], int(sys.argv[2])
-conns, n = {}, 0
-try:
-    for line in sys.stdin:
-        cmd = line.split()
-        if cmd[0] == "open":
-            s = socket.create_connection((vip, port), timeout=10)
-            f = s.makefile("rb")
-            name = f.readline().decode().strip()
-            if not name:
-                raise OSError("the backend sent no name")
-            n += 1
-            conns[n] = (s, f)
-            print("opened", n, name, flush=True)
-        elif cmd[0] == "close":
-            s, f = conns.pop(int(cmd[1]))
-            f.close()
-            s.close()
-            print("closed", cmd[1], flush=True)
-        elif cmd[0] == "ping":
-            for i, (s, f) in conns.items():
-                s.sendall(b"ping %d\n" % i)
-                if f.readline() != b"ping %d\n" % i:
-                    raise OSError("connection %d: no echo" % i)
-            print("pinged", len(conns), flush=True)
-except Exception as e:
-    print("error", repr(e), flush=True)
-    sys.exit(1)
-"#;
+/// The many-connection client: one python process holding long-lived connections (its
+/// commands: the script's head).
+const CONNECTIONS: &str = include_str!("../scripts/connections.py");
 
 /// The backend service's port on the VIP (the backends' session service).
 const ZONAL_PORT: u16 = 9000;
