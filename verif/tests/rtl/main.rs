@@ -3,6 +3,7 @@
 
 mod axis_skid;
 mod conntrack;
+mod contents;
 mod corners;
 mod counter_bank;
 mod counters;
