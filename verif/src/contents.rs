@@ -259,6 +259,9 @@ enum Aim {
     Bit16,
     /// An index whose slot lies past the slot memory.
     PastMemory,
+    /// The index whose slot is the first past the slot memory (a range check one off reads
+    /// slot 0 there).
+    FirstPast,
 }
 
 fn aim_holds(aim: Aim, s: &Slice, index: u32, slots: u32) -> bool {
@@ -267,6 +270,7 @@ fn aim_holds(aim: Aim, s: &Slice, index: u32, slots: u32) -> bool {
         Aim::Last => index + 1 == s.size,
         Aim::Bit16 => index & 0x1_0000 != 0,
         Aim::PastMemory => u64::from(s.base) + u64::from(index) >= u64::from(slots),
+        Aim::FirstPast => u64::from(s.base) + u64::from(index) == u64::from(slots),
     }
 }
 
@@ -687,6 +691,7 @@ impl Gen<'_> {
         const PAST: &[(Aim, &str)] = &[
             (Aim::Bit16, "Maglev index with bit 16 set"),
             (Aim::PastMemory, "Maglev slot past the slot memory"),
+            (Aim::FirstPast, "Maglev slot just past the slot memory"),
         ];
         // Pools of their own: the top 16 ids (bit 6 set), the last among them.
         let mut s = vec![
@@ -1033,8 +1038,14 @@ fn connections(g: &mut Gen<'_>) -> Vec<(u32, CtEntry)> {
     // with the top bit set.
     let targets = [
         (0, "connection entry in the first bucket"),
-        (p.ct_buckets - 1, "connection entry at the table's last index"),
-        (p.ct_buckets / 2 + 5, "connection entry in a bucket with its top bit set"),
+        (
+            p.ct_buckets - 1,
+            "connection entry at the table's last index",
+        ),
+        (
+            p.ct_buckets / 2 + 5,
+            "connection entry in a bucket with its top bit set",
+        ),
     ];
     for (bucket, what) in targets {
         let Some(base) = flows
@@ -1146,7 +1157,10 @@ pub fn bins(
                 ..
             } => vip_bins(profile, tables, *protocol, *vip, *bucket, *entry, out),
             Step::PortSlots {
-                entry, port, outcome, ..
+                entry,
+                port,
+                outcome,
+                ..
             } => slot_bins(entry, *port, *outcome, out),
             Step::Rule { id, entry } => {
                 let n = profile.rules as u16;
@@ -1388,6 +1402,9 @@ fn maglev_bins(
         } else {
             out.push("slice running past the memory: slot past it".into());
         }
+        if slot == slots {
+            out.push("the first slot past the memory".into());
+        }
     }
     if backend.is_some_and(|b| u32::from(b) >= profile.backends) {
         out.push("Maglev slot naming a backend past the table".into());
@@ -1494,6 +1511,7 @@ pub fn required_bins(profile: &Profile) -> Vec<String> {
         "slice base with its top bit set (past the memory)",
         "slice base past the memory",
         "slice running past the memory: slot past it",
+        "the first slot past the memory",
         "Maglev slot naming a backend past the table",
         "backend id past the table, aliasing a valid backend",
         "backend id with its top bit set",
@@ -1522,7 +1540,10 @@ pub fn required_bins(profile: &Profile) -> Vec<String> {
         v.push(format!("connection hit in way {w}"));
     }
     for f in CtField::ALL {
-        v.push(format!("connection hit past an entry differing in {}", f.name()));
+        v.push(format!(
+            "connection hit past an entry differing in {}",
+            f.name()
+        ));
         v.push(format!(
             "connection miss, bucket holding an entry differing in {}",
             f.name()

@@ -115,7 +115,10 @@ fn check_batch(
         dut.tx_pending.append(&mut beats);
         for f in take_frames(&mut dut.tx_pending) {
             let Some(e) = want_tx.get(tx.len()) else {
-                return Err(err(dut, format!("a transmitted frame too many: {}", hex(&f))));
+                return Err(err(
+                    dut,
+                    format!("a transmitted frame too many: {}", hex(&f)),
+                ));
             };
             if f != e.out {
                 return Err(err(
@@ -186,7 +189,8 @@ fn run(seed: u64, bins: &mut Bins, wave: Option<(&Path, u64)>) -> Result<usize, 
     dut.load_bank(0, &tables).map_err(setup)?;
     dut.write32(nlb_hw::blocks::ctrl::ACTIVE_BANK, 0)
         .map_err(setup)?;
-    dut.write32(nlb_hw::blocks::ctrl::ENABLE, 1).map_err(setup)?;
+    dut.write32(nlb_hw::blocks::ctrl::ENABLE, 1)
+        .map_err(setup)?;
     let mut ct = ConnTable::new(p.ct_buckets, p.ct_ways);
     let mut ct_ref = nlb_reference::conntrack::ConnTable::new(p.ct_buckets, p.ct_ways);
     let mut ct_map: BTreeMap<u32, CtEntry> = BTreeMap::new();

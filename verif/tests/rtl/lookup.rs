@@ -1401,3 +1401,7 @@ fn decide_is_process_without_the_frame() {
         );
     }
 }
+
+/// Table contents the register map allows, on this bench (a child module: it drives the
+/// bench's `Run`, so it follows the bench when the block's memory ports change).
+mod table_contents;
