@@ -2,6 +2,7 @@
 //! one binary links the crate and its dependencies once).
 
 mod axis_skid;
+mod bus;
 mod conntrack;
 mod contents;
 mod corners;
