@@ -21,6 +21,7 @@ mod mul_const;
 mod overlap;
 mod parser;
 mod performance;
+mod queues;
 mod regs;
 mod spi_flash;
 mod table_cmd;
