@@ -632,3 +632,107 @@ fn extension_bus_counters_as_the_model() {
         },
     );
 }
+
+/// Counts edges of one output pin.
+struct Edges {
+    port: nlb_verif::Port,
+    prev: bool,
+    edges: u64,
+}
+
+impl nlb_verif::bench::Agent for Edges {
+    fn drive(
+        &mut self,
+        _sim: &mut Verilated,
+        _rng: &mut StdRng,
+    ) -> Result<(), nlb_verif::VerifError> {
+        Ok(())
+    }
+
+    fn observe(&mut self, sim: &mut Verilated) -> Result<(), nlb_verif::VerifError> {
+        let v = sim.get_bit(self.port)?;
+        if v != self.prev {
+            self.edges += 1;
+        }
+        self.prev = v;
+        Ok(())
+    }
+}
+
+/// `nlb_spi_flash`: `ctrl` takes partial writes byte by byte (as the model's flash
+/// controller); `txrx`, whose write starts a transfer, ignores every write without all four
+/// strobes (no clock on `spi_sck`, `status.busy` stays 0, the received word stays 0), reads
+/// and writes in flight together.
+#[test]
+fn extension_bus_spi_flash_partial_writes_as_the_model() {
+    use firmware_sim::flash::FlashBlock;
+    with_replay(
+        "bus_ext_spi_flash",
+        seed_from_env(0xb05_0004),
+        |seed, wave| {
+            let mut rng = StdRng::seed_from_u64(seed);
+            let mut sim = Verilated::new::<nlb_verif::models::SpiFlash>().expect("model");
+            if let Some(w) = wave {
+                sim.trace_to(w).expect("waveform");
+            }
+            sim.reset(4).expect("reset");
+            let mut model = ModelDevice::new(profile());
+            model.set_flash(Box::new(FlashBlock::default()));
+            let mut c = Checker {
+                model,
+                writes: Vec::new(),
+                applied: 0,
+                bins: Bins::new(),
+            };
+            let mut sck = Edges {
+                port: sim.port("spi_sck").expect("port"),
+                prev: false,
+                edges: 0,
+            };
+            let mut m = ExtBusPipe::new(&sim, 0.3, 6).expect("ports");
+            let mut bench = Bench::new(sim, seed);
+            let regs = registers(&["spi_flash"], false, &[]);
+            for _ in 0..accesses() / 20 {
+                let k = rng.random_range(4..24);
+                for a in batch(&mut rng, &regs, k) {
+                    let a = match a {
+                        Access::Write { addr, data, strb } if addr == blocks::spi_flash::TXRX => {
+                            Access::Write {
+                                addr,
+                                data,
+                                strb: if strb == 0xf { 0x7 } else { strb },
+                            }
+                        }
+                        other => other,
+                    };
+                    m.push(a);
+                }
+                m.run(&mut bench, &mut [&mut sck])
+                    .expect("accesses answered");
+                let done = m.take_done();
+                if let Err(e) = c.check(&done, &regs) {
+                    panic!(
+                        "extension bus of spi_flash, clock {}: {e}",
+                        bench.sim.cycle()
+                    );
+                }
+                assert_eq!(
+                    sck.edges, 0,
+                    "spi_sck moved: a partial write of txrx started a transfer"
+                );
+                assert!(
+                    m.violations().is_empty(),
+                    "extension bus: {:?}",
+                    m.violations()
+                );
+            }
+            let required = required_strobes(&regs);
+            coverage::assert_hit(
+                &c.bins,
+                required,
+                "spi_flash bins",
+                &format!("seed {seed:#x}"),
+            );
+        },
+    );
+}
