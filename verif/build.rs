@@ -297,7 +297,7 @@ fn compile_cached(
 /// The compiler settings of [`compile_cached`], part of its stamp.
 const OPT_FLAGS: &str = "c++17 -O2 -faligned-new -fcf-protection=none -pthread";
 
-// ---- per-block benches (issue 20 item 2) -------------------------------------------------------
+// ---- per-block benches -------------------------------------------------------------------------
 // Models of the blocks that `nlb_top` instantiates, each driven on its own by
 // verif/tests/<block>.rs against the golden model's function for that block.
 

@@ -28,7 +28,8 @@ use crate::parse::{self, proto, tcp_flags, IpHeaders, Parsed};
 use nlb_hw::enums::{Affinity, DefaultAction, Delivery, Event, KeyType, Reason, Verdict};
 use nlb_hw::layout::field_max;
 use nlb_hw::layouts::{
-    AclEntry, BackendEntry, CtEntry, InjectHeader, LearnEvent, PoolEntry, PuntHeader, VipEntry,
+    AclEntry, BackendEntry, CtEntry, InjectHeader, LearnEvent, PoolEntry, PuntHeader, RuleEntry,
+    VipEntry,
 };
 use nlb_hw::{table_index, NicSettings, Tables};
 
@@ -483,7 +484,8 @@ pub(crate) fn front_into<'t>(
     }
 }
 
-/// [`front_into`] after the parser.
+/// [`front_into`] after the parser: the flow, the rule ([`rule_step`]), then the pool
+/// ([`pool_step`]).
 #[inline(always)]
 fn front_parsed<'t>(
     ctx: &Context<'t>,
@@ -493,46 +495,9 @@ fn front_parsed<'t>(
     lane: &mut Lane,
 ) -> bool {
     res.ip_id = hdr.ip_id;
-    let t = ctx.tables;
-
-    // The flow: the packet itself, or the flow an ICMP error quotes. A quote is first read
-    // as a packet sent from a VIP (the backend's direct reply, reversed: the usual case), and
-    // only when its source is no VIP of its protocol as a packet sent toward a VIP. (Quotes
-    // are TCP or UDP: their VIP protocol is their own.)
     let icmp = hdr.icmp_error;
-    let (flow, vip) = if icmp {
-        let Some(inner) = hdr.icmp_inner else {
-            return unmatched(ctx, Reason::IcmpNoFlow, res);
-        };
-        let reversed = Flow {
-            protocol: inner.protocol,
-            client: inner.dst,
-            client_port: inner.dst_port,
-            vip: inner.src,
-            vip_port: inner.src_port,
-        };
-        match memo.lookup(t, reversed.protocol, reversed.vip) {
-            Some(v) => (reversed, Some(v)),
-            None => {
-                let forward = Flow {
-                    protocol: inner.protocol,
-                    client: inner.src,
-                    client_port: inner.src_port,
-                    vip: inner.dst,
-                    vip_port: inner.dst_port,
-                };
-                (forward, memo.lookup(t, forward.protocol, forward.vip))
-            }
-        }
-    } else {
-        let flow = Flow {
-            protocol: hdr.protocol,
-            client: hdr.src,
-            client_port: hdr.src_port,
-            vip: hdr.dst,
-            vip_port: hdr.dst_port,
-        };
-        (flow, memo.lookup(t, vip_protocol(flow.protocol), flow.vip))
+    let Some((flow, vip)) = flow_and_vip(ctx.tables, hdr, memo) else {
+        return unmatched(ctx, Reason::IcmpNoFlow, res);
     };
     // What the back half needs of the headers goes to the lane now, while it is at hand
     // (the lane is read only if the packet gets that far).
@@ -548,22 +513,84 @@ fn front_parsed<'t>(
         h5
     };
     res.flow_hash = flow_hash;
-    let no_match = if icmp {
+    let rule = match rule_step(ctx, hdr, &flow, vip, fragment, res) {
+        Ok(rule) => rule,
+        Err(more) => return more,
+    };
+    pool_step(ctx, rule, fragment, h5, flow_hash, res, lane)
+}
+
+/// The flow: the packet itself, or the flow an ICMP error quotes, with its VIP entry. A quote
+/// is first read as a packet sent from a VIP (the backend's direct reply, reversed: the usual
+/// case), and only when its source is no VIP of its protocol as a packet sent toward a VIP.
+/// (Quotes are TCP or UDP: their VIP protocol is their own.) `None`: an ICMP error that
+/// quotes no flow.
+#[inline(always)]
+fn flow_and_vip<'t>(
+    t: &'t Tables,
+    hdr: &IpHeaders,
+    memo: &mut VipMemo<'t>,
+) -> Option<(Flow, Option<&'t VipEntry>)> {
+    if !hdr.icmp_error {
+        let flow = Flow {
+            protocol: hdr.protocol,
+            client: hdr.src,
+            client_port: hdr.src_port,
+            vip: hdr.dst,
+            vip_port: hdr.dst_port,
+        };
+        return Some((flow, memo.lookup(t, vip_protocol(flow.protocol), flow.vip)));
+    }
+    let inner = hdr.icmp_inner?;
+    let reversed = Flow {
+        protocol: inner.protocol,
+        client: inner.dst,
+        client_port: inner.dst_port,
+        vip: inner.src,
+        vip_port: inner.src_port,
+    };
+    match memo.lookup(t, reversed.protocol, reversed.vip) {
+        Some(v) => Some((reversed, Some(v))),
+        None => {
+            let forward = Flow {
+                protocol: inner.protocol,
+                client: inner.src,
+                client_port: inner.src_port,
+                vip: inner.dst,
+                vip_port: inner.dst_port,
+            };
+            Some((forward, memo.lookup(t, forward.protocol, forward.vip)))
+        }
+    }
+}
+
+/// Rule lookup (SPEC R2.1): VIP + protocol, then the port-range slots; the source ACL (SPEC
+/// R9.1). `Err` carries [`front_into`]'s answer when the packet ends here (no rule, denied,
+/// or a fragment the host must place).
+#[inline(always)]
+fn rule_step<'t>(
+    ctx: &Context<'t>,
+    hdr: &IpHeaders,
+    flow: &Flow,
+    vip: Option<&VipEntry>,
+    fragment: bool,
+    res: &mut PacketResult,
+) -> Result<&'t RuleEntry, bool> {
+    let t = ctx.tables;
+    let no_match = if hdr.icmp_error {
         Reason::IcmpNoFlow
     } else {
         Reason::NoRule
     };
-
-    // Rule lookup (SPEC R2.1): VIP + protocol, then the port-range slots.
     let Some(vip) = vip else {
-        return unmatched(ctx, no_match, res);
+        return Err(unmatched(ctx, no_match, res));
     };
     // Two or more valid slots; asked only of fragments (whole packets need just the match).
     let several = |v: &VipEntry| v.slot.iter().filter(|s| s.valid).nth(1).is_some();
     let rule_id = if hdr.is_later_fragment() {
         // No ports (SPEC R4.3): one rule for the protocol decides it, several need the host.
         if several(vip) {
-            return ended(Verdict::Punt, Reason::FragmentNeedsState, res);
+            return Err(ended(Verdict::Punt, Reason::FragmentNeedsState, res));
         }
         vip.slot.iter().find(|s| s.valid).map(|s| s.rule)
     } else {
@@ -573,10 +600,10 @@ fn front_parsed<'t>(
             .map(|s| s.rule)
     };
     let Some(rule_id) = rule_id else {
-        return unmatched(ctx, no_match, res);
+        return Err(unmatched(ctx, no_match, res));
     };
     let Some(rule) = t.rules.get(usize::from(rule_id)).filter(|r| r.valid) else {
-        return unmatched(ctx, no_match, res);
+        return Err(unmatched(ctx, no_match, res));
     };
     res.rule = Some(rule_id);
 
@@ -587,17 +614,37 @@ fn front_parsed<'t>(
             .get(usize::from(rule_id))
             .is_some_and(|acl| acl_allows(acl, flow.client));
         if !allowed {
-            return ended(Verdict::Drop, Reason::AclDenied, res);
+            return Err(ended(Verdict::Drop, Reason::AclDenied, res));
         }
     }
     // First fragments on a VIP with several rules go to the host too, with their rule, so it
     // can send the later ones the same way.
     if fragment && several(vip) {
-        return ended(Verdict::Punt, Reason::FragmentNeedsState, res);
+        return Err(ended(Verdict::Punt, Reason::FragmentNeedsState, res));
     }
+    Ok(rule)
+}
 
+/// The rule's pool: the key and hash of its affinity, whether to look the connection up, and
+/// what the back half needs of it (in `lane`). Returns [`front_into`]'s answer.
+#[inline(always)]
+fn pool_step(
+    ctx: &Context<'_>,
+    rule: &RuleEntry,
+    fragment: bool,
+    h5: u32,
+    flow_hash: u32,
+    res: &mut PacketResult,
+    lane: &mut Lane,
+) -> bool {
+    let flow = lane.flow;
     res.pool = Some(rule.pool);
-    let Some(pool) = t.pools.get(usize::from(rule.pool)).filter(|p| p.valid) else {
+    let Some(pool) = ctx
+        .tables
+        .pools
+        .get(usize::from(rule.pool))
+        .filter(|p| p.valid)
+    else {
         return ended(Verdict::Drop, Reason::NoBackend, res);
     };
     // A TCP fragment of a tracking pool may belong to an established connection, whose
@@ -618,9 +665,9 @@ fn front_parsed<'t>(
     let trackable = pool.track && !fragment;
     let mut ct_lookup = false;
     if trackable {
-        let syn_only = !icmp
+        let syn_only = !lane.icmp
             && flow.protocol == proto::TCP
-            && hdr.tcp_flags & (tcp_flags::SYN | tcp_flags::ACK) == tcp_flags::SYN;
+            && lane.tcp_flags & (tcp_flags::SYN | tcp_flags::ACK) == tcp_flags::SYN;
         res.conntrack = CtOutcome::Miss;
         ct_lookup = !syn_only;
     }

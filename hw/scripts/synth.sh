@@ -199,7 +199,7 @@ EOF
   memories' output registers (which Vivado would place inside the block RAMs).
 - Both ports of a table memory read (the pipeline on A, the window on B), so each lane maps to
   true-dual-port block RAM at most 36 bits wide: an 857-bit VIP entry takes 24 RAMB36 per way
-  however shallow the table (9 for the 317-bit entry of 4 slots, before issue 14). Tables of a few hundred entries (VIP, rules, pools at the `sim`
+  however shallow the table (9 for the 317-bit entry of 4 slots, before the entry had 16). Tables of a few hundred entries (VIP, rules, pools at the `sim`
   profile) would fit distributed RAM better; that is a later optimisation.
 EOF
 } >"$doc"

@@ -173,154 +173,188 @@ fn client_port(rng: &mut StdRng) -> u16 {
 /// Prime slice sizes (and 1) the compiler would use for small pools.
 const SLICE_SIZES: [u32; 6] = [1, 7, 13, 31, 61, 101];
 
-impl Scenario {
-    /// A random bank for `profile` (which must be at least as large as `sim`).
-    pub fn random(profile: &'static Profile, rng: &mut StdRng) -> Scenario {
-        let mut t = Tables::empty(profile);
+/// Backends of a random bank.
+const N_BACKENDS: usize = 48;
+/// Pools of a random bank.
+const N_POOLS: usize = 20;
+/// Rules of a random bank.
+const N_RULES: usize = 32;
 
-        // Backends: mostly valid, a quarter IPv6.
-        let n_backends = 48usize;
-        for b in 0..n_backends {
-            let v6 = rng.random_bool(0.25);
-            t.backends[b] = BackendEntry {
-                valid: rng.random_bool(0.92),
-                is_ipv6: v6,
-                addr: if v6 {
-                    0x2001_0db8_00b0_0000_0000_0000_0000_0000 | b as u128
-                } else {
-                    mapped(0xc0a8_0100 | b as u32)
-                },
-                mac: 0x0200_0000_1000 | b as u64,
-            };
+/// Affinity x delivery pairs: the pool kinds every scenario covers.
+fn combos() -> usize {
+    Affinity::ALL.len() * Delivery::ALL.len()
+}
+
+/// Backends: mostly valid, a quarter IPv6.
+fn random_backends(t: &mut Tables, rng: &mut StdRng) {
+    for b in 0..N_BACKENDS {
+        let v6 = rng.random_bool(0.25);
+        t.backends[b] = BackendEntry {
+            valid: rng.random_bool(0.92),
+            is_ipv6: v6,
+            addr: if v6 {
+                0x2001_0db8_00b0_0000_0000_0000_0000_0000 | b as u128
+            } else {
+                mapped(0xc0a8_0100 | b as u32)
+            },
+            mac: 0x0200_0000_1000 | b as u64,
+        };
+    }
+}
+
+/// A pool member: mostly one of the backends, now and then an empty entry or one beyond the
+/// table.
+fn random_backend_id(profile: &Profile, rng: &mut StdRng) -> u16 {
+    match rng.random_range(0..50) {
+        0 => profile.backends as u16 + rng.random_range(0..100), // beyond the table
+        1 => rng.random_range(N_BACKENDS as u16..profile.backends as u16), // empty
+        _ => rng.random_range(0..N_BACKENDS as u16),
+    }
+}
+
+/// Pools with Maglev slices.
+fn random_pools(t: &mut Tables, profile: &Profile, rng: &mut StdRng) {
+    let combos = combos();
+    let rotation = rng.random_range(0..N_POOLS);
+    let mut next_slot = 0u32;
+    for p in 0..N_POOLS {
+        let size = if p == 3 {
+            0 // no backend at all
+        } else {
+            SLICE_SIZES[rng.random_range(0..SLICE_SIZES.len())]
+        };
+        // One slice straddles the end of the slot memory.
+        let base = if p == 5 {
+            profile.maglev_slots - size / 2
+        } else {
+            next_slot
+        };
+        if p != 5 {
+            next_slot += size;
         }
-        let backend_id = |rng: &mut StdRng| -> u16 {
-            match rng.random_range(0..50) {
-                0 => profile.backends as u16 + rng.random_range(0..100), // beyond the table
-                1 => rng.random_range(n_backends as u16..profile.backends as u16), // empty
-                _ => rng.random_range(0..n_backends as u16),
+        let members: Vec<u16> = (0..rng.random_range(1..6))
+            .map(|_| random_backend_id(profile, rng))
+            .collect();
+        for i in 0..size {
+            if let Some(s) = t.maglev.get_mut((base + i) as usize) {
+                *s = MaglevSlot {
+                    backend: members[i as usize % members.len()],
+                };
+            }
+        }
+        // Every affinity x delivery pair has a pool (rotated per scenario so each pair
+        // also lands on the odd pools: empty, straddling, invalid); the rest are random.
+        let (affinity, delivery) = if p < combos {
+            let c = (p + rotation) % combos;
+            (
+                Affinity::ALL[c % Affinity::ALL.len()],
+                Delivery::ALL[c / Affinity::ALL.len()],
+            )
+        } else {
+            (
+                Affinity::ALL[rng.random_range(0..Affinity::ALL.len())],
+                Delivery::ALL[rng.random_range(0..Delivery::ALL.len())],
+            )
+        };
+        t.pools[p] = PoolEntry {
+            valid: p != 7,
+            affinity,
+            delivery,
+            maglev_base: base,
+            maglev_size: size,
+            track: rng.random_bool(0.6),
+            idle_timeout: 60,
+            ..PoolEntry::default()
+        };
+    }
+}
+
+/// Rules: pools, ACLs, a few broken.
+fn random_rules(t: &mut Tables, profile: &Profile, rng: &mut StdRng) {
+    let combos = combos();
+    for r in 0..N_RULES {
+        // The first rules reach every affinity x delivery pool (rule r -> pool r), so
+        // VIPs whose first slot names them (below) cover every pool kind per family.
+        let pool = if r < combos {
+            r as u16
+        } else {
+            match rng.random_range(0..30) {
+                0 => profile.pools as u16 + rng.random_range(0..50), // beyond the table
+                _ => rng.random_range(0..N_POOLS as u16),
             }
         };
-
-        // Pools with Maglev slices.
-        let n_pools = 20usize;
-        let combos = Affinity::ALL.len() * Delivery::ALL.len();
-        let rotation = rng.random_range(0..n_pools);
-        let mut next_slot = 0u32;
-        for p in 0..n_pools {
-            let size = if p == 3 {
-                0 // no backend at all
-            } else {
-                SLICE_SIZES[rng.random_range(0..SLICE_SIZES.len())]
-            };
-            // One slice straddles the end of the slot memory.
-            let base = if p == 5 {
-                profile.maglev_slots - size / 2
-            } else {
-                next_slot
-            };
-            if p != 5 {
-                next_slot += size;
-            }
-            let members: Vec<u16> = (0..rng.random_range(1..6))
-                .map(|_| backend_id(rng))
-                .collect();
-            for i in 0..size {
-                if let Some(s) = t.maglev.get_mut((base + i) as usize) {
-                    *s = MaglevSlot {
-                        backend: members[i as usize % members.len()],
-                    };
-                }
-            }
-            // Every affinity x delivery pair has a pool (rotated per scenario so each pair
-            // also lands on the odd pools: empty, straddling, invalid); the rest are random.
-            let (affinity, delivery) = if p < combos {
-                let c = (p + rotation) % combos;
-                (
-                    Affinity::ALL[c % Affinity::ALL.len()],
-                    Delivery::ALL[c / Affinity::ALL.len()],
-                )
-            } else {
-                (
-                    Affinity::ALL[rng.random_range(0..Affinity::ALL.len())],
-                    Delivery::ALL[rng.random_range(0..Delivery::ALL.len())],
-                )
-            };
-            t.pools[p] = PoolEntry {
-                valid: p != 7,
-                affinity,
-                delivery,
-                maglev_base: base,
-                maglev_size: size,
-                track: rng.random_bool(0.6),
-                idle_timeout: 60,
-                ..PoolEntry::default()
-            };
-        }
-
-        // Rules: pools, ACLs, a few broken.
-        let n_rules = 32usize;
-        for r in 0..n_rules {
-            // The first rules reach every affinity x delivery pool (rule r -> pool r), so
-            // VIPs whose first slot names them (below) cover every pool kind per family.
-            let pool = if r < combos {
-                r as u16
-            } else {
-                match rng.random_range(0..30) {
-                    0 => profile.pools as u16 + rng.random_range(0..50), // beyond the table
-                    _ => rng.random_range(0..n_pools as u16),
-                }
-            };
-            let acl = rng.random_bool(0.2);
-            t.rules[r] = RuleEntry {
-                valid: r != 9,
-                acl_enabled: acl,
-                pool,
-            };
-            if acl {
-                for i in 0..rng.random_range(1..4) {
-                    let (addr, len) = match rng.random_range(0..4) {
-                        0 => (0, 0),
-                        1 => (mapped(0x0a00_0000), 96 + rng.random_range(24..=32)),
-                        2 => (
-                            0x2001_0db8_00c0_0000_0000_0000_0000_0000,
-                            rng.random_range(64..=128),
-                        ),
-                        _ => (mapped(client_v4(rng)), 128),
-                    };
-                    // Spread over all the entry's prefix indices by rule, the last one
-                    // too (every index is a separate comparator; no extra random draw, so
-                    // the scenarios stay what they were otherwise).
-                    t.acl[r].prefix[(i + 5 * r) % AclEntry::PREFIX_COUNT] = AclPrefix {
-                        valid: rng.random_bool(0.9),
-                        prefix_len: if rng.random_bool(0.05) { 200 } else { len },
-                        addr,
-                    };
-                }
-            }
-        }
-        let rule_id = |rng: &mut StdRng| -> u16 {
-            if rng.random_bool(0.04) {
-                profile.rules as u16 + rng.random_range(0..100)
-            } else {
-                rng.random_range(0..n_rules as u16)
-            }
+        let acl = rng.random_bool(0.2);
+        t.rules[r] = RuleEntry {
+            valid: r != 9,
+            acl_enabled: acl,
+            pool,
         };
+        if acl {
+            for i in 0..rng.random_range(1..4) {
+                let (addr, len) = match rng.random_range(0..4) {
+                    0 => (0, 0),
+                    1 => (mapped(0x0a00_0000), 96 + rng.random_range(24..=32)),
+                    2 => (
+                        0x2001_0db8_00c0_0000_0000_0000_0000_0000,
+                        rng.random_range(64..=128),
+                    ),
+                    _ => (mapped(client_v4(rng)), 128),
+                };
+                // Spread over all the entry's prefix indices by rule, the last one
+                // too (every index is a separate comparator; no extra random draw, so
+                // the scenarios stay what they were otherwise).
+                t.acl[r].prefix[(i + 5 * r) % AclEntry::PREFIX_COUNT] = AclPrefix {
+                    valid: rng.random_bool(0.9),
+                    prefix_len: if rng.random_bool(0.05) { 200 } else { len },
+                    addr,
+                };
+            }
+        }
+    }
+}
 
-        // VIPs: IPv4 and IPv6, TCP and UDP, one to all 16 port-range slots; L3_DEFAULT rules.
-        let mut vips = Vec::new();
-        let ways = profile.vip_ways as usize;
-        // Next systematic first-slot rule per family (IPv4, IPv6), from a random start.
-        let mut first_rule = [
+/// A slot's rule: mostly one of the rules, now and then one beyond the table.
+fn random_rule_id(profile: &Profile, rng: &mut StdRng) -> u16 {
+    if rng.random_bool(0.04) {
+        profile.rules as u16 + rng.random_range(0..100)
+    } else {
+        rng.random_range(0..N_RULES as u16)
+    }
+}
+
+/// VIPs: IPv4 and IPv6, TCP and UDP, one to all 16 port-range slots; L3_DEFAULT rules.
+struct RandomVips {
+    profile: &'static Profile,
+    /// Next systematic first-slot rule per family (IPv4, IPv6), from a random start.
+    first_rule: [u16; 2],
+    /// The same for the L3_DEFAULT rules, so portless flows meet every pool kind.
+    l3_next: [u16; 2],
+    layouts: Vec<Vec<(u16, u16)>>,
+    vips: Vec<Vip>,
+}
+
+impl RandomVips {
+    fn new(profile: &'static Profile, rng: &mut StdRng) -> RandomVips {
+        let combos = combos();
+        let first_rule = [
             rng.random_range(0..combos as u16),
             rng.random_range(0..combos as u16),
         ];
-        // The same for the L3_DEFAULT rules, so portless flows meet every pool kind.
-        let mut l3_next = [
+        let l3_next = [
             rng.random_range(0..combos as u16),
             rng.random_range(0..combos as u16),
         ];
-        let layouts = port_layouts();
-        let nested = layouts.len() - 1;
+        RandomVips {
+            profile,
+            first_rule,
+            l3_next,
+            layouts: port_layouts(),
+            vips: Vec::new(),
+        }
+    }
+
+    /// Fourteen VIP addresses, IPv4 and IPv6 in turn, each with its entries.
+    fn build(mut self, t: &mut Tables, rng: &mut StdRng) -> Vec<Vip> {
         for v in 0..14u32 {
             let addr = if v % 2 == 1 {
                 0x2001_0db8_0000_0000_0000_0000_0000_0100 | u128::from(v)
@@ -330,109 +364,146 @@ impl Scenario {
             let family = usize::from(!is_mapped(addr));
             // An L3_DEFAULT rule on most VIPs.
             let l3_rule = rng.random_bool(0.6).then(|| {
-                l3_next[family] = (l3_next[family] + 1) % combos as u16;
-                l3_next[family]
+                self.l3_next[family] = (self.l3_next[family] + 1) % combos() as u16;
+                self.l3_next[family]
             });
             for protocol in [6u8, 17] {
                 if rng.random_bool(0.3) {
                     continue;
                 }
-                // Mostly single-slot VIPs: only their later fragments are forwarded
-                // (SPEC R4.3), and the coverage bins want every pool kind behind them; the
-                // two 16-slot layouts (the last) often enough that every slot sees traffic.
-                let layout = match rng.random_range(0..20) {
-                    0..=13 => rng.random_range(0..2),
-                    14..=16 => rng.random_range(layouts.len() - 2..layouts.len()),
-                    _ => rng.random_range(2..layouts.len()),
-                };
-                let mut ranges = layouts[layout].clone();
-                let own = ranges.len();
-                // The compiler gives the L3_DEFAULT rule the ports the TCP / UDP rules leave
-                // (as many as the slots hold; a nested layout has no gaps to speak of).
-                if let (Some(_), true) = (l3_rule, layout != nested && rng.random_bool(0.9)) {
-                    for gap in gaps_between(&ranges) {
-                        if ranges.len() == e_slots() {
-                            break;
-                        }
-                        ranges.push(gap);
-                    }
-                }
-                let bucket = nlb_reference::lookup::vip_bucket(profile, protocol, addr) as usize;
-                let Some(way) = (0..ways).find(|w| !t.vip[bucket * ways + w].valid) else {
-                    continue;
-                };
-                let mut e = VipEntry {
-                    valid: true,
-                    protocol,
-                    addr,
-                    ..VipEntry::default()
-                };
-                for (i, (lo, hi)) in ranges.iter().enumerate() {
-                    let rule = match l3_rule {
-                        Some(r) if i >= own => r,
-                        _ if i == 0 => {
-                            first_rule[family] = (first_rule[family] + 1) % combos as u16;
-                            first_rule[family]
-                        }
-                        _ => rule_id(rng),
-                    };
-                    e.slot[i] = PortSlot {
-                        valid: true,
-                        port_lo: *lo,
-                        port_hi: *hi,
-                        rule,
-                    };
-                }
-                t.vip[bucket * ways + way] = e;
-                vips.push(Vip {
-                    addr,
-                    protocol,
-                    gaps: (own..ranges.len()).collect(),
-                    ranges,
-                });
+                self.port_entry(t, rng, addr, protocol, l3_rule);
             }
-            // The L3_DEFAULT rule's own entry, protocol 0: one slot of all ports; now and then
-            // other contents (port 0 outside every slot, several slots), which the pipeline
-            // must handle as any table.
             if let Some(rule) = l3_rule {
-                let ranges = if rng.random_bool(0.85) {
-                    vec![(0, 65535)]
-                } else {
-                    layouts[rng.random_range(1..layouts.len())].clone()
-                };
-                if let Some(i) = place(&mut t, profile, 0, addr) {
-                    let e = &mut t.vip[i];
-                    for (k, (lo, hi)) in ranges.iter().enumerate() {
-                        e.slot[k] = PortSlot {
-                            valid: true,
-                            port_lo: *lo,
-                            port_hi: *hi,
-                            rule: if k == 0 { rule } else { rule_id(rng) },
-                        };
-                    }
-                    vips.push(Vip {
-                        addr,
-                        protocol: 0,
-                        ranges,
-                        gaps: Vec::new(),
-                    });
-                }
+                self.l3_entry(t, rng, addr, rule);
             }
             // Now and then an entry of a portless protocol's own number, which no lookup may
             // find (a portless flow looks up protocol 0).
             if rng.random_bool(0.2) {
                 let protocol = [1u8, 47, 50, 58][rng.random_range(0..4)];
-                if let Some(i) = place(&mut t, profile, protocol, addr) {
+                if let Some(i) = place(t, self.profile, protocol, addr) {
                     t.vip[i].slot[0] = PortSlot {
                         valid: true,
                         port_lo: 0,
                         port_hi: 65535,
-                        rule: rule_id(rng),
+                        rule: random_rule_id(self.profile, rng),
                     };
                 }
             }
         }
+        self.vips
+    }
 
+    /// A TCP or UDP entry of `addr`: its rules' port ranges, and the gaps between them for
+    /// the VIP's L3_DEFAULT rule (`l3_rule`).
+    fn port_entry(
+        &mut self,
+        t: &mut Tables,
+        rng: &mut StdRng,
+        addr: u128,
+        protocol: u8,
+        l3_rule: Option<u16>,
+    ) {
+        let (profile, layouts) = (self.profile, &self.layouts);
+        let nested = layouts.len() - 1;
+        let family = usize::from(!is_mapped(addr));
+        let ways = profile.vip_ways as usize;
+        // Mostly single-slot VIPs: only their later fragments are forwarded
+        // (SPEC R4.3), and the coverage bins want every pool kind behind them; the
+        // two 16-slot layouts (the last) often enough that every slot sees traffic.
+        let layout = match rng.random_range(0..20) {
+            0..=13 => rng.random_range(0..2),
+            14..=16 => rng.random_range(layouts.len() - 2..layouts.len()),
+            _ => rng.random_range(2..layouts.len()),
+        };
+        let mut ranges = layouts[layout].clone();
+        let own = ranges.len();
+        // The compiler gives the L3_DEFAULT rule the ports the TCP / UDP rules leave
+        // (as many as the slots hold; a nested layout has no gaps to speak of).
+        if let (Some(_), true) = (l3_rule, layout != nested && rng.random_bool(0.9)) {
+            for gap in gaps_between(&ranges) {
+                if ranges.len() == e_slots() {
+                    break;
+                }
+                ranges.push(gap);
+            }
+        }
+        let bucket = nlb_reference::lookup::vip_bucket(profile, protocol, addr) as usize;
+        let Some(way) = (0..ways).find(|w| !t.vip[bucket * ways + w].valid) else {
+            return;
+        };
+        let mut e = VipEntry {
+            valid: true,
+            protocol,
+            addr,
+            ..VipEntry::default()
+        };
+        for (i, (lo, hi)) in ranges.iter().enumerate() {
+            let rule = match l3_rule {
+                Some(r) if i >= own => r,
+                _ if i == 0 => {
+                    self.first_rule[family] = (self.first_rule[family] + 1) % combos() as u16;
+                    self.first_rule[family]
+                }
+                _ => random_rule_id(profile, rng),
+            };
+            e.slot[i] = PortSlot {
+                valid: true,
+                port_lo: *lo,
+                port_hi: *hi,
+                rule,
+            };
+        }
+        t.vip[bucket * ways + way] = e;
+        self.vips.push(Vip {
+            addr,
+            protocol,
+            gaps: (own..ranges.len()).collect(),
+            ranges,
+        });
+    }
+
+    /// The L3_DEFAULT rule's own entry, protocol 0: one slot of all ports; now and then other
+    /// contents (port 0 outside every slot, several slots), which the pipeline must handle as
+    /// any table.
+    fn l3_entry(&mut self, t: &mut Tables, rng: &mut StdRng, addr: u128, rule: u16) {
+        let ranges = if rng.random_bool(0.85) {
+            vec![(0, 65535)]
+        } else {
+            self.layouts[rng.random_range(1..self.layouts.len())].clone()
+        };
+        if let Some(i) = place(t, self.profile, 0, addr) {
+            let e = &mut t.vip[i];
+            for (k, (lo, hi)) in ranges.iter().enumerate() {
+                e.slot[k] = PortSlot {
+                    valid: true,
+                    port_lo: *lo,
+                    port_hi: *hi,
+                    rule: if k == 0 {
+                        rule
+                    } else {
+                        random_rule_id(self.profile, rng)
+                    },
+                };
+            }
+            self.vips.push(Vip {
+                addr,
+                protocol: 0,
+                ranges,
+                gaps: Vec::new(),
+            });
+        }
+    }
+}
+
+impl Scenario {
+    /// A random bank for `profile` (which must be at least as large as `sim`): backends,
+    /// pools, rules, then VIPs, in that order of random draws.
+    pub fn random(profile: &'static Profile, rng: &mut StdRng) -> Scenario {
+        let mut t = Tables::empty(profile);
+        random_backends(&mut t, rng);
+        random_pools(&mut t, profile, rng);
+        random_rules(&mut t, profile, rng);
+        let vips = RandomVips::new(profile, rng).build(&mut t, rng);
         let hot = hot_flows(&vips, rng);
         Scenario {
             tables: t,

@@ -620,7 +620,7 @@ fn r4_2_fragments_hash_on_three_tuple_under_none() {
     }
 }
 
-/// Issue 14 item 7: a TCP fragment of a pool that tracks connections may belong to an
+/// A TCP fragment of a pool that tracks connections may belong to an
 /// established connection whose backend its 3-tuple does not hash to (SPEC R4.1 over R4.2),
 /// so every TCP fragment of such a pool, first or later, whatever the affinity, goes to the
 /// host with its rule (docs/pipeline.md §6). UDP fragments and TCP fragments of untracked

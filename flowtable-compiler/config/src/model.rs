@@ -4,6 +4,13 @@
 //! A [`Config`] comes from [`crate::load_config`] (or [`crate::parse_config`]); every object
 //! remembers where it was written so later checks can point at it.
 
+mod kubernetes;
+
+pub(crate) use kubernetes::{ClusterNode, VerdictRule};
+pub use kubernetes::{
+    KubeService, NodeEligibility, NodeVerdict, ServedSlice, Shape, TrafficPolicy,
+};
+
 use crate::diag::Pos;
 use nlb_hw::enums::{Affinity, DefaultAction, Delivery};
 use nlb_hw::hash::addr_to_u128;
@@ -636,7 +643,7 @@ impl Persistence {
     }
 
     /// Whether an established connection of IP protocol `protocol` stays on its backend when
-    /// that backend turns unhealthy, under `tracking` (the source product's rule, quoted in
+    /// that backend turns unhealthy, under `tracking` (Google Cloud's rule, quoted in
     /// docs/config.md).
     pub fn keeps(self, protocol: u8, tracking: TrackingMode, five_tuple_affinity: bool) -> bool {
         match self {
@@ -856,7 +863,7 @@ pub enum Probe {
         /// `response` (empty: any body).
         response: String,
     },
-    /// `HTTPS`: the same over TLS (certificates are not checked, as in the source product).
+    /// `HTTPS`: the same over TLS (certificates are not checked, as in Google Cloud).
     Https {
         /// `requestPath` (default `/`).
         request_path: String,
@@ -959,7 +966,7 @@ pub struct Config {
     /// What each Kubernetes LoadBalancer Service became, when the input was Kubernetes
     /// manifests ([`crate::kube`]); in the digest only through the objects above and the
     /// ready endpoint counts.
-    pub kubernetes: Vec<crate::kube::KubeService>,
+    pub kubernetes: Vec<KubeService>,
     /// Things worth telling the user about how the input was read (printed by `compile`).
     pub notes: Vec<String>,
 }

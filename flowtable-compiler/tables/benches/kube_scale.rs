@@ -1,4 +1,4 @@
-//! Kubernetes scale benchmark (issue 17): a generated cluster of 5,000 nodes and 2,000
+//! Kubernetes scale benchmark: a generated cluster of 5,000 nodes and 2,000
 //! LoadBalancer Services (`benches/support/kube_cluster.rs`) compiled for the `u280` profile,
 //! as `nlbctl compile DIR` does it; prints the time of each phase, the process's CPU time and
 //! its peak resident memory. Target: ≤ 2 s.

@@ -238,6 +238,14 @@ fn put_str(v: &mut Vec<u8>, s: &str) {
     v.extend_from_slice(&b[..n]);
 }
 
+/// A section that cannot be read, and why.
+fn bad_section(id: SectionId, reason: String) -> ImageError {
+    ImageError::BadSection {
+        section: section_name(id as u16),
+        reason,
+    }
+}
+
 fn section_name(id: u16) -> String {
     match id {
         1 => "NIC".into(),
@@ -521,155 +529,190 @@ impl Image {
         count: u32,
         payload: &[u8],
     ) -> Result<(), ImageError> {
-        let name = section_name(id as u16);
-        let bad = |reason: String| ImageError::BadSection {
-            section: section_name(id as u16),
-            reason,
-        };
-        let mut c = Cursor::new(payload, "section payload");
         match id {
-            SectionId::Nic => {
-                if count != 1 || payload.len() != 44 {
-                    return Err(bad(format!(
-                        "{count} records of {} bytes, expected 1 of 44",
-                        payload.len()
-                    )));
-                }
-                let action = c.u32()?;
-                let default_action = DefaultAction::from_value(action).ok_or_else(|| {
-                    bad(format!(
-                        "default action {action} unknown (valid: {})",
-                        DefaultAction::NAMES.join(", ")
-                    ))
-                })?;
-                let gue_port =
-                    u16::try_from(c.u32()?).map_err(|_| bad("GUE port beyond 65535".into()))?;
-                let local_mac = c.u64()?;
-                let outer_src_v4 = c.u32()?;
-                let v4_len = c.u32()?;
-                let outer_src_v6 = u128::from_le_bytes(c.array()?);
-                let v6_len = c.u32()?;
-                if local_mac >> 48 != 0 || v4_len > 32 || v6_len > 128 {
-                    return Err(bad(
-                        "MAC wider than 48 bits or prefix length out of range".into()
-                    ));
-                }
-                self.nic = NicSettings {
-                    default_action,
-                    local_mac,
-                    gue_port,
-                    outer_src_v4,
-                    outer_src_v4_len: v4_len as u8,
-                    outer_src_v6,
-                    outer_src_v6_len: v6_len as u8,
-                };
+            SectionId::Nic => self.read_nic(id, count, payload),
+            SectionId::Maglev => self.read_maglev(id, count, payload),
+            SectionId::Symbols => self.read_symbols(id, count, payload),
+            _ => self.read_table(id, count, payload),
+        }
+    }
+
+    /// The NIC section: one record of the NIC's settings.
+    fn read_nic(&mut self, id: SectionId, count: u32, payload: &[u8]) -> Result<(), ImageError> {
+        let bad = |reason| bad_section(id, reason);
+        let mut c = Cursor::new(payload, "section payload");
+        if count != 1 || payload.len() != 44 {
+            return Err(bad(format!(
+                "{count} records of {} bytes, expected 1 of 44",
+                payload.len()
+            )));
+        }
+        let action = c.u32()?;
+        let default_action = DefaultAction::from_value(action).ok_or_else(|| {
+            bad(format!(
+                "default action {action} unknown (valid: {})",
+                DefaultAction::NAMES.join(", ")
+            ))
+        })?;
+        let gue_port = u16::try_from(c.u32()?).map_err(|_| bad("GUE port beyond 65535".into()))?;
+        let local_mac = c.u64()?;
+        let outer_src_v4 = c.u32()?;
+        let v4_len = c.u32()?;
+        let outer_src_v6 = u128::from_le_bytes(c.array()?);
+        let v6_len = c.u32()?;
+        if local_mac >> 48 != 0 || v4_len > 32 || v6_len > 128 {
+            return Err(bad(
+                "MAC wider than 48 bits or prefix length out of range".into()
+            ));
+        }
+        self.nic = NicSettings {
+            default_action,
+            local_mac,
+            gue_port,
+            outer_src_v4,
+            outer_src_v4_len: v4_len as u8,
+            outer_src_v6,
+            outer_src_v6_len: v6_len as u8,
+        };
+        Ok(())
+    }
+
+    /// The Maglev section: a backend per slot, in slot order.
+    fn read_maglev(&mut self, id: SectionId, count: u32, payload: &[u8]) -> Result<(), ImageError> {
+        let bad = |reason| bad_section(id, reason);
+        let depth = self.tables.depth(Table::Maglev);
+        if count > depth || payload.len() != count as usize * 2 {
+            return Err(bad(format!(
+                "{count} slots in {} bytes (depth {depth})",
+                payload.len()
+            )));
+        }
+        for (slot, b) in self.tables.maglev.iter_mut().zip(payload.chunks_exact(2)) {
+            slot.backend = u16::from_le_bytes([b[0], b[1]]);
+        }
+        // The writer stores the slots up to the last one that holds a backend.
+        if count > 0 && self.tables.maglev[count as usize - 1] == MaglevSlot::default() {
+            return Err(bad(format!(
+                "slot {} is the last stored and empty (slots after the last used one are not stored)",
+                count - 1
+            )));
+        }
+        Ok(())
+    }
+
+    /// The symbols section: the names of rules, pools and backends by id.
+    fn read_symbols(
+        &mut self,
+        id: SectionId,
+        count: u32,
+        payload: &[u8],
+    ) -> Result<(), ImageError> {
+        let bad = |reason| bad_section(id, reason);
+        let mut c = Cursor::new(payload, "section payload");
+        if count != 3 {
+            return Err(bad(format!("{count} lists, expected 3")));
+        }
+        let n = c.count(2)?;
+        let mut rules = Vec::with_capacity(n);
+        for _ in 0..n {
+            rules.push(c.string()?);
+        }
+        let n = c.count(15)?;
+        let mut pools = Vec::with_capacity(n);
+        for _ in 0..n {
+            let name = c.string()?;
+            let kind = match c.u8()? {
+                0 => PoolKind::TargetPool,
+                1 => PoolKind::TargetInstance,
+                2 => PoolKind::BackendService,
+                k => return Err(bad(format!("pool kind {k} unknown"))),
+            };
+            let own_base = c.u32()?;
+            let own_size = c.u32()?;
+            let m = c.count(2)?;
+            let mut members = Vec::with_capacity(m);
+            for _ in 0..m {
+                members.push(c.u16()?);
             }
-            SectionId::Maglev => {
-                let depth = self.tables.depth(Table::Maglev);
-                if count > depth || payload.len() != count as usize * 2 {
-                    return Err(bad(format!(
-                        "{count} slots in {} bytes (depth {depth})",
-                        payload.len()
-                    )));
-                }
-                for (slot, b) in self.tables.maglev.iter_mut().zip(payload.chunks_exact(2)) {
-                    slot.backend = u16::from_le_bytes([b[0], b[1]]);
-                }
+            let (failover_base, failover_size) = if kind == PoolKind::BackendService {
+                (c.u32()?, c.u32()?)
+            } else {
+                (0, 0)
+            };
+            pools.push(PoolSymbol {
+                name,
+                kind,
+                own_base,
+                own_size,
+                failover_base,
+                failover_size,
+                members,
+            });
+        }
+        let n = c.count(2)?;
+        let mut backends = Vec::with_capacity(n);
+        for _ in 0..n {
+            backends.push(c.string()?);
+        }
+        if c.at != payload.len() {
+            return Err(bad("bytes after the last name".into()));
+        }
+        self.symbols = Symbols {
+            rules,
+            pools,
+            backends,
+        };
+        Ok(())
+    }
+
+    /// A table's section: (index, entry words) records in ascending index order, each entry
+    /// in canonical form.
+    fn read_table(&mut self, id: SectionId, count: u32, payload: &[u8]) -> Result<(), ImageError> {
+        let name = section_name(id as u16);
+        let bad = |reason| bad_section(id, reason);
+        let table = id.table().ok_or_else(|| bad("not a table".into()))?;
+        let words = Tables::entry_words(table);
+        let record = 4 + 4 * words;
+        if payload.len() != count as usize * record {
+            return Err(bad(format!(
+                "{count} records need {} bytes, section has {}",
+                count as usize * record,
+                payload.len()
+            )));
+        }
+        let mut last: Option<u32> = None;
+        let mut buf = vec![0u32; words];
+        for r in payload.chunks_exact(record) {
+            let index = u32::from_le_bytes([r[0], r[1], r[2], r[3]]);
+            if last.is_some_and(|l| index <= l) {
+                return Err(bad(format!("entry {index} out of order")));
             }
-            SectionId::Symbols => {
-                if count != 3 {
-                    return Err(bad(format!("{count} lists, expected 3")));
-                }
-                let n = c.count(2)?;
-                let mut rules = Vec::with_capacity(n);
-                for _ in 0..n {
-                    rules.push(c.string()?);
-                }
-                let n = c.count(15)?;
-                let mut pools = Vec::with_capacity(n);
-                for _ in 0..n {
-                    let name = c.string()?;
-                    let kind = match c.u8()? {
-                        0 => PoolKind::TargetPool,
-                        1 => PoolKind::TargetInstance,
-                        2 => PoolKind::BackendService,
-                        k => return Err(bad(format!("pool kind {k} unknown"))),
-                    };
-                    let own_base = c.u32()?;
-                    let own_size = c.u32()?;
-                    let m = c.count(2)?;
-                    let mut members = Vec::with_capacity(m);
-                    for _ in 0..m {
-                        members.push(c.u16()?);
-                    }
-                    let (failover_base, failover_size) = if kind == PoolKind::BackendService {
-                        (c.u32()?, c.u32()?)
-                    } else {
-                        (0, 0)
-                    };
-                    pools.push(PoolSymbol {
-                        name,
-                        kind,
-                        own_base,
-                        own_size,
-                        failover_base,
-                        failover_size,
-                        members,
-                    });
-                }
-                let n = c.count(2)?;
-                let mut backends = Vec::with_capacity(n);
-                for _ in 0..n {
-                    backends.push(c.string()?);
-                }
-                if c.at != payload.len() {
-                    return Err(bad("bytes after the last name".into()));
-                }
-                self.symbols = Symbols {
-                    rules,
-                    pools,
-                    backends,
-                };
+            last = Some(index);
+            for (k, w) in buf.iter_mut().enumerate() {
+                let o = 4 + 4 * k;
+                *w = u32::from_le_bytes([r[o], r[o + 1], r[o + 2], r[o + 3]]);
             }
-            _ => {
-                let table = id.table().ok_or_else(|| bad("not a table".into()))?;
-                let words = Tables::entry_words(table);
-                let record = 4 + 4 * words;
-                if payload.len() != count as usize * record {
-                    return Err(bad(format!(
-                        "{count} records need {} bytes, section has {}",
-                        count as usize * record,
-                        payload.len()
-                    )));
-                }
-                let mut last: Option<u32> = None;
-                let mut buf = vec![0u32; words];
-                for r in payload.chunks_exact(record) {
-                    let index = u32::from_le_bytes([r[0], r[1], r[2], r[3]]);
-                    if last.is_some_and(|l| index <= l) {
-                        return Err(bad(format!("entry {index} out of order")));
-                    }
-                    last = Some(index);
-                    for (k, w) in buf.iter_mut().enumerate() {
-                        let o = 4 + 4 * k;
-                        *w = u32::from_le_bytes([r[o], r[o + 1], r[o + 2], r[o + 3]]);
-                    }
-                    let entry_err = |source| ImageError::Entry {
-                        section: name.clone(),
-                        index,
-                        source,
-                    };
-                    self.tables
-                        .write_entry(table, index, &buf)
-                        .map_err(entry_err)?;
-                    // Canonical form only: bits beyond the layout must be zero, so that
-                    // reading and writing again gives the same bytes.
-                    if self.tables.read_entry(table, index).map_err(entry_err)? != buf {
-                        return Err(bad(format!(
-                            "entry {index} has bits set outside its fields"
-                        )));
-                    }
-                }
+            let entry_err = |source| ImageError::Entry {
+                section: name.clone(),
+                index,
+                source,
+            };
+            self.tables
+                .write_entry(table, index, &buf)
+                .map_err(entry_err)?;
+            // Canonical form only: bits beyond the layout must be zero, so that
+            // reading and writing again gives the same bytes.
+            if self.tables.read_entry(table, index).map_err(entry_err)? != buf {
+                return Err(bad(format!(
+                    "entry {index} has bits set outside its fields"
+                )));
+            }
+            // The writer stores only entries that hold something: an empty one stored
+            // would not be written back.
+            if is_default(&self.tables, table, index as usize) {
+                return Err(bad(format!(
+                    "entry {index} is empty (empty entries are not stored)"
+                )));
             }
         }
         Ok(())

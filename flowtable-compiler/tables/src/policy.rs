@@ -85,7 +85,7 @@ pub struct Policy {
     /// `isolationConfig`.
     pub isolation: Isolation,
     /// `failoverPolicy.failoverRatio` of the backend service (0..=1, exactly as written);
-    /// `None` is 0, the source product's default.
+    /// `None` is 0, Google Cloud's default.
     pub failover_ratio: Option<Ratio>,
     /// `failoverPolicy.dropTrafficIfUnhealthy`.
     pub drop_traffic_if_unhealthy: bool,
@@ -438,6 +438,11 @@ fn drain(groups: &[Group], state: &mut DrainState, now: f64, steps: &mut Vec<Str
 
 /// Decides the shares of one service at time `now` (seconds, any monotonic origin), updating
 /// the drain state.
+///
+/// The steps of the module's documentation, one function each: `drain_step`,
+/// `failover_step`, then, with what those decided, `zonal_affinity`, `tiers`, `isolate`,
+/// `fill_tiers` and `spread_remaining` (the shares), `endpoint_shares` and `fail_open`; the
+/// reports, the capacity hysteresis and the rule last.
 pub fn decide(
     policy: &Policy,
     locality: &Locality,
@@ -446,15 +451,78 @@ pub fn decide(
     now: f64,
 ) -> Decision {
     let mut steps = Vec::new();
+    drain_step(policy, groups, drain_state, now, &mut steps);
+    let DrainState {
+        drained,
+        near_capacity,
+        past_capacity,
+        ..
+    } = drain_state;
+    let (has_failover, serve_failover) = failover_step(policy, groups, &mut steps);
+    let mut d = Deciding {
+        policy,
+        locality,
+        groups,
+        drained,
+        has_failover,
+        serve_failover,
+        zone_kept: false,
+        n_live: groups.iter().map(Group::live).sum(),
+        // Without a policy there is no failover threshold (passthrough, SPEC R6).
+        threshold: f64::from(policy.failover_health_threshold.clamp(1, 99)) / 100.0,
+    };
+    d.zone_kept = d.zonal_affinity(&mut steps);
+    let (keyed, mut tiers) = d.tiers();
+    let isolated_region = d.isolate(&keyed, &mut tiers, &mut steps);
+    let mut shares = d.fill_tiers(&tiers, near_capacity, past_capacity, &mut steps);
+    d.spread_remaining(&tiers, &mut shares, &mut steps);
+    let mut endpoint_shares = d.endpoint_shares(&shares.group);
+    let (drop, failed_open) = d.fail_open(&mut endpoint_shares, &mut steps);
+    let reports = d.reports(&shares, isolated_region.as_deref());
+    d.remember_capacity(&shares, near_capacity, past_capacity);
+    let rule = rule_of(
+        policy,
+        &Outcome {
+            drop,
+            failed_open,
+            failover: serve_failover,
+            zone_kept: d.zone_kept,
+            isolated: isolated_region.as_deref(),
+            nearest: locality.region.as_str(),
+            any_drained: !d.drained.is_empty(),
+            any_below: reports.iter().any(|r| r.below_threshold && r.healthy > 0),
+        },
+    );
+    Decision {
+        endpoint_shares,
+        groups: reports,
+        drop,
+        failover_serves: serve_failover,
+        rule,
+        steps,
+    }
+}
+
+/// Step 1: the automatic capacity drain (R6.3) when the policy enables it; otherwise no group
+/// is drained.
+fn drain_step(
+    policy: &Policy,
+    groups: &[Group],
+    drain_state: &mut DrainState,
+    now: f64,
+    steps: &mut Vec<String>,
+) {
     if policy.auto_capacity_drain && !policy.passthrough {
-        drain(groups, drain_state, now, &mut steps);
+        drain(groups, drain_state, now, steps);
     } else {
         drain_state.drained.clear();
         drain_state.recovering_since.clear();
     }
-    let drained = |g: &Group| drain_state.drained.contains(&g.name);
+}
 
-    // Which groups serve: the primary ones, or the failover ones (failoverPolicy).
+/// Step 2: which groups serve, the primary ones or the failover ones (`failoverPolicy`).
+/// Returns whether the service has failover backends and whether they serve.
+fn failover_step(policy: &Policy, groups: &[Group], steps: &mut Vec<String>) -> (bool, bool) {
     let has_failover = groups.iter().any(|g| g.failover);
     let count = |failover: bool, f: fn(&Group) -> usize| -> usize {
         groups
@@ -469,7 +537,7 @@ pub fn decide(
     );
     let mut serve_failover = false;
     if has_failover {
-        // The source product: with the ratio 0, fail over when no primary endpoint is healthy;
+        // Google Cloud: with the ratio 0, fail over when no primary endpoint is healthy;
         // otherwise when the healthy share is below the ratio (compared exactly).
         let (below, why) = match &policy.failover_ratio {
             Some(r) if !r.is_zero() => (
@@ -492,174 +560,283 @@ pub fn decide(
             ));
         }
     }
-    let serving = |g: &Group| g.failover == serve_failover || !has_failover;
+    (has_failover, serve_failover)
+}
 
-    // Zonal affinity (SPEC R7.4): the NIC's zone is the client's; with a healthy endpoint
-    // there, the other zones' groups take no new connections (spill ratio 0: they take them
-    // all, as without affinity, only when the zone has none).
-    let in_client_zone = |g: &Group| !locality.zone.is_empty() && g.zone == locality.zone;
-    let zone_kept = policy.zonal_affinity
-        && groups
-            .iter()
-            .any(|g| serving(g) && in_client_zone(g) && g.healthy() > 0);
-    if policy.zonal_affinity {
-        steps.push(if zone_kept {
-            format!(
-                "zonal affinity: zone {} (the NIC's) has a healthy endpoint: only its groups serve",
-                locality.zone
-            )
-        } else if locality.zone.is_empty() {
-            "zonal affinity: the NIC has no zone: every zone serves".to_string()
-        } else {
-            format!(
-                "zonal affinity: zone {} (the NIC's) has no healthy endpoint: every zone serves (spill ratio 0)",
-                locality.zone
-            )
-        });
+/// A tier's key; keys order the tiers: (preferred 0 / default 1 / below the threshold 2,
+/// region rank, unlisted region name, own zone 0 / other 1, zone name).
+type TierKey = (u8, usize, String, usize, String);
+
+/// One decision's inputs and what its first steps decided, for the steps after them.
+struct Deciding<'a> {
+    policy: &'a Policy,
+    locality: &'a Locality,
+    groups: &'a [Group],
+    /// Groups drained by the automatic capacity drain now.
+    drained: &'a BTreeSet<String>,
+    has_failover: bool,
+    /// The failover backends serve instead of the primary ones.
+    serve_failover: bool,
+    /// Zonal affinity keeps new connections in the NIC's zone.
+    zone_kept: bool,
+    /// Live connections of the whole service.
+    n_live: u64,
+    /// The failover threshold (R6.4) as a fraction.
+    threshold: f64,
+}
+
+/// The shares step's result, per group in input order, and what no tier took.
+struct Shares {
+    /// Share of new connections.
+    group: Vec<f64>,
+    /// The tier it was placed in.
+    tier_of: Vec<Option<usize>>,
+    /// How full it is.
+    fullness: Vec<Fullness>,
+    /// Measured against its capacity.
+    evaluated: Vec<bool>,
+    /// The share no tier's capacity took.
+    remaining: f64,
+    /// Tiers that got a share, in order.
+    used_tiers: Vec<usize>,
+}
+
+impl Deciding<'_> {
+    fn drained(&self, g: &Group) -> bool {
+        self.drained.contains(&g.name)
     }
-    let outside_zone = |g: &Group| zone_kept && !in_client_zone(g);
 
-    // Tiers.
-    // Without a policy there is no failover threshold (passthrough, SPEC R6).
-    let threshold = f64::from(policy.failover_health_threshold.clamp(1, 99)) / 100.0;
-    let below = |g: &Group| !policy.passthrough && g.healthy_fraction() < threshold;
-    let nearest_region = locality.region.as_str();
-    // (tier key, group index); keys order the tiers: (preferred 0 / default 1 / below the
-    // threshold 2, region rank, unlisted region name, own zone 0 / other 1, zone name).
-    type TierKey = (u8, usize, String, usize, String);
-    let mut keyed: Vec<(TierKey, usize)> = Vec::new();
-    for (i, g) in groups.iter().enumerate() {
-        if !serving(g) || g.healthy() == 0 || outside_zone(g) {
-            continue;
+    fn serving(&self, g: &Group) -> bool {
+        g.failover == self.serve_failover || !self.has_failover
+    }
+
+    fn in_client_zone(&self, g: &Group) -> bool {
+        !self.locality.zone.is_empty() && g.zone == self.locality.zone
+    }
+
+    fn outside_zone(&self, g: &Group) -> bool {
+        self.zone_kept && !self.in_client_zone(g)
+    }
+
+    /// Its healthy share is below the failover threshold (never without a policy).
+    fn below(&self, g: &Group) -> bool {
+        !self.policy.passthrough && g.healthy_fraction() < self.threshold
+    }
+
+    /// The capacity the shares use: 0 when drained.
+    fn effective(&self, g: &Group) -> f64 {
+        if self.drained(g) {
+            0.0
+        } else {
+            g.capacity
         }
-        let (rank, extra) = locality.region_rank(&g.region);
-        let key = if policy.passthrough {
-            // One tier of every group that takes new connections (capacityScaler 0: none).
-            if g.capacity <= 0.0 {
+    }
+
+    /// Zonal affinity (SPEC R7.4): the NIC's zone is the client's; with a healthy endpoint
+    /// there, the other zones' groups take no new connections (spill ratio 0: they take them
+    /// all, as without affinity, only when the zone has none). Returns whether the zone is
+    /// kept.
+    fn zonal_affinity(&self, steps: &mut Vec<String>) -> bool {
+        let (policy, locality) = (self.policy, self.locality);
+        let zone_kept = policy.zonal_affinity
+            && self
+                .groups
+                .iter()
+                .any(|g| self.serving(g) && self.in_client_zone(g) && g.healthy() > 0);
+        if policy.zonal_affinity {
+            steps.push(if zone_kept {
+                format!(
+                    "zonal affinity: zone {} (the NIC's) has a healthy endpoint: only its groups serve",
+                    locality.zone
+                )
+            } else if locality.zone.is_empty() {
+                "zonal affinity: the NIC has no zone: every zone serves".to_string()
+            } else {
+                format!(
+                    "zonal affinity: zone {} (the NIC's) has no healthy endpoint: every zone serves (spill ratio 0)",
+                    locality.zone
+                )
+            });
+        }
+        zone_kept
+    }
+
+    /// Step 3: the tiers, as keyed groups (sorted by key) and as groups per tier in order.
+    fn tiers(&self) -> (Vec<(TierKey, usize)>, Vec<Vec<usize>>) {
+        let (policy, locality) = (self.policy, self.locality);
+        let mut keyed: Vec<(TierKey, usize)> = Vec::new();
+        for (i, g) in self.groups.iter().enumerate() {
+            if !self.serving(g) || g.healthy() == 0 || self.outside_zone(g) {
                 continue;
             }
-            (1, 0, String::new(), 0, String::new())
-        } else if below(g) {
-            (2, 0, String::new(), 0, String::new())
-        } else if g.preference == Preference::Preferred {
-            (0, 0, String::new(), 0, String::new())
-        } else {
-            match policy.algorithm {
-                Algorithm::SprayToWorld => (1, 0, String::new(), 0, String::new()),
-                Algorithm::SprayToRegion => (1, rank, extra, 0, String::new()),
-                // The NIC, the front end, prefers its own zone; the region's other zones
-                // follow together, by capacity.
-                Algorithm::WaterfallByRegion if rank == 0 => {
-                    let own = usize::from(locality.zone.is_empty() || g.zone != locality.zone);
-                    (1, 0, String::new(), own, String::new())
+            let (rank, extra) = locality.region_rank(&g.region);
+            let key = if policy.passthrough {
+                // One tier of every group that takes new connections (capacityScaler 0: none).
+                if g.capacity <= 0.0 {
+                    continue;
                 }
-                Algorithm::WaterfallByRegion => (1, rank, extra, 0, String::new()),
-                Algorithm::WaterfallByZone if rank == 0 => {
-                    let own = usize::from(g.zone != locality.zone);
-                    (1, 0, String::new(), own, g.zone.clone())
+                (1, 0, String::new(), 0, String::new())
+            } else if self.below(g) {
+                (2, 0, String::new(), 0, String::new())
+            } else if g.preference == Preference::Preferred {
+                (0, 0, String::new(), 0, String::new())
+            } else {
+                match policy.algorithm {
+                    Algorithm::SprayToWorld => (1, 0, String::new(), 0, String::new()),
+                    Algorithm::SprayToRegion => (1, rank, extra, 0, String::new()),
+                    // The NIC, the front end, prefers its own zone; the region's other zones
+                    // follow together, by capacity.
+                    Algorithm::WaterfallByRegion if rank == 0 => {
+                        let own = usize::from(locality.zone.is_empty() || g.zone != locality.zone);
+                        (1, 0, String::new(), own, String::new())
+                    }
+                    Algorithm::WaterfallByRegion => (1, rank, extra, 0, String::new()),
+                    Algorithm::WaterfallByZone if rank == 0 => {
+                        let own = usize::from(g.zone != locality.zone);
+                        (1, 0, String::new(), own, g.zone.clone())
+                    }
+                    Algorithm::WaterfallByZone => (1, rank, extra, 0, String::new()),
                 }
-                Algorithm::WaterfallByZone => (1, rank, extra, 0, String::new()),
+            };
+            keyed.push((key, i));
+        }
+        keyed.sort();
+        let mut tiers: Vec<Vec<usize>> = Vec::new();
+        let mut last_key = None;
+        for (key, i) in &keyed {
+            if last_key.as_ref() != Some(key) {
+                tiers.push(Vec::new());
+                last_key = Some(key.clone());
             }
+            if let Some(t) = tiers.last_mut() {
+                t.push(*i);
+            }
+        }
+        (keyed, tiers)
+    }
+
+    /// Step 4, isolation: keep to the nearest region that has healthy capacity (NEAREST: a
+    /// group below the failover threshold counts as unhealthy, as the threshold says when a
+    /// backend is unhealthy; only when no region has a group above it do those below it
+    /// count) or to the NIC's region (STRICT). Returns the region kept to.
+    fn isolate(
+        &self,
+        keyed: &[(TierKey, usize)],
+        tiers: &mut Vec<Vec<usize>>,
+        steps: &mut Vec<String>,
+    ) -> Option<String> {
+        let (policy, locality, groups) = (self.policy, self.locality, self.groups);
+        let nearest_region = locality.region.as_str();
+        let nearest_with = |healthy_enough: bool| {
+            keyed
+                .iter()
+                .filter(|(k, i)| self.effective(&groups[*i]) > 0.0 && (!healthy_enough || k.0 != 2))
+                .map(|(_, i)| &groups[*i])
+                .min_by_key(|g| locality.region_rank(&g.region))
+                .map(|g| g.region.clone())
         };
-        keyed.push((key, i));
-    }
-    keyed.sort();
-    let mut tiers: Vec<Vec<usize>> = Vec::new();
-    let mut last_key = None;
-    for (key, i) in &keyed {
-        if last_key.as_ref() != Some(key) {
-            tiers.push(Vec::new());
-            last_key = Some(key.clone());
-        }
-        if let Some(t) = tiers.last_mut() {
-            t.push(*i);
-        }
-    }
-    let effective = |g: &Group| if drained(g) { 0.0 } else { g.capacity };
-
-    // Isolation: keep to the nearest region that has healthy capacity (NEAREST: a group below
-    // the failover threshold counts as unhealthy, as the threshold says when a backend is
-    // unhealthy; only when no region has a group above it do those below it count) or to the
-    // NIC's region (STRICT).
-    let nearest_with = |healthy_enough: bool| {
-        keyed
-            .iter()
-            .filter(|(k, i)| effective(&groups[*i]) > 0.0 && (!healthy_enough || k.0 != 2))
-            .map(|(_, i)| &groups[*i])
-            .min_by_key(|g| locality.region_rank(&g.region))
-            .map(|g| g.region.clone())
-    };
-    let isolated_region: Option<String> = match policy.isolation {
-        _ if policy.passthrough => None,
-        Isolation::None => None,
-        Isolation::Strict => Some(nearest_region.to_string()),
-        Isolation::Nearest => nearest_with(true).or_else(|| nearest_with(false)),
-    };
-    if let Some(r) = &isolated_region {
-        let before = tiers.len();
-        for t in &mut tiers {
-            t.retain(|&i| groups[i].region == *r);
-        }
-        tiers.retain(|t| !t.is_empty());
-        if policy.isolation == Isolation::Strict {
-            steps.push(format!(
-                "isolation STRICT (SPEC R6.5): only region {r}, the NIC's, serves"
-            ));
-        } else if *r != nearest_region {
-            steps.push(format!(
-                "isolation NEAREST (SPEC R6.5): region {nearest_region} (the NIC's) has no healthy backend with capacity (a group below the failover threshold {} % counts as unhealthy): region {r}, the next nearest with one, serves",
-                policy.failover_health_threshold
-            ));
-        } else if tiers.len() != before {
-            steps.push(format!(
-                "isolation NEAREST (SPEC R6.5): only region {r} serves, full or not"
-            ));
-        }
-    }
-
-    // Shares.
-    let n_live: u64 = groups.iter().map(Group::live).sum();
-    let n = (n_live as f64).max(1.0);
-    let mut group_share = vec![0.0f64; groups.len()];
-    let mut tier_of: Vec<Option<usize>> = vec![None; groups.len()];
-    let mut fullness = vec![Fullness::Room; groups.len()];
-    let mut evaluated = vec![false; groups.len()];
-    let mut remaining = 1.0f64;
-    let mut used_tiers = Vec::new();
-    for (t, members) in tiers.iter().enumerate() {
-        if policy.passthrough {
-            // Every healthy endpoint alike: a group's share is its healthy endpoints'.
-            let healthy: usize = members.iter().map(|&i| groups[i].healthy()).sum();
-            for &i in members {
-                group_share[i] = groups[i].healthy() as f64 / healthy.max(1) as f64;
-                tier_of[i] = Some(t);
+        let isolated_region: Option<String> = match policy.isolation {
+            _ if policy.passthrough => None,
+            Isolation::None => None,
+            Isolation::Strict => Some(nearest_region.to_string()),
+            Isolation::Nearest => nearest_with(true).or_else(|| nearest_with(false)),
+        };
+        if let Some(r) = &isolated_region {
+            let before = tiers.len();
+            for t in tiers.iter_mut() {
+                t.retain(|&i| groups[i].region == *r);
             }
-            remaining = 0.0;
-            used_tiers.push(t);
-            steps.push(format!(
-                "no serviceLbPolicy (passthrough, SPEC R6, R7.1): the {healthy} healthy endpoints share new connections alike, whatever their group or zone ({})",
-                tier_places(groups, members)
-            ));
-            continue;
+            tiers.retain(|t| !t.is_empty());
+            if policy.isolation == Isolation::Strict {
+                steps.push(format!(
+                    "isolation STRICT (SPEC R6.5): only region {r}, the NIC's, serves"
+                ));
+            } else if *r != nearest_region {
+                steps.push(format!(
+                    "isolation NEAREST (SPEC R6.5): region {nearest_region} (the NIC's) has no healthy backend with capacity (a group below the failover threshold {} % counts as unhealthy): region {r}, the next nearest with one, serves",
+                    policy.failover_health_threshold
+                ));
+            } else if tiers.len() != before {
+                steps.push(format!(
+                    "isolation NEAREST (SPEC R6.5): only region {r} serves, full or not"
+                ));
+            }
         }
-        let cap: f64 = members.iter().map(|&i| effective(&groups[i])).sum();
-        if cap <= 0.0 || remaining <= 0.0 {
-            continue;
+        isolated_region
+    }
+
+    /// Step 5, the shares of the tiers in order: each tier its capacity's share of the live
+    /// connections ([`Deciding::fill_tier`]), or, without a policy, the one tier everything
+    /// by healthy endpoints.
+    fn fill_tiers(
+        &self,
+        tiers: &[Vec<usize>],
+        near_capacity: &BTreeSet<String>,
+        past_capacity: &BTreeSet<String>,
+        steps: &mut Vec<String>,
+    ) -> Shares {
+        let groups = self.groups;
+        let mut shares = Shares {
+            group: vec![0.0f64; groups.len()],
+            tier_of: vec![None; groups.len()],
+            fullness: vec![Fullness::Room; groups.len()],
+            evaluated: vec![false; groups.len()],
+            remaining: 1.0f64,
+            used_tiers: Vec::new(),
+        };
+        for (t, members) in tiers.iter().enumerate() {
+            if self.policy.passthrough {
+                // Every healthy endpoint alike: a group's share is its healthy endpoints'.
+                let healthy: usize = members.iter().map(|&i| groups[i].healthy()).sum();
+                for &i in members {
+                    shares.group[i] = groups[i].healthy() as f64 / healthy.max(1) as f64;
+                    shares.tier_of[i] = Some(t);
+                }
+                shares.remaining = 0.0;
+                shares.used_tiers.push(t);
+                steps.push(format!(
+                    "no serviceLbPolicy (passthrough, SPEC R6, R7.1): the {healthy} healthy endpoints share new connections alike, whatever their group or zone ({})",
+                    tier_places(groups, members)
+                ));
+                continue;
+            }
+            self.fill_tier(t, members, near_capacity, past_capacity, &mut shares, steps);
+        }
+        shares
+    }
+
+    /// One tier of a policy: groups near or at capacity get their room (scaled down when the
+    /// tier is left less); groups well below it share whatever else the tier is left, by
+    /// capacity.
+    fn fill_tier(
+        &self,
+        t: usize,
+        members: &[usize],
+        near_capacity: &BTreeSet<String>,
+        past_capacity: &BTreeSet<String>,
+        shares: &mut Shares,
+        steps: &mut Vec<String>,
+    ) {
+        let groups = self.groups;
+        let n_live = self.n_live;
+        let n = (n_live as f64).max(1.0);
+        let cap: f64 = members.iter().map(|&i| self.effective(&groups[i])).sum();
+        if cap <= 0.0 || shares.remaining <= 0.0 {
+            return;
         }
         let rooms: Vec<f64> = members
             .iter()
             .map(|&i| {
-                let c = effective(&groups[i]);
-                let near = drain_state.near_capacity.contains(&groups[i].name);
-                let past = drain_state.past_capacity.contains(&groups[i].name);
+                let c = self.effective(&groups[i]);
+                let near = near_capacity.contains(&groups[i].name);
+                let past = past_capacity.contains(&groups[i].name);
                 let (r, f) = room(&groups[i], c, c / n, near, past);
-                fullness[i] = f;
-                evaluated[i] = true;
+                shares.fullness[i] = f;
+                shares.evaluated[i] = true;
                 r
             })
             .collect();
-        // Groups near or at capacity get their room (scaled down when the tier is left less);
-        // groups well below it share whatever else the tier is left, by capacity.
+        let fullness = &shares.fullness;
         let filling = |i: usize| fullness[i] == Fullness::Filling;
         let room_sum: f64 = members
             .iter()
@@ -670,26 +847,27 @@ pub fn decide(
         let filling_cap: f64 = members
             .iter()
             .filter(|&&i| filling(i))
-            .map(|&i| effective(&groups[i]))
+            .map(|&i| self.effective(&groups[i]))
             .sum();
+        let remaining = shares.remaining;
         let given = remaining.min(room_sum);
         let share = if filling_cap > 0.0 { remaining } else { given };
         for (&i, r) in members.iter().zip(&rooms) {
-            group_share[i] = if filling(i) {
-                (share - given) * effective(&groups[i]) / filling_cap
+            shares.group[i] = if filling(i) {
+                (share - given) * self.effective(&groups[i]) / filling_cap
             } else if room_sum > 0.0 {
                 given * r / room_sum
             } else {
                 0.0
             };
-            tier_of[i] = Some(t);
+            shares.tier_of[i] = Some(t);
         }
-        remaining -= share;
-        used_tiers.push(t);
+        shares.remaining -= share;
+        shares.used_tiers.push(t);
         let places = tier_places(groups, members);
         let full = members
             .iter()
-            .filter(|&&i| matches!(fullness[i], Fullness::Full(_) | Fullness::Past))
+            .filter(|&&i| matches!(shares.fullness[i], Fullness::Full(_) | Fullness::Past))
             .count();
         let full_note = if full == 0 {
             String::new()
@@ -711,16 +889,25 @@ pub fn decide(
             ));
         }
     }
-    if remaining > 1e-12 && !used_tiers.is_empty() {
-        // What the tiers' capacity shares leave: to the first tier that still has room (its
-        // C / N is a steady state's share; while it fills it can take more), else, every tier
-        // in use being at capacity, in proportion to capacity over the groups not far past it
-        // (over all of them when every one is). Under isolation only the nearest region's
-        // groups are in the tiers.
+
+    /// What the tiers' capacity shares leave: to the first tier that still has room (its
+    /// C / N is a steady state's share; while it fills it can take more), else, every tier in
+    /// use being at capacity, in proportion to capacity over the groups not far past it (over
+    /// all of them when every one is). Under isolation only the nearest region's groups are
+    /// in the tiers.
+    fn spread_remaining(&self, tiers: &[Vec<usize>], shares: &mut Shares, steps: &mut Vec<String>) {
+        let groups = self.groups;
+        let remaining = shares.remaining;
+        let spill = remaining > 1e-12 && !shares.used_tiers.is_empty();
+        if !spill {
+            return;
+        }
         let has_room = |i: usize| {
-            effective(&groups[i]) > 0.0 && (groups[i].live() as f64) < effective(&groups[i])
+            self.effective(&groups[i]) > 0.0
+                && (groups[i].live() as f64) < self.effective(&groups[i])
         };
-        let with_room = used_tiers
+        let with_room = shares
+            .used_tiers
             .iter()
             .find(|&&t| tiers[t].iter().any(|&i| has_room(i)));
         let (takers, why): (Vec<usize>, String) = match with_room {
@@ -729,14 +916,17 @@ pub fn decide(
                 format!("tier {t} has room left: it takes"),
             ),
             None => {
-                let in_use: Vec<usize> = used_tiers
+                let in_use: Vec<usize> = shares
+                    .used_tiers
                     .iter()
                     .flat_map(|&t| tiers[t].iter().copied())
                     .collect();
                 let not_past: Vec<usize> = in_use
                     .iter()
                     .copied()
-                    .filter(|&i| fullness[i] != Fullness::Past && effective(&groups[i]) > 0.0)
+                    .filter(|&i| {
+                        shares.fullness[i] != Fullness::Past && self.effective(&groups[i]) > 0.0
+                    })
                     .collect();
                 if not_past.is_empty() {
                     (
@@ -751,51 +941,65 @@ pub fn decide(
                 }
             }
         };
-        let cap: f64 = takers.iter().map(|&i| effective(&groups[i])).sum();
+        let cap: f64 = takers.iter().map(|&i| self.effective(&groups[i])).sum();
         if cap > 0.0 {
             for &i in &takers {
-                group_share[i] += remaining * effective(&groups[i]) / cap;
+                shares.group[i] += remaining * self.effective(&groups[i]) / cap;
             }
         }
         steps.push(format!("{why} the other {:.1} %", 100.0 * remaining));
     }
 
-    // Endpoint shares, and fail open / drop.
-    // Collected, sorted and summed (an endpoint may sit in two groups) before the map is
-    // built in one pass: tens of thousands of endpoints are decided every refresh.
-    let mut shares: Vec<(&str, f64)> = Vec::new();
-    for (i, g) in groups.iter().enumerate() {
-        if group_share[i] <= 0.0 {
-            continue;
+    /// Endpoint shares: within a group, its healthy endpoints share equally. Collected,
+    /// sorted and summed (an endpoint may sit in two groups) before the map is built in one
+    /// pass: tens of thousands of endpoints are decided every refresh.
+    fn endpoint_shares(&self, group_share: &[f64]) -> BTreeMap<String, f64> {
+        let mut shares: Vec<(&str, f64)> = Vec::new();
+        for (i, g) in self.groups.iter().enumerate() {
+            if group_share[i] <= 0.0 {
+                continue;
+            }
+            let healthy = g.healthy() as f64;
+            shares.extend(
+                g.endpoints
+                    .iter()
+                    .filter(|e| e.healthy)
+                    .map(|e| (e.name.as_str(), group_share[i] / healthy)),
+            );
         }
-        let healthy = g.healthy() as f64;
-        shares.extend(
-            g.endpoints
-                .iter()
-                .filter(|e| e.healthy)
-                .map(|e| (e.name.as_str(), group_share[i] / healthy)),
-        );
+        shares.sort_by(|a, b| a.0.cmp(b.0));
+        shares.dedup_by(|later, kept| {
+            let same = later.0 == kept.0;
+            if same {
+                kept.1 += later.1;
+            }
+            same
+        });
+        shares
+            .into_iter()
+            .map(|(n, s)| (n.to_string(), s))
+            .collect()
     }
-    shares.sort_by(|a, b| a.0.cmp(b.0));
-    shares.dedup_by(|later, kept| {
-        let same = later.0 == kept.0;
-        if same {
-            kept.1 += later.1;
+
+    /// Step 6: with no endpoint share, drop (STRICT isolation, `dropTrafficIfUnhealthy`) or
+    /// fail open (R3.4) over every endpoint of the serving set. Returns (drop, failed open).
+    fn fail_open(
+        &self,
+        endpoint_shares: &mut BTreeMap<String, f64>,
+        steps: &mut Vec<String>,
+    ) -> (bool, bool) {
+        let policy = self.policy;
+        let mut drop = false;
+        let mut failed_open = false;
+        if !endpoint_shares.is_empty() {
+            return (drop, failed_open);
         }
-        same
-    });
-    let mut endpoint_shares: BTreeMap<String, f64> = shares
-        .into_iter()
-        .map(|(n, s)| (n.to_string(), s))
-        .collect();
-    let mut drop = false;
-    let mut failed_open = false;
-    if endpoint_shares.is_empty() {
         if policy.isolation == Isolation::Strict && !policy.passthrough {
             // Never another region, not even to fail open (SPEC R6.5).
             drop = true;
             steps.push(format!(
-                "STRICT isolation (SPEC R6.5): region {nearest_region} has no healthy capacity: new connections are dropped, whatever the other regions hold"
+                "STRICT isolation (SPEC R6.5): region {} has no healthy capacity: new connections are dropped, whatever the other regions hold",
+                self.locality.region
             ));
         } else if policy.drop_traffic_if_unhealthy {
             drop = true;
@@ -803,9 +1007,10 @@ pub fn decide(
                 "no healthy endpoint: dropTrafficIfUnhealthy drops new connections".to_string(),
             );
         } else {
-            let all: Vec<&Endpoint> = groups
+            let all: Vec<&Endpoint> = self
+                .groups
                 .iter()
-                .filter(|g| serving(g))
+                .filter(|g| self.serving(g))
                 .flat_map(|g| g.endpoints.iter())
                 .collect();
             if !all.is_empty() {
@@ -819,142 +1024,142 @@ pub fn decide(
                 }
             }
         }
+        (drop, failed_open)
     }
 
-    let reports: Vec<GroupReport> = groups
-        .iter()
-        .enumerate()
-        .map(|(i, g)| {
-            let live = g.live();
-            let utilisation = if g.capacity > 0.0 {
-                live as f64 / g.capacity
-            } else if live > 0 {
-                f64::INFINITY
-            } else {
-                0.0
-            };
-            let mut why = String::new();
-            if !serving(g) {
-                why.push_str(if g.failover {
-                    "failover backend, not serving"
-                } else {
-                    "primary backend, the failover backends serve"
-                });
-            } else if g.healthy() == 0 {
-                why.push_str("no healthy endpoint");
-            } else if outside_zone(g) {
-                let _ = write!(
-                    why,
-                    "zonal affinity: outside zone {}, which has a healthy endpoint",
-                    locality.zone
-                );
-            } else if drained(g) {
-                why.push_str("drained (automatic capacity drain, SPEC R6.3)");
-            } else if g.capacity <= 0.0 {
-                why.push_str("capacity 0 (capacityScaler 0): no new connections");
-            } else if tier_of[i].is_none() && group_share[i] == 0.0 {
-                why.push_str(
-                    if isolated_region.as_ref().is_some_and(|r| *r != g.region) {
-                        "outside the isolated region (SPEC R6.5)"
-                    } else {
-                        "not needed: earlier tiers have room"
-                    },
-                );
-            }
-            match fullness[i] {
-                Fullness::Filling | Fullness::Room => {}
-                Fullness::Full(t) => {
-                    let _ = write!(
-                        why,
-                        "{}at capacity ({live} live of {:.0}): new connections only as fast as its connections close ({:.1} % of them)",
-                        if why.is_empty() { "" } else { "; " },
-                        g.capacity,
-                        100.0 * t
-                    );
-                }
-                Fullness::Past => {
-                    let _ = write!(
-                        why,
-                        "{}past capacity ({live} live of {:.0}): no new connections until some close",
-                        if why.is_empty() { "" } else { "; " },
-                        g.capacity
-                    );
-                }
-            }
-            if below(g) && g.healthy() > 0 && serving(g) {
-                let _ = write!(
-                    why,
-                    "{}{:.0} % healthy, below the failover threshold {} (SPEC R6.4): last tier",
-                    if why.is_empty() { "" } else { "; " },
-                    100.0 * g.healthy_fraction(),
-                    policy.failover_health_threshold
-                );
-            }
-            if g.preference == Preference::Preferred && tier_of[i] == Some(0) && !policy.passthrough
-            {
-                why.push_str(if why.is_empty() {
-                    "preferred: filled first, SPEC R6.6"
-                } else {
-                    "; preferred"
-                });
-            }
-            GroupReport {
-                name: g.name.clone(),
-                region: g.region.clone(),
-                zone: g.zone.clone(),
-                capacity: g.capacity,
-                unlimited: g.unlimited,
-                effective_capacity: if tier_of[i].is_some() {
-                    effective(g)
+    /// What the decision says about each group, in input order.
+    fn reports(&self, shares: &Shares, isolated_region: Option<&str>) -> Vec<GroupReport> {
+        self.groups
+            .iter()
+            .enumerate()
+            .map(|(i, g)| {
+                let live = g.live();
+                let utilisation = if g.capacity > 0.0 {
+                    live as f64 / g.capacity
+                } else if live > 0 {
+                    f64::INFINITY
                 } else {
                     0.0
-                },
-                live,
-                utilisation,
-                healthy: g.healthy(),
-                endpoints: g.endpoints.len(),
-                drained: drained(g),
-                below_threshold: below(g),
-                tier: tier_of[i],
-                share: group_share[i],
-                why,
-            }
-        })
-        .collect();
-    // Groups measured against their capacity this time: near it unless filling.
-    for (i, g) in groups.iter().enumerate() {
-        let limited = !g.unlimited && effective(g) > 0.0;
-        if !evaluated[i] || !limited || fullness[i] == Fullness::Filling {
-            drain_state.near_capacity.remove(&g.name);
-        } else if !drain_state.near_capacity.contains(&g.name) {
-            drain_state.near_capacity.insert(g.name.clone());
-        }
-        if !evaluated[i] || fullness[i] != Fullness::Past {
-            drain_state.past_capacity.remove(&g.name);
-        } else if !drain_state.past_capacity.contains(&g.name) {
-            drain_state.past_capacity.insert(g.name.clone());
-        }
+                };
+                GroupReport {
+                    name: g.name.clone(),
+                    region: g.region.clone(),
+                    zone: g.zone.clone(),
+                    capacity: g.capacity,
+                    unlimited: g.unlimited,
+                    effective_capacity: if shares.tier_of[i].is_some() {
+                        self.effective(g)
+                    } else {
+                        0.0
+                    },
+                    live,
+                    utilisation,
+                    healthy: g.healthy(),
+                    endpoints: g.endpoints.len(),
+                    drained: self.drained(g),
+                    below_threshold: self.below(g),
+                    tier: shares.tier_of[i],
+                    share: shares.group[i],
+                    why: self.why(i, shares, isolated_region),
+                }
+            })
+            .collect()
     }
-    let rule = rule_of(
-        policy,
-        &Outcome {
-            drop,
-            failed_open,
-            failover: serve_failover,
-            zone_kept,
-            isolated: isolated_region.as_deref(),
-            nearest: nearest_region,
-            any_drained: !drain_state.drained.is_empty(),
-            any_below: reports.iter().any(|r| r.below_threshold && r.healthy > 0),
-        },
-    );
-    Decision {
-        endpoint_shares,
-        groups: reports,
-        drop,
-        failover_serves: serve_failover,
-        rule,
-        steps,
+
+    /// Why group `i` got its share, in words.
+    fn why(&self, i: usize, shares: &Shares, isolated_region: Option<&str>) -> String {
+        let (policy, g) = (self.policy, &self.groups[i]);
+        let live = g.live();
+        let mut why = String::new();
+        if !self.serving(g) {
+            why.push_str(if g.failover {
+                "failover backend, not serving"
+            } else {
+                "primary backend, the failover backends serve"
+            });
+        } else if g.healthy() == 0 {
+            why.push_str("no healthy endpoint");
+        } else if self.outside_zone(g) {
+            let _ = write!(
+                why,
+                "zonal affinity: outside zone {}, which has a healthy endpoint",
+                self.locality.zone
+            );
+        } else if self.drained(g) {
+            why.push_str("drained (automatic capacity drain, SPEC R6.3)");
+        } else if g.capacity <= 0.0 {
+            why.push_str("capacity 0 (capacityScaler 0): no new connections");
+        } else if shares.tier_of[i].is_none() && shares.group[i] == 0.0 {
+            why.push_str(if isolated_region.is_some_and(|r| *r != g.region) {
+                "outside the isolated region (SPEC R6.5)"
+            } else {
+                "not needed: earlier tiers have room"
+            });
+        }
+        match shares.fullness[i] {
+            Fullness::Filling | Fullness::Room => {}
+            Fullness::Full(t) => {
+                let _ = write!(
+                    why,
+                    "{}at capacity ({live} live of {:.0}): new connections only as fast as its connections close ({:.1} % of them)",
+                    if why.is_empty() { "" } else { "; " },
+                    g.capacity,
+                    100.0 * t
+                );
+            }
+            Fullness::Past => {
+                let _ = write!(
+                    why,
+                    "{}past capacity ({live} live of {:.0}): no new connections until some close",
+                    if why.is_empty() { "" } else { "; " },
+                    g.capacity
+                );
+            }
+        }
+        if self.below(g) && g.healthy() > 0 && self.serving(g) {
+            let _ = write!(
+                why,
+                "{}{:.0} % healthy, below the failover threshold {} (SPEC R6.4): last tier",
+                if why.is_empty() { "" } else { "; " },
+                100.0 * g.healthy_fraction(),
+                policy.failover_health_threshold
+            );
+        }
+        if g.preference == Preference::Preferred
+            && shares.tier_of[i] == Some(0)
+            && !policy.passthrough
+        {
+            why.push_str(if why.is_empty() {
+                "preferred: filled first, SPEC R6.6"
+            } else {
+                "; preferred"
+            });
+        }
+        why
+    }
+
+    /// Groups measured against their capacity this time: near it unless filling; past it
+    /// when too far past (the hysteresis of [`DrainState::near_capacity`] and
+    /// [`DrainState::past_capacity`]).
+    fn remember_capacity(
+        &self,
+        shares: &Shares,
+        near_capacity: &mut BTreeSet<String>,
+        past_capacity: &mut BTreeSet<String>,
+    ) {
+        for (i, g) in self.groups.iter().enumerate() {
+            let limited = !g.unlimited && self.effective(g) > 0.0;
+            if !shares.evaluated[i] || !limited || shares.fullness[i] == Fullness::Filling {
+                near_capacity.remove(&g.name);
+            } else if !near_capacity.contains(&g.name) {
+                near_capacity.insert(g.name.clone());
+            }
+            if !shares.evaluated[i] || shares.fullness[i] != Fullness::Past {
+                past_capacity.remove(&g.name);
+            } else if !past_capacity.contains(&g.name) {
+                past_capacity.insert(g.name.clone());
+            }
+        }
     }
 }
 
@@ -1519,7 +1724,7 @@ mod tests {
         assert!(d.drop);
     }
 
-    /// The source product's `failoverRatio` (compute v1 BackendServiceFailoverPolicy): 0, the
+    /// Google Cloud's `failoverRatio` (compute v1 BackendServiceFailoverPolicy): 0, the
     /// default, fails over when no primary endpoint is healthy; any other value when the
     /// healthy share is strictly below it, on the written decimal (3 of 10 is not below 0.3).
     #[test]
@@ -1747,7 +1952,7 @@ mod tests {
         }
     }
 
-    /// SPEC R7.4 (seed 003, zonal affinity, spill ratio 0): the client's zone serves alone
+    /// SPEC R7.4 (GKE's zonal affinity, spill ratio 0): the client's zone serves alone
     /// while it has one healthy eligible node; otherwise every node of every zone does.
     #[test]
     fn zonal_affinity_keeps_the_zone_while_one_node_is_healthy_then_spreads_over_all() {

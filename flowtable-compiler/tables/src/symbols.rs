@@ -3,7 +3,7 @@
 //! Rule and backend ids are kept across reloads ([`crate::compile_after`]), so their lists
 //! may have holes: `""` marks an id that names nothing.
 
-use nlb_config::model::Config;
+use nlb_config::model::{Config, ForwardingRule, PortRange, Protocol};
 use nlb_hw::hash::addr_to_u128;
 use nlb_hw::Tables;
 use serde::Serialize;
@@ -148,7 +148,7 @@ impl Symbols {
         // Every slot a rule takes, as the compiler places them (an L3_DEFAULT rule also takes
         // the gaps of its VIP's TCP and UDP entries).
         let mut by_match: HashMap<(u128, u8, u16, u16), &str> = HashMap::new();
-        for ((addr, proto), slots) in crate::compile::vip_port_slots(&config.forwarding_rules) {
+        for ((addr, proto), slots) in vip_port_slots(&config.forwarding_rules) {
             for (range, r) in slots {
                 by_match.insert((addr, proto, range.lo, range.hi), &r.name);
             }
@@ -205,4 +205,61 @@ fn set(v: &mut Vec<String>, id: usize, name: &str) {
         v.resize(id + 1, String::new());
     }
     v[id] = name.to_string();
+}
+
+/// The port-range slots of each (VIP, VIP protocol) (docs/pipeline.md §3–§4), in port order:
+/// a TCP or UDP rule takes one slot per port range in its protocol's entry; an `L3_DEFAULT`
+/// rule takes the one slot (all ports) of the VIP's protocol-0 entry, for every protocol but
+/// TCP and UDP, and the gaps between the ranges of the VIP's TCP and of its UDP rules (all
+/// ports when the VIP has no rule of that protocol), so TCP and UDP packets that no rule of
+/// their own takes reach it through their own entries. Keys are (VIP as a table address,
+/// VIP protocol 6, 17 or 0).
+pub(crate) fn vip_port_slots<'r>(
+    rules: impl IntoIterator<Item = &'r ForwardingRule>,
+) -> BTreeMap<(u128, u8), Vec<(PortRange, &'r ForwardingRule)>> {
+    let mut slots: BTreeMap<(u128, u8), Vec<(PortRange, &ForwardingRule)>> = BTreeMap::new();
+    let mut l3: Vec<&ForwardingRule> = Vec::new();
+    for r in rules {
+        let addr = addr_to_u128(r.ip_address);
+        if r.ip_protocol == Protocol::L3Default {
+            l3.push(r);
+            slots
+                .entry((addr, 0))
+                .or_default()
+                .push((PortRange::ALL, r));
+        } else {
+            let v = slots.entry((addr, r.ip_protocol.number())).or_default();
+            v.extend(r.port_ranges.iter().map(|range| (*range, r)));
+        }
+    }
+    for r in l3 {
+        let addr = addr_to_u128(r.ip_address);
+        for proto in [Protocol::Tcp, Protocol::Udp] {
+            let v = slots.entry((addr, proto.number())).or_default();
+            let mut taken: Vec<PortRange> = v.iter().map(|(range, _)| *range).collect();
+            taken.sort();
+            let mut next: u32 = 0;
+            let mut gaps = Vec::new();
+            for range in taken {
+                if u32::from(range.lo) > next {
+                    gaps.push(PortRange {
+                        lo: next as u16,
+                        hi: range.lo - 1,
+                    });
+                }
+                next = next.max(u32::from(range.hi) + 1);
+            }
+            if next <= 65535 {
+                gaps.push(PortRange {
+                    lo: next as u16,
+                    hi: 65535,
+                });
+            }
+            v.extend(gaps.into_iter().map(|g| (g, r)));
+        }
+    }
+    for v in slots.values_mut() {
+        v.sort_by(|a, b| (a.0, &a.1.name).cmp(&(b.0, &b.1.name)));
+    }
+    slots
 }

@@ -2,7 +2,9 @@
 //!
 //! Compiled twice like `model.rs` (by `build.rs` and as `nlb_hw::codegen`).
 
-use crate::model::{camel, Block, Field, Layout, RegField, Register, Regmap, HEADER_REGISTERS};
+use crate::model::{
+    camel, Block, Field, Layout, PlacedField, RegField, Register, Regmap, HEADER_REGISTERS,
+};
 use std::fmt::Write;
 
 /// Command that rewrites the checked-in generated files.
@@ -45,8 +47,20 @@ fn doc_lines(out: &mut String, indent: &str, doc: &str) {
 /// The Rust module included by `nlb_hw` (constants, enums, layouts).
 pub fn rust(map: &Regmap) -> String {
     let mut o = String::new();
-    let m = &map.meta;
     o.push_str("// @generated from hw/regmap.toml by hw/contract/build.rs. Do not edit.\n\n");
+    rust_meta(map, &mut o);
+    rust_profiles(map, &mut o);
+    rust_enums(map, &mut o);
+    rust_hash(map, &mut o);
+    rust_flash(map, &mut o);
+    rust_layouts(map, &mut o);
+    rust_blocks(map, &mut o);
+    o
+}
+
+/// The regmap and design versions, the data width, the block type prefix.
+fn rust_meta(map: &Regmap, o: &mut String) {
+    let m = &map.meta;
     let _ = writeln!(
         o,
         "/// `meta.regmap_version`: bumped on every incompatible change."
@@ -66,8 +80,10 @@ pub fn rust(map: &Regmap) -> String {
         "pub const BLOCK_TYPE_PREFIX: u32 = {:#x};\n",
         m.block_type_prefix
     );
+}
 
-    // Profiles.
+/// `PROFILES`: the capacity profiles.
+fn rust_profiles(map: &Regmap, o: &mut String) {
     let _ = writeln!(o, "/// Capacity profiles, as in `[[profiles]]`.");
     let _ = writeln!(o, "pub const PROFILES: &[crate::Profile] = &[");
     for p in &map.profiles {
@@ -79,19 +95,21 @@ pub fn rust(map: &Regmap) -> String {
         );
     }
     o.push_str("];\n\n");
+}
 
-    // Enums.
+/// `enums`: an enum per `[[enums]]`, with its values, names and conversions.
+fn rust_enums(map: &Regmap, o: &mut String) {
     o.push_str("/// Enumerations of `[[enums]]`.\npub mod enums {\n");
     for e in &map.enums {
         let ty = camel(&e.name);
-        doc_lines(&mut o, "    ", &e.doc);
+        doc_lines(o, "    ", &e.doc);
         o.push_str(
             "    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]\n",
         );
         o.push_str("    #[repr(u32)]\n");
         let _ = writeln!(o, "    pub enum {ty} {{");
         for (i, v) in e.values.iter().enumerate() {
-            doc_lines(&mut o, "        ", &v.doc);
+            doc_lines(o, "        ", &v.doc);
             if i == 0 {
                 o.push_str("        #[default]\n");
             }
@@ -154,11 +172,13 @@ pub fn rust(map: &Regmap) -> String {
         o.push_str("    }\n\n");
     }
     o.push_str("}\n\n");
+}
 
-    // Hash.
+/// `hash_def`: the flow hash's constants and key fields.
+fn rust_hash(map: &Regmap, o: &mut String) {
     let h = &map.hash;
     o.push_str("/// Flow-hash constants of `[hash]`.\npub mod hash_def {\n");
-    doc_lines(&mut o, "    ", &h.doc);
+    doc_lines(o, "    ", &h.doc);
     let _ = writeln!(
         o,
         "    pub const CRC_POLY_REFLECTED: u32 = {:#010x};",
@@ -184,27 +204,21 @@ pub fn rust(map: &Regmap) -> String {
     let _ = writeln!(o, "    pub const KEY_BYTES: usize = {};", h.key_bytes);
     for k in &h.key_fields {
         let up = k.name.to_ascii_uppercase();
-        doc_lines(
-            &mut o,
-            "    ",
-            &format!("Key field `{}`: {}", k.name, k.doc),
-        );
+        doc_lines(o, "    ", &format!("Key field `{}`: {}", k.name, k.doc));
         let _ = writeln!(o, "    pub const {up}_OFFSET: usize = {};", k.offset);
-        doc_lines(
-            &mut o,
-            "    ",
-            &format!("Length of key field `{}`.", k.name),
-        );
+        doc_lines(o, "    ", &format!("Length of key field `{}`.", k.name));
         let _ = writeln!(o, "    pub const {up}_LEN: usize = {};", k.len);
     }
     o.push_str("}\n\n");
+}
 
-    // The configuration flash.
+/// `flash_def`: the configuration flash's multiboot layout.
+fn rust_flash(map: &Regmap, o: &mut String) {
     let f = &map.flash;
     o.push_str(
         "/// The configuration flash's multiboot layout (`[flash]`).\npub mod flash_def {\n",
     );
-    doc_lines(&mut o, "    ", &f.doc);
+    doc_lines(o, "    ", &f.doc);
     let _ = writeln!(o, "    pub const SEGMENTS: u32 = {};", f.segments);
     o.push_str("    /// Bytes at the end of every segment that belong to its marker.\n");
     let _ = writeln!(o, "    pub const MARKER_AREA: u32 = {:#x};", f.marker_area);
@@ -233,13 +247,15 @@ pub fn rust(map: &Regmap) -> String {
         camel(&f.marker_layout)
     );
     o.push_str("}\n\n");
+}
 
-    // Layouts.
+/// `layouts`: a typed entry per `[[layouts]]`, and `repack`.
+fn rust_layouts(map: &Regmap, o: &mut String) {
     o.push_str("/// Entry layouts of `[[layouts]]` with typed pack/unpack.\npub mod layouts {\n");
     o.push_str("    use crate::layout::{get_bits, put_bits, LayoutError};\n");
     o.push_str("    use bitvec::prelude::*;\n\n");
     for l in &map.layouts {
-        rust_layout(map, l, &mut o);
+        rust_layout(map, l, o);
     }
     o.push_str("    /// Names of every layout.\n");
     let names: Vec<String> = map
@@ -264,11 +280,13 @@ pub fn rust(map: &Regmap) -> String {
     }
     o.push_str("            _ => return Option::None,\n        })\n    }\n");
     o.push_str("}\n\n");
+}
 
-    // Blocks.
+/// `blocks`: a module per register block, and the tables over all of them.
+fn rust_blocks(map: &Regmap, o: &mut String) {
     o.push_str("/// Register blocks of `[[blocks]]`: absolute byte offsets from BAR 0.\npub mod blocks {\n");
     for (i, b) in map.blocks.iter().enumerate() {
-        doc_lines(&mut o, "    ", &b.doc);
+        doc_lines(o, "    ", &b.doc);
         let _ = writeln!(o, "    pub mod {} {{", b.name);
         o.push_str("        /// Byte offset of the block.\n");
         let _ = writeln!(o, "        pub const BASE: u32 = {:#06x};", b.offset);
@@ -289,7 +307,7 @@ pub fn rust(map: &Regmap) -> String {
             map.next_offset(i)
         );
         for (n, off, doc) in HEADER_REGISTERS {
-            doc_lines(&mut o, "        ", doc);
+            doc_lines(o, "        ", doc);
             let _ = writeln!(
                 o,
                 "        pub const {}_REG: u32 = BASE + {off:#x};",
@@ -297,14 +315,14 @@ pub fn rust(map: &Regmap) -> String {
             );
         }
         for r in &b.registers {
-            doc_lines(&mut o, "        ", &format!("[{}] {}", r.access, r.doc));
+            doc_lines(o, "        ", &format!("[{}] {}", r.access, r.doc));
             let up = r.name.to_ascii_uppercase();
             let _ = writeln!(o, "        pub const {up}: u32 = BASE + {:#x};", r.offset);
             if r.count > 1 {
-                doc_lines(&mut o, "        ", &format!("Words in `{}`.", r.name));
+                doc_lines(o, "        ", &format!("Words in `{}`.", r.name));
                 let _ = writeln!(o, "        pub const {up}_COUNT: u32 = {};", r.count);
                 doc_lines(
-                    &mut o,
+                    o,
                     "        ",
                     &format!("Offset of the last word of `{}`.", r.name),
                 );
@@ -316,18 +334,18 @@ pub fn rust(map: &Regmap) -> String {
             }
             if r.has_reset() {
                 doc_lines(
-                    &mut o,
+                    o,
                     "        ",
                     &format!("Value of `{}` after reset.", r.name),
                 );
                 let _ = writeln!(o, "        pub const {up}_RESET: u32 = {:#x};", r.reset);
             }
             if !r.fields.is_empty() {
-                rust_register(map, b, r, &mut o);
+                rust_register(map, b, r, o);
             }
         }
         for w in &b.wide {
-            rust_wide(b, w, &mut o);
+            rust_wide(b, w, o);
         }
         o.push_str("    }\n");
     }
@@ -350,47 +368,7 @@ pub fn rust(map: &Regmap) -> String {
         }
     }
     o.push_str("            _ => u32::MAX,\n        }\n    }\n");
-    o.push_str("    /// How software may access a register (`access` in hw/regmap.toml).\n");
-    o.push_str("    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]\n");
-    o.push_str("    pub enum Access {\n");
-    o.push_str("        /// `ro`: reads return it, writes are ignored.\n        ReadOnly,\n");
-    o.push_str("        /// `rw`: it stores its field bits.\n        ReadWrite,\n");
-    o.push_str("        /// `wo`: a write acts (a command); reads return 0.\n        WriteOnly,\n");
-    o.push_str("    }\n");
-    o.push_str(
-        "    /// The access of the register at byte `offset` (any word of a register array; every\n",
-    );
-    o.push_str(
-        "    /// block's TYPE, VERSION and NEXT words are read-only); `None` where no register is.\n",
-    );
-    o.push_str("    pub const fn access(offset: u32) -> Option<Access> {\n");
-    o.push_str("        if offset % 4 != 0 {\n            return None;\n        }\n");
-    o.push_str("        match offset {\n");
-    for b in &map.blocks {
-        let _ = writeln!(
-            o,
-            "            {name}::BASE..={name}::NEXT_REG => Some(Access::ReadOnly),",
-            name = b.name
-        );
-        for r in &b.registers {
-            let acc = match r.access.as_str() {
-                "ro" => "ReadOnly",
-                "wo" => "WriteOnly",
-                _ => "ReadWrite",
-            };
-            let up = r.name.to_ascii_uppercase();
-            if r.count > 1 {
-                let _ = writeln!(
-                    o,
-                    "            {n}::{up}..={n}::{up}_END => Some(Access::{acc}),",
-                    n = b.name
-                );
-            } else {
-                let _ = writeln!(o, "            {}::{up} => Some(Access::{acc}),", b.name);
-            }
-        }
-    }
-    o.push_str("            _ => None,\n        }\n    }\n");
+    rust_access(map, o);
     o.push_str(
         "    /// Value of the register at `offset` after reset (0 for one that resets to 0 or\n",
     );
@@ -436,7 +414,51 @@ pub fn rust(map: &Regmap) -> String {
         );
     }
     o.push_str("    ];\n}\n");
-    o
+}
+
+/// `blocks::Access` and `blocks::access`: how software may access the register at an offset.
+fn rust_access(map: &Regmap, o: &mut String) {
+    o.push_str("    /// How software may access a register (`access` in hw/regmap.toml).\n");
+    o.push_str("    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]\n");
+    o.push_str("    pub enum Access {\n");
+    o.push_str("        /// `ro`: reads return it, writes are ignored.\n        ReadOnly,\n");
+    o.push_str("        /// `rw`: it stores its field bits.\n        ReadWrite,\n");
+    o.push_str("        /// `wo`: a write acts (a command); reads return 0.\n        WriteOnly,\n");
+    o.push_str("    }\n");
+    o.push_str(
+        "    /// The access of the register at byte `offset` (any word of a register array; every\n",
+    );
+    o.push_str(
+        "    /// block's TYPE, VERSION and NEXT words are read-only); `None` where no register is.\n",
+    );
+    o.push_str("    pub const fn access(offset: u32) -> Option<Access> {\n");
+    o.push_str("        if offset % 4 != 0 {\n            return None;\n        }\n");
+    o.push_str("        match offset {\n");
+    for b in &map.blocks {
+        let _ = writeln!(
+            o,
+            "            {name}::BASE..={name}::NEXT_REG => Some(Access::ReadOnly),",
+            name = b.name
+        );
+        for r in &b.registers {
+            let acc = match r.access.as_str() {
+                "ro" => "ReadOnly",
+                "wo" => "WriteOnly",
+                _ => "ReadWrite",
+            };
+            let up = r.name.to_ascii_uppercase();
+            if r.count > 1 {
+                let _ = writeln!(
+                    o,
+                    "            {n}::{up}..={n}::{up}_END => Some(Access::{acc}),",
+                    n = b.name
+                );
+            } else {
+                let _ = writeln!(o, "            {}::{up} => Some(Access::{acc}),", b.name);
+            }
+        }
+    }
+    o.push_str("            _ => None,\n        }\n    }\n");
 }
 
 /// The fields of a register: `RegField` constants in a module named after it, and a typed
@@ -671,14 +693,21 @@ fn rust_wide(b: &Block, w: &crate::model::WideValue, o: &mut String) {
 }
 
 fn rust_layout(map: &Regmap, l: &Layout, o: &mut String) {
+    let placed = map.place(l);
+    rust_layout_type(map, l, &placed, o);
+    rust_layout_pack(map, l, &placed, o);
+    rust_layout_unpack(l, &placed, o);
+}
+
+/// A layout's struct, and the constants of its impl: name, width, each field's position.
+fn rust_layout_type(map: &Regmap, l: &Layout, placed: &[PlacedField], o: &mut String) {
     let ty = camel(&l.name);
     let width = map.layout_width(l);
     let words = width.div_ceil(32);
-    let placed = map.place(l);
     doc_lines(o, "    ", &l.doc);
     o.push_str("    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]\n");
     let _ = writeln!(o, "    pub struct {ty} {{");
-    for p in &placed {
+    for p in placed {
         let f = &p.field;
         doc_lines(o, "        ", &f.doc);
         let _ = writeln!(o, "        pub {}: {},", f.name, field_type(map, f));
@@ -691,7 +720,7 @@ fn rust_layout(map: &Regmap, l: &Layout, o: &mut String) {
     let _ = writeln!(o, "        pub const WIDTH: usize = {width};");
     o.push_str("        /// Width in 32-bit words.\n");
     let _ = writeln!(o, "        pub const WORDS: usize = {words};");
-    for p in &placed {
+    for p in placed {
         let up = p.field.name.to_ascii_uppercase();
         doc_lines(o, "        ", &format!("First bit of `{}`.", p.field.name));
         let _ = writeln!(o, "        pub const {up}_LSB: usize = {};", p.lsb);
@@ -710,6 +739,11 @@ fn rust_layout(map: &Regmap, l: &Layout, o: &mut String) {
             let _ = writeln!(o, "        pub const {up}_COUNT: usize = {};", p.count);
         }
     }
+}
+
+/// A layout's `pack`, `unpack` and `pack_bits`.
+fn rust_layout_pack(map: &Regmap, l: &Layout, placed: &[PlacedField], o: &mut String) {
+    let words = map.layout_width(l).div_ceil(32);
     o.push_str("\n        /// Packs into words; a value wider than its field is an error.\n");
     let _ = writeln!(
         o,
@@ -729,7 +763,7 @@ fn rust_layout(map: &Regmap, l: &Layout, o: &mut String) {
 
     o.push_str("        /// Packs into a bit slice of at least `WIDTH` bits, starting at bit 0.\n");
     o.push_str("        pub fn pack_bits(&self, bits: &mut BitSlice<u32, Lsb0>) -> Result<(), LayoutError> {\n");
-    for p in &placed {
+    for p in placed {
         let f = &p.field;
         let up = f.name.to_ascii_uppercase();
         if let Some(inner) = &f.layout {
@@ -775,7 +809,11 @@ fn rust_layout(map: &Regmap, l: &Layout, o: &mut String) {
         }
     }
     o.push_str("            Ok(())\n        }\n\n");
+}
 
+/// A layout's `unpack_bits`, and the end of its impl.
+fn rust_layout_unpack(l: &Layout, placed: &[PlacedField], o: &mut String) {
+    let ty = camel(&l.name);
     o.push_str("        /// Unpacks from a bit slice of at least `WIDTH` bits.\n");
     o.push_str(
         "        pub fn unpack_bits(bits: &BitSlice<u32, Lsb0>) -> Result<Self, LayoutError> {\n",
@@ -784,7 +822,7 @@ fn rust_layout(map: &Regmap, l: &Layout, o: &mut String) {
     o.push_str("                return Err(LayoutError::ShortInput { layout: Self::NAME, words: bits.len() / 32, needed: Self::WORDS });\n");
     o.push_str("            }\n");
     let _ = writeln!(o, "            Ok({ty} {{");
-    for p in &placed {
+    for p in placed {
         let f = &p.field;
         let up = f.name.to_ascii_uppercase();
         if let (Some(inner), Some(c)) = (&f.layout, f.count) {
@@ -843,10 +881,28 @@ fn vl_ident(parts: &[&str]) -> String {
     s
 }
 
+/// One `localparam`: a plain number for `width` 0, else a `width`-bit hex literal; `doc`, if
+/// any, as a comment.
+fn lp(o: &mut String, name: String, width: u32, value: u128, doc: &str) {
+    let val = if width == 0 {
+        format!("{value}")
+    } else {
+        format!("{width}'h{value:x}")
+    };
+    if doc.is_empty() {
+        let _ = writeln!(o, "localparam {name} = {val};");
+    } else {
+        let _ = writeln!(
+            o,
+            "localparam {name} = {val}; // {}",
+            doc.replace('\n', " ")
+        );
+    }
+}
+
 /// `hw/rtl/nlb_regmap.vh`: localparams for every offset, field position, width and value.
 pub fn verilog(map: &Regmap) -> String {
     let mut o = String::new();
-    let m = &map.meta;
     let _ = writeln!(o, "// @generated from hw/regmap.toml; do not edit.");
     let _ = writeln!(o, "// Regenerate with: {REGEN_COMMAND}");
     o.push_str("//\n// Include inside a module body: `include \"nlb_regmap.vh\"\n");
@@ -854,62 +910,51 @@ pub fn verilog(map: &Regmap) -> String {
         "// Every module uses only part of the map, so unused parameters are expected here.\n",
     );
     o.push_str("/* verilator lint_off UNUSEDPARAM */\n\n");
-    let lp = |o: &mut String, name: String, width: u32, value: u128, doc: &str| {
-        let val = if width == 0 {
-            format!("{value}")
-        } else {
-            format!("{width}'h{value:x}")
-        };
-        if doc.is_empty() {
-            let _ = writeln!(o, "localparam {name} = {val};");
-        } else {
-            let _ = writeln!(
-                o,
-                "localparam {name} = {val}; // {}",
-                doc.replace('\n', " ")
-            );
-        }
-    };
+    vl_meta(map, &mut o);
+    vl_profiles(map, &mut o);
+    vl_enums(map, &mut o);
+    vl_hash(map, &mut o);
+    vl_layouts(map, &mut o);
+    vl_blocks(map, &mut o);
+    vl_flash(map, &mut o);
+    o.push_str("\n/* verilator lint_on UNUSEDPARAM */\n");
+    o
+}
+
+/// Meta: versions, data width, block type prefix.
+fn vl_meta(map: &Regmap, o: &mut String) {
+    let m = &map.meta;
     o.push_str("// ---- meta ----\n");
     lp(
-        &mut o,
+        o,
         vl_ident(&["regmap_version"]),
         32,
         m.regmap_version.into(),
         "",
     );
     lp(
-        &mut o,
+        o,
         vl_ident(&["design_version"]),
         32,
         m.design_version.into(),
         "",
     );
+    lp(o, vl_ident(&["data_width"]), 0, m.data_width.into(), "");
     lp(
-        &mut o,
-        vl_ident(&["data_width"]),
-        0,
-        m.data_width.into(),
-        "",
-    );
-    lp(
-        &mut o,
+        o,
         vl_ident(&["block_type_prefix"]),
         32,
         m.block_type_prefix.into(),
         "",
     );
+}
 
+/// Each capacity profile's id and table depths.
+fn vl_profiles(map: &Regmap, o: &mut String) {
     o.push_str("\n// ---- capacity profiles ----\n");
     for p in &map.profiles {
         let pn = p.name.as_str();
-        lp(
-            &mut o,
-            vl_ident(&["profile", pn, "id"]),
-            32,
-            p.id.into(),
-            &p.doc,
-        );
+        lp(o, vl_ident(&["profile", pn, "id"]), 32, p.id.into(), &p.doc);
         for (k, v) in [
             ("vip_buckets", p.vip_buckets),
             ("vip_ways", p.vip_ways),
@@ -921,10 +966,13 @@ pub fn verilog(map: &Regmap) -> String {
             ("ct_ways", p.ct_ways),
             ("queue_depth", p.queue_depth),
         ] {
-            lp(&mut o, vl_ident(&["profile", pn, k]), 0, v.into(), "");
+            lp(o, vl_ident(&["profile", pn, k]), 0, v.into(), "");
         }
     }
+}
 
+/// Each enumeration's values and count.
+fn vl_enums(map: &Regmap, o: &mut String) {
     o.push_str("\n// ---- enumerations ----\n");
     for e in &map.enums {
         let _ = writeln!(o, "// {}: {}", e.name, e.doc);
@@ -937,7 +985,7 @@ pub fn verilog(map: &Regmap) -> String {
             .max(1);
         for v in &e.values {
             lp(
-                &mut o,
+                o,
                 vl_ident(&[&e.name, &v.name]),
                 bits,
                 v.value.into(),
@@ -945,75 +993,78 @@ pub fn verilog(map: &Regmap) -> String {
             );
         }
         lp(
-            &mut o,
+            o,
             vl_ident(&[&e.name, "count"]),
             0,
             (e.values.len() as u32).into(),
             "values defined",
         );
     }
+}
 
+/// The flow hash's constants and key fields.
+fn vl_hash(map: &Regmap, o: &mut String) {
     o.push_str("\n// ---- flow hash ----\n");
     let _ = writeln!(o, "// {}", map.hash.doc);
     let h = &map.hash;
     lp(
-        &mut o,
+        o,
         vl_ident(&["hash", "crc_poly_reflected"]),
         32,
         h.crc_poly_reflected.into(),
         "",
     );
     lp(
-        &mut o,
+        o,
         vl_ident(&["hash", "crc_init"]),
         32,
         h.crc_init.into(),
         "",
     );
     lp(
-        &mut o,
+        o,
         vl_ident(&["hash", "crc_xorout"]),
         32,
         h.crc_xorout.into(),
         "",
     );
     lp(
-        &mut o,
+        o,
         vl_ident(&["hash", "mix_shift1"]),
         0,
         h.mix_shift1.into(),
         "",
     );
     lp(
-        &mut o,
+        o,
         vl_ident(&["hash", "mix_mul1"]),
         32,
         h.mix_mul1.into(),
         "",
     );
     lp(
-        &mut o,
+        o,
         vl_ident(&["hash", "mix_shift2"]),
         0,
         h.mix_shift2.into(),
         "",
     );
     lp(
-        &mut o,
+        o,
         vl_ident(&["hash", "mix_mul2"]),
         32,
         h.mix_mul2.into(),
         "",
     );
     lp(
-        &mut o,
+        o,
         vl_ident(&["hash", "mix_shift3"]),
         0,
         h.mix_shift3.into(),
         "",
     );
     lp(
-        &mut o,
+        o,
         vl_ident(&["hash", "key_bytes"]),
         0,
         h.key_bytes.into(),
@@ -1021,28 +1072,31 @@ pub fn verilog(map: &Regmap) -> String {
     );
     for k in &h.key_fields {
         lp(
-            &mut o,
+            o,
             vl_ident(&["hash", "key", &k.name, "offset"]),
             0,
             k.offset.into(),
             &k.doc,
         );
         lp(
-            &mut o,
+            o,
             vl_ident(&["hash", "key", &k.name, "len"]),
             0,
             k.len.into(),
             "",
         );
     }
+}
 
+/// Each layout's width and field positions.
+fn vl_layouts(map: &Regmap, o: &mut String) {
     o.push_str("\n// ---- table entry layouts (LSB = bit position in the entry, W = width) ----\n");
     for l in &map.layouts {
         let _ = writeln!(o, "// {}: {}", l.name, l.doc);
         let width = map.layout_width(l);
-        lp(&mut o, vl_ident(&[&l.name, "width"]), 0, width.into(), "");
+        lp(o, vl_ident(&[&l.name, "width"]), 0, width.into(), "");
         lp(
-            &mut o,
+            o,
             vl_ident(&[&l.name, "words"]),
             0,
             width.div_ceil(32).into(),
@@ -1050,14 +1104,14 @@ pub fn verilog(map: &Regmap) -> String {
         );
         for p in map.place(l) {
             lp(
-                &mut o,
+                o,
                 vl_ident(&[&l.name, &p.field.name, "lsb"]),
                 0,
                 p.lsb.into(),
                 &p.field.doc,
             );
             lp(
-                &mut o,
+                o,
                 vl_ident(&[&l.name, &p.field.name, "w"]),
                 0,
                 p.elem_width.into(),
@@ -1065,7 +1119,7 @@ pub fn verilog(map: &Regmap) -> String {
             );
             if p.field.layout.is_some() {
                 lp(
-                    &mut o,
+                    o,
                     vl_ident(&[&l.name, &p.field.name, "count"]),
                     0,
                     p.count.into(),
@@ -1074,10 +1128,14 @@ pub fn verilog(map: &Regmap) -> String {
             }
         }
     }
+}
 
+/// Each register block: its header words, registers, fields and wide values.
+fn vl_blocks(map: &Regmap, o: &mut String) {
+    let m = &map.meta;
     o.push_str("\n// ---- register blocks (absolute byte addresses) ----\n");
     lp(
-        &mut o,
+        o,
         vl_ident(&["blk", "header_bytes"]),
         32,
         (4 * HEADER_REGISTERS.len() as u32).into(),
@@ -1086,35 +1144,35 @@ pub fn verilog(map: &Regmap) -> String {
     for (i, b) in map.blocks.iter().enumerate() {
         let _ = writeln!(o, "// {}: {}", b.name, b.doc);
         lp(
-            &mut o,
+            o,
             vl_ident(&["blk", &b.name, "base"]),
             32,
             b.offset.into(),
             "",
         );
         lp(
-            &mut o,
+            o,
             vl_ident(&["blk", &b.name, "type"]),
             32,
             (m.block_type_prefix | b.type_id).into(),
             "",
         );
         lp(
-            &mut o,
+            o,
             vl_ident(&["blk", &b.name, "version"]),
             32,
             b.version.into(),
             "",
         );
         lp(
-            &mut o,
+            o,
             vl_ident(&["blk", &b.name, "next"]),
             32,
             map.next_offset(i).into(),
             "",
         );
         lp(
-            &mut o,
+            o,
             vl_ident(&["blk", &b.name, "span"]),
             32,
             map.span(i).into(),
@@ -1122,7 +1180,7 @@ pub fn verilog(map: &Regmap) -> String {
         );
         for (n, off, _) in HEADER_REGISTERS {
             lp(
-                &mut o,
+                o,
                 vl_ident(&["reg", &b.name, n]),
                 32,
                 (b.offset + off).into(),
@@ -1131,7 +1189,7 @@ pub fn verilog(map: &Regmap) -> String {
         }
         for r in &b.registers {
             lp(
-                &mut o,
+                o,
                 vl_ident(&["reg", &b.name, &r.name]),
                 32,
                 (b.offset + r.offset).into(),
@@ -1139,7 +1197,7 @@ pub fn verilog(map: &Regmap) -> String {
             );
             if r.count > 1 {
                 lp(
-                    &mut o,
+                    o,
                     vl_ident(&["reg", &b.name, &r.name, "count"]),
                     0,
                     r.count.into(),
@@ -1148,7 +1206,7 @@ pub fn verilog(map: &Regmap) -> String {
             }
             if r.has_reset() {
                 lp(
-                    &mut o,
+                    o,
                     vl_ident(&["reg", &b.name, &r.name, "reset"]),
                     32,
                     r.reset.into(),
@@ -1157,7 +1215,7 @@ pub fn verilog(map: &Regmap) -> String {
             }
             if !r.fields.is_empty() {
                 lp(
-                    &mut o,
+                    o,
                     vl_ident(&["reg", &b.name, &r.name, "defined"]),
                     32,
                     r.defined().into(),
@@ -1166,21 +1224,21 @@ pub fn verilog(map: &Regmap) -> String {
             }
             for f in &r.fields {
                 lp(
-                    &mut o,
+                    o,
                     vl_ident(&["reg", &b.name, &r.name, &f.name, "lsb"]),
                     0,
                     f.lsb.into(),
                     &reg_field_doc(f),
                 );
                 lp(
-                    &mut o,
+                    o,
                     vl_ident(&["reg", &b.name, &r.name, &f.name, "w"]),
                     0,
                     f.width.into(),
                     "",
                 );
                 lp(
-                    &mut o,
+                    o,
                     vl_ident(&["reg", &b.name, &r.name, &f.name, "mask"]),
                     32,
                     f.mask().into(),
@@ -1190,7 +1248,7 @@ pub fn verilog(map: &Regmap) -> String {
         }
         for w in &b.wide {
             lp(
-                &mut o,
+                o,
                 vl_ident(&["wide", &b.name, &w.name, "w"]),
                 0,
                 w.width.into(),
@@ -1198,7 +1256,7 @@ pub fn verilog(map: &Regmap) -> String {
             );
             for (k, r) in w.registers.iter().enumerate() {
                 lp(
-                    &mut o,
+                    o,
                     vl_ident(&["reg", &b.name, r, "wide", "lsb"]),
                     0,
                     (32 * k as u32).into(),
@@ -1207,26 +1265,29 @@ pub fn verilog(map: &Regmap) -> String {
             }
         }
     }
+}
 
+/// The configuration flash's layout and marker.
+fn vl_flash(map: &Regmap, o: &mut String) {
     o.push_str("\n// ---- configuration flash ----\n");
     let f = &map.flash;
     let _ = writeln!(o, "// {}", f.doc);
     lp(
-        &mut o,
+        o,
         vl_ident(&["flash", "segments"]),
         0,
         f.segments.into(),
         "",
     );
     lp(
-        &mut o,
+        o,
         vl_ident(&["flash", "marker_area"]),
         32,
         f.marker_area.into(),
         "bytes at the end of each segment holding its marker",
     );
     lp(
-        &mut o,
+        o,
         vl_ident(&["flash", "marker_version"]),
         32,
         f.marker_version.into(),
@@ -1244,19 +1305,29 @@ pub fn verilog(map: &Regmap) -> String {
         .unwrap_or(0)
         * 8;
     lp(
-        &mut o,
+        o,
         vl_ident(&["flash", "marker_magic"]),
         magic_bits,
         magic,
         &format!("{:?}, byte 0 in bits 7..0", f.marker_magic),
     );
-    o.push_str("\n/* verilator lint_on UNUSEDPARAM */\n");
-    o
 }
 
 /// `docs/regmap.md`: the register map for people.
 pub fn markdown(map: &Regmap) -> String {
     let mut o = String::new();
+    md_intro(map, &mut o);
+    md_profiles(map, &mut o);
+    md_blocks(map, &mut o);
+    md_flash(map, &mut o);
+    md_layouts(map, &mut o);
+    md_enums(map, &mut o);
+    md_hash(map, &mut o);
+    o
+}
+
+/// The title, the versions, and how registers, fields and entries are read and named.
+fn md_intro(map: &Regmap, o: &mut String) {
     let m = &map.meta;
     o.push_str("<!-- @generated from hw/regmap.toml; do not edit. -->\n");
     let _ = writeln!(o, "<!-- Regenerate with: {REGEN_COMMAND} -->\n");
@@ -1293,7 +1364,10 @@ pub fn markdown(map: &Regmap) -> String {
          exist changes no value (no `regmap_version` bump); moving a bit or changing its \
          meaning is incompatible and bumps it.\n\n",
     );
+}
 
+/// The capacity profiles' table.
+fn md_profiles(map: &Regmap, o: &mut String) {
     o.push_str("## Capacity profiles\n\n| profile | id | VIP buckets × ways | rules | pools | Maglev slots | backends | conntrack buckets × ways | queue depth | what |\n|---|---|---|---|---|---|---|---|---|---|\n");
     for p in &map.profiles {
         let _ = writeln!(
@@ -1313,7 +1387,11 @@ pub fn markdown(map: &Regmap) -> String {
             p.doc
         );
     }
+}
 
+/// Each register block: its registers, fields and wide values.
+fn md_blocks(map: &Regmap, o: &mut String) {
+    let m = &map.meta;
     o.push_str("\n## Register blocks\n\nThe blocks form a list starting at offset 0: every block begins with TYPE \
                 (`block_type_prefix | type_id`), VERSION and NEXT (offset of the next block, 0 = last). \
                 Software walks the list and refuses types or versions it does not know.\n\n\
@@ -1393,14 +1471,20 @@ pub fn markdown(map: &Regmap) -> String {
             );
         }
     }
+}
 
+/// The configuration flash.
+fn md_flash(map: &Regmap, o: &mut String) {
     let f = &map.flash;
     let _ = writeln!(
         o,
         "## Configuration flash\n\n{}\n\n- segments: {}\n- marker: the last {:#x} bytes of every segment, layout `{}` below\n- marker magic: `{:?}` (NUL-padded), version {}\n",
         f.doc, f.segments, f.marker_area, f.marker_layout, f.marker_magic, f.marker_version
     );
+}
 
+/// Each layout's fields.
+fn md_layouts(map: &Regmap, o: &mut String) {
     o.push_str("## Table entry and stream record layouts\n\n");
     for l in &map.layouts {
         let width = map.layout_width(l);
@@ -1434,7 +1518,10 @@ pub fn markdown(map: &Regmap) -> String {
         }
         o.push('\n');
     }
+}
 
+/// Each enumeration's values.
+fn md_enums(map: &Regmap, o: &mut String) {
     o.push_str("## Enumerations\n\n");
     for e in &map.enums {
         let _ = writeln!(
@@ -1447,7 +1534,10 @@ pub fn markdown(map: &Regmap) -> String {
         }
         o.push('\n');
     }
+}
 
+/// The flow hash, its canonical key and the key type of each affinity.
+fn md_hash(map: &Regmap, o: &mut String) {
     let h = &map.hash;
     o.push_str("## Flow hash\n\n");
     let _ = writeln!(o, "{}\n", h.doc);
@@ -1480,5 +1570,4 @@ pub fn markdown(map: &Regmap) -> String {
                 (fragments → TUPLE3); `CLIENT_IP_PROTO` → TUPLE3; `CLIENT_IP` → TUPLE2; \
                 `CLIENT_IP_NO_DESTINATION` → TUPLE1. The rule lookup hashes a VIP key; the connection \
                 table always a TUPLE5 key.\n");
-    o
 }

@@ -19,7 +19,7 @@ use nlb_hw::{table_index, FlowKey, NicSettings, Tables};
 
 /// Whether a protocol carries ports in the flow (§3): TCP and UDP only. Every other protocol
 /// (ICMP that is not an error, ICMPv6, ESP, GRE, SCTP, ...) is *portless*: its ports are 0.
-/// (SCTP has ports on the wire; the pipeline does not read them, as the source product's
+/// (SCTP has ports on the wire; the pipeline does not read them, as Google Cloud's
 /// `L3_DEFAULT` rules treat it as one of "all the other protocols".)
 pub fn carries_ports(protocol: u8) -> bool {
     protocol == proto::TCP || protocol == proto::UDP

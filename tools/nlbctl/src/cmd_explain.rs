@@ -109,54 +109,23 @@ enum FragmentArg {
     Later,
 }
 
-/// Runs the subcommand.
+/// A compiled configuration with the health state it was compiled with.
+type CompiledConfig = (
+    flowtable_compiler::Config,
+    flowtable_compiler::Compiled,
+    flowtable_compiler::HealthState,
+);
+
+/// Runs the subcommand: the configuration compiled, the flow (from --service or
+/// --dst/--proto), its explanation, then the report.
 pub fn run(args: Args) -> Result<(), CliError> {
     // A configuration is compiled first: --service reads its address from it.
-    let mut compiled_config = None;
-    if let (None, Some(config)) = (&args.socket, &args.config) {
-        let profile = common::profile(&args.profile)?;
-        let health = common::health(args.health.as_deref())?;
-        let (config, compiled) =
-            common::compile_config_with(config, &health, profile, &Default::default())?;
-        compiled_config = Some((config, compiled, health));
-    }
-    let mut dst = args.dst;
-    let mut proto = args.proto;
-    let mut wanted = None;
-    if let Some(name) = &args.service {
-        let kube = compiled_config
-            .as_ref()
-            .map(|(c, ..)| c.kubernetes.as_slice())
-            .unwrap_or_default();
-        let Some(k) = kube.iter().find(|k| &k.service == name) else {
-            let known: Vec<&str> = kube.iter().map(|k| k.service.as_str()).collect();
-            return Err(CliError::user(format!(
-                "error: --service {name}: no LoadBalancer Service of that NAMESPACE/NAME in the manifests (they have: {})",
-                if known.is_empty() { "none".to_string() } else { known.join(", ") }
-            )));
-        };
-        let Some(vip) = k.vips.iter().find(|v| v.is_ipv4() == args.src.is_ipv4()) else {
-            return Err(CliError::user(format!(
-                "error: Service {name} has no {} address for --src {}",
-                if args.src.is_ipv4() { "IPv4" } else { "IPv6" },
-                args.src
-            )));
-        };
-        let (udp, port) = k.ports.first().copied().unwrap_or((false, 0));
-        let proto_udp = match proto {
-            Some(p) => matches!(p, Proto::Udp),
-            None => udp,
-        };
-        let port = dst.map(|d| d.port()).unwrap_or_else(|| {
-            k.ports
-                .iter()
-                .find(|(u, _)| *u == proto_udp)
-                .map_or(port, |p| p.1)
-        });
-        dst = Some(SocketAddr::new(*vip, port));
-        proto = proto.or(Some(if udp { Proto::Udp } else { Proto::Tcp }));
-        wanted = Some(name.clone());
-    }
+    let compiled_config = compile(&args)?;
+    let Target {
+        dst,
+        proto,
+        service: wanted,
+    } = service_target(&args, compiled_config.as_ref())?;
     let (Some(dst), Some(proto)) = (dst, proto) else {
         return Err(CliError::user("error: give --dst and --proto, or --service"));
     };
@@ -177,7 +146,108 @@ pub fn run(args: Args) -> Result<(), CliError> {
             Some(FragmentArg::Later) => Fragment::Later,
         },
     };
-    let e: Explanation = match (&args.socket, &compiled_config) {
+    let e = explanation(&args, &flow, compiled_config.as_ref())?;
+    // The Kubernetes Service behind the flow's pool, and its nodes.
+    let kubernetes = compiled_config.as_ref().and_then(|(config, compiled, health)| {
+        let pool = e.pool.as_ref()?;
+        let k = config.kubernetes.iter().find(|k| k.pools.contains(pool))?;
+        Some((k.clone(), k.eligibility(&compiled.served_slice(pool), pool, health)))
+    });
+    if let (Some(name), false) = (&wanted, kubernetes.is_some()) {
+        outln!("note: the flow does not reach Service {name}'s pools ({})", e.reason);
+    }
+    if args.output.json() {
+        return print_json(&e, kubernetes.as_ref());
+    }
+    print_flow(&args, proto, dst, &flow, &e);
+    print_service(&e);
+    if let Some((k, nodes)) = &kubernetes {
+        print_kubernetes(k, nodes, &e);
+    }
+    if e.verdict == "forward" {
+        outln!(
+            "  (a new connection's choice; an established one keeps its connection-table backend)"
+        );
+    }
+    Ok(())
+}
+
+/// CONFIG compiled, unless nlbd is asked instead.
+fn compile(args: &Args) -> Result<Option<CompiledConfig>, CliError> {
+    let (None, Some(config)) = (&args.socket, &args.config) else {
+        return Ok(None);
+    };
+    let profile = common::profile(&args.profile)?;
+    let health = common::health(args.health.as_deref())?;
+    let (config, compiled) =
+        common::compile_config_with(config, &health, profile, &Default::default())?;
+    Ok(Some((config, compiled, health)))
+}
+
+/// What the flow is sent to.
+struct Target {
+    dst: Option<SocketAddr>,
+    proto: Option<Proto>,
+    /// The Service asked for (--service).
+    service: Option<String>,
+}
+
+/// The destination and protocol asked for, with --service's address, first port and
+/// protocol where --dst and --proto do not say.
+fn service_target(
+    args: &Args,
+    compiled_config: Option<&CompiledConfig>,
+) -> Result<Target, CliError> {
+    let (dst, proto) = (args.dst, args.proto);
+    let Some(name) = &args.service else {
+        return Ok(Target {
+            dst,
+            proto,
+            service: None,
+        });
+    };
+    let kube = compiled_config
+        .map(|(c, ..)| c.kubernetes.as_slice())
+        .unwrap_or_default();
+    let Some(k) = kube.iter().find(|k| &k.service == name) else {
+        let known: Vec<&str> = kube.iter().map(|k| k.service.as_str()).collect();
+        return Err(CliError::user(format!(
+            "error: --service {name}: no LoadBalancer Service of that NAMESPACE/NAME in the manifests (they have: {})",
+            if known.is_empty() { "none".to_string() } else { known.join(", ") }
+        )));
+    };
+    let Some(vip) = k.vips.iter().find(|v| v.is_ipv4() == args.src.is_ipv4()) else {
+        return Err(CliError::user(format!(
+            "error: Service {name} has no {} address for --src {}",
+            if args.src.is_ipv4() { "IPv4" } else { "IPv6" },
+            args.src
+        )));
+    };
+    let (udp, port) = k.ports.first().copied().unwrap_or((false, 0));
+    let proto_udp = match proto {
+        Some(p) => matches!(p, Proto::Udp),
+        None => udp,
+    };
+    let port = dst.map(|d| d.port()).unwrap_or_else(|| {
+        k.ports
+            .iter()
+            .find(|(u, _)| *u == proto_udp)
+            .map_or(port, |p| p.1)
+    });
+    Ok(Target {
+        dst: Some(SocketAddr::new(*vip, port)),
+        proto: proto.or(Some(if udp { Proto::Udp } else { Proto::Tcp })),
+        service: Some(name.clone()),
+    })
+}
+
+/// The flow explained by the running nlbd (--socket) or from the compiled configuration.
+fn explanation(
+    args: &Args,
+    flow: &Flow,
+    compiled_config: Option<&CompiledConfig>,
+) -> Result<Explanation, CliError> {
+    match (&args.socket, compiled_config) {
         (Some(socket), _) => crate::admin::ask(
             socket,
             &proto::Request::Explain {
@@ -193,45 +263,45 @@ pub fn run(args: Args) -> Result<(), CliError> {
                 }
                 .into(),
             },
-        )?,
-        (None, Some((_, compiled, _))) => explain_compiled(compiled, &flow),
-        (None, None) => {
-            return Err(CliError::user(
-                "error: give a configuration file or --socket PATH",
-            ))
-        }
+        ),
+        (None, Some((_, compiled, _))) => Ok(explain_compiled(compiled, flow)),
+        (None, None) => Err(CliError::user(
+            "error: give a configuration file or --socket PATH",
+        )),
+    }
+}
+
+/// `--output json`: the explanation, with the Kubernetes Service and its nodes when there is
+/// one.
+fn print_json(
+    e: &Explanation,
+    kubernetes: Option<&(KubeService, Vec<NodeEligibility>)>,
+) -> Result<(), CliError> {
+    let Some((k, nodes)) = kubernetes else {
+        return common::print_json(e);
     };
-    // The Kubernetes Service behind the flow's pool, and its nodes.
-    let kubernetes = compiled_config.as_ref().and_then(|(config, compiled, health)| {
-        let pool = e.pool.as_ref()?;
-        let k = config.kubernetes.iter().find(|k| k.pools.contains(pool))?;
-        Some((k.clone(), k.eligibility(&compiled.served_slice(pool), pool, health)))
-    });
-    if let (Some(name), false) = (&wanted, kubernetes.is_some()) {
-        outln!("note: the flow does not reach Service {name}'s pools ({})", e.reason);
+    let mut v =
+        serde_json::to_value(e).map_err(|err| CliError::internal(format!("error: {err}")))?;
+    if let Some(o) = v.as_object_mut() {
+        o.insert(
+            "kubernetes".into(),
+            serde_json::json!({
+                "service": k.service,
+                "shape": format!("{:?}", k.shape),
+                "externalTrafficPolicy": format!("{:?}", k.policy),
+                "healthCheck": k.health_check,
+                "zonalAffinity": k.zonal_affinity.then_some(&k.client_zone),
+                "nodes": nodes,
+                "notes": k.notes,
+            }),
+        );
     }
-    if args.output.json() {
-        let Some((k, nodes)) = &kubernetes else {
-            return common::print_json(&e);
-        };
-        let mut v = serde_json::to_value(&e)
-            .map_err(|err| CliError::internal(format!("error: {err}")))?;
-        if let Some(o) = v.as_object_mut() {
-            o.insert(
-                "kubernetes".into(),
-                serde_json::json!({
-                    "service": k.service,
-                    "shape": format!("{:?}", k.shape),
-                    "externalTrafficPolicy": format!("{:?}", k.policy),
-                    "healthCheck": k.health_check,
-                    "zonalAffinity": k.zonal_affinity.then_some(&k.client_zone),
-                    "nodes": nodes,
-                    "notes": k.notes,
-                }),
-            );
-        }
-        return common::print_json(&v);
-    }
+    common::print_json(&v)
+}
+
+/// The flow and what the tables chose for it: rule, pool, key, hash, slot, backend, verdict
+/// and why.
+fn print_flow(args: &Args, proto: Proto, dst: SocketAddr, flow: &Flow, e: &Explanation) {
     let proto_name = proto.name();
     let frag = match flow.fragment {
         Fragment::No => "",
@@ -298,35 +368,31 @@ pub fn run(args: Args) -> Result<(), CliError> {
     for s in &e.steps {
         outln!("  - {s}");
     }
-    if let Some(svc) = &e.service {
-        let place = match (&svc.zone, &svc.region) {
-            (Some(z), Some(r)) => format!("zone {z}, region {r}"),
-            (None, Some(r)) if !r.is_empty() => format!("region {r}"),
-            _ => "no zone given".to_string(),
-        };
-        match (&svc.group, svc.tier) {
-            (Some(g), Some(t)) => outln!(
-                "service  {}: group {g} ({place}), tier {t}, {:.1} % of new connections",
-                svc.service,
-                100.0 * svc.share.unwrap_or(0.0)
-            ),
-            (Some(g), None) => outln!("service  {}: group {g} ({place}), no tier", svc.service),
-            _ => outln!("service  {}", svc.service),
-        }
-        outln!("policy:");
-        for s in &svc.steps {
-            outln!("  - {s}");
-        }
+}
+
+/// A backend service's group, tier and share for the flow, and its policy's steps.
+fn print_service(e: &Explanation) {
+    let Some(svc) = &e.service else {
+        return;
+    };
+    let place = match (&svc.zone, &svc.region) {
+        (Some(z), Some(r)) => format!("zone {z}, region {r}"),
+        (None, Some(r)) if !r.is_empty() => format!("region {r}"),
+        _ => "no zone given".to_string(),
+    };
+    match (&svc.group, svc.tier) {
+        (Some(g), Some(t)) => outln!(
+            "service  {}: group {g} ({place}), tier {t}, {:.1} % of new connections",
+            svc.service,
+            100.0 * svc.share.unwrap_or(0.0)
+        ),
+        (Some(g), None) => outln!("service  {}: group {g} ({place}), no tier", svc.service),
+        _ => outln!("service  {}", svc.service),
     }
-    if let Some((k, nodes)) = &kubernetes {
-        print_kubernetes(k, nodes, &e);
+    outln!("policy:");
+    for s in &svc.steps {
+        outln!("  - {s}");
     }
-    if e.verdict == "forward" {
-        outln!(
-            "  (a new connection's choice; an established one keeps its connection-table backend)"
-        );
-    }
-    Ok(())
 }
 
 /// The Kubernetes Service behind the flow's pool: which nodes may take the flow, and why.

@@ -1,4 +1,4 @@
-//! Benchmarks of the service LB policy at run time (SPEC R6, issue 16): figures, no
+//! Benchmarks of the service LB policy at run time (SPEC R6): figures, no
 //! assertions. Everything runs the real slow path (`Engine`, its policy refresh, the table
 //! loader) on the in-process simulated NIC (`ModelHandle`), with real frames through it.
 //!

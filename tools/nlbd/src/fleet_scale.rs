@@ -1,4 +1,4 @@
-//! A virtual-time simulation of shared health at fleet scale (issue 18 item 4; docs/fleet.md,
+//! A virtual-time simulation of shared health at fleet scale (SPEC R11.2; docs/fleet.md,
 //! "Scale"): H hosts, B backends, k probers per backend, no sockets and no etcd. What it
 //! takes from the real code: who probes what ([`fleet::probers`] over
 //! [`fleet::rendezvous_hash`]es of the real host names and probe strings), the threshold
@@ -135,13 +135,77 @@ pub fn simulate(p: &ScaleParams) -> ScaleReport {
             (n, h)
         })
         .collect();
-    let lost = hosts[0].0.clone();
     let survivors: Vec<(String, u64)> = hosts[1..].to_vec();
     let items: Vec<u64> = (0..p.backends)
         .map(|i| fleet::rendezvous_hash(&probe_name(i)))
         .collect();
+    let a = assignment(p, &hosts, &survivors, &items);
+    let rerank_start = Instant::now();
+    let me = survivors[0].0.as_str();
+    let mine = items
+        .iter()
+        .filter(|item| fleet::probers(&survivors, **item, p.probers).contains(&me))
+        .count();
+    let rerank_wall = rerank_start.elapsed();
+    debug_assert!(mine > 0);
+    let per_s = |n: usize| n as f64 / p.interval;
+    let mean_load = a.load.iter().sum::<usize>() as f64 / p.hosts as f64;
+    let probes_per_host_per_s = (
+        per_s(*a.load.iter().min().unwrap_or(&0)),
+        mean_load / p.interval,
+        per_s(*a.load.iter().max().unwrap_or(&0)),
+    );
+    let s = steady_state(p, &mut rng);
+    let record_writes = record_writes(p, &s.decision_times);
+    let writes_per_s = (s.report_writes + record_writes) as f64 / p.duration;
+    let (lease_expiry, convergence) = host_loss(p, &mut rng, a.moved.len());
+    // The lease takes the host's record and its reports; the new probers put one report each.
+    let loss_writes = 1 + 2 * a.moved.len();
+    let delays = s.delays;
+    ScaleReport {
+        config_bytes: fleet_config(p).len(),
+        probes_per_host_per_s,
+        probes_per_host_per_s_unshared: p.backends as f64 / p.interval,
+        decided_changes: delays.len() as u64,
+        decision_delay: (
+            percentile(&delays, 0.5),
+            percentile(&delays, 0.99),
+            delays.last().copied().unwrap_or(0.0),
+        ),
+        report_writes_per_s: s.report_writes as f64 / p.duration,
+        record_writes_per_s: record_writes as f64 / p.duration,
+        keepalives_per_s: p.hosts as f64 / (p.lease_ttl / 3.0),
+        watch_events_per_s: writes_per_s * p.hosts as f64,
+        moved: a.moved.len(),
+        moved_elsewhere: a.moved_elsewhere,
+        lease_expiry,
+        convergence,
+        unreported: a.unreported,
+        loss_writes,
+        loss_watch_events: loss_writes * (p.hosts - 1),
+        rerank_wall,
+    }
+}
 
-    // Who probes what, before and after the loss.
+/// Who probes what, before and after host 0's loss.
+struct Assignment {
+    /// Backends each host probes before the loss.
+    load: Vec<usize>,
+    /// Backends host 0 probed.
+    moved: Vec<usize>,
+    /// Backends whose probers other than host 0 changed.
+    moved_elsewhere: usize,
+    /// Moved backends with no surviving prober's report until their new prober reports.
+    unreported: usize,
+}
+
+fn assignment(
+    p: &ScaleParams,
+    hosts: &[(String, u64)],
+    survivors: &[(String, u64)],
+    items: &[u64],
+) -> Assignment {
+    let lost = hosts[0].0.clone();
     let mut load = vec![0usize; p.hosts];
     let index: std::collections::HashMap<&str, usize> = hosts
         .iter()
@@ -152,11 +216,11 @@ pub fn simulate(p: &ScaleParams) -> ScaleReport {
     let mut moved_elsewhere = 0;
     let mut unreported = 0;
     for (b, item) in items.iter().enumerate() {
-        let before = fleet::probers(&hosts, *item, p.probers);
+        let before = fleet::probers(hosts, *item, p.probers);
         for h in &before {
             load[index[h]] += 1;
         }
-        let after = fleet::probers(&survivors, *item, p.probers);
+        let after = fleet::probers(survivors, *item, p.probers);
         let kept = before
             .iter()
             .filter(|h| **h != lost)
@@ -172,25 +236,28 @@ pub fn simulate(p: &ScaleParams) -> ScaleReport {
             moved_elsewhere += 1;
         }
     }
-    let rerank_start = Instant::now();
-    let me = survivors[0].0.as_str();
-    let mine = items
-        .iter()
-        .filter(|item| fleet::probers(&survivors, **item, p.probers).contains(&me))
-        .count();
-    let rerank_wall = rerank_start.elapsed();
-    debug_assert!(mine > 0);
-    let per_s = |n: usize| n as f64 / p.interval;
-    let mean_load = load.iter().sum::<usize>() as f64 / p.hosts as f64;
-    let probes_per_host_per_s = (
-        per_s(*load.iter().min().unwrap_or(&0)),
-        mean_load / p.interval,
-        per_s(*load.iter().max().unwrap_or(&0)),
-    );
+    Assignment {
+        load,
+        moved,
+        moved_elsewhere,
+        unreported,
+    }
+}
 
-    // Steady state: each backend flaps; each of its probers (a random phase each) decides
-    // `threshold` probes into a state that lasts that long; the fleet decides when the last
-    // prober decides unhealthy (any-healthy merge) or the first decides healthy.
+/// What the steady state's flaps cost and how fast the fleet decides them.
+struct Steady {
+    /// Delays from a change to the fleet's decision, ascending.
+    delays: Vec<f64>,
+    /// Reports the probers write.
+    report_writes: u64,
+    /// When the fleet decided, ascending.
+    decision_times: Vec<f64>,
+}
+
+/// Steady state: each backend flaps; each of its probers (a random phase each) decides
+/// `threshold` probes into a state that lasts that long; the fleet decides when the last
+/// prober decides unhealthy (any-healthy merge) or the first decides healthy.
+fn steady_state(p: &ScaleParams, rng: &mut SplitMix64) -> Steady {
     let mut delays = Vec::new();
     let mut report_writes = 0u64;
     let mut decision_times = Vec::new();
@@ -230,33 +297,46 @@ pub fn simulate(p: &ScaleParams) -> ScaleReport {
         }
     }
     delays.sort_by(f64::total_cmp);
-    // Host records: every fleet decision reloads every host's tables; a host rewrites its
-    // record at most once per 500 ms status tick.
     decision_times.sort_by(f64::total_cmp);
+    Steady {
+        delays,
+        report_writes,
+        decision_times,
+    }
+}
+
+/// Host records: every fleet decision (at `decision_times`, ascending) reloads every host's
+/// tables; a host rewrites its record at most once per 500 ms status tick.
+fn record_writes(p: &ScaleParams, decision_times: &[f64]) -> u64 {
     let mut ticks = 0u64;
     let mut last_tick = -1i64;
-    for d in &decision_times {
+    for d in decision_times {
         let tick = (d / 0.5) as i64;
         if tick != last_tick {
             ticks += 1;
             last_tick = tick;
         }
     }
-    let record_writes = ticks * p.hosts as u64;
-    let writes_per_s = (report_writes + record_writes) as f64 / p.duration;
+    ticks * p.hosts as u64
+}
 
-    // The host loss: it dies at time 0 of its own timeline; its last keep-alive was up to
-    // ttl/3 earlier, so its lease expires ttl after that. Each moved backend's new prober
-    // starts with its first probe at a random phase of the first interval and reports after
-    // `threshold` probes; the other prober's report covers it meanwhile (k ≥ 2).
+/// The host loss: it dies at time 0 of its own timeline; its last keep-alive was up to ttl/3
+/// earlier, so its lease expires ttl after that. Each of the `moved` backends' new prober
+/// starts with its first probe at a random phase of the first interval and reports after
+/// `threshold` probes; the other prober's report covers it meanwhile (k ≥ 2). Returns the
+/// lease's expiry and when the last new prober reports.
+fn host_loss(p: &ScaleParams, rng: &mut SplitMix64, moved: usize) -> (f64, f64) {
     let lease_expiry = p.lease_ttl - rng.unit() * p.lease_ttl / 3.0;
     let mut convergence: f64 = lease_expiry;
-    for _ in &moved {
+    for _ in 0..moved {
         let first = lease_expiry + rng.unit() * p.interval;
         convergence = convergence.max(first + f64::from(p.threshold - 1) * p.interval);
     }
-    // The lease takes the host's record and its reports; the new probers put one report each.
-    let loss_writes = 1 + 2 * moved.len();
+    (lease_expiry, convergence)
+}
+
+/// The configuration of the simulated fleet: one rule, one target pool of every backend.
+fn fleet_config(p: &ScaleParams) -> String {
     let mut config = String::from(
         "forwardingRules:\n  - {name: web, IPAddress: 203.0.113.80, IPProtocol: TCP, portRange: '80', target: web}\n\
          httpHealthChecks:\n  - {name: hc, port: 80, requestPath: /healthz}\n\
@@ -273,29 +353,7 @@ pub fn simulate(p: &ScaleParams) -> ScaleReport {
             "  - {{name: b{i}, ip: {ip}, zone: z, mac: '02:00:{a:02x}:{b:02x}:{c:02x}:01'}}\n"
         ));
     }
-    ScaleReport {
-        config_bytes: config.len(),
-        probes_per_host_per_s,
-        probes_per_host_per_s_unshared: p.backends as f64 / p.interval,
-        decided_changes: delays.len() as u64,
-        decision_delay: (
-            percentile(&delays, 0.5),
-            percentile(&delays, 0.99),
-            delays.last().copied().unwrap_or(0.0),
-        ),
-        report_writes_per_s: report_writes as f64 / p.duration,
-        record_writes_per_s: record_writes as f64 / p.duration,
-        keepalives_per_s: p.hosts as f64 / (p.lease_ttl / 3.0),
-        watch_events_per_s: writes_per_s * p.hosts as f64,
-        moved: moved.len(),
-        moved_elsewhere,
-        lease_expiry,
-        convergence,
-        unreported,
-        loss_writes,
-        loss_watch_events: loss_writes * (p.hosts - 1),
-        rerank_wall,
-    }
+    config
 }
 
 #[cfg(test)]

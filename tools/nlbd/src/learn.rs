@@ -38,8 +38,8 @@ pub struct LearnOptions {
     pub closed_timeout_secs: u32,
     /// `connectionPersistenceOnUnhealthyBackends` of target pools and target instances,
     /// which have no such field (backend services use their own `connectionTrackingPolicy`,
-    /// [`Connections::set_rule_tracking`]): `DEFAULT_FOR_PROTOCOL`, the legacy product's
-    /// behaviour, unless changed here.
+    /// [`Connections::set_rule_tracking`]): `DEFAULT_FOR_PROTOCOL`, the target-pool load
+    /// balancer's behaviour, unless changed here.
     pub persistence: Persistence,
 }
 

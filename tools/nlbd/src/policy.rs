@@ -26,7 +26,7 @@
 //! **Why 250 ms.** A capacity crossing waits for the next refresh (up to one period), then the
 //! recompute and the delta load (about a millisecond for a small service; `cargo bench -p
 //! nlb-slowpath --bench policy`). The target is new weights active within 1 s (p99) of the
-//! crossing; the seed's 1 s utilisation refresh would spend all of it waiting, so the period is
+//! crossing; a 1 s utilisation refresh would spend all of it waiting, so the period is
 //! a quarter of that. A refresh with nothing to change costs a walk over the kept counts and one
 //! decision per service: well under a millisecond for thousands of backends.
 

@@ -5,9 +5,9 @@
 //! out); [`crate::learn::Connections`] carries them out on the connection table and
 //! [`crate::engine::Engine`] calls both.
 //!
-//! The rules follow the source product's backend-service passthrough load balancer, as Google
-//! Cloud documents it (seed 001 covers the service LB policy, not connection tracking; SPEC
-//! R4.1 gives the defaults): the compute v1 reference of `backendServices`
+//! The rules follow Google Cloud's documentation of its backend-service passthrough load
+//! balancer (SPEC R4.1 gives the defaults; the service LB policy, SPEC R6, says nothing of
+//! connection tracking): the compute v1 reference of `backendServices`
 //! (<https://cloud.google.com/compute/docs/reference/rest/v1/backendServices>: its
 //! `connectionTrackingPolicy` and `failoverPolicy`), "Enable connection draining"
 //! (<https://cloud.google.com/load-balancing/docs/enabling-connection-draining>) and "Failover
@@ -23,8 +23,8 @@
 //!   to ALWAYS_PERSIST, existing connections always persist on unhealthy backends regardless
 //!   of protocol and session affinity."): the rule itself is
 //!   [`flowtable_compiler::Persistence::keeps`], the one home of it. Target pools and target
-//!   instances have no such field; they keep `DEFAULT_FOR_PROTOCOL`, the legacy product's
-//!   behaviour (seed 000: established connections are not cut actively), or what
+//!   instances have no such field; they keep `DEFAULT_FOR_PROTOCOL`, the target-pool load
+//!   balancer's behaviour (SPEC R4.1: established connections are not cut actively), or what
 //!   [`crate::learn::LearnOptions::persistence`] says.
 //! - `connectionDraining.drainingTimeoutSec` (0–3600; 0 disables draining): draining starts
 //!   when "a VM or an endpoint [is removed] from a backend group (instance group or NEG)"
@@ -210,7 +210,7 @@ pub struct ReloadDrains {
 ///   network endpoint group) that is still a backend of the same service: the instance was
 ///   removed from the group or deleted;
 /// - end at once otherwise: the group was disconnected from the service, or the rule now
-///   sends to another pool (the source product does not drain either for a passthrough
+///   sends to another pool (Google Cloud does not drain either for a passthrough
 ///   load balancer).
 ///
 /// A timeout of 0 ends them at once too. A deleted instance that drains keeps its backend

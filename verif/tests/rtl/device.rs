@@ -52,7 +52,7 @@ fn drain_queues(dev: &mut dyn Device) -> (Vec<Vec<u32>>, Vec<Vec<u32>>) {
     (punts, learns)
 }
 
-/// The most rules one VIP and protocol may have (issue 14 item 6): 16 TCP rules of one port
+/// The most rules one VIP and protocol may have (SPEC R2.2): 16 TCP rules of one port
 /// range each (some ports, some ranges) on two pools, one of them a target instance, next to
 /// two UDP rules on the same address, as the compiler lays them out.
 fn sixteen_rules() -> flowtable_compiler::Compiled {

@@ -137,7 +137,7 @@ fn cover(bins: &mut Bins, e: &Expected, injected: bool, scenario: &Scenario) {
         *bins.entry(format!("injected x {v}")).or_default() += 1;
         return;
     }
-    // Rules behind every port slot (16 per VIP entry, issue 14 item 6).
+    // Rules behind every port slot (16 per VIP entry).
     if let (Verdict::Forward, Some((protocol, slot))) = (r.verdict, matched_slot(tables, &e.frame))
     {
         let group = match slot {
@@ -149,7 +149,7 @@ fn cover(bins: &mut Bins, e: &Expected, injected: bool, scenario: &Scenario) {
             .entry(format!("forward {path} x port slot {group}"))
             .or_default() += 1;
         // A TCP / UDP port no TCP / UDP rule takes, through the gap slot of the VIP's
-        // L3_DEFAULT rule (issue 16).
+        // L3_DEFAULT rule (docs/pipeline.md §3-§4).
         let gap = scenario.vips.iter().any(|v| {
             v.protocol == protocol && Some(v.addr) == parsed_dst(&e.frame) && v.gaps.contains(&slot)
         });
@@ -161,7 +161,7 @@ fn cover(bins: &mut Bins, e: &Expected, injected: bool, scenario: &Scenario) {
         }
     }
     // Portless packets (neither TCP nor UDP, not ICMP errors): VIP protocol 0, the fragment
-    // column's key, tracked like any (issue 16, docs/pipeline.md §3-§7).
+    // column's key, tracked like any (docs/pipeline.md §3-§7).
     if let Ok(Parsed::Ip(h)) = parse::parse(&e.frame) {
         if !h.icmp_error && h.protocol != 6 && h.protocol != 17 {
             *bins.entry(format!("portless {path} x {v}")).or_default() += 1;
@@ -213,8 +213,8 @@ fn cover(bins: &mut Bins, e: &Expected, injected: bool, scenario: &Scenario) {
             }
         }
     }
-    // TCP fragments: punted on tracking pools (with their pool), forwarded on others (issue
-    // 14 item 7, docs/pipeline.md §6).
+    // TCP fragments: punted on tracking pools (with their pool), forwarded on others (SPEC
+    // R4.1 over R4.2, docs/pipeline.md §6).
     if path.ends_with("-frag")
         && matches!(parse::parse(&e.frame), Ok(Parsed::Ip(h)) if h.protocol == 6)
     {
@@ -312,7 +312,7 @@ fn required_bins() -> Vec<String> {
         b.push(format!("tcp {p} x PUNT (tracking pool)"));
         b.push(format!("tcp {p} x FORWARD"));
     }
-    // Issue 16: portless flows on L3_DEFAULT rules, and TCP / UDP through their gap slots.
+    // Portless flows on L3_DEFAULT rules, and TCP / UDP through their gap slots.
     for p in ["v4", "v6", "v4-frag", "v6-frag"] {
         b.push(format!("portless {p} x FORWARD"));
     }

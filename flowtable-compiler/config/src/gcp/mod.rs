@@ -274,7 +274,7 @@ impl<'a> Reader<'a> {
                 self.err(
                     node.pos,
                     path,
-                    format!("`{text}`: regional instance groups are not supported: the service LB policy places each backend group in one zone, as the source product's advanced policy does (zonal instance groups only: `zones/ZONE/instanceGroups/NAME`)"),
+                    format!("`{text}`: regional instance groups are not supported: the service LB policy places each backend group in one zone, as Google Cloud's service LB policy does (zonal instance groups only: `zones/ZONE/instanceGroups/NAME`)"),
                     valid,
                 );
                 None
@@ -595,7 +595,7 @@ const RULE_IGNORED: &[&str] = &[
 const RULE_LATER: &[(&str, &str)] = &[
     (
         "sourceIpRanges",
-        "is a traffic-steering field of the source product and is not supported: it picks which forwarding rule of a shared address serves which sources (backend-service load balancers); it is no allow list, `sourceRanges` (SPEC R9) is the allow list that drops other sources",
+        "is a traffic-steering field of Google Cloud's forwarding rules and is not supported: it picks which forwarding rule of a shared address serves which sources (backend-service load balancers); it is no allow list, `sourceRanges` (SPEC R9) is the allow list that drops other sources",
     ),
     (
         "allowGlobalAccess",
@@ -749,7 +749,7 @@ const HEALTH_CHECK: &[&str] = &[
     "unhealthyThreshold",
 ];
 
-/// Most ports a rule's `ports` takes (the source product's limit).
+/// Most ports a rule's `ports` takes (Google Cloud's limit).
 pub const MAX_RULE_PORTS: usize = 5;
 
 const DELIVERIES: &[(&str, Delivery)] = &[
@@ -1053,7 +1053,7 @@ fn read_rule(r: &mut Reader, o: &Obj, index: usize) -> Option<ForwardingRule> {
     );
     let port_ranges = read_rule_ports(r, o);
     if proto == Protocol::L3Default {
-        // Every port (the source product requires `allPorts: true`; leaving the ports out
+        // Every port (Google Cloud requires `allPorts: true`; leaving the ports out
         // means every port here as well).
         let narrowed = ["portRange", "ports"]
             .into_iter()
@@ -1124,7 +1124,7 @@ fn read_rule(r: &mut Reader, o: &Obj, index: usize) -> Option<ForwardingRule> {
             }
         }
     }
-    // Informational fields the source product prints; checked so a typo is not ignored.
+    // Informational fields Google Cloud prints; checked so a typo is not ignored.
     r.enumerated(
         o,
         "networkTier",
@@ -1299,7 +1299,7 @@ fn read_instance(r: &mut Reader, o: &Obj, index: usize) -> Option<Instance> {
 }
 
 /// A Compute Engine instance (`gcloud compute instances describe`): packets go to nic0,
-/// `networkInterfaces[0].networkIP`, as in the source product. It carries no MAC: L2_DSR needs
+/// `networkInterfaces[0].networkIP`, as in Google Cloud. It carries no MAC: L2_DSR needs
 /// our `mac` beside it.
 fn read_gce_instance(r: &mut Reader, o: &Obj, index: usize) -> Option<Instance> {
     let name = r.name(o);
@@ -1375,7 +1375,7 @@ fn read_health_check(r: &mut Reader, o: &Obj, index: usize) -> Option<HttpHealth
             Some("a path such as /healthz".into()),
         );
     } else if request_path.contains('?') {
-        // The source product's API: "This field does not support query parameters."
+        // Google Cloud's API reference: "This field does not support query parameters."
         r.err(
             pos,
             &o.path("requestPath"),
@@ -1488,7 +1488,7 @@ impl Section {
     }
 }
 
-/// Kinds of the source product refused with a reason.
+/// Kinds of Google Cloud objects refused with a reason.
 const KINDS_LATER: &[(&str, &str)] = &[("compute#httpsHealthCheck", HTTPS_CHECKS)];
 
 fn valid_kinds() -> String {
@@ -2136,6 +2136,25 @@ impl<'c> Index<'c> {
 /// Every reference names an object of its kind: rule targets, pool members, health checks and
 /// backup pools (with `failoverRatio`), target instances' instances.
 fn check_references(d: &mut Diagnostics, c: &Config, idx: &Index) {
+    check_rule_targets(d, c, idx);
+    for p in &c.target_pools {
+        check_target_pool_references(d, c, idx, p);
+    }
+    for t in &c.target_instances {
+        if !idx.instances.contains_key(t.instance.name.as_str()) {
+            idx.dangling(
+                d,
+                "instance",
+                &t.instance,
+                format!("targetInstances[{}].instance", t.loc.index),
+                &Index::names(&idx.instances),
+            );
+        }
+    }
+}
+
+/// The `target` of each forwarding rule of a target pool or target instance.
+fn check_rule_targets(d: &mut Diagnostics, c: &Config, idx: &Index) {
     let f = c.file.as_str();
     let (pools, tis) = (&idx.pools, &idx.tis);
     let target_names = || {
@@ -2190,102 +2209,96 @@ fn check_references(d: &mut Diagnostics, c: &Config, idx: &Index) {
             _ => {}
         }
     }
-    for p in &c.target_pools {
-        let base = format!("targetPools[{}]", p.loc.index);
-        let mut members: HashMap<&str, usize> = HashMap::new();
-        for (i, m) in p.instances.iter().enumerate() {
-            let path = format!("{base}.instances[{i}]");
-            if !idx.instances.contains_key(m.name.as_str()) {
-                idx.dangling(d, "instance", m, path, &Index::names(&idx.instances));
-            } else if let Some(first) = members.insert(&m.name, i) {
-                d.push(
-                    f,
-                    m.pos,
-                    path,
-                    format!(
-                        "instance `{}` is listed twice (also at {base}.instances[{first}])",
-                        m.name
-                    ),
-                    None,
-                );
-                members.insert(&m.name, first);
-            }
-        }
-        for (i, h) in p.health_checks.iter().enumerate() {
-            if !idx.hcs.contains_key(h.name.as_str()) {
-                idx.dangling(
-                    d,
-                    "httpHealthCheck",
-                    h,
-                    format!("{base}.healthChecks[{i}]"),
-                    &Index::names(&idx.hcs),
-                );
-            }
-        }
-        if p.health_checks.len() > 1 {
+}
+
+/// A target pool's instances (each once), its health check (at most one) and its backup pool
+/// (with a failover ratio, both or neither).
+fn check_target_pool_references(d: &mut Diagnostics, c: &Config, idx: &Index, p: &TargetPool) {
+    let f = c.file.as_str();
+    let (pools, tis) = (&idx.pools, &idx.tis);
+    let base = format!("targetPools[{}]", p.loc.index);
+    let mut members: HashMap<&str, usize> = HashMap::new();
+    for (i, m) in p.instances.iter().enumerate() {
+        let path = format!("{base}.instances[{i}]");
+        if !idx.instances.contains_key(m.name.as_str()) {
+            idx.dangling(d, "instance", m, path, &Index::names(&idx.instances));
+        } else if let Some(first) = members.insert(&m.name, i) {
             d.push(
                 f,
-                p.health_checks[1].pos,
-                format!("{base}.healthChecks"),
+                m.pos,
+                path,
                 format!(
-                    "{} health checks given; a target pool takes at most one",
-                    p.health_checks.len()
+                    "instance `{}` is listed twice (also at {base}.instances[{first}])",
+                    m.name
                 ),
-                Some("zero or one legacy HTTP health check".into()),
+                None,
             );
-        }
-        match (&p.backup_pool, &p.failover_ratio) {
-            (Some(b), _) if b.name == p.name => d.push(
-                f,
-                b.pos,
-                format!("{base}.backupPool"),
-                "a pool cannot be its own backup pool",
-                Some("another target pool".into()),
-            ),
-            (Some(b), _) if !pools.contains_key(b.name.as_str()) => {
-                let what = if tis.contains_key(b.name.as_str()) {
-                    "target pool (it is a target instance)"
-                } else {
-                    "target pool"
-                };
-                idx.dangling(
-                    d,
-                    what,
-                    b,
-                    format!("{base}.backupPool"),
-                    &Index::names(pools),
-                );
-            }
-            _ => {}
-        }
-        match (&p.backup_pool, &p.failover_ratio) {
-            (Some(b), None) => d.push(
-                f,
-                b.pos,
-                format!("{base}.backupPool"),
-                "`backupPool` needs `failoverRatio` as well",
-                Some("both or neither".into()),
-            ),
-            (None, Some(_)) => d.push(
-                f,
-                p.loc.field("failoverRatio"),
-                format!("{base}.failoverRatio"),
-                "`failoverRatio` needs `backupPool` as well",
-                Some("both or neither".into()),
-            ),
-            _ => {}
+            members.insert(&m.name, first);
         }
     }
-    for t in &c.target_instances {
-        if !idx.instances.contains_key(t.instance.name.as_str()) {
+    for (i, h) in p.health_checks.iter().enumerate() {
+        if !idx.hcs.contains_key(h.name.as_str()) {
             idx.dangling(
                 d,
-                "instance",
-                &t.instance,
-                format!("targetInstances[{}].instance", t.loc.index),
-                &Index::names(&idx.instances),
+                "httpHealthCheck",
+                h,
+                format!("{base}.healthChecks[{i}]"),
+                &Index::names(&idx.hcs),
             );
         }
+    }
+    if p.health_checks.len() > 1 {
+        d.push(
+            f,
+            p.health_checks[1].pos,
+            format!("{base}.healthChecks"),
+            format!(
+                "{} health checks given; a target pool takes at most one",
+                p.health_checks.len()
+            ),
+            Some("zero or one legacy HTTP health check".into()),
+        );
+    }
+    match (&p.backup_pool, &p.failover_ratio) {
+        (Some(b), _) if b.name == p.name => d.push(
+            f,
+            b.pos,
+            format!("{base}.backupPool"),
+            "a pool cannot be its own backup pool",
+            Some("another target pool".into()),
+        ),
+        (Some(b), _) if !pools.contains_key(b.name.as_str()) => {
+            let what = if tis.contains_key(b.name.as_str()) {
+                "target pool (it is a target instance)"
+            } else {
+                "target pool"
+            };
+            idx.dangling(
+                d,
+                what,
+                b,
+                format!("{base}.backupPool"),
+                &Index::names(pools),
+            );
+        }
+        _ => {}
+    }
+    match (&p.backup_pool, &p.failover_ratio) {
+        (Some(b), None) => d.push(
+            f,
+            b.pos,
+            format!("{base}.backupPool"),
+            "`backupPool` needs `failoverRatio` as well",
+            Some("both or neither".into()),
+        ),
+        (None, Some(_)) => d.push(
+            f,
+            p.loc.field("failoverRatio"),
+            format!("{base}.failoverRatio"),
+            "`failoverRatio` needs `backupPool` as well",
+            Some("both or neither".into()),
+        ),
+        _ => {}
     }
 }
 
@@ -2576,14 +2589,33 @@ fn check_locations(
     tis: &HashMap<&str, &TargetInstance>,
     instances: &HashMap<&str, &Instance>,
 ) {
-    let f = c.file.as_str();
-    let valid = || {
-        Some(
-            "one region for the forwarding rules, target pools and instances of a load balancer"
-                .to_string(),
-        )
+    let places = Places {
+        f: c.file.as_str(),
+        pools,
+        tis,
+        instances,
     };
-    let instance_at = |i: &Instance| -> Option<Located> {
+    for r in &c.forwarding_rules {
+        places.check_rule(d, r);
+    }
+    for p in &c.target_pools {
+        places.check_pool(d, p);
+    }
+    for t in &c.target_instances {
+        places.check_target_instance(d, t);
+    }
+}
+
+/// Where the objects of a configuration are, for [`check_locations`].
+struct Places<'c> {
+    f: &'c str,
+    pools: &'c HashMap<&'c str, &'c TargetPool>,
+    tis: &'c HashMap<&'c str, &'c TargetInstance>,
+    instances: &'c HashMap<&'c str, &'c Instance>,
+}
+
+impl Places<'_> {
+    fn instance_at(i: &Instance) -> Option<Located> {
         (!i.zone.is_empty()).then(|| {
             (
                 Scope::Zone(i.zone.clone()),
@@ -2596,9 +2628,10 @@ fn check_locations(
                 ),
             )
         })
-    };
-    // A pool is where its `region` says, or else where its first member with a zone is.
-    let pool_at = |p: &TargetPool| -> Option<Located> {
+    }
+
+    /// A pool is where its `region` says, or else where its first member with a zone is.
+    fn pool_at(&self, p: &TargetPool) -> Option<Located> {
         if !p.region.is_empty() {
             return Some((
                 Scope::Region(p.region.clone()),
@@ -2609,8 +2642,8 @@ fn check_locations(
             ));
         }
         p.instances.iter().find_map(|m| {
-            let i = instances.get(m.name.as_str())?;
-            let (scope, _) = instance_at(i)?;
+            let i = self.instances.get(m.name.as_str())?;
+            let (scope, _) = Self::instance_at(i)?;
             scope.region()?;
             Some((
                 scope,
@@ -2623,8 +2656,9 @@ fn check_locations(
                 ),
             ))
         })
-    };
-    let ti_at = |t: &TargetInstance| -> Option<Located> {
+    }
+
+    fn ti_at(&self, t: &TargetInstance) -> Option<Located> {
         if !t.zone.is_empty() {
             return Some((
                 Scope::Zone(t.zone.clone()),
@@ -2637,16 +2671,21 @@ fn check_locations(
                 ),
             ));
         }
-        instances
+        self.instances
             .get(t.instance.name.as_str())
-            .and_then(|i| instance_at(i))
-    };
-    // One reference from an object `from` (where it is, if known) to an object at `to`.
-    let reference = |d: &mut Diagnostics,
-                     m: &Ref,
-                     path: String,
-                     from: Option<&Located>,
-                     to: Option<Located>| {
+            .and_then(|i| Self::instance_at(i))
+    }
+
+    /// One reference from an object `from` (where it is, if known) to an object at `to`.
+    fn reference(
+        &self,
+        d: &mut Diagnostics,
+        m: &Ref,
+        path: String,
+        from: Option<&Located>,
+        to: Option<Located>,
+    ) {
+        let f = self.f;
         if let (Some(written), Some((at, desc))) = (&m.scope, &to) {
             let contradicts = match (written, at) {
                 (Scope::Zone(a), Scope::Zone(b)) => a != b,
@@ -2694,13 +2733,17 @@ fn check_locations(
                     m.pos,
                     path,
                     format!("{to_desc}, but {from_desc}"),
-                    valid(),
+                    Some(
+                        "one region for the forwarding rules, target pools and instances of a load balancer"
+                            .to_string(),
+                    ),
                 );
             }
         }
-    };
+    }
 
-    for r in &c.forwarding_rules {
+    /// A forwarding rule and its target.
+    fn check_rule(&self, d: &mut Diagnostics, r: &ForwardingRule) {
         let from = (!r.region.is_empty()).then(|| {
             (
                 Scope::Region(r.region.clone()),
@@ -2711,12 +2754,12 @@ fn check_locations(
             )
         });
         let name = r.target.name.as_str();
-        let to = match (pools.get(name), tis.get(name)) {
-            (Some(p), _) if r.target.collection != Some("targetInstances") => pool_at(p),
-            (_, Some(t)) if r.target.collection != Some("targetPools") => ti_at(t),
-            _ => continue,
+        let to = match (self.pools.get(name), self.tis.get(name)) {
+            (Some(p), _) if r.target.collection != Some("targetInstances") => self.pool_at(p),
+            (_, Some(t)) if r.target.collection != Some("targetPools") => self.ti_at(t),
+            _ => return,
         };
-        reference(
+        self.reference(
             d,
             &r.target,
             format!("forwardingRules[{}].target", r.loc.index),
@@ -2724,34 +2767,43 @@ fn check_locations(
             to,
         );
     }
-    for p in &c.target_pools {
-        let here = pool_at(p);
+
+    /// A target pool, its instances and its backup pool.
+    fn check_pool(&self, d: &mut Diagnostics, p: &TargetPool) {
+        let here = self.pool_at(p);
         for (i, m) in p.instances.iter().enumerate() {
-            if let Some(inst) = instances.get(m.name.as_str()) {
-                reference(
+            if let Some(inst) = self.instances.get(m.name.as_str()) {
+                self.reference(
                     d,
                     m,
                     format!("targetPools[{}].instances[{i}]", p.loc.index),
                     here.as_ref(),
-                    instance_at(inst),
+                    Self::instance_at(inst),
                 );
             }
         }
         if let Some(b) = &p.backup_pool {
-            if let Some(bp) = pools.get(b.name.as_str()).filter(|bp| bp.name != p.name) {
-                reference(
+            if let Some(bp) = self
+                .pools
+                .get(b.name.as_str())
+                .filter(|bp| bp.name != p.name)
+            {
+                self.reference(
                     d,
                     b,
                     format!("targetPools[{}].backupPool", p.loc.index),
                     here.as_ref(),
-                    pool_at(bp),
+                    self.pool_at(bp),
                 );
             }
         }
     }
-    for t in &c.target_instances {
-        let Some(inst) = instances.get(t.instance.name.as_str()) else {
-            continue;
+
+    /// A target instance and its instance: one zone, one network.
+    fn check_target_instance(&self, d: &mut Diagnostics, t: &TargetInstance) {
+        let f = self.f;
+        let Some(inst) = self.instances.get(t.instance.name.as_str()) else {
+            return;
         };
         let path = format!("targetInstances[{}].instance", t.loc.index);
         // A target instance serves an instance of its own zone.
@@ -2772,7 +2824,7 @@ fn check_locations(
                 Some("the target instance's own zone".into()),
             );
         } else {
-            reference(d, &t.instance, path, None, instance_at(inst));
+            self.reference(d, &t.instance, path, None, Self::instance_at(inst));
         }
         // Packets go to nic0; a target instance forwarding to another network's interface
         // would be delivered elsewhere than the user asked.

@@ -314,169 +314,203 @@ fn check_service_references(d: &mut Diagnostics, c: &Config, idx: &Index) {
 /// configuration, each once, in the group's zone; a `GCE_VM_IP` endpoint's `ipAddress` is its
 /// instance's address; a pasted group's `size` matches the members given.
 fn check_group_members(d: &mut Diagnostics, c: &Config, idx: &Index) {
-    let f = c.file.as_str();
-    let instance_names = || idx.instances.keys().copied();
-    // The path and the group's words are built only for a diagnostic: a large cluster's
-    // groups have hundreds of thousands of members that have none.
-    let member_zone = |d: &mut Diagnostics,
-                       group_zone: &str,
-                       m: &Ref,
-                       path: &dyn Fn() -> String,
-                       group: &dyn Fn() -> String| {
-        let Some(inst) = idx.instances.get(m.name.as_str()) else {
-            return;
-        };
-        if let Some(Scope::Zone(z)) = &m.scope {
-            if !inst.zone.is_empty() && *z != inst.zone {
-                d.push(
-                    f,
-                    m.pos,
-                    path(),
-                    format!(
-                        "the reference names zone {z}, but instance `{}` is in {} (instances[{}], line {})",
-                        inst.name,
-                        zone_text(&inst.zone),
-                        inst.loc.index,
-                        inst.loc.pos.line
-                    ),
-                    Some("the zone the object is in".into()),
-                );
-                return;
-            }
-        }
-        if !group_zone.is_empty() && !inst.zone.is_empty() && inst.zone != group_zone {
+    for g in &c.instance_groups {
+        check_instance_group_members(d, c, idx, g);
+    }
+    for g in &c.network_endpoint_groups {
+        check_endpoint_group_members(d, c, idx, g);
+    }
+}
+
+/// A member `m` of a group in `group_zone` is in that zone, and in the zone its reference
+/// names. The path and the group's words are built only for a diagnostic: a large cluster's
+/// groups have hundreds of thousands of members that have none.
+fn check_member_zone(
+    d: &mut Diagnostics,
+    f: &str,
+    idx: &Index,
+    group_zone: &str,
+    m: &Ref,
+    path: &dyn Fn() -> String,
+    group: &dyn Fn() -> String,
+) {
+    let Some(inst) = idx.instances.get(m.name.as_str()) else {
+        return;
+    };
+    if let Some(Scope::Zone(z)) = &m.scope {
+        if !inst.zone.is_empty() && *z != inst.zone {
             d.push(
                 f,
                 m.pos,
                 path(),
                 format!(
-                    "instance `{}` is in {} (instances[{}], line {}), but {} is in {}",
+                    "the reference names zone {z}, but instance `{}` is in {} (instances[{}], line {})",
                     inst.name,
                     zone_text(&inst.zone),
                     inst.loc.index,
-                    inst.loc.pos.line,
-                    group(),
-                    zone_text(group_zone)
+                    inst.loc.pos.line
                 ),
-                Some("instances of the group's own zone (a group is zonal)".into()),
+                Some("the zone the object is in".into()),
             );
+            return;
         }
-    };
-    let size_matches = |d: &mut Diagnostics,
-                        loc: &Loc,
-                        base: &str,
-                        size: Option<u64>,
-                        n: usize,
-                        field: &str| {
-        if let Some(size) = size.filter(|&s| s != n as u64) {
-            d.push(
-                f,
-                loc.field("size"),
-                format!("{base}.size"),
-                format!(
-                    "Google Cloud says the group has {size} members (`size`), but {n} are listed in `{field}`: members would be missing"
-                ),
-                Some(format!(
-                    "{size} entries in `{field}` (paste the items of `gcloud compute {}`)",
-                    if field == "instances" {
-                        "instance-groups list-instances"
-                    } else {
-                        "network-endpoint-groups list-network-endpoints"
-                    }
-                )),
-            );
-        }
-    };
-    for g in &c.instance_groups {
-        let base = format!("instanceGroups[{}]", g.loc.index);
-        let zone = c.instance_group_zone(g).unwrap_or_default();
-        let mut seen: HashMap<&str, usize> = HashMap::new();
-        for (i, m) in g.instances.iter().enumerate() {
-            let path = || format!("{base}.instances[{i}]");
-            if !idx.instances.contains_key(m.name.as_str()) {
-                dangling(d, f, "instance", m, path(), instance_names());
-                continue;
-            }
-            if let Some(first) = seen.insert(&m.name, i) {
-                d.push(
-                    f,
-                    m.pos,
-                    path(),
-                    format!(
-                        "instance `{}` is listed twice (also at {base}.instances[{first}])",
-                        m.name
-                    ),
-                    None,
-                );
-                seen.insert(&m.name, first);
-                continue;
-            }
-            member_zone(d, zone, m, &path, &|| {
-                format!("instance group `{}`", g.name)
-            });
-        }
-        size_matches(d, &g.loc, &base, g.size, g.instances.len(), "instances");
     }
-    for g in &c.network_endpoint_groups {
-        let base = format!("networkEndpointGroups[{}]", g.loc.index);
-        let zone = c.network_endpoint_group_zone(g).unwrap_or_default();
-        let mut seen: HashMap<&str, usize> = HashMap::new();
-        for (i, e) in g.endpoints.iter().enumerate() {
-            let path = || format!("{base}.networkEndpoints[{i}]");
-            let m = &e.instance;
-            let Some(inst) = idx.instances.get(m.name.as_str()) else {
-                dangling(
-                    d,
-                    f,
-                    "instance",
-                    m,
-                    format!("{}.instance", path()),
-                    instance_names(),
-                );
-                continue;
-            };
-            if let Some(first) = seen.insert(&m.name, i) {
-                d.push(
-                    f,
-                    m.pos,
-                    format!("{}.instance", path()),
-                    format!(
-                        "instance `{}` is an endpoint twice (also at {base}.networkEndpoints[{first}])",
-                        m.name
-                    ),
-                    None,
-                );
-                seen.insert(&m.name, first);
-                continue;
-            }
-            if let Some(ip) = e.ip.filter(|ip| *ip != inst.ip) {
-                d.push(
-                    f,
-                    e.ip_pos,
-                    format!("{}.ipAddress", path()),
-                    format!(
-                        "`ipAddress` {ip} is not the address of instance `{}` ({}, instances[{}], line {}): endpoints are delivered to their instance's address",
-                        inst.name,
-                        inst.ip,
-                        inst.loc.index,
-                        inst.loc.pos.line
-                    ),
-                    Some(format!("{}, or leave `ipAddress` out (another interface of the instance is not supported yet)", inst.ip)),
-                );
-            }
-            member_zone(d, zone, m, &|| format!("{}.instance", path()), &|| {
-                format!("network endpoint group `{}`", g.name)
-            });
-        }
-        size_matches(
-            d,
-            &g.loc,
-            &base,
-            g.size,
-            g.endpoints.len(),
-            "networkEndpoints",
+    if !group_zone.is_empty() && !inst.zone.is_empty() && inst.zone != group_zone {
+        d.push(
+            f,
+            m.pos,
+            path(),
+            format!(
+                "instance `{}` is in {} (instances[{}], line {}), but {} is in {}",
+                inst.name,
+                zone_text(&inst.zone),
+                inst.loc.index,
+                inst.loc.pos.line,
+                group(),
+                zone_text(group_zone)
+            ),
+            Some("instances of the group's own zone (a group is zonal)".into()),
         );
     }
+}
+
+/// The `size` Google Cloud printed for a group is the number of members listed in `field`.
+fn check_group_size(
+    d: &mut Diagnostics,
+    f: &str,
+    loc: &Loc,
+    base: &str,
+    size: Option<u64>,
+    n: usize,
+    field: &str,
+) {
+    if let Some(size) = size.filter(|&s| s != n as u64) {
+        d.push(
+            f,
+            loc.field("size"),
+            format!("{base}.size"),
+            format!(
+                "Google Cloud says the group has {size} members (`size`), but {n} are listed in `{field}`: members would be missing"
+            ),
+            Some(format!(
+                "{size} entries in `{field}` (paste the items of `gcloud compute {}`)",
+                if field == "instances" {
+                    "instance-groups list-instances"
+                } else {
+                    "network-endpoint-groups list-network-endpoints"
+                }
+            )),
+        );
+    }
+}
+
+/// An instance group's instances: known, each once, in the group's zone; as many as its size.
+fn check_instance_group_members(d: &mut Diagnostics, c: &Config, idx: &Index, g: &InstanceGroup) {
+    let f = c.file.as_str();
+    let base = format!("instanceGroups[{}]", g.loc.index);
+    let zone = c.instance_group_zone(g).unwrap_or_default();
+    let mut seen: HashMap<&str, usize> = HashMap::new();
+    for (i, m) in g.instances.iter().enumerate() {
+        let path = || format!("{base}.instances[{i}]");
+        if !idx.instances.contains_key(m.name.as_str()) {
+            dangling(d, f, "instance", m, path(), idx.instances.keys().copied());
+            continue;
+        }
+        if let Some(first) = seen.insert(&m.name, i) {
+            d.push(
+                f,
+                m.pos,
+                path(),
+                format!(
+                    "instance `{}` is listed twice (also at {base}.instances[{first}])",
+                    m.name
+                ),
+                None,
+            );
+            seen.insert(&m.name, first);
+            continue;
+        }
+        check_member_zone(d, f, idx, zone, m, &path, &|| {
+            format!("instance group `{}`", g.name)
+        });
+    }
+    check_group_size(d, f, &g.loc, &base, g.size, g.instances.len(), "instances");
+}
+
+/// A network endpoint group's endpoints: known instances, each once, at the instance's
+/// address, in the group's zone; as many as its size.
+fn check_endpoint_group_members(
+    d: &mut Diagnostics,
+    c: &Config,
+    idx: &Index,
+    g: &NetworkEndpointGroup,
+) {
+    let f = c.file.as_str();
+    let base = format!("networkEndpointGroups[{}]", g.loc.index);
+    let zone = c.network_endpoint_group_zone(g).unwrap_or_default();
+    let mut seen: HashMap<&str, usize> = HashMap::new();
+    for (i, e) in g.endpoints.iter().enumerate() {
+        let path = || format!("{base}.networkEndpoints[{i}]");
+        let m = &e.instance;
+        let Some(inst) = idx.instances.get(m.name.as_str()) else {
+            dangling(
+                d,
+                f,
+                "instance",
+                m,
+                format!("{}.instance", path()),
+                idx.instances.keys().copied(),
+            );
+            continue;
+        };
+        if let Some(first) = seen.insert(&m.name, i) {
+            d.push(
+                f,
+                m.pos,
+                format!("{}.instance", path()),
+                format!(
+                    "instance `{}` is an endpoint twice (also at {base}.networkEndpoints[{first}])",
+                    m.name
+                ),
+                None,
+            );
+            seen.insert(&m.name, first);
+            continue;
+        }
+        if let Some(ip) = e.ip.filter(|ip| *ip != inst.ip) {
+            d.push(
+                f,
+                e.ip_pos,
+                format!("{}.ipAddress", path()),
+                format!(
+                    "`ipAddress` {ip} is not the address of instance `{}` ({}, instances[{}], line {}): endpoints are delivered to their instance's address",
+                    inst.name,
+                    inst.ip,
+                    inst.loc.index,
+                    inst.loc.pos.line
+                ),
+                Some(format!("{}, or leave `ipAddress` out (another interface of the instance is not supported yet)", inst.ip)),
+            );
+        }
+        check_member_zone(
+            d,
+            f,
+            idx,
+            zone,
+            m,
+            &|| format!("{}.instance", path()),
+            &|| format!("network endpoint group `{}`", g.name),
+        );
+    }
+    check_group_size(
+        d,
+        f,
+        &g.loc,
+        &base,
+        g.size,
+        g.endpoints.len(),
+        "networkEndpoints",
+    );
 }
 
 /// The backends of each service: capacity given by all or none, with the field of the
@@ -609,154 +643,181 @@ fn check_service_settings(d: &mut Diagnostics, c: &Config, idx: &Index) {
 /// span regions, as the policy's region algorithms need); a regional health check is in the
 /// service's region; a service LB policy's location fits the service.
 fn check_service_locations(d: &mut Diagnostics, c: &Config, idx: &Index) {
-    let f = c.file.as_str();
     let groups = c.group_lookup();
     for s in &c.backend_services {
-        let base = s.path();
-        for (i, b) in s.backends.iter().enumerate() {
-            let path = format!("{base}.backends[{i}].group");
-            let group = if b.neg {
-                idx.negs.get(b.group.name.as_str()).map(|g| {
-                    (
-                        g.zone.as_str(),
-                        g.loc.index,
-                        g.loc.pos.line,
-                        "networkEndpointGroups",
-                    )
-                })
-            } else {
-                idx.igs.get(b.group.name.as_str()).map(|g| {
-                    (
-                        g.zone.as_str(),
-                        g.loc.index,
-                        g.loc.pos.line,
-                        "instanceGroups",
-                    )
-                })
-            };
-            let zone = groups.zone(b).map(str::to_string);
-            if let (Some(Scope::Zone(written)), Some(zone)) = (&b.group.scope, &zone) {
-                if written != zone {
-                    let (_, index, line, list) = group.unwrap_or(("", 0, 0, ""));
-                    d.push(
-                        f,
-                        b.group.pos,
-                        path,
-                        format!(
-                            "the reference names zone {written}, but group `{}` is in {} ({list}[{index}], line {line})",
-                            b.group.name,
-                            zone_text(zone)
-                        ),
-                        Some("the zone the object is in".into()),
-                    );
-                    continue;
-                }
-            }
-            let region = zone
-                .as_deref()
-                .and_then(region_of_zone)
-                .or_else(|| b.group.scope.as_ref().and_then(Scope::region));
-            if let Some(region) = region {
-                if !s.global && !s.region.is_empty() && region != s.region {
-                    d.push(
-                        f,
-                        b.group.pos,
-                        path,
-                        format!(
-                            "group `{}` is in region {region}, but regional backend service `{}` is in region {} ({base}, line {})",
-                            b.group.name, s.name, s.region, s.loc.pos.line
-                        ),
-                        Some("groups of the service's region, or a global backend service (`backendServices`), which may span regions".into()),
-                    );
-                }
+        check_backend_locations(d, c, idx, &groups, s);
+        check_health_check_locations(d, c, idx, s);
+        check_policy_location(d, c, idx, s);
+    }
+}
+
+/// A backend service's groups: in the zone their reference names, and in the region of a
+/// regional service.
+fn check_backend_locations(
+    d: &mut Diagnostics,
+    c: &Config,
+    idx: &Index,
+    groups: &GroupLookup<'_>,
+    s: &BackendService,
+) {
+    let f = c.file.as_str();
+    let base = s.path();
+    for (i, b) in s.backends.iter().enumerate() {
+        let path = format!("{base}.backends[{i}].group");
+        let group = if b.neg {
+            idx.negs.get(b.group.name.as_str()).map(|g| {
+                (
+                    g.zone.as_str(),
+                    g.loc.index,
+                    g.loc.pos.line,
+                    "networkEndpointGroups",
+                )
+            })
+        } else {
+            idx.igs.get(b.group.name.as_str()).map(|g| {
+                (
+                    g.zone.as_str(),
+                    g.loc.index,
+                    g.loc.pos.line,
+                    "instanceGroups",
+                )
+            })
+        };
+        let zone = groups.zone(b).map(str::to_string);
+        if let (Some(Scope::Zone(written)), Some(zone)) = (&b.group.scope, &zone) {
+            if written != zone {
+                let (_, index, line, list) = group.unwrap_or(("", 0, 0, ""));
+                d.push(
+                    f,
+                    b.group.pos,
+                    path,
+                    format!(
+                        "the reference names zone {written}, but group `{}` is in {} ({list}[{index}], line {line})",
+                        b.group.name,
+                        zone_text(zone)
+                    ),
+                    Some("the zone the object is in".into()),
+                );
+                continue;
             }
         }
-        for (i, h) in s.health_checks.iter().enumerate() {
-            let Some(hc) = idx.health_checks.get(h.name.as_str()) else {
-                continue;
-            };
-            let path = format!("{base}.healthChecks[{i}]");
-            let written = match &h.scope {
-                Some(Scope::Region(r)) => Some(r.as_str()),
-                Some(Scope::Global) => Some(""),
-                _ => None,
-            };
-            if let Some(w) = written.filter(|w| *w != hc.region) {
-                let (named, is) = (
-                    if w.is_empty() {
-                        "a global health check".to_string()
-                    } else {
-                        format!("region {w}")
-                    },
-                    if hc.region.is_empty() {
-                        "global".to_string()
-                    } else {
-                        format!("in region {}", hc.region)
-                    },
-                );
+        let region = zone
+            .as_deref()
+            .and_then(region_of_zone)
+            .or_else(|| b.group.scope.as_ref().and_then(Scope::region));
+        if let Some(region) = region {
+            if !s.global && !s.region.is_empty() && region != s.region {
                 d.push(
                     f,
-                    h.pos,
+                    b.group.pos,
                     path,
                     format!(
-                        "the reference names {named}, but health check `{}` is {is} (healthChecks[{}], line {})",
-                        hc.name, hc.loc.index, hc.loc.pos.line
+                        "group `{}` is in region {region}, but regional backend service `{}` is in region {} ({base}, line {})",
+                        b.group.name, s.name, s.region, s.loc.pos.line
                     ),
-                    Some("the region the object is in".into()),
-                );
-                continue;
-            }
-            if !hc.region.is_empty() && (s.global || hc.region != s.region) {
-                d.push(
-                    f,
-                    h.pos,
-                    path,
-                    format!(
-                        "health check `{}` is in region {} (healthChecks[{}], line {}), but backend service `{}` is {}",
-                        hc.name,
-                        hc.region,
-                        hc.loc.index,
-                        hc.loc.pos.line,
-                        s.name,
-                        if s.global { "global".to_string() } else { format!("in region {}", s.region) }
-                    ),
-                    Some("a global health check, or a regional one of the service's region".into()),
+                    Some("groups of the service's region, or a global backend service (`backendServices`), which may span regions".into()),
                 );
             }
         }
-        if let Some(p) = &s.service_lb_policy {
-            let Some(policy) = idx.policies.get(p.name.as_str()) else {
-                continue;
-            };
-            let location = match &p.scope {
-                Some(Scope::Global) => "global",
-                Some(Scope::Region(r)) => r.as_str(),
-                _ => policy.location.as_str(),
-            };
-            let fits = location.is_empty()
-                || if s.global {
-                    location == "global"
+    }
+}
+
+/// A backend service's health checks: in the region their reference names; global, or
+/// regional in the service's region.
+fn check_health_check_locations(d: &mut Diagnostics, c: &Config, idx: &Index, s: &BackendService) {
+    let f = c.file.as_str();
+    let base = s.path();
+    for (i, h) in s.health_checks.iter().enumerate() {
+        let Some(hc) = idx.health_checks.get(h.name.as_str()) else {
+            continue;
+        };
+        let path = format!("{base}.healthChecks[{i}]");
+        let written = match &h.scope {
+            Some(Scope::Region(r)) => Some(r.as_str()),
+            Some(Scope::Global) => Some(""),
+            _ => None,
+        };
+        if let Some(w) = written.filter(|w| *w != hc.region) {
+            let (named, is) = (
+                if w.is_empty() {
+                    "a global health check".to_string()
                 } else {
-                    location == s.region
-                };
-            if !fits {
-                d.push(
-                    f,
-                    p.pos,
-                    format!("{base}.serviceLbPolicy"),
-                    format!(
-                        "service LB policy `{}` is in location {location}, but backend service `{}` is {}",
-                        policy.name,
-                        s.name,
-                        if s.global { "global".to_string() } else { format!("in region {}", s.region) }
-                    ),
-                    Some(if s.global {
-                        "a policy of location global".to_string()
-                    } else {
-                        format!("a policy of location {}", s.region)
-                    }),
-                );
-            }
+                    format!("region {w}")
+                },
+                if hc.region.is_empty() {
+                    "global".to_string()
+                } else {
+                    format!("in region {}", hc.region)
+                },
+            );
+            d.push(
+                f,
+                h.pos,
+                path,
+                format!(
+                    "the reference names {named}, but health check `{}` is {is} (healthChecks[{}], line {})",
+                    hc.name, hc.loc.index, hc.loc.pos.line
+                ),
+                Some("the region the object is in".into()),
+            );
+            continue;
+        }
+        if !hc.region.is_empty() && (s.global || hc.region != s.region) {
+            d.push(
+                f,
+                h.pos,
+                path,
+                format!(
+                    "health check `{}` is in region {} (healthChecks[{}], line {}), but backend service `{}` is {}",
+                    hc.name,
+                    hc.region,
+                    hc.loc.index,
+                    hc.loc.pos.line,
+                    s.name,
+                    if s.global { "global".to_string() } else { format!("in region {}", s.region) }
+                ),
+                Some("a global health check, or a regional one of the service's region".into()),
+            );
+        }
+    }
+}
+
+/// A backend service's service LB policy: of the location the service is in.
+fn check_policy_location(d: &mut Diagnostics, c: &Config, idx: &Index, s: &BackendService) {
+    let f = c.file.as_str();
+    let base = s.path();
+    if let Some(p) = &s.service_lb_policy {
+        let Some(policy) = idx.policies.get(p.name.as_str()) else {
+            return;
+        };
+        let location = match &p.scope {
+            Some(Scope::Global) => "global",
+            Some(Scope::Region(r)) => r.as_str(),
+            _ => policy.location.as_str(),
+        };
+        let fits = location.is_empty()
+            || if s.global {
+                location == "global"
+            } else {
+                location == s.region
+            };
+        if !fits {
+            d.push(
+                f,
+                p.pos,
+                format!("{base}.serviceLbPolicy"),
+                format!(
+                    "service LB policy `{}` is in location {location}, but backend service `{}` is {}",
+                    policy.name,
+                    s.name,
+                    if s.global { "global".to_string() } else { format!("in region {}", s.region) }
+                ),
+                Some(if s.global {
+                    "a policy of location global".to_string()
+                } else {
+                    format!("a policy of location {}", s.region)
+                }),
+            );
         }
     }
 }

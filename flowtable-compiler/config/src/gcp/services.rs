@@ -1,7 +1,7 @@
 //! Reading the objects of backend-service load balancers (SPEC R1, R6): backend services,
 //! instance groups, network endpoint groups, health checks of the newer kind and service LB
 //! policies, in our form and as Google Cloud prints them. Field names, enum values, defaults
-//! and ranges are the source product's (docs/config.md lists them with their sources).
+//! and ranges are Google Cloud's (docs/config.md lists them with their sources).
 
 use super::{refs, Obj, Reader, DELIVERIES};
 use crate::model::*;
@@ -18,7 +18,7 @@ const INSTANCES: &[Collection] = &[resource::INSTANCES];
 
 /// Why a field of a proxy load balancer is refused.
 const PROXY_ONLY: &str =
-    "belongs to the source product's proxy load balancers and has no meaning for a passthrough one";
+    "belongs to Google Cloud's proxy load balancers and has no meaning for a passthrough one";
 
 /// Fields of a backend service.
 pub(super) const SERVICE: &[&str] = &[
@@ -177,11 +177,11 @@ pub(super) const POLICY: &[&str] = &[
 ];
 pub(super) const POLICY_IGNORED: &[&str] = &["createTime", "updateTime", "kind"];
 
-/// Longest `request` and `response` of a health check: the source product matches the
+/// Longest `request` and `response` of a health check: Google Cloud matches the
 /// response in the first 1024 bytes.
 pub const MAX_PROBE_DATA: usize = 1024;
 
-/// Most seconds a connection may stay idle: 16 hours, the source product's maximum.
+/// Most seconds a connection may stay idle: 16 hours, Google Cloud's maximum.
 pub const MAX_IDLE_TIMEOUT_SEC: u64 = 57_600;
 
 /// `true`/`false` of a field, `default` when absent.
@@ -251,7 +251,7 @@ const AFFINITIES: &[(&str, Affinity)] = &[
     ("CLIENT_IP_NO_DESTINATION", Affinity::ClientIpNoDestination),
 ];
 const COOKIE_AFFINITY: &str =
-    "is a cookie or header affinity of the source product's proxy load balancers: a passthrough load balancer sees no HTTP";
+    "is a cookie or header affinity of Google Cloud's proxy load balancers: a passthrough load balancer sees no HTTP";
 
 pub(super) fn read_backend_service(
     r: &mut Reader,
@@ -260,6 +260,81 @@ pub(super) fn read_backend_service(
     global: bool,
 ) -> Option<BackendService> {
     let name = r.name(o);
+    let region = service_region(r, o, index, global);
+    let protocol = service_protocol(r, o);
+    let health_checks = refs(r, o, "healthChecks", HEALTH_CHECKS);
+    let backends = service_backends(r, o);
+    let session_affinity = r.enumerated(
+        o,
+        "sessionAffinity",
+        Affinity::None,
+        AFFINITIES,
+        &[
+            ("GENERATED_COOKIE", COOKIE_AFFINITY),
+            ("HEADER_FIELD", COOKIE_AFFINITY),
+            ("HTTP_COOKIE", COOKIE_AFFINITY),
+            ("STRONG_COOKIE_AFFINITY", COOKIE_AFFINITY),
+        ],
+    );
+    let (tracking_mode, persistence, idle_timeout_sec) =
+        connection_tracking(r, o, session_affinity);
+    let (failover_ratio, drop_traffic_if_unhealthy, disable_connection_drain_on_failover) =
+        failover_policy(r, o, protocol);
+    let locality_lb_policy = r.enumerated(
+        o,
+        "localityLbPolicy",
+        LocalityLbPolicy::Maglev,
+        &[
+            ("MAGLEV", LocalityLbPolicy::Maglev),
+            ("WEIGHTED_MAGLEV", LocalityLbPolicy::WeightedMaglev),
+        ],
+        &[
+            ("ROUND_ROBIN", PROXY_ONLY),
+            ("LEAST_REQUEST", PROXY_ONLY),
+            ("RING_HASH", PROXY_ONLY),
+            ("RANDOM", PROXY_ONLY),
+            ("ORIGINAL_DESTINATION", PROXY_ONLY),
+            ("WEIGHTED_ROUND_ROBIN", PROXY_ONLY),
+            ("WEIGHTED_GCP_RENDEZVOUS", PROXY_ONLY),
+        ],
+    );
+    let mut draining_timeout_sec = 0;
+    if let Some(c) = nested(r, o, "connectionDraining", &["drainingTimeoutSec"], &[]) {
+        draining_timeout_sec = r.integer(&c, "drainingTimeoutSec", 0, 0, 3600) as u32;
+    }
+    let service_lb_policy = service_lb_policy_ref(r, o);
+    // Informational fields Google Cloud prints; `portName` and `timeoutSec` have no
+    // meaning for a passthrough load balancer (packets keep their ports; nothing is proxied).
+    if let Some(n) = o.get("portName") {
+        r.scalar(n, &o.path("portName"));
+    }
+    r.integer(o, "timeoutSec", 30, 1, 2_147_483_647);
+    r.integer(o, "affinityCookieTtlSec", 0, 0, 1_209_600);
+    let delivery = r.enumerated(o, "delivery", Delivery::L2Dsr, DELIVERIES, &[]);
+    Some(BackendService {
+        name: name?,
+        region,
+        global,
+        protocol,
+        health_checks,
+        backends,
+        session_affinity,
+        tracking_mode,
+        persistence,
+        idle_timeout_sec,
+        failover_ratio,
+        drop_traffic_if_unhealthy,
+        disable_connection_drain_on_failover,
+        locality_lb_policy,
+        draining_timeout_sec,
+        service_lb_policy,
+        delivery,
+        loc: o.loc(index),
+    })
+}
+
+/// A backend service's `region`: required of a regional one, refused on a global one.
+fn service_region(r: &mut Reader, o: &Obj, index: usize, global: bool) -> String {
     let region = r.location(o, "region", false);
     if global && o.get("region").is_some() {
         r.err(
@@ -276,6 +351,12 @@ pub(super) fn read_backend_service(
             Some("a region such as us-central1, or write the service under `backendServices` (global)".into()),
         );
     }
+    region
+}
+
+/// A backend service's `protocol`, and its `loadBalancingScheme` (the external passthrough
+/// load balancer's only).
+fn service_protocol(r: &mut Reader, o: &Obj) -> ServiceProtocol {
     let protocol = r.enumerated(
         o,
         "protocol",
@@ -317,7 +398,11 @@ pub(super) fn read_backend_service(
             ),
         ],
     );
-    let health_checks = refs(r, o, "healthChecks", HEALTH_CHECKS);
+    protocol
+}
+
+/// A backend service's `backends[]`.
+fn service_backends(r: &mut Reader, o: &Obj) -> Vec<Backend> {
     let mut backends = Vec::new();
     let bpath = o.path("backends");
     for (i, n) in r.list(o.get("backends"), &bpath).iter().enumerate() {
@@ -326,18 +411,16 @@ pub(super) fn read_backend_service(
             backends.extend(read_backend(r, &bo, i));
         }
     }
-    let session_affinity = r.enumerated(
-        o,
-        "sessionAffinity",
-        Affinity::None,
-        AFFINITIES,
-        &[
-            ("GENERATED_COOKIE", COOKIE_AFFINITY),
-            ("HEADER_FIELD", COOKIE_AFFINITY),
-            ("HTTP_COOKIE", COOKIE_AFFINITY),
-            ("STRONG_COOKIE_AFFINITY", COOKIE_AFFINITY),
-        ],
-    );
+    backends
+}
+
+/// `connectionTrackingPolicy`: tracking mode, persistence on unhealthy backends, idle
+/// timeout (defaults when absent).
+fn connection_tracking(
+    r: &mut Reader,
+    o: &Obj,
+    session_affinity: Affinity,
+) -> (TrackingMode, Persistence, u16) {
     let mut tracking_mode = TrackingMode::PerConnection;
     let mut persistence = Persistence::DefaultForProtocol;
     let mut idle_timeout_sec = 60u16;
@@ -352,7 +435,7 @@ pub(super) fn read_backend_service(
         ],
         &[(
             "enableStrongAffinity",
-            "is not supported yet (the source product does not offer it publicly)",
+            "is not supported yet (Google Cloud does not offer it publicly)",
         )],
     ) {
         tracking_mode = r.enumerated(
@@ -367,7 +450,7 @@ pub(super) fn read_backend_service(
             &[],
         );
         // The NIC tracks each connection by its own 5-tuple: PER_SESSION is that only under
-        // a 5-tuple affinity (the source product's PER_SESSION with a shorter affinity tracks
+        // a 5-tuple affinity (Google Cloud's PER_SESSION with a shorter affinity tracks
         // by the affinity's key, which the connection table cannot).
         let five_tuple = matches!(
             session_affinity,
@@ -401,6 +484,16 @@ pub(super) fn read_backend_service(
         );
         idle_timeout_sec = r.integer(&t, "idleTimeoutSec", 60, 1, MAX_IDLE_TIMEOUT_SEC) as u16;
     }
+    (tracking_mode, persistence, idle_timeout_sec)
+}
+
+/// `failoverPolicy`: failover ratio, drop traffic if unhealthy, no connection drain on
+/// failover (defaults when absent).
+fn failover_policy(
+    r: &mut Reader,
+    o: &Obj,
+    protocol: ServiceProtocol,
+) -> (Option<Ratio>, bool, bool) {
     let mut failover_ratio = None;
     let mut drop_traffic_if_unhealthy = false;
     let mut disable_connection_drain_on_failover = false;
@@ -433,29 +526,16 @@ pub(super) fn read_backend_service(
             );
         }
     }
-    let locality_lb_policy = r.enumerated(
-        o,
-        "localityLbPolicy",
-        LocalityLbPolicy::Maglev,
-        &[
-            ("MAGLEV", LocalityLbPolicy::Maglev),
-            ("WEIGHTED_MAGLEV", LocalityLbPolicy::WeightedMaglev),
-        ],
-        &[
-            ("ROUND_ROBIN", PROXY_ONLY),
-            ("LEAST_REQUEST", PROXY_ONLY),
-            ("RING_HASH", PROXY_ONLY),
-            ("RANDOM", PROXY_ONLY),
-            ("ORIGINAL_DESTINATION", PROXY_ONLY),
-            ("WEIGHTED_ROUND_ROBIN", PROXY_ONLY),
-            ("WEIGHTED_GCP_RENDEZVOUS", PROXY_ONLY),
-        ],
-    );
-    let mut draining_timeout_sec = 0;
-    if let Some(c) = nested(r, o, "connectionDraining", &["drainingTimeoutSec"], &[]) {
-        draining_timeout_sec = r.integer(&c, "drainingTimeoutSec", 0, 0, 3600) as u32;
-    }
-    let service_lb_policy = o.get("serviceLbPolicy").and_then(|n| {
+    (
+        failover_ratio,
+        drop_traffic_if_unhealthy,
+        disable_connection_drain_on_failover,
+    )
+}
+
+/// `serviceLbPolicy`: a name, or the policy's full resource name.
+fn service_lb_policy_ref(r: &mut Reader, o: &Obj) -> Option<Ref> {
+    o.get("serviceLbPolicy").and_then(|n| {
         let path = o.path("serviceLbPolicy");
         let text = r.scalar(n, &path)?;
         match resource::parse_policy_name(text) {
@@ -484,34 +564,6 @@ pub(super) fn read_backend_service(
                 None
             }
         }
-    });
-    // Informational fields the source product prints; `portName` and `timeoutSec` have no
-    // meaning for a passthrough load balancer (packets keep their ports; nothing is proxied).
-    if let Some(n) = o.get("portName") {
-        r.scalar(n, &o.path("portName"));
-    }
-    r.integer(o, "timeoutSec", 30, 1, 2_147_483_647);
-    r.integer(o, "affinityCookieTtlSec", 0, 0, 1_209_600);
-    let delivery = r.enumerated(o, "delivery", Delivery::L2Dsr, DELIVERIES, &[]);
-    Some(BackendService {
-        name: name?,
-        region,
-        global,
-        protocol,
-        health_checks,
-        backends,
-        session_affinity,
-        tracking_mode,
-        persistence,
-        idle_timeout_sec,
-        failover_ratio,
-        drop_traffic_if_unhealthy,
-        disable_connection_drain_on_failover,
-        locality_lb_policy,
-        draining_timeout_sec,
-        service_lb_policy,
-        delivery,
-        loc: o.loc(index),
     })
 }
 
@@ -568,7 +620,7 @@ fn read_backend(r: &mut Reader, o: &Obj, index: usize) -> Option<Backend> {
     let scaler_valid = "0 (drains the backend) or 0.1 to 1.0";
     let mut capacity_scaler = Ratio::one();
     if let Some(s) = ratio(r, o, "capacityScaler", scaler_valid) {
-        // 0, or 0.1 to 1.0, as the source product allows.
+        // 0, or 0.1 to 1.0, as Google Cloud allows.
         if s.is_zero().not() && s.compare(&Ratio::tenth()) == std::cmp::Ordering::Less {
             r.err(
                 o.loc(index).field("capacityScaler"),
@@ -753,7 +805,7 @@ fn probe_data(r: &mut Reader, o: &Obj, name: &str) -> String {
         r.err(
             pos,
             &o.path(name),
-            format!("`{name}` must be ASCII, as the source product requires"),
+            format!("`{name}` must be ASCII, as Google Cloud requires"),
             Some(format!("ASCII text of at most {MAX_PROBE_DATA} bytes")),
         );
     } else if text.len() > MAX_PROBE_DATA {
@@ -1043,7 +1095,7 @@ pub(super) fn read_service_lb_policy(
             ],
             &[],
         );
-        // Without the granularity the source product enforces no isolation (seed 001).
+        // Without the granularity Google Cloud enforces no isolation (SPEC R6.5).
         if granularity {
             isolation = mode;
         }

@@ -1,4 +1,4 @@
-//! Kubernetes LoadBalancer Services (seed 003, SPEC R7) as backend services and target pools.
+//! Kubernetes LoadBalancer Services (SPEC R7) as backend services and target pools.
 //!
 //! Services, EndpointSlices and Nodes (manifests: `kubectl get -o yaml|json` output, `kind:
 //! List`, several YAML documents, several files) become objects of the ordinary model, the
@@ -29,53 +29,18 @@ mod read;
 use crate::diag::{Diagnostics, Pos};
 use crate::gcp::Reader;
 use crate::model::*;
+pub use crate::model::{
+    KubeService, NodeEligibility, NodeVerdict, ServedSlice, Shape, TrafficPolicy,
+};
 use crate::policy::Preference;
 use crate::tree::{Node, Value};
 use nlb_hw::enums::{Affinity, Delivery};
 use read::get;
-use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 use std::sync::Arc;
 
-/// Which Google Cloud load balancer a Service becomes (seed 003, "node grouping").
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Shape {
-    /// Internal passthrough load balancer: backend service with `GCE_VM_IP` NEGs.
-    Internal,
-    /// Backend-service-based regional external passthrough load balancer with NEGs.
-    External,
-    /// Target-pool-based regional external passthrough load balancer (every node).
-    LegacyTargetPool,
-}
-
-impl Shape {
-    /// In words, for reports.
-    pub fn describe(self) -> &'static str {
-        match self {
-            Shape::Internal => {
-                "internal passthrough load balancer (backend service, GCE_VM_IP NEGs)"
-            }
-            Shape::External => {
-                "external passthrough load balancer (backend service, GCE_VM_IP NEGs)"
-            }
-            Shape::LegacyTargetPool => {
-                "external passthrough load balancer (legacy target pool of every node)"
-            }
-        }
-    }
-}
-
-/// `spec.externalTrafficPolicy`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TrafficPolicy {
-    /// Every node; kube-proxy's `/healthz` on 10256.
-    Cluster,
-    /// Only nodes with a serving endpoint; the Service's `healthCheckNodePort`.
-    Local,
-}
-
-/// Node limit of a Service's NEG endpoints (seed 003, SPEC R7.5); `None`: no limit (target
+/// Node limit of a Service's NEG endpoints (GKE's subsetting, SPEC R7.5); `None`: no limit (target
 /// pools hold every node).
 pub fn node_limit(shape: Shape, policy: TrafficPolicy) -> Option<usize> {
     match (shape, policy) {
@@ -87,7 +52,7 @@ pub fn node_limit(shape: Shape, policy: TrafficPolicy) -> Option<usize> {
     }
 }
 
-/// kube-proxy's health port, which the shared `Cluster` check probes (seed 003: fixed, TCP
+/// kube-proxy's health port, which the shared `Cluster` check probes (GKE: fixed, TCP
 /// port 10256, not customisable).
 pub const KUBE_PROXY_HEALTH_PORT: u16 = 10256;
 /// The `Cluster` check: interval, timeout, healthy and unhealthy thresholds (SPEC R7.6).
@@ -123,215 +88,9 @@ pub(crate) fn is_manifest(doc: &Node) -> bool {
     get(doc, "apiVersion").is_some()
 }
 
-/// Why a node does or does not serve a Service ([`KubeService::nodes`] words them on demand).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NodeVerdict {
-    /// The node (and the backend named after it); shared by every Service's verdicts.
-    pub node: Arc<str>,
-    /// Its zone (`topology.kubernetes.io/zone`), empty when not labelled.
-    pub zone: Arc<str>,
-    /// Whether it is a backend of the Service.
-    pub member: bool,
-    /// Why, in words (most reasons are fixed texts).
-    pub why: Cow<'static, str>,
-    /// The Service's endpoints on the node: ready, serving, terminating.
-    pub endpoints: [usize; 3],
-}
-
-/// What a LoadBalancer Service became, for reports and `explain`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KubeService {
-    /// `namespace/name`.
-    pub service: String,
-    /// Its load-balancer shape.
-    pub shape: Shape,
-    /// Its traffic policy.
-    pub policy: TrafficPolicy,
-    /// The pools it became (backend services or a target pool), one per IP family.
-    pub pools: Vec<String>,
-    /// Its VIPs, one per family.
-    pub vips: Vec<IpAddr>,
-    /// Its ports in `spec.ports` order, as (UDP, port).
-    pub ports: Vec<(bool, u16)>,
-    /// The health check, in words.
-    pub health_check: String,
-    /// Every node of the cluster in name order, shared by every Service; [`KubeService::nodes`]
-    /// words each one's verdict on demand (a cluster of thousands of nodes and Services would
-    /// otherwise hold one verdict per pair).
-    cluster: Arc<[ClusterNode]>,
-    /// What decides a node's verdict for this Service.
-    rule: VerdictRule,
-    /// The members: positions in `cluster`, ascending.
-    members: Vec<u32>,
-    /// The Service's endpoints per node name (ready, serving, terminating), in name order.
-    endpoint_counts: Vec<(String, [usize; 3])>,
-    /// Warnings and decisions worth saying (weighting refused, subsets, ...).
-    pub notes: Vec<String>,
-    /// With `externalTrafficPolicy: Local`, the ready, non-terminating endpoints of the
-    /// Service on each backend, as `(pool, backend, count)`: a backend with none leaves
-    /// new-connection choice at once, without waiting for health-check thresholds (SPEC
-    /// R10.5), and with weighting the count is its weight where no probe reported one
-    /// (SPEC R7.3). Empty with `Cluster` (every node serves, SPEC R7.1).
-    pub ready_endpoints: Vec<(String, String, u32)>,
-    /// Zonal affinity (`trafficDistribution` on an internal Service, SPEC R7.4): the NIC's
-    /// zone is the client's; while it has a healthy eligible node only its nodes take new
-    /// connections, otherwise all do (spill ratio 0).
-    pub zonal_affinity: bool,
-    /// The NIC's zone (`nic.zone`), the client's zone of zonal affinity.
-    pub client_zone: String,
-}
-
-/// A node as the verdicts need it (one table for the whole cluster).
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct ClusterNode {
-    name: Arc<str>,
-    zone: Arc<str>,
-    ready: bool,
-    excluded: bool,
-    ipv4: bool,
-    ipv6: bool,
-}
-
-/// The properties of a Service a node's verdict depends on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct VerdictRule {
-    shape: Shape,
-    policy: TrafficPolicy,
-    /// `Local` with EndpointSlice tracking off.
-    untracked: bool,
-    ipv4: bool,
-    ipv6: bool,
-}
-
-impl VerdictRule {
-    /// Why `node` cannot serve the Service at all (SPEC R7.1, R7.6); `None`: a candidate.
-    fn ineligible(&self, node: &ClusterNode, endpoints: [usize; 3]) -> Option<&'static str> {
-        if !node.ready && self.shape == Shape::LegacyTargetPool {
-            Some(NOT_READY_LEGACY)
-        } else if node.excluded {
-            Some(EXCLUDED)
-        } else if !((self.ipv4 && node.ipv4) || (self.ipv6 && node.ipv6)) {
-            Some("no InternalIP of the Service's IP family")
-        } else if self.policy == TrafficPolicy::Local
-            && self.shape != Shape::LegacyTargetPool
-            && !self.untracked
-            && endpoints[1] == 0
-        {
-            Some("externalTrafficPolicy Local: no serving endpoint of the Service on the node")
-        } else {
-            None
-        }
-    }
-
-    /// Why a candidate is a member, or not (SPEC R7.5, R7.6).
-    fn candidate(&self, node: &ClusterNode, member: bool, ep: [usize; 3]) -> Cow<'static, str> {
-        if !member {
-            return Cow::Borrowed(OUTSIDE_SUBSET);
-        }
-        let why = self.member_why(ep);
-        if node.ready {
-            return why;
-        }
-        Cow::Owned(format!(
-            "{why}; not Ready, still a NEG backend: only its health check takes it out (SPEC R7.6)"
-        ))
-    }
-
-    /// Why a member is one.
-    fn member_why(&self, ep: [usize; 3]) -> Cow<'static, str> {
-        match (self.shape, self.policy) {
-            (_, TrafficPolicy::Local) if self.untracked => Cow::Owned(format!(
-                "a backend (EndpointSlice tracking off); its check on healthCheckNodePort passes only with a ready local endpoint: {} here",
-                ep[0]
-            )),
-            (Shape::LegacyTargetPool, TrafficPolicy::Local) => Cow::Owned(format!(
-                "in the target pool (every node); its check on healthCheckNodePort passes only with a ready local endpoint: {} here",
-                ep[0]
-            )),
-            (_, TrafficPolicy::Local) => Cow::Owned(format!("{} serving endpoint(s) on the node ({} ready)", ep[1], ep[0])),
-            (_, TrafficPolicy::Cluster) => Cow::Borrowed("externalTrafficPolicy Cluster: every eligible node serves (kube-proxy forwards to a pod anywhere)"),
-        }
-    }
-}
-
-/// The endpoint counts of each node of `cluster` (in name order) from `counts` (in name
-/// order): a merge walk, no lookups.
-fn counts_in_order<'a>(
-    cluster: &'a [ClusterNode],
-    counts: &'a [(String, [usize; 3])],
-) -> impl Iterator<Item = [usize; 3]> + 'a {
-    let mut k = 0;
-    cluster.iter().map(move |n| {
-        while counts.get(k).is_some_and(|(c, _)| c.as_str() < &*n.name) {
-            k += 1;
-        }
-        match counts.get(k) {
-            Some((c, ep)) if c.as_str() == &*n.name => *ep,
-            _ => [0; 3],
-        }
-    })
-}
-
-/// Why one node is, or is not, a choice for a new connection to one of a Service's pools
-/// (`nlbctl explain`).
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct NodeEligibility {
-    /// The node.
-    pub node: String,
-    /// Its zone (empty when not labelled).
-    pub zone: String,
-    /// The backend named after it in this pool (`NODE`, or `NODE.ipv6`), when a member.
-    pub backend: Option<String>,
-    /// Whether it is a backend (NEG endpoint, target-pool instance) of the Service.
-    pub member: bool,
-    /// Whether new connections may go to it now: it holds slots of the slice that serves.
-    pub eligible: bool,
-    /// Its share of new connections (its slots of the serving slice).
-    pub share: f64,
-    /// The Service's endpoints on it: ready (and not terminating), serving, terminating.
-    pub endpoints: [usize; 3],
-    /// Why, in words.
-    pub why: String,
-}
-
-/// What a pool's compiled tables serve: its member backends and the Maglev slots each holds
-/// in the slice that serves new connections now.
-#[derive(Debug, Clone, Default)]
-pub struct ServedSlice<'a> {
-    /// The pool's member backends.
-    pub members: BTreeSet<&'a str>,
-    /// Slots per backend of the serving slice.
-    pub slots: BTreeMap<&'a str, usize>,
-    /// Slots of the serving slice that name a backend.
-    pub total: usize,
-}
-
+// `explain`'s view of each node: the model's verdicts of a Service joined with the health
+// state and the compiled tables, which the model does not know.
 impl KubeService {
-    /// Every node of the cluster in name order, member or not, with why (SPEC R7.1, R7.5,
-    /// R7.6).
-    pub fn nodes(&self) -> Vec<NodeVerdict> {
-        let mut members = self.members.iter().peekable();
-        self.cluster
-            .iter()
-            .zip(counts_in_order(&self.cluster, &self.endpoint_counts))
-            .enumerate()
-            .map(|(i, (n, endpoints))| {
-                let member = members.next_if(|&&m| m as usize == i).is_some();
-                let why = match self.rule.ineligible(n, endpoints) {
-                    Some(why) => Cow::Borrowed(why),
-                    None => self.rule.candidate(n, member, endpoints),
-                };
-                NodeVerdict {
-                    node: n.name.clone(),
-                    zone: n.zone.clone(),
-                    member,
-                    why,
-                    endpoints,
-                }
-            })
-            .collect()
-    }
-
     /// Every node of the cluster for the Service's pool `pool`, eligible for a new connection
     /// or not, and why: membership (SPEC R7.1, R7.5, R7.6), then health (`health`, the probes'
     /// word) and the EndpointSlices' ready endpoints (SPEC R10.5), then weights (SPEC R7.3),
@@ -465,13 +224,6 @@ pub fn rendezvous_subset(key: &str, nodes: &[String], limit: usize) -> Vec<Strin
 /// position (for overlap errors, SPEC R2.2).
 type TakenPorts = (PortRange, String, String, Pos);
 
-const EXCLUDED: &str =
-    "labelled node.kubernetes.io/exclude-from-external-load-balancers (SPEC R7.6)";
-const OUTSIDE_SUBSET: &str =
-    "outside the Service's subset (divided over the zones, rendezvous hashing on its UID in each, SPEC R7.5)";
-const NOT_READY_LEGACY: &str =
-    "not Ready: the legacy target pool holds Ready nodes only (SPEC R7.6)";
-
 /// [`rendezvous_subset`] over `nodes[candidates]`: the indexes of the `limit` highest scores.
 fn rendezvous_top(
     key: &str,
@@ -536,8 +288,8 @@ struct Project {
     pools: Vec<Prefix>,
     delivery: Option<Delivery>,
     macs: BTreeMap<String, u64>,
-    /// `kubernetes.endpointSliceTracking: false`: `Local` Services behave as the source
-    /// product's, every eligible node a backend and only the health check taking one out.
+    /// `kubernetes.endpointSliceTracking: false`: `Local` Services behave as on GKE,
+    /// every eligible node a backend and only the health check taking one out.
     untracked: bool,
 }
 
@@ -987,6 +739,9 @@ fn endpoint_counts(slices: &[&read::Slice]) -> BTreeMap<String, [usize; 3]> {
     counts
 }
 
+/// The configuration Kubernetes objects become: the NIC's stand-ins, then each Service in
+/// name order ([`map_service`]), then what the Services share (the `Cluster` checks, the
+/// nodes' instances).
 fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
     let mut c = Config {
         file: file.to_string(),
@@ -995,23 +750,56 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
     };
     let delivery = inputs.project.delivery.unwrap_or(Delivery::Ipip);
     let mut notes: Vec<String> = Vec::new();
-    if delivery != Delivery::L2Dsr {
-        // Nodes are reached at their InternalIP, encapsulated: the NIC needs a next hop and an
-        // outer source; without a project document, stand-ins that keep a compile possible.
-        if c.nic.next_hop_mac.is_none() {
-            c.nic.next_hop_mac = Some(0x02_00_00_00_00_02);
-            notes.push("no `nic.nextHopMac` given: encapsulated packets go to 02:00:00:00:00:02 (a stand-in; set the router's MAC in the project document)".into());
+    nic_stand_ins(&mut c.nic, delivery, &mut notes);
+    report_duplicates(inputs, diags);
+    let order = creation_order(inputs, &mut notes);
+    let cluster = ClusterView::new(inputs, delivery, assign_vips(inputs, &order, diags));
+    let mut gathered = Gathered::default();
+    for si in name_order(inputs, &order) {
+        let k = map_service(&cluster, si, &mut c, &mut gathered, diags);
+        for n in &k.notes {
+            notes.push(format!("Service {}: {n}", k.service));
         }
-        if c.nic.outer_source_ipv4.is_none() {
-            c.nic.outer_source_ipv4 = crate::gcp::parse_prefix("198.18.0.0/24").ok();
-            notes.push("no `nic.outerSourceIpv4` given: outer IPv4 sources from 198.18.0.0/24 (a stand-in; set the NIC's own prefix)".into());
-        }
-        if c.nic.outer_source_ipv6.is_none() {
-            c.nic.outer_source_ipv6 = crate::gcp::parse_prefix("2001:2::/48").ok();
-        }
+        c.kubernetes.push(k);
     }
+    add_shared_checks(&mut c, gathered.need_shared);
+    add_instances(&cluster, &gathered.used_instances, &mut c, diags);
+    if !inputs.ignored.is_empty() {
+        let kinds: Vec<String> = inputs
+            .ignored
+            .iter()
+            .map(|(k, n)| format!("{n} {k}"))
+            .collect();
+        notes.push(format!(
+            "ignored (no load balancer reads them): {}",
+            kinds.join(", ")
+        ));
+    }
+    c.notes = notes;
+    c
+}
 
-    // Duplicates: one object per name.
+/// Nodes are reached at their InternalIP, encapsulated: the NIC needs a next hop and an outer
+/// source; without a project document, stand-ins that keep a compile possible.
+fn nic_stand_ins(nic: &mut Nic, delivery: Delivery, notes: &mut Vec<String>) {
+    if delivery == Delivery::L2Dsr {
+        return;
+    }
+    if nic.next_hop_mac.is_none() {
+        nic.next_hop_mac = Some(0x02_00_00_00_00_02);
+        notes.push("no `nic.nextHopMac` given: encapsulated packets go to 02:00:00:00:00:02 (a stand-in; set the router's MAC in the project document)".into());
+    }
+    if nic.outer_source_ipv4.is_none() {
+        nic.outer_source_ipv4 = crate::gcp::parse_prefix("198.18.0.0/24").ok();
+        notes.push("no `nic.outerSourceIpv4` given: outer IPv4 sources from 198.18.0.0/24 (a stand-in; set the NIC's own prefix)".into());
+    }
+    if nic.outer_source_ipv6.is_none() {
+        nic.outer_source_ipv6 = crate::gcp::parse_prefix("2001:2::/48").ok();
+    }
+}
+
+/// Duplicates: one object per name, for Nodes and for Services.
+fn report_duplicates(inputs: &Inputs, diags: &mut Diagnostics) {
     let mut seen: BTreeMap<String, (String, Pos)> = BTreeMap::new();
     for n in &inputs.nodes {
         if let Some((f, p)) = seen.insert(n.name.clone(), (n.file.clone(), n.pos)) {
@@ -1024,8 +812,6 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
             );
         }
     }
-    let nodes: BTreeMap<&str, &read::NodeInfo> =
-        inputs.nodes.iter().map(|n| (n.name.as_str(), n)).collect();
     let mut seen_svc: BTreeMap<String, (String, Pos)> = BTreeMap::new();
     for s in &inputs.services {
         let key = format!("{}/{}", s.meta.namespace, s.meta.name);
@@ -1039,8 +825,11 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
             );
         }
     }
+}
 
-    // Services in order of creation, then by name: the order VIPs are handed out in.
+/// The Services this load balancer serves in order of creation, then by name: the order VIPs
+/// are handed out in. Services of another controller's class are noted and left out.
+fn creation_order(inputs: &Inputs, notes: &mut Vec<String>) -> Vec<usize> {
     let mut order: Vec<usize> = (0..inputs.services.len())
         .filter(|&i| inputs.services[i].foreign_class.is_none())
         .collect();
@@ -1056,480 +845,671 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
             s.foreign_class.as_deref().unwrap_or("")
         ));
     }
-    let vips = assign_vips(inputs, &order, diags);
+    order
+}
 
-    let mut used_instances: BTreeSet<(&str, bool)> = BTreeSet::new();
-    let mut need_shared = [false, false]; // [backend-service check, legacy check]
-                                          // (VIP, protocol) → (ports, Service path, file, position) for overlap errors.
-    let mut taken: BTreeMap<(IpAddr, bool), Vec<TakenPorts>> = BTreeMap::new();
-    let mut sorted = order.clone();
+/// The Services of `order` by namespace and name: the order they are mapped in.
+fn name_order(inputs: &Inputs, order: &[usize]) -> Vec<usize> {
+    let mut sorted = order.to_vec();
     sorted.sort_by(|&a, &b| {
         let (x, y) = (&inputs.services[a].meta, &inputs.services[b].meta);
         (&x.namespace, &x.name).cmp(&(&y.namespace, &y.name))
     });
-    // Nodes in name order: the table every Service's verdicts share.
-    let mut by_name: Vec<usize> = (0..inputs.nodes.len()).collect();
-    by_name.sort_by(|&a, &b| inputs.nodes[a].name.cmp(&inputs.nodes[b].name));
-    let cluster: Arc<[ClusterNode]> = by_name
-        .iter()
-        .map(|&i| {
-            let n = &inputs.nodes[i];
-            ClusterNode {
-                name: Arc::from(n.name.as_str()),
-                zone: Arc::from(n.zone.as_str()),
-                ready: n.ready,
-                excluded: n.excluded,
-                ipv4: n.ipv4.is_some(),
-                ipv6: n.ipv6.is_some(),
-            }
-        })
-        .collect();
-    // Each Service's EndpointSlices, found once.
-    let mut slices_of: BTreeMap<(&str, &str), Vec<&read::Slice>> = BTreeMap::new();
-    for x in &inputs.slices {
-        slices_of
-            .entry((x.namespace.as_str(), x.service.as_str()))
-            .or_default()
-            .push(x);
-    }
-    for &si in &sorted {
-        let s = &inputs.services[si];
-        let key = format!("{}/{}", s.meta.namespace, s.meta.name);
-        let mut snotes: Vec<String> = Vec::new();
-        let base = base_name(&s.meta.namespace, &s.meta.name);
-        let slices = slices_of
-            .get(&(s.meta.namespace.as_str(), s.meta.name.as_str()))
-            .map_or(&[][..], Vec::as_slice);
-        let counts = endpoint_counts(slices);
-        let endpoint_list: Vec<(String, [usize; 3])> =
-            counts.iter().map(|(n, c)| (n.clone(), *c)).collect();
-        let limit = node_limit(s.shape, s.policy);
-        let uid = if s.meta.uid.is_empty() {
-            key.clone()
-        } else {
-            s.meta.uid.clone()
-        };
+    sorted
+}
 
-        // Weighting (SPEC R5.6, R7.3): only an external backend service with Local.
-        let weighted = s.weighted
-            && match (s.shape, s.policy) {
-                (Shape::External, TrafficPolicy::Local) => true,
-                (_, TrafficPolicy::Cluster) => {
-                    snotes.push("warning: networking.gke.io/weighted-load-balancing needs externalTrafficPolicy Local; with Cluster packets may go on to other nodes, so nodes are not weighted (SPEC R7.6)".into());
-                    false
-                }
-                (Shape::Internal, _) => {
-                    snotes.push("warning: networking.gke.io/weighted-load-balancing is offered for external Services only (seed 003): not weighted".into());
-                    false
-                }
-                (Shape::LegacyTargetPool, _) => {
-                    snotes.push("warning: networking.gke.io/weighted-load-balancing needs a backend-service load balancer; target pools never weight (SPEC R5.6)".into());
-                    false
-                }
-            };
+/// What the mapping of every Service reads: the inputs, the nodes by name and in name order,
+/// each Service's EndpointSlices and VIPs.
+struct ClusterView<'a> {
+    inputs: &'a Inputs,
+    delivery: Delivery,
+    nodes: BTreeMap<&'a str, &'a read::NodeInfo>,
+    /// Indexes of `inputs.nodes` in name order.
+    by_name: Vec<usize>,
+    /// The nodes in name order: the table every Service's verdicts share.
+    table: Arc<[ClusterNode]>,
+    /// Each Service's EndpointSlices, found once.
+    slices_of: BTreeMap<(&'a str, &'a str), Vec<&'a read::Slice>>,
+    /// Each Service's VIP per family, by (index in `inputs.services`, IPv6).
+    vips: BTreeMap<(usize, bool), IpAddr>,
+}
 
-        // Without EndpointSlice tracking a Local Service is the source product's: its nodes
-        // are every eligible node and only the health check tells which have a ready pod.
-        let untracked = inputs.project.untracked && s.policy == TrafficPolicy::Local;
-        if untracked {
-            snotes.push("EndpointSlice tracking is off (kubernetes.endpointSliceTracking: false): every eligible node is a backend and only the check on healthCheckNodePort takes a node without a ready pod out, (unhealthyThreshold + 1) × interval late at worst".into());
-        }
-
-        // Zonal affinity (SPEC R7.4): internal Services only (seed 003).
-        let zonal_affinity = match (s.prefer_close, s.shape) {
-            (None, _) => false,
-            (Some(_), Shape::Internal) if c.nic.zone.is_empty() => {
-                snotes.push("warning: trafficDistribution asks for zonal affinity, but `nic.zone` is not set: the NIC has no zone to prefer, so every zone serves".into());
-                false
-            }
-            (Some(_), Shape::Internal) => true,
-            (Some(_), _) => {
-                snotes.push("warning: trafficDistribution (zonal affinity) is offered for internal Services only (seed 003): every zone serves".into());
-                false
-            }
-        };
-
-        // Which nodes serve (the verdicts, why not the others, are worded on demand).
-        let rule = VerdictRule {
-            shape: s.shape,
-            policy: s.policy,
-            untracked,
-            ipv4: s.families.contains(&false),
-            ipv6: s.families.contains(&true),
-        };
-        // The nodes with endpoints, as positions in `cluster` (ascending: both in name order).
-        let mut with_endpoints: Vec<(usize, [usize; 3])> = Vec::with_capacity(counts.len());
-        for (name, c) in &counts {
-            let first = cluster.partition_point(|n| &*n.name < name.as_str());
-            for p in (first..cluster.len()).take_while(|&p| *cluster[p].name == **name) {
-                with_endpoints.push((p, *c));
-            }
-        }
-        let mut next = with_endpoints.iter().peekable();
-        let candidates: Vec<usize> = cluster
+impl<'a> ClusterView<'a> {
+    fn new(
+        inputs: &'a Inputs,
+        delivery: Delivery,
+        vips: BTreeMap<(usize, bool), IpAddr>,
+    ) -> ClusterView<'a> {
+        let nodes: BTreeMap<&str, &read::NodeInfo> =
+            inputs.nodes.iter().map(|n| (n.name.as_str(), n)).collect();
+        let mut by_name: Vec<usize> = (0..inputs.nodes.len()).collect();
+        by_name.sort_by(|&a, &b| inputs.nodes[a].name.cmp(&inputs.nodes[b].name));
+        let table: Arc<[ClusterNode]> = by_name
             .iter()
-            .zip(&by_name)
-            .enumerate()
-            .filter(|&(p, (n, _))| {
-                let ep = next.next_if(|e| e.0 == p).map_or([0; 3], |e| e.1);
-                rule.ineligible(n, ep).is_none()
+            .map(|&i| {
+                let n = &inputs.nodes[i];
+                ClusterNode {
+                    name: Arc::from(n.name.as_str()),
+                    zone: Arc::from(n.zone.as_str()),
+                    ready: n.ready,
+                    excluded: n.excluded,
+                    ipv4: n.ipv4.is_some(),
+                    ipv6: n.ipv6.is_some(),
+                }
             })
-            .map(|(_, (_, &i))| i)
             .collect();
-        let mut member_of = vec![false; inputs.nodes.len()];
-        match limit {
-            Some(l) if candidates.len() > l => {
-                snotes.push(format!(
-                    "{} eligible nodes, more than the {l} a {} Service with externalTrafficPolicy {:?} may have: a subset of {l}, divided over the zones smallest first as GKE does, by rendezvous hashing on the Service's UID in each zone (SPEC R7.5)",
-                    candidates.len(),
-                    if s.shape == Shape::Internal { "internal" } else { "external" },
-                    s.policy
-                ));
-                for i in subset_per_zone(&uid, &inputs.nodes, &candidates, l) {
-                    member_of[i] = true;
-                }
-            }
-            _ => {
-                for &i in &candidates {
-                    member_of[i] = true;
-                }
-            }
+        let mut slices_of: BTreeMap<(&str, &str), Vec<&read::Slice>> = BTreeMap::new();
+        for x in &inputs.slices {
+            slices_of
+                .entry((x.namespace.as_str(), x.service.as_str()))
+                .or_default()
+                .push(x);
         }
-        let members: Vec<&str> = candidates
-            .iter()
-            .filter(|&&i| member_of[i])
-            .map(|&i| inputs.nodes[i].name.as_str())
-            .collect();
-        let member_positions: Vec<u32> = (0..by_name.len())
-            .filter(|&p| member_of[by_name[p]])
-            .map(|p| p as u32)
-            .collect();
-        let slices_without_node: usize = slices.iter().map(|x| x.without_node).sum();
-        if slices_without_node > 0 {
-            snotes.push(format!(
-                "{slices_without_node} endpoint(s) without nodeName count for no node"
-            ));
+        ClusterView {
+            inputs,
+            delivery,
+            nodes,
+            by_name,
+            table,
+            slices_of,
+            vips,
         }
-        for (node, _) in counts
-            .iter()
-            .filter(|(n, _)| !nodes.contains_key(n.as_str()))
-        {
-            snotes.push(format!("endpoints on node `{node}`, which no Node manifest describes: the node is not a backend"));
-        }
+    }
+}
 
-        // Health check (SPEC R7.1, R7.6): the target pool's one shape for both policies.
-        let (hc_name, hc_port, timing) = match s.policy {
-            TrafficPolicy::Cluster => (
-                SHARED_CHECK.to_string(),
-                KUBE_PROXY_HEALTH_PORT,
-                CLUSTER_CHECK,
-            ),
-            TrafficPolicy::Local => (
-                format!("{base}-hc"),
-                s.health_check_node_port.unwrap_or(0),
-                if s.shape == Shape::LegacyTargetPool {
-                    TARGET_POOL_CHECK
-                } else {
-                    LOCAL_CHECK
-                },
-            ),
-        };
-        let health_check = format!(
-            "{hc_name}: HTTP GET /healthz on port {hc_port}, every {} s, timeout {} s, healthy after {}, unhealthy after {}",
-            timing[0], timing[1], timing[2], timing[3]
-        );
-        let loc = Loc {
+/// What the Services' mappings gather for the objects they share: the (node, IPv6) instances
+/// they use, the shared checks they need, the ports they take on each address.
+#[derive(Default)]
+struct Gathered<'a> {
+    used_instances: BTreeSet<(&'a str, bool)>,
+    /// [backend-service check, legacy check].
+    need_shared: [bool; 2],
+    /// (VIP, protocol) → (ports, Service path, file, position) for overlap errors.
+    taken: BTreeMap<(IpAddr, bool), Vec<TakenPorts>>,
+}
+
+/// What a Service's pools and rules are built from, decided before its IP families are mapped.
+struct ServicePlan<'a> {
+    s: &'a read::Service,
+    /// `namespace/name`.
+    key: String,
+    /// The name its objects start with.
+    base: String,
+    legacy: bool,
+    delivery: Delivery,
+    weighted: bool,
+    hc_name: String,
+    affinity: Affinity,
+    idle: u16,
+    tcp: BTreeSet<u16>,
+    udp: BTreeSet<u16>,
+    protocol: ServiceProtocol,
+    loc: Loc,
+}
+
+/// One IP family of a Service: its pool's name, its VIP, whether IPv6.
+struct Family<'p> {
+    pool: &'p str,
+    vip: IpAddr,
+    v6: bool,
+}
+
+/// One Service: its options (weighting, tracking, zonal affinity), its members, its health
+/// check and idle timeout, then a pool and forwarding rules per IP family.
+fn map_service<'a>(
+    cl: &ClusterView<'a>,
+    si: usize,
+    c: &mut Config,
+    gathered: &mut Gathered<'a>,
+    diags: &mut Diagnostics,
+) -> KubeService {
+    let s = &cl.inputs.services[si];
+    let key = format!("{}/{}", s.meta.namespace, s.meta.name);
+    let mut snotes: Vec<String> = Vec::new();
+    let base = base_name(&s.meta.namespace, &s.meta.name);
+    let slices = cl
+        .slices_of
+        .get(&(s.meta.namespace.as_str(), s.meta.name.as_str()))
+        .map_or(&[][..], Vec::as_slice);
+    let counts = endpoint_counts(slices);
+    let endpoint_list: Vec<(String, [usize; 3])> =
+        counts.iter().map(|(n, c)| (n.clone(), *c)).collect();
+    let weighted = weighting(s, &mut snotes);
+    // Without EndpointSlice tracking a Local Service behaves as on GKE: its nodes
+    // are every eligible node and only the health check tells which have a ready pod.
+    let untracked = cl.inputs.project.untracked && s.policy == TrafficPolicy::Local;
+    if untracked {
+        snotes.push("EndpointSlice tracking is off (kubernetes.endpointSliceTracking: false): every eligible node is a backend and only the check on healthCheckNodePort takes a node without a ready pod out, (unhealthyThreshold + 1) × interval late at worst".into());
+    }
+    let zonal_affinity = wants_zonal_affinity(s, &c.nic.zone, &mut snotes);
+    let rule = VerdictRule {
+        shape: s.shape,
+        policy: s.policy,
+        untracked,
+        ipv4: s.families.contains(&false),
+        ipv6: s.families.contains(&true),
+    };
+    let (members, member_positions) = choose_members(cl, s, &key, &rule, &counts, &mut snotes);
+    endpoint_notes(cl, slices, &counts, &mut snotes);
+    let (hc_name, health_check) = add_health_check(s, &base, c, &mut gathered.need_shared);
+    let idle = idle_timeout(s, &mut snotes, diags);
+    let tcp: BTreeSet<u16> = s.ports.iter().filter(|p| !p.udp).map(|p| p.port).collect();
+    let udp: BTreeSet<u16> = s.ports.iter().filter(|p| p.udp).map(|p| p.port).collect();
+    let protocol = match (tcp.is_empty(), udp.is_empty()) {
+        (false, true) => ServiceProtocol::Tcp,
+        (true, false) => ServiceProtocol::Udp,
+        _ => ServiceProtocol::Unspecified,
+    };
+    let plan = ServicePlan {
+        s,
+        key,
+        base,
+        legacy: s.shape == Shape::LegacyTargetPool,
+        delivery: cl.delivery,
+        weighted,
+        hc_name,
+        affinity: if s.client_ip_affinity {
+            Affinity::ClientIp
+        } else {
+            Affinity::None
+        },
+        idle,
+        tcp,
+        udp,
+        protocol,
+        loc: Loc {
             index: 0,
             pos: s.pos,
             fields: Vec::new(),
             incomplete: false,
+        },
+    };
+
+    let mut pools = Vec::new();
+    let mut svc_vips = Vec::new();
+    let mut ready_endpoints = Vec::new();
+    for &v6 in &s.families {
+        let pool = if v6 && s.families.len() > 1 {
+            format!("{}-v6", plan.base)
+        } else {
+            plan.base.clone()
         };
-        let legacy = s.shape == Shape::LegacyTargetPool;
-        if s.policy == TrafficPolicy::Cluster {
-            need_shared[usize::from(legacy)] = true;
-        } else if s.health_check_node_port.is_some() {
-            if legacy {
-                c.http_health_checks.push(HttpHealthCheck {
-                    name: hc_name.clone(),
-                    port: hc_port,
+        let Some(&vip) = cl.vips.get(&(si, v6)) else {
+            continue;
+        };
+        svc_vips.push(vip);
+        let fam_members: Vec<&read::NodeInfo> = members
+            .iter()
+            .filter_map(|m| cl.nodes.get(*m).copied())
+            .filter(|n| {
+                if v6 {
+                    n.ipv6.is_some()
+                } else {
+                    n.ipv4.is_some()
+                }
+            })
+            .collect();
+        for n in &fam_members {
+            gathered.used_instances.insert((n.name.as_str(), v6));
+            if s.policy == TrafficPolicy::Local && !untracked {
+                let ready = counts.get(&n.name).map_or(0, |c| c[0]);
+                ready_endpoints.push((pool.clone(), backend_name(n, v6), ready as u32));
+            }
+        }
+        let family = Family {
+            pool: &pool,
+            vip,
+            v6,
+        };
+        if plan.legacy {
+            add_target_pool(&plan, &family, &fam_members, c);
+        } else {
+            add_backend_service(&plan, &family, &fam_members, c);
+        }
+        pools.push(pool.clone());
+        add_forwarding_rules(&plan, &family, &mut gathered.taken, &mut snotes, c, diags);
+    }
+    if !plan.legacy && members.is_empty() {
+        snotes.push("no node serves: new connections to its VIP are dropped (NO_BACKEND)".into());
+    }
+    KubeService {
+        service: plan.key,
+        shape: s.shape,
+        policy: s.policy,
+        pools,
+        vips: svc_vips,
+        ports: s.ports.iter().map(|p| (p.udp, p.port)).collect(),
+        health_check,
+        cluster: cl.table.clone(),
+        rule,
+        members: member_positions,
+        endpoint_counts: endpoint_list,
+        notes: snotes,
+        ready_endpoints,
+        zonal_affinity,
+        client_zone: c.nic.zone.clone(),
+    }
+}
+
+/// Weighting (SPEC R5.6, R7.3): only an external backend service with Local.
+fn weighting(s: &read::Service, snotes: &mut Vec<String>) -> bool {
+    s.weighted
+        && match (s.shape, s.policy) {
+            (Shape::External, TrafficPolicy::Local) => true,
+            (_, TrafficPolicy::Cluster) => {
+                snotes.push("warning: networking.gke.io/weighted-load-balancing needs externalTrafficPolicy Local; with Cluster packets may go on to other nodes, so nodes are not weighted (SPEC R7.6)".into());
+                false
+            }
+            (Shape::Internal, _) => {
+                snotes.push("warning: networking.gke.io/weighted-load-balancing is offered for external Services only (GKE): not weighted".into());
+                false
+            }
+            (Shape::LegacyTargetPool, _) => {
+                snotes.push("warning: networking.gke.io/weighted-load-balancing needs a backend-service load balancer; target pools never weight (SPEC R5.6)".into());
+                false
+            }
+        }
+}
+
+/// Zonal affinity (SPEC R7.4): GKE offers it for internal Services only, and the NIC needs a
+/// zone (`nic_zone`) to prefer.
+fn wants_zonal_affinity(s: &read::Service, nic_zone: &str, snotes: &mut Vec<String>) -> bool {
+    match (s.prefer_close, s.shape) {
+        (None, _) => false,
+        (Some(_), Shape::Internal) if nic_zone.is_empty() => {
+            snotes.push("warning: trafficDistribution asks for zonal affinity, but `nic.zone` is not set: the NIC has no zone to prefer, so every zone serves".into());
+            false
+        }
+        (Some(_), Shape::Internal) => true,
+        (Some(_), _) => {
+            snotes.push("warning: trafficDistribution (zonal affinity) is offered for internal Services only (GKE): every zone serves".into());
+            false
+        }
+    }
+}
+
+/// Which nodes serve a Service (the verdicts, why not the others, are worded on demand): the
+/// eligible ones, or a subset of them over the zones when they are more than its shape and
+/// policy allow (SPEC R7.5). Returns the members' names (in name order) and their positions
+/// in the cluster table.
+fn choose_members<'a>(
+    cl: &ClusterView<'a>,
+    s: &read::Service,
+    key: &str,
+    rule: &VerdictRule,
+    counts: &BTreeMap<String, [usize; 3]>,
+    snotes: &mut Vec<String>,
+) -> (Vec<&'a str>, Vec<u32>) {
+    let cluster = &cl.table;
+    let inputs = cl.inputs;
+    let limit = node_limit(s.shape, s.policy);
+    let uid = if s.meta.uid.is_empty() {
+        key.to_string()
+    } else {
+        s.meta.uid.clone()
+    };
+    // The nodes with endpoints, as positions in `cluster` (ascending: both in name order).
+    let mut with_endpoints: Vec<(usize, [usize; 3])> = Vec::with_capacity(counts.len());
+    for (name, c) in counts {
+        let first = cluster.partition_point(|n| &*n.name < name.as_str());
+        for p in (first..cluster.len()).take_while(|&p| *cluster[p].name == **name) {
+            with_endpoints.push((p, *c));
+        }
+    }
+    let mut next = with_endpoints.iter().peekable();
+    let candidates: Vec<usize> = cluster
+        .iter()
+        .zip(&cl.by_name)
+        .enumerate()
+        .filter(|&(p, (n, _))| {
+            let ep = next.next_if(|e| e.0 == p).map_or([0; 3], |e| e.1);
+            rule.ineligible(n, ep).is_none()
+        })
+        .map(|(_, (_, &i))| i)
+        .collect();
+    let mut member_of = vec![false; inputs.nodes.len()];
+    match limit {
+        Some(l) if candidates.len() > l => {
+            snotes.push(format!(
+                "{} eligible nodes, more than the {l} a {} Service with externalTrafficPolicy {:?} may have: a subset of {l}, divided over the zones smallest first as GKE does, by rendezvous hashing on the Service's UID in each zone (SPEC R7.5)",
+                candidates.len(),
+                if s.shape == Shape::Internal { "internal" } else { "external" },
+                s.policy
+            ));
+            for i in subset_per_zone(&uid, &inputs.nodes, &candidates, l) {
+                member_of[i] = true;
+            }
+        }
+        _ => {
+            for &i in &candidates {
+                member_of[i] = true;
+            }
+        }
+    }
+    let members: Vec<&str> = candidates
+        .iter()
+        .filter(|&&i| member_of[i])
+        .map(|&i| inputs.nodes[i].name.as_str())
+        .collect();
+    let member_positions: Vec<u32> = (0..cl.by_name.len())
+        .filter(|&p| member_of[cl.by_name[p]])
+        .map(|p| p as u32)
+        .collect();
+    (members, member_positions)
+}
+
+/// Notes on endpoints that count for no node: without `nodeName`, or on a node no Node
+/// manifest describes.
+fn endpoint_notes(
+    cl: &ClusterView<'_>,
+    slices: &[&read::Slice],
+    counts: &BTreeMap<String, [usize; 3]>,
+    snotes: &mut Vec<String>,
+) {
+    let slices_without_node: usize = slices.iter().map(|x| x.without_node).sum();
+    if slices_without_node > 0 {
+        snotes.push(format!(
+            "{slices_without_node} endpoint(s) without nodeName count for no node"
+        ));
+    }
+    for (node, _) in counts
+        .iter()
+        .filter(|(n, _)| !cl.nodes.contains_key(n.as_str()))
+    {
+        snotes.push(format!("endpoints on node `{node}`, which no Node manifest describes: the node is not a backend"));
+    }
+}
+
+/// A Service's health check (SPEC R7.1, R7.6; the target pool's one shape for both policies):
+/// a `Local` Service's own check goes into `c`, the shared `Cluster` check is marked in
+/// `need_shared` for later. Returns the check's name and the check in words.
+fn add_health_check(
+    s: &read::Service,
+    base: &str,
+    c: &mut Config,
+    need_shared: &mut [bool; 2],
+) -> (String, String) {
+    let (hc_name, hc_port, timing) = match s.policy {
+        TrafficPolicy::Cluster => (
+            SHARED_CHECK.to_string(),
+            KUBE_PROXY_HEALTH_PORT,
+            CLUSTER_CHECK,
+        ),
+        TrafficPolicy::Local => (
+            format!("{base}-hc"),
+            s.health_check_node_port.unwrap_or(0),
+            if s.shape == Shape::LegacyTargetPool {
+                TARGET_POOL_CHECK
+            } else {
+                LOCAL_CHECK
+            },
+        ),
+    };
+    let health_check = format!(
+        "{hc_name}: HTTP GET /healthz on port {hc_port}, every {} s, timeout {} s, healthy after {}, unhealthy after {}",
+        timing[0], timing[1], timing[2], timing[3]
+    );
+    let loc = Loc {
+        index: 0,
+        pos: s.pos,
+        fields: Vec::new(),
+        incomplete: false,
+    };
+    let legacy = s.shape == Shape::LegacyTargetPool;
+    if s.policy == TrafficPolicy::Cluster {
+        need_shared[usize::from(legacy)] = true;
+    } else if s.health_check_node_port.is_some() {
+        if legacy {
+            c.http_health_checks.push(HttpHealthCheck {
+                name: hc_name.clone(),
+                port: hc_port,
+                request_path: "/healthz".into(),
+                host: String::new(),
+                check_interval_sec: timing[0],
+                timeout_sec: timing[1],
+                healthy_threshold: timing[2],
+                unhealthy_threshold: timing[3],
+                loc: Loc {
+                    index: c.http_health_checks.len(),
+                    ..loc.clone()
+                },
+            });
+        } else {
+            c.health_checks.push(HealthCheck {
+                name: hc_name.clone(),
+                region: String::new(),
+                probe: Probe::Http {
                     request_path: "/healthz".into(),
                     host: String::new(),
-                    check_interval_sec: timing[0],
-                    timeout_sec: timing[1],
-                    healthy_threshold: timing[2],
-                    unhealthy_threshold: timing[3],
-                    loc: Loc {
-                        index: c.http_health_checks.len(),
-                        ..loc.clone()
-                    },
-                });
-            } else {
-                c.health_checks.push(HealthCheck {
-                    name: hc_name.clone(),
-                    region: String::new(),
-                    probe: Probe::Http {
-                        request_path: "/healthz".into(),
-                        host: String::new(),
-                        response: String::new(),
-                    },
-                    port: hc_port,
-                    check_interval_sec: timing[0],
-                    timeout_sec: timing[1],
-                    healthy_threshold: timing[2],
-                    unhealthy_threshold: timing[3],
-                    loc: Loc {
-                        index: c.health_checks.len(),
-                        ..loc.clone()
-                    },
-                });
-            }
+                    response: String::new(),
+                },
+                port: hc_port,
+                check_interval_sec: timing[0],
+                timeout_sec: timing[1],
+                healthy_threshold: timing[2],
+                unhealthy_threshold: timing[3],
+                loc: Loc {
+                    index: c.health_checks.len(),
+                    ..loc.clone()
+                },
+            });
         }
-        let affinity = if s.client_ip_affinity {
-            Affinity::ClientIp
-        } else {
-            Affinity::None
-        };
-        // `timeoutSeconds` is kube-proxy's (how long it keeps a client on one pod); GKE sets
-        // the load balancer's idle timeout only for strong session affinity (SPEC R7.6).
-        let default_idle = if s.shape == Shape::Internal {
-            IDLE_INTERNAL
-        } else {
-            IDLE_EXTERNAL
-        };
-        let idle = match s.strong_affinity {
-            None => default_idle,
-            Some(_) if s.shape != Shape::External => {
-                snotes.push(format!(
-                    "warning: {} is offered for external Services with GCE_VM_IP NEGs only (GKE): the idle timeout stays {default_idle} s",
-                    read::STRONG_AFFINITY
-                ));
-                default_idle
-            }
-            Some(pos) => strong_affinity_idle(s, pos, diags).unwrap_or(default_idle),
-        };
-        let tcp: BTreeSet<u16> = s.ports.iter().filter(|p| !p.udp).map(|p| p.port).collect();
-        let udp: BTreeSet<u16> = s.ports.iter().filter(|p| p.udp).map(|p| p.port).collect();
-        let protocol = match (tcp.is_empty(), udp.is_empty()) {
-            (false, true) => ServiceProtocol::Tcp,
-            (true, false) => ServiceProtocol::Udp,
-            _ => ServiceProtocol::Unspecified,
-        };
+    }
+    (hc_name, health_check)
+}
 
-        let mut pools = Vec::new();
-        let mut svc_vips = Vec::new();
-        let mut ready_endpoints = Vec::new();
-        for &v6 in &s.families {
-            let pool = if v6 && s.families.len() > 1 {
-                format!("{base}-v6")
-            } else {
-                base.clone()
-            };
-            let Some(&vip) = vips.get(&(si, v6)) else {
-                continue;
-            };
-            svc_vips.push(vip);
-            let fam_members: Vec<&read::NodeInfo> = members
-                .iter()
-                .filter_map(|m| nodes.get(*m).copied())
-                .filter(|n| {
-                    if v6 {
-                        n.ipv6.is_some()
-                    } else {
-                        n.ipv4.is_some()
-                    }
+/// A Service's connection idle timeout. `timeoutSeconds` is kube-proxy's (how long it keeps a
+/// client on one pod); GKE sets the load balancer's idle timeout only for strong session
+/// affinity (SPEC R7.6).
+fn idle_timeout(s: &read::Service, snotes: &mut Vec<String>, diags: &mut Diagnostics) -> u16 {
+    let default_idle = if s.shape == Shape::Internal {
+        IDLE_INTERNAL
+    } else {
+        IDLE_EXTERNAL
+    };
+    match s.strong_affinity {
+        None => default_idle,
+        Some(_) if s.shape != Shape::External => {
+            snotes.push(format!(
+                "warning: {} is offered for external Services with GCE_VM_IP NEGs only (GKE): the idle timeout stays {default_idle} s",
+                read::STRONG_AFFINITY
+            ));
+            default_idle
+        }
+        Some(pos) => strong_affinity_idle(s, pos, diags).unwrap_or(default_idle),
+    }
+}
+
+/// References to the backends named after `nodes` in one IP family.
+fn node_refs(nodes: &[&read::NodeInfo], v6: bool, pos: Pos) -> Vec<Ref> {
+    nodes
+        .iter()
+        .map(|n| Ref::named(&backend_name(n, v6), pos))
+        .collect()
+}
+
+/// The legacy shape's pool of one family: a target pool of its members.
+fn add_target_pool(
+    plan: &ServicePlan<'_>,
+    family: &Family<'_>,
+    members: &[&read::NodeInfo],
+    c: &mut Config,
+) {
+    let s = plan.s;
+    c.target_pools.push(TargetPool {
+        name: family.pool.to_string(),
+        region: String::new(),
+        instances: node_refs(members, family.v6, s.pos),
+        health_checks: vec![Ref::named(&plan.hc_name, s.pos)],
+        session_affinity: plan.affinity,
+        backup_pool: None,
+        failover_ratio: None,
+        delivery: plan.delivery,
+        idle_timeout_sec: plan.idle,
+        loc: Loc {
+            index: c.target_pools.len(),
+            ..plan.loc.clone()
+        },
+    });
+}
+
+/// The NEG shapes' pool of one family: a backend service of one GCE_VM_IP NEG per zone (GKE
+/// creates one per Service and zone).
+fn add_backend_service(
+    plan: &ServicePlan<'_>,
+    family: &Family<'_>,
+    members: &[&read::NodeInfo],
+    c: &mut Config,
+) {
+    let s = plan.s;
+    let pool = family.pool;
+    let loc = &plan.loc;
+    let mut by_zone: BTreeMap<&str, Vec<&read::NodeInfo>> = BTreeMap::new();
+    for n in members {
+        by_zone.entry(n.zone.as_str()).or_default().push(n);
+    }
+    let mut backends = Vec::new();
+    for (zone, ns) in by_zone {
+        let neg = format!("{pool}-{}", zone_part(zone));
+        c.network_endpoint_groups.push(NetworkEndpointGroup {
+            name: neg.clone(),
+            zone: zone.to_string(),
+            endpoints: node_refs(&ns, family.v6, s.pos)
+                .into_iter()
+                .map(|r| NetworkEndpoint {
+                    ip: None,
+                    ip_pos: s.pos,
+                    pos: s.pos,
+                    instance: r,
                 })
-                .collect();
-            for n in &fam_members {
-                used_instances.insert((n.name.as_str(), v6));
-                if s.policy == TrafficPolicy::Local && !untracked {
-                    let ready = counts.get(&n.name).map_or(0, |c| c[0]);
-                    ready_endpoints.push((pool.clone(), backend_name(n, v6), ready as u32));
-                }
-            }
-            let refs = |ns: &[&read::NodeInfo]| -> Vec<Ref> {
-                ns.iter()
-                    .map(|n| Ref::named(&backend_name(n, v6), s.pos))
-                    .collect()
-            };
-            if legacy {
-                c.target_pools.push(TargetPool {
-                    name: pool.clone(),
-                    region: String::new(),
-                    instances: refs(&fam_members),
-                    health_checks: vec![Ref::named(&hc_name, s.pos)],
-                    session_affinity: affinity,
-                    backup_pool: None,
-                    failover_ratio: None,
-                    delivery,
-                    idle_timeout_sec: idle,
-                    loc: Loc {
-                        index: c.target_pools.len(),
-                        ..loc.clone()
-                    },
-                });
-            } else {
-                // One GCE_VM_IP NEG per zone (seed 003: GKE creates one per Service and zone).
-                let mut by_zone: BTreeMap<&str, Vec<&read::NodeInfo>> = BTreeMap::new();
-                for n in &fam_members {
-                    by_zone.entry(n.zone.as_str()).or_default().push(n);
-                }
-                let mut backends = Vec::new();
-                for (zone, ns) in by_zone {
-                    let neg = format!("{pool}-{}", zone_part(zone));
-                    c.network_endpoint_groups.push(NetworkEndpointGroup {
-                        name: neg.clone(),
-                        zone: zone.to_string(),
-                        endpoints: refs(&ns)
-                            .into_iter()
-                            .map(|r| NetworkEndpoint {
-                                ip: None,
-                                ip_pos: s.pos,
-                                pos: s.pos,
-                                instance: r,
-                            })
-                            .collect(),
-                        size: None,
-                        loc: Loc {
-                            index: c.network_endpoint_groups.len(),
-                            ..loc.clone()
-                        },
-                    });
-                    backends.push(Backend {
-                        group: Ref::named(&neg, s.pos),
-                        neg: true,
-                        max_connections: None,
-                        capacity_scaler: Ratio::one(),
-                        failover: false,
-                        preference: Preference::Default,
-                        loc: loc.clone(),
-                    });
-                }
-                c.backend_services.push(BackendService {
-                    name: pool.clone(),
-                    region: String::new(),
-                    global: true,
-                    protocol,
-                    health_checks: if s.policy == TrafficPolicy::Local
-                        && s.health_check_node_port.is_none()
-                    {
-                        Vec::new()
-                    } else {
-                        vec![Ref::named(&hc_name, s.pos)]
-                    },
-                    backends,
-                    session_affinity: affinity,
-                    tracking_mode: TrackingMode::PerConnection,
-                    persistence: Persistence::DefaultForProtocol,
-                    idle_timeout_sec: idle,
-                    failover_ratio: None,
-                    drop_traffic_if_unhealthy: false,
-                    disable_connection_drain_on_failover: false,
-                    locality_lb_policy: if weighted {
-                        LocalityLbPolicy::WeightedMaglev
-                    } else {
-                        LocalityLbPolicy::Maglev
-                    },
-                    draining_timeout_sec: 0,
-                    // GKE names no service LB policy: passthrough semantics (SPEC R6, R7.1).
-                    service_lb_policy: None,
-                    delivery,
-                    loc: Loc {
-                        index: c.backend_services.len(),
-                        ..loc.clone()
-                    },
-                });
-            }
-            pools.push(pool.clone());
-            // Forwarding rules: one per protocol, the Service's ports of that protocol.
-            let suffix = if v6 && s.families.len() > 1 {
-                "-v6"
-            } else {
-                ""
-            };
-            for (udp, ports) in [(false, &tcp), (true, &udp)] {
-                if ports.is_empty() {
-                    continue;
-                }
-                let (ranges, spanned) = port_ranges(ports);
-                let proto = if udp { "udp" } else { "tcp" };
-                if spanned {
-                    snotes.push(format!(
-                        "more than five {} ports: the forwarding rule takes ports {}-{}, as GKE's does",
-                        proto.to_uppercase(),
-                        ranges[0].lo,
-                        ranges[0].hi
-                    ));
-                }
-                // Overlaps with another Service on the same VIP (SPEC R2.2), at this port.
-                let first = s
-                    .ports
-                    .iter()
-                    .find(|p| p.udp == udp)
-                    .map_or(s.pos, |p| p.pos);
-                let mine = taken.entry((vip, udp)).or_default();
-                for r in &ranges {
-                    if let Some((other, opath, ofile, opos)) =
-                        mine.iter().find(|(o, ..)| o.overlaps(r))
-                    {
-                        diags.push(
-                            &s.file,
-                            first,
-                            format!("{}.spec.ports", s.path),
-                            format!(
-                                "{} ports {r} of Service `{key}` on {vip} overlap ports {other} of {opath} ({ofile}:{})",
-                                proto.to_uppercase(),
-                                opos.line
-                            ),
-                            Some("Services sharing an address use disjoint ports of a protocol (SPEC R2.2)".into()),
-                        );
-                    }
-                }
-                for r in &ranges {
-                    mine.push((*r, s.path.clone(), s.file.clone(), first));
-                }
-                c.forwarding_rules.push(ForwardingRule {
-                    name: format!("{base}{suffix}-{proto}"),
-                    ip_address: vip,
-                    ip_protocol: if udp { Protocol::Udp } else { Protocol::Tcp },
-                    port_ranges: ranges,
-                    region: String::new(),
-                    target: Ref::named(&pool, s.pos),
-                    backend_service: !legacy,
-                    source_ranges: s.source_ranges.clone(),
-                    loc: Loc {
-                        index: c.forwarding_rules.len(),
-                        ..loc.clone()
-                    },
-                });
-            }
-        }
-        if !legacy && members.is_empty() {
-            snotes
-                .push("no node serves: new connections to its VIP are dropped (NO_BACKEND)".into());
-        }
-        for n in &snotes {
-            notes.push(format!("Service {key}: {n}"));
-        }
-        c.kubernetes.push(KubeService {
-            service: key,
-            shape: s.shape,
-            policy: s.policy,
-            pools,
-            vips: svc_vips,
-            ports: s.ports.iter().map(|p| (p.udp, p.port)).collect(),
-            health_check,
-            cluster: cluster.clone(),
-            rule,
-            members: member_positions,
-            endpoint_counts: endpoint_list,
-            notes: snotes,
-            ready_endpoints,
-            zonal_affinity,
-            client_zone: c.nic.zone.clone(),
+                .collect(),
+            size: None,
+            loc: Loc {
+                index: c.network_endpoint_groups.len(),
+                ..loc.clone()
+            },
+        });
+        backends.push(Backend {
+            group: Ref::named(&neg, s.pos),
+            neg: true,
+            max_connections: None,
+            capacity_scaler: Ratio::one(),
+            failover: false,
+            preference: Preference::Default,
+            loc: loc.clone(),
         });
     }
+    c.backend_services.push(BackendService {
+        name: pool.to_string(),
+        region: String::new(),
+        global: true,
+        protocol: plan.protocol,
+        health_checks: if s.policy == TrafficPolicy::Local && s.health_check_node_port.is_none() {
+            Vec::new()
+        } else {
+            vec![Ref::named(&plan.hc_name, s.pos)]
+        },
+        backends,
+        session_affinity: plan.affinity,
+        tracking_mode: TrackingMode::PerConnection,
+        persistence: Persistence::DefaultForProtocol,
+        idle_timeout_sec: plan.idle,
+        failover_ratio: None,
+        drop_traffic_if_unhealthy: false,
+        disable_connection_drain_on_failover: false,
+        locality_lb_policy: if plan.weighted {
+            LocalityLbPolicy::WeightedMaglev
+        } else {
+            LocalityLbPolicy::Maglev
+        },
+        draining_timeout_sec: 0,
+        // GKE names no service LB policy: passthrough semantics (SPEC R6, R7.1).
+        service_lb_policy: None,
+        delivery: plan.delivery,
+        loc: Loc {
+            index: c.backend_services.len(),
+            ..loc.clone()
+        },
+    });
+}
 
-    // The shared Cluster check, once per kind that uses it.
+/// Forwarding rules of one family: one per protocol, the Service's ports of that protocol,
+/// refused where they overlap another Service's on the same VIP (SPEC R2.2).
+fn add_forwarding_rules(
+    plan: &ServicePlan<'_>,
+    family: &Family<'_>,
+    taken: &mut BTreeMap<(IpAddr, bool), Vec<TakenPorts>>,
+    snotes: &mut Vec<String>,
+    c: &mut Config,
+    diags: &mut Diagnostics,
+) {
+    let s = plan.s;
+    let key = &plan.key;
+    let vip = family.vip;
+    let suffix = if family.v6 && s.families.len() > 1 {
+        "-v6"
+    } else {
+        ""
+    };
+    for (udp, ports) in [(false, &plan.tcp), (true, &plan.udp)] {
+        if ports.is_empty() {
+            continue;
+        }
+        let (ranges, spanned) = port_ranges(ports);
+        let proto = if udp { "udp" } else { "tcp" };
+        if spanned {
+            snotes.push(format!(
+                "more than five {} ports: the forwarding rule takes ports {}-{}, as GKE's does",
+                proto.to_uppercase(),
+                ranges[0].lo,
+                ranges[0].hi
+            ));
+        }
+        // Overlaps with another Service on the same VIP (SPEC R2.2), at this port.
+        let first = s
+            .ports
+            .iter()
+            .find(|p| p.udp == udp)
+            .map_or(s.pos, |p| p.pos);
+        let mine = taken.entry((vip, udp)).or_default();
+        for r in &ranges {
+            if let Some((other, opath, ofile, opos)) = mine.iter().find(|(o, ..)| o.overlaps(r)) {
+                diags.push(
+                    &s.file,
+                    first,
+                    format!("{}.spec.ports", s.path),
+                    format!(
+                        "{} ports {r} of Service `{key}` on {vip} overlap ports {other} of {opath} ({ofile}:{})",
+                        proto.to_uppercase(),
+                        opos.line
+                    ),
+                    Some("Services sharing an address use disjoint ports of a protocol (SPEC R2.2)".into()),
+                );
+            }
+        }
+        for r in &ranges {
+            mine.push((*r, s.path.clone(), s.file.clone(), first));
+        }
+        c.forwarding_rules.push(ForwardingRule {
+            name: format!("{}{suffix}-{proto}", plan.base),
+            ip_address: vip,
+            ip_protocol: if udp { Protocol::Udp } else { Protocol::Tcp },
+            port_ranges: ranges,
+            region: String::new(),
+            target: Ref::named(family.pool, s.pos),
+            backend_service: !plan.legacy,
+            source_ranges: s.source_ranges.clone(),
+            loc: Loc {
+                index: c.forwarding_rules.len(),
+                ..plan.loc.clone()
+            },
+        });
+    }
+}
+
+/// The shared Cluster check, once per kind that uses it ([backend-service check, legacy
+/// check]).
+fn add_shared_checks(c: &mut Config, need_shared: [bool; 2]) {
     let shared = |index| {
         (
             CLUSTER_CHECK,
@@ -1571,14 +1551,23 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
             loc,
         });
     }
-    for (name, v6) in &used_instances {
-        let Some(n) = nodes.get(*name) else {
+}
+
+/// An instance per (node, family) some Service uses, at the node's InternalIP of the family.
+fn add_instances(
+    cl: &ClusterView<'_>,
+    used_instances: &BTreeSet<(&str, bool)>,
+    c: &mut Config,
+    diags: &mut Diagnostics,
+) {
+    for (name, v6) in used_instances {
+        let Some(n) = cl.nodes.get(*name) else {
             continue;
         };
         let ip = if *v6 { n.ipv6 } else { n.ipv4 };
         let Some(ip) = ip else { continue };
-        let mac = inputs.project.macs.get(*name).copied();
-        if delivery == Delivery::L2Dsr && mac.is_none() {
+        let mac = cl.inputs.project.macs.get(*name).copied();
+        if cl.delivery == Delivery::L2Dsr && mac.is_none() {
             diags.push(
                 &n.file,
                 n.pos,
@@ -1602,17 +1591,4 @@ fn map(inputs: &Inputs, file: &str, diags: &mut Diagnostics) -> Config {
             },
         });
     }
-    if !inputs.ignored.is_empty() {
-        let kinds: Vec<String> = inputs
-            .ignored
-            .iter()
-            .map(|(k, n)| format!("{n} {k}"))
-            .collect();
-        notes.push(format!(
-            "ignored (no load balancer reads them): {}",
-            kinds.join(", ")
-        ));
-    }
-    c.notes = notes;
-    c
 }

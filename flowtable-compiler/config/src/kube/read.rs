@@ -180,7 +180,7 @@ pub(super) struct Service {
 /// The annotation that asks GKE for strong session affinity on an external Service.
 pub(super) const STRONG_AFFINITY: &str = "networking.gke.io/l4-strong-session-affinity";
 
-/// The GKE load-balancer classes (seed 003) and the shape each gives.
+/// The GKE load-balancer classes (GKE's "About LoadBalancer Services") and the shape each gives.
 pub(super) const CLASSES: &[(&str, Shape)] = &[
     ("networking.gke.io/l4-regional-internal", Shape::Internal),
     ("networking.gke.io/l4-regional-external", Shape::External),
@@ -201,10 +201,49 @@ pub(super) fn service(r: &mut Reader, obj: &Node, path: &str) -> Option<Service>
     if kind != "LoadBalancer" {
         return None;
     }
-    // Shape: the class first (immutable, the recommended way), then the annotations.
+    let (shape, foreign_class) = shape(r, spec, &sp, &meta, path);
+    let (policy, health_check_node_port) = traffic_policy(r, spec, &sp);
+    let (load_balancer_ip, status_ips, families) = addresses(r, obj, spec, &sp, path);
+    let source_ranges = source_ranges(r, spec, &sp);
+    let (client_ip_affinity, affinity_timeout) = session_affinity(r, spec, &sp);
+    let strong_affinity = strong_affinity(r, &meta, path);
+    let weighted = weighted(r, &meta, path);
+    let prefer_close = prefer_close(r, spec, &sp);
+    let ports = ports(r, spec, &sp);
+    Some(Service {
+        file: r.file.to_string(),
+        path: path.to_string(),
+        pos: obj.pos,
+        meta,
+        shape,
+        foreign_class,
+        policy,
+        health_check_node_port,
+        load_balancer_ip,
+        status_ips,
+        families,
+        source_ranges,
+        client_ip_affinity,
+        affinity_timeout,
+        strong_affinity,
+        weighted,
+        prefer_close,
+        ports,
+    })
+}
+
+/// A Service's shape: the class first (immutable, the recommended way), then the
+/// annotations; and the class when it is another controller's.
+fn shape(
+    r: &mut Reader,
+    spec: &Node,
+    sp: &str,
+    meta: &Meta,
+    path: &str,
+) -> (Shape, Option<String>) {
     let mut shape = Shape::External;
     let mut foreign_class = None;
-    if let Some(class) = text(r, spec, "loadBalancerClass", &sp) {
+    if let Some(class) = text(r, spec, "loadBalancerClass", sp) {
         match CLASSES.iter().find(|(c, _)| *c == class) {
             Some((_, s)) => shape = *s,
             None => foreign_class = Some(class.to_string()),
@@ -221,7 +260,12 @@ pub(super) fn service(r: &mut Reader, obj: &Node, path: &str) -> Option<Service>
             );
         }
     }
-    let policy = match text(r, spec, "externalTrafficPolicy", &sp) {
+    (shape, foreign_class)
+}
+
+/// `externalTrafficPolicy` and the `healthCheckNodePort` a `Local` Service needs.
+fn traffic_policy(r: &mut Reader, spec: &Node, sp: &str) -> (TrafficPolicy, Option<u16>) {
+    let policy = match text(r, spec, "externalTrafficPolicy", sp) {
         None | Some("Cluster") => TrafficPolicy::Cluster,
         Some("Local") => TrafficPolicy::Local,
         Some(other) => {
@@ -236,7 +280,7 @@ pub(super) fn service(r: &mut Reader, obj: &Node, path: &str) -> Option<Service>
         }
     };
     let health_check_node_port =
-        int(r, spec, "healthCheckNodePort", &sp, 1, 65535).map(|p| p as u16);
+        int(r, spec, "healthCheckNodePort", sp, 1, 65535).map(|p| p as u16);
     if policy == TrafficPolicy::Local
         && health_check_node_port.is_none()
         && get(spec, "healthCheckNodePort").is_none()
@@ -248,6 +292,18 @@ pub(super) fn service(r: &mut Reader, obj: &Node, path: &str) -> Option<Service>
             Some("a port 1..=65535".into()),
         );
     }
+    (policy, health_check_node_port)
+}
+
+/// A Service's `spec.loadBalancerIP` (and where), its `status.loadBalancer.ingress`
+/// addresses, and its IP families (IPv4 first when both, as booleans "is IPv6").
+fn addresses(
+    r: &mut Reader,
+    obj: &Node,
+    spec: &Node,
+    sp: &str,
+    path: &str,
+) -> (Option<(IpAddr, Pos)>, Vec<IpAddr>, Vec<bool>) {
     let load_balancer_ip = get(spec, "loadBalancerIP")
         .filter(|n| n.scalar() != Some(""))
         .and_then(|n| r.ip(n, &format!("{sp}.loadBalancerIP")).map(|a| (a, n.pos)));
@@ -295,6 +351,11 @@ pub(super) fn service(r: &mut Reader, obj: &Node, path: &str) -> Option<Service>
     }
     families.sort_unstable();
     families.dedup();
+    (load_balancer_ip, status_ips, families)
+}
+
+/// `loadBalancerSourceRanges`: the rules' allow list (SPEC R9).
+fn source_ranges(r: &mut Reader, spec: &Node, sp: &str) -> Vec<Prefix> {
     let mut source_ranges = Vec::new();
     if let Some(list) = get(spec, "loadBalancerSourceRanges") {
         for (i, item) in r
@@ -307,7 +368,12 @@ pub(super) fn service(r: &mut Reader, obj: &Node, path: &str) -> Option<Service>
             }
         }
     }
-    let client_ip_affinity = match text(r, spec, "sessionAffinity", &sp) {
+    source_ranges
+}
+
+/// `sessionAffinity: ClientIP`, and its `timeoutSeconds` (and where).
+fn session_affinity(r: &mut Reader, spec: &Node, sp: &str) -> (bool, Option<(u64, Pos)>) {
+    let client_ip_affinity = match text(r, spec, "sessionAffinity", sp) {
         None | Some("None") => false,
         Some("ClientIP") => true,
         Some(other) => {
@@ -328,36 +394,47 @@ pub(super) fn service(r: &mut Reader, obj: &Node, path: &str) -> Option<Service>
             let pos = get(c, "timeoutSeconds").map(|n| n.pos);
             int(r, c, "timeoutSeconds", &p, 1, 86400).zip(pos)
         });
-    let mut strong_affinity = None;
-    if let Some((v, pos)) = meta.annotations.get(STRONG_AFFINITY) {
-        if v == "enabled" {
-            strong_affinity = Some(*pos);
-        } else {
-            r.err(
-                *pos,
-                &format!("{path}.metadata.annotations.{STRONG_AFFINITY}"),
-                format!("`{v}` does not enable strong session affinity"),
-                Some("enabled".into()),
-            );
-        }
+    (client_ip_affinity, affinity_timeout)
+}
+
+/// Where the strong session affinity annotation enables it.
+fn strong_affinity(r: &mut Reader, meta: &Meta, path: &str) -> Option<Pos> {
+    let (v, pos) = meta.annotations.get(STRONG_AFFINITY)?;
+    if v == "enabled" {
+        return Some(*pos);
     }
-    let mut weighted = false;
-    if let Some((v, pos)) = meta
+    r.err(
+        *pos,
+        &format!("{path}.metadata.annotations.{STRONG_AFFINITY}"),
+        format!("`{v}` does not enable strong session affinity"),
+        Some("enabled".into()),
+    );
+    None
+}
+
+/// Whether the weighted-load-balancing annotation asks for `pods-per-node`.
+fn weighted(r: &mut Reader, meta: &Meta, path: &str) -> bool {
+    let Some((v, pos)) = meta
         .annotations
         .get("networking.gke.io/weighted-load-balancing")
-    {
-        if v == "pods-per-node" {
-            weighted = true;
-        } else {
-            r.err(
-                *pos,
-                &format!("{path}.metadata.annotations.networking.gke.io/weighted-load-balancing"),
-                format!("`{v}` is not a weighting"),
-                Some("pods-per-node".into()),
-            );
-        }
+    else {
+        return false;
+    };
+    if v == "pods-per-node" {
+        return true;
     }
-    let prefer_close = match text(r, spec, "trafficDistribution", &sp) {
+    r.err(
+        *pos,
+        &format!("{path}.metadata.annotations.networking.gke.io/weighted-load-balancing"),
+        format!("`{v}` is not a weighting"),
+        Some("pods-per-node".into()),
+    );
+    false
+}
+
+/// Where `spec.trafficDistribution` asks for zonal affinity.
+fn prefer_close(r: &mut Reader, spec: &Node, sp: &str) -> Option<Pos> {
+    match text(r, spec, "trafficDistribution", sp) {
         None => None,
         // PreferSameZone is PreferClose's newer, explicit name (Kubernetes 1.34); the load
         // balancer knows no nodes closer than a zone, so PreferSameNode is zonal here too.
@@ -370,13 +447,15 @@ pub(super) fn service(r: &mut Reader, obj: &Node, path: &str) -> Option<Service>
                 pos,
                 &format!("{sp}.trafficDistribution"),
                 format!("`{other}` is not a traffic distribution the load balancer follows"),
-                Some(
-                    "PreferClose, PreferSameZone, PreferSameNode (zonal affinity, seed 003)".into(),
-                ),
+                Some("PreferClose, PreferSameZone, PreferSameNode (GKE's zonal affinity)".into()),
             );
             None
         }
-    };
+    }
+}
+
+/// `spec.ports`: TCP and UDP ports, at least one.
+fn ports(r: &mut Reader, spec: &Node, sp: &str) -> Vec<ServicePort> {
     let mut ports = Vec::new();
     let port_list = r.list(get(spec, "ports"), &format!("{sp}.ports"));
     if port_list.is_empty() {
@@ -415,26 +494,7 @@ pub(super) fn service(r: &mut Reader, obj: &Node, path: &str) -> Option<Service>
             None => {}
         }
     }
-    Some(Service {
-        file: r.file.to_string(),
-        path: path.to_string(),
-        pos: obj.pos,
-        meta,
-        shape,
-        foreign_class,
-        policy,
-        health_check_node_port,
-        load_balancer_ip,
-        status_ips,
-        families,
-        source_ranges,
-        client_ip_affinity,
-        affinity_timeout,
-        strong_affinity,
-        weighted,
-        prefer_close,
-        ports,
-    })
+    ports
 }
 
 /// A Node, as far as the load balancer is concerned.

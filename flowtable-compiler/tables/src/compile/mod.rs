@@ -8,14 +8,14 @@
 //! descriptors) can be recomputed for one pool with [`Compiled::recompile_pool`].
 
 use crate::maglev::{self, Member};
-use crate::symbols::{PoolKind, PoolSymbol, Symbols};
+use crate::symbols::{vip_port_slots, PoolKind, PoolSymbol, Symbols};
 use crate::Error;
 use nlb_config::check;
 use nlb_config::diag::{Diagnostics, Pos};
 use nlb_config::health::HealthState;
 use nlb_config::model::{
-    BackendService, Config, ForwardingRule, Instance, PortRange, Prefix, Protocol, Ratio,
-    TargetInstance, TargetPool,
+    BackendService, Config, ForwardingRule, Instance, Prefix, Protocol, Ratio, TargetInstance,
+    TargetPool,
 };
 use nlb_hw::enums::{Affinity, Delivery, Table};
 use nlb_hw::hash::addr_to_u128;
@@ -24,7 +24,7 @@ use nlb_hw::layouts::{
 };
 use nlb_hw::{NicSettings, Profile, Tables};
 use serde::Serialize;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::net::IpAddr;
 
 mod live;
@@ -35,7 +35,7 @@ pub use live::{LiveLoad, Rebalanced, ServiceGroup, DEFAULT_DEADBAND, DEFAULT_REF
 pub use services::{UNLIMITED_PER_ENDPOINT, WEIGHT_SCALE};
 
 /// Port-range slots in one VIP entry (`vip_entry.slot`): the most rules one VIP and protocol
-/// can have (SPEC R2.2; the source product has no such limit, the hardware compares this many
+/// can have (SPEC R2.2; Google Cloud has no such limit, the hardware compares this many
 /// ranges in parallel).
 pub const PORT_SLOTS: usize = VipEntry::SLOT_COUNT;
 /// Prefixes in one ACL entry (`acl_entry.prefix`).
@@ -733,63 +733,6 @@ fn place_rules(
         }
     }
     rule_ids
-}
-
-/// The port-range slots of each (VIP, VIP protocol) (docs/pipeline.md §3–§4), in port order:
-/// a TCP or UDP rule takes one slot per port range in its protocol's entry; an `L3_DEFAULT`
-/// rule takes the one slot (all ports) of the VIP's protocol-0 entry, for every protocol but
-/// TCP and UDP, and the gaps between the ranges of the VIP's TCP and of its UDP rules (all
-/// ports when the VIP has no rule of that protocol), so TCP and UDP packets that no rule of
-/// their own takes reach it through their own entries. Keys are (VIP as a table address,
-/// VIP protocol 6, 17 or 0).
-pub(crate) fn vip_port_slots<'r>(
-    rules: impl IntoIterator<Item = &'r ForwardingRule>,
-) -> BTreeMap<(u128, u8), Vec<(PortRange, &'r ForwardingRule)>> {
-    let mut slots: BTreeMap<(u128, u8), Vec<(PortRange, &ForwardingRule)>> = BTreeMap::new();
-    let mut l3: Vec<&ForwardingRule> = Vec::new();
-    for r in rules {
-        let addr = addr_to_u128(r.ip_address);
-        if r.ip_protocol == Protocol::L3Default {
-            l3.push(r);
-            slots
-                .entry((addr, 0))
-                .or_default()
-                .push((PortRange::ALL, r));
-        } else {
-            let v = slots.entry((addr, r.ip_protocol.number())).or_default();
-            v.extend(r.port_ranges.iter().map(|range| (*range, r)));
-        }
-    }
-    for r in l3 {
-        let addr = addr_to_u128(r.ip_address);
-        for proto in [Protocol::Tcp, Protocol::Udp] {
-            let v = slots.entry((addr, proto.number())).or_default();
-            let mut taken: Vec<PortRange> = v.iter().map(|(range, _)| *range).collect();
-            taken.sort();
-            let mut next: u32 = 0;
-            let mut gaps = Vec::new();
-            for range in taken {
-                if u32::from(range.lo) > next {
-                    gaps.push(PortRange {
-                        lo: next as u16,
-                        hi: range.lo - 1,
-                    });
-                }
-                next = next.max(u32::from(range.hi) + 1);
-            }
-            if next <= 65535 {
-                gaps.push(PortRange {
-                    lo: next as u16,
-                    hi: 65535,
-                });
-            }
-            v.extend(gaps.into_iter().map(|g| (g, r)));
-        }
-    }
-    for v in slots.values_mut() {
-        v.sort_by(|a, b| (a.0, &a.1.name).cmp(&(b.0, &b.1.name)));
-    }
-    slots
 }
 
 /// VIP table: one entry per (VIP, VIP protocol), placed in the first free way of its bucket;

@@ -1,9 +1,9 @@
-//! Backend services, their groups, health checks and service LB policies (issue 16 item 1,
-//! SPEC R1, R2, R6): one test per kind of mistake, each asserting the file, the line (the line
-//! of the test's text marked `#!`, where the mistake is written), the field path, the words
-//! of the message and what would be valid. Values and defaults come from Google Cloud's
-//! public API (compute v1 BackendService, HealthCheck; networkservices ServiceLbPolicy) and
-//! seed 001.
+//! Backend services, their groups, health checks and service LB policies (SPEC R1, R2, R6):
+//! one test per kind of mistake, each asserting the file, the line (the line of the test's
+//! text marked `#!`, where the mistake is written), the field path, the words of the message
+//! and what would be valid. Values and defaults come from Google Cloud's public API (compute
+//! v1 BackendService, HealthCheck; networkservices ServiceLbPolicy) and its advanced
+//! load-balancing documentation.
 
 use flowtable_compiler::Diagnostics;
 use nlb_config::parse_config;

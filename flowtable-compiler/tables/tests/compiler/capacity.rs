@@ -53,8 +53,8 @@ fn rules_on_one_vip(n: usize) -> String {
     y
 }
 
-/// Sixteen rules on one VIP and protocol fit in every profile (issue 14 item 6: the source
-/// product has no such limit; four port slots refused the fifth), and each port reaches its
+/// Sixteen rules on one VIP and protocol fit in every profile (Google Cloud has no such
+/// limit; an entry of four port slots refused the fifth), and each port reaches its
 /// own rule.
 #[test]
 fn sixteen_rules_per_vip_fit_in_every_profile() {

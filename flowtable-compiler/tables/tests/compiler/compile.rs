@@ -285,7 +285,7 @@ fn target_pools_ignore_probe_weights() {
     );
 }
 
-/// SPEC R5.5: health is a property of (pool, instance). The source product judges each
+/// SPEC R5.5: health is a property of (pool, instance). Google Cloud judges each
 /// target pool by its own health check, so an instance failing one pool's check keeps serving
 /// in its other pools, and a pool without a check keeps all its members.
 #[test]

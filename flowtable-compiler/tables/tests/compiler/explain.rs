@@ -541,7 +541,7 @@ fn portless_frame_of(f: &Flow) -> Vec<u8> {
     out
 }
 
-/// Issue 16 (docs/pipeline.md §3-§7, SPEC R2): a flow of any protocol but TCP and UDP is
+/// Portless flows (docs/pipeline.md §3-§7, SPEC R2): a flow of any protocol but TCP and UDP is
 /// portless and looks up VIP protocol 0, an `L3_DEFAULT` rule's entry. Without one it matches
 /// no rule, as before; with one (added here by hand: the compiler side is separate) `explain`
 /// names the VIP protocol, the rule and the 3-tuple key, and agrees with the golden model fed

@@ -1,5 +1,5 @@
-//! Kubernetes LoadBalancer Services from manifests (issue 17). Every expectation is taken from
-//! seed 003 (GKE's "About LoadBalancer Services", cited by its section titles) or SPEC R7, R9,
+//! Kubernetes LoadBalancer Services from manifests. Every expectation is taken from GKE's
+//! documentation ("About LoadBalancer Services", cited by its section titles) or SPEC R7, R9,
 //! R10.5, and checked on the compiled tables (Maglev slots, ACLs, health checks), not on the
 //! mapping's own bookkeeping alone.
 
@@ -180,7 +180,7 @@ fn the_example_cluster_maps_as_seed_003_describes() {
     let compiled = build(&c, &HealthState::new());
 
     // storefront: no class, no annotation: on GKE 1.37+ an external backend-service load
-    // balancer with GCE_VM_IP NEGs (seed 003, "Load balancer type").
+    // balancer with GCE_VM_IP NEGs (GKE, "Load balancer type").
     let s = service(&c, "shop/storefront");
     assert_eq!(s.shape, Shape::External);
     assert_eq!(s.policy, TrafficPolicy::Local);
@@ -316,7 +316,7 @@ fn the_example_cluster_maps_as_seed_003_describes() {
 
 #[test]
 fn the_shape_follows_the_class_then_the_annotations() {
-    // Seed 003, "Load balancer type" and "Node grouping".
+    // GKE, "Load balancer type" and "Node grouping".
     type Annotations<'a> = &'a [(&'a str, &'a str)];
     let cases: &[(Annotations, &str, Option<Shape>)] = &[
         (&[], "", Some(Shape::External)),
@@ -361,7 +361,7 @@ fn the_shape_follows_the_class_then_the_annotations() {
     }
 }
 
-/// Subset limits of seed 003 ("Node membership in GCE_VM_IP NEG backends") and SPEC R7.5.
+/// Subset limits of GKE ("Node membership in GCE_VM_IP NEG backends") and SPEC R7.5.
 #[test]
 fn subsets_respect_the_limits_of_each_shape_and_policy() {
     let internal = "  loadBalancerClass: networking.gke.io/l4-regional-internal\n";
@@ -522,7 +522,7 @@ fn excluded_nodes_are_never_backends_and_not_ready_ones_stay_neg_backends() {
     );
 }
 
-/// SPEC R7.3, R5.6 and seed 003 "Weighted load balancing": weights only with Local; Cluster
+/// SPEC R7.3, R5.6 and GKE's "Weighted load balancing": weights only with Local; Cluster
 /// with the annotation warns and does not weight.
 #[test]
 fn pods_per_node_weights_only_with_local() {
@@ -984,7 +984,7 @@ fn eligibility_names_every_node_and_the_reason() {
     );
 }
 
-/// Seed 003, "zonal affinity" (SPEC R7.4): an internal Service with `trafficDistribution:
+/// GKE's zonal affinity (SPEC R7.4): an internal Service with `trafficDistribution:
 /// PreferClose` sends new connections only to nodes of the client's zone (the NIC's,
 /// `nic.zone`) while that zone has at least one healthy eligible node; otherwise to all
 /// eligible nodes (spill ratio 0). External Services do not get it.
@@ -1096,7 +1096,7 @@ fn zonal_affinity_keeps_new_connections_in_the_nics_zone_until_it_has_no_healthy
         ["node-001", "node-002"].map(String::from).into()
     );
 
-    // External Service: not offered (seed 003), a warning, every zone serves.
+    // External Service: GKE does not offer it, a warning, every zone serves.
     let mut e = nodes(6);
     e.push_str(nic);
     svc(&mut e, "web", &[], "  trafficDistribution: PreferClose\n");
@@ -1131,7 +1131,7 @@ fn zonal_affinity_keeps_new_connections_in_the_nics_zone_until_it_has_no_healthy
 }
 
 /// `kubernetes.endpointSliceTracking: false` (docs/kubernetes.md): a `Local` Service behaves as
-/// the source product's (seed 003, "load balancer health checks": a node without a ready,
+/// on GKE ("Load balancer health checks": a node without a ready,
 /// non-terminating pod fails the check on healthCheckNodePort, and until the unhealthy
 /// threshold is reached it still passes): every eligible node is a backend and only the
 /// health check takes one out; the EndpointSlices no longer do (SPEC R10.5 is given up).

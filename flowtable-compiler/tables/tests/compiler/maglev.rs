@@ -1,4 +1,4 @@
-//! Maglev properties against bounds stated up front (issue 3, "Done when").
+//! Maglev properties against bounds stated up front (SPEC R3.2).
 //!
 //! - Equal weights with M ≥ 100·N: the busiest backend holds at most 1.01 × the average.
 //!   (Smooth rounds give every backend ⌊M/N⌋ or ⌈M/N⌉ slots; with M/N ≥ 100 that is ≤ 1.01.)

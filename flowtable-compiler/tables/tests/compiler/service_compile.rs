@@ -1,5 +1,5 @@
-//! Backend services compiled into tables (issue 16 item 1): expectations worked out by hand
-//! from SPEC R2, R3, R5, R6, seed 001 and Google Cloud's API (compute v1
+//! Backend services compiled into tables: expectations worked out by hand from SPEC R2, R3,
+//! R5, R6, Google Cloud's advanced load-balancing documentation and Google Cloud's API (compute v1
 //! BackendServiceFailoverPolicy: ratio 0 fails over with no healthy primary, others strictly
 //! below; Backend.capacityScaler 0 takes no new connections), and docs/pipeline.md §3–§4 for
 //! L3_DEFAULT rules.

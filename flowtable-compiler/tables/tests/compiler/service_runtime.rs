@@ -1,4 +1,4 @@
-//! The policy runtime of backend services (issue 16 item 2): live connection counts fed to
+//! The policy runtime of backend services (SPEC R6): live connection counts fed to
 //! [`Compiled::rebalance`] move the weights as SPEC R6 says, a steady load moves nothing, and
 //! the automatic capacity drain keeps time (R6.3: < 25 % healthy drains, ≥ 35 % for 60 s
 //! undrains). Expected slot shares are worked out by hand from R6's fill rule: a tier of

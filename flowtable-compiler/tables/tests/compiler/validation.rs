@@ -420,7 +420,7 @@ fn source_ip_ranges_is_refused_with_its_own_reason() {
         &d,
         16,
         "forwardingRules[0].sourceIpRanges",
-        "traffic-steering field of the source product",
+        "traffic-steering field of Google Cloud's forwarding rules",
     );
     assert!(!d.to_string().contains("did you mean"), "{d}");
 }

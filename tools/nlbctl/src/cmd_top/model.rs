@@ -272,144 +272,18 @@ pub fn view(source: &str, now: &Sample, before: Option<&Sample>, order: &Order) 
     let secs = prev.map(|p| c.at_secs - p.at_secs);
     let f = order.filter.as_str();
 
-    let named = |rows: &[NamedCounters],
-                 old: Option<&[NamedCounters]>| {
-        rows.iter()
-            .map(|r| {
-                let o = old.and_then(|o| o.iter().find(|x| x.name == r.name));
-                CounterRow {
-                    name: r.name.clone(),
-                    packets: r.packets,
-                    punts: r.punts,
-                    drops: r.drops,
-                    packets_per_sec: rate(r.packets, o.map(|o| o.packets), secs),
-                    punts_per_sec: rate(r.punts, o.map(|o| o.punts), secs),
-                    drops_per_sec: rate(r.drops, o.map(|o| o.drops), secs),
-                }
-            })
-            .collect::<Vec<_>>()
-    };
-    let verdicts = named(&c.verdicts, prev.map(|p| p.verdicts.as_slice()));
-    let mut reasons: Vec<CounterRow> = named(&c.reasons, prev.map(|p| p.reasons.as_slice()))
-        .into_iter()
-        .filter(|r| r.packets > 0 && matches(f, &[&r.name]))
-        .collect();
-
-    let mut rules: Vec<RuleRow> = c
-        .rules
-        .iter()
-        .map(|r| {
-            let o = prev.and_then(|p| p.rules.iter().find(|x| x.name == r.name));
-            RuleRow {
-                name: r.name.clone(),
-                vip: r.vip.clone(),
-                protocol: r.protocol.clone(),
-                ports: r.ports.clone(),
-                target: r.target.clone(),
-                packets: r.packets,
-                bytes: r.bytes,
-                punts: r.punts,
-                drops: r.drops,
-                packets_per_sec: rate(r.packets, o.map(|o| o.packets), secs),
-                bytes_per_sec: rate(r.bytes, o.map(|o| o.bytes), secs),
-                punts_per_sec: rate(r.punts, o.map(|o| o.punts), secs),
-                drops_per_sec: rate(r.drops, o.map(|o| o.drops), secs),
-            }
-        })
-        .collect();
-
-    // VIPs: the sums of their rules (before filtering: a VIP's numbers do not depend on the
-    // filter), then filtered by the VIP or any of its rules.
-    let mut by_vip: BTreeMap<String, VipRow> = BTreeMap::new();
-    for r in &rules {
-        let v = by_vip.entry(r.vip.clone()).or_insert_with(|| VipRow {
-            vip: r.vip.clone(),
-            rules: Vec::new(),
-            packets: 0,
-            bytes: 0,
-            packets_per_sec: secs.map(|_| 0.0),
-            bytes_per_sec: secs.map(|_| 0.0),
-        });
-        v.rules.push(r.name.clone());
-        v.packets += r.packets;
-        v.bytes += r.bytes;
-        v.packets_per_sec = v.packets_per_sec.zip(r.packets_per_sec).map(|(a, b)| a + b);
-        v.bytes_per_sec = v.bytes_per_sec.zip(r.bytes_per_sec).map(|(a, b)| a + b);
-    }
-    let mut vips: Vec<VipRow> = by_vip
-        .into_values()
-        .filter(|v| {
-            let mut names: Vec<&str> = v.rules.iter().map(String::as_str).collect();
-            names.push(&v.vip);
-            matches(f, &names)
-        })
-        .collect();
+    let verdicts = counter_rows(&c.verdicts, prev.map(|p| p.verdicts.as_slice()), secs);
+    let mut reasons: Vec<CounterRow> =
+        counter_rows(&c.reasons, prev.map(|p| p.reasons.as_slice()), secs)
+            .into_iter()
+            .filter(|r| r.packets > 0 && matches(f, &[&r.name]))
+            .collect();
+    let mut rules = rule_rows(c, prev, secs);
+    let mut vips = vip_rows(&rules, secs, f);
     rules.retain(|r| matches(f, &[&r.name, &r.vip, &r.target]));
-
-    // Backends: one row per (pool, backend); health from the checker where the pool has a
-    // check.
-    let mut backends = Vec::new();
-    for b in &c.backends {
-        let o = prev.and_then(|p| p.backends.iter().find(|x| x.name == b.name));
-        let pools: Vec<String> = if b.pools.is_empty() {
-            vec![String::new()]
-        } else {
-            b.pools.clone()
-        };
-        for pool in pools {
-            let target = now
-                .health
-                .targets
-                .iter()
-                .find(|t| t.pool == pool && t.backend == b.name);
-            let member = now
-                .health
-                .members
-                .iter()
-                .find(|m| m.pool == pool && m.instance == b.name);
-            backends.push(BackendRow {
-                health: target.map_or_else(|| "unchecked".into(), |t| t.health.clone()),
-                weight: target.map_or_else(String::new, |t| t.weight.clone()),
-                healthy_in_tables: member.map(|m| m.healthy),
-                pool,
-                backend: b.name.clone(),
-                packets: b.packets,
-                bytes: b.bytes,
-                packets_per_sec: rate(b.packets, o.map(|o| o.packets), secs),
-                bytes_per_sec: rate(b.bytes, o.map(|o| o.bytes), secs),
-            });
-        }
-    }
+    let mut backends = backend_rows(now, prev, secs);
     backends.retain(|b| matches(f, &[&b.backend, &b.pool]));
-
-    let zero = |r: Option<f64>| r.unwrap_or(0.0);
-    sort(&mut vips, order, |v| {
-        (
-            v.vip.clone(),
-            zero(v.packets_per_sec),
-            zero(v.bytes_per_sec),
-            v.packets,
-        )
-    });
-    sort(&mut rules, order, |r| {
-        (
-            r.name.clone(),
-            zero(r.packets_per_sec),
-            zero(r.bytes_per_sec),
-            r.packets,
-        )
-    });
-    sort(&mut backends, order, |b| {
-        (
-            format!("{}/{}", b.backend, b.pool),
-            zero(b.packets_per_sec),
-            zero(b.bytes_per_sec),
-            b.packets,
-        )
-    });
-    sort(&mut reasons, order, |r| {
-        (r.name.clone(), zero(r.packets_per_sec), 0.0, r.packets)
-    });
+    sort_rows(order, &mut vips, &mut rules, &mut backends, &mut reasons);
 
     let s = &now.status;
     let pools = s
@@ -459,6 +333,158 @@ pub fn view(source: &str, now: &Sample, before: Option<&Sample>, order: &Order) 
         pools,
         reasons,
     }
+}
+
+/// Rows of named counters (verdicts, reasons), with rates against `old`.
+fn counter_rows(
+    rows: &[NamedCounters],
+    old: Option<&[NamedCounters]>,
+    secs: Option<f64>,
+) -> Vec<CounterRow> {
+    rows.iter()
+        .map(|r| {
+            let o = old.and_then(|o| o.iter().find(|x| x.name == r.name));
+            CounterRow {
+                name: r.name.clone(),
+                packets: r.packets,
+                punts: r.punts,
+                drops: r.drops,
+                packets_per_sec: rate(r.packets, o.map(|o| o.packets), secs),
+                punts_per_sec: rate(r.punts, o.map(|o| o.punts), secs),
+                drops_per_sec: rate(r.drops, o.map(|o| o.drops), secs),
+            }
+        })
+        .collect()
+}
+
+/// One row per forwarding rule, with rates against `prev`.
+fn rule_rows(c: &CountersData, prev: Option<&CountersData>, secs: Option<f64>) -> Vec<RuleRow> {
+    c.rules
+        .iter()
+        .map(|r| {
+            let o = prev.and_then(|p| p.rules.iter().find(|x| x.name == r.name));
+            RuleRow {
+                name: r.name.clone(),
+                vip: r.vip.clone(),
+                protocol: r.protocol.clone(),
+                ports: r.ports.clone(),
+                target: r.target.clone(),
+                packets: r.packets,
+                bytes: r.bytes,
+                punts: r.punts,
+                drops: r.drops,
+                packets_per_sec: rate(r.packets, o.map(|o| o.packets), secs),
+                bytes_per_sec: rate(r.bytes, o.map(|o| o.bytes), secs),
+                punts_per_sec: rate(r.punts, o.map(|o| o.punts), secs),
+                drops_per_sec: rate(r.drops, o.map(|o| o.drops), secs),
+            }
+        })
+        .collect()
+}
+
+/// VIPs: the sums of their rules (before filtering: a VIP's numbers do not depend on the
+/// filter), then filtered by the VIP or any of its rules.
+fn vip_rows(rules: &[RuleRow], secs: Option<f64>, f: &str) -> Vec<VipRow> {
+    let mut by_vip: BTreeMap<String, VipRow> = BTreeMap::new();
+    for r in rules {
+        let v = by_vip.entry(r.vip.clone()).or_insert_with(|| VipRow {
+            vip: r.vip.clone(),
+            rules: Vec::new(),
+            packets: 0,
+            bytes: 0,
+            packets_per_sec: secs.map(|_| 0.0),
+            bytes_per_sec: secs.map(|_| 0.0),
+        });
+        v.rules.push(r.name.clone());
+        v.packets += r.packets;
+        v.bytes += r.bytes;
+        v.packets_per_sec = v.packets_per_sec.zip(r.packets_per_sec).map(|(a, b)| a + b);
+        v.bytes_per_sec = v.bytes_per_sec.zip(r.bytes_per_sec).map(|(a, b)| a + b);
+    }
+    by_vip
+        .into_values()
+        .filter(|v| {
+            let mut names: Vec<&str> = v.rules.iter().map(String::as_str).collect();
+            names.push(&v.vip);
+            matches(f, &names)
+        })
+        .collect()
+}
+
+/// Backends: one row per (pool, backend); health from the checker where the pool has a
+/// check.
+fn backend_rows(now: &Sample, prev: Option<&CountersData>, secs: Option<f64>) -> Vec<BackendRow> {
+    let mut backends = Vec::new();
+    for b in &now.counters.backends {
+        let o = prev.and_then(|p| p.backends.iter().find(|x| x.name == b.name));
+        let pools: Vec<String> = if b.pools.is_empty() {
+            vec![String::new()]
+        } else {
+            b.pools.clone()
+        };
+        for pool in pools {
+            let target = now
+                .health
+                .targets
+                .iter()
+                .find(|t| t.pool == pool && t.backend == b.name);
+            let member = now
+                .health
+                .members
+                .iter()
+                .find(|m| m.pool == pool && m.instance == b.name);
+            backends.push(BackendRow {
+                health: target.map_or_else(|| "unchecked".into(), |t| t.health.clone()),
+                weight: target.map_or_else(String::new, |t| t.weight.clone()),
+                healthy_in_tables: member.map(|m| m.healthy),
+                pool,
+                backend: b.name.clone(),
+                packets: b.packets,
+                bytes: b.bytes,
+                packets_per_sec: rate(b.packets, o.map(|o| o.packets), secs),
+                bytes_per_sec: rate(b.bytes, o.map(|o| o.bytes), secs),
+            });
+        }
+    }
+    backends
+}
+
+/// Every table of the view sorted by `order`.
+fn sort_rows(
+    order: &Order,
+    vips: &mut [VipRow],
+    rules: &mut [RuleRow],
+    backends: &mut [BackendRow],
+    reasons: &mut [CounterRow],
+) {
+    let zero = |r: Option<f64>| r.unwrap_or(0.0);
+    sort(vips, order, |v| {
+        (
+            v.vip.clone(),
+            zero(v.packets_per_sec),
+            zero(v.bytes_per_sec),
+            v.packets,
+        )
+    });
+    sort(rules, order, |r| {
+        (
+            r.name.clone(),
+            zero(r.packets_per_sec),
+            zero(r.bytes_per_sec),
+            r.packets,
+        )
+    });
+    sort(backends, order, |b| {
+        (
+            format!("{}/{}", b.backend, b.pool),
+            zero(b.packets_per_sec),
+            zero(b.bytes_per_sec),
+            b.packets,
+        )
+    });
+    sort(reasons, order, |r| {
+        (r.name.clone(), zero(r.packets_per_sec), 0.0, r.packets)
+    });
 }
 
 #[cfg(test)]

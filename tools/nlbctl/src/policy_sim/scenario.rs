@@ -378,62 +378,14 @@ impl Scenario {
                 r.number(n, "deadband", 0.0, 1.0)
             })
             .unwrap_or(DEFAULT_DEADBAND);
-        let profile = match get(top, "profile") {
-            None => Profile::by_name("sim"),
-            Some(n) => r.string(n, "profile").and_then(|p| {
-                let found = Profile::by_name(p);
-                if found.is_none() {
-                    r.err(
-                        n.pos,
-                        "profile",
-                        format!("unknown profile `{p}`"),
-                        Some(&Profile::names().join(", ")),
-                    );
-                }
-                found
-            }),
-        };
+        let profile = read_profile(&mut r, top);
 
         // The configuration: inline, or a file next to the scenario.
-        let mut config: Option<(Config, ConfigSource)> = None;
-        let mut config_error: Option<Error> = None;
-        if let Some(n) = required(&mut r, "config", "the load balancer (a mapping, or a path)") {
-            match &n.value {
-                Value::Map(_) if n.flow => r.err(
-                    n.pos,
-                    "config",
-                    "write the inline configuration as a block mapping (one field per line), or give a path",
-                    None,
-                ),
-                Value::Map(_) => {
-                    let (c, d) = parse_config(file, &yaml::blank_outside(text, n));
-                    if d.is_empty() {
-                        config = Some((c, ConfigSource::Inline));
-                    } else {
-                        r.diags.extend(d);
-                    }
-                }
-                Value::Scalar { text: p, .. } if !n.is_null() => {
-                    let path = base.join(p);
-                    match load_config(&path) {
-                        Ok(c) => config = Some((c, ConfigSource::File(path))),
-                        Err(Error::Io { .. }) => r.err(
-                            n.pos,
-                            "config",
-                            format!("cannot read {}", path.display()),
-                            Some("a mapping, or a path relative to the scenario file"),
-                        ),
-                        Err(e) => config_error = Some(e),
-                    }
-                }
-                _ => r.err(
-                    n.pos,
-                    "config",
-                    format!("expected a mapping or a path, found {}", n.kind()),
-                    None,
-                ),
-            }
-        }
+        let (config, config_error) =
+            match required(&mut r, "config", "the load balancer (a mapping, or a path)") {
+                Some(n) => read_config(&mut r, n, text, base),
+                None => (None, None),
+            };
 
         let arrivals = required(&mut r, "arrivals", "new connections per second over time")
             .map(|n| arrivals(&mut r, n, duration))
@@ -441,34 +393,7 @@ impl Scenario {
         let lifetime = required(&mut r, "lifetime", "how long connections last")
             .and_then(|n| lifetime(&mut r, n));
         if let Some(d) = duration {
-            let mut total = 0.0;
-            for (i, s) in arrivals.iter().enumerate() {
-                let end = arrivals.get(i + 1).map_or(d, |n| n.at).min(d);
-                total += s.rate * end.saturating_sub(s.at) as f64 / MICROS;
-            }
-            if total > MAX_CONNECTIONS {
-                r.err(
-                    root.pos,
-                    "arrivals",
-                    format!(
-                        "{total:.0} connections over {} s: more than this simulator's {MAX_CONNECTIONS:.0}",
-                        format_secs(d)
-                    ),
-                    Some("a lower rate or a shorter duration"),
-                );
-            }
-            if d / refresh.max(1) > MAX_REFRESHES {
-                r.err(
-                    get(top, "refreshInterval").map_or(root.pos, |n| n.pos),
-                    "refreshInterval",
-                    format!(
-                        "{} refreshes over {} s: more than this simulator's {MAX_REFRESHES}",
-                        d / refresh.max(1),
-                        format_secs(d)
-                    ),
-                    Some("a longer interval or a shorter duration"),
-                );
-            }
+            check_limits(&mut r, top, &root, d, refresh, &arrivals);
         }
 
         // What the scenario names in the configuration.
@@ -537,6 +462,113 @@ impl Scenario {
             .find(|s| s.at <= t)
             .map_or(0.0, |s| s.rate);
         rate * self.lifetime.mean()
+    }
+}
+
+/// `profile`: a capacity profile's name (default `sim`).
+fn read_profile(r: &mut Reader, top: &[(Node, Node)]) -> Option<&'static Profile> {
+    match get(top, "profile") {
+        None => Profile::by_name("sim"),
+        Some(n) => r.string(n, "profile").and_then(|p| {
+            let found = Profile::by_name(p);
+            if found.is_none() {
+                r.err(
+                    n.pos,
+                    "profile",
+                    format!("unknown profile `{p}`"),
+                    Some(&Profile::names().join(", ")),
+                );
+            }
+            found
+        }),
+    }
+}
+
+/// `config`: the configuration inline (a block mapping of the scenario's `text`), or a file
+/// relative to `base`; or the error of a configuration file that could not be read as one.
+fn read_config(
+    r: &mut Reader,
+    n: &Node,
+    text: &str,
+    base: &Path,
+) -> (Option<(Config, ConfigSource)>, Option<Error>) {
+    let mut config: Option<(Config, ConfigSource)> = None;
+    let mut config_error: Option<Error> = None;
+    match &n.value {
+        Value::Map(_) if n.flow => r.err(
+            n.pos,
+            "config",
+            "write the inline configuration as a block mapping (one field per line), or give a path",
+            None,
+        ),
+        Value::Map(_) => {
+            let (c, d) = parse_config(r.file, &yaml::blank_outside(text, n));
+            if d.is_empty() {
+                config = Some((c, ConfigSource::Inline));
+            } else {
+                r.diags.extend(d);
+            }
+        }
+        Value::Scalar { text: p, .. } if !n.is_null() => {
+            let path = base.join(p);
+            match load_config(&path) {
+                Ok(c) => config = Some((c, ConfigSource::File(path))),
+                Err(Error::Io { .. }) => r.err(
+                    n.pos,
+                    "config",
+                    format!("cannot read {}", path.display()),
+                    Some("a mapping, or a path relative to the scenario file"),
+                ),
+                Err(e) => config_error = Some(e),
+            }
+        }
+        _ => r.err(
+            n.pos,
+            "config",
+            format!("expected a mapping or a path, found {}", n.kind()),
+            None,
+        ),
+    }
+    (config, config_error)
+}
+
+/// The simulator's limits over `duration` (µs): connections in all, refreshes.
+fn check_limits(
+    r: &mut Reader,
+    top: &[(Node, Node)],
+    root: &Node,
+    duration: u64,
+    refresh: u64,
+    arrivals: &[ArrivalStep],
+) {
+    let d = duration;
+    let mut total = 0.0;
+    for (i, s) in arrivals.iter().enumerate() {
+        let end = arrivals.get(i + 1).map_or(d, |n| n.at).min(d);
+        total += s.rate * end.saturating_sub(s.at) as f64 / MICROS;
+    }
+    if total > MAX_CONNECTIONS {
+        r.err(
+            root.pos,
+            "arrivals",
+            format!(
+                "{total:.0} connections over {} s: more than this simulator's {MAX_CONNECTIONS:.0}",
+                format_secs(d)
+            ),
+            Some("a lower rate or a shorter duration"),
+        );
+    }
+    if d / refresh.max(1) > MAX_REFRESHES {
+        r.err(
+            get(top, "refreshInterval").map_or(root.pos, |n| n.pos),
+            "refreshInterval",
+            format!(
+                "{} refreshes over {} s: more than this simulator's {MAX_REFRESHES}",
+                d / refresh.max(1),
+                format_secs(d)
+            ),
+            Some("a longer interval or a shorter duration"),
+        );
     }
 }
 

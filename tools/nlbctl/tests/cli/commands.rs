@@ -182,7 +182,7 @@ fn explain_later_fragment_on_a_shared_vip_is_punted() {
     assert!(s.contains("verdict  punt (FRAGMENT_NEEDS_STATE)"), "{s}");
 }
 
-/// A TCP fragment of a target pool goes to the host (issue 14 item 7, docs/pipeline.md §6),
+/// A TCP fragment of a target pool goes to the host (SPEC R4.1 over R4.2, docs/pipeline.md §6),
 /// and docs/config.md shows what `explain` says about it, word for word.
 #[test]
 fn explain_tcp_fragment_of_a_tracking_pool_is_punted_as_documented() {
@@ -442,7 +442,7 @@ fn compile_previous_keeps_backend_ids() {
     );
 }
 
-/// A backend-service configuration (issue 16 item 1): `compile` counts its services, and
+/// A backend-service configuration (SPEC R6): `compile` counts its services, and
 /// `explain` follows an L3_DEFAULT rule's gap slot to the service and says why the policy
 /// chose the group it did (the preferred group fills first, SPEC R6.6); docs/config.md shows
 /// it word for word.

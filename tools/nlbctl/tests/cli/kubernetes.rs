@@ -1,6 +1,6 @@
-//! nlbctl on Kubernetes manifests (issue 17): `compile`, `explain` and `sim` take a manifest
-//! file, a directory or `-` (a `kubectl get -o yaml|json` stream) wherever they take a
-//! configuration. Expectations come from seed 003 / SPEC R7, R8.1, R10.5 and the example's own
+//! nlbctl on Kubernetes manifests: `compile`, `explain` and `sim` take a manifest file, a
+//! directory or `-` (a `kubectl get -o yaml|json` stream) wherever they take a configuration.
+//! Expectations come from GKE's documentation / SPEC R7, R8.1, R10.5 and the example's own
 //! objects (node InternalIPs, the project document's next hop), and the forwarded frames are
 //! decoded with an independent decoder (etherparse).
 

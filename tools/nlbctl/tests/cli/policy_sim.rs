@@ -1,5 +1,6 @@
-//! `nlbctl policy-sim` (issue 16 item 3): the shipped scenarios run closed loop on the golden
-//! model, and their traces show what SPEC R6 and seed 001 say the policy does.
+//! `nlbctl policy-sim`: the shipped scenarios run closed loop on the golden model, and their
+//! traces show what SPEC R6 and Google Cloud's advanced load-balancing documentation say the
+//! policy does.
 //!
 //! Expectations come from the rules, not from a run: capacity and steady live connections
 //! from the scenario (Little's law: live = arrival rate × mean lifetime), the thresholds from
@@ -307,7 +308,7 @@ fn a_group_below_70_percent_healthy_stops_taking_first_tier_traffic() {
     }
 }
 
-/// SPEC R6.5 and the seed's isolation section: with granularity REGION, traffic stays in the
+/// SPEC R6.5 and Google Cloud's traffic isolation: with granularity REGION, traffic stays in the
 /// nearest region although it is full, in both modes; when it has no healthy capacity STRICT
 /// drops new connections and NEAREST sends them to the next region. Same load, two policies.
 #[test]

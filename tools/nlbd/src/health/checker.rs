@@ -458,6 +458,39 @@ async fn run_probe(state: Arc<ProbeState>, shared: Arc<Shared>) {
     }
 }
 
+/// What a [`HealthChecker::set_targets`] call changes as it goes.
+#[derive(Default)]
+struct Reload {
+    summary: ReloadSummary,
+    /// Probes whose subscribers changed.
+    touched: HashSet<ProbeKey>,
+    /// The trackers of targets moving to another probe.
+    moving: HashMap<TargetKey, Tracker>,
+}
+
+/// Probes whose subscribers changed: retimed, and stopped when none is left.
+fn retime(registry: &mut Registry, touched: HashSet<ProbeKey>, summary: &mut ReloadSummary) {
+    for probe_key in touched {
+        let Some(running) = registry.probes.get(&probe_key) else {
+            continue;
+        };
+        let (empty, interval_changed) = {
+            let mut inner = lock(&running.state.inner);
+            let before = inner.interval;
+            inner.retime();
+            (inner.subscribers.is_empty(), inner.interval != before)
+        };
+        if empty {
+            if let Some(running) = registry.probes.remove(&probe_key) {
+                running.task.abort();
+                summary.probes_stopped += 1;
+            }
+        } else if interval_changed {
+            running.state.reconfigured.notify_one();
+        }
+    }
+}
+
 impl HealthChecker {
     /// A checker with no targets, running on the current tokio runtime.
     pub fn new(options: CheckerOptions) -> Result<(Self, HealthEvents), HealthError> {
@@ -536,7 +569,7 @@ impl HealthChecker {
                 return Err(HealthError::Duplicate(t.key.clone()));
             }
         }
-        let mut summary = ReloadSummary::default();
+        let mut reload = Reload::default();
         let mut registry = lock(&self.registry);
         let wanted: HashMap<TargetKey, (HealthTarget, ProbeKey)> = targets
             .into_iter()
@@ -545,10 +578,28 @@ impl HealthChecker {
                 (t.key.clone(), (t, pk))
             })
             .collect();
-        let mut touched: HashSet<ProbeKey> = HashSet::new();
+        self.detach(&mut registry, &wanted, &mut reload);
+        for (key, (target, probe_key)) in wanted {
+            self.attach(&mut registry, key, target, probe_key, &mut reload)?;
+        }
+        retime(&mut registry, reload.touched, &mut reload.summary);
+        let summary = reload.summary;
+        tracing::info!(
+            ?summary,
+            probes = registry.probes.len(),
+            "health targets set"
+        );
+        Ok(summary)
+    }
 
-        // Removed targets, and targets moving to another probe (their tracker moves along).
-        let mut moving: HashMap<TargetKey, Tracker> = HashMap::new();
+    /// Removed targets, and targets moving to another probe (their tracker moves along, in
+    /// `reload.moving`), leave their probes.
+    fn detach(
+        &self,
+        registry: &mut Registry,
+        wanted: &HashMap<TargetKey, (HealthTarget, ProbeKey)>,
+        reload: &mut Reload,
+    ) {
         let current: Vec<(TargetKey, ProbeKey)> = registry
             .targets
             .iter()
@@ -564,135 +615,129 @@ impl HealthChecker {
             };
             let sub = lock(&running.state.inner).subscribers.remove(&key);
             registry.targets.remove(&key);
-            touched.insert(old_probe);
+            reload.touched.insert(old_probe);
             if wanted.contains_key(&key) {
                 if let Some(sub) = sub {
-                    moving.insert(key, sub.tracker);
+                    reload.moving.insert(key, sub.tracker);
                 }
             } else {
-                summary.removed += 1;
+                reload.summary.removed += 1;
                 lock(&self.shared.pending).changes.remove(&key);
             }
         }
+    }
 
-        for (key, (target, probe_key)) in wanted {
-            let check = &target.check;
-            if let Some(running) = registry.probes.get(&probe_key) {
-                let mut inner = lock(&running.state.inner);
-                if let Some(sub) = inner.subscribers.get_mut(&key) {
-                    if sub.target == target {
-                        summary.unchanged += 1;
-                    } else {
-                        sub.tracker.reconfigure(
-                            target.weighted,
-                            check.healthy_threshold,
-                            check.unhealthy_threshold,
-                            false,
-                        );
-                        sub.target = target;
-                        summary.changed += 1;
-                        touched.insert(probe_key);
-                    }
-                    continue;
-                }
-            }
-            let tracker = match moving.remove(&key) {
-                Some(mut tracker) => {
-                    tracker.reconfigure(
+    /// A wanted target on its probe: unchanged, reconfigured in place, or subscribed (with
+    /// the tracker it brings from another probe, or a new one), the probe started if it is
+    /// not running.
+    fn attach(
+        &self,
+        registry: &mut Registry,
+        key: TargetKey,
+        target: HealthTarget,
+        probe_key: ProbeKey,
+        reload: &mut Reload,
+    ) -> Result<(), HealthError> {
+        let check = &target.check;
+        if let Some(running) = registry.probes.get(&probe_key) {
+            let mut inner = lock(&running.state.inner);
+            if let Some(sub) = inner.subscribers.get_mut(&key) {
+                if sub.target == target {
+                    reload.summary.unchanged += 1;
+                } else {
+                    sub.tracker.reconfigure(
                         target.weighted,
                         check.healthy_threshold,
                         check.unhealthy_threshold,
-                        true,
+                        false,
                     );
-                    summary.changed += 1;
-                    tracker
+                    sub.target = target;
+                    reload.summary.changed += 1;
+                    reload.touched.insert(probe_key);
                 }
-                None => {
-                    summary.added += 1;
-                    Tracker::new(
-                        target.weighted,
-                        check.healthy_threshold,
-                        check.unhealthy_threshold,
-                    )
-                }
-            };
-            let subscriber = Subscriber {
-                target,
-                tracker,
-                last_taken: None,
-            };
-            let running = match registry.probes.get(&probe_key) {
-                Some(running) => running,
-                None => {
-                    let request = ProbeRequest::new(&probe_key)
-                        .map(|r| r.close_with_reset(self.shared.close_with_reset));
-                    let Some(request) = request else {
-                        // validate() accepted path and host, so this cannot happen; refuse
-                        // rather than panic.
-                        return Err(HealthError::Invalid {
-                            target: key,
-                            field: "requestPath",
-                            why: "cannot be sent".into(),
-                        });
-                    };
-                    let state = Arc::new(ProbeState {
-                        request,
-                        inner: Mutex::new(ProbeInner {
-                            subscribers: BTreeMap::new(),
-                            interval: Duration::from_secs(5),
-                            timeout: Duration::from_secs(5),
-                            last: None,
-                        }),
-                        reconfigured: Notify::new(),
-                    });
-                    {
-                        let mut inner = lock(&state.inner);
-                        inner.subscribers.insert(key.clone(), subscriber);
-                        inner.retime();
-                    }
-                    let task = self
-                        .runtime
-                        .spawn(run_probe(Arc::clone(&state), Arc::clone(&self.shared)));
-                    summary.probes_started += 1;
-                    registry.targets.insert(key, probe_key.clone());
-                    registry
-                        .probes
-                        .insert(probe_key, RunningProbe { state, task });
-                    continue;
-                }
-            };
-            lock(&running.state.inner)
-                .subscribers
-                .insert(key.clone(), subscriber);
-            registry.targets.insert(key, probe_key.clone());
-            touched.insert(probe_key);
-        }
-
-        for probe_key in touched {
-            let Some(running) = registry.probes.get(&probe_key) else {
-                continue;
-            };
-            let (empty, interval_changed) = {
-                let mut inner = lock(&running.state.inner);
-                let before = inner.interval;
-                inner.retime();
-                (inner.subscribers.is_empty(), inner.interval != before)
-            };
-            if empty {
-                if let Some(running) = registry.probes.remove(&probe_key) {
-                    running.task.abort();
-                    summary.probes_stopped += 1;
-                }
-            } else if interval_changed {
-                running.state.reconfigured.notify_one();
+                return Ok(());
             }
         }
-        tracing::info!(
-            ?summary,
-            probes = registry.probes.len(),
-            "health targets set"
-        );
-        Ok(summary)
+        let tracker = match reload.moving.remove(&key) {
+            Some(mut tracker) => {
+                tracker.reconfigure(
+                    target.weighted,
+                    check.healthy_threshold,
+                    check.unhealthy_threshold,
+                    true,
+                );
+                reload.summary.changed += 1;
+                tracker
+            }
+            None => {
+                reload.summary.added += 1;
+                Tracker::new(
+                    target.weighted,
+                    check.healthy_threshold,
+                    check.unhealthy_threshold,
+                )
+            }
+        };
+        let subscriber = Subscriber {
+            target,
+            tracker,
+            last_taken: None,
+        };
+        let Some(running) = registry.probes.get(&probe_key) else {
+            return self.start_probe(registry, key, probe_key, subscriber, &mut reload.summary);
+        };
+        lock(&running.state.inner)
+            .subscribers
+            .insert(key.clone(), subscriber);
+        registry.targets.insert(key, probe_key.clone());
+        reload.touched.insert(probe_key);
+        Ok(())
+    }
+
+    /// A new probe with its first subscriber.
+    fn start_probe(
+        &self,
+        registry: &mut Registry,
+        key: TargetKey,
+        probe_key: ProbeKey,
+        subscriber: Subscriber,
+        summary: &mut ReloadSummary,
+    ) -> Result<(), HealthError> {
+        let request =
+            ProbeRequest::new(&probe_key).map(|r| r.close_with_reset(self.shared.close_with_reset));
+        let Some(request) = request else {
+            // validate() accepted path and host, so this cannot happen; refuse rather than
+            // panic.
+            return Err(HealthError::Invalid {
+                target: key,
+                field: "requestPath",
+                why: "cannot be sent".into(),
+            });
+        };
+        let state = Arc::new(ProbeState {
+            request,
+            inner: Mutex::new(ProbeInner {
+                subscribers: BTreeMap::new(),
+                interval: Duration::from_secs(5),
+                timeout: Duration::from_secs(5),
+                last: None,
+            }),
+            reconfigured: Notify::new(),
+        });
+        {
+            let mut inner = lock(&state.inner);
+            inner.subscribers.insert(key.clone(), subscriber);
+            inner.retime();
+        }
+        let task = self
+            .runtime
+            .spawn(run_probe(Arc::clone(&state), Arc::clone(&self.shared)));
+        summary.probes_started += 1;
+        registry.targets.insert(key, probe_key.clone());
+        registry
+            .probes
+            .insert(probe_key, RunningProbe { state, task });
+        Ok(())
     }
 
     /// The status of every target.

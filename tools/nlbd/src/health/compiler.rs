@@ -450,7 +450,7 @@ instances:
         assert!(state.backends.is_empty(), "no instance-wide entries");
     }
 
-    /// SPEC R5.5 (and the source product: each target pool's own health check decides for
+    /// SPEC R5.5 (and Google Cloud: each target pool's own health check decides for
     /// that pool): failing pool p2's check leaves the instance in pool p1.
     #[test]
     fn health_belongs_to_the_pool() {

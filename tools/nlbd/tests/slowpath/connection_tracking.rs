@@ -3,7 +3,7 @@
 //! timeout, `connectionDraining.drainingTimeoutSec` on reloads, and
 //! `failoverPolicy.disableConnectionDrainOnFailover` on failover and failback.
 //!
-//! Expectations come from the source product's documentation, quoted in
+//! Expectations come from Google Cloud's documentation, quoted in
 //! `tools/nlbd/src/tracking.rs` (compute v1 `BackendServiceConnectionTrackingPolicy`,
 //! `BackendServiceFailoverPolicy`, and Google Cloud's "Enable connection draining"), and SPEC
 //! R4.1. Traffic goes through the model device; which backend a packet reached is the
@@ -677,8 +677,8 @@ fn an_instance_added_back_while_draining_keeps_its_connections() {
     }
 }
 
-/// What does not drain ends at the reload: a group disconnected from the service (the source
-/// product does not drain that for passthrough load balancers), and any removal when
+/// What does not drain ends at the reload: a group disconnected from the service (Google
+/// Cloud does not drain that for passthrough load balancers), and any removal when
 /// `drainingTimeoutSec` is 0 (draining disabled). Before, both stayed on the instance, which
 /// is no member of the service any more.
 #[test]

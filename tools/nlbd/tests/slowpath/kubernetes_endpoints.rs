@@ -1,8 +1,8 @@
-//! No blackhole on a rolling update (SPEC R10.5, issue 17 item 3), in the slow-path engine on
+//! No blackhole on a rolling update (SPEC R10.5), in the slow-path engine on
 //! the simulated NIC: an EndpointSlice update in which a node's only pod starts terminating is
 //! compiled and applied as one delta load, after which no new connection goes to that node while
 //! its established connections still do; when every pod is terminating the nodes with
-//! terminating pods take new connections again (SPEC R3.4 fail open, the seed's proxy
+//! terminating pods take new connections again (SPEC R3.4 fail open, GKE's proxy
 //! terminating endpoints, SPEC R7.2).
 //!
 //! Which node a packet reached is read from the frame the NIC sent (its destination MAC, decoded

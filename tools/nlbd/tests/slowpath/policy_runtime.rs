@@ -1,4 +1,4 @@
-//! The service LB policy at run time (SPEC R6; issue 16 item 2) through the engine nlbd runs,
+//! The service LB policy at run time (SPEC R6) through the engine nlbd runs,
 //! on the in-process simulated NIC: real SYNs and FINs through the device, learn and teardown
 //! events installed by the engine, its policy refresh counting the open connections and
 //! loading new weights. Expected shares are worked out by hand from R6's fill rule (fill up to

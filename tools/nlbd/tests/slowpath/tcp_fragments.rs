@@ -1,5 +1,5 @@
-//! Fragments of tracked TCP connections reach the connection's backend (issue 14 item 7;
-//! SPEC R4.1 over R4.2, docs/pipeline.md §6), end to end: the simulated NIC and the slow-path
+//! Fragments of tracked TCP connections reach the connection's backend (SPEC
+//! R4.1 over R4.2, docs/pipeline.md §6), end to end: the simulated NIC and the slow-path
 //! engine nlbd runs (learn events → the host's connection table; punts → the fragment tracker
 //! → injection back through the NIC).
 //!

@@ -1,4 +1,4 @@
-//! `nlbd --config DIR` (issue 17; docs/kubernetes.md, docs/nlbd.md), no root: nlbd against a
+//! `nlbd --config DIR` (docs/kubernetes.md, docs/nlbd.md), no root: nlbd against a
 //! simulated NIC served by the test process, following a directory of Kubernetes manifests.
 //! A file that changes, a file that appears and a file that goes are each a reload; a
 //! directory with a bad file is refused as a whole (the good change in another file is not

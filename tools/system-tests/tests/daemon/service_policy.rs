@@ -1,4 +1,4 @@
-//! nlbd's service LB policy as an operator sees it (SPEC R6; issue 16 item 2), no root: nlbd
+//! nlbd's service LB policy as an operator sees it (SPEC R6), no root: nlbd
 //! against a simulated NIC served by the test process, connections opened by sending SYNs
 //! through that NIC. `nlbctl status` (human and JSON) shows each group's live connections,
 //! capacity, utilisation, share and tier; the metrics carry the same per group (checked by

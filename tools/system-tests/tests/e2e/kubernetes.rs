@@ -1,5 +1,5 @@
-//! Kubernetes LoadBalancer Services end to end on real Linux networking (issue 17 item 4,
-//! seed 003, SPEC R7, R10.5): three "node" namespaces, each with a kube-proxy-like agent
+//! Kubernetes LoadBalancer Services end to end on real Linux networking (GKE's
+//! behaviour, SPEC R7, R10.5): three "node" namespaces, each with a kube-proxy-like agent
 //! written for this test (nftables DNAT of VIP:port to a local pod IP:targetPort with the
 //! `nft` command, proxy terminating endpoints when no pod is ready, a TCP reset when there is
 //! none, `/healthz` on 10256, and the Service's healthCheckNodePort answering 200 with the
@@ -912,7 +912,7 @@ fn kubernetes_services_on_namespaced_nodes_with_a_rolling_update() {
         "spill to every other zone"
     );
 
-    // 7. The same update with EndpointSlice tracking off (the source product's behaviour):
+    // 7. The same update with EndpointSlice tracking off (GKE's behaviour):
     //    every node is a backend and only the healthCheckNodePort check takes node-3 out
     //    when its last pod goes, at least two probes 3 s apart after it turned terminating:
     //    from the end of its grace period until then, new connections there are reset.

@@ -205,8 +205,8 @@ fn dependency_tree(package: &str) -> BTreeSet<String> {
         .collect()
 }
 
-/// What only the daemon needs: the async runtime and HTTP stack, TLS, gRPC and protoc, the
-/// Kubernetes client.
+/// What only the daemon needs: the async runtime and HTTP stack, gRPC and protoc, the Kubernetes
+/// client. (TLS is not among them: `nlbctl` speaks to etcd over TLS too.)
 const DAEMON_STACK: &[&str] = &[
     "tokio",
     "hyper",
@@ -215,7 +215,6 @@ const DAEMON_STACK: &[&str] = &[
     "prost",
     "prost-build",
     "etcd-client",
-    "rustls",
     "kube",
     "kube-client",
     "k8s-openapi",

@@ -414,39 +414,67 @@ async fn session_inner(
             }
             _ = status_tick.tick() => {
                 write_record(daemon, &store, opts, serving, lease).await?;
-                let (records, _) = blocking(&store, |s| s.host_records()).await?;
-                let mine = serving.written.as_ref().map(|r| r.tables_digest.clone()).unwrap_or_default();
-                let same: Vec<_> = records.iter().filter(|(r, _)| r.revision == serving.revision).collect();
-                metrics.hosts.store(records.len() as u64, Ordering::Relaxed);
-                metrics.hosts_on_revision.store(same.len() as u64, Ordering::Relaxed);
-                let mut mismatched = same.iter().filter(|(r, _)| r.tables_digest != mine).count();
-                // Hosts apply a health change (or a policy refresh) a few milliseconds apart
-                // and rewrite their records within a status period: a mismatch counts once it
-                // outlasts MISMATCH_GRACE.
-                if mismatched == 0 {
-                    mismatch_since = None;
-                } else if mismatch_since.get_or_insert_with(std::time::Instant::now).elapsed() < MISMATCH_GRACE {
-                    mismatched = 0;
-                }
-                let before = metrics.mismatched_hosts.swap(mismatched as u64, Ordering::Relaxed);
-                if mismatched > 0 && before == 0 {
-                    let others: Vec<String> = same
-                        .iter()
-                        .filter(|(r, _)| r.tables_digest != mine)
-                        .map(|(r, _)| format!("{} ({})", r.host, fleet::short_digest(&r.tables_digest)))
-                        .collect();
-                    error!(
-                        host = %opts.host,
-                        revision = serving.revision,
-                        "hosts on revision {} serve other tables than this one ({}): {}",
-                        serving.revision,
-                        fleet::short_digest(&mine),
-                        others.join(", ")
-                    );
-                }
+                compare_with_the_fleet(&store, opts, metrics, serving, &mut mismatch_since).await?;
             }
         }
     }
+}
+
+/// Every status period: the hosts' records against this host's, for the metrics, and an error
+/// logged once when hosts of this revision serve other tables (SPEC R11.1) for longer than
+/// [`MISMATCH_GRACE`].
+async fn compare_with_the_fleet(
+    store: &Store,
+    opts: &FleetOptions,
+    metrics: &FleetMetrics,
+    serving: &Serving,
+    mismatch_since: &mut Option<std::time::Instant>,
+) -> Result<(), FleetError> {
+    let (records, _) = blocking(store, |s| s.host_records()).await?;
+    let mine = serving
+        .written
+        .as_ref()
+        .map(|r| r.tables_digest.clone())
+        .unwrap_or_default();
+    let same: Vec<_> = records
+        .iter()
+        .filter(|(r, _)| r.revision == serving.revision)
+        .collect();
+    metrics.hosts.store(records.len() as u64, Ordering::Relaxed);
+    metrics
+        .hosts_on_revision
+        .store(same.len() as u64, Ordering::Relaxed);
+    let mut mismatched = same.iter().filter(|(r, _)| r.tables_digest != mine).count();
+    // Hosts apply a health change (or a policy refresh) a few milliseconds apart and rewrite
+    // their records within a status period: a mismatch counts once it outlasts MISMATCH_GRACE.
+    if mismatched == 0 {
+        *mismatch_since = None;
+    } else if mismatch_since
+        .get_or_insert_with(std::time::Instant::now)
+        .elapsed()
+        < MISMATCH_GRACE
+    {
+        mismatched = 0;
+    }
+    let before = metrics
+        .mismatched_hosts
+        .swap(mismatched as u64, Ordering::Relaxed);
+    if mismatched > 0 && before == 0 {
+        let others: Vec<String> = same
+            .iter()
+            .filter(|(r, _)| r.tables_digest != mine)
+            .map(|(r, _)| format!("{} ({})", r.host, fleet::short_digest(&r.tables_digest)))
+            .collect();
+        error!(
+            host = %opts.host,
+            revision = serving.revision,
+            "hosts on revision {} serve other tables than this one ({}): {}",
+            serving.revision,
+            fleet::short_digest(&mine),
+            others.join(", ")
+        );
+    }
+    Ok(())
 }
 
 /// Takes in a batch of watched changes; whether the configuration changed, and whether the
