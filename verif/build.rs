@@ -203,6 +203,7 @@ fn run() -> Result<(), String> {
     // hw/scripts/mutants.sh, builds one mutant after another on it).
     println!("cargo:rerun-if-env-changed=CXX");
     println!("cargo:rerun-if-env-changed=CXXFLAGS");
+    println!("cargo:rerun-if-env-changed=NLB_VERILATED_OPT");
     for (name, sources, includes) in &units {
         compile_cached(&out, name, sources, includes, &defines)?;
     }
@@ -233,7 +234,11 @@ fn compile_cached(
             h = h.wrapping_mul(0x0100_0000_01b3);
         }
     };
+    let opt = opt_level()?;
     eat(OPT_FLAGS.as_bytes());
+    if opt != 2 {
+        eat(format!(" -O{opt} instead").as_bytes());
+    }
     for var in ["CXX", "CXXFLAGS", "TARGET"] {
         eat(std::env::var(var).unwrap_or_default().as_bytes());
         eat(b"\0");
@@ -273,9 +278,11 @@ fn compile_cached(
         .std("c++17")
         .warnings(false)
         .extra_warnings(false)
-        // -O2: the differential test spends 86% of its time in nlb_top's Verilated posedge
-        // logic, which runs about 1.45 times as fast as at -O1 (docs/verification.md).
-        .opt_level(2)
+        // -O2 unless NLB_VERILATED_OPT says otherwise: the differential test spends 86% of its
+        // time in nlb_top's Verilated posedge logic, which runs about 1.45 times as fast as at
+        // -O1 (docs/verification.md); the mutation run, which rebuilds nlb_top's model for
+        // every mutant, compiles at -O1.
+        .opt_level(opt)
         .debug(false)
         .cargo_metadata(false)
         .flag_if_supported("-faligned-new")
@@ -294,8 +301,20 @@ fn compile_cached(
     std::fs::write(&stamp, want).map_err(|e| format!("cannot write {}: {e}", stamp.display()))
 }
 
-/// The compiler settings of [`compile_cached`], part of its stamp.
+/// The compiler settings of [`compile_cached`], part of its stamp (with [`opt_level`] when it
+/// is not 2).
 const OPT_FLAGS: &str = "c++17 -O2 -faligned-new -fcf-protection=none -pthread";
+
+/// The C++ optimisation level of the Verilated models: `NLB_VERILATED_OPT` (0-3), 2 without it.
+fn opt_level() -> Result<u32, String> {
+    match std::env::var("NLB_VERILATED_OPT") {
+        Err(_) => Ok(2),
+        Ok(v) => match v.parse::<u32>() {
+            Ok(n) if n <= 3 => Ok(n),
+            _ => Err(format!("NLB_VERILATED_OPT must be 0, 1, 2 or 3, not {v:?}")),
+        },
+    }
+}
 
 // ---- per-block benches -------------------------------------------------------------------------
 // Models of the blocks that `nlb_top` instantiates, each driven on its own by
