@@ -86,6 +86,7 @@ mutants=(
   "fifo_full_early|fifo|queue|fifo:: queues::|nlb_fifo.v|full one word early (a word of room lost)|s/wire full = (wr_ptr_reg ^ rd_ptr_reg) == {1'b1, {AW{1'b0}}};/wire full = wr_ptr_reg - rd_ptr_reg >= DEPTH - 1;/"
   "fifo_count_by_refill|fifo|queue|fifo:: queues::|nlb_fifo.v|count follows the memory's reads, not the output register's|s/count_reg <= count_reg + {{AW{1'b0}}, wr} - {{AW{1'b0}}, take};/count_reg <= count_reg + {{AW{1'b0}}, wr} - {{AW{1'b0}}, rd};/"
   # ---- nlb_top: admission and the event FIFO ----
+  "top_ext_read_by_write_addr|top|bus|bus::axi regs::|nlb_top.v|an extension-bus read goes to the block of the last write's address|s/wire ext_rd_cnt = in_block(ext_rd_addr,/wire ext_rd_cnt = in_block(ext_wr_addr,/"
   "top_event_depth_65|top|queue|queues::|nlb_top.v|the event FIFO queues EVENT_DEPTH + 1 events|s/wire                         event_full = event_count >= EVENT_DEPTH;/wire                         event_full = event_count > EVENT_DEPTH;/"
   "top_event_drop_flag|top|queue|queues::|nlb_top.v|m_event_dropped pulses while full, with or without an event|s/event_dropped_reg <= event_push && event_full;/event_dropped_reg <= event_full;/"
   "top_pkt_fifo_admission|top|queue|queues::|nlb_top.v|admission ignores the packet FIFO's fill|s/rx_ready_reg <= lookup_room && counters_room && pkt_count < PKT_FIFO_DEPTH - 8/rx_ready_reg <= lookup_room \&\& counters_room/"

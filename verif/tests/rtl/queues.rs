@@ -611,20 +611,34 @@ fn event_fifo_overflows_as_documented() {
 /// nothing may be lost: results, frames, punts, events, then every counter as the model's.
 #[test]
 fn stalled_outputs_fill_the_fifos_and_lose_nothing() {
-    let seed = seed_from_env(0x9e0e_0003);
-    let wave = wave_path("queues_stall", seed);
-    let r = std::panic::catch_unwind(|| stall_case(seed, None));
+    replay_stall_case("queues_stall", seed_from_env(0x9e0e_0003), false);
+}
+
+/// Minimum frames back to back (one result per clock) with no output stalled while the
+/// snapshot storm runs: each snapshot takes a clock from the counters' results, so their FIFO
+/// fills unless `s_room` closes admission; every counter must still equal the model's.
+#[test]
+fn back_to_back_results_under_a_snapshot_storm_lose_no_count() {
+    replay_stall_case("queues_storm", seed_from_env(0x9e0e_0004), true);
+}
+
+fn replay_stall_case(name: &str, seed: u64, back_to_back: bool) {
+    let wave = wave_path(name, seed);
+    let r = std::panic::catch_unwind(|| stall_case(seed, None, back_to_back));
     if r.is_err() {
-        let _ = std::panic::catch_unwind(|| stall_case(seed, Some(&wave)));
+        let _ = std::panic::catch_unwind(|| stall_case(seed, Some(&wave), back_to_back));
         panic!(
-            "stalled outputs: seed {seed:#x} failed (above; rerun with NLB_SEED={seed:#x}); \
+            "{name}: seed {seed:#x} failed (above; rerun with NLB_SEED={seed:#x}); \
              waveform: {}",
             wave.display()
         );
     }
 }
 
-fn stall_case(seed: u64, wave: Option<&std::path::Path>) {
+/// `back_to_back`: only minimum frames, no output stalled, snapshots whenever the master is
+/// idle; otherwise minimum, jumbo, punted and learning frames with the outputs stalled in long
+/// stretches.
+fn stall_case(seed: u64, wave: Option<&std::path::Path>, back_to_back: bool) {
     let p = profile();
     let mut rng = StdRng::seed_from_u64(seed);
     let t = bank();
@@ -653,7 +667,7 @@ fn stall_case(seed: u64, wave: Option<&std::path::Path>) {
     let mut closed = 0u64;
     let mut got = 0usize;
     let mut sent = 0usize;
-    let total = 1500usize;
+    let total = if back_to_back { 4000 } else { 1500 };
     let mut stall_left = 0u32;
     let mut clock = 0u64;
     while got < total || tx.len() < want_tx.len() || punts.len() < want_punt.len() {
@@ -665,7 +679,11 @@ fn stall_case(seed: u64, wave: Option<&std::path::Path>) {
         // Frames: bursts of minimum frames, now and then a jumbo one, a punt, a learner.
         if sent < total && dut.rx.pending() < 200 {
             let n = sent as u64;
-            let f = match rng.random_range(0..20) {
+            let f = match if back_to_back {
+                19
+            } else {
+                rng.random_range(0..20)
+            } {
                 0 => tcp(n as u16, 443, BIG_VIP, 8900),
                 1 => later_fragment(n as u16),
                 2 | 3 => tcp(n as u16, 80, VIP, 0),
@@ -688,9 +706,11 @@ fn stall_case(seed: u64, wave: Option<&std::path::Path>) {
         // Outputs stalled in long stretches (all three together), then drained.
         if stall_left == 0 {
             stall_left = rng.random_range(1..600);
-            let stalled = rng.random_bool(0.5);
+            let stalled = !back_to_back && rng.random_bool(0.5);
             let bp = if stalled {
                 1.0
+            } else if back_to_back {
+                0.0
             } else {
                 rng.random_range(0.0..0.3)
             };
@@ -701,7 +721,7 @@ fn stall_case(seed: u64, wave: Option<&std::path::Path>) {
         }
         stall_left -= 1;
         // A storm of snapshots: the counters block takes a clock of its own for each.
-        if axil.is_idle() && rng.random_bool(0.3) {
+        if axil.is_idle() && (back_to_back || rng.random_bool(0.3)) {
             for _ in 0..8 {
                 let kind = [CounterKind::Reason, CounterKind::Verdict, CounterKind::Rule]
                     [rng.random_range(0..3)];
