@@ -2,7 +2,9 @@
 //! one binary links the crate and its dependencies once).
 
 mod axis_skid;
+mod bus;
 mod conntrack;
+mod contents;
 mod corners;
 mod counter_bank;
 mod counters;
@@ -19,6 +21,7 @@ mod mul_const;
 mod overlap;
 mod parser;
 mod performance;
+mod queues;
 mod regs;
 mod spi_flash;
 mod table_cmd;
