@@ -186,20 +186,6 @@ impl Nlbd {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
-    /// Sends SIGTERM and waits for the exit.
-    pub fn terminate(&mut self) -> std::process::ExitStatus {
-        // SAFETY: kill(2) on our own child's pid, which has not been reaped yet.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        let deadline = Instant::now() + WAIT;
-        loop {
-            if let Some(s) = self.child.try_wait().unwrap() {
-                return s;
-            }
-            assert!(Instant::now() < deadline, "nlbd did not stop on SIGTERM");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
     /// `nlbctl WHAT --socket SOCKET -o json`, parsed; `None` while nlbd does not answer.
     pub fn admin(&self, what: &str) -> Option<serde_json::Value> {
         if !self.socket.exists() {

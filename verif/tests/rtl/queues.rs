@@ -154,6 +154,9 @@ fn expect_out(t: &Tables, frame: &[u8]) -> (PacketResult, Vec<u8>) {
 
 // ---- the queues block of a device ------------------------------------------------------------
 
+/// A frame the inject queue transmitted: its result and its bytes.
+type Transmitted = (PacketResult, Vec<u8>);
+
 /// A device under test: the RTL's or the model's.
 enum Dev {
     Rtl(Box<RtlDevice>),
@@ -199,7 +202,7 @@ impl Dev {
     }
 
     /// What the inject queue transmitted since the last call, and the pushes refused so far.
-    fn take_injected(&mut self) -> Result<(Vec<(PacketResult, Vec<u8>)>, u64), String> {
+    fn take_injected(&mut self) -> Result<(Vec<Transmitted>, u64), String> {
         match self {
             Dev::Rtl(d) => {
                 let i = d.take_injected().map_err(|e| e.to_string())?;
