@@ -430,8 +430,7 @@ fn nlbd_runs_the_slow_path_of_a_nic() {
         .as_str()
         .unwrap()
         .to_string();
-    let metrics = http_get(&addr, "/metrics");
-    for needle in [
+    let needles = [
         "nlbd_table_generation ",
         "nlbd_decision_to_active_seconds_count ",
         "nlbd_backend_health{pool=\"web\",backend=\"b2\",state=\"unhealthy\"} 1",
@@ -442,12 +441,24 @@ fn nlbd_runs_the_slow_path_of_a_nic() {
         "nlb_backend_packets_total{backend=\"b1\"} ",
         "nlbd_probe_latency_seconds_bucket{le=\"+Inf\"} ",
         "nlbd_config_reloads_total{result=\"refused\"} 1",
-    ] {
-        assert!(
-            metrics.contains(needle),
-            "metrics lack `{needle}`:\n{metrics}"
-        );
-    }
+    ];
+    // The per-target series follow the reload's new health targets within a health batch.
+    let last = std::cell::RefCell::new(String::new());
+    harness::poll(
+        "every metric",
+        Duration::from_millis(100),
+        || {
+            let m = http_get(&addr, "/metrics");
+            let complete = needles.iter().all(|n| m.contains(n));
+            *last.borrow_mut() = m;
+            complete.then_some(())
+        },
+        || {
+            let m = last.borrow();
+            let missing: Vec<_> = needles.iter().filter(|n| !m.contains(**n)).collect();
+            format!("metrics lack {missing:?}:\n{m}")
+        },
+    );
 
     // SIGTERM: nlbd leaves, the NIC keeps its tables and connections.
     let connections = admin(dir, "conntrack")["total"].as_u64().unwrap();
