@@ -144,6 +144,18 @@ impl Drop for Lab {
 }
 
 impl Lab {
+    /// A new run: namespaces left by dead runs removed, this run's prefix `nlbe<pid><suffix>`
+    /// (unique per process and scenario), a fresh directory.
+    pub fn new(suffix: &str) -> Lab {
+        remove_stale_namespaces();
+        Lab {
+            prefix: format!("nlbe{}{suffix}", std::process::id()),
+            dir: tempfile::tempdir().unwrap(),
+            children: Vec::new(),
+            namespaces: Vec::new(),
+        }
+    }
+
     /// The full name of namespace `name` of this run.
     pub fn ns(&self, name: &str) -> String {
         format!("{}-{name}", self.prefix)
@@ -754,13 +766,8 @@ fn udp_fragments_and_icmp_errors(lab: &Lab) {
 
 /// The whole scenario with nlb-sim running `engine`.
 pub fn curl_through_the_simulated_nic_with_health_checks_and_dsr(engine: Engine) {
-    remove_stale_namespaces();
-    let mut lab = Lab {
-        prefix: format!("nlbe{}", std::process::id()),
-        dir: tempfile::tempdir().unwrap(),
-        children: Vec::new(),
-        namespaces: Vec::new(),
-    };
+    // The model and RTL runs share a process (one test binary) and may run at once.
+    let mut lab = Lab::new(&format!("-{}", engine.name()));
     std::fs::write(lab.path("service.py"), SERVICE).unwrap();
     std::fs::write(lab.path("session.py"), SESSION).unwrap();
     std::fs::write(lab.path("udp.py"), UDP_CLIENT).unwrap();
@@ -1096,13 +1103,7 @@ fn wait_live(lab: &Lab, live: u64) -> serde_json::Value {
 /// once its capacity (4 connections) is taken they spill to the other zone; when the
 /// connections close, new ones go back to the NIC's zone.
 pub fn backend_service_fills_the_near_zone_then_spills() {
-    remove_stale_namespaces();
-    let mut lab = Lab {
-        prefix: format!("nlbe{}-bs", std::process::id()),
-        dir: tempfile::tempdir().unwrap(),
-        children: Vec::new(),
-        namespaces: Vec::new(),
-    };
+    let mut lab = Lab::new("-bs");
     std::fs::write(lab.path("service.py"), SERVICE).unwrap();
     std::fs::write(lab.path("connections.py"), CONNECTIONS).unwrap();
     std::fs::write(lab.path("lb.yaml"), zonal_config()).unwrap();
