@@ -2,7 +2,7 @@
 # The whole test suite of nlb-offload, from a clean checkout.
 #
 # Installs the system packages it needs when run as root (from Debian: Verilator, Yosys, z3,
-# curl, iproute2, nftables, etcd-server and etcd-client (etcdctl) (the fleet's tests),
+# curl, iproute2, nftables, etcd-server and etcd-client (etcdctl) and bird2 (the fleet's tests),
 # and for the operator tools' tests tmux, systemd, man-db, procps, prometheus), then runs:
 # rustfmt check, clippy (warnings are errors; the tools also with their Verilator engine), every
 # workspace test (including the Verilator co-simulation in the verif crate), the tools' tests
@@ -47,6 +47,8 @@ command -v man >/dev/null || need+=(man-db)
 # might by hand and to set up etcd's authentication.
 command -v etcd >/dev/null || need+=(etcd-server)
 command -v etcdctl >/dev/null || need+=(etcd-client)
+# The fleet on BGP (tools/system-tests/src/lab/fleet.rs): BIRD 2 in the router namespace.
+{ command -v bird && command -v birdc; } >/dev/null || need+=(bird2)
 lean=()
 { command -v prometheus && command -v promtool; } >/dev/null || lean+=(prometheus)
 if ((${#need[@]} + ${#lean[@]})); then

@@ -973,6 +973,32 @@ impl ModelDevice {
         DmaError::None
     }
 
+    /// Writes the bytes of the register at `offset` that the byte strobes `strb` select (bit
+    /// i: byte i, as AXI's WSTRB), by the regmap's rule for partial writes: a read-write
+    /// register that stores its value takes the strobed bytes and keeps the others (then
+    /// keeps its field bits, saturates, as a whole write does); a register whose write acts
+    /// (every write-only register, and `spi_flash.txrx`, whose write starts a transfer) acts
+    /// only on a write with all four strobes and ignores any other; read-only and unmapped
+    /// offsets ignore writes; a write with no strobe changes nothing.
+    pub fn write32_strobed(&mut self, offset: u32, value: u32, strb: u32) -> Result<(), RegError> {
+        Self::check(offset)?;
+        let strb = strb & 0xf;
+        if strb == 0xf {
+            return self.write32(offset, value);
+        }
+        if strb == 0
+            || offset == blocks::spi_flash::TXRX
+            || blocks::access(offset) != Some(blocks::Access::ReadWrite)
+        {
+            return Ok(());
+        }
+        let mask = (0..4)
+            .filter(|b| strb >> b & 1 != 0)
+            .fold(0u32, |m, b| m | 0xff << (8 * b));
+        let old = self.read32(offset)?;
+        self.write32(offset, (old & !mask) | (value & mask))
+    }
+
     fn read_fw_id(&self, offset: u32) -> u32 {
         use blocks::fw_id as b;
         let p = self.profile;

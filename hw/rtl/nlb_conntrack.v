@@ -223,7 +223,11 @@ always @* begin
                 wr_ack_next = 1'b1;
             end
             NLB_REG_CONNTRACK_CMD: begin
-                if (cmd_index_ok && (cmd_write || cmd_read)) begin
+                // A command acts only on a write of all four bytes (the regmap's rule for
+                // partial writes); any other is acknowledged and changes nothing.
+                if (!(&ext_wr_strb)) begin
+                    wr_ack_next = 1'b1;
+                end else if (cmd_index_ok && (cmd_write || cmd_read)) begin
                     error_next = 1'b0;
                     index_next = cmd_index;
                     rd_req_next = 1'b1;

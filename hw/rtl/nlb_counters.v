@@ -291,7 +291,7 @@ always @(posedge clk) begin
         if (wr_word == NLB_REG_COUNTERS_SELECT) begin
             select_reg <= strobed(select_reg, ext_wr_data, ext_wr_strb);
             wr_ack_reg <= 1'b1;
-        end else if (wr_word == NLB_REG_COUNTERS_SNAPSHOT
+        end else if (wr_word == NLB_REG_COUNTERS_SNAPSHOT && &ext_wr_strb
                 && (snap == SNAP_LATCH || snap == SNAP_LATCH_CLEAR)) begin
             if (sel_ok) begin
                 host_op_reg <= 1'b1;

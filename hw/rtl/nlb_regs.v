@@ -743,7 +743,11 @@ always @* begin
                 index_next = merged;
             end
             NLB_REG_TABLE_CMD: begin
-                if (sel_known && sel_in_range
+                // A command acts only on a write of all four bytes (the regmap's rule for
+                // partial writes); any other leaves everything as it is.
+                if (!(&w_strb_reg)) begin
+                    error_next = error_reg;
+                end else if (sel_known && sel_in_range
                         && ((cmd_write && sel_entry_ok) || cmd_read)) begin
                     error_next = 1'b0;
                     index_next = cmd_index;

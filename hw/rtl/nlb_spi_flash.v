@@ -202,7 +202,9 @@ always @* begin
         wr_ack_next = 1'b1;
         if (wr_addr_reg == NLB_REG_SPI_FLASH_CTRL) begin
             ctrl_next = strobed(ctrl_reg, wr_data_reg, wr_strb_reg) & NLB_REG_SPI_FLASH_CTRL_DEFINED;
-        end else if (wr_addr_reg == NLB_REG_SPI_FLASH_TXRX) begin
+        end else if (wr_addr_reg == NLB_REG_SPI_FLASH_TXRX && &wr_strb_reg) begin
+            // A transfer starts only on a write of all four bytes (the regmap's rule for
+            // writes that act).
             busy_next = 1'b1;
             sck_next = 1'b0;
             half_cnt_next = 8'd0;

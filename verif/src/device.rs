@@ -48,6 +48,7 @@ enum Request {
     Clocks(u64),
     Receive(Vec<Vec<u8>>),
     TakeInjected,
+    InjectOverflows,
 }
 
 enum Response {
@@ -56,6 +57,7 @@ enum Response {
     Done,
     Packets(Vec<RtlPacket>),
     Injected(Injected),
+    Count(u64),
     Failed(String),
 }
 
@@ -148,6 +150,17 @@ impl RtlDevice {
     pub fn take_injected(&mut self) -> Result<Injected, DeviceError> {
         match self.call(Request::TakeInjected)? {
             Response::Injected(i) => Ok(i),
+            _ => Err(DeviceError::Protocol(
+                "unexpected answer from the RTL model".into(),
+            )),
+        }
+    }
+
+    /// Pushes refused so far because no inject queue entry was free (what
+    /// [`Injected::overflows`] reports, without taking the transmitted frames).
+    pub fn inject_overflows(&mut self) -> Result<u64, DeviceError> {
+        match self.call(Request::InjectOverflows)? {
+            Response::Count(n) => Ok(n),
             _ => Err(DeviceError::Protocol(
                 "unexpected answer from the RTL model".into(),
             )),
@@ -338,6 +351,7 @@ impl Worker {
                 Ok(Response::Done)
             }
             Request::Receive(frames) => Ok(Response::Packets(self.receive(frames)?)),
+            Request::InjectOverflows => Ok(Response::Count(self.inject_overflows)),
             Request::TakeInjected => Ok(Response::Injected(Injected {
                 packets: self.transmitted.drain(..).collect(),
                 overflows: self.inject_overflows,

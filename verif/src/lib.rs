@@ -11,7 +11,10 @@
 //!   block benches;
 //! - [`axil`]: an AXI-Lite master agent with blocking `read`/`write` helpers;
 //! - [`extbus`]: a master of `nlb_regs`' extension bus, for the blocks on it;
+//! - [`contents`]: table contents the register map allows (not only the compiler's) and the
+//!   probes that exercise them;
 //! - [`coverage`]: coverage bins a test counts its cases into and the bins it must hit;
+//! - [`queues`]: queues driven to full and past it against the documented drop rule;
 //! - [`regbus::RegBus`]: 32-bit register access to a model's AXI-Lite port;
 //! - [`frames`]: frame generators (well-formed, random, mutated) for the pipeline tests;
 //! - [`scenario`]: random table banks and the traffic that exercises them;
@@ -27,6 +30,7 @@ pub mod axi_mem;
 pub mod axil;
 pub mod axis;
 pub mod bench;
+pub mod contents;
 pub mod coverage;
 pub mod device;
 pub mod error;
@@ -34,6 +38,7 @@ pub mod extbus;
 pub mod frames;
 pub mod hbm;
 pub mod host_mem;
+pub mod queues;
 pub mod regbus;
 pub mod scenario;
 pub mod top;

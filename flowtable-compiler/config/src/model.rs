@@ -969,6 +969,58 @@ pub struct Config {
     pub kubernetes: Vec<KubeService>,
     /// Things worth telling the user about how the input was read (printed by `compile`).
     pub notes: Vec<String>,
+    /// How nlbd announces the VIPs by BGP (`bgp`; none: it announces nothing). Not in the
+    /// digest: it changes no table.
+    pub bgp: Option<Bgp>,
+}
+
+/// The `bgp` section: nlbd announces each VIP it serves, as a host route, to these neighbours
+/// (the host's routing daemon) while it serves it, and withdraws it on drain, on stop and on
+/// failure (docs/fleet.md, "Announcing VIPs by BGP").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bgp {
+    /// nlbd's AS (four octets; `asn`).
+    pub asn: u32,
+    /// nlbd's BGP identifier (`routerId`): it must differ from the neighbours' own.
+    pub router_id: std::net::Ipv4Addr,
+    /// The hold time proposed, in seconds (`holdTimeSec`, 0 or 3-65535; default 9).
+    pub hold_time: u16,
+    /// Graceful restart's restart time announced, in seconds (`gracefulRestartSec`, 0-4095;
+    /// default 30; 0 announces no graceful restart): how long a neighbour keeps the routes of
+    /// an nlbd that went away without withdrawing them.
+    pub graceful_restart: u16,
+    /// MULTI_EXIT_DISC of the routes (`med`).
+    pub med: Option<u32>,
+    /// LOCAL_PREF of the routes towards internal neighbours (`localPreference`; default 100).
+    pub local_preference: Option<u32>,
+    /// COMMUNITIES of the routes (`communities`, each `AS:VALUE`), as `AS << 16 | VALUE`.
+    pub communities: Vec<u32>,
+    /// NEXT_HOP of IPv4 routes (`nextHopIpv4`; default: the session's own address).
+    pub next_hop_ipv4: Option<std::net::Ipv4Addr>,
+    /// Next hop of IPv6 routes (`nextHopIpv6`; default: the session's own address when IPv6).
+    pub next_hop_ipv6: Option<std::net::Ipv6Addr>,
+    /// How long a drain waits for the host's counters to stay still before it reports the
+    /// host drained, in seconds (`drainQuietSec`, 1-3600; default 5).
+    pub drain_quiet: u32,
+    /// The neighbours.
+    pub neighbors: Vec<BgpNeighbor>,
+    /// Where it was written.
+    pub loc: Loc,
+}
+
+/// One BGP neighbour of [`Bgp`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BgpNeighbor {
+    /// Its address (`address`).
+    pub address: std::net::IpAddr,
+    /// Its port (`port`, default 179).
+    pub port: u16,
+    /// Its AS (`asn`): the same as nlbd's for an internal session.
+    pub asn: u32,
+    /// The address nlbd connects from (`localAddress`; default: the system's choice).
+    pub local_address: Option<std::net::IpAddr>,
+    /// Where it was written.
+    pub loc: Loc,
 }
 
 /// The backend groups of a [`Config`] by name ([`Config::group_lookup`]).

@@ -324,6 +324,16 @@ fn rust_blocks(map: &Regmap, o: &mut String) {
             if r.count > 1 {
                 doc_lines(o, "        ", &format!("Words in `{}`.", r.name));
                 let _ = writeln!(o, "        pub const {up}_COUNT: u32 = {};", r.count);
+                doc_lines(
+                    o,
+                    "        ",
+                    &format!("Offset of the last word of `{}`.", r.name),
+                );
+                let _ = writeln!(
+                    o,
+                    "        pub const {up}_END: u32 = BASE + {:#x};",
+                    r.offset + 4 * (r.count - 1)
+                );
             }
             if r.has_reset() {
                 doc_lines(
@@ -361,6 +371,7 @@ fn rust_blocks(map: &Regmap, o: &mut String) {
         }
     }
     o.push_str("            _ => u32::MAX,\n        }\n    }\n");
+    rust_access(map, o);
     o.push_str(
         "    /// Value of the register at `offset` after reset (0 for one that resets to 0 or\n",
     );
@@ -406,6 +417,51 @@ fn rust_blocks(map: &Regmap, o: &mut String) {
         );
     }
     o.push_str("    ];\n}\n");
+}
+
+/// `blocks::Access` and `blocks::access`: how software may access the register at an offset.
+fn rust_access(map: &Regmap, o: &mut String) {
+    o.push_str("    /// How software may access a register (`access` in hw/regmap.toml).\n");
+    o.push_str("    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]\n");
+    o.push_str("    pub enum Access {\n");
+    o.push_str("        /// `ro`: reads return it, writes are ignored.\n        ReadOnly,\n");
+    o.push_str("        /// `rw`: it stores its field bits.\n        ReadWrite,\n");
+    o.push_str("        /// `wo`: a write acts (a command); reads return 0.\n        WriteOnly,\n");
+    o.push_str("    }\n");
+    o.push_str(
+        "    /// The access of the register at byte `offset` (any word of a register array; every\n",
+    );
+    o.push_str(
+        "    /// block's TYPE, VERSION and NEXT words are read-only); `None` where no register is.\n",
+    );
+    o.push_str("    pub const fn access(offset: u32) -> Option<Access> {\n");
+    o.push_str("        if offset % 4 != 0 {\n            return None;\n        }\n");
+    o.push_str("        match offset {\n");
+    for b in &map.blocks {
+        let _ = writeln!(
+            o,
+            "            {name}::BASE..={name}::NEXT_REG => Some(Access::ReadOnly),",
+            name = b.name
+        );
+        for r in &b.registers {
+            let acc = match r.access.as_str() {
+                "ro" => "ReadOnly",
+                "wo" => "WriteOnly",
+                _ => "ReadWrite",
+            };
+            let up = r.name.to_ascii_uppercase();
+            if r.count > 1 {
+                let _ = writeln!(
+                    o,
+                    "            {n}::{up}..={n}::{up}_END => Some(Access::{acc}),",
+                    n = b.name
+                );
+            } else {
+                let _ = writeln!(o, "            {}::{up} => Some(Access::{acc}),", b.name);
+            }
+        }
+    }
+    o.push_str("            _ => None,\n        }\n    }\n");
 }
 
 /// The fields of a register: `RegField` constants in a module named after it, and a typed
@@ -1305,14 +1361,14 @@ fn md_intro(map: &Regmap, o: &mut String) {
          and `<REG>_RESET`, and `<block>::<wide>::split` / `join` for a value held by several \
          registers; Verilog uses `NLB_REG_<BLOCK>_<REG>_<FIELD>_LSB` / `_W` / `_MASK`, \
          `NLB_REG_<BLOCK>_<REG>_DEFINED` and `_RESET` from `nlb_regmap.vh`. \
-         `hw/contract/tests/no_hand_written_fields.rs` fails on a shift or mask by a literal in the Rust \
+         `hw/contract/tests/contract/no_hand_written_fields.rs` fails on a shift or mask by a literal in the Rust \
          crates and on a literal bit select in the register-decoding RTL.\n\n\
          To add a field: add it to the register's `fields` in `hw/regmap.toml` (`lsb`, `width`, \
          `enum` if it holds one; `reset` on the register if it does not reset to 0), run \
          `cargo run -p nlb-hw --bin nlb-regmap-gen`, then use the generated names in the RTL \
          (`nlb_regs` or the block on its extension bus), in the golden model's device \
          (`firmware-sim/src/device.rs`) and in the driver (the model keeps a ctrl register's \
-         `blocks::defined` bits, and `verif/tests/regs.rs` holds the RTL's to the same). Naming bits that already \
+         `blocks::defined` bits, and `verif/tests/rtl/regs.rs` holds the RTL's to the same). Naming bits that already \
          exist changes no value (no `regmap_version` bump); moving a bit or changing its \
          meaning is incompatible and bumps it.\n\n",
     );
@@ -1349,7 +1405,13 @@ fn md_blocks(map: &Regmap, o: &mut String) {
     let m = &map.meta;
     o.push_str("\n## Register blocks\n\nThe blocks form a list starting at offset 0: every block begins with TYPE \
                 (`block_type_prefix | type_id`), VERSION and NEXT (offset of the next block, 0 = last). \
-                Software walks the list and refuses types or versions it does not know.\n\n");
+                Software walks the list and refuses types or versions it does not know.\n\n\
+                Partial writes (AXI byte strobes, WSTRB, not all set): a read-write register that \
+                stores its value takes the strobed bytes and keeps the others (then keeps its field \
+                bits and saturates as a whole write does); a register whose write acts (every \
+                write-only register, and `spi_flash.txrx`, whose write starts a transfer) acts only \
+                on a write of all four bytes and ignores any other; a write with no strobe changes \
+                nothing.\n\n");
     for (i, b) in map.blocks.iter().enumerate() {
         let _ = writeln!(
             o,

@@ -2,7 +2,7 @@
 //! the murmur3 fmix32 finaliser; table index = `(hash * M) >> 32`.
 //!
 //! The RTL (`hw/rtl/nlb_flow_hash.v`) implements the same function and is held to the same
-//! known-answer vectors (`hw/contract/tests/hash_vectors.rs`).
+//! known-answer vectors (`hw/contract/tests/contract/hash_vectors.rs`).
 
 use crate::enums::KeyType;
 use crate::hash_def as def;

@@ -54,6 +54,13 @@ pub enum Request {
         #[serde(default = "whole_packet")]
         fragment: String,
     },
+    /// Withdraws every VIP from the BGP neighbours and keeps them withdrawn (`drain: true`),
+    /// or lets them be announced again (`false`), on this host alone (a fleet host is drained
+    /// through etcd: `nlbctl drain HOST`). The answer is a [`BgpData`].
+    Drain {
+        /// Drain (true) or undrain (false).
+        drain: bool,
+    },
 }
 
 fn whole_packet() -> String {
@@ -136,6 +143,9 @@ pub struct StatusData {
     /// Per backend service: the policy's view of its groups (SPEC R6).
     #[serde(default)]
     pub services: Vec<ServiceData>,
+    /// The VIPs announced by BGP (None: no `bgp` section).
+    #[serde(default)]
+    pub bgp: Option<BgpData>,
     /// The host interface on the PCIe cost model (SPEC R12, docs/pcie.md).
     #[serde(default)]
     pub pcie: PcieData,
@@ -447,4 +457,48 @@ pub fn protocol_name(p: u8) -> String {
         17 => "udp".into(),
         n => n.to_string(),
     }
+}
+
+/// What nlbd announces by BGP, and why not when it does not (SPEC R15.1).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BgpData {
+    /// The VIPs this host serves (host routes).
+    pub vips: Vec<String>,
+    /// The routes nlbd wants announced: `vips`, or none while anything in `withheld` holds.
+    pub announcing: Vec<String>,
+    /// Why nothing is announced (empty: everything served is).
+    pub withheld: Vec<String>,
+    /// Drained (by `nlbctl drain`, through etcd or the admin socket).
+    pub draining: bool,
+    /// The configuration's `drainQuietSec`: how long `nlbctl drain` waits for the counters
+    /// to stand still.
+    #[serde(default)]
+    pub drain_quiet_secs: u32,
+    /// Each neighbour.
+    pub neighbors: Vec<BgpNeighborData>,
+}
+
+/// One BGP neighbour.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BgpNeighborData {
+    /// `ADDRESS:PORT`.
+    pub neighbor: String,
+    /// Its AS.
+    pub asn: u32,
+    /// `Idle`, `Connect`, `OpenSent`, `OpenConfirm` or `Established`.
+    pub state: String,
+    /// Since when (Unix ms).
+    pub since_unix_ms: u64,
+    /// The neighbour's BGP identifier, once known.
+    pub router_id: Option<String>,
+    /// The hold time in use.
+    pub hold_time: Option<u16>,
+    /// The neighbour negotiated graceful restart: it keeps the routes over an nlbd restart.
+    pub graceful_restart: bool,
+    /// Routes announced to it now.
+    pub announced: Vec<String>,
+    /// Sessions established since nlbd started.
+    pub established_total: u64,
+    /// Why the last attempt or session ended.
+    pub last_error: Option<String>,
 }

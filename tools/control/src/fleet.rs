@@ -9,6 +9,10 @@
 //!   lease: a host that stops keeping its lease alive disappears after the lease's TTL.
 //! - `PREFIX health/POOL/BACKEND/HOST`: host HOST's decision on a backend it probes (shared
 //!   health, SPEC R11.2), a JSON [`HealthReport`], with HOST's lease.
+//! - `PREFIX drain/NAME`: host NAME is drained (`nlbctl drain`), a JSON [`DrainRequest`]; no
+//!   lease: a drain outlives the host's restarts until `nlbctl drain --undo` deletes it.
+//! - `PREFIX upgrade/NAME`: the nlbd executable host NAME is to run (`nlbctl fleet upgrade
+//!   --binary`), a JSON [`UpgradeOrder`], with the host's answer in it; no lease.
 //!
 //! Any other key under the prefix, and a value under one of these that does not decode, is
 //! reported ([`KeyProblem`]) and skipped: it never stops a reader (`nlbctl fleet status`, an
@@ -77,6 +81,16 @@ impl Keys {
         format!("{}health/{pool}/{backend}/{host}", self.prefix)
     }
 
+    /// Host `name`'s drain.
+    pub fn drain(&self, name: &str) -> String {
+        format!("{}drain/{name}", self.prefix)
+    }
+
+    /// Host `name`'s upgrade order.
+    pub fn upgrade(&self, name: &str) -> String {
+        format!("{}upgrade/{name}", self.prefix)
+    }
+
     /// What a key under the prefix is.
     pub fn classify<'k>(&self, key: &'k str) -> KeyKind<'k> {
         let Some(rest) = key.strip_prefix(self.prefix.as_str()) else {
@@ -85,9 +99,15 @@ impl Keys {
         if rest == "config" {
             return KeyKind::Config;
         }
-        if let Some(name) = rest.strip_prefix("hosts/") {
-            if !name.is_empty() && !name.contains('/') {
-                return KeyKind::Host(name);
+        for (dir, kind) in [
+            ("hosts/", KeyKind::Host as fn(&'k str) -> KeyKind<'k>),
+            ("drain/", KeyKind::Drain),
+            ("upgrade/", KeyKind::Upgrade),
+        ] {
+            if let Some(name) = rest.strip_prefix(dir) {
+                if !name.is_empty() && !name.contains('/') {
+                    return kind(name);
+                }
             }
         }
         if let Some(r) = rest.strip_prefix("health/") {
@@ -113,6 +133,10 @@ pub enum KeyKind<'k> {
     Config,
     /// `PREFIX hosts/NAME`.
     Host(&'k str),
+    /// `PREFIX drain/NAME`.
+    Drain(&'k str),
+    /// `PREFIX upgrade/NAME`.
+    Upgrade(&'k str),
     /// `PREFIX health/POOL/BACKEND/HOST`.
     Health {
         /// The pool.
@@ -196,7 +220,7 @@ impl Ids {
 }
 
 /// What one host serves, under `PREFIX hosts/NAME` with the host's lease.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HostRecord {
     /// The host's name (`--host`).
     pub host: String,
@@ -216,8 +240,75 @@ pub struct HostRecord {
     /// A later revision the host refused (it keeps serving `revision`), with why.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refused: Option<Refused>,
+    /// The routes its BGP neighbours have from it now (SPEC R15.1).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub announced: Vec<String>,
+    /// Why it announces nothing, when it does not (`nlbctl status` says the same).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub withheld: Vec<String>,
+    /// It is drained (`PREFIX drain/NAME`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub draining: bool,
+    /// While drained: packets its NIC matched to a forwarding rule since nlbd started (what
+    /// `nlbctl drain` waits to see stand still).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vip_packets: Option<u64>,
+    /// SHA-256 (hex) of the nlbd executable running.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub binary_sha256: String,
     /// When the record was written (milliseconds since the Unix epoch, the host's clock).
     pub updated_unix_ms: u64,
+}
+
+/// `PREFIX upgrade/NAME`: written by `nlbctl fleet upgrade --binary`, answered by host NAME
+/// (docs/fleet.md, "Rolling upgrades").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UpgradeOrder {
+    /// Unique per run of `nlbctl fleet upgrade`.
+    pub id: String,
+    /// The executable, by the path every host sees it at.
+    pub binary: String,
+    /// Its SHA-256 (hex): the host refuses a file with another.
+    pub sha256: String,
+    /// The host's answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<UpgradeResult>,
+}
+
+/// A host's answer to an [`UpgradeOrder`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UpgradeResult {
+    /// It runs the executable (true), or refused it (false, nothing changed).
+    pub ok: bool,
+    /// What happened, in words.
+    pub message: String,
+    /// When (milliseconds since the Unix epoch, the host's clock).
+    pub at_unix_ms: u64,
+}
+
+/// SHA-256 (hex) of the file at `path`.
+pub fn file_sha256(path: &std::path::Path) -> std::io::Result<String> {
+    use sha2::Digest;
+    use std::io::Read;
+    let mut f = std::fs::File::open(path)?;
+    let mut h = sha2::Sha256::new();
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = f.read(&mut buf)?;
+        if n == 0 {
+            return Ok(hex(&h.finalize()));
+        }
+        h.update(&buf[..n]);
+    }
+}
+
+/// `PREFIX drain/NAME`: the host announces nothing until the key goes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DrainRequest {
+    /// When it was asked for (milliseconds since the Unix epoch, the asker's clock).
+    pub requested_unix_ms: u64,
+    /// Who asked (`nlbctl drain` and the user running it).
+    pub by: String,
 }
 
 /// A revision a host would not apply.
@@ -340,6 +431,10 @@ pub enum Entry<'k> {
     Config(Result<Published, String>),
     /// `PREFIX hosts/NAME`: NAME's record, or why the value is not one.
     Host(&'k str, Result<HostRecord, String>),
+    /// `PREFIX drain/NAME`: NAME's drain, or why the value is not one.
+    Drain(&'k str, Result<DrainRequest, String>),
+    /// `PREFIX upgrade/NAME`: NAME's upgrade order, or why the value is not one.
+    Upgrade(&'k str, Result<UpgradeOrder, String>),
     /// `PREFIX health/POOL/BACKEND/HOST`: the report, or why the value is not one.
     Health {
         /// The pool.
@@ -362,10 +457,13 @@ impl Entry<'_> {
     /// is outside the prefix).
     pub fn problem(&self, keys: &Keys) -> Option<String> {
         match self {
-            Entry::Config(Err(e)) | Entry::Host(_, Err(e)) => Some(e.clone()),
+            Entry::Config(Err(e))
+            | Entry::Host(_, Err(e))
+            | Entry::Drain(_, Err(e))
+            | Entry::Upgrade(_, Err(e)) => Some(e.clone()),
             Entry::Health { report: Err(e), .. } => Some(e.clone()),
             Entry::Unknown => Some(format!(
-                "not a key nlbctl or nlbd writes (valid under {p}: {p}config, {p}hosts/NAME, {p}health/POOL/BACKEND/HOST)",
+                "not a key nlbctl or nlbd writes (valid under {p}: {p}config, {p}hosts/NAME, {p}health/POOL/BACKEND/HOST, {p}drain/NAME, {p}upgrade/NAME)",
                 p = keys.prefix()
             )),
             _ => None,
@@ -405,6 +503,14 @@ impl Keys {
                 e => e.to_string(),
             })),
             KeyKind::Host(name) => Entry::Host(name, decode_host(name, value)),
+            KeyKind::Drain(name) => Entry::Drain(
+                name,
+                serde_json::from_slice(value).map_err(|e| format!("not a drain request: {e}")),
+            ),
+            KeyKind::Upgrade(name) => Entry::Upgrade(
+                name,
+                serde_json::from_slice(value).map_err(|e| format!("not an upgrade order: {e}")),
+            ),
             KeyKind::Health {
                 pool,
                 backend,
@@ -434,6 +540,10 @@ pub struct Survey {
     pub hosts: Vec<(HostRecord, i64)>,
     /// Health reports that decode: (pool, backend, prober, report).
     pub reports: Vec<(String, String, String, HealthReport)>,
+    /// Drained hosts.
+    pub drains: Vec<(String, DrainRequest)>,
+    /// Upgrade orders by host.
+    pub upgrades: Vec<(String, UpgradeOrder)>,
     /// Keys that are not what nlbctl and nlbd write, in key order.
     pub problems: Vec<KeyProblem>,
 }
@@ -461,6 +571,8 @@ pub fn survey(keys: &Keys, revision: i64, kvs: &[etcd::KeyValue]) -> Survey {
                 })
             }
             Entry::Host(_, Ok(record)) => s.hosts.push((record, kv.lease)),
+            Entry::Drain(name, Ok(d)) => s.drains.push((name.to_string(), d)),
+            Entry::Upgrade(name, Ok(u)) => s.upgrades.push((name.to_string(), u)),
             Entry::Health {
                 pool,
                 backend,
@@ -611,6 +723,15 @@ impl Store {
             .put(key.as_bytes(), value, lease)
             .map(drop)
             .map_err(|f| self.error(f))
+    }
+
+    /// The value at `key`, if any.
+    pub fn get(&self, key: &str) -> Result<Option<Vec<u8>>, FleetError> {
+        let r = self
+            .etcd
+            .range(key.as_bytes(), b"")
+            .map_err(|f| self.error(f))?;
+        Ok(r.kvs.into_iter().next().map(|kv| kv.value))
     }
 
     /// Deletes `key`.
@@ -909,6 +1030,9 @@ mod tests {
         let k = Keys::new("/nlb/").unwrap();
         assert_eq!(k.classify("/nlb/config"), KeyKind::Config);
         assert_eq!(k.classify("/nlb/hosts/h1"), KeyKind::Host("h1"));
+        assert_eq!(k.classify("/nlb/drain/h1"), KeyKind::Drain("h1"));
+        assert_eq!(k.classify("/nlb/upgrade/h1"), KeyKind::Upgrade("h1"));
+        assert_eq!(k.classify("/nlb/drain/h1/x"), KeyKind::Other);
         assert_eq!(
             k.classify(&k.health_report("web", "b1", "h2")),
             KeyKind::Health {
@@ -1073,9 +1197,7 @@ mod tests {
             config_digest: String::new(),
             profile: "sim".into(),
             generation: 1,
-            probing: 0,
-            refused: None,
-            updated_unix_ms: 0,
+            ..HostRecord::default()
         }
     }
 

@@ -1,5 +1,6 @@
 //! `nlbctl fleet status`: the hosts of the fleet, what each serves, and whether hosts on one
-//! revision hold identical tables (SPEC R10.4, R11.1).
+//! revision hold identical tables (SPEC R10.4, R11.1); `nlbctl fleet upgrade --binary`: a new
+//! nlbd on every host, one at a time (`cmd_fleet_upgrade.rs`).
 
 use crate::common::{self, CliError};
 use nlb_control::etcd::EtcdArgs;
@@ -15,6 +16,7 @@ pub struct Args {
 #[derive(clap::Subcommand, Debug)]
 enum FleetCommand {
     Status(StatusArgs),
+    Upgrade(crate::cmd_fleet_upgrade::Args),
 }
 
 /// Every host registered in etcd: the revision it serves, its tables digest, its lease.
@@ -54,7 +56,10 @@ struct Report {
 
 /// Runs the subcommand.
 pub fn run(args: Args) -> Result<(), CliError> {
-    let FleetCommand::Status(args) = args.command;
+    let args = match args.command {
+        FleetCommand::Status(a) => a,
+        FleetCommand::Upgrade(a) => return crate::cmd_fleet_upgrade::run(a),
+    };
     let settings = args
         .etcd_options
         .settings(&args.etcd)
@@ -149,6 +154,14 @@ fn print_text(r: &Report) {
         };
         if r.mismatches.iter().any(|m| m.revision == rec.revision) {
             state.push_str(", DIGEST MISMATCH");
+        }
+        if rec.draining {
+            state.push_str(", drained");
+        }
+        if !rec.announced.is_empty() {
+            state.push_str(&format!(", announcing {}", rec.announced.join(" ")));
+        } else if !rec.withheld.is_empty() {
+            state.push_str(&format!(", announcing nothing: {}", rec.withheld.join("; ")));
         }
         if let Some(refused) = &rec.refused {
             state.push_str(&format!(

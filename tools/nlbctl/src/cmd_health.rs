@@ -177,7 +177,56 @@ pub fn status(socket: &Path, json: bool) -> Result<(), CliError> {
     for svc in &s.services {
         services_table(svc);
     }
+    if let Some(b) = &s.bgp {
+        bgp_table(b);
+    }
     Ok(())
+}
+
+/// What nlbd announces by BGP and why not, and each neighbour's session.
+pub fn bgp_table(b: &proto::BgpData) {
+    outln!();
+    if b.withheld.is_empty() {
+        outln!("bgp          announcing {}", list_or_none(&b.announcing));
+    } else {
+        outln!(
+            "bgp          announcing nothing of {}: {}",
+            list_or_none(&b.vips),
+            b.withheld.join("; ")
+        );
+    }
+    outln!(
+        "{:<24} {:>10} {:<12} {:>7}  announced",
+        "neighbor",
+        "asn",
+        "state",
+        "for s"
+    );
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    for n in &b.neighbors {
+        outln!(
+            "{:<24} {:>10} {:<12} {:>7}  {}{}",
+            n.neighbor,
+            n.asn,
+            n.state,
+            now.saturating_sub(n.since_unix_ms) / 1000,
+            list_or_none(&n.announced),
+            n.last_error
+                .as_ref()
+                .map(|e| format!(" (last error: {e})"))
+                .unwrap_or_default()
+        );
+    }
+}
+
+fn list_or_none(v: &[String]) -> String {
+    if v.is_empty() {
+        "nothing".into()
+    } else {
+        v.join(", ")
+    }
 }
 
 /// One backend service: per group where it is, live / capacity, utilisation, the share of new

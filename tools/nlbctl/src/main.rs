@@ -13,6 +13,7 @@ macro_rules! outln {
 }
 
 mod admin;
+mod cmd_fleet_upgrade;
 mod common;
 mod progress;
 
@@ -58,6 +59,7 @@ commands! {
     Conntrack => cmd_conntrack,
     Publish => cmd_publish,
     Fleet => cmd_fleet,
+    Drain => cmd_drain,
     Completions => cmd_completions,
     Man => cmd_man,
 }

@@ -26,6 +26,7 @@
 //! - [`punt`]: frames the NIC punts (SPEC R4.3, R4.4, R10.2), with [`punt::fragments`] (the
 //!   fragment tracker), [`punt::icmp`] (ICMP errors) and [`punt::lookup`] (the decisions, taken
 //!   by the reference semantics, `nlb-reference`).
+//! - [`bgp`]: the VIPs announced by BGP to the host's routing daemon (SPEC R15.1).
 //!
 //! The device side (the `Device` trait, loader, connection table, queues) is `nlb-driver`,
 //! which stays synchronous; this crate adds the async runtime, so a tool that only loads,
@@ -34,6 +35,7 @@
 #![deny(missing_docs)]
 
 // In the order of the data flow above.
+pub mod bgp;
 pub mod controller;
 pub mod engine;
 pub mod health;

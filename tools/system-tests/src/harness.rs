@@ -9,13 +9,15 @@
 
 use etherparse::PacketBuilder;
 use firmware_sim::ModelDevice;
+use firmware_sim::PacketResult;
 use nlb_driver::device::Device;
 use nlb_driver::model::{lock, ModelHandle, SharedModel};
 use nlb_driver::socket::{Server, ServerHandle};
+use nlb_hw::blocks::ctrl;
 use nlb_hw::enums::Verdict;
 use nlb_hw::Profile;
 use std::io::{Read, Write};
-use std::net::{Ipv4Addr, TcpListener};
+use std::net::{Ipv4Addr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -30,15 +32,81 @@ pub fn have(tool: &str, package: &str) -> bool {
     nlb_testkit::needs("this test", &[nlb_testkit::Need::program(tool, package)])
 }
 
-/// A minimal HTTP backend for health checks: answers 200 until dropped.
+/// Polls `f` every `every` until it returns `Some`; after [`WAIT`] fails with `what` and
+/// whatever `context` says (a log, a screen).
+pub fn poll<T>(
+    what: &str,
+    every: Duration,
+    mut f: impl FnMut() -> Option<T>,
+    context: impl Fn() -> String,
+) -> T {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting for {what}\n{}",
+            context()
+        );
+        std::thread::sleep(every);
+    }
+}
+
+/// A health-check target on loopback: a listener that runs one responder per connection
+/// until stopped; stopped = nothing listens (connections are refused).
 pub struct Backend {
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
+/// An HTTP/1.1 answer `200 OK` with `headers` (each `Name: value\r\n`) and `body`.
+pub fn http_200(headers: &str, body: &str) -> Vec<u8> {
+    format!(
+        "HTTP/1.1 200 OK\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
+
 impl Backend {
-    /// Serves on `ip:port`.
+    /// An HTTP health-check target answering `200 ok`.
     pub fn start(ip: Ipv4Addr, port: u16) -> Backend {
+        Backend::http(ip, port, http_200("", "ok"))
+    }
+
+    /// An HTTP target that reads a request's head and sends `answer`.
+    pub fn http(ip: Ipv4Addr, port: u16, answer: Vec<u8>) -> Backend {
+        Backend::serve(ip, port, move |s| {
+            let mut buf = [0u8; 2048];
+            let mut got = Vec::new();
+            while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                match s.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => got.extend_from_slice(&buf[..n]),
+                }
+            }
+            let _ = s.write_all(&answer);
+        })
+    }
+
+    /// A TCP health server for a backend service's TCP check: answers `PING` with `PONG`.
+    pub fn pong(ip: Ipv4Addr, port: u16) -> Backend {
+        Backend::serve(ip, port, |s| {
+            let mut ping = [0u8; 4];
+            if s.read_exact(&mut ping).is_ok() && &ping == b"PING" {
+                let _ = s.write_all(b"PONG");
+            }
+        })
+    }
+
+    /// Listens on `ip:port` and runs `respond` on each connection until stopped.
+    pub fn serve(
+        ip: Ipv4Addr,
+        port: u16,
+        respond: impl Fn(&mut TcpStream) + Send + 'static,
+    ) -> Backend {
         let listener = TcpListener::bind((ip, port)).expect("bind backend");
         listener.set_nonblocking(true).unwrap();
         let stop = Arc::new(AtomicBool::new(false));
@@ -49,17 +117,7 @@ impl Backend {
                     Ok((mut s, _)) => {
                         let _ = s.set_nonblocking(false);
                         let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
-                        let mut buf = [0u8; 2048];
-                        let mut got = Vec::new();
-                        while !got.windows(4).any(|w| w == b"\r\n\r\n") {
-                            match s.read(&mut buf) {
-                                Ok(0) | Err(_) => break,
-                                Ok(n) => got.extend_from_slice(&buf[..n]),
-                            }
-                        }
-                        let _ = s.write_all(
-                            b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
-                        );
+                        respond(&mut s);
                     }
                     Err(_) => std::thread::sleep(Duration::from_millis(5)),
                 }
@@ -70,14 +128,19 @@ impl Backend {
             thread: Some(thread),
         }
     }
-}
 
-impl Drop for Backend {
-    fn drop(&mut self) {
+    /// Stops listening.
+    pub fn stop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+    }
+}
+
+impl Drop for Backend {
+    fn drop(&mut self) {
+        self.stop();
     }
 }
 
@@ -92,21 +155,29 @@ pub struct Nlbd {
 impl Nlbd {
     /// Starts nlbd on `config` and the NIC at `device`, metrics on a free loopback port.
     pub fn start(dir: &Path, config: &Path, device: &Path) -> Nlbd {
-        let log = dir.join("nlbd.log");
+        Nlbd::spawn(dir, "nlbd.log", |c| {
+            c.arg("--config")
+                .arg(config)
+                .arg("--device")
+                .arg(format!("sim:{}", device.display()))
+                .args(["--metrics-addr", "127.0.0.1:0"]);
+        })
+    }
+
+    /// Starts nlbd with its admin socket in `dir`, its log in `dir/log_name` (`NLBD_LOG=info`
+    /// unless `configure` says otherwise) and the arguments `configure` adds.
+    pub fn spawn(dir: &Path, log_name: &str, configure: impl FnOnce(&mut Command)) -> Nlbd {
+        let log = dir.join(log_name);
         let socket = dir.join("admin.sock");
-        let child = Command::new(crate::bin("nlbd"))
-            .arg("--config")
-            .arg(config)
-            .arg("--device")
-            .arg(format!("sim:{}", device.display()))
+        let mut command = Command::new(crate::bin("nlbd"));
+        command
             .arg("--admin-socket")
             .arg(&socket)
-            .args(["--metrics-addr", "127.0.0.1:0"])
             .env("NLBD_LOG", "info")
             .stderr(std::fs::File::create(&log).unwrap())
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("nlbd starts");
+            .stdout(Stdio::null());
+        configure(&mut command);
+        let child = command.spawn().expect("nlbd starts");
         Nlbd { child, log, socket }
     }
 
@@ -128,19 +199,10 @@ impl Nlbd {
     }
 
     /// Polls `f` until it returns `Some`, or fails with `what` and nlbd's log.
-    pub fn wait_for<T>(&self, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-        let deadline = Instant::now() + WAIT;
-        loop {
-            if let Some(v) = f() {
-                return v;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "timed out waiting for {what}\nnlbd log:\n{}",
-                self.log()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+    pub fn wait_for<T>(&self, what: &str, f: impl FnMut() -> Option<T>) -> T {
+        poll(what, Duration::from_millis(20), f, || {
+            format!("nlbd log:\n{}", self.log())
+        })
     }
 
     /// The health of (pool, backend) as `nlbctl health` shows it.
@@ -151,6 +213,23 @@ impl Nlbd {
             .iter()
             .find(|t| t["backend"] == backend && t["pool"] == pool)
             .and_then(|t| t["health"].as_str().map(str::to_string))
+    }
+
+    /// Whether it still runs.
+    pub fn running(&mut self) -> bool {
+        self.child.try_wait().unwrap().is_none()
+    }
+
+    /// SIGTERM, then its exit status.
+    pub fn terminate(&mut self) -> std::process::ExitStatus {
+        // SAFETY: kill(2) on our own child's pid, which has not been reaped yet.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        poll(
+            "nlbd to stop on SIGTERM",
+            Duration::from_millis(20),
+            || self.child.try_wait().unwrap(),
+            String::new,
+        )
     }
 }
 
@@ -171,7 +250,8 @@ pub fn nlbctl(args: &[&str]) -> Output {
 
 /// The MAC the NIC answers on (the configuration's default `nic.mac`).
 pub const NIC_MAC: [u8; 6] = [2, 0, 0, 0, 0, 1];
-const CLIENT_MAC: [u8; 6] = [2, 0, 0, 0, 0, 0xc1];
+/// The clients' MAC in the frames built here.
+pub const CLIENT_MAC: [u8; 6] = [2, 0, 0, 0, 0, 0xc1];
 
 /// A TCP frame from `client:sport` to `vip:dport` (a SYN, or an ACK of an established flow).
 pub fn tcp(client: [u8; 4], sport: u16, vip: [u8; 4], dport: u16, syn: bool) -> Vec<u8> {
@@ -198,6 +278,7 @@ pub fn udp(client: [u8; 4], sport: u16, vip: [u8; 4], dport: u16, payload: usize
 /// The NIC: a simulated device served on a socket; frames go through it here.
 pub struct Nic {
     shared: SharedModel,
+    handle: ModelHandle,
     _server: ServerHandle,
     out: Vec<u8>,
 }
@@ -214,17 +295,25 @@ impl Nic {
         .expect("serve the NIC");
         Nic {
             shared: sim.shared(),
+            handle: sim,
             _server: server.spawn(),
             out: vec![0; 16384],
         }
     }
 
+    /// Receives one frame; the pipeline's result.
+    pub fn receive(&mut self, frame: &[u8]) -> PacketResult {
+        lock(&self.shared).receive(frame, &mut self.out).unwrap()
+    }
+
     /// Receives one frame; its verdict.
     pub fn send(&mut self, frame: &[u8]) -> Verdict {
-        lock(&self.shared)
-            .receive(frame, &mut self.out)
-            .unwrap()
-            .verdict
+        self.receive(frame).verdict
+    }
+
+    /// What the last forwarded frame went out as.
+    pub fn transmitted(&self) -> &[u8] {
+        &self.out
     }
 
     /// Receives one frame that must be forwarded.
@@ -232,9 +321,19 @@ impl Nic {
         assert_eq!(self.send(frame), Verdict::Forward, "{frame:02x?}");
     }
 
+    /// The device itself, locked.
+    pub fn device(&self) -> std::sync::MutexGuard<'_, ModelDevice> {
+        lock(&self.shared)
+    }
+
     /// The shared device (for a sender thread).
     pub fn shared(&self) -> SharedModel {
         self.shared.clone()
+    }
+
+    /// `ctrl.generation` as the host reads it.
+    pub fn generation(&mut self) -> u32 {
+        self.handle.read32(ctrl::GENERATION).unwrap()
     }
 }
 
@@ -294,18 +393,18 @@ impl Tmux {
 
     /// Polls the screen until `f` accepts it; fails with the last screen and `what`.
     pub fn wait_screen<T>(&self, what: &str, mut f: impl FnMut(&str) -> Option<T>) -> T {
-        let deadline = Instant::now() + WAIT;
-        loop {
-            let s = self.screen();
-            if let Some(v) = f(&s) {
-                return v;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "timed out waiting for {what}; the screen:\n{s}"
-            );
-            std::thread::sleep(Duration::from_millis(40));
-        }
+        let last = std::cell::RefCell::new(String::new());
+        poll(
+            what,
+            Duration::from_millis(40),
+            || {
+                let s = self.screen();
+                let v = f(&s);
+                *last.borrow_mut() = s;
+                v
+            },
+            || format!("the screen:\n{}", last.borrow()),
+        )
     }
 }
 

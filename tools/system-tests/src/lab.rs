@@ -22,6 +22,9 @@
 // Each test crate that includes this module uses part of it.
 #![allow(dead_code)]
 
+mod fleet;
+pub use fleet::{bgp_fleet_drains_restarts_and_loses_a_host, have_bird, have_etcd};
+
 use nlb_testkit::Need;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -141,6 +144,18 @@ impl Drop for Lab {
 }
 
 impl Lab {
+    /// A new run: namespaces left by dead runs removed, this run's prefix `nlbe<pid><suffix>`
+    /// (unique per process and scenario), a fresh directory.
+    pub fn new(suffix: &str) -> Lab {
+        remove_stale_namespaces();
+        Lab {
+            prefix: format!("nlbe{}{suffix}", std::process::id()),
+            dir: tempfile::tempdir().unwrap(),
+            children: Vec::new(),
+            namespaces: Vec::new(),
+        }
+    }
+
     /// The full name of namespace `name` of this run.
     pub fn ns(&self, name: &str) -> String {
         format!("{}-{name}", self.prefix)
@@ -321,148 +336,10 @@ pub fn remove_stale_namespaces() {
     }
 }
 
-const SERVICE: &str = r#"
-# A backend: HTTP on one port answering its name to every GET; optionally a line-echo
-# "session" service on another port that first sends its name (a long-lived connection), and
-# UDP services on the VIP (argv[4], then ports): each datagram is answered from the VIP with
-# "NAME LENGTH SHA256" of what arrived (after the kernel reassembled it); a datagram starting
-# with "twice" is answered again 0.3 s later. ICMP errors about the flows (IP_RECVERR) are
-# logged on stderr: "icmp type T code C about ADDR:PORT".
-import hashlib, http.server, select, socket, socketserver, struct, sys, threading
-name, http_port, session_port = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-vip, udp_ports = (sys.argv[4], [int(p) for p in sys.argv[5:]]) if len(sys.argv) > 4 else (None, [])
-
-class Handler(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.0"
-    def do_GET(self):
-        body = (name + "\n").encode()
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-    def log_message(self, *args):
-        pass
-
-class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-
-def echo(conn):
-    conn.sendall((name + "\n").encode())
-    for line in conn.makefile("rb"):
-        conn.sendall(line)
-
-def sessions():
-    srv = socket.socket()
-    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    srv.bind(("0.0.0.0", session_port))
-    srv.listen(16)
-    while True:
-        conn, _ = srv.accept()
-        threading.Thread(target=echo, args=(conn,), daemon=True).start()
-
-IP_RECVERR = getattr(socket, "IP_RECVERR", 11)
-
-def icmp_errors(s):
-    # The error queue says which flow each ICMP error was about and what it was. (The pending
-    # error the kernel also reports on the next send or receive says neither, and any thread
-    # may consume it: the queue is what counts.)
-    while True:
-        try:
-            _, anc, _, addr = s.recvmsg(2048, 1024, socket.MSG_ERRQUEUE | socket.MSG_DONTWAIT)
-        except OSError:
-            return
-        for level, kind, data in anc:
-            if level == socket.SOL_IP and kind == IP_RECVERR:
-                _, origin, typ, code = struct.unpack_from("=IBBB", data)
-                print("icmp type %d code %d about %s:%d" % (typ, code, addr[0], addr[1]),
-                      file=sys.stderr, flush=True)
-
-def send(s, answer, peer):
-    # A send fails when it meets the pending error of another flow's ICMP error: send again.
-    for _ in range(5):
-        try:
-            s.sendto(answer, peer)
-            return
-        except ConnectionRefusedError:
-            pass
-
-def udp_service(port):
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.setsockopt(socket.SOL_IP, IP_RECVERR, 1)
-    s.bind((vip, port))
-    poll = select.poll()
-    poll.register(s, select.POLLIN | select.POLLERR)
-    while True:
-        poll.poll()
-        icmp_errors(s)
-        try:
-            data, peer = s.recvfrom(65535, socket.MSG_DONTWAIT)
-        except (BlockingIOError, ConnectionRefusedError):
-            continue
-        answer = ("%s %d %s" % (name, len(data), hashlib.sha256(data).hexdigest())).encode()
-        send(s, answer, peer)
-        if data.startswith(b"twice"):
-            threading.Timer(0.3, send, (s, answer, peer)).start()
-
-if session_port:
-    threading.Thread(target=sessions, daemon=True).start()
-for p in udp_ports:
-    threading.Thread(target=udp_service, args=(p,), daemon=True).start()
-Server(("0.0.0.0", http_port), Handler).serve_forever()
-"#;
-
-const SESSION: &str = r#"
-# The long-lived client: connects to VIP:9000, prints the backend's name and its own port,
-# then one echo round
-# trip per line read from stdin ("ok N"); any failure prints "error ..." and exits 1.
-import socket, sys
-s = socket.create_connection((sys.argv[1], 9000), timeout=10)
-f = s.makefile("rb")
-print("backend", f.readline().decode().strip(), s.getsockname()[1], flush=True)
-n = 0
-for _ in sys.stdin:
-    n += 1
-    try:
-        s.sendall(b"ping %d\n" % n)
-        back = f.readline()
-    except OSError as e:
-        print("error", e, flush=True)
-        sys.exit(1)
-    if back != b"ping %d\n" % n:
-        print("error", back, flush=True)
-        sys.exit(1)
-    print("ok", n, flush=True)
-"#;
-
-const UDP_CLIENT: &str = r#"
-# The UDP client: COUNT datagrams of SIZE bytes to VIP:PORT, each from a new socket (a new
-# source port). A datagram larger than the MTU leaves the kernel as IP fragments. Each answer
-# must carry the length and SHA-256 of what was sent: prints "answer NAME". With "twice" the
-# datagram asks for a second answer, and the socket closes after the first: the second meets
-# a closed port and the kernel sends an ICMP port unreachable to the VIP; prints
-# "flow PORT NAME". Any failure exits 1 with "error: ..." on stderr.
-import hashlib, os, socket, sys
-vip, port, size, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-twice = len(sys.argv) > 5 and sys.argv[5] == "twice"
-for i in range(count):
-    data = (b"twice" if twice else b"") + os.urandom(size)
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.settimeout(10)
-    s.sendto(data, (vip, port))
-    try:
-        answer, peer = s.recvfrom(65535)
-    except OSError as e:
-        sys.exit("error: datagram %d of %d bytes to port %d: no answer: %s" % (i, len(data), port, e))
-    who, length, digest = answer.decode().split()
-    if peer != (vip, port) or int(length) != len(data) or digest != hashlib.sha256(data).hexdigest():
-        sys.exit("error: datagram %d: answer %r from %r" % (i, answer, peer))
-    if twice:
-        print("flow %d %s" % (s.getsockname()[1], who), flush=True)
-    else:
-        print("answer", who, flush=True)
-    s.close()
-"#;
+// The programs the namespaces run (each script's head says what it does).
+const SERVICE: &str = include_str!("../scripts/service.py");
+const SESSION: &str = include_str!("../scripts/session.py");
+const UDP_CLIENT: &str = include_str!("../scripts/udp_client.py");
 
 fn config() -> String {
     let instances: String = (0..3)
@@ -889,13 +766,8 @@ fn udp_fragments_and_icmp_errors(lab: &Lab) {
 
 /// The whole scenario with nlb-sim running `engine`.
 pub fn curl_through_the_simulated_nic_with_health_checks_and_dsr(engine: Engine) {
-    remove_stale_namespaces();
-    let mut lab = Lab {
-        prefix: format!("nlbe{}", std::process::id()),
-        dir: tempfile::tempdir().unwrap(),
-        children: Vec::new(),
-        namespaces: Vec::new(),
-    };
+    // The model and RTL runs share a process (one test binary) and may run at once.
+    let mut lab = Lab::new(&format!("-{}", engine.name()));
     std::fs::write(lab.path("service.py"), SERVICE).unwrap();
     std::fs::write(lab.path("session.py"), SESSION).unwrap();
     std::fs::write(lab.path("udp.py"), UDP_CLIENT).unwrap();
@@ -1069,42 +941,9 @@ pub fn curl_through_the_simulated_nic_with_health_checks_and_dsr(engine: Engine)
 
 // --- A backend service filling the NIC's zone, then spilling (SPEC R6) -----------------------
 
-/// The many-connection client: one python process holding long-lived connections to
-/// VIP:PORT. Reads commands on stdin: `open` connects and prints `opened ID BACKEND` (the
-/// backend names itself first); `close ID` closes one (FIN) and prints `closed ID`; `ping`
-/// does an echo round trip on every open connection and prints `pinged N`. Any failure prints
-/// `error ...` and exits 1.
-const CONNECTIONS: &str = r#"
-import socket, sys
-vip, port = sys.argv[1], int(sys.argv[2])
-conns, n = {}, 0
-try:
-    for line in sys.stdin:
-        cmd = line.split()
-        if cmd[0] == "open":
-            s = socket.create_connection((vip, port), timeout=10)
-            f = s.makefile("rb")
-            name = f.readline().decode().strip()
-            if not name:
-                raise OSError("the backend sent no name")
-            n += 1
-            conns[n] = (s, f)
-            print("opened", n, name, flush=True)
-        elif cmd[0] == "close":
-            s, f = conns.pop(int(cmd[1]))
-            f.close()
-            s.close()
-            print("closed", cmd[1], flush=True)
-        elif cmd[0] == "ping":
-            for i, (s, f) in conns.items():
-                s.sendall(b"ping %d\n" % i)
-                if f.readline() != b"ping %d\n" % i:
-                    raise OSError("connection %d: no echo" % i)
-            print("pinged", len(conns), flush=True)
-except Exception as e:
-    print("error", repr(e), flush=True)
-    sys.exit(1)
-"#;
+/// The many-connection client: one python process holding long-lived connections (its
+/// commands: the script's head).
+const CONNECTIONS: &str = include_str!("../scripts/connections.py");
 
 /// The backend service's port on the VIP (the backends' session service).
 const ZONAL_PORT: u16 = 9000;
@@ -1264,13 +1103,7 @@ fn wait_live(lab: &Lab, live: u64) -> serde_json::Value {
 /// once its capacity (4 connections) is taken they spill to the other zone; when the
 /// connections close, new ones go back to the NIC's zone.
 pub fn backend_service_fills_the_near_zone_then_spills() {
-    remove_stale_namespaces();
-    let mut lab = Lab {
-        prefix: format!("nlbe{}-bs", std::process::id()),
-        dir: tempfile::tempdir().unwrap(),
-        children: Vec::new(),
-        namespaces: Vec::new(),
-    };
+    let mut lab = Lab::new("-bs");
     std::fs::write(lab.path("service.py"), SERVICE).unwrap();
     std::fs::write(lab.path("connections.py"), CONNECTIONS).unwrap();
     std::fs::write(lab.path("lb.yaml"), zonal_config()).unwrap();
@@ -1457,429 +1290,4 @@ pub fn backend_service_fills_the_near_zone_then_spills() {
         "e2e (backend service): done in {:.1} s after nlbd started",
         started.elapsed().as_secs_f64()
     );
-}
-
-// --- A fleet of three NLB hosts behind an ECMP router (SPEC R11.3) ---------------------------
-
-/// The fleet's NLB hosts: each a namespace of its own holding an nlb-sim and an nlbd `--etcd`,
-/// its NIC with its own link from the router (`rxN`) and its own port on the backends' bridge
-/// (`txN`), and the host's own leg on that bridge (`m0`, 10.77.0.2N) for etcd and probes.
-const FLEET: [&str; 3] = ["h1", "h2", "h3"];
-/// The client's address (its own subnet behind the router).
-const FLEET_CLIENT: &str = "10.78.0.10";
-/// etcd's client address, on the backends' bridge in the `host` namespace.
-const FLEET_ETCD: &str = "10.77.0.1:2379";
-
-/// `ip -n NS args...`.
-fn ip_in(ns: &str, args: &[&str]) {
-    let mut v = vec!["ip", "-n", ns];
-    v.extend_from_slice(args);
-    must(&v);
-}
-
-/// The router namespace `rtr` between the client and the three NICs: an ECMP multipath route
-/// to the VIP over `eth1..eth3` (one link to each NIC's `rx1..rx3`) with the layer-4 hash
-/// (`fib_multipath_hash_policy=1`), a nexthop skipped when its link is down; a leg on the bridge
-/// (10.77.0.2) for the backends' direct replies; the client on `cli0` (10.78.0.0/24).
-///
-/// ```text
-///   cli 10.78.0.10 ── rtr ─ eth1 ── rx1 [h1: nlb-sim, nlbd] tx1, m0 ─┐
-///                       ├─ eth2 ── rx2 [h2: nlb-sim, nlbd] tx2, m0 ─┼─ br0 ─ b1 b2 b3 (VIP on lo)
-///                       ├─ eth3 ── rx3 [h3: nlb-sim, nlbd] tx3, m0 ─┤  (in `host`: etcd
-///                       └─ lan 10.77.0.2 ───────────────────────────┘   on 10.77.0.1)
-///   (replies: DSR via the router)
-/// ```
-fn build_ecmp_topology(lab: &mut Lab) {
-    add_namespaces(lab, &["host", "rtr", "cli", "b1", "b2", "b3"]);
-    add_namespaces(lab, &FLEET);
-    let (host, rtr, cli) = (lab.ns("host"), lab.ns("rtr"), lab.ns("cli"));
-    ip_in(&host, &["link", "add", "br0", "type", "bridge"]);
-    ip_in(&host, &["link", "set", "br0", "up"]);
-    ip_in(&host, &["addr", "add", "10.77.0.1/24", "dev", "br0"]);
-    add_backends(lab);
-    for b in BACKENDS {
-        ip_in(
-            &lab.ns(b),
-            &["route", "add", "10.78.0.0/24", "via", "10.77.0.2"],
-        );
-    }
-    for (k, v) in [
-        ("net.ipv4.ip_forward", "1"),
-        ("net.ipv4.fib_multipath_hash_policy", "1"),
-        ("net.ipv4.conf.all.rp_filter", "0"),
-        ("net.ipv4.conf.default.rp_filter", "0"),
-        ("net.ipv4.conf.all.ignore_routes_with_linkdown", "1"),
-    ] {
-        lab.run_in("rtr", &["sysctl", "-qw", &format!("{k}={v}")])
-            .unwrap();
-    }
-    // The client's side.
-    ip_in(
-        &rtr,
-        &[
-            "link", "add", "cli0", "type", "veth", "peer", "name", "eth0", "netns", &cli,
-        ],
-    );
-    ip_in(&rtr, &["addr", "add", "10.78.0.1/24", "dev", "cli0"]);
-    ip_in(&rtr, &["link", "set", "cli0", "up"]);
-    ip_in(
-        &cli,
-        &["addr", "add", &format!("{FLEET_CLIENT}/24"), "dev", "eth0"],
-    );
-    ip_in(&cli, &["link", "set", "eth0", "up"]);
-    ip_in(&cli, &["route", "add", "default", "via", "10.78.0.1"]);
-    // The router's leg on the bridge.
-    ip_in(
-        &rtr,
-        &[
-            "link", "add", "lan", "type", "veth", "peer", "name", "h-rtr", "netns", &host,
-        ],
-    );
-    ip_in(&host, &["link", "set", "h-rtr", "master", "br0", "up"]);
-    ip_in(&rtr, &["addr", "add", "10.77.0.2/24", "dev", "lan"]);
-    ip_in(&rtr, &["link", "set", "lan", "up"]);
-    // Each NIC: a link from the router, a port on the bridge.
-    let mut route = vec!["route", "add", VIP];
-    let mut nexthops = Vec::new();
-    for (n, h) in (1..).zip(FLEET) {
-        let (eth, rx, tx, port, leg) = (
-            format!("eth{n}"),
-            format!("rx{n}"),
-            format!("tx{n}"),
-            format!("h-tx{n}"),
-            format!("h-m{n}"),
-        );
-        let me = lab.ns(h);
-        ip_in(
-            &rtr,
-            &[
-                "link", "add", &eth, "type", "veth", "peer", "name", &rx, "netns", &me,
-            ],
-        );
-        ip_in(
-            &rtr,
-            &["addr", "add", &format!("10.79.{n}.1/30"), "dev", &eth],
-        );
-        ip_in(&rtr, &["link", "set", &eth, "up"]);
-        ip_in(&me, &["link", "set", &rx, "up"]);
-        // The next hop resolves to the NIC's MAC (the NIC answers no ARP).
-        ip_in(
-            &rtr,
-            &[
-                "neigh",
-                "replace",
-                &format!("10.79.{n}.2"),
-                "lladdr",
-                NIC_MAC,
-                "dev",
-                &eth,
-                "nud",
-                "permanent",
-            ],
-        );
-        ip_in(
-            &me,
-            &[
-                "link", "add", &tx, "type", "veth", "peer", "name", &port, "netns", &host,
-            ],
-        );
-        ip_in(&host, &["link", "set", &port, "master", "br0", "up"]);
-        ip_in(&me, &["link", "set", &tx, "up"]);
-        // The host's own stack: etcd and health probes over the backends' bridge.
-        ip_in(
-            &me,
-            &[
-                "link", "add", "m0", "type", "veth", "peer", "name", &leg, "netns", &host,
-            ],
-        );
-        ip_in(&host, &["link", "set", &leg, "master", "br0", "up"]);
-        ip_in(
-            &me,
-            &["addr", "add", &format!("10.77.0.2{n}/24"), "dev", "m0"],
-        );
-        ip_in(&me, &["link", "set", "m0", "up"]);
-        nexthops.push((format!("10.79.{n}.2"), eth));
-    }
-    for (via, dev) in &nexthops {
-        route.extend_from_slice(&["nexthop", "via", via, "dev", dev]);
-    }
-    ip_in(&rtr, &route);
-}
-
-/// `nlbctl WHAT --socket SOCK --json` (the admin socket is a file: reachable from here).
-fn admin_at(sock: &Path, what: &str) -> Option<serde_json::Value> {
-    let o = Command::new(crate::bin("nlbctl"))
-        .args([what, "--socket", sock.to_str()?, "--json"])
-        .output()
-        .ok()?;
-    if !o.status.success() {
-        return None;
-    }
-    serde_json::from_slice(&o.stdout).ok()
-}
-
-/// Whether etcd is here ([`nlb_testkit::needs`]).
-pub fn have_etcd() -> bool {
-    nlb_testkit::needs("the fleet's test", &[Need::program("etcd", "etcd-server")])
-}
-
-/// Three NLB hosts behind an ECMP router, one configuration from etcd, shared health (SPEC
-/// R11): long-lived connections spread over the three; one host dies (nlb-sim and nlbd
-/// killed, its link down, so the router skips the nexthop); every connection carries on
-/// through the others to the same backend, and new connections keep working.
-pub fn ecmp_fleet_keeps_connections_when_a_host_dies() {
-    remove_stale_namespaces();
-    let mut lab = Lab {
-        prefix: format!("nlbe{}-f", std::process::id()),
-        dir: tempfile::tempdir().unwrap(),
-        children: Vec::new(),
-        namespaces: Vec::new(),
-    };
-    std::fs::write(lab.path("service.py"), SERVICE).unwrap();
-    std::fs::write(lab.path("session.py"), SESSION).unwrap();
-    std::fs::write(lab.path("lb.yaml"), config()).unwrap();
-    build_ecmp_topology(&mut lab);
-    for b in BACKENDS {
-        start_service(&mut lab, b);
-        start_health(&mut lab, b);
-    }
-    // etcd in the host namespace, on the bridge the NLB hosts reach it over.
-    let data = lab.path("etcd-data");
-    lab.spawn(
-        "etcd",
-        "host",
-        &[
-            "etcd",
-            "--name",
-            "e",
-            "--data-dir",
-            data.to_str().unwrap(),
-            "--listen-client-urls",
-            "http://10.77.0.1:2379",
-            "--advertise-client-urls",
-            "http://10.77.0.1:2379",
-            "--listen-peer-urls",
-            "http://127.0.0.1:2380",
-            "--initial-advertise-peer-urls",
-            "http://127.0.0.1:2380",
-            "--initial-cluster",
-            "e=http://127.0.0.1:2380",
-            "--log-level",
-            "warn",
-        ],
-    );
-    let nlbctl = crate::bin("nlbctl");
-    let lb = lab.path("lb.yaml");
-    let published = lab.wait_for("a publish to etcd", || {
-        lab.run_in(
-            "host",
-            &[
-                nlbctl,
-                "publish",
-                lb.to_str().unwrap(),
-                "--etcd",
-                FLEET_ETCD,
-            ],
-        )
-        .ok()
-    });
-    let revision: i64 = published
-        .split("as revision ")
-        .nth(1)
-        .and_then(|r| r.split_whitespace().next())
-        .and_then(|r| r.parse().ok())
-        .unwrap_or_else(|| panic!("no revision in: {published}"));
-    let sockets: Vec<PathBuf> = FLEET
-        .iter()
-        .map(|h| lab.path(&format!("admin-{h}.sock")))
-        .collect();
-    for (n, h) in FLEET.iter().enumerate() {
-        let nic_sock = lab.path(&format!("nic-{h}.sock"));
-        let nic = nic_sock.to_str().unwrap().to_string();
-        let (rx, tx) = (format!("rx{}", n + 1), format!("tx{}", n + 1));
-        lab.spawn(
-            &format!("nlb-sim-{h}"),
-            h,
-            &[
-                crate::bin("nlb-sim"),
-                "--socket",
-                &nic,
-                "--rx",
-                &rx,
-                "--tx",
-                &tx,
-            ],
-        );
-        lab.wait_for("nlb-sim's socket", || {
-            std::os::unix::net::UnixStream::connect(&nic_sock).ok()
-        });
-        let metrics = format!("127.0.0.1:{}", 9471 + n);
-        lab.spawn(
-            &format!("nlbd-{h}"),
-            h,
-            &[
-                crate::bin("nlbd"),
-                "--etcd",
-                FLEET_ETCD,
-                "--host",
-                h,
-                "--lease-ttl",
-                "2",
-                "--device",
-                &format!("sim:{nic}"),
-                "--admin-socket",
-                sockets[n].to_str().unwrap(),
-                "--metrics-addr",
-                &metrics,
-            ],
-        );
-    }
-    let fleet_logs = |lab: &Lab| {
-        FLEET
-            .iter()
-            .map(|h| {
-                format!(
-                    "--- nlbd-{h} ---\n{}\n--- nlb-sim-{h} ---\n{}",
-                    lab.log(&format!("nlbd-{h}")),
-                    lab.log(&format!("nlb-sim-{h}"))
-                )
-            })
-            .collect::<String>()
-    };
-    // Every host serves the revision, with the three backends eligible (shared health).
-    let deadline = Instant::now() + WAIT;
-    loop {
-        let ready = sockets.iter().all(|s| {
-            admin_at(s, "status").is_some_and(|st| {
-                st["pools"].as_array().is_some_and(|pools| {
-                    pools.iter().any(|p| {
-                        p["name"] == "web" && p["eligible"].as_array().is_some_and(|e| e.len() == 3)
-                    })
-                })
-            })
-        });
-        let status = lab
-            .run_in(
-                "host",
-                &[
-                    nlbctl, "fleet", "status", "--etcd", FLEET_ETCD, "-o", "json",
-                ],
-            )
-            .unwrap_or_default();
-        let v: serde_json::Value = serde_json::from_str(&status).unwrap_or_default();
-        let digests: std::collections::BTreeSet<String> = v["hosts"]
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .filter(|r| r["revision"] == revision)
-                    .map(|r| r["tables_digest"].to_string())
-                    .collect()
-            })
-            .unwrap_or_default();
-        let on_revision = v["hosts"].as_array().map_or(0, |a| {
-            a.iter().filter(|r| r["revision"] == revision).count()
-        });
-        if ready && on_revision == 3 && digests.len() == 1 {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the fleet did not come up: {status}\n{}",
-            fleet_logs(&lab)
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
-
-    // Long-lived connections until each host carries at least one (the router's layer-4
-    // hash picks the host; each NIC learns the connections it sees open).
-    let mut sessions: Vec<Session> = Vec::new();
-    let carrier = |sessions: &[Session]| -> Vec<Option<usize>> {
-        let tracked: Vec<Vec<String>> = sockets
-            .iter()
-            .map(|s| {
-                admin_at(s, "conntrack")
-                    .and_then(|c| {
-                        c["entries"].as_array().map(|e| {
-                            e.iter()
-                                .filter_map(|x| x["client"].as_str().map(str::to_string))
-                                .collect()
-                        })
-                    })
-                    .unwrap_or_default()
-            })
-            .collect();
-        sessions
-            .iter()
-            .map(|s| {
-                let me = format!("{FLEET_CLIENT}:{}", s.port);
-                tracked.iter().position(|t| t.contains(&me))
-            })
-            .collect()
-    };
-    while sessions.len() < 40 {
-        let mut s = Session::open(&lab);
-        s.round_trip()
-            .unwrap_or_else(|e| panic!("a new session failed: {e}\n{}", fleet_logs(&lab)));
-        sessions.push(s);
-        if sessions.len() >= 9 {
-            let c = lab.wait_for("the sessions' connections installed", || {
-                let c = carrier(&sessions);
-                c.iter().all(Option::is_some).then_some(c)
-            });
-            if (0..3).all(|h| c.contains(&Some(h))) {
-                break;
-            }
-        }
-    }
-    let carriers = carrier(&sessions);
-    assert!(
-        (0..3).all(|h| carriers.contains(&Some(h))),
-        "40 connections did not reach all three hosts: {carriers:?}"
-    );
-    // The host carrying the most connections dies: nlb-sim and nlbd killed, its link down
-    // (the router's side loses carrier and skips that nexthop; deleting the link would make
-    // the kernel drop the whole multipath route).
-    let victim = (0..3)
-        .max_by_key(|h| carriers.iter().filter(|c| **c == Some(*h)).count())
-        .unwrap();
-    let through_victim = carriers.iter().filter(|c| **c == Some(victim)).count();
-    let h = FLEET[victim];
-    lab.stop(&format!("nlbd-{h}"));
-    lab.stop(&format!("nlb-sim-{h}"));
-    ip_in(
-        &lab.ns(h),
-        &["link", "set", &format!("rx{}", victim + 1), "down"],
-    );
-
-    // Every connection carries on, to the same backend (another would answer with a reset).
-    let mut broken = Vec::new();
-    for (i, s) in sessions.iter_mut().enumerate() {
-        for _ in 0..3 {
-            if let Err(e) = s.round_trip() {
-                broken.push(format!(
-                    "session {i} to {} (via {:?}): {e}",
-                    s.backend, carriers[i]
-                ));
-                break;
-            }
-        }
-    }
-    eprintln!(
-        "ecmp: {} connections ({through_victim} through the killed {h}); broken: {}",
-        sessions.len(),
-        broken.len()
-    );
-    assert!(
-        broken.is_empty(),
-        "connections broken by the loss of {h}: {broken:?}\n{}",
-        fleet_logs(&lab)
-    );
-    // The survivors now carry the victim's connections (they learn them from mid-flow packets
-    // or forward them by the identical tables either way), and new connections work.
-    let answers = lab.curls(20);
-    assert!(
-        answers.iter().all(|a| BACKENDS.contains(&a.as_str())),
-        "{answers:?}"
-    );
-    drop(sessions);
 }

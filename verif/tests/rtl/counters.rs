@@ -363,6 +363,9 @@ impl Run {
                 j
             }
             None => {
+                if kind.is_some() && index >= 1 << 12 {
+                    self.bin("index past its family with an upper bit set (latches 0)");
+                }
                 self.bin(if kind.is_some() {
                     "index past its family (latches 0)"
                 } else {
@@ -525,6 +528,18 @@ fn run(seed: u64) -> Result<Bins, String> {
                 },
                 5 => family_len(k) - 1,
                 6 => family_len(k) + rng.random_range(0..3),
+                // Past the family with one of the 24-bit index field's upper bits set, the
+                // low bits naming the hot counter (a select that dropped the bit would latch
+                // it).
+                7 if rng.random_bool(0.5) => {
+                    let low = match k {
+                        CounterKind::Rule => u32::from(hot.0),
+                        CounterKind::Backend => u32::from(hot.1),
+                        CounterKind::Reason => hot.2.value(),
+                        CounterKind::Verdict => hot.3.value(),
+                    };
+                    (1 << rng.random_range(12..24)) | low
+                }
                 _ => rng.random_range(0..family_len(k)),
             };
             let kind_word = if rng.random_range(0..20) == 0 {
@@ -600,6 +615,7 @@ fn counts_and_latches_as_the_model() {
         "carried past 2^32 by traffic",
         "undefined snapshot code (ignored)",
         "index past its family (latches 0)",
+        "index past its family with an upper bit set (latches 0)",
         "unknown family (latches 0)",
     ];
     let context = format!("seed {seed:#x}");

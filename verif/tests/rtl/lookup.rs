@@ -857,7 +857,11 @@ impl Run {
     /// One clock; `d` is offered when the block has room (returns whether it was taken).
     fn step(&mut self, d: Option<&Desc>) -> bool {
         let room = self.sim.get_bit(self.room).expect("s_room");
-        let d = d.filter(|_| room);
+        self.step_offer(d.filter(|_| room))
+    }
+
+    /// One clock; `d` is offered whatever `s_room` says (the caller keeps to the contract).
+    fn step_offer(&mut self, d: Option<&Desc>) -> bool {
         let clock = self.clock;
         self.inputs.drive(&mut self.sim, d, &mut self.rng);
         self.mem.drive(&mut self.sim, clock, &mut self.rng);
@@ -1463,3 +1467,9 @@ fn decide_is_process_without_the_frame() {
         );
     }
 }
+
+/// Table contents the register map allows, and the descriptor FIFO filled as far as `s_room`
+/// allows, on this bench (child modules: they drive the bench's `Run`, so they follow the
+/// bench when the block's memory ports change).
+mod descriptor_fifo;
+mod table_contents;

@@ -2,7 +2,9 @@
 //! one binary links the crate and its dependencies once).
 
 mod axis_skid;
+mod bus;
 mod conntrack;
+mod contents;
 mod corners;
 mod counter_bank;
 mod counters;
@@ -20,6 +22,7 @@ mod mul_const;
 mod overlap;
 mod parser;
 mod performance;
+mod queues;
 mod regs;
 mod rx_no_stall;
 mod spi_flash;

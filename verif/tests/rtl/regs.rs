@@ -707,8 +707,10 @@ fn table_window_errors_touch_nothing() {
         assert_eq!(got, good, "{table:?}[0] survived the bad writes");
     }
 
-    // Bad table ids and unknown commands.
-    for id in [6u32, 7, 0xff] {
+    // Bad table ids and unknown commands: ids past the enumeration, and ids whose low three
+    // bits name a table (8 and 0x80 would alias VIP, 0x0d and 0xfd backend if the 8-bit
+    // `table` field lost its upper bits).
+    for id in [6u32, 7, 8, 0x0d, 0x80, 0xfd, 0xff] {
         bus.write32(table::SELECT, id).expect("select");
         bus.write32(table::INDEX, 0).expect("index");
         bus.write32(table::CMD, TableCmd::Write.value())

@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::net::IpAddr;
 
+mod bgp;
 mod service_checks;
 pub(crate) mod services;
 
@@ -538,6 +539,7 @@ const OUTPUT_ONLY: &[&str] = &[
 
 const TOP: &[&str] = &[
     "nic",
+    "bgp",
     "forwardingRules",
     "targetPools",
     "targetInstances",
@@ -1584,6 +1586,18 @@ impl Loader<'_> {
                 }
             }
         }
+        if let Some(n) = top.get("bgp") {
+            if self.config.bgp.is_some() {
+                self.r.err(
+                    n.pos,
+                    "bgp",
+                    "`bgp` given twice",
+                    Some("one `bgp` section in the file".into()),
+                );
+            } else {
+                self.config.bgp = bgp::read_bgp(&mut self.r, n);
+            }
+        }
         for s in Section::ALL {
             let items = self.r.list(top.get(s.field()), s.field());
             for item in items {
@@ -1914,6 +1928,7 @@ pub fn check(c: &Config) -> Diagnostics {
     check_vip_families(&mut d, c, &idx);
     check_delivery_needs(&mut d, c, &idx);
     service_checks::check_services(&mut d, c, &idx);
+    bgp::check_bgp(&mut d, c);
     d
 }
 

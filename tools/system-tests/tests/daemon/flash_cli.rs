@@ -1,6 +1,7 @@
 //! `nlbctl flash | fw-info | reboot` against an `nlb-sim` process hosting the flash chip:
 //! the operator's path end to end, over the socket device.
 
+use nlb_system_tests::harness::nlbctl;
 use std::path::Path;
 use std::process::{Child, Command, Output};
 use std::time::{Duration, Instant};
@@ -26,13 +27,6 @@ fn start(socket: &Path) -> SimProcess {
         std::thread::sleep(Duration::from_millis(20));
     }
     sim
-}
-
-fn nlbctl(args: &[&str]) -> Output {
-    Command::new(nlb_system_tests::bin("nlbctl"))
-        .args(args)
-        .output()
-        .expect("nlbctl runs")
 }
 
 fn ok(o: Output) -> String {

@@ -19,6 +19,7 @@ use nlb_driver::model::{lock, ModelHandle, SharedModel};
 use nlb_driver::socket::{Server, ServerHandle};
 use nlb_hw::enums::Verdict;
 use nlb_hw::Profile;
+use nlb_system_tests::harness::nlbctl;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -358,13 +359,6 @@ fn http_get(addr: &str, path: &str) -> String {
     let _ = s.read_to_string(&mut out);
     out.split_once("\r\n\r\n")
         .map_or(out.clone(), |(_, b)| b.to_string())
-}
-
-fn nlbctl(args: &[&str]) -> Output {
-    Command::new(nlb_system_tests::bin("nlbctl"))
-        .args(args)
-        .output()
-        .expect("nlbctl runs")
 }
 
 fn text(o: &Output) -> String {

@@ -15,25 +15,18 @@
 //! --ignored --nocapture`) measures EndpointSlice event → tables active.
 
 use bytes::Bytes;
-use firmware_sim::ModelDevice;
 use http_body_util::{BodyExt as _, Full};
 use hyper::body::{Frame, Incoming};
 use hyper::{Method, Request, Response, StatusCode};
-use nlb_driver::device::Device;
-use nlb_driver::model::{lock, ModelHandle, SharedModel};
-use nlb_driver::socket::{Server, ServerHandle};
-use nlb_hw::blocks::ctrl;
 use nlb_hw::enums::Verdict;
-use nlb_hw::Profile;
+use nlb_system_tests::harness::{self, Backend, Nic, Nlbd};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::convert::Infallible;
-use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener as StdListener};
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
-use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -556,107 +549,40 @@ fn slice(service: &str, pods: &[(&str, bool, bool)]) -> Value {
 // nlbd, the NIC and the nodes' health servers.
 
 /// A node's health server (kube-proxy's, or the Service's healthCheckNodePort): 200.
-struct Health {
-    stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
+fn node_health(ip: Ipv4Addr, port: u16) -> Backend {
+    Backend::http(
+        ip,
+        port,
+        harness::http_200(
+            "Content-Type: application/json\r\nX-Content-Type-Options: nosniff\r\n",
+            "{}",
+        ),
+    )
 }
 
-impl Health {
-    fn start(ip: Ipv4Addr, port: u16) -> Health {
-        let listener = StdListener::bind((ip, port)).expect("bind a health server");
-        listener.set_nonblocking(true).unwrap();
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
-        let thread = std::thread::spawn(move || {
-            while !flag.load(Ordering::Relaxed) {
-                match listener.accept() {
-                    Ok((mut s, _)) => {
-                        let _ = s.set_nonblocking(false);
-                        let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
-                        let mut buf = [0u8; 2048];
-                        let mut got = Vec::new();
-                        while !got.windows(4).any(|w| w == b"\r\n\r\n") {
-                            match s.read(&mut buf) {
-                                Ok(0) | Err(_) => break,
-                                Ok(n) => got.extend_from_slice(&buf[..n]),
-                            }
-                        }
-                        let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-Content-Type-Options: nosniff\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}");
-                    }
-                    Err(_) => std::thread::sleep(Duration::from_millis(5)),
-                }
-            }
-        });
-        Health {
-            stop,
-            thread: Some(thread),
-        }
-    }
-}
-
-impl Drop for Health {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-struct Nlbd {
-    child: Child,
-    log: PathBuf,
-}
-
-impl Nlbd {
-    fn start(dir: &Path, api: &str, project: &Path, device: &Path) -> Nlbd {
-        let log = dir.join("nlbd.log");
-        let child = Command::new(nlb_system_tests::bin("nlbd"))
-            .args(["--kubernetes", "--kube-api", api, "--kube-project"])
+/// nlbd on the Kubernetes API at `api` with the project's settings in `project`.
+fn start_nlbd(dir: &Path, api: &str, project: &Path, device: &Path) -> Nlbd {
+    Nlbd::spawn(dir, "nlbd.log", |c| {
+        c.args(["--kubernetes", "--kube-api", api, "--kube-project"])
             .arg(project)
             .arg("--device")
             .arg(format!("sim:{}", device.display()))
-            .arg("--admin-socket")
-            .arg(dir.join("admin.sock"))
             .args(["--metrics-addr", "off"])
             .env("NLBD_LOG", "info,nlbd=debug")
-            .env_remove("KUBECONFIG")
-            .stderr(std::fs::File::create(&log).unwrap())
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("nlbd starts");
-        Nlbd { child, log }
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    fn running(&mut self) -> bool {
-        self.child.try_wait().unwrap().is_none()
-    }
+            .env_remove("KUBECONFIG");
+    })
 }
 
-impl Drop for Nlbd {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn wait_for<T>(nlbd: &Nlbd, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "timed out waiting for {what}\nnlbd log:\n{}",
-            nlbd.log()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+/// A TCP segment from `client:sport` to `vip:80` through `nic`: the verdict, and the IPIP
+/// outer destination (the node's InternalIP) when forwarded.
+fn send_tcp(nic: &mut Nic, vip: [u8; 4], sport: u16, syn: bool) -> (Verdict, Option<Ipv4Addr>) {
+    let r = nic.send(&harness::tcp([198, 51, 100, 7], sport, vip, 80, syn));
+    let out = nic.transmitted();
+    let outer = (r == Verdict::Forward).then(|| {
+        assert_eq!(out[14 + 9], 4, "IPIP (protocol 4) to the node");
+        Ipv4Addr::new(out[30], out[31], out[32], out[33])
+    });
+    (r, outer)
 }
 
 /// `nlbctl status --json`, when nlbd answers.
@@ -691,52 +617,6 @@ fn eligible(dir: &Path, pool: &str) -> Option<(u64, Vec<String>)> {
     Some((s["generation"].as_u64()?, members))
 }
 
-struct Nic {
-    shared: SharedModel,
-    handle: ModelHandle,
-    _server: ServerHandle,
-    out: Vec<u8>,
-}
-
-impl Nic {
-    fn start(path: &Path) -> Nic {
-        let sim = ModelHandle::from_device(ModelDevice::new(Profile::by_name("sim").unwrap()));
-        let served = sim.clone();
-        let server = Server::bind(
-            path,
-            Arc::new(move || Box::new(served.clone()) as Box<dyn Device>),
-        )
-        .expect("serve the NIC");
-        Nic {
-            shared: sim.shared(),
-            handle: sim,
-            _server: server.spawn(),
-            out: vec![0; 16384],
-        }
-    }
-
-    /// A TCP segment from `client:sport` to `vip:80`: the verdict, and the IPIP outer
-    /// destination (the node's InternalIP) when forwarded.
-    fn send(&mut self, vip: [u8; 4], sport: u16, syn: bool) -> (Verdict, Option<Ipv4Addr>) {
-        let b = etherparse::PacketBuilder::ethernet2([2, 0, 0, 0, 0, 0xc1], [2, 0, 0, 0, 0, 1])
-            .ipv4([198, 51, 100, 7], vip, 64)
-            .tcp(sport, 80, 7, 64000);
-        let b = if syn { b.syn() } else { b.ack(1) };
-        let mut f = Vec::new();
-        b.write(&mut f, &[]).unwrap();
-        let r = lock(&self.shared).receive(&f, &mut self.out).unwrap();
-        let outer = (r.verdict == Verdict::Forward).then(|| {
-            assert_eq!(self.out[14 + 9], 4, "IPIP (protocol 4) to the node");
-            Ipv4Addr::new(self.out[30], self.out[31], self.out[32], self.out[33])
-        });
-        (r.verdict, outer)
-    }
-
-    fn generation(&mut self) -> u32 {
-        self.handle.read32(ctrl::GENERATION).unwrap()
-    }
-}
-
 /// This run's node addresses and health port: from the process id, so two runs at once (a
 /// developer's and CI's) do not take each other's.
 fn node_ip(i: u8) -> Ipv4Addr {
@@ -754,12 +634,12 @@ const WEB_POOL: &str = "k8s-default-web";
 /// The cluster of the tests: three Ready nodes; `web` (Local, its VIP from the project's
 /// address pool) with one pod on each node; `wcl` (Cluster, pods-per-node weighting asked,
 /// which the mapping warns about) at 203.0.113.90. Returns the health servers.
-fn cluster(api: &ApiServer) -> Vec<Health> {
+fn cluster(api: &ApiServer) -> Vec<Backend> {
     let mut health = Vec::new();
     for i in 1..=3 {
         api.put(node(&format!("n{i}"), node_ip(i), "us-central1-a"));
-        health.push(Health::start(node_ip(i), hc_port()));
-        health.push(Health::start(node_ip(i), 10256));
+        health.push(node_health(node_ip(i), hc_port()));
+        health.push(node_health(node_ip(i), 10256));
     }
     api.put(service("web", "Local", Some(hc_port()), json!({})));
     api.put(slice(
@@ -828,16 +708,16 @@ fn nlbd_follows_the_live_kubernetes_api() {
     let device = dir.join("nic.sock");
     let mut nic = Nic::start(&device);
     let project = project(dir);
-    let mut nlbd = Nlbd::start(dir, &api.url(), &project, &device);
+    let mut nlbd = start_nlbd(dir, &api.url(), &project, &device);
 
     // Initial tables serve the Service on all three nodes (once their checks pass).
-    wait_for(&nlbd, "web served by n1, n2, n3", || {
+    nlbd.wait_for("web served by n1, n2, n3", || {
         let (_, e) = eligible(dir, WEB_POOL)?;
         (e == sorted(&["n1", "n2", "n3"])).then_some(())
     });
     let mut established = BTreeMap::new();
     for sport in 10000..10060u16 {
-        let (v, ip) = nic.send(VIP, sport, true);
+        let (v, ip) = send_tcp(&mut nic, VIP, sport, true);
         assert_eq!(v, Verdict::Forward, "SYN {sport}");
         established.insert(sport, ip.unwrap());
     }
@@ -849,14 +729,14 @@ fn nlbd_follows_the_live_kubernetes_api() {
     );
 
     // The VIP is written to the Service's status, once.
-    wait_for(&nlbd, "status.loadBalancer.ingress written", || {
+    nlbd.wait_for("status.loadBalancer.ingress written", || {
         let svc = api.object(Kind::Service, "default", "web");
         (svc["status"]["loadBalancer"]["ingress"]
             == json!([{"ip": "203.0.113.80", "ipMode": "VIP"}]))
         .then_some(())
     });
     // The weighting asked of a Cluster Service: one Warning Event on it.
-    wait_for(&nlbd, "an Event for wcl", || {
+    nlbd.wait_for("an Event for wcl", || {
         api.with(|s| {
             s.events
                 .iter()
@@ -866,7 +746,7 @@ fn nlbd_follows_the_live_kubernetes_api() {
     });
 
     // Every probe has answered (a health decision is a load of its own).
-    wait_for(&nlbd, "every target healthy", || {
+    nlbd.wait_for("every target healthy", || {
         let sock = dir.join("admin.sock");
         let o = Command::new(nlb_system_tests::bin("nlbctl"))
             .args(["health", "--socket", sock.to_str().unwrap(), "--json"])
@@ -887,7 +767,7 @@ fn nlbd_follows_the_live_kubernetes_api() {
             ("n3", false, true),
         ],
     ));
-    let (after, members) = wait_for(&nlbd, "n3 out of web's choice", || {
+    let (after, members) = nlbd.wait_for("n3 out of web's choice", || {
         let (g, e) = eligible(dir, WEB_POOL)?;
         (!e.contains(&"n3".to_string())).then_some((g, e))
     });
@@ -898,12 +778,12 @@ fn nlbd_follows_the_live_kubernetes_api() {
         "the EndpointSlice event reached the tables in one load"
     );
     for sport in 20000..20060u16 {
-        let (v, ip) = nic.send(VIP, sport, true);
+        let (v, ip) = send_tcp(&mut nic, VIP, sport, true);
         assert_eq!(v, Verdict::Forward);
         assert_ne!(ip.unwrap(), node_ip(3), "new flow {sport} went to n3");
     }
     // Established flows stay where they are, n3's included.
-    wait_for(&nlbd, "the first flows installed", || {
+    nlbd.wait_for("the first flows installed", || {
         let sock = dir.join("admin.sock");
         let o = Command::new(nlb_system_tests::bin("nlbctl"))
             .args(["conntrack", "--socket", sock.to_str().unwrap(), "--json"])
@@ -914,7 +794,7 @@ fn nlbd_follows_the_live_kubernetes_api() {
     });
     for (sport, ip) in &established {
         assert_eq!(
-            nic.send(VIP, *sport, false).1,
+            send_tcp(&mut nic, VIP, *sport, false).1,
             Some(*ip),
             "established {sport}"
         );
@@ -932,7 +812,7 @@ fn nlbd_follows_the_live_kubernetes_api() {
             ("n3", true, false),
         ],
     ));
-    wait_for(&nlbd, "n3 back after the relist", || {
+    nlbd.wait_for("n3 back after the relist", || {
         let (_, e) = eligible(dir, WEB_POOL)?;
         (e == sorted(&["n1", "n2", "n3"])).then_some(())
     });
@@ -940,7 +820,7 @@ fn nlbd_follows_the_live_kubernetes_api() {
         assert!(s.expired >= 1, "a 410 was sent");
         assert!(s.lists[&Kind::EndpointSlice] > lists_before, "relisted");
     });
-    wait_for(&nlbd, "every kind relisted and watched", || {
+    nlbd.wait_for("every kind relisted and watched", || {
         api.with(|s| {
             Kind::ALL
                 .iter()
@@ -958,11 +838,11 @@ fn nlbd_follows_the_live_kubernetes_api() {
     api.compact();
     api.drop_watches(false);
     api.put(slice("web", &[("n1", true, false), ("n2", true, false)]));
-    wait_for(&nlbd, "n3 out again", || {
+    nlbd.wait_for("n3 out again", || {
         let (_, e) = eligible(dir, WEB_POOL)?;
         (e == sorted(&["n1", "n2"])).then_some(())
     });
-    wait_for(&nlbd, "the three kinds watched again", || {
+    nlbd.wait_for("the three kinds watched again", || {
         api.with(|s| (s.watch_requests >= watches + 3).then_some(()))
     });
     api.with(|s| {
@@ -977,7 +857,7 @@ fn nlbd_follows_the_live_kubernetes_api() {
     std::thread::sleep(Duration::from_secs(2));
     assert!(nlbd.running(), "nlbd stays up without the API");
     for sport in 30000..30020u16 {
-        let (v, ip) = nic.send(VIP, sport, true);
+        let (v, ip) = send_tcp(&mut nic, VIP, sport, true);
         assert_eq!(v, Verdict::Forward, "served while the API is down");
         assert_ne!(ip.unwrap(), node_ip(3));
     }
@@ -987,7 +867,7 @@ fn nlbd_follows_the_live_kubernetes_api() {
         "unchanged while the API is down"
     );
     api.start();
-    wait_for(&nlbd, "caught up: only n1", || {
+    nlbd.wait_for("caught up: only n1", || {
         let (_, e) = eligible(dir, WEB_POOL)?;
         (e == sorted(&["n1"])).then_some(())
     });
@@ -1072,8 +952,8 @@ fn kube_event_to_table_latency() {
     let device = dir.join("nic.sock");
     let mut nic = Nic::start(&device);
     let project = project(dir);
-    let nlbd = Nlbd::start(dir, &api.url(), &project, &device);
-    wait_for(&nlbd, "web served by n1, n2, n3", || {
+    let nlbd = start_nlbd(dir, &api.url(), &project, &device);
+    nlbd.wait_for("web served by n1, n2, n3", || {
         let (_, e) = eligible(dir, WEB_POOL)?;
         (e == sorted(&["n1", "n2", "n3"])).then_some(())
     });

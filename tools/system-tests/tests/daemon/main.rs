@@ -1,6 +1,7 @@
 //! The daemon tests of this crate, one test binary (each module was once a binary of its own;
 //! one binary links the crate and its dependencies once).
 
+mod bgp;
 mod deploy;
 mod flash_cli;
 mod fleet;

@@ -15,13 +15,13 @@
 
 use nlb_system_tests::harness;
 
-use harness::{have, hc_port, tcp, udp, Backend, Nic, Nlbd, WAIT};
+use harness::{have, hc_port, tcp, udp, Backend, Nic, Nlbd};
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 fn deploy(path: &str) -> PathBuf {
     nlb_system_tests::bins::workspace()
@@ -337,19 +337,10 @@ impl Prometheus {
         p
     }
 
-    fn wait_for<T>(&self, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-        let deadline = Instant::now() + WAIT;
-        loop {
-            if let Some(v) = f() {
-                return v;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "timed out waiting for {what}\nprometheus log:\n{}",
-                read(&self.log)
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
+    fn wait_for<T>(&self, what: &str, f: impl FnMut() -> Option<T>) -> T {
+        harness::poll(what, Duration::from_millis(100), f, || {
+            format!("prometheus log:\n{}", read(&self.log))
+        })
     }
 }
 

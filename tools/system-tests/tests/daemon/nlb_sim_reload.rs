@@ -6,13 +6,14 @@
 
 use etherparse::{PacketBuilder, SlicedPacket};
 use firmware_sim::pcap::{read_frames, FrameWriter};
+use nlb_system_tests::harness;
 use std::collections::HashMap;
 use std::fmt::Write as _;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const FLOWS: u16 = 256;
 const RATE: u64 = 40_000;
@@ -75,21 +76,14 @@ fn admin(socket: &Path, what: &str) -> Option<serde_json::Value> {
         .flatten()
 }
 
-fn wait_for<T>(what: &str, logs: &[&Path], mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        if Instant::now() > deadline {
-            let mut all = String::new();
-            for l in logs {
-                let _ = std::fs::File::open(l).and_then(|mut f| f.read_to_string(&mut all));
-            }
-            panic!("timed out waiting for {what}\nlogs:\n{all}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+/// Polls `f` until it returns `Some`, or fails naming `what` with the `logs`.
+fn wait_for<T>(what: &str, logs: &[&Path], f: impl FnMut() -> Option<T>) -> T {
+    harness::poll(what, Duration::from_millis(20), f, || {
+        logs.iter()
+            .map(|l| std::fs::read_to_string(l).unwrap_or_default())
+            .collect::<Vec<_>>()
+            .join("\n")
+    })
 }
 
 #[test]

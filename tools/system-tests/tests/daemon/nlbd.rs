@@ -11,160 +11,24 @@
 //! restarted nlbd carries on with them.
 
 use etherparse::{IpNumber, Ipv4Header, PacketBuilder, SlicedPacket};
-use firmware_sim::ModelDevice;
-use nlb_driver::device::Device;
-use nlb_driver::model::{lock, ModelHandle, SharedModel};
-use nlb_driver::socket::{Server, ServerHandle};
 use nlb_hw::enums::Verdict;
-use nlb_hw::Profile;
+use nlb_system_tests::harness::{self, nlbctl, Backend, Nic, Nlbd, CLIENT_MAC, NIC_MAC};
 use std::io::{Read, Write};
-use std::net::{Ipv4Addr, TcpListener, TcpStream};
+use std::net::{Ipv4Addr, TcpStream};
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::time::Duration;
 
-/// Generous: the CI machine has 2 cores shared with other builds.
-const WAIT: Duration = Duration::from_secs(60);
-
-/// A minimal HTTP backend for health checks: answers 200 until stopped; stopped = nothing
-/// listens (connections are refused). Like kube-proxy's health server it always sends
-/// `X-Load-Balancing-Endpoint-Weight` (here `weight`), which a target pool must ignore
-/// (SPEC R5.6).
-struct Backend {
-    stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Backend {
-    fn start(ip: Ipv4Addr, port: u16, weight: u16) -> Backend {
-        Backend::serve(ip, port, move |s| {
-            let mut buf = [0u8; 2048];
-            let mut got = Vec::new();
-            while !got.windows(4).any(|w| w == b"\r\n\r\n") {
-                match s.read(&mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => got.extend_from_slice(&buf[..n]),
-                }
-            }
-            let _ = s.write_all(
-                format!(
-                    "HTTP/1.1 200 OK\r\nX-Load-Balancing-Endpoint-Weight: {weight}\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
-                )
-                .as_bytes(),
-            );
-        })
-    }
-
-    /// A TCP health server for the backend service's check: answers `PING` with `PONG`.
-    fn pong(ip: Ipv4Addr, port: u16) -> Backend {
-        Backend::serve(ip, port, |s| {
-            let mut ping = [0u8; 4];
-            if s.read_exact(&mut ping).is_ok() && &ping == b"PING" {
-                let _ = s.write_all(b"PONG");
-            }
-        })
-    }
-
-    /// Listens on `ip:port` and runs `respond` on each connection until stopped.
-    fn serve(
-        ip: Ipv4Addr,
-        port: u16,
-        respond: impl Fn(&mut TcpStream) + Send + 'static,
-    ) -> Backend {
-        let listener = TcpListener::bind((ip, port)).expect("bind backend");
-        listener.set_nonblocking(true).unwrap();
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
-        let thread = std::thread::spawn(move || {
-            while !flag.load(Ordering::Relaxed) {
-                match listener.accept() {
-                    Ok((mut s, _)) => {
-                        let _ = s.set_nonblocking(false);
-                        let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
-                        respond(&mut s);
-                    }
-                    Err(_) => std::thread::sleep(Duration::from_millis(5)),
-                }
-            }
-        });
-        Backend {
-            stop,
-            thread: Some(thread),
-        }
-    }
-
-    fn stop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-impl Drop for Backend {
-    fn drop(&mut self) {
-        self.stop();
-    }
-}
-
-/// The nlbd child, killed when the test ends however it ends.
-struct Nlbd {
-    child: Child,
-    log: PathBuf,
-}
-
-impl Nlbd {
-    fn start(dir: &Path, config: &Path, device: &Path, n: u32) -> Nlbd {
-        let log = dir.join(format!("nlbd-{n}.log"));
-        let child = Command::new(nlb_system_tests::bin("nlbd"))
-            .arg("--config")
+/// nlbd on `config` and the NIC at `device`, its log `nlbd-N.log`, the configuration
+/// watched every 200 ms.
+fn start_nlbd(dir: &Path, config: &Path, device: &Path, n: u32) -> Nlbd {
+    Nlbd::spawn(dir, &format!("nlbd-{n}.log"), |c| {
+        c.arg("--config")
             .arg(config)
             .arg("--device")
             .arg(format!("sim:{}", device.display()))
-            .arg("--admin-socket")
-            .arg(dir.join("admin.sock"))
-            .args(["--metrics-addr", "127.0.0.1:0", "--watch-ms", "200"])
-            .env("NLBD_LOG", "info")
-            .stderr(std::fs::File::create(&log).unwrap())
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("nlbd starts");
-        Nlbd { child, log }
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    fn terminate(&mut self) -> std::process::ExitStatus {
-        // SAFETY: kill(2) on our own child's pid, which has not been reaped yet.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        let deadline = Instant::now() + WAIT;
-        loop {
-            if let Some(s) = self.child.try_wait().unwrap() {
-                return s;
-            }
-            assert!(Instant::now() < deadline, "nlbd did not stop on SIGTERM");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Nlbd {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn nlbctl(args: &[&str]) -> Output {
-    Command::new(nlb_system_tests::bin("nlbctl"))
-        .args(args)
-        .output()
-        .expect("nlbctl runs")
+            .args(["--metrics-addr", "127.0.0.1:0", "--watch-ms", "200"]);
+    })
 }
 
 fn admin(dir: &Path, what: &str) -> serde_json::Value {
@@ -176,22 +40,6 @@ fn admin(dir: &Path, what: &str) -> serde_json::Value {
         String::from_utf8_lossy(&o.stderr)
     );
     serde_json::from_slice(&o.stdout).expect("JSON")
-}
-
-/// Polls `f` until it returns `Some`, or fails with `what` and nlbd's log.
-fn wait_for<T>(nlbd: &Nlbd, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "timed out waiting for {what}\nnlbd log:\n{}",
-            nlbd.log()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 fn health_of(dir: &Path, backend: &str) -> String {
@@ -224,9 +72,6 @@ fn eligible(dir: &Path, pool: &str) -> Option<Vec<String>> {
         .map(|m| m.as_str().map(str::to_string))
         .collect()
 }
-
-const NIC_MAC: [u8; 6] = [2, 0, 0, 0, 0, 1];
-const CLIENT_MAC: [u8; 6] = [2, 0, 0, 0, 0, 0xc1];
 
 fn tcp(client: [u8; 4], sport: u16, syn: bool) -> Vec<u8> {
     tcp_to([203, 0, 113, 80], client, sport, syn)
@@ -275,37 +120,23 @@ fn udp_fragments(client: [u8; 4], sport: u16, dport: u16, id: u16) -> Vec<Vec<u8
     out
 }
 
-/// The NIC: a simulated device served on a socket; frames go through it here.
-struct Nic {
-    shared: SharedModel,
-    _server: ServerHandle,
-    out: Vec<u8>,
+/// The instance a backend id is: b1..b3 have ids 0..2 (name order); d1..d3 3..5; s1, s2 6, 7.
+fn backend_name(id: u16) -> String {
+    ["b1", "b2", "b3", "d1", "d2", "d3", "s1", "s2"][usize::from(id)].to_string()
 }
 
-impl Nic {
-    fn start(path: &Path) -> Nic {
-        let sim = ModelHandle::from_device(ModelDevice::new(Profile::by_name("sim").unwrap()));
-        let served = sim.clone();
-        let server = Server::bind(
-            path,
-            Arc::new(move || Box::new(served.clone()) as Box<dyn Device>),
-        )
-        .expect("serve the NIC");
-        Nic {
-            shared: sim.shared(),
-            _server: server.spawn(),
-            out: vec![0; 16384],
-        }
-    }
-
-    fn send(&mut self, frame: &[u8]) -> firmware_sim::PacketResult {
-        lock(&self.shared).receive(frame, &mut self.out).unwrap()
-    }
-
-    fn backend_name(&self, id: u16) -> String {
-        // Instances b1..b3 have ids 0..2 (name order); d1..d3 3..5; s1, s2 6, 7.
-        ["b1", "b2", "b3", "d1", "d2", "d3", "s1", "s2"][usize::from(id)].to_string()
-    }
+/// A health-check target like kube-proxy's health server, which always sends
+/// `X-Load-Balancing-Endpoint-Weight` (here `weight`), which a target pool must ignore
+/// (SPEC R5.6).
+fn weighted_backend(ip: Ipv4Addr, port: u16, weight: u16) -> Backend {
+    Backend::http(
+        ip,
+        port,
+        harness::http_200(
+            &format!("X-Load-Balancing-Endpoint-Weight: {weight}\r\n"),
+            "ok",
+        ),
+    )
 }
 
 /// The health-check port of this run: derived from the process id, so two runs of this test
@@ -362,7 +193,7 @@ fn nlbd_runs_the_slow_path_of_a_nic() {
     let mut nic = Nic::start(&device);
     let mut backends: Vec<Backend> = (1..=3)
         // b1 reports weight 0: a weighted pool would give it no new connection.
-        .map(|i| Backend::start(Ipv4Addr::new(127, 0, 77, i), hc_port(), u16::from(i) - 1))
+        .map(|i| weighted_backend(Ipv4Addr::new(127, 0, 77, i), hc_port(), u16::from(i) - 1))
         .collect();
 
     // The backend service's members answer its TCP check (PING, PONG).
@@ -370,9 +201,9 @@ fn nlbd_runs_the_slow_path_of_a_nic() {
         .map(|i| Backend::pong(Ipv4Addr::new(127, 0, 78, i), hc_port()))
         .collect();
 
-    let mut nlbd = Nlbd::start(dir, &config, &device, 1);
+    let mut nlbd = start_nlbd(dir, &config, &device, 1);
     for b in ["b1", "b2", "b3"] {
-        wait_for(&nlbd, &format!("{b} healthy"), || {
+        nlbd.wait_for(&format!("{b} healthy"), || {
             (dir.join("admin.sock").exists() && health_of(dir, b) == "healthy").then_some(())
         });
     }
@@ -385,7 +216,7 @@ fn nlbd_runs_the_slow_path_of_a_nic() {
     // New connections spread over the three; nlbd installs what the NIC learns.
     let mut first_backend = Vec::new();
     for i in 0..40u16 {
-        let r = nic.send(&tcp([198, 51, 100, 7], 10000 + i, true));
+        let r = nic.receive(&tcp([198, 51, 100, 7], 10000 + i, true));
         assert_eq!(r.verdict, Verdict::Forward);
         first_backend.push(r.backend.unwrap());
     }
@@ -401,7 +232,7 @@ fn nlbd_runs_the_slow_path_of_a_nic() {
     for t in h["targets"].as_array().unwrap() {
         assert_eq!(t["weight"], "not_weighted", "{t}");
     }
-    wait_for(&nlbd, "40 connections installed", || {
+    nlbd.wait_for("40 connections installed", || {
         (admin(dir, "conntrack")["total"] == 40).then_some(())
     });
 
@@ -409,7 +240,7 @@ fn nlbd_runs_the_slow_path_of_a_nic() {
     // member whose health server goes down loses its share (weight 0: no slots) in the loaded
     // tables. (Before backend-service members were probed, s2 stayed in the tables.)
     for b in ["s1", "s2"] {
-        wait_for(&nlbd, &format!("svc/{b} healthy"), || {
+        nlbd.wait_for(&format!("svc/{b} healthy"), || {
             (health_in(dir, "svc", b) == "healthy").then_some(())
         });
     }
@@ -425,9 +256,9 @@ fn nlbd_runs_the_slow_path_of_a_nic() {
     assert_eq!(s1["host"], "", "a TCP probe sends no Host: {s1}");
     assert_eq!(eligible(dir, "svc").unwrap(), ["s1", "s2"]);
     let to_service = |nic: &mut Nic, sport: u16| {
-        let r = nic.send(&tcp_to([203, 0, 113, 90], [198, 51, 100, 11], sport, true));
+        let r = nic.receive(&tcp_to([203, 0, 113, 90], [198, 51, 100, 11], sport, true));
         assert_eq!(r.verdict, Verdict::Forward);
-        nic.backend_name(r.backend.unwrap())
+        backend_name(r.backend.unwrap())
     };
     let spread: std::collections::BTreeSet<String> = (0..40u16)
         .map(|i| to_service(&mut nic, 40000 + i))
@@ -438,10 +269,10 @@ fn nlbd_runs_the_slow_path_of_a_nic() {
         "40 flows over the service's two members"
     );
     service_backends[1].stop();
-    wait_for(&nlbd, "svc/s2 unhealthy", || {
+    nlbd.wait_for("svc/s2 unhealthy", || {
         (health_in(dir, "svc", "s2") == "unhealthy").then_some(())
     });
-    wait_for(&nlbd, "s2 out of the service's slice", || {
+    nlbd.wait_for("s2 out of the service's slice", || {
         (eligible(dir, "svc")? == ["s1"]).then_some(())
     });
     for i in 0..40u16 {
@@ -451,17 +282,17 @@ fn nlbd_runs_the_slow_path_of_a_nic() {
             "new flow {i} to the service went to its unhealthy member"
         );
     }
-    wait_for(&nlbd, "120 connections installed", || {
+    nlbd.wait_for("120 connections installed", || {
         (admin(dir, "conntrack")["total"] == 120).then_some(())
     });
 
     // b2 fails its checks: the tables change, new connections avoid it, established ones keep
     // their backend (TCP stays, SPEC R4.1).
     backends[1].stop();
-    wait_for(&nlbd, "b2 unhealthy", || {
+    nlbd.wait_for("b2 unhealthy", || {
         (health_of(dir, "b2") == "unhealthy").then_some(())
     });
-    wait_for(&nlbd, "b2 out of the tables", || {
+    nlbd.wait_for("b2 out of the tables", || {
         let s = admin(dir, "status");
         let web = s["pools"]
             .as_array()
@@ -503,15 +334,15 @@ fn nlbd_runs_the_slow_path_of_a_nic() {
     assert_eq!(service_member("s2")["healthy"], false, "{h}");
     assert_eq!(service_member("s1")["healthy"], true, "{h}");
     for i in 0..60u16 {
-        let r = nic.send(&tcp([198, 51, 100, 8], 20000 + i, true));
+        let r = nic.receive(&tcp([198, 51, 100, 8], 20000 + i, true));
         assert_ne!(
-            nic.backend_name(r.backend.unwrap()),
+            backend_name(r.backend.unwrap()),
             "b2",
             "new flow {i} went to b2"
         );
     }
     for (i, b) in first_backend.iter().enumerate() {
-        let r = nic.send(&tcp([198, 51, 100, 7], 10000 + i as u16, false));
+        let r = nic.receive(&tcp([198, 51, 100, 7], 10000 + i as u16, false));
         assert_eq!(r.backend, Some(*b), "established flow {i} moved");
     }
 
@@ -519,10 +350,10 @@ fn nlbd_runs_the_slow_path_of_a_nic() {
     let frags = udp_fragments([198, 51, 100, 9], 5353, 7042, 0x1234);
     assert_eq!(frags.len(), 3);
     for f in [&frags[2], &frags[1], &frags[0]] {
-        assert_eq!(nic.send(f).verdict, Verdict::Punt);
+        assert_eq!(nic.receive(f).verdict, Verdict::Punt);
     }
-    let sent = wait_for(&nlbd, "3 fragments injected", || {
-        let mut dev = lock(&nic.shared);
+    let sent = nlbd.wait_for("3 fragments injected", || {
+        let mut dev = nic.device();
         let got = dev.take_injected();
         drop(dev);
         (!got.is_empty()).then_some(got)
@@ -530,7 +361,7 @@ fn nlbd_runs_the_slow_path_of_a_nic() {
     let mut sent = sent;
     while sent.len() < 3 {
         std::thread::sleep(Duration::from_millis(20));
-        sent.extend(lock(&nic.shared).take_injected());
+        sent.extend(nic.device().take_injected());
     }
     let macs: std::collections::BTreeSet<[u8; 6]> = sent
         .iter()
@@ -566,7 +397,7 @@ fn nlbd_runs_the_slow_path_of_a_nic() {
         config_text().replace("portRange: '53'", "portRange: '53-40'"),
     )
     .unwrap();
-    wait_for(&nlbd, "the refusal", || {
+    nlbd.wait_for("the refusal", || {
         nlbd.log().contains("configuration refused").then_some(())
     });
     assert_eq!(
@@ -589,7 +420,7 @@ fn nlbd_runs_the_slow_path_of_a_nic() {
         config_text().replace("instances: [d1, d2]}", "instances: [d1, d2, d3]}"),
     )
     .unwrap();
-    wait_for(&nlbd, "the reload", || {
+    nlbd.wait_for("the reload", || {
         (admin(dir, "status")["reloads"].as_u64()? == 1).then_some(())
     });
     assert!(admin(dir, "status")["generation"].as_u64().unwrap() > generation);
@@ -599,8 +430,7 @@ fn nlbd_runs_the_slow_path_of_a_nic() {
         .as_str()
         .unwrap()
         .to_string();
-    let metrics = http_get(&addr, "/metrics");
-    for needle in [
+    let needles = [
         "nlbd_table_generation ",
         "nlbd_decision_to_active_seconds_count ",
         "nlbd_backend_health{pool=\"web\",backend=\"b2\",state=\"unhealthy\"} 1",
@@ -611,33 +441,45 @@ fn nlbd_runs_the_slow_path_of_a_nic() {
         "nlb_backend_packets_total{backend=\"b1\"} ",
         "nlbd_probe_latency_seconds_bucket{le=\"+Inf\"} ",
         "nlbd_config_reloads_total{result=\"refused\"} 1",
-    ] {
-        assert!(
-            metrics.contains(needle),
-            "metrics lack `{needle}`:\n{metrics}"
-        );
-    }
+    ];
+    // The per-target series follow the reload's new health targets within a health batch.
+    let last = std::cell::RefCell::new(String::new());
+    harness::poll(
+        "every metric",
+        Duration::from_millis(100),
+        || {
+            let m = http_get(&addr, "/metrics");
+            let complete = needles.iter().all(|n| m.contains(n));
+            *last.borrow_mut() = m;
+            complete.then_some(())
+        },
+        || {
+            let m = last.borrow();
+            let missing: Vec<_> = needles.iter().filter(|n| !m.contains(**n)).collect();
+            format!("metrics lack {missing:?}:\n{m}")
+        },
+    );
 
     // SIGTERM: nlbd leaves, the NIC keeps its tables and connections.
     let connections = admin(dir, "conntrack")["total"].as_u64().unwrap();
     let generation = admin(dir, "status")["generation"].as_u64().unwrap();
     assert!(nlbd.terminate().success(), "exit status\n{}", nlbd.log());
     assert!(!dir.join("admin.sock").exists(), "admin socket removed");
-    let r = nic.send(&tcp([198, 51, 100, 7], 10000, false));
+    let r = nic.receive(&tcp([198, 51, 100, 7], 10000, false));
     assert_eq!(
         r.backend,
         Some(first_backend[0]),
         "the NIC still forwards by its connections"
     );
     assert_eq!(
-        u64::from(lock(&nic.shared).conntrack().valid_count()),
+        u64::from(nic.device().conntrack().valid_count()),
         connections
     );
 
     // A restarted nlbd recovers from the device: same connections, the next generation, and
     // b2 (still down) stays out of the tables while its checks decide again.
-    let mut nlbd = Nlbd::start(dir, &config, &device, 2);
-    wait_for(&nlbd, "the restarted nlbd", || {
+    let mut nlbd = start_nlbd(dir, &config, &device, 2);
+    nlbd.wait_for("the restarted nlbd", || {
         let s = dir
             .join("admin.sock")
             .exists()
@@ -649,15 +491,15 @@ fn nlbd_runs_the_slow_path_of_a_nic() {
         connections
     );
     for i in 0..30u16 {
-        let r = nic.send(&tcp([198, 51, 100, 10], 30000 + i, true));
+        let r = nic.receive(&tcp([198, 51, 100, 10], 30000 + i, true));
         assert_ne!(
-            nic.backend_name(r.backend.unwrap()),
+            backend_name(r.backend.unwrap()),
             "b2",
             "new flow {i} went to b2 after the restart"
         );
     }
-    backends[1] = Backend::start(Ipv4Addr::new(127, 0, 77, 2), hc_port(), 1);
-    wait_for(&nlbd, "b2 healthy again", || {
+    backends[1] = weighted_backend(Ipv4Addr::new(127, 0, 77, 2), hc_port(), 1);
+    nlbd.wait_for("b2 healthy again", || {
         (health_of(dir, "b2") == "healthy").then_some(())
     });
     assert!(nlbd.terminate().success());

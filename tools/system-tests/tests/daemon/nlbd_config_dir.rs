@@ -105,8 +105,10 @@ spec:
   externalTrafficPolicy: Locale
   ports: [{port: 81}]
 ";
-    write(&dir, "slices.yaml", &slice(&["node-1"]));
+    // The bad file first: nlbd may read the directory between two writes, and must never see
+    // the good change without the bad file.
     write(&dir, "zz-broken.yaml", bad);
+    write(&dir, "slices.yaml", &slice(&["node-1"]));
     let line = nlbd.wait_for("the refusal", || {
         nlbd.log()
             .lines()

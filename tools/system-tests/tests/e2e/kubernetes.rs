@@ -17,7 +17,7 @@
 
 use nlb_system_tests::lab as common;
 
-use common::{add_namespaces, must, remove_stale_namespaces, Lab, WAIT};
+use common::{add_namespaces, must, Lab, WAIT};
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -721,14 +721,8 @@ fn kubernetes_services_on_namespaced_nodes_with_a_rolling_update() {
         found,
         "the Kubernetes end-to-end test needs `nft` (the nftables package; ./test.sh installs it)"
     );
-    remove_stale_namespaces();
+    let mut lab = Lab::new("-k8s");
     let started = Instant::now();
-    let mut lab = Lab {
-        prefix: format!("nlbe{}-k8s", std::process::id()),
-        dir: tempfile::tempdir().unwrap(),
-        children: Vec::new(),
-        namespaces: Vec::new(),
-    };
     std::fs::write(lab.path("pod.py"), POD).unwrap();
     let manifests = lab.path("cluster");
     std::fs::create_dir(&manifests).unwrap();

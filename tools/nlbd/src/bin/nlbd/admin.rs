@@ -115,6 +115,7 @@ async fn client(stream: UnixStream, daemon: Arc<Daemon>) -> std::io::Result<()> 
             Ok(Request::Health) => encode(health(&daemon).await),
             Ok(Request::Conntrack { limit, from }) => encode(conntrack(&daemon, from, limit).await),
             Ok(Request::Counters) => encode(counters(&daemon).await),
+            Ok(Request::Drain { drain }) => encode(drain_local(&daemon, drain).await),
             Ok(Request::Explain {
                 protocol,
                 src,
@@ -208,6 +209,7 @@ async fn status(daemon: &Daemon) -> Result<StatusData, String> {
             reads_per_install: s.mmio.reads_per_install(),
             reads_per_entry: s.mmio.reads_per_entry(),
         },
+        bgp: daemon.announce.view(),
         pools: s
             .pools
             .iter()
@@ -222,6 +224,36 @@ async fn status(daemon: &Daemon) -> Result<StatusData, String> {
             })
             .collect(),
     })
+}
+
+/// `nlbctl drain --socket` (and `--undo`): this host alone, until undrained or restarted.
+async fn drain_local(
+    daemon: &Daemon,
+    drain: bool,
+) -> Result<nlb_control::admin_proto::BgpData, String> {
+    use std::sync::atomic::Ordering;
+    let was = daemon.announce.local_drain.swap(drain, Ordering::Relaxed);
+    if was != drain {
+        tracing::info!(
+            drain,
+            "{} by the admin socket",
+            if drain { "drained" } else { "undrained" }
+        );
+    }
+    daemon.announce.changed.notify_one();
+    // The decision runs at once; its result is what the next status shows.
+    for _ in 0..20 {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        if let Some(v) = daemon.announce.view() {
+            if v.draining == daemon.announce.drained() {
+                return Ok(v);
+            }
+        }
+    }
+    daemon
+        .announce
+        .view()
+        .ok_or_else(|| "the configuration has no bgp section: nothing is announced".to_string())
 }
 
 /// A backend service's policy state: live counts, utilisation and drain of the latest refresh,

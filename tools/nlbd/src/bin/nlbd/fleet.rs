@@ -35,6 +35,7 @@ use flowtable_compiler::Config;
 use nlb_control::etcd::{self, WatchMessage};
 use nlb_control::fleet::{
     self, Entry, FleetError, HostRecord, KeyKind, KeyProblem, Keys, Published, Refused, Store,
+    UpgradeOrder, UpgradeResult,
 };
 use nlbd::engine::Command;
 use nlbd::health::TargetKey;
@@ -70,6 +71,8 @@ pub struct FleetMetrics {
     pub etcd_up: AtomicBool,
     /// Whether this host's record is written under a live lease.
     pub registered: AtomicBool,
+    /// Whether it ever was since nlbd started (it caught up with the fleet once).
+    pub ever_registered: AtomicBool,
     /// Host records seen at the latest read.
     pub hosts: AtomicU64,
     /// Of those, the hosts on this host's revision (this one included).
@@ -221,6 +224,10 @@ struct Serving {
     written: Option<HostRecord>,
     /// Keys skipped (logged once across sessions).
     ignored: Ignored,
+    /// SHA-256 of the nlbd executable running.
+    binary_sha256: String,
+    /// An upgrade order for this host not answered yet.
+    order: Option<UpgradeOrder>,
 }
 
 /// Runs the fleet task until aborted; `revision` is what the engine started with.
@@ -246,11 +253,22 @@ pub async fn run(
     metrics.revision.store(revision, Ordering::Relaxed);
     metrics.live_revision.store(revision, Ordering::Relaxed);
     metrics.applied.fetch_add(1, Ordering::Relaxed);
+    let binary_sha256 = tokio::task::spawn_blocking(|| {
+        std::env::current_exe().and_then(|p| fleet::file_sha256(&p))
+    })
+    .await
+    .unwrap_or_else(|e| Err(std::io::Error::other(e)))
+    .unwrap_or_else(|e| {
+        warn!(host = %opts.host, "cannot read this nlbd's executable for its digest: {e}");
+        String::new()
+    });
     let mut serving = Serving {
         revision,
         refused: None,
         written: None,
         ignored: Ignored::default(),
+        binary_sha256,
+        order: None,
     };
     let mut backoff = BACKOFF.0;
     let mut down_since: Option<std::time::Instant> = None;
@@ -309,6 +327,13 @@ async fn session_inner(
     let ttl = opts.lease_ttl;
     let lease = blocking(&store, move |s| s.grant(ttl)).await?;
     serving.ignored.reset(&opts.host, survey.problems, metrics);
+    let drained = survey.drains.iter().any(|(name, _)| *name == opts.host);
+    set_fleet_drain(daemon, opts, drained);
+    serving.order = survey
+        .upgrades
+        .into_iter()
+        .find(|(name, o)| *name == opts.host && o.result.is_none())
+        .map(|(_, o)| o);
     if let Some(shared) = &daemon.shared {
         let hosts = survey.hosts.iter().map(|(r, _)| r.host.clone());
         let reports = survey
@@ -338,6 +363,8 @@ async fn session_inner(
     write_record(daemon, &store, opts, serving, lease).await?;
     metrics.etcd_up.store(true, Ordering::Relaxed);
     metrics.registered.store(true, Ordering::Relaxed);
+    metrics.ever_registered.store(true, Ordering::Relaxed);
+    daemon.announce.changed.notify_one();
     if let Some(since) = down_since.take() {
         info!(
             host = %opts.host,
@@ -353,6 +380,7 @@ async fn session_inner(
         shared.host(&opts.host, true);
         shared_step(daemon, shared, &store, opts, metrics, lease).await?;
     }
+    answer_upgrade(daemon, &store, opts, serving).await?;
 
     // The watch's thread hands its messages over this channel; dropping `_watch` (the session
     // ends) stops it.
@@ -395,6 +423,7 @@ async fn session_inner(
                 if config_changed {
                     write_record(daemon, &store, opts, serving, lease).await?;
                 }
+                answer_upgrade(daemon, &store, opts, serving).await?;
             }
             () = async {
                 match &daemon.shared {
@@ -517,7 +546,12 @@ async fn watched_events(
                         view_changed = true;
                     }
                 }
-                KeyKind::Other => {}
+                KeyKind::Drain(name) => {
+                    if name == opts.host {
+                        set_fleet_drain(daemon, opts, false);
+                    }
+                }
+                KeyKind::Upgrade(_) | KeyKind::Other => {}
             }
             continue;
         }
@@ -557,10 +591,129 @@ async fn watched_events(
                     view_changed = true;
                 }
             }
+            Entry::Drain(name, request) => {
+                // A value that is no drain request drains nothing (it is reported above).
+                if name == opts.host {
+                    set_fleet_drain(daemon, opts, request.is_ok());
+                }
+            }
+            Entry::Upgrade(name, Ok(order)) => {
+                if name == opts.host && order.result.is_none() {
+                    serving.order = Some(order);
+                }
+            }
+            Entry::Upgrade(_, Err(_)) => {}
             Entry::Unknown | Entry::Outside => {}
         }
     }
     (config_changed, view_changed)
+}
+
+/// Answers this host's upgrade order (`nlbctl fleet upgrade --binary`): already running that
+/// executable, or it does not verify (its digest, `--version`): the answer goes into the key;
+/// it verifies: nlbd stops and executes it, and the new process answers.
+async fn answer_upgrade(
+    daemon: &Daemon,
+    store: &Store,
+    opts: &FleetOptions,
+    serving: &mut Serving,
+) -> Result<(), FleetError> {
+    let Some(mut order) = serving.order.take() else {
+        return Ok(());
+    };
+    let (ok, message) = if order.sha256 == serving.binary_sha256 {
+        (
+            true,
+            format!(
+                "running {} (SHA-256 {})",
+                order.binary,
+                fleet::short_digest(&order.sha256)
+            ),
+        )
+    } else {
+        let checked = order.clone();
+        let verified = tokio::task::spawn_blocking(move || verify_binary(&checked))
+            .await
+            .unwrap_or_else(|e| Err(format!("the check's thread failed: {e}")));
+        match verified {
+            Ok(()) => {
+                info!(host = %opts.host, binary = %order.binary, "upgrade: {} verified; replacing this nlbd with it", order.binary);
+                if let Ok(mut r) = daemon.replacement.lock() {
+                    *r = Some(order.binary.clone().into());
+                }
+                daemon.replace.notify_one();
+                return Ok(());
+            }
+            Err(e) => {
+                error!(host = %opts.host, binary = %order.binary, "upgrade refused, this nlbd keeps running: {e}");
+                (false, e)
+            }
+        }
+    };
+    order.result = Some(UpgradeResult {
+        ok,
+        message,
+        at_unix_ms: fleet::now_unix_ms(),
+    });
+    let key = opts.keys.upgrade(&opts.host);
+    let value = serde_json::to_vec(&order).map_err(|e| FleetError::Malformed {
+        key: key.clone(),
+        error: e.to_string(),
+    })?;
+    blocking(store, move |s| s.put(&key, &value, 0)).await
+}
+
+/// The executable of an upgrade order is the one ordered (its SHA-256) and runs here
+/// (`--version` within 10 s).
+fn verify_binary(order: &UpgradeOrder) -> Result<(), String> {
+    let path = std::path::Path::new(&order.binary);
+    let sha = fleet::file_sha256(path).map_err(|e| format!("cannot read {}: {e}", order.binary))?;
+    if sha != order.sha256 {
+        return Err(format!(
+            "{} has SHA-256 {sha}, the order says {}",
+            order.binary, order.sha256
+        ));
+    }
+    let mut child = std::process::Command::new(path)
+        .arg("--version")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .map_err(|e| format!("{} does not run here: {e}", order.binary))?;
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        match child.try_wait() {
+            Ok(Some(s)) if s.success() => return Ok(()),
+            Ok(Some(s)) => return Err(format!("`{} --version` failed ({s})", order.binary)),
+            Ok(None) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Ok(None) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "`{} --version` did not end within 10 s",
+                    order.binary
+                ));
+            }
+            Err(e) => return Err(format!("{}: {e}", order.binary)),
+        }
+    }
+}
+
+/// This host's drain as `PREFIX drain/NAME` says (`nlbctl drain HOST`): the announcer
+/// withdraws the VIPs at once, or announces them again.
+fn set_fleet_drain(daemon: &Daemon, opts: &FleetOptions, drained: bool) {
+    let was = daemon.announce.fleet_drain.swap(drained, Ordering::Relaxed);
+    if was != drained {
+        if drained {
+            info!(host = %opts.host, "drained by the fleet ({}): withdrawing the VIPs", opts.keys.drain(&opts.host));
+        } else {
+            info!(host = %opts.host, "undrained by the fleet: announcing the VIPs again");
+        }
+        daemon.announce.changed.notify_one();
+    }
 }
 
 /// Applies revision `rev` through the reload path; a revision that does not apply is refused
@@ -625,8 +778,10 @@ async fn write_record(
     serving: &mut Serving,
     lease: i64,
 ) -> Result<(), FleetError> {
+    let bgp = daemon.announce.view();
+    let draining = daemon.announce.drained();
     let status = daemon
-        .engine_status(false)
+        .engine_status(draining)
         .await
         .map_err(|e| FleetError::Unreachable {
             endpoints: "the engine".into(),
@@ -641,6 +796,16 @@ async fn write_record(
         generation: status.generation,
         probing: daemon.shared.as_ref().map_or(0, |s| s.probing() as u64),
         refused: serving.refused.clone(),
+        binary_sha256: serving.binary_sha256.clone(),
+        announced: bgp.as_ref().map(announced).unwrap_or_default(),
+        withheld: bgp.map(|b| b.withheld).unwrap_or_default(),
+        draining,
+        // What `nlbctl drain` waits to see stand still.
+        vip_packets: status
+            .counters
+            .as_ref()
+            .filter(|_| draining)
+            .map(|c| c.rules.iter().map(|(_, v)| v.packets).sum()),
         updated_unix_ms: 0,
     };
     if let Some(w) = &serving.written {
@@ -659,6 +824,13 @@ async fn write_record(
     blocking(store, move |s| s.put(&key, &value, lease)).await?;
     serving.written = Some(record);
     Ok(())
+}
+
+/// The routes some neighbour has from this host now.
+fn announced(b: &nlb_control::admin_proto::BgpData) -> Vec<String> {
+    let all: std::collections::BTreeSet<&String> =
+        b.neighbors.iter().flat_map(|n| &n.announced).collect();
+    all.into_iter().cloned().collect()
 }
 
 /// Shared health, one step (SPEC R11.2): re-derives what this host probes from the live hosts

@@ -8,6 +8,7 @@
 //!  │ Kubernetes API watch ────────┼── Command ───►│                                   │
 //!  │ admin socket (0600) ─────────┼── Command ───►│ PuntHandler: fragments, ICMP      │
 //!  │ metrics (hyper, 127.0.0.1) ──┼── Command ───►│ counters                          │
+//!  │ BGP: announce the VIPs ──────┼─ (status) ────│                                   │
 //!  │ SIGTERM/SIGINT → shutdown ───┼── Shutdown ──►│                                   │
 //!  └──────────────────────────────┘               └──────────────────────────────────┘
 //! ```
@@ -15,6 +16,7 @@
 //! See docs/nlbd.md.
 
 mod admin;
+mod announce;
 mod fleet;
 mod kubernetes;
 mod metrics;
@@ -50,7 +52,10 @@ const ENGINE_TIMEOUT: Duration = Duration::from_secs(10);
 /// punted fragments after their first fragment, reloads CONFIG on SIGHUP or when the file
 /// changes (a configuration that does not compile is refused and the old one keeps serving),
 /// serves Prometheus metrics and answers `nlbctl status|health|conntrack|top|explain` on its
-/// admin socket. SIGTERM or SIGINT stop it; the NIC keeps forwarding with what it holds.
+/// admin socket. With a `bgp` section it announces the VIPs it serves to its BGP neighbours
+/// (docs/fleet.md). SIGTERM or SIGINT stop it (the VIPs are withdrawn first); SIGUSR2 stops it
+/// for a restart (the neighbours keep the routes by graceful restart); the NIC keeps
+/// forwarding with what it holds.
 ///
 /// With --kubernetes the configuration is a Kubernetes cluster's LoadBalancer Services, listed
 /// and watched from its API (docs/kubernetes.md); with --etcd, the fleet's (docs/fleet.md).
@@ -127,6 +132,17 @@ struct Args {
     probers: u64,
     #[command(flatten)]
     etcd_options: nlb_control::etcd::EtcdArgs,
+    /// This host's BGP identifier, instead of the `bgp` section's `routerId` (a fleet's
+    /// hosts share one configuration; each needs an identifier of its own).
+    #[arg(long, value_name = "IPV4")]
+    bgp_router_id: Option<std::net::Ipv4Addr>,
+    /// The IPv4 next hop this host announces its VIPs with, instead of the `bgp` section's
+    /// `nextHopIpv4`: the NIC's address on the router's link (docs/fleet.md).
+    #[arg(long, value_name = "IPV4")]
+    bgp_next_hop: Option<std::net::Ipv4Addr>,
+    /// The IPv6 next hop, instead of the section's `nextHopIpv6`.
+    #[arg(long, value_name = "IPV6")]
+    bgp_next_hop_ipv6: Option<std::net::Ipv6Addr>,
     /// The NIC: pci:DDDD:BB:DD.F (bound to vfio-pci) or sim:PATH (an nlb-sim socket).
     #[arg(long, value_name = "SPEC")]
     device: String,
@@ -178,6 +194,12 @@ pub struct Daemon {
     /// Shared health (`--etcd` with `--probers` above 0): the checker probes this host's
     /// share of the targets and the engine loads the fleet's decisions.
     pub shared: Option<Arc<shared_health::SharedHealth>>,
+    /// The VIPs announced by BGP.
+    pub announce: Arc<announce::Announce>,
+    /// An executable to replace this nlbd with (a rolling upgrade), and the wake-up to do it.
+    pub replacement: std::sync::Mutex<Option<PathBuf>>,
+    /// Wakes the main task to stop and execute `replacement`.
+    pub replace: tokio::sync::Notify,
     started: Instant,
 }
 
@@ -230,6 +252,7 @@ impl Daemon {
         ids: Option<flowtable_compiler::Symbols>,
     ) -> Result<(), String> {
         let targets = targets_from_config(&config);
+        let announcing = announce::Announce::pending(&config);
         let snapshot = match &self.shared {
             Some(shared) => shared.snapshot_for(&targets),
             None => self.checker.snapshot(),
@@ -242,6 +265,7 @@ impl Daemon {
                 reply,
             })
             .await??;
+        self.announce.serving(announcing);
         let targets = match &self.shared {
             Some(shared) => shared.set_targets(targets),
             None => targets,
@@ -288,7 +312,19 @@ fn main() -> ExitCode {
     let args = Args::parse();
     init_logs(args.log_json);
     match run(args) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(None) => ExitCode::SUCCESS,
+        Ok(Some(binary)) => {
+            // A rolling upgrade (`nlbctl fleet upgrade --binary`): the same arguments, the
+            // new executable, the same process id (systemd keeps the unit running).
+            use std::os::unix::process::CommandExt as _;
+            info!(binary = %binary.display(), "executing the new nlbd");
+            let e = std::process::Command::new(&binary)
+                .args(std::env::args_os().skip(1))
+                .exec();
+            error!("cannot execute {}: {e}", binary.display());
+            eprintln!("nlbd: cannot execute {}: {e}", binary.display());
+            ExitCode::from(2)
+        }
         Err((code, message)) => {
             error!("{message}");
             eprintln!("nlbd: {message}");
@@ -315,7 +351,8 @@ enum Source {
     ),
 }
 
-fn run(args: Args) -> Result<(), Failure> {
+/// Runs until stopped; `Some(executable)` when nlbd is to replace itself with it.
+fn run(args: Args) -> Result<Option<PathBuf>, Failure> {
     let fleet_options = match (&args.etcd, &args.host) {
         (Some(endpoints), Some(host)) => {
             let settings = args.etcd_options.settings(endpoints).map_err(|e| (1, e))?;
@@ -399,34 +436,32 @@ async fn serve(
     source: Source,
     dev: Box<dyn nlb_driver::Device>,
     metrics_addr: Option<SocketAddr>,
-) -> Result<(), Failure> {
+) -> Result<Option<PathBuf>, Failure> {
     // Probes run on a thread of their own with a single-thread runtime: the cheapest way to
     // run thousands of probes a second (docs/health-checks.md).
     let (checker, mut events) =
         HealthChecker::on_own_thread(CheckerOptions::default()).map_err(|e| (2, e.to_string()))?;
     let targets = targets_from_config(&config);
+    let announcing = announce::Announce::pending(&config);
     let options = EngineOptions {
         idle_poll: Duration::from_micros(args.poll_us.max(10)),
         policy_refresh: Duration::from_millis(args.policy_refresh),
         ..EngineOptions::default()
     };
-    // Attaching reads both banks and the connection table back: blocking work.
+    // Attaching reads both banks and the connection table back: blocking work. A NIC that
+    // serves tables already kept forwarding while no nlbd ran (RFC 4724's F bit for BGP).
     let snapshot = checker.snapshot();
+    let mut dev = dev;
+    let kept_forwarding = nlb_driver::Batch::new()
+        .read(nlb_hw::blocks::ctrl::GENERATION)
+        .run(dev.as_mut())
+        .is_ok_and(|r| r.first().is_some_and(|g| *g > 0));
     let started =
         tokio::task::spawn_blocking(move || Engine::start(dev, config, &snapshot, options))
             .await
             .map_err(|e| (2, format!("engine start: {e}")))?;
     let (engine, _) = started.map_err(|e| (1, e.to_string()))?;
-    let config_name = match &source {
-        Source::File(path, _) => path.display().to_string(),
-        Source::Etcd(opts, revision, _) => {
-            format!("{} (revision {revision})", opts.keys.config())
-        }
-        Source::Kubernetes(opts, ..) => match &opts.api_url {
-            Some(url) => format!("the Kubernetes API at {url}"),
-            None => "the Kubernetes API".to_string(),
-        },
-    };
+    let config_name = source.name();
     // Shared health: nothing to probe until the host is live in the fleet.
     let shared = match &source {
         Source::Etcd(opts, ..) if opts.probers > 0 => Some(Arc::new(
@@ -468,8 +503,19 @@ async fn serve(
         refused_early: std::sync::atomic::AtomicU64::new(0),
         fleet: fleet_metrics.clone(),
         shared,
+        announce: Arc::new(announce::Announce::new(
+            announce::HostBgp {
+                router_id: args.bgp_router_id,
+                next_hop_ipv4: args.bgp_next_hop,
+                next_hop_ipv6: args.bgp_next_hop_ipv6,
+            },
+            kept_forwarding,
+        )),
+        replacement: std::sync::Mutex::new(None),
+        replace: tokio::sync::Notify::new(),
         started: Instant::now(),
     });
+    daemon.announce.serving(announcing);
     info!(
         config = %config_name,
         device = %args.device,
@@ -499,6 +545,7 @@ async fn serve(
         tasks.push(tokio::spawn(metrics::run(l, daemon.clone())));
     }
     tasks.push(tokio::spawn(admin::run(admin, daemon.clone())));
+    tasks.push(tokio::spawn(announce::run(daemon.clone())));
     match source {
         Source::File(_, serving) => {
             let watch = (args.watch_ms > 0).then(|| Duration::from_millis(args.watch_ms));
@@ -524,7 +571,44 @@ async fn serve(
         }
     }
 
-    wait_for_shutdown().await;
+    let (restart, replacement) = stop_signal(&daemon).await;
+    shut_down(&daemon, restart, tasks, engine_thread).await;
+    let _ = std::fs::remove_file(&args.admin_socket);
+    Ok(replacement)
+}
+
+impl Source {
+    /// Where the configuration comes from, for the log.
+    fn name(&self) -> String {
+        match self {
+            Source::File(path, _) => path.display().to_string(),
+            Source::Etcd(opts, revision, _) => {
+                format!("{} (revision {revision})", opts.keys.config())
+            }
+            Source::Kubernetes(opts, ..) => match &opts.api_url {
+                Some(url) => format!("the Kubernetes API at {url}"),
+                None => "the Kubernetes API".to_string(),
+            },
+        }
+    }
+}
+
+/// Withdraws the VIPs (a stop) or leaves them to the neighbours' graceful restart (`restart`),
+/// then ends the tasks and the engine; the NIC keeps forwarding.
+async fn shut_down(
+    daemon: &Daemon,
+    restart: bool,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+    engine_thread: std::thread::JoinHandle<nlbd::engine::EngineStatus>,
+) {
+    if restart {
+        // The neighbours keep the routes while the NIC keeps forwarding; the next nlbd
+        // announces them again.
+        daemon.announce.abandon().await;
+    } else {
+        // A stop withdraws the VIPs before anything else goes (SPEC R15.1).
+        daemon.announce.stop("nlbd stopping").await;
+    }
     info!("shutting down: the NIC keeps forwarding with its tables and connections");
     for t in &tasks {
         t.abort();
@@ -537,23 +621,41 @@ async fn serve(
     if !matches!(joined, Ok(Ok(_))) {
         warn!("the engine thread ended abnormally");
     }
-    let _ = std::fs::remove_file(&args.admin_socket);
-    Ok(())
 }
 
-async fn wait_for_shutdown() {
+/// What stops nlbd: a signal ([`wait_for_shutdown`]), or a rolling upgrade's new executable
+/// (`nlbctl fleet upgrade`). Whether the BGP neighbours keep the routes, and the executable.
+async fn stop_signal(daemon: &Daemon) -> (bool, Option<PathBuf>) {
+    tokio::select! {
+        r = wait_for_shutdown() => (r, None),
+        () = daemon.replace.notified() => {
+            let binary = daemon.replacement.lock().ok().and_then(|mut b| b.take());
+            info!("stopping to run another nlbd executable (a rolling upgrade); the BGP neighbours keep the routes");
+            (true, binary)
+        }
+    }
+}
+
+/// Waits for SIGTERM or SIGINT (a stop: false) or SIGUSR2 (a restart: true, the BGP
+/// neighbours keep the routes by graceful restart).
+async fn wait_for_shutdown() -> bool {
     use tokio::signal::unix::{signal, SignalKind};
-    let (Ok(mut term), Ok(mut int)) = (
+    let (Ok(mut term), Ok(mut int), Ok(mut usr2)) = (
         signal(SignalKind::terminate()),
         signal(SignalKind::interrupt()),
+        signal(SignalKind::user_defined2()),
     ) else {
         warn!("cannot install signal handlers; stop nlbd with SIGKILL");
         std::future::pending::<()>().await;
-        return;
+        return false;
     };
     tokio::select! {
-        _ = term.recv() => info!("SIGTERM"),
-        _ = int.recv() => info!("SIGINT"),
+        _ = term.recv() => { info!("SIGTERM"); false }
+        _ = int.recv() => { info!("SIGINT"); false }
+        _ = usr2.recv() => {
+            info!("SIGUSR2: stopping for a restart, the BGP neighbours keep the routes");
+            true
+        }
     }
 }
 

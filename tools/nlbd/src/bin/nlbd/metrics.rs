@@ -854,7 +854,7 @@ async fn serve(
     match req.uri().path() {
         "/metrics" => match daemon.engine_status(true).await {
             Ok(status) => {
-                let text = render(
+                let mut text = render(
                     &status,
                     &daemon.checker.metrics(),
                     &daemon.checker.snapshot(),
@@ -863,6 +863,11 @@ async fn serve(
                         .load(std::sync::atomic::Ordering::Relaxed),
                     daemon.fleet.as_deref(),
                 );
+                if let Some(view) = daemon.announce.view() {
+                    let mut t = Text::default();
+                    bgp(&mut t, &view);
+                    text.push_str(&t.finish());
+                }
                 Ok(reply(
                     StatusCode::OK,
                     text,
@@ -906,6 +911,72 @@ pub async fn run(listener: TcpListener, daemon: Arc<Daemon>) {
                 .serve_connection(TokioIo::new(stream), service)
                 .await;
         });
+    }
+}
+
+/// The `nlbd_bgp_*` metrics.
+fn bgp(t: &mut Text, view: &nlb_control::admin_proto::BgpData) {
+    t.family(
+        "nlbd_bgp_vip_announced",
+        "gauge",
+        "1 when nlbd asks its BGP neighbours to carry the VIP's host route, 0 when it withholds it",
+    );
+    for v in &view.vips {
+        let on = view.announcing.contains(v);
+        t.sample(
+            "nlbd_bgp_vip_announced",
+            &[("vip", v)],
+            f64::from(u8::from(on)),
+        );
+    }
+    t.single(
+        "nlbd_bgp_withheld_reasons",
+        "gauge",
+        "Reasons nothing is announced now (0: every VIP served is announced; nlbctl status says which)",
+        view.withheld.len() as f64,
+    );
+    t.single(
+        "nlbd_bgp_drained",
+        "gauge",
+        "1 while the host is drained (nlbctl drain)",
+        f64::from(u8::from(view.draining)),
+    );
+    t.family(
+        "nlbd_bgp_neighbor_up",
+        "gauge",
+        "1 while the BGP session with the neighbour is Established",
+    );
+    for n in &view.neighbors {
+        let up = n.state == "Established";
+        t.sample(
+            "nlbd_bgp_neighbor_up",
+            &[("neighbor", &n.neighbor)],
+            f64::from(u8::from(up)),
+        );
+    }
+    t.family(
+        "nlbd_bgp_neighbor_announced_routes",
+        "gauge",
+        "Routes the neighbour has from nlbd now",
+    );
+    for n in &view.neighbors {
+        t.sample(
+            "nlbd_bgp_neighbor_announced_routes",
+            &[("neighbor", &n.neighbor)],
+            n.announced.len() as f64,
+        );
+    }
+    t.family(
+        "nlbd_bgp_sessions_established_total",
+        "counter",
+        "BGP sessions established with the neighbour since nlbd started",
+    );
+    for n in &view.neighbors {
+        t.sample(
+            "nlbd_bgp_sessions_established_total",
+            &[("neighbor", &n.neighbor)],
+            n.established_total as f64,
+        );
     }
 }
 

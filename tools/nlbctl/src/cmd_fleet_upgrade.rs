@@ -1,0 +1,266 @@
+//! `nlbctl fleet upgrade --binary FILE`: a new nlbd on every host of the fleet, one host at a
+//! time (docs/fleet.md, "Rolling upgrades", SPEC R15.2).
+
+use crate::cmd_drain::{self, Host};
+use crate::common::CliError;
+use nlb_control::etcd::EtcdArgs;
+use nlb_control::fleet::{self, HostRecord, Keys, Store, UpgradeOrder};
+use std::time::{Duration, Instant};
+
+/// Replace nlbd on every host with FILE, one host at a time: drain it (`nlbctl drain`), have
+/// it check FILE (its SHA-256 and `FILE --version`) and execute it in place of itself, wait
+/// until it serves the live revision again with the fleet's tables digest and runs FILE,
+/// announce it again, then the next host.
+///
+/// FILE must be at the same path on every host. The first host that fails stops the upgrade:
+/// a host that refused FILE (nothing changed on it) is announced again; a host that did not
+/// come back stays drained; the hosts after it keep their nlbd and keep serving. Exit status 1
+/// then, naming the host and why.
+///
+/// Example: nlbctl fleet upgrade --binary /opt/nlb/nlbd-0.2.0 --etcd 10.0.0.5:2379
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The new nlbd executable, by the path every host sees it at.
+    #[arg(long, value_name = "FILE")]
+    binary: std::path::PathBuf,
+    /// etcd endpoints of the fleet.
+    #[arg(long, value_name = "ENDPOINTS")]
+    etcd: String,
+    #[command(flatten)]
+    etcd_options: EtcdArgs,
+    /// Prefix of the fleet's keys in etcd.
+    #[arg(long, value_name = "P", default_value = fleet::DEFAULT_PREFIX)]
+    prefix: String,
+    /// Only these hosts, in this order (comma-separated; default: every host, by name).
+    #[arg(long, value_name = "NAMES", value_delimiter = ',')]
+    hosts: Vec<String>,
+    /// Seconds without a packet that count as drained (default: the configuration's
+    /// `bgp.drainQuietSec`).
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..=3600))]
+    quiet_sec: Option<u64>,
+    /// How long each step of a host may take, in seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 120, value_parser = clap::value_parser!(u64).range(1..=86400))]
+    timeout: u64,
+}
+
+/// Runs the subcommand.
+pub fn run(args: Args) -> Result<(), CliError> {
+    let user = |e: &dyn std::fmt::Display| CliError::user(format!("error: {e}"));
+    let binary = std::fs::canonicalize(&args.binary)
+        .map_err(|e| user(&format!("{}: {e}", args.binary.display())))?;
+    let sha256 =
+        fleet::file_sha256(&binary).map_err(|e| user(&format!("{}: {e}", binary.display())))?;
+    let settings = args
+        .etcd_options
+        .settings(&args.etcd)
+        .map_err(|e| user(&e))?;
+    let keys = Keys::new(&args.prefix).map_err(|e| user(&e))?;
+    let store = Store::new(settings, keys);
+    let survey = store.survey().map_err(|e| user(&e))?;
+    let live = survey
+        .live
+        .as_ref()
+        .map(|l| l.revision)
+        .ok_or_else(|| user(&"nothing is published: no fleet to upgrade"))?;
+    let mut hosts: Vec<HostRecord> = survey.hosts.into_iter().map(|(r, _)| r).collect();
+    hosts.sort_by(|a, b| a.host.cmp(&b.host));
+    let order_of_hosts: Vec<HostRecord> = if args.hosts.is_empty() {
+        hosts.clone()
+    } else {
+        args.hosts
+            .iter()
+            .map(|h| {
+                hosts
+                    .iter()
+                    .find(|r| &r.host == h)
+                    .cloned()
+                    .ok_or_else(|| user(&format!("{h} is not registered in the fleet")))
+            })
+            .collect::<Result<_, _>>()?
+    };
+    // Start only from a fleet that serves: every host on the live revision, none drained.
+    for r in &hosts {
+        if r.revision != live || r.draining {
+            return Err(user(&format!(
+                "not starting: {} {} (nlbctl fleet status)",
+                r.host,
+                if r.draining {
+                    "is drained".to_string()
+                } else {
+                    format!("serves revision {}, the live one is {live}", r.revision)
+                }
+            )));
+        }
+    }
+    let id = format!("{}-{}", fleet::now_unix_ms(), std::process::id());
+    let path = binary.display().to_string();
+    outln!(
+        "upgrading {} host(s) to {path} (SHA-256 {})",
+        order_of_hosts.len(),
+        fleet::short_digest(&sha256)
+    );
+    for (i, before) in order_of_hosts.iter().enumerate() {
+        let step = Step {
+            store: &store,
+            before,
+            live,
+            limit: Duration::from_secs(args.timeout),
+        };
+        if before.binary_sha256 == sha256 {
+            outln!("{}: already runs it", before.host);
+            continue;
+        }
+        let order = UpgradeOrder {
+            id: id.clone(),
+            binary: path.clone(),
+            sha256: sha256.clone(),
+            result: None,
+        };
+        if let Err(e) = step.run(&order, args.quiet_sec) {
+            let untouched: Vec<&str> = order_of_hosts[i + 1..]
+                .iter()
+                .map(|r| r.host.as_str())
+                .collect();
+            return Err(CliError::user(format!(
+                "error: {}: {e}; stopped, {} not upgraded and serving",
+                before.host,
+                if untouched.is_empty() {
+                    "no other host".to_string()
+                } else {
+                    untouched.join(", ")
+                }
+            )));
+        }
+    }
+    outln!("every host runs {path}");
+    Ok(())
+}
+
+/// A drain's error without its `error: `.
+fn why(e: CliError) -> String {
+    e.message
+        .strip_prefix("error: ")
+        .unwrap_or(&e.message)
+        .to_string()
+}
+
+/// One host's upgrade.
+struct Step<'a> {
+    store: &'a Store,
+    before: &'a HostRecord,
+    live: i64,
+    limit: Duration,
+}
+
+impl Step<'_> {
+    /// Drain, order, wait for the new nlbd, announce; Err says why not (and what the host
+    /// was left as).
+    fn run(&self, order: &UpgradeOrder, quiet: Option<u64>) -> Result<(), String> {
+        let name = &self.before.host;
+        let drain = cmd_drain::Fleet {
+            store: self.store.clone(),
+            name: name.clone(),
+        };
+        let start = Instant::now();
+        let look = drain.look().map_err(why)?.ok_or("not registered")?;
+        drain.set(true).map_err(why)?;
+        let quiet = quiet.or_else(|| drain.quiet()).unwrap_or(5);
+        let report = cmd_drain::wait(&drain, look, start, Duration::from_secs(quiet), self.limit)
+            .map_err(|e| format!("{} (it stays drained)", why(e)))?;
+        let key = self.store.keys.upgrade(name);
+        let value = serde_json::to_vec(order).map_err(|e| e.to_string())?;
+        self.store.put(&key, &value, 0).map_err(|e| e.to_string())?;
+        let ordered = Instant::now();
+        let back = self.wait_new(order, &key, &drain);
+        let _ = self.store.delete(&key);
+        let restarted = back?;
+        let restart_secs = ordered.elapsed().as_secs_f64();
+        drain.set(false).map_err(why)?;
+        let announced = Instant::now();
+        self.wait_for(name, "announce again", || {
+            let r = self.record().ok()??;
+            (!r.draining && r.announced == self.before.announced).then_some(())
+        })?;
+        outln!(
+            "{name}: upgraded in {:.1} s: drained in {:.1} s, running the new nlbd on revision {} with tables {} {restart_secs:.1} s after the order, announced again in {:.1} s",
+            start.elapsed().as_secs_f64(),
+            report.drained_after_secs,
+            restarted.revision,
+            fleet::short_digest(&restarted.tables_digest),
+            announced.elapsed().as_secs_f64()
+        );
+        Ok(())
+    }
+
+    /// The host's record now.
+    fn record(&self) -> Result<Option<HostRecord>, String> {
+        let (records, _) = self.store.host_records().map_err(|e| e.to_string())?;
+        Ok(records
+            .into_iter()
+            .map(|(r, _)| r)
+            .find(|r| r.host == self.before.host))
+    }
+
+    /// Polls `f` until Some, for at most the step's limit.
+    fn wait_for<T>(
+        &self,
+        name: &str,
+        what: &str,
+        mut f: impl FnMut() -> Option<T>,
+    ) -> Result<T, String> {
+        let deadline = Instant::now() + self.limit;
+        loop {
+            if let Some(v) = f() {
+                return Ok(v);
+            }
+            if Instant::now() >= deadline {
+                return Err(format!(
+                    "{name} did not {what} within {} s",
+                    self.limit.as_secs()
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Until the host runs the new nlbd on the live revision with the tables it served
+    /// before (the same revision and health give the same digest), or refused the file.
+    fn wait_new(
+        &self,
+        order: &UpgradeOrder,
+        key: &str,
+        drain: &cmd_drain::Fleet,
+    ) -> Result<HostRecord, String> {
+        let name = &self.before.host;
+        let mut refused: Option<String> = None;
+        let got = self.wait_for(name, "come back running the new nlbd", || {
+            if let Ok(Some(v)) = self.store.get(key) {
+                if let Ok(o) = serde_json::from_slice::<UpgradeOrder>(&v) {
+                    if let Some(r) = o.result.filter(|r| o.id == order.id && !r.ok) {
+                        refused = Some(r.message);
+                        return Some(None);
+                    }
+                }
+            }
+            let r = self.record().ok()??;
+            (r.binary_sha256 == order.sha256
+                && r.revision == self.live
+                && r.tables_digest == self.before.tables_digest)
+                .then_some(Some(r))
+        });
+        match (got, refused) {
+            (Ok(Some(r)), _) => Ok(r),
+            (_, Some(why)) => {
+                // Nothing changed on the host: it serves again.
+                let _ = drain.set(false);
+                Err(format!(
+                    "refused the new nlbd ({why}); it keeps its nlbd and is announced again"
+                ))
+            }
+            (Err(e), None) => Err(format!(
+                "{e}: it stays drained (nlbctl fleet status, its nlbd's log)"
+            )),
+            (Ok(None), None) => Err("no answer".into()),
+        }
+    }
+}
