@@ -218,7 +218,8 @@ fn maglev_slot_memory() {
     }
     let d = compile_errors(&y);
     expect(&d, line_of(&y, "name: p64"), "targetPools[64]", "the pools need 132535 Maglev slots even at the smallest slice sizes, but the sim profile's slot memory holds 131072");
-    // 64 such pools fit once the slices step down the ladder, with a note.
+    // 64 such pools fit once the slices step down the ladder from the 110017 slots each wants
+    // (the smallest prime >= 100 x 1100), with a note.
     let fits = y.replace("  - {name: p64, instances: *all}\n", "");
     let (c, d) = parse_config("t.yaml", &fits);
     assert!(d.is_empty(), "{d}");
@@ -227,7 +228,7 @@ fn maglev_slot_memory() {
         compiled
             .notes
             .iter()
-            .any(|n| n.contains("instead of 65537")),
+            .any(|n| n.contains("instead of 110017")),
         "{:?}",
         compiled.notes
     );

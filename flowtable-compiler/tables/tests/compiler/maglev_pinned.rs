@@ -215,10 +215,10 @@ fn cases() -> Vec<Case> {
             "0a6361b3a802f55cd5ae06101c88a1e216320fe11cc0cfe1d791eed08a1200fd",
         ),
         (
-            "N=2 equal, M=70000 (counts as 65537)",
+            "N=2 equal, M=70000 (above 17 bits, not prime)",
             pool("big", 2, |_| 1),
             70000,
-            "065247f84b58577afca5394c6694bf72a9aabf0ee0eed6e1a5b4e5db53a39771",
+            "52b8dad401a29c9f297562bdf309ddefd78e3b980b34dadfc47bd316fb976b9a",
         ),
     ]
 }
