@@ -70,6 +70,27 @@ always @* begin
     end
 end
 
+// No read is lost: a burst's last beat taken completes its row, which waits in done_reg until
+// it is drained (a channel takes beats in its drain clock, so a one-beat burst can complete in
+// the clock the previous row is drained: its done must stay set).
+reg [CHANNELS-1:0] f_completed = {CHANNELS{1'b0}};
+always @(posedge clk) begin
+    f_completed <= m_axi_rvalid & m_axi_rready & m_axi_rlast;
+    if (rst) begin
+        f_completed <= {CHANNELS{1'b0}};
+    end
+end
+integer f_ch;
+always @* begin
+    if (!rst && f_past_valid) begin
+        for (f_ch = 0; f_ch < CHANNELS; f_ch = f_ch + 1) begin
+            if (f_completed[f_ch]) begin
+                mem_stage_read_kept: assert(done_reg[f_ch]);
+            end
+        end
+    end
+end
+
 wire [F_CW-1:0] f_held = f_in - f_ret;        // packets in the slots
 wire [F_CW-1:0] f_piped = f_ret - f_out;      // in r1 / r2
 wire [F_CW-1:0] f_pos = f_idx - f_ret;        // the tracked one's place among the slots

@@ -398,7 +398,14 @@ always @(posedge clk) begin
             id_tag_mem[c*IDS + {{(32-ID_W){1'b0}}, rq_id}] <= rq_tag;
             id_t0_mem[c*IDS + {{(32-ID_W){1'b0}}, rq_id}] <= now_reg;
         end
-        // Read data: beats into the assembly register; the last completes the row.
+        // The completed row drained this clock frees its channel. Before the read data below:
+        // the channel takes beats in its drain clock, and a one-beat burst completes its row
+        // in that same clock (its done must win over the drain's clear).
+        if (drain_any && drain_ch == c[CH_BITS-1:0]) begin
+            done_reg[c] <= 1'b0;
+        end
+        // Read data: beats into the assembly register; the last completes the row. The drain
+        // reads the assembly register this clock, before these beats land in it.
         if (m_axi_rvalid[c] && m_axi_rready[c]) begin
             asm_reg[c][{{(32-BEAT_BITS){1'b0}}, beat_reg[c]}*DATA_W +: DATA_W] <=
                 m_axi_rdata[c*DATA_W +: DATA_W];
@@ -416,9 +423,6 @@ always @(posedge clk) begin
                         m_axi_rid[c*ID_W +: ID_W]}];
                 end
             end
-        end
-        if (drain_any && drain_ch == c[CH_BITS-1:0]) begin
-            done_reg[c] <= 1'b0;
         end
     end
     if (drain_any) begin
@@ -452,11 +456,9 @@ generate
         assign m_axi_arid[g*ID_W +: ID_W] = ar_id_reg[g];
         assign m_axi_arlen[g*8 +: 8] = ARLEN;
         assign m_axi_arvalid[g] = ar_valid_reg[g];
-        // A completed row blocks its channel's read data until it is drained. (Taking the
-        // next burst's beats in the drain clock itself lost a read in nlb_lookup's bench:
-        // verif/tests/rtl/lookup.rs stalled with a Maglev slot waiting for data no read
-        // would bring.)
-        assign m_axi_rready[g] = !done_reg[g];
+        // A completed row blocks its channel's read data until it is drained; the next burst's
+        // beats come in from the drain clock on, so a channel completes one row per clock.
+        assign m_axi_rready[g] = !done_reg[g] || (drain_any && drain_ch == g);
     end
 endgenerate
 
