@@ -123,7 +123,8 @@ end
 // first (so reads came back out of order), with a read of its own.
 reg f_later_done = 1'b0;
 always @(posedge clk) begin
-    if (drain_pipe && f_pos < f_held && drain_tag != f_slot && pend_reg[f_slot]) begin
+    if (((drain_e_pipe && drain_e_tag != f_slot) || (drain_o_pipe && drain_o_tag != f_slot))
+            && f_pos < f_held && pend_reg[f_slot]) begin
         f_later_done <= 1'b1;
     end
     if (rst) begin

@@ -202,17 +202,24 @@ reg  [SLOTS-1:0]     pend_reg = {SLOTS{1'b0}};
 reg  [STATE_W-1:0]   state_mem [0:SLOTS-1];
 reg  [ROW_BITS-1:0]  row_mem [0:SLOTS-1];
 reg  [SLOTS-1:0]     read_reg = {SLOTS{1'b0}};
-reg  [ROW_W-1:0]     data_mem [0:SLOTS-1];
+// Rows of even slots and of odd slots in two memories, so two rows can be drained in one
+// clock (below).
+reg  [ROW_W-1:0]     data_even_mem [0:SLOTS/2-1];
+reg  [ROW_W-1:0]     data_odd_mem [0:SLOTS/2-1];
 
 wire [SB-1:0] tail = tail_reg[SB-1:0];
 wire [SB-1:0] head = head_reg[SB-1:0];
 wire          occupied = tail_reg != head_reg;
 wire          retire = occupied && !pend_reg[head] && m_allow;
 
-// The drain of a completed read into its slot (below).
-wire             drain_pipe;
-wire [SB-1:0]    drain_tag;
-wire [ROW_W-1:0] drain_data;
+// The drains of completed reads into their slots (below): one into an even slot, one into an
+// odd slot, in the same clock.
+wire             drain_e_pipe;
+wire [SB-1:0]    drain_e_tag;
+wire [ROW_W-1:0] drain_e_data;
+wire             drain_o_pipe;
+wire [SB-1:0]    drain_o_tag;
+wire [ROW_W-1:0] drain_o_data;
 
 always @(posedge clk) begin
     if (s_valid) begin
@@ -220,8 +227,11 @@ always @(posedge clk) begin
         row_mem[tail] <= s_row;
         tail_reg <= tail_reg + 1'b1;
     end
-    if (drain_pipe) begin
-        data_mem[drain_tag] <= drain_data;
+    if (drain_e_pipe) begin
+        data_even_mem[drain_e_tag[SB-1:1]] <= drain_e_data;
+    end
+    if (drain_o_pipe) begin
+        data_odd_mem[drain_o_tag[SB-1:1]] <= drain_o_data;
     end
     if (retire) begin
         head_reg <= head_reg + 1'b1;
@@ -240,7 +250,8 @@ always @(posedge clk) begin
         if (s_valid && tail == pi[SB-1:0]) begin
             pend_reg[pi] <= s_read;
             read_reg[pi] <= s_read;
-        end else if (drain_pipe && drain_tag == pi[SB-1:0]) begin
+        end else if ((drain_e_pipe && drain_e_tag == pi[SB-1:0])
+                || (drain_o_pipe && drain_o_tag == pi[SB-1:0])) begin
             pend_reg[pi] <= 1'b0;
         end
     end
@@ -341,29 +352,56 @@ assign          rq_take = rq_valid && ar_slot_free_rq && |rq_free
 
 assign st_read = rq_take;
 
-// Completed rows wait in done_reg; one is drained per clock, round robin from last_reg.
-reg  [CH_BITS-1:0] last_reg = {CH_BITS{1'b0}};
-reg                drain_any;
-reg  [CH_BITS-1:0] drain_ch;
-reg  [CH_BITS-1:0] cand;
+// Completed rows wait in done_reg. Two are drained per clock: one bound for an even slot (or
+// the command engine's row) and one bound for an odd slot, each round robin over the channels
+// (from last_e_reg / last_o_reg). A packet per clock needs a row per clock on average; with
+// room for two, the rows that a latency spread bunches together are caught up with.
+reg  [CH_BITS-1:0] last_e_reg = {CH_BITS{1'b0}};
+reg  [CH_BITS-1:0] last_o_reg = {CH_BITS{1'b0}};
+reg                drain_e_any;
+reg  [CH_BITS-1:0] drain_e_ch;
+reg                drain_o_any;
+reg  [CH_BITS-1:0] drain_o_ch;
+reg  [CH_BITS-1:0] cand_e;
+reg  [CH_BITS-1:0] cand_o;
 integer            dk;
 always @* begin
-    drain_any = 1'b0;
-    drain_ch = {CH_BITS{1'b0}};
+    drain_e_any = 1'b0;
+    drain_e_ch = {CH_BITS{1'b0}};
+    drain_o_any = 1'b0;
+    drain_o_ch = {CH_BITS{1'b0}};
     // Candidates from last + CHANNELS (last itself) down to last + 1: the lowest offset wins.
     for (dk = CHANNELS; dk >= 1; dk = dk - 1) begin
         // CHANNELS is 2^CH_BITS (or 1): the add wraps around the channels.
-        cand = CHANNELS > 1 ? last_reg + dk[CH_BITS-1:0] : {CH_BITS{1'b0}};
-        if (done_reg[cand]) begin
-            drain_any = 1'b1;
-            drain_ch = cand;
+        cand_e = CHANNELS > 1 ? last_e_reg + dk[CH_BITS-1:0] : {CH_BITS{1'b0}};
+        cand_o = CHANNELS > 1 ? last_o_reg + dk[CH_BITS-1:0] : {CH_BITS{1'b0}};
+        if (done_reg[cand_e] && (done_side_reg[cand_e] || !done_tag_reg[cand_e][0])) begin
+            drain_e_any = 1'b1;
+            drain_e_ch = cand_e;
+        end
+        if (done_reg[cand_o] && !done_side_reg[cand_o] && done_tag_reg[cand_o][0]) begin
+            drain_o_any = 1'b1;
+            drain_o_ch = cand_o;
         end
     end
 end
 
-assign drain_pipe = drain_any && !done_side_reg[drain_ch];
-assign drain_tag = done_tag_reg[drain_ch];
-assign drain_data = asm_reg[drain_ch];
+// Channels drained this clock (at most two, never the same one twice: an even and an odd row).
+reg [CHANNELS-1:0] drained;
+integer            dc;
+always @* begin
+    for (dc = 0; dc < CHANNELS; dc = dc + 1) begin
+        drained[dc] = (drain_e_any && drain_e_ch == dc[CH_BITS-1:0])
+            || (drain_o_any && drain_o_ch == dc[CH_BITS-1:0]);
+    end
+end
+
+assign drain_e_pipe = drain_e_any && !done_side_reg[drain_e_ch];
+assign drain_e_tag = done_tag_reg[drain_e_ch];
+assign drain_e_data = asm_reg[drain_e_ch];
+assign drain_o_pipe = drain_o_any;
+assign drain_o_tag = done_tag_reg[drain_o_ch];
+assign drain_o_data = asm_reg[drain_o_ch];
 
 reg              c_rd_ack_reg = 1'b0;
 reg [ROW_W-1:0]  c_rd_data_reg = {ROW_W{1'b0}};
@@ -398,10 +436,10 @@ always @(posedge clk) begin
             id_tag_mem[c*IDS + {{(32-ID_W){1'b0}}, rq_id}] <= rq_tag;
             id_t0_mem[c*IDS + {{(32-ID_W){1'b0}}, rq_id}] <= now_reg;
         end
-        // The completed row drained this clock frees its channel. Before the read data below:
+        // A completed row drained this clock frees its channel. Before the read data below:
         // the channel takes beats in its drain clock, and a one-beat burst completes its row
         // in that same clock (its done must win over the drain's clear).
-        if (drain_any && drain_ch == c[CH_BITS-1:0]) begin
+        if (drained[c]) begin
             done_reg[c] <= 1'b0;
         end
         // Read data: beats into the assembly register; the last completes the row. The drain
@@ -425,12 +463,15 @@ always @(posedge clk) begin
             end
         end
     end
-    if (drain_any) begin
-        last_reg <= drain_ch;
-        if (done_side_reg[drain_ch]) begin
+    if (drain_e_any) begin
+        last_e_reg <= drain_e_ch;
+        if (done_side_reg[drain_e_ch]) begin
             c_rd_ack_reg <= 1'b1;
-            c_rd_data_reg <= asm_reg[drain_ch];
+            c_rd_data_reg <= asm_reg[drain_e_ch];
         end
+    end
+    if (drain_o_any) begin
+        last_o_reg <= drain_o_ch;
     end
     if (rst) begin
         side_rd_pend_reg <= 1'b0;
@@ -440,7 +481,8 @@ always @(posedge clk) begin
             free_reg[c] <= {PIDS{1'b1}};
             beat_reg[c] <= {BEAT_BITS{1'b0}};
         end
-        last_reg <= {CH_BITS{1'b0}};
+        last_e_reg <= {CH_BITS{1'b0}};
+        last_o_reg <= {CH_BITS{1'b0}};
     end
 end
 
@@ -458,7 +500,7 @@ generate
         assign m_axi_arvalid[g] = ar_valid_reg[g];
         // A completed row blocks its channel's read data until it is drained; the next burst's
         // beats come in from the drain clock on, so a channel completes one row per clock.
-        assign m_axi_rready[g] = !done_reg[g] || (drain_any && drain_ch == g);
+        assign m_axi_rready[g] = !done_reg[g] || drained[g];
     end
 endgenerate
 
@@ -623,7 +665,7 @@ always @(posedge clk) begin
         r1_state_reg <= state_mem[head];
         r1_row_reg <= row_mem[head];
         r1_read_reg <= read_reg[head];
-        r1_data_reg <= data_mem[head];
+        r1_data_reg <= head[0] ? data_odd_mem[head[SB-1:1]] : data_even_mem[head[SB-1:1]];
     end
     r2_valid_reg <= r1_valid_reg;
     if (r1_valid_reg) begin
