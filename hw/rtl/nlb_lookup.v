@@ -719,9 +719,12 @@ wire d_parsed = (d_enable || d_inject) && !d_malformed && !d_not_ip;
 wire d_two = d_parsed && !d_inject && d_icmp_error && d_inner_valid;
 // A descriptor issues only while the connection-table stage has a slot for it (credits:
 // packets issued that have not left that stage; the count lags one clock, so one slot spare).
+// An ICMP error's shadow issues only with room for its packet too, which issues in the next
+// clock whatever the room then: the two stay next to each other through the stages.
 reg  [$clog2(CT_SLOTS):0] ct_cnt_reg = {($clog2(CT_SLOTS)+1){1'b0}};
 wire ct_room = {{(31-$clog2(CT_SLOTS)){1'b0}}, ct_cnt_reg} < CT_SLOTS - 1;
-wire issue = fifo_nonempty && ct_room;
+wire ct_room_two = {{(31-$clog2(CT_SLOTS)){1'b0}}, ct_cnt_reg} < CT_SLOTS - 2;
+wire issue = fifo_nonempty && (phase_reg || (d_two ? ct_room_two : ct_room));
 wire issue_shadow = issue && d_two && !phase_reg;
 wire pop = issue && !issue_shadow;
 

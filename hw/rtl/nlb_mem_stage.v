@@ -35,7 +35,7 @@
 // after a packet leaves). So a packet that leaves before the record is taken sees the memory
 // before the write, and every packet that leaves after sees the written entry.
 //
-// Statistics: st_read pulses per pipeline read issued; st_lat_valid / st_lat give each
+// Statistics: st_read pulses per pipeline read (as its packet enters; each is issued once); st_lat_valid / st_lat give each
 // pipeline read's latency in clocks (AR loaded to its last beat taken, modulo 2^16) when it is in;
 // st_wait is high in a clock where a packet waits at the head for its row.
 module nlb_mem_stage #(
@@ -262,32 +262,41 @@ end
 
 assign st_wait = occupied && pend_reg[head];
 
-// ---- requests: in entry order to their channels ----------------------------------------------
+// ---- requests: in entry order, one queue per channel ------------------------------------------
+// Each channel issues from its own queue, one read per clock, whatever the other channels do:
+// a channel whose AR is refused or whose ids are all out stops only its own reads, and the
+// channels together can issue more than a read per clock to catch up.
 
-wire                 rq_valid;
-wire [SB+ROW_BITS-1:0] rq_data;
-wire                 rq_take;
+wire [CHANNELS-1:0]    rq_valid;
+wire [CHANNELS-1:0]    rq_take;
+wire [SB-1:0]          rq_tag [0:CHANNELS-1];
+wire [ROW_BITS-1:0]    rq_row [0:CHANNELS-1];
+wire [CH_BITS-1:0]     s_ch = row_channel(s_row);
 
-/* verilator lint_off PINCONNECTEMPTY */
-nlb_fifo #(
-    .WIDTH(SB + ROW_BITS),
-    .DEPTH(SLOTS)
-) req_fifo_inst (
-    .clk(clk),
-    .rst(rst),
-    .s_data({tail, s_row}),
-    .s_valid(s_valid && s_read),
-    .s_ready(),
-    .m_data(rq_data),
-    .m_valid(rq_valid),
-    .m_ready(rq_take),
-    .count()
-);
-/* verilator lint_on PINCONNECTEMPTY */
-
-wire [SB-1:0]       rq_tag = rq_data[ROW_BITS +: SB];
-wire [ROW_BITS-1:0] rq_row = rq_data[ROW_BITS-1:0];
-wire [CH_BITS-1:0]  rq_ch = row_channel(rq_row);
+genvar q;
+generate
+    for (q = 0; q < CHANNELS; q = q + 1) begin : g_rq
+        wire [SB+ROW_BITS-1:0] rq_data;
+        /* verilator lint_off PINCONNECTEMPTY */
+        nlb_fifo #(
+            .WIDTH(SB + ROW_BITS),
+            .DEPTH(SLOTS)
+        ) req_fifo_inst (
+            .clk(clk),
+            .rst(rst),
+            .s_data({tail, s_row}),
+            .s_valid(s_valid && s_read && s_ch == q),
+            .s_ready(),
+            .m_data(rq_data),
+            .m_valid(rq_valid[q]),
+            .m_ready(rq_take[q]),
+            .count()
+        );
+        /* verilator lint_on PINCONNECTEMPTY */
+        assign rq_tag[q] = rq_data[ROW_BITS +: SB];
+        assign rq_row[q] = rq_data[ROW_BITS-1:0];
+    end
+endgenerate
 
 // Free clock counter for latencies.
 reg [15:0] now_reg = 16'd0;
@@ -341,16 +350,22 @@ function [ID_W-1:0] lowest_free(input [PIDS-1:0] f);
     end
 endfunction
 
-wire [PIDS-1:0] rq_free = free_reg[rq_ch];
-wire [ID_W-1:0] rq_id = lowest_free(rq_free);
-wire            ar_slot_free_rq = !ar_valid_reg[rq_ch] || m_axi_arready[rq_ch];
-wire            ar_slot_free_side = !ar_valid_reg[side_ch] || m_axi_arready[side_ch];
 // The command engine's read goes first on its channel.
-wire            side_issue = side_rd_pend_reg && ar_slot_free_side;
-assign          rq_take = rq_valid && ar_slot_free_rq && |rq_free
-    && !(side_issue && side_ch == rq_ch);
+wire            side_issue = side_rd_pend_reg
+    && (!ar_valid_reg[side_ch] || m_axi_arready[side_ch]);
+// Per channel: its queue's head issues when the AR register is free (or being taken) and an
+// id is free.
+wire [ID_W-1:0] rq_id [0:CHANNELS-1];
+generate
+    for (q = 0; q < CHANNELS; q = q + 1) begin : g_issue
+        assign rq_id[q] = lowest_free(free_reg[q]);
+        assign rq_take[q] = rq_valid[q] && (!ar_valid_reg[q] || m_axi_arready[q])
+            && |free_reg[q] && !(side_issue && side_ch == q);
+    end
+endgenerate
 
-assign st_read = rq_take;
+// A pipeline read, counted as its packet enters (each is issued once, on its channel).
+assign st_read = s_valid && s_read;
 
 // Completed rows wait in done_reg. Two are drained per clock: one bound for an even slot (or
 // the command engine's row) and one bound for an odd slot, each round robin over the channels
@@ -428,13 +443,13 @@ always @(posedge clk) begin
             ar_valid_reg[c] <= 1'b1;
             ar_addr_reg[c] <= row_addr(side_rd_row_reg);
             ar_id_reg[c] <= SIDE_ID;
-        end else if (rq_take && rq_ch == c[CH_BITS-1:0]) begin
+        end else if (rq_take[c]) begin
             ar_valid_reg[c] <= 1'b1;
-            ar_addr_reg[c] <= row_addr(rq_row);
-            ar_id_reg[c] <= rq_id;
-            free_reg[c][rq_id] <= 1'b0;
-            id_tag_mem[c*IDS + {{(32-ID_W){1'b0}}, rq_id}] <= rq_tag;
-            id_t0_mem[c*IDS + {{(32-ID_W){1'b0}}, rq_id}] <= now_reg;
+            ar_addr_reg[c] <= row_addr(rq_row[c]);
+            ar_id_reg[c] <= rq_id[c];
+            free_reg[c][rq_id[c]] <= 1'b0;
+            id_tag_mem[c*IDS + {{(32-ID_W){1'b0}}, rq_id[c]}] <= rq_tag[c];
+            id_t0_mem[c*IDS + {{(32-ID_W){1'b0}}, rq_id[c]}] <= now_reg;
         end
         // A completed row drained this clock frees its channel. Before the read data below:
         // the channel takes beats in its drain clock, and a one-beat burst completes its row

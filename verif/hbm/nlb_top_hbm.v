@@ -177,7 +177,7 @@ localparam CT_CH = 16;
 localparam MG_CH = 2;
 localparam DW = 256;
 localparam ADDR_W = 32;
-localparam ID_W = 6;
+localparam ID_W = 8;
 // Beats per channel: 4096 buckets of 256 bytes over 16 channels; 2 x 131072 slots of 2 bytes
 // over 2 channels.
 localparam CT_WORDS = NLB_PROFILE_SIM_CT_BUCKETS / CT_CH * 8;
@@ -401,10 +401,11 @@ nlb_top #(
     .MEM_ONCHIP(0),
     .CT_CHANNELS(CT_CH),
     .CT_DATA_W(DW),
-    .CT_SLOTS(256),
+    .CT_SLOTS(512),
     .MG_CHANNELS(MG_CH),
     .MG_DATA_W(DW),
-    .MG_SLOTS(256),
+    .MG_SLOTS(512),
+    .MAX_IN_FLIGHT(1024),
     .ADDR_W(ADDR_W),
     .ID_W(ID_W)
 ) top_inst (
