@@ -172,14 +172,14 @@ localparam KEEP_WIDTH = DATA_WIDTH / 8;
 localparam INJ_USER_W = NLB_INJECT_HEADER_POOL_LSB + NLB_INJECT_HEADER_POOL_W;
 localparam LW = 17;
 localparam CTIW = $clog2(NLB_PROFILE_SIM_CT_BUCKETS) + $clog2(NLB_PROFILE_SIM_CT_WAYS);
-// The memories: 16 + 2 pseudo-channels of 256 bits, 256 packets per memory stage.
+// The memories: 16 + 4 pseudo-channels of 256 bits, 512 packets per memory stage.
 localparam CT_CH = 16;
-localparam MG_CH = 2;
+localparam MG_CH = 4;
 localparam DW = 256;
 localparam ADDR_W = 32;
 localparam ID_W = 8;
 // Beats per channel: 4096 buckets of 256 bytes over 16 channels; 2 x 131072 slots of 2 bytes
-// over 2 channels.
+// over 4 channels.
 localparam CT_WORDS = NLB_PROFILE_SIM_CT_BUCKETS / CT_CH * 8;
 localparam MG_WORDS = 2 * NLB_PROFILE_SIM_MAGLEV_SLOTS / 16 / MG_CH;
 

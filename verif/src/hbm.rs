@@ -11,7 +11,7 @@ use crate::verilated::Verilated;
 /// Channels of the connection table in `top_hbm`.
 pub const CT_CHANNELS: usize = 16;
 /// Channels of the Maglev slots in `top_hbm`.
-pub const MG_CHANNELS: usize = 2;
+pub const MG_CHANNELS: usize = 4;
 /// Bytes per beat of every channel.
 pub const BEAT_BYTES: u64 = 32;
 /// Bins of the latency histograms, 4 clocks each (the last holds 1020 clocks and more).

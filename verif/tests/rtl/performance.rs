@@ -35,6 +35,9 @@ use rand::{RngExt, SeedableRng};
 const VIP: u32 = 0x0a01_0001;
 const BACKEND_MAC: u64 = 0x0200_0000_b00b;
 
+/// Maglev slots of the benchmark's pool.
+const MAGLEV_SLICE: usize = 251;
+
 /// The pipeline's clock on the boards (the 100G MAC's, docs/pipeline.md §14.5), MHz.
 const CLOCK_MHZ: f64 = 322.27;
 
@@ -49,7 +52,11 @@ fn l2dsr_tables_tracking(track: bool) -> Tables {
         addr: mapped(0xc0a8_0001),
         mac: BACKEND_MAC,
     };
-    for s in 0..7 {
+    // A slice of 251 slots, the smallest the compiler gives a target pool (M >= 100 x N): its
+    // 16 rows spread over every Maglev channel, as every pool's do. (A slice inside one row,
+    // such as a target instance's single slot, sends every packet of the VIP to one channel:
+    // docs/pipeline.md section 14.2.)
+    for s in 0..MAGLEV_SLICE {
         t.maglev[s] = MaglevSlot { backend: 1 };
     }
     t.pools[0] = PoolEntry {
@@ -57,7 +64,7 @@ fn l2dsr_tables_tracking(track: bool) -> Tables {
         affinity: Affinity::None,
         delivery: Delivery::L2Dsr,
         maglev_base: 0,
-        maglev_size: 7,
+        maglev_size: MAGLEV_SLICE as u32,
         track,
         ..PoolEntry::default()
     };
