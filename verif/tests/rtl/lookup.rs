@@ -954,6 +954,19 @@ impl Run {
         }
     }
 
+    /// Idles until every result in flight came out: the memory ports answer in up to 60
+    /// clocks, in any order, behind the reads queued before them. Fails if some never do.
+    fn drain(&mut self) {
+        let mut waited = 0;
+        while !self.flight.is_empty() && waited < 50_000 {
+            self.idle(1);
+            waited += 1;
+        }
+        if !self.flight.is_empty() {
+            self.fail(format!("{} results never came out", self.flight.len()));
+        }
+    }
+
     fn bins_of(&mut self, d: &Desc, r: &PacketResult) {
         if self.prev_bank.is_some_and(|b| b != d.bank) {
             self.bin("bank flipped between neighbours");
@@ -1343,15 +1356,7 @@ fn run(seed: u64) -> Bins {
             r.idle(200);
         }
     }
-    // The memory ports answer in up to 60 clocks, in any order: drain everything in flight.
-    let mut waited = 0;
-    while !r.flight.is_empty() && waited < 50_000 {
-        r.idle(1);
-        waited += 1;
-    }
-    if !r.flight.is_empty() {
-        r.fail(format!("{} results never came out", r.flight.len()));
-    }
+    r.drain();
     r.bins
 }
 

@@ -140,10 +140,7 @@ fn descriptor_fifo_takes_every_credit_s_room_gives() {
         }
         max_flight = max_flight.max(r.flight.len());
     }
-    r.idle(IDLE_LATENCY as u32 + 80);
-    if !r.flight.is_empty() {
-        r.fail(format!("{} results never came out", r.flight.len()));
-    }
+    r.drain();
     // The producer used a whole credit (the FIFO then held its most).
     assert_eq!(
         most_after_low, CREDIT,
