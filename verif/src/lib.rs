@@ -32,6 +32,7 @@ pub mod axis;
 pub mod bench;
 pub mod contents;
 pub mod coverage;
+pub mod ct_memory;
 pub mod device;
 pub mod error;
 pub mod extbus;

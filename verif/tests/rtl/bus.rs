@@ -23,8 +23,9 @@ use firmware_sim::{ConnTable, Counter, CounterKind, ModelDevice};
 use nlb_hw::blocks::{self, table};
 use nlb_hw::Profile;
 use nlb_verif::axil::{Access, Finished, PipeTiming, PipelinedMaster};
-use nlb_verif::bench::{seed_from_env, wave_path, Bench};
+use nlb_verif::bench::{seed_from_env, wave_path, Agent, Bench};
 use nlb_verif::coverage::{self, Bins};
+use nlb_verif::ct_memory::CtMemory;
 use nlb_verif::extbus::ExtBusPipe;
 use nlb_verif::models::{Conntrack, Counters as CountersModel, Top};
 use nlb_verif::Verilated;
@@ -495,6 +496,9 @@ fn ext_case(
         bins: Bins::new(),
     };
     preset(&mut sim, &mut c.model, &mut rng);
+    // The connection table's block alone: its commands go to the table's memory, played here.
+    let mut ct_mem = (block == "conntrack")
+        .then(|| CtMemory::new(&sim, c.model.conntrack().len() as usize).expect("command port"));
     let mut m = ExtBusPipe::new(&sim, 0.5, 6).expect("ports");
     let mut bench = Bench::new(sim, seed);
     let regs = registers(&[block], false, &[]);
@@ -507,7 +511,9 @@ fn ext_case(
             m.push(a);
         }
         sent += k;
-        m.run(&mut bench, &mut []).expect("accesses answered");
+        let mut others: Vec<&mut dyn Agent> =
+            ct_mem.iter_mut().map(|a| a as &mut dyn Agent).collect();
+        m.run(&mut bench, &mut others).expect("accesses answered");
         let done = m.take_done();
         for f in &done {
             if f.write_index.is_some()

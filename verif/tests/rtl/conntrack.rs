@@ -20,11 +20,11 @@
 use firmware_sim::device::decode_cmd;
 use firmware_sim::{ConnTable, ModelDevice};
 use nlb_hw::blocks::conntrack as ct;
-use nlb_hw::ct_words::unpack_ct;
 use nlb_hw::enums::TableCmd;
 use nlb_hw::layouts::CtEntry;
 use nlb_hw::Profile;
 use nlb_verif::bench::{seed_from_env, Agent, Bench};
+use nlb_verif::ct_memory::CtMemory;
 use nlb_verif::extbus::ExtBusMaster;
 use nlb_verif::models::Conntrack;
 use nlb_verif::{Model, Port, VerifError, Verilated};
@@ -51,22 +51,11 @@ fn param(name: &str) -> u32 {
 /// model in the RTL's order).
 struct Pipeline {
     model: ModelDevice,
-    wr_req: Port,
-    wr_index: Port,
-    wr_entry: Port,
-    wr_ack: Port,
-    rd_req: Port,
-    rd_index: Port,
-    rd_ack: Port,
-    rd_entry: Port,
+    /// The table's memory behind the command port.
+    mem: CtMemory,
     set_en: Port,
     set_index: Port,
     mon_hit_read: Port,
-    /// The table as the block wrote it.
-    mem: Vec<CtEntry>,
-    /// A write or read request being answered: clocks left, and the entry a read returns.
-    wr_wait: Option<u32>,
-    rd_wait: Option<(u32, CtEntry)>,
     /// Probability of a hit set per clock.
     p_set: f64,
     /// This clock's set, if any.
@@ -76,7 +65,6 @@ struct Pipeline {
     /// Clock of the last hit-word read (for the "set in the clearing clock" bin).
     last_hit_read: Option<u64>,
     bins: Bins,
-    error: Option<String>,
 }
 
 impl Pipeline {
@@ -87,23 +75,7 @@ impl Pipeline {
 
 impl Agent for Pipeline {
     fn drive(&mut self, sim: &mut Verilated, rng: &mut StdRng) -> Result<(), VerifError> {
-        // The memory's answers: an ack when the wait runs out, the entry with a read's.
-        let wr_done = self.wr_wait == Some(0);
-        let rd_done = matches!(self.rd_wait, Some((0, _)));
-        sim.set_bit(self.wr_ack, wr_done)?;
-        sim.set_bit(self.rd_ack, rd_done)?;
-        let words: Vec<u32> = match self.rd_wait {
-            Some((0, e)) => e
-                .pack()
-                .map_err(|e| VerifError::Setup(e.to_string()))?
-                .to_vec(),
-            _ => (0..CtEntry::WORDS).map(|_| rng.random()).collect(),
-        };
-        sim.set(self.rd_entry, &words)?;
-        self.wr_wait = self.wr_wait.and_then(|n| n.checked_sub(1));
-        self.rd_wait = self
-            .rd_wait
-            .and_then(|(n, e)| n.checked_sub(1).map(|n| (n, e)));
+        self.mem.drive(sim, rng)?;
         let set = rng.random_bool(self.p_set);
         let index = rng.random_range(0..ENTRIES);
         sim.set_bit(self.set_en, set)?;
@@ -114,24 +86,10 @@ impl Agent for Pipeline {
 
     fn observe(&mut self, sim: &mut Verilated) -> Result<(), VerifError> {
         let now = sim.cycle();
-        let delay = 1 + (now * 13 % 30) as u32;
-        if sim.get_bit(self.wr_req)? {
-            let index = sim.get_u64(self.wr_index)? as usize;
-            let e = unpack_ct(&sim.get_words(self.wr_entry)?);
-            if let Some(slot) = self.mem.get_mut(index) {
-                *slot = e;
-            } else if self.error.is_none() {
-                self.error = Some(format!("conntrack: write of entry {index}, past the table"));
-            }
-            self.wr_wait = Some(delay);
-        }
-        if sim.get_bit(self.rd_req)? {
-            let index = sim.get_u64(self.rd_index)? as usize;
-            let e = self.mem.get(index).copied().unwrap_or_default();
-            if e.valid {
-                self.bin("command read of a valid entry");
-            }
-            self.rd_wait = Some((delay, e));
+        let valid_reads = self.mem.valid_reads;
+        self.mem.observe(sim)?;
+        if self.mem.valid_reads != valid_reads {
+            self.bin("command read of a valid entry");
         }
         // A set in the clock of a hit-word read counts before it.
         if let Some(i) = self.set_now {
@@ -230,7 +188,7 @@ impl Run {
         // What the block left in the table's memory is the model's entry.
         if let Some(i) = written {
             let want = self.pipe.model.conntrack().entry(i).copied();
-            let got = self.pipe.mem.get(i as usize).copied();
+            let got = self.pipe.mem.entries.get(i as usize).copied();
             if got != want {
                 return Err(format!(
                     "conntrack: after the write of entry {i} the memory holds\n  RTL   {got:?}\n  \
@@ -280,7 +238,7 @@ impl Run {
     }
 
     fn check(&mut self) -> Result<(), String> {
-        if let Some(e) = self.pipe.error.take() {
+        if let Some(e) = self.pipe.mem.error.take() {
             return Err(e);
         }
         if let Some(v) = self.ext.violations().first() {
@@ -299,26 +257,15 @@ fn run(seed: u64) -> Result<Bins, String> {
     let port = |n: &str| sim.port(n).map_err(|e| e.to_string());
     let pipe = Pipeline {
         model,
-        wr_req: port("ct_c_wr_req")?,
-        wr_index: port("ct_c_wr_index")?,
-        wr_entry: port("ct_c_wr_entry")?,
-        wr_ack: port("ct_c_wr_ack")?,
-        rd_req: port("ct_c_rd_req")?,
-        rd_index: port("ct_c_rd_index")?,
-        rd_ack: port("ct_c_rd_ack")?,
-        rd_entry: port("ct_c_rd_entry")?,
+        mem: CtMemory::new(&sim, ENTRIES as usize).map_err(|e| e.to_string())?,
         set_en: port("hit_set_en")?,
         set_index: port("hit_set_index")?,
         mon_hit_read: port("mon_hit_read")?,
-        mem: vec![CtEntry::default(); ENTRIES as usize],
-        wr_wait: None,
-        rd_wait: None,
         p_set: 0.3,
         set_now: None,
         hit_words: VecDeque::new(),
         last_hit_read: None,
         bins: Bins::new(),
-        error: None,
     };
     let ext = ExtBusMaster::new(&sim, 0.3).map_err(|e| e.to_string())?;
     let mut r = Run {
