@@ -21,7 +21,7 @@ use firmware_sim::pipeline::{process, process_injected, Context};
 use firmware_sim::{ConnTable, CounterKind, Counters, ModelDevice, PacketResult};
 use nlb_driver::device::Device;
 use nlb_hw::blocks::{counters as cb, queues as q};
-use nlb_hw::enums::{Affinity, Delivery, Verdict};
+use nlb_hw::enums::{Affinity, Delivery, Reason, Verdict};
 use nlb_hw::layouts::{
     BackendEntry, InjectHeader, LearnEvent, MaglevSlot, PoolEntry, PortSlot, PuntHeader, RuleEntry,
     VipEntry,
@@ -37,7 +37,7 @@ use nlb_verif::scenario::mapped;
 use nlb_verif::top::{take_events, take_frames, take_punts, TopBench};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 
 fn profile() -> &'static Profile {
     Profile::by_name("sim").expect("the sim profile exists")
@@ -610,8 +610,10 @@ fn event_fifo_overflows_as_documented() {
 // ---- admission: the FIFOs behind it ------------------------------------------------------------
 
 /// Frames, jumbo and minimum, to the two VIPs (forwarded, learning, punted) with every output
-/// stream stalled for long stretches and a storm of counter snapshots on the AXI-Lite port;
-/// nothing may be lost: results, frames, punts, events, then every counter as the model's.
+/// stream stalled for long stretches and a storm of counter snapshots on the AXI-Lite port.
+/// The receive side never waits: frames it has no room for are dropped whole and reported
+/// (NO_ROOM_BUFFER); nothing else may be lost: results, frames, punts, events, then every
+/// counter as the model's, the drops included.
 #[test]
 fn stalled_outputs_fill_the_fifos_and_lose_nothing() {
     replay_stall_case("queues_stall", seed_from_env(0x9e0e_0003), false);
@@ -619,7 +621,8 @@ fn stalled_outputs_fill_the_fifos_and_lose_nothing() {
 
 /// Minimum frames back to back (one result per clock) with no output stalled while the
 /// snapshot storm runs: each snapshot takes a clock from the counters' results, so their FIFO
-/// fills unless `s_room` closes admission; every counter must still equal the model's.
+/// fills unless `s_room` closes admission, which drops the frames that find it closed
+/// (NO_ROOM_LOOKUP); every counter must still equal the model's, the drops included.
 #[test]
 fn back_to_back_results_under_a_snapshot_storm_lose_no_count() {
     replay_stall_case("queues_storm", seed_from_env(0x9e0e_0004), true);
@@ -636,6 +639,28 @@ fn replay_stall_case(name: &str, seed: u64, back_to_back: bool) {
             wave.display()
         );
     }
+}
+
+/// The frames at the front of `want` that the receive side reported dropped: taken off and
+/// counted as the NIC counts such a drop (its reason and the DROP verdict, the frame's bytes).
+fn account_drops(
+    want: &mut VecDeque<(u32, Vec<u8>, PacketResult)>,
+    dropped: &BTreeMap<u32, Reason>,
+    counters: &mut Counters,
+) -> usize {
+    let mut n = 0;
+    while let Some(reason) = want.front().and_then(|w| dropped.get(&w.0).copied()) {
+        let (_, _, w) = want.pop_front().expect("a frame");
+        counters.record(&PacketResult {
+            verdict: Verdict::Drop,
+            reason,
+            rule: None,
+            backend: None,
+            ..w
+        });
+        n += 1;
+    }
+    n
 }
 
 /// `back_to_back`: only minimum frames, no output stalled, snapshots whenever the master is
@@ -661,19 +686,21 @@ fn stall_case(seed: u64, wave: Option<&std::path::Path>, back_to_back: bool) {
         },
     )
     .expect("ports");
-    let ready = dut.bench.sim.port("s_axis_rx_tready").expect("port");
-    let mut want: VecDeque<(Vec<u8>, PacketResult)> = VecDeque::new();
+    // Frames sent and not yet accounted for: (number among the received frames, frame, the
+    // model's result). Each comes out with its result or is reported dropped whole.
+    let mut want: VecDeque<(u32, Vec<u8>, PacketResult)> = VecDeque::new();
+    let mut dropped: BTreeMap<u32, Reason> = BTreeMap::new();
+    let mut drops = 0usize;
     let mut counters = Counters::new(p);
     let (mut tx, mut punts, mut events) = (Vec::new(), Vec::new(), Vec::new());
     let (mut want_tx, mut want_punt, mut want_ev) = (Vec::new(), Vec::new(), Vec::new());
     let mut bins = Bins::new();
-    let mut closed = 0u64;
     let mut got = 0usize;
     let mut sent = 0usize;
     let total = if back_to_back { 4000 } else { 1500 };
     let mut stall_left = 0u32;
     let mut clock = 0u64;
-    while got < total || tx.len() < want_tx.len() || punts.len() < want_punt.len() {
+    while got + drops < total || tx.len() < want_tx.len() || punts.len() < want_punt.len() {
         clock += 1;
         assert!(
             clock < 2_000_000,
@@ -693,17 +720,8 @@ fn stall_case(seed: u64, wave: Option<&std::path::Path>, back_to_back: bool) {
                 _ => tcp(n as u16, 443, BIG_VIP, 0),
             };
             let r = expect(&t, &f);
-            counters.record(&r);
-            match r.verdict {
-                Verdict::Forward => want_tx.push(expect_out(&t, &f).1),
-                Verdict::Punt => want_punt.push((r.punt_header(), f.clone())),
-                _ => {}
-            }
-            if let Some(e) = r.event {
-                want_ev.push(e);
-            }
             dut.send(&f);
-            want.push_back((f, r));
+            want.push_back((sent as u32, f, r));
             sent += 1;
         }
         // Outputs stalled in long stretches (all three together), then drained.
@@ -761,18 +779,36 @@ fn stall_case(seed: u64, wave: Option<&std::path::Path>, back_to_back: bool) {
             ])
             .expect("step");
         let _ = axil.take_done();
-        if !dut.bench.sim.get_bit(ready).expect("port") && dut.rx.pending() > 0 {
-            closed += 1;
+        // Frames the receive side had no room for: reported at their first beat, before any
+        // later frame's result (docs/pipeline.md section 14.4).
+        for d in dut.mon.drops.drain(..) {
+            assert!(
+                dropped.insert(d.seq, d.reason).is_none(),
+                "frame {} reported dropped twice",
+                d.seq
+            );
+            coverage::hit(&mut bins, &format!("a frame dropped whole: {:?}", d.reason));
         }
+        drops += account_drops(&mut want, &dropped, &mut counters);
         while let Some((cycle, _, r)) = dut.mon.results.pop_front() {
-            let (f, w) = want.pop_front().expect("a result with no frame");
+            let (n, f, w) = want.pop_front().expect("a result with no frame");
             assert_eq!(
                 r,
                 w,
-                "clock {cycle}: result of {:02x?}",
+                "clock {cycle}: result of frame {n}, {:02x?}",
                 &f[..f.len().min(80)]
             );
+            counters.record(&w);
+            match w.verdict {
+                Verdict::Forward => want_tx.push(expect_out(&t, &f).1),
+                Verdict::Punt => want_punt.push((w.punt_header(), f.clone())),
+                _ => {}
+            }
+            if let Some(e) = w.event {
+                want_ev.push(e);
+            }
             got += 1;
+            drops += account_drops(&mut want, &dropped, &mut counters);
         }
         let mut b = dut.tx.take();
         dut.tx_pending.append(&mut b);
@@ -801,9 +837,6 @@ fn stall_case(seed: u64, wave: Option<&std::path::Path>, back_to_back: bool) {
         events.extend(take_events(&mut b).expect("event stream"));
     }
     assert_eq!(events, want_ev, "events");
-    if closed > 0 {
-        coverage::hit(&mut bins, "admission closed with frames waiting");
-    }
     for (kind, n) in [
         (CounterKind::Reason, nlb_hw::enums::Reason::ALL.len() as u32),
         (CounterKind::Verdict, 4),
@@ -827,11 +860,17 @@ fn stall_case(seed: u64, wave: Option<&std::path::Path>, back_to_back: bool) {
         "AXI-Lite: {:?}",
         axil.violations()
     );
+    // The stalled outputs fill the packet buffer; the snapshot storm holds the counters'
+    // results: either way the receive side runs out of room and must drop whole frames.
+    let reason = if back_to_back {
+        Reason::NoRoomLookup
+    } else {
+        Reason::NoRoomBuffer
+    };
     coverage::assert_hit(
         &bins,
-        ["admission closed with frames waiting"],
+        [format!("a frame dropped whole: {reason:?}")],
         "stall bins",
         &format!("seed {seed:#x}"),
     );
-    let _ = closed;
 }
