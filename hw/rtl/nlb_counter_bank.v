@@ -3,8 +3,9 @@
 `default_nettype none
 
 // One family of packet counters: ENTRIES entries of four 64-bit values (packets, bytes,
-// punts, drops), updated by read-modify-write one operation per clock. An operation adds one
-// packet (UPDATE), or reads the entry (READ) or reads and zeroes it (READ_CLEAR) for the host;
+// punts, drops), updated by read-modify-write one operation per clock. An operation adds
+// op_count packets (UPDATE; their bytes, and as punts or drops when flagged), or reads the
+// entry (READ) or reads and zeroes it (READ_CLEAR) for the host;
 // the entry's value before the operation comes out on r_value with r_valid three clocks later
 // (as the other blocks count: an operation presented in clock c is taken into stage 1 by the
 // edge ending c, into stage 2 by the next, into the result register by the third, so r_valid
@@ -19,6 +20,10 @@
 module nlb_counter_bank #(
     // Entries (>= 2).
     parameter ENTRIES = 256,
+    // Widths of an update's packet count and bytes (a family counting one packet per
+    // operation ties op_count to 1).
+    parameter COUNT_W = 1,
+    parameter BYTES_W = 16,
     // Index bits (derived; do not override).
     parameter INDEX_BITS = $clog2(ENTRIES)
 ) (
@@ -28,9 +33,10 @@ module nlb_counter_bank #(
     input  wire                  op_valid,
     input  wire [1:0]            op_kind,     // 0 UPDATE, 1 READ, 2 READ_CLEAR
     input  wire [INDEX_BITS-1:0] op_index,
-    input  wire [15:0]           op_bytes,    // UPDATE: bytes of the packet
-    input  wire                  op_punt,     // UPDATE: the packet was punted
-    input  wire                  op_drop,     // UPDATE: the packet was dropped
+    input  wire [COUNT_W-1:0]    op_count,    // UPDATE: packets
+    input  wire [BYTES_W-1:0]    op_bytes,    // UPDATE: their bytes
+    input  wire                  op_punt,     // UPDATE: they were punted
+    input  wire                  op_drop,     // UPDATE: they were dropped
 `ifdef NLB_SIM_HOOKS
     // Simulation only (verif/tests/corners.rs; synthesis never defines NLB_SIM_HOOKS): sets
     // entry sim_preset_index to sim_preset_value ({drops, punts, bytes, packets}) so that a
@@ -49,8 +55,9 @@ localparam [1:0] OP_UPDATE = 2'd0;
 localparam [1:0] OP_READ_CLEAR = 2'd2;
 
 initial begin
-    if (ENTRIES < 2 || INDEX_BITS != $clog2(ENTRIES)) begin
-        $error("nlb_counter_bank: ENTRIES must be >= 2; INDEX_BITS is derived");
+    if (ENTRIES < 2 || INDEX_BITS != $clog2(ENTRIES) || COUNT_W < 1 || COUNT_W > 16
+            || BYTES_W < 1 || BYTES_W > 31) begin
+        $error("nlb_counter_bank: ENTRIES >= 2 (INDEX_BITS derived), COUNT_W 1..16, BYTES_W 1..31");
         $finish;
     end
 end
@@ -74,7 +81,8 @@ reg                  s1_valid_reg = 1'b0;
 reg                  s1_writes_reg = 1'b0;
 reg                  s1_update_reg = 1'b0;
 reg [INDEX_BITS-1:0] s1_index_reg = {INDEX_BITS{1'b0}};
-reg [15:0]           s1_bytes_reg = 16'd0;
+reg [COUNT_W-1:0]    s1_count_reg = {COUNT_W{1'b0}};
+reg [BYTES_W-1:0]    s1_bytes_reg = {BYTES_W{1'b0}};
 reg                  s1_punt_reg = 1'b0;
 reg                  s1_drop_reg = 1'b0;
 reg [127:0]          q_lo_reg = 128'd0;
@@ -98,10 +106,11 @@ reg                  r_valid_reg = 1'b0;
 reg [255:0]          r_value_reg = 256'd0;
 
 wire [127:0] old_lo = s1_fwd_reg ? fwd_lo_reg : q_lo_reg;
-wire [32:0]  packets_lo = {1'b0, old_lo[31:0]} + 33'd1;
-wire [32:0]  bytes_lo = {1'b0, old_lo[63:32]} + {17'd0, s1_bytes_reg};
-wire [32:0]  punts_lo = {1'b0, old_lo[95:64]} + {32'd0, s1_punt_reg};
-wire [32:0]  drops_lo = {1'b0, old_lo[127:96]} + {32'd0, s1_drop_reg};
+wire [32:0]  count33 = {{(33-COUNT_W){1'b0}}, s1_count_reg};
+wire [32:0]  packets_lo = {1'b0, old_lo[31:0]} + count33;
+wire [32:0]  bytes_lo = {1'b0, old_lo[63:32]} + {{(33-BYTES_W){1'b0}}, s1_bytes_reg};
+wire [32:0]  punts_lo = {1'b0, old_lo[95:64]} + (s1_punt_reg ? count33 : 33'd0);
+wire [32:0]  drops_lo = {1'b0, old_lo[127:96]} + (s1_drop_reg ? count33 : 33'd0);
 wire [127:0] new_lo = s1_update_reg
     ? {drops_lo[31:0], punts_lo[31:0], bytes_lo[31:0], packets_lo[31:0]} : 128'd0;
 wire [3:0]   carry = s1_update_reg ? {drops_lo[32], punts_lo[32], bytes_lo[32], packets_lo[32]}
@@ -149,6 +158,7 @@ always @(posedge clk) begin
     s1_writes_reg <= op_writes;
     s1_update_reg <= op_kind == OP_UPDATE;
     s1_index_reg <= op_index;
+    s1_count_reg <= op_count;
     s1_bytes_reg <= op_bytes;
     s1_punt_reg <= op_punt;
     s1_drop_reg <= op_drop;

@@ -363,7 +363,7 @@ nlb_counter_bank #(.ENTRIES(RULES)) rule_bank_inst (
     .op_valid(host_go ? fam == 2'd0 : upd && r_rule_on),
     .op_kind(host_go ? host_kind_reg : OP_UPDATE),
     .op_index(host_go ? sel_index[RULE_BITS-1:0] : r_rule),
-    .op_bytes(r_bytes), .op_punt(r_punt), .op_drop(r_drop),
+    .op_count(1'b1), .op_bytes(r_bytes), .op_punt(r_punt), .op_drop(r_drop),
 `ifdef NLB_SIM_HOOKS
     .sim_preset_valid(sim_go[0]), .sim_preset_index(sim_cnt_preset_index[RULE_BITS-1:0]),
     .sim_preset_value(sim_cnt_preset_value),
@@ -376,7 +376,7 @@ nlb_counter_bank #(.ENTRIES(BACKENDS)) backend_bank_inst (
     .op_valid(host_go ? fam == 2'd1 : upd && r_backend_on),
     .op_kind(host_go ? host_kind_reg : OP_UPDATE),
     .op_index(host_go ? sel_index[BACKEND_BITS-1:0] : r_backend),
-    .op_bytes(r_bytes), .op_punt(r_punt), .op_drop(r_drop),
+    .op_count(1'b1), .op_bytes(r_bytes), .op_punt(r_punt), .op_drop(r_drop),
 `ifdef NLB_SIM_HOOKS
     .sim_preset_valid(sim_go[1]), .sim_preset_index(sim_cnt_preset_index[BACKEND_BITS-1:0]),
     .sim_preset_value(sim_cnt_preset_value),
@@ -389,7 +389,7 @@ nlb_counter_bank #(.ENTRIES(REASONS)) reason_bank_inst (
     .op_valid(host_go ? fam == 2'd2 : upd && r_reason_on),
     .op_kind(host_go ? host_kind_reg : OP_UPDATE),
     .op_index(host_go ? sel_index[4:0] : r_reason),
-    .op_bytes(r_bytes), .op_punt(r_punt), .op_drop(r_drop),
+    .op_count(1'b1), .op_bytes(r_bytes), .op_punt(r_punt), .op_drop(r_drop),
 `ifdef NLB_SIM_HOOKS
     .sim_preset_valid(sim_go[2]), .sim_preset_index(sim_cnt_preset_index[4:0]),
     .sim_preset_value(sim_cnt_preset_value),
@@ -402,7 +402,7 @@ nlb_counter_bank #(.ENTRIES(VERDICTS)) verdict_bank_inst (
     .op_valid(host_go ? fam == 2'd3 : upd && r_verdict_on),
     .op_kind(host_go ? host_kind_reg : OP_UPDATE),
     .op_index(host_go ? sel_index[1:0] : r_verdict),
-    .op_bytes(r_bytes), .op_punt(r_punt), .op_drop(r_drop),
+    .op_count(1'b1), .op_bytes(r_bytes), .op_punt(r_punt), .op_drop(r_drop),
 `ifdef NLB_SIM_HOOKS
     .sim_preset_valid(sim_go[3]), .sim_preset_index(sim_cnt_preset_index[1:0]),
     .sim_preset_value(sim_cnt_preset_value),
@@ -412,48 +412,72 @@ nlb_counter_bank #(.ENTRIES(VERDICTS)) verdict_bank_inst (
 
 // ---- frames dropped at the receive side -----------------------------------------------------
 
-// Drop records wait while a snapshot takes the banks' clock (snapshots are a few clocks apart
-// at least: each is an AXI-Lite write).
-wire        dr_valid;
-wire [16:0] dr_rec;
-wire        dr_take = dr_valid && !host_go;
+// Drops come at up to one a clock (a frame each), and a snapshot of a drop bank takes the
+// banks' clock: so they are summed per reason (packets, bytes) and a sum goes into both drop
+// banks in one update whenever the banks are free, the reasons in turn. A snapshot of a drop
+// bank is at most one clock in two (each is an AXI-Lite write), so a sum holds a few drops;
+// its counts cannot overflow (255 frames of at most 65,535 bytes fit).
+wire        drop_banks_busy = host_go && (sel_drop_reason || sel_drop_verdict);
 wire [15:0] drop_bytes = |s_drop_len[LEN_WIDTH-1:16] ? 16'hFFFF : s_drop_len[15:0];
+wire        drop_in_buffer = s_drop_reason == NLB_REASON_NO_ROOM_BUFFER;
+reg  [7:0]  acc_n_reg [0:1];
+reg  [23:0] acc_b_reg [0:1];
+reg         turn_reg = 1'b0;     // the reason flushed first when both wait
+initial begin
+    acc_n_reg[0] = 8'd0;
+    acc_n_reg[1] = 8'd0;
+    acc_b_reg[0] = 24'd0;
+    acc_b_reg[1] = 24'd0;
+end
+wire [1:0] acc_some = {acc_n_reg[1] != 8'd0, acc_n_reg[0] != 8'd0};
+// The sum flushed this clock (index 1: NO_ROOM_BUFFER).
+wire       fl_go = !drop_banks_busy && |acc_some;
+wire       fl_idx = acc_some[1] && (!acc_some[0] || turn_reg);
+wire [7:0]  fl_n = acc_n_reg[fl_idx];
+wire [23:0] fl_b = acc_b_reg[fl_idx];
 
-/* verilator lint_off PINCONNECTEMPTY */
-nlb_fifo #(
-    .WIDTH(17),
-    .DEPTH(4)
-) drop_fifo_inst (
-    .clk(clk),
-    .rst(rst),
-    .s_data({s_drop_reason == NLB_REASON_NO_ROOM_BUFFER, drop_bytes}),
-    .s_valid(s_drop_valid),
-    .s_ready(),
-    .m_data(dr_rec),
-    .m_valid(dr_valid),
-    .m_ready(dr_take),
-    .count()
-);
-/* verilator lint_on PINCONNECTEMPTY */
+integer ai;
+always @(posedge clk) begin
+    for (ai = 0; ai < 2; ai = ai + 1) begin
+        // A flushed sum restarts from this clock's drop (if it has the same reason).
+        if (fl_go && fl_idx == ai[0]) begin
+            acc_n_reg[ai] <= {7'd0, s_drop_valid && drop_in_buffer == ai[0]};
+            acc_b_reg[ai] <= s_drop_valid && drop_in_buffer == ai[0] ? {8'd0, drop_bytes} : 24'd0;
+        end else if (s_drop_valid && drop_in_buffer == ai[0]) begin
+            acc_n_reg[ai] <= acc_n_reg[ai] + 8'd1;
+            acc_b_reg[ai] <= acc_b_reg[ai] + {8'd0, drop_bytes};
+        end
+    end
+    if (fl_go) begin
+        turn_reg <= !fl_idx;
+    end
+    if (rst) begin
+        acc_n_reg[0] <= 8'd0;
+        acc_n_reg[1] <= 8'd0;
+        acc_b_reg[0] <= 24'd0;
+        acc_b_reg[1] <= 24'd0;
+        turn_reg <= 1'b0;
+    end
+end
 
-nlb_counter_bank #(.ENTRIES(2)) drop_reason_bank_inst (
+nlb_counter_bank #(.ENTRIES(2), .COUNT_W(8), .BYTES_W(24)) drop_reason_bank_inst (
     .clk(clk), .rst(rst),
-    .op_valid(host_go ? sel_drop_reason : dr_take),
-    .op_kind(host_go ? host_kind_reg : OP_UPDATE),
-    .op_index(host_go ? sel_index == IDX_ROOM_BUFFER : dr_rec[16]),
-    .op_bytes(dr_rec[15:0]), .op_punt(1'b0), .op_drop(1'b1),
+    .op_valid(drop_banks_busy ? sel_drop_reason : fl_go),
+    .op_kind(drop_banks_busy ? host_kind_reg : OP_UPDATE),
+    .op_index(drop_banks_busy ? sel_index == IDX_ROOM_BUFFER : fl_idx),
+    .op_count(fl_n), .op_bytes(fl_b), .op_punt(1'b0), .op_drop(1'b1),
 `ifdef NLB_SIM_HOOKS
     .sim_preset_valid(1'b0), .sim_preset_index(1'b0), .sim_preset_value(256'd0),
 `endif
     .r_valid(d_valid[0]), .r_value(d_value[0])
 );
 
-nlb_counter_bank #(.ENTRIES(2)) drop_verdict_bank_inst (
+nlb_counter_bank #(.ENTRIES(2), .COUNT_W(8), .BYTES_W(24)) drop_verdict_bank_inst (
     .clk(clk), .rst(rst),
-    .op_valid(host_go ? sel_drop_verdict : dr_take),
-    .op_kind(host_go ? host_kind_reg : OP_UPDATE),
+    .op_valid(drop_banks_busy ? sel_drop_verdict : fl_go),
+    .op_kind(drop_banks_busy ? host_kind_reg : OP_UPDATE),
     .op_index(1'b0),
-    .op_bytes(dr_rec[15:0]), .op_punt(1'b0), .op_drop(1'b1),
+    .op_count(fl_n), .op_bytes(fl_b), .op_punt(1'b0), .op_drop(1'b1),
 `ifdef NLB_SIM_HOOKS
     .sim_preset_valid(1'b0), .sim_preset_index(1'b0), .sim_preset_value(256'd0),
 `endif

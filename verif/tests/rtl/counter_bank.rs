@@ -70,6 +70,8 @@ fn counts_as_the_model() {
     let port = |s: &str| sim.port(s).expect(s);
     let (op_valid, op_kind, op_index) = (port("op_valid"), port("op_kind"), port("op_index"));
     let (op_bytes, op_punt, op_drop) = (port("op_bytes"), port("op_punt"), port("op_drop"));
+    // One packet per update, as the families count (the drop banks add sums: nlb_counters).
+    let op_count = port("op_count");
     let (pre_valid, pre_index, pre_value) = (
         port("sim_preset_valid"),
         port("sim_preset_index"),
@@ -99,6 +101,7 @@ fn counts_as_the_model() {
         sim.set_bit(op_valid, op.is_some()).expect("op_valid");
         sim.set_u64(op_kind, kind).expect("op_kind");
         sim.set_u64(op_index, u64::from(index)).expect("op_index");
+        sim.set_bit(op_count, true).expect("op_count");
         sim.set_u64(op_bytes, u64::from(bytes)).expect("op_bytes");
         sim.set_bit(op_punt, punt).expect("op_punt");
         sim.set_bit(op_drop, drop).expect("op_drop");
