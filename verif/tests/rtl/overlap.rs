@@ -813,7 +813,7 @@ impl<'b> Case<'b> {
         // and a full packet FIFO.
         if now >= self.stall_until {
             let bp = if self.rng.random_bool(0.0005) {
-                self.stall_until = now + self.rng.random_range(50..600);
+                self.stall_until = now + self.rng.random_range(200..2500);
                 0.97
             } else {
                 self.base_backpressure
