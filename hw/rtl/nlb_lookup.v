@@ -737,7 +737,7 @@ always @(posedge clk) begin
         rd_ptr_reg <= rd_ptr_reg + 1'b1;
     end
     phase_reg <= issue_shadow;
-    room_reg <= fifo_count <= FIFO_DEPTH / 2 - 2;
+    room_reg <= {{(31-FIFO_BITS){1'b0}}, fifo_count} <= FIFO_DEPTH / 2 - 2;
     if (rst) begin
         wr_ptr_reg <= {(FIFO_BITS+1){1'b0}};
         rd_ptr_reg <= {(FIFO_BITS+1){1'b0}};

@@ -36,8 +36,8 @@ localparam NLB_PROFILE_U280_CT_BUCKETS = 16777216;
 localparam NLB_PROFILE_U280_CT_WAYS = 4;
 localparam NLB_PROFILE_U280_QUEUE_DEPTH = 4096;
 localparam NLB_PROFILE_U280_CT_CHANNELS = 16;
-localparam NLB_PROFILE_U280_MAGLEV_CHANNELS = 2;
-localparam NLB_PROFILE_U280_MEM_SLOTS = 256;
+localparam NLB_PROFILE_U280_MAGLEV_CHANNELS = 4;
+localparam NLB_PROFILE_U280_MEM_SLOTS = 512;
 localparam NLB_PROFILE_U55C_ID = 32'h3; // Production sizes for an Alveo U55C (16 GB HBM in 32 pseudo-channels of 512 MB): connections and Maglev slots in HBM.
 localparam NLB_PROFILE_U55C_VIP_BUCKETS = 4096;
 localparam NLB_PROFILE_U55C_VIP_WAYS = 4;
@@ -49,8 +49,8 @@ localparam NLB_PROFILE_U55C_CT_BUCKETS = 33554432;
 localparam NLB_PROFILE_U55C_CT_WAYS = 4;
 localparam NLB_PROFILE_U55C_QUEUE_DEPTH = 4096;
 localparam NLB_PROFILE_U55C_CT_CHANNELS = 16;
-localparam NLB_PROFILE_U55C_MAGLEV_CHANNELS = 2;
-localparam NLB_PROFILE_U55C_MEM_SLOTS = 256;
+localparam NLB_PROFILE_U55C_MAGLEV_CHANNELS = 4;
+localparam NLB_PROFILE_U55C_MEM_SLOTS = 512;
 
 // ---- enumerations ----
 // affinity: Session affinity of a pool: which flow key feeds the Maglev hash (SPEC R3.1).

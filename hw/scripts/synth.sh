@@ -48,10 +48,10 @@ configs=(
     "nlb_table_cmd|nlb_table_cmd||decode of a table/conntrack cmd word (combinational, inside nlb_regs and nlb_conntrack)"
     "nlb_spi_flash|nlb_spi_flash||SPI flash controller, the spi_flash block on nlb_regs' extension bus"
     "nlb_top (sim profile)|nlb_top||the whole pipeline with every table of the sim profile"
-    "nlb_mem_stage (u280 connections)|nlb_mem_stage|-set STATE_W 580 -set CHANNELS 16 -set ROW_BITS 24 -set SLOTS 256|connection-table stage: 16 HBM ports, 256 packets, 1536-bit rows, write record"
-    "nlb_mem_stage (u280 Maglev)|nlb_mem_stage|-set STATE_W 580 -set ROW_W 256 -set DATA_W 256 -set LANE_W 16 -set ENTRY_W 16 -set ROW_SHIFT 5 -set ROW_BITS 22 -set CHANNELS 2 -set SLOTS 256|Maglev stage: 2 HBM ports, 256 packets, 16-slot rows"
+    "nlb_mem_stage (u280 connections)|nlb_mem_stage|-set STATE_W 580 -set CHANNELS 16 -set ROW_BITS 24 -set SLOTS 512|connection-table stage: 16 HBM ports, 512 packets, 1536-bit rows, write record"
+    "nlb_mem_stage (u280 Maglev)|nlb_mem_stage|-set STATE_W 580 -set ROW_W 256 -set DATA_W 256 -set LANE_W 16 -set ENTRY_W 16 -set ROW_SHIFT 5 -set ROW_BITS 22 -set CHANNELS 4 -set SLOTS 512|Maglev stage: 4 HBM ports, 512 packets, 16-slot rows"
     "nlb_mem_ram (sim connections)|nlb_mem_ram||on-chip connection table behind its AXI4 port: 4096 rows of 1536 bits"
-    "nlb_lookup (u280, HBM)|nlb_lookup|-set VIP_BUCKETS 4096 -set RULES 4096 -set POOLS 2048 -set MAGLEV_SLOTS 33554432 -set BACKENDS 65536 -set CT_BUCKETS 16777216 -set CT_CHANNELS 16 -set CT_DATA_W 256 -set CT_SLOTS 256 -set MG_CHANNELS 2 -set MG_SLOTS 256|lookup pipeline of the u280 profile with both memory stages on HBM ports (table memories outside)"
+    "nlb_lookup (u280, HBM)|nlb_lookup|-set VIP_BUCKETS 4096 -set RULES 4096 -set POOLS 2048 -set MAGLEV_SLOTS 33554432 -set BACKENDS 65536 -set CT_BUCKETS 16777216 -set CT_CHANNELS 16 -set CT_DATA_W 256 -set CT_SLOTS 512 -set MG_CHANNELS 4 -set MG_SLOTS 512|lookup pipeline of the u280 profile with both memory stages on HBM ports (table memories outside)"
 )
 
 work="$(mktemp -d)"

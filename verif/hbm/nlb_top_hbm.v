@@ -177,7 +177,7 @@ localparam CT_CH = 16;
 localparam MG_CH = 4;
 localparam DW = 256;
 localparam ADDR_W = 32;
-localparam ID_W = 8;
+localparam ID_W = 6;
 // Beats per channel: 4096 buckets of 256 bytes over 16 channels; 2 x 131072 slots of 2 bytes
 // over 4 channels.
 localparam CT_WORDS = NLB_PROFILE_SIM_CT_BUCKETS / CT_CH * 8;
