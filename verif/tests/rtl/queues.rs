@@ -787,7 +787,7 @@ fn stall_case(seed: u64, wave: Option<&std::path::Path>, back_to_back: bool) {
                 "frame {} reported dropped twice",
                 d.seq
             );
-            coverage::hit(&mut bins, &format!("a frame dropped whole: {:?}", d.reason));
+            coverage::hit(&mut bins, format!("a frame dropped whole: {:?}", d.reason));
         }
         drops += account_drops(&mut want, &dropped, &mut counters);
         while let Some((cycle, _, r)) = dut.mon.results.pop_front() {
