@@ -522,8 +522,33 @@ const RTL_ALLOWED: &[(&str, &str, &str)] = &[
     ),
     (
         "hw/rtl/nlb_counters.v",
-        "dr_rec",
-        "the receive-drop record (which of the two reasons, 16-bit length) queued between clocks",
+        "acc_n_reg",
+        "receive drops summed per reason (index 1: NO_ROOM_BUFFER) until the drop banks are free",
+    ),
+    (
+        "hw/rtl/nlb_counters.v",
+        "acc_b_reg",
+        "the bytes of the receive drops summed per reason (index 1: NO_ROOM_BUFFER)",
+    ),
+    (
+        "hw/rtl/nlb_counters.v",
+        "acc_some",
+        "which of the two per-reason drop sums holds drops",
+    ),
+    (
+        "hw/rtl/nlb_counters.v",
+        "ai",
+        "loop index over the two per-reason drop sums",
+    ),
+    (
+        "hw/rtl/nlb_counters.v",
+        "s_drop_valid",
+        "one dropped frame, zero-padded to the 8-bit count of a drop sum",
+    ),
+    (
+        "hw/rtl/nlb_counters.v",
+        "drop_bytes",
+        "a dropped frame's bytes (16 bits, saturated), zero-padded to the 24-bit sum",
     ),
     ("hw/rtl/nlb_top.v", "k", "tkeep bits counted one by one"),
     (
