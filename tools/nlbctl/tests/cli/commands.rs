@@ -297,7 +297,7 @@ fn user_errors_exit_1() {
         "big",
     ]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(text(&o.stderr).contains("unknown profile `big` (valid: sim, u280)"));
+    assert!(text(&o.stderr).contains("unknown profile `big` (valid: sim, u280, u55c)"));
     let o = nlbctl(&["compile", "examples/missing.yaml", "-o", "x.img"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(text(&o.stderr).contains("cannot read examples/missing.yaml"));
