@@ -605,6 +605,9 @@ wire [DATA_WORD_BITS-1:0] wr_data_word = wr_addr[DATA_WORD_BITS+1:2];
 reg [31:0] merged;
 integer    w;
 
+// The window's command is on the Maglev slots (through the Maglev memory stage).
+wire sel_maglev = (sel_onehot & MAGLEV_BIT) != {TABLES{1'b0}};
+
 always @* begin
     aw_full_next = aw_full_reg;
     w_full_next = w_full_reg;
@@ -652,13 +655,14 @@ always @* begin
     if (readback_reg) begin
         mem_en_next = sel_onehot & ~MAGLEV_BIT;
     end
-    // A Maglev slot written: read it back.
-    if (busy_reg && mg_c_wr_ack) begin
+    // A Maglev slot written: read it back. (The memory stage's acks count only while the
+    // command in progress is a Maglev one: they answer its requests.)
+    if (busy_reg && sel_maglev && mg_c_wr_ack) begin
         mg_rd_req_next = 1'b1;
     end
 
     // A table read finishing: load the window and release the held response.
-    if (busy_reg && (rd_done || mg_c_rd_ack)) begin
+    if (busy_reg && (rd_done || (sel_maglev && mg_c_rd_ack))) begin
         data_next = (data_reg & ~sel_rmask) | sel_rdata;
         busy_next = 1'b0;
         bvalid_next = 1'b1;
