@@ -3,8 +3,7 @@
 //! nlbd on every host, one at a time (`cmd_fleet_upgrade.rs`).
 
 use crate::common::{self, CliError};
-use nlb_control::etcd::EtcdArgs;
-use nlb_control::fleet::{self, HostEntry, KeyProblem, Keys, Mismatch, Store};
+use nlb_control::fleet::{self, HostEntry, KeyProblem, Mismatch};
 
 /// The fleet of hosts sharing a configuration in etcd.
 #[derive(clap::Args, Debug)]
@@ -28,15 +27,8 @@ enum FleetCommand {
 /// otherwise ignored.
 #[derive(clap::Args, Debug)]
 struct StatusArgs {
-    /// etcd endpoints: HOST:PORT, http://HOST:PORT or (with --etcd-cacert) https://HOST:PORT,
-    /// comma-separated.
-    #[arg(long, value_name = "ENDPOINTS")]
-    etcd: String,
     #[command(flatten)]
-    etcd_options: EtcdArgs,
-    /// Prefix of the fleet's keys in etcd.
-    #[arg(long, value_name = "P", default_value = fleet::DEFAULT_PREFIX)]
-    prefix: String,
+    fleet: common::FleetStoreArgs,
     #[command(flatten)]
     output: common::Output,
 }
@@ -60,13 +52,8 @@ pub fn run(args: Args) -> Result<(), CliError> {
         FleetCommand::Status(a) => a,
         FleetCommand::Upgrade(a) => return crate::cmd_fleet_upgrade::run(a),
     };
-    let settings = args
-        .etcd_options
-        .settings(&args.etcd)
-        .map_err(|e| CliError::user(format!("error: {e}")))?;
-    let keys = Keys::new(&args.prefix).map_err(|e| CliError::user(format!("error: {e}")))?;
+    let store = args.fleet.store()?;
     let err = |e: fleet::FleetError| CliError::user(format!("error: {e}"));
-    let store = Store::new(settings, keys);
     let survey = store.survey().map_err(err)?;
     let hosts = store.with_leases(survey.hosts).map_err(err)?;
     let records: Vec<_> = hosts.iter().map(|h| h.record.clone()).collect();

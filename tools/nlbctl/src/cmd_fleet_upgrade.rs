@@ -2,9 +2,8 @@
 //! time (docs/fleet.md, "Rolling upgrades", SPEC R15.2).
 
 use crate::cmd_drain::{self, Host};
-use crate::common::CliError;
-use nlb_control::etcd::EtcdArgs;
-use nlb_control::fleet::{self, HostRecord, Keys, Store, UpgradeOrder};
+use crate::common::{self, CliError};
+use nlb_control::fleet::{self, HostRecord, Store, UpgradeOrder};
 use std::time::{Duration, Instant};
 
 /// Replace nlbd on every host with FILE, one host at a time: drain it (`nlbctl drain`), have
@@ -23,14 +22,8 @@ pub struct Args {
     /// The new nlbd executable, by the path every host sees it at.
     #[arg(long, value_name = "FILE")]
     binary: std::path::PathBuf,
-    /// etcd endpoints of the fleet.
-    #[arg(long, value_name = "ENDPOINTS")]
-    etcd: String,
     #[command(flatten)]
-    etcd_options: EtcdArgs,
-    /// Prefix of the fleet's keys in etcd.
-    #[arg(long, value_name = "P", default_value = fleet::DEFAULT_PREFIX)]
-    prefix: String,
+    fleet: common::FleetStoreArgs,
     /// Only these hosts, in this order (comma-separated; default: every host, by name).
     #[arg(long, value_name = "NAMES", value_delimiter = ',')]
     hosts: Vec<String>,
@@ -50,12 +43,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
         .map_err(|e| user(&format!("{}: {e}", args.binary.display())))?;
     let sha256 =
         fleet::file_sha256(&binary).map_err(|e| user(&format!("{}: {e}", binary.display())))?;
-    let settings = args
-        .etcd_options
-        .settings(&args.etcd)
-        .map_err(|e| user(&e))?;
-    let keys = Keys::new(&args.prefix).map_err(|e| user(&e))?;
-    let store = Store::new(settings, keys);
+    let store = args.fleet.store()?;
     let survey = store.survey().map_err(|e| user(&e))?;
     let live = survey
         .live

@@ -5,8 +5,7 @@ use flowtable_compiler::{
     compile_file_after, maglev_movement, CompileOptions, Error, HealthState, Symbols,
 };
 use nlb_config::parse_config;
-use nlb_control::etcd::EtcdArgs;
-use nlb_control::fleet::{self, Keys, Live, Published, Store};
+use nlb_control::fleet::{self, Live, Published, Store};
 use std::path::PathBuf;
 
 /// Publish a configuration to the fleet (etcd) as its new revision: every `nlbd --etcd`
@@ -24,15 +23,8 @@ use std::path::PathBuf;
 pub struct Args {
     /// Configuration file (YAML or JSON).
     config: PathBuf,
-    /// etcd endpoints: HOST:PORT, http://HOST:PORT or (with --etcd-cacert) https://HOST:PORT,
-    /// comma-separated.
-    #[arg(long, value_name = "ENDPOINTS")]
-    etcd: String,
     #[command(flatten)]
-    etcd_options: EtcdArgs,
-    /// Prefix of the fleet's keys in etcd.
-    #[arg(long, value_name = "P", default_value = fleet::DEFAULT_PREFIX)]
-    prefix: String,
+    fleet: common::FleetStoreArgs,
     /// Capacity profile to check the configuration against (the hosts' NICs).
     #[arg(long, default_value = "sim", value_name = "NAME")]
     profile: String,
@@ -44,11 +36,7 @@ pub struct Args {
 /// Runs the subcommand.
 pub fn run(args: Args) -> Result<(), CliError> {
     let profile = common::profile(&args.profile)?;
-    let settings = args
-        .etcd_options
-        .settings(&args.etcd)
-        .map_err(|e| CliError::user(format!("error: {e}")))?;
-    let keys = Keys::new(&args.prefix).map_err(|e| CliError::user(format!("error: {e}")))?;
+    let store = args.fleet.store()?;
     // Validate before anything else: an invalid file fails the same way with etcd down.
     let healthy = HealthState::new();
     let options = CompileOptions { profile };
@@ -67,7 +55,6 @@ pub fn run(args: Args) -> Result<(), CliError> {
     )?;
     let unreachable =
         |e: fleet::FleetError| CliError::user(format!("error: {e}; nothing published"));
-    let store = Store::new(settings, keys);
     let (live, _) = store.live().map_err(unreachable)?;
     // Ids: those of the live revision for what stays (hosts compile with these).
     let previous = live

@@ -239,3 +239,32 @@ impl Output {
         self.json || self.format == Format::Json
     }
 }
+
+/// Where the fleet's store is: the etcd endpoints, their TLS options and the key prefix (the
+/// options every fleet command takes).
+#[derive(clap::Args, Debug)]
+pub struct FleetStoreArgs {
+    /// etcd endpoints: HOST:PORT, http://HOST:PORT or (with --etcd-cacert) https://HOST:PORT,
+    /// comma-separated.
+    #[arg(long, value_name = "ENDPOINTS")]
+    pub etcd: String,
+    #[command(flatten)]
+    pub etcd_options: nlb_control::etcd::EtcdArgs,
+    /// Prefix of the fleet's keys in etcd.
+    #[arg(long, value_name = "P", default_value = nlb_control::fleet::DEFAULT_PREFIX)]
+    pub prefix: String,
+}
+
+impl FleetStoreArgs {
+    /// The store (nothing is contacted yet); a bad endpoint, TLS file or prefix is a user
+    /// error.
+    pub fn store(&self) -> Result<nlb_control::fleet::Store, CliError> {
+        let settings = self
+            .etcd_options
+            .settings(&self.etcd)
+            .map_err(|e| CliError::user(format!("error: {e}")))?;
+        let keys = nlb_control::fleet::Keys::new(&self.prefix)
+            .map_err(|e| CliError::user(format!("error: {e}")))?;
+        Ok(nlb_control::fleet::Store::new(settings, keys))
+    }
+}
