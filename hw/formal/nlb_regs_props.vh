@@ -5,13 +5,16 @@
 // Assumed (the master follows AXI-Lite, AMBA AXI A3.1.2 and A3.2.1): AWVALID, WVALID and
 // ARVALID are low while reset is high; once high, each stays high with its payload unchanged
 // until its handshake (unless reset comes). Nothing is assumed of BREADY and RREADY, nor of
-// the extension bus's acknowledges (ext_wr_ack / ext_rd_ack may pulse at any clock).
+// the extension bus's acknowledges (ext_wr_ack / ext_rd_ack may pulse at any clock). The
+// Maglev memory stage (mg_c_*) acknowledges only a request it was given: one ack per request,
+// in the request's clock or any later one (an HBM read has no bound on its latency).
 //
 // Proven (axil_* at the ports): every response answers a request (a write is an AW and a W
 // handshake; a response is offered only while more requests than responses have been taken,
 // so none without a request and none twice); BVALID and RVALID stay high, with RDATA, RRESP
 // and BRESP unchanged, until taken; a request is answered within a bounded number of clocks
-// unless it waits on the extension bus (so every request gets its response: exactly one).
+// unless it waits on the extension bus or the Maglev memory stage (so every request gets its
+// response: exactly one).
 // axil_inv_* tie the counts to the slave's registers, which makes the proof inductive.
 
 reg f_past_valid = 1'b0;
@@ -62,7 +65,13 @@ reg            f_ext_w = 1'b0;
 reg            f_ext_r = 1'b0;
 wire           f_ext_w_wait = ext_wr_req || f_ext_w;
 wire           f_ext_r_wait = ext_rd_req || f_ext_r;
-// Clocks the oldest unanswered request has waited (extension-bus waits excluded).
+// A Maglev slot access, from its request clock to its acknowledge, likewise.
+reg            f_mg_w = 1'b0;
+reg            f_mg_r = 1'b0;
+wire           f_mg_w_wait = mg_c_wr_req || f_mg_w;
+wire           f_mg_r_wait = mg_c_rd_req || f_mg_r;
+wire           f_mg_wait = f_mg_w_wait || f_mg_r_wait;
+// Clocks the oldest unanswered request has waited (extension-bus and Maglev waits excluded).
 reg [3:0]      f_w_wait = 4'd0;
 reg [3:0]      f_r_wait = 4'd0;
 
@@ -71,6 +80,16 @@ wire [F_CW-1:0] f_w_open_w = f_w - f_b;    // write data taken and not answered
 wire [F_CW-1:0] f_r_open = f_ar - f_r;     // reads taken and not answered
 wire f_w_ready = f_w_open_aw != {F_CW{1'b0}} && f_w_open_w != {F_CW{1'b0}};
 wire f_r_ready = f_r_open != {F_CW{1'b0}};
+
+// ---- the Maglev memory stage acknowledges only what it was asked ---------------------------
+always @* begin
+    if (!f_mg_w_wait || rst) begin
+        assume(!mg_c_wr_ack);
+    end
+    if (!f_mg_r_wait || rst) begin
+        assume(!mg_c_rd_ack);
+    end
+end
 
 always @(posedge clk) begin
     if (s_axil_awvalid && s_axil_awready) begin
@@ -90,7 +109,10 @@ always @(posedge clk) begin
     end
     f_ext_w <= f_ext_w_wait && !ext_wr_ack;
     f_ext_r <= f_ext_r_wait && !ext_rd_ack;
-    f_w_wait <= f_w_ready && !s_axil_bvalid && !f_ext_w_wait ? f_w_wait + 1'b1 : 4'd0;
+    f_mg_w <= f_mg_w_wait && !mg_c_wr_ack;
+    f_mg_r <= f_mg_r_wait && !mg_c_rd_ack;
+    f_w_wait <= f_w_ready && !s_axil_bvalid && !f_ext_w_wait && !f_mg_wait
+        ? f_w_wait + 1'b1 : 4'd0;
     f_r_wait <= f_r_ready && !s_axil_rvalid && !f_ext_r_wait ? f_r_wait + 1'b1 : 4'd0;
     if (rst) begin
         f_aw <= {F_CW{1'b0}};
@@ -100,6 +122,8 @@ always @(posedge clk) begin
         f_r <= {F_CW{1'b0}};
         f_ext_w <= 1'b0;
         f_ext_r <= 1'b0;
+        f_mg_w <= 1'b0;
+        f_mg_r <= 1'b0;
         f_w_wait <= 4'd0;
         f_r_wait <= 4'd0;
     end
@@ -167,26 +191,36 @@ always @* begin
     if (!rvalid_reg && !ext_rwait_reg) begin
         axil_inv_r_idle: assert(f_r_wait == 4'd0);
     end
-    // The table command engine: idle, or one access on its way.
+    // The held command is a write or a read, never both (nlb_table_cmd decodes one op).
+    axil_inv_cmd_op: assert(!(cmd_write && cmd_read));
+    // The table command engine: idle, or one access on its way (on a Maglev command, one
+    // request to the Maglev memory stage or one wait for its ack).
     if (!busy_reg) begin
         axil_inv_idle: assert(mem_en_reg == {TABLES{1'b0}} && !mem_we_reg && !readback_reg
-            && rd_pipe_reg == {TABLE_RD_LATENCY{1'b0}});
+            && rd_pipe_reg == {TABLE_RD_LATENCY{1'b0}} && !f_mg_wait);
+    end else if (sel_maglev) begin
+        axil_inv_mg_cmd: assert(sel_known && mem_en_reg == {TABLES{1'b0}} && !readback_reg
+            && rd_pipe_reg == {TABLE_RD_LATENCY{1'b0}}
+            && mg_wr_req_reg + f_mg_w + mg_rd_req_reg + f_mg_r == 1);
+        axil_inv_w_mg: assert(f_w_wait <= 4'd1);
     end else begin
         axil_inv_cmd: assert(sel_known && (mem_en_reg == {TABLES{1'b0}} || mem_en_reg == sel_onehot)
             && (mem_en_reg != {TABLES{1'b0}}) + (rd_pipe_reg != {TABLE_RD_LATENCY{1'b0}}) == 1
             && $onehot0(rd_pipe_reg) && readback_reg == mem_we_reg
-            && (!mem_we_reg || mem_en_reg != {TABLES{1'b0}}));
+            && (!mem_we_reg || mem_en_reg != {TABLES{1'b0}}) && !f_mg_wait);
     end
 end
 `endif
 
 // Reachable (covers): a write and a read answered while the master holds back the previous
-// response; a table command answered; an extension-bus write answered.
+// response; a table command answered; an extension-bus write answered; a Maglev slot written
+// and read back through the memory stage.
 always @* begin
     if (!rst) begin
         axil_cover_two_writes: cover(f_w_open_aw == 2 && f_w_open_w == 2 && s_axil_bvalid);
         axil_cover_two_reads: cover(f_r_open == 2 && s_axil_rvalid);
         axil_cover_table_cmd: cover(busy_reg && rd_done && mem_we_reg == 1'b0 && f_w_ready);
         axil_cover_ext_write: cover(f_ext_w && ext_wr_ack && s_axil_awvalid);
+        axil_cover_maglev_write: cover(busy_reg && sel_maglev && f_mg_r && mg_c_rd_ack);
     end
 end
