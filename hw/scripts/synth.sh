@@ -9,6 +9,8 @@
 #                                        the top take most of it)
 #        hw/scripts/synth.sh nlb_regs    only these tops, print the table (doc untouched;
 #                                        0.5-7 minutes a module, nlb_top about 30)
+#        hw/scripts/synth.sh "nlb_mem_stage (u280 Maglev)"   only this configuration (a
+#                                        label of the list below)
 #        YOSYS=/path/to/yosys hw/scripts/synth.sh
 #        SYNTH_DEEP=12 hw/scripts/synth.sh nlb_top   also list every register (and output
 #                                        port) whose input is more than 12 levels deep, with a
@@ -81,7 +83,7 @@ rows=()
 paths=()
 for c in "${configs[@]}"; do
     IFS='|' read -r label top params what <<<"$c"
-    wanted "$top" || continue
+    wanted "$top" || wanted "$label" || continue
     tag="$(echo "$label" | tr -c 'A-Za-z0-9_\n' '_')"
     echo "synth: $label ..." >&2
     chparam=""
