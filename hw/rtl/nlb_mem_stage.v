@@ -135,8 +135,6 @@ localparam DB = DATA_W / 8;
 localparam CH_BITS = CHANNELS > 1 ? $clog2(CHANNELS) : 1;
 localparam SB = $clog2(SLOTS);
 localparam IDS = 1 << ID_W;
-// The pipeline's ids: all but the last.
-localparam PIDS = IDS - 1;
 localparam [ID_W-1:0] SIDE_ID = {ID_W{1'b1}};
 // Row index bits within a channel.
 localparam LROW_BITS = CHANNELS > 1 ? ROW_BITS - $clog2(CHANNELS) : ROW_BITS;
@@ -313,7 +311,14 @@ wire [CH_BITS-1:0] side_ch = row_channel(side_rd_row_reg);
 reg  [CHANNELS-1:0]        ar_valid_reg = {CHANNELS{1'b0}};
 reg  [ADDR_W-1:0]          ar_addr_reg [0:CHANNELS-1];
 reg  [ID_W-1:0]            ar_id_reg [0:CHANNELS-1];
-reg  [PIDS-1:0]            free_reg [0:CHANNELS-1];
+// Free ids: never used ones counted up by fresh_reg, returned ones in a queue per channel
+// (a queue, not a bitmap with a priority encoder: the next id is in a register).
+reg  [ID_W-1:0]            fresh_reg [0:CHANNELS-1];
+reg  [ID_W-1:0]            ret_mem [0:CHANNELS*IDS-1];
+reg  [ID_W:0]              ret_wr_reg [0:CHANNELS-1];
+reg  [ID_W:0]              ret_rd_reg [0:CHANNELS-1];
+wire [CHANNELS-1:0]        ret_valid;
+wire [ID_W-1:0]            ret_id [0:CHANNELS-1];
 reg  [SB-1:0]              id_tag_mem [0:CHANNELS*IDS-1];
 reg  [15:0]                id_t0_mem [0:CHANNELS*IDS-1];
 reg  [ROW_W-1:0]           asm_reg [0:CHANNELS-1];
@@ -327,28 +332,14 @@ initial begin
     for (ci = 0; ci < CHANNELS; ci = ci + 1) begin
         ar_addr_reg[ci] = {ADDR_W{1'b0}};
         ar_id_reg[ci] = {ID_W{1'b0}};
-        free_reg[ci] = {PIDS{1'b1}};
+        fresh_reg[ci] = {ID_W{1'b0}};
+        ret_wr_reg[ci] = {(ID_W+1){1'b0}};
+        ret_rd_reg[ci] = {(ID_W+1){1'b0}};
         asm_reg[ci] = {ROW_W{1'b0}};
         beat_reg[ci] = {BEAT_BITS{1'b0}};
         done_tag_reg[ci] = {SB{1'b0}};
     end
 end
-
-// The lowest free id of the request's channel.
-function [ID_W-1:0] lowest_free(input [PIDS-1:0] f);
-    integer k;
-    reg     found;
-    begin
-        lowest_free = {ID_W{1'b0}};
-        found = 1'b0;
-        for (k = 0; k < PIDS; k = k + 1) begin
-            if (f[k] && !found) begin
-                lowest_free = k[ID_W-1:0];
-                found = 1'b1;
-            end
-        end
-    end
-endfunction
 
 // The command engine's read goes first on its channel.
 wire            side_issue = side_rd_pend_reg
@@ -356,11 +347,17 @@ wire            side_issue = side_rd_pend_reg
 // Per channel: its queue's head issues when the AR register is free (or being taken) and an
 // id is free.
 wire [ID_W-1:0] rq_id [0:CHANNELS-1];
+wire [CHANNELS-1:0] rq_fresh;
 generate
     for (q = 0; q < CHANNELS; q = q + 1) begin : g_issue
-        assign rq_id[q] = lowest_free(free_reg[q]);
+        // Ids never used first (SIDE_ID is the command engine's), then returned ones.
+        assign rq_fresh[q] = fresh_reg[q] != SIDE_ID;
+        assign rq_id[q] = rq_fresh[q] ? fresh_reg[q] : ret_id[q];
         assign rq_take[q] = rq_valid[q] && (!ar_valid_reg[q] || m_axi_arready[q])
-            && |free_reg[q] && !(side_issue && side_ch == q);
+            && (rq_fresh[q] || ret_valid[q]) && !(side_issue && side_ch == q);
+        // The ids its completed reads returned (never more than IDS - 1 at once: never full).
+        assign ret_valid[q] = ret_wr_reg[q] != ret_rd_reg[q];
+        assign ret_id[q] = ret_mem[q*IDS + {{(32-ID_W){1'b0}}, ret_rd_reg[q][ID_W-1:0]}];
     end
 endgenerate
 
@@ -424,6 +421,7 @@ reg              lat_valid_reg = 1'b0;
 reg [15:0]       lat_reg = 16'd0;
 
 integer c;
+integer bt;
 always @(posedge clk) begin
     c_rd_ack_reg <= 1'b0;
     lat_valid_reg <= 1'b0;
@@ -447,7 +445,11 @@ always @(posedge clk) begin
             ar_valid_reg[c] <= 1'b1;
             ar_addr_reg[c] <= row_addr(rq_row[c]);
             ar_id_reg[c] <= rq_id[c];
-            free_reg[c][rq_id[c]] <= 1'b0;
+            if (rq_fresh[c]) begin
+                fresh_reg[c] <= fresh_reg[c] + 1'b1;
+            end else begin
+                ret_rd_reg[c] <= ret_rd_reg[c] + 1'b1;
+            end
             id_tag_mem[c*IDS + {{(32-ID_W){1'b0}}, rq_id[c]}] <= rq_tag[c];
             id_t0_mem[c*IDS + {{(32-ID_W){1'b0}}, rq_id[c]}] <= now_reg;
         end
@@ -460,8 +462,12 @@ always @(posedge clk) begin
         // Read data: beats into the assembly register; the last completes the row. The drain
         // reads the assembly register this clock, before these beats land in it.
         if (m_axi_rvalid[c] && m_axi_rready[c]) begin
-            asm_reg[c][{{(32-BEAT_BITS){1'b0}}, beat_reg[c]}*DATA_W +: DATA_W] <=
-                m_axi_rdata[c*DATA_W +: DATA_W];
+            // One compare per beat (a computed part-select index builds an adder).
+            for (bt = 0; bt < BEATS; bt = bt + 1) begin
+                if (beat_reg[c] == bt[BEAT_BITS-1:0]) begin
+                    asm_reg[c][bt*DATA_W +: DATA_W] <= m_axi_rdata[c*DATA_W +: DATA_W];
+                end
+            end
             beat_reg[c] <= beat_reg[c] + 1'b1;
             if (m_axi_rlast[c]) begin
                 beat_reg[c] <= {BEAT_BITS{1'b0}};
@@ -470,7 +476,9 @@ always @(posedge clk) begin
                 done_tag_reg[c] <= id_tag_mem[c*IDS + {{(32-ID_W){1'b0}},
                     m_axi_rid[c*ID_W +: ID_W]}];
                 if (m_axi_rid[c*ID_W +: ID_W] != SIDE_ID) begin
-                    free_reg[c][m_axi_rid[c*ID_W +: ID_W]] <= 1'b1;
+                    ret_mem[c*IDS + {{(32-ID_W){1'b0}}, ret_wr_reg[c][ID_W-1:0]}] <=
+                        m_axi_rid[c*ID_W +: ID_W];
+                    ret_wr_reg[c] <= ret_wr_reg[c] + 1'b1;
                     lat_valid_reg <= 1'b1;
                     lat_reg <= now_reg - id_t0_mem[c*IDS + {{(32-ID_W){1'b0}},
                         m_axi_rid[c*ID_W +: ID_W]}];
@@ -493,7 +501,9 @@ always @(posedge clk) begin
         ar_valid_reg <= {CHANNELS{1'b0}};
         done_reg <= {CHANNELS{1'b0}};
         for (c = 0; c < CHANNELS; c = c + 1) begin
-            free_reg[c] <= {PIDS{1'b1}};
+            fresh_reg[c] <= {ID_W{1'b0}};
+            ret_wr_reg[c] <= {(ID_W+1){1'b0}};
+            ret_rd_reg[c] <= {(ID_W+1){1'b0}};
             beat_reg[c] <= {BEAT_BITS{1'b0}};
         end
         last_e_reg <= {CH_BITS{1'b0}};
