@@ -298,8 +298,10 @@ endgenerate
 
 // Free clock counter for latencies.
 reg [15:0] now_reg = 16'd0;
+reg [15:0] now_prev_reg = 16'd0;
 always @(posedge clk) begin
     now_reg <= now_reg + 16'd1;
+    now_prev_reg <= now_reg;
 end
 
 // The command engine's read, waiting for its channel's AR register.
@@ -417,6 +419,9 @@ assign drain_o_data = asm_reg[drain_o_ch];
 
 reg              c_rd_ack_reg = 1'b0;
 reg [ROW_W-1:0]  c_rd_data_reg = {ROW_W{1'b0}};
+// A read's latency: its issue time caught with its last beat, subtracted a clock later.
+reg              lat_t0_valid_reg = 1'b0;
+reg [15:0]       lat_t0_reg = 16'd0;
 reg              lat_valid_reg = 1'b0;
 reg [15:0]       lat_reg = 16'd0;
 
@@ -424,7 +429,9 @@ integer c;
 integer bt;
 always @(posedge clk) begin
     c_rd_ack_reg <= 1'b0;
-    lat_valid_reg <= 1'b0;
+    lat_t0_valid_reg <= 1'b0;
+    lat_valid_reg <= lat_t0_valid_reg;
+    lat_reg <= now_prev_reg - lat_t0_reg;
     if (c_rd_req) begin
         side_rd_pend_reg <= 1'b1;
         side_rd_row_reg <= c_rd_row;
@@ -479,8 +486,8 @@ always @(posedge clk) begin
                     ret_mem[c*IDS + {{(32-ID_W){1'b0}}, ret_wr_reg[c][ID_W-1:0]}] <=
                         m_axi_rid[c*ID_W +: ID_W];
                     ret_wr_reg[c] <= ret_wr_reg[c] + 1'b1;
-                    lat_valid_reg <= 1'b1;
-                    lat_reg <= now_reg - id_t0_mem[c*IDS + {{(32-ID_W){1'b0}},
+                    lat_t0_valid_reg <= 1'b1;
+                    lat_t0_reg <= id_t0_mem[c*IDS + {{(32-ID_W){1'b0}},
                         m_axi_rid[c*ID_W +: ID_W]}];
                 end
             end
@@ -550,7 +557,9 @@ reg                    c_wr_ack_reg = 1'b0;
 reg                    rec_valid_reg = 1'b0;
 reg                    rec_busy_reg = 1'b0;
 reg                    rec_counting_reg = 1'b0;
-reg  [SB:0]            rec_left_reg = {(SB+1){1'b0}};
+// The tail when the write completed: every packet before it has left once the head is there
+// (an equality of registers, no count to subtract from).
+reg  [SB:0]            rec_tail_reg = {(SB+1){1'b0}};
 reg  [1:0]             rec_margin_reg = 2'd0;
 reg  [ROW_BITS-1:0]    rec_row_reg = {ROW_BITS{1'b0}};
 reg  [LANE_BITS_P-1:0] rec_lane_reg = {LANE_BITS_P{1'b0}};
@@ -614,15 +623,14 @@ always @(posedge clk) begin
                 w_state_reg <= W_IDLE;
                 // Every packet in the stage now must leave before the record is free.
                 rec_counting_reg <= 1'b1;
-                rec_left_reg <= tail_reg - head_reg - {{SB{1'b0}}, retire};
+                rec_tail_reg <= tail_reg;
                 rec_margin_reg <= 2'd2;
             end
         end
     endcase
-    if (rec_counting_reg) begin
-        if (rec_left_reg != {(SB+1){1'b0}}) begin
-            rec_left_reg <= rec_left_reg - {{SB{1'b0}}, retire};
-        end else if (rec_margin_reg != 2'd0) begin
+    // Once every packet that entered before the write has left: the margin, then free.
+    if (rec_counting_reg && head_reg == rec_tail_reg) begin
+        if (rec_margin_reg != 2'd0) begin
             rec_margin_reg <= rec_margin_reg - 2'd1;
         end else begin
             rec_counting_reg <= 1'b0;
