@@ -560,6 +560,8 @@ reg                    rec_counting_reg = 1'b0;
 // The tail when the write completed: every packet before it has left once the head is there
 // (an equality of registers, no count to subtract from).
 reg  [SB:0]            rec_tail_reg = {(SB+1){1'b0}};
+// The head has reached it (later packets may move the head on during the margin).
+reg                    rec_reached_reg = 1'b0;
 reg  [1:0]             rec_margin_reg = 2'd0;
 reg  [ROW_BITS-1:0]    rec_row_reg = {ROW_BITS{1'b0}};
 reg  [LANE_BITS_P-1:0] rec_lane_reg = {LANE_BITS_P{1'b0}};
@@ -624,12 +626,14 @@ always @(posedge clk) begin
                 // Every packet in the stage now must leave before the record is free.
                 rec_counting_reg <= 1'b1;
                 rec_tail_reg <= tail_reg;
+                rec_reached_reg <= 1'b0;
                 rec_margin_reg <= 2'd2;
             end
         end
     endcase
     // Once every packet that entered before the write has left: the margin, then free.
-    if (rec_counting_reg && head_reg == rec_tail_reg) begin
+    if (rec_counting_reg && (rec_reached_reg || head_reg == rec_tail_reg)) begin
+        rec_reached_reg <= 1'b1;
         if (rec_margin_reg != 2'd0) begin
             rec_margin_reg <= rec_margin_reg - 2'd1;
         end else begin
