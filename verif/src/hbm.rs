@@ -124,6 +124,31 @@ impl HbmTableStats {
         self.beats.iter().sum::<u64>() * BEAT_BYTES
     }
 
+    /// What was counted after `before` (a snapshot of the same table taken earlier): reads,
+    /// beats, latency sum and histogram are differences; `lat_max` is the upper edge of the
+    /// highest latency bin the interval's reads fell in (the model keeps one maximum since
+    /// reset).
+    pub fn since(&self, before: &HbmTableStats) -> HbmTableStats {
+        let diff = |a: &[u64], b: &[u64]| -> Vec<u64> {
+            a.iter()
+                .zip(b.iter().chain(std::iter::repeat(&0)))
+                .map(|(x, y)| x - y)
+                .collect()
+        };
+        let hist = diff(&self.hist, &before.hist);
+        let lat_max = hist
+            .iter()
+            .rposition(|&n| n > 0)
+            .map_or(0, |i| (i as u64 + 1) * HIST_BIN_CLOCKS);
+        HbmTableStats {
+            reads: self.reads - before.reads,
+            beats: diff(&self.beats, &before.beats),
+            lat_sum: self.lat_sum - before.lat_sum,
+            lat_max,
+            hist,
+        }
+    }
+
     /// The latency below which a fraction `q` of the reads finished (upper edge of its bin).
     pub fn percentile(&self, q: f64) -> u64 {
         let total: u64 = self.hist.iter().sum();

@@ -237,11 +237,13 @@ fn rounds(w: u64, max: u64, last: u64) -> impl Iterator<Item = u64> {
     })
 }
 
-/// Words of the taken bitmap. It holds two copies of the table's bits (bit x and bit x + m
-/// both say whether slot x is taken), so that a candidate `last + k·skip mod m` can be looked
-/// up as `last + (k·skip mod m)` < 2m without reducing it. 2 × 65537 bits need 2049 words; a
-/// power of two lets a mask prove every index in bounds.
-const WORDS: usize = 4096;
+/// Words of the taken bitmap for a table of `m` slots. It holds two copies of the table's
+/// bits (bit x and bit x + m both say whether slot x is taken), so that a candidate
+/// `last + k·skip mod m` can be looked up as `last + (k·skip mod m)` < 2m without reducing it:
+/// 2m bits, rounded up to a power of two of words so that a mask proves every index in bounds.
+fn taken_words(m: u32) -> usize {
+    (2 * m as usize).div_ceil(64).next_power_of_two()
+}
 
 /// `x mod m` for x < 2m, without a branch (which would be mispredicted half the time).
 #[inline(always)]
@@ -277,7 +279,9 @@ struct Walk {
 struct Fill {
     m: u32,
     table: Vec<u16>,
-    taken: Box<[u64; WORDS]>,
+    taken: Vec<u64>,
+    /// `taken.len() - 1` (a power of two minus one).
+    mask: usize,
     walks: Vec<Walk>,
     /// Free slots left.
     left: u32,
@@ -306,7 +310,8 @@ impl Fill {
         Fill {
             m,
             table: vec![0; m as usize],
-            taken: Box::new([0; WORDS]),
+            taken: vec![0; taken_words(m)],
+            mask: taken_words(m) - 1,
             walks,
             left: m,
         }
@@ -315,14 +320,14 @@ impl Fill {
     /// 1 when the slot `x mod m` (x < 2m) is taken, else 0.
     #[inline(always)]
     fn taken_bit(&self, x: u32) -> u32 {
-        (self.taken[(x >> 6) as usize & (WORDS - 1)] >> (x & 63)) as u32 & 1
+        (self.taken[(x >> 6) as usize & self.mask] >> (x & 63)) as u32 & 1
     }
 
     /// Backend `i` takes slot `c` (< m).
     #[inline(always)]
     fn take(&mut self, i: usize, c: u32) {
         for x in [c, c + self.m] {
-            self.taken[(x >> 6) as usize & (WORDS - 1)] |= 1 << (x & 63);
+            self.taken[(x >> 6) as usize & self.mask] |= 1 << (x & 63);
         }
         let w = &mut self.walks[i];
         self.table[c as usize] = w.id;
@@ -401,7 +406,7 @@ impl Fill {
             let mut all = !0u64;
             for &s in &w.step {
                 let x = last + s;
-                all &= self.taken[(x >> 6) as usize & (WORDS - 1)] >> (x & 63);
+                all &= self.taken[(x >> 6) as usize & self.mask] >> (x & 63);
             }
             if all & 1 == 0 {
                 break;
@@ -614,6 +619,9 @@ mod tests {
             (10, 1021),
             (37, 4093),
             (200, 65537),
+            // Slices past 131,072 slots (a bitmap sized for 65,537 aliased them).
+            (1500, size_for(1500)),
+            (2000, size_for(2000)),
         ] {
             let names: Vec<String> = (0..n).map(|i| format!("m{i}")).collect();
             let members: Vec<Member> = names

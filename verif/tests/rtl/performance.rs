@@ -288,8 +288,16 @@ fn line_rate_per_frame_size() {
         } else {
             1024
         };
+        // The loads and installs read the tables too (read-backs): count only the packets'.
+        let before = if hbm {
+            Some(hbm::stats(&mut dut.bench.sim).expect("stats"))
+        } else {
+            None
+        };
+        let mut packets = 0;
         for &n in &sizes {
             let count = if n >= 1500 { per_size / 10 } else { per_size };
+            packets += count;
             let frames: Vec<Vec<u8>> = (0..count as u32).map(|i| frame(i % flows, n)).collect();
             let r = run_back_to_back(&mut dut, &frames);
             let ppc_in = r.frames as f64 / r.in_clocks as f64;
@@ -312,14 +320,18 @@ fn line_rate_per_frame_size() {
                 "{n}-byte frames at one beat per clock: none may be dropped"
             );
         }
-        if hbm {
+        if let Some(before) = before {
             let st = hbm::stats(&mut dut.bench.sim).expect("stats");
+            let (ct, mg) = (st.ct.since(&before.ct), st.mg.since(&before.mg));
             eprintln!(
-                "  HBM reads: connection table {} ({} bytes), Maglev {} ({} bytes)",
-                st.ct.reads,
-                st.ct.bytes(),
-                st.mg.reads,
-                st.mg.bytes()
+                "  HBM reads of the {packets} packets: connection table {} ({:.3} per packet, {} \
+                 bytes), Maglev {} ({:.3} per packet, {} bytes)",
+                ct.reads,
+                ct.reads as f64 / packets as f64,
+                ct.bytes(),
+                mg.reads,
+                mg.reads as f64 / packets as f64,
+                mg.bytes()
             );
         }
     }
@@ -367,6 +379,12 @@ fn lookup_latency_with_hbm() {
         } else {
             1024
         };
+        // The loads and installs read the tables too (read-backs): count only the packets'.
+        let before = if hbm {
+            Some(hbm::stats(&mut dut.bench.sim).expect("stats"))
+        } else {
+            None
+        };
         let mut lat = Vec::with_capacity(n);
         let mut sent_at: std::collections::VecDeque<u64> = std::collections::VecDeque::new();
         for i in 0..n as u32 {
@@ -407,16 +425,21 @@ fn lookup_latency_with_hbm() {
             lat[n - 1],
             ns(lat[n - 1])
         );
-        if hbm {
+        if let Some(before) = before {
             let st = hbm::stats(&mut dut.bench.sim).expect("stats");
-            for (name, t) in [("connection table", &st.ct), ("Maglev", &st.mg)] {
+            for (name, t) in [
+                ("connection table", st.ct.since(&before.ct)),
+                ("Maglev", st.mg.since(&before.mg)),
+            ] {
                 if t.reads == 0 {
                     continue;
                 }
                 eprintln!(
-                    "  HBM {name}: {} reads, read latency p50 {} p99 {} max {} clocks (mean {:.1}); \
-                     {:.1} bytes per packet; beats per channel {:?}",
+                    "  HBM {name}, the packets' reads: {} ({:.3} per packet), read latency p50 {} \
+                     p99 {} max {} clocks (mean {:.1}); {:.1} bytes per packet; beats per channel \
+                     {:?}",
                     t.reads,
+                    t.reads as f64 / n as f64,
                     t.percentile(0.5),
                     t.percentile(0.99),
                     t.lat_max,
