@@ -10,6 +10,11 @@
 // credits (no packet enters while SLOTS packets are between entering and m_valid), as
 // nlb_lookup's counts do. mem_stage_inv_* say where the tracked packet is (a slot, the RAM
 // read register r1, the output register r2), which makes the proof inductive.
+//
+// The write record is freed: once a write has completed, it holds back later writes only until
+// the packets already in the stage have left and its margin has run: with the stage empty, a
+// counting record is free within 3 clocks (mem_stage_record_freed), whatever packets came and
+// went meanwhile.
 
 localparam F_CW = SB + 2;
 
@@ -96,9 +101,41 @@ wire [F_CW-1:0] f_piped = f_ret - f_out;      // in r1 / r2
 wire [F_CW-1:0] f_pos = f_idx - f_ret;        // the tracked one's place among the slots
 wire [SB-1:0]   f_slot = f_idx[SB-1:0];
 
+// Clocks in a row the record has been counting with the stage empty.
+reg [2:0] f_rec_empty = 3'd0;
+always @(posedge clk) begin
+    f_rec_empty <= rec_counting_reg && !occupied
+        ? (f_rec_empty == 3'd7 ? 3'd7 : f_rec_empty + 3'd1) : 3'd0;
+    if (rst) begin
+        f_rec_empty <= 3'd0;
+    end
+end
+always @* begin
+    if (!rst && f_past_valid && rec_counting_reg) begin
+        mem_stage_record_freed: assert(f_rec_empty <= 3'd2);
+    end
+end
+
 `ifndef FORMAL_SPEC_ONLY
 always @* begin
     if (!rst && f_past_valid) begin
+        // The record: counting only after its write's response, and the recorded tail between
+        // the head and the tail until the head has reached it.
+        mem_stage_inv_rec_busy: assert((!rec_counting_reg || (rec_busy_reg
+            && (w_state_reg == W_IDLE || w_state_reg == W_WAIT)))
+            && (w_state_reg == W_IDLE || w_state_reg == W_WAIT
+                || (rec_busy_reg && !rec_counting_reg)));
+        if (rec_counting_reg && !rec_reached_reg) begin
+            mem_stage_inv_rec_tail: assert(rec_tail_reg - head_reg <= tail_reg - head_reg
+                && f_rec_empty == 3'd0);
+        end
+        if (rec_counting_reg && rec_reached_reg) begin
+            mem_stage_inv_rec_margin: assert({1'b0, f_rec_empty} + {1'b0, rec_margin_reg}
+                <= 3'd2);
+        end
+        if (rec_counting_reg && !rec_reached_reg) begin
+            mem_stage_inv_rec_margin2: assert(rec_margin_reg == 2'd2);
+        end
         mem_stage_inv_count: assert(f_inside <= SLOTS);
         mem_stage_inv_held: assert(f_held <= SLOTS && f_piped <= 2);
         mem_stage_inv_tail: assert(tail_reg == f_in[SB:0]);

@@ -39,7 +39,8 @@ limit="${NLB_FORMAL_TIMEOUT:-600}"
 # ---- the proofs -----------------------------------------------------------------------------
 # "name|block (module and parameters)|property set|top|RTL files|hierarchy arguments|
 #  Yosys commands before prep|Yosys commands after prep|solver|bmc depth|induction depth|
-#  cover depth"
+#  cover depth[|bmc depth of its mutation checks, when they need more clocks than the proof's
+#  base case]"
 #
 # Solver: Debian's z3 (4.8.12), run by yosys-smtbmc with --unroll --noincr (a fresh solver
 # per query, the model's functions unrolled): incrementally, or reading the define-fun model
@@ -57,7 +58,7 @@ proofs=(
     "skid|nlb_axis_skid DATA_WIDTH=512|beats in order, none lost or made up; valid/ready; tready|nlb_axis_skid|nlb_axis_skid||||z3|10|4|10"
     "regs|nlb_regs (2-entry tables)|AXI-Lite slave: one response per request, held under back-pressure|nlb_regs|nlb_regs nlb_table_mem nlb_table_cmd|-chparam VIP_BUCKETS 2 -chparam RULES 2 -chparam POOLS 2 -chparam MAGLEV_SLOTS 2 -chparam BACKENDS 2|cutpoint t:*nlb_table_mem*; proc; cutpoint nlb_regs/w:data_next||z3|10|5|8"
     "parser|nlb_parser DATA_WIDTH=512 USER_WIDTH=32|one descriptor per frame, 9 clocks after tlast; m_user = first beat's tuser|nlb_parser|nlb_parser|-chparam DATA_WIDTH 512 -chparam USER_WIDTH 32|proc; delete -port nlb_parser/o:*|opt_clean -purge|z3|14|11|16"
-    "mem_stage|nlb_mem_stage (1 channel of 3 ids, 4 slots, 8-bit rows)|packets out in the order in, with their state and read flag, whatever the memory answers|nlb_mem_stage|nlb_mem_stage nlb_fifo|-chparam STATE_W 3 -chparam ROW_BITS 2 -chparam ROW_W 8 -chparam DATA_W 8 -chparam CHANNELS 1 -chparam ADDR_W 8 -chparam ID_W 2 -chparam ROW_SHIFT 0 -chparam LANE_W 8 -chparam ENTRY_W 8 -chparam SLOTS 4|||z3|9|5|14"
+    "mem_stage|nlb_mem_stage (1 channel of 3 ids, 4 slots, 8-bit rows)|packets out in the order in, with their state and read flag, whatever the memory answers|nlb_mem_stage|nlb_mem_stage nlb_fifo|-chparam STATE_W 3 -chparam ROW_BITS 2 -chparam ROW_W 8 -chparam DATA_W 8 -chparam CHANNELS 1 -chparam ADDR_W 8 -chparam ID_W 2 -chparam ROW_SHIFT 0 -chparam LANE_W 8 -chparam ENTRY_W 8 -chparam SLOTS 4|||z3|9|5|14|12"
     "host_dma|nlb_host_dma|producer never passes consumer; a descriptor used once; writes inside the posted buffer and slot, no burst across 4 KiB|nlb_host_dma|nlb_host_dma||||z3|12|4|18"
     "rx_drop|nlb_rx_drop|every beat consumed; frames passed or dropped whole, at the first beat|nlb_rx_drop|nlb_rx_drop||||z3|12|3|12"
     "lookup|nlb_lookup (the sim profile, a 32-descriptor FIFO)|every front-stage table read of a descriptor from its bank; its bank into the memory stages|nlb_lookup|nlb_lookup nlb_flow_hash nlb_mul_const_csa nlb_mem_stage nlb_fifo||cutpoint t:nlb_flow_hash; cutpoint t:*nlb_mem_stage*; proc; cutpoint t:\$mul; delete -port nlb_lookup/o:*|memory_map; opt_clean -purge|z3|14|3|14"
@@ -85,6 +86,7 @@ mutants=(
     "mem_stage_wrong_slot|mem_stage|nlb_mem_stage.v|mem_stage_order|reads the leaving packet's state from the newest slot|s/^        r1_state_reg <= state_mem\[head\];/        r1_state_reg <= state_mem[tail];/"
     "mem_stage_skip|mem_stage|nlb_mem_stage.v|mem_stage_order mem_stage_no_phantom|moves the head on twice for a packet that leaves|s/^        head_reg <= head_reg + 1'b1;/        head_reg <= head_reg + 2'd2;/"
     "mem_stage_drain_clears_new_row|mem_stage|nlb_mem_stage.v|mem_stage_read_kept|clears a row completed in its channel's drain clock (a one-beat read lost)|s/^                done_reg\[c\] <= 1'b1;/                done_reg[c] <= !drained[c];/"
+    "mem_stage_record_stuck|mem_stage|nlb_mem_stage.v|mem_stage_record_freed|waits for the head to equal the recorded tail, which later packets may move it past (the record never frees)|s/^    if (rec_counting_reg \&\& (rec_reached_reg || head_reg == rec_tail_reg)) begin/    if (rec_counting_reg \&\& head_reg == rec_tail_reg) begin/"
     "rx_drop_cuts_frames|rx_drop|nlb_rx_drop.v|rx_drop_whole_frame|decides every beat by the room of its clock (cuts frames)|s/^assign m_dropping = s_valid \&\& (first_reg ? !room : dropping_reg);/assign m_dropping = s_valid \&\& !room;/"
     "rx_drop_first_lost|rx_drop|nlb_rx_drop.v|rx_drop_first rx_drop_whole_frame rx_drop_first_by_room|loses track of where frames start|s/^        first_reg <= s_last;/        first_reg <= 1'b0;/"
     "host_dma_event_past_host|host_dma|nlb_host_dma.v|host_dma_no_pass_ev host_dma_in_slot|writes an event into a slot the host did not give|s/^            if (!ev_ring_full) begin/            if (1'b1) begin/"
@@ -192,7 +194,7 @@ smt() {
 
 if [ "$run_proofs" = 1 ]; then
     for p in "${proofs[@]}"; do
-        IFS='|' read -r name block set top files params extra post solver bmc_depth ind_depth cover_depth <<<"$p"
+        IFS='|' read -r name block set top files params extra post solver bmc_depth ind_depth cover_depth _ <<<"$p"
         selected "$name" || continue
         dir="$out/$name"
         rm -rf "$dir"
@@ -241,7 +243,8 @@ if [ "$run_mutants" = 1 ]; then
         selected "$proof" || continue
         pline=""
         for p in "${proofs[@]}"; do [ "${p%%|*}" = "$proof" ] && pline="$p"; done
-        IFS='|' read -r _ block _ _ _ _ _ _ solver bmc_depth _ <<<"$pline"
+        IFS='|' read -r _ block _ _ _ _ _ _ solver bmc_depth _ _ mutant_depth <<<"$pline"
+        bmc_depth="${mutant_depth:-$bmc_depth}"
         dir="$out/mutant-$mname"
         rm -rf "$dir" "$tmp/rtl"
         cp -r "$hw/rtl" "$tmp/rtl"
