@@ -254,12 +254,21 @@ fn scale(quick: bool) {
         time(runs, || populate(&members, m)),
         "",
     );
-    // One VIP to a pool of n backends, and 1024 VIPs of 63 backends each (the rest of the
-    // backend ids).
-    let mut text = generated_config(if quick { 16 } else { 1024 }, if quick { 4 } else { 63 });
+    // One VIP to a pool of n backends, and 1024 VIPs of 63 backends each. An instance has one
+    // backend id whatever pools it is in, and the backend table holds 65,536: the big pool is
+    // every small pool's instances (b*) and as many more of its own (x*).
+    let (vips, per_pool) = if quick { (16, 4) } else { (1024, 63) };
+    let shared = vips * per_pool;
+    let own = n - shared;
+    let mut text = generated_config(vips, per_pool);
     let mut big = String::from("  - {name: pbig, instances: [");
     for i in 0..n {
-        let _ = write!(big, "{}x{i}", if i == 0 { "" } else { ", " });
+        let sep = if i == 0 { "" } else { ", " };
+        if i < shared {
+            let _ = write!(big, "{sep}b{i}");
+        } else {
+            let _ = write!(big, "{sep}x{}", i - shared);
+        }
     }
     big.push_str("]}\n");
     let pools_at = text.find("targetPools:\n").expect("pools") + "targetPools:\n".len();
@@ -270,7 +279,7 @@ fn scale(quick: bool) {
         "  - {name: rbig, IPAddress: \"2001:db8:9::1\", portRange: \"80\", target: pbig}\n",
     );
     let mut inst = String::new();
-    for i in 0..n {
+    for i in 0..own {
         let _ = writeln!(
             inst,
             "  - {{name: x{i}, ip: \"2001:db8:3::{i:x}\", mac: \"02:01:00:{:02x}:{:02x}:{:02x}\"}}",
