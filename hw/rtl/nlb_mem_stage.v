@@ -568,13 +568,27 @@ reg  [LANE_BITS_P-1:0] rec_lane_reg = {LANE_BITS_P{1'b0}};
 reg  [ENTRY_W-1:0]     rec_entry_reg = {ENTRY_W{1'b0}};
 
 localparam LANE_BYTES = LANE_W / 8;
-wire [ROW_W-1:0]   w_row_data = {{(ROW_W-ENTRY_W){1'b0}}, w_entry_reg}
-    << ({{(32-LANE_BITS_P){1'b0}}, w_lane_reg} * LANE_W);
-wire [ROW_W/8-1:0] w_row_strb = {{(ROW_W/8-LANE_BYTES){1'b0}}, {LANE_BYTES{1'b1}}}
-    << ({{(32-LANE_BITS_P){1'b0}}, w_lane_reg} * LANE_BYTES);
-wire [31:0]        w_first_byte = {{(32-LANE_BITS_P){1'b0}}, w_lane_reg} * LANE_BYTES;
-wire [BEAT_BITS-1:0] w_first_beat = beat_of(w_first_byte);
-wire [BEAT_BITS-1:0] w_last_beat = beat_of(w_first_byte + LANE_BYTES - 1);
+// The entry in its lane of the row, its byte strobes, and the beats the lane spans: one
+// compare per lane against constants (a shift by a computed amount builds a barrel shifter).
+reg  [ROW_W-1:0]     w_row_data;
+reg  [ROW_W/8-1:0]   w_row_strb;
+reg  [BEAT_BITS-1:0] w_first_beat;
+reg  [BEAT_BITS-1:0] w_last_beat;
+integer              wl;
+always @* begin
+    w_row_data = {ROW_W{1'b0}};
+    w_row_strb = {(ROW_W/8){1'b0}};
+    w_first_beat = {BEAT_BITS{1'b0}};
+    w_last_beat = {BEAT_BITS{1'b0}};
+    for (wl = 0; wl < LANES; wl = wl + 1) begin
+        if (w_lane_reg == wl[LANE_BITS_P-1:0]) begin
+            w_row_data[wl*LANE_W +: ENTRY_W] = w_entry_reg;
+            w_row_strb[wl*LANE_BYTES +: LANE_BYTES] = {LANE_BYTES{1'b1}};
+            w_first_beat = beat_of(wl * LANE_BYTES);
+            w_last_beat = beat_of(wl * LANE_BYTES + LANE_BYTES - 1);
+        end
+    end
+end
 wire [CH_BITS-1:0] w_ch = row_channel(w_row_reg);
 wire               w_beat_take = w_valid_reg && m_axi_wready[w_ch];
 wire               w_is_last = w_beat_reg == w_last_beat;
@@ -653,6 +667,21 @@ end
 
 assign c_wr_ack = c_wr_ack_reg;
 
+// The beat being written: one compare per beat.
+reg [DATA_W-1:0] w_beat_data;
+reg [DB-1:0]     w_beat_strb;
+integer          wb;
+always @* begin
+    w_beat_data = {DATA_W{1'b0}};
+    w_beat_strb = {DB{1'b0}};
+    for (wb = 0; wb < BEATS; wb = wb + 1) begin
+        if (w_beat_reg == wb[BEAT_BITS-1:0]) begin
+            w_beat_data = w_row_data[wb*DATA_W +: DATA_W];
+            w_beat_strb = w_row_strb[wb*DB +: DB];
+        end
+    end
+end
+
 generate
     for (g = 0; g < CHANNELS; g = g + 1) begin : g_wch
         wire mine = w_ch == g;
@@ -661,9 +690,8 @@ generate
         assign m_axi_awid[g*ID_W +: ID_W] = {ID_W{1'b0}};
         assign m_axi_awlen[g*8 +: 8] = {{(8-BEAT_BITS){1'b0}}, w_last_beat - w_first_beat};
         assign m_axi_awvalid[g] = aw_valid_reg && mine;
-        assign m_axi_wdata[g*DATA_W +: DATA_W] =
-            w_row_data[{{(32-BEAT_BITS){1'b0}}, w_beat_reg}*DATA_W +: DATA_W];
-        assign m_axi_wstrb[g*DB +: DB] = w_row_strb[{{(32-BEAT_BITS){1'b0}}, w_beat_reg}*DB +: DB];
+        assign m_axi_wdata[g*DATA_W +: DATA_W] = w_beat_data;
+        assign m_axi_wstrb[g*DB +: DB] = w_beat_strb;
         assign m_axi_wlast[g] = w_is_last;
         assign m_axi_wvalid[g] = w_valid_reg && mine;
         assign m_axi_bready[g] = w_state_reg == W_RESP && mine;
