@@ -257,6 +257,11 @@ fn port_mpps(n: usize) -> f64 {
     100e9 / ((n + 24) as f64 * 8.0) / 1e6
 }
 
+/// The HBM model's statistics so far, on a bench that has it (`hbm`).
+fn hbm_stats(dut: &mut TopBench, hbm: bool) -> Option<hbm::HbmStats> {
+    hbm.then(|| hbm::stats(&mut dut.bench.sim).expect("stats"))
+}
+
 #[test]
 fn line_rate_per_frame_size() {
     let per_size: usize = std::env::var("NLB_PERF_FRAMES")
@@ -289,11 +294,7 @@ fn line_rate_per_frame_size() {
             1024
         };
         // The loads and installs read the tables too (read-backs): count only the packets'.
-        let before = if hbm {
-            Some(hbm::stats(&mut dut.bench.sim).expect("stats"))
-        } else {
-            None
-        };
+        let before = hbm_stats(&mut dut, hbm);
         let mut packets = 0;
         for &n in &sizes {
             let count = if n >= 1500 { per_size / 10 } else { per_size };
@@ -320,8 +321,7 @@ fn line_rate_per_frame_size() {
                 "{n}-byte frames at one beat per clock: none may be dropped"
             );
         }
-        if let Some(before) = before {
-            let st = hbm::stats(&mut dut.bench.sim).expect("stats");
+        if let (Some(before), Some(st)) = (before, hbm_stats(&mut dut, hbm)) {
             let (ct, mg) = (st.ct.since(&before.ct), st.mg.since(&before.mg));
             eprintln!(
                 "  HBM reads of the {packets} packets: connection table {} ({:.3} per packet, {} \
@@ -380,11 +380,7 @@ fn lookup_latency_with_hbm() {
             1024
         };
         // The loads and installs read the tables too (read-backs): count only the packets'.
-        let before = if hbm {
-            Some(hbm::stats(&mut dut.bench.sim).expect("stats"))
-        } else {
-            None
-        };
+        let before = hbm_stats(&mut dut, hbm);
         let mut lat = Vec::with_capacity(n);
         let mut sent_at: std::collections::VecDeque<u64> = std::collections::VecDeque::new();
         for i in 0..n as u32 {
@@ -425,8 +421,7 @@ fn lookup_latency_with_hbm() {
             lat[n - 1],
             ns(lat[n - 1])
         );
-        if let Some(before) = before {
-            let st = hbm::stats(&mut dut.bench.sim).expect("stats");
+        if let (Some(before), Some(st)) = (before, hbm_stats(&mut dut, hbm)) {
             for (name, t) in [
                 ("connection table", st.ct.since(&before.ct)),
                 ("Maglev", st.mg.since(&before.mg)),
