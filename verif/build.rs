@@ -274,7 +274,11 @@ fn compile_cached(
     }
     // Headers of the model's own directory (the classes include them).
     for inc in includes.iter().filter(|i| i.starts_with(out)) {
-        eat(inc.strip_prefix(out).unwrap_or(inc).to_string_lossy().as_bytes());
+        eat(inc
+            .strip_prefix(out)
+            .unwrap_or(inc)
+            .to_string_lossy()
+            .as_bytes());
         eat(b"\0");
         let mut headers: Vec<PathBuf> = std::fs::read_dir(inc)
             .map_err(|e| format!("cannot list {}: {e}", inc.display()))?
@@ -293,7 +297,9 @@ fn compile_cached(
         return Ok(());
     }
     let cache = shared_cache(out);
-    let cached = cache.as_ref().map(|c| c.join(format!("lib{name}-{want}.a")));
+    let cached = cache
+        .as_ref()
+        .map(|c| c.join(format!("lib{name}-{want}.a")));
     if let Some(cached) = cached.as_ref().filter(|c| c.is_file()) {
         std::fs::copy(cached, &lib)
             .map_err(|e| format!("cannot copy {} to {}: {e}", cached.display(), lib.display()))?;
