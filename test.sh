@@ -78,6 +78,11 @@ verilator --version
 # --- Rust ------------------------------------------------------------------------------------
 # A build from clean gains nothing from incremental artefacts; they only double the disk used.
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
+# The Verilated models are compiled once and shared by clippy's build and the tests' (verif's
+# build script keeps them in target/debug/verilated): they must come out the same, so the
+# build id stamped into the RTL is the commit's time, not the time of each build.
+SOURCE_DATE_EPOCH="${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || date +%s)}"
+export SOURCE_DATE_EPOCH
 step "cargo fmt --all --check" cargo fmt --all --check
 
 # One build of everything, with nlbctl and nlb-sim built with their Verilator engine (`--engine

@@ -231,7 +231,8 @@ fn run() -> Result<(), String> {
 
 /// Compiles `sources` into `lib<name>.a` in `out` unless a library built from the same
 /// sources, include paths, defines, flags and compiler is already there (a stamp beside it
-/// holds the hash of all of them).
+/// holds the hash of all of them), or in the target directory's shared cache
+/// ([`shared_cache`]), from which it is then copied.
 fn compile_cached(
     out: &Path,
     name: &str,
@@ -259,16 +260,26 @@ fn compile_cached(
     for (k, v) in defines {
         eat(format!("-D{k}={v}\0").as_bytes());
     }
-    for inc in includes {
+    // Paths under `out` differ between builds of this script (clippy's and the tests'), so
+    // they count by their name and contents only: the library is the same for both.
+    for inc in includes.iter().filter(|i| !i.starts_with(out)) {
         eat(inc.to_string_lossy().as_bytes());
         eat(b"\0");
     }
     for src in sources {
-        eat(src.to_string_lossy().as_bytes());
+        let shown = src.strip_prefix(out).unwrap_or(src);
+        eat(shown.to_string_lossy().as_bytes());
+        eat(b"\0");
         eat(&std::fs::read(src).map_err(|e| format!("cannot read {}: {e}", src.display()))?);
     }
     // Headers of the model's own directory (the classes include them).
     for inc in includes.iter().filter(|i| i.starts_with(out)) {
+        eat(inc
+            .strip_prefix(out)
+            .unwrap_or(inc)
+            .to_string_lossy()
+            .as_bytes());
+        eat(b"\0");
         let mut headers: Vec<PathBuf> = std::fs::read_dir(inc)
             .map_err(|e| format!("cannot list {}: {e}", inc.display()))?
             .filter_map(|e| e.ok().map(|e| e.path()))
@@ -284,6 +295,16 @@ fn compile_cached(
     let want = format!("{h:016x}");
     if lib.is_file() && std::fs::read_to_string(&stamp).is_ok_and(|s| s == want) {
         return Ok(());
+    }
+    let cache = shared_cache(out);
+    let cached = cache
+        .as_ref()
+        .map(|c| c.join(format!("lib{name}-{want}.a")));
+    if let Some(cached) = cached.as_ref().filter(|c| c.is_file()) {
+        std::fs::copy(cached, &lib)
+            .map_err(|e| format!("cannot copy {} to {}: {e}", cached.display(), lib.display()))?;
+        return std::fs::write(&stamp, want)
+            .map_err(|e| format!("cannot write {}: {e}", stamp.display()));
     }
     let mut build = cc::Build::new();
     build
@@ -311,7 +332,56 @@ fn compile_cached(
     build
         .try_compile(name)
         .map_err(|e| format!("compiling the Verilated models failed ({name}): {e}"))?;
+    if let (Some(cache), Some(cached)) = (cache, cached) {
+        store_in_cache(&cache, name, &lib, &cached)?;
+    }
     std::fs::write(&stamp, want).map_err(|e| format!("cannot write {}: {e}", stamp.display()))
+}
+
+/// The directory of compiled model libraries shared by every build of this script in one
+/// target directory and profile: `cargo clippy` and `cargo test` run the script in different
+/// `OUT_DIR`s, and without it `./test.sh` compiled every Verilated model twice.
+/// `OUT_DIR` is `<target>/<profile>/build/nlb-verif-<hash>/out`; the cache is
+/// `<target>/<profile>/verilated`. None if `OUT_DIR` does not have that shape.
+fn shared_cache(out: &Path) -> Option<PathBuf> {
+    let build = out.parent()?.parent()?;
+    if build.file_name()? != "build" {
+        return None;
+    }
+    Some(build.parent()?.join("verilated"))
+}
+
+/// Puts `lib` into the shared cache as `cached` (written beside it, then renamed, so that a
+/// build running at the same time never links a half-written file), and removes the older
+/// libraries of the same unit, keeping the three newest: the cache stays the size of a few
+/// builds however many RTL edits it has seen.
+fn store_in_cache(cache: &Path, name: &str, lib: &Path, cached: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(cache)
+        .map_err(|e| format!("cannot create {}: {e}", cache.display()))?;
+    let partial = cached.with_extension(format!("partial{}", std::process::id()));
+    std::fs::copy(lib, &partial)
+        .and_then(|_| std::fs::rename(&partial, cached))
+        .map_err(|e| format!("cannot store {} in {}: {e}", lib.display(), cache.display()))?;
+    let prefix = format!("lib{name}-");
+    let mut older: Vec<(std::time::SystemTime, PathBuf)> = std::fs::read_dir(cache)
+        .map_err(|e| format!("cannot list {}: {e}", cache.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|f| f.to_str())
+                .and_then(|f| f.strip_prefix(&prefix)?.strip_suffix(".a"))
+                // Only finished libraries (a store cut short leaves `.partial<pid>`).
+                .is_some_and(|hash| hash.len() == 16 && hash.bytes().all(|b| b.is_ascii_hexdigit()))
+        })
+        .filter_map(|p| Some((std::fs::metadata(&p).ok()?.modified().ok()?, p)))
+        .collect();
+    older.sort();
+    let excess = older.len().saturating_sub(3);
+    for (_, p) in older.into_iter().take(excess) {
+        // A build reading it at this moment has its own copy or will compile again.
+        let _ = std::fs::remove_file(p);
+    }
+    Ok(())
 }
 
 /// The compiler settings of [`compile_cached`], part of its stamp (with [`opt_level`] when it

@@ -76,8 +76,10 @@ always @(posedge clk) begin
     end
 end
 
-wire [15:0] f_mask_p = ring_mask(log2_reg[RP]);
-wire [15:0] f_mask_e = ring_mask(log2_reg[RE]);
+// The rings' index masks by their definition, 2^log2 - 1 (not the RTL's ring_mask, so that a
+// mistake in it shows).
+wire [15:0] f_mask_p = (16'd1 << log2_reg[RP]) - 16'd1;
+wire [15:0] f_mask_e = (16'd1 << log2_reg[RE]) - 16'd1;
 wire f_punt_busy = state_reg == S_P_R || state_reg == S_P_AW || state_reg == S_P_W
     || state_reg == S_P_REST || state_reg == S_P_CW || state_reg == S_P_CB;
 wire f_ev_busy = state_reg == S_EV_W || state_reg == S_EV_B;
@@ -159,6 +161,19 @@ always @* begin
             end
         end
         host_dma_inv_state: assert(state_reg <= S_WB_B && state_reg != 4'd3);
+        // The slot addresses' low halves summed a clock ahead (slot_iova).
+        if (lo_fresh_reg) begin
+            host_dma_inv_lo: assert(
+                ev_lo_reg == {1'b0, base_reg[RE][21:0]} + {1'b0, dev_reg[RE] & f_mask_e, 6'd0}
+                && pd_lo_reg == {1'b0, base_reg[RP][21:0]}
+                    + {3'b000, (dev_reg[RP] & f_mask_p) >> 2, 6'd0}
+                && p_full_reg == (host_reg[RP] == dev_reg[RP])
+                && e_full_reg == (host_reg[RE] == dev_reg[RE]));
+        end
+        if (f_punt_busy && state_reg != S_P_R) begin
+            host_dma_inv_pc_lo: assert(
+                pc_lo_reg == {1'b0, base_reg[RP][21:0]} + {3'b000, p_slot_reg[15:2], 6'd0});
+        end
         if (state_reg == S_EV_W) begin
             host_dma_inv_ev_aw: assert(!aw_valid_reg || aw_addr_reg == base_reg[RE]
                 + {42'd0, dev_reg[RE] & f_mask_e, 6'd0});

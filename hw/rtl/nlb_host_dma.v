@@ -192,6 +192,7 @@ reg [63:0] wb_reg = 64'd0;
 reg [31:0] faults_reg = 32'd0;
 
 reg [63:0] base_reg [0:RINGS-1];
+reg        base_nz_reg [0:RINGS-1];
 reg [3:0]  log2_reg [0:RINGS-1];
 reg        ren_reg [0:RINGS-1];
 reg [15:0] host_reg [0:RINGS-1];
@@ -209,6 +210,7 @@ integer r;
 initial begin
     for (r = 0; r < RINGS; r = r + 1) begin
         base_reg[r] = 64'd0;
+        base_nz_reg[r] = 1'b0;
         log2_reg[r] = 4'd0;
         ren_reg[r] = 1'b0;
         host_reg[r] = 16'd0;
@@ -244,16 +246,59 @@ endfunction
 
 // ---- the ring state every record needs ----------------------------------------------------
 
+// The index bits of a ring of 2^log2 slots, 2^log2 - 1: bit i set when i < log2 (one compare
+// with a constant per bit; a subtract of a shifted one would be a carry chain).
 function [15:0] ring_mask(input [3:0] log2);
-    ring_mask = (16'd1 << log2) - 16'd1;
+    integer i;
+    begin
+        for (i = 0; i < 16; i = i + 1) begin
+            ring_mask[i] = {28'd0, log2} > i;
+        end
+    end
 endfunction
 
-wire usable_punt = enable_reg && ren_reg[RP] && base_reg[RP] != 64'd0;
-wire usable_event = enable_reg && ren_reg[RE] && base_reg[RE] != 64'd0;
+// base_nz_reg: the ring's base is not 0, kept with each write of the base (a 64-bit compare
+// in front of every decision of the engine was three levels of its longest paths).
+wire usable_punt = enable_reg && ren_reg[RP] && base_nz_reg[RP];
+wire usable_event = enable_reg && ren_reg[RE] && base_nz_reg[RE];
 wire [15:0] avail_punt = host_reg[RP] - dev_reg[RP];
 wire [15:0] avail_event = host_reg[RE] - dev_reg[RE];
 wire [15:0] slot_punt = dev_reg[RP] & ring_mask(log2_reg[RP]);
 wire [15:0] slot_event = dev_reg[RE] & ring_mask(log2_reg[RE]);
+
+// x + c, for c of 0 or 1, without a carry chain: bit i flips when c is set and every bit
+// below it is 1 (a tree of LUTs a few levels deep; a 58-bit `+` is 15 CARRY4 in a row).
+function [63:0] inc_if(input [63:0] x, input c);
+    integer i;
+    begin
+        for (i = 0; i < 64; i = i + 1) begin
+            inc_if[i] = x[i] ^ (c && &(x | ~((64'd1 << i) - 64'd1)));
+        end
+    end
+endfunction
+
+// A ring slot's IOVA, base + slot x 64, in two halves: the low 22 bits (a slot's offset spans
+// at most 22) are summed a clock ahead into a register, from registers (`lo`, its carry in
+// bit 22); the high 42 bits of the base only take that carry. The engine takes a record only
+// while the sums ahead are fresh (lo_fresh_reg: nothing they depend on changed last clock).
+/* verilator lint_off UNUSEDSIGNAL */ // (base's low bits are in lo; inc_if's top bits unused)
+function [63:0] slot_iova(input [63:0] base, input [22:0] lo);
+    reg [63:0] hi;
+    begin
+        hi = inc_if({22'd0, base[63:22]}, lo[22]);
+        slot_iova = {hi[41:0], lo[21:0]};
+    end
+endfunction
+
+// The IOVA 64 bytes on (a beat's): its bits above the beat's offset incremented.
+function [63:0] next_beat(input [63:0] a);
+    reg [63:0] hi;
+    begin
+        hi = inc_if({6'd0, a[63:6]}, 1'b1);
+        next_beat = {hi[57:0], a[5:0]};
+    end
+endfunction
+/* verilator lint_on UNUSEDSIGNAL */
 
 // ---- the engine ---------------------------------------------------------------------------
 
@@ -299,6 +344,16 @@ reg [RINGS-1:0] wb_rings_reg = {RINGS{1'b0}};
 reg [7:0]  since_wb_reg = 8'd0;
 reg [NLB_RING_COUNT-1:0] irq_reg = {NLB_RING_COUNT{1'b0}};
 reg [15:0] us_div_reg = 16'd0;
+// The low halves of the slot addresses (slot_iova), a clock ahead: the event ring's next slot,
+// the punt ring's next descriptor line and the line of the punt in flight (its completion).
+reg [22:0] ev_lo_reg = 23'd0;
+reg [22:0] pd_lo_reg = 23'd0;
+reg [22:0] pc_lo_reg = 23'd0;
+reg        lo_fresh_reg = 1'b0;
+// Whether each ring is full (no slot given), a clock ahead like the sums: exact whenever the
+// engine takes a record (lo_fresh_reg).
+reg        p_full_reg = 1'b0;
+reg        e_full_reg = 1'b0;
 
 wire aw_hs = m_axi_awvalid && m_axi_awready;
 wire w_hs = m_axi_wvalid && m_axi_wready;
@@ -317,8 +372,8 @@ wire ev_work = s_event_tvalid && usable_event;
 wire p_work = p_head && usable_punt;
 wire wb_due = dirty_any && (since_wb_reg >= WB_N || (!ev_work && !p_work));
 wire take_wb = state_reg == S_IDLE && wb_due;
-wire take_ev = state_reg == S_IDLE && !wb_due && ev_work;
-wire take_p = state_reg == S_IDLE && !wb_due && !ev_work && p_work;
+wire take_ev = state_reg == S_IDLE && !wb_due && ev_work && lo_fresh_reg;
+wire take_p = state_reg == S_IDLE && !wb_due && !ev_work && p_work && lo_fresh_reg;
 
 // The punt stream's beats the engine takes.
 wire p_data_take = state_reg == S_P_W && s_punt_tvalid && m_axi_wready;
@@ -342,16 +397,30 @@ wire [127:0] desc_w = m_axi_rdata[{p_slot_reg[1:0], 7'd0} +: 128];
 wire [63:0]  desc_addr = desc_w[NLB_PUNT_DESC_ADDR_LSB +: NLB_PUNT_DESC_ADDR_W];
 wire [15:0]  desc_len = desc_w[NLB_PUNT_DESC_LEN_LSB +: NLB_PUNT_DESC_LEN_W];
 wire [13:0]  hdr_len = p_hdr_reg[NLB_PUNT_HEADER_FRAME_LEN_LSB +: NLB_PUNT_HEADER_FRAME_LEN_W];
-wire [15:0]  n_a = {2'b00, hdr_len} < desc_len ? {2'b00, hdr_len} : desc_len;
-wire [15:0]  n_w = n_a < FRAME_MAX[15:0] ? n_a : FRAME_MAX[15:0];
+// The frame's bytes capped at FRAME_MAX, and their beats, a clock after the header is taken
+// (the descriptor comes a clock after its read is issued at the earliest); then the bytes
+// written are the least of that and the buffer's length.
+reg  [15:0]  p_cap_reg = 16'd0;
+reg  [8:0]   p_cap_beats_reg = 9'd0;
+wire [15:0]  cap_w = {2'b00, hdr_len} < FRAME_MAX[15:0] ? {2'b00, hdr_len} : FRAME_MAX[15:0];
+wire         desc_short = desc_len < p_cap_reg;
+wire [15:0]  n_w = desc_short ? desc_len : p_cap_reg;
 /* verilator lint_on UNUSEDSIGNAL */
-wire [8:0]   n_beats = n_w[14:6] + {8'd0, n_w[5:0] != 6'd0};
+wire [8:0]   n_beats = desc_short ? desc_len[14:6] + {8'd0, desc_len[5:0] != 6'd0}
+    : p_cap_beats_reg;
 // Beats of the burst starting at p_addr_reg: up to the 4 KiB boundary.
 wire [6:0]   to_4k = 7'd64 - {1'b0, p_addr_reg[11:6]};
 wire [6:0]   burst_n = p_beats_reg < {2'b00, to_4k} ? p_beats_reg[6:0] : to_4k;
 
+// The strobes of a beat's first `bytes` bytes: one compare with a constant per byte (a
+// subtract of a shifted one is a 64-bit carry chain).
 function [KW-1:0] keep_of(input [6:0] bytes);
-    keep_of = bytes >= 7'd64 ? {KW{1'b1}} : ({{(KW-1){1'b0}}, 1'b1} << bytes) - 1'b1;
+    integer i;
+    begin
+        for (i = 0; i < KW; i = i + 1) begin
+            keep_of[i] = {25'd0, bytes} > i;
+        end
+    end
 endfunction
 
 // The write-back line: ring r's ring_wb at byte 16 r.
@@ -403,6 +472,7 @@ endtask
 task complete(input [0:0] ring);
     begin
         dev_reg[ring] <= dev_reg[ring] + 16'd1;
+        lo_fresh_reg <= 1'b0;
         dirty_reg[ring] <= 1'b1;
         if (pending_reg[ring] != 16'hFFFF) begin
             pending_reg[ring] <= pending_reg[ring] + 16'd1;
@@ -415,9 +485,14 @@ endtask
 reg [31:0] wr_ctrl;
 reg [31:0] wr_size [0:RINGS-1];
 reg [31:0] wr_host [0:RINGS-1];
+reg [31:0] wr_base_lo [0:RINGS-1];
+reg [31:0] wr_base_hi [0:RINGS-1];
 always @* begin
     wr_ctrl = merge({31'd0, enable_reg}, ext_wr_data, ext_wr_strb);
     for (r = 0; r < RINGS; r = r + 1) begin
+        wr_base_lo[r] = merge(base_reg[r][31:0], ext_wr_data, ext_wr_strb)
+            & NLB_REG_DMA_PUNT_BASE_LO_DEFINED;
+        wr_base_hi[r] = merge(base_reg[r][63:32], ext_wr_data, ext_wr_strb);
         wr_size[r] = merge(size_word(r[0:0]), ext_wr_data, ext_wr_strb);
         wr_host[r] = merge({16'd0, host_reg[r]}, ext_wr_data, ext_wr_strb);
     end
@@ -426,12 +501,23 @@ end
 wire us_tick = us_div_reg == US_DIV - 16'd1;
 // Events dropped this clock: the ring full, and the pipeline's queue full while the ring
 // takes them.
-wire ev_ring_full = take_ev && avail_event == 16'd0;
-wire [31:0] drops_ev_inc = {31'd0, ev_ring_full} + {31'd0, s_event_dropped && usable_event};
+wire ev_ring_full = take_ev && e_full_reg;
+// Counted a clock later (the add behind the engine's decision was its longest path).
+wire [1:0] drops_ev_inc = {1'b0, ev_ring_full} + {1'b0, s_event_dropped && usable_event};
+reg  [1:0] drops_ev_inc_reg = 2'd0;
 
 always @(posedge clk) begin
     irq_reg <= {NLB_RING_COUNT{1'b0}};
     us_div_reg <= us_tick ? 16'd0 : us_div_reg + 16'd1;
+    ev_lo_reg <= {1'b0, base_reg[RE][21:0]} + {1'b0, slot_event, 6'd0};
+    p_full_reg <= avail_punt == 16'd0;
+    e_full_reg <= avail_event == 16'd0;
+    p_cap_reg <= cap_w;
+    p_cap_beats_reg <= cap_w[14:6] + {8'd0, cap_w[5:0] != 6'd0};
+    pd_lo_reg <= {1'b0, base_reg[RP][21:0]} + {3'b000, slot_punt[15:2], 6'd0};
+    pc_lo_reg <= {1'b0, base_reg[RP][21:0]} + {3'b000, p_slot_reg[15:2], 6'd0};
+    // A completion (dev_reg) or a register write (a ring's base or size) makes them stale.
+    lo_fresh_reg <= !ext_wr_req;
     if (aw_hs) begin
         aw_valid_reg <= 1'b0;
     end
@@ -474,7 +560,7 @@ always @(posedge clk) begin
         end else if (take_ev) begin
             if (!ev_ring_full) begin
                 e_slot_reg <= slot_event;
-                aw_addr_reg <= base_reg[RE] + {42'd0, slot_event, 6'd0};
+                aw_addr_reg <= slot_iova(base_reg[RE], ev_lo_reg);
                 aw_len_reg <= 8'd0;
                 w_data_reg <= {{(DW - EW){1'b0}}, s_event_tdata};
                 w_strb_reg <= {KW{1'b1}};
@@ -486,12 +572,12 @@ always @(posedge clk) begin
             p_hdr_reg <= s_punt_tdata[NLB_PUNT_HEADER_WIDTH-1:0];
             p_slot_reg <= slot_punt;
             p_last_seen_reg <= s_punt_tlast;
-            if (avail_punt == 16'd0) begin
+            if (p_full_reg) begin
                 drops_reg[RP] <= drops_reg[RP] + 32'd1;
                 dirty_reg[RP] <= 1'b1;
                 state_reg <= S_DISCARD;
             end else begin
-                ar_addr_reg <= base_reg[RP] + {44'd0, slot_punt[15:2], 6'd0};
+                ar_addr_reg <= slot_iova(base_reg[RP], pd_lo_reg);
                 ar_valid_reg <= 1'b1;
                 state_reg <= S_P_R;
             end
@@ -544,7 +630,7 @@ always @(posedge clk) begin
         if (p_data_take) begin
             p_beats_reg <= p_beats_reg - 9'd1;
             p_burst_reg <= p_burst_reg - 7'd1;
-            p_addr_reg <= p_addr_reg + 64'd64;
+            p_addr_reg <= next_beat(p_addr_reg);
             if (p_burst_reg == 7'd1) begin
                 state_reg <= p_beats_reg == 9'd1 ? S_P_REST : S_P_AW;
             end
@@ -557,7 +643,7 @@ always @(posedge clk) begin
                 fail(RP, p_slot_reg, {5'd0, NLB_DMA_ERROR_DMA_FAULT}, 1'b1);
                 state_reg <= S_IDLE;
             end else begin
-                aw_addr_reg <= base_reg[RP] + {44'd0, p_slot_reg[15:2], 6'd0};
+                aw_addr_reg <= slot_iova(base_reg[RP], pc_lo_reg);
                 aw_len_reg <= 8'd0;
                 w_data_reg <= {{(DW - 128){1'b0}}, cpl_w} << {p_slot_reg[1:0], 7'd0};
                 w_strb_reg <= {{(KW - 16){1'b0}}, 16'hFFFF} << {p_slot_reg[1:0], 4'd0};
@@ -614,8 +700,9 @@ always @(posedge clk) begin
     default: state_reg <= S_IDLE;
     endcase
 
-    drops_reg[RE] <= drops_reg[RE] + drops_ev_inc;
-    if (drops_ev_inc != 32'd0) begin
+    drops_ev_inc_reg <= drops_ev_inc;
+    drops_reg[RE] <= drops_reg[RE] + {30'd0, drops_ev_inc_reg};
+    if (drops_ev_inc_reg != 2'd0) begin
         dirty_reg[RE] <= 1'b1;
     end
 
@@ -653,14 +740,18 @@ always @(posedge clk) begin
         end
         for (r = 0; r < RINGS; r = r + 1) begin
             if (is_ring_reg(wr_word, NLB_REG_DMA_PUNT_BASE_LO, r)) begin
-                base_reg[r][31:0] <= merge(base_reg[r][31:0], ext_wr_data, ext_wr_strb)
-                    & NLB_REG_DMA_PUNT_BASE_LO_DEFINED;
+                base_reg[r][31:0] <= wr_base_lo[r];
+                base_nz_reg[r] <= wr_base_lo[r] != 32'd0 || base_reg[r][63:32] != 32'd0;
             end
             if (is_ring_reg(wr_word, NLB_REG_DMA_PUNT_BASE_HI, r)) begin
-                base_reg[r][63:32] <= merge(base_reg[r][63:32], ext_wr_data, ext_wr_strb);
+                base_reg[r][63:32] <= wr_base_hi[r];
+                base_nz_reg[r] <= wr_base_hi[r] != 32'd0 || base_reg[r][31:0] != 32'd0;
             end
             if (is_ring_reg(wr_word, NLB_REG_DMA_PUNT_SIZE, r)) begin
-                // A write resets the ring (docs/regmap.md).
+                // A write resets the ring (docs/regmap.md), its drops not yet counted too.
+                if (r[0:0] == RE) begin
+                    drops_ev_inc_reg <= 2'd0;
+                end
                 log2_reg[r] <= wr_size[r][NLB_REG_DMA_PUNT_SIZE_LOG2_LSB
                     +: NLB_REG_DMA_PUNT_SIZE_LOG2_W];
                 ren_reg[r] <= wr_size[r][NLB_REG_DMA_PUNT_SIZE_ENABLE_LSB];
@@ -702,8 +793,11 @@ always @(posedge clk) begin
         since_wb_reg <= 8'd0;
         irq_reg <= {NLB_RING_COUNT{1'b0}};
         us_div_reg <= 16'd0;
+        lo_fresh_reg <= 1'b0;
+        drops_ev_inc_reg <= 2'd0;
         for (r = 0; r < RINGS; r = r + 1) begin
             base_reg[r] <= 64'd0;
+            base_nz_reg[r] <= 1'b0;
             log2_reg[r] <= 4'd0;
             ren_reg[r] <= 1'b0;
             host_reg[r] <= 16'd0;

@@ -367,55 +367,112 @@ endgenerate
 assign st_read = s_valid && s_read;
 
 // Completed rows wait in done_reg. Two are drained per clock: one bound for an even slot (or
-// the command engine's row) and one bound for an odd slot, each round robin over the channels
-// (from last_e_reg / last_o_reg). A packet per clock needs a row per clock on average; with
-// room for two, the rows that a latency spread bunches together are caught up with.
-reg  [CH_BITS-1:0] last_e_reg = {CH_BITS{1'b0}};
-reg  [CH_BITS-1:0] last_o_reg = {CH_BITS{1'b0}};
-reg                drain_e_any;
-reg  [CH_BITS-1:0] drain_e_ch;
-reg                drain_o_any;
-reg  [CH_BITS-1:0] drain_o_ch;
-reg  [CH_BITS-1:0] cand_e;
-reg  [CH_BITS-1:0] cand_o;
-integer            dk;
-always @* begin
-    drain_e_any = 1'b0;
-    drain_e_ch = {CH_BITS{1'b0}};
-    drain_o_any = 1'b0;
-    drain_o_ch = {CH_BITS{1'b0}};
-    // Candidates from last + CHANNELS (last itself) down to last + 1: the lowest offset wins.
-    for (dk = CHANNELS; dk >= 1; dk = dk - 1) begin
-        // CHANNELS is 2^CH_BITS (or 1): the add wraps around the channels.
-        cand_e = CHANNELS > 1 ? last_e_reg + dk[CH_BITS-1:0] : {CH_BITS{1'b0}};
-        cand_o = CHANNELS > 1 ? last_o_reg + dk[CH_BITS-1:0] : {CH_BITS{1'b0}};
-        if (done_reg[cand_e] && (done_side_reg[cand_e] || !done_tag_reg[cand_e][0])) begin
-            drain_e_any = 1'b1;
-            drain_e_ch = cand_e;
-        end
-        if (done_reg[cand_o] && !done_side_reg[cand_o] && done_tag_reg[cand_o][0]) begin
-            drain_o_any = 1'b1;
-            drain_o_ch = cand_o;
+// the command engine's row) and one bound for an odd slot, each round robin over the channels.
+// A packet per clock needs a row per clock on average; with room for two, the rows that a
+// latency spread bunches together are caught up with.
+//
+// Each drain's arbiter is one-hot and flat (a chain of comparisons over 16 channels was the
+// stage's deepest path): the requests above the last winner (above_*_reg) go first, the
+// lowest of them; without any, the lowest request. A drained row goes into the drain register
+// (drain_*_reg) and lands in its slot the next clock.
+wire [CHANNELS-1:0] req_e;
+wire [CHANNELS-1:0] req_o;
+reg  [CHANNELS-1:0] above_e_reg = {CHANNELS{1'b0}};
+reg  [CHANNELS-1:0] above_o_reg = {CHANNELS{1'b0}};
+genvar rc;
+generate
+    for (rc = 0; rc < CHANNELS; rc = rc + 1) begin : g_req
+        assign req_e[rc] = done_reg[rc] && (done_side_reg[rc] || !done_tag_reg[rc][0]);
+        assign req_o[rc] = done_reg[rc] && !done_side_reg[rc] && done_tag_reg[rc][0];
+    end
+endgenerate
+
+localparam [CHANNELS-1:0] CH_ONE = 1;
+
+// The lowest set bit of x, one-hot; each bit from one reduction of the bits below it.
+function automatic [CHANNELS-1:0] lowest_one(input [CHANNELS-1:0] x);
+    integer i;
+    begin
+        lowest_one = {CHANNELS{1'b0}};
+        for (i = 0; i < CHANNELS; i = i + 1) begin
+            lowest_one[i] = x[i] && !(|(x & ((CH_ONE << i) - CH_ONE)));
         end
     end
-end
+endfunction
+
+// Channels above the one-hot winner g (the next round starts above it).
+function automatic [CHANNELS-1:0] above_of(input [CHANNELS-1:0] g);
+    integer i;
+    begin
+        above_of = {CHANNELS{1'b0}};
+        for (i = 1; i < CHANNELS; i = i + 1) begin
+            above_of[i] = |(g & ((CH_ONE << i) - CH_ONE));
+        end
+    end
+endfunction
+
+// The index of a one-hot vector (0 when empty).
+function automatic [CH_BITS-1:0] index_of(input [CHANNELS-1:0] g);
+    integer i;
+    integer k;
+    reg [CHANNELS-1:0] m;
+    begin
+        index_of = {CH_BITS{1'b0}};
+        for (k = 0; k < CH_BITS; k = k + 1) begin
+            for (i = 0; i < CHANNELS; i = i + 1) begin
+                m[i] = ((i >> k) & 1) == 1;
+            end
+            index_of[k] = |(g & m);
+        end
+    end
+endfunction
+
+wire [CHANNELS-1:0] hi_e = req_e & above_e_reg;
+wire [CHANNELS-1:0] hi_o = req_o & above_o_reg;
+wire [CHANNELS-1:0] grant_e = lowest_one(|hi_e ? hi_e : req_e);
+wire [CHANNELS-1:0] grant_o = lowest_one(|hi_o ? hi_o : req_o);
+wire                drain_e_any = |req_e;
+wire                drain_o_any = |req_o;
+wire [CH_BITS-1:0]  drain_e_ch = index_of(grant_e);
+wire [CH_BITS-1:0]  drain_o_ch = index_of(grant_o);
 
 // Channels drained this clock (at most two, never the same one twice: an even and an odd row).
-reg [CHANNELS-1:0] drained;
-integer            dc;
-always @* begin
-    for (dc = 0; dc < CHANNELS; dc = dc + 1) begin
-        drained[dc] = (drain_e_any && drain_e_ch == dc[CH_BITS-1:0])
-            || (drain_o_any && drain_o_ch == dc[CH_BITS-1:0]);
+wire [CHANNELS-1:0] drained = grant_e | grant_o;
+
+// The drain registers: a drained row on its way into its slot.
+reg              drain_e_pipe_reg = 1'b0;
+reg [SB-1:0]     drain_e_tag_reg = {SB{1'b0}};
+reg [ROW_W-1:0]  drain_e_data_reg = {ROW_W{1'b0}};
+reg              drain_o_pipe_reg = 1'b0;
+reg [SB-1:0]     drain_o_tag_reg = {SB{1'b0}};
+reg [ROW_W-1:0]  drain_o_data_reg = {ROW_W{1'b0}};
+always @(posedge clk) begin
+    drain_e_pipe_reg <= drain_e_any && !done_side_reg[drain_e_ch];
+    drain_e_tag_reg <= done_tag_reg[drain_e_ch];
+    drain_e_data_reg <= asm_reg[drain_e_ch];
+    drain_o_pipe_reg <= drain_o_any;
+    drain_o_tag_reg <= done_tag_reg[drain_o_ch];
+    drain_o_data_reg <= asm_reg[drain_o_ch];
+    if (drain_e_any) begin
+        above_e_reg <= above_of(grant_e);
+    end
+    if (drain_o_any) begin
+        above_o_reg <= above_of(grant_o);
+    end
+    if (rst) begin
+        drain_e_pipe_reg <= 1'b0;
+        drain_o_pipe_reg <= 1'b0;
+        above_e_reg <= {CHANNELS{1'b0}};
+        above_o_reg <= {CHANNELS{1'b0}};
     end
 end
 
-assign drain_e_pipe = drain_e_any && !done_side_reg[drain_e_ch];
-assign drain_e_tag = done_tag_reg[drain_e_ch];
-assign drain_e_data = asm_reg[drain_e_ch];
-assign drain_o_pipe = drain_o_any;
-assign drain_o_tag = done_tag_reg[drain_o_ch];
-assign drain_o_data = asm_reg[drain_o_ch];
+assign drain_e_pipe = drain_e_pipe_reg;
+assign drain_e_tag = drain_e_tag_reg;
+assign drain_e_data = drain_e_data_reg;
+assign drain_o_pipe = drain_o_pipe_reg;
+assign drain_o_tag = drain_o_tag_reg;
+assign drain_o_data = drain_o_data_reg;
 
 reg              c_rd_ack_reg = 1'b0;
 reg [ROW_W-1:0]  c_rd_data_reg = {ROW_W{1'b0}};
@@ -493,15 +550,9 @@ always @(posedge clk) begin
             end
         end
     end
-    if (drain_e_any) begin
-        last_e_reg <= drain_e_ch;
-        if (done_side_reg[drain_e_ch]) begin
-            c_rd_ack_reg <= 1'b1;
-            c_rd_data_reg <= asm_reg[drain_e_ch];
-        end
-    end
-    if (drain_o_any) begin
-        last_o_reg <= drain_o_ch;
+    if (drain_e_any && done_side_reg[drain_e_ch]) begin
+        c_rd_ack_reg <= 1'b1;
+        c_rd_data_reg <= asm_reg[drain_e_ch];
     end
     if (rst) begin
         side_rd_pend_reg <= 1'b0;
@@ -513,8 +564,6 @@ always @(posedge clk) begin
             ret_rd_reg[c] <= {(ID_W+1){1'b0}};
             beat_reg[c] <= {BEAT_BITS{1'b0}};
         end
-        last_e_reg <= {CH_BITS{1'b0}};
-        last_o_reg <= {CH_BITS{1'b0}};
     end
 end
 
@@ -568,13 +617,27 @@ reg  [LANE_BITS_P-1:0] rec_lane_reg = {LANE_BITS_P{1'b0}};
 reg  [ENTRY_W-1:0]     rec_entry_reg = {ENTRY_W{1'b0}};
 
 localparam LANE_BYTES = LANE_W / 8;
-wire [ROW_W-1:0]   w_row_data = {{(ROW_W-ENTRY_W){1'b0}}, w_entry_reg}
-    << ({{(32-LANE_BITS_P){1'b0}}, w_lane_reg} * LANE_W);
-wire [ROW_W/8-1:0] w_row_strb = {{(ROW_W/8-LANE_BYTES){1'b0}}, {LANE_BYTES{1'b1}}}
-    << ({{(32-LANE_BITS_P){1'b0}}, w_lane_reg} * LANE_BYTES);
-wire [31:0]        w_first_byte = {{(32-LANE_BITS_P){1'b0}}, w_lane_reg} * LANE_BYTES;
-wire [BEAT_BITS-1:0] w_first_beat = beat_of(w_first_byte);
-wire [BEAT_BITS-1:0] w_last_beat = beat_of(w_first_byte + LANE_BYTES - 1);
+// The entry in its lane of the row, its byte strobes, and the beats the lane spans: one
+// compare per lane against constants (a shift by a computed amount builds a barrel shifter).
+reg  [ROW_W-1:0]     w_row_data;
+reg  [ROW_W/8-1:0]   w_row_strb;
+reg  [BEAT_BITS-1:0] w_first_beat;
+reg  [BEAT_BITS-1:0] w_last_beat;
+integer              wl;
+always @* begin
+    w_row_data = {ROW_W{1'b0}};
+    w_row_strb = {(ROW_W/8){1'b0}};
+    w_first_beat = {BEAT_BITS{1'b0}};
+    w_last_beat = {BEAT_BITS{1'b0}};
+    for (wl = 0; wl < LANES; wl = wl + 1) begin
+        if (w_lane_reg == wl[LANE_BITS_P-1:0]) begin
+            w_row_data[wl*LANE_W +: ENTRY_W] = w_entry_reg;
+            w_row_strb[wl*LANE_BYTES +: LANE_BYTES] = {LANE_BYTES{1'b1}};
+            w_first_beat = beat_of(wl * LANE_BYTES);
+            w_last_beat = beat_of(wl * LANE_BYTES + LANE_BYTES - 1);
+        end
+    end
+end
 wire [CH_BITS-1:0] w_ch = row_channel(w_row_reg);
 wire               w_beat_take = w_valid_reg && m_axi_wready[w_ch];
 wire               w_is_last = w_beat_reg == w_last_beat;
@@ -653,6 +716,21 @@ end
 
 assign c_wr_ack = c_wr_ack_reg;
 
+// The beat being written: one compare per beat.
+reg [DATA_W-1:0] w_beat_data;
+reg [DB-1:0]     w_beat_strb;
+integer          wb;
+always @* begin
+    w_beat_data = {DATA_W{1'b0}};
+    w_beat_strb = {DB{1'b0}};
+    for (wb = 0; wb < BEATS; wb = wb + 1) begin
+        if (w_beat_reg == wb[BEAT_BITS-1:0]) begin
+            w_beat_data = w_row_data[wb*DATA_W +: DATA_W];
+            w_beat_strb = w_row_strb[wb*DB +: DB];
+        end
+    end
+end
+
 generate
     for (g = 0; g < CHANNELS; g = g + 1) begin : g_wch
         wire mine = w_ch == g;
@@ -661,9 +739,8 @@ generate
         assign m_axi_awid[g*ID_W +: ID_W] = {ID_W{1'b0}};
         assign m_axi_awlen[g*8 +: 8] = {{(8-BEAT_BITS){1'b0}}, w_last_beat - w_first_beat};
         assign m_axi_awvalid[g] = aw_valid_reg && mine;
-        assign m_axi_wdata[g*DATA_W +: DATA_W] =
-            w_row_data[{{(32-BEAT_BITS){1'b0}}, w_beat_reg}*DATA_W +: DATA_W];
-        assign m_axi_wstrb[g*DB +: DB] = w_row_strb[{{(32-BEAT_BITS){1'b0}}, w_beat_reg}*DB +: DB];
+        assign m_axi_wdata[g*DATA_W +: DATA_W] = w_beat_data;
+        assign m_axi_wstrb[g*DB +: DB] = w_beat_strb;
         assign m_axi_wlast[g] = w_is_last;
         assign m_axi_wvalid[g] = w_valid_reg && mine;
         assign m_axi_bready[g] = w_state_reg == W_RESP && mine;

@@ -26,6 +26,8 @@
 #        hw/scripts/formal.sh fifo regs            only these proofs (and their mutations)
 #        hw/scripts/formal.sh --list               the proofs and mutations
 #        YOSYS=... YOSYS_SMTBMC=... NLB_FORMAL_TIMEOUT=seconds (per solver run; 600)
+#        NLB_FORMAL_JOBS=n   solver runs at a time (the number of CPUs; the mutation checks
+#                            run one at a time)
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -90,6 +92,8 @@ mutants=(
     "rx_drop_cuts_frames|rx_drop|nlb_rx_drop.v|rx_drop_whole_frame|decides every beat by the room of its clock (cuts frames)|s/^assign m_dropping = s_valid \&\& (first_reg ? !room : dropping_reg);/assign m_dropping = s_valid \&\& !room;/"
     "rx_drop_first_lost|rx_drop|nlb_rx_drop.v|rx_drop_first rx_drop_whole_frame rx_drop_first_by_room|loses track of where frames start|s/^        first_reg <= s_last;/        first_reg <= 1'b0;/"
     "host_dma_event_past_host|host_dma|nlb_host_dma.v|host_dma_no_pass_ev host_dma_in_slot|writes an event into a slot the host did not give|s/^            if (!ev_ring_full) begin/            if (1'b1) begin/"
+    "host_dma_slot_mask|host_dma|nlb_host_dma.v|host_dma_in_slot host_dma_in_slot_cpl host_dma_no_pass host_dma_no_pass_ev|takes 2^log2 slots' worth of index bits (a ring's mask of slots, not of index bits)|s/^            ring_mask\[i\] = {28'd0, log2} > i;/            ring_mask[i] = (i >> log2) == 0;/"
+    "host_dma_stale_slot|host_dma|nlb_host_dma.v|host_dma_in_slot|takes an event while its slot's address summed ahead is stale (the clock after a completion)|s/ \&\& ev_work \&\& lo_fresh_reg;/ \&\& ev_work;/"
     "host_dma_burst_4k|host_dma|nlb_host_dma.v|host_dma_4k|lets a frame's burst run across a 4 KiB boundary|s/^wire \[6:0\]   burst_n = .*/wire [6:0]   burst_n = p_beats_reg < 9'd64 ? p_beats_reg[6:0] : 7'd64;/"
     "lookup_vip_bank_head|lookup|nlb_lookup.v|lookup_vip_bank|reads the VIP table in the bank of the descriptor at the FIFO head|s/^assign vip_rd_bank = sa\[F_BANK\];/assign vip_rd_bank = d_bank;/"
     "lookup_rule_bank_live|lookup|nlb_lookup.v|lookup_rule_bank|reads the rule table in the bank of the descriptor written now|s/^assign rule_rd_bank = se\[F_BANK\];/assign rule_rd_bank = s_user[0];/"
@@ -192,46 +196,90 @@ smt() {
     fi
 }
 
+# A proof's checks as jobs, NLB_FORMAL_JOBS at a time (the number of CPUs unless set): first
+# every selected proof's model, then every bmc, induction and cover run, the longest (the
+# lookup's, last in the list) first. Each job writes its table row to a file of its proof's
+# directory; the rows are printed in the list's order.
+njobs="${NLB_FORMAL_JOBS:-$(nproc 2>/dev/null || echo 1)}"
+slot() { while [ "$(jobs -rp | wc -l)" -ge "$njobs" ]; do wait -n || true; done; }
+# One row into a file: $1 file, then the row's fields.
+row_file() { local f="$1"; shift; printf '%-30s | %-58s | %-9s | %5s | %-34s | %7s\n' "$@" >"$f"; }
+
+# Job: the model of proof $1 into its directory; an empty model.smt2 is not left behind on failure.
+model_job() {
+    local p="$1" name block set dir t0
+    IFS='|' read -r name block set _ _ _ _ _ solver _ <<<"$p"
+    dir="$out/$name"
+    t0="$(now)"
+    if build_model "$p" "$dir" "$hw/rtl" ""; then
+        row_file "$dir/row.0" "$block" "$set" "model" "" "ok ($solver)" "$(since "$t0")"
+    else
+        rm -f "$dir/model.smt2"
+        row_file "$dir/row.0" "$block" "$set" "model" "" "ERROR (Yosys: $dir/yosys.log)" "$(since "$t0")"
+        echo 1 >"$dir/failed.0"
+    fi
+}
+
+# Job: check $2 (bmc, induction, cover) of proof $1 on its model.
+check_job() {
+    local p="$1" method="$2" name block set solver bmc_depth ind_depth cover_depth dir t0 result
+    IFS='|' read -r name block set _ _ _ _ _ solver bmc_depth ind_depth cover_depth _ <<<"$p"
+    dir="$out/$name"
+    t0="$(now)"
+    case "$method" in
+        bmc)
+            smt "$solver" "$dir/bmc.log" -t "$bmc_depth" --dump-vcd "$dir/bmc.vcd" "$dir/model.smt2"
+            result="$smt_status"
+            [ "$smt_status" = FAILED ] && result="FAILED: $smt_failed(bmc.vcd)"
+            [ "$smt_status" = PASSED ] || echo 1 >"$dir/failed.1"
+            row_file "$dir/row.1" "$block" "$set" "bmc" "$bmc_depth" "$result" "$(since "$t0")" ;;
+        induction)
+            smt "$solver" "$dir/induction.log" -i -t "$ind_depth" --dump-vcd "$dir/induction.vcd" \
+                "$dir/model.smt2"
+            result="$smt_status"
+            [ "$smt_status" = PASSED ] && result="PROVEN (unbounded)"
+            [ "$smt_status" = FAILED ] && result="FAILED: $smt_failed(induction.vcd)"
+            [ "$smt_status" = PASSED ] || echo 1 >"$dir/failed.2"
+            row_file "$dir/row.2" "$block" "$set" "induction" "$ind_depth" "$result" "$(since "$t0")" ;;
+        cover)
+            smt "$solver" "$dir/cover.log" -c -t "$cover_depth" --dump-vcd "$dir/cover%.vcd" \
+                "$dir/model.smt2"
+            local reached missed
+            reached="$(grep -c 'Reached cover statement' "$dir/cover.log.txt" || true)"
+            missed="$(sed -n 's/.*Unreached cover statement at \([^ ]*\).*/\1/p' "$dir/cover.log.txt" | tr '\n' ' ')"
+            result="$smt_status"
+            [ "$smt_status" = PASSED ] && result="all $reached reached"
+            [ "$smt_status" = FAILED ] && result="UNREACHED: $missed"
+            [ "$smt_status" = PASSED ] || echo 1 >"$dir/failed.3"
+            row_file "$dir/row.3" "$block" "$set" "cover" "$cover_depth" "$result" "$(since "$t0")" ;;
+    esac
+}
+
 if [ "$run_proofs" = 1 ]; then
-    for p in "${proofs[@]}"; do
-        IFS='|' read -r name block set top files params extra post solver bmc_depth ind_depth cover_depth _ <<<"$p"
-        selected "$name" || continue
-        dir="$out/$name"
-        rm -rf "$dir"
-        t0="$(now)"
-        if ! build_model "$p" "$dir" "$hw/rtl" ""; then
-            row "$block" "$set" "model" "" "ERROR (Yosys: $dir/yosys.log)" "$(since "$t0")"
-            failures=$((failures + 1))
-            continue
-        fi
-        row "$block" "$set" "model" "" "ok ($solver)" "$(since "$t0")"
-
-        t0="$(now)"
-        smt "$solver" "$dir/bmc.log" -t "$bmc_depth" --dump-vcd "$dir/bmc.vcd" "$dir/model.smt2"
-        result="$smt_status"
-        [ "$smt_status" = FAILED ] && result="FAILED: $smt_failed(bmc.vcd)"
-        [ "$smt_status" = PASSED ] || failures=$((failures + 1))
-        row "$block" "$set" "bmc" "$bmc_depth" "$result" "$(since "$t0")"
-
-        t0="$(now)"
-        smt "$solver" "$dir/induction.log" -i -t "$ind_depth" --dump-vcd "$dir/induction.vcd" \
-            "$dir/model.smt2"
-        result="$smt_status"
-        [ "$smt_status" = PASSED ] && result="PROVEN (unbounded)"
-        [ "$smt_status" = FAILED ] && result="FAILED: $smt_failed(induction.vcd)"
-        [ "$smt_status" = PASSED ] || failures=$((failures + 1))
-        row "$block" "$set" "induction" "$ind_depth" "$result" "$(since "$t0")"
-
-        t0="$(now)"
-        smt "$solver" "$dir/cover.log" -c -t "$cover_depth" --dump-vcd "$dir/cover%.vcd" \
-            "$dir/model.smt2"
-        reached="$(grep -c 'Reached cover statement' "$dir/cover.log.txt" || true)"
-        missed="$(sed -n 's/.*Unreached cover statement at \([^ ]*\).*/\1/p' "$dir/cover.log.txt" | tr '\n' ' ')"
-        result="$smt_status"
-        [ "$smt_status" = PASSED ] && result="all $reached reached"
-        [ "$smt_status" = FAILED ] && result="UNREACHED: $missed"
-        [ "$smt_status" = PASSED ] || failures=$((failures + 1))
-        row "$block" "$set" "cover" "$cover_depth" "$result" "$(since "$t0")"
+    chosen=()
+    for p in "${proofs[@]}"; do selected "${p%%|*}" && chosen+=("$p"); done
+    for p in "${chosen[@]}"; do
+        rm -rf "${out:?}/${p%%|*}"
+        mkdir -p "$out/${p%%|*}"
+        slot
+        model_job "$p" &
+    done
+    wait
+    for ((i = ${#chosen[@]} - 1; i >= 0; i--)); do
+        p="${chosen[$i]}"
+        [ -s "$out/${p%%|*}/model.smt2" ] || continue
+        for method in bmc induction cover; do
+            slot
+            check_job "$p" "$method" &
+        done
+    done
+    wait
+    for p in "${chosen[@]}"; do
+        for k in 0 1 2 3; do
+            f="$out/${p%%|*}/row.$k"
+            [ -f "$f" ] && rows+=("$(cat "$f")")
+            [ -f "$out/${p%%|*}/failed.$k" ] && failures=$((failures + 1))
+        done
     done
 fi
 

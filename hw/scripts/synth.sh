@@ -34,8 +34,12 @@ if ! command -v "$yosys" >/dev/null 2>&1; then
     exit 2
 fi
 
-# What to synthesise: "label|top|chparam arguments|what it is". Modules without an entry are
-# synthesised once with their defaults.
+# What to synthesise: "label|top|chparam arguments|what it is[|noshare]". Modules without an
+# entry are synthesised once with their defaults. "noshare" runs synth_xilinx without its
+# `share` pass: at the production geometries `share` tries to merge the tens of read ports of
+# the stages' id memories and runs for hours (its SAT search over activation patterns).
+# Merging read ports only puts muxes in front of one port, so the levels without it are the
+# design's own; the LUT count may be a little higher than with it.
 configs=(
     "nlb_flow_hash|nlb_flow_hash||flow hash, 6-stage pipeline"
     "nlb_mul_const_csa (MIX_MUL1)|nlb_mul_const_csa|-set CONST 32'h85ebca6b|carry-save multiply by the first mix constant (combinational; inside stage 3 of the hash)"
@@ -50,10 +54,10 @@ configs=(
     "nlb_table_cmd|nlb_table_cmd||decode of a table/conntrack cmd word (combinational, inside nlb_regs and nlb_conntrack)"
     "nlb_spi_flash|nlb_spi_flash||SPI flash controller, the spi_flash block on nlb_regs' extension bus"
     "nlb_top (sim profile)|nlb_top||the whole pipeline with every table of the sim profile"
-    "nlb_mem_stage (u280 connections)|nlb_mem_stage|-set STATE_W 580 -set CHANNELS 16 -set ROW_BITS 24 -set SLOTS 512|connection-table stage: 16 HBM ports, 512 packets, 1536-bit rows, write record"
+    "nlb_mem_stage (u280 connections)|nlb_mem_stage|-set STATE_W 580 -set CHANNELS 16 -set ROW_BITS 24 -set SLOTS 512|connection-table stage: 16 HBM ports, 512 packets, 1536-bit rows, write record|noshare"
     "nlb_mem_stage (u280 Maglev)|nlb_mem_stage|-set STATE_W 580 -set ROW_W 256 -set DATA_W 256 -set LANE_W 16 -set ENTRY_W 16 -set ROW_SHIFT 5 -set ROW_BITS 22 -set CHANNELS 4 -set SLOTS 512|Maglev stage: 4 HBM ports, 512 packets, 16-slot rows"
     "nlb_mem_ram (sim connections)|nlb_mem_ram||on-chip connection table behind its AXI4 port: 4096 rows of 1536 bits"
-    "nlb_lookup (u280, HBM)|nlb_lookup|-set VIP_BUCKETS 4096 -set RULES 4096 -set POOLS 2048 -set MAGLEV_SLOTS 33554432 -set BACKENDS 65536 -set CT_BUCKETS 16777216 -set CT_CHANNELS 16 -set CT_DATA_W 256 -set CT_SLOTS 512 -set MG_CHANNELS 4 -set MG_SLOTS 512|lookup pipeline of the u280 profile with both memory stages on HBM ports (table memories outside)"
+    "nlb_lookup (u280, HBM)|nlb_lookup|-set VIP_BUCKETS 4096 -set RULES 4096 -set POOLS 2048 -set MAGLEV_SLOTS 33554432 -set BACKENDS 65536 -set CT_BUCKETS 16777216 -set CT_CHANNELS 16 -set CT_DATA_W 256 -set CT_SLOTS 512 -set MG_CHANNELS 4 -set MG_SLOTS 512|lookup pipeline of the u280 profile with both memory stages on HBM ports (table memories outside)|noshare"
 )
 
 work="$(mktemp -d)"
@@ -73,7 +77,7 @@ for file in "$rtl"/*.v "$rtl"/*.sv; do
     top="$(basename "${file%.*}")"
     found=0
     for c in "${configs[@]}"; do
-        IFS='|' read -r _ ctop _ _ <<<"$c"
+        IFS='|' read -r _ ctop _ _ _ <<<"$c"
         [ "$ctop" = "$top" ] && found=1
     done
     [ "$found" -eq 1 ] || configs+=("$top|$top||defaults")
@@ -82,7 +86,7 @@ done
 rows=()
 paths=()
 for c in "${configs[@]}"; do
-    IFS='|' read -r label top params what <<<"$c"
+    IFS='|' read -r label top params what mode <<<"$c"
     wanted "$top" || wanted "$label" || continue
     tag="$(echo "$label" | tr -c 'A-Za-z0-9_\n' '_')"
     echo "synth: $label ..." >&2
@@ -90,10 +94,19 @@ for c in "${configs[@]}"; do
     [ -n "$params" ] && chparam="chparam $params $top;"
     json=""
     [ -n "${SYNTH_DEEP:-}" ] && json="write_json $work/$tag.json;"
+    synth_opts="-family xcup -flatten -noiopad -nowidelut -top $top"
+    synth="synth_xilinx $synth_opts;"
+    if [ "${mode:-}" = "noshare" ]; then
+        # synth_xilinx's own steps, its "coarse" step without `share`.
+        synth="synth_xilinx $synth_opts -run begin:coarse;
+            techmap -map +/cmp2lut.v -map +/cmp2lcu.v -D LUT_WIDTH=6; alumacc; opt;
+            memory -nomap; opt_clean;
+            synth_xilinx $synth_opts -run map_memory:;"
+    fi
     if ! "$yosys" -q -l "$work/$tag.log" -p "
         read_verilog -I$rtl $rtl/*.v;
         $chparam
-        synth_xilinx -family xcup -flatten -noiopad -nowidelut -top $top;
+        $synth
         tee -q -o $work/$tag.stat stat;
         tee -q -o $work/$tag.ltp ltp w:* t:* %u t:FD* %d t:SRL* %d t:RAMB* %d t:BUFG* %d;
         $json
