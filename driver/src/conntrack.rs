@@ -28,7 +28,7 @@ use crate::discovery::DeviceInfo;
 use crate::loader::{cmd_at, CMD_INDEX_MAX};
 use crate::rings::{HostRings, RingError};
 use nlb_hw::blocks::conntrack as win;
-use nlb_hw::ct_words::pack_ct;
+use nlb_hw::ct_words::{pack_ct, unpack_ct};
 use nlb_hw::enums::{DmaCmd, Event, KeyType, TableCmd};
 use nlb_hw::layouts::{CmdDesc, CtEntry, EventRecord, LearnEvent};
 use nlb_hw::{FlowKey, LayoutError};
@@ -492,8 +492,9 @@ impl Conntrack {
                     });
                 }
                 let data = &r[at + 1..at + 1 + WORDS];
-                // Words that do not decode (never written since power-up) count as free.
-                let entry = CtEntry::unpack(data).unwrap_or_default();
+                // Any words decode (every field is a plain integer); never-written ones as
+                // whatever they hold, usually not valid.
+                let entry = unpack_ct(data);
                 set_entry(
                     &mut self.entries,
                     &mut self.open,
@@ -537,8 +538,9 @@ impl Conntrack {
             let w = &mut words[..n as usize * WORDS];
             rings.read_data(0, w)?;
             for (k, e) in w.chunks(WORDS).enumerate() {
-                // Words that do not decode (never written since power-up) count as free.
-                let entry = CtEntry::unpack(e).unwrap_or_default();
+                // With shifts, not the generated bit-slice code: attach decodes every entry
+                // of the table (64 Mi at the `u280` profile).
+                let entry = unpack_ct(e);
                 set_entry(
                     &mut self.entries,
                     &mut self.open,

@@ -67,7 +67,8 @@ proofs=(
 )
 
 # ---- the mutation checks -------------------------------------------------------------------
-# "name|proof|RTL file|assertions that must catch it (any of, space separated)|the bug|
+# "name|proof[:bmc depth, when this bug needs more clocks to show than the proof's mutation
+#  depth]|RTL file|assertions that must catch it (any of, space separated)|the bug|
 #  sed expression (applied to a copy; last, so that it may contain |)"
 mutants=(
     "fifo_ready_when_full|fifo4|nlb_fifo.v|fifo_ready|takes a beat while full and drops it|s/^assign s_ready = !full;/assign s_ready = 1'b1;/"
@@ -92,7 +93,7 @@ mutants=(
     "rx_drop_cuts_frames|rx_drop|nlb_rx_drop.v|rx_drop_whole_frame|decides every beat by the room of its clock (cuts frames)|s/^assign m_dropping = s_valid \&\& (first_reg ? !room : dropping_reg);/assign m_dropping = s_valid \&\& !room;/"
     "rx_drop_first_lost|rx_drop|nlb_rx_drop.v|rx_drop_first rx_drop_whole_frame rx_drop_first_by_room|loses track of where frames start|s/^        first_reg <= s_last;/        first_reg <= 1'b0;/"
     "host_dma_event_past_host|host_dma|nlb_host_dma.v|host_dma_no_pass_ev host_dma_in_slot|writes an event into a slot the host did not give|s/^            if (!ev_ring_full) begin/            if (1'b1) begin/"
-    "host_dma_slot_mask|host_dma|nlb_host_dma.v|host_dma_in_slot host_dma_in_slot_cpl host_dma_no_pass host_dma_no_pass_ev|takes 2^log2 slots' worth of index bits (a ring's mask of slots, not of index bits)|s/^            ring_mask\[i\] = {28'd0, log2} > i;/            ring_mask[i] = (i >> log2) == 0;/"
+    "host_dma_slot_mask|host_dma:14|nlb_host_dma.v|host_dma_in_slot host_dma_in_slot_cpl host_dma_no_pass host_dma_no_pass_ev|takes 2^log2 slots' worth of index bits (a ring's mask of slots, not of index bits)|s/^            ring_mask\[i\] = {28'd0, log2} > i;/            ring_mask[i] = (i >> log2) == 0;/"
     "host_dma_stale_slot|host_dma|nlb_host_dma.v|host_dma_in_slot|takes an event while its slot's address summed ahead is stale (the clock after a completion)|s/ \&\& ev_work \&\& lo_fresh_reg;/ \&\& ev_work;/"
     "host_dma_burst_4k|host_dma|nlb_host_dma.v|host_dma_4k|lets a frame's burst run across a 4 KiB boundary|s/^wire \[6:0\]   burst_n = .*/wire [6:0]   burst_n = p_beats_reg < 9'd64 ? p_beats_reg[6:0] : 7'd64;/"
     "lookup_vip_bank_head|lookup|nlb_lookup.v|lookup_vip_bank|reads the VIP table in the bank of the descriptor at the FIFO head|s/^assign vip_rd_bank = sa\[F_BANK\];/assign vip_rd_bank = d_bank;/"
@@ -288,11 +289,16 @@ if [ "$run_mutants" = 1 ]; then
     trap 'rm -rf "$tmp"' EXIT
     for m in "${mutants[@]}"; do
         IFS='|' read -r mname proof file expect what expr <<<"$m"
+        own_depth=""
+        if [[ "$proof" == *:* ]]; then
+            own_depth="${proof#*:}"
+            proof="${proof%%:*}"
+        fi
         selected "$proof" || continue
         pline=""
         for p in "${proofs[@]}"; do [ "${p%%|*}" = "$proof" ] && pline="$p"; done
         IFS='|' read -r _ block _ _ _ _ _ _ solver bmc_depth _ _ mutant_depth <<<"$pline"
-        bmc_depth="${mutant_depth:-$bmc_depth}"
+        bmc_depth="${own_depth:-${mutant_depth:-$bmc_depth}}"
         dir="$out/mutant-$mname"
         rm -rf "$dir" "$tmp/rtl"
         cp -r "$hw/rtl" "$tmp/rtl"
