@@ -25,7 +25,13 @@ def main():
         sys.exit(__doc__)
     netlist, top = sys.argv[1], sys.argv[2]
     limit = int(sys.argv[3]) if len(sys.argv) > 3 else 12
-    module = json.load(open(netlist))["modules"][top]
+    modules = json.load(open(netlist))["modules"]
+    # With parameters set on it (chparam), Yosys may name the top `$paramod\<top>\...`: then
+    # the module marked top.
+    module = modules.get(top) or next(
+        (m for m in modules.values() if m.get("attributes", {}).get("top")), None)
+    if module is None:
+        sys.exit(f"deep_paths.py: no module {top} (nor one marked top) in {netlist}")
     cells = module["cells"]
 
     # A readable name per net bit: a source name (no '$') when there is one.

@@ -144,7 +144,9 @@ for c in "${configs[@]}"; do
         }' "$work/$tag.ltp")"
     IFS='|' read -r n lut carry from to <<<"$levels"
     if [ -n "${SYNTH_DEEP:-}" ]; then
-        python3 "$here/deep_paths.py" "$work/$tag.json" "$top" "$SYNTH_DEEP" >&2
+        # A failure here must not lose the run's figures (printed below).
+        python3 "$here/deep_paths.py" "$work/$tag.json" "$top" "$SYNTH_DEEP" >&2 \
+            || echo "synth.sh: the deep-path listing failed for $label" >&2
     fi
     rows+=("$row $n |")
     paths+=("| $label | $n | $lut LUT + $carry CARRY4 | \`$from\` → \`$to\` | $what |")
