@@ -224,36 +224,28 @@ model_job() {
 # Job: check $2 (bmc, induction, cover) of proof $1 on its model.
 check_job() {
     local p="$1" method="$2" name block set solver bmc_depth ind_depth cover_depth dir t0 result
+    local k depth flags vcd
     IFS='|' read -r name block set _ _ _ _ _ solver bmc_depth ind_depth cover_depth _ <<<"$p"
     dir="$out/$name"
-    t0="$(now)"
     case "$method" in
-        bmc)
-            smt "$solver" "$dir/bmc.log" -t "$bmc_depth" --dump-vcd "$dir/bmc.vcd" "$dir/model.smt2"
-            result="$smt_status"
-            [ "$smt_status" = FAILED ] && result="FAILED: $smt_failed(bmc.vcd)"
-            [ "$smt_status" = PASSED ] || echo 1 >"$dir/failed.1"
-            row_file "$dir/row.1" "$block" "$set" "bmc" "$bmc_depth" "$result" "$(since "$t0")" ;;
-        induction)
-            smt "$solver" "$dir/induction.log" -i -t "$ind_depth" --dump-vcd "$dir/induction.vcd" \
-                "$dir/model.smt2"
-            result="$smt_status"
-            [ "$smt_status" = PASSED ] && result="PROVEN (unbounded)"
-            [ "$smt_status" = FAILED ] && result="FAILED: $smt_failed(induction.vcd)"
-            [ "$smt_status" = PASSED ] || echo 1 >"$dir/failed.2"
-            row_file "$dir/row.2" "$block" "$set" "induction" "$ind_depth" "$result" "$(since "$t0")" ;;
-        cover)
-            smt "$solver" "$dir/cover.log" -c -t "$cover_depth" --dump-vcd "$dir/cover%.vcd" \
-                "$dir/model.smt2"
-            local reached missed
-            reached="$(grep -c 'Reached cover statement' "$dir/cover.log.txt" || true)"
-            missed="$(sed -n 's/.*Unreached cover statement at \([^ ]*\).*/\1/p' "$dir/cover.log.txt" | tr '\n' ' ')"
-            result="$smt_status"
-            [ "$smt_status" = PASSED ] && result="all $reached reached"
-            [ "$smt_status" = FAILED ] && result="UNREACHED: $missed"
-            [ "$smt_status" = PASSED ] || echo 1 >"$dir/failed.3"
-            row_file "$dir/row.3" "$block" "$set" "cover" "$cover_depth" "$result" "$(since "$t0")" ;;
+        bmc) k=1; depth="$bmc_depth"; flags=(-t "$depth"); vcd=bmc.vcd ;;
+        induction) k=2; depth="$ind_depth"; flags=(-i -t "$depth"); vcd=induction.vcd ;;
+        cover) k=3; depth="$cover_depth"; flags=(-c -t "$depth"); vcd='cover%.vcd' ;;
     esac
+    t0="$(now)"
+    smt "$solver" "$dir/$method.log" "${flags[@]}" --dump-vcd "$dir/$vcd" "$dir/model.smt2"
+    result="$smt_status"
+    case "$method/$smt_status" in
+        induction/PASSED) result="PROVEN (unbounded)" ;;
+        cover/PASSED)
+            result="all $(grep -c 'Reached cover statement' "$dir/cover.log.txt" || true) reached" ;;
+        cover/FAILED)
+            result="UNREACHED: $(sed -n 's/.*Unreached cover statement at \([^ ]*\).*/\1/p' \
+                "$dir/cover.log.txt" | tr '\n' ' ')" ;;
+        */FAILED) result="FAILED: $smt_failed($vcd)" ;;
+    esac
+    [ "$smt_status" = PASSED ] || echo 1 >"$dir/failed.$k"
+    row_file "$dir/row.$k" "$block" "$set" "$method" "$depth" "$result" "$(since "$t0")"
 }
 
 if [ "$run_proofs" = 1 ]; then
