@@ -788,9 +788,9 @@ nlb_counters #(
     .s_res_backend(m_res_backend),
     .s_res_len(m_res_len),
     .s_room(counters_room),
-    .s_drop_valid(drop_cnt_valid_reg),
-    .s_drop_reason(drop_cnt_reason_reg),
-    .s_drop_len(drop_cnt_len),
+    .s_drop_valid(drop_sum_valid_reg),
+    .s_drop_reason(drop_sum_reason_reg),
+    .s_drop_len(drop_sum_len_reg),
     .ext_wr_req(ext_wr_req && ext_wr_cnt),
     .ext_wr_addr(ext_wr_addr),
     .ext_wr_data(ext_wr_data),
@@ -1012,17 +1012,26 @@ reg        drop_cnt_valid_reg = 1'b0;
 reg [4:0]  drop_cnt_reason_reg = 5'd0;
 reg [LW-1:0] drop_cnt_base_reg = {LW{1'b0}};
 reg [KEEP_WIDTH-1:0] drop_cnt_keep_reg = {KEEP_WIDTH{1'b0}};
-// The last beat's bytes (tkeep is contiguous from bit 0).
+// The last beat's bytes. tkeep is contiguous from bit 0, so they are where its ones end: the
+// position of the last one, encoded (a sum of the 64 bits was a tree of adds).
 function [6:0] keep_bytes(input [KEEP_WIDTH-1:0] k);
     integer b;
+    reg [KEEP_WIDTH:0] kk;
     begin
         keep_bytes = 7'd0;
+        kk = {1'b0, k};
         for (b = 0; b < KEEP_WIDTH; b = b + 1) begin
-            keep_bytes = keep_bytes + {6'd0, k[b]};
+            if (kk[b] && !kk[b+1]) begin
+                keep_bytes = keep_bytes | b[6:0] + 7'd1;
+            end
         end
     end
 endfunction
+// The dropped frame's length into a register before the counters (whose drop sums add it).
 wire [LW-1:0] drop_cnt_len = drop_cnt_base_reg + {{(LW-7){1'b0}}, keep_bytes(drop_cnt_keep_reg)};
+reg           drop_sum_valid_reg = 1'b0;
+reg [4:0]     drop_sum_reason_reg = 5'd0;
+reg [LW-1:0]  drop_sum_len_reg = {LW{1'b0}};
 // The length of the dropped frame so far, this beat's full 64 bytes included.
 wire [LW-1:0] drop_len_so_far = (drop_now ? {LW{1'b0}} : drop_len_reg);
 
@@ -1056,6 +1065,9 @@ always @(posedge clk) begin
         drop_len_reg <= drop_len_so_far + {{(LW-7){1'b0}}, 7'd64};
     end
     drop_cnt_valid_reg <= dropping && beat_last;
+    drop_sum_valid_reg <= drop_cnt_valid_reg;
+    drop_sum_reason_reg <= drop_cnt_reason_reg;
+    drop_sum_len_reg <= drop_cnt_len;
     if (dropping && beat_last) begin
         drop_cnt_reason_reg <= drop_now ? drop_reason : drop_frame_reason_reg;
         drop_cnt_base_reg <= drop_len_so_far;
@@ -1071,6 +1083,7 @@ always @(posedge clk) begin
         rx_seq_reg <= 32'd0;
         drop_valid_reg <= 1'b0;
         drop_cnt_valid_reg <= 1'b0;
+        drop_sum_valid_reg <= 1'b0;
     end
 end
 
