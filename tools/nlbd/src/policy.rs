@@ -34,6 +34,7 @@ use super::controller::{Controller, LoadOutcome};
 use super::health::LatencyHistogram;
 use flowtable_compiler::{Compiled, LiveLoad, PoolKind};
 use std::collections::{BTreeMap, HashMap};
+use nlb_driver::conntrack::PairCounts;
 use std::ops::Range;
 use std::time::Duration;
 
@@ -179,8 +180,8 @@ impl ServiceIndex {
     /// service, are left out.
     pub fn live_load(
         &self,
-        open: &HashMap<(u16, u16), u32>,
-        closed: &HashMap<(u16, u16), u32>,
+        open: &PairCounts,
+        closed: &PairCounts,
     ) -> (LiveLoad, u64) {
         let mut counts = vec![0u64; self.names.len()];
         let mut total = 0;
@@ -288,8 +289,8 @@ impl PolicyRuntime {
         &mut self,
         controller: &mut Controller,
         dev: &mut D,
-        open: &HashMap<(u16, u16), u32>,
-        closed: &HashMap<(u16, u16), u32>,
+        open: &PairCounts,
+        closed: &PairCounts,
         now: f64,
     ) -> Option<Result<Refreshed, super::controller::ControllerError>> {
         let started = std::time::Instant::now();
