@@ -1059,6 +1059,31 @@ mod tests {
         assert!(Keys::new("/a b/").is_err());
     }
 
+    /// An order written before bitstream upgrades existed (`binary`, no `kind`) is an nlbd
+    /// executable's, so hosts and nlbctl of either version read each other's orders.
+    #[test]
+    fn upgrade_orders_of_both_kinds_decode() {
+        let old: UpgradeOrder = serde_json::from_str(
+            r#"{"id":"1-2","binary":"/opt/nlbd","sha256":"ab","result":{"ok":false,"message":"no","at_unix_ms":3}}"#,
+        )
+        .unwrap();
+        assert_eq!(old.kind, UpgradeKind::Binary);
+        assert_eq!(old.file, "/opt/nlbd");
+        assert_eq!(old.build_id, None);
+        assert!(!old.result.unwrap().changed);
+        let new = UpgradeOrder {
+            id: "1-3".into(),
+            kind: UpgradeKind::Bitstream,
+            file: "/opt/nlb_top.bit".into(),
+            sha256: "cd".into(),
+            build_id: Some(0x0B17_0002),
+            result: None,
+        };
+        let text = serde_json::to_string(&new).unwrap();
+        assert!(text.contains(r#""kind":"bitstream""#), "{text}");
+        assert_eq!(serde_json::from_str::<UpgradeOrder>(&text).unwrap(), new);
+    }
+
     #[test]
     fn keys_classify() {
         let k = Keys::new("/nlb/").unwrap();
