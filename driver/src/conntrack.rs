@@ -221,6 +221,32 @@ pub struct Conntrack {
     via_dma: bool,
 }
 
+/// Decodes packed entries (`WORDS` words each) into `out`, on every CPU for a large batch:
+/// attach decodes the whole table (64 Mi entries at the `u280` profile). With shifts, not the
+/// generated bit-slice code.
+fn decode_entries(words: &[u32], out: &mut [CtEntry]) {
+    // Below this, starting threads costs more than the decoding.
+    const PER_THREAD_MIN: usize = 16 * 1024;
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(out.len() / PER_THREAD_MIN)
+        .max(1);
+    let decode = |words: &[u32], out: &mut [CtEntry]| {
+        for (e, w) in out.iter_mut().zip(words.chunks_exact(WORDS)) {
+            *e = unpack_ct(w);
+        }
+    };
+    if threads == 1 {
+        return decode(words, out);
+    }
+    let per = out.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        for (o, w) in out.chunks_mut(per).zip(words.chunks(per * WORDS)) {
+            scope.spawn(move || decode(w, o));
+        }
+    });
+}
+
 /// Whether an entry is an open connection: valid, and no FIN or RST seen.
 fn is_open(e: &CtEntry) -> bool {
     e.valid && e.flags & FLAG_CLOSED == 0
@@ -529,6 +555,7 @@ impl Conntrack {
     ) -> Result<(), ConntrackError> {
         let per = (rings.data_len() / (WORDS * 4)).max(1) as u32;
         let mut words = vec![0u32; per as usize * WORDS];
+        let mut decoded = vec![CtEntry::default(); per as usize];
         let mut first = range.start;
         while first < range.end {
             let n = (range.end - first).min(per);
@@ -542,16 +569,15 @@ impl Conntrack {
             rings.execute(dev, COMMAND_TIMEOUT)?;
             let w = &mut words[..n as usize * WORDS];
             rings.read_data(0, w)?;
-            for (k, e) in w.chunks(WORDS).enumerate() {
-                // With shifts, not the generated bit-slice code: attach decodes every entry
-                // of the table (64 Mi at the `u280` profile).
-                let entry = unpack_ct(e);
+            let out = &mut decoded[..n as usize];
+            decode_entries(w, out);
+            for (k, entry) in out.iter().enumerate() {
                 set_entry(
                     &mut self.entries,
                     &mut self.open,
                     &mut self.closed,
                     first + k as u32,
-                    entry,
+                    *entry,
                 );
             }
             first += n;
