@@ -14,7 +14,8 @@
 #        YOSYS=/path/to/yosys hw/scripts/synth.sh
 #        SYNTH_DEEP=12 hw/scripts/synth.sh nlb_top   also list every register (and output
 #                                        port) whose input is more than 12 levels deep, with a
-#                                        path each (hw/scripts/deep_paths.py; needs python3)
+#                                        path each (hw/scripts/deep_paths.py; needs python3); the
+#                                        netlist is kept in target/synth/ to list them again
 #
 # Logic levels: cells on the longest combinational path between sequential elements (flip-flops,
 # shift-register LUTs, block RAM), each LUT and each CARRY4 counting one, as Vivado counts
@@ -148,6 +149,10 @@ for c in "${configs[@]}"; do
         # A failure here must not lose the run's figures (printed below).
         python3 "$here/deep_paths.py" "$work/$tag.json" "$top" "$SYNTH_DEEP" >&2 \
             || echo "synth.sh: the deep-path listing failed for $label" >&2
+        # Kept, to list the paths again without another run (DEEP_FULL=1 prints them whole).
+        mkdir -p "$top_dir/target/synth"
+        cp "$work/$tag.json" "$top_dir/target/synth/$tag.json"
+        echo "synth.sh: netlist kept: hw/scripts/deep_paths.py target/synth/$tag.json $top $SYNTH_DEEP" >&2
     fi
     rows+=("$row $n |")
     paths+=("| $label | $n | $lut LUT + $carry CARRY4 | \`$from\` → \`$to\` | $what |")
