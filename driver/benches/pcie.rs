@@ -18,12 +18,12 @@ use nlb_driver::device::Device;
 use nlb_driver::discover;
 use nlb_driver::loader::{Loader, LoaderOptions};
 use nlb_driver::model::ModelHandle;
-use nlb_driver::pcie::{thread_cpu, PcieStats};
+use nlb_driver::pcie::{process_cpu, PcieStats};
 use nlb_driver::rings::{HostRings, RingSizes};
 use nlb_hw::enums::{Affinity, Delivery};
 use nlb_hw::layouts::{BackendEntry, CtEntry, MaglevSlot, PoolEntry, RuleEntry, VipEntry};
 use nlb_hw::{NicSettings, Profile, Tables};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Every entry of every table of `p` set (a worst case: a delta from empty writes them all).
 fn full_image(p: &'static Profile) -> Tables {
@@ -85,14 +85,20 @@ fn full_image(p: &'static Profile) -> Tables {
     t
 }
 
-fn report(what: &str, cpu: Duration, device_cpu: Duration, used: &PcieStats) {
-    let host = cpu.saturating_sub(device_cpu);
+/// One line of figures. The host's CPU is every thread's (the simulated device's own work,
+/// done inline, left out), and the cost model adds it serially to the PCIe stalls: as if one
+/// thread did it all, whatever the threads. The wall time (the device's work left out) says
+/// what the threads bought, on an idle machine.
+fn report(what: &str, m: &Measured, used: &PcieStats) {
+    let host = m.cpu.saturating_sub(m.device_cpu);
+    let wall = m.wall.saturating_sub(m.device_cpu);
     let model = used.serial_ns(host.as_secs_f64() * 1e9) / 1e6;
     println!(
-        "{what:<46} host CPU {:>8.1} ms | on the cost model {:>8.1} ms \
+        "{what:<46} host CPU {:>8.1} ms (wall {:>8.1} ms) | on the cost model {:>8.1} ms \
          (register reads {}, writes {}: {:.1} ms stalled; DMA {} reads / {} MB, {} writes / {} MB: \
          {:.1} ms latency + {:.1} ms link)",
         host.as_secs_f64() * 1e3,
+        wall.as_secs_f64() * 1e3,
         model,
         used.mmio_reads,
         used.mmio_writes,
@@ -106,17 +112,36 @@ fn report(what: &str, cpu: Duration, device_cpu: Duration, used: &PcieStats) {
     );
 }
 
-/// Runs `f`, returning (thread CPU, the simulated device's CPU inside it, PCIe use).
+/// What one measured call took.
+struct Measured {
+    /// CPU of every thread of the process.
+    cpu: Duration,
+    /// The simulated device's CPU inside it (on the calling thread).
+    device_cpu: Duration,
+    /// Wall time.
+    wall: Duration,
+}
+
+/// Runs `f`, returning its result, what it took and the PCIe use.
 fn measure<R>(
     dev: &mut ModelHandle,
     f: impl FnOnce(&mut ModelHandle) -> R,
-) -> (R, Duration, Duration, PcieStats) {
+) -> (R, Measured, PcieStats) {
     let before = dev.pcie();
-    let c0 = thread_cpu();
+    let (c0, w0) = (process_cpu(), Instant::now());
     let r = f(dev);
-    let cpu = thread_cpu().saturating_sub(c0);
+    let (cpu, wall) = (process_cpu().saturating_sub(c0), w0.elapsed());
     let used = dev.pcie().since(&before);
-    (r, cpu, Duration::from_nanos(used.device_cpu_ns), used)
+    let device_cpu = Duration::from_nanos(used.device_cpu_ns);
+    (
+        r,
+        Measured {
+            cpu,
+            device_cpu,
+            wall,
+        },
+        used,
+    )
 }
 
 fn by_dma(p: &'static Profile, conns: u32) {
@@ -124,17 +149,16 @@ fn by_dma(p: &'static Profile, conns: u32) {
     let mut dev = ModelHandle::new(p);
     discover(&mut dev).expect("discover");
     let mut rings = HostRings::attach(&mut dev, RingSizes::default(), false).expect("rings");
-    let (loader, cpu, dcpu, used) = measure(&mut dev, |d| {
+    let (loader, m, used) = measure(&mut dev, |d| {
         Loader::attach_dma(d, &mut rings, p, LoaderOptions::default()).expect("attach")
     });
     report(
         &format!("{}: attach, empty device (tables)", p.name),
-        cpu,
-        dcpu,
+        &m,
         &used,
     );
     let mut loader = loader;
-    let (r, cpu, dcpu, used) = measure(&mut dev, |d| {
+    let (r, m, used) = measure(&mut dev, |d| {
         loader
             .load_dma(d, &mut rings, &img, &NicSettings::default())
             .expect("load")
@@ -144,8 +168,7 @@ fn by_dma(p: &'static Profile, conns: u32) {
             "{}: full load by DMA ({} entries)",
             p.name, r.changed_entries
         ),
-        cpu,
-        dcpu,
+        &m,
         &used,
     );
     println!(
@@ -175,15 +198,14 @@ fn by_dma(p: &'static Profile, conns: u32) {
         }
     }
     let info = discover(&mut dev).expect("discover");
-    let (_, cpu, dcpu, used) = measure(&mut dev, |d| {
+    let (_, m, used) = measure(&mut dev, |d| {
         let l = Loader::attach_dma(d, &mut rings, p, LoaderOptions::default()).expect("attach");
         let c = Conntrack::attach_dma(d, &mut rings, &info, 1).expect("conntrack");
         (l.generation(), c.valid_count())
     });
     report(
         &format!("{}: attach (both banks + {} connections)", p.name, conns),
-        cpu,
-        dcpu,
+        &m,
         &used,
     );
 }
@@ -192,17 +214,16 @@ fn by_window(p: &'static Profile) {
     let img = full_image(p);
     let mut dev = ModelHandle::new(p);
     discover(&mut dev).expect("discover");
-    let (loader, cpu, dcpu, used) = measure(&mut dev, |d| {
+    let (loader, m, used) = measure(&mut dev, |d| {
         Loader::attach(d, p, LoaderOptions::default()).expect("attach")
     });
     report(
         &format!("{}: attach through the register window", p.name),
-        cpu,
-        dcpu,
+        &m,
         &used,
     );
     let mut loader = loader;
-    let (r, cpu, dcpu, used) = measure(&mut dev, |d| {
+    let (r, m, used) = measure(&mut dev, |d| {
         loader.load(d, &img, &NicSettings::default()).expect("load")
     });
     report(
@@ -210,8 +231,7 @@ fn by_window(p: &'static Profile) {
             "{}: full load through the window ({} entries)",
             p.name, r.changed_entries
         ),
-        cpu,
-        dcpu,
+        &m,
         &used,
     );
     println!(

@@ -1017,13 +1017,16 @@ reg [KEEP_WIDTH-1:0] drop_cnt_keep_reg = {KEEP_WIDTH{1'b0}};
 function [6:0] keep_bytes(input [KEEP_WIDTH-1:0] k);
     integer b;
     reg [KEEP_WIDTH:0] kk;
+    reg [6:0] count;  // b + 1, the bytes up to and including byte b
     begin
         keep_bytes = 7'd0;
         kk = {1'b0, k};
+        count = 7'd1;
         for (b = 0; b < KEEP_WIDTH; b = b + 1) begin
             if (kk[b] && !kk[b+1]) begin
-                keep_bytes = keep_bytes | b[6:0] + 7'd1;
+                keep_bytes = keep_bytes | count;
             end
+            count = count + 7'd1;
         end
     end
 endfunction

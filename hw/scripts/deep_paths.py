@@ -5,8 +5,10 @@ level. Yosys' `ltp` names only the single longest path; this lists every registe
 name) and output port whose input is deeper than a limit, each with one of its paths.
 
 Usage: deep_paths.py NETLIST.json TOP [LIMIT]   (LIMIT: list endpoints deeper than this; 12)
-hw/scripts/synth.sh runs it when SYNTH_DEEP=LIMIT is set.
+hw/scripts/synth.sh runs it when SYNTH_DEEP=LIMIT is set. Paths longer than 8 cells are shown
+cut in the middle; DEEP_FULL=1 shows them whole (one cell a line).
 """
+import os
 import json
 import sys
 from collections import defaultdict
@@ -109,8 +111,12 @@ def main():
     print(f"{top}: deepest endpoint {deepest} levels; {len(over)} endpoint groups above {limit}")
     for lv, group, label, cell in over:
         steps = path(cell)
-        shown = steps if len(steps) <= 8 else steps[:4] + ["..."] + steps[-3:]
         print(f"  {lv:3d}  {label}")
+        if os.environ.get("DEEP_FULL"):
+            for step in steps:
+                print(f"         {step}")
+            continue
+        shown = steps if len(steps) <= 8 else steps[:4] + ["..."] + steps[-3:]
         print("       " + " -> ".join(shown))
 
 

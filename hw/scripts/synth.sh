@@ -14,7 +14,8 @@
 #        YOSYS=/path/to/yosys hw/scripts/synth.sh
 #        SYNTH_DEEP=12 hw/scripts/synth.sh nlb_top   also list every register (and output
 #                                        port) whose input is more than 12 levels deep, with a
-#                                        path each (hw/scripts/deep_paths.py; needs python3)
+#                                        path each (hw/scripts/deep_paths.py; needs python3); the
+#                                        netlist is kept in target/synth/ to list them again
 #
 # Logic levels: cells on the longest combinational path between sequential elements (flip-flops,
 # shift-register LUTs, block RAM), each LUT and each CARRY4 counting one, as Vivado counts
@@ -58,6 +59,7 @@ configs=(
     "nlb_mem_stage (u280 Maglev)|nlb_mem_stage|-set STATE_W 580 -set ROW_W 256 -set DATA_W 256 -set LANE_W 16 -set ENTRY_W 16 -set ROW_SHIFT 5 -set ROW_BITS 22 -set CHANNELS 4 -set SLOTS 512|Maglev stage: 4 HBM ports, 512 packets, 16-slot rows"
     "nlb_mem_ram (sim connections)|nlb_mem_ram||on-chip connection table behind its AXI4 port: 4096 rows of 1536 bits"
     "nlb_lookup (u280, HBM)|nlb_lookup|-set VIP_BUCKETS 4096 -set RULES 4096 -set POOLS 2048 -set MAGLEV_SLOTS 33554432 -set BACKENDS 65536 -set CT_BUCKETS 16777216 -set CT_CHANNELS 16 -set CT_DATA_W 256 -set CT_SLOTS 512 -set MG_CHANNELS 4 -set MG_SLOTS 512|lookup pipeline of the u280 profile with both memory stages on HBM ports (table memories outside)|noshare"
+    "nlb_top (u280)|nlb_top|-set PROFILE_ID 2 -set VIP_BUCKETS 4096 -set RULES 4096 -set POOLS 2048 -set MAGLEV_SLOTS 33554432 -set BACKENDS 65536 -set CT_BUCKETS 16777216 -set QUEUE_DEPTH 4096 -set MEM_ONCHIP 0 -set CT_CHANNELS 16 -set CT_DATA_W 256 -set CT_SLOTS 512 -set MG_CHANNELS 4 -set MG_SLOTS 512 -set MAX_IN_FLIGHT 1024|the whole pipeline of the u280 profile: on-chip tables at their u280 sizes, connections and Maglev slots on HBM ports|noshare"
 )
 
 work="$(mktemp -d)"
@@ -147,6 +149,10 @@ for c in "${configs[@]}"; do
         # A failure here must not lose the run's figures (printed below).
         python3 "$here/deep_paths.py" "$work/$tag.json" "$top" "$SYNTH_DEEP" >&2 \
             || echo "synth.sh: the deep-path listing failed for $label" >&2
+        # Kept, to list the paths again without another run (DEEP_FULL=1 prints them whole).
+        mkdir -p "$top_dir/target/synth"
+        cp "$work/$tag.json" "$top_dir/target/synth/$tag.json"
+        echo "synth.sh: netlist kept: hw/scripts/deep_paths.py target/synth/$tag.json $top $SYNTH_DEEP" >&2
     fi
     rows+=("$row $n |")
     paths+=("| $label | $n | $lut LUT + $carry CARRY4 | \`$from\` → \`$to\` | $what |")

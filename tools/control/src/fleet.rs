@@ -11,8 +11,9 @@
 //!   health, SPEC R11.2), a JSON [`HealthReport`], with HOST's lease.
 //! - `PREFIX drain/NAME`: host NAME is drained (`nlbctl drain`), a JSON [`DrainRequest`]; no
 //!   lease: a drain outlives the host's restarts until `nlbctl drain --undo` deletes it.
-//! - `PREFIX upgrade/NAME`: the nlbd executable host NAME is to run (`nlbctl fleet upgrade
-//!   --binary`), a JSON [`UpgradeOrder`], with the host's answer in it; no lease.
+//! - `PREFIX upgrade/NAME`: the nlbd executable or the bitstream host NAME is to run (`nlbctl
+//!   fleet upgrade --binary` or `--bitstream`), a JSON [`UpgradeOrder`], with the host's answer
+//!   in it; no lease.
 //!
 //! Any other key under the prefix, and a value under one of these that does not decode, is
 //! reported ([`KeyProblem`]) and skipped: it never stops a reader (`nlbctl fleet status`, an
@@ -256,34 +257,67 @@ pub struct HostRecord {
     /// SHA-256 (hex) of the nlbd executable running.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub binary_sha256: String,
+    /// The build id of the image the card runs (its firmware-ID block's `build_id`: the
+    /// bitstream's USR_ACCESS word).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build_id: Option<u32>,
     /// When the record was written (milliseconds since the Unix epoch, the host's clock).
     pub updated_unix_ms: u64,
 }
 
-/// `PREFIX upgrade/NAME`: written by `nlbctl fleet upgrade --binary`, answered by host NAME
+/// `PREFIX upgrade/NAME`: written by `nlbctl fleet upgrade`, answered by host NAME
 /// (docs/fleet.md, "Rolling upgrades").
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UpgradeOrder {
     /// Unique per run of `nlbctl fleet upgrade`.
     pub id: String,
-    /// The executable, by the path every host sees it at.
-    pub binary: String,
+    /// What is replaced: nlbd, or the card's bitstream.
+    #[serde(default)]
+    pub kind: UpgradeKind,
+    /// The file (the executable or the bitstream), by the path every host sees it at.
+    #[serde(alias = "binary")]
+    pub file: String,
     /// Its SHA-256 (hex): the host refuses a file with another.
     pub sha256: String,
+    /// For a bitstream: its USR_ACCESS word, the build id the card reports once it runs it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build_id: Option<u32>,
     /// The host's answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result: Option<UpgradeResult>,
 }
 
+/// What an [`UpgradeOrder`] replaces.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum UpgradeKind {
+    /// The nlbd executable (`--binary`): nlbd executes the new file in its place.
+    #[default]
+    Binary,
+    /// The card's bitstream (`--bitstream`): nlbd writes it into the card's user flash slot,
+    /// reboots the card into it, and starts again to load the fleet's tables.
+    Bitstream,
+}
+
 /// A host's answer to an [`UpgradeOrder`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UpgradeResult {
-    /// It runs the executable (true), or refused it (false, nothing changed).
+    /// It runs the new file (true), or not (false).
     pub ok: bool,
+    /// When not `ok`: the host was changed all the same (a card rebooted into an image that
+    /// failed), so it must stay drained; false: nothing changed on it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub changed: bool,
     /// What happened, in words.
     pub message: String,
     /// When (milliseconds since the Unix epoch, the host's clock).
     pub at_unix_ms: u64,
+}
+
+/// SHA-256 (hex) of `bytes`.
+pub fn bytes_sha256(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    hex(&sha2::Sha256::digest(bytes))
 }
 
 /// SHA-256 (hex) of the file at `path`.
@@ -1023,6 +1057,31 @@ mod tests {
         assert_eq!(Keys::new("/nlb/").unwrap().hosts(), "/nlb/hosts/");
         assert!(Keys::new("").is_err());
         assert!(Keys::new("/a b/").is_err());
+    }
+
+    /// An order written before bitstream upgrades existed (`binary`, no `kind`) is an nlbd
+    /// executable's, so hosts and nlbctl of either version read each other's orders.
+    #[test]
+    fn upgrade_orders_of_both_kinds_decode() {
+        let old: UpgradeOrder = serde_json::from_str(
+            r#"{"id":"1-2","binary":"/opt/nlbd","sha256":"ab","result":{"ok":false,"message":"no","at_unix_ms":3}}"#,
+        )
+        .unwrap();
+        assert_eq!(old.kind, UpgradeKind::Binary);
+        assert_eq!(old.file, "/opt/nlbd");
+        assert_eq!(old.build_id, None);
+        assert!(!old.result.unwrap().changed);
+        let new = UpgradeOrder {
+            id: "1-3".into(),
+            kind: UpgradeKind::Bitstream,
+            file: "/opt/nlb_top.bit".into(),
+            sha256: "cd".into(),
+            build_id: Some(0x0B17_0002),
+            result: None,
+        };
+        let text = serde_json::to_string(&new).unwrap();
+        assert!(text.contains(r#""kind":"bitstream""#), "{text}");
+        assert_eq!(serde_json::from_str::<UpgradeOrder>(&text).unwrap(), new);
     }
 
     #[test]

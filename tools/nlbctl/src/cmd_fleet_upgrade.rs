@@ -1,27 +1,39 @@
-//! `nlbctl fleet upgrade --binary FILE`: a new nlbd on every host of the fleet, one host at a
-//! time (docs/fleet.md, "Rolling upgrades", SPEC R15.2).
+//! `nlbctl fleet upgrade --binary FILE` / `--bitstream FILE`: a new nlbd or a new card image on
+//! every host of the fleet, one host at a time (docs/fleet.md, "Rolling upgrades", SPEC R15.2).
 
 use crate::cmd_drain::{self, Host};
 use crate::common::{self, CliError};
-use nlb_control::fleet::{self, HostRecord, Store, UpgradeOrder};
+use nlb_control::fleet::{self, HostRecord, Store, UpgradeKind, UpgradeOrder};
 use std::time::{Duration, Instant};
 
-/// Replace nlbd on every host with FILE, one host at a time: drain it (`nlbctl drain`), have
-/// it check FILE (its SHA-256 and `FILE --version`) and execute it in place of itself, wait
-/// until it serves the live revision again with the fleet's tables digest and runs FILE,
-/// announce it again, then the next host.
+/// Replace nlbd (--binary) or the card's bitstream (--bitstream) on every host, one host at a
+/// time: drain it (`nlbctl drain`), have it check FILE and take it, wait until it serves the
+/// live revision again with the fleet's tables digest and runs FILE, announce it again, then
+/// the next host.
+///
+/// An nlbd executable is checked (its SHA-256 and `FILE --version`) and executed in place of
+/// the running nlbd. A bitstream is checked (its SHA-256, its format, the card's FPGA part),
+/// written into the card's user flash slot and booted (the card then reports the bitstream's
+/// USR_ACCESS word as its build id); the card comes back empty and nlbd starts again, loading
+/// the fleet's revision and health.
 ///
 /// FILE must be at the same path on every host. The first host that fails stops the upgrade:
 /// a host that refused FILE (nothing changed on it) is announced again; a host that did not
-/// come back stays drained; the hosts after it keep their nlbd and keep serving. Exit status 1
-/// then, naming the host and why.
+/// come back stays drained; the hosts after it keep what they run and keep serving. Exit
+/// status 1 then, naming the host and why.
 ///
-/// Example: nlbctl fleet upgrade --binary /opt/nlb/nlbd-0.2.0 --etcd 10.0.0.5:2379
+/// Examples: nlbctl fleet upgrade --binary /opt/nlb/nlbd-0.2.0 --etcd 10.0.0.5:2379
+///           nlbctl fleet upgrade --bitstream /opt/nlb/nlb_top-au280.bit --etcd 10.0.0.5:2379
 #[derive(clap::Args, Debug)]
+#[command(group(clap::ArgGroup::new("what").required(true).args(["binary", "bitstream"])))]
 pub struct Args {
     /// The new nlbd executable, by the path every host sees it at.
     #[arg(long, value_name = "FILE")]
-    binary: std::path::PathBuf,
+    binary: Option<std::path::PathBuf>,
+    /// The new bitstream (Vivado .bit or raw .bin, with a USR_ACCESS word), by the path every
+    /// host sees it at.
+    #[arg(long, value_name = "FILE")]
+    bitstream: Option<std::path::PathBuf>,
     #[command(flatten)]
     fleet: common::FleetStoreArgs,
     /// Only these hosts, in this order (comma-separated; default: every host, by name).
@@ -39,10 +51,21 @@ pub struct Args {
 /// Runs the subcommand.
 pub fn run(args: Args) -> Result<(), CliError> {
     let user = |e: &dyn std::fmt::Display| CliError::user(format!("error: {e}"));
-    let binary = std::fs::canonicalize(&args.binary)
-        .map_err(|e| user(&format!("{}: {e}", args.binary.display())))?;
+    let (kind, given) = match (&args.binary, &args.bitstream) {
+        (Some(f), _) => (UpgradeKind::Binary, f),
+        (None, Some(f)) => (UpgradeKind::Bitstream, f),
+        (None, None) => return Err(user(&"--binary FILE or --bitstream FILE is required")),
+    };
+    let file =
+        std::fs::canonicalize(given).map_err(|e| user(&format!("{}: {e}", given.display())))?;
     let sha256 =
-        fleet::file_sha256(&binary).map_err(|e| user(&format!("{}: {e}", binary.display())))?;
+        fleet::file_sha256(&file).map_err(|e| user(&format!("{}: {e}", file.display())))?;
+    // A bitstream is checked here before any host is drained: it must parse and carry the
+    // build id the cards will report.
+    let build_id = match kind {
+        UpgradeKind::Binary => None,
+        UpgradeKind::Bitstream => Some(bitstream_build_id(&file)?),
+    };
     let store = args.fleet.store()?;
     let survey = store.survey().map_err(|e| user(&e))?;
     let live = survey
@@ -81,11 +104,12 @@ pub fn run(args: Args) -> Result<(), CliError> {
         }
     }
     let id = format!("{}-{}", fleet::now_unix_ms(), std::process::id());
-    let path = binary.display().to_string();
+    let path = file.display().to_string();
     outln!(
-        "upgrading {} host(s) to {path} (SHA-256 {})",
+        "upgrading {} host(s) to {path} (SHA-256 {}{})",
         order_of_hosts.len(),
-        fleet::short_digest(&sha256)
+        fleet::short_digest(&sha256),
+        build_id.map_or(String::new(), |b| format!(", build {b:#010x}"))
     );
     for (i, before) in order_of_hosts.iter().enumerate() {
         let step = Step {
@@ -94,16 +118,18 @@ pub fn run(args: Args) -> Result<(), CliError> {
             live,
             limit: Duration::from_secs(args.timeout),
         };
-        if before.binary_sha256 == sha256 {
+        let order = UpgradeOrder {
+            id: id.clone(),
+            kind,
+            file: path.clone(),
+            sha256: sha256.clone(),
+            build_id,
+            result: None,
+        };
+        if runs(before, &order) {
             outln!("{}: already runs it", before.host);
             continue;
         }
-        let order = UpgradeOrder {
-            id: id.clone(),
-            binary: path.clone(),
-            sha256: sha256.clone(),
-            result: None,
-        };
         if let Err(e) = step.run(&order, args.quiet_sec) {
             let untouched: Vec<&str> = order_of_hosts[i + 1..]
                 .iter()
@@ -122,6 +148,30 @@ pub fn run(args: Args) -> Result<(), CliError> {
     }
     outln!("every host runs {path}");
     Ok(())
+}
+
+/// The USR_ACCESS word of the bitstream at `file`: the build id a card reports running it.
+fn bitstream_build_id(file: &std::path::Path) -> Result<u32, CliError> {
+    let path = file.display();
+    let bytes = std::fs::read(file)
+        .map_err(|e| CliError::user(format!("error: cannot read {path}: {e}")))?;
+    let image = nlb_driver::flash::Bitstream::parse(bytes)
+        .map_err(|e| CliError::user(format!("error: {path}: {e}")))?;
+    image.usr_access.ok_or_else(|| {
+        CliError::user(format!(
+            "error: {path}: the bitstream carries no USR_ACCESS word, so no card could show \
+             that it runs it; build it with USR_ACCESS set (Vivado: set_property \
+             BITSTREAM.CONFIG.USR_ACCESS TIMESTAMP [current_design])"
+        ))
+    })
+}
+
+/// Whether the host already runs what `order` names.
+fn runs(r: &HostRecord, order: &UpgradeOrder) -> bool {
+    match order.kind {
+        UpgradeKind::Binary => r.binary_sha256 == order.sha256,
+        UpgradeKind::Bitstream => order.build_id.is_some() && r.build_id == order.build_id,
+    }
 }
 
 /// A drain's error without its `error: `.
@@ -169,8 +219,15 @@ impl Step<'_> {
             let r = self.record().ok()??;
             (!r.draining && r.announced == self.before.announced).then_some(())
         })?;
+        let running = match order.kind {
+            UpgradeKind::Binary => "running the new nlbd".to_string(),
+            UpgradeKind::Bitstream => format!(
+                "its card running build {:#010x}",
+                restarted.build_id.unwrap_or(0)
+            ),
+        };
         outln!(
-            "{name}: upgraded in {:.1} s: drained in {:.1} s, running the new nlbd on revision {} with tables {} {restart_secs:.1} s after the order, announced again in {:.1} s",
+            "{name}: upgraded in {:.1} s: drained in {:.1} s, {running} on revision {} with tables {} {restart_secs:.1} s after the order, announced again in {:.1} s",
             start.elapsed().as_secs_f64(),
             report.drained_after_secs,
             restarted.revision,
@@ -220,30 +277,42 @@ impl Step<'_> {
         drain: &cmd_drain::Fleet,
     ) -> Result<HostRecord, String> {
         let name = &self.before.host;
-        let mut refused: Option<String> = None;
-        let got = self.wait_for(name, "come back running the new nlbd", || {
+        let mut refused: Option<(String, bool)> = None;
+        let what = match order.kind {
+            UpgradeKind::Binary => "come back running the new nlbd",
+            UpgradeKind::Bitstream => "come back with the card running the new bitstream",
+        };
+        let got = self.wait_for(name, what, || {
             if let Ok(Some(v)) = self.store.get(key) {
                 if let Ok(o) = serde_json::from_slice::<UpgradeOrder>(&v) {
                     if let Some(r) = o.result.filter(|r| o.id == order.id && !r.ok) {
-                        refused = Some(r.message);
+                        refused = Some((r.message, r.changed));
                         return Some(None);
                     }
                 }
             }
             let r = self.record().ok()??;
-            (r.binary_sha256 == order.sha256
+            (runs(&r, order)
                 && r.revision == self.live
                 && r.tables_digest == self.before.tables_digest)
                 .then_some(Some(r))
         });
         match (got, refused) {
             (Ok(Some(r)), _) => Ok(r),
-            (_, Some(why)) => {
+            (_, Some((why, true))) => Err(format!(
+                "failed: {why}; it stays drained (nlbctl fleet status, its nlbd's log)"
+            )),
+            (_, Some((why, false))) => {
                 // Nothing changed on the host: it serves again.
                 let _ = drain.set(false);
-                Err(format!(
-                    "refused the new nlbd ({why}); it keeps its nlbd and is announced again"
-                ))
+                Err(match order.kind {
+                    UpgradeKind::Binary => format!(
+                        "refused the new nlbd ({why}); it keeps its nlbd and is announced again"
+                    ),
+                    UpgradeKind::Bitstream => format!(
+                        "refused the bitstream ({why}); its card keeps its image and it is announced again"
+                    ),
+                })
             }
             (Err(e), None) => Err(format!(
                 "{e}: it stays drained (nlbctl fleet status, its nlbd's log)"

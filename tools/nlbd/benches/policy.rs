@@ -28,7 +28,7 @@ use flowtable_compiler::{
     compile, CompileOptions, Config, HealthState, LiveLoad, DEFAULT_REFILL_BUDGET,
 };
 use nlb_config::parse_config;
-use nlb_driver::conntrack::Conntrack;
+use nlb_driver::conntrack::{Conntrack, PairCounts};
 use nlb_driver::device::Device;
 use nlb_driver::discover;
 use nlb_driver::model::{lock, ModelHandle, SharedModel};
@@ -534,8 +534,8 @@ fn recompute(_args: &Args) {
         .enumerate()
         .map(|(i, n)| (n.as_str(), i as u16))
         .collect();
-    let open_for = |near: u32, other: u32| -> HashMap<(u16, u16), u32> {
-        let mut open = HashMap::new();
+    let open_for = |near: u32, other: u32| -> PairCounts {
+        let mut open = PairCounts::default();
         for name in &services {
             // Service svcN is the target of rule ruleN.
             let rule_name = name.replacen("svc", "rule", 1);
@@ -563,7 +563,7 @@ fn recompute(_args: &Args) {
     let mut count = Vec::new();
     for _ in 0..runs {
         let t = Instant::now();
-        let (live, n) = index.live_load(&busy, &HashMap::new());
+        let (live, n) = index.live_load(&busy, &PairCounts::default());
         count.push(t.elapsed());
         std::hint::black_box((live, n));
     }
@@ -573,8 +573,8 @@ fn recompute(_args: &Args) {
         busy.len(),
         ms(percentile(&count, 0.5))
     );
-    let (quiet_live, _) = index.live_load(&quiet, &HashMap::new());
-    let (busy_live, _) = index.live_load(&busy, &HashMap::new());
+    let (quiet_live, _) = index.live_load(&quiet, &PairCounts::default());
+    let (busy_live, _) = index.live_load(&busy, &PairCounts::default());
     // The policy clock, 250 ms per refresh.
     let now = std::cell::Cell::new(0.0);
     let tick = || {
@@ -713,7 +713,7 @@ fn recompute(_args: &Args) {
     let mut kept = Vec::new();
     for _ in 0..runs {
         let t = Instant::now();
-        std::hint::black_box(index.live_load(ct.open_counts(), &HashMap::new()));
+        std::hint::black_box(index.live_load(ct.open_counts(), &PairCounts::default()));
         kept.push(t.elapsed());
     }
     kept.sort();

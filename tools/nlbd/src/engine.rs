@@ -220,9 +220,49 @@ pub enum Command {
         /// The answer.
         reply: oneshot::Sender<Box<Explanation>>,
     },
+    /// Write a bitstream into the card's user flash slot and reboot the card into it (`nlbctl
+    /// fleet upgrade --bitstream`). The card comes back empty: once this succeeds the engine
+    /// leaves the device alone, and nlbd starts again to load the tables.
+    Flash {
+        /// The bitstream (checked against the card before anything is written).
+        image: Box<nlb_driver::flash::Bitstream>,
+        /// The answer: what was done, or what failed.
+        reply: oneshot::Sender<Result<Flashed, FlashFailed>>,
+    },
     /// Finish the learn events already queued and stop. Tables and connections stay in the
     /// NIC.
     Shutdown,
+}
+
+/// Why [`Command::Flash`] failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FlashFailed {
+    /// The card was rebooted (it lost what this engine loaded); false: it runs its image
+    /// as before, with its tables and connections.
+    pub card_reset: bool,
+    /// What failed, in words.
+    pub message: String,
+}
+
+impl std::fmt::Display for FlashFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// What [`Command::Flash`] did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Flashed {
+    /// Bytes written to the flash.
+    pub bytes: u32,
+    /// Seconds the write took (erase, program, read back).
+    pub flash_secs: f64,
+    /// Seconds until the card answered after the reboot.
+    pub reboot_secs: f64,
+    /// The build id before and after.
+    pub build_before: u32,
+    /// The build id the card runs now.
+    pub build_after: u32,
 }
 
 /// One counter of the counters block (SPEC R10.1).
@@ -297,6 +337,8 @@ pub struct EngineStatus {
     pub tables_digest: String,
     /// Generation serving.
     pub generation: u32,
+    /// The build id of the image the card runs (firmware-ID block).
+    pub build_id: u32,
     /// Bank serving.
     pub active_bank: u8,
     /// A failed load waits for its retry.
@@ -435,6 +477,9 @@ pub struct Engine {
     mmio: MmioUse,
     records: Vec<EventRecord>,
     punted: Vec<PuntedFrame>,
+    /// The card was flashed and rebooted into another image ([`Command::Flash`]): it holds
+    /// none of what this engine knows, so the engine no longer touches it.
+    card_replaced: bool,
 }
 
 /// What a tables digest was computed for: generation, active bank, configuration digest.
@@ -526,6 +571,7 @@ impl Engine {
                 mmio: MmioUse::default(),
                 records: Vec::new(),
                 punted: Vec::new(),
+                card_replaced: false,
             },
             report,
         ))
@@ -568,6 +614,9 @@ impl Engine {
     /// expiry, a pending load's retry).
     pub fn step(&mut self) -> StepReport {
         let mut report = StepReport::default();
+        if self.card_replaced {
+            return report;
+        }
         let now = Instant::now();
         if nlb_driver::rings::split(&mut self.dev).is_some() {
             self.step_rings(now, &mut report);
@@ -1215,6 +1264,7 @@ impl Engine {
                 .collect(),
             tables_digest,
             generation: c.loader().generation(),
+            build_id: self.info.firmware.build_id,
             active_bank: c.loader().active_bank(),
             load_pending: c.load_pending(),
             assumed_targets: c.assumed_targets(),
@@ -1368,9 +1418,74 @@ impl Engine {
         }
     }
 
+    /// [`Command::Flash`]: the bitstream into the user slot, then a reboot into it. Until the
+    /// reboot the card runs its old image with everything this engine loaded, so any error
+    /// before it leaves the host serving as it was.
+    fn flash(&mut self, image: &nlb_driver::flash::Bitstream) -> Result<Flashed, FlashFailed> {
+        use nlb_driver::flash::{flash_image, reboot, FlashOptions, RebootOptions, Slot};
+        let kept = |message: String| FlashFailed {
+            card_reset: false,
+            message,
+        };
+        if self.card_replaced {
+            return Err(FlashFailed {
+                card_reset: true,
+                message: "the card was flashed and rebooted already; nlbd is restarting".into(),
+            });
+        }
+        let Some(build) = image.usr_access else {
+            return Err(kept("the bitstream carries no USR_ACCESS word: the card's build id could not show that it runs it".into()));
+        };
+        let started = Instant::now();
+        let opts = FlashOptions {
+            slot: Slot::User,
+            force: false,
+            max_retries: 3,
+        };
+        let written = flash_image(self.dev.as_mut(), image, &opts, &mut |_| {}).map_err(|e| {
+            kept(format!(
+                "flashing failed, the card keeps running its image: {e}"
+            ))
+        })?;
+        let flash_secs = started.elapsed().as_secs_f64();
+        info!(
+            bytes = written.bytes,
+            crc32 = format_args!("{:08x}", written.crc32),
+            "bitstream written to the user slot in {flash_secs:.1} s; rebooting the card into it"
+        );
+        // From here the card loses its tables and connections, whatever the reboot's outcome.
+        self.card_replaced = true;
+        let r = reboot(
+            self.dev.as_mut(),
+            &RebootOptions {
+                slot: Slot::User,
+                expect_build_id: Some(build),
+                ..RebootOptions::default()
+            },
+        )
+        .map_err(|e| FlashFailed {
+            card_reset: true,
+            message: format!("the card was rebooted into the new image and it failed: {e}"),
+        })?;
+        Ok(Flashed {
+            bytes: written.bytes,
+            flash_secs,
+            reboot_secs: r.took.as_secs_f64(),
+            build_before: r.before.build_id,
+            build_after: r.after.build_id,
+        })
+    }
+
     /// Handles one command; `false` for [`Command::Shutdown`].
     pub fn handle(&mut self, cmd: Command) -> bool {
         match cmd {
+            // The card runs another image and nlbd is restarting: nothing more goes to it.
+            Command::Health { .. } if self.card_replaced => {}
+            Command::Reload { reply, .. } if self.card_replaced => {
+                let _ = reply.send(Err(
+                    "the card was flashed and rebooted; nlbd is restarting to load it".into(),
+                ));
+            }
             Command::Health { changes, snapshot } => {
                 self.apply_health(&changes, &snapshot);
             }
@@ -1394,6 +1509,9 @@ impl Engine {
             }
             Command::Explain { flow, reply } => {
                 let _ = reply.send(Box::new(self.explain(&flow)));
+            }
+            Command::Flash { image, reply } => {
+                let _ = reply.send(self.flash(&image));
             }
             Command::Shutdown => return false,
         }
@@ -1464,7 +1582,7 @@ impl Engine {
                 },
                 other => {
                     if let Some((changes, snapshot)) = health.take() {
-                        self.apply_health(&changes, &snapshot);
+                        self.handle(Command::Health { changes, snapshot });
                     }
                     if !self.handle(other) {
                         return false;
@@ -1472,7 +1590,7 @@ impl Engine {
                 }
             }
         }
-        if let Some((changes, snapshot)) = health {
+        if let Some((changes, snapshot)) = health.filter(|_| !self.card_replaced) {
             self.apply_health(&changes, &snapshot);
         }
         true

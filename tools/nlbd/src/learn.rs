@@ -215,7 +215,7 @@ impl Connections {
 
     /// Open connections that ended since the previous call, per (rule, backend)
     /// ([`Conntrack::take_closed`]).
-    pub fn take_closed(&mut self) -> std::collections::HashMap<(u16, u16), u32> {
+    pub fn take_closed(&mut self) -> nlb_driver::conntrack::PairCounts {
         self.ct.take_closed()
     }
 

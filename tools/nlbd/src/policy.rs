@@ -33,6 +33,7 @@
 use super::controller::{Controller, LoadOutcome};
 use super::health::LatencyHistogram;
 use flowtable_compiler::{Compiled, LiveLoad, PoolKind};
+use nlb_driver::conntrack::PairCounts;
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Range;
 use std::time::Duration;
@@ -177,11 +178,7 @@ impl ServiceIndex {
     /// the previous refresh ([`nlb_driver::conntrack::Conntrack::take_closed`]), and the total
     /// open; connections of other pools, and of a backend that is not a member of its rule's
     /// service, are left out.
-    pub fn live_load(
-        &self,
-        open: &HashMap<(u16, u16), u32>,
-        closed: &HashMap<(u16, u16), u32>,
-    ) -> (LiveLoad, u64) {
+    pub fn live_load(&self, open: &PairCounts, closed: &PairCounts) -> (LiveLoad, u64) {
         let mut counts = vec![0u64; self.names.len()];
         let mut total = 0;
         for (&(rule, backend), &n) in open {
@@ -288,8 +285,8 @@ impl PolicyRuntime {
         &mut self,
         controller: &mut Controller,
         dev: &mut D,
-        open: &HashMap<(u16, u16), u32>,
-        closed: &HashMap<(u16, u16), u32>,
+        open: &PairCounts,
+        closed: &PairCounts,
         now: f64,
     ) -> Option<Result<Refreshed, super::controller::ControllerError>> {
         let started = std::time::Instant::now();

@@ -667,6 +667,7 @@ pub fn bgp_fleet_drains_restarts_and_loses_a_host() {
     drain_phase(&lab, &fleet, &mut sessions);
     restart_phase(&mut lab, &fleet, &mut sessions);
     upgrade_phase(&lab, &fleet, &mut sessions);
+    bitstream_phase(&lab, &fleet, &mut sessions);
     host_loss_phase(&mut lab, &fleet, &mut sessions);
     nic_loss_phase(&mut lab, &fleet, &mut sessions);
     drop(sessions);
@@ -1056,6 +1057,157 @@ fn upgrade_phase(lab: &Lab, fleet: &Fleet, sessions: &mut [Session]) {
     assert!(
         broken_now.is_empty(),
         "upgrade: {broken_now:?}\n{}",
+        fleet.logs(lab)
+    );
+}
+
+/// `nlbctl fleet upgrade --bitstream` with the given file and extra arguments, from the host
+/// namespace: (exit status, stdout, stderr).
+fn upgrade_bitstream(lab: &Lab, file: &std::path::Path, extra: &[&str]) -> (i32, String, String) {
+    let mut args = vec![
+        crate::bin("nlbctl"),
+        "fleet",
+        "upgrade",
+        "--bitstream",
+        file.to_str().unwrap(),
+        "--etcd",
+        FLEET_ETCD,
+        "--quiet-sec",
+        "1",
+    ];
+    args.extend_from_slice(extra);
+    let o = lab.exec("host", &args).output().unwrap();
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// Every host's record from `nlbctl fleet status`.
+fn host_records(lab: &Lab) -> Option<Vec<serde_json::Value>> {
+    let status = lab
+        .run_in(
+            "host",
+            &[
+                crate::bin("nlbctl"),
+                "fleet",
+                "status",
+                "--etcd",
+                FLEET_ETCD,
+                "-o",
+                "json",
+            ],
+        )
+        .ok()?;
+    let v: serde_json::Value = serde_json::from_str(&status).ok()?;
+    v["hosts"].as_array().cloned()
+}
+
+/// `nlbctl fleet upgrade --bitstream`: a bitstream without a build id is refused before any
+/// host is drained; one for another FPGA is refused by the first host's check against its
+/// card, which serves again, and nothing else moves; then a bitstream for the cards' FPGA is
+/// flashed into each card in turn, each card reboots into it (empty) and its nlbd starts
+/// again and loads the fleet's revision, with new connections starting every 20 ms
+/// throughout and none failing, and every long-lived session reaching its backend.
+fn bitstream_phase(lab: &Lab, fleet: &Fleet, sessions: &mut [Session]) {
+    use firmware_sim::flash::{bitstream::synthetic, XCU280_IDCODE};
+    const NEW_BUILD: u32 = 0x0B17_0002;
+    let write = |name: &str, bytes: Vec<u8>| {
+        let path = lab.path(name);
+        std::fs::write(&path, bytes).unwrap();
+        path
+    };
+    let before = host_records(lab).unwrap();
+
+    // No USR_ACCESS: nlbctl refuses it, no host is touched.
+    let anonymous = write("anonymous.bin", synthetic(XCU280_IDCODE, None, 100, 5));
+    let (code, _, err) = upgrade_bitstream(lab, &anonymous, &["--timeout", "30"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("anonymous.bin") && err.contains("no USR_ACCESS word"),
+        "{err}"
+    );
+    let after = host_records(lab).unwrap();
+    assert!(
+        after.iter().all(|h| h["draining"] != true),
+        "a refused file drained a host: {after:?}"
+    );
+
+    // Another FPGA's bitstream (an XCU250's IDCODE): h1's nlbd checks it against its card.
+    // An Alveo U250's FPGA (XCU250), where the cards have an XCU280.
+    const XCU250_IDCODE: u32 = 0x04B5_7093;
+    let other = write(
+        "xcu250.bin",
+        synthetic(XCU250_IDCODE, Some(NEW_BUILD), 100, 6),
+    );
+    let (code, _, err) = upgrade_bitstream(lab, &other, &["--timeout", "30"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("h1: refused the bitstream") && err.contains("h2, h3 not upgraded"),
+        "{err}"
+    );
+    fleet.wait(
+        lab,
+        "h1 back in the route after the refused bitstream",
+        WAIT,
+        || {
+            let hosts = host_records(lab)?;
+            let undrained = hosts.iter().all(|h| h["draining"] != true);
+            (undrained && nexthops(lab) == hops_of(&[1, 2, 3])).then_some(())
+        },
+    );
+    let kept = host_records(lab).unwrap();
+    for (b, a) in before.iter().zip(&kept) {
+        assert_eq!(
+            b["build_id"], a["build_id"],
+            "a refused bitstream changed a card"
+        );
+    }
+
+    // The cards' own FPGA: flashed, rebooted and loaded, host after host.
+    let good = write(
+        "nlb_top-new.bin",
+        synthetic(XCU280_IDCODE, Some(NEW_BUILD), 2_000, 7),
+    );
+    let probe = Probe::start(lab, 20, RETRIED);
+    let started = Instant::now();
+    let (code, out, err) = upgrade_bitstream(lab, &good, &["--timeout", "60"]);
+    assert_eq!(code, 0, "{out}\n{err}\n{}", fleet.logs(lab));
+    eprintln!(
+        "bgp fleet: nlbctl fleet upgrade --bitstream in {:.1} s:\n{out}",
+        started.elapsed().as_secs_f64()
+    );
+    assert!(out.contains("every host runs"), "{out}");
+    let results = probe.results();
+    let failed = results.iter().filter(|r| !r.1).count();
+    eprintln!(
+        "bgp fleet: new connections during the bitstream upgrade: {failed} of {} failed",
+        results.len()
+    );
+    assert_eq!(
+        failed,
+        0,
+        "new connections failed during a bitstream upgrade\n{}",
+        fleet.logs(lab)
+    );
+    let hosts = host_records(lab).unwrap();
+    assert_eq!(hosts.len(), 3);
+    for (h, b) in hosts.iter().zip(&before) {
+        assert_eq!(h["build_id"], NEW_BUILD, "{hosts:?}");
+        assert_eq!(h["revision"], fleet.revision, "{hosts:?}");
+        assert_eq!(h["tables_digest"], b["tables_digest"], "{hosts:?}");
+        assert_eq!(
+            h["announced"],
+            serde_json::json!([format!("{VIP}/32")]),
+            "{hosts:?}"
+        );
+    }
+    assert_eq!(nexthops(lab), hops_of(&[1, 2, 3]));
+    let broken_now = broken(sessions);
+    assert!(
+        broken_now.is_empty(),
+        "bitstream upgrade: {broken_now:?}\n{}",
         fleet.logs(lab)
     );
 }

@@ -35,9 +35,9 @@ use flowtable_compiler::Config;
 use nlb_control::etcd::{self, WatchMessage};
 use nlb_control::fleet::{
     self, Entry, FleetError, HostRecord, KeyKind, KeyProblem, Keys, Published, Refused, Store,
-    UpgradeOrder, UpgradeResult,
+    UpgradeKind, UpgradeOrder, UpgradeResult,
 };
-use nlbd::engine::Command;
+use nlbd::engine::{Command, FlashFailed};
 use nlbd::health::TargetKey;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
@@ -609,9 +609,13 @@ async fn watched_events(
     (config_changed, view_changed)
 }
 
-/// Answers this host's upgrade order (`nlbctl fleet upgrade --binary`): already running that
-/// executable, or it does not verify (its digest, `--version`): the answer goes into the key;
-/// it verifies: nlbd stops and executes it, and the new process answers.
+/// Answers this host's upgrade order (`nlbctl fleet upgrade`). An nlbd executable
+/// (`--binary`): already running it, or it does not verify (its digest, `--version`): the
+/// answer goes into the key; it verifies: nlbd stops and executes it, and the new process
+/// answers. A bitstream (`--bitstream`): the card already runs its build, or it does not
+/// verify (digest, format, the card's FPGA part) or does not flash: the answer goes into the
+/// key; it flashed and the card came back running it: the answer goes into the key and nlbd
+/// starts again, which loads the fleet's tables into the empty card.
 async fn answer_upgrade(
     daemon: &Daemon,
     store: &Store,
@@ -621,37 +625,21 @@ async fn answer_upgrade(
     let Some(mut order) = serving.order.take() else {
         return Ok(());
     };
-    let (ok, message) = if order.sha256 == serving.binary_sha256 {
-        (
-            true,
-            format!(
-                "running {} (SHA-256 {})",
-                order.binary,
-                fleet::short_digest(&order.sha256)
-            ),
-        )
-    } else {
-        let checked = order.clone();
-        let verified = tokio::task::spawn_blocking(move || verify_binary(&checked))
-            .await
-            .unwrap_or_else(|e| Err(format!("the check's thread failed: {e}")));
-        match verified {
-            Ok(()) => {
-                info!(host = %opts.host, binary = %order.binary, "upgrade: {} verified; replacing this nlbd with it", order.binary);
-                if let Ok(mut r) = daemon.replacement.lock() {
-                    *r = Some(order.binary.clone().into());
-                }
-                daemon.replace.notify_one();
+    let (ok, message, restart) = match order.kind {
+        UpgradeKind::Binary => match upgrade_binary(opts, serving, &order).await {
+            Some((ok, message)) => (ok, message, false),
+            None => {
+                // nlbd is replaced by the new executable, whose process answers.
+                replace_with(daemon, opts, order.file.clone().into());
                 return Ok(());
             }
-            Err(e) => {
-                error!(host = %opts.host, binary = %order.binary, "upgrade refused, this nlbd keeps running: {e}");
-                (false, e)
-            }
-        }
+        },
+        UpgradeKind::Bitstream => upgrade_bitstream(daemon, opts, &order).await,
     };
     order.result = Some(UpgradeResult {
         ok,
+        // A card rebooted into an image that failed: the host is not as it was.
+        changed: !ok && restart,
         message,
         at_unix_ms: fleet::now_unix_ms(),
     });
@@ -660,18 +648,153 @@ async fn answer_upgrade(
         key: key.clone(),
         error: e.to_string(),
     })?;
-    blocking(store, move |s| s.put(&key, &value, 0)).await
+    blocking(store, move |s| s.put(&key, &value, 0)).await?;
+    if restart {
+        // The card runs the new image, empty: this nlbd's state is the old card's. The same
+        // executable starts again and loads the fleet's revision (the host stays drained).
+        match std::env::current_exe() {
+            Ok(exe) => replace_with(daemon, opts, exe),
+            Err(e) => {
+                error!(host = %opts.host, "cannot find this nlbd's executable to start again after the card's upgrade: {e}; restart nlbd")
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Stops this nlbd to execute `exe` in its place.
+fn replace_with(daemon: &Daemon, opts: &FleetOptions, exe: std::path::PathBuf) {
+    info!(host = %opts.host, executable = %exe.display(), "stopping to execute {}", exe.display());
+    if let Ok(mut r) = daemon.replacement.lock() {
+        *r = Some(exe);
+    }
+    daemon.replace.notify_one();
+}
+
+/// Whether the card already runs the build a bitstream order names.
+async fn running_build(daemon: &Daemon, order: &UpgradeOrder) -> bool {
+    match daemon.engine_status(false).await {
+        Ok(st) => order.build_id == Some(st.build_id),
+        Err(_) => false,
+    }
+}
+
+/// An nlbd executable: the answer, or None when nlbd is to be replaced by it.
+async fn upgrade_binary(
+    opts: &FleetOptions,
+    serving: &Serving,
+    order: &UpgradeOrder,
+) -> Option<(bool, String)> {
+    if order.sha256 == serving.binary_sha256 {
+        return Some((
+            true,
+            format!(
+                "running {} (SHA-256 {})",
+                order.file,
+                fleet::short_digest(&order.sha256)
+            ),
+        ));
+    }
+    let checked = order.clone();
+    let verified = tokio::task::spawn_blocking(move || verify_binary(&checked))
+        .await
+        .unwrap_or_else(|e| Err(format!("the check's thread failed: {e}")));
+    match verified {
+        Ok(()) => {
+            info!(host = %opts.host, binary = %order.file, "upgrade: {} verified; replacing this nlbd with it", order.file);
+            None
+        }
+        Err(e) => {
+            error!(host = %opts.host, binary = %order.file, "upgrade refused, this nlbd keeps running: {e}");
+            Some((false, e))
+        }
+    }
+}
+
+/// A bitstream: checked, flashed and booted by the engine; the answer, and whether nlbd is to
+/// start again (the card came back with the new image).
+async fn upgrade_bitstream(
+    daemon: &Daemon,
+    opts: &FleetOptions,
+    order: &UpgradeOrder,
+) -> (bool, String, bool) {
+    if running_build(daemon, order).await {
+        return (
+            true,
+            format!(
+                "the card runs build {:#010x} ({})",
+                order.build_id.unwrap_or(0),
+                order.file
+            ),
+            false,
+        );
+    }
+    let checked = order.clone();
+    let image = tokio::task::spawn_blocking(move || read_bitstream(&checked))
+        .await
+        .unwrap_or_else(|e| Err(format!("the check's thread failed: {e}")));
+    let flashed = match image {
+        Ok(image) => {
+            info!(host = %opts.host, bitstream = %order.file, "upgrade: {} verified; flashing the card and rebooting it", order.file);
+            daemon.flash(image).await
+        }
+        Err(message) => Err(FlashFailed {
+            card_reset: false,
+            message,
+        }),
+    };
+    match flashed {
+        Ok(f) => {
+            info!(host = %opts.host, bitstream = %order.file, "the card runs build {:#010x} (was {:#010x}): {} bytes flashed in {:.1} s, back {:.1} s after the reboot; starting again to load the fleet's tables", f.build_after, f.build_before, f.bytes, f.flash_secs, f.reboot_secs);
+            (
+                true,
+                format!(
+                    "flashed {} ({} bytes in {:.1} s) and rebooted the card into build {:#010x} in {:.1} s",
+                    order.file, f.bytes, f.flash_secs, f.build_after, f.reboot_secs
+                ),
+                true,
+            )
+        }
+        Err(e) => {
+            error!(host = %opts.host, bitstream = %order.file, card_reset = e.card_reset, "bitstream upgrade failed: {e}");
+            // A card that was rebooted lost this nlbd's tables: start again to load them.
+            (false, e.message, e.card_reset)
+        }
+    }
+}
+
+/// The bitstream of an upgrade order, if it is the one ordered (its SHA-256), parses, and
+/// carries the build id the order names.
+fn read_bitstream(order: &UpgradeOrder) -> Result<nlb_driver::flash::Bitstream, String> {
+    let bytes =
+        std::fs::read(&order.file).map_err(|e| format!("cannot read {}: {e}", order.file))?;
+    let sha = fleet::bytes_sha256(&bytes);
+    if sha != order.sha256 {
+        return Err(format!(
+            "{} has SHA-256 {sha}, the order says {}",
+            order.file, order.sha256
+        ));
+    }
+    let image =
+        nlb_driver::flash::Bitstream::parse(bytes).map_err(|e| format!("{}: {e}", order.file))?;
+    if image.usr_access != order.build_id {
+        return Err(format!(
+            "{}: its USR_ACCESS is {:?}, the order says {:?}",
+            order.file, image.usr_access, order.build_id
+        ));
+    }
+    Ok(image)
 }
 
 /// The executable of an upgrade order is the one ordered (its SHA-256) and runs here
 /// (`--version` within 10 s).
 fn verify_binary(order: &UpgradeOrder) -> Result<(), String> {
-    let path = std::path::Path::new(&order.binary);
-    let sha = fleet::file_sha256(path).map_err(|e| format!("cannot read {}: {e}", order.binary))?;
+    let path = std::path::Path::new(&order.file);
+    let sha = fleet::file_sha256(path).map_err(|e| format!("cannot read {}: {e}", order.file))?;
     if sha != order.sha256 {
         return Err(format!(
             "{} has SHA-256 {sha}, the order says {}",
-            order.binary, order.sha256
+            order.file, order.sha256
         ));
     }
     let mut child = std::process::Command::new(path)
@@ -680,12 +803,12 @@ fn verify_binary(order: &UpgradeOrder) -> Result<(), String> {
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
-        .map_err(|e| format!("{} does not run here: {e}", order.binary))?;
+        .map_err(|e| format!("{} does not run here: {e}", order.file))?;
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     loop {
         match child.try_wait() {
             Ok(Some(s)) if s.success() => return Ok(()),
-            Ok(Some(s)) => return Err(format!("`{} --version` failed ({s})", order.binary)),
+            Ok(Some(s)) => return Err(format!("`{} --version` failed ({s})", order.file)),
             Ok(None) if std::time::Instant::now() < deadline => {
                 std::thread::sleep(Duration::from_millis(20));
             }
@@ -694,10 +817,10 @@ fn verify_binary(order: &UpgradeOrder) -> Result<(), String> {
                 let _ = child.wait();
                 return Err(format!(
                     "`{} --version` did not end within 10 s",
-                    order.binary
+                    order.file
                 ));
             }
-            Err(e) => return Err(format!("{}: {e}", order.binary)),
+            Err(e) => return Err(format!("{}: {e}", order.file)),
         }
     }
 }
@@ -797,6 +920,7 @@ async fn write_record(
         probing: daemon.shared.as_ref().map_or(0, |s| s.probing() as u64),
         refused: serving.refused.clone(),
         binary_sha256: serving.binary_sha256.clone(),
+        build_id: Some(status.build_id),
         announced: bgp.as_ref().map(announced).unwrap_or_default(),
         withheld: bgp.map(|b| b.withheld).unwrap_or_default(),
         draining,

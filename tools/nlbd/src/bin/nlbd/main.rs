@@ -233,6 +233,27 @@ impl Daemon {
             .await
     }
 
+    /// Writes `image` into the card's user flash slot and reboots the card into it
+    /// ([`Command::Flash`]; minutes on a card, so without the engine's usual timeout).
+    pub async fn flash(
+        &self,
+        image: nlb_driver::flash::Bitstream,
+    ) -> Result<nlbd::engine::Flashed, nlbd::engine::FlashFailed> {
+        let stopped = |message: String| nlbd::engine::FlashFailed {
+            card_reset: false,
+            message,
+        };
+        let (reply, answer) = oneshot::channel();
+        self.send(Command::Flash {
+            image: Box::new(image),
+            reply,
+        })
+        .map_err(stopped)?;
+        answer
+            .await
+            .map_err(|_| stopped("the engine has stopped".into()))?
+    }
+
     /// The configuration serving.
     pub async fn config(&self) -> Result<Box<Config>, String> {
         self.ask(|reply| Command::Config { reply }).await
