@@ -1109,19 +1109,17 @@ mod tests {
     /// entry, across the threads' boundaries (a batch large enough for several threads).
     #[test]
     fn decoding_on_several_threads_matches_the_generated_unpack() {
-        let n = 5 * 16 * 1024 + 7;
-        let mut state = 0x9E37_79B9_7F4A_7C15u64;
-        let words: Vec<u32> = (0..n * WORDS)
-            .map(|_| {
-                // splitmix64: any words decode (every field is a plain integer).
-                state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-                let mut z = state;
-                z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-                z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-                (z ^ (z >> 31)) as u32
+        let n: u64 = 5 * 16 * 1024 + 7;
+        // Arbitrary words (any words decode: every field is a plain integer), from two
+        // multiplicative hashes of the position, so neighbouring entries differ in every field.
+        let words: Vec<u32> = (0..n * WORDS as u64)
+            .map(|i| {
+                let a = i.wrapping_mul(0x9E37_79B9_7F4A_7C15).to_be_bytes();
+                let b = i.wrapping_add(1).wrapping_mul(0xC2B2_AE3D_27D4_EB4F).to_le_bytes();
+                u32::from_be_bytes([a[0] ^ b[4], a[1] ^ b[5], a[2] ^ b[6], a[3] ^ b[7]])
             })
             .collect();
-        let mut out = vec![CtEntry::default(); n];
+        let mut out = vec![CtEntry::default(); n as usize];
         decode_entries(&words, &mut out);
         for (i, (e, w)) in out.iter().zip(words.chunks_exact(WORDS)).enumerate() {
             assert_eq!(*e, CtEntry::unpack(w).unwrap(), "entry {i}");

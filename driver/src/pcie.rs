@@ -274,27 +274,23 @@ impl PcieLedger {
 /// CPU time of every thread of this process (what a host spends on work it spreads over
 /// threads, such as decoding a whole connection table).
 pub fn process_cpu() -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes one timespec into the valid, exclusively borrowed `ts`.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
-    if rc != 0 {
-        return Duration::ZERO;
-    }
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+    cpu_clock(libc::CLOCK_PROCESS_CPUTIME_ID)
 }
 
 /// CPU time of the calling thread (what benchmarks and the simulated devices' own work are
 /// measured in: wall time on a shared machine mostly measures the other tenants).
 pub fn thread_cpu() -> Duration {
+    cpu_clock(libc::CLOCK_THREAD_CPUTIME_ID)
+}
+
+/// A CPU-time clock's reading (zero if it cannot be read).
+fn cpu_clock(clock: libc::clockid_t) -> Duration {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
     // SAFETY: clock_gettime writes one timespec into the valid, exclusively borrowed `ts`.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    let rc = unsafe { libc::clock_gettime(clock, &mut ts) };
     if rc != 0 {
         return Duration::ZERO;
     }

@@ -133,6 +133,11 @@ reg [31:0]              index_reg = 32'd0, index_next;
 reg                     error_reg = 1'b0, error_next;
 reg [DATA_WORDS*32-1:0] data_reg = {DATA_WORDS*32{1'b0}}, data_next;
 reg [31:0]              count_reg = 32'd0, count_next;
+// A WRITE's change of the valid count, applied a clock after the old entry is seen (its valid
+// bit comes through the memory's read path; the 32-bit add behind it was one clock too deep).
+// The command answers at least two clocks later, so a read of `count` after it sees the change.
+reg                     count_up_reg = 1'b0, count_up_next;
+reg                     count_down_reg = 1'b0, count_down_next;
 
 // Command engine: a WRITE reads the old entry (for the valid count), writes, and reads the
 // entry back; a READ reads it. One memory request at a time (ct_c_*), each waiting for its ack.
@@ -175,6 +180,13 @@ always @* begin
     error_next = error_reg;
     data_next = data_reg;
     count_next = count_reg;
+    count_up_next = 1'b0;
+    count_down_next = 1'b0;
+    if (count_up_reg) begin
+        count_next = count_reg + 1;
+    end else if (count_down_reg) begin
+        count_next = count_reg - 1;
+    end
     eng_next = eng_reg;
     rd_req_next = 1'b0;
     wr_req_next = 1'b0;
@@ -187,13 +199,10 @@ always @* begin
         E_OLD: begin
             if (ct_c_rd_ack) begin
                 // The old entry: the valid count follows the write. The write is next.
-                if (ct_c_rd_entry[NLB_CT_ENTRY_VALID_LSB]
-                        && !new_entry[NLB_CT_ENTRY_VALID_LSB]) begin
-                    count_next = count_reg - 1;
-                end else if (!ct_c_rd_entry[NLB_CT_ENTRY_VALID_LSB]
-                        && new_entry[NLB_CT_ENTRY_VALID_LSB]) begin
-                    count_next = count_reg + 1;
-                end
+                count_down_next = ct_c_rd_entry[NLB_CT_ENTRY_VALID_LSB]
+                    && !new_entry[NLB_CT_ENTRY_VALID_LSB];
+                count_up_next = !ct_c_rd_entry[NLB_CT_ENTRY_VALID_LSB]
+                    && new_entry[NLB_CT_ENTRY_VALID_LSB];
                 wr_req_next = 1'b1;
                 eng_next = E_WRITE;
             end
@@ -255,6 +264,8 @@ always @(posedge clk) begin
     error_reg <= error_next;
     data_reg <= data_next;
     count_reg <= count_next;
+    count_up_reg <= count_up_next;
+    count_down_reg <= count_down_next;
     eng_reg <= eng_next;
     rd_req_reg <= rd_req_next;
     wr_req_reg <= wr_req_next;
@@ -264,6 +275,8 @@ always @(posedge clk) begin
         error_reg <= 1'b0;
         data_reg <= {DATA_WORDS*32{1'b0}};
         count_reg <= 32'd0;
+        count_up_reg <= 1'b0;
+        count_down_reg <= 1'b0;
         eng_reg <= E_IDLE;
         rd_req_reg <= 1'b0;
         wr_req_reg <= 1'b0;

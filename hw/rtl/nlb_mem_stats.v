@@ -8,6 +8,8 @@
 // read (reading clears it); and the clocks the lookup had a descriptor but no memory-stage
 // slot. The 64-bit counts add into their low word and carry into the high word a clock later
 // (a read of the high word may lag the low word by that clock); they wrap. Writes are ignored.
+// The lookup's figures go through a register first (its latency is a subtraction, which the
+// 32-bit sums would otherwise follow in the same clock): the counts lag the pipeline a clock.
 //
 // Ports are declared in the body (Verilog-2001 style) because their widths come from the
 // regmap header, which has to be included inside the module.
@@ -60,12 +62,20 @@ reg [N-1:0] carry_reg = {N{1'b0}};
 reg [15:0] ct_max_reg = 16'd0;
 reg [15:0] mg_max_reg = 16'd0;
 
+reg        ct_read_reg = 1'b0;
+reg        ct_lat_valid_reg = 1'b0;
+reg [15:0] ct_lat_reg = 16'd0;
+reg        mg_read_reg = 1'b0;
+reg        mg_lat_valid_reg = 1'b0;
+reg [15:0] mg_lat_reg = 16'd0;
+reg        wait_reg = 1'b0;
+
 wire [31:0] inc [0:N-1];
-assign inc[0] = {31'd0, st_ct_read};
-assign inc[1] = st_ct_lat_valid ? {16'd0, st_ct_lat} : 32'd0;
-assign inc[2] = {31'd0, st_mg_read};
-assign inc[3] = st_mg_lat_valid ? {16'd0, st_mg_lat} : 32'd0;
-assign inc[4] = {31'd0, st_wait};
+assign inc[0] = {31'd0, ct_read_reg};
+assign inc[1] = ct_lat_valid_reg ? {16'd0, ct_lat_reg} : 32'd0;
+assign inc[2] = {31'd0, mg_read_reg};
+assign inc[3] = mg_lat_valid_reg ? {16'd0, mg_lat_reg} : 32'd0;
+assign inc[4] = {31'd0, wait_reg};
 
 integer k;
 initial begin
@@ -88,6 +98,13 @@ generate
 endgenerate
 
 always @(posedge clk) begin
+    ct_read_reg <= st_ct_read;
+    ct_lat_valid_reg <= st_ct_lat_valid;
+    ct_lat_reg <= st_ct_lat;
+    mg_read_reg <= st_mg_read;
+    mg_lat_valid_reg <= st_mg_lat_valid;
+    mg_lat_reg <= st_mg_lat;
+    wait_reg <= st_wait;
     for (k = 0; k < N; k = k + 1) begin
         lo_reg[k] <= sum[k][31:0];
         carry_reg[k] <= sum[k][32];
@@ -95,16 +112,21 @@ always @(posedge clk) begin
     end
     // The maximum since the last read: a read returns it and restarts from this clock's.
     if (rd_ct_max) begin
-        ct_max_reg <= st_ct_lat_valid ? st_ct_lat : 16'd0;
-    end else if (st_ct_lat_valid && st_ct_lat > ct_max_reg) begin
-        ct_max_reg <= st_ct_lat;
+        ct_max_reg <= ct_lat_valid_reg ? ct_lat_reg : 16'd0;
+    end else if (ct_lat_valid_reg && ct_lat_reg > ct_max_reg) begin
+        ct_max_reg <= ct_lat_reg;
     end
     if (rd_mg_max) begin
-        mg_max_reg <= st_mg_lat_valid ? st_mg_lat : 16'd0;
-    end else if (st_mg_lat_valid && st_mg_lat > mg_max_reg) begin
-        mg_max_reg <= st_mg_lat;
+        mg_max_reg <= mg_lat_valid_reg ? mg_lat_reg : 16'd0;
+    end else if (mg_lat_valid_reg && mg_lat_reg > mg_max_reg) begin
+        mg_max_reg <= mg_lat_reg;
     end
     if (rst) begin
+        ct_read_reg <= 1'b0;
+        ct_lat_valid_reg <= 1'b0;
+        mg_read_reg <= 1'b0;
+        mg_lat_valid_reg <= 1'b0;
+        wait_reg <= 1'b0;
         for (k = 0; k < N; k = k + 1) begin
             lo_reg[k] <= 32'd0;
             hi_reg[k] <= 32'd0;

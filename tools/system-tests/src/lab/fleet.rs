@@ -736,22 +736,7 @@ fn announcements_shown(lab: &Lab, fleet: &Fleet) {
         "`nlbctl fleet status` showing every host's announcement",
         WAIT,
         || {
-            let status = lab
-                .run_in(
-                    "host",
-                    &[
-                        crate::bin("nlbctl"),
-                        "fleet",
-                        "status",
-                        "--etcd",
-                        FLEET_ETCD,
-                        "-o",
-                        "json",
-                    ],
-                )
-                .ok()?;
-            let v: serde_json::Value = serde_json::from_str(&status).ok()?;
-            let hosts = v["hosts"].as_array()?;
+            let hosts = host_records(lab)?;
             (hosts.len() == 3
                 && hosts.iter().all(|h| {
                     h["revision"] == fleet.revision
@@ -960,16 +945,7 @@ fn upgrade_phase(lab: &Lab, fleet: &Fleet, sessions: &mut [Session]) {
         "h1 back in the route after the refused upgrade",
         WAIT,
         || {
-            let status = lab
-                .run_in(
-                    "host",
-                    &[
-                        nlbctl, "fleet", "status", "--etcd", FLEET_ETCD, "-o", "json",
-                    ],
-                )
-                .ok()?;
-            let v: serde_json::Value = serde_json::from_str(&status).ok()?;
-            let undrained = v["hosts"].as_array()?.iter().all(|h| h["draining"] != true);
+            let undrained = host_records(lab)?.iter().all(|h| h["draining"] != true);
             (undrained && nexthops(lab) == hops_of(&[1, 2, 3])).then_some(())
         },
     );
@@ -1035,21 +1011,13 @@ fn upgrade_phase(lab: &Lab, fleet: &Fleet, sessions: &mut [Session]) {
         std::fs::read_to_string(&monitor_log).unwrap_or_default(),
         fleet.logs(lab)
     );
-    let status = lab
-        .run_in(
-            "host",
-            &[
-                nlbctl, "fleet", "status", "--etcd", FLEET_ETCD, "-o", "json",
-            ],
-        )
-        .unwrap();
-    let v: serde_json::Value = serde_json::from_str(&status).unwrap();
-    for h in v["hosts"].as_array().unwrap() {
-        assert_eq!(h["binary_sha256"], sha.as_str(), "{status}");
+    let hosts = host_records(lab).expect("nlbctl fleet status");
+    for h in &hosts {
+        assert_eq!(h["binary_sha256"], sha.as_str(), "{hosts:?}");
         assert_eq!(
             h["announced"],
             serde_json::json!([format!("{VIP}/32")]),
-            "{status}"
+            "{hosts:?}"
         );
     }
     assert_eq!(nexthops(lab), hops_of(&[1, 2, 3]));
