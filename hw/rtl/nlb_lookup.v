@@ -1102,22 +1102,17 @@ wire [11:0]   g_pool = sg[F_INJ] ? sg[F_POOL +: 12]
 wire [127:0]  g_client = sg[F_CLIENT +: 128];
 
 // The client lies in one valid prefix (length 0 matches all; lengths past 128 match none).
-// The mask's bit b (from the top: bit 127 first) is set when the length covers it, a compare of
-// the length with a constant per bit: no subtraction and shift in front of the address compare.
 reg                             g_allowed;
 reg [NLB_ACL_PREFIX_WIDTH-1:0]  pfx;
 reg [7:0]                       pfx_len;
 reg [127:0]                     pfx_mask;
 integer                         pn;
-integer                         pb;
 always @* begin
     g_allowed = 1'b0;
     for (pn = 0; pn < NLB_ACL_ENTRY_PREFIX_COUNT; pn = pn + 1) begin
         pfx = acl_rd_data[NLB_ACL_ENTRY_PREFIX_LSB + pn*NLB_ACL_PREFIX_WIDTH +: NLB_ACL_PREFIX_WIDTH];
         pfx_len = pfx[NLB_ACL_PREFIX_PREFIX_LEN_LSB +: 8];
-        for (pb = 0; pb < 128; pb = pb + 1) begin
-            pfx_mask[pb] = {24'd0, pfx_len} > 127 - pb;
-        end
+        pfx_mask = pfx_len == 8'd0 ? 128'd0 : ~(128'd0) << (8'd128 - pfx_len);
         if (pfx[NLB_ACL_PREFIX_VALID_LSB] && pfx_len <= 8'd128
                 && ((g_client ^ pfx[NLB_ACL_PREFIX_ADDR_LSB +: 128]) & pfx_mask) == 128'd0) begin
             g_allowed = 1'b1;
