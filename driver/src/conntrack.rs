@@ -1115,7 +1115,10 @@ mod tests {
         let words: Vec<u32> = (0..n * WORDS as u64)
             .map(|i| {
                 let a = i.wrapping_mul(0x9E37_79B9_7F4A_7C15).to_be_bytes();
-                let b = i.wrapping_add(1).wrapping_mul(0xC2B2_AE3D_27D4_EB4F).to_le_bytes();
+                let b = i
+                    .wrapping_add(1)
+                    .wrapping_mul(0xC2B2_AE3D_27D4_EB4F)
+                    .to_le_bytes();
                 u32::from_be_bytes([a[0] ^ b[4], a[1] ^ b[5], a[2] ^ b[6], a[3] ^ b[7]])
             })
             .collect();
