@@ -274,8 +274,10 @@ pub struct UpgradeOrder {
     /// What is replaced: nlbd, or the card's bitstream.
     #[serde(default)]
     pub kind: UpgradeKind,
-    /// The file (the executable or the bitstream), by the path every host sees it at.
-    #[serde(alias = "binary")]
+    /// The file (the executable or the bitstream), by the path every host sees it at. Kept
+    /// as `binary` in the key, the name an nlbd from before bitstream upgrades reads (such a
+    /// host refuses a bitstream order: the file does not run as nlbd).
+    #[serde(rename = "binary", alias = "file")]
     pub file: String,
     /// Its SHA-256 (hex): the host refuses a file with another.
     pub sha256: String,
@@ -1059,8 +1061,9 @@ mod tests {
         assert!(Keys::new("/a b/").is_err());
     }
 
-    /// An order written before bitstream upgrades existed (`binary`, no `kind`) is an nlbd
-    /// executable's, so hosts and nlbctl of either version read each other's orders.
+    /// An order written before bitstream upgrades existed (no `kind`) is an nlbd
+    /// executable's, and the path keeps its old name, so hosts and nlbctl of either version
+    /// read each other's orders.
     #[test]
     fn upgrade_orders_of_both_kinds_decode() {
         let old: UpgradeOrder = serde_json::from_str(
@@ -1081,6 +1084,8 @@ mod tests {
         };
         let text = serde_json::to_string(&new).unwrap();
         assert!(text.contains(r#""kind":"bitstream""#), "{text}");
+        // The path keeps the name older hosts read.
+        assert!(text.contains(r#""binary":"/opt/nlb_top.bit""#), "{text}");
         assert_eq!(serde_json::from_str::<UpgradeOrder>(&text).unwrap(), new);
     }
 
