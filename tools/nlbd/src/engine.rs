@@ -1590,8 +1590,8 @@ impl Engine {
                 }
             }
         }
-        if let Some((changes, snapshot)) = health.filter(|_| !self.card_replaced) {
-            self.apply_health(&changes, &snapshot);
+        if let Some((changes, snapshot)) = health {
+            self.handle(Command::Health { changes, snapshot });
         }
         true
     }
