@@ -168,9 +168,38 @@ nlb_table_cmd cmd_inst (
 );
 wire        cmd_index_ok = cmd_index < ENTRIES;
 
-wire        wr_in_data = ext_wr_addr[31:DATA_WORD_BITS+2] == DATA_BASE[31:DATA_WORD_BITS+2];
-wire [DATA_WORD_BITS-1:0] wr_word = ext_wr_addr[DATA_WORD_BITS+1:2];
-wire [31:0] wr_addr_w = {ext_wr_addr[31:2], 2'b00};
+
+// A write is taken at its request and acted on a clock later, decoded: the decode and the
+// index compare in front of the engine's next state were 13 levels in nlb_top. (index_reg does
+// not change in between: only a write acted on changes it, and the next request waits for its
+// ack.)
+reg         x_req_reg = 1'b0;
+reg  [31:2] x_addr_reg = 30'd0;
+reg  [31:0] x_data_reg = 32'd0;
+reg  [3:0]  x_strb_reg = 4'd0;
+reg         x_cmd_write_reg = 1'b0;
+reg         x_cmd_read_reg = 1'b0;
+reg  [31:0] x_cmd_index_reg = 32'd0;
+reg         x_cmd_index_ok_reg = 1'b0;
+always @(posedge clk) begin
+    x_req_reg <= ext_wr_req;
+    if (ext_wr_req) begin
+        x_addr_reg <= ext_wr_addr[31:2];
+        x_data_reg <= ext_wr_data;
+        x_strb_reg <= ext_wr_strb;
+        x_cmd_write_reg <= cmd_write;
+        x_cmd_read_reg <= cmd_read;
+        x_cmd_index_reg <= cmd_index;
+        x_cmd_index_ok_reg <= cmd_index_ok;
+    end
+    if (rst) begin
+        x_req_reg <= 1'b0;
+    end
+end
+
+wire        wr_in_data = x_addr_reg[31:DATA_WORD_BITS+2] == DATA_BASE[31:DATA_WORD_BITS+2];
+wire [DATA_WORD_BITS-1:0] wr_word = x_addr_reg[DATA_WORD_BITS+1:2];
+wire [31:0] wr_addr_w = {x_addr_reg, 2'b00};
 
 reg [31:0] merged;
 integer    dw;
@@ -224,23 +253,23 @@ always @* begin
         end
     endcase
 
-    if (ext_wr_req) begin
+    if (x_req_reg) begin
         case (wr_addr_w)
             NLB_REG_CONNTRACK_INDEX: begin
-                merged = strobed(index_reg, ext_wr_data, ext_wr_strb);
+                merged = strobed(index_reg, x_data_reg, x_strb_reg);
                 index_next = merged;
                 wr_ack_next = 1'b1;
             end
             NLB_REG_CONNTRACK_CMD: begin
                 // A command acts only on a write of all four bytes (the regmap's rule for
                 // partial writes); any other is acknowledged and changes nothing.
-                if (!(&ext_wr_strb)) begin
+                if (!(&x_strb_reg)) begin
                     wr_ack_next = 1'b1;
-                end else if (cmd_index_ok && (cmd_write || cmd_read)) begin
+                end else if (x_cmd_index_ok_reg && (x_cmd_write_reg || x_cmd_read_reg)) begin
                     error_next = 1'b0;
-                    index_next = cmd_index;
+                    index_next = x_cmd_index_reg;
                     rd_req_next = 1'b1;
-                    eng_next = cmd_write ? E_OLD : E_READ;
+                    eng_next = x_cmd_write_reg ? E_OLD : E_READ;
                 end else begin
                     error_next = 1'b1;
                     wr_ack_next = 1'b1;
@@ -249,8 +278,8 @@ always @* begin
             default: begin
                 for (dw = 0; dw < DATA_WORDS; dw = dw + 1) begin
                     if (wr_in_data && wr_word == dw[DATA_WORD_BITS-1:0]) begin
-                        data_next[dw*32 +: 32] = strobed(data_reg[dw*32 +: 32], ext_wr_data,
-                            ext_wr_strb);
+                        data_next[dw*32 +: 32] = strobed(data_reg[dw*32 +: 32], x_data_reg,
+                            x_strb_reg);
                     end
                 end
                 wr_ack_next = 1'b1;

@@ -229,12 +229,25 @@ wire         res_df = s_res_ipv6 || s_res_dont_fragment;
 wire [7:0]   res_proto = res_gue ? 8'd17 : s_res_ipv6 ? 8'd41 : 8'd4;
 reg  [18:0]  res_dst_sum;
 reg  [18:0]  src6_hi_sum;
+// The destination's eight words go through four 3:2 levels to two, and one add: a chain of
+// seven adds behind the lookup's result was 14 levels in nlb_top.
+function [37:0] csa(input [18:0] a, input [18:0] b, input [18:0] c);
+    csa = {(a & b | a & c | b & c) << 1, a ^ b ^ c};
+endfunction
+reg  [18:0]  dw [0:7];
+reg  [37:0]  d1a, d1b, d2a, d2b, d3, d4;
 integer      sw;
 always @* begin
-    res_dst_sum = 19'd0;
     for (sw = 0; sw < 8; sw = sw + 1) begin
-        res_dst_sum = res_dst_sum + {3'd0, res_dst[sw*16 +: 16]};
+        dw[sw] = {3'd0, res_dst[sw*16 +: 16]};
     end
+    d1a = csa(dw[0], dw[1], dw[2]);
+    d1b = csa(dw[3], dw[4], dw[5]);
+    d2a = csa(d1a[18:0], d1a[37:19], d1b[18:0]);
+    d2b = csa(d1b[37:19], dw[6], dw[7]);
+    d3 = csa(d2a[18:0], d2a[37:19], d2b[18:0]);
+    d4 = csa(d3[18:0], d3[37:19], d2b[37:19]);
+    res_dst_sum = d4[18:0] + d4[37:19];
     src6_hi_sum = 19'd0;
     for (sw = 2; sw < 8; sw = sw + 1) begin
         src6_hi_sum = src6_hi_sum + {3'd0, src6_prefix[sw*16 +: 16]};
@@ -529,16 +542,21 @@ end
 // register (64 less per beat), so no subtraction sits in front of the keep comparisons; and
 // whether they end in this beat (rem <= 64), from the job at beat 0, then from a register
 // set with rem_reg, so no compare sits in front of the job FIFO's pop.
+// The keep of a beat after the first is set with rem_reg too (rem_keep_reg), and whether the
+// beat is the first (n_reg == 0) is a register: the compares in front of the output's keep were
+// 13 levels through the skid buffer.
 reg  [17:0] rem_reg = 18'd0;
 reg         rem_last_reg = 1'b0;
-wire [17:0] rem = n_reg == 8'd0 ? j_out_len : rem_reg;
-wire        enc_last = n_reg == 8'd0 ? j_one_beat : rem_last_reg;
+reg  [KW-1:0] rem_keep_reg = {KW{1'b0}};
+reg         first_reg = 1'b1;
+wire [17:0] rem = first_reg ? j_out_len : rem_reg;
+wire        enc_last = first_reg ? j_one_beat : rem_last_reg;
 reg  [KW-1:0] enc_keep;
 reg  [DW-1:0] enc_data;
 integer       eb;
 always @* begin
     for (eb = 0; eb < KW; eb = eb + 1) begin
-        enc_keep[eb] = {11'd0, eb[6:0]} < rem;
+        enc_keep[eb] = first_reg ? {11'd0, eb[6:0]} < j_out_len : rem_keep_reg[eb];
         if (n_reg == 8'd0 && eb < pre_len) begin
             enc_data[eb*8 +: 8] = pre[eb*8 +: 8];
         end else if (n_reg == 8'd1 && 64 + eb < pre_len) begin
@@ -651,12 +669,17 @@ always @* begin
     end
 end
 
+integer kb;
 always @(posedge clk) begin
     n_reg <= n_next;
+    first_reg <= n_next == 8'd0;
     // n only steps by one (or returns to 0, when rem_reg is not used).
     if (n_next != n_reg) begin
         rem_reg <= rem - 18'd64;
         rem_last_reg <= rem <= 18'd128;
+        for (kb = 0; kb < KW; kb = kb + 1) begin
+            rem_keep_reg[kb] <= {11'd0, kb[6:0]} + 18'd64 < rem;
+        end
     end
     in_done_reg <= in_done_next;
     drain_reg <= drain_next;
@@ -668,6 +691,7 @@ always @(posedge clk) begin
     end
     if (rst) begin
         n_reg <= 8'd0;
+        first_reg <= 1'b1;
         in_done_reg <= 1'b0;
         drain_reg <= 1'b0;
         prev_reg <= {DW{1'b0}};

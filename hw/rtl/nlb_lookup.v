@@ -19,10 +19,13 @@
 //   I   issue: early verdicts (disabled, malformed, not IP, ICMP without quote), the flow
 //   1-6 flow hashes of the VIP, TUPLE5, TUPLE3, TUPLE2 and TUPLE1 keys (nlb_flow_hash)
 //   A   VIP bucket read issued; B: wait
-//   C   VIP ways compared (VIP protocol: the flow's for TCP/UDP, else 0); the ICMP reading
-//   D   port slots matched (all NLB_VIP_ENTRY_SLOT_COUNT = 16 in parallel, lowest wins)
+//   C   VIP ways compared (VIP protocol: the flow's for TCP/UDP, else 0); every way's port slots
+//       compared with the VIP port (all NLB_VIP_ENTRY_SLOT_COUNT = 16 in parallel); the ICMP
+//       reading
+//   D   port slots matched (the matching way's, lowest wins)
 //   E   rule and ACL reads issued; F: wait
-//   G   rule valid, ACL, fragment punt (several rules); pool read issued; H: wait
+//   G   rule valid, ACL prefixes compared, fragment punt (several rules); pool read issued
+//   H   the ACL's verdict
 //   I2  pool: TCP fragment punt (tracking pool), affinity key type and hash, trackable, SYN
 //       (a miss without lookup) or a connection-table read
 //   J1  Maglev index: partial products; J2: their sum
@@ -655,7 +658,11 @@ localparam F_BIG4 = F_OLEN6 + W_OLEN6;
 localparam W_BIG4 = 1; // F_OLEN4 is over MAX_FRAME
 localparam F_BIG6 = F_BIG4 + W_BIG4;
 localparam W_BIG6 = 1; // F_OLEN6 is over MAX_FRAME
-localparam SW = F_BIG6 + W_BIG6;
+localparam F_SMATCH = F_BIG6 + W_BIG6;
+localparam W_SMATCH = SLOTS; // which port slots hold the VIP port (from stage C)
+localparam F_ACLCHK = F_SMATCH + W_SMATCH;
+localparam W_ACLCHK = 1; // the rule's ACL decides in stage H (set in stage G)
+localparam SW = F_ACLCHK + W_ACLCHK;
 
 // ---- descriptor FIFO --------------------------------------------------------------------
 
@@ -920,21 +927,38 @@ wire [SW-1:0] sc_alt = st_reg[9];      // for a packet of two issues: its shadow
 
 // The VIP protocol looked up (as k_vproto at issue).
 wire [7:0]   c_vproto = sc[F_PORTLESS] ? 8'd0 : sc[F_PROTO +: 8];
+wire [15:0]  c_vport = sc[F_VPORT +: 16];
 reg          c_hit;
 // The matching entry (its slots are kept; valid, protocol and address were compared).
 /* verilator lint_off UNUSEDSIGNAL */
 reg [VW-1:0] c_entry;
 /* verilator lint_on UNUSEDSIGNAL */
+// Which of the matching entry's port slots hold the VIP port. Every way's slots are compared
+// here, beside the way's own compare, so stage D starts from these bits: the 16-bit range
+// compares and the lowest match in one clock were the whole pipeline's deepest path.
+reg [SLOTS-1:0] c_smatch;
+reg [SLOTS-1:0] c_way_smatch;
+reg [NLB_PORT_SLOT_WIDTH-1:0] c_slot;
 integer      cw;
+integer      cs;
 always @* begin
     c_hit = 1'b0;
     c_entry = {VW{1'b0}};
+    c_smatch = {SLOTS{1'b0}};
     for (cw = VIP_WAYS - 1; cw >= 0; cw = cw - 1) begin
+        for (cs = 0; cs < SLOTS; cs = cs + 1) begin
+            c_slot = vip_rd_data[cw*VW + NLB_VIP_ENTRY_SLOT_LSB + cs*NLB_PORT_SLOT_WIDTH
+                +: NLB_PORT_SLOT_WIDTH];
+            c_way_smatch[cs] = c_slot[NLB_PORT_SLOT_VALID_LSB]
+                && c_slot[NLB_PORT_SLOT_PORT_LO_LSB +: 16] <= c_vport
+                && c_vport <= c_slot[NLB_PORT_SLOT_PORT_HI_LSB +: 16];
+        end
         if (vip_rd_data[cw*VW + NLB_VIP_ENTRY_VALID_LSB]
                 && vip_rd_data[cw*VW + NLB_VIP_ENTRY_PROTOCOL_LSB +: 8] == c_vproto
                 && vip_rd_data[cw*VW + NLB_VIP_ENTRY_ADDR_LSB +: 128] == sc[F_VIP +: 128]) begin
             c_hit = 1'b1;
             c_entry = vip_rd_data[cw*VW +: VW];
+            c_smatch = c_way_smatch;
         end
     end
 end
@@ -943,6 +967,7 @@ always @* begin
     nx[9] = sc;
     nx[9][F_VHIT] = c_hit;
     nx[9][F_SLOTS +: W_SLOTS] = c_entry[NLB_VIP_ENTRY_SLOT_LSB +: W_SLOTS];
+    nx[9][F_SMATCH +: W_SMATCH] = c_smatch;
     if (sc[F_REAL] && !c_hit) begin
         // No VIP entry for the reversed reading: the forward reading decides (its VIP lookup
         // and hashes are the shadow's, one stage ahead).
@@ -959,6 +984,7 @@ always @* begin
         nx[9][F_FHASH +: 32] = sc_alt[F_FHASH +: 32];
         nx[9][F_VHIT] = sc_alt[F_VHIT];
         nx[9][F_SLOTS +: W_SLOTS] = sc_alt[F_SLOTS +: W_SLOTS];
+        nx[9][F_SMATCH +: W_SMATCH] = sc_alt[F_SMATCH +: W_SMATCH];
     end
     if (sc[F_SHADOW]) begin
         nx[9][F_DONE] = 1'b1;
@@ -968,13 +994,12 @@ end
 // ---- stage D (9): port slots -------------------------------------------------------------------
 
 wire [SW-1:0] sd = st_reg[9];
-wire [15:0]   d_vport_f = sd[F_VPORT +: 16];
 
-// The port slots are compared all at once: sl_match / sl_valid hold one bit per slot, the
-// lowest set bit of each is isolated (a prefix OR, no carry chain) and selects its slot's rule
-// by AND-OR. That is the documented "lowest matching slot" for any table contents (compiled
-// ranges of a VIP are disjoint, so at most one matches), at a depth that grows with log2 of
-// the slot count rather than with the count, as a priority chain would.
+// The port slots were compared in stage C (F_SMATCH): sl_match / sl_valid hold one bit per
+// slot, the lowest set bit of each is isolated (a prefix OR, no carry chain) and selects its
+// slot's rule by AND-OR. That is the documented "lowest matching slot" for any table contents
+// (compiled ranges of a VIP are disjoint, so at most one matches), at a depth that grows with
+// log2 of the slot count rather than with the count, as a priority chain would.
 function [SLOTS-1:0] lowest_one(input [SLOTS-1:0] v);
     integer li;
     reg     seen;
@@ -1002,10 +1027,8 @@ always @* begin
     for (sn = 0; sn < SLOTS; sn = sn + 1) begin
         slot = sd[F_SLOTS + sn*NLB_PORT_SLOT_WIDTH +: NLB_PORT_SLOT_WIDTH];
         sl_valid[sn] = slot[NLB_PORT_SLOT_VALID_LSB];
-        sl_match[sn] = slot[NLB_PORT_SLOT_VALID_LSB]
-            && slot[NLB_PORT_SLOT_PORT_LO_LSB +: 16] <= d_vport_f
-            && d_vport_f <= slot[NLB_PORT_SLOT_PORT_HI_LSB +: 16];
     end
+    sl_match = sd[F_SMATCH +: W_SMATCH];
     sl_match_low = lowest_one(sl_match);
     sl_valid_low = lowest_one(sl_valid);
     sl_found = |sl_match;
@@ -1102,20 +1125,29 @@ wire [11:0]   g_pool = sg[F_INJ] ? sg[F_POOL +: 12]
 wire [127:0]  g_client = sg[F_CLIENT +: 128];
 
 // The client lies in one valid prefix (length 0 matches all; lengths past 128 match none).
-reg                             g_allowed;
+// The check takes two clocks: here each prefix's masked difference is OR-ed in 16 groups of 8
+// bits (and whether the prefix is usable), into registers beside stage H's state; stage H
+// finishes the OR and decides. The mask is all ones shifted right by the length, inverted: the
+// top `length` bits, with no subtraction in front of the shift.
+localparam ACL_PC = NLB_ACL_ENTRY_PREFIX_COUNT;
+localparam ACL_GROUPS = 16;
+localparam ACL_GROUP_W = 128 / ACL_GROUPS;
+reg [ACL_PC-1:0]            g_pfx_usable;
+reg [ACL_PC*ACL_GROUPS-1:0] g_pfx_differs;
 reg [NLB_ACL_PREFIX_WIDTH-1:0]  pfx;
 reg [7:0]                       pfx_len;
-reg [127:0]                     pfx_mask;
+reg [127:0]                     pfx_diff;
 integer                         pn;
+integer                         pg;
 always @* begin
-    g_allowed = 1'b0;
-    for (pn = 0; pn < NLB_ACL_ENTRY_PREFIX_COUNT; pn = pn + 1) begin
-        pfx = acl_rd_data[NLB_ACL_ENTRY_PREFIX_LSB + pn*NLB_ACL_PREFIX_WIDTH +: NLB_ACL_PREFIX_WIDTH];
+    for (pn = 0; pn < ACL_PC; pn = pn + 1) begin
+        pfx = acl_rd_data[NLB_ACL_ENTRY_PREFIX_LSB + pn*NLB_ACL_PREFIX_WIDTH
+            +: NLB_ACL_PREFIX_WIDTH];
         pfx_len = pfx[NLB_ACL_PREFIX_PREFIX_LEN_LSB +: 8];
-        pfx_mask = pfx_len == 8'd0 ? 128'd0 : ~(128'd0) << (8'd128 - pfx_len);
-        if (pfx[NLB_ACL_PREFIX_VALID_LSB] && pfx_len <= 8'd128
-                && ((g_client ^ pfx[NLB_ACL_PREFIX_ADDR_LSB +: 128]) & pfx_mask) == 128'd0) begin
-            g_allowed = 1'b1;
+        g_pfx_usable[pn] = pfx[NLB_ACL_PREFIX_VALID_LSB] && pfx_len <= 8'd128;
+        pfx_diff = (g_client ^ pfx[NLB_ACL_PREFIX_ADDR_LSB +: 128]) & ~(~128'd0 >> pfx_len);
+        for (pg = 0; pg < ACL_GROUPS; pg = pg + 1) begin
+            g_pfx_differs[pn*ACL_GROUPS + pg] = |pfx_diff[pg*ACL_GROUP_W +: ACL_GROUP_W];
         end
     end
 end
@@ -1123,15 +1155,16 @@ end
 always @* begin
     nx[13] = sg;
     nx[13][F_PINR] = {20'd0, g_pool} < POOLS;
+    nx[13][F_ACLCHK] = 1'b0;
     if (!sg[F_DONE] && !sg[F_INJ]) begin
         if (!sg[F_RINR] || !g_rule_valid) begin
             nx[13] = unmatched(nx[13]);
         end else begin
             nx[13][F_RULEV] = 1'b1;
             nx[13][F_RULE +: 12] = sg[F_RID +: 12];
-            if (g_acl_enabled && !g_allowed) begin
-                nx[13] = ended(nx[13], V_DROP, NLB_REASON_ACL_DENIED);
-            end else if (sg[F_FRAG] && sg[F_SEVERAL]) begin
+            // A denial (stage H) outranks what follows.
+            nx[13][F_ACLCHK] = g_acl_enabled;
+            if (sg[F_FRAG] && sg[F_SEVERAL]) begin
                 // Fragments on a VIP with several rules go to the host, first ones with
                 // their rule (SPEC R4.3).
                 nx[13] = ended(nx[13], V_PUNT, NLB_REASON_FRAGMENT_NEEDS_STATE);
@@ -1147,10 +1180,33 @@ assign pool_rd_en = vl_reg[12];
 assign pool_rd_bank = sg[F_BANK];
 assign pool_rd_row = g_pool[POOL_ROW_BITS-1:0];
 
-// ---- stage H (13): wait --------------------------------------------------------------------
+// ---- stage H (13): the ACL's verdict -------------------------------------------------------
+
+wire [SW-1:0] sh = st_reg[13];
+reg [ACL_PC-1:0]            h_pfx_usable_reg;
+reg [ACL_PC*ACL_GROUPS-1:0] h_pfx_differs_reg;
+always @(posedge clk) begin
+    h_pfx_usable_reg <= g_pfx_usable;
+    h_pfx_differs_reg <= g_pfx_differs;
+end
+
+reg     h_allowed;
+integer hn;
+always @* begin
+    h_allowed = 1'b0;
+    for (hn = 0; hn < ACL_PC; hn = hn + 1) begin
+        if (h_pfx_usable_reg[hn] && !(|h_pfx_differs_reg[hn*ACL_GROUPS +: ACL_GROUPS])) begin
+            h_allowed = 1'b1;
+        end
+    end
+end
 
 always @* begin
-    nx[14] = st_reg[13];
+    nx[14] = sh;
+    if (sh[F_ACLCHK] && !h_allowed) begin
+        nx[14] = ended(nx[14], V_DROP, NLB_REASON_ACL_DENIED);
+        nx[14][F_POOLV] = 1'b0;
+    end
 end
 
 // ---- stage I2 (14): pool, keys, connection-table read --------------------------------------
@@ -1536,9 +1592,16 @@ end
 assign mg_c_rd_slot = mg_c_row[{{(32-MG_LANE_BITS){1'b0}}, mg_c_lane_reg}*MG_W +: MG_W];
 
 // Credits: issued -> out of the connection-table stage; out of it -> out of the Maglev stage.
+// The connection-table credit count's next value is selected, not added: `issue` comes from a
+// decode of the descriptor FIFO's distributed-RAM read, and an add behind it was 14 levels.
+wire [$clog2(CT_SLOTS):0] ct_cnt_up = ct_cnt_reg + 1'b1;
+wire [$clog2(CT_SLOTS):0] ct_cnt_down = ct_cnt_reg - 1'b1;
 always @(posedge clk) begin
-    ct_cnt_reg <= ct_cnt_reg + {{$clog2(CT_SLOTS){1'b0}}, issue}
-        - {{$clog2(CT_SLOTS){1'b0}}, ct_m_valid};
+    if (issue && !ct_m_valid) begin
+        ct_cnt_reg <= ct_cnt_up;
+    end else if (!issue && ct_m_valid) begin
+        ct_cnt_reg <= ct_cnt_down;
+    end
     mg_cnt_reg <= mg_cnt_reg + {{$clog2(MG_SLOTS){1'b0}}, ct_m_valid}
         - {{$clog2(MG_SLOTS){1'b0}}, mg_m_valid};
     if (rst) begin

@@ -448,6 +448,10 @@ wire [31:0] w_cmd_index;
 reg         cmd_write = 1'b0;
 reg         cmd_read = 1'b0;
 reg  [31:0] cmd_index = 32'd0;
+// Whether cmd_index is inside each table (bit NLB_TABLE_*), compared as W is caught too: the
+// 32-bit compares in front of the table enables were the register file's deepest path.
+reg  [TABLES-1:0] cmd_in_range = {TABLES{1'b0}};
+reg  [TABLES-1:0] w_cmd_in_range;
 
 nlb_table_cmd cmd_inst (
     .cmd_word(w_cmd_word),
@@ -456,6 +460,16 @@ nlb_table_cmd cmd_inst (
     .cmd_read(w_cmd_read),
     .cmd_index(w_cmd_index)
 );
+
+always @* begin
+    w_cmd_in_range = {TABLES{1'b0}};
+    w_cmd_in_range[NLB_TABLE_VIP] = w_cmd_index < VIP_DEPTH;
+    w_cmd_in_range[NLB_TABLE_RULE] = w_cmd_index < RULES;
+    w_cmd_in_range[NLB_TABLE_ACL] = w_cmd_index < RULES;
+    w_cmd_in_range[NLB_TABLE_POOL] = w_cmd_index < POOLS;
+    w_cmd_in_range[NLB_TABLE_MAGLEV] = w_cmd_index < MAGLEV_SLOTS;
+    w_cmd_in_range[NLB_TABLE_BACKEND] = w_cmd_index < BACKENDS;
+end
 
 wire [TABLE_SEL_W-1:0] sel_table = select_reg[NLB_REG_TABLE_SELECT_TABLE_LSB +: TABLE_SEL_W];
 wire                   sel_bank = select_reg[NLB_REG_TABLE_SELECT_BANK_LSB];
@@ -527,38 +541,38 @@ always @* begin
     sel_entry_ok = 1'b1;
     case (sel_table)
         TABLE_VIP: begin
-            sel_in_range = cmd_index < VIP_DEPTH;
+            sel_in_range = cmd_in_range[NLB_TABLE_VIP];
             sel_onehot[NLB_TABLE_VIP] = 1'b1;
             sel_rdata[NLB_VIP_ENTRY_WIDTH-1:0] = vip_b_rdata;
             sel_rmask[NLB_VIP_ENTRY_WORDS*32-1:0] = {NLB_VIP_ENTRY_WORDS*32{1'b1}};
         end
         TABLE_RULE: begin
-            sel_in_range = cmd_index < RULES;
+            sel_in_range = cmd_in_range[NLB_TABLE_RULE];
             sel_onehot[NLB_TABLE_RULE] = 1'b1;
             sel_rdata[NLB_RULE_ENTRY_WIDTH-1:0] = rule_b_rdata;
             sel_rmask[NLB_RULE_ENTRY_WORDS*32-1:0] = {NLB_RULE_ENTRY_WORDS*32{1'b1}};
         end
         TABLE_ACL: begin
-            sel_in_range = cmd_index < RULES;
+            sel_in_range = cmd_in_range[NLB_TABLE_ACL];
             sel_onehot[NLB_TABLE_ACL] = 1'b1;
             sel_rdata[NLB_ACL_ENTRY_WIDTH-1:0] = acl_b_rdata;
             sel_rmask[NLB_ACL_ENTRY_WORDS*32-1:0] = {NLB_ACL_ENTRY_WORDS*32{1'b1}};
         end
         TABLE_POOL: begin
-            sel_in_range = cmd_index < POOLS;
+            sel_in_range = cmd_in_range[NLB_TABLE_POOL];
             sel_onehot[NLB_TABLE_POOL] = 1'b1;
             sel_rdata[NLB_POOL_ENTRY_WIDTH-1:0] = pool_b_rdata;
             sel_rmask[NLB_POOL_ENTRY_WORDS*32-1:0] = {NLB_POOL_ENTRY_WORDS*32{1'b1}};
             sel_entry_ok = win_affinity_ok && win_delivery_ok;
         end
         TABLE_MAGLEV: begin
-            sel_in_range = cmd_index < MAGLEV_SLOTS;
+            sel_in_range = cmd_in_range[NLB_TABLE_MAGLEV];
             sel_onehot[NLB_TABLE_MAGLEV] = 1'b1;
             sel_rdata[NLB_MAGLEV_SLOT_WIDTH-1:0] = maglev_b_rdata;
             sel_rmask[NLB_MAGLEV_SLOT_WORDS*32-1:0] = {NLB_MAGLEV_SLOT_WORDS*32{1'b1}};
         end
         TABLE_BACKEND: begin
-            sel_in_range = cmd_index < BACKENDS;
+            sel_in_range = cmd_in_range[NLB_TABLE_BACKEND];
             sel_onehot[NLB_TABLE_BACKEND] = 1'b1;
             sel_rdata[NLB_BACKEND_ENTRY_WIDTH-1:0] = backend_b_rdata;
             sel_rmask[NLB_BACKEND_ENTRY_WORDS*32-1:0] = {NLB_BACKEND_ENTRY_WORDS*32{1'b1}};
@@ -795,6 +809,7 @@ always @(posedge clk) begin
         cmd_write <= w_cmd_write;
         cmd_read <= w_cmd_read;
         cmd_index <= w_cmd_index;
+        cmd_in_range <= w_cmd_in_range;
     end
 
     enable_reg <= enable_next;

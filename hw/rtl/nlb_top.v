@@ -1634,7 +1634,13 @@ wire [NLB_LEARN_EVENT_WIDTH-1:0] event_rec = {m_res_flow_hash, m_res_rule, m_res
     m_res_vip, m_res_client, m_res_vip_port, m_res_client_port, m_res_protocol, m_res_event};
 wire [$clog2(EVENT_DEPTH):0] event_count;
 wire                         event_push = m_res_valid && m_res_event_valid;
-wire                         event_full = event_count >= EVENT_DEPTH;
+// The queue holds EVENT_DEPTH events (the FIFO's output register is one of them). Whether it
+// is full is kept in a register, equal to `event_count >= EVENT_DEPTH` in every clock, and
+// found from compares of the count with constants: a compare of the count in front of the
+// FIFO's own add was 13 levels.
+reg                          event_full = 1'b0;
+wire                         event_write = event_push && !event_full;
+wire                         event_take = eq_valid && eq_ready;
 reg                          event_dropped_reg = 1'b0;
 wire [NLB_LEARN_EVENT_WIDTH-1:0] event_out;
 
@@ -1646,7 +1652,7 @@ nlb_fifo #(
     .clk(clk),
     .rst(rst),
     .s_data(event_rec),
-    .s_valid(event_push && !event_full),
+    .s_valid(event_write),
     .s_ready(),
     .m_data(event_out),
     .m_valid(eq_valid),
@@ -1657,8 +1663,12 @@ nlb_fifo #(
 
 always @(posedge clk) begin
     event_dropped_reg <= event_push && event_full;
+    event_full <= event_count > EVENT_DEPTH
+        || (event_count == EVENT_DEPTH && (event_write || !event_take))
+        || (event_count == EVENT_DEPTH - 1 && event_write && !event_take);
     if (rst) begin
         event_dropped_reg <= 1'b0;
+        event_full <= 1'b0;
     end
 end
 
