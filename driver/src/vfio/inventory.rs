@@ -208,7 +208,7 @@ impl GroupMember {
     pub fn blocks_vfio(&self) -> bool {
         match self.driver.as_deref() {
             None | Some("vfio-pci") | Some("pci-stub") => false,
-            Some(_) => !self.class.is_some_and(|c| c / 0x100 == 0x0604),
+            Some(_) => self.class.is_none_or(|c| c / 0x100 != 0x0604),
         }
     }
 

@@ -190,10 +190,15 @@ impl FakeSysfs {
         Ok(Some(text.trim().to_string()))
     }
 
-    /// Plays the kernel once: every pending `unbind` (each driver's), then `driver_override`
-    /// normalised, then `drivers_probe`. Returns what it did, one line per action.
+    /// Plays the kernel once: every pending `unbind` (each driver's), then a pending
+    /// `drivers_probe`, reading the probed device's `driver_override` as the kernel keeps it
+    /// (up to the first newline; nothing left means clear, shown as `(null)`). Safe to run
+    /// from a thread while a process writes: `drivers_probe` is taken first, so the writes a
+    /// process made before it (override, unbind) are all seen with it. Returns what it did,
+    /// one line per action.
     pub fn kernel_step(&self) -> io::Result<Vec<String>> {
         let mut did = Vec::new();
+        let probe = Self::take(&self.root.join("sys/bus/pci/drivers_probe"))?;
         let drivers = self.root.join("sys/bus/pci/drivers");
         for entry in fs::read_dir(&drivers)? {
             let name = entry?.file_name().to_string_lossy().into_owned();
@@ -208,37 +213,34 @@ impl FakeSysfs {
                 }
             }
         }
-        for entry in fs::read_dir(self.root.join("sys/devices/pci0000:00"))? {
-            let path = entry?.path().join("driver_override");
-            let text = fs::read_to_string(&path).unwrap_or_default();
-            // The kernel keeps up to the first newline; nothing left clears the override.
-            let value = text.split('\n').next().unwrap_or_default();
-            if value.is_empty() {
-                fs::write(&path, "(null)\n")?;
-            } else if text != format!("{value}\n") {
-                fs::write(&path, format!("{value}\n"))?;
-            }
+        let Some(addr) = probe else {
+            return Ok(did);
+        };
+        if !self.dev_dir(&addr).exists() {
+            did.push(format!("probe {addr}: ENODEV"));
+            return Ok(did);
         }
-        if let Some(addr) = Self::take(&self.root.join("sys/bus/pci/drivers_probe"))? {
-            if !self.dev_dir(&addr).exists() {
-                did.push(format!("probe {addr}: ENODEV"));
-            } else if let Some(d) = self.driver(&addr) {
-                did.push(format!("probe {addr}: already bound to {d}"));
-            } else {
-                let over = self.driver_override(&addr);
-                let wanted = if over == "(null)" {
-                    self.lock().get(&addr).cloned()
-                } else {
-                    Some(over)
-                };
-                match wanted {
-                    Some(d) if self.driver_dir(&d).exists() => {
-                        self.set_driver(&addr, Some(&d))?;
-                        did.push(format!("probe {addr}: bound to {d}"));
-                    }
-                    _ => did.push(format!("probe {addr}: no driver")),
-                }
+        let path = self.dev_dir(&addr).join("driver_override");
+        let text = fs::read_to_string(&path).unwrap_or_default();
+        let value = text.split('\n').next().unwrap_or_default().to_string();
+        let over = if value.is_empty() || value == "(null)" {
+            fs::write(&path, "(null)\n")?;
+            None
+        } else {
+            fs::write(&path, format!("{value}\n"))?;
+            Some(value)
+        };
+        if let Some(d) = self.driver(&addr) {
+            did.push(format!("probe {addr}: already bound to {d}"));
+            return Ok(did);
+        }
+        let wanted = over.or_else(|| self.lock().get(&addr).cloned());
+        match wanted {
+            Some(d) if self.driver_dir(&d).exists() => {
+                self.set_driver(&addr, Some(&d))?;
+                did.push(format!("probe {addr}: bound to {d}"));
             }
+            _ => did.push(format!("probe {addr}: no driver")),
         }
         Ok(did)
     }
