@@ -118,6 +118,18 @@ pub enum BindError {
         /// The known ids.
         known: String,
     },
+    /// The IOMMU is on, but not for this device.
+    #[error(
+        "PCI device {addr} has no IOMMU group although the IOMMU is on (other devices have \
+         groups in {groups}): no IOMMU covers it, so vfio-pci cannot give it to user space. \
+         `sudo dmesg | grep -i -e DMAR -e IOMMU` says what the IOMMU driver made of it; another \
+         slot may be covered",
+        groups = inventory::IOMMU_GROUPS
+    )]
+    NoGroup {
+        /// Address.
+        addr: PciAddress,
+    },
     /// The IOMMU is off.
     #[error(
         "PCI device {addr} has no IOMMU group: the IOMMU is off ({groups} is empty), and \
@@ -215,6 +227,17 @@ fn describe(driver: &Option<String>) -> String {
     }
 }
 
+/// The addresses in the order given, each once.
+fn unique(addrs: &[PciAddress]) -> Vec<PciAddress> {
+    let mut seen = Vec::new();
+    for &a in addrs {
+        if !seen.contains(&a) {
+            seen.push(a);
+        }
+    }
+    seen
+}
+
 fn exists_or(sys: &dyn VfioSys, addr: PciAddress) -> Result<PciFunction, BindError> {
     read_function(sys, addr)?.ok_or(BindError::NoSuchDevice { addr })
 }
@@ -249,7 +272,7 @@ pub fn plan_bind(
     force: bool,
 ) -> Result<Vec<Step>, BindError> {
     let mut steps = Vec::new();
-    for &addr in addrs {
+    for &addr in &unique(addrs) {
         let f = exists_or(sys, addr)?;
         if f.vfio_bound() {
             steps.push(Step::Done {
@@ -265,9 +288,10 @@ pub fn plan_bind(
                 known: inventory::known_ids(),
             });
         }
-        let group = match f.iommu_group {
-            Some(g) if iommu_enabled(sys) => g,
-            _ => return Err(BindError::NoIommu { addr }),
+        let group = match (f.iommu_group, iommu_enabled(sys)) {
+            (Some(g), true) => g,
+            (None, true) => return Err(BindError::NoGroup { addr }),
+            (_, false) => return Err(BindError::NoIommu { addr }),
         };
         if !vfio_pci_loaded(sys) {
             return Err(BindError::VfioPciNotLoaded);
@@ -327,7 +351,7 @@ pub fn plan_bind(
 /// override is left alone.
 pub fn plan_unbind(sys: &dyn VfioSys, addrs: &[PciAddress]) -> Result<Vec<Step>, BindError> {
     let mut steps = Vec::new();
-    for &addr in addrs {
+    for &addr in &unique(addrs) {
         let f = exists_or(sys, addr)?;
         if !f.vfio_bound() && f.driver_override.is_none() {
             steps.push(Step::Done {

@@ -162,7 +162,8 @@ pub enum VfioError {
     },
     /// Bound to another driver, or to none.
     #[error(
-        "PCI device {addr} is {}, not to vfio-pci; hand it to vfio-pci with:\n{commands}",
+        "PCI device {addr} is {}, not to vfio-pci; hand it to vfio-pci with `sudo nlbctl bind \
+         {addr}` (which checks what could stand in the way first), or by hand:\n{commands}",
         describe_driver(driver)
     )]
     NotBound {

@@ -464,7 +464,8 @@ fn bound_to_a_host_driver_prints_the_rebind_commands() {
     sys.bind(ADDR, Some("xdma"));
     let e = open(&sys).unwrap_err().to_string();
     let expected = "PCI device 0000:03:00.0 is bound to the `xdma` driver, not to vfio-pci; \
-                    hand it to vfio-pci with:\n\
+                    hand it to vfio-pci with `sudo nlbctl bind 0000:03:00.0` (which checks what \
+                    could stand in the way first), or by hand:\n\
                     \x20   echo vfio-pci | sudo tee /sys/bus/pci/devices/0000:03:00.0/driver_override\n\
                     \x20   echo 0000:03:00.0 | sudo tee /sys/bus/pci/devices/0000:03:00.0/driver/unbind\n\
                     \x20   echo 0000:03:00.0 | sudo tee /sys/bus/pci/drivers_probe";

@@ -432,6 +432,40 @@ fn no_iommu_says_which_kernel_options_turn_it_on() {
 }
 
 #[test]
+fn a_device_outside_every_iommu_group_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let fs = machine(dir.path());
+    // The IOMMU is on (groups 5, 40, 41 exist), but the card has no group of its own.
+    let dev = dir.path().join("sys/devices/pci0000:00").join(CARD);
+    std::fs::remove_file(dev.join("iommu_group")).unwrap();
+    std::fs::remove_dir_all(dir.path().join("sys/kernel/iommu_groups/40")).unwrap();
+    let e = bind_all(&Kernel::new(&fs), &[CARD], false)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with(
+            "PCI device 0000:3b:00.0 has no IOMMU group although the IOMMU is on (other \
+             devices have groups in /sys/kernel/iommu_groups)"
+        ),
+        "{e}"
+    );
+    assert!(e.contains("dmesg"), "{e}");
+    untouched(&fs);
+}
+
+#[test]
+fn an_address_named_twice_is_bound_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let fs = machine(dir.path());
+    let k = Kernel::new(&fs);
+    assert_eq!(
+        bind_and_run(&k, &[CARD, "3b:00.0"], false),
+        [Some("vfio-pci".into())]
+    );
+    assert_eq!(k.log().len(), 3, "{:?}", k.log());
+}
+
+#[test]
 fn vfio_pci_not_loaded_says_modprobe() {
     let dir = tempfile::tempdir().unwrap();
     let fs = machine(dir.path());
