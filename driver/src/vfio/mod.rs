@@ -542,7 +542,7 @@ fn mappable(region: &RegionInfo, offset: u64, len: u64) -> bool {
         None => true,
         Some(areas) => areas
             .iter()
-            .any(|&(off, size)| off <= offset && off + size >= offset + len),
+            .any(|&(off, size)| off <= offset && off.saturating_add(size) >= offset + len),
     }
 }
 
