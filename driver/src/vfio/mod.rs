@@ -1,30 +1,39 @@
-//! The VFIO backend: a real NIC, opened by PCI address, BAR 0 mapped into this process.
+//! The VFIO backend: a real NIC, opened by PCI address, its register window mapped into this
+//! process.
 //!
 //! Opening checks, in order, what a user gets wrong when handing a PCI device to user space,
 //! and says what to type for each: the address names no device; the device is bound to a host
 //! driver instead of `vfio-pci`; there is no IOMMU group; `/dev/vfio/N` is not ours to open; a
-//! sibling in the IOMMU group is still bound to a host driver; and, once BAR 0 answers, that
-//! it is an nlb-offload NIC of the register map version this driver speaks ([`discover`]).
+//! sibling in the IOMMU group is still bound to a host driver; and, once the registers answer,
+//! that it is an nlb-offload NIC of the register map version this driver speaks ([`discover`]).
 //!
-//! BAR 0 is mmapped when the region allows it (volatile 32-bit accesses); otherwise registers
-//! go through `pread`/`pwrite` on the device fd. All kernel access goes through [`VfioSys`].
+//! Where the registers are comes from the device's ids ([`inventory::KNOWN_CARDS`]): on an
+//! OpenNIC shell function, BAR 2 from byte 0x200000 (the shell's 322 MHz user box); on any
+//! other device, BAR 0 from byte 0. The window is mmapped when the region allows it (volatile
+//! 32-bit accesses); otherwise registers go through `pread`/`pwrite` on the device fd. All
+//! kernel access goes through [`VfioSys`]. [`inventory`] lists the cards on the bus and
+//! [`bind`] hands one to vfio-pci.
 
+pub mod bind;
+pub mod inventory;
 pub mod sys;
 
 use crate::device::{Device, DeviceError};
 use crate::discovery::{discover, DeviceInfo, DiscoveryError};
 use crate::dma::{DmaRegion, IrqLine};
 use crate::pcie::{PcieCosts, PcieLedger, PcieStats};
+use inventory::{identify, link_name, read_ids, CardIdentity, RegisterWindow};
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
-pub use sys::{LinuxSys, Mmio, RegionInfo, SysOpenError, VfioDeviceIo, VfioSys};
+pub use sys::{LinuxSys, Mmio, RegionInfo, RootedSys, SysOpenError, VfioDeviceIo, VfioSys};
 
 /// Region index of BAR 0 (`VFIO_PCI_BAR0_REGION_INDEX`).
 pub const BAR0: u32 = 0;
 
-/// Bytes of BAR 0 the register map uses: the end of the last register of the last block.
+/// Bytes of the register window the register map uses: the end of the last register of the
+/// last block (from BAR 0 offset 0 on the simulated cards, from BAR 2 + 0x200000 on OpenNIC).
 pub fn bar0_span() -> u64 {
     use nlb_hw::blocks::queues;
     let inject_end = u64::from(queues::INJECT_DATA) + 4 * u64::from(queues::INJECT_DATA_COUNT);
@@ -153,7 +162,8 @@ pub enum VfioError {
     },
     /// Bound to another driver, or to none.
     #[error(
-        "PCI device {addr} is {}, not to vfio-pci; hand it to vfio-pci with:\n{commands}",
+        "PCI device {addr} is {}, not to vfio-pci; hand it to vfio-pci with `sudo nlbctl bind \
+         {addr}` (which checks what could stand in the way first), or by hand:\n{commands}",
         describe_driver(driver)
     )]
     NotBound {
@@ -252,11 +262,15 @@ pub enum VfioError {
         #[source]
         source: SysOpenError,
     },
-    /// BAR 0 is missing or not usable.
-    #[error("BAR 0 of {addr} {why}: is this the right function of the card?")]
-    Bar0 {
+    /// The BAR of the registers is missing or not usable.
+    #[error("BAR {bar} of {addr}{card} {why}: is this the right function of the card?")]
+    Bar {
         /// Address.
         addr: PciAddress,
+        /// The BAR.
+        bar: u32,
+        /// ` (OpenNIC shell (QDMA) PF0, 10ee:903f)` for a known card, else empty.
+        card: String,
         /// What is wrong.
         why: String,
     },
@@ -302,7 +316,10 @@ pub struct Vfio {
     addr: PciAddress,
     io: Box<dyn VfioDeviceIo>,
     bar: BarPath,
-    bar_size: u64,
+    /// Where register 0 is.
+    window: RegisterWindow,
+    /// Bytes of registers from there.
+    window_len: u64,
     info: Option<DeviceInfo>,
     /// Regions mapped for the device's DMA, kept alive while mapped.
     mapped: Vec<DmaRegion>,
@@ -315,7 +332,8 @@ impl fmt::Debug for Vfio {
         f.debug_struct("Vfio")
             .field("addr", &self.addr)
             .field("mmapped", &self.is_mmapped())
-            .field("bar_size", &self.bar_size)
+            .field("window", &self.window)
+            .field("window_len", &self.window_len)
             .finish()
     }
 }
@@ -373,39 +391,19 @@ impl Vfio {
             }
             Err(e) => return Err(VfioError::Open { addr, source: e }),
         };
-        let region = io.region(BAR0).ok_or_else(|| VfioError::Bar0 {
-            addr,
-            why: "does not exist".into(),
-        })?;
-        let need = bar0_span();
-        if region.size < need {
-            return Err(VfioError::Bar0 {
-                addr,
-                why: format!(
-                    "is {:#x} bytes, the register map needs {need:#x}",
-                    region.size
-                ),
-            });
-        }
-        if !(region.readable && region.writable) {
-            return Err(VfioError::Bar0 {
-                addr,
-                why: "is not readable and writable".into(),
-            });
-        }
-        let bar = if mappable(&region, need) {
-            // A failed mmap is not fatal: pread/pwrite reach the same registers.
-            io.map(BAR0, region.size)
-                .map(BarPath::Mapped)
-                .unwrap_or(BarPath::ReadWrite)
-        } else {
-            BarPath::ReadWrite
-        };
+        // Where the registers are: a known card's window, else BAR 0 (unreadable ids, as
+        // on a device sysfs cannot describe, count as unknown).
+        let card = read_ids(sys, &dev_path)
+            .ok()
+            .and_then(|(vendor, device)| identify(vendor, device));
+        let window = card.map_or(RegisterWindow::BAR0, |c| c.registers);
+        let (bar, window_len) = open_window(io.as_ref(), addr, card, window)?;
         let mut vfio = Vfio {
             addr,
             io,
             bar,
-            bar_size: region.size,
+            window,
+            window_len,
             info: None,
             mapped: Vec::new(),
             ledger: PcieLedger::new(PcieCosts::default()),
@@ -428,7 +426,12 @@ impl Vfio {
         self.addr
     }
 
-    /// Whether BAR 0 is memory-mapped (otherwise `pread`/`pwrite`).
+    /// Where its registers are.
+    pub fn registers(&self) -> RegisterWindow {
+        self.window
+    }
+
+    /// Whether the register window is memory-mapped (otherwise `pread`/`pwrite`).
     pub fn is_mmapped(&self) -> bool {
         matches!(self.bar, BarPath::Mapped(_))
     }
@@ -446,25 +449,92 @@ impl Vfio {
                 why: "not 4-byte aligned",
             });
         }
-        if at + 4 > self.bar_size {
+        if at + 4 > self.window_len {
             return Err(DeviceError::BadOffset {
                 offset,
-                why: "beyond BAR 0",
+                why: if self.window == RegisterWindow::BAR0 {
+                    "beyond BAR 0"
+                } else {
+                    "beyond the register window"
+                },
             });
         }
         Ok(at)
     }
 
     fn io_error(&self, what: &str, offset: u32, source: io::Error) -> DeviceError {
-        DeviceError::Io {
-            what: format!("{what} BAR 0 at {offset:#x} of pci:{}", self.addr),
-            source,
-        }
+        let what = if self.window == RegisterWindow::BAR0 {
+            format!("{what} BAR 0 at {offset:#x} of pci:{}", self.addr)
+        } else {
+            format!(
+                "{what} register {offset:#x} (BAR {} at {:#x}) of pci:{}",
+                self.window.bar,
+                self.window.offset + u64::from(offset),
+                self.addr
+            )
+        };
+        DeviceError::Io { what, source }
     }
 }
 
-/// Whether the whole span the driver uses can be mapped.
-fn mappable(region: &RegionInfo, need: u64) -> bool {
+/// Checks the BAR of `window` and maps it (or settles for `pread`/`pwrite`): the access path
+/// and the window's length.
+fn open_window(
+    io: &dyn VfioDeviceIo,
+    addr: PciAddress,
+    card: Option<&CardIdentity>,
+    window: RegisterWindow,
+) -> Result<(BarPath, u64), VfioError> {
+    let bar_error = |why: String| VfioError::Bar {
+        addr,
+        bar: window.bar,
+        card: card.map_or_else(String::new, |c| {
+            format!(
+                " ({} PF{}, {:04x}:{:04x})",
+                c.kind, c.pf, c.vendor, c.device
+            )
+        }),
+        why,
+    };
+    let region = io
+        .region(window.bar)
+        .ok_or_else(|| bar_error("does not exist".into()))?;
+    let span = bar0_span();
+    let need = window.offset + span;
+    if region.size < need {
+        let why = if window == RegisterWindow::BAR0 {
+            format!(
+                "is {:#x} bytes, the register map needs {need:#x}",
+                region.size
+            )
+        } else {
+            format!(
+                "is {:#x} bytes; the register map at {window} needs {need:#x} ({:#x} + \
+                 {span:#x}), which the OpenNIC shell's 4 MiB BAR 2 has",
+                region.size, window.offset
+            )
+        };
+        return Err(bar_error(why));
+    }
+    if !(region.readable && region.writable) {
+        return Err(bar_error("is not readable and writable".into()));
+    }
+    let rest = region.size - window.offset;
+    let len = window.size.map_or(rest, |s| s.min(rest));
+    let bar = if mappable(&region, window.offset, len) {
+        // A failed mmap is not fatal: pread/pwrite reach the same registers.
+        io.map(window.bar, window.offset, len)
+            .map(BarPath::Mapped)
+            .unwrap_or(BarPath::ReadWrite)
+    } else {
+        BarPath::ReadWrite
+    };
+    Ok((bar, len))
+}
+
+/// Whether `[offset, offset + len)` of the region can be mapped: the region has the mmap flag
+/// and, if the kernel carved it up (sparse mmap), one area covers all of it.
+fn mappable(region: &RegionInfo, offset: u64, len: u64) -> bool {
     if !region.mmap {
         return false;
     }
@@ -472,14 +542,8 @@ fn mappable(region: &RegionInfo, need: u64) -> bool {
         None => true,
         Some(areas) => areas
             .iter()
-            .any(|&(off, size)| off == 0 && size >= need && size == region.size),
+            .any(|&(off, size)| off <= offset && off.saturating_add(size) >= offset + len),
     }
-}
-
-fn link_name(sys: &dyn VfioSys, path: &Path) -> Option<String> {
-    sys.read_link(path)
-        .ok()
-        .and_then(|t| t.file_name().map(|n| n.to_string_lossy().into_owned()))
 }
 
 fn classify_node_error(e: io::Error, addr: PciAddress, group: u32, path: PathBuf) -> VfioError {
@@ -501,27 +565,19 @@ fn classify_node_error(e: io::Error, addr: PciAddress, group: u32, path: PathBuf
 }
 
 fn not_viable(sys: &dyn VfioSys, addr: PciAddress, group: u32) -> VfioError {
-    let dir = PathBuf::from(format!("/sys/kernel/iommu_groups/{group}/devices"));
-    let members = sys.list_dir(&dir).unwrap_or_default();
-    let loaded = sys.exists(Path::new("/sys/bus/pci/drivers/vfio-pci"));
+    let loaded = inventory::vfio_pci_loaded(sys);
     let mut blockers = Vec::new();
     let mut commands = Vec::new();
-    for member in members {
-        let driver = link_name(sys, &dir.join(&member).join("driver"));
-        // The kernel accepts group members bound to vfio-pci or pci-stub, or to none.
-        if matches!(
-            driver.as_deref(),
-            None | Some("vfio-pci") | Some("pci-stub")
-        ) {
+    // The kernel accepts group members bound to vfio-pci or pci-stub, to none, and bridges.
+    for member in inventory::group_members(sys, group, "") {
+        if !member.blocks_vfio() {
             continue;
         }
-        blockers.push(format!(
-            "{member} ({})",
-            driver.as_deref().unwrap_or_default()
-        ));
+        let driver = member.driver.as_deref();
+        blockers.push(format!("{} ({})", member.addr, driver.unwrap_or_default()));
         commands.push(rebind_commands(
-            &member,
-            driver.as_deref(),
+            &member.addr,
+            driver,
             loaded || !commands.is_empty(),
         ));
     }
@@ -550,7 +606,7 @@ impl Device for Vfio {
             BarPath::ReadWrite => {
                 let mut b = [0u8; 4];
                 self.io
-                    .read_at(BAR0, &mut b, at)
+                    .read_at(self.window.bar, &mut b, self.window.offset + at)
                     .map_err(|e| self.io_error("reading", offset, e))?;
                 Ok(u32::from_le_bytes(b))
             }
@@ -566,7 +622,11 @@ impl Device for Vfio {
                 .map_err(|e| self.io_error("writing", offset, e)),
             BarPath::ReadWrite => self
                 .io
-                .write_at(BAR0, &value.to_le_bytes(), at)
+                .write_at(
+                    self.window.bar,
+                    &value.to_le_bytes(),
+                    self.window.offset + at,
+                )
                 .map_err(|e| self.io_error("writing", offset, e)),
         }
     }

@@ -61,8 +61,8 @@ pub trait Mmio: Send {
 pub trait VfioDeviceIo: Send {
     /// Information about region `index` (0 = BAR 0), `None` if the device has no such region.
     fn region(&self, index: u32) -> Option<RegionInfo>;
-    /// Maps `len` bytes of region `index` from its start.
-    fn map(&self, index: u32, len: u64) -> io::Result<Box<dyn Mmio>>;
+    /// Maps `len` bytes of region `index` from byte `offset` of the region (page aligned).
+    fn map(&self, index: u32, offset: u64, len: u64) -> io::Result<Box<dyn Mmio>>;
     /// `pread` from region `index` at `offset`.
     fn read_at(&self, index: u32, buf: &mut [u8], offset: u64) -> io::Result<()>;
     /// `pwrite` to region `index` at `offset`.
@@ -87,8 +87,12 @@ pub trait VfioSys: Send + Sync {
     fn exists(&self, path: &Path) -> bool;
     /// Target of a symbolic link (`.../driver`, `.../iommu_group`).
     fn read_link(&self, path: &Path) -> io::Result<PathBuf>;
-    /// Names of the entries of a directory.
+    /// Names of the entries of a directory, sorted.
     fn list_dir(&self, path: &Path) -> io::Result<Vec<String>>;
+    /// Contents of a (sysfs attribute) file.
+    fn read_file(&self, path: &Path) -> io::Result<String>;
+    /// Writes `contents` to a (sysfs attribute) file in one `write`, as `echo X > FILE` does.
+    fn write_file(&self, path: &Path, contents: &str) -> io::Result<()>;
     /// Opens `path` read-write and closes it again: what opening a VFIO group needs.
     fn check_rw(&self, path: &Path) -> io::Result<()>;
     /// Opens the device at sysfs path `sysfs_dev` through VFIO (container, group, device fd).
@@ -115,6 +119,19 @@ impl VfioSys for LinuxSys {
         }
         names.sort();
         Ok(names)
+    }
+
+    fn read_file(&self, path: &Path) -> io::Result<String> {
+        std::fs::read_to_string(path)
+    }
+
+    fn write_file(&self, path: &Path, contents: &str) -> io::Result<()> {
+        // What the shell's `echo X > FILE` does, without creating the file: a sysfs attribute
+        // exists or the write is an error (truncation means nothing to sysfs), and the kernel
+        // takes the value from this one write.
+        use std::io::Write as _;
+        let mut f = OpenOptions::new().write(true).truncate(true).open(path)?;
+        f.write_all(contents.as_bytes())
     }
 
     fn check_rw(&self, path: &Path) -> io::Result<()> {
@@ -155,6 +172,71 @@ impl VfioSys for LinuxSys {
             container,
             file,
         }))
+    }
+}
+
+/// The kernel's files under another root directory: `/sys/...` is read and written at
+/// `ROOT/sys/...`, `/dev/...` at `ROOT/dev/...`. Root `/` is the live machine ([`LinuxSys`]);
+/// another root is a tree a test built (or a copy of a machine's sysfs), where the PCI
+/// inventory and the bind plan work but no VFIO device opens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RootedSys {
+    root: PathBuf,
+}
+
+impl RootedSys {
+    /// The files under `root`.
+    pub fn new(root: impl Into<PathBuf>) -> RootedSys {
+        RootedSys { root: root.into() }
+    }
+
+    /// The root directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Where the absolute path `path` (`/sys/bus/pci/...`) is under the root.
+    pub fn at(&self, path: &Path) -> PathBuf {
+        match path.strip_prefix("/") {
+            Ok(rest) if self.root != Path::new("/") => self.root.join(rest),
+            _ => path.to_path_buf(),
+        }
+    }
+}
+
+impl VfioSys for RootedSys {
+    fn exists(&self, path: &Path) -> bool {
+        LinuxSys.exists(&self.at(path))
+    }
+
+    fn read_link(&self, path: &Path) -> io::Result<PathBuf> {
+        LinuxSys.read_link(&self.at(path))
+    }
+
+    fn list_dir(&self, path: &Path) -> io::Result<Vec<String>> {
+        LinuxSys.list_dir(&self.at(path))
+    }
+
+    fn read_file(&self, path: &Path) -> io::Result<String> {
+        LinuxSys.read_file(&self.at(path))
+    }
+
+    fn write_file(&self, path: &Path, contents: &str) -> io::Result<()> {
+        LinuxSys.write_file(&self.at(path), contents)
+    }
+
+    fn check_rw(&self, path: &Path) -> io::Result<()> {
+        LinuxSys.check_rw(&self.at(path))
+    }
+
+    fn open_device(&self, sysfs_dev: &Path) -> Result<Box<dyn VfioDeviceIo>, SysOpenError> {
+        if self.root != Path::new("/") {
+            return Err(SysOpenError::Other(format!(
+                "VFIO devices open only on the live system, not under {}",
+                self.root.display()
+            )));
+        }
+        LinuxSys.open_device(sysfs_dev)
     }
 }
 
@@ -212,8 +294,8 @@ impl VfioDeviceIo for LinuxDevice {
         })
     }
 
-    fn map(&self, index: u32, len: u64) -> io::Result<Box<dyn Mmio>> {
-        let start = self.region_bounds(index, 0, len as usize)?;
+    fn map(&self, index: u32, offset: u64, len: u64) -> io::Result<Box<dyn Mmio>> {
+        let start = self.region_bounds(index, offset, len as usize)?;
         let map = memmap2::MmapOptions::new()
             .offset(start)
             .len(len as usize)

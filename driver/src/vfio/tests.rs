@@ -1,7 +1,8 @@
 //! The VFIO backend against a mock of its system layer: no hardware exists here, so sysfs,
 //! `/dev/vfio` and the device fd are simulated; BAR 0 holds the words an nlb-offload NIC of
 //! the `sim` profile presents (written from `docs/regmap.md`: block headers and firmware ID),
-//! or another device's words.
+//! or another device's words. An OpenNIC card holds the same words in BAR 2 from 0x200000
+//! (the shell's 322 MHz box), with the shell's own registers before it.
 
 use super::*;
 use std::collections::{HashMap, HashSet};
@@ -10,10 +11,15 @@ use std::sync::{Arc, Mutex};
 const ADDR: &str = "0000:03:00.0";
 const GROUP: u32 = 12;
 
-/// BAR 0 contents, shared by the pread path and the mapping.
+/// The register window's contents, shared by the pread path and the mapping: `words` hold
+/// the region's bytes from `base` on; every access is logged by its offset in the region.
 #[derive(Debug)]
 struct Bar {
     words: Vec<u32>,
+    /// Region offset of `words[0]`.
+    base: u64,
+    /// Region offsets accessed, in order.
+    log: Vec<u64>,
     /// Fail every access (the device fd returns EIO).
     broken: bool,
 }
@@ -50,22 +56,34 @@ impl Bar {
         words[3..3 + fw.len()].copy_from_slice(fw);
         Bar {
             words,
+            base: 0,
+            log: Vec::new(),
             broken: false,
         }
     }
 
-    fn read(&self, offset: u64) -> io::Result<u32> {
+    /// The index of the word at region offset `offset`.
+    fn index(&mut self, offset: u64) -> io::Result<usize> {
+        self.log.push(offset);
         if self.broken {
             return Err(io::Error::from_raw_os_error(5));
         }
-        Ok(self.words[(offset / 4) as usize])
+        let i = offset
+            .checked_sub(self.base)
+            .map(|o| (o / 4) as usize)
+            .filter(|&i| i < self.words.len());
+        // Outside the words the mock holds: the test wanted no access there.
+        i.ok_or_else(|| io::Error::other(format!("access at {offset:#x}, outside the window")))
+    }
+
+    fn read(&mut self, offset: u64) -> io::Result<u32> {
+        let i = self.index(offset)?;
+        Ok(self.words[i])
     }
 
     fn write(&mut self, offset: u64, value: u32) -> io::Result<()> {
-        if self.broken {
-            return Err(io::Error::from_raw_os_error(5));
-        }
-        self.words[(offset / 4) as usize] = value;
+        let i = self.index(offset)?;
+        self.words[i] = value;
         Ok(())
     }
 }
@@ -76,12 +94,16 @@ struct MockSys {
     paths: HashSet<PathBuf>,
     links: HashMap<PathBuf, PathBuf>,
     dirs: HashMap<PathBuf, Vec<String>>,
+    files: HashMap<PathBuf, String>,
     node_errors: HashMap<PathBuf, i32>,
     open_error: OpenResult,
+    /// The device's one region with registers: its index and what the kernel says of it.
+    region_index: u32,
     region: Option<RegionInfo>,
     map_fails: bool,
     bar: Arc<Mutex<Bar>>,
-    maps: Arc<Mutex<u32>>,
+    /// Each mmap: (region, offset, length).
+    maps: Arc<Mutex<Vec<(u32, u64, u64)>>>,
     iommu: Arc<Mutex<Iommu>>,
 }
 
@@ -104,8 +126,10 @@ impl MockSys {
             paths: HashSet::new(),
             links: HashMap::new(),
             dirs: HashMap::new(),
+            files: HashMap::new(),
             node_errors: HashMap::new(),
             open_error: Box::new(|| None),
+            region_index: BAR0,
             region: Some(RegionInfo {
                 size: 0x10000,
                 readable: true,
@@ -115,7 +139,7 @@ impl MockSys {
             }),
             map_fails: false,
             bar: Arc::new(Mutex::new(Bar::nlb(0x10000))),
-            maps: Arc::new(Mutex::new(0)),
+            maps: Arc::new(Mutex::new(Vec::new())),
             iommu: Arc::new(Mutex::new(Iommu::default())),
         };
         for p in [
@@ -138,6 +162,23 @@ impl MockSys {
             format!("/sys/kernel/iommu_groups/{GROUP}/devices").into(),
             vec![ADDR.into()],
         );
+        m
+    }
+
+    /// `healthy()`, the device being an OpenNIC shell function `10ee:DEVICE`: a 4 MiB BAR 2
+    /// (and no BAR 0 with registers) whose 322 MHz box, from 0x200000, holds the NIC's
+    /// registers.
+    fn opennic(device: &str) -> MockSys {
+        let mut m = MockSys::healthy();
+        let dev = PathBuf::from(format!("/sys/bus/pci/devices/{ADDR}"));
+        m.files.insert(dev.join("vendor"), "0x10ee\n".into());
+        m.files.insert(dev.join("device"), format!("0x{device}\n"));
+        m.files.insert(dev.join("class"), "0x028000\n".into());
+        m.region_index = 2;
+        m.region.as_mut().unwrap().size = 0x40_0000;
+        let mut bar = Bar::nlb(0x10_0000);
+        bar.base = 0x20_0000;
+        m.bar = Arc::new(Mutex::new(bar));
         m
     }
 
@@ -179,6 +220,20 @@ impl VfioSys for MockSys {
             .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))
     }
 
+    fn read_file(&self, path: &Path) -> io::Result<String> {
+        self.files
+            .get(path)
+            .cloned()
+            .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))
+    }
+
+    fn write_file(&self, path: &Path, _contents: &str) -> io::Result<()> {
+        panic!(
+            "opening a device writes nothing, yet it wrote {}",
+            path.display()
+        )
+    }
+
     fn check_rw(&self, path: &Path) -> io::Result<()> {
         match self.node_errors.get(path) {
             Some(errno) => Err(io::Error::from_raw_os_error(*errno)),
@@ -193,6 +248,7 @@ impl VfioSys for MockSys {
             return Err(e);
         }
         Ok(Box::new(MockDevice {
+            region_index: self.region_index,
             region: self.region.clone(),
             map_fails: self.map_fails,
             bar: self.bar.clone(),
@@ -203,39 +259,46 @@ impl VfioSys for MockSys {
 }
 
 struct MockDevice {
+    region_index: u32,
     region: Option<RegionInfo>,
     map_fails: bool,
     bar: Arc<Mutex<Bar>>,
-    maps: Arc<Mutex<u32>>,
+    maps: Arc<Mutex<Vec<(u32, u64, u64)>>>,
     iommu: Arc<Mutex<Iommu>>,
 }
 
 impl VfioDeviceIo for MockDevice {
     fn region(&self, index: u32) -> Option<RegionInfo> {
-        (index == BAR0).then(|| self.region.clone()).flatten()
+        (index == self.region_index)
+            .then(|| self.region.clone())
+            .flatten()
     }
 
-    fn map(&self, index: u32, len: u64) -> io::Result<Box<dyn Mmio>> {
-        assert_eq!(index, BAR0);
+    fn map(&self, index: u32, offset: u64, len: u64) -> io::Result<Box<dyn Mmio>> {
+        assert_eq!(index, self.region_index);
+        let size = self.region.as_ref().map_or(0, |r| r.size);
+        assert!(offset + len <= size, "mapping beyond the region");
+        assert_eq!(offset % 4096, 0, "mmap offsets are page aligned");
         if self.map_fails {
             return Err(io::Error::from_raw_os_error(22));
         }
-        *self.maps.lock().unwrap() += 1;
+        self.maps.lock().unwrap().push((index, offset, len));
         Ok(Box::new(MockMap {
+            offset,
             len,
             bar: self.bar.clone(),
         }))
     }
 
     fn read_at(&self, index: u32, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        assert_eq!((index, buf.len()), (BAR0, 4));
+        assert_eq!((index, buf.len()), (self.region_index, 4));
         let v = self.bar.lock().unwrap().read(offset)?;
         buf.copy_from_slice(&v.to_le_bytes());
         Ok(())
     }
 
     fn write_at(&self, index: u32, buf: &[u8], offset: u64) -> io::Result<()> {
-        assert_eq!((index, buf.len()), (BAR0, 4));
+        assert_eq!((index, buf.len()), (self.region_index, 4));
         let v = u32::from_le_bytes([buf[0], buf[1], buf[2], buf[3]]);
         self.bar.lock().unwrap().write(offset, v)
     }
@@ -276,7 +339,9 @@ impl VfioDeviceIo for MockDevice {
     }
 }
 
+/// A mapping of `len` bytes of the region from `offset`.
 struct MockMap {
+    offset: u64,
     len: u64,
     bar: Arc<Mutex<Bar>>,
 }
@@ -286,10 +351,12 @@ impl Mmio for MockMap {
         self.len
     }
     fn read32(&self, offset: u64) -> io::Result<u32> {
-        self.bar.lock().unwrap().read(offset)
+        assert!(offset + 4 <= self.len, "read beyond the mapping");
+        self.bar.lock().unwrap().read(self.offset + offset)
     }
     fn write32(&self, offset: u64, value: u32) -> io::Result<()> {
-        self.bar.lock().unwrap().write(offset, value)
+        assert!(offset + 4 <= self.len, "write beyond the mapping");
+        self.bar.lock().unwrap().write(self.offset + offset, value)
     }
 }
 
@@ -330,7 +397,7 @@ fn opens_a_healthy_device_mmapped_and_discovers_it() {
     let sys = MockSys::healthy();
     let mut dev = open(&sys).unwrap();
     assert!(dev.is_mmapped());
-    assert_eq!(*sys.maps.lock().unwrap(), 1);
+    assert_eq!(*sys.maps.lock().unwrap(), [(0, 0, 0x10000)], "all of BAR 0");
     let info = dev.info().unwrap().clone();
     assert_eq!(info.profile.name, "sim");
     assert_eq!(info.firmware.git_hash, 0xdead_beef);
@@ -358,7 +425,7 @@ fn falls_back_to_pread_when_the_region_cannot_be_mapped() {
         }
         let mut dev = open(&sys).unwrap();
         assert!(!dev.is_mmapped(), "{case}");
-        assert_eq!(*sys.maps.lock().unwrap(), 0, "{case}");
+        assert!(sys.maps.lock().unwrap().is_empty(), "{case}");
         dev.write32(0x1010, 1).unwrap();
         assert_eq!(dev.read32(0x1010).unwrap(), 1, "{case}");
     }
@@ -397,7 +464,8 @@ fn bound_to_a_host_driver_prints_the_rebind_commands() {
     sys.bind(ADDR, Some("xdma"));
     let e = open(&sys).unwrap_err().to_string();
     let expected = "PCI device 0000:03:00.0 is bound to the `xdma` driver, not to vfio-pci; \
-                    hand it to vfio-pci with:\n\
+                    hand it to vfio-pci with `sudo nlbctl bind 0000:03:00.0` (which checks what \
+                    could stand in the way first), or by hand:\n\
                     \x20   echo vfio-pci | sudo tee /sys/bus/pci/devices/0000:03:00.0/driver_override\n\
                     \x20   echo 0000:03:00.0 | sudo tee /sys/bus/pci/devices/0000:03:00.0/driver/unbind\n\
                     \x20   echo 0000:03:00.0 | sudo tee /sys/bus/pci/drivers_probe";
@@ -678,4 +746,137 @@ fn rings_refuse_a_device_without_the_dma_engine() {
         .unwrap_err();
     assert!(matches!(e, crate::rings::RingError::NoEngine { .. }), "{e}");
     assert!(sys.iommu.lock().unwrap().log.is_empty(), "nothing mapped");
+}
+
+// ---- OpenNIC shell functions: the registers in BAR 2 from 0x200000 ----
+
+/// The OpenNIC shell's QDMA device ids, written out from the shell's numbering
+/// (`0x9<PF><gen><width>`), not read from the driver's table.
+const OPENNIC_IDS: [&str; 12] = [
+    "903f", "913f", "923f", "933f", // Gen3 x16, PF0..3
+    "9038", "9138", "9238", "9338", // Gen3 x8
+    "9048", "9148", "9248", "9348", // Gen4 x8
+];
+
+#[test]
+fn an_opennic_card_has_its_registers_in_bar2_at_the_322mhz_box() {
+    for id in OPENNIC_IDS {
+        let sys = MockSys::opennic(id);
+        let mut dev = open(&sys).unwrap_or_else(|e| panic!("10ee:{id}: {e}"));
+        assert!(dev.is_mmapped(), "{id}");
+        // Mapped: BAR 2 from 0x200000, the 1 MiB of the 322 MHz box.
+        assert_eq!(
+            *sys.maps.lock().unwrap(),
+            [(2, 0x20_0000, 0x10_0000)],
+            "{id}"
+        );
+        assert_eq!(dev.info().unwrap().profile.name, "sim", "{id}");
+        assert_eq!(dev.registers().bar, 2);
+        assert_eq!(dev.registers().offset, 0x20_0000);
+        // Discovery read the firmware-ID block at register 0 = BAR 2 byte 0x200000, and no
+        // access left the box.
+        let log = std::mem::take(&mut sys.bar.lock().unwrap().log);
+        assert_eq!(log.first(), Some(&0x20_0000), "{id}");
+        assert!(
+            log.iter().all(|&o| (0x20_0000..0x30_0000).contains(&o)),
+            "{id}: an access outside the 322 MHz box: {log:x?}"
+        );
+        // Register GENERATION (0x1010 in the map) is BAR 2 byte 0x201010.
+        dev.write32(nlb_hw::blocks::ctrl::GENERATION, 9).unwrap();
+        assert_eq!(
+            sys.bar.lock().unwrap().log,
+            [0x20_0000 + u64::from(nlb_hw::blocks::ctrl::GENERATION)]
+        );
+        assert_eq!(dev.read32(nlb_hw::blocks::ctrl::GENERATION).unwrap(), 9);
+    }
+}
+
+#[test]
+fn an_opennic_card_without_mmap_goes_through_pread_at_the_box() {
+    for case in ["no mmap flag", "sparse area short of the box", "map fails"] {
+        let mut sys = MockSys::opennic("903f");
+        let r = sys.region.as_mut().unwrap();
+        match case {
+            "no mmap flag" => r.mmap = false,
+            // Only the 250 MHz box may be mapped.
+            "sparse area short of the box" => r.sparse_areas = Some(vec![(0, 0x20_0000)]),
+            _ => sys.map_fails = true,
+        }
+        let mut dev = open(&sys).unwrap();
+        assert!(!dev.is_mmapped(), "{case}");
+        sys.bar.lock().unwrap().log.clear();
+        dev.write32(0x1010, 5).unwrap();
+        assert_eq!(dev.read32(0x1010).unwrap(), 5, "{case}");
+        assert_eq!(
+            sys.bar.lock().unwrap().log,
+            [0x20_1010, 0x20_1010],
+            "{case}: pwrite and pread at BAR 2 byte 0x201010"
+        );
+    }
+    // A sparse area that covers the box maps just the box.
+    let mut sys = MockSys::opennic("903f");
+    sys.region.as_mut().unwrap().sparse_areas = Some(vec![(0x10_0000, 0x30_0000)]);
+    assert!(open(&sys).unwrap().is_mmapped());
+    assert_eq!(*sys.maps.lock().unwrap(), [(2, 0x20_0000, 0x10_0000)]);
+}
+
+#[test]
+fn an_opennic_bar2_too_small_or_missing_is_named() {
+    let mut sys = MockSys::opennic("913f");
+    // A 1 MiB BAR 2 ends where the 322 MHz box would begin.
+    sys.region.as_mut().unwrap().size = 0x10_0000;
+    let e = open(&sys).unwrap_err();
+    assert!(matches!(e, VfioError::Bar { bar: 2, .. }), "{e}");
+    let need = 0x20_0000 + bar0_span();
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "BAR 2 of 0000:03:00.0 (OpenNIC shell (QDMA) PF1, 10ee:913f) is 0x100000 bytes; the \
+             register map at BAR 2 + 0x200000 needs {need:#x} (0x200000 + {:#x}), which the \
+             OpenNIC shell's 4 MiB BAR 2 has: is this the right function of the card?",
+            bar0_span()
+        )
+    );
+
+    let mut sys = MockSys::opennic("903f");
+    sys.region = None;
+    let e = open(&sys).unwrap_err().to_string();
+    assert_eq!(
+        e,
+        "BAR 2 of 0000:03:00.0 (OpenNIC shell (QDMA) PF0, 10ee:903f) does not exist: is this \
+         the right function of the card?"
+    );
+}
+
+#[test]
+fn registers_beyond_the_box_are_refused_and_errors_name_the_bar() {
+    let sys = MockSys::opennic("9048");
+    let mut dev = open(&sys).unwrap();
+    let e = dev.read32(0x10_0000).unwrap_err().to_string();
+    assert!(e.contains("beyond the register window"), "{e}");
+    sys.bar.lock().unwrap().broken = true;
+    let e = dev.read32(0x1010).unwrap_err().to_string();
+    assert!(
+        e.contains("reading register 0x1010 (BAR 2 at 0x201010) of pci:0000:03:00.0"),
+        "{e}"
+    );
+}
+
+#[test]
+fn other_devices_keep_bar0() {
+    // Another AMD/Xilinx function (an XDMA example design) and another vendor's NIC: ids
+    // outside the table, so the registers stay at BAR 0 offset 0.
+    for (vendor, device) in [
+        ("0x10ee", "0x9031"),
+        ("0x10ee", "0x903e"),
+        ("0x8086", "0x903f"),
+    ] {
+        let mut sys = MockSys::healthy();
+        let dev = PathBuf::from(format!("/sys/bus/pci/devices/{ADDR}"));
+        sys.files.insert(dev.join("vendor"), format!("{vendor}\n"));
+        sys.files.insert(dev.join("device"), format!("{device}\n"));
+        let v = open(&sys).unwrap_or_else(|e| panic!("{vendor}:{device}: {e}"));
+        assert_eq!((v.registers().bar, v.registers().offset), (0, 0));
+        assert_eq!(*sys.maps.lock().unwrap(), [(0, 0, 0x10000)]);
+    }
 }

@@ -3,6 +3,7 @@
 
 mod common;
 mod conntrack;
+mod devices;
 mod image;
 mod loader;
 mod rings;

@@ -5,7 +5,11 @@
 //!   and the test passes without running; under CI (`CI` set, as `./test.sh` runs in CI) it
 //!   fails. Nothing else in the workspace decides whether a test may skip.
 //! - [`hex`]: bytes as lower-case hex, for failure messages and digests.
+//! - [`sysfs`]: a PCI bus laid out as sysfs in a directory, and a fake kernel that reacts to
+//!   the bind and unbind writes.
 #![deny(missing_docs)]
+
+pub mod sysfs;
 
 use std::process::Command;
 

@@ -2,6 +2,7 @@
 //! one binary links the crate and its dependencies once).
 
 mod commands;
+mod devices;
 mod kubernetes;
 mod policy_sim;
 mod sim;
