@@ -725,12 +725,13 @@ wire d_parsed = (d_enable || d_inject) && !d_malformed && !d_not_ip;
 // An ICMP error with a usable quote issues twice (shadow, then the packet).
 wire d_two = d_parsed && !d_inject && d_icmp_error && d_inner_valid;
 // A descriptor issues only while the connection-table stage has a slot for it (credits:
-// packets issued that have not left that stage; the count lags one clock, so one slot spare).
-// An ICMP error's shadow issues only with room for its packet too, which issues in the next
-// clock whatever the room then: the two stay next to each other through the stages.
+// packets issued that have not left that stage; the count misses the issues of the last two
+// clocks, so two slots spare). An ICMP error's shadow issues only with room for its packet too,
+// which issues in the next clock whatever the room then: the two stay next to each other
+// through the stages.
 reg  [$clog2(CT_SLOTS):0] ct_cnt_reg = {($clog2(CT_SLOTS)+1){1'b0}};
-wire ct_room = {{(31-$clog2(CT_SLOTS)){1'b0}}, ct_cnt_reg} < CT_SLOTS - 1;
-wire ct_room_two = {{(31-$clog2(CT_SLOTS)){1'b0}}, ct_cnt_reg} < CT_SLOTS - 2;
+wire ct_room = {{(31-$clog2(CT_SLOTS)){1'b0}}, ct_cnt_reg} < CT_SLOTS - 2;
+wire ct_room_two = {{(31-$clog2(CT_SLOTS)){1'b0}}, ct_cnt_reg} < CT_SLOTS - 3;
 wire issue = fifo_nonempty && (phase_reg || (d_two ? ct_room_two : ct_room));
 wire issue_shadow = issue && d_two && !phase_reg;
 wire pop = issue && !issue_shadow;
@@ -1592,19 +1593,22 @@ end
 assign mg_c_rd_slot = mg_c_row[{{(32-MG_LANE_BITS){1'b0}}, mg_c_lane_reg}*MG_W +: MG_W];
 
 // Credits: issued -> out of the connection-table stage; out of it -> out of the Maglev stage.
-// The connection-table credit count's next value is selected, not added: `issue` comes from a
-// decode of the descriptor FIFO's distributed-RAM read, and an add behind it was 14 levels.
-wire [$clog2(CT_SLOTS):0] ct_cnt_up = ct_cnt_reg + 1'b1;
-wire [$clog2(CT_SLOTS):0] ct_cnt_down = ct_cnt_reg - 1'b1;
+// The connection-table credit count adds a clock's issue and leave a clock later, from
+// registers: `issue` comes from a decode of the descriptor FIFO's distributed-RAM read, and the
+// count's add behind it was 15 levels (also when the next count was selected among the count
+// plus and minus one: synthesis shares the two adds behind one operand mux).
+reg ct_in_reg = 1'b0;
+reg ct_out_reg = 1'b0;
 always @(posedge clk) begin
-    if (issue && !ct_m_valid) begin
-        ct_cnt_reg <= ct_cnt_up;
-    end else if (!issue && ct_m_valid) begin
-        ct_cnt_reg <= ct_cnt_down;
-    end
+    ct_in_reg <= issue;
+    ct_out_reg <= ct_m_valid;
+    ct_cnt_reg <= ct_cnt_reg + {{$clog2(CT_SLOTS){1'b0}}, ct_in_reg}
+        - {{$clog2(CT_SLOTS){1'b0}}, ct_out_reg};
     mg_cnt_reg <= mg_cnt_reg + {{$clog2(MG_SLOTS){1'b0}}, ct_m_valid}
         - {{$clog2(MG_SLOTS){1'b0}}, mg_m_valid};
     if (rst) begin
+        ct_in_reg <= 1'b0;
+        ct_out_reg <= 1'b0;
         ct_cnt_reg <= {($clog2(CT_SLOTS)+1){1'b0}};
         mg_cnt_reg <= {($clog2(MG_SLOTS)+1){1'b0}};
     end
