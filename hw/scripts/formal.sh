@@ -63,6 +63,7 @@ proofs=(
     "mem_stage|nlb_mem_stage (1 channel of 3 ids, 4 slots, 8-bit rows)|packets out in the order in, with their state and read flag, whatever the memory answers|nlb_mem_stage|nlb_mem_stage nlb_fifo|-chparam STATE_W 3 -chparam ROW_BITS 2 -chparam ROW_W 8 -chparam DATA_W 8 -chparam CHANNELS 1 -chparam ADDR_W 8 -chparam ID_W 2 -chparam ROW_SHIFT 0 -chparam LANE_W 8 -chparam ENTRY_W 8 -chparam SLOTS 4|||z3|9|5|14|12"
     "host_dma|nlb_host_dma|producer never passes consumer; a descriptor used once; writes inside the posted buffer and slot, no burst across 4 KiB|nlb_host_dma|nlb_host_dma||||z3|12|4|18"
     "rx_drop|nlb_rx_drop|every beat consumed; frames passed or dropped whole, at the first beat|nlb_rx_drop|nlb_rx_drop||||z3|12|3|12"
+    "async_fifo|nlb_async_fifo WIDTH=4 DEPTH=4 SYNC_STAGES=2|two clocks: words in order, none lost or made up; full/empty/levels conservative; Gray steps|nlb_async_fifo|nlb_async_fifo|-chparam WIDTH 4 -chparam DEPTH 4 -chparam SYNC_STAGES 2||memory_map; opt_clean; clk2fflogic|z3|20|6|30"
     "lookup|nlb_lookup (the sim profile, a 32-descriptor FIFO)|every front-stage table read of a descriptor from its bank; its bank into the memory stages|nlb_lookup|nlb_lookup nlb_flow_hash nlb_mul_const_csa nlb_mem_stage nlb_fifo||cutpoint t:nlb_flow_hash; cutpoint t:*nlb_mem_stage*; proc; cutpoint t:\$mul; delete -port nlb_lookup/o:*|memory_map; opt_clean -purge|z3|14|3|14"
 )
 
