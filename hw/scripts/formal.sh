@@ -64,6 +64,7 @@ proofs=(
     "host_dma|nlb_host_dma|producer never passes consumer; a descriptor used once; writes inside the posted buffer and slot, no burst across 4 KiB|nlb_host_dma|nlb_host_dma||||z3|12|4|18"
     "rx_drop|nlb_rx_drop|every beat consumed; frames passed or dropped whole, at the first beat|nlb_rx_drop|nlb_rx_drop||||z3|12|3|12"
     "async_fifo|nlb_async_fifo WIDTH=4 DEPTH=4 SYNC_STAGES=2|two clocks: words in order, none lost or made up; full/empty/levels conservative; Gray steps|nlb_async_fifo|nlb_async_fifo|-chparam WIDTH 4 -chparam DEPTH 4 -chparam SYNC_STAGES 2||memory_map; opt_clean; clk2fflogic|z3|20|6|30"
+    "async_fifo3|nlb_async_fifo WIDTH=2 DEPTH=8 SYNC_STAGES=3|two clocks, three synchroniser flops, 8 words (the same properties)|nlb_async_fifo|nlb_async_fifo|-chparam WIDTH 2 -chparam DEPTH 8 -chparam SYNC_STAGES 3||memory_map; opt_clean; clk2fflogic|z3|16|6|40"
     "lookup|nlb_lookup (the sim profile, a 32-descriptor FIFO)|every front-stage table read of a descriptor from its bank; its bank into the memory stages|nlb_lookup|nlb_lookup nlb_flow_hash nlb_mul_const_csa nlb_mem_stage nlb_fifo||cutpoint t:nlb_flow_hash; cutpoint t:*nlb_mem_stage*; proc; cutpoint t:\$mul; delete -port nlb_lookup/o:*|memory_map; opt_clean -purge|z3|14|3|14"
 )
 
@@ -97,6 +98,10 @@ mutants=(
     "host_dma_slot_mask|host_dma:14|nlb_host_dma.v|host_dma_in_slot host_dma_in_slot_cpl host_dma_no_pass host_dma_no_pass_ev|takes 2^log2 slots' worth of index bits (a ring's mask of slots, not of index bits)|s/^            ring_mask\[i\] = {28'd0, log2} > i;/            ring_mask[i] = (i >> log2) == 0;/"
     "host_dma_stale_slot|host_dma|nlb_host_dma.v|host_dma_in_slot|takes an event while its slot's address summed ahead is stale (the clock after a completion)|s/ \&\& ev_work \&\& lo_fresh_reg;/ \&\& ev_work;/"
     "host_dma_burst_4k|host_dma|nlb_host_dma.v|host_dma_4k|lets a frame's burst run across a 4 KiB boundary|s/^wire \[6:0\]   burst_n = .*/wire [6:0]   burst_n = p_beats_reg < 9'd64 ? p_beats_reg[6:0] : 7'd64;/"
+    "afifo_binary_pointer|async_fifo|nlb_async_fifo.v|afifo_gray_step_wr afifo_gray_step_rd|synchronises the binary pointers (no Gray code)|s/^    to_gray = b ^ (b >> 1);/    to_gray = b;/; s/^            from_gray\[i\] = from_gray\[i + 1\] ^ g\[i\];/            from_gray[i] = g[i];/"
+    "afifo_full_off_by_one|async_fifo|nlb_async_fifo.v|afifo_room afifo_full afifo_s_level afifo_ptr_diff afifo_order|calls the memory full one word late (overwrites an unread word)|s/^    full_reg <= s_level_next == FULL_LEVEL;/    full_reg <= s_level_next == FULL_LEVEL + 1'b1;/"
+    "afifo_m_level_double|async_fifo|nlb_async_fifo.v|afifo_m_level|counts a word moved into the output register twice in m_level|s/^wire \[PW-1:0\] m_level_next = wr_seen_next - rd_bin_next /wire [PW-1:0] m_level_next = wr_seen_next - rd_bin_reg /"
+    "afifo_stale_sync_after_reset|async_fifo:24|nlb_async_fifo.v|afifo_room afifo_full afifo_s_level afifo_ptr_diff afifo_order afifo_no_phantom|keeps the read pointer's synchroniser through a reset (the write side sees the old pointer)|s/^        rd_sync_reg <= {(PW\*SYNC_STAGES){1'b0}};/        rd_sync_reg <= rd_sync_reg;/"
     "lookup_vip_bank_head|lookup|nlb_lookup.v|lookup_vip_bank|reads the VIP table in the bank of the descriptor at the FIFO head|s/^assign vip_rd_bank = sa\[F_BANK\];/assign vip_rd_bank = d_bank;/"
     "lookup_rule_bank_live|lookup|nlb_lookup.v|lookup_rule_bank|reads the rule table in the bank of the descriptor written now|s/^assign rule_rd_bank = se\[F_BANK\];/assign rule_rd_bank = s_user[0];/"
 )
