@@ -162,7 +162,7 @@ fn run(
 
     for event in 0..events {
         // Phases: fill, drain, balanced, saturated, random.
-        if event % 250 == 0 {
+        if event.is_multiple_of(250) {
             (write_p, read_p) = match (event / 250) % 5 {
                 0 => (0.9, 0.15),
                 1 => (0.15, 0.9),

@@ -364,7 +364,7 @@ fn run(timing: Timing, accesses: usize, seed: u64, wave: Option<&Path>) -> Resul
                     clocks.resume(SLAVE_SIDE, rng.random_range(1..3000));
                     clocks.resume(MASTER_SIDE, rng.random_range(1..3000));
                 }
-            } else if event % 300 == 0 {
+            } else if event.is_multiple_of(300) {
                 let (a, b) = (
                     rng.random_range(1000..20_000u64),
                     rng.random_range(1000..20_000u64),
