@@ -17,18 +17,21 @@
 //   read side:  the memory is read only while the writes seen are ahead of the reads, into an
 //               output register (m_valid/m_data registered, block RAM friendly); m_level =
 //               writes seen - reads + the output register, a lower bound on the words held.
-// Both bounds are conservative: a side learns of the other's progress 2-3 of its own clocks
-// late, never early. A word shows on m_valid about SYNC_STAGES + 2 read clocks after the write
-// clock that took it; room frees on the write side SYNC_STAGES + 1 write clocks after a read.
+// Both bounds are conservative: a side learns of the other's progress SYNC_STAGES + 1 of its own
+// clocks late (the synchroniser, then the binary conversion), never early. A word shows on
+// m_valid SYNC_STAGES + 2 read clocks after the write clock that took it (with the output
+// register free); room freed by a read shows on s_ready SYNC_STAGES + 2 write clocks later.
 //
 // Reset (synchronous, active high, one per domain): s_rst and m_rst must be applied together.
-// Assert both at once, hold each until both clocks have had a rising edge with it asserted
-// (in practice: one reset, synchronised into each domain, held for several clocks of the slower
-// one), release in either order. A reset clears the words held. Resetting one side while the
-// other runs is not supported: the running side would see the other's pointer jump back to zero,
-// several Gray bits at once, and could count words that are not there (or room that is not).
-// The design resets both sides from one reset, so the FIFO needs no reset synchroniser and
-// no busy handshake of its own. Words offered in a clock with s_rst high are not taken.
+// Assert both at once, hold both until each side has had a clock edge after the other side's
+// first reset edge (so that each side's synchronisers are cleared after the other's pointer went
+// back to zero; in practice: one reset, synchronised into each domain, held for a few clocks of
+// the slower one), then release them in either order. A reset clears the words held. Resetting
+// one side while the other runs is not supported: the running side would see the other's
+// pointer jump back to zero, several Gray bits at once, and could count words that are not
+// there (or room that is not). The board layer resets every domain from one reset, so the FIFO
+// has no reset synchroniser or busy handshake of its own (the proof assumes exactly this rule).
+// Words offered in a clock with s_rst high are not taken.
 module nlb_async_fifo #(
     // Word width in bits.
     parameter WIDTH = 32,

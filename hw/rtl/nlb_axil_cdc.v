@@ -23,9 +23,9 @@
 // may come in either order or together); BVALID/RVALID and their payload are registers.
 //
 // Reset (synchronous, active high, one per side): as nlb_async_fifo, s_rst and m_rst must be
-// asserted together, held until both clocks have had an edge with them asserted, and released
-// in any order. An access in flight at a reset is dropped; the master port's handshakes are
-// abandoned (the slave behind it is reset with the same reset).
+// asserted together, both held until each side has had a clock edge after the other side's first
+// reset edge, and released in any order. An access in flight at a reset is dropped; the master
+// port's handshakes are abandoned (the slave behind it is reset with the same reset).
 module nlb_axil_cdc #(
     // Address bits (as nlb_regs' AXIL_ADDR_WIDTH).
     parameter ADDR_WIDTH = 16,
