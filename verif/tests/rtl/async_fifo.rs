@@ -475,7 +475,7 @@ fn two_clocks_against_a_reference_queue() {
     ];
     let mut bins = BTreeMap::new();
     for (i, (name, timing)) in cases.into_iter().enumerate() {
-        check(name, timing, 6000, seed.wrapping_add(i as u64), &mut bins);
+        check(name, timing, 20_000, seed.wrapping_add(i as u64), &mut bins);
     }
     for (k, v) in &bins {
         println!("{k:50} {v}");

@@ -513,7 +513,7 @@ fn register_accesses_across_clocks() {
     ];
     let mut bins = BTreeMap::new();
     for (i, (name, timing)) in cases.into_iter().enumerate() {
-        check(name, timing, 400, seed.wrapping_add(i as u64), &mut bins);
+        check(name, timing, 1000, seed.wrapping_add(i as u64), &mut bins);
     }
     for (k, v) in &bins {
         println!("{k:44} {v}");
