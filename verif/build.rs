@@ -431,6 +431,9 @@ fn block_bench_models() -> Vec<ModelSpec> {
         spec("table_cmd", "nlb_table_cmd", &[]),
         // Small enough that full and empty come every few words.
         spec("fifo", "nlb_fifo", &["WIDTH=16", "DEPTH=4"]),
+        // The clock-domain crossings (two clocks each; nlb_verif::clocks steps them).
+        spec("async_fifo", "nlb_async_fifo", &["WIDTH=16", "DEPTH=4"]),
+        spec("axil_cdc", "nlb_axil_cdc", &[]),
         // 64 entries (the least the block takes): two hit words, every entry reachable often.
         spec("hit_bits", "nlb_hit_bits", &["ROWS=4"]),
         spec("counter_bank", "nlb_counter_bank", &["ENTRIES=4"]),

@@ -45,6 +45,12 @@ extra=(
     # The Verilated top with the HBM model (verif/hbm): the sim profile's tables on HBM ports.
     "nlb_top|-GMEM_ONCHIP=0 -GCT_CHANNELS=16 -GCT_DATA_W=256 -GCT_SLOTS=512 -GMG_CHANNELS=4 -GMG_SLOTS=512 -GMAX_IN_FLIGHT=1024 -DNLB_SIM_HOOKS"
     "nlb_counters|-GRULES=4096 -GBACKENDS=65536"
+    # The clock-domain crossings: the smallest FIFO with three synchroniser flops, a wide deep
+    # one (a 512-bit stream crossing), the proof's; the AXI-Lite bridge at 64 bits.
+    "nlb_async_fifo|-GWIDTH=8 -GDEPTH=4 -GSYNC_STAGES=3"
+    "nlb_async_fifo|-GWIDTH=512 -GDEPTH=512"
+    "nlb_async_fifo|-GWIDTH=4 -GDEPTH=4"
+    "nlb_axil_cdc|-GDATA_WIDTH=64 -GADDR_WIDTH=32 -GSYNC_STAGES=3"
     "nlb_regs|-GTABLE_OUTPUT_REG=0"
     # The simulation-only counter preset hook (verif/build.rs defines it for the Verilated top).
     "nlb_counter_bank|-DNLB_SIM_HOOKS"

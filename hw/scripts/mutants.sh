@@ -87,6 +87,11 @@ mutants=(
   "fifo_write_when_full|fifo|queue|fifo:: queues::|nlb_fifo.v|a write when full overwrites the oldest word|s/wire wr = s_valid && !full;/wire wr = s_valid;/"
   "fifo_full_early|fifo|queue|fifo:: queues::|nlb_fifo.v|full one word early (a word of room lost)|s/wire full = (wr_ptr_reg ^ rd_ptr_reg) == {1'b1, {AW{1'b0}}};/wire full = wr_ptr_reg - rd_ptr_reg >= DEPTH - 1;/"
   "fifo_count_by_refill|fifo|queue|fifo:: queues::|nlb_fifo.v|count follows the memory's reads, not the output register's|s/count_reg <= count_reg + {{AW{1'b0}}, wr} - {{AW{1'b0}}, take};/count_reg <= count_reg + {{AW{1'b0}}, wr} - {{AW{1'b0}}, rd};/"
+  # ---- the clock-domain crossings (a binary pointer crossing is not here: without
+  # metastability a simulation cannot see it; the formal proof's mutation check catches it) ----
+  "afifo_full_late|async_fifo|queue|async_fifo::|nlb_async_fifo.v|the dual-clock FIFO calls the memory full one word late (an unread word overwritten)|s/^    full_reg <= s_level_next == FULL_LEVEL;/    full_reg <= s_level_next == FULL_LEVEL + 1'b1;/"
+  "afifo_read_unseen|async_fifo|queue|async_fifo::|nlb_async_fifo.v|the dual-clock FIFO reads one word beyond the writes it has seen|s/^wire          mem_empty = wr_seen_reg == rd_bin_reg;/wire          mem_empty = wr_seen_reg + 1'b1 == rd_bin_reg;/"
+  "axil_cdc_resp_kind|axil_cdc|bus|axil_cdc::|nlb_axil_cdc.v|the AXI-Lite bridge takes a response's kind from the wrong bit|s/^wire resp_is_write = resp_m_data\[RESP_WIDTH-1\];/wire resp_is_write = resp_m_data[RESP_WIDTH-2];/"
   # ---- nlb_top: admission and the event FIFO ----
   "top_ext_read_by_write_addr|top|bus|bus::axi regs::|nlb_top.v|an extension-bus read goes to the block of the last write's address|s/wire ext_rd_cnt = in_block(ext_rd_addr,/wire ext_rd_cnt = in_block(ext_wr_addr,/"
   "top_event_depth_65|top|queue|queues::|nlb_top.v|the event FIFO queues EVENT_DEPTH + 1 events|s/wire                         event_full = event_count >= EVENT_DEPTH;/wire                         event_full = event_count > EVENT_DEPTH;/"

@@ -4,6 +4,8 @@
 //! small generated `extern "C"` shim per model; [`models`] lists what was built. On top of the
 //! shim:
 //! - [`sim::Verilated`]: one live model: ports by name, clock, reset, VCD tracing;
+//! - [`clocks::Clocks`]: several clocks of their own periods (clock-domain crossings, board
+//!   tops): edges in time order, periods changed and clocks paused mid-run;
 //! - [`bench`]: the cycle driver: [`bench::Agent`]s drive and sample ports every clock with
 //!   random idle cycles and back-pressure from a seeded generator;
 //! - [`axis`]: AXI-Stream source and sink agents (the sink checks the stream rules);
@@ -30,6 +32,7 @@ pub mod axi_mem;
 pub mod axil;
 pub mod axis;
 pub mod bench;
+pub mod clocks;
 pub mod contents;
 pub mod coverage;
 pub mod ct_memory;

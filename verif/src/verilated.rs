@@ -334,6 +334,17 @@ impl Verilated {
         Ok(())
     }
 
+    /// Dumps the waveform (when tracing) at an absolute time in picoseconds, for benches that
+    /// keep their own time ([`crate::clocks::Clocks`]: several clocks, each edge at its time).
+    pub fn dump_ps(&mut self, ps: u64) {
+        if self.trace.is_some() {
+            // half_period is 5 ns in the model's units.
+            let t = ps.saturating_mul(self.half_period) / 5000;
+            // SAFETY: live handle.
+            unsafe { (self.vt.trace_dump)(self.handle.as_ptr(), t) };
+        }
+    }
+
     fn dump_at(&mut self, offset: u64) {
         if self.trace.is_some() {
             let t = self.cycle * 2 * self.half_period + offset;

@@ -1,4 +1,5 @@
-//! The harness itself: port lookup errors, and VCD tracing from the start and mid-run.
+//! The harness itself: port lookup errors, VCD tracing from the start and mid-run, and the edges
+//! of several clocks (`nlb_verif::clocks`).
 
 use nlb_verif::models::FlowHash;
 use nlb_verif::{VerifError, Verilated};
@@ -68,4 +69,75 @@ fn waveform_from_start_and_from_mid_run() {
     assert!(t_late.first().is_some_and(|&t| t > 0), "{t_late:?}");
     assert!(t_whole.last() > t_late.first());
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `nlb_verif::clocks`: edges of two clocks in time order, coinciding edges reported together,
+/// a period change from the next edge, a pause and a resume.
+#[test]
+fn clocks_step_edges_in_time_order() {
+    use nlb_verif::clocks::{ClockSpec, Clocks};
+    use nlb_verif::models::AsyncFifo;
+    let mut sim = Verilated::new::<AsyncFifo>().expect("model");
+    let specs = [
+        ClockSpec {
+            port: "s_clk",
+            period_ps: 3000,
+            phase_ps: 1000,
+        },
+        ClockSpec {
+            port: "m_clk",
+            period_ps: 2000,
+            phase_ps: 1000,
+        },
+    ];
+    let mut clocks = Clocks::new(&mut sim, &specs).expect("clocks");
+    let s_clk = sim.port("s_clk").expect("s_clk");
+    let mut seen = Vec::new();
+    for _ in 0..6 {
+        let e = clocks.next_edge(&mut sim).expect("step").expect("an edge");
+        // Before the edge both clocks are low.
+        assert!(!sim.get_bit(s_clk).expect("s_clk") || !e.has(0));
+        seen.push((e.time_ps, e.has(0), e.has(1)));
+        clocks.fire(&mut sim, e).expect("fire");
+        if e.has(0) {
+            assert!(
+                sim.get_bit(s_clk).expect("s_clk"),
+                "s_clk high after its edge"
+            );
+        }
+    }
+    // s: 1000, 4000, 7000; m: 1000, 3000, 5000, 7000, 9000.
+    assert_eq!(
+        seen,
+        vec![
+            (1000, true, true),
+            (3000, false, true),
+            (4000, true, false),
+            (5000, false, true),
+            (7000, true, true),
+            (9000, false, true),
+        ]
+    );
+    assert_eq!((clocks.rises(0), clocks.rises(1)), (3, 5));
+    // m_clk paused: only s_clk edges (10000, 13000); then m_clk from 12000 at 1000 ps.
+    clocks.pause(1);
+    clocks.set_period(1, 1000);
+    let mut times = Vec::new();
+    for i in 0..4 {
+        let e = clocks.next_edge(&mut sim).expect("step").expect("an edge");
+        times.push((e.time_ps, e.has(0), e.has(1)));
+        clocks.fire(&mut sim, e).expect("fire");
+        if i == 0 {
+            clocks.resume(1, 2000);
+        }
+    }
+    assert_eq!(
+        times,
+        vec![
+            (10000, true, false),
+            (12000, false, true),
+            (13000, true, true),
+            (14000, false, true),
+        ]
+    );
 }

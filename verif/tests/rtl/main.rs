@@ -1,6 +1,8 @@
 //! The rtl tests of this crate, one test binary (each module was once a binary of its own;
 //! one binary links the crate and its dependencies once).
 
+mod async_fifo;
+mod axil_cdc;
 mod axis_skid;
 mod bus;
 mod conntrack;
