@@ -127,6 +127,7 @@ end
 // Inductive invariants: what the engine's registers hold in each state.
 always @* begin
     if (f_past_valid && !rst) begin
+        host_dma_inv_wb_due: assert(since_wb_due_reg == (since_wb_reg >= WB_N));
         if (f_punt_busy) begin
             host_dma_inv_pslot: assert(avail_punt != 16'd0 && f_idx == dev_reg[RP]
                 && p_slot_reg == (dev_reg[RP] & f_mask_p));

@@ -342,6 +342,9 @@ reg        b_err_reg = 1'b0;        // one of this record's responses was not OK
 // Write-back
 reg [RINGS-1:0] wb_rings_reg = {RINGS{1'b0}};
 reg [7:0]  since_wb_reg = 8'd0;
+// since_wb_reg >= WB_N, kept with every change of since_wb_reg: the compare sat in front of the
+// event stream's ready, and the event queue's count behind it (13 levels in nlb_top).
+reg        since_wb_due_reg = WB_N == 8'd0;
 reg [NLB_RING_COUNT-1:0] irq_reg = {NLB_RING_COUNT{1'b0}};
 reg [15:0] us_div_reg = 16'd0;
 // The low halves of the slot addresses (slot_iova), a clock ahead: the event ring's next slot,
@@ -370,7 +373,7 @@ wire p_pass_now = s_punt_tvalid && p_route_pass;
 wire dirty_any = dirty_reg[RP] || dirty_reg[RE];
 wire ev_work = s_event_tvalid && usable_event;
 wire p_work = p_head && usable_punt;
-wire wb_due = dirty_any && (since_wb_reg >= WB_N || (!ev_work && !p_work));
+wire wb_due = dirty_any && (since_wb_due_reg || (!ev_work && !p_work));
 wire take_wb = state_reg == S_IDLE && wb_due;
 wire take_ev = state_reg == S_IDLE && !wb_due && ev_work && lo_fresh_reg;
 wire take_p = state_reg == S_IDLE && !wb_due && !ev_work && p_work && lo_fresh_reg;
@@ -478,6 +481,7 @@ task complete(input [0:0] ring);
             pending_reg[ring] <= pending_reg[ring] + 16'd1;
         end
         since_wb_reg <= since_wb_reg == 8'hFF ? 8'hFF : since_wb_reg + 8'd1;
+        since_wb_due_reg <= {1'b0, since_wb_reg} + 9'd1 >= {1'b0, WB_N};
     end
 endtask
 
@@ -549,6 +553,7 @@ always @(posedge clk) begin
             dirty_reg[RP] <= 1'b0;
             dirty_reg[RE] <= 1'b0;
             since_wb_reg <= 8'd0;
+            since_wb_due_reg <= WB_N == 8'd0;
             aw_addr_reg <= wb_reg;
             aw_len_reg <= 8'd0;
             w_data_reg <= {{(DW - 256){1'b0}}, wb_rec(RE), wb_rec(RP)};
@@ -791,6 +796,7 @@ always @(posedge clk) begin
         b_out_reg <= 10'd0;
         b_err_reg <= 1'b0;
         since_wb_reg <= 8'd0;
+        since_wb_due_reg <= WB_N == 8'd0;
         irq_reg <= {NLB_RING_COUNT{1'b0}};
         us_div_reg <= 16'd0;
         lo_fresh_reg <= 1'b0;
