@@ -14,23 +14,40 @@ pub const TIMEOUT_CYCLES: u64 = 10_000;
 /// The ports of an AXI-Lite slave interface with prefix `p`: `p_awaddr`, `p_awvalid`, ...
 #[derive(Debug, Clone, Copy)]
 pub struct AxiLitePorts {
-    awaddr: Port,
-    awvalid: Port,
-    awready: Port,
-    wdata: Port,
-    wstrb: Port,
-    wvalid: Port,
-    wready: Port,
-    bresp: Port,
-    bvalid: Port,
-    bready: Port,
-    araddr: Port,
-    arvalid: Port,
-    arready: Port,
-    rdata: Port,
-    rresp: Port,
-    rvalid: Port,
-    rready: Port,
+    /// `p_awaddr`.
+    pub awaddr: Port,
+    /// `p_awvalid`.
+    pub awvalid: Port,
+    /// `p_awready`.
+    pub awready: Port,
+    /// `p_wdata`.
+    pub wdata: Port,
+    /// `p_wstrb`.
+    pub wstrb: Port,
+    /// `p_wvalid`.
+    pub wvalid: Port,
+    /// `p_wready`.
+    pub wready: Port,
+    /// `p_bresp`.
+    pub bresp: Port,
+    /// `p_bvalid`.
+    pub bvalid: Port,
+    /// `p_bready`.
+    pub bready: Port,
+    /// `p_araddr`.
+    pub araddr: Port,
+    /// `p_arvalid`.
+    pub arvalid: Port,
+    /// `p_arready`.
+    pub arready: Port,
+    /// `p_rdata`.
+    pub rdata: Port,
+    /// `p_rresp`.
+    pub rresp: Port,
+    /// `p_rvalid`.
+    pub rvalid: Port,
+    /// `p_rready`.
+    pub rready: Port,
 }
 
 impl AxiLitePorts {

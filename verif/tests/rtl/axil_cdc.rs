@@ -11,11 +11,11 @@
 //! 125 -> 250 MHz, 250 = 250 MHz in phase, and periods redrawn every few hundred edges with one clock now and then
 //! paused. Bins printed, all required.
 
-use nlb_verif::axil::{AxiLiteMaster, Completion};
+use nlb_verif::axil::{AxiLiteMaster, AxiLitePorts, Completion};
 use nlb_verif::bench::{seed_from_env, trace_always, wave_path, Agent};
 use nlb_verif::clocks::{opennic, ClockSpec, Clocks};
 use nlb_verif::models::AxilCdc;
-use nlb_verif::{Port, VerifError, Verilated};
+use nlb_verif::{VerifError, Verilated};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use std::collections::{BTreeMap, VecDeque};
@@ -58,30 +58,9 @@ enum Access {
     Read { addr: u32 },
 }
 
-#[derive(Debug, Clone, Copy)]
-struct MPorts {
-    awaddr: Port,
-    awvalid: Port,
-    awready: Port,
-    wdata: Port,
-    wstrb: Port,
-    wvalid: Port,
-    wready: Port,
-    bresp: Port,
-    bvalid: Port,
-    bready: Port,
-    araddr: Port,
-    arvalid: Port,
-    arready: Port,
-    rdata: Port,
-    rresp: Port,
-    rvalid: Port,
-    rready: Port,
-}
-
 /// The register memory behind the master port, stepped at the pipeline clock's edges.
 struct RegMemory {
-    p: MPorts,
+    p: AxiLitePorts,
     mem: Vec<u32>,
     log: Vec<Access>,
     aw: Option<u32>,
@@ -103,27 +82,8 @@ struct RegMemory {
 
 impl RegMemory {
     fn new(sim: &Verilated) -> Result<RegMemory, VerifError> {
-        let q = |s: &str| sim.port(&format!("m_axil_{s}"));
         Ok(RegMemory {
-            p: MPorts {
-                awaddr: q("awaddr")?,
-                awvalid: q("awvalid")?,
-                awready: q("awready")?,
-                wdata: q("wdata")?,
-                wstrb: q("wstrb")?,
-                wvalid: q("wvalid")?,
-                wready: q("wready")?,
-                bresp: q("bresp")?,
-                bvalid: q("bvalid")?,
-                bready: q("bready")?,
-                araddr: q("araddr")?,
-                arvalid: q("arvalid")?,
-                arready: q("arready")?,
-                rdata: q("rdata")?,
-                rresp: q("rresp")?,
-                rvalid: q("rvalid")?,
-                rready: q("rready")?,
-            },
+            p: AxiLitePorts::new(sim, "m_axil")?,
             mem: (0..WORDS).map(|i| i.wrapping_mul(0x0101_0101)).collect(),
             log: Vec::new(),
             aw: None,
