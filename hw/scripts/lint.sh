@@ -61,15 +61,27 @@ extra=(
 
 failed=0
 runs=0
+root="$(cd "$rtl/../.." && pwd)"
+board_dirs=()
 
 lint() {
     local top="$1"
     shift
-    local label="$top${*:+ $*}"
-    local out
+    lint_file "$rtl/$top.v" "$@"
+}
+
+# lint_file FILE [ARGS...]: FILE's module (named like the file) as the top, hw/rtl (and the
+# board folders, for hw/boards) on the search path.
+lint_file() {
+    local file="$1"
+    shift
+    local name top label out
+    name="$(basename "$file")"
+    top="${name%.*}"
+    label="${file#"$root"/}${*:+ $*}"
     runs=$((runs + 1))
-    if out="$("$verilator" --lint-only -Wall -I"$rtl" -y "$rtl" --top-module "$top" "$@" \
-        "$rtl/$top.v" 2>&1)" && [ -z "$out" ]; then
+    if out="$("$verilator" --lint-only -Wall -I"$rtl" -y "$rtl" "${board_dirs[@]}" \
+        --top-module "$top" "$@" "$file" 2>&1)" && [ -z "$out" ]; then
         echo "ok    $label"
     else
         echo "FAIL  $label"
@@ -95,6 +107,30 @@ for file in "$rtl"/*.v "$rtl"/*.sv; do
             lint "$top" ${e#*|}
         fi
     done
+done
+
+# The boards (hw/boards/<board>/): the plugin's modules, the shell stand-ins of the Verilator
+# bench and the plugin's own include files (through the stand-ins), with each folder of the
+# board on the search path. lint-stubs/ declares the FPGA primitives Vivado supplies
+# (STARTUPE3), so the modules that use them are linted too.
+for board in "$root"/hw/boards/*/; do
+    [ -d "$board" ] || continue
+    board_dirs=()
+    for d in "$board"rtl "$board"sim "$board"lint-stubs "$board"plugin/box_*; do
+        [ -d "$d" ] && board_dirs+=(-y "$d" -I"$d")
+    done
+    for file in "$board"rtl/*.v "$board"sim/*.v "$board"plugin/box_*/*.v; do
+        [ -e "$file" ] || continue
+        top="$(basename "${file%.*}")"
+        if ! grep -q "^module $top\b" "$file"; then
+            echo "FAIL  ${file#"$root"/}: no 'module $top' (one module per file, named like the file)"
+            failed=$((failed + 1))
+            continue
+        fi
+        lint_file "$file"
+    done
+    # The 322 MHz plugin for an unchanged shell (no host DMA port).
+    [ -e "$board"rtl/nlb_plugin_322mhz.v ] && lint_file "$board"rtl/nlb_plugin_322mhz.v -GHOST_BRIDGE=0
 done
 
 echo "lint: $runs runs, $failed failed ($("$verilator" --version))"
