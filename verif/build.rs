@@ -13,7 +13,7 @@ use std::process::Command;
 struct ModelSpec {
     /// Rust/C identifier of the model (snake_case).
     name: &'static str,
-    /// Top module (file `hw/rtl/<top>.v`).
+    /// Top module (file `<top>.v` in hw/rtl, verif/hbm or hw/boards/opennic's folders).
     top: &'static str,
     /// `-G` overrides.
     params: Vec<String>,
@@ -50,8 +50,27 @@ fn run() -> Result<(), String> {
     };
     // Simulation-only Verilog (the HBM model and the top level that puts it under nlb_top).
     let sim_rtl = manifest.join("hbm");
+    // The OpenNIC board: the plugin's modules, its include files (one folder per shell box)
+    // and the shell stand-ins of the board bench (tests/rtl/board.rs).
+    let board = manifest
+        .parent()
+        .ok_or("the crate must sit inside the workspace")?
+        .join("hw/boards/opennic");
+    let board_dirs = [
+        board.join("rtl"),
+        board.join("sim"),
+        board.join("plugin/box_322mhz"),
+        board.join("plugin/box_250mhz"),
+    ];
+    let search: Vec<PathBuf> = [rtl.clone(), sim_rtl.clone()]
+        .into_iter()
+        .chain(board_dirs.iter().cloned())
+        .collect();
     println!("cargo:rerun-if-changed={}", rtl.display());
     println!("cargo:rerun-if-changed={}", sim_rtl.display());
+    for d in &board_dirs {
+        println!("cargo:rerun-if-changed={}", d.display());
+    }
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-env-changed=VERILATOR");
     println!("cargo:rerun-if-env-changed=SOURCE_DATE_EPOCH");
@@ -134,6 +153,13 @@ fn run() -> Result<(), String> {
                 format!("GIT_HASH=32'h{git_hash:08x}"),
             ],
         },
+        // nlb-offload's OpenNIC plugin inside stand-ins of the shell's two boxes, with BAR 2,
+        // the packet adapters, and the three clocks (hw/boards/opennic/sim/nlb_opennic_sim.v).
+        ModelSpec {
+            name: "board",
+            top: "nlb_opennic_sim",
+            params: Vec::new(),
+        },
         ModelSpec {
             name: "regs",
             top: "nlb_regs",
@@ -161,7 +187,7 @@ fn run() -> Result<(), String> {
             coverage: covered,
             trace: traced,
         };
-        verilate(&verilator, &rtl, &sim_rtl, &mdir, &prefix, m, instrument)?;
+        verilate(&verilator, &search, &mdir, &prefix, m, instrument)?;
         let classes = std::fs::read_to_string(mdir.join(format!("{prefix}_classes.mk")))
             .map_err(|e| format!("Verilator wrote no classes file for {}: {e}", m.top))?;
         let mut sources: Vec<PathBuf> = Vec::new();
@@ -539,10 +565,11 @@ const ALWAYS_TRACED: &str = "flow_hash";
 /// the differential, corners and overlap tests drive.
 const COVERAGE_MODEL: &str = "top";
 
+/// Verilates model `m` into `mdir`. `dirs`: where modules and include files are searched, in
+/// order (hw/rtl first); the top's file is the first `<top>.v` among them.
 fn verilate(
     verilator: &str,
-    rtl: &Path,
-    sim_rtl: &Path,
+    dirs: &[PathBuf],
     mdir: &Path,
     prefix: &str,
     m: &ModelSpec,
@@ -570,22 +597,21 @@ fn verilate(
         .arg("+define+NLB_SIM_HOOKS")
         .arg("--Mdir")
         .arg(mdir)
-        .args(["--prefix", prefix, "--top-module", m.top])
-        .arg("-y")
-        .arg(rtl)
-        .arg("-y")
-        .arg(sim_rtl)
-        .arg(format!("-I{}", rtl.display()));
+        .args(["--prefix", prefix, "--top-module", m.top]);
+    for d in dirs {
+        cmd.arg("-y").arg(d).arg(format!("-I{}", d.display()));
+    }
     for p in &m.params {
         cmd.arg(format!("-G{p}"));
     }
-    // The top's file: hw/rtl's, or a simulation-only one of verif/hbm.
-    let file = rtl.join(format!("{}.v", m.top));
-    cmd.arg(if file.is_file() {
-        file
-    } else {
-        sim_rtl.join(format!("{}.v", m.top))
-    });
+    // The top's file: hw/rtl's, a simulation-only one of verif/hbm, or the board's.
+    let name = format!("{}.v", m.top);
+    let file = dirs
+        .iter()
+        .map(|d| d.join(&name))
+        .find(|f| f.is_file())
+        .ok_or_else(|| format!("no file {name} for the model {}", m.name))?;
+    cmd.arg(file);
     let out = cmd
         .output()
         .map_err(|e| format!("cannot run {verilator}: {e}"))?;

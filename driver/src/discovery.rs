@@ -199,11 +199,19 @@ pub struct FirmwareId {
 impl FirmwareId {
     /// A board name for humans.
     pub fn board_name(&self) -> &'static str {
-        match self.board_id {
-            0x0280 => "Alveo U280",
-            0x5100 => "simulated",
-            _ => "unknown board",
-        }
+        board_name(self.board_id)
+    }
+}
+
+/// The board a fw_id.board_id code names (hw/regmap.toml; the OpenNIC build stamps it,
+/// hw/boards/opennic/build.sh).
+pub fn board_name(board_id: u32) -> &'static str {
+    match board_id {
+        0x0250 => "Alveo U250",
+        0x0280 => "Alveo U280",
+        0x055C => "Alveo U55C",
+        0x5100 => "simulated",
+        _ => "unknown board",
     }
 }
 

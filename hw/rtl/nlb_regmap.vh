@@ -487,7 +487,7 @@ localparam NLB_REG_FW_ID_DESIGN_VERSION_MAJOR_MASK = 32'hffff0000;
 localparam NLB_REG_FW_ID_REGMAP_VERSION = 32'h10; // [ro] meta.regmap_version of the build
 localparam NLB_REG_FW_ID_BUILD_ID = 32'h14; // [ro] build timestamp, seconds since the Unix epoch
 localparam NLB_REG_FW_ID_GIT_HASH = 32'h18; // [ro] first 8 hex digits of the source commit
-localparam NLB_REG_FW_ID_BOARD_ID = 32'h1c; // [ro] board code (0x0280 = Alveo U280, 0x055C = Alveo U55C, 0x5100 = simulated)
+localparam NLB_REG_FW_ID_BOARD_ID = 32'h1c; // [ro] board code (0x0250 = Alveo U250, 0x0280 = Alveo U280, 0x055C = Alveo U55C, 0x5100 = simulated)
 localparam NLB_REG_FW_ID_PART_ID = 32'h20; // [ro] FPGA part code (IDCODE without revision)
 localparam NLB_REG_FW_ID_PROFILE_ID = 32'h24; // [ro] capacity profile id
 localparam NLB_REG_FW_ID_CAP_VIP_BUCKETS = 32'h28; // [ro] 

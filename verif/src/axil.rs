@@ -22,8 +22,9 @@ pub struct AxiLitePorts {
     pub awready: Port,
     /// `p_wdata`.
     pub wdata: Port,
-    /// `p_wstrb`.
-    pub wstrb: Port,
+    /// `p_wstrb`; `None` on an interface without byte strobes (the OpenNIC shell's register
+    /// port, where every write is a whole word).
+    pub wstrb: Option<Port>,
     /// `p_wvalid`.
     pub wvalid: Port,
     /// `p_wready`.
@@ -59,7 +60,10 @@ impl AxiLitePorts {
             awvalid: p("awvalid")?,
             awready: p("awready")?,
             wdata: p("wdata")?,
-            wstrb: p("wstrb")?,
+            wstrb: {
+                let name = format!("{prefix}_wstrb");
+                sim.has_port(&name).then(|| sim.port(&name)).transpose()?
+            },
             wvalid: p("wvalid")?,
             wready: p("wready")?,
             bresp: p("bresp")?,
@@ -325,7 +329,15 @@ impl Agent for AxiLiteMaster {
         sim.set_bit(p.awvalid, aw)?;
         sim.set_bit(p.arvalid, ar)?;
         sim.set_u64(p.wdata, u64::from(data))?;
-        sim.set_u64(p.wstrb, u64::from(strb))?;
+        match p.wstrb {
+            Some(port) => sim.set_u64(port, u64::from(strb))?,
+            None if w && strb != 0xf => {
+                return Err(VerifError::Setup(format!(
+                    "a write with byte strobes {strb:#x} on an interface without wstrb"
+                )))
+            }
+            None => {}
+        }
         sim.set_bit(p.wvalid, w)?;
         self.bready = !rng.random_bool(self.backpressure);
         self.rready = !rng.random_bool(self.backpressure);
@@ -804,7 +816,9 @@ impl Agent for PipelinedMaster {
         sim.set_u64(p.awaddr, u64::from(awaddr))?;
         sim.set_bit(p.awvalid, self.aw_off.is_some())?;
         sim.set_u64(p.wdata, u64::from(wdata))?;
-        sim.set_u64(p.wstrb, u64::from(wstrb))?;
+        if let Some(port) = p.wstrb {
+            sim.set_u64(port, u64::from(wstrb))?;
+        }
         sim.set_bit(p.wvalid, self.w_off.is_some())?;
         sim.set_u64(p.araddr, u64::from(araddr))?;
         sim.set_bit(p.arvalid, self.ar_off.is_some())?;

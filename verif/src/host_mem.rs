@@ -193,7 +193,20 @@ struct Ports {
     rlast: Port,
     rvalid: Port,
     rready: Port,
-    irq: Port,
+    irq: Irq,
+}
+
+/// How the master asks for MSI-X messages.
+#[derive(Debug, Clone, Copy)]
+enum Irq {
+    /// `nlb_top`'s `m_dma_irq`: one clock per message, bit = vector.
+    Pulses(Port),
+    /// The OpenNIC plugin's `m_host_irq_valid`/`_vector`/`_ready`: a vector held until taken.
+    Handshake {
+        valid: Port,
+        vector: Port,
+        ready: Port,
+    },
 }
 
 /// A write burst taken: its next beat's address, beats left, and whether it may be written.
@@ -213,8 +226,10 @@ struct ReadBurst {
     ok: bool,
 }
 
-/// `nlb_top`'s `m_axi_dma_*` master served from a [`HostMemory`] (one id: answers in order),
-/// and its `m_dma_irq` requests recorded into the memory's interrupts.
+/// `nlb_top`'s `m_axi_dma_*` master (or the OpenNIC plugin's `m_axi_host_*`) served from a
+/// [`HostMemory`] (one id: answers in order), and its MSI-X requests recorded into the
+/// memory's interrupts. Latencies count the clocks of the master's domain (the calls of
+/// [`Agent::observe`]).
 #[derive(Debug)]
 pub struct AxiHost {
     p: Ports,
@@ -240,6 +255,8 @@ pub struct AxiHost {
     pub read_bursts: u64,
     /// Transfers answered SLVERR.
     pub refused: u64,
+    /// Clocks of the master's domain so far.
+    clock: u64,
 }
 
 impl AxiHost {
@@ -250,7 +267,35 @@ impl AxiHost {
         timing: HostTiming,
         seed: u64,
     ) -> Result<AxiHost, VerifError> {
-        let p = |s: &str| sim.port(&format!("m_axi_dma_{s}"));
+        let irq = Irq::Pulses(sim.port("m_dma_irq")?);
+        AxiHost::on(sim, "m_axi_dma", irq, mem, timing, seed)
+    }
+
+    /// The slave on the OpenNIC plugin's `m_axi_host_*` ports (`nlb_opennic_sim`), its MSI-X
+    /// requests taken from `m_host_irq_*`.
+    pub fn opennic(
+        sim: &Verilated,
+        mem: HostMemory,
+        timing: HostTiming,
+        seed: u64,
+    ) -> Result<AxiHost, VerifError> {
+        let irq = Irq::Handshake {
+            valid: sim.port("m_host_irq_valid")?,
+            vector: sim.port("m_host_irq_vector")?,
+            ready: sim.port("m_host_irq_ready")?,
+        };
+        AxiHost::on(sim, "m_axi_host", irq, mem, timing, seed)
+    }
+
+    fn on(
+        sim: &Verilated,
+        prefix: &str,
+        irq: Irq,
+        mem: HostMemory,
+        timing: HostTiming,
+        seed: u64,
+    ) -> Result<AxiHost, VerifError> {
+        let p = |s: &str| sim.port(&format!("{prefix}_{s}"));
         Ok(AxiHost {
             p: Ports {
                 awaddr: p("awaddr")?,
@@ -274,8 +319,9 @@ impl AxiHost {
                 rlast: p("rlast")?,
                 rvalid: p("rvalid")?,
                 rready: p("rready")?,
-                irq: sim.port("m_dma_irq")?,
+                irq,
             },
+            clock: 0,
             mem,
             timing,
             writes: VecDeque::new(),
@@ -325,7 +371,10 @@ fn strobed(data: &[u32], strb: u64) -> impl Iterator<Item = (u64, u8)> + '_ {
 
 impl Agent for AxiHost {
     fn drive(&mut self, sim: &mut Verilated, _bench_rng: &mut StdRng) -> Result<(), VerifError> {
-        let cycle = sim.cycle();
+        let cycle = self.clock;
+        if let Irq::Handshake { ready, .. } = self.p.irq {
+            sim.set_bit(ready, true)?;
+        }
         self.next_b = self.latency();
         self.next_r = self.latency();
         self.aw_ready = self.rng.random_bool(self.timing.ready);
@@ -370,11 +419,21 @@ impl Agent for AxiHost {
     }
 
     fn observe(&mut self, sim: &mut Verilated) -> Result<(), VerifError> {
-        let cycle = sim.cycle();
-        let irq = sim.get_u64(self.p.irq)?;
-        for v in 0..16u16 {
-            if irq >> v & 1 != 0 {
-                self.mem.interrupt(v);
+        let cycle = self.clock;
+        self.clock += 1;
+        match self.p.irq {
+            Irq::Pulses(port) => {
+                let irq = sim.get_u64(port)?;
+                for v in 0..16u16 {
+                    if irq >> v & 1 != 0 {
+                        self.mem.interrupt(v);
+                    }
+                }
+            }
+            Irq::Handshake { valid, vector, .. } => {
+                if sim.get_bit(valid)? {
+                    self.mem.interrupt(sim.get_u64(vector)? as u16);
+                }
             }
         }
         if self.aw_ready && sim.get_bit(self.p.awvalid)? {
@@ -389,7 +448,7 @@ impl Agent for AxiHost {
             let last = sim.get_bit(self.p.wlast)?;
             let Some(w) = self.writes.front_mut() else {
                 return Err(VerifError::Protocol(format!(
-                    "cycle {cycle}: m_axi_dma write beat with no burst"
+                    "clock {cycle}: a DMA write beat with no burst"
                 )));
             };
             if w.ok {
@@ -402,7 +461,7 @@ impl Agent for AxiHost {
             w.beats -= 1;
             if (w.beats == 0) != last {
                 return Err(VerifError::Protocol(format!(
-                    "cycle {cycle}: m_axi_dma wlast {last} with {} beats left",
+                    "clock {cycle}: a DMA wlast {last} with {} beats left",
                     w.beats
                 )));
             }

@@ -32,6 +32,7 @@ pub mod axi_mem;
 pub mod axil;
 pub mod axis;
 pub mod bench;
+pub mod board;
 pub mod clocks;
 pub mod contents;
 pub mod coverage;

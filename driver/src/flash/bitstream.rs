@@ -36,6 +36,8 @@ pub const KNOWN_PARTS: &[(&str, u32)] = &[
     ("xcu200", 0x04B3_7093),
     ("xcu250", 0x04B5_7093),
     ("xcu280", 0x04B7_D093),
+    // The U55C's part has the U280's IDCODE (same silicon); the board id tells them apart.
+    ("xcu55c", 0x04B7_D093),
     ("xcvu3p", 0x04B3_9093),
     ("xcvu5p", 0x04B2_B093),
     ("xcvu7p", 0x04B2_9093),

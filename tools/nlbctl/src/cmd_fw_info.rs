@@ -39,12 +39,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
         return crate::common::print_json(&v);
     }
     let id = &info.ident;
-    let board = match id.board_id {
-        0x0280 => "Alveo U280",
-        0x055c => "Alveo U55C",
-        0x5100 => "simulated",
-        _ => "unknown board",
-    };
+    let board = nlb_driver::discovery::board_name(id.board_id);
     outln!("device    {}", args.device);
     outln!(
         "board     {board} ({:#06x}), FPGA {}",

@@ -138,7 +138,10 @@ impl Agent for RegMemory {
         let awaddr = sim.get_u64(p.awaddr)? as u32;
         let wvalid = sim.get_bit(p.wvalid)?;
         let wdata = sim.get_u64(p.wdata)? as u32;
-        let wstrb = sim.get_u64(p.wstrb)? as u32;
+        let wstrb = match p.wstrb {
+            Some(port) => sim.get_u64(port)? as u32,
+            None => 0xf,
+        };
         let arvalid = sim.get_bit(p.arvalid)?;
         let araddr = sim.get_u64(p.araddr)? as u32;
         // A valid offered at the last edge and not taken stays, with its payload.

@@ -4,6 +4,7 @@
 mod async_fifo;
 mod axil_cdc;
 mod axis_skid;
+mod board;
 mod bus;
 mod conntrack;
 mod contents;

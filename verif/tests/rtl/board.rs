@@ -1,0 +1,390 @@
+//! nlb-offload's OpenNIC plugin in stand-ins of the shell (`nlb_verif::board`): the 322 MHz
+//! MAC side with no receive `tready`, the 250 MHz QDMA side and the 125 MHz register side in one
+//! simulation. The driver finds the card through BAR 2 at the OpenNIC register window, reads
+//! its identity and loads a compiled example configuration through its loader exactly as into
+//! the card; the golden model's device gets the same load. Then received frames go in back to
+//! back while the host sends frames of its own up the QDMA: every transmitted frame is either
+//! the model's output for the next forwarded packet or the host's next frame (frames are
+//! interleaved whole), the frames sent up to the host are the model's punted frames (without
+//! their punt header), the plugin's counters agree, and no shell rule is broken (transmit
+//! `tvalid` held through each frame, `tuser` of the card-to-host stream, AXI protocols, the
+//! shell's receive adapter never overflowing).
+
+use flowtable_compiler::{compile_file, CompileOptions, HealthState};
+use nlb_driver::device::Device;
+use nlb_driver::loader::{Loader, LoaderOptions};
+use nlb_driver::{discover, ModelHandle};
+use nlb_hw::blocks::queues;
+use nlb_hw::enums::Verdict;
+use nlb_verif::axil::Completion;
+use nlb_verif::bench::seed_from_env;
+use nlb_verif::board::{BoardDevice, BoardTiming};
+use nlb_verif::clocks::opennic;
+use nlb_verif::scenario::Scenario;
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
+use std::path::Path;
+
+/// BAR 2 byte offsets: the 250 MHz box's window, the 322 MHz box's (the plugin's) and the
+/// plugin's own registers after nlb_top's 64 KiB.
+const BOX_250: u32 = 0x10_0000;
+const BOX_322: u32 = 0x20_0000;
+const PLUGIN_REGS: u32 = BOX_322 + 0x1_0000;
+/// The largest part of a frame the punt stream carries (docs/pipeline.md section 13).
+const PUNT_BYTES: usize = 9728;
+const DECERR: u32 = 3;
+
+fn read(card: &mut BoardDevice, addr: u32) -> Completion {
+    card.bar2(addr, None)
+        .unwrap_or_else(|e| panic!("BAR 2 read at {addr:#x}: {e}"))
+}
+
+fn data(c: Completion) -> u32 {
+    match c {
+        Completion::Read { data, resp: 0, .. } => data,
+        other => panic!("a read answered {other:?}"),
+    }
+}
+
+fn resp(c: Completion) -> u32 {
+    match c {
+        Completion::Read { resp, .. } | Completion::Write { resp, .. } => resp,
+    }
+}
+
+/// The model's punted frames, popped through its punt queue registers: the frame bytes only.
+fn model_punts(model: &mut ModelHandle) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    loop {
+        let status = model.read32(queues::PUNT_STATUS).expect("status");
+        if queues::PuntStatus::from_word(status).count == 0 {
+            return out;
+        }
+        model
+            .write32(queues::PUNT_POP, queues::PuntPop { pop: true }.word())
+            .expect("pop");
+        let len = model.read32(queues::PUNT_LEN).expect("len") as usize;
+        let mut bytes: Vec<u8> = (0..len.div_ceil(4) as u32)
+            .flat_map(|i| {
+                model
+                    .read32(queues::PUNT_DATA + 4 * i)
+                    .expect("data")
+                    .to_le_bytes()
+            })
+            .collect();
+        bytes.truncate(len);
+        out.push(bytes);
+    }
+}
+
+/// A frame of the host's own (EtherType 0x88B5, IEEE's local experimental one, so it can never
+/// be a forwarded frame): numbered, `len` bytes.
+fn host_frame(n: u32, len: usize, rng: &mut StdRng) -> Vec<u8> {
+    let mut f = vec![0u8; len];
+    rng.fill(&mut f[..]);
+    f[..6].copy_from_slice(&[0x02, 0, 0, 0, 0, 0x77]);
+    f[6..12].copy_from_slice(&[0x02, 0, 0, 0, 0, 0x01]);
+    f[12..14].copy_from_slice(&[0x88, 0xB5]);
+    f[14..18].copy_from_slice(&n.to_be_bytes());
+    f
+}
+
+#[test]
+fn the_driver_finds_loads_and_runs_the_opennic_plugin() {
+    let seed = seed_from_env(0xb0a2_0001);
+    let mut rng = StdRng::seed_from_u64(seed);
+    // The MAC and the QDMA take what they are offered seven clocks in ten: the transmit FIFOs
+    // fill and empty, and the pipeline sees back-pressure.
+    let timing = BoardTiming {
+        mac_backpressure: 0.3,
+        c2h_backpressure: 0.3,
+        h2c_idle: 0.2,
+    };
+    let mut card = BoardDevice::new(seed, timing).expect("board model");
+
+    // BAR 2 as the shell maps it: both boxes' windows, the plugin's own registers, and DECERR
+    // where nothing answers.
+    assert_eq!(
+        data(read(&mut card, PLUGIN_REGS)),
+        0x4E4C_5031,
+        "the plugin's id"
+    );
+    assert_eq!(
+        data(read(&mut card, PLUGIN_REGS + 4)),
+        0x101,
+        "one CMAC port, the host DMA port carried"
+    );
+    assert_eq!(
+        data(read(&mut card, BOX_250)),
+        0x4E4C_5032,
+        "the 250 MHz box's id"
+    );
+    for addr in [0, BOX_322 + 0x2_0000, 0x30_0000] {
+        assert_eq!(resp(read(&mut card, addr)), DECERR, "read at {addr:#x}");
+    }
+    let w = card.bar2(BOX_322 + 0x8_0000, Some(1)).expect("write");
+    assert_eq!(resp(w), DECERR, "write outside every register");
+
+    // The driver, as on the card: discovery through the OpenNIC window.
+    let info = discover(&mut card).expect("the card is discovered");
+    assert_eq!(info.profile.name, "sim");
+    assert_eq!(info.firmware.board_id, 0x0280);
+    assert_eq!(info.firmware.board_name(), "Alveo U280");
+    assert_eq!(info.firmware.part_id, 0x04B7_D093, "xcu280's IDCODE");
+
+    let mut model = ModelHandle::new(info.profile);
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
+    let (_, compiled) = compile_file(
+        &examples.join("web.yaml"),
+        &HealthState::default(),
+        &CompileOptions::default(),
+    )
+    .expect("the example compiles");
+    // The card's loader starts from what a card out of reset holds (both banks empty, bank 0
+    // active), read from a fresh model: reading both banks back through 125 MHz register
+    // accesses takes minutes of simulation here (the read-back itself is tested against
+    // nlb_top in device.rs). The load writes every entry through the card's table window and
+    // reads each one back.
+    let mut card_loader = Loader::attach(
+        &mut ModelHandle::new(info.profile),
+        info.profile,
+        LoaderOptions::default(),
+    )
+    .expect("attach");
+    let mut model_loader =
+        Loader::attach(&mut model, info.profile, LoaderOptions::default()).expect("attach");
+    let t_load = std::time::Instant::now();
+    card_loader
+        .load(&mut card, &compiled.tables, &compiled.nic)
+        .expect("load into the card");
+    let load_secs = t_load.elapsed().as_secs_f64();
+    model_loader
+        .load(&mut model, &compiled.tables, &compiled.nic)
+        .expect("load into the model");
+
+    // Traffic: scenario frames back to back into the MAC, host frames up the QDMA (sizes from
+    // the smallest to a jumbo frame), at once.
+    let scenario = Scenario::from_tables(compiled.tables.clone(), &mut rng);
+    let frames: Vec<Vec<u8>> = (0..3000).map(|_| scenario.frame(&mut rng)).collect();
+    let host: Vec<Vec<u8>> = (0..40u32)
+        .map(|n| {
+            let len = match n % 8 {
+                0 => 60,
+                1 => 65,
+                2 => 9000,
+                _ => rng.random_range(60..1515),
+            };
+            host_frame(n, len, &mut rng)
+        })
+        .collect();
+    let t_traffic = std::time::Instant::now();
+    let out = card
+        .traffic(frames.clone(), host.clone())
+        .expect("traffic through the card");
+    let traffic_secs = t_traffic.elapsed().as_secs_f64();
+
+    let mut forwarded = Vec::new();
+    let mut punted = Vec::new();
+    let mut events = 0u32;
+    let mut buf = vec![0u8; 16384];
+    for f in &frames {
+        let r = model.lock().receive(f, &mut buf).expect("model traffic");
+        match r.verdict {
+            Verdict::Forward => forwarded.push(buf[..r.out_len].to_vec()),
+            Verdict::Punt => punted.push(f[..f.len().min(PUNT_BYTES)].to_vec()),
+            _ => {}
+        }
+        events += u32::from(r.event.is_some());
+    }
+    // The model's punt queue (its depth's worth; the card's stream has no such limit) holds
+    // the first of them, as the punt stream carries them.
+    let queued = model_punts(&mut model);
+    assert!(
+        !queued.is_empty() && punted.starts_with(&queued),
+        "the model's punt queue holds the first punted frames"
+    );
+
+    // The MAC's transmit side: the forwarded frames and the host's, each in its own order,
+    // interleaved whole.
+    let (mut fi, mut hi) = (0, 0);
+    for (i, f) in out.mac_tx.iter().enumerate() {
+        if forwarded.get(fi) == Some(f) {
+            fi += 1;
+        } else if host.get(hi) == Some(f) {
+            hi += 1;
+        } else {
+            panic!(
+                "transmitted frame {i} ({} bytes) is neither forwarded frame {fi} nor host \
+                 frame {hi}",
+                f.len()
+            );
+        }
+    }
+    assert_eq!(fi, forwarded.len(), "every forwarded frame went out");
+    assert_eq!(hi, host.len(), "every host frame went out");
+    for (i, (g, w)) in out.c2h.iter().zip(&punted).enumerate() {
+        assert!(
+            g == w,
+            "frame {i} sent up to the host: {} bytes, the model punted {} bytes{}",
+            g.len(),
+            w.len(),
+            if g.len() == w.len() {
+                " (bytes differ)"
+            } else {
+                ""
+            }
+        );
+    }
+    assert_eq!(
+        out.c2h.len(),
+        punted.len(),
+        "frames sent up to the host: {} of the model's {}",
+        out.c2h.len(),
+        punted.len()
+    );
+    assert!(
+        !forwarded.is_empty() && !punted.is_empty(),
+        "the traffic forwards and punts"
+    );
+
+    // The plugin's counters.
+    assert_eq!(
+        data(read(&mut card, PLUGIN_REGS + 0x08)),
+        0,
+        "rx_err_frames"
+    );
+    assert_eq!(
+        data(read(&mut card, PLUGIN_REGS + 0x0C)),
+        0,
+        "host_tx_drops"
+    );
+    assert_eq!(
+        data(read(&mut card, PLUGIN_REGS + 0x10)),
+        0,
+        "host_rx_drops"
+    );
+    assert_eq!(
+        data(read(&mut card, PLUGIN_REGS + 0x14)),
+        events,
+        "events_lost: every event, with no event ring set up"
+    );
+    let v = card.violations().expect("violations");
+    assert!(v.is_empty(), "shell rules broken: {v:#?}");
+
+    let received_bytes: usize = frames.iter().map(Vec::len).sum();
+    eprintln!(
+        "board: {} frames ({received_bytes} bytes) received, {} forwarded, {} punted, {} host \
+         frames sent, in {} MAC clocks ({:.2} us at {} MHz); simulation: load {load_secs:.1} s, traffic {traffic_secs:.1} s",
+        frames.len(),
+        forwarded.len(),
+        punted.len(),
+        host.len(),
+        out.mac_clocks,
+        out.mac_clocks as f64 / opennic::CMAC_MHZ,
+        opennic::CMAC_MHZ
+    );
+}
+
+/// Runs hw/boards/opennic/build.sh with `args`: (exit code, stdout + stderr).
+fn build_sh(args: &[&str]) -> (i32, String) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../hw/boards/opennic/build.sh");
+    let out = std::process::Command::new(script)
+        .args(args)
+        .env_remove("OPENNIC_SHELL")
+        .output()
+        .expect("bash runs build.sh");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.code().unwrap_or(-1), text)
+}
+
+/// The build script without Vivado: it refuses what cannot build (with the reason), and for
+/// each board writes a plugin copy whose stamps and paths Verilator accepts: the shell stand-ins
+/// are linted against the copy's include files, as Vivado will read them.
+#[test]
+fn the_build_script_checks_its_inputs_and_writes_a_plugin_the_shell_can_read() {
+    let dir = std::env::temp_dir().join(format!("nlb-board-build-{}", std::process::id()));
+    let shell = dir.join("open-nic-shell");
+    for d in ["script/board_settings", "src/box_322mhz"] {
+        std::fs::create_dir_all(shell.join(d)).expect("fake shell");
+    }
+    for f in ["script/build.tcl", "src/box_322mhz/box_322mhz.sv"] {
+        std::fs::write(shell.join(f), "").expect("fake shell");
+    }
+    for b in ["au250", "au280"] {
+        std::fs::write(shell.join(format!("script/board_settings/{b}.tcl")), "").expect("board");
+    }
+    let shell_s = shell.to_string_lossy().to_string();
+
+    let refused: [(&[&str], &str); 5] = [
+        (&["vcu118", "--shell", &shell_s], "unknown board 'vcu118'"),
+        (&["au280"], "no OpenNIC shell checkout"),
+        (
+            &["au280", "--shell", "/nonexistent"],
+            "is not an OpenNIC shell checkout",
+        ),
+        (&["au55c", "--shell", &shell_s], "has no board 'au55c'"),
+        (
+            &["au280", "--shell", &shell_s, "--host-bridge"],
+            "has no m_axi_host_* ports",
+        ),
+    ];
+    for (args, why) in refused {
+        let (code, text) = build_sh(args);
+        assert_eq!(code, 2, "build.sh {args:?}: {text}");
+        assert!(
+            text.contains(why),
+            "build.sh {args:?} says why ({why}): {text}"
+        );
+    }
+
+    for (board, board_id, part_id) in [("au250", "0250", "04B57093"), ("au280", "0280", "04B7D093")]
+    {
+        let out = dir.join(board);
+        let out_s = out.to_string_lossy().to_string();
+        let (code, text) = build_sh(&[board, "--shell", &shell_s, "--out", &out_s, "--dry-run"]);
+        assert_eq!(code, 0, "{text}");
+        assert!(
+            text.contains(&format!("-board {board} ")) && text.contains("-user_plugin"),
+            "the Vivado command: {text}"
+        );
+        let params = std::fs::read_to_string(out.join("plugin/box_322mhz/nlb_build_params.vh"))
+            .expect("the build stamps");
+        assert!(
+            params.contains(&format!("NLB_BOARD_ID = 32'h{board_id}")),
+            "{params}"
+        );
+        assert!(
+            params.contains(&format!("NLB_PART_ID = 32'h{part_id}")),
+            "{params}"
+        );
+        let tcl = std::fs::read_to_string(out.join("plugin/nlb_build.tcl")).expect("paths");
+        assert!(tcl.contains("set nlb_hw_dir"), "{tcl}");
+
+        // The shell stand-ins, with the copy's include folders in place of the checkout's.
+        let hw = Path::new(env!("CARGO_MANIFEST_DIR")).join("../hw");
+        let verilator = std::env::var("VERILATOR").unwrap_or_else(|_| "verilator".into());
+        let lint = std::process::Command::new(verilator)
+            .args(["--lint-only", "-Wall", "--top-module", "nlb_opennic_sim"])
+            .arg(format!("-I{}", hw.join("rtl").display()))
+            .args(["-y".into(), hw.join("rtl")])
+            .args(["-y".into(), hw.join("boards/opennic/rtl")])
+            .args(["-y".into(), hw.join("boards/opennic/sim")])
+            .args(["-y".into(), out.join("plugin/box_322mhz")])
+            .args(["-y".into(), out.join("plugin/box_250mhz")])
+            .arg(format!("-I{}", out.join("plugin/box_322mhz").display()))
+            .arg(format!("-I{}", out.join("plugin/box_250mhz").display()))
+            .arg(hw.join("boards/opennic/sim/nlb_opennic_sim.v"))
+            .output()
+            .expect("Verilator runs");
+        assert!(
+            lint.status.success() && lint.stderr.is_empty(),
+            "{board}: {}",
+            String::from_utf8_lossy(&lint.stderr)
+        );
+    }
+    std::fs::remove_dir_all(&dir).expect("clean up");
+}
