@@ -460,6 +460,18 @@ fn block_bench_models() -> Vec<ModelSpec> {
         // The clock-domain crossings (two clocks each; nlb_verif::clocks steps them).
         spec("async_fifo", "nlb_async_fifo", &["WIDTH=16", "DEPTH=4"]),
         spec("axil_cdc", "nlb_axil_cdc", &[]),
+        // Store-and-forward frame FIFOs of the OpenNIC plugin's transmit and host paths, small
+        // enough that frames fill them: with back-pressure, and for an input without tready.
+        spec(
+            "frame_fifo",
+            "nlb_axis_frame_fifo",
+            &["DATA_WIDTH=32", "DEPTH=16"],
+        ),
+        spec(
+            "frame_fifo_drop",
+            "nlb_axis_frame_fifo",
+            &["DATA_WIDTH=32", "DEPTH=16", "DROP_WHEN_FULL=1"],
+        ),
         // 64 entries (the least the block takes): two hit words, every entry reachable often.
         spec("hit_bits", "nlb_hit_bits", &["ROWS=4"]),
         spec("counter_bank", "nlb_counter_bank", &["ENTRIES=4"]),

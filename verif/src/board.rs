@@ -50,6 +50,9 @@ pub struct BoardTiming {
     pub c2h_backpressure: f64,
     /// Probability of an idle clock between two host-frame beats on the h2c stream.
     pub h2c_idle: f64,
+    /// Probability of an idle clock between two received beats (the MAC's receive side has
+    /// no tready; 0: back to back).
+    pub mac_rx_idle: f64,
 }
 
 impl Default for BoardTiming {
@@ -58,6 +61,7 @@ impl Default for BoardTiming {
             mac_backpressure: 0.1,
             c2h_backpressure: 0.1,
             h2c_idle: 0.2,
+            mac_rx_idle: 0.0,
         }
     }
 }
@@ -180,7 +184,7 @@ impl BoardBench {
             ],
         )?;
         let axil = AxiLiteMaster::new(&sim, "s_axil", 0.0, 0.0)?;
-        let mac_rx = AxisSource::new(&sim, "s_axis_cmac_rx", 0.0)?;
+        let mac_rx = AxisSource::new(&sim, "s_axis_cmac_rx", timing.mac_rx_idle)?;
         let mac_tx = AxisSink::new(&sim, "m_axis_cmac_tx", timing.mac_backpressure)?;
         let h2c = AxisSource::new(&sim, "s_axis_qdma_h2c", timing.h2c_idle)?;
         let c2h = AxisSink::new(&sim, "m_axis_qdma_c2h", timing.c2h_backpressure)?;
@@ -342,12 +346,22 @@ impl BoardBench {
         let mut tx_beats = Vec::new();
         let mut c2h_beats = Vec::new();
         let mut last_activity = start;
+        let mut dma_moved = self.host.write_beats + self.host.read_bursts;
         loop {
             self.edge()?;
             let now = self.clocks.rises(CMAC);
             let (t, c) = (self.mac_tx.take(), self.c2h.take());
-            if !t.is_empty() || !c.is_empty() || self.mac_rx.pending() + self.h2c.pending() > 0 {
+            // The host rings' DMA counts as activity: records reach host memory after the
+            // frames that made them have left.
+            let moved = self.host.write_beats + self.host.read_bursts;
+            if !t.is_empty()
+                || !c.is_empty()
+                || self.mac_rx.pending() + self.h2c.pending() > 0
+                || moved != dma_moved
+                || !self.host.idle()
+            {
                 last_activity = now;
+                dma_moved = moved;
             }
             tx_beats.extend(t);
             c2h_beats.extend(c);
@@ -440,15 +454,25 @@ fn to_device(addr: u32, c: Completion) -> Result<u32, DeviceError> {
 }
 
 impl BoardDevice {
-    /// Starts the model (out of reset, pipeline disabled) on its own thread.
+    /// Starts the model (out of reset, pipeline disabled) on its own thread, with no host
+    /// memory behind the host rings' DMA (every transfer refused).
     pub fn new(seed: u64, timing: BoardTiming) -> Result<BoardDevice, VerifError> {
+        BoardDevice::with_memory(seed, timing, HostMemory::new(0, 0))
+    }
+
+    /// [`BoardDevice::new`] with `host_memory` behind the host rings' DMA (the QDMA's bridge).
+    pub fn with_memory(
+        seed: u64,
+        timing: BoardTiming,
+        host_memory: HostMemory,
+    ) -> Result<BoardDevice, VerifError> {
         let (req_tx, req_rx) = mpsc::channel::<Request>();
         let (resp_tx, resp_rx) = mpsc::channel::<Response>();
         let (ready_tx, ready_rx) = mpsc::channel::<Result<(), String>>();
         let worker = thread::Builder::new()
             .name("nlb-board".into())
             .spawn(move || {
-                let mut b = match BoardBench::new(seed, timing, HostMemory::new(0, 0)) {
+                let mut b = match BoardBench::new(seed, timing, host_memory) {
                     Ok(b) => {
                         let _ = ready_tx.send(Ok(()));
                         b

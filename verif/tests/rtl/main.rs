@@ -16,6 +16,7 @@ mod differential;
 mod editor;
 mod fifo;
 mod flow_hash;
+mod frame_fifo;
 mod harness;
 mod hit_bits;
 mod host_rings;
