@@ -123,6 +123,11 @@ assign m_axis_tvalid = out_valid_reg;
 assign m_drop = drop_reg;
 assign level = used + {{AW{1'b0}}, out_valid_reg};
 
+`ifdef FORMAL
+// Formal properties over this module's registers (hw/scripts/formal.sh).
+`include "nlb_axis_frame_fifo_props.vh"
+`endif
+
 endmodule
 
 `resetall

@@ -65,6 +65,8 @@ proofs=(
     "rx_drop|nlb_rx_drop|every beat consumed; frames passed or dropped whole, at the first beat|nlb_rx_drop|nlb_rx_drop||||z3|12|3|12"
     "async_fifo|nlb_async_fifo WIDTH=4 DEPTH=4 SYNC_STAGES=2|two clocks: words in order, none lost or made up; full/empty/levels conservative; Gray steps|nlb_async_fifo|nlb_async_fifo|-chparam WIDTH 4 -chparam DEPTH 4 -chparam SYNC_STAGES 2||memory_map; opt_clean; clk2fflogic|z3|20|6|30"
     "async_fifo3|nlb_async_fifo WIDTH=2 DEPTH=8 SYNC_STAGES=3|two clocks, three synchroniser flops, 8 words (the same properties)|nlb_async_fifo|nlb_async_fifo|-chparam WIDTH 2 -chparam DEPTH 8 -chparam SYNC_STAGES 3||memory_map; opt_clean; clk2fflogic|z3|16|6|40"
+    "frame_fifo|nlb_axis_frame_fifo DATA_WIDTH=8 DEPTH=4|frames offered whole: tvalid held from a frame's first beat to its last; beats held until taken; capacity|nlb_axis_frame_fifo|nlb_axis_frame_fifo|-chparam DATA_WIDTH 8 -chparam DEPTH 4|||z3|6|4|16|12"
+    "frame_fifo_drop|nlb_axis_frame_fifo DATA_WIDTH=8 DEPTH=4 DROP_WHEN_FULL=1|the same, and tready always high (an input without tready)|nlb_axis_frame_fifo|nlb_axis_frame_fifo|-chparam DATA_WIDTH 8 -chparam DEPTH 4 -chparam DROP_WHEN_FULL 1|||z3|6|4|16|12"
     "lookup|nlb_lookup (the sim profile, a 32-descriptor FIFO)|every front-stage table read of a descriptor from its bank; its bank into the memory stages|nlb_lookup|nlb_lookup nlb_flow_hash nlb_mul_const_csa nlb_mem_stage nlb_fifo||cutpoint t:nlb_flow_hash; cutpoint t:*nlb_mem_stage*; proc; cutpoint t:\$mul; delete -port nlb_lookup/o:*|memory_map; opt_clean -purge|z3|14|3|14"
 )
 
@@ -73,6 +75,8 @@ proofs=(
 #  depth]|RTL file|assertions that must catch it (any of, space separated)|the bug|
 #  sed expression (applied to a copy; last, so that it may contain |)"
 mutants=(
+    "frame_fifo_offer_open|frame_fifo|nlb_axis_frame_fifo.v|frame_fifo_no_bubble frame_fifo_capacity|offers a frame's beats before its last beat is in|s/^wire rd = rd_ptr_reg != commit_ptr_reg/wire rd = rd_ptr_reg != wr_ptr_reg/"
+    "frame_fifo_drop_keeps_ready|frame_fifo_drop|nlb_axis_frame_fifo.v|frame_fifo_no_backpressure|refuses beats when full although the input has no tready|s/^assign s_axis_tready = DROP_WHEN_FULL != 0 || /assign s_axis_tready = /"
     "fifo_ready_when_full|fifo4|nlb_fifo.v|fifo_ready|takes a beat while full and drops it|s/^assign s_ready = !full;/assign s_ready = 1'b1;/"
     "fifo_write_lost|fifo4|nlb_fifo.v|fifo_beat_order fifo_count|drops the beat written while a word is read|s/^    if (wr) begin/    if (wr \&\& !rd) begin/"
     "fifo_refill_on_stall|fifo4|nlb_fifo.v|fifo_hold fifo_beat_order|replaces the offered word while the sink stalls|s/^wire rd = !empty \&\& (!out_valid_reg || m_ready);/wire rd = !empty;/"

@@ -113,7 +113,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
         if enabled {
             "enabled"
         } else {
-            "disabled (every frame passes to the host; load tables to enable)"
+            "disabled (no frame is load-balanced: every one takes the PASS verdict; load tables to enable)"
         }
     );
     outln!(
