@@ -23,12 +23,11 @@ use crate::host_mem::{AxiHost, HostMemory, HostTiming};
 use crate::models::Board;
 use crate::top::{frame_beats, take_frames};
 use crate::verilated::{Port, Verilated};
+use crate::worker::ModelThread;
 use nlb_driver::device::{Device, DeviceError, RegOp};
 use nlb_driver::vfio::inventory::RegisterWindow;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
-use std::sync::mpsc;
-use std::thread;
 
 /// Index of each clock in the bench's [`Clocks`].
 const CMAC: usize = 0;
@@ -419,7 +418,6 @@ enum Response {
     Ran,
     Traffic(BoardTraffic),
     Violations(Vec<String>),
-    Failed(String),
 }
 
 /// The plugin as a [`Device`]: register `r` is BAR 2 byte `0x200000 + r`, as the driver maps
@@ -427,9 +425,7 @@ enum Response {
 /// its own (a Verilated model is not `Send`).
 #[derive(Debug)]
 pub struct BoardDevice {
-    req: Option<mpsc::Sender<Request>>,
-    resp: mpsc::Receiver<Response>,
-    worker: Option<thread::JoinHandle<()>>,
+    thread: ModelThread<Request, Response>,
 }
 
 /// BAR 2 byte offset of the plugin's register 0.
@@ -466,55 +462,17 @@ impl BoardDevice {
         timing: BoardTiming,
         host_memory: HostMemory,
     ) -> Result<BoardDevice, VerifError> {
-        let (req_tx, req_rx) = mpsc::channel::<Request>();
-        let (resp_tx, resp_rx) = mpsc::channel::<Response>();
-        let (ready_tx, ready_rx) = mpsc::channel::<Result<(), String>>();
-        let worker = thread::Builder::new()
-            .name("nlb-board".into())
-            .spawn(move || {
-                let mut b = match BoardBench::new(seed, timing, host_memory) {
-                    Ok(b) => {
-                        let _ = ready_tx.send(Ok(()));
-                        b
-                    }
-                    Err(e) => {
-                        let _ = ready_tx.send(Err(e.to_string()));
-                        return;
-                    }
-                };
-                while let Ok(r) = req_rx.recv() {
-                    let out = match handle(&mut b, r) {
-                        Ok(o) => o,
-                        Err(e) => Response::Failed(e.to_string()),
-                    };
-                    if resp_tx.send(out).is_err() {
-                        break;
-                    }
-                }
-            })
-            .map_err(|e| VerifError::Setup(format!("cannot start the model thread: {e}")))?;
-        match ready_rx.recv() {
-            Ok(Ok(())) => Ok(BoardDevice {
-                req: Some(req_tx),
-                resp: resp_rx,
-                worker: Some(worker),
-            }),
-            Ok(Err(e)) => Err(VerifError::Setup(e)),
-            Err(_) => Err(VerifError::Setup("the model thread ended".into())),
-        }
+        let thread = ModelThread::start(
+            "nlb-board",
+            "board model",
+            move || BoardBench::new(seed, timing, host_memory),
+            handle,
+        )?;
+        Ok(BoardDevice { thread })
     }
 
     fn call(&mut self, r: Request) -> Result<Response, DeviceError> {
-        let gone = || DeviceError::Protocol("the board model thread has stopped".into());
-        self.req
-            .as_ref()
-            .ok_or_else(gone)?
-            .send(r)
-            .map_err(|_| gone())?;
-        match self.resp.recv().map_err(|_| gone())? {
-            Response::Failed(why) => Err(DeviceError::Protocol(format!("board model: {why}"))),
-            other => Ok(other),
-        }
+        self.thread.call(r)
     }
 
     /// One access at any BAR 2 byte offset (the 250 MHz box's window, the plugin's own
@@ -576,16 +534,6 @@ fn handle(b: &mut BoardBench, r: Request) -> Result<Response, VerifError> {
         Request::Traffic(rx, h2c) => Response::Traffic(b.traffic(&rx, &h2c)?),
         Request::Violations => Response::Violations(b.violations()?),
     })
-}
-
-impl Drop for BoardDevice {
-    fn drop(&mut self) {
-        // Closing the channel ends the worker's loop.
-        self.req.take();
-        if let Some(w) = self.worker.take() {
-            let _ = w.join();
-        }
-    }
 }
 
 fn check(offset: u32) -> Result<(), DeviceError> {

@@ -14,6 +14,7 @@
 
 use crate::error::VerifError;
 use crate::top::{take_events, take_frames, take_punts, PuntedFrame, TopBench};
+use crate::worker::ModelThread;
 use firmware_sim::pipeline::PacketResult;
 use nlb_driver::device::{Device, DeviceError, RegOp};
 use nlb_hw::blocks::queues as q;
@@ -23,8 +24,6 @@ use nlb_hw::layouts::CtEntry;
 use nlb_hw::layouts::{InjectHeader, LearnEvent};
 use nlb_hw::{NicSettings, Profile, Tables};
 use std::collections::VecDeque;
-use std::sync::mpsc;
-use std::thread;
 
 /// Bytes of the punt and inject windows.
 const WINDOW_BYTES: usize = q::PUNT_DATA_COUNT as usize * 4;
@@ -58,7 +57,6 @@ enum Response {
     Packets(Vec<RtlPacket>),
     Injected(Injected),
     Count(u64),
-    Failed(String),
 }
 
 /// The frames the inject queue transmitted since the last [`RtlDevice::take_injected`].
@@ -74,63 +72,23 @@ pub struct Injected {
 /// `nlb_top` on a worker thread, as a [`Device`].
 #[derive(Debug)]
 pub struct RtlDevice {
-    req: Option<mpsc::Sender<Request>>,
-    resp: mpsc::Receiver<Response>,
-    worker: Option<thread::JoinHandle<()>>,
+    thread: ModelThread<Request, Response>,
 }
 
 impl RtlDevice {
     /// Starts the model (reset, pipeline disabled, as after power-up) on its own thread.
     pub fn new(seed: u64) -> Result<RtlDevice, VerifError> {
-        let (req_tx, req_rx) = mpsc::channel::<Request>();
-        let (resp_tx, resp_rx) = mpsc::channel::<Response>();
-        let (ready_tx, ready_rx) = mpsc::channel::<Result<(), String>>();
-        let worker = thread::Builder::new()
-            .name("nlb-rtl".into())
-            .spawn(move || {
-                let mut w = match Worker::new(seed) {
-                    Ok(w) => {
-                        let _ = ready_tx.send(Ok(()));
-                        w
-                    }
-                    Err(e) => {
-                        let _ = ready_tx.send(Err(e.to_string()));
-                        return;
-                    }
-                };
-                while let Ok(r) = req_rx.recv() {
-                    let out = match w.handle(r) {
-                        Ok(o) => o,
-                        Err(e) => Response::Failed(e.to_string()),
-                    };
-                    if resp_tx.send(out).is_err() {
-                        break;
-                    }
-                }
-            })
-            .map_err(|e| VerifError::Setup(format!("cannot start the model thread: {e}")))?;
-        match ready_rx.recv() {
-            Ok(Ok(())) => Ok(RtlDevice {
-                req: Some(req_tx),
-                resp: resp_rx,
-                worker: Some(worker),
-            }),
-            Ok(Err(e)) => Err(VerifError::Setup(e)),
-            Err(_) => Err(VerifError::Setup("the model thread ended".into())),
-        }
+        let thread = ModelThread::start(
+            "nlb-rtl",
+            "RTL model",
+            move || Worker::new(seed),
+            |w: &mut Worker, r| w.handle(r),
+        )?;
+        Ok(RtlDevice { thread })
     }
 
     fn call(&mut self, r: Request) -> Result<Response, DeviceError> {
-        let gone = || DeviceError::Protocol("the RTL model thread has stopped".into());
-        self.req
-            .as_ref()
-            .ok_or_else(gone)?
-            .send(r)
-            .map_err(|_| gone())?;
-        match self.resp.recv().map_err(|_| gone())? {
-            Response::Failed(why) => Err(DeviceError::Protocol(format!("RTL model: {why}"))),
-            other => Ok(other),
-        }
+        self.thread.call(r)
     }
 
     /// Loads `tables` into bank 0 through the table window (every entry that differs from an
@@ -176,16 +134,6 @@ impl RtlDevice {
             _ => Err(DeviceError::Protocol(
                 "unexpected answer from the RTL model".into(),
             )),
-        }
-    }
-}
-
-impl Drop for RtlDevice {
-    fn drop(&mut self) {
-        // Closing the channel ends the worker's loop.
-        self.req.take();
-        if let Some(w) = self.worker.take() {
-            let _ = w.join();
         }
     }
 }

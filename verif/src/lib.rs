@@ -48,6 +48,7 @@ pub mod regbus;
 pub mod scenario;
 pub mod top;
 pub mod verilated;
+mod worker;
 
 pub use error::VerifError;
 pub use verilated::{Model, Port, PortInfo, Verilated};
