@@ -11,6 +11,7 @@ pub mod fault;
 pub mod flash;
 pub mod loader;
 pub mod model;
+pub mod opennic;
 pub mod pcie;
 pub mod queues;
 pub mod rings;

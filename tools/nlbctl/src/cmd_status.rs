@@ -14,7 +14,8 @@ struct DeviceArgs {
 /// Show what the NIC is (board, design and register map versions, capacity profile, register
 /// blocks, where its connection table and Maglev slots are) and its state: pipeline enabled,
 /// serving bank, table generation, connections, queues, the table memories' reads and
-/// latencies, and the frames dropped at the receive side for lack of room.
+/// latencies, and the frames dropped at the receive side for lack of room; on an OpenNIC card
+/// also the plugin's own counters.
 ///
 /// With --socket, ask the running nlbd instead (its admin socket): configuration, tables,
 /// loads and reloads, decision-to-table latency, connections, punts and every pool's serving
@@ -59,6 +60,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
         .to_vec();
     let queues = Queues::new().poll(dev.as_mut()).map_err(|e| fail(&e))?;
     let memory = Memory::read(dev.as_mut()).map_err(|e| fail(&e))?;
+    let plugin = nlb_driver::opennic::plugin_status(dev.as_mut()).map_err(|e| fail(&e))?;
     let fw = &info.firmware;
     let version = super::cmd_flash::version;
     let enabled = ctrl::Enable::from_word(r[0]).enable;
@@ -87,6 +89,14 @@ pub fn run(args: Args) -> Result<(), CliError> {
             "punt_queue": queues.punt,
             "learn_queue": queues.learn,
             "memory": memory.json(),
+            "opennic_plugin": plugin.map(|p| serde_json::json!({
+                "cmac_ports": p.cmac_ports,
+                "host_dma": p.host_dma,
+                "rx_err_frames": p.rx_err_frames,
+                "host_tx_drops": p.host_tx_drops,
+                "host_rx_drops": p.host_rx_drops,
+                "events_lost": p.events_lost,
+            })),
         }));
     }
     outln!("device       {}", args.device);
@@ -136,6 +146,23 @@ pub fn run(args: Args) -> Result<(), CliError> {
         memory.no_room_lookup,
         memory.no_room_buffer
     );
+    if let Some(p) = plugin {
+        outln!(
+            "card         OpenNIC plugin, {} CMAC port(s), host DMA port {}; frames the MAC \
+             marked bad {}, host frames dropped {}, frames to the host dropped {}, events with no \
+             ring {}",
+            p.cmac_ports,
+            if p.host_dma {
+                "carried"
+            } else {
+                "not carried (the rings' DMA is refused)"
+            },
+            p.rx_err_frames,
+            p.host_tx_drops,
+            p.host_rx_drops,
+            p.events_lost
+        );
+    }
     Ok(())
 }
 
