@@ -460,6 +460,8 @@ fn block_bench_models() -> Vec<ModelSpec> {
         // The clock-domain crossings (two clocks each; nlb_verif::clocks steps them).
         spec("async_fifo", "nlb_async_fifo", &["WIDTH=16", "DEPTH=4"]),
         spec("axil_cdc", "nlb_axil_cdc", &[]),
+        // The AXI4 bridge of the OpenNIC plugin's host DMA port (64-bit addresses, 512-bit data).
+        spec("axi_cdc", "nlb_axi_cdc", &[]),
         // Store-and-forward frame FIFOs of the OpenNIC plugin's transmit and host paths, small
         // enough that frames fill them: with back-pressure, and for an input without tready.
         spec(

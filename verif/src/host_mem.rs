@@ -207,6 +207,8 @@ enum Irq {
         vector: Port,
         ready: Port,
     },
+    /// A master without MSI-X requests.
+    None,
 }
 
 /// A write burst taken: its next beat's address, beats left, and whether it may be written.
@@ -285,6 +287,18 @@ impl AxiHost {
             ready: sim.port("m_host_irq_ready")?,
         };
         AxiHost::on(sim, "m_axi_host", irq, mem, timing, seed)
+    }
+
+    /// The slave on `sim`'s `<prefix>_aw*`, `_w*`, `_b*`, `_ar*`, `_r*` ports (a master with
+    /// no MSI-X requests, such as the bridge `nlb_axi_cdc`'s master side).
+    pub fn on_prefix(
+        sim: &Verilated,
+        prefix: &str,
+        mem: HostMemory,
+        timing: HostTiming,
+        seed: u64,
+    ) -> Result<AxiHost, VerifError> {
+        AxiHost::on(sim, prefix, Irq::None, mem, timing, seed)
     }
 
     fn on(
@@ -435,6 +449,7 @@ impl Agent for AxiHost {
                     self.mem.interrupt(sim.get_u64(vector)? as u16);
                 }
             }
+            Irq::None => {}
         }
         if self.aw_ready && sim.get_bit(self.p.awvalid)? {
             let addr = sim.get_u64(self.p.awaddr)?;

@@ -2,6 +2,7 @@
 //! one binary links the crate and its dependencies once).
 
 mod async_fifo;
+mod axi_cdc;
 mod axil_cdc;
 mod axis_skid;
 mod board;

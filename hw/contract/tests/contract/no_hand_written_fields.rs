@@ -80,6 +80,7 @@ const RUST_ALLOWED: &[(&str, &str, &str)] = &[
     ("verif/src/verilated.rs", "*", "Verilated ports of 33..64 bits as two 32-bit words"),
     ("verif/src/host_mem.rs", "*", "AXI write strobes (a bit per byte of a beat) and the MSI-X request bits of m_dma_irq"),
     ("verif/tests/rtl/host_rings.rs", "*", "64-bit IOVAs of test rings as the _lo/_hi register pair"),
+    ("verif/tests/rtl/axi_cdc.rs", "*", "AXI write strobes of test bursts (a bit per byte of a beat)"),
     (
         "verif/tests/rtl/board.rs",
         "the_host_rings_cross_to_the_qdma_clock_and_match_the_model",
