@@ -13,14 +13,15 @@
 //                   computed here (the payload's share comes from nlb_l3_csum);
 //   PUNT:          sends the punt header beat (punt_header layout in the low bits) and the
 //                   frame's first 9728 bytes on the punt stream;
-//   DROP, PASS:    discards the frame (counted elsewhere; the host path of PASS frames is the
-//                   shell's, not modelled).
+//   PASS:          sends the frame unchanged and whole on the pass stream (toward the host's
+//                   network stack);
+//   DROP:          discards the frame (counted elsewhere).
 //
 // Results enter a header-building pipeline (3 clocks, never stalls) and wait in a job FIFO
 // (JOB_DEPTH; the top's admission control keeps it from filling). Frames arrive whole (every
 // result comes after its frame's last beat). One output beat per clock: a one-beat frame per
 // clock for L2_DSR, drops and punts of short frames; encapsulation adds up to 48 bytes, so a
-// 64-byte frame takes two beats. tready of both outputs comes from skid registers.
+// 64-byte frame takes two beats. tready of the three outputs comes from skid registers.
 //
 // Ports are declared in the body (Verilog-2001 style) because their widths come from the
 // regmap header, which has to be included inside the module.
@@ -69,6 +70,11 @@ module nlb_editor (
     m_axis_punt_tvalid,
     m_axis_punt_tready,
     m_axis_punt_tlast,
+    m_axis_pass_tdata,
+    m_axis_pass_tkeep,
+    m_axis_pass_tvalid,
+    m_axis_pass_tready,
+    m_axis_pass_tlast,
     jobs,
     frame_done
 );
@@ -87,10 +93,11 @@ localparam JOB_BITS = $clog2(JOB_DEPTH);
 // Largest punted frame (docs/pipeline.md section 13): 9728 bytes = 152 beats.
 localparam PUNT_BEATS = 152;
 
-localparam [1:0] K_DROP = 2'd0;
-localparam [1:0] K_L2 = 2'd1;
-localparam [1:0] K_ENC = 2'd2;
-localparam [1:0] K_PUNT = 2'd3;
+localparam [2:0] K_DROP = 3'd0;
+localparam [2:0] K_L2 = 3'd1;
+localparam [2:0] K_ENC = 3'd2;
+localparam [2:0] K_PUNT = 3'd3;
+localparam [2:0] K_PASS = 3'd4;
 
 input  wire                 clk;
 input  wire                 rst;
@@ -149,6 +156,13 @@ output wire                 m_axis_punt_tvalid;
 input  wire                 m_axis_punt_tready;
 output wire                 m_axis_punt_tlast;
 
+// PASS frames, unchanged.
+output wire [DW-1:0]        m_axis_pass_tdata;
+output wire [KW-1:0]        m_axis_pass_tkeep;
+output wire                 m_axis_pass_tvalid;
+input  wire                 m_axis_pass_tready;
+output wire                 m_axis_pass_tlast;
+
 // Jobs waiting (results whose frame is not done); a frame finished this clock.
 output wire [JOB_BITS:0]    jobs;
 output wire                 frame_done;
@@ -185,7 +199,7 @@ function [31:0] mask32(input [5:0] len);
 endfunction
 
 reg         h1_valid_reg = 1'b0;
-reg [1:0]   h1_kind_reg = K_DROP;
+reg [2:0]   h1_kind_reg = K_DROP;
 reg [101:0] h1_punt_reg = 102'd0;
 reg [47:0]  h1_be_mac_reg = 48'd0;
 reg [47:0]  h1_local_mac_reg = 48'd0;
@@ -261,6 +275,8 @@ always @(posedge clk) begin
             h1_kind_reg <= s_res_delivery == NLB_DELIVERY_L2_DSR ? K_L2 : K_ENC;
         end else if (s_res_verdict == NLB_VERDICT_PUNT) begin
             h1_kind_reg <= K_PUNT;
+        end else if (s_res_verdict == NLB_VERDICT_PASS) begin
+            h1_kind_reg <= K_PASS;
         end else begin
             h1_kind_reg <= K_DROP;
         end
@@ -312,7 +328,7 @@ wire [20:0] udp_sum = {4'd0, h1_l4_len_reg, 1'b0} + {3'd0, h1_udp_fixed_reg}
     + {2'd0, h1_dst_sum_reg};
 
 reg         h2_valid_reg = 1'b0;
-reg [1:0]   h2_kind_reg = K_DROP;
+reg [2:0]   h2_kind_reg = K_DROP;
 reg [101:0] h2_punt_reg = 102'd0;
 reg [47:0]  h2_be_mac_reg = 48'd0;
 reg [47:0]  h2_local_mac_reg = 48'd0;
@@ -438,7 +454,7 @@ end
 // pre_len = L2 length + header size, added here so that the edit stage only compares it;
 // likewise whether the output fits in one beat (the edit stage's last-beat decision feeds the
 // job FIFO's pop, so no compare may sit in front of it).
-localparam JW = 2 + 102 + 48 + 48 + 5 + 1 + 6 + 7 + 384 + 1 + 18;
+localparam JW = 3 + 102 + 48 + 48 + 5 + 1 + 6 + 7 + 384 + 1 + 18;
 wire [6:0]    pre_len_in = {2'd0, h2_l3off_reg} + {1'd0, hsize};
 wire          one_beat_in = h2_out_len_reg <= 18'd64;
 wire [JW-1:0] job_in = {h2_kind_reg, h2_punt_reg, h2_be_mac_reg, h2_local_mac_reg, h2_l3off_reg,
@@ -465,7 +481,7 @@ nlb_fifo #(
 );
 /* verilator lint_on PINCONNECTEMPTY */
 
-wire [1:0]   j_kind;
+wire [2:0]   j_kind;
 wire [101:0] j_punt;
 wire [47:0]  j_be_mac;
 wire [47:0]  j_local_mac;
@@ -490,6 +506,7 @@ reg          drain_reg = 1'b0;
 
 wire tx_ready;
 wire punt_ready;
+wire pass_ready;
 
 // Encapsulation: output bytes 64n + j come from input byte 64n + j - H.
 // (The shifts use the middle of the pair.)
@@ -588,6 +605,7 @@ reg          punt_valid;
 reg [DW-1:0] punt_data;
 reg [KW-1:0] punt_keep;
 reg          punt_last;
+reg          pass_valid;
 reg          pop;
 reg          finish;
 reg [7:0]    n_next;
@@ -603,6 +621,7 @@ always @* begin
     punt_data = s_frame_data;
     punt_keep = s_frame_keep;
     punt_last = s_frame_last;
+    pass_valid = 1'b0;
     pop = 1'b0;
     finish = 1'b0;
     n_next = n_reg;
@@ -613,6 +632,13 @@ always @* begin
         if (drain_reg || j_kind == K_DROP) begin
             // Discard the rest of the frame.
             if (s_frame_valid) begin
+                pop = 1'b1;
+                finish = s_frame_last;
+            end
+        end else if (j_kind == K_PASS) begin
+            // Unchanged, beat for beat; n stays 0 (nothing is rewritten).
+            if (s_frame_valid && pass_ready) begin
+                pass_valid = 1'b1;
                 pop = 1'b1;
                 finish = s_frame_last;
             end
@@ -742,6 +768,26 @@ nlb_axis_skid #(
     .m_axis_tvalid(m_axis_punt_tvalid),
     .m_axis_tready(m_axis_punt_tready),
     .m_axis_tlast(m_axis_punt_tlast),
+    .m_axis_tuser()
+);
+
+nlb_axis_skid #(
+    .DATA_WIDTH(DW),
+    .USER_WIDTH(1)
+) pass_skid_inst (
+    .clk(clk),
+    .rst(rst),
+    .s_axis_tdata(s_frame_data),
+    .s_axis_tkeep(s_frame_keep),
+    .s_axis_tvalid(pass_valid),
+    .s_axis_tready(pass_ready),
+    .s_axis_tlast(s_frame_last),
+    .s_axis_tuser(1'b0),
+    .m_axis_tdata(m_axis_pass_tdata),
+    .m_axis_tkeep(m_axis_pass_tkeep),
+    .m_axis_tvalid(m_axis_pass_tvalid),
+    .m_axis_tready(m_axis_pass_tready),
+    .m_axis_tlast(m_axis_pass_tlast),
     .m_axis_tuser()
 );
 /* verilator lint_on PINCONNECTEMPTY */

@@ -8,7 +8,7 @@
 // nlb_top's spi_*), and the received stream into the packet
 // FIFO and, beside it, through the header parser (nlb_parser) and the lookup pipeline
 // (nlb_lookup); the editor (nlb_editor) pairs each result with its frame and sends it on the
-// transmit or punt stream or drops it; learn/teardown events go out on the event stream.
+// transmit, punt or pass stream or drops it; learn/teardown events go out on the event stream.
 // Every packet's result (verdict, reason, rule, pool, backend, connection-table outcome, flow
 // hash, event) also comes out on the m_res_* monitor port, in order.
 //
@@ -32,7 +32,8 @@
 // its port (before the receive queue or the inject skid buffer).
 //
 // Output streams: m_axis_tx (forwarded frames), m_axis_punt (punt header beat + the frame's
-// first 9728 bytes), m_axis_event (one learn_event record per beat, the layout in the low 358
+// first 9728 bytes), m_axis_pass (PASS frames, unchanged: toward the host's network stack),
+// m_axis_event (one learn_event record per beat, the layout in the low 358
 // bits; an event that finds EVENT_DEPTH events queued is dropped and m_event_dropped pulses).
 //
 // Ports are declared in the body (Verilog-2001 style) because their widths come from the
@@ -77,6 +78,11 @@ module nlb_top (
     m_axis_punt_tvalid,
     m_axis_punt_tready,
     m_axis_punt_tlast,
+    m_axis_pass_tdata,
+    m_axis_pass_tkeep,
+    m_axis_pass_tvalid,
+    m_axis_pass_tready,
+    m_axis_pass_tlast,
     m_axis_event_tdata,
     m_axis_event_tvalid,
     m_axis_event_tready,
@@ -350,6 +356,13 @@ output wire [KEEP_WIDTH-1:0] m_axis_punt_tkeep;
 output wire                  m_axis_punt_tvalid;
 input  wire                  m_axis_punt_tready;
 output wire                  m_axis_punt_tlast;
+
+// PASS frames (docs/pipeline.md section 9), unchanged and whole.
+output wire [DATA_WIDTH-1:0] m_axis_pass_tdata;
+output wire [KEEP_WIDTH-1:0] m_axis_pass_tkeep;
+output wire                  m_axis_pass_tvalid;
+input  wire                  m_axis_pass_tready;
+output wire                  m_axis_pass_tlast;
 
 // Learn/teardown events (learn_event layout, words 0..11).
 output wire [383:0]          m_axis_event_tdata;
@@ -1621,6 +1634,11 @@ nlb_editor #(
     .m_axis_punt_tvalid(pq_tvalid),
     .m_axis_punt_tready(pq_tready),
     .m_axis_punt_tlast(pq_tlast),
+    .m_axis_pass_tdata(m_axis_pass_tdata),
+    .m_axis_pass_tkeep(m_axis_pass_tkeep),
+    .m_axis_pass_tvalid(m_axis_pass_tvalid),
+    .m_axis_pass_tready(m_axis_pass_tready),
+    .m_axis_pass_tlast(m_axis_pass_tlast),
     .jobs(),
     .frame_done(frame_done)
 );

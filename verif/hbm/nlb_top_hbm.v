@@ -52,6 +52,11 @@ module nlb_top_hbm (
     m_axis_punt_tvalid,
     m_axis_punt_tready,
     m_axis_punt_tlast,
+    m_axis_pass_tdata,
+    m_axis_pass_tkeep,
+    m_axis_pass_tvalid,
+    m_axis_pass_tready,
+    m_axis_pass_tlast,
     m_axis_event_tdata,
     m_axis_event_tvalid,
     m_axis_event_tready,
@@ -238,6 +243,13 @@ output wire [KEEP_WIDTH-1:0] m_axis_punt_tkeep;
 output wire                  m_axis_punt_tvalid;
 input  wire                  m_axis_punt_tready;
 output wire                  m_axis_punt_tlast;
+
+// PASS frames, unchanged.
+output wire [DATA_WIDTH-1:0] m_axis_pass_tdata;
+output wire [KEEP_WIDTH-1:0] m_axis_pass_tkeep;
+output wire                  m_axis_pass_tvalid;
+input  wire                  m_axis_pass_tready;
+output wire                  m_axis_pass_tlast;
 
 // Learn/teardown events (learn_event layout, words 0..11).
 output wire [383:0]          m_axis_event_tdata;
@@ -448,6 +460,11 @@ nlb_top #(
     .m_axis_punt_tvalid(m_axis_punt_tvalid),
     .m_axis_punt_tready(m_axis_punt_tready),
     .m_axis_punt_tlast(m_axis_punt_tlast),
+    .m_axis_pass_tdata(m_axis_pass_tdata),
+    .m_axis_pass_tkeep(m_axis_pass_tkeep),
+    .m_axis_pass_tvalid(m_axis_pass_tvalid),
+    .m_axis_pass_tready(m_axis_pass_tready),
+    .m_axis_pass_tlast(m_axis_pass_tlast),
     .m_axis_event_tdata(m_axis_event_tdata),
     .m_axis_event_tvalid(m_axis_event_tvalid),
     .m_axis_event_tready(m_axis_event_tready),

@@ -337,6 +337,8 @@ pub struct TopBench {
     pub tx: AxisSink,
     /// Sink on the punt stream.
     pub punt: AxisSink,
+    /// Sink on the pass stream (PASS frames, toward the host's network stack).
+    pub pass: AxisSink,
     /// Sink on the event stream.
     pub events: AxisSink,
     /// Host memory on the host rings' AXI4 master (empty until a test gives it one).
@@ -345,6 +347,8 @@ pub struct TopBench {
     pub tx_pending: Vec<Beat>,
     /// Punt beats taken from the sink, not yet a whole record.
     pub punt_pending: Vec<Beat>,
+    /// Pass beats taken from the sink, not yet a whole frame.
+    pub pass_pending: Vec<Beat>,
     /// Frames queued on the received stream since reset: the next one's number, as
     /// `m_drop_seq` counts them ([`Dropped::seq`]).
     pub rx_sent: u32,
@@ -390,6 +394,7 @@ impl TopBench {
         let mon = ResultMonitor::new(&sim)?;
         let tx = AxisSink::new(&sim, "m_axis_tx", backpressure)?;
         let punt = AxisSink::new(&sim, "m_axis_punt", backpressure)?;
+        let pass = AxisSink::new(&sim, "m_axis_pass", backpressure)?;
         let events = AxisSink::new(&sim, "m_axis_event", backpressure)?;
         let host = AxiHost::new(&sim, HostMemory::new(0, 0), HostTiming::pcie(), seed)?;
         Ok(TopBench {
@@ -400,10 +405,12 @@ impl TopBench {
             mon,
             tx,
             punt,
+            pass,
             events,
             host,
             tx_pending: Vec::new(),
             punt_pending: Vec::new(),
+            pass_pending: Vec::new(),
             rx_sent: 0,
         })
     }
@@ -424,6 +431,7 @@ impl TopBench {
             &mut self.mon,
             &mut self.tx,
             &mut self.punt,
+            &mut self.pass,
             &mut self.events,
             &mut self.host,
         ])
@@ -439,6 +447,7 @@ impl TopBench {
                 &mut self.mon,
                 &mut self.tx,
                 &mut self.punt,
+                &mut self.pass,
                 &mut self.events,
                 &mut self.host,
             ],
@@ -457,6 +466,7 @@ impl TopBench {
                 &mut self.mon,
                 &mut self.tx,
                 &mut self.punt,
+                &mut self.pass,
                 &mut self.events,
                 &mut self.host,
             ],

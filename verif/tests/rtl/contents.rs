@@ -46,7 +46,8 @@ struct Expected {
     what: &'static str,
 }
 
-/// Sends `frames` and checks every result, transmitted frame and punt against `want`.
+/// Sends `frames` and checks every result, transmitted frame and punt against `want`, and
+/// that every PASS frame leaves on the pass stream as it was sent.
 fn check_batch(
     dut: &mut TopBench,
     want: &[Expected],
@@ -68,9 +69,17 @@ fn check_batch(
             frame: e.frame[..e.frame.len().min(PUNT_BYTES)].to_vec(),
         })
         .collect();
-    let (mut got, mut tx, mut punts) = (0usize, Vec::new(), Vec::new());
+    let want_pass: Vec<&Expected> = want
+        .iter()
+        .filter(|e| e.result.verdict == Verdict::Pass)
+        .collect();
+    let (mut got, mut tx, mut punts, mut passed) = (0usize, Vec::new(), Vec::new(), 0usize);
     let limit = dut.bench.sim.cycle() + 400 * want.len() as u64 + 20_000;
-    while got < want.len() || tx.len() < want_tx.len() || punts.len() < want_punt.len() {
+    while got < want.len()
+        || tx.len() < want_tx.len()
+        || punts.len() < want_punt.len()
+        || passed < want_pass.len()
+    {
         if let Some((path, from)) = *wave {
             if dut.bench.sim.cycle() >= from {
                 dut.bench
@@ -84,12 +93,14 @@ fn check_batch(
             return Err(err(
                 dut,
                 format!(
-                    "{got} of {} results, {} of {} frames, {} of {} punts came out",
+                    "{got} of {} results, {} of {} frames, {} of {} punts, {passed} of {} \
+                     passed frames came out",
                     want.len(),
                     tx.len(),
                     want_tx.len(),
                     punts.len(),
-                    want_punt.len()
+                    want_punt.len(),
+                    want_pass.len()
                 ),
             ));
         }
@@ -148,9 +159,28 @@ fn check_batch(
             }
             punts.push(p);
         }
+        let mut beats = dut.pass.take();
+        dut.pass_pending.append(&mut beats);
+        for f in take_frames(&mut dut.pass_pending) {
+            let Some(e) = want_pass.get(passed) else {
+                return Err(err(dut, format!("a passed frame too many: {}", hex(&f))));
+            };
+            if f != e.frame {
+                return Err(err(
+                    dut,
+                    format!(
+                        "passed frame #{passed} ({}), not the frame sent\n  RTL   {}\n  sent  {}",
+                        e.what,
+                        hex(&f),
+                        hex(&e.frame)
+                    ),
+                ));
+            }
+            passed += 1;
+        }
         let _ = dut.events.take();
     }
-    for sink in [&dut.tx, &dut.punt, &dut.events] {
+    for sink in [&dut.tx, &dut.punt, &dut.pass, &dut.events] {
         if !sink.violations().is_empty() {
             return Err(err(dut, format!("stream rules: {:?}", sink.violations())));
         }

@@ -583,9 +583,17 @@ fn run_batch(dut: &mut TopBench, w: &mut World, frames: Vec<Vec<u8>>) -> Result<
             frame: f[..f.len().min(PUNT_BYTES)].to_vec(),
         })
         .collect();
-    let (mut tx, mut punts) = (Vec::new(), Vec::new());
+    // PASS frames leave on the pass stream as they came (docs/pipeline.md section 9).
+    let want_pass: Vec<&[u8]> = expected
+        .iter()
+        .filter(|e| e.1.verdict == Verdict::Pass)
+        .map(|(f, _, _)| f.as_slice())
+        .collect();
+    let (mut tx, mut punts, mut passed) = (Vec::new(), Vec::new(), Vec::new());
     let limit = dut.bench.sim.cycle() + 400 * total as u64 + 20_000;
-    while (tx.len() < want_tx.len() || punts.len() < want_punt.len())
+    while (tx.len() < want_tx.len()
+        || punts.len() < want_punt.len()
+        || passed.len() < want_pass.len())
         && dut.bench.sim.cycle() <= limit
     {
         dut.step().map_err(|e| e.to_string())?;
@@ -595,20 +603,40 @@ fn run_batch(dut: &mut TopBench, w: &mut World, frames: Vec<Vec<u8>>) -> Result<
         let mut beats = dut.punt.take();
         dut.punt_pending.append(&mut beats);
         punts.extend(take_punts(&mut dut.punt_pending).map_err(|e| e.to_string())?);
+        let mut beats = dut.pass.take();
+        dut.pass_pending.append(&mut beats);
+        passed.extend(take_frames(&mut dut.pass_pending));
     }
     // Let the counters take the last results.
     for _ in 0..64 {
         dut.step().map_err(|e| e.to_string())?;
     }
     let _ = dut.events.take();
-    if tx.len() != want_tx.len() || punts.len() != want_punt.len() {
+    let mut beats = dut.pass.take();
+    dut.pass_pending.append(&mut beats);
+    passed.extend(take_frames(&mut dut.pass_pending));
+    if tx.len() != want_tx.len()
+        || punts.len() != want_punt.len()
+        || passed.len() != want_pass.len()
+    {
         return Err(format!(
-            "RTL sent {} frames and {} punts, the model {} and {}",
+            "RTL sent {} frames, {} punts and {} passed frames, the model {}, {} and {}",
             tx.len(),
             punts.len(),
+            passed.len(),
             want_tx.len(),
-            want_punt.len()
+            want_punt.len(),
+            want_pass.len()
         ));
+    }
+    for (k, want) in want_pass.iter().enumerate() {
+        if passed[k].as_slice() != *want {
+            return Err(format!(
+                "passed frame {k}, not the frame sent:\n  RTL   {}\n  sent  {}",
+                hex(&passed[k]),
+                hex(want)
+            ));
+        }
     }
     for (k, want) in want_punt.iter().enumerate() {
         if punts[k] != *want {

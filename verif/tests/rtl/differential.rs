@@ -631,6 +631,8 @@ fn run(
         // What the output streams must carry, in the pipeline's order.
         let mut want_tx: Vec<(&Expected, &[u8])> = Vec::new();
         let mut want_punt: Vec<(&Expected, PuntedFrame)> = Vec::new();
+        // PASS: the frame as received, unchanged and whole (docs/pipeline.md section 9).
+        let mut want_pass: Vec<(&Expected, &[u8])> = Vec::new();
         let mut want_events: Vec<(&Expected, LearnEvent)> = Vec::new();
         for &(is_inj, i) in &order {
             let e = if is_inj { &inj[i] } else { &rx[i] };
@@ -643,13 +645,15 @@ fn run(
                         frame: e.frame[..e.frame.len().min(PUNT_BYTES)].to_vec(),
                     },
                 )),
-                _ => {}
+                Verdict::Pass => want_pass.push((e, &e.frame)),
+                Verdict::Drop => {}
             }
             if let Some(ev) = e.result.event {
                 want_events.push((e, ev));
             }
         }
-        let (mut tx, mut punts, mut events) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut tx, mut punts, mut passed, mut events) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         let limit = dut.bench.sim.cycle() + 400 * total as u64 + 10_000;
         loop {
             let mut beats = dut.tx.take();
@@ -658,10 +662,14 @@ fn run(
             let mut beats = dut.punt.take();
             dut.punt_pending.append(&mut beats);
             punts.extend(take_punts(&mut dut.punt_pending)?);
+            let mut beats = dut.pass.take();
+            dut.pass_pending.append(&mut beats);
+            passed.extend(take_frames(&mut dut.pass_pending));
             let mut beats = dut.events.take();
             events.extend(take_events(&mut beats)?);
             let all = tx.len() >= want_tx.len()
                 && punts.len() >= want_punt.len()
+                && passed.len() >= want_pass.len()
                 && events.len() >= want_events.len();
             if all || dut.bench.sim.cycle() > limit {
                 break;
@@ -695,6 +703,20 @@ fn run(
                 )));
             }
         }
+        for (k, (e, want)) in want_pass.iter().enumerate() {
+            let got = passed.get(k);
+            if got.map(|g| g.as_slice()) != Some(*want) {
+                return Ok(Err(Mismatch(
+                    format!(
+                        "phase {phase}: passed frame {k} ({:?})\n  RTL   {}\n  sent  {}",
+                        e.result.reason,
+                        got.map_or("(none)".to_string(), |g| hex(g)),
+                        hex(want)
+                    ),
+                    dut.bench.sim.cycle(),
+                )));
+            }
+        }
         for (k, (e, want)) in want_events.iter().enumerate() {
             let got = events.get(k);
             if got != Some(want) {
@@ -707,23 +729,31 @@ fn run(
                 )));
             }
         }
-        if (tx.len(), punts.len(), events.len())
-            != (want_tx.len(), want_punt.len(), want_events.len())
+        if (tx.len(), punts.len(), passed.len(), events.len())
+            != (
+                want_tx.len(),
+                want_punt.len(),
+                want_pass.len(),
+                want_events.len(),
+            )
         {
             return Ok(Err(Mismatch(
                 format!(
-                    "phase {phase}: RTL sent {} frames, {} punts, {} events; model {}, {}, {}",
+                    "phase {phase}: RTL sent {} frames, {} punts, {} passed frames, {} events; \
+                     model {}, {}, {}, {}",
                     tx.len(),
                     punts.len(),
+                    passed.len(),
                     events.len(),
                     want_tx.len(),
                     want_punt.len(),
+                    want_pass.len(),
                     want_events.len()
                 ),
                 dut.bench.sim.cycle(),
             )));
         }
-        for sink in [&dut.tx, &dut.punt, &dut.events] {
+        for sink in [&dut.tx, &dut.punt, &dut.pass, &dut.events] {
             if !sink.violations().is_empty() {
                 return Ok(Err(Mismatch(
                     format!("stream rules: {:?}", sink.violations()),

@@ -1,15 +1,17 @@
 //! `nlb_editor` on its own against the golden model's editor: `firmware_sim::action::write_frame`
 //! for every FORWARD (L2 DSR, IPIP and GUE, outer IPv4 and IPv6, with both checksums) and
 //! `firmware_sim::device::Punted::of` for every PUNT (header beat and the frame's first 9728
-//! bytes); DROP and PASS send nothing.
+//! bytes); PASS sends the frame unchanged on the pass stream (docs/pipeline.md section 9);
+//! DROP sends nothing.
 //!
 //! The bench plays the blocks around the editor in `nlb_top`: the lookup's results (one pulse
 //! per frame, fields as the lookup gives them; the ctrl settings change with every result and
 //! carry noise in between, since the editor samples them with the result), the payload sums of
 //! `nlb_l3_csum` (from the model's `payload_sum`, a few clocks before each result), the packet
-//! FIFO's frames (random idle clocks) and random back-pressure on the transmit and punt streams;
+//! FIFO's frames (random idle clocks) and random back-pressure on the three output streams;
 //! results are held back while `jobs` is high, as the top's admission control does. Every
-//! transmitted frame and punt record must equal the model's, in order, and the streams must
+//! transmitted frame and punt record must equal the model's and every passed frame the frame
+//! given, in order, and the streams must
 //! keep the AXI-Stream rules.
 //!
 //! Directed cases: outputs of 9017 and 9018 bytes per delivery x outer family x 0-2 VLAN tags
@@ -455,6 +457,15 @@ fn run(seed: u64, pkts: &[Pkt], idle: f64, backpressure: f64) -> Result<(), Stri
     let mut tx = AxisSink::new(&bench.sim, "m_axis_tx", backpressure).map_err(|e| e.to_string())?;
     let mut punt =
         AxisSink::new(&bench.sim, "m_axis_punt", backpressure).map_err(|e| e.to_string())?;
+    let mut pass =
+        AxisSink::new(&bench.sim, "m_axis_pass", backpressure).map_err(|e| e.to_string())?;
+    let want_pass: Vec<(usize, &[u8])> = pkts
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.res.verdict == Verdict::Pass)
+        .map(|(i, p)| (i, p.frame.as_slice()))
+        .collect();
+    let (mut got_pass, mut pass_beats): (Vec<Vec<u8>>, Vec<_>) = (Vec::new(), Vec::new());
     let want_tx: Vec<(usize, Vec<u8>)> = pkts
         .iter()
         .enumerate()
@@ -520,10 +531,29 @@ fn run(seed: u64, pkts: &[Pkt], idle: f64, backpressure: f64) -> Result<(), Stri
             next_res += 1;
         }
         bench
-            .step(&mut [&mut frames, &mut tx, &mut punt])
+            .step(&mut [&mut frames, &mut tx, &mut punt, &mut pass])
             .map_err(|e| e.to_string())?;
         tx_beats.extend(tx.take());
         punt_beats.extend(punt.take());
+        pass_beats.extend(pass.take());
+        got_pass.extend(take_frames(&mut pass_beats));
+        if let Some(k) =
+            (0..got_pass.len()).find(|&k| want_pass.get(k).map(|w| w.1) != Some(&got_pass[k][..]))
+        {
+            return Err(match want_pass.get(k) {
+                Some((i, want)) => format!(
+                    "editor: packet {i}, {}: passed frame is not the frame given\n  RTL   {}\n  given {}",
+                    pkts[*i].describe(),
+                    hex(&got_pass[k]),
+                    hex(want)
+                ),
+                None => format!(
+                    "editor: passed frame {k} beyond the {} expected: {}",
+                    want_pass.len(),
+                    hex(&got_pass[k])
+                ),
+            });
+        }
         got_tx.extend(take_frames(&mut tx_beats));
         got_punt.extend(take_punts(&mut punt_beats).map_err(|e| e.to_string())?);
         while checked_tx < got_tx.len() {
@@ -577,12 +607,19 @@ fn run(seed: u64, pkts: &[Pkt], idle: f64, backpressure: f64) -> Result<(), Stri
             }
             checked_punt += 1;
         }
-        if let Some(v) = tx.violations().iter().chain(punt.violations()).next() {
+        if let Some(v) = tx
+            .violations()
+            .iter()
+            .chain(punt.violations())
+            .chain(pass.violations())
+            .next()
+        {
             return Err(format!("editor: output stream rule broken: {v}"));
         }
         if next_res == pkts.len()
             && got_tx.len() == want_tx.len()
             && got_punt.len() == want_punt.len()
+            && got_pass.len() == want_pass.len()
         {
             // Everything arrived; nothing more may follow.
             quiet += 1;
@@ -591,13 +628,18 @@ fn run(seed: u64, pkts: &[Pkt], idle: f64, backpressure: f64) -> Result<(), Stri
             }
         }
     }
-    if frames.pending() != 0 || !tx_beats.is_empty() || !punt_beats.is_empty() {
+    if frames.pending() != 0
+        || !tx_beats.is_empty()
+        || !punt_beats.is_empty()
+        || !pass_beats.is_empty()
+    {
         return Err(format!(
-            "editor: after the last packet {} frame beats were not taken, {} transmit and {} punt \
-             beats are left over",
+            "editor: after the last packet {} frame beats were not taken, {} transmit, {} punt \
+             and {} pass beats are left over",
             frames.pending(),
             tx_beats.len(),
-            punt_beats.len()
+            punt_beats.len(),
+            pass_beats.len()
         ));
     }
     Ok(())

@@ -162,6 +162,8 @@ struct Watch {
     tx_ready: Port,
     punt_valid: Port,
     punt_ready: Port,
+    pass_valid: Port,
+    pass_ready: Port,
     /// Beats of the frame in progress on the receive and the inject input (None: between
     /// frames).
     beats_in: Option<u32>,
@@ -213,6 +215,8 @@ impl Watch {
             tx_ready: sim.port("m_axis_tx_tready")?,
             punt_valid: sim.port("m_axis_punt_tvalid")?,
             punt_ready: sim.port("m_axis_punt_tready")?,
+            pass_valid: sim.port("m_axis_pass_tvalid")?,
+            pass_ready: sim.port("m_axis_pass_tready")?,
             beats_in: None,
             inj_beats_in: None,
             last_first_beat: None,
@@ -283,7 +287,8 @@ impl Agent for Watch {
         if let Some(from) = self.ctrl {
             if from != now {
                 let out_stalled = (sim.get_bit(self.tx_valid)? && !sim.get_bit(self.tx_ready)?)
-                    || (sim.get_bit(self.punt_valid)? && !sim.get_bit(self.punt_ready)?);
+                    || (sim.get_bit(self.punt_valid)? && !sim.get_bit(self.punt_ready)?)
+                    || (sim.get_bit(self.pass_valid)? && !sim.get_bit(self.pass_ready)?);
                 // Admission closed: an injected beat waits, or a received frame is dropped
                 // for lack of room.
                 let in_stalled = (sim.get_bit(self.inj_valid)? && !sim.get_bit(self.inj_ready)?)
@@ -569,6 +574,8 @@ struct Case<'b> {
     // Outputs the model expects, in order.
     want_tx: VecDeque<(Vec<u8>, Vec<u8>)>,
     want_punt: VecDeque<PuntedFrame>,
+    /// PASS frames: the frame as received (docs/pipeline.md section 9).
+    want_pass: VecDeque<Vec<u8>>,
     want_events: VecDeque<LearnEvent>,
     counters: Counters,
     checked: usize,
@@ -765,6 +772,7 @@ impl<'b> Case<'b> {
             host_running: true,
             want_tx: VecDeque::new(),
             want_punt: VecDeque::new(),
+            want_pass: VecDeque::new(),
             want_events: VecDeque::new(),
             counters: Counters::new(profile),
             checked: 0,
@@ -800,6 +808,7 @@ impl<'b> Case<'b> {
             &mut d.mon,
             &mut d.tx,
             &mut d.punt,
+            &mut d.pass,
             &mut d.events,
             &mut self.watch,
         ])
@@ -820,6 +829,7 @@ impl<'b> Case<'b> {
             };
             self.dut.tx.backpressure = bp;
             self.dut.punt.backpressure = bp;
+            self.dut.pass.backpressure = bp;
         }
         if self.generated >= self.frames || now < self.gap_until {
             return;
@@ -1955,7 +1965,8 @@ impl Case<'_> {
                 header: r.punt_header(),
                 frame: p.frame[..p.frame.len().min(PUNT_BYTES)].to_vec(),
             }),
-            _ => {}
+            Verdict::Pass => self.want_pass.push_back(p.frame.clone()),
+            Verdict::Drop => {}
         }
         if let Some(ev) = r.event {
             self.want_events.push_back(ev);
@@ -1993,6 +2004,18 @@ impl Case<'_> {
             let want = self.want_punt.pop_front();
             if want.as_ref() != Some(&got) {
                 return self.fail(format!("punt\n  RTL   {got:?}\n  model {want:?}"));
+            }
+        }
+        let mut beats = self.dut.pass.take();
+        self.dut.pass_pending.append(&mut beats);
+        for got in take_frames(&mut self.dut.pass_pending) {
+            let want = self.want_pass.pop_front();
+            if want.as_ref() != Some(&got) {
+                return self.fail(format!(
+                    "passed frame\n  RTL   {}\n  sent  {}",
+                    hex(&got),
+                    want.map_or("(none)".into(), |w| hex(&w))
+                ));
             }
         }
         let mut beats = self.dut.events.take();
@@ -2074,20 +2097,23 @@ impl Case<'_> {
             if let Err(m) = self.after_step()? {
                 return Ok(Err(m));
             }
-            let outputs_done =
-                self.want_tx.is_empty() && self.want_punt.is_empty() && self.want_events.is_empty();
+            let outputs_done = self.want_tx.is_empty()
+                && self.want_punt.is_empty()
+                && self.want_pass.is_empty()
+                && self.want_events.is_empty();
             if traffic_done && outputs_done && self.host.is_empty() && self.current.is_none() {
                 break;
             }
             if self.cycle() > limit {
                 return self.fail(format!(
                     "not finished by clock {limit}: {} of {} frames sent, {} in the pipeline, \
-                     {} frames / {} punts / {} events expected, host {} queued",
+                     {} frames / {} punts / {} passed frames / {} events expected, host {} queued",
                     self.generated,
                     self.frames,
                     self.in_flight_rx.len() + self.in_flight_inj.len(),
                     self.want_tx.len(),
                     self.want_punt.len(),
+                    self.want_pass.len(),
                     self.want_events.len(),
                     self.host.len()
                 ));
@@ -2101,7 +2127,12 @@ impl Case<'_> {
         if !self.dut.mon.violations.is_empty() {
             return self.fail(format!("result bus: {:?}", self.dut.mon.violations));
         }
-        for sink in [&self.dut.tx, &self.dut.punt, &self.dut.events] {
+        for sink in [
+            &self.dut.tx,
+            &self.dut.punt,
+            &self.dut.pass,
+            &self.dut.events,
+        ] {
             if !sink.violations().is_empty() {
                 return self.fail(format!("stream rules: {:?}", sink.violations()));
             }

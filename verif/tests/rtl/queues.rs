@@ -775,6 +775,7 @@ fn stall_case(seed: u64, wave: Option<&std::path::Path>, back_to_back: bool) {
                 &mut dut.mon,
                 &mut dut.tx,
                 &mut dut.punt,
+                &mut dut.pass,
                 &mut dut.events,
             ])
             .expect("step");

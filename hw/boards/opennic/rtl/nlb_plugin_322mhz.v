@@ -15,8 +15,10 @@
 //   shell's transmit adapter, s_axis_adap_tx_322mhz), each through a store-and-forward FIFO
 //   so tvalid never drops inside a frame, taken frame by frame, alternating when both wait.
 // - Toward the host's network stack (m_axis_adap_rx_322mhz, no tready; the shell's receive
-//   adapter and QDMA card-to-host stream): frames the pipeline punts while the punt ring is not
-//   in use, without their punt header, through a store-and-forward FIFO.
+//   adapter and QDMA card-to-host stream): the frames the pipeline passes (PASS: not IP, no
+//   rule with the default action PASS, everything while the pipeline is disabled), and the
+//   frames it punts while the punt ring is not in use, without their punt header; taken frame
+//   by frame, alternating when both wait, through a store-and-forward FIFO.
 // - Learn/teardown events leave by the event ring only (the host DMA): on the card an event
 //   with the ring not in use is lost, and counted (events_lost).
 // - Injected frames come by the register window's inject queue of the host rings' design;
@@ -32,7 +34,7 @@
 //   0x04 config         bits 7:0 NUM_CMAC_PORT, bit 8 HOST_BRIDGE
 //   0x08 rx_err_frames  frames the MAC marked bad (tuser_err on their last beat)
 //   0x0C host_tx_drops  host frames dropped (marked bad, or longer than 256 beats)
-//   0x10 host_rx_drops  punted frames toward the host dropped (longer than 512 beats)
+//   0x10 host_rx_drops  frames toward the host dropped (longer than 512 beats)
 //   0x14 events_lost    events with no ring to go to
 // Counters are 32 bits and wrap.
 module nlb_plugin_322mhz #(
@@ -325,6 +327,11 @@ wire [KW-1:0] punt_tkeep;
 wire          punt_tvalid;
 wire          punt_tready;
 wire          punt_tlast;
+wire [DW-1:0] pass_tdata;
+wire [KW-1:0] pass_tkeep;
+wire          pass_tvalid;
+wire          pass_tready;
+wire          pass_tlast;
 wire          event_tvalid;
 wire [NLB_RING_COUNT-1:0] dma_irq;
 
@@ -402,6 +409,11 @@ nlb_top #(
     .m_axis_punt_tvalid(punt_tvalid),
     .m_axis_punt_tready(punt_tready),
     .m_axis_punt_tlast(punt_tlast),
+    .m_axis_pass_tdata(pass_tdata),
+    .m_axis_pass_tkeep(pass_tkeep),
+    .m_axis_pass_tvalid(pass_tvalid),
+    .m_axis_pass_tready(pass_tready),
+    .m_axis_pass_tlast(pass_tlast),
     .m_axis_event_tdata(),
     .m_axis_event_tvalid(event_tvalid),
     .m_axis_event_tready(1'b1),
@@ -599,37 +611,38 @@ nlb_axis_frame_fifo #(
 );
 /* verilator lint_on PINCONNECTEMPTY */
 
-// Frame-by-frame arbiter: a frame, once started, has the MAC to itself until its last beat;
-// between frames the source that did not go last goes first.
-reg in_frame_reg = 1'b0;
-reg grant_host_reg = 1'b0;
-reg last_host_reg = 1'b0;
-wire pick_host = host_tvalid && (!fwd_tvalid || !last_host_reg);
-wire grant_host = in_frame_reg ? grant_host_reg : pick_host;
-
-wire [DW-1:0] mac_tdata = grant_host ? host_tdata : fwd_tdata;
-wire [KW-1:0] mac_tkeep = grant_host ? host_tkeep : fwd_tkeep;
-wire          mac_tvalid = grant_host ? host_tvalid : fwd_tvalid;
-wire          mac_tlast = grant_host ? host_tlast : fwd_tlast;
+// A frame, once started, has the MAC to itself until its last beat; between frames the source
+// that did not go last goes first.
+wire [DW-1:0] mac_tdata;
+wire [KW-1:0] mac_tkeep;
+wire          mac_tvalid;
+wire          mac_tlast;
 wire          mac_tready;
 
-assign host_tready = grant_host && mac_tready;
-assign fwd_tready = !grant_host && mac_tready;
-
-always @(posedge clk) begin
-    if (mac_tvalid && mac_tready) begin
-        in_frame_reg <= !mac_tlast;
-        grant_host_reg <= grant_host;
-        if (mac_tlast) begin
-            last_host_reg <= grant_host;
-        end
-    end
-    if (rst) begin
-        in_frame_reg <= 1'b0;
-        grant_host_reg <= 1'b0;
-        last_host_reg <= 1'b0;
-    end
-end
+/* verilator lint_off PINCONNECTEMPTY */
+nlb_axis_frame_arb #(
+    .DATA_WIDTH(DW)
+) mac_tx_arb_inst (
+    .clk(clk),
+    .rst(rst),
+    .s0_axis_tdata(fwd_tdata),
+    .s0_axis_tkeep(fwd_tkeep),
+    .s0_axis_tvalid(fwd_tvalid),
+    .s0_axis_tready(fwd_tready),
+    .s0_axis_tlast(fwd_tlast),
+    .s1_axis_tdata(host_tdata),
+    .s1_axis_tkeep(host_tkeep),
+    .s1_axis_tvalid(host_tvalid),
+    .s1_axis_tready(host_tready),
+    .s1_axis_tlast(host_tlast),
+    .m_axis_tdata(mac_tdata),
+    .m_axis_tkeep(mac_tkeep),
+    .m_axis_tvalid(mac_tvalid),
+    .m_axis_tready(mac_tready),
+    .m_axis_tlast(mac_tlast),
+    .m_axis_source()
+);
+/* verilator lint_on PINCONNECTEMPTY */
 
 // A register slice toward the MAC (its tready can drop anywhere; tvalid does not, since both
 // FIFOs hold whole frames and the arbiter changes source only between frames).
@@ -652,7 +665,7 @@ nlb_axis_skid #(
     .m_axis_tuser(m_axis_cmac_tx_tuser_err[0])
 );
 
-// ---- toward the host's network stack: punted frames without their punt header -------------
+// ---- toward the host's network stack: passed frames, and punted frames without their header ---
 
 // The first beat of each punted frame is its punt header (docs/pipeline.md section 13).
 reg punt_header_reg = 1'b1;
@@ -668,18 +681,49 @@ always @(posedge clk) begin
     end
 end
 
+// The editor sends one frame at a time, so holding the FIFO's input for a frame until its last
+// beat never waits on the other stream.
+wire [DW-1:0] to_host_tdata;
+wire [KW-1:0] to_host_tkeep;
+wire          to_host_tvalid;
+wire          to_host_tready;
+wire          to_host_tlast;
+
 /* verilator lint_off PINCONNECTEMPTY */
+nlb_axis_frame_arb #(
+    .DATA_WIDTH(DW)
+) host_rx_arb_inst (
+    .clk(clk),
+    .rst(rst),
+    .s0_axis_tdata(pass_tdata),
+    .s0_axis_tkeep(pass_tkeep),
+    .s0_axis_tvalid(pass_tvalid),
+    .s0_axis_tready(pass_tready),
+    .s0_axis_tlast(pass_tlast),
+    .s1_axis_tdata(punt_tdata),
+    .s1_axis_tkeep(punt_tkeep),
+    .s1_axis_tvalid(punt_tvalid && !punt_header_reg),
+    .s1_axis_tready(punt_body_ready),
+    .s1_axis_tlast(punt_tlast),
+    .m_axis_tdata(to_host_tdata),
+    .m_axis_tkeep(to_host_tkeep),
+    .m_axis_tvalid(to_host_tvalid),
+    .m_axis_tready(to_host_tready),
+    .m_axis_tlast(to_host_tlast),
+    .m_axis_source()
+);
+
 nlb_axis_frame_fifo #(
     .DATA_WIDTH(DW),
     .DEPTH(512)
 ) host_rx_fifo_inst (
     .clk(clk),
     .rst(rst),
-    .s_axis_tdata(punt_tdata),
-    .s_axis_tkeep(punt_tkeep),
-    .s_axis_tvalid(punt_tvalid && !punt_header_reg),
-    .s_axis_tready(punt_body_ready),
-    .s_axis_tlast(punt_tlast),
+    .s_axis_tdata(to_host_tdata),
+    .s_axis_tkeep(to_host_tkeep),
+    .s_axis_tvalid(to_host_tvalid),
+    .s_axis_tready(to_host_tready),
+    .s_axis_tlast(to_host_tlast),
     .s_axis_tuser_err(1'b0),
     .m_axis_tdata(m_axis_adap_rx_322mhz_tdata[DW-1:0]),
     .m_axis_tkeep(m_axis_adap_rx_322mhz_tkeep[KW-1:0]),
