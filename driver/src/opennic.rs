@@ -24,11 +24,11 @@ pub struct PluginStatus {
     pub cmac_ports: u8,
     /// The shell carries the host DMA port (the host rings reach host memory).
     pub host_dma: bool,
-    /// Frames the MAC marked bad (bad FCS).
+    /// Frames the MAC marked bad (bad FCS), dropped before the pipeline.
     pub rx_err_frames: u32,
     /// Host frames dropped on their way to the MAC (marked bad, or longer than 256 beats).
     pub host_tx_drops: u32,
-    /// Punted frames toward the host's network stack dropped (longer than 512 beats).
+    /// Frames toward the host's network stack dropped (punted frames longer than 512 beats).
     pub host_rx_drops: u32,
     /// Learn/teardown events lost because no event ring was in use.
     pub events_lost: u32,

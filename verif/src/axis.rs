@@ -53,6 +53,14 @@ impl AxisPorts {
         })
     }
 
+    /// The same interface with `tuser` on a port of another name (the CMAC's `_tuser_err`).
+    pub fn with_user(self, port: Port) -> AxisPorts {
+        AxisPorts {
+            tuser: Some(port),
+            ..self
+        }
+    }
+
     /// An all-zero beat of this interface's shape.
     pub fn empty_beat(&self) -> Beat {
         Beat {

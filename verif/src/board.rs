@@ -15,7 +15,7 @@
 //! the loader and everything else run against it as against the card.
 
 use crate::axil::{AxiLiteMaster, Completion};
-use crate::axis::{AxisSink, AxisSource};
+use crate::axis::{AxisPorts, AxisSink, AxisSource};
 use crate::bench::Agent;
 use crate::clocks::{opennic, ClockSpec, Clocks, Edges};
 use crate::error::VerifError;
@@ -63,6 +63,15 @@ impl Default for BoardTiming {
             mac_rx_idle: 0.0,
         }
     }
+}
+
+/// A frame into the MAC's receive side.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MacFrame {
+    /// The frame (no FCS).
+    pub bytes: Vec<u8>,
+    /// The MAC marks it bad (its FCS did not match): `tuser_err` on its last beat.
+    pub bad: bool,
 }
 
 /// What came out of a traffic run, per output, in order.
@@ -183,7 +192,13 @@ impl BoardBench {
             ],
         )?;
         let axil = AxiLiteMaster::new(&sim, "s_axil", 0.0, 0.0)?;
-        let mac_rx = AxisSource::new(&sim, "s_axis_cmac_rx", timing.mac_rx_idle)?;
+        // The MAC's error flag (bad FCS) rides as this source's tuser, set on a bad frame's
+        // last beat.
+        let mac_rx = AxisSource::on(
+            AxisPorts::new(&sim, "s_axis_cmac_rx")?
+                .with_user(sim.port("s_axis_cmac_rx_tuser_err")?),
+            timing.mac_rx_idle,
+        );
         let mac_tx = AxisSink::new(&sim, "m_axis_cmac_tx", timing.mac_backpressure)?;
         let h2c = AxisSource::new(&sim, "s_axis_qdma_h2c", timing.h2c_idle)?;
         let c2h = AxisSink::new(&sim, "m_axis_qdma_c2h", timing.c2h_backpressure)?;
@@ -219,7 +234,6 @@ impl BoardBench {
             overflow,
         };
         for (port, v) in [
-            ("s_axis_cmac_rx_tuser_err", 0),
             ("s_axis_qdma_h2c_tuser_src", 0),
             ("s_axis_qdma_h2c_tuser_dst", 0x40),
         ] {
@@ -331,8 +345,27 @@ impl BoardBench {
     /// host-to-card stream at the same time; runs until both are in and nothing has come out
     /// for a while; what came out.
     pub fn traffic(&mut self, rx: &[Vec<u8>], h2c: &[Vec<u8>]) -> Result<BoardTraffic, VerifError> {
+        let rx: Vec<MacFrame> = rx
+            .iter()
+            .map(|f| MacFrame {
+                bytes: f.clone(),
+                bad: false,
+            })
+            .collect();
+        self.traffic_marked(&rx, h2c)
+    }
+
+    /// As [`BoardBench::traffic`], with frames the MAC marks bad (`tuser_err` on the last beat).
+    pub fn traffic_marked(
+        &mut self,
+        rx: &[MacFrame],
+        h2c: &[Vec<u8>],
+    ) -> Result<BoardTraffic, VerifError> {
         for f in rx {
-            for b in frame_beats(f) {
+            let mut beats = frame_beats(&f.bytes);
+            let n = beats.len();
+            for (i, mut b) in beats.drain(..).enumerate() {
+                b.user = vec![u32::from(f.bad && i + 1 == n)];
                 self.mac_rx.push(b);
             }
         }
@@ -408,7 +441,7 @@ enum Request {
     Access(u32, Option<u32>),
     Batch(Vec<RegOp>),
     Run(u64),
-    Traffic(Vec<Vec<u8>>, Vec<Vec<u8>>),
+    Traffic(Vec<MacFrame>, Vec<Vec<u8>>),
     Violations,
 }
 
@@ -490,6 +523,19 @@ impl BoardDevice {
         rx: Vec<Vec<u8>>,
         h2c: Vec<Vec<u8>>,
     ) -> Result<BoardTraffic, DeviceError> {
+        let rx = rx
+            .into_iter()
+            .map(|bytes| MacFrame { bytes, bad: false })
+            .collect();
+        self.traffic_marked(rx, h2c)
+    }
+
+    /// As [`BoardDevice::traffic`], with frames the MAC marks bad.
+    pub fn traffic_marked(
+        &mut self,
+        rx: Vec<MacFrame>,
+        h2c: Vec<Vec<u8>>,
+    ) -> Result<BoardTraffic, DeviceError> {
         match self.call(Request::Traffic(rx, h2c))? {
             Response::Traffic(t) => Ok(t),
             _ => Err(unexpected()),
@@ -531,7 +577,7 @@ fn handle(b: &mut BoardBench, r: Request) -> Result<Response, VerifError> {
             b.run(clocks)?;
             Response::Ran
         }
-        Request::Traffic(rx, h2c) => Response::Traffic(b.traffic(&rx, &h2c)?),
+        Request::Traffic(rx, h2c) => Response::Traffic(b.traffic_marked(&rx, &h2c)?),
         Request::Violations => Response::Violations(b.violations()?),
     })
 }

@@ -3,7 +3,8 @@
 //! simulation. The driver finds the card through BAR 2 at the OpenNIC register window, reads
 //! its identity and loads a compiled example configuration through its loader exactly as into
 //! the card; the golden model's device gets the same load. Then received frames go in back to
-//! back while the host sends frames of its own up the QDMA: every transmitted frame is either
+//! back (some marked bad by the MAC, which must never reach the pipeline) while the host sends
+//! frames of its own up the QDMA: every transmitted frame is either
 //! the model's output for the next forwarded packet or the host's next frame (frames are
 //! interleaved whole), the frames sent up to the host are the frames the model passes
 //! (unchanged: ARP among them, as a host stack needs) and the ones it punts (without their punt
@@ -19,7 +20,7 @@ use nlb_hw::blocks::queues;
 use nlb_hw::enums::{Reason, Verdict};
 use nlb_verif::axil::Completion;
 use nlb_verif::bench::seed_from_env;
-use nlb_verif::board::{BoardDevice, BoardTiming};
+use nlb_verif::board::{BoardDevice, BoardTiming, MacFrame};
 use nlb_verif::clocks::opennic;
 use nlb_verif::scenario::Scenario;
 use rand::rngs::StdRng;
@@ -230,9 +231,25 @@ fn the_driver_finds_loads_and_runs_the_opennic_plugin() {
             host_frame(n, len, &mut rng)
         })
         .collect();
+    // Every 97th frame the MAC marks bad (its FCS did not match): the plugin drops it whole
+    // before the pipeline, so only the others reach the model.
+    let marked: Vec<MacFrame> = frames
+        .iter()
+        .enumerate()
+        .map(|(n, f)| MacFrame {
+            bytes: f.clone(),
+            bad: n % 97 == 96,
+        })
+        .collect();
+    let bad = marked.iter().filter(|f| f.bad).count() as u32;
+    let frames: Vec<Vec<u8>> = marked
+        .iter()
+        .filter(|f| !f.bad)
+        .map(|f| f.bytes.clone())
+        .collect();
     let t_traffic = std::time::Instant::now();
     let out = card
-        .traffic(frames.clone(), host.clone())
+        .traffic_marked(marked, host.clone())
         .expect("traffic through the card");
     let traffic_secs = t_traffic.elapsed().as_secs_f64();
 
@@ -311,20 +328,22 @@ fn the_driver_finds_loads_and_runs_the_opennic_plugin() {
         nlb_driver::opennic::PluginStatus {
             cmac_ports: 1,
             host_dma: true,
-            rx_err_frames: 0,
+            rx_err_frames: bad,
             host_tx_drops: 0,
             host_rx_drops: 0,
             events_lost: events,
         },
-        "events_lost: every event, with no event ring set up"
+        "rx_err_frames: the frames the MAC marked bad; events_lost: every event, with no event \
+         ring set up"
     );
     let v = card.violations().expect("violations");
     assert!(v.is_empty(), "shell rules broken: {v:#?}");
 
     let received_bytes: usize = frames.iter().map(Vec::len).sum();
     eprintln!(
-        "board: {} frames ({received_bytes} bytes) received, {} forwarded, {} punted, {} passed, \
-         {} host frames sent, in {} MAC clocks ({:.2} us at {} MHz); simulation: load {load_secs:.1} s, traffic {traffic_secs:.1} s",
+        "board: {} good frames ({received_bytes} bytes) and {bad} marked bad received, {} \
+         forwarded, {} punted, {} passed, {} host frames sent, in {} MAC clocks ({:.2} us at {} \
+         MHz); simulation: load {load_secs:.1} s, traffic {traffic_secs:.1} s",
         frames.len(),
         forwarded.len(),
         punted.len(),

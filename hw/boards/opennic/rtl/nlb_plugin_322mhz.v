@@ -7,10 +7,11 @@
 // with the ports below; everything runs on the CMAC's clock but for the register port
 // (axil_aclk, 125 MHz) and the host DMA port (axis_aclk, 250 MHz).
 //
-// - MAC receive (s_axis_cmac_rx, no tready) goes straight into nlb_top's receive side, which
-//   takes every beat (docs/pipeline.md section 14.4). A frame whose last beat carries the
-//   MAC's error flag (bad FCS) has already been admitted at its first beat; it is counted
-//   (rx_err_frames) and handled as any other frame.
+// - MAC receive (s_axis_cmac_rx, no tready) passes a store-and-forward FIFO that takes every
+//   beat and drops whole the frames the MAC marks bad on their last beat (bad FCS; counted in
+//   rx_err_frames), so no such frame reaches the pipeline; good frames go on whole, one beat
+//   per clock, into nlb_top's receive side, which takes every beat (docs/pipeline.md section
+//   14.4). The cost is one frame's time of latency.
 // - MAC transmit (m_axis_cmac_tx): forwarded frames and the host's own frames (from the
 //   shell's transmit adapter, s_axis_adap_tx_322mhz), each through a store-and-forward FIFO
 //   so tvalid never drops inside a frame, taken frame by frame, alternating when both wait.
@@ -32,7 +33,7 @@
 // Plugin registers (read-only; writes are accepted and ignored), at 0x10000 +
 //   0x00 id             0x4E4C5031 ("NLP1")
 //   0x04 config         bits 7:0 NUM_CMAC_PORT, bit 8 HOST_BRIDGE
-//   0x08 rx_err_frames  frames the MAC marked bad (tuser_err on their last beat)
+//   0x08 rx_err_frames  frames the MAC marked bad (tuser_err on their last beat), dropped
 //   0x0C host_tx_drops  host frames dropped (marked bad, or longer than 256 beats)
 //   0x10 host_rx_drops  frames toward the host dropped (longer than 512 beats)
 //   0x14 events_lost    events with no ring to go to
@@ -315,6 +316,39 @@ always @(posedge clk) begin
     end
 end
 
+// ---- receive: whole frames, those the MAC marked bad dropped -----------------------------
+
+wire [DW-1:0] rx_tdata;
+wire [KW-1:0] rx_tkeep;
+wire          rx_tvalid;
+wire          rx_tlast;
+
+// Frames are at most 256 beats (16,383 bytes) and leave as fast as they come, so 512 beats
+// always have room for the frame arriving (DROP_WHEN_FULL only keeps tready high).
+/* verilator lint_off PINCONNECTEMPTY */
+nlb_axis_frame_fifo #(
+    .DATA_WIDTH(DW),
+    .DEPTH(512),
+    .DROP_WHEN_FULL(1)
+) mac_rx_fifo_inst (
+    .clk(clk),
+    .rst(rst),
+    .s_axis_tdata(s_axis_cmac_rx_tdata[DW-1:0]),
+    .s_axis_tkeep(s_axis_cmac_rx_tkeep[KW-1:0]),
+    .s_axis_tvalid(s_axis_cmac_rx_tvalid[0]),
+    .s_axis_tready(),
+    .s_axis_tlast(s_axis_cmac_rx_tlast[0]),
+    .s_axis_tuser_err(s_axis_cmac_rx_tuser_err[0]),
+    .m_axis_tdata(rx_tdata),
+    .m_axis_tkeep(rx_tkeep),
+    .m_axis_tvalid(rx_tvalid),
+    .m_axis_tready(1'b1),
+    .m_axis_tlast(rx_tlast),
+    .m_drop(),
+    .level()
+);
+/* verilator lint_on PINCONNECTEMPTY */
+
 // ---- the pipeline -------------------------------------------------------------------------
 
 wire [DW-1:0] tx_tdata;
@@ -389,10 +423,10 @@ nlb_top #(
     .s_axil_rresp(top_rresp),
     .s_axil_rvalid(top_rvalid),
     .s_axil_rready(r_rready),
-    .s_axis_rx_tdata(s_axis_cmac_rx_tdata[DW-1:0]),
-    .s_axis_rx_tkeep(s_axis_cmac_rx_tkeep[KW-1:0]),
-    .s_axis_rx_tvalid(s_axis_cmac_rx_tvalid[0] && !rst),
-    .s_axis_rx_tlast(s_axis_cmac_rx_tlast[0]),
+    .s_axis_rx_tdata(rx_tdata),
+    .s_axis_rx_tkeep(rx_tkeep),
+    .s_axis_rx_tvalid(rx_tvalid),
+    .s_axis_rx_tlast(rx_tlast),
     .s_axis_inject_tdata({DW{1'b0}}),
     .s_axis_inject_tkeep({KW{1'b0}}),
     .s_axis_inject_tvalid(1'b0),
