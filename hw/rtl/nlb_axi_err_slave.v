@@ -83,6 +83,10 @@ assign s_axi_rresp = DECERR;
 assign s_axi_rlast = r_left_reg == 8'd0;
 assign s_axi_rvalid = r_busy_reg;
 
+`ifdef FORMAL
+`include "nlb_axi_err_slave_props.vh"
+`endif
+
 endmodule
 
 `resetall

@@ -67,6 +67,7 @@ proofs=(
     "async_fifo3|nlb_async_fifo WIDTH=2 DEPTH=8 SYNC_STAGES=3|two clocks, three synchroniser flops, 8 words (the same properties)|nlb_async_fifo|nlb_async_fifo|-chparam WIDTH 2 -chparam DEPTH 8 -chparam SYNC_STAGES 3||memory_map; opt_clean; clk2fflogic|z3|16|6|40"
     "frame_fifo|nlb_axis_frame_fifo DATA_WIDTH=8 DEPTH=4|frames offered whole: tvalid held from a frame's first beat to its last; beats held until taken; capacity|nlb_axis_frame_fifo|nlb_axis_frame_fifo|-chparam DATA_WIDTH 8 -chparam DEPTH 4|||z3|6|4|16|12"
     "frame_fifo_drop|nlb_axis_frame_fifo DATA_WIDTH=8 DEPTH=4 DROP_WHEN_FULL=1|the same, and tready always high (an input without tready)|nlb_axis_frame_fifo|nlb_axis_frame_fifo|-chparam DATA_WIDTH 8 -chparam DEPTH 4 -chparam DROP_WHEN_FULL 1|||z3|6|4|16|12"
+    "err_slave|nlb_axi_err_slave DATA_WIDTH=8|AXI4 slave: one DECERR response per write address and whole burst, arlen + 1 read beats with rlast on the last; held; never stuck|nlb_axi_err_slave|nlb_axi_err_slave|-chparam DATA_WIDTH 8|||z3|12|3|20"
     "frame_arb|nlb_axis_frame_arb DATA_WIDTH=8|frames not interleaved; every beat out taken from one source, unchanged; offered beats held; turns between frames|nlb_axis_frame_arb|nlb_axis_frame_arb|-chparam DATA_WIDTH 8|||z3|8|3|10"
     "lookup|nlb_lookup (the sim profile, a 32-descriptor FIFO)|every front-stage table read of a descriptor from its bank; its bank into the memory stages|nlb_lookup|nlb_lookup nlb_flow_hash nlb_mul_const_csa nlb_mem_stage nlb_fifo||cutpoint t:nlb_flow_hash; cutpoint t:*nlb_mem_stage*; proc; cutpoint t:\$mul; delete -port nlb_lookup/o:*|memory_map; opt_clean -purge|z3|14|3|14"
 )
@@ -77,6 +78,8 @@ proofs=(
 #  sed expression (applied to a copy; last, so that it may contain |)"
 mutants=(
     "frame_fifo_offer_open|frame_fifo|nlb_axis_frame_fifo.v|frame_fifo_no_bubble frame_fifo_capacity|offers a frame's beats before its last beat is in|s/^wire rd = rd_ptr_reg != commit_ptr_reg/wire rd = rd_ptr_reg != wr_ptr_reg/"
+    "err_slave_short_burst|err_slave|nlb_axi_err_slave.v|err_slave_r_for_request err_slave_ar_ready|ends a read burst one beat early|s/^        if (r_left_reg == 8'd0) begin/        if (r_left_reg <= 8'd1) begin/"
+    "err_slave_b_before_data|err_slave|nlb_axi_err_slave.v|err_slave_b_for_request|answers a write address before its data burst is in|s/^wire b_issue = !bvalid_reg \&\& aw_count_reg != 3'd0 \&\& w_count_reg != 3'd0;/wire b_issue = !bvalid_reg \&\& aw_count_reg != 3'd0;/"
     "frame_arb_switch_mid_frame|frame_arb|nlb_axis_frame_arb.v|frame_arb_no_interleave|picks a source afresh at every beat (interleaves frames)|s/^wire grant1 = lock_reg ? grant1_reg : pick1;/wire grant1 = pick1;/"
     "frame_arb_unlock_on_offer|frame_arb|nlb_axis_frame_arb.v|frame_arb_hold frame_arb_no_interleave|locks only once a beat is taken (an offered beat can be replaced)|s/^        lock_reg <= !(m_axis_tready \&\& m_axis_tlast);/        lock_reg <= m_axis_tready \&\& !m_axis_tlast;/"
     "frame_arb_no_turns|frame_arb|nlb_axis_frame_arb.v|frame_arb_turns|always prefers source 1 between frames|s/^wire pick1 = s1_axis_tvalid \&\& (!s0_axis_tvalid || !last1_reg);/wire pick1 = s1_axis_tvalid;/"
