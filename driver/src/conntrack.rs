@@ -315,7 +315,7 @@ impl Conntrack {
         info: &DeviceInfo,
         now: u32,
     ) -> Result<Conntrack, ConntrackError> {
-        if let Some((d, rings)) = crate::rings::split(dev) {
+        if let Some((d, rings)) = crate::rings::split_commands(dev) {
             return Conntrack::attach_io(Io::Rings(d, rings), info, now);
         }
         Conntrack::attach_io(Io::Window(dev), info, now)
@@ -462,7 +462,7 @@ impl Conntrack {
     /// Reads the whole table back from the device, replacing the host copy; returns the
     /// indices whose device contents differed from it.
     pub fn rescan<D: Device + ?Sized>(&mut self, dev: &mut D) -> Result<Vec<u32>, ConntrackError> {
-        if let Some((d, rings)) = crate::rings::split(dev) {
+        if let Some((d, rings)) = crate::rings::split_commands(dev) {
             return self.rescan_io(Io::Rings(d, rings));
         }
         self.rescan_io(Io::Window(dev))
@@ -746,7 +746,7 @@ impl Conntrack {
         now: u32,
         out: &mut Vec<Installed>,
     ) -> Result<(), ConntrackError> {
-        if let Some((d, rings)) = crate::rings::split(dev) {
+        if let Some((d, rings)) = crate::rings::split_commands(dev) {
             return self.install_io(Io::Rings(d, rings), conns, now, out);
         }
         self.install_io(Io::Window(dev), conns, now, out)
@@ -894,7 +894,7 @@ impl Conntrack {
         dev: &mut D,
         keys: &[FlowKey],
     ) -> Result<usize, ConntrackError> {
-        if let Some((d, rings)) = crate::rings::split(dev) {
+        if let Some((d, rings)) = crate::rings::split_commands(dev) {
             return self.evict_io(Io::Rings(d, rings), keys);
         }
         self.evict_io(Io::Window(dev), keys)
@@ -939,7 +939,7 @@ impl Conntrack {
         dev: &mut D,
         key: &FlowKey,
     ) -> Result<bool, ConntrackError> {
-        if let Some((d, rings)) = crate::rings::split(dev) {
+        if let Some((d, rings)) = crate::rings::split_commands(dev) {
             return self.mark_closed_io(Io::Rings(d, rings), key);
         }
         self.mark_closed_io(Io::Window(dev), key)
@@ -994,7 +994,7 @@ impl Conntrack {
         now: u32,
         timeout: impl Fn(&CtEntry) -> u32,
     ) -> Result<AgeReport, ConntrackError> {
-        if let Some((d, rings)) = crate::rings::split(dev) {
+        if let Some((d, rings)) = crate::rings::split_commands(dev) {
             return self.age_io(Io::Rings(d, rings), now, timeout);
         }
         self.age_io(Io::Window(dev), now, timeout)

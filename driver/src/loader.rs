@@ -316,7 +316,7 @@ impl Loader {
         profile: &'static Profile,
         opts: LoaderOptions,
     ) -> Result<Loader, LoadError> {
-        if let Some((d, rings)) = crate::rings::split(dev) {
+        if let Some((d, rings)) = crate::rings::split_commands(dev) {
             return Loader::attach_dma(d, rings, profile, opts);
         }
         let mut loader = Loader {
@@ -512,7 +512,7 @@ impl Loader {
         tables: &Tables,
         nic: &NicSettings,
     ) -> Result<LoadReport, LoadError> {
-        if let Some((d, rings)) = crate::rings::split(dev) {
+        if let Some((d, rings)) = crate::rings::split_commands(dev) {
             return self.load_via(d, Some(rings), tables, nic);
         }
         self.load_via(dev, None, tables, nic)

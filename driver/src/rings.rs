@@ -7,6 +7,11 @@
 //! moves its own index with one posted register write per batch (the doorbell). Setup
 //! (ring bases and sizes) and teardown are register writes too, once.
 //!
+//! An engine may carry only the two rings toward the host (punted frames and events), as the
+//! RTL's `nlb_host_dma` does (`dma.caps.rings` = 2): injected frames then go through the inject
+//! register window and table and connection writes through the register windows, and
+//! [`split_commands`] finds no command ring.
+//!
 //! One [`HostRings`] serves every backend that can DMA: VFIO (the memory mapped into the
 //! container's IOMMU), the in-process model, `nlb-sim` over its socket (the memory shared
 //! with the process), and the Verilated RTL.
@@ -34,10 +39,16 @@ pub enum RingError {
     #[error("ring record does not decode: {0}")]
     Decode(#[from] LayoutError),
     /// The device has no `dma` block of this version (an older bitstream).
-    #[error("the device has no host DMA engine (dma.caps reads {caps:#x}); flash a bitstream of this release")]
+    #[error("the device has no host DMA engine of this release (dma.caps reads {caps:#x}: 2 or 4 rings expected); flash a bitstream of this release")]
     NoEngine {
         /// What `dma.caps` read.
         caps: u32,
+    },
+    /// The engine does not carry this ring (`dma.caps.rings` = 2: punt and event only).
+    #[error("the device's DMA engine carries no {ring:?} ring (dma.caps.rings = 2)")]
+    NotCarried {
+        /// The ring asked for.
+        ring: Ring,
     },
     /// A ring size the engine does not support.
     #[error("a ring of 2^{log2} slots is beyond the engine's 2^{max}")]
@@ -194,6 +205,10 @@ pub struct HostRings {
     seen_drops: [u32; 4],
     seen_errors: [u32; 4],
     hw_learn: bool,
+    /// Rings the engine carries (`dma.caps.rings`): 4, or 2 (punt and event).
+    carried: u8,
+    /// Injection through the register window, where the engine has no inject ring.
+    inject_window: crate::queues::Queues,
     scratch: Vec<u32>,
     /// Each punt slot's descriptor, packed once.
     punt_descs: Vec<[u32; PuntDesc::WORDS]>,
@@ -215,7 +230,8 @@ impl HostRings {
     ) -> Result<HostRings, RingError> {
         let caps_word = dev.read32(regs::CAPS)?;
         let caps = regs::Caps::from_word(caps_word);
-        if caps.rings as usize != rings::ALL.len() {
+        let carried = caps.rings;
+        if carried != 2 && carried as usize != rings::ALL.len() {
             return Err(RingError::NoEngine { caps: caps_word });
         }
         for log2 in [
@@ -223,7 +239,10 @@ impl HostRings {
             sizes.event_log2,
             sizes.inject_log2,
             sizes.cmd_log2,
-        ] {
+        ]
+        .into_iter()
+        .take(usize::from(carried))
+        {
             if log2 > caps.max_log2 || log2 == 0 {
                 return Err(RingError::TooLarge {
                     log2,
@@ -254,6 +273,8 @@ impl HostRings {
             seen_drops: [0; 4],
             seen_errors: [0; 4],
             hw_learn: hw_learn && caps.hw_learn,
+            carried,
+            inject_window: crate::queues::Queues::new(),
             scratch: Vec::new(),
             punt_descs: Vec::new(),
         };
@@ -300,7 +321,7 @@ impl HostRings {
             enable: true,
         }
         .word();
-        for def in rings::ALL {
+        for def in rings::ALL.into_iter().take(usize::from(self.carried)) {
             let base = self.iova(self.lay.ring[def.ring as usize]);
             let size = regs::PuntSize {
                 log2: self.log2(def.ring),
@@ -334,6 +355,11 @@ impl HostRings {
         Ok(())
     }
 
+    /// Whether the engine carries `ring` (all four, or only punt and event).
+    pub fn carries(&self, ring: Ring) -> bool {
+        (ring as u8) < self.carried
+    }
+
     /// Whether hardware learning is on (asked for, and the device can).
     pub fn hw_learn(&self) -> bool {
         self.hw_learn
@@ -358,7 +384,7 @@ impl HostRings {
     pub fn detach<D: Device + ?Sized>(self, dev: &mut D) -> Result<(), RingError> {
         let mut ops = crate::device::Batch::new();
         ops.write(regs::CTRL, 0);
-        for def in rings::ALL {
+        for def in rings::ALL.into_iter().take(usize::from(self.carried)) {
             ops.write(def.size, 0);
         }
         ops.run(dev)?;
@@ -483,6 +509,9 @@ impl HostRings {
     /// Queues a frame for injection to `backend` with `pool`'s delivery (host memory only;
     /// the device sees it at the next [`HostRings::ring_inject`]).
     pub fn inject(&mut self, backend: u16, pool: u16, frame: &[u8]) -> Result<(), RingError> {
+        if !self.carries(Ring::Inject) {
+            return Err(RingError::NotCarried { ring: Ring::Inject });
+        }
         if frame.len() > FRAME {
             return Err(RingError::FrameTooLong {
                 len: frame.len(),
@@ -517,7 +546,7 @@ impl HostRings {
     /// register write).
     pub fn ring_inject<D: Device + ?Sized>(&mut self, dev: &mut D) -> Result<(), RingError> {
         let i = Ring::Inject as usize;
-        if self.next[i] != self.rung[i] {
+        if self.carries(Ring::Inject) && self.next[i] != self.rung[i] {
             std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
             dev.write32(regs::INJECT_HOST, u32::from(self.next[i]))?;
             self.rung[i] = self.next[i];
@@ -608,6 +637,9 @@ impl HostRings {
 
     /// Queues a command (host memory only).
     pub fn submit(&mut self, cmd: &CmdDesc) -> Result<(), RingError> {
+        if !self.carries(Ring::Cmd) {
+            return Err(RingError::NotCarried { ring: Ring::Cmd });
+        }
         if self.cmd_pending()? >= slots(self.sizes.cmd_log2) {
             return Err(RingError::CommandsFull);
         }
@@ -626,6 +658,9 @@ impl HostRings {
         dev: &mut D,
         timeout: Duration,
     ) -> Result<(), RingError> {
+        if !self.carries(Ring::Cmd) {
+            return Err(RingError::NotCarried { ring: Ring::Cmd });
+        }
         let i = Ring::Cmd as usize;
         let errors_before = self.seen_errors[i];
         if self.next[i] != self.rung[i] {
@@ -774,14 +809,25 @@ pub fn split<D: Device + ?Sized>(dev: &mut D) -> Option<(&mut dyn Device, &mut H
     Some((d, rings.downcast_mut::<HostRings>()?))
 }
 
+/// As [`split`], where the rings carry the command ring (table and connection writes by
+/// DMA); `None` otherwise, and those writes go through the register windows.
+pub fn split_commands<D: Device + ?Sized>(
+    dev: &mut D,
+) -> Option<(&mut dyn Device, &mut HostRings)> {
+    split(dev).filter(|(_, r)| r.carries(Ring::Cmd))
+}
+
 impl crate::queues::Injector for HostRings {
     fn inject_frame<D: Device + ?Sized>(
         &mut self,
-        _dev: &mut D,
+        dev: &mut D,
         backend: u16,
         pool: u16,
         frame: &[u8],
     ) -> Result<(), crate::queues::QueueError> {
+        if !self.carries(Ring::Inject) {
+            return self.inject_window.inject(dev, backend, pool, frame);
+        }
         self.inject(backend, pool, frame).map_err(|e| match e {
             RingError::InjectFull => crate::queues::QueueError::InjectFull,
             RingError::FrameTooLong { len, max } => {

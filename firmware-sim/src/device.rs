@@ -417,6 +417,12 @@ impl ModelDevice {
         self.dma.set_port(port);
     }
 
+    /// The DMA engine carries only the punt and event rings (`n` = 2), as `nlb_host_dma`
+    /// does, or all four (`n` = 4, the default): see [`HostDma::set_rings_carried`].
+    pub fn set_dma_rings(&mut self, n: u8) {
+        self.dma.set_rings_carried(n);
+    }
+
     /// The host memory port, for its provider.
     pub fn dma_port_mut(&mut self) -> Option<&mut (dyn DmaPort + 'static)> {
         self.dma.port_mut()
@@ -681,6 +687,7 @@ impl ModelDevice {
         let ct = ConnTable::new(self.conntrack.buckets(), self.conntrack.ways());
         let auto = self.auto_learn;
         // Host memory stays mapped across a reconfiguration; the engine's registers reset.
+        let carried = self.dma.rings_carried();
         let port = self.dma.port_mut().is_some().then(|| {
             let mut old = HostDma::new(true);
             std::mem::swap(&mut old, &mut self.dma);
@@ -692,6 +699,8 @@ impl ModelDevice {
         if let Some(mut old) = port {
             old.reset();
             self.dma = old;
+        } else {
+            self.dma.set_rings_carried(carried);
         }
     }
 

@@ -117,6 +117,9 @@ pub struct HostDma {
     hw_learn: bool,
     /// Whether the pipeline can learn (caps.hw_learn).
     can_learn: bool,
+    /// Rings the engine carries (caps.rings): all four, or the two toward the host (punt and
+    /// event) as `nlb_host_dma` does; the registers of the others read 0 and ignore writes.
+    carried: u8,
     host_time: u32,
     wb: u64,
     faults: u32,
@@ -133,6 +136,7 @@ impl HostDma {
             enable: false,
             hw_learn: false,
             can_learn,
+            carried: rings::ALL.len() as u8,
             host_time: 0,
             wb: 0,
             faults: 0,
@@ -145,8 +149,28 @@ impl HostDma {
     /// Resets the registers and rings (reconfiguration), keeping the host memory port.
     pub fn reset(&mut self) {
         let port = self.port.take();
+        let carried = self.carried;
         *self = HostDma::new(self.can_learn);
+        self.carried = carried;
         self.port = port;
+    }
+
+    /// Carries only the first `n` rings (`n` is 2, the punt and event rings as the RTL's
+    /// engine, or 4): `caps.rings` reads `n`, the other rings' registers read 0 and ignore
+    /// writes. Resets the rings.
+    pub fn set_rings_carried(&mut self, n: u8) {
+        self.carried = n.clamp(2, rings::ALL.len() as u8);
+        self.reset();
+    }
+
+    /// Rings carried (`caps.rings`).
+    pub fn rings_carried(&self) -> u8 {
+        self.carried
+    }
+
+    /// The ring whose register is at `offset`, when this engine carries it.
+    fn carried_ring_of(&self, offset: u32) -> Option<RingDef> {
+        ring_of(offset).filter(|d| (d.ring as u8) < self.carried)
     }
 
     /// Connects host memory (replacing any earlier port).
@@ -177,7 +201,7 @@ impl HostDma {
     /// The register at `offset` (absolute) of the `dma` block.
     pub fn read_reg(&self, offset: u32) -> u32 {
         let caps = b::Caps {
-            rings: rings::ALL.len() as u8,
+            rings: self.carried,
             hw_learn: self.can_learn,
             max_log2: rings::MAX_LOG2 as u8,
         };
@@ -193,7 +217,7 @@ impl HostDma {
             b::WB_HI => (self.wb >> 32) as u32,
             b::FAULTS => self.faults,
             o => {
-                let Some(def) = ring_of(offset) else {
+                let Some(def) = self.carried_ring_of(offset) else {
                     return 0;
                 };
                 let s = &self.rings[def.ring as usize];
@@ -228,7 +252,7 @@ impl HostDma {
             b::WB_LO => self.wb = (self.wb & !0xFFFF_FFFF) | u64::from(v & b::wb_lo::DEFINED),
             b::WB_HI => self.wb = (self.wb & 0xFFFF_FFFF) | (u64::from(v) << 32),
             o => {
-                let Some(def) = ring_of(offset) else {
+                let Some(def) = self.carried_ring_of(offset) else {
                     return RegEffect::None;
                 };
                 let s = &mut self.rings[def.ring as usize];

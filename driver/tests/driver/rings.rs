@@ -261,3 +261,92 @@ fn a_load_by_dma_reads_no_register_per_entry_and_recovers_by_dma() {
     }
     assert_eq!(again.active_bank(), report.bank);
 }
+
+/// An engine that carries only the rings toward the host, as the RTL's (`dma.caps.rings` = 2):
+/// punts and events still cross through host memory; table writes, the loader's read-back and
+/// injected frames take the register windows, and what needs a missing ring says so.
+#[test]
+fn an_engine_with_only_the_punt_and_event_rings_moves_tables_through_registers() {
+    use nlb_driver::queues::Injector;
+    use nlb_driver::rings::{split, split_commands, RingDevice, RingError};
+    use nlb_hw::enums::Ring;
+
+    let mut sim = ModelHandle::new(profile());
+    sim.lock().set_dma_rings(2);
+    let mut probe = sim.clone();
+    discover(&mut probe).unwrap();
+    let caps =
+        nlb_hw::blocks::dma::Caps::from_word(probe.read32(nlb_hw::blocks::dma::CAPS).unwrap());
+    assert_eq!(caps.rings, 2, "dma.caps.rings");
+    let mut dev = RingDevice::attach(Box::new(sim.clone()), small(), false)
+        .map_err(|(_, e)| e)
+        .expect("rings attach to a two-ring engine");
+    {
+        let rings = dev.rings();
+        assert!(rings.carries(Ring::Punt) && rings.carries(Ring::Event));
+        assert!(!rings.carries(Ring::Inject) && !rings.carries(Ring::Cmd));
+        assert!(matches!(
+            rings.submit(&CmdDesc::default()),
+            Err(RingError::NotCarried { ring: Ring::Cmd })
+        ));
+        assert!(matches!(
+            rings.inject(A_BACKEND, 0, &frame_to_vip(1)),
+            Err(RingError::NotCarried { ring: Ring::Inject })
+        ));
+    }
+    assert!(split(&mut dev).is_some());
+    assert!(
+        split_commands(&mut dev).is_none(),
+        "no command ring to split"
+    );
+    // The inject and command rings' registers are not there: they read 0.
+    for reg in [
+        nlb_hw::blocks::dma::INJECT_SIZE,
+        nlb_hw::blocks::dma::CMD_SIZE,
+        nlb_hw::blocks::dma::CMD_BASE_LO,
+    ] {
+        assert_eq!(probe.read32(reg).unwrap(), 0, "register {reg:#x}");
+    }
+
+    // The loader attaches and loads through the register windows: a write per entry word and
+    // the read-back of each entry, and the bank holds the image.
+    let mut loader = Loader::attach(&mut dev, profile(), LoaderOptions::default()).unwrap();
+    let mut a = image(profile(), Which::A, 3);
+    a.pools[0].track = true;
+    let before = sim.pcie();
+    let report = loader.load(&mut dev, &a, &NicSettings::default()).unwrap();
+    let used = sim.pcie().since(&before);
+    assert_eq!(sim.lock().bank(report.bank), &a, "the bank holds the image");
+    assert!(
+        used.mmio_writes > report.changed_entries as u64
+            && used.mmio_reads > report.changed_entries as u64,
+        "a load through the registers: {used:?} for {} entries",
+        report.changed_entries
+    );
+    assert_eq!(used.dma_reads, 0, "no table data by DMA: {used:?}");
+
+    // New flows: their events come through the event ring, with no register read.
+    let before = sim.pcie();
+    let frames: Vec<Vec<u8>> = (0..5).map(|p| frame_to_vip(41000 + p)).collect();
+    let refs: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
+    sim.lock()
+        .receive_batch(&refs, &mut firmware_sim::BatchOutput::new());
+    let (_, rings) = split(&mut dev).unwrap();
+    let st = rings.poll().unwrap();
+    assert_eq!((st.events, st.event_drops), (5, 0));
+    let mut events = Vec::new();
+    assert_eq!(rings.pop_events(100, &mut events).unwrap(), 5);
+    assert!(events.iter().all(|e| e.event[0].event == Event::Learn));
+    assert_eq!(sim.pcie().since(&before).mmio_reads, 0);
+
+    // Injection falls back to the inject register window.
+    let (d, rings) = split(&mut dev).unwrap();
+    rings
+        .inject_frame(d, A_BACKEND, 0, &frame_to_vip(42000))
+        .unwrap();
+    rings.ring_inject(d).unwrap();
+    let sent = sim.lock().take_injected();
+    assert_eq!(sent.len(), 1, "the frame went through the inject window");
+    assert_eq!(sent[0].result.backend, Some(A_BACKEND));
+    assert_eq!(dst_mac(&sent[0].frame), backend_mac(A_BACKEND));
+}

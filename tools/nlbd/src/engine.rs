@@ -509,10 +509,19 @@ impl Engine {
             dev = match RingDevice::attach(dev, sizes, opts.hw_learn) {
                 Ok(mut r) => {
                     let hw = r.rings().hw_learn();
-                    info!(
-                        hardware_learning = hw,
-                        "host rings attached: punts, events, injected frames and table writes by DMA"
-                    );
+                    if r.rings().carries(nlb_hw::enums::Ring::Cmd) {
+                        info!(
+                            hardware_learning = hw,
+                            "host rings attached: punts, events, injected frames and table writes by DMA"
+                        );
+                    } else {
+                        info!(
+                            hardware_learning = hw,
+                            "host rings attached: punts and events by DMA; the device's engine \
+                             carries no inject or command ring, so injected frames and table \
+                             writes go through the register windows"
+                        );
+                    }
                     Box::new(r)
                 }
                 Err((dev, e)) => {
