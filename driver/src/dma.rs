@@ -525,6 +525,12 @@ impl HostPort {
         &self.ledger
     }
 
+    /// Whether `len` bytes at `iova` lie inside one mapped region (what the IOMMU would let
+    /// through), without touching them or charging anything.
+    pub fn maps(&self, iova: u64, len: usize) -> bool {
+        self.find(iova, len).is_some()
+    }
+
     fn find(&self, iova: u64, len: usize) -> Option<(&DmaRegion, usize)> {
         self.regions
             .iter()

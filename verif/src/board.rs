@@ -432,7 +432,7 @@ impl BoardBench {
     }
 
     /// The host memory the rings' DMA writes.
-    pub fn host_memory(&self) -> &HostMemory {
+    pub fn host_memory(&self) -> Option<&HostMemory> {
         self.host.memory()
     }
 }

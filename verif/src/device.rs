@@ -17,6 +17,8 @@ use crate::top::{take_events, take_frames, take_punts, PuntedFrame, TopBench};
 use crate::worker::ModelThread;
 use firmware_sim::pipeline::PacketResult;
 use nlb_driver::device::{Device, DeviceError, RegOp};
+use nlb_driver::dma::{DmaRegion, HostPort, IrqLine};
+use nlb_driver::pcie::{PcieCosts, PcieLedger, PcieStats};
 use nlb_hw::blocks::queues as q;
 use nlb_hw::blocks::{conntrack, ctrl};
 use nlb_hw::enums::TableCmd;
@@ -24,11 +26,17 @@ use nlb_hw::layouts::CtEntry;
 use nlb_hw::layouts::{InjectHeader, LearnEvent};
 use nlb_hw::{NicSettings, Profile, Tables};
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 /// Bytes of the punt and inject windows.
 const WINDOW_BYTES: usize = q::PUNT_DATA_COUNT as usize * 4;
 /// Clocks a batch of frames may take per frame before the worker gives up.
 const CLOCKS_PER_FRAME: u64 = 2_000;
+/// Clocks with no DMA transfer after which the DMA master counts as settled (longer than the
+/// host memory's answer, HostTiming::pcie).
+const DMA_QUIET: u32 = 400;
+/// Clocks a request may take to settle its DMA before the worker gives up.
+const DMA_SETTLE_LIMIT: u64 = 2_000_000;
 
 /// What one received or injected frame did in the RTL.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,6 +56,10 @@ enum Request {
     Receive(Vec<Vec<u8>>),
     TakeInjected,
     InjectOverflows,
+    DmaMap(DmaRegion),
+    DmaUnmap(u64),
+    SetInterrupts(Vec<IrqLine>),
+    Pcie,
 }
 
 enum Response {
@@ -57,6 +69,7 @@ enum Response {
     Packets(Vec<RtlPacket>),
     Injected(Injected),
     Count(u64),
+    Pcie(PcieStats),
 }
 
 /// The frames the inject queue transmitted since the last [`RtlDevice::take_injected`].
@@ -89,6 +102,15 @@ impl RtlDevice {
 
     fn call(&mut self, r: Request) -> Result<Response, DeviceError> {
         self.thread.call(r)
+    }
+
+    fn done(&mut self, r: Request) -> Result<(), DeviceError> {
+        match self.call(r)? {
+            Response::Done => Ok(()),
+            _ => Err(DeviceError::Protocol(
+                "unexpected answer from the RTL model".into(),
+            )),
+        }
     }
 
     /// Loads `tables` into bank 0 through the table window (every entry that differs from an
@@ -191,6 +213,29 @@ impl Device for RtlDevice {
     fn describe(&self) -> String {
         "rtl:nlb_top (Verilator)".to_string()
     }
+
+    /// `nlb_top`'s DMA master serves the region from now on (with the other regions mapped),
+    /// as a card's through the IOMMU.
+    fn dma_map(&mut self, region: &DmaRegion) -> Result<(), DeviceError> {
+        self.done(Request::DmaMap(region.clone()))
+    }
+
+    fn dma_unmap(&mut self, region: &DmaRegion) -> Result<(), DeviceError> {
+        self.done(Request::DmaUnmap(region.iova()))
+    }
+
+    fn set_interrupts(&mut self, lines: &[IrqLine]) -> Result<(), DeviceError> {
+        self.done(Request::SetInterrupts(lines.to_vec()))
+    }
+
+    /// The DMA and interrupts the host memory saw, on the PCIe cost model (register
+    /// accesses are not counted here).
+    fn pcie(&mut self) -> PcieStats {
+        match self.call(Request::Pcie) {
+            Ok(Response::Pcie(p)) => p,
+            _ => PcieStats::default(),
+        }
+    }
 }
 
 fn check(offset: u32) -> Result<(), DeviceError> {
@@ -226,6 +271,11 @@ struct Worker {
     /// Injected frames through the pipeline, not yet taken: at most `depth`.
     transmitted: VecDeque<RtlPacket>,
     inject_overflows: u64,
+    /// The ledger of the driver's host memory, once the driver mapped some: from then on
+    /// `nlb_top`'s DMA master is served, and every request runs the clock until it is quiet.
+    dma: Option<Arc<PcieLedger>>,
+    /// DMA transfers seen so far (the settle loop's progress).
+    dma_moved: u64,
 }
 
 impl Worker {
@@ -249,7 +299,51 @@ impl Worker {
             irq_mask: 0,
             transmitted: VecDeque::new(),
             inject_overflows: 0,
+            dma: None,
+            dma_moved: 0,
         })
+    }
+
+    /// The driver's host port, made on first use.
+    fn driver_port(&mut self) -> &mut HostPort {
+        if self.dma.is_none() {
+            let ledger = Arc::new(PcieLedger::new(PcieCosts::default()));
+            self.dut.host.serve_driver(HostPort::new(ledger.clone()));
+            self.dma = Some(ledger);
+        }
+        match self.dut.host.driver_port_mut() {
+            Some(p) => p,
+            None => unreachable!("serve_driver was called above"),
+        }
+    }
+
+    /// With the driver's memory served: clocks until the DMA master has been quiet for a
+    /// while (records written, indices written back), so that what a request started has
+    /// landed in host memory when it returns.
+    fn settle_dma(&mut self) -> Result<(), VerifError> {
+        if self.dma.is_none() {
+            return Ok(());
+        }
+        let (mut quiet, mut n) = (0u32, 0u64);
+        while quiet < DMA_QUIET {
+            self.dut.step()?;
+            self.collect()?;
+            let moved = self.dut.host.write_beats + self.dut.host.read_bursts;
+            if self.dut.host.idle() && moved == self.dma_moved {
+                quiet += 1;
+            } else {
+                quiet = 0;
+            }
+            self.dma_moved = moved;
+            n += 1;
+            if n > DMA_SETTLE_LIMIT {
+                return Err(VerifError::Timeout {
+                    what: "the DMA master to settle".into(),
+                    cycles: n,
+                });
+            }
+        }
+        Ok(())
     }
 
     fn handle(&mut self, r: Request) -> Result<Response, VerifError> {
@@ -259,7 +353,15 @@ impl Worker {
                 self.write_queues(off, v)?;
                 Ok(Response::Done)
             }
-            // Only the AXI-Lite master runs: nothing else is going on between packets.
+            // Without DMA only the AXI-Lite master runs: nothing else is going on between
+            // packets. With the driver's memory served, every agent runs (the DMA master may
+            // move at any clock) and a write (a doorbell) runs until the DMA is quiet.
+            Request::Read(off) if self.dma.is_some() => Ok(Response::Value(self.dut.read32(off)?)),
+            Request::Write(off, v) if self.dma.is_some() => {
+                self.dut.write32(off, v)?;
+                self.settle_dma()?;
+                Ok(Response::Done)
+            }
             Request::Read(off) => Ok(Response::Value(self.dut.axil.read(
                 &mut self.dut.bench,
                 &mut [],
@@ -269,6 +371,21 @@ impl Worker {
                 self.dut.axil.write(&mut self.dut.bench, &mut [], off, v)?;
                 Ok(Response::Done)
             }
+            Request::DmaMap(region) => {
+                self.driver_port().map(&region);
+                Ok(Response::Done)
+            }
+            Request::DmaUnmap(iova) => {
+                self.driver_port().unmap(iova);
+                Ok(Response::Done)
+            }
+            Request::SetInterrupts(lines) => {
+                self.driver_port().set_interrupts(&lines);
+                Ok(Response::Done)
+            }
+            Request::Pcie => Ok(Response::Pcie(
+                self.dma.as_ref().map(|l| l.stats()).unwrap_or_default(),
+            )),
             Request::Batch(ops) => {
                 let mut v = Vec::new();
                 for op in ops {
@@ -298,7 +415,11 @@ impl Worker {
                 }
                 Ok(Response::Done)
             }
-            Request::Receive(frames) => Ok(Response::Packets(self.receive(frames)?)),
+            Request::Receive(frames) => {
+                let p = self.receive(frames)?;
+                self.settle_dma()?;
+                Ok(Response::Packets(p))
+            }
             Request::InjectOverflows => Ok(Response::Count(self.inject_overflows)),
             Request::TakeInjected => Ok(Response::Injected(Injected {
                 packets: self.transmitted.drain(..).collect(),
@@ -309,16 +430,40 @@ impl Worker {
 
     /// Runs frames through; results in order with the transmitted frames.
     fn receive(&mut self, frames: Vec<Vec<u8>>) -> Result<Vec<RtlPacket>, VerifError> {
+        let first = self.dut.rx_sent;
         for f in &frames {
             self.dut.send(f);
         }
-        let results = self.run_until(frames.len(), false)?;
-        Ok(results)
+        let mut dropped = std::collections::BTreeMap::new();
+        let results = self.run_until(frames.len(), false, &mut dropped)?;
+        // Frames the receive side had no room for (docs/pipeline.md section 14.4) have no
+        // result on the monitor: each takes its DROP result (its reason, its length) in its
+        // place among the others.
+        let mut results = results.into_iter();
+        let mut out = Vec::with_capacity(frames.len());
+        for (k, f) in frames.iter().enumerate() {
+            let seq = first.wrapping_add(k as u32);
+            match dropped.get(&seq) {
+                Some(&reason) => out.push(RtlPacket {
+                    result: PacketResult::new(nlb_hw::enums::Verdict::Drop, reason, 0, f.len()),
+                    output: Vec::new(),
+                }),
+                None => out.extend(results.next()),
+            }
+        }
+        Ok(out)
     }
 
     /// Clocks until `n` results (of injected frames when `injected`) came out and the output
     /// streams drained; moves punts and events into the queues.
-    fn run_until(&mut self, n: usize, injected: bool) -> Result<Vec<RtlPacket>, VerifError> {
+    /// Received frames dropped whole at the receive side are recorded in `dropped` (number
+    /// among received frames, reason) and count as done.
+    fn run_until(
+        &mut self,
+        n: usize,
+        injected: bool,
+        dropped: &mut std::collections::BTreeMap<u32, nlb_hw::enums::Reason>,
+    ) -> Result<Vec<RtlPacket>, VerifError> {
         let mut results: Vec<PacketResult> = Vec::with_capacity(n);
         let mut tx: Vec<Vec<u8>> = Vec::new();
         let limit = self.dut.bench.sim.cycle() + CLOCKS_PER_FRAME * (n as u64 + 1);
@@ -328,6 +473,9 @@ impl Worker {
                 if inj == injected {
                     results.push(r);
                 }
+            }
+            for d in self.dut.mon.drops.drain(..) {
+                dropped.insert(d.seq, d.reason);
             }
             let mut beats = self.dut.tx.take();
             self.dut.tx_pending.append(&mut beats);
@@ -341,7 +489,8 @@ impl Worker {
                 && self.dut.inject.pending() == 0
                 && self.dut.tx_pending.is_empty()
                 && self.dut.punt_pending.is_empty();
-            if results.len() >= n && tx.len() >= forwards && quiet {
+            let done = results.len() + if injected { 0 } else { dropped.len() };
+            if done >= n && tx.len() >= forwards && quiet {
                 // A few more clocks for punts and events behind the last result.
                 for _ in 0..64 {
                     self.dut.step()?;
@@ -493,7 +642,7 @@ impl Worker {
             .take(len)
             .collect();
         self.dut.inject(&frame, h.backend, h.pool);
-        let sent = self.run_until(1, true)?;
+        let sent = self.run_until(1, true, &mut std::collections::BTreeMap::new())?;
         self.transmitted.extend(sent);
         Ok(())
     }

@@ -3,6 +3,10 @@
 //! and `nlb_top`'s AXI4 master (through [`AxiHost`], the slave the shell's PCIe DMA would be),
 //! so a test can give both devices the same host memory layout and compare what each wrote.
 //!
+//! [`AxiHost`] may serve the driver's own host memory instead ([`AxiHost::serve_driver`]: the
+//! regions `nlb_driver` maps for the device's DMA, through its `HostPort`), so the driver's
+//! rings run against `nlb_top` as against a card.
+//!
 //! A transfer that touches a byte outside the region is refused whole: the model's port
 //! returns a fault, the AXI slave answers SLVERR (for a write burst, before writing any of its
 //! beats), as an IOMMU refuses an address it does not map for the device.
@@ -228,14 +232,87 @@ struct ReadBurst {
     ok: bool,
 }
 
+/// What an [`AxiHost`] serves: a test's [`HostMemory`], or the regions the driver mapped.
+enum Backing {
+    Memory(HostMemory),
+    Driver(nlb_driver::dma::HostPort),
+}
+
+impl std::fmt::Debug for Backing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Backing::Memory(m) => f.debug_tuple("Memory").field(&m.base()).finish(),
+            Backing::Driver(_) => f.write_str("Driver"),
+        }
+    }
+}
+
+impl Backing {
+    fn mapped(&self, iova: u64, n: usize) -> bool {
+        match self {
+            Backing::Memory(m) => m.mapped(iova, n),
+            Backing::Driver(p) => p.maps(iova, n),
+        }
+    }
+
+    /// One beat's bytes (zeros where the read is refused: the caller checked `mapped`).
+    fn read(&mut self, iova: u64, n: usize) -> Vec<u8> {
+        match self {
+            Backing::Memory(m) => m.read(iova, n).unwrap_or_default(),
+            Backing::Driver(p) => {
+                let mut b = vec![0u8; n];
+                if p.read(iova, &mut b).is_err() {
+                    b.fill(0);
+                }
+                b
+            }
+        }
+    }
+
+    /// A beat's strobed bytes, written as runs of consecutive bytes.
+    fn write_strobed(&mut self, iova: u64, data: &[u32], strb: u64) {
+        let bytes: Vec<u8> = data.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let mut i = 0u64;
+        while i < BEAT {
+            if strb >> i & 1 == 0 {
+                i += 1;
+                continue;
+            }
+            let start = i;
+            while i < BEAT && strb >> i & 1 != 0 {
+                i += 1;
+            }
+            let Some(run) = bytes.get(start as usize..i as usize) else {
+                break;
+            };
+            match self {
+                Backing::Memory(m) => {
+                    m.write(iova + start, run);
+                }
+                Backing::Driver(p) => {
+                    // The burst was checked whole when its address was taken.
+                    let _ = p.write(iova + start, run);
+                }
+            }
+        }
+    }
+
+    fn interrupt(&mut self, vector: u16) {
+        match self {
+            Backing::Memory(m) => m.interrupt(vector),
+            Backing::Driver(p) => p.interrupt(vector),
+        }
+    }
+}
+
 /// `nlb_top`'s `m_axi_dma_*` master (or the OpenNIC plugin's `m_axi_host_*`) served from a
-/// [`HostMemory`] (one id: answers in order), and its MSI-X requests recorded into the
+/// [`HostMemory`] or the driver's mapped regions (one id: answers in order), and its MSI-X requests recorded into the
 /// memory's interrupts. Latencies count the clocks of the master's domain (the calls of
 /// [`Agent::observe`]).
 #[derive(Debug)]
 pub struct AxiHost {
     p: Ports,
-    mem: HostMemory,
+    mem: Backing,
     /// Timing of the answers.
     pub timing: HostTiming,
     writes: VecDeque<WriteBurst>,
@@ -336,7 +413,7 @@ impl AxiHost {
                 irq,
             },
             clock: 0,
-            mem,
+            mem: Backing::Memory(mem),
             timing,
             writes: VecDeque::new(),
             responses: VecDeque::new(),
@@ -354,14 +431,31 @@ impl AxiHost {
         })
     }
 
-    /// The memory it serves.
-    pub fn memory(&self) -> &HostMemory {
-        &self.mem
+    /// The test memory it serves (`None` while it serves the driver's regions).
+    pub fn memory(&self) -> Option<&HostMemory> {
+        match &self.mem {
+            Backing::Memory(m) => Some(m),
+            Backing::Driver(_) => None,
+        }
     }
 
     /// Serves `mem` from now on.
     pub fn set_memory(&mut self, mem: HostMemory) {
-        self.mem = mem;
+        self.mem = Backing::Memory(mem);
+    }
+
+    /// Serves the regions the driver maps through `port` from now on (reads, writes and
+    /// interrupts charged on its PCIe ledger); a burst touching anything unmapped is refused.
+    pub fn serve_driver(&mut self, port: nlb_driver::dma::HostPort) {
+        self.mem = Backing::Driver(port);
+    }
+
+    /// The driver's port, while it is served.
+    pub fn driver_port_mut(&mut self) -> Option<&mut nlb_driver::dma::HostPort> {
+        match &mut self.mem {
+            Backing::Driver(p) => Some(p),
+            Backing::Memory(_) => None,
+        }
     }
 
     /// No transfer taken and not yet answered.
@@ -373,14 +467,6 @@ impl AxiHost {
         let (lo, hi) = self.timing.latency;
         self.rng.random_range(lo..=hi.max(lo))
     }
-}
-
-/// The bytes of a 512-bit beat whose strobe bit is set, as (offset, byte).
-fn strobed(data: &[u32], strb: u64) -> impl Iterator<Item = (u64, u8)> + '_ {
-    (0..BEAT).filter(move |i| strb >> i & 1 != 0).map(move |i| {
-        let w = data.get((i / 4) as usize).copied().unwrap_or(0);
-        (i, w.to_le_bytes()[(i % 4) as usize])
-    })
 }
 
 impl Agent for AxiHost {
@@ -412,7 +498,7 @@ impl Agent for AxiHost {
         match self.reads.front() {
             Some(r) if r.due <= cycle => {
                 if r.ok {
-                    let b = self.mem.read(r.addr, BEAT as usize).unwrap_or_default();
+                    let b = self.mem.read(r.addr, BEAT as usize);
                     for (i, w) in b.chunks(4).enumerate() {
                         if let Some(d) = rdata.get_mut(i) {
                             *d = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
@@ -467,9 +553,7 @@ impl Agent for AxiHost {
                 )));
             };
             if w.ok {
-                for (i, b) in strobed(&data, strb) {
-                    self.mem.write(w.addr + i, &[b]);
-                }
+                self.mem.write_strobed(w.addr, &data, strb);
             }
             self.write_beats += 1;
             w.addr += BEAT;
