@@ -20,7 +20,7 @@ use nlb_driver::device::{Device, DeviceError, RegOp};
 use nlb_driver::dma::{DmaRegion, HostPort, IrqLine};
 use nlb_driver::pcie::{PcieCosts, PcieLedger, PcieStats};
 use nlb_hw::blocks::queues as q;
-use nlb_hw::blocks::{conntrack, ctrl};
+use nlb_hw::blocks::{conntrack, ctrl, dma};
 use nlb_hw::enums::TableCmd;
 use nlb_hw::layouts::CtEntry;
 use nlb_hw::layouts::{InjectHeader, LearnEvent};
@@ -355,11 +355,14 @@ impl Worker {
             }
             // Without DMA only the AXI-Lite master runs: nothing else is going on between
             // packets. With the driver's memory served, every agent runs (the DMA master may
-            // move at any clock) and a write (a doorbell) runs until the DMA is quiet.
+            // move at any clock) and a doorbell runs until the DMA is quiet.
             Request::Read(off) if self.dma.is_some() => Ok(Response::Value(self.dut.read32(off)?)),
             Request::Write(off, v) if self.dma.is_some() => {
                 self.dut.write32(off, v)?;
-                self.settle_dma()?;
+                // A doorbell or the engine's control starts DMA: let it land.
+                if [dma::CTRL, dma::PUNT_HOST, dma::EVENT_HOST].contains(&off) {
+                    self.settle_dma()?;
+                }
                 Ok(Response::Done)
             }
             Request::Read(off) => Ok(Response::Value(self.dut.axil.read(

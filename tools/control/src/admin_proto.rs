@@ -154,7 +154,8 @@ pub struct StatusData {
 /// How the daemon reaches the NIC, and what that costs on a card (docs/pcie.md).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct PcieData {
-    /// Punts, events, injected frames and table writes go through the host rings (DMA).
+    /// Punted frames and events go through the host rings (DMA); injected frames and table
+    /// writes too where the device carries all four rings.
     pub rings: bool,
     /// The NIC installs the connections it learns.
     pub hw_learn: bool,

@@ -9,6 +9,8 @@
 use crate::engine::{read_enable, Pipeline};
 use crate::transmit::{InjectSource, Taken};
 use nlb_driver::device::{Device, DeviceError, RegOp};
+use nlb_driver::dma::{DmaRegion, IrqLine};
+use nlb_driver::pcie::PcieStats;
 use nlb_hw::enums::Verdict;
 use nlb_verif::device::RtlDevice;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -59,6 +61,23 @@ impl Device for SharedRtl {
 
     fn describe(&self) -> String {
         format!("nlb-sim {}", self.lock().describe())
+    }
+
+    /// The host rings: `nlb_top`'s DMA master serves the memory the driver maps.
+    fn dma_map(&mut self, region: &DmaRegion) -> Result<(), DeviceError> {
+        self.lock().dma_map(region)
+    }
+
+    fn dma_unmap(&mut self, region: &DmaRegion) -> Result<(), DeviceError> {
+        self.lock().dma_unmap(region)
+    }
+
+    fn set_interrupts(&mut self, lines: &[IrqLine]) -> Result<(), DeviceError> {
+        self.lock().set_interrupts(lines)
+    }
+
+    fn pcie(&mut self) -> PcieStats {
+        self.lock().pcie()
     }
 }
 

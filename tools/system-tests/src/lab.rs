@@ -910,6 +910,14 @@ pub fn curl_through_the_simulated_nic_with_health_checks_and_dsr(engine: Engine)
     // nlbd installed what the NIC learned, and its metrics say what happened.
     let s = lab.admin("status").unwrap();
     assert!(s["learn_events"].as_u64().unwrap() > 0, "{s}");
+    // The events came by the host rings, on either engine: the RTL's DMA master wrote them
+    // into nlbd's memory (shared with nlb-sim) as a card's would.
+    assert_eq!(
+        s["pcie"]["rings"],
+        serde_json::json!(true),
+        "host rings: {s}"
+    );
+    assert!(s["pcie"]["dma_writes"].as_u64().unwrap_or(0) > 0, "{s}");
     // Three table changes: the victim out; one more down; fail open.
     assert!(s["decisions"].as_u64().unwrap() >= 3, "{s}");
     let metrics = metrics(&lab);

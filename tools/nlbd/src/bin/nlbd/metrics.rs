@@ -566,7 +566,7 @@ fn pcie(t: &mut Text, status: &EngineStatus) {
     t.single(
         "nlbd_host_rings",
         "gauge",
-        "1 when punts, events, injected frames and table writes go through the host rings (DMA)",
+        "1 when punted frames and events go through the host rings (DMA), and injected frames and table writes too where the device carries all four rings",
         f64::from(u8::from(status.rings)),
     );
     t.single(
