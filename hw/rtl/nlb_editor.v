@@ -93,11 +93,19 @@ localparam JOB_BITS = $clog2(JOB_DEPTH);
 // Largest punted frame (docs/pipeline.md section 13): 9728 bytes = 152 beats.
 localparam PUNT_BEATS = 152;
 
-localparam [2:0] K_DROP = 3'd0;
-localparam [2:0] K_L2 = 3'd1;
-localparam [2:0] K_ENC = 3'd2;
-localparam [2:0] K_PUNT = 3'd3;
-localparam [2:0] K_PASS = 3'd4;
+// What is done with a frame, one-hot: the edit state machine tests single bits of the job
+// (a decode of an encoded kind in front of the pop and its counters was 13 levels in the
+// OpenNIC plugin).
+localparam KI_DROP = 0;
+localparam KI_L2 = 1;
+localparam KI_ENC = 2;
+localparam KI_PUNT = 3;
+localparam KI_PASS = 4;
+localparam [4:0] K_DROP = 5'b00001 << KI_DROP;
+localparam [4:0] K_L2 = 5'b00001 << KI_L2;
+localparam [4:0] K_ENC = 5'b00001 << KI_ENC;
+localparam [4:0] K_PUNT = 5'b00001 << KI_PUNT;
+localparam [4:0] K_PASS = 5'b00001 << KI_PASS;
 
 input  wire                 clk;
 input  wire                 rst;
@@ -199,7 +207,7 @@ function [31:0] mask32(input [5:0] len);
 endfunction
 
 reg         h1_valid_reg = 1'b0;
-reg [2:0]   h1_kind_reg = K_DROP;
+reg [4:0]   h1_kind_reg = K_DROP;
 reg [101:0] h1_punt_reg = 102'd0;
 reg [47:0]  h1_be_mac_reg = 48'd0;
 reg [47:0]  h1_local_mac_reg = 48'd0;
@@ -328,7 +336,7 @@ wire [20:0] udp_sum = {4'd0, h1_l4_len_reg, 1'b0} + {3'd0, h1_udp_fixed_reg}
     + {2'd0, h1_dst_sum_reg};
 
 reg         h2_valid_reg = 1'b0;
-reg [2:0]   h2_kind_reg = K_DROP;
+reg [4:0]   h2_kind_reg = K_DROP;
 reg [101:0] h2_punt_reg = 102'd0;
 reg [47:0]  h2_be_mac_reg = 48'd0;
 reg [47:0]  h2_local_mac_reg = 48'd0;
@@ -454,7 +462,7 @@ end
 // pre_len = L2 length + header size, added here so that the edit stage only compares it;
 // likewise whether the output fits in one beat (the edit stage's last-beat decision feeds the
 // job FIFO's pop, so no compare may sit in front of it).
-localparam JW = 3 + 102 + 48 + 48 + 5 + 1 + 6 + 7 + 384 + 1 + 18;
+localparam JW = 5 + 102 + 48 + 48 + 5 + 1 + 6 + 7 + 384 + 1 + 18;
 wire [6:0]    pre_len_in = {2'd0, h2_l3off_reg} + {1'd0, hsize};
 wire          one_beat_in = h2_out_len_reg <= 18'd64;
 wire [JW-1:0] job_in = {h2_kind_reg, h2_punt_reg, h2_be_mac_reg, h2_local_mac_reg, h2_l3off_reg,
@@ -481,7 +489,7 @@ nlb_fifo #(
 );
 /* verilator lint_on PINCONNECTEMPTY */
 
-wire [2:0]   j_kind;
+wire [4:0]   j_kind;
 wire [101:0] j_punt;
 wire [47:0]  j_be_mac;
 wire [47:0]  j_local_mac;
@@ -629,27 +637,27 @@ always @* begin
     drain_next = drain_reg;
 
     if (job_valid) begin
-        if (drain_reg || j_kind == K_DROP) begin
+        if (drain_reg || j_kind[KI_DROP]) begin
             // Discard the rest of the frame.
             if (s_frame_valid) begin
                 pop = 1'b1;
                 finish = s_frame_last;
             end
-        end else if (j_kind == K_PASS) begin
+        end else if (j_kind[KI_PASS]) begin
             // Unchanged, beat for beat; n stays 0 (nothing is rewritten).
             if (s_frame_valid && pass_ready) begin
                 pass_valid = 1'b1;
                 pop = 1'b1;
                 finish = s_frame_last;
             end
-        end else if (j_kind == K_L2) begin
+        end else if (j_kind[KI_L2]) begin
             if (s_frame_valid && tx_ready) begin
                 tx_valid = 1'b1;
                 pop = 1'b1;
                 n_next = n_reg + 1'b1;
                 finish = s_frame_last;
             end
-        end else if (j_kind == K_PUNT) begin
+        end else if (j_kind[KI_PUNT]) begin
             if (n_reg == 8'd0) begin
                 if (punt_ready) begin
                     punt_valid = 1'b1;

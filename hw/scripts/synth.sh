@@ -51,7 +51,7 @@ configs=(
     "nlb_regs (sim profile)|nlb_regs||register file + every banked table of the sim profile"
     "nlb_parser|nlb_parser||header parser, 9 stages"
     "nlb_lookup (sim profile)|nlb_lookup||lookup pipeline: 5 flow hashes, 21 stages (table memories outside)"
-    "nlb_editor|nlb_editor||action stage: header builder, job FIFO, byte shifter, two skid buffers"
+    "nlb_editor|nlb_editor||action stage: header builder, job FIFO, byte shifter, three skid buffers (transmit, punt, pass)"
     "nlb_counters (sim profile)|nlb_counters||counter families (rule 256, backend 4096 entries of 4 x 64 bit)"
     "nlb_conntrack (sim profile)|nlb_conntrack||connection table 4096 x 4 x 365 bit, hit bits, register block"
     "nlb_table_cmd|nlb_table_cmd||decode of a table/conntrack cmd word (combinational, inside nlb_regs and nlb_conntrack)"
@@ -61,7 +61,7 @@ configs=(
     "nlb_mem_stage (u280 Maglev)|nlb_mem_stage|-set STATE_W 580 -set ROW_W 256 -set DATA_W 256 -set LANE_W 16 -set ENTRY_W 16 -set ROW_SHIFT 5 -set ROW_BITS 22 -set CHANNELS 4 -set SLOTS 512|Maglev stage: 4 HBM ports, 512 packets, 16-slot rows"
     "nlb_mem_ram (sim connections)|nlb_mem_ram||on-chip connection table behind its AXI4 port: 4096 rows of 1536 bits"
     "nlb_lookup (u280, HBM)|nlb_lookup|-set VIP_BUCKETS 4096 -set RULES 4096 -set POOLS 2048 -set MAGLEV_SLOTS 33554432 -set BACKENDS 65536 -set CT_BUCKETS 16777216 -set CT_CHANNELS 16 -set CT_DATA_W 256 -set CT_SLOTS 512 -set MG_CHANNELS 4 -set MG_SLOTS 512|lookup pipeline of the u280 profile with both memory stages on HBM ports (table memories outside)|noshare"
-    "nlb_plugin_322mhz (OpenNIC)|nlb_plugin_322mhz||the OpenNIC shell's 322 MHz box module: nlb_top (sim profile), register and host-DMA clock crossings, transmit FIFOs and arbiter (hw/boards/opennic)"
+    "nlb_plugin_322mhz (OpenNIC)|nlb_plugin_322mhz||the OpenNIC shell's 322 MHz box module: nlb_top (sim profile), register and host-DMA clock crossings, receive, transmit and to-host frame FIFOs and arbiters (hw/boards/opennic)"
     "nlb_top (u280)|nlb_top|-set PROFILE_ID 2 -set VIP_BUCKETS 4096 -set RULES 4096 -set POOLS 2048 -set MAGLEV_SLOTS 33554432 -set BACKENDS 65536 -set CT_BUCKETS 16777216 -set QUEUE_DEPTH 4096 -set MEM_ONCHIP 0 -set CT_CHANNELS 16 -set CT_DATA_W 256 -set CT_SLOTS 512 -set MG_CHANNELS 4 -set MG_SLOTS 512 -set MAX_IN_FLIGHT 1024|the whole pipeline of the u280 profile: on-chip tables at their u280 sizes, connections and Maglev slots on HBM ports|noshare"
 )
 
