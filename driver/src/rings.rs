@@ -50,6 +50,10 @@ pub enum RingError {
         /// The ring asked for.
         ring: Ring,
     },
+    /// The card's shell does not carry the DMA engine's port to host memory (the OpenNIC
+    /// plugin's `config` says so): its DMA would only fault.
+    #[error("the card's OpenNIC shell does not carry the host DMA port (plugin config bit 8 is 0): no host rings; build the shell with the host DMA path and --host-bridge (docs/boards.md, \"The host DMA path\")")]
+    NoHostPath,
     /// A ring size the engine does not support.
     #[error("a ring of 2^{log2} slots is beyond the engine's 2^{max}")]
     TooLarge {
@@ -233,6 +237,9 @@ impl HostRings {
         let carried = caps.rings;
         if carried != 2 && carried as usize != rings::ALL.len() {
             return Err(RingError::NoEngine { caps: caps_word });
+        }
+        if crate::opennic::plugin_status(dev)?.is_some_and(|p| !p.host_dma) {
+            return Err(RingError::NoHostPath);
         }
         for log2 in [
             sizes.punt_log2,

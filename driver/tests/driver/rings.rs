@@ -350,3 +350,68 @@ fn an_engine_with_only_the_punt_and_event_rings_moves_tables_through_registers()
     assert_eq!(sent[0].result.backend, Some(A_BACKEND));
     assert_eq!(dst_mac(&sent[0].frame), backend_mac(A_BACKEND));
 }
+
+/// A device with the OpenNIC plugin's registers after the register map, its `config` saying
+/// whether the shell carries the host DMA port; everything else is the model's.
+struct OpenNicCard {
+    model: ModelHandle,
+    host_dma: bool,
+}
+
+impl Device for OpenNicCard {
+    fn read32(&mut self, offset: u32) -> Result<u32, nlb_driver::device::DeviceError> {
+        match offset {
+            o if o == nlb_driver::opennic::PLUGIN_BASE => Ok(nlb_driver::opennic::PLUGIN_ID),
+            // One CMAC port; the host DMA port in the next byte.
+            o if o == nlb_driver::opennic::PLUGIN_BASE + 4 => {
+                Ok(u32::from_le_bytes([1, u8::from(self.host_dma), 0, 0]))
+            }
+            o if o > nlb_driver::opennic::PLUGIN_BASE => Ok(0),
+            o => self.model.read32(o),
+        }
+    }
+
+    fn write32(&mut self, offset: u32, value: u32) -> Result<(), nlb_driver::device::DeviceError> {
+        self.model.write32(offset, value)
+    }
+
+    fn dma_map(
+        &mut self,
+        region: &nlb_driver::dma::DmaRegion,
+    ) -> Result<(), nlb_driver::device::DeviceError> {
+        self.model.dma_map(region)
+    }
+
+    fn set_interrupts(
+        &mut self,
+        lines: &[nlb_driver::dma::IrqLine],
+    ) -> Result<(), nlb_driver::device::DeviceError> {
+        self.model.set_interrupts(lines)
+    }
+
+    fn describe(&self) -> String {
+        "an OpenNIC card (the model behind the plugin's registers)".into()
+    }
+}
+
+/// On an OpenNIC card whose shell does not carry the host DMA port, the rings are refused
+/// before anything is set up (their DMA could only fault), with the reason and the way out;
+/// where it does, they attach.
+#[test]
+fn rings_are_refused_on_a_card_whose_shell_has_no_host_dma_port() {
+    use nlb_driver::rings::RingError;
+    let mut model = ModelHandle::new(profile());
+    let mut card = OpenNicCard {
+        model: model.clone(),
+        host_dma: false,
+    };
+    let before = model.pcie();
+    let e = HostRings::attach(&mut card, small(), false).unwrap_err();
+    assert!(matches!(e, RingError::NoHostPath), "{e}");
+    assert!(e.to_string().contains("--host-bridge"), "{e}");
+    let used = model.pcie().since(&before);
+    assert_eq!(used.mmio_writes, 0, "nothing set up: {used:?}");
+    card.host_dma = true;
+    let rings = HostRings::attach(&mut card, small(), false).expect("attach with the port");
+    assert!(rings.carries(nlb_hw::enums::Ring::Punt));
+}
