@@ -305,16 +305,16 @@ impl Worker {
     }
 
     /// The driver's host port, made on first use.
-    fn driver_port(&mut self) -> &mut HostPort {
+    fn driver_port(&mut self) -> Result<&mut HostPort, VerifError> {
         if self.dma.is_none() {
             let ledger = Arc::new(PcieLedger::new(PcieCosts::default()));
             self.dut.host.serve_driver(HostPort::new(ledger.clone()));
             self.dma = Some(ledger);
         }
-        match self.dut.host.driver_port_mut() {
-            Some(p) => p,
-            None => unreachable!("serve_driver was called above"),
-        }
+        self.dut
+            .host
+            .driver_port_mut()
+            .ok_or_else(|| VerifError::Setup("the DMA master serves no driver memory".into()))
     }
 
     /// With the driver's memory served: clocks until the DMA master has been quiet for a
@@ -375,15 +375,15 @@ impl Worker {
                 Ok(Response::Done)
             }
             Request::DmaMap(region) => {
-                self.driver_port().map(&region);
+                self.driver_port()?.map(&region);
                 Ok(Response::Done)
             }
             Request::DmaUnmap(iova) => {
-                self.driver_port().unmap(iova);
+                self.driver_port()?.unmap(iova);
                 Ok(Response::Done)
             }
             Request::SetInterrupts(lines) => {
-                self.driver_port().set_interrupts(&lines);
+                self.driver_port()?.set_interrupts(&lines);
                 Ok(Response::Done)
             }
             Request::Pcie => Ok(Response::Pcie(
