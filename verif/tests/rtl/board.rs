@@ -12,7 +12,6 @@
 //! `tvalid` held through each frame, `tuser` of the card-to-host stream, AXI protocols, the
 //! shell's receive adapter never overflowing).
 
-use flowtable_compiler::{compile_file, CompileOptions, HealthState};
 use nlb_driver::device::Device;
 use nlb_driver::loader::{Loader, LoaderOptions};
 use nlb_driver::{discover, ModelHandle};
@@ -178,13 +177,7 @@ fn the_driver_finds_loads_and_runs_the_opennic_plugin() {
     assert_eq!(info.firmware.part_id, 0x04B7_D093, "xcu280's IDCODE");
 
     let mut model = ModelHandle::new(info.profile);
-    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
-    let (_, compiled) = compile_file(
-        &examples.join("web.yaml"),
-        &HealthState::default(),
-        &CompileOptions::default(),
-    )
-    .expect("the example compiles");
+    let compiled = crate::compiled_example("web.yaml");
     // The card's loader starts from what a card out of reset holds (both banks empty, bank 0
     // active), read from a fresh model: reading both banks back through 125 MHz register
     // accesses takes minutes of simulation here (the read-back itself is tested against
@@ -498,13 +491,7 @@ fn the_host_rings_cross_to_the_qdma_clock_and_match_the_model() {
     let info = discover(&mut card).expect("the card is discovered");
     let mut model = ModelHandle::new(info.profile);
     model.lock().set_dma_port(Some(Box::new(model_mem.port())));
-    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
-    let (_, compiled) = compile_file(
-        &examples.join("web.yaml"),
-        &HealthState::default(),
-        &CompileOptions::default(),
-    )
-    .expect("the example compiles");
+    let compiled = crate::compiled_example("web.yaml");
     for dev in [&mut card as &mut dyn Device, &mut model] {
         let mut loader = Loader::attach(
             &mut ModelHandle::new(info.profile),

@@ -6,7 +6,7 @@
 //! learn events, popped through the registers) must agree; so must frames the host injects
 //! through the inject queue, up to and past its depth.
 
-use flowtable_compiler::{compile_file, CompileOptions, HealthState};
+use flowtable_compiler::{CompileOptions, HealthState};
 use nlb_driver::device::Device;
 use nlb_driver::loader::{Loader, LoaderOptions};
 use nlb_driver::{discover, ModelHandle};
@@ -16,7 +16,6 @@ use nlb_verif::device::RtlDevice;
 use nlb_verif::scenario::Scenario;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
-use std::path::Path;
 
 /// Pops every punt and learn event through the queue registers: (punt header + data words,
 /// learn words).
@@ -183,16 +182,9 @@ fn the_driver_loads_the_rtl_like_hardware_and_it_forwards_like_the_model() {
         Loader::attach(&mut model, info.profile, LoaderOptions::default()).expect("attach");
     let attach_secs = t0.elapsed().as_secs_f64();
 
-    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
     let mut configs: Vec<(String, flowtable_compiler::Compiled)> = Vec::new();
     for name in ["web.yaml", "ipv6.yaml", "udp-dns.yaml"] {
-        let (_, compiled) = compile_file(
-            &examples.join(name),
-            &HealthState::default(),
-            &CompileOptions::default(),
-        )
-        .expect("the example compiles");
-        configs.push((name.to_string(), compiled));
+        configs.push((name.to_string(), crate::compiled_example(name)));
     }
     configs.push(("16 rules on one VIP".into(), sixteen_rules()));
     let mut total = 0usize;
@@ -368,13 +360,7 @@ fn the_drivers_host_rings_run_on_the_rtl_as_on_the_model() {
 
     let seed = seed_from_env(0xd0a5_0001);
     let mut rng = StdRng::seed_from_u64(seed);
-    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
-    let (_, compiled) = compile_file(
-        &examples.join("web.yaml"),
-        &HealthState::default(),
-        &CompileOptions::default(),
-    )
-    .expect("the example compiles");
+    let compiled = crate::compiled_example("web.yaml");
     let mut rtl = RtlDevice::new(seed).expect("RTL model");
     rtl.load(&compiled.tables, &compiled.nic).expect("RTL load");
     let mut model_dev =

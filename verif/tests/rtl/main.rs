@@ -33,3 +33,17 @@ mod rx_no_stall;
 mod spi_flash;
 mod table_cmd;
 mod table_mem;
+
+/// A configuration of `examples/` compiled with every target healthy.
+pub(crate) fn compiled_example(name: &str) -> flowtable_compiler::Compiled {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../examples")
+        .join(name);
+    let (_, compiled) = flowtable_compiler::compile_file(
+        &path,
+        &flowtable_compiler::HealthState::default(),
+        &flowtable_compiler::CompileOptions::default(),
+    )
+    .unwrap_or_else(|e| panic!("{} compiles: {e}", path.display()));
+    compiled
+}
