@@ -7,10 +7,10 @@
 //! moves its own index with one posted register write per batch (the doorbell). Setup
 //! (ring bases and sizes) and teardown are register writes too, once.
 //!
-//! An engine may carry only the two rings toward the host (punted frames and events), as the
-//! RTL's `nlb_host_dma` does (`dma.caps.rings` = 2): injected frames then go through the inject
-//! register window and table and connection writes through the register windows, and
-//! [`split_commands`] finds no command ring.
+//! An engine may carry only the first rings: the punt, event and inject rings, as the RTL's
+//! `nlb_host_dma` does (`dma.caps.rings` = 3), or only the two toward the host (2). Table and
+//! connection writes then go through the register windows ([`split_commands`] finds no
+//! command ring), and with two rings injected frames go through the inject register window.
 //!
 //! One [`HostRings`] serves every backend that can DMA: VFIO (the memory mapped into the
 //! container's IOMMU), the in-process model, `nlb-sim` over its socket (the memory shared
@@ -39,16 +39,18 @@ pub enum RingError {
     #[error("ring record does not decode: {0}")]
     Decode(#[from] LayoutError),
     /// The device has no `dma` block of this version (an older bitstream).
-    #[error("the device has no host DMA engine of this release (dma.caps reads {caps:#x}: 2 or 4 rings expected); flash a bitstream of this release")]
+    #[error("the device has no host DMA engine of this release (dma.caps reads {caps:#x}: 2 to 4 rings expected); flash a bitstream of this release")]
     NoEngine {
         /// What `dma.caps` read.
         caps: u32,
     },
-    /// The engine does not carry this ring (`dma.caps.rings` = 2: punt and event only).
-    #[error("the device's DMA engine carries no {ring:?} ring (dma.caps.rings = 2)")]
+    /// The engine does not carry this ring (`dma.caps.rings` below 4).
+    #[error("the device's DMA engine carries no {ring:?} ring (dma.caps.rings = {carried})")]
     NotCarried {
         /// The ring asked for.
         ring: Ring,
+        /// Rings the engine carries.
+        carried: u8,
     },
     /// The card's shell does not carry the DMA engine's port to host memory (the OpenNIC
     /// plugin's `config` says so): its DMA would only fault.
@@ -209,7 +211,8 @@ pub struct HostRings {
     seen_drops: [u32; 4],
     seen_errors: [u32; 4],
     hw_learn: bool,
-    /// Rings the engine carries (`dma.caps.rings`): 4, or 2 (punt and event).
+    /// Rings the engine carries (`dma.caps.rings`): the first 2, 3 or 4 of punt, event,
+    /// inject and command.
     carried: u8,
     /// Injection through the register window, where the engine has no inject ring.
     inject_window: crate::queues::Queues,
@@ -235,7 +238,7 @@ impl HostRings {
         let caps_word = dev.read32(regs::CAPS)?;
         let caps = regs::Caps::from_word(caps_word);
         let carried = caps.rings;
-        if carried != 2 && carried as usize != rings::ALL.len() {
+        if carried < 2 || carried as usize > rings::ALL.len() {
             return Err(RingError::NoEngine { caps: caps_word });
         }
         if crate::opennic::plugin_status(dev)?.is_some_and(|p| !p.host_dma) {
@@ -362,7 +365,8 @@ impl HostRings {
         Ok(())
     }
 
-    /// Whether the engine carries `ring` (all four, or only punt and event).
+    /// Whether the engine carries `ring` (the first `dma.caps.rings` of punt, event, inject
+    /// and command).
     pub fn carries(&self, ring: Ring) -> bool {
         (ring as u8) < self.carried
     }
@@ -517,7 +521,7 @@ impl HostRings {
     /// the device sees it at the next [`HostRings::ring_inject`]).
     pub fn inject(&mut self, backend: u16, pool: u16, frame: &[u8]) -> Result<(), RingError> {
         if !self.carries(Ring::Inject) {
-            return Err(RingError::NotCarried { ring: Ring::Inject });
+            return Err(RingError::NotCarried { ring: Ring::Inject, carried: self.carried });
         }
         if frame.len() > FRAME {
             return Err(RingError::FrameTooLong {
@@ -645,7 +649,7 @@ impl HostRings {
     /// Queues a command (host memory only).
     pub fn submit(&mut self, cmd: &CmdDesc) -> Result<(), RingError> {
         if !self.carries(Ring::Cmd) {
-            return Err(RingError::NotCarried { ring: Ring::Cmd });
+            return Err(RingError::NotCarried { ring: Ring::Cmd, carried: self.carried });
         }
         if self.cmd_pending()? >= slots(self.sizes.cmd_log2) {
             return Err(RingError::CommandsFull);
@@ -666,7 +670,7 @@ impl HostRings {
         timeout: Duration,
     ) -> Result<(), RingError> {
         if !self.carries(Ring::Cmd) {
-            return Err(RingError::NotCarried { ring: Ring::Cmd });
+            return Err(RingError::NotCarried { ring: Ring::Cmd, carried: self.carried });
         }
         let i = Ring::Cmd as usize;
         let errors_before = self.seen_errors[i];

@@ -417,8 +417,9 @@ impl ModelDevice {
         self.dma.set_port(port);
     }
 
-    /// The DMA engine carries only the punt and event rings (`n` = 2), as `nlb_host_dma`
-    /// does, or all four (`n` = 4, the default): see [`HostDma::set_rings_carried`].
+    /// The DMA engine carries only the punt and event rings (`n` = 2), those and the inject
+    /// ring (`n` = 3, as `nlb_host_dma` does), or all four (`n` = 4, the default): see
+    /// [`HostDma::set_rings_carried`].
     pub fn set_dma_rings(&mut self, n: u8) {
         self.dma.set_rings_carried(n);
     }

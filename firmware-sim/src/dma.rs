@@ -47,6 +47,9 @@ pub trait DmaPort: Send + fmt::Debug {
     fn as_any_mut(&mut self) -> &mut dyn Any;
 }
 
+/// Bytes of a DMA line: punt buffers and injected frames start on one.
+const LINE: u64 = 64;
+
 /// Slots in a ring of `log2`.
 fn slots(log2: u8) -> u16 {
     1u16 << log2.min(rings::MAX_LOG2 as u8)
@@ -117,8 +120,9 @@ pub struct HostDma {
     hw_learn: bool,
     /// Whether the pipeline can learn (caps.hw_learn).
     can_learn: bool,
-    /// Rings the engine carries (caps.rings): all four, or the two toward the host (punt and
-    /// event) as `nlb_host_dma` does; the registers of the others read 0 and ignore writes.
+    /// Rings the engine carries (caps.rings): all four, the first three (punt, event and
+    /// inject) as `nlb_host_dma` does, or the two toward the host (punt and event); the
+    /// registers of the others read 0 and ignore writes.
     carried: u8,
     host_time: u32,
     wb: u64,
@@ -155,9 +159,9 @@ impl HostDma {
         self.port = port;
     }
 
-    /// Carries only the first `n` rings (`n` is 2, the punt and event rings as the RTL's
-    /// engine, or 4): `caps.rings` reads `n`, the other rings' registers read 0 and ignore
-    /// writes. Resets the rings.
+    /// Carries only the first `n` rings (`n` is 2: punt and event; 3: and inject, as the
+    /// RTL's engine; or 4): `caps.rings` reads `n`, the other rings' registers read 0 and
+    /// ignore writes. Resets the rings.
     pub fn set_rings_carried(&mut self, n: u8) {
         self.carried = n.clamp(2, rings::ALL.len() as u8);
         self.reset();
@@ -346,7 +350,7 @@ impl HostDma {
             }
         };
         // The buffer starts on a 64-byte line (the RTL writes whole lines' lanes).
-        if !desc.addr.is_multiple_of(64) {
+        if !desc.addr.is_multiple_of(LINE) {
             self.error(Ring::Punt, slot, DmaError::BadEntry);
             return true;
         }
@@ -452,7 +456,15 @@ impl HostDma {
                 self.completed(Ring::Inject);
                 continue;
             }
-            let mut frame = vec![0u8; len];
+            // The frame starts on a 64-byte line and is read in whole lines (the RTL reads
+            // beats of the line size: a frame whose last line runs past the device's
+            // mapping is refused though its last byte is inside).
+            if !desc.addr.is_multiple_of(LINE) {
+                self.error(Ring::Inject, slot, DmaError::BadEntry);
+                self.completed(Ring::Inject);
+                continue;
+            }
+            let mut frame = vec![0u8; len.next_multiple_of(LINE as usize)];
             let ok = self
                 .port
                 .as_deref_mut()
@@ -462,6 +474,7 @@ impl HostDma {
                 self.completed(Ring::Inject);
                 continue;
             }
+            frame.truncate(len);
             return Some(InjectWork { header, frame });
         }
     }

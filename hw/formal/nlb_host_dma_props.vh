@@ -14,6 +14,14 @@
 //   posted ([addr, addr + len)), and no burst crosses a 4 KiB boundary (host_dma_4k);
 // - host_dma_in_slot: event and completion writes go to the slot at dev, inside the ring,
 //   and only while the host gave that slot.
+// The inject ring (host to device):
+// - host_dma_no_pass_inj: its index moves by one at a time and only past a descriptor the
+//   host posted;
+// - host_dma_inj_desc: the descriptor read is the line of slot dev, while the host posted it;
+// - host_dma_inj_in_frame: every read of the frame lies inside the lines of the frame its
+//   descriptor names, and no read crosses a 4 KiB boundary (host_dma_4k_rd);
+// - host_dma_inj_beats: a frame goes out as exactly its beats (ceil(frame_len / 64), one for
+//   an empty frame), behind one header beat carrying the descriptor's header.
 
 reg f_past_valid = 1'b0;
 always @(posedge clk) begin
@@ -28,9 +36,22 @@ wire f_setup_wr = ext_wr_req && (f_w == NLB_REG_DMA_CTRL || f_w == NLB_REG_DMA_W
     || f_w == NLB_REG_DMA_PUNT_BASE_LO || f_w == NLB_REG_DMA_PUNT_BASE_HI
     || f_w == NLB_REG_DMA_PUNT_SIZE
     || f_w == NLB_REG_DMA_EVENT_BASE_LO || f_w == NLB_REG_DMA_EVENT_BASE_HI
-    || f_w == NLB_REG_DMA_EVENT_SIZE);
+    || f_w == NLB_REG_DMA_EVENT_SIZE
+    || f_w == NLB_REG_DMA_INJECT_BASE_LO || f_w == NLB_REG_DMA_INJECT_BASE_HI
+    || f_w == NLB_REG_DMA_INJECT_SIZE);
 wire f_size_wr_p = ext_wr_req && f_w == NLB_REG_DMA_PUNT_SIZE;
 wire f_size_wr_e = ext_wr_req && f_w == NLB_REG_DMA_EVENT_SIZE;
+wire f_size_wr_i = ext_wr_req && f_w == NLB_REG_DMA_INJECT_SIZE;
+wire [15:0] f_new_host_i = wr_host[RI][NLB_REG_DMA_PUNT_HOST_INDEX_LSB
+    +: NLB_REG_DMA_PUNT_HOST_INDEX_W];
+// Read beats asked for and not yet answered (the slave answers only what it was asked).
+reg [9:0] f_rbeats = 10'd0;
+always @(posedge clk) begin
+    f_rbeats <= f_rbeats + (ar_hs ? {2'b00, m_axi_arlen} + 10'd1 : 10'd0) - {9'd0, r_hs};
+    if (rst) begin
+        f_rbeats <= 10'd0;
+    end
+end
 wire [15:0] f_new_host_p = wr_host[RP][NLB_REG_DMA_PUNT_HOST_INDEX_LSB
     +: NLB_REG_DMA_PUNT_HOST_INDEX_W];
 wire [15:0] f_new_host_e = wr_host[RE][NLB_REG_DMA_PUNT_HOST_INDEX_LSB
@@ -41,7 +62,8 @@ always @* begin
         assume(rst);
     end
     if (f_setup_wr) begin
-        assume(state_reg == S_IDLE && b_out_reg == 10'd0 && !take_p && !take_ev && !take_wb);
+        assume(state_reg == S_IDLE && b_out_reg == 10'd0 && !take_p && !take_ev && !take_wb
+            && !take_i);
     end
     if (ext_wr_req && f_w == NLB_REG_DMA_PUNT_HOST) begin
         assume(f_new_host_p - dev_reg[RP] >= avail_punt);
@@ -49,13 +71,22 @@ always @* begin
     if (ext_wr_req && f_w == NLB_REG_DMA_EVENT_HOST) begin
         assume(f_new_host_e - dev_reg[RE] >= avail_event);
     end
+    if (ext_wr_req && f_w == NLB_REG_DMA_INJECT_HOST) begin
+        assume(f_new_host_i - dev_reg[RI] >= avail_inject);
+    end
     if (m_axi_bvalid) begin
         assume(b_out_reg != 10'd0);
     end
     if (m_axi_rvalid) begin
-        assume(state_reg == S_P_R && !ar_valid_reg);
+        assume(f_rbeats != 10'd0);
+    end
+    if (m_axi_rvalid && state_reg == S_P_R) begin
         // A posted buffer lies inside the IOVA space (it does not wrap past 2^64).
         assume({1'b0, desc_addr} + {49'd0, desc_len} <= {1'b1, 64'd0});
+    end
+    if (m_axi_rvalid && state_reg == S_I_R) begin
+        // So does a frame to inject.
+        assume({1'b0, idesc_addr} + {50'd0, idesc_beats, 6'd0} <= {1'b1, 64'd0});
     end
 end
 
@@ -75,6 +106,30 @@ always @(posedge clk) begin
         f_len <= desc_len;
     end
 end
+
+// The injected frame in flight: its descriptor's address and lines (f_ilines), and the
+// beats it has sent after its header beat.
+reg [63:0] f_iaddr = 64'd0;
+reg [8:0]  f_ilines = 9'd0;
+reg [13:0] f_ilen = 14'd0;
+reg [8:0]  f_isent = 9'd0;
+reg [15:0] f_iidx = 16'd0;
+always @(posedge clk) begin
+    if (take_i) begin
+        f_iidx <= dev_reg[RI];
+    end
+    if (state_reg == S_I_R && r_hs) begin
+        f_iaddr <= idesc_addr;
+        f_ilines <= idesc_beats;
+        f_ilen <= idesc_len;
+        f_isent <= 9'd0;
+    end
+    if (i_beat) begin
+        f_isent <= f_isent + 9'd1;
+    end
+end
+wire [8:0] f_ibeats = f_ilen == 14'd0 ? 9'd1 : f_ilines;
+wire [15:0] f_mask_i = (16'd1 << log2_reg[RI]) - 16'd1;
 
 // The rings' index masks by their definition, 2^log2 - 1 (not the RTL's ring_mask, so that a
 // mistake in it shows).
@@ -105,6 +160,31 @@ always @* begin
             host_dma_in_slot_cpl: assert(m_axi_awaddr == base_reg[RP]
                 + {42'd0, (dev_reg[RP] & f_mask_p) >> 2, 6'd0} && avail_punt != 16'd0);
         end
+        if (m_axi_arvalid) begin
+            host_dma_4k_rd: assert({2'b00, m_axi_araddr[11:6]} + {1'b0, m_axi_arlen[6:0]}
+                <= 8'd63 && m_axi_arlen[7] == 1'b0);
+        end
+        if (m_axi_arvalid && state_reg == S_I_R) begin
+            host_dma_inj_desc: assert(m_axi_araddr == base_reg[RI]
+                + {42'd0, (dev_reg[RI] & f_mask_i) >> 2, 6'd0} && avail_inject != 16'd0
+                && m_axi_arlen == 8'd0);
+        end
+        if (m_axi_arvalid && state_reg == S_I_D) begin
+            host_dma_inj_in_frame: assert(m_axi_araddr >= f_iaddr
+                && {1'b0, m_axi_araddr} + {49'd0, m_axi_arlen, 6'd0} + 65'd64
+                    <= {1'b0, f_iaddr} + {50'd0, f_ilines, 6'd0});
+        end
+        if (m_inject_tvalid && m_inject_tlast) begin
+            host_dma_inj_beats: assert(f_isent + 9'd1 == f_ibeats);
+        end
+        if (m_inject_tvalid && state_reg == S_I_D) begin
+            host_dma_inj_beats_max: assert(f_isent < f_ibeats);
+        end
+        if (m_inject_tvalid && state_reg == S_I_H) begin
+            host_dma_inj_header: assert(m_inject_tdata[IHW-1:0] == i_hdr_reg
+                && i_hdr_reg[NLB_INJECT_HEADER_FRAME_LEN_LSB +: NLB_INJECT_HEADER_FRAME_LEN_W]
+                    == f_ilen);
+        end
     end
 end
 
@@ -119,6 +199,11 @@ always @(posedge clk) begin
         if (!$past(f_size_wr_e) && dev_reg[RE] != $past(dev_reg[RE])) begin
             host_dma_no_pass_ev: assert($past(avail_event) != 16'd0
                 && dev_reg[RE] == $past(dev_reg[RE]) + 16'd1);
+        end
+        if (!$past(f_size_wr_i) && dev_reg[RI] != $past(dev_reg[RI])) begin
+            host_dma_no_pass_inj: assert($past(avail_inject) != 16'd0
+                && dev_reg[RI] == $past(dev_reg[RI]) + 16'd1
+                && $past(dev_reg[RI]) == $past(f_iidx));
         end
     end
 end
@@ -161,7 +246,61 @@ always @* begin
                 host_dma_inv_aw1: assert(aw_len_reg == 8'd0);
             end
         end
-        host_dma_inv_state: assert(state_reg <= S_WB_B && state_reg != 4'd3);
+        host_dma_inv_state: assert(state_reg != 4'd3);
+        // Reads in flight: none but the record's.
+        if (state_reg == S_P_R || state_reg == S_I_R) begin
+            host_dma_inv_rd1: assert(f_rbeats + {9'd0, ar_valid_reg} == 10'd1
+                && (!ar_valid_reg || ar_len_reg == 8'd0));
+        end else if (state_reg != S_I_D) begin
+            host_dma_inv_rd0: assert(f_rbeats == 10'd0 && !ar_valid_reg);
+        end
+        if (state_reg == S_I_R) begin
+            host_dma_inv_islot: assert(avail_inject != 16'd0 && f_iidx == dev_reg[RI]
+                && p_slot_reg == (dev_reg[RI] & f_mask_i));
+            if (ar_valid_reg) begin
+                host_dma_inv_idesc_ar: assert(ar_addr_reg == base_reg[RI]
+                    + {44'd0, p_slot_reg[15:2], 6'd0});
+            end
+        end
+        if (state_reg == S_I_H || state_reg == S_I_D) begin
+            host_dma_inv_iframe: assert(avail_inject != 16'd0 && f_iidx == dev_reg[RI]
+                && f_ilen <= FRAME_MAX[13:0] && f_iaddr[5:0] == 6'd0
+                && f_ilines == f_ilen[13:6] + {8'd0, f_ilen[5:0] != 6'd0}
+                && i_empty_reg == (f_ilen == 14'd0)
+                && {1'b0, f_iaddr} + {50'd0, f_ilines, 6'd0} <= {1'b1, 64'd0}
+                && i_left_reg != 9'd0 && f_isent + i_left_reg == f_ibeats
+                && i_hdr_reg[NLB_INJECT_HEADER_FRAME_LEN_LSB +: NLB_INJECT_HEADER_FRAME_LEN_W]
+                    == f_ilen
+                && p_last_bytes_reg == (f_ilen == 14'd0 ? 7'd0
+                    : f_ilen[5:0] == 6'd0 ? 7'd64 : {1'b0, f_ilen[5:0]}));
+        end
+        if (state_reg == S_I_H || (state_reg == S_I_D && i_empty_reg)) begin
+            host_dma_inv_ihead: assert(f_rbeats == 10'd0 && !ar_valid_reg
+                && (state_reg == S_I_D || (p_beats_reg == f_ilines && p_addr_reg == f_iaddr
+                    && f_isent == 9'd0)));
+        end
+        if (state_reg == S_I_D && i_empty_reg) begin
+            host_dma_inv_iempty: assert(p_beats_reg == 9'd0);
+        end
+        if (state_reg == S_I_D && !i_empty_reg) begin
+            // Lines not yet asked for, asked for, and in flight add up to those still to go.
+            host_dma_inv_ilines: assert({1'b0, p_beats_reg} + f_rbeats
+                + (ar_valid_reg ? {2'b00, ar_len_reg} + 10'd1 : 10'd0) == {1'b0, i_left_reg}
+                && p_beats_reg <= f_ilines
+                && (p_beats_reg == 9'd0 || {1'b0, p_addr_reg} + {50'd0, p_beats_reg, 6'd0}
+                    == {1'b0, f_iaddr} + {50'd0, f_ilines, 6'd0})
+                && (p_beats_reg == 9'd0 || p_beats_reg == f_ilines
+                    || p_addr_reg[11:0] == 12'd0)
+                && (p_beats_reg != f_ilines || (p_addr_reg == f_iaddr && !ar_valid_reg
+                    && f_rbeats == 10'd0)));
+            if (ar_valid_reg) begin
+                host_dma_inv_iar: assert(ar_addr_reg >= f_iaddr && !ar_len_reg[7]
+                    && {2'b00, ar_addr_reg[11:6]} + {1'b0, ar_len_reg[6:0]} <= 8'd63
+                    && {1'b0, ar_addr_reg} + {49'd0, ar_len_reg, 6'd0} + 65'd64
+                        == (p_beats_reg == 9'd0 ? {1'b0, f_iaddr} + {50'd0, f_ilines, 6'd0}
+                            : {1'b0, p_addr_reg}));
+            end
+        end
         // The slot addresses' low halves summed a clock ahead (slot_iova).
         if (lo_fresh_reg) begin
             host_dma_inv_lo: assert(
@@ -169,7 +308,10 @@ always @* begin
                 && pd_lo_reg == {1'b0, base_reg[RP][21:0]}
                     + {3'b000, (dev_reg[RP] & f_mask_p) >> 2, 6'd0}
                 && p_full_reg == (host_reg[RP] == dev_reg[RP])
-                && e_full_reg == (host_reg[RE] == dev_reg[RE]));
+                && e_full_reg == (host_reg[RE] == dev_reg[RE])
+                && id_lo_reg == {1'b0, base_reg[RI][21:0]}
+                    + {3'b000, (dev_reg[RI] & f_mask_i) >> 2, 6'd0}
+                && i_posted_reg == (host_reg[RI] != dev_reg[RI]));
         end
         if (f_punt_busy && state_reg != S_P_R) begin
             host_dma_inv_pc_lo: assert(
@@ -193,5 +335,7 @@ always @(posedge clk) begin
         cover(state_reg == S_P_AW && $past(state_reg) == S_P_W && p_beats_reg != 9'd0);
         cover(dev_reg[RP] != $past(dev_reg[RP]) && !$past(f_size_wr_p));
         cover(dev_reg[RE] != $past(dev_reg[RE]) && !$past(f_size_wr_e));
+        // An injected frame's last beat out.
+        cover(m_inject_tvalid && m_inject_tready && m_inject_tlast && !i_empty_reg);
     end
 end

@@ -29,8 +29,18 @@
 // being written; an event that finds the event queue full is dropped there (s_event_dropped)
 // and, while the event ring is in use, counted in its drops.
 //
-// The inject and command rings are not carried here: caps.rings reads 2 and their
-// registers read 0.
+// - an injected frame (the inject ring, host to device): while the host has posted a
+//   descriptor (host != dev) and the inject queue behind m_inject has room for the largest
+//   frame, the descriptor of slot dev is read (its 64-byte line), then the frame: its lines
+//   read in bursts within 4 KiB, several in flight, straight onto m_inject behind one beat
+//   that carries the descriptor's inject header. A frame longer than 9728 bytes is dropped
+//   and counted (drops); a frame address not 64-byte aligned fails the slot (BAD_ENTRY); a
+//   refused read (DMA_FAULT) marks the frame's last beat m_inject_terr, so the queue drops it
+//   whole. Either way the slot is consumed and dev moves on (the host may reuse its buffer
+//   once dev passes it: the frame is in the NIC by then).
+// Records of the pipeline (events, punts) and injected frames take turns, so neither starves.
+//
+// The command ring is not carried here: caps.rings reads 3 and its registers read 0.
 //
 // The engine never writes outside a slot the host gave it (slot dev mod size while
 // dev != host), never beyond the buffer a punt slot names, and its index never passes the
@@ -67,6 +77,13 @@ module nlb_host_dma (
     m_event_tdata,
     m_event_tvalid,
     m_event_tready,
+    inject_room,
+    m_inject_tdata,
+    m_inject_tkeep,
+    m_inject_tvalid,
+    m_inject_tready,
+    m_inject_tlast,
+    m_inject_terr,
     m_axi_awaddr,
     m_axi_awlen,
     m_axi_awsize,
@@ -105,14 +122,17 @@ parameter WB_EVERY = 16;
 localparam [15:0] US_DIV = CLK_PER_US;
 localparam [7:0]  WB_N = WB_EVERY;
 localparam [3:0]  MAX_LOG2 = NLB_DMA_MAX_LOG2;
-localparam [3:0]  RINGS_N = 4'd2;
+localparam [3:0]  RINGS_N = 4'd3;
 // The rings' indices in the arrays below (their ring enumeration values).
-localparam [0:0]  RP = NLB_RING_PUNT[0:0];
-localparam [0:0]  RE = NLB_RING_EVENT[0:0];
+localparam [1:0]  RP = NLB_RING_PUNT;
+localparam [1:0]  RE = NLB_RING_EVENT;
+localparam [1:0]  RI = NLB_RING_INJECT;
 localparam DW = 512;
 localparam KW = 64;
 localparam EW = 384;
-localparam RINGS = 2;
+localparam RINGS = 3;
+// The inject header bits the inject stream's first beat carries (backend, pool, frame_len).
+localparam IHW = NLB_INJECT_HEADER_WIDTH;
 
 input  wire          clk;
 input  wire          rst;
@@ -150,6 +170,16 @@ input  wire          s_event_dropped;
 output wire [EW-1:0] m_event_tdata;
 output wire          m_event_tvalid;
 input  wire          m_event_tready;
+// Injected frames toward the inject queue (nlb_inject_queue): a beat whose low IHW bits are
+// the inject header, then the frame's beats; m_inject_terr with the last: drop the frame.
+// inject_room: the queue has room for a header beat and a frame of 9728 bytes.
+input  wire          inject_room;
+output wire [DW-1:0] m_inject_tdata;
+output wire [KW-1:0] m_inject_tkeep;
+output wire          m_inject_tvalid;
+input  wire          m_inject_tready;
+output wire          m_inject_tlast;
+output wire          m_inject_terr;
 // AXI4 master toward host memory (one id, 64-byte beats, INCR bursts within 4 KiB).
 output wire [63:0]   m_axi_awaddr;
 output wire [7:0]    m_axi_awlen;
@@ -173,7 +203,7 @@ output wire          m_axi_arvalid;
 input  wire          m_axi_arready;
 input  wire [DW-1:0] m_axi_rdata;
 input  wire [1:0]    m_axi_rresp;
-/* verilator lint_off UNUSEDSIGNAL */ // (one beat per read: rlast is always set)
+/* verilator lint_off UNUSEDSIGNAL */ // (beats are counted: rlast is not needed)
 input  wire          m_axi_rlast;
 /* verilator lint_on UNUSEDSIGNAL */
 input  wire          m_axi_rvalid;
@@ -265,6 +295,9 @@ wire [15:0] avail_punt = host_reg[RP] - dev_reg[RP];
 wire [15:0] avail_event = host_reg[RE] - dev_reg[RE];
 wire [15:0] slot_punt = dev_reg[RP] & ring_mask(log2_reg[RP]);
 wire [15:0] slot_event = dev_reg[RE] & ring_mask(log2_reg[RE]);
+wire usable_inject = enable_reg && ren_reg[RI] && base_nz_reg[RI];
+wire [15:0] avail_inject = host_reg[RI] - dev_reg[RI];
+wire [15:0] slot_inject = dev_reg[RI] & ring_mask(log2_reg[RI]);
 
 // x + c, for c of 0 or 1, without a carry chain: bit i flips when c is set and every bit
 // below it is 1 (a tree of LUTs a few levels deep; a 58-bit `+` is 15 CARRY4 in a row).
@@ -298,6 +331,15 @@ function [63:0] next_beat(input [63:0] a);
         next_beat = {hi[57:0], a[5:0]};
     end
 endfunction
+
+// The next 4 KiB boundary above a (a's page number incremented).
+function [63:0] next_4k(input [63:0] a);
+    reg [63:0] hi;
+    begin
+        hi = inc_if({12'd0, a[63:12]}, 1'b1);
+        next_4k = {hi[51:0], 12'd0};
+    end
+endfunction
 /* verilator lint_on UNUSEDSIGNAL */
 
 // ---- the engine ---------------------------------------------------------------------------
@@ -313,7 +355,10 @@ localparam [3:0] S_IDLE = 4'd0,
                  S_P_CB = 4'd9,    // punt: its response
                  S_DISCARD = 4'd10,// punt: the frame dropped (no slot, a failed slot)
                  S_WB_W = 4'd11,   // write-back: AW and W
-                 S_WB_B = 4'd12;   // write-back: its response
+                 S_WB_B = 4'd12,   // write-back: its response
+                 S_I_R = 4'd13,    // inject: descriptor
+                 S_I_H = 4'd14,    // inject: the header beat out
+                 S_I_D = 4'd15;    // inject: the frame's reads, its beats out
 
 reg [3:0]  state_reg = S_IDLE;
 // The punt stream: inside a record (after its header beat), and that record's route.
@@ -328,6 +373,14 @@ reg [8:0]  p_beats_reg = 9'd0;      // beats left to write
 reg [6:0]  p_burst_reg = 7'd0;      // beats left in this burst
 reg [6:0]  p_last_bytes_reg = 7'd0; // bytes of the last beat (1..64)
 reg [15:0] e_slot_reg = 16'd0;
+// The injected frame in flight (p_slot_reg, p_addr_reg, p_beats_reg and p_last_bytes_reg
+// serve it too: the next line to read, lines left to request, bytes of its last beat).
+reg [IHW-1:0] i_hdr_reg = {IHW{1'b0}};
+reg [8:0]  i_left_reg = 9'd0;       // beats still to go out (at least one: an empty frame's)
+reg        i_empty_reg = 1'b0;      // frame_len 0: one beat, no byte, nothing read
+reg        i_err_reg = 1'b0;        // a read of this frame was refused
+// The pipeline's records (events, punts) took the last turn: an injected frame goes next.
+reg        i_turn_reg = 1'b0;
 // AXI
 reg        aw_valid_reg = 1'b0;
 reg [63:0] aw_addr_reg = 64'd0;
@@ -337,6 +390,7 @@ reg [DW-1:0] w_data_reg = {DW{1'b0}};
 reg [KW-1:0] w_strb_reg = {KW{1'b0}};
 reg        ar_valid_reg = 1'b0;
 reg [63:0] ar_addr_reg = 64'd0;
+reg [7:0]  ar_len_reg = 8'd0;
 reg [9:0]  b_out_reg = 10'd0;       // write bursts awaiting their response
 reg        b_err_reg = 1'b0;        // one of this record's responses was not OKAY
 // Write-back
@@ -352,11 +406,14 @@ reg [15:0] us_div_reg = 16'd0;
 reg [22:0] ev_lo_reg = 23'd0;
 reg [22:0] pd_lo_reg = 23'd0;
 reg [22:0] pc_lo_reg = 23'd0;
+reg [22:0] id_lo_reg = 23'd0;       // the inject ring's next descriptor line
 reg        lo_fresh_reg = 1'b0;
-// Whether each ring is full (no slot given), a clock ahead like the sums: exact whenever the
-// engine takes a record (lo_fresh_reg).
+// Whether each ring is full (no slot given) or, for the inject ring, has a descriptor
+// waiting, a clock ahead like the sums: exact whenever the engine takes a record
+// (lo_fresh_reg; a completion clears it, and so does a doorbell).
 reg        p_full_reg = 1'b0;
 reg        e_full_reg = 1'b0;
+reg        i_posted_reg = 1'b0;
 
 wire aw_hs = m_axi_awvalid && m_axi_awready;
 wire w_hs = m_axi_wvalid && m_axi_wready;
@@ -369,14 +426,20 @@ wire p_head = s_punt_tvalid && !p_in_rec_reg;
 wire p_route_pass = p_in_rec_reg ? p_pass_reg : !usable_punt;
 wire p_pass_now = s_punt_tvalid && p_route_pass;
 
-// The engine's choice in S_IDLE.
-wire dirty_any = dirty_reg[RP] || dirty_reg[RE];
+// The engine's choice in S_IDLE. An injected frame waits for room in the inject queue
+// (inject_room), so the engine never waits on the pipeline while it holds a record: the
+// pipeline may itself be waiting for the engine to take a punt.
+wire dirty_any = dirty_reg[RP] || dirty_reg[RE] || dirty_reg[RI];
 wire ev_work = s_event_tvalid && usable_event;
 wire p_work = p_head && usable_punt;
-wire wb_due = dirty_any && (since_wb_due_reg || (!ev_work && !p_work));
+wire i_work = usable_inject && i_posted_reg && inject_room;
+wire i_first = i_work && (i_turn_reg || (!ev_work && !p_work));
+wire wb_due = dirty_any && (since_wb_due_reg || (!ev_work && !p_work && !i_work));
 wire take_wb = state_reg == S_IDLE && wb_due;
-wire take_ev = state_reg == S_IDLE && !wb_due && ev_work && lo_fresh_reg;
-wire take_p = state_reg == S_IDLE && !wb_due && !ev_work && p_work && lo_fresh_reg;
+wire take_ev = state_reg == S_IDLE && !wb_due && ev_work && !i_first && lo_fresh_reg;
+wire take_p = state_reg == S_IDLE && !wb_due && !ev_work && p_work && !i_first
+    && lo_fresh_reg;
+wire take_i = state_reg == S_IDLE && !wb_due && i_first && lo_fresh_reg;
 
 // The punt stream's beats the engine takes.
 wire p_data_take = state_reg == S_P_W && s_punt_tvalid && m_axi_wready;
@@ -411,6 +474,15 @@ wire [15:0]  n_w = desc_short ? desc_len : p_cap_reg;
 /* verilator lint_on UNUSEDSIGNAL */
 wire [8:0]   n_beats = desc_short ? desc_len[14:6] + {8'd0, desc_len[5:0] != 6'd0}
     : p_cap_beats_reg;
+// The inject descriptor of slot p_slot_reg in the line read.
+/* verilator lint_off UNUSEDSIGNAL */ // (the descriptor's reserved bits)
+wire [127:0] idesc_w = m_axi_rdata[{p_slot_reg[1:0], 7'd0} +: 128];
+/* verilator lint_on UNUSEDSIGNAL */
+wire [63:0]  idesc_addr = idesc_w[NLB_INJECT_DESC_ADDR_LSB +: NLB_INJECT_DESC_ADDR_W];
+wire [IHW-1:0] idesc_hdr = idesc_w[NLB_INJECT_DESC_HEADER_LSB +: IHW];
+wire [13:0]  idesc_len = idesc_hdr[NLB_INJECT_HEADER_FRAME_LEN_LSB
+    +: NLB_INJECT_HEADER_FRAME_LEN_W];
+wire [8:0]   idesc_beats = idesc_len[14-1:6] + {8'd0, idesc_len[5:0] != 6'd0};
 // Beats of the burst starting at p_addr_reg: up to the 4 KiB boundary.
 wire [6:0]   to_4k = 7'd64 - {1'b0, p_addr_reg[11:6]};
 wire [6:0]   burst_n = p_beats_reg < {2'b00, to_4k} ? p_beats_reg[6:0] : to_4k;
@@ -427,7 +499,7 @@ function [KW-1:0] keep_of(input [6:0] bytes);
 endfunction
 
 // The write-back line: ring r's ring_wb at byte 16 r.
-function [127:0] wb_rec(input [0:0] ring);
+function [127:0] wb_rec(input [1:0] ring);
     begin
         wb_rec = 128'd0;
         wb_rec[NLB_RING_WB_INDEX_LSB +: NLB_RING_WB_INDEX_W] = dev_reg[ring];
@@ -452,15 +524,29 @@ assign m_axi_wlast = state_reg == S_P_W ? p_burst_reg == 7'd1 : 1'b1;
 assign m_axi_wvalid = state_reg == S_P_W ? s_punt_tvalid : w_valid_reg;
 assign m_axi_bready = 1'b1;
 assign m_axi_araddr = ar_addr_reg;
-assign m_axi_arlen = 8'd0;
+assign m_axi_arlen = ar_len_reg;
 assign m_axi_arsize = 3'd6;
 assign m_axi_arburst = 2'b01;
 assign m_axi_arvalid = ar_valid_reg;
-assign m_axi_rready = state_reg == S_P_R;
+assign m_axi_rready = state_reg == S_P_R || state_reg == S_I_R
+    || (state_reg == S_I_D && m_inject_tready);
+
+// The inject stream: the header beat, then the frame's beats as they are read (an empty
+// frame's one beat with no byte).
+wire i_data_out = state_reg == S_I_D && (i_empty_reg || m_axi_rvalid);
+wire i_last = i_left_reg == 9'd1;
+assign m_inject_tvalid = state_reg == S_I_H || i_data_out;
+assign m_inject_tdata = state_reg == S_I_H ? {{(DW - IHW){1'b0}}, i_hdr_reg}
+    : i_empty_reg ? {DW{1'b0}} : m_axi_rdata;
+assign m_inject_tkeep = state_reg == S_I_H ? {KW{1'b1}}
+    : i_last ? keep_of(p_last_bytes_reg) : {KW{1'b1}};
+assign m_inject_tlast = state_reg == S_I_D && i_last;
+assign m_inject_terr = i_err_reg || (!i_empty_reg && m_axi_rresp != 2'b00);
+wire i_beat = state_reg == S_I_D && i_data_out && m_inject_tready;
 assign irq = irq_reg;
 
 // A failure of the record in flight on ring `ring`, slot `slot`.
-task fail(input [0:0] ring, input [15:0] slot, input [7:0] code, input fault);
+task fail(input [1:0] ring, input [15:0] slot, input [7:0] code, input fault);
     begin
         errors_reg[ring] <= errors_reg[ring] + 32'd1;
         err_slot_reg[ring] <= slot;
@@ -472,7 +558,7 @@ task fail(input [0:0] ring, input [15:0] slot, input [7:0] code, input fault);
     end
 endtask
 
-task complete(input [0:0] ring);
+task complete(input [1:0] ring);
     begin
         dev_reg[ring] <= dev_reg[ring] + 16'd1;
         lo_fresh_reg <= 1'b0;
@@ -497,7 +583,7 @@ always @* begin
         wr_base_lo[r] = merge(base_reg[r][31:0], ext_wr_data, ext_wr_strb)
             & NLB_REG_DMA_PUNT_BASE_LO_DEFINED;
         wr_base_hi[r] = merge(base_reg[r][63:32], ext_wr_data, ext_wr_strb);
-        wr_size[r] = merge(size_word(r[0:0]), ext_wr_data, ext_wr_strb);
+        wr_size[r] = merge(size_word(r[1:0]), ext_wr_data, ext_wr_strb);
         wr_host[r] = merge({16'd0, host_reg[r]}, ext_wr_data, ext_wr_strb);
     end
 end
@@ -520,6 +606,8 @@ always @(posedge clk) begin
     p_cap_beats_reg <= cap_w[14:6] + {8'd0, cap_w[5:0] != 6'd0};
     pd_lo_reg <= {1'b0, base_reg[RP][21:0]} + {3'b000, slot_punt[15:2], 6'd0};
     pc_lo_reg <= {1'b0, base_reg[RP][21:0]} + {3'b000, p_slot_reg[15:2], 6'd0};
+    id_lo_reg <= {1'b0, base_reg[RI][21:0]} + {3'b000, slot_inject[15:2], 6'd0};
+    i_posted_reg <= avail_inject != 16'd0;
     // A completion (dev_reg) or a register write (a ring's base or size) makes them stale.
     lo_fresh_reg <= !ext_wr_req;
     if (aw_hs) begin
@@ -548,16 +636,20 @@ always @(posedge clk) begin
     case (state_reg)
     S_IDLE: begin
         b_err_reg <= 1'b0;
+        if (take_ev || take_p) begin
+            i_turn_reg <= 1'b1;
+        end
         if (take_wb) begin
-            wb_rings_reg <= {dirty_reg[RE], dirty_reg[RP]};
+            wb_rings_reg <= {dirty_reg[RI], dirty_reg[RE], dirty_reg[RP]};
             dirty_reg[RP] <= 1'b0;
             dirty_reg[RE] <= 1'b0;
+            dirty_reg[RI] <= 1'b0;
             since_wb_reg <= 8'd0;
             since_wb_due_reg <= WB_N == 8'd0;
             aw_addr_reg <= wb_reg;
             aw_len_reg <= 8'd0;
-            w_data_reg <= {{(DW - 256){1'b0}}, wb_rec(RE), wb_rec(RP)};
-            w_strb_reg <= {{(KW - 32){1'b0}}, {16{dirty_reg[RE]}},
+            w_data_reg <= {{(DW - 384){1'b0}}, wb_rec(RI), wb_rec(RE), wb_rec(RP)};
+            w_strb_reg <= {{(KW - 48){1'b0}}, {16{dirty_reg[RI]}}, {16{dirty_reg[RE]}},
                 {16{dirty_reg[RP]}}};
             aw_valid_reg <= wb_reg != 64'd0;
             w_valid_reg <= wb_reg != 64'd0;
@@ -583,8 +675,71 @@ always @(posedge clk) begin
                 state_reg <= S_DISCARD;
             end else begin
                 ar_addr_reg <= slot_iova(base_reg[RP], pd_lo_reg);
+                ar_len_reg <= 8'd0;
                 ar_valid_reg <= 1'b1;
                 state_reg <= S_P_R;
+            end
+        end else if (take_i) begin
+            i_turn_reg <= 1'b0;
+            p_slot_reg <= slot_inject;
+            ar_addr_reg <= slot_iova(base_reg[RI], id_lo_reg);
+            ar_len_reg <= 8'd0;
+            ar_valid_reg <= 1'b1;
+            state_reg <= S_I_R;
+        end
+    end
+    S_I_R: begin
+        if (r_hs) begin
+            i_hdr_reg <= idesc_hdr;
+            i_err_reg <= 1'b0;
+            if (m_axi_rresp != 2'b00) begin
+                fail(RI, p_slot_reg, {5'd0, NLB_DMA_ERROR_DMA_FAULT}, 1'b1);
+                complete(RI);
+                state_reg <= S_IDLE;
+            end else if ({2'b00, idesc_len} > FRAME_MAX[15:0]) begin
+                drops_reg[RI] <= drops_reg[RI] + 32'd1;
+                complete(RI);
+                state_reg <= S_IDLE;
+            end else if (idesc_addr[5:0] != 6'd0) begin
+                fail(RI, p_slot_reg, {5'd0, NLB_DMA_ERROR_BAD_ENTRY}, 1'b0);
+                complete(RI);
+                state_reg <= S_IDLE;
+            end else begin
+                p_addr_reg <= idesc_addr;
+                p_beats_reg <= idesc_beats;
+                i_left_reg <= idesc_len == 14'd0 ? 9'd1 : idesc_beats;
+                i_empty_reg <= idesc_len == 14'd0;
+                p_last_bytes_reg <= {1'b0, idesc_len[5:0]} == 7'd0 && idesc_len != 14'd0
+                    ? 7'd64 : {1'b0, idesc_len[5:0]};
+                state_reg <= S_I_H;
+            end
+        end
+    end
+    S_I_H: begin
+        if (m_inject_tready) begin
+            state_reg <= S_I_D;
+        end
+    end
+    S_I_D: begin
+        // The frame's reads go out back to back, each up to a 4 KiB boundary.
+        if (!ar_valid_reg && p_beats_reg != 9'd0) begin
+            ar_addr_reg <= p_addr_reg;
+            ar_len_reg <= {1'b0, burst_n - 7'd1};
+            ar_valid_reg <= 1'b1;
+            p_beats_reg <= p_beats_reg - {2'b00, burst_n};
+            p_addr_reg <= next_4k(p_addr_reg);
+        end
+        if (i_beat) begin
+            i_left_reg <= i_left_reg - 9'd1;
+            if (m_inject_terr) begin
+                i_err_reg <= 1'b1;
+            end
+            if (i_last) begin
+                if (m_inject_terr) begin
+                    fail(RI, p_slot_reg, {5'd0, NLB_DMA_ERROR_DMA_FAULT}, 1'b1);
+                end
+                complete(RI);
+                state_reg <= S_IDLE;
             end
         end
     end
@@ -754,7 +909,7 @@ always @(posedge clk) begin
             end
             if (is_ring_reg(wr_word, NLB_REG_DMA_PUNT_SIZE, r)) begin
                 // A write resets the ring (docs/regmap.md), its drops not yet counted too.
-                if (r[0:0] == RE) begin
+                if (r[1:0] == RE) begin
                     drops_ev_inc_reg <= 2'd0;
                 end
                 log2_reg[r] <= wr_size[r][NLB_REG_DMA_PUNT_SIZE_LOG2_LSB
@@ -801,6 +956,8 @@ always @(posedge clk) begin
         us_div_reg <= 16'd0;
         lo_fresh_reg <= 1'b0;
         drops_ev_inc_reg <= 2'd0;
+        i_turn_reg <= 1'b0;
+        i_err_reg <= 1'b0;
         for (r = 0; r < RINGS; r = r + 1) begin
             base_reg[r] <= 64'd0;
             base_nz_reg[r] <= 1'b0;
@@ -824,7 +981,7 @@ function [15:0] max1(input [7:0] c);
     max1 = c == 8'd0 ? 16'd1 : {8'd0, c};
 endfunction
 
-function [31:0] size_word(input [0:0] ring);
+function [31:0] size_word(input [1:0] ring);
     begin
         size_word = 32'd0;
         size_word[NLB_REG_DMA_PUNT_SIZE_LOG2_LSB +: NLB_REG_DMA_PUNT_SIZE_LOG2_W] = log2_reg[ring];
@@ -868,7 +1025,7 @@ always @* begin
             rd_v = base_reg[r][63:32];
         end
         if (is_ring_reg(rd_word, NLB_REG_DMA_PUNT_SIZE, r)) begin
-            rd_v = size_word(r[0:0]);
+            rd_v = size_word(r[1:0]);
         end
         if (is_ring_reg(rd_word, NLB_REG_DMA_PUNT_HOST, r)) begin
             rd_v = {16'd0, host_reg[r]};

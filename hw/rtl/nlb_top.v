@@ -897,6 +897,75 @@ wire                  q_last = rxq_data[KEEP_WIDTH + DATA_WIDTH];
 wire [KEEP_WIDTH-1:0] q_keep = rxq_data[DATA_WIDTH +: KEEP_WIDTH];
 wire [DATA_WIDTH-1:0] q_data = rxq_data[DATA_WIDTH-1:0];
 
+// Injected frames come from the inject ring (nlb_host_dma reads them from host memory into
+// nlb_inject_queue) and from the s_axis_inject port (the register window's path); a frame
+// arbiter takes a whole frame from one, then from the other.
+wire [DATA_WIDTH-1:0] dij_tdata;    // engine -> queue: header beat, then the frame
+wire [KEEP_WIDTH-1:0] dij_tkeep;
+wire                  dij_tvalid;
+wire                  dij_tready;
+wire                  dij_tlast;
+wire                  dij_terr;
+wire                  dij_room;
+wire [DATA_WIDTH-1:0] rq_tdata;     // queue -> arbiter
+wire [KEEP_WIDTH-1:0] rq_tkeep;
+wire                  rq_tvalid;
+wire                  rq_tready;
+wire                  rq_tlast;
+wire [INJ_USER_W-1:0] rq_tuser;
+wire [DATA_WIDTH-1:0] ia_tdata;     // arbiter -> skid buffer
+wire [KEEP_WIDTH-1:0] ia_tkeep;
+wire                  ia_tvalid;
+wire                  ia_tready;
+wire                  ia_tlast;
+wire [INJ_USER_W-1:0] ia_tuser;
+
+/* verilator lint_off PINCONNECTEMPTY */
+nlb_inject_queue inject_queue_inst (
+    .clk(clk),
+    .rst(rst),
+    .s_axis_tdata(dij_tdata),
+    .s_axis_tkeep(dij_tkeep),
+    .s_axis_tvalid(dij_tvalid),
+    .s_axis_tready(dij_tready),
+    .s_axis_tlast(dij_tlast),
+    .s_axis_terr(dij_terr),
+    .s_room(dij_room),
+    .m_axis_tdata(rq_tdata),
+    .m_axis_tkeep(rq_tkeep),
+    .m_axis_tvalid(rq_tvalid),
+    .m_axis_tready(rq_tready),
+    .m_axis_tlast(rq_tlast),
+    .m_axis_tuser(rq_tuser),
+    // (a dropped frame is counted in the inject ring's errors)
+    .m_drop()
+);
+
+nlb_axis_frame_arb #(
+    .DATA_WIDTH(INJ_USER_W + DATA_WIDTH),
+    .KEEP_WIDTH(KEEP_WIDTH)
+) inject_arb_inst (
+    .clk(clk),
+    .rst(rst),
+    .s0_axis_tdata({rq_tuser, rq_tdata}),
+    .s0_axis_tkeep(rq_tkeep),
+    .s0_axis_tvalid(rq_tvalid),
+    .s0_axis_tready(rq_tready),
+    .s0_axis_tlast(rq_tlast),
+    .s1_axis_tdata({s_axis_inject_tuser, s_axis_inject_tdata}),
+    .s1_axis_tkeep(s_axis_inject_tkeep),
+    .s1_axis_tvalid(s_axis_inject_tvalid),
+    .s1_axis_tready(s_axis_inject_tready),
+    .s1_axis_tlast(s_axis_inject_tlast),
+    .m_axis_tdata({ia_tuser, ia_tdata}),
+    .m_axis_tkeep(ia_tkeep),
+    .m_axis_tvalid(ia_tvalid),
+    .m_axis_tready(ia_tready),
+    .m_axis_tlast(ia_tlast),
+    .m_axis_source()
+);
+/* verilator lint_on PINCONNECTEMPTY */
+
 // Injected frames through a skid buffer (tready from a register), each beat with the ctrl bits
 // as the port takes it (the first beat's are the frame's, as for received frames).
 wire [DATA_WIDTH-1:0] ij_tdata;
@@ -907,12 +976,11 @@ wire                  ij_tlast;
 wire [INJ_USER_W-1:0] ij_tuser;
 wire [2:0]            ij_ctrl;
 reg                   inj_first_reg = 1'b1;   // the next beat the inject port takes starts a frame
-wire                  inj_port_first = s_axis_inject_tvalid && s_axis_inject_tready
-    && inj_first_reg;
+wire                  inj_port_first = ia_tvalid && ia_tready && inj_first_reg;
 
 always @(posedge clk) begin
-    if (s_axis_inject_tvalid && s_axis_inject_tready) begin
-        inj_first_reg <= s_axis_inject_tlast;
+    if (ia_tvalid && ia_tready) begin
+        inj_first_reg <= ia_tlast;
     end
     if (rst) begin
         inj_first_reg <= 1'b1;
@@ -925,12 +993,12 @@ nlb_axis_skid #(
 ) inject_skid_inst (
     .clk(clk),
     .rst(rst),
-    .s_axis_tdata(s_axis_inject_tdata),
-    .s_axis_tkeep(s_axis_inject_tkeep),
-    .s_axis_tvalid(s_axis_inject_tvalid),
-    .s_axis_tready(s_axis_inject_tready),
-    .s_axis_tlast(s_axis_inject_tlast),
-    .s_axis_tuser({ctrl_now, s_axis_inject_tuser}),
+    .s_axis_tdata(ia_tdata),
+    .s_axis_tkeep(ia_tkeep),
+    .s_axis_tvalid(ia_tvalid),
+    .s_axis_tready(ia_tready),
+    .s_axis_tlast(ia_tlast),
+    .s_axis_tuser({ctrl_now, ia_tuser}),
     .m_axis_tdata(ij_tdata),
     .m_axis_tkeep(ij_tkeep),
     .m_axis_tvalid(ij_tvalid),
@@ -1723,6 +1791,13 @@ nlb_host_dma host_dma_inst (
     .m_event_tdata(m_axis_event_tdata),
     .m_event_tvalid(m_axis_event_tvalid),
     .m_event_tready(m_axis_event_tready),
+    .inject_room(dij_room),
+    .m_inject_tdata(dij_tdata),
+    .m_inject_tkeep(dij_tkeep),
+    .m_inject_tvalid(dij_tvalid),
+    .m_inject_tready(dij_tready),
+    .m_inject_tlast(dij_tlast),
+    .m_inject_terr(dij_terr),
     .m_axi_awaddr(m_axi_dma_awaddr),
     .m_axi_awlen(m_axi_dma_awlen),
     .m_axi_awsize(m_axi_dma_awsize),

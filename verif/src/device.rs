@@ -268,8 +268,17 @@ struct Worker {
     inject_header: [u32; q::INJECT_HEADER_COUNT as usize],
     inject_data: Vec<u32>,
     irq_mask: u32,
-    /// Injected frames through the pipeline, not yet taken: at most `depth`.
+    /// Injected frames through the pipeline, not yet taken (at most `depth` from the inject
+    /// window; the inject ring's come as the wire takes them).
     transmitted: VecDeque<RtlPacket>,
+    /// Results off the monitor not yet matched with their transmitted frame (injected or
+    /// not), in pipeline order; and transmitted frames not yet matched with their result.
+    unmatched: VecDeque<(bool, PacketResult)>,
+    tx_frames: VecDeque<Vec<u8>>,
+    /// Received frames' results matched with their frames, for `run_until`.
+    received: VecDeque<RtlPacket>,
+    /// Results taken off the monitor so far.
+    results_seen: u64,
     inject_overflows: u64,
     /// The ledger of the driver's host memory, once the driver mapped some: from then on
     /// `nlb_top`'s DMA master is served, and every request runs the clock until it is quiet.
@@ -298,6 +307,10 @@ impl Worker {
             inject_data: vec![0; q::INJECT_DATA_COUNT as usize],
             irq_mask: 0,
             transmitted: VecDeque::new(),
+            unmatched: VecDeque::new(),
+            tx_frames: VecDeque::new(),
+            received: VecDeque::new(),
+            results_seen: 0,
             inject_overflows: 0,
             dma: None,
             dma_moved: 0,
@@ -328,8 +341,10 @@ impl Worker {
         while quiet < DMA_QUIET {
             self.dut.step()?;
             self.collect()?;
-            let moved = self.dut.host.write_beats + self.dut.host.read_bursts;
-            if self.dut.host.idle() && moved == self.dma_moved {
+            // A result counts as progress too: the inject ring's frames go through the
+            // pipeline after their reads.
+            let moved = self.dut.host.write_beats + self.dut.host.read_bursts + self.results_seen;
+            if self.dut.host.idle() && self.unmatched.is_empty() && moved == self.dma_moved {
                 quiet += 1;
             } else {
                 quiet = 0;
@@ -359,8 +374,10 @@ impl Worker {
             Request::Read(off) if self.dma.is_some() => Ok(Response::Value(self.dut.read32(off)?)),
             Request::Write(off, v) if self.dma.is_some() => {
                 self.dut.write32(off, v)?;
-                // A doorbell or the engine's control starts DMA: let it land.
-                if [dma::CTRL, dma::PUNT_HOST, dma::EVENT_HOST].contains(&off) {
+                // A doorbell or the engine's control starts DMA: let it land (and the
+                // frames the inject ring brought go through).
+                if [dma::CTRL, dma::PUNT_HOST, dma::EVENT_HOST, dma::INJECT_HOST].contains(&off)
+                {
                     self.settle_dma()?;
                 }
                 Ok(Response::Done)
@@ -457,8 +474,9 @@ impl Worker {
         Ok(out)
     }
 
-    /// Clocks until `n` results (of injected frames when `injected`) came out and the output
-    /// streams drained; moves punts and events into the queues.
+    /// Clocks until `n` results (of received frames, or of frames injected through the
+    /// inject window when `injected`) came out and the output streams drained; moves punts and
+    /// events into the queues, and injected frames' results to `transmitted`.
     /// Received frames dropped whole at the receive side are recorded in `dropped` (number
     /// among received frames, reason) and count as done.
     fn run_until(
@@ -467,33 +485,25 @@ impl Worker {
         injected: bool,
         dropped: &mut std::collections::BTreeMap<u32, nlb_hw::enums::Reason>,
     ) -> Result<Vec<RtlPacket>, VerifError> {
-        let mut results: Vec<PacketResult> = Vec::with_capacity(n);
-        let mut tx: Vec<Vec<u8>> = Vec::new();
         let limit = self.dut.bench.sim.cycle() + CLOCKS_PER_FRAME * (n as u64 + 1);
+        let first_injected = self.transmitted.len();
         loop {
             self.dut.step()?;
-            while let Some((_, inj, r)) = self.dut.mon.results.pop_front() {
-                if inj == injected {
-                    results.push(r);
-                }
-            }
             for d in self.dut.mon.drops.drain(..) {
                 dropped.insert(d.seq, d.reason);
             }
-            let mut beats = self.dut.tx.take();
-            self.dut.tx_pending.append(&mut beats);
-            tx.extend(take_frames(&mut self.dut.tx_pending));
             self.collect()?;
-            let forwards = results
-                .iter()
-                .filter(|r| r.verdict == nlb_hw::enums::Verdict::Forward)
-                .count();
             let quiet = self.dut.rx.pending() == 0
                 && self.dut.inject.pending() == 0
                 && self.dut.tx_pending.is_empty()
+                && self.unmatched.is_empty()
                 && self.dut.punt_pending.is_empty();
-            let done = results.len() + if injected { 0 } else { dropped.len() };
-            if done >= n && tx.len() >= forwards && quiet {
+            let done = if injected {
+                self.transmitted.len().saturating_sub(first_injected)
+            } else {
+                self.received.len() + dropped.len()
+            };
+            if done >= n && quiet {
                 // A few more clocks for punts and events behind the last result.
                 for _ in 0..64 {
                     self.dut.step()?;
@@ -508,23 +518,48 @@ impl Worker {
                 });
             }
         }
-        let mut tx = tx.into_iter();
-        Ok(results
-            .into_iter()
-            .map(|result| RtlPacket {
-                output: if result.verdict == nlb_hw::enums::Verdict::Forward {
-                    tx.next().unwrap_or_default()
-                } else {
-                    Vec::new()
-                },
-                result,
-            })
-            .collect())
+        Ok(if injected {
+            Vec::new()
+        } else {
+            self.received.drain(..).collect()
+        })
+    }
+
+    /// Results off the monitor and transmitted frames, matched in pipeline order (a FORWARD
+    /// result takes the next transmitted frame): injected frames' to `transmitted`, received
+    /// frames' to `received`.
+    fn match_results(&mut self) {
+        while let Some((_, inj, r)) = self.dut.mon.results.pop_front() {
+            self.unmatched.push_back((inj, r));
+            self.results_seen += 1;
+        }
+        let mut beats = self.dut.tx.take();
+        self.dut.tx_pending.append(&mut beats);
+        self.tx_frames
+            .extend(take_frames(&mut self.dut.tx_pending));
+        while let Some(&(inj, result)) = self.unmatched.front() {
+            let output = if result.verdict == nlb_hw::enums::Verdict::Forward {
+                match self.tx_frames.pop_front() {
+                    Some(f) => f,
+                    None => break,
+                }
+            } else {
+                Vec::new()
+            };
+            self.unmatched.pop_front();
+            let p = RtlPacket { result, output };
+            if inj {
+                self.transmitted.push_back(p);
+            } else {
+                self.received.push_back(p);
+            }
+        }
     }
 
     /// Punts and events from their streams into the queues (full: dropped, flagged); PASS
     /// frames are the host stack's, which this device does not have: they are let go.
     fn collect(&mut self) -> Result<(), VerifError> {
+        self.match_results();
         self.dut.pass.take();
         let mut beats = self.dut.punt.take();
         self.dut.punt_pending.append(&mut beats);
@@ -645,8 +680,7 @@ impl Worker {
             .take(len)
             .collect();
         self.dut.inject(&frame, h.backend, h.pool);
-        let sent = self.run_until(1, true, &mut std::collections::BTreeMap::new())?;
-        self.transmitted.extend(sent);
+        self.run_until(1, true, &mut std::collections::BTreeMap::new())?;
         Ok(())
     }
 }

@@ -15,7 +15,7 @@ use nlb_verif::bench::seed_from_env;
 use nlb_verif::device::RtlDevice;
 use nlb_verif::scenario::Scenario;
 use rand::rngs::StdRng;
-use rand::SeedableRng;
+use rand::{RngExt, SeedableRng};
 
 /// Pops every punt and learn event through the queue registers: (punt header + data words,
 /// learn words).
@@ -348,10 +348,12 @@ fn the_conntrack_block_answers_like_the_model() {
 
 /// The driver's host rings on the RTL: `RtlDevice` serves the memory the driver maps for DMA
 /// to `nlb_top`'s DMA master, as a card's IOMMU would. The driver attaches `HostRings` to it
-/// and to the golden model's device carrying the same two rings (`set_dma_rings(2)`, as
+/// and to the golden model's device carrying the same three rings (`set_dma_rings(3)`, as
 /// `nlb_host_dma`); the same traffic goes through both, in two batches with the slots given
 /// back between them, and the rings must hold the same: ring status, every event record,
-/// every punted frame with its header.
+/// every punted frame with its header. After each batch the driver injects frames through the
+/// inject ring (more than it has slots, so some wait for the device to consume them): what
+/// each device transmitted must be the same, result and bytes.
 #[test]
 fn the_drivers_host_rings_run_on_the_rtl_as_on_the_model() {
     use nlb_driver::queues::PuntedFrame;
@@ -365,7 +367,7 @@ fn the_drivers_host_rings_run_on_the_rtl_as_on_the_model() {
     rtl.load(&compiled.tables, &compiled.nic).expect("RTL load");
     let mut model_dev =
         firmware_sim::ModelDevice::from_tables(compiled.tables.clone(), compiled.nic);
-    model_dev.set_dma_rings(2);
+    model_dev.set_dma_rings(3);
     let mut model = ModelHandle::from_device(model_dev);
 
     // Rings smaller than the traffic: the punt ring fills and drops, and so may the events.
@@ -380,10 +382,11 @@ fn the_drivers_host_rings_run_on_the_rtl_as_on_the_model() {
     };
     let mut rtl_rings = HostRings::attach(&mut rtl, sizes, false).expect("rings on the RTL");
     let mut model_rings = HostRings::attach(&mut model, sizes, false).expect("rings on the model");
-    assert!(rtl_rings.carries(Ring::Punt) && !rtl_rings.carries(Ring::Cmd));
+    assert!(rtl_rings.carries(Ring::Punt) && rtl_rings.carries(Ring::Inject));
+    assert!(!rtl_rings.carries(Ring::Cmd));
 
     let scenario = Scenario::from_tables(compiled.tables.clone(), &mut rng);
-    let (mut events_seen, mut punts_seen) = (0usize, 0usize);
+    let (mut events_seen, mut punts_seen, mut injected) = (0usize, 0usize, 0usize);
     for batch in 0..2 {
         let frames: Vec<Vec<u8>> = (0..300).map(|_| scenario.frame(&mut rng)).collect();
         // Ten frames at a time: back to back, a burst of punts waits on the host memory's
@@ -440,7 +443,37 @@ fn the_drivers_host_rings_run_on_the_rtl_as_on_the_model() {
         punts_seen += p_rtl.len();
         rtl_rings.give_back(&mut rtl).expect("RTL doorbells");
         model_rings.give_back(&mut model).expect("model doorbells");
+
+        // Frames injected to random backends and pools (some beyond the tables), 16 slots
+        // for 24 frames: the driver waits for the write-back between its doorbells.
+        let mut sent = 0;
+        while sent < 24 {
+            let frame = scenario.frame(&mut rng);
+            let (backend, pool) = (rng.random_range(0..12u16), rng.random_range(0..4u16));
+            match (
+                rtl_rings.inject(backend, pool, &frame),
+                model_rings.inject(backend, pool, &frame),
+            ) {
+                (Ok(()), Ok(())) => sent += 1,
+                (a, b) => {
+                    assert!(a.is_err() && b.is_err(), "batch {batch}: inject {a:?} / {b:?}");
+                    rtl_rings.ring_inject(&mut rtl).expect("RTL inject doorbell");
+                    model_rings.ring_inject(&mut model).expect("model inject doorbell");
+                }
+            }
+        }
+        rtl_rings.ring_inject(&mut rtl).expect("RTL inject doorbell");
+        model_rings.ring_inject(&mut model).expect("model inject doorbell");
+        let on_rtl = rtl.take_injected().expect("RTL injected frames").packets;
+        let on_model = model.lock().take_injected();
+        assert_eq!(on_rtl.len(), on_model.len(), "batch {batch}: frames injected");
+        for (k, (r, m)) in on_rtl.iter().zip(&on_model).enumerate() {
+            assert_eq!(r.result, m.result, "batch {batch}: injected frame {k}");
+            assert_eq!(r.output, m.frame, "batch {batch}: injected frame {k}'s bytes");
+        }
+        injected += on_rtl.len();
     }
+    assert_eq!(injected, 48, "every injected frame went through");
     assert!(
         events_seen > 0 && punts_seen > 0,
         "the traffic made events ({events_seen}) and punts ({punts_seen})"
@@ -451,7 +484,7 @@ fn the_drivers_host_rings_run_on_the_rtl_as_on_the_model() {
         "the RTL's DMA reached the driver's memory: {p:?}"
     );
     eprintln!(
-        "driver rings on the RTL: {events_seen} events, {punts_seen} punted frames; host memory \
-         saw {p:?}"
+        "driver rings on the RTL: {events_seen} events, {punts_seen} punted frames, {injected} \
+         injected frames; host memory saw {p:?}"
     );
 }

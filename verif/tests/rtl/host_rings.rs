@@ -14,11 +14,22 @@
 //! fails with BAD_ENTRY, every punt meanwhile counted as an error) and the event ring moved to
 //! an address the host memory does not hold (every event a DMA fault). Interrupts: each ring
 //! that completed records raised its vector.
+//!
+//! The inject ring (host to device) has its own test: rounds of descriptors the host posts at
+//! once, of frames of the bank's traffic to random pools and backends, and on purpose the rare
+//! ones: empty frames, frames longer than 9728 bytes (dropped and counted), the largest frame,
+//! jumbo frames read in several bursts across 4 KiB boundaries, frame addresses not 64-byte
+//! aligned (BAD_ENTRY), not mapped (DMA_FAULT), and a frame whose bytes are mapped but whose
+//! last 64-byte line runs past the mapping (refused: the NIC reads whole lines). Every
+//! injected frame's result and transmitted bytes must be the model's, in order; the last round
+//! runs beside received traffic, whose results must also be the model's.
 
+use firmware_sim::pipeline::PacketResult;
 use firmware_sim::{BatchOutput, ModelDevice};
 use nlb_hw::blocks::{ctrl, dma};
 use nlb_hw::enums::{Ring, Verdict};
-use nlb_hw::layouts::{EventRecord, PuntCpl, PuntDesc, RingWb};
+use nlb_hw::layouts::{EventRecord, InjectDesc, InjectHeader, PuntCpl, PuntDesc, RingWb};
+use nlb_verif::top::take_frames;
 use nlb_hw::{NicSettings, Profile};
 use nlb_verif::bench::seed_from_env;
 use nlb_verif::host_mem::HostMemory;
@@ -34,9 +45,17 @@ const PUNT_RING: u64 = IOVA + 0x1000;
 const EVENT_RING: u64 = IOVA + 0x2000;
 const BUFS: u64 = IOVA + 0x4000;
 const BUF: u64 = 9728;
+const INJECT_RING: u64 = IOVA + 0x3000;
 const PUNT_LOG2: u8 = 3;
 const EVENT_LOG2: u8 = 4;
-const LEN: usize = 0x4000 + 8 * 9728;
+const INJECT_LOG2: u8 = 4;
+/// The inject ring's buffers, one per slot, after the punt buffers.
+const INJECT_BUFS: u64 = BUFS + 8 * BUF;
+/// The host memory: rings, punt and inject buffers, and 32 bytes more, so that the memory ends
+/// in the middle of a 64-byte line.
+const LEN: usize = 0x4000 + 24 * 9728 + 32;
+/// The largest frame the rings carry.
+const FRAME_MAX: usize = 9728;
 /// An IOVA the host memory does not hold.
 const UNMAPPED: u64 = 0x7_0000_0000;
 
@@ -210,6 +229,11 @@ fn region(at: u64) -> String {
         format!("punt slot {}", (a - PUNT_RING) / 16)
     } else if (EVENT_RING..EVENT_RING + (64 << EVENT_LOG2)).contains(&a) {
         format!("event slot {}", (a - EVENT_RING) / 64)
+    } else if (INJECT_RING..INJECT_RING + (16 << INJECT_LOG2)).contains(&a) {
+        format!("inject slot {}", (a - INJECT_RING) / 16)
+    } else if a >= INJECT_BUFS {
+        let at = a - INJECT_BUFS;
+        format!("inject buffer {} byte {}", at / BUF, at % BUF)
     } else if a >= BUFS {
         format!("punt buffer {} byte {}", (a - BUFS) / BUF, (a - BUFS) % BUF)
     } else {
@@ -408,6 +432,322 @@ fn rtl_rings_match_the_model_punt_by_punt_and_event_by_event() {
     for c in 0..cases {
         let seed = base.wrapping_add(c);
         match run(seed, frames) {
+            Ok(Ok(summary)) => println!("{summary}"),
+            Ok(Err(m)) => panic!("seed {seed}: {m}\n(rerun: NLB_SEED={seed} NLB_RINGS_CASES=1)"),
+            Err(e) => panic!("seed {seed}: {e}"),
+        }
+    }
+}
+
+/// The kinds of inject descriptors a round posts, the rare ones on purpose.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum InjectCase {
+    /// A frame of the bank's traffic to a random pool and backend (some invalid).
+    Traffic,
+    /// frame_len 0: one beat with no byte.
+    Empty,
+    /// A frame of 1,500 to 9,728 bytes (the traffic frame, then random bytes): several bursts,
+    /// across 4 KiB boundaries; the largest one exactly.
+    Jumbo,
+    /// frame_len above 9,728: dropped and counted.
+    TooLong,
+    /// A frame address not 64-byte aligned: BAD_ENTRY.
+    Misaligned,
+    /// A frame address the host memory does not hold: DMA_FAULT.
+    Unmapped,
+    /// Bytes inside the mapping, the last 64-byte line not: DMA_FAULT.
+    LinePastEnd,
+}
+
+impl Pair {
+    /// The inject ring alone (punts and events go to the register queues), with interrupts by
+    /// count.
+    fn program_inject(&mut self) -> Result<(), VerifError> {
+        let ctl = dma::Ctrl {
+            enable: true,
+            hw_learn: false,
+        }
+        .word();
+        self.write(dma::CTRL, ctl)?;
+        self.write(dma::WB_LO, WB as u32)?;
+        self.write(dma::WB_HI, (WB >> 32) as u32)?;
+        self.write(dma::INJECT_BASE_LO, INJECT_RING as u32)?;
+        self.write(dma::INJECT_BASE_HI, (INJECT_RING >> 32) as u32)?;
+        let size = dma::InjectSize {
+            log2: INJECT_LOG2,
+            enable: true,
+        }
+        .word()
+        .map_err(|e| VerifError::Setup(format!("ring size: {e}")))?;
+        self.write(dma::INJECT_SIZE, size)?;
+        let irq = dma::InjectIrq {
+            count: 3,
+            usecs: 0,
+            enable: true,
+        }
+        .word();
+        self.write(dma::INJECT_IRQ, irq)
+    }
+
+    /// Posts the descriptor of ring index `index` for a frame of `case`, its bytes written to
+    /// both host memories.
+    fn post_inject(&mut self, index: u16, case: InjectCase) {
+        let slot = u64::from(index) & ((1 << INJECT_LOG2) - 1);
+        let buf = INJECT_BUFS + slot * BUF;
+        let mut frame = self.scenario.frame(&mut self.rng);
+        let mut addr = buf;
+        let mut len = frame.len();
+        match case {
+            InjectCase::Traffic => {}
+            InjectCase::Empty => {
+                frame.clear();
+                len = 0;
+            }
+            InjectCase::Jumbo => {
+                len = if self.rng.random_bool(0.25) {
+                    FRAME_MAX
+                } else {
+                    self.rng.random_range(1500..=FRAME_MAX)
+                };
+                while frame.len() < len {
+                    frame.push(self.rng.random());
+                }
+            }
+            InjectCase::TooLong => len = self.rng.random_range(FRAME_MAX + 1..=0x3fff),
+            InjectCase::Misaligned => addr = buf + self.rng.random_range(1..64u64),
+            InjectCase::Unmapped => addr = UNMAPPED + 64 * self.rng.random_range(0..64u64),
+            InjectCase::LinePastEnd => {
+                // The memory ends 32 bytes into a line: a frame ending 16 bytes before the end
+                // has all its bytes mapped, and its last line half outside.
+                let end = IOVA + LEN as u64;
+                len = 64 * self.rng.random_range(1..4usize) + 16;
+                addr = end - 16 - len as u64;
+                frame.resize(len, 0xa5);
+            }
+        }
+        frame.truncate(len);
+        let header = InjectHeader {
+            backend: if self.rng.random_bool(0.9) {
+                self.rng.random_range(0..56)
+            } else {
+                self.rng.random()
+            },
+            pool: if self.rng.random_bool(0.9) {
+                self.rng.random_range(0..24)
+            } else {
+                self.rng.random_range(0..4096)
+            },
+            frame_len: len as u16,
+        };
+        let desc = InjectDesc {
+            addr,
+            header: [header],
+            reserved: 0,
+        };
+        let words = desc.pack().expect("inject descriptor");
+        let frame = &frame;
+        self.both(|m| {
+            m.write_words(INJECT_RING + 16 * slot, &words);
+            m.write(addr, frame);
+        });
+    }
+
+    /// Rings the inject doorbell at `host` on both devices and sends `traffic` received frames
+    /// to both; the RTL runs until its host memory has been quiet for a while and every
+    /// injected frame the model transmitted came out. Compares injected frames (results and
+    /// bytes, in order) and received frames' results.
+    fn inject_round(&mut self, host: u16, traffic: usize) -> Result<Result<usize, String>, VerifError> {
+        let frames: Vec<Vec<u8>> = (0..traffic)
+            .map(|_| self.scenario.frame(&mut self.rng))
+            .collect();
+        let first = self.dut.rx_sent;
+        for f in &frames {
+            self.dut.send(f);
+        }
+        self.write(dma::INJECT_HOST, u32::from(host))?;
+        let want = self.model.take_injected();
+        let mut got_inj: Vec<(PacketResult, Vec<u8>)> = Vec::new();
+        let mut got_rx: Vec<PacketResult> = Vec::new();
+        let mut results: std::collections::VecDeque<(bool, PacketResult)> = Default::default();
+        let mut tx: std::collections::VecDeque<Vec<u8>> = Default::default();
+        let mut dropped = vec![false; traffic];
+        let mut n_dropped = 0;
+        let (mut last_moved, mut quiet) = (0u64, 0u64);
+        let limit = self.dut.bench.sim.cycle() + 3_000 * (traffic + want.len()) as u64 + 100_000;
+        loop {
+            self.dut.step()?;
+            while let Some(d) = self.dut.mon.drops.pop_front() {
+                if let Some(x) = dropped.get_mut(d.seq.wrapping_sub(first) as usize) {
+                    *x = true;
+                    n_dropped += 1;
+                }
+            }
+            while let Some((_, inj, r)) = self.dut.mon.results.pop_front() {
+                results.push_back((inj, r));
+            }
+            let mut beats = self.dut.tx.take();
+            self.dut.tx_pending.append(&mut beats);
+            tx.extend(take_frames(&mut self.dut.tx_pending));
+            self.dut.punt.take();
+            self.dut.events.take();
+            self.dut.pass.take();
+            // A FORWARD result takes the next transmitted frame (the editor keeps the order).
+            while let Some(&(inj, r)) = results.front() {
+                let out = if r.verdict == Verdict::Forward {
+                    match tx.pop_front() {
+                        Some(f) => f,
+                        None => break,
+                    }
+                } else {
+                    Vec::new()
+                };
+                results.pop_front();
+                if inj {
+                    got_inj.push((r, out));
+                } else {
+                    got_rx.push(r);
+                }
+            }
+            let moved = self.dut.host.write_beats + self.dut.host.read_bursts;
+            if moved != last_moved || !self.dut.host.idle() {
+                (last_moved, quiet) = (moved, 0);
+            } else {
+                quiet += 1;
+            }
+            if got_inj.len() >= want.len() && got_rx.len() + n_dropped >= traffic && quiet >= 1_000 {
+                break;
+            }
+            if self.dut.bench.sim.cycle() > limit {
+                return Err(VerifError::Timeout {
+                    what: format!(
+                        "{} of {} injected frames and {} of {traffic} received ones through",
+                        got_inj.len(),
+                        want.len(),
+                        got_rx.len() + n_dropped
+                    ),
+                    cycles: self.dut.bench.sim.cycle(),
+                });
+            }
+        }
+        if got_inj.len() != want.len() {
+            return Ok(Err(format!(
+                "the RTL transmitted {} injected frames, the model {}",
+                got_inj.len(),
+                want.len()
+            )));
+        }
+        for (k, ((r, out), m)) in got_inj.iter().zip(&want).enumerate() {
+            if *r != m.result {
+                return Ok(Err(format!(
+                    "injected frame #{k}:\n  RTL   {r:?}\n  model {:?}",
+                    m.result
+                )));
+            }
+            if *out != m.frame {
+                return Ok(Err(format!(
+                    "injected frame #{k} ({:?}): transmitted {} bytes on the RTL, {} on the model",
+                    m.result.verdict,
+                    out.len(),
+                    m.frame.len()
+                )));
+            }
+        }
+        let taken: Vec<&[u8]> = frames
+            .iter()
+            .zip(&dropped)
+            .filter(|(_, d)| !**d)
+            .map(|(f, _)| f.as_slice())
+            .collect();
+        self.model.receive_batch(&taken, &mut self.out);
+        if got_rx != self.out.results {
+            let k = got_rx
+                .iter()
+                .zip(&self.out.results)
+                .position(|(a, b)| a != b)
+                .unwrap_or(got_rx.len().min(self.out.results.len()));
+            return Ok(Err(format!(
+                "received frames beside injection differ at #{k} ({} results on the RTL, {} on \
+                 the model)",
+                got_rx.len(),
+                self.out.results.len()
+            )));
+        }
+        Ok(Ok(want.len()))
+    }
+}
+
+fn run_inject(seed: u64, rounds: usize) -> Result<Result<String, String>, VerifError> {
+    use InjectCase::*;
+    let mut p = setup(seed)?;
+    p.program_inject()?;
+    let slots = 1u16 << INJECT_LOG2;
+    let mut host = 0u16;
+    let mut seen = std::collections::BTreeMap::<InjectCase, usize>::new();
+    let mut through = 0;
+    for round in 0..rounds {
+        let k = p.rng.random_range(1..=slots);
+        for j in 0..k {
+            let case = match p.rng.random_range(0..20) {
+                0 => Empty,
+                1 => TooLong,
+                2 => Misaligned,
+                3 => Unmapped,
+                4 => LinePastEnd,
+                5..=7 => Jumbo,
+                _ => Traffic,
+            };
+            *seen.entry(case).or_default() += 1;
+            p.post_inject(host.wrapping_add(j), case);
+        }
+        host = host.wrapping_add(k);
+        let traffic = if round + 1 == rounds { 200 } else { 0 };
+        match p.inject_round(host, traffic)? {
+            Ok(n) => through += n,
+            Err(e) => return Ok(Err(format!("round {round}: {e}"))),
+        }
+        if let Err(e) = compare(&mut p, &format!("inject round {round}")) {
+            return Ok(Err(e));
+        }
+        for (name, reg) in [
+            ("inject_dev", dma::INJECT_DEV),
+            ("inject_drops", dma::INJECT_DROPS),
+        ] {
+            let r = p.dut.read32(reg)?;
+            let m = p.model.read32(reg).map_err(|e| VerifError::Setup(e.to_string()))?;
+            if r != m {
+                return Ok(Err(format!(
+                    "round {round}: dma.{name} reads {r:#x} on the RTL, {m:#x} on the model"
+                )));
+            }
+        }
+    }
+    let iw = wb(&p.model_mem, Ring::Inject);
+    if iw.index != host || iw.drops == 0 || iw.errors == 0 {
+        return Ok(Err(format!(
+            "the inject ring did not consume every descriptor, or saw no drop or error: {iw:?} \
+             (host {host})"
+        )));
+    }
+    if !p.rtl_mem.interrupts().contains(&(Ring::Inject as u16)) {
+        return Ok(Err("no interrupt on the inject ring's vector".into()));
+    }
+    Ok(Ok(format!(
+        "seed {seed}: {host} descriptors ({seen:?}), {through} frames through; inject ring \
+         {iw:?}; {} read bursts, {} refused",
+        p.dut.host.read_bursts, p.dut.host.refused
+    )))
+}
+
+#[test]
+fn rtl_inject_ring_matches_the_model_frame_by_frame() {
+    let base = seed_from_env(0x5eed_1a7c);
+    let cases: u64 = std::env::var("NLB_RINGS_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3);
+    for c in 0..cases {
+        let seed = base.wrapping_add(c);
+        match run_inject(seed, 8) {
             Ok(Ok(summary)) => println!("{summary}"),
             Ok(Err(m)) => panic!("seed {seed}: {m}\n(rerun: NLB_SEED={seed} NLB_RINGS_CASES=1)"),
             Err(e) => panic!("seed {seed}: {e}"),
