@@ -268,7 +268,8 @@ always @* begin
                 && f_ilines == f_ilen[13:6] + {8'd0, f_ilen[5:0] != 6'd0}
                 && i_empty_reg == (f_ilen == 14'd0)
                 && {1'b0, f_iaddr} + {50'd0, f_ilines, 6'd0} <= {1'b1, 64'd0}
-                && i_left_reg != 9'd0 && f_isent + i_left_reg == f_ibeats
+                && i_left_reg != 9'd0 && i_left_reg <= f_ibeats
+                && f_isent + i_left_reg == f_ibeats
                 && i_hdr_reg[NLB_INJECT_HEADER_FRAME_LEN_LSB +: NLB_INJECT_HEADER_FRAME_LEN_W]
                     == f_ilen
                 && p_last_bytes_reg == (f_ilen == 14'd0 ? 7'd0

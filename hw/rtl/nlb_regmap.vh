@@ -170,7 +170,7 @@ localparam NLB_DMA_CMD_COUNT = 5; // values defined
 localparam NLB_DMA_ERROR_NONE = 3'h0; // no error
 localparam NLB_DMA_ERROR_BAD_COMMAND = 3'h1; // unknown op or table, or a count of 0
 localparam NLB_DMA_ERROR_BAD_INDEX = 3'h2; // an index beyond the table (the command stops there; entries before it were done)
-localparam NLB_DMA_ERROR_BAD_ENTRY = 3'h3; // an entry the table cannot hold (an undefined enumeration value), or a punt buffer not 64-byte aligned
+localparam NLB_DMA_ERROR_BAD_ENTRY = 3'h3; // an entry the table cannot hold (an undefined enumeration value), or a punt buffer or an injected frame not 64-byte aligned
 localparam NLB_DMA_ERROR_DMA_FAULT = 3'h4; // a DMA transfer of the command was refused (address not mapped for the device)
 localparam NLB_DMA_ERROR_COUNT = 5; // values defined
 
@@ -393,7 +393,7 @@ localparam NLB_EVENT_RECORD_CT_INDEX_W = 28;
 // inject_desc: Inject ring slot: a frame in host memory and where it goes.
 localparam NLB_INJECT_DESC_WIDTH = 128;
 localparam NLB_INJECT_DESC_WORDS = 4;
-localparam NLB_INJECT_DESC_ADDR_LSB = 0; // IOVA of the frame
+localparam NLB_INJECT_DESC_ADDR_LSB = 0; // IOVA of the frame, 64-byte aligned (else the slot fails: BAD_ENTRY); the NIC reads the frame's whole 64-byte lines
 localparam NLB_INJECT_DESC_ADDR_W = 64;
 localparam NLB_INJECT_DESC_HEADER_LSB = 64;
 localparam NLB_INJECT_DESC_HEADER_W = 42;
@@ -714,7 +714,7 @@ localparam NLB_REG_DMA_NEXT = 32'h5008;
 localparam NLB_REG_DMA_CAPS = 32'h500c; // [ro] what the engine can do
 localparam NLB_REG_DMA_CAPS_RESET = 32'h0;
 localparam NLB_REG_DMA_CAPS_DEFINED = 32'hf1f; // bits the register defines
-localparam NLB_REG_DMA_CAPS_RINGS_LSB = 0; // `rings`, bits 3..0: rings (enum ring)
+localparam NLB_REG_DMA_CAPS_RINGS_LSB = 0; // `rings`, bits 3..0: rings carried: the first this many of enum ring (2: punt and event; 3: and inject, the RTL's engine; 4: all)
 localparam NLB_REG_DMA_CAPS_RINGS_W = 4;
 localparam NLB_REG_DMA_CAPS_RINGS_MASK = 32'hf;
 localparam NLB_REG_DMA_CAPS_HW_LEARN_LSB = 4; // `hw_learn`, bit 4: the pipeline can install learned connections itself (SPEC R12.3)
