@@ -521,7 +521,10 @@ impl HostRings {
     /// the device sees it at the next [`HostRings::ring_inject`]).
     pub fn inject(&mut self, backend: u16, pool: u16, frame: &[u8]) -> Result<(), RingError> {
         if !self.carries(Ring::Inject) {
-            return Err(RingError::NotCarried { ring: Ring::Inject, carried: self.carried });
+            return Err(RingError::NotCarried {
+                ring: Ring::Inject,
+                carried: self.carried,
+            });
         }
         if frame.len() > FRAME {
             return Err(RingError::FrameTooLong {
@@ -649,7 +652,10 @@ impl HostRings {
     /// Queues a command (host memory only).
     pub fn submit(&mut self, cmd: &CmdDesc) -> Result<(), RingError> {
         if !self.carries(Ring::Cmd) {
-            return Err(RingError::NotCarried { ring: Ring::Cmd, carried: self.carried });
+            return Err(RingError::NotCarried {
+                ring: Ring::Cmd,
+                carried: self.carried,
+            });
         }
         if self.cmd_pending()? >= slots(self.sizes.cmd_log2) {
             return Err(RingError::CommandsFull);
@@ -670,7 +676,10 @@ impl HostRings {
         timeout: Duration,
     ) -> Result<(), RingError> {
         if !self.carries(Ring::Cmd) {
-            return Err(RingError::NotCarried { ring: Ring::Cmd, carried: self.carried });
+            return Err(RingError::NotCarried {
+                ring: Ring::Cmd,
+                carried: self.carried,
+            });
         }
         let i = Ring::Cmd as usize;
         let errors_before = self.seen_errors[i];

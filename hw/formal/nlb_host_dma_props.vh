@@ -113,6 +113,7 @@ reg [63:0] f_iaddr = 64'd0;
 reg [8:0]  f_ilines = 9'd0;
 reg [13:0] f_ilen = 14'd0;
 reg [8:0]  f_isent = 9'd0;
+wire [14:0] f_len_up = {1'b0, idesc_len} + 15'd63;
 reg [15:0] f_iidx = 16'd0;
 always @(posedge clk) begin
     if (take_i) begin
@@ -120,7 +121,8 @@ always @(posedge clk) begin
     end
     if (state_reg == S_I_R && r_hs) begin
         f_iaddr <= idesc_addr;
-        f_ilines <= idesc_beats;
+        // Lines by definition, ceil(len / 64) (not the RTL's idesc_beats).
+        f_ilines <= f_len_up[14:6];
         f_ilen <= idesc_len;
         f_isent <= 9'd0;
     end
@@ -287,6 +289,7 @@ always @* begin
             // Lines not yet asked for, asked for, and in flight add up to those still to go.
             host_dma_inv_ilines: assert({1'b0, p_beats_reg} + f_rbeats
                 + (ar_valid_reg ? {2'b00, ar_len_reg} + 10'd1 : 10'd0) == {1'b0, i_left_reg}
+                && f_rbeats <= {1'b0, i_left_reg} && p_beats_reg <= i_left_reg
                 && p_beats_reg <= f_ilines
                 && (p_beats_reg == 9'd0 || {1'b0, p_addr_reg} + {50'd0, p_beats_reg, 6'd0}
                     == {1'b0, f_iaddr} + {50'd0, f_ilines, 6'd0})

@@ -376,8 +376,7 @@ impl Worker {
                 self.dut.write32(off, v)?;
                 // A doorbell or the engine's control starts DMA: let it land (and the
                 // frames the inject ring brought go through).
-                if [dma::CTRL, dma::PUNT_HOST, dma::EVENT_HOST, dma::INJECT_HOST].contains(&off)
-                {
+                if [dma::CTRL, dma::PUNT_HOST, dma::EVENT_HOST, dma::INJECT_HOST].contains(&off) {
                     self.settle_dma()?;
                 }
                 Ok(Response::Done)
@@ -535,8 +534,7 @@ impl Worker {
         }
         let mut beats = self.dut.tx.take();
         self.dut.tx_pending.append(&mut beats);
-        self.tx_frames
-            .extend(take_frames(&mut self.dut.tx_pending));
+        self.tx_frames.extend(take_frames(&mut self.dut.tx_pending));
         while let Some(&(inj, result)) = self.unmatched.front() {
             let output = if result.verdict == nlb_hw::enums::Verdict::Forward {
                 match self.tx_frames.pop_front() {

@@ -287,11 +287,17 @@ fn an_engine_with_only_the_punt_and_event_rings_moves_tables_through_registers()
         assert!(!rings.carries(Ring::Inject) && !rings.carries(Ring::Cmd));
         assert!(matches!(
             rings.submit(&CmdDesc::default()),
-            Err(RingError::NotCarried { ring: Ring::Cmd, carried: 2 })
+            Err(RingError::NotCarried {
+                ring: Ring::Cmd,
+                carried: 2
+            })
         ));
         assert!(matches!(
             rings.inject(A_BACKEND, 0, &frame_to_vip(1)),
-            Err(RingError::NotCarried { ring: Ring::Inject, carried: 2 })
+            Err(RingError::NotCarried {
+                ring: Ring::Inject,
+                carried: 2
+            })
         ));
     }
     assert!(split(&mut dev).is_some());

@@ -456,20 +456,38 @@ fn the_drivers_host_rings_run_on_the_rtl_as_on_the_model() {
             ) {
                 (Ok(()), Ok(())) => sent += 1,
                 (a, b) => {
-                    assert!(a.is_err() && b.is_err(), "batch {batch}: inject {a:?} / {b:?}");
-                    rtl_rings.ring_inject(&mut rtl).expect("RTL inject doorbell");
-                    model_rings.ring_inject(&mut model).expect("model inject doorbell");
+                    assert!(
+                        a.is_err() && b.is_err(),
+                        "batch {batch}: inject {a:?} / {b:?}"
+                    );
+                    rtl_rings
+                        .ring_inject(&mut rtl)
+                        .expect("RTL inject doorbell");
+                    model_rings
+                        .ring_inject(&mut model)
+                        .expect("model inject doorbell");
                 }
             }
         }
-        rtl_rings.ring_inject(&mut rtl).expect("RTL inject doorbell");
-        model_rings.ring_inject(&mut model).expect("model inject doorbell");
+        rtl_rings
+            .ring_inject(&mut rtl)
+            .expect("RTL inject doorbell");
+        model_rings
+            .ring_inject(&mut model)
+            .expect("model inject doorbell");
         let on_rtl = rtl.take_injected().expect("RTL injected frames").packets;
         let on_model = model.lock().take_injected();
-        assert_eq!(on_rtl.len(), on_model.len(), "batch {batch}: frames injected");
+        assert_eq!(
+            on_rtl.len(),
+            on_model.len(),
+            "batch {batch}: frames injected"
+        );
         for (k, (r, m)) in on_rtl.iter().zip(&on_model).enumerate() {
             assert_eq!(r.result, m.result, "batch {batch}: injected frame {k}");
-            assert_eq!(r.output, m.frame, "batch {batch}: injected frame {k}'s bytes");
+            assert_eq!(
+                r.output, m.frame,
+                "batch {batch}: injected frame {k}'s bytes"
+            );
         }
         injected += on_rtl.len();
     }

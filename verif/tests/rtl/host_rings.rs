@@ -29,11 +29,11 @@ use firmware_sim::{BatchOutput, ModelDevice};
 use nlb_hw::blocks::{ctrl, dma};
 use nlb_hw::enums::{Ring, Verdict};
 use nlb_hw::layouts::{EventRecord, InjectDesc, InjectHeader, PuntCpl, PuntDesc, RingWb};
-use nlb_verif::top::take_frames;
 use nlb_hw::{NicSettings, Profile};
 use nlb_verif::bench::seed_from_env;
 use nlb_verif::host_mem::HostMemory;
 use nlb_verif::scenario::Scenario;
+use nlb_verif::top::take_frames;
 use nlb_verif::top::TopBench;
 use nlb_verif::VerifError;
 use rand::rngs::StdRng;
@@ -556,7 +556,11 @@ impl Pair {
     /// to both; the RTL runs until its host memory has been quiet for a while and every
     /// injected frame the model transmitted came out. Compares injected frames (results and
     /// bytes, in order) and received frames' results.
-    fn inject_round(&mut self, host: u16, traffic: usize) -> Result<Result<usize, String>, VerifError> {
+    fn inject_round(
+        &mut self,
+        host: u16,
+        traffic: usize,
+    ) -> Result<Result<usize, String>, VerifError> {
         let frames: Vec<Vec<u8>> = (0..traffic)
             .map(|_| self.scenario.frame(&mut self.rng))
             .collect();
@@ -614,7 +618,8 @@ impl Pair {
             } else {
                 quiet += 1;
             }
-            if got_inj.len() >= want.len() && got_rx.len() + n_dropped >= traffic && quiet >= 1_000 {
+            if got_inj.len() >= want.len() && got_rx.len() + n_dropped >= traffic && quiet >= 1_000
+            {
                 break;
             }
             if self.dut.bench.sim.cycle() > limit {
@@ -713,7 +718,10 @@ fn run_inject(seed: u64, rounds: usize) -> Result<Result<String, String>, VerifE
             ("inject_drops", dma::INJECT_DROPS),
         ] {
             let r = p.dut.read32(reg)?;
-            let m = p.model.read32(reg).map_err(|e| VerifError::Setup(e.to_string()))?;
+            let m = p
+                .model
+                .read32(reg)
+                .map_err(|e| VerifError::Setup(e.to_string()))?;
             if r != m {
                 return Ok(Err(format!(
                     "round {round}: dma.{name} reads {r:#x} on the RTL, {m:#x} on the model"
