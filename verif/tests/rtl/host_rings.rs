@@ -552,15 +552,40 @@ impl Pair {
         });
     }
 
+    /// Posts the descriptor of ring index `index` for a frame of the traffic cut or padded to
+    /// `len` bytes, to backend 0 of pool 0.
+    fn post_inject_len(&mut self, index: u16, len: usize) {
+        let slot = u64::from(index) & ((1 << INJECT_LOG2) - 1);
+        let addr = INJECT_BUFS + slot * BUF;
+        let mut frame = self.scenario.frame(&mut self.rng);
+        frame.resize(len, 0);
+        let desc = InjectDesc {
+            addr,
+            header: [InjectHeader {
+                backend: 0,
+                pool: 0,
+                frame_len: len as u16,
+            }],
+            reserved: 0,
+        };
+        let words = desc.pack().expect("inject descriptor");
+        let frame = &frame;
+        self.both(|m| {
+            m.write_words(INJECT_RING + 16 * slot, &words);
+            m.write(addr, frame);
+        });
+    }
+
     /// Rings the inject doorbell at `host` on both devices and sends `traffic` received frames
     /// to both; the RTL runs until its host memory has been quiet for a while and every
     /// injected frame the model transmitted came out. Compares injected frames (results and
     /// bytes, in order) and received frames' results.
+    /// Returns the frames through and the clocks from the doorbell to the last one's result.
     fn inject_round(
         &mut self,
         host: u16,
         traffic: usize,
-    ) -> Result<Result<usize, String>, VerifError> {
+    ) -> Result<Result<(usize, u64), String>, VerifError> {
         let frames: Vec<Vec<u8>> = (0..traffic)
             .map(|_| self.scenario.frame(&mut self.rng))
             .collect();
@@ -569,6 +594,8 @@ impl Pair {
             self.dut.send(f);
         }
         self.write(dma::INJECT_HOST, u32::from(host))?;
+        let rung = self.dut.bench.sim.cycle();
+        let mut last_result = rung;
         let want = self.model.take_injected();
         let mut got_inj: Vec<(PacketResult, Vec<u8>)> = Vec::new();
         let mut got_rx: Vec<PacketResult> = Vec::new();
@@ -607,6 +634,7 @@ impl Pair {
                 };
                 results.pop_front();
                 if inj {
+                    last_result = self.dut.bench.sim.cycle();
                     got_inj.push((r, out));
                 } else {
                     got_rx.push(r);
@@ -677,7 +705,7 @@ impl Pair {
                 self.out.results.len()
             )));
         }
-        Ok(Ok(want.len()))
+        Ok(Ok((want.len(), last_result - rung)))
     }
 }
 
@@ -707,7 +735,7 @@ fn run_inject(seed: u64, rounds: usize) -> Result<Result<String, String>, VerifE
         host = host.wrapping_add(k);
         let traffic = if round + 1 == rounds { 200 } else { 0 };
         match p.inject_round(host, traffic)? {
-            Ok(n) => through += n,
+            Ok((n, _)) => through += n,
             Err(e) => return Ok(Err(format!("round {round}: {e}"))),
         }
         if let Err(e) = compare(&mut p, &format!("inject round {round}")) {
@@ -739,10 +767,31 @@ fn run_inject(seed: u64, rounds: usize) -> Result<Result<String, String>, VerifE
     if !p.rtl_mem.interrupts().contains(&(Ring::Inject as u16)) {
         return Ok(Err("no interrupt on the inject ring's vector".into()));
     }
+    // The ring's rate: a full ring of frames of one size, posted at once (the host memory
+    // answers in 20-120 clocks, HostTiming::pcie).
+    let mut rates = Vec::new();
+    for len in [64usize, 1500] {
+        let slots = 1u16 << INJECT_LOG2;
+        for j in 0..slots {
+            p.post_inject_len(host.wrapping_add(j), len);
+        }
+        host = host.wrapping_add(slots);
+        match p.inject_round(host, 0)? {
+            Ok((n, clocks)) if n == usize::from(slots) => rates.push(format!(
+                "{len} B: {:.0} clocks a frame",
+                clocks as f64 / n as f64
+            )),
+            Ok((n, _)) => return Ok(Err(format!("{n} of {slots} frames of {len} bytes through"))),
+            Err(e) => return Ok(Err(format!("rate round ({len} bytes): {e}"))),
+        }
+    }
     Ok(Ok(format!(
-        "seed {seed}: {host} descriptors ({seen:?}), {through} frames through; inject ring \
-         {iw:?}; {} read bursts, {} refused",
-        p.dut.host.read_bursts, p.dut.host.refused
+        "seed {seed}: {} descriptors ({seen:?}), {through} frames through; inject ring \
+         {iw:?}; {} read bursts, {} refused; rate {}",
+        iw.index,
+        p.dut.host.read_bursts,
+        p.dut.host.refused,
+        rates.join(", ")
     )))
 }
 
