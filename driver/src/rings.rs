@@ -371,6 +371,16 @@ impl HostRings {
         (ring as u8) < self.carried
     }
 
+    /// The names of the rings the engine carries, in ring order ("punt", "event", then
+    /// "inject" and "cmd" where carried).
+    pub fn carried(&self) -> Vec<&'static str> {
+        rings::ALL
+            .iter()
+            .filter(|d| self.carries(d.ring))
+            .map(|d| d.name)
+            .collect()
+    }
+
     /// Whether hardware learning is on (asked for, and the device can).
     pub fn hw_learn(&self) -> bool {
         self.hw_learn

@@ -155,8 +155,12 @@ pub struct StatusData {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct PcieData {
     /// Punted frames and events go through the host rings (DMA); injected frames and table
-    /// writes too where the device carries all four rings.
+    /// writes too where the device carries those rings (`ring_names`).
     pub rings: bool,
+    /// The host rings the device carries ("punt", "event", "inject", "cmd"); empty without
+    /// rings.
+    #[serde(default)]
+    pub ring_names: Vec<String>,
     /// The NIC installs the connections it learns.
     pub hw_learn: bool,
     /// Register reads and writes so far.

@@ -125,9 +125,19 @@ pub fn status(socket: &Path, json: bool) -> Result<(), CliError> {
     );
     outln!("punts        {} handled, {} injected", s.punts, s.injected);
     let x = &s.pcie;
+    let path = if !x.rings {
+        "register queues".to_string()
+    } else if x.ring_names.is_empty() || x.ring_names.iter().any(|r| r == "cmd") {
+        "host rings (DMA)".to_string()
+    } else {
+        format!(
+            "host rings (DMA: {}; table writes by register)",
+            x.ring_names.join(", ")
+        )
+    };
     outln!(
         "host path    {}{}; {} register reads, {} writes ({:.1} ms of CPU stall on the PCIe cost model), DMA {} writes / {} reads ({:.1} ms of link), {} interrupts",
-        if x.rings { "host rings (DMA)" } else { "register queues" },
+        path,
         if x.hw_learn { ", the NIC learns connections" } else { "" },
         x.mmio_reads,
         x.mmio_writes,

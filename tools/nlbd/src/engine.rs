@@ -317,8 +317,11 @@ pub struct ServiceStatus {
 pub struct EngineStatus {
     /// The device.
     pub device: String,
-    /// The host rings carry punts, events, injected frames and table writes.
+    /// The host rings carry punts and events (and injected frames and table writes where
+    /// `carried` names their rings).
     pub rings: bool,
+    /// The names of the rings the device carries (empty without rings).
+    pub carried: Vec<&'static str>,
     /// The NIC installs the connections it learns.
     pub hw_learn: bool,
     /// What the device saw on the PCIe cost model.
@@ -1251,9 +1254,9 @@ impl Engine {
             None
         };
         let tables_digest = self.serving_tables_digest();
-        let (rings, hw_learn) = match nlb_driver::rings::split(&mut self.dev) {
-            Some((_, r)) => (true, r.hw_learn()),
-            None => (false, false),
+        let (rings, hw_learn, carried) = match nlb_driver::rings::split(&mut self.dev) {
+            Some((_, r)) => (true, r.hw_learn(), r.carried()),
+            None => (false, false, Vec::new()),
         };
         let pcie = self.dev.pcie();
         let mmio = self.mmio_use();
@@ -1261,6 +1264,7 @@ impl Engine {
         let ct = self.conns.conntrack();
         EngineStatus {
             rings,
+            carried,
             hw_learn,
             pcie,
             mmio,

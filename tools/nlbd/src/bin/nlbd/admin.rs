@@ -194,6 +194,7 @@ async fn status(daemon: &Daemon) -> Result<StatusData, String> {
         services: s.services.iter().map(service).collect(),
         pcie: PcieData {
             rings: s.rings,
+            ring_names: s.carried.iter().map(|r| r.to_string()).collect(),
             hw_learn: s.hw_learn,
             mmio_reads: s.pcie.mmio_reads,
             mmio_writes: s.pcie.mmio_writes,

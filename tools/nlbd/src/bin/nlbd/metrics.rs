@@ -566,8 +566,14 @@ fn pcie(t: &mut Text, status: &EngineStatus) {
     t.single(
         "nlbd_host_rings",
         "gauge",
-        "1 when punted frames and events go through the host rings (DMA), and injected frames and table writes too where the device carries all four rings",
+        "1 when punted frames and events go through the host rings (DMA)",
         f64::from(u8::from(status.rings)),
+    );
+    t.single(
+        "nlbd_host_rings_carried",
+        "gauge",
+        "Host rings the device carries: 2 punt and event, 3 and injected frames, 4 and table writes (0 without rings)",
+        status.carried.len() as f64,
     );
     t.single(
         "nlbd_hw_learning",
