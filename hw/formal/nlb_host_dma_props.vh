@@ -72,7 +72,9 @@ always @* begin
         assume(f_new_host_e - dev_reg[RE] >= avail_event);
     end
     if (ext_wr_req && f_w == NLB_REG_DMA_INJECT_HOST) begin
-        assume(f_new_host_i - dev_reg[RI] >= avail_inject);
+        // The host posts at most a ring's worth of descriptors ahead of the NIC.
+        assume(f_new_host_i - dev_reg[RI] >= avail_inject
+            && {1'b0, f_new_host_i - dev_reg[RI]} <= (17'd1 << log2_reg[RI]));
     end
     if (m_axi_bvalid) begin
         assume(b_out_reg != 10'd0);
@@ -85,10 +87,24 @@ always @* begin
         assume({1'b0, desc_addr} + {49'd0, desc_len} <= {1'b1, 64'd0});
     end
     if (m_axi_rvalid && state_reg == S_I_R) begin
-        // So does a frame to inject.
-        assume({1'b0, idesc_addr} + {50'd0, idesc_beats, 6'd0} <= {1'b1, 64'd0});
+        // So does a frame to inject, in every slot of the line.
+        assume(f_nowrap(m_axi_rdata[127:0]) && f_nowrap(m_axi_rdata[255:128])
+            && f_nowrap(m_axi_rdata[383:256]) && f_nowrap(m_axi_rdata[511:384]));
     end
 end
+
+// An inject descriptor whose frame's lines end inside the IOVA space.
+function f_nowrap(input [127:0] d);
+    reg [13:0] len;
+    reg [14:0] up;
+    begin
+        len = d[NLB_INJECT_DESC_HEADER_LSB + NLB_INJECT_HEADER_FRAME_LEN_LSB
+            +: NLB_INJECT_HEADER_FRAME_LEN_W];
+        up = {1'b0, len} + 15'd63;
+        f_nowrap = {1'b0, d[NLB_INJECT_DESC_ADDR_LSB +: 64]} + {50'd0, up[14:6], 6'd0}
+            <= {1'b1, 64'd0};
+    end
+endfunction
 
 // The record in flight: the index it started at, and the buffer its descriptor posted.
 reg [15:0] f_idx = 16'd0;
@@ -119,7 +135,7 @@ always @(posedge clk) begin
     if (take_i) begin
         f_iidx <= dev_reg[RI];
     end
-    if (state_reg == S_I_R && r_hs) begin
+    if (state_reg == S_I_DEC) begin
         f_iaddr <= idesc_addr;
         // Lines by definition, ceil(len / 64) (not the RTL's idesc_beats).
         f_ilines <= f_len_up[14:6];
@@ -131,7 +147,35 @@ always @(posedge clk) begin
     end
 end
 wire [8:0] f_ibeats = f_ilen == 14'd0 ? 9'd1 : f_ilines;
+
+// The inject ring's last descriptor line: the indices of its four slots from f_lfirst, the
+// host's index when its read was issued (what the host had posted by then), what it held.
+reg          f_lvalid = 1'b0;
+reg [15:0]   f_lfirst = 16'd0;
+reg [15:0]   f_lhost = 16'd0;
+reg [511:0]  f_ldata = 512'd0;
+wire [15:0]  f_ldev = dev_reg[RI] - f_lfirst;
+always @(posedge clk) begin
+    if (take_i && !(f_lvalid && log2_reg[RI] >= 4'd2 && f_ldev < 16'd4
+            && f_ldev < f_lhost - f_lfirst)) begin
+        f_lvalid <= 1'b0;
+        f_lfirst <= {dev_reg[RI][15:2], 2'b00};
+        f_lhost <= host_reg[RI];
+    end
+    if (state_reg == S_I_R && r_hs && m_axi_rresp == 2'b00) begin
+        f_lvalid <= 1'b1;
+        f_ldata <= m_axi_rdata;
+    end
+    if (ext_wr_req && (f_w == NLB_REG_DMA_CTRL || f_w == NLB_REG_DMA_INJECT_BASE_LO
+            || f_w == NLB_REG_DMA_INJECT_BASE_HI || f_w == NLB_REG_DMA_INJECT_SIZE)) begin
+        f_lvalid <= 1'b0;
+    end
+    if (rst) begin
+        f_lvalid <= 1'b0;
+    end
+end
 wire [15:0] f_mask_i = (16'd1 << log2_reg[RI]) - 16'd1;
+wire [15:0] f_islot = dev_reg[RI] & f_mask_i;
 
 // The rings' index masks by their definition, 2^log2 - 1 (not the RTL's ring_mask, so that a
 // mistake in it shows).
@@ -175,6 +219,11 @@ always @* begin
             host_dma_inj_in_frame: assert(m_axi_araddr >= f_iaddr
                 && {1'b0, m_axi_araddr} + {49'd0, m_axi_arlen, 6'd0} + 65'd64
                     <= {1'b0, f_iaddr} + {50'd0, f_ilines, 6'd0});
+        end
+        if (state_reg == S_I_DEC) begin
+            host_dma_inj_desc_posted: assert(f_lvalid && f_ldev < 16'd4
+                && f_ldev < f_lhost - f_lfirst
+                && i_desc_reg == f_ldata[{f_islot[1:0], 7'd0} +: 128]);
         end
         if (m_inject_tvalid && m_inject_tlast) begin
             host_dma_inj_beats: assert(f_isent + 9'd1 == f_ibeats);
@@ -248,7 +297,32 @@ always @* begin
                 host_dma_inv_aw1: assert(aw_len_reg == 8'd0);
             end
         end
-        host_dma_inv_state: assert(state_reg != 4'd3);
+        // The cached descriptor line is the last one read, and the hit flag summed ahead is
+        // exact whenever the engine may take a record.
+        host_dma_inv_ivalid: assert(ic_valid_reg == f_lvalid
+            && {1'b0, avail_inject} <= (17'd1 << log2_reg[RI]));
+        if (ic_valid_reg || state_reg == S_I_R) begin
+            host_dma_inv_iwhich: assert(ic_first_reg == f_lfirst && ic_hi_reg == f_lhost);
+        end
+        if (ic_valid_reg) begin
+            host_dma_inv_icache: assert(ic_line_reg == f_ldata
+                && ic_first_reg == f_lfirst && ic_hi_reg == f_lhost
+                && f_nowrap(ic_line_reg[127:0]) && f_nowrap(ic_line_reg[255:128])
+                && f_nowrap(ic_line_reg[383:256]) && f_nowrap(ic_line_reg[511:384]));
+        end
+        if (lo_fresh_reg && state_reg == S_IDLE) begin
+            host_dma_inv_ihit: assert(ic_hit_reg == (ic_valid_reg && log2_reg[RI] >= 4'd2
+                && f_ldev < 16'd4 && f_ldev < f_lhost - f_lfirst));
+        end
+        if (state_reg == S_I_R) begin
+            host_dma_inv_iline: assert(!ic_valid_reg && !f_lvalid
+                && f_lfirst == {dev_reg[RI][15:2], 2'b00} && f_lhost - dev_reg[RI] != 16'd0
+                && f_lhost - dev_reg[RI] <= avail_inject);
+        end
+        if (state_reg == S_I_DEC) begin
+            host_dma_inv_idec: assert(avail_inject != 16'd0 && f_iidx == dev_reg[RI]
+                && p_slot_reg == (dev_reg[RI] & f_mask_i) && f_nowrap(i_desc_reg));
+        end
         // Reads in flight: none but the record's.
         if (state_reg == S_P_R || state_reg == S_I_R) begin
             host_dma_inv_rd1: assert(f_rbeats + {9'd0, ar_valid_reg} == 10'd1

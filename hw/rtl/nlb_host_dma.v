@@ -38,6 +38,8 @@
 //   refused read (DMA_FAULT) marks the frame's last beat m_inject_terr, so the queue drops it
 //   whole. Either way the slot is consumed and dev moves on (the host may reuse its buffer
 //   once dev passes it: the frame is in the NIC by then).
+//   A descriptor line holds four slots: the line is kept, and a descriptor the host had
+//   posted when its line was read is taken from it instead of being read again.
 // Records of the pipeline (events, punts) and injected frames take turns, so neither starves.
 //
 // The command ring is not carried here: caps.rings reads 3 and its registers read 0.
@@ -298,6 +300,7 @@ wire [15:0] slot_event = dev_reg[RE] & ring_mask(log2_reg[RE]);
 wire usable_inject = enable_reg && ren_reg[RI] && base_nz_reg[RI];
 wire [15:0] avail_inject = host_reg[RI] - dev_reg[RI];
 wire [15:0] slot_inject = dev_reg[RI] & ring_mask(log2_reg[RI]);
+wire [15:0] ic_dev_off = dev_reg[RI] - ic_first_reg;
 
 // x + c, for c of 0 or 1, without a carry chain: bit i flips when c is set and every bit
 // below it is 1 (a tree of LUTs a few levels deep; a 58-bit `+` is 15 CARRY4 in a row).
@@ -356,6 +359,7 @@ localparam [3:0] S_IDLE = 4'd0,
                  S_DISCARD = 4'd10,// punt: the frame dropped (no slot, a failed slot)
                  S_WB_W = 4'd11,   // write-back: AW and W
                  S_WB_B = 4'd12,   // write-back: its response
+                 S_I_DEC = 4'd3,   // inject: the descriptor decoded
                  S_I_R = 4'd13,    // inject: descriptor
                  S_I_H = 4'd14,    // inject: the header beat out
                  S_I_D = 4'd15;    // inject: the frame's reads, its beats out
@@ -376,6 +380,17 @@ reg [15:0] e_slot_reg = 16'd0;
 // The injected frame in flight (p_slot_reg, p_addr_reg, p_beats_reg and p_last_bytes_reg
 // serve it too: the next line to read, lines left to request, bytes of its last beat).
 reg [IHW-1:0] i_hdr_reg = {IHW{1'b0}};
+reg [127:0] i_desc_reg = 128'd0;     // the descriptor of the record in flight
+// The inject ring's last descriptor line read (four slots), and which indices it holds that
+// the host had posted when it was read: [ic_first_reg, ic_hi_reg) within the line. The host
+// never rewrites a descriptor it posted until the NIC consumed it, so those may be used from
+// here instead of being read again (a PCIe round trip per frame saved for three in four).
+reg [DW-1:0] ic_line_reg = {DW{1'b0}};
+reg        ic_valid_reg = 1'b0;
+reg [15:0] ic_first_reg = 16'd0;
+reg [15:0] ic_hi_reg = 16'd0;
+// dev's descriptor is in the cached line, a clock ahead like the slot sums (lo_fresh_reg).
+reg        ic_hit_reg = 1'b0;
 reg [8:0]  i_left_reg = 9'd0;       // beats still to go out (at least one: an empty frame's)
 reg        i_empty_reg = 1'b0;      // frame_len 0: one beat, no byte, nothing read
 reg        i_err_reg = 1'b0;        // a read of this frame was refused
@@ -474,9 +489,9 @@ wire [15:0]  n_w = desc_short ? desc_len : p_cap_reg;
 /* verilator lint_on UNUSEDSIGNAL */
 wire [8:0]   n_beats = desc_short ? desc_len[14:6] + {8'd0, desc_len[5:0] != 6'd0}
     : p_cap_beats_reg;
-// The inject descriptor of slot p_slot_reg in the line read.
+// The inject descriptor being decoded (S_I_DEC), from the line read or the cached line.
 /* verilator lint_off UNUSEDSIGNAL */ // (the descriptor's reserved bits)
-wire [127:0] idesc_w = m_axi_rdata[{p_slot_reg[1:0], 7'd0} +: 128];
+wire [127:0] idesc_w = i_desc_reg;
 /* verilator lint_on UNUSEDSIGNAL */
 wire [63:0]  idesc_addr = idesc_w[NLB_INJECT_DESC_ADDR_LSB +: NLB_INJECT_DESC_ADDR_W];
 wire [IHW-1:0] idesc_hdr = idesc_w[NLB_INJECT_DESC_HEADER_LSB +: IHW];
@@ -608,6 +623,8 @@ always @(posedge clk) begin
     pc_lo_reg <= {1'b0, base_reg[RP][21:0]} + {3'b000, p_slot_reg[15:2], 6'd0};
     id_lo_reg <= {1'b0, base_reg[RI][21:0]} + {3'b000, slot_inject[15:2], 6'd0};
     i_posted_reg <= avail_inject != 16'd0;
+    ic_hit_reg <= ic_valid_reg && log2_reg[RI] >= 4'd2 && ic_dev_off < 16'd4
+        && ic_dev_off < ic_hi_reg - ic_first_reg;
     // A completion (dev_reg) or a register write (a ring's base or size) makes them stale.
     lo_fresh_reg <= !ext_wr_req;
     if (aw_hs) begin
@@ -682,21 +699,39 @@ always @(posedge clk) begin
         end else if (take_i) begin
             i_turn_reg <= 1'b0;
             p_slot_reg <= slot_inject;
-            ar_addr_reg <= slot_iova(base_reg[RI], id_lo_reg);
-            ar_len_reg <= 8'd0;
-            ar_valid_reg <= 1'b1;
-            state_reg <= S_I_R;
+            if (ic_hit_reg) begin
+                i_desc_reg <= ic_line_reg[{slot_inject[1:0], 7'd0} +: 128];
+                state_reg <= S_I_DEC;
+            end else begin
+                ar_addr_reg <= slot_iova(base_reg[RI], id_lo_reg);
+                ar_len_reg <= 8'd0;
+                ar_valid_reg <= 1'b1;
+                ic_valid_reg <= 1'b0;
+                ic_first_reg <= {dev_reg[RI][15:2], 2'b00};
+                ic_hi_reg <= host_reg[RI];
+                state_reg <= S_I_R;
+            end
         end
     end
     S_I_R: begin
         if (r_hs) begin
-            i_hdr_reg <= idesc_hdr;
-            i_err_reg <= 1'b0;
             if (m_axi_rresp != 2'b00) begin
                 fail(RI, p_slot_reg, {5'd0, NLB_DMA_ERROR_DMA_FAULT}, 1'b1);
                 complete(RI);
                 state_reg <= S_IDLE;
-            end else if ({2'b00, idesc_len} > FRAME_MAX[15:0]) begin
+            end else begin
+                i_desc_reg <= m_axi_rdata[{p_slot_reg[1:0], 7'd0} +: 128];
+                ic_line_reg <= m_axi_rdata;
+                ic_valid_reg <= 1'b1;
+                state_reg <= S_I_DEC;
+            end
+        end
+    end
+    S_I_DEC: begin
+        begin
+            i_hdr_reg <= idesc_hdr;
+            i_err_reg <= 1'b0;
+            if ({2'b00, idesc_len} > FRAME_MAX[15:0]) begin
                 drops_reg[RI] <= drops_reg[RI] + 32'd1;
                 complete(RI);
                 state_reg <= S_IDLE;
@@ -888,6 +923,11 @@ always @(posedge clk) begin
         if (wr_word == NLB_REG_DMA_CTRL) begin
             enable_reg <= wr_ctrl[NLB_REG_DMA_CTRL_ENABLE_LSB];
         end
+        // The inject ring set up anew: its cached descriptors are gone.
+        if (wr_word == NLB_REG_DMA_CTRL || wr_word == NLB_REG_DMA_INJECT_BASE_LO
+            || wr_word == NLB_REG_DMA_INJECT_BASE_HI || wr_word == NLB_REG_DMA_INJECT_SIZE) begin
+            ic_valid_reg <= 1'b0;
+        end
         if (wr_word == NLB_REG_DMA_HOST_TIME) begin
             host_time_reg <= merge(host_time_reg, ext_wr_data, ext_wr_strb);
         end
@@ -958,6 +998,7 @@ always @(posedge clk) begin
         drops_ev_inc_reg <= 2'd0;
         i_turn_reg <= 1'b0;
         i_err_reg <= 1'b0;
+        ic_valid_reg <= 1'b0;
         for (r = 0; r < RINGS; r = r + 1) begin
             base_reg[r] <= 64'd0;
             base_nz_reg[r] <= 1'b0;
