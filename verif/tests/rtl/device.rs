@@ -346,6 +346,19 @@ fn the_conntrack_block_answers_like_the_model() {
     }
 }
 
+/// Rings the inject doorbell of both devices' rings.
+fn ring_inject(
+    rtl_rings: &mut nlb_driver::rings::HostRings,
+    rtl: &mut RtlDevice,
+    model_rings: &mut nlb_driver::rings::HostRings,
+    model: &mut ModelHandle,
+) {
+    rtl_rings.ring_inject(rtl).expect("RTL inject doorbell");
+    model_rings
+        .ring_inject(model)
+        .expect("model inject doorbell");
+}
+
 /// The driver's host rings on the RTL: `RtlDevice` serves the memory the driver maps for DMA
 /// to `nlb_top`'s DMA master, as a card's IOMMU would. The driver attaches `HostRings` to it
 /// and to the golden model's device carrying the same three rings (`set_dma_rings(3)`, as
@@ -460,21 +473,11 @@ fn the_drivers_host_rings_run_on_the_rtl_as_on_the_model() {
                         a.is_err() && b.is_err(),
                         "batch {batch}: inject {a:?} / {b:?}"
                     );
-                    rtl_rings
-                        .ring_inject(&mut rtl)
-                        .expect("RTL inject doorbell");
-                    model_rings
-                        .ring_inject(&mut model)
-                        .expect("model inject doorbell");
+                    ring_inject(&mut rtl_rings, &mut rtl, &mut model_rings, &mut model);
                 }
             }
         }
-        rtl_rings
-            .ring_inject(&mut rtl)
-            .expect("RTL inject doorbell");
-        model_rings
-            .ring_inject(&mut model)
-            .expect("model inject doorbell");
+        ring_inject(&mut rtl_rings, &mut rtl, &mut model_rings, &mut model);
         let on_rtl = rtl.take_injected().expect("RTL injected frames").packets;
         let on_model = model.lock().take_injected();
         assert_eq!(

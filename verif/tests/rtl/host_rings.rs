@@ -420,18 +420,29 @@ fn run(seed: u64, frames: usize) -> Result<Result<String, String>, VerifError> {
 
 #[test]
 fn rtl_rings_match_the_model_punt_by_punt_and_event_by_event() {
-    let base = seed_from_env(0x5eed_0d3a);
-    let cases: u64 = std::env::var("NLB_RINGS_CASES")
+    let frames = env_or("NLB_RINGS_FRAMES", 400);
+    each_seed(0x5eed_0d3a, 4, |seed| run(seed, frames as usize));
+}
+
+/// A number from the environment, or `default`.
+fn env_or(name: &str, default: u64) -> u64 {
+    std::env::var(name)
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(4);
-    let frames: usize = std::env::var("NLB_RINGS_FRAMES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(400);
-    for c in 0..cases {
+        .unwrap_or(default)
+}
+
+/// Runs `case` for `NLB_RINGS_CASES` (default `cases`) seeds from `NLB_SEED` (default `base`),
+/// printing each summary and failing with the seed to rerun.
+fn each_seed(
+    base: u64,
+    cases: u64,
+    case: impl Fn(u64) -> Result<Result<String, String>, VerifError>,
+) {
+    let base = seed_from_env(base);
+    for c in 0..env_or("NLB_RINGS_CASES", cases) {
         let seed = base.wrapping_add(c);
-        match run(seed, frames) {
+        match case(seed) {
             Ok(Ok(summary)) => println!("{summary}"),
             Ok(Err(m)) => panic!("seed {seed}: {m}\n(rerun: NLB_SEED={seed} NLB_RINGS_CASES=1)"),
             Err(e) => panic!("seed {seed}: {e}"),
@@ -811,17 +822,5 @@ fn run_inject(seed: u64, rounds: usize) -> Result<Result<String, String>, VerifE
 
 #[test]
 fn rtl_inject_ring_matches_the_model_frame_by_frame() {
-    let base = seed_from_env(0x5eed_1a7c);
-    let cases: u64 = std::env::var("NLB_RINGS_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(3);
-    for c in 0..cases {
-        let seed = base.wrapping_add(c);
-        match run_inject(seed, 8) {
-            Ok(Ok(summary)) => println!("{summary}"),
-            Ok(Err(m)) => panic!("seed {seed}: {m}\n(rerun: NLB_SEED={seed} NLB_RINGS_CASES=1)"),
-            Err(e) => panic!("seed {seed}: {e}"),
-        }
-    }
+    each_seed(0x5eed_1a7c, 3, |seed| run_inject(seed, 8));
 }
