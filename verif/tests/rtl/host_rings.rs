@@ -113,6 +113,19 @@ impl Pair {
         }
     }
 
+    /// The engine on (no hardware learning), writing back to `WB`.
+    fn enable_engine(&mut self) -> Result<(), VerifError> {
+        let ctl = dma::Ctrl {
+            enable: true,
+            hw_learn: false,
+        }
+        .word();
+        self.write(dma::CTRL, ctl)?;
+        self.write(dma::WB_LO, WB as u32)?;
+        self.write(dma::WB_HI, (WB >> 32) as u32)?;
+        Ok(())
+    }
+
     fn program(&mut self, punt_host: u16, event_host: u16) -> Result<(), VerifError> {
         let size = |log2| {
             dma::PuntSize { log2, enable: true }
@@ -125,14 +138,7 @@ impl Pair {
             enable: true,
         }
         .word();
-        let ctl = dma::Ctrl {
-            enable: true,
-            hw_learn: false,
-        }
-        .word();
-        self.write(dma::CTRL, ctl)?;
-        self.write(dma::WB_LO, WB as u32)?;
-        self.write(dma::WB_HI, (WB >> 32) as u32)?;
+        self.enable_engine()?;
         for (lo, hi, sz, ir, base, log2) in [
             (
                 dma::PUNT_BASE_LO,
@@ -474,14 +480,7 @@ impl Pair {
     /// The inject ring alone (punts and events go to the register queues), with interrupts by
     /// count.
     fn program_inject(&mut self) -> Result<(), VerifError> {
-        let ctl = dma::Ctrl {
-            enable: true,
-            hw_learn: false,
-        }
-        .word();
-        self.write(dma::CTRL, ctl)?;
-        self.write(dma::WB_LO, WB as u32)?;
-        self.write(dma::WB_HI, (WB >> 32) as u32)?;
+        self.enable_engine()?;
         self.write(dma::INJECT_BASE_LO, INJECT_RING as u32)?;
         self.write(dma::INJECT_BASE_HI, (INJECT_RING >> 32) as u32)?;
         let size = dma::InjectSize {
