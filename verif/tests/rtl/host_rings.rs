@@ -549,13 +549,18 @@ impl Pair {
             },
             frame_len: len as u16,
         };
+        self.write_inject(slot, addr, header, &frame);
+    }
+
+    /// Slot `slot`'s descriptor (the frame at `addr` with `header`) and the frame's bytes,
+    /// into both host memories.
+    fn write_inject(&self, slot: u64, addr: u64, header: InjectHeader, frame: &[u8]) {
         let desc = InjectDesc {
             addr,
             header: [header],
             reserved: 0,
         };
         let words = desc.pack().expect("inject descriptor");
-        let frame = &frame;
         self.both(|m| {
             m.write_words(INJECT_RING + 16 * slot, &words);
             m.write(addr, frame);
@@ -569,21 +574,12 @@ impl Pair {
         let addr = INJECT_BUFS + slot * BUF;
         let mut frame = self.scenario.frame(&mut self.rng);
         frame.resize(len, 0);
-        let desc = InjectDesc {
-            addr,
-            header: [InjectHeader {
-                backend: 0,
-                pool: 0,
-                frame_len: len as u16,
-            }],
-            reserved: 0,
+        let header = InjectHeader {
+            backend: 0,
+            pool: 0,
+            frame_len: len as u16,
         };
-        let words = desc.pack().expect("inject descriptor");
-        let frame = &frame;
-        self.both(|m| {
-            m.write_words(INJECT_RING + 16 * slot, &words);
-            m.write(addr, frame);
-        });
+        self.write_inject(slot, addr, header, &frame);
     }
 
     /// Rings the inject doorbell at `host` on both devices and sends `traffic` received frames
