@@ -450,6 +450,19 @@ impl Conntrack {
         self.entries.get(index as usize)
     }
 
+    /// Host time entry `index` was installed or last seen hit.
+    pub fn last_seen(&self, index: u32) -> Option<u32> {
+        self.last_seen.get(index as usize).copied()
+    }
+
+    /// Counts entry `index` as seen at `now`: its idle timeout starts again (no device
+    /// access).
+    pub fn touch(&mut self, index: u32, now: u32) {
+        if let Some(t) = self.last_seen.get_mut(index as usize) {
+            *t = now;
+        }
+    }
+
     /// Every valid entry with its index.
     pub fn scan(&self) -> impl Iterator<Item = (u32, &CtEntry)> {
         self.entries

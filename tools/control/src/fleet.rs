@@ -14,6 +14,9 @@
 //! - `PREFIX upgrade/NAME`: the nlbd executable or the bitstream host NAME is to run (`nlbctl
 //!   fleet upgrade --binary` or `--bitstream`), a JSON [`UpgradeOrder`], with the host's answer
 //!   in it; no lease.
+//! - `PREFIX pinned/HOST/N`: part N (from 0) of the connections host HOST tracks on a backend
+//!   the tables no longer choose for them (SPEC R15.2), a JSON [`PinnedChunk`], with HOST's
+//!   lease. Every other host installs them, so that ECMP may move them anywhere.
 //!
 //! Any other key under the prefix, and a value under one of these that does not decode, is
 //! reported ([`KeyProblem`]) and skipped: it never stops a reader (`nlbctl fleet status`, an
@@ -92,6 +95,16 @@ impl Keys {
         format!("{}upgrade/{name}", self.prefix)
     }
 
+    /// The prefix of host `name`'s pinned connections.
+    pub fn pinned_of(&self, name: &str) -> String {
+        format!("{}pinned/{name}/", self.prefix)
+    }
+
+    /// Part `chunk` of host `name`'s pinned connections.
+    pub fn pinned(&self, name: &str, chunk: u32) -> String {
+        format!("{}pinned/{name}/{chunk}", self.prefix)
+    }
+
     /// What a key under the prefix is.
     pub fn classify<'k>(&self, key: &'k str) -> KeyKind<'k> {
         let Some(rest) = key.strip_prefix(self.prefix.as_str()) else {
@@ -108,6 +121,16 @@ impl Keys {
             if let Some(name) = rest.strip_prefix(dir) {
                 if !name.is_empty() && !name.contains('/') {
                     return kind(name);
+                }
+            }
+        }
+        if let Some(r) = rest.strip_prefix("pinned/") {
+            if let Some((host, chunk)) = r.split_once('/') {
+                // The part's number as written: decimal, no sign, no leading zero.
+                let canonical = chunk.bytes().all(|b| b.is_ascii_digit())
+                    && (chunk == "0" || !chunk.starts_with('0'));
+                if let (false, true, Ok(chunk)) = (host.is_empty(), canonical, chunk.parse()) {
+                    return KeyKind::Pinned { host, chunk };
                 }
             }
         }
@@ -147,8 +170,78 @@ pub enum KeyKind<'k> {
         /// The prober.
         host: &'k str,
     },
+    /// `PREFIX pinned/HOST/N`.
+    Pinned {
+        /// The host tracking them.
+        host: &'k str,
+        /// The part.
+        chunk: u32,
+    },
     /// Anything else.
     Other,
+}
+
+/// Pinned connections per `PREFIX pinned/HOST/N` key: about 100 bytes of JSON each, so a part
+/// stays well under etcd's default request limit (1.5 MiB).
+pub const PINNED_PER_KEY: usize = 8192;
+
+/// One connection a host tracks on a backend the tables serving no longer choose for it (a
+/// backend was added, a weight changed, its backend turned unhealthy and the pool keeps such
+/// connections): by names, which mean the same on every host of the revision.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct PinnedConnection {
+    /// IP protocol number.
+    pub protocol: u8,
+    /// The client's address and port (port 0 for a portless protocol).
+    pub client: std::net::SocketAddr,
+    /// The VIP and its port.
+    pub vip: std::net::SocketAddr,
+    /// The forwarding rule.
+    pub rule: String,
+    /// The backend (instance) the connection stays on.
+    pub backend: String,
+}
+
+/// Part of one host's pinned connections (`PREFIX pinned/HOST/N`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PinnedChunk {
+    /// The host tracking them.
+    pub host: String,
+    /// The fleet revision the host served when it wrote them.
+    pub revision: i64,
+    /// The connections.
+    pub connections: Vec<PinnedConnection>,
+}
+
+/// A host's pinned connections as the values of its keys, [`PINNED_PER_KEY`] to a key, in
+/// connection order (the same set always gives the same values: only changed parts are
+/// written).
+pub fn pinned_chunks(host: &str, revision: i64, mut conns: Vec<PinnedConnection>) -> Vec<Vec<u8>> {
+    conns.sort();
+    conns
+        .chunks(PINNED_PER_KEY)
+        .map(|c| {
+            serde_json::to_vec(&PinnedChunk {
+                host: host.to_string(),
+                revision,
+                connections: c.to_vec(),
+            })
+            .unwrap_or_default()
+        })
+        .collect()
+}
+
+/// A part of `name`'s pinned connections, checked against its key's name.
+fn decode_pinned(name: &str, value: &[u8]) -> Result<PinnedChunk, String> {
+    let c: PinnedChunk =
+        serde_json::from_slice(value).map_err(|e| format!("not pinned connections: {e}"))?;
+    if c.host != name {
+        return Err(format!(
+            "not pinned connections: they name host `{}`, their key `{name}`",
+            c.host
+        ));
+    }
+    Ok(c)
 }
 
 /// A host name for `--host`: what its key and the status table can hold.
@@ -482,6 +575,15 @@ pub enum Entry<'k> {
         /// The report.
         report: Result<HealthReport, String>,
     },
+    /// `PREFIX pinned/HOST/N`: the part, or why the value is not one.
+    Pinned {
+        /// The host tracking them.
+        host: &'k str,
+        /// The part.
+        chunk: u32,
+        /// The connections.
+        set: Result<PinnedChunk, String>,
+    },
     /// Under the prefix, but no key nlbctl or nlbd writes.
     Unknown,
     /// Not under the prefix.
@@ -498,8 +600,9 @@ impl Entry<'_> {
             | Entry::Drain(_, Err(e))
             | Entry::Upgrade(_, Err(e)) => Some(e.clone()),
             Entry::Health { report: Err(e), .. } => Some(e.clone()),
+            Entry::Pinned { set: Err(e), .. } => Some(e.clone()),
             Entry::Unknown => Some(format!(
-                "not a key nlbctl or nlbd writes (valid under {p}: {p}config, {p}hosts/NAME, {p}health/POOL/BACKEND/HOST, {p}drain/NAME, {p}upgrade/NAME)",
+                "not a key nlbctl or nlbd writes (valid under {p}: {p}config, {p}hosts/NAME, {p}health/POOL/BACKEND/HOST, {p}drain/NAME, {p}upgrade/NAME, {p}pinned/NAME/N)",
                 p = keys.prefix()
             )),
             _ => None,
@@ -558,6 +661,11 @@ impl Keys {
                 report: serde_json::from_slice(value)
                     .map_err(|e| format!("not a health report: {e}")),
             },
+            KeyKind::Pinned { host, chunk } => Entry::Pinned {
+                host,
+                chunk,
+                set: decode_pinned(host, value),
+            },
             KeyKind::Other if key.starts_with(self.prefix.as_str()) => Entry::Unknown,
             KeyKind::Other => Entry::Outside,
         }
@@ -580,6 +688,8 @@ pub struct Survey {
     pub drains: Vec<(String, DrainRequest)>,
     /// Upgrade orders by host.
     pub upgrades: Vec<(String, UpgradeOrder)>,
+    /// Pinned connections that decode: (host, part, connections).
+    pub pinned: Vec<(String, u32, PinnedChunk)>,
     /// Keys that are not what nlbctl and nlbd write, in key order.
     pub problems: Vec<KeyProblem>,
 }
@@ -609,6 +719,11 @@ pub fn survey(keys: &Keys, revision: i64, kvs: &[etcd::KeyValue]) -> Survey {
             Entry::Host(_, Ok(record)) => s.hosts.push((record, kv.lease)),
             Entry::Drain(name, Ok(d)) => s.drains.push((name.to_string(), d)),
             Entry::Upgrade(name, Ok(u)) => s.upgrades.push((name.to_string(), u)),
+            Entry::Pinned {
+                host,
+                chunk,
+                set: Ok(set),
+            } => s.pinned.push((host.to_string(), chunk, set)),
             Entry::Health {
                 pool,
                 backend,
@@ -1098,6 +1213,24 @@ mod tests {
         assert_eq!(k.classify("/nlb/upgrade/h1"), KeyKind::Upgrade("h1"));
         assert_eq!(k.classify("/nlb/drain/h1/x"), KeyKind::Other);
         assert_eq!(
+            k.classify(&k.pinned("h2", 12)),
+            KeyKind::Pinned {
+                host: "h2",
+                chunk: 12
+            }
+        );
+        for other in [
+            "/nlb/pinned/h2",
+            "/nlb/pinned//0",
+            "/nlb/pinned/h2/01",
+            "/nlb/pinned/h2/x",
+            "/nlb/pinned/h2/-1",
+            "/nlb/pinned/h2/+1",
+            "/nlb/pinned/h2/0/1",
+        ] {
+            assert_eq!(k.classify(other), KeyKind::Other, "{other}");
+        }
+        assert_eq!(
             k.classify(&k.health_report("web", "b1", "h2")),
             KeyKind::Health {
                 pool: "web",
@@ -1114,6 +1247,51 @@ mod tests {
         ] {
             assert_eq!(k.classify(other), KeyKind::Other, "{other}");
         }
+    }
+
+    /// A host's pinned connections cut into parts decode back whole, in order; a part under
+    /// another host's key is refused.
+    #[test]
+    fn pinned_parts_round_trip() {
+        let k = Keys::new("/nlb/").unwrap();
+        let conns: Vec<PinnedConnection> = (0..PINNED_PER_KEY as u32 + 5)
+            .rev()
+            .map(|i| PinnedConnection {
+                protocol: 6,
+                client: std::net::SocketAddr::from(([10, 0, (i >> 8) as u8, i as u8], 40000)),
+                vip: "[2001:db8::80]:443".parse().unwrap(),
+                rule: "web".into(),
+                backend: format!("b{}", i % 3),
+            })
+            .collect();
+        let parts = pinned_chunks("h1", 7, conns.clone());
+        assert_eq!(parts.len(), 2);
+        let mut back = Vec::new();
+        for (n, p) in parts.iter().enumerate() {
+            assert!(p.len() < 1_400_000, "part {n}: {} bytes", p.len());
+            let key = k.pinned("h1", n as u32);
+            match k.entry(&key, p) {
+                Entry::Pinned {
+                    host: "h1",
+                    chunk,
+                    set: Ok(set),
+                } if chunk == n as u32 => {
+                    assert_eq!(set.revision, 7);
+                    back.extend(set.connections);
+                }
+                other => panic!("{other:?}"),
+            }
+            let elsewhere = k.pinned("h2", 0);
+            assert!(k
+                .entry(&elsewhere, p)
+                .problem(&k)
+                .unwrap()
+                .contains("names host `h1`"));
+        }
+        let mut sorted = conns;
+        sorted.sort();
+        assert_eq!(back, sorted);
+        assert!(k.entry(&k.pinned("h1", 0), b"[]").problem(&k).is_some());
     }
 
     fn kv(key: &str, value: &[u8], rev: i64) -> etcd::KeyValue {

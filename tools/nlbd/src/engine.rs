@@ -229,6 +229,20 @@ pub enum Command {
         /// The answer: what was done, or what failed.
         reply: oneshot::Sender<Result<Flashed, FlashFailed>>,
     },
+    /// This host's pinned connections by names (SPEC R15.2, [`crate::pinned`]): what it
+    /// publishes to the fleet.
+    Pinned {
+        /// The answer.
+        reply: oneshot::Sender<Vec<nlb_control::fleet::PinnedConnection>>,
+    },
+    /// The other hosts' pinned connections, all of them: installed here as copies, the copies
+    /// no longer listed lapse.
+    Mirror {
+        /// Every other host's pinned connections.
+        connections: Vec<nlb_control::fleet::PinnedConnection>,
+        /// The answer: what was done, or why the device refused.
+        reply: oneshot::Sender<Result<crate::pinned::MirrorReport, String>>,
+    },
     /// Finish the learn events already queued and stop. Tables and connections stay in the
     /// NIC.
     Shutdown,
@@ -358,6 +372,8 @@ pub struct EngineStatus {
     pub health: HealthState,
     /// Connection manager counters.
     pub learn: LearnStats,
+    /// Pinned connections: this host's and the other hosts' copies.
+    pub pinned: crate::pinned::PinnedStats,
     /// Conntrack register-level counters.
     pub conntrack: ConntrackStats,
     /// Valid connection-table entries.
@@ -1291,6 +1307,7 @@ impl Engine {
                 .collect(),
             health: c.health().clone(),
             learn: self.conns.stats(),
+            pinned: self.conns.pinned_stats(),
             conntrack: ct.stats(),
             conntrack_entries: ct.valid_count(),
             draining_pairs: self.conns.drains().len(),
@@ -1525,6 +1542,23 @@ impl Engine {
             }
             Command::Flash { image, reply } => {
                 let _ = reply.send(self.flash(&image));
+            }
+            Command::Pinned { reply } => {
+                let c = &self.controller;
+                let _ = reply.send(self.conns.own_pinned(c.serving(), &c.compiled().symbols));
+            }
+            Command::Mirror { reply, .. } if self.card_replaced => {
+                let _ = reply.send(Err(
+                    "the card was flashed and rebooted; nlbd is restarting to load it".into(),
+                ));
+            }
+            Command::Mirror { connections, reply } => {
+                let symbols = &self.controller.compiled().symbols;
+                let r = self
+                    .conns
+                    .mirror(self.dev.as_mut(), &connections, symbols, host_secs())
+                    .map_err(|e| e.to_string());
+                let _ = reply.send(r);
             }
             Command::Shutdown => return false,
         }

@@ -149,8 +149,11 @@ pub enum EvictCause {
 /// The host's connection manager: owns the [`Conntrack`] and applies the policies above.
 #[derive(Debug)]
 pub struct Connections {
-    ct: Conntrack,
-    opts: LearnOptions,
+    pub(crate) ct: Conntrack,
+    pub(crate) opts: LearnOptions,
+    /// Connections pinned to a backend the tables no longer choose: this host's, and the
+    /// other hosts' copies ([`crate::pinned`]).
+    pub(crate) pinned: crate::pinned::PinnedState,
     /// Idle timeout by rule id (the rule's pool's `idle_timeout`).
     rule_timeout: Vec<u32>,
     /// Tracking policy by rule id; `None`: a target pool's ([`LearnOptions::persistence`]).
@@ -201,6 +204,7 @@ impl Connections {
             rule_timeout: Vec::new(),
             rule_tracking: Vec::new(),
             drains: BTreeMap::new(),
+            pinned: crate::pinned::PinnedState::default(),
             stats: LearnStats::default(),
             events: Vec::with_capacity(opts.batch),
             pending: Vec::with_capacity(opts.batch),
@@ -231,6 +235,7 @@ impl Connections {
 
     /// Takes the idle timeouts from the serving tables (after every load).
     pub fn set_tables(&mut self, tables: &Tables) {
+        self.pinned.tables_changed();
         self.rule_timeout = tables
             .rules
             .iter()
@@ -389,9 +394,17 @@ impl Connections {
         now: u32,
     ) -> Result<AgeReport, ConntrackError> {
         let (timeouts, closed) = (&self.rule_timeout, self.opts.closed_timeout_secs);
-        let report = self
-            .ct
-            .age(dev, now, |e| entry_timeout(timeouts, closed, e))?;
+        let pinned = &self.pinned;
+        // A copy of another host's pinned connection does not age while that host publishes
+        // it ([`crate::pinned`]).
+        let report = self.ct.age(dev, now, |e| {
+            if pinned.exempt(e) {
+                u32::MAX
+            } else {
+                entry_timeout(timeouts, closed, e)
+            }
+        })?;
+        self.settle_copies();
         self.stats.ageing_passes += 1;
         self.stats.aged_out += u64::from(report.evicted);
         Ok(report)

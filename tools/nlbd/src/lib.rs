@@ -21,6 +21,8 @@
 //! - [`learn`]: the connections the NIC learned (SPEC R4.1), and [`tracking`]: what each
 //!   pool's configuration says about them (persistence on unhealthy backends, connection
 //!   draining, draining on failover and failback).
+//! - [`pinned`]: connections pinned to a backend the tables no longer choose, published to
+//!   the fleet and installed as copies from the other hosts (SPEC R15.2).
 //! - [`policy`]: the service LB policy of backend services at run time (SPEC R6): live
 //!   connection counts every refresh, new Maglev weights as delta loads.
 //! - [`punt`]: frames the NIC punts (SPEC R4.3, R4.4, R10.2), with [`punt::fragments`] (the
@@ -40,6 +42,7 @@ pub mod controller;
 pub mod engine;
 pub mod health;
 pub mod learn;
+pub mod pinned;
 pub mod policy;
 pub mod punt;
 pub mod tracking;

@@ -34,8 +34,8 @@ use crate::Daemon;
 use flowtable_compiler::Config;
 use nlb_control::etcd::{self, WatchMessage};
 use nlb_control::fleet::{
-    self, Entry, FleetError, HostRecord, KeyKind, KeyProblem, Keys, Published, Refused, Store,
-    UpgradeKind, UpgradeOrder, UpgradeResult,
+    self, Entry, FleetError, HostRecord, KeyKind, KeyProblem, Keys, PinnedConnection, Published,
+    Refused, Store, UpgradeKind, UpgradeOrder, UpgradeResult,
 };
 use nlbd::engine::{Command, FlashFailed};
 use nlbd::health::TargetKey;
@@ -228,6 +228,15 @@ struct Serving {
     binary_sha256: String,
     /// An upgrade order for this host not answered yet.
     order: Option<UpgradeOrder>,
+    /// This host's pinned connections as written in this session, one value per part (None:
+    /// nothing written under this session's lease yet).
+    pinned_written: Option<Vec<Vec<u8>>>,
+    /// The pinned connections the hosts publish, by (host, part); this host's own only as
+    /// found at the session's start (a previous nlbd's, or this card's before a reflash),
+    /// until it publishes its own.
+    remote_pinned: BTreeMap<(String, u32), Vec<PinnedConnection>>,
+    /// `remote_pinned` changed since the engine last took it in.
+    mirror_dirty: bool,
 }
 
 /// Runs the fleet task until aborted; `revision` is what the engine started with.
@@ -269,6 +278,9 @@ pub async fn run(
         ignored: Ignored::default(),
         binary_sha256,
         order: None,
+        pinned_written: None,
+        remote_pinned: BTreeMap::new(),
+        mirror_dirty: false,
     };
     let mut backoff = BACKOFF.0;
     let mut down_since: Option<std::time::Instant> = None;
@@ -278,6 +290,7 @@ pub async fn run(
         metrics.registered.store(false, Ordering::Relaxed);
         metrics.session_failures.fetch_add(1, Ordering::Relaxed);
         serving.written = None;
+        serving.pinned_written = None;
         if down_since.is_none() {
             warn!(
                 host = %opts.host,
@@ -360,6 +373,16 @@ async fn session_inner(
     if let Some(shared) = &daemon.shared {
         load_fleet_health(daemon, shared, opts)?;
     }
+    // Every host's pinned connections in this NIC before it serves (SPEC R15.2): ECMP may
+    // bring any of them here as soon as the VIP is announced.
+    serving.remote_pinned = survey
+        .pinned
+        .into_iter()
+        .map(|(host, chunk, set)| ((host, chunk), set.connections))
+        .collect();
+    serving.pinned_written = None;
+    serving.mirror_dirty = true;
+    mirror_pinned(daemon, opts, serving).await;
     write_record(daemon, &store, opts, serving, lease).await?;
     metrics.etcd_up.store(true, Ordering::Relaxed);
     metrics.registered.store(true, Ordering::Relaxed);
@@ -423,6 +446,7 @@ async fn session_inner(
                 if config_changed {
                     write_record(daemon, &store, opts, serving, lease).await?;
                 }
+                mirror_pinned(daemon, opts, serving).await;
                 answer_upgrade(daemon, &store, opts, serving).await?;
             }
             () = async {
@@ -443,6 +467,8 @@ async fn session_inner(
             }
             _ = status_tick.tick() => {
                 write_record(daemon, &store, opts, serving, lease).await?;
+                publish_pinned(daemon, &store, opts, serving, lease).await?;
+                mirror_pinned(daemon, opts, serving).await;
                 compare_with_the_fleet(&store, opts, metrics, serving, &mut mismatch_since).await?;
             }
         }
@@ -551,6 +577,16 @@ async fn watched_events(
                         set_fleet_drain(daemon, opts, false);
                     }
                 }
+                KeyKind::Pinned { host, chunk } => {
+                    if host != opts.host
+                        && serving
+                            .remote_pinned
+                            .remove(&(host.to_string(), chunk))
+                            .is_some()
+                    {
+                        serving.mirror_dirty = true;
+                    }
+                }
                 KeyKind::Upgrade(_) | KeyKind::Other => {}
             }
             continue;
@@ -603,10 +639,108 @@ async fn watched_events(
                 }
             }
             Entry::Upgrade(_, Err(_)) => {}
+            // This host's own parts are what it wrote; a part that does not decode shares
+            // nothing (it is reported above).
+            Entry::Pinned { host, chunk, set } => {
+                if host != opts.host {
+                    let part = (host.to_string(), chunk);
+                    match set {
+                        Ok(set) => {
+                            serving.remote_pinned.insert(part, set.connections);
+                        }
+                        Err(_) => {
+                            serving.remote_pinned.remove(&part);
+                        }
+                    }
+                    serving.mirror_dirty = true;
+                }
+            }
             Entry::Unknown | Entry::Outside => {}
         }
     }
     (config_changed, view_changed)
+}
+
+/// Writes this host's pinned connections (SPEC R15.2) where they changed: the parts that
+/// differ from what this session wrote, with the session's lease (a host that dies takes them
+/// with it), and deletes parts it no longer needs. The first time, the previous nlbd's parts
+/// found at the session's start stop counting as shared.
+async fn publish_pinned(
+    daemon: &Daemon,
+    store: &Store,
+    opts: &FleetOptions,
+    serving: &mut Serving,
+    lease: i64,
+) -> Result<(), FleetError> {
+    let conns = daemon.pinned().await.map_err(|e| FleetError::Unreachable {
+        endpoints: "the engine".into(),
+        error: e,
+    })?;
+    let parts = fleet::pinned_chunks(&opts.host, serving.revision, conns);
+    let first = serving.pinned_written.is_none();
+    let written = serving.pinned_written.take().unwrap_or_default();
+    for (n, value) in parts.iter().enumerate() {
+        if written.get(n) != Some(value) || first {
+            let key = opts.keys.pinned(&opts.host, n as u32);
+            let value = value.clone();
+            blocking(store, move |s| s.put(&key, &value, lease)).await?;
+        }
+    }
+    // Parts beyond the new count: the ones this session wrote, or, the first time, any a
+    // previous nlbd left (read back, so that none stays to be taken for current).
+    let stale: Vec<u32> = if first {
+        serving
+            .remote_pinned
+            .keys()
+            .filter(|(h, n)| *h == opts.host && *n as usize >= parts.len())
+            .map(|(_, n)| *n)
+            .collect()
+    } else {
+        (parts.len()..written.len()).map(|n| n as u32).collect()
+    };
+    for n in stale {
+        let key = opts.keys.pinned(&opts.host, n);
+        blocking(store, move |s| s.delete(&key)).await?;
+    }
+    if first {
+        let before = serving.remote_pinned.len();
+        serving.remote_pinned.retain(|(h, _), _| *h != opts.host);
+        serving.mirror_dirty |= serving.remote_pinned.len() != before;
+    }
+    serving.pinned_written = Some(parts);
+    Ok(())
+}
+
+/// Hands the engine every other host's pinned connections when they changed: it installs the
+/// new ones as copies and lets the ones gone lapse. A device error is logged and tried again
+/// at the next status period.
+async fn mirror_pinned(daemon: &Daemon, opts: &FleetOptions, serving: &mut Serving) {
+    if !serving.mirror_dirty {
+        return;
+    }
+    let all: Vec<PinnedConnection> = serving.remote_pinned.values().flatten().cloned().collect();
+    match daemon.mirror(all).await {
+        Ok(r) => {
+            serving.mirror_dirty = false;
+            if r.installed + r.lapsed + r.conflicts + r.bucket_full + r.unknown_names > 0 {
+                info!(
+                    host = %opts.host,
+                    installed = r.installed,
+                    lapsed = r.lapsed,
+                    present = r.present,
+                    conflicts = r.conflicts,
+                    bucket_full = r.bucket_full,
+                    unknown_names = r.unknown_names,
+                    "pinned connections of the other hosts: {} installed, {} lapsed",
+                    r.installed,
+                    r.lapsed
+                );
+            }
+        }
+        Err(e) => {
+            warn!(host = %opts.host, "installing the other hosts' pinned connections failed: {e}; trying again");
+        }
+    }
 }
 
 /// Answers this host's upgrade order (`nlbctl fleet upgrade`). An nlbd executable

@@ -227,6 +227,20 @@ impl Daemon {
         self.ask(|reply| Command::Status { counters, reply }).await
     }
 
+    /// This host's pinned connections by names ([`Command::Pinned`]).
+    pub async fn pinned(&self) -> Result<Vec<nlb_control::fleet::PinnedConnection>, String> {
+        self.ask(|reply| Command::Pinned { reply }).await
+    }
+
+    /// Installs the other hosts' pinned connections as copies ([`Command::Mirror`]).
+    pub async fn mirror(
+        &self,
+        connections: Vec<nlb_control::fleet::PinnedConnection>,
+    ) -> Result<nlbd::pinned::MirrorReport, String> {
+        self.ask(|reply| Command::Mirror { connections, reply })
+            .await?
+    }
+
     /// The connection table: at most `limit` entries from entry index `from` on.
     pub async fn connections(&self, from: u32, limit: usize) -> Result<ConnectionList, String> {
         self.ask(|reply| Command::Connections { from, limit, reply })
