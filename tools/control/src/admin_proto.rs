@@ -149,6 +149,26 @@ pub struct StatusData {
     /// The host interface on the PCIe cost model (SPEC R12, docs/pcie.md).
     #[serde(default)]
     pub pcie: PcieData,
+    /// Connections pinned to a backend the tables no longer choose (SPEC R15.2).
+    #[serde(default)]
+    pub pinned: PinnedData,
+}
+
+/// Connections pinned to a backend the tables no longer choose, shared across a fleet (SPEC
+/// R15.2, docs/fleet.md "Pinned connections").
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PinnedData {
+    /// This host's pinned connections (published with `--etcd`).
+    pub own: u64,
+    /// Other hosts' pinned connections installed here, not hit here yet.
+    pub copies: u64,
+    /// Copies hit here since start (their traffic moved here).
+    pub adopted: u64,
+    /// Copies their owner stopped publishing since start.
+    pub lapsed: u64,
+    /// Copies not installed since start: this host tracks the flow with another backend, or
+    /// the bucket is full, or a name is unknown here.
+    pub refused: u64,
 }
 
 /// How the daemon reaches the NIC, and what that costs on a card (docs/pcie.md).

@@ -354,8 +354,56 @@ pub struct HostRecord {
     /// bitstream's USR_ACCESS word).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub build_id: Option<u32>,
+    /// Its pinned connections' sharing (SPEC R15.2), for `nlbctl drain` to wait on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pinned: Option<PinnedProgress>,
     /// When the record was written (milliseconds since the Unix epoch, the host's clock).
     pub updated_unix_ms: u64,
+}
+
+/// How far a host is with sharing pinned connections (`PREFIX pinned/...`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PinnedProgress {
+    /// Its own pinned connections, as published.
+    pub own: u64,
+    /// The tables digest they were found for (its `tables_digest` once they are up to date).
+    pub tables_digest: String,
+    /// The store revision of its last write or delete under `PREFIX pinned/HOST/` (0: none).
+    pub written_revision: i64,
+    /// The store revision up to which it installed every host's pinned connections.
+    pub mirrored_revision: i64,
+}
+
+/// Whether every host shares its pinned connections for the tables it serves and every host
+/// installed every other's: Err names the first host that is behind. A drain waits for this
+/// (ECMP then moves connections among all the others). Hosts whose nlbd does not share
+/// (no progress in their record) are skipped.
+pub fn pinned_shared(hosts: &[HostRecord]) -> Result<(), String> {
+    let sharing: Vec<(&str, &PinnedProgress, &str)> = hosts
+        .iter()
+        .filter_map(|h| Some((h.host.as_str(), h.pinned.as_ref()?, h.tables_digest.as_str())))
+        .collect();
+    for (host, p, digest) in &sharing {
+        if p.tables_digest != *digest {
+            return Err(format!(
+                "{host} has not published its pinned connections for its tables yet"
+            ));
+        }
+    }
+    let newest = sharing.iter().map(|(_, p, _)| p.written_revision).max();
+    for (host, p, _) in &sharing {
+        let behind = sharing
+            .iter()
+            .find(|(other, o, _)| other != host && o.written_revision > p.mirrored_revision);
+        if let Some((other, _, _)) = behind {
+            return Err(format!(
+                "{host} has not installed {other}'s pinned connections yet (it is at store revision {}, of {})",
+                p.mirrored_revision,
+                newest.unwrap_or_default()
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// `PREFIX upgrade/NAME`: written by `nlbctl fleet upgrade`, answered by host NAME

@@ -221,6 +221,43 @@ pub(crate) struct Fleet {
     pub name: String,
 }
 
+/// How long a drain waits for the hosts to share their pinned connections before it goes on
+/// anyway (a host whose nlbd is stuck must not make every drain impossible).
+const PINNED_SHARED_WAIT: Duration = Duration::from_secs(15);
+
+impl Fleet {
+    /// Waits until every host published its pinned connections for the tables it serves and
+    /// installed every other host's ([`fleet::pinned_shared`]): a drain moves connections
+    /// among all the other hosts (ECMP rehashes), and one pinned to a backend the tables no
+    /// longer choose survives only where it was installed (SPEC R15.2). Usually immediate; a
+    /// few hundred milliseconds after a change of the tables. After `limit`, warns and
+    /// returns.
+    fn wait_pinned_shared(&self, limit: Duration) {
+        let deadline = Instant::now() + limit;
+        loop {
+            let why = match self.store.host_records() {
+                Ok((records, _)) => {
+                    let records: Vec<_> = records.into_iter().map(|(r, _)| r).collect();
+                    match fleet::pinned_shared(&records) {
+                        Ok(()) => return,
+                        Err(e) => e,
+                    }
+                }
+                Err(e) => e.to_string(),
+            };
+            if Instant::now() >= deadline {
+                eprintln!(
+                    "warning: draining {} although {why} after {} s: connections pinned to a backend the tables no longer choose may break",
+                    self.name,
+                    limit.as_secs()
+                );
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
 impl Host for Fleet {
     fn name(&self) -> String {
         self.name.clone()
@@ -230,6 +267,7 @@ impl Host for Fleet {
         let key = self.store.keys.drain(&self.name);
         let err = |e: fleet::FleetError| CliError::user(format!("error: {e}"));
         if drain {
+            self.wait_pinned_shared(PINNED_SHARED_WAIT);
             let request = DrainRequest {
                 requested_unix_ms: fleet::now_unix_ms(),
                 by: format!(

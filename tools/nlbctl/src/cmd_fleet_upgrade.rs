@@ -43,6 +43,12 @@ pub struct Args {
     /// `bgp.drainQuietSec`).
     #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..=3600))]
     quiet_sec: Option<u64>,
+    /// Do not drain a host before its upgrade: it receives traffic while nlbd restarts or
+    /// the card reboots (packets reaching it meanwhile are lost, and connections only it
+    /// tracked break unless the other hosts share them). For a fleet that serves nothing, or
+    /// to measure what draining saves.
+    #[arg(long)]
+    no_drain: bool,
     /// How long each step of a host may take, in seconds.
     #[arg(long, value_name = "SECS", default_value_t = 120, value_parser = clap::value_parser!(u64).range(1..=86400))]
     timeout: u64,
@@ -115,8 +121,8 @@ pub fn run(args: Args) -> Result<(), CliError> {
         let step = Step {
             store: &store,
             before,
-            live,
             limit: Duration::from_secs(args.timeout),
+            drain: !args.no_drain,
         };
         let order = UpgradeOrder {
             id: id.clone(),
@@ -186,8 +192,9 @@ fn why(e: CliError) -> String {
 struct Step<'a> {
     store: &'a Store,
     before: &'a HostRecord,
-    live: i64,
     limit: Duration,
+    /// Drain the host first (else `--no-drain`).
+    drain: bool,
 }
 
 impl Step<'_> {
@@ -201,10 +208,16 @@ impl Step<'_> {
         };
         let start = Instant::now();
         let look = drain.look().map_err(why)?.ok_or("not registered")?;
-        drain.set(true).map_err(why)?;
-        let quiet = quiet.or_else(|| drain.quiet()).unwrap_or(5);
-        let report = cmd_drain::wait(&drain, look, start, Duration::from_secs(quiet), self.limit)
-            .map_err(|e| format!("{} (it stays drained)", why(e)))?;
+        let drained_after = if self.drain {
+            drain.set(true).map_err(why)?;
+            let quiet = quiet.or_else(|| drain.quiet()).unwrap_or(5);
+            let report =
+                cmd_drain::wait(&drain, look, start, Duration::from_secs(quiet), self.limit)
+                    .map_err(|e| format!("{} (it stays drained)", why(e)))?;
+            Some(report.drained_after_secs)
+        } else {
+            None
+        };
         let key = self.store.keys.upgrade(name);
         let value = serde_json::to_vec(order).map_err(|e| e.to_string())?;
         self.store.put(&key, &value, 0).map_err(|e| e.to_string())?;
@@ -213,7 +226,9 @@ impl Step<'_> {
         let _ = self.store.delete(&key);
         let restarted = back?;
         let restart_secs = ordered.elapsed().as_secs_f64();
-        drain.set(false).map_err(why)?;
+        if self.drain {
+            drain.set(false).map_err(why)?;
+        }
         let announced = Instant::now();
         self.wait_for(name, "announce again", || {
             let r = self.record().ok()??;
@@ -227,9 +242,9 @@ impl Step<'_> {
             ),
         };
         outln!(
-            "{name}: upgraded in {:.1} s: drained in {:.1} s, {running} on revision {} with tables {} {restart_secs:.1} s after the order, announced again in {:.1} s",
+            "{name}: upgraded in {:.1} s: {}, {running} on revision {} with tables {} {restart_secs:.1} s after the order, announced again in {:.1} s",
             start.elapsed().as_secs_f64(),
-            report.drained_after_secs,
+            drained_after.map_or("not drained".to_string(), |d| format!("drained in {d:.1} s")),
             restarted.revision,
             fleet::short_digest(&restarted.tables_digest),
             announced.elapsed().as_secs_f64()
@@ -268,8 +283,8 @@ impl Step<'_> {
         }
     }
 
-    /// Until the host runs the new nlbd on the live revision with the tables it served
-    /// before (the same revision and health give the same digest), or refused the file.
+    /// Until the host runs the new nlbd on the live revision with the tables the other hosts
+    /// serve on it, or refused the file.
     fn wait_new(
         &self,
         order: &UpgradeOrder,
@@ -291,11 +306,25 @@ impl Step<'_> {
                     }
                 }
             }
-            let r = self.record().ok()??;
-            (runs(&r, order)
-                && r.revision == self.live
-                && r.tables_digest == self.before.tables_digest)
-                .then_some(Some(r))
+            // The live revision now (one may be published during the upgrade) and the
+            // tables the other hosts serve on it: the same revision and health give the same
+            // digest everywhere (SPEC R11.1).
+            let (Ok((Some(live), _)), Ok((records, _))) =
+                (self.store.live(), self.store.host_records())
+            else {
+                return None;
+            };
+            let r = records.iter().map(|(r, _)| r).find(|r| r.host == *name)?;
+            let others: Vec<&str> = records
+                .iter()
+                .map(|(r, _)| r)
+                .filter(|o| o.host != *name && o.revision == live.revision && !o.draining)
+                .map(|o| o.tables_digest.as_str())
+                .collect();
+            (runs(r, order)
+                && r.revision == live.revision
+                && (others.is_empty() || others.contains(&r.tables_digest.as_str())))
+            .then(|| Some(r.clone()))
         });
         match (got, refused) {
             (Ok(Some(r)), _) => Ok(r),

@@ -123,6 +123,17 @@ pub fn status(socket: &Path, json: bool) -> Result<(), CliError> {
         s.conntrack_capacity,
         s.learn_events
     );
+    let p = &s.pinned;
+    if p.own + p.copies + p.adopted > 0 {
+        outln!(
+            "pinned       {} on a backend the tables no longer choose; {} copies of other hosts' ({} adopted, {} lapsed, {} refused)",
+            p.own,
+            p.copies,
+            p.adopted,
+            p.lapsed,
+            p.refused
+        );
+    }
     outln!("punts        {} handled, {} injected", s.punts, s.injected);
     let x = &s.pcie;
     let path = if !x.rings {

@@ -230,10 +230,10 @@ pub enum Command {
         reply: oneshot::Sender<Result<Flashed, FlashFailed>>,
     },
     /// This host's pinned connections by names (SPEC R15.2, [`crate::pinned`]): what it
-    /// publishes to the fleet.
+    /// publishes to the fleet, with the digest of the tables they were found for.
     Pinned {
-        /// The answer.
-        reply: oneshot::Sender<Vec<nlb_control::fleet::PinnedConnection>>,
+        /// The answer: (tables digest, connections).
+        reply: oneshot::Sender<(String, Vec<nlb_control::fleet::PinnedConnection>)>,
     },
     /// The other hosts' pinned connections, all of them: installed here as copies, the copies
     /// no longer listed lapse.
@@ -1544,8 +1544,10 @@ impl Engine {
                 let _ = reply.send(self.flash(&image));
             }
             Command::Pinned { reply } => {
+                let digest = self.serving_tables_digest();
                 let c = &self.controller;
-                let _ = reply.send(self.conns.own_pinned(c.serving(), &c.compiled().symbols));
+                let conns = self.conns.own_pinned(c.serving(), &c.compiled().symbols);
+                let _ = reply.send((digest, conns));
             }
             Command::Mirror { reply, .. } if self.card_replaced => {
                 let _ = reply.send(Err(

@@ -221,8 +221,15 @@ template bgp nlb {{
     )
 }
 
-/// The lab's configuration with a `bgp` section: every host peers with the router.
-fn fleet_config() -> String {
+/// The lab's configuration with a `bgp` section: every host peers with the router. Until
+/// `with_b3`, pool `web` has b1 and b2 only: b3 is added halfway through the rolling upgrade.
+fn fleet_config(with_b3: bool) -> String {
+    let config = if with_b3 {
+        config()
+    } else {
+        config().replace("instances: [b1, b2, b3]", "instances: [b1, b2]")
+    };
+    assert!(with_b3 || config.contains("instances: [b1, b2]"));
     format!(
         "{}bgp:
   asn: {FLEET_AS}
@@ -232,7 +239,7 @@ fn fleet_config() -> String {
   drainQuietSec: 2
   neighbors: [{{address: {ROUTER}, asn: {ROUTER_AS}}}]
 ",
-        config()
+        config
     )
 }
 
@@ -419,12 +426,12 @@ fn start_nic(lab: &mut Lab, n: usize) {
 }
 
 /// Topology, backends, etcd, BIRD, the revision published, three hosts serving it with the
-/// three backends eligible, and BIRD's route through all three.
+/// pool's two backends eligible, and BIRD's route through all three.
 fn start_fleet(lab: &mut Lab) -> Fleet {
     std::fs::write(lab.path("service.py"), SERVICE).unwrap();
     std::fs::write(lab.path("session.py"), SESSION).unwrap();
     std::fs::write(lab.path("probe.py"), PROBE).unwrap();
-    std::fs::write(lab.path("lb.yaml"), fleet_config()).unwrap();
+    std::fs::write(lab.path("lb.yaml"), fleet_config(false)).unwrap();
     std::fs::write(lab.path("bird.conf"), bird_config(lab)).unwrap();
     build_ecmp_topology(lab);
     for b in BACKENDS {
@@ -465,7 +472,7 @@ fn start_fleet(lab: &mut Lab) -> Fleet {
                     st["pools"].as_array().is_some_and(|pools| {
                         pools.iter().any(|p| {
                             p["name"] == "web"
-                                && p["eligible"].as_array().is_some_and(|e| e.len() == 3)
+                                && p["eligible"].as_array().is_some_and(|e| e.len() == 2)
                         })
                     })
                 })
@@ -532,12 +539,14 @@ fn carriers(fleet: &Fleet, sessions: &[Session]) -> Vec<Option<usize>> {
 /// picks the host; each NIC learns the connections it sees open).
 fn open_sessions(lab: &Lab, fleet: &Fleet) -> Vec<Session> {
     let mut sessions: Vec<Session> = Vec::new();
-    while sessions.len() < 40 {
+    while sessions.len() < 48 {
         let mut s = Session::open(lab);
         s.round_trip()
             .unwrap_or_else(|e| panic!("a new session failed: {e}\n{}", fleet.logs(lab)));
         sessions.push(s);
-        if sessions.len() >= 9 {
+        // Enough that some are pinned once b3 joins (each moves with probability 1/3: all
+        // 24 stay with probability 6e-5).
+        if sessions.len() >= 24 {
             let c = fleet.wait(lab, "the sessions' connections installed", WAIT, || {
                 let c = carriers(fleet, &sessions);
                 c.iter().all(Option::is_some).then_some(c)
@@ -548,7 +557,7 @@ fn open_sessions(lab: &Lab, fleet: &Fleet) -> Vec<Session> {
         }
     }
     panic!(
-        "40 connections did not reach all three hosts: {:?}",
+        "48 connections did not reach all three hosts: {:?}",
         carriers(fleet, &sessions)
     );
 }
@@ -661,13 +670,14 @@ pub fn bgp_fleet_drains_restarts_and_loses_a_host() {
         children: Vec::new(),
         namespaces: Vec::new(),
     };
-    let fleet = start_fleet(&mut lab);
+    let mut fleet = start_fleet(&mut lab);
     announcements_shown(&lab, &fleet);
     let mut sessions = open_sessions(&lab, &fleet);
     drain_phase(&lab, &fleet, &mut sessions);
     restart_phase(&mut lab, &fleet, &mut sessions);
     upgrade_phase(&lab, &fleet, &mut sessions);
-    bitstream_phase(&lab, &fleet, &mut sessions);
+    bitstream_phase(&lab, &mut fleet, &mut sessions);
+    undrained_upgrade_phase(&lab, &fleet, &mut sessions);
     host_loss_phase(&mut lab, &fleet, &mut sessions);
     nic_loss_phase(&mut lab, &fleet, &mut sessions);
     drop(sessions);
@@ -1093,7 +1103,7 @@ fn host_records(lab: &Lab) -> Option<Vec<serde_json::Value>> {
 /// flashed into each card in turn, each card reboots into it (empty) and its nlbd starts
 /// again and loads the fleet's revision, with new connections starting every 20 ms
 /// throughout and none failing, and every long-lived session reaching its backend.
-fn bitstream_phase(lab: &Lab, fleet: &Fleet, sessions: &mut [Session]) {
+fn bitstream_phase(lab: &Lab, fleet: &mut Fleet, sessions: &mut [Session]) {
     use firmware_sim::flash::{bitstream::synthetic, XCU280_IDCODE};
     const NEW_BUILD: u32 = 0x0B17_0002;
     let write = |name: &str, bytes: Vec<u8>| {
@@ -1148,25 +1158,48 @@ fn bitstream_phase(lab: &Lab, fleet: &Fleet, sessions: &mut [Session]) {
         );
     }
 
-    // The cards' own FPGA: flashed, rebooted and loaded, host after host.
+    // The cards' own FPGA: flashed, rebooted and loaded, host after host; once h1 runs it,
+    // b3 joins the pool (a new revision): connections Maglev now sends elsewhere stay pinned
+    // to their backend by the host that tracks them, and the hosts still to upgrade carry
+    // pinned connections through their drain and their card's reboot (SPEC R15.2).
     let good = write(
         "nlb_top-new.bin",
         synthetic(XCU280_IDCODE, Some(NEW_BUILD), 2_000, 7),
     );
     let probe = Probe::start(lab, 20, RETRIED);
     let started = Instant::now();
-    let (code, out, err) = upgrade_bitstream(lab, &good, &["--timeout", "60"]);
+    let (code, out, err, broken_during) = with_sessions_busy(sessions, || {
+        let upgrade = spawn_upgrade_bitstream(lab, &good, &["--timeout", "60"]);
+        fleet.wait(lab, "h1 running the new bitstream", WAIT, || {
+            let hosts = host_records(lab)?;
+            hosts
+                .iter()
+                .any(|h| h["host"] == "h1" && h["build_id"] == NEW_BUILD && h["draining"] != true)
+                .then_some(())
+        });
+        std::fs::write(lab.path("lb.yaml"), fleet_config(true)).unwrap();
+        fleet.revision = publish(lab);
+        upgrade.finish()
+    });
     assert_eq!(code, 0, "{out}\n{err}\n{}", fleet.logs(lab));
     eprintln!(
-        "bgp fleet: nlbctl fleet upgrade --bitstream in {:.1} s:\n{out}",
+        "bgp fleet: nlbctl fleet upgrade --bitstream (b3 added after h1) in {:.1} s:\n{out}",
         started.elapsed().as_secs_f64()
     );
     assert!(out.contains("every host runs"), "{out}");
     let results = probe.results();
     let failed = results.iter().filter(|r| !r.1).count();
+    let pinned = pinned_counts(fleet);
     eprintln!(
-        "bgp fleet: new connections during the bitstream upgrade: {failed} of {} failed",
+        "bgp fleet: during the rolling bitstream upgrade with a backend added halfway: {} of {} long-lived connections broken (a round trip on each every 300 ms), {failed} of {} new connections failed; pinned connections now (own, copies) per host: {pinned:?}",
+        broken_during.len(),
+        sessions.len(),
         results.len()
+    );
+    assert!(
+        broken_during.is_empty(),
+        "long-lived connections broke during the upgrade: {broken_during:?}\n{}",
+        fleet.logs(lab)
     );
     assert_eq!(
         failed,
@@ -1174,13 +1207,145 @@ fn bitstream_phase(lab: &Lab, fleet: &Fleet, sessions: &mut [Session]) {
         "new connections failed during a bitstream upgrade\n{}",
         fleet.logs(lab)
     );
+    // Some sessions are pinned (else this proved nothing about them): the hosts that carry
+    // them publish them, the others hold copies.
+    let own: u64 = pinned.iter().map(|p| p.0).sum();
+    assert!(own > 0, "no connection is pinned: {pinned:?}");
     let hosts = host_records(lab).unwrap();
-    for (h, b) in hosts.iter().zip(&before) {
+    for h in &hosts {
         assert_eq!(h["build_id"], NEW_BUILD, "{hosts:?}");
         assert_eq!(h["revision"], fleet.revision, "{hosts:?}");
-        assert_eq!(h["tables_digest"], b["tables_digest"], "{hosts:?}");
+        assert_eq!(h["tables_digest"], hosts[0]["tables_digest"], "{hosts:?}");
     }
     all_serving(lab, fleet, sessions, &hosts, "bitstream upgrade");
+}
+
+/// The baseline: the same rolling bitstream upgrade without draining (`--no-drain`), under
+/// the same traffic: each card reboots while the router still sends it packets. What broke is
+/// printed, then the sessions that broke are closed (the next phases check the others).
+fn undrained_upgrade_phase(lab: &Lab, fleet: &Fleet, sessions: &mut Vec<Session>) {
+    use firmware_sim::flash::{bitstream::synthetic, XCU280_IDCODE};
+    const BUILD: u32 = 0x0B17_0003;
+    let image = lab.path("nlb_top-undrained.bin");
+    std::fs::write(
+        &image,
+        synthetic(XCU280_IDCODE, Some(BUILD), 2_000, 8),
+    )
+    .unwrap();
+    let probe = Probe::start(lab, 15, RETRIED);
+    let started = Instant::now();
+    let (code, out, err, broken_during) = with_sessions_busy(sessions, || {
+        spawn_upgrade_bitstream(lab, &image, &["--timeout", "60", "--no-drain"]).finish()
+    });
+    assert_eq!(code, 0, "{out}\n{err}\n{}", fleet.logs(lab));
+    assert!(out.contains("not drained"), "{out}");
+    let results = probe.results();
+    let failed = results.iter().filter(|r| !r.1).count();
+    eprintln!(
+        "bgp fleet: baseline, the same upgrade without draining, in {:.1} s: {} of {} long-lived connections broken, {failed} of {} new connections failed\n{out}",
+        started.elapsed().as_secs_f64(),
+        broken_during.len(),
+        sessions.len(),
+        results.len()
+    );
+    let broken_at: std::collections::BTreeSet<usize> =
+        broken_during.iter().map(|(i, _)| *i).collect();
+    let mut i = 0;
+    sessions.retain(|_| {
+        i += 1;
+        !broken_at.contains(&(i - 1))
+    });
+    assert!(!sessions.is_empty(), "every session broke");
+    fleet.wait(lab, "every host announcing again", WAIT, || {
+        (nexthops(lab) == hops_of(&[1, 2, 3])).then_some(())
+    });
+}
+
+/// Runs `during` while a thread makes a round trip on every session every 300 ms: its
+/// result and the sessions that broke (index, first error).
+fn with_sessions_busy(
+    sessions: &mut [Session],
+    during: impl FnOnce() -> (i32, String, String),
+) -> (i32, String, String, Vec<(usize, String)>) {
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let busy = scope.spawn(|| {
+            let mut broken: std::collections::BTreeMap<usize, String> = Default::default();
+            loop {
+                let last = stop.load(std::sync::atomic::Ordering::Relaxed);
+                for (i, s) in sessions.iter_mut().enumerate() {
+                    if broken.contains_key(&i) {
+                        continue;
+                    }
+                    if let Err(e) = s.round_trip() {
+                        broken.insert(i, format!("session {i} to {}: {e}", s.backend));
+                    }
+                }
+                if last {
+                    return broken.into_iter().collect::<Vec<_>>();
+                }
+                std::thread::sleep(Duration::from_millis(300));
+            }
+        });
+        let (code, out, err) = during();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let broken = busy.join().unwrap();
+        (code, out, err, broken)
+    })
+}
+
+/// `nlbctl fleet upgrade --bitstream` running in the background.
+struct RunningUpgrade {
+    child: Child,
+}
+
+impl RunningUpgrade {
+    /// Waits for its end: (exit status, stdout, stderr).
+    fn finish(self) -> (i32, String, String) {
+        let o = self.child.wait_with_output().unwrap();
+        (
+            o.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    }
+}
+
+fn spawn_upgrade_bitstream(lab: &Lab, file: &std::path::Path, extra: &[&str]) -> RunningUpgrade {
+    let mut args = vec![
+        crate::bin("nlbctl"),
+        "fleet",
+        "upgrade",
+        "--bitstream",
+        file.to_str().unwrap(),
+        "--etcd",
+        FLEET_ETCD,
+        "--quiet-sec",
+        "1",
+    ];
+    args.extend_from_slice(extra);
+    let child = lab
+        .exec("host", &args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    RunningUpgrade { child }
+}
+
+/// Each host's pinned connections: (own, copies), from `nlbctl status --socket`.
+fn pinned_counts(fleet: &Fleet) -> Vec<(u64, u64)> {
+    fleet
+        .sockets
+        .iter()
+        .map(|s| {
+            let st = admin_at(s, "status").unwrap_or_default();
+            (
+                st["pinned"]["own"].as_u64().unwrap_or(0),
+                st["pinned"]["copies"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect()
 }
 
 /// h3 goes silent (its own link down, then nlbd and its NIC killed: nothing tells the router):

@@ -184,6 +184,13 @@ async fn status(daemon: &Daemon) -> Result<StatusData, String> {
         assumed_targets: s.assumed_targets,
         conntrack_entries: s.conntrack_entries,
         conntrack_capacity: s.conntrack_capacity,
+        pinned: nlb_control::admin_proto::PinnedData {
+            own: s.pinned.own,
+            copies: s.pinned.copies,
+            adopted: s.pinned.adopted,
+            lapsed: s.pinned.lapsed,
+            refused: s.pinned.conflicts + s.pinned.bucket_full + s.pinned.unknown_names,
+        },
         learn_events: s.learn.learn_events + s.learn.teardown_events,
         punts: s.punts.by_reason.iter().sum(),
         injected: s.punts.injected,

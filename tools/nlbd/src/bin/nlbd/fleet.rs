@@ -34,8 +34,8 @@ use crate::Daemon;
 use flowtable_compiler::Config;
 use nlb_control::etcd::{self, WatchMessage};
 use nlb_control::fleet::{
-    self, Entry, FleetError, HostRecord, KeyKind, KeyProblem, Keys, PinnedConnection, Published,
-    Refused, Store, UpgradeKind, UpgradeOrder, UpgradeResult,
+    self, Entry, FleetError, HostRecord, KeyKind, KeyProblem, Keys, PinnedConnection, PinnedProgress,
+    Published, Refused, Store, UpgradeKind, UpgradeOrder, UpgradeResult,
 };
 use nlbd::engine::{Command, FlashFailed};
 use nlbd::health::TargetKey;
@@ -237,6 +237,11 @@ struct Serving {
     remote_pinned: BTreeMap<(String, u32), Vec<PinnedConnection>>,
     /// `remote_pinned` changed since the engine last took it in.
     mirror_dirty: bool,
+    /// What this host's record says of its pinned connections' sharing (`nlbctl drain` waits
+    /// on every host's: [`fleet::pinned_shared`]).
+    pinned_progress: PinnedProgress,
+    /// The newest store revision of a pinned connections' key seen (watch or read).
+    pinned_seen_revision: i64,
 }
 
 /// Runs the fleet task until aborted; `revision` is what the engine started with.
@@ -281,6 +286,8 @@ pub async fn run(
         pinned_written: None,
         remote_pinned: BTreeMap::new(),
         mirror_dirty: false,
+        pinned_progress: PinnedProgress::default(),
+        pinned_seen_revision: 0,
     };
     let mut backoff = BACKOFF.0;
     let mut down_since: Option<std::time::Instant> = None;
@@ -382,6 +389,8 @@ async fn session_inner(
         .collect();
     serving.pinned_written = None;
     serving.mirror_dirty = true;
+    serving.pinned_seen_revision = survey.revision;
+    serving.pinned_progress.written_revision = 0;
     mirror_pinned(daemon, opts, serving).await;
     write_record(daemon, &store, opts, serving, lease).await?;
     metrics.etcd_up.store(true, Ordering::Relaxed);
@@ -578,6 +587,7 @@ async fn watched_events(
                     }
                 }
                 KeyKind::Pinned { host, chunk } => {
+                    note_pinned_revision(opts, serving, host, event.kv.mod_revision);
                     if host != opts.host
                         && serving
                             .remote_pinned
@@ -642,6 +652,7 @@ async fn watched_events(
             // This host's own parts are what it wrote; a part that does not decode shares
             // nothing (it is reported above).
             Entry::Pinned { host, chunk, set } => {
+                note_pinned_revision(opts, serving, host, event.kv.mod_revision);
                 if host != opts.host {
                     let part = (host.to_string(), chunk);
                     match set {
@@ -672,10 +683,11 @@ async fn publish_pinned(
     serving: &mut Serving,
     lease: i64,
 ) -> Result<(), FleetError> {
-    let conns = daemon.pinned().await.map_err(|e| FleetError::Unreachable {
+    let (digest, conns) = daemon.pinned().await.map_err(|e| FleetError::Unreachable {
         endpoints: "the engine".into(),
         error: e,
     })?;
+    let own = conns.len() as u64;
     let parts = fleet::pinned_chunks(&opts.host, serving.revision, conns);
     let first = serving.pinned_written.is_none();
     let written = serving.pinned_written.take().unwrap_or_default();
@@ -708,7 +720,19 @@ async fn publish_pinned(
         serving.mirror_dirty |= serving.remote_pinned.len() != before;
     }
     serving.pinned_written = Some(parts);
+    serving.pinned_progress.own = own;
+    serving.pinned_progress.tables_digest = digest;
     Ok(())
+}
+
+/// A pinned connections' key changed at store revision `rev`: this host's own write, or one
+/// to install.
+fn note_pinned_revision(opts: &FleetOptions, serving: &mut Serving, host: &str, rev: i64) {
+    serving.pinned_seen_revision = serving.pinned_seen_revision.max(rev);
+    if host == opts.host {
+        let p = &mut serving.pinned_progress;
+        p.written_revision = p.written_revision.max(rev);
+    }
 }
 
 /// Hands the engine every other host's pinned connections when they changed: it installs the
@@ -716,12 +740,14 @@ async fn publish_pinned(
 /// at the next status period.
 async fn mirror_pinned(daemon: &Daemon, opts: &FleetOptions, serving: &mut Serving) {
     if !serving.mirror_dirty {
+        serving.pinned_progress.mirrored_revision = serving.pinned_seen_revision;
         return;
     }
     let all: Vec<PinnedConnection> = serving.remote_pinned.values().flatten().cloned().collect();
     match daemon.mirror(all).await {
         Ok(r) => {
             serving.mirror_dirty = false;
+            serving.pinned_progress.mirrored_revision = serving.pinned_seen_revision;
             if r.installed + r.lapsed + r.conflicts + r.bucket_full + r.unknown_names > 0 {
                 info!(
                     host = %opts.host,
@@ -1064,6 +1090,7 @@ async fn write_record(
             .as_ref()
             .filter(|_| draining)
             .map(|c| c.rules.iter().map(|(_, v)| v.packets).sum()),
+        pinned: Some(serving.pinned_progress.clone()),
         updated_unix_ms: 0,
     };
     if let Some(w) = &serving.written {

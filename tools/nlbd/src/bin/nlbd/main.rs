@@ -227,8 +227,11 @@ impl Daemon {
         self.ask(|reply| Command::Status { counters, reply }).await
     }
 
-    /// This host's pinned connections by names ([`Command::Pinned`]).
-    pub async fn pinned(&self) -> Result<Vec<nlb_control::fleet::PinnedConnection>, String> {
+    /// This host's pinned connections by names, with the digest of the tables they were found
+    /// for ([`Command::Pinned`]).
+    pub async fn pinned(
+        &self,
+    ) -> Result<(String, Vec<nlb_control::fleet::PinnedConnection>), String> {
         self.ask(|reply| Command::Pinned { reply }).await
     }
 

@@ -678,6 +678,29 @@ fn connections(t: &mut Text, status: &EngineStatus) {
         "Deleted instances whose backend entries stay while their connections drain",
         status.kept_backends as f64,
     );
+    let p = &status.pinned;
+    t.family(
+        "nlbd_pinned_connections",
+        "gauge",
+        "Connections on a backend the tables no longer choose: this host's own (published to the fleet) and copies of other hosts'",
+    );
+    t.sample("nlbd_pinned_connections", &[("kind", "own")], p.own as f64);
+    t.sample("nlbd_pinned_connections", &[("kind", "copy")], p.copies as f64);
+    t.family(
+        "nlbd_pinned_copies_total",
+        "counter",
+        "Copies of other hosts' pinned connections by what became of them",
+    );
+    for (what, n) in [
+        ("installed", p.copies_installed),
+        ("adopted", p.adopted),
+        ("lapsed", p.lapsed),
+        ("conflict", p.conflicts),
+        ("bucket_full", p.bucket_full),
+        ("unknown_name", p.unknown_names),
+    ] {
+        t.sample("nlbd_pinned_copies_total", &[("outcome", what)], n as f64);
+    }
     t.family(
         "nlbd_learn_events_total",
         "counter",
