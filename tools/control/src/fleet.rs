@@ -381,7 +381,13 @@ pub struct PinnedProgress {
 pub fn pinned_shared(hosts: &[HostRecord]) -> Result<(), String> {
     let sharing: Vec<(&str, &PinnedProgress, &str)> = hosts
         .iter()
-        .filter_map(|h| Some((h.host.as_str(), h.pinned.as_ref()?, h.tables_digest.as_str())))
+        .filter_map(|h| {
+            Some((
+                h.host.as_str(),
+                h.pinned.as_ref()?,
+                h.tables_digest.as_str(),
+            ))
+        })
         .collect();
     for (host, p, digest) in &sharing {
         if p.tables_digest != *digest {

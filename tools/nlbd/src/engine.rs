@@ -232,8 +232,10 @@ pub enum Command {
     /// This host's pinned connections by names (SPEC R15.2, [`crate::pinned`]): what it
     /// publishes to the fleet, with the digest of the tables they were found for.
     Pinned {
-        /// The answer: (tables digest, connections).
-        reply: oneshot::Sender<(String, Vec<nlb_control::fleet::PinnedConnection>)>,
+        /// Return the connections even if unchanged since the last answer.
+        again: bool,
+        /// The answer: (tables digest, the connections or None when unchanged).
+        reply: oneshot::Sender<(String, Option<Vec<nlb_control::fleet::PinnedConnection>>)>,
     },
     /// The other hosts' pinned connections, all of them: installed here as copies, the copies
     /// no longer listed lapse.
@@ -1543,7 +1545,10 @@ impl Engine {
             Command::Flash { image, reply } => {
                 let _ = reply.send(self.flash(&image));
             }
-            Command::Pinned { reply } => {
+            Command::Pinned { again, reply } => {
+                if again {
+                    self.conns.republish_pinned();
+                }
                 let digest = self.serving_tables_digest();
                 let c = &self.controller;
                 let conns = self.conns.own_pinned(c.serving(), &c.compiled().symbols);

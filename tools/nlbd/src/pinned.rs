@@ -30,7 +30,7 @@
 use crate::learn::Connections;
 use flowtable_compiler::Symbols;
 use nlb_control::fleet::PinnedConnection;
-use nlb_driver::conntrack::{ConntrackError, Installed, NewConnection, FLAG_CLOSED};
+use nlb_driver::conntrack::{Conntrack, ConntrackError, Installed, NewConnection, FLAG_CLOSED};
 use nlb_driver::device::Device;
 use nlb_hw::enums::KeyType;
 use nlb_hw::hash::{addr_to_u128, u128_to_addr};
@@ -61,6 +61,8 @@ pub(crate) struct PinnedState {
     rescan: bool,
     /// Copies hit here (adopted) since the last refresh, to check against the tables.
     adopted_since_refresh: Vec<FlowKey>,
+    /// `own` changed since [`Connections::own_pinned`] last returned it.
+    own_changed: bool,
     stats: PinnedStats,
 }
 
@@ -180,6 +182,42 @@ impl PinnedState {
         self.rescan = true;
     }
 
+    /// The full scan: the open connections of `ct` on a backend other than the tables'
+    /// choice, copies left out. On every CPU for a large table (a change of the tables at 10 M
+    /// connections).
+    fn scan(&self, ct: &Conntrack, tables: &Tables) -> HashSet<FlowKey> {
+        const PER_THREAD_MIN: u32 = 64 * 1024;
+        let len = ct.buckets() * ct.ways();
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get() as u32)
+            .min(len / PER_THREAD_MIN)
+            .max(1);
+        let part = |range: std::ops::Range<u32>| -> Vec<FlowKey> {
+            range
+                .filter_map(|i| ct.entry(i))
+                .filter(|e| is_pinned(tables, e))
+                .map(key_of)
+                .filter(|k| !self.copies.contains_key(k))
+                .collect()
+        };
+        if threads == 1 {
+            return part(0..len).into_iter().collect();
+        }
+        let per = len.div_ceil(threads);
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..threads)
+                .map(|t| {
+                    let range = t * per..((t + 1) * per).min(len);
+                    scope.spawn(move || part(range))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().unwrap_or_default())
+                .collect()
+        })
+    }
+
     /// The ageing timeout of `e` is suspended: a copy its owner still publishes.
     pub(crate) fn exempt(&self, e: &CtEntry) -> bool {
         !self.copies.is_empty()
@@ -226,38 +264,56 @@ impl Connections {
 
     /// This host's pinned connections by names (what it publishes), brought up to date with
     /// `tables`: a full scan when they changed since the last call, else the last set less the
-    /// connections that ended plus the copies adopted since.
-    pub fn own_pinned(&mut self, tables: &Tables, symbols: &Symbols) -> Vec<PinnedConnection> {
+    /// connections that ended plus the copies adopted since. `None` when the set is the one
+    /// the last `Some` returned.
+    pub fn own_pinned(
+        &mut self,
+        tables: &Tables,
+        symbols: &Symbols,
+    ) -> Option<Vec<PinnedConnection>> {
         let ct = &self.ct;
-        let p = &mut self.pinned;
-        if p.rescan {
+        if self.pinned.rescan {
+            let own = self.pinned.scan(ct, tables);
+            let p = &mut self.pinned;
             p.rescan = false;
             p.stats.scans += 1;
             p.adopted_since_refresh.clear();
-            p.own = ct
-                .scan()
-                .filter(|(_, e)| is_pinned(tables, e))
-                .map(|(_, e)| key_of(e))
-                .filter(|k| !p.copies.contains_key(k))
-                .collect();
+            p.own_changed |= own != p.own;
+            p.own = own;
         } else {
+            let p = &mut self.pinned;
+            let before = p.own.len();
             let adopted = std::mem::take(&mut p.adopted_since_refresh);
             p.own.extend(adopted.into_iter().filter(|k| {
                 ct.lookup(k)
                     .and_then(|i| ct.entry(i))
                     .is_some_and(|e| is_pinned(tables, e))
             }));
+            let grown = p.own.len();
             p.own.retain(|k| {
                 ct.lookup(k)
                     .and_then(|i| ct.entry(i))
                     .is_some_and(|e| e.flags & FLAG_CLOSED == 0 && !p.copies.contains_key(k))
             });
+            p.own_changed |= grown != before || p.own.len() != grown;
         }
-        p.own
-            .iter()
-            .filter_map(|k| ct.lookup(k).and_then(|i| ct.entry(i)))
-            .filter_map(|e| to_shared(e, symbols))
-            .collect()
+        let p = &mut self.pinned;
+        if !std::mem::take(&mut p.own_changed) {
+            return None;
+        }
+        Some(
+            p.own
+                .iter()
+                .filter_map(|k| ct.lookup(k).and_then(|i| ct.entry(i)))
+                .filter_map(|e| to_shared(e, symbols))
+                .collect(),
+        )
+    }
+
+    /// The next [`Connections::own_pinned`] returns the set even if unchanged (a new etcd
+    /// session writes it again).
+    pub fn republish_pinned(&mut self) {
+        self.pinned.own_changed = true;
     }
 
     /// Makes the copies of the other hosts' pinned connections what `shared` says (all of
@@ -306,7 +362,9 @@ impl Connections {
         }
         install.sort_by_key(|c| (c.key.src_addr, c.key.src_port, c.key.dst_port));
         let mut outcomes = Vec::new();
-        for chunk in install.chunks(self.opts.batch.max(1)) {
+        // One batch: through the command ring the driver cuts it to the data area.
+        {
+            let chunk = &install[..];
             self.ct.install_batch(dev, chunk, now, &mut outcomes)?;
             for (c, o) in chunk.iter().zip(&outcomes) {
                 match o {
@@ -450,6 +508,12 @@ instances:
         c.symbols.backend(id).unwrap().to_string()
     }
 
+    /// What the host publishes now (the set, changed or not).
+    fn published(conns: &mut Connections, c: &Compiled) -> Vec<PinnedConnection> {
+        conns.republish_pinned();
+        conns.own_pinned(&c.tables, &c.symbols).unwrap()
+    }
+
     /// 120 connections opened on h1 under three instances: (client, port, instance).
     fn open_connections(h1: &mut Host) -> Vec<(u8, u16, String)> {
         let mut conns = Vec::new();
@@ -471,12 +535,12 @@ instances:
         let mut h1 = Host::new(&c1);
         let opened = open_connections(&mut h1);
         assert!(
-            h1.conns.own_pinned(&c1.tables, &c1.symbols).is_empty(),
+            published(&mut h1.conns, &c1).is_empty(),
             "learned connections follow the tables"
         );
         // Instance d is added: the connections Maglev would now send elsewhere are pinned.
         h1.conns.set_tables(&c2.tables);
-        let mut got = h1.conns.own_pinned(&c2.tables, &c2.symbols);
+        let mut got = published(&mut h1.conns, &c2);
         got.sort();
         let mut want: Vec<PinnedConnection> = opened
             .iter()
@@ -495,6 +559,11 @@ instances:
         assert!((15..=50).contains(&got.len()), "{} pinned", got.len());
         assert!(got.iter().all(|p| p.backend != "d"));
         assert_eq!(h1.conns.pinned_stats().scans, 2);
+        assert_eq!(
+            h1.conns.own_pinned(&c2.tables, &c2.symbols),
+            None,
+            "unchanged: nothing to publish again"
+        );
         // Without a change of the tables, no scan; a closed connection leaves the set.
         let (client, sport) = match got[0].client {
             SocketAddr::V4(a) => (a.ip().octets()[3], a.port()),
@@ -510,7 +579,7 @@ instances:
             .unwrap();
         h1.send(&fin);
         h1.learn(1001);
-        let after = h1.conns.own_pinned(&c2.tables, &c2.symbols);
+        let after = h1.conns.own_pinned(&c2.tables, &c2.symbols).unwrap();
         assert_eq!(after.len(), got.len() - 1);
         assert!(!after.contains(&got[0]));
         assert_eq!(h1.conns.pinned_stats().scans, 2);
@@ -522,7 +591,7 @@ instances:
         let mut h1 = Host::new(&c1);
         let opened = open_connections(&mut h1);
         h1.conns.set_tables(&c2.tables);
-        let shared = h1.conns.own_pinned(&c2.tables, &c2.symbols);
+        let shared = published(&mut h1.conns, &c2);
         let n = shared.len();
         assert!(n >= 10, "{n}");
         // h2 serves the second revision and has never seen these connections.
@@ -583,7 +652,7 @@ instances:
         // while h1 publishes them, however long.
         h2.conns.age(&mut h2.dev, 2002).unwrap();
         assert_eq!(h2.conns.pinned_stats().adopted, moved.len() as u64);
-        let mut own = h2.conns.own_pinned(&c2.tables, &c2.symbols);
+        let mut own = published(&mut h2.conns, &c2);
         own.sort();
         let mut moved_sorted = moved.to_vec();
         moved_sorted.sort();

@@ -1227,11 +1227,7 @@ fn undrained_upgrade_phase(lab: &Lab, fleet: &Fleet, sessions: &mut Vec<Session>
     use firmware_sim::flash::{bitstream::synthetic, XCU280_IDCODE};
     const BUILD: u32 = 0x0B17_0003;
     let image = lab.path("nlb_top-undrained.bin");
-    std::fs::write(
-        &image,
-        synthetic(XCU280_IDCODE, Some(BUILD), 2_000, 8),
-    )
-    .unwrap();
+    std::fs::write(&image, synthetic(XCU280_IDCODE, Some(BUILD), 2_000, 8)).unwrap();
     let probe = Probe::start(lab, 15, RETRIED);
     let started = Instant::now();
     let (code, out, err, broken_during) = with_sessions_busy(sessions, || {

@@ -34,8 +34,8 @@ use crate::Daemon;
 use flowtable_compiler::Config;
 use nlb_control::etcd::{self, WatchMessage};
 use nlb_control::fleet::{
-    self, Entry, FleetError, HostRecord, KeyKind, KeyProblem, Keys, PinnedConnection, PinnedProgress,
-    Published, Refused, Store, UpgradeKind, UpgradeOrder, UpgradeResult,
+    self, Entry, FleetError, HostRecord, KeyKind, KeyProblem, Keys, PinnedConnection,
+    PinnedProgress, Published, Refused, Store, UpgradeKind, UpgradeOrder, UpgradeResult,
 };
 use nlbd::engine::{Command, FlashFailed};
 use nlbd::health::TargetKey;
@@ -683,13 +683,23 @@ async fn publish_pinned(
     serving: &mut Serving,
     lease: i64,
 ) -> Result<(), FleetError> {
-    let (digest, conns) = daemon.pinned().await.map_err(|e| FleetError::Unreachable {
-        endpoints: "the engine".into(),
-        error: e,
-    })?;
+    let first = serving.pinned_written.is_none();
+    let (digest, conns) = daemon
+        .pinned(first)
+        .await
+        .map_err(|e| FleetError::Unreachable {
+            endpoints: "the engine".into(),
+            error: e,
+        })?;
+    // Unchanged since written (the first call of a session always has them).
+    let Some(conns) = conns else {
+        if !first {
+            serving.pinned_progress.tables_digest = digest;
+        }
+        return Ok(());
+    };
     let own = conns.len() as u64;
     let parts = fleet::pinned_chunks(&opts.host, serving.revision, conns);
-    let first = serving.pinned_written.is_none();
     let written = serving.pinned_written.take().unwrap_or_default();
     for (n, value) in parts.iter().enumerate() {
         if written.get(n) != Some(value) || first {

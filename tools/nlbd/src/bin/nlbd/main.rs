@@ -227,12 +227,13 @@ impl Daemon {
         self.ask(|reply| Command::Status { counters, reply }).await
     }
 
-    /// This host's pinned connections by names, with the digest of the tables they were found
-    /// for ([`Command::Pinned`]).
+    /// This host's pinned connections by names (None: unchanged since the last answer, unless
+    /// `again`), with the digest of the tables they were found for ([`Command::Pinned`]).
     pub async fn pinned(
         &self,
-    ) -> Result<(String, Vec<nlb_control::fleet::PinnedConnection>), String> {
-        self.ask(|reply| Command::Pinned { reply }).await
+        again: bool,
+    ) -> Result<(String, Option<Vec<nlb_control::fleet::PinnedConnection>>), String> {
+        self.ask(|reply| Command::Pinned { again, reply }).await
     }
 
     /// Installs the other hosts' pinned connections as copies ([`Command::Mirror`]).

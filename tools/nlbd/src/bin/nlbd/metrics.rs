@@ -685,7 +685,11 @@ fn connections(t: &mut Text, status: &EngineStatus) {
         "Connections on a backend the tables no longer choose: this host's own (published to the fleet) and copies of other hosts'",
     );
     t.sample("nlbd_pinned_connections", &[("kind", "own")], p.own as f64);
-    t.sample("nlbd_pinned_connections", &[("kind", "copy")], p.copies as f64);
+    t.sample(
+        "nlbd_pinned_connections",
+        &[("kind", "copy")],
+        p.copies as f64,
+    );
     t.family(
         "nlbd_pinned_copies_total",
         "counter",
