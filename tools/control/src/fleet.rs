@@ -1340,12 +1340,44 @@ mod tests {
                 .entry(&elsewhere, p)
                 .problem(&k)
                 .unwrap()
-                .contains("names host `h1`"));
+                .contains("they name host `h1`"));
         }
         let mut sorted = conns;
         sorted.sort();
         assert_eq!(back, sorted);
         assert!(k.entry(&k.pinned("h1", 0), b"[]").problem(&k).is_some());
+    }
+
+    /// A drain waits until every host published its pinned connections for its own tables
+    /// and installed every other host's latest write.
+    #[test]
+    fn pinned_shared_waits_for_every_host() {
+        let progress = |digest: &str, written: i64, mirrored: i64| {
+            Some(PinnedProgress {
+                own: 1,
+                tables_digest: digest.into(),
+                written_revision: written,
+                mirrored_revision: mirrored,
+            })
+        };
+        let d = "a".repeat(64);
+        let mut hosts = vec![host("h1", 3, &d), host("h2", 3, &d), host("h3", 3, &d)];
+        hosts[0].pinned = progress(&d, 40, 42);
+        hosts[1].pinned = progress(&d, 42, 42);
+        hosts[2].pinned = progress(&d, 0, 42);
+        assert_eq!(pinned_shared(&hosts), Ok(()));
+        // h3 has not seen h2's write at 42.
+        hosts[2].pinned = progress(&d, 0, 41);
+        let e = pinned_shared(&hosts).unwrap_err();
+        assert!(e.contains("h3 has not installed h2's"), "{e}");
+        // h1 serves new tables and has not published for them yet.
+        hosts[2].pinned = progress(&d, 0, 42);
+        hosts[0].tables_digest = "b".repeat(64);
+        let e = pinned_shared(&hosts).unwrap_err();
+        assert!(e.contains("h1 has not published"), "{e}");
+        // A host whose nlbd does not share is not waited for.
+        hosts[0].pinned = None;
+        assert_eq!(pinned_shared(&hosts), Ok(()));
     }
 
     fn kv(key: &str, value: &[u8], rev: i64) -> etcd::KeyValue {

@@ -13,8 +13,11 @@
 //! ones still there; ageing goes on meanwhile, so a connection that ends or idles out first
 //! leaves as usual. [`crate::tracking`] decides what drains and for how long.
 
+use crate::pinned::{MirrorReport, PinnedState, PinnedStats};
 use crate::tracking::ConnectionTracking;
 use flowtable_compiler::Persistence;
+use flowtable_compiler::Symbols;
+use nlb_control::fleet::PinnedConnection;
 use nlb_driver::conntrack::{
     AgeReport, Conntrack, ConntrackError, Installed, NewConnection, FLAG_CLOSED,
 };
@@ -149,11 +152,11 @@ pub enum EvictCause {
 /// The host's connection manager: owns the [`Conntrack`] and applies the policies above.
 #[derive(Debug)]
 pub struct Connections {
-    pub(crate) ct: Conntrack,
-    pub(crate) opts: LearnOptions,
+    ct: Conntrack,
+    opts: LearnOptions,
     /// Connections pinned to a backend the tables no longer choose: this host's, and the
     /// other hosts' copies ([`crate::pinned`]).
-    pub(crate) pinned: crate::pinned::PinnedState,
+    pinned: PinnedState,
     /// Idle timeout by rule id (the rule's pool's `idle_timeout`).
     rule_timeout: Vec<u32>,
     /// Tracking policy by rule id; `None`: a target pool's ([`LearnOptions::persistence`]).
@@ -204,7 +207,7 @@ impl Connections {
             rule_timeout: Vec::new(),
             rule_tracking: Vec::new(),
             drains: BTreeMap::new(),
-            pinned: crate::pinned::PinnedState::default(),
+            pinned: PinnedState::default(),
             stats: LearnStats::default(),
             events: Vec::with_capacity(opts.batch),
             pending: Vec::with_capacity(opts.batch),
@@ -404,7 +407,7 @@ impl Connections {
                 entry_timeout(timeouts, closed, e)
             }
         })?;
-        self.settle_copies();
+        self.pinned.settle_copies(&self.ct);
         self.stats.ageing_passes += 1;
         self.stats.aged_out += u64::from(report.evicted);
         Ok(report)
@@ -554,6 +557,41 @@ impl Connections {
         let n = self.ct.evict_batch(dev, &keys)?;
         self.stats.evicted_reload += n as u64;
         Ok(n)
+    }
+
+    /// Counters of the pinned connections ([`crate::pinned`]).
+    pub fn pinned_stats(&self) -> PinnedStats {
+        self.pinned.stats()
+    }
+
+    /// This host's pinned connections by names (what it publishes to the fleet), up to date
+    /// with `tables`; `None` when the set is the one the last `Some` returned
+    /// ([`crate::pinned`]).
+    pub fn own_pinned(
+        &mut self,
+        tables: &Tables,
+        symbols: &Symbols,
+    ) -> Option<Vec<PinnedConnection>> {
+        self.pinned.own_pinned(&self.ct, tables, symbols)
+    }
+
+    /// The next [`Connections::own_pinned`] returns the set even if unchanged (a new etcd
+    /// lease: every part is written again).
+    pub fn republish_pinned(&mut self) {
+        self.pinned.republish();
+    }
+
+    /// Makes the copies of the other hosts' pinned connections what `shared` says (every
+    /// owner's): new ones installed where this host has no entry for the flow, the ones no
+    /// longer shared lapse (they age from `now` on; [`crate::pinned`]).
+    pub fn mirror<D: Device + ?Sized>(
+        &mut self,
+        dev: &mut D,
+        shared: &[PinnedConnection],
+        symbols: &Symbols,
+        now: u32,
+    ) -> Result<MirrorReport, ConntrackError> {
+        self.pinned.mirror(&mut self.ct, dev, shared, symbols, now)
     }
 
     /// Plans the fix-up of a reload: `backend` and `rule` map old ids to new ones (`None` =

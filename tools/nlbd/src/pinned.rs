@@ -27,7 +27,6 @@
 //! connections close, age out and copies are adopted. A connection the NIC learns always
 //! follows the tables serving, so it is not pinned when it is learned.
 
-use crate::learn::Connections;
 use flowtable_compiler::Symbols;
 use nlb_control::fleet::PinnedConnection;
 use nlb_driver::conntrack::{Conntrack, ConntrackError, Installed, NewConnection, FLAG_CLOSED};
@@ -228,22 +227,20 @@ impl PinnedState {
     }
 }
 
-impl Connections {
+impl PinnedState {
     /// Counters of the pinned connections.
-    pub fn pinned_stats(&self) -> PinnedStats {
-        let p = &self.pinned;
+    pub(crate) fn stats(&self) -> PinnedStats {
         PinnedStats {
-            own: p.own.len() as u64,
-            copies: p.copies.len() as u64,
-            ..p.stats
+            own: self.own.len() as u64,
+            copies: self.copies.len() as u64,
+            ..self.stats
         }
     }
 
-    /// After an ageing pass: copies hit here are adopted; copies whose entry was replaced or
-    /// evicted are forgotten.
-    pub(crate) fn settle_copies(&mut self) {
-        let ct = &self.ct;
-        let p = &mut self.pinned;
+    /// After an ageing pass of `ct`: copies hit here are adopted; copies whose entry was
+    /// replaced or evicted are forgotten.
+    pub(crate) fn settle_copies(&mut self, ct: &Conntrack) {
+        let p = self;
         let mut adopted = Vec::new();
         p.copies.retain(|key, c| {
             let Some(i) = ct.lookup(key) else {
@@ -266,22 +263,22 @@ impl Connections {
     /// `tables`: a full scan when they changed since the last call, else the last set less the
     /// connections that ended plus the copies adopted since. `None` when the set is the one
     /// the last `Some` returned.
-    pub fn own_pinned(
+    pub(crate) fn own_pinned(
         &mut self,
+        ct: &Conntrack,
         tables: &Tables,
         symbols: &Symbols,
     ) -> Option<Vec<PinnedConnection>> {
-        let ct = &self.ct;
-        if self.pinned.rescan {
-            let own = self.pinned.scan(ct, tables);
-            let p = &mut self.pinned;
+        if self.rescan {
+            let own = self.scan(ct, tables);
+            let p = &mut *self;
             p.rescan = false;
             p.stats.scans += 1;
             p.adopted_since_refresh.clear();
             p.own_changed |= own != p.own;
             p.own = own;
         } else {
-            let p = &mut self.pinned;
+            let p = &mut *self;
             let before = p.own.len();
             let adopted = std::mem::take(&mut p.adopted_since_refresh);
             p.own.extend(adopted.into_iter().filter(|k| {
@@ -297,7 +294,7 @@ impl Connections {
             });
             p.own_changed |= grown != before || p.own.len() != grown;
         }
-        let p = &mut self.pinned;
+        let p = self;
         if !std::mem::take(&mut p.own_changed) {
             return None;
         }
@@ -310,17 +307,18 @@ impl Connections {
         )
     }
 
-    /// The next [`Connections::own_pinned`] returns the set even if unchanged (a new etcd
-    /// session writes it again).
-    pub fn republish_pinned(&mut self) {
-        self.pinned.own_changed = true;
+    /// The next call of `own_pinned` returns the set even if unchanged (a new etcd lease:
+    /// every part is written again).
+    pub(crate) fn republish(&mut self) {
+        self.own_changed = true;
     }
 
     /// Makes the copies of the other hosts' pinned connections what `shared` says (all of
     /// them, every owner): the new ones are installed where this host has no entry for the
     /// flow, the ones no longer shared lapse (they age from `now` on).
-    pub fn mirror<D: Device + ?Sized>(
+    pub(crate) fn mirror<D: Device + ?Sized>(
         &mut self,
+        ct: &mut Conntrack,
         dev: &mut D,
         shared: &[PinnedConnection],
         symbols: &Symbols,
@@ -337,16 +335,14 @@ impl Connections {
             }
         }
         // Copies no longer shared lapse.
-        let ct = &mut self.ct;
         let lapsed: Vec<FlowKey> = self
-            .pinned
             .copies
             .keys()
             .filter(|k| !wanted.contains_key(k))
             .copied()
             .collect();
         for k in &lapsed {
-            self.pinned.copies.remove(k);
+            self.copies.remove(k);
             if let Some(i) = ct.lookup(k) {
                 ct.touch(i, now);
             }
@@ -365,12 +361,12 @@ impl Connections {
         // One batch: through the command ring the driver cuts it to the data area.
         {
             let chunk = &install[..];
-            self.ct.install_batch(dev, chunk, now, &mut outcomes)?;
+            ct.install_batch(dev, chunk, now, &mut outcomes)?;
             for (c, o) in chunk.iter().zip(&outcomes) {
                 match o {
                     Installed::New(_) | Installed::Replaced(_) => {
                         report.installed += 1;
-                        self.pinned.copies.insert(
+                        self.copies.insert(
                             c.key,
                             Copy {
                                 backend: c.backend,
@@ -384,7 +380,7 @@ impl Connections {
                 }
             }
         }
-        let s = &mut self.pinned.stats;
+        let s = &mut self.stats;
         s.copies_installed += report.installed as u64;
         s.lapsed += report.lapsed as u64;
         s.conflicts += report.conflicts as u64;
@@ -397,7 +393,7 @@ impl Connections {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::learn::LearnOptions;
+    use crate::learn::{Connections, LearnOptions};
     use etherparse::{PacketBuilder, SlicedPacket};
     use flowtable_compiler::{compile, CompileOptions, Compiled, HealthState};
     use nlb_driver::discovery::discover;

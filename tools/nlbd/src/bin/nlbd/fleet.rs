@@ -228,8 +228,8 @@ struct Serving {
     binary_sha256: String,
     /// An upgrade order for this host not answered yet.
     order: Option<UpgradeOrder>,
-    /// This host's pinned connections as written in this session, one value per part (None:
-    /// nothing written under this session's lease yet).
+    /// This host's pinned connections as written under the current lease, one value per part
+    /// (None: nothing written under it yet).
     pinned_written: Option<Vec<Vec<u8>>>,
     /// The pinned connections the hosts publish, by (host, part); this host's own only as
     /// found at the session's start (a previous nlbd's, or this card's before a reflash),
@@ -382,16 +382,7 @@ async fn session_inner(
     }
     // Every host's pinned connections in this NIC before it serves (SPEC R15.2): ECMP may
     // bring any of them here as soon as the VIP is announced.
-    serving.remote_pinned = survey
-        .pinned
-        .into_iter()
-        .map(|(host, chunk, set)| ((host, chunk), set.connections))
-        .collect();
-    serving.pinned_written = None;
-    serving.mirror_dirty = true;
-    serving.pinned_seen_revision = survey.revision;
-    serving.pinned_progress.written_revision = 0;
-    mirror_pinned(daemon, opts, serving).await;
+    start_pinned(daemon, opts, serving, survey.pinned, survey.revision).await;
     write_record(daemon, &store, opts, serving, lease).await?;
     metrics.etcd_up.store(true, Ordering::Relaxed);
     metrics.registered.store(true, Ordering::Relaxed);
@@ -672,8 +663,29 @@ async fn watched_events(
     (config_changed, view_changed)
 }
 
+/// At a session's start: the pinned connections every host published (this one's too, from
+/// before a restart or a card's reboot), installed at once; everything is written again under
+/// the new lease.
+async fn start_pinned(
+    daemon: &Daemon,
+    opts: &FleetOptions,
+    serving: &mut Serving,
+    read: Vec<(String, u32, fleet::PinnedChunk)>,
+    revision: i64,
+) {
+    serving.remote_pinned = read
+        .into_iter()
+        .map(|(host, chunk, set)| ((host, chunk), set.connections))
+        .collect();
+    serving.pinned_written = None;
+    serving.mirror_dirty = true;
+    serving.pinned_seen_revision = revision;
+    serving.pinned_progress.written_revision = 0;
+    mirror_pinned(daemon, opts, serving).await;
+}
+
 /// Writes this host's pinned connections (SPEC R15.2) where they changed: the parts that
-/// differ from what this session wrote, with the session's lease (a host that dies takes them
+/// differ from what was written under the current lease, with that lease (a host that dies takes them
 /// with it), and deletes parts it no longer needs. The first time, the previous nlbd's parts
 /// found at the session's start stop counting as shared.
 async fn publish_pinned(
@@ -708,7 +720,7 @@ async fn publish_pinned(
             blocking(store, move |s| s.put(&key, &value, lease)).await?;
         }
     }
-    // Parts beyond the new count: the ones this session wrote, or, the first time, any a
+    // Parts beyond the new count: the ones written under this lease, or, the first time, any a
     // previous nlbd left (read back, so that none stays to be taken for current).
     let stale: Vec<u32> = if first {
         serving
