@@ -166,8 +166,8 @@ pub struct PinnedData {
     pub adopted: u64,
     /// Copies their owner stopped publishing since start.
     pub lapsed: u64,
-    /// Copies not installed since start: this host tracks the flow with another backend, or
-    /// the bucket is full, or a name is unknown here.
+    /// Other hosts' pinned connections not installed at the last installation: this host
+    /// tracks the flow with another backend, or the bucket is full, or a name is unknown here.
     pub refused: u64,
 }
 

@@ -930,6 +930,13 @@ impl Store {
             .map_err(|f| self.error(f))
     }
 
+    /// Puts `value` at `key` (with `lease` unless 0); the store's revision after it.
+    pub fn put_at(&self, key: &str, value: &[u8], lease: i64) -> Result<i64, FleetError> {
+        self.etcd
+            .put(key.as_bytes(), value, lease)
+            .map_err(|f| self.error(f))
+    }
+
     /// The value at `key`, if any.
     pub fn get(&self, key: &str) -> Result<Option<Vec<u8>>, FleetError> {
         let r = self

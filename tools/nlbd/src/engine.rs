@@ -242,6 +242,9 @@ pub enum Command {
     Mirror {
         /// Every other host's pinned connections.
         connections: Vec<nlb_control::fleet::PinnedConnection>,
+        /// This host's own, as it published them before nlbd restarted (installed as its own
+        /// where the table lost them: a card rebooted empty); usually none.
+        restore: Vec<nlb_control::fleet::PinnedConnection>,
         /// The answer: what was done, or why the device refused.
         reply: oneshot::Sender<Result<crate::pinned::MirrorReport, String>>,
     },
@@ -1559,11 +1562,24 @@ impl Engine {
                     "the card was flashed and rebooted; nlbd is restarting to load it".into(),
                 ));
             }
-            Command::Mirror { connections, reply } => {
+            Command::Mirror {
+                connections,
+                restore,
+                reply,
+            } => {
                 let symbols = &self.controller.compiled().symbols;
-                let r = self
+                let now = host_secs();
+                let restored = self
                     .conns
-                    .mirror(self.dev.as_mut(), &connections, symbols, host_secs())
+                    .restore_pinned(self.dev.as_mut(), &restore, symbols, now);
+                let r = restored
+                    .and_then(|n| {
+                        let mut r =
+                            self.conns
+                                .mirror(self.dev.as_mut(), &connections, symbols, now)?;
+                        r.restored = n;
+                        Ok(r)
+                    })
                     .map_err(|e| e.to_string());
                 let _ = reply.send(r);
             }

@@ -594,6 +594,18 @@ impl Connections {
         self.pinned.mirror(&mut self.ct, dev, shared, symbols, now)
     }
 
+    /// Installs this host's own pinned connections as it published them before nlbd
+    /// restarted, where the table has no entry for them ([`crate::pinned`]).
+    pub fn restore_pinned<D: Device + ?Sized>(
+        &mut self,
+        dev: &mut D,
+        own: &[PinnedConnection],
+        symbols: &Symbols,
+        now: u32,
+    ) -> Result<usize, ConntrackError> {
+        self.pinned.restore(&mut self.ct, dev, own, symbols, now)
+    }
+
     /// Plans the fix-up of a reload: `backend` and `rule` map old ids to new ones (`None` =
     /// gone).
     pub fn plan_remap(

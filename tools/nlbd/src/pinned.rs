@@ -45,8 +45,24 @@ use std::net::SocketAddr;
 pub(crate) struct Copy {
     backend: u16,
     rule: u16,
-    /// Host time it was installed: a later `last_seen` means it was hit here (adopted).
+    /// Host time it was installed (or last seen hit, after the first ageing pass): a later
+    /// `last_seen` means it was hit here (adopted).
     since: u32,
+    /// An ageing pass has run since it was installed. A hit bit outlives the entry writes
+    /// of its slot, so the first pass may report the previous occupant's hit: it is not
+    /// taken for this copy's.
+    settled: bool,
+}
+
+impl Copy {
+    fn new(c: &NewConnection, now: u32) -> Copy {
+        Copy {
+            backend: c.backend,
+            rule: c.rule,
+            since: now,
+            settled: false,
+        }
+    }
 }
 
 /// The state of pinned connections kept with the connection table.
@@ -60,6 +76,9 @@ pub(crate) struct PinnedState {
     rescan: bool,
     /// Copies hit here (adopted) since the last refresh, to check against the tables.
     adopted_since_refresh: Vec<FlowKey>,
+    /// Copies whose owner stopped publishing them, by flow: the host time they lapsed. Hit
+    /// after that, they are this host's (and published while pinned); gone, forgotten.
+    lapsed: HashMap<FlowKey, u32>,
     /// `own` changed since [`Connections::own_pinned`] last returned it.
     own_changed: bool,
     stats: PinnedStats,
@@ -78,11 +97,13 @@ pub struct PinnedStats {
     pub adopted: u64,
     /// Copies whose owner stopped publishing them, since start.
     pub lapsed: u64,
-    /// Copies not installed: the host has its own entry for that flow with another backend.
+    /// At the last installation: copies not installed because the host has its own entry
+    /// for that flow with another backend.
     pub conflicts: u64,
-    /// Copies not installed: their bucket is full.
+    /// At the last installation: copies not installed because their bucket is full.
     pub bucket_full: u64,
-    /// Copies not installed: a rule or instance name this host's configuration does not have.
+    /// At the last installation: copies not installed because a rule or instance name is
+    /// unknown to this host's configuration.
     pub unknown_names: u64,
     /// Full scans of the connection table (one per change of the tables).
     pub scans: u64,
@@ -103,6 +124,8 @@ pub struct MirrorReport {
     pub bucket_full: usize,
     /// Not installed for names unknown here.
     pub unknown_names: usize,
+    /// This host's own pinned connections from before nlbd restarted, installed again.
+    pub restored: usize,
 }
 
 /// The backend the tables choose for a new connection of `e`'s flow under `e`'s rule (SPEC
@@ -249,11 +272,26 @@ impl PinnedState {
             let same = ct
                 .entry(i)
                 .is_some_and(|e| e.backend == c.backend && e.rule == c.rule);
-            if same && ct.last_seen(i).is_some_and(|t| t > c.since) {
+            let seen = ct.last_seen(i).unwrap_or(c.since);
+            if !c.settled {
+                c.settled = true;
+                c.since = c.since.max(seen);
+                return same;
+            }
+            if same && seen > c.since {
                 adopted.push(*key);
                 return false;
             }
             same
+        });
+        // A lapsed copy hit since it lapsed carries this host's traffic: its own now.
+        p.lapsed.retain(|key, at| match ct.lookup(key) {
+            None => false,
+            Some(i) if ct.last_seen(i).is_some_and(|t| t > *at) => {
+                adopted.push(*key);
+                false
+            }
+            Some(_) => true,
         });
         p.stats.adopted += adopted.len() as u64;
         p.adopted_since_refresh.extend(adopted);
@@ -345,13 +383,22 @@ impl PinnedState {
             self.copies.remove(k);
             if let Some(i) = ct.lookup(k) {
                 ct.touch(i, now);
+                self.lapsed.insert(*k, now);
             }
         }
         report.lapsed = lapsed.len();
         let mut install = Vec::new();
         for (k, c) in &wanted {
             match ct.lookup(k).and_then(|i| ct.entry(i)) {
-                Some(e) if e.backend == c.backend && e.rule == c.rule => report.present += 1,
+                Some(e) if e.backend == c.backend && e.rule == c.rule => {
+                    report.present += 1;
+                    // The same connection, not (yet) this host's own pinned one: a copy
+                    // (read back after nlbd restarted, or shared again after it lapsed).
+                    if !self.own.contains(k) && !self.copies.contains_key(k) {
+                        self.lapsed.remove(k);
+                        self.copies.insert(*k, Copy::new(c, now));
+                    }
+                }
                 Some(_) => report.conflicts += 1,
                 None => install.push(*c),
             }
@@ -366,14 +413,8 @@ impl PinnedState {
                 match o {
                     Installed::New(_) | Installed::Replaced(_) => {
                         report.installed += 1;
-                        self.copies.insert(
-                            c.key,
-                            Copy {
-                                backend: c.backend,
-                                rule: c.rule,
-                                since: now,
-                            },
-                        );
+                        self.lapsed.remove(&c.key);
+                        self.copies.insert(c.key, Copy::new(c, now));
                     }
                     Installed::Present(_) => report.present += 1,
                     Installed::BucketFull { .. } => report.bucket_full += 1,
@@ -383,10 +424,36 @@ impl PinnedState {
         let s = &mut self.stats;
         s.copies_installed += report.installed as u64;
         s.lapsed += report.lapsed as u64;
-        s.conflicts += report.conflicts as u64;
-        s.bucket_full += report.bucket_full as u64;
-        s.unknown_names += report.unknown_names as u64;
+        s.conflicts = report.conflicts as u64;
+        s.bucket_full = report.bucket_full as u64;
+        s.unknown_names = report.unknown_names as u64;
         Ok(report)
+    }
+
+    /// Installs this host's own pinned connections as it published them before nlbd
+    /// restarted (its card rebooted empty, or nlbd started on a new one): where the table has
+    /// no entry for the flow, as ordinary entries, seen at `now`. The next refresh scans the
+    /// table, so they are published again while they are pinned.
+    pub(crate) fn restore<D: Device + ?Sized>(
+        &mut self,
+        ct: &mut Conntrack,
+        dev: &mut D,
+        own: &[PinnedConnection],
+        symbols: &Symbols,
+        now: u32,
+    ) -> Result<usize, ConntrackError> {
+        let install: Vec<NewConnection> = own
+            .iter()
+            .filter_map(|p| from_shared(p, symbols))
+            .filter(|c| ct.lookup(&c.key).is_none())
+            .collect();
+        let mut outcomes = Vec::new();
+        ct.install_batch(dev, &install, now, &mut outcomes)?;
+        self.rescan = true;
+        Ok(outcomes
+            .iter()
+            .filter(|o| matches!(o, Installed::New(_) | Installed::Replaced(_)))
+            .count())
     }
 }
 
@@ -644,16 +711,25 @@ instances:
             .unwrap();
         let (to, hit) = h2.send(&tcp(plain.0, plain.1, false));
         assert_eq!((to, hit), (plain.2.clone(), false));
-        // Ageing: the copies hit are adopted (h2 publishes them now); the others do not age
-        // while h1 publishes them, however long.
+        // The first ageing pass after an install does not count a hit (the slot's previous
+        // occupant may have left it); hit again, the copies are adopted (h2 publishes them
+        // now); the others do not age while h1 publishes them, however long.
         h2.conns.age(&mut h2.dev, 2002).unwrap();
+        assert_eq!(h2.conns.pinned_stats().adopted, 0);
+        for p in moved {
+            let SocketAddr::V4(a) = p.client else {
+                unreachable!()
+            };
+            h2.send(&tcp(a.ip().octets()[3], a.port(), false));
+        }
+        h2.conns.age(&mut h2.dev, 2003).unwrap();
         assert_eq!(h2.conns.pinned_stats().adopted, moved.len() as u64);
         let mut own = published(&mut h2.conns, &c2);
         own.sort();
         let mut moved_sorted = moved.to_vec();
         moved_sorted.sort();
         assert_eq!(own, moved_sorted);
-        let report = h2.conns.age(&mut h2.dev, 2002 + 10_000).unwrap();
+        let report = h2.conns.age(&mut h2.dev, 2003 + 10_000).unwrap();
         // The adopted ones and h2's own connection (not hit since) age out; no copy does.
         assert_eq!(report.evicted as usize, moved.len() + 1);
         assert_eq!(h2.conns.pinned_stats().copies, idle.len() as u64);
@@ -678,5 +754,78 @@ instances:
             (s.copies, s.lapsed, s.adopted),
             (0, idle.len() as u64, moved.len() as u64)
         );
+    }
+
+    /// nlbd restarts on a NIC that kept its table: the copies it reads back are copies again
+    /// once the other hosts' connections are handed in (not published as its own, not aged);
+    /// a lapsed copy hit afterwards is this host's and published; a card that lost its table
+    /// gets this host's own pinned connections back from what it published.
+    #[test]
+    fn copies_survive_a_restart_and_own_connections_a_reflash() {
+        let (c1, c2) = (compiled(false), compiled(true));
+        let mut h1 = Host::new(&c1);
+        open_connections(&mut h1);
+        h1.conns.set_tables(&c2.tables);
+        let shared = published(&mut h1.conns, &c2);
+        let n = shared.len();
+        assert!(n >= 10, "{n}");
+        let mut h2 = Host::new(&c2);
+        let r = h2
+            .conns
+            .mirror(&mut h2.dev, &shared, &c2.symbols, 2000)
+            .unwrap();
+        assert_eq!(r.installed, n);
+
+        // nlbd restarts on h2: the table is read back; nothing is a copy until the fleet's
+        // pinned connections come in, and then every one is.
+        let info = discover(&mut h2.dev).unwrap();
+        h2.conns = Connections::attach(&mut h2.dev, &info, 2100, LearnOptions::default()).unwrap();
+        h2.conns.set_tables(&c2.tables);
+        let r = h2
+            .conns
+            .mirror(&mut h2.dev, &shared, &c2.symbols, 2100)
+            .unwrap();
+        assert_eq!((r.installed, r.present), (0, n), "{r:?}");
+        assert_eq!(h2.conns.pinned_stats().copies, n as u64);
+        assert!(
+            published(&mut h2.conns, &c2).is_empty(),
+            "copies are not h2's own"
+        );
+        assert_eq!(h2.conns.age(&mut h2.dev, 2100 + 10_000).unwrap().evicted, 0);
+
+        // h1 stops publishing them (its card is being reflashed); one comes to h2 later.
+        let r = h2
+            .conns
+            .mirror(&mut h2.dev, &[], &c2.symbols, 12_200)
+            .unwrap();
+        assert_eq!(r.lapsed, n);
+        let SocketAddr::V4(a) = shared[0].client else {
+            unreachable!()
+        };
+        h2.conns.age(&mut h2.dev, 12_201).unwrap();
+        let (to, hit) = h2.send(&tcp(a.ip().octets()[3], a.port(), false));
+        assert_eq!((to.as_str(), hit), (shared[0].backend.as_str(), true));
+        h2.conns.age(&mut h2.dev, 12_202).unwrap();
+        assert_eq!(published(&mut h2.conns, &c2), vec![shared[0].clone()]);
+
+        // h1's card comes back empty: what h1 published before is its own again.
+        let mut h1 = Host::new(&c2);
+        let restored = h1
+            .conns
+            .restore_pinned(&mut h1.dev, &shared, &c2.symbols, 12_300)
+            .unwrap();
+        assert_eq!(restored, n);
+        let mut again = published(&mut h1.conns, &c2);
+        again.sort();
+        let mut want = shared.clone();
+        want.sort();
+        assert_eq!(again, want);
+        for p in &shared {
+            let SocketAddr::V4(a) = p.client else {
+                unreachable!()
+            };
+            let (to, hit) = h1.send(&tcp(a.ip().octets()[3], a.port(), false));
+            assert_eq!((to.as_str(), hit), (p.backend.as_str(), true));
+        }
     }
 }

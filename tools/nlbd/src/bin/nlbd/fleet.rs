@@ -152,6 +152,9 @@ impl Ignored {
     }
 }
 
+/// How often the other hosts' pinned connections are handed to the engine even when none
+/// changed: a copy evicted here (a reload, a full bucket) or renumbered comes back.
+const MIRROR_AGAIN: Duration = Duration::from_secs(10);
 /// How often the session compares the tables digest and reads the other hosts.
 const STATUS_PERIOD: Duration = Duration::from_millis(500);
 /// How long hosts of one revision may disagree on the tables before it counts as a mismatch
@@ -237,6 +240,14 @@ struct Serving {
     remote_pinned: BTreeMap<(String, u32), Vec<PinnedConnection>>,
     /// `remote_pinned` changed since the engine last took it in.
     mirror_dirty: bool,
+    /// When the engine last took it in (it takes it in again every [`MIRROR_AGAIN`]: copies
+    /// evicted or renumbered here come back).
+    mirrored_at: Option<std::time::Instant>,
+    /// This host's own pinned connections as a previous nlbd published them, for the engine
+    /// to install again where the card lost them (at a session's start).
+    restore_pinned: Vec<PinnedConnection>,
+    /// The parts of this host's key a previous nlbd wrote (deleted when not written again).
+    own_old_parts: Vec<u32>,
     /// What this host's record says of its pinned connections' sharing (`nlbctl drain` waits
     /// on every host's: [`fleet::pinned_shared`]).
     pinned_progress: PinnedProgress,
@@ -286,6 +297,9 @@ pub async fn run(
         pinned_written: None,
         remote_pinned: BTreeMap::new(),
         mirror_dirty: false,
+        mirrored_at: None,
+        restore_pinned: Vec::new(),
+        own_old_parts: Vec::new(),
         pinned_progress: PinnedProgress::default(),
         pinned_seen_revision: 0,
     };
@@ -445,6 +459,9 @@ async fn session_inner(
                 }
                 if config_changed {
                     write_record(daemon, &store, opts, serving, lease).await?;
+                    // Names and ids may have changed: copies refused or renumbered are
+                    // installed again.
+                    serving.mirror_dirty = true;
                 }
                 mirror_pinned(daemon, opts, serving).await;
                 answer_upgrade(daemon, &store, opts, serving).await?;
@@ -673,10 +690,16 @@ async fn start_pinned(
     read: Vec<(String, u32, fleet::PinnedChunk)>,
     revision: i64,
 ) {
-    serving.remote_pinned = read
-        .into_iter()
-        .map(|(host, chunk, set)| ((host, chunk), set.connections))
-        .collect();
+    serving.remote_pinned.clear();
+    serving.own_old_parts.clear();
+    for (host, chunk, set) in read {
+        if host == opts.host {
+            serving.own_old_parts.push(chunk);
+            serving.restore_pinned.extend(set.connections);
+        } else {
+            serving.remote_pinned.insert((host, chunk), set.connections);
+        }
+    }
     serving.pinned_written = None;
     serving.mirror_dirty = true;
     serving.pinned_seen_revision = revision;
@@ -686,8 +709,9 @@ async fn start_pinned(
 
 /// Writes this host's pinned connections (SPEC R15.2) where they changed: the parts that
 /// differ from what was written under the current lease, with that lease (a host that dies takes them
-/// with it), and deletes parts it no longer needs. The first time, the previous nlbd's parts
-/// found at the session's start stop counting as shared.
+/// with it), and deletes parts it no longer needs (the first time, also those of a previous
+/// nlbd found at the session's start). The record's `written_revision` is the store's revision
+/// after the last write.
 async fn publish_pinned(
     daemon: &Daemon,
     store: &Store,
@@ -717,17 +741,17 @@ async fn publish_pinned(
         if written.get(n) != Some(value) || first {
             let key = opts.keys.pinned(&opts.host, n as u32);
             let value = value.clone();
-            blocking(store, move |s| s.put(&key, &value, lease)).await?;
+            let rev = blocking(store, move |s| s.put_at(&key, &value, lease)).await?;
+            let p = &mut serving.pinned_progress;
+            p.written_revision = p.written_revision.max(rev);
         }
     }
     // Parts beyond the new count: the ones written under this lease, or, the first time, any a
     // previous nlbd left (read back, so that none stays to be taken for current).
     let stale: Vec<u32> = if first {
-        serving
-            .remote_pinned
-            .keys()
-            .filter(|(h, n)| *h == opts.host && *n as usize >= parts.len())
-            .map(|(_, n)| *n)
+        let old = std::mem::take(&mut serving.own_old_parts);
+        old.into_iter()
+            .filter(|n| *n as usize >= parts.len())
             .collect()
     } else {
         (parts.len()..written.len()).map(|n| n as u32).collect()
@@ -735,11 +759,6 @@ async fn publish_pinned(
     for n in stale {
         let key = opts.keys.pinned(&opts.host, n);
         blocking(store, move |s| s.delete(&key)).await?;
-    }
-    if first {
-        let before = serving.remote_pinned.len();
-        serving.remote_pinned.retain(|(h, _), _| *h != opts.host);
-        serving.mirror_dirty |= serving.remote_pinned.len() != before;
     }
     serving.pinned_written = Some(parts);
     serving.pinned_progress.own = own;
@@ -761,31 +780,41 @@ fn note_pinned_revision(opts: &FleetOptions, serving: &mut Serving, host: &str, 
 /// new ones as copies and lets the ones gone lapse. A device error is logged and tried again
 /// at the next status period.
 async fn mirror_pinned(daemon: &Daemon, opts: &FleetOptions, serving: &mut Serving) {
-    if !serving.mirror_dirty {
+    let due = serving
+        .mirrored_at
+        .is_none_or(|t| t.elapsed() >= MIRROR_AGAIN);
+    if !serving.mirror_dirty && !due {
         serving.pinned_progress.mirrored_revision = serving.pinned_seen_revision;
         return;
     }
     let all: Vec<PinnedConnection> = serving.remote_pinned.values().flatten().cloned().collect();
-    match daemon.mirror(all).await {
+    let restore = std::mem::take(&mut serving.restore_pinned);
+    match daemon.mirror(all, restore.clone()).await {
         Ok(r) => {
             serving.mirror_dirty = false;
+            serving.mirrored_at = Some(std::time::Instant::now());
             serving.pinned_progress.mirrored_revision = serving.pinned_seen_revision;
-            if r.installed + r.lapsed + r.conflicts + r.bucket_full + r.unknown_names > 0 {
+            if r.installed + r.lapsed + r.restored + r.conflicts + r.bucket_full + r.unknown_names
+                > 0
+            {
                 info!(
                     host = %opts.host,
                     installed = r.installed,
                     lapsed = r.lapsed,
+                    restored = r.restored,
                     present = r.present,
                     conflicts = r.conflicts,
                     bucket_full = r.bucket_full,
                     unknown_names = r.unknown_names,
-                    "pinned connections of the other hosts: {} installed, {} lapsed",
+                    "pinned connections of the other hosts: {} installed, {} lapsed; {} of this host's installed again",
                     r.installed,
-                    r.lapsed
+                    r.lapsed,
+                    r.restored
                 );
             }
         }
         Err(e) => {
+            serving.restore_pinned = restore;
             warn!(host = %opts.host, "installing the other hosts' pinned connections failed: {e}; trying again");
         }
     }

@@ -240,9 +240,14 @@ impl Daemon {
     pub async fn mirror(
         &self,
         connections: Vec<nlb_control::fleet::PinnedConnection>,
+        restore: Vec<nlb_control::fleet::PinnedConnection>,
     ) -> Result<nlbd::pinned::MirrorReport, String> {
-        self.ask(|reply| Command::Mirror { connections, reply })
-            .await?
+        self.ask(|reply| Command::Mirror {
+            connections,
+            restore,
+            reply,
+        })
+        .await?
     }
 
     /// The connection table: at most `limit` entries from entry index `from` on.

@@ -699,11 +699,20 @@ fn connections(t: &mut Text, status: &EngineStatus) {
         ("installed", p.copies_installed),
         ("adopted", p.adopted),
         ("lapsed", p.lapsed),
+    ] {
+        t.sample("nlbd_pinned_copies_total", &[("outcome", what)], n as f64);
+    }
+    t.family(
+        "nlbd_pinned_copies_refused",
+        "gauge",
+        "Other hosts' pinned connections not installed here at the last installation, by reason",
+    );
+    for (why, n) in [
         ("conflict", p.conflicts),
         ("bucket_full", p.bucket_full),
         ("unknown_name", p.unknown_names),
     ] {
-        t.sample("nlbd_pinned_copies_total", &[("outcome", what)], n as f64);
+        t.sample("nlbd_pinned_copies_refused", &[("reason", why)], n as f64);
     }
     t.family(
         "nlbd_learn_events_total",
