@@ -1319,7 +1319,10 @@ mod tests {
             .rev()
             .map(|i| PinnedConnection {
                 protocol: 6,
-                client: std::net::SocketAddr::from(([10, 0, (i >> 8) as u8, i as u8], 40000)),
+                client: std::net::SocketAddr::from((
+                    std::net::Ipv4Addr::from(0x0a00_0000 + i),
+                    40000,
+                )),
                 vip: "[2001:db8::80]:443".parse().unwrap(),
                 rule: "web".into(),
                 backend: format!("b{}", i % 3),
