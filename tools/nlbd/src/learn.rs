@@ -661,7 +661,7 @@ impl Connections {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use etherparse::PacketBuilder;
     use flowtable_compiler::{compile, CompileOptions, HealthState};
@@ -711,20 +711,29 @@ instances:
         out: Vec<u8>,
     }
 
+    /// A model NIC serving `c`'s tables and a connection manager attached to it at host time
+    /// 1000 (shared with the pinned connections' tests).
+    pub(crate) fn model_nic(
+        c: &flowtable_compiler::Compiled,
+    ) -> (ModelHandle, ModelHandle, Connections) {
+        let sim = ModelHandle::from_device(firmware_sim::ModelDevice::from_tables(
+            c.tables.clone(),
+            c.nic,
+        ));
+        let mut dev = sim.clone();
+        let info = discover(&mut dev).unwrap();
+        let mut conns =
+            Connections::attach(&mut dev, &info, 1000, LearnOptions::default()).unwrap();
+        conns.set_tables(&c.tables);
+        (sim, dev, conns)
+    }
+
     impl Rig {
         fn new() -> Rig {
             let (config, d) = nlb_config::parse_config("t.yaml", CONFIG);
             assert!(d.is_empty(), "{d}");
             let c = compile(&config, &HealthState::new(), &CompileOptions::default()).unwrap();
-            let sim = ModelHandle::from_device(firmware_sim::ModelDevice::from_tables(
-                c.tables.clone(),
-                c.nic,
-            ));
-            let mut dev = sim.clone();
-            let info = discover(&mut dev).unwrap();
-            let mut conns =
-                Connections::attach(&mut dev, &info, 1000, LearnOptions::default()).unwrap();
-            conns.set_tables(&c.tables);
+            let (sim, dev, conns) = model_nic(&c);
             Rig {
                 sim,
                 dev,

@@ -524,15 +524,7 @@ instances:
 
     impl Host {
         fn new(c: &Compiled) -> Host {
-            let sim = ModelHandle::from_device(firmware_sim::ModelDevice::from_tables(
-                c.tables.clone(),
-                c.nic,
-            ));
-            let mut dev = sim.clone();
-            let info = discover(&mut dev).unwrap();
-            let mut conns =
-                Connections::attach(&mut dev, &info, 1000, LearnOptions::default()).unwrap();
-            conns.set_tables(&c.tables);
+            let (sim, dev, conns) = crate::learn::tests::model_nic(c);
             Host {
                 sim,
                 dev,

@@ -1057,24 +1057,7 @@ fn all_serving(
 /// `nlbctl fleet upgrade --bitstream` with the given file and extra arguments, from the host
 /// namespace: (exit status, stdout, stderr).
 fn upgrade_bitstream(lab: &Lab, file: &std::path::Path, extra: &[&str]) -> (i32, String, String) {
-    let mut args = vec![
-        crate::bin("nlbctl"),
-        "fleet",
-        "upgrade",
-        "--bitstream",
-        file.to_str().unwrap(),
-        "--etcd",
-        FLEET_ETCD,
-        "--quiet-sec",
-        "1",
-    ];
-    args.extend_from_slice(extra);
-    let o = lab.exec("host", &args).output().unwrap();
-    (
-        o.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
+    spawn_upgrade_bitstream(lab, file, extra).finish()
 }
 
 /// Every host's record from `nlbctl fleet status`.
