@@ -13,7 +13,7 @@
 //! ones still there; ageing goes on meanwhile, so a connection that ends or idles out first
 //! leaves as usual. [`crate::tracking`] decides what drains and for how long.
 
-use crate::pinned::{MirrorReport, PinnedState, PinnedStats};
+use crate::pinned::{key_of, MirrorReport, PinnedState, PinnedStats};
 use crate::tracking::ConnectionTracking;
 use flowtable_compiler::Persistence;
 use flowtable_compiler::Symbols;
@@ -24,7 +24,7 @@ use nlb_driver::conntrack::{
 use nlb_driver::device::Device;
 use nlb_driver::discovery::DeviceInfo;
 use nlb_driver::queues::{QueueError, Queues};
-use nlb_hw::enums::{Event, KeyType};
+use nlb_hw::enums::Event;
 use nlb_hw::layouts::{CtEntry, EventRecord, LearnEvent};
 use nlb_hw::{FlowKey, Tables};
 use std::collections::{BTreeMap, BTreeSet};
@@ -167,17 +167,6 @@ pub struct Connections {
     events: Vec<LearnEvent>,
     pending: Vec<NewConnection>,
     outcomes: Vec<Installed>,
-}
-
-fn key_of(e: &CtEntry) -> FlowKey {
-    FlowKey {
-        key_type: KeyType::Tuple5,
-        protocol: e.protocol,
-        src_port: e.src_port,
-        dst_port: e.dst_port,
-        src_addr: e.src_addr,
-        dst_addr: e.dst_addr,
-    }
 }
 
 fn entry_timeout(rule_timeout: &[u32], closed_timeout: u32, e: &CtEntry) -> u32 {

@@ -154,7 +154,8 @@ fn is_pinned(tables: &Tables, e: &CtEntry) -> bool {
     e.valid && e.flags & FLAG_CLOSED == 0 && table_choice(tables, e) != Some(e.backend)
 }
 
-fn key_of(e: &CtEntry) -> FlowKey {
+/// The 5-tuple key of a connection-table entry.
+pub(crate) fn key_of(e: &CtEntry) -> FlowKey {
     FlowKey {
         key_type: KeyType::Tuple5,
         protocol: e.protocol,
