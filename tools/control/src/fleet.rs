@@ -374,11 +374,19 @@ pub struct PinnedProgress {
     pub mirrored_revision: i64,
 }
 
-/// Whether every host shares its pinned connections for the tables it serves and every host
-/// installed every other's: Err names the first host that is behind. A drain waits for this
-/// (ECMP then moves connections among all the others). Hosts whose nlbd does not share
-/// (no progress in their record) are skipped.
-pub fn pinned_shared(hosts: &[HostRecord]) -> Result<(), String> {
+/// Whether every host serves the `live` revision, shares its pinned connections for the
+/// tables it serves, and installed every other host's: Err names the first host that is
+/// behind. A drain waits for this (ECMP then moves connections among all the others). Hosts
+/// whose nlbd does not share (no progress in their record) are skipped.
+pub fn pinned_shared(hosts: &[HostRecord], live: i64) -> Result<(), String> {
+    for h in hosts.iter().filter(|h| h.pinned.is_some()) {
+        if h.revision != live {
+            return Err(format!(
+                "{} serves revision {}, not the live {live} yet",
+                h.host, h.revision
+            ));
+        }
+    }
     let sharing: Vec<(&str, &PinnedProgress, &str)> = hosts
         .iter()
         .filter_map(|h| {
@@ -1375,19 +1383,23 @@ mod tests {
         hosts[0].pinned = progress(&d, 40, 42);
         hosts[1].pinned = progress(&d, 42, 42);
         hosts[2].pinned = progress(&d, 0, 42);
-        assert_eq!(pinned_shared(&hosts), Ok(()));
+        assert_eq!(pinned_shared(&hosts, 3), Ok(()));
+        // A revision was published that no host serves yet.
+        let e = pinned_shared(&hosts, 4).unwrap_err();
+        assert!(e.contains("h1 serves revision 3, not the live 4"), "{e}");
         // h3 has not seen h2's write at 42.
         hosts[2].pinned = progress(&d, 0, 41);
-        let e = pinned_shared(&hosts).unwrap_err();
+        let e = pinned_shared(&hosts, 3).unwrap_err();
         assert!(e.contains("h3 has not installed h2's"), "{e}");
         // h1 serves new tables and has not published for them yet.
         hosts[2].pinned = progress(&d, 0, 42);
         hosts[0].tables_digest = "b".repeat(64);
-        let e = pinned_shared(&hosts).unwrap_err();
+        let e = pinned_shared(&hosts, 3).unwrap_err();
         assert!(e.contains("h1 has not published"), "{e}");
         // A host whose nlbd does not share is not waited for.
         hosts[0].pinned = None;
-        assert_eq!(pinned_shared(&hosts), Ok(()));
+        hosts[0].revision = 2;
+        assert_eq!(pinned_shared(&hosts, 3), Ok(()));
     }
 
     fn kv(key: &str, value: &[u8], rev: i64) -> etcd::KeyValue {

@@ -235,15 +235,16 @@ impl Fleet {
     fn wait_pinned_shared(&self, limit: Duration) {
         let deadline = Instant::now() + limit;
         loop {
-            let why = match self.store.host_records() {
-                Ok((records, _)) => {
+            let why = match (self.store.live(), self.store.host_records()) {
+                (Ok((live, _)), Ok((records, _))) => {
+                    let live = live.map_or(0, |l| l.revision);
                     let records: Vec<_> = records.into_iter().map(|(r, _)| r).collect();
-                    match fleet::pinned_shared(&records) {
+                    match fleet::pinned_shared(&records, live) {
                         Ok(()) => return,
                         Err(e) => e,
                     }
                 }
-                Err(e) => e.to_string(),
+                (Err(e), _) | (_, Err(e)) => e.to_string(),
             };
             if Instant::now() >= deadline {
                 eprintln!(

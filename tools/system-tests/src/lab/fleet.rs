@@ -1152,17 +1152,27 @@ fn bitstream_phase(lab: &Lab, fleet: &mut Fleet, sessions: &mut [Session]) {
     let probe = Probe::start(lab, 20, RETRIED);
     let started = Instant::now();
     let (code, out, err, broken_during) = with_sessions_busy(sessions, || {
-        let upgrade = spawn_upgrade_bitstream(lab, &good, &["--timeout", "60"]);
-        fleet.wait(lab, "h1 running the new bitstream", WAIT, || {
+        // h1 first; then the new revision, published between two hosts' upgrades (the next
+        // drain waits until every host serves it and shares its pinned connections); then
+        // the others (h1 already runs the image).
+        let (code, first, err) =
+            spawn_upgrade_bitstream(lab, &good, &["--timeout", "60", "--hosts", "h1"]).finish();
+        if code != 0 {
+            return (code, first, err);
+        }
+        std::fs::write(lab.path("lb.yaml"), fleet_config(true)).unwrap();
+        let revision = publish(lab);
+        fleet.revision = revision;
+        // `fleet upgrade` starts only from a fleet on the live revision.
+        fleet.wait(lab, "every host serving the revision with b3", WAIT, || {
             let hosts = host_records(lab)?;
             hosts
                 .iter()
-                .any(|h| h["host"] == "h1" && h["build_id"] == NEW_BUILD && h["draining"] != true)
+                .all(|h| h["revision"] == revision)
                 .then_some(())
         });
-        std::fs::write(lab.path("lb.yaml"), fleet_config(true)).unwrap();
-        fleet.revision = publish(lab);
-        upgrade.finish()
+        let (code, rest, err) = spawn_upgrade_bitstream(lab, &good, &["--timeout", "60"]).finish();
+        (code, format!("{first}{rest}"), err)
     });
     assert_eq!(code, 0, "{out}\n{err}\n{}", fleet.logs(lab));
     eprintln!(

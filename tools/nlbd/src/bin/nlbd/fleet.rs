@@ -248,6 +248,8 @@ struct Serving {
     restore_pinned: Vec<PinnedConnection>,
     /// The parts of this host's key a previous nlbd wrote (deleted when not written again).
     own_old_parts: Vec<u32>,
+    /// A drain asked for and not applied yet: since when ([`settle_drain`]).
+    drain_pending: Option<std::time::Instant>,
     /// What this host's record says of its pinned connections' sharing (`nlbctl drain` waits
     /// on every host's: [`fleet::pinned_shared`]).
     pinned_progress: PinnedProgress,
@@ -300,6 +302,7 @@ pub async fn run(
         mirrored_at: None,
         restore_pinned: Vec::new(),
         own_old_parts: Vec::new(),
+        drain_pending: None,
         pinned_progress: PinnedProgress::default(),
         pinned_seen_revision: 0,
     };
@@ -362,6 +365,7 @@ async fn session_inner(
     let lease = blocking(&store, move |s| s.grant(ttl)).await?;
     serving.ignored.reset(&opts.host, survey.problems, metrics);
     let drained = survey.drains.iter().any(|(name, _)| *name == opts.host);
+    serving.drain_pending = None;
     set_fleet_drain(daemon, opts, drained);
     serving.order = survey
         .upgrades
@@ -458,12 +462,10 @@ async fn session_inner(
                     }
                 }
                 if config_changed {
-                    write_record(daemon, &store, opts, serving, lease).await?;
-                    // Names and ids may have changed: copies refused or renumbered are
-                    // installed again.
-                    serving.mirror_dirty = true;
+                    revision_changed(daemon, &store, opts, serving, lease).await?;
                 }
                 mirror_pinned(daemon, opts, serving).await;
+                settle_drain(daemon, &store, opts, metrics, serving).await?;
                 answer_upgrade(daemon, &store, opts, serving).await?;
             }
             () = async {
@@ -486,6 +488,7 @@ async fn session_inner(
                 write_record(daemon, &store, opts, serving, lease).await?;
                 publish_pinned(daemon, &store, opts, serving, lease).await?;
                 mirror_pinned(daemon, opts, serving).await;
+                settle_drain(daemon, &store, opts, metrics, serving).await?;
                 compare_with_the_fleet(&store, opts, metrics, serving, &mut mismatch_since).await?;
             }
         }
@@ -591,6 +594,7 @@ async fn watched_events(
                 }
                 KeyKind::Drain(name) => {
                     if name == opts.host {
+                        serving.drain_pending = None;
                         set_fleet_drain(daemon, opts, false);
                     }
                 }
@@ -647,8 +651,19 @@ async fn watched_events(
             }
             Entry::Drain(name, request) => {
                 // A value that is no drain request drains nothing (it is reported above).
+                // The withdrawal waits until the fleet shares its pinned connections
+                // ([`settle_drain`]).
                 if name == opts.host {
-                    set_fleet_drain(daemon, opts, request.is_ok());
+                    if request.is_ok() {
+                        if !daemon.announce.fleet_drain.load(Ordering::Relaxed) {
+                            serving
+                                .drain_pending
+                                .get_or_insert_with(std::time::Instant::now);
+                        }
+                    } else {
+                        serving.drain_pending = None;
+                        set_fleet_drain(daemon, opts, false);
+                    }
                 }
             }
             Entry::Upgrade(name, Ok(order)) => {
@@ -763,6 +778,59 @@ async fn publish_pinned(
     serving.pinned_written = Some(parts);
     serving.pinned_progress.own = own;
     serving.pinned_progress.tables_digest = digest;
+    Ok(())
+}
+
+/// After a new revision (applied or refused): the record written again, the connections the
+/// new tables pin shared at once (every host applies the revision at about the same time), and
+/// the other hosts' installed again (names and ids may have changed: copies refused or
+/// renumbered come back).
+async fn revision_changed(
+    daemon: &Daemon,
+    store: &Store,
+    opts: &FleetOptions,
+    serving: &mut Serving,
+    lease: i64,
+) -> Result<(), FleetError> {
+    write_record(daemon, store, opts, serving, lease).await?;
+    publish_pinned(daemon, store, opts, serving, lease).await?;
+    serving.mirror_dirty = true;
+    Ok(())
+}
+
+/// The longest a drain waits for the fleet to share its pinned connections before this host
+/// withdraws anyway.
+const DRAIN_WAIT: Duration = Duration::from_secs(15);
+
+/// Applies a pending drain once every host serves the live revision, published its pinned
+/// connections for its tables and installed everyone else's ([`fleet::pinned_shared`]):
+/// withdrawing moves connections among all the other hosts (ECMP rehashes), and one pinned
+/// to a backend the tables no longer choose survives only where it was installed (SPEC
+/// R15.2). Usually at once; after a change of the tables, within a status period or two.
+/// `nlbctl drain` waits for the same before it writes the drain; this closes the moment
+/// between its check and the drain (a revision published in between).
+async fn settle_drain(
+    daemon: &Daemon,
+    store: &Store,
+    opts: &FleetOptions,
+    metrics: &FleetMetrics,
+    serving: &mut Serving,
+) -> Result<(), FleetError> {
+    let Some(since) = serving.drain_pending else {
+        return Ok(());
+    };
+    let (records, _) = blocking(store, |s| s.host_records()).await?;
+    let records: Vec<HostRecord> = records.into_iter().map(|(r, _)| r).collect();
+    let live = metrics.live_revision.load(Ordering::Relaxed);
+    match fleet::pinned_shared(&records, live) {
+        Ok(()) => {}
+        Err(_) if since.elapsed() < DRAIN_WAIT => return Ok(()),
+        Err(why) => {
+            warn!(host = %opts.host, "withdrawing although {why} after {} s: connections pinned to a backend the tables no longer choose may break", DRAIN_WAIT.as_secs());
+        }
+    }
+    serving.drain_pending = None;
+    set_fleet_drain(daemon, opts, true);
     Ok(())
 }
 
