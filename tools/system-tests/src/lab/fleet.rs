@@ -1163,14 +1163,28 @@ fn bitstream_phase(lab: &Lab, fleet: &mut Fleet, sessions: &mut [Session]) {
         std::fs::write(lab.path("lb.yaml"), fleet_config(true)).unwrap();
         let revision = publish(lab);
         fleet.revision = revision;
-        // `fleet upgrade` starts only from a fleet on the live revision.
-        fleet.wait(lab, "every host serving the revision with b3", WAIT, || {
-            let hosts = host_records(lab)?;
-            hosts
-                .iter()
-                .all(|h| h["revision"] == revision)
-                .then_some(())
-        });
+        // `fleet upgrade` starts only from a fleet on the live revision; and b3's first health
+        // decision changes the tables again: as an operator would, wait until it serves (a
+        // change of the tables while a drain is under way is the documented open case).
+        fleet.wait(
+            lab,
+            "every host serving the revision with b3 eligible",
+            WAIT,
+            || {
+                let hosts = host_records(lab)?;
+                let eligible = fleet.sockets.iter().all(|s| {
+                    admin_at(s, "status").is_some_and(|st| {
+                        st["pools"].as_array().is_some_and(|pools| {
+                            pools.iter().any(|p| {
+                                p["name"] == "web"
+                                    && p["eligible"].as_array().is_some_and(|e| e.len() == 3)
+                            })
+                        })
+                    })
+                });
+                (eligible && hosts.iter().all(|h| h["revision"] == revision)).then_some(())
+            },
+        );
         let (code, rest, err) = spawn_upgrade_bitstream(lab, &good, &["--timeout", "60"]).finish();
         (code, format!("{first}{rest}"), err)
     });
