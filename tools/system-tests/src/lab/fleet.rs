@@ -466,21 +466,22 @@ fn start_fleet(lab: &mut Lab) -> Fleet {
         lab,
         "the fleet serving with BIRD's route through every host",
         WAIT,
-        || {
-            let ready = fleet.sockets.iter().all(|s| {
-                admin_at(s, "status").is_some_and(|st| {
-                    st["pools"].as_array().is_some_and(|pools| {
-                        pools.iter().any(|p| {
-                            p["name"] == "web"
-                                && p["eligible"].as_array().is_some_and(|e| e.len() == 2)
-                        })
-                    })
-                })
-            });
-            (ready && nexthops(lab) == hops_of(&[1, 2, 3])).then_some(())
-        },
+        || (web_eligible(&fleet, 2) && nexthops(lab) == hops_of(&[1, 2, 3])).then_some(()),
     );
     fleet
+}
+
+/// Whether every host's status shows pool `web` with `n` eligible backends.
+fn web_eligible(fleet: &Fleet, n: usize) -> bool {
+    fleet.sockets.iter().all(|s| {
+        admin_at(s, "status").is_some_and(|st| {
+            st["pools"].as_array().is_some_and(|pools| {
+                pools.iter().any(|p| {
+                    p["name"] == "web" && p["eligible"].as_array().is_some_and(|e| e.len() == n)
+                })
+            })
+        })
+    })
 }
 
 /// `nlbctl WHAT --socket SOCK --json` (the admin socket is a file: reachable from here).
@@ -1172,17 +1173,8 @@ fn bitstream_phase(lab: &Lab, fleet: &mut Fleet, sessions: &mut [Session]) {
             WAIT,
             || {
                 let hosts = host_records(lab)?;
-                let eligible = fleet.sockets.iter().all(|s| {
-                    admin_at(s, "status").is_some_and(|st| {
-                        st["pools"].as_array().is_some_and(|pools| {
-                            pools.iter().any(|p| {
-                                p["name"] == "web"
-                                    && p["eligible"].as_array().is_some_and(|e| e.len() == 3)
-                            })
-                        })
-                    })
-                });
-                (eligible && hosts.iter().all(|h| h["revision"] == revision)).then_some(())
+                (web_eligible(fleet, 3) && hosts.iter().all(|h| h["revision"] == revision))
+                    .then_some(())
             },
         );
         let (code, rest, err) = spawn_upgrade_bitstream(lab, &good, &["--timeout", "60"]).finish();
