@@ -372,6 +372,11 @@ pub struct PinnedProgress {
     pub written_revision: i64,
     /// The store revision up to which it installed every host's pinned connections.
     pub mirrored_revision: i64,
+    /// Tables it is about to load (their digest): what it publishes now also holds the
+    /// connections those tables would pin, and it loads them once every host is as far
+    /// ([`tables_prepared`]). None between changes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prepared: Option<String>,
 }
 
 /// Whether every host serves the `live` revision, shares its pinned connections for the
@@ -387,7 +392,20 @@ pub fn pinned_shared(hosts: &[HostRecord], live: i64) -> Result<(), String> {
             ));
         }
     }
-    let sharing: Vec<(&str, &PinnedProgress, &str)> = hosts
+    let sharing = sharing_hosts(hosts);
+    for (host, p, digest) in &sharing {
+        if p.tables_digest != *digest {
+            return Err(format!(
+                "{host} has not published its pinned connections for its tables yet"
+            ));
+        }
+    }
+    all_installed(&sharing)
+}
+
+/// The hosts that share pinned connections: name, progress, tables digest.
+fn sharing_hosts(hosts: &[HostRecord]) -> Vec<(&str, &PinnedProgress, &str)> {
+    hosts
         .iter()
         .filter_map(|h| {
             Some((
@@ -396,16 +414,13 @@ pub fn pinned_shared(hosts: &[HostRecord], live: i64) -> Result<(), String> {
                 h.tables_digest.as_str(),
             ))
         })
-        .collect();
-    for (host, p, digest) in &sharing {
-        if p.tables_digest != *digest {
-            return Err(format!(
-                "{host} has not published its pinned connections for its tables yet"
-            ));
-        }
-    }
+        .collect()
+}
+
+/// Whether every sharing host installed every other host's latest write.
+fn all_installed(sharing: &[(&str, &PinnedProgress, &str)]) -> Result<(), String> {
     let newest = sharing.iter().map(|(_, p, _)| p.written_revision).max();
-    for (host, p, _) in &sharing {
+    for (host, p, _) in sharing {
         let behind = sharing
             .iter()
             .find(|(other, o, _)| other != host && o.written_revision > p.mirrored_revision);
@@ -418,6 +433,36 @@ pub fn pinned_shared(hosts: &[HostRecord], live: i64) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// Whether a host may load the tables of digest `digest` (make-before-break, SPEC R15.2):
+/// every sharing host has prepared them (published what they would pin beside what its
+/// tables pin now) or serves them already, and every one installed every other's latest
+/// write. Until then a connection one host holds on a backend the new tables no longer choose
+/// could reach another host, moved by ECMP, before its copy. Hosts that refused revision
+/// `revision` (the one the tables belong to) are not waited for: they serve other tables
+/// whatever happens. Err names the first host that is behind.
+pub fn tables_prepared(hosts: &[HostRecord], digest: &str, revision: i64) -> Result<(), String> {
+    let sharing: Vec<(&str, &PinnedProgress, &str)> = hosts
+        .iter()
+        .filter(|h| h.refused.as_ref().is_none_or(|r| r.revision != revision))
+        .filter_map(|h| {
+            Some((
+                h.host.as_str(),
+                h.pinned.as_ref()?,
+                h.tables_digest.as_str(),
+            ))
+        })
+        .collect();
+    for (host, p, serves) in &sharing {
+        if *serves != digest && p.prepared.as_deref() != Some(digest) {
+            return Err(format!(
+                "{host} has not prepared tables {} yet",
+                short_digest(digest)
+            ));
+        }
+    }
+    all_installed(&sharing)
 }
 
 /// `PREFIX upgrade/NAME`: written by `nlbctl fleet upgrade`, answered by host NAME
@@ -1376,6 +1421,7 @@ mod tests {
                 tables_digest: digest.into(),
                 written_revision: written,
                 mirrored_revision: mirrored,
+                prepared: None,
             })
         };
         let d = "a".repeat(64);
@@ -1400,6 +1446,51 @@ mod tests {
         hosts[0].pinned = None;
         hosts[0].revision = 2;
         assert_eq!(pinned_shared(&hosts, 3), Ok(()));
+    }
+
+    /// New tables load once every host prepared them (or serves them) and installed every
+    /// other host's latest write; a host that refused their revision is not waited for.
+    #[test]
+    fn tables_prepared_waits_for_every_host_to_prepare() {
+        let (old, new) = ("a".repeat(64), "b".repeat(64));
+        let progress = |prepared: Option<&str>, written: i64, mirrored: i64| {
+            Some(PinnedProgress {
+                own: 1,
+                tables_digest: old.clone(),
+                written_revision: written,
+                mirrored_revision: mirrored,
+                prepared: prepared.map(str::to_string),
+            })
+        };
+        let mut hosts = vec![
+            host("h1", 3, &old),
+            host("h2", 3, &old),
+            host("h3", 3, &old),
+        ];
+        hosts[0].pinned = progress(Some(&new), 50, 52);
+        hosts[1].pinned = progress(Some(&new), 52, 52);
+        hosts[2].pinned = progress(None, 0, 48);
+        let e = tables_prepared(&hosts, &new, 3).unwrap_err();
+        assert!(e.contains("h3 has not prepared tables"), "{e}");
+        // h3 prepared, but has not installed h2's write at 52 yet.
+        hosts[2].pinned = progress(Some(&new), 0, 51);
+        let e = tables_prepared(&hosts, &new, 3).unwrap_err();
+        assert!(e.contains("h3 has not installed h2's"), "{e}");
+        hosts[2].pinned = progress(Some(&new), 0, 52);
+        assert_eq!(tables_prepared(&hosts, &new, 3), Ok(()));
+        // A host that already serves them counts as prepared.
+        hosts[1].tables_digest = new.clone();
+        hosts[1].pinned = progress(None, 52, 52);
+        assert_eq!(tables_prepared(&hosts, &new, 3), Ok(()));
+        // Tables of another change are not these.
+        hosts[0].pinned = progress(Some(&"c".repeat(64)), 50, 52);
+        assert!(tables_prepared(&hosts, &new, 3).is_err());
+        // A host that refused the revision serves other tables: not waited for.
+        hosts[0].refused = Some(Refused {
+            revision: 3,
+            error: "bad".into(),
+        });
+        assert_eq!(tables_prepared(&hosts, &new, 3), Ok(()));
     }
 
     fn kv(key: &str, value: &[u8], rev: i64) -> etcd::KeyValue {

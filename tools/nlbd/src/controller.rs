@@ -393,21 +393,7 @@ impl Controller {
         changes: &[HealthChange],
         health: HealthState,
     ) -> Result<Applied, ControllerError> {
-        // The pools of the changes, and any pool whose member state moved without an event of
-        // its own in this batch (a snapshot newer than the events).
-        let mut pools: BTreeSet<String> = changes.iter().map(|c| c.target.pool.clone()).collect();
-        for (key, h) in &health.members {
-            if self.health.members.get(key) != Some(h) {
-                pools.insert(key.0.clone());
-            }
-        }
-        for key in self.health.members.keys() {
-            if !health.members.contains_key(key) {
-                pools.insert(key.0.clone());
-            }
-        }
-        let symbols = &self.compiled.symbols;
-        pools.retain(|p| symbols.pool_id(p).is_some());
+        let pools = self.changed_pools(changes, &health);
         let mut changed_entries = 0;
         for p in &pools {
             changed_entries += self
@@ -455,6 +441,42 @@ impl Controller {
             Err(e) => applied.load = LoadOutcome::Failed(e),
         }
         Ok(applied)
+    }
+
+    /// The pools a health change recompiles: those of `changes`, and any pool whose member
+    /// state moved without an event of its own in this batch (a snapshot newer than the
+    /// events).
+    fn changed_pools(&self, changes: &[HealthChange], health: &HealthState) -> BTreeSet<String> {
+        let mut pools: BTreeSet<String> = changes.iter().map(|c| c.target.pool.clone()).collect();
+        for (key, h) in &health.members {
+            if self.health.members.get(key) != Some(h) {
+                pools.insert(key.0.clone());
+            }
+        }
+        for key in self.health.members.keys() {
+            if !health.members.contains_key(key) {
+                pools.insert(key.0.clone());
+            }
+        }
+        let symbols = &self.compiled.symbols;
+        pools.retain(|p| symbols.pool_id(p).is_some());
+        pools
+    }
+
+    /// The compile [`Controller::apply_health`] would load for `snapshot`, without touching
+    /// the device or this controller: a fleet shares what those tables would pin before any
+    /// host loads them (SPEC R15.2).
+    pub fn preview_health(&self, snapshot: &HealthSnapshot) -> Result<Compiled, ControllerError> {
+        let mut assumed = self.assumed.clone();
+        assumed.retain(|k, _| snapshot.get(k).is_none_or(|s| s.health == Health::Unknown));
+        let health = effective_health(&self.targets, snapshot, &assumed);
+        let mut compiled = self.compiled.clone();
+        for p in self.changed_pools(&[], &health) {
+            compiled
+                .recompile_pool(&p, &health)
+                .map_err(compile_error)?;
+        }
+        Ok(compiled)
     }
 
     /// One refresh of the service LB policy (SPEC R6): feeds `live` (open connections per
@@ -740,7 +762,7 @@ pub fn effective_health(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::health::WeightReport;
     use nlb_driver::discovery::discover;
@@ -748,7 +770,7 @@ mod tests {
     use nlb_hw::Profile;
     use std::net::IpAddr;
 
-    const CONFIG: &str = "
+    pub(crate) const CONFIG: &str = "
 forwardingRules:
   - {name: web, IPAddress: 203.0.113.80, IPProtocol: TCP, portRange: '80', target: web}
 targetPools:
@@ -763,13 +785,13 @@ httpHealthChecks:
   - {name: hc, checkIntervalSec: 1, timeoutSec: 1}
 ";
 
-    fn config(text: &str) -> Config {
+    pub(crate) fn config(text: &str) -> Config {
         let (config, d) = nlb_config::parse_config("t.yaml", text);
         assert!(d.is_empty(), "{d}");
         config
     }
 
-    fn snapshot(config: &Config, states: &[(&str, &str, Health)]) -> HealthSnapshot {
+    pub(crate) fn snapshot(config: &Config, states: &[(&str, &str, Health)]) -> HealthSnapshot {
         let mut targets: Vec<TargetStatus> = targets_from_config(config)
             .into_iter()
             .map(|t| {
@@ -796,7 +818,12 @@ httpHealthChecks:
         }
     }
 
-    fn change(pool: &str, backend: &str, health: Health, decided_at: Instant) -> HealthChange {
+    pub(crate) fn change(
+        pool: &str,
+        backend: &str,
+        health: Health,
+        decided_at: Instant,
+    ) -> HealthChange {
         HealthChange {
             target: TargetKey::new(pool, backend),
             ip: IpAddr::from([192, 0, 2, 1]),

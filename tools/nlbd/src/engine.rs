@@ -248,9 +248,33 @@ pub enum Command {
         /// The answer: what was done, or why the device refused.
         reply: oneshot::Sender<Result<crate::pinned::MirrorReport, String>>,
     },
+    /// Tables about to be loaded, prepared but not loaded (make-before-break in a fleet,
+    /// SPEC R15.2): the new configuration's, or with `config` None the tables serving under
+    /// the health of `snapshot`. A [`Command::Reload`] or [`Command::Health`] with the same
+    /// inputs loads them later.
+    Prepare {
+        /// A new configuration and the ids to compile it with (see [`Command::Reload`]).
+        config: Option<Box<(Config, Option<Symbols>)>>,
+        /// The health the tables are compiled under.
+        snapshot: HealthSnapshot,
+        /// The answer, or why the configuration does not compile (on one line).
+        reply: oneshot::Sender<Result<PreparedTables, String>>,
+    },
     /// Finish the learn events already queued and stop. Tables and connections stay in the
     /// NIC.
     Shutdown,
+}
+
+/// Tables prepared and not loaded yet ([`Command::Prepare`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PreparedTables {
+    /// Their digest: [`EngineStatus::tables_digest`] once they serve.
+    pub digest: String,
+    /// They differ from the tables serving.
+    pub changed: bool,
+    /// What this host publishes until they serve: its own open connections pinned under the
+    /// tables serving and those the new tables would pin, by names (empty when unchanged).
+    pub pinned: Vec<nlb_control::fleet::PinnedConnection>,
 }
 
 /// Why [`Command::Flash`] failed.
@@ -1358,19 +1382,59 @@ impl Engine {
                 return d.clone();
             }
         }
-        let compiled = c.compiled();
-        let image = flowtable_compiler::Image {
-            header: compiled.image_header(0),
-            tables: c.loader().shadow(bank).clone(),
-            nic: compiled.nic,
-            symbols: compiled.symbols.clone(),
-        };
-        let digest = image
-            .tables_digest()
-            .map(|d| d.iter().map(|b| format!("{b:02x}")).collect::<String>())
-            .unwrap_or_default();
+        let digest = tables_digest(c.compiled(), c.loader().shadow(bank));
         self.tables_digest = Some((key, digest.clone()));
         digest
+    }
+
+    /// [`Command::Prepare`]: the tables a reload to `config` (or, with None, a health change
+    /// to `snapshot`) would load, their digest, and what this host publishes until they
+    /// serve. Nothing is loaded and nothing changes here.
+    pub fn prepare(
+        &mut self,
+        config: Option<(Config, Option<Symbols>)>,
+        snapshot: &HealthSnapshot,
+    ) -> Result<PreparedTables, String> {
+        let (next, maps) = match config {
+            Some((config, ids)) => {
+                let plan = self
+                    .controller
+                    .prepare_reload_with_ids(config, snapshot, ids.as_ref())
+                    .map_err(|e| e.one_line())?;
+                let maps = (plan.rule_map.clone(), plan.backend_map.clone());
+                (plan.compiled().clone(), Some(maps))
+            }
+            None => (
+                self.controller
+                    .preview_health(snapshot)
+                    .map_err(|e| e.one_line())?,
+                None,
+            ),
+        };
+        let digest = tables_digest(&next, &next.tables);
+        if digest == self.serving_tables_digest() {
+            return Ok(PreparedTables {
+                digest,
+                changed: false,
+                pinned: Vec::new(),
+            });
+        }
+        let get = |m: &[Option<u16>], id: u16| m.get(usize::from(id)).copied().flatten();
+        let map = |rule: u16, backend: u16| match &maps {
+            Some((rules, backends)) => Some((get(rules, rule)?, get(backends, backend)?)),
+            None => Some((rule, backend)),
+        };
+        let c = &self.controller;
+        let pinned = self.conns.prepared_pinned(
+            (c.serving(), &c.compiled().symbols),
+            (&next.tables, &next.symbols),
+            &map,
+        );
+        Ok(PreparedTables {
+            digest,
+            changed: true,
+            pinned,
+        })
     }
 
     /// Reads the counters of every configured rule and backend, every reason and verdict.
@@ -1583,6 +1647,13 @@ impl Engine {
                     .map_err(|e| e.to_string());
                 let _ = reply.send(r);
             }
+            Command::Prepare {
+                config,
+                snapshot,
+                reply,
+            } => {
+                let _ = reply.send(self.prepare(config.map(|c| *c), &snapshot));
+            }
             Command::Shutdown => return false,
         }
         true
@@ -1668,6 +1739,21 @@ impl Engine {
 }
 
 /// A decision without its per-endpoint shares (a status of 65,536 backends need not copy them).
+/// The digest of `tables` loaded with `compiled`'s settings and names (hex SHA-256 of the
+/// image, [`flowtable_compiler::Image::tables_digest`]): what a fleet's hosts compare.
+fn tables_digest(compiled: &flowtable_compiler::Compiled, tables: &nlb_hw::Tables) -> String {
+    let image = flowtable_compiler::Image {
+        header: compiled.image_header(0),
+        tables: tables.clone(),
+        nic: compiled.nic,
+        symbols: compiled.symbols.clone(),
+    };
+    image
+        .tables_digest()
+        .map(|d| d.iter().map(|b| format!("{b:02x}")).collect::<String>())
+        .unwrap_or_default()
+}
+
 fn per_group(d: &Decision) -> Decision {
     Decision {
         endpoint_shares: Default::default(),
@@ -1694,4 +1780,62 @@ fn read_block(
             drops: c.drops,
         })
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::controller::tests::{change, config, snapshot, CONFIG};
+    use crate::health::Health::{Healthy, Unhealthy};
+    use nlb_driver::model::ModelHandle;
+    use nlb_hw::Profile;
+
+    /// What a fleet's hosts wait on before they load new tables (make-before-break): the
+    /// digest of prepared tables is the one the engine reports once a reload or a health
+    /// change with the same inputs loads them, and preparing loads nothing.
+    #[test]
+    fn prepared_tables_are_the_tables_that_load() {
+        let sim = ModelHandle::new(Profile::by_name("sim").unwrap());
+        let cfg = config(CONFIG);
+        let up = [
+            ("web", "a", Healthy),
+            ("web", "b", Healthy),
+            ("web", "c", Healthy),
+            ("spare", "d", Healthy),
+        ];
+        let s = snapshot(&cfg, &up);
+        let options = EngineOptions {
+            rings: None,
+            ..EngineOptions::default()
+        };
+        let (mut engine, _) = Engine::start(Box::new(sim.clone()), cfg, &s, options).unwrap();
+        let before = engine.status(false).tables_digest;
+        let generation = engine.controller().loader().generation();
+
+        // The same inputs: nothing to change.
+        let same = engine.prepare(None, &s).unwrap();
+        assert_eq!(
+            (same.changed, same.digest.as_str()),
+            (false, before.as_str())
+        );
+
+        // A health change: prepared, not loaded; then loaded by the health path.
+        let down = [up[0], ("web", "b", Unhealthy), up[2], up[3]];
+        let s2 = snapshot(engine.controller().config(), &down);
+        let p = engine.prepare(None, &s2).unwrap();
+        assert!(p.changed);
+        assert_ne!(p.digest, before);
+        assert_eq!(engine.controller().loader().generation(), generation);
+        assert_eq!(engine.status(false).tables_digest, before);
+        let t0 = Instant::now();
+        engine.apply_health(&[change("web", "b", Unhealthy, t0)], &s2);
+        assert_eq!(engine.status(false).tables_digest, p.digest);
+
+        // A new configuration: prepared, then loaded by the reload path.
+        let text = CONFIG.replace("instances: [a, b, c]", "instances: [a, b, c, d]");
+        let p = engine.prepare(Some((config(&text), None)), &s2).unwrap();
+        assert!(p.changed);
+        engine.reload(config(&text), &s2).unwrap();
+        assert_eq!(engine.status(false).tables_digest, p.digest);
+    }
 }

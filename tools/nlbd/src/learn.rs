@@ -564,6 +564,18 @@ impl Connections {
         self.pinned.own_pinned(&self.ct, tables, symbols)
     }
 
+    /// What this host publishes while the fleet prepares new tables: its own connections
+    /// pinned under `now` or under `next` (tables and names; `map` takes (rule, backend) ids
+    /// to `next`'s; [`crate::pinned`]).
+    pub fn prepared_pinned(
+        &self,
+        now: (&Tables, &Symbols),
+        next: (&Tables, &Symbols),
+        map: &(dyn Fn(u16, u16) -> Option<(u16, u16)> + Sync),
+    ) -> Vec<PinnedConnection> {
+        self.pinned.prepared(&self.ct, now, next, map)
+    }
+
     /// The next [`Connections::own_pinned`] returns the set even if unchanged (a new etcd
     /// lease: every part is written again).
     pub fn republish_pinned(&mut self) {

@@ -209,22 +209,33 @@ impl PinnedState {
     /// choice, copies left out. On every CPU for a large table (a change of the tables at 10 M
     /// connections).
     fn scan(&self, ct: &Conntrack, tables: &Tables) -> HashSet<FlowKey> {
+        self.scan_own(ct, |e| is_pinned(tables, e).then(|| key_of(e)))
+            .into_iter()
+            .collect()
+    }
+
+    /// `pick` over every entry of `ct` that is not a copy, on every CPU for a large table.
+    fn scan_own<T: Send>(
+        &self,
+        ct: &Conntrack,
+        pick: impl Fn(&CtEntry) -> Option<T> + Sync,
+    ) -> Vec<T> {
         const PER_THREAD_MIN: u32 = 64 * 1024;
         let len = ct.buckets() * ct.ways();
         let threads = std::thread::available_parallelism()
             .map_or(1, |n| n.get() as u32)
             .min(len / PER_THREAD_MIN)
             .max(1);
-        let part = |range: std::ops::Range<u32>| -> Vec<FlowKey> {
+        let pick = &pick;
+        let part = move |range: std::ops::Range<u32>| -> Vec<T> {
             range
                 .filter_map(|i| ct.entry(i))
-                .filter(|e| is_pinned(tables, e))
-                .map(key_of)
-                .filter(|k| !self.copies.contains_key(k))
+                .filter(|e| self.copies.is_empty() || !self.copies.contains_key(&key_of(e)))
+                .filter_map(pick)
                 .collect()
         };
         if threads == 1 {
-            return part(0..len).into_iter().collect();
+            return part(0..len);
         }
         let per = len.div_ceil(threads);
         std::thread::scope(|scope| {
@@ -238,6 +249,33 @@ impl PinnedState {
                 .into_iter()
                 .flat_map(|h| h.join().unwrap_or_default())
                 .collect()
+        })
+    }
+
+    /// What this host publishes while the fleet prepares new tables (make-before-break, SPEC
+    /// R15.2): its own open connections pinned under the tables serving (by `now`'s names), and
+    /// those `next` would pin (by `next`'s names; `map` takes a connection's (rule, backend)
+    /// ids to `next`'s, None where it ends with the change). Copies left out.
+    pub(crate) fn prepared(
+        &self,
+        ct: &Conntrack,
+        now: (&Tables, &Symbols),
+        next: (&Tables, &Symbols),
+        map: &(dyn Fn(u16, u16) -> Option<(u16, u16)> + Sync),
+    ) -> Vec<PinnedConnection> {
+        self.scan_own(ct, |e| {
+            if is_pinned(now.0, e) {
+                return to_shared(e, now.1);
+            }
+            let (rule, backend) = map(e.rule, e.backend)?;
+            let moved = CtEntry {
+                rule,
+                backend,
+                ..e.clone()
+            };
+            is_pinned(next.0, &moved)
+                .then(|| to_shared(&moved, next.1))
+                .flatten()
         })
     }
 
@@ -639,6 +677,57 @@ instances:
         assert_eq!(after.len(), got.len() - 1);
         assert!(!after.contains(&got[0]));
         assert_eq!(h1.conns.pinned_stats().scans, 2);
+    }
+
+    /// Before new tables load (make-before-break), a host publishes the connections they
+    /// would pin beside those pinned now; a host that installs them as copies keeps their
+    /// backends once it serves the new tables, where Maglev alone would move them.
+    #[test]
+    fn prepared_tables_share_what_they_would_pin_before_they_load() {
+        let (c1, c2) = (compiled(false), compiled(true));
+        let mut h1 = Host::new(&c1);
+        let opened = open_connections(&mut h1);
+        let by_name = |b: u16| {
+            let name = c1.symbols.backend(b)?;
+            c2.symbols.backends.iter().position(|n| n == name)
+        };
+        let map = |rule: u16, backend: u16| Some((rule, u16::try_from(by_name(backend)?).ok()?));
+        let mut got =
+            h1.conns
+                .prepared_pinned((&c1.tables, &c1.symbols), (&c2.tables, &c2.symbols), &map);
+        got.sort();
+        let moved: Vec<&(u8, u16, String)> = opened
+            .iter()
+            .filter(|(client, sport, to)| maglev_choice(&c2, *client, *sport) != *to)
+            .collect();
+        let mut want: Vec<PinnedConnection> = moved
+            .iter()
+            .map(|(client, sport, to)| PinnedConnection {
+                protocol: 6,
+                client: SocketAddr::from(([198, 51, 100, *client], *sport)),
+                vip: SocketAddr::from(([203, 0, 113, 80], 80)),
+                rule: "web".into(),
+                backend: to.clone(),
+            })
+            .collect();
+        want.sort();
+        assert_eq!(got, want);
+        assert!(!got.is_empty());
+        // Nothing was loaded or rescanned: h1 still publishes nothing for the tables serving.
+        assert!(published(&mut h1.conns, &c1).is_empty());
+        // h2 serves the old tables, installs the prepared set, then loads the new tables: the
+        // moved connections keep their backends there.
+        let mut h2 = Host::new(&c1);
+        let r = h2.conns.mirror(&mut h2.dev, &got, &c1.symbols, 10).unwrap();
+        assert_eq!(r.installed, got.len());
+        let profile = discover(&mut h2.dev).unwrap().profile;
+        let options = nlb_driver::loader::LoaderOptions::default();
+        let mut loader = nlb_driver::loader::Loader::attach(&mut h2.dev, profile, options).unwrap();
+        loader.load(&mut h2.dev, &c2.tables, &c2.nic).unwrap();
+        for (client, sport, to) in moved {
+            let (went, hit) = h2.send(&tcp(*client, *sport, false));
+            assert_eq!((&went, hit), (to, true));
+        }
     }
 
     #[test]
