@@ -145,6 +145,12 @@ fn print_text(r: &Report) {
         if rec.draining {
             state.push_str(", drained");
         }
+        if let Some(next) = rec.pinned.as_ref().and_then(|p| p.prepared.as_deref()) {
+            state.push_str(&format!(
+                ", new tables {} prepared (loading once every host has)",
+                short(next)
+            ));
+        }
         if !rec.announced.is_empty() {
             state.push_str(&format!(", announcing {}", rec.announced.join(" ")));
         } else if !rec.withheld.is_empty() {

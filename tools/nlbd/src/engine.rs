@@ -272,6 +272,8 @@ pub struct PreparedTables {
     pub digest: String,
     /// They differ from the tables serving.
     pub changed: bool,
+    /// The digest of the tables serving.
+    pub serving_digest: String,
     /// What this host publishes until they serve: its own open connections pinned under the
     /// tables serving and those the new tables would pin, by names (empty when unchanged).
     pub pinned: Vec<nlb_control::fleet::PinnedConnection>,
@@ -1412,10 +1414,12 @@ impl Engine {
             ),
         };
         let digest = tables_digest(&next, &next.tables);
-        if digest == self.serving_tables_digest() {
+        let serving_digest = self.serving_tables_digest();
+        if digest == serving_digest {
             return Ok(PreparedTables {
                 digest,
                 changed: false,
+                serving_digest,
                 pinned: Vec::new(),
             });
         }
@@ -1433,6 +1437,7 @@ impl Engine {
         Ok(PreparedTables {
             digest,
             changed: true,
+            serving_digest,
             pinned,
         })
     }
@@ -1738,7 +1743,6 @@ impl Engine {
     }
 }
 
-/// A decision without its per-endpoint shares (a status of 65,536 backends need not copy them).
 /// The digest of `tables` loaded with `compiled`'s settings and names (hex SHA-256 of the
 /// image, [`flowtable_compiler::Image::tables_digest`]): what a fleet's hosts compare.
 fn tables_digest(compiled: &flowtable_compiler::Compiled, tables: &nlb_hw::Tables) -> String {
@@ -1754,6 +1758,7 @@ fn tables_digest(compiled: &flowtable_compiler::Compiled, tables: &nlb_hw::Table
         .unwrap_or_default()
 }
 
+/// A decision without its per-endpoint shares (a status of 65,536 backends need not copy them).
 fn per_group(d: &Decision) -> Decision {
     Decision {
         endpoint_shares: Default::default(),

@@ -271,7 +271,7 @@ impl PinnedState {
             let moved = CtEntry {
                 rule,
                 backend,
-                ..e.clone()
+                ..*e
             };
             is_pinned(next.0, &moved)
                 .then(|| to_shared(&moved, next.1))

@@ -307,13 +307,17 @@ impl Host {
     /// The MAC a SYN from `client:sport` to the VIP is forwarded to (L2 delivery rewrites the
     /// destination MAC to the backend's), or None when the NIC does not forward it.
     fn backend_of(&mut self, client: [u8; 4], sport: u16) -> Option<[u8; 6]> {
+        self.segment_to(client, sport, true)
+    }
+
+    /// [`Host::backend_of`] for a SYN, or for a segment of an established connection.
+    fn segment_to(&mut self, client: [u8; 4], sport: u16, syn: bool) -> Option<[u8; 6]> {
         let mut frame = Vec::new();
-        etherparse::PacketBuilder::ethernet2([2, 0, 0, 0, 0, 0xc1], [2, 0, 0, 0, 0, 1])
+        let b = etherparse::PacketBuilder::ethernet2([2, 0, 0, 0, 0, 0xc1], [2, 0, 0, 0, 0, 1])
             .ipv4(client, [203, 0, 113, 80], 64)
-            .tcp(sport, 80, 7, 64000)
-            .syn()
-            .write(&mut frame, &[])
-            .unwrap();
+            .tcp(sport, 80, 7, 64000);
+        let b = if syn { b.syn() } else { b.ack(1) };
+        b.write(&mut frame, &[]).unwrap();
         let r = lock(&self.nic).receive(&frame, &mut self.out).ok()?;
         (r.verdict == Verdict::Forward).then(|| {
             let mut mac = [0; 6];
@@ -2079,5 +2083,99 @@ fn a_watch_resumes_on_another_member_and_reports_compaction() {
             assert_eq!(compact_revision, last)
         }
         other => panic!("{other:?}"),
+    }
+}
+
+/// Sends a signal to a running nlbd (SIGSTOP: it stops answering, its lease still live;
+/// SIGCONT: it goes on).
+fn signal(h: &Host, sig: &str) {
+    let pid = h.nlbd.as_ref().expect("nlbd runs").id().to_string();
+    let o = Command::new("kill").args([sig, &pid]).output().unwrap();
+    assert!(o.status.success(), "kill {sig} {pid}: {}", text(&o));
+}
+
+/// A change of the tables is made before it breaks (SPEC R15.2, docs/fleet.md "Pinned
+/// connections"): a host publishes the connections the new tables would pin before it loads
+/// them, and loads them only once every host has prepared them and installed what the others
+/// published. A host that stops answering holds the change back; once it goes on, both load,
+/// and the other host already carries every connection the first one pinned.
+#[test]
+fn new_tables_load_once_every_host_holds_what_they_pin() {
+    if !have_etcd() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let etcd = Etcd::start(dir);
+    let ep = etcd.endpoint();
+    let mut hosts: Vec<Host> = (1..=2).map(|i| Host::new(dir, &format!("h{i}"))).collect();
+    for h in &mut hosts {
+        h.start_nlbd(&ep);
+    }
+    let rev1 = published_revision(&publish(dir, &ep, "lb.yaml", &config(&["b1", "b2"])));
+    let refs: Vec<&Host> = hosts.iter().collect();
+    wait_serving(&ep, &refs, rev1);
+
+    // 150 connections through h1, learned by its nlbd.
+    let flows: Vec<([u8; 4], u16, [u8; 6])> = (0..150u16)
+        .map(|n| {
+            let client = [198, 51, 100, 1 + (n % 50) as u8];
+            let mac = hosts[0].backend_of(client, 20000 + n).expect("forwarded");
+            (client, 20000 + n, mac)
+        })
+        .collect();
+    wait_metrics(&hosts[0], "150 connections learned", |m| {
+        metric(m, "nlbd_conntrack_entries").is_some_and(|n| n >= 150.0)
+    });
+
+    // h2 stops answering (its lease lives on for a while); b3 joins the pool.
+    signal(&hosts[1], "-STOP");
+    let published = publish(dir, &ep, "lb.yaml", &config(&["b1", "b2", "b3"]));
+    let rev2 = published_revision(&published);
+    let deadline = Instant::now() + WAIT;
+    let prepared = loop {
+        let (v, _) = fleet_status(&ep);
+        let h1 = host_record(&v, "h1");
+        if let Some(d) = h1["pinned"]["prepared"].as_str() {
+            break d.to_string();
+        }
+        assert!(Instant::now() < deadline, "h1 prepared nothing: {v}\n{}", hosts[0].log());
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // Held back by h2, which has not prepared them: h1 still serves revision 1.
+    std::thread::sleep(Duration::from_millis(300));
+    let (v, _) = fleet_status(&ep);
+    assert_eq!(host_record(&v, "h1")["revision"], rev1, "{v}");
+    let o = nlbctl(&["fleet", "status", "--etcd", &ep]);
+    assert!(
+        text(&o).contains(&format!("new tables {} prepared", &prepared[..12])),
+        "{}",
+        text(&o)
+    );
+    signal(&hosts[1], "-CONT");
+    let refs: Vec<&Host> = hosts.iter().collect();
+    let v = wait_serving(&ep, &refs, rev2);
+    for h in &hosts {
+        assert_eq!(host_record(&v, &h.name)["tables_digest"], prepared.as_str(), "{v}");
+        let m = wait_metrics(h, "the change loaded", |m| {
+            metric(m, "nlb_fleet_table_changes_total{outcome=\"shared\"}") == Some(1.0)
+        });
+        assert_eq!(
+            metric(&m, "nlb_fleet_table_changes_total{outcome=\"waited_too_long\"}"),
+            Some(0.0),
+            "{}",
+            h.log()
+        );
+    }
+    // Maglev sends a part of the flows elsewhere now: h1 publishes them as pinned, and h2
+    // holds them as copies (installed before it loaded the tables).
+    let own = metric(&hosts[0].metrics(), "nlbd_pinned_connections{kind=\"own\"}").unwrap();
+    assert!((20.0..150.0).contains(&own), "{own} pinned on h1");
+    wait_metrics(&hosts[1], "h1's pinned connections as copies", |m| {
+        metric(m, "nlbd_pinned_connections{kind=\"copy\"}") == Some(own)
+    });
+    // Every connection keeps its backend on h2 too, where ECMP may send it.
+    for (client, sport, mac) in &flows {
+        assert_eq!(hosts[1].segment_to(*client, *sport, false), Some(*mac), "flow {sport}");
     }
 }

@@ -45,6 +45,8 @@ use std::sync::Arc;
 use std::time::Duration;
 use tracing::{error, info, warn};
 
+mod change;
+
 /// `--etcd`, `--host`, `--etcd-prefix`, `--lease-ttl`.
 #[derive(Debug, Clone)]
 pub struct FleetOptions {
@@ -91,6 +93,14 @@ pub struct FleetMetrics {
     pub reports_written: AtomicU64,
     /// Keys under the prefix that are not what nlbctl and nlbd write (as last seen).
     pub ignored_keys: AtomicU64,
+    /// Changes of the tables loaded once the fleet prepared them ([`change`]).
+    pub changes_shared: AtomicU64,
+    /// Changes of the tables loaded after [`change::PREPARE_WAIT`] without the fleet.
+    pub changes_timed_out: AtomicU64,
+    /// Changes (revisions, health decisions) that needed no other tables.
+    pub changes_unchanged: AtomicU64,
+    /// How long the last change of the tables waited for the fleet, in microseconds.
+    pub change_wait_us: AtomicU64,
 }
 
 /// Runs a blocking store request on the runtime's blocking threads.
@@ -255,6 +265,11 @@ struct Serving {
     pinned_progress: PinnedProgress,
     /// The newest store revision of a pinned connections' key seen (watch or read).
     pinned_seen_revision: i64,
+    /// The next publication writes the set even if the engine found it unchanged (new tables
+    /// loaded after a prepared set was published in its place).
+    pinned_again: bool,
+    /// A change of the tables prepared and waiting for the fleet ([`change`]).
+    pending: Option<change::Pending>,
 }
 
 /// Runs the fleet task until aborted; `revision` is what the engine started with.
@@ -305,6 +320,8 @@ pub async fn run(
         drain_pending: None,
         pinned_progress: PinnedProgress::default(),
         pinned_seen_revision: 0,
+        pinned_again: false,
+        pending: None,
     };
     let mut backoff = BACKOFF.0;
     let mut down_since: Option<std::time::Instant> = None;
@@ -382,7 +399,9 @@ async fn session_inner(
         shared.reset(hosts, reports);
     }
 
-    // Catch up before announcing anything.
+    // A change that waited when etcd was lost loads now; then catch up before announcing
+    // anything.
+    change::load_now(daemon, opts, metrics, serving).await;
     if let Some(live) = survey.live {
         let rev = live.revision;
         metrics.live_revision.store(rev, Ordering::Relaxed);
@@ -419,7 +438,14 @@ async fn session_inner(
     }
     if let Some(shared) = &daemon.shared {
         shared.host(&opts.host, true);
-        shared_step(daemon, shared, &store, opts, metrics, lease).await?;
+        let session = change::Session {
+            daemon,
+            store: &store,
+            opts,
+            metrics,
+            lease,
+        };
+        shared_step(&session, shared, serving).await?;
     }
     answer_upgrade(daemon, &store, opts, serving).await?;
 
@@ -432,6 +458,15 @@ async fn session_inner(
         (opts.lease_ttl as u64 * 1000 / 3).max(200),
     ));
     let mut status_tick = tokio::time::interval(STATUS_PERIOD);
+    let mut change_tick = tokio::time::interval(change::CHECK_PERIOD);
+    change_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let session = change::Session {
+        daemon,
+        store: &store,
+        opts,
+        metrics,
+        lease,
+    };
     let mut mismatch_since: Option<std::time::Instant> = None;
     loop {
         tokio::select! {
@@ -454,17 +489,18 @@ async fn session_inner(
                         })
                     }
                 };
-                let (config_changed, view_changed) =
-                    watched_events(daemon, opts, metrics, serving, &store.keys, events).await;
+                let (config, view_changed) =
+                    watched_events(daemon, opts, metrics, serving, &store.keys, events);
                 if view_changed {
                     if let Some(shared) = &daemon.shared {
-                        shared_step(daemon, shared, &store, opts, metrics, lease).await?;
+                        shared_step(&session, shared, serving).await?;
                     }
                 }
-                if config_changed {
-                    revision_changed(daemon, &store, opts, serving, lease).await?;
+                if let Some((rev, published)) = config {
+                    change::stage_revision(&session, serving, rev, published).await?;
                 }
                 mirror_pinned(daemon, opts, serving).await;
+                change::check(&session, serving).await?;
                 settle_drain(daemon, &store, opts, metrics, serving).await?;
                 answer_upgrade(daemon, &store, opts, serving).await?;
             }
@@ -478,16 +514,21 @@ async fn session_inner(
                 }
             } => {
                 if let Some(shared) = &daemon.shared {
-                    shared_step(daemon, shared, &store, opts, metrics, lease).await?;
+                    shared_step(&session, shared, serving).await?;
                 }
             }
             _ = keepalive_tick.tick() => {
                 blocking(&store, move |s| s.keep_alive(lease)).await?;
             }
+            _ = change_tick.tick(), if serving.pending.is_some() => {
+                mirror_pinned(daemon, opts, serving).await;
+                change::check(&session, serving).await?;
+            }
             _ = status_tick.tick() => {
                 write_record(daemon, &store, opts, serving, lease).await?;
                 publish_pinned(daemon, &store, opts, serving, lease).await?;
                 mirror_pinned(daemon, opts, serving).await;
+                change::check(&session, serving).await?;
                 settle_drain(daemon, &store, opts, metrics, serving).await?;
                 compare_with_the_fleet(&store, opts, metrics, serving, &mut mismatch_since).await?;
             }
@@ -552,17 +593,21 @@ async fn compare_with_the_fleet(
     Ok(())
 }
 
-/// Takes in a batch of watched changes; whether the configuration changed, and whether the
-/// fleet's view (hosts, health reports) did.
-async fn watched_events(
+/// A revision of the configuration seen by the watch: its store revision and what it holds
+/// (or why it does not decode).
+type NewRevision = (i64, Result<Published, String>);
+
+/// Takes in a batch of watched changes; the newest revision of the configuration in it, and
+/// whether the fleet's view (hosts, health reports) changed.
+fn watched_events(
     daemon: &Daemon,
     opts: &FleetOptions,
     metrics: &FleetMetrics,
     serving: &mut Serving,
     keys: &Keys,
     events: Vec<etcd::Event>,
-) -> (bool, bool) {
-    let (mut config_changed, mut view_changed) = (false, false);
+) -> (Option<NewRevision>, bool) {
+    let (mut config, mut view_changed) = (None, false);
     for event in events {
         let key = String::from_utf8_lossy(&event.kv.key).into_owned();
         if !event.put {
@@ -619,13 +664,9 @@ async fn watched_events(
             .put(&opts.host, &key, entry.problem(keys), metrics);
         match entry {
             Entry::Config(published) => {
-                config_changed = true;
                 let rev = event.kv.mod_revision;
                 metrics.live_revision.store(rev, Ordering::Relaxed);
-                match published {
-                    Ok(p) => apply(daemon, opts, metrics, serving, rev, &p).await,
-                    Err(e) => refuse(opts, serving, metrics, rev, e),
-                }
+                config = Some((rev, published));
             }
             Entry::Host(name, record) => {
                 // A value that is no record is no live host; on this host's own key, the
@@ -692,7 +733,7 @@ async fn watched_events(
             Entry::Unknown | Entry::Outside => {}
         }
     }
-    (config_changed, view_changed)
+    (config, view_changed)
 }
 
 /// At a session's start: the pinned connections every host published (this one's too, from
@@ -734,9 +775,14 @@ async fn publish_pinned(
     serving: &mut Serving,
     lease: i64,
 ) -> Result<(), FleetError> {
+    // While new tables are prepared, what is published is what `change` wrote.
+    if serving.pending.is_some() {
+        return Ok(());
+    }
     let first = serving.pinned_written.is_none();
+    let again = first || std::mem::take(&mut serving.pinned_again);
     let (digest, conns) = daemon
-        .pinned(first)
+        .pinned(again)
         .await
         .map_err(|e| FleetError::Unreachable {
             endpoints: "the engine".into(),
@@ -749,6 +795,21 @@ async fn publish_pinned(
         }
         return Ok(());
     };
+    write_pinned(store, opts, serving, lease, digest, conns).await
+}
+
+/// Writes `conns` as this host's pinned connections, found for the tables of `digest`: the
+/// parts that differ from what was written under the current lease, with that lease, and
+/// deletes the parts no longer needed.
+async fn write_pinned(
+    store: &Store,
+    opts: &FleetOptions,
+    serving: &mut Serving,
+    lease: i64,
+    digest: String,
+    conns: Vec<PinnedConnection>,
+) -> Result<(), FleetError> {
+    let first = serving.pinned_written.is_none();
     let own = conns.len() as u64;
     let parts = fleet::pinned_chunks(&opts.host, serving.revision, conns);
     let written = serving.pinned_written.take().unwrap_or_default();
@@ -1135,9 +1196,31 @@ async fn apply(
         Ok(c) => c,
         Err(e) => return refuse(opts, serving, metrics, rev, e),
     };
+    let snapshot = daemon.snapshot_for(&config);
+    apply_parsed(daemon, opts, metrics, serving, (rev, published), config, snapshot).await;
+}
+
+/// Applies revision `rev` (published as `published`, parsed as `config`) under the health of
+/// `snapshot`; a revision that does not apply is refused and the one serving stays.
+async fn apply_parsed(
+    daemon: &Daemon,
+    opts: &FleetOptions,
+    metrics: &FleetMetrics,
+    serving: &mut Serving,
+    (rev, published): (i64, &Published),
+    config: Config,
+    snapshot: nlbd::health::HealthSnapshot,
+) {
+    if rev <= serving.revision {
+        return;
+    }
     info!(host = %opts.host, revision = rev, file = %published.file, "applying revision {rev}");
     match daemon
-        .reload(config, published.ids.as_ref().map(fleet::Ids::symbols))
+        .reload_under(
+            config,
+            published.ids.as_ref().map(fleet::Ids::symbols),
+            snapshot,
+        )
         .await
     {
         Ok(()) => {
@@ -1242,13 +1325,17 @@ fn announced(b: &nlb_control::admin_proto::BgpData) -> Vec<String> {
 /// writes this host's reports (its checker's decisions on what it probes) with its lease,
 /// deleting those of targets it no longer probes.
 async fn shared_step(
-    daemon: &Daemon,
+    session: &change::Session<'_>,
     shared: &SharedHealth,
-    store: &Store,
-    opts: &FleetOptions,
-    metrics: &FleetMetrics,
-    lease: i64,
+    serving: &mut Serving,
 ) -> Result<(), FleetError> {
+    let change::Session {
+        daemon,
+        store,
+        opts,
+        metrics,
+        lease,
+    } = *session;
     if let Some(assigned) = shared.reassign() {
         info!(
             host = %opts.host,
@@ -1264,7 +1351,10 @@ async fn shared_step(
     metrics
         .probing
         .store(shared.probing() as u64, Ordering::Relaxed);
-    load_fleet_health(daemon, shared, opts)?;
+    // The fleet's decisions change the tables make-before-break ([`change`]).
+    if let Some((changes, snapshot)) = fleet_health_changes(shared, opts) {
+        change::stage_health(session, serving, changes, snapshot).await?;
+    }
     let (puts, deletes) = shared.own_reports(&daemon.checker.snapshot());
     if puts.is_empty() && deletes.is_empty() {
         return Ok(());
@@ -1308,15 +1398,30 @@ async fn shared_step(
     Ok(())
 }
 
-/// Sends the fleet's health decisions to the engine when they changed.
+/// Sends the fleet's health decisions to the engine when they changed (before this host
+/// registers: it serves nothing yet).
 fn load_fleet_health(
     daemon: &Daemon,
     shared: &SharedHealth,
     opts: &FleetOptions,
 ) -> Result<(), FleetError> {
-    let Some((changes, snapshot)) = shared.remerge() else {
+    let Some((changes, snapshot)) = fleet_health_changes(shared, opts) else {
         return Ok(());
     };
+    daemon
+        .send(Command::Health { changes, snapshot })
+        .map_err(|e| FleetError::Unreachable {
+            endpoints: "the engine".into(),
+            error: e,
+        })
+}
+
+/// The fleet's health decisions when they changed, logged.
+fn fleet_health_changes(
+    shared: &SharedHealth,
+    opts: &FleetOptions,
+) -> Option<(Vec<nlbd::health::HealthChange>, nlbd::health::HealthSnapshot)> {
+    let (changes, snapshot) = shared.remerge()?;
     for c in &changes {
         info!(
             host = %opts.host,
@@ -1326,10 +1431,5 @@ fn load_fleet_health(
             "fleet health changed"
         );
     }
-    daemon
-        .send(Command::Health { changes, snapshot })
-        .map_err(|e| FleetError::Unreachable {
-            endpoints: "the engine".into(),
-            error: e,
-        })
+    Some((changes, snapshot))
 }

@@ -236,6 +236,21 @@ impl Daemon {
         self.ask(|reply| Command::Pinned { again, reply }).await
     }
 
+    /// Tables prepared and not loaded ([`Command::Prepare`]): a new configuration's (with
+    /// the ids to compile it with), or with None those serving under `snapshot`'s health.
+    pub async fn prepare(
+        &self,
+        config: Option<(Config, Option<flowtable_compiler::Symbols>)>,
+        snapshot: nlbd::health::HealthSnapshot,
+    ) -> Result<nlbd::engine::PreparedTables, String> {
+        self.ask(|reply| Command::Prepare {
+            config: config.map(Box::new),
+            snapshot,
+            reply,
+        })
+        .await?
+    }
+
     /// Installs the other hosts' pinned connections as copies ([`Command::Mirror`]).
     pub async fn mirror(
         &self,
@@ -295,12 +310,28 @@ impl Daemon {
         config: Config,
         ids: Option<flowtable_compiler::Symbols>,
     ) -> Result<(), String> {
+        let snapshot = self.snapshot_for(&config);
+        self.reload_under(config, ids, snapshot).await
+    }
+
+    /// The health a configuration's tables are compiled under: the fleet's decisions (shared
+    /// health) or the checker's.
+    pub fn snapshot_for(&self, config: &Config) -> nlbd::health::HealthSnapshot {
+        match &self.shared {
+            Some(shared) => shared.snapshot_for(&targets_from_config(config)),
+            None => self.checker.snapshot(),
+        }
+    }
+
+    /// [`Daemon::reload`] under the health of `snapshot`.
+    pub async fn reload_under(
+        &self,
+        config: Config,
+        ids: Option<flowtable_compiler::Symbols>,
+        snapshot: nlbd::health::HealthSnapshot,
+    ) -> Result<(), String> {
         let targets = targets_from_config(&config);
         let announcing = announce::Announce::pending(&config);
-        let snapshot = match &self.shared {
-            Some(shared) => shared.snapshot_for(&targets),
-            None => self.checker.snapshot(),
-        };
         let report = self
             .ask(|reply| Command::Reload {
                 config: Box::new(config),

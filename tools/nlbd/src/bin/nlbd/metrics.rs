@@ -224,6 +224,28 @@ fn fleet_section(t: &mut Text, f: &FleetMetrics) {
         "Health reports this host wrote to or deleted from etcd (shared health)",
         count(&f.reports_written),
     );
+    t.family(
+        "nlb_fleet_table_changes_total",
+        "counter",
+        "Changes of the tables in the fleet (a revision or health decisions) by how they loaded: shared (every host prepared them and installed what the others' would pin first), waited_too_long (loaded after the longest wait), unchanged (no other tables)",
+    );
+    for (outcome, n) in [
+        ("shared", &f.changes_shared),
+        ("waited_too_long", &f.changes_timed_out),
+        ("unchanged", &f.changes_unchanged),
+    ] {
+        t.sample(
+            "nlb_fleet_table_changes_total",
+            &[("outcome", outcome)],
+            count(n),
+        );
+    }
+    t.single(
+        "nlb_fleet_table_change_wait_seconds",
+        "gauge",
+        "How long the last change of the tables waited for the fleet to prepare it",
+        count(&f.change_wait_us) / 1e6,
+    );
 }
 
 /// What nlbd serves and since when.

@@ -1,0 +1,287 @@
+//! Changes of the tables made before they break (SPEC R15.2; docs/fleet.md, "Pinned
+//! connections").
+//!
+//! In a fleet every host loads a new revision, or new health decisions, at about the same
+//! time. A connection whose backend the new tables no longer choose stays on it only where a
+//! connection table holds it: on the host that tracks it, and on the others once that host
+//! has published it and they have installed it as a copy. Loaded at once, the new tables
+//! leave a window of tens of milliseconds (a scan, an etcd write, the watch, an install) in
+//! which ECMP may move such a connection to a host without its copy (a host drained, back
+//! or lost), and that host would choose again. So a change is made before it breaks:
+//!
+//! 1. the engine prepares the new tables without loading them, and says which of this host's
+//!    connections they would pin;
+//! 2. this host publishes those beside the ones its tables pin now, and writes the digest of
+//!    the tables it prepared into its record;
+//! 3. it loads them once every host has prepared the same tables (or serves them already)
+//!    and installed every other host's latest write ([`fleet::tables_prepared`]), or after
+//!    [`PREPARE_WAIT`] at most.
+//!
+//! A change that arrives while another waits joins it: the tables are prepared again with
+//! both, and the wait goes on from the first.
+
+use super::{
+    apply_parsed, blocking, refuse, revision_changed, write_pinned, write_record, FleetMetrics,
+    FleetOptions, Serving,
+};
+use crate::Daemon;
+use flowtable_compiler::Config;
+use nlb_control::fleet::{self, FleetError, HostRecord, Published, Store};
+use nlbd::engine::Command;
+use nlbd::health::{HealthChange, HealthSnapshot};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+use tracing::{error, info, warn};
+
+/// The longest a change of the tables waits for the fleet before it loads anyway: a host that
+/// stopped answering (until its lease ends), or one whose nlbd does not prepare tables.
+pub(super) const PREPARE_WAIT: Duration = Duration::from_secs(2);
+
+/// How often a waiting change reads the hosts' records again (their changes also arrive by
+/// the watch).
+pub(super) const CHECK_PERIOD: Duration = Duration::from_millis(20);
+
+/// What a session's change steps need.
+pub(super) struct Session<'a> {
+    pub daemon: &'a Daemon,
+    pub store: &'a Store,
+    pub opts: &'a FleetOptions,
+    pub metrics: &'a FleetMetrics,
+    pub lease: i64,
+}
+
+/// A change of the tables prepared and not loaded yet.
+pub(super) struct Pending {
+    /// A revision to apply (parsed), if the change holds one.
+    revision: Option<(i64, Published, Config)>,
+    /// Health decisions to apply (their latencies are recorded when they load).
+    changes: Vec<HealthChange>,
+    /// The health the prepared tables were compiled under.
+    snapshot: HealthSnapshot,
+    /// The digest of the prepared tables (empty until prepared).
+    digest: String,
+    /// When the first change of this one arrived.
+    since: Instant,
+}
+
+/// How a change loaded (the metrics' `outcome`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Outcome {
+    /// Every host prepared it.
+    Shared,
+    /// After [`PREPARE_WAIT`], or at a new session's start.
+    WaitedTooLong,
+    /// The tables stay the same.
+    Unchanged,
+}
+
+/// A new revision seen by the watch: prepared (or refused when it does not parse or compile).
+pub(super) async fn stage_revision(
+    s: &Session<'_>,
+    serving: &mut Serving,
+    rev: i64,
+    published: Result<Published, String>,
+) -> Result<(), FleetError> {
+    if rev <= serving.revision {
+        return Ok(());
+    }
+    let parsed = published.and_then(|p| super::parse(rev, &p).map(|c| (p, c)));
+    let (published, config) = match parsed {
+        Ok(pc) => pc,
+        Err(e) => {
+            refuse(s.opts, serving, s.metrics, rev, e);
+            return write_record(s.daemon, s.store, s.opts, serving, s.lease).await;
+        }
+    };
+    info!(host = %s.opts.host, revision = rev, file = %published.file, "preparing revision {rev}");
+    let snapshot = s.daemon.snapshot_for(&config);
+    let pending = serving.pending.get_or_insert_with(|| Pending {
+        revision: None,
+        changes: Vec::new(),
+        snapshot: snapshot.clone(),
+        digest: String::new(),
+        since: Instant::now(),
+    });
+    pending.revision = Some((rev, published, config));
+    pending.snapshot = snapshot;
+    prepare(s, serving).await
+}
+
+/// New health decisions of the fleet: prepared with the change waiting, if any.
+pub(super) async fn stage_health(
+    s: &Session<'_>,
+    serving: &mut Serving,
+    changes: Vec<HealthChange>,
+    snapshot: HealthSnapshot,
+) -> Result<(), FleetError> {
+    match &mut serving.pending {
+        Some(p) => {
+            p.changes.extend(changes);
+            p.snapshot = snapshot;
+        }
+        None => {
+            serving.pending = Some(Pending {
+                revision: None,
+                changes,
+                snapshot,
+                digest: String::new(),
+                since: Instant::now(),
+            })
+        }
+    }
+    prepare(s, serving).await
+}
+
+/// Prepares the waiting change: tables that stay the same load at once; others are published
+/// (what they would pin) and wait for the fleet.
+async fn prepare(s: &Session<'_>, serving: &mut Serving) -> Result<(), FleetError> {
+    let Some(p) = serving.pending.as_mut() else {
+        return Ok(());
+    };
+    let config = p.revision.as_ref().map(|(_, published, config)| {
+        let ids = published.ids.as_ref().map(fleet::Ids::symbols);
+        (config.clone(), ids)
+    });
+    if let Some((config, _)) = &config {
+        p.snapshot = s.daemon.snapshot_for(config);
+    }
+    let prepared = match s.daemon.prepare(config, p.snapshot.clone()).await {
+        Ok(t) => t,
+        Err(e) => {
+            let Some((rev, ..)) = p.revision.take() else {
+                // Health alone: the engine reports the same error when it applies them.
+                error!(host = %s.opts.host, "preparing the tables for health changes failed: {e}");
+                return commit(s, serving, Outcome::WaitedTooLong).await;
+            };
+            refuse(s.opts, serving, s.metrics, rev, e);
+            if serving.pending.as_ref().is_some_and(|p| p.changes.is_empty()) {
+                serving.pending = None;
+                return write_record(s.daemon, s.store, s.opts, serving, s.lease).await;
+            }
+            return Box::pin(prepare(s, serving)).await;
+        }
+    };
+    if !prepared.changed {
+        return commit(s, serving, Outcome::Unchanged).await;
+    }
+    p.digest = prepared.digest.clone();
+    let n = prepared.pinned.len();
+    serving.pinned_progress.prepared = Some(prepared.digest.clone());
+    write_pinned(
+        s.store,
+        s.opts,
+        serving,
+        s.lease,
+        prepared.serving_digest,
+        prepared.pinned,
+    )
+    .await?;
+    write_record(s.daemon, s.store, s.opts, serving, s.lease).await?;
+    info!(
+        host = %s.opts.host,
+        tables = %fleet::short_digest(&prepared.digest),
+        pinned = n,
+        "new tables prepared: {n} connections they or the tables serving pin published; loading them once every host has"
+    );
+    Ok(())
+}
+
+/// A waiting change loads once the fleet prepared it, or after [`PREPARE_WAIT`].
+pub(super) async fn check(s: &Session<'_>, serving: &mut Serving) -> Result<(), FleetError> {
+    if serving.pending.is_none() {
+        return Ok(());
+    }
+    // The record says how far this host installed the others' writes.
+    write_record(s.daemon, s.store, s.opts, serving, s.lease).await?;
+    let (records, _) = blocking(s.store, |st| st.host_records()).await?;
+    let records: Vec<HostRecord> = records.into_iter().map(|(r, _)| r).collect();
+    let Some(p) = &serving.pending else {
+        return Ok(());
+    };
+    let rev = p.revision.as_ref().map_or(serving.revision, |r| r.0);
+    match fleet::tables_prepared(&records, &p.digest, rev) {
+        Ok(()) => commit(s, serving, Outcome::Shared).await,
+        Err(_) if p.since.elapsed() < PREPARE_WAIT => Ok(()),
+        Err(why) => {
+            warn!(
+                host = %s.opts.host,
+                "loading new tables although {why} after {} s: connections they pin may break where ECMP moves them now",
+                PREPARE_WAIT.as_secs()
+            );
+            commit(s, serving, Outcome::WaitedTooLong).await
+        }
+    }
+}
+
+/// Loads the waiting change, then publishes what the new tables pin.
+async fn commit(s: &Session<'_>, serving: &mut Serving, outcome: Outcome) -> Result<(), FleetError> {
+    load(s.daemon, s.opts, s.metrics, serving, outcome).await;
+    revision_changed(s.daemon, s.store, s.opts, serving, s.lease).await
+}
+
+/// At a session's start (etcd was lost while a change waited): loads it now, as the host is
+/// not registered.
+pub(super) async fn load_now(
+    daemon: &Daemon,
+    opts: &FleetOptions,
+    metrics: &FleetMetrics,
+    serving: &mut Serving,
+) {
+    load(daemon, opts, metrics, serving, Outcome::WaitedTooLong).await;
+}
+
+async fn load(
+    daemon: &Daemon,
+    opts: &FleetOptions,
+    metrics: &FleetMetrics,
+    serving: &mut Serving,
+    outcome: Outcome,
+) {
+    let Some(p) = serving.pending.take() else {
+        return;
+    };
+    serving.pinned_progress.prepared = None;
+    let counter = match outcome {
+        Outcome::Shared => &metrics.changes_shared,
+        Outcome::WaitedTooLong => &metrics.changes_timed_out,
+        Outcome::Unchanged => &metrics.changes_unchanged,
+    };
+    counter.fetch_add(1, Ordering::Relaxed);
+    if outcome != Outcome::Unchanged {
+        let waited = p.since.elapsed();
+        metrics
+            .change_wait_us
+            .store(waited.as_micros() as u64, Ordering::Relaxed);
+        info!(
+            host = %opts.host,
+            tables = %fleet::short_digest(&p.digest),
+            waited_ms = waited.as_secs_f64() * 1e3,
+            shared = outcome == Outcome::Shared,
+            "loading the prepared tables"
+        );
+        // What the new tables pin is published again even if the engine finds it unchanged
+        // (the prepared set holds more).
+        serving.pinned_again = true;
+    }
+    if let Some((rev, published, config)) = p.revision {
+        apply_parsed(
+            daemon,
+            opts,
+            metrics,
+            serving,
+            (rev, &published),
+            config,
+            p.snapshot.clone(),
+        )
+        .await;
+    }
+    if !p.changes.is_empty() {
+        let health = Command::Health {
+            changes: p.changes,
+            snapshot: p.snapshot,
+        };
+        if let Err(e) = daemon.send(health) {
+            error!(host = %opts.host, "health changes not applied: {e}");
+        }
+    }
+}
