@@ -1153,36 +1153,29 @@ fn bitstream_phase(lab: &Lab, fleet: &mut Fleet, sessions: &mut [Session]) {
     let probe = Probe::start(lab, 20, RETRIED);
     let started = Instant::now();
     let (code, out, err, broken_during) = with_sessions_busy(sessions, || {
-        // h1 first; then the new revision, published between two hosts' upgrades (the next
-        // drain waits until every host serves it and shares its pinned connections); then
-        // the others (h1 already runs the image).
+        // h1 first; then the others (h1 already runs the image), with the new revision
+        // published the moment h2 withdraws: the revision and b3's first health decision
+        // change the tables while h2's connections move to h1 and h3 by ECMP's rehash. Each
+        // change is made before it breaks: every host installs what the new tables pin before
+        // any host loads them.
         let (code, first, err) =
             spawn_upgrade_bitstream(lab, &good, &["--timeout", "60", "--hosts", "h1"]).finish();
         if code != 0 {
             return (code, first, err);
         }
+        let rest = spawn_upgrade_bitstream(lab, &good, &["--timeout", "60"]);
+        let h2 = nic_address(2);
+        fleet.wait(lab, "h2 withdrawn by its drain", WAIT, || {
+            (!nexthops(lab).contains(&h2)).then_some(())
+        });
         std::fs::write(lab.path("lb.yaml"), fleet_config(true)).unwrap();
-        let revision = publish(lab);
-        fleet.revision = revision;
-        // `fleet upgrade` starts only from a fleet on the live revision; and b3's first health
-        // decision changes the tables again: as an operator would, wait until it serves (a
-        // change of the tables while a drain is under way is the documented open case).
-        fleet.wait(
-            lab,
-            "every host serving the revision with b3 eligible",
-            WAIT,
-            || {
-                let hosts = host_records(lab)?;
-                (web_eligible(fleet, 3) && hosts.iter().all(|h| h["revision"] == revision))
-                    .then_some(())
-            },
-        );
-        let (code, rest, err) = spawn_upgrade_bitstream(lab, &good, &["--timeout", "60"]).finish();
+        fleet.revision = publish(lab);
+        let (code, rest, err) = rest.finish();
         (code, format!("{first}{rest}"), err)
     });
     assert_eq!(code, 0, "{out}\n{err}\n{}", fleet.logs(lab));
     eprintln!(
-        "bgp fleet: nlbctl fleet upgrade --bitstream (b3 added after h1) in {:.1} s:\n{out}",
+        "bgp fleet: nlbctl fleet upgrade --bitstream (b3 added as h2 withdrew) in {:.1} s:\n{out}",
         started.elapsed().as_secs_f64()
     );
     assert!(out.contains("every host runs"), "{out}");
@@ -1190,10 +1183,11 @@ fn bitstream_phase(lab: &Lab, fleet: &mut Fleet, sessions: &mut [Session]) {
     let failed = results.iter().filter(|r| !r.1).count();
     let pinned = pinned_counts(fleet);
     eprintln!(
-        "bgp fleet: during the rolling bitstream upgrade with a backend added halfway: {} of {} long-lived connections broken (a round trip on each every 300 ms), {failed} of {} new connections failed; pinned connections now (own, copies) per host: {pinned:?}",
+        "bgp fleet: during the rolling bitstream upgrade with a backend added as h2 withdrew: {} of {} long-lived connections broken (a round trip on each every 300 ms), {failed} of {} new connections failed; pinned connections now (own, copies) per host: {pinned:?}; changes of the tables since each nlbd started (made before they broke, loaded after the longest wait, the last one's wait in ms): {:?}",
         broken_during.len(),
         sessions.len(),
-        results.len()
+        results.len(),
+        table_changes(lab)
     );
     assert!(
         broken_during.is_empty(),
@@ -1210,6 +1204,17 @@ fn bitstream_phase(lab: &Lab, fleet: &mut Fleet, sessions: &mut [Session]) {
     // them publish them, the others hold copies.
     let own: u64 = pinned.iter().map(|p| p.0).sum();
     assert!(own > 0, "no connection is pinned: {pinned:?}");
+    let revision = fleet.revision;
+    fleet.wait(
+        lab,
+        "every host serving the revision with b3 eligible",
+        WAIT,
+        || {
+            let hosts = host_records(lab)?;
+            (web_eligible(fleet, 3) && hosts.iter().all(|h| h["revision"] == revision))
+                .then_some(())
+        },
+    );
     let hosts = host_records(lab).unwrap();
     for h in &hosts {
         assert_eq!(h["build_id"], NEW_BUILD, "{hosts:?}");
@@ -1327,6 +1332,37 @@ fn spawn_upgrade_bitstream(lab: &Lab, file: &std::path::Path, extra: &[&str]) ->
 }
 
 /// Each host's pinned connections: (own, copies), from `nlbctl status --socket`.
+/// Per host, changes of the tables since its nlbd started: (made before they broke, loaded
+/// after the longest wait, how long the last one waited for the fleet in ms), from its
+/// metrics.
+fn table_changes(lab: &Lab) -> Vec<(u64, u64, u64)> {
+    (0..FLEET.len())
+        .map(|n| {
+            let url = format!("http://127.0.0.1:{}/metrics", 9471 + n);
+            let metrics = lab
+                .run_in(FLEET[n], &["curl", "-sS", &url])
+                .unwrap_or_default();
+            let value = |name: &str| -> f64 {
+                metrics
+                    .lines()
+                    .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+                    .unwrap_or(0.0)
+            };
+            let count = |outcome: &str| {
+                value(&format!(
+                    "nlb_fleet_table_changes_total{{outcome=\"{outcome}\"}}"
+                )) as u64
+            };
+            let wait_ms = value("nlb_fleet_table_change_wait_seconds") * 1e3;
+            (
+                count("shared"),
+                count("waited_too_long"),
+                wait_ms.round() as u64,
+            )
+        })
+        .collect()
+}
+
 fn pinned_counts(fleet: &Fleet) -> Vec<(u64, u64)> {
     fleet
         .sockets

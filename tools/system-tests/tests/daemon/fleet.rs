@@ -2139,7 +2139,11 @@ fn new_tables_load_once_every_host_holds_what_they_pin() {
         if let Some(d) = h1["pinned"]["prepared"].as_str() {
             break d.to_string();
         }
-        assert!(Instant::now() < deadline, "h1 prepared nothing: {v}\n{}", hosts[0].log());
+        assert!(
+            Instant::now() < deadline,
+            "h1 prepared nothing: {v}\n{}",
+            hosts[0].log()
+        );
         std::thread::sleep(Duration::from_millis(20));
     };
     // Held back by h2, which has not prepared them: h1 still serves revision 1.
@@ -2156,12 +2160,19 @@ fn new_tables_load_once_every_host_holds_what_they_pin() {
     let refs: Vec<&Host> = hosts.iter().collect();
     let v = wait_serving(&ep, &refs, rev2);
     for h in &hosts {
-        assert_eq!(host_record(&v, &h.name)["tables_digest"], prepared.as_str(), "{v}");
+        assert_eq!(
+            host_record(&v, &h.name)["tables_digest"],
+            prepared.as_str(),
+            "{v}"
+        );
         let m = wait_metrics(h, "the change loaded", |m| {
             metric(m, "nlb_fleet_table_changes_total{outcome=\"shared\"}") == Some(1.0)
         });
         assert_eq!(
-            metric(&m, "nlb_fleet_table_changes_total{outcome=\"waited_too_long\"}"),
+            metric(
+                &m,
+                "nlb_fleet_table_changes_total{outcome=\"waited_too_long\"}"
+            ),
             Some(0.0),
             "{}",
             h.log()
@@ -2176,6 +2187,10 @@ fn new_tables_load_once_every_host_holds_what_they_pin() {
     });
     // Every connection keeps its backend on h2 too, where ECMP may send it.
     for (client, sport, mac) in &flows {
-        assert_eq!(hosts[1].segment_to(*client, *sport, false), Some(*mac), "flow {sport}");
+        assert_eq!(
+            hosts[1].segment_to(*client, *sport, false),
+            Some(*mac),
+            "flow {sport}"
+        );
     }
 }

@@ -1197,7 +1197,16 @@ async fn apply(
         Err(e) => return refuse(opts, serving, metrics, rev, e),
     };
     let snapshot = daemon.snapshot_for(&config);
-    apply_parsed(daemon, opts, metrics, serving, (rev, published), config, snapshot).await;
+    apply_parsed(
+        daemon,
+        opts,
+        metrics,
+        serving,
+        (rev, published),
+        config,
+        snapshot,
+    )
+    .await;
 }
 
 /// Applies revision `rev` (published as `published`, parsed as `config`) under the health of
@@ -1420,7 +1429,10 @@ fn load_fleet_health(
 fn fleet_health_changes(
     shared: &SharedHealth,
     opts: &FleetOptions,
-) -> Option<(Vec<nlbd::health::HealthChange>, nlbd::health::HealthSnapshot)> {
+) -> Option<(
+    Vec<nlbd::health::HealthChange>,
+    nlbd::health::HealthSnapshot,
+)> {
     let (changes, snapshot) = shared.remerge()?;
     for c in &changes {
         info!(

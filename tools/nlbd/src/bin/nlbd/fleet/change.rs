@@ -154,7 +154,11 @@ async fn prepare(s: &Session<'_>, serving: &mut Serving) -> Result<(), FleetErro
                 return commit(s, serving, Outcome::WaitedTooLong).await;
             };
             refuse(s.opts, serving, s.metrics, rev, e);
-            if serving.pending.as_ref().is_some_and(|p| p.changes.is_empty()) {
+            if serving
+                .pending
+                .as_ref()
+                .is_some_and(|p| p.changes.is_empty())
+            {
                 serving.pending = None;
                 return write_record(s.daemon, s.store, s.opts, serving, s.lease).await;
             }
@@ -214,7 +218,11 @@ pub(super) async fn check(s: &Session<'_>, serving: &mut Serving) -> Result<(), 
 }
 
 /// Loads the waiting change, then publishes what the new tables pin.
-async fn commit(s: &Session<'_>, serving: &mut Serving, outcome: Outcome) -> Result<(), FleetError> {
+async fn commit(
+    s: &Session<'_>,
+    serving: &mut Serving,
+    outcome: Outcome,
+) -> Result<(), FleetError> {
     load(s.daemon, s.opts, s.metrics, serving, outcome).await;
     revision_changed(s.daemon, s.store, s.opts, serving, s.lease).await
 }
