@@ -1142,10 +1142,11 @@ fn bitstream_phase(lab: &Lab, fleet: &mut Fleet, sessions: &mut [Session]) {
         );
     }
 
-    // The cards' own FPGA: flashed, rebooted and loaded, host after host; once h1 runs it,
-    // b3 joins the pool (a new revision): connections Maglev now sends elsewhere stay pinned
-    // to their backend by the host that tracks them, and the hosts still to upgrade carry
-    // pinned connections through their drain and their card's reboot (SPEC R15.2).
+    // The cards' own FPGA: flashed, rebooted and loaded, host after host; as h2 withdraws for
+    // its upgrade, b3 joins the pool (a new revision, then b3's first health decision):
+    // connections Maglev now sends elsewhere stay pinned to their backend by the host that
+    // tracks them, and the hosts still to upgrade carry pinned connections through their
+    // drain and their card's reboot (SPEC R15.2).
     let good = write(
         "nlb_top-new.bin",
         synthetic(XCU280_IDCODE, Some(NEW_BUILD), 2_000, 7),
