@@ -380,46 +380,9 @@ async fn session_inner(
     let survey = blocking(&store, |s| s.survey()).await?;
     let ttl = opts.lease_ttl;
     let lease = blocking(&store, move |s| s.grant(ttl)).await?;
-    serving.ignored.reset(&opts.host, survey.problems, metrics);
-    let drained = survey.drains.iter().any(|(name, _)| *name == opts.host);
-    serving.drain_pending = None;
-    set_fleet_drain(daemon, opts, drained);
-    serving.order = survey
-        .upgrades
-        .into_iter()
-        .find(|(name, o)| *name == opts.host && o.result.is_none())
-        .map(|(_, o)| o);
-    if let Some(shared) = &daemon.shared {
-        let hosts = survey.hosts.iter().map(|(r, _)| r.host.clone());
-        let reports = survey
-            .reports
-            .into_iter()
-            .map(|(pool, backend, host, r)| (TargetKey::new(&pool, &backend), host, r))
-            .collect();
-        shared.reset(hosts, reports);
-    }
+    let (live, pinned, read_at) = take_in(daemon, opts, metrics, serving, survey);
 
-    // A change that waited when etcd was lost loads now; then catch up before announcing
-    // anything.
-    change::load_now(daemon, opts, metrics, serving).await;
-    if let Some(live) = survey.live {
-        let rev = live.revision;
-        metrics.live_revision.store(rev, Ordering::Relaxed);
-        if rev > serving.revision && serving.refused.as_ref().map(|r| r.revision) != Some(rev) {
-            match live.published {
-                Ok(p) => apply(daemon, opts, metrics, serving, rev, &p).await,
-                Err(e) => refuse(opts, serving, metrics, rev, e),
-            }
-        }
-    }
-    // The fleet's health as read, loaded before the record announces the tables (a host with
-    // an empty NIC would otherwise announce tables that assume every backend healthy).
-    if let Some(shared) = &daemon.shared {
-        load_fleet_health(daemon, shared, opts)?;
-    }
-    // Every host's pinned connections in this NIC before it serves (SPEC R15.2): ECMP may
-    // bring any of them here as soon as the VIP is announced.
-    start_pinned(daemon, opts, serving, survey.pinned, survey.revision).await;
+    catch_up(daemon, opts, metrics, serving, live, pinned, read_at).await?;
     write_record(daemon, &store, opts, serving, lease).await?;
     metrics.etcd_up.store(true, Ordering::Relaxed);
     metrics.registered.store(true, Ordering::Relaxed);
@@ -436,30 +399,6 @@ async fn session_inner(
     } else {
         info!(host = %opts.host, revision = serving.revision, lease, "registered in the fleet");
     }
-    if let Some(shared) = &daemon.shared {
-        shared.host(&opts.host, true);
-        let session = change::Session {
-            daemon,
-            store: &store,
-            opts,
-            metrics,
-            lease,
-        };
-        shared_step(&session, shared, serving).await?;
-    }
-    answer_upgrade(daemon, &store, opts, serving).await?;
-
-    // The watch's thread hands its messages over this channel; dropping `_watch` (the session
-    // ends) stops it.
-    let (tx, mut watched) = tokio::sync::mpsc::unbounded_channel();
-    let from = survey.revision + 1;
-    let _watch = blocking(&store, move |s| s.watch(from, move |m| tx.send(m).is_ok())).await?;
-    let mut keepalive_tick = tokio::time::interval(Duration::from_millis(
-        (opts.lease_ttl as u64 * 1000 / 3).max(200),
-    ));
-    let mut status_tick = tokio::time::interval(STATUS_PERIOD);
-    let mut change_tick = tokio::time::interval(change::CHECK_PERIOD);
-    change_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let session = change::Session {
         daemon,
         store: &store,
@@ -467,6 +406,23 @@ async fn session_inner(
         metrics,
         lease,
     };
+    if let Some(shared) = &daemon.shared {
+        shared.host(&opts.host, true);
+        shared_step(&session, shared, serving).await?;
+    }
+    answer_upgrade(daemon, &store, opts, serving).await?;
+
+    // The watch's thread hands its messages over this channel; dropping `_watch` (the session
+    // ends) stops it.
+    let (tx, mut watched) = tokio::sync::mpsc::unbounded_channel();
+    let from = read_at + 1;
+    let _watch = blocking(&store, move |s| s.watch(from, move |m| tx.send(m).is_ok())).await?;
+    let mut keepalive_tick = tokio::time::interval(Duration::from_millis(
+        (opts.lease_ttl as u64 * 1000 / 3).max(200),
+    ));
+    let mut status_tick = tokio::time::interval(STATUS_PERIOD);
+    let mut change_tick = tokio::time::interval(change::CHECK_PERIOD);
+    change_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut mismatch_since: Option<std::time::Instant> = None;
     loop {
         tokio::select! {
@@ -534,6 +490,77 @@ async fn session_inner(
             }
         }
     }
+}
+
+/// What a session's first read says of this host (its drain, an upgrade order) and of the
+/// fleet (the hosts, health reports, stray keys), taken in; the rest is returned: the live
+/// revision, every host's pinned connections, and the store revision of the read.
+fn take_in(
+    daemon: &Daemon,
+    opts: &FleetOptions,
+    metrics: &FleetMetrics,
+    serving: &mut Serving,
+    survey: fleet::Survey,
+) -> (
+    Option<fleet::Live>,
+    Vec<(String, u32, fleet::PinnedChunk)>,
+    i64,
+) {
+    serving.ignored.reset(&opts.host, survey.problems, metrics);
+    let drained = survey.drains.iter().any(|(name, _)| *name == opts.host);
+    serving.drain_pending = None;
+    set_fleet_drain(daemon, opts, drained);
+    serving.order = survey
+        .upgrades
+        .into_iter()
+        .find(|(name, o)| *name == opts.host && o.result.is_none())
+        .map(|(_, o)| o);
+    if let Some(shared) = &daemon.shared {
+        let hosts = survey.hosts.iter().map(|(r, _)| r.host.clone());
+        let reports = survey
+            .reports
+            .into_iter()
+            .map(|(pool, backend, host, r)| (TargetKey::new(&pool, &backend), host, r))
+            .collect();
+        shared.reset(hosts, reports);
+    }
+    (survey.live, survey.pinned, survey.revision)
+}
+
+/// A session's catch-up, before this host registers: a change that waited when etcd was lost
+/// loads now; the live revision `live` applies when it is newer; the fleet's health and every
+/// host's pinned connections (`pinned`, read at store revision `revision`) are installed.
+async fn catch_up(
+    daemon: &Daemon,
+    opts: &FleetOptions,
+    metrics: &FleetMetrics,
+    serving: &mut Serving,
+    live: Option<fleet::Live>,
+    pinned: Vec<(String, u32, fleet::PinnedChunk)>,
+    revision: i64,
+) -> Result<(), FleetError> {
+    // A change that waited when etcd was lost loads now; then catch up before announcing
+    // anything.
+    change::load_now(daemon, opts, metrics, serving).await;
+    if let Some(live) = live {
+        let rev = live.revision;
+        metrics.live_revision.store(rev, Ordering::Relaxed);
+        if rev > serving.revision && serving.refused.as_ref().map(|r| r.revision) != Some(rev) {
+            match live.published {
+                Ok(p) => apply(daemon, opts, metrics, serving, rev, &p).await,
+                Err(e) => refuse(opts, serving, metrics, rev, e),
+            }
+        }
+    }
+    // The fleet's health as read, loaded before the record announces the tables (a host with
+    // an empty NIC would otherwise announce tables that assume every backend healthy).
+    if let Some(shared) = &daemon.shared {
+        load_fleet_health(daemon, shared, opts)?;
+    }
+    // Every host's pinned connections in this NIC before it serves (SPEC R15.2): ECMP may
+    // bring any of them here as soon as the VIP is announced.
+    start_pinned(daemon, opts, serving, pinned, revision).await;
+    Ok(())
 }
 
 /// Every status period: the hosts' records against this host's, for the metrics, and an error
