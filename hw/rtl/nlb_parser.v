@@ -376,37 +376,41 @@ wire long_v4 = by_tags(s2_tags_reg, below(s2_len_reg, v4_total, 7'd14),
 wire long_v6 = by_tags(s2_tags_reg, below(s2_len_reg, v6_plen, 7'd54),
     below(s2_len_reg, v6_plen, 7'd58), below(s2_len_reg, v6_plen, 7'd62));
 
-reg        ip_bad;
-reg [4:0]  ip_reason;
-always @* begin
-    ip_bad = 1'b1;
-    ip_reason = NLB_REASON_TRUNCATED_L3;
-    if (!s2_v6_reg) begin
-        if (short_v4) begin                     // L < ip + 20
-            ip_reason = NLB_REASON_TRUNCATED_L3;
-        end else if (ip_ver != 4'd4) begin
-            ip_reason = NLB_REASON_BAD_IP_VERSION;
-        end else if (ihl < 4'd5) begin
-            ip_reason = NLB_REASON_BAD_IHL;
-        end else if (short_hl) begin            // L < ip + 4 * IHL
-            ip_reason = NLB_REASON_TRUNCATED_L3;
-        end else if (v4_total < {10'd0, hl} || long_v4) begin   // l3_end > L
-            ip_reason = NLB_REASON_BAD_IP_LENGTH;
+// The IP header's checks, each a flag, in the order they are reported (the first that fails
+// gives the reason): IP_CHK_SHORT (L < ip + 20, IPv6 ip + 40), IP_CHK_VERSION, IP_CHK_IHL
+// (IPv4 IHL < 5), IP_CHK_SHORT_HL (L < ip + 4 * IHL), IP_CHK_LENGTH (l3_end > L, or an IPv4
+// total length below its header). Stage 2 registers the flags and whether any is set; stage 3
+// turns them into the reason: the priority of the checks after the length differences made
+// the whole pipeline's longest path (13 levels in nlb_top).
+localparam IP_CHK_SHORT = 0;
+localparam IP_CHK_VERSION = 1;
+localparam IP_CHK_IHL = 2;
+localparam IP_CHK_SHORT_HL = 3;
+localparam IP_CHK_LENGTH = 4;
+wire [4:0] v4_checks = {v4_total < {10'd0, hl} || long_v4, short_hl, ihl < 4'd5,
+    ip_ver != 4'd4, short_v4};
+wire [4:0] v6_checks = {long_v6, 1'b0, 1'b0, ip_ver != 4'd6, short_v6};
+wire [4:0] ip_checks = s2_v6_reg ? v6_checks : v4_checks;
+wire       ip_bad = |ip_checks;
+
+// The reason of the first check that fails (TRUNCATED_L3 when none does: not looked at then).
+function [4:0] ip_reason_of(input [4:0] checks);
+    begin
+        if (checks[IP_CHK_SHORT]) begin
+            ip_reason_of = NLB_REASON_TRUNCATED_L3;
+        end else if (checks[IP_CHK_VERSION]) begin
+            ip_reason_of = NLB_REASON_BAD_IP_VERSION;
+        end else if (checks[IP_CHK_IHL]) begin
+            ip_reason_of = NLB_REASON_BAD_IHL;
+        end else if (checks[IP_CHK_SHORT_HL]) begin
+            ip_reason_of = NLB_REASON_TRUNCATED_L3;
+        end else if (checks[IP_CHK_LENGTH]) begin
+            ip_reason_of = NLB_REASON_BAD_IP_LENGTH;
         end else begin
-            ip_bad = 1'b0;
-        end
-    end else begin
-        if (short_v6) begin                     // L < ip + 40
-            ip_reason = NLB_REASON_TRUNCATED_L3;
-        end else if (ip_ver != 4'd6) begin
-            ip_reason = NLB_REASON_BAD_IP_VERSION;
-        end else if (long_v6) begin             // l3_end > L
-            ip_reason = NLB_REASON_BAD_IP_LENGTH;
-        end else begin
-            ip_bad = 1'b0;
+            ip_reason_of = NLB_REASON_TRUNCATED_L3;
         end
     end
-end
+endfunction
 
 // IPv4 header checksum, part 1: the 32-bit words of the header (IHL of 15) in five groups
 // of three, each the sum of its six 16-bit halves (words past IHL count as zero).
@@ -442,7 +446,11 @@ wire [7:0] win_left = WIN_AFTER_V6 - {3'd0, ip_off};
 reg                 s3_valid_reg = 1'b0;
 reg [LEN_WIDTH-1:0] s3_len_reg = {LEN_WIDTH{1'b0}};
 reg                 s3_bad_reg = 1'b0;
-reg [4:0]           s3_reason_reg = 5'd0;
+// The L2 reason when L2 failed (s3_l2_bad_reg), else the IP checks' flags give it.
+reg                 s3_l2_bad_reg = 1'b0;
+reg [4:0]           s3_l2_reason_reg = 5'd0;
+reg [4:0]           s3_ip_checks_reg = 5'd0;
+wire [4:0]          s3_reason = s3_l2_bad_reg ? s3_l2_reason_reg : ip_reason_of(s3_ip_checks_reg);
 reg                 s3_not_ip_reg = 1'b0;
 reg                 s3_v6_reg = 1'b0;
 reg [1:0]           s3_tags_reg = 2'd0;
@@ -478,7 +486,9 @@ always @(posedge clk) begin
     s3_valid_reg <= s2_valid_reg;
     s3_len_reg <= s2_len_reg;
     s3_bad_reg <= s2_bad_reg || (!s2_not_ip_reg && ip_bad);
-    s3_reason_reg <= s2_bad_reg ? s2_reason_reg : ip_reason;
+    s3_l2_bad_reg <= s2_bad_reg;
+    s3_l2_reason_reg <= s2_reason_reg;
+    s3_ip_checks_reg <= ip_checks;
     s3_not_ip_reg <= !s2_bad_reg && s2_not_ip_reg;
     s3_v6_reg <= s2_v6_reg;
     s3_tags_reg <= s2_tags_reg;
@@ -649,7 +659,7 @@ always @* begin
     c_pass[0] = pass_in;
     c_valid[0] = s3_valid_reg;
     c_bad[0] = s3_bad_reg;
-    c_reason[0] = s3_reason_reg;
+    c_reason[0] = s3_reason;
     c_nh[0] = s3_nh_reg;
     c_p[0] = s3_p_reg;
     c_m[0] = 5'd0;
