@@ -372,11 +372,19 @@ pub struct PinnedProgress {
     pub written_revision: i64,
     /// The store revision up to which it installed every host's pinned connections.
     pub mirrored_revision: i64,
-    /// Tables it is about to load (their digest): what it publishes now also holds the
-    /// connections those tables would pin, and it loads them once every host is as far
-    /// ([`tables_prepared`]). None between changes.
+    /// The tables of its last change (their digest), prepared or loaded since: before it
+    /// loads them it publishes the connections they would pin beside those its tables pin,
+    /// and it loads them once every host is as far ([`tables_prepared`]). None before its
+    /// first change.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prepared: Option<String>,
+    /// The store revision after it published that (0: nothing to write).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub prepared_revision: i64,
+}
+
+fn is_zero(n: &i64) -> bool {
+    *n == 0
 }
 
 /// Whether every host serves the `live` revision, shares its pinned connections for the
@@ -436,33 +444,43 @@ fn all_installed(sharing: &[(&str, &PinnedProgress, &str)]) -> Result<(), String
 }
 
 /// Whether a host may load the tables of digest `digest` (make-before-break, SPEC R15.2):
-/// every sharing host has prepared them (published what they would pin beside what its
-/// tables pin now) or serves them already, and every one installed every other's latest
-/// write. Until then a connection one host holds on a backend the new tables no longer choose
-/// could reach another host, moved by ECMP, before its copy. Hosts that refused revision
-/// `revision` (the one the tables belong to) are not waited for: they serve other tables
-/// whatever happens. Err names the first host that is behind.
+/// every sharing host has prepared them (published what they would pin beside what its tables
+/// pin: `prepared`) or serves them already, and every one installed every other host's
+/// publication of that (`prepared_revision`). Until then a connection one host holds on a
+/// backend the new tables no longer choose could reach another host, moved by ECMP, before
+/// its copy. Hosts that refused revision `revision` (the one the tables belong to), or serve
+/// a newer one, serve other tables whatever happens: they are not waited for to prepare
+/// (their installing is). Err names the first host that is behind.
 pub fn tables_prepared(hosts: &[HostRecord], digest: &str, revision: i64) -> Result<(), String> {
-    let sharing: Vec<(&str, &PinnedProgress, &str)> = hosts
-        .iter()
-        .filter(|h| h.refused.as_ref().is_none_or(|r| r.revision != revision))
-        .filter_map(|h| {
-            Some((
-                h.host.as_str(),
-                h.pinned.as_ref()?,
-                h.tables_digest.as_str(),
-            ))
-        })
-        .collect();
-    for (host, p, serves) in &sharing {
-        if *serves != digest && p.prepared.as_deref() != Some(digest) {
+    let sharing = sharing_hosts(hosts);
+    let elsewhere = |h: &HostRecord| {
+        h.revision > revision || h.refused.as_ref().is_some_and(|r| r.revision == revision)
+    };
+    let mut published: Vec<(&str, i64)> = Vec::new();
+    for h in hosts.iter().filter(|h| h.pinned.is_some() && !elsewhere(h)) {
+        let Some(p) = &h.pinned else { continue };
+        if p.prepared.as_deref() == Some(digest) {
+            published.push((h.host.as_str(), p.prepared_revision));
+        } else if h.tables_digest != digest {
             return Err(format!(
-                "{host} has not prepared tables {} yet",
+                "{} has not prepared tables {} yet",
+                h.host,
                 short_digest(digest)
             ));
         }
     }
-    all_installed(&sharing)
+    for (host, p, _) in &sharing {
+        let behind = published
+            .iter()
+            .find(|(other, at)| other != host && *at > p.mirrored_revision);
+        if let Some((other, at)) = behind {
+            return Err(format!(
+                "{host} has not installed what {other} published for them yet (it is at store revision {}, of {at})",
+                p.mirrored_revision
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// `PREFIX upgrade/NAME`: written by `nlbctl fleet upgrade`, answered by host NAME
@@ -1422,6 +1440,7 @@ mod tests {
                 written_revision: written,
                 mirrored_revision: mirrored,
                 prepared: None,
+                prepared_revision: 0,
             })
         };
         let d = "a".repeat(64);
@@ -1449,17 +1468,19 @@ mod tests {
     }
 
     /// New tables load once every host prepared them (or serves them) and installed every
-    /// other host's latest write; a host that refused their revision is not waited for.
+    /// other host's publication for them; a host that refused their revision, or serves a
+    /// newer one, is not waited for to prepare them.
     #[test]
     fn tables_prepared_waits_for_every_host_to_prepare() {
         let (old, new) = ("a".repeat(64), "b".repeat(64));
-        let progress = |prepared: Option<&str>, written: i64, mirrored: i64| {
+        let progress = |prepared: Option<(&str, i64)>, written: i64, mirrored: i64| {
             Some(PinnedProgress {
                 own: 1,
                 tables_digest: old.clone(),
                 written_revision: written,
                 mirrored_revision: mirrored,
-                prepared: prepared.map(str::to_string),
+                prepared: prepared.map(|p| p.0.to_string()),
+                prepared_revision: prepared.map_or(0, |p| p.1),
             })
         };
         let mut hosts = vec![
@@ -1467,30 +1488,43 @@ mod tests {
             host("h2", 3, &old),
             host("h3", 3, &old),
         ];
-        hosts[0].pinned = progress(Some(&new), 50, 52);
-        hosts[1].pinned = progress(Some(&new), 52, 52);
+        hosts[0].pinned = progress(Some((&new, 50)), 50, 52);
+        hosts[1].pinned = progress(Some((&new, 52)), 52, 52);
         hosts[2].pinned = progress(None, 0, 48);
         let e = tables_prepared(&hosts, &new, 3).unwrap_err();
         assert!(e.contains("h3 has not prepared tables"), "{e}");
-        // h3 prepared, but has not installed h2's write at 52 yet.
-        hosts[2].pinned = progress(Some(&new), 0, 51);
+        // h3 prepared (nothing of its own to publish), but has not installed h2's write at 52.
+        hosts[2].pinned = progress(Some((&new, 0)), 0, 51);
         let e = tables_prepared(&hosts, &new, 3).unwrap_err();
-        assert!(e.contains("h3 has not installed h2's"), "{e}");
-        hosts[2].pinned = progress(Some(&new), 0, 52);
+        assert!(e.contains("h3 has not installed what h2 published"), "{e}");
+        hosts[2].pinned = progress(Some((&new, 0)), 0, 52);
         assert_eq!(tables_prepared(&hosts, &new, 3), Ok(()));
-        // A host that already serves them counts as prepared.
+        // h2 loaded them and published what they pin (a later write): that write is not
+        // waited for, its prepared one is.
         hosts[1].tables_digest = new.clone();
-        hosts[1].pinned = progress(None, 52, 52);
+        hosts[1].pinned = progress(Some((&new, 52)), 60, 52);
+        assert_eq!(tables_prepared(&hosts, &new, 3), Ok(()));
+        // A host that serves them without having prepared them (it started on them).
+        hosts[1].pinned = progress(None, 60, 52);
         assert_eq!(tables_prepared(&hosts, &new, 3), Ok(()));
         // Tables of another change are not these.
-        hosts[0].pinned = progress(Some(&"c".repeat(64)), 50, 52);
-        assert!(tables_prepared(&hosts, &new, 3).is_err());
-        // A host that refused the revision serves other tables: not waited for.
+        hosts[0].pinned = progress(Some((&"c".repeat(64), 50)), 50, 52);
+        let e = tables_prepared(&hosts, &new, 3).unwrap_err();
+        assert!(e.contains("h1 has not prepared"), "{e}");
+        // A host that refused the revision, or serves a newer one, serves other tables: not
+        // waited for to prepare (but for installing the others').
         hosts[0].refused = Some(Refused {
             revision: 3,
             error: "bad".into(),
         });
         assert_eq!(tables_prepared(&hosts, &new, 3), Ok(()));
+        hosts[0].refused = None;
+        hosts[0].revision = 4;
+        assert_eq!(tables_prepared(&hosts, &new, 3), Ok(()));
+        hosts[1].pinned = progress(Some((&new, 52)), 60, 52);
+        hosts[0].pinned = progress(None, 50, 40);
+        let e = tables_prepared(&hosts, &new, 3).unwrap_err();
+        assert!(e.contains("h1 has not installed"), "{e}");
     }
 
     fn kv(key: &str, value: &[u8], rev: i64) -> etcd::KeyValue {

@@ -145,7 +145,8 @@ fn print_text(r: &Report) {
         if rec.draining {
             state.push_str(", drained");
         }
-        if let Some(next) = rec.pinned.as_ref().and_then(|p| p.prepared.as_deref()) {
+        let prepared = rec.pinned.as_ref().and_then(|p| p.prepared.as_deref());
+        if let Some(next) = prepared.filter(|d| *d != rec.tables_digest) {
             state.push_str(&format!(
                 ", new tables {} prepared (loading once every host has)",
                 short(next)

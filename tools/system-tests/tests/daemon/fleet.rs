@@ -2098,7 +2098,9 @@ fn signal(h: &Host, sig: &str) {
 /// connections"): a host publishes the connections the new tables would pin before it loads
 /// them, and loads them only once every host has prepared them and installed what the others
 /// published. A host that stops answering holds the change back; once it goes on, both load,
-/// and the other host already carries every connection the first one pinned.
+/// and the other host already carries every connection the first one pinned. A revision that
+/// does not compile, arriving while another waits, is refused without taking the other with
+/// it.
 #[test]
 fn new_tables_load_once_every_host_holds_what_they_pin() {
     if !have_etcd() {
@@ -2156,9 +2158,45 @@ fn new_tables_load_once_every_host_holds_what_they_pin() {
         "{}",
         text(&o)
     );
+    // A revision that parses but does not compile arrives while revision 2 waits (published
+    // without nlbctl's checks: 257 forwarding rules, where the `sim` profile holds 256):
+    // refused, and revision 2 loads all the same.
+    let too_many: String = (0..257)
+        .map(|i| {
+            format!("  - {{name: r{i}, IPAddress: 203.0.113.80, IPProtocol: TCP, portRange: '{}', target: web}}\n", 1000 + i)
+        })
+        .collect();
+    let bad_rev = {
+        let store = store(&ep);
+        let bad = Published {
+            file: "broken.yaml".into(),
+            source: config(&["b1", "b2", "b3"]).replace(
+                "forwardingRules:\n",
+                &format!("forwardingRules:\n{too_many}"),
+            ),
+            profile: "sim".into(),
+            config_digest: String::new(),
+            tables_digest: String::new(),
+            published_unix_ms: 0,
+            ids: None,
+        };
+        store.publish(&bad, rev2).unwrap().unwrap()
+    };
     signal(&hosts[1], "-CONT");
     let refs: Vec<&Host> = hosts.iter().collect();
     let v = wait_serving(&ep, &refs, rev2);
+    let deadline = Instant::now() + WAIT;
+    let v = loop {
+        let (v, _) = fleet_status(&ep);
+        let refused = ["h1", "h2"]
+            .iter()
+            .all(|h| host_record(&v, h)["refused"]["revision"] == bad_rev);
+        if refused {
+            break v;
+        }
+        assert!(Instant::now() < deadline, "not refused: {v}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
     for h in &hosts {
         assert_eq!(
             host_record(&v, &h.name)["tables_digest"],

@@ -327,6 +327,9 @@ pub async fn run(
     let mut down_since: Option<std::time::Instant> = None;
     loop {
         let e = session(&daemon, &opts, &metrics, &mut serving, &mut down_since).await;
+        // A change that waited for the fleet loads now: without etcd there is no fleet to
+        // wait for.
+        change::load_now(&daemon, &opts, &metrics, &mut serving).await;
         metrics.etcd_up.store(false, Ordering::Relaxed);
         metrics.registered.store(false, Ordering::Relaxed);
         metrics.session_failures.fetch_add(1, Ordering::Relaxed);
@@ -452,10 +455,11 @@ async fn session_inner(
                         shared_step(&session, shared, serving).await?;
                     }
                 }
-                if let Some((rev, published)) = config {
+                for (rev, published) in config {
                     change::stage_revision(&session, serving, rev, published).await?;
                 }
                 mirror_pinned(daemon, opts, serving).await;
+                write_progress(daemon, &store, opts, serving, lease).await?;
                 change::check(&session, serving).await?;
                 settle_drain(daemon, &store, opts, metrics, serving).await?;
                 answer_upgrade(daemon, &store, opts, serving).await?;
@@ -624,8 +628,8 @@ async fn compare_with_the_fleet(
 /// (or why it does not decode).
 type NewRevision = (i64, Result<Published, String>);
 
-/// Takes in a batch of watched changes; the newest revision of the configuration in it, and
-/// whether the fleet's view (hosts, health reports) changed.
+/// Takes in a batch of watched changes; the revisions of the configuration in it, oldest
+/// first, and whether the fleet's view (hosts, health reports) changed.
 fn watched_events(
     daemon: &Daemon,
     opts: &FleetOptions,
@@ -633,8 +637,8 @@ fn watched_events(
     serving: &mut Serving,
     keys: &Keys,
     events: Vec<etcd::Event>,
-) -> (Option<NewRevision>, bool) {
-    let (mut config, mut view_changed) = (None, false);
+) -> (Vec<NewRevision>, bool) {
+    let (mut config, mut view_changed) = (Vec::new(), false);
     for event in events {
         let key = String::from_utf8_lossy(&event.kv.key).into_owned();
         if !event.put {
@@ -693,7 +697,7 @@ fn watched_events(
             Entry::Config(published) => {
                 let rev = event.kv.mod_revision;
                 metrics.live_revision.store(rev, Ordering::Relaxed);
-                config = Some((rev, published));
+                config.push((rev, published));
             }
             Entry::Host(name, record) => {
                 // A value that is no record is no live host; on this host's own key, the
@@ -1261,7 +1265,10 @@ async fn apply_parsed(
     {
         Ok(()) => {
             serving.revision = rev;
-            serving.refused = None;
+            // A newer revision refused while this one waited stays refused.
+            if serving.refused.as_ref().is_some_and(|r| r.revision <= rev) {
+                serving.refused = None;
+            }
             metrics.revision.store(rev, Ordering::Relaxed);
             metrics.applied.fetch_add(1, Ordering::Relaxed);
             info!(host = %opts.host, revision = rev, "serving revision {rev}");
@@ -1347,6 +1354,22 @@ async fn write_record(
     blocking(store, move |s| s.put(&key, &value, lease)).await?;
     serving.written = Some(record);
     Ok(())
+}
+
+/// Writes this host's record when its pinned connections' progress changed since it was
+/// written (it installed another host's write): drains and changes of the tables wait on it.
+async fn write_progress(
+    daemon: &Daemon,
+    store: &Store,
+    opts: &FleetOptions,
+    serving: &mut Serving,
+    lease: i64,
+) -> Result<(), FleetError> {
+    let written = serving.written.as_ref().and_then(|r| r.pinned.as_ref());
+    if written == Some(&serving.pinned_progress) {
+        return Ok(());
+    }
+    write_record(daemon, store, opts, serving, lease).await
 }
 
 /// The routes some neighbour has from this host now.

@@ -26,9 +26,10 @@ use super::{
 };
 use crate::Daemon;
 use flowtable_compiler::Config;
-use nlb_control::fleet::{self, FleetError, HostRecord, Published, Store};
+use nlb_control::fleet::{self, FleetError, HostRecord, PinnedConnection, Published, Store};
 use nlbd::engine::Command;
 use nlbd::health::{HealthChange, HealthSnapshot};
+use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use tracing::{error, info, warn};
@@ -52,16 +53,36 @@ pub(super) struct Session<'a> {
 
 /// A change of the tables prepared and not loaded yet.
 pub(super) struct Pending {
-    /// A revision to apply (parsed), if the change holds one.
+    /// The newest revision to apply (parsed), if the change holds one.
     revision: Option<(i64, Published, Config)>,
+    /// The revision that waited before `revision` arrived: applied instead if `revision` does
+    /// not compile.
+    fallback: Option<(i64, Published, Config)>,
     /// Health decisions to apply (their latencies are recorded when they load).
     changes: Vec<HealthChange>,
-    /// The health the prepared tables were compiled under.
-    snapshot: HealthSnapshot,
+    /// The fleet's health after those decisions.
+    health: Option<HealthSnapshot>,
     /// The digest of the prepared tables (empty until prepared).
     digest: String,
+    /// What this host published while the change waited: every set it prepared (a change
+    /// that joins another adds to it; the tables of either may serve on other hosts).
+    published: BTreeSet<PinnedConnection>,
     /// When the first change of this one arrived.
     since: Instant,
+}
+
+impl Pending {
+    fn new() -> Pending {
+        Pending {
+            revision: None,
+            fallback: None,
+            changes: Vec::new(),
+            health: None,
+            digest: String::new(),
+            published: BTreeSet::new(),
+            since: Instant::now(),
+        }
+    }
 }
 
 /// How a change loaded (the metrics' `outcome`).
@@ -69,13 +90,14 @@ pub(super) struct Pending {
 enum Outcome {
     /// Every host prepared it.
     Shared,
-    /// After [`PREPARE_WAIT`], or at a new session's start.
+    /// After [`PREPARE_WAIT`], or when the session with etcd ended.
     WaitedTooLong,
     /// The tables stay the same.
     Unchanged,
 }
 
-/// A new revision seen by the watch: prepared (or refused when it does not parse or compile).
+/// A new revision seen by the watch: prepared (or refused when it does not parse or compile;
+/// a revision that waited before it is then applied as it would have been).
 pub(super) async fn stage_revision(
     s: &Session<'_>,
     serving: &mut Serving,
@@ -94,16 +116,9 @@ pub(super) async fn stage_revision(
         }
     };
     info!(host = %s.opts.host, revision = rev, file = %published.file, "preparing revision {rev}");
-    let snapshot = s.daemon.snapshot_for(&config);
-    let pending = serving.pending.get_or_insert_with(|| Pending {
-        revision: None,
-        changes: Vec::new(),
-        snapshot: snapshot.clone(),
-        digest: String::new(),
-        since: Instant::now(),
-    });
-    pending.revision = Some((rev, published, config));
-    pending.snapshot = snapshot;
+    let p = serving.pending.get_or_insert_with(Pending::new);
+    p.fallback = p.revision.take().or(p.fallback.take());
+    p.revision = Some((rev, published, config));
     prepare(s, serving).await
 }
 
@@ -114,21 +129,9 @@ pub(super) async fn stage_health(
     changes: Vec<HealthChange>,
     snapshot: HealthSnapshot,
 ) -> Result<(), FleetError> {
-    match &mut serving.pending {
-        Some(p) => {
-            p.changes.extend(changes);
-            p.snapshot = snapshot;
-        }
-        None => {
-            serving.pending = Some(Pending {
-                revision: None,
-                changes,
-                snapshot,
-                digest: String::new(),
-                since: Instant::now(),
-            })
-        }
-    }
+    let p = serving.pending.get_or_insert_with(Pending::new);
+    p.changes.extend(changes);
+    p.health = Some(snapshot);
     prepare(s, serving).await
 }
 
@@ -138,14 +141,15 @@ async fn prepare(s: &Session<'_>, serving: &mut Serving) -> Result<(), FleetErro
     let Some(p) = serving.pending.as_mut() else {
         return Ok(());
     };
-    let config = p.revision.as_ref().map(|(_, published, config)| {
-        let ids = published.ids.as_ref().map(fleet::Ids::symbols);
-        (config.clone(), ids)
-    });
-    if let Some((config, _)) = &config {
-        p.snapshot = s.daemon.snapshot_for(config);
-    }
-    let prepared = match s.daemon.prepare(config, p.snapshot.clone()).await {
+    let (config, snapshot) = match (&p.revision, &p.health) {
+        (Some((_, published, config)), _) => {
+            let ids = published.ids.as_ref().map(fleet::Ids::symbols);
+            (Some((config.clone(), ids)), s.daemon.snapshot_for(config))
+        }
+        (None, Some(health)) => (None, health.clone()),
+        (None, None) => return Ok(()),
+    };
+    let prepared = match s.daemon.prepare(config, snapshot).await {
         Ok(t) => t,
         Err(e) => {
             let Some((rev, ..)) = p.revision.take() else {
@@ -153,33 +157,36 @@ async fn prepare(s: &Session<'_>, serving: &mut Serving) -> Result<(), FleetErro
                 error!(host = %s.opts.host, "preparing the tables for health changes failed: {e}");
                 return commit(s, serving, Outcome::WaitedTooLong).await;
             };
+            p.revision = p.fallback.take();
+            let left = p.revision.is_some() || !p.changes.is_empty();
             refuse(s.opts, serving, s.metrics, rev, e);
-            if serving
-                .pending
-                .as_ref()
-                .is_some_and(|p| p.changes.is_empty())
-            {
-                serving.pending = None;
+            if !left {
+                drop_pending(serving);
                 return write_record(s.daemon, s.store, s.opts, serving, s.lease).await;
             }
             return Box::pin(prepare(s, serving)).await;
         }
     };
+    p.fallback = None;
     if !prepared.changed {
         return commit(s, serving, Outcome::Unchanged).await;
     }
     p.digest = prepared.digest.clone();
-    let n = prepared.pinned.len();
-    serving.pinned_progress.prepared = Some(prepared.digest.clone());
+    p.published.extend(prepared.pinned);
+    let conns: Vec<PinnedConnection> = p.published.iter().cloned().collect();
+    let n = conns.len();
     write_pinned(
         s.store,
         s.opts,
         serving,
         s.lease,
         prepared.serving_digest,
-        prepared.pinned,
+        conns,
     )
     .await?;
+    let progress = &mut serving.pinned_progress;
+    progress.prepared = Some(prepared.digest.clone());
+    progress.prepared_revision = progress.written_revision;
     write_record(s.daemon, s.store, s.opts, serving, s.lease).await?;
     info!(
         host = %s.opts.host,
@@ -196,7 +203,7 @@ pub(super) async fn check(s: &Session<'_>, serving: &mut Serving) -> Result<(), 
         return Ok(());
     }
     // The record says how far this host installed the others' writes.
-    write_record(s.daemon, s.store, s.opts, serving, s.lease).await?;
+    super::write_progress(s.daemon, s.store, s.opts, serving, s.lease).await?;
     let (records, _) = blocking(s.store, |st| st.host_records()).await?;
     let records: Vec<HostRecord> = records.into_iter().map(|(r, _)| r).collect();
     let Some(p) = &serving.pending else {
@@ -227,8 +234,8 @@ async fn commit(
     revision_changed(s.daemon, s.store, s.opts, serving, s.lease).await
 }
 
-/// At a session's start (etcd was lost while a change waited): loads it now, as the host is
-/// not registered.
+/// When a session ends (etcd lost) or starts: a change that waited loads now; the fleet
+/// cannot be waited for without etcd.
 pub(super) async fn load_now(
     daemon: &Daemon,
     opts: &FleetOptions,
@@ -236,6 +243,16 @@ pub(super) async fn load_now(
     serving: &mut Serving,
 ) {
     load(daemon, opts, metrics, serving, Outcome::WaitedTooLong).await;
+}
+
+/// Forgets a waiting change; what it published is replaced at the next publication.
+fn drop_pending(serving: &mut Serving) {
+    if let Some(p) = serving.pending.take() {
+        if !p.published.is_empty() {
+            serving.pinned_again = true;
+        }
+    }
+    serving.pinned_progress.prepared = None;
 }
 
 async fn load(
@@ -248,14 +265,15 @@ async fn load(
     let Some(p) = serving.pending.take() else {
         return;
     };
-    serving.pinned_progress.prepared = None;
     let counter = match outcome {
         Outcome::Shared => &metrics.changes_shared,
         Outcome::WaitedTooLong => &metrics.changes_timed_out,
         Outcome::Unchanged => &metrics.changes_unchanged,
     };
     counter.fetch_add(1, Ordering::Relaxed);
-    if outcome != Outcome::Unchanged {
+    if outcome == Outcome::Unchanged {
+        serving.pinned_progress.prepared = None;
+    } else {
         let waited = p.since.elapsed();
         metrics
             .change_wait_us
@@ -267,11 +285,17 @@ async fn load(
             shared = outcome == Outcome::Shared,
             "loading the prepared tables"
         );
-        // What the new tables pin is published again even if the engine finds it unchanged
-        // (the prepared set holds more).
+    }
+    // What the new tables pin is published again even if the engine finds it unchanged (the
+    // prepared set held more).
+    if !p.published.is_empty() {
         serving.pinned_again = true;
     }
+    // The health as it is now: a decision taken while the change waited stays applied.
+    let mut health = p.health;
     if let Some((rev, published, config)) = p.revision {
+        let snapshot = daemon.snapshot_for(&config);
+        health = Some(snapshot.clone());
         apply_parsed(
             daemon,
             opts,
@@ -279,16 +303,16 @@ async fn load(
             serving,
             (rev, &published),
             config,
-            p.snapshot.clone(),
+            snapshot,
         )
         .await;
     }
-    if !p.changes.is_empty() {
-        let health = Command::Health {
+    if let (false, Some(snapshot)) = (p.changes.is_empty(), health) {
+        let command = Command::Health {
             changes: p.changes,
-            snapshot: p.snapshot,
+            snapshot,
         };
-        if let Err(e) = daemon.send(health) {
+        if let Err(e) = daemon.send(command) {
             error!(host = %opts.host, "health changes not applied: {e}");
         }
     }
