@@ -2184,7 +2184,7 @@ fn new_tables_load_once_every_host_holds_what_they_pin() {
     };
     signal(&hosts[1], "-CONT");
     let refs: Vec<&Host> = hosts.iter().collect();
-    let v = wait_serving(&ep, &refs, rev2);
+    wait_serving(&ep, &refs, rev2);
     let deadline = Instant::now() + WAIT;
     let v = loop {
         let (v, _) = fleet_status(&ep);
