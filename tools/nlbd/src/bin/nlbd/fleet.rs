@@ -270,6 +270,9 @@ struct Serving {
     pinned_again: bool,
     /// A change of the tables prepared and waiting for the fleet ([`change`]).
     pending: Option<change::Pending>,
+    /// The hosts' records as the session's first read and its watch gave them, by host: what
+    /// a waiting change checks, without a read of its own.
+    records: BTreeMap<String, HostRecord>,
 }
 
 /// Runs the fleet task until aborted; `revision` is what the engine started with.
@@ -322,6 +325,7 @@ pub async fn run(
         pinned_seen_revision: 0,
         pinned_again: false,
         pending: None,
+        records: BTreeMap::new(),
     };
     let mut backoff = BACKOFF.0;
     let mut down_since: Option<std::time::Instant> = None;
@@ -511,6 +515,11 @@ fn take_in(
     i64,
 ) {
     serving.ignored.reset(&opts.host, survey.problems, metrics);
+    serving.records = survey
+        .hosts
+        .iter()
+        .map(|(r, _)| (r.host.clone(), r.clone()))
+        .collect();
     let drained = survey.drains.iter().any(|(name, _)| *name == opts.host);
     serving.drain_pending = None;
     set_fleet_drain(daemon, opts, drained);
@@ -649,6 +658,7 @@ fn watched_events(
                     "{key} was deleted: revision {} keeps serving", serving.revision
                 ),
                 KeyKind::Host(name) => {
+                    serving.records.remove(name);
                     if name == opts.host {
                         // Deleted by hand: written again at the next status period.
                         serving.written = None;
@@ -705,6 +715,10 @@ fn watched_events(
                 if name == opts.host && record.is_err() {
                     serving.written = None;
                 }
+                match &record {
+                    Ok(r) => serving.records.insert(name.to_string(), r.clone()),
+                    Err(_) => serving.records.remove(name),
+                };
                 if let Some(shared) = &daemon.shared {
                     shared.host(name, record.is_ok());
                     view_changed = true;

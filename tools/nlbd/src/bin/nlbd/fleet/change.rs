@@ -21,8 +21,8 @@
 //! both, and the wait goes on from the first.
 
 use super::{
-    apply_parsed, blocking, refuse, revision_changed, write_pinned, write_record, FleetMetrics,
-    FleetOptions, Serving,
+    apply_parsed, refuse, revision_changed, write_pinned, write_record, FleetMetrics, FleetOptions,
+    Serving,
 };
 use crate::Daemon;
 use flowtable_compiler::Config;
@@ -38,9 +38,9 @@ use tracing::{error, info, warn};
 /// stopped answering (until its lease ends), or one whose nlbd does not prepare tables.
 pub(super) const PREPARE_WAIT: Duration = Duration::from_secs(2);
 
-/// How often a waiting change reads the hosts' records again (their changes also arrive by
-/// the watch).
-pub(super) const CHECK_PERIOD: Duration = Duration::from_millis(20);
+/// How often a waiting change is checked besides the watch's deliveries (the hosts' records
+/// arrive by the watch; this catches the end of the wait and a retried installation).
+pub(super) const CHECK_PERIOD: Duration = Duration::from_millis(50);
 
 /// What a session's change steps need.
 pub(super) struct Session<'a> {
@@ -204,8 +204,14 @@ pub(super) async fn check(s: &Session<'_>, serving: &mut Serving) -> Result<(), 
     }
     // The record says how far this host installed the others' writes.
     super::write_progress(s.daemon, s.store, s.opts, serving, s.lease).await?;
-    let (records, _) = blocking(s.store, |st| st.host_records()).await?;
-    let records: Vec<HostRecord> = records.into_iter().map(|(r, _)| r).collect();
+    // The records as the watch delivered them (this host's own as written).
+    let mut records: Vec<HostRecord> = serving
+        .records
+        .values()
+        .filter(|r| r.host != s.opts.host)
+        .cloned()
+        .collect();
+    records.extend(serving.written.clone());
     let Some(p) = &serving.pending else {
         return Ok(());
     };
