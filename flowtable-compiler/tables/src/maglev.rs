@@ -21,10 +21,16 @@ pub const MAX_SIZE: u32 = 16_777_213;
 /// prime ≥ 100 × N.
 const LADDER_SMALL_TOP: u32 = 65537;
 
-/// Slice size for a pool of `n` backends: the smallest ladder prime ≥ 100·n up to 65537, then
-/// the smallest prime ≥ 100·n (at most [`MAX_SIZE`]).
+/// The smallest slice a pool gets while the slot memory allows it. A slice keeps its size
+/// while its pool has from 1 to 40 backends, so adding or removing one of them moves only
+/// about that backend's share of new flows (SPEC R3.2); a change of size repopulates the
+/// whole slice. (Maglev and Katran keep one size, 65,537, for every service.)
+pub const MIN_SIZE: u32 = 4093;
+
+/// Slice size for a pool of `n` backends: the smallest ladder prime ≥ 100·n and ≥
+/// [`MIN_SIZE`] up to 65537, then the smallest prime ≥ 100·n (at most [`MAX_SIZE`]).
 pub fn size_for(n: usize) -> u32 {
-    let want = (n as u64).saturating_mul(100);
+    let want = (n as u64).saturating_mul(100).max(u64::from(MIN_SIZE));
     if want <= u64::from(LADDER_SMALL_TOP) {
         return LADDER
             .iter()
@@ -515,9 +521,11 @@ mod tests {
     #[test]
     fn ladder_is_prime_and_sizes_follow_100n() {
         assert!(LADDER.iter().all(|&m| is_prime(m)));
-        assert_eq!(size_for(1), 251);
-        assert_eq!(size_for(3), 509);
-        assert_eq!(size_for(10), 1021);
+        // Pools of 1 to 40 backends share the smallest size: no step while they grow.
+        assert_eq!(size_for(1), 4093);
+        assert_eq!(size_for(3), 4093);
+        assert_eq!(size_for(40), 4093);
+        assert_eq!(size_for(41), 8191);
         assert_eq!(size_for(327), 32749);
         assert_eq!(size_for(328), 65537);
         assert_eq!(size_for(655), 65537);

@@ -95,8 +95,8 @@ fn the_nearest_region_serves_first() {
     assert_eq!(sym.members.len(), 4, "every endpoint is a member");
     let s = serving(&c, "web");
     assert_eq!(names(&s), BTreeSet::from(["n1", "n2"]), "{s:?}");
-    // Equal shares within the group: 509 slots, 254 and 255.
-    assert!(s.values().all(|&n| n == 254 || n == 255), "{s:?}");
+    // Equal shares within the group: 4093 slots, 2046 and 2047.
+    assert!(s.values().all(|&n| n == 2046 || n == 2047), "{s:?}");
     let p = c.tables.pools[0];
     assert_eq!(p.affinity, Affinity::ClientIpPortProto);
     assert_eq!((p.idle_timeout, p.track, p.failed_over), (300, true, false));
@@ -196,17 +196,17 @@ fn failover_backends_serve_strictly_below_the_ratio() {
             sym.failover_base,
             sym.failover_size
         ),
-        (0, 509, 509, 251),
-        "4 primary endpoints: 509 slots; 2 failover endpoints: 251 right after"
+        (0, 4093, 4093, 4093),
+        "4 primary endpoints: 4093 slots; 2 failover endpoints: 4093 right after"
     );
     down(&mut h, "app", &["p3"]);
     let c = build(FAILOVER, &h);
     let p = c.tables.pools[0];
     assert!(p.failed_over && c.pools[0].failed_over);
-    assert_eq!((p.maglev_base, p.maglev_size), (509, 251));
+    assert_eq!((p.maglev_base, p.maglev_size), (4093, 4093));
     assert_eq!(names(&serving(&c, "app")), BTreeSet::from(["s1", "s2"]));
     // The primary slice holds what the primary backends would serve (p4 alone).
-    let primary: BTreeSet<&str> = c.tables.maglev[..509]
+    let primary: BTreeSet<&str> = c.tables.maglev[..4093]
         .iter()
         .map(|s| c.symbols.backend(s.backend).unwrap_or("?"))
         .collect();
@@ -279,9 +279,9 @@ instances:
 ";
     let c = build(text, &HealthState::new());
     let s = serving(&c, "s");
-    // 509 slots over 4 equal members: 127 or 128 each.
+    // 4093 slots over 4 equal members: 1023 or 1024 each.
     assert_eq!(s.len(), 4, "{s:?}");
-    assert!(s.values().all(|&n| (127..=128).contains(&n)), "{s:?}");
+    assert!(s.values().all(|&n| (1023..=1024).contains(&n)), "{s:?}");
     let preferred = text.replace("{group: one}", "{group: one, preference: PREFERRED}");
     let with_policy = format!(
         "{}serviceLbPolicies:\n  - {{name: p}}\n",
@@ -313,9 +313,9 @@ fn weighted_maglev_follows_probe_weights() {
     h.set_member("web", "n1", weight(3));
     h.set_member("web", "n2", weight(1));
     let s = serving(&build(&text, &h), "web");
-    // 3:1 of 509 slots: within a slot of 381.75 and 127.25.
+    // 3:1 of 4093 slots: within a slot of 3069.75 and 1023.25.
     assert!(
-        (381..=383).contains(&s["n1"]) && (126..=128).contains(&s["n2"]),
+        (3069..=3071).contains(&s["n1"]) && (1022..=1024).contains(&s["n2"]),
         "{s:?}"
     );
     h.set_member("web", "n2", weight(0));
@@ -326,7 +326,7 @@ fn weighted_maglev_follows_probe_weights() {
     let mut missing = HealthState::new();
     missing.set_member("web", "n1", weight(3));
     let s = serving(&build(&text, &missing), "web");
-    assert!(s.values().all(|&n| n == 254 || n == 255), "{s:?}");
+    assert!(s.values().all(|&n| n == 2046 || n == 2047), "{s:?}");
     // MAGLEV (the default) ignores probe weights.
     let s = serving(&build(TWO_REGIONS, &h), "web");
     assert_eq!(names(&s), BTreeSet::from(["n1", "n2"]));
