@@ -462,12 +462,12 @@ fn backend_service_example_compiles_and_explains() {
         s.contains("2 rules, 0 target pools, 0 target instances, 2 backend services, 6 backends"),
         "{s}"
     );
-    // `edge` has 5 primary endpoints (509 slots from 0) and 1 failover endpoint (251 slots
-    // right after).
+    // `edge` has 5 primary endpoints (4093 slots from 0, the smallest slice) and 1 failover
+    // endpoint (4093 slots right after).
     let o = nlbctl(&["inspect", out.to_str().unwrap()]);
     let s = text(&o.stdout);
     assert!(
-        s.contains("edge                     CLIENT_IP_PROTO L2_DSR, slots 0+509, failover backends' slots 509+251, track true, idle 120 s"),
+        s.contains("edge                     CLIENT_IP_PROTO L2_DSR, slots 0+4093, failover backends' slots 4093+4093, track true, idle 120 s"),
         "{s}"
     );
     let args = [

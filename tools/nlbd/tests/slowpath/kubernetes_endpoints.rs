@@ -164,13 +164,14 @@ fn a_terminating_pod_takes_its_node_out_of_new_connections_in_one_delta_load() {
         took.as_secs_f64() * 1e3,
         report.changed_entries
     );
-    // A delta: node-b stays a backend (its connections keep their entry and id); only its
-    // Maglev slots are rewritten.
+    // A delta: node-b stays a backend (its connections keep their entry and id); only the
+    // Maglev slots that change are rewritten, fewer than the service's slice holds.
     assert_eq!(report.evicted, 0);
     assert_eq!(report.remapped, 0);
+    let slice = engine.controller().serving().pools[0].maglev_size as usize;
     assert!(
-        report.changed_entries > 0 && report.changed_entries < 600,
-        "{report:?}"
+        report.changed_entries > 0 && report.changed_entries < slice,
+        "{report:?} (a slice of {slice})"
     );
 
     // Established connections, node-b's too, keep their node (SPEC R4.1, R10.5).
