@@ -52,8 +52,9 @@ fn l2dsr_tables_tracking(track: bool) -> Tables {
         addr: mapped(0xc0a8_0001),
         mac: BACKEND_MAC,
     };
-    // A slice of 251 slots, the smallest the compiler gives a target pool (M >= 100 x N): its
-    // 16 rows spread over every Maglev channel, as every pool's do. (A slice inside one row,
+    // A slice of 251 slots, the smallest the compiler steps a pool down to when the slot
+    // memory is short (M >= 100 x N): even its 16 rows spread over every Maglev channel, as
+    // every pool's do. (A slice inside one row,
     // such as a target instance's single slot, sends every packet of the VIP to one channel:
     // docs/pipeline.md section 14.2.)
     for s in 0..MAGLEV_SLICE {
