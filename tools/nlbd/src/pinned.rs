@@ -602,6 +602,24 @@ instances:
         c.symbols.backend(id).unwrap().to_string()
     }
 
+    /// The connections of `opened` (client, port, instance) whose documented Maglev choice
+    /// under `c` is another instance, as published (sorted).
+    fn moved_by(c: &Compiled, opened: &[(u8, u16, String)]) -> Vec<PinnedConnection> {
+        let mut moved: Vec<PinnedConnection> = opened
+            .iter()
+            .filter(|(client, sport, to)| maglev_choice(c, *client, *sport) != *to)
+            .map(|(client, sport, to)| PinnedConnection {
+                protocol: 6,
+                client: SocketAddr::from(([198, 51, 100, *client], *sport)),
+                vip: SocketAddr::from(([203, 0, 113, 80], 80)),
+                rule: "web".into(),
+                backend: to.clone(),
+            })
+            .collect();
+        moved.sort();
+        moved
+    }
+
     /// What the host publishes now (the set, changed or not).
     fn published(conns: &mut Connections, c: &Compiled) -> Vec<PinnedConnection> {
         conns.republish_pinned();
@@ -636,19 +654,7 @@ instances:
         h1.conns.set_tables(&c2.tables);
         let mut got = published(&mut h1.conns, &c2);
         got.sort();
-        let mut want: Vec<PinnedConnection> = opened
-            .iter()
-            .filter(|(client, sport, to)| maglev_choice(&c2, *client, *sport) != *to)
-            .map(|(client, sport, to)| PinnedConnection {
-                protocol: 6,
-                client: SocketAddr::from(([198, 51, 100, *client], *sport)),
-                vip: SocketAddr::from(([203, 0, 113, 80], 80)),
-                rule: "web".into(),
-                backend: to.clone(),
-            })
-            .collect();
-        want.sort();
-        assert_eq!(got, want);
+        assert_eq!(got, moved_by(&c2, &opened));
         // About a quarter of them (a fourth instance takes its share), never to d itself.
         assert!((15..=50).contains(&got.len()), "{} pinned", got.len());
         assert!(got.iter().all(|p| p.backend != "d"));
@@ -696,22 +702,7 @@ instances:
             h1.conns
                 .prepared_pinned((&c1.tables, &c1.symbols), (&c2.tables, &c2.symbols), &map);
         got.sort();
-        let moved: Vec<&(u8, u16, String)> = opened
-            .iter()
-            .filter(|(client, sport, to)| maglev_choice(&c2, *client, *sport) != *to)
-            .collect();
-        let mut want: Vec<PinnedConnection> = moved
-            .iter()
-            .map(|(client, sport, to)| PinnedConnection {
-                protocol: 6,
-                client: SocketAddr::from(([198, 51, 100, *client], *sport)),
-                vip: SocketAddr::from(([203, 0, 113, 80], 80)),
-                rule: "web".into(),
-                backend: to.clone(),
-            })
-            .collect();
-        want.sort();
-        assert_eq!(got, want);
+        assert_eq!(got, moved_by(&c2, &opened));
         assert!(!got.is_empty());
         // Nothing was loaded or rescanned: h1 still publishes nothing for the tables serving.
         assert!(published(&mut h1.conns, &c1).is_empty());
@@ -724,8 +715,12 @@ instances:
         let options = nlb_driver::loader::LoaderOptions::default();
         let mut loader = nlb_driver::loader::Loader::attach(&mut h2.dev, profile, options).unwrap();
         loader.load(&mut h2.dev, &c2.tables, &c2.nic).unwrap();
-        for (client, sport, to) in moved {
-            let (went, hit) = h2.send(&tcp(*client, *sport, false));
+        for p in &got {
+            let SocketAddr::V4(client) = p.client else {
+                unreachable!()
+            };
+            let (client, sport, to) = (client.ip().octets()[3], client.port(), &p.backend);
+            let (went, hit) = h2.send(&tcp(client, sport, false));
             assert_eq!((&went, hit), (to, true));
         }
     }
