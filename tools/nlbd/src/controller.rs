@@ -144,6 +144,11 @@ impl ReloadPlan {
         &self.compiled
     }
 
+    /// The new compile, the plan given up (tables prepared and not loaded).
+    pub fn into_compiled(self) -> Compiled {
+        self.compiled
+    }
+
     /// Maps an old backend id.
     pub fn map_backend(&self, id: u16) -> Option<u16> {
         self.backend_map.get(usize::from(id)).copied().flatten()

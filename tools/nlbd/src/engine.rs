@@ -1399,12 +1399,15 @@ impl Engine {
     ) -> Result<PreparedTables, String> {
         let (next, maps) = match config {
             Some((config, ids)) => {
-                let plan = self
+                let mut plan = self
                     .controller
                     .prepare_reload_with_ids(config, snapshot, ids.as_ref())
                     .map_err(|e| e.one_line())?;
-                let maps = (plan.rule_map.clone(), plan.backend_map.clone());
-                (plan.compiled().clone(), Some(maps))
+                let maps = (
+                    std::mem::take(&mut plan.rule_map),
+                    std::mem::take(&mut plan.backend_map),
+                );
+                (plan.into_compiled(), Some(maps))
             }
             None => (
                 self.controller
