@@ -1,5 +1,5 @@
 //! The NIC's host DMA engine (the `dma` register block and the host rings of docs/pipeline.md
-//! §14, SPEC R12.2): what the RTL block `nlb_host_dma` does, one record at a time.
+//! §15, SPEC R12.2): what the RTL block `nlb_host_dma` does, one record at a time.
 //!
 //! Host memory is reached through a [`DmaPort`] (host memory as the device sees it, by IOVA,
 //! through the IOMMU). The engine moves punted frames and events into the to-host rings, and

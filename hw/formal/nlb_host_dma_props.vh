@@ -4,16 +4,20 @@
 // Every input is free (anyseq) but for what a well-behaved host and bus do: reset in the first
 // clock; the host sets rings up (base, size, ctrl, write-back address) while the engine has no
 // record in flight, and never takes back a slot it gave (a doorbell never lowers host - dev);
-// buffers lie inside the IOVA space; the AXI slave answers only what it was asked (a write response only for a burst whose
-// address it took, read data only for the read it took). Stated on the engine's registers:
+// buffers lie inside the IOVA space; the AXI slave answers only what it was asked (a write
+// response only for a burst whose address it took, read data only for the read it took) and
+// holds at most 1,023 writes unanswered. Stated on the engine's registers:
 // - host_dma_no_pass: the device's index moves by one at a time and only past a slot the
 //   host gave (host != dev before): the producer never passes the consumer;
 // - host_dma_desc_once: a punt completes the slot whose descriptor it fetched (the index the
-//   record started with), so a descriptor is used once per lap of the ring;
+//   record started with), when its completion's response comes back OKAY (the engine goes
+//   on to the next record meanwhile), so a descriptor is used once per lap of the ring;
 // - host_dma_in_buffer: every frame beat written lies inside the buffer the descriptor
 //   posted ([addr, addr + len)), and no burst crosses a 4 KiB boundary (host_dma_4k);
 // - host_dma_in_slot: event and completion writes go to the slot at dev, inside the ring,
-//   and only while the host gave that slot.
+//   and only while the host gave that slot;
+// - host_dma_punt_desc_posted: a punt's descriptor is the one its line held when read, for a
+//   slot the host had posted by then (read anew, or taken from the kept line).
 // The inject ring (host to device):
 // - host_dma_no_pass_inj: its index moves by one at a time and only past a descriptor the
 //   host posted;
@@ -54,6 +58,8 @@ always @(posedge clk) begin
 end
 wire [15:0] f_new_host_p = wr_host[RP][NLB_REG_DMA_PUNT_HOST_INDEX_LSB
     +: NLB_REG_DMA_PUNT_HOST_INDEX_W];
+// Slots the host gave the punt ring and the NIC has not completed.
+wire [15:0] f_avail_p = host_reg[RP] - dev_reg[RP];
 wire [15:0] f_new_host_e = wr_host[RE][NLB_REG_DMA_PUNT_HOST_INDEX_LSB
     +: NLB_REG_DMA_PUNT_HOST_INDEX_W];
 
@@ -66,7 +72,9 @@ always @* begin
             && !take_i);
     end
     if (ext_wr_req && f_w == NLB_REG_DMA_PUNT_HOST) begin
-        assume(f_new_host_p - dev_reg[RP] >= avail_punt);
+        // The host gives at most a ring's worth of slots ahead of the NIC.
+        assume(f_new_host_p - dev_reg[RP] >= f_avail_p
+            && {1'b0, f_new_host_p - dev_reg[RP]} <= (17'd1 << log2_reg[RP]));
     end
     if (ext_wr_req && f_w == NLB_REG_DMA_EVENT_HOST) begin
         assume(f_new_host_e - dev_reg[RE] >= avail_event);
@@ -79,12 +87,18 @@ always @* begin
     if (m_axi_bvalid) begin
         assume(b_out_reg != 10'd0);
     end
+    // It holds at most 1,023 writes without answering them (the engine's count does not wrap).
+    if (b_out_reg == 10'd1023) begin
+        assume(!m_axi_awready);
+    end
     if (m_axi_rvalid) begin
         assume(f_rbeats != 10'd0);
     end
     if (m_axi_rvalid && state_reg == S_P_R) begin
-        // A posted buffer lies inside the IOVA space (it does not wrap past 2^64).
-        assume({1'b0, desc_addr} + {49'd0, desc_len} <= {1'b1, 64'd0});
+        // A posted buffer lies inside the IOVA space (it does not wrap past 2^64), in every
+        // slot of the line.
+        assume(f_pnowrap(m_axi_rdata[127:0]) && f_pnowrap(m_axi_rdata[255:128])
+            && f_pnowrap(m_axi_rdata[383:256]) && f_pnowrap(m_axi_rdata[511:384]));
     end
     if (m_axi_rvalid && state_reg == S_I_R) begin
         // So does a frame to inject, in every slot of the line.
@@ -92,6 +106,12 @@ always @* begin
             && f_nowrap(m_axi_rdata[383:256]) && f_nowrap(m_axi_rdata[511:384]));
     end
 end
+
+// A punt descriptor whose buffer ends inside the IOVA space.
+function f_pnowrap(input [127:0] d);
+    f_pnowrap = {1'b0, d[NLB_PUNT_DESC_ADDR_LSB +: 64]}
+        + {49'd0, d[NLB_PUNT_DESC_LEN_LSB +: NLB_PUNT_DESC_LEN_W]} <= {1'b1, 64'd0};
+endfunction
 
 // An inject descriptor whose frame's lines end inside the IOVA space.
 function f_nowrap(input [127:0] d);
@@ -106,18 +126,34 @@ function f_nowrap(input [127:0] d);
     end
 endfunction
 
-// The record in flight: the index it started at, and the buffer its descriptor posted.
+// The record in flight: the index it started at, and the buffer its descriptor posted. A punt
+// starts at the index after the one whose completion is on its way (f_cwait: the completion's
+// address taken, its response not yet back; f_cidx its index), else at dev.
 reg [15:0] f_idx = 16'd0;
 reg [63:0] f_buf = 64'd0;
 reg [15:0] f_len = 16'd0;
+reg        f_cwait = 1'b0;
+reg [15:0] f_cidx = 16'd0;
+wire       f_cissued = f_cwait || (state_reg == S_P_CW && aw_valid_reg);
+wire [15:0] f_pnext = dev_reg[RP] + {15'd0, f_cissued};
 always @(posedge clk) begin
     if (take_p) begin
-        f_idx <= dev_reg[RP];
+        f_idx <= f_pnext;
+    end
+    if (aw_hs && state_reg == S_P_CW) begin
+        f_cwait <= 1'b1;
+        f_cidx <= f_idx;
+    end
+    if (f_cwait && b_hs) begin
+        f_cwait <= 1'b0;
+    end
+    if (rst) begin
+        f_cwait <= 1'b0;
     end
     if (take_ev && !ev_ring_full) begin
         f_idx <= dev_reg[RE];
     end
-    if (state_reg == S_P_R && r_hs) begin
+    if (state_reg == S_P_DEC) begin
         f_buf <= desc_addr;
         f_len <= desc_len;
     end
@@ -175,14 +211,46 @@ always @(posedge clk) begin
     end
 end
 wire [15:0] f_mask_i = (16'd1 << log2_reg[RI]) - 16'd1;
+
+// The punt ring's last descriptor line, as the inject ring's above.
+reg          f_pvalid = 1'b0;
+reg [15:0]   f_pfirst = 16'd0;
+reg [15:0]   f_phost = 16'd0;
+reg [511:0]  f_pdata = 512'd0;
+wire [15:0]  f_pdev = f_pnext - f_pfirst;
+wire [15:0]  f_rslot = f_idx & f_mask_p;
+wire [15:0]  f_rdev = f_idx - f_pfirst;
+// dev's slot is in the line and was posted when the line was read; the RTL takes it from the
+// kept line only in rings of four slots or more (f_pkept).
+wire         f_pposted = f_pvalid && f_pdev < 16'd4 && f_pdev < f_phost - f_pfirst;
+wire         f_pkept = f_pposted && log2_reg[RP] >= 4'd2;
+always @(posedge clk) begin
+    if (take_p && !p_full_reg && !f_pkept) begin
+        f_pvalid <= 1'b0;
+        f_pfirst <= {f_pnext[15:2], 2'b00};
+        f_phost <= host_reg[RP];
+    end
+    if (state_reg == S_P_R && r_hs && m_axi_rresp == 2'b00) begin
+        f_pvalid <= 1'b1;
+        f_pdata <= m_axi_rdata;
+    end
+    if (ext_wr_req && (f_w == NLB_REG_DMA_CTRL || f_w == NLB_REG_DMA_PUNT_BASE_LO
+            || f_w == NLB_REG_DMA_PUNT_BASE_HI || f_w == NLB_REG_DMA_PUNT_SIZE)) begin
+        f_pvalid <= 1'b0;
+    end
+    if (rst) begin
+        f_pvalid <= 1'b0;
+    end
+end
 wire [15:0] f_islot = dev_reg[RI] & f_mask_i;
 
 // The rings' index masks by their definition, 2^log2 - 1 (not the RTL's ring_mask, so that a
 // mistake in it shows).
 wire [15:0] f_mask_p = (16'd1 << log2_reg[RP]) - 16'd1;
 wire [15:0] f_mask_e = (16'd1 << log2_reg[RE]) - 16'd1;
-wire f_punt_busy = state_reg == S_P_R || state_reg == S_P_AW || state_reg == S_P_W
-    || state_reg == S_P_REST || state_reg == S_P_CW || state_reg == S_P_CB;
+wire f_punt_pre = state_reg == S_P_R || state_reg == S_P_HIT || state_reg == S_P_DEC
+    || state_reg == S_P_AW || state_reg == S_P_W || state_reg == S_P_REST;
+wire f_punt_busy = f_punt_pre || state_reg == S_P_CW;
 wire f_ev_busy = state_reg == S_EV_W || state_reg == S_EV_B;
 // Bytes of the beat offered now and where it ends in the buffer.
 wire [64:0] f_beat_end = {1'b0, p_addr_reg} + (p_beats_reg == 9'd1
@@ -204,7 +272,8 @@ always @* begin
         end
         if (m_axi_awvalid && state_reg == S_P_CW) begin
             host_dma_in_slot_cpl: assert(m_axi_awaddr == base_reg[RP]
-                + {42'd0, (dev_reg[RP] & f_mask_p) >> 2, 6'd0} && avail_punt != 16'd0);
+                + {42'd0, (dev_reg[RP] & f_mask_p) >> 2, 6'd0} && f_avail_p != 16'd0
+                && !f_cwait);
         end
         if (m_axi_arvalid) begin
             host_dma_4k_rd: assert({2'b00, m_axi_araddr[11:6]} + {1'b0, m_axi_arlen[6:0]}
@@ -219,6 +288,11 @@ always @* begin
             host_dma_inj_in_frame: assert(m_axi_araddr >= f_iaddr
                 && {1'b0, m_axi_araddr} + {49'd0, m_axi_arlen, 6'd0} + 65'd64
                     <= {1'b0, f_iaddr} + {50'd0, f_ilines, 6'd0});
+        end
+        if (state_reg == S_P_DEC) begin
+            host_dma_punt_desc_posted: assert(f_pvalid && f_rdev < 16'd4
+                && f_rdev < f_phost - f_pfirst
+                && p_desc_reg == f_pdata[{f_rslot[1:0], 7'd0} +: 128]);
         end
         if (state_reg == S_I_DEC) begin
             host_dma_inj_desc_posted: assert(f_lvalid && f_ldev < 16'd4
@@ -242,10 +316,10 @@ end
 always @(posedge clk) begin
     if (f_past_valid && !rst && !$past(rst)) begin
         if (!$past(f_size_wr_p) && dev_reg[RP] != $past(dev_reg[RP])) begin
-            host_dma_no_pass: assert($past(avail_punt) != 16'd0
+            host_dma_no_pass: assert($past(f_avail_p) != 16'd0
                 && dev_reg[RP] == $past(dev_reg[RP]) + 16'd1);
-            host_dma_desc_once: assert($past(dev_reg[RP]) == $past(f_idx)
-                && $past(state_reg) == S_P_CB);
+            host_dma_desc_once: assert($past(dev_reg[RP]) == $past(f_cidx)
+                && $past(f_cwait) && $past(b_hs) && $past(m_axi_bresp) == 2'b00);
         end
         if (!$past(f_size_wr_e) && dev_reg[RE] != $past(dev_reg[RE])) begin
             host_dma_no_pass_ev: assert($past(avail_event) != 16'd0
@@ -264,9 +338,26 @@ end
 always @* begin
     if (f_past_valid && !rst) begin
         host_dma_inv_wb_due: assert(since_wb_due_reg == (since_wb_reg >= WB_N));
-        if (f_punt_busy) begin
-            host_dma_inv_pslot: assert(avail_punt != 16'd0 && f_idx == dev_reg[RP]
-                && p_slot_reg == (dev_reg[RP] & f_mask_p));
+        // The punt ring's next index and the completion on its way.
+        host_dma_inv_pn: assert(pn_reg == f_pnext && cb_wait_reg == f_cissued
+            && (!f_cwait || b_out_reg != 10'd0)
+            && (!f_cissued || (f_cidx == dev_reg[RP] || (state_reg == S_P_CW && aw_valid_reg))
+                && cb_slot_reg == (dev_reg[RP] & f_mask_p) && f_avail_p != 16'd0));
+        if (f_punt_pre) begin
+            // The record's slot: the next one, or (lost with a refused completion) the one
+            // after dev.
+            host_dma_inv_pslot: assert(p_slot_reg == (f_idx & f_mask_p)
+                && f_idx - dev_reg[RP] < f_avail_p
+                && (p_lost_reg ? f_idx == dev_reg[RP] + 16'd1 && !f_cissued
+                    : f_idx == f_pnext));
+        end
+        if (state_reg == S_P_CW) begin
+            // Its response may come back while the write's beat is still on its way.
+            host_dma_inv_pcw: assert(p_slot_reg == (f_idx & f_mask_p)
+                && (aw_valid_reg ? f_idx == dev_reg[RP] && cb_wait_reg && !f_cwait && !p_lost_reg
+                        && b_out_reg == 10'd0
+                    : f_cwait ? f_idx == dev_reg[RP] && f_cidx == f_idx && !p_lost_reg
+                    : p_lost_reg ? f_idx == dev_reg[RP] : f_idx + 16'd1 == dev_reg[RP]));
         end
         if (f_ev_busy) begin
             host_dma_inv_eslot: assert(avail_event != 16'd0 && f_idx == dev_reg[RE]);
@@ -384,14 +475,38 @@ always @* begin
             host_dma_inv_lo: assert(
                 ev_lo_reg == {1'b0, base_reg[RE][21:0]} + {1'b0, dev_reg[RE] & f_mask_e, 6'd0}
                 && pd_lo_reg == {1'b0, base_reg[RP][21:0]}
-                    + {3'b000, (dev_reg[RP] & f_mask_p) >> 2, 6'd0}
-                && p_full_reg == (host_reg[RP] == dev_reg[RP])
+                    + {3'b000, (f_pnext & f_mask_p) >> 2, 6'd0}
+                && p_full_reg == (host_reg[RP] == f_pnext)
                 && e_full_reg == (host_reg[RE] == dev_reg[RE])
                 && id_lo_reg == {1'b0, base_reg[RI][21:0]}
                     + {3'b000, (dev_reg[RI] & f_mask_i) >> 2, 6'd0}
                 && i_posted_reg == (host_reg[RI] != dev_reg[RI]));
         end
-        if (f_punt_busy && state_reg != S_P_R) begin
+        // The punt ring's kept line, as the inject ring's.
+        host_dma_inv_pvalid: assert(pl_valid_reg == f_pvalid
+            && {1'b0, f_avail_p} <= (17'd1 << log2_reg[RP]));
+        if (pl_valid_reg || state_reg == S_P_R) begin
+            host_dma_inv_pwhich: assert(pl_first_reg == f_pfirst && pl_hi_reg == f_phost);
+        end
+        if (pl_valid_reg) begin
+            host_dma_inv_pcache: assert(pl_line_reg == f_pdata
+                && f_pnowrap(pl_line_reg[127:0]) && f_pnowrap(pl_line_reg[255:128])
+                && f_pnowrap(pl_line_reg[383:256]) && f_pnowrap(pl_line_reg[511:384]));
+        end
+        if (lo_fresh_reg && state_reg == S_IDLE) begin
+            host_dma_inv_phit: assert(pl_hit_reg == f_pkept);
+        end
+        if (state_reg == S_P_R) begin
+            host_dma_inv_pline: assert(!pl_valid_reg && !f_pvalid
+                && f_pfirst == {f_idx[15:2], 2'b00} && f_phost - f_idx != 16'd0
+                && f_phost - f_idx <= host_reg[RP] - f_idx);
+        end
+        if (state_reg == S_P_HIT || state_reg == S_P_DEC) begin
+            host_dma_inv_pdec: assert(f_pvalid && f_rdev < 16'd4 && f_rdev < f_phost - f_pfirst
+                && f_pnowrap(p_desc_reg)
+                && p_desc_reg == f_pdata[{f_rslot[1:0], 7'd0} +: 128]);
+        end
+        if (f_punt_busy && state_reg != S_P_R && state_reg != S_P_HIT) begin
             host_dma_inv_pc_lo: assert(
                 pc_lo_reg == {1'b0, base_reg[RP][21:0]} + {3'b000, p_slot_reg[15:2], 6'd0});
         end

@@ -13,12 +13,17 @@
 //   event_record into slot dev mod size, if the host gave the NIC a slot (host != dev);
 //   else the event is dropped and counted in the ring's drops;
 // - a punted frame (punt header beat + the frame's first 9728 bytes): the punt descriptor
-//   of slot dev is read (16 bytes), the frame written into the buffer it names (at most
-//   its len bytes and 9728; the buffer's IOVA must be 64-byte aligned, else the slot fails
-//   with BAD_ENTRY), then the punt_cpl written over the slot; no slot: dropped and counted;
+//   of slot dev is read (its 64-byte line, kept: a descriptor the host had posted when its
+//   line was read is taken from it instead of being read again), the frame written into the
+//   buffer it names (at most its len bytes and 9728; the buffer's IOVA must be 64-byte
+//   aligned, else the slot fails with BAD_ENTRY), then the punt_cpl written over the slot;
+//   no slot: dropped and counted;
 // - the device's index moves only when the record's writes were all answered OKAY; a
 //   refused transfer (BRESP/RRESP not OKAY) counts in faults and in the ring's errors
-//   (DMA_FAULT, the slot), and the record is lost;
+//   (DMA_FAULT, the slot), and the record is lost. A punt's completion is not waited for:
+//   the next record starts meanwhile (a next punt in the slot after, its completion held
+//   until the answer is in); a refused completion loses that next punt too (docs/
+//   pipeline.md section 15.1);
 // - the ring_wb record of every ring whose state changed is written to wb + 16 x ring when
 //   the engine has nothing else to do, or after 16 completions without one;
 // - interrupts (irq, one clock per MSI-X message, vector = ring): after a write-back, when
@@ -293,14 +298,17 @@ endfunction
 // in front of every decision of the engine was three levels of its longest paths).
 wire usable_punt = enable_reg && ren_reg[RP] && base_nz_reg[RP];
 wire usable_event = enable_reg && ren_reg[RE] && base_nz_reg[RE];
-wire [15:0] avail_punt = host_reg[RP] - dev_reg[RP];
+// The punt ring's next record takes index pn_reg: dev, or dev + 1 while the completion of the
+// punt before is on its way (cb_wait_reg).
+wire [15:0] avail_punt = host_reg[RP] - pn_reg;
 wire [15:0] avail_event = host_reg[RE] - dev_reg[RE];
-wire [15:0] slot_punt = dev_reg[RP] & ring_mask(log2_reg[RP]);
+wire [15:0] slot_punt = pn_reg & ring_mask(log2_reg[RP]);
 wire [15:0] slot_event = dev_reg[RE] & ring_mask(log2_reg[RE]);
 wire usable_inject = enable_reg && ren_reg[RI] && base_nz_reg[RI];
 wire [15:0] avail_inject = host_reg[RI] - dev_reg[RI];
 wire [15:0] slot_inject = dev_reg[RI] & ring_mask(log2_reg[RI]);
 wire [15:0] ic_dev_off = dev_reg[RI] - ic_first_reg;
+wire [15:0] pl_dev_off = pn_reg - pl_first_reg;
 
 // x + c, for c of 0 or 1, without a carry chain: bit i flips when c is set and every bit
 // below it is 1 (a tree of LUTs a few levels deep; a 58-bit `+` is 15 CARRY4 in a row).
@@ -347,24 +355,26 @@ endfunction
 
 // ---- the engine ---------------------------------------------------------------------------
 
-localparam [3:0] S_IDLE = 4'd0,
-                 S_EV_W = 4'd1,    // event: AW and W out
-                 S_EV_B = 4'd2,    // event: its response
-                 S_P_R = 4'd4,     // punt: descriptor
-                 S_P_AW = 4'd5,    // punt: a burst's address
-                 S_P_W = 4'd6,     // punt: the burst's beats, from the stream
-                 S_P_REST = 4'd7,  // punt: the rest of the frame dropped, responses awaited
-                 S_P_CW = 4'd8,    // punt: the completion's AW and W
-                 S_P_CB = 4'd9,    // punt: its response
-                 S_DISCARD = 4'd10,// punt: the frame dropped (no slot, a failed slot)
-                 S_WB_W = 4'd11,   // write-back: AW and W
-                 S_WB_B = 4'd12,   // write-back: its response
-                 S_I_DEC = 4'd3,   // inject: the descriptor decoded
-                 S_I_R = 4'd13,    // inject: descriptor
-                 S_I_H = 4'd14,    // inject: the header beat out
-                 S_I_D = 4'd15;    // inject: the frame's reads, its beats out
+localparam [4:0] S_IDLE = 5'd0,
+                 S_EV_W = 5'd1,    // event: AW and W out
+                 S_EV_B = 5'd2,    // event: its response
+                 S_P_R = 5'd4,     // punt: descriptor
+                 S_P_AW = 5'd5,    // punt: a burst's address
+                 S_P_W = 5'd6,     // punt: the burst's beats, from the stream
+                 S_P_REST = 5'd7,  // punt: the rest of the frame dropped, responses awaited
+                 S_P_CW = 5'd8,    // punt: the completion's AW and W (its response awaited
+                                   // beside the next record: cb_wait_reg)
+                 S_DISCARD = 5'd10,// punt: the frame dropped (no slot, a failed slot)
+                 S_WB_W = 5'd11,   // write-back: AW and W
+                 S_WB_B = 5'd12,   // write-back: its response
+                 S_I_DEC = 5'd3,   // inject: the descriptor decoded
+                 S_I_R = 5'd13,    // inject: descriptor
+                 S_I_H = 5'd14,    // inject: the header beat out
+                 S_I_D = 5'd15,    // inject: the frame's reads, its beats out
+                 S_P_HIT = 5'd16,  // punt: descriptor from the kept line
+                 S_P_DEC = 5'd17;  // punt: the descriptor decoded
 
-reg [3:0]  state_reg = S_IDLE;
+reg [4:0]  state_reg = S_IDLE;
 // The punt stream: inside a record (after its header beat), and that record's route.
 reg        p_in_rec_reg = 1'b0;
 reg        p_pass_reg = 1'b0;
@@ -391,6 +401,15 @@ reg [15:0] ic_first_reg = 16'd0;
 reg [15:0] ic_hi_reg = 16'd0;
 // dev's descriptor is in the cached line, a clock ahead like the slot sums (lo_fresh_reg).
 reg        ic_hit_reg = 1'b0;
+// The punt ring's last descriptor line, kept as the inject ring's is ([pl_first_reg,
+// pl_hi_reg): the slots the host had posted when it was read), and the descriptor of the punt
+// in flight, from the line read or the kept one.
+reg [DW-1:0] pl_line_reg = {DW{1'b0}};
+reg        pl_valid_reg = 1'b0;
+reg [15:0] pl_first_reg = 16'd0;
+reg [15:0] pl_hi_reg = 16'd0;
+reg        pl_hit_reg = 1'b0;
+reg [127:0] p_desc_reg = 128'd0;
 reg [8:0]  i_left_reg = 9'd0;       // beats still to go out (at least one: an empty frame's)
 reg        i_empty_reg = 1'b0;      // frame_len 0: one beat, no byte, nothing read
 reg        i_err_reg = 1'b0;        // a read of this frame was refused
@@ -408,6 +427,16 @@ reg [63:0] ar_addr_reg = 64'd0;
 reg [7:0]  ar_len_reg = 8'd0;
 reg [9:0]  b_out_reg = 10'd0;       // write bursts awaiting their response
 reg        b_err_reg = 1'b0;        // one of this record's responses was not OKAY
+// A punt's completion is written and the engine goes on: the next record does not wait for
+// its response (a PCIe round trip). cb_wait_reg: that response is the next one to come (the
+// completion went out with no other write awaiting its response), for slot cb_slot_reg; dev
+// moves when it comes back OKAY. pn_reg = dev + cb_wait_reg, the next punt's index. A refused
+// completion takes pn_reg back to dev, and a punt taken meanwhile (for the slot after) is lost
+// and counted as failed (p_lost_reg): the next punt retries the slot, as the model's does.
+reg        cb_wait_reg = 1'b0;
+reg [15:0] cb_slot_reg = 16'd0;
+reg [15:0] pn_reg = 16'd0;
+reg        p_lost_reg = 1'b0;
 // Write-back
 reg [RINGS-1:0] wb_rings_reg = {RINGS{1'b0}};
 reg [7:0]  since_wb_reg = 8'd0;
@@ -472,9 +501,9 @@ assign m_event_tdata = s_event_tdata;
 assign m_event_tvalid = s_event_tvalid && !usable_event;
 assign s_event_tready = usable_event ? take_ev : m_event_tready;
 
-// The descriptor of slot p_slot_reg in the 64-byte line read.
+// The descriptor of the punt in flight (S_P_DEC).
 /* verilator lint_off UNUSEDSIGNAL */ // (the descriptor's reserved bits; n_w below 2^14)
-wire [127:0] desc_w = m_axi_rdata[{p_slot_reg[1:0], 7'd0} +: 128];
+wire [127:0] desc_w = p_desc_reg;
 wire [63:0]  desc_addr = desc_w[NLB_PUNT_DESC_ADDR_LSB +: NLB_PUNT_DESC_ADDR_W];
 wire [15:0]  desc_len = desc_w[NLB_PUNT_DESC_LEN_LSB +: NLB_PUNT_DESC_LEN_W];
 wire [13:0]  hdr_len = p_hdr_reg[NLB_PUNT_HEADER_FRAME_LEN_LSB +: NLB_PUNT_HEADER_FRAME_LEN_W];
@@ -537,7 +566,10 @@ assign m_axi_wstrb = state_reg == S_P_W
     ? (p_beats_reg == 9'd1 ? keep_of(p_last_bytes_reg) : {KW{1'b1}}) : w_strb_reg;
 assign m_axi_wlast = state_reg == S_P_W ? p_burst_reg == 7'd1 : 1'b1;
 assign m_axi_wvalid = state_reg == S_P_W ? s_punt_tvalid : w_valid_reg;
-assign m_axi_bready = 1'b1;
+// A punt completion's response waits while a record completes or fails on its own (the ring
+// counters take one update a clock).
+assign m_axi_bready = !cb_wait_reg || !(state_reg == S_P_R || state_reg == S_P_DEC
+    || state_reg == S_I_R || state_reg == S_I_DEC || state_reg == S_I_D);
 assign m_axi_araddr = ar_addr_reg;
 assign m_axi_arlen = ar_len_reg;
 assign m_axi_arsize = 3'd6;
@@ -625,6 +657,8 @@ always @(posedge clk) begin
     i_posted_reg <= avail_inject != 16'd0;
     ic_hit_reg <= ic_valid_reg && log2_reg[RI] >= 4'd2 && ic_dev_off < 16'd4
         && ic_dev_off < ic_hi_reg - ic_first_reg;
+    pl_hit_reg <= pl_valid_reg && log2_reg[RP] >= 4'd2 && pl_dev_off < 16'd4
+        && pl_dev_off < pl_hi_reg - pl_first_reg;
     // A completion (dev_reg) or a register write (a ring's base or size) makes them stale.
     lo_fresh_reg <= !ext_wr_req;
     if (aw_hs) begin
@@ -637,7 +671,7 @@ always @(posedge clk) begin
         ar_valid_reg <= 1'b0;
     end
     b_out_reg <= b_out_reg + {9'd0, aw_hs} - {9'd0, b_hs};
-    if (b_hs && m_axi_bresp != 2'b00) begin
+    if (b_hs && m_axi_bresp != 2'b00 && !cb_wait_reg) begin
         b_err_reg <= 1'b1;
     end
     // The punt stream's record boundaries.
@@ -685,15 +719,22 @@ always @(posedge clk) begin
         end else if (take_p) begin
             p_hdr_reg <= s_punt_tdata[NLB_PUNT_HEADER_WIDTH-1:0];
             p_slot_reg <= slot_punt;
+            p_lost_reg <= 1'b0;
             p_last_seen_reg <= s_punt_tlast;
             if (p_full_reg) begin
                 drops_reg[RP] <= drops_reg[RP] + 32'd1;
                 dirty_reg[RP] <= 1'b1;
                 state_reg <= S_DISCARD;
+            end else if (pl_hit_reg) begin
+                p_desc_reg <= pl_line_reg[{slot_punt[1:0], 7'd0} +: 128];
+                state_reg <= S_P_HIT;
             end else begin
                 ar_addr_reg <= slot_iova(base_reg[RP], pd_lo_reg);
                 ar_len_reg <= 8'd0;
                 ar_valid_reg <= 1'b1;
+                pl_valid_reg <= 1'b0;
+                pl_first_reg <= {pn_reg[15:2], 2'b00};
+                pl_hi_reg <= host_reg[RP];
                 state_reg <= S_P_R;
             end
         end else if (take_i) begin
@@ -798,16 +839,26 @@ always @(posedge clk) begin
             if (m_axi_rresp != 2'b00) begin
                 fail(RP, p_slot_reg, {5'd0, NLB_DMA_ERROR_DMA_FAULT}, 1'b1);
                 state_reg <= S_DISCARD;
-            end else if (desc_addr[5:0] != 6'd0) begin
-                fail(RP, p_slot_reg, {5'd0, NLB_DMA_ERROR_BAD_ENTRY}, 1'b0);
-                state_reg <= S_DISCARD;
             end else begin
-                p_addr_reg <= desc_addr;
-                p_n_reg <= n_w[13:0];
-                p_beats_reg <= n_beats;
-                p_last_bytes_reg <= n_w[5:0] == 6'd0 ? 7'd64 : {1'b0, n_w[5:0]};
-                state_reg <= S_P_AW;
+                p_desc_reg <= m_axi_rdata[{p_slot_reg[1:0], 7'd0} +: 128];
+                pl_line_reg <= m_axi_rdata;
+                pl_valid_reg <= 1'b1;
+                state_reg <= S_P_DEC;
             end
+        end
+    end
+    // A clock for the frame's capped length (p_cap_reg), which the read's latency gives.
+    S_P_HIT: state_reg <= S_P_DEC;
+    S_P_DEC: begin
+        if (desc_addr[5:0] != 6'd0) begin
+            fail(RP, p_slot_reg, {5'd0, NLB_DMA_ERROR_BAD_ENTRY}, 1'b0);
+            state_reg <= S_DISCARD;
+        end else begin
+            p_addr_reg <= desc_addr;
+            p_n_reg <= n_w[13:0];
+            p_beats_reg <= n_beats;
+            p_last_bytes_reg <= n_w[5:0] == 6'd0 ? 7'd64 : {1'b0, n_w[5:0]};
+            state_reg <= S_P_AW;
         end
     end
     S_P_AW: begin
@@ -834,10 +885,14 @@ always @(posedge clk) begin
     S_P_REST: begin
         if ((p_last_seen_reg || (p_drop_take && s_punt_tlast)) && !aw_valid_reg
             && b_out_reg == 10'd0) begin
-            if (b_err_reg) begin
-                fail(RP, p_slot_reg, {5'd0, NLB_DMA_ERROR_DMA_FAULT}, 1'b1);
+            if (b_err_reg || p_lost_reg) begin
+                fail(RP, p_slot_reg, {5'd0, NLB_DMA_ERROR_DMA_FAULT}, b_err_reg);
                 state_reg <= S_IDLE;
             end else begin
+                cb_wait_reg <= 1'b1;
+                cb_slot_reg <= p_slot_reg;
+                pn_reg <= pn_reg + 16'd1;
+                lo_fresh_reg <= 1'b0;
                 aw_addr_reg <= slot_iova(base_reg[RP], pc_lo_reg);
                 aw_len_reg <= 8'd0;
                 w_data_reg <= {{(DW - 128){1'b0}}, cpl_w} << {p_slot_reg[1:0], 7'd0};
@@ -850,16 +905,6 @@ always @(posedge clk) begin
     end
     S_P_CW: begin
         if (!aw_valid_reg && !w_valid_reg) begin
-            state_reg <= S_P_CB;
-        end
-    end
-    S_P_CB: begin
-        if (b_out_reg == 10'd0) begin
-            if (b_err_reg) begin
-                fail(RP, p_slot_reg, {5'd0, NLB_DMA_ERROR_DMA_FAULT}, 1'b1);
-            end else begin
-                complete(RP);
-            end
             state_reg <= S_IDLE;
         end
     end
@@ -895,6 +940,25 @@ always @(posedge clk) begin
     default: state_reg <= S_IDLE;
     endcase
 
+    // The punt completion's response. The engine takes it only in states that complete or fail
+    // nothing of their own in the same clock (m_axi_bready); a write-back taken in the same
+    // clock wrote the old index, so the ring stays dirty.
+    if (cb_wait_reg && b_hs) begin
+        cb_wait_reg <= 1'b0;
+        lo_fresh_reg <= 1'b0;
+        if (m_axi_bresp != 2'b00) begin
+            fail(RP, cb_slot_reg, {5'd0, NLB_DMA_ERROR_DMA_FAULT}, 1'b1);
+            pn_reg <= dev_reg[RP];
+            p_lost_reg <= 1'b1;
+        end else begin
+            complete(RP);
+            if (take_wb) begin
+                since_wb_reg <= 8'd1;
+                since_wb_due_reg <= WB_N <= 8'd1;
+            end
+        end
+    end
+
     drops_ev_inc_reg <= drops_ev_inc;
     drops_reg[RE] <= drops_reg[RE] + {30'd0, drops_ev_inc_reg};
     if (drops_ev_inc_reg != 2'd0) begin
@@ -923,10 +987,14 @@ always @(posedge clk) begin
         if (wr_word == NLB_REG_DMA_CTRL) begin
             enable_reg <= wr_ctrl[NLB_REG_DMA_CTRL_ENABLE_LSB];
         end
-        // The inject ring set up anew: its cached descriptors are gone.
+        // A ring set up anew: its kept descriptors are gone.
         if (wr_word == NLB_REG_DMA_CTRL || wr_word == NLB_REG_DMA_INJECT_BASE_LO
             || wr_word == NLB_REG_DMA_INJECT_BASE_HI || wr_word == NLB_REG_DMA_INJECT_SIZE) begin
             ic_valid_reg <= 1'b0;
+        end
+        if (wr_word == NLB_REG_DMA_CTRL || wr_word == NLB_REG_DMA_PUNT_BASE_LO
+            || wr_word == NLB_REG_DMA_PUNT_BASE_HI || wr_word == NLB_REG_DMA_PUNT_SIZE) begin
+            pl_valid_reg <= 1'b0;
         end
         if (wr_word == NLB_REG_DMA_HOST_TIME) begin
             host_time_reg <= merge(host_time_reg, ext_wr_data, ext_wr_strb);
@@ -964,6 +1032,11 @@ always @(posedge clk) begin
                 pending_reg[r] <= 16'd0;
                 elapsed_reg[r] <= 16'd0;
                 dirty_reg[r] <= 1'b0;
+                if (r[1:0] == RP) begin
+                    pn_reg <= 16'd0;
+                    cb_wait_reg <= 1'b0;
+                    p_lost_reg <= 1'b0;
+                end
             end
             if (is_ring_reg(wr_word, NLB_REG_DMA_PUNT_HOST, r)) begin
                 host_reg[r] <= wr_host[r][NLB_REG_DMA_PUNT_HOST_INDEX_LSB
@@ -990,6 +1063,9 @@ always @(posedge clk) begin
         ar_valid_reg <= 1'b0;
         b_out_reg <= 10'd0;
         b_err_reg <= 1'b0;
+        cb_wait_reg <= 1'b0;
+        pn_reg <= 16'd0;
+        p_lost_reg <= 1'b0;
         since_wb_reg <= 8'd0;
         since_wb_due_reg <= WB_N == 8'd0;
         irq_reg <= {NLB_RING_COUNT{1'b0}};
@@ -999,6 +1075,7 @@ always @(posedge clk) begin
         i_turn_reg <= 1'b0;
         i_err_reg <= 1'b0;
         ic_valid_reg <= 1'b0;
+        pl_valid_reg <= 1'b0;
         for (r = 0; r < RINGS; r = r + 1) begin
             base_reg[r] <= 64'd0;
             base_nz_reg[r] <= 1'b0;

@@ -25,7 +25,8 @@
 #        hw/scripts/formal.sh --mutants            mutation checks only
 #        hw/scripts/formal.sh fifo regs            only these proofs (and their mutations)
 #        hw/scripts/formal.sh --list               the proofs and mutations
-#        YOSYS=... YOSYS_SMTBMC=... NLB_FORMAL_TIMEOUT=seconds (per solver run; 600)
+#        YOSYS=... YOSYS_SMTBMC=... NLB_FORMAL_TIMEOUT=seconds (per solver run; 1200: the
+#                            host DMA engine's induction takes about 510 s alone on a core)
 #        NLB_FORMAL_JOBS=n   solver runs at a time (the number of CPUs; the mutation checks
 #                            run one at a time)
 set -euo pipefail
@@ -36,7 +37,7 @@ top_dir="$(cd "$hw/.." && pwd)"
 out="${NLB_FORMAL_DIR:-$top_dir/target/formal}"
 yosys="${YOSYS:-yosys}"
 smtbmc="${YOSYS_SMTBMC:-yosys-smtbmc}"
-limit="${NLB_FORMAL_TIMEOUT:-600}"
+limit="${NLB_FORMAL_TIMEOUT:-1200}"
 
 # ---- the proofs -----------------------------------------------------------------------------
 # "name|block (module and parameters)|property set|top|RTL files|hierarchy arguments|
@@ -111,6 +112,7 @@ mutants=(
     "host_dma_burst_4k|host_dma|nlb_host_dma.v|host_dma_4k|lets a frame's burst run across a 4 KiB boundary|s/^wire \[6:0\]   burst_n = .*/wire [6:0]   burst_n = p_beats_reg < 9'd64 ? p_beats_reg[6:0] : 7'd64;/"
     "host_dma_inject_unposted|host_dma|nlb_host_dma.v|host_dma_inj_desc host_dma_no_pass_inj|reads an inject descriptor the host did not post|s/^wire i_work = usable_inject \&\& i_posted_reg \&\& inject_room;/wire i_work = usable_inject \&\& inject_room;/"
     "host_dma_inject_cache_unposted|host_dma:16|nlb_host_dma.v|host_dma_inj_desc_posted|takes a descriptor from the cached line that the host had not posted when the line was read|s/^        \&\& ic_dev_off < ic_hi_reg - ic_first_reg;/        ;/"
+    "host_dma_punt_cache_unposted|host_dma:16|nlb_host_dma.v|host_dma_punt_desc_posted|takes a punt descriptor from the kept line that the host had not posted when the line was read|s/^        \&\& pl_dev_off < pl_hi_reg - pl_first_reg;/        ;/"
     "host_dma_inject_extra_line|host_dma:14|nlb_host_dma.v|host_dma_inj_in_frame|reads one line past a frame whose length is a multiple of 64|s/^wire \[8:0\]   idesc_beats = .*/wire [8:0]   idesc_beats = idesc_len[14-1:6] + 9'd1;/"
     "afifo_binary_pointer|async_fifo|nlb_async_fifo.v|afifo_gray_step_wr afifo_gray_step_rd|synchronises the binary pointers (no Gray code)|s/^    to_gray = b ^ (b >> 1);/    to_gray = b;/; s/^            from_gray\[i\] = from_gray\[i + 1\] ^ g\[i\];/            from_gray[i] = g[i];/"
     "afifo_full_off_by_one|async_fifo|nlb_async_fifo.v|afifo_room afifo_full afifo_s_level afifo_ptr_diff afifo_order|calls the memory full one word late (overwrites an unread word)|s/^    full_reg <= s_level_next == FULL_LEVEL;/    full_reg <= s_level_next == FULL_LEVEL + 1'b1;/"

@@ -10,10 +10,11 @@
 //!
 //! Phases: (1) fewer slots given than records come (both rings drop and count), punt buffers
 //! of random sizes (frames cut to the buffer, buffers of 0 bytes); (2) the host gives every
-//! slot back (indices wrap past the ring size); (3) a punt buffer not 64-byte aligned (the slot
-//! fails with BAD_ENTRY, every punt meanwhile counted as an error) and the event ring moved to
-//! an address the host memory does not hold (every event a DMA fault). Interrupts: each ring
-//! that completed records raised its vector.
+//! slot back (indices wrap past the ring size); (3) a punt buffer not 64-byte aligned in the
+//! next slot given (the slot fails with BAD_ENTRY, every punt meanwhile counted as an error)
+//! and the event ring moved to an address the host memory does not hold (every event a DMA
+//! fault). Interrupts: each ring that completed records raised its vector. Then the punt
+//! ring's rate (`rtl_punt_ring_rate`).
 //!
 //! The inject ring (host to device) has its own test: rounds of descriptors the host posts at
 //! once, of frames of the bank's traffic to random pools and backends, and on purpose the rare
@@ -31,7 +32,7 @@ use nlb_hw::enums::{Ring, Verdict};
 use nlb_hw::layouts::{EventRecord, InjectDesc, InjectHeader, PuntCpl, PuntDesc, RingWb};
 use nlb_hw::{NicSettings, Profile};
 use nlb_verif::bench::seed_from_env;
-use nlb_verif::host_mem::HostMemory;
+use nlb_verif::host_mem::{HostMemory, HostTiming};
 use nlb_verif::scenario::Scenario;
 use nlb_verif::top::take_frames;
 use nlb_verif::top::TopBench;
@@ -170,8 +171,19 @@ impl Pair {
     /// run dry. Returns (frames taken, frames the RTL dropped on receive).
     fn traffic(&mut self, n: usize) -> Result<(usize, usize), VerifError> {
         let frames: Vec<Vec<u8>> = (0..n).map(|_| self.scenario.frame(&mut self.rng)).collect();
+        self.send(&frames)
+            .map(|(taken, dropped, _)| (taken, dropped))
+    }
+
+    /// `frames` into the RTL, back to back; those its receive side took into the model; both
+    /// run dry. Returns (frames taken, frames dropped on receive, clocks from the first frame
+    /// sent to the host memory's last transfer).
+    fn send(&mut self, frames: &[Vec<u8>]) -> Result<(usize, usize, u64), VerifError> {
+        let n = frames.len();
         let first = self.dut.rx_sent;
-        for f in &frames {
+        let start = self.dut.bench.sim.cycle();
+        let mut last_transfer = start;
+        for f in frames {
             self.dut.send(f);
         }
         let mut done = 0usize;
@@ -193,6 +205,9 @@ impl Pair {
             // Results come out before their punt or event reaches the host rings: done once
             // the bus has been quiet for a while (the engine moves as soon as it has work).
             let moved = self.dut.host.write_beats + self.dut.host.read_bursts;
+            if moved != last_moved {
+                last_transfer = self.dut.bench.sim.cycle();
+            }
             if moved != last_moved || !self.dut.host.idle() {
                 (last_moved, quiet) = (moved, 0);
             } else {
@@ -222,7 +237,7 @@ impl Pair {
             .iter()
             .filter(|r| r.verdict == Verdict::Punt)
             .count() as u64;
-        Ok((taken.len(), n - taken.len()))
+        Ok((taken.len(), n - taken.len(), last_transfer - start))
     }
 }
 
@@ -372,17 +387,23 @@ fn run(seed: u64, frames: usize) -> Result<Result<String, String>, VerifError> {
     }
     // (2) Every slot given back; new buffers.
     p.post_all();
-    p.write(dma::PUNT_HOST, u32::from(pw.index.wrapping_add(punts)))?;
+    let punt_host = pw.index.wrapping_add(punts);
+    p.write(dma::PUNT_HOST, u32::from(punt_host))?;
     p.write(dma::EVENT_HOST, u32::from(ew.index.wrapping_add(events)))?;
     let (t2, d2) = p.traffic(frames)?;
     if let Err(e) = compare(&mut p, "phase 2 (slots given back, indices wrap)") {
         return Ok(Err(e));
     }
-    // (3) A misaligned buffer stalls the punt ring with errors; the event ring faults.
-    let pw = wb(&p.model_mem, Ring::Punt);
-    let slot = u64::from(pw.index) & (u64::from(punts) - 1);
+    // (3) A misaligned buffer stalls the punt ring with errors; the event ring faults. The
+    // host never rewrites a descriptor it posted (the NIC may have read it already, docs/
+    // pipeline.md §15.1): the bad buffer goes into the next slot it gives, one the NIC
+    // completed in phase 2.
+    if wb(&p.model_mem, Ring::Punt).index == pw.index {
+        return Ok(Err("phase 2 completed no punt".into()));
+    }
+    let slot = u64::from(punt_host) & (u64::from(punts) - 1);
     p.post(slot, BUFS + slot * BUF + 8, BUF as u16);
-    p.write(dma::PUNT_HOST, u32::from(pw.index.wrapping_add(punts)))?;
+    p.write(dma::PUNT_HOST, u32::from(punt_host.wrapping_add(1)))?;
     p.write(dma::EVENT_BASE_LO, UNMAPPED as u32)?;
     p.write(dma::EVENT_BASE_HI, (UNMAPPED >> 32) as u32)?;
     p.write(
@@ -428,6 +449,94 @@ fn run(seed: u64, frames: usize) -> Result<Result<String, String>, VerifError> {
 fn rtl_rings_match_the_model_punt_by_punt_and_event_by_event() {
     let frames = env_or("NLB_RINGS_FRAMES", 400);
     each_seed(0x5eed_0d3a, 4, |seed| run(seed, frames as usize));
+}
+
+/// The punt ring's rate (docs/benchmarks.md, "Host rings in RTL"): frames the pipeline punts,
+/// back to back, into a ring of 64 slots all posted at once, as a slow path keeps its ring
+/// full; clocks from the first frame in to the last write of the engine. Run at the bench's
+/// PCIe timing and at the cost model's (docs/pcie.md: every answer after a 64-byte DMA read's
+/// 546 ns, 176 clocks at 322.27 MHz; a write's response as late as a read's, so an upper
+/// bound). What lands in host memory must be the model's, byte for byte.
+fn run_punt_rate(seed: u64) -> Result<Result<String, String>, VerifError> {
+    const LOG2: u8 = 6;
+    const STRIDE: u64 = 2048;
+    let mut p = setup(seed)?;
+    // Frames the model punts (repeated when the scenario has few: each is its own record).
+    let mut classify = ModelDevice::from_tables(p.scenario.tables.clone(), NicSettings::default());
+    let mut out = BatchOutput::new();
+    let mut punted: Vec<Vec<u8>> = Vec::new();
+    for _ in 0..100 {
+        let batch: Vec<Vec<u8>> = (0..500).map(|_| p.scenario.frame(&mut p.rng)).collect();
+        let refs: Vec<&[u8]> = batch.iter().map(Vec::as_slice).collect();
+        classify.receive_batch(&refs, &mut out);
+        punted.extend(
+            batch
+                .iter()
+                .zip(&out.results)
+                .filter(|(_, r)| r.verdict == Verdict::Punt)
+                .map(|(f, _)| f.clone()),
+        );
+        if punted.len() >= 1 << LOG2 {
+            break;
+        }
+    }
+    if punted.is_empty() {
+        return Ok(Err("the scenario punts no frame".into()));
+    }
+    let frames: Vec<Vec<u8>> = punted.iter().cycle().take(1 << LOG2).cloned().collect();
+    let mean = frames.iter().map(Vec::len).sum::<usize>() / frames.len();
+    let mut figures = Vec::new();
+    let cost_model = HostTiming {
+        ready: 1.0,
+        latency: (176, 176),
+    };
+    for (name, timing) in [
+        ("bench PCIe", HostTiming::pcie()),
+        ("cost model", cost_model),
+    ] {
+        p.dut.host.timing = timing;
+        p.enable_engine()?;
+        p.write(dma::PUNT_BASE_LO, PUNT_RING as u32)?;
+        p.write(dma::PUNT_BASE_HI, (PUNT_RING >> 32) as u32)?;
+        let size = dma::PuntSize {
+            log2: LOG2,
+            enable: true,
+        }
+        .word()
+        .map_err(|e| VerifError::Setup(format!("ring size: {e}")))?;
+        p.write(dma::PUNT_SIZE, size)?;
+        for slot in 0..1u64 << LOG2 {
+            p.post(slot, BUFS + slot * STRIDE, STRIDE as u16);
+        }
+        let reads = p.dut.host.read_bursts;
+        p.write(dma::PUNT_HOST, 1 << LOG2)?;
+        let (taken, dropped, clocks) = p.send(&frames)?;
+        if let Err(e) = compare(&mut p, &format!("punt rate ({name})")) {
+            return Ok(Err(e));
+        }
+        let done = wb(&p.rtl_mem, Ring::Punt).index;
+        if usize::from(done) != taken {
+            return Ok(Err(format!(
+                "{name}: {done} punts completed of {taken} frames taken ({dropped} dropped)"
+            )));
+        }
+        let per = clocks as f64 / taken.max(1) as f64;
+        figures.push(format!(
+            "{name}: {taken} punts ({dropped} dropped on receive) in {clocks} clocks, {per:.0} \
+             a punt, {:.2} M/s at 322.27 MHz; {} descriptor reads",
+            322.27 / per,
+            p.dut.host.read_bursts - reads
+        ));
+    }
+    Ok(Ok(format!(
+        "seed {seed}: punted frames of {mean} bytes on average; {}",
+        figures.join("; ")
+    )))
+}
+
+#[test]
+fn rtl_punt_ring_rate() {
+    each_seed(0x5eed_9a7e, 1, run_punt_rate);
 }
 
 /// A number from the environment, or `default`.
