@@ -114,6 +114,21 @@ impl Pair {
         }
     }
 
+    /// One ring at `base` with its size word (which resets the ring), on both devices.
+    fn ring<E: std::fmt::Display>(
+        &mut self,
+        base_lo: u32,
+        base_hi: u32,
+        base: u64,
+        size_reg: u32,
+        size: Result<u32, E>,
+    ) -> Result<(), VerifError> {
+        let size = size.map_err(|e| VerifError::Setup(format!("ring size: {e}")))?;
+        self.write(base_lo, base as u32)?;
+        self.write(base_hi, (base >> 32) as u32)?;
+        self.write(size_reg, size)
+    }
+
     /// The engine on (no hardware learning), writing back to `WB`.
     fn enable_engine(&mut self) -> Result<(), VerifError> {
         let ctl = dma::Ctrl {
@@ -496,15 +511,18 @@ fn run_punt_rate(seed: u64) -> Result<Result<String, String>, VerifError> {
     ] {
         p.dut.host.timing = timing;
         p.enable_engine()?;
-        p.write(dma::PUNT_BASE_LO, PUNT_RING as u32)?;
-        p.write(dma::PUNT_BASE_HI, (PUNT_RING >> 32) as u32)?;
         let size = dma::PuntSize {
             log2: LOG2,
             enable: true,
         }
-        .word()
-        .map_err(|e| VerifError::Setup(format!("ring size: {e}")))?;
-        p.write(dma::PUNT_SIZE, size)?;
+        .word();
+        p.ring(
+            dma::PUNT_BASE_LO,
+            dma::PUNT_BASE_HI,
+            PUNT_RING,
+            dma::PUNT_SIZE,
+            size,
+        )?;
         for slot in 0..1u64 << LOG2 {
             p.post(slot, BUFS + slot * STRIDE, STRIDE as u16);
         }
@@ -590,15 +608,18 @@ impl Pair {
     /// count.
     fn program_inject(&mut self) -> Result<(), VerifError> {
         self.enable_engine()?;
-        self.write(dma::INJECT_BASE_LO, INJECT_RING as u32)?;
-        self.write(dma::INJECT_BASE_HI, (INJECT_RING >> 32) as u32)?;
         let size = dma::InjectSize {
             log2: INJECT_LOG2,
             enable: true,
         }
-        .word()
-        .map_err(|e| VerifError::Setup(format!("ring size: {e}")))?;
-        self.write(dma::INJECT_SIZE, size)?;
+        .word();
+        self.ring(
+            dma::INJECT_BASE_LO,
+            dma::INJECT_BASE_HI,
+            INJECT_RING,
+            dma::INJECT_SIZE,
+            size,
+        )?;
         let irq = dma::InjectIrq {
             count: 3,
             usecs: 0,
