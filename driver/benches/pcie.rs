@@ -18,7 +18,7 @@ use nlb_driver::device::Device;
 use nlb_driver::discover;
 use nlb_driver::loader::{Loader, LoaderOptions};
 use nlb_driver::model::ModelHandle;
-use nlb_driver::pcie::{process_cpu, PcieStats};
+use nlb_driver::pcie::{process_cpu, process_kernel_cpu, PcieStats};
 use nlb_driver::rings::{HostRings, RingSizes};
 use nlb_hw::enums::{Affinity, Delivery};
 use nlb_hw::layouts::{BackendEntry, CtEntry, MaglevSlot, PoolEntry, RuleEntry, VipEntry};
@@ -94,10 +94,11 @@ fn report(what: &str, m: &Measured, used: &PcieStats) {
     let wall = m.wall.saturating_sub(m.device_cpu);
     let model = used.serial_ns(host.as_secs_f64() * 1e9) / 1e6;
     println!(
-        "{what:<46} host CPU {:>8.1} ms (wall {:>8.1} ms) | on the cost model {:>8.1} ms \
+        "{what:<46} host CPU {:>8.1} ms (kernel {:>7.1} ms; wall {:>8.1} ms) | on the cost model {:>8.1} ms \
          (register reads {}, writes {}: {:.1} ms stalled; DMA {} reads / {} MB, {} writes / {} MB: \
          {:.1} ms latency + {:.1} ms link)",
         host.as_secs_f64() * 1e3,
+        m.kernel.as_secs_f64() * 1e3,
         wall.as_secs_f64() * 1e3,
         model,
         used.mmio_reads,
@@ -118,6 +119,8 @@ struct Measured {
     cpu: Duration,
     /// The simulated device's CPU inside it (on the calling thread).
     device_cpu: Duration,
+    /// The part of `cpu` in the kernel (new memory's faults and zeroing).
+    kernel: Duration,
     /// Wall time.
     wall: Duration,
 }
@@ -128,9 +131,10 @@ fn measure<R>(
     f: impl FnOnce(&mut ModelHandle) -> R,
 ) -> (R, Measured, PcieStats) {
     let before = dev.pcie();
-    let (c0, w0) = (process_cpu(), Instant::now());
+    let (c0, k0, w0) = (process_cpu(), process_kernel_cpu(), Instant::now());
     let r = f(dev);
     let (cpu, wall) = (process_cpu().saturating_sub(c0), w0.elapsed());
+    let kernel = process_kernel_cpu().saturating_sub(k0);
     let used = dev.pcie().since(&before);
     let device_cpu = Duration::from_nanos(used.device_cpu_ns);
     (
@@ -138,6 +142,7 @@ fn measure<R>(
         Measured {
             cpu,
             device_cpu,
+            kernel,
             wall,
         },
         used,

@@ -34,6 +34,7 @@ use nlb_hw::layouts::{CmdDesc, CtEntry, EventRecord, LearnEvent};
 use nlb_hw::{FlowKey, LayoutError};
 use nlb_reference::conntrack as placement;
 use std::collections::{BTreeSet, HashMap};
+use std::mem::MaybeUninit;
 use std::time::Duration;
 
 /// `flags` bit: FIN or RST seen.
@@ -247,6 +248,170 @@ fn decode_entries(words: &[u32], out: &mut [CtEntry]) {
     });
 }
 
+/// Reads words at a byte offset of the command data area
+/// ([`crate::rings::DataReader::read`]).
+type ReadWords<'a> = dyn Fn(usize, &mut [u32]) -> Result<(), RingError> + Sync + 'a;
+
+/// Open connections per (rule, backend) counted over a whole table. A backend almost always
+/// serves one rule, so each backend id has a counter for the first rule seen with it; only a
+/// pair with another rule goes to a hash map. Counting 64 Mi entries in a hash map alone cost
+/// more than decoding them.
+struct OpenTally {
+    /// Per backend id: the rule its counter is for (`NO_RULE`: none yet), and the count.
+    rule: Vec<u16>,
+    count: Vec<u32>,
+    other: PairCounts,
+}
+
+/// Above every rule id (`rule` is 12 bits in the connection table).
+const NO_RULE: u16 = u16::MAX;
+const _: () = assert!(CtEntry::RULE_WIDTH < 16);
+
+impl OpenTally {
+    fn new() -> OpenTally {
+        let backends = 1usize << CtEntry::BACKEND_WIDTH;
+        OpenTally {
+            rule: vec![NO_RULE; backends],
+            count: vec![0; backends],
+            other: PairCounts::default(),
+        }
+    }
+
+    /// Counts `n` more open connections of (rule, backend).
+    #[inline]
+    fn add(&mut self, rule: u16, backend: u16, n: u32) {
+        let b = usize::from(backend);
+        match self.rule.get(b) {
+            Some(&r) if r == rule => self.count[b] += n,
+            Some(&NO_RULE) => {
+                self.rule[b] = rule;
+                self.count[b] = n;
+            }
+            _ => *self.other.entry((rule, backend)).or_insert(0) += n,
+        }
+    }
+
+    /// Adds another tally's counts.
+    fn merge(&mut self, other: OpenTally) {
+        for (b, (&r, &n)) in other.rule.iter().zip(&other.count).enumerate() {
+            if r != NO_RULE {
+                self.add(r, b as u16, n);
+            }
+        }
+        for ((r, b), n) in other.other {
+            self.add(r, b, n);
+        }
+    }
+
+    fn into_counts(self) -> PairCounts {
+        let mut out = self.other;
+        for (b, (&r, &n)) in self.rule.iter().zip(&self.count).enumerate() {
+            if r != NO_RULE && n > 0 {
+                *out.entry((r, b as u16)).or_insert(0) += n;
+            }
+        }
+        out
+    }
+}
+
+/// Attach's read of the whole table (`len` entries) by DMA: the host copy and its open counts
+/// per (rule, backend). Each run of entries (as many as the command data area holds) is decoded
+/// straight from the data area into the copy, on every CPU, each thread counting the open
+/// connections of its share; the copy is built as it is read, never first filled with default
+/// entries (64 Mi of them, 3 GiB, at the `u280` profile).
+fn read_table_dma<D: Device + ?Sized>(
+    dev: &mut D,
+    rings: &mut HostRings,
+    len: usize,
+) -> Result<(Vec<CtEntry>, PairCounts), ConntrackError> {
+    let per = (rings.data_len() / (WORDS * 4)).max(1);
+    let threads = decode_threads(len.min(per));
+    let mut tallies: Vec<OpenTally> = (0..threads).map(|_| OpenTally::new()).collect();
+    let mut entries: Vec<CtEntry> = Vec::with_capacity(len);
+    while entries.len() < len {
+        let first = entries.len();
+        let n = (len - first).min(per);
+        rings.submit(&CmdDesc {
+            op: DmaCmd::CtRead,
+            // At most CMD_INDEX_MAX + 1 entries: checked on attach.
+            count: n as u32,
+            index: first as u32,
+            addr: rings.data_iova(0),
+            ..CmdDesc::default()
+        })?;
+        rings.execute(dev, COMMAND_TIMEOUT)?;
+        let out = &mut entries.spare_capacity_mut()[..n];
+        let data = rings.data_reader();
+        decode_run(&|at, w| data.read(at, w), out, &mut tallies)?;
+        // SAFETY: `decode_run` returned Ok, so it wrote every one of the `n` elements past
+        // the length (the `out` it was given), and the capacity is `len >= first + n`.
+        unsafe { entries.set_len(first + n) };
+    }
+    let mut tally = tallies.pop().unwrap_or_else(OpenTally::new);
+    for t in tallies {
+        tally.merge(t);
+    }
+    Ok((entries, tally.into_counts()))
+}
+
+/// Threads to decode a run of `n` entries on: every CPU, each with at least 16 Ki entries
+/// (below that, starting a thread costs more than the decoding).
+fn decode_threads(n: usize) -> usize {
+    const PER_THREAD_MIN: usize = 16 * 1024;
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(n / PER_THREAD_MIN)
+        .max(1)
+}
+
+/// Decodes `out.len()` packed entries from byte 0 of `read` on into `out`, counting the open
+/// ones into `tallies`, one thread per tally (fewer for a short run). On error, elements of
+/// `out` may be left unwritten and some counted. With shifts, not the generated bit-slice code.
+fn decode_run(
+    read: &ReadWords<'_>,
+    out: &mut [MaybeUninit<CtEntry>],
+    tallies: &mut [OpenTally],
+) -> Result<(), RingError> {
+    // Entries `first..` into `out`, read a block at a time (one bounds check per block, and
+    // the block stays in the first-level cache).
+    let decode = |first: usize, out: &mut [MaybeUninit<CtEntry>], tally: &mut OpenTally| {
+        const BLOCK: usize = 256;
+        let mut w = [0u32; BLOCK * WORDS];
+        for (b, block) in out.chunks_mut(BLOCK).enumerate() {
+            let words = &mut w[..block.len() * WORDS];
+            read((first + b * BLOCK) * WORDS * 4, words)?;
+            for (slot, w) in block.iter_mut().zip(words.chunks_exact(WORDS)) {
+                let e = slot.write(unpack_ct(w));
+                if is_open(e) {
+                    tally.add(e.rule, e.backend, 1);
+                }
+            }
+        }
+        Ok::<_, RingError>(())
+    };
+    let threads = decode_threads(out.len()).min(tallies.len());
+    if threads <= 1 {
+        let Some(tally) = tallies.first_mut() else {
+            return Ok(());
+        };
+        return decode(0, out, tally);
+    }
+    let share = out.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = out
+            .chunks_mut(share)
+            .zip(tallies.iter_mut())
+            .enumerate()
+            .map(|(t, (o, tally))| scope.spawn(move || decode(t * share, o, tally)))
+            .collect();
+        // The scope joins whatever an early error leaves.
+        handles.into_iter().try_for_each(|h| {
+            h.join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        })
+    })
+}
+
 /// Whether an entry is an open connection: valid, and no FIN or RST seen.
 fn is_open(e: &CtEntry) -> bool {
     e.valid && e.flags & FLAG_CLOSED == 0
@@ -349,23 +514,46 @@ impl Conntrack {
             return Err(ConntrackError::TooLarge { entries, max });
         }
         let len = entries as usize;
-        let mut ct = Conntrack {
+        if let Io::Rings(dev, rings) = &mut io {
+            let (entries, open) = read_table_dma(&mut **dev, rings, len)?;
+            return Ok(Conntrack::with_entries(buckets, ways, entries, open, now));
+        }
+        let mut ct = Conntrack::with_entries(
             buckets,
             ways,
-            entries: vec![CtEntry::default(); len],
+            vec![CtEntry::default(); len],
+            PairCounts::default(),
+            now,
+        );
+        ct.read_entries(&mut io, 0..len as u32)?;
+        Ok(ct)
+    }
+
+    /// A manager over a host copy read from the device (`open`: its open counts), every
+    /// valid entry seen at `now`.
+    fn with_entries(
+        buckets: u32,
+        ways: u32,
+        entries: Vec<CtEntry>,
+        open: PairCounts,
+        now: u32,
+    ) -> Conntrack {
+        let len = entries.len();
+        Conntrack {
+            buckets,
+            ways,
+            entries,
             last_seen: vec![now; len],
             unknown: BTreeSet::new(),
             window: [None; WORDS],
             checks: Vec::new(),
             batch: Batch::new(),
             stats: ConntrackStats::default(),
-            open: PairCounts::default(),
+            open,
             closed: PairCounts::default(),
             dma_writes: Vec::new(),
             via_dma: false,
-        };
-        ct.read_entries(&mut io, 0..len as u32)?;
-        Ok(ct)
+        }
     }
 
     /// Buckets.
@@ -1140,5 +1328,58 @@ mod tests {
         for (i, (e, w)) in out.iter().zip(words.chunks_exact(WORDS)).enumerate() {
             assert_eq!(*e, CtEntry::unpack(w).unwrap(), "entry {i}");
         }
+        // Attach's decode, straight from the data area into the host copy, on every CPU: the
+        // same entries, and the open counts of a scan.
+        let read = |at: usize, w: &mut [u32]| {
+            w.copy_from_slice(&words[at / 4..at / 4 + w.len()]);
+            Ok(())
+        };
+        let mut run = vec![MaybeUninit::uninit(); n as usize];
+        let mut tallies = [OpenTally::new(), OpenTally::new()];
+        decode_run(&read, &mut run, &mut tallies).unwrap();
+        let [mut open, other] = tallies;
+        open.merge(other);
+        let open = open.into_counts();
+        let mut want = PairCounts::default();
+        for (i, (e, w)) in run.iter().zip(words.chunks_exact(WORDS)).enumerate() {
+            // SAFETY: decode_run returned Ok, so it wrote every element.
+            let e = unsafe { e.assume_init() };
+            let expected = CtEntry::unpack(w).unwrap();
+            assert_eq!(e, expected, "entry {i}");
+            if expected.valid && expected.flags & FLAG_CLOSED == 0 {
+                *want.entry((expected.rule, expected.backend)).or_insert(0) += 1;
+            }
+        }
+        assert!(!want.is_empty());
+        assert_eq!(open, want);
+        // Several rules on one backend, in every order, across two tallies merged.
+        let mut t = [OpenTally::new(), OpenTally::new()];
+        for (k, rule, backend, n) in [
+            (0, 3, 7, 2),
+            (0, 4, 7, 1),
+            (0, 3, 7, 1),
+            (1, 4, 7, 5),
+            (1, 9, 7, 1),
+            (1, 0, u16::MAX, 1),
+            (0, 0, u16::MAX, 2),
+        ] {
+            t[k].add(rule, backend, n);
+        }
+        let [mut a, b] = t;
+        a.merge(b);
+        let mut got: Vec<_> = a.into_counts().into_iter().collect();
+        got.sort_unstable();
+        assert_eq!(
+            got,
+            vec![((0, u16::MAX), 3), ((3, 7), 3), ((4, 7), 6), ((9, 7), 1)]
+        );
+        // A read that fails part-way is an error, not a half-decoded run.
+        let failing = |at: usize, w: &mut [u32]| {
+            if at >= 40_000 * WORDS * 4 {
+                return Err(RingError::CommandsFull);
+            }
+            read(at, w)
+        };
+        assert!(decode_run(&failing, &mut run, &mut [OpenTally::new()]).is_err());
     }
 }

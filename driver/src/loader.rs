@@ -377,6 +377,7 @@ impl Loader {
         let b = usize::from(bank);
         self.suspect[b].clear();
         let mut data = Vec::new();
+        let mut bad = Vec::new();
         for table in Table::ALL {
             let depth = table_depth(self.profile, table);
             let words = Tables::entry_words(table);
@@ -396,13 +397,17 @@ impl Loader {
                 rings.execute(dev, COMMAND_TIMEOUT)?;
                 data.resize(n as usize * words, 0);
                 rings.read_data(0, &mut data)?;
-                for (k, w) in data.chunks(words).enumerate() {
-                    let i = first + k as u32;
-                    if self.shadow[b].write_entry(table, i, w).is_err() {
-                        // Garbage in the memory (never written since power-up): rewrite it.
-                        self.suspect[b].insert((table.value(), i));
-                    }
+                bad.clear();
+                if self.shadow[b]
+                    .write_entries(table, first, &data, &mut bad)
+                    .is_err()
+                {
+                    // Not within the shadow's table (it has the profile's depth, as the run):
+                    // whatever the run held, it is not known; rewrite it.
+                    bad.extend(first..first + n);
                 }
+                // Garbage in the memory (never written since power-up): rewrite it.
+                self.suspect[b].extend(bad.iter().map(|&i| (table.value(), i)));
                 first += n;
             }
         }

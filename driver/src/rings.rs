@@ -221,6 +221,30 @@ pub struct HostRings {
     punt_descs: Vec<[u32; PuntDesc::WORDS]>,
 }
 
+/// Reads the command data area ([`HostRings::data_reader`]); `Send` and `Sync`.
+#[derive(Debug, Clone)]
+pub struct DataReader {
+    mem: DmaRegion,
+    base: usize,
+    len: usize,
+}
+
+impl DataReader {
+    /// [`HostRings::read_data`].
+    pub fn read(&self, offset: usize, out: &mut [u32]) -> Result<(), RingError> {
+        if offset + out.len() * 4 > self.len {
+            return Err(DmaError::Bounds {
+                offset,
+                len: out.len() * 4,
+                size: self.len,
+            }
+            .into());
+        }
+        self.mem.read_words(self.base + offset, out)?;
+        Ok(())
+    }
+}
+
 fn slots(log2: u8) -> u16 {
     1u16 << log2
 }
@@ -641,16 +665,17 @@ impl HostRings {
 
     /// Reads words out of the data area.
     pub fn read_data(&self, offset: usize, out: &mut [u32]) -> Result<(), RingError> {
-        if offset + out.len() * 4 > self.sizes.cmd_data {
-            return Err(DmaError::Bounds {
-                offset,
-                len: out.len() * 4,
-                size: self.sizes.cmd_data,
-            }
-            .into());
+        self.data_reader().read(offset, out)
+    }
+
+    /// A handle on the data area that other threads may read through (attach decodes a run
+    /// of entries on every CPU, straight from the data area).
+    pub fn data_reader(&self) -> DataReader {
+        DataReader {
+            mem: self.mem.clone(),
+            base: self.lay.cmd_data,
+            len: self.sizes.cmd_data,
         }
-        self.mem.read_words(self.lay.cmd_data + offset, out)?;
-        Ok(())
     }
 
     /// Commands queued and not yet known done.

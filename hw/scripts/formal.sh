@@ -26,7 +26,11 @@
 #        hw/scripts/formal.sh fifo regs            only these proofs (and their mutations)
 #        hw/scripts/formal.sh --list               the proofs and mutations
 #        YOSYS=... YOSYS_SMTBMC=... NLB_FORMAL_TIMEOUT=seconds (per solver run; 1200: the
-#                            host DMA engine's induction takes about 510 s alone on a core)
+#                            host DMA engine's induction takes about 510 s alone on a core
+#                            with Debian 12's z3)
+#        NLB_Z3=path         the z3 to run; by default the pinned release that
+#                            hw/scripts/fetch-z3.sh fetches (./test.sh runs it) when it is
+#                            there, else the z3 on PATH (Debian's: about four times slower)
 #        NLB_FORMAL_JOBS=n   solver runs at a time (the number of CPUs; the mutation checks
 #                            run one at a time)
 set -euo pipefail
@@ -38,6 +42,19 @@ out="${NLB_FORMAL_DIR:-$top_dir/target/formal}"
 yosys="${YOSYS:-yosys}"
 smtbmc="${YOSYS_SMTBMC:-yosys-smtbmc}"
 limit="${NLB_FORMAL_TIMEOUT:-1200}"
+# yosys-smtbmc runs the z3 it finds on PATH: put the chosen one first.
+z3="${NLB_Z3:-}"
+if [ -z "$z3" ] && [ -x "$top_dir/target/tools/z3-4.13.0/z3" ]; then
+    z3="$top_dir/target/tools/z3-4.13.0/z3"
+fi
+if [ -n "$z3" ]; then
+    if [ "$(basename "$z3")" != z3 ] || [ ! -x "$z3" ]; then
+        echo "formal.sh: NLB_Z3 must name an executable called z3 (got '$z3')" >&2
+        exit 2
+    fi
+    PATH="$(cd "$(dirname "$z3")" && pwd):$PATH"
+    export PATH
+fi
 
 # ---- the proofs -----------------------------------------------------------------------------
 # "name|block (module and parameters)|property set|top|RTL files|hierarchy arguments|
@@ -45,10 +62,13 @@ limit="${NLB_FORMAL_TIMEOUT:-1200}"
 #  cover depth[|bmc depth of its mutation checks, when they need more clocks than the proof's
 #  base case]"
 #
-# Solver: Debian's z3 (4.8.12), run by yosys-smtbmc with --unroll --noincr (a fresh solver
-# per query, the model's functions unrolled): incrementally, or reading the define-fun model
-# directly, it takes minutes on queries it answers from scratch in under a second. Debian's
-# boolector (1.5) has no push/pop and fails on yosys-smtbmc's input.
+# Solver: z3 (4.13.0 from PyPI, hw/scripts/fetch-z3.sh, or Debian's 4.8.12), run by
+# yosys-smtbmc with --unroll --noincr (a fresh solver per query, the model's functions
+# unrolled): incrementally, or reading the define-fun model directly, Debian's z3 takes
+# minutes on queries it answers from scratch in under a second. Debian's boolector (1.5) has
+# no push/pop and fails on yosys-smtbmc's input; Debian's cvc5 (1.0.3) had not finished the
+# host DMA engine's induction after 5 minutes (z3 4.13.0: 2 minutes); yosys-abc cannot read
+# the model.
 #
 # Abstractions (cutpoint: the cut signal becomes a free input every clock, so the proof
 # covers every value it could take, and more): nlb_regs' table memories (their read data) and
@@ -356,5 +376,5 @@ printf '\n%-30s | %-58s | %-9s | %5s | %-34s | %7s\n' block "property set" metho
 printf '%s\n' "$(printf '%.0s-' {1..160})"
 printf '%s\n' "${rows[@]}"
 echo
-echo "formal: ${#rows[@]} checks, $failures failed in $((SECONDS - started)) s (yosys $("$yosys" -V | awk '{print $2}'); traces and logs in $out)"
+echo "formal: ${#rows[@]} checks, $failures failed in $((SECONDS - started)) s (yosys $("$yosys" -V | awk '{print $2}'), $(z3 --version) at $(command -v z3); traces and logs in $out)"
 [ "$failures" -eq 0 ]

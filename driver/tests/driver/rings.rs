@@ -262,6 +262,80 @@ fn a_load_by_dma_reads_no_register_per_entry_and_recovers_by_dma() {
     assert_eq!(again.active_bank(), report.bank);
 }
 
+/// The connection table read back by DMA is the table read back through the register window
+/// (SPEC R12.4: the same recovery, without a register read per entry): every entry, whatever it
+/// holds (open, closed by a FIN or RST, invalid with stale fields, the widest field values),
+/// and the open counts per (rule, backend) the service LB policy reads. A small data area
+/// makes the read-back go in many runs, one ending mid-table.
+#[test]
+fn the_connection_table_read_back_by_dma_is_the_one_the_window_reads() {
+    use nlb_driver::conntrack::FLAG_CLOSED;
+    use nlb_hw::layouts::CtEntry;
+    let mut sim = setup();
+    let info = discover(&mut sim).unwrap();
+    let len = {
+        let mut m = sim.lock();
+        let ct = m.conntrack_mut();
+        let len = ct.len();
+        // An LCG (Knuth's MMIX constants); its high half is the number.
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = || {
+            x = x
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (x >> 32) as u32
+        };
+        for i in 0..len {
+            let r = next();
+            let e = CtEntry {
+                // Three in four valid; of those, one in four closed.
+                valid: r % 4 != 0,
+                protocol: if r & 16 != 0 { 6 } else { 17 },
+                src_port: (next() & 0xffff) as u16,
+                dst_port: if i % 97 == 0 { u16::MAX } else { 443 },
+                src_addr: if i % 89 == 0 {
+                    u128::MAX
+                } else {
+                    0xffff_0a00_0000 | u128::from(next())
+                },
+                dst_addr: 0x2001_0db8_u128 << 96 | u128::from(i),
+                // A few pairs, so that counts add up across runs and threads.
+                backend: if i % 101 == 0 {
+                    0xffff
+                } else {
+                    (r >> 8 & 7) as u16
+                },
+                rule: (r >> 12 & 3) as u16,
+                flags: if r >> 4 & 3 == 0 { FLAG_CLOSED } else { 0 },
+                timestamp: next(),
+            };
+            ct.write(i, e).unwrap();
+        }
+        len
+    };
+    assert!(len >= 4096, "the table is larger than the data area below");
+    let by_window = Conntrack::attach(&mut sim, &info, 7).unwrap();
+    // 1 KiB of data area: 21 entries of 48 bytes a run, the last run short.
+    let sizes = RingSizes {
+        cmd_data: 1024,
+        ..small()
+    };
+    let mut rings = HostRings::attach(&mut sim, sizes, false).unwrap();
+    let before = sim.pcie();
+    let by_dma = Conntrack::attach_dma(&mut sim, &mut rings, &info, 7).unwrap();
+    let used = sim.pcie().since(&before);
+    assert_eq!(used.mmio_reads, 0, "{used:?}");
+    for i in 0..len {
+        assert_eq!(by_dma.entry(i), by_window.entry(i), "entry {i}");
+        assert_eq!(by_dma.last_seen(i), Some(7));
+    }
+    assert_eq!(by_dma.entry(len), None);
+    assert_eq!(by_dma.open_counts(), by_window.open_counts());
+    assert_eq!(by_dma.open_counts(), &by_dma.open_counts_by_scan());
+    assert!(by_dma.open_counts().len() > 8, "{:?}", by_dma.open_counts());
+    assert_eq!(by_dma.valid_count(), by_window.valid_count());
+}
+
 /// An engine that carries only the rings toward the host, as the RTL's (`dma.caps.rings` = 2):
 /// punts and events still cross through host memory; table writes, the loader's read-back and
 /// injected frames take the register windows, and what needs a missing ring says so.

@@ -48,6 +48,8 @@ const RUST_ALLOWED: &[(&str, &str, &str)] = &[
     ("firmware-sim/tests/model/common/", "*", "test frames: IPv4 fragment fields, checksums, MAC bytes"),
     ("firmware-sim/tests/model/differential.rs", "*", "random generators and IPv4 header checksums of test frames"),
     ("firmware-sim/tests/model/parse.rs", "*", "IPv4 header fields of test frames"),
+    ("hw/contract/src/tables.rs", "a_run_of_entries_decodes_as_one_entry_at_a_time", "xorshift random words (the expectation is the generated unpack)"),
+    ("driver/tests/driver/rings.rs", "the_connection_table_read_back_by_dma_is_the_one_the_window_reads", "an LCG's bits pick test entries' field values"),
     // Bank numbers (0 or 1) used as array indices.
     ("driver/src/loader.rs", "shadow", "bank number as an index of the two shadows"),
     ("driver/src/loader.rs", "suspect_entries", "bank number as an index of the two shadows"),
