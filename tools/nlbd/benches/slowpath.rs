@@ -564,10 +564,164 @@ fn punt_bench(datagrams: usize) {
     );
 }
 
+/// The configuration of the compiler's production-scale benchmark, health-checked: 1,024
+/// forwarding rules' pools of 63 backends each (`p0`.., instances `b0`..) and one pool of
+/// 65,536 (`pbig`: every `b*` and as many `x*` of its own), every backend id of the `u280`
+/// profile.
+fn u280_config(vips: usize, per_pool: usize, big: usize) -> Config {
+    use std::fmt::Write;
+    let shared = vips * per_pool;
+    let mut s = String::with_capacity((shared + big) * 90);
+    s.push_str("forwardingRules:\n");
+    s.push_str("  - {name: rbig, IPAddress: \"2001:db8:9::1\", portRange: \"80\", target: pbig}\n");
+    for v in 0..vips {
+        let _ = writeln!(
+            s,
+            "  - {{name: r{v}, IPAddress: \"2001:db8:1::{v:x}\", portRange: \"80\", target: p{v}}}"
+        );
+    }
+    s.push_str("targetPools:\n  - {name: pbig, healthChecks: [hc], instances: [");
+    for i in 0..big {
+        let sep = if i == 0 { "" } else { ", " };
+        if i < shared {
+            let _ = write!(s, "{sep}b{i}");
+        } else {
+            let _ = write!(s, "{sep}x{}", i - shared);
+        }
+    }
+    s.push_str("]}\n");
+    for v in 0..vips {
+        let _ = write!(s, "  - {{name: p{v}, healthChecks: [hc], instances: [");
+        for i in 0..per_pool {
+            let _ = write!(s, "{}b{}", if i == 0 { "" } else { ", " }, v * per_pool + i);
+        }
+        s.push_str("]}\n");
+    }
+    s.push_str("instances:\n");
+    for (prefix, n, net) in [("b", shared, 2), ("x", big.saturating_sub(shared), 3)] {
+        for i in 0..n {
+            let _ = writeln!(
+                s,
+                "  - {{name: {prefix}{i}, ip: \"2001:db8:{net}::{i:x}\", mac: \"02:0{net}:00:{:02x}:{:02x}:{:02x}\"}}",
+                i / 65536 % 256,
+                i / 256 % 256,
+                i % 256
+            );
+        }
+    }
+    s.push_str("httpHealthChecks:\n  - {name: hc, port: 80, requestPath: /}\n");
+    let (c, d) = parse_config("u280.yaml", &s);
+    assert!(d.is_empty(), "{d}");
+    c
+}
+
+/// Health decision → table active at the `u280` profile's scale (target p99 ≤ 50 ms): the
+/// engine on an in-process `u280` device over the host rings (tables loaded by DMA), the
+/// configuration of [`u280_config`]; after the first two changes (timed apart: the first
+/// writes the whole bank the start did not), one more backend of a pool of 63 down at each
+/// decision, then of the pool of 65,536, `decisions` times each. Each figure is the
+/// engine's whole call (the pool's recompile, the delta load by DMA with its bank flip, and
+/// what the new tables mean for connections), measured from the decision; beside it the
+/// load's own time and the same on the PCIe cost model (host CPU plus register stalls and DMA).
+fn u280_health_bench(decisions: usize, quick: bool) {
+    let (vips, per_pool, big) = if quick {
+        (16, 63, 4096)
+    } else {
+        (1024, 63, 65_536)
+    };
+    let p = Profile::by_name("u280").expect("u280 profile");
+    let mut sim = ModelHandle::from_device(ModelDevice::new(p));
+    let cfg = u280_config(vips, per_pool, big);
+    let t0 = Instant::now();
+    let (mut engine, _) = Engine::start(
+        Box::new(sim.clone()),
+        cfg,
+        &empty_snapshot(),
+        EngineOptions::default(),
+    )
+    .expect("engine");
+    println!(
+        "u280 health: {} pools ({vips} of {per_pool} backends, one of {big}) compiled and loaded in {:.0} ms",
+        vips + 1,
+        ms(t0.elapsed())
+    );
+    // The first change after the start writes the whole other bank (the start loaded one):
+    // timed apart, then the steady state.
+    let mut health = flowtable_compiler::HealthState::new();
+    for (k, healthy) in [false, true].into_iter().enumerate() {
+        health.set_member_healthy("p7", "b441", healthy);
+        let at = Instant::now();
+        let applied = engine
+            .apply_health_state(health.clone())
+            .expect("health applied");
+        let whole = at.elapsed();
+        if let nlbd::controller::LoadOutcome::Loaded(r) = &applied.load {
+            let active = applied.active_at.map_or(whole, |t| t.duration_since(at));
+            println!(
+                "u280 health: change {} after the start: table active after {:.1} ms ({:.1} ms the whole call), {} entries written",
+                k + 1,
+                ms(active),
+                ms(whole),
+                r.changed_entries
+            );
+        }
+    }
+    // Each decision takes one more backend of the pool down (a backend that comes back would
+    // find the inactive bank already holding the tables of two loads ago: nothing to write).
+    for (pool, first, prefix) in [("p7", 7 * per_pool, "b"), ("pbig", 17, "x")] {
+        let (mut lat, mut load, mut model) = (Vec::new(), Vec::new(), Vec::new());
+        let mut after = Vec::new();
+        let mut entries = 0usize;
+        for k in 0..decisions.min(per_pool / 2) {
+            health.set_member_healthy(pool, &format!("{prefix}{}", first + k), false);
+            let before = sim.pcie();
+            let (c0, at) = (nlb_driver::pcie::thread_cpu(), Instant::now());
+            let applied = engine
+                .apply_health_state(health.clone())
+                .expect("health applied");
+            let whole = at.elapsed();
+            let cpu = nlb_driver::pcie::thread_cpu().saturating_sub(c0);
+            let used = sim.pcie().since(&before);
+            let nlbd::controller::LoadOutcome::Loaded(r) = &applied.load else {
+                panic!("{pool}: no load ({:?})", applied.load);
+            };
+            let took = applied.active_at.map_or(whole, |t| t.duration_since(at));
+            lat.push(took);
+            after.push(whole.saturating_sub(took));
+            load.push(r.elapsed);
+            entries += r.changed_entries;
+            let host_ns = cpu.as_secs_f64() * 1e9 - used.device_cpu_ns as f64;
+            model.push(Duration::from_nanos(used.serial_ns(host_ns.max(0.0)) as u64));
+        }
+        for v in [&mut lat, &mut load, &mut model, &mut after] {
+            v.sort();
+        }
+        println!(
+            "u280 health, one more backend of {pool} ({} members) down: decision → table active p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms (load p50 {:.1} ms); the whole call on the PCIe cost model p50 {:.1} ms, p99 {:.1} ms, of which after the flip (connections of the backend) p50 {:.1} ms; {} decisions, {:.0} entries changed per load",
+            if pool == "pbig" { big } else { per_pool },
+            ms(percentile(&lat, 0.5)),
+            ms(percentile(&lat, 0.99)),
+            ms(percentile(&lat, 1.0)),
+            ms(percentile(&load, 0.5)),
+            ms(percentile(&model, 0.5)),
+            ms(percentile(&model, 0.99)),
+            ms(percentile(&after, 0.5)),
+            lat.len(),
+            entries as f64 / lat.len().max(1) as f64
+        );
+    }
+}
+
 fn main() {
     let args = parse_args();
-    // NLB_BENCH_ONLY=rings: the ring figures alone (for a profiler).
-    let only_rings = std::env::var("NLB_BENCH_ONLY").is_ok_and(|v| v == "rings");
+    let quick = std::env::var("NLB_BENCH_QUICK").is_ok();
+    // NLB_BENCH_ONLY=rings: the ring figures alone (for a profiler); =u280-health: the health
+    // decisions at the u280 profile's scale alone.
+    let only = std::env::var("NLB_BENCH_ONLY").unwrap_or_default();
+    if only == "u280-health" {
+        return u280_health_bench(args.decisions, quick);
+    }
+    let only_rings = only == "rings";
     cps_bench(args.flows.max(40_000) * 5);
     punt_bench(args.flows.max(40_000) / 2);
     if only_rings {
@@ -581,4 +735,5 @@ fn main() {
             decision_bench(over_socket, m, args.decisions);
         }
     }
+    u280_health_bench(args.decisions, quick);
 }

@@ -97,6 +97,8 @@ pub struct Applied {
     pub load: LoadOutcome,
     /// Per change: deciding probe → new table active (only when loaded).
     pub latencies: Vec<Duration>,
+    /// When the new tables became active (the bank flip read back), when loaded.
+    pub active_at: Option<Instant>,
     /// (pool id, backend id) pairs that were healthy and are not any more (for the
     /// persistence policy; health belongs to a pool, SPEC R5.5).
     pub turned_unhealthy: Vec<(u16, u16)>,
@@ -290,6 +292,14 @@ impl Controller {
             kept: Vec::new(),
         };
         let report = c.load(dev)?;
+        // The other bank too (by DMA), so that the first health change writes only what it
+        // changes.
+        if let Err(e) = c.loader.sync_inactive(dev, &c.compiled.tables) {
+            tracing::warn!(
+                error = %e,
+                "writing the tables into the bank not serving failed; the next change rewrites it"
+            );
+        }
         Ok((c, report))
     }
 
@@ -427,6 +437,7 @@ impl Controller {
             changed_entries,
             load: LoadOutcome::NotNeeded,
             latencies: Vec::new(),
+            active_at: None,
             turned_unhealthy,
         };
         if changed_entries == 0 && !self.pending_load {
@@ -441,6 +452,7 @@ impl Controller {
                     self.stats.record_latency(d);
                     applied.latencies.push(d);
                 }
+                applied.active_at = Some(active_at);
                 applied.load = LoadOutcome::Loaded(report);
             }
             Err(e) => applied.load = LoadOutcome::Failed(e),
@@ -868,6 +880,31 @@ httpHealthChecks:
             Controller::start(&mut dev, &info, cfg, &s, LoaderOptions::default()).unwrap();
         assert_eq!(report.generation, 1);
         (sim, c)
+    }
+
+    /// A health change that loads says when its tables became active: the moment each
+    /// decision's latency ends.
+    #[test]
+    fn a_loaded_health_change_says_when_its_tables_became_active() {
+        use Health::*;
+        let (sim, mut c) = started(CONFIG, &[]);
+        let mut dev = sim.clone();
+        let s = snapshot(
+            c.config(),
+            &[
+                ("web", "a", Unhealthy),
+                ("web", "b", Healthy),
+                ("web", "c", Healthy),
+                ("spare", "d", Healthy),
+            ],
+        );
+        let t0 = Instant::now();
+        let a = c
+            .apply_health(&mut dev, &[change("web", "a", Unhealthy, t0)], &s)
+            .unwrap();
+        assert!(matches!(a.load, LoadOutcome::Loaded(_)), "{a:?}");
+        let active = a.active_at.expect("loaded: active at the flip");
+        assert!(active >= t0 && a.latencies == vec![active - t0]);
     }
 
     #[test]

@@ -44,6 +44,59 @@ fn start_on(device: ModelDevice, opts: EngineOptions) -> (ModelHandle, Engine) {
     (sim, engine)
 }
 
+/// On the rings a start writes both banks (the one not serving by DMA, without a flip), so
+/// the first health change after it writes the entries it changes, not the whole bank.
+#[test]
+fn after_a_start_on_the_rings_the_first_health_change_writes_only_itself() {
+    let text = "forwardingRules:
+  - {name: web, IPAddress: 203.0.113.80, IPProtocol: TCP, portRange: '80', target: web}
+targetPools:
+  - {name: web, region: r, instances: [a, b, c], healthChecks: [hc]}
+instances:
+  - {name: a, ip: 192.0.2.1, zone: z, mac: '02:00:00:00:00:0a'}
+  - {name: b, ip: 192.0.2.2, zone: z, mac: '02:00:00:00:00:0b'}
+  - {name: c, ip: 192.0.2.3, zone: z, mac: '02:00:00:00:00:0c'}
+httpHealthChecks:
+  - {name: hc, port: 80, requestPath: /}
+";
+    let (config, d) = parse_config("t.yaml", text);
+    assert!(d.is_empty(), "{d}");
+    let sim = ModelHandle::from_device(ModelDevice::new(Profile::by_name("sim").unwrap()));
+    let snapshot = HealthSnapshot {
+        taken_at: Instant::now(),
+        targets: Vec::new(),
+    };
+    let (mut engine, report) = Engine::start(
+        Box::new(sim.clone()),
+        config,
+        &snapshot,
+        EngineOptions::default(),
+    )
+    .unwrap();
+    assert!(report.changed_entries > 1000, "{report:?}");
+    {
+        let dev = sim.lock();
+        assert_eq!(dev.bank(0), dev.bank(1), "both banks hold the tables");
+        assert_eq!(
+            dev.bank(report.bank),
+            &engine.controller().compiled().tables
+        );
+    }
+    assert_eq!(engine.controller().loader().generation(), 1, "one flip");
+    let mut health = flowtable_compiler::HealthState::new();
+    health.set_member_healthy("web", "a", false);
+    let applied = engine.apply_health_state(health).unwrap();
+    let nlbd::controller::LoadOutcome::Loaded(r) = &applied.load else {
+        panic!("{applied:?}");
+    };
+    // a's share of the 4,093 slots, and the pool entry: what the recompile changed.
+    assert!(
+        (500..3000).contains(&applied.changed_entries),
+        "{applied:?}"
+    );
+    assert_eq!(r.changed_entries, applied.changed_entries, "{r:?}");
+}
+
 fn syn(sport: u16) -> Vec<u8> {
     let mut v = Vec::new();
     PacketBuilder::ethernet2([2, 0, 0, 0, 0, 0xc1], [2, 0, 0, 0, 0, 1])
