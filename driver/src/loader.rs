@@ -634,13 +634,7 @@ impl Loader {
         let t = usize::from(target);
         if let Some(rings) = rings {
             self.load_entries_dma(dev, rings, target, tables, &mut report)?;
-            if flip {
-                self.write_nic(dev, &nic_values, &mut report)?;
-                self.flip(dev, target, &mut report)?;
-            } else {
-                report.bank = self.active;
-                report.generation = self.generation;
-            }
+            self.finish_load(dev, flip, target, &nic_values, &mut report)?;
             report.elapsed = start.elapsed();
             return Ok(report);
         }
@@ -689,13 +683,7 @@ impl Loader {
 
         self.drain(dev, target, &mut report)?;
         self.write_entries(dev, target, &encoded, &mut report)?;
-        if flip {
-            self.write_nic(dev, &nic_values, &mut report)?;
-            self.flip(dev, target, &mut report)?;
-        } else {
-            report.bank = self.active;
-            report.generation = self.generation;
-        }
+        self.finish_load(dev, flip, target, &nic_values, &mut report)?;
         report.elapsed = start.elapsed();
         Ok(report)
     }
@@ -849,6 +837,26 @@ impl Loader {
             }
         }
         Ok(())
+    }
+
+    /// The end of a load whose entries are in bank `target`: the NIC settings and the flip to
+    /// it, or (`flip` false) nothing, the report naming the bank still serving.
+    fn finish_load<D: Device + ?Sized>(
+        &mut self,
+        dev: &mut D,
+        flip: bool,
+        target: u8,
+        nic_values: &[u32; 11],
+        report: &mut LoadReport,
+    ) -> Result<(), LoadError> {
+        if flip {
+            self.write_nic(dev, nic_values, report)?;
+            self.flip(dev, target, report)
+        } else {
+            report.bank = self.active;
+            report.generation = self.generation;
+            Ok(())
+        }
     }
 
     /// Waits until no packet that latched `bank` is in flight.

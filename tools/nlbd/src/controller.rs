@@ -866,6 +866,20 @@ httpHealthChecks:
             .collect()
     }
 
+    /// The snapshot of [`CONFIG`] where `a` of pool `web` is down and everyone else up.
+    fn a_down(c: &Controller) -> HealthSnapshot {
+        use Health::*;
+        snapshot(
+            c.config(),
+            &[
+                ("web", "a", Unhealthy),
+                ("web", "b", Healthy),
+                ("web", "c", Healthy),
+                ("spare", "d", Healthy),
+            ],
+        )
+    }
+
     fn names(v: &[&str]) -> BTreeSet<String> {
         v.iter().map(|s| s.to_string()).collect()
     }
@@ -889,15 +903,7 @@ httpHealthChecks:
         use Health::*;
         let (sim, mut c) = started(CONFIG, &[]);
         let mut dev = sim.clone();
-        let s = snapshot(
-            c.config(),
-            &[
-                ("web", "a", Unhealthy),
-                ("web", "b", Healthy),
-                ("web", "c", Healthy),
-                ("spare", "d", Healthy),
-            ],
-        );
+        let s = a_down(&c);
         let t0 = Instant::now();
         let a = c
             .apply_health(&mut dev, &[change("web", "a", Unhealthy, t0)], &s)
@@ -931,15 +937,7 @@ httpHealthChecks:
         assert_eq!(c.assumed_targets(), 0);
 
         // a down: a's slots move to b and c.
-        let s = snapshot(
-            c.config(),
-            &[
-                ("web", "a", Unhealthy),
-                ("web", "b", Healthy),
-                ("web", "c", Healthy),
-                ("spare", "d", Healthy),
-            ],
-        );
+        let s = a_down(&c);
         let a = c
             .apply_health(&mut dev, &[change("web", "a", Unhealthy, t0)], &s)
             .unwrap();
@@ -999,15 +997,7 @@ httpHealthChecks:
         use Health::*;
         let (sim, mut c) = started(CONFIG, &[]);
         let mut dev = sim.clone();
-        let s = snapshot(
-            c.config(),
-            &[
-                ("web", "a", Unhealthy),
-                ("web", "b", Healthy),
-                ("web", "c", Healthy),
-                ("spare", "d", Healthy),
-            ],
-        );
+        let s = a_down(&c);
         c.apply_health(
             &mut dev,
             &[change("web", "a", Unhealthy, Instant::now())],
