@@ -391,10 +391,11 @@ fn decode_run(
     };
     let threads = decode_threads(out.len()).min(tallies.len());
     if threads <= 1 {
-        let Some(tally) = tallies.first_mut() else {
-            return Ok(());
+        return match tallies.first_mut() {
+            Some(tally) => decode(0, out, tally),
+            // No tally to count into: the entries are still all decoded (callers rely on it).
+            None => decode(0, out, &mut OpenTally::new()),
         };
-        return decode(0, out, tally);
     }
     let share = out.len().div_ceil(threads);
     std::thread::scope(|scope| {
