@@ -880,23 +880,29 @@ impl ModelDevice {
     }
 
     /// A write command: `c.count` records of `words` words (plus the index word for a list)
-    /// read from host memory in chunks, each applied by `apply`; stops at the first failure.
+    /// read from host memory in chunks, each applied by `apply`; stops at the first failure,
+    /// or at the first record one of whose words lies in a line the IOMMU refuses (the records
+    /// before it applied).
     fn write_records(
         &mut self,
         c: &CmdDesc,
         words: usize,
         mut apply: impl FnMut(&mut ModelDevice, u32, &[u32]) -> DmaError,
     ) -> DmaError {
+        if c.addr % 4 != 0 {
+            return DmaError::BadEntry;
+        }
         let stride = words + usize::from(c.list);
         let mut done = 0u32;
         while done < c.count {
             let n = (c.count - done).min(CMD_CHUNK);
             let mut raw = vec![0u8; n as usize * stride * 4];
             let at = c.addr + u64::from(done) * stride as u64 * 4;
-            if self.dma.read_data(at, &mut raw).is_err() {
-                return DmaError::DmaFault;
-            }
-            let data = words_of(&raw);
+            let (whole, fault) = match self.dma.read_data_lines(at, &mut raw) {
+                Ok(()) => (n as usize, false),
+                Err((bytes, _)) => (bytes / (stride * 4), true),
+            };
+            let data = words_of(&raw[..whole * stride * 4]);
             for (k, rec) in data.chunks(stride).enumerate() {
                 let (index, entry) = if c.list {
                     (rec[0], &rec[1..])
@@ -908,19 +914,27 @@ impl ModelDevice {
                     return code;
                 }
             }
+            if fault {
+                return DmaError::DmaFault;
+            }
             done += n;
         }
         DmaError::None
     }
 
     /// A read command: entries `c.index ..` (`c.count` of them, `words` words each, from
-    /// `get`) written to host memory in chunks; stops at the first index `get` refuses.
+    /// `get`) written to host memory in chunks; stops at the first index `get` refuses (the
+    /// entries before it written), or at a line the IOMMU refuses (the lines before it
+    /// written).
     fn read_records(
         &mut self,
         c: &CmdDesc,
         words: usize,
         mut get: impl FnMut(&mut ModelDevice, u32) -> Option<Vec<u32>>,
     ) -> DmaError {
+        if c.addr % 4 != 0 {
+            return DmaError::BadEntry;
+        }
         if c.list {
             return self.read_list(c, words, get);
         }
@@ -929,20 +943,25 @@ impl ModelDevice {
         while done < c.count {
             let n = (c.count - done).min(CMD_CHUNK);
             buf.clear();
+            let mut code = DmaError::None;
             for k in 0..n {
                 let Some(w) = c
                     .index
                     .checked_add(done + k)
                     .and_then(|index| get(self, index))
                 else {
-                    return DmaError::BadIndex;
+                    code = DmaError::BadIndex;
+                    break;
                 };
                 buf.extend_from_slice(&w[..words.min(w.len())]);
                 buf.resize(buf.len() + words.saturating_sub(w.len()), 0);
             }
             let at = c.addr + u64::from(done) * words as u64 * 4;
-            if self.dma.write_data(at, &bytes_of(&buf)).is_err() {
+            if self.dma.write_data_lines(at, &bytes_of(&buf)).is_err() {
                 return DmaError::DmaFault;
+            }
+            if code != DmaError::None {
+                return code;
             }
             done += n;
         }
@@ -950,7 +969,9 @@ impl ModelDevice {
     }
 
     /// A list read: records of the index word and room for the entry; the device reads the
-    /// indices and writes each entry after its index.
+    /// indices and writes each entry after its index. Stops as the other commands do: at an
+    /// index `get` refuses (the records before it filled), at a record one of whose words
+    /// lies in a line the IOMMU refuses for reading, at a line it refuses for writing.
     fn read_list(
         &mut self,
         c: &CmdDesc,
@@ -963,20 +984,32 @@ impl ModelDevice {
             let n = (c.count - done).min(CMD_CHUNK);
             let at = c.addr + u64::from(done) * stride as u64 * 4;
             let mut raw = vec![0u8; n as usize * stride * 4];
-            if self.dma.read_data(at, &mut raw).is_err() {
-                return DmaError::DmaFault;
-            }
-            let mut data = words_of(&raw);
+            let (whole, mut code) = match self.dma.read_data_lines(at, &mut raw) {
+                Ok(()) => (n as usize, DmaError::None),
+                Err((bytes, _)) => (bytes / (stride * 4), DmaError::DmaFault),
+            };
+            let mut data = words_of(&raw[..whole * stride * 4]);
+            let mut filled = 0usize;
             for rec in data.chunks_mut(stride) {
                 let Some(w) = get(self, rec[0]) else {
-                    return DmaError::BadIndex;
+                    code = DmaError::BadIndex;
+                    break;
                 };
                 for (k, x) in rec[1..].iter_mut().enumerate() {
                     *x = w.get(k).copied().unwrap_or(0);
                 }
+                filled += 1;
             }
-            if self.dma.write_data(at, &bytes_of(&data)).is_err() {
+            // The filled records go out whole (their index words unchanged).
+            if self
+                .dma
+                .write_data_lines(at, &bytes_of(&data[..filled * stride]))
+                .is_err()
+            {
                 return DmaError::DmaFault;
+            }
+            if code != DmaError::None {
+                return code;
             }
             done += n;
         }

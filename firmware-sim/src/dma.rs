@@ -47,7 +47,8 @@ pub trait DmaPort: Send + fmt::Debug {
     fn as_any_mut(&mut self) -> &mut dyn Any;
 }
 
-/// Bytes of a DMA line: punt buffers and injected frames start on one.
+/// Bytes of a DMA line: punt buffers and injected frames start on one, and the NIC reads
+/// and writes host memory in whole lines.
 const LINE: u64 = 64;
 
 /// Slots in a ring of `log2`.
@@ -534,6 +535,57 @@ impl HostDma {
                 len: data.len(),
             }),
         }
+    }
+
+    /// A DMA read for a command's data, line by line where the whole is refused: the bytes
+    /// before the first 64-byte line the IOMMU refuses are read (`buf` holds them), and their
+    /// count is returned with the fault. The NIC reads whole lines, so a line is refused when
+    /// any byte of it is not mapped.
+    pub fn read_data_lines(&mut self, iova: u64, buf: &mut [u8]) -> Result<(), (usize, DmaFault)> {
+        let Err(fault) = self.read_data(iova, buf) else {
+            return Ok(());
+        };
+        let mut done = 0usize;
+        while done < buf.len() {
+            let at = iova.wrapping_add(done as u64);
+            let line = at & !(LINE - 1);
+            let mut whole = [0u8; LINE as usize];
+            if self.read_data(line, &mut whole).is_err() {
+                break;
+            }
+            let n = ((line + LINE - at) as usize).min(buf.len() - done);
+            let from = (at - line) as usize;
+            buf[done..done + n].copy_from_slice(&whole[from..from + n]);
+            done += n;
+        }
+        Err((done, fault))
+    }
+
+    /// A DMA write of a command's data, line by line where the whole is refused: the lines
+    /// before the first one the IOMMU refuses are written, as the NIC, which writes a line at a
+    /// time, leaves them.
+    pub fn write_data_lines(&mut self, iova: u64, data: &[u8]) -> Result<(), DmaFault> {
+        let Err(fault) = self.write_data(iova, data) else {
+            return Ok(());
+        };
+        let mut done = 0usize;
+        while done < data.len() {
+            let at = iova.wrapping_add(done as u64);
+            let line = at & !(LINE - 1);
+            let n = ((line + LINE - at) as usize).min(data.len() - done);
+            let mut whole = [0u8; LINE as usize];
+            let from = (at - line) as usize;
+            // The line's other bytes as they are, so that only the data's change.
+            if self.read_data(line, &mut whole).is_err() {
+                break;
+            }
+            whole[from..from + n].copy_from_slice(&data[done..done + n]);
+            if self.write_data(line, &whole).is_err() {
+                break;
+            }
+            done += n;
+        }
+        Err(fault)
     }
 
     /// Writes back every ring whose record changed and raises the interrupts their

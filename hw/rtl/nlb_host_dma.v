@@ -47,7 +47,10 @@
 //   posted when its line was read is taken from it instead of being read again.
 // Records of the pipeline (events, punts) and injected frames take turns, so neither starves.
 //
-// The command ring is not carried here: caps.rings reads 3 and its registers read 0.
+// The command ring is run beside it (nlb_cmd_ring, which nlb_top gives the cmd_* registers):
+// caps.rings reads 4 with CMD_RING = 1, else 3 and its registers read 0. That engine takes
+// dma.ctrl.enable and dma.wb from here (dma_enable, dma_wb) and counts its refused transfers
+// in dma.faults (s_cmd_fault).
 //
 // The engine never writes outside a slot the host gave it (slot dev mod size while
 // dev != host), never beyond the buffer a punt slot names, and its index never passes the
@@ -116,7 +119,10 @@ module nlb_host_dma (
     m_axi_rlast,
     m_axi_rvalid,
     m_axi_rready,
-    irq
+    irq,
+    dma_enable,
+    dma_wb,
+    s_cmd_fault
 );
 
 `include "nlb_regmap.vh"
@@ -125,11 +131,13 @@ module nlb_host_dma (
 parameter CLK_PER_US = 322;
 // Completions after which the write-back goes out even while records keep coming.
 parameter WB_EVERY = 16;
+// The command ring runs beside this engine (nlb_cmd_ring): caps.rings = 4.
+parameter CMD_RING = 0;
 
 localparam [15:0] US_DIV = CLK_PER_US;
 localparam [7:0]  WB_N = WB_EVERY;
 localparam [3:0]  MAX_LOG2 = NLB_DMA_MAX_LOG2;
-localparam [3:0]  RINGS_N = 4'd3;
+localparam [3:0]  RINGS_N = CMD_RING != 0 ? 4'd4 : 4'd3;
 // The rings' indices in the arrays below (their ring enumeration values).
 localparam [1:0]  RP = NLB_RING_PUNT;
 localparam [1:0]  RE = NLB_RING_EVENT;
@@ -217,6 +225,10 @@ input  wire          m_axi_rvalid;
 output wire          m_axi_rready;
 // MSI-X requests: bit r pulses for one clock per message of vector r.
 output wire [NLB_RING_COUNT-1:0] irq;
+// For the command ring's engine: dma.ctrl.enable, dma.wb; a refused transfer of its own.
+output wire          dma_enable;
+output wire [63:0]   dma_wb;
+input  wire          s_cmd_fault;
 
 // ---- registers ----------------------------------------------------------------------------
 
@@ -227,6 +239,8 @@ reg        enable_reg = 1'b0;
 reg [31:0] host_time_reg = 32'd0;
 reg [63:0] wb_reg = 64'd0;
 reg [31:0] faults_reg = 32'd0;
+// The command ring's refused transfers, counted apart (dma.faults reads the sum).
+reg [31:0] cmd_faults_reg = 32'd0;
 
 reg [63:0] base_reg [0:RINGS-1];
 reg        base_nz_reg [0:RINGS-1];
@@ -959,6 +973,10 @@ always @(posedge clk) begin
         end
     end
 
+    if (s_cmd_fault) begin
+        cmd_faults_reg <= cmd_faults_reg + 32'd1;
+    end
+
     drops_ev_inc_reg <= drops_ev_inc;
     drops_reg[RE] <= drops_reg[RE] + {30'd0, drops_ev_inc_reg};
     if (drops_ev_inc_reg != 2'd0) begin
@@ -1055,6 +1073,7 @@ always @(posedge clk) begin
         host_time_reg <= 32'd0;
         wb_reg <= 64'd0;
         faults_reg <= 32'd0;
+        cmd_faults_reg <= 32'd0;
         p_in_rec_reg <= 1'b0;
         p_pass_reg <= 1'b0;
         p_last_seen_reg <= 1'b0;
@@ -1133,7 +1152,7 @@ always @* begin
         rd_v = wb_reg[63:32];
     end
     if (rd_word == NLB_REG_DMA_FAULTS) begin
-        rd_v = faults_reg;
+        rd_v = faults_reg + cmd_faults_reg;
     end
     for (r = 0; r < RINGS; r = r + 1) begin
         if (is_ring_reg(rd_word, NLB_REG_DMA_PUNT_BASE_LO, r)) begin
@@ -1180,6 +1199,8 @@ end
 assign ext_rd_ack = rd_ack_reg;
 assign ext_rd_data = rd_data_reg;
 assign ext_wr_ack = wr_ack_reg;
+assign dma_enable = enable_reg;
+assign dma_wb = wb_reg;
 
 endmodule
 

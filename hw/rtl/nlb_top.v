@@ -36,6 +36,10 @@
 // m_axis_event (one learn_event record per beat, the layout in the low 358
 // bits; an event that finds EVENT_DEPTH events queued is dropped and m_event_dropped pulses).
 //
+// Host rings: nlb_host_dma (punt, event and inject rings) and nlb_cmd_ring (the command ring,
+// which runs its commands through the register file's windows: an AXI-Lite master beside the
+// host's, nlb_axil_arb2) share the m_axi_dma_* port (nlb_axi_mux2).
+//
 // Ports are declared in the body (Verilog-2001 style) because their widths come from the
 // regmap header, which has to be included inside the module.
 module nlb_top (
@@ -604,6 +608,74 @@ assign m_mon_bank_in_use = stat_bank_in_use;
 assign m_mon_hit_set = hit_set_en;
 assign m_mon_hit_set_index = hit_set_index;
 
+// The register file's AXI-Lite port: the host's, and the command ring's engine's beside it.
+wire [15:0] ra_awaddr, ra_araddr, ce_awaddr, ce_araddr;
+wire        ra_awvalid, ra_awready, ra_wvalid, ra_wready, ra_bvalid, ra_bready;
+wire        ra_arvalid, ra_arready, ra_rvalid, ra_rready;
+wire [31:0] ra_wdata, ra_rdata, ce_wdata, ce_rdata;
+wire [3:0]  ra_wstrb, ce_wstrb;
+wire [1:0]  ra_bresp, ra_rresp, ce_bresp, ce_rresp;
+wire        ce_awvalid, ce_awready, ce_wvalid, ce_wready, ce_bvalid, ce_bready;
+wire        ce_arvalid, ce_arready, ce_rvalid, ce_rready;
+
+nlb_axil_arb2 #(
+    .ADDR_WIDTH(16)
+) axil_arb_inst (
+    .clk(clk),
+    .rst(rst),
+    .s0_awaddr(s_axil_awaddr),
+    .s0_awvalid(s_axil_awvalid),
+    .s0_awready(s_axil_awready),
+    .s0_wdata(s_axil_wdata),
+    .s0_wstrb(s_axil_wstrb),
+    .s0_wvalid(s_axil_wvalid),
+    .s0_wready(s_axil_wready),
+    .s0_bresp(s_axil_bresp),
+    .s0_bvalid(s_axil_bvalid),
+    .s0_bready(s_axil_bready),
+    .s0_araddr(s_axil_araddr),
+    .s0_arvalid(s_axil_arvalid),
+    .s0_arready(s_axil_arready),
+    .s0_rdata(s_axil_rdata),
+    .s0_rresp(s_axil_rresp),
+    .s0_rvalid(s_axil_rvalid),
+    .s0_rready(s_axil_rready),
+    .s1_awaddr(ce_awaddr),
+    .s1_awvalid(ce_awvalid),
+    .s1_awready(ce_awready),
+    .s1_wdata(ce_wdata),
+    .s1_wstrb(ce_wstrb),
+    .s1_wvalid(ce_wvalid),
+    .s1_wready(ce_wready),
+    .s1_bresp(ce_bresp),
+    .s1_bvalid(ce_bvalid),
+    .s1_bready(ce_bready),
+    .s1_araddr(ce_araddr),
+    .s1_arvalid(ce_arvalid),
+    .s1_arready(ce_arready),
+    .s1_rdata(ce_rdata),
+    .s1_rresp(ce_rresp),
+    .s1_rvalid(ce_rvalid),
+    .s1_rready(ce_rready),
+    .m_awaddr(ra_awaddr),
+    .m_awvalid(ra_awvalid),
+    .m_awready(ra_awready),
+    .m_wdata(ra_wdata),
+    .m_wstrb(ra_wstrb),
+    .m_wvalid(ra_wvalid),
+    .m_wready(ra_wready),
+    .m_bresp(ra_bresp),
+    .m_bvalid(ra_bvalid),
+    .m_bready(ra_bready),
+    .m_araddr(ra_araddr),
+    .m_arvalid(ra_arvalid),
+    .m_arready(ra_arready),
+    .m_rdata(ra_rdata),
+    .m_rresp(ra_rresp),
+    .m_rvalid(ra_rvalid),
+    .m_rready(ra_rready)
+);
+
 nlb_regs #(
     .PROFILE_ID(PROFILE_ID),
     .VIP_BUCKETS(VIP_BUCKETS),
@@ -625,23 +697,23 @@ nlb_regs #(
 ) regs_inst (
     .clk(clk),
     .rst(rst),
-    .s_axil_awaddr(s_axil_awaddr),
-    .s_axil_awvalid(s_axil_awvalid),
-    .s_axil_awready(s_axil_awready),
-    .s_axil_wdata(s_axil_wdata),
-    .s_axil_wstrb(s_axil_wstrb),
-    .s_axil_wvalid(s_axil_wvalid),
-    .s_axil_wready(s_axil_wready),
-    .s_axil_bresp(s_axil_bresp),
-    .s_axil_bvalid(s_axil_bvalid),
-    .s_axil_bready(s_axil_bready),
-    .s_axil_araddr(s_axil_araddr),
-    .s_axil_arvalid(s_axil_arvalid),
-    .s_axil_arready(s_axil_arready),
-    .s_axil_rdata(s_axil_rdata),
-    .s_axil_rresp(s_axil_rresp),
-    .s_axil_rvalid(s_axil_rvalid),
-    .s_axil_rready(s_axil_rready),
+    .s_axil_awaddr(ra_awaddr),
+    .s_axil_awvalid(ra_awvalid),
+    .s_axil_awready(ra_awready),
+    .s_axil_wdata(ra_wdata),
+    .s_axil_wstrb(ra_wstrb),
+    .s_axil_wvalid(ra_wvalid),
+    .s_axil_wready(ra_wready),
+    .s_axil_bresp(ra_bresp),
+    .s_axil_bvalid(ra_bvalid),
+    .s_axil_bready(ra_bready),
+    .s_axil_araddr(ra_araddr),
+    .s_axil_arvalid(ra_arvalid),
+    .s_axil_arready(ra_arready),
+    .s_axil_rdata(ra_rdata),
+    .s_axil_rresp(ra_rresp),
+    .s_axil_rvalid(ra_rvalid),
+    .s_axil_rready(ra_rready),
     .ctrl_enable(ctrl_enable),
     .ctrl_active_bank(ctrl_active_bank),
     .ctrl_generation(ctrl_generation),
@@ -708,11 +780,18 @@ wire ext_wr_spi = in_block(ext_wr_addr, NLB_BLK_SPI_FLASH_BASE, NLB_BLK_SPI_FLAS
 wire ext_rd_spi = in_block(ext_rd_addr, NLB_BLK_SPI_FLASH_BASE, NLB_BLK_SPI_FLASH_SPAN);
 wire ext_wr_mem = in_block(ext_wr_addr, NLB_BLK_MEM_BASE, NLB_BLK_MEM_SPAN);
 wire ext_rd_mem = in_block(ext_rd_addr, NLB_BLK_MEM_BASE, NLB_BLK_MEM_SPAN);
-wire ext_wr_dma = in_block(ext_wr_addr, NLB_BLK_DMA_BASE, NLB_BLK_DMA_SPAN);
-wire ext_rd_dma = in_block(ext_rd_addr, NLB_BLK_DMA_BASE, NLB_BLK_DMA_SPAN);
+// The command ring's registers (cmd_base_lo .. cmd_irq) go to its engine.
+localparam [31:0] CMD_REGS_SPAN = NLB_REG_DMA_CMD_IRQ + 32'd4 - NLB_REG_DMA_CMD_BASE_LO;
+wire ext_wr_cmd = in_block(ext_wr_addr, NLB_REG_DMA_CMD_BASE_LO, CMD_REGS_SPAN);
+wire ext_rd_cmd = in_block(ext_rd_addr, NLB_REG_DMA_CMD_BASE_LO, CMD_REGS_SPAN);
+wire ext_wr_dma = in_block(ext_wr_addr, NLB_BLK_DMA_BASE, NLB_BLK_DMA_SPAN) && !ext_wr_cmd;
+wire ext_rd_dma = in_block(ext_rd_addr, NLB_BLK_DMA_BASE, NLB_BLK_DMA_SPAN) && !ext_rd_cmd;
 wire        dma_wr_ack;
 wire        dma_rd_ack;
 wire [31:0] dma_rd_data_w;
+wire        cmd_wr_ack;
+wire        cmd_rd_ack;
+wire [31:0] cmd_rd_data_w;
 wire        ct_wr_ack;
 wire        ct_rd_ack;
 wire [31:0] ct_rd_data_w;
@@ -730,9 +809,9 @@ reg         other_rd_ack_reg = 1'b0;
 
 always @(posedge clk) begin
     other_wr_ack_reg <= ext_wr_req && !ext_wr_ct && !ext_wr_cnt && !ext_wr_spi && !ext_wr_mem
-        && !ext_wr_dma;
+        && !ext_wr_dma && !ext_wr_cmd;
     other_rd_ack_reg <= ext_rd_req && !ext_rd_ct && !ext_rd_cnt && !ext_rd_spi && !ext_rd_mem
-        && !ext_rd_dma;
+        && !ext_rd_dma && !ext_rd_cmd;
     if (rst) begin
         other_wr_ack_reg <= 1'b0;
         other_rd_ack_reg <= 1'b0;
@@ -740,12 +819,12 @@ always @(posedge clk) begin
 end
 
 assign ext_wr_ack = ct_wr_ack || cnt_wr_ack || spi_wr_ack || mem_wr_ack || dma_wr_ack
-    || other_wr_ack_reg;
+    || cmd_wr_ack || other_wr_ack_reg;
 assign ext_rd_ack = ct_rd_ack || cnt_rd_ack || spi_rd_ack || mem_rd_ack || dma_rd_ack
-    || other_rd_ack_reg;
+    || cmd_rd_ack || other_rd_ack_reg;
 assign ext_rd_data = ct_rd_ack ? ct_rd_data_w : cnt_rd_ack ? cnt_rd_data_w
     : spi_rd_ack ? spi_rd_data_w : mem_rd_ack ? mem_rd_data_w
-    : dma_rd_ack ? dma_rd_data_w : 32'd0;
+    : dma_rd_ack ? dma_rd_data_w : cmd_rd_ack ? cmd_rd_data_w : 32'd0;
 
 nlb_mem_stats mem_stats_inst (
     .clk(clk),
@@ -1762,7 +1841,28 @@ assign m_event_dropped = event_dropped_reg;
 
 // ---- the host rings -----------------------------------------------------------------------
 
-nlb_host_dma host_dma_inst (
+// The ring engine (s0) and the command ring's (s1) onto the one DMA port.
+wire [63:0]           hd_awaddr, hd_araddr, ce_m_awaddr, ce_m_araddr;
+wire [7:0]            hd_awlen, hd_arlen, ce_m_awlen, ce_m_arlen;
+wire [2:0]            hd_awsize, hd_arsize, ce_m_awsize, ce_m_arsize;
+wire [1:0]            hd_awburst, hd_arburst, ce_m_awburst, ce_m_arburst;
+wire                  hd_awvalid, hd_awready, hd_wlast, hd_wvalid, hd_wready;
+wire                  hd_bvalid, hd_bready, hd_arvalid, hd_arready, hd_rlast, hd_rvalid, hd_rready;
+wire                  ce_m_awvalid, ce_m_awready, ce_m_wlast, ce_m_wvalid, ce_m_wready;
+wire                  ce_m_bvalid, ce_m_bready, ce_m_arvalid, ce_m_arready;
+wire                  ce_m_rlast, ce_m_rvalid, ce_m_rready;
+wire [DATA_WIDTH-1:0] hd_wdata, hd_rdata, ce_m_wdata, ce_m_rdata;
+wire [KEEP_WIDTH-1:0] hd_wstrb, ce_m_wstrb;
+wire [1:0]            hd_bresp, hd_rresp, ce_m_bresp, ce_m_rresp;
+wire [NLB_RING_COUNT-1:0] hd_irq;
+wire                  ce_irq;
+wire                  dma_enable;
+wire [63:0]           dma_wb;
+wire                  cmd_fault;
+
+nlb_host_dma #(
+    .CMD_RING(1)
+) host_dma_inst (
     .clk(clk),
     .rst(rst),
     .ext_wr_req(ext_wr_req && ext_wr_dma),
@@ -1798,32 +1898,186 @@ nlb_host_dma host_dma_inst (
     .m_inject_tready(dij_tready),
     .m_inject_tlast(dij_tlast),
     .m_inject_terr(dij_terr),
-    .m_axi_awaddr(m_axi_dma_awaddr),
-    .m_axi_awlen(m_axi_dma_awlen),
-    .m_axi_awsize(m_axi_dma_awsize),
-    .m_axi_awburst(m_axi_dma_awburst),
-    .m_axi_awvalid(m_axi_dma_awvalid),
-    .m_axi_awready(m_axi_dma_awready),
-    .m_axi_wdata(m_axi_dma_wdata),
-    .m_axi_wstrb(m_axi_dma_wstrb),
-    .m_axi_wlast(m_axi_dma_wlast),
-    .m_axi_wvalid(m_axi_dma_wvalid),
-    .m_axi_wready(m_axi_dma_wready),
-    .m_axi_bresp(m_axi_dma_bresp),
-    .m_axi_bvalid(m_axi_dma_bvalid),
-    .m_axi_bready(m_axi_dma_bready),
-    .m_axi_araddr(m_axi_dma_araddr),
-    .m_axi_arlen(m_axi_dma_arlen),
-    .m_axi_arsize(m_axi_dma_arsize),
-    .m_axi_arburst(m_axi_dma_arburst),
-    .m_axi_arvalid(m_axi_dma_arvalid),
-    .m_axi_arready(m_axi_dma_arready),
-    .m_axi_rdata(m_axi_dma_rdata),
-    .m_axi_rresp(m_axi_dma_rresp),
-    .m_axi_rlast(m_axi_dma_rlast),
-    .m_axi_rvalid(m_axi_dma_rvalid),
-    .m_axi_rready(m_axi_dma_rready),
-    .irq(m_dma_irq)
+    .m_axi_awaddr(hd_awaddr),
+    .m_axi_awlen(hd_awlen),
+    .m_axi_awsize(hd_awsize),
+    .m_axi_awburst(hd_awburst),
+    .m_axi_awvalid(hd_awvalid),
+    .m_axi_awready(hd_awready),
+    .m_axi_wdata(hd_wdata),
+    .m_axi_wstrb(hd_wstrb),
+    .m_axi_wlast(hd_wlast),
+    .m_axi_wvalid(hd_wvalid),
+    .m_axi_wready(hd_wready),
+    .m_axi_bresp(hd_bresp),
+    .m_axi_bvalid(hd_bvalid),
+    .m_axi_bready(hd_bready),
+    .m_axi_araddr(hd_araddr),
+    .m_axi_arlen(hd_arlen),
+    .m_axi_arsize(hd_arsize),
+    .m_axi_arburst(hd_arburst),
+    .m_axi_arvalid(hd_arvalid),
+    .m_axi_arready(hd_arready),
+    .m_axi_rdata(hd_rdata),
+    .m_axi_rresp(hd_rresp),
+    .m_axi_rlast(hd_rlast),
+    .m_axi_rvalid(hd_rvalid),
+    .m_axi_rready(hd_rready),
+    .irq(hd_irq),
+    .dma_enable(dma_enable),
+    .dma_wb(dma_wb),
+    .s_cmd_fault(cmd_fault)
+);
+
+nlb_cmd_ring #(
+    .VIP_DEPTH(VIP_BUCKETS * VIP_WAYS),
+    .RULES(RULES),
+    .POOLS(POOLS),
+    .MAGLEV_SLOTS(MAGLEV_SLOTS),
+    .BACKENDS(BACKENDS),
+    .CT_ENTRIES(CT_BUCKETS * CT_WAYS)
+) cmd_ring_inst (
+    .clk(clk),
+    .rst(rst),
+    .ext_wr_req(ext_wr_req && ext_wr_cmd),
+    .ext_wr_addr(ext_wr_addr),
+    .ext_wr_data(ext_wr_data),
+    .ext_wr_strb(ext_wr_strb),
+    .ext_wr_ack(cmd_wr_ack),
+    .ext_rd_req(ext_rd_req && ext_rd_cmd),
+    .ext_rd_addr(ext_rd_addr),
+    .ext_rd_data(cmd_rd_data_w),
+    .ext_rd_ack(cmd_rd_ack),
+    .dma_enable(dma_enable),
+    .dma_wb(dma_wb),
+    .s_fault(cmd_fault),
+    .irq(ce_irq),
+    .m_axil_awaddr(ce_awaddr),
+    .m_axil_awvalid(ce_awvalid),
+    .m_axil_awready(ce_awready),
+    .m_axil_wdata(ce_wdata),
+    .m_axil_wstrb(ce_wstrb),
+    .m_axil_wvalid(ce_wvalid),
+    .m_axil_wready(ce_wready),
+    .m_axil_bresp(ce_bresp),
+    .m_axil_bvalid(ce_bvalid),
+    .m_axil_bready(ce_bready),
+    .m_axil_araddr(ce_araddr),
+    .m_axil_arvalid(ce_arvalid),
+    .m_axil_arready(ce_arready),
+    .m_axil_rdata(ce_rdata),
+    .m_axil_rresp(ce_rresp),
+    .m_axil_rvalid(ce_rvalid),
+    .m_axil_rready(ce_rready),
+    .m_axi_awaddr(ce_m_awaddr),
+    .m_axi_awlen(ce_m_awlen),
+    .m_axi_awsize(ce_m_awsize),
+    .m_axi_awburst(ce_m_awburst),
+    .m_axi_awvalid(ce_m_awvalid),
+    .m_axi_awready(ce_m_awready),
+    .m_axi_wdata(ce_m_wdata),
+    .m_axi_wstrb(ce_m_wstrb),
+    .m_axi_wlast(ce_m_wlast),
+    .m_axi_wvalid(ce_m_wvalid),
+    .m_axi_wready(ce_m_wready),
+    .m_axi_bresp(ce_m_bresp),
+    .m_axi_bvalid(ce_m_bvalid),
+    .m_axi_bready(ce_m_bready),
+    .m_axi_araddr(ce_m_araddr),
+    .m_axi_arlen(ce_m_arlen),
+    .m_axi_arsize(ce_m_arsize),
+    .m_axi_arburst(ce_m_arburst),
+    .m_axi_arvalid(ce_m_arvalid),
+    .m_axi_arready(ce_m_arready),
+    .m_axi_rdata(ce_m_rdata),
+    .m_axi_rresp(ce_m_rresp),
+    .m_axi_rlast(ce_m_rlast),
+    .m_axi_rvalid(ce_m_rvalid),
+    .m_axi_rready(ce_m_rready)
+);
+
+assign m_dma_irq = hd_irq | ({{(NLB_RING_COUNT-1){1'b0}}, ce_irq} << NLB_RING_CMD);
+
+nlb_axi_mux2 #(
+    .DATA_WIDTH(DATA_WIDTH)
+) dma_mux_inst (
+    .clk(clk),
+    .rst(rst),
+    .s0_awaddr(hd_awaddr),
+    .s0_awlen(hd_awlen),
+    .s0_awsize(hd_awsize),
+    .s0_awburst(hd_awburst),
+    .s0_awvalid(hd_awvalid),
+    .s0_awready(hd_awready),
+    .s0_wdata(hd_wdata),
+    .s0_wstrb(hd_wstrb),
+    .s0_wlast(hd_wlast),
+    .s0_wvalid(hd_wvalid),
+    .s0_wready(hd_wready),
+    .s0_bresp(hd_bresp),
+    .s0_bvalid(hd_bvalid),
+    .s0_bready(hd_bready),
+    .s0_araddr(hd_araddr),
+    .s0_arlen(hd_arlen),
+    .s0_arsize(hd_arsize),
+    .s0_arburst(hd_arburst),
+    .s0_arvalid(hd_arvalid),
+    .s0_arready(hd_arready),
+    .s0_rdata(hd_rdata),
+    .s0_rresp(hd_rresp),
+    .s0_rlast(hd_rlast),
+    .s0_rvalid(hd_rvalid),
+    .s0_rready(hd_rready),
+    .s1_awaddr(ce_m_awaddr),
+    .s1_awlen(ce_m_awlen),
+    .s1_awsize(ce_m_awsize),
+    .s1_awburst(ce_m_awburst),
+    .s1_awvalid(ce_m_awvalid),
+    .s1_awready(ce_m_awready),
+    .s1_wdata(ce_m_wdata),
+    .s1_wstrb(ce_m_wstrb),
+    .s1_wlast(ce_m_wlast),
+    .s1_wvalid(ce_m_wvalid),
+    .s1_wready(ce_m_wready),
+    .s1_bresp(ce_m_bresp),
+    .s1_bvalid(ce_m_bvalid),
+    .s1_bready(ce_m_bready),
+    .s1_araddr(ce_m_araddr),
+    .s1_arlen(ce_m_arlen),
+    .s1_arsize(ce_m_arsize),
+    .s1_arburst(ce_m_arburst),
+    .s1_arvalid(ce_m_arvalid),
+    .s1_arready(ce_m_arready),
+    .s1_rdata(ce_m_rdata),
+    .s1_rresp(ce_m_rresp),
+    .s1_rlast(ce_m_rlast),
+    .s1_rvalid(ce_m_rvalid),
+    .s1_rready(ce_m_rready),
+    .m_awaddr(m_axi_dma_awaddr),
+    .m_awlen(m_axi_dma_awlen),
+    .m_awsize(m_axi_dma_awsize),
+    .m_awburst(m_axi_dma_awburst),
+    .m_awvalid(m_axi_dma_awvalid),
+    .m_awready(m_axi_dma_awready),
+    .m_wdata(m_axi_dma_wdata),
+    .m_wstrb(m_axi_dma_wstrb),
+    .m_wlast(m_axi_dma_wlast),
+    .m_wvalid(m_axi_dma_wvalid),
+    .m_wready(m_axi_dma_wready),
+    .m_bresp(m_axi_dma_bresp),
+    .m_bvalid(m_axi_dma_bvalid),
+    .m_bready(m_axi_dma_bready),
+    .m_araddr(m_axi_dma_araddr),
+    .m_arlen(m_axi_dma_arlen),
+    .m_arsize(m_axi_dma_arsize),
+    .m_arburst(m_axi_dma_arburst),
+    .m_arvalid(m_axi_dma_arvalid),
+    .m_arready(m_axi_dma_arready),
+    .m_rdata(m_axi_dma_rdata),
+    .m_rresp(m_axi_dma_rresp),
+    .m_rlast(m_axi_dma_rlast),
+    .m_rvalid(m_axi_dma_rvalid),
+    .m_rready(m_axi_dma_rready)
 );
 
 // ---- packets in flight --------------------------------------------------------------------

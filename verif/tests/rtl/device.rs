@@ -1,5 +1,5 @@
-//! The RTL behind the driver's `Device` trait: the driver discovers it, attaches its loader
-//! (reading both banks back through the table window) and loads a compiled example
+//! The RTL behind the driver's `Device` trait: the driver discovers it, attaches its host rings
+//! and its loader (reading both banks back by the command ring) and loads a compiled example
 //! configuration into it exactly as into hardware; the golden model's device (`nlb_driver::ModelHandle`)
 //! gets the same loads through the same loader. Then the same traffic goes through both:
 //! every result, every transmitted frame, and what the host reads from the queues (punts and
@@ -168,6 +168,9 @@ fn inject_through_the_driver(
 
 #[test]
 fn the_driver_loads_the_rtl_like_hardware_and_it_forwards_like_the_model() {
+    use nlb_driver::rings::{HostRings, RingSizes};
+    use nlb_hw::blocks::dma;
+
     let seed = seed_from_env(0xde71_0001);
     let mut rng = StdRng::seed_from_u64(seed);
     let mut rtl = RtlDevice::new(seed).expect("model thread");
@@ -175,12 +178,36 @@ fn the_driver_loads_the_rtl_like_hardware_and_it_forwards_like_the_model() {
     assert_eq!(info.profile.name, "sim");
     let mut model = ModelHandle::new(info.profile);
 
+    // The host rings, as on a card: the loader's reads and writes go by the command ring.
+    // The punt and event rings are switched off again, so that punts and learn events stay
+    // in the register queues this test compares.
+    let sizes = RingSizes {
+        cmd_data: 256 * 1024,
+        ..RingSizes::default()
+    };
+    let mut rtl_rings = HostRings::attach(&mut rtl, sizes, false).expect("rings on the RTL");
+    let mut model_rings = HostRings::attach(&mut model, sizes, false).expect("rings on the model");
+    for dev in [&mut rtl as &mut dyn Device, &mut model] {
+        dev.write32(dma::PUNT_SIZE, 0).expect("punt ring off");
+        dev.write32(dma::EVENT_SIZE, 0).expect("event ring off");
+    }
+
     let t0 = std::time::Instant::now();
-    let mut rtl_loader =
-        Loader::attach(&mut rtl, info.profile, LoaderOptions::default()).expect("attach");
-    let mut model_loader =
-        Loader::attach(&mut model, info.profile, LoaderOptions::default()).expect("attach");
+    let mut rtl_loader = Loader::attach_dma(
+        &mut rtl,
+        &mut rtl_rings,
+        info.profile,
+        LoaderOptions::default(),
+    )
+    .expect("attach");
     let attach_secs = t0.elapsed().as_secs_f64();
+    let mut model_loader = Loader::attach_dma(
+        &mut model,
+        &mut model_rings,
+        info.profile,
+        LoaderOptions::default(),
+    )
+    .expect("attach");
 
     let mut configs: Vec<(String, flowtable_compiler::Compiled)> = Vec::new();
     for name in ["web.yaml", "ipv6.yaml", "udp-dns.yaml"] {
@@ -190,11 +217,17 @@ fn the_driver_loads_the_rtl_like_hardware_and_it_forwards_like_the_model() {
     let mut total = 0usize;
     for (name, compiled) in configs {
         let r = rtl_loader
-            .load(&mut rtl, &compiled.tables, &compiled.nic)
-            .expect("load into the RTL");
+            .load_dma(&mut rtl, &mut rtl_rings, &compiled.tables, &compiled.nic)
+            .expect("load into the RTL by the command ring");
         model_loader
-            .load(&mut model, &compiled.tables, &compiled.nic)
+            .load_dma(
+                &mut model,
+                &mut model_rings,
+                &compiled.tables,
+                &compiled.nic,
+            )
             .expect("load into the model");
+        assert!(r.commands > 0, "{name}: the load went by the command ring");
         let scenario = Scenario::from_tables(compiled.tables.clone(), &mut rng);
         let frames: Vec<Vec<u8>> = (0..400).map(|_| scenario.frame(&mut rng)).collect();
         let got = rtl.receive(frames.clone()).expect("RTL traffic");
@@ -211,7 +244,7 @@ fn the_driver_loads_the_rtl_like_hardware_and_it_forwards_like_the_model() {
         total += inject_through_the_driver(&mut rtl, &mut model, &frames, &compiled.tables, &name);
     }
     eprintln!(
-        "discover + attach (both banks read back through the window): {attach_secs:.1} s; \
+        "discover + attach (both banks read back by the command ring): {attach_secs:.1} s; \
          {total} packets compared"
     );
 }
@@ -361,8 +394,7 @@ fn ring_inject(
 
 /// The driver's host rings on the RTL: `RtlDevice` serves the memory the driver maps for DMA
 /// to `nlb_top`'s DMA master, as a card's IOMMU would. The driver attaches `HostRings` to it
-/// and to the golden model's device carrying the same three rings (`set_dma_rings(3)`, as
-/// `nlb_host_dma`); the same traffic goes through both, in two batches with the slots given
+/// and to the golden model's device, both carrying the four rings; the same traffic goes through both, in two batches with the slots given
 /// back between them, and the rings must hold the same: ring status, every event record,
 /// every punted frame with its header. After each batch the driver injects frames through the
 /// inject ring (more than it has slots, so some wait for the device to consume them): what
@@ -378,9 +410,7 @@ fn the_drivers_host_rings_run_on_the_rtl_as_on_the_model() {
     let compiled = crate::compiled_example("web.yaml");
     let mut rtl = RtlDevice::new(seed).expect("RTL model");
     rtl.load(&compiled.tables, &compiled.nic).expect("RTL load");
-    let mut model_dev =
-        firmware_sim::ModelDevice::from_tables(compiled.tables.clone(), compiled.nic);
-    model_dev.set_dma_rings(3);
+    let model_dev = firmware_sim::ModelDevice::from_tables(compiled.tables.clone(), compiled.nic);
     let mut model = ModelHandle::from_device(model_dev);
 
     // Rings smaller than the traffic: the punt ring fills and drops, and so may the events.
@@ -396,7 +426,7 @@ fn the_drivers_host_rings_run_on_the_rtl_as_on_the_model() {
     let mut rtl_rings = HostRings::attach(&mut rtl, sizes, false).expect("rings on the RTL");
     let mut model_rings = HostRings::attach(&mut model, sizes, false).expect("rings on the model");
     assert!(rtl_rings.carries(Ring::Punt) && rtl_rings.carries(Ring::Inject));
-    assert!(!rtl_rings.carries(Ring::Cmd));
+    assert!(rtl_rings.carries(Ring::Cmd));
 
     let scenario = Scenario::from_tables(compiled.tables.clone(), &mut rng);
     let (mut events_seen, mut punts_seen, mut injected) = (0usize, 0usize, 0usize);

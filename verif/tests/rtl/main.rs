@@ -7,6 +7,7 @@ mod axil_cdc;
 mod axis_skid;
 mod board;
 mod bus;
+mod cmd_ring;
 mod conntrack;
 mod contents;
 mod corners;

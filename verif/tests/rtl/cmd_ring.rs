@@ -1,0 +1,476 @@
+//! The command ring in RTL (`nlb_cmd_ring` in `nlb_top`, docs/pipeline.md §15.2) against the
+//! golden model's (`ModelDevice::run_commands`), command by command: the driver's `HostRings`
+//! attached to both devices, the same data written into both command data areas, the same
+//! commands submitted; after each, the outcome the driver reports (done, or the failing slot
+//! and code), every byte of the data area and `dma.faults` must be the same.
+//!
+//! Commands: every table of both banks read (ranges and index lists), entries written into
+//! the bank not serving (ranges and lists, entries copied from other rows), connections
+//! written and read back, hit bits read after traffic; and on purpose the rare ones: a pool
+//! entry with an undefined affinity in the middle of a write (BAD_ENTRY, the entries before
+//! it written), writes and reads running past a table's end (BAD_INDEX, the entries before it
+//! done), a count of 0 and a list HIT_READ (BAD_COMMAND), a HIT_READ not on a word of 32
+//! entries (BAD_INDEX), a data address not 4-byte aligned (BAD_ENTRY), data the IOMMU does
+//! not map (DMA_FAULT), and several commands queued behind one doorbell. Finally both devices'
+//! tables and connection tables are read whole through their register windows and compared.
+//!
+//! The loader's attach and loads through the command ring on the RTL are in `device.rs`.
+
+use firmware_sim::ModelDevice;
+use nlb_driver::device::Device;
+use nlb_driver::rings::{HostRings, RingError, RingSizes};
+use nlb_driver::ModelHandle;
+use nlb_hw::blocks::dma;
+use nlb_hw::enums::{DmaCmd, Ring, Table};
+use nlb_hw::layouts::{CmdDesc, CtEntry, PoolEntry};
+use nlb_hw::{Profile, Tables};
+use nlb_verif::bench::seed_from_env;
+use nlb_verif::device::RtlDevice;
+use nlb_verif::scenario::Scenario;
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
+use std::time::Duration;
+
+const SIZES: RingSizes = RingSizes {
+    punt_log2: 4,
+    event_log2: 6,
+    inject_log2: 4,
+    cmd_log2: 3,
+    cmd_data: 256 * 1024,
+    irq_count: 1,
+    irq_usecs: 0,
+};
+/// Wall time a command may take in simulation.
+const TIMEOUT: Duration = Duration::from_secs(300);
+/// An IOVA neither device maps.
+const UNMAPPED: u64 = 0x7_0000_0000;
+
+struct Pair {
+    rtl: RtlDevice,
+    model: ModelHandle,
+    rtl_rings: HostRings,
+    model_rings: HostRings,
+    commands: usize,
+}
+
+/// That a batch failed with `code` (docs/regmap.md, `dma_error`).
+#[track_caller]
+fn fails_with(r: Result<(), String>, code: &str, what: &str) {
+    match r {
+        Err(e) if e.ends_with(&format!(": {code}")) => {}
+        other => panic!("{what}: expected {code}, got {other:?}"),
+    }
+}
+
+/// What a batch of commands came to, as the driver reports it.
+fn outcome(r: Result<(), RingError>) -> Result<(), String> {
+    match r {
+        Ok(()) => Ok(()),
+        Err(RingError::Command { slot, code }) => Err(format!("slot {slot}: {code:?}")),
+        Err(e) => panic!("the command ring did not answer: {e}"),
+    }
+}
+
+impl Pair {
+    fn new(seed: u64) -> Pair {
+        let compiled = crate::compiled_example("web.yaml");
+        let mut rtl = RtlDevice::new(seed).expect("RTL model");
+        rtl.load(&compiled.tables, &compiled.nic).expect("RTL load");
+        let mut model = ModelHandle::from_device(ModelDevice::from_tables(
+            compiled.tables.clone(),
+            compiled.nic,
+        ));
+        let rtl_rings = HostRings::attach(&mut rtl, SIZES, false).expect("rings on the RTL");
+        let model_rings = HostRings::attach(&mut model, SIZES, false).expect("rings on the model");
+        assert!(
+            rtl_rings.carries(Ring::Cmd),
+            "the RTL carries the command ring"
+        );
+        Pair {
+            rtl,
+            model,
+            rtl_rings,
+            model_rings,
+            commands: 0,
+        }
+    }
+
+    /// `words` at the start of both data areas, then `cmds` (their addresses relative to the
+    /// data area, or absolute where `absolute`) behind one doorbell; both outcomes, the data
+    /// areas and dma.faults must agree. Returns the outcome.
+    fn run(&mut self, what: &str, words: &[u32], cmds: &[CmdDesc]) -> Result<(), String> {
+        self.rtl_rings.write_data(0, words).expect("RTL data");
+        self.model_rings.write_data(0, words).expect("model data");
+        // The rest of the area zeroed, so that what a read writes shows.
+        let rest = vec![0u32; (SIZES.cmd_data - words.len() * 4) / 4];
+        self.rtl_rings
+            .write_data(words.len() * 4, &rest)
+            .expect("RTL data");
+        self.model_rings
+            .write_data(words.len() * 4, &rest)
+            .expect("model data");
+        for c in cmds {
+            self.rtl_rings.submit(c).expect("RTL submit");
+            self.model_rings.submit(c).expect("model submit");
+        }
+        self.commands += cmds.len();
+        let rtl = outcome(self.rtl_rings.execute(&mut self.rtl, TIMEOUT));
+        let model = outcome(self.model_rings.execute(&mut self.model, TIMEOUT));
+        assert_eq!(rtl, model, "{what}: outcome, RTL against the model");
+        let mut a = vec![0u32; SIZES.cmd_data / 4];
+        let mut b = vec![0u32; SIZES.cmd_data / 4];
+        self.rtl_rings.read_data(0, &mut a).expect("RTL data");
+        self.model_rings.read_data(0, &mut b).expect("model data");
+        if let Some(i) = (0..a.len()).find(|&i| a[i] != b[i]) {
+            panic!(
+                "{what}: data word {i} (byte {:#x}) RTL {:#010x}, model {:#010x}",
+                4 * i,
+                a[i],
+                b[i]
+            );
+        }
+        let faults = (
+            self.rtl.read32(dma::FAULTS).expect("RTL faults"),
+            self.model.read32(dma::FAULTS).expect("model faults"),
+        );
+        assert_eq!(
+            faults.0, faults.1,
+            "{what}: dma.faults, RTL against the model"
+        );
+        rtl
+    }
+
+    fn addr(&self, byte: usize) -> u64 {
+        let a = self.rtl_rings.data_iova(byte);
+        assert_eq!(
+            a,
+            self.model_rings.data_iova(byte),
+            "both data areas at one IOVA"
+        );
+        a
+    }
+}
+
+fn cmd(
+    op: DmaCmd,
+    table: Table,
+    bank: bool,
+    list: bool,
+    count: u32,
+    index: u32,
+    addr: u64,
+) -> CmdDesc {
+    CmdDesc {
+        op,
+        table,
+        bank,
+        list,
+        reserved0: 0,
+        count,
+        index,
+        addr,
+        reserved1: 0,
+    }
+}
+
+const TABLES: [Table; 6] = [
+    Table::Vip,
+    Table::Rule,
+    Table::Acl,
+    Table::Pool,
+    Table::Maglev,
+    Table::Backend,
+];
+
+#[test]
+fn rtl_command_ring_matches_the_model_command_by_command() {
+    let seed = seed_from_env(0xc0de_0001);
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut p = Pair::new(seed);
+    let profile = Profile::by_name("sim").expect("the sim profile");
+    let tables = Tables::empty(profile);
+    let base = p.addr(0);
+    let words_of = Tables::entry_words;
+
+    // Every table of both banks, read as a range: the Maglev slots a range of 1,500 at a
+    // random place (all 2 x 131,072 take minutes in simulation), the others whole (or as
+    // much as the data area holds).
+    for bank in [false, true] {
+        for t in TABLES {
+            let w = words_of(t);
+            let depth = tables.depth(t);
+            let room = (SIZES.cmd_data / 4 / w) as u32;
+            let (index, count) = if t == Table::Maglev {
+                (rng.random_range(0..depth - 1500), 1500)
+            } else {
+                (0, depth.min(room))
+            };
+            let c = cmd(DmaCmd::TableRead, t, bank, false, count, index, base);
+            assert_eq!(p.run(&format!("{t:?} bank {bank} read"), &[], &[c]), Ok(()));
+        }
+    }
+
+    // Index lists: random rows of every table (the room after each index filled).
+    for t in TABLES {
+        let w = words_of(t);
+        let n = 40usize;
+        let mut recs = Vec::new();
+        for _ in 0..n {
+            recs.push(rng.random_range(0..tables.depth(t)));
+            recs.extend(std::iter::repeat_n(0xdead_beefu32, w));
+        }
+        let c = cmd(DmaCmd::TableRead, t, true, true, n as u32, 0, base);
+        assert_eq!(p.run(&format!("{t:?} list read"), &recs, &[c]), Ok(()));
+    }
+
+    // Writes into bank 1 (not serving): entries of bank 0 copied to other rows, as a range and
+    // as a list, the range's data starting in the middle of a line.
+    for t in TABLES {
+        let w = words_of(t);
+        let depth = tables.depth(t);
+        let n = 24u32.min(depth);
+        let start = rng.random_range(0..=depth - n);
+        // Read n entries of bank 0 from a random place: they are the data.
+        let from = rng.random_range(0..=depth - n);
+        let r = cmd(DmaCmd::TableRead, t, false, false, n, from, base + 12);
+        assert_eq!(p.run(&format!("{t:?} source"), &[0, 0, 0], &[r]), Ok(()));
+        let mut data = vec![0u32; 3 + n as usize * w];
+        p.model_rings.read_data(0, &mut data).expect("source");
+        let c = cmd(DmaCmd::TableWrite, t, true, false, n, start, base + 12);
+        assert_eq!(p.run(&format!("{t:?} range write"), &data, &[c]), Ok(()));
+        // The same entries as a list, to random rows.
+        let mut recs = Vec::new();
+        for k in 0..n as usize {
+            recs.push(rng.random_range(0..depth));
+            recs.extend_from_slice(&data[3 + k * w..3 + (k + 1) * w]);
+        }
+        let c = cmd(DmaCmd::TableWrite, t, true, true, n, 0, base);
+        assert_eq!(p.run(&format!("{t:?} list write"), &recs, &[c]), Ok(()));
+    }
+
+    // A pool entry the table cannot hold (affinity 7) between two good ones: the first is
+    // written, the command stops at the second.
+    let mut pools = vec![0u32; 3 * PoolEntry::WORDS];
+    let r = cmd(DmaCmd::TableRead, Table::Pool, false, false, 3, 0, base);
+    p.run("pools", &[], &[r]).expect("pools");
+    p.model_rings.read_data(0, &mut pools).expect("pools");
+    let w = PoolEntry::WORDS;
+    pools[w] |= 7 << PoolEntry::AFFINITY_LSB;
+    let c = cmd(DmaCmd::TableWrite, Table::Pool, true, false, 3, 5, base);
+    fails_with(
+        p.run("bad pool entry", &pools, &[c]),
+        "BadEntry",
+        "bad pool entry",
+    );
+
+    // Past a table's end: two entries done, then BAD_INDEX; read and write.
+    for t in TABLES {
+        let depth = tables.depth(t);
+        let data = vec![0u32; 4 * words_of(t)];
+        let c = cmd(DmaCmd::TableWrite, t, true, false, 4, depth - 2, base);
+        fails_with(
+            p.run(&format!("{t:?} write past the end"), &data, &[c]),
+            "BadIndex",
+            "write past the end",
+        );
+        let c = cmd(DmaCmd::TableRead, t, false, false, 4, depth - 2, base);
+        fails_with(
+            p.run(&format!("{t:?} read past the end"), &[], &[c]),
+            "BadIndex",
+            "read past the end",
+        );
+    }
+
+    // Connections: a list of random entries at random indices, read back as a list and a range.
+    let ct_len = profile.ct_entries();
+    let n = 64usize;
+    let mut recs = Vec::new();
+    let mut indices = Vec::new();
+    for _ in 0..n {
+        let i = rng.random_range(0..ct_len);
+        indices.push(i);
+        recs.push(i);
+        let e = CtEntry {
+            valid: rng.random_range(0..4) != 0,
+            protocol: [6u8, 17][rng.random_range(0..2)],
+            src_port: rng.random(),
+            dst_port: rng.random(),
+            src_addr: rng.random(),
+            dst_addr: rng.random(),
+            backend: rng.random_range(0..4096),
+            rule: rng.random_range(0..256),
+            flags: rng.random_range(0..4),
+            timestamp: rng.random(),
+        };
+        recs.extend(e.pack().expect("connection entry"));
+    }
+    let c = cmd(DmaCmd::CtWrite, Table::Vip, false, true, n as u32, 0, base);
+    assert_eq!(p.run("connections written", &recs, &[c]), Ok(()));
+    let mut list = Vec::new();
+    for &i in &indices {
+        list.push(i);
+        list.extend(std::iter::repeat_n(0u32, CtEntry::WORDS));
+    }
+    let c = cmd(DmaCmd::CtRead, Table::Vip, false, true, n as u32, 0, base);
+    assert_eq!(p.run("connections read (list)", &list, &[c]), Ok(()));
+    let from = indices[0].min(ct_len - 200);
+    let c = cmd(DmaCmd::CtRead, Table::Vip, false, false, 200, from, base);
+    assert_eq!(p.run("connections read (range)", &[], &[c]), Ok(()));
+    let c = cmd(
+        DmaCmd::CtWrite,
+        Table::Vip,
+        false,
+        false,
+        3,
+        ct_len - 1,
+        base,
+    );
+    let data = vec![0u32; 3 * CtEntry::WORDS];
+    fails_with(
+        p.run("connection past the end", &data, &[c]),
+        "BadIndex",
+        "connection past the end",
+    );
+
+    // Traffic, then the hit bits read (and cleared) for the whole table.
+    let compiled = crate::compiled_example("web.yaml");
+    let scenario = Scenario::from_tables(compiled.tables.clone(), &mut rng);
+    let frames: Vec<Vec<u8>> = (0..200).map(|_| scenario.frame(&mut rng)).collect();
+    // Ten at a time: back to back, punts wait on the host memory and the receive side would
+    // drop frames (docs/pipeline.md section 14.4), which the model never does.
+    let mut got = Vec::new();
+    for chunk in frames.chunks(10) {
+        got.extend(p.rtl.receive(chunk.to_vec()).expect("RTL traffic"));
+    }
+    let mut out = vec![0u8; 16384];
+    for (i, f) in frames.iter().enumerate() {
+        let r = p.model.lock().receive(f, &mut out).expect("model traffic");
+        assert_eq!(got[i].result, r, "packet {i}");
+    }
+    let c = cmd(
+        DmaCmd::HitRead,
+        Table::Vip,
+        false,
+        false,
+        ct_len / 32,
+        0,
+        base,
+    );
+    assert_eq!(p.run("hit bits", &[], &[c]), Ok(()));
+
+    // The refusals.
+    let bad = [
+        (
+            "a count of 0",
+            "BadCommand",
+            cmd(DmaCmd::TableRead, Table::Rule, false, false, 0, 0, base),
+        ),
+        (
+            "a list HIT_READ",
+            "BadCommand",
+            cmd(DmaCmd::HitRead, Table::Vip, false, true, 1, 0, base),
+        ),
+        (
+            "a HIT_READ off a word",
+            "BadIndex",
+            cmd(DmaCmd::HitRead, Table::Vip, false, false, 1, 33, base),
+        ),
+        (
+            "a HIT_READ past the end",
+            "BadIndex",
+            cmd(
+                DmaCmd::HitRead,
+                Table::Vip,
+                false,
+                false,
+                3,
+                ct_len - 64,
+                base,
+            ),
+        ),
+        (
+            "data not 4-byte aligned",
+            "BadEntry",
+            cmd(DmaCmd::TableRead, Table::Rule, false, false, 2, 0, base + 2),
+        ),
+        (
+            "data not mapped (read)",
+            "DmaFault",
+            cmd(DmaCmd::TableRead, Table::Rule, false, false, 2, 0, UNMAPPED),
+        ),
+        (
+            "data not mapped (write)",
+            "DmaFault",
+            cmd(DmaCmd::TableWrite, Table::Rule, true, false, 2, 0, UNMAPPED),
+        ),
+        (
+            "data not mapped (list)",
+            "DmaFault",
+            cmd(DmaCmd::CtWrite, Table::Vip, false, true, 2, 0, UNMAPPED),
+        ),
+    ];
+    for (what, code, c) in bad {
+        fails_with(p.run(what, &[], &[c]), code, what);
+    }
+
+    // Several commands behind one doorbell, a failure among them (the first failure is
+    // reported; the others run).
+    let batch = [
+        cmd(DmaCmd::TableRead, Table::Backend, true, false, 16, 0, base),
+        cmd(
+            DmaCmd::TableRead,
+            Table::Rule,
+            true,
+            false,
+            16,
+            0,
+            base + 1024,
+        ),
+        cmd(DmaCmd::TableRead, Table::Rule, true, false, 0, 0, base),
+        cmd(
+            DmaCmd::TableRead,
+            Table::Pool,
+            false,
+            false,
+            16,
+            0,
+            base + 2048,
+        ),
+        cmd(DmaCmd::CtRead, Table::Vip, false, false, 8, 0, base + 4096),
+    ];
+    fails_with(p.run("a batch", &[], &batch), "BadCommand", "a batch");
+
+    // Both devices hold the same tables, read whole through their register windows.
+    for bank in [false, true] {
+        for t in TABLES {
+            let depth = tables.depth(t);
+            let rows: Vec<u32> = if t == Table::Maglev {
+                (0..depth).step_by(97).collect()
+            } else {
+                (0..depth).collect()
+            };
+            let mut recs = Vec::new();
+            for i in rows {
+                recs.push(i);
+                recs.extend(std::iter::repeat_n(0u32, words_of(t)));
+            }
+            let room = SIZES.cmd_data / 4 / (words_of(t) + 1);
+            recs.truncate(room * (words_of(t) + 1));
+            let n = (recs.len() / (words_of(t) + 1)) as u32;
+            let c = cmd(DmaCmd::TableRead, t, bank, true, n, 0, base);
+            assert_eq!(
+                p.run(&format!("{t:?} bank {bank} at the end"), &recs, &[c]),
+                Ok(())
+            );
+        }
+    }
+    let (st_rtl, st_model) = (
+        p.rtl_rings.poll().expect("RTL status"),
+        p.model_rings.poll().expect("model status"),
+    );
+    assert_eq!(st_rtl.errors, st_model.errors, "ring errors");
+    println!(
+        "command ring on the RTL: {} commands as the model ran them",
+        p.commands
+    );
+}
