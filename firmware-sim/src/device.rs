@@ -889,7 +889,7 @@ impl ModelDevice {
         words: usize,
         mut apply: impl FnMut(&mut ModelDevice, u32, &[u32]) -> DmaError,
     ) -> DmaError {
-        if c.addr % 4 != 0 {
+        if !c.addr.is_multiple_of(4) {
             return DmaError::BadEntry;
         }
         let stride = words + usize::from(c.list);
@@ -932,7 +932,7 @@ impl ModelDevice {
         words: usize,
         mut get: impl FnMut(&mut ModelDevice, u32) -> Option<Vec<u32>>,
     ) -> DmaError {
-        if c.addr % 4 != 0 {
+        if !c.addr.is_multiple_of(4) {
             return DmaError::BadEntry;
         }
         if c.list {
