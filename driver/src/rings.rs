@@ -21,7 +21,11 @@ use crate::dma::{DmaError, DmaRegion, IrqLine};
 use crate::queues::PuntedFrame;
 use nlb_hw::blocks::dma as regs;
 use nlb_hw::enums::{DmaError as CmdError, Ring};
-use nlb_hw::layouts::{CmdDesc, EventRecord, InjectDesc, InjectHeader, PuntCpl, PuntDesc, RingWb};
+use nlb_hw::enums::DmaCmd;
+use nlb_hw::layouts::{
+    CmdDesc, CtEntry, EventRecord, InjectDesc, InjectHeader, PuntCpl, PuntDesc, RingWb,
+};
+use nlb_hw::Tables;
 use nlb_hw::rings::{self, RingDef};
 use nlb_hw::LayoutError;
 use std::time::{Duration, Instant};
@@ -160,6 +164,8 @@ struct Layout {
 }
 
 const FRAME: usize = rings::FRAME_BYTES as usize;
+/// Entries of the parts a long command is queued as ([`HostRings::submit`]).
+pub const CMD_PIECE: u32 = 8192;
 /// IOVA of the first ring region.
 pub const RING_IOVA: u64 = 0x1_0000_0000;
 
@@ -684,7 +690,12 @@ impl HostRings {
         Ok(self.next[i].wrapping_sub(self.wb(Ring::Cmd)?.index))
     }
 
-    /// Queues a command (host memory only).
+    /// Queues a command (host memory only). A command over more than [`CMD_PIECE`] entries
+    /// is queued as several over consecutive parts of its data (at most 16, and at most half
+    /// the free slots), so that each finishes within [`HostRings::execute`]'s timeout on a
+    /// slow device (a simulated one runs a few hundred thousand entries a minute) and the
+    /// wait sees progress; the parts run in order, as the whole would, but one that fails
+    /// does not stop the next.
     pub fn submit(&mut self, cmd: &CmdDesc) -> Result<(), RingError> {
         if !self.carries(Ring::Cmd) {
             return Err(RingError::NotCarried {
@@ -692,19 +703,46 @@ impl HostRings {
                 carried: self.carried,
             });
         }
-        if self.cmd_pending()? >= slots(self.sizes.cmd_log2) {
+        let free = slots(self.sizes.cmd_log2).saturating_sub(self.cmd_pending()?);
+        if free == 0 {
             return Err(RingError::CommandsFull);
         }
-        let i = Ring::Cmd as usize;
-        let index = self.next[i];
-        self.mem
-            .write_words(self.slot_offset(Ring::Cmd, index), &cmd.pack()?)?;
-        self.next[i] = index.wrapping_add(1);
-        Ok(())
+        let parts = u32::from(free / 2).clamp(1, 16);
+        let piece = CMD_PIECE.max(cmd.count.div_ceil(parts));
+        let (words, index_step) = match cmd.op {
+            DmaCmd::TableWrite | DmaCmd::TableRead => (Tables::entry_words(cmd.table), 1),
+            DmaCmd::CtWrite | DmaCmd::CtRead => (CtEntry::WORDS, 1),
+            DmaCmd::HitRead => (1, 32),
+        };
+        let stride = 4 * (words as u64 + u64::from(cmd.list));
+        let mut done = 0u32;
+        loop {
+            let n = (cmd.count - done).min(piece);
+            let part = CmdDesc {
+                count: n,
+                index: if cmd.list {
+                    cmd.index
+                } else {
+                    cmd.index.wrapping_add(done.wrapping_mul(index_step))
+                },
+                addr: cmd.addr.wrapping_add(u64::from(done) * stride),
+                ..*cmd
+            };
+            let i = Ring::Cmd as usize;
+            let slot = self.next[i];
+            self.mem
+                .write_words(self.slot_offset(Ring::Cmd, slot), &part.pack()?)?;
+            self.next[i] = slot.wrapping_add(1);
+            done += n;
+            if done >= cmd.count {
+                return Ok(());
+            }
+        }
     }
 
-    /// Rings the command doorbell and waits (up to `timeout`, letting the device's time pass)
-    /// until every queued command is done; fails with the first failure the device reported.
+    /// Rings the command doorbell and waits (up to `timeout` for each command, letting the
+    /// device's time pass) until every queued command is done; fails with the first failure
+    /// the device reported.
     pub fn execute<D: Device + ?Sized>(
         &mut self,
         dev: &mut D,
@@ -723,12 +761,17 @@ impl HostRings {
             dev.write32(regs::CMD_HOST, u32::from(self.next[i]))?;
             self.rung[i] = self.next[i];
         }
-        let start = Instant::now();
+        // The timeout runs from the last command done (a long batch makes progress).
+        let mut start = Instant::now();
         let mut pause = Duration::from_micros(1);
+        let mut last = u16::MAX;
         loop {
             let pending = self.cmd_pending()?;
             if pending == 0 {
                 break;
+            }
+            if pending < last {
+                (start, last) = (Instant::now(), pending);
             }
             if start.elapsed() >= timeout {
                 return Err(RingError::Timeout {

@@ -326,8 +326,8 @@ fn a_command_stops_where_its_data_stops() {
     d.write32(dma::CMD_HOST, 1).unwrap();
     let wb = RingWb::unpack(&words_of(&mem.read(IOVA + 16 * 3, 16))).unwrap();
     assert_eq!((wb.index, wb.error_code), (1, DmaError::BadEntry));
-    for i in 0..4 {
-        assert_eq!(d.bank(1).maglev[i].backend, before[i], "slot {i} untouched");
+    for (i, b) in before.iter().enumerate().take(4) {
+        assert_eq!(d.bank(1).maglev[i].backend, *b, "slot {i} untouched");
     }
     d.write32(dma::CMD_HOST, 2).unwrap();
     let wb = RingWb::unpack(&words_of(&mem.read(IOVA + 16 * 3, 16))).unwrap();
