@@ -190,6 +190,11 @@ always @(posedge clk) begin
     end
 end
 
+`ifdef FORMAL
+// Formal properties: one master in flight, answers routed (hw/scripts/formal.sh).
+`include "nlb_axi_mux2_props.vh"
+`endif
+
 endmodule
 
 `resetall
