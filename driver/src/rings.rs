@@ -20,14 +20,14 @@ use crate::device::{Device, DeviceError};
 use crate::dma::{DmaError, DmaRegion, IrqLine};
 use crate::queues::PuntedFrame;
 use nlb_hw::blocks::dma as regs;
-use nlb_hw::enums::{DmaError as CmdError, Ring};
 use nlb_hw::enums::DmaCmd;
+use nlb_hw::enums::{DmaError as CmdError, Ring};
 use nlb_hw::layouts::{
     CmdDesc, CtEntry, EventRecord, InjectDesc, InjectHeader, PuntCpl, PuntDesc, RingWb,
 };
-use nlb_hw::Tables;
 use nlb_hw::rings::{self, RingDef};
 use nlb_hw::LayoutError;
+use nlb_hw::Tables;
 use std::time::{Duration, Instant};
 
 /// Why a ring operation failed.

@@ -201,6 +201,8 @@ initial begin
     end
 end
 
+`include "nlb_inc_if.vh"
+
 // A register word with the write's byte strobes applied.
 function [31:0] merge(input [31:0] old, input [31:0] data, input [3:0] strb);
     integer b;
@@ -248,14 +250,24 @@ wire [31:0] size_word = ({28'd0, log2_reg} << NLB_REG_DMA_CMD_SIZE_LOG2_LSB)
 wire [31:0] wr_size = merge(size_word, ext_wr_data, ext_wr_strb);
 /* verilator lint_off UNUSEDSIGNAL */ // (the index is 16 bits)
 wire [31:0] wr_host = merge({16'd0, host_reg}, ext_wr_data, ext_wr_strb);
+wire [31:0] wr_base_lo = merge(base_reg[31:0], ext_wr_data, ext_wr_strb)
+                         & NLB_REG_DMA_CMD_BASE_LO_DEFINED;
+wire [31:0] wr_base_hi = merge(base_reg[63:32], ext_wr_data, ext_wr_strb);
 /* verilator lint_on UNUSEDSIGNAL */
 
-wire        usable = dma_enable && ren_reg && base_reg != 64'd0;
+reg         base_nz_reg = 1'b0;     // base != 0, kept with each write of it
+wire        usable = dma_enable && ren_reg && base_nz_reg;
 wire        waiting = usable && host_reg != dev_reg;
 wire [15:0] slot = dev_reg & ring_mask(log2_reg);
-// The slot's line (two 32-byte descriptors per 64-byte line) and which half.
-/* verilator lint_off UNUSEDSIGNAL */ // (bits 4..0: a descriptor's bytes)
-wire [63:0] desc_addr = base_reg + {43'd0, slot, 5'd0};
+// The slot's IOVA, base + slot x 32: the low 21 bits (a slot's offset spans at most 20) summed
+// a clock ahead (d_lo_reg, its carry in bit 21), the high bits only take that carry; the
+// engine reads a descriptor only while that sum is fresh (nothing it depends on changed last
+// clock). A 64-bit `+` would be 16 CARRY4 in a row.
+reg  [21:0] d_lo_reg = 22'd0;
+reg         d_fresh_reg = 1'b0;
+/* verilator lint_off UNUSEDSIGNAL */ // (inc_if's top bits; bits 4..0: a descriptor's bytes)
+wire [63:0] d_hi = inc_if({21'd0, base_reg[63:21]}, d_lo_reg[21]);
+wire [63:0] desc_addr = {d_hi[42:0], d_lo_reg[20:0]};
 /* verilator lint_on UNUSEDSIGNAL */
 
 // ---- the engine ----------------------------------------------------------------------------
@@ -265,6 +277,9 @@ localparam [4:0] S_IDLE = 5'd0,
                  S_WB_B = 5'd2,    // write-back: its response
                  S_D_R = 5'd4,     // descriptor: the line
                  S_DEC = 5'd5,     // the descriptor checked
+                 S_CHK = 5'd3,     // the descriptor line taken apart
+                 S_LINES = 5'd18,  // lines to read: the words' span, rounded up
+                 S_SPAN = 5'd22,   // ... and the read-ahead started
                  S_MUL = 5'd6,     // words to read: count x stride, a bit a clock
                  S_SEL = 5'd7,     // table.select written
                  S_REC = 5'd8,     // a record starts
@@ -284,39 +299,32 @@ localparam [4:0] S_IDLE = 5'd0,
 reg [4:0]  state_reg = S_IDLE;
 
 // The command in flight.
-reg [2:0]  op_reg = 3'd0;
 reg [2:0]  table_reg = 3'd0;
 reg        bank_reg = 1'b0;
 reg        list_reg = 1'b0;
 reg [31:0] count_reg = 32'd0;
-reg [31:0] done_reg = 32'd0;       // records done
+reg [31:0] left_reg = 32'd0;       // records not yet done (this one included)
+reg        last_reg = 1'b0;         // left_reg == 1
 reg [32:0] idx_reg = 33'd0;        // the record's entry index (HIT_READ: its word's first)
 reg [63:0] addr_reg = 64'd0;
 reg [5:0]  words_reg = 6'd0;       // entry words
 reg [5:0]  w_reg = 6'd0;           // the record's word in hand
 reg [2:0]  code_reg = 3'd0;        // its outcome so far
-/* verilator lint_off UNUSEDSIGNAL */ // (its top bit: the last step's sum is taken whole)
-reg [37:0] total_reg = 38'd0;      // words to read (count x stride)
+/* verilator lint_off UNUSEDSIGNAL */ // (bits 3..0: within the last line)
+reg [37:0] total_reg = 38'd0;      // words to read (count x stride), then lines x 16 + 15
 /* verilator lint_on UNUSEDSIGNAL */
 reg [5:0]  mul_reg = 6'd0;         // the stride's bits still to multiply
 reg [31:0] rword_reg = 32'd0;      // a word read from the window
 reg [61:0] wp_reg = 62'd0;         // the next word's address in host memory, in words
+/* verilator lint_off UNUSEDSIGNAL */ // (inc_if's top bits)
+wire [63:0] wp_inc = inc_if({2'd0, wp_reg}, 1'b1);
+/* verilator lint_on UNUSEDSIGNAL */
 
-wire is_write = op_reg == NLB_DMA_CMD_TABLE_WRITE || op_reg == NLB_DMA_CMD_CT_WRITE;
-wire is_ct = op_reg == NLB_DMA_CMD_CT_WRITE || op_reg == NLB_DMA_CMD_CT_READ;
-wire is_hit = op_reg == NLB_DMA_CMD_HIT_READ;
-wire is_table = op_reg == NLB_DMA_CMD_TABLE_WRITE || op_reg == NLB_DMA_CMD_TABLE_READ;
-
-// 64-byte lines holding `w` words from the start of a line (at most 2^38 words).
-function [33:0] lines_of(input [37:0] w);
-    /* verilator lint_off UNUSEDSIGNAL */ // (bits 3..0: within the last line)
-    reg [37:0] l;
-    /* verilator lint_on UNUSEDSIGNAL */
-    begin
-        l = w + 38'd15;
-        lines_of = l[37:4];
-    end
-endfunction
+// The op's kind, decoded from the descriptor (registers: they steer the engine's paths).
+reg  is_write = 1'b0;
+reg  is_ct = 1'b0;
+reg  is_hit = 1'b0;
+reg  is_table = 1'b0;
 
 // Entry words of each table.
 function [5:0] table_words(input [2:0] t);
@@ -341,9 +349,11 @@ function [31:0] table_depth(input [2:0] t);
 endfunction
 
 localparam [31:0] D_CT = CT_ENTRIES;
-wire [31:0] depth = is_table ? table_depth(table_reg) : D_CT;
-// The record's index is beyond its table.
-wire        beyond = idx_reg[32] || idx_reg[31:0] >= depth;
+reg  [31:0] depth_reg = 32'd0;      // the command's table's entries
+// The record's index is beyond its table: compared a clock after the index settles
+// (range_ok_reg: the engine has been in S_RANGE since the clock before).
+reg         beyond_reg = 1'b0;
+reg         range_ok_reg = 1'b0;
 // The window the command goes through.
 wire [AW-1:0] win_data = is_table ? NLB_REG_TABLE_DATA[AW-1:0] : NLB_REG_CONNTRACK_DATA[AW-1:0];
 wire [AW-1:0] win_cmd = is_table ? NLB_REG_TABLE_CMD[AW-1:0] : NLB_REG_CONNTRACK_CMD[AW-1:0];
@@ -409,26 +419,57 @@ initial begin
 end
 
 wire        rw_valid = rf_count_reg != 5'd0;
+// The next word for the engine, taken out of the head line a clock ahead (wq_*): the engine's
+// decisions rest on registers, not on the line and word multiplexers.
+reg         wq_valid_reg = 1'b0;
+reg  [31:0] wq_word_reg = 32'd0;
+reg         wq_err_reg = 1'b0;
 wire [DW-1:0] rf_head = rf_data[rf_rd_reg];
-wire [31:0] rw_word = rf_head[{rw_reg, 5'd0} +: 32];
+reg  [31:0] rw_word;
+integer kr;
+always @* begin
+    rw_word = rf_head[31:0];
+    for (kr = 1; kr < 16; kr = kr + 1) begin
+        if (rw_reg == kr[3:0]) begin
+            rw_word = rf_head[32*kr +: 32];
+        end
+    end
+end
+integer kw;  // (the push's loop: a variable of its own, the other is combinational)
 wire        rw_err = rf_err[rf_rd_reg];
-reg         rw_take;                // the engine takes the word this clock
+reg         rw_take;                // the engine takes the word in wq this clock
+// (Refilled only while empty: a word every other clock at most, which the engine never
+// outruns but when it skips a list read's room.)
+wire        rw_refill = rw_valid && !wq_valid_reg;
 
 // The next read burst: at most RD_BURST lines, within the 4 KiB page, within what is left
-// and what the buffer has room for.
+// and what the buffer has room for. Decided a clock ahead (burst_reg, burst_ok_reg) and
+// issued at most every other clock (rd_cool_reg), so that the decision always rests on the
+// registers as the last burst left them; the buffer's room only grows meanwhile.
 wire [6:0]  to_page = 7'd64 - {1'b0, rd_line_reg[11:6]};
 wire [4:0]  room = 5'd16 - rf_count_reg - rd_fly_reg;
+wire        rd_few = rd_lines_reg[33:3] == 31'd0;   // fewer than RD_BURST (8) lines left
 reg  [4:0]  burst;
 always @* begin
     burst = RD_BURST;
     if ({2'd0, burst} > to_page) begin
         burst = to_page[4:0];
     end
-    if ({29'd0, burst} > rd_lines_reg) begin
-        burst = rd_lines_reg[4:0];
+    if (rd_few && {1'b0, rd_lines_reg[3:0]} < burst) begin
+        burst = {1'b0, rd_lines_reg[3:0]};
     end
 end
-wire        rd_issue_ok = rd_lines_reg != 34'd0 && burst <= room;
+reg  [4:0]  burst_reg = 5'd0;
+reg         burst_ok_reg = 1'b0;
+reg         rd_cool_reg = 1'b0;
+wire        rd_issue = burst_ok_reg && !rd_cool_reg && !ar_valid_reg && state_reg != S_D_R
+                       && rd_lines_reg != 34'd0;
+// The line after the burst: within the page its offset grows; a burst to the page's end
+// carries into the page number (an increment without a carry chain).
+wire [6:0]  line_off_next = {1'b0, rd_line_reg[11:6]} + {2'd0, burst_reg};
+/* verilator lint_off UNUSEDSIGNAL */ // (inc_if's top bits)
+wire [63:0] page_next = inc_if({12'd0, rd_line_reg[63:12]}, line_off_next[6]);
+/* verilator lint_on UNUSEDSIGNAL */
 
 // ---- the line written back: read results collected a line at a time -------------------------
 
@@ -479,8 +520,9 @@ assign s_fault = fault_reg;
 // The ring_wb record of the command ring.
 wire [127:0] wb_rec = {8'd0, err_code_reg, err_slot_reg, errors_reg, 32'd0, 16'd0, dev_reg};
 
-// The decoded descriptor (from the line in m_axi_rdata).
-wire [255:0] d_line = d_half_reg ? m_axi_rdata[511:256] : m_axi_rdata[255:0];
+// The descriptor (its half of the line read), and whether that read was refused.
+reg  [255:0] d_line = 256'd0;
+reg          d_err_reg = 1'b0;
 wire [7:0]  d_op = d_line[NLB_CMD_DESC_OP_LSB +: NLB_CMD_DESC_OP_W];
 wire [7:0]  d_table = d_line[NLB_CMD_DESC_TABLE_LSB +: NLB_CMD_DESC_TABLE_W];
 
@@ -518,13 +560,13 @@ wire [4:0] rec_first = list_reg ? S_IDX : is_write ? S_WORD : S_RANGE;
 
 // The record's words go to the window; a word of the read-ahead that a refused read filled
 // stops the command.
-wire word_bad = rw_valid && rw_err;
+wire word_bad = wq_valid_reg && wq_err_reg;
 
 always @* begin
     rw_take = 1'b0;
     case (state_reg)
-    S_IDX, S_SKIP: rw_take = rw_valid && !rw_err;
-    S_WORD: rw_take = rw_valid && !rw_err && !al_busy_reg;
+    S_IDX, S_SKIP: rw_take = wq_valid_reg && !wq_err_reg;
+    S_WORD: rw_take = wq_valid_reg && !wq_err_reg && !al_busy_reg;
     default: rw_take = 1'b0;
     endcase
 end
@@ -533,6 +575,10 @@ always @(posedge clk) begin
     irq_reg <= 1'b0;
     fault_reg <= 1'b0;
     us_div_reg <= us_tick ? 16'd0 : us_div_reg + 16'd1;
+    d_lo_reg <= {1'b0, base_reg[20:0]} + {1'b0, slot, 5'd0};
+    d_fresh_reg <= !ext_wr_req && state_reg != S_DONE;
+    beyond_reg <= idx_reg[32] || idx_reg[31:0] >= depth_reg;
+    range_ok_reg <= state_reg == S_RANGE;
 
     // AXI-Lite handshakes.
     if (m_axil_awvalid && m_axil_awready) begin
@@ -568,12 +614,15 @@ always @(posedge clk) begin
     end
 
     // The read-ahead: bursts out, lines in (a descriptor's line is the engine's).
-    if (rd_issue_ok && !ar_valid_reg && state_reg != S_D_R) begin
+    burst_reg <= burst;
+    burst_ok_reg <= rd_lines_reg != 34'd0 && burst <= room;
+    rd_cool_reg <= rd_issue;
+    if (rd_issue) begin
         ar_valid_reg <= 1'b1;
         ar_addr_reg <= rd_line_reg;
-        ar_len_reg <= {3'd0, burst - 5'd1};
-        rd_line_reg <= {rd_line_reg[63:6] + {52'd0, burst}, 6'd0};
-        rd_lines_reg <= rd_lines_reg - {29'd0, burst};
+        ar_len_reg <= {3'd0, burst_reg - 5'd1};
+        rd_line_reg <= {page_next[51:0], line_off_next[5:0], 6'd0};
+        rd_lines_reg <= rd_lines_reg - {29'd0, burst_reg};
     end
     if (r_hs && state_reg != S_D_R) begin
         rf_data[rf_wr_reg] <= m_axi_rdata;
@@ -581,16 +630,20 @@ always @(posedge clk) begin
         rf_wr_reg <= rf_wr_reg + 4'd1;
     end
     if (rw_take) begin
+        wq_valid_reg <= 1'b0;
+    end
+    if (rw_refill) begin
+        wq_valid_reg <= 1'b1;
+        wq_word_reg <= rw_word;
+        wq_err_reg <= rw_err;
         rw_reg <= rw_reg + 4'd1;
         if (rw_reg == 4'd15) begin
             rf_rd_reg <= rf_rd_reg + 4'd1;
         end
     end
     rf_count_reg <= rf_count_reg + {4'd0, r_hs && state_reg != S_D_R}
-        - {4'd0, rw_take && rw_reg == 4'd15};
-    rd_fly_reg <= rd_fly_reg
-        + ((rd_issue_ok && !ar_valid_reg && state_reg != S_D_R)
-           ? burst : 5'd0)
+        - {4'd0, rw_refill && rw_reg == 4'd15};
+    rd_fly_reg <= rd_fly_reg + (rd_issue ? burst_reg : 5'd0)
         - {4'd0, r_hs && state_reg != S_D_R};
 
     case (state_reg)
@@ -605,7 +658,7 @@ always @(posedge clk) begin
             aw_valid_reg <= dma_wb != 64'd0;
             w_valid_reg <= dma_wb != 64'd0;
             state_reg <= S_WB_W;
-        end else if (waiting) begin
+        end else if (waiting && d_fresh_reg) begin
             ar_valid_reg <= 1'b1;
             ar_addr_reg <= {desc_addr[63:6], 6'd0};
             ar_len_reg <= 8'd0;
@@ -631,29 +684,41 @@ always @(posedge clk) begin
     end
     S_D_R: begin
         if (r_hs) begin
-            op_reg <= d_op[2:0];
-            table_reg <= d_table[2:0];
-            bank_reg <= d_line[NLB_CMD_DESC_BANK_LSB];
-            list_reg <= d_line[NLB_CMD_DESC_LIST_LSB];
-            count_reg <= d_line[NLB_CMD_DESC_COUNT_LSB +: 32];
-            idx_reg <= {1'b0, d_line[NLB_CMD_DESC_INDEX_LSB +: 32]};
-            addr_reg <= d_line[NLB_CMD_DESC_ADDR_LSB +: 64];
-            done_reg <= 32'd0;
-            code_reg <= NLB_DMA_ERROR_NONE;
-            if (m_axi_rresp != 2'b00) begin
-                fail(NLB_DMA_ERROR_DMA_FAULT);
-                state_reg <= S_DONE;
-            end else if (d_op == 8'd0 || d_op > NLB_DMA_CMD_COUNT || d_table >= NLB_TABLE_COUNT
-                    || d_line[NLB_CMD_DESC_COUNT_LSB +: 32] == 32'd0
-                    || (d_op == {5'd0, NLB_DMA_CMD_HIT_READ} && d_line[NLB_CMD_DESC_LIST_LSB])) begin
-                fail(NLB_DMA_ERROR_BAD_COMMAND);
-                state_reg <= S_DONE;
-            end else begin
-                state_reg <= S_DEC;
-            end
+            d_line <= d_half_reg ? m_axi_rdata[511:256] : m_axi_rdata[255:0];
+            d_err_reg <= m_axi_rresp != 2'b00;
+            state_reg <= S_CHK;
+        end
+    end
+    S_CHK: begin
+        table_reg <= d_table[2:0];
+        bank_reg <= d_line[NLB_CMD_DESC_BANK_LSB];
+        list_reg <= d_line[NLB_CMD_DESC_LIST_LSB];
+        count_reg <= d_line[NLB_CMD_DESC_COUNT_LSB +: 32];
+        idx_reg <= {1'b0, d_line[NLB_CMD_DESC_INDEX_LSB +: 32]};
+        addr_reg <= d_line[NLB_CMD_DESC_ADDR_LSB +: 64];
+        left_reg <= d_line[NLB_CMD_DESC_COUNT_LSB +: 32];
+        last_reg <= d_line[NLB_CMD_DESC_COUNT_LSB +: 32] == 32'd1;
+        is_write <= d_op == {5'd0, NLB_DMA_CMD_TABLE_WRITE}
+            || d_op == {5'd0, NLB_DMA_CMD_CT_WRITE};
+        is_ct <= d_op == {5'd0, NLB_DMA_CMD_CT_WRITE} || d_op == {5'd0, NLB_DMA_CMD_CT_READ};
+        is_hit <= d_op == {5'd0, NLB_DMA_CMD_HIT_READ};
+        is_table <= d_op == {5'd0, NLB_DMA_CMD_TABLE_WRITE}
+            || d_op == {5'd0, NLB_DMA_CMD_TABLE_READ};
+        code_reg <= NLB_DMA_ERROR_NONE;
+        if (d_err_reg) begin
+            fail(NLB_DMA_ERROR_DMA_FAULT);
+            state_reg <= S_DONE;
+        end else if (d_op == 8'd0 || d_op > NLB_DMA_CMD_COUNT || d_table >= NLB_TABLE_COUNT
+                || d_line[NLB_CMD_DESC_COUNT_LSB +: 32] == 32'd0
+                || (d_op == {5'd0, NLB_DMA_CMD_HIT_READ} && d_line[NLB_CMD_DESC_LIST_LSB])) begin
+            fail(NLB_DMA_ERROR_BAD_COMMAND);
+            state_reg <= S_DONE;
+        end else begin
+            state_reg <= S_DEC;
         end
     end
     S_DEC: begin
+        depth_reg <= is_table ? table_depth(table_reg) : D_CT;
         words_reg <= is_hit ? 6'd1 : is_ct ? NLB_CT_ENTRY_WORDS : table_words(table_reg);
         wp_reg <= addr_reg[63:2];
         total_reg <= 38'd0;
@@ -680,20 +745,26 @@ always @(posedge clk) begin
         w_reg <= w_reg + 6'd1;
         if (w_reg == 6'd5) begin
             w_reg <= 6'd0;
-            // Only writes and list reads read entry data.
-            if (is_write || (list_reg && !is_hit)) begin
-                rd_line_reg <= {addr_reg[63:6], 6'd0};
-                rd_lines_reg <= lines_of({34'd0, addr_reg[5:2]} + (mul_reg[5]
-                    ? {total_reg[36:0], 1'b0} + {6'd0, count_reg}
-                    : {total_reg[36:0], 1'b0}));
-            end
-            if (is_table) begin
-                axl_write(NLB_REG_TABLE_SELECT[AW-1:0],
-                    ({29'd0, table_reg} << NLB_REG_TABLE_SELECT_TABLE_LSB)
-                    | ({31'd0, bank_reg} << NLB_REG_TABLE_SELECT_BANK_LSB));
-            end
-            state_reg <= S_SEL;
+            state_reg <= S_LINES;
         end
+    end
+    S_LINES: begin
+        // The words from the first line's start, plus 15: total_reg[37:4] lines.
+        total_reg <= total_reg + {33'd0, {1'b0, addr_reg[5:2]} + 5'd15};
+        state_reg <= S_SPAN;
+    end
+    S_SPAN: begin
+        // Only writes and list reads read entry data.
+        if (is_write || (list_reg && !is_hit)) begin
+            rd_line_reg <= {addr_reg[63:6], 6'd0};
+            rd_lines_reg <= total_reg[37:4];
+        end
+        if (is_table) begin
+            axl_write(NLB_REG_TABLE_SELECT[AW-1:0],
+                ({29'd0, table_reg} << NLB_REG_TABLE_SELECT_TABLE_LSB)
+                | ({31'd0, bank_reg} << NLB_REG_TABLE_SELECT_BANK_LSB));
+        end
+        state_reg <= S_SEL;
     end
     S_SEL: begin
         if (!al_busy_reg) begin
@@ -712,8 +783,8 @@ always @(posedge clk) begin
         if (word_bad) begin
             stop(NLB_DMA_ERROR_DMA_FAULT);
         end else if (rw_take) begin
-            idx_reg <= {1'b0, rw_word};
-            wp_reg <= wp_reg + 62'd1;
+            idx_reg <= {1'b0, wq_word_reg};
+            wp_reg <= wp_inc[61:0];
             state_reg <= is_write ? S_WORD : S_SKIP;
         end
     end
@@ -733,8 +804,8 @@ always @(posedge clk) begin
         if (word_bad && !al_busy_reg) begin
             stop(NLB_DMA_ERROR_DMA_FAULT);
         end else if (rw_take) begin
-            axl_write(win_data + {{(AW - 8){1'b0}}, w_reg, 2'b00}, rw_word);
-            wp_reg <= wp_reg + 62'd1;
+            axl_write(win_data + {{(AW - 8){1'b0}}, w_reg, 2'b00}, wq_word_reg);
+            wp_reg <= wp_inc[61:0];
             w_reg <= w_reg + 6'd1;
             if (w_reg + 6'd1 == words_reg) begin
                 w_reg <= 6'd0;
@@ -743,8 +814,8 @@ always @(posedge clk) begin
         end
     end
     S_RANGE: begin
-        if (!al_busy_reg) begin
-            if (beyond) begin
+        if (!al_busy_reg && range_ok_reg) begin
+            if (beyond_reg) begin
                 stop(NLB_DMA_ERROR_BAD_INDEX);
             end else if (is_hit) begin
                 axl_write(NLB_REG_CONNTRACK_INDEX[AW-1:0], idx_reg[31:0]);
@@ -808,9 +879,13 @@ always @(posedge clk) begin
             end
             wl_line_reg <= wp_reg[61:4];
             wl_any_reg <= 1'b1;
-            wl_data_reg[{wp_reg[3:0], 5'd0} +: 32] <= rword_reg;
-            wl_strb_reg[{wp_reg[3:0], 2'd0} +: 4] <= 4'hf;
-            wp_reg <= wp_reg + 62'd1;
+            for (kw = 0; kw < 16; kw = kw + 1) begin
+                if (wp_reg[3:0] == kw[3:0]) begin
+                    wl_data_reg[32*kw +: 32] <= rword_reg;
+                    wl_strb_reg[4*kw +: 4] <= 4'hf;
+                end
+            end
+            wp_reg <= wp_inc[61:0];
             w_reg <= w_reg + 6'd1;
             if (is_hit || w_reg + 6'd1 == words_reg) begin
                 w_reg <= 6'd0;
@@ -828,10 +903,11 @@ always @(posedge clk) begin
     end
     S_NEXT: begin
         // The next record starts here (S_REC's work: a refused write seen stops it).
-        done_reg <= done_reg + 32'd1;
+        left_reg <= left_reg - 32'd1;
+        last_reg <= left_reg == 32'd2;
         idx_reg <= idx_reg + (is_hit ? 33'd32 : 33'd1);
         w_reg <= 6'd0;
-        if (done_reg + 32'd1 == count_reg) begin
+        if (last_reg) begin
             stop(NLB_DMA_ERROR_NONE);
         end else if (b_err_reg) begin
             stop(NLB_DMA_ERROR_DMA_FAULT);
@@ -858,6 +934,7 @@ always @(posedge clk) begin
             rf_wr_reg <= 4'd0;
             rf_rd_reg <= 4'd0;
             rw_reg <= 4'd0;
+            wq_valid_reg <= 1'b0;
             if (code_reg != NLB_DMA_ERROR_NONE) begin
                 fail(code_reg);
             end else if (b_err_reg) begin
@@ -893,11 +970,12 @@ always @(posedge clk) begin
     // Register writes (the ring is set up while no command runs).
     if (ext_wr_req) begin
         if (wr_word == NLB_REG_DMA_CMD_BASE_LO) begin
-            base_reg[31:0] <= merge(base_reg[31:0], ext_wr_data, ext_wr_strb)
-                & NLB_REG_DMA_CMD_BASE_LO_DEFINED;
+            base_reg[31:0] <= wr_base_lo;
+            base_nz_reg <= wr_base_lo != 32'd0 || base_reg[63:32] != 32'd0;
         end
         if (wr_word == NLB_REG_DMA_CMD_BASE_HI) begin
-            base_reg[63:32] <= merge(base_reg[63:32], ext_wr_data, ext_wr_strb);
+            base_reg[63:32] <= wr_base_hi;
+            base_nz_reg <= wr_base_hi != 32'd0 || base_reg[31:0] != 32'd0;
         end
         if (wr_word == NLB_REG_DMA_CMD_SIZE) begin
             log2_reg <= wr_size[NLB_REG_DMA_CMD_SIZE_LOG2_LSB +: NLB_REG_DMA_CMD_SIZE_LOG2_W];
@@ -923,6 +1001,7 @@ always @(posedge clk) begin
     if (rst) begin
         state_reg <= S_IDLE;
         base_reg <= 64'd0;
+        base_nz_reg <= 1'b0;
         log2_reg <= 4'd0;
         ren_reg <= 1'b0;
         host_reg <= 16'd0;
@@ -953,6 +1032,7 @@ always @(posedge clk) begin
         rd_fly_reg <= 5'd0;
         rd_lines_reg <= 34'd0;
         rw_reg <= 4'd0;
+        wq_valid_reg <= 1'b0;
         wl_any_reg <= 1'b0;
         wl_strb_reg <= {KW{1'b0}};
         wl_data_reg <= {DW{1'b0}};

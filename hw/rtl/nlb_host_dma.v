@@ -324,16 +324,7 @@ wire [15:0] slot_inject = dev_reg[RI] & ring_mask(log2_reg[RI]);
 wire [15:0] ic_dev_off = dev_reg[RI] - ic_first_reg;
 wire [15:0] pl_dev_off = pn_reg - pl_first_reg;
 
-// x + c, for c of 0 or 1, without a carry chain: bit i flips when c is set and every bit
-// below it is 1 (a tree of LUTs a few levels deep; a 58-bit `+` is 15 CARRY4 in a row).
-function [63:0] inc_if(input [63:0] x, input c);
-    integer i;
-    begin
-        for (i = 0; i < 64; i = i + 1) begin
-            inc_if[i] = x[i] ^ (c && &(x | ~((64'd1 << i) - 64'd1)));
-        end
-    end
-endfunction
+`include "nlb_inc_if.vh"
 
 // A ring slot's IOVA, base + slot x 64, in two halves: the low 22 bits (a slot's offset spans
 // at most 22) are summed a clock ahead into a register, from registers (`lo`, its carry in

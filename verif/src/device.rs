@@ -60,6 +60,7 @@ enum Request {
     DmaUnmap(u64),
     SetInterrupts(Vec<IrqLine>),
     Pcie,
+    Cycles,
 }
 
 enum Response {
@@ -130,6 +131,16 @@ impl RtlDevice {
     pub fn take_injected(&mut self) -> Result<Injected, DeviceError> {
         match self.call(Request::TakeInjected)? {
             Response::Injected(i) => Ok(i),
+            _ => Err(DeviceError::Protocol(
+                "unexpected answer from the RTL model".into(),
+            )),
+        }
+    }
+
+    /// Clocks the simulation has run since it started (for rates in clocks).
+    pub fn cycles(&mut self) -> Result<u64, DeviceError> {
+        match self.call(Request::Cycles)? {
+            Response::Count(n) => Ok(n),
             _ => Err(DeviceError::Protocol(
                 "unexpected answer from the RTL model".into(),
             )),
@@ -440,6 +451,7 @@ impl Worker {
                 Ok(Response::Packets(p))
             }
             Request::InjectOverflows => Ok(Response::Count(self.inject_overflows)),
+            Request::Cycles => Ok(Response::Count(self.dut.bench.sim.cycle())),
             Request::TakeInjected => Ok(Response::Injected(Injected {
                 packets: self.transmitted.drain(..).collect(),
                 overflows: self.inject_overflows,

@@ -474,3 +474,89 @@ fn rtl_command_ring_matches_the_model_command_by_command() {
         p.commands
     );
 }
+
+/// The engine's rate in clocks per entry, one command of each kind over a range (the host
+/// memory answering at `RtlDevice`'s bench timing): printed for docs/benchmarks.md; what the
+/// commands moved must be the model's.
+#[test]
+fn rtl_command_ring_rate() {
+    let seed = seed_from_env(0xc0de_0003);
+    let mut p = Pair::new(seed);
+    let base = p.addr(0);
+    let profile = Profile::by_name("sim").expect("the sim profile");
+    let tables = Tables::empty(profile);
+    let mut lines = Vec::new();
+    let kinds = [
+        (
+            "Maglev slots read",
+            DmaCmd::TableRead,
+            Table::Maglev,
+            4096u32,
+        ),
+        (
+            "Maglev slots written",
+            DmaCmd::TableWrite,
+            Table::Maglev,
+            4096,
+        ),
+        (
+            "backend entries read (6 words)",
+            DmaCmd::TableRead,
+            Table::Backend,
+            1024,
+        ),
+        (
+            "backend entries written",
+            DmaCmd::TableWrite,
+            Table::Backend,
+            1024,
+        ),
+        (
+            "VIP entries read (27 words)",
+            DmaCmd::TableRead,
+            Table::Vip,
+            256,
+        ),
+        (
+            "connections read (12 words)",
+            DmaCmd::CtRead,
+            Table::Vip,
+            1024,
+        ),
+        ("connections written", DmaCmd::CtWrite, Table::Vip, 1024),
+    ];
+    for (what, op, table, n) in kinds {
+        let words = if matches!(op, DmaCmd::CtRead | DmaCmd::CtWrite) {
+            CtEntry::WORDS
+        } else {
+            Tables::entry_words(table)
+        };
+        // Writes take what a read of bank 0 (or of the connection table) left in the area.
+        let data = if matches!(op, DmaCmd::TableWrite | DmaCmd::CtWrite) {
+            let read = if op == DmaCmd::CtWrite {
+                DmaCmd::CtRead
+            } else {
+                DmaCmd::TableRead
+            };
+            let c = cmd(read, table, false, false, n, 0, base);
+            assert_eq!(p.run("source", &[], &[c]), Ok(()));
+            let mut d = vec![0u32; n as usize * words];
+            p.model_rings.read_data(0, &mut d).expect("source");
+            d
+        } else {
+            Vec::new()
+        };
+        assert!(n <= tables.depth(table).max(profile.ct_entries()));
+        let c = cmd(op, table, true, false, n, 0, base);
+        let before = p.rtl.cycles().expect("clocks");
+        assert_eq!(p.run(what, &data, &[c]), Ok(()));
+        let clocks = p.rtl.cycles().expect("clocks") - before;
+        lines.push(format!(
+            "{what}: {n} in {clocks} clocks, {:.1} clocks an entry",
+            clocks as f64 / f64::from(n)
+        ));
+    }
+    for l in lines {
+        println!("command ring on the RTL: {l}");
+    }
+}
