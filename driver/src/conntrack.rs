@@ -26,7 +26,7 @@
 use crate::device::{Batch, Device, DeviceError};
 use crate::discovery::DeviceInfo;
 use crate::loader::{cmd_at, CMD_INDEX_MAX};
-use crate::rings::{HostRings, RingError};
+use crate::rings::{HostRings, RingError, COMMAND_TIMEOUT};
 use nlb_hw::blocks::conntrack as win;
 use nlb_hw::ct_words::{pack_ct, unpack_ct};
 use nlb_hw::enums::{DmaCmd, Event, KeyType, TableCmd};
@@ -35,7 +35,6 @@ use nlb_hw::{FlowKey, LayoutError};
 use nlb_reference::conntrack as placement;
 use std::collections::{BTreeSet, HashMap};
 use std::mem::MaybeUninit;
-use std::time::Duration;
 
 /// `flags` bit: FIN or RST seen.
 pub const FLAG_CLOSED: u8 = nlb_hw::enums::CtFlag::Closed.value() as u8;
@@ -78,9 +77,6 @@ pub enum ConntrackError {
     #[error(transparent)]
     Rings(#[from] RingError),
 }
-
-/// How long a command of the command ring may take before the device counts as stuck.
-const COMMAND_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How the manager reaches the device's table: the `conntrack` register window, or the
 /// command ring (DMA; SPEC R12.2).

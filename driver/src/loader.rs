@@ -26,7 +26,7 @@
 //! verification and control writes separately.
 
 use crate::device::{Batch, Device, DeviceError};
-use crate::rings::{HostRings, RingError};
+use crate::rings::{HostRings, RingError, COMMAND_TIMEOUT};
 use nlb_hw::blocks::{ctrl, table as win};
 use nlb_hw::enums::{DmaCmd, Table, TableCmd};
 use nlb_hw::layouts::CmdDesc;
@@ -271,9 +271,6 @@ pub const CMD_INDEX_MAX: u32 = win::cmd::INDEX.max();
 pub fn cmd_at(cmd: TableCmd, index: u32) -> Option<u32> {
     win::Cmd { op: cmd, index }.word().ok()
 }
-
-/// How long a command of the command ring may take before the device counts as stuck.
-const COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
 
 fn encode_error(e: nlb_hw::TableError, table: Table, bank: u8, index: u32) -> LoadError {
     match e {

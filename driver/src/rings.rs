@@ -164,8 +164,12 @@ struct Layout {
 }
 
 const FRAME: usize = rings::FRAME_BYTES as usize;
-/// Entries of the parts a long command is queued as ([`HostRings::submit`]).
-pub const CMD_PIECE: u32 = 8192;
+/// Entries of the parts a long command is queued as, at the least ([`HostRings::submit`]).
+pub const CMD_PIECE: u32 = 1024;
+/// How long a command of the command ring may take before the device counts as stuck (the
+/// loader's and the connection manager's waits; [`HostRings::execute`] counts it from the
+/// last command done).
+pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
 /// IOVA of the first ring region.
 pub const RING_IOVA: u64 = 0x1_0000_0000;
 
@@ -691,10 +695,10 @@ impl HostRings {
     }
 
     /// Queues a command (host memory only). A command over more than [`CMD_PIECE`] entries
-    /// is queued as several over consecutive parts of its data (at most 16, and at most half
-    /// the free slots), so that each finishes within [`HostRings::execute`]'s timeout on a
-    /// slow device (a simulated one runs a few hundred thousand entries a minute) and the
-    /// wait sees progress; the parts run in order, as the whole would, but one that fails
+    /// is queued as several over consecutive parts of its data (at most 64, and at most half
+    /// the free slots), so that each finishes within [`COMMAND_TIMEOUT`] on a slow device (the
+    /// Verilated RTL behind `nlb-sim` runs a connection-table entry in about 100 clocks and
+    /// tens of thousands of clocks a second) and the wait sees progress; the parts run in order, as the whole would, but one that fails
     /// does not stop the next.
     pub fn submit(&mut self, cmd: &CmdDesc) -> Result<(), RingError> {
         if !self.carries(Ring::Cmd) {
@@ -707,7 +711,7 @@ impl HostRings {
         if free == 0 {
             return Err(RingError::CommandsFull);
         }
-        let parts = u32::from(free / 2).clamp(1, 16);
+        let parts = u32::from(free / 2).clamp(1, 64);
         let piece = CMD_PIECE.max(cmd.count.div_ceil(parts));
         let (words, index_step) = match cmd.op {
             DmaCmd::TableWrite | DmaCmd::TableRead => (Tables::entry_words(cmd.table), 1),

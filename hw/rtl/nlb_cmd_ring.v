@@ -280,6 +280,7 @@ localparam [4:0] S_IDLE = 5'd0,
                  S_CHK = 5'd3,     // the descriptor line taken apart
                  S_LINES = 5'd18,  // lines to read: the words' span, rounded up
                  S_SPAN = 5'd22,   // ... and the read-ahead started
+                 S_MUL_HI = 5'd23, // count x stride: a step's high half
                  S_MUL = 5'd6,     // words to read: count x stride, a bit a clock
                  S_SEL = 5'd7,     // table.select written
                  S_REC = 5'd8,     // a record starts
@@ -314,6 +315,14 @@ reg [2:0]  code_reg = 3'd0;        // its outcome so far
 reg [37:0] total_reg = 38'd0;      // words to read (count x stride), then lines x 16 + 15
 /* verilator lint_on UNUSEDSIGNAL */
 reg [5:0]  mul_reg = 6'd0;         // the stride's bits still to multiply
+reg        mul_c_reg = 1'b0;        // a step's carry out of its low half
+reg [18:0] mul_hi_reg = 19'd0;      // a step's addend, high half
+wire [19:0] mul_lo = {1'b0, total_reg[17:0], 1'b0}
+                     + {1'b0, mul_reg[5] ? count_reg[18:0] : 19'd0};
+wire [6:0]  span_lo = {1'b0, total_reg[5:0]} + {2'd0, {1'b0, addr_reg[5:2]} + 5'd15};
+/* verilator lint_off UNUSEDSIGNAL */ // (inc_if's top bits)
+wire [63:0] span_hi = inc_if({32'd0, total_reg[37:6]}, span_lo[6]);
+/* verilator lint_on UNUSEDSIGNAL */
 reg [31:0] rword_reg = 32'd0;      // a word read from the window
 reg [61:0] wp_reg = 62'd0;         // the next word's address in host memory, in words
 /* verilator lint_off UNUSEDSIGNAL */ // (inc_if's top bits)
@@ -624,9 +633,13 @@ always @(posedge clk) begin
         rd_line_reg <= {page_next[51:0], line_off_next[5:0], 6'd0};
         rd_lines_reg <= rd_lines_reg - {29'd0, burst_reg};
     end
-    if (r_hs && state_reg != S_D_R) begin
+    // (The line of a descriptor is written too, into the slot after the last: the buffer is
+    // empty then, and the slot is not counted. The write takes no decision of the engine.)
+    if (r_hs) begin
         rf_data[rf_wr_reg] <= m_axi_rdata;
         rf_err[rf_wr_reg] <= m_axi_rresp != 2'b00;
+    end
+    if (r_hs && state_reg != S_D_R) begin
         rf_wr_reg <= rf_wr_reg + 4'd1;
     end
     if (rw_take) begin
@@ -735,22 +748,29 @@ always @(posedge clk) begin
         end
     end
     S_MUL: begin
-        // total = count x stride, shift and add from the stride's top bit.
-        if (mul_reg[5]) begin
-            total_reg <= {total_reg[36:0], 1'b0} + {6'd0, count_reg};
-        end else begin
-            total_reg <= {total_reg[36:0], 1'b0};
-        end
+        // total = count x stride, shift and add from the stride's top bit; each step's add in
+        // two halves over two clocks (S_MUL: the low 19 bits, S_MUL_HI: the high ones with the
+        // carry), a 38-bit carry chain being too deep for one.
+        total_reg[18:0] <= mul_lo[18:0];
+        total_reg[37:19] <= total_reg[36:18];
+        mul_c_reg <= mul_lo[19];
+        mul_hi_reg <= mul_reg[5] ? {6'd0, count_reg[31:19]} : 19'd0;
+        state_reg <= S_MUL_HI;
+    end
+    S_MUL_HI: begin
+        total_reg[37:19] <= total_reg[37:19] + mul_hi_reg + {18'd0, mul_c_reg};
         mul_reg <= {mul_reg[4:0], 1'b0};
         w_reg <= w_reg + 6'd1;
+        state_reg <= S_MUL;
         if (w_reg == 6'd5) begin
             w_reg <= 6'd0;
             state_reg <= S_LINES;
         end
     end
     S_LINES: begin
-        // The words from the first line's start, plus 15: total_reg[37:4] lines.
-        total_reg <= total_reg + {33'd0, {1'b0, addr_reg[5:2]} + 5'd15};
+        // The words from the first line's start, plus 15: total_reg[37:4] lines (a 6-bit add,
+        // its carry into the rest by an increment without a carry chain).
+        total_reg <= {span_hi[31:0], span_lo[5:0]};
         state_reg <= S_SPAN;
     end
     S_SPAN: begin
