@@ -281,6 +281,7 @@ localparam [4:0] S_IDLE = 5'd0,
                  S_LINES = 5'd18,  // lines to read: the words' span, rounded up
                  S_SPAN = 5'd22,   // ... and the read-ahead started
                  S_MUL_HI = 5'd23, // count x stride: a step's high half
+                 S_LINES_HI = 5'd24, // ... the span's high half
                  S_MUL = 5'd6,     // words to read: count x stride, a bit a clock
                  S_SEL = 5'd7,     // table.select written
                  S_REC = 5'd8,     // a record starts
@@ -319,10 +320,7 @@ reg        mul_c_reg = 1'b0;        // a step's carry out of its low half
 reg [18:0] mul_hi_reg = 19'd0;      // a step's addend, high half
 wire [19:0] mul_lo = {1'b0, total_reg[17:0], 1'b0}
                      + {1'b0, mul_reg[5] ? count_reg[18:0] : 19'd0};
-wire [6:0]  span_lo = {1'b0, total_reg[5:0]} + {2'd0, {1'b0, addr_reg[5:2]} + 5'd15};
-/* verilator lint_off UNUSEDSIGNAL */ // (inc_if's top bits)
-wire [63:0] span_hi = inc_if({32'd0, total_reg[37:6]}, span_lo[6]);
-/* verilator lint_on UNUSEDSIGNAL */
+wire [19:0] span_lo = {1'b0, total_reg[18:0]} + {15'd0, {1'b0, addr_reg[5:2]} + 5'd15};
 reg [31:0] rword_reg = 32'd0;      // a word read from the window
 reg [61:0] wp_reg = 62'd0;         // the next word's address in host memory, in words
 /* verilator lint_off UNUSEDSIGNAL */ // (inc_if's top bits)
@@ -768,9 +766,14 @@ always @(posedge clk) begin
         end
     end
     S_LINES: begin
-        // The words from the first line's start, plus 15: total_reg[37:4] lines (a 6-bit add,
-        // its carry into the rest by an increment without a carry chain).
-        total_reg <= {span_hi[31:0], span_lo[5:0]};
+        // The words from the first line's start, plus 15: total_reg[37:4] lines; in two
+        // halves as above (S_LINES_HI adds the carry).
+        total_reg[18:0] <= span_lo[18:0];
+        mul_c_reg <= span_lo[19];
+        state_reg <= S_LINES_HI;
+    end
+    S_LINES_HI: begin
+        total_reg[37:19] <= total_reg[37:19] + {18'd0, mul_c_reg};
         state_reg <= S_SPAN;
     end
     S_SPAN: begin

@@ -209,10 +209,13 @@ impl Device for RtlDevice {
         }
     }
 
-    /// Runs the clock (1000 clocks per millisecond asked, at most 100k): packets in flight
-    /// drain.
+    /// Runs the clock (a clock per microsecond asked, at least one, at most 100k): packets in
+    /// flight drain, and a driver polling with short pauses (the command ring's waits start at
+    /// a microsecond) sees the NIC's work move with each.
     fn wait(&mut self, d: std::time::Duration) -> Result<(), DeviceError> {
-        let clocks = (d.as_millis() as u64 * 1000).clamp(1, 100_000);
+        let clocks = u64::try_from(d.as_micros())
+            .unwrap_or(u64::MAX)
+            .clamp(1, 100_000);
         match self.call(Request::Clocks(clocks))? {
             Response::Done => Ok(()),
             _ => Err(DeviceError::Protocol(

@@ -185,6 +185,17 @@ fn a_full_ring_drops_and_counts_and_never_passes_the_host() {
     assert_eq!(records[0].event[0].src_port, 9000);
 }
 
+/// Sets the command ring up at `base`: 8 slots, enabled.
+fn command_ring_at(d: &mut ModelDevice, base: u64) {
+    d.write32(dma::CMD_BASE_LO, base as u32).unwrap();
+    d.write32(dma::CMD_BASE_HI, (base >> 32) as u32).unwrap();
+    let size = dma::CmdSize {
+        log2: 3,
+        enable: true,
+    };
+    d.write32(dma::CMD_SIZE, size.word().unwrap()).unwrap();
+}
+
 #[test]
 fn the_command_ring_writes_and_reads_tables_by_dma() {
     let mut d = standard_device();
@@ -193,19 +204,7 @@ fn the_command_ring_writes_and_reads_tables_by_dma() {
     let cmd_ring = IOVA + 0x8_0000;
     let data = IOVA + 0x9_0000;
     let readback = IOVA + 0xA_0000;
-    d.write32(dma::CMD_BASE_LO, cmd_ring as u32).unwrap();
-    d.write32(dma::CMD_BASE_HI, (cmd_ring >> 32) as u32)
-        .unwrap();
-    d.write32(
-        dma::CMD_SIZE,
-        dma::CmdSize {
-            log2: 3,
-            enable: true,
-        }
-        .word()
-        .unwrap(),
-    )
-    .unwrap();
+    command_ring_at(&mut d, cmd_ring);
     // Maglev slots 100..103 of bank 1 = backends 7, 8, 9, 10 (one word each).
     let slots: Vec<u32> = (7..11).collect();
     mem.write(data, &bytes(&slots));
@@ -272,19 +271,7 @@ fn a_command_stops_where_its_data_stops() {
     let end = IOVA + 0x10_0000 + 4 * 9728;
     assert_eq!(end % 64, 0);
     let cmd_ring = IOVA + 0x8_0000;
-    d.write32(dma::CMD_BASE_LO, cmd_ring as u32).unwrap();
-    d.write32(dma::CMD_BASE_HI, (cmd_ring >> 32) as u32)
-        .unwrap();
-    d.write32(
-        dma::CMD_SIZE,
-        dma::CmdSize {
-            log2: 3,
-            enable: true,
-        }
-        .word()
-        .unwrap(),
-    )
-    .unwrap();
+    command_ring_at(&mut d, cmd_ring);
     let before: Vec<u16> = (0..200).map(|i| d.bank(1).maglev[i].backend).collect();
     // 25 words before the end of the mapping, 40 slots asked for.
     let data = end - 100;
