@@ -235,15 +235,7 @@ reg        fault_reg = 1'b0;
 wire [31:0] wr_word = {ext_wr_addr[31:2], 2'b00};
 wire [31:0] rd_word = {ext_rd_addr[31:2], 2'b00};
 
-// The index bits of a ring of 2^log2 slots.
-function [15:0] ring_mask(input [3:0] log2);
-    integer i;
-    begin
-        for (i = 0; i < 16; i = i + 1) begin
-            ring_mask[i] = {28'd0, log2} > i;
-        end
-    end
-endfunction
+`include "nlb_ring_mask.vh"
 
 wire [31:0] size_word = ({28'd0, log2_reg} << NLB_REG_DMA_CMD_SIZE_LOG2_LSB)
                         | ({31'd0, ren_reg} << NLB_REG_DMA_CMD_SIZE_ENABLE_LSB);

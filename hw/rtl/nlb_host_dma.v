@@ -297,16 +297,7 @@ endfunction
 
 // ---- the ring state every record needs ----------------------------------------------------
 
-// The index bits of a ring of 2^log2 slots, 2^log2 - 1: bit i set when i < log2 (one compare
-// with a constant per bit; a subtract of a shifted one would be a carry chain).
-function [15:0] ring_mask(input [3:0] log2);
-    integer i;
-    begin
-        for (i = 0; i < 16; i = i + 1) begin
-            ring_mask[i] = {28'd0, log2} > i;
-        end
-    end
-endfunction
+`include "nlb_ring_mask.vh"
 
 // base_nz_reg: the ring's base is not 0, kept with each write of the base (a 64-bit compare
 // in front of every decision of the engine was three levels of its longest paths).
