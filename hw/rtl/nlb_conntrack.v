@@ -47,6 +47,7 @@ module nlb_conntrack (
     ct_c_rd_entry,
     hit_set_en,
     hit_set_index,
+    learn_added,
     mon_hit_read
 );
 
@@ -115,6 +116,8 @@ input  wire [W-1:0]              ct_c_rd_entry;
 // Pipeline: set a hit bit.
 input  wire                      hit_set_en;
 input  wire [INDEX_BITS-1:0]     hit_set_index;
+// The pipeline installed a connection in a free way (hardware learning): one more valid entry.
+input  wire                      learn_added;
 // Observation (nlb_top's m_mon_hit_read): a hit_read reads and clears its row in this clock.
 output wire                      mon_hit_read;
 
@@ -211,11 +214,8 @@ always @* begin
     count_next = count_reg;
     count_up_next = 1'b0;
     count_down_next = 1'b0;
-    if (count_up_reg) begin
-        count_next = count_reg + 1;
-    end else if (count_down_reg) begin
-        count_next = count_reg - 1;
-    end
+    count_next = count_reg + {31'd0, count_up_reg} + {31'd0, learn_added}
+        - {31'd0, count_down_reg};
     eng_next = eng_reg;
     rd_req_next = 1'b0;
     wr_req_next = 1'b0;

@@ -84,6 +84,9 @@ module nlb_host_dma (
     s_event_tvalid,
     s_event_tready,
     s_event_dropped,
+    s_event_install,
+    hw_learn,
+    host_time,
     m_event_tdata,
     m_event_tvalid,
     m_event_tready,
@@ -133,6 +136,8 @@ parameter CLK_PER_US = 322;
 parameter WB_EVERY = 16;
 // The command ring runs beside this engine (nlb_cmd_ring): caps.rings = 4.
 parameter CMD_RING = 0;
+// Hardware learning in the pipeline (caps.hw_learn; ctrl.hw_learn is stored only with it).
+parameter HW_LEARN = 0;
 
 localparam [15:0] US_DIV = CLK_PER_US;
 localparam [7:0]  WB_N = WB_EVERY;
@@ -182,6 +187,12 @@ input  wire [EW-1:0] s_event_tdata;
 input  wire          s_event_tvalid;
 output wire          s_event_tready;
 input  wire          s_event_dropped;
+// With each event: whether the NIC installed its connection, and where (the event record's
+// `installed` and `ct_index`, from bit NLB_EVENT_RECORD_INSTALLED_LSB).
+input  wire [NLB_EVENT_RECORD_WIDTH-NLB_EVENT_RECORD_INSTALLED_LSB-1:0] s_event_install;
+// ctrl.hw_learn and host_time, for the pipeline.
+output wire          hw_learn;
+output wire [31:0]   host_time;
 output wire [EW-1:0] m_event_tdata;
 output wire          m_event_tvalid;
 input  wire          m_event_tready;
@@ -236,6 +247,7 @@ localparam [31:0] RING_STRIDE = NLB_REG_DMA_EVENT_BASE_LO - NLB_REG_DMA_PUNT_BAS
 localparam [31:0] FRAME_MAX = NLB_DMA_FRAME_BYTES;
 
 reg        enable_reg = 1'b0;
+reg        hw_learn_reg = 1'b0;
 reg [31:0] host_time_reg = 32'd0;
 reg [63:0] wb_reg = 64'd0;
 reg [31:0] faults_reg = 32'd0;
@@ -621,7 +633,7 @@ reg [31:0] wr_host [0:RINGS-1];
 reg [31:0] wr_base_lo [0:RINGS-1];
 reg [31:0] wr_base_hi [0:RINGS-1];
 always @* begin
-    wr_ctrl = merge({31'd0, enable_reg}, ext_wr_data, ext_wr_strb);
+    wr_ctrl = merge({30'd0, hw_learn_reg, enable_reg}, ext_wr_data, ext_wr_strb);
     for (r = 0; r < RINGS; r = r + 1) begin
         wr_base_lo[r] = merge(base_reg[r][31:0], ext_wr_data, ext_wr_strb)
             & NLB_REG_DMA_PUNT_BASE_LO_DEFINED;
@@ -706,7 +718,8 @@ always @(posedge clk) begin
                 e_slot_reg <= slot_event;
                 aw_addr_reg <= slot_iova(base_reg[RE], ev_lo_reg);
                 aw_len_reg <= 8'd0;
-                w_data_reg <= {{(DW - EW){1'b0}}, s_event_tdata};
+                w_data_reg <= {{(DW - NLB_EVENT_RECORD_WIDTH){1'b0}}, s_event_install,
+                    s_event_tdata[NLB_EVENT_RECORD_INSTALLED_LSB-1:0]};
                 w_strb_reg <= {KW{1'b1}};
                 aw_valid_reg <= 1'b1;
                 w_valid_reg <= 1'b1;
@@ -986,6 +999,7 @@ always @(posedge clk) begin
     if (ext_wr_req) begin
         if (wr_word == NLB_REG_DMA_CTRL) begin
             enable_reg <= wr_ctrl[NLB_REG_DMA_CTRL_ENABLE_LSB];
+            hw_learn_reg <= HW_LEARN != 0 && wr_ctrl[NLB_REG_DMA_CTRL_HW_LEARN_LSB];
         end
         // A ring set up anew: its kept descriptors are gone.
         if (wr_word == NLB_REG_DMA_CTRL || wr_word == NLB_REG_DMA_INJECT_BASE_LO
@@ -1052,6 +1066,7 @@ always @(posedge clk) begin
     if (rst) begin
         state_reg <= S_IDLE;
         enable_reg <= 1'b0;
+        hw_learn_reg <= 1'b0;
         host_time_reg <= 32'd0;
         wb_reg <= 64'd0;
         faults_reg <= 32'd0;
@@ -1120,9 +1135,11 @@ always @* begin
     if (rd_word == NLB_REG_DMA_CAPS) begin
         rd_v[NLB_REG_DMA_CAPS_RINGS_LSB +: NLB_REG_DMA_CAPS_RINGS_W] = RINGS_N;
         rd_v[NLB_REG_DMA_CAPS_MAX_LOG2_LSB +: NLB_REG_DMA_CAPS_MAX_LOG2_W] = MAX_LOG2;
+        rd_v[NLB_REG_DMA_CAPS_HW_LEARN_LSB] = HW_LEARN != 0;
     end
     if (rd_word == NLB_REG_DMA_CTRL) begin
         rd_v[NLB_REG_DMA_CTRL_ENABLE_LSB] = enable_reg;
+        rd_v[NLB_REG_DMA_CTRL_HW_LEARN_LSB] = hw_learn_reg;
     end
     if (rd_word == NLB_REG_DMA_HOST_TIME) begin
         rd_v = host_time_reg;
@@ -1182,6 +1199,8 @@ assign ext_rd_ack = rd_ack_reg;
 assign ext_rd_data = rd_data_reg;
 assign ext_wr_ack = wr_ack_reg;
 assign dma_enable = enable_reg;
+assign hw_learn = hw_learn_reg;
+assign host_time = host_time_reg;
 assign dma_wb = wb_reg;
 
 endmodule

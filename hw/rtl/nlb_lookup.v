@@ -31,14 +31,19 @@
 //   J1  Maglev index: partial products; J2: their sum
 //   K   slot = base + index; L: slice empty or slot past the slot memory
 // Memory stages (nlb_mem_stage; variable latency, in order):
-//   CT  the connection-table bucket of the packets that read it (one burst)
-//   X1  the bucket's ways compared: hit or miss, the hit's index and backend
+//   CT  the connection-table bucket of the packets that read it (one burst); with hardware
+//       learning a packet leaves it only after the installs it must see (docs/pipeline.md
+//       section 15.3)
+//   X0  the install records of its row merged into the bucket (nlb_ct_learn)
+//   X1  the bucket's ways compared: hit or miss, the hit's index and backend; the way an
+//       install would take
 //   X2  NO_BACKEND for an empty or out-of-range slice (not on a hit); the Maglev read
 //   MG  the Maglev slot's row (16 slots) of the packets that read it
 // Back stages:
 //   M   backend id (the hit's, the slot's, or an injected frame's), backend read issued; N:
 //       output length for either backend family
-//   O   backend valid, output length, TOO_BIG, event; hit bit set
+//   O   backend valid, output length, TOO_BIG, event; hit bit set; hardware learning's
+//       install (a record of nlb_ct_learn)
 // The lookup issues a descriptor only while the connection-table stage has a slot for every
 // packet between the issue and its exit (CT_SLOTS), and that stage lets a packet go only while
 // the Maglev stage has room for it; nothing waits after the Maglev stage (the editor's job FIFO
@@ -90,6 +95,8 @@ module nlb_lookup (
     s_inner_src_port,
     s_inner_dst_port,
     s_room,
+    hw_learn,
+    host_time,
     vip_rd_en,
     vip_rd_bank,
     vip_rd_row,
@@ -204,6 +211,9 @@ module nlb_lookup (
     m_out_len,
     m_event_valid,
     m_event,
+    m_event_installed,
+    m_event_ct_index,
+    learn_added,
     m_protocol,
     m_client,
     m_client_port,
@@ -251,6 +261,10 @@ parameter CT_SLOTS = 64;
 parameter MG_CHANNELS = 1;
 parameter MG_DATA_W = 256;
 parameter MG_SLOTS = 64;
+// Hardware learning (docs/pipeline.md section 15.3): 1 builds it (the install records of
+// nlb_ct_learn, LEARN_RECS of them, and the ordering at the connection-table stage's exit).
+parameter HW_LEARN = 1;
+parameter LEARN_RECS = 64;
 parameter ADDR_W = 32;
 parameter ID_W = 6;
 parameter [ADDR_W-1:0] CT_CH_BASE = {ADDR_W{1'b0}};
@@ -366,6 +380,11 @@ input  wire [15:0]           s_inner_src_port;
 input  wire [15:0]           s_inner_dst_port;
 // The FIFO can take FIFO_DEPTH/2 more descriptors (registered).
 output wire                  s_room;
+
+// Hardware learning (dma.ctrl.hw_learn, with HW_LEARN) and the timestamp of what it installs
+// (dma.host_time).
+input  wire                  hw_learn;
+input  wire [31:0]           host_time;
 
 // Table read ports (nlb_regs): data RD_LATENCY clocks after the enable.
 output wire                               vip_rd_en;
@@ -497,6 +516,9 @@ output wire [LW-1:0]         m_len;
 output wire [17:0]           m_out_len;        // FORWARD: bytes of the output frame
 output wire                  m_event_valid;
 output wire [1:0]            m_event;          // enum event
+output wire                  m_event_installed; // LEARN: the NIC installed the connection
+output wire [CTIW-1:0]       m_event_ct_index;  // ... at this entry
+output wire                  learn_added;       // an install took a free way (nlb_conntrack's count)
 output wire [7:0]            m_protocol;       // the flow (client -> VIP)
 output wire [127:0]          m_client;
 output wire [15:0]           m_client_port;
@@ -593,7 +615,17 @@ localparam F_MSLOT = F_DELIV + W_DELIV;
 localparam W_MSLOT = MSLOT_W; // Maglev slot (base + index)
 localparam F_MBAD = F_MSLOT + W_MSLOT;
 localparam W_MBAD = 1; // the slice is empty or the slot is past the slot memory
-localparam F_BEV = F_MBAD + W_MBAD;
+localparam F_SYNO = F_MBAD + W_MBAD;
+localparam W_SYNO = 1; // a SYN without ACK that reads the bucket only to learn (a miss whatever it holds)
+localparam F_PC = F_SYNO + W_SYNO;
+localparam W_PC = 1; // may install its connection (hardware learning on, trackable, not ICMP, not FIN/RST)
+localparam F_LOK = F_PC + W_PC;
+localparam W_LOK = 1; // the bucket has a way for the flow (its own entry, else a free one; stage X1)
+localparam F_LWAY = F_LOK + W_LOK;
+localparam W_LWAY = CT_WAY_BITS; // that way
+localparam F_LNEW = F_LWAY + W_LWAY;
+localparam W_LNEW = 1; // that way is a free one (an install adds a connection)
+localparam F_BEV = F_LNEW + W_LNEW;
 localparam W_BEV = 1; // backend reported
 localparam F_BE = F_BEV + W_BEV;
 localparam W_BE = 16; // backend id
@@ -662,7 +694,9 @@ localparam F_SMATCH = F_BIG6 + W_BIG6;
 localparam W_SMATCH = SLOTS; // which port slots hold the VIP port (from stage C)
 localparam F_ACLCHK = F_SMATCH + W_SMATCH;
 localparam W_ACLCHK = 1; // the rule's ACL decides in stage H (set in stage G)
-localparam SW = F_ACLCHK + W_ACLCHK;
+localparam F_LINST = F_ACLCHK + W_ACLCHK;
+localparam W_LINST = 1; // the NIC installed the connection (stage O, hardware learning)
+localparam SW = F_LINST + W_LINST;
 
 // ---- descriptor FIFO --------------------------------------------------------------------
 
@@ -732,7 +766,10 @@ wire d_two = d_parsed && !d_inject && d_icmp_error && d_inner_valid;
 reg  [$clog2(CT_SLOTS):0] ct_cnt_reg = {($clog2(CT_SLOTS)+1){1'b0}};
 wire ct_room = {{(31-$clog2(CT_SLOTS)){1'b0}}, ct_cnt_reg} < CT_SLOTS - 2;
 wire ct_room_two = {{(31-$clog2(CT_SLOTS)){1'b0}}, ct_cnt_reg} < CT_SLOTS - 3;
-wire issue = fifo_nonempty && (phase_reg || (d_two ? ct_room_two : ct_room));
+// With hardware learning on, also while the install records have room (learn_room_reg, set
+// with the records below).
+reg  learn_room_reg = 1'b1;
+wire issue = fifo_nonempty && (phase_reg || ((d_two ? ct_room_two : ct_room) && learn_room_reg));
 wire issue_shadow = issue && d_two && !phase_reg;
 wire pop = issue && !issue_shadow;
 
@@ -1252,6 +1289,12 @@ wire i_trackable = p_track && !i_frag;
 wire i_tcp_frag_punt = p_track && i_frag && i_proto == PROTO_TCP && !si2[F_INJ];
 // A TCP SYN without ACK always selects anew (not for ICMP errors).
 wire i_syn_only = !si2[F_ICMP] && i_proto == PROTO_TCP && (i_flags & 8'h12) == 8'h02;
+// With hardware learning every trackable packet reads its bucket: a SYN too, for the way its
+// install takes (its own entry, else the lowest free one). Those that may install (a LEARN
+// needs a miss, a FORWARD, and neither an ICMP error nor a FIN or RST) order the packets of
+// their bucket behind them at the connection-table stage's exit.
+wire i_learn = HW_LEARN != 0 && hw_learn;
+wire i_closing = i_proto == PROTO_TCP && (i_flags & 8'h05) != 8'h00;
 
 always @* begin
     nx[15] = si2;
@@ -1271,7 +1314,9 @@ always @* begin
                 // A SYN is a miss without lookup; the others read the bucket (stage X1 says
                 // hit or miss).
                 nx[15][F_CT +: 2] = CT_MISS;
-                nx[15][F_CTRD] = !i_syn_only;
+                nx[15][F_CTRD] = !i_syn_only || i_learn;
+                nx[15][F_SYNO] = i_syn_only && i_learn;
+                nx[15][F_PC] = i_learn && !si2[F_ICMP] && !i_closing;
             end
         end
     end
@@ -1350,6 +1395,20 @@ wire [SW-1:0] sf = st_reg[NF];
 reg  [$clog2(MG_SLOTS):0] mg_cnt_reg = {($clog2(MG_SLOTS)+1){1'b0}};
 wire mg_room = {{(31-$clog2(MG_SLOTS)){1'b0}}, mg_cnt_reg} < MG_SLOTS - 4;
 
+// Hardware learning at the stage's exit (below): whether the head may leave, the command
+// write's hold, and the install records' direct writes.
+wire               ct_allow;
+wire               ct_leave;
+wire               ct_c_wr_hold;
+wire               ct_c_wr_take;
+wire               lw_req;
+wire [CT_ROW_BITS-1:0] lw_row;
+wire [CT_WAY_BITS-1:0] lw_lane;
+wire [CW-1:0]      lw_entry;
+/* verilator lint_off UNUSEDSIGNAL */ // (without HW_LEARN)
+wire               lw_ack;
+/* verilator lint_on UNUSEDSIGNAL */
+
 wire               ct_m_valid;
 wire [SWA-1:0]     ct_m_state;
 /* verilator lint_off UNUSEDSIGNAL */ // (the read flag is in the state: F_CTRD)
@@ -1374,7 +1433,8 @@ nlb_mem_stage #(
     .CH_STRIDE(CT_CH_STRIDE),
     .LANE_W(CT_LANE_W),
     .ENTRY_W(CW),
-    .SLOTS(CT_SLOTS)
+    .SLOTS(CT_SLOTS),
+    .DIRECT_WR(HW_LEARN)
 ) ct_stage_inst (
     .clk(clk),
     .rst(rst),
@@ -1382,11 +1442,19 @@ nlb_mem_stage #(
     .s_state(sf[SWA-1:0]),
     .s_read(sf[F_CTRD] && !sf[F_DONE]),
     .s_row(sf[F_H5 + 31 -: CT_ROW_BITS]),
-    .m_allow(mg_room),
+    .m_allow(ct_allow),
     .m_valid(ct_m_valid),
     .m_state(ct_m_state),
     .m_read(ct_m_read),
     .m_data(ct_m_data),
+    .m_leave(ct_leave),
+    .c_wr_hold(ct_c_wr_hold),
+    .c_wr_take(ct_c_wr_take),
+    .l_wr_req(lw_req),
+    .l_wr_row(lw_row),
+    .l_wr_lane(lw_lane),
+    .l_wr_entry(lw_entry),
+    .l_wr_ack(lw_ack),
     .c_wr_req(ct_c_wr_req),
     .c_wr_row(ct_c_wr_index[CTIW-1 -: CT_ROW_BITS]),
     .c_wr_lane(ct_c_wr_index[CT_WAY_BITS-1:0]),
@@ -1435,22 +1503,271 @@ end
 assign ct_c_rd_ack = ct_c_rd_ack_w;
 assign ct_c_rd_entry = ct_c_row[{{(32-CT_WAY_BITS){1'b0}}, ct_c_way_reg}*CT_LANE_W +: CW];
 
+// ---- hardware learning: which packet sees which install (docs/pipeline.md section 15.3) -------
+//
+// A packet that may install its connection (F_PC) decides at stage O, from the bucket it saw
+// at stage X1: so every packet of the same bucket behind it must see the install, and no
+// install or command write may change that bucket between its X1 and its O. Hence:
+// - Packets are numbered as they enter the connection-table stage. Each bucket slot (the row's
+//   low bits) remembers its latest entrant that may install; a packet that reads the table
+//   leaves the stage only once that one is settled: a hit at stage X1 (it installs nothing),
+//   else decided at stage O (o_cnt), where its install took a record of nlb_ct_learn, merged
+//   from then on into every bucket of its row at stage X0. (That entrant left the stage only
+//   once the one before it in the slot was settled, and so on.)
+// - A command write to the table takes the stage's record only while no packet that may
+//   install is between the stage's exit and stage O, and no install of its row is still on its
+//   way to memory (ct_c_wr_hold); while it waits, packets that may install stay in the stage.
+//   So it lands after the installs before it and before those after it.
+// - The lookup issues packets only while the records in use and the packets in flight (each
+//   might take one) leave a record spare (learn_room).
+localparam LS_BITS = CT_ROW_BITS < 10 ? CT_ROW_BITS : 10;
+localparam LSLOTS = 1 << LS_BITS;
+localparam CT_SB = $clog2(CT_SLOTS);
+localparam LCNT_W = 16;
+localparam MERGE_W = NLB_CT_ENTRY_BACKEND_LSB + 16;
+
+// Packets entered the stage, merged at X0, and decided at stage O.
+reg  [LCNT_W-1:0] e_cnt_reg = {LCNT_W{1'b0}};
+reg  [LCNT_W-1:0] x_cnt_reg = {LCNT_W{1'b0}};
+reg  [LCNT_W-1:0] o_cnt_reg = {LCNT_W{1'b0}};
+// Packets issued and not yet decided at stage O; install records in use.
+reg  [15:0]       io_cnt_reg = 16'd0;
+wire [$clog2(LEARN_RECS):0] lr_used;
+
+// Whether packet number `seq` has been decided at stage O (counts modulo 2^LCNT_W; far fewer
+// packets are in flight).
+function passed(input [LCNT_W-1:0] seq, input [LCNT_W-1:0] done);
+    reg [LCNT_W-1:0] d;
+    begin
+        d = done - seq - {{(LCNT_W-1){1'b0}}, 1'b1};
+        passed = !d[LCNT_W-1];
+    end
+endfunction
+
+// A bucket's slot: the low bits of its row (the row is the top CT_ROW_BITS of H5).
+wire [LS_BITS-1:0] sf_slot = sf[F_H5 + 32 - CT_ROW_BITS +: LS_BITS];
+wire               sf_reads = vl_reg[NF] && sf[F_CTRD] && !sf[F_DONE];
+wire               sf_pc = sf_reads && sf[F_PC];
+
+// The latest entrant of each slot that may install.
+reg  [LSLOTS-1:0]  lc_valid_reg = {LSLOTS{1'b0}};
+reg  [LCNT_W-1:0]  lc_seq_mem [0:LSLOTS-1];
+// Of each slot, the latest packet that may install and turned out a hit at stage X1.
+reg  [LSLOTS-1:0]  er_valid_reg = {LSLOTS{1'b0}};
+reg  [LCNT_W-1:0]  er_seq_mem [0:LSLOTS-1];
+reg  [LS_BITS-1:0] scrub_reg = {LS_BITS{1'b0}};
+wire               sf_dep = sf_reads && lc_valid_reg[sf_slot]
+    && !passed(lc_seq_mem[sf_slot], o_cnt_reg);
+// Stage X1's settled hit (set with that stage, below).
+wire               er_set;
+wire [LS_BITS-1:0] er_slot;
+wire [LCNT_W-1:0]  er_seq = x_cnt_reg - 1'b1;
+
+// Per packet in the stage, in its order (pushed as it enters, popped as it leaves): what it
+// waits for.
+reg  [CT_SB:0]     dq_tail_reg = {(CT_SB+1){1'b0}};
+reg  [CT_SB:0]     dq_head_reg = {(CT_SB+1){1'b0}};
+reg  [CT_SLOTS-1:0] dq_dep_reg = {CT_SLOTS{1'b0}};
+reg  [CT_SLOTS-1:0] dq_pc_reg = {CT_SLOTS{1'b0}};
+reg  [LCNT_W-1:0]  dq_seq_mem [0:CT_SLOTS-1];
+reg  [LS_BITS-1:0] dq_slot_mem [0:CT_SLOTS-1];
+wire [CT_SB-1:0]   dq_head = dq_head_reg[CT_SB-1:0];
+wire [CT_SB-1:0]   dq_tail = dq_tail_reg[CT_SB-1:0];
+
+// The command write waiting for the stage's record, and its slot.
+reg                host_wait_reg = 1'b0;
+/* verilator lint_off UNUSEDSIGNAL */ // (the whole row and the way go to nlb_ct_learn)
+reg  [CT_ROW_BITS-1:0] host_row_reg = {CT_ROW_BITS{1'b0}};
+reg  [CT_WAY_BITS-1:0] host_way_reg = {CT_WAY_BITS{1'b0}};
+/* verilator lint_on UNUSEDSIGNAL */
+// Packets that may install, out of the stage and not yet decided.
+reg  [15:0]        ex_cnt_reg = 16'd0;
+wire               lr_pending;
+
+wire [LS_BITS-1:0] dq_slot = dq_slot_mem[dq_head];
+wire [LCNT_W-1:0]  dq_seq = dq_seq_mem[dq_head];
+wire head_waits = HW_LEARN != 0
+    && ((dq_dep_reg[dq_head] && !passed(dq_seq, o_cnt_reg)
+            && !(er_valid_reg[dq_slot] && er_seq_mem[dq_slot] == dq_seq))
+        || (host_wait_reg && dq_pc_reg[dq_head]));
+assign ct_allow = mg_room && !head_waits;
+assign ct_c_wr_hold = HW_LEARN != 0 && (lr_pending || ex_cnt_reg != 16'd0);
+
+// Stage O's decision (below): an install, and every packet that may install decided.
+wire               o_decided;
+wire               o_pc;
+
+always @(posedge clk) begin
+    if (vl_reg[NF]) begin
+        e_cnt_reg <= e_cnt_reg + 1'b1;
+        dq_tail_reg <= dq_tail_reg + 1'b1;
+        dq_dep_reg[dq_tail] <= sf_dep;
+        dq_pc_reg[dq_tail] <= sf_pc;
+        dq_seq_mem[dq_tail] <= lc_seq_mem[sf_slot];
+        dq_slot_mem[dq_tail] <= sf_slot;
+    end
+    if (ct_leave) begin
+        dq_head_reg <= dq_head_reg + 1'b1;
+    end
+    if (ct_m_valid) begin
+        x_cnt_reg <= x_cnt_reg + 1'b1;
+    end
+    if (o_decided) begin
+        o_cnt_reg <= o_cnt_reg + 1'b1;
+    end
+    io_cnt_reg <= io_cnt_reg + {15'd0, issue} - {15'd0, o_decided};
+    learn_room_reg <= !(HW_LEARN != 0 && hw_learn)
+        || {16'd0, io_cnt_reg} + {{(32-$clog2(LEARN_RECS)-1){1'b0}}, lr_used} < LEARN_RECS - 8;
+    // The slot's latest entrant that may install, and its latest settled hit; a slot whose
+    // packets were decided is forgotten (one slot a clock), so no number is kept long enough
+    // to come round again.
+    scrub_reg <= scrub_reg + 1'b1;
+    if (lc_valid_reg[scrub_reg] && passed(lc_seq_mem[scrub_reg], o_cnt_reg)
+            && !(sf_pc && sf_slot == scrub_reg)) begin
+        lc_valid_reg[scrub_reg] <= 1'b0;
+    end
+    if (er_valid_reg[scrub_reg] && passed(er_seq_mem[scrub_reg], o_cnt_reg)
+            && !(er_set && er_slot == scrub_reg)) begin
+        er_valid_reg[scrub_reg] <= 1'b0;
+    end
+    if (sf_pc) begin
+        lc_valid_reg[sf_slot] <= 1'b1;
+        lc_seq_mem[sf_slot] <= e_cnt_reg;
+    end
+    if (er_set) begin
+        er_valid_reg[er_slot] <= 1'b1;
+        er_seq_mem[er_slot] <= er_seq;
+    end
+    ex_cnt_reg <= ex_cnt_reg + {15'd0, ct_leave && dq_pc_reg[dq_head]}
+        - {15'd0, o_decided && o_pc};
+    if (ct_c_wr_req) begin
+        host_wait_reg <= 1'b1;
+        host_row_reg <= ct_c_wr_index[CTIW-1 -: CT_ROW_BITS];
+        host_way_reg <= ct_c_wr_index[CT_WAY_BITS-1:0];
+    end
+    if (ct_c_wr_take) begin
+        host_wait_reg <= 1'b0;
+    end
+    if (rst) begin
+        e_cnt_reg <= {LCNT_W{1'b0}};
+        x_cnt_reg <= {LCNT_W{1'b0}};
+        o_cnt_reg <= {LCNT_W{1'b0}};
+        io_cnt_reg <= 16'd0;
+        learn_room_reg <= 1'b1;
+        lc_valid_reg <= {LSLOTS{1'b0}};
+        er_valid_reg <= {LSLOTS{1'b0}};
+        dq_tail_reg <= {(CT_SB+1){1'b0}};
+        dq_head_reg <= {(CT_SB+1){1'b0}};
+        host_wait_reg <= 1'b0;
+        ex_cnt_reg <= 16'd0;
+    end
+end
+
+// Stage O's install (below), and the records.
+wire                   o_install;
+/* verilator lint_off UNUSEDSIGNAL */ // (without HW_LEARN)
+wire [CT_ROW_BITS-1:0] o_row;
+wire [CT_WAY_BITS-1:0] o_way;
+wire [CW-1:0]          o_entry;
+wire [CT_ROW_BITS-1:0] x0_row_in = ct_m_state[F_H5 + 31 -: CT_ROW_BITS];
+/* verilator lint_on UNUSEDSIGNAL */
+wire [CT_WAYS-1:0]     lr_hit;
+wire [CT_WAYS*MERGE_W-1:0] lr_entry;
+
+generate
+    if (HW_LEARN != 0) begin : g_learn
+        nlb_ct_learn #(
+            .ROW_BITS(CT_ROW_BITS),
+            .WAY_BITS(CT_WAY_BITS),
+            .WAYS(CT_WAYS),
+            .ENTRY_W(CW),
+            .MERGE_W(MERGE_W),
+            .RECS(LEARN_RECS),
+            .CNT_W(LCNT_W)
+        ) learn_inst (
+            .clk(clk),
+            .rst(rst),
+            .a_valid(o_install),
+            .a_row(o_row),
+            .a_way(o_way),
+            .a_entry(o_entry),
+            .w_req(lw_req),
+            .w_row(lw_row),
+            .w_lane(lw_lane),
+            .w_entry(lw_entry),
+            .w_ack(lw_ack),
+            .e_cnt(e_cnt_reg),
+            .x_cnt(x_cnt_reg),
+            .q_row(x0_row_in),
+            .q_hit(lr_hit),
+            .q_entry(lr_entry),
+            .h_row(host_row_reg),
+            .h_way(host_way_reg),
+            .h_take(ct_c_wr_take),
+            .h_pending(lr_pending),
+            .used(lr_used)
+        );
+    end else begin : g_no_learn
+        assign lw_req = 1'b0;
+        assign lw_row = {CT_ROW_BITS{1'b0}};
+        assign lw_lane = {CT_WAY_BITS{1'b0}};
+        assign lw_entry = {CW{1'b0}};
+        assign lr_hit = {CT_WAYS{1'b0}};
+        assign lr_entry = {(CT_WAYS*MERGE_W){1'b0}};
+        assign lr_pending = 1'b0;
+        assign lr_used = {($clog2(LEARN_RECS)+1){1'b0}};
+    end
+endgenerate
+
+// ---- stage X0: the install records merged into the bucket ------------------------------------
+
+reg [SWA-1:0]      x0_state_reg = {SWA{1'b0}};
+reg [CT_ROW_W-1:0] x0_data_reg = {CT_ROW_W{1'b0}};
+reg                x0_valid_reg = 1'b0;
+reg [CT_ROW_W-1:0] x0_merged;
+integer            x0w;
+always @* begin
+    x0_merged = ct_m_data;
+    for (x0w = 0; x0w < CT_WAYS; x0w = x0w + 1) begin
+        if (lr_hit[x0w]) begin
+            x0_merged[x0w*CT_LANE_W +: MERGE_W] = lr_entry[x0w*MERGE_W +: MERGE_W];
+        end
+    end
+end
+always @(posedge clk) begin
+    x0_valid_reg <= ct_m_valid;
+    x0_state_reg <= ct_m_state;
+    x0_data_reg <= x0_merged;
+    if (rst) begin
+        x0_valid_reg <= 1'b0;
+    end
+end
+
 // ---- stage X1: the bucket's ways ----------------------------------------------------------------
 
 // The lowest valid way holding the flow (client -> VIP) hits; rule, flags and timestamp are
 // not compared (docs/pipeline.md section 7).
-wire [SW-1:0] x_in = {{(SW-SWA){1'b0}}, ct_m_state};
+wire [SW-1:0] x_in = {{(SW-SWA){1'b0}}, x0_state_reg};
 reg             ct_hit;
 reg [CT_WAY_BITS-1:0] ct_way;
 reg [15:0]      ct_backend;
 reg [CW-1:0]    ct_e;
+// The lowest free way (an install's place when the flow has no entry).
+reg             ct_free;
+reg [CT_WAY_BITS-1:0] ct_free_way;
 integer         xw;
 always @* begin
     ct_hit = 1'b0;
     ct_way = {CT_WAY_BITS{1'b0}};
     ct_backend = 16'd0;
+    ct_free = 1'b0;
+    ct_free_way = {CT_WAY_BITS{1'b0}};
     for (xw = CT_WAYS - 1; xw >= 0; xw = xw - 1) begin
-        ct_e = ct_m_data[xw*CT_LANE_W +: CW];
+        ct_e = x0_data_reg[xw*CT_LANE_W +: CW];
+        if (!ct_e[NLB_CT_ENTRY_VALID_LSB]) begin
+            ct_free = 1'b1;
+            ct_free_way = xw[CT_WAY_BITS-1:0];
+        end
         if (ct_e[NLB_CT_ENTRY_VALID_LSB]
                 && ct_e[NLB_CT_ENTRY_PROTOCOL_LSB +: 8] == x_in[F_PROTO +: 8]
                 && ct_e[NLB_CT_ENTRY_SRC_PORT_LSB +: 16] == x_in[F_CPORT +: 16]
@@ -1464,16 +1781,28 @@ always @* begin
     end
 end
 
+// Hardware learning: a packet that may install and hits installs nothing; the packets of its
+// slot behind it need not wait for its decision (its number is the count of packets merged
+// at X0 so far, less one: it was merged in the clock before).
+assign er_set = HW_LEARN != 0 && x0_valid_reg && x_in[F_PC] && x_in[F_CTRD] && !x_in[F_DONE]
+    && ct_hit && !x_in[F_SYNO];
+assign er_slot = x_in[F_H5 + 32 - CT_ROW_BITS +: LS_BITS];
+
 reg [SW-1:0] x1_reg = {SW{1'b0}};
 reg          x1_valid_reg = 1'b0;
 reg [SW-1:0] x1_next;
 always @* begin
     x1_next = x_in;
     if (x_in[F_CTRD] && !x_in[F_DONE]) begin
-        x1_next[F_CTHIT] = ct_hit;
+        // A SYN reads only for its install: a miss whatever the bucket holds.
+        x1_next[F_CTHIT] = ct_hit && !x_in[F_SYNO];
         x1_next[F_CTIDX +: CTIW] = {x_in[F_H5 + 31 -: CT_ROW_BITS], ct_way};
         x1_next[F_CTBE +: 16] = ct_backend;
-        x1_next[F_CT +: 2] = ct_hit ? CT_HIT : CT_MISS;
+        x1_next[F_CT +: 2] = ct_hit && !x_in[F_SYNO] ? CT_HIT : CT_MISS;
+        // An install's way: the flow's own entry, else the lowest free way.
+        x1_next[F_LOK] = ct_hit || ct_free;
+        x1_next[F_LWAY +: CT_WAY_BITS] = ct_hit ? ct_way : ct_free_way;
+        x1_next[F_LNEW] = !ct_hit && ct_free;
     end
 end
 
@@ -1496,7 +1825,7 @@ wire          x2_mg_read = !x2[F_DONE] && x2[F_CT +: 2] != CT_HIT && !x2[F_INJ];
 wire [MG_ROW_BITS-1:0] x2_row = {x2[F_BANK], x2[F_MSLOT + MG_LANE_BITS +: MAGLEV_ROW_BITS - MG_LANE_BITS]};
 
 always @(posedge clk) begin
-    x1_valid_reg <= ct_m_valid;
+    x1_valid_reg <= x0_valid_reg;
     x1_reg <= x1_next;
     x2_valid_reg <= x1_valid_reg;
     x2_reg <= x2_next;
@@ -1533,7 +1862,8 @@ nlb_mem_stage #(
     .CH_STRIDE(MG_CH_STRIDE),
     .LANE_W(MG_W),
     .ENTRY_W(MG_W),
-    .SLOTS(MG_SLOTS)
+    .SLOTS(MG_SLOTS),
+    .DIRECT_WR(0)
 ) mg_stage_inst (
     .clk(clk),
     .rst(rst),
@@ -1546,6 +1876,14 @@ nlb_mem_stage #(
     .m_state(mg_m_state),
     .m_read(mg_m_read),
     .m_data(mg_m_data),
+    .m_leave(),
+    .c_wr_hold(1'b0),
+    .c_wr_take(),
+    .l_wr_req(1'b0),
+    .l_wr_row({MG_ROW_BITS{1'b0}}),
+    .l_wr_lane({MG_LANE_BITS{1'b0}}),
+    .l_wr_entry({MG_W{1'b0}}),
+    .l_wr_ack(),
     .c_wr_req(mg_c_wr_req),
     .c_wr_row(mg_c_wr_g[MAGLEV_ROW_BITS -: MG_ROW_BITS]),
     .c_wr_lane(mg_c_wr_g[MG_LANE_BITS-1:0]),
@@ -1706,11 +2044,38 @@ always @* begin
                 end else if (so[F_CT +: 2] == CT_MISS) begin
                     bo_next[F_EVV] = 1'b1;
                     bo_next[F_EVK +: 2] = NLB_EVENT_LEARN;
+                    // Hardware learning: the NIC installs it where stage X1 found room.
+                    bo_next[F_LINST] = so[F_PC] && so[F_LOK];
                 end
             end
         end
     end
 end
+
+// Hardware learning: the install (a record of nlb_ct_learn from the next clock on), and every
+// packet that may install decided (the packets behind it in its bucket may leave the
+// connection-table stage).
+wire [CT_ROW_BITS-1:0] o_row_w = so[F_H5 + 31 -: CT_ROW_BITS];
+assign o_decided = bn_valid_reg;
+assign o_pc = so[F_PC];
+assign o_install = bn_valid_reg && bo_next[F_LINST];
+assign o_row = o_row_w;
+assign o_way = so[F_LWAY +: CT_WAY_BITS];
+reg [CW-1:0] o_entry_c;
+always @* begin
+    o_entry_c = {CW{1'b0}};
+    o_entry_c[NLB_CT_ENTRY_VALID_LSB] = 1'b1;
+    o_entry_c[NLB_CT_ENTRY_PROTOCOL_LSB +: 8] = so[F_PROTO +: 8];
+    o_entry_c[NLB_CT_ENTRY_SRC_PORT_LSB +: 16] = so[F_CPORT +: 16];
+    o_entry_c[NLB_CT_ENTRY_DST_PORT_LSB +: 16] = so[F_VPORT +: 16];
+    o_entry_c[NLB_CT_ENTRY_SRC_ADDR_LSB +: 128] = so[F_CLIENT +: 128];
+    o_entry_c[NLB_CT_ENTRY_DST_ADDR_LSB +: 128] = so[F_VIP +: 128];
+    o_entry_c[NLB_CT_ENTRY_BACKEND_LSB +: 16] = so[F_BE +: 16];
+    o_entry_c[NLB_CT_ENTRY_RULE_LSB +: 12] = so[F_RULEV] ? so[F_RULE +: 12] : 12'd0;
+    o_entry_c[NLB_CT_ENTRY_TIMESTAMP_LSB +: 32] = host_time;
+end
+assign o_entry = o_entry_c;
+assign learn_added = o_install && so[F_LNEW];
 
 // A hit marks the entry whatever the verdict after it.
 assign hit_set_en = bn_valid_reg && !so[F_SHADOW] && so[F_CT +: 2] == CT_HIT;
@@ -1757,6 +2122,9 @@ assign m_len = r[F_LEN +: LW];
 assign m_out_len = r[F_VERDICT +: 2] == V_FORWARD ? r[F_OUTLEN +: 18] : 18'd0;
 assign m_event_valid = r[F_EVV];
 assign m_event = r[F_EVK +: 2];
+assign m_event_installed = r[F_LINST];
+assign m_event_ct_index = r[F_LINST] ? {r[F_H5 + 31 -: CT_ROW_BITS], r[F_LWAY +: CT_WAY_BITS]}
+    : {CTIW{1'b0}};
 assign m_protocol = r[F_PROTO +: 8];
 assign m_client = r[F_CLIENT +: 128];
 assign m_client_port = r[F_CPORT +: 16];

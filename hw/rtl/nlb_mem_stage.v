@@ -35,6 +35,14 @@
 // after a packet leaves). So a packet that leaves before the record is taken sees the memory
 // before the write, and every packet that leaves after sees the written entry.
 //
+// Direct writes (DIRECT_WR = 1; the connection table's hardware learning, nlb_ct_learn): l_wr_*
+// writes an entry like the command engine but without the record (the writer orders its
+// writes against the packets itself) and acknowledges when the write response came back. The
+// port carries one write at a time: a direct write starts only while no command write is on it
+// (one that waits for the record waits on), and a command write takes the record only while no
+// direct write is out and c_wr_hold is low (c_wr_take pulses in the clock it does). m_leave
+// pulses in the clock a packet leaves (the head moves on).
+//
 // Statistics: st_read pulses per pipeline read (as its packet enters; each is issued once); st_lat_valid / st_lat give each
 // pipeline read's latency in clocks (AR loaded to its last beat taken, modulo 2^16) when it is in;
 // st_wait is high in a clock where a packet waits at the head for its row.
@@ -63,6 +71,9 @@ module nlb_mem_stage #(
     parameter ENTRY_W = 365,
     // Packets the stage holds (a power of two >= 4).
     parameter SLOTS = 32,
+    // A second, record-less writer (l_wr_*, c_wr_hold): 1 for the connection table with
+    // hardware learning.
+    parameter DIRECT_WR = 0,
     // Entry index width within a row (derived; do not override).
     parameter LANE_BITS_P = (ROW_W / LANE_W) > 1 ? $clog2(ROW_W / LANE_W) : 1
 ) (
@@ -81,6 +92,7 @@ module nlb_mem_stage #(
     output wire [STATE_W-1:0]           m_state,
     output wire                         m_read,
     output wire [ROW_W-1:0]             m_data,
+    output wire                         m_leave,
 
     // Command engine.
     input  wire                         c_wr_req,
@@ -92,6 +104,17 @@ module nlb_mem_stage #(
     input  wire [ROW_BITS-1:0]          c_rd_row,
     output wire                         c_rd_ack,
     output wire [ROW_W-1:0]             c_rd_data,
+    /* verilator lint_off UNUSEDSIGNAL */ // (without DIRECT_WR)
+    input  wire                         c_wr_hold,
+    output wire                         c_wr_take,
+
+    // Direct writer (DIRECT_WR).
+    input  wire                         l_wr_req,
+    input  wire [ROW_BITS-1:0]          l_wr_row,
+    input  wire [LANE_BITS_P-1:0]       l_wr_lane,
+    input  wire [ENTRY_W-1:0]           l_wr_entry,
+    /* verilator lint_on UNUSEDSIGNAL */
+    output wire                         l_wr_ack,
 
     // Statistics.
     output wire                         st_read,
@@ -259,6 +282,7 @@ always @(posedge clk) begin
 end
 
 assign st_wait = occupied && pend_reg[head];
+assign m_leave = retire;
 
 // ---- requests: in entry order, one queue per channel ------------------------------------------
 // Each channel issues from its own queue, one read per clock, whatever the other channels do:
@@ -617,34 +641,65 @@ reg  [LANE_BITS_P-1:0] rec_lane_reg = {LANE_BITS_P{1'b0}};
 reg  [ENTRY_W-1:0]     rec_entry_reg = {ENTRY_W{1'b0}};
 
 localparam LANE_BYTES = LANE_W / 8;
+
+// The direct writer's registers (DIRECT_WR): its write is on the port (d_on), past its beats
+// and waiting for the response (d_resp).
+reg                    d_on_reg = 1'b0;
+reg                    d_resp_reg = 1'b0;
+reg                    l_wr_ack_reg = 1'b0;
+reg  [ROW_BITS-1:0]    d_row_reg = {ROW_BITS{1'b0}};
+reg  [LANE_BITS_P-1:0] d_lane_reg = {LANE_BITS_P{1'b0}};
+reg  [ENTRY_W-1:0]     d_entry_reg = {ENTRY_W{1'b0}};
+
+// The write on the port: the direct writer's while it is on, else the command engine's.
+wire [ROW_BITS-1:0]    p_row = d_on_reg ? d_row_reg : w_row_reg;
+wire [LANE_BITS_P-1:0] p_lane = d_on_reg ? d_lane_reg : w_lane_reg;
+wire [ENTRY_W-1:0]     p_entry = d_on_reg ? d_entry_reg : w_entry_reg;
+
 // The entry in its lane of the row, its byte strobes, and the beats the lane spans: one
 // compare per lane against constants (a shift by a computed amount builds a barrel shifter).
 reg  [ROW_W-1:0]     w_row_data;
 reg  [ROW_W/8-1:0]   w_row_strb;
 reg  [BEAT_BITS-1:0] w_first_beat;
 reg  [BEAT_BITS-1:0] w_last_beat;
+reg  [BEAT_BITS-1:0] l_first_beat;
 integer              wl;
 always @* begin
     w_row_data = {ROW_W{1'b0}};
     w_row_strb = {(ROW_W/8){1'b0}};
     w_first_beat = {BEAT_BITS{1'b0}};
     w_last_beat = {BEAT_BITS{1'b0}};
+    l_first_beat = {BEAT_BITS{1'b0}};
     for (wl = 0; wl < LANES; wl = wl + 1) begin
-        if (w_lane_reg == wl[LANE_BITS_P-1:0]) begin
-            w_row_data[wl*LANE_W +: ENTRY_W] = w_entry_reg;
+        if (p_lane == wl[LANE_BITS_P-1:0]) begin
+            w_row_data[wl*LANE_W +: ENTRY_W] = p_entry;
             w_row_strb[wl*LANE_BYTES +: LANE_BYTES] = {LANE_BYTES{1'b1}};
             w_first_beat = beat_of(wl * LANE_BYTES);
             w_last_beat = beat_of(wl * LANE_BYTES + LANE_BYTES - 1);
         end
+        if (l_wr_lane == wl[LANE_BITS_P-1:0]) begin
+            l_first_beat = beat_of(wl * LANE_BYTES);
+        end
     end
 end
-wire [CH_BITS-1:0] w_ch = row_channel(w_row_reg);
+wire [CH_BITS-1:0] w_ch = row_channel(p_row);
 wire               w_beat_take = w_valid_reg && m_axi_wready[w_ch];
 wire               w_is_last = w_beat_reg == w_last_beat;
 wire               b_take = m_axi_bvalid[w_ch] && w_state_reg == W_RESP;
+wire               d_b_take = m_axi_bvalid[w_ch] && d_resp_reg;
+// A command write takes the record; a direct write starts (never both in a clock, never one
+// while the other is on the port).
+wire               c_take = w_state_reg == W_WAIT && !rec_busy_reg
+    && (DIRECT_WR == 0 || (!c_wr_hold && !d_on_reg));
+wire               d_start = DIRECT_WR != 0 && l_wr_req && !d_on_reg && !l_wr_ack_reg
+    && (w_state_reg == W_IDLE || (w_state_reg == W_WAIT && !c_take));
+// AW and W of the write on the port are done this clock.
+wire               p_sent = (!aw_valid_reg || m_axi_awready[w_ch]) && (!w_valid_reg
+    || (w_beat_take && w_is_last));
 
 always @(posedge clk) begin
     c_wr_ack_reg <= 1'b0;
+    l_wr_ack_reg <= 1'b0;
     case (w_state_reg)
         W_IDLE: begin
             if (c_wr_req) begin
@@ -655,7 +710,7 @@ always @(posedge clk) begin
             end
         end
         W_WAIT: begin
-            if (!rec_busy_reg) begin
+            if (c_take) begin
                 rec_valid_reg <= 1'b1;
                 rec_busy_reg <= 1'b1;
                 rec_row_reg <= w_row_reg;
@@ -677,8 +732,7 @@ always @(posedge clk) begin
                     w_valid_reg <= 1'b0;
                 end
             end
-            if ((!aw_valid_reg || m_axi_awready[w_ch]) && (!w_valid_reg
-                    || (w_beat_take && w_is_last))) begin
+            if (p_sent) begin
                 w_state_reg <= W_RESP;
             end
         end
@@ -694,6 +748,35 @@ always @(posedge clk) begin
             end
         end
     endcase
+    // The direct writer: the same beats on the port while the command engine's write is not.
+    if (d_start) begin
+        d_on_reg <= 1'b1;
+        d_row_reg <= l_wr_row;
+        d_lane_reg <= l_wr_lane;
+        d_entry_reg <= l_wr_entry;
+        aw_valid_reg <= 1'b1;
+        w_valid_reg <= 1'b1;
+        w_beat_reg <= l_first_beat;
+    end
+    if (d_on_reg && !d_resp_reg) begin
+        if (aw_valid_reg && m_axi_awready[w_ch]) begin
+            aw_valid_reg <= 1'b0;
+        end
+        if (w_beat_take) begin
+            w_beat_reg <= w_beat_reg + 1'b1;
+            if (w_is_last) begin
+                w_valid_reg <= 1'b0;
+            end
+        end
+        if (p_sent) begin
+            d_resp_reg <= 1'b1;
+        end
+    end
+    if (d_b_take) begin
+        d_on_reg <= 1'b0;
+        d_resp_reg <= 1'b0;
+        l_wr_ack_reg <= 1'b1;
+    end
     // Once every packet that entered before the write has left: the margin, then free.
     if (rec_counting_reg && (rec_reached_reg || head_reg == rec_tail_reg)) begin
         rec_reached_reg <= 1'b1;
@@ -711,10 +794,15 @@ always @(posedge clk) begin
         rec_valid_reg <= 1'b0;
         rec_busy_reg <= 1'b0;
         rec_counting_reg <= 1'b0;
+        d_on_reg <= 1'b0;
+        d_resp_reg <= 1'b0;
+        l_wr_ack_reg <= 1'b0;
     end
 end
 
 assign c_wr_ack = c_wr_ack_reg;
+assign c_wr_take = c_take;
+assign l_wr_ack = l_wr_ack_reg;
 
 // The beat being written: one compare per beat.
 reg [DATA_W-1:0] w_beat_data;
@@ -734,7 +822,7 @@ end
 generate
     for (g = 0; g < CHANNELS; g = g + 1) begin : g_wch
         wire mine = w_ch == g;
-        assign m_axi_awaddr[g*ADDR_W +: ADDR_W] = row_addr(w_row_reg)
+        assign m_axi_awaddr[g*ADDR_W +: ADDR_W] = row_addr(p_row)
             + {{(ADDR_W-BEAT_BITS){1'b0}}, w_first_beat} * DB;
         assign m_axi_awid[g*ID_W +: ID_W] = {ID_W{1'b0}};
         assign m_axi_awlen[g*8 +: 8] = {{(8-BEAT_BITS){1'b0}}, w_last_beat - w_first_beat};
@@ -743,7 +831,7 @@ generate
         assign m_axi_wstrb[g*DB +: DB] = w_beat_strb;
         assign m_axi_wlast[g] = w_is_last;
         assign m_axi_wvalid[g] = w_valid_reg && mine;
-        assign m_axi_bready[g] = w_state_reg == W_RESP && mine;
+        assign m_axi_bready[g] = (w_state_reg == W_RESP || d_resp_reg) && mine;
     end
 endgenerate
 

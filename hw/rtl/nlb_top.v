@@ -258,6 +258,10 @@ parameter RXQ_DEPTH = 512;
 // widths and packets per memory stage per table; AXI address and id widths; each channel's
 // region starts at *_CH_BASE + channel * *_CH_STRIDE.
 parameter MEM_ONCHIP = 1;
+// Hardware learning (docs/pipeline.md section 15.3, dma.caps.hw_learn): built with the on-chip
+// connection table, whose memory answers within a few clocks; behind HBM the packets between
+// a bucket's read and an install are too many for its records (nlb_ct_learn).
+parameter HW_LEARN = MEM_ONCHIP;
 parameter CT_CHANNELS = 1;
 parameter CT_DATA_W = 1536;
 parameter CT_SLOTS = 64;
@@ -900,6 +904,13 @@ nlb_counters #(
     .ext_rd_ack(cnt_rd_ack)
 );
 
+// Hardware learning: the host DMA engine's switch and time, and what an install did.
+wire        dma_hw_learn;
+wire [31:0] dma_host_time;
+wire        learn_added;
+wire        res_event_installed;
+wire [CTIW-1:0] res_event_ct_index;
+
 nlb_conntrack #(
     .CT_BUCKETS(CT_BUCKETS),
     .CT_WAYS(CT_WAYS)
@@ -925,6 +936,7 @@ nlb_conntrack #(
     .ct_c_rd_entry(ct_c_rd_entry),
     .hit_set_en(hit_set_en),
     .hit_set_index(hit_set_index),
+    .learn_added(learn_added),
     .mon_hit_read(m_mon_hit_read)
 );
 
@@ -1362,7 +1374,8 @@ nlb_lookup #(
     .CT_CH_BASE(CT_CH_BASE),
     .CT_CH_STRIDE(CT_CH_STRIDE),
     .MG_CH_BASE(MG_CH_BASE),
-    .MG_CH_STRIDE(MG_CH_STRIDE)
+    .MG_CH_STRIDE(MG_CH_STRIDE),
+    .HW_LEARN(HW_LEARN)
 ) lookup_inst (
     .clk(clk),
     .rst(rst),
@@ -1394,6 +1407,8 @@ nlb_lookup #(
     .s_inner_src_port(pd_inner_src_port),
     .s_inner_dst_port(pd_inner_dst_port),
     .s_room(lookup_room),
+    .hw_learn(dma_hw_learn),
+    .host_time(dma_host_time),
     .vip_rd_en(vip_rd_en),
     .vip_rd_bank(vip_rd_bank),
     .vip_rd_row(vip_rd_row),
@@ -1508,6 +1523,9 @@ nlb_lookup #(
     .m_out_len(m_res_out_len),
     .m_event_valid(m_res_event_valid),
     .m_event(m_res_event),
+    .m_event_installed(res_event_installed),
+    .m_event_ct_index(res_event_ct_index),
+    .learn_added(learn_added),
     .m_protocol(m_res_protocol),
     .m_client(m_res_client),
     .m_client_port(m_res_client_port),
@@ -1795,7 +1813,10 @@ nlb_editor #(
 
 // learn_event: event, protocol, src port (client), dst port (VIP), src addr, dst addr,
 // backend, rule, flow hash, from bit 0 up.
-wire [NLB_LEARN_EVENT_WIDTH-1:0] event_rec = {m_res_flow_hash, m_res_rule, m_res_backend,
+// Then, as the event ring's record has them, whether the NIC installed the connection and where.
+localparam EVQ_W = NLB_LEARN_EVENT_WIDTH + 1 + NLB_EVENT_RECORD_CT_INDEX_W;
+wire [EVQ_W-1:0] event_rec = {{(NLB_EVENT_RECORD_CT_INDEX_W-CTIW){1'b0}}, res_event_ct_index,
+    res_event_installed, m_res_flow_hash, m_res_rule, m_res_backend,
     m_res_vip, m_res_client, m_res_vip_port, m_res_client_port, m_res_protocol, m_res_event};
 wire [$clog2(EVENT_DEPTH):0] event_count;
 wire                         event_push = m_res_valid && m_res_event_valid;
@@ -1807,11 +1828,11 @@ reg                          event_full = 1'b0;
 wire                         event_write = event_push && !event_full;
 wire                         event_take = eq_valid && eq_ready;
 reg                          event_dropped_reg = 1'b0;
-wire [NLB_LEARN_EVENT_WIDTH-1:0] event_out;
+wire [EVQ_W-1:0] event_out;
 
 /* verilator lint_off PINCONNECTEMPTY */
 nlb_fifo #(
-    .WIDTH(NLB_LEARN_EVENT_WIDTH),
+    .WIDTH(EVQ_W),
     .DEPTH(EVENT_DEPTH)
 ) event_fifo_inst (
     .clk(clk),
@@ -1861,7 +1882,8 @@ wire [63:0]           dma_wb;
 wire                  cmd_fault;
 
 nlb_host_dma #(
-    .CMD_RING(1)
+    .CMD_RING(1),
+    .HW_LEARN(HW_LEARN)
 ) host_dma_inst (
     .clk(clk),
     .rst(rst),
@@ -1884,7 +1906,10 @@ nlb_host_dma #(
     .m_punt_tvalid(m_axis_punt_tvalid),
     .m_punt_tready(m_axis_punt_tready),
     .m_punt_tlast(m_axis_punt_tlast),
-    .s_event_tdata({{(384-NLB_LEARN_EVENT_WIDTH){1'b0}}, event_out}),
+    .s_event_tdata({{(384-NLB_LEARN_EVENT_WIDTH){1'b0}}, event_out[NLB_LEARN_EVENT_WIDTH-1:0]}),
+    .s_event_install(event_out[EVQ_W-1:NLB_LEARN_EVENT_WIDTH]),
+    .hw_learn(dma_hw_learn),
+    .host_time(dma_host_time),
     .s_event_tvalid(eq_valid),
     .s_event_tready(eq_ready),
     .s_event_dropped(event_dropped_reg),
