@@ -16,9 +16,14 @@
 //!   latencies (p50 / p99) and bytes per packet per channel;
 //! - frames of every size from 60 to 9018 bytes under random back-pressure and idle cycles:
 //!   all come out (or are dropped whole and reported), in order, each the received frame with
-//!   its MACs rewritten.
+//!   its MACs rewritten;
+//! - hardware learning's rate (docs/pipeline.md §15.3), on chip with `dma.ctrl.hw_learn` = 1:
+//!   64-byte frames of new connections back to back (each a miss the NIC installs), the same
+//!   flows again (hits), and each new flow's first two packets back to back (the second waits
+//!   for the first's install): packets per clock, new connections per second at 322.27 MHz, and
+//!   `conntrack.count` against what the flows' buckets hold (a full bucket installs nothing).
 
-use nlb_hw::blocks::{conntrack, ctrl};
+use nlb_hw::blocks::{conntrack, ctrl, dma};
 use nlb_hw::enums::{Affinity, Delivery};
 use nlb_hw::layouts::{
     BackendEntry, CtEntry, MaglevSlot, PoolEntry, PortSlot, RuleEntry, VipEntry,
@@ -31,6 +36,7 @@ use nlb_verif::scenario::mapped;
 use nlb_verif::top::{take_frames, TopBench};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
+use std::collections::HashSet;
 
 const VIP: u32 = 0x0a01_0001;
 const BACKEND_MAC: u64 = 0x0200_0000_b00b;
@@ -194,6 +200,10 @@ struct LineRate {
     /// Clocks without an output beat between the first and the last output beat.
     out_idle: u64,
     dropped: usize,
+    /// The dropped frames' numbers among those received since reset.
+    dropped_seqs: Vec<u32>,
+    /// Clocks from the first beat in to the last beat out.
+    total_clocks: u64,
 }
 
 /// Sends `frames` back to back (a beat in every clock) with the output never stalled; checks
@@ -209,6 +219,7 @@ fn run_back_to_back(dut: &mut TopBench, frames: &[Vec<u8>]) -> LineRate {
     let mut pending = Vec::new();
     let mut got: Vec<Vec<u8>> = Vec::new();
     let mut dropped = 0usize;
+    let mut dropped_seqs = Vec::new();
     let limit = start + 8 * beats + 20_000;
     while got.len() + dropped < frames.len() && dut.bench.sim.cycle() < limit {
         let before = dut.rx.pending();
@@ -225,7 +236,10 @@ fn run_back_to_back(dut: &mut TopBench, frames: &[Vec<u8>]) -> LineRate {
         }
         pending.append(&mut b);
         got.extend(take_frames(&mut pending));
-        dropped += dut.mon.drops.drain(..).count();
+        for d in dut.mon.drops.drain(..) {
+            dropped += 1;
+            dropped_seqs.push(d.seq);
+        }
         dut.mon.results.clear();
     }
     assert_eq!(got.len() + dropped, frames.len(), "frames lost");
@@ -249,6 +263,8 @@ fn run_back_to_back(dut: &mut TopBench, frames: &[Vec<u8>]) -> LineRate {
         out_clocks,
         out_idle: out_clocks.saturating_sub(out_beats),
         dropped,
+        dropped_seqs,
+        total_clocks: last_out.max(start) - start + 1,
     }
 }
 
@@ -498,4 +514,106 @@ fn every_size_60_to_9018_in_order_under_back_pressure() {
         );
     }
     assert!(dut.tx.violations().is_empty(), "{:?}", dut.tx.violations());
+}
+
+/// The buckets' fill after installing flows `flows` in order (lowest free way, a full bucket
+/// installs nothing, docs/pipeline.md §15.3): how many are installed.
+fn installs_that_fit(flows: &[u32]) -> u32 {
+    let p = Profile::by_name("sim").expect("sim profile");
+    let mut used = vec![0u32; p.ct_buckets as usize];
+    let mut n = 0;
+    for &i in flows {
+        let (c, sport) = client(i);
+        let key = FlowKey {
+            key_type: nlb_hw::enums::KeyType::Tuple5,
+            protocol: 6,
+            src_port: sport,
+            dst_port: 80,
+            src_addr: mapped(c),
+            dst_addr: mapped(VIP),
+        };
+        let b = table_index(key.hash(), p.ct_buckets) as usize;
+        if used[b] < p.ct_ways {
+            used[b] += 1;
+            n += 1;
+        }
+    }
+    n
+}
+
+#[test]
+fn hardware_learning_rate() {
+    let seed = seed_from_env(0x1ea4);
+    let n = 2_000u32;
+    let mut dut = bench_on(false, true, seed, 0.0, 0.0);
+    let caps = dma::Caps::from_word(dut.read32(dma::CAPS).expect("caps"));
+    assert!(caps.hw_learn, "the on-chip top reports hardware learning");
+    dut.write32(
+        dma::CTRL,
+        dma::Ctrl {
+            enable: false,
+            hw_learn: true,
+        }
+        .word(),
+    )
+    .expect("ctrl");
+    // Frames received since reset (the drop reports number them so).
+    let mut received = 0u32;
+    println!("hardware learning, 64-byte frames back to back, on chip, 322.27 MHz:");
+    let mut run = |dut: &mut TopBench, what: &str, frames: &[(u32, Vec<u8>)]| -> Vec<u32> {
+        let before = dut.read32(conntrack::COUNT).expect("count");
+        let bytes: Vec<Vec<u8>> = frames.iter().map(|(_, f)| f.clone()).collect();
+        let r = run_back_to_back(dut, &bytes);
+        let after = dut.read32(conntrack::COUNT).expect("count");
+        let dropped: HashSet<u32> = r.dropped_seqs.iter().copied().collect();
+        let admitted: Vec<u32> = frames
+            .iter()
+            .enumerate()
+            .filter(|(k, _)| !dropped.contains(&(received + *k as u32)))
+            .map(|(_, (flow, _))| *flow)
+            .collect();
+        received += frames.len() as u32;
+        let installs = after - before;
+        println!(
+            "  {what:42} {:5} frames {:5} dropped  {:.4} pkt/clk taken  {:5} installed  \
+             {:.4} installs/clk = {:6.1} M/s",
+            r.frames,
+            r.dropped,
+            admitted.len() as f64 / r.total_clocks as f64,
+            installs,
+            f64::from(installs) / r.total_clocks as f64,
+            f64::from(installs) / r.total_clocks as f64 * CLOCK_MHZ
+        );
+        admitted
+    };
+    // New connections: each frame a miss that the NIC installs. More come than it installs:
+    // the lookup holds them back, and the receive side drops whole frames when full.
+    let frames: Vec<(u32, Vec<u8>)> = (0..n).map(|i| (i, frame(i, 64))).collect();
+    let mut learned = run(&mut dut, "new connections, one packet each", &frames);
+    assert_eq!(
+        dut.read32(conntrack::COUNT).expect("count"),
+        installs_that_fit(&learned),
+        "installed connections against what the buckets hold"
+    );
+    // The flows learned, again: hits on the NIC's own entries, none dropped.
+    let frames: Vec<(u32, Vec<u8>)> = learned.iter().map(|&i| (i, frame(i, 64))).collect();
+    let hits = run(&mut dut, "the same flows again (hits)", &frames);
+    assert_eq!(hits.len(), learned.len(), "hits dropped");
+    assert_eq!(
+        dut.read32(conntrack::COUNT).expect("count"),
+        installs_that_fit(&learned),
+        "hits installed nothing"
+    );
+    // Each new flow's first two packets back to back: the second sees the first's install.
+    let frames: Vec<(u32, Vec<u8>)> = (n..2 * n)
+        .flat_map(|i| [(i, frame(i, 64)), (i, frame(i, 64))])
+        .collect();
+    let admitted = run(&mut dut, "new flows, two packets each", &frames);
+    let mut seen = HashSet::new();
+    learned.extend(admitted.into_iter().filter(|f| seen.insert(*f)));
+    assert_eq!(
+        dut.read32(conntrack::COUNT).expect("count"),
+        installs_that_fit(&learned),
+        "each new flow installed once"
+    );
 }
