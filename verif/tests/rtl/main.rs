@@ -23,6 +23,7 @@ mod harness;
 mod hit_bits;
 mod host_rings;
 mod l3_csum;
+mod learning;
 mod lookup;
 mod mul_const;
 mod overlap;
