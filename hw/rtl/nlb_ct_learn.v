@@ -97,18 +97,25 @@ reg  [WAY_BITS-1:0]  h_way_d_reg = {WAY_BITS{1'b0}};
 wire [RB-1:0] take_i = take_reg[RB-1:0];
 wire [RB-1:0] write_i = write_reg[RB-1:0];
 wire [RB-1:0] free_i = free_reg[RB-1:0];
-wire          full = (take_reg ^ free_reg) == {1'b1, {RB{1'b0}}};
+// Records in use, counted (a register: `full` gates every record's enables).
+reg  [RB:0]   used_reg = {(RB+1){1'b0}};
+wire          full = used_reg[RB];
 wire          unwritten = write_reg != take_reg;
 // The oldest record in memory is free once x_cnt has reached its tail (counts modulo 2^CNT_W;
-// the packets in flight are far fewer than 2^(CNT_W-1)).
+// the packets in flight are far fewer than 2^(CNT_W-1)). Found a clock ahead (the tail's read
+// and the subtract), so a record is freed at most every other clock: the clock after a
+// release looks at a record that may have moved on.
 wire [CNT_W-1:0] to_tail = x_cnt - tail_mem[free_i];
-wire          release_oldest = free_reg != write_reg && !to_tail[CNT_W-1];
+reg           release_reg = 1'b0;
+wire          release_oldest = release_reg;
 
 integer i;
 always @(posedge clk) begin
     h_take_d_reg <= h_take;
     h_row_d_reg <= h_row;
     h_way_d_reg <= h_way;
+    // Per record, one compare of its number with each pointer (a bit written at a computed
+    // index builds a shifter).
     for (i = 0; i < RECS; i = i + 1) begin
         // A newer record of the row and way, or a command's entry merged from now on, takes
         // the record's place in the merge.
@@ -116,24 +123,32 @@ always @(posedge clk) begin
                 || (h_take_d_reg && row_mem[i] == h_row_d_reg && way_mem[i] == h_way_d_reg)) begin
             apply_reg[i] <= 1'b0;
         end
+        if (w_ack && write_i == i[RB-1:0]) begin
+            landed_reg[i] <= 1'b1;
+        end
+        if (release_oldest && free_i == i[RB-1:0]) begin
+            live_reg[i] <= 1'b0;
+            apply_reg[i] <= 1'b0;
+        end
+        if (a_valid && !full && take_i == i[RB-1:0]) begin
+            row_mem[i] <= a_row;
+            way_mem[i] <= a_way;
+            live_reg[i] <= 1'b1;
+            landed_reg[i] <= 1'b0;
+            apply_reg[i] <= 1'b1;
+        end
     end
     if (a_valid && !full) begin
-        row_mem[take_i] <= a_row;
-        way_mem[take_i] <= a_way;
         entry_mem[take_i] <= a_entry;
-        live_reg[take_i] <= 1'b1;
-        landed_reg[take_i] <= 1'b0;
-        apply_reg[take_i] <= 1'b1;
         take_reg <= take_reg + 1'b1;
     end
     if (w_ack) begin
         tail_mem[write_i] <= e_cnt;
-        landed_reg[write_i] <= 1'b1;
         write_reg <= write_reg + 1'b1;
     end
+    release_reg <= !release_reg && free_reg != write_reg && !to_tail[CNT_W-1];
+    used_reg <= used_reg + {{RB{1'b0}}, a_valid && !full} - {{RB{1'b0}}, release_oldest};
     if (release_oldest) begin
-        live_reg[free_i] <= 1'b0;
-        apply_reg[free_i] <= 1'b0;
         free_reg <= free_reg + 1'b1;
     end
     if (rst) begin
@@ -144,6 +159,8 @@ always @(posedge clk) begin
         landed_reg <= {RECS{1'b0}};
         apply_reg <= {RECS{1'b0}};
         h_take_d_reg <= 1'b0;
+        release_reg <= 1'b0;
+        used_reg <= {(RB+1){1'b0}};
     end
 end
 
@@ -151,30 +168,41 @@ assign w_req = unwritten;
 assign w_row = row_mem[write_i];
 assign w_lane = way_mem[write_i];
 assign w_entry = entry_mem[write_i];
-assign used = take_reg - free_reg;
+assign used = used_reg;
 
 // The merge: at most one applied record per row and way (a newer one clears the older's
-// flag), so the ways are an OR of the matching records.
+// flag). Per way, the matching record's number (one-hot, then encoded), then its entry: the
+// entries are a memory read at five places (the ways and the write), distributed RAM, not a
+// 64-way OR of every entry.
 reg [WAYS-1:0]         hit_c;
-reg [WAYS*MERGE_W-1:0] entry_c;
+reg [RB-1:0]           sel_c [0:WAYS-1];
 reg                    pending_c;
 integer                r;
 integer                w;
 always @* begin
     hit_c = {WAYS{1'b0}};
-    entry_c = {(WAYS*MERGE_W){1'b0}};
     pending_c = 1'b0;
+    for (w = 0; w < WAYS; w = w + 1) begin
+        sel_c[w] = {RB{1'b0}};
+    end
     for (r = 0; r < RECS; r = r + 1) begin
         for (w = 0; w < WAYS; w = w + 1) begin
             if (apply_reg[r] && row_mem[r] == q_row && way_mem[r] == w[WAY_BITS-1:0]) begin
                 hit_c[w] = 1'b1;
-                entry_c[w*MERGE_W +: MERGE_W] = entry_c[w*MERGE_W +: MERGE_W]
-                    | entry_mem[r][MERGE_W-1:0];
+                sel_c[w] = sel_c[w] | r[RB-1:0];
             end
         end
         if (live_reg[r] && !landed_reg[r] && row_mem[r] == h_row) begin
             pending_c = 1'b1;
         end
+    end
+end
+
+reg [WAYS*MERGE_W-1:0] entry_c;
+integer                m;
+always @* begin
+    for (m = 0; m < WAYS; m = m + 1) begin
+        entry_c[m*MERGE_W +: MERGE_W] = entry_mem[sel_c[m]][MERGE_W-1:0];
     end
 end
 

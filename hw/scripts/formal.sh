@@ -91,7 +91,7 @@ proofs=(
     "axi_mux|nlb_axi_mux2 DATA_WIDTH=8 TURN=2|two AXI4 masters on one port: never both in flight, answers to the master that asked, write data behind its address|nlb_axi_mux2|nlb_axi_mux2|-chparam DATA_WIDTH 8 -chparam TURN 2|||z3|12|4|16"
     "err_slave|nlb_axi_err_slave DATA_WIDTH=8|AXI4 slave: one DECERR response per write address and whole burst, arlen + 1 read beats with rlast on the last; held; never stuck|nlb_axi_err_slave|nlb_axi_err_slave|-chparam DATA_WIDTH 8|||z3|12|3|20"
     "frame_arb|nlb_axis_frame_arb DATA_WIDTH=8|frames not interleaved; every beat out taken from one source, unchanged; offered beats held; turns between frames|nlb_axis_frame_arb|nlb_axis_frame_arb|-chparam DATA_WIDTH 8|||z3|8|3|10"
-    "lookup|nlb_lookup (the sim profile, a 32-descriptor FIFO)|every front-stage table read of a descriptor from its bank; its bank into the memory stages|nlb_lookup|nlb_lookup nlb_flow_hash nlb_mul_const_csa nlb_mem_stage nlb_fifo||cutpoint t:nlb_flow_hash; cutpoint t:*nlb_mem_stage*; proc; cutpoint t:\$mul; delete -port nlb_lookup/o:*|memory_map; opt_clean -purge|z3|14|3|14"
+    "lookup|nlb_lookup (the sim profile, a 32-descriptor FIFO)|every front-stage table read of a descriptor from its bank; its bank into the memory stages|nlb_lookup|nlb_lookup nlb_flow_hash nlb_mul_const_csa nlb_mem_stage nlb_ct_learn nlb_fifo||cutpoint t:nlb_flow_hash; cutpoint t:*nlb_mem_stage*; cutpoint t:*nlb_ct_learn*; proc; cutpoint t:\$mul; delete -port nlb_lookup/o:*|memory_map; opt_clean -purge|z3|14|3|14"
 )
 
 # ---- the mutation checks -------------------------------------------------------------------

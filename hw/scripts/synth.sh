@@ -59,7 +59,7 @@ configs=(
     "nlb_top (sim profile)|nlb_top||the whole pipeline with every table of the sim profile"
     "nlb_mem_stage (u280 connections)|nlb_mem_stage|-set STATE_W 580 -set CHANNELS 16 -set ROW_BITS 24 -set SLOTS 512|connection-table stage: 16 HBM ports, 512 packets, 1536-bit rows, write record|noshare"
     "nlb_mem_stage (u280 Maglev)|nlb_mem_stage|-set STATE_W 580 -set ROW_W 256 -set DATA_W 256 -set LANE_W 16 -set ENTRY_W 16 -set ROW_SHIFT 5 -set ROW_BITS 22 -set CHANNELS 4 -set SLOTS 512|Maglev stage: 4 HBM ports, 512 packets, 16-slot rows"
-    "nlb_ct_learn (sim profile)|nlb_ct_learn|-set ROW_BITS 12|hardware learning's 64 install records: merge into a bucket, write order, freeing
+    "nlb_ct_learn (sim profile)|nlb_ct_learn|-set ROW_BITS 12|hardware learning's 64 install records: merge into a bucket, write order, freeing"
     "nlb_mem_ram (sim connections)|nlb_mem_ram||on-chip connection table behind its AXI4 port: 4096 rows of 1536 bits"
     "nlb_lookup (u280, HBM)|nlb_lookup|-set VIP_BUCKETS 4096 -set RULES 4096 -set POOLS 2048 -set MAGLEV_SLOTS 33554432 -set BACKENDS 65536 -set CT_BUCKETS 16777216 -set CT_CHANNELS 16 -set CT_DATA_W 256 -set CT_SLOTS 512 -set MG_CHANNELS 4 -set MG_SLOTS 512 -set HW_LEARN 0|lookup pipeline of the u280 profile with both memory stages on HBM ports (table memories outside)|noshare"
     "nlb_plugin_322mhz (OpenNIC)|nlb_plugin_322mhz||the OpenNIC shell's 322 MHz box module: nlb_top (sim profile), register and host-DMA clock crossings, receive, transmit and to-host frame FIFOs and arbiters (hw/boards/opennic)"

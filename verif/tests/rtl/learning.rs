@@ -19,11 +19,10 @@
 //! frames (those the RTL's receive side took: it may drop a frame whole, docs/pipeline.md
 //! §14.4). Traffic goes in batches of at most 48 frames back to back (no idle clock on the
 //! received stream unless a phase asks for it; the pipeline's event queue holds 64), each
-//! batch run until the host memory has been quiet for 1,000 clocks. Every third case (the
-//! second) runs on `top_hbm`, the connection table and Maglev slots behind the HBM model at
-//! `HbmConfig::realistic` (60-240 clocks a read), where a learning packet's write and the reads
-//! of the packets behind it are in flight together (docs/pipeline.md §14.3); the others on
-//! chip (`top`).
+//! batch run until the host memory has been quiet for 1,000 clocks. The cases run on chip
+//! (`top`), where the RTL learns; every third case (the second) checks instead that `top_hbm`
+//! (the connection table behind the HBM model) reports `dma.caps.hw_learn` = 0 and does not
+//! store `dma.ctrl.hw_learn`, as docs/pipeline.md §15.3 says of the HBM profiles.
 //!
 //! First the RTL must report `dma.caps.hw_learn` = 1 and keep `dma.ctrl.hw_learn`. Phases:
 //! (1) new TCP (non-SYN) and UDP flows, each a burst of 2-4 packets back to back; (2) SYN-only
@@ -1356,7 +1355,34 @@ fn clear_bucket(p: &mut Pair, bucket: u32, flows: &[Flow]) -> Check<()> {
     Ok(())
 }
 
+/// Behind HBM the RTL does not learn (docs/pipeline.md §15.3, "Where"): `dma.caps.hw_learn`
+/// reads 0 and `dma.ctrl.hw_learn` is not stored, so the host installs from the events.
+fn run_hbm_case(seed: u64) -> Check<String> {
+    let mut p = setup(seed, true)?;
+    let caps_word = p.dut.read32(dma::CAPS)?;
+    if dma::Caps::from_word(caps_word).hw_learn {
+        return differs(format!(
+            "top_hbm reports hardware learning (dma.caps {caps_word:#x}); docs/pipeline.md \
+             §15.3 says the RTL learns only with the on-chip connection table"
+        ));
+    }
+    p.program()?;
+    let ctl = dma::Ctrl::from_word(p.dut.read32(dma::CTRL)?);
+    if !ctl.enable || ctl.hw_learn {
+        return differs(format!(
+            "dma.ctrl reads {ctl:?} on top_hbm after enable and hw_learn were written \
+             (hw_learn is stored only where caps.hw_learn)"
+        ));
+    }
+    Ok(format!(
+        "seed {seed} (top_hbm): no hardware learning, as documented"
+    ))
+}
+
 fn run_case(seed: u64, hbm: bool) -> Check<String> {
+    if hbm {
+        return run_hbm_case(seed);
+    }
     let mut p = setup(seed, hbm)?;
     // Before anything: the RTL must say it learns.
     let caps_word = p.dut.read32(dma::CAPS)?;
