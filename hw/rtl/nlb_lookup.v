@@ -1552,16 +1552,22 @@ wire               sf_pc = sf_reads && sf[F_PC];
 // The latest entrant of each slot that may install.
 reg  [LSLOTS-1:0]  lc_valid_reg = {LSLOTS{1'b0}};
 reg  [LCNT_W-1:0]  lc_seq_mem [0:LSLOTS-1];
-// Of each slot, the latest packet that may install and turned out a hit at stage X1.
-reg  [LSLOTS-1:0]  er_valid_reg = {LSLOTS{1'b0}};
-reg  [LCNT_W-1:0]  er_seq_mem [0:LSLOTS-1];
 reg  [LS_BITS-1:0] scrub_reg = {LS_BITS{1'b0}};
-wire               sf_dep = sf_reads && lc_valid_reg[sf_slot]
-    && !passed(lc_seq_mem[sf_slot], o_cnt_reg);
-// Stage X1's settled hit (set with that stage, below).
+// Settled packets by number modulo RS: set when stage O decides a packet or stage X1 finds a
+// packet that may install a hit (it installs nothing), cleared as the next packet of that
+// number enters. Fewer than RS packets are between the stage's entry and stage O, so a
+// packet waited for is never confused with a later one (and the head's check is one bit, not
+// a compare of counts).
+localparam RS_BITS = $clog2(CT_SLOTS + MG_SLOTS) + 1;
+localparam RS = 1 << RS_BITS;
+reg  [RS-1:0]      rs_reg = {RS{1'b0}};
+// Stage X1's settled hit (set with that stage, below); its number is the count of packets
+// merged at X0 so far, less one (it was merged in the clock before).
 wire               er_set;
-wire [LS_BITS-1:0] er_slot;
-wire [LCNT_W-1:0]  er_seq = x_cnt_reg - 1'b1;
+wire [RS_BITS-1:0] er_seq = x_cnt_reg[RS_BITS-1:0] - 1'b1;
+wire [LCNT_W-1:0]  lc_at = lc_seq_mem[sf_slot];
+wire               sf_dep = sf_reads && lc_valid_reg[sf_slot] && !passed(lc_at, o_cnt_reg)
+    && !rs_reg[lc_at[RS_BITS-1:0]];
 
 // Per packet in the stage, in its order (pushed as it enters, popped as it leaves): what it
 // waits for.
@@ -1569,8 +1575,7 @@ reg  [CT_SB:0]     dq_tail_reg = {(CT_SB+1){1'b0}};
 reg  [CT_SB:0]     dq_head_reg = {(CT_SB+1){1'b0}};
 reg  [CT_SLOTS-1:0] dq_dep_reg = {CT_SLOTS{1'b0}};
 reg  [CT_SLOTS-1:0] dq_pc_reg = {CT_SLOTS{1'b0}};
-reg  [LCNT_W-1:0]  dq_seq_mem [0:CT_SLOTS-1];
-reg  [LS_BITS-1:0] dq_slot_mem [0:CT_SLOTS-1];
+reg  [RS_BITS-1:0] dq_seq_mem [0:CT_SLOTS-1];
 wire [CT_SB-1:0]   dq_head = dq_head_reg[CT_SB-1:0];
 wire [CT_SB-1:0]   dq_tail = dq_tail_reg[CT_SB-1:0];
 
@@ -1584,11 +1589,9 @@ reg  [CT_WAY_BITS-1:0] host_way_reg = {CT_WAY_BITS{1'b0}};
 reg  [15:0]        ex_cnt_reg = 16'd0;
 wire               lr_pending;
 
-wire [LS_BITS-1:0] dq_slot = dq_slot_mem[dq_head];
-wire [LCNT_W-1:0]  dq_seq = dq_seq_mem[dq_head];
+wire [RS_BITS-1:0] dq_seq = dq_seq_mem[dq_head];
 wire head_waits = HW_LEARN != 0
-    && ((dq_dep_reg[dq_head] && !passed(dq_seq, o_cnt_reg)
-            && !(er_valid_reg[dq_slot] && er_seq_mem[dq_slot] == dq_seq))
+    && ((dq_dep_reg[dq_head] && !rs_reg[dq_seq])
         || (host_wait_reg && dq_pc_reg[dq_head]));
 assign ct_allow = mg_room && !head_waits;
 assign ct_c_wr_hold = HW_LEARN != 0 && (lr_pending || ex_cnt_reg != 16'd0);
@@ -1597,14 +1600,14 @@ assign ct_c_wr_hold = HW_LEARN != 0 && (lr_pending || ex_cnt_reg != 16'd0);
 wire               o_decided;
 wire               o_pc;
 
+integer lsi;
 always @(posedge clk) begin
     if (vl_reg[NF]) begin
         e_cnt_reg <= e_cnt_reg + 1'b1;
         dq_tail_reg <= dq_tail_reg + 1'b1;
         dq_dep_reg[dq_tail] <= sf_dep;
         dq_pc_reg[dq_tail] <= sf_pc;
-        dq_seq_mem[dq_tail] <= lc_seq_mem[sf_slot];
-        dq_slot_mem[dq_tail] <= sf_slot;
+        dq_seq_mem[dq_tail] <= lc_at[RS_BITS-1:0];
     end
     if (ct_leave) begin
         dq_head_reg <= dq_head_reg + 1'b1;
@@ -1626,17 +1629,18 @@ always @(posedge clk) begin
             && !(sf_pc && sf_slot == scrub_reg)) begin
         lc_valid_reg[scrub_reg] <= 1'b0;
     end
-    if (er_valid_reg[scrub_reg] && passed(er_seq_mem[scrub_reg], o_cnt_reg)
-            && !(er_set && er_slot == scrub_reg)) begin
-        er_valid_reg[scrub_reg] <= 1'b0;
-    end
     if (sf_pc) begin
         lc_valid_reg[sf_slot] <= 1'b1;
         lc_seq_mem[sf_slot] <= e_cnt_reg;
     end
-    if (er_set) begin
-        er_valid_reg[er_slot] <= 1'b1;
-        er_seq_mem[er_slot] <= er_seq;
+    for (lsi = 0; lsi < RS; lsi = lsi + 1) begin
+        if (vl_reg[NF] && e_cnt_reg[RS_BITS-1:0] == lsi[RS_BITS-1:0]) begin
+            rs_reg[lsi] <= 1'b0;
+        end
+        if ((o_decided && o_cnt_reg[RS_BITS-1:0] == lsi[RS_BITS-1:0])
+                || (er_set && er_seq == lsi[RS_BITS-1:0])) begin
+            rs_reg[lsi] <= 1'b1;
+        end
     end
     ex_cnt_reg <= ex_cnt_reg + {15'd0, ct_leave && dq_pc_reg[dq_head]}
         - {15'd0, o_decided && o_pc};
@@ -1655,7 +1659,7 @@ always @(posedge clk) begin
         io_cnt_reg <= 16'd0;
         learn_room_reg <= 1'b1;
         lc_valid_reg <= {LSLOTS{1'b0}};
-        er_valid_reg <= {LSLOTS{1'b0}};
+        rs_reg <= {RS{1'b0}};
         dq_tail_reg <= {(CT_SB+1){1'b0}};
         dq_head_reg <= {(CT_SB+1){1'b0}};
         host_wait_reg <= 1'b0;
@@ -1786,7 +1790,6 @@ end
 // at X0 so far, less one: it was merged in the clock before).
 assign er_set = HW_LEARN != 0 && x0_valid_reg && x_in[F_PC] && x_in[F_CTRD] && !x_in[F_DONE]
     && ct_hit && !x_in[F_SYNO];
-assign er_slot = x_in[F_H5 + 32 - CT_ROW_BITS +: LS_BITS];
 
 reg [SW-1:0] x1_reg = {SW{1'b0}};
 reg          x1_valid_reg = 1'b0;

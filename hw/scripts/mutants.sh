@@ -24,6 +24,8 @@ cd "$(dirname "$0")/../.."
 
 # name|block|kind|test filters (cargo test -p nlb-verif --test rtl -- <filters>)|file|what|sed
 mutants=(
+  # ---- nlb_lookup: hardware learning's order ----
+  "learn_no_wait|lookup|queue|learning::|nlb_lookup.v|packets of a bucket slot leave the connection-table stage without waiting for the installs before them|s/    \&\& ((dq_dep_reg\[dq_head\] \&\& !rs_reg\[dq_seq\])/    \&\& ((1'b0 \&\& dq_dep_reg[dq_head] \&\& !rs_reg[dq_seq])/"
   # ---- nlb_lookup: table contents ----
   "vip_protocol|lookup|contents|contents:: lookup::|nlb_lookup.v|VIP compare ignores the protocol|s/&& vip_rd_data\[cw\*VW + NLB_VIP_ENTRY_PROTOCOL_LSB +: 8\] == c_vproto/\&\& 1'b1/"
   "vip_addr_word3|lookup|contents|contents:: lookup::|nlb_lookup.v|VIP compare ignores address word 3|s/vip_rd_data\[cw\*VW + NLB_VIP_ENTRY_ADDR_LSB +: 128\] == sc\[F_VIP +: 128\]/vip_rd_data[cw*VW + NLB_VIP_ENTRY_ADDR_LSB +: 96] == sc[F_VIP +: 96]/"
