@@ -214,8 +214,8 @@ always @* begin
     count_next = count_reg;
     count_up_next = 1'b0;
     count_down_next = 1'b0;
-    count_next = count_reg + {31'd0, count_up_reg} + {31'd0, learn_added}
-        - {31'd0, count_down_reg};
+    count_next = count_reg + (count_up_reg ? 32'd1 : 32'd0) + (learn_added ? 32'd1 : 32'd0)
+        - (count_down_reg ? 32'd1 : 32'd0);
     eng_next = eng_reg;
     rd_req_next = 1'b0;
     wr_req_next = 1'b0;

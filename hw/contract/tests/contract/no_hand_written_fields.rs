@@ -82,6 +82,7 @@ const RUST_ALLOWED: &[(&str, &str, &str)] = &[
     ("verif/src/verilated.rs", "*", "Verilated ports of 33..64 bits as two 32-bit words"),
     ("verif/src/host_mem.rs", "*", "AXI write strobes (a bit per byte of a beat) and the MSI-X request bits of m_dma_irq"),
     ("verif/tests/rtl/host_rings.rs", "*", "64-bit IOVAs of test rings as the _lo/_hi register pair"),
+    ("verif/tests/rtl/learning.rs", "*", "64-bit IOVAs of the test's event ring as the _lo/_hi register pair; an IPv6 flow label's 20 bits"),
     ("verif/tests/rtl/axi_cdc.rs", "*", "AXI write strobes of test bursts (a bit per byte of a beat)"),
     (
         "verif/tests/rtl/board.rs",
