@@ -1553,6 +1553,14 @@ wire               sf_pc = sf_reads && sf[F_PC];
 reg  [LSLOTS-1:0]  lc_valid_reg = {LSLOTS{1'b0}};
 reg  [LCNT_W-1:0]  lc_seq_mem [0:LSLOTS-1];
 reg  [LS_BITS-1:0] scrub_reg = {LS_BITS{1'b0}};
+// The scrub's finding a clock later (the slot's entrant was decided), and the entrant that came
+// in the clock it was found (which it must not clear).
+reg                scrub_done_reg = 1'b0;
+reg  [LS_BITS-1:0] scrub_slot_reg = {LS_BITS{1'b0}};
+reg                sf_pc_d_reg = 1'b0;
+reg  [LS_BITS-1:0] sf_slot_d_reg = {LS_BITS{1'b0}};
+reg                o_dec_reg = 1'b0;
+reg                io_in_reg = 1'b0;
 // Settled packets by number modulo RS: set when stage O decides a packet or stage X1 finds a
 // packet that may install a hit (it installs nothing), cleared as the next packet of that
 // number enters. Fewer than RS packets are between the stage's entry and stage O, so a
@@ -1575,7 +1583,8 @@ reg  [CT_SB:0]     dq_tail_reg = {(CT_SB+1){1'b0}};
 reg  [CT_SB:0]     dq_head_reg = {(CT_SB+1){1'b0}};
 reg  [CT_SLOTS-1:0] dq_dep_reg = {CT_SLOTS{1'b0}};
 reg  [CT_SLOTS-1:0] dq_pc_reg = {CT_SLOTS{1'b0}};
-reg  [RS_BITS-1:0] dq_seq_mem [0:CT_SLOTS-1];
+// (registers, not distributed RAM: their write data comes through lc_seq_mem's read)
+reg  [RS_BITS-1:0] dq_seq_reg [0:CT_SLOTS-1];
 wire [CT_SB-1:0]   dq_head = dq_head_reg[CT_SB-1:0];
 wire [CT_SB-1:0]   dq_tail = dq_tail_reg[CT_SB-1:0];
 
@@ -1585,16 +1594,19 @@ reg                host_wait_reg = 1'b0;
 reg  [CT_ROW_BITS-1:0] host_row_reg = {CT_ROW_BITS{1'b0}};
 reg  [CT_WAY_BITS-1:0] host_way_reg = {CT_WAY_BITS{1'b0}};
 /* verilator lint_on UNUSEDSIGNAL */
-// Packets that may install, out of the stage and not yet decided.
+// Packets that may install, out of the stage and not yet decided: the count, and a leave not
+// yet in it (the add is a clock behind the leave; the hold looks at both).
 reg  [15:0]        ex_cnt_reg = 16'd0;
+reg                ex_inc_reg = 1'b0;
+reg                ex_dec_reg = 1'b0;
 wire               lr_pending;
 
-wire [RS_BITS-1:0] dq_seq = dq_seq_mem[dq_head];
+wire [RS_BITS-1:0] dq_seq = dq_seq_reg[dq_head];
 wire head_waits = HW_LEARN != 0
     && ((dq_dep_reg[dq_head] && !rs_reg[dq_seq])
         || (host_wait_reg && dq_pc_reg[dq_head]));
 assign ct_allow = mg_room && !head_waits;
-assign ct_c_wr_hold = HW_LEARN != 0 && (lr_pending || ex_cnt_reg != 16'd0);
+assign ct_c_wr_hold = HW_LEARN != 0 && (lr_pending || ex_cnt_reg != 16'd0 || ex_inc_reg);
 
 // Stage O's decision (below): an install, and every packet that may install decided.
 wire               o_decided;
@@ -1605,9 +1617,15 @@ always @(posedge clk) begin
     if (vl_reg[NF]) begin
         e_cnt_reg <= e_cnt_reg + 1'b1;
         dq_tail_reg <= dq_tail_reg + 1'b1;
-        dq_dep_reg[dq_tail] <= sf_dep;
-        dq_pc_reg[dq_tail] <= sf_pc;
-        dq_seq_mem[dq_tail] <= lc_at[RS_BITS-1:0];
+    end
+    // Per entry, one compare with the tail (a bit written at a computed index builds a
+    // shifter).
+    for (lsi = 0; lsi < CT_SLOTS; lsi = lsi + 1) begin
+        if (vl_reg[NF] && dq_tail == lsi[CT_SB-1:0]) begin
+            dq_dep_reg[lsi] <= sf_dep;
+            dq_pc_reg[lsi] <= sf_pc;
+            dq_seq_reg[lsi] <= lc_at[RS_BITS-1:0];
+        end
     end
     if (ct_leave) begin
         dq_head_reg <= dq_head_reg + 1'b1;
@@ -1618,19 +1636,30 @@ always @(posedge clk) begin
     if (o_decided) begin
         o_cnt_reg <= o_cnt_reg + 1'b1;
     end
-    io_cnt_reg <= io_cnt_reg + {15'd0, issue} - {15'd0, o_decided};
+    // Issues and decisions counted a clock late (as the stage's credits: `issue` comes from the
+    // descriptor FIFO's decode).
+    io_in_reg <= issue;
+    o_dec_reg <= o_decided;
+    io_cnt_reg <= io_cnt_reg + {15'd0, io_in_reg} - {15'd0, o_dec_reg};
     learn_room_reg <= !(HW_LEARN != 0 && hw_learn)
         || {16'd0, io_cnt_reg} + {{(32-$clog2(LEARN_RECS)-1){1'b0}}, lr_used} < LEARN_RECS - 8;
     // The slot's latest entrant that may install, and its latest settled hit; a slot whose
     // packets were decided is forgotten (one slot a clock), so no number is kept long enough
     // to come round again.
     scrub_reg <= scrub_reg + 1'b1;
-    if (lc_valid_reg[scrub_reg] && passed(lc_seq_mem[scrub_reg], o_cnt_reg)
-            && !(sf_pc && sf_slot == scrub_reg)) begin
-        lc_valid_reg[scrub_reg] <= 1'b0;
+    scrub_done_reg <= lc_valid_reg[scrub_reg] && passed(lc_seq_mem[scrub_reg], o_cnt_reg);
+    scrub_slot_reg <= scrub_reg;
+    for (lsi = 0; lsi < LSLOTS; lsi = lsi + 1) begin
+        if (sf_pc && sf_slot == lsi[LS_BITS-1:0]) begin
+            lc_valid_reg[lsi] <= 1'b1;
+        end else if (scrub_done_reg && scrub_slot_reg == lsi[LS_BITS-1:0]
+                && !(sf_pc_d_reg && sf_slot_d_reg == lsi[LS_BITS-1:0])) begin
+            lc_valid_reg[lsi] <= 1'b0;
+        end
     end
+    sf_pc_d_reg <= sf_pc;
+    sf_slot_d_reg <= sf_slot;
     if (sf_pc) begin
-        lc_valid_reg[sf_slot] <= 1'b1;
         lc_seq_mem[sf_slot] <= e_cnt_reg;
     end
     for (lsi = 0; lsi < RS; lsi = lsi + 1) begin
@@ -1642,8 +1671,9 @@ always @(posedge clk) begin
             rs_reg[lsi] <= 1'b1;
         end
     end
-    ex_cnt_reg <= ex_cnt_reg + {15'd0, ct_leave && dq_pc_reg[dq_head]}
-        - {15'd0, o_decided && o_pc};
+    ex_inc_reg <= ct_leave && dq_pc_reg[dq_head];
+    ex_dec_reg <= o_decided && o_pc;
+    ex_cnt_reg <= ex_cnt_reg + {15'd0, ex_inc_reg} - {15'd0, ex_dec_reg};
     if (ct_c_wr_req) begin
         host_wait_reg <= 1'b1;
         host_row_reg <= ct_c_wr_index[CTIW-1 -: CT_ROW_BITS];
@@ -1664,6 +1694,12 @@ always @(posedge clk) begin
         dq_head_reg <= {(CT_SB+1){1'b0}};
         host_wait_reg <= 1'b0;
         ex_cnt_reg <= 16'd0;
+        ex_inc_reg <= 1'b0;
+        ex_dec_reg <= 1'b0;
+        o_dec_reg <= 1'b0;
+        io_in_reg <= 1'b0;
+        scrub_done_reg <= 1'b0;
+        sf_pc_d_reg <= 1'b0;
     end
 end
 
