@@ -1573,8 +1573,13 @@ reg  [RS-1:0]      rs_reg = {RS{1'b0}};
 // merged at X0 so far, less one (it was merged in the clock before).
 wire               er_set;
 wire [RS_BITS-1:0] er_seq = x_cnt_reg[RS_BITS-1:0] - 1'b1;
-wire [LCNT_W-1:0]  lc_at = lc_seq_mem[sf_slot];
-wire               sf_dep = sf_reads && lc_valid_reg[sf_slot] && !passed(lc_at, o_cnt_reg)
+// The slot's latest entrant, read a stage ahead (stage L) and passed on from the packet
+// entering now when it is of the same slot (the memory's read is not in the entry's path).
+wire [LS_BITS-1:0] l_slot = st_reg[NF-1][F_H5 + 32 - CT_ROW_BITS +: LS_BITS];
+reg  [LCNT_W-1:0]  lc_at_reg = {LCNT_W{1'b0}};
+reg                lc_v_reg = 1'b0;
+wire [LCNT_W-1:0]  lc_at = lc_at_reg;
+wire               sf_dep = sf_reads && lc_v_reg && !passed(lc_at, o_cnt_reg)
     && !rs_reg[lc_at[RS_BITS-1:0]];
 
 // Per packet in the stage, in its order (pushed as it enters, popped as it leaves): what it
@@ -1583,8 +1588,9 @@ reg  [CT_SB:0]     dq_tail_reg = {(CT_SB+1){1'b0}};
 reg  [CT_SB:0]     dq_head_reg = {(CT_SB+1){1'b0}};
 reg  [CT_SLOTS-1:0] dq_dep_reg = {CT_SLOTS{1'b0}};
 reg  [CT_SLOTS-1:0] dq_pc_reg = {CT_SLOTS{1'b0}};
-// (registers, not distributed RAM: their write data comes through lc_seq_mem's read)
-reg  [RS_BITS-1:0] dq_seq_reg [0:CT_SLOTS-1];
+// (registers, not distributed RAM: their write data comes through lc_seq_mem's read; one
+// vector, read by a compare per entry)
+reg  [CT_SLOTS*RS_BITS-1:0] dq_seq_reg = {(CT_SLOTS*RS_BITS){1'b0}};
 wire [CT_SB-1:0]   dq_head = dq_head_reg[CT_SB-1:0];
 wire [CT_SB-1:0]   dq_tail = dq_tail_reg[CT_SB-1:0];
 
@@ -1601,7 +1607,16 @@ reg                ex_inc_reg = 1'b0;
 reg                ex_dec_reg = 1'b0;
 wire               lr_pending;
 
-wire [RS_BITS-1:0] dq_seq = dq_seq_reg[dq_head];
+reg  [RS_BITS-1:0] dq_seq;
+integer            dqi;
+always @* begin
+    dq_seq = {RS_BITS{1'b0}};
+    for (dqi = 0; dqi < CT_SLOTS; dqi = dqi + 1) begin
+        if (dq_head == dqi[CT_SB-1:0]) begin
+            dq_seq = dq_seq_reg[dqi*RS_BITS +: RS_BITS];
+        end
+    end
+end
 wire head_waits = HW_LEARN != 0
     && ((dq_dep_reg[dq_head] && !rs_reg[dq_seq])
         || (host_wait_reg && dq_pc_reg[dq_head]));
@@ -1624,7 +1639,7 @@ always @(posedge clk) begin
         if (vl_reg[NF] && dq_tail == lsi[CT_SB-1:0]) begin
             dq_dep_reg[lsi] <= sf_dep;
             dq_pc_reg[lsi] <= sf_pc;
-            dq_seq_reg[lsi] <= lc_at[RS_BITS-1:0];
+            dq_seq_reg[lsi*RS_BITS +: RS_BITS] <= lc_at[RS_BITS-1:0];
         end
     end
     if (ct_leave) begin
@@ -1659,6 +1674,8 @@ always @(posedge clk) begin
     end
     sf_pc_d_reg <= sf_pc;
     sf_slot_d_reg <= sf_slot;
+    lc_at_reg <= sf_pc && sf_slot == l_slot ? e_cnt_reg : lc_seq_mem[l_slot];
+    lc_v_reg <= (sf_pc && sf_slot == l_slot) || lc_valid_reg[l_slot];
     if (sf_pc) begin
         lc_seq_mem[sf_slot] <= e_cnt_reg;
     end

@@ -723,15 +723,6 @@ always @(posedge clk) begin
             end
         end
         W_SEND: begin
-            if (aw_valid_reg && m_axi_awready[w_ch]) begin
-                aw_valid_reg <= 1'b0;
-            end
-            if (w_beat_take) begin
-                w_beat_reg <= w_beat_reg + 1'b1;
-                if (w_is_last) begin
-                    w_valid_reg <= 1'b0;
-                end
-            end
             if (p_sent) begin
                 w_state_reg <= W_RESP;
             end
@@ -748,17 +739,8 @@ always @(posedge clk) begin
             end
         end
     endcase
-    // The direct writer: the same beats on the port while the command engine's write is not.
-    if (d_start) begin
-        d_on_reg <= 1'b1;
-        d_row_reg <= l_wr_row;
-        d_lane_reg <= l_wr_lane;
-        d_entry_reg <= l_wr_entry;
-        aw_valid_reg <= 1'b1;
-        w_valid_reg <= 1'b1;
-        w_beat_reg <= l_first_beat;
-    end
-    if (d_on_reg && !d_resp_reg) begin
+    // The write on the port (either writer's): its address, then its beats.
+    if (w_state_reg == W_SEND || (d_on_reg && !d_resp_reg)) begin
         if (aw_valid_reg && m_axi_awready[w_ch]) begin
             aw_valid_reg <= 1'b0;
         end
@@ -768,9 +750,19 @@ always @(posedge clk) begin
                 w_valid_reg <= 1'b0;
             end
         end
-        if (p_sent) begin
-            d_resp_reg <= 1'b1;
-        end
+    end
+    // The direct writer: its write on the port while the command engine's is not.
+    if (d_start) begin
+        d_on_reg <= 1'b1;
+        d_row_reg <= l_wr_row;
+        d_lane_reg <= l_wr_lane;
+        d_entry_reg <= l_wr_entry;
+        aw_valid_reg <= 1'b1;
+        w_valid_reg <= 1'b1;
+        w_beat_reg <= l_first_beat;
+    end
+    if (d_on_reg && !d_resp_reg && p_sent) begin
+        d_resp_reg <= 1'b1;
     end
     if (d_b_take) begin
         d_on_reg <= 1'b0;

@@ -277,22 +277,36 @@ fn region(at: u64) -> String {
     }
 }
 
-fn words(b: &[u8]) -> Vec<u32> {
+/// Little-endian 32-bit words of `b` (a whole number of them).
+pub(crate) fn words(b: &[u8]) -> Vec<u32> {
     b.chunks(4)
         .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
         .collect()
+}
+
+/// The `n` bytes at IOVA `start` of two host memories that begin at IOVA `base`, decoded by
+/// `f` side by side (for a mismatch report).
+pub(crate) fn side_by_side(
+    base: u64,
+    start: u64,
+    n: usize,
+    rtl: &[u8],
+    model: &[u8],
+    f: &dyn Fn(&[u32]) -> String,
+) -> String {
+    let s = (start - base) as usize;
+    format!(
+        "\n  rtl:   {}\n  model: {}",
+        f(&words(&rtl[s..s + n])),
+        f(&words(&model[s..s + n]))
+    )
 }
 
 /// The record holding byte `at`, decoded from both memories.
 fn decoded(at: u64, rtl: &[u8], model: &[u8]) -> String {
     let a = IOVA + at;
     let show = |start: u64, n: usize, f: &dyn Fn(&[u32]) -> String| {
-        let s = (start - IOVA) as usize;
-        format!(
-            "\n  rtl:   {}\n  model: {}",
-            f(&words(&rtl[s..s + n])),
-            f(&words(&model[s..s + n]))
-        )
+        side_by_side(IOVA, start, n, rtl, model, f)
     };
     if a < WB + 64 {
         let start = WB + (a - WB) / 16 * 16;
@@ -558,7 +572,7 @@ fn rtl_punt_ring_rate() {
 }
 
 /// A number from the environment, or `default`.
-fn env_or(name: &str, default: u64) -> u64 {
+pub(crate) fn env_or(name: &str, default: u64) -> u64 {
     std::env::var(name)
         .ok()
         .and_then(|v| v.parse().ok())

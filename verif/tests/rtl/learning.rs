@@ -57,6 +57,7 @@
 //! again). The case must reach at least 20 such back-to-back hits, 2 LEARNs on full buckets,
 //! 3 SYN re-installs and a TEARDOWN. `NLB_LEARN_CASES` (default 3) seeds from `NLB_SEED`.
 
+use crate::host_rings::{env_or, side_by_side, words};
 use firmware_sim::pipeline::PacketResult;
 use firmware_sim::{BatchOutput, CtOutcome, ModelDevice};
 use nlb_hw::blocks::{conntrack, ctrl, dma};
@@ -290,12 +291,6 @@ fn flow_frame(f: &Flow, flags: u8, rng: &mut StdRng) -> Vec<u8> {
     spec.build()
 }
 
-fn words(b: &[u8]) -> Vec<u32> {
-    b.chunks(4)
-        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect()
-}
-
 /// The event record at ring index `at` in `mem`.
 fn record(mem: &HostMemory, at: u16) -> EventRecord {
     let slot = u64::from(at) & (EVENT_SLOTS - 1);
@@ -309,12 +304,7 @@ fn record(mem: &HostMemory, at: u16) -> EventRecord {
 fn locate(at: usize, rtl: &[u8], model: &[u8]) -> String {
     let a = IOVA + at as u64;
     let show = |start: u64, n: usize, f: &dyn Fn(&[u32]) -> String| {
-        let s = (start - IOVA) as usize;
-        format!(
-            "\n  rtl:   {}\n  model: {}",
-            f(&words(&rtl[s..s + n])),
-            f(&words(&model[s..s + n]))
-        )
+        side_by_side(IOVA, start, n, rtl, model, f)
     };
     if a < WB + 64 {
         let start = WB + (a - WB) / 16 * 16;
@@ -1586,14 +1576,6 @@ fn run_case(seed: u64, hbm: bool) -> Check<String> {
         p.dut.host.write_beats,
         p.dut.bench.sim.cycle()
     ))
-}
-
-/// A number from the environment, or `default`.
-fn env_or(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
 }
 
 #[test]
