@@ -1552,13 +1552,6 @@ wire               sf_pc = sf_reads && sf[F_PC];
 // The latest entrant of each slot that may install.
 reg  [LSLOTS-1:0]  lc_valid_reg = {LSLOTS{1'b0}};
 reg  [LCNT_W-1:0]  lc_seq_mem [0:LSLOTS-1];
-reg  [LS_BITS-1:0] scrub_reg = {LS_BITS{1'b0}};
-// The scrub's finding a clock later (the slot's entrant was decided), and the entrant that came
-// in the clock it was found (which it must not clear).
-reg                scrub_done_reg = 1'b0;
-reg  [LS_BITS-1:0] scrub_slot_reg = {LS_BITS{1'b0}};
-reg                sf_pc_d_reg = 1'b0;
-reg  [LS_BITS-1:0] sf_slot_d_reg = {LS_BITS{1'b0}};
 reg                o_dec_reg = 1'b0;
 reg                io_in_reg = 1'b0;
 // Settled packets by number modulo RS: set when stage O decides a packet or stage X1 finds a
@@ -1658,22 +1651,15 @@ always @(posedge clk) begin
     io_cnt_reg <= io_cnt_reg + {15'd0, io_in_reg} - {15'd0, o_dec_reg};
     learn_room_reg <= !(HW_LEARN != 0 && hw_learn)
         || {16'd0, io_cnt_reg} + {{(32-$clog2(LEARN_RECS)-1){1'b0}}, lr_used} < LEARN_RECS - 8;
-    // The slot's latest entrant that may install, and its latest settled hit; a slot whose
-    // packets were decided is forgotten (one slot a clock), so no number is kept long enough
-    // to come round again.
-    scrub_reg <= scrub_reg + 1'b1;
-    scrub_done_reg <= lc_valid_reg[scrub_reg] && passed(lc_seq_mem[scrub_reg], o_cnt_reg);
-    scrub_slot_reg <= scrub_reg;
+    // The slot's latest entrant that may install. A number kept long enough to come round
+    // again (2^LCNT_W packets later) cannot make a packet wait for nothing: the wait is also on
+    // that number's settled bit (rs_reg), which is set unless a packet of that number is in
+    // flight, and such a packet entered before the waiting one.
     for (lsi = 0; lsi < LSLOTS; lsi = lsi + 1) begin
         if (sf_pc && sf_slot == lsi[LS_BITS-1:0]) begin
             lc_valid_reg[lsi] <= 1'b1;
-        end else if (scrub_done_reg && scrub_slot_reg == lsi[LS_BITS-1:0]
-                && !(sf_pc_d_reg && sf_slot_d_reg == lsi[LS_BITS-1:0])) begin
-            lc_valid_reg[lsi] <= 1'b0;
         end
     end
-    sf_pc_d_reg <= sf_pc;
-    sf_slot_d_reg <= sf_slot;
     lc_at_reg <= sf_pc && sf_slot == l_slot ? e_cnt_reg : lc_seq_mem[l_slot];
     lc_v_reg <= (sf_pc && sf_slot == l_slot) || lc_valid_reg[l_slot];
     if (sf_pc) begin
@@ -1715,8 +1701,6 @@ always @(posedge clk) begin
         ex_dec_reg <= 1'b0;
         o_dec_reg <= 1'b0;
         io_in_reg <= 1'b0;
-        scrub_done_reg <= 1'b0;
-        sf_pc_d_reg <= 1'b0;
     end
 end
 
