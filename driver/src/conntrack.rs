@@ -320,7 +320,7 @@ fn read_table_dma<D: Device + ?Sized>(
     rings: &mut HostRings,
     len: usize,
 ) -> Result<(Vec<CtEntry>, PairCounts), ConntrackError> {
-    let per = (rings.data_len() / (WORDS * 4)).max(1);
+    let per = rings.run_entries(WORDS);
     let threads = decode_threads(len.min(per));
     let mut tallies: Vec<OpenTally> = (0..threads).map(|_| OpenTally::new()).collect();
     let mut entries: Vec<CtEntry> = Vec::with_capacity(len);
@@ -751,7 +751,7 @@ impl Conntrack {
         rings: &mut HostRings,
         range: std::ops::Range<u32>,
     ) -> Result<(), ConntrackError> {
-        let per = (rings.data_len() / (WORDS * 4)).max(1) as u32;
+        let per = rings.run_entries(WORDS) as u32;
         let mut words = vec![0u32; per as usize * WORDS];
         let mut decoded = vec![CtEntry::default(); per as usize];
         let mut first = range.start;

@@ -26,7 +26,7 @@
 //! verification and control writes separately.
 
 use crate::device::{Batch, Device, DeviceError};
-use crate::rings::{HostRings, RingError, COMMAND_TIMEOUT};
+use crate::rings::{HostRings, RingError, COMMAND_TIMEOUT, ROW_ALIGN};
 use nlb_hw::blocks::{ctrl, table as win};
 use nlb_hw::enums::{DmaCmd, Table, TableCmd};
 use nlb_hw::layouts::CmdDesc;
@@ -378,7 +378,7 @@ impl Loader {
         for table in Table::ALL {
             let depth = table_depth(self.profile, table);
             let words = Tables::entry_words(table);
-            let per = (rings.data_len() / (words * 4)).max(1) as u32;
+            let per = rings.run_entries(words) as u32;
             let mut first = 0;
             while first < depth {
                 let n = (depth - first).min(per);
@@ -767,16 +767,27 @@ impl Loader {
         for (table, idx) in &changes {
             let words = Tables::entry_words(*table);
             let stride = words + 1;
+            // Chunks of a multiple of ROW_ALIGN entries, so that a run of consecutive indices
+            // (a whole table, in a full load) starts each chunk on a memory row.
             let per = (half / (stride * 4)).max(1);
+            let align = ROW_ALIGN as usize;
+            let per = if per >= align { per - per % align } else { per };
             for chunk in idx.chunks(per) {
                 write.clear();
                 back.clear();
+                // Consecutive indices go as ranges (no index words; the read-back of a range
+                // from a memory row reads whole rows), others as index lists.
+                let range = chunk.windows(2).all(|w| w[1] == w[0] + 1);
+                let head = usize::from(!range);
+                let stride = words + head;
                 for &index in chunk {
-                    write.push(index);
+                    if !range {
+                        write.push(index);
+                        back.push(index);
+                    }
                     tables
                         .encode_entry(*table, index, &mut write)
                         .map_err(|e| encode_error(e, *table, target, index))?;
-                    back.push(index);
                     back.resize(back.len() + words, 0);
                 }
                 let count = chunk.len() as u32;
@@ -791,8 +802,9 @@ impl Loader {
                             op,
                             table: *table,
                             bank: target == 1,
-                            list: true,
+                            list: !range,
                             count,
+                            index: if range { chunk[0] } else { 0 },
                             addr,
                             ..CmdDesc::default()
                         })?;
@@ -807,9 +819,9 @@ impl Loader {
                 let mut verified = 0;
                 let outcome = sent.and_then(|()| {
                     for (k, &index) in chunk.iter().enumerate() {
-                        let w = &write[k * stride + 1..(k + 1) * stride];
-                        let r = &back[k * stride + 1..(k + 1) * stride];
-                        if back[k * stride] != index || w != r {
+                        let w = &write[k * stride + head..(k + 1) * stride];
+                        let r = &back[k * stride + head..(k + 1) * stride];
+                        if (!range && back[k * stride] != index) || w != r {
                             return Err(LoadError::Verify {
                                 table: *table,
                                 bank: target,

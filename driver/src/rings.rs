@@ -166,6 +166,11 @@ struct Layout {
 const FRAME: usize = rings::FRAME_BYTES as usize;
 /// Entries of the parts a long command is queued as, at the least ([`HostRings::submit`]).
 pub const CMD_PIECE: u32 = 1024;
+/// Range reads start their parts and runs at a multiple of this many entries: a Maglev memory
+/// row is 16 slots (64 bytes of data) and 16 connections are 4 buckets (768 bytes), so each
+/// part starts at a memory row and on a 64-byte line, which the NIC reads whole rows at a time
+/// (docs/pipeline.md section 15.2); other starts go an entry at a time.
+pub const ROW_ALIGN: u32 = 16;
 /// How long a command of the command ring may take before the device counts as stuck (the
 /// loader's and the connection manager's waits; [`HostRings::execute`] counts it from the
 /// last command done).
@@ -654,6 +659,19 @@ impl HostRings {
         self.sizes.cmd_data
     }
 
+    /// Entries of `words` words each that a run of range reads takes at a time: as many as
+    /// the data area holds, a multiple of [`ROW_ALIGN`] where it holds that many (so that
+    /// every run after the first starts on a memory row too), at least 1.
+    pub fn run_entries(&self, words: usize) -> usize {
+        let per = self.sizes.cmd_data / (words * 4);
+        let align = ROW_ALIGN as usize;
+        if per >= align {
+            per - per % align
+        } else {
+            per.max(1)
+        }
+    }
+
     /// IOVA of byte `offset` of the data area.
     pub fn data_iova(&self, offset: usize) -> u64 {
         self.iova(self.lay.cmd_data + offset)
@@ -712,7 +730,9 @@ impl HostRings {
             return Err(RingError::CommandsFull);
         }
         let parts = u32::from(free / 2).clamp(1, 64);
-        let piece = CMD_PIECE.max(cmd.count.div_ceil(parts));
+        let piece = CMD_PIECE
+            .max(cmd.count.div_ceil(parts))
+            .next_multiple_of(ROW_ALIGN);
         let (words, index_step) = match cmd.op {
             DmaCmd::TableWrite | DmaCmd::TableRead => (Tables::entry_words(cmd.table), 1),
             DmaCmd::CtWrite | DmaCmd::CtRead => (CtEntry::WORDS, 1),
@@ -744,6 +764,24 @@ impl HostRings {
         }
     }
 
+    /// Rings the command doorbell for the commands queued since the last ring, without
+    /// waiting for them ([`HostRings::execute`] rings and waits).
+    pub fn ring_cmd<D: Device + ?Sized>(&mut self, dev: &mut D) -> Result<(), RingError> {
+        if !self.carries(Ring::Cmd) {
+            return Err(RingError::NotCarried {
+                ring: Ring::Cmd,
+                carried: self.carried,
+            });
+        }
+        let i = Ring::Cmd as usize;
+        if self.next[i] != self.rung[i] {
+            std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
+            dev.write32(regs::CMD_HOST, u32::from(self.next[i]))?;
+            self.rung[i] = self.next[i];
+        }
+        Ok(())
+    }
+
     /// Rings the command doorbell and waits (up to `timeout` for each command, letting the
     /// device's time pass) until every queued command is done; fails with the first failure
     /// the device reported.
@@ -760,11 +798,7 @@ impl HostRings {
         }
         let i = Ring::Cmd as usize;
         let errors_before = self.seen_errors[i];
-        if self.next[i] != self.rung[i] {
-            std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
-            dev.write32(regs::CMD_HOST, u32::from(self.next[i]))?;
-            self.rung[i] = self.next[i];
-        }
+        self.ring_cmd(dev)?;
         // The timeout runs from the last command done (a long batch makes progress).
         let mut start = Instant::now();
         let mut pause = Duration::from_micros(1);

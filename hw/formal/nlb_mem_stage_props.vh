@@ -5,8 +5,8 @@
 // Results in packet order: for every n, the n-th packet out (m_valid) carries the state and
 // the read flag of the n-th packet in (s_valid), whatever the memory answers and when (every
 // AXI input is free: ids, data, last, ready flags, in any clock, also ids that were never
-// issued) and whatever the command engine asks (c_*: free). f_idx is one arbitrary packet
-// number (anyconst); its state is recorded as it enters. Assumed: the caller keeps to its
+// issued) and whatever the command engine asks (c_*, and the bulk reads b_*: free). f_idx is
+// one arbitrary packet number (anyconst); its state is recorded as it enters. Assumed: the caller keeps to its
 // credits (no packet enters while SLOTS packets are between entering and m_valid), as
 // nlb_lookup's counts do. mem_stage_inv_* say where the tracked packet is (a slot, the RAM
 // read register r1, the output register r2), which makes the proof inductive.
@@ -155,6 +155,28 @@ always @* begin
     end
 end
 `endif
+
+// Each bulk read taken (b_rd_valid while b_rd_ready) goes out on a memory port exactly once:
+// the reads issued plus the one waiting are the reads taken.
+reg [7:0] f_bk_taken = 8'd0;
+reg [7:0] f_bk_issued = 8'd0;
+always @(posedge clk) begin
+    if (b_rd_valid && b_rd_ready) begin
+        f_bk_taken <= f_bk_taken + 8'd1;
+    end
+    if (|bk_go) begin
+        f_bk_issued <= f_bk_issued + 8'd1;
+    end
+    if (rst) begin
+        f_bk_taken <= 8'd0;
+        f_bk_issued <= 8'd0;
+    end
+end
+always @* begin
+    if (!rst && f_past_valid) begin
+        mem_stage_bulk_once: assert(f_bk_issued + {7'd0, bk_pend_reg} == f_bk_taken);
+    end
+end
 
 // Reachable: the tracked packet leaves after a packet that entered after it had its row back
 // first (so reads came back out of order), with a read of its own.

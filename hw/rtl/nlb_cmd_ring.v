@@ -26,6 +26,15 @@
 // - the ring_wb record (wb + 16 x 3) is written after a command when no other waits, or
 //   after 16 in a row; MSI-X vector 3 moderated by count and time as the other rings.
 //
+// Range reads of the Maglev slots and the connection table (TABLE_READ of MAGLEV, CT_READ; not a
+// list) whose index starts a memory row (16 slots; a bucket) and whose data starts a 64-byte
+// line do not go through the windows: whole rows are read straight from the memory stages
+// (nlb_mem_stage's bulk reads, up to RB_ROWS in flight, back in any order into a row buffer)
+// and written out in order, a line at a time, the entries past the command's count left out
+// by the byte strobes. The outcome is the windows' (the entries before the first index beyond
+// the table done, then BAD_INDEX; a refused write: DMA_FAULT, the rows still in flight
+// dropped). This is what an attach and a load's read-back use (docs/pipeline.md section 15.2).
+//
 // The engine reaches the windows through an AXI-Lite master beside the host's (nlb_axil_arb2):
 // while a command runs, the windows' select, index and data registers are the engine's (the
 // host keeps off them while it uses the ring; docs/driver.md). Entry data is read ahead, up to
@@ -90,7 +99,19 @@ module nlb_cmd_ring (
     m_axi_rresp,
     m_axi_rlast,
     m_axi_rvalid,
-    m_axi_rready
+    m_axi_rready,
+    ct_b_rd_valid,
+    ct_b_rd_row,
+    ct_b_rd_ready,
+    ct_b_rs_valid,
+    ct_b_rs_row,
+    ct_b_rs_data,
+    mg_b_rd_valid,
+    mg_b_rd_row,
+    mg_b_rd_ready,
+    mg_b_rs_valid,
+    mg_b_rs_row,
+    mg_b_rs_data
 );
 
 `include "nlb_regmap.vh"
@@ -102,6 +123,8 @@ parameter POOLS = 256;
 parameter MAGLEV_SLOTS = 65536;
 parameter BACKENDS = 4096;
 parameter CT_ENTRIES = 16384;
+// Ways of a connection-table bucket (a memory row).
+parameter CT_WAYS = 4;
 // Clocks per microsecond (interrupt timers).
 parameter CLK_PER_US = 322;
 // Commands after which the write-back goes out even while more wait.
@@ -118,6 +141,24 @@ localparam [7:0]  WB_N = WB_EVERY;
 localparam RD_LINES = 16;
 localparam [4:0] RD_BURST = 5'd8;
 localparam [31:0] WB_OFF = NLB_DMA_WB_STRIDE * NLB_RING_CMD;
+// Range reads by rows (above): a connection-table row is CT_WAYS lanes of 384 bits (an entry's
+// 12 words), a Maglev row 16 slots; the row buffer holds RB_ROWS rows in the host's words.
+localparam CT_RB = $clog2(CT_ENTRIES / CT_WAYS);
+localparam CT_WB = $clog2(CT_WAYS);
+localparam CT_LANE_W = NLB_CT_ENTRY_WORDS * 32;
+localparam CT_ROW_W = CT_WAYS * CT_LANE_W;
+localparam MG_RB = $clog2(MAGLEV_SLOTS) - 3;
+localparam MG_ROW_W = 16 * NLB_MAGLEV_SLOT_WIDTH;
+// (A connection-table row fills whole lines: a multiple of 4 ways, checked below.)
+localparam integer CT_LPR = CT_ROW_W / DW;
+localparam RB_W = CT_ROW_W > DW ? CT_ROW_W : DW;
+localparam LPR_MAX = RB_W / DW;
+localparam RB_ROWS = 32;
+localparam RBB = 5;
+localparam [31:0] CT_WAY_MASK = CT_WAYS - 1;
+localparam [3:0] CT_LPR4 = CT_LPR[3:0];
+localparam [4:0] CT_WAYS5 = CT_WAYS;
+localparam [8:0] CT_EW9 = NLB_CT_ENTRY_WORDS;
 
 input  wire          clk;
 input  wire          rst;
@@ -192,11 +233,34 @@ input  wire          m_axi_rlast;
 /* verilator lint_on UNUSEDSIGNAL */
 input  wire          m_axi_rvalid;
 output wire          m_axi_rready;
+// Bulk reads of the memory stages (nlb_lookup's ct_b_* / mg_b_*; nlb_mem_stage describes
+// them): rows asked for, rows back in any order.
+output wire                ct_b_rd_valid;
+output wire [CT_RB-1:0]    ct_b_rd_row;
+input  wire                ct_b_rd_ready;
+input  wire                ct_b_rs_valid;
+/* verilator lint_off UNUSEDSIGNAL */ // (a row's low bits name its buffer slot)
+input  wire [CT_RB-1:0]    ct_b_rs_row;
+/* verilator lint_on UNUSEDSIGNAL */
+input  wire [CT_ROW_W-1:0] ct_b_rs_data;
+output wire                mg_b_rd_valid;
+output wire [MG_RB-1:0]    mg_b_rd_row;
+input  wire                mg_b_rd_ready;
+input  wire                mg_b_rs_valid;
+/* verilator lint_off UNUSEDSIGNAL */
+input  wire [MG_RB-1:0]    mg_b_rs_row;
+/* verilator lint_on UNUSEDSIGNAL */
+input  wire [MG_ROW_W-1:0] mg_b_rs_data;
 
 initial begin
     if (VIP_DEPTH > 32'h0fff_ffff || MAGLEV_SLOTS > 32'h0fff_ffff || CT_ENTRIES > 32'h0fff_ffff)
     begin
         $error("nlb_cmd_ring: an entry index must fit the cmd register's index field");
+        $finish;
+    end
+    if (CT_RB < RBB || MG_RB < RBB + 1 || (1 << CT_WB) != CT_WAYS || CT_WAYS % 4 != 0
+            || CT_WAYS > 16) begin
+        $error("nlb_cmd_ring: at least 32 rows per table (and bank), 4, 8 or 16 ways");
         $finish;
     end
 end
@@ -288,7 +352,10 @@ localparam [4:0] S_IDLE = 5'd0,
                  S_HIDX = 5'd17,   // HIT_READ: conntrack.index written
                  S_NEXT = 5'd19,   // the record done
                  S_FLUSH = 5'd20,  // the last line out, every write answered, reads drained
-                 S_DONE = 5'd21;   // dev moves on
+                 S_DONE = 5'd21,   // dev moves on
+                 S_BK0 = 5'd25,    // range read by rows: rows, first row, last row's entries
+                 S_BK1 = 5'd26,    // ... the last row's lines and strobes
+                 S_BULK = 5'd27;   // ... rows asked for, taken back, written out
 
 reg [4:0]  state_reg = S_IDLE;
 
@@ -516,6 +583,121 @@ wire r_hs = m_axi_rvalid;
 assign irq = irq_reg;
 assign s_fault = fault_reg;
 
+// ---- range reads by rows ---------------------------------------------------------------------
+
+reg  [31:0]    bk_next_reg = 32'd0;     // the next row to ask for (within the table and bank)
+reg  [31:0]    bk_depth_reg = 32'd0;    // the table's rows
+reg  [31:0]    bk_left_reg = 32'd0;     // rows still to ask for
+reg  [31:0]    bk_wleft_reg = 32'd0;    // rows still to write (the one taken next included)
+reg            bk_beyond_reg = 1'b0;    // bk_next_reg is beyond the table (a clock late ...)
+reg            bk_fresh_reg = 1'b0;     // ... and up to date: no row was asked for last clock
+reg  [RBB-1:0] bk_row0_reg = {RBB{1'b0}};  // the first row's low bits: its buffer slot is 0
+reg  [RBB-1:0] bk_head_reg = {RBB{1'b0}};  // the buffer slot of the next row to write
+reg  [RBB:0]   bk_out_reg = {(RBB+1){1'b0}};  // rows asked for, not yet taken out of the buffer
+reg  [4:0]     bk_lastn_reg = 5'd0;     // entries of the command's last row (1 .. a row's)
+reg  [3:0]     bk_llast_reg = 4'd0;     // its lines
+reg  [LPR_MAX*KW-1:0] bk_lstrb_reg = {(LPR_MAX*KW){1'b0}};  // its lines' byte strobes
+reg            bk_wbusy_reg = 1'b0;     // a row in hand, being written
+reg  [RB_W-1:0] bk_row_reg = {RB_W{1'b0}};
+reg            bk_islast_reg = 1'b0;    // ... it is the command's last
+reg  [3:0]     bk_line_reg = 4'd0;      // ... the line to write next
+reg  [3:0]     bk_lines_reg = 4'd0;     // ... and its lines
+reg  [57:0]    bk_wline_reg = 58'd0;    // the line address the next line goes to
+
+// The row buffer: rows in the host's words, at slot (row - first row) mod RB_ROWS.
+reg  [RB_W-1:0]    rb_mem [0:RB_ROWS-1];
+reg  [RB_ROWS-1:0] rb_valid_reg = {RB_ROWS{1'b0}};
+
+// A connection-table row in the host's words: each entry in its 12 words, the bits past the
+// entry 0 (as conntrack.data reads); a Maglev row: a slot per word (as table.data reads).
+function [RB_W-1:0] ct_host(input [CT_ROW_W-1:0] r);
+    integer l;
+    begin
+        ct_host = {RB_W{1'b0}};
+        for (l = 0; l < CT_WAYS; l = l + 1) begin
+            ct_host[l*CT_LANE_W +: NLB_CT_ENTRY_WIDTH] = r[l*CT_LANE_W +: NLB_CT_ENTRY_WIDTH];
+        end
+    end
+endfunction
+
+function [RB_W-1:0] mg_host(input [MG_ROW_W-1:0] r);
+    integer k;
+    begin
+        mg_host = {RB_W{1'b0}};
+        for (k = 0; k < 16; k = k + 1) begin
+            mg_host[32*k +: NLB_MAGLEV_SLOT_WIDTH] = r[k*NLB_MAGLEV_SLOT_WIDTH +: NLB_MAGLEV_SLOT_WIDTH];
+        end
+    end
+endfunction
+
+wire [RBB-1:0] rs_row_lo = is_ct ? ct_b_rs_row[RBB-1:0] : mg_b_rs_row[RBB-1:0];
+wire           rs_valid = state_reg == S_BULK && (is_ct ? ct_b_rs_valid : mg_b_rs_valid);
+wire [RBB-1:0] rs_slot = rs_row_lo - bk_row0_reg;
+// A row is asked for while rows are left within the table, the buffer has room for it and no
+// write was refused; at most every other clock (bk_fresh_reg).
+wire           bk_ready = is_ct ? ct_b_rd_ready : mg_b_rd_ready;
+wire           bk_issue = state_reg == S_BULK && bk_left_reg != 32'd0 && bk_fresh_reg
+                          && !bk_beyond_reg && !bk_out_reg[RBB] && !b_err_reg && bk_ready;
+// The next row in order is in the buffer and no row is in hand: it is taken.
+wire           bk_take = state_reg == S_BULK && !bk_wbusy_reg && rb_valid_reg[bk_head_reg];
+
+assign ct_b_rd_valid = bk_issue && is_ct;
+assign ct_b_rd_row = bk_next_reg[CT_RB-1:0];
+assign mg_b_rd_valid = bk_issue && !is_ct;
+assign mg_b_rd_row = {bank_reg, bk_next_reg[MG_RB-2:0]};
+
+integer kb;
+integer kx;  // (the main block's loop: a variable of its own)
+always @(posedge clk) begin
+    if (rs_valid) begin
+        rb_mem[rs_slot] <= is_ct ? ct_host(ct_b_rs_data) : mg_host(mg_b_rs_data);
+    end
+    for (kb = 0; kb < RB_ROWS; kb = kb + 1) begin
+        if (rs_valid && rs_slot == kb[RBB-1:0]) begin
+            rb_valid_reg[kb] <= 1'b1;
+        end else if (bk_take && bk_head_reg == kb[RBB-1:0]) begin
+            rb_valid_reg[kb] <= 1'b0;
+        end
+    end
+    if (rst) begin
+        rb_valid_reg <= {RB_ROWS{1'b0}};
+    end
+end
+
+// The last row's words (entries x 12, or x 1 for Maglev slots): its lines' strobes.
+wire [8:0] bk_last_words = is_ct ? {4'd0, bk_lastn_reg} * CT_EW9 : {4'd0, bk_lastn_reg};
+/* verilator lint_off UNUSEDSIGNAL */ // (at most 12 lines)
+wire [8:0] bk_last_lines = (bk_last_words + 9'd15) >> 4;
+/* verilator lint_on UNUSEDSIGNAL */
+wire [3:0] bk_lpr = is_ct ? CT_LPR4 : 4'd1;
+// The row in hand's line bk_line_reg, and its strobes.
+reg  [DW-1:0] bk_line_data;
+reg  [KW-1:0] bk_line_strb;
+integer kl;
+always @* begin
+    bk_line_data = bk_row_reg[DW-1:0];
+    bk_line_strb = bk_lstrb_reg[KW-1:0];
+    for (kl = 1; kl < LPR_MAX; kl = kl + 1) begin
+        if (bk_line_reg == kl[3:0]) begin
+            bk_line_data = bk_row_reg[kl*DW +: DW];
+            bk_line_strb = bk_lstrb_reg[kl*KW +: KW];
+        end
+    end
+    if (!bk_islast_reg) begin
+        bk_line_strb = {KW{1'b1}};
+    end
+end
+/* verilator lint_off UNUSEDSIGNAL */ // (inc_if's top bits)
+wire [63:0] bk_next_inc = inc_if({32'd0, bk_next_reg}, 1'b1);
+wire [63:0] bk_wline_inc = inc_if({6'd0, bk_wline_reg}, 1'b1);
+/* verilator lint_on UNUSEDSIGNAL */
+// Rows in a command of `count` entries from a row's start, rows of 2^lg entries.
+/* verilator lint_off UNUSEDSIGNAL */
+wire [31:0] bk_lg_mask = is_ct ? CT_WAY_MASK : 32'd15;
+wire [31:0] bk_rows_floor = is_ct ? count_reg >> CT_WB : count_reg >> 4;
+wire [63:0] bk_rows = inc_if({32'd0, bk_rows_floor}, (count_reg & bk_lg_mask) != 32'd0);
+/* verilator lint_on UNUSEDSIGNAL */
+
 // The ring_wb record of the command ring.
 wire [127:0] wb_rec = {8'd0, err_code_reg, err_slot_reg, errors_reg, 32'd0, 16'd0, dev_reg};
 
@@ -608,6 +790,15 @@ always @(posedge clk) begin
         ar_valid_reg <= 1'b0;
     end
     b_out_reg <= b_out_reg + {9'd0, aw_valid_reg && m_axi_awready} - {9'd0, b_hs};
+
+    // Range reads by rows: the rows asked for and the buffer's room.
+    bk_fresh_reg <= !bk_issue;
+    bk_beyond_reg <= bk_next_reg >= bk_depth_reg;
+    bk_out_reg <= bk_out_reg + {{RBB{1'b0}}, bk_issue} - {{RBB{1'b0}}, bk_take};
+    if (bk_issue) begin
+        bk_next_reg <= bk_next_inc[31:0];
+        bk_left_reg <= bk_left_reg - 32'd1;
+    end
     if (b_hs && m_axi_bresp != 2'b00) begin
         b_err_reg <= 1'b1;
     end
@@ -733,6 +924,10 @@ always @(posedge clk) begin
         end else if (addr_reg[1:0] != 2'd0) begin
             fail(NLB_DMA_ERROR_BAD_ENTRY);
             state_reg <= S_DONE;
+        end else if (!is_write && !list_reg && !is_hit && addr_reg[5:0] == 6'd0
+                && (is_ct ? (idx_reg[31:0] & CT_WAY_MASK) == 32'd0
+                          : table_reg == NLB_TABLE_MAGLEV && idx_reg[3:0] == 4'd0)) begin
+            state_reg <= S_BK0;
         end else begin
             state_reg <= S_MUL;
         end
@@ -928,6 +1123,58 @@ always @(posedge clk) begin
             stop(NLB_DMA_ERROR_DMA_FAULT);
         end else begin
             state_reg <= rec_first;
+        end
+    end
+    S_BK0: begin
+        bk_next_reg <= is_ct ? idx_reg[31:0] >> CT_WB : idx_reg[31:0] >> 4;
+        bk_row0_reg <= is_ct ? idx_reg[CT_WB +: RBB] : idx_reg[4 +: RBB];
+        bk_depth_reg <= is_ct ? CT_ENTRIES / CT_WAYS : MAGLEV_SLOTS / 16;
+        bk_left_reg <= bk_rows[31:0];
+        bk_wleft_reg <= bk_rows[31:0];
+        bk_lastn_reg <= (count_reg & bk_lg_mask) == 32'd0 ? (is_ct ? CT_WAYS5 : 5'd16)
+                                                         : count_reg[4:0] & bk_lg_mask[4:0];
+        bk_head_reg <= {RBB{1'b0}};
+        bk_out_reg <= {(RBB+1){1'b0}};
+        bk_wbusy_reg <= 1'b0;
+        bk_wline_reg <= addr_reg[63:6];
+        state_reg <= S_BK1;
+    end
+    S_BK1: begin
+        for (kx = 0; kx < LPR_MAX * 16; kx = kx + 1) begin
+            bk_lstrb_reg[4*kx +: 4] <= kx[8:0] < bk_last_words ? 4'hf : 4'h0;
+        end
+        bk_llast_reg <= bk_last_lines[3:0];
+        state_reg <= S_BULK;
+    end
+    S_BULK: begin
+        // The next row taken into hand, then its lines out one by one (dropped after a refused
+        // write); done once no row is left to ask for (or the next is beyond the table, or a
+        // write was refused) and every row asked for is written.
+        if (bk_take) begin
+            bk_row_reg <= rb_mem[bk_head_reg];
+            bk_wbusy_reg <= 1'b1;
+            bk_line_reg <= 4'd0;
+            bk_islast_reg <= bk_wleft_reg == 32'd1;
+            bk_lines_reg <= bk_wleft_reg == 32'd1 ? bk_llast_reg : bk_lpr;
+            bk_head_reg <= bk_head_reg + 1'b1;
+            bk_wleft_reg <= bk_wleft_reg - 32'd1;
+        end else if (bk_wbusy_reg && (out_free || b_err_reg)) begin
+            if (!b_err_reg) begin
+                aw_addr_reg <= {bk_wline_reg, 6'd0};
+                w_data_reg <= bk_line_data;
+                w_strb_reg <= bk_line_strb;
+                aw_valid_reg <= 1'b1;
+                w_valid_reg <= 1'b1;
+                bk_wline_reg <= bk_wline_inc[57:0];
+            end
+            bk_line_reg <= bk_line_reg + 4'd1;
+            if (bk_line_reg + 4'd1 == bk_lines_reg) begin
+                bk_wbusy_reg <= 1'b0;
+            end
+        end else if ((bk_left_reg == 32'd0 || (bk_fresh_reg && bk_beyond_reg) || b_err_reg)
+                && bk_out_reg == {(RBB+1){1'b0}} && !bk_wbusy_reg) begin
+            stop(b_err_reg ? NLB_DMA_ERROR_DMA_FAULT
+                 : bk_left_reg != 32'd0 ? NLB_DMA_ERROR_BAD_INDEX : NLB_DMA_ERROR_NONE);
         end
     end
     S_FLUSH: begin

@@ -135,6 +135,18 @@ module nlb_lookup (
     mg_c_rd_index,
     mg_c_rd_ack,
     mg_c_rd_slot,
+    ct_b_rd_valid,
+    ct_b_rd_row,
+    ct_b_rd_ready,
+    ct_b_rs_valid,
+    ct_b_rs_row,
+    ct_b_rs_data,
+    mg_b_rd_valid,
+    mg_b_rd_row,
+    mg_b_rd_ready,
+    mg_b_rs_valid,
+    mg_b_rs_row,
+    mg_b_rs_data,
     m_axi_ct_araddr,
     m_axi_ct_arid,
     m_axi_ct_arlen,
@@ -430,6 +442,22 @@ input  wire                               mg_c_rd_bank;
 input  wire [MAGLEV_ROW_BITS-1:0]         mg_c_rd_index;
 output wire                               mg_c_rd_ack;
 output wire [MG_W-1:0]                    mg_c_rd_slot;
+
+// Bulk reads of whole rows (the command ring's range reads; nlb_mem_stage's b_rd_* / b_rs_*):
+// a connection-table row is a bucket (CT_WAYS lanes of CT_LANE_W bits), a Maglev row is
+// {bank, slot / 16}: 16 slots of MG_W bits.
+input  wire                               ct_b_rd_valid;
+input  wire [CT_ROW_BITS-1:0]             ct_b_rd_row;
+output wire                               ct_b_rd_ready;
+output wire                               ct_b_rs_valid;
+output wire [CT_ROW_BITS-1:0]             ct_b_rs_row;
+output wire [CT_ROW_W-1:0]                ct_b_rs_data;
+input  wire                               mg_b_rd_valid;
+input  wire [MG_ROW_BITS-1:0]             mg_b_rd_row;
+output wire                               mg_b_rd_ready;
+output wire                               mg_b_rs_valid;
+output wire [MG_ROW_BITS-1:0]             mg_b_rs_row;
+output wire [MG_ROW_W-1:0]                mg_b_rs_data;
 
 // The memory ports (AXI4; nlb_mem_stage describes them): connection table, Maglev slots.
 output wire [CT_CHANNELS*ADDR_W-1:0]      m_axi_ct_araddr;
@@ -1464,6 +1492,12 @@ nlb_mem_stage #(
     .c_rd_row(ct_c_rd_index[CTIW-1 -: CT_ROW_BITS]),
     .c_rd_ack(ct_c_rd_ack_w),
     .c_rd_data(ct_c_row),
+    .b_rd_valid(ct_b_rd_valid),
+    .b_rd_row(ct_b_rd_row),
+    .b_rd_ready(ct_b_rd_ready),
+    .b_rs_valid(ct_b_rs_valid),
+    .b_rs_row(ct_b_rs_row),
+    .b_rs_data(ct_b_rs_data),
     .st_read(st_ct_read),
     .st_lat_valid(st_ct_lat_valid),
     .st_lat(st_ct_lat),
@@ -1933,6 +1967,12 @@ nlb_mem_stage #(
     .c_rd_row(mg_c_rd_g[MAGLEV_ROW_BITS -: MG_ROW_BITS]),
     .c_rd_ack(mg_c_rd_ack),
     .c_rd_data(mg_c_row),
+    .b_rd_valid(mg_b_rd_valid),
+    .b_rd_row(mg_b_rd_row),
+    .b_rd_ready(mg_b_rd_ready),
+    .b_rs_valid(mg_b_rs_valid),
+    .b_rs_row(mg_b_rs_row),
+    .b_rs_data(mg_b_rs_data),
     .st_read(st_mg_read),
     .st_lat_valid(st_mg_lat_valid),
     .st_lat(st_mg_lat),

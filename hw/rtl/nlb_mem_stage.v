@@ -35,6 +35,14 @@
 // after a packet leaves). So a packet that leaves before the record is taken sees the memory
 // before the write, and every packet that leaves after sees the written entry.
 //
+// Bulk reads (b_rd_* / b_rs_*; the command ring's range reads, nlb_cmd_ring): rows asked for
+// one a clock at most (b_rd_ready while the request register is free), many in flight, each
+// read with an id of the pipeline's pool (so a bulk read waits only for its channel's AR and an
+// id, and takes every other turn at most when the channel's packets want it too). A row
+// comes back on b_rs_valid / b_rs_row / b_rs_data for one clock, in any order: the taker never
+// refuses it (it asks for no more rows than it has room for). Reads as the memory holds the
+// row, as a command read.
+//
 // Direct writes (DIRECT_WR = 1; the connection table's hardware learning, nlb_ct_learn): l_wr_*
 // writes an entry like the command engine but without the record (the writer orders its
 // writes against the packets itself) and acknowledges when the write response came back. The
@@ -107,6 +115,14 @@ module nlb_mem_stage #(
     /* verilator lint_off UNUSEDSIGNAL */ // (without DIRECT_WR)
     input  wire                         c_wr_hold,
     output wire                         c_wr_take,
+
+    // Bulk reads.
+    input  wire                         b_rd_valid,
+    input  wire [ROW_BITS-1:0]          b_rd_row,
+    output wire                         b_rd_ready,
+    output wire                         b_rs_valid,
+    output wire [ROW_BITS-1:0]          b_rs_row,
+    output wire [ROW_W-1:0]             b_rs_data,
 
     // Direct writer (DIRECT_WR).
     input  wire                         l_wr_req,
@@ -346,12 +362,17 @@ reg  [ID_W:0]              ret_rd_reg [0:CHANNELS-1];
 wire [CHANNELS-1:0]        ret_valid;
 wire [ID_W-1:0]            ret_id [0:CHANNELS-1];
 reg  [SB-1:0]              id_tag_mem [0:CHANNELS*IDS-1];
+// Whether an id's read is a bulk read, and its row.
+reg                        id_bulk_mem [0:CHANNELS*IDS-1];
+reg  [ROW_BITS-1:0]        id_row_mem [0:CHANNELS*IDS-1];
 reg  [15:0]                id_t0_mem [0:CHANNELS*IDS-1];
 reg  [ROW_W-1:0]           asm_reg [0:CHANNELS-1];
 reg  [BEAT_BITS-1:0]       beat_reg [0:CHANNELS-1];
 reg  [CHANNELS-1:0]        done_reg = {CHANNELS{1'b0}};
 reg  [CHANNELS-1:0]        done_side_reg = {CHANNELS{1'b0}};
+reg  [CHANNELS-1:0]        done_bulk_reg = {CHANNELS{1'b0}};
 reg  [SB-1:0]              done_tag_reg [0:CHANNELS-1];
+reg  [ROW_BITS-1:0]        done_row_reg [0:CHANNELS-1];
 
 integer ci;
 initial begin
@@ -364,8 +385,18 @@ initial begin
         asm_reg[ci] = {ROW_W{1'b0}};
         beat_reg[ci] = {BEAT_BITS{1'b0}};
         done_tag_reg[ci] = {SB{1'b0}};
+        done_row_reg[ci] = {ROW_BITS{1'b0}};
     end
 end
+
+// The bulk read waiting for its channel's AR register and an id; bk_turn_reg: it has waited a
+// clock (the channel's packets then let it go first).
+reg                bk_pend_reg = 1'b0;
+reg                bk_turn_reg = 1'b0;
+reg [ROW_BITS-1:0] bk_row_reg = {ROW_BITS{1'b0}};
+wire [CH_BITS-1:0] bk_ch = row_channel(bk_row_reg);
+wire [CHANNELS-1:0] bk_go;
+assign b_rd_ready = !bk_pend_reg;
 
 // The command engine's read goes first on its channel.
 wire            side_issue = side_rd_pend_reg
@@ -379,8 +410,11 @@ generate
         // Ids never used first (SIDE_ID is the command engine's), then returned ones.
         assign rq_fresh[q] = fresh_reg[q] != SIDE_ID;
         assign rq_id[q] = rq_fresh[q] ? fresh_reg[q] : ret_id[q];
+        assign bk_go[q] = bk_pend_reg && bk_ch == q && (!ar_valid_reg[q] || m_axi_arready[q])
+            && (rq_fresh[q] || ret_valid[q]) && !(side_issue && side_ch == q)
+            && (bk_turn_reg || !rq_valid[q]);
         assign rq_take[q] = rq_valid[q] && (!ar_valid_reg[q] || m_axi_arready[q])
-            && (rq_fresh[q] || ret_valid[q]) && !(side_issue && side_ch == q);
+            && (rq_fresh[q] || ret_valid[q]) && !(side_issue && side_ch == q) && !bk_go[q];
         // The ids its completed reads returned (never more than IDS - 1 at once: never full).
         assign ret_valid[q] = ret_wr_reg[q] != ret_rd_reg[q];
         assign ret_id[q] = ret_mem[q*IDS + {{(32-ID_W){1'b0}}, ret_rd_reg[q][ID_W-1:0]}];
@@ -391,7 +425,7 @@ endgenerate
 assign st_read = s_valid && s_read;
 
 // Completed rows wait in done_reg. Two are drained per clock: one bound for an even slot (or
-// the command engine's row) and one bound for an odd slot, each round robin over the channels.
+// the command engine's row, or a bulk row) and one bound for an odd slot, each round robin over the channels.
 // A packet per clock needs a row per clock on average; with room for two, the rows that a
 // latency spread bunches together are caught up with.
 //
@@ -406,8 +440,10 @@ reg  [CHANNELS-1:0] above_o_reg = {CHANNELS{1'b0}};
 genvar rc;
 generate
     for (rc = 0; rc < CHANNELS; rc = rc + 1) begin : g_req
-        assign req_e[rc] = done_reg[rc] && (done_side_reg[rc] || !done_tag_reg[rc][0]);
-        assign req_o[rc] = done_reg[rc] && !done_side_reg[rc] && done_tag_reg[rc][0];
+        assign req_e[rc] = done_reg[rc]
+            && (done_side_reg[rc] || done_bulk_reg[rc] || !done_tag_reg[rc][0]);
+        assign req_o[rc] = done_reg[rc] && !done_side_reg[rc] && !done_bulk_reg[rc]
+            && done_tag_reg[rc][0];
     end
 endgenerate
 
@@ -470,8 +506,13 @@ reg [ROW_W-1:0]  drain_e_data_reg = {ROW_W{1'b0}};
 reg              drain_o_pipe_reg = 1'b0;
 reg [SB-1:0]     drain_o_tag_reg = {SB{1'b0}};
 reg [ROW_W-1:0]  drain_o_data_reg = {ROW_W{1'b0}};
+// A bulk row drained: out on b_rs_* with the even drain's data register.
+reg                b_rs_valid_reg = 1'b0;
+reg [ROW_BITS-1:0] b_rs_row_reg = {ROW_BITS{1'b0}};
 always @(posedge clk) begin
-    drain_e_pipe_reg <= drain_e_any && !done_side_reg[drain_e_ch];
+    drain_e_pipe_reg <= drain_e_any && !done_side_reg[drain_e_ch] && !done_bulk_reg[drain_e_ch];
+    b_rs_valid_reg <= drain_e_any && done_bulk_reg[drain_e_ch];
+    b_rs_row_reg <= done_row_reg[drain_e_ch];
     drain_e_tag_reg <= done_tag_reg[drain_e_ch];
     drain_e_data_reg <= asm_reg[drain_e_ch];
     drain_o_pipe_reg <= drain_o_any;
@@ -486,6 +527,7 @@ always @(posedge clk) begin
     if (rst) begin
         drain_e_pipe_reg <= 1'b0;
         drain_o_pipe_reg <= 1'b0;
+        b_rs_valid_reg <= 1'b0;
         above_e_reg <= {CHANNELS{1'b0}};
         above_o_reg <= {CHANNELS{1'b0}};
     end
@@ -497,6 +539,9 @@ assign drain_e_data = drain_e_data_reg;
 assign drain_o_pipe = drain_o_pipe_reg;
 assign drain_o_tag = drain_o_tag_reg;
 assign drain_o_data = drain_o_data_reg;
+assign b_rs_valid = b_rs_valid_reg;
+assign b_rs_row = b_rs_row_reg;
+assign b_rs_data = drain_e_data_reg;
 
 reg              c_rd_ack_reg = 1'b0;
 reg [ROW_W-1:0]  c_rd_data_reg = {ROW_W{1'b0}};
@@ -520,6 +565,14 @@ always @(posedge clk) begin
     if (side_issue) begin
         side_rd_pend_reg <= 1'b0;
     end
+    if (b_rd_valid && !bk_pend_reg) begin
+        bk_pend_reg <= 1'b1;
+        bk_row_reg <= b_rd_row;
+    end
+    if (|bk_go) begin
+        bk_pend_reg <= 1'b0;
+    end
+    bk_turn_reg <= bk_pend_reg && !(|bk_go);
     for (c = 0; c < CHANNELS; c = c + 1) begin
         // AR register: taken, then refilled by the command engine's read or a request.
         if (m_axi_arready[c]) begin
@@ -529,9 +582,10 @@ always @(posedge clk) begin
             ar_valid_reg[c] <= 1'b1;
             ar_addr_reg[c] <= row_addr(side_rd_row_reg);
             ar_id_reg[c] <= SIDE_ID;
-        end else if (rq_take[c]) begin
+        end else if (rq_take[c] || bk_go[c]) begin
+            // A packet's read or the bulk read (ids from one pool).
             ar_valid_reg[c] <= 1'b1;
-            ar_addr_reg[c] <= row_addr(rq_row[c]);
+            ar_addr_reg[c] <= row_addr(bk_go[c] ? bk_row_reg : rq_row[c]);
             ar_id_reg[c] <= rq_id[c];
             if (rq_fresh[c]) begin
                 fresh_reg[c] <= fresh_reg[c] + 1'b1;
@@ -539,6 +593,8 @@ always @(posedge clk) begin
                 ret_rd_reg[c] <= ret_rd_reg[c] + 1'b1;
             end
             id_tag_mem[c*IDS + {{(32-ID_W){1'b0}}, rq_id[c]}] <= rq_tag[c];
+            id_bulk_mem[c*IDS + {{(32-ID_W){1'b0}}, rq_id[c]}] <= bk_go[c];
+            id_row_mem[c*IDS + {{(32-ID_W){1'b0}}, rq_id[c]}] <= bk_row_reg;
             id_t0_mem[c*IDS + {{(32-ID_W){1'b0}}, rq_id[c]}] <= now_reg;
         end
         // A completed row drained this clock frees its channel. Before the read data below:
@@ -561,13 +617,19 @@ always @(posedge clk) begin
                 beat_reg[c] <= {BEAT_BITS{1'b0}};
                 done_reg[c] <= 1'b1;
                 done_side_reg[c] <= m_axi_rid[c*ID_W +: ID_W] == SIDE_ID;
+                done_bulk_reg[c] <= m_axi_rid[c*ID_W +: ID_W] != SIDE_ID
+                    && id_bulk_mem[c*IDS + {{(32-ID_W){1'b0}}, m_axi_rid[c*ID_W +: ID_W]}];
                 done_tag_reg[c] <= id_tag_mem[c*IDS + {{(32-ID_W){1'b0}},
+                    m_axi_rid[c*ID_W +: ID_W]}];
+                done_row_reg[c] <= id_row_mem[c*IDS + {{(32-ID_W){1'b0}},
                     m_axi_rid[c*ID_W +: ID_W]}];
                 if (m_axi_rid[c*ID_W +: ID_W] != SIDE_ID) begin
                     ret_mem[c*IDS + {{(32-ID_W){1'b0}}, ret_wr_reg[c][ID_W-1:0]}] <=
                         m_axi_rid[c*ID_W +: ID_W];
                     ret_wr_reg[c] <= ret_wr_reg[c] + 1'b1;
-                    lat_t0_valid_reg <= 1'b1;
+                    // (Packets' reads only: a bulk read is no lookup's latency.)
+                    lat_t0_valid_reg <= !id_bulk_mem[c*IDS + {{(32-ID_W){1'b0}},
+                        m_axi_rid[c*ID_W +: ID_W]}];
                     lat_t0_reg <= id_t0_mem[c*IDS + {{(32-ID_W){1'b0}},
                         m_axi_rid[c*ID_W +: ID_W]}];
                 end
@@ -580,6 +642,8 @@ always @(posedge clk) begin
     end
     if (rst) begin
         side_rd_pend_reg <= 1'b0;
+        bk_pend_reg <= 1'b0;
+        bk_turn_reg <= 1'b0;
         ar_valid_reg <= {CHANNELS{1'b0}};
         done_reg <= {CHANNELS{1'b0}};
         for (c = 0; c < CHANNELS; c = c + 1) begin

@@ -597,6 +597,13 @@ wire                                  mg_c_wr_req, mg_c_wr_ack, mg_c_rd_req, mg_
 wire                                  mg_c_wr_bank, mg_c_rd_bank;
 wire [MAGLEV_ROW_BITS-1:0]            mg_c_wr_index, mg_c_rd_index;
 wire [NLB_MAGLEV_SLOT_WIDTH-1:0]      mg_c_wr_slot, mg_c_rd_slot;
+// The memory stages' bulk reads: the command ring's range reads by rows.
+wire                                  ct_b_rd_valid, ct_b_rd_ready, ct_b_rs_valid;
+wire [$clog2(CT_BUCKETS)-1:0]         ct_b_rd_row, ct_b_rs_row;
+wire [CT_ROW_W-1:0]                   ct_b_rs_data;
+wire                                  mg_b_rd_valid, mg_b_rd_ready, mg_b_rs_valid;
+wire [MAGLEV_ROW_BITS-4:0]            mg_b_rd_row, mg_b_rs_row;
+wire [16*NLB_MAGLEV_SLOT_WIDTH-1:0]   mg_b_rs_data;
 // Memory-stage figures (the mem block).
 wire                                  st_ct_read, st_ct_lat_valid, st_mg_read, st_mg_lat_valid;
 wire [15:0]                           st_ct_lat, st_mg_lat;
@@ -1447,6 +1454,18 @@ nlb_lookup #(
     .mg_c_rd_index(mg_c_rd_index),
     .mg_c_rd_ack(mg_c_rd_ack),
     .mg_c_rd_slot(mg_c_rd_slot),
+    .ct_b_rd_valid(ct_b_rd_valid),
+    .ct_b_rd_row(ct_b_rd_row),
+    .ct_b_rd_ready(ct_b_rd_ready),
+    .ct_b_rs_valid(ct_b_rs_valid),
+    .ct_b_rs_row(ct_b_rs_row),
+    .ct_b_rs_data(ct_b_rs_data),
+    .mg_b_rd_valid(mg_b_rd_valid),
+    .mg_b_rd_row(mg_b_rd_row),
+    .mg_b_rd_ready(mg_b_rd_ready),
+    .mg_b_rs_valid(mg_b_rs_valid),
+    .mg_b_rs_row(mg_b_rs_row),
+    .mg_b_rs_data(mg_b_rs_data),
     .m_axi_ct_araddr(ct_araddr),
     .m_axi_ct_arid(ct_arid),
     .m_axi_ct_arlen(ct_arlen),
@@ -1960,7 +1979,8 @@ nlb_cmd_ring #(
     .POOLS(POOLS),
     .MAGLEV_SLOTS(MAGLEV_SLOTS),
     .BACKENDS(BACKENDS),
-    .CT_ENTRIES(CT_BUCKETS * CT_WAYS)
+    .CT_ENTRIES(CT_BUCKETS * CT_WAYS),
+    .CT_WAYS(CT_WAYS)
 ) cmd_ring_inst (
     .clk(clk),
     .rst(rst),
@@ -2018,7 +2038,19 @@ nlb_cmd_ring #(
     .m_axi_rresp(ce_m_rresp),
     .m_axi_rlast(ce_m_rlast),
     .m_axi_rvalid(ce_m_rvalid),
-    .m_axi_rready(ce_m_rready)
+    .m_axi_rready(ce_m_rready),
+    .ct_b_rd_valid(ct_b_rd_valid),
+    .ct_b_rd_row(ct_b_rd_row),
+    .ct_b_rd_ready(ct_b_rd_ready),
+    .ct_b_rs_valid(ct_b_rs_valid),
+    .ct_b_rs_row(ct_b_rs_row),
+    .ct_b_rs_data(ct_b_rs_data),
+    .mg_b_rd_valid(mg_b_rd_valid),
+    .mg_b_rd_row(mg_b_rd_row),
+    .mg_b_rd_ready(mg_b_rd_ready),
+    .mg_b_rs_valid(mg_b_rs_valid),
+    .mg_b_rs_row(mg_b_rs_row),
+    .mg_b_rs_data(mg_b_rs_data)
 );
 
 assign m_dma_irq = hd_irq | ({{(NLB_RING_COUNT-1){1'b0}}, ce_irq} << NLB_RING_CMD);

@@ -560,3 +560,233 @@ fn rtl_command_ring_rate() {
         println!("command ring on the RTL: {l}");
     }
 }
+
+/// Range reads that start at a memory row and on a 64-byte line (Maglev slots from a multiple
+/// of 16, connections from a multiple of 4) are read whole rows at a time straight from the
+/// memory stages (docs/pipeline.md §15.2); what they write must still be the model's, entry
+/// for entry and byte for byte: counts that end inside a row (1 entry, a row and one, a row
+/// less one), both banks, runs to a table's end and past it (BAD_INDEX after the rows within),
+/// data the IOMMU does not map (DMA_FAULT), the same ranges one word off the line (an entry
+/// at a time), and a long read while traffic runs through the lookup, whose packets must
+/// still be the model's.
+#[test]
+fn rtl_command_ring_reads_ranges_by_rows() {
+    let seed = seed_from_env(0xc0de_0004);
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut p = Pair::new(seed);
+    let profile = Profile::by_name("sim").expect("the sim profile");
+    let tables = Tables::empty(profile);
+    let base = p.addr(0);
+    let mg = tables.depth(Table::Maglev);
+    let ct_len = profile.ct_entries();
+
+    // Connections to read: random entries written over a stretch of the table (a list).
+    let stretch = 2048u32;
+    let from = 4 * rng.random_range(0..(ct_len - stretch) / 4);
+    let mut recs = Vec::new();
+    for k in 0..512u32 {
+        recs.push(from + rng.random_range(0..stretch));
+        let e = CtEntry {
+            valid: k % 5 != 0,
+            protocol: [6u8, 17][rng.random_range(0..2)],
+            src_port: rng.random(),
+            dst_port: rng.random(),
+            src_addr: rng.random(),
+            dst_addr: rng.random(),
+            backend: rng.random_range(0..4096),
+            rule: rng.random_range(0..256),
+            flags: rng.random_range(0..4),
+            timestamp: rng.random(),
+        };
+        recs.extend(e.pack().expect("connection entry"));
+    }
+    let c = cmd(DmaCmd::CtWrite, Table::Vip, false, true, 512, 0, base);
+    assert_eq!(p.run("connections written", &recs, &[c]), Ok(()));
+
+    // Maglev slots: counts within and across rows, from row starts, both banks.
+    for bank in [false, true] {
+        for count in [1u32, 15, 16, 17, 31, 1000, 2048] {
+            let index = 16 * rng.random_range(0..(mg - count) / 16);
+            let c = cmd(
+                DmaCmd::TableRead,
+                Table::Maglev,
+                bank,
+                false,
+                count,
+                index,
+                base,
+            );
+            let what = format!("Maglev bank {bank}: {count} from {index}");
+            assert_eq!(p.run(&what, &[], &[c]), Ok(()));
+            // The same one word off the line: an entry at a time.
+            let c = cmd(
+                DmaCmd::TableRead,
+                Table::Maglev,
+                bank,
+                false,
+                count,
+                index,
+                base + 4,
+            );
+            assert_eq!(p.run(&format!("{what}, off the line"), &[], &[c]), Ok(()));
+        }
+        // To the table's end, and past it: the rows within done, then BAD_INDEX.
+        let c = cmd(
+            DmaCmd::TableRead,
+            Table::Maglev,
+            bank,
+            false,
+            48,
+            mg - 48,
+            base,
+        );
+        assert_eq!(p.run("Maglev to the end", &[], &[c]), Ok(()));
+        let c = cmd(
+            DmaCmd::TableRead,
+            Table::Maglev,
+            bank,
+            false,
+            40,
+            mg - 32,
+            base,
+        );
+        fails_with(
+            p.run("Maglev past the end", &[], &[c]),
+            "BadIndex",
+            "Maglev past the end",
+        );
+    }
+
+    // Connections: counts within and across buckets, over the stretch written above.
+    for count in [1u32, 3, 4, 5, 7, 200, 2048] {
+        let index = from + 4 * rng.random_range(0..=(stretch - count) / 4);
+        let c = cmd(DmaCmd::CtRead, Table::Vip, false, false, count, index, base);
+        let what = format!("connections: {count} from {index}");
+        assert_eq!(p.run(&what, &[], &[c]), Ok(()));
+        let c = cmd(
+            DmaCmd::CtRead,
+            Table::Vip,
+            false,
+            false,
+            count,
+            index,
+            base + 4,
+        );
+        assert_eq!(p.run(&format!("{what}, off the line"), &[], &[c]), Ok(()));
+    }
+    let c = cmd(
+        DmaCmd::CtRead,
+        Table::Vip,
+        false,
+        false,
+        8,
+        ct_len - 8,
+        base,
+    );
+    assert_eq!(p.run("connections to the end", &[], &[c]), Ok(()));
+    let c = cmd(
+        DmaCmd::CtRead,
+        Table::Vip,
+        false,
+        false,
+        13,
+        ct_len - 8,
+        base,
+    );
+    fails_with(
+        p.run("connections past the end", &[], &[c]),
+        "BadIndex",
+        "connections past the end",
+    );
+
+    // Data the IOMMU does not map: every write refused.
+    for (what, c) in [
+        (
+            "Maglev rows to unmapped data",
+            cmd(
+                DmaCmd::TableRead,
+                Table::Maglev,
+                false,
+                false,
+                64,
+                0,
+                UNMAPPED,
+            ),
+        ),
+        (
+            "connection rows to unmapped data",
+            cmd(DmaCmd::CtRead, Table::Vip, false, false, 64, 0, UNMAPPED),
+        ),
+    ] {
+        fails_with(p.run(what, &[], &[c]), "DmaFault", what);
+    }
+    // And the next command runs as usual.
+    let c = cmd(DmaCmd::CtRead, Table::Vip, false, false, 64, from, base);
+    assert_eq!(p.run("connections after a fault", &[], &[c]), Ok(()));
+
+    // A long read with traffic running meanwhile: the bulk reads share the memory ports with
+    // the packets' reads (and their ids).
+    let compiled = crate::compiled_example("web.yaml");
+    let scenario = Scenario::from_tables(compiled.tables.clone(), &mut rng);
+    let frames: Vec<Vec<u8>> = (0..120).map(|_| scenario.frame(&mut rng)).collect();
+    let zero = vec![0u32; SIZES.cmd_data / 4];
+    p.rtl_rings.write_data(0, &zero).expect("RTL data");
+    p.model_rings.write_data(0, &zero).expect("model data");
+    let c = cmd(DmaCmd::CtRead, Table::Vip, false, false, 4096, 0, base);
+    p.rtl_rings.submit(&c).expect("RTL submit");
+    let dev0 = p.rtl.read32(dma::CMD_DEV).expect("cmd_dev");
+    p.rtl_rings.ring_cmd(&mut p.rtl).expect("RTL doorbell");
+    let host = p.rtl.read32(dma::CMD_HOST).expect("cmd_host");
+    // The frames go in once the first part is done, the next already running: they meet the
+    // bulk reads in the lookup. (Their results wait on the host memory, which the read's
+    // writes share with their events: that is slower, and no matter here.)
+    let mut dev = dev0;
+    for _ in 0..100_000 {
+        dev = p.rtl.read32(dma::CMD_DEV).expect("cmd_dev");
+        if dev != dev0 {
+            break;
+        }
+        p.rtl.wait(Duration::from_nanos(100)).expect("clocks");
+    }
+    assert!(
+        dev != dev0 && dev.wrapping_sub(dev0) < host.wrapping_sub(dev0),
+        "the read's first part done and more to run (cmd_dev {dev0} -> {dev}, cmd_host {host})"
+    );
+    let t0 = p.rtl.cycles().expect("clocks");
+    let mut got = Vec::new();
+    for chunk in frames.chunks(10) {
+        got.extend(p.rtl.receive(chunk.to_vec()).expect("RTL traffic"));
+    }
+    let traffic_clocks = p.rtl.cycles().expect("clocks") - t0;
+    assert_eq!(
+        outcome(p.rtl_rings.execute(&mut p.rtl, TIMEOUT)),
+        Ok(()),
+        "the read under traffic"
+    );
+    p.model_rings.submit(&c).expect("model submit");
+    assert_eq!(
+        outcome(p.model_rings.execute(&mut p.model, TIMEOUT)),
+        Ok(())
+    );
+    let mut out = vec![0u8; 16384];
+    for (i, f) in frames.iter().enumerate() {
+        let r = p.model.lock().receive(f, &mut out).expect("model traffic");
+        assert_eq!(got[i].result, r, "packet {i} during the read");
+    }
+    let mut a = vec![0u32; 4096 * CtEntry::WORDS];
+    let mut b = vec![0u32; 4096 * CtEntry::WORDS];
+    p.rtl_rings.read_data(0, &mut a).expect("RTL data");
+    p.model_rings.read_data(0, &mut b).expect("model data");
+    if let Some(i) = (0..a.len()).find(|&i| a[i] != b[i]) {
+        panic!(
+            "the read under traffic: word {i} RTL {:#010x}, model {:#010x}",
+            a[i], b[i]
+        );
+    }
+    println!(
+        "range reads by rows on the RTL: {} commands as the model ran them; {} frames \
+         sent during a 4,096-connection read, their results in {traffic_clocks} clocks",
+        p.commands,
+        frames.len(),
+    );
+}
