@@ -34,6 +34,11 @@
 // by the byte strobes. The outcome is the windows' (the entries before the first index beyond
 // the table done, then BAD_INDEX; a refused write: DMA_FAULT, the rows still in flight
 // dropped). This is what an attach and a load's read-back use (docs/pipeline.md section 15.2).
+// Range writes of the Maglev slots likewise (TABLE_WRITE of MAGLEV, not a list, from a memory
+// row, a whole number of rows, data from a 64-byte line): each line of data read ahead is a
+// row of 16 slots (the low 16 bits of each word, as the window takes them), written whole to
+// the memory stage (recorded whole: packets in flight see the row before or after, never
+// part of it), one row at a time; the outcome is the window's.
 //
 // The engine reaches the windows through an AXI-Lite master beside the host's (nlb_axil_arb2):
 // while a command runs, the windows' select, index and data registers are the engine's (the
@@ -111,7 +116,11 @@ module nlb_cmd_ring (
     mg_b_rd_ready,
     mg_b_rs_valid,
     mg_b_rs_row,
-    mg_b_rs_data
+    mg_b_rs_data,
+    mg_b_wr_req,
+    mg_b_wr_row,
+    mg_b_wr_data,
+    mg_b_wr_ack
 );
 
 `include "nlb_regmap.vh"
@@ -251,6 +260,12 @@ input  wire                mg_b_rs_valid;
 input  wire [MG_RB-1:0]    mg_b_rs_row;
 /* verilator lint_on UNUSEDSIGNAL */
 input  wire [MG_ROW_W-1:0] mg_b_rs_data;
+// Whole Maglev rows written (nlb_lookup's mg_b_wr_*): one at a time, acknowledged once the
+// memory has the row.
+output wire                mg_b_wr_req;
+output wire [MG_RB-1:0]    mg_b_wr_row;
+output wire [MG_ROW_W-1:0] mg_b_wr_data;
+input  wire                mg_b_wr_ack;
 
 initial begin
     if (VIP_DEPTH > 32'h0fff_ffff || MAGLEV_SLOTS > 32'h0fff_ffff || CT_ENTRIES > 32'h0fff_ffff)
@@ -355,7 +370,9 @@ localparam [4:0] S_IDLE = 5'd0,
                  S_DONE = 5'd21,   // dev moves on
                  S_BK0 = 5'd25,    // range read by rows: rows, first row, last row's entries
                  S_BK1 = 5'd26,    // ... the last row's lines and strobes
-                 S_BULK = 5'd27;   // ... rows asked for, taken back, written out
+                 S_BULK = 5'd27,   // ... rows asked for, taken back, written out
+                 S_BW0 = 5'd28,    // range write by rows: rows, first row, read-ahead
+                 S_BWR = 5'd29;    // ... a line of data in, written as a row
 
 reg [4:0]  state_reg = S_IDLE;
 
@@ -506,7 +523,7 @@ wire        rw_err = rf_err[rf_rd_reg];
 reg         rw_take;                // the engine takes the word in wq this clock
 // (Refilled only while empty: a word every other clock at most, which the engine never
 // outruns but when it skips a list read's room.)
-wire        rw_refill = rw_valid && !wq_valid_reg;
+wire        rw_refill = rw_valid && !wq_valid_reg && state_reg != S_BWR;
 
 // The next read burst: at most RD_BURST lines, within the 4 KiB page, within what is left
 // and what the buffer has room for. Decided a clock ahead (burst_reg, burst_ok_reg) and
@@ -640,6 +657,28 @@ wire           bk_issue = state_reg == S_BULK && bk_left_reg != 32'd0 && bk_fres
                           && !bk_beyond_reg && !bk_out_reg[RBB] && !b_err_reg && bk_ready;
 // The next row in order is in the buffer and no row is in hand: it is taken.
 wire           bk_take = state_reg == S_BULK && !bk_wbusy_reg && rb_valid_reg[bk_head_reg];
+
+// Range writes by rows: the head line of the read-ahead written as a row, one at a time, while
+// rows are left within the table (a line of a refused read stops the command: below).
+reg                bw_busy_reg = 1'b0;  // a row written, its acknowledgement awaited
+reg                bw_req_reg = 1'b0;
+reg  [MG_RB-1:0]   bw_row_reg = {MG_RB{1'b0}};
+reg  [MG_ROW_W-1:0] bw_data_reg = {MG_ROW_W{1'b0}};
+wire               bw_pop = state_reg == S_BWR && !bw_busy_reg && bk_left_reg != 32'd0
+                            && bk_fresh_reg && !bk_beyond_reg && rw_valid && !rw_err;
+// A line of 16 words as a row of 16 slots (each word's low bits, as table.data takes them).
+function [MG_ROW_W-1:0] mg_row(input [DW-1:0] line);
+    integer k;
+    begin
+        for (k = 0; k < 16; k = k + 1) begin
+            mg_row[k*NLB_MAGLEV_SLOT_WIDTH +: NLB_MAGLEV_SLOT_WIDTH] =
+                line[32*k +: NLB_MAGLEV_SLOT_WIDTH];
+        end
+    end
+endfunction
+assign mg_b_wr_req = bw_req_reg;
+assign mg_b_wr_row = bw_row_reg;
+assign mg_b_wr_data = bw_data_reg;
 
 assign ct_b_rd_valid = bk_issue && is_ct;
 assign ct_b_rd_row = bk_next_reg[CT_RB-1:0];
@@ -792,12 +831,23 @@ always @(posedge clk) begin
     b_out_reg <= b_out_reg + {9'd0, aw_valid_reg && m_axi_awready} - {9'd0, b_hs};
 
     // Range reads by rows: the rows asked for and the buffer's room.
-    bk_fresh_reg <= !bk_issue;
+    bk_fresh_reg <= !bk_issue && !bw_pop;
     bk_beyond_reg <= bk_next_reg >= bk_depth_reg;
     bk_out_reg <= bk_out_reg + {{RBB{1'b0}}, bk_issue} - {{RBB{1'b0}}, bk_take};
-    if (bk_issue) begin
+    if (bk_issue || bw_pop) begin
         bk_next_reg <= bk_next_inc[31:0];
         bk_left_reg <= bk_left_reg - 32'd1;
+    end
+    // Range writes by rows: a line taken from the read-ahead goes out as a row.
+    bw_req_reg <= bw_pop;
+    if (bw_pop) begin
+        bw_busy_reg <= 1'b1;
+        bw_row_reg <= {bank_reg, bk_next_reg[MG_RB-2:0]};
+        bw_data_reg <= mg_row(rf_head);
+        rf_rd_reg <= rf_rd_reg + 4'd1;
+    end
+    if (mg_b_wr_ack) begin
+        bw_busy_reg <= 1'b0;
     end
     if (b_hs && m_axi_bresp != 2'b00) begin
         b_err_reg <= 1'b1;
@@ -836,7 +886,7 @@ always @(posedge clk) begin
         end
     end
     rf_count_reg <= rf_count_reg + {4'd0, r_hs && state_reg != S_D_R}
-        - {4'd0, rw_refill && rw_reg == 4'd15};
+        - {4'd0, rw_refill && rw_reg == 4'd15} - {4'd0, bw_pop};
     rd_fly_reg <= rd_fly_reg + (rd_issue ? burst_reg : 5'd0)
         - {4'd0, r_hs && state_reg != S_D_R};
 
@@ -924,6 +974,9 @@ always @(posedge clk) begin
         end else if (addr_reg[1:0] != 2'd0) begin
             fail(NLB_DMA_ERROR_BAD_ENTRY);
             state_reg <= S_DONE;
+        end else if (is_write && is_table && !list_reg && table_reg == NLB_TABLE_MAGLEV
+                && addr_reg[5:0] == 6'd0 && idx_reg[3:0] == 4'd0 && count_reg[3:0] == 4'd0) begin
+            state_reg <= S_BW0;
         end else if (!is_write && !list_reg && !is_hit && addr_reg[5:0] == 6'd0
                 && (is_ct ? (idx_reg[31:0] & CT_WAY_MASK) == 32'd0
                           : table_reg == NLB_TABLE_MAGLEV && idx_reg[3:0] == 4'd0)) begin
@@ -964,10 +1017,12 @@ always @(posedge clk) begin
         state_reg <= S_SPAN;
     end
     S_SPAN: begin
-        // Only writes and list reads read entry data.
+        // Only writes and list reads read entry data: whole lines from the one the data starts
+        // in, its words taken from the data's first (the words before it skipped).
         if (is_write || (list_reg && !is_hit)) begin
             rd_line_reg <= {addr_reg[63:6], 6'd0};
             rd_lines_reg <= total_reg[37:4];
+            rw_reg <= addr_reg[5:2];
         end
         if (is_table) begin
             axl_write(NLB_REG_TABLE_SELECT[AW-1:0],
@@ -1145,6 +1200,27 @@ always @(posedge clk) begin
         end
         bk_llast_reg <= bk_last_lines[3:0];
         state_reg <= S_BULK;
+    end
+    S_BW0: begin
+        bk_next_reg <= idx_reg[31:0] >> 4;
+        bk_depth_reg <= MAGLEV_SLOTS / 16;
+        bk_left_reg <= count_reg >> 4;
+        rd_line_reg <= {addr_reg[63:6], 6'd0};
+        rd_lines_reg <= {6'd0, count_reg[31:4]};
+        state_reg <= S_BWR;
+    end
+    S_BWR: begin
+        // Done once every row is written; an index beyond the table or a line of a refused read
+        // stops it (a row's data first, as entry by entry: its line's refusal first).
+        if (!bw_busy_reg && !bw_req_reg) begin
+            if (bk_left_reg == 32'd0) begin
+                stop(NLB_DMA_ERROR_NONE);
+            end else if (rw_valid && rw_err) begin
+                stop(NLB_DMA_ERROR_DMA_FAULT);
+            end else if (rw_valid && bk_fresh_reg && bk_beyond_reg) begin
+                stop(NLB_DMA_ERROR_BAD_INDEX);
+            end
+        end
     end
     S_BULK: begin
         // The next row taken into hand, then its lines out one by one (dropped after a refused

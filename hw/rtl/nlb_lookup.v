@@ -147,6 +147,10 @@ module nlb_lookup (
     mg_b_rs_valid,
     mg_b_rs_row,
     mg_b_rs_data,
+    mg_b_wr_req,
+    mg_b_wr_row,
+    mg_b_wr_data,
+    mg_b_wr_ack,
     m_axi_ct_araddr,
     m_axi_ct_arid,
     m_axi_ct_arlen,
@@ -458,6 +462,13 @@ output wire                               mg_b_rd_ready;
 output wire                               mg_b_rs_valid;
 output wire [MG_ROW_BITS-1:0]             mg_b_rs_row;
 output wire [MG_ROW_W-1:0]                mg_b_rs_data;
+// Whole Maglev rows written (the command ring's range writes): one at a time, like
+// mg_c_wr_*, and never at once with them (the ring's engine holds the table window while it
+// writes).
+input  wire                               mg_b_wr_req;
+input  wire [MG_ROW_BITS-1:0]             mg_b_wr_row;
+input  wire [MG_ROW_W-1:0]                mg_b_wr_data;
+output wire                               mg_b_wr_ack;
 
 // The memory ports (AXI4; nlb_mem_stage describes them): connection table, Maglev slots.
 output wire [CT_CHANNELS*ADDR_W-1:0]      m_axi_ct_araddr;
@@ -1462,7 +1473,8 @@ nlb_mem_stage #(
     .LANE_W(CT_LANE_W),
     .ENTRY_W(CW),
     .SLOTS(CT_SLOTS),
-    .DIRECT_WR(HW_LEARN)
+    .DIRECT_WR(HW_LEARN),
+    .FULL_WR(0)
 ) ct_stage_inst (
     .clk(clk),
     .rst(rst),
@@ -1487,6 +1499,8 @@ nlb_mem_stage #(
     .c_wr_row(ct_c_wr_index[CTIW-1 -: CT_ROW_BITS]),
     .c_wr_lane(ct_c_wr_index[CT_WAY_BITS-1:0]),
     .c_wr_entry(ct_c_wr_entry),
+    .c_wr_full(1'b0),
+    .c_wr_row_data({CT_ROW_W{1'b0}}),
     .c_wr_ack(ct_c_wr_ack),
     .c_rd_req(ct_c_rd_req),
     .c_rd_row(ct_c_rd_index[CTIW-1 -: CT_ROW_BITS]),
@@ -1920,6 +1934,16 @@ wire [MG_ROW_W-1:0] mg_m_data;
 wire [MG_ROW_W-1:0] mg_c_row;
 reg  [MG_LANE_BITS-1:0] mg_c_lane_reg = {MG_LANE_BITS{1'b0}};
 wire [MAGLEV_ROW_BITS:0] mg_c_wr_g = {mg_c_wr_bank, mg_c_wr_index};
+// The stage's write acknowledged to the writer that asked (the window or the ring's engine).
+wire               mg_wr_ack_w;
+reg                mg_wr_bulk_reg = 1'b0;
+always @(posedge clk) begin
+    if (mg_c_wr_req || mg_b_wr_req) begin
+        mg_wr_bulk_reg <= mg_b_wr_req;
+    end
+end
+assign mg_c_wr_ack = mg_wr_ack_w && !mg_wr_bulk_reg;
+assign mg_b_wr_ack = mg_wr_ack_w && mg_wr_bulk_reg;
 wire [MAGLEV_ROW_BITS:0] mg_c_rd_g = {mg_c_rd_bank, mg_c_rd_index};
 
 /* verilator lint_off PINCONNECTEMPTY */
@@ -1937,7 +1961,8 @@ nlb_mem_stage #(
     .LANE_W(MG_W),
     .ENTRY_W(MG_W),
     .SLOTS(MG_SLOTS),
-    .DIRECT_WR(0)
+    .DIRECT_WR(0),
+    .FULL_WR(1)
 ) mg_stage_inst (
     .clk(clk),
     .rst(rst),
@@ -1958,11 +1983,13 @@ nlb_mem_stage #(
     .l_wr_lane({MG_LANE_BITS{1'b0}}),
     .l_wr_entry({MG_W{1'b0}}),
     .l_wr_ack(),
-    .c_wr_req(mg_c_wr_req),
-    .c_wr_row(mg_c_wr_g[MAGLEV_ROW_BITS -: MG_ROW_BITS]),
+    .c_wr_req(mg_c_wr_req || mg_b_wr_req),
+    .c_wr_row(mg_b_wr_req ? mg_b_wr_row : mg_c_wr_g[MAGLEV_ROW_BITS -: MG_ROW_BITS]),
     .c_wr_lane(mg_c_wr_g[MG_LANE_BITS-1:0]),
     .c_wr_entry(mg_c_wr_slot),
-    .c_wr_ack(mg_c_wr_ack),
+    .c_wr_full(mg_b_wr_req),
+    .c_wr_row_data(mg_b_wr_data),
+    .c_wr_ack(mg_wr_ack_w),
     .c_rd_req(mg_c_rd_req),
     .c_rd_row(mg_c_rd_g[MAGLEV_ROW_BITS -: MG_ROW_BITS]),
     .c_rd_ack(mg_c_rd_ack),

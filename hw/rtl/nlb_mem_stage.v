@@ -27,7 +27,8 @@
 // Command engine (c_*): one request at a time. A write stores c_wr_entry as entry c_wr_lane of
 // row c_wr_row (one burst over the entry's LANE_W / 8 bytes, byte strobes; the bits of the lane
 // past ENTRY_W are written 0) and acknowledges when the memory's write response came back; a
-// read returns the whole row as the memory holds it.
+// read returns the whole row as the memory holds it. With FULL_WR and c_wr_full, the write
+// stores c_wr_row_data as the whole row (one burst over every beat), recorded whole.
 //
 // Write record: a write first waits until the record is free, takes it (row, lane, entry), then
 // goes out. The record is free again once the write's response is in and every packet that
@@ -82,6 +83,9 @@ module nlb_mem_stage #(
     // A second, record-less writer (l_wr_*, c_wr_hold): 1 for the connection table with
     // hardware learning.
     parameter DIRECT_WR = 0,
+    // Whole-row command writes (c_wr_full, c_wr_row_data): 1 for the Maglev slots (the command
+    // ring's range writes).
+    parameter FULL_WR = 0,
     // Entry index width within a row (derived; do not override).
     parameter LANE_BITS_P = (ROW_W / LANE_W) > 1 ? $clog2(ROW_W / LANE_W) : 1
 ) (
@@ -107,6 +111,10 @@ module nlb_mem_stage #(
     input  wire [ROW_BITS-1:0]          c_wr_row,
     input  wire [LANE_BITS_P-1:0]       c_wr_lane,
     input  wire [ENTRY_W-1:0]           c_wr_entry,
+    /* verilator lint_off UNUSEDSIGNAL */ // (without FULL_WR)
+    input  wire                         c_wr_full,
+    input  wire [ROW_W-1:0]             c_wr_row_data,
+    /* verilator lint_on UNUSEDSIGNAL */
     output wire                         c_wr_ack,
     input  wire                         c_rd_req,
     input  wire [ROW_BITS-1:0]          c_rd_row,
@@ -685,6 +693,8 @@ reg  [2:0]             w_state_reg = W_IDLE;
 reg  [ROW_BITS-1:0]    w_row_reg = {ROW_BITS{1'b0}};
 reg  [LANE_BITS_P-1:0] w_lane_reg = {LANE_BITS_P{1'b0}};
 reg  [ENTRY_W-1:0]     w_entry_reg = {ENTRY_W{1'b0}};
+reg                    w_full_reg = 1'b0;
+reg  [ROW_W-1:0]       w_rdata_reg = {ROW_W{1'b0}};
 reg                    aw_valid_reg = 1'b0;
 reg                    w_valid_reg = 1'b0;
 reg  [BEAT_BITS-1:0]   w_beat_reg = {BEAT_BITS{1'b0}};
@@ -703,6 +713,8 @@ reg  [1:0]             rec_margin_reg = 2'd0;
 reg  [ROW_BITS-1:0]    rec_row_reg = {ROW_BITS{1'b0}};
 reg  [LANE_BITS_P-1:0] rec_lane_reg = {LANE_BITS_P{1'b0}};
 reg  [ENTRY_W-1:0]     rec_entry_reg = {ENTRY_W{1'b0}};
+reg                    rec_full_reg = 1'b0;
+reg  [ROW_W-1:0]       rec_rdata_reg = {ROW_W{1'b0}};
 
 localparam LANE_BYTES = LANE_W / 8;
 
@@ -745,6 +757,13 @@ always @* begin
             l_first_beat = beat_of(wl * LANE_BYTES);
         end
     end
+    // A whole-row command write: every beat, every byte.
+    if (FULL_WR != 0 && w_full_reg && !d_on_reg) begin
+        w_row_data = w_rdata_reg;
+        w_row_strb = {(ROW_W/8){1'b1}};
+        w_first_beat = {BEAT_BITS{1'b0}};
+        w_last_beat = beat_of(ROW_W / 8 - 1);
+    end
 end
 wire [CH_BITS-1:0] w_ch = row_channel(p_row);
 wire               w_beat_take = w_valid_reg && m_axi_wready[w_ch];
@@ -770,6 +789,8 @@ always @(posedge clk) begin
                 w_row_reg <= c_wr_row;
                 w_lane_reg <= c_wr_lane;
                 w_entry_reg <= c_wr_entry;
+                w_full_reg <= FULL_WR != 0 && c_wr_full;
+                w_rdata_reg <= c_wr_row_data;
                 w_state_reg <= W_WAIT;
             end
         end
@@ -780,6 +801,8 @@ always @(posedge clk) begin
                 rec_row_reg <= w_row_reg;
                 rec_lane_reg <= w_lane_reg;
                 rec_entry_reg <= w_entry_reg;
+                rec_full_reg <= w_full_reg;
+                rec_rdata_reg <= w_rdata_reg;
                 aw_valid_reg <= 1'b1;
                 w_valid_reg <= 1'b1;
                 w_beat_reg <= w_first_beat;
@@ -913,6 +936,9 @@ always @* begin
             if (rec_lane_reg == ml[LANE_BITS_P-1:0]) begin
                 merged[ml*LANE_W +: ENTRY_W] = rec_entry_reg;
             end
+        end
+        if (FULL_WR != 0 && rec_full_reg) begin
+            merged = rec_rdata_reg;
         end
     end
 end

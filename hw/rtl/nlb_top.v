@@ -604,6 +604,10 @@ wire [CT_ROW_W-1:0]                   ct_b_rs_data;
 wire                                  mg_b_rd_valid, mg_b_rd_ready, mg_b_rs_valid;
 wire [MAGLEV_ROW_BITS-4:0]            mg_b_rd_row, mg_b_rs_row;
 wire [16*NLB_MAGLEV_SLOT_WIDTH-1:0]   mg_b_rs_data;
+// ... and its range writes of whole Maglev rows.
+wire                                  mg_b_wr_req, mg_b_wr_ack;
+wire [MAGLEV_ROW_BITS-4:0]            mg_b_wr_row;
+wire [16*NLB_MAGLEV_SLOT_WIDTH-1:0]   mg_b_wr_data;
 // Memory-stage figures (the mem block).
 wire                                  st_ct_read, st_ct_lat_valid, st_mg_read, st_mg_lat_valid;
 wire [15:0]                           st_ct_lat, st_mg_lat;
@@ -1466,6 +1470,10 @@ nlb_lookup #(
     .mg_b_rs_valid(mg_b_rs_valid),
     .mg_b_rs_row(mg_b_rs_row),
     .mg_b_rs_data(mg_b_rs_data),
+    .mg_b_wr_req(mg_b_wr_req),
+    .mg_b_wr_row(mg_b_wr_row),
+    .mg_b_wr_data(mg_b_wr_data),
+    .mg_b_wr_ack(mg_b_wr_ack),
     .m_axi_ct_araddr(ct_araddr),
     .m_axi_ct_arid(ct_arid),
     .m_axi_ct_arlen(ct_arlen),
@@ -2050,7 +2058,11 @@ nlb_cmd_ring #(
     .mg_b_rd_ready(mg_b_rd_ready),
     .mg_b_rs_valid(mg_b_rs_valid),
     .mg_b_rs_row(mg_b_rs_row),
-    .mg_b_rs_data(mg_b_rs_data)
+    .mg_b_rs_data(mg_b_rs_data),
+    .mg_b_wr_req(mg_b_wr_req),
+    .mg_b_wr_row(mg_b_wr_row),
+    .mg_b_wr_data(mg_b_wr_data),
+    .mg_b_wr_ack(mg_b_wr_ack)
 );
 
 assign m_dma_irq = hd_irq | ({{(NLB_RING_COUNT-1){1'b0}}, ce_irq} << NLB_RING_CMD);

@@ -13,6 +13,7 @@
 //! it (the wire), as the golden model's device does.
 
 use crate::error::VerifError;
+use crate::hbm::HbmConfig;
 use crate::top::{take_events, take_frames, take_punts, PuntedFrame, TopBench};
 use crate::worker::ModelThread;
 use firmware_sim::pipeline::PacketResult;
@@ -61,6 +62,7 @@ enum Request {
     SetInterrupts(Vec<IrqLine>),
     Pcie,
     Cycles,
+    SetHbm(HbmConfig),
 }
 
 enum Response {
@@ -92,13 +94,25 @@ pub struct RtlDevice {
 impl RtlDevice {
     /// Starts the model (reset, pipeline disabled, as after power-up) on its own thread.
     pub fn new(seed: u64) -> Result<RtlDevice, VerifError> {
+        Self::with_memory(seed, None)
+    }
+
+    /// As [`RtlDevice::new`], with the connection table and the Maglev slots on the HBM model
+    /// (`top_hbm`, [`crate::hbm`]) at `hbm`'s timing when given, on chip otherwise.
+    pub fn with_memory(seed: u64, hbm: Option<HbmConfig>) -> Result<RtlDevice, VerifError> {
         let thread = ModelThread::start(
             "nlb-rtl",
             "RTL model",
-            move || Worker::new(seed),
+            move || Worker::new(seed, hbm.as_ref()),
             |w: &mut Worker, r| w.handle(r),
         )?;
         Ok(RtlDevice { thread })
+    }
+
+    /// Sets the HBM model's timing from now on (a device made with HBM; for example a quick
+    /// one for a load whose speed nothing looks at, then a realistic one).
+    pub fn set_hbm(&mut self, cfg: &HbmConfig) -> Result<(), DeviceError> {
+        self.done(Request::SetHbm(*cfg))
     }
 
     fn call(&mut self, r: Request) -> Result<Response, DeviceError> {
@@ -302,11 +316,11 @@ struct Worker {
 }
 
 impl Worker {
-    fn new(seed: u64) -> Result<Worker, VerifError> {
+    fn new(seed: u64, hbm: Option<&HbmConfig>) -> Result<Worker, VerifError> {
         let profile =
             Profile::by_name("sim").ok_or_else(|| VerifError::Setup("no sim profile".into()))?;
         // Register accesses without random delays: the loader reads whole banks.
-        let dut = TopBench::new(seed, None, 0.0, 0.0, 0.0)?;
+        let dut = TopBench::with_memory(hbm, seed, None, 0.0, 0.0, 0.0)?;
         Ok(Worker {
             dut,
             depth: profile.queue_depth as usize,
@@ -455,6 +469,10 @@ impl Worker {
             }
             Request::InjectOverflows => Ok(Response::Count(self.inject_overflows)),
             Request::Cycles => Ok(Response::Count(self.dut.bench.sim.cycle())),
+            Request::SetHbm(cfg) => {
+                self.dut.set_hbm(&cfg)?;
+                Ok(Response::Done)
+            }
             Request::TakeInjected => Ok(Response::Injected(Injected {
                 packets: self.transmitted.drain(..).collect(),
                 overflows: self.inject_overflows,

@@ -26,6 +26,7 @@ use nlb_hw::layouts::{CmdDesc, CtEntry, PoolEntry};
 use nlb_hw::{Profile, Tables};
 use nlb_verif::bench::seed_from_env;
 use nlb_verif::device::RtlDevice;
+use nlb_verif::hbm::HbmConfig;
 use nlb_verif::scenario::Scenario;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
@@ -73,9 +74,20 @@ fn outcome(r: Result<(), RingError>) -> Result<(), String> {
 
 impl Pair {
     fn new(seed: u64) -> Pair {
+        Self::with_memory(seed, false)
+    }
+
+    /// With `hbm`, the RTL's connection table and Maglev slots are on the HBM model: loaded
+    /// at a quick timing, then at the realistic one (docs/verification.md "The HBM model").
+    fn with_memory(seed: u64, hbm: bool) -> Pair {
         let compiled = crate::compiled_example("web.yaml");
-        let mut rtl = RtlDevice::new(seed).expect("RTL model");
+        let quick = HbmConfig::quick(seed as u32);
+        let mut rtl = RtlDevice::with_memory(seed, hbm.then_some(quick)).expect("RTL model");
         rtl.load(&compiled.tables, &compiled.nic).expect("RTL load");
+        if hbm {
+            rtl.set_hbm(&HbmConfig::realistic(seed as u32))
+                .expect("HBM timing");
+        }
         let mut model = ModelHandle::from_device(ModelDevice::from_tables(
             compiled.tables.clone(),
             compiled.nic,
@@ -225,13 +237,30 @@ fn rtl_command_ring_matches_the_model_command_by_command() {
 
     // Writes into bank 1 (not serving): entries of bank 0 copied to other rows, as a range and
     // as a list, the range's data starting in the middle of a line.
+    let loaded = crate::compiled_example("web.yaml").tables;
     for t in TABLES {
         let w = words_of(t);
         let depth = tables.depth(t);
         let n = 24u32.min(depth);
         let start = rng.random_range(0..=depth - n);
-        // Read n entries of bank 0 from a random place: they are the data.
-        let from = rng.random_range(0..=depth - n);
+        // Read n entries of bank 0 from a place that holds some, where the example filled any
+        // (most of a table is empty, and a run of zero entries would not show where the data
+        // was taken from): they are the data.
+        let mut words_at = Vec::new();
+        let used: Vec<u32> = (0..depth)
+            .filter(|&i| {
+                words_at.clear();
+                loaded
+                    .encode_entry(t, i, &mut words_at)
+                    .expect("entry of the example");
+                words_at.iter().any(|&w| w != 0)
+            })
+            .collect();
+        let from = if used.is_empty() {
+            rng.random_range(0..=depth - n)
+        } else {
+            used[rng.random_range(0..used.len())].min(depth - n)
+        };
         let r = cmd(DmaCmd::TableRead, t, false, false, n, from, base + 12);
         assert_eq!(p.run(&format!("{t:?} source"), &[0, 0, 0], &[r]), Ok(()));
         let mut data = vec![0u32; 3 + n as usize * w];
@@ -476,56 +505,104 @@ fn rtl_command_ring_matches_the_model_command_by_command() {
 }
 
 /// The engine's rate in clocks per entry, one command of each kind over a range (the host
-/// memory answering at `RtlDevice`'s bench timing): printed for docs/benchmarks.md; what the
-/// commands moved must be the model's.
+/// memory answering at `RtlDevice`'s bench timing, the tables on chip): printed for
+/// docs/benchmarks.md; what the commands moved must be the model's.
 #[test]
 fn rtl_command_ring_rate() {
-    let seed = seed_from_env(0xc0de_0003);
-    let mut p = Pair::new(seed);
+    command_rates(seed_from_env(0xc0de_0003), false);
+}
+
+/// The same with the connection table and the Maglev slots on the HBM model at its realistic
+/// timing (60-240 clocks a read): the rows' reads many at once, their writes one at a time.
+#[test]
+fn rtl_command_ring_rate_on_hbm() {
+    command_rates(seed_from_env(0xc0de_0005), true);
+}
+
+fn command_rates(seed: u64, hbm: bool) {
+    let mut p = Pair::with_memory(seed, hbm);
+    let memory = if hbm { "HBM model" } else { "on chip" };
     let base = p.addr(0);
     let profile = Profile::by_name("sim").expect("the sim profile");
     let tables = Tables::empty(profile);
     let mut lines = Vec::new();
-    let kinds = [
+    // (what, op, table, entries, data offset in the area: 4 bytes puts it off the line, so
+    // that it goes entry by entry through the windows; on HBM only the row paths, a
+    // reference read entry by entry and the connection writes.)
+    let all = [
+        // Maglev slots and connections from 0 into a 64-byte line: whole memory rows at a
+        // time, as much as the data area holds (the wait's ±1,000 clocks then matter little).
         (
-            "Maglev slots read",
+            "Maglev slots read (by rows)",
             DmaCmd::TableRead,
             Table::Maglev,
-            4096u32,
+            65536u32,
+            0u64,
         ),
         (
-            "Maglev slots written",
+            "Maglev slots written (by rows)",
             DmaCmd::TableWrite,
             Table::Maglev,
-            4096,
+            65536,
+            0,
+        ),
+        (
+            "Maglev slots read (entry by entry)",
+            DmaCmd::TableRead,
+            Table::Maglev,
+            1024,
+            4,
+        ),
+        (
+            "Maglev slots written (entry by entry)",
+            DmaCmd::TableWrite,
+            Table::Maglev,
+            1024,
+            4,
         ),
         (
             "backend entries read (6 words)",
             DmaCmd::TableRead,
             Table::Backend,
             1024,
+            0,
         ),
         (
             "backend entries written",
             DmaCmd::TableWrite,
             Table::Backend,
             1024,
+            0,
         ),
         (
             "VIP entries read (27 words)",
             DmaCmd::TableRead,
             Table::Vip,
             256,
+            0,
         ),
         (
-            "connections read (12 words)",
+            "connections read (12 words, by rows)",
+            DmaCmd::CtRead,
+            Table::Vip,
+            5456,
+            0,
+        ),
+        (
+            "connections read (entry by entry)",
             DmaCmd::CtRead,
             Table::Vip,
             1024,
+            4,
         ),
-        ("connections written", DmaCmd::CtWrite, Table::Vip, 1024),
+        ("connections written", DmaCmd::CtWrite, Table::Vip, 1024, 0),
     ];
-    for (what, op, table, n) in kinds {
+    let kinds = all.into_iter().filter(|k| {
+        !hbm || k.0.ends_with("(by rows)")
+            || k.0 == "Maglev slots read (entry by entry)"
+            || k.0 == "connections written"
+    });
+    for (what, op, table, n, off) in kinds {
         let words = if matches!(op, DmaCmd::CtRead | DmaCmd::CtWrite) {
             CtEntry::WORDS
         } else {
@@ -547,7 +624,7 @@ fn rtl_command_ring_rate() {
             Vec::new()
         };
         assert!(n <= tables.depth(table).max(profile.ct_entries()));
-        let c = cmd(op, table, true, false, n, 0, base);
+        let c = cmd(op, table, true, false, n, 0, base + off);
         let before = p.rtl.cycles().expect("clocks");
         assert_eq!(p.run(what, &data, &[c]), Ok(()));
         let clocks = p.rtl.cycles().expect("clocks") - before;
@@ -557,18 +634,19 @@ fn rtl_command_ring_rate() {
         ));
     }
     for l in lines {
-        println!("command ring on the RTL: {l}");
+        println!("command ring on the RTL ({memory}): {l}");
     }
 }
 
 /// Range reads that start at a memory row and on a 64-byte line (Maglev slots from a multiple
 /// of 16, connections from a multiple of 4) are read whole rows at a time straight from the
-/// memory stages (docs/pipeline.md §15.2); what they write must still be the model's, entry
-/// for entry and byte for byte: counts that end inside a row (1 entry, a row and one, a row
-/// less one), both banks, runs to a table's end and past it (BAD_INDEX after the rows within),
-/// data the IOMMU does not map (DMA_FAULT), the same ranges one word off the line (an entry
-/// at a time), and a long read while traffic runs through the lookup, whose packets must
-/// still be the model's.
+/// memory stages, and Maglev range writes of whole rows are written a row at a time
+/// (docs/pipeline.md §15.2); what they do must still be the model's, entry for entry and byte
+/// for byte: counts that end inside a row (1 entry, a row and one, a row less one), both
+/// banks, slot words with their upper bits set, runs to a table's end and past it (BAD_INDEX
+/// after the rows within), data the IOMMU does not map (DMA_FAULT), the same ranges one word
+/// off the line (an entry at a time), and a long read while traffic runs through the lookup,
+/// whose packets must still be the model's.
 #[test]
 fn rtl_command_ring_reads_ranges_by_rows() {
     let seed = seed_from_env(0xc0de_0004);
@@ -723,6 +801,101 @@ fn rtl_command_ring_reads_ranges_by_rows() {
     // And the next command runs as usual.
     let c = cmd(DmaCmd::CtRead, Table::Vip, false, false, 64, from, base);
     assert_eq!(p.run("connections after a fault", &[], &[c]), Ok(()));
+
+    // Maglev range writes from a row start, whole rows, into the bank not serving: each line
+    // of data a row written whole. Slot words with their upper bits set too (the table keeps
+    // the low 16, as the window does); read back by rows afterwards.
+    for count in [16u32, 32, 1024, 4096] {
+        let index = 16 * rng.random_range(0..(mg - count) / 16);
+        let data: Vec<u32> = (0..count).map(|_| rng.random()).collect();
+        let c = cmd(
+            DmaCmd::TableWrite,
+            Table::Maglev,
+            true,
+            false,
+            count,
+            index,
+            base,
+        );
+        let what = format!("Maglev rows written: {count} from {index}");
+        assert_eq!(p.run(&what, &data, &[c]), Ok(()));
+        let c = cmd(
+            DmaCmd::TableRead,
+            Table::Maglev,
+            true,
+            false,
+            count,
+            index,
+            base,
+        );
+        assert_eq!(p.run(&format!("{what}, read back"), &[], &[c]), Ok(()));
+    }
+    // Not whole rows, or off the line: an entry at a time, as before.
+    let data: Vec<u32> = (0..40).map(|_| rng.random()).collect();
+    for (what, c) in [
+        (
+            "Maglev write of 40 slots from a row start",
+            cmd(DmaCmd::TableWrite, Table::Maglev, true, false, 40, 64, base),
+        ),
+        (
+            "Maglev write of 32 slots off the line",
+            cmd(
+                DmaCmd::TableWrite,
+                Table::Maglev,
+                true,
+                false,
+                32,
+                96,
+                base + 4,
+            ),
+        ),
+    ] {
+        assert_eq!(p.run(what, &data, &[c]), Ok(()));
+    }
+    let c = cmd(DmaCmd::TableRead, Table::Maglev, true, false, 160, 0, base);
+    assert_eq!(p.run("Maglev rows 0-9 read back", &[], &[c]), Ok(()));
+    // Past the end: the rows within written, then BAD_INDEX; data not mapped: DMA_FAULT.
+    let data: Vec<u32> = (0..48).map(|_| rng.random()).collect();
+    let c = cmd(
+        DmaCmd::TableWrite,
+        Table::Maglev,
+        true,
+        false,
+        48,
+        mg - 32,
+        base,
+    );
+    fails_with(
+        p.run("Maglev rows written past the end", &data, &[c]),
+        "BadIndex",
+        "Maglev rows written past the end",
+    );
+    let c = cmd(
+        DmaCmd::TableWrite,
+        Table::Maglev,
+        true,
+        false,
+        64,
+        0,
+        UNMAPPED,
+    );
+    fails_with(
+        p.run("Maglev rows from unmapped data", &[], &[c]),
+        "DmaFault",
+        "Maglev rows from unmapped data",
+    );
+    let c = cmd(
+        DmaCmd::TableRead,
+        Table::Maglev,
+        true,
+        false,
+        64,
+        mg - 64,
+        base,
+    );
+    assert_eq!(p.run("Maglev end rows read back", &[], &[c]), Ok(()));
+    let c = cmd(DmaCmd::TableRead, Table::Maglev, true, false, 64, 0, base);
+    assert_eq!(p.run("Maglev first rows read back", &[], &[c]), Ok(()));
 
     // A long read with traffic running meanwhile: the bulk reads share the memory ports with
     // the packets' reads (and their ids).
