@@ -548,8 +548,12 @@ reg         rd_cool_reg = 1'b0;
 wire        rd_issue = burst_ok_reg && !rd_cool_reg && !ar_valid_reg && state_reg != S_D_R
                        && rd_lines_reg != 34'd0;
 // The line after the burst: within the page its offset grows; a burst to the page's end
-// carries into the page number (an increment without a carry chain).
-wire [6:0]  line_off_next = {1'b0, rd_line_reg[11:6]} + {2'd0, burst_reg};
+// carries into the page number (an increment without a carry chain). The offset is summed a
+// clock ahead, from what burst_reg and rd_line_reg will be when the burst goes: a burst never
+// goes in the clock after rd_line_reg changed (rd_cool_reg after a burst, burst_ok_reg after a
+// new start), so the sum is always the current one then.
+reg  [6:0]  line_off_next_reg = 7'd0;
+wire [6:0]  line_off_next = line_off_next_reg;
 /* verilator lint_off UNUSEDSIGNAL */ // (inc_if's top bits)
 wire [63:0] page_next = inc_if({12'd0, rd_line_reg[63:12]}, line_off_next[6]);
 /* verilator lint_on UNUSEDSIGNAL */
@@ -855,6 +859,7 @@ always @(posedge clk) begin
 
     // The read-ahead: bursts out, lines in (a descriptor's line is the engine's).
     burst_reg <= burst;
+    line_off_next_reg <= {1'b0, rd_line_reg[11:6]} + {2'd0, burst};
     burst_ok_reg <= rd_lines_reg != 34'd0 && burst <= room;
     rd_cool_reg <= rd_issue;
     if (rd_issue) begin
