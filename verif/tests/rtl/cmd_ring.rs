@@ -657,6 +657,30 @@ fn rtl_command_ring_reads_ranges_by_rows() {
     let base = p.addr(0);
     let mg = tables.depth(Table::Maglev);
     let ct_len = profile.ct_entries();
+    let mg_read = |bank, count, index, addr| {
+        cmd(
+            DmaCmd::TableRead,
+            Table::Maglev,
+            bank,
+            false,
+            count,
+            index,
+            addr,
+        )
+    };
+    let mg_write = |bank, count, index, addr| {
+        cmd(
+            DmaCmd::TableWrite,
+            Table::Maglev,
+            bank,
+            false,
+            count,
+            index,
+            addr,
+        )
+    };
+    let ct_read =
+        |count, index, addr| cmd(DmaCmd::CtRead, Table::Vip, false, false, count, index, addr);
 
     // Connections to read: random entries written over a stretch of the table (a list).
     let stretch = 2048u32;
@@ -685,49 +709,17 @@ fn rtl_command_ring_reads_ranges_by_rows() {
     for bank in [false, true] {
         for count in [1u32, 15, 16, 17, 31, 1000, 2048] {
             let index = 16 * rng.random_range(0..(mg - count) / 16);
-            let c = cmd(
-                DmaCmd::TableRead,
-                Table::Maglev,
-                bank,
-                false,
-                count,
-                index,
-                base,
-            );
+            let c = mg_read(bank, count, index, base);
             let what = format!("Maglev bank {bank}: {count} from {index}");
             assert_eq!(p.run(&what, &[], &[c]), Ok(()));
             // The same one word off the line: an entry at a time.
-            let c = cmd(
-                DmaCmd::TableRead,
-                Table::Maglev,
-                bank,
-                false,
-                count,
-                index,
-                base + 4,
-            );
+            let c = mg_read(bank, count, index, base + 4);
             assert_eq!(p.run(&format!("{what}, off the line"), &[], &[c]), Ok(()));
         }
         // To the table's end, and past it: the rows within done, then BAD_INDEX.
-        let c = cmd(
-            DmaCmd::TableRead,
-            Table::Maglev,
-            bank,
-            false,
-            48,
-            mg - 48,
-            base,
-        );
+        let c = mg_read(bank, 48, mg - 48, base);
         assert_eq!(p.run("Maglev to the end", &[], &[c]), Ok(()));
-        let c = cmd(
-            DmaCmd::TableRead,
-            Table::Maglev,
-            bank,
-            false,
-            40,
-            mg - 32,
-            base,
-        );
+        let c = mg_read(bank, 40, mg - 32, base);
         fails_with(
             p.run("Maglev past the end", &[], &[c]),
             "BadIndex",
@@ -738,39 +730,15 @@ fn rtl_command_ring_reads_ranges_by_rows() {
     // Connections: counts within and across buckets, over the stretch written above.
     for count in [1u32, 3, 4, 5, 7, 200, 2048] {
         let index = from + 4 * rng.random_range(0..=(stretch - count) / 4);
-        let c = cmd(DmaCmd::CtRead, Table::Vip, false, false, count, index, base);
+        let c = ct_read(count, index, base);
         let what = format!("connections: {count} from {index}");
         assert_eq!(p.run(&what, &[], &[c]), Ok(()));
-        let c = cmd(
-            DmaCmd::CtRead,
-            Table::Vip,
-            false,
-            false,
-            count,
-            index,
-            base + 4,
-        );
+        let c = ct_read(count, index, base + 4);
         assert_eq!(p.run(&format!("{what}, off the line"), &[], &[c]), Ok(()));
     }
-    let c = cmd(
-        DmaCmd::CtRead,
-        Table::Vip,
-        false,
-        false,
-        8,
-        ct_len - 8,
-        base,
-    );
+    let c = ct_read(8, ct_len - 8, base);
     assert_eq!(p.run("connections to the end", &[], &[c]), Ok(()));
-    let c = cmd(
-        DmaCmd::CtRead,
-        Table::Vip,
-        false,
-        false,
-        13,
-        ct_len - 8,
-        base,
-    );
+    let c = ct_read(13, ct_len - 8, base);
     fails_with(
         p.run("connections past the end", &[], &[c]),
         "BadIndex",
@@ -781,25 +749,14 @@ fn rtl_command_ring_reads_ranges_by_rows() {
     for (what, c) in [
         (
             "Maglev rows to unmapped data",
-            cmd(
-                DmaCmd::TableRead,
-                Table::Maglev,
-                false,
-                false,
-                64,
-                0,
-                UNMAPPED,
-            ),
+            mg_read(false, 64, 0, UNMAPPED),
         ),
-        (
-            "connection rows to unmapped data",
-            cmd(DmaCmd::CtRead, Table::Vip, false, false, 64, 0, UNMAPPED),
-        ),
+        ("connection rows to unmapped data", ct_read(64, 0, UNMAPPED)),
     ] {
         fails_with(p.run(what, &[], &[c]), "DmaFault", what);
     }
     // And the next command runs as usual.
-    let c = cmd(DmaCmd::CtRead, Table::Vip, false, false, 64, from, base);
+    let c = ct_read(64, from, base);
     assert_eq!(p.run("connections after a fault", &[], &[c]), Ok(()));
 
     // Maglev range writes from a row start, whole rows, into the bank not serving: each line
@@ -808,26 +765,10 @@ fn rtl_command_ring_reads_ranges_by_rows() {
     for count in [16u32, 32, 1024, 4096] {
         let index = 16 * rng.random_range(0..(mg - count) / 16);
         let data: Vec<u32> = (0..count).map(|_| rng.random()).collect();
-        let c = cmd(
-            DmaCmd::TableWrite,
-            Table::Maglev,
-            true,
-            false,
-            count,
-            index,
-            base,
-        );
+        let c = mg_write(true, count, index, base);
         let what = format!("Maglev rows written: {count} from {index}");
         assert_eq!(p.run(&what, &data, &[c]), Ok(()));
-        let c = cmd(
-            DmaCmd::TableRead,
-            Table::Maglev,
-            true,
-            false,
-            count,
-            index,
-            base,
-        );
+        let c = mg_read(true, count, index, base);
         assert_eq!(p.run(&format!("{what}, read back"), &[], &[c]), Ok(()));
     }
     // Not whole rows, or off the line: an entry at a time, as before.
@@ -835,66 +776,34 @@ fn rtl_command_ring_reads_ranges_by_rows() {
     for (what, c) in [
         (
             "Maglev write of 40 slots from a row start",
-            cmd(DmaCmd::TableWrite, Table::Maglev, true, false, 40, 64, base),
+            mg_write(true, 40, 64, base),
         ),
         (
             "Maglev write of 32 slots off the line",
-            cmd(
-                DmaCmd::TableWrite,
-                Table::Maglev,
-                true,
-                false,
-                32,
-                96,
-                base + 4,
-            ),
+            mg_write(true, 32, 96, base + 4),
         ),
     ] {
         assert_eq!(p.run(what, &data, &[c]), Ok(()));
     }
-    let c = cmd(DmaCmd::TableRead, Table::Maglev, true, false, 160, 0, base);
+    let c = mg_read(true, 160, 0, base);
     assert_eq!(p.run("Maglev rows 0-9 read back", &[], &[c]), Ok(()));
     // Past the end: the rows within written, then BAD_INDEX; data not mapped: DMA_FAULT.
     let data: Vec<u32> = (0..48).map(|_| rng.random()).collect();
-    let c = cmd(
-        DmaCmd::TableWrite,
-        Table::Maglev,
-        true,
-        false,
-        48,
-        mg - 32,
-        base,
-    );
+    let c = mg_write(true, 48, mg - 32, base);
     fails_with(
         p.run("Maglev rows written past the end", &data, &[c]),
         "BadIndex",
         "Maglev rows written past the end",
     );
-    let c = cmd(
-        DmaCmd::TableWrite,
-        Table::Maglev,
-        true,
-        false,
-        64,
-        0,
-        UNMAPPED,
-    );
+    let c = mg_write(true, 64, 0, UNMAPPED);
     fails_with(
         p.run("Maglev rows from unmapped data", &[], &[c]),
         "DmaFault",
         "Maglev rows from unmapped data",
     );
-    let c = cmd(
-        DmaCmd::TableRead,
-        Table::Maglev,
-        true,
-        false,
-        64,
-        mg - 64,
-        base,
-    );
+    let c = mg_read(true, 64, mg - 64, base);
     assert_eq!(p.run("Maglev end rows read back", &[], &[c]), Ok(()));
-    let c = cmd(DmaCmd::TableRead, Table::Maglev, true, false, 64, 0, base);
+    let c = mg_read(true, 64, 0, base);
     assert_eq!(p.run("Maglev first rows read back", &[], &[c]), Ok(()));
 
     // A long read with traffic running meanwhile: the bulk reads share the memory ports with
@@ -905,7 +814,7 @@ fn rtl_command_ring_reads_ranges_by_rows() {
     let zero = vec![0u32; SIZES.cmd_data / 4];
     p.rtl_rings.write_data(0, &zero).expect("RTL data");
     p.model_rings.write_data(0, &zero).expect("model data");
-    let c = cmd(DmaCmd::CtRead, Table::Vip, false, false, 4096, 0, base);
+    let c = ct_read(4096, 0, base);
     p.rtl_rings.submit(&c).expect("RTL submit");
     let dev0 = p.rtl.read32(dma::CMD_DEV).expect("cmd_dev");
     p.rtl_rings.ring_cmd(&mut p.rtl).expect("RTL doorbell");
