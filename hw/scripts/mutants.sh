@@ -44,9 +44,9 @@ mutants=(
   "ct_dst_word0|lookup|contents|contents:: lookup::|nlb_lookup.v|connection compare ignores VIP address word 0|s/ct_e\[NLB_CT_ENTRY_DST_ADDR_LSB +: 128\] == x_in\[F_VIP +: 128\]/ct_e[NLB_CT_ENTRY_DST_ADDR_LSB + 32 +: 96] == x_in[F_VIP + 32 +: 96]/"
   "ct_valid|lookup|contents|contents:: lookup::|nlb_lookup.v|connection compare ignores the valid bit|s/if (ct_e\[NLB_CT_ENTRY_VALID_LSB\]/if (1'b1/"
   "ct_highest_way|lookup|contents|contents:: lookup::|nlb_lookup.v|the highest matching connection way wins (and the highest free way takes an install)|s/for (xw = CT_WAYS - 1; xw >= 0; xw = xw - 1)/for (xw = 0; xw < CT_WAYS; xw = xw + 1)/"
-  "maglev_size_bit16|lookup|contents|contents:: lookup::|nlb_lookup.v|the Maglev size loses its top bit|s/\* sj\[F_MSIZE +: 17\];/* {1'b0, sj[F_MSIZE +: 16]};/"
+  "maglev_size_bit16|lookup|contents|contents:: lookup::|nlb_lookup.v|the Maglev size loses its top bit|s/nx\[15\]\[F_MSIZE +: MSW\] = p_size;/nx[15][F_MSIZE +: MSW] = p_size \& ~({{(MSW-1){1'b0}}, 1'b1} << 16);/"
   "maglev_range_off_by_one|lookup|contents|contents:: lookup::|nlb_lookup.v|the slot range check is one off (slot = depth passes)|s/sl\[F_MSLOT +: MSLOT_W\]} >= MAGLEV_SLOTS;/sl[F_MSLOT +: MSLOT_W]} > MAGLEV_SLOTS;/"
-  "maglev_base_17bits|lookup|contents|contents:: lookup::|nlb_lookup.v|the Maglev base loses its bits above the memory|s/wire \[24:0\]   k_slot = {1'b0, sk\[F_MBASE +: 24\]}/wire [24:0]   k_slot = {8'd0, sk[F_MBASE +: 17]}/"
+  "maglev_base_17bits|lookup|contents|contents:: lookup::|nlb_lookup.v|the Maglev base loses its bits above the memory|s/k_slot = {1'b0, sk\[F_MBASE +: MBW\]}/k_slot = {{(MSLOT_W-17){1'b0}}, sk[F_MBASE +: 17]}/"
   "rule_range|lookup|contents|contents:: lookup::|nlb_lookup.v|a rule id past the table aliases a rule|s/nx\[11\]\[F_RINR\] = {20'd0, e_rid} < RULES;/nx[11][F_RINR] = 1'b1;/"
   "pool_range|lookup|contents|contents:: lookup::|nlb_lookup.v|a pool id past the table aliases a pool|s/nx\[13\]\[F_PINR\] = {20'd0, g_pool} < POOLS;/nx[13][F_PINR] = 1'b1;/"
   "backend_range|lookup|contents|contents:: lookup::|nlb_lookup.v|a backend id past the table aliases a backend|s/bm_next\[F_BINR\] = {16'd0, m_be_id} < BACKENDS;/bm_next[F_BINR] = 1'b1;/"
@@ -96,11 +96,11 @@ mutants=(
   "axil_cdc_resp_kind|axil_cdc|bus|axil_cdc::|nlb_axil_cdc.v|the AXI-Lite bridge takes a response's kind from the wrong bit|s/^wire resp_is_write = resp_m_data\[RESP_WIDTH-1\];/wire resp_is_write = resp_m_data[RESP_WIDTH-2];/"
   # ---- nlb_top: admission and the event FIFO ----
   "top_ext_read_by_write_addr|top|bus|bus::axi regs::|nlb_top.v|an extension-bus read goes to the block of the last write's address|s/wire ext_rd_cnt = in_block(ext_rd_addr,/wire ext_rd_cnt = in_block(ext_wr_addr,/"
-  "top_event_depth_65|top|queue|queues::|nlb_top.v|the event FIFO queues EVENT_DEPTH + 1 events|s/wire                         event_full = event_count >= EVENT_DEPTH;/wire                         event_full = event_count > EVENT_DEPTH;/"
+  "top_event_depth_65|top|queue|queues::|nlb_top.v|the event FIFO queues EVENT_DEPTH + 1 events|s/        || (event_count == EVENT_DEPTH - 1 && event_write && !event_take);/        || 1'b0;/"
   "top_event_drop_flag|top|queue|queues::|nlb_top.v|m_event_dropped pulses while full, with or without an event|s/event_dropped_reg <= event_push && event_full;/event_dropped_reg <= event_full;/"
-  "top_pkt_fifo_admission|top|queue|queues::|nlb_top.v|admission ignores the packet FIFO's fill|s/rx_ready_reg <= lookup_room && counters_room && pkt_count < PKT_FIFO_DEPTH - 8/rx_ready_reg <= lookup_room \&\& counters_room/"
-  "top_in_flight_admission|top|queue|queues::|nlb_top.v|admission ignores the packets in flight|s/        && admitted_reg < MAX_IN_FLIGHT;/        \&\& 1'b1;/"
-  "top_counters_room|top|queue|queues::|nlb_top.v|admission ignores the counters' room|s/rx_ready_reg <= lookup_room && counters_room &&/rx_ready_reg <= lookup_room \&\&/"
+  "top_pkt_fifo_admission|top|queue|queues::|nlb_top.v|admission ignores the packet FIFO's fill|s/        < PKT_FIFO_DEPTH - RX_MAX_BEATS - 4;/        < PKT_FIFO_DEPTH - RX_MAX_BEATS - 4 || 1'b1;/"
+  "top_in_flight_admission|top|queue|queues::|nlb_top.v|admission ignores the packets in flight|s/admitted_reg} < MAX_IN_FLIGHT - 2/admitted_reg} < MAX_IN_FLIGHT - 2 || 1'b1/"
+  "top_counters_room|top|queue|queues::|nlb_top.v|admission ignores the counters' room|s/        && counters_room && lookup_room;/        \&\& lookup_room;/"
 )
 
 list=0
