@@ -703,9 +703,9 @@ impl Loader {
     }
 
     /// The DMA path of a load: encodes the changed entries (and suspects) table by table into
-    /// the command data area, writes them with TABLE_WRITE list commands, reads them back
-    /// with TABLE_READ list commands and compares. Every entry encodes before the device is
-    /// touched.
+    /// the command data area, writes them with TABLE_WRITE commands, reads them back with
+    /// TABLE_READ commands and compares: a chunk of consecutive indices as a range, any other
+    /// as an index list. Every entry encodes before the device is touched.
     fn load_entries_dma<D: Device + ?Sized>(
         &mut self,
         dev: &mut D,
