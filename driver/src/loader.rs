@@ -272,6 +272,46 @@ pub fn cmd_at(cmd: TableCmd, index: u32) -> Option<u32> {
     win::Cmd { op: cmd, index }.word().ok()
 }
 
+/// The whole memory rows (of [`ROW_ALIGN`] Maglev slots) that hold the sorted indices `idx`,
+/// every slot of each, in order; within a table of `depth` slots.
+fn whole_rows(idx: &[u32], depth: u32) -> Vec<u32> {
+    let mut out = Vec::with_capacity(idx.len());
+    let mut last = None;
+    for &i in idx {
+        let row = i / ROW_ALIGN;
+        if last != Some(row) {
+            last = Some(row);
+            out.extend(row * ROW_ALIGN..((row + 1) * ROW_ALIGN).min(depth));
+        }
+    }
+    out
+}
+
+/// The commands a table's sorted indices go in: runs of at least [`ROW_ALIGN`] consecutive
+/// indices as ranges of at most `per` entries (`per` a multiple of it, so that a run from a
+/// memory row stays on rows), every other index in index lists of at most `per`. (`true`: a
+/// range.)
+fn plan_chunks(idx: &[u32], per: usize) -> Vec<(bool, Vec<u32>)> {
+    let mut out = Vec::new();
+    let mut scattered = Vec::new();
+    let mut start = 0;
+    while start < idx.len() {
+        let mut end = start + 1;
+        while end < idx.len() && idx[end] == idx[end - 1] + 1 {
+            end += 1;
+        }
+        let run = &idx[start..end];
+        if run.len() >= ROW_ALIGN as usize {
+            out.extend(run.chunks(per).map(|c| (true, c.to_vec())));
+        } else {
+            scattered.extend_from_slice(run);
+        }
+        start = end;
+    }
+    out.extend(scattered.chunks(per).map(|c| (false, c.to_vec())));
+    out
+}
+
 fn encode_error(e: nlb_hw::TableError, table: Table, bank: u8, index: u32) -> LoadError {
     match e {
         nlb_hw::TableError::Layout(source) => LoadError::Encode {
@@ -772,12 +812,22 @@ impl Loader {
             let per = (half / (stride * 4)).max(1);
             let align = ROW_ALIGN as usize;
             let per = if per >= align { per - per % align } else { per };
-            for chunk in idx.chunks(per) {
+            // Maglev slots go as whole memory rows, which the NIC writes and reads a row at a
+            // time (docs/pipeline.md section 15.2): a changed slot's row-mates are written
+            // with the value the bank already holds (the shadow's, which the tables share).
+            let rows;
+            let idx = if *table == Table::Maglev {
+                rows = whole_rows(idx, tables.depth(*table));
+                &rows
+            } else {
+                idx
+            };
+            for (range, chunk) in plan_chunks(idx, per) {
+                let chunk = &chunk[..];
                 write.clear();
                 back.clear();
-                // Consecutive indices go as ranges (no index words; the read-back of a range
-                // from a memory row reads whole rows), others as index lists.
-                let range = chunk.windows(2).all(|w| w[1] == w[0] + 1);
+                // Runs of consecutive indices go as ranges (no index words; the read-back of a
+                // range from a memory row reads whole rows), others as index lists.
                 let head = usize::from(!range);
                 let stride = words + head;
                 for &index in chunk {
@@ -1055,5 +1105,42 @@ impl Loader {
         report.bank = target;
         report.generation = generation;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{plan_chunks, whole_rows};
+
+    #[test]
+    fn changed_slots_become_their_whole_rows() {
+        let rows = whole_rows(&[3, 5, 40, 47, 48], 64);
+        let want: Vec<u32> = (0..16).chain(32..64).collect();
+        assert_eq!(rows, want);
+        // The table's last row ends at its depth.
+        assert_eq!(whole_rows(&[70], 72), (64..72).collect::<Vec<u32>>());
+        assert!(whole_rows(&[], 64).is_empty());
+    }
+
+    #[test]
+    fn long_runs_go_as_ranges_the_rest_as_lists() {
+        let idx: Vec<u32> = (0..32)
+            .chain([40, 50, 51])
+            .chain(100..120)
+            .chain([200])
+            .collect();
+        let got = plan_chunks(&idx, 16);
+        let want = vec![
+            (true, (0..16).collect::<Vec<u32>>()),
+            (true, (16..32).collect()),
+            (true, (100..116).collect()),
+            (true, (116..120).collect()),
+            (false, vec![40, 50, 51, 200]),
+        ];
+        assert_eq!(got, want);
+        // Every index exactly once.
+        let mut all: Vec<u32> = got.into_iter().flat_map(|(_, c)| c).collect();
+        all.sort_unstable();
+        assert_eq!(all, idx);
     }
 }
