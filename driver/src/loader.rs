@@ -812,17 +812,14 @@ impl Loader {
             let per = (half / (stride * 4)).max(1);
             let align = ROW_ALIGN as usize;
             let per = if per >= align { per - per % align } else { per };
-            // Maglev slots go as whole memory rows, which the NIC writes and reads a row at a
-            // time (docs/pipeline.md section 15.2): a changed slot's row-mates are written
-            // with the value the bank already holds (the shadow's, which the tables share).
-            let rows;
+            // Maglev slots go as whole memory rows, which the NIC writes a row at a time (its
+            // row-mates with the values the bank holds: the shadow's, which the tables share).
             let idx = if *table == Table::Maglev {
-                rows = whole_rows(idx, tables.depth(*table));
-                &rows
+                whole_rows(idx, tables.depth(*table))
             } else {
-                idx
+                idx.clone()
             };
-            for (range, chunk) in plan_chunks(idx, per) {
+            for (range, chunk) in plan_chunks(&idx, per) {
                 let chunk = &chunk[..];
                 write.clear();
                 back.clear();
