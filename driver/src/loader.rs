@@ -31,6 +31,7 @@ use nlb_hw::blocks::{ctrl, table as win};
 use nlb_hw::enums::{DmaCmd, Table, TableCmd};
 use nlb_hw::layouts::CmdDesc;
 use nlb_hw::{LayoutError, NicSettings, Profile, Tables, NIC_REGISTERS};
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
@@ -287,12 +288,12 @@ fn whole_rows(idx: &[u32], depth: u32) -> Vec<u32> {
     out
 }
 
-/// The commands a table's sorted indices go in: runs of at least [`ROW_ALIGN`] consecutive
-/// indices as ranges of at most `per` entries (`per` a multiple of it, so that a run from a
-/// memory row stays on rows), every other index in index lists of at most `per`. (`true`: a
-/// range.)
-fn plan_chunks(idx: &[u32], per: usize) -> Vec<(bool, Vec<u32>)> {
-    let mut out = Vec::new();
+/// How a table's sorted indices go out: runs of at least [`ROW_ALIGN`] consecutive indices as
+/// ranges of at most `per` entries (`per` a multiple of it, so that a run from a memory row
+/// stays on rows), returned as positions in `idx`; every other index returned apart, for index
+/// lists.
+fn plan_chunks(idx: &[u32], per: usize) -> (Vec<std::ops::Range<usize>>, Vec<u32>) {
+    let mut ranges = Vec::new();
     let mut scattered = Vec::new();
     let mut start = 0;
     while start < idx.len() {
@@ -300,16 +301,14 @@ fn plan_chunks(idx: &[u32], per: usize) -> Vec<(bool, Vec<u32>)> {
         while end < idx.len() && idx[end] == idx[end - 1] + 1 {
             end += 1;
         }
-        let run = &idx[start..end];
-        if run.len() >= ROW_ALIGN as usize {
-            out.extend(run.chunks(per).map(|c| (true, c.to_vec())));
+        if end - start >= ROW_ALIGN as usize {
+            ranges.extend((start..end).step_by(per).map(|a| a..(a + per).min(end)));
         } else {
-            scattered.extend_from_slice(run);
+            scattered.extend_from_slice(&idx[start..end]);
         }
         start = end;
     }
-    out.extend(scattered.chunks(per).map(|c| (false, c.to_vec())));
-    out
+    (ranges, scattered)
 }
 
 fn encode_error(e: nlb_hw::TableError, table: Table, bank: u8, index: u32) -> LoadError {
@@ -815,12 +814,13 @@ impl Loader {
             // Maglev slots go as whole memory rows, which the NIC writes a row at a time (its
             // row-mates with the values the bank holds: the shadow's, which the tables share).
             let idx = if *table == Table::Maglev {
-                whole_rows(idx, tables.depth(*table))
+                Cow::Owned(whole_rows(idx, tables.depth(*table)))
             } else {
-                idx.clone()
+                Cow::Borrowed(&idx[..])
             };
-            for (range, chunk) in plan_chunks(&idx, per) {
-                let chunk = &chunk[..];
+            let (ranges, scattered) = plan_chunks(&idx, per);
+            let ranges = ranges.into_iter().map(|r| (true, &idx[r]));
+            for (range, chunk) in ranges.chain(scattered.chunks(per).map(|c| (false, c))) {
                 write.clear();
                 back.clear();
                 // Runs of consecutive indices go as ranges (no index words; the read-back of a
@@ -1126,17 +1126,16 @@ mod tests {
             .chain(100..120)
             .chain([200])
             .collect();
-        let got = plan_chunks(&idx, 16);
-        let want = vec![
-            (true, (0..16).collect::<Vec<u32>>()),
-            (true, (16..32).collect()),
-            (true, (100..116).collect()),
-            (true, (116..120).collect()),
-            (false, vec![40, 50, 51, 200]),
-        ];
-        assert_eq!(got, want);
+        let (ranges, scattered) = plan_chunks(&idx, 16);
+        // Positions in idx: 0..32 holds 0..32, 35..55 holds 100..120.
+        assert_eq!(ranges, vec![0..16, 16..32, 35..51, 51..55]);
+        assert_eq!(scattered, vec![40, 50, 51, 200]);
         // Every index exactly once.
-        let mut all: Vec<u32> = got.into_iter().flat_map(|(_, c)| c).collect();
+        let mut all: Vec<u32> = ranges
+            .into_iter()
+            .flat_map(|r| idx[r].to_vec())
+            .chain(scattered)
+            .collect();
         all.sort_unstable();
         assert_eq!(all, idx);
     }

@@ -185,6 +185,23 @@ fn cmd(
     }
 }
 
+/// A connection entry of random fields (within their ranges), packed.
+fn random_connection(rng: &mut StdRng, valid: bool) -> Vec<u32> {
+    let e = CtEntry {
+        valid,
+        protocol: [6u8, 17][rng.random_range(0..2)],
+        src_port: rng.random(),
+        dst_port: rng.random(),
+        src_addr: rng.random(),
+        dst_addr: rng.random(),
+        backend: rng.random_range(0..4096),
+        rule: rng.random_range(0..256),
+        flags: rng.random_range(0..4),
+        timestamp: rng.random(),
+    };
+    e.pack().expect("connection entry").to_vec()
+}
+
 const TABLES: [Table; 6] = [
     Table::Vip,
     Table::Rule,
@@ -319,19 +336,8 @@ fn rtl_command_ring_matches_the_model_command_by_command() {
         let i = rng.random_range(0..ct_len);
         indices.push(i);
         recs.push(i);
-        let e = CtEntry {
-            valid: rng.random_range(0..4) != 0,
-            protocol: [6u8, 17][rng.random_range(0..2)],
-            src_port: rng.random(),
-            dst_port: rng.random(),
-            src_addr: rng.random(),
-            dst_addr: rng.random(),
-            backend: rng.random_range(0..4096),
-            rule: rng.random_range(0..256),
-            flags: rng.random_range(0..4),
-            timestamp: rng.random(),
-        };
-        recs.extend(e.pack().expect("connection entry"));
+        let valid = rng.random_range(0..4) != 0;
+        recs.extend(random_connection(&mut rng, valid));
     }
     let c = cmd(DmaCmd::CtWrite, Table::Vip, false, true, n as u32, 0, base);
     assert_eq!(p.run("connections written", &recs, &[c]), Ok(()));
@@ -688,19 +694,7 @@ fn rtl_command_ring_reads_ranges_by_rows() {
     let mut recs = Vec::new();
     for k in 0..512u32 {
         recs.push(from + rng.random_range(0..stretch));
-        let e = CtEntry {
-            valid: k % 5 != 0,
-            protocol: [6u8, 17][rng.random_range(0..2)],
-            src_port: rng.random(),
-            dst_port: rng.random(),
-            src_addr: rng.random(),
-            dst_addr: rng.random(),
-            backend: rng.random_range(0..4096),
-            rule: rng.random_range(0..256),
-            flags: rng.random_range(0..4),
-            timestamp: rng.random(),
-        };
-        recs.extend(e.pack().expect("connection entry"));
+        recs.extend(random_connection(&mut rng, k % 5 != 0));
     }
     let c = cmd(DmaCmd::CtWrite, Table::Vip, false, true, 512, 0, base);
     assert_eq!(p.run("connections written", &recs, &[c]), Ok(()));
