@@ -13,7 +13,9 @@
 //   done;
 // - TABLE_WRITE / CT_WRITE: the entries (or list records: the index word, then the entry)
 //   read from host memory, in order, each written through the table or conntrack window as
-//   the host would (select, data words, WRITE_AT, status): an index beyond the table stops
+//   the host would (select, data words, WRITE_AT, status; a connection's index is written
+//   first, so conntrack reads its old entry while the words go, and its status is read once,
+//   before the command completes, as conntrack posts its writes): an index beyond the table stops
 //   the command (BAD_INDEX), an entry the table refuses too (BAD_ENTRY; the connection table:
 //   BAD_INDEX); entries before it were done;
 // - TABLE_READ / CT_READ: each entry read through the window (READ_AT, data words) and
@@ -372,7 +374,8 @@ localparam [4:0] S_IDLE = 5'd0,
                  S_BK1 = 5'd26,    // ... the last row's lines and strobes
                  S_BULK = 5'd27,   // ... rows asked for, taken back, written out
                  S_BW0 = 5'd28,    // range write by rows: rows, first row, read-ahead
-                 S_BWR = 5'd29;    // ... a line of data in, written as a row
+                 S_BWR = 5'd29,    // ... a line of data in, written as a row
+                 S_CTI = 5'd30;    // connection write: conntrack.index first (read ahead)
 
 reg [4:0]  state_reg = S_IDLE;
 
@@ -437,6 +440,10 @@ reg  [31:0] depth_reg = 32'd0;      // the command's table's entries
 // (range_ok_reg: the engine has been in S_RANGE since the clock before).
 reg         beyond_reg = 1'b0;
 reg         range_ok_reg = 1'b0;
+reg         cti_ok_reg = 1'b0;      // ... in S_CTI since the clock before
+// Connection writes were posted (conntrack answers a WRITE as it goes to memory): a status
+// read before the command completes waits until they are in.
+reg         sync_due_reg = 1'b0;
 // The window the command goes through.
 wire [AW-1:0] win_data = is_table ? NLB_REG_TABLE_DATA[AW-1:0] : NLB_REG_CONNTRACK_DATA[AW-1:0];
 wire [AW-1:0] win_cmd = is_table ? NLB_REG_TABLE_CMD[AW-1:0] : NLB_REG_CONNTRACK_CMD[AW-1:0];
@@ -780,7 +787,7 @@ wire        irq_on = irq_cfg_reg[NLB_REG_DMA_CMD_IRQ_ENABLE_LSB];
 
 // A record's first state: its index word (a list), its data words (a write), or its index
 // checked (a read).
-wire [4:0] rec_first = list_reg ? S_IDX : is_write ? S_WORD : S_RANGE;
+wire [4:0] rec_first = list_reg ? S_IDX : is_write ? (is_ct ? S_CTI : S_WORD) : S_RANGE;
 
 // The record's words go to the window; a word of the read-ahead that a refused read filled
 // stops the command.
@@ -803,6 +810,7 @@ always @(posedge clk) begin
     d_fresh_reg <= !ext_wr_req && state_reg != S_DONE;
     beyond_reg <= idx_reg[32] || idx_reg[31:0] >= depth_reg;
     range_ok_reg <= state_reg == S_RANGE;
+    cti_ok_reg <= state_reg == S_CTI;
 
     // AXI-Lite handshakes.
     if (m_axil_awvalid && m_axil_awready) begin
@@ -1055,7 +1063,7 @@ always @(posedge clk) begin
         end else if (rw_take) begin
             idx_reg <= {1'b0, wq_word_reg};
             wp_reg <= wp_inc[61:0];
-            state_reg <= is_write ? S_WORD : S_SKIP;
+            state_reg <= is_write ? (is_ct ? S_CTI : S_WORD) : S_SKIP;
         end
     end
     S_SKIP: begin
@@ -1068,6 +1076,17 @@ always @(posedge clk) begin
                 w_reg <= 6'd0;
                 state_reg <= S_RANGE;
             end
+        end
+    end
+    S_CTI: begin
+        // A connection's index before its words: conntrack reads the old entry meanwhile, so
+        // the WRITE_AT below waits for no memory read. (An index beyond the table is left to
+        // S_RANGE.)
+        if (!al_busy_reg && cti_ok_reg) begin
+            if (!beyond_reg) begin
+                axl_write(NLB_REG_CONNTRACK_INDEX[AW-1:0], idx_reg[31:0]);
+            end
+            state_reg <= S_WORD;
         end
     end
     S_WORD: begin
@@ -1104,7 +1123,11 @@ always @(posedge clk) begin
         // words hold the entry: its words are read at once. A write's status says whether the
         // table took the entry.
         if (!al_busy_reg) begin
-            if (is_write) begin
+            if (is_write && is_ct) begin
+                // Its status can only say a bad index, checked above; the write is posted.
+                sync_due_reg <= 1'b1;
+                state_reg <= S_NEXT;
+            end else if (is_write) begin
                 axl_read(win_status);
                 state_reg <= S_STAT;
             end else begin
@@ -1271,6 +1294,11 @@ always @(posedge clk) begin
                 wl_strb_reg <= {KW{1'b0}};
                 wl_any_reg <= 1'b0;
             end
+        end else if (sync_due_reg) begin
+            if (!al_busy_reg) begin
+                axl_read(NLB_REG_CONNTRACK_STATUS[AW-1:0]);
+                sync_due_reg <= 1'b0;
+            end
         end else if (out_free && b_out_reg == 10'd0 && rd_fly_reg == 5'd0 && !ar_valid_reg
                 && !al_busy_reg) begin
             rf_count_reg <= 5'd0;
@@ -1343,6 +1371,7 @@ always @(posedge clk) begin
 
     if (rst) begin
         state_reg <= S_IDLE;
+        sync_due_reg <= 1'b0;
         base_reg <= 64'd0;
         base_nz_reg <= 1'b0;
         log2_reg <= 4'd0;

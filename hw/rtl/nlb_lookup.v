@@ -121,6 +121,7 @@ module nlb_lookup (
     ct_c_wr_index,
     ct_c_wr_entry,
     ct_c_wr_ack,
+    ct_c_wr_take,
     ct_c_rd_req,
     ct_c_rd_index,
     ct_c_rd_ack,
@@ -424,12 +425,14 @@ output wire                               backend_rd_bank;
 output wire [BACKEND_ROW_BITS-1:0]        backend_rd_row;
 input  wire [NLB_BACKEND_ENTRY_WIDTH-1:0] backend_rd_data;
 
-// Connection-table commands (nlb_conntrack): one at a time; a write stores the entry
-// (ct_c_wr_ack when the memory has it), a read returns the entry the memory holds.
+// Connection-table commands (nlb_conntrack): a write and a read at a time; a write stores
+// the entry (ct_c_wr_take when it took the stage's write record: packets leaving after see it;
+// ct_c_wr_ack when the memory has it), a read returns the entry the memory holds.
 input  wire                               ct_c_wr_req;
 input  wire [CTIW-1:0]                    ct_c_wr_index;
 input  wire [CW-1:0]                      ct_c_wr_entry;
 output wire                               ct_c_wr_ack;
+output wire                               ct_c_wr_take;
 input  wire                               ct_c_rd_req;
 input  wire [CTIW-1:0]                    ct_c_rd_index;
 output wire                               ct_c_rd_ack;
@@ -1439,7 +1442,6 @@ wire mg_room = {{(31-$clog2(MG_SLOTS)){1'b0}}, mg_cnt_reg} < MG_SLOTS - 4;
 wire               ct_allow;
 wire               ct_leave;
 wire               ct_c_wr_hold;
-wire               ct_c_wr_take;
 wire               lw_req;
 wire [CT_ROW_BITS-1:0] lw_row;
 wire [CT_WAY_BITS-1:0] lw_lane;

@@ -147,7 +147,7 @@ localparam NLB_REBOOT_KEY_COUNT = 1; // values defined
 // ct_flag: Bits of ct_entry.flags (the host's bookkeeping of a connection; the pipeline does not read them).
 localparam NLB_CT_FLAG_CLOSED = 1'h1; // FIN or RST seen: the connection ages out with the closed timeout
 localparam NLB_CT_FLAG_COUNT = 1; // values defined
-// table_cmd: Commands of the table write window and the conntrack access block (cmd.op). A write leaves the entry as the memory now stores it in the data words (the hardware reads it back), so reading the data words verifies it without another command. The *_AT forms carry the entry index in cmd.index (so every profile's deepest table must have at most 2^28 entries): one register write per command.
+// table_cmd: Commands of the table write window and the conntrack access block (cmd.op). A write leaves the entry as the memory now stores it in the data words (bits past the entry's width cleared), so reading the data words verifies it without another command. The *_AT forms carry the entry index in cmd.index (so every profile's deepest table must have at most 2^28 entries): one register write per command.
 localparam NLB_TABLE_CMD_WRITE = 3'h1; // store the data words into entry `index`, then read it back into the data words; cmd.index must be 0
 localparam NLB_TABLE_CMD_READ = 3'h2; // load entry `index` into the data words; cmd.index must be 0
 localparam NLB_TABLE_CMD_WRITE_AT = 3'h3; // WRITE of the entry in cmd.index, which is also latched into `index`
@@ -645,10 +645,10 @@ localparam NLB_REG_CONNTRACK_CMD_OP_MASK = 32'hf;
 localparam NLB_REG_CONNTRACK_CMD_INDEX_LSB = 4; // `index`, bits 31..4: entry index of WRITE_AT/READ_AT (0 for WRITE/READ)
 localparam NLB_REG_CONNTRACK_CMD_INDEX_W = 28;
 localparam NLB_REG_CONNTRACK_CMD_INDEX_MASK = 32'hfffffff0;
-localparam NLB_REG_CONNTRACK_STATUS = 32'h3014; // [ro] outcome of the last command
+localparam NLB_REG_CONNTRACK_STATUS = 32'h3014; // [ro] outcome of the last command (a read of any register of the block is answered once every write before it is in memory)
 localparam NLB_REG_CONNTRACK_STATUS_RESET = 32'h0;
 localparam NLB_REG_CONNTRACK_STATUS_DEFINED = 32'h3; // bits the register defines
-localparam NLB_REG_CONNTRACK_STATUS_BUSY_LSB = 0; // `busy`, bit 0
+localparam NLB_REG_CONNTRACK_STATUS_BUSY_LSB = 0; // `busy`, bit 0: reads 0
 localparam NLB_REG_CONNTRACK_STATUS_BUSY_W = 1;
 localparam NLB_REG_CONNTRACK_STATUS_BUSY_MASK = 32'h1;
 localparam NLB_REG_CONNTRACK_STATUS_ERROR_LSB = 1; // `error`, bit 1: index out of range or bad command

@@ -591,6 +591,7 @@ wire                                  hit_set_en;
 wire [CTIW-1:0]                       hit_set_index;
 // The memory stages' command ports: connection-table block and table window (Maglev).
 wire                                  ct_c_wr_req, ct_c_wr_ack, ct_c_rd_req, ct_c_rd_ack;
+wire                                  ct_c_wr_take;
 wire [CTIW-1:0]                       ct_c_wr_index, ct_c_rd_index;
 wire [NLB_CT_ENTRY_WIDTH-1:0]         ct_c_wr_entry, ct_c_rd_entry;
 wire                                  mg_c_wr_req, mg_c_wr_ack, mg_c_rd_req, mg_c_rd_ack;
@@ -941,6 +942,7 @@ nlb_conntrack #(
     .ct_c_wr_index(ct_c_wr_index),
     .ct_c_wr_entry(ct_c_wr_entry),
     .ct_c_wr_ack(ct_c_wr_ack),
+    .ct_c_wr_take(ct_c_wr_take),
     .ct_c_rd_req(ct_c_rd_req),
     .ct_c_rd_index(ct_c_rd_index),
     .ct_c_rd_ack(ct_c_rd_ack),
@@ -1444,6 +1446,7 @@ nlb_lookup #(
     .ct_c_wr_index(ct_c_wr_index),
     .ct_c_wr_entry(ct_c_wr_entry),
     .ct_c_wr_ack(ct_c_wr_ack),
+    .ct_c_wr_take(ct_c_wr_take),
     .ct_c_rd_req(ct_c_rd_req),
     .ct_c_rd_index(ct_c_rd_index),
     .ct_c_rd_ack(ct_c_rd_ack),

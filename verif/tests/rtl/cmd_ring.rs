@@ -20,7 +20,7 @@ use firmware_sim::ModelDevice;
 use nlb_driver::device::Device;
 use nlb_driver::rings::{HostRings, RingError, RingSizes};
 use nlb_driver::ModelHandle;
-use nlb_hw::blocks::dma;
+use nlb_hw::blocks::{conntrack, dma};
 use nlb_hw::enums::{DmaCmd, Ring, Table};
 use nlb_hw::layouts::{CmdDesc, CtEntry, PoolEntry};
 use nlb_hw::{Profile, Tables};
@@ -148,6 +148,15 @@ impl Pair {
         assert_eq!(
             faults.0, faults.1,
             "{what}: dma.faults, RTL against the model"
+        );
+        // The valid count the connection writes kept (each from the entry it replaced).
+        let counts = (
+            self.rtl.read32(conntrack::COUNT).expect("RTL count"),
+            self.model.read32(conntrack::COUNT).expect("model count"),
+        );
+        assert_eq!(
+            counts.0, counts.1,
+            "{what}: conntrack.count, RTL against the model"
         );
         rtl
     }
@@ -865,4 +874,104 @@ fn rtl_command_ring_reads_ranges_by_rows() {
         p.commands,
         frames.len(),
     );
+}
+
+/// Connection writes go out one after another while the next record's words come in, each
+/// entry's old state read ahead (nlb_conntrack): lists that write an index again right after
+/// itself, two records later, and its bucket's other ways between, must leave the entries and
+/// `conntrack.count` as the model does, entry by entry, on chip and on the HBM model (where a
+/// read ahead is still out when the write before it lands).
+#[test]
+fn rtl_connection_writes_back_to_back_keep_the_count() {
+    for hbm in [false, true] {
+        let seed = seed_from_env(0xc0de_0007) + u64::from(hbm);
+        let mut rng = StdRng::seed_from_u64(seed);
+        let mut p = Pair::with_memory(seed, hbm);
+        let base = p.addr(0);
+        let ct_len = Profile::by_name("sim").expect("sim").ct_entries();
+        let bucket = 4 * rng.random_range(0..ct_len / 4 - 4);
+        // (index, valid): the same entry set, cleared, set, set again and cleared back to back;
+        // a bucket's ways around it; an index again two and three records later.
+        let a = bucket + 1;
+        let script: Vec<(u32, bool)> = vec![
+            (a, true),
+            (a, false),
+            (a, true),
+            (a, true),
+            (a + 1, true),
+            (a, false),
+            (a - 1, true),
+            (a, true),
+            (a + 1, false),
+            (a + 2, true),
+            (a + 1, true),
+            (a + 4, true),
+            (a + 1, false),
+            (a + 4, false),
+            (a + 4, true),
+            (a - 1, false),
+        ];
+        let mut recs = Vec::new();
+        for &(i, valid) in &script {
+            recs.push(i);
+            recs.extend(random_connection(&mut rng, valid));
+        }
+        let c = cmd(
+            DmaCmd::CtWrite,
+            Table::Vip,
+            false,
+            true,
+            script.len() as u32,
+            0,
+            base,
+        );
+        assert_eq!(p.run("same entries back to back", &recs, &[c]), Ok(()));
+        // A range over the bucket and the next, then a list that clears some of it again.
+        let mut data = Vec::new();
+        for k in 0..8 {
+            data.extend(random_connection(&mut rng, k % 3 != 0));
+        }
+        let c = cmd(DmaCmd::CtWrite, Table::Vip, false, false, 8, bucket, base);
+        assert_eq!(p.run("a range over them", &data, &[c]), Ok(()));
+        let mut recs = Vec::new();
+        for k in [7u32, 0, 7, 3, 3, 5] {
+            recs.push(bucket + k);
+            recs.extend(random_connection(&mut rng, k == 3));
+        }
+        let c = cmd(DmaCmd::CtWrite, Table::Vip, false, true, 6, 0, base);
+        assert_eq!(p.run("cleared again", &recs, &[c]), Ok(()));
+        // What the table holds now, read entry by entry through the window (a list) and by
+        // rows (a range).
+        let mut list = Vec::new();
+        for k in 0..8 {
+            list.push(bucket + k);
+            list.extend(std::iter::repeat_n(0u32, CtEntry::WORDS));
+        }
+        let c = cmd(DmaCmd::CtRead, Table::Vip, false, true, 8, 0, base);
+        assert_eq!(p.run("read back (list)", &list, &[c]), Ok(()));
+        let c = cmd(DmaCmd::CtRead, Table::Vip, false, false, 8, bucket, base);
+        assert_eq!(p.run("read back (range)", &[], &[c]), Ok(()));
+        // Many random writes into a few buckets, each index often twice in a row.
+        let mut recs = Vec::new();
+        let mut last = bucket;
+        for _ in 0..400 {
+            let i = if rng.random_range(0..3) == 0 {
+                last
+            } else {
+                bucket + rng.random_range(0..16)
+            };
+            last = i;
+            recs.push(i);
+            let valid = rng.random_range(0..3) != 0;
+            recs.extend(random_connection(&mut rng, valid));
+        }
+        let c = cmd(DmaCmd::CtWrite, Table::Vip, false, true, 400, 0, base);
+        assert_eq!(p.run("400 into four buckets", &recs, &[c]), Ok(()));
+        let c = cmd(DmaCmd::CtRead, Table::Vip, false, false, 16, bucket, base);
+        assert_eq!(p.run("the four buckets", &[], &[c]), Ok(()));
+        println!(
+            "connection writes back to back ({}): entries and count as the model's",
+            if hbm { "HBM model" } else { "on chip" }
+        );
+    }
 }
