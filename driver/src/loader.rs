@@ -335,6 +335,14 @@ pub struct Loader {
     /// Entries whose device contents are unknown (write interrupted, unreadable): always
     /// rewritten. Keyed by (table value, index).
     suspect: [BTreeSet<(u32, u32)>; 2],
+    /// Per bank, the entries where its shadow may differ from the tables of the last
+    /// successful load (sorted; `None`: not known, so a load diffs whole tables). With the
+    /// changes a load is given ([`Loader::load_changed`]), a health change's load compares
+    /// a few hundred entries instead of every table (32 Mi Maglev slots at the `u280`
+    /// profile).
+    behind: [Option<Vec<(Table, u32)>>; 2],
+    /// The entries the load in progress may change against the last load's tables.
+    hint: Option<Vec<(Table, u32)>>,
     /// Last known ctrl register values ([`NIC_REGS`] order); `None` = unknown.
     nic: [Option<u32>; 12],
     active: u8,
@@ -359,6 +367,8 @@ impl Loader {
             profile,
             shadow: [Tables::empty(profile), Tables::empty(profile)],
             suspect: [BTreeSet::new(), BTreeSet::new()],
+            behind: [None, None],
+            hint: None,
             nic: [None; 12],
             active: 0,
             generation: 0,
@@ -394,6 +404,8 @@ impl Loader {
             profile,
             shadow: [Tables::empty(profile), Tables::empty(profile)],
             suspect: [BTreeSet::new(), BTreeSet::new()],
+            behind: [None, None],
+            hint: None,
             nic: [None; 12],
             active: 0,
             generation: 0,
@@ -412,6 +424,7 @@ impl Loader {
     ) -> Result<(), LoadError> {
         let b = usize::from(bank);
         self.suspect[b].clear();
+        self.behind[b] = None;
         let mut data = Vec::new();
         let mut bad = Vec::new();
         for table in Table::ALL {
@@ -497,6 +510,7 @@ impl Loader {
     fn read_bank<D: Device + ?Sized>(&mut self, dev: &mut D, bank: u8) -> Result<(), LoadError> {
         let b = usize::from(bank);
         self.suspect[b].clear();
+        self.behind[b] = None;
         for table in Table::ALL {
             let depth = table_depth(self.profile, table);
             if depth > CMD_INDEX_MAX + 1 {
@@ -559,6 +573,90 @@ impl Loader {
         self.load_via(dev, None, tables, nic, true)
     }
 
+    /// [`Loader::load`] of tables that differ from those of this loader's last successful
+    /// load at most in `changed` (the entries a recompile reports,
+    /// `flowtable_compiler::Compiled::recompile_pool`): only those, and the entries the
+    /// bank being written was still behind on, are compared with its shadow. An entry that
+    /// changed but is not in `changed` is not written: the caller vouches for the list.
+    pub fn load_changed<D: Device + ?Sized>(
+        &mut self,
+        dev: &mut D,
+        tables: &Tables,
+        nic: &NicSettings,
+        changed: &[(Table, u32)],
+    ) -> Result<LoadReport, LoadError> {
+        let mut hint = changed.to_vec();
+        hint.sort_unstable_by_key(|&(t, i)| (t.value(), i));
+        hint.dedup();
+        self.hint = Some(hint);
+        let r = self.load(dev, tables, nic);
+        self.hint = None;
+        r
+    }
+
+    /// The indices of `table` where bank `t`'s shadow differs from `tables`, into `out`
+    /// (sorted): from the entries it is behind on and the load's hint where both are known,
+    /// else a compare of the whole table.
+    fn changed_indices(&self, t: usize, tables: &Tables, table: Table, out: &mut Vec<u32>) {
+        let (Some(behind), Some(hint)) = (&self.behind[t], &self.hint) else {
+            self.shadow[t].diff_table(tables, table, out);
+            return;
+        };
+        out.clear();
+        let of_table = |v: &Vec<(Table, u32)>| {
+            v.iter()
+                .filter(move |(tb, _)| *tb == table)
+                .map(|&(_, i)| i)
+                .collect::<Vec<u32>>()
+        };
+        out.extend(of_table(behind));
+        out.extend(of_table(hint));
+        out.sort_unstable();
+        out.dedup();
+        out.retain(|&i| self.shadow[t].entry_differs(tables, table, i));
+        // Tests run with debug assertions: there the hint is checked against the whole table.
+        debug_assert_eq!(
+            *out,
+            {
+                let mut all = Vec::new();
+                self.shadow[t].diff_table(tables, table, &mut all);
+                all
+            },
+            "a load's hint left out a changed entry of {table:?}"
+        );
+    }
+
+    /// After a successful load of `tables` into bank `target`: it is behind on nothing; the
+    /// other bank on what it was behind on and the load's hint (unknown without a hint: then
+    /// compared whole, once, and kept while the list stays short).
+    fn settle_behind(&mut self, target: u8, tables: &Tables) {
+        // Beyond this many entries a whole-table compare is as quick as the list.
+        const MAX_BEHIND: usize = 1_048_576;
+        let (t, o) = (usize::from(target), usize::from(target ^ 1));
+        let other = match (self.behind[o].take(), &self.hint) {
+            (Some(mut b), Some(h)) => {
+                b.extend_from_slice(h);
+                b.sort_unstable_by_key(|&(tb, i)| (tb.value(), i));
+                b.dedup();
+                b
+            }
+            _ => {
+                let mut all = Vec::new();
+                let mut idx = Vec::new();
+                for table in Table::ALL {
+                    self.shadow[o].diff_table(tables, table, &mut idx);
+                    all.extend(idx.iter().map(|&i| (table, i)));
+                    if all.len() > MAX_BEHIND {
+                        break;
+                    }
+                }
+                all
+            }
+        };
+        self.behind[o] = (other.len() <= MAX_BEHIND).then_some(other);
+        self.behind[t] = Some(Vec::new());
+    }
+
     /// Writes `tables` by DMA into the bank that is not serving, without flipping to it and
     /// without the NIC settings: the bank the next load writes then differs from that load's
     /// tables only by what changed since. After a start the other bank is empty (or holds
@@ -610,7 +708,25 @@ impl Loader {
     }
 
     /// A load into the bank not serving, then (`flip`) the NIC settings and the flip to it.
+    /// After a failure neither bank's lag behind the tables is known.
     fn load_via<D: Device + ?Sized>(
+        &mut self,
+        dev: &mut D,
+        rings: Option<&mut HostRings>,
+        tables: &Tables,
+        nic: &NicSettings,
+        flip: bool,
+    ) -> Result<LoadReport, LoadError> {
+        let r = self.load_into_inactive(dev, rings, tables, nic, flip);
+        match &r {
+            // The bank written serves now after a flip, else it is still the other one.
+            Ok(_) => self.settle_behind(if flip { self.active } else { self.active ^ 1 }, tables),
+            Err(_) => self.behind = [None, None],
+        }
+        r
+    }
+
+    fn load_into_inactive<D: Device + ?Sized>(
         &mut self,
         dev: &mut D,
         mut rings: Option<&mut HostRings>,
@@ -676,7 +792,12 @@ impl Loader {
         }
 
         // Encode the changed entries before touching the device.
-        let mut changes: Vec<(Table, u32)> = self.shadow[t].diff(tables);
+        let mut changes: Vec<(Table, u32)> = Vec::new();
+        let mut idx = Vec::new();
+        for table in Table::ALL {
+            self.changed_indices(t, tables, table, &mut idx);
+            changes.extend(idx.iter().map(|&i| (table, i)));
+        }
         for &(tv, i) in &self.suspect[t] {
             if let Some(table) = Table::from_value(tv) {
                 if !changes.contains(&(table, i)) {
@@ -758,7 +879,7 @@ impl Loader {
         let mut scratch = Vec::new();
         for table in Table::ALL {
             let mut idx = Vec::new();
-            self.shadow[t].diff_table(tables, table, &mut idx);
+            self.changed_indices(t, tables, table, &mut idx);
             let suspects: Vec<u32> = self.suspect[t]
                 .iter()
                 .filter(|(tv, _)| *tv == table.value())

@@ -162,6 +162,23 @@ impl Tables {
         Ok(())
     }
 
+    /// Whether entry `index` of `table` differs between `self` and `other` (an index beyond
+    /// one of them but not the other differs; beyond both, it does not).
+    pub fn entry_differs(&self, other: &Tables, table: Table, index: u32) -> bool {
+        fn at<T: PartialEq>(a: &[T], b: &[T], i: usize) -> bool {
+            a.get(i) != b.get(i)
+        }
+        let i = index as usize;
+        match table {
+            Table::Vip => at(&self.vip, &other.vip, i),
+            Table::Rule => at(&self.rules, &other.rules, i),
+            Table::Acl => at(&self.acl, &other.acl, i),
+            Table::Pool => at(&self.pools, &other.pools, i),
+            Table::Maglev => at(&self.maglev, &other.maglev, i),
+            Table::Backend => at(&self.backends, &other.backends, i),
+        }
+    }
+
     /// Copies one entry from `from` (same profile); an index beyond either is an error.
     pub fn copy_entry(
         &mut self,

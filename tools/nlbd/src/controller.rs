@@ -34,6 +34,7 @@ use flowtable_compiler::{
 use nlb_driver::device::Device;
 use nlb_driver::discovery::DeviceInfo;
 use nlb_driver::loader::{LoadError, LoadReport, Loader, LoaderOptions};
+use nlb_hw::enums::Table;
 use nlb_hw::Tables;
 use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
@@ -304,10 +305,22 @@ impl Controller {
     }
 
     fn load<D: Device + ?Sized>(&mut self, dev: &mut D) -> Result<LoadReport, LoadError> {
+        self.load_with(dev, None)
+    }
+
+    /// [`Controller::load`], told which entries changed since the last load where that is
+    /// known (a recompile's list: the loader then compares only those).
+    fn load_with<D: Device + ?Sized>(
+        &mut self,
+        dev: &mut D,
+        changed: Option<&[(Table, u32)]>,
+    ) -> Result<LoadReport, LoadError> {
         let (r0, w0) = dev.mmio_seen();
-        let result = self
-            .loader
-            .load(dev, &self.compiled.tables, &self.compiled.nic);
+        let (tables, nic) = (&self.compiled.tables, &self.compiled.nic);
+        let result = match changed {
+            Some(c) => self.loader.load_changed(dev, tables, nic, c),
+            None => self.loader.load(dev, tables, nic),
+        };
         let (r1, w1) = dev.mmio_seen();
         self.stats.load_reads += r1.saturating_sub(r0);
         self.stats.load_writes += w1.saturating_sub(w0);
@@ -409,14 +422,15 @@ impl Controller {
         health: HealthState,
     ) -> Result<Applied, ControllerError> {
         let pools = self.changed_pools(changes, &health);
-        let mut changed_entries = 0;
+        let mut changed: Vec<(Table, u32)> = Vec::new();
         for p in &pools {
-            changed_entries += self
-                .compiled
-                .recompile_pool(p, &health)
-                .map_err(compile_error)?
-                .len();
+            changed.extend(
+                self.compiled
+                    .recompile_pool(p, &health)
+                    .map_err(compile_error)?,
+            );
         }
+        let changed_entries = changed.len();
         let symbols = &self.compiled.symbols;
         let mut turned_unhealthy: Vec<(u16, u16)> = Vec::new();
         for (pool_id, pool) in symbols.pools.iter().enumerate() {
@@ -444,7 +458,7 @@ impl Controller {
             self.stats.health_noops += 1;
             return Ok(applied);
         }
-        match self.load(dev) {
+        match self.load_with(dev, Some(&changed)) {
             Ok(report) => {
                 let active_at = Instant::now();
                 for c in changes {
