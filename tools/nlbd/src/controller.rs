@@ -539,7 +539,7 @@ impl Controller {
         if applied.changed_entries == 0 && !self.pending_load {
             return Ok(applied);
         }
-        applied.load = match self.load(dev) {
+        applied.load = match self.load_with(dev, Some(&r.changed)) {
             Ok(report) => LoadOutcome::Loaded(report),
             Err(e) => LoadOutcome::Failed(e),
         };
