@@ -550,6 +550,20 @@ fn a_counter_index_past_the_select_field_is_refused_not_wrapped() {
     assert!(err.to_string().contains("RULE counter 16777216"), "{err}");
 }
 
+/// A device with image A loaded into both banks, and its loader (each bank then behind on
+/// nothing).
+fn both_banks_loaded() -> (ModelHandle, Loader, Tables) {
+    let mut sim = ModelHandle::new(profile());
+    let mut loader = attach(&mut sim);
+    let tables = image(profile(), Which::A, 0);
+    for _ in 0..2 {
+        loader
+            .load(&mut sim, &tables, &NicSettings::default())
+            .unwrap();
+    }
+    (sim, loader, tables)
+}
+
 /// `load_changed` told the entries a change touched (as a recompile reports them) leaves
 /// the device exactly where a whole compare would: each load writes what differs between
 /// the bank it writes (read from the device before the load) and the new tables, no more
@@ -557,12 +571,8 @@ fn a_counter_index_past_the_select_field_is_refused_not_wrapped() {
 /// an unhinted load between them, and a change that touches an entry back to its old value.
 #[test]
 fn a_load_told_what_changed_writes_what_a_whole_compare_would() {
-    let mut sim = ModelHandle::new(profile());
-    let mut loader = attach(&mut sim);
+    let (mut sim, mut loader, mut tables) = both_banks_loaded();
     let nic = NicSettings::default();
-    let mut tables = image(profile(), Which::A, 0);
-    loader.load(&mut sim, &tables, &nic).unwrap();
-    loader.load(&mut sim, &tables, &nic).unwrap();
     let slots = tables.maglev.len() as u32;
     // A linear congruential generator (Numerical Recipes' constants), its high half used.
     let mut x: u32 = 0x2545_f491;
@@ -616,12 +626,8 @@ fn a_load_told_what_changed_writes_what_a_whole_compare_would() {
 #[test]
 #[should_panic(expected = "a load's hint left out a changed entry of Maglev")]
 fn a_hint_that_misses_a_change_is_caught_in_tests() {
-    let mut sim = ModelHandle::new(profile());
-    let mut loader = attach(&mut sim);
+    let (mut sim, mut loader, mut tables) = both_banks_loaded();
     let nic = NicSettings::default();
-    let mut tables = image(profile(), Which::A, 0);
-    loader.load(&mut sim, &tables, &nic).unwrap();
-    loader.load(&mut sim, &tables, &nic).unwrap();
     tables.maglev[9].backend = 3;
     tables.maglev[10].backend = 3;
     let _ = loader.load_changed(&mut sim, &tables, &nic, &[(Table::Maglev, 9)]);
