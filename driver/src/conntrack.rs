@@ -385,12 +385,10 @@ fn decode_run(
             let n = (part.len() - k).min(BLOCK);
             let words = &mut w[..n * WORDS];
             read((at + k) * WORDS * 4, words)?;
-            for (j, w) in words.chunks_exact(WORDS).enumerate() {
-                let e = unpack_ct(w);
-                if is_open(&e) {
-                    tally.add(e.rule, e.backend, 1);
+            for (j, w) in words.as_chunks::<WORDS>().0.iter().enumerate() {
+                if let Some((rule, backend)) = part.put_words(k + j, w) {
+                    tally.add(rule, backend, 1);
                 }
-                part.put(k + j, &e);
             }
             k += n;
         }

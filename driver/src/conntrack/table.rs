@@ -11,6 +11,7 @@
 //! A new table is all zero bytes, which is the default (invalid) entry everywhere: the kernel
 //! hands out zero pages as they are first written, so nothing is written up front.
 
+use super::FLAG_CLOSED;
 use nlb_hw::layouts::CtEntry;
 use std::alloc::Layout;
 
@@ -43,6 +44,35 @@ pub(crate) struct Slot {
 }
 
 const _: () = assert!(size_of::<Slot>() == 24);
+
+/// Words of a packed entry.
+const WORDS: usize = CtEntry::WORDS;
+
+// `Slot::from_words` reads each field but the addresses in one 32-bit window, into a slot
+// field as wide, and the addresses as four 32-bit parts.
+const _: () = {
+    type E = CtEntry;
+    assert!(E::VALID_WIDTH == 1 && E::VALID_LSB == 0);
+    assert!(E::PROTOCOL_WIDTH <= 8 && E::FLAGS_WIDTH <= 8);
+    assert!(E::SRC_PORT_WIDTH <= 16 && E::DST_PORT_WIDTH <= 16);
+    assert!(E::BACKEND_WIDTH <= 16 && E::RULE_WIDTH <= 16);
+    assert!(E::TIMESTAMP_WIDTH <= 32);
+    assert!(E::SRC_ADDR_WIDTH == 128 && E::DST_ADDR_WIDTH == 128);
+};
+
+/// Bits `lsb .. lsb + width` (`width` at most 32) of a packed entry, word 0 holding bits
+/// 31..0; bits past the last word read as zero.
+#[inline(always)]
+fn bits(w: &[u32; WORDS], lsb: usize, width: usize) -> u32 {
+    let i = lsb / 32;
+    let word = |k: usize| u64::from(w.get(k).copied().unwrap_or(0));
+    let v = ((word(i) | word(i + 1) << 32) >> (lsb % 32)) as u32;
+    if width >= 32 {
+        v
+    } else {
+        v & ((1 << width) - 1)
+    }
+}
 
 /// An address as 32 bits and whether it is IPv4-mapped, if it is an IPv4 one.
 #[inline]
@@ -92,6 +122,56 @@ impl Slot {
             _ => {
                 s.state |= WIDE;
                 (s, Some([e.src_addr, e.dst_addr]))
+            }
+        }
+    }
+
+    /// The slot of an entry packed in the device's layout: [`Slot::of`] of what
+    /// `nlb_hw::ct_words::unpack_ct` gives, without the entry between (attach decodes the whole
+    /// table with it).
+    #[inline]
+    fn from_words(w: &[u32; WORDS]) -> (Slot, Option<[u128; 2]>) {
+        type E = CtEntry;
+        let addr = |lsb: usize| {
+            [
+                bits(w, lsb, 32),
+                bits(w, lsb + 32, 32),
+                bits(w, lsb + 64, 32),
+                bits(w, lsb + 96, 32),
+            ]
+        };
+        let (src, dst) = (addr(E::SRC_ADDR_LSB), addr(E::DST_ADDR_LSB));
+        let mut s = Slot {
+            src: src[0],
+            dst: dst[0],
+            timestamp: bits(w, E::TIMESTAMP_LSB, E::TIMESTAMP_WIDTH),
+            src_port: bits(w, E::SRC_PORT_LSB, E::SRC_PORT_WIDTH) as u16,
+            dst_port: bits(w, E::DST_PORT_LSB, E::DST_PORT_WIDTH) as u16,
+            backend: bits(w, E::BACKEND_LSB, E::BACKEND_WIDTH) as u16,
+            rule: bits(w, E::RULE_LSB, E::RULE_WIDTH) as u16,
+            protocol: bits(w, E::PROTOCOL_LSB, E::PROTOCOL_WIDTH) as u8,
+            flags: bits(w, E::FLAGS_LSB, E::FLAGS_WIDTH) as u8,
+            state: bits(w, E::VALID_LSB, E::VALID_WIDTH) as u8,
+        };
+        // The upper 96 bits of an address: IPv4-mapped, zero, or anything else (wide).
+        let upper = |a: [u32; 4]| match (a[1], a[2] | a[3]) {
+            (0, 0) => Some(0),
+            (0xffff, 0) => Some(1),
+            _ => None,
+        };
+        match (upper(src), upper(dst)) {
+            (Some(src_mapped), Some(dst_mapped)) => {
+                s.state |= (src_mapped * SRC_MAPPED) | (dst_mapped * DST_MAPPED);
+                (s, None)
+            }
+            _ => {
+                s.state |= WIDE;
+                let wide = |a: [u32; 4]| {
+                    a.iter()
+                        .rev()
+                        .fold(0u128, |v, &part| v << 32 | u128::from(part))
+                };
+                (s, Some([wide(src), wide(dst)]))
             }
         }
     }
@@ -349,19 +429,19 @@ impl Part<'_> {
         self.slots.len()
     }
 
-    /// Stores `entry` as the part's `k`-th entry, which is default (never written: only
-    /// written here, once; no effect beyond the part).
+    /// Stores the entry packed in `words` (the device's layout) as the part's `k`-th entry,
+    /// which is default (never written: only written here, once; no effect beyond the part).
+    /// Returns its (rule, backend) if it is an open connection (valid, no FIN or RST seen).
     #[inline]
-    pub(crate) fn put(&mut self, k: usize, entry: &CtEntry) {
-        let Some(slot) = self.slots.get_mut(k) else {
-            return;
-        };
-        let (new, addrs) = Slot::of(entry);
+    pub(crate) fn put_words(&mut self, k: usize, words: &[u32; WORDS]) -> Option<(u16, u16)> {
+        let slot = self.slots.get_mut(k)?;
+        let (new, addrs) = Slot::from_words(words);
         if let Some(addrs) = addrs {
             self.rest.wide.push((self.first + k, addrs));
         }
         self.rest.valid += usize::from(new.valid());
         *slot = new;
+        (new.valid() && new.flags & FLAG_CLOSED == 0).then_some((new.rule, new.backend))
     }
 
     /// Done: what is left for [`CtTableBuilder::merge`].
@@ -510,10 +590,15 @@ mod tests {
                         let all = &all;
                         s.spawn(move || {
                             for k in 0..p.len() {
-                                p.put(k, &all[p.first() + k]);
+                                let e = &all[p.first() + k];
+                                let open = e.valid && e.flags & FLAG_CLOSED == 0;
+                                assert_eq!(
+                                    p.put_words(k, &e.pack().unwrap()),
+                                    open.then_some((e.rule, e.backend))
+                                );
                             }
                             // Beyond the part: ignored.
-                            p.put(p.len(), &all[0]);
+                            assert_eq!(p.put_words(p.len(), &all[0].pack().unwrap()), None);
                             p.finish()
                         })
                     })
@@ -538,6 +623,53 @@ mod tests {
             built.wide.len() - built.wide_free.len(),
             by_set.wide.len() - by_set.wide_free.len()
         );
+    }
+
+    /// Any words decode (every field is a plain integer) as the generated unpack decodes them,
+    /// addresses of every kind among them; entries packed by the generated code read back.
+    #[test]
+    fn packed_entries_decode_as_the_generated_unpack_does() {
+        let mut x: u64 = 0x0123_4567_89ab_cdef;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u32
+        };
+        let mut b = CtTableBuilder::new(3 * 2000);
+        let mut want = Vec::new();
+        let mut parts = b.parts(3 * 2000, 1);
+        let part = &mut parts[0];
+        for k in 0..2000 {
+            // Random words; then the same with IPv4 addresses (upper 96 bits as an IPv4-mapped
+            // or a zero-prefixed address); then an entry packed by the generated code.
+            let mut w: [u32; WORDS] = std::array::from_fn(|_| next());
+            let random = w;
+            let e = CtEntry::unpack(&w).unwrap();
+            let mut v4 = e;
+            v4.src_addr = widen(e.src_addr as u32, k % 2 == 0);
+            v4.dst_addr = widen(e.dst_addr as u32, k % 3 == 0);
+            w = v4.pack().unwrap();
+            let mut packed = CtEntry::unpack(&[next(); WORDS]).unwrap();
+            packed.src_addr = if k % 5 == 0 { 0 } else { v4.src_addr };
+            for (j, (words, entry)) in [(random, e), (w, v4), (packed.pack().unwrap(), packed)]
+                .into_iter()
+                .enumerate()
+            {
+                assert_eq!(CtEntry::unpack(&words).unwrap(), entry);
+                part.put_words(3 * k + j, &words);
+                want.push(entry);
+            }
+        }
+        let rests: Vec<_> = parts.into_iter().map(Part::finish).collect();
+        b.merge(rests);
+        let t = b.finish();
+        for (i, e) in want.iter().enumerate() {
+            assert_eq!(t.get(i).as_ref(), Some(e), "entry {i}");
+        }
+        assert!(want.iter().filter(|e| narrow(e.src_addr).is_none()).count() > 1000);
+        assert!(want.iter().filter(|e| narrow(e.dst_addr).is_some()).count() > 1000);
+        assert_eq!(t.valid_count(), want.iter().filter(|e| e.valid).count());
     }
 
     #[test]
