@@ -27,7 +27,7 @@
 use crate::device::{Batch, Device, DeviceError};
 use crate::discovery::DeviceInfo;
 use crate::loader::{cmd_at, CMD_INDEX_MAX};
-use crate::rings::{HostRings, RingError, COMMAND_TIMEOUT};
+use crate::rings::{HostRings, RingError, COMMAND_TIMEOUT, ROW_ALIGN};
 use nlb_hw::blocks::conntrack as win;
 use nlb_hw::ct_words::{pack_ct, unpack_ct};
 use nlb_hw::enums::{DmaCmd, Event, KeyType, TableCmd};
@@ -224,7 +224,7 @@ pub struct Conntrack {
 }
 
 /// Decodes packed entries (`WORDS` words each) into `out`, on every CPU for a large batch:
-/// attach decodes the whole table (64 Mi entries at the `u280` profile). With shifts, not the
+/// a rescan reads the whole table (64 Mi entries at the `u280` profile). With shifts, not the
 /// generated bit-slice code.
 fn decode_entries(words: &[u32], out: &mut [CtEntry]) {
     // Below this, starting threads costs more than the decoding.
@@ -251,7 +251,7 @@ fn decode_entries(words: &[u32], out: &mut [CtEntry]) {
 
 /// Reads words at a byte offset of the command data area
 /// ([`crate::rings::DataReader::read`]).
-type ReadWords<'a> = dyn Fn(usize, &mut [u32]) -> Result<(), RingError> + Sync + 'a;
+type ReadWords<'a> = dyn Fn(usize, &mut [u32]) -> Result<(), RingError> + 'a;
 
 /// Open connections per (rule, backend) counted over a whole table. A backend almost always
 /// serves one rule, so each backend id has a counter for the first rule seen with it; only a
@@ -292,18 +292,6 @@ impl OpenTally {
         }
     }
 
-    /// Adds another tally's counts.
-    fn merge(&mut self, other: OpenTally) {
-        for (b, (&r, &n)) in other.rule.iter().zip(&other.count).enumerate() {
-            if r != NO_RULE {
-                self.add(r, b as u16, n);
-            }
-        }
-        for ((r, b), n) in other.other {
-            self.add(r, b, n);
-        }
-    }
-
     fn into_counts(self) -> PairCounts {
         let mut out = self.other;
         for (b, (&r, &n)) in self.rule.iter().zip(&self.count).enumerate() {
@@ -315,19 +303,25 @@ impl OpenTally {
     }
 }
 
+/// Bytes of entries attach reads by DMA at a time: few enough that the device's writes of a
+/// run are still in the cache when the host decodes them (a run of the whole 16 MiB data area
+/// was read back from memory), enough that the commands cost little next to the data.
+const ATTACH_RUN_BYTES: usize = 2 << 20;
+
 /// Attach's read of the whole table (`len` entries) by DMA: the host copy and its open counts
-/// per (rule, backend). Each run of entries (as many as the command data area holds) is decoded
-/// straight from the data area into the copy, on every CPU, each thread counting the open
-/// connections of its share; the copy starts as zero memory, never first filled with default
-/// entries.
+/// per (rule, backend). Each run of entries is decoded straight from the data area into the
+/// copy, which starts as zero memory, never first filled with default entries. One thread does
+/// it all: a thread or two more per run cost more CPU time in all (starting them, their page
+/// faults contending) than they saved.
 fn read_table_dma<D: Device + ?Sized>(
     dev: &mut D,
     rings: &mut HostRings,
     len: usize,
 ) -> Result<(CtTable, PairCounts), ConntrackError> {
-    let per = rings.run_entries(WORDS);
-    let threads = decode_threads(len.min(per));
-    let mut tallies: Vec<OpenTally> = (0..threads).map(|_| OpenTally::new()).collect();
+    // A multiple of ROW_ALIGN entries, as the data area's runs are.
+    let cache_run = (ATTACH_RUN_BYTES / (WORDS * 4)).next_multiple_of(ROW_ALIGN as usize);
+    let per = rings.run_entries(WORDS).min(cache_run);
+    let mut tally = OpenTally::new();
     let mut table = CtTableBuilder::new(len);
     while table.next() < len {
         let first = table.next();
@@ -342,79 +336,37 @@ fn read_table_dma<D: Device + ?Sized>(
         })?;
         rings.execute(dev, COMMAND_TIMEOUT)?;
         let data = rings.data_reader();
-        let parts = table.parts(n, decode_threads(n).min(threads));
-        let rests = decode_run(&|at, w| data.read(at, w), first, parts, &mut tallies)?;
-        table.merge(rests);
-    }
-    let mut tally = tallies.pop().unwrap_or_else(OpenTally::new);
-    for t in tallies {
-        tally.merge(t);
+        let rest = decode_run(&|at, w| data.read(at, w), table.part(n), &mut tally)?;
+        table.merge(rest);
     }
     Ok((table.finish(), tally.into_counts()))
 }
 
-/// Threads to decode a run of `n` entries on: every CPU, each with at least 16 Ki entries
-/// (below that, starting a thread costs more than the decoding).
-fn decode_threads(n: usize) -> usize {
-    const PER_THREAD_MIN: usize = 16 * 1024;
-    std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(n / PER_THREAD_MIN)
-        .max(1)
-}
-
-/// Decodes a run of packed entries, from entry `first` of the table at byte 0 of `read` on,
-/// into `parts` (of that run), counting the open ones into `tallies`: one thread per part when
-/// there is a tally for each, else all on this thread into the first tally. On error, parts
-/// may be left half written and some entries counted. With shifts, not the generated bit-slice
-/// code.
+/// Decodes a run of packed entries, at byte 0 of `read` on, into `part`, counting the open ones
+/// into `tally`. On error, the part may be left half written and some entries counted. With
+/// shifts, not the generated bit-slice code.
 fn decode_run(
     read: &ReadWords<'_>,
-    first: usize,
-    parts: Vec<Part<'_>>,
-    tallies: &mut [OpenTally],
-) -> Result<Vec<PartRest>, RingError> {
+    mut part: Part<'_>,
+    tally: &mut OpenTally,
+) -> Result<PartRest, RingError> {
     // A block at a time (one bounds check per block, and the block stays in the first-level
     // cache).
-    let decode = |mut part: Part<'_>, tally: &mut OpenTally| {
-        const BLOCK: usize = 256;
-        let mut w = [0u32; BLOCK * WORDS];
-        let at = part.first() - first;
-        let mut k = 0;
-        while k < part.len() {
-            let n = (part.len() - k).min(BLOCK);
-            let words = &mut w[..n * WORDS];
-            read((at + k) * WORDS * 4, words)?;
-            for (j, w) in words.as_chunks::<WORDS>().0.iter().enumerate() {
-                if let Some((rule, backend)) = part.put_words(k + j, w) {
-                    tally.add(rule, backend, 1);
-                }
+    const BLOCK: usize = 256;
+    let mut w = [0u32; BLOCK * WORDS];
+    let mut k = 0;
+    while k < part.len() {
+        let n = (part.len() - k).min(BLOCK);
+        let words = &mut w[..n * WORDS];
+        read(k * WORDS * 4, words)?;
+        for (j, w) in words.as_chunks::<WORDS>().0.iter().enumerate() {
+            if let Some((rule, backend)) = part.put_words(k + j, w) {
+                tally.add(rule, backend, 1);
             }
-            k += n;
         }
-        Ok::<_, RingError>(part.finish())
-    };
-    if parts.len() <= 1 || parts.len() > tallies.len() {
-        let mut spare = OpenTally::new();
-        // No tally to count into: the entries are still all decoded (callers rely on it).
-        let tally = tallies.first_mut().unwrap_or(&mut spare);
-        return parts.into_iter().map(|p| decode(p, tally)).collect();
+        k += n;
     }
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = parts
-            .into_iter()
-            .zip(tallies.iter_mut())
-            .map(|(part, tally)| scope.spawn(move || decode(part, tally)))
-            .collect();
-        // The scope joins whatever an early error leaves.
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-            })
-            .collect()
-    })
+    Ok(part.finish())
 }
 
 /// An index past the host copy where the manager's own arithmetic put it in the table (as
@@ -1335,9 +1287,9 @@ mod tests {
         for (i, (e, w)) in out.iter().zip(words.chunks_exact(WORDS)).enumerate() {
             assert_eq!(*e, CtEntry::unpack(w).unwrap(), "entry {i}");
         }
-        // Attach's decode, straight from the data area into the host copy, on every CPU: the
-        // same entries, and the open counts of a scan. The run starts past entry 0 of the
-        // table, as every run but the first does.
+        // Attach's decode, straight from the data area into the host copy: the same entries,
+        // and the open counts of a scan. The run starts past entry 0 of the table, as every
+        // run but the first does.
         let read = |at: usize, w: &mut [u32]| {
             w.copy_from_slice(&words[at / 4..at / 4 + w.len()]);
             Ok(())
@@ -1347,17 +1299,15 @@ mod tests {
         // A builder past its first `first` entries (left default).
         let past_first = || {
             let mut b = CtTableBuilder::new(len);
-            drop(b.parts(first, 1));
+            drop(b.part(first));
             b
         };
         let mut b = past_first();
-        let mut tallies = [OpenTally::new(), OpenTally::new()];
-        let rests = decode_run(&read, first, b.parts(n as usize, 2), &mut tallies).unwrap();
-        b.merge(rests);
+        let mut tally = OpenTally::new();
+        let rest = decode_run(&read, b.part(n as usize), &mut tally).unwrap();
+        b.merge(rest);
         let table = b.finish();
-        let [mut open, other] = tallies;
-        open.merge(other);
-        let open = open.into_counts();
+        let open = tally.into_counts();
         let mut want = PairCounts::default();
         for (i, w) in words.chunks_exact(WORDS).enumerate() {
             let expected = CtEntry::unpack(w).unwrap();
@@ -1370,28 +1320,20 @@ mod tests {
         assert_eq!(table.valid_count(), out.iter().filter(|e| e.valid).count());
         assert!(!want.is_empty());
         assert_eq!(open, want);
-        // On one thread (a tally short), the same entries.
-        let mut one = past_first();
-        let parts = one.parts(n as usize, 3);
-        let rests = decode_run(&read, first, parts, &mut [OpenTally::new()]).unwrap();
-        one.merge(rests);
-        assert!(one.finish().iter().eq(table.iter()));
-        // Several rules on one backend, in every order, across two tallies merged.
-        let mut t = [OpenTally::new(), OpenTally::new()];
-        for (k, rule, backend, n) in [
-            (0, 3, 7, 2),
-            (0, 4, 7, 1),
-            (0, 3, 7, 1),
-            (1, 4, 7, 5),
-            (1, 9, 7, 1),
-            (1, 0, u16::MAX, 1),
-            (0, 0, u16::MAX, 2),
+        // Several rules on one backend, in every order.
+        let mut t = OpenTally::new();
+        for (rule, backend, n) in [
+            (3, 7, 2),
+            (4, 7, 1),
+            (3, 7, 1),
+            (4, 7, 5),
+            (9, 7, 1),
+            (0, u16::MAX, 1),
+            (0, u16::MAX, 2),
         ] {
-            t[k].add(rule, backend, n);
+            t.add(rule, backend, n);
         }
-        let [mut a, b] = t;
-        a.merge(b);
-        let mut got: Vec<_> = a.into_counts().into_iter().collect();
+        let mut got: Vec<_> = t.into_counts().into_iter().collect();
         got.sort_unstable();
         assert_eq!(
             got,
@@ -1405,7 +1347,6 @@ mod tests {
             read(at, w)
         };
         let mut b = past_first();
-        let mut tallies = [OpenTally::new(), OpenTally::new()];
-        assert!(decode_run(&failing, first, b.parts(n as usize, 2), &mut tallies).is_err());
+        assert!(decode_run(&failing, b.part(n as usize), &mut OpenTally::new()).is_err());
     }
 }

@@ -337,11 +337,10 @@ impl CtTable {
     }
 }
 
-/// A new table filled in order, run after run of entries, each run cut in parts filled on
-/// several threads (attach decodes the whole table on every CPU). The parts only ever cover
-/// entries not yet written, so filling one writes its memory without reading it first: a
-/// read of new memory maps the zero page, and the write after it faults again (and flushes the
-/// other CPUs' TLBs).
+/// A new table filled in order, run after run of entries (attach decodes the whole table).
+/// A run only ever covers entries not yet written, so filling it writes its memory without
+/// reading it first (a read of new memory maps the zero page, and the write after it faults
+/// again).
 #[derive(Debug)]
 pub(crate) struct CtTableBuilder {
     table: CtTable,
@@ -358,40 +357,35 @@ impl CtTableBuilder {
         }
     }
 
-    /// Entries handed out so far: the next part starts here.
+    /// Entries handed out so far: the next run starts here.
     pub(crate) fn next(&self) -> usize {
         self.next
     }
 
-    /// The next `n` entries (fewer at the end of the table) cut into at most `parts`
-    /// consecutive parts of about equal size, to be filled ([`Part::put`]) and handed back to
-    /// [`CtTableBuilder::merge`]; entries of a part left unset stay default.
-    pub(crate) fn parts(&mut self, n: usize, parts: usize) -> Vec<Part<'_>> {
+    /// The next `n` entries (fewer at the end of the table), to be filled ([`Part::put_words`])
+    /// and handed back to [`CtTableBuilder::merge`]; entries left unset stay default. Their
+    /// memory is made present first, in one call: the kernel then allocates and zeroes the
+    /// pages without a fault for each, just before they are written.
+    pub(crate) fn part(&mut self, n: usize) -> Part<'_> {
         let range = self.next..self.next.saturating_add(n).min(self.table.len());
         self.next = range.end;
         let slots = &mut self.table.slots[range.clone()];
-        let per = slots.len().div_ceil(parts.max(1)).max(1);
-        slots
-            .chunks_mut(per)
-            .enumerate()
-            .map(|(k, slots)| Part {
-                first: range.start + k * per,
-                slots,
-                rest: PartRest::default(),
-            })
-            .collect()
+        populate_for_write(slots);
+        Part {
+            first: range.start,
+            slots,
+            rest: PartRest::default(),
+        }
     }
 
-    /// Takes in what filling parts left to do: the wide addresses, the valid count.
-    pub(crate) fn merge(&mut self, rests: impl IntoIterator<Item = PartRest>) {
+    /// Takes in what filling a part left to do: the wide addresses, the valid count.
+    pub(crate) fn merge(&mut self, rest: PartRest) {
         let t = &mut self.table;
-        for rest in rests {
-            for (index, addrs) in rest.wide {
-                let at = t.set_wide(addrs);
-                t.slots[index].src = at;
-            }
-            t.valid += rest.valid;
+        for (index, addrs) in rest.wide {
+            let at = t.set_wide(addrs);
+            t.slots[index].src = at;
         }
+        t.valid += rest.valid;
     }
 
     /// The table (entries not handed out, or not merged, are default).
@@ -400,8 +394,28 @@ impl CtTableBuilder {
     }
 }
 
-/// Consecutive entries of a [`CtTableBuilder`]'s table, never written before, filled apart
-/// from the rest.
+/// Makes the whole pages within `slots` present and writable (`MADV_POPULATE_WRITE`), as a
+/// write to each would, without changing what they hold; only advice (an older kernel
+/// refuses it, and the writes fault the pages in instead).
+fn populate_for_write(slots: &mut [Slot]) {
+    const PAGE: usize = 4096;
+    let start = slots.as_mut_ptr() as usize;
+    let end = start + size_of_val(slots);
+    let (first, last) = (start.next_multiple_of(PAGE), end / PAGE * PAGE);
+    if first < last {
+        // SAFETY: the range is whole pages inside `slots`, memory this borrow owns; the call
+        // reads and writes none of it (it only backs the pages, keeping their contents).
+        unsafe {
+            libc::madvise(
+                first as *mut libc::c_void,
+                last - first,
+                libc::MADV_POPULATE_WRITE,
+            );
+        }
+    }
+}
+
+/// Consecutive entries of a [`CtTableBuilder`]'s table, never written before.
 #[derive(Debug)]
 pub(crate) struct Part<'a> {
     first: usize,
@@ -419,11 +433,6 @@ pub(crate) struct PartRest {
 }
 
 impl Part<'_> {
-    /// Index of its first entry in the table.
-    pub(crate) fn first(&self) -> usize {
-        self.first
-    }
-
     /// Entries.
     pub(crate) fn len(&self) -> usize {
         self.slots.len()
@@ -570,46 +579,37 @@ mod tests {
         assert_eq!(t.iter().collect::<Vec<_>>(), shadow);
     }
 
-    /// A table built run after run, in parts filled on threads, holds what `set` gives, and
-    /// then changes as one set entry by entry does.
+    /// A table built run after run holds what `set` gives, and then changes as one set entry
+    /// by entry does.
     #[test]
-    fn a_table_built_in_parts_matches_entries_set_one_by_one() {
+    fn a_table_built_run_after_run_matches_entries_set_one_by_one() {
         let all = entries(3000);
         let mut by_set = CtTable::new(1000);
         for (i, e) in all[..950].iter().enumerate() {
             by_set.set(i, e);
         }
         let mut b = CtTableBuilder::new(1000);
-        for (run, parts) in [(400, 3), (550, 4)] {
-            let parts = b.parts(run, parts);
-            assert_eq!(parts.iter().map(Part::len).sum::<usize>(), run);
-            let rests: Vec<PartRest> = std::thread::scope(|s| {
-                let handles: Vec<_> = parts
-                    .into_iter()
-                    .map(|mut p| {
-                        let all = &all;
-                        s.spawn(move || {
-                            for k in 0..p.len() {
-                                let e = &all[p.first() + k];
-                                let open = e.valid && e.flags & FLAG_CLOSED == 0;
-                                assert_eq!(
-                                    p.put_words(k, &e.pack().unwrap()),
-                                    open.then_some((e.rule, e.backend))
-                                );
-                            }
-                            // Beyond the part: ignored.
-                            assert_eq!(p.put_words(p.len(), &all[0].pack().unwrap()), None);
-                            p.finish()
-                        })
-                    })
-                    .collect();
-                handles.into_iter().map(|h| h.join().unwrap()).collect()
-            });
-            b.merge(rests);
+        // Runs of a few pages' worth of entries, and less.
+        for run in [400, 171, 379] {
+            let first = b.next();
+            let mut p = b.part(run);
+            assert_eq!(p.len(), run);
+            for k in 0..p.len() {
+                let e = &all[first + k];
+                let open = e.valid && e.flags & FLAG_CLOSED == 0;
+                assert_eq!(
+                    p.put_words(k, &e.pack().unwrap()),
+                    open.then_some((e.rule, e.backend))
+                );
+            }
+            // Beyond the part: ignored.
+            assert_eq!(p.put_words(p.len(), &all[0].pack().unwrap()), None);
+            let rest = p.finish();
+            b.merge(rest);
         }
         assert_eq!(b.next(), 950);
         // Past the end: only what is left.
-        assert_eq!(b.parts(100, 2).iter().map(Part::len).sum::<usize>(), 50);
+        assert_eq!(b.part(100).len(), 50);
         let mut built = b.finish();
         assert!(built.iter().eq(by_set.iter()));
         assert_eq!(built.valid_count(), by_set.valid_count());
@@ -638,8 +638,7 @@ mod tests {
         };
         let mut b = CtTableBuilder::new(3 * 2000);
         let mut want = Vec::new();
-        let mut parts = b.parts(3 * 2000, 1);
-        let part = &mut parts[0];
+        let mut part = b.part(3 * 2000);
         for k in 0..2000 {
             // Random words; then the same with IPv4 addresses (upper 96 bits as an IPv4-mapped
             // or a zero-prefixed address); then an entry packed by the generated code.
@@ -661,8 +660,8 @@ mod tests {
                 want.push(entry);
             }
         }
-        let rests: Vec<_> = parts.into_iter().map(Part::finish).collect();
-        b.merge(rests);
+        let rest = part.finish();
+        b.merge(rest);
         let t = b.finish();
         for (i, e) in want.iter().enumerate() {
             assert_eq!(t.get(i).as_ref(), Some(e), "entry {i}");
