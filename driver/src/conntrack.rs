@@ -5,8 +5,10 @@
 //! flow, else the lowest free one (the pipeline matches the lowest valid way, so a flow is
 //! never in two ways). The bucket and the compare are the reference's
 //! (`nlb_reference::conntrack`), the same the pipeline's lookup uses. The manager keeps a copy of every entry, so lookups and scans cost no
-//! register access, and rebuilds it from the device on attach. The copy is compact
-//! ([`table`]): attach builds it for the whole table, and its memory costs more than decoding.
+//! register access, and rebuilds it from the device on attach. The copy is compact, 24 bytes
+//! an entry (`conntrack/table.rs`): attach builds it for the whole table, and its new memory
+//! costs more than the decoding; [`Conntrack::entry`] and [`Conntrack::scan`] give entries by
+//! value, and the reference's lookups read the copy through a [`CtView`].
 //!
 //! Writes go through the `conntrack` window: the data words that differ from what the window
 //! holds, then a `cmd` WRITE_AT of the index with `valid` clear, then word 0 again with `valid`
