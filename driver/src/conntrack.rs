@@ -5,7 +5,10 @@
 //! flow, else the lowest free one (the pipeline matches the lowest valid way, so a flow is
 //! never in two ways). The bucket and the compare are the reference's
 //! (`nlb_reference::conntrack`), the same the pipeline's lookup uses. The manager keeps a copy of every entry, so lookups and scans cost no
-//! register access, and rebuilds it from the device on attach.
+//! register access, and rebuilds it from the device on attach. The copy is compact, 24 bytes
+//! an entry (`conntrack/table.rs`): attach builds it for the whole table, and its new memory
+//! costs more than the decoding; [`Conntrack::entry`] and [`Conntrack::scan`] give entries by
+//! value, and the reference's lookups read the copy through a [`CtView`].
 //!
 //! Writes go through the `conntrack` window: the data words that differ from what the window
 //! holds, then a `cmd` WRITE_AT of the index with `valid` clear, then word 0 again with `valid`
@@ -26,7 +29,7 @@
 use crate::device::{Batch, Device, DeviceError};
 use crate::discovery::DeviceInfo;
 use crate::loader::{cmd_at, CMD_INDEX_MAX};
-use crate::rings::{HostRings, RingError, COMMAND_TIMEOUT};
+use crate::rings::{HostRings, RingError, COMMAND_TIMEOUT, ROW_ALIGN};
 use nlb_hw::blocks::conntrack as win;
 use nlb_hw::ct_words::{pack_ct, unpack_ct};
 use nlb_hw::enums::{DmaCmd, Event, KeyType, TableCmd};
@@ -34,7 +37,11 @@ use nlb_hw::layouts::{CmdDesc, CtEntry, EventRecord, LearnEvent};
 use nlb_hw::{FlowKey, LayoutError};
 use nlb_reference::conntrack as placement;
 use std::collections::{BTreeSet, HashMap};
-use std::mem::MaybeUninit;
+use table::{CtTable, CtTableBuilder, Part, PartRest, SeenTimes};
+pub use view::CtView;
+
+mod table;
+mod view;
 
 /// `flags` bit: FIN or RST seen.
 pub const FLAG_CLOSED: u8 = nlb_hw::enums::CtFlag::Closed.value() as u8;
@@ -197,9 +204,9 @@ pub type PairCounts = HashMap<(u16, u16), u32, foldhash::fast::FixedState>;
 pub struct Conntrack {
     buckets: u32,
     ways: u32,
-    entries: Vec<CtEntry>,
+    entries: CtTable,
     /// Host time each entry was installed or last seen hit.
-    last_seen: Vec<u32>,
+    last_seen: SeenTimes,
     /// Entries whose device contents are unknown after a failed batch: re-read first.
     unknown: BTreeSet<u32>,
     window: [Option<u32>; WORDS],
@@ -219,7 +226,7 @@ pub struct Conntrack {
 }
 
 /// Decodes packed entries (`WORDS` words each) into `out`, on every CPU for a large batch:
-/// attach decodes the whole table (64 Mi entries at the `u280` profile). With shifts, not the
+/// a rescan reads the whole table (64 Mi entries at the `u280` profile). With shifts, not the
 /// generated bit-slice code.
 fn decode_entries(words: &[u32], out: &mut [CtEntry]) {
     // Below this, starting threads costs more than the decoding.
@@ -246,7 +253,7 @@ fn decode_entries(words: &[u32], out: &mut [CtEntry]) {
 
 /// Reads words at a byte offset of the command data area
 /// ([`crate::rings::DataReader::read`]).
-type ReadWords<'a> = dyn Fn(usize, &mut [u32]) -> Result<(), RingError> + Sync + 'a;
+type ReadWords<'a> = dyn Fn(usize, &mut [u32]) -> Result<(), RingError> + 'a;
 
 /// Open connections per (rule, backend) counted over a whole table. A backend almost always
 /// serves one rule, so each backend id has a counter for the first rule seen with it; only a
@@ -287,18 +294,6 @@ impl OpenTally {
         }
     }
 
-    /// Adds another tally's counts.
-    fn merge(&mut self, other: OpenTally) {
-        for (b, (&r, &n)) in other.rule.iter().zip(&other.count).enumerate() {
-            if r != NO_RULE {
-                self.add(r, b as u16, n);
-            }
-        }
-        for ((r, b), n) in other.other {
-            self.add(r, b, n);
-        }
-    }
-
     fn into_counts(self) -> PairCounts {
         let mut out = self.other;
         for (b, (&r, &n)) in self.rule.iter().zip(&self.count).enumerate() {
@@ -310,22 +305,28 @@ impl OpenTally {
     }
 }
 
+/// Bytes of entries attach reads by DMA at a time: few enough that the device's writes of a
+/// run are still in the cache when the host decodes them (a run of the whole 16 MiB data area
+/// was read back from memory), enough that the commands cost little next to the data.
+const ATTACH_RUN_BYTES: usize = 2 << 20;
+
 /// Attach's read of the whole table (`len` entries) by DMA: the host copy and its open counts
-/// per (rule, backend). Each run of entries (as many as the command data area holds) is decoded
-/// straight from the data area into the copy, on every CPU, each thread counting the open
-/// connections of its share; the copy is built as it is read, never first filled with default
-/// entries (64 Mi of them, 3 GiB, at the `u280` profile).
+/// per (rule, backend). Each run of entries is decoded straight from the data area into the
+/// copy, which starts as zero memory, never first filled with default entries. One thread does
+/// it all: a thread or two more per run cost more CPU time in all (starting them, their page
+/// faults contending) than they saved.
 fn read_table_dma<D: Device + ?Sized>(
     dev: &mut D,
     rings: &mut HostRings,
     len: usize,
-) -> Result<(Vec<CtEntry>, PairCounts), ConntrackError> {
-    let per = rings.run_entries(WORDS);
-    let threads = decode_threads(len.min(per));
-    let mut tallies: Vec<OpenTally> = (0..threads).map(|_| OpenTally::new()).collect();
-    let mut entries: Vec<CtEntry> = Vec::with_capacity(len);
-    while entries.len() < len {
-        let first = entries.len();
+) -> Result<(CtTable, PairCounts), ConntrackError> {
+    // A multiple of ROW_ALIGN entries, as the data area's runs are.
+    let cache_run = (ATTACH_RUN_BYTES / (WORDS * 4)).next_multiple_of(ROW_ALIGN as usize);
+    let per = rings.run_entries(WORDS).min(cache_run);
+    let mut tally = OpenTally::new();
+    let mut table = CtTableBuilder::new(len);
+    while table.next() < len {
+        let first = table.next();
         let n = (len - first).min(per);
         rings.submit(&CmdDesc {
             op: DmaCmd::CtRead,
@@ -336,77 +337,45 @@ fn read_table_dma<D: Device + ?Sized>(
             ..CmdDesc::default()
         })?;
         rings.execute(dev, COMMAND_TIMEOUT)?;
-        let out = &mut entries.spare_capacity_mut()[..n];
         let data = rings.data_reader();
-        decode_run(&|at, w| data.read(at, w), out, &mut tallies)?;
-        // SAFETY: `decode_run` returned Ok, so it wrote every one of the `n` elements past
-        // the length (the `out` it was given), and the capacity is `len >= first + n`.
-        unsafe { entries.set_len(first + n) };
+        let rest = decode_run(&|at, w| data.read(at, w), table.part(n), &mut tally)?;
+        table.merge(rest);
     }
-    let mut tally = tallies.pop().unwrap_or_else(OpenTally::new);
-    for t in tallies {
-        tally.merge(t);
-    }
-    Ok((entries, tally.into_counts()))
+    Ok((table.finish(), tally.into_counts()))
 }
 
-/// Threads to decode a run of `n` entries on: every CPU, each with at least 16 Ki entries
-/// (below that, starting a thread costs more than the decoding).
-fn decode_threads(n: usize) -> usize {
-    const PER_THREAD_MIN: usize = 16 * 1024;
-    std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(n / PER_THREAD_MIN)
-        .max(1)
-}
-
-/// Decodes `out.len()` packed entries from byte 0 of `read` on into `out`, counting the open
-/// ones into `tallies`, one thread per tally (fewer for a short run). On error, elements of
-/// `out` may be left unwritten and some counted. With shifts, not the generated bit-slice code.
+/// Decodes a run of packed entries, at byte 0 of `read` on, into `part`, counting the open ones
+/// into `tally`. On error, the part may be left half written and some entries counted. With
+/// shifts, not the generated bit-slice code.
 fn decode_run(
     read: &ReadWords<'_>,
-    out: &mut [MaybeUninit<CtEntry>],
-    tallies: &mut [OpenTally],
-) -> Result<(), RingError> {
-    // Entries `first..` into `out`, read a block at a time (one bounds check per block, and
-    // the block stays in the first-level cache).
-    let decode = |first: usize, out: &mut [MaybeUninit<CtEntry>], tally: &mut OpenTally| {
-        const BLOCK: usize = 256;
-        let mut w = [0u32; BLOCK * WORDS];
-        for (b, block) in out.chunks_mut(BLOCK).enumerate() {
-            let words = &mut w[..block.len() * WORDS];
-            read((first + b * BLOCK) * WORDS * 4, words)?;
-            for (slot, w) in block.iter_mut().zip(words.chunks_exact(WORDS)) {
-                let e = slot.write(unpack_ct(w));
-                if is_open(e) {
-                    tally.add(e.rule, e.backend, 1);
-                }
+    mut part: Part<'_>,
+    tally: &mut OpenTally,
+) -> Result<PartRest, RingError> {
+    // A block at a time (one bounds check per block, and the block stays in the first-level
+    // cache).
+    const BLOCK: usize = 256;
+    let mut w = [0u32; BLOCK * WORDS];
+    let mut k = 0;
+    while k < part.len() {
+        let n = (part.len() - k).min(BLOCK);
+        let words = &mut w[..n * WORDS];
+        read(k * WORDS * 4, words)?;
+        for (j, w) in words.as_chunks::<WORDS>().0.iter().enumerate() {
+            if let Some((rule, backend)) = part.put_words(k + j, w) {
+                tally.add(rule, backend, 1);
             }
         }
-        Ok::<_, RingError>(())
-    };
-    let threads = decode_threads(out.len()).min(tallies.len());
-    if threads <= 1 {
-        return match tallies.first_mut() {
-            Some(tally) => decode(0, out, tally),
-            // No tally to count into: the entries are still all decoded (callers rely on it).
-            None => decode(0, out, &mut OpenTally::new()),
-        };
+        k += n;
     }
-    let share = out.len().div_ceil(threads);
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = out
-            .chunks_mut(share)
-            .zip(tallies.iter_mut())
-            .enumerate()
-            .map(|(t, (o, tally))| scope.spawn(move || decode(t * share, o, tally)))
-            .collect();
-        // The scope joins whatever an early error leaves.
-        handles.into_iter().try_for_each(|h| {
-            h.join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-        })
-    })
+    Ok(part.finish())
+}
+
+/// An index past the host copy where the manager's own arithmetic put it in the table (as
+/// indexing a slice past its end would).
+#[cold]
+fn beyond(index: u32, len: usize) -> ! {
+    panic!("connection-table entry {index} is beyond the table ({len} entries)")
 }
 
 /// Whether an entry is an open connection: valid, and no FIN or RST seen.
@@ -427,16 +396,15 @@ fn same_connection(a: &CtEntry, b: &CtEntry) -> bool {
 /// and `closed` (open connections that ended): every change to the host copy goes through
 /// here.
 fn set_entry(
-    entries: &mut [CtEntry],
+    entries: &mut CtTable,
     open: &mut PairCounts,
     closed: &mut PairCounts,
     index: u32,
     entry: CtEntry,
 ) {
-    let Some(slot) = entries.get_mut(index as usize) else {
+    let Some(old) = entries.set(index as usize, &entry) else {
         return;
     };
-    let old = std::mem::replace(slot, entry);
     if is_open(&old) {
         let key = (old.rule, old.backend);
         if let Some(n) = open.get_mut(&key) {
@@ -451,21 +419,6 @@ fn set_entry(
     }
     if is_open(&entry) {
         *open.entry((entry.rule, entry.backend)).or_insert(0) += 1;
-    }
-}
-
-/// The host's copy of the connection table, as the reference's lookups read it.
-impl placement::ConnTableView for Conntrack {
-    fn buckets(&self) -> u32 {
-        Conntrack::buckets(self)
-    }
-
-    fn ways(&self) -> u32 {
-        Conntrack::ways(self)
-    }
-
-    fn entry(&self, index: u32) -> Option<&CtEntry> {
-        Conntrack::entry(self, index)
     }
 }
 
@@ -515,13 +468,8 @@ impl Conntrack {
             let (entries, open) = read_table_dma(&mut **dev, rings, len)?;
             return Ok(Conntrack::with_entries(buckets, ways, entries, open, now));
         }
-        let mut ct = Conntrack::with_entries(
-            buckets,
-            ways,
-            vec![CtEntry::default(); len],
-            PairCounts::default(),
-            now,
-        );
+        let mut ct =
+            Conntrack::with_entries(buckets, ways, CtTable::new(len), PairCounts::default(), now);
         ct.read_entries(&mut io, 0..len as u32)?;
         Ok(ct)
     }
@@ -531,7 +479,7 @@ impl Conntrack {
     fn with_entries(
         buckets: u32,
         ways: u32,
-        entries: Vec<CtEntry>,
+        entries: CtTable,
         open: PairCounts,
         now: u32,
     ) -> Conntrack {
@@ -540,7 +488,7 @@ impl Conntrack {
             buckets,
             ways,
             entries,
-            last_seen: vec![now; len],
+            last_seen: SeenTimes::new(len, now),
             unknown: BTreeSet::new(),
             window: [None; WORDS],
             checks: Vec::new(),
@@ -563,9 +511,9 @@ impl Conntrack {
         self.ways
     }
 
-    /// Valid entries.
+    /// Valid entries (kept up to date by every change: no scan).
     pub fn valid_count(&self) -> usize {
-        self.entries.iter().filter(|e| e.valid).count()
+        self.entries.valid_count()
     }
 
     /// Operation counters.
@@ -590,7 +538,7 @@ impl Conntrack {
     /// save; for checks and benchmarks).
     pub fn open_counts_by_scan(&self) -> PairCounts {
         let mut counts = PairCounts::default();
-        for e in self.entries.iter().filter(|e| is_open(e)) {
+        for (_, e) in self.entries.iter_valid().filter(|(_, e)| is_open(e)) {
             *counts.entry((e.rule, e.backend)).or_insert(0) += 1;
         }
         counts
@@ -609,7 +557,7 @@ impl Conntrack {
 
     /// Clears `valid` of the host copy of entry `index`.
     fn set_invalid(&mut self, index: u32) {
-        if let Some(&e) = self.entries.get(index as usize) {
+        if let Some(e) = self.entries.get(index as usize) {
             self.set_entry(index, CtEntry { valid: false, ..e });
         }
     }
@@ -627,34 +575,49 @@ impl Conntrack {
 
     fn lookup_in(&self, bucket: u32, k: &FlowKey) -> Option<u32> {
         let start = bucket * self.ways;
-        (start..start + self.ways).find(|&i| placement::holds(&self.entries[i as usize], k))
+        (start..start + self.ways)
+            .find(|&i| self.entries.is_valid(i as usize) && placement::holds(&self.at(i), k))
     }
 
-    /// One entry, as the host last wrote or read it.
-    pub fn entry(&self, index: u32) -> Option<&CtEntry> {
+    /// Entry `index`, which is in the table (the callers' indices are bucket × ways + way).
+    fn at(&self, index: u32) -> CtEntry {
+        self.entries
+            .get(index as usize)
+            .unwrap_or_else(|| beyond(index, self.entries.len()))
+    }
+
+    /// [`Conntrack::last_seen`] of an entry in the table.
+    fn seen_at(&self, index: u32) -> u32 {
+        self.last_seen
+            .get(index as usize)
+            .unwrap_or_else(|| beyond(index, self.entries.len()))
+    }
+
+    /// One entry, as the host last wrote or read it (a copy: the host's copy is compact).
+    pub fn entry(&self, index: u32) -> Option<CtEntry> {
         self.entries.get(index as usize)
+    }
+
+    /// The host copy as the reference's lookups read it (`nlb_reference::host`), for one
+    /// decision's lookups.
+    pub fn view(&self) -> CtView<'_> {
+        CtView::new(self)
     }
 
     /// Host time entry `index` was installed or last seen hit.
     pub fn last_seen(&self, index: u32) -> Option<u32> {
-        self.last_seen.get(index as usize).copied()
+        self.last_seen.get(index as usize)
     }
 
     /// Counts entry `index` as seen at `now`: its idle timeout starts again (no device
     /// access).
     pub fn touch(&mut self, index: u32, now: u32) {
-        if let Some(t) = self.last_seen.get_mut(index as usize) {
-            *t = now;
-        }
+        self.last_seen.set(index as usize, now);
     }
 
     /// Every valid entry with its index.
-    pub fn scan(&self) -> impl Iterator<Item = (u32, &CtEntry)> {
-        self.entries
-            .iter()
-            .enumerate()
-            .filter(|(_, e)| e.valid)
-            .map(|(i, e)| (i as u32, e))
+    pub fn scan(&self) -> impl Iterator<Item = (u32, CtEntry)> + '_ {
+        self.entries.iter_valid().map(|(i, e)| (i as u32, e))
     }
 
     /// Reads the whole table back from the device, replacing the host copy; returns the
@@ -683,7 +646,7 @@ impl Conntrack {
         self.read_entries(&mut io, 0..self.entries.len() as u32)?;
         Ok(before
             .iter()
-            .zip(&self.entries)
+            .zip(self.entries.iter())
             .enumerate()
             .filter(|(_, (a, b))| a != b)
             .map(|(i, _)| i as u32)
@@ -834,7 +797,7 @@ impl Conntrack {
 
     /// Queues clearing `valid` of entry `index` (the other words stay).
     fn queue_invalidate(&mut self, index: u32) -> Result<(), ConntrackError> {
-        let words = pack_ct(&self.entries[index as usize])?;
+        let words = pack_ct(&self.at(index))?;
         if self.via_dma {
             self.dma_writes.push((index, words));
             if let Some(last) = self.dma_writes.last_mut() {
@@ -993,9 +956,9 @@ impl Conntrack {
                 timestamp: stamp,
             };
             if (r.ct_index as usize) < self.entries.len() {
-                let replaced = self.entries[r.ct_index as usize].valid;
+                let replaced = self.entries.is_valid(r.ct_index as usize);
                 self.set_entry(r.ct_index, entry);
-                self.last_seen[r.ct_index as usize] = now;
+                self.last_seen.set(r.ct_index as usize, now);
                 if replaced {
                     self.stats.replaced += 1;
                 } else {
@@ -1024,34 +987,35 @@ impl Conntrack {
             let existing = self.lookup_in(bucket, &k);
             let index = match existing {
                 Some(i) => {
-                    let e = &self.entries[i as usize];
+                    let e = self.at(i);
                     if e.backend == c.backend && e.rule == c.rule {
-                        self.last_seen[i as usize] = now;
+                        self.last_seen.set(i as usize, now);
                         out.push(Installed::Present(i));
                         continue;
                     }
                     i
                 }
-                None => match (start..start + self.ways).find(|&i| !self.entries[i as usize].valid)
-                {
-                    Some(i) => i,
-                    // Through the ring, a full bucket is settled by taking the place of a
-                    // closed connection (the one idle longest).
-                    None => match (start..start + self.ways)
-                        .filter(|&i| self.via_dma && !is_open(&self.entries[i as usize]))
-                        .min_by_key(|&i| self.last_seen[i as usize])
-                    {
-                        Some(i) => {
-                            self.stats.settled += 1;
-                            i
-                        }
-                        None => {
-                            self.stats.bucket_full += 1;
-                            out.push(Installed::BucketFull { bucket });
-                            continue;
-                        }
-                    },
-                },
+                None => {
+                    match (start..start + self.ways).find(|&i| !self.entries.is_valid(i as usize)) {
+                        Some(i) => i,
+                        // Through the ring, a full bucket is settled by taking the place of a
+                        // closed connection (the one idle longest).
+                        None => match (start..start + self.ways)
+                            .filter(|&i| self.via_dma && !is_open(&self.at(i)))
+                            .min_by_key(|&i| self.seen_at(i))
+                        {
+                            Some(i) => {
+                                self.stats.settled += 1;
+                                i
+                            }
+                            None => {
+                                self.stats.bucket_full += 1;
+                                out.push(Installed::BucketFull { bucket });
+                                continue;
+                            }
+                        },
+                    }
+                }
             };
             let entry = CtEntry {
                 valid: true,
@@ -1072,7 +1036,7 @@ impl Conntrack {
             }
             self.queue_install(index, &entry)?;
             self.set_entry(index, entry);
-            self.last_seen[index as usize] = now;
+            self.last_seen.set(index as usize, now);
             if existing.is_some() {
                 self.stats.replaced += 1;
                 out.push(Installed::Replaced(index));
@@ -1162,7 +1126,7 @@ impl Conntrack {
         let Some(i) = self.lookup(key) else {
             return Ok(false);
         };
-        let mut e = self.entries[i as usize];
+        let mut e = self.at(i);
         if e.flags & FLAG_CLOSED != 0 {
             return Ok(true);
         }
@@ -1264,17 +1228,17 @@ impl Conntrack {
             for (g, bits) in (g0..g1).zip(hits) {
                 for b in 0..32 {
                     let i = g * 32 + b;
-                    let Some(e) = self.entries.get(i as usize) else {
+                    if i as usize >= self.entries.len() {
                         break;
-                    };
-                    if !e.valid {
+                    }
+                    if !self.entries.is_valid(i as usize) {
                         continue;
                     }
                     report.scanned += 1;
                     if bits >> b & 1 != 0 {
-                        self.last_seen[i as usize] = now;
+                        self.last_seen.set(i as usize, now);
                         report.refreshed += 1;
-                    } else if now.wrapping_sub(self.last_seen[i as usize]) >= timeout(e) {
+                    } else if now.wrapping_sub(self.seen_at(i)) >= timeout(&self.at(i)) {
                         expired.push(i);
                     }
                 }
@@ -1325,46 +1289,53 @@ mod tests {
         for (i, (e, w)) in out.iter().zip(words.chunks_exact(WORDS)).enumerate() {
             assert_eq!(*e, CtEntry::unpack(w).unwrap(), "entry {i}");
         }
-        // Attach's decode, straight from the data area into the host copy, on every CPU: the
-        // same entries, and the open counts of a scan.
+        // Attach's decode, straight from the data area into the host copy: the same entries,
+        // and the open counts of a scan. The run starts past entry 0 of the table, as every
+        // run but the first does.
         let read = |at: usize, w: &mut [u32]| {
             w.copy_from_slice(&words[at / 4..at / 4 + w.len()]);
             Ok(())
         };
-        let mut run = vec![MaybeUninit::uninit(); n as usize];
-        let mut tallies = [OpenTally::new(), OpenTally::new()];
-        decode_run(&read, &mut run, &mut tallies).unwrap();
-        let [mut open, other] = tallies;
-        open.merge(other);
-        let open = open.into_counts();
+        let first = 100;
+        let len = first + n as usize;
+        // A builder past its first `first` entries (left default).
+        let past_first = || {
+            let mut b = CtTableBuilder::new(len);
+            drop(b.part(first));
+            b
+        };
+        let mut b = past_first();
+        let mut tally = OpenTally::new();
+        let rest = decode_run(&read, b.part(n as usize), &mut tally).unwrap();
+        b.merge(rest);
+        let table = b.finish();
+        let open = tally.into_counts();
         let mut want = PairCounts::default();
-        for (i, (e, w)) in run.iter().zip(words.chunks_exact(WORDS)).enumerate() {
-            // SAFETY: decode_run returned Ok, so it wrote every element.
-            let e = unsafe { e.assume_init() };
+        for (i, w) in words.chunks_exact(WORDS).enumerate() {
             let expected = CtEntry::unpack(w).unwrap();
-            assert_eq!(e, expected, "entry {i}");
+            assert_eq!(table.get(first + i), Some(expected), "entry {i}");
             if expected.valid && expected.flags & FLAG_CLOSED == 0 {
                 *want.entry((expected.rule, expected.backend)).or_insert(0) += 1;
             }
         }
+        assert!((0..first).all(|i| table.get(i) == Some(CtEntry::default())));
+        assert_eq!(table.valid_count(), out.iter().filter(|e| e.valid).count());
         assert!(!want.is_empty());
         assert_eq!(open, want);
-        // Several rules on one backend, in every order, across two tallies merged.
-        let mut t = [OpenTally::new(), OpenTally::new()];
-        for (k, rule, backend, n) in [
-            (0, 3, 7, 2),
-            (0, 4, 7, 1),
-            (0, 3, 7, 1),
-            (1, 4, 7, 5),
-            (1, 9, 7, 1),
-            (1, 0, u16::MAX, 1),
-            (0, 0, u16::MAX, 2),
+        // Several rules on one backend, in every order.
+        let mut t = OpenTally::new();
+        for (rule, backend, n) in [
+            (3, 7, 2),
+            (4, 7, 1),
+            (3, 7, 1),
+            (4, 7, 5),
+            (9, 7, 1),
+            (0, u16::MAX, 1),
+            (0, u16::MAX, 2),
         ] {
-            t[k].add(rule, backend, n);
+            t.add(rule, backend, n);
         }
-        let [mut a, b] = t;
-        a.merge(b);
-        let mut got: Vec<_> = a.into_counts().into_iter().collect();
+        let mut got: Vec<_> = t.into_counts().into_iter().collect();
         got.sort_unstable();
         assert_eq!(
             got,
@@ -1377,6 +1348,7 @@ mod tests {
             }
             read(at, w)
         };
-        assert!(decode_run(&failing, &mut run, &mut [OpenTally::new()]).is_err());
+        let mut b = past_first();
+        assert!(decode_run(&failing, b.part(n as usize), &mut OpenTally::new()).is_err());
     }
 }

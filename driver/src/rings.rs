@@ -696,8 +696,8 @@ impl HostRings {
         self.data_reader().read(offset, out)
     }
 
-    /// A handle on the data area that other threads may read through (attach decodes a run
-    /// of entries on every CPU, straight from the data area).
+    /// A handle on the data area, which other threads may read through too (attach decodes
+    /// the connection table straight from the data area).
     pub fn data_reader(&self) -> DataReader {
         DataReader {
             mem: self.mem.clone(),

@@ -274,10 +274,10 @@ fn a_restarted_manager_finds_the_table_as_it_was() {
     let conns: Vec<_> = (0..500).map(|i| conn(30000 + i, 20)).collect();
     let mut out = Vec::new();
     ct.install_batch(&mut sim, &conns, 9, &mut out).unwrap();
-    let before: Vec<_> = ct.scan().map(|(i, e)| (i, *e)).collect();
+    let before: Vec<_> = ct.scan().collect();
     assert_eq!(before.len(), 500);
     let mut again = Conntrack::attach(&mut sim, &info, 100).unwrap();
-    let after: Vec<_> = again.scan().map(|(i, e)| (i, *e)).collect();
+    let after: Vec<_> = again.scan().collect();
     assert_eq!(before, after);
     assert!(again.rescan(&mut sim).unwrap().is_empty());
     // The learn queue held the misses of the traffic so far: none here.

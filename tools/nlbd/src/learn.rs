@@ -418,7 +418,7 @@ impl Connections {
             .filter(|(_, e)| {
                 !self.tracking_of(e.rule).keeps(e.protocol) && unhealthy(e.rule, e.backend)
             })
-            .map(|(_, e)| key_of(e))
+            .map(|(_, e)| key_of(&e))
             .collect();
         let n = self.ct.evict_batch(dev, &keys)?;
         self.stats.evicted_unhealthy += n as u64;
@@ -474,7 +474,7 @@ impl Connections {
             .ct
             .scan()
             .filter(|(_, e)| pairs.contains(&(e.rule, e.backend)))
-            .map(|(_, e)| key_of(e))
+            .map(|(_, e)| key_of(&e))
             .collect();
         let n = self.ct.evict_batch(dev, &keys)?;
         match cause {
@@ -504,7 +504,7 @@ impl Connections {
             .ct
             .scan()
             .filter(|(_, e)| due.contains(&(e.rule, e.backend)))
-            .map(|(_, e)| key_of(e))
+            .map(|(_, e)| key_of(&e))
             .collect();
         let n = self.ct.evict_batch(dev, &keys)?;
         self.drains.retain(|pair, _| !due.contains(pair));
@@ -541,7 +541,7 @@ impl Connections {
             .ct
             .scan()
             .filter(|(_, e)| !valid_rule(e.rule) || !valid_backend(e.backend))
-            .map(|(_, e)| key_of(e))
+            .map(|(_, e)| key_of(&e))
             .collect();
         let n = self.ct.evict_batch(dev, &keys)?;
         self.stats.evicted_reload += n as u64;
@@ -619,11 +619,11 @@ impl Connections {
             match (backend(e.backend), rule(e.rule)) {
                 (Some(b), Some(r)) if b == e.backend && r == e.rule => {}
                 (Some(b), Some(r)) => plan.rewrite.push(NewConnection {
-                    key: key_of(e),
+                    key: key_of(&e),
                     backend: b,
                     rule: r,
                 }),
-                _ => plan.evict.push(key_of(e)),
+                _ => plan.evict.push(key_of(&e)),
             }
         }
         plan

@@ -231,7 +231,7 @@ impl PinnedState {
             range
                 .filter_map(|i| ct.entry(i))
                 .filter(|e| self.copies.is_empty() || !self.copies.contains_key(&key_of(e)))
-                .filter_map(pick)
+                .filter_map(|e| pick(&e))
                 .collect()
         };
         if threads == 1 {
@@ -361,7 +361,7 @@ impl PinnedState {
             p.own.extend(adopted.into_iter().filter(|k| {
                 ct.lookup(k)
                     .and_then(|i| ct.entry(i))
-                    .is_some_and(|e| is_pinned(tables, e))
+                    .is_some_and(|e| is_pinned(tables, &e))
             }));
             let grown = p.own.len();
             p.own.retain(|k| {
@@ -379,7 +379,7 @@ impl PinnedState {
             p.own
                 .iter()
                 .filter_map(|k| ct.lookup(k).and_then(|i| ct.entry(i)))
-                .filter_map(|e| to_shared(e, symbols))
+                .filter_map(|e| to_shared(&e, symbols))
                 .collect(),
         )
     }

@@ -54,7 +54,8 @@ pub fn decide(
         return Err(IcmpMiss::NotAnError);
     }
     let quote = headers.icmp_inner.ok_or(IcmpMiss::NoQuote)?;
-    host::icmp_error(tables, conntrack, &quote, &mut NoTrace).map_err(|m| match m {
+    let view = conntrack.map(Conntrack::view);
+    host::icmp_error(tables, view.as_ref(), &quote, &mut NoTrace).map_err(|m| match m {
         Miss::NoRule => IcmpMiss::NoRule,
         Miss::AclDenied => IcmpMiss::AclDenied,
         Miss::NoBackend => IcmpMiss::NoBackend,

@@ -23,9 +23,10 @@ pub fn first_fragment(
     flow: &FlowKey,
     tcp_flags: u8,
 ) -> Option<Choice> {
+    let view = conntrack.map(Conntrack::view);
     host::first_fragment(
         tables,
-        conntrack,
+        view.as_ref(),
         rule,
         &Flow::of_key(flow),
         tcp_flags,
