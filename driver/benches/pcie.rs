@@ -2,8 +2,8 @@
 //!
 //! - **full load of a `u280` image** (every entry of every table set: 16 Mi Maglev slots,
 //!   65,536 backends, ...) by DMA through the command ring, into the in-process model;
-//! - **attach** (recovery: both banks and the whole connection table, 4 Mi entries, read back
-//!   by DMA);
+//! - **attach** (recovery: both banks and the whole connection table, 64 Mi entries at
+//!   `u280`, read back by DMA);
 //! - the same load through the register window, for comparison, on the `sim` profile (the
 //!   register path at `u280` scale takes minutes on the cost model: that is the point).
 //!
