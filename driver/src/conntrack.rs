@@ -308,7 +308,7 @@ impl OpenTally {
 /// Bytes of entries attach reads by DMA at a time: few enough that the device's writes of a
 /// run are still in the cache when the host decodes them (a run of the whole 16 MiB data area
 /// was read back from memory), enough that the commands cost little next to the data.
-const ATTACH_RUN_BYTES: usize = 2 << 20;
+const ATTACH_RUN_BYTES: usize = 2 * 1024 * 1024;
 
 /// Attach's read of the whole table (`len` entries) by DMA: the host copy and its open counts
 /// per (rule, backend). Each run of entries is decoded straight from the data area into the

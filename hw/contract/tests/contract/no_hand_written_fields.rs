@@ -50,6 +50,8 @@ const RUST_ALLOWED: &[(&str, &str, &str)] = &[
     ("firmware-sim/tests/model/parse.rs", "*", "IPv4 header fields of test frames"),
     ("hw/contract/src/tables.rs", "a_run_of_entries_decodes_as_one_entry_at_a_time", "xorshift random words (the expectation is the generated unpack)"),
     ("driver/tests/driver/rings.rs", "the_connection_table_read_back_by_dma_is_the_one_the_window_reads", "an LCG's bits pick test entries' field values"),
+    ("driver/src/conntrack/table.rs", "*", "the connection manager's compact host copy: ct_entry fields read at the generated _LSB/_WIDTH (tested against CtEntry::unpack), IPv4 addresses narrowed to 32 bits and widened back, test entries from a hash"),
+    ("driver/src/dma.rs", "read_words", "one 64-bit load split into the two 32-bit words it holds"),
     // Bank numbers (0 or 1) used as array indices.
     ("driver/src/loader.rs", "shadow", "bank number as an index of the two shadows"),
     ("driver/src/loader.rs", "suspect_entries", "bank number as an index of the two shadows"),
