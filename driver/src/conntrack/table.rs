@@ -289,6 +289,13 @@ impl CtTable {
         self.slots.get(index).is_some_and(Slot::valid)
     }
 
+    /// The state byte of entry `index` (0 beyond the table): loading the slots of a batch
+    /// this way first lets their cache misses overlap before each is read and written in turn.
+    #[inline]
+    pub(crate) fn touch(&self, index: usize) -> u8 {
+        self.slots.get(index).map_or(0, |s| s.state)
+    }
+
     /// Every entry, in index order.
     pub(crate) fn iter(&self) -> impl Iterator<Item = CtEntry> + '_ {
         self.slots.iter().map(|s| s.entry(&self.wide))

@@ -71,11 +71,15 @@ pub fn put_bits(
             max,
         });
     }
+    let (words, head) = raw_words_mut(bits, lsb, width);
     let mut done = 0;
     while done < width {
-        let n = (width - done).min(64);
-        let chunk = (value >> done) as u64;
-        bits[lsb + done..lsb + done + n].store_le::<u64>(chunk);
+        let at = head + done;
+        let (word, shift) = (at / 32, at % 32);
+        let n = (32 - shift).min(width - done);
+        let mask = low_bits(n) << shift;
+        let chunk = ((value >> done) as u32) << shift;
+        words[word] = (words[word] & !mask) | (chunk & mask);
         done += n;
     }
     Ok(())
@@ -83,15 +87,66 @@ pub fn put_bits(
 
 /// Loads `bits[lsb..lsb + width]`.
 pub fn get_bits(bits: &BitSlice<u32, Lsb0>, lsb: usize, width: usize) -> u128 {
+    let (words, head) = raw_words(bits, lsb, width);
     let mut value = 0u128;
     let mut done = 0;
     while done < width {
-        let n = (width - done).min(64);
-        let chunk: u64 = bits[lsb + done..lsb + done + n].load_le::<u64>();
-        value |= u128::from(chunk) << done;
+        let at = head + done;
+        let (word, shift) = (at / 32, at % 32);
+        let n = (32 - shift).min(width - done);
+        value |= u128::from((words[word] >> shift) & low_bits(n)) << done;
         done += n;
     }
     value
+}
+
+/// The `n` low bits of a word (`n` in 1..=32).
+#[inline]
+fn low_bits(n: usize) -> u32 {
+    u32::MAX >> (32 - n)
+}
+
+/// Checks that `lsb..lsb + width` lies inside `bits` and holds at most 128 bits, as bitvec's
+/// indexing and the `u128` values do.
+#[inline]
+fn check_range(len: usize, lsb: usize, width: usize) {
+    assert!(
+        width <= 128 && lsb.checked_add(width).is_some_and(|end| end <= len),
+        "bits {lsb}..{lsb}+{width} of a {len}-bit slice"
+    );
+}
+
+/// The words under `bits` from the one holding bit `lsb` on, and the position of bit `lsb`
+/// in the first of them. Fields are read a word at a time with shifts: bitvec's generic
+/// `load_le` walks its domain per call, several times the cost on the event and table paths.
+#[inline]
+fn raw_words(bits: &BitSlice<u32, Lsb0>, lsb: usize, width: usize) -> (&[u32], usize) {
+    check_range(bits.len(), lsb, width);
+    let head = usize::from(bits.as_bitptr().bit().into_inner()) + lsb;
+    let len = (head + width).div_ceil(32);
+    let first = bits.as_bitptr().pointer();
+    // SAFETY: `bits` starts at bit `head - lsb` of the element `first` points to, and covers
+    // `lsb + width` bits or more (checked above), so it spans the `head / 32 + len` elements
+    // from `first`, all borrowed shared for the slice's lifetime. `BitSlice<u32, _>` (not an
+    // alias type) is never split so that another handle writes those elements meanwhile, and
+    // every `u32` is valid. With `width` 0 no element is read (`len` may be 0).
+    let all = unsafe { std::slice::from_raw_parts(first, head / 32 + len) };
+    (&all[head / 32..], head % 32)
+}
+
+/// [`raw_words`] for writing.
+#[inline]
+fn raw_words_mut(bits: &mut BitSlice<u32, Lsb0>, lsb: usize, width: usize) -> (&mut [u32], usize) {
+    check_range(bits.len(), lsb, width);
+    let head = usize::from(bits.as_bitptr().bit().into_inner()) + lsb;
+    let len = (head + width).div_ceil(32);
+    let first = bits.as_mut_bitptr().pointer();
+    // SAFETY: as in `raw_words`, and the borrow is exclusive: a `&mut BitSlice<u32, _>` of a
+    // non-alias element type owns its elements alone (bitvec's splits give alias types), so
+    // the bits outside the field, which `put_bits` writes back unchanged, are nobody else's
+    // to write meanwhile.
+    let all = unsafe { std::slice::from_raw_parts_mut(first, head / 32 + len) };
+    (&mut all[head / 32..], head % 32)
 }
 
 /// A bit field of a 32-bit register (`fields` of a register in `hw/regmap.toml`): every
@@ -154,5 +209,67 @@ impl RegField {
             Some(v) => Some((word & !self.mask()) | v),
             None => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// bitvec's own field access, chunk by chunk: the independent reading of a field.
+    fn bitvec_get(bits: &BitSlice<u32, Lsb0>, lsb: usize, width: usize) -> u128 {
+        let mut value = 0u128;
+        for (k, chunk) in bits[lsb..lsb + width].chunks(64).enumerate() {
+            value |= u128::from(chunk.load_le::<u64>()) << (64 * k);
+        }
+        value
+    }
+
+    proptest! {
+        /// Any field of any sub-slice (every start bit within its first word, so slices
+        /// that begin mid-word as nested layouts do), widths 0..=128, next to random bits
+        /// that must stay as they were.
+        #[test]
+        fn fields_read_and_write_as_bitvec_does(
+            words in proptest::collection::vec(any::<u32>(), 8),
+            start in 0usize..40,
+            lsb in 0usize..100,
+            width in 0usize..=128,
+            value in any::<u128>(),
+        ) {
+            let mut mine = words.clone();
+            let mut theirs = words.clone();
+            let end = words.len() * 32;
+            prop_assume!(start + lsb + width <= end);
+            let v = value & field_max(width);
+            let sub = &mut mine.view_bits_mut::<Lsb0>()[start..];
+            prop_assert_eq!(get_bits(sub, lsb, width), bitvec_get(&theirs.view_bits::<Lsb0>()[start..], lsb, width));
+            put_bits(sub, lsb, width, v, "t", "f").expect("fits");
+            let field = &mut theirs.view_bits_mut::<Lsb0>()[start + lsb..start + lsb + width];
+            for (k, chunk) in field.chunks_mut(64).enumerate() {
+                chunk.store_le::<u64>((v >> (64 * k)) as u64);
+            }
+            prop_assert_eq!(&mine, &theirs);
+            prop_assert_eq!(get_bits(&mine.view_bits::<Lsb0>()[start..], lsb, width), v);
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "bits 30..30+3 of a 32-bit slice")]
+    fn a_field_past_the_slice_is_refused() {
+        let w = [0u32; 1];
+        get_bits(w.view_bits::<Lsb0>(), 30, 3);
+    }
+
+    #[test]
+    fn a_value_too_wide_is_refused_and_nothing_written() {
+        let mut w = [0u32; 2];
+        let e = put_bits(w.view_bits_mut::<Lsb0>(), 4, 5, 32, "t", "f").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "t.f: value 0x20 does not fit in 5 bits (max 0x1f)"
+        );
+        assert_eq!(w, [0, 0]);
     }
 }

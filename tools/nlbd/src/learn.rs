@@ -289,22 +289,30 @@ impl Connections {
         now: u32,
     ) -> Result<(), ConntrackError> {
         self.pending.clear();
-        for r in records {
+        let nic_installed = |r: &EventRecord| r.event[0].event == Event::Learn && r.installed;
+        let mut at = 0;
+        while let Some(r) = records.get(at) {
             let ev = &r.event[0];
+            if nic_installed(r) {
+                // A run of entries the NIC installed, taken together (their table updates
+                // overlap their cache misses). Installs the host queued before it go first:
+                // the NIC learned in packet order.
+                let run = records[at..].iter().take_while(|r| nic_installed(r)).count();
+                self.flush_installs(dev, now)?;
+                let left = self.ct.learned(&records[at..at + run], stamp, now);
+                debug_assert!(left.is_empty());
+                let run64 = run as u64;
+                self.stats.learn_events += run64;
+                self.stats.learned_by_nic += run64;
+                self.stats.installed += run64;
+                at += run;
+                continue;
+            }
+            at += 1;
             match ev.event {
                 Event::Learn => {
                     self.stats.learn_events += 1;
-                    if r.installed {
-                        // Installs the host queued before this one go first (the NIC
-                        // learned in packet order).
-                        self.flush_installs(dev, now)?;
-                        let left = self.ct.learned(std::slice::from_ref(r), stamp, now);
-                        debug_assert!(left.is_empty());
-                        self.stats.learned_by_nic += 1;
-                        self.stats.installed += 1;
-                    } else {
-                        self.pending.push(NewConnection::from(ev));
-                    }
+                    self.pending.push(NewConnection::from(ev));
                 }
                 Event::Teardown => {
                     self.stats.teardown_events += 1;

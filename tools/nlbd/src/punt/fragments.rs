@@ -75,6 +75,33 @@ pub struct FragmentStats {
     pub timeout_drops: u64,
     /// Datagrams forgotten after the timeout.
     pub expired: u64,
+    /// Datagrams forgotten before their timeout to make room for a new first fragment (the
+    /// least recently active first): under a sustained rate the tracker keeps the newest
+    /// `max_datagrams` datagrams rather than refusing new ones.
+    pub evicted: u64,
+}
+
+impl std::ops::AddAssign for FragmentStats {
+    fn add_assign(&mut self, o: FragmentStats) {
+        let FragmentStats {
+            first_seen,
+            followed,
+            buffered,
+            released,
+            overflow_drops,
+            timeout_drops,
+            expired,
+            evicted,
+        } = o;
+        self.first_seen += first_seen;
+        self.followed += followed;
+        self.buffered += buffered;
+        self.released += released;
+        self.overflow_drops += overflow_drops;
+        self.timeout_drops += timeout_drops;
+        self.expired += expired;
+        self.evicted += evicted;
+    }
 }
 
 /// What to do with a later (non-first) fragment.
@@ -168,9 +195,10 @@ impl FragmentTracker {
             }
             _ => Vec::new(),
         };
-        if self.entries.len() >= self.limits.max_datagrams {
-            // The decision cannot be remembered: later fragments will be buffered and time
-            // out. Count it; the released frames still go out.
+        if self.entries.len() >= self.limits.max_datagrams && !self.evict_oldest() {
+            // The decision cannot be remembered (no room at all: `max_datagrams` 0): later
+            // fragments will be buffered and time out. Count it; the released frames still go
+            // out.
             self.stats.overflow_drops += 1;
             return released;
         }
@@ -237,6 +265,27 @@ impl FragmentTracker {
         self.expiry.push_back((expires, key));
         self.stats.buffered += 1;
         LaterFragment::Buffered
+    }
+
+    /// Forgets the datagram whose last fragment is the oldest; its buffered fragments, if
+    /// it was still waiting for its first, are dropped (counted as overflow). False when no
+    /// datagram is remembered.
+    fn evict_oldest(&mut self) -> bool {
+        while let Some((when, key)) = self.expiry.pop_front() {
+            // Items of datagrams refreshed since (a later expiry) or gone are stale.
+            if self.entries.get(&key).is_none_or(|e| e.expires != when) {
+                continue;
+            }
+            if let Some(Entry { state, .. }) = self.entries.remove(&key) {
+                self.stats.evicted += 1;
+                if let State::Waiting { frames } = state {
+                    self.buffered_bytes -= frames.iter().map(Vec::len).sum::<usize>();
+                    self.stats.overflow_drops += frames.len() as u64;
+                }
+                return true;
+            }
+        }
+        false
     }
 
     /// Forgets datagrams idle past the timeout; buffered fragments of datagrams whose first
@@ -364,6 +413,47 @@ mod tests {
         }
         assert_eq!(t.stats().overflow_drops, dropped);
         assert_eq!(t.stats().buffered + dropped, 10_000);
+    }
+
+    /// A full tracker makes room for a new first fragment by forgetting the datagram least
+    /// recently active (a refresh by a later fragment counts as activity): the newest keep
+    /// their decisions, a waiting datagram forgotten drops its buffered fragments, counted.
+    #[test]
+    fn a_full_tracker_forgets_the_least_recently_active_datagram() {
+        let limits = FragmentLimits {
+            max_datagrams: 3,
+            timeout: Duration::from_secs(30),
+            ..FragmentLimits::default()
+        };
+        let mut t = FragmentTracker::new(limits);
+        let t0 = Instant::now();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        assert_eq!(t.later_fragment(key(1), &[7; 10], at(0)), LaterFragment::Buffered);
+        assert!(t.first_fragment(key(2), D, at(1)).is_empty());
+        assert!(t.first_fragment(key(3), D, at(2)).is_empty());
+        // 1 waits for its first fragment and is the oldest: it goes, with its fragment.
+        assert!(t.first_fragment(key(4), D, at(3)).is_empty());
+        assert_eq!((t.stats().evicted, t.stats().overflow_drops), (1, 1));
+        assert_eq!(t.buffered_bytes(), 0);
+        // 2 is active again (a later fragment), so 3 is now the least recently active.
+        assert_eq!(t.later_fragment(key(2), &[1], at(4)), LaterFragment::Send(D));
+        assert!(t.first_fragment(key(5), D, at(5)).is_empty());
+        assert_eq!(t.stats().evicted, 2);
+        assert_eq!(t.datagrams(), 3);
+        for k in [2, 4, 5] {
+            assert_eq!(t.later_fragment(key(k), &[1], at(6)), LaterFragment::Send(D), "{k}");
+        }
+        // 3 was forgotten: its later fragment has no decision to follow. A fragment without
+        // its first never pushes a decision out (a flood of such fragments would flush the
+        // tracker), so with the tracker full it is dropped.
+        assert_eq!(t.later_fragment(key(3), &[1], at(7)), LaterFragment::Dropped);
+        assert_eq!((t.stats().evicted, t.stats().overflow_drops), (2, 2));
+        // Nothing is forgotten while there is room.
+        let mut roomy = FragmentTracker::new(FragmentLimits::default());
+        for k in 0..1000 {
+            roomy.first_fragment(key(k), D, at(0));
+        }
+        assert_eq!((roomy.stats().evicted, roomy.datagrams()), (0, 1000));
     }
 
     #[test]

@@ -188,14 +188,8 @@ impl PuntHandler {
 
     /// The fragment tracker's counters (since the handler was made).
     pub fn fragment_stats(&self) -> FragmentStats {
-        let (mut s, c) = (self.tracker.stats(), self.carried);
-        s.first_seen += c.first_seen;
-        s.followed += c.followed;
-        s.buffered += c.buffered;
-        s.released += c.released;
-        s.overflow_drops += c.overflow_drops;
-        s.timeout_drops += c.timeout_drops;
-        s.expired += c.expired;
+        let mut s = self.tracker.stats();
+        s += self.carried;
         s
     }
 
@@ -217,15 +211,7 @@ impl PuntHandler {
         let mut old = std::mem::replace(&mut self.tracker, FragmentTracker::new(limits));
         // Past every entry's deadline: all of them expire, and are counted as such.
         old.expire(Instant::now() + limits.timeout + std::time::Duration::from_secs(1));
-        let s = old.stats();
-        let b = &mut self.carried;
-        b.first_seen += s.first_seen;
-        b.followed += s.followed;
-        b.buffered += s.buffered;
-        b.released += s.released;
-        b.overflow_drops += s.overflow_drops;
-        b.timeout_drops += s.timeout_drops;
-        b.expired += s.expired;
+        self.carried += old.stats();
     }
 
     /// Counts a punt queue overflow seen by polling.

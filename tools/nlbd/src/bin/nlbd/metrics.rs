@@ -852,6 +852,7 @@ fn punts(t: &mut Text, status: &EngineStatus) {
         ("overflow_drop", f.overflow_drops),
         ("timeout_drop", f.timeout_drops),
         ("expired", f.expired),
+        ("evicted", f.evicted),
     ] {
         t.sample("nlbd_fragments_total", &[("outcome", o)], n as f64);
     }
