@@ -297,7 +297,10 @@ impl Connections {
                 // A run of entries the NIC installed, taken together (their table updates
                 // overlap their cache misses). Installs the host queued before it go first:
                 // the NIC learned in packet order.
-                let run = records[at..].iter().take_while(|r| nic_installed(r)).count();
+                let run = records[at..]
+                    .iter()
+                    .take_while(|r| nic_installed(r))
+                    .count();
                 self.flush_installs(dev, now)?;
                 let left = self.ct.learned(&records[at..at + run], stamp, now);
                 debug_assert!(left.is_empty());

@@ -428,7 +428,10 @@ mod tests {
         let mut t = FragmentTracker::new(limits);
         let t0 = Instant::now();
         let at = |ms: u64| t0 + Duration::from_millis(ms);
-        assert_eq!(t.later_fragment(key(1), &[7; 10], at(0)), LaterFragment::Buffered);
+        assert_eq!(
+            t.later_fragment(key(1), &[7; 10], at(0)),
+            LaterFragment::Buffered
+        );
         assert!(t.first_fragment(key(2), D, at(1)).is_empty());
         assert!(t.first_fragment(key(3), D, at(2)).is_empty());
         // 1 waits for its first fragment and is the oldest: it goes, with its fragment.
@@ -436,17 +439,27 @@ mod tests {
         assert_eq!((t.stats().evicted, t.stats().overflow_drops), (1, 1));
         assert_eq!(t.buffered_bytes(), 0);
         // 2 is active again (a later fragment), so 3 is now the least recently active.
-        assert_eq!(t.later_fragment(key(2), &[1], at(4)), LaterFragment::Send(D));
+        assert_eq!(
+            t.later_fragment(key(2), &[1], at(4)),
+            LaterFragment::Send(D)
+        );
         assert!(t.first_fragment(key(5), D, at(5)).is_empty());
         assert_eq!(t.stats().evicted, 2);
         assert_eq!(t.datagrams(), 3);
         for k in [2, 4, 5] {
-            assert_eq!(t.later_fragment(key(k), &[1], at(6)), LaterFragment::Send(D), "{k}");
+            assert_eq!(
+                t.later_fragment(key(k), &[1], at(6)),
+                LaterFragment::Send(D),
+                "{k}"
+            );
         }
         // 3 was forgotten: its later fragment has no decision to follow. A fragment without
         // its first never pushes a decision out (a flood of such fragments would flush the
         // tracker), so with the tracker full it is dropped.
-        assert_eq!(t.later_fragment(key(3), &[1], at(7)), LaterFragment::Dropped);
+        assert_eq!(
+            t.later_fragment(key(3), &[1], at(7)),
+            LaterFragment::Dropped
+        );
         assert_eq!((t.stats().evicted, t.stats().overflow_drops), (2, 2));
         // Nothing is forgotten while there is room.
         let mut roomy = FragmentTracker::new(FragmentLimits::default());
