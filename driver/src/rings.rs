@@ -232,6 +232,9 @@ pub struct HostRings {
     /// Injection through the register window, where the engine has no inject ring.
     inject_window: crate::queues::Queues,
     scratch: Vec<u32>,
+    /// Buffers of punted frames the caller gave back ([`HostRings::recycle`]), reused by
+    /// [`HostRings::pop_punts`] so that a frame costs no allocation.
+    spare_frames: Vec<Vec<u8>>,
     /// Each punt slot's descriptor, packed once.
     punt_descs: Vec<[u32; PuntDesc::WORDS]>,
 }
@@ -325,6 +328,7 @@ impl HostRings {
             carried,
             inject_window: crate::queues::Queues::new(),
             scratch: Vec::new(),
+            spare_frames: Vec::new(),
             punt_descs: Vec::new(),
         };
         for i in 0..slots(sizes.punt_log2) {
@@ -534,7 +538,9 @@ impl HostRings {
                 .read_words(self.slot_offset(Ring::Punt, index), &mut w)?;
             let c = PuntCpl::unpack(&w)?;
             let slot = usize::from(index & (slots(self.sizes.punt_log2) - 1));
-            let mut frame = vec![0u8; usize::from(c.written).min(FRAME)];
+            let mut frame = self.spare_frames.pop().unwrap_or_default();
+            frame.clear();
+            frame.resize(usize::from(c.written).min(FRAME), 0);
             self.mem
                 .read(self.lay.punt_bufs + slot * FRAME, &mut frame)?;
             out.push(PuntedFrame {
@@ -546,6 +552,17 @@ impl HostRings {
             n += 1;
         }
         Ok(n)
+    }
+
+    /// Takes back the buffers of punted frames the caller is done with (`frames` is left
+    /// empty), for the next [`HostRings::pop_punts`]; keeps at most a ring's worth.
+    pub fn recycle(&mut self, frames: &mut Vec<PuntedFrame>) {
+        let keep = slots(self.sizes.punt_log2).into();
+        for f in frames.drain(..) {
+            if self.spare_frames.len() < keep {
+                self.spare_frames.push(f.frame);
+            }
+        }
     }
 
     /// Gives consumed punt and event slots back to the device: one posted register write

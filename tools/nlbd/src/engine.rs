@@ -805,10 +805,10 @@ impl Engine {
     /// Punted frames from the punt ring, decided and injected through the inject ring.
     fn handle_punt_ring(&mut self, now: Instant) -> usize {
         let mut punted = std::mem::take(&mut self.punted);
-        punted.clear();
         let Some((dev, rings)) = nlb_driver::rings::split(&mut self.dev) else {
             return 0;
         };
+        rings.recycle(&mut punted);
         let mut failed: Option<String> = None;
         if let Err(e) = rings.pop_punts(self.opts.punts_per_round, &mut punted) {
             failed = Some(format!("reading punted frames: {e}"));

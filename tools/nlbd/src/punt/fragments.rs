@@ -150,7 +150,9 @@ impl FragmentTracker {
     pub fn new(limits: FragmentLimits) -> Self {
         FragmentTracker {
             limits,
-            entries: HashMap::new(),
+            // Sized for the cap up front: growing it rehashes every entry, at the moment a
+            // burst of fragmented datagrams fills it. Untouched pages cost nothing.
+            entries: HashMap::with_capacity(limits.max_datagrams.min(1 << 20)),
             expiry: VecDeque::new(),
             buffered_bytes: 0,
             stats: FragmentStats::default(),
