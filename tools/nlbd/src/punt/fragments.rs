@@ -185,24 +185,24 @@ impl FragmentTracker {
         self.expire(now);
         self.stats.first_seen += 1;
         let expires = now + self.limits.timeout;
-        let released = match self.entries.remove(&key) {
-            Some(Entry {
-                state: State::Waiting { frames },
-                ..
-            }) => {
-                let bytes: usize = frames.iter().map(Vec::len).sum();
-                self.buffered_bytes -= bytes;
-                self.stats.released += frames.len() as u64;
-                frames
-            }
-            _ => Vec::new(),
-        };
+        // One look-up for a datagram already known (its entry is replaced in place); the table
+        // is larger than the caches, so each look-up is a miss.
+        if let Some(entry) = self.entries.get_mut(&key) {
+            let old = std::mem::replace(&mut entry.state, State::Decided(decision));
+            entry.expires = expires;
+            self.expiry.push_back((expires, key));
+            let State::Waiting { frames } = old else {
+                return Vec::new();
+            };
+            self.buffered_bytes -= frames.iter().map(Vec::len).sum::<usize>();
+            self.stats.released += frames.len() as u64;
+            return frames;
+        }
         if self.entries.len() >= self.limits.max_datagrams && !self.evict_oldest() {
             // The decision cannot be remembered (no room at all: `max_datagrams` 0): later
-            // fragments will be buffered and time out. Count it; the released frames still go
-            // out.
+            // fragments will be buffered and time out. Count it.
             self.stats.overflow_drops += 1;
-            return released;
+            return Vec::new();
         }
         self.entries.insert(
             key,
@@ -212,7 +212,7 @@ impl FragmentTracker {
             },
         );
         self.expiry.push_back((expires, key));
-        released
+        Vec::new()
     }
 
     /// Handles a later fragment (`frame` is the whole punted frame, kept only if buffered).
