@@ -240,3 +240,77 @@ fn the_register_queues_still_serve_for_debugging() {
         "{m:?}"
     );
 }
+
+fn tcp_from(client: [u8; 4], sport: u16, fin: bool) -> Vec<u8> {
+    let mut v = Vec::new();
+    let b = PacketBuilder::ethernet2([2, 0, 0, 0, 0, 0xc1], [2, 0, 0, 0, 0, 1])
+        .ipv4(client, [203, 0, 113, 80], 64)
+        .tcp(sport, 80, 1, 65535);
+    let b = if fin { b.fin().ack(1) } else { b.syn() };
+    b.write(&mut v, &[]).unwrap();
+    v
+}
+
+/// With the NIC learning, event batches mix entries it installed, LEARNs it could not place
+/// (full buckets: the host settles them) and TEARDOWNs (FINs of flows it learned). The host
+/// takes the installed ones in runs; whatever the mix, its copy must end equal to the table
+/// the NIC holds, entry for entry, and every new flow must be counted once.
+#[test]
+fn with_full_buckets_and_teardowns_in_the_batches_the_hosts_copy_is_the_nics() {
+    let (sim, mut engine) = start(EngineOptions::default());
+    assert!(engine.status(false).hw_learn);
+    let entries = Profile::by_name("sim").unwrap().ct_entries();
+    let mut out = vec![0u8; 16384];
+    // 24,000 new flows into 16,384 entries: most buckets fill, so uninstalled LEARNs come
+    // between installed ones; every 1,000 flows, FINs of 100 flows of the round before.
+    let flow = |i: u32| ([10, 9, (i >> 8) as u8, i as u8], 1024 + (i % 7) as u16);
+    let mut fins = 0;
+    for round in 0..24u32 {
+        for i in round * 1000..(round + 1) * 1000 {
+            let (c, p) = flow(i);
+            sim.lock()
+                .receive(&tcp_from(c, p, false), &mut out)
+                .unwrap();
+        }
+        if round > 0 {
+            for i in (round - 1) * 1000..(round - 1) * 1000 + 100 {
+                let (c, p) = flow(i);
+                sim.lock().receive(&tcp_from(c, p, true), &mut out).unwrap();
+                fins += 1;
+            }
+        }
+        for _ in 0..8 {
+            engine.step();
+        }
+    }
+    for _ in 0..20 {
+        engine.step();
+    }
+    let learn = engine.status(false).learn;
+    assert_eq!(learn.learn_events, 24_000, "{learn:?}");
+    assert!(
+        learn.learned_by_nic > 10_000 && learn.learned_by_nic < 16_384,
+        "{learn:?}"
+    );
+    assert!(
+        learn.teardown_events > 0 && learn.teardown_events <= fins,
+        "{learn:?}"
+    );
+    let dev = sim.lock();
+    let host = engine.connections().conntrack();
+    let mut valid = 0;
+    for i in 0..entries {
+        let nic = dev.conntrack().entry(i).copied().unwrap_or_default();
+        let mine = host.entry(i).unwrap_or_default();
+        assert_eq!(
+            mine.valid, nic.valid,
+            "entry {i}: host {mine:?}, NIC {nic:?}"
+        );
+        if nic.valid {
+            valid += 1;
+            assert_eq!(mine, nic, "entry {i}");
+        }
+    }
+    assert_eq!(host.valid_count(), valid);
+    assert!(valid > 10_000, "{valid} entries");
+}
