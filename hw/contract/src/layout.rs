@@ -71,6 +71,10 @@ pub fn put_bits(
             max,
         });
     }
+    check_range(bits.len(), lsb, width);
+    if width == 0 {
+        return Ok(());
+    }
     let (words, head) = raw_words_mut(bits, lsb, width);
     let mut done = 0;
     while done < width {
@@ -87,6 +91,10 @@ pub fn put_bits(
 
 /// Loads `bits[lsb..lsb + width]`.
 pub fn get_bits(bits: &BitSlice<u32, Lsb0>, lsb: usize, width: usize) -> u128 {
+    check_range(bits.len(), lsb, width);
+    if width == 0 {
+        return 0;
+    }
     let (words, head) = raw_words(bits, lsb, width);
     let mut value = 0u128;
     let mut done = 0;
@@ -117,27 +125,28 @@ fn check_range(len: usize, lsb: usize, width: usize) {
 }
 
 /// The words under `bits` from the one holding bit `lsb` on, and the position of bit `lsb`
-/// in the first of them. Fields are read a word at a time with shifts: bitvec's generic
-/// `load_le` walks its domain per call, several times the cost on the event and table paths.
+/// in the first of them; the field `lsb..lsb + width` is inside `bits` and not empty
+/// ([`check_range`]). Fields are read a word at a time with shifts: bitvec's generic `load_le`
+/// walks its domain per call, several times the cost on the event and table paths.
 #[inline]
 fn raw_words(bits: &BitSlice<u32, Lsb0>, lsb: usize, width: usize) -> (&[u32], usize) {
-    check_range(bits.len(), lsb, width);
+    assert!(width > 0 && lsb + width <= bits.len());
     let head = usize::from(bits.as_bitptr().bit().into_inner()) + lsb;
     let len = (head + width).div_ceil(32);
     let first = bits.as_bitptr().pointer();
-    // SAFETY: `bits` starts at bit `head - lsb` of the element `first` points to, and covers
-    // `lsb + width` bits or more (checked above), so it spans the `head / 32 + len` elements
-    // from `first`, all borrowed shared for the slice's lifetime. `BitSlice<u32, _>` (not an
-    // alias type) is never split so that another handle writes those elements meanwhile, and
-    // every `u32` is valid. With `width` 0 no element is read (`len` may be 0).
-    let all = unsafe { std::slice::from_raw_parts(first, head / 32 + len) };
+    // SAFETY: `bits` starts at bit `head - lsb` of the element `first` points to and covers
+    // `lsb + width` bits or more, at least one (asserted above), so each of the `len` elements
+    // from `first` holds some of its bits: all are borrowed shared for the slice's lifetime.
+    // `BitSlice<u32, _>` (not an alias type) is never split so that another handle writes
+    // those elements meanwhile, and every `u32` is valid. `len` may be 0 (nothing is read).
+    let all = unsafe { std::slice::from_raw_parts(first, len) };
     (&all[head / 32..], head % 32)
 }
 
 /// [`raw_words`] for writing.
 #[inline]
 fn raw_words_mut(bits: &mut BitSlice<u32, Lsb0>, lsb: usize, width: usize) -> (&mut [u32], usize) {
-    check_range(bits.len(), lsb, width);
+    assert!(width > 0 && lsb + width <= bits.len());
     let head = usize::from(bits.as_bitptr().bit().into_inner()) + lsb;
     let len = (head + width).div_ceil(32);
     let first = bits.as_mut_bitptr().pointer();
@@ -145,7 +154,7 @@ fn raw_words_mut(bits: &mut BitSlice<u32, Lsb0>, lsb: usize, width: usize) -> (&
     // non-alias element type owns its elements alone (bitvec's splits give alias types), so
     // the bits outside the field, which `put_bits` writes back unchanged, are nobody else's
     // to write meanwhile.
-    let all = unsafe { std::slice::from_raw_parts_mut(first, head / 32 + len) };
+    let all = unsafe { std::slice::from_raw_parts_mut(first, len) };
     (&mut all[head / 32..], head % 32)
 }
 
