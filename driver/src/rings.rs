@@ -220,6 +220,9 @@ pub struct HostRings {
     irqs: Vec<IrqLine>,
     /// Next record to consume (to-host rings), next slot to write (to-device rings).
     next: [u16; 4],
+    /// The inject ring's device index as last read from its write-back: the ring is known
+    /// to have room up to it without reading the write-back again for every frame.
+    inject_consumed: u16,
     /// The value last written to each ring's doorbell.
     rung: [u16; 4],
     /// Drop and error counts already reported.
@@ -321,6 +324,7 @@ impl HostRings {
             sizes,
             irqs,
             next: [0; 4],
+            inject_consumed: 0,
             rung: [0; 4],
             seen_drops: [0; 4],
             seen_errors: [0; 4],
@@ -598,10 +602,14 @@ impl HostRings {
                 max: FRAME,
             });
         }
-        let consumed = self.wb(Ring::Inject)?.index;
         let i = Ring::Inject as usize;
-        if self.next[i].wrapping_sub(consumed) >= slots(self.sizes.inject_log2) {
-            return Err(RingError::InjectFull);
+        let size = slots(self.sizes.inject_log2);
+        if self.next[i].wrapping_sub(self.inject_consumed) >= size {
+            // Full as far as the last look went: see how far the device has come since.
+            self.inject_consumed = self.wb(Ring::Inject)?.index;
+            if self.next[i].wrapping_sub(self.inject_consumed) >= size {
+                return Err(RingError::InjectFull);
+            }
         }
         let index = self.next[i];
         let slot = usize::from(index & (slots(self.sizes.inject_log2) - 1));

@@ -721,11 +721,14 @@ fn u280_health_bench(decisions: usize, quick: bool) {
 fn main() {
     let args = parse_args();
     let quick = std::env::var("NLB_BENCH_QUICK").is_ok();
-    // NLB_BENCH_ONLY=rings: the ring figures alone (for a profiler); =u280-health: the health
-    // decisions at the u280 profile's scale alone.
+    // NLB_BENCH_ONLY=rings: the ring figures alone (for a profiler), =punts: the punted
+    // fragments alone; =u280-health: the health decisions at the u280 profile's scale alone.
     let only = std::env::var("NLB_BENCH_ONLY").unwrap_or_default();
     if only == "u280-health" {
         return u280_health_bench(args.decisions, quick);
+    }
+    if only == "punts" {
+        return punt_bench(args.flows.max(40_000) / 2);
     }
     let only_rings = only == "rings";
     cps_bench("u280", args.flows.max(40_000) * 5);

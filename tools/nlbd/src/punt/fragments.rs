@@ -7,6 +7,7 @@
 //! first are buffered until it comes, within a memory cap and a timeout. Memory stays bounded:
 //! past the caps fragments are dropped and counted, never silently lost.
 
+use std::collections::hash_map::Entry as MapEntry;
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
@@ -185,34 +186,39 @@ impl FragmentTracker {
         self.expire(now);
         self.stats.first_seen += 1;
         let expires = now + self.limits.timeout;
-        // One look-up for a datagram already known (its entry is replaced in place); the table
-        // is larger than the caches, so each look-up is a miss.
-        if let Some(entry) = self.entries.get_mut(&key) {
-            let old = std::mem::replace(&mut entry.state, State::Decided(decision));
-            entry.expires = expires;
-            self.expiry.push_back((expires, key));
-            let State::Waiting { frames } = old else {
-                return Vec::new();
-            };
-            self.buffered_bytes -= frames.iter().map(Vec::len).sum::<usize>();
-            self.stats.released += frames.len() as u64;
-            return frames;
-        }
-        if self.entries.len() >= self.limits.max_datagrams && !self.evict_oldest() {
-            // The decision cannot be remembered (no room at all: `max_datagrams` 0): later
-            // fragments will be buffered and time out. Count it.
+        if self.limits.max_datagrams == 0 {
+            // No room at all: later fragments will be buffered and time out. Count it.
             self.stats.overflow_drops += 1;
             return Vec::new();
         }
-        self.entries.insert(
-            key,
-            Entry {
-                state: State::Decided(decision),
-                expires,
-            },
-        );
+        // One look-up whether the datagram is known or new (the table is larger than the
+        // caches: each look-up is a miss).
+        let released = match self.entries.entry(key) {
+            MapEntry::Occupied(mut o) => {
+                let entry = o.get_mut();
+                entry.expires = expires;
+                match std::mem::replace(&mut entry.state, State::Decided(decision)) {
+                    State::Waiting { frames } => frames,
+                    State::Decided(_) => Vec::new(),
+                }
+            }
+            MapEntry::Vacant(v) => {
+                v.insert(Entry {
+                    state: State::Decided(decision),
+                    expires,
+                });
+                Vec::new()
+            }
+        };
         self.expiry.push_back((expires, key));
-        Vec::new()
+        self.buffered_bytes -= released.iter().map(Vec::len).sum::<usize>();
+        self.stats.released += released.len() as u64;
+        // Over the cap only by the datagram just added, whose expiry item is the newest: the
+        // one forgotten is another.
+        if self.entries.len() > self.limits.max_datagrams {
+            self.evict_oldest();
+        }
+        released
     }
 
     /// Handles a later fragment (`frame` is the whole punted frame, kept only if buffered).
@@ -270,24 +276,23 @@ impl FragmentTracker {
     }
 
     /// Forgets the datagram whose last fragment is the oldest; its buffered fragments, if
-    /// it was still waiting for its first, are dropped (counted as overflow). False when no
-    /// datagram is remembered.
-    fn evict_oldest(&mut self) -> bool {
+    /// it was still waiting for its first, are dropped (counted as overflow).
+    fn evict_oldest(&mut self) {
         while let Some((when, key)) = self.expiry.pop_front() {
             // Items of datagrams refreshed since (a later expiry) or gone are stale.
-            if self.entries.get(&key).is_none_or(|e| e.expires != when) {
+            let MapEntry::Occupied(o) = self.entries.entry(key) else {
+                continue;
+            };
+            if o.get().expires != when {
                 continue;
             }
-            if let Some(Entry { state, .. }) = self.entries.remove(&key) {
-                self.stats.evicted += 1;
-                if let State::Waiting { frames } = state {
-                    self.buffered_bytes -= frames.iter().map(Vec::len).sum::<usize>();
-                    self.stats.overflow_drops += frames.len() as u64;
-                }
-                return true;
+            self.stats.evicted += 1;
+            if let State::Waiting { frames } = o.remove().state {
+                self.buffered_bytes -= frames.iter().map(Vec::len).sum::<usize>();
+                self.stats.overflow_drops += frames.len() as u64;
             }
+            return;
         }
-        false
     }
 
     /// Forgets datagrams idle past the timeout; buffered fragments of datagrams whose first
