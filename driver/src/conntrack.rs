@@ -423,8 +423,8 @@ fn set_entry(
 }
 
 /// Records ([`Conntrack::learned`]) or connections ([`Conntrack::install_batch`]) whose
-/// entries are loaded together before they are updated.
-const LEARNED_WARM: usize = 32;
+/// entries are loaded together ([`Conntrack::warm`]) before they are updated.
+const WARM_BATCH: usize = 32;
 
 impl Conntrack {
     /// Attaches to the device's connection table: reads every entry (recovery after a
@@ -938,20 +938,30 @@ impl Conntrack {
     /// learning off), for the host to settle with [`Conntrack::install_batch_dma`].
     pub fn learned(&mut self, records: &[EventRecord], stamp: u32, now: u32) -> Vec<NewConnection> {
         let mut left = Vec::new();
-        for chunk in records.chunks(LEARNED_WARM) {
-            // Each entry is a cache (and often TLB) miss in a table of hundreds of MiB: load
-            // the chunk's entries first so the misses overlap, then update them from cache.
-            let mut warm = 0u32;
-            for r in chunk {
-                let i = r.ct_index as usize;
-                warm ^= u32::from(self.entries.touch(i)) ^ self.last_seen.get(i).unwrap_or(0);
-            }
-            std::hint::black_box(warm);
+        for chunk in records.chunks(WARM_BATCH) {
+            self.warm(chunk.iter().map(|r| r.ct_index), 1);
             for r in chunk {
                 self.learned_one(r, stamp, now, &mut left);
             }
         }
         left
+    }
+
+    /// Loads the entries `start..start + span` of each start (their first and last slots and
+    /// the first's last-seen time) in a tight loop, before the caller reads and writes them
+    /// one by one: each is a cache miss in a table of hundreds of MiB (about 400 ns on this
+    /// project's test machine), and loaded together the misses overlap instead of adding up.
+    #[inline]
+    fn warm(&self, starts: impl Iterator<Item = u32>, span: u32) {
+        let mut loaded = 0u32;
+        for start in starts {
+            let (first, last) = (start as usize, (start + span - 1) as usize);
+            loaded ^= u32::from(self.entries.touch(first))
+                ^ u32::from(self.entries.touch(last))
+                ^ self.last_seen.get(first).unwrap_or(0);
+        }
+        // Keeps the loads: their values are not needed.
+        std::hint::black_box(loaded);
     }
 
     /// One record of [`Conntrack::learned`].
@@ -1005,24 +1015,16 @@ impl Conntrack {
         self.settle(&mut io)?;
         self.via_dma = io.dma();
         out.clear();
-        let mut keys = [(FlowKey::default(), 0u32); LEARNED_WARM];
-        for chunk in conns.chunks(LEARNED_WARM) {
-            // Each bucket is a cache miss (about 400 ns on a busy host): hash the chunk's
-            // connections first, then load their buckets in a tight loop so that the misses
-            // overlap (a loop that also hashes holds too few loads in flight), then place the
-            // connections from cache.
+        let mut keys = [(FlowKey::default(), 0u32); WARM_BATCH];
+        for chunk in conns.chunks(WARM_BATCH) {
+            // Hash the chunk's connections first, then load their buckets apart from the
+            // hashing (a loop that also hashes holds too few loads in flight).
             for (kb, c) in keys.iter_mut().zip(chunk) {
                 let k = tuple5(&c.key);
                 *kb = (k, placement::bucket(&k, self.buckets));
             }
-            let mut warm = 0u32;
-            for &(_, bucket) in &keys[..chunk.len()] {
-                let start = (bucket * self.ways) as usize;
-                warm ^= u32::from(self.entries.touch(start))
-                    ^ u32::from(self.entries.touch(start + self.ways as usize - 1))
-                    ^ self.last_seen.get(start).unwrap_or(0);
-            }
-            std::hint::black_box(warm);
+            let ways = self.ways;
+            self.warm(keys[..chunk.len()].iter().map(|&(_, b)| b * ways), ways);
             for (c, (k, bucket)) in chunk.iter().zip(&keys) {
                 self.install_one(c, k, *bucket, now, out)?;
             }
