@@ -7,7 +7,7 @@
 //! first are buffered until it comes, within a memory cap and a timeout. Memory stays bounded:
 //! past the caps fragments are dropped and counted, never silently lost.
 
-use std::collections::hash_map::Entry as MapEntry;
+use hashbrown::HashTable;
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
@@ -25,7 +25,7 @@ pub struct DatagramKey {
 }
 
 /// Where the datagram's first fragment went.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct Decision {
     /// Rule id of the first fragment.
     pub rule: u16,
@@ -116,22 +116,85 @@ pub enum LaterFragment {
     Dropped,
 }
 
-enum State {
-    Decided(Decision),
-    Waiting { frames: Vec<Vec<u8>> },
+/// A datagram's key as a slot stores it: 4-byte words, so that a slot fits one cache line.
+#[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]
+struct StoredKey {
+    src: [u32; 4],
+    dst: [u32; 4],
+    ip_id: u32,
+    protocol: u8,
 }
 
-struct Entry {
-    state: State,
-    expires: Instant,
+impl From<DatagramKey> for StoredKey {
+    fn from(k: DatagramKey) -> Self {
+        let words = |a: u128| [0, 32, 64, 96].map(|shift| (a >> shift) as u32);
+        StoredKey {
+            src: words(k.src),
+            dst: words(k.dst),
+            ip_id: k.ip_id,
+            protocol: k.protocol,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
+enum SlotState {
+    #[default]
+    Free,
+    Decided,
+    /// Later fragments came first; they wait in `FragmentTracker::waiting`.
+    Waiting,
+}
+
+/// One remembered datagram, in one cache line: the table is larger than the caches, so each
+/// datagram's look-up is a miss, and that miss should be the only one.
+#[derive(Clone, Copy, Default)]
+#[repr(align(64))]
+struct Slot {
+    key: StoredKey,
+    /// Nanoseconds after the tracker's epoch.
+    expires: u64,
+    /// Bumped each time the slot is freed: expiry items of its earlier datagrams are stale.
+    generation: u32,
+    decision: Decision,
+    state: SlotState,
+}
+
+/// An expiry candidate: current while its slot still holds the same datagram
+/// (`generation`) with the same `expires`.
+#[derive(Clone, Copy)]
+struct Due {
+    expires: u64,
+    slot: u32,
+    generation: u32,
+}
+
+fn is_current(slots: &[Slot], d: &Due) -> bool {
+    slots.get(d.slot as usize).is_some_and(|s| {
+        s.state != SlotState::Free && s.generation == d.generation && s.expires == d.expires
+    })
 }
 
 /// The bounded per-datagram tracker.
+///
+/// Datagrams live in slots reused as they are forgotten; a hash index maps keys to slot
+/// numbers (4 bytes a bucket: it stays in cache where the slots cannot), and an expiry queue
+/// of slot numbers orders them by last activity. Finding a datagram reads its slot once;
+/// forgetting the oldest needs no look-up by key.
 pub struct FragmentTracker {
     limits: FragmentLimits,
-    entries: HashMap<DatagramKey, Entry>,
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+    index: HashTable<u32>,
+    /// Keyed per tracker: the keys come from the network.
+    hasher: ahash::RandomState,
+    /// Fragments buffered for datagrams still waiting for their first, by slot.
+    waiting: HashMap<u32, Vec<Vec<u8>>>,
     /// Expiry candidates in insertion/refresh order; stale items are skipped lazily.
-    expiry: VecDeque<(Instant, DatagramKey)>,
+    expiry: VecDeque<Due>,
+    /// The time slots count from: the first `now` the tracker saw.
+    epoch: Option<Instant>,
+    live: usize,
     buffered_bytes: usize,
     stats: FragmentStats,
 }
@@ -139,7 +202,7 @@ pub struct FragmentTracker {
 impl std::fmt::Debug for FragmentTracker {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("FragmentTracker")
-            .field("datagrams", &self.entries.len())
+            .field("datagrams", &self.live)
             .field("buffered_bytes", &self.buffered_bytes)
             .field("stats", &self.stats)
             .finish()
@@ -149,12 +212,19 @@ impl std::fmt::Debug for FragmentTracker {
 impl FragmentTracker {
     /// An empty tracker.
     pub fn new(limits: FragmentLimits) -> Self {
+        // Sized for the cap up front: growing the index rehashes every entry, at the moment a
+        // burst of fragmented datagrams fills it. Untouched pages cost nothing.
+        let room = limits.max_datagrams.min(1 << 20);
         FragmentTracker {
             limits,
-            // Sized for the cap up front: growing it rehashes every entry, at the moment a
-            // burst of fragmented datagrams fills it. Untouched pages cost nothing.
-            entries: HashMap::with_capacity(limits.max_datagrams.min(1 << 20)),
+            slots: Vec::with_capacity(room),
+            free: Vec::new(),
+            index: HashTable::with_capacity(room),
+            hasher: ahash::RandomState::new(),
+            waiting: HashMap::new(),
             expiry: VecDeque::new(),
+            epoch: None,
+            live: 0,
             buffered_bytes: 0,
             stats: FragmentStats::default(),
         }
@@ -167,7 +237,7 @@ impl FragmentTracker {
 
     /// Datagrams currently remembered.
     pub fn datagrams(&self) -> usize {
-        self.entries.len()
+        self.live
     }
 
     /// Bytes currently buffered.
@@ -185,39 +255,33 @@ impl FragmentTracker {
     ) -> Vec<Vec<u8>> {
         self.expire(now);
         self.stats.first_seen += 1;
-        let expires = now + self.limits.timeout;
         if self.limits.max_datagrams == 0 {
             // No room at all: later fragments will be buffered and time out. Count it.
             self.stats.overflow_drops += 1;
             return Vec::new();
         }
-        // One look-up whether the datagram is known or new (the table is larger than the
-        // caches: each look-up is a miss).
-        let released = match self.entries.entry(key) {
-            MapEntry::Occupied(mut o) => {
-                let entry = o.get_mut();
-                entry.expires = expires;
-                match std::mem::replace(&mut entry.state, State::Decided(decision)) {
-                    State::Waiting { frames } => frames,
-                    State::Decided(_) => Vec::new(),
+        let expires = self.expiry_of(now);
+        let key = StoredKey::from(key);
+        let hash = self.hasher.hash_one(key);
+        let released = match self.find(&key, hash) {
+            Some(s) => {
+                self.refresh(s, expires);
+                let slot = &mut self.slots[s as usize];
+                slot.decision = decision;
+                match std::mem::replace(&mut slot.state, SlotState::Decided) {
+                    SlotState::Waiting => self.take_waiting(s),
+                    _ => Vec::new(),
                 }
             }
-            MapEntry::Vacant(v) => {
-                v.insert(Entry {
-                    state: State::Decided(decision),
-                    expires,
-                });
+            None => {
+                if self.live >= self.limits.max_datagrams {
+                    self.evict_oldest();
+                }
+                self.occupy(key, hash, SlotState::Decided, decision, expires);
                 Vec::new()
             }
         };
-        self.expiry.push_back((expires, key));
-        self.buffered_bytes -= released.iter().map(Vec::len).sum::<usize>();
         self.stats.released += released.len() as u64;
-        // Over the cap only by the datagram just added, whose expiry item is the newest: the
-        // one forgotten is another.
-        if self.entries.len() > self.limits.max_datagrams {
-            self.evict_oldest();
-        }
         released
     }
 
@@ -229,97 +293,166 @@ impl FragmentTracker {
         now: Instant,
     ) -> LaterFragment {
         self.expire(now);
-        let expires = now + self.limits.timeout;
-        if let Some(entry) = self.entries.get_mut(&key) {
-            match &mut entry.state {
-                State::Decided(d) => {
-                    let d = *d;
-                    entry.expires = expires;
-                    self.expiry.push_back((expires, key));
-                    self.stats.followed += 1;
-                    return LaterFragment::Send(d);
-                }
-                State::Waiting { frames } => {
-                    if frames.len() >= self.limits.max_fragments_per_datagram
-                        || self.buffered_bytes + frame.len() > self.limits.max_buffered_bytes
-                    {
-                        self.stats.overflow_drops += 1;
-                        return LaterFragment::Dropped;
-                    }
-                    frames.push(frame.to_vec());
-                    self.buffered_bytes += frame.len();
-                    self.stats.buffered += 1;
-                    return LaterFragment::Buffered;
-                }
+        let expires = self.expiry_of(now);
+        let key = StoredKey::from(key);
+        let hash = self.hasher.hash_one(key);
+        if let Some(s) = self.find(&key, hash) {
+            let slot = self.slots[s as usize];
+            if slot.state == SlotState::Decided {
+                self.refresh(s, expires);
+                self.stats.followed += 1;
+                return LaterFragment::Send(slot.decision);
             }
+            let frames = self.waiting.entry(s).or_default();
+            if frames.len() >= self.limits.max_fragments_per_datagram
+                || self.buffered_bytes + frame.len() > self.limits.max_buffered_bytes
+            {
+                self.stats.overflow_drops += 1;
+                return LaterFragment::Dropped;
+            }
+            frames.push(frame.to_vec());
+            self.buffered_bytes += frame.len();
+            self.stats.buffered += 1;
+            return LaterFragment::Buffered;
         }
-        if self.entries.len() >= self.limits.max_datagrams
+        if self.live >= self.limits.max_datagrams
             || self.buffered_bytes + frame.len() > self.limits.max_buffered_bytes
             || self.limits.max_fragments_per_datagram == 0
         {
             self.stats.overflow_drops += 1;
             return LaterFragment::Dropped;
         }
-        self.entries.insert(
-            key,
-            Entry {
-                state: State::Waiting {
-                    frames: vec![frame.to_vec()],
-                },
-                expires,
-            },
-        );
+        let s = self.occupy(key, hash, SlotState::Waiting, Decision::default(), expires);
+        self.waiting.insert(s, vec![frame.to_vec()]);
         self.buffered_bytes += frame.len();
-        self.expiry.push_back((expires, key));
         self.stats.buffered += 1;
         LaterFragment::Buffered
-    }
-
-    /// Forgets the datagram whose last fragment is the oldest; its buffered fragments, if
-    /// it was still waiting for its first, are dropped (counted as overflow).
-    fn evict_oldest(&mut self) {
-        while let Some((when, key)) = self.expiry.pop_front() {
-            // Items of datagrams refreshed since (a later expiry) or gone are stale.
-            let MapEntry::Occupied(o) = self.entries.entry(key) else {
-                continue;
-            };
-            if o.get().expires != when {
-                continue;
-            }
-            self.stats.evicted += 1;
-            if let State::Waiting { frames } = o.remove().state {
-                self.buffered_bytes -= frames.iter().map(Vec::len).sum::<usize>();
-                self.stats.overflow_drops += frames.len() as u64;
-            }
-            return;
-        }
     }
 
     /// Forgets datagrams idle past the timeout; buffered fragments of datagrams whose first
     /// never came are dropped and counted. Called by every operation; call it on a timer too.
     pub fn expire(&mut self, now: Instant) {
-        while let Some(&(when, key)) = self.expiry.front() {
-            if when > now {
+        let now = self.ticks(now);
+        while let Some(&d) = self.expiry.front() {
+            if d.expires > now {
                 break;
             }
             self.expiry.pop_front();
-            let live = self.entries.get(&key).is_some_and(|e| e.expires <= now);
-            if !live {
+            if !is_current(&self.slots, &d) {
                 continue; // refreshed since, or already gone
             }
-            if let Some(Entry { state, .. }) = self.entries.remove(&key) {
-                self.stats.expired += 1;
-                if let State::Waiting { frames } = state {
-                    self.buffered_bytes -= frames.iter().map(Vec::len).sum::<usize>();
-                    self.stats.timeout_drops += frames.len() as u64;
-                }
-            }
+            self.stats.expired += 1;
+            let dropped = self.release(d.slot).len();
+            self.stats.timeout_drops += dropped as u64;
         }
         // Refreshes push duplicates; keep the queue from growing without bound.
-        if self.expiry.len() > 4 * self.entries.len() + 1024 {
-            let entries = &self.entries;
-            self.expiry
-                .retain(|(when, key)| entries.get(key).is_some_and(|e| e.expires == *when));
+        if self.expiry.len() > 4 * self.live + 1024 {
+            let slots = &self.slots;
+            self.expiry.retain(|d| is_current(slots, d));
+        }
+    }
+
+    /// Nanoseconds from the epoch to `now` (0 before it).
+    fn ticks(&mut self, now: Instant) -> u64 {
+        let epoch = *self.epoch.get_or_insert(now);
+        u64::try_from(now.saturating_duration_since(epoch).as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    /// When a datagram active at `now` is forgotten, in ticks.
+    fn expiry_of(&mut self, now: Instant) -> u64 {
+        let timeout = u64::try_from(self.limits.timeout.as_nanos()).unwrap_or(u64::MAX);
+        self.ticks(now).saturating_add(timeout)
+    }
+
+    fn find(&self, key: &StoredKey, hash: u64) -> Option<u32> {
+        let slots = &self.slots;
+        self.index
+            .find(hash, |&s| slots[s as usize].key == *key)
+            .copied()
+    }
+
+    /// Puts a new datagram in a free slot (the caller made room) and returns the slot.
+    fn occupy(
+        &mut self,
+        key: StoredKey,
+        hash: u64,
+        state: SlotState,
+        decision: Decision,
+        expires: u64,
+    ) -> u32 {
+        let s = self.free.pop().unwrap_or_else(|| {
+            self.slots.push(Slot::default());
+            (self.slots.len() - 1) as u32
+        });
+        let slot = &mut self.slots[s as usize];
+        *slot = Slot {
+            key,
+            expires,
+            generation: slot.generation,
+            decision,
+            state,
+        };
+        let generation = slot.generation;
+        let (slots, hasher) = (&self.slots, &self.hasher);
+        self.index
+            .insert_unique(hash, s, |&i| hasher.hash_one(slots[i as usize].key));
+        self.expiry.push_back(Due {
+            expires,
+            slot: s,
+            generation,
+        });
+        self.live += 1;
+        s
+    }
+
+    /// Marks a datagram active until `expires` (a later time than it had).
+    fn refresh(&mut self, s: u32, expires: u64) {
+        let slot = &mut self.slots[s as usize];
+        if expires > slot.expires {
+            slot.expires = expires;
+            self.expiry.push_back(Due {
+                expires,
+                slot: s,
+                generation: slot.generation,
+            });
+        }
+    }
+
+    /// The fragments slot `s` buffered, out of the buffered bytes.
+    fn take_waiting(&mut self, s: u32) -> Vec<Vec<u8>> {
+        let frames = self.waiting.remove(&s).unwrap_or_default();
+        self.buffered_bytes -= frames.iter().map(Vec::len).sum::<usize>();
+        frames
+    }
+
+    /// Forgets the datagram in slot `s`; returns the fragments it had buffered.
+    fn release(&mut self, s: u32) -> Vec<Vec<u8>> {
+        let slot = &mut self.slots[s as usize];
+        let hash = self.hasher.hash_one(slot.key);
+        let was = std::mem::take(&mut slot.state);
+        slot.generation = slot.generation.wrapping_add(1);
+        if let Ok(e) = self.index.find_entry(hash, |&i| i == s) {
+            e.remove();
+        }
+        self.free.push(s);
+        self.live -= 1;
+        match was {
+            SlotState::Waiting => self.take_waiting(s),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Forgets the datagram whose last activity is the oldest; its buffered fragments, if it
+    /// was still waiting for its first, are dropped (counted as overflow).
+    fn evict_oldest(&mut self) {
+        while let Some(d) = self.expiry.pop_front() {
+            if !is_current(&self.slots, &d) {
+                continue;
+            }
+            self.stats.evicted += 1;
+            let dropped = self.release(d.slot).len();
+            self.stats.overflow_drops += dropped as u64;
+            return;
         }
     }
 }
@@ -495,5 +628,162 @@ mod tests {
         }
         t.expire(t0 + Duration::from_secs(45));
         assert_eq!(t.datagrams(), 0);
+    }
+
+    /// The tracker's rules kept the plain way: datagrams in a list, least recently active
+    /// first. A datagram is active when it is created, decided, or followed by a later
+    /// fragment (buffering one more fragment for a datagram still waiting is not activity);
+    /// it is forgotten `timeout` after its last activity; a first fragment of a new datagram
+    /// with the tracker full forgets the least recently active one.
+    struct Naive {
+        limits: FragmentLimits,
+        /// (key, decision, waiting fragments, expires), least recently active first.
+        list: Vec<(u32, Option<Decision>, Vec<Vec<u8>>, Instant)>,
+        bytes: usize,
+        stats: FragmentStats,
+    }
+
+    impl Naive {
+        fn expire(&mut self, now: Instant) {
+            let (gone, kept) = self.list.drain(..).partition(|e| e.3 <= now);
+            self.list = kept;
+            for (_, _, frames, _) in gone {
+                self.stats.expired += 1;
+                self.stats.timeout_drops += frames.len() as u64;
+                self.bytes -= frames.iter().map(Vec::len).sum::<usize>();
+            }
+        }
+
+        fn first(&mut self, k: u32, d: Decision, now: Instant) -> Vec<Vec<u8>> {
+            self.expire(now);
+            self.stats.first_seen += 1;
+            let expires = now + self.limits.timeout;
+            if let Some(at) = self.list.iter().position(|e| e.0 == k) {
+                let (_, _, frames, _) = self.list.remove(at);
+                self.bytes -= frames.iter().map(Vec::len).sum::<usize>();
+                self.stats.released += frames.len() as u64;
+                self.list.push((k, Some(d), Vec::new(), expires));
+                return frames;
+            }
+            if self.list.len() >= self.limits.max_datagrams {
+                let (_, _, frames, _) = self.list.remove(0);
+                self.stats.evicted += 1;
+                self.stats.overflow_drops += frames.len() as u64;
+                self.bytes -= frames.iter().map(Vec::len).sum::<usize>();
+            }
+            self.list.push((k, Some(d), Vec::new(), expires));
+            Vec::new()
+        }
+
+        fn later(&mut self, k: u32, frame: &[u8], now: Instant) -> LaterFragment {
+            self.expire(now);
+            let (limits, bytes) = (self.limits, self.bytes);
+            let full = |frames: usize| {
+                frames >= limits.max_fragments_per_datagram
+                    || bytes + frame.len() > limits.max_buffered_bytes
+            };
+            match self.list.iter().position(|e| e.0 == k) {
+                Some(at) => {
+                    if let Some(d) = self.list[at].1 {
+                        let mut e = self.list.remove(at);
+                        e.3 = now + self.limits.timeout;
+                        self.list.push(e);
+                        self.stats.followed += 1;
+                        return LaterFragment::Send(d);
+                    }
+                    if full(self.list[at].2.len()) {
+                        self.stats.overflow_drops += 1;
+                        return LaterFragment::Dropped;
+                    }
+                    self.list[at].2.push(frame.to_vec());
+                }
+                None => {
+                    if self.list.len() >= self.limits.max_datagrams || full(0) {
+                        self.stats.overflow_drops += 1;
+                        return LaterFragment::Dropped;
+                    }
+                    let expires = now + self.limits.timeout;
+                    self.list.push((k, None, vec![frame.to_vec()], expires));
+                }
+            }
+            self.bytes += frame.len();
+            self.stats.buffered += 1;
+            LaterFragment::Buffered
+        }
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        First(u32, u16),
+        Later(u32, usize),
+        Expire,
+    }
+
+    fn op() -> impl proptest::strategy::Strategy<Value = (Op, u64)> {
+        use proptest::prelude::*;
+        let op = prop_oneof![
+            4 => (0u32..10, 0u16..4).prop_map(|(k, b)| Op::First(k, b)),
+            5 => (0u32..10, 1usize..700).prop_map(|(k, n)| Op::Later(k, n)),
+            1 => Just(Op::Expire),
+        ];
+        // Time moves on at every operation (activity has an order), sometimes past the
+        // timeout.
+        (op, prop_oneof![8 => 1u64..5, 1 => 5u64..40])
+    }
+
+    proptest::proptest! {
+        /// Any sequence of first fragments, later fragments and expiry over a few keys with
+        /// small caps (slots reused, stale expiry items, evictions of waiting datagrams) does
+        /// what the plain rules say, answer by answer and counter by counter.
+        #[test]
+        fn the_tracker_keeps_the_rules_of_a_plain_list(
+            max_datagrams in 0usize..6,
+            max_fragments in 0usize..4,
+            max_bytes in 0usize..2_000,
+            ops in proptest::collection::vec(op(), 1..200),
+        ) {
+            let limits = FragmentLimits {
+                max_datagrams,
+                max_buffered_bytes: max_bytes,
+                max_fragments_per_datagram: max_fragments,
+                timeout: Duration::from_millis(20),
+            };
+            let mut t = FragmentTracker::new(limits);
+            let mut n = Naive { limits, list: Vec::new(), bytes: 0, stats: FragmentStats::default() };
+            let mut now = Instant::now();
+            for (i, (op, dt)) in ops.into_iter().enumerate() {
+                now += Duration::from_millis(dt);
+                match op {
+                    Op::First(k, b) => {
+                        let d = Decision { rule: 1, pool: 2, backend: b };
+                        let frames = if max_datagrams == 0 {
+                            // No room at all: counted, nothing remembered.
+                            n.expire(now);
+                            n.stats.first_seen += 1;
+                            n.stats.overflow_drops += 1;
+                            Vec::new()
+                        } else {
+                            n.first(k, d, now)
+                        };
+                        proptest::prop_assert_eq!(t.first_fragment(key(k), d, now), frames, "op {}", i);
+                    }
+                    Op::Later(k, len) => {
+                        let frame = vec![i as u8; len];
+                        proptest::prop_assert_eq!(
+                            t.later_fragment(key(k), &frame, now),
+                            n.later(k, &frame, now),
+                            "op {}", i
+                        );
+                    }
+                    Op::Expire => {
+                        t.expire(now);
+                        n.expire(now);
+                    }
+                }
+                proptest::prop_assert_eq!(t.stats(), n.stats, "op {}", i);
+                proptest::prop_assert_eq!(t.datagrams(), n.list.len(), "op {}", i);
+                proptest::prop_assert_eq!(t.buffered_bytes(), n.bytes, "op {}", i);
+            }
+        }
     }
 }
