@@ -635,10 +635,13 @@ mod tests {
     /// fragment (buffering one more fragment for a datagram still waiting is not activity);
     /// it is forgotten `timeout` after its last activity; a first fragment of a new datagram
     /// with the tracker full forgets the least recently active one.
+    /// (key, decision, waiting fragments, expires).
+    type NaiveDatagram = (u32, Option<Decision>, Vec<Vec<u8>>, Instant);
+
     struct Naive {
         limits: FragmentLimits,
-        /// (key, decision, waiting fragments, expires), least recently active first.
-        list: Vec<(u32, Option<Decision>, Vec<Vec<u8>>, Instant)>,
+        /// Least recently active first.
+        list: Vec<NaiveDatagram>,
         bytes: usize,
         stats: FragmentStats,
     }
