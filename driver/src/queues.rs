@@ -57,6 +57,9 @@ pub struct PuntedFrame {
     pub header: PuntHeader,
     /// The frame bytes (as far as the window holds them).
     pub frame: Vec<u8>,
+    /// Where the frame still lies in host memory, for an injection without a copy: set by
+    /// [`crate::rings::HostRings::pop_punts`]; `None` from the register window.
+    pub slot: Option<crate::rings::PuntSlot>,
 }
 
 /// Bytes of the punt and inject windows.
@@ -159,7 +162,11 @@ impl Queues {
         let data = self.batch.read_words(q::PUNT_DATA, words).run(dev)?;
         let mut frame: Vec<u8> = data.iter().flat_map(|w| w.to_le_bytes()).collect();
         frame.truncate(len);
-        Ok(Some(PuntedFrame { header, frame }))
+        Ok(Some(PuntedFrame {
+            header,
+            frame,
+            slot: None,
+        }))
     }
 
     /// Injects a frame to a backend with a pool's delivery.
@@ -211,6 +218,19 @@ pub trait Injector {
         pool: u16,
         frame: &[u8],
     ) -> Result<(), QueueError>;
+
+    /// Queues (or sends) a punted frame; where it still lies in host memory the host rings
+    /// send it from there ([`crate::rings::HostRings::inject_punted`]), else as
+    /// [`Injector::inject_frame`].
+    fn inject_punted<D: Device + ?Sized>(
+        &mut self,
+        dev: &mut D,
+        backend: u16,
+        pool: u16,
+        punted: &PuntedFrame,
+    ) -> Result<(), QueueError> {
+        self.inject_frame(dev, backend, pool, &punted.frame)
+    }
 }
 
 impl Injector for Queues {

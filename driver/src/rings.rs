@@ -238,8 +238,25 @@ pub struct HostRings {
     /// Buffers of punted frames the caller gave back ([`HostRings::recycle`]), reused by
     /// [`HostRings::pop_punts`] so that a frame costs no allocation.
     spare_frames: Vec<Vec<u8>>,
-    /// Each punt slot's descriptor, packed once.
-    punt_descs: Vec<[u32; PuntDesc::WORDS]>,
+    /// The buffer (region offset) each punt slot holds: posted, or popped and not yet
+    /// posted again. Buffers move between the punt and inject rings ([`HostRings::inject_punted`]).
+    punt_buf: Vec<usize>,
+    /// The buffer each inject slot owns: its frame while the device has not read it.
+    inject_buf: Vec<usize>,
+    /// Punt slots whose buffer went to the inject ring since they were popped.
+    punt_lent: Vec<bool>,
+    /// Punt ring index up to which slots hold a posted buffer: slots from it to `next[0]`
+    /// are popped and wait for [`HostRings::give_back`].
+    punt_posted: u16,
+    /// Punted frames injected from their punt buffers ([`HostRings::injected_in_place`]).
+    in_place: u64,
+}
+
+/// Where a punted frame still lies in host memory, so that injecting it needs no copy
+/// ([`HostRings::inject_punted`]): its punt ring index, until the slot is given back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PuntSlot {
+    index: u16,
 }
 
 /// Reads the command data area ([`HostRings::data_reader`]); `Send` and `Sync`.
@@ -333,16 +350,16 @@ impl HostRings {
             inject_window: crate::queues::Queues::new(),
             scratch: Vec::new(),
             spare_frames: Vec::new(),
-            punt_descs: Vec::new(),
+            punt_buf: (0..usize::from(slots(sizes.punt_log2)))
+                .map(|i| lay.punt_bufs + i * FRAME)
+                .collect(),
+            inject_buf: (0..usize::from(slots(sizes.inject_log2)))
+                .map(|i| lay.inject_bufs + i * FRAME)
+                .collect(),
+            punt_lent: vec![false; usize::from(slots(sizes.punt_log2))],
+            punt_posted: 0,
+            in_place: 0,
         };
-        for i in 0..slots(sizes.punt_log2) {
-            let d = PuntDesc {
-                addr: r.iova(r.lay.punt_bufs + usize::from(i) * FRAME),
-                len: FRAME as u16,
-                reserved: 0,
-            };
-            r.punt_descs.push(d.pack()?);
-        }
         r.program(dev)?;
         Ok(r)
     }
@@ -395,6 +412,7 @@ impl HostRings {
         for i in 0..slots(self.sizes.punt_log2) {
             self.post_punt(i)?;
         }
+        self.punt_posted = self.next[Ring::Punt as usize];
         let (punt, event) = (slots(self.sizes.punt_log2), slots(self.sizes.event_log2));
         ops.write(regs::PUNT_HOST, u32::from(punt))
             .write(regs::EVENT_HOST, u32::from(event))
@@ -460,12 +478,17 @@ impl HostRings {
         Ok(())
     }
 
-    fn post_punt(&self, index: u16) -> Result<(), RingError> {
+    /// Posts punt slot `index`'s buffer (the one it holds now) in its descriptor.
+    fn post_punt(&mut self, index: u16) -> Result<(), RingError> {
         let slot = usize::from(index & (slots(self.sizes.punt_log2) - 1));
-        if let Some(words) = self.punt_descs.get(slot) {
-            self.mem
-                .write_words(self.slot_offset(Ring::Punt, index), words)?;
-        }
+        let d = PuntDesc {
+            addr: self.iova(self.punt_buf[slot]),
+            len: FRAME as u16,
+            reserved: 0,
+        };
+        self.mem
+            .write_words(self.slot_offset(Ring::Punt, index), &d.pack()?)?;
+        self.punt_lent[slot] = false;
         Ok(())
     }
 
@@ -526,8 +549,8 @@ impl HostRings {
     }
 
     /// Takes up to `max` punted frames into `out` (copied out of their buffers; host memory
-    /// only); the buffers are posted again at once and go back to the device with the next
-    /// [`HostRings::give_back`].
+    /// only). Each buffer stays the host's until the next [`HostRings::give_back`] posts its
+    /// slot again: until then [`HostRings::inject_punted`] can send the frame from it.
     pub fn pop_punts(
         &mut self,
         max: usize,
@@ -545,13 +568,12 @@ impl HostRings {
             let mut frame = self.spare_frames.pop().unwrap_or_default();
             frame.clear();
             frame.resize(usize::from(c.written).min(FRAME), 0);
-            self.mem
-                .read(self.lay.punt_bufs + slot * FRAME, &mut frame)?;
+            self.mem.read(self.punt_buf[slot], &mut frame)?;
             out.push(PuntedFrame {
                 header: c.header[0],
                 frame,
+                slot: Some(PuntSlot { index }),
             });
-            self.post_punt(index)?;
             self.next[0] = index.wrapping_add(1);
             n += 1;
         }
@@ -569,9 +591,14 @@ impl HostRings {
         }
     }
 
-    /// Gives consumed punt and event slots back to the device: one posted register write
-    /// per ring that moved (nothing if neither did).
+    /// Gives consumed punt and event slots back to the device: posts the popped punt slots'
+    /// buffers, then one posted register write per ring that moved (nothing if neither did).
+    /// Frames popped before it can no longer be injected without a copy.
     pub fn give_back<D: Device + ?Sized>(&mut self, dev: &mut D) -> Result<(), RingError> {
+        while self.punt_posted != self.next[Ring::Punt as usize] {
+            self.post_punt(self.punt_posted)?;
+            self.punt_posted = self.punt_posted.wrapping_add(1);
+        }
         for (ring, reg) in [
             (Ring::Punt, regs::PUNT_HOST),
             (Ring::Event, regs::EVENT_HOST),
@@ -602,6 +629,51 @@ impl HostRings {
                 max: FRAME,
             });
         }
+        let slot = self.inject_room()?;
+        let buf = self.inject_buf[slot];
+        self.mem.write(buf, frame)?;
+        self.queue_inject(buf, backend, pool, frame.len())
+    }
+
+    /// Queues a punted frame for injection like [`HostRings::inject`], but from the buffer
+    /// it was punted into, without copying it, while that buffer is still the host's (popped,
+    /// its slot not given back, not injected yet): the punt slot takes the inject slot's
+    /// buffer in exchange, which the device has read already. Otherwise the frame is copied.
+    pub fn inject_punted(
+        &mut self,
+        backend: u16,
+        pool: u16,
+        punted: &PuntedFrame,
+    ) -> Result<(), RingError> {
+        let Some(punt) = punted.slot.filter(|p| self.lendable(p.index)) else {
+            return self.inject(backend, pool, &punted.frame);
+        };
+        if !self.carries(Ring::Inject) {
+            return self.inject(backend, pool, &punted.frame);
+        }
+        let slot = self.inject_room()?;
+        let from = usize::from(punt.index & (slots(self.sizes.punt_log2) - 1));
+        let buf = self.punt_buf[from];
+        self.punt_buf[from] = std::mem::replace(&mut self.inject_buf[slot], buf);
+        self.punt_lent[from] = true;
+        self.in_place += 1;
+        self.queue_inject(buf, backend, pool, punted.frame.len())
+    }
+
+    /// Punted frames injected from the buffers they were punted into, without a copy.
+    pub fn injected_in_place(&self) -> u64 {
+        self.in_place
+    }
+
+    /// Whether punt ring index `index` is popped and not given back, its buffer not lent.
+    fn lendable(&self, index: u16) -> bool {
+        let popped = self.next[Ring::Punt as usize].wrapping_sub(self.punt_posted);
+        let slot = usize::from(index & (slots(self.sizes.punt_log2) - 1));
+        index.wrapping_sub(self.punt_posted) < popped && !self.punt_lent[slot]
+    }
+
+    /// The next inject slot, if the device has read it (the ring is not full).
+    fn inject_room(&mut self) -> Result<usize, RingError> {
         let i = Ring::Inject as usize;
         let size = slots(self.sizes.inject_log2);
         if self.next[i].wrapping_sub(self.inject_consumed) >= size {
@@ -611,22 +683,30 @@ impl HostRings {
                 return Err(RingError::InjectFull);
             }
         }
-        let index = self.next[i];
-        let slot = usize::from(index & (slots(self.sizes.inject_log2) - 1));
-        let buf = self.lay.inject_bufs + slot * FRAME;
-        self.mem.write(buf, frame)?;
+        Ok(usize::from(self.next[i] & (size - 1)))
+    }
+
+    /// Writes the next inject slot's descriptor: the frame of `len` bytes at `buf`.
+    fn queue_inject(
+        &mut self,
+        buf: usize,
+        backend: u16,
+        pool: u16,
+        len: usize,
+    ) -> Result<(), RingError> {
+        let index = self.next[Ring::Inject as usize];
         let d = InjectDesc {
             addr: self.iova(buf),
             header: [InjectHeader {
                 backend,
                 pool,
-                frame_len: frame.len() as u16,
+                frame_len: len as u16,
             }],
             reserved: 0,
         };
         self.mem
             .write_words(self.slot_offset(Ring::Inject, index), &d.pack()?)?;
-        self.next[i] = index.wrapping_add(1);
+        self.next[Ring::Inject as usize] = index.wrapping_add(1);
         Ok(())
     }
 
@@ -989,16 +1069,34 @@ impl crate::queues::Injector for HostRings {
         if !self.carries(Ring::Inject) {
             return self.inject_window.inject(dev, backend, pool, frame);
         }
-        self.inject(backend, pool, frame).map_err(|e| match e {
-            RingError::InjectFull => crate::queues::QueueError::InjectFull,
-            RingError::FrameTooLong { len, max } => {
-                crate::queues::QueueError::FrameTooLong { len, max }
-            }
-            RingError::Device(d) => crate::queues::QueueError::Device(d),
-            RingError::Decode(d) => crate::queues::QueueError::Decode(d),
-            other => crate::queues::QueueError::Device(crate::device::DeviceError::Protocol(
-                other.to_string(),
-            )),
-        })
+        self.inject(backend, pool, frame).map_err(queue_error)
+    }
+
+    fn inject_punted<D: Device + ?Sized>(
+        &mut self,
+        dev: &mut D,
+        backend: u16,
+        pool: u16,
+        punted: &PuntedFrame,
+    ) -> Result<(), crate::queues::QueueError> {
+        if !self.carries(Ring::Inject) {
+            return self.inject_window.inject(dev, backend, pool, &punted.frame);
+        }
+        HostRings::inject_punted(self, backend, pool, punted).map_err(queue_error)
+    }
+}
+
+/// A ring error as the register queues' injections report it.
+fn queue_error(e: RingError) -> crate::queues::QueueError {
+    match e {
+        RingError::InjectFull => crate::queues::QueueError::InjectFull,
+        RingError::FrameTooLong { len, max } => {
+            crate::queues::QueueError::FrameTooLong { len, max }
+        }
+        RingError::Device(d) => crate::queues::QueueError::Device(d),
+        RingError::Decode(d) => crate::queues::QueueError::Decode(d),
+        other => crate::queues::QueueError::Device(crate::device::DeviceError::Protocol(
+            other.to_string(),
+        )),
     }
 }

@@ -8,6 +8,7 @@ use common::*;
 use nlb_driver::device::Device;
 use nlb_driver::loader::{Loader, LoaderOptions};
 use nlb_driver::model::ModelHandle;
+use nlb_driver::queues::PuntedFrame;
 use nlb_driver::rings::{HostRings, RingSizes};
 use nlb_driver::{discover, Conntrack};
 use nlb_hw::enums::{Event, Table, Verdict};
@@ -155,6 +156,117 @@ fn punted_frames_and_injected_frames_cross_through_host_memory() {
         rings.inject(A_BACKEND, 0, &frame),
         Err(nlb_driver::rings::RingError::InjectFull)
     ));
+}
+
+/// A TCP segment to the VIP cut as a first fragment (MF set), `len` bytes of payload
+/// marked with `tag`: the tracking pool's fragments are punted (docs/pipeline.md §6).
+fn punted_fragment(tag: u16, len: usize) -> Vec<u8> {
+    let b = etherparse::PacketBuilder::ethernet2(CLIENT_MAC, NIC_MAC)
+        .ipv4([198, 51, 100, 7], VIP.octets(), 64)
+        .tcp(tag, 80, 1000, 64240)
+        .ack(1);
+    let payload: Vec<u8> = (0..len).map(|i| (i as u16 ^ tag) as u8).collect();
+    let mut whole = Vec::new();
+    b.write(&mut whole, &payload).unwrap();
+    let (mut ip, rest) = etherparse::Ipv4Header::from_slice(&whole[14..]).unwrap();
+    ip.more_fragments = true;
+    ip.identification = tag;
+    ip.header_checksum = ip.calc_header_checksum();
+    let mut f = whole[..14].to_vec();
+    ip.write(&mut f).unwrap();
+    f.extend_from_slice(rest);
+    f
+}
+
+/// Punted frames injected back leave from the buffers they were punted into: the punt slot
+/// takes the inject slot's buffer in exchange. Over rounds that wrap both rings many times,
+/// with frames injected twice, copied, or injected after their slot was given back (and
+/// written over by newer punts), every frame leaves the NIC with the bytes it came with.
+#[test]
+fn punted_frames_leave_from_their_own_buffers_intact() {
+    let mut sim = setup();
+    let mut rings = HostRings::attach(&mut sim, small(), false).unwrap();
+    let mut out = vec![0u8; 16384];
+    let mut want: Vec<Vec<u8>> = Vec::new();
+    let mut in_place = 0;
+    let mut injected = Vec::new();
+    let mut tag = 100u16;
+    let mut punt = |sim: &ModelHandle, n: usize| -> Vec<Vec<u8>> {
+        let mut sent = Vec::new();
+        for _ in 0..n {
+            tag += 1;
+            let f = punted_fragment(tag, 40 + usize::from(tag) * 37 % 1400);
+            let r = sim.lock().receive(&f, &mut out).unwrap();
+            assert_eq!(r.verdict, Verdict::Punt, "fragment {tag}");
+            sent.push(f);
+        }
+        sent
+    };
+    for round in 0..12 {
+        let sent = punt(&sim, 6);
+        let mut popped: Vec<PuntedFrame> = Vec::new();
+        assert_eq!(rings.pop_punts(100, &mut popped).unwrap(), 6);
+        for (k, (p, f)) in popped.iter().zip(&sent).enumerate() {
+            assert!(&p.frame == f, "round {round}: punted frame {k}");
+        }
+        if round % 4 == 3 {
+            // Given back first: the slots are posted again and newer punts write over their
+            // buffers before the doorbell; the frames must be copied.
+            rings.give_back(&mut sim).unwrap();
+            let newer = punt(&sim, 6);
+            for p in &popped {
+                rings.inject_punted(A_BACKEND, 0, p).unwrap();
+            }
+            want.extend(sent);
+            rings.ring_inject(&mut sim).unwrap();
+            injected.extend(sim.lock().take_injected());
+            let mut again = Vec::new();
+            assert_eq!(rings.pop_punts(100, &mut again).unwrap(), 6);
+            let same = again.iter().zip(&newer).all(|(p, f)| &p.frame == f);
+            assert!(same, "round {round}: the newer punts");
+            for p in &again {
+                rings.inject_punted(A_BACKEND, 0, p).unwrap();
+                in_place += 1;
+            }
+            want.extend(newer);
+        } else {
+            for (k, p) in popped.iter().enumerate() {
+                match k {
+                    // Twice: the second is a copy (the buffer is lent already).
+                    0 => {
+                        rings.inject_punted(A_BACKEND, 0, p).unwrap();
+                        rings.inject_punted(A_BACKEND, 0, p).unwrap();
+                        want.push(p.frame.clone());
+                        in_place += 1;
+                    }
+                    // Copied by the caller's choice.
+                    1 => rings.inject(A_BACKEND, 0, &p.frame).unwrap(),
+                    _ => {
+                        rings.inject_punted(A_BACKEND, 0, p).unwrap();
+                        in_place += 1;
+                    }
+                }
+                want.push(p.frame.clone());
+            }
+        }
+        rings.give_back(&mut sim).unwrap();
+        rings.ring_inject(&mut sim).unwrap();
+        assert_eq!(rings.injected_in_place(), in_place, "round {round}");
+        injected.extend(sim.lock().take_injected());
+    }
+    assert_eq!(injected.len(), want.len());
+    for (k, (i, w)) in injected.iter().zip(&want).enumerate() {
+        assert_eq!(i.result.backend, Some(A_BACKEND), "injected frame {k}");
+        assert_eq!(
+            dst_mac(&i.frame),
+            backend_mac(A_BACKEND),
+            "injected frame {k}"
+        );
+        assert!(
+            i.frame[14..] == w[14..],
+            "injected frame {k}: the IP datagram changed"
+        );
+    }
 }
 
 #[test]

@@ -396,9 +396,10 @@ fn ring_inject(
 /// to `nlb_top`'s DMA master, as a card's IOMMU would. The driver attaches `HostRings` to it
 /// and to the golden model's device, both carrying the four rings; the same traffic goes through both, in two batches with the slots given
 /// back between them, and the rings must hold the same: ring status, every event record,
-/// every punted frame with its header. After each batch the driver injects frames through the
-/// inject ring (more than it has slots, so some wait for the device to consume them): what
-/// each device transmitted must be the same, result and bytes.
+/// every punted frame with its header. After each batch the driver injects the punted frames
+/// back from their punt buffers, then other frames through the inject ring (more than it has
+/// slots, so some wait for the device to consume them): what each device transmitted must be
+/// the same, result and bytes.
 #[test]
 fn the_drivers_host_rings_run_on_the_rtl_as_on_the_model() {
     use nlb_driver::queues::PuntedFrame;
@@ -484,20 +485,47 @@ fn the_drivers_host_rings_run_on_the_rtl_as_on_the_model() {
         assert_eq!(p_rtl, p_model, "batch {batch}: punted frames");
         events_seen += ev_rtl.len();
         punts_seen += p_rtl.len();
+        // The punted frames go back out from the buffers they were punted into, as nlbd
+        // sends fragments (the punt slots take the inject slots' buffers in exchange): the
+        // RTL reads them where its own punts wrote them.
+        let mut sent = 0;
+        for (pr, pm) in p_rtl.iter().zip(&p_model) {
+            let (backend, pool) = (rng.random_range(0..12u16), rng.random_range(0..4u16));
+            loop {
+                match (
+                    rtl_rings.inject_punted(backend, pool, pr),
+                    model_rings.inject_punted(backend, pool, pm),
+                ) {
+                    (Ok(()), Ok(())) => break,
+                    (a, b) => {
+                        assert!(
+                            a.is_err() && b.is_err(),
+                            "batch {batch}: inject punted {a:?} / {b:?}"
+                        );
+                        ring_inject(&mut rtl_rings, &mut rtl, &mut model_rings, &mut model);
+                    }
+                }
+            }
+            sent += 1;
+        }
+        assert_eq!(
+            rtl_rings.injected_in_place(),
+            model_rings.injected_in_place()
+        );
         rtl_rings.give_back(&mut rtl).expect("RTL doorbells");
         model_rings.give_back(&mut model).expect("model doorbells");
 
         // Frames injected to random backends and pools (some beyond the tables), 16 slots
         // for 24 frames: the driver waits for the write-back between its doorbells.
-        let mut sent = 0;
-        while sent < 24 {
+        let mut copied = 0;
+        while copied < 24 {
             let frame = scenario.frame(&mut rng);
             let (backend, pool) = (rng.random_range(0..12u16), rng.random_range(0..4u16));
             match (
                 rtl_rings.inject(backend, pool, &frame),
                 model_rings.inject(backend, pool, &frame),
             ) {
-                (Ok(()), Ok(())) => sent += 1,
+                (Ok(()), Ok(())) => copied += 1,
                 (a, b) => {
                     assert!(
                         a.is_err() && b.is_err(),
@@ -522,9 +550,18 @@ fn the_drivers_host_rings_run_on_the_rtl_as_on_the_model() {
                 "batch {batch}: injected frame {k}'s bytes"
             );
         }
+        assert_eq!(
+            on_rtl.len(),
+            sent + copied,
+            "batch {batch}: every injected frame"
+        );
         injected += on_rtl.len();
     }
-    assert_eq!(injected, 48, "every injected frame went through");
+    assert_eq!(
+        rtl_rings.injected_in_place() as usize,
+        punts_seen,
+        "every punted frame went back out from its own buffer"
+    );
     assert!(
         events_seen > 0 && punts_seen > 0,
         "the traffic made events ({events_seen}) and punts ({punts_seen})"

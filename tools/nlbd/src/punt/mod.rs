@@ -320,10 +320,14 @@ impl PuntHandler {
     ) -> Result<Disposition, DeviceError> {
         let d = self.decide(punted, ctx, now);
         if let Disposition::Inject { to, released, icmp } = &d {
-            let frames =
-                std::iter::once(punted.frame.as_slice()).chain(released.iter().map(Vec::as_slice));
-            for frame in frames {
-                match queues.inject_frame(dev, to.backend, to.pool, frame) {
+            // The punted frame itself from where it lies (no copy on the host rings), then
+            // the fragments that waited for it.
+            for k in 0..=released.len() {
+                let sent = match k.checked_sub(1) {
+                    None => queues.inject_punted(dev, to.backend, to.pool, punted),
+                    Some(r) => queues.inject_frame(dev, to.backend, to.pool, &released[r]),
+                };
+                match sent {
                     Ok(()) => {
                         self.stats.injected += 1;
                         if *icmp {
@@ -600,6 +604,7 @@ instances:
                 ..PuntHeader::default()
             },
             frame: vec![1, 2, 3, 4],
+            slot: None,
         };
         assert_eq!(
             h.decide(&junk, &ctx, now),
@@ -611,6 +616,7 @@ instances:
                 ..junk.header
             },
             frame: vec![0; 9728],
+            slot: None,
         };
         assert_eq!(
             h.decide(&short, &ctx, now),
@@ -624,6 +630,7 @@ instances:
                 ..PuntHeader::default()
             },
             frame: frags[0].clone(),
+            slot: None,
         };
         assert_eq!(
             h.decide(&odd, &ctx, now),
