@@ -250,14 +250,21 @@ pub struct HostRings {
     punt_posted: u16,
     /// Punted frames injected from their punt buffers ([`HostRings::injected_in_place`]).
     in_place: u64,
+    /// This one's number, in the [`PuntSlot`]s of the frames it pops.
+    id: u32,
 }
 
 /// Where a punted frame still lies in host memory, so that injecting it needs no copy
-/// ([`HostRings::inject_punted`]): its punt ring index, until the slot is given back.
+/// ([`HostRings::inject_punted`]): its punt ring index, until the slot is given back, in the
+/// rings that popped it (another [`HostRings`] copies it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PuntSlot {
+    rings: u32,
     index: u16,
 }
+
+/// Tells one [`HostRings`] from another in a [`PuntSlot`].
+static RINGS_MADE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
 /// Reads the command data area ([`HostRings::data_reader`]); `Send` and `Sync`.
 #[derive(Debug, Clone)]
@@ -359,6 +366,7 @@ impl HostRings {
             punt_lent: vec![false; usize::from(slots(sizes.punt_log2))],
             punt_posted: 0,
             in_place: 0,
+            id: RINGS_MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         };
         r.program(dev)?;
         Ok(r)
@@ -572,7 +580,10 @@ impl HostRings {
             out.push(PuntedFrame {
                 header: c.header[0],
                 frame,
-                slot: Some(PuntSlot { index }),
+                slot: Some(PuntSlot {
+                    rings: self.id,
+                    index,
+                }),
             });
             self.next[0] = index.wrapping_add(1);
             n += 1;
@@ -645,7 +656,10 @@ impl HostRings {
         pool: u16,
         punted: &PuntedFrame,
     ) -> Result<(), RingError> {
-        let Some(punt) = punted.slot.filter(|p| self.lendable(p.index)) else {
+        let Some(punt) = punted
+            .slot
+            .filter(|p| p.rings == self.id && self.lendable(p.index))
+        else {
             return self.inject(backend, pool, &punted.frame);
         };
         if !self.carries(Ring::Inject) {

@@ -255,6 +255,17 @@ fn punted_frames_leave_from_their_own_buffers_intact() {
         injected.extend(sim.lock().take_injected());
     }
     assert_eq!(injected.len(), want.len());
+    // A frame popped from these rings, injected through another device's: copied.
+    let mut other_sim = setup();
+    let mut other = HostRings::attach(&mut other_sim, small(), false).unwrap();
+    punt(&sim, 1);
+    let mut popped = Vec::new();
+    assert_eq!(rings.pop_punts(1, &mut popped).unwrap(), 1);
+    other.inject_punted(A_BACKEND, 0, &popped[0]).unwrap();
+    other.ring_inject(&mut other_sim).unwrap();
+    assert_eq!(other.injected_in_place(), 0);
+    let sent = other_sim.lock().take_injected();
+    assert!(sent.len() == 1 && sent[0].frame[14..] == popped[0].frame[14..]);
     for (k, (i, w)) in injected.iter().zip(&want).enumerate() {
         assert_eq!(i.result.backend, Some(A_BACKEND), "injected frame {k}");
         assert_eq!(
