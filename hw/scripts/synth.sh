@@ -111,7 +111,7 @@ for c in "${configs[@]}"; do
             synth_xilinx $synth_opts -run map_memory:;"
     fi
     if ! "$yosys" -q -l "$work/$tag.log" -p "
-        read_verilog -I$rtl $rtl/*.v $board_files;
+        read_verilog -DNLB_SYNTH_ESTIMATE -I$rtl $rtl/*.v $board_files;
         $chparam
         $synth
         tee -q -o $work/$tag.stat stat;
