@@ -58,8 +58,19 @@ pub struct PuntedFrame {
     /// The frame bytes (as far as the window holds them).
     pub frame: Vec<u8>,
     /// Where the frame still lies in host memory, for an injection without a copy: set by
-    /// [`crate::rings::HostRings::pop_punts`]; `None` from the register window.
-    pub slot: Option<crate::rings::PuntSlot>,
+    /// the host rings' `pop_punts`; `None` from the register window.
+    pub slot: Option<PuntSlot>,
+}
+
+/// Where a punted frame still lies in host memory, so that injecting it needs no copy (the
+/// host rings' `inject_punted`): its punt ring index, until the slot is given back, in the
+/// rings that popped it (other rings copy it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PuntSlot {
+    /// Which host rings popped it.
+    pub(crate) rings: u32,
+    /// Its punt ring index.
+    pub(crate) index: u16,
 }
 
 /// Bytes of the punt and inject windows.
@@ -220,7 +231,7 @@ pub trait Injector {
     ) -> Result<(), QueueError>;
 
     /// Queues (or sends) a punted frame; where it still lies in host memory the host rings
-    /// send it from there ([`crate::rings::HostRings::inject_punted`]), else as
+    /// send it from there (`inject_punted` of the host rings), else as
     /// [`Injector::inject_frame`].
     fn inject_punted<D: Device + ?Sized>(
         &mut self,

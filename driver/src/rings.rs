@@ -18,7 +18,7 @@
 
 use crate::device::{Device, DeviceError};
 use crate::dma::{DmaError, DmaRegion, IrqLine};
-use crate::queues::PuntedFrame;
+use crate::queues::{PuntSlot, PuntedFrame};
 use nlb_hw::blocks::dma as regs;
 use nlb_hw::enums::DmaCmd;
 use nlb_hw::enums::{DmaError as CmdError, Ring};
@@ -252,15 +252,6 @@ pub struct HostRings {
     in_place: u64,
     /// This one's number, in the [`PuntSlot`]s of the frames it pops.
     id: u32,
-}
-
-/// Where a punted frame still lies in host memory, so that injecting it needs no copy
-/// ([`HostRings::inject_punted`]): its punt ring index, until the slot is given back, in the
-/// rings that popped it (another [`HostRings`] copies it).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PuntSlot {
-    rings: u32,
-    index: u16,
 }
 
 /// Tells one [`HostRings`] from another in a [`PuntSlot`].
