@@ -232,6 +232,7 @@ pub trait Injector {
 
     /// Queues (or sends) a punted frame; where it still lies in host memory the host rings
     /// send it from there (`inject_punted` of the host rings), else as
+    /// [`Injector::inject_frame`]. For the frame as punted: a changed frame goes by
     /// [`Injector::inject_frame`].
     fn inject_punted<D: Device + ?Sized>(
         &mut self,

@@ -641,6 +641,8 @@ impl HostRings {
     /// it was punted into, without copying it, while that buffer is still the host's (popped,
     /// its slot not given back, not injected yet): the punt slot takes the inject slot's
     /// buffer in exchange, which the device has read already. Otherwise the frame is copied.
+    /// It sends the bytes the NIC punted: a frame the caller changed goes by
+    /// [`HostRings::inject`].
     pub fn inject_punted(
         &mut self,
         backend: u16,
