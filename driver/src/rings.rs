@@ -1087,7 +1087,8 @@ impl crate::queues::Injector for HostRings {
         punted: &PuntedFrame,
     ) -> Result<(), crate::queues::QueueError> {
         if !self.carries(Ring::Inject) {
-            return self.inject_window.inject(dev, backend, pool, &punted.frame);
+            // The register window: a copy, as for any frame.
+            return self.inject_frame(dev, backend, pool, &punted.frame);
         }
         HostRings::inject_punted(self, backend, pool, punted).map_err(queue_error)
     }
