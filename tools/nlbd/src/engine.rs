@@ -609,31 +609,30 @@ impl Engine {
             "attached and loaded"
         );
         let now = Instant::now();
-        Ok((
-            Engine {
-                dev,
-                info,
-                controller,
-                conns,
-                punts: PuntHandler::new(opts.fragments),
-                queues: Queues::new(),
-                opts,
-                started: now,
-                last_age: now,
-                policy: PolicyRuntime::new(opts.policy_deadband),
-                last_policy: now,
-                device_errors: 0,
-                last_error_log: None,
-                failover_states,
-                tables_digest: None,
-                host_stamp: 0,
-                mmio: MmioUse::default(),
-                records: Vec::new(),
-                punted: Vec::new(),
-                card_replaced: false,
-            },
-            report,
-        ))
+        let mut engine = Engine {
+            dev,
+            info,
+            controller,
+            conns,
+            punts: PuntHandler::new(opts.fragments),
+            queues: Queues::new(),
+            opts,
+            started: now,
+            last_age: now,
+            policy: PolicyRuntime::new(opts.policy_deadband),
+            last_policy: now,
+            device_errors: 0,
+            last_error_log: None,
+            failover_states,
+            tables_digest: None,
+            host_stamp: 0,
+            mmio: MmioUse::default(),
+            records: Vec::new(),
+            punted: Vec::new(),
+            card_replaced: false,
+        };
+        engine.set_host_time(host_secs());
+        Ok((engine, report))
     }
 
     /// The controller.
@@ -1242,13 +1241,7 @@ impl Engine {
     /// ([`Engine::expire_drains`]). [`Engine::step`] runs it every
     /// [`EngineOptions::age_every`] on the wall clock.
     pub fn age_at(&mut self, now: u32) {
-        // The stamp of the connections the NIC learns from now on (a posted write).
-        if let Some((d, rings)) = nlb_driver::rings::split(&mut self.dev) {
-            match rings.set_host_time(d, now) {
-                Ok(()) => self.host_stamp = now,
-                Err(e) => self.device_error("writing the host time failed", &e),
-            }
-        }
+        self.set_host_time(now);
         match self.conns.age(self.dev.as_mut(), now) {
             Ok(r) if r.evicted > 0 => {
                 debug!(evicted = r.evicted, scanned = r.scanned, "aged connections")
@@ -1257,6 +1250,18 @@ impl Engine {
             Err(e) => self.device_error("ageing connections failed", &e),
         }
         self.expire_drains(now);
+    }
+
+    /// The stamp of the connections the NIC learns from now on (`dma.host_time`, a posted
+    /// write). Written at start too: the register keeps whatever the last nlbd wrote (or 0 on
+    /// a fresh card), and connections learned before the first ageing pass would carry it.
+    fn set_host_time(&mut self, now: u32) {
+        if let Some((d, rings)) = nlb_driver::rings::split(&mut self.dev) {
+            match rings.set_host_time(d, now) {
+                Ok(()) => self.host_stamp = now,
+                Err(e) => self.device_error("writing the host time failed", &e),
+            }
+        }
     }
 
     /// Ends the drains whose deadline is `now` (host seconds) or earlier (their connections are

@@ -434,6 +434,7 @@ fn top_shows_live_rates_and_sorts_filters_and_quits_on_keys() {
 
 #[test]
 fn top_once_json_reports_every_field() {
+    let started = std::time::Instant::now();
     let mut lab = Lab::start(81, 2);
     for i in 0..7 {
         lab.nic.send(&tcp(
@@ -726,9 +727,19 @@ fn top_once_json_reports_every_field() {
         "{}",
         String::from_utf8_lossy(&paged.stderr)
     );
-    let one: serde_json::Value = serde_json::from_slice(&one.stdout).unwrap();
-    let paged: serde_json::Value = serde_json::from_slice(&paged.stdout).unwrap();
+    let mut one: serde_json::Value = serde_json::from_slice(&one.stdout).unwrap();
+    let mut paged: serde_json::Value = serde_json::from_slice(&paged.stdout).unwrap();
     assert_eq!(paged["entries"].as_array().unwrap().len(), 25);
+    // Every connection was made by this test, so none is older than the test; the two
+    // listings may straddle a second, so their ages are compared to that bound, not each other.
+    let oldest = started.elapsed().as_secs() + 1;
+    for listing in [&mut one, &mut paged] {
+        for e in listing["entries"].as_array_mut().unwrap() {
+            let age = e["age_secs"].as_u64().unwrap();
+            assert!(age <= oldest, "{e} is older than this test ({oldest} s)");
+            e.as_object_mut().unwrap().remove("age_secs");
+        }
+    }
     assert_eq!(paged["entries"], one["entries"]);
     assert_eq!(paged["total"], 25);
     assert!(paged.get("next").is_none(), "{paged}");
