@@ -152,6 +152,56 @@ pub struct Member<'a> {
 /// members of weight 0 are left out. With no member of weight > 0 the result is empty.
 pub fn populate(members: &[Member], m: u32) -> Vec<u16> {
     let m = m.min(MAX_SIZE);
+    let ms = taking_part(members);
+    if ms.is_empty() || m == 0 {
+        return Vec::new();
+    }
+    if m == 1 {
+        return vec![ms[0].id];
+    }
+    let mut fill = Fill::new(&ms, m);
+    take_turns(&mut fill, &ms);
+    fill.table
+}
+
+/// The table of `base` (a [`populate`] of every member a pool has) with the slots of the
+/// members not among `members` (those that left the choice: unhealthy) handed to `members`:
+/// each slot of a member in `members` keeps its backend, and the others are filled the way
+/// [`populate`] fills a table, as if those were the only free slots (turns in rounds by
+/// weight, in name order; each turn takes the member's first free slot of its permutation
+/// from its offset). A member that leaves therefore moves exactly its own slots, spread over
+/// the others by weight; `members` are the ones of `base` with the same weights for the
+/// shares to hold. With no member of weight > 0 the result is empty.
+pub fn refill(base: &[u16], members: &[Member]) -> Vec<u16> {
+    let ms = taking_part(members);
+    let m = base.len().min(MAX_SIZE as usize) as u32;
+    if ms.is_empty() || m == 0 {
+        return Vec::new();
+    }
+    let mut staying = vec![0u64; 1 << 10];
+    for x in &ms {
+        staying[usize::from(x.id >> 6)] |= 1 << (x.id & 63);
+    }
+    let stays = |id: u16| staying[usize::from(id >> 6)] >> (id & 63) & 1 == 1;
+    if m == 1 {
+        return vec![if stays(base[0]) { base[0] } else { ms[0].id }];
+    }
+    let mut fill = Fill::new(&ms, m);
+    fill.table.copy_from_slice(&base[..m as usize]);
+    for c in 0..m {
+        if stays(fill.table[c as usize]) {
+            fill.mark_taken(c);
+        }
+    }
+    if fill.left > 0 {
+        take_turns(&mut fill, &ms);
+    }
+    fill.table
+}
+
+/// The members that take part in a population: weight > 0 (capped at [`MAX_WEIGHT`]), in name
+/// order whatever the order given.
+fn taking_part<'a>(members: &[Member<'a>]) -> Vec<Member<'a>> {
     let mut ms: Vec<Member> = members
         .iter()
         .filter(|x| x.weight > 0)
@@ -160,14 +210,13 @@ pub fn populate(members: &[Member], m: u32) -> Vec<u16> {
             ..*x
         })
         .collect();
-    if ms.is_empty() || m == 0 {
-        return Vec::new();
-    }
     ms.sort_by(|a, b| a.name.cmp(b.name));
-    if m == 1 {
-        return vec![ms[0].id];
-    }
-    let mut fill = Fill::new(&ms, m);
+    ms
+}
+
+/// Turns of `ms` (at least one, in name order) in rounds by weight until `fill` has no free
+/// slot left.
+fn take_turns(fill: &mut Fill, ms: &[Member]) {
     let n = ms.len();
     let max_w = ms.iter().map(|x| x.weight).max().unwrap_or(1);
     if ms.iter().all(|x| x.weight == max_w) {
@@ -182,16 +231,16 @@ pub fn populate(members: &[Member], m: u32) -> Vec<u16> {
         });
     } else {
         let weights: Vec<u32> = ms.iter().map(|x| x.weight).collect();
-        let order = weighted_order(&weights, m);
+        let order = weighted_order(&weights, fill.left);
         let mut t = 0;
         fill.run(|| {
-            // `order` holds at least m turns and `run` asks for exactly m.
+            // `order` holds at least as many turns as free slots, and `run` asks for one per
+            // free slot.
             let i = order[t] as usize;
             t += 1;
             i
         });
     }
-    fill.table
 }
 
 /// The first `m` turns under `weights` (indices into it, all weights in 1..=[`MAX_WEIGHT`]):
@@ -327,6 +376,14 @@ impl Fill {
     #[inline(always)]
     fn taken_bit(&self, x: u32) -> u32 {
         (self.taken[(x >> 6) as usize & self.mask] >> (x & 63)) as u32 & 1
+    }
+
+    /// Slot `c` (< m) holds a backend already (a [`refill`] keeps it).
+    fn mark_taken(&mut self, c: u32) {
+        for x in [c, c + self.m] {
+            self.taken[(x >> 6) as usize & self.mask] |= 1 << (x & 63);
+        }
+        self.left -= 1;
     }
 
     /// Backend `i` takes slot `c` (< m).

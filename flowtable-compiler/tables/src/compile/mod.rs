@@ -111,6 +111,24 @@ struct PoolPlan {
     failover_size: u32,
     /// What a backend service adds.
     service: Option<Box<services::ServicePlan>>,
+    /// A target pool's slice populated over every member it has, once computed
+    /// ([`Compiled::fill_slice`]).
+    full: FullSlice,
+}
+
+/// A slice populated over every member of its pool with the configured weights: a health
+/// change refills only the slots of members that left the choice ([`maglev::refill`]), so
+/// this is computed once per compile instead of per change.
+#[derive(Clone, Default)]
+struct FullSlice(Option<std::sync::Arc<Vec<u16>>>);
+
+impl std::fmt::Debug for FullSlice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0 {
+            Some(slots) => write!(f, "FullSlice({} slots)", slots.len()),
+            None => f.write_str("FullSlice(not computed)"),
+        }
+    }
 }
 
 /// The result of a compile: one table bank, the NIC settings, names, and per-pool reasons.
@@ -479,6 +497,7 @@ fn plan_pools<'c>(
             failover_size: 0,
             service: None,
             endpoints: Vec::new(),
+            full: FullSlice::default(),
         });
     }
     for t in &s.target_instances {
@@ -503,6 +522,7 @@ fn plan_pools<'c>(
             failover_size: 0,
             service: None,
             endpoints: Vec::new(),
+            full: FullSlice::default(),
         });
     }
     let lookup = services::PlanLookup::new(c);
@@ -536,6 +556,7 @@ fn plan_pools<'c>(
             failover_base: 0,
             service: Some(Box::new(plan)),
             endpoints: Vec::new(),
+            full: FullSlice::default(),
         });
     }
     let ready: HashMap<(&str, &str), u32> = c
@@ -1103,6 +1124,7 @@ impl Compiled {
             return self.fill_service(id, health);
         }
         let (eligible, why) = self.eligible(id, health);
+        let full = self.full_slice(id, &eligible);
         let p = &self.plans[id];
         let members: Vec<Member> = eligible
             .iter()
@@ -1112,7 +1134,10 @@ impl Compiled {
                 weight: w,
             })
             .collect();
-        let slots = maglev::populate(&members, p.size);
+        let slots = match full {
+            Some(full) => maglev::refill(&full, &members),
+            None => maglev::populate(&members, p.size),
+        };
         let base = p.base as usize;
         for (k, b) in slots.iter().enumerate() {
             self.tables.maglev[base + k] = MaglevSlot { backend: *b };
@@ -1127,6 +1152,41 @@ impl Compiled {
         r.eligible = names;
         r.healthy = healthy;
         r.why = why;
+    }
+
+    /// Pool `id`'s slice populated over all its members with their configured weights, when
+    /// `eligible` keeps those weights (then the slice is that one with the slots of the
+    /// members not eligible refilled, docs/config.md): computed on first use, kept for later
+    /// health changes. `None` when weights other than the configured ones apply (probe
+    /// weights, endpoint counts, every weight 0): the slice is populated over `eligible`.
+    fn full_slice(
+        &mut self,
+        id: usize,
+        eligible: &[(usize, u32)],
+    ) -> Option<std::sync::Arc<Vec<u16>>> {
+        let p = &self.plans[id];
+        let configured = |i: usize| p.members[i].2;
+        let all_zero = p.members.iter().all(|m| m.2 == 0);
+        if all_zero || eligible.iter().any(|&(i, w)| w != configured(i)) {
+            return None;
+        }
+        if let Some(full) = &p.full.0 {
+            if full.len() == p.size as usize {
+                return Some(full.clone());
+            }
+        }
+        let members: Vec<Member> = p
+            .members
+            .iter()
+            .map(|(name, id, weight)| Member {
+                name,
+                id: *id,
+                weight: *weight,
+            })
+            .collect();
+        let full = std::sync::Arc::new(maglev::populate(&members, p.size));
+        self.plans[id].full = FullSlice(Some(full.clone()));
+        Some(full)
     }
 
     /// A backend service's two slices, from the service LB policy's decision with no live

@@ -560,6 +560,96 @@ fn ids_survive_reloads_and_can_be_recovered_from_a_device() {
     assert_eq!(after.symbols.backend_id("web-aa"), Some(5));
 }
 
+/// SPEC R3.2 and R3.4 on health changes: a backend that turns unhealthy stops getting new
+/// connections and moves only about its share of new flows: the first one down exactly its
+/// own slots (a Maglev repopulation over the healthy ones moved 93 more here), later ones
+/// at most 3 % of the slice more (slots the earlier ones left are spread again; Maglev's
+/// repopulation moved 1-2 % more at each step of this sequence). The healthy backends keep
+/// even shares, and when they all come back the table is the one from before. Here 30 of a
+/// pool's 40 backends go down one at a time, then come back in the reverse order.
+#[test]
+fn a_backend_turning_unhealthy_moves_only_its_own_slots() {
+    let mut text = String::from(
+        "forwardingRules:\n  - {name: web, IPAddress: 203.0.113.80, IPProtocol: TCP, portRange: '80', target: web}\ntargetPools:\n",
+    );
+    let names: Vec<String> = (1..=40).map(|i| format!("web-{i}")).collect();
+    text.push_str(&format!(
+        "  - {{name: web, region: r, healthChecks: [hc], instances: [{}]}}\ninstances:\n",
+        names.join(", ")
+    ));
+    for i in 1..=40 {
+        text.push_str(&format!(
+            "  - {{name: web-{i}, ip: 192.0.2.{i}, zone: z, mac: '02:00:00:00:01:{i:02x}'}}\n"
+        ));
+    }
+    text.push_str("httpHealthChecks:\n  - {name: hc, port: 80, requestPath: /}\n");
+    let cfg = config(&text);
+    let choices = |c: &Compiled| -> Vec<String> {
+        let p = c.tables.pools[0];
+        let (b, m) = (p.maglev_base as usize, p.maglev_size as usize);
+        c.tables.maglev[b..b + m]
+            .iter()
+            .map(|s| c.symbols.backend(s.backend).unwrap_or("?").to_string())
+            .collect()
+    };
+    let mut health = HealthState::new();
+    let mut live = compile(&cfg, &health, &CompileOptions::default()).expect("compiles");
+    let all_up = choices(&live);
+    let m = all_up.len();
+    let down_order: Vec<usize> = (0..30).map(|k| (k * 7) % 40 + 1).collect();
+    let mut before = all_up.clone();
+    for (k, &d) in down_order.iter().enumerate() {
+        let gone = format!("web-{d}");
+        health.set_member_healthy("web", &gone, false);
+        live.recompile_pool("web", &health).expect("recompiles");
+        let after = choices(&live);
+        let full = choices(&compile(&cfg, &health, &CompileOptions::default()).expect("compiles"));
+        assert_eq!(
+            after, full,
+            "{gone} down: a recompile equals a full compile"
+        );
+        let down: BTreeSet<String> = down_order[..=k]
+            .iter()
+            .map(|d| format!("web-{d}"))
+            .collect();
+        assert!(
+            after.iter().all(|b| !down.contains(b)),
+            "{gone} down: a slot still names an unhealthy backend"
+        );
+        let moved = before.iter().zip(&after).filter(|(a, b)| a != b).count();
+        let its_own = before.iter().filter(|b| **b == gone).count();
+        let extra = moved - its_own;
+        assert!(
+            extra as f64 <= 0.03 * m as f64 && (k > 0 || extra == 0),
+            "{gone} down: {extra} slots moved besides its own {its_own} (of {m})"
+        );
+        // The healthy backends' shares stay even: within 2 slots of M / healthy, as close
+        // as a population over the healthy ones alone gets within 1.
+        let healthy = 40 - down.len();
+        let even = m as f64 / healthy as f64;
+        for b in names.iter().filter(|b| !down.contains(*b)) {
+            let held = after.iter().filter(|x| *x == b).count();
+            assert!(
+                (held as f64 - even).abs() <= 2.0,
+                "{} down: {b} holds {held} slots, an even share is {even:.1}",
+                down.len()
+            );
+        }
+        before = after;
+    }
+    // Back up in the reverse order: each return moves the slots back, and all up again is the
+    // table from before.
+    for &d in down_order.iter().rev() {
+        health.set_member_healthy("web", &format!("web-{d}"), true);
+        live.recompile_pool("web", &health).expect("recompiles");
+    }
+    assert_eq!(
+        choices(&live),
+        all_up,
+        "every backend healthy again: the first table"
+    );
+}
+
 /// SPEC R3.2: adding a backend to a pool moves only about that backend's share of new flows.
 /// A pool keeps its Maglev slice size from 1 to 40 backends, so each one added (by a new
 /// configuration) takes its 1/N of the slots and moves at most 3% of the others: Maglev's

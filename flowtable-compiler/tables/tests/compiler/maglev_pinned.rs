@@ -11,7 +11,7 @@
 //!   which each backend, in name order, adds its weight to a counter and takes a turn (its
 //!   next free slot of `offset + j·skip mod M`) when the counter reaches the largest weight.
 
-use flowtable_compiler::maglev::{populate, Member, MAX_SIZE, MAX_WEIGHT};
+use flowtable_compiler::maglev::{populate, refill, Member, MAX_SIZE, MAX_WEIGHT};
 use proptest::prelude::*;
 use sha2::{Digest, Sha256};
 
@@ -53,6 +53,27 @@ fn gcd(a: u64, b: u64) -> u64 {
 /// The definition, probing with `%` and counting rounds one by one.
 fn by_definition(members: &[Member], m: u32) -> Vec<u16> {
     let m = m.min(MAX_SIZE);
+    by_definition_from(members, vec![None; m as usize])
+}
+
+/// The definition of a refill (docs/config.md): the slots of `base` whose backend is one of
+/// `members` (weight > 0) keep it; the others are free, and `members` take turns as in a
+/// population until none is left.
+fn refill_by_definition(base: &[u16], members: &[Member]) -> Vec<u16> {
+    let stays = |id: u16| members.iter().any(|x| x.id == id && x.weight > 0);
+    if !members.iter().any(|x| x.weight > 0) {
+        return Vec::new();
+    }
+    by_definition_from(
+        members,
+        base.iter().map(|&b| stays(b).then_some(b)).collect(),
+    )
+}
+
+/// Turns of `members` as the definition takes them, over a table whose taken slots are
+/// `table`'s `Some`, until every slot is taken.
+fn by_definition_from(members: &[Member], mut table: Vec<Option<u16>>) -> Vec<u16> {
+    let m = table.len() as u32;
     let mut ms: Vec<Member> = members.iter().copied().filter(|x| x.weight > 0).collect();
     for x in &mut ms {
         x.weight = x.weight.min(MAX_WEIGHT);
@@ -63,10 +84,9 @@ fn by_definition(members: &[Member], m: u32) -> Vec<u16> {
     }
     let max = u64::from(ms.iter().map(|x| x.weight).max().unwrap_or(1));
     let perms: Vec<(u64, u64)> = ms.iter().map(|x| offset_skip(x.name, m)).collect();
-    let mut table: Vec<Option<u16>> = vec![None; m as usize];
     let mut step = vec![0u64; ms.len()];
     let mut counter = vec![0u64; ms.len()];
-    let mut filled = 0;
+    let mut filled = table.iter().filter(|v| v.is_some()).count() as u32;
     while filled < m {
         for (i, x) in ms.iter().enumerate() {
             counter[i] += u64::from(x.weight);
@@ -272,5 +292,67 @@ proptest! {
         let names: Vec<String> = (0..weights.len()).map(|i| format!("p{seed:x}-{i}")).collect();
         let ms = members(&names, &weights);
         same_table(&populate(&ms, m), &by_definition(&ms, m), &format!("weights {weights:?} M={m}"));
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(96))]
+
+    /// A refill after members leave the choice (each member out with a chance of 0 to 100 %,
+    /// so from one slot free to nearly all): the table is the definition's, at sizes where
+    /// the free slots are many, a few hundred, or fewer than the population's lookup of the
+    /// last free slots takes over (√(M/2)).
+    #[test]
+    fn refills_follow_the_definition(
+        weights in proptest::collection::vec(
+            prop_oneof![6 => Just(1u32), 3 => 0u32..=1000, 1 => any::<u32>()],
+            1..48,
+        ),
+        out_percent in 0u32..=100,
+        m in prop::sample::select(vec![2u32, 7, 101, 251, 1021, 4093, 65537]),
+        seed in any::<u32>(),
+    ) {
+        let names: Vec<String> = (0..weights.len()).map(|i| format!("r{seed:x}-{i}")).collect();
+        let all = members(&names, &weights);
+        let base = populate(&all, m);
+        let staying: Vec<Member> = all
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| {
+                // A draw in 0..100 per member from the seed.
+                let draw = (seed ^ (*i as u32).wrapping_mul(0x9e37_79b9)).wrapping_mul(0x85eb_ca6b) >> 8;
+                draw % 100 >= out_percent
+            })
+            .map(|(_, x)| *x)
+            .collect();
+        same_table(
+            &refill(&base, &staying),
+            &refill_by_definition(&base, &staying),
+            &format!("weights {weights:?} M={m}, {} of {} staying", staying.len(), all.len()),
+        );
+    }
+}
+
+/// Refills of a large slice with one to a few hundred slots free (the last-slots lookup and
+/// the skipping probe), against the definition.
+#[test]
+fn refills_of_a_large_slice_follow_the_definition() {
+    let (names, weights) = pool("big", 600, |i| if i % 5 == 0 { 3 } else { 1 });
+    let all = members(&names, &weights);
+    let base = populate(&all, 65537);
+    for out in [1usize, 2, 7, 40] {
+        // Members 5, 18, 31, ... leave.
+        let staying: Vec<Member> = all
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !(i % 13 == 5 && i / 13 < out))
+            .map(|(_, x)| *x)
+            .collect();
+        assert_eq!(staying.len(), all.len() - out);
+        same_table(
+            &refill(&base, &staying),
+            &refill_by_definition(&base, &staying),
+            &format!("{out} members out of 600"),
+        );
     }
 }
