@@ -35,6 +35,25 @@ impl Default for BackendHealth {
     }
 }
 
+/// The states of one pool's members ([`HealthState::in_pool`]).
+#[derive(Debug, Clone)]
+pub struct PoolHealth<'a> {
+    members: BTreeMap<&'a str, BackendHealth>,
+    backends: &'a BTreeMap<String, BackendHealth>,
+}
+
+impl PoolHealth<'_> {
+    /// The state of `instance` in the pool: its per-pool entry, else its instance-wide entry,
+    /// else healthy.
+    pub fn get(&self, instance: &str) -> BackendHealth {
+        self.members
+            .get(instance)
+            .or_else(|| self.backends.get(instance))
+            .copied()
+            .unwrap_or_default()
+    }
+}
+
 /// A (pool, instance) pair: the unit health belongs to.
 pub type MemberKey = (String, String);
 
@@ -63,6 +82,22 @@ impl HealthState {
             .or_else(|| self.backends.get(instance))
             .copied()
             .unwrap_or_default()
+    }
+
+    /// The states of `pool`'s members, for looking many up: [`PoolHealth::get`] is
+    /// [`HealthState::get`] for that pool without building a key per look-up.
+    pub fn in_pool(&self, pool: &str) -> PoolHealth<'_> {
+        let first = (pool.to_string(), String::new());
+        let members = self
+            .members
+            .range(first..)
+            .take_while(|((p, _), _)| p == pool)
+            .map(|((_, instance), h)| (instance.as_str(), *h))
+            .collect();
+        PoolHealth {
+            members,
+            backends: &self.backends,
+        }
     }
 
     /// Sets the state of an instance in every pool (an instance-wide entry).
@@ -308,6 +343,40 @@ impl HealthState {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A pool's view answers as the whole state does, for pools whose names are prefixes of
+    /// each other (`we`, `web`, `web-2`) or sort around them, and instances with entries
+    /// only in other pools, only instance-wide, or nowhere.
+    #[test]
+    fn a_pools_view_answers_as_the_state() {
+        let mut h = HealthState::new();
+        let unhealthy = BackendHealth {
+            healthy: false,
+            weight: None,
+        };
+        let weighed = |w| BackendHealth {
+            healthy: true,
+            weight: Some(w),
+        };
+        h.set_member("we", "a", unhealthy);
+        h.set_member("web", "a", weighed(7));
+        h.set_member("web", "b", unhealthy);
+        h.set_member("web-2", "c", unhealthy);
+        h.set_member("wea", "b", weighed(3));
+        h.set_member("", "a", weighed(1));
+        h.set("b", weighed(9));
+        h.set("d", unhealthy);
+        for pool in ["", "we", "wea", "web", "web-2", "web-20", "weba", "x"] {
+            let view = h.in_pool(pool);
+            for instance in ["", "a", "b", "c", "d", "e"] {
+                assert_eq!(
+                    view.get(instance),
+                    h.get(pool, instance),
+                    "{pool}/{instance}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn parses_states_and_reports_positions() {

@@ -29,7 +29,7 @@ mod tree;
 
 pub use diag::{Diagnostic, Diagnostics, Pos};
 pub use gcp::{check, parse_config};
-pub use health::{BackendHealth, HealthState};
+pub use health::{BackendHealth, HealthState, PoolHealth};
 pub use model::*;
 
 use std::path::Path;

@@ -174,8 +174,7 @@ pub fn populate(members: &[Member], m: u32) -> Vec<u16> {
 /// shares to hold. With no member of weight > 0 the result is empty.
 pub fn refill(base: &[u16], members: &[Member]) -> Vec<u16> {
     let ms = taking_part(members);
-    let m = base.len().min(MAX_SIZE as usize) as u32;
-    if ms.is_empty() || m == 0 {
+    if ms.is_empty() || base.is_empty() {
         return Vec::new();
     }
     let mut staying = vec![0u64; 1 << 10];
@@ -183,20 +182,32 @@ pub fn refill(base: &[u16], members: &[Member]) -> Vec<u16> {
         staying[usize::from(x.id >> 6)] |= 1 << (x.id & 63);
     }
     let stays = |id: u16| staying[usize::from(id >> 6)] >> (id & 63) & 1 == 1;
+    let free: Vec<u32> = (0..base.len() as u32)
+        .filter(|&c| !stays(base[c as usize]))
+        .collect();
+    let mut table = base.to_vec();
+    for (&c, id) in free.iter().zip(refill_free(base.len() as u32, &free, &ms)) {
+        table[c as usize] = id;
+    }
+    table
+}
+
+/// The backends [`refill`] gives the slots `free` of a table of `m` slots (any order, each
+/// once; every other slot keeps its backend), in the order of `free`: the same result without
+/// a pass over the whole table, for a caller that knows which slots its members left.
+pub fn refill_free(m: u32, free: &[u32], members: &[Member]) -> Vec<u16> {
+    let ms = taking_part(members);
+    if ms.is_empty() || free.is_empty() {
+        return Vec::new();
+    }
+    let m = m.min(MAX_SIZE);
     if m == 1 {
-        return vec![if stays(base[0]) { base[0] } else { ms[0].id }];
+        return vec![ms[0].id];
     }
     let mut fill = Fill::new(&ms, m);
-    fill.table.copy_from_slice(&base[..m as usize]);
-    for c in 0..m {
-        if stays(fill.table[c as usize]) {
-            fill.mark_taken(c);
-        }
-    }
-    if fill.left > 0 {
-        take_turns(&mut fill, &ms);
-    }
-    fill.table
+    fill.all_taken_but(free);
+    take_turns(&mut fill, &ms);
+    free.iter().map(|&c| fill.table[c as usize]).collect()
 }
 
 /// The members that take part in a population: weight > 0 (capped at [`MAX_WEIGHT`]), in name
@@ -378,12 +389,15 @@ impl Fill {
         (self.taken[(x >> 6) as usize & self.mask] >> (x & 63)) as u32 & 1
     }
 
-    /// Slot `c` (< m) holds a backend already (a [`refill`] keeps it).
-    fn mark_taken(&mut self, c: u32) {
-        for x in [c, c + self.m] {
-            self.taken[(x >> 6) as usize & self.mask] |= 1 << (x & 63);
+    /// Every slot taken but `free` (a [`refill`] keeps the others' backends).
+    fn all_taken_but(&mut self, free: &[u32]) {
+        self.taken.fill(!0);
+        for &c in free {
+            for x in [c, c + self.m] {
+                self.taken[(x >> 6) as usize & self.mask] &= !(1 << (x & 63));
+            }
         }
-        self.left -= 1;
+        self.left = free.len() as u32;
     }
 
     /// Backend `i` takes slot `c` (< m).
@@ -485,7 +499,7 @@ impl Fill {
 /// about m/F probes with F slots free, the lookup F multiplications; they cost the same
 /// around F = √(m/2).
 fn tail_len(m: u32) -> u32 {
-    ((f64::from(m) / 2.0).sqrt() as u32).clamp(1, 128)
+    ((f64::from(m) / 2.0).sqrt() as u32).clamp(1, 4096)
 }
 
 /// The last free slots, and per backend the inverse of its skip (computed when first needed).

@@ -433,18 +433,27 @@ impl Controller {
         let changed_entries = changed.len();
         let symbols = &self.compiled.symbols;
         let mut turned_unhealthy: Vec<(u16, u16)> = Vec::new();
-        for (pool_id, pool) in symbols.pools.iter().enumerate() {
+        // A member of a pool not recompiled changed state only through an instance-wide
+        // entry: with those unchanged, only the recompiled pools need a look (a pool of
+        // 65,536 members among a thousand others costs its own look-ups, not everyone's).
+        let look_at: Vec<u16> = if health.backends == self.health.backends {
+            pools.iter().filter_map(|p| symbols.pool_id(p)).collect()
+        } else {
+            (0..symbols.pools.len() as u16).collect()
+        };
+        for pool_id in look_at {
+            let pool = &symbols.pools[usize::from(pool_id)];
+            let (was, now) = (self.health.in_pool(&pool.name), health.in_pool(&pool.name));
             for &b in &pool.members {
                 let Some(name) = symbols.backend(b) else {
                     continue;
                 };
-                if self.health.get(&pool.name, name).healthy
-                    && !health.get(&pool.name, name).healthy
-                {
-                    turned_unhealthy.push((pool_id as u16, b));
+                if was.get(name).healthy && !now.get(name).healthy {
+                    turned_unhealthy.push((pool_id, b));
                 }
             }
         }
+        turned_unhealthy.sort_unstable();
         self.health = health;
         let mut applied = Applied {
             pools: pools.into_iter().collect(),

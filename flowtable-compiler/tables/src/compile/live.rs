@@ -294,8 +294,9 @@ impl Compiled {
             if self.plans[id].service.is_none() {
                 continue;
             }
+            let in_pool = health.in_pool(&self.plans[id].name);
             let healthy: Vec<bool> = (0..self.plans[id].members.len())
-                .map(|i| self.member_healthy(id, i, health))
+                .map(|i| self.member_healthy(id, i, &in_pool))
                 .collect();
             let plan = &mut self.plans[id];
             let pool_name = plan.name.clone();

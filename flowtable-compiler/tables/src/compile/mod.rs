@@ -12,7 +12,7 @@ use crate::symbols::{vip_port_slots, PoolKind, PoolSymbol, Symbols};
 use crate::Error;
 use nlb_config::check;
 use nlb_config::diag::{Diagnostics, Pos};
-use nlb_config::health::HealthState;
+use nlb_config::health::{HealthState, PoolHealth};
 use nlb_config::model::{
     BackendService, Config, ForwardingRule, Instance, Prefix, Protocol, Ratio, TargetInstance,
     TargetPool,
@@ -116,18 +116,74 @@ struct PoolPlan {
     full: FullSlice,
 }
 
-/// A slice populated over every member of its pool with the configured weights: a health
-/// change refills only the slots of members that left the choice ([`maglev::refill`]), so
-/// this is computed once per compile instead of per change.
+/// A target pool's slice populated over every member with the configured weights, and what
+/// of it the slot memory holds: a health change refills only the slots of members that left
+/// the choice ([`maglev::refill_free`]), so the population is computed once per compile, and
+/// only the slots a refill wrote before or writes now can change.
 #[derive(Clone, Default)]
-struct FullSlice(Option<std::sync::Arc<Vec<u16>>>);
+struct FullSlice {
+    /// The population, once first needed.
+    slots: Option<std::sync::Arc<FullSlots>>,
+    /// When the pool's slice in the slot memory is `slots` with refills at these slots
+    /// (offsets in the slice), those slots; `None` when it holds something else (nothing yet,
+    /// or a population over the eligible members). Only the fills write a pool's slice.
+    refilled: Option<Vec<u32>>,
+}
+
+/// A slice populated over every member, with its slots listed by member.
+struct FullSlots {
+    table: Vec<u16>,
+    /// Member `j`'s slots are `by_member[start[j]..start[j + 1]]` (ascending).
+    start: Vec<u32>,
+    by_member: Vec<u32>,
+}
+
+impl FullSlots {
+    /// `table` indexed by member (`members`: the pool's, by name; ids distinct).
+    fn new(table: Vec<u16>, members: &[(String, u16, u32)]) -> FullSlots {
+        let mut member_of = vec![u32::MAX; 1 << 16];
+        for (j, m) in members.iter().enumerate() {
+            member_of[usize::from(m.1)] = j as u32;
+        }
+        let mut start = vec![0u32; members.len() + 1];
+        for &b in &table {
+            start[member_of[usize::from(b)] as usize + 1] += 1;
+        }
+        for j in 0..members.len() {
+            start[j + 1] += start[j];
+        }
+        let mut next = start.clone();
+        let mut by_member = vec![0u32; table.len()];
+        for (k, &b) in table.iter().enumerate() {
+            let j = member_of[usize::from(b)] as usize;
+            by_member[next[j] as usize] = k as u32;
+            next[j] += 1;
+        }
+        FullSlots {
+            table,
+            start,
+            by_member,
+        }
+    }
+
+    fn slots_of(&self, member: usize) -> &[u32] {
+        &self.by_member[self.start[member] as usize..self.start[member + 1] as usize]
+    }
+}
+
+/// What a fill wrote into the slot memory, as the values the slots held before (when asked
+/// for): the slots it may have changed, or the whole slices from the pool's base.
+enum Written {
+    Slots(Vec<(u32, MaglevSlot)>),
+    Whole(Vec<MaglevSlot>),
+}
 
 impl std::fmt::Debug for FullSlice {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &self.0 {
-            Some(slots) => write!(f, "FullSlice({} slots)", slots.len()),
-            None => f.write_str("FullSlice(not computed)"),
-        }
+        f.debug_struct("FullSlice")
+            .field("slots", &self.slots.as_ref().map(|s| s.table.len()))
+            .field("refilled", &self.refilled.as_ref().map(Vec::len))
+            .finish()
     }
 }
 
@@ -974,7 +1030,7 @@ pub fn compile_checked(
                 c.apply_service_fill(id, fill);
             }
         } else {
-            c.fill_slice(id, health);
+            c.fill_slice(id, health, false);
         }
     }
     for id in 0..c.plans.len() {
@@ -1017,18 +1073,18 @@ impl Compiled {
     /// Whether member `i` of pool `id` is healthy in that pool (SPEC R5.5).
     /// A member of a Kubernetes `Local` Service without a ready endpoint is unhealthy as soon
     /// as the EndpointSlices say so, before its probes fail (SPEC R10.5).
-    fn member_healthy(&self, id: usize, i: usize, health: &HealthState) -> bool {
+    fn member_healthy(&self, id: usize, i: usize, health: &PoolHealth) -> bool {
         let p = &self.plans[id];
         let endpoints = p.endpoints.get(i).copied().flatten() != Some(0);
-        endpoints && (!p.health_checked || health.get(&p.name, &p.members[i].0).healthy)
+        endpoints && (!p.health_checked || health.get(&p.members[i].0).healthy)
     }
 
     /// The weight member `i` of pool `id` reports: its probe's, else (Kubernetes `Local`
     /// Services) its ready endpoints, which is what the node's probe answers (SPEC R7.1).
-    fn reported_weight(&self, id: usize, i: usize, health: &HealthState) -> Option<u32> {
+    fn reported_weight(&self, id: usize, i: usize, health: &PoolHealth) -> Option<u32> {
         let p = &self.plans[id];
         health
-            .get(&p.name, &p.members[i].0)
+            .get(&p.members[i].0)
             .weight
             .or_else(|| p.endpoints.get(i).copied().flatten())
     }
@@ -1043,14 +1099,16 @@ impl Compiled {
     }
 
     fn healthy_count(&self, id: usize, health: &HealthState) -> usize {
+        let health = health.in_pool(&self.plans[id].name);
         (0..self.plans[id].members.len())
-            .filter(|&i| self.member_healthy(id, i, health))
+            .filter(|&i| self.member_healthy(id, i, &health))
             .count()
     }
 
     /// Eligible members with effective weights, and why (SPEC R3.4, R5.4–R5.6).
     fn eligible(&self, id: usize, health: &HealthState) -> (Vec<(usize, u32)>, String) {
         let p = &self.plans[id];
+        let health = &health.in_pool(&p.name);
         let healthy: Vec<usize> = (0..p.members.len())
             .filter(|&i| self.member_healthy(id, i, health))
             .collect();
@@ -1119,29 +1177,38 @@ impl Compiled {
         (weighted, why)
     }
 
-    fn fill_slice(&mut self, id: usize, health: &HealthState) {
+    /// Writes pool `id`'s slice (a target pool's, or a backend service's two) under `health`,
+    /// and its report; returns what it overwrote when `record` is set (else nothing).
+    fn fill_slice(&mut self, id: usize, health: &HealthState, record: bool) -> Written {
         if self.plans[id].service.is_some() {
-            return self.fill_service(id, health);
+            let old = self.old_slices(id, record);
+            self.fill_service(id, health);
+            return Written::Whole(old);
         }
         let (eligible, why) = self.eligible(id, health);
-        let full = self.full_slice(id, &eligible);
-        let p = &self.plans[id];
-        let members: Vec<Member> = eligible
-            .iter()
-            .map(|&(i, w)| Member {
-                name: &p.members[i].0,
-                id: p.members[i].1,
-                weight: w,
-            })
-            .collect();
-        let slots = match full {
-            Some(full) => maglev::refill(&full, &members),
-            None => maglev::populate(&members, p.size),
+        let written = match self.full_slice(id, &eligible) {
+            Some(full) => self.write_refill(id, &full, &eligible, record),
+            None => {
+                let p = &self.plans[id];
+                let members: Vec<Member> = eligible
+                    .iter()
+                    .map(|&(i, w)| Member {
+                        name: &p.members[i].0,
+                        id: p.members[i].1,
+                        weight: w,
+                    })
+                    .collect();
+                let slots = maglev::populate(&members, p.size);
+                let old = self.old_slices(id, record);
+                let base = self.plans[id].base as usize;
+                for (k, b) in slots.iter().enumerate() {
+                    self.tables.maglev[base + k] = MaglevSlot { backend: *b };
+                }
+                self.plans[id].full.refilled = None;
+                Written::Whole(old)
+            }
         };
-        let base = p.base as usize;
-        for (k, b) in slots.iter().enumerate() {
-            self.tables.maglev[base + k] = MaglevSlot { backend: *b };
-        }
+        let p = &self.plans[id];
         let names = eligible
             .iter()
             .filter(|(_, w)| *w > 0)
@@ -1152,26 +1219,108 @@ impl Compiled {
         r.eligible = names;
         r.healthy = healthy;
         r.why = why;
+        written
+    }
+
+    /// Pool `id`'s slices (a backend service's two) as they are, when `record` is set.
+    fn old_slices(&self, id: usize, record: bool) -> Vec<MaglevSlot> {
+        if !record {
+            return Vec::new();
+        }
+        let p = &self.plans[id];
+        let size = p.size as usize
+            + if p.service.is_some() {
+                p.failover_size as usize
+            } else {
+                0
+            };
+        self.tables.maglev[p.base as usize..p.base as usize + size].to_vec()
+    }
+
+    /// Writes `full` with the slots of the members not in `eligible` refilled
+    /// ([`maglev::refill_free`]): when the slice holds `full` with earlier refills, only the
+    /// slots those and this one fill.
+    fn write_refill(
+        &mut self,
+        id: usize,
+        full: &FullSlots,
+        eligible: &[(usize, u32)],
+        record: bool,
+    ) -> Written {
+        let p = &self.plans[id];
+        let mut stays = vec![false; p.members.len()];
+        for &(i, w) in eligible {
+            stays[i] = w > 0;
+        }
+        let mut free: Vec<u32> = (0..p.members.len())
+            .filter(|&j| !stays[j])
+            .flat_map(|j| full.slots_of(j).iter().copied())
+            .collect();
+        free.sort_unstable();
+        let members: Vec<Member> = eligible
+            .iter()
+            .map(|&(i, w)| Member {
+                name: &p.members[i].0,
+                id: p.members[i].1,
+                weight: w,
+            })
+            .collect();
+        let ids = maglev::refill_free(p.size, &free, &members);
+        let base = p.base as usize;
+        let written = match self.plans[id].full.refilled.take() {
+            Some(before) => {
+                let mut touched: Vec<u32> = before.iter().chain(&free).copied().collect();
+                touched.sort_unstable();
+                touched.dedup();
+                let old = if record {
+                    touched
+                        .iter()
+                        .map(|&k| (k, self.tables.maglev[base + k as usize]))
+                        .collect()
+                } else {
+                    Vec::new()
+                };
+                for &k in &before {
+                    self.tables.maglev[base + k as usize] = MaglevSlot {
+                        backend: full.table[k as usize],
+                    };
+                }
+                Written::Slots(old)
+            }
+            None => {
+                let old = self.old_slices(id, record);
+                for (k, &b) in full.table.iter().enumerate() {
+                    self.tables.maglev[base + k] = MaglevSlot { backend: b };
+                }
+                Written::Whole(old)
+            }
+        };
+        for (&k, &b) in free.iter().zip(&ids) {
+            self.tables.maglev[base + k as usize] = MaglevSlot { backend: b };
+        }
+        self.plans[id].full.refilled = Some(free);
+        written
     }
 
     /// Pool `id`'s slice populated over all its members with their configured weights, when
     /// `eligible` keeps those weights (then the slice is that one with the slots of the
     /// members not eligible refilled, docs/config.md): computed on first use, kept for later
     /// health changes. `None` when weights other than the configured ones apply (probe
-    /// weights, endpoint counts, every weight 0): the slice is populated over `eligible`.
+    /// weights, endpoint counts, every weight 0), or no member has a weight: the slice is
+    /// populated over `eligible`.
     fn full_slice(
         &mut self,
         id: usize,
         eligible: &[(usize, u32)],
-    ) -> Option<std::sync::Arc<Vec<u16>>> {
+    ) -> Option<std::sync::Arc<FullSlots>> {
         let p = &self.plans[id];
         let configured = |i: usize| p.members[i].2;
         let all_zero = p.members.iter().all(|m| m.2 == 0);
         if all_zero || eligible.iter().any(|&(i, w)| w != configured(i)) {
             return None;
         }
-        if let Some(full) = &p.full.0 {
-            if full.len() == p.size as usize {
+        if let Some(full) = &p.full.slots {
+            if full.table.len() == p.size as usize {
                 return Some(full.clone());
             }
         }
@@ -1184,8 +1333,15 @@ impl Compiled {
                 weight: *weight,
             })
             .collect();
-        let full = std::sync::Arc::new(maglev::populate(&members, p.size));
-        self.plans[id].full = FullSlice(Some(full.clone()));
+        let table = maglev::populate(&members, p.size);
+        if table.len() != p.size as usize {
+            return None;
+        }
+        let full = std::sync::Arc::new(FullSlots::new(table, &p.members));
+        self.plans[id].full = FullSlice {
+            slots: Some(full.clone()),
+            refilled: None,
+        };
         Some(full)
     }
 
@@ -1203,6 +1359,7 @@ impl Compiled {
         let p = &self.plans[id];
         let sp = p.service.as_deref()?;
         let names: Vec<String> = p.members.iter().map(|m| m.0.clone()).collect();
+        let health = &health.in_pool(&p.name);
         let healthy: Vec<bool> = (0..names.len())
             .map(|i| self.member_healthy(id, i, health))
             .collect();
@@ -1511,28 +1668,38 @@ impl Compiled {
     ) -> Vec<(Table, u32)> {
         // The pool's slices: its own, and a backend service's failover slice right after it.
         let base = self.plans[id].base as usize;
-        let size = self.plans[id].size as usize
-            + if self.plans[id].service.is_some() {
-                self.plans[id].failover_size as usize
-            } else {
-                0
-            };
-        let old_slots: Vec<MaglevSlot> = self.tables.maglev[base..base + size].to_vec();
         let dependants: Vec<usize> = std::iter::once(id)
             .chain((0..self.plans.len()).filter(|&q| self.plans[q].backup == Some(id as u16)))
             .collect();
         let old_pools: Vec<PoolEntry> = dependants.iter().map(|&q| self.tables.pools[q]).collect();
-        match fill {
-            Some(fill) => self.apply_service_fill(id, fill),
-            None => self.fill_slice(id, health),
-        }
+        let written = match fill {
+            Some(fill) => {
+                let old = self.old_slices(id, true);
+                self.apply_service_fill(id, fill);
+                Written::Whole(old)
+            }
+            None => self.fill_slice(id, health, true),
+        };
         for &q in &dependants {
             self.describe(q, health);
         }
         let mut changed = Vec::new();
-        for (k, old) in old_slots.iter().enumerate() {
-            if self.tables.maglev[base + k] != *old {
-                changed.push((Table::Maglev, (base + k) as u32));
+        let now = |k: usize| self.tables.maglev[base + k];
+        match written {
+            Written::Whole(old) => {
+                for (k, old) in old.iter().enumerate() {
+                    if now(k) != *old {
+                        changed.push((Table::Maglev, (base + k) as u32));
+                    }
+                }
+            }
+            // Ascending, each once.
+            Written::Slots(old) => {
+                for (k, old) in old {
+                    if now(k as usize) != old {
+                        changed.push((Table::Maglev, (base + k as usize) as u32));
+                    }
+                }
             }
         }
         for (&q, old) in dependants.iter().zip(&old_pools) {

@@ -601,8 +601,17 @@ fn a_backend_turning_unhealthy_moves_only_its_own_slots() {
     for (k, &d) in down_order.iter().enumerate() {
         let gone = format!("web-{d}");
         health.set_member_healthy("web", &gone, false);
-        live.recompile_pool("web", &health).expect("recompiles");
+        let changed = live.recompile_pool("web", &health).expect("recompiles");
         let after = choices(&live);
+        // The entries the delta load is told of are exactly the slots that differ.
+        let slice_base = live.tables.pools[0].maglev_base as usize;
+        let told: Vec<usize> = changed
+            .iter()
+            .filter(|(t, _)| *t == Table::Maglev)
+            .map(|(_, i)| *i as usize - slice_base)
+            .collect();
+        let differ: Vec<usize> = (0..m).filter(|&k| before[k] != after[k]).collect();
+        assert_eq!(told, differ, "{gone} down: the changed slots reported");
         let full = choices(&compile(&cfg, &health, &CompileOptions::default()).expect("compiles"));
         assert_eq!(
             after, full,
@@ -641,11 +650,15 @@ fn a_backend_turning_unhealthy_moves_only_its_own_slots() {
     // table from before.
     for &d in down_order.iter().rev() {
         health.set_member_healthy("web", &format!("web-{d}"), true);
-        live.recompile_pool("web", &health).expect("recompiles");
+        let changed = live.recompile_pool("web", &health).expect("recompiles");
+        let after = choices(&live);
+        let told = changed.iter().filter(|(t, _)| *t == Table::Maglev).count();
+        let differ = (0..m).filter(|&k| before[k] != after[k]).count();
+        assert_eq!(told, differ, "web-{d} back: the changed slots reported");
+        before = after;
     }
     assert_eq!(
-        choices(&live),
-        all_up,
+        before, all_up,
         "every backend healthy again: the first table"
     );
 }
