@@ -1283,6 +1283,11 @@ impl Conntrack {
             let g1 = (g0 + step).min(groups);
             let hits = self.read_hits(&mut io, g0, g1)?;
             for (g, bits) in (g0..g1).zip(hits) {
+                // A run without a valid entry has nothing to refresh or expire (an idle table
+                // of 64 Mi is not read through every second).
+                if !self.entries.run_has_valid(g as usize * 32) {
+                    continue;
+                }
                 for b in 0..32 {
                     let i = g * 32 + b;
                     if i as usize >= self.entries.len() {

@@ -252,6 +252,8 @@ pub(crate) struct CtTable {
 
 /// Slots per [`CtTable::chunk_valid`] count.
 const CHUNK: usize = 256;
+// A group of 32 hit bits lies in one run ([`CtTable::run_has_valid`]).
+const _: () = assert!(CHUNK.is_multiple_of(32));
 
 impl std::fmt::Debug for CtTable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -288,6 +290,13 @@ impl CtTable {
     #[inline]
     pub(crate) fn get(&self, index: usize) -> Option<CtEntry> {
         self.slots.get(index).map(|s| s.entry(&self.wide))
+    }
+
+    /// Whether any entry of the run of [`CHUNK`] (256) slots holding `index` is valid (a
+    /// multiple of 32: a group of hit bits lies in one run). False beyond the table.
+    #[inline]
+    pub(crate) fn run_has_valid(&self, index: usize) -> bool {
+        self.chunk_valid.get(index / CHUNK).is_some_and(|&n| n > 0)
     }
 
     /// Whether entry `index` is valid (false beyond the table).
