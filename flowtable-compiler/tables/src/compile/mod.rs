@@ -1189,16 +1189,7 @@ impl Compiled {
         let written = match self.full_slice(id, &eligible) {
             Some(full) => self.write_refill(id, &full, &eligible, record),
             None => {
-                let p = &self.plans[id];
-                let members: Vec<Member> = eligible
-                    .iter()
-                    .map(|&(i, w)| Member {
-                        name: &p.members[i].0,
-                        id: p.members[i].1,
-                        weight: w,
-                    })
-                    .collect();
-                let slots = maglev::populate(&members, p.size);
+                let slots = maglev::populate(&self.members_of(id, &eligible), self.plans[id].size);
                 let old = self.old_slices(id, record);
                 let base = self.plans[id].base as usize;
                 for (k, b) in slots.iter().enumerate() {
@@ -1220,6 +1211,19 @@ impl Compiled {
         r.healthy = healthy;
         r.why = why;
         written
+    }
+
+    /// Pool `id`'s members `chosen` (index, weight) as a population takes them.
+    fn members_of(&self, id: usize, chosen: &[(usize, u32)]) -> Vec<Member<'_>> {
+        let p = &self.plans[id];
+        chosen
+            .iter()
+            .map(|&(i, w)| Member {
+                name: &p.members[i].0,
+                id: p.members[i].1,
+                weight: w,
+            })
+            .collect()
     }
 
     /// Pool `id`'s slices (a backend service's two) as they are, when `record` is set.
@@ -1257,15 +1261,7 @@ impl Compiled {
             .flat_map(|j| full.slots_of(j).iter().copied())
             .collect();
         free.sort_unstable();
-        let members: Vec<Member> = eligible
-            .iter()
-            .map(|&(i, w)| Member {
-                name: &p.members[i].0,
-                id: p.members[i].1,
-                weight: w,
-            })
-            .collect();
-        let ids = maglev::refill_free(p.size, &free, &members);
+        let ids = maglev::refill_free(p.size, &free, &self.members_of(id, eligible));
         let base = p.base as usize;
         let written = match self.plans[id].full.refilled.take() {
             Some(before) => {

@@ -51,6 +51,16 @@ fn build(text: &str, health: &HealthState) -> Compiled {
     compile(&config(text), health, &CompileOptions::default()).expect("compiles")
 }
 
+/// The backend each slot of pool 0's slice names, in slot order.
+fn first_pools_slots(c: &Compiled) -> Vec<String> {
+    let p = c.tables.pools[0];
+    let (b, m) = (p.maglev_base as usize, p.maglev_size as usize);
+    c.tables.maglev[b..b + m]
+        .iter()
+        .map(|s| c.symbols.backend(s.backend).unwrap_or("?").to_string())
+        .collect()
+}
+
 fn slice_members(c: &Compiled, pool: u16) -> BTreeSet<String> {
     let p = c.tables.pools[usize::from(pool)];
     let (b, m) = (p.maglev_base as usize, p.maglev_size as usize);
@@ -584,14 +594,7 @@ fn a_backend_turning_unhealthy_moves_only_its_own_slots() {
     }
     text.push_str("httpHealthChecks:\n  - {name: hc, port: 80, requestPath: /}\n");
     let cfg = config(&text);
-    let choices = |c: &Compiled| -> Vec<String> {
-        let p = c.tables.pools[0];
-        let (b, m) = (p.maglev_base as usize, p.maglev_size as usize);
-        c.tables.maglev[b..b + m]
-            .iter()
-            .map(|s| c.symbols.backend(s.backend).unwrap_or("?").to_string())
-            .collect()
-    };
+    let choices = first_pools_slots;
     let mut health = HealthState::new();
     let mut live = compile(&cfg, &health, &CompileOptions::default()).expect("compiles");
     let all_up = choices(&live);
@@ -686,14 +689,7 @@ fn adding_a_backend_moves_only_its_share() {
         }
         s
     };
-    let choices = |c: &Compiled| -> Vec<String> {
-        let p = c.tables.pools[0];
-        let (b, m) = (p.maglev_base as usize, p.maglev_size as usize);
-        c.tables.maglev[b..b + m]
-            .iter()
-            .map(|s| c.symbols.backend(s.backend).unwrap_or("?").to_string())
-            .collect()
-    };
+    let choices = first_pools_slots;
     let mut before = choices(&build(&text(1), &HealthState::new()));
     for n in 2..=40 {
         let after = choices(&build(&text(n), &HealthState::new()));
