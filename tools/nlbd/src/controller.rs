@@ -498,6 +498,14 @@ impl Controller {
                 pools.insert(key.0.clone());
             }
         }
+        // An instance-wide entry (a health file's `INSTANCE:`) holds in every pool of the
+        // instance.
+        let (was, now) = (&self.health.backends, &health.backends);
+        for instance in was.keys().chain(now.keys()) {
+            if was.get(instance) != now.get(instance) {
+                pools.extend(self.compiled.pools_with_backend(instance));
+            }
+        }
         let symbols = &self.compiled.symbols;
         pools.retain(|p| symbols.pool_id(p).is_some());
         pools

@@ -97,6 +97,46 @@ httpHealthChecks:
     assert_eq!(r.changed_entries, applied.changed_entries, "{r:?}");
 }
 
+/// An instance-wide health entry (a health file's `INSTANCE:` form) holds in every pool that
+/// checks the instance: the engine recompiles those pools too. With `a` down in `web` and `b`
+/// down everywhere, only `c` takes new connections in `web` (SPEC R3.4, R5.5).
+#[test]
+fn an_instance_wide_health_entry_recompiles_the_instances_pools() {
+    let text = CONFIG.replace(
+        "instances: [a, b, c]}",
+        "instances: [a, b, c], healthChecks: [hc]}",
+    ) + "httpHealthChecks:\n  - {name: hc, port: 80, requestPath: /}\n";
+    let (config, d) = parse_config("t.yaml", &text);
+    assert!(d.is_empty(), "{d}");
+    let sim = ModelHandle::from_device(ModelDevice::new(Profile::by_name("sim").unwrap()));
+    let snapshot = HealthSnapshot {
+        taken_at: Instant::now(),
+        targets: Vec::new(),
+    };
+    let (mut engine, _) = Engine::start(
+        Box::new(sim.clone()),
+        config,
+        &snapshot,
+        EngineOptions::default(),
+    )
+    .unwrap();
+    let mut health = flowtable_compiler::HealthState::new();
+    health.set_member_healthy("web", "a", false);
+    let applied = engine.apply_health_state(health.clone()).unwrap();
+    assert_eq!(applied.pools, ["web"]);
+    health.set_healthy("b", false);
+    let applied = engine.apply_health_state(health).unwrap();
+    assert_eq!(applied.pools, ["web"], "{applied:?}");
+    assert!(applied.changed_entries > 0, "{applied:?}");
+    let compiled = engine.controller().compiled();
+    let c = compiled.symbols.backend_id("c").unwrap();
+    let web = compiled.tables.pools[usize::from(compiled.symbols.pool_id("web").unwrap())];
+    let dev = sim.lock();
+    let serving = dev.bank(engine.controller().loader().active_bank());
+    let slice = &serving.maglev[web.maglev_base as usize..][..web.maglev_size as usize];
+    assert!(!slice.is_empty() && slice.iter().all(|s| s.backend == c));
+}
+
 fn syn(sport: u16) -> Vec<u8> {
     let mut v = Vec::new();
     PacketBuilder::ethernet2([2, 0, 0, 0, 0, 0xc1], [2, 0, 0, 0, 0, 1])
