@@ -433,14 +433,10 @@ impl Controller {
         let changed_entries = changed.len();
         let symbols = &self.compiled.symbols;
         let mut turned_unhealthy: Vec<(u16, u16)> = Vec::new();
-        // A member of a pool not recompiled changed state only through an instance-wide
-        // entry: with those unchanged, only the recompiled pools need a look (a pool of
-        // 65,536 members among a thousand others costs its own look-ups, not everyone's).
-        let look_at: Vec<u16> = if health.backends == self.health.backends {
-            pools.iter().filter_map(|p| symbols.pool_id(p)).collect()
-        } else {
-            (0..symbols.pools.len() as u16).collect()
-        };
+        // Only a recompiled pool has a member whose state changed ([`Controller::changed_pools`]
+        // takes in per-pool and instance-wide entries): a pool of 65,536 members among a
+        // thousand others costs its own look-ups, not everyone's.
+        let look_at = pools.iter().filter_map(|p| symbols.pool_id(p));
         for pool_id in look_at {
             let pool = &symbols.pools[usize::from(pool_id)];
             let (was, now) = (self.health.in_pool(&pool.name), health.in_pool(&pool.name));

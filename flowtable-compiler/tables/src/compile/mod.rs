@@ -141,13 +141,18 @@ struct FullSlots {
 impl FullSlots {
     /// `table` indexed by member (`members`: the pool's, by name; ids distinct).
     fn new(table: Vec<u16>, members: &[(String, u16, u32)]) -> FullSlots {
-        let mut member_of = vec![u32::MAX; 1 << 16];
+        // Member by id, over the span of the pool's ids (not all 65,536: a compile does this
+        // for every pool). The table holds only members' ids.
+        let lo = members.iter().map(|m| m.1).min().unwrap_or(0);
+        let hi = members.iter().map(|m| m.1).max().unwrap_or(0);
+        let mut member_of = vec![u32::MAX; usize::from(hi - lo) + 1];
         for (j, m) in members.iter().enumerate() {
-            member_of[usize::from(m.1)] = j as u32;
+            member_of[usize::from(m.1 - lo)] = j as u32;
         }
+        let member_of = |b: u16| member_of[usize::from(b - lo)] as usize;
         let mut start = vec![0u32; members.len() + 1];
         for &b in &table {
-            start[member_of[usize::from(b)] as usize + 1] += 1;
+            start[member_of(b) + 1] += 1;
         }
         for j in 0..members.len() {
             start[j + 1] += start[j];
@@ -155,7 +160,7 @@ impl FullSlots {
         let mut next = start.clone();
         let mut by_member = vec![0u32; table.len()];
         for (k, &b) in table.iter().enumerate() {
-            let j = member_of[usize::from(b)] as usize;
+            let j = member_of(b);
             by_member[next[j] as usize] = k as u32;
             next[j] += 1;
         }

@@ -7,6 +7,7 @@
 use etherparse::{Ipv4Header, PacketBuilder};
 use firmware_sim::{CtOutcome, ModelDevice};
 use nlb_config::parse_config;
+use nlb_driver::loader::LoadReport;
 use nlb_driver::model::ModelHandle;
 use nlb_hw::enums::Verdict;
 use nlb_hw::Profile;
@@ -25,23 +26,37 @@ instances:
 ";
 
 fn start(opts: EngineOptions) -> (ModelHandle, Engine) {
-    start_on(ModelDevice::new(Profile::by_name("sim").unwrap()), opts)
+    start_on(sim_device(), opts)
 }
 
 fn start_on(device: ModelDevice, opts: EngineOptions) -> (ModelHandle, Engine) {
-    let (config, d) = parse_config("t.yaml", CONFIG);
+    let opts = EngineOptions {
+        age_every: Duration::from_secs(1 << 30),
+        ..opts
+    };
+    let (sim, engine, _) = start_with(CONFIG, device, opts);
+    (sim, engine)
+}
+
+/// nlbd's engine started with the configuration `text` on `device`, no health decided yet.
+fn start_with(
+    text: &str,
+    device: ModelDevice,
+    opts: EngineOptions,
+) -> (ModelHandle, Engine, LoadReport) {
+    let (config, d) = parse_config("t.yaml", text);
     assert!(d.is_empty(), "{d}");
     let sim = ModelHandle::from_device(device);
     let snapshot = HealthSnapshot {
         taken_at: Instant::now(),
         targets: Vec::new(),
     };
-    let opts = EngineOptions {
-        age_every: Duration::from_secs(1 << 30),
-        ..opts
-    };
-    let (engine, _) = Engine::start(Box::new(sim.clone()), config, &snapshot, opts).unwrap();
-    (sim, engine)
+    let (engine, report) = Engine::start(Box::new(sim.clone()), config, &snapshot, opts).unwrap();
+    (sim, engine, report)
+}
+
+fn sim_device() -> ModelDevice {
+    ModelDevice::new(Profile::by_name("sim").unwrap())
 }
 
 /// On the rings a start writes both banks (the one not serving by DMA, without a flip), so
@@ -59,20 +74,7 @@ instances:
 httpHealthChecks:
   - {name: hc, port: 80, requestPath: /}
 ";
-    let (config, d) = parse_config("t.yaml", text);
-    assert!(d.is_empty(), "{d}");
-    let sim = ModelHandle::from_device(ModelDevice::new(Profile::by_name("sim").unwrap()));
-    let snapshot = HealthSnapshot {
-        taken_at: Instant::now(),
-        targets: Vec::new(),
-    };
-    let (mut engine, report) = Engine::start(
-        Box::new(sim.clone()),
-        config,
-        &snapshot,
-        EngineOptions::default(),
-    )
-    .unwrap();
+    let (sim, mut engine, report) = start_with(text, sim_device(), EngineOptions::default());
     assert!(report.changed_entries > 1000, "{report:?}");
     {
         let dev = sim.lock();
@@ -106,20 +108,7 @@ fn an_instance_wide_health_entry_recompiles_the_instances_pools() {
         "instances: [a, b, c]}",
         "instances: [a, b, c], healthChecks: [hc]}",
     ) + "httpHealthChecks:\n  - {name: hc, port: 80, requestPath: /}\n";
-    let (config, d) = parse_config("t.yaml", &text);
-    assert!(d.is_empty(), "{d}");
-    let sim = ModelHandle::from_device(ModelDevice::new(Profile::by_name("sim").unwrap()));
-    let snapshot = HealthSnapshot {
-        taken_at: Instant::now(),
-        targets: Vec::new(),
-    };
-    let (mut engine, _) = Engine::start(
-        Box::new(sim.clone()),
-        config,
-        &snapshot,
-        EngineOptions::default(),
-    )
-    .unwrap();
+    let (sim, mut engine, _) = start_with(&text, sim_device(), EngineOptions::default());
     let mut health = flowtable_compiler::HealthState::new();
     health.set_member_healthy("web", "a", false);
     let applied = engine.apply_health_state(health.clone()).unwrap();
