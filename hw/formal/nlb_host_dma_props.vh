@@ -18,14 +18,20 @@
 //   and only while the host gave that slot;
 // - host_dma_punt_desc_posted: a punt's descriptor is the one its line held when read, for a
 //   slot the host had posted by then (read anew, or taken from the kept line).
-// The inject ring (host to device):
+// The inject ring (host to device), whose descriptors the engine takes at ii (dev + the
+// records in flight) and whose frames the receiver sends on in ring order:
 // - host_dma_no_pass_inj: its index moves by one at a time and only past a descriptor the
-//   host posted;
-// - host_dma_inj_desc: the descriptor read is the line of slot dev, while the host posted it;
-// - host_dma_inj_in_frame: every read of the frame lies inside the lines of the frame its
+//   host posted, and only once no record of an earlier slot is in flight;
+// - host_dma_inj_desc: the descriptor read is the line of slot ii, while the host posted it;
+// - host_dma_inj_in_frame: every read of a frame lies inside the lines of the frame its
 //   descriptor names, and no read crosses a 4 KiB boundary (host_dma_4k_rd);
+// - host_dma_line_alone: a descriptor line (inject or punt) is read with no other read in
+//   flight, so its answer is the next beat; and the reads in flight are exactly the lines the
+//   receiver still expects of its frames (host_dma_inv_rlines), so every beat it sends on
+//   is its frame's;
 // - host_dma_inj_beats: a frame goes out as exactly its beats (ceil(frame_len / 64), one for
-//   an empty frame), behind one header beat carrying the descriptor's header.
+//   an empty frame), behind one header beat carrying the header its record was queued with
+//   (the descriptor's, host_dma_inj_desc_posted).
 
 reg f_past_valid = 1'b0;
 always @(posedge clk) begin
@@ -62,6 +68,8 @@ wire [15:0] f_new_host_p = wr_host[RP][NLB_REG_DMA_PUNT_HOST_INDEX_LSB
 wire [15:0] f_avail_p = host_reg[RP] - dev_reg[RP];
 wire [15:0] f_new_host_e = wr_host[RE][NLB_REG_DMA_PUNT_HOST_INDEX_LSB
     +: NLB_REG_DMA_PUNT_HOST_INDEX_W];
+// Descriptors the host posted on the inject ring and the NIC has not completed.
+wire [15:0] f_avail_i = host_reg[RI] - dev_reg[RI];
 
 always @* begin
     if (!f_past_valid) begin
@@ -69,7 +77,7 @@ always @* begin
     end
     if (f_setup_wr) begin
         assume(state_reg == S_IDLE && b_out_reg == 10'd0 && !take_p && !take_ev && !take_wb
-            && !take_i);
+            && !take_i && rq_empty);
     end
     if (ext_wr_req && f_w == NLB_REG_DMA_PUNT_HOST) begin
         // The host gives at most a ring's worth of slots ahead of the NIC.
@@ -81,7 +89,7 @@ always @* begin
     end
     if (ext_wr_req && f_w == NLB_REG_DMA_INJECT_HOST) begin
         // The host posts at most a ring's worth of descriptors ahead of the NIC.
-        assume(f_new_host_i - dev_reg[RI] >= avail_inject
+        assume(f_new_host_i - dev_reg[RI] >= f_avail_i
             && {1'b0, f_new_host_i - dev_reg[RI]} <= (17'd1 << log2_reg[RI]));
     end
     if (m_axi_bvalid) begin
@@ -159,30 +167,75 @@ always @(posedge clk) begin
     end
 end
 
-// The injected frame in flight: its descriptor's address and lines (f_ilines), and the
-// beats it has sent after its header beat.
+// The frame whose reads the engine issues: its descriptor's address and lines (f_ilines).
 reg [63:0] f_iaddr = 64'd0;
 reg [8:0]  f_ilines = 9'd0;
 reg [13:0] f_ilen = 14'd0;
-reg [8:0]  f_isent = 9'd0;
 wire [14:0] f_len_up = {1'b0, idesc_len} + 15'd63;
-reg [15:0] f_iidx = 16'd0;
 always @(posedge clk) begin
-    if (take_i) begin
-        f_iidx <= dev_reg[RI];
-    end
     if (state_reg == S_I_DEC) begin
         f_iaddr <= idesc_addr;
         // Lines by definition, ceil(len / 64) (not the RTL's idesc_beats).
         f_ilines <= f_len_up[14:6];
         f_ilen <= idesc_len;
+    end
+end
+// Lines of a frame of `len` bytes, and the beats it goes out as (one for an empty frame).
+function [8:0] f_lines(input [13:0] len);
+    reg [14:0] up;
+    begin
+        up = {1'b0, len} + 15'd63;
+        f_lines = up[14:6];
+    end
+endfunction
+function [8:0] f_beats(input [13:0] len);
+    f_beats = len == 14'd0 ? 9'd1 : f_lines(len);
+endfunction
+/* verilator lint_off UNUSEDSIGNAL */
+function [13:0] f_len_of(input [IHW-1:0] hdr);
+    f_len_of = hdr[NLB_INJECT_HEADER_FRAME_LEN_LSB +: NLB_INJECT_HEADER_FRAME_LEN_W];
+endfunction
+/* verilator lint_on UNUSEDSIGNAL */
+// The receiver's frame: beats sent after its header beat, and the beats it goes out as.
+reg [8:0]  f_isent = 9'd0;
+always @(posedge clk) begin
+    if (rx_state_reg == RX_IDLE) begin
         f_isent <= 9'd0;
     end
     if (i_beat) begin
         f_isent <= f_isent + 9'd1;
     end
 end
-wire [8:0] f_ibeats = f_ilen == 14'd0 ? 9'd1 : f_ilines;
+wire [13:0] f_rxlen = f_len_of(i_hdr_reg);
+wire [8:0] f_ibeats = f_beats(f_rxlen);
+// Lines the receiver still expects: of its frame on its way out, and of the frames queued
+// behind it; and the lines asked for or about to be (in flight, in the read address held,
+// not yet asked for by the engine).
+wire [IQW:0] f_iq = IQ;
+// f_qlen_ok: every frame queued is at most 9728 bytes.
+reg  [11:0] f_expect;
+reg         f_qlen_ok;
+reg  [IQW:0] f_k;
+integer f_q;
+always @* begin
+    f_expect = 12'd0;
+    f_qlen_ok = 1'b1;
+    for (f_q = 0; f_q < IQ; f_q = f_q + 1) begin
+        f_k = rq_rd_reg + f_q[IQW:0];
+        if (f_q[IQW:0] < rq_count && rq_kind[f_k[IQW-1:0]] == K_FRAME) begin
+            if ({2'b00, f_len_of(rq_hdr[f_k[IQW-1:0]])} > FRAME_MAX[15:0]) begin
+                f_qlen_ok = 1'b0;
+            end
+            if (f_q == 0 && rx_state_reg == RX_D) begin
+                f_expect = f_expect + (i_empty_reg ? 12'd0 : {3'd0, i_left_reg});
+            end else begin
+                f_expect = f_expect + {3'd0, f_lines(f_len_of(rq_hdr[f_k[IQW-1:0]]))};
+            end
+        end
+    end
+end
+wire [11:0] f_asked = {2'b00, f_rbeats} + (ar_valid_reg ? {4'd0, ar_len_reg} + 12'd1 : 12'd0)
+    + (state_reg == S_I_AR ? {3'd0, p_beats_reg} : 12'd0);
 
 // The inject ring's last descriptor line: the indices of its four slots from f_lfirst, the
 // host's index when its read was issued (what the host had posted by then), what it held.
@@ -190,12 +243,12 @@ reg          f_lvalid = 1'b0;
 reg [15:0]   f_lfirst = 16'd0;
 reg [15:0]   f_lhost = 16'd0;
 reg [511:0]  f_ldata = 512'd0;
-wire [15:0]  f_ldev = dev_reg[RI] - f_lfirst;
+wire [15:0]  f_ldev = ii_reg - f_lfirst;
 always @(posedge clk) begin
     if (take_i && !(f_lvalid && log2_reg[RI] >= 4'd2 && f_ldev < 16'd4
             && f_ldev < f_lhost - f_lfirst)) begin
         f_lvalid <= 1'b0;
-        f_lfirst <= {dev_reg[RI][15:2], 2'b00};
+        f_lfirst <= {ii_reg[15:2], 2'b00};
         f_lhost <= host_reg[RI];
     end
     if (state_reg == S_I_R && r_hs && m_axi_rresp == 2'b00) begin
@@ -242,7 +295,7 @@ always @(posedge clk) begin
         f_pvalid <= 1'b0;
     end
 end
-wire [15:0] f_islot = dev_reg[RI] & f_mask_i;
+wire [15:0] f_islot = ii_reg & f_mask_i;
 
 // The rings' index masks by their definition, 2^log2 - 1 (not the RTL's ring_mask, so that a
 // mistake in it shows).
@@ -281,10 +334,13 @@ always @* begin
         end
         if (m_axi_arvalid && state_reg == S_I_R) begin
             host_dma_inj_desc: assert(m_axi_araddr == base_reg[RI]
-                + {42'd0, (dev_reg[RI] & f_mask_i) >> 2, 6'd0} && avail_inject != 16'd0
+                + {42'd0, (ii_reg & f_mask_i) >> 2, 6'd0} && avail_inject != 16'd0
                 && m_axi_arlen == 8'd0);
         end
-        if (m_axi_arvalid && state_reg == S_I_D) begin
+        if (state_reg == S_P_R || state_reg == S_I_R) begin
+            host_dma_line_alone: assert(rq_empty && f_asked == 12'd1);
+        end
+        if (m_axi_arvalid && state_reg == S_I_AR) begin
             host_dma_inj_in_frame: assert(m_axi_araddr >= f_iaddr
                 && {1'b0, m_axi_araddr} + {49'd0, m_axi_arlen, 6'd0} + 65'd64
                     <= {1'b0, f_iaddr} + {50'd0, f_ilines, 6'd0});
@@ -302,13 +358,12 @@ always @* begin
         if (m_inject_tvalid && m_inject_tlast) begin
             host_dma_inj_beats: assert(f_isent + 9'd1 == f_ibeats);
         end
-        if (m_inject_tvalid && state_reg == S_I_D) begin
+        if (m_inject_tvalid && rx_state_reg == RX_D) begin
             host_dma_inj_beats_max: assert(f_isent < f_ibeats);
         end
-        if (m_inject_tvalid && state_reg == S_I_H) begin
-            host_dma_inj_header: assert(m_inject_tdata[IHW-1:0] == i_hdr_reg
-                && i_hdr_reg[NLB_INJECT_HEADER_FRAME_LEN_LSB +: NLB_INJECT_HEADER_FRAME_LEN_W]
-                    == f_ilen);
+        if (m_inject_tvalid && rx_state_reg == RX_H) begin
+            host_dma_inj_header: assert(!rq_empty && m_inject_tdata[IHW-1:0] == rq_hdr[rq_head]
+                && rq_kind[rq_head] == K_FRAME && f_isent == 9'd0);
         end
     end
 end
@@ -326,9 +381,9 @@ always @(posedge clk) begin
                 && dev_reg[RE] == $past(dev_reg[RE]) + 16'd1);
         end
         if (!$past(f_size_wr_i) && dev_reg[RI] != $past(dev_reg[RI])) begin
-            host_dma_no_pass_inj: assert($past(avail_inject) != 16'd0
-                && dev_reg[RI] == $past(dev_reg[RI]) + 16'd1
-                && $past(dev_reg[RI]) == $past(f_iidx));
+            host_dma_no_pass_inj: assert($past(f_avail_i) != 16'd0
+                && dev_reg[RI] == $past(dev_reg[RI]) + 16'd1 && $past(rx_done)
+                && $past(!rq_empty));
         end
     end
 end
@@ -391,7 +446,7 @@ always @* begin
         // The cached descriptor line is the last one read, and the hit flag summed ahead is
         // exact whenever the engine may take a record.
         host_dma_inv_ivalid: assert(ic_valid_reg == f_lvalid
-            && {1'b0, avail_inject} <= (17'd1 << log2_reg[RI]));
+            && {1'b0, f_avail_i} <= (17'd1 << log2_reg[RI]));
         if (ic_valid_reg || state_reg == S_I_R) begin
             host_dma_inv_iwhich: assert(ic_first_reg == f_lfirst && ic_hi_reg == f_lhost);
         end
@@ -407,61 +462,46 @@ always @* begin
         end
         if (state_reg == S_I_R) begin
             host_dma_inv_iline: assert(!ic_valid_reg && !f_lvalid
-                && f_lfirst == {dev_reg[RI][15:2], 2'b00} && f_lhost - dev_reg[RI] != 16'd0
-                && f_lhost - dev_reg[RI] <= avail_inject);
+                && f_lfirst == {ii_reg[15:2], 2'b00} && f_lhost - ii_reg != 16'd0
+                && f_lhost - ii_reg <= avail_inject);
         end
         if (state_reg == S_I_DEC) begin
-            host_dma_inv_idec: assert(avail_inject != 16'd0 && f_iidx == dev_reg[RI]
-                && p_slot_reg == (dev_reg[RI] & f_mask_i) && f_nowrap(i_desc_reg));
+            host_dma_inv_idec: assert(avail_inject != 16'd0 && !rq_full
+                && p_slot_reg == (ii_reg & f_mask_i) && f_nowrap(i_desc_reg));
         end
-        // Reads in flight: none but the record's.
+        // Reads asked for are the lines the receiver expects, and a descriptor line's; a read
+        // address is held only while the engine issues it.
+        host_dma_inv_rlines: assert(f_expect
+            + (state_reg == S_P_R || state_reg == S_I_R ? 12'd1 : 12'd0) == f_asked
+            && (!ar_valid_reg || state_reg == S_P_R || state_reg == S_I_R
+                || state_reg == S_I_AR));
         if (state_reg == S_P_R || state_reg == S_I_R) begin
-            host_dma_inv_rd1: assert(f_rbeats + {9'd0, ar_valid_reg} == 10'd1
-                && (!ar_valid_reg || ar_len_reg == 8'd0));
-        end else if (state_reg != S_I_D) begin
-            host_dma_inv_rd0: assert(f_rbeats == 10'd0 && !ar_valid_reg);
+            host_dma_inv_rd1: assert(!ar_valid_reg || ar_len_reg == 8'd0);
         end
         if (state_reg == S_I_R) begin
-            host_dma_inv_islot: assert(avail_inject != 16'd0 && f_iidx == dev_reg[RI]
-                && p_slot_reg == (dev_reg[RI] & f_mask_i));
+            host_dma_inv_islot: assert(avail_inject != 16'd0 && !rq_full
+                && p_slot_reg == (ii_reg & f_mask_i));
             if (ar_valid_reg) begin
                 host_dma_inv_idesc_ar: assert(ar_addr_reg == base_reg[RI]
                     + {44'd0, p_slot_reg[15:2], 6'd0});
             end
         end
-        if (state_reg == S_I_H || state_reg == S_I_D) begin
-            host_dma_inv_iframe: assert(avail_inject != 16'd0 && f_iidx == dev_reg[RI]
-                && f_ilen <= FRAME_MAX[13:0] && f_iaddr[5:0] == 6'd0
-                && f_ilines == f_ilen[13:6] + {8'd0, f_ilen[5:0] != 6'd0}
-                && i_empty_reg == (f_ilen == 14'd0)
+        // The records in flight: as many as ii is ahead of dev, no more than the host posted.
+        host_dma_inv_records: assert(rq_count <= f_iq
+            && {{(15 - IQW){1'b0}}, rq_count} == ii_reg - dev_reg[RI] && ii_reg - dev_reg[RI] <= f_avail_i
+            && rx_state_reg != 2'd3 && (rx_state_reg == RX_IDLE || !rq_empty));
+        host_dma_inv_qframe: assert(f_qlen_ok);
+        // The frame whose reads the engine issues.
+        if (state_reg == S_I_AR) begin
+            host_dma_inv_iframe: assert(f_ilen <= FRAME_MAX[13:0] && f_ilen != 14'd0
+                && f_iaddr[5:0] == 6'd0 && f_ilines == f_lines(f_ilen)
                 && {1'b0, f_iaddr} + {50'd0, f_ilines, 6'd0} <= {1'b1, 64'd0}
-                && i_left_reg != 9'd0 && i_left_reg <= f_ibeats
-                && f_isent + i_left_reg == f_ibeats
-                && i_hdr_reg[NLB_INJECT_HEADER_FRAME_LEN_LSB +: NLB_INJECT_HEADER_FRAME_LEN_W]
-                    == f_ilen
-                && p_last_bytes_reg == (f_ilen == 14'd0 ? 7'd0
-                    : f_ilen[5:0] == 6'd0 ? 7'd64 : {1'b0, f_ilen[5:0]}));
-        end
-        if (state_reg == S_I_H || (state_reg == S_I_D && i_empty_reg)) begin
-            host_dma_inv_ihead: assert(f_rbeats == 10'd0 && !ar_valid_reg
-                && (state_reg == S_I_D || (p_beats_reg == f_ilines && p_addr_reg == f_iaddr
-                    && f_isent == 9'd0)));
-        end
-        if (state_reg == S_I_D && i_empty_reg) begin
-            host_dma_inv_iempty: assert(p_beats_reg == 9'd0);
-        end
-        if (state_reg == S_I_D && !i_empty_reg) begin
-            // Lines not yet asked for, asked for, and in flight add up to those still to go.
-            host_dma_inv_ilines: assert({1'b0, p_beats_reg} + f_rbeats
-                + (ar_valid_reg ? {2'b00, ar_len_reg} + 10'd1 : 10'd0) == {1'b0, i_left_reg}
-                && f_rbeats <= {1'b0, i_left_reg} && p_beats_reg <= i_left_reg
                 && p_beats_reg <= f_ilines
                 && (p_beats_reg == 9'd0 || {1'b0, p_addr_reg} + {50'd0, p_beats_reg, 6'd0}
                     == {1'b0, f_iaddr} + {50'd0, f_ilines, 6'd0})
                 && (p_beats_reg == 9'd0 || p_beats_reg == f_ilines
                     || p_addr_reg[11:0] == 12'd0)
-                && (p_beats_reg != f_ilines || (p_addr_reg == f_iaddr && !ar_valid_reg
-                    && f_rbeats == 10'd0)));
+                && (p_beats_reg != f_ilines || (p_addr_reg == f_iaddr && !ar_valid_reg)));
             if (ar_valid_reg) begin
                 host_dma_inv_iar: assert(ar_addr_reg >= f_iaddr && !ar_len_reg[7]
                     && {2'b00, ar_addr_reg[11:6]} + {1'b0, ar_len_reg[6:0]} <= 8'd63
@@ -469,6 +509,18 @@ always @* begin
                         == (p_beats_reg == 9'd0 ? {1'b0, f_iaddr} + {50'd0, f_ilines, 6'd0}
                             : {1'b0, p_addr_reg}));
             end
+        end
+        // The receiver's frame: the head record's, its beats counted.
+        if (rx_state_reg == RX_H || rx_state_reg == RX_D) begin
+            host_dma_inv_rx: assert(rq_kind[rq_head] == K_FRAME && i_hdr_reg == rq_hdr[rq_head]
+                && i_empty_reg == (f_rxlen == 14'd0) && i_left_reg != 9'd0
+                && {2'b00, f_rxlen} <= FRAME_MAX[15:0] && i_left_reg <= f_ibeats
+                && f_isent + i_left_reg == f_ibeats
+                && i_last_bytes_reg == (f_rxlen == 14'd0 ? 7'd0
+                    : f_rxlen[5:0] == 6'd0 ? 7'd64 : {1'b0, f_rxlen[5:0]}));
+        end
+        if (rx_state_reg == RX_H) begin
+            host_dma_inv_rxh: assert(f_isent == 9'd0);
         end
         // The slot addresses' low halves summed a clock ahead (slot_iova).
         if (lo_fresh_reg) begin
@@ -479,8 +531,8 @@ always @* begin
                 && p_full_reg == (host_reg[RP] == f_pnext)
                 && e_full_reg == (host_reg[RE] == dev_reg[RE])
                 && id_lo_reg == {1'b0, base_reg[RI][21:0]}
-                    + {3'b000, (dev_reg[RI] & f_mask_i) >> 2, 6'd0}
-                && i_posted_reg == (host_reg[RI] != dev_reg[RI]));
+                    + {3'b000, (ii_reg & f_mask_i) >> 2, 6'd0}
+                && i_posted_reg == (host_reg[RI] != ii_reg));
         end
         // The punt ring's kept line, as the inject ring's.
         host_dma_inv_pvalid: assert(pl_valid_reg == f_pvalid
@@ -528,7 +580,9 @@ always @(posedge clk) begin
         cover(state_reg == S_P_AW && $past(state_reg) == S_P_W && p_beats_reg != 9'd0);
         cover(dev_reg[RP] != $past(dev_reg[RP]) && !$past(f_size_wr_p));
         cover(dev_reg[RE] != $past(dev_reg[RE]) && !$past(f_size_wr_e));
-        // An injected frame's last beat out.
+        // An injected frame's last beat out; a frame's lines coming in while the next frame's
+        // reads are issued.
         cover(m_inject_tvalid && m_inject_tready && m_inject_tlast && !i_empty_reg);
+        cover(i_beat && !i_empty_reg && state_reg == S_I_AR && m_axi_arvalid);
     end
 end

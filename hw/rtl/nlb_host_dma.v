@@ -35,16 +35,23 @@
 // and, while the event ring is in use, counted in its drops.
 //
 // - an injected frame (the inject ring, host to device): while the host has posted a
-//   descriptor (host != dev) and the inject queue behind m_inject has room for the largest
-//   frame, the descriptor of slot dev is read (its 64-byte line), then the frame: its lines
-//   read in bursts within 4 KiB, several in flight, straight onto m_inject behind one beat
-//   that carries the descriptor's inject header. A frame longer than 9728 bytes is dropped
-//   and counted (drops); a frame address not 64-byte aligned fails the slot (BAD_ENTRY); a
-//   refused read (DMA_FAULT) marks the frame's last beat m_inject_terr, so the queue drops it
-//   whole. Either way the slot is consumed and dev moves on (the host may reuse its buffer
-//   once dev passes it: the frame is in the NIC by then).
+//   descriptor the engine has not taken (host != ii, the ring's next index to take) and the
+//   inject queue behind m_inject has room for the largest frame beyond the beats already
+//   promised to it (inject_pending), the descriptor of slot ii is read (its 64-byte line),
+//   then the frame: its lines read in bursts within 4 KiB. A frame longer than 9728 bytes is
+//   dropped and counted (drops); a frame address not 64-byte aligned fails the slot
+//   (BAD_ENTRY); a refused read (DMA_FAULT) marks the frame's last beat m_inject_terr, so the
+//   queue drops it whole. Either way the slot is consumed and dev moves on (the host may
+//   reuse its buffer once dev passes it: the frame is in the NIC by then).
 //   A descriptor line holds four slots: the line is kept, and a descriptor the host had
 //   posted when its line was read is taken from it instead of being read again.
+//   Frames overlap: once a frame's reads are issued the engine goes on to its next record,
+//   and the receiver below sends each frame on as its lines come back (in order: one AXI
+//   id), behind one beat that carries the descriptor's inject header. Up to IQ descriptors
+//   are in flight, each a record in the receiver's queue; the receiver completes them in
+//   ring order (dev moves by one per record), so a frame costs about its beats, not a read
+//   round trip. A descriptor line is read only with no frame in flight (the line's answer
+//   would queue behind their lines), and so is a punt's.
 // Records of the pipeline (events, punts) and injected frames take turns, so neither starves.
 //
 // The command ring is run beside it (nlb_cmd_ring, which nlb_top gives the cmd_* registers):
@@ -91,6 +98,7 @@ module nlb_host_dma (
     m_event_tvalid,
     m_event_tready,
     inject_room,
+    inject_pending,
     m_inject_tdata,
     m_inject_tkeep,
     m_inject_tvalid,
@@ -138,6 +146,8 @@ parameter WB_EVERY = 16;
 parameter CMD_RING = 0;
 // Hardware learning in the pipeline (caps.hw_learn; ctrl.hw_learn is stored only with it).
 parameter HW_LEARN = 0;
+// Inject descriptors in flight at most (a power of two, at least 2): the receiver's records.
+parameter INJECT_IN_FLIGHT = 4;
 
 localparam [15:0] US_DIV = CLK_PER_US;
 localparam [7:0]  WB_N = WB_EVERY;
@@ -198,8 +208,11 @@ output wire          m_event_tvalid;
 input  wire          m_event_tready;
 // Injected frames toward the inject queue (nlb_inject_queue): a beat whose low IHW bits are
 // the inject header, then the frame's beats; m_inject_terr with the last: drop the frame.
-// inject_room: the queue has room for a header beat and a frame of 9728 bytes.
+// inject_room: the queue has room for a header beat and a frame of 9728 bytes beyond the
+// inject_pending beats the engine has promised it (frames taken and not yet sent whole), as
+// seen a clock ago: the engine takes a frame only two clocks after the last one's promise.
 input  wire          inject_room;
+output wire [9:0]    inject_pending;
 output wire [DW-1:0] m_inject_tdata;
 output wire [KW-1:0] m_inject_tkeep;
 output wire          m_inject_tvalid;
@@ -322,9 +335,10 @@ wire [15:0] avail_event = host_reg[RE] - dev_reg[RE];
 wire [15:0] slot_punt = pn_reg & ring_mask(log2_reg[RP]);
 wire [15:0] slot_event = dev_reg[RE] & ring_mask(log2_reg[RE]);
 wire usable_inject = enable_reg && ren_reg[RI] && base_nz_reg[RI];
-wire [15:0] avail_inject = host_reg[RI] - dev_reg[RI];
-wire [15:0] slot_inject = dev_reg[RI] & ring_mask(log2_reg[RI]);
-wire [15:0] ic_dev_off = dev_reg[RI] - ic_first_reg;
+// The inject ring's next descriptor to take is ii_reg (dev + the records in flight).
+wire [15:0] avail_inject = host_reg[RI] - ii_reg;
+wire [15:0] slot_inject = ii_reg & ring_mask(log2_reg[RI]);
+wire [15:0] ic_dev_off = ii_reg - ic_first_reg;
 wire [15:0] pl_dev_off = pn_reg - pl_first_reg;
 
 `include "nlb_inc_if.vh"
@@ -375,10 +389,9 @@ localparam [4:0] S_IDLE = 5'd0,
                  S_DISCARD = 5'd10,// punt: the frame dropped (no slot, a failed slot)
                  S_WB_W = 5'd11,   // write-back: AW and W
                  S_WB_B = 5'd12,   // write-back: its response
-                 S_I_DEC = 5'd3,   // inject: the descriptor decoded
+                 S_I_DEC = 5'd3,   // inject: the descriptor decoded, its record queued
                  S_I_R = 5'd13,    // inject: descriptor
-                 S_I_H = 5'd14,    // inject: the header beat out
-                 S_I_D = 5'd15,    // inject: the frame's reads, its beats out
+                 S_I_AR = 5'd15,   // inject: the frame's reads issued
                  S_P_HIT = 5'd16,  // punt: descriptor from the kept line
                  S_P_DEC = 5'd17;  // punt: the descriptor decoded
 
@@ -395,10 +408,9 @@ reg [8:0]  p_beats_reg = 9'd0;      // beats left to write
 reg [6:0]  p_burst_reg = 7'd0;      // beats left in this burst
 reg [6:0]  p_last_bytes_reg = 7'd0; // bytes of the last beat (1..64)
 reg [15:0] e_slot_reg = 16'd0;
-// The injected frame in flight (p_slot_reg, p_addr_reg, p_beats_reg and p_last_bytes_reg
-// serve it too: the next line to read, lines left to request, bytes of its last beat).
-reg [IHW-1:0] i_hdr_reg = {IHW{1'b0}};
-reg [127:0] i_desc_reg = 128'd0;     // the descriptor of the record in flight
+// The inject descriptor being taken (p_slot_reg, p_addr_reg and p_beats_reg serve it too:
+// its slot, the next line to read, lines left to request).
+reg [127:0] i_desc_reg = 128'd0;
 // The inject ring's last descriptor line read (four slots), and which indices it holds that
 // the host had posted when it was read: [ic_first_reg, ic_hi_reg) within the line. The host
 // never rewrites a descriptor it posted until the NIC consumed it, so those may be used from
@@ -418,9 +430,55 @@ reg [15:0] pl_first_reg = 16'd0;
 reg [15:0] pl_hi_reg = 16'd0;
 reg        pl_hit_reg = 1'b0;
 reg [127:0] p_desc_reg = 128'd0;
+// ---- the inject ring's records in flight, and the receiver that sends their frames on ----
+// The records the engine took from the inject ring and the receiver has not completed, in
+// ring order: ii_reg = dev + the records queued. A record is a frame (its reads issued or
+// being issued), or a descriptor that fails or drops with nothing read: it completes in its
+// turn, so dev moves in ring order and only past slots whose frames are whole in the NIC.
+localparam IQ = INJECT_IN_FLIGHT;
+localparam IQW = $clog2(IQ);
+localparam [1:0] K_FRAME = 2'd0,    // a frame: header beat, then its lines as they come
+                 K_DROP = 2'd1,     // frame_len above 9728: dropped and counted
+                 K_BAD = 2'd2,      // a frame address not 64-byte aligned: BAD_ENTRY
+                 K_FAULT = 2'd3;    // the descriptor's read refused: DMA_FAULT
+reg [1:0]  rq_kind [0:IQ-1];
+reg [IHW-1:0] rq_hdr [0:IQ-1];
+reg [15:0] rq_slot [0:IQ-1];
+reg [IQW:0] rq_wr_reg = {(IQW+1){1'b0}};
+reg [IQW:0] rq_rd_reg = {(IQW+1){1'b0}};
+reg [15:0] ii_reg = 16'd0;
+// Beats promised to the inject queue and not yet sent: a taken frame's header and lines.
+reg [9:0]  i_pend_reg = 10'd0;
+integer q;
+initial begin
+    if (IQ < 2 || (1 << IQW) != IQ) begin
+        $error("nlb_host_dma: INJECT_IN_FLIGHT a power of two of at least 2");
+        $finish;
+    end
+    for (q = 0; q < IQ; q = q + 1) begin
+        rq_kind[q] = K_FRAME;
+        rq_hdr[q] = {IHW{1'b0}};
+        rq_slot[q] = 16'd0;
+    end
+end
+wire [IQW:0] rq_count = rq_wr_reg - rq_rd_reg;
+wire         rq_empty = rq_count == {(IQW+1){1'b0}};
+wire         rq_full = rq_count[IQW];
+wire [IQW-1:0] rq_head = rq_rd_reg[IQW-1:0];
+// The receiver: idle, the head frame's header beat out, its beats out.
+localparam [1:0] RX_IDLE = 2'd0, RX_H = 2'd1, RX_D = 2'd2;
+reg [1:0]  rx_state_reg = RX_IDLE;
+reg [IHW-1:0] i_hdr_reg = {IHW{1'b0}};
+reg [15:0] i_slot_reg = 16'd0;
+reg [6:0]  i_last_bytes_reg = 7'd0; // bytes of the frame's last beat (1..64; 0 if empty)
 reg [8:0]  i_left_reg = 9'd0;       // beats still to go out (at least one: an empty frame's)
 reg        i_empty_reg = 1'b0;      // frame_len 0: one beat, no byte, nothing read
 reg        i_err_reg = 1'b0;        // a read of this frame was refused
+// The receiver's completions count apart from the engine's (both may complete in a clock):
+// its refused reads (dma.faults reads the sum) and its completions since the last write-back.
+reg [31:0] i_faults_reg = 32'd0;
+reg [7:0]  i_since_wb_reg = 8'd0;
+reg        i_since_due_reg = WB_N == 8'd0;
 // The pipeline's records (events, punts) took the last turn: an injected frame goes next.
 reg        i_turn_reg = 1'b0;
 // AXI
@@ -479,18 +537,23 @@ wire p_route_pass = p_in_rec_reg ? p_pass_reg : !usable_punt;
 wire p_pass_now = s_punt_tvalid && p_route_pass;
 
 // The engine's choice in S_IDLE. An injected frame waits for room in the inject queue
-// (inject_room), so the engine never waits on the pipeline while it holds a record: the
-// pipeline may itself be waiting for the engine to take a punt.
+// (inject_room), so neither the engine nor the receiver ever waits on the pipeline: the
+// pipeline may itself be waiting for the engine to take a punt. A record whose descriptor
+// line must be read waits until no frame is in flight (rq_empty): the receiver drains on its
+// own. A punt waiting so keeps its turn (p_work), so injected frames cannot starve it.
 wire dirty_any = dirty_reg[RP] || dirty_reg[RE] || dirty_reg[RI];
 wire ev_work = s_event_tvalid && usable_event;
 wire p_work = p_head && usable_punt;
-wire i_work = usable_inject && i_posted_reg && inject_room;
+wire p_line_ok = pl_hit_reg || p_full_reg || rq_empty;
+wire i_work = usable_inject && i_posted_reg && inject_room && !rq_full
+    && (ic_hit_reg || rq_empty);
 wire i_first = i_work && (i_turn_reg || (!ev_work && !p_work));
-wire wb_due = dirty_any && (since_wb_due_reg || (!ev_work && !p_work && !i_work));
+wire wb_due = dirty_any && (since_wb_due_reg || i_since_due_reg
+    || (!ev_work && !p_work && !i_work));
 wire take_wb = state_reg == S_IDLE && wb_due;
 wire take_ev = state_reg == S_IDLE && !wb_due && ev_work && !i_first && lo_fresh_reg;
 wire take_p = state_reg == S_IDLE && !wb_due && !ev_work && p_work && !i_first
-    && lo_fresh_reg;
+    && lo_fresh_reg && p_line_ok;
 wire take_i = state_reg == S_IDLE && !wb_due && i_first && lo_fresh_reg;
 
 // The punt stream's beats the engine takes.
@@ -576,29 +639,69 @@ assign m_axi_wlast = state_reg == S_P_W ? p_burst_reg == 7'd1 : 1'b1;
 assign m_axi_wvalid = state_reg == S_P_W ? s_punt_tvalid : w_valid_reg;
 // A punt completion's response waits while a record completes or fails on its own (the ring
 // counters take one update a clock).
-assign m_axi_bready = !cb_wait_reg || !(state_reg == S_P_R || state_reg == S_P_DEC
-    || state_reg == S_I_R || state_reg == S_I_DEC || state_reg == S_I_D);
+assign m_axi_bready = !cb_wait_reg || !(state_reg == S_P_R || state_reg == S_P_DEC);
 assign m_axi_araddr = ar_addr_reg;
 assign m_axi_arlen = ar_len_reg;
 assign m_axi_arsize = 3'd6;
 assign m_axi_arburst = 2'b01;
 assign m_axi_arvalid = ar_valid_reg;
+// A descriptor line is read only with no frame in flight, so its answer is the next beat.
 assign m_axi_rready = state_reg == S_P_R || state_reg == S_I_R
-    || (state_reg == S_I_D && m_inject_tready);
+    || (rx_state_reg == RX_D && !i_empty_reg && m_inject_tready);
 
 // The inject stream: the header beat, then the frame's beats as they are read (an empty
 // frame's one beat with no byte).
-wire i_data_out = state_reg == S_I_D && (i_empty_reg || m_axi_rvalid);
+wire i_data_out = rx_state_reg == RX_D && (i_empty_reg || m_axi_rvalid);
 wire i_last = i_left_reg == 9'd1;
-assign m_inject_tvalid = state_reg == S_I_H || i_data_out;
-assign m_inject_tdata = state_reg == S_I_H ? {{(DW - IHW){1'b0}}, i_hdr_reg}
+assign m_inject_tvalid = rx_state_reg == RX_H || i_data_out;
+assign m_inject_tdata = rx_state_reg == RX_H ? {{(DW - IHW){1'b0}}, i_hdr_reg}
     : i_empty_reg ? {DW{1'b0}} : m_axi_rdata;
-assign m_inject_tkeep = state_reg == S_I_H ? {KW{1'b1}}
-    : i_last ? keep_of(p_last_bytes_reg) : {KW{1'b1}};
-assign m_inject_tlast = state_reg == S_I_D && i_last;
+assign m_inject_tkeep = rx_state_reg == RX_H ? {KW{1'b1}}
+    : i_last ? keep_of(i_last_bytes_reg) : {KW{1'b1}};
+assign m_inject_tlast = rx_state_reg == RX_D && i_last;
 assign m_inject_terr = i_err_reg || (!i_empty_reg && m_axi_rresp != 2'b00);
-wire i_beat = state_reg == S_I_D && i_data_out && m_inject_tready;
+wire i_beat = rx_state_reg == RX_D && i_data_out && m_inject_tready;
+assign inject_pending = i_pend_reg;
 assign irq = irq_reg;
+
+// The receiver's record at the head of its queue, and what it completes this clock: a record
+// with nothing to send (drop, bad, fault) in the clock it reaches the head, a frame with its
+// last beat.
+wire [1:0]   rx_kind = rq_kind[rq_head];
+wire         rx_quick = rx_state_reg == RX_IDLE && !rq_empty && rx_kind != K_FRAME;
+wire         rx_frame_done = i_beat && i_last;
+wire         rx_done = rx_quick || rx_frame_done;
+wire         rx_fail = rx_quick ? rx_kind != K_DROP : rx_frame_done && m_inject_terr;
+wire         rx_fault = rx_quick ? rx_kind == K_FAULT : rx_frame_done && m_inject_terr;
+/* verilator lint_off UNUSEDSIGNAL */ // (the header's other fields)
+wire [IHW-1:0] rx_hdr = rq_hdr[rq_head];
+/* verilator lint_on UNUSEDSIGNAL */
+wire [13:0]  rx_len = rx_hdr[NLB_INJECT_HEADER_FRAME_LEN_LSB +: NLB_INJECT_HEADER_FRAME_LEN_W];
+// The inject descriptor's record (S_I_DEC) and the beats it promises the inject queue.
+wire [1:0]   idesc_kind = {2'b00, idesc_len} > FRAME_MAX[15:0] ? K_DROP
+    : idesc_addr[5:0] != 6'd0 ? K_BAD : K_FRAME;
+wire [9:0]   idesc_promise = idesc_kind != K_FRAME ? 10'd0
+    : idesc_len == 14'd0 ? 10'd2 : {1'b0, idesc_beats} + 10'd1;
+wire us_tick = us_div_reg == US_DIV - 16'd1;
+// Interrupts this clock, per ring: by count (a write-back answered) and by time.
+reg [RINGS-1:0] irq_by_count;
+reg [RINGS-1:0] irq_by_time;
+integer m;
+always @* begin
+    for (m = 0; m < RINGS; m = m + 1) begin
+        irq_by_count[m] = state_reg == S_WB_B && b_out_reg == 10'd0 && wb_rings_reg[m]
+            && irq_cfg_reg[m][NLB_REG_DMA_PUNT_IRQ_ENABLE_LSB]
+            && pending_reg[m] != 16'd0
+            && pending_reg[m] >= max1(irq_cfg_reg[m][NLB_REG_DMA_PUNT_IRQ_COUNT_LSB
+                +: NLB_REG_DMA_PUNT_IRQ_COUNT_W]);
+        irq_by_time[m] = us_tick && pending_reg[m] != 16'd0 && state_reg != S_WB_B
+            && irq_cfg_reg[m][NLB_REG_DMA_PUNT_IRQ_ENABLE_LSB]
+            && irq_cfg_reg[m][NLB_REG_DMA_PUNT_IRQ_USECS_LSB +: NLB_REG_DMA_PUNT_IRQ_USECS_W]
+                != 16'd0
+            && elapsed_reg[m] + 16'd1 >= irq_cfg_reg[m][NLB_REG_DMA_PUNT_IRQ_USECS_LSB
+                +: NLB_REG_DMA_PUNT_IRQ_USECS_W];
+    end
+end
 
 // A failure of the record in flight on ring `ring`, slot `slot`.
 task fail(input [1:0] ring, input [15:0] slot, input [7:0] code, input fault);
@@ -643,7 +746,6 @@ always @* begin
     end
 end
 
-wire us_tick = us_div_reg == US_DIV - 16'd1;
 // Events dropped this clock: the ring full, and the pipeline's queue full while the ring
 // takes them.
 wire ev_ring_full = take_ev && e_full_reg;
@@ -705,6 +807,8 @@ always @(posedge clk) begin
             dirty_reg[RI] <= 1'b0;
             since_wb_reg <= 8'd0;
             since_wb_due_reg <= WB_N == 8'd0;
+            i_since_wb_reg <= 8'd0;
+            i_since_due_reg <= WB_N == 8'd0;
             aw_addr_reg <= wb_reg;
             aw_len_reg <= 8'd0;
             w_data_reg <= {{(DW - 384){1'b0}}, wb_rec(RI), wb_rec(RE), wb_rec(RP)};
@@ -757,7 +861,7 @@ always @(posedge clk) begin
                 ar_len_reg <= 8'd0;
                 ar_valid_reg <= 1'b1;
                 ic_valid_reg <= 1'b0;
-                ic_first_reg <= {dev_reg[RI][15:2], 2'b00};
+                ic_first_reg <= {ii_reg[15:2], 2'b00};
                 ic_hi_reg <= host_reg[RI];
                 state_reg <= S_I_R;
             end
@@ -766,8 +870,12 @@ always @(posedge clk) begin
     S_I_R: begin
         if (r_hs) begin
             if (m_axi_rresp != 2'b00) begin
-                fail(RI, p_slot_reg, {5'd0, NLB_DMA_ERROR_DMA_FAULT}, 1'b1);
-                complete(RI);
+                // The record fails in its turn (no frame is in flight: it is next).
+                rq_kind[rq_wr_reg[IQW-1:0]] <= K_FAULT;
+                rq_slot[rq_wr_reg[IQW-1:0]] <= p_slot_reg;
+                rq_wr_reg <= rq_wr_reg + 1'b1;
+                ii_reg <= ii_reg + 16'd1;
+                lo_fresh_reg <= 1'b0;
                 state_reg <= S_IDLE;
             end else begin
                 i_desc_reg <= m_axi_rdata[{p_slot_reg[1:0], 7'd0} +: 128];
@@ -777,54 +885,32 @@ always @(posedge clk) begin
             end
         end
     end
+    // The descriptor's record queued for the receiver; a frame's reads follow. The next record
+    // is taken two clocks on at the earliest (lo_fresh_reg), when inject_room has seen this
+    // one's promise.
     S_I_DEC: begin
-        begin
-            i_hdr_reg <= idesc_hdr;
-            i_err_reg <= 1'b0;
-            if ({2'b00, idesc_len} > FRAME_MAX[15:0]) begin
-                drops_reg[RI] <= drops_reg[RI] + 32'd1;
-                complete(RI);
-                state_reg <= S_IDLE;
-            end else if (idesc_addr[5:0] != 6'd0) begin
-                fail(RI, p_slot_reg, {5'd0, NLB_DMA_ERROR_BAD_ENTRY}, 1'b0);
-                complete(RI);
+        rq_kind[rq_wr_reg[IQW-1:0]] <= idesc_kind;
+        rq_hdr[rq_wr_reg[IQW-1:0]] <= idesc_hdr;
+        rq_slot[rq_wr_reg[IQW-1:0]] <= p_slot_reg;
+        rq_wr_reg <= rq_wr_reg + 1'b1;
+        ii_reg <= ii_reg + 16'd1;
+        lo_fresh_reg <= 1'b0;
+        p_addr_reg <= idesc_addr;
+        p_beats_reg <= idesc_beats;
+        state_reg <= idesc_kind == K_FRAME && idesc_len != 14'd0 ? S_I_AR : S_IDLE;
+    end
+    S_I_AR: begin
+        // The frame's reads go out back to back, each up to a 4 KiB boundary; the engine goes
+        // on once the last one's address is taken.
+        if (!ar_valid_reg) begin
+            if (p_beats_reg == 9'd0) begin
                 state_reg <= S_IDLE;
             end else begin
-                p_addr_reg <= idesc_addr;
-                p_beats_reg <= idesc_beats;
-                i_left_reg <= idesc_len == 14'd0 ? 9'd1 : idesc_beats;
-                i_empty_reg <= idesc_len == 14'd0;
-                p_last_bytes_reg <= {1'b0, idesc_len[5:0]} == 7'd0 && idesc_len != 14'd0
-                    ? 7'd64 : {1'b0, idesc_len[5:0]};
-                state_reg <= S_I_H;
-            end
-        end
-    end
-    S_I_H: begin
-        if (m_inject_tready) begin
-            state_reg <= S_I_D;
-        end
-    end
-    S_I_D: begin
-        // The frame's reads go out back to back, each up to a 4 KiB boundary.
-        if (!ar_valid_reg && p_beats_reg != 9'd0) begin
-            ar_addr_reg <= p_addr_reg;
-            ar_len_reg <= {1'b0, burst_n - 7'd1};
-            ar_valid_reg <= 1'b1;
-            p_beats_reg <= p_beats_reg - {2'b00, burst_n};
-            p_addr_reg <= next_4k(p_addr_reg);
-        end
-        if (i_beat) begin
-            i_left_reg <= i_left_reg - 9'd1;
-            if (m_inject_terr) begin
-                i_err_reg <= 1'b1;
-            end
-            if (i_last) begin
-                if (m_inject_terr) begin
-                    fail(RI, p_slot_reg, {5'd0, NLB_DMA_ERROR_DMA_FAULT}, 1'b1);
-                end
-                complete(RI);
-                state_reg <= S_IDLE;
+                ar_addr_reg <= p_addr_reg;
+                ar_len_reg <= {1'b0, burst_n - 7'd1};
+                ar_valid_reg <= 1'b1;
+                p_beats_reg <= p_beats_reg - {2'b00, burst_n};
+                p_addr_reg <= next_4k(p_addr_reg);
             end
         end
     end
@@ -934,10 +1020,7 @@ always @(posedge clk) begin
             end
             // Moderation by count, for the rings just written back.
             for (r = 0; r < RINGS; r = r + 1) begin
-                if (wb_rings_reg[r] && irq_cfg_reg[r][NLB_REG_DMA_PUNT_IRQ_ENABLE_LSB]
-                    && pending_reg[r] != 16'd0
-                    && pending_reg[r] >= max1(irq_cfg_reg[r][NLB_REG_DMA_PUNT_IRQ_COUNT_LSB
-                        +: NLB_REG_DMA_PUNT_IRQ_COUNT_W])) begin
+                if (irq_by_count[r]) begin
                     pending_reg[r] <= 16'd0;
                     elapsed_reg[r] <= 16'd0;
                     irq_reg[r] <= 1'b1;
@@ -980,18 +1063,80 @@ always @(posedge clk) begin
 
     // Moderation by time: irq.usecs after the first completion not yet signalled.
     for (r = 0; r < RINGS; r = r + 1) begin
-        if (us_tick && pending_reg[r] != 16'd0 && state_reg != S_WB_B
+        if (irq_by_time[r]) begin
+            pending_reg[r] <= 16'd0;
+            elapsed_reg[r] <= 16'd0;
+            irq_reg[r] <= 1'b1;
+        end else if (us_tick && pending_reg[r] != 16'd0 && state_reg != S_WB_B
             && irq_cfg_reg[r][NLB_REG_DMA_PUNT_IRQ_ENABLE_LSB]
             && irq_cfg_reg[r][NLB_REG_DMA_PUNT_IRQ_USECS_LSB +: NLB_REG_DMA_PUNT_IRQ_USECS_W]
                 != 16'd0) begin
-            if (elapsed_reg[r] + 16'd1 >= irq_cfg_reg[r][NLB_REG_DMA_PUNT_IRQ_USECS_LSB
-                    +: NLB_REG_DMA_PUNT_IRQ_USECS_W]) begin
-                pending_reg[r] <= 16'd0;
-                elapsed_reg[r] <= 16'd0;
-                irq_reg[r] <= 1'b1;
-            end else begin
-                elapsed_reg[r] <= elapsed_reg[r] + 16'd1;
+            elapsed_reg[r] <= elapsed_reg[r] + 16'd1;
+        end
+    end
+
+    // The receiver: the record at the head of its queue. A frame's header beat, then its
+    // beats as its lines come back; the record completes with its last beat (dev moves on),
+    // a record with nothing to send in the clock it reaches the head. Its updates of the
+    // inject ring come after the engine's, which never completes an inject record: a
+    // write-back taken in the same clock wrote the old index, so the ring stays dirty; an
+    // interrupt in the same clock signalled the completions before this one.
+    i_pend_reg <= i_pend_reg + (state_reg == S_I_DEC ? idesc_promise : 10'd0)
+        - {9'd0, m_inject_tvalid && m_inject_tready};
+    case (rx_state_reg)
+    RX_IDLE: begin
+        if (!rq_empty && rx_kind == K_FRAME) begin
+            i_hdr_reg <= rx_hdr;
+            i_slot_reg <= rq_slot[rq_head];
+            i_err_reg <= 1'b0;
+            i_empty_reg <= rx_len == 14'd0;
+            i_left_reg <= rx_len == 14'd0 ? 9'd1
+                : rx_len[13:6] + {8'd0, rx_len[5:0] != 6'd0};
+            i_last_bytes_reg <= rx_len[5:0] == 6'd0 && rx_len != 14'd0 ? 7'd64
+                : {1'b0, rx_len[5:0]};
+            rx_state_reg <= RX_H;
+        end
+    end
+    RX_H: begin
+        if (m_inject_tready) begin
+            rx_state_reg <= RX_D;
+        end
+    end
+    default: begin
+        if (i_beat) begin
+            i_left_reg <= i_left_reg - 9'd1;
+            if (m_inject_terr) begin
+                i_err_reg <= 1'b1;
             end
+            if (i_last) begin
+                rx_state_reg <= RX_IDLE;
+            end
+        end
+    end
+    endcase
+    if (rx_done) begin
+        rq_rd_reg <= rq_rd_reg + 1'b1;
+        dev_reg[RI] <= dev_reg[RI] + 16'd1;
+        dirty_reg[RI] <= 1'b1;
+        // (the interrupt's decision picks between the sums, not in front of the add: it is
+        // a compare deep already)
+        pending_reg[RI] <= irq_by_count[RI] || irq_by_time[RI] ? 16'd1
+            : pending_reg[RI] == 16'hFFFF ? 16'hFFFF : pending_reg[RI] + 16'd1;
+        i_since_wb_reg <= take_wb ? 8'd1
+            : i_since_wb_reg == 8'hFF ? 8'hFF : i_since_wb_reg + 8'd1;
+        i_since_due_reg <= take_wb ? (WB_N <= 8'd1)
+            : ({1'b0, i_since_wb_reg} + 9'd1 >= {1'b0, WB_N});
+        if (rx_quick && rx_kind == K_DROP) begin
+            drops_reg[RI] <= drops_reg[RI] + 32'd1;
+        end
+        if (rx_fail) begin
+            errors_reg[RI] <= errors_reg[RI] + 32'd1;
+            err_slot_reg[RI] <= rx_quick ? rq_slot[rq_head] : i_slot_reg;
+            err_code_reg[RI] <= rx_quick && rx_kind == K_BAD ? {5'd0, NLB_DMA_ERROR_BAD_ENTRY}
+                : {5'd0, NLB_DMA_ERROR_DMA_FAULT};
+        end
+        if (rx_fault) begin
+            i_faults_reg <= i_faults_reg + 32'd1;
         end
     end
 
@@ -1051,6 +1196,9 @@ always @(posedge clk) begin
                     cb_wait_reg <= 1'b0;
                     p_lost_reg <= 1'b0;
                 end
+                if (r[1:0] == RI) begin
+                    ii_reg <= 16'd0;
+                end
             end
             if (is_ring_reg(wr_word, NLB_REG_DMA_PUNT_HOST, r)) begin
                 host_reg[r] <= wr_host[r][NLB_REG_DMA_PUNT_HOST_INDEX_LSB
@@ -1071,6 +1219,14 @@ always @(posedge clk) begin
         wb_reg <= 64'd0;
         faults_reg <= 32'd0;
         cmd_faults_reg <= 32'd0;
+        i_faults_reg <= 32'd0;
+        i_since_wb_reg <= 8'd0;
+        i_since_due_reg <= WB_N == 8'd0;
+        rq_wr_reg <= {(IQW+1){1'b0}};
+        rq_rd_reg <= {(IQW+1){1'b0}};
+        ii_reg <= 16'd0;
+        i_pend_reg <= 10'd0;
+        rx_state_reg <= RX_IDLE;
         p_in_rec_reg <= 1'b0;
         p_pass_reg <= 1'b0;
         p_last_seen_reg <= 1'b0;
@@ -1151,7 +1307,7 @@ always @* begin
         rd_v = wb_reg[63:32];
     end
     if (rd_word == NLB_REG_DMA_FAULTS) begin
-        rd_v = faults_reg + cmd_faults_reg;
+        rd_v = faults_reg + cmd_faults_reg + i_faults_reg;
     end
     for (r = 0; r < RINGS; r = r + 1) begin
         if (is_ring_reg(rd_word, NLB_REG_DMA_PUNT_BASE_LO, r)) begin

@@ -12,9 +12,10 @@
 // go with every beat of the frame on m_axis_tuser, as the pipeline's inject port wants them.
 //
 // s_room tells the engine that a header beat and a frame of the largest size (9728 bytes)
-// fit, so that once it starts a frame it never waits on the pipeline (which may itself be
+// fit beside the s_pending beats it has promised already (frames it took and has not sent
+// whole), so that once it takes a frame it never waits on the pipeline (which may itself be
 // waiting for the engine to take a punted frame). It is registered: the engine takes a frame
-// only on a clock after its previous record completed, when s_room has seen every beat of it.
+// two clocks after its last promise at the earliest, when s_room has seen it.
 module nlb_inject_queue #(
     // Beats of memory: a power of two, at least a largest frame and its header (154).
     parameter DEPTH = 512
@@ -28,6 +29,7 @@ module nlb_inject_queue #(
     s_axis_tlast,
     s_axis_terr,
     s_room,
+    s_pending,
     m_axis_tdata,
     m_axis_tkeep,
     m_axis_tvalid,
@@ -56,6 +58,7 @@ output wire          s_axis_tready;
 input  wire          s_axis_tlast;
 input  wire          s_axis_terr;
 output wire          s_room;
+input  wire [9:0]    s_pending;
 output wire [DW-1:0] m_axis_tdata;
 output wire [KW-1:0] m_axis_tkeep;
 output wire          m_axis_tvalid;
@@ -66,8 +69,8 @@ output wire [UW-1:0] m_axis_tuser;
 output wire          m_drop;
 
 initial begin
-    if (DEPTH < FRAME_BEATS || (1 << LW) != DEPTH) begin
-        $error("nlb_inject_queue: DEPTH a power of two of at least %0d beats", FRAME_BEATS);
+    if (DEPTH < FRAME_BEATS || (1 << LW) != DEPTH || DEPTH > 512) begin
+        $error("nlb_inject_queue: DEPTH a power of two of %0d to 512 beats", FRAME_BEATS);
         $finish;
     end
 end
@@ -102,6 +105,9 @@ nlb_axis_frame_fifo #(
 );
 
 reg          room_reg = 1'b0;
+// The beats held and those promised (not in the level until they are sent: from the clock
+// they go in they are counted in the level and no longer promised).
+wire [10:0]  promised = {{(10 - LW){1'b0}}, level} + {1'b0, s_pending};
 // The frame at the head has had its header beat taken: its beats go out.
 reg          in_frame_reg = 1'b0;
 reg [UW-1:0] user_reg = {UW{1'b0}};
@@ -115,7 +121,7 @@ assign m_axis_tuser = user_reg;
 assign s_room = room_reg;
 
 always @(posedge clk) begin
-    room_reg <= level <= ROOM_LEVEL;
+    room_reg <= promised <= {{(10 - LW){1'b0}}, ROOM_LEVEL};
     if (q_tvalid && q_tready) begin
         if (!in_frame_reg) begin
             user_reg <= q_tdata[UW-1:0];

@@ -215,6 +215,7 @@ module nlb_top (
     sim_cnt_preset_kind,
     sim_cnt_preset_index,
     sim_cnt_preset_value,
+    sim_inject_waits,
 `endif
     spi_sck,
     spi_cs_n,
@@ -530,6 +531,9 @@ input  wire sim_cnt_preset_valid;
 input  wire [1:0] sim_cnt_preset_kind;
 input  wire [15:0] sim_cnt_preset_index;
 input  wire [255:0] sim_cnt_preset_value;
+// Clocks in which the host DMA engine offered the inject queue a beat it could not take (the
+// engine promises itself room before it takes a frame, so tests/host_rings.rs expects 0).
+output wire [31:0] sim_inject_waits;
 `endif
 
 // SPI bus to the configuration flash (spi_flash block): on an UltraScale+ card the shell
@@ -1011,6 +1015,19 @@ wire                  dij_tready;
 wire                  dij_tlast;
 wire                  dij_terr;
 wire                  dij_room;
+wire [9:0]            dij_pending;  // beats the engine promised the queue, not yet sent
+`ifdef NLB_SIM_HOOKS
+reg  [31:0]           sim_inject_waits_reg = 32'd0;
+always @(posedge clk) begin
+    if (dij_tvalid && !dij_tready) begin
+        sim_inject_waits_reg <= sim_inject_waits_reg + 32'd1;
+    end
+    if (rst) begin
+        sim_inject_waits_reg <= 32'd0;
+    end
+end
+assign sim_inject_waits = sim_inject_waits_reg;
+`endif
 wire [DATA_WIDTH-1:0] rq_tdata;     // queue -> arbiter
 wire [KEEP_WIDTH-1:0] rq_tkeep;
 wire                  rq_tvalid;
@@ -1035,6 +1052,7 @@ nlb_inject_queue inject_queue_inst (
     .s_axis_tlast(dij_tlast),
     .s_axis_terr(dij_terr),
     .s_room(dij_room),
+    .s_pending(dij_pending),
     .m_axis_tdata(rq_tdata),
     .m_axis_tkeep(rq_tkeep),
     .m_axis_tvalid(rq_tvalid),
@@ -1947,6 +1965,7 @@ nlb_host_dma #(
     .m_event_tvalid(m_axis_event_tvalid),
     .m_event_tready(m_axis_event_tready),
     .inject_room(dij_room),
+    .inject_pending(dij_pending),
     .m_inject_tdata(dij_tdata),
     .m_inject_tkeep(dij_tkeep),
     .m_inject_tvalid(dij_tvalid),

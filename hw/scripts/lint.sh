@@ -26,6 +26,7 @@ extra=(
     "nlb_mul_const_csa|-GCONST=32'hffffffff"
     "nlb_mul_const_csa|-GCONST=32'h00000000"
     "nlb_flow_hash|-GUSER_WIDTH=32"
+    "nlb_host_dma|-GINJECT_IN_FLIGHT=2"
     "nlb_axis_skid|-GDATA_WIDTH=64 -GUSER_WIDTH=16"
     "nlb_table_mem|-GWIDTH=857 -GROWS=64 -GLANES=4"
     "nlb_table_mem|-GWIDTH=16 -GROWS=131072 -GOUTPUT_REG=0"
