@@ -28,8 +28,8 @@ use std::thread::JoinHandle;
 /// over its first writes.
 pub(crate) const PREFAULT_MIN_BYTES: usize = 32 << 20;
 
-/// Bytes backed per call: how long a drop may wait for the thread (a few milliseconds here,
-/// where 3 GiB took about 1 s of kernel time), in few enough calls (32 for 256 MiB).
+/// Bytes backed per call: how long a drop may wait for the thread (a few milliseconds: 256 MiB
+/// took 0.1-0.4 s here), in few enough calls (32 for 256 MiB).
 const STEP_BYTES: usize = 8 << 20;
 
 /// How far a buffer's memory is backed ahead of use ([`crate::conntrack::Conntrack::prefault`]).
@@ -234,13 +234,9 @@ impl<T: Zeroable> Drop for Prefaulted<T> {
 fn fill(start: usize, bytes: usize, shared: &Shared) {
     let page = page_size();
     let (first, end) = (start.next_multiple_of(page), (start + bytes) / page * page);
-    // Below the owner's work, on a busy machine: this is only ahead of the faults its writes
-    // would take anyway. Advice too: left as it is if refused.
-    // SAFETY: sets the calling thread's nice value (`who` 0 is this thread on Linux); touches
-    // no memory.
-    unsafe {
-        libc::setpriority(libc::PRIO_PROCESS, 0, 19);
-    }
+    // At the owner's priority: the faults its writes would take anyway, taken earlier (a
+    // lower one let any other work on a busy machine hold it back for as long as the flood it
+    // is ahead of lasts).
     let mut at = first;
     let mut state = Prefault::Done;
     while at < end {
