@@ -247,7 +247,9 @@ impl std::fmt::Debug for CtTable {
 }
 
 impl CtTable {
-    /// `len` default (invalid) entries.
+    /// `len` default (invalid) entries. Its pages are not backed ahead of use, unlike the
+    /// last-seen times' ([`SeenTimes`]): the attach writes every slot (each run's pages backed
+    /// just before, [`CtTableBuilder::part`]).
     pub(crate) fn new(len: usize) -> CtTable {
         CtTable {
             // In memory the allocator gets zeroed (for a large table, a new mapping the kernel
