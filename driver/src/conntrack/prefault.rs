@@ -24,7 +24,7 @@ use std::thread::JoinHandle;
 /// Buffers smaller than this are not worth a thread. Above it the allocation is always a new
 /// mapping, untouched (glibc's `malloc` maps anything above its mmap threshold, which it raises
 /// at most to 32 MiB; a smaller buffer may be heap memory the process has already touched).
-/// Below it, the faults a buffer costs in all are at most 8,192, a few milliseconds, spread
+/// Below it, a buffer has at most 8,192 pages to fault in, a few milliseconds in all, spread
 /// over its first writes.
 pub(crate) const PREFAULT_MIN_BYTES: usize = 32 << 20;
 
