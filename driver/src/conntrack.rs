@@ -36,10 +36,12 @@ use nlb_hw::enums::{DmaCmd, Event, KeyType, TableCmd};
 use nlb_hw::layouts::{CmdDesc, CtEntry, EventRecord, LearnEvent};
 use nlb_hw::{FlowKey, LayoutError};
 use nlb_reference::conntrack as placement;
+pub use prefault::Prefault;
 use std::collections::{BTreeSet, HashMap};
 use table::{CtTable, CtTableBuilder, Part, PartRest, SeenTimes};
 pub use view::CtView;
 
+mod prefault;
 mod table;
 mod view;
 
@@ -518,6 +520,15 @@ impl Conntrack {
     /// Valid entries (kept up to date by every change: no scan).
     pub fn valid_count(&self) -> usize {
         self.entries.valid_count()
+    }
+
+    /// How far the host copy's memory is backed ahead of use. The copy of the entries is
+    /// written whole by the attach; the last-seen times (4 bytes an entry) are zero memory
+    /// the installs write all over; when they take 32 MiB or more, a thread backs their pages
+    /// from the attach on ([`Prefault::Working`] until it is done). Until then an install may
+    /// still pay a page fault, writing first to a page the thread has not reached.
+    pub fn prefault(&self) -> Prefault {
+        self.last_seen.prefault()
     }
 
     /// Operation counters.
@@ -1328,6 +1339,48 @@ impl Conntrack {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A manager over a table whose last-seen times take 32 MiB (8 Mi entries, the size a
+    /// thread backs them from): they are backed ahead of use, read as the attach's time all
+    /// along, and change as set. One dropped right after it was made, the thread still at
+    /// work, goes as any other; a small one starts no thread.
+    #[test]
+    fn the_last_seen_times_of_a_large_table_are_backed_ahead_of_use() {
+        let (buckets, ways) = (2 * 1024 * 1024, 4);
+        let len = (buckets * ways) as usize;
+        let manager = |len: usize| {
+            Conntrack::with_entries(
+                buckets,
+                ways,
+                CtTable::new(len),
+                PairCounts::default(),
+                u32::MAX - 1,
+            )
+        };
+        drop(manager(len));
+        let mut ct = manager(len);
+        let t0 = std::time::Instant::now();
+        while ct.prefault() == Prefault::Working {
+            assert!(t0.elapsed().as_secs() < 60, "still backing the pages");
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        assert!(
+            matches!(ct.prefault(), Prefault::Done | Prefault::Unsupported),
+            "{:?}",
+            ct.prefault()
+        );
+        assert!((0..len as u32).all(|i| ct.last_seen(i) == Some(u32::MAX - 1)));
+        for (k, i) in [0, 1, 1023, 1024, len as u32 / 2, len as u32 - 1]
+            .into_iter()
+            .enumerate()
+        {
+            ct.touch(i, k as u32);
+            assert_eq!(ct.last_seen(i), Some(k as u32));
+        }
+        assert_eq!(ct.last_seen(len as u32), None);
+        assert_eq!(ct.valid_count(), 0);
+        assert_eq!(manager(4096).prefault(), Prefault::Skipped);
+    }
 
     /// The threaded decode gives what `CtEntry::unpack` (the generated code) gives, entry by
     /// entry, across the threads' boundaries (a batch large enough for several threads).

@@ -11,9 +11,9 @@
 //! A new table is all zero bytes, which is the default (invalid) entry everywhere: the kernel
 //! hands out zero pages as they are first written, so nothing is written up front.
 
+use super::prefault::{zeroed_vec, Prefault, Prefaulted, Zeroable};
 use super::FLAG_CLOSED;
 use nlb_hw::layouts::CtEntry;
-use std::alloc::Layout;
 
 /// `Slot::state` bits.
 const VALID: u8 = 1;
@@ -211,28 +211,8 @@ impl Slot {
     }
 }
 
-/// `len` default slots in memory the allocator gets zeroed (for a large table, a fresh mapping
-/// the kernel zeroes a page at a time as it is first written), not written here.
-fn zeroed_slots(len: usize) -> Vec<Slot> {
-    if len == 0 {
-        return Vec::new();
-    }
-    let layout = Layout::array::<Slot>(len).unwrap_or_else(|_| capacity_overflow(len));
-    // SAFETY: `layout` has a non-zero size (`len > 0`, `Slot` is not zero-sized).
-    let ptr = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<Slot>();
-    if ptr.is_null() {
-        std::alloc::handle_alloc_error(layout);
-    }
-    // SAFETY: `ptr` was allocated by the global allocator with the layout of `len` slots (what
-    // a `Vec<Slot>` of capacity `len` deallocates with), and its `len` slots are initialised:
-    // all-zero bytes are a valid `Slot` (integers only).
-    unsafe { Vec::from_raw_parts(ptr, len, len) }
-}
-
-#[cold]
-fn capacity_overflow(len: usize) -> ! {
-    panic!("a connection table of {len} entries does not fit in memory")
-}
+// SAFETY: all-zero bytes are a `Slot` (integers only): the default one.
+unsafe impl Zeroable for Slot {}
 
 /// The compact copy of a connection table: [`CtTable::get`] gives back exactly the entry
 /// [`CtTable::set`] stored.
@@ -267,10 +247,14 @@ impl std::fmt::Debug for CtTable {
 }
 
 impl CtTable {
-    /// `len` default (invalid) entries.
+    /// `len` default (invalid) entries. Its pages are not backed ahead of use, unlike the
+    /// last-seen times' ([`SeenTimes`]): the attach writes every slot (each run's pages backed
+    /// just before, [`CtTableBuilder::part`]).
     pub(crate) fn new(len: usize) -> CtTable {
         CtTable {
-            slots: zeroed_slots(len),
+            // In memory the allocator gets zeroed (for a large table, a new mapping the kernel
+            // zeroes a page at a time as it is first written), not written here.
+            slots: zeroed_vec(len),
             wide: Vec::new(),
             wide_free: Vec::new(),
             valid: 0,
@@ -511,12 +495,15 @@ impl Part<'_> {
 }
 
 /// A host time per entry, kept relative to a base: a new list (every entry at the base) is zero
-/// memory the kernel maps as it is first written, not 4 bytes written per entry up front.
+/// memory, not 4 bytes written per entry up front. Its pages are backed ahead of use on a
+/// thread of its own when the list is large ([`Prefaulted`]): installs set times all over it
+/// (256 MiB at the `u280` profile) right after attach, and each first write of a page would
+/// otherwise fault.
 #[derive(Debug, Clone)]
 pub(crate) struct SeenTimes {
     base: u32,
     /// Time - base (wrapping: the times wrap too).
-    since: Vec<u32>,
+    since: Prefaulted<u32>,
 }
 
 impl SeenTimes {
@@ -524,8 +511,7 @@ impl SeenTimes {
     pub(crate) fn new(len: usize, base: u32) -> SeenTimes {
         SeenTimes {
             base,
-            // `vec!` of zeros is one zeroed allocation, not a fill.
-            since: vec![0; len],
+            since: Prefaulted::new(len),
         }
     }
 
@@ -538,6 +524,11 @@ impl SeenTimes {
         if let Some(d) = self.since.get_mut(index) {
             *d = t.wrapping_sub(self.base);
         }
+    }
+
+    /// How far the list's memory is backed ahead of use.
+    pub(crate) fn prefault(&self) -> Prefault {
+        self.since.prefault()
     }
 }
 

@@ -22,6 +22,7 @@ use etherparse::PacketBuilder;
 use firmware_sim::ModelDevice;
 use flowtable_compiler::Config;
 use nlb_config::parse_config;
+use nlb_driver::conntrack::Prefault;
 use nlb_driver::device::Device;
 use nlb_driver::model::{lock, ModelHandle, SharedModel};
 use nlb_driver::socket::{Server, ServerHandle, SocketDevice};
@@ -484,65 +485,119 @@ fn stream_report(what: &str, items: u64, cpu: Duration, used: &nlb_driver::pcie:
 /// New connections per second, bursts of 4,000 (the event ring holds 4,096), the device's
 /// side untimed. Where the profile learns in hardware (`sim`, on-chip tables) the NIC installs
 /// each new flow and the host takes the records and keeps its books; behind HBM (`u280`) the
-/// host installs each one through the command ring. At `u280` a second pass of as many new
-/// flows follows: the first finds the host's copy of the table (1.5 GiB) fresh, and most of
-/// its installs touch a page for the first time (a page fault each); the second is a daemon
-/// that has run a while.
+/// host installs each one through the command ring.
+///
+/// At `u280` three passes of as many new flows each. The first starts as soon as the engine
+/// has started (a flood right after a restart): the host's last-seen times (256 MiB) are new
+/// memory a thread is still backing, and an install that writes first to a page it has not
+/// reached takes the page faults itself. The second, on an engine started again, waits for
+/// that thread to finish first (a daemon whose traffic comes a moment after it started). The
+/// third follows the second: a daemon that has run a while.
 fn cps_bench(profile: &str, flows: usize) {
-    let (sim, mut engine) = rings_engine(profile);
-    let passes: &[&str] = if profile == "u280" {
-        &["the host's table fresh", "the host's table in use"]
-    } else {
-        &[""]
-    };
-    for (pass, table) in passes.iter().enumerate() {
-        let frames: Vec<Vec<u8>> = (pass * flows..(pass + 1) * flows).map(syn).collect();
-        let mut out = firmware_sim::BatchOutput::new();
-        let mut cpu = Duration::ZERO;
-        let start = engine.connections().stats().learn_events;
-        let learned_before = engine.connections().stats().learned_by_nic;
-        let before = sim.clone().pcie();
-        let mmio0 = engine.mmio_use();
-        for burst in frames.chunks(4000) {
-            let refs: Vec<&[u8]> = burst.iter().map(Vec::as_slice).collect();
-            lock(&sim.shared()).receive_batch(&refs, &mut out);
-            let target = engine.connections().stats().learn_events + burst.len() as u64;
-            let t0 = nlb_driver::pcie::thread_cpu();
-            while engine.connections().stats().learn_events < target {
-                if !engine.step().busy() {
-                    break;
-                }
-            }
-            cpu += nlb_driver::pcie::thread_cpu().saturating_sub(t0);
-        }
-        let used = sim.clone().pcie().since(&before);
-        let events = engine.connections().stats().learn_events - start;
-        let m = engine.mmio_use();
-        let how = if Profile::by_name(profile).is_some_and(|p| p.learns_in_hardware()) {
-            "NIC learns, host keeps the books"
-        } else {
-            "host installs by the command ring"
-        };
-        let table = if table.is_empty() {
-            String::new()
-        } else {
-            format!(", {table}")
-        };
-        stream_report(
-            &format!("new connections, {profile} ({how}{table})"),
-            events,
-            cpu,
-            &used,
-        );
-        println!(
-            "    register reads per learn event {:.3}, per installed connection {:.3}; learned by the NIC {} of {} flows, {} connections in the host's table",
-            (m.event_reads - mmio0.event_reads) as f64 / events.max(1) as f64,
-            (m.event_reads - mmio0.event_reads) as f64 / (m.installs - mmio0.installs).max(1) as f64,
-            engine.connections().stats().learned_by_nic - learned_before,
-            flows,
-            engine.connections().conntrack().valid_count()
-        );
+    let frames =
+        |pass: usize| -> Vec<Vec<u8>> { (pass * flows..(pass + 1) * flows).map(syn).collect() };
+    if profile != "u280" {
+        let (sim, mut engine) = rings_engine(profile);
+        cps_pass(&sim, &mut engine, profile, "", &frames(0));
+        return;
     }
+    // Right after the start: the frames made first, so that nothing waits between the two.
+    let first = frames(0);
+    let t0 = Instant::now();
+    let (sim, mut engine) = rings_engine(profile);
+    let started = t0.elapsed();
+    let at_start = engine.connections().conntrack().prefault();
+    cps_pass(
+        &sim,
+        &mut engine,
+        profile,
+        ", right after the start",
+        &first,
+    );
+    println!(
+        "    engine started (attach included) in {:.0} ms; the last-seen times {:?} at the start, {:?} after the pass",
+        ms(started),
+        at_start,
+        engine.connections().conntrack().prefault()
+    );
+    drop((first, engine, sim));
+    // Started again, and the backing of the last-seen times waited for.
+    let second = frames(1);
+    let (sim, mut engine) = rings_engine(profile);
+    let t0 = Instant::now();
+    while engine.connections().conntrack().prefault() == Prefault::Working {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let waited = t0.elapsed();
+    cps_pass(
+        &sim,
+        &mut engine,
+        profile,
+        ", the host's table fresh, its memory backed",
+        &second,
+    );
+    println!(
+        "    the last-seen times {:?} {:.0} ms after the start",
+        engine.connections().conntrack().prefault(),
+        ms(waited)
+    );
+    cps_pass(
+        &sim,
+        &mut engine,
+        profile,
+        ", the host's table in use",
+        &frames(2),
+    );
+}
+
+/// One pass of [`cps_bench`]: the SYNs of `frames`, new flows each.
+fn cps_pass(
+    sim: &ModelHandle,
+    engine: &mut Engine,
+    profile: &str,
+    table: &str,
+    frames: &[Vec<u8>],
+) {
+    let mut out = firmware_sim::BatchOutput::new();
+    let mut cpu = Duration::ZERO;
+    let start = engine.connections().stats().learn_events;
+    let learned_before = engine.connections().stats().learned_by_nic;
+    let before = sim.clone().pcie();
+    let mmio0 = engine.mmio_use();
+    for burst in frames.chunks(4000) {
+        let refs: Vec<&[u8]> = burst.iter().map(Vec::as_slice).collect();
+        lock(&sim.shared()).receive_batch(&refs, &mut out);
+        let target = engine.connections().stats().learn_events + burst.len() as u64;
+        let t0 = nlb_driver::pcie::thread_cpu();
+        while engine.connections().stats().learn_events < target {
+            if !engine.step().busy() {
+                break;
+            }
+        }
+        cpu += nlb_driver::pcie::thread_cpu().saturating_sub(t0);
+    }
+    let used = sim.clone().pcie().since(&before);
+    let events = engine.connections().stats().learn_events - start;
+    let m = engine.mmio_use();
+    let how = if Profile::by_name(profile).is_some_and(|p| p.learns_in_hardware()) {
+        "NIC learns, host keeps the books"
+    } else {
+        "host installs by the command ring"
+    };
+    stream_report(
+        &format!("new connections, {profile} ({how}{table})"),
+        events,
+        cpu,
+        &used,
+    );
+    println!(
+        "    register reads per learn event {:.3}, per installed connection {:.3}; learned by the NIC {} of {} flows, {} connections in the host's table",
+        (m.event_reads - mmio0.event_reads) as f64 / events.max(1) as f64,
+        (m.event_reads - mmio0.event_reads) as f64 / (m.installs - mmio0.installs).max(1) as f64,
+        engine.connections().stats().learned_by_nic - learned_before,
+        frames.len(),
+        engine.connections().conntrack().valid_count()
+    );
 }
 
 /// Punted fragments per second: UDP datagrams in two fragments on a two-rule VIP; the host
