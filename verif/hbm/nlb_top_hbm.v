@@ -159,6 +159,7 @@ module nlb_top_hbm (
     sim_cnt_preset_kind,
     sim_cnt_preset_index,
     sim_cnt_preset_value,
+    sim_inject_waits,
 `endif
     spi_sck,
     spi_cs_n,
@@ -356,6 +357,8 @@ input  wire sim_cnt_preset_valid;
 input  wire [1:0] sim_cnt_preset_kind;
 input  wire [15:0] sim_cnt_preset_index;
 input  wire [255:0] sim_cnt_preset_value;
+// Clocks the host DMA engine offered the inject queue a beat it could not take (nlb_top).
+output wire [31:0] sim_inject_waits;
 `endif
 
 // SPI bus to the configuration flash (spi_flash block): on an UltraScale+ card the shell
@@ -551,6 +554,7 @@ nlb_top #(
     .sim_cnt_preset_kind(sim_cnt_preset_kind),
     .sim_cnt_preset_index(sim_cnt_preset_index),
     .sim_cnt_preset_value(sim_cnt_preset_value),
+    .sim_inject_waits(sim_inject_waits),
 `endif
     .m_axi_ct_araddr(ct_araddr),
     .m_axi_ct_arid(ct_arid),

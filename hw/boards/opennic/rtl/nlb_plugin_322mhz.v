@@ -576,6 +576,7 @@ nlb_top #(
     .sim_cnt_preset_kind(2'd0),
     .sim_cnt_preset_index(16'd0),
     .sim_cnt_preset_value(256'd0),
+    .sim_inject_waits(),
 `endif
     .spi_sck(spi_sck),
     .spi_cs_n(spi_cs_n),
