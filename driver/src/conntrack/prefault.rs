@@ -26,11 +26,13 @@ use std::thread::JoinHandle;
 /// at most to 32 MiB; a smaller buffer may be heap memory the process has already touched).
 /// Below it, a buffer has at most 8,192 pages to fault in, a few milliseconds in all, spread
 /// over its first writes.
-pub(crate) const PREFAULT_MIN_BYTES: usize = 32 << 20;
+pub(crate) const PREFAULT_MIN_BYTES: usize = 32 * MIB;
 
 /// Bytes backed per call: how long a drop may wait for the thread (a few milliseconds: 256 MiB
 /// took 0.1-0.4 s here), in few enough calls (32 for 256 MiB).
-const STEP_BYTES: usize = 8 << 20;
+const STEP_BYTES: usize = 8 * MIB;
+
+const MIB: usize = 1024 * 1024;
 
 /// How far a buffer's memory is backed ahead of use ([`crate::conntrack::Conntrack::prefault`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -273,7 +275,7 @@ mod tests {
     use std::time::{Duration, Instant};
 
     /// Well above glibc's largest mmap threshold: always a new mapping, nothing resident.
-    const BIG: usize = 64 << 20;
+    const BIG: usize = 64 * MIB;
 
     /// Resident pages among the whole pages of `values`, by `mincore(2)`: (resident, pages).
     fn resident(values: &[u32]) -> (usize, usize) {
@@ -288,7 +290,8 @@ mod tests {
         // kernel writes one byte per page into `vec`, which has room for each.
         let r = unsafe { libc::mincore(first as *mut libc::c_void, end - first, vec.as_mut_ptr()) };
         assert_eq!(r, 0, "mincore: {}", std::io::Error::last_os_error());
-        (vec.iter().filter(|&&b| b & 1 != 0).count(), vec.len())
+        // (the low bit of each byte: the page is resident; the others are reserved)
+        (vec.iter().filter(|&&b| b % 2 == 1).count(), vec.len())
     }
 
     /// Waits for the thread to finish (it backs 64 MiB in tens of milliseconds; a minute is a
