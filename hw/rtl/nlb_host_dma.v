@@ -716,6 +716,17 @@ task fail(input [1:0] ring, input [15:0] slot, input [7:0] code, input fault);
     end
 endtask
 
+// A record for the receiver: inject descriptor ii taken (the sums ahead are stale a clock).
+task queue_record(input [1:0] kind, input [15:0] slot);
+    begin
+        rq_kind[rq_wr_reg[IQW-1:0]] <= kind;
+        rq_slot[rq_wr_reg[IQW-1:0]] <= slot;
+        rq_wr_reg <= rq_wr_reg + 1'b1;
+        ii_reg <= ii_reg + 16'd1;
+        lo_fresh_reg <= 1'b0;
+    end
+endtask
+
 task complete(input [1:0] ring);
     begin
         dev_reg[ring] <= dev_reg[ring] + 16'd1;
@@ -871,11 +882,7 @@ always @(posedge clk) begin
         if (r_hs) begin
             if (m_axi_rresp != 2'b00) begin
                 // The record fails in its turn (no frame is in flight: it is next).
-                rq_kind[rq_wr_reg[IQW-1:0]] <= K_FAULT;
-                rq_slot[rq_wr_reg[IQW-1:0]] <= p_slot_reg;
-                rq_wr_reg <= rq_wr_reg + 1'b1;
-                ii_reg <= ii_reg + 16'd1;
-                lo_fresh_reg <= 1'b0;
+                queue_record(K_FAULT, p_slot_reg);
                 state_reg <= S_IDLE;
             end else begin
                 i_desc_reg <= m_axi_rdata[{p_slot_reg[1:0], 7'd0} +: 128];
@@ -889,12 +896,8 @@ always @(posedge clk) begin
     // is taken two clocks on at the earliest (lo_fresh_reg), when inject_room has seen this
     // one's promise.
     S_I_DEC: begin
-        rq_kind[rq_wr_reg[IQW-1:0]] <= idesc_kind;
+        queue_record(idesc_kind, p_slot_reg);
         rq_hdr[rq_wr_reg[IQW-1:0]] <= idesc_hdr;
-        rq_slot[rq_wr_reg[IQW-1:0]] <= p_slot_reg;
-        rq_wr_reg <= rq_wr_reg + 1'b1;
-        ii_reg <= ii_reg + 16'd1;
-        lo_fresh_reg <= 1'b0;
         p_addr_reg <= idesc_addr;
         p_beats_reg <= idesc_beats;
         state_reg <= idesc_kind == K_FRAME && idesc_len != 14'd0 ? S_I_AR : S_IDLE;
