@@ -384,7 +384,7 @@ impl ModelDevice {
             flash: Box::new(NoFlash),
             auto_learn: false,
             pending_events: Vec::new(),
-            dma: HostDma::new(profile.learns_in_hardware()),
+            dma: HostDma::new(),
             lanes: Vec::with_capacity(RING),
         }
     }
@@ -690,7 +690,7 @@ impl ModelDevice {
         // Host memory stays mapped across a reconfiguration; the engine's registers reset.
         let carried = self.dma.rings_carried();
         let port = self.dma.port_mut().is_some().then(|| {
-            let mut old = HostDma::new(self.profile.learns_in_hardware());
+            let mut old = HostDma::new();
             std::mem::swap(&mut old, &mut self.dma);
             old
         });

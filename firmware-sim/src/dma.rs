@@ -119,8 +119,6 @@ pub enum RegEffect {
 pub struct HostDma {
     enable: bool,
     hw_learn: bool,
-    /// Whether the pipeline can learn (caps.hw_learn).
-    can_learn: bool,
     /// Rings the engine carries (caps.rings): all four, the first three (punt, event and
     /// inject) as `nlb_host_dma` does, or the two toward the host (punt and event); the
     /// registers of the others read 0 and ignore writes.
@@ -134,13 +132,19 @@ pub struct HostDma {
     now: u64,
 }
 
+impl Default for HostDma {
+    fn default() -> HostDma {
+        HostDma::new()
+    }
+}
+
 impl HostDma {
-    /// An engine after reset (everything off); `can_learn`: caps.hw_learn.
-    pub fn new(can_learn: bool) -> HostDma {
+    /// An engine after reset (everything off). Every profile's pipeline can learn
+    /// (caps.hw_learn, docs/pipeline.md section 15.3).
+    pub fn new() -> HostDma {
         HostDma {
             enable: false,
             hw_learn: false,
-            can_learn,
             carried: rings::ALL.len() as u8,
             host_time: 0,
             wb: 0,
@@ -155,7 +159,7 @@ impl HostDma {
     pub fn reset(&mut self) {
         let port = self.port.take();
         let carried = self.carried;
-        *self = HostDma::new(self.can_learn);
+        *self = HostDma::new();
         self.carried = carried;
         self.port = port;
     }
@@ -207,7 +211,7 @@ impl HostDma {
     pub fn read_reg(&self, offset: u32) -> u32 {
         let caps = b::Caps {
             rings: self.carried,
-            hw_learn: self.can_learn,
+            hw_learn: true,
             max_log2: rings::MAX_LOG2 as u8,
         };
         match offset {
@@ -251,7 +255,7 @@ impl HostDma {
             b::CTRL => {
                 let c = b::Ctrl::from_word(v);
                 self.enable = c.enable;
-                self.hw_learn = c.hw_learn && self.can_learn;
+                self.hw_learn = c.hw_learn;
             }
             b::HOST_TIME => self.host_time = v,
             b::WB_LO => self.wb = (self.wb & !0xFFFF_FFFF) | u64::from(v & b::wb_lo::DEFINED),

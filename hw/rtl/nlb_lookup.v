@@ -808,10 +808,7 @@ wire d_two = d_parsed && !d_inject && d_icmp_error && d_inner_valid;
 reg  [$clog2(CT_SLOTS):0] ct_cnt_reg = {($clog2(CT_SLOTS)+1){1'b0}};
 wire ct_room = {{(31-$clog2(CT_SLOTS)){1'b0}}, ct_cnt_reg} < CT_SLOTS - 2;
 wire ct_room_two = {{(31-$clog2(CT_SLOTS)){1'b0}}, ct_cnt_reg} < CT_SLOTS - 3;
-// With hardware learning on, also while the install records have room (learn_room_reg, set
-// with the records below).
-reg  learn_room_reg = 1'b1;
-wire issue = fifo_nonempty && (phase_reg || ((d_two ? ct_room_two : ct_room) && learn_room_reg));
+wire issue = fifo_nonempty && (phase_reg || (d_two ? ct_room_two : ct_room));
 wire issue_shadow = issue && d_two && !phase_reg;
 wire pop = issue && !issue_shadow;
 
@@ -1568,8 +1565,10 @@ assign ct_c_rd_entry = ct_c_row[{{(32-CT_WAY_BITS){1'b0}}, ct_c_way_reg}*CT_LANE
 //   install is between the stage's exit and stage O, and no install of its row is still on its
 //   way to memory (ct_c_wr_hold); while it waits, packets that may install stay in the stage.
 //   So it lands after the installs before it and before those after it.
-// - The lookup issues packets only while the records in use and the packets in flight (each
-//   might take one) leave a record spare (learn_room).
+// - Nothing waits for a record: an install decided while every record is in use is not made
+//   (lr_full); its LEARN says installed = 0 and the host installs it, as for a full bucket.
+//   A record lives for about a table write and the stage's depth, so only a flood of new
+//   connections faster than the table memory takes writes finds them all in use.
 localparam LS_BITS = CT_ROW_BITS < 10 ? CT_ROW_BITS : 10;
 localparam LSLOTS = 1 << LS_BITS;
 localparam CT_SB = $clog2(CT_SLOTS);
@@ -1580,9 +1579,9 @@ localparam MERGE_W = NLB_CT_ENTRY_BACKEND_LSB + 16;
 reg  [LCNT_W-1:0] e_cnt_reg = {LCNT_W{1'b0}};
 reg  [LCNT_W-1:0] x_cnt_reg = {LCNT_W{1'b0}};
 reg  [LCNT_W-1:0] o_cnt_reg = {LCNT_W{1'b0}};
-// Packets issued and not yet decided at stage O; install records in use.
-reg  [15:0]       io_cnt_reg = 16'd0;
+// Install records in use (all of them: lr_full).
 wire [$clog2(LEARN_RECS):0] lr_used;
+wire              lr_full = lr_used[$clog2(LEARN_RECS)];
 
 // Whether packet number `seq` has been decided at stage O (counts modulo 2^LCNT_W; far fewer
 // packets are in flight).
@@ -1602,8 +1601,6 @@ wire               sf_pc = sf_reads && sf[F_PC];
 // The latest entrant of each slot that may install.
 reg  [LSLOTS-1:0]  lc_valid_reg = {LSLOTS{1'b0}};
 reg  [LCNT_W-1:0]  lc_seq_mem [0:LSLOTS-1];
-reg                o_dec_reg = 1'b0;
-reg                io_in_reg = 1'b0;
 // Settled packets by number modulo RS: set when stage O decides a packet or stage X1 finds a
 // packet that may install a hit (it installs nothing), cleared as the next packet of that
 // number enters. Fewer than RS packets are between the stage's entry and stage O, so a
@@ -1694,13 +1691,6 @@ always @(posedge clk) begin
     if (o_decided) begin
         o_cnt_reg <= o_cnt_reg + 1'b1;
     end
-    // Issues and decisions counted a clock late (as the stage's credits: `issue` comes from the
-    // descriptor FIFO's decode).
-    io_in_reg <= issue;
-    o_dec_reg <= o_decided;
-    io_cnt_reg <= io_cnt_reg + {15'd0, io_in_reg} - {15'd0, o_dec_reg};
-    learn_room_reg <= !(HW_LEARN != 0 && hw_learn)
-        || {16'd0, io_cnt_reg} + {{(32-$clog2(LEARN_RECS)-1){1'b0}}, lr_used} < LEARN_RECS - 8;
     // The slot's latest entrant that may install. A number kept long enough to come round
     // again (2^LCNT_W packets later) cannot make a packet wait for nothing: the wait is also on
     // that number's settled bit (rs_reg), which is set unless a packet of that number is in
@@ -1739,8 +1729,6 @@ always @(posedge clk) begin
         e_cnt_reg <= {LCNT_W{1'b0}};
         x_cnt_reg <= {LCNT_W{1'b0}};
         o_cnt_reg <= {LCNT_W{1'b0}};
-        io_cnt_reg <= 16'd0;
-        learn_room_reg <= 1'b1;
         lc_valid_reg <= {LSLOTS{1'b0}};
         rs_reg <= {RS{1'b0}};
         dq_tail_reg <= {(CT_SB+1){1'b0}};
@@ -1749,8 +1737,6 @@ always @(posedge clk) begin
         ex_cnt_reg <= 16'd0;
         ex_inc_reg <= 1'b0;
         ex_dec_reg <= 1'b0;
-        o_dec_reg <= 1'b0;
-        io_in_reg <= 1'b0;
     end
 end
 
@@ -2153,8 +2139,9 @@ always @* begin
                 end else if (so[F_CT +: 2] == CT_MISS) begin
                     bo_next[F_EVV] = 1'b1;
                     bo_next[F_EVK +: 2] = NLB_EVENT_LEARN;
-                    // Hardware learning: the NIC installs it where stage X1 found room.
-                    bo_next[F_LINST] = so[F_PC] && so[F_LOK];
+                    // Hardware learning: the NIC installs it where stage X1 found room,
+                    // when it has a record for the install.
+                    bo_next[F_LINST] = so[F_PC] && so[F_LOK] && !lr_full;
                 end
             end
         end

@@ -259,10 +259,8 @@ parameter RXQ_DEPTH = 512;
 // widths and packets per memory stage per table; AXI address and id widths; each channel's
 // region starts at *_CH_BASE + channel * *_CH_STRIDE.
 parameter MEM_ONCHIP = 1;
-// Hardware learning (docs/pipeline.md section 15.3, dma.caps.hw_learn): built with the on-chip
-// connection table, whose memory answers within a few clocks; behind HBM the packets between
-// a bucket's read and an install are too many for its records (nlb_ct_learn).
-parameter HW_LEARN = MEM_ONCHIP;
+// Hardware learning (docs/pipeline.md section 15.3, dma.caps.hw_learn), on chip and behind HBM.
+parameter HW_LEARN = 1;
 parameter CT_CHANNELS = 1;
 parameter CT_DATA_W = 1536;
 parameter CT_SLOTS = 64;

@@ -90,13 +90,6 @@ impl Profile {
     pub fn ct_entries(&self) -> u32 {
         self.ct_buckets * self.ct_ways
     }
-
-    /// Whether a NIC of this profile can install learned connections itself
-    /// (`dma.caps.hw_learn`): where the connection table is on chip. Behind HBM the host
-    /// installs them (docs/pipeline.md §15.3); the RTL builds `HW_LEARN = MEM_ONCHIP`.
-    pub fn learns_in_hardware(&self) -> bool {
-        self.ct_channels == 0
-    }
 }
 
 /// The hardware folder of this checkout (`hw/`: `regmap.toml`, `rtl/`), found from where this

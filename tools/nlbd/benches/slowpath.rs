@@ -483,9 +483,8 @@ fn stream_report(what: &str, items: u64, cpu: Duration, used: &nlb_driver::pcie:
 }
 
 /// New connections per second, bursts of 4,000 (the event ring holds 4,096), the device's
-/// side untimed. Where the profile learns in hardware (`sim`, on-chip tables) the NIC installs
-/// each new flow and the host takes the records and keeps its books; behind HBM (`u280`) the
-/// host installs each one through the command ring.
+/// side untimed. The NIC installs each new flow (hardware learning, on chip at `sim` and behind
+/// HBM at `u280`) and the host takes the records and keeps its books.
 ///
 /// At `u280` three passes of as many new flows each. The first starts as soon as the engine
 /// has started (a flood right after a restart): the host's last-seen times (256 MiB) are new
@@ -579,7 +578,7 @@ fn cps_pass(
     let used = sim.clone().pcie().since(&before);
     let events = engine.connections().stats().learn_events - start;
     let m = engine.mmio_use();
-    let how = if Profile::by_name(profile).is_some_and(|p| p.learns_in_hardware()) {
+    let how = if engine.status(false).hw_learn {
         "NIC learns, host keeps the books"
     } else {
         "host installs by the command ring"

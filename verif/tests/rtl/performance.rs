@@ -17,12 +17,16 @@
 //! - frames of every size from 60 to 9018 bytes under random back-pressure and idle cycles:
 //!   all come out (or are dropped whole and reported), in order, each the received frame with
 //!   its MACs rewritten;
-//! - hardware learning's rate (docs/pipeline.md §15.3), on chip with `dma.ctrl.hw_learn` = 1:
-//!   64-byte frames of new connections back to back (each a miss the NIC installs), the same
-//!   flows again (hits), and each new flow's first two packets back to back (the second waits
-//!   for the first's install): packets per clock, new connections per second at 322.27 MHz, and
-//!   `conntrack.count` against what the flows' buckets hold (a full bucket installs nothing).
+//! - hardware learning's rate (docs/pipeline.md §15.3), on chip and on the HBM model with
+//!   `dma.ctrl.hw_learn` = 1: 64-byte frames of new connections back to back (each a miss the
+//!   NIC installs, or leaves to the host when all its install records are in use), and each new
+//!   flow's first two packets back to back (the second waits for the first's install): packets
+//!   per clock, new connections per second at 322.27 MHz; after each, the same flows again
+//!   with learning off: the flows that hit are exactly `conntrack.count`, each in its bucket,
+//!   no bucket over its ways, at most what the flows' buckets hold, and a second packet that
+//!   hit its first's install hit the flow's entry.
 
+use firmware_sim::CtOutcome;
 use nlb_hw::blocks::{conntrack, ctrl, dma};
 use nlb_hw::enums::{Affinity, Delivery};
 use nlb_hw::layouts::{
@@ -36,7 +40,7 @@ use nlb_verif::scenario::mapped;
 use nlb_verif::top::{take_frames, TopBench};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 const VIP: u32 = 0x0a01_0001;
 const BACKEND_MAC: u64 = 0x0200_0000_b00b;
@@ -202,6 +206,8 @@ struct LineRate {
     dropped: usize,
     /// The dropped frames' numbers among those received since reset.
     dropped_seqs: Vec<u32>,
+    /// The results of the frames not dropped, in order.
+    results: Vec<firmware_sim::pipeline::PacketResult>,
     /// Clocks from the first beat in to the last beat out.
     total_clocks: u64,
 }
@@ -220,7 +226,9 @@ fn run_back_to_back(dut: &mut TopBench, frames: &[Vec<u8>]) -> LineRate {
     let mut got: Vec<Vec<u8>> = Vec::new();
     let mut dropped = 0usize;
     let mut dropped_seqs = Vec::new();
-    let limit = start + 8 * beats + 20_000;
+    let mut results = Vec::new();
+    // (Generous: a flood of new flows behind the HBM model is taken at a few percent.)
+    let limit = start + 40 * beats + 20_000;
     while got.len() + dropped < frames.len() && dut.bench.sim.cycle() < limit {
         let before = dut.rx.pending();
         dut.step().expect("step");
@@ -240,7 +248,7 @@ fn run_back_to_back(dut: &mut TopBench, frames: &[Vec<u8>]) -> LineRate {
             dropped += 1;
             dropped_seqs.push(d.seq);
         }
-        dut.mon.results.clear();
+        results.extend(dut.mon.results.drain(..).map(|(_, _, r)| r));
     }
     assert_eq!(got.len() + dropped, frames.len(), "frames lost");
     // Whatever is dropped is left out whole; the others come out in order, unchanged.
@@ -264,6 +272,7 @@ fn run_back_to_back(dut: &mut TopBench, frames: &[Vec<u8>]) -> LineRate {
         out_idle: out_clocks.saturating_sub(out_beats),
         dropped,
         dropped_seqs,
+        results,
         total_clocks: last_out.max(start) - start + 1,
     }
 }
@@ -516,6 +525,19 @@ fn every_size_60_to_9018_in_order_under_back_pressure() {
     assert!(dut.tx.violations().is_empty(), "{:?}", dut.tx.violations());
 }
 
+/// The connection-table key of flow `i` (its 5-tuple).
+fn flow_key(i: u32) -> FlowKey {
+    let (c, sport) = client(i);
+    FlowKey {
+        key_type: nlb_hw::enums::KeyType::Tuple5,
+        protocol: 6,
+        src_port: sport,
+        dst_port: 80,
+        src_addr: mapped(c),
+        dst_addr: mapped(VIP),
+    }
+}
+
 /// The buckets' fill after installing flows `flows` in order (lowest free way, a full bucket
 /// installs nothing, docs/pipeline.md §15.3): how many are installed.
 fn installs_that_fit(flows: &[u32]) -> u32 {
@@ -523,16 +545,7 @@ fn installs_that_fit(flows: &[u32]) -> u32 {
     let mut used = vec![0u32; p.ct_buckets as usize];
     let mut n = 0;
     for &i in flows {
-        let (c, sport) = client(i);
-        let key = FlowKey {
-            key_type: nlb_hw::enums::KeyType::Tuple5,
-            protocol: 6,
-            src_port: sport,
-            dst_port: 80,
-            src_addr: mapped(c),
-            dst_addr: mapped(VIP),
-        };
-        let b = table_index(key.hash(), p.ct_buckets) as usize;
+        let b = table_index(flow_key(i).hash(), p.ct_buckets) as usize;
         if used[b] < p.ct_ways {
             used[b] += 1;
             n += 1;
@@ -541,26 +554,35 @@ fn installs_that_fit(flows: &[u32]) -> u32 {
     n
 }
 
-#[test]
-fn hardware_learning_rate() {
+/// Hardware learning's rate with the tables on chip or behind the HBM model: see the module's
+/// doc. What must hold whatever the timing (docs/pipeline.md §15.3): an entry the NIC installs
+/// is seen by its flow's next packet, every packet of a flow the NIC installed hits it, a full
+/// bucket installs nothing, and an install the NIC leaves to the host (all its records in use)
+/// leaves nothing behind.
+fn learning_rate(hbm: bool) {
     let seed = seed_from_env(0x1ea4);
     let n = 2_000u32;
-    let mut dut = bench_on(false, true, seed, 0.0, 0.0);
+    let mut dut = bench_on(hbm, true, seed, 0.0, 0.0);
     let caps = dma::Caps::from_word(dut.read32(dma::CAPS).expect("caps"));
-    assert!(caps.hw_learn, "the on-chip top reports hardware learning");
-    dut.write32(
-        dma::CTRL,
-        dma::Ctrl {
+    assert!(caps.hw_learn, "the pipeline reports hardware learning");
+    let learning = |dut: &mut TopBench, on: bool| {
+        let c = dma::Ctrl {
             enable: false,
-            hw_learn: true,
-        }
-        .word(),
-    )
-    .expect("ctrl");
+            hw_learn: on,
+        };
+        dut.write32(dma::CTRL, c.word()).expect("ctrl");
+    };
+    let place = if hbm {
+        "behind the HBM model"
+    } else {
+        "on chip"
+    };
+    println!("hardware learning, 64-byte frames back to back, {place}, 322.27 MHz:");
     // Frames received since reset (the drop reports number them so).
-    let mut received = 0u32;
-    println!("hardware learning, 64-byte frames back to back, on chip, 322.27 MHz:");
-    let mut run = |dut: &mut TopBench, what: &str, frames: &[(u32, Vec<u8>)]| -> Vec<u32> {
+    let received = std::cell::Cell::new(0u32);
+    // Sends `frames` (flow, frame) back to back; returns the flows of the frames admitted, and
+    // their results.
+    let run = |dut: &mut TopBench, what: &str, frames: &[(u32, Vec<u8>)]| {
         let before = dut.read32(conntrack::COUNT).expect("count");
         let bytes: Vec<Vec<u8>> = frames.iter().map(|(_, f)| f.clone()).collect();
         let r = run_back_to_back(dut, &bytes);
@@ -569,51 +591,195 @@ fn hardware_learning_rate() {
         let admitted: Vec<u32> = frames
             .iter()
             .enumerate()
-            .filter(|(k, _)| !dropped.contains(&(received + *k as u32)))
+            .filter(|(k, _)| !dropped.contains(&(received.get() + *k as u32)))
             .map(|(_, (flow, _))| *flow)
             .collect();
-        received += frames.len() as u32;
+        received.set(received.get() + frames.len() as u32);
         let installs = after - before;
-        println!(
-            "  {what:42} {:5} frames {:5} dropped  {:.4} pkt/clk taken  {:5} installed  \
+        // (A run without a name prints nothing.)
+        if !what.is_empty() {
+            println!(
+                "  {what:42} {:5} frames {:5} dropped  {:.4} pkt/clk taken  {:5} installed  \
              {:.4} installs/clk = {:6.1} M/s",
-            r.frames,
-            r.dropped,
-            admitted.len() as f64 / r.total_clocks as f64,
-            installs,
-            f64::from(installs) / r.total_clocks as f64,
-            f64::from(installs) / r.total_clocks as f64 * CLOCK_MHZ
+                r.frames,
+                r.dropped,
+                admitted.len() as f64 / r.total_clocks as f64,
+                installs,
+                f64::from(installs) / r.total_clocks as f64,
+                f64::from(installs) / r.total_clocks as f64 * CLOCK_MHZ
+            );
+        }
+        assert_eq!(
+            admitted.len(),
+            r.results.len(),
+            "a result per admitted frame"
         );
-        admitted
+        (admitted, r.results)
     };
-    // New connections: each frame a miss that the NIC installs. More come than it installs:
-    // the lookup holds them back, and the receive side drops whole frames when full.
+    // Learning off, every flow of `flows` once: the entries the NIC installed since `base`
+    // (`conntrack.count` then) are exactly the flows that hit, each in its own bucket, no bucket
+    // over its ways, and nothing installs. Returns each hit flow's entry.
+    let verify = |dut: &mut TopBench, flows: &[u32], what: &str, base: u32| {
+        learning(dut, false);
+        let count = dut.read32(conntrack::COUNT).expect("count");
+        let frames: Vec<(u32, Vec<u8>)> = flows.iter().map(|&i| (i, frame(i, 64))).collect();
+        let (admitted, results) = run(dut, what, &frames);
+        assert_eq!(admitted.len(), flows.len(), "{what}: hits dropped");
+        let profile = Profile::by_name("sim").expect("sim profile");
+        let mut per_bucket = vec![0u32; profile.ct_buckets as usize];
+        let mut hits = HashMap::new();
+        for (flow, r) in admitted.iter().zip(&results) {
+            if r.conntrack != CtOutcome::Hit {
+                continue;
+            }
+            let b = table_index(flow_key(*flow).hash(), profile.ct_buckets);
+            let at = r.ct_index.expect("a hit names its entry");
+            assert_eq!(
+                at / profile.ct_ways,
+                b,
+                "{what}: flow {flow} hit outside its bucket"
+            );
+            per_bucket[b as usize] += 1;
+            hits.insert(*flow, at);
+        }
+        assert!(
+            per_bucket.iter().all(|&h| h <= profile.ct_ways),
+            "{what}: a bucket over its ways"
+        );
+        assert_eq!(
+            dut.read32(conntrack::COUNT).expect("count"),
+            count,
+            "{what}: learning off installs nothing"
+        );
+        assert_eq!(
+            hits.len() as u32,
+            count - base,
+            "{what}: every connection the NIC installed is hit by its flow, and only those"
+        );
+        learning(dut, true);
+        hits
+    };
+    learning(&mut dut, true);
+    // New connections: each frame a miss that the NIC installs, where its bucket has room and
+    // a record is free; else the host is to install it (installed = 0).
     let frames: Vec<(u32, Vec<u8>)> = (0..n).map(|i| (i, frame(i, 64))).collect();
-    let mut learned = run(&mut dut, "new connections, one packet each", &frames);
-    assert_eq!(
-        dut.read32(conntrack::COUNT).expect("count"),
-        installs_that_fit(&learned),
-        "installed connections against what the buckets hold"
+    let (learned, _) = run(&mut dut, "new connections, one packet each", &frames);
+    let established = verify(
+        &mut dut,
+        &learned,
+        "the same flows again (hits, learning off)",
+        0,
     );
-    // The flows learned, again: hits on the NIC's own entries, none dropped.
-    let frames: Vec<(u32, Vec<u8>)> = learned.iter().map(|&i| (i, frame(i, 64))).collect();
-    let hits = run(&mut dut, "the same flows again (hits)", &frames);
-    assert_eq!(hits.len(), learned.len(), "hits dropped");
-    assert_eq!(
-        dut.read32(conntrack::COUNT).expect("count"),
-        installs_that_fit(&learned),
-        "hits installed nothing"
+    let installed = established.len() as u32;
+    let fit = installs_that_fit(&learned);
+    assert!(
+        installed <= fit,
+        "more installed ({installed}) than the buckets hold ({fit})"
     );
+    println!(
+        "    installed by the NIC {installed} of the {fit} the buckets hold; {} left to the host \
+         (all install records in use)",
+        fit - installed
+    );
+    // The flows left, again, 32 at a time (fewer than the 64 install records), each batch after
+    // the records in use before it have had the time to reach memory (one write at a time, each
+    // a write response away: 100 clocks is generous behind the HBM model): none is left now,
+    // so the NIC holds every flow that fits.
+    let left: Vec<(u32, Vec<u8>)> = learned
+        .iter()
+        .filter(|f| !established.contains_key(f))
+        .map(|&i| (i, frame(i, 64)))
+        .collect();
+    for chunk in left.chunks(32) {
+        for _ in 0..100 * 64 {
+            dut.step().expect("step");
+        }
+        run(&mut dut, "", chunk);
+    }
+    let established = verify(
+        &mut dut,
+        &learned,
+        "all of them again, learned 32 at a time",
+        0,
+    );
+    assert_eq!(
+        established.len() as u32,
+        fit,
+        "installed 32 at a time, the NIC holds every flow its bucket has room for"
+    );
+    // Established flows at line rate with a new connection every 160 frames (2 M a second at
+    // 322.27 MHz): every established flow's packet hits its entry.
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut pool: Vec<(u32, u32)> = established.iter().map(|(&f, &at)| (f, at)).collect();
+    pool.sort_unstable();
+    let frames: Vec<(u32, Vec<u8>)> = (0..4 * n)
+        .map(|k| {
+            let flow = if k % 160 == 159 {
+                3 * n + k
+            } else {
+                pool[rng.random_range(0..pool.len())].0
+            };
+            (flow, frame(flow, 64))
+        })
+        .collect();
+    let (mixed, results) = run(
+        &mut dut,
+        "established, a new flow every 160 frames",
+        &frames,
+    );
+    for (flow, r) in mixed.iter().zip(&results) {
+        if let Some(&at) = established.get(flow) {
+            assert_eq!(
+                (r.conntrack, r.ct_index),
+                (CtOutcome::Hit, Some(at)),
+                "established flow {flow} in the mixed run"
+            );
+        }
+    }
     // Each new flow's first two packets back to back: the second sees the first's install.
     let frames: Vec<(u32, Vec<u8>)> = (n..2 * n)
         .flat_map(|i| [(i, frame(i, 64)), (i, frame(i, 64))])
         .collect();
-    let admitted = run(&mut dut, "new flows, two packets each", &frames);
-    let mut seen = HashSet::new();
-    learned.extend(admitted.into_iter().filter(|f| seen.insert(*f)));
-    assert_eq!(
-        dut.read32(conntrack::COUNT).expect("count"),
-        installs_that_fit(&learned),
-        "each new flow installed once"
+    let base = dut.read32(conntrack::COUNT).expect("count");
+    let (pairs, results) = run(&mut dut, "new flows, two packets each", &frames);
+    let mut flows: Vec<u32> = pairs.clone();
+    flows.dedup();
+    let count_before = dut.read32(conntrack::COUNT).expect("count");
+    let entries = verify(
+        &mut dut,
+        &flows,
+        "those flows again (hits, learning off)",
+        base,
     );
+    // A second packet right behind its first hits the entry its flow holds now (nothing
+    // evicts here), or misses: its first was left to the host, and it installed the flow
+    // itself or was left too.
+    let mut behind = 0;
+    for w in pairs.iter().zip(&results).collect::<Vec<_>>().windows(2) {
+        let ((f0, r0), (f1, r1)) = (w[0], w[1]);
+        if f0 != f1 || r0.conntrack == CtOutcome::Hit || r1.conntrack != CtOutcome::Hit {
+            continue;
+        }
+        assert_eq!(
+            r1.ct_index,
+            entries.get(f1).copied(),
+            "flow {f1}: the second packet hit another entry than the flow's"
+        );
+        behind += 1;
+    }
+    println!(
+        "    {behind} second packets hit the install of the packet right before them; \
+         {count_before} connections installed in all"
+    );
+    assert!(behind > 0, "no second packet saw its first's install");
+}
+
+#[test]
+fn hardware_learning_rate() {
+    learning_rate(false);
+}
+
+#[test]
+fn hardware_learning_rate_hbm() {
+    learning_rate(true);
 }
