@@ -7,8 +7,9 @@
 // still carry a read of the connection table from before the install reached memory.
 //
 // An install takes a record (a_*: row, way and the whole entry). Records go to the memory in the
-// order they were taken, one at a time, through the connection-table stage's direct write port
-// (w_*; w_ack when the write response is back). Until then, and afterwards until every packet
+// order they were taken through the connection-table stage's direct write port (w_*: w_take
+// as the port takes one, w_ack as each one's write response is back, in the same order; the
+// port takes the next before the last is answered). Until then, and afterwards until every packet
 // that entered that stage before the write response has passed the merge (the counts e_cnt of
 // packets entered, x_cnt of packets merged), a record is merged into the bucket of every packet
 // of its row (q_*: the ways holding a record, and the low MERGE_W bits of each, the part of an
@@ -47,6 +48,7 @@ module nlb_ct_learn #(
     output wire [ROW_BITS-1:0]      w_row,
     output wire [WAY_BITS-1:0]      w_lane,
     output wire [ENTRY_W-1:0]       w_entry,
+    input  wire                     w_take,
     input  wire                     w_ack,
 
     // Packets that entered the connection-table stage, and that passed the merge.
@@ -77,8 +79,9 @@ initial begin
 end
 
 // Records in the order taken: [free, write) in memory and waiting for the packets that read
-// before, [write, take) not written yet.
+// before, [write, sent) on their way to memory, [sent, take) not sent yet.
 reg  [RB:0]          take_reg = {(RB+1){1'b0}};
+reg  [RB:0]          sent_reg = {(RB+1){1'b0}};
 reg  [RB:0]          write_reg = {(RB+1){1'b0}};
 reg  [RB:0]          free_reg = {(RB+1){1'b0}};
 reg  [RECS-1:0]      live_reg = {RECS{1'b0}};
@@ -96,11 +99,12 @@ reg  [WAY_BITS-1:0]  h_way_d_reg = {WAY_BITS{1'b0}};
 
 wire [RB-1:0] take_i = take_reg[RB-1:0];
 wire [RB-1:0] write_i = write_reg[RB-1:0];
+wire [RB-1:0] sent_i = sent_reg[RB-1:0];
 wire [RB-1:0] free_i = free_reg[RB-1:0];
 // Records in use, counted (a register: `full` gates every record's enables).
 reg  [RB:0]   used_reg = {(RB+1){1'b0}};
 wire          full = used_reg[RB];
-wire          unwritten = write_reg != take_reg;
+wire          unsent = sent_reg != take_reg;
 // The oldest record in memory is free once x_cnt has reached its tail (counts modulo 2^CNT_W;
 // the packets in flight are far fewer than 2^(CNT_W-1)). Found a clock ahead (the tail's read
 // and the subtract), so a record is freed at most every other clock: the clock after a
@@ -142,6 +146,9 @@ always @(posedge clk) begin
         entry_mem[take_i] <= a_entry;
         take_reg <= take_reg + 1'b1;
     end
+    if (w_take) begin
+        sent_reg <= sent_reg + 1'b1;
+    end
     if (w_ack) begin
         tail_mem[write_i] <= e_cnt;
         write_reg <= write_reg + 1'b1;
@@ -153,6 +160,7 @@ always @(posedge clk) begin
     end
     if (rst) begin
         take_reg <= {(RB+1){1'b0}};
+        sent_reg <= {(RB+1){1'b0}};
         write_reg <= {(RB+1){1'b0}};
         free_reg <= {(RB+1){1'b0}};
         live_reg <= {RECS{1'b0}};
@@ -164,10 +172,10 @@ always @(posedge clk) begin
     end
 end
 
-assign w_req = unwritten;
-assign w_row = row_mem[write_i];
-assign w_lane = way_mem[write_i];
-assign w_entry = entry_mem[write_i];
+assign w_req = unsent;
+assign w_row = row_mem[sent_i];
+assign w_lane = way_mem[sent_i];
+assign w_entry = entry_mem[sent_i];
 assign used = used_reg;
 
 // The merge: at most one applied record per row and way (a newer one clears the older's

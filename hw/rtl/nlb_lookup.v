@@ -1444,6 +1444,7 @@ wire [CT_ROW_BITS-1:0] lw_row;
 wire [CT_WAY_BITS-1:0] lw_lane;
 wire [CW-1:0]      lw_entry;
 /* verilator lint_off UNUSEDSIGNAL */ // (without HW_LEARN)
+wire               lw_take;
 wire               lw_ack;
 /* verilator lint_on UNUSEDSIGNAL */
 
@@ -1490,6 +1491,7 @@ nlb_mem_stage #(
     .c_wr_hold(ct_c_wr_hold),
     .c_wr_take(ct_c_wr_take),
     .l_wr_req(lw_req),
+    .l_wr_take(lw_take),
     .l_wr_row(lw_row),
     .l_wr_lane(lw_lane),
     .l_wr_entry(lw_entry),
@@ -1769,6 +1771,7 @@ generate
             .a_way(o_way),
             .a_entry(o_entry),
             .w_req(lw_req),
+            .w_take(lw_take),
             .w_row(lw_row),
             .w_lane(lw_lane),
             .w_entry(lw_entry),
@@ -1967,6 +1970,7 @@ nlb_mem_stage #(
     .c_wr_hold(1'b0),
     .c_wr_take(),
     .l_wr_req(1'b0),
+    .l_wr_take(),
     .l_wr_row({MG_ROW_BITS{1'b0}}),
     .l_wr_lane({MG_LANE_BITS{1'b0}}),
     .l_wr_entry({MG_W{1'b0}}),

@@ -46,11 +46,15 @@
 //
 // Direct writes (DIRECT_WR = 1; the connection table's hardware learning, nlb_ct_learn): l_wr_*
 // writes an entry like the command engine but without the record (the writer orders its
-// writes against the packets itself) and acknowledges when the write response came back. The
-// port carries one write at a time: a direct write starts only while no command write is on it
-// (one that waits for the record waits on), and a command write takes the record only while no
-// direct write is out and c_wr_hold is low (c_wr_take pulses in the clock it does). m_leave
-// pulses in the clock a packet leaves (the head moves on).
+// writes against the packets itself): l_wr_take pulses in the clock a write is taken, and
+// l_wr_ack once per write, in the order taken, when its write response came back. Direct
+// writes follow each other on the port without waiting for their responses (up to D_OUT of
+// them answered later, each channel's in order; the responses are taken in the order the
+// writes were sent, so a later channel's waits); a direct write starts only while no command
+// write is on the port (one that waits for the record waits on), and a command write takes
+// the record only while no direct write is out or unanswered and c_wr_hold is low (c_wr_take
+// pulses in the clock it does). m_leave pulses in the clock a packet leaves (the head moves
+// on).
 //
 // Statistics: st_read pulses per pipeline read (as its packet enters; each is issued once); st_lat_valid / st_lat give each
 // pipeline read's latency in clocks (AR loaded to its last beat taken, modulo 2^16) when it is in;
@@ -134,6 +138,7 @@ module nlb_mem_stage #(
 
     // Direct writer (DIRECT_WR).
     input  wire                         l_wr_req,
+    output wire                         l_wr_take,
     input  wire [ROW_BITS-1:0]          l_wr_row,
     input  wire [LANE_BITS_P-1:0]       l_wr_lane,
     input  wire [ENTRY_W-1:0]           l_wr_entry,
@@ -718,10 +723,17 @@ reg  [ROW_W-1:0]       rec_rdata_reg = {ROW_W{1'b0}};
 
 localparam LANE_BYTES = LANE_W / 8;
 
-// The direct writer's registers (DIRECT_WR): its write is on the port (d_on), past its beats
-// and waiting for the response (d_resp).
+// The direct writer's registers (DIRECT_WR): its write is on the port (d_on); the writes past
+// their beats and waiting for their responses, oldest first (their channels, a FIFO of D_OUT).
+localparam D_OUT = 8;
+localparam DOB = $clog2(D_OUT);
 reg                    d_on_reg = 1'b0;
-reg                    d_resp_reg = 1'b0;
+reg  [CH_BITS-1:0]     d_ch_mem [0:D_OUT-1];
+reg  [DOB:0]           d_sent_reg = {(DOB+1){1'b0}};
+reg  [DOB:0]           d_done_reg = {(DOB+1){1'b0}};
+wire                   d_out = d_sent_reg != d_done_reg;
+wire                   d_out_full = d_sent_reg - d_done_reg == D_OUT[DOB:0];
+wire [CH_BITS-1:0]     d_head_ch = d_ch_mem[d_done_reg[DOB-1:0]];
 reg                    l_wr_ack_reg = 1'b0;
 reg  [ROW_BITS-1:0]    d_row_reg = {ROW_BITS{1'b0}};
 reg  [LANE_BITS_P-1:0] d_lane_reg = {LANE_BITS_P{1'b0}};
@@ -769,12 +781,12 @@ wire [CH_BITS-1:0] w_ch = row_channel(p_row);
 wire               w_beat_take = w_valid_reg && m_axi_wready[w_ch];
 wire               w_is_last = w_beat_reg == w_last_beat;
 wire               b_take = m_axi_bvalid[w_ch] && w_state_reg == W_RESP;
-wire               d_b_take = m_axi_bvalid[w_ch] && d_resp_reg;
+wire               d_b_take = m_axi_bvalid[d_head_ch] && d_out;
 // A command write takes the record; a direct write starts (never both in a clock, never one
 // while the other is on the port).
 wire               c_take = w_state_reg == W_WAIT && !rec_busy_reg
-    && (DIRECT_WR == 0 || (!c_wr_hold && !d_on_reg));
-wire               d_start = DIRECT_WR != 0 && l_wr_req && !d_on_reg && !l_wr_ack_reg
+    && (DIRECT_WR == 0 || (!c_wr_hold && !d_on_reg && !d_out));
+wire               d_start = DIRECT_WR != 0 && l_wr_req && !d_on_reg && !d_out_full
     && (w_state_reg == W_IDLE || (w_state_reg == W_WAIT && !c_take));
 // AW and W of the write on the port are done this clock.
 wire               p_sent = (!aw_valid_reg || m_axi_awready[w_ch]) && (!w_valid_reg
@@ -827,7 +839,7 @@ always @(posedge clk) begin
         end
     endcase
     // The write on the port (either writer's): its address, then its beats.
-    if (w_state_reg == W_SEND || (d_on_reg && !d_resp_reg)) begin
+    if (w_state_reg == W_SEND || d_on_reg) begin
         if (aw_valid_reg && m_axi_awready[w_ch]) begin
             aw_valid_reg <= 1'b0;
         end
@@ -848,12 +860,13 @@ always @(posedge clk) begin
         w_valid_reg <= 1'b1;
         w_beat_reg <= l_first_beat;
     end
-    if (d_on_reg && !d_resp_reg && p_sent) begin
-        d_resp_reg <= 1'b1;
+    if (d_on_reg && p_sent) begin
+        d_on_reg <= 1'b0;
+        d_ch_mem[d_sent_reg[DOB-1:0]] <= w_ch;
+        d_sent_reg <= d_sent_reg + 1'b1;
     end
     if (d_b_take) begin
-        d_on_reg <= 1'b0;
-        d_resp_reg <= 1'b0;
+        d_done_reg <= d_done_reg + 1'b1;
         l_wr_ack_reg <= 1'b1;
     end
     // Once every packet that entered before the write has left: the margin, then free.
@@ -874,7 +887,8 @@ always @(posedge clk) begin
         rec_busy_reg <= 1'b0;
         rec_counting_reg <= 1'b0;
         d_on_reg <= 1'b0;
-        d_resp_reg <= 1'b0;
+        d_sent_reg <= {(DOB+1){1'b0}};
+        d_done_reg <= {(DOB+1){1'b0}};
         l_wr_ack_reg <= 1'b0;
     end
 end
@@ -882,6 +896,7 @@ end
 assign c_wr_ack = c_wr_ack_reg;
 assign c_wr_take = c_take;
 assign l_wr_ack = l_wr_ack_reg;
+assign l_wr_take = d_start;
 
 // The beat being written: one compare per beat.
 reg [DATA_W-1:0] w_beat_data;
@@ -910,7 +925,7 @@ generate
         assign m_axi_wstrb[g*DB +: DB] = w_beat_strb;
         assign m_axi_wlast[g] = w_is_last;
         assign m_axi_wvalid[g] = w_valid_reg && mine;
-        assign m_axi_bready[g] = (w_state_reg == W_RESP || d_resp_reg) && mine;
+        assign m_axi_bready[g] = (w_state_reg == W_RESP && mine) || (d_out && d_head_ch == g);
     end
 endgenerate
 
