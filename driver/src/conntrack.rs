@@ -150,6 +150,12 @@ pub enum Installed {
         /// The bucket.
         bucket: u32,
     },
+    /// The NIC learns and the bucket has a free way: left for the NIC to install at the
+    /// flow's next packet ([`Conntrack::settle_left`]).
+    LeftToNic {
+        /// The bucket.
+        bucket: u32,
+    },
 }
 
 /// What an ageing pass did.
@@ -180,6 +186,9 @@ pub struct ConntrackStats {
     pub learned_by_nic: u64,
     /// Full buckets settled by taking the place of a closed connection.
     pub settled: u64,
+    /// Connections the NIC did not install while its bucket had room (all its install records
+    /// in use), left for it to install at the flow's next packet.
+    pub left_to_nic: u64,
 }
 
 /// `cmd` of a WRITE_AT of entry `index` (below [`CMD_INDEX_MAX`]: checked on attach).
@@ -225,6 +234,8 @@ pub struct Conntrack {
     dma_writes: Vec<(u32, [u32; WORDS])>,
     /// The current call goes through the command ring.
     via_dma: bool,
+    /// The current call settles what the learning NIC left: free ways are the NIC's.
+    free_ways_to_nic: bool,
 }
 
 /// Decodes packed entries (`WORDS` words each) into `out`, on every CPU for a large batch:
@@ -504,6 +515,7 @@ impl Conntrack {
             closed: PairCounts::default(),
             dma_writes: Vec::new(),
             via_dma: false,
+            free_ways_to_nic: false,
         }
     }
 
@@ -928,6 +940,26 @@ impl Conntrack {
         self.install_io(Io::Window(dev), conns, now, out)
     }
 
+    /// [`Conntrack::install_batch`] for the LEARNs a learning NIC reported not installed
+    /// (SPEC R12.3: the host settles what the NIC could not place). Only a full bucket is the
+    /// host's to settle. Where the host's copy shows a free way, the NIC had no install record
+    /// free (a flood of new connections, docs/pipeline.md section 15.3), and its installs
+    /// after this event may already hold the way the copy shows free: a host write there
+    /// could overwrite one. Such a connection is left for the NIC to install at the flow's
+    /// next packet ([`Installed::LeftToNic`]).
+    pub fn settle_left<D: Device + ?Sized>(
+        &mut self,
+        dev: &mut D,
+        conns: &[NewConnection],
+        now: u32,
+        out: &mut Vec<Installed>,
+    ) -> Result<(), ConntrackError> {
+        self.free_ways_to_nic = true;
+        let result = self.install_batch(dev, conns, now, out);
+        self.free_ways_to_nic = false;
+        result
+    }
+
     /// [`Conntrack::install_batch`] through the command ring: every entry written whole by
     /// DMA, one command for the batch; a full bucket may take the place of a connection
     /// already closed (FIN or RST seen), which only waits for its closed timeout.
@@ -1068,6 +1100,11 @@ impl Conntrack {
             }
             None => {
                 match (start..start + self.ways).find(|&i| !self.entries.is_valid(i as usize)) {
+                    Some(_) if self.free_ways_to_nic => {
+                        self.stats.left_to_nic += 1;
+                        out.push(Installed::LeftToNic { bucket });
+                        return Ok(());
+                    }
                     Some(i) => i,
                     // Through the ring, a full bucket is settled by taking the place of a
                     // closed connection (the one idle longest).

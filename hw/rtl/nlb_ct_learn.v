@@ -18,8 +18,8 @@
 // (h_take: the command took the stage's record; a clock later the stage merges it into the
 // packets then at this merge, which see the command's entry from then on).
 //
-// The lookup keeps the records from running out: it issues packets only while the records in use
-// and the packets that could still take one leave room (`used`). h_pending says a record of row
+// The lookup installs only while a record is free (`used` below RECS); an install decided
+// while none is, it leaves to the host (docs/pipeline.md section 15.3). h_pending says a record of row
 // h_row has not reached memory yet: a command write to that row waits for it, so the memory
 // ends with the newer of the two.
 module nlb_ct_learn #(

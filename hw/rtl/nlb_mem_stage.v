@@ -22,7 +22,8 @@
 // which the shell ties). The ports must not interleave the beats of two read bursts (rlast ends
 // one before the next starts), as AXI4 slaves that do not interleave read data behave. Read
 // ids 0 .. 2^ID_W - 2 belong to the pipeline; id 2^ID_W - 1 to the command engine's reads;
-// writes use id 0 and are one at a time.
+// writes use id 0: a command write alone, direct writes one after another, each channel
+// answering its own in order.
 //
 // Command engine (c_*): one request at a time. A write stores c_wr_entry as entry c_wr_lane of
 // row c_wr_row (one burst over the entry's LANE_W / 8 bytes, byte strobes; the bits of the lane

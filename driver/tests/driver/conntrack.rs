@@ -131,6 +131,64 @@ fn a_full_bucket_refuses_the_next_flow() {
     assert_eq!(out, vec![Installed::New(base + 1)]);
 }
 
+/// What a learning NIC reported not installed (SPEC R12.3, docs/pipeline.md section 15.3): the
+/// host settles only a full bucket. A bucket with a free way in the host's copy means the NIC
+/// had no install record free, and the NIC's own installs after that event (whose records the
+/// host has not read yet) may already hold that way: here one does, written into the device
+/// behind the host's back. `settle_left` leaves the bucket alone; `install_batch`, as a
+/// learning-off host would, overwrites the NIC's connection.
+#[test]
+fn what_a_learning_nic_left_is_settled_only_in_a_full_bucket() {
+    let (mut sim, info) = setup();
+    let mut ct = Conntrack::attach(&mut sim, &info, 0).unwrap();
+    let ways = profile().ct_ways;
+    let target = ct.bucket_of(&key(1));
+    let ports: Vec<u16> = (1..=u16::MAX)
+        .filter(|p| table_index(key(*p).hash(), profile().ct_buckets) == target)
+        .take(ways as usize + 2)
+        .collect();
+    let (left, nic) = (ports[0], ports[1]);
+    // The NIC installed `nic` in the bucket's first way; its record is still on the ring.
+    let first = target * ways;
+    let nic_entry = nlb_hw::layouts::CtEntry {
+        valid: true,
+        protocol: 6,
+        src_port: nic,
+        dst_port: 80,
+        src_addr: addr_to_u128(IpAddr::V4(CLIENT)),
+        dst_addr: addr_to_u128(IpAddr::V4(VIP)),
+        backend: 30,
+        ..Default::default()
+    };
+    sim.lock().conntrack_mut().write(first, nic_entry).unwrap();
+    let mut out = Vec::new();
+    ct.settle_left(&mut sim, &[conn(left, 20)], 5, &mut out)
+        .unwrap();
+    assert_eq!(out, vec![Installed::LeftToNic { bucket: target }]);
+    assert_eq!(ct.stats().left_to_nic, 1);
+    assert_eq!(sim.lock().conntrack().entry(first), Some(&nic_entry));
+    assert_eq!(
+        send(&sim, nic).backend,
+        Some(30),
+        "the NIC's connection holds"
+    );
+    // The hazard settle_left avoids: a plain install takes the way the copy shows free.
+    ct.install_batch(&mut sim, &[conn(left, 20)], 5, &mut out)
+        .unwrap();
+    assert_eq!(out, vec![Installed::New(first)]);
+    assert_ne!(send(&sim, nic).backend, Some(30), "overwritten");
+    // A full bucket (in the host's copy) is the host's to settle: through the register window
+    // nothing is taken (BucketFull), as install_batch does.
+    let fill: Vec<_> = ports[1..ways as usize]
+        .iter()
+        .map(|p| conn(*p, 20))
+        .collect();
+    ct.install_batch(&mut sim, &fill, 6, &mut out).unwrap();
+    ct.settle_left(&mut sim, &[conn(ports[ways as usize], 20)], 7, &mut out)
+        .unwrap();
+    assert_eq!(out, vec![Installed::BucketFull { bucket: target }]);
+}
+
 /// Executes every operation alone and, after each conntrack command, checks the model's
 /// entry: it is either invalid or exactly one of the entries the test installs whole.
 struct Watch {

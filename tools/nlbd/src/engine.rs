@@ -733,6 +733,7 @@ impl Engine {
         let Some((_, rings)) = nlb_driver::rings::split(&mut self.dev) else {
             return;
         };
+        let nic_learns = rings.hw_learn();
         let status = match rings.poll() {
             Ok(s) => s,
             Err(e) => {
@@ -774,6 +775,7 @@ impl Engine {
                 &records,
                 self.host_stamp,
                 host_secs(),
+                nic_learns,
             ) {
                 Ok(()) => report.events = records.len(),
                 Err(e) => self.device_error("handling learn events failed", &e),

@@ -72,6 +72,10 @@ pub struct LearnStats {
     /// Learn events not installed because the bucket was full (the flow keeps going by
     /// Maglev).
     pub bucket_full: u64,
+    /// Learn events the NIC did not install while their bucket had room (all its install
+    /// records in use: a flood of new connections), left for it to install at the flow's next
+    /// packet.
+    pub left_to_nic: u64,
     /// Flows marked closed by a teardown.
     pub closed: u64,
     /// Teardowns of flows not in the table.
@@ -167,6 +171,8 @@ pub struct Connections {
     events: Vec<LearnEvent>,
     pending: Vec<NewConnection>,
     outcomes: Vec<Installed>,
+    /// The pending installs are what a learning NIC left ([`Connections::handle_records`]).
+    settle_only: bool,
 }
 
 fn entry_timeout(rule_timeout: &[u32], closed_timeout: u32, e: &CtEntry) -> u32 {
@@ -201,6 +207,7 @@ impl Connections {
             events: Vec::with_capacity(opts.batch),
             pending: Vec::with_capacity(opts.batch),
             outcomes: Vec::with_capacity(opts.batch),
+            settle_only: false,
         })
     }
 
@@ -280,15 +287,19 @@ impl Connections {
     /// Handles records of the event ring in order (SPEC R12.3): a LEARN the NIC installed is
     /// recorded in the host's copy (no device access; `stamp` is the `dma.host_time` the NIC
     /// wrote into it); runs of LEARNs it could not place are installed by the host (a full
-    /// bucket may take a closed connection's place); a TEARDOWN marks its flow closed.
+    /// bucket may take a closed connection's place; while the NIC learns, `nic_learns`, a
+    /// bucket with a free way is left to it: [`Conntrack::settle_left`]); a TEARDOWN marks its
+    /// flow closed.
     pub fn handle_records<D: Device + ?Sized>(
         &mut self,
         dev: &mut D,
         records: &[EventRecord],
         stamp: u32,
         now: u32,
+        nic_learns: bool,
     ) -> Result<(), ConntrackError> {
         self.pending.clear();
+        self.settle_only = nic_learns;
         let nic_installed = |r: &EventRecord| r.event[0].event == Event::Learn && r.installed;
         let mut at = 0;
         while let Some(r) = records.get(at) {
@@ -329,7 +340,9 @@ impl Connections {
                 }
             }
         }
-        self.flush_installs(dev, now)
+        let result = self.flush_installs(dev, now);
+        self.settle_only = false;
+        result
     }
 
     /// Counts a learn queue overflow seen by polling.
@@ -375,9 +388,13 @@ impl Connections {
         if self.pending.is_empty() {
             return Ok(());
         }
-        let result = self
-            .ct
-            .install_batch(dev, &self.pending, now, &mut self.outcomes);
+        let result = if self.settle_only {
+            self.ct
+                .settle_left(dev, &self.pending, now, &mut self.outcomes)
+        } else {
+            self.ct
+                .install_batch(dev, &self.pending, now, &mut self.outcomes)
+        };
         self.pending.clear();
         for o in &self.outcomes {
             match o {
@@ -385,6 +402,7 @@ impl Connections {
                 Installed::Replaced(_) => self.stats.replaced += 1,
                 Installed::Present(_) => self.stats.already_present += 1,
                 Installed::BucketFull { .. } => self.stats.bucket_full += 1,
+                Installed::LeftToNic { .. } => self.stats.left_to_nic += 1,
             }
         }
         result
@@ -798,6 +816,44 @@ instances:
             assert_eq!(r.backend, *b);
         }
         assert_eq!(rig.poll(1000), 0, "hits raise no events");
+    }
+
+    /// A LEARN the learning NIC did not install (docs/pipeline.md section 15.3): with a free
+    /// way in the host's copy it is left to the NIC (its later installs may hold that way);
+    /// with learning off the host installs it.
+    #[test]
+    fn a_learn_left_by_a_learning_nic_is_not_installed_by_the_host() {
+        let mut rig = Rig::new();
+        let record = |sport: u16| EventRecord {
+            event: [LearnEvent {
+                event: Event::Learn,
+                protocol: 6,
+                src_port: sport,
+                dst_port: 80,
+                src_addr: nlb_hw::hash::addr_to_u128("198.51.100.7".parse().unwrap()),
+                dst_addr: nlb_hw::hash::addr_to_u128("203.0.113.80".parse().unwrap()),
+                backend: 1,
+                ..LearnEvent::default()
+            }],
+            installed: false,
+            ct_index: 0,
+        };
+        rig.conns
+            .handle_records(&mut rig.dev, &[record(40000)], 0, 1000, true)
+            .unwrap();
+        assert_eq!(rig.conns.stats().left_to_nic, 1);
+        assert_eq!(rig.conns.stats().installed, 0);
+        assert_eq!(rig.conns.conntrack().valid_count(), 0);
+        assert_eq!(
+            rig.sim.lock().conntrack().valid_count(),
+            0,
+            "nothing written"
+        );
+        rig.conns
+            .handle_records(&mut rig.dev, &[record(40000)], 0, 1000, false)
+            .unwrap();
+        assert_eq!(rig.conns.stats().installed, 1);
+        assert_eq!(rig.sim.lock().conntrack().valid_count(), 1);
     }
 
     #[test]

@@ -456,7 +456,10 @@ impl PinnedState {
                         self.copies.insert(c.key, Copy::new(c, now));
                     }
                     Installed::Present(_) => report.present += 1,
-                    Installed::BucketFull { .. } => report.bucket_full += 1,
+                    // (Copies are installed whole: nothing is left to the NIC.)
+                    Installed::BucketFull { .. } | Installed::LeftToNic { .. } => {
+                        report.bucket_full += 1
+                    }
                 }
             }
         }

@@ -161,15 +161,7 @@ fn install_flows(dut: &mut TopBench, n: u32) -> u32 {
     let mut used = vec![0u32; p.ct_buckets as usize];
     let mut installed = 0;
     for i in 0..n {
-        let (c, sport) = client(i);
-        let key = FlowKey {
-            key_type: nlb_hw::enums::KeyType::Tuple5,
-            protocol: 6,
-            src_port: sport,
-            dst_port: 80,
-            src_addr: mapped(c),
-            dst_addr: mapped(VIP),
-        };
+        let key = flow_key(i);
         let bucket = table_index(key.hash(), p.ct_buckets);
         let way = used[bucket as usize];
         if way >= p.ct_ways {
@@ -178,11 +170,11 @@ fn install_flows(dut: &mut TopBench, n: u32) -> u32 {
         used[bucket as usize] += 1;
         let e = CtEntry {
             valid: true,
-            protocol: 6,
-            src_port: sport,
-            dst_port: 80,
-            src_addr: mapped(c),
-            dst_addr: mapped(VIP),
+            protocol: key.protocol,
+            src_port: key.src_port,
+            dst_port: key.dst_port,
+            src_addr: key.src_addr,
+            dst_addr: key.dst_addr,
             backend: 1,
             ..CtEntry::default()
         };

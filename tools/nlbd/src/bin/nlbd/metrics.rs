@@ -761,6 +761,7 @@ fn connections(t: &mut Text, status: &EngineStatus) {
         ("present", l.already_present),
         ("replaced", l.replaced),
         ("bucket_full", l.bucket_full),
+        ("left_to_nic", l.left_to_nic),
     ] {
         t.sample("nlbd_conntrack_installs_total", &[("outcome", o)], n as f64);
     }
