@@ -62,6 +62,11 @@ fi
 #  cover depth[|bmc depth of its mutation checks, when they need more clocks than the proof's
 #  base case]"
 #
+# The bmc run is the induction's base case, so its depth is at least the induction's (checked
+# below); once the induction proves the properties for every reachable state, a deeper bmc
+# adds nothing to the proof, only time (each clock about doubles it). Where a planted bug
+# needs more clocks to show, its mutation checks keep the deeper bmc (the last field).
+#
 # Solver: z3 (4.13.0 from PyPI, hw/scripts/fetch-z3.sh, or Debian's 4.8.12), run by
 # yosys-smtbmc with --unroll --noincr (a fresh solver per query, the model's functions
 # unrolled): incrementally, or reading the define-fun model directly, Debian's z3 takes
@@ -76,12 +81,12 @@ fi
 # (none of them can change which bank a read uses). docs/verification.md says what each
 # proof covers and what it leaves out.
 proofs=(
-    "fifo4|nlb_fifo WIDTH=8 DEPTH=4|beats in order, none lost or made up; count; valid/ready|nlb_fifo|nlb_fifo|-chparam WIDTH 8 -chparam DEPTH 4|||z3|14|4|16"
+    "fifo4|nlb_fifo WIDTH=8 DEPTH=4|beats in order, none lost or made up; count; valid/ready|nlb_fifo|nlb_fifo|-chparam WIDTH 8 -chparam DEPTH 4|||z3|8|4|16|14"
     "fifo2|nlb_fifo WIDTH=8 DEPTH=2|beats in order, none lost or made up; count; valid/ready|nlb_fifo|nlb_fifo|-chparam WIDTH 8 -chparam DEPTH 2|||z3|10|4|12"
-    "skid|nlb_axis_skid DATA_WIDTH=512|beats in order, none lost or made up; valid/ready; tready|nlb_axis_skid|nlb_axis_skid||||z3|10|4|10"
+    "skid|nlb_axis_skid DATA_WIDTH=512|beats in order, none lost or made up; valid/ready; tready|nlb_axis_skid|nlb_axis_skid||||z3|6|4|10|10"
     "regs|nlb_regs (2-entry tables)|AXI-Lite slave: one response per request, held under back-pressure|nlb_regs|nlb_regs nlb_table_mem nlb_table_cmd|-chparam VIP_BUCKETS 2 -chparam RULES 2 -chparam POOLS 2 -chparam MAGLEV_SLOTS 2 -chparam BACKENDS 2|cutpoint t:*nlb_table_mem*; proc; cutpoint nlb_regs/w:data_next||z3|10|5|8"
     "parser|nlb_parser DATA_WIDTH=512 USER_WIDTH=32|one descriptor per frame, 9 clocks after tlast; m_user = first beat's tuser|nlb_parser|nlb_parser|-chparam DATA_WIDTH 512 -chparam USER_WIDTH 32|proc; delete -port nlb_parser/o:*|opt_clean -purge|z3|14|11|16"
-    "mem_stage|nlb_mem_stage (1 channel of 3 ids, 4 slots, 8-bit rows)|packets out in the order in, with their state and read flag, whatever the memory answers|nlb_mem_stage|nlb_mem_stage nlb_fifo|-chparam STATE_W 3 -chparam ROW_BITS 2 -chparam ROW_W 8 -chparam DATA_W 8 -chparam CHANNELS 1 -chparam ADDR_W 8 -chparam ID_W 2 -chparam ROW_SHIFT 0 -chparam LANE_W 8 -chparam ENTRY_W 8 -chparam SLOTS 4|||z3|9|5|14|12"
+    "mem_stage|nlb_mem_stage (1 channel of 3 ids, 4 slots, 8-bit rows)|packets out in the order in, with their state and read flag, whatever the memory answers|nlb_mem_stage|nlb_mem_stage nlb_fifo|-chparam STATE_W 3 -chparam ROW_BITS 2 -chparam ROW_W 8 -chparam DATA_W 8 -chparam CHANNELS 1 -chparam ADDR_W 8 -chparam ID_W 2 -chparam ROW_SHIFT 0 -chparam LANE_W 8 -chparam ENTRY_W 8 -chparam SLOTS 4|||z3|7|5|14|12"
     "rx_drop|nlb_rx_drop|every beat consumed; frames passed or dropped whole, at the first beat|nlb_rx_drop|nlb_rx_drop||||z3|12|3|12"
     "async_fifo|nlb_async_fifo WIDTH=4 DEPTH=4 SYNC_STAGES=2|two clocks: words in order, none lost or made up; full/empty/levels conservative; Gray steps|nlb_async_fifo|nlb_async_fifo|-chparam WIDTH 4 -chparam DEPTH 4 -chparam SYNC_STAGES 2||memory_map; opt_clean; clk2fflogic|z3|20|6|30"
     "async_fifo3|nlb_async_fifo WIDTH=2 DEPTH=8 SYNC_STAGES=3|two clocks, three synchroniser flops, 8 words (the same properties)|nlb_async_fifo|nlb_async_fifo|-chparam WIDTH 2 -chparam DEPTH 8 -chparam SYNC_STAGES 3||memory_map; opt_clean; clk2fflogic|z3|16|6|40"
@@ -90,9 +95,17 @@ proofs=(
     "axi_mux|nlb_axi_mux2 DATA_WIDTH=8 TURN=2|two AXI4 masters on one port: never both in flight, answers to the master that asked, write data behind its address|nlb_axi_mux2|nlb_axi_mux2|-chparam DATA_WIDTH 8 -chparam TURN 2|||z3|12|4|16"
     "err_slave|nlb_axi_err_slave DATA_WIDTH=8|AXI4 slave: one DECERR response per write address and whole burst, arlen + 1 read beats with rlast on the last; held; never stuck|nlb_axi_err_slave|nlb_axi_err_slave|-chparam DATA_WIDTH 8|||z3|12|3|20"
     "frame_arb|nlb_axis_frame_arb DATA_WIDTH=8|frames not interleaved; every beat out taken from one source, unchanged; offered beats held; turns between frames|nlb_axis_frame_arb|nlb_axis_frame_arb|-chparam DATA_WIDTH 8|||z3|8|3|10"
-    "lookup|nlb_lookup (the sim profile, a 32-descriptor FIFO)|every front-stage table read of a descriptor from its bank; its bank into the memory stages|nlb_lookup|nlb_lookup nlb_flow_hash nlb_mul_const_csa nlb_mem_stage nlb_ct_learn nlb_fifo||cutpoint t:nlb_flow_hash; cutpoint t:*nlb_mem_stage*; cutpoint t:*nlb_ct_learn*; proc; cutpoint t:\$mul; delete -port nlb_lookup/o:*|memory_map; opt_clean -purge|z3|14|3|14"
-    "host_dma|nlb_host_dma INJECT_IN_FLIGHT=2|producer never passes consumer; a descriptor used once; writes inside the posted buffer and slot, no burst across 4 KiB; inject frames in flight, read answers to whom asked|nlb_host_dma|nlb_host_dma|-chparam INJECT_IN_FLIGHT 2||memory_map; opt_clean|z3|10|3|18|12"
+    "lookup|nlb_lookup (the sim profile, a 32-descriptor FIFO)|every front-stage table read of a descriptor from its bank; its bank into the memory stages|nlb_lookup|nlb_lookup nlb_flow_hash nlb_mul_const_csa nlb_mem_stage nlb_ct_learn nlb_fifo||cutpoint t:nlb_flow_hash; cutpoint t:*nlb_mem_stage*; cutpoint t:*nlb_ct_learn*; proc; cutpoint t:\$mul; delete -port nlb_lookup/o:*|memory_map; opt_clean -purge|z3|6|3|14|14"
+    "host_dma|nlb_host_dma INJECT_IN_FLIGHT=2|producer never passes consumer; a descriptor used once; writes inside the posted buffer and slot, no burst across 4 KiB; inject frames in flight, read answers to whom asked|nlb_host_dma|nlb_host_dma|-chparam INJECT_IN_FLIGHT 2||memory_map; opt_clean|z3|6|3|18|12"
 )
+
+for p in "${proofs[@]}"; do
+    IFS='|' read -r pname _ _ _ _ _ _ _ _ pbmc pind _ <<<"$p"
+    if [ "$pbmc" -lt "$pind" ]; then
+        echo "formal.sh: proof $pname: bmc depth $pbmc is below its induction depth $pind (the base case must cover it)" >&2
+        exit 2
+    fi
+done
 
 # ---- the mutation checks -------------------------------------------------------------------
 # "name|proof[:bmc depth, when this bug needs more clocks to show than the proof's mutation

@@ -4,6 +4,7 @@
 #
 # Usage: hw/scripts/lint.sh            (from anywhere in the checkout)
 #        VERILATOR=/path/to/verilator hw/scripts/lint.sh
+#        NLB_LINT_JOBS=n hw/scripts/lint.sh   (runs at a time; the number of CPUs by default)
 #
 # Waivers live in the RTL, one line at a time, as
 #   /* verilator lint_off RULE */ ... /* verilator lint_on RULE */
@@ -64,6 +65,11 @@ failed=0
 runs=0
 root="$(cd "$rtl/../.." && pwd)"
 board_dirs=()
+# The runs go NLB_LINT_JOBS at a time (the number of CPUs); each writes its report to a file
+# of its own, printed in order at the end.
+jobs_max="${NLB_LINT_JOBS:-$(nproc 2>/dev/null || echo 2)}"
+reports="$(mktemp -d)"
+trap 'rm -rf "$reports"' EXIT
 
 lint() {
     local top="$1"
@@ -81,14 +87,19 @@ lint_file() {
     top="${name%.*}"
     label="${file#"$root"/}${*:+ $*}"
     runs=$((runs + 1))
-    if out="$("$verilator" --lint-only -Wall -I"$rtl" -y "$rtl" "${board_dirs[@]}" \
-        --top-module "$top" "$@" "$file" 2>&1)" && [ -z "$out" ]; then
-        echo "ok    $label"
-    else
-        echo "FAIL  $label"
-        echo "$out" | sed 's/^/      /'
-        failed=$((failed + 1))
-    fi
+    local report="$reports/$runs"
+    (
+        if out="$("$verilator" --lint-only -Wall -I"$rtl" -y "$rtl" "${board_dirs[@]}" \
+            --top-module "$top" "$@" "$file" 2>&1)" && [ -z "$out" ]; then
+            echo "ok    $label" >"$report"
+        else
+            { echo "FAIL  $label"; echo "$out" | sed 's/^/      /'; } >"$report"
+            : >"$report.failed"
+        fi
+    ) &
+    while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do
+        wait -n || true
+    done
 }
 
 for file in "$rtl"/*.v "$rtl"/*.sv; do
@@ -134,5 +145,12 @@ for board in "$root"/hw/boards/*/; do
     [ -e "$board"rtl/nlb_plugin_322mhz.v ] && lint_file "$board"rtl/nlb_plugin_322mhz.v -GHOST_BRIDGE=0
 done
 
+wait
+for ((i = 1; i <= runs; i++)); do
+    cat "$reports/$i"
+    if [ -e "$reports/$i.failed" ]; then
+        failed=$((failed + 1))
+    fi
+done
 echo "lint: $runs runs, $failed failed ($("$verilator" --version))"
 [ "$failed" -eq 0 ]
