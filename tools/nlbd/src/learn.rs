@@ -171,8 +171,6 @@ pub struct Connections {
     events: Vec<LearnEvent>,
     pending: Vec<NewConnection>,
     outcomes: Vec<Installed>,
-    /// The pending installs are what a learning NIC left ([`Connections::handle_records`]).
-    settle_only: bool,
 }
 
 fn entry_timeout(rule_timeout: &[u32], closed_timeout: u32, e: &CtEntry) -> u32 {
@@ -207,7 +205,6 @@ impl Connections {
             events: Vec::with_capacity(opts.batch),
             pending: Vec::with_capacity(opts.batch),
             outcomes: Vec::with_capacity(opts.batch),
-            settle_only: false,
         })
     }
 
@@ -299,7 +296,6 @@ impl Connections {
         nic_learns: bool,
     ) -> Result<(), ConntrackError> {
         self.pending.clear();
-        self.settle_only = nic_learns;
         let nic_installed = |r: &EventRecord| r.event[0].event == Event::Learn && r.installed;
         let mut at = 0;
         while let Some(r) = records.get(at) {
@@ -312,7 +308,7 @@ impl Connections {
                     .iter()
                     .take_while(|r| nic_installed(r))
                     .count();
-                self.flush_installs(dev, now)?;
+                self.flush_installs(dev, now, nic_learns)?;
                 let left = self.ct.learned(&records[at..at + run], stamp, now);
                 debug_assert!(left.is_empty());
                 let run64 = run as u64;
@@ -330,7 +326,7 @@ impl Connections {
                 }
                 Event::Teardown => {
                     self.stats.teardown_events += 1;
-                    self.flush_installs(dev, now)?;
+                    self.flush_installs(dev, now, nic_learns)?;
                     let key = NewConnection::from(ev).key;
                     if self.ct.mark_closed(dev, &key)? {
                         self.stats.closed += 1;
@@ -340,9 +336,7 @@ impl Connections {
                 }
             }
         }
-        let result = self.flush_installs(dev, now);
-        self.settle_only = false;
-        result
+        self.flush_installs(dev, now, nic_learns)
     }
 
     /// Counts a learn queue overflow seen by polling.
@@ -367,7 +361,7 @@ impl Connections {
                 }
                 Event::Teardown => {
                     self.stats.teardown_events += 1;
-                    self.flush_installs(dev, now)?;
+                    self.flush_installs(dev, now, false)?;
                     let key = NewConnection::from(ev).key;
                     if self.ct.mark_closed(dev, &key)? {
                         self.stats.closed += 1;
@@ -377,18 +371,21 @@ impl Connections {
                 }
             }
         }
-        self.flush_installs(dev, now)
+        self.flush_installs(dev, now, false)
     }
 
+    /// Installs the pending connections; `left_by_nic`: they are LEARNs a learning NIC did not
+    /// install, which the host only settles ([`Conntrack::settle_left`]).
     fn flush_installs<D: Device + ?Sized>(
         &mut self,
         dev: &mut D,
         now: u32,
+        left_by_nic: bool,
     ) -> Result<(), ConntrackError> {
         if self.pending.is_empty() {
             return Ok(());
         }
-        let result = if self.settle_only {
+        let result = if left_by_nic {
             self.ct
                 .settle_left(dev, &self.pending, now, &mut self.outcomes)
         } else {
